@@ -1,0 +1,230 @@
+"""MIOpenDriver's convolution command line: ``conv -n 32 -c 64 ... -F 1`` into problems.
+
+Flags and defaults follow MIOpenDriver's ``conv_driver.hpp`` (short ``-x VALUE`` and long
+``--name VALUE`` or ``--name=VALUE``). Flags that only steer the driver itself (iterations, timing,
+verification, solution choice, file names) are parsed and kept in ``DriverOptions``.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from .problem import ProblemDescription, iter_directions
+
+# command word -> (x/in dtype, w dtype, y/out dtype)
+COMMANDS = {
+    "conv": ("FP32",) * 3,
+    "convfp16": ("FP16",) * 3,
+    "convbfp16": ("BF16",) * 3,
+    "convint8": ("INT8", "INT8", "INT32"),
+    "convfp8": ("FP8",) * 3,
+    "convbfp8": ("BF8",) * 3,
+    "convfp64": ("FP64",) * 3,
+}
+
+# long name -> (short flag, default, kind)
+FLAGS: dict[str, tuple[str, str, str]] = {
+    "in_layout": ("I", "", "str"),
+    "out_layout": ("O", "", "str"),
+    "fil_layout": ("f", "", "str"),
+    "spatial_dim": ("_", "2", "int"),
+    "forw": ("F", "0", "int"),
+    "batchsize": ("n", "100", "int"),
+    "in_channels": ("c", "3", "int"),
+    "in_d": ("!", "32", "int"),
+    "in_h": ("H", "32", "int"),
+    "in_w": ("W", "32", "int"),
+    "out_channels": ("k", "32", "int"),
+    "fil_d": ("@", "3", "int"),
+    "fil_h": ("y", "3", "int"),
+    "fil_w": ("x", "3", "int"),
+    "conv_stride_d": ("#", "1", "int"),
+    "conv_stride_h": ("u", "1", "int"),
+    "conv_stride_w": ("v", "1", "int"),
+    "pad_d": ("$", "0", "int"),
+    "pad_h": ("p", "0", "int"),
+    "pad_w": ("q", "0", "int"),
+    "pad_val": ("r", "0", "int"),
+    "trans_output_pad_d": ("%", "0", "int"),
+    "trans_output_pad_h": ("Y", "0", "int"),
+    "trans_output_pad_w": ("X", "0", "int"),
+    "iter": ("i", "10", "int"),
+    "verify": ("V", "1", "int"),
+    "verification_cache": ("C", "", "str"),
+    "time": ("t", "0", "int"),
+    "wall": ("w", "0", "int"),
+    "search": ("s", "0", "int"),
+    "printconv": ("P", "1", "int"),
+    "dump_output": ("o", "0", "int"),
+    "in_data": ("d", "", "str"),
+    "weights": ("e", "", "str"),
+    "bias": ("b", "0", "int"),
+    "mode": ("m", "conv", "str"),
+    "pad_mode": ("z", "default", "str"),
+    "tensor_vect": ("Z", "0", "int"),
+    "vector_length": ("L", "1", "int"),
+    "dilation_d": ("^", "1", "int"),
+    "dilation_h": ("l", "1", "int"),
+    "dilation_w": ("j", "1", "int"),
+    "in_bias": ("a", "", "str"),
+    "group_count": ("g", "1", "int"),
+    "dout_data": ("D", "", "str"),
+    "solution": ("S", "-1", "str"),
+    "gpualloc": ("G", "0", "int"),
+    "in_cast_type": ("U", "-1", "str"),
+    "out_cast_type": ("T", "-1", "str"),
+    "wei_cast_type": ("R", "-1", "str"),
+    # miofind's own: allow TF32 tensor-core math for FP32 data (MIOpenDriver has no such flag)
+    "tf32": ("", "0", "int"),
+}
+SHORT = {v[0]: k for k, v in FLAGS.items() if v[0]}
+
+_CAST_NAMES = {"fp8": "FP8", "bf8": "BF8", "fp16": "FP16", "fp32": "FP32", "bf16": "BF16", "int8": "INT8",
+               "int32": "INT32", "fp64": "FP64"}
+
+
+@dataclass
+class DriverOptions:
+    """The parsed command line: the command word, every flag's value, and the flags given."""
+
+    command: str
+    values: dict[str, object]
+    given: set[str] = field(default_factory=set)
+
+    def __getitem__(self, name):
+        return self.values[name]
+
+
+def parse_driver_args(argv: Sequence[str] | str) -> DriverOptions:
+    """Parse MIOpenDriver's argv (with or without a leading 'MIOpenDriver' word)."""
+    if isinstance(argv, str):
+        argv = shlex.split(argv)
+    args = list(argv)
+    if args and os.path.basename(args[0]).lower() in ("miopendriver", "miopendriver.exe"):
+        args = args[1:]
+    if not args:
+        raise ValueError(f"driver args: expected a command word ({', '.join(COMMANDS)}), got nothing")
+    command = args[0]
+    if command not in COMMANDS:
+        raise ValueError(f"driver command={command!r}: expected one of {', '.join(COMMANDS)}")
+    values: dict[str, object] = {k: v[1] for k, v in FLAGS.items()}
+    given: set[str] = set()
+    i = 1
+    while i < len(args):
+        tok = args[i]
+        if tok.startswith("--"):
+            name, eq, val = tok[2:].partition("=")
+            if name not in FLAGS:
+                raise ValueError(f"driver flag --{name}: unknown (known: {', '.join(sorted(FLAGS))})")
+        elif tok.startswith("-") and len(tok) >= 2 and not _is_number(tok):
+            short, val = tok[1], tok[2:]
+            eq = "=" if val else ""
+            if short not in SHORT:
+                raise ValueError(f"driver flag -{short}: unknown")
+            name = SHORT[short]
+        else:
+            raise ValueError(f"driver args: unexpected value {tok!r} at position {i} (flags take -x VALUE or --name VALUE)")
+        if not eq:
+            if i + 1 >= len(args):
+                raise ValueError(f"driver flag --{name}: missing its value")
+            val = args[i + 1]
+            i += 2
+        else:
+            i += 1
+        kind = FLAGS[name][2]
+        if kind == "int":
+            try:
+                values[name] = int(val)
+            except ValueError:
+                raise ValueError(f"driver flag --{name}={val!r}: expected an integer") from None
+        else:
+            values[name] = val
+        given.add(name)
+    for name, (_, default, kind) in FLAGS.items():
+        if kind == "int" and name not in given:
+            values[name] = int(default)
+    return DriverOptions(command, values, given)
+
+
+def _is_number(tok: str) -> bool:
+    try:
+        int(tok)
+        return True
+    except ValueError:
+        return False
+
+
+def _cast(name: str, value: str) -> str | None:
+    if value in ("", "-1"):
+        return None
+    v = _CAST_NAMES.get(str(value).lower())
+    if v is None:
+        raise ValueError(f"driver flag --{name}={value!r}: expected one of {', '.join(_CAST_NAMES)}")
+    return v
+
+
+def problems_from_options(opts: DriverOptions) -> list[ProblemDescription]:
+    v = opts.values
+    nd = v["spatial_dim"]
+    if nd not in (2, 3):
+        raise ValueError(f"driver flag --spatial_dim={nd}: expected 2 or 3")
+    mode = str(v["mode"]).lower()
+    if mode not in ("conv", "trans"):
+        raise ValueError(f"driver flag --mode={v['mode']!r}: expected conv or trans")
+    pad_mode = str(v["pad_mode"]).lower()
+    if pad_mode not in ("default", "same", "valid"):
+        raise ValueError(f"driver flag --pad_mode={v['pad_mode']!r}: expected default, same or valid")
+    forw = v["forw"]
+    if not isinstance(forw, int) or forw < 0 or forw > 7:
+        raise ValueError(f"driver flag --forw={forw!r}: expected a bitmask 0..7 (0 all, 1 fwd, 2 bwd-data, 4 bwd-weights)")
+    dims = ("d", "h", "w") if nd == 3 else ("h", "w")
+    in_size = [v[f"in_{d}"] for d in dims]
+    filt = [v[f"fil_{d}"] for d in dims]
+    pads = [v[f"pad_{d}"] for d in dims]
+    strides = [v[f"conv_stride_{d}"] for d in dims]
+    dils = [v[f"dilation_{d}"] for d in dims]
+    out_pad = [v[f"trans_output_pad_{d}"] for d in dims]
+    for name, vals in (("in", in_size), ("fil", filt), ("conv_stride", strides), ("dilation", dils)):
+        for d, x in zip(dims, vals):
+            if x < 1:
+                raise ValueError(f"driver flag --{name}_{d}={x}: must be at least 1")
+    for d, x in zip(dims, pads):
+        if x < 0:
+            raise ValueError(f"driver flag --pad_{d}={x}: must not be negative")
+    # MIOpenDriver adjusts the pads for pad_mode only in conv mode with unit dilation or 1x1 filters
+    if mode == "conv" and (all(x == 1 for x in dils) or all(x == 1 for x in filt)):
+        if pad_mode == "same":
+            pads = [max(f - (s if i % s == 0 else i % s), 0) // 2 for i, f, s in zip(in_size, filt, strides)]
+        elif pad_mode == "valid":
+            pads = [0] * nd
+    groups = max(v["group_count"], 1)
+    c, k = v["in_channels"], v["out_channels"]
+    if groups > 1 and (c % groups or k % groups or groups > c or groups > k):
+        raise ValueError(f"driver flag --group_count={groups}: must divide in_channels={c} and out_channels={k}")
+    dt = COMMANDS[opts.command]
+    default = "NCDHW" if nd == 3 else "NCHW"
+    in_l = v["in_layout"] or default
+    out_l = v["out_layout"] or default
+    fil_l = v["fil_layout"] or default
+    casts = (_cast("in_cast_type", v["in_cast_type"]), _cast("wei_cast_type", v["wei_cast_type"]),
+             _cast("out_cast_type", v["out_cast_type"]))
+    bias = 1 if v["bias"] else 0
+    problems = []
+    for d in iter_directions(forw):
+        try:
+            problems.append(ProblemDescription(
+                direction=d, n=v["batchsize"], c=c, k=k, in_size=tuple(in_size), filter_size=tuple(filt),
+                pads=tuple(pads), strides=tuple(strides), dilations=tuple(dils), groups=groups,
+                layouts=(in_l, fil_l, out_l), dtypes=dt, math="tf32" if v["tf32"] else "strict",
+                transposed=(mode == "trans"), output_padding=tuple(out_pad) if mode == "trans" else (0,) * nd,
+                bias=bias, cast_types=casts))
+        except ValueError as e:
+            raise ValueError(f"driver args: {e}") from None
+    return problems
+
+
+def problems_from_driver_args(argv: Sequence[str] | str) -> list[ProblemDescription]:
+    return problems_from_options(parse_driver_args(argv))

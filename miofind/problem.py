@@ -1,0 +1,648 @@
+"""The convolution problem: fields, validation, MIOpen's FindDB key and network_config.
+
+A ``ProblemDescription`` is immutable and hashable. Its sizes are stored in the *forward view*
+(x of shape N x C x spatial, w of shape K x C/G x filter, y derived), whatever the direction; the
+MIOpen key swaps "in" and "out" for backward directions, exactly as MIOpen does:
+F is (x, w, y), B is (dy, w, dx), W is (dy, dw, x).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+DIRECTIONS = ("F", "B", "W")
+DIRECTION_NAMES = {"F": "forward", "B": "backward-data", "W": "backward-weights"}
+
+# MIOpen's GetDataTypeName, longest names first so that concatenations tokenize greedily.
+KNOWN_DTYPES = ("INT8x4", "INT32", "INT64", "INT8", "FP32", "FP16", "FP64", "FP8", "BF16", "BF8")
+SOLVABLE_DTYPES = ("FP32", "FP16", "BF16")
+SUPPORTED_LAYOUTS = {2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
+DEFAULT_LAYOUT = {2: "NCHW", 3: "NCDHW"}
+MATH_MODES = ("strict", "tf32")
+
+_LAYOUT_RE = re.compile(r"^[A-Za-z]+$")
+_INT_RE = re.compile(r"^-?[0-9]+$")
+
+
+def _field_error(field: str, value, why: str) -> ValueError:
+    return ValueError(f"{field}={value!r}: {why}")
+
+
+def _as_tuple(field: str, value, n: int) -> tuple[int, ...]:
+    if isinstance(value, bool):
+        raise _field_error(field, value, "expected an integer or a sequence of integers")
+    if isinstance(value, int):
+        return (int(value),) * n
+    try:
+        items = tuple(value)
+    except TypeError:
+        raise _field_error(field, value, "expected an integer or a sequence of integers") from None
+    if len(items) != n:
+        raise _field_error(field, value, f"expected {n} values, one per spatial dimension")
+    out = []
+    for v in items:
+        if isinstance(v, bool) or not isinstance(v, int) and not (hasattr(v, "__index__")):
+            raise _field_error(field, value, "expected integers")
+        out.append(int(v))
+    return tuple(out)
+
+
+def normalize_dtype(value) -> str:
+    """Map 'FP32', 'float32', numpy/cupy/torch dtypes to MIOpen's type names."""
+    s = str(value)
+    s = s.split(".")[-1]  # torch.float16 -> float16
+    aliases = {
+        "float32": "FP32", "float": "FP32", "fp32": "FP32", "f4": "FP32", "single": "FP32",
+        "float16": "FP16", "half": "FP16", "fp16": "FP16", "f2": "FP16", "e": "FP16",
+        "bfloat16": "BF16", "bf16": "BF16",
+        "float64": "FP64", "double": "FP64", "fp64": "FP64",
+        "int8": "INT8", "int32": "INT32", "int64": "INT64",
+        "fp8": "FP8", "bf8": "BF8", "float8_e4m3fn": "FP8", "float8_e5m2": "BF8",
+    }
+    if s in KNOWN_DTYPES:
+        return s
+    if s.lower() in aliases:
+        return aliases[s.lower()]
+    if s.upper() in KNOWN_DTYPES:
+        return s.upper()
+    raise _field_error("dtype", value, f"unknown data type (known: {', '.join(KNOWN_DTYPES)})")
+
+
+def split_dtypes(token: str) -> tuple[str, ...]:
+    """Tokenize MIOpen's data-type field: one name, or three names concatenated."""
+    out = []
+    rest = token
+    while rest:
+        for name in KNOWN_DTYPES:
+            if rest.startswith(name):
+                out.append(name)
+                rest = rest[len(name):]
+                break
+        else:
+            raise _field_error("key data type", token, f"cannot split into type names ({', '.join(KNOWN_DTYPES)})")
+    if len(out) not in (1, 3):
+        raise _field_error("key data type", token, "expected one type name or three concatenated")
+    return tuple(out)
+
+
+def conv_out_size(size: int, filt: int, pad: int, stride: int, dil: int) -> int:
+    return (size + 2 * pad - dil * (filt - 1) - 1) // stride + 1
+
+
+def trans_out_size(size: int, filt: int, pad: int, stride: int, dil: int, out_pad: int) -> int:
+    return (size - 1) * stride - 2 * pad + dil * (filt - 1) + 1 + out_pad
+
+
+@dataclass(frozen=True)
+class ProblemDescription:
+    """One convolution problem for one direction.
+
+    Sizes are in the forward view of the convolution as the user wrote it: ``c`` input channels,
+    ``k`` output channels, ``in_size`` the spatial size of x (D, H, W for 3D), ``filter_size``,
+    ``pads``, ``strides``, ``dilations`` per spatial dimension. 1D problems are given as H=1.
+    ``layouts`` and ``dtypes`` are (x, w, y). ``math`` is "strict" (true FP32) or "tf32" (TF32
+    tensor-core math allowed for FP32 data). ``transposed`` selects conv-transpose, whose output
+    size grows with the stride; ``output_padding`` then adds to it.
+    """
+
+    direction: str
+    n: int
+    c: int
+    k: int
+    in_size: tuple[int, ...]
+    filter_size: tuple[int, ...]
+    pads: tuple[int, ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    groups: int = 1
+    layouts: tuple[str, str, str] = ("NCHW", "NCHW", "NCHW")
+    dtypes: tuple[str, str, str] = ("FP32", "FP32", "FP32")
+    math: str = "strict"
+    transposed: bool = False
+    output_padding: tuple[int, ...] = (0, 0)
+    bias: int = 0
+    cast_types: tuple[str | None, str | None, str | None] = (None, None, None)
+
+    # -- construction ------------------------------------------------------------------------
+
+    @classmethod
+    def make(
+        cls,
+        direction: str = "F",
+        *,
+        n: int,
+        c: int,
+        k: int,
+        in_size: Sequence[int],
+        filter_size: Sequence[int] | int = 3,
+        pads: Sequence[int] | int = 0,
+        strides: Sequence[int] | int = 1,
+        dilations: Sequence[int] | int = 1,
+        groups: int = 1,
+        layout: str | None = None,
+        w_layout: str | None = None,
+        out_layout: str | None = None,
+        dtype="FP32",
+        math: str = "strict",
+        transposed: bool = False,
+        output_padding: Sequence[int] | int = 0,
+        bias: int = 0,
+    ) -> "ProblemDescription":
+        """Build and validate a problem from keywords; scalars broadcast over spatial dims."""
+        try:
+            in_size = tuple(int(v) for v in in_size)
+        except (TypeError, ValueError):
+            raise _field_error("in_size", in_size, "expected a sequence of integers") from None
+        if len(in_size) == 1:  # 1D as H=1
+            in_size = (1,) + in_size
+            filter_size = (1,) + _as_tuple("filter_size", filter_size, 1)
+            pads = (0,) + _as_tuple("pads", pads, 1)
+            strides = (1,) + _as_tuple("strides", strides, 1)
+            dilations = (1,) + _as_tuple("dilations", dilations, 1)
+            output_padding = (0,) + _as_tuple("output_padding", output_padding, 1)
+        nd = len(in_size)
+        if nd not in (2, 3):
+            raise _field_error("in_size", in_size, "expected 1, 2 or 3 spatial dimensions")
+        layout = layout or DEFAULT_LAYOUT[nd]
+        dt = normalize_dtype(dtype)
+        return cls(
+            direction=str(direction).upper(),
+            n=n, c=c, k=k,
+            in_size=in_size,
+            filter_size=_as_tuple("filter_size", filter_size, nd),
+            pads=_as_tuple("pads", pads, nd),
+            strides=_as_tuple("strides", strides, nd),
+            dilations=_as_tuple("dilations", dilations, nd),
+            groups=groups,
+            layouts=(layout, w_layout or layout, out_layout or layout),
+            dtypes=(dt, dt, dt),
+            math=math,
+            transposed=bool(transposed),
+            output_padding=_as_tuple("output_padding", output_padding, nd),
+            bias=bias,
+        )
+
+    def __post_init__(self):
+        self._validate()
+
+    def _validate(self):
+        if self.direction not in DIRECTIONS:
+            raise _field_error("direction", self.direction, "expected F (forward), B (backward data) or W (backward weights)")
+        for name in ("n", "c", "k", "groups"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise _field_error(name, v, "expected an integer")
+            if v < 1:
+                raise _field_error(name, v, "must be at least 1")
+        nd = len(self.in_size)
+        if nd not in (2, 3):
+            raise _field_error("in_size", self.in_size, "expected 2 or 3 spatial dimensions (1D as H=1)")
+        for name in ("filter_size", "pads", "strides", "dilations", "output_padding"):
+            v = getattr(self, name)
+            if not isinstance(v, tuple) or len(v) != nd:
+                raise _field_error(name, v, f"expected {nd} values to match in_size={self.in_size}")
+        for name, lo in (("in_size", 1), ("filter_size", 1), ("pads", 0), ("strides", 1), ("dilations", 1), ("output_padding", 0)):
+            for v in getattr(self, name):
+                if isinstance(v, bool) or not isinstance(v, int):
+                    raise _field_error(name, getattr(self, name), "expected integers")
+                if v < lo:
+                    raise _field_error(name, getattr(self, name), f"every value must be at least {lo}")
+        if self.c % self.groups:
+            raise _field_error("c", self.c, f"input channels must be divisible by groups={self.groups}")
+        if self.k % self.groups:
+            raise _field_error("k", self.k, f"output channels must be divisible by groups={self.groups}")
+        if self.bias not in (0, 1):
+            raise _field_error("bias", self.bias, "expected 0 or 1")
+        if self.math not in MATH_MODES:
+            raise _field_error("math", self.math, f"expected one of {MATH_MODES}")
+        for i, lay in enumerate(self.layouts):
+            if not isinstance(lay, str) or not _LAYOUT_RE.match(lay):
+                raise _field_error(("layout", "w_layout", "out_layout")[i], lay, "expected a layout name such as NCHW or NHWC")
+            if len(lay.rstrip("c")) != nd + 2:
+                raise _field_error(("layout", "w_layout", "out_layout")[i], lay,
+                                   f"a {nd}D problem needs a {nd + 2}-letter layout such as {DEFAULT_LAYOUT[nd]}")
+        for i, dt in enumerate(self.dtypes):
+            if dt not in KNOWN_DTYPES:
+                raise _field_error(("dtype", "w_dtype", "y_dtype")[i], dt, f"unknown data type (known: {', '.join(KNOWN_DTYPES)})")
+        if self.math == "tf32" and self.dtypes != ("FP32",) * 3:
+            raise _field_error("math", self.math, "TF32 math applies only to FP32 data")
+        eff = self.effective_filter
+        if self.transposed:
+            for i in range(nd):
+                if self.output_padding[i] >= self.strides[i]:
+                    raise _field_error("output_padding", self.output_padding,
+                                       f"each value must be smaller than the stride {self.strides}")
+            for i, o in enumerate(self.out_size):
+                if o < 1:
+                    raise _field_error("pads", self.pads, f"transposed output size {o} along dim {i} is not positive")
+        else:
+            if any(self.output_padding):
+                raise _field_error("output_padding", self.output_padding, "only a transposed convolution has output padding")
+            for i in range(nd):
+                if eff[i] > self.in_size[i] + 2 * self.pads[i]:
+                    raise _field_error(
+                        "filter_size", self.filter_size,
+                        f"dilated filter {eff[i]} is larger than the padded input "
+                        f"{self.in_size[i]}+2*{self.pads[i]} along spatial dim {i}")
+
+    # -- derived -------------------------------------------------------------------------------
+
+    @property
+    def spatial_dims(self) -> int:
+        return len(self.in_size)
+
+    @property
+    def effective_filter(self) -> tuple[int, ...]:
+        return tuple(d * (f - 1) + 1 for f, d in zip(self.filter_size, self.dilations))
+
+    @property
+    def out_size(self) -> tuple[int, ...]:
+        if self.transposed:
+            return tuple(trans_out_size(*a) for a in zip(self.in_size, self.filter_size, self.pads,
+                                                          self.strides, self.dilations, self.output_padding))
+        return tuple(conv_out_size(*a) for a in zip(self.in_size, self.filter_size, self.pads,
+                                                    self.strides, self.dilations))
+
+    @property
+    def dtype(self) -> str:
+        """The data type when x, w and y share one; else the x type."""
+        return self.dtypes[0]
+
+    @property
+    def layout(self) -> str:
+        return self.layouts[0]
+
+    @property
+    def uniform_layout(self) -> bool:
+        return len(set(self.layouts)) == 1
+
+    @property
+    def is_channels_last(self) -> bool:
+        return self.layouts[0] in ("NHWC", "NDHWC")
+
+    @property
+    def solvable_dtype(self) -> bool:
+        return len(set(self.dtypes)) == 1 and self.dtypes[0] in SOLVABLE_DTYPES and self.cast_types == (None, None, None)
+
+    def with_direction(self, direction: str) -> "ProblemDescription":
+        return dataclasses.replace(self, direction=direction)
+
+    def as_conv(self) -> "ProblemDescription":
+        """The equivalent non-transposed problem (what solvers see).
+
+        A transposed convolution's forward pass is the backward-data pass of the ordinary
+        convolution whose x is the transposed output, and vice versa; weights gradients map to
+        weights gradients with the two activations' roles swapped.
+        """
+        if not self.transposed:
+            return self
+        d = {"F": "B", "B": "F", "W": "W"}[self.direction]
+        return ProblemDescription(
+            direction=d, n=self.n, c=self.k, k=self.c, in_size=self.out_size,
+            filter_size=self.filter_size, pads=self.pads, strides=self.strides, dilations=self.dilations,
+            groups=self.groups, layouts=(self.layouts[2], self.layouts[1], self.layouts[0]),
+            dtypes=(self.dtypes[2], self.dtypes[1], self.dtypes[0]), math=self.math, bias=self.bias,
+            output_padding=(0,) * self.spatial_dims, cast_types=self.cast_types,
+        )
+
+    # shapes of the three tensors, forward view, in the memory order of their layouts
+    def _shape(self, ch: int, spatial: tuple[int, ...], layout: str) -> tuple[int, ...]:
+        if layout in ("NHWC", "NDHWC"):
+            return (self.n, *spatial, ch)
+        return (self.n, ch, *spatial)
+
+    @property
+    def x_shape(self) -> tuple[int, ...]:
+        return self._shape(self.c, self.in_size, self.layouts[0])
+
+    @property
+    def y_shape(self) -> tuple[int, ...]:
+        return self._shape(self.k, self.out_size, self.layouts[2])
+
+    @property
+    def w_shape(self) -> tuple[int, ...]:
+        """Weights: K x C/G x filter (NCHW); for a transposed problem C x K/G x filter, as PyTorch."""
+        if self.transposed:
+            lead, per = self.c, self.k // self.groups
+        else:
+            lead, per = self.k, self.c // self.groups
+        if self.layouts[1] in ("NHWC", "NDHWC"):
+            return (lead, *self.filter_size, per)
+        return (lead, per, *self.filter_size)
+
+    def io_shapes(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """(first input, second input, output) shapes for this direction, as run_solution takes them.
+
+        F: (x, w) -> y;  B: (dy, w) -> dx;  W: (dy, x) -> dw.
+        """
+        if self.direction == "F":
+            return self.x_shape, self.w_shape, self.y_shape
+        if self.direction == "B":
+            return self.y_shape, self.w_shape, self.x_shape
+        return self.y_shape, self.x_shape, self.w_shape
+
+    def flops(self) -> int:
+        """Multiply-adds x 2 of the direct algorithm (the same for F, B and W)."""
+        per = 1
+        for f in self.filter_size:
+            per *= f
+        out = 1
+        for o in self.out_size:
+            out *= o
+        return 2 * self.n * self.k * out * (self.c // self.groups) * per
+
+    # -- MIOpen key ------------------------------------------------------------------------------
+
+    def _key_view(self):
+        """(in channels, in spatial, out channels, out spatial, layouts, dtypes) in key order."""
+        if self.transposed:
+            return self.as_conv()._key_view()
+        x = (self.c, self.in_size)
+        y = (self.k, self.out_size)
+        if self.direction == "F":
+            return x, y, self.layouts, self.dtypes
+        return y, x, (self.layouts[2], self.layouts[1], self.layouts[0]), (self.dtypes[2], self.dtypes[1], self.dtypes[0])
+
+    def _layout_token(self, sep: str, layouts) -> str:
+        if layouts in (("NCHW",) * 3, ("NCDHW",) * 3):
+            return layouts[0]
+        return sep.join(layouts)
+
+    def key(self) -> str:
+        """MIOpen's FindDB key, e.g. ``64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F``.
+
+        Our own attributes follow MIOpen's optional part: ``_trans`` for a transposed problem
+        (written as its equivalent ordinary problem, as MIOpen stores it) and ``_tf32``.
+        """
+        p = self.as_conv()
+        (ci, isz), (co, osz), layouts, dtypes = p._key_view()
+        x = "x".join
+        parts = [str(ci), *map(str, isz), x(map(str, p.filter_size)), str(co), *map(str, osz), str(p.n),
+                 x(map(str, p.pads)), x(map(str, p.strides)), x(map(str, p.dilations)), str(p.bias),
+                 self._layout_token("-", layouts), _encode_dtypes(dtypes), p.direction]
+        s = "-".join(parts)
+        s += _optional_suffix(p.groups, p.cast_types)
+        if self.transposed:
+            s += "_trans"
+        if self.math == "tf32":
+            s += "_tf32"
+        return s
+
+    def network_config(self) -> str:
+        """MIOpen's x-joined invoker-cache key (with our own flags appended)."""
+        p = self.as_conv()
+        (ci, isz), (co, osz), layouts, dtypes = p._key_view()
+        parts = [str(ci), *map(str, isz), *map(str, p.filter_size), str(co), *map(str, osz), str(p.n),
+                 self._layout_token("x", layouts), _encode_dtypes(dtypes)]
+        casts = "".join(f"{t}{c}" for t, c in zip(("ci", "cw", "co"), p.cast_types) if c)
+        if casts:
+            parts.append(casts)
+        parts += [*map(str, p.pads), *map(str, p.strides), *map(str, p.dilations), str(p.groups), p.direction, "Default"]
+        if self.transposed:
+            parts.append("trans")
+        if self.math == "tf32":
+            parts.append("tf32")
+        return "x".join(parts)
+
+    def perfdb_key(self) -> str:
+        """MIOpen's PerfDB key (tuned configs), x-joined in MIOpen's field order."""
+        p = self.as_conv()
+        (ci, isz), (co, osz), layouts, dtypes = p._key_view()
+        nd = p.spatial_dims
+        d3 = lambda t: (t[0] if nd == 3 else 1, t[-2], t[-1])  # noqa: E731  (D, H, W)
+        pd_, ph, pw = (p.pads[0] if nd == 3 else 0, p.pads[-2], p.pads[-1])
+        sd, sh, sw = (p.strides[0] if nd == 3 else 0, p.strides[-2], p.strides[-1])
+        dd, dh, dw = (p.dilations[0] if nd == 3 else 0, p.dilations[-2], p.dilations[-1])
+        id_, ih, iw = d3(isz)
+        fd, fh, fw = d3(p.filter_size)
+        fields = [nd, ci, ih, iw, id_, fh, fw, fd, co, p.n, ph, pw, pd_, sh, sw, sd, dh, dw, dd, p.bias, p.groups,
+                  self._layout_token("x", layouts), _encode_dtypes(dtypes), p.direction]
+        s = "x".join(map(str, fields))
+        if self.transposed:
+            s += "_trans"
+        if self.math == "tf32":
+            s += "_tf32"
+        return s
+
+    @classmethod
+    def from_key(cls, key: str) -> "ProblemDescription":
+        """Parse any MIOpen FindDB key (2D or 3D, one or three layouts, groups, casts) and ours."""
+        return _parse_key(key)
+
+    # -- other constructors ---------------------------------------------------------------------
+
+    @classmethod
+    def from_driver_args(cls, argv: Sequence[str] | str) -> list["ProblemDescription"]:
+        """One problem per direction selected by -F, from MIOpenDriver's argv."""
+        from .driver_args import problems_from_driver_args
+        return problems_from_driver_args(argv)
+
+    @classmethod
+    def from_arrays(cls, x, w, *, stride=1, padding=0, dilation=1, groups=1, direction="F",
+                    layout: str | None = None, math: str = "strict", transposed: bool = False,
+                    output_padding=0) -> "ProblemDescription":
+        """The problem that ``conv(x, w)`` poses, in the spirit of PyTorch's functional conv.
+
+        x is (N, C, *spatial) for NCHW/NCDHW or (N, *spatial, C) for NHWC/NDHWC; w is
+        (K, C/groups, *filter) or (K, *filter, C/groups) (for transposed: C, K/groups, ...).
+        Scalars broadcast; the descriptor is cached, so equal calls return the same object.
+        """
+        xs, ws = tuple(int(v) for v in x.shape), tuple(int(v) for v in w.shape)
+        dt = normalize_dtype(getattr(x, "dtype", "FP32"))
+        wdt = normalize_dtype(getattr(w, "dtype", "FP32"))
+        if wdt != dt:
+            raise _field_error("w.dtype", str(w.dtype), f"must match x.dtype={dt}")
+
+        def hashable(v):
+            return v if isinstance(v, int) else tuple(v)
+
+        return _from_arrays_cached(xs, ws, dt, hashable(stride), hashable(padding), hashable(dilation), int(groups),
+                                   str(direction).upper(), layout, math, bool(transposed), hashable(output_padding))
+
+    def __str__(self) -> str:
+        return self.key()
+
+
+@functools.lru_cache(maxsize=4096)
+def _from_arrays_cached(xs, ws, dt, stride, padding, dilation, groups, direction, layout, math, transposed, output_padding):
+    if len(xs) not in (3, 4, 5):
+        raise _field_error("x.shape", xs, "expected 3 (1D), 4 (2D) or 5 (3D) dimensions")
+    if len(ws) != len(xs):
+        raise _field_error("w.shape", ws, f"expected {len(xs)} dimensions like x.shape={xs}")
+    nd = len(xs) - 2
+    if layout is None:
+        layout = {1: "NCHW", 2: "NCHW", 3: "NCDHW"}[nd]
+    cl = layout in ("NHWC", "NDHWC")
+    if cl:
+        n, c, spatial = xs[0], xs[-1], xs[1:-1]
+        lead, per, filt = ws[0], ws[-1], ws[1:-1]
+    else:
+        n, c, spatial = xs[0], xs[1], xs[2:]
+        lead, per, filt = ws[0], ws[1], ws[2:]
+    if transposed:
+        if lead != c:
+            raise _field_error("w.shape", ws, f"a transposed convolution's weights lead with C={c}")
+        k = per * groups
+    else:
+        k = lead
+        if per * groups != c:
+            raise _field_error("w.shape", ws, f"weights carry {per} channels per group but x has C={c} and groups={groups}")
+    return ProblemDescription.make(direction, n=n, c=c, k=k, in_size=spatial, filter_size=filt, pads=padding,
+                                   strides=stride, dilations=dilation, groups=groups, layout=layout, dtype=dt,
+                                   math=math, transposed=transposed, output_padding=output_padding)
+
+
+def _encode_dtypes(dtypes) -> str:
+    if dtypes[0] == dtypes[1] == dtypes[2]:
+        return dtypes[0]
+    return "".join(dtypes)
+
+
+def _optional_suffix(groups: int, casts) -> str:
+    s = ""
+    if groups != 1:
+        s += f"_g{groups}"
+    for tag, ct in zip(("ci", "cw", "co"), casts):
+        if ct:
+            s += f"_{tag}{ct}"
+    return s
+
+
+def _int(field: str, tok: str, key: str) -> int:
+    if not _INT_RE.match(tok):
+        raise ValueError(f"key field {field}={tok!r} is not an integer (key {key!r})")
+    return int(tok)
+
+
+def _ints(field: str, tok: str, n: int, key: str) -> tuple[int, ...]:
+    parts = tok.split("x")
+    if len(parts) != n:
+        raise ValueError(f"key field {field}={tok!r} should have {n} 'x'-separated values (key {key!r})")
+    return tuple(_int(field, p, key) for p in parts)
+
+
+def _parse_key(key: str) -> ProblemDescription:
+    if not isinstance(key, str) or not key:
+        raise ValueError(f"key={key!r}: expected a non-empty MIOpen FindDB key string")
+    key = key.strip()
+    head, *opts = key.split("_")
+    toks = head.split("-")
+    if len(toks) < 4:
+        raise ValueError(f"key={key!r}: too few '-'-separated fields for a MIOpen key")
+    nd = 2 if "x" in toks[3] else 3
+    nfix = 12 if nd == 2 else 14  # fields before the layout token(s)
+    tail = toks[nfix:]
+    if len(tail) == 3:
+        layouts_k = (tail[0],) * 3
+    elif len(tail) == 5:
+        layouts_k = tuple(tail[0:3])
+    else:
+        raise ValueError(f"key={key!r}: expected {nfix + 3} or {nfix + 5} '-'-separated fields for a {nd}D key, "
+                         f"got {len(toks)}")
+    dtype_tok, dir_tok = tail[-2], tail[-1]
+    dtypes_k = split_dtypes(dtype_tok)
+    if len(dtypes_k) == 1:
+        dtypes_k = dtypes_k * 3
+    if dir_tok not in DIRECTIONS:
+        raise ValueError(f"key field direction={dir_tok!r} must be F, B or W (key {key!r})")
+    i = 0
+
+    def take(field):
+        nonlocal i
+        v = _int(field, toks[i], key)
+        i += 1
+        return v
+
+    ci = take("in_channels")
+    isz = tuple(take(f) for f in (("in_d",) if nd == 3 else ()) + ("in_h", "in_w"))
+    filt = _ints("filter", toks[i], nd, key); i += 1
+    co = take("out_channels")
+    osz = tuple(take(f) for f in (("out_d",) if nd == 3 else ()) + ("out_h", "out_w"))
+    n = take("batch")
+    pads = _ints("pads", toks[i], nd, key); i += 1
+    strides = _ints("strides", toks[i], nd, key); i += 1
+    dils = _ints("dilations", toks[i], nd, key); i += 1
+    bias = take("bias")
+    for lay in layouts_k:
+        if not _LAYOUT_RE.match(lay):
+            raise ValueError(f"key field layout={lay!r} is not a layout name (key {key!r})")
+    if layouts_k == (layouts_k[0],) * 3 and len(tail) == 5 and layouts_k[0] in ("NCHW", "NCDHW"):
+        raise ValueError(f"key={key!r}: MIOpen writes a default layout once, not three times")
+
+    groups = 1
+    casts: dict[str, str] = {}
+    transposed = False
+    tf32 = False
+    order = []
+    for o in opts:
+        if o.startswith("g") and _INT_RE.match(o[1:] or "x"):
+            groups = int(o[1:]); order.append(0)
+        elif o[:2] in ("ci", "cw", "co") and o[2:] in KNOWN_DTYPES:
+            casts[o[:2]] = o[2:]; order.append({"ci": 1, "cw": 2, "co": 3}[o[:2]])
+        elif o == "trans":
+            transposed = True; order.append(4)
+        elif o == "tf32":
+            tf32 = True; order.append(5)
+        else:
+            raise ValueError(f"key suffix _{o!r} is not one of _g<groups>, _ci/_cw/_co<type>, _trans, _tf32 (key {key!r})")
+    if order != sorted(set(order)) or len(order) != len(set(order)):
+        raise ValueError(f"key={key!r}: optional suffixes repeated or out of MIOpen's order (_g, _ci, _cw, _co, _trans, _tf32)")
+    if groups == 1 and 0 in order:
+        raise ValueError(f"key={key!r}: MIOpen omits _g1; groups=1 must not be written")
+
+    # key order -> forward view
+    if dir_tok == "F":
+        c, in_size, k, out_k = ci, isz, co, osz
+        layouts = layouts_k
+        dtypes = dtypes_k
+    else:
+        c, in_size, k, out_k = co, osz, ci, isz
+        layouts = (layouts_k[2], layouts_k[1], layouts_k[0])
+        dtypes = (dtypes_k[2], dtypes_k[1], dtypes_k[0])
+    try:
+        p = ProblemDescription(direction=dir_tok, n=n, c=c, k=k, in_size=in_size, filter_size=filt, pads=pads,
+                               strides=strides, dilations=dils, groups=groups, layouts=layouts, dtypes=dtypes,
+                               math="tf32" if tf32 else "strict", bias=bias, output_padding=(0,) * nd,
+                               cast_types=(casts.get("ci"), casts.get("cw"), casts.get("co")))
+    except ValueError as e:
+        raise ValueError(f"key={key!r}: {e}") from None
+    if p.out_size != out_k:
+        which = "out" if dir_tok == "F" else "in"
+        raise ValueError(f"key={key!r}: {which} spatial size {'x'.join(map(str, out_k))} does not follow from the "
+                         f"other fields (expected {'x'.join(map(str, p.out_size))})")
+    if transposed:
+        p = _transpose_back(p, key)
+    return p
+
+
+def _transpose_back(p: ProblemDescription, key: str) -> ProblemDescription:
+    """Inverse of ProblemDescription.as_conv for a key carrying ``_trans``."""
+    d = {"F": "B", "B": "F", "W": "W"}[p.direction]
+    nd = p.spatial_dims
+    in_t = p.out_size          # the transposed input is the ordinary problem's dy
+    natural = tuple(trans_out_size(in_t[i], p.filter_size[i], p.pads[i], p.strides[i], p.dilations[i], 0)
+                    for i in range(nd))
+    op = tuple(p.in_size[i] - natural[i] for i in range(nd))
+    if any(v < 0 for v in op):
+        raise ValueError(f"key={key!r}: not a valid transposed problem (negative output padding {op})")
+    try:
+        return ProblemDescription(
+            direction=d, n=p.n, c=p.k, k=p.c, in_size=in_t, filter_size=p.filter_size, pads=p.pads,
+            strides=p.strides, dilations=p.dilations, groups=p.groups,
+            layouts=(p.layouts[2], p.layouts[1], p.layouts[0]), dtypes=(p.dtypes[2], p.dtypes[1], p.dtypes[0]),
+            math=p.math, transposed=True, output_padding=op, bias=p.bias, cast_types=p.cast_types)
+    except ValueError as e:
+        raise ValueError(f"key={key!r}: {e}") from None
+
+
+def iter_directions(mask: int) -> Iterable[str]:
+    """MIOpenDriver's -F bitmask: 0 all, 1 F, 2 B, 4 W, sums allowed."""
+    if mask == 0:
+        mask = 7
+    for bit, d in ((1, "F"), (2, "B"), (4, "W")):
+        if mask & bit:
+            yield d

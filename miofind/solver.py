@@ -1,0 +1,132 @@
+"""The solver contract: applicability with reasons, workspace, ConvSolution, invokers.
+
+Solvers are stateless. ``applicability(problem)`` is a chain of guard clauses that runs in
+constant time and launches nothing; it returns ``Applicable`` (truthy) or ``NotApplicable(reason)``.
+``get_solution(problem, config)`` describes the kernels to build (source file in ``kernels_src/``,
+kernel name, compile options and macros, grid and block) and an invoker factory that binds the
+run-time tensors to the compiled kernels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from .problem import ProblemDescription
+
+
+@dataclass(frozen=True)
+class Applicability:
+    ok: bool
+    reason: str = ""
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+APPLICABLE = Applicability(True)
+
+
+def not_applicable(reason: str) -> Applicability:
+    return Applicability(False, reason)
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """One kernel to compile: ``source`` is a file in kernels_src/, ``name`` an extern "C" symbol."""
+
+    source: str
+    name: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    macros: tuple[tuple[str, str], ...] = ()
+    options: tuple[str, ...] = ()
+    shared_bytes: int = 0
+
+    def compile_options(self) -> tuple[str, ...]:
+        return tuple(self.options) + tuple(f"-D{k}={v}" for k, v in self.macros)
+
+
+# An invoker runs one solution: invoker(a, b, out, workspace, stream). a, b, out are CuPy arrays in
+# the order of ProblemDescription.io_shapes(); workspace is a CuPy uint8 array or None.
+Invoker = Callable[..., None]
+InvokerFactory = Callable[[Sequence[Any]], Invoker]
+
+
+@dataclass
+class ConvSolution:
+    solver_id: str
+    kernels: list[KernelInfo]
+    workspace_bytes: int
+    invoker_factory: InvokerFactory
+    config: dict | None = None
+    # True when the solution runs only library calls (cuBLAS, cuFFT, cuDNN) and needs no NVRTC build
+    prebuilt: bool = False
+
+
+@dataclass(frozen=True)
+class TunableParam:
+    name: str
+    values: tuple
+
+
+class Solver:
+    """Base class. Subclasses set the class attributes and implement applicability/get_solution."""
+
+    id: str = ""                       # stable DB name, never reused
+    family: str = ""                   # direct, gemm, winograd, fft, implicit_gemm, cudnn
+    algorithm: str = ""                # MIOpen algorithm name it reports as
+    directions: frozenset = frozenset("FBW")
+    dtypes: frozenset = frozenset({"FP32", "FP16", "BF16"})
+    tunable: bool = False
+    is_reference: bool = False         # the naive solvers: used to verify others on the GPU
+
+    # -- applicability ------------------------------------------------------------------------
+    def applicability(self, problem: ProblemDescription) -> Applicability:
+        """Common guard clauses; subclasses call this first, then add their own."""
+        p = problem
+        if p.direction not in self.directions:
+            return not_applicable(f"direction {p.direction} not supported (supports {''.join(sorted(self.directions))})")
+        if not p.solvable_dtype:
+            return not_applicable(f"data types {'/'.join(p.dtypes)}"
+                                  + (" with cast types" if any(p.cast_types) else "") + " not supported")
+        if p.dtype not in self.dtypes:
+            return not_applicable(f"data type {p.dtype} not supported (supports {', '.join(sorted(self.dtypes))})")
+        if p.bias:
+            return not_applicable("fused bias not supported")
+        return APPLICABLE
+
+    def is_applicable(self, problem: ProblemDescription) -> bool:
+        return bool(self.applicability(problem))
+
+    def workspace_bytes(self, problem: ProblemDescription, config: Mapping | None = None) -> int:
+        return 0
+
+    def get_solution(self, problem: ProblemDescription, config: Mapping | None = None) -> ConvSolution:
+        raise NotImplementedError
+
+    # -- tuning (tunable solvers override) ------------------------------------------------------
+    def default_config(self, problem: ProblemDescription) -> dict | None:
+        return None
+
+    def config_space(self, problem: ProblemDescription) -> Iterable[dict]:
+        return ()
+
+    def is_valid_config(self, problem: ProblemDescription, config: Mapping) -> bool:
+        return config is None or not config
+
+    def __repr__(self) -> str:
+        return f"<solver {self.id}>"
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass
+class SolverInfo:
+    """A registry row: a stable numeric id, the DB name, and the solver (None once retired)."""
+
+    number: int
+    id: str
+    solver: Solver | None = field(default=None)
