@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import operator
 import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
@@ -25,18 +26,37 @@ DEFAULT_LAYOUT = {2: "NCHW", 3: "NCDHW"}
 MATH_MODES = ("strict", "tf32")
 
 _LAYOUT_RE = re.compile(r"^[A-Za-z]+$")
-_INT_RE = re.compile(r"^-?[0-9]+$")
+_INT_RE = re.compile(r"^(0|[1-9][0-9]*)$")  # canonical decimal, as MIOpen writes it (so keys round-trip)
+_FIELDS3 = {"layouts": ("layout", "w_layout", "out_layout"), "dtypes": ("dtype", "w_dtype", "y_dtype"),
+            "cast_types": ("x_cast_type", "w_cast_type", "y_cast_type")}
 
 
 def _field_error(field: str, value, why: str) -> ValueError:
     return ValueError(f"{field}={value!r}: {why}")
 
 
+def _index(field: str, value) -> int:
+    """An exact integer (Python or NumPy int, not bool, not float) as a Python int."""
+    if isinstance(value, bool) or not (isinstance(value, int) or hasattr(value, "__index__")):
+        raise _field_error(field, value, "expected an integer")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise _field_error(field, value, "expected an integer") from None
+
+
+def _is_int_like(value) -> bool:
+    return not isinstance(value, bool) and (isinstance(value, int) or hasattr(value, "__index__")) \
+        and not hasattr(value, "__len__")
+
+
 def _as_tuple(field: str, value, n: int) -> tuple[int, ...]:
     if isinstance(value, bool):
         raise _field_error(field, value, "expected an integer or a sequence of integers")
-    if isinstance(value, int):
-        return (int(value),) * n
+    if _is_int_like(value):
+        return (_index(field, value),) * n
+    if isinstance(value, (str, bytes)):
+        raise _field_error(field, value, "expected an integer or a sequence of integers")
     try:
         items = tuple(value)
     except TypeError:
@@ -47,8 +67,14 @@ def _as_tuple(field: str, value, n: int) -> tuple[int, ...]:
     for v in items:
         if isinstance(v, bool) or not isinstance(v, int) and not (hasattr(v, "__index__")):
             raise _field_error(field, value, "expected integers")
-        out.append(int(v))
+        out.append(operator.index(v))
     return tuple(out)
+
+
+def _layout_ok(layout: str, nd: int) -> bool:
+    """A permutation of N, C and the spatial letters (D)HW, optionally vectorized ('NCHWc')."""
+    base = layout[:-1] if layout.endswith("c") else layout
+    return sorted(base) == sorted("NC" + "DHW"[3 - nd:])
 
 
 def normalize_dtype(value) -> str:
@@ -104,7 +130,8 @@ class ProblemDescription:
     Sizes are in the forward view of the convolution as the user wrote it: ``c`` input channels,
     ``k`` output channels, ``in_size`` the spatial size of x (D, H, W for 3D), ``filter_size``,
     ``pads``, ``strides``, ``dilations`` per spatial dimension. 1D problems are given as H=1.
-    ``layouts`` and ``dtypes`` are (x, w, y). ``math`` is "strict" (true FP32) or "tf32" (TF32
+    ``layouts``, ``dtypes`` and ``cast_types`` are (x, w, y), whatever the direction (the key lists
+    them in MIOpen's in-weights-out order, i.e. reversed for B and W). ``math`` is "strict" (true FP32) or "tf32" (TF32
     tensor-core math allowed for FP32 data). ``transposed`` selects conv-transpose, whose output
     size grows with the stride; ``output_padding`` then adds to it.
     """
@@ -154,9 +181,13 @@ class ProblemDescription:
     ) -> "ProblemDescription":
         """Build and validate a problem from keywords; scalars broadcast over spatial dims."""
         try:
-            in_size = tuple(int(v) for v in in_size)
-        except (TypeError, ValueError):
+            if isinstance(in_size, (str, bytes)):
+                raise TypeError
+            in_size = tuple(in_size)
+        except TypeError:
             raise _field_error("in_size", in_size, "expected a sequence of integers") from None
+        in_size = _as_tuple("in_size", in_size, len(in_size))
+        n, c, k, groups, bias = (_index(f, v) for f, v in (("n", n), ("c", c), ("k", k), ("groups", groups), ("bias", bias)))
         if len(in_size) == 1:  # 1D as H=1
             in_size = (1,) + in_size
             filter_size = (1,) + _as_tuple("filter_size", filter_size, 1)
@@ -190,7 +221,7 @@ class ProblemDescription:
         self._validate()
 
     def _validate(self):
-        if self.direction not in DIRECTIONS:
+        if not isinstance(self.direction, str) or self.direction not in DIRECTIONS:
             raise _field_error("direction", self.direction, "expected F (forward), B (backward data) or W (backward weights)")
         for name in ("n", "c", "k", "groups"):
             v = getattr(self, name)
@@ -198,6 +229,8 @@ class ProblemDescription:
                 raise _field_error(name, v, "expected an integer")
             if v < 1:
                 raise _field_error(name, v, "must be at least 1")
+        if not isinstance(self.in_size, tuple):
+            raise _field_error("in_size", self.in_size, "expected a tuple of 2 or 3 integers (1D as H=1)")
         nd = len(self.in_size)
         if nd not in (2, 3):
             raise _field_error("in_size", self.in_size, "expected 2 or 3 spatial dimensions (1D as H=1)")
@@ -215,19 +248,30 @@ class ProblemDescription:
             raise _field_error("c", self.c, f"input channels must be divisible by groups={self.groups}")
         if self.k % self.groups:
             raise _field_error("k", self.k, f"output channels must be divisible by groups={self.groups}")
-        if self.bias not in (0, 1):
-            raise _field_error("bias", self.bias, "expected 0 or 1")
+        if isinstance(self.bias, bool) or not isinstance(self.bias, int) or self.bias not in (0, 1):
+            raise _field_error("bias", self.bias, "expected the integer 0 or 1")
+        if not isinstance(self.transposed, bool):
+            raise _field_error("transposed", self.transposed, "expected True or False")
+        for name, items in _FIELDS3.items():
+            v = getattr(self, name)
+            if not isinstance(v, tuple) or len(v) != 3:
+                raise _field_error(name, v, f"expected a tuple of 3 values for ({', '.join(items)})")
         if self.math not in MATH_MODES:
             raise _field_error("math", self.math, f"expected one of {MATH_MODES}")
         for i, lay in enumerate(self.layouts):
             if not isinstance(lay, str) or not _LAYOUT_RE.match(lay):
-                raise _field_error(("layout", "w_layout", "out_layout")[i], lay, "expected a layout name such as NCHW or NHWC")
-            if len(lay.rstrip("c")) != nd + 2:
-                raise _field_error(("layout", "w_layout", "out_layout")[i], lay,
-                                   f"a {nd}D problem needs a {nd + 2}-letter layout such as {DEFAULT_LAYOUT[nd]}")
+                raise _field_error(_FIELDS3["layouts"][i], lay, "expected a layout name such as NCHW or NHWC")
+            if not _layout_ok(lay, nd):
+                raise _field_error(_FIELDS3["layouts"][i], lay,
+                                   f"a {nd}D problem needs a layout of the letters {DEFAULT_LAYOUT[nd]} "
+                                   f"such as {' or '.join(SUPPORTED_LAYOUTS[nd])}")
         for i, dt in enumerate(self.dtypes):
-            if dt not in KNOWN_DTYPES:
-                raise _field_error(("dtype", "w_dtype", "y_dtype")[i], dt, f"unknown data type (known: {', '.join(KNOWN_DTYPES)})")
+            if not isinstance(dt, str) or dt not in KNOWN_DTYPES:
+                raise _field_error(_FIELDS3["dtypes"][i], dt, f"unknown data type (known: {', '.join(KNOWN_DTYPES)})")
+        for i, ct in enumerate(self.cast_types):
+            if ct is not None and (not isinstance(ct, str) or ct not in KNOWN_DTYPES):
+                raise _field_error(_FIELDS3["cast_types"][i], ct,
+                                   f"expected None or a data type name ({', '.join(KNOWN_DTYPES)})")
         if self.math == "tf32" and self.dtypes != ("FP32",) * 3:
             raise _field_error("math", self.math, "TF32 math applies only to FP32 data")
         eff = self.effective_filter
@@ -306,14 +350,15 @@ class ProblemDescription:
             filter_size=self.filter_size, pads=self.pads, strides=self.strides, dilations=self.dilations,
             groups=self.groups, layouts=(self.layouts[2], self.layouts[1], self.layouts[0]),
             dtypes=(self.dtypes[2], self.dtypes[1], self.dtypes[0]), math=self.math, bias=self.bias,
-            output_padding=(0,) * self.spatial_dims, cast_types=self.cast_types,
+            output_padding=(0,) * self.spatial_dims,
+            cast_types=(self.cast_types[2], self.cast_types[1], self.cast_types[0]),
         )
 
     # shapes of the three tensors, forward view, in the memory order of their layouts
-    def _shape(self, ch: int, spatial: tuple[int, ...], layout: str) -> tuple[int, ...]:
-        if layout in ("NHWC", "NDHWC"):
-            return (self.n, *spatial, ch)
-        return (self.n, ch, *spatial)
+    def _shape(self, ch: int, spatial: tuple[int, ...], layout: str, lead: int | None = None) -> tuple[int, ...]:
+        base = layout[:-1] if layout.endswith("c") else layout  # vectorized: logical order of the base
+        dims = {"N": self.n if lead is None else lead, "C": ch, **dict(zip("DHW"[3 - len(spatial):], spatial))}
+        return tuple(dims[ch_] for ch_ in base)
 
     @property
     def x_shape(self) -> tuple[int, ...]:
@@ -330,9 +375,7 @@ class ProblemDescription:
             lead, per = self.c, self.k // self.groups
         else:
             lead, per = self.k, self.c // self.groups
-        if self.layouts[1] in ("NHWC", "NDHWC"):
-            return (lead, *self.filter_size, per)
-        return (lead, per, *self.filter_size)
+        return self._shape(per, self.filter_size, self.layouts[1], lead=lead)
 
     def io_shapes(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
         """(first input, second input, output) shapes for this direction, as run_solution takes them.
@@ -358,14 +401,16 @@ class ProblemDescription:
     # -- MIOpen key ------------------------------------------------------------------------------
 
     def _key_view(self):
-        """(in channels, in spatial, out channels, out spatial, layouts, dtypes) in key order."""
+        """(in channels, in spatial), (out channels, out spatial), layouts, dtypes, cast types in key
+        order: (x, w, y) for F, (dy, w, dx) for B, (dy, dw, x) for W."""
         if self.transposed:
             return self.as_conv()._key_view()
         x = (self.c, self.in_size)
         y = (self.k, self.out_size)
         if self.direction == "F":
-            return x, y, self.layouts, self.dtypes
-        return y, x, (self.layouts[2], self.layouts[1], self.layouts[0]), (self.dtypes[2], self.dtypes[1], self.dtypes[0])
+            return x, y, self.layouts, self.dtypes, self.cast_types
+        rev = lambda t: (t[2], t[1], t[0])  # noqa: E731
+        return y, x, rev(self.layouts), rev(self.dtypes), rev(self.cast_types)
 
     def _layout_token(self, sep: str, layouts) -> str:
         if layouts in (("NCHW",) * 3, ("NCDHW",) * 3):
@@ -379,13 +424,13 @@ class ProblemDescription:
         (written as its equivalent ordinary problem, as MIOpen stores it) and ``_tf32``.
         """
         p = self.as_conv()
-        (ci, isz), (co, osz), layouts, dtypes = p._key_view()
+        (ci, isz), (co, osz), layouts, dtypes, casts = p._key_view()
         x = "x".join
         parts = [str(ci), *map(str, isz), x(map(str, p.filter_size)), str(co), *map(str, osz), str(p.n),
                  x(map(str, p.pads)), x(map(str, p.strides)), x(map(str, p.dilations)), str(p.bias),
                  self._layout_token("-", layouts), _encode_dtypes(dtypes), p.direction]
         s = "-".join(parts)
-        s += _optional_suffix(p.groups, p.cast_types)
+        s += _optional_suffix(p.groups, casts)
         if self.transposed:
             s += "_trans"
         if self.math == "tf32":
@@ -395,10 +440,10 @@ class ProblemDescription:
     def network_config(self) -> str:
         """MIOpen's x-joined invoker-cache key (with our own flags appended)."""
         p = self.as_conv()
-        (ci, isz), (co, osz), layouts, dtypes = p._key_view()
+        (ci, isz), (co, osz), layouts, dtypes, cast_types = p._key_view()
         parts = [str(ci), *map(str, isz), *map(str, p.filter_size), str(co), *map(str, osz), str(p.n),
                  self._layout_token("x", layouts), _encode_dtypes(dtypes)]
-        casts = "".join(f"{t}{c}" for t, c in zip(("ci", "cw", "co"), p.cast_types) if c)
+        casts = "".join(f"{t}{c}" for t, c in zip(("ci", "cw", "co"), cast_types) if c)
         if casts:
             parts.append(casts)
         parts += [*map(str, p.pads), *map(str, p.strides), *map(str, p.dilations), str(p.groups), p.direction, "Default"]
@@ -411,7 +456,7 @@ class ProblemDescription:
     def perfdb_key(self) -> str:
         """MIOpen's PerfDB key (tuned configs), x-joined in MIOpen's field order."""
         p = self.as_conv()
-        (ci, isz), (co, osz), layouts, dtypes = p._key_view()
+        (ci, isz), (co, osz), layouts, dtypes, _casts = p._key_view()
         nd = p.spatial_dims
         d3 = lambda t: (t[0] if nd == 3 else 1, t[-2], t[-1])  # noqa: E731  (D, H, W)
         pd_, ph, pw = (p.pads[0] if nd == 3 else 0, p.pads[-2], p.pads[-1])
@@ -419,8 +464,11 @@ class ProblemDescription:
         dd, dh, dw = (p.dilations[0] if nd == 3 else 0, p.dilations[-2], p.dilations[-1])
         id_, ih, iw = d3(isz)
         fd, fh, fw = d3(p.filter_size)
+        # MIOpen's PerfDB 'layout' column is the in-tensor layout alone; we write one token when the
+        # three agree (exactly MIOpen's value) and all three otherwise, so mixed layouts don't collide.
+        layout = layouts[0] if len(set(layouts)) == 1 else "x".join(layouts)
         fields = [nd, ci, ih, iw, id_, fh, fw, fd, co, p.n, ph, pw, pd_, sh, sw, sd, dh, dw, dd, p.bias, p.groups,
-                  self._layout_token("x", layouts), _encode_dtypes(dtypes), p.direction]
+                  layout, _encode_dtypes(dtypes), p.direction]
         s = "x".join(map(str, fields))
         if self.transposed:
             s += "_trans"
@@ -457,11 +505,20 @@ class ProblemDescription:
         if wdt != dt:
             raise _field_error("w.dtype", str(w.dtype), f"must match x.dtype={dt}")
 
-        def hashable(v):
-            return v if isinstance(v, int) else tuple(v)
+        def hashable(field, v):
+            if _is_int_like(v):
+                return _index(field, v)
+            if isinstance(v, (str, bytes)):
+                raise _field_error(field, v, "expected an integer or a sequence of integers")
+            try:
+                return tuple(_index(field, e) for e in v)
+            except TypeError:
+                raise _field_error(field, v, "expected an integer or a sequence of integers") from None
 
-        return _from_arrays_cached(xs, ws, dt, hashable(stride), hashable(padding), hashable(dilation), int(groups),
-                                   str(direction).upper(), layout, math, bool(transposed), hashable(output_padding))
+        return _from_arrays_cached(xs, ws, dt, hashable("stride", stride), hashable("padding", padding),
+                                   hashable("dilation", dilation), _index("groups", groups),
+                                   str(direction).upper(), layout, math, bool(transposed),
+                                   hashable("output_padding", output_padding))
 
     def __str__(self) -> str:
         return self.key()
@@ -531,9 +588,16 @@ def _parse_key(key: str) -> ProblemDescription:
     key = key.strip()
     head, *opts = key.split("_")
     toks = head.split("-")
-    if len(toks) < 4:
-        raise ValueError(f"key={key!r}: too few '-'-separated fields for a MIOpen key")
-    nd = 2 if "x" in toks[3] else 3
+    if len(toks) < 5:
+        raise ValueError(f"key={key!r}: too few '-'-separated fields ({len(toks)}) for a MIOpen key")
+    # the filter field (YxX or ZxYxX) is the 4th field of a 2D key and the 5th of a 3D key
+    if "x" in toks[3]:
+        nd = 2
+    elif "x" in toks[4]:
+        nd = 3
+    else:
+        raise ValueError(f"key={key!r}: no filter field (YxX as 4th field for 2D, ZxYxX as 5th for 3D); "
+                         f"got {toks[3]!r} and {toks[4]!r}")
     nfix = 12 if nd == 2 else 14  # fields before the layout token(s)
     tail = toks[nfix:]
     if len(tail) == 3:
@@ -544,9 +608,15 @@ def _parse_key(key: str) -> ProblemDescription:
         raise ValueError(f"key={key!r}: expected {nfix + 3} or {nfix + 5} '-'-separated fields for a {nd}D key, "
                          f"got {len(toks)}")
     dtype_tok, dir_tok = tail[-2], tail[-1]
-    dtypes_k = split_dtypes(dtype_tok)
+    try:
+        dtypes_k = split_dtypes(dtype_tok)
+    except ValueError as e:
+        raise ValueError(f"{e} (key {key!r})") from None
     if len(dtypes_k) == 1:
         dtypes_k = dtypes_k * 3
+    elif dtypes_k[0] == dtypes_k[1] == dtypes_k[2]:
+        raise ValueError(f"key field data type={dtype_tok!r}: MIOpen writes one type name when all three agree "
+                         f"(key {key!r})")
     if dir_tok not in DIRECTIONS:
         raise ValueError(f"key field direction={dir_tok!r} must be F, B or W (key {key!r})")
     i = 0
@@ -595,19 +665,19 @@ def _parse_key(key: str) -> ProblemDescription:
         raise ValueError(f"key={key!r}: MIOpen omits _g1; groups=1 must not be written")
 
     # key order -> forward view
+    casts_k = (casts.get("ci"), casts.get("cw"), casts.get("co"))
     if dir_tok == "F":
         c, in_size, k, out_k = ci, isz, co, osz
-        layouts = layouts_k
-        dtypes = dtypes_k
-    else:
+        layouts, dtypes, cast_types = layouts_k, dtypes_k, casts_k
+    else:  # the key's "in" is dy; stored in the forward view (x, w, y)
         c, in_size, k, out_k = co, osz, ci, isz
-        layouts = (layouts_k[2], layouts_k[1], layouts_k[0])
-        dtypes = (dtypes_k[2], dtypes_k[1], dtypes_k[0])
+        rev = lambda t: (t[2], t[1], t[0])  # noqa: E731
+        layouts, dtypes, cast_types = rev(layouts_k), rev(dtypes_k), rev(casts_k)
     try:
         p = ProblemDescription(direction=dir_tok, n=n, c=c, k=k, in_size=in_size, filter_size=filt, pads=pads,
                                strides=strides, dilations=dils, groups=groups, layouts=layouts, dtypes=dtypes,
                                math="tf32" if tf32 else "strict", bias=bias, output_padding=(0,) * nd,
-                               cast_types=(casts.get("ci"), casts.get("cw"), casts.get("co")))
+                               cast_types=cast_types)
     except ValueError as e:
         raise ValueError(f"key={key!r}: {e}") from None
     if p.out_size != out_k:
@@ -634,7 +704,8 @@ def _transpose_back(p: ProblemDescription, key: str) -> ProblemDescription:
             direction=d, n=p.n, c=p.k, k=p.c, in_size=in_t, filter_size=p.filter_size, pads=p.pads,
             strides=p.strides, dilations=p.dilations, groups=p.groups,
             layouts=(p.layouts[2], p.layouts[1], p.layouts[0]), dtypes=(p.dtypes[2], p.dtypes[1], p.dtypes[0]),
-            math=p.math, transposed=True, output_padding=op, bias=p.bias, cast_types=p.cast_types)
+            math=p.math, transposed=True, output_padding=op, bias=p.bias,
+            cast_types=(p.cast_types[2], p.cast_types[1], p.cast_types[0]))
     except ValueError as e:
         raise ValueError(f"key={key!r}: {e}") from None
 

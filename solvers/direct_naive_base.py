@@ -1,0 +1,77 @@
+"""Shared body of the three naive direct solvers (kernels_src/naive_conv.cu).
+
+The naive solvers are the GPU reference, like MIOpen's ConvDirectNaiveConv{Fwd,Bwd,Wrw}: every
+layout (through per-tensor strides), type, group count, dilation, stride, 2D and 3D, with 64-bit
+indexing when a tensor has 2^31 elements or more. Sizes are run-time arguments, so one build per
+(direction, type, index width) serves every problem.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from miofind.problem import ProblemDescription
+from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
+from miofind.tensors import CUDA_TYPES, element_strides, needs_int64
+
+SOURCE = "naive_conv.cu"
+BLOCK = 256
+WRW_BLOCK = 256
+MAX_GRID = 1 << 20
+
+
+class DirectNaiveBase(Solver):
+    family = "direct"
+    is_reference = True
+    kernel_files = (SOURCE,)
+    kernel_name = ""
+
+    def applicability(self, problem: ProblemDescription):
+        base = super().applicability(problem)
+        if not base:
+            return base
+        for lay in problem.layouts:
+            if lay not in ("NCHW", "NHWC", "NCDHW", "NDHWC"):
+                return not_applicable(f"layout {lay} not supported")
+        return APPLICABLE
+
+    def get_solution(self, problem: ProblemDescription, config=None, *, reference: bool = False) -> ConvSolution:
+        """``reference=True`` builds the float64 variant used to verify other solvers."""
+        p = problem.as_conv()
+        wide = needs_int64(p)
+        dtype = "FP64" if reference else p.dtype
+        macros = (("DATA_T", CUDA_TYPES[dtype]), ("ACC_T", "double" if reference else "float"),
+                  ("INDEX_T", "long long" if wide else "int"), ("WRW_BLOCK", str(WRW_BLOCK)))
+        if p.direction == "W":
+            total = p.k * (p.c // p.groups) * int(np.prod(p.filter_size))
+            grid, block = (min(total, MAX_GRID), 1, 1), (WRW_BLOCK, 1, 1)
+        else:
+            total = int(np.prod(p.y_shape if p.direction == "F" else p.x_shape))
+            grid, block = (min(ceil_div(total, BLOCK), MAX_GRID), 1, 1), (BLOCK, 1, 1)
+        kinfo = KernelInfo(SOURCE, self.kernel_name, grid, block, macros=macros)
+        args = _size_args(p, np.int64 if wide else np.int32)
+
+        def factory(kernels):
+            (kern,) = kernels
+
+            def invoker(a, b, out, workspace=None):
+                kern(kinfo.grid, kinfo.block, (a, b, out, *args))
+            return invoker
+
+        return ConvSolution(self.id, [kinfo], 0, factory, None)
+
+
+def _size_args(p: ProblemDescription, itype) -> tuple:
+    nd = p.spatial_dims
+    pad3 = lambda t, fill: ((fill,) + tuple(t)) if nd == 2 else tuple(t)  # noqa: E731  (D first)
+    di, hi, wi = pad3(p.in_size, 1)
+    do, ho, wo = pad3(p.out_size, 1)
+    z, y, x = pad3(p.filter_size, 1)
+    pd, ph, pw = pad3(p.pads, 0)
+    sd, sh, sw = pad3(p.strides, 1)
+    dd, dh, dw = pad3(p.dilations, 1)
+    xs = element_strides(p.x_shape, p.layouts[0])
+    ws = element_strides(p.w_shape, p.layouts[1])
+    ys = element_strides(p.y_shape, p.layouts[2])
+    vals = (p.n, p.c, p.k, p.groups, di, hi, wi, do, ho, wo, z, y, x, pd, ph, pw, sd, sh, sw, dd, dh, dw, *xs, *ws, *ys)
+    return tuple(itype(v) for v in vals)

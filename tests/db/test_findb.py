@@ -1,0 +1,324 @@
+"""FindDB: round trips, SQLite hardening (WAL, locks, corruption), validation, trust (CPU only)."""
+
+from __future__ import annotations
+
+import math
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from miofind.db import FindDB, FindDBError, Record, default_db_url
+from miofind.db import findb as findb_mod
+from miofind.db.findb import FindDBWarning, is_trusted
+
+DEV = "sm_90-132"
+KEY = "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F"
+
+
+def rec(solver: str = "S1", t: float = 1.0, key: str = KEY, device: str = DEV, **kw) -> Record:
+    base = dict(device=device, device_name="NVIDIA H100 80GB HBM3", problem_key=key, solver_id=solver,
+                algorithm="miopenConvolutionFwdAlgoDirect", time_ms=t, workspace_bytes=0,
+                package_version="0.1.0", kernel_hash="abc", cuda_version="13.0")
+    base.update(kw)
+    return Record(**base)
+
+
+@pytest.fixture
+def db(tmp_path):
+    with FindDB(str(tmp_path / "finddb.sqlite")) as d:
+        yield d
+
+
+def _moved(tmp_path: Path, name: str = "finddb.sqlite") -> list[Path]:
+    return sorted(p for p in tmp_path.glob(f"{name}.corrupt-*") if not p.name.endswith(("-wal", "-shm")))
+
+
+# -- round trips ---------------------------------------------------------------------------------
+
+def test_store_lookup_sorted_and_upsert(db):
+    assert db.store([rec("S1", 3.0), rec("S2", 1.0), rec("S3", 2.0, workspace_bytes=1 << 33)]) == 3
+    got = db.lookup(DEV, KEY)
+    assert [r.solver_id for r in got] == ["S2", "S3", "S1"]
+    assert got[1].workspace_bytes == 1 << 33
+    assert got[0] == rec("S2", 1.0, created_at=got[0].created_at)
+    db.store([rec("S1", 0.5, workspace_bytes=128)])  # replaces the S1 row
+    got = db.lookup(DEV, KEY)
+    assert [(r.solver_id, r.time_ms, r.workspace_bytes) for r in got][0] == ("S1", 0.5, 128)
+    assert len(got) == 3
+    assert db.lookup(DEV, "other") == [] and db.lookup("sm_80-108", KEY) == []
+
+
+def test_duplicates_in_one_batch_last_wins(db):
+    db.store([rec("S1", 2.0), rec("S1", 1.5)])
+    assert [r.time_ms for r in db.lookup(DEV, KEY)] == [1.5]
+
+
+def test_all_fields_and_json_config_round_trip(db):
+    r = rec("Tuned", 0.25, config={"tile": [64, 128], "vec": 4, "name": "x\u00e9", "nested": {"a": None}},
+            verified=True, max_error=1.5e-6, driver_version="580.1", cupy_version="14.0.0",
+            time_q20_ms=0.2, time_q80_ms=0.3, created_at=1234.5)
+    db.store([r])
+    (back,) = db.lookup(DEV, KEY)
+    assert back == r
+    assert isinstance(back.verified, bool) and isinstance(back.workspace_bytes, int)
+
+
+def test_delete_iter_and_stats(db):
+    db.store([rec("S1", 1.0), rec("S2", 2.0), rec("S1", 1.0, key="k2"), rec("S1", 1.0, device="sm_80-108")])
+    s = db.stats()
+    assert (s["records"], s["problems"], s["devices"]) == (4, 3, 2)
+    assert s["solvers"] == {"S1": 3, "S2": 1}
+    assert s["schema_version"] == 1 and s["url"] == db.url and s["file_bytes"] > 0
+    assert [r.problem_key for r in db.iter_records(device=DEV)] == [KEY, KEY, "k2"]
+    assert [r.problem_key for r in db.iter_records(problem_key_like="k%")] == ["k2"]
+    assert len(list(db.iter_records(limit=2))) == 2
+    assert db.delete(device=DEV, problem_key=KEY, solver_id="S2") == 1
+    assert db.delete(solver_id="S1", device=DEV) == 2
+    assert db.delete() == 1
+    assert db.stats()["records"] == 0
+
+
+def test_generic_upsert_fallback(db, monkeypatch):
+    monkeypatch.setattr(db._engine.dialect, "name", "somedb")
+    db.store([rec("S1", 2.0), rec("S2", 3.0)])
+    db.store([rec("S1", 1.0)])
+    assert [(r.solver_id, r.time_ms) for r in db.lookup(DEV, KEY)] == [("S1", 1.0), ("S2", 3.0)]
+
+
+def test_record_validation():
+    for bad in (dict(time_ms=-1.0), dict(time_ms=math.inf), dict(time_ms=math.nan), dict(workspace_bytes=-1),
+                dict(workspace_bytes=1.5), dict(verified=1), dict(config=[1]), dict(config={"x": object()}),
+                dict(solver_id=""), dict(cuda_version=13)):
+        with pytest.raises(ValueError):
+            rec(**bad)
+
+
+# -- URLs, read-only ------------------------------------------------------------------------------
+
+def test_env_url_and_bare_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MIOFIND_DB", "sub/my.db")
+    assert default_db_url() == f"sqlite:///{tmp_path / 'sub' / 'my.db'}"
+    with FindDB() as d:
+        assert d.path == tmp_path / "sub" / "my.db" and d.path.exists()
+    monkeypatch.setenv("MIOFIND_DB", f"sqlite:///{tmp_path / 'u.db'}")
+    with FindDB() as d:
+        d.store([rec()])
+        assert d.path == tmp_path / "u.db"
+    with FindDB(str(tmp_path / "u.db")) as d:  # bare path given directly
+        assert len(d.lookup(DEV, KEY)) == 1
+
+
+def test_default_url_without_env(tmp_path, monkeypatch):
+    monkeypatch.delenv("MIOFIND_DB", raising=False)
+    monkeypatch.setattr(findb_mod.platformdirs, "user_data_dir", lambda app: str(tmp_path / "data" / app))
+    assert default_db_url() == f"sqlite:///{tmp_path / 'data' / 'miofind' / 'finddb.sqlite'}"
+    assert (tmp_path / "data" / "miofind").is_dir()
+
+
+def test_readonly(tmp_path):
+    p = tmp_path / "dir with space%" / "f.sqlite"
+    with FindDB(str(p)) as d:
+        d.store([rec()])
+    before = p.read_bytes()
+    with FindDB(str(p), readonly=True) as ro:
+        assert len(ro.lookup(DEV, KEY)) == 1
+        with pytest.raises(FindDBError, match="read-only"):
+            ro.store([rec("S9")])
+        with pytest.raises(FindDBError, match="read-only"):
+            ro.delete()
+    assert p.read_bytes() == before
+    with pytest.raises(FindDBError, match="does not exist"):
+        FindDB(str(tmp_path / "missing.sqlite"), readonly=True)
+
+
+def test_in_memory():
+    with FindDB("sqlite://") as d:
+        d.store([rec()])
+        assert d.path is None and len(d.lookup(DEV, KEY)) == 1
+
+
+# -- SQLite settings, schema ----------------------------------------------------------------------
+
+def test_pragmas_on_every_connection(db):
+    for _ in range(2):
+        with db._engine.connect() as con:
+            assert con.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            assert con.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30000
+            assert con.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
+        db._engine.dispose()
+
+
+def test_schema_newer_than_code(tmp_path):
+    p = tmp_path / "finddb.sqlite"
+    FindDB(str(p)).close()
+    con = sqlite3.connect(p)
+    con.execute("UPDATE meta SET value='7' WHERE key='schema_version'")
+    con.commit()
+    con.close()
+    for ro in (False, True):
+        with pytest.raises(FindDBError) as ei:
+            FindDB(str(p), readonly=ro)
+        msg = str(ei.value)
+        assert str(p) in msg and "7" in msg and "1" in msg and "newer" in msg
+
+
+def test_migration_hook(tmp_path, monkeypatch):
+    p = tmp_path / "finddb.sqlite"
+    FindDB(str(p)).close()
+    calls = []
+    monkeypatch.setattr(findb_mod, "SCHEMA_VERSION", 2)
+    monkeypatch.setitem(findb_mod._MIGRATIONS, 1, lambda con: calls.append(con))
+    with FindDB(str(p)) as d:
+        assert d.stats()["schema_version"] == 2
+    assert len(calls) == 1
+
+
+# -- corruption -----------------------------------------------------------------------------------
+
+def _check_recovered(tmp_path: Path, original: bytes, wal: bytes | None = None) -> None:
+    p = tmp_path / "finddb.sqlite"
+    with pytest.warns(FindDBWarning, match="corrupt") as w:
+        d = FindDB(str(p))
+    (moved,) = _moved(tmp_path)
+    assert str(p) in str(w[0].message) and str(moved) in str(w[0].message)
+    assert moved.read_bytes() == original
+    if wal is not None:
+        assert Path(f"{moved}-wal").read_bytes() == wal
+    with d:
+        assert d.stats()["records"] == 0
+        d.store([rec()])
+        assert len(d.lookup(DEV, KEY)) == 1
+    assert moved.read_bytes() == original  # still there, untouched
+
+
+def test_corrupt_random_bytes(tmp_path):
+    p = tmp_path / "finddb.sqlite"
+    junk, wal = os.urandom(8192), os.urandom(1000)
+    p.write_bytes(junk)
+    Path(f"{p}-wal").write_bytes(wal)
+    _check_recovered(tmp_path, junk, wal)
+
+
+def test_truncated_file(tmp_path):
+    p = tmp_path / "finddb.sqlite"
+    with FindDB(str(p)) as d:
+        d.store([rec(f"S{i}", float(i), key=f"key-{i:05d}-" + "x" * 40, config={"i": i}) for i in range(1000)])
+    data = p.read_bytes()
+    p.write_bytes(data[: len(data) // 2])
+    _check_recovered(tmp_path, data[: len(data) // 2])
+
+
+def test_readonly_corrupt_raises_and_leaves_file(tmp_path):
+    p = tmp_path / "finddb.sqlite"
+    junk = os.urandom(4096)
+    p.write_bytes(junk)
+    with pytest.raises(FindDBError, match="corrupt"):
+        FindDB(str(p), readonly=True)
+    assert p.read_bytes() == junk and _moved(tmp_path) == []
+
+
+def test_not_sqlite_errors_are_findb_errors(tmp_path):
+    with pytest.raises(FindDBError, match="not a valid SQLAlchemy URL"):
+        FindDB("nonsense://::")
+    d = FindDB(str(tmp_path / "x.sqlite"))
+    d.close()
+    with pytest.raises(FindDBError, match="closed"):
+        d.lookup(DEV, KEY)
+
+
+# -- concurrency ----------------------------------------------------------------------------------
+
+def test_two_processes_write_at_once(tmp_path):
+    p, go = tmp_path / "finddb.sqlite", tmp_path / "go"
+    writer = Path(__file__).with_name("_writer.py")
+    n = 200
+    procs = [subprocess.Popen([sys.executable, str(writer), str(p), str(go), str(tmp_path / f"ready{i}"),
+                               f"proc{i}", str(n)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+             for i in range(2)]
+    deadline = time.time() + 30
+    while not all((tmp_path / f"ready{i}").exists() for i in range(2)):
+        assert time.time() < deadline and all(pr.poll() is None for pr in procs), "writers failed to start"
+        time.sleep(0.01)
+    go.touch()
+    outs = [pr.communicate(timeout=60)[0].decode() for pr in procs]
+    for pr, out in zip(procs, outs):
+        assert pr.returncode == 0, out
+    with FindDB(str(p)) as d:
+        keys = {r.problem_key for r in d.iter_records()}
+    assert keys == {f"proc{i}-{j}" for i in range(2) for j in range(n)}
+
+
+def test_writer_waits_for_lock_held_elsewhere(db):
+    con = sqlite3.connect(db.path, isolation_level=None)
+    con.execute("BEGIN IMMEDIATE")
+    t = threading.Timer(0.5, lambda: con.execute("COMMIT"))
+    t.start()
+    start = time.time()
+    db.store([rec()])
+    assert time.time() - start >= 0.4
+    t.join()
+    con.close()
+    assert len(db.lookup(DEV, KEY)) == 1
+
+
+def test_lock_errors_are_retried(db):
+    calls = []
+
+    def flaky(con):
+        calls.append(1)
+        if len(calls) < 4:
+            raise sa.exc.OperationalError("INSERT", {}, sqlite3.OperationalError("database is locked"))
+        return "done"
+
+    assert db._run("test", flaky, write=True) == "done" and len(calls) == 4
+
+    def always(con):
+        raise sa.exc.OperationalError("INSERT", {}, sqlite3.OperationalError("database is locked"))
+
+    with pytest.raises(FindDBError, match="locked"):
+        db._run("test", always, write=True)
+
+
+# -- validation of rows read back, trust ---------------------------------------------------------
+
+def test_invalid_rows_are_skipped_with_warning(db):
+    db.store([rec("Good", 1.0)])
+    con = sqlite3.connect(db.path)
+    cols = ("device, device_name, problem_key, solver_id, algorithm, time_ms, workspace_bytes, config, verified, "
+            "package_version, kernel_hash, driver_version, cuda_version, cupy_version, created_at")
+    bad = [("NegWs", 1.0, -5, None, 0), ("BadJson", 1.0, 0, "not json", 0), ("ListJson", 1.0, 0, "[1, 2]", 0),
+           ("TextTime", "abc", 0, None, 0), ("InfTime", 9e999, 0, None, 0), ("BadBool", 1.0, 0, None, "yes")]
+    for solver, t, ws, cfg, ver in bad:
+        con.execute(f"INSERT INTO find_records ({cols}) VALUES (?, 'n', ?, ?, 'a', ?, ?, ?, ?, '', '', '', '', '', 0)",
+                    (DEV, KEY, solver, t, ws, cfg, ver))
+    con.commit()
+    con.close()
+    with pytest.warns(FindDBWarning, match="skipping invalid row") as w:
+        got = db.lookup(DEV, KEY)
+    assert [r.solver_id for r in got] == ["Good"]
+    assert len(w) == len(bad)
+    with warnings.catch_warnings(record=True) as w2:
+        warnings.simplefilter("always")
+        assert [r.solver_id for r in db.iter_records()] == ["Good"]
+    assert len(w2) == len(bad)
+
+
+def test_is_trusted():
+    r = rec(package_version="0.1.0", kernel_hash="abc", cuda_version="13.0")
+    cur = dict(package_version="0.1.0", kernel_hash="abc", cuda_version="13.2")
+    assert is_trusted(r, **cur) == (True, "ok")  # minor CUDA version may differ
+    ok, why = is_trusted(r, **{**cur, "kernel_hash": "def"})
+    assert not ok and "kernel source changed" in why
+    ok, why = is_trusted(r, **{**cur, "package_version": "0.2.0"})
+    assert not ok and "0.2.0" in why
+    ok, why = is_trusted(r, **{**cur, "cuda_version": "12.8"})
+    assert not ok and "CUDA" in why
