@@ -8,6 +8,7 @@ verification, solution choice, file names) are parsed and kept in ``DriverOption
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -82,6 +83,10 @@ FLAGS: dict[str, tuple[str, str, str]] = {
 }
 SHORT = {v[0]: k for k, v in FLAGS.items() if v[0]}
 
+# MIOpenDriver's ValidateLayoutInputParameters accepts these; each must also fit the spatial dims.
+DRIVER_LAYOUTS = {2: ("NCHW", "NHWC", "CHWN"), 3: ("NCDHW", "NDHWC")}
+_DRIVER_INT_RE = re.compile(r"^[+-]?[0-9]+$")
+
 _CAST_NAMES = {"fp8": "FP8", "bf8": "BF8", "fp16": "FP16", "fp32": "FP32", "bf16": "BF16", "int8": "INT8",
                "int32": "INT32", "fp64": "FP64"}
 
@@ -136,10 +141,9 @@ def parse_driver_args(argv: Sequence[str] | str) -> DriverOptions:
             i += 1
         kind = FLAGS[name][2]
         if kind == "int":
-            try:
-                values[name] = int(val)
-            except ValueError:
-                raise ValueError(f"driver flag --{name}={val!r}: expected an integer") from None
+            if not _DRIVER_INT_RE.match(val.strip()):
+                raise ValueError(f"driver flag --{name}={val!r}: expected an integer")
+            values[name] = int(val)
         else:
             values[name] = val
         given.add(name)
@@ -180,6 +184,11 @@ def problems_from_options(opts: DriverOptions) -> list[ProblemDescription]:
     forw = v["forw"]
     if not isinstance(forw, int) or forw < 0 or forw > 7:
         raise ValueError(f"driver flag --forw={forw!r}: expected a bitmask 0..7 (0 all, 1 fwd, 2 bwd-data, 4 bwd-weights)")
+    for name in ("batchsize", "in_channels", "out_channels"):
+        if v[name] < 1:
+            raise ValueError(f"driver flag --{name}={v[name]}: must be at least 1")
+    # only the dims in use are checked: 2D lines from MIOpen's perf-model files carry
+    # --conv_stride_d 0 --dilation_d 0 --pad_d 0, which MIOpenDriver ignores for spatial_dim 2
     dims = ("d", "h", "w") if nd == 3 else ("h", "w")
     in_size = [v[f"in_{d}"] for d in dims]
     filt = [v[f"fil_{d}"] for d in dims]
@@ -194,6 +203,11 @@ def problems_from_options(opts: DriverOptions) -> list[ProblemDescription]:
     for d, x in zip(dims, pads):
         if x < 0:
             raise ValueError(f"driver flag --pad_{d}={x}: must not be negative")
+    if mode == "trans":
+        for d, x, s in zip(dims, out_pad, strides):
+            if x < 0 or x >= s:
+                raise ValueError(f"driver flag --trans_output_pad_{d}={x}: must be at least 0 and smaller than "
+                                 f"--conv_stride_{d}={s}")
     # MIOpenDriver adjusts the pads for pad_mode only in conv mode with unit dilation or 1x1 filters
     if mode == "conv" and (all(x == 1 for x in dils) or all(x == 1 for x in filt)):
         if pad_mode == "same":
@@ -209,6 +223,10 @@ def problems_from_options(opts: DriverOptions) -> list[ProblemDescription]:
     in_l = v["in_layout"] or default
     out_l = v["out_layout"] or default
     fil_l = v["fil_layout"] or default
+    for name, lay in (("in_layout", in_l), ("fil_layout", fil_l), ("out_layout", out_l)):
+        if lay not in DRIVER_LAYOUTS[nd]:
+            raise ValueError(f"driver flag --{name}={lay!r}: expected one of {', '.join(DRIVER_LAYOUTS[nd])} "
+                             f"for --spatial_dim {nd}")
     casts = (_cast("in_cast_type", v["in_cast_type"]), _cast("wei_cast_type", v["wei_cast_type"]),
              _cast("out_cast_type", v["out_cast_type"]))
     bias = 1 if v["bias"] else 0

@@ -579,7 +579,10 @@ def _ints(field: str, tok: str, n: int, key: str) -> tuple[int, ...]:
     parts = tok.split("x")
     if len(parts) != n:
         raise ValueError(f"key field {field}={tok!r} should have {n} 'x'-separated values (key {key!r})")
-    return tuple(_int(field, p, key) for p in parts)
+    for p in parts:
+        if not _INT_RE.match(p):
+            raise ValueError(f"key field {field}={tok!r} is not an integer: {p!r} (key {key!r})")
+    return tuple(int(p) for p in parts)
 
 
 def _parse_key(key: str) -> ProblemDescription:

@@ -1,0 +1,338 @@
+"""The ``miofind`` command line: find, tune, run, solvers, db.
+
+Problems are given as MIOpenDriver arguments (``conv -n 32 -c 64 -H 56 -W 56 -k 64 ... -F 1``);
+miofind's own options come before the command word. Commands that need a GPU say so in one line
+and exit with status 2 where there is none.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from .device import NoGPUError
+from .problem import DIRECTION_NAMES, ProblemDescription
+
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+EXIT_NO_GPU = 2
+DRIVER_ARGS = dict(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+
+
+def _fail(msg: str, code: int = 1):
+    click.echo(f"miofind: {msg}", err=True)
+    sys.exit(code)
+
+
+def _parse(driver_args) -> tuple[list[ProblemDescription], object]:
+    from .driver_args import parse_driver_args, problems_from_options
+
+    if not driver_args:
+        _fail("expected MIOpenDriver arguments, e.g. conv -n 32 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1")
+    try:
+        opts = parse_driver_args(list(driver_args))
+        return problems_from_options(opts), opts
+    except ValueError as e:
+        _fail(str(e))
+
+
+def _device():
+    from .device import current_device
+
+    try:
+        return current_device()
+    except NoGPUError as e:
+        _fail(str(e), EXIT_NO_GPU)
+
+
+def _fmt_bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+@click.group()
+@click.version_option(package_name="miofind")
+def main():
+    """Find, verify, time and store the fastest convolution solvers for NVIDIA GPUs."""
+
+
+@main.command(**DRIVER_ARGS)
+@click.option("--mode", type=click.Choice(["normal", "benchmark"]), default=None,
+              help="normal: answer from the FindDB when it has every candidate (default); benchmark: always measure.")
+@click.option("--sort-by", type=click.Choice(["time", "workspace"]), default="time")
+@click.option("--workspace-limit", type=int, default=None, help="Skip solvers needing more workspace bytes.")
+@click.option("--solver", "solver_ids", multiple=True, help="Only these solver ids (repeatable).")
+@click.option("--no-verify", is_flag=True, help="Skip verification against the float64 reference.")
+@click.option("--explain", is_flag=True, help="Also list the solvers that do not apply, and why.")
+@click.option("--db", "db_url", default=None, help="FindDB SQLAlchemy URL or file (default: $MIOFIND_DB or the user DB).")
+@click.option("--json", "as_json", is_flag=True, help="Print the solutions as JSON.")
+@click.option("--json-out", type=click.Path(dir_okay=False), default=None, help="Also write the solutions as JSON here.")
+@click.argument("driver_args", nargs=-1, type=click.UNPROCESSED)
+def find(mode, sort_by, workspace_limit, solver_ids, no_verify, explain, db_url, as_json, json_out, driver_args):
+    """Find the solutions of a problem for each direction selected by -F, fastest first."""
+    problems, _ = _parse(driver_args)
+    if explain:
+        for p in problems:
+            _print_applicability(p)
+    dev = _device()
+    from .api import find_solutions
+
+    out = []
+    for p in problems:
+        try:
+            res = find_solutions(p, mode=mode, sort_by=sort_by, workspace_limit=workspace_limit,
+                                 solvers=list(solver_ids) or None, verify=not no_verify, db=db_url)
+        except ValueError as e:
+            _fail(str(e))
+        out.append({"key": p.key(), "direction": p.direction, "source": res.source, "elapsed_ms": res.elapsed_ms,
+                    "solutions": [_sol_json(s) for s in res], "failures": [vars(f) for f in res.failures]})
+        if not as_json:
+            _print_find(p, res, dev)
+    if as_json:
+        click.echo(json.dumps(out, indent=2))
+    if json_out:
+        with open(json_out, "w") as fh:
+            json.dump(out, fh, indent=2)
+
+
+def _sol_json(s):
+    return {"solver_id": s.solver_id, "algorithm": s.algorithm, "time_ms": s.time_ms, "time_q20_ms": s.time_q20_ms,
+            "time_q80_ms": s.time_q80_ms, "workspace_bytes": s.workspace_bytes, "config": s.config,
+            "verified": s.verified, "max_error": s.max_error if s.max_error is None or math.isfinite(s.max_error) else None,
+            "source": s.source}
+
+
+def _print_find(p, res, dev):
+    t = Table(title=f"{DIRECTION_NAMES[p.direction]}  {p.key()}  on {dev.name}", title_justify="left")
+    for col in ("#", "solver", "algorithm", "time ms (q20-q80)", "TFLOP/s", "workspace", "verified (rel err)", "config"):
+        t.add_column(col, justify="right" if col in ("#", "time ms (q20-q80)", "TFLOP/s", "workspace") else "left")
+    for i, s in enumerate(res, 1):
+        q = f" ({s.time_q20_ms:.4f}-{s.time_q80_ms:.4f})" if s.time_q20_ms is not None else ""
+        tf = p.flops() / (s.time_ms * 1e-3) / 1e12 if s.time_ms > 0 else float("nan")
+        ver = ("yes" if s.verified else "no") + (f" ({s.max_error:.1e})" if s.max_error is not None else "")
+        cfg = ",".join(f"{k}={v}" for k, v in s.config.items()) if s.config else ""
+        t.add_row(str(i), s.solver_id, s.algorithm, f"{s.time_ms:.4f}{q}", f"{tf:.2f}", _fmt_bytes(s.workspace_bytes), ver, cfg)
+    console.print(t)
+    for f in res.failures:
+        console.print(f"  [yellow]skipped[/] {f.solver_id} ({f.stage}): {f.reason}")
+    if res.source == "db":
+        console.print(f"  answered from the FindDB in {res.elapsed_ms:.1f} ms (no benchmarking)")
+    else:
+        console.print(f"  benchmarked {len(res)} solution(s) in {res.elapsed_ms / 1e3:.2f} s"
+                      + ("; stored in the FindDB" if res.stored else "; not stored"))
+
+
+def _print_applicability(p):
+    from .registry import applicability_table
+
+    t = Table(title=f"{DIRECTION_NAMES[p.direction]}  {p.key()}", title_justify="left")
+    t.add_column("solver")
+    t.add_column("applies")
+    t.add_column("why not")
+    for s, a in applicability_table(p):
+        t.add_row(s.id, "yes" if a else "no", "" if a else a.reason)
+    console.print(t)
+
+
+@main.command(**DRIVER_ARGS)
+@click.argument("driver_args", nargs=-1, type=click.UNPROCESSED)
+def solvers(driver_args):
+    """List the registered solvers; given a problem, which apply and why the others do not."""
+    from .registry import registry
+
+    if driver_args:
+        problems, _ = _parse(driver_args)
+        for p in problems:
+            _print_applicability(p)
+        return
+    t = Table(title="registered solvers", title_justify="left")
+    for col in ("#", "id", "family", "algorithm", "directions", "types", "tunable"):
+        t.add_column(col)
+    for r in registry():
+        s = r.solver
+        if s is None:
+            t.add_row(str(r.number), r.id, "(retired)", "", "", "", "")
+            continue
+        t.add_row(str(r.number), s.id, s.family, s.algorithm, "".join(d for d in "FBW" if d in s.directions),
+                  ",".join(sorted(s.dtypes)), "yes" if s.tunable else "")
+    console.print(t)
+
+
+@main.command(**DRIVER_ARGS)
+@click.option("--file", "file_", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="A file of MIOpenDriver lines, one problem spec per line (# comments allowed).")
+@click.option("--db", "db_url", default=None, help="FindDB SQLAlchemy URL or file.")
+@click.option("--no-verify", is_flag=True)
+@click.argument("driver_args", nargs=-1, type=click.UNPROCESSED)
+def tune(file_, db_url, no_verify, driver_args):
+    """Benchmark many problems and fill the FindDB (each problem x direction is one find)."""
+    from .driver_args import problems_from_driver_args
+
+    problems: list[ProblemDescription] = []
+    if file_:
+        with open(file_) as fh:
+            for lineno, line in enumerate(fh, 1):
+                line = line.split("#", 1)[0].strip()
+                if not line:
+                    continue
+                try:
+                    problems += problems_from_driver_args(line)
+                except ValueError as e:
+                    _fail(f"{file_}:{lineno}: {e}")
+    if driver_args:
+        problems += _parse(driver_args)[0]
+    if not problems:
+        _fail("nothing to tune: give --file lines.txt or MIOpenDriver arguments")
+    _device()
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from .api import find_solutions
+
+    done, failed = 0, 0
+    t0 = time.perf_counter()
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TimeRemainingColumn(), console=console) as prog:
+        task = prog.add_task("tuning", total=len(problems))
+        for p in problems:
+            prog.update(task, description=f"{p.direction} {p.key()[:60]}")
+            try:
+                res = find_solutions(p, mode="benchmark", verify=not no_verify, db=db_url)
+                if res:
+                    done += 1
+                else:
+                    failed += 1
+            except ValueError as e:
+                failed += 1
+                console.print(f"[red]{p.key()}[/]: {e}")
+            prog.advance(task)
+    console.print(f"tuned {done} problem(s), {failed} without a solution, in {time.perf_counter() - t0:.1f} s")
+
+
+@main.command(**DRIVER_ARGS)
+@click.option("--db", "db_url", default=None)
+@click.argument("driver_args", nargs=-1, type=click.UNPROCESSED)
+def run(db_url, driver_args):
+    """Run one solution per direction like MIOpenDriver: -S id|name forces a solver, -S -1 finds,
+    -S 0 takes the best known; -V 1 verifies against the float64 reference; -t 1 -i N times."""
+    problems, opts = _parse(driver_args)
+    _device()
+    import cupy
+
+    from .api import Solution, _call, _reference_invoker, _time_ms, find_solutions, get_invoker
+    from .registry import get_solver
+    from .verify import poison, random_array, rel_error, to_float64, tolerance
+
+    sel = str(opts["solution"])
+    bad = 0
+    for p in problems:
+        name = DIRECTION_NAMES[p.direction]
+        if sel.lstrip("-").isdigit() and int(sel) <= 0:
+            res = find_solutions(p, db=db_url)
+            if not res:
+                _fail(f"{name}: no solver could solve {p.key()}")
+            sol = res[0]
+        else:
+            try:
+                s = get_solver(sel)
+            except ValueError as e:
+                _fail(str(e))
+            a = s.applicability(p)
+            if not a:
+                _fail(f"{name}: solver {s.id} does not apply: {a.reason}")
+            cfg = s.default_config(p.as_conv())
+            sol = Solution(s.id, s.algorithm, float("nan"), s.workspace_bytes(p), cfg, False, p)
+        inv, ws = get_invoker(p, sol.solver_id, sol.config)
+        rng = cupy.random.default_rng()
+        sa, sb, so = p.io_shapes()
+        xa, xb = random_array(sa, p.dtype, rng), random_array(sb, p.dtype, rng)
+        out = cupy.empty(so, dtype=xa.dtype)
+        wsbuf = cupy.empty(ws, dtype=cupy.uint8) if ws else None
+        poison(out, p.dtype)
+        _call(inv, p, xa, xb, out, wsbuf)
+        cupy.cuda.get_current_stream().synchronize()
+        console.print(f"{name}: {sol.solver_id} ({sol.algorithm})  {p.key()}")
+        if opts["verify"]:
+            ref = cupy.empty(so, dtype=cupy.float64)
+            _call(_reference_invoker(p), p, to_float64(xa, p.dtype), to_float64(xb, p.dtype), ref, None)
+            err = rel_error(to_float64(out, p.dtype), ref)
+            tol = tolerance(p.dtype, get_solver(sol.solver_id).family, p.as_conv().direction, p.math)
+            ok = err <= tol
+            bad += not ok
+            console.print(f"  {name} convolution {'verifies' if ok else '[red]FAILED[/]'} against the float64 "
+                          f"reference: relative error {err:.3g} (tolerance {tol:.1g})")
+        if opts["time"]:
+            med, q20, q80 = _time_ms(lambda: _call(inv, p, xa, xb, out, wsbuf), 3, max(1, opts["iter"]))
+            tf = p.flops() / (med * 1e-3) / 1e12
+            console.print(f"  GPU kernel time {name}: {med:.4f} ms (q20 {q20:.4f}, q80 {q80:.4f}; "
+                          f"{opts['iter']} iterations)  {tf:.2f} TFLOP/s")
+    if bad:
+        sys.exit(1)
+
+
+@main.group()
+def db():
+    """The FindDB: where it is, what it holds."""
+
+
+def _open(db_url):
+    from .db import FindDB, FindDBError
+
+    try:
+        return FindDB(db_url)
+    except FindDBError as e:
+        _fail(str(e))
+
+
+@db.command("path")
+@click.option("--db", "db_url", default=None)
+def db_path(db_url):
+    """Print the FindDB's file path (or URL)."""
+    h = _open(db_url)
+    click.echo(h.path or h.url)
+
+
+@db.command("stats")
+@click.option("--db", "db_url", default=None)
+def db_stats(db_url):
+    """Record counts per solver and device."""
+    h = _open(db_url)
+    st = h.stats()
+    t = Table(title=f"FindDB {h.path or h.url}", title_justify="left")
+    t.add_column("what")
+    t.add_column("value", justify="right")
+    for k, v in st.items():
+        if isinstance(v, dict):
+            for kk, vv in v.items():
+                t.add_row(f"{k}: {kk}", str(vv))
+        else:
+            t.add_row(k, str(v))
+    console.print(t)
+
+
+@db.command("show")
+@click.option("--db", "db_url", default=None)
+@click.option("--device", default=None, help="Only this device (e.g. sm_90-132).")
+@click.option("--key", "key_like", default=None, help="Only keys matching this SQL LIKE pattern.")
+@click.option("--limit", type=int, default=50)
+def db_show(db_url, device, key_like, limit):
+    """List stored records, fastest first per problem."""
+    h = _open(db_url)
+    t = Table(title=f"FindDB {h.path or h.url}", title_justify="left")
+    for col in ("device", "problem key", "solver", "time ms", "workspace", "verified", "config", "version"):
+        t.add_column(col)
+    for r in h.iter_records(device=device, problem_key_like=key_like, limit=limit):
+        t.add_row(r.device, r.problem_key, r.solver_id, f"{r.time_ms:.4f}", _fmt_bytes(r.workspace_bytes),
+                  "yes" if r.verified else "no", json.dumps(r.config) if r.config else "", r.package_version)
+    console.print(t)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,38 @@
+"""Shared fixtures: the `gpu` marker is skipped cleanly where no usable CUDA GPU exists."""
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))  # tests/shapes.py, shared by every family
+
+
+def _gpu_reason():
+    try:
+        from miofind.device import NoGPUError, current_device
+        current_device()
+        return None
+    except NoGPUError as e:
+        return str(e)
+    except Exception as e:  # pragma: no cover
+        return f"no GPU: {e}"
+
+
+def pytest_collection_modifyitems(config, items):
+    gpu_items = [it for it in items if "gpu" in it.keywords]
+    if not gpu_items:
+        return
+    reason = _gpu_reason()
+    if reason is None:
+        return
+    skip = pytest.mark.skip(reason=reason)
+    for it in gpu_items:
+        it.add_marker(skip)
+
+
+@pytest.fixture
+def tmp_db(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'finddb.sqlite'}"
+    monkeypatch.setenv("MIOFIND_DB", url)
+    return url

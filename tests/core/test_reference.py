@@ -1,0 +1,69 @@
+"""The float64 numpy reference: brute force on tiny shapes, and the adjoint identities
+<F(x, w), dy> = <x, B(dy, w)> = <w, W(dy, x)> on every layout, group count, stride, dilation and 3D."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from miofind.problem import ProblemDescription
+from miofind.reference import conv_reference
+
+CASES = [
+    dict(n=2, c=4, k=6, in_size=(7, 5), filter_size=(3, 2), pads=(1, 0), strides=(2, 1), dilations=(1, 2), groups=2),
+    dict(n=1, c=3, k=3, in_size=(6, 6), filter_size=3, pads=1, groups=3),
+    dict(n=2, c=2, k=4, in_size=(4, 5, 6), filter_size=(2, 3, 3), pads=(0, 1, 1), strides=(1, 2, 1)),
+    dict(n=1, c=2, k=2, in_size=(9,), filter_size=(3,), pads=(1,), strides=(2,)),
+]
+
+
+def brute_forward(x, w, pads, strides, dils, groups):
+    n, c, h, wd = x.shape
+    k, cpg, r, s = w.shape
+    ho = (h + 2 * pads[0] - dils[0] * (r - 1) - 1) // strides[0] + 1
+    wo = (wd + 2 * pads[1] - dils[1] * (s - 1) - 1) // strides[1] + 1
+    y = np.zeros((n, k, ho, wo))
+    kpg = k // groups
+    for b, kk, i, j in itertools.product(range(n), range(k), range(ho), range(wo)):
+        g = kk // kpg
+        for cc, rr, ss in itertools.product(range(cpg), range(r), range(s)):
+            ih, iw = i * strides[0] - pads[0] + rr * dils[0], j * strides[1] - pads[1] + ss * dils[1]
+            if 0 <= ih < h and 0 <= iw < wd:
+                y[b, kk, i, j] += x[b, g * cpg + cc, ih, iw] * w[kk, cc, rr, ss]
+    return y
+
+
+def test_forward_matches_brute_force():
+    rng = np.random.default_rng(0)
+    p = ProblemDescription.make("F", **CASES[0])
+    x, w = rng.standard_normal(p.x_shape), rng.standard_normal(p.w_shape)
+    ref = brute_forward(x, w, p.pads, p.strides, p.dilations, p.groups)
+    np.testing.assert_allclose(conv_reference(p, x, w), ref, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_adjoint_identities(case, channels_last):
+    rng = np.random.default_rng(1)
+    nd = 3 if len(case["in_size"]) == 3 else 2
+    layout = {(2, False): "NCHW", (2, True): "NHWC", (3, False): "NCDHW", (3, True): "NDHWC"}[(nd, channels_last)]
+    f = ProblemDescription.make("F", layout=layout, **case)
+    x, w, dy = rng.standard_normal(f.x_shape), rng.standard_normal(f.w_shape), rng.standard_normal(f.y_shape)
+    y = conv_reference(f, x, w)
+    dx = conv_reference(f.with_direction("B"), dy, w)
+    dw = conv_reference(f.with_direction("W"), dy, x)
+    lhs = np.vdot(y, dy)
+    assert lhs == pytest.approx(np.vdot(x, dx), rel=1e-10)
+    assert lhs == pytest.approx(np.vdot(w, dw), rel=1e-10)
+
+
+def test_transposed_forward_is_backward_data():
+    rng = np.random.default_rng(2)
+    t = ProblemDescription.make("F", n=2, c=4, k=6, in_size=(5, 5), filter_size=3, pads=1, strides=2,
+                                transposed=True, output_padding=1)
+    assert t.out_size == (10, 10)
+    x, w = rng.standard_normal(t.x_shape), rng.standard_normal(t.w_shape)
+    y = conv_reference(t, x, w)
+    assert y.shape == t.y_shape
+    conv = t.as_conv()
+    np.testing.assert_allclose(y, conv_reference(conv, x, w))

@@ -1,0 +1,50 @@
+"""Direct family on the GPU: every solver x direction x dtype x layout it claims, on tests/shapes.py,
+against the numpy float64 reference with poisoned outputs; rejected problems carry a reason."""
+
+import pytest
+
+from gpu_helpers import check_solver
+from shapes import DTYPES, SHAPES, layouts_for
+from miofind.problem import ProblemDescription
+from miofind.registry import solvers
+
+pytestmark = pytest.mark.gpu
+DIRECT = [s for s in solvers() if s.family == "direct"]
+CASES = [(s, d, name, dt, lay) for s in DIRECT for d in "FBW" if d in s.directions
+         for name, kw in SHAPES.items() for dt in DTYPES for lay in layouts_for(kw)]
+
+
+@pytest.mark.parametrize("solver,direction,shape,dtype,layout", CASES,
+                         ids=[f"{s.id}-{d}-{n}-{dt}-{lay}" for s, d, n, dt, lay in CASES])
+def test_direct_solver(solver, direction, shape, dtype, layout):
+    p = ProblemDescription.make(direction, layout=layout, dtype=dtype, **SHAPES[shape])
+    a = solver.applicability(p)
+    if not a:
+        assert a.reason, f"{solver.id} rejected {p.key()} without a reason"
+        pytest.skip(f"not applicable: {a.reason}")
+    err, tol = check_solver(solver, p, seed=hash((shape, dtype, layout)) & 0xFFFF)
+    assert err <= tol, f"{solver.id} {p.key()}: relative error {err:.3g} > {tol:.1g}"
+
+
+@pytest.mark.parametrize("cfg", [{"TILE_W": 8, "TILE_H": 4, "KPT": 4, "CCH": 2},
+                                 {"TILE_W": 32, "TILE_H": 8, "KPT": 16, "CCH": 4},
+                                 {"TILE_W": 16, "TILE_H": 16, "KPT": 2, "CCH": 16}])
+def test_tiled_configs(cfg):
+    from miofind.registry import get_solver
+
+    s = get_solver("ConvDirectTiledFwd")
+    p = ProblemDescription.make("F", **SHAPES["3x3_odd"])
+    assert s.is_valid_config(p, cfg)
+    err, tol = check_solver(s, p, config=cfg)
+    assert err <= tol
+
+
+def test_naive_transposed_all_directions():
+    from miofind.registry import reference_solver
+
+    for d in "FBW":
+        t = ProblemDescription.make(d, n=2, c=6, k=4, in_size=(7, 6), filter_size=3, pads=1, strides=2,
+                                    transposed=True, output_padding=1, groups=2)
+        s = reference_solver(t.as_conv().direction)
+        err, tol = check_solver(s, t)
+        assert err <= tol, (d, err)

@@ -1,0 +1,25 @@
+"""Problem shapes shared by every solver family's tests: small enough for a float64 CPU reference,
+and covering odd sizes, N=1, groups, depthwise, dilation, stride 2, asymmetric filters, 3D."""
+
+# name -> ProblemDescription.make keywords (direction, layout and dtype are added by the tests)
+SHAPES = {
+    "3x3_pad1": dict(n=2, c=16, k=24, in_size=(14, 14), filter_size=3, pads=1),
+    "3x3_odd": dict(n=3, c=5, k=7, in_size=(13, 11), filter_size=3, pads=1),
+    "n1_1x1": dict(n=1, c=32, k=16, in_size=(9, 9), filter_size=1),
+    "stride2": dict(n=2, c=8, k=12, in_size=(15, 16), filter_size=3, pads=1, strides=2),
+    "7x7_s2": dict(n=1, c=3, k=8, in_size=(23, 21), filter_size=7, pads=3, strides=2),
+    "dilation2": dict(n=2, c=6, k=6, in_size=(12, 13), filter_size=3, pads=2, dilations=2),
+    "groups2": dict(n=2, c=8, k=12, in_size=(10, 9), filter_size=3, pads=1, groups=2),
+    "depthwise": dict(n=2, c=16, k=16, in_size=(12, 12), filter_size=3, pads=1, groups=16),
+    "1x7_asym": dict(n=2, c=8, k=8, in_size=(9, 17), filter_size=(1, 7), pads=(0, 3)),
+    "7x1_asym": dict(n=1, c=8, k=4, in_size=(17, 9), filter_size=(7, 1), pads=(3, 0)),
+    "3d_3x3x3": dict(n=1, c=4, k=6, in_size=(5, 7, 6), filter_size=3, pads=1),
+    "3d_stride2": dict(n=2, c=3, k=4, in_size=(6, 9, 8), filter_size=(3, 3, 3), pads=(1, 0, 1), strides=2),
+}
+
+DTYPES = ("FP32", "FP16", "BF16")
+
+
+def layouts_for(kw):
+    nd = len(kw["in_size"])
+    return ("NCDHW", "NDHWC") if nd == 3 else ("NCHW", "NHWC")
