@@ -9,6 +9,7 @@ the FindDB. A second find of the same problem on the same device is answered fro
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 
 from . import __version__
 from .compile import compile_kernel, source_hash
+from .db import FindDB, Record, is_trusted
 from .device import current_device
 from .problem import ProblemDescription
 from .registry import get_solver, reference_solver, solvers as all_solvers
@@ -70,6 +72,7 @@ class FindResult(list):
 
 # -- hashes that decide whether a stored record is still trusted -----------------------------
 
+@functools.lru_cache(maxsize=None)
 def kernel_hash(solver: Solver) -> str:
     """Hash of the solver's kernel sources and of its Python module (macros, launch geometry)."""
     import hashlib
@@ -158,8 +161,6 @@ def _candidates(problem: ProblemDescription, solver_ids) -> tuple[list[Solver], 
 
 
 def _from_db(db, dev, problem, cands, verify, workspace_limit):
-    from .db import is_trusted
-
     recs = {r.solver_id: r for r in db.lookup(dev.db_name, problem.key())}
     out = []
     for s in cands:
@@ -179,8 +180,6 @@ def _from_db(db, dev, problem, cands, verify, workspace_limit):
 
 
 def open_db(db=None):
-    from .db import FindDB
-
     if db is None or isinstance(db, str):
         return FindDB(db)
     return db
@@ -238,8 +237,6 @@ def _sort_key(sort_by):
 
 
 def _store(db, dev, problem, sols):
-    from .db import Record
-
     now = time.time()
     recs = [Record(device=dev.db_name, device_name=dev.name, problem_key=problem.key(), solver_id=s.solver_id,
                    algorithm=s.algorithm, time_ms=s.time_ms, workspace_bytes=s.workspace_bytes, config=s.config,

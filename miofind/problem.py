@@ -79,7 +79,7 @@ def _layout_ok(layout: str, nd: int) -> bool:
 
 def normalize_dtype(value) -> str:
     """Map 'FP32', 'float32', numpy/cupy/torch dtypes to MIOpen's type names."""
-    s = str(value)
+    s = value.__name__ if isinstance(value, type) else str(value)  # np.float32 (a type) -> float32
     s = s.split(".")[-1]  # torch.float16 -> float16
     aliases = {
         "float32": "FP32", "float": "FP32", "fp32": "FP32", "f4": "FP32", "single": "FP32",
@@ -218,6 +218,9 @@ class ProblemDescription:
         )
 
     def __post_init__(self):
+        # the default output_padding (0, 0) also means "none" for a 3D problem
+        if isinstance(self.in_size, tuple) and len(self.in_size) == 3 and self.output_padding == (0, 0):
+            object.__setattr__(self, "output_padding", (0, 0, 0))
         self._validate()
 
     def _validate(self):

@@ -83,8 +83,11 @@ class Solver:
 
     # -- applicability ------------------------------------------------------------------------
     def applicability(self, problem: ProblemDescription) -> Applicability:
-        """Common guard clauses; subclasses call this first, then add their own."""
-        p = problem
+        """Common guard clauses; subclasses call this first, then add their own.
+
+        Transposed problems are judged as their equivalent ordinary problem (``as_conv``).
+        """
+        p = problem.as_conv()
         if p.direction not in self.directions:
             return not_applicable(f"direction {p.direction} not supported (supports {''.join(sorted(self.directions))})")
         if not p.solvable_dtype:

@@ -1,0 +1,81 @@
+"""Every registered solver's kernels compile with NVRTC for sm_90, over a matrix of problems.
+
+Needs no GPU (REFERENCE.md section 9). Where CuPy's NVRTC binding is missing this fails rather
+than skips when CI=true, so CI cannot pass without compiling the kernels.
+"""
+
+import os
+
+import pytest
+
+from shapes import DTYPES, SHAPES, layouts_for
+from miofind.problem import ProblemDescription
+from miofind.registry import solvers
+
+
+def _nvrtc_or_skip():
+    try:
+        from cupy_backends.cuda.libs import nvrtc  # noqa: F401
+        from miofind.compile import cuda_include_dirs
+        if not cuda_include_dirs():
+            raise ImportError("no cuda_fp16.h found (pip install 'cuda-toolkit[nvrtc,cudart]')")
+    except Exception as e:
+        if os.environ.get("CI"):
+            pytest.fail(f"NVRTC unavailable in CI: {e}")
+        pytest.skip(f"NVRTC unavailable: {e}")
+
+
+def _matrix():
+    probs = []
+    for kw in SHAPES.values():
+        for lay in layouts_for(kw):
+            for dt in DTYPES:
+                for d in "FBW":
+                    probs.append(ProblemDescription.make(d, layout=lay, dtype=dt, **kw))
+    # a tensor of 2^31 elements or more forces 64-bit indexing
+    for d in "FBW":
+        probs.append(ProblemDescription.make(d, n=64, c=256, k=64, in_size=(384, 384), filter_size=3, pads=1))
+    probs.append(ProblemDescription.make("F", n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1))
+    return probs
+
+
+def _kernels():
+    seen = {}
+    for s in solvers():
+        for p in _matrix():
+            if not s.applicability(p):
+                continue
+            variants = [s.get_solution(p)]
+            if s.is_reference:
+                variants.append(s.get_solution(p, reference=True))
+            for sol in variants:
+                for k in sol.kernels:
+                    seen.setdefault((k.source, k.name, k.compile_options()), (s.id, p.key(), k))
+    return list(seen.values())
+
+
+KERNELS = _kernels()
+
+
+def test_every_solver_has_kernels_in_matrix():
+    ids = {sid for sid, _, _ in KERNELS}
+    assert ids == {s.id for s in solvers() if getattr(s, "kernel_files", ())}
+
+
+@pytest.mark.parametrize("sid,key,kinfo", KERNELS, ids=[f"{sid}:{k.name}:{i}" for i, (sid, _, k) in enumerate(KERNELS)])
+def test_nvrtc_sm90(sid, key, kinfo):
+    _nvrtc_or_skip()
+    from miofind.compile import nvrtc_compile
+
+    cubin = nvrtc_compile(kinfo, arch="sm_90")
+    assert cubin[:4] == b"\x7fELF", f"{sid} on {key}: NVRTC did not return an ELF cubin"
+
+
+def test_compile_error_is_reported():
+    _nvrtc_or_skip()
+    from miofind.compile import CompileError, nvrtc_compile
+    from miofind.solver import KernelInfo
+
+    bad = KernelInfo("naive_conv.cu", "naive_conv_fwd", (1, 1, 1), (1, 1, 1), macros=(("DATA_T", "no_such_type"),))
+    with pytest.raises(CompileError, match="no_such_type"):
+        nvrtc_compile(bad)
