@@ -81,7 +81,7 @@ class Record:
     algorithm: str
     time_ms: float
     workspace_bytes: int
-    config: dict | None = None
+    config: dict | None = field(default=None, hash=False)  # dicts are unhashable
     verified: bool = False
     max_error: float | None = None
     package_version: str = ""
@@ -314,7 +314,7 @@ class FindDB:
         self._closed = False
         try:
             parsed = sa.make_url(self._url)
-        except sa.exc.ArgumentError as e:
+        except (sa.exc.ArgumentError, ValueError) as e:
             raise FindDBError(f"FindDB URL {self._url!r} is not a valid SQLAlchemy URL ({e})") from None
         self._path = _sqlite_path(parsed)
         self._where = str(self._path) if self._path else parsed.render_as_string(hide_password=True)
@@ -407,6 +407,8 @@ class FindDB:
         def create_or_migrate(con: sa.Connection) -> None:
             v = self._read_version(con)  # again, now under the write lock
             self._check_version(v)
+            if v == SCHEMA_VERSION:
+                return  # another process got here first
             _md.create_all(con)
             if v == 0:
                 con.execute(sa.insert(_meta).values(key="schema_version", value=str(SCHEMA_VERSION)))

@@ -69,6 +69,7 @@ def test_all_fields_and_json_config_round_trip(db):
     (back,) = db.lookup(DEV, KEY)
     assert back == r
     assert isinstance(back.verified, bool) and isinstance(back.workspace_bytes, int)
+    assert len({back, r}) == 1  # hashable despite the dict config
 
 
 def test_delete_iter_and_stats(db):
@@ -229,6 +230,8 @@ def test_readonly_corrupt_raises_and_leaves_file(tmp_path):
 def test_not_sqlite_errors_are_findb_errors(tmp_path):
     with pytest.raises(FindDBError, match="not a valid SQLAlchemy URL"):
         FindDB("nonsense://::")
+    with pytest.raises(FindDBError, match="cannot create engine"):
+        FindDB("nosuchdialect://host/db")
     d = FindDB(str(tmp_path / "x.sqlite"))
     d.close()
     with pytest.raises(FindDBError, match="closed"):
@@ -258,7 +261,7 @@ def test_two_processes_write_at_once(tmp_path):
 
 
 def test_writer_waits_for_lock_held_elsewhere(db):
-    con = sqlite3.connect(db.path, isolation_level=None)
+    con = sqlite3.connect(db.path, isolation_level=None, check_same_thread=False)
     con.execute("BEGIN IMMEDIATE")
     t = threading.Timer(0.5, lambda: con.execute("COMMIT"))
     t.start()
@@ -270,8 +273,9 @@ def test_writer_waits_for_lock_held_elsewhere(db):
     assert len(db.lookup(DEV, KEY)) == 1
 
 
-def test_lock_errors_are_retried(db):
-    calls = []
+def test_lock_errors_are_retried(db, monkeypatch):
+    calls, sleeps = [], []
+    monkeypatch.setattr(findb_mod.time, "sleep", sleeps.append)
 
     def flaky(con):
         calls.append(1)
@@ -286,6 +290,17 @@ def test_lock_errors_are_retried(db):
 
     with pytest.raises(FindDBError, match="locked"):
         db._run("test", always, write=True)
+    assert len(sleeps) == 3 + 9 and sleeps[-1] > sleeps[3]
+
+
+def test_writes_begin_immediate_reads_deferred(db):
+    seen = []
+    sa.event.listen(db._engine, "before_cursor_execute", lambda con, cur, stmt, *a: seen.append(stmt))
+    db.store([rec()])
+    assert "BEGIN IMMEDIATE" in seen
+    seen.clear()
+    db.lookup(DEV, KEY)
+    assert "BEGIN" in seen and "BEGIN IMMEDIATE" not in seen
 
 
 # -- validation of rows read back, trust ---------------------------------------------------------
