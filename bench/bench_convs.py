@@ -1,0 +1,121 @@
+"""Side-by-side benchmark on the GPU: our best own solver (cuDNN-backed solvers excluded) against
+cuDNN's best (PyTorch, cudnn.benchmark=True, TF32 off), in one process, for every ResNet-50 v1.5
+shape at N=32 x {F, B, W} x {FP32 strict, FP16}.
+
+Each row records every verified solver's median time (CUDA events, via find_solutions in
+benchmark mode), the best own solver, cuDNN's time, achieved TFLOP/s and the fraction of the
+roofline (max of FLOPs over the measured FP32/FP16 ceilings and bytes over 3.0 TB/s).
+
+    python bench/bench_convs.py --dtype FP32 --out bench/results/issue3 [--dirs FBW] [--limit N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from resnet50 import RESNET50  # noqa: E402
+
+CEIL_TFLOPS = {"FP32": 51.6, "FP16": 667.0, "BF16": 667.0}   # REFERENCE.md section 10
+BW = 3.0e12
+BYTES = {"FP32": 4, "FP16": 2, "BF16": 2}
+
+
+def cudnn_ms(p, torch):
+    dt = {"FP32": torch.float32, "FP16": torch.float16, "BF16": torch.bfloat16}[p.dtype]
+    x = torch.randn(p.x_shape, device="cuda", dtype=dt)
+    w = torch.randn(p.w_shape, device="cuda", dtype=dt)
+    kw = dict(stride=p.strides, padding=p.pads, dilation=p.dilations, groups=p.groups)
+    y = torch.nn.functional.conv2d(x, w, **kw)
+    dy = torch.randn_like(y)
+    fn = {"F": lambda: torch.nn.functional.conv2d(x, w, **kw),
+          "B": lambda: torch.nn.grad.conv2d_input(x.shape, w, dy, **kw),
+          "W": lambda: torch.nn.grad.conv2d_weight(x, w.shape, dy, **kw)}[p.direction]
+    for _ in range(5):
+        fn()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    ts = []
+    for _ in range(20):
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        ts.append(s.elapsed_time(e))
+    return sorted(ts)[len(ts) // 2]
+
+
+def roofline_ms(p):
+    flops = p.flops()
+    nbytes = BYTES[p.dtype] * sum(math.prod(s) for s in (p.x_shape, p.w_shape, p.y_shape))
+    return max(flops / (CEIL_TFLOPS[p.dtype] * 1e12), nbytes / BW) * 1e3
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dtype", default="FP32", choices=["FP32", "FP16", "BF16"])
+    ap.add_argument("--dirs", default="FBW")
+    ap.add_argument("--n", type=int, default=32)
+    ap.add_argument("--limit", type=int, default=None, help="only the first N shapes")
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+
+    import torch
+
+    from miofind import ProblemDescription, find_solutions
+    from miofind.registry import solvers
+
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    own = [s.id for s in solvers() if s.family != "cudnn"]
+    rows = []
+    t0 = time.time()
+    for (c, k, hw, f, st, pad, count) in RESNET50[: a.limit]:
+        for d in a.dirs:
+            p = ProblemDescription.make(d, n=a.n, c=c, k=k, in_size=(hw, hw), filter_size=f, pads=pad,
+                                        strides=st, dtype=a.dtype)
+            res = find_solutions(p, mode="benchmark", solvers=own, store=False, warmup=3, iters=10)
+            per = {s.solver_id: s.time_ms for s in res}
+            fam = {}
+            for s in res:
+                fam.setdefault(s.solver.family, (s.solver_id, s.time_ms))
+            best = min(res, key=lambda s: s.time_ms) if res else None
+            try:
+                cud = cudnn_ms(p, torch)
+            except Exception as e:  # pragma: no cover
+                cud = float("nan")
+                print("cuDNN failed:", e)
+            row = {"key": p.key(), "direction": d, "dtype": a.dtype, "shape": f"{c}->{k} @{hw} {f}x{f}/{st}",
+                   "count": count, "solvers_ms": per, "families_best": fam,
+                   "failures": [f"{x.solver_id}({x.stage}): {x.reason[:200]}" for x in res.failures],
+                   "best_own": best.solver_id if best else None, "best_own_ms": best.time_ms if best else None,
+                   "cudnn_ms": cud, "ratio": (best.time_ms / cud) if best and cud == cud else None,
+                   "tflops": p.flops() / (best.time_ms * 1e-3) / 1e12 if best else None,
+                   "roofline_fraction": roofline_ms(p) / best.time_ms if best else None}
+            rows.append(row)
+            print(f"{row['shape']:<24}{d} {a.dtype}  own {row['best_own']} {row['best_own_ms'] or float('nan'):.4f} ms"
+                  f"  cuDNN {cud:.4f} ms  ratio {row['ratio'] or float('nan'):.2f}", flush=True)
+    os.makedirs(a.out, exist_ok=True)
+    out = os.path.join(a.out, f"bench_{a.dtype}_{a.dirs}.json")
+    json.dump({"command": " ".join(sys.argv), "elapsed_s": time.time() - t0, "rows": rows}, open(out, "w"), indent=1)
+    print(summarize(rows))
+
+
+def summarize(rows) -> str:
+    lines = []
+    for d in "FBW":
+        rs = [r for r in rows if r["direction"] == d and r["ratio"]]
+        if rs:
+            gm = math.exp(sum(math.log(r["ratio"]) for r in rs) / len(rs))
+            lines.append(f"{d} {rs[0]['dtype']}: own-best / cuDNN-best geometric mean {gm:.2f} over {len(rs)} shapes")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
