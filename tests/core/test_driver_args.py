@@ -367,7 +367,7 @@ def test_errors_name_the_flag_and_value(argv, match):
 
 # -- property: any problem MIOpenDriver can express comes back from its argv -----------------------
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(driver_problems())
 def test_driver_argv_round_trip(p):
     argv = driver_argv(p)

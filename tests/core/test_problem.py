@@ -291,7 +291,7 @@ def test_as_conv_swaps_x_and_y_fields():
     assert P.from_key(t.key()) == t
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(problems(transposed=True))
 def test_as_conv_property(t):
     c = t.as_conv()
@@ -305,7 +305,7 @@ def test_as_conv_property(t):
     assert (c.c, c.k, c.groups, c.n) == (t.k, t.c, t.groups, t.n)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(problems(transposed=False))
 def test_out_size_formula(p):
     assert p.out_size == tuple(conv_out_size(*a) for a in zip(p.in_size, p.filter_size, p.pads, p.strides,

@@ -33,7 +33,7 @@ def test_parse_then_serialize_is_identity(k):
     assert P.from_key(k).key() == k
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(problems())
 def test_key_shape_follows_miopen(p):
     """Field count, layout token count, optional-suffix order, as MIOpen's Serialize writes them."""
@@ -63,7 +63,7 @@ def test_key_shape_follows_miopen(p):
         assert toks[-2] == "".join(dts)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(problems())
 def test_network_config_and_perfdb_key_are_deterministic_and_distinct_per_direction(p):
     assert p.network_config() == P.from_key(p.key()).network_config()
@@ -308,10 +308,8 @@ def test_malformed_key_raises_value_error_naming_the_field(key, match):
         P.from_key(key)
 
 
-@pytest.mark.parametrize("key,match", BAD_KEYS)
+@pytest.mark.parametrize("key,match", [(k, m) for k, m in BAD_KEYS if k])
 def test_malformed_key_message_quotes_the_key(key, match):
-    if not key:
-        pytest.skip("empty key")
     with pytest.raises(ValueError) as ei:
         P.from_key(key)
     assert key.strip() in str(ei.value)
