@@ -153,6 +153,10 @@ class ProblemDescription:
     output_padding: tuple[int, ...] = (0, 0)
     bias: int = 0
     cast_types: tuple[str | None, str | None, str | None] = (None, None, None)
+    # An output size stated by a MIOpen key that the formula does not give (MIOpen's "same" and
+    # "valid" padding modes size the output as ceil(in / stride) and ceil((in - fil + 1) / stride)).
+    # Output index o still reads input o*stride - pad + tap*dilation, zero outside the input.
+    out_size_override: tuple[int, ...] | None = None
 
     # -- construction ------------------------------------------------------------------------
 
@@ -279,6 +283,8 @@ class ProblemDescription:
             raise _field_error("math", self.math, "TF32 math applies only to FP32 data")
         eff = self.effective_filter
         if self.transposed:
+            if self.out_size_override is not None:
+                raise _field_error("out_size_override", self.out_size_override, "not for a transposed convolution")
             for i in range(nd):
                 if self.output_padding[i] >= self.strides[i]:
                     raise _field_error("output_padding", self.output_padding,
@@ -289,6 +295,13 @@ class ProblemDescription:
         else:
             if any(self.output_padding):
                 raise _field_error("output_padding", self.output_padding, "only a transposed convolution has output padding")
+            ov = self.out_size_override
+            if ov is not None:
+                if not isinstance(ov, tuple) or len(ov) != nd or any(
+                        isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in ov):
+                    raise _field_error("out_size_override", ov, f"expected None or {nd} positive integers")
+                if ov == self._formula_out_size():
+                    object.__setattr__(self, "out_size_override", None)
             for i in range(nd):
                 if eff[i] > self.in_size[i] + 2 * self.pads[i]:
                     raise _field_error(
@@ -308,6 +321,11 @@ class ProblemDescription:
 
     @property
     def out_size(self) -> tuple[int, ...]:
+        if self.out_size_override is not None:
+            return self.out_size_override
+        return self._formula_out_size()
+
+    def _formula_out_size(self) -> tuple[int, ...]:
         if self.transposed:
             return tuple(trans_out_size(*a) for a in zip(self.in_size, self.filter_size, self.pads,
                                                           self.strides, self.dilations, self.output_padding))
@@ -680,16 +698,13 @@ def _parse_key(key: str) -> ProblemDescription:
         rev = lambda t: (t[2], t[1], t[0])  # noqa: E731
         layouts, dtypes, cast_types = rev(layouts_k), rev(dtypes_k), rev(casts_k)
     try:
+        # an output size the formula does not give is kept as stated (MIOpen's same/valid modes)
         p = ProblemDescription(direction=dir_tok, n=n, c=c, k=k, in_size=in_size, filter_size=filt, pads=pads,
                                strides=strides, dilations=dils, groups=groups, layouts=layouts, dtypes=dtypes,
                                math="tf32" if tf32 else "strict", bias=bias, output_padding=(0,) * nd,
-                               cast_types=cast_types)
+                               cast_types=cast_types, out_size_override=tuple(out_k))
     except ValueError as e:
         raise ValueError(f"key={key!r}: {e}") from None
-    if p.out_size != out_k:
-        which = "out" if dir_tok == "F" else "in"
-        raise ValueError(f"key={key!r}: {which} spatial size {'x'.join(map(str, out_k))} does not follow from the "
-                         f"other fields (expected {'x'.join(map(str, p.out_size))})")
     if transposed:
         p = _transpose_back(p, key)
     return p

@@ -34,6 +34,12 @@ def _dims3(p: ProblemDescription):
             pad(p.dilations, 1))
 
 
+def _pad_widths(isz, osz, fsz, pads, strides, dils):
+    """(low, high) zero padding per spatial dim: the high side also covers outputs that reach past
+    the padded input (a stated output size larger than the formula's)."""
+    return [(p, max(p, (o - 1) * s + d * (f - 1) + 1 - i - p)) for i, o, f, p, s, d in zip(isz, osz, fsz, pads, strides, dils)]
+
+
 def _tap_slices(o, taps, strides, dils):
     return tuple(slice(t * d, t * d + s * (oo - 1) + 1, s) for t, s, d, oo in zip(taps, strides, dils, o))
 
@@ -54,7 +60,7 @@ def conv_reference(problem: ProblemDescription, a: np.ndarray, b: np.ndarray) ->
     nd = p.spatial_dims
     if p.direction == "F":
         x, w = _to_cf(a, p.layouts[0]), _to_cf(b, wl)
-        xp = np.pad(x, [(0, 0), (0, 0)] + [(q, q) for q in pads])
+        xp = np.pad(x, [(0, 0), (0, 0)] + _pad_widths(isz, osz, fsz, pads, strides, dils))
         y = np.zeros((p.n, p.k, *osz))
         for tap in itertools.product(*(range(f) for f in fsz)):
             patch = xp[(slice(None), slice(None)) + _tap_slices(osz, tap, strides, dils)]
@@ -64,7 +70,7 @@ def conv_reference(problem: ProblemDescription, a: np.ndarray, b: np.ndarray) ->
         return _from_cf(y, p.layouts[2], nd)
     if p.direction == "B":
         dy, w = _to_cf(a, p.layouts[2]), _to_cf(b, wl)
-        dxp = np.zeros((p.n, p.c, *(i + 2 * q for i, q in zip(isz, pads))))
+        dxp = np.zeros((p.n, p.c, *(i + lo + hi for i, (lo, hi) in zip(isz, _pad_widths(isz, osz, fsz, pads, strides, dils)))))
         for tap in itertools.product(*(range(f) for f in fsz)):
             sl = (slice(None), slice(None)) + _tap_slices(osz, tap, strides, dils)
             view = dxp[sl]
@@ -74,7 +80,7 @@ def conv_reference(problem: ProblemDescription, a: np.ndarray, b: np.ndarray) ->
         crop = (slice(None), slice(None)) + tuple(slice(q, q + i) for q, i in zip(pads, isz))
         return _from_cf(dxp[crop], p.layouts[0], nd)
     dy, x = _to_cf(a, p.layouts[2]), _to_cf(b, p.layouts[0])
-    xp = np.pad(x, [(0, 0), (0, 0)] + [(q, q) for q in pads])
+    xp = np.pad(x, [(0, 0), (0, 0)] + _pad_widths(isz, osz, fsz, pads, strides, dils))
     dw = np.zeros((p.k, cpg, *fsz))
     for tap in itertools.product(*(range(f) for f in fsz)):
         patch = xp[(slice(None), slice(None)) + _tap_slices(osz, tap, strides, dils)]

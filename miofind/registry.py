@@ -18,6 +18,10 @@ _ROWS: tuple[tuple[int, str, str | None], ...] = (
     (2, "ConvDirectNaiveConvBwd", "direct_naive_bwd:DirectNaiveBwd"),
     (3, "ConvDirectNaiveConvWrw", "direct_naive_wrw:DirectNaiveWrw"),
     (4, "ConvDirectTiledFwd", "direct_tiled_fwd:DirectTiledFwd"),
+    (5, "ConvWinograd3x3F23Fwd", "winograd_f23_fwd:WinogradF23Fwd"),
+    (6, "ConvWinograd3x3F43Fwd", "winograd_f43_fwd:WinogradF43Fwd"),
+    (7, "ConvWinograd3x3F23Bwd", "winograd_f23_bwd:WinogradF23Bwd"),
+    (8, "ConvWinograd3x3F43Bwd", "winograd_f43_bwd:WinogradF43Bwd"),
 )
 
 

@@ -80,6 +80,8 @@ class Solver:
     dtypes: frozenset = frozenset({"FP32", "FP16", "BF16"})
     tunable: bool = False
     is_reference: bool = False         # the naive solvers: used to verify others on the GPU
+    # True when the kernels accept an output size the formula does not give (MIOpen same/valid modes)
+    arbitrary_out_size: bool = False
 
     # -- applicability ------------------------------------------------------------------------
     def applicability(self, problem: ProblemDescription) -> Applicability:
@@ -97,6 +99,9 @@ class Solver:
             return not_applicable(f"data type {p.dtype} not supported (supports {', '.join(sorted(self.dtypes))})")
         if p.bias:
             return not_applicable("fused bias not supported")
+        if p.out_size_override is not None and not self.arbitrary_out_size:
+            return not_applicable(f"output size {p.out_size} differs from the convolution formula "
+                                  "(same/valid padding mode) and is not supported")
         return APPLICABLE
 
     def is_applicable(self, problem: ProblemDescription) -> bool:

@@ -23,6 +23,7 @@ MAX_GRID = 1 << 20
 class DirectNaiveBase(Solver):
     family = "direct"
     is_reference = True
+    arbitrary_out_size = True
     kernel_files = (SOURCE,)
     kernel_name = ""
 

@@ -33,6 +33,7 @@ class DirectTiledFwd(Solver):
     algorithm = "miopenConvolutionFwdAlgoDirect"
     directions = frozenset("F")
     tunable = True
+    arbitrary_out_size = True
     kernel_files = (SOURCE,)
 
     def applicability(self, problem: ProblemDescription):

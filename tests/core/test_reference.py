@@ -67,3 +67,20 @@ def test_transposed_forward_is_backward_data():
     assert y.shape == t.y_shape
     conv = t.as_conv()
     np.testing.assert_allclose(y, conv_reference(conv, x, w))
+
+
+def test_stated_output_size_larger_than_formula():
+    """'same' padding at stride 2 (MIOpen): out = ceil(in/stride); the extra row reads zeros."""
+    rng = np.random.default_rng(3)
+    p = ProblemDescription.from_key("4-8-8-3x3-2-4-4-1-0x0-2x2-1x1-0-NCHW-FP32-F")
+    assert p.out_size == (4, 4)
+    x, w = rng.standard_normal(p.x_shape), rng.standard_normal(p.w_shape)
+    xp = np.zeros((1, 4, 10, 10))
+    xp[:, :, :8, :8] = x
+    ref = brute_forward(xp, w, (0, 0), (2, 2), (1, 1), 1)[:, :, :4, :4]
+    np.testing.assert_allclose(conv_reference(p, x, w), ref, rtol=1e-12, atol=1e-12)
+    dy = rng.standard_normal(p.y_shape)
+    y = conv_reference(p, x, w)
+    dx = conv_reference(p.with_direction("B"), dy, w)
+    dw = conv_reference(p.with_direction("W"), dy, x)
+    assert np.vdot(y, dy) == pytest.approx(np.vdot(x, dx)) == pytest.approx(np.vdot(w, dw))

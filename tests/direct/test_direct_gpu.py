@@ -48,3 +48,16 @@ def test_naive_transposed_all_directions():
         s = reference_solver(t.as_conv().direction)
         err, tol = check_solver(s, t)
         assert err <= tol, (d, err)
+
+
+@pytest.mark.parametrize("key", ["16-15-16-3x3-8-8-8-2-0x0-2x2-1x1-0-NCHW-FP32-F",      # 'same' at stride 2
+                                 "16-15-16-3x3-8-8-8-2-0x0-2x2-1x1-0-NCHW-FP32-B",
+                                 "16-15-16-3x3-8-8-8-2-0x0-2x2-1x1-0-NCHW-FP32-W"])
+def test_stated_output_size(key):
+    """MIOpen keys whose output size is ceil(in/stride) (same padding) run on the direct solvers."""
+    p = ProblemDescription.from_key(key)
+    assert p.out_size_override is not None
+    for s in DIRECT:
+        if s.applicability(p):
+            err, tol = check_solver(s, p)
+            assert err <= tol, (s.id, err)

@@ -1,0 +1,549 @@
+"""cuDNN through its frontend graph API (``import cudnn``, pip nvidia-cudnn-frontend).
+
+Every cuDNN engine configuration ("plan") is one candidate: config ``{"plan": name}`` where the
+name is cuDNN's own engine tag (engine id and knob choices, e.g. ``eng67_k2=5_k3=0``). One graph per
+problem and device holds every plan that heuristic modes A and FALLBACK offer, in heuristic order;
+plans are built on demand and executed by index. Numerical-note filters keep the data contract:
+FP32 with math "strict" never runs a tensor-core (TF32) or input-down-converting engine, and no
+engine may reduce in less than FP32.
+
+Nothing here imports ``cudnn`` or touches the GPU before a solution is asked for, except the cached
+``import cudnn`` probe behind applicability.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import sys
+import threading
+from dataclasses import dataclass, field
+
+from miofind.problem import ProblemDescription
+from miofind.solver import APPLICABLE, ConvSolution, Solver, not_applicable
+from miofind.tensors import element_strides
+
+NOT_INSTALLED = "cuDNN frontend not installed"
+HEURISTIC_MODES = ("A", "FALLBACK")
+LAYOUTS = {2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
+CUDNN_DTYPES = {"FP32": "FLOAT", "FP16": "HALF", "BF16": "BFLOAT16"}
+MAX_GRAPHS = 64                # graphs (with their built plans) kept per process, least recently used out
+DELEGATING_PLAN = "backend_heuristics"  # frontend >= 1.29: "let the backend choose", no replayable name
+
+
+class CudnnPlanError(RuntimeError):
+    """cuDNN could not build or run a graph or plan; the message names the problem, stage and versions."""
+
+
+# -- is the frontend importable? (cached: applicability must stay fast) ------------------------
+
+_status: tuple[bool, str] | None = None
+_status_lock = threading.Lock()
+
+
+def frontend_status() -> tuple[bool, str]:
+    """(available, reason). The reason is exactly NOT_INSTALLED when there is no ``cudnn`` module."""
+    global _status
+    st = _status
+    if st is None:
+        with _status_lock:
+            if _status is None:
+                _status = _probe_frontend()
+            st = _status
+    return st
+
+
+def reset_frontend_status() -> None:
+    """Forget the cached import probe (tests; after installing the frontend in-process)."""
+    global _status
+    with _status_lock:
+        _status = None
+
+
+def _probe_frontend() -> tuple[bool, str]:
+    try:
+        import cudnn
+    except ModuleNotFoundError as e:
+        if e.name in (None, "cudnn"):
+            return False, NOT_INSTALLED
+        return False, f"{NOT_INSTALLED} (import cudnn failed: {e})"
+    except Exception as e:
+        return False, f"{NOT_INSTALLED} (import cudnn failed: {e.__class__.__name__}: {e})"
+    if getattr(cudnn, "__file__", None) is None:
+        # a namespace package: a folder named cudnn on sys.path (such as tests/cudnn), not the frontend
+        if sys.modules.get("cudnn") is cudnn:
+            del sys.modules["cudnn"]
+        return False, NOT_INSTALLED
+    if not hasattr(cudnn, "pygraph"):
+        where = getattr(cudnn, "__file__", "?")
+        return False, f"{NOT_INSTALLED} (the module 'cudnn' at {where} has no pygraph; expected nvidia-cudnn-frontend)"
+    return True, ""
+
+
+def _cudnn():
+    ok, why = frontend_status()
+    if not ok:
+        raise CudnnPlanError(why)
+    import cudnn
+    return cudnn
+
+
+def versions() -> str:
+    """'frontend X, backend Y' for messages (never raises)."""
+    try:
+        cudnn = _cudnn()
+    except Exception as e:
+        return f"frontend unavailable ({e})"
+    fe = getattr(cudnn, "__version__", "?")
+    try:
+        be = cudnn.backend_version()
+    except Exception as e:
+        be = f"? ({e.__class__.__name__})"
+    return f"cuDNN frontend {fe}, backend {be}"
+
+
+# -- device, stream, handle (indirections so CPU tests can stand in for CuPy) ------------------
+
+def _device_id() -> int:
+    import cupy
+    return cupy.cuda.Device().id
+
+
+def _stream_ptr() -> int:
+    import cupy
+    return cupy.cuda.get_current_stream().ptr
+
+
+def _ptr(a) -> int:
+    if a is None:
+        return 0
+    if isinstance(a, int):
+        return a
+    return int(a.data.ptr)
+
+
+# One lock for every cuDNN call: a handle may move between threads but must not be used by two at once.
+_LOCK = threading.RLock()
+_handles: dict[int, object] = {}
+
+
+def _handle(cudnn, dev: int):
+    h = _handles.get(dev)
+    if h is None:
+        h = _handles[dev] = cudnn.create_handle()  # binds the calling thread's current device (dev)
+    return h
+
+
+# -- tensor descriptions -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A graph tensor: logical dims N, C, (D), H, W (weights K, C/G, (Z), Y, X), element strides."""
+
+    name: str
+    dim: tuple[int, ...]
+    stride: tuple[int, ...]
+
+    def __str__(self) -> str:
+        return f"{self.name} dim {list(self.dim)} stride {list(self.stride)}"
+
+
+def _spec(name: str, memory_shape: tuple[int, ...], layout: str, logical: tuple[int, ...]) -> TensorSpec:
+    sn, sc, sd, sh, sw = element_strides(memory_shape, layout)
+    spatial = (sd, sh, sw) if len(logical) == 5 else (sh, sw)
+    return TensorSpec(name, tuple(logical), (sn, sc, *spatial))
+
+
+def tensor_specs(problem: ProblemDescription) -> dict[str, TensorSpec]:
+    """x, w, y of the (non-transposed) problem as cuDNN sees them; strides encode the layouts."""
+    p = problem.as_conv()
+    return {
+        "x": _spec("x", p.x_shape, p.layouts[0], (p.n, p.c, *p.in_size)),
+        "w": _spec("w", p.w_shape, p.layouts[1], (p.k, p.c // p.groups, *p.filter_size)),
+        "y": _spec("y", p.y_shape, p.layouts[2], (p.n, p.k, *p.out_size)),
+    }
+
+
+def excluded_notes(problem: ProblemDescription) -> tuple[str, ...]:
+    """Numerical notes (cudnn.numerical_note members) whose engines break the problem's contract."""
+    p = problem.as_conv()
+    if p.dtype == "FP32" and p.math == "strict":
+        return ("TENSOR_CORE", "DOWN_CONVERT_INPUTS", "REDUCED_PRECISION_REDUCTION")
+    return ("REDUCED_PRECISION_REDUCTION",)
+
+
+# -- one graph per (device, problem), its plans built on demand --------------------------------
+
+@dataclass
+class Plan:
+    index: int                       # position in the graph's plan list (heuristic order)
+    name: str
+    built: bool = False
+    workspace: int = 0
+    reason: str = ""                 # why it cannot run (deselected by a note filter, build failure)
+    invoker: object = field(default=None, repr=False)
+
+    @property
+    def path(self) -> str:
+        """How the invoker calls cuDNN: "direct" (the C++ binding) or "public" (and why); "" before one exists."""
+        return getattr(self.invoker, "path", "")
+
+    @property
+    def usable(self) -> bool:
+        return self.built and not self.reason
+
+
+class PlanGraph:
+    """A cuDNN graph for one problem on one device and its plans (deduplicated by name)."""
+
+    def __init__(self, problem: ProblemDescription, device: int):
+        self.problem = problem
+        self.device = device
+        self.specs = tensor_specs(problem)
+        self.plans: list[Plan] = []
+        self.by_name: dict[str, Plan] = {}
+        self.skipped: dict[str, str] = {}
+        self._build_graph()
+
+    # -- construction --
+    def _fail(self, stage: str, e: Exception) -> CudnnPlanError:
+        desc = "; ".join(str(s) for s in self.specs.values())
+        return CudnnPlanError(f"{versions()}: {stage} failed for {self.problem.key()} ({desc}): "
+                              f"{e.__class__.__name__}: {str(e).strip()}")
+
+    def _build_graph(self) -> None:
+        p = self.problem
+        cudnn = _cudnn()
+        stage = "creating the graph"
+        try:
+            self.handle = _handle(cudnn, self.device)
+            dt = getattr(cudnn.data_type, CUDNN_DTYPES[p.dtype])
+            f32 = cudnn.data_type.FLOAT
+            g = cudnn.pygraph(name=f"miofind_conv_{p.direction}", io_data_type=dt, intermediate_data_type=f32,
+                              compute_data_type=f32, handle=self.handle)
+            conv = dict(padding=list(p.pads), stride=list(p.strides), dilation=list(p.dilations),
+                        compute_data_type=f32)
+
+            def tensor(role, name):
+                s = self.specs[role]
+                return g.tensor(name=name, dim=list(s.dim), stride=list(s.stride), data_type=dt)
+
+            def output(t, role):
+                s = self.specs[role]
+                t.set_output(True)
+                t.set_data_type(dt)
+                t.set_dim(list(s.dim))
+                t.set_stride(list(s.stride))
+                return t
+
+            stage = "adding the convolution node"
+            # roles in the invoker's argument order: F (x, w) -> y, B (dy, w) -> dx, W (dy, x) -> dw
+            if p.direction == "F":
+                x, w = tensor("x", "x"), tensor("w", "w")
+                y = output(g.conv_fprop(image=x, weight=w, name="conv_fprop", **conv), "y")
+                self.roles = (x, w, y)
+            elif p.direction == "B":
+                dy, w = tensor("y", "dy"), tensor("w", "w")
+                dx = output(g.conv_dgrad(loss=dy, filter=w, name="conv_dgrad", **conv), "x")
+                self.roles = (dy, w, dx)
+            else:
+                dy, x = tensor("y", "dy"), tensor("x", "x")
+                dw = output(g.conv_wgrad(image=x, loss=dy, name="conv_wgrad", **conv), "w")
+                self.roles = (dy, x, dw)
+            self.graph = g
+            stage = "validate()"
+            g.validate()
+            stage = "build_operation_graph()"
+            g.build_operation_graph()
+            stage = f"create_execution_plans(heur_mode {'+'.join(HEURISTIC_MODES)})"
+            g.create_execution_plans([getattr(cudnn.heur_mode, m) for m in HEURISTIC_MODES])
+            stage = "deselect_numeric_notes"
+            notes = []
+            for n in excluded_notes(p):
+                note = getattr(cudnn.numerical_note, n, None)
+                if note is None:
+                    raise CudnnPlanError(f"{versions()} has no cudnn.numerical_note.{n}, so engines carrying it "
+                                         f"cannot be excluded as {p.key()} ({p.dtype} math={p.math}) requires")
+                notes.append(note)
+            g.deselect_numeric_notes(notes)
+            stage = "listing the plans"
+            for i in range(int(g.get_execution_plan_count())):
+                name = str(g.get_plan_name_at_index(i))
+                if name == DELEGATING_PLAN:
+                    self.skipped[name] = "delegates the choice to cuDNN; not a replayable plan"
+                    continue
+                if name not in self.by_name:
+                    plan = Plan(i, name)
+                    self.plans.append(plan)
+                    self.by_name[name] = plan
+        except CudnnPlanError:
+            raise
+        except Exception as e:
+            raise self._fail(stage, e) from e
+        if not self.plans:
+            raise CudnnPlanError(f"{versions()}: cuDNN heuristics offered no plan for {self.problem.key()}")
+
+    # -- plans --
+    def build(self, plan: Plan) -> Plan:
+        """Build one plan (once) and read its workspace; failures are recorded in plan.reason."""
+        if plan.built or plan.reason:
+            return plan
+        try:
+            self.graph.build_plan_at_index(plan.index)
+        except Exception as e:
+            msg = " ".join(str(e).split())
+            if "eselect" in msg:  # "Deselecting execution plan": barred by the numerical-note filter
+                plan.reason = (f"excluded: carries a numerical note in {list(excluded_notes(self.problem))}, "
+                               f"which {self.problem.dtype} math={self.problem.math} forbids")
+            else:
+                plan.reason = f"build failed: {e.__class__.__name__}: {msg[:500]}"
+            return plan
+        try:
+            plan.workspace = int(self.graph.get_workspace_size_plan_at_index(plan.index))
+        except Exception as e:
+            plan.reason = f"workspace query failed: {e.__class__.__name__}: {e}"
+            return plan
+        if plan.workspace < 0:
+            plan.reason = f"negative workspace {plan.workspace}"
+            return plan
+        plan.built = True
+        return plan
+
+    def build_all(self) -> list[Plan]:
+        for plan in self.plans:
+            self.build(plan)
+        return [pl for pl in self.plans if pl.usable]
+
+    def default_plan(self) -> Plan:
+        """The heuristics' first plan that survives the note filters and builds."""
+        for plan in self.plans:
+            if self.build(plan).usable:
+                return plan
+        raise CudnnPlanError(f"{versions()}: no plan for {self.problem.key()} could be built:\n  "
+                             + "\n  ".join(f"{pl.name}: {pl.reason}" for pl in self.plans))
+
+    def plan(self, name: str) -> Plan:
+        plan = self.by_name.get(name)
+        if plan is None:
+            offered = ", ".join(pl.name for pl in self.plans)
+            raise ValueError(f"config plan={name!r}: not offered by {versions()} for {self.problem.key()} "
+                             f"(offered: {offered})")
+        if not self.build(plan).usable:
+            raise CudnnPlanError(f"plan {name!r} for {self.problem.key()} cannot run ({versions()}): {plan.reason}")
+        return plan
+
+    def invoker(self, plan: Plan):
+        """invoker(a, b, out, workspace) running ``plan`` on CuPy's current stream.
+
+        It calls the frontend's C++ binding directly where it can (the public execute_plan_at_index
+        re-derives the plan filters and re-describes every buffer on each call, tens of microseconds
+        that a find would time); on any failure there it falls back to the public call for good.
+        MIOFIND_CUDNN_EXECUTE=public forces the public call.
+        """
+        if plan.invoker is None:
+            plan.invoker = self.make_invoker(plan, direct=os.environ.get("MIOFIND_CUDNN_EXECUTE", "") != "public")
+        return plan.invoker
+
+    def make_invoker(self, plan: Plan, direct: bool = True):
+        """A new invoker for a built plan; ``direct=False`` uses only the public API (tests compare them)."""
+        cudnn = _cudnn()
+        graph, handle, roles = self.graph, self.handle, self.roles
+        index, need, name, key = plan.index, plan.workspace, plan.name, self.problem.key()
+        path = "public"
+        if direct:
+            direct = _direct_executor(graph, handle, index, roles)
+            path = "direct" if direct is not None else "public (no direct binding in this frontend)"
+        else:
+            direct = None
+
+        def run(ptrs, ws):
+            nonlocal direct
+            if direct is not None:
+                try:
+                    return direct(ptrs, ws)
+                except Exception as e:
+                    direct = None
+                    invoker.path = f"public (direct call failed: {e.__class__.__name__}: {' '.join(str(e).split())[:300]})"
+            graph.execute_plan_at_index(dict(zip(roles, ptrs)), ws, index)
+
+        def invoker(a, b, out, workspace=None):
+            ws = 0
+            if need:
+                if workspace is None or workspace.nbytes < need:
+                    got = "none" if workspace is None else f"{workspace.nbytes} bytes"
+                    raise ValueError(f"cuDNN plan {name} needs {need} workspace bytes, got {got}")
+                ws = _ptr(workspace)
+            ptrs = (_ptr(a), _ptr(b), _ptr(out))
+            stream = _stream_ptr()
+            with _LOCK:
+                try:
+                    cudnn.set_stream(handle, stream)
+                    run(ptrs, ws)
+                except Exception as e:
+                    raise CudnnPlanError(f"cuDNN plan {name} failed to execute for {key} ({versions()}; "
+                                         f"{invoker.path}): {e.__class__.__name__}: {e}") from e
+
+        invoker.path = path
+        return invoker
+
+
+def _direct_executor(graph, handle, index: int, roles):
+    """fn(ptrs, workspace) calling the C++ binding's _execute_plan_at_index for one plan, or None.
+
+    Frontend >= 1.29: ``cudnn.pygraph`` is Python over a lowered C++ graph; a backend plan's C++
+    index is its PlanConfig.cpp_index and IR uids are pushed to C++ unchanged. Up to 1.28 the
+    pybind pygraph itself has the method and takes the graph's own plan index.
+    """
+    d = getattr(graph, "__dict__", None) or {}
+    lowered = d.get("_lowered_graph")
+    if lowered is not None:
+        plans = d.get("_plans") or []
+        cfg = plans[index] if 0 <= index < len(plans) else None
+        cpp = getattr(cfg, "cpp_index", None)
+        fn = getattr(lowered, "_execute_plan_at_index", None)
+        bh = getattr(handle, "backend_handle", None)
+        uids = [getattr(t, "uid", None) for t in roles]
+        if fn is None or not isinstance(cpp, int) or not isinstance(bh, int) or \
+                not all(isinstance(u, int) and u > 0 for u in uids) or len(set(uids)) != 3:
+            return None
+        return lambda ptrs, ws: fn(dict(zip(uids, ptrs)), ws, cpp, bh)
+    fn = getattr(graph, "_execute_plan_at_index", None)
+    if fn is None or not isinstance(handle, int):
+        return None
+    try:
+        uids = [int(t.get_uid()) for t in roles]
+    except Exception:
+        return None
+    if not all(u > 0 for u in uids) or len(set(uids)) != 3:
+        return None
+    return lambda ptrs, ws: fn(dict(zip(uids, ptrs)), ws, index, handle)
+
+
+_graphs: collections.OrderedDict = collections.OrderedDict()
+
+
+def plan_graph(problem: ProblemDescription) -> PlanGraph:
+    """The cached graph of ``problem`` (its non-transposed view) on the current device."""
+    p = problem.as_conv()
+    _cudnn()
+    key = (_device_id(), p)
+    with _LOCK:
+        g = _graphs.get(key)
+        if g is None:
+            g = PlanGraph(p, key[0])
+            _graphs[key] = g
+            while len(_graphs) > MAX_GRAPHS:
+                _graphs.popitem(last=False)
+        else:
+            _graphs.move_to_end(key)
+        return g
+
+
+def clear_cache() -> None:
+    with _LOCK:
+        _graphs.clear()
+
+
+def resolve(problem: ProblemDescription, config=None) -> tuple[PlanGraph, Plan]:
+    """The graph and the built plan that ``config`` (None: the heuristics' first) names."""
+    with _LOCK:
+        g = plan_graph(problem)
+        plan = g.default_plan() if not config else g.plan(config["plan"])
+        return g, plan
+
+
+def list_plans(problem: ProblemDescription) -> list[tuple[str, int]]:
+    """[(plan name, workspace bytes)] for every plan that builds, in heuristic order (builds them all)."""
+    with _LOCK:
+        return [(pl.name, pl.workspace) for pl in plan_graph(problem).build_all()]
+
+
+def plan_table(problem: ProblemDescription) -> list[dict]:
+    """Every offered plan with whether it runs and why not (builds them all); for diagnostics."""
+    with _LOCK:
+        g = plan_graph(problem)
+        g.build_all()
+        rows = [dict(index=pl.index, name=pl.name, usable=pl.usable, workspace=pl.workspace, reason=pl.reason,
+                     path=pl.path) for pl in g.plans]
+        rows += [dict(index=None, name=n, usable=False, workspace=0, reason=r, path="")
+                 for n, r in g.skipped.items()]
+        return rows
+
+
+def cudnn_candidates(problem: ProblemDescription) -> list[dict]:
+    """One config per runnable plan of ``problem`` ([] when no cuDNN solver applies).
+
+    For find: expand each cuDNN solver into ``get_solution(problem, cfg)`` per config. Raises
+    CudnnPlanError when cuDNN cannot build a graph for the problem.
+    """
+    from . import cudnn_bwd, cudnn_fwd, cudnn_wrw
+
+    d = problem.as_conv().direction
+    solver = {"F": cudnn_fwd.ConvCudnnFwd, "B": cudnn_bwd.ConvCudnnBwd, "W": cudnn_wrw.ConvCudnnWrw}[d]()
+    if not solver.applicability(problem):
+        return []
+    return [{"plan": name} for name, _ in list_plans(problem)]
+
+
+# -- the solver ----------------------------------------------------------------------------------
+
+class CudnnSolverBase(Solver):
+    """A cuDNN direction: each plan is a config; None is the heuristics' first plan."""
+
+    family = "cudnn"
+    tunable = True
+    kernel_files = ()
+
+    def applicability(self, problem: ProblemDescription):
+        ok, why = frontend_status()
+        if not ok:
+            return not_applicable(why)
+        base = super().applicability(problem)
+        if not base:
+            return base
+        p = problem.as_conv()
+        for role, lay in zip(("x", "w", "y"), p.layouts):
+            if lay not in LAYOUTS[p.spatial_dims]:
+                return not_applicable(f"layout {role}={lay} not supported ({' or '.join(LAYOUTS[p.spatial_dims])})")
+        return APPLICABLE
+
+    def default_config(self, problem: ProblemDescription):
+        return None
+
+    def is_valid_config(self, problem: ProblemDescription, config) -> bool:
+        if not config:
+            return True
+        return (isinstance(config, dict) and set(config) == {"plan"} and isinstance(config["plan"], str)
+                and bool(config["plan"]))
+
+    def config_space(self, problem: ProblemDescription):
+        """One {"plan": name} per plan that builds (needs the GPU: builds every plan)."""
+        if not self.applicability(problem):
+            return
+        for name, _ in list_plans(problem):
+            yield {"plan": name}
+
+    def workspace_bytes(self, problem: ProblemDescription, config=None) -> int:
+        """The plan's workspace (builds the graph); 0 when it cannot be built (get_solution then says why)."""
+        if not self.applicability(problem) or not self.is_valid_config(problem, config):
+            return 0
+        try:
+            return resolve(problem, config)[1].workspace
+        except Exception:
+            return 0
+
+    def get_solution(self, problem: ProblemDescription, config=None) -> ConvSolution:
+        """A prebuilt solution running one plan; its config names the concrete plan chosen."""
+        p = problem.as_conv()
+        a = self.applicability(p)
+        if not a:
+            raise ValueError(f"{self.id} does not apply to {p.key()}: {a.reason}")
+        if not self.is_valid_config(p, config):
+            raise ValueError(f"config={config!r}: {self.id} expects None or {{'plan': <cuDNN plan name>}}")
+        g, plan = resolve(p, config)
+
+        def factory(kernels):
+            with _LOCK:
+                return g.invoker(plan)
+
+        return ConvSolution(self.id, [], plan.workspace, factory, {"plan": plan.name}, prebuilt=True)

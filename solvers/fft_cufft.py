@@ -1,0 +1,151 @@
+"""A minimal ctypes binding of cuFFT for the FFT solvers: batched in-place R2C/C2R plans whose work
+area is a pointer the caller supplies (a slice of the solution's workspace), on CuPy's current stream.
+
+CuPy's own plans allocate their work area from CuPy's memory pool and expose no way to move it, so
+the plan is made here with auto-allocation off (cufftMakePlanMany64 reports the work size) and
+cufftSetWorkArea points it into the workspace at run time. The library is the libcufft CuPy loaded,
+else one from the pip wheels (nvidia-cufft) or the CUDA toolkit.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import re
+import sys
+import threading
+
+CUFFT_R2C = 0x2A
+CUFFT_C2R = 0x2C
+_RESULTS = {1: "INVALID_PLAN", 2: "ALLOC_FAILED", 3: "INVALID_TYPE", 4: "INVALID_VALUE", 5: "INTERNAL_ERROR",
+            6: "EXEC_FAILED", 7: "SETUP_FAILED", 8: "INVALID_SIZE", 9: "UNALIGNED_DATA", 11: "INVALID_DEVICE",
+            13: "NO_WORKSPACE", 14: "NOT_IMPLEMENTED", 16: "NOT_SUPPORTED"}
+
+_lib = None
+_lib_lock = threading.Lock()
+
+
+def _candidates():
+    try:
+        import cupy.cuda.cufft  # noqa: F401  (loads the libcufft CuPy was built against)
+    except Exception:
+        pass
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.rstrip("\n").split(" ")[-1]
+                if re.search(r"/libcufft\.so(\.\d+)*$", path):
+                    yield path
+    except OSError:
+        pass
+    for sp in sys.path:
+        for pattern in ("nvidia/cu*/lib/libcufft.so*", "nvidia/cufft/lib/libcufft.so*"):
+            yield from sorted(glob.glob(os.path.join(sp or ".", pattern)), reverse=True)
+    for root in (os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if root:
+            yield from sorted(glob.glob(os.path.join(root, "lib64", "libcufft.so*")), reverse=True)
+    yield from ("libcufft.so.12", "libcufft.so.11", "libcufft.so")
+
+
+def library():
+    """The loaded libcufft with its prototypes; RuntimeError naming what was tried if none loads."""
+    global _lib
+    with _lib_lock:
+        if _lib is not None:
+            return _lib
+        tried = []
+        for path in dict.fromkeys(_candidates()):
+            try:
+                lib = ctypes.CDLL(path)
+                lib.cufftMakePlanMany64  # noqa: B018  (cuFFT >= 9.2)
+            except (OSError, AttributeError) as e:
+                tried.append(f"{path}: {e}")
+                continue
+            _set_prototypes(lib)
+            _lib = lib
+            return lib
+        raise RuntimeError("cuFFT library not found (install the nvidia-cufft wheel, e.g. "
+                           "pip install 'cuda-toolkit[cufft]'); tried: " + "; ".join(tried[-6:]))
+
+
+def _set_prototypes(lib):
+    i, ll, vp = ctypes.c_int, ctypes.c_longlong, ctypes.c_void_p
+    pll = ctypes.POINTER(ll)
+    protos = {
+        "cufftCreate": [ctypes.POINTER(i)],
+        "cufftSetAutoAllocation": [i, i],
+        "cufftMakePlanMany64": [i, i, pll, pll, ll, ll, pll, ll, ll, i, ll, ctypes.POINTER(ctypes.c_size_t)],
+        "cufftSetStream": [i, vp],
+        "cufftSetWorkArea": [i, vp],
+        "cufftExecR2C": [i, vp, vp],
+        "cufftExecC2R": [i, vp, vp],
+        "cufftDestroy": [i],
+    }
+    for name, args in protos.items():
+        fn = getattr(lib, name)
+        fn.argtypes = args
+        fn.restype = i
+
+
+def _check(name: str, result: int) -> None:
+    if result != 0:
+        raise RuntimeError(f"{name} failed: CUFFT_{_RESULTS.get(result, 'ERROR')} ({result})")
+
+
+class InPlacePlan:
+    """A batched in-place real transform over planes of ``plane_complex`` complex values.
+
+    ``dims`` are the transform sizes (last axis real, even); a row of the real layout holds
+    2*(dims[-1]//2 + 1) floats. ``kind`` is CUFFT_R2C or CUFFT_C2R.
+    """
+
+    def __init__(self, dims, kind: int, batch: int, plane_complex: int):
+        self.lib = library()
+        dims = [int(v) for v in dims]
+        half = dims[-1] // 2 + 1
+        real_embed, cplx_embed = dims[:-1] + [2 * half], dims[:-1] + [half]
+        rank = len(dims)
+        arr = lambda v: (ctypes.c_longlong * rank)(*v)  # noqa: E731
+        if kind == CUFFT_R2C:
+            inembed, idist, onembed, odist = real_embed, 2 * plane_complex, cplx_embed, plane_complex
+        else:
+            inembed, idist, onembed, odist = cplx_embed, plane_complex, real_embed, 2 * plane_complex
+        handle = ctypes.c_int(0)
+        _check("cufftCreate", self.lib.cufftCreate(ctypes.byref(handle)))
+        self.handle = handle.value
+        self.kind = kind
+        _check("cufftSetAutoAllocation", self.lib.cufftSetAutoAllocation(self.handle, 0))
+        work = ctypes.c_size_t(0)
+        _check("cufftMakePlanMany64", self.lib.cufftMakePlanMany64(
+            self.handle, rank, arr(dims), arr(inembed), 1, idist, arr(onembed), 1, odist, kind, int(batch),
+            ctypes.byref(work)))
+        self.work_bytes = int(work.value)
+        self._stream = None
+        self._work = None
+        self._lock = threading.Lock()
+
+    def execute(self, data_ptr: int, work_ptr: int, stream_ptr: int) -> None:
+        """Transform in place at ``data_ptr`` on ``stream_ptr``, with the work area at ``work_ptr``."""
+        lib = self.lib
+        with self._lock:  # stream and work area are plan state: set and launch atomically
+            if stream_ptr != self._stream:
+                _check("cufftSetStream", lib.cufftSetStream(self.handle, ctypes.c_void_p(stream_ptr)))
+                self._stream = stream_ptr
+            if self.work_bytes and work_ptr != self._work:
+                _check("cufftSetWorkArea", lib.cufftSetWorkArea(self.handle, ctypes.c_void_p(work_ptr)))
+                self._work = work_ptr
+            ptr = ctypes.c_void_p(data_ptr)
+            if self.kind == CUFFT_R2C:
+                _check("cufftExecR2C", lib.cufftExecR2C(self.handle, ptr, ptr))
+            else:
+                _check("cufftExecC2R", lib.cufftExecC2R(self.handle, ptr, ptr))
+
+    def __del__(self):
+        h = getattr(self, "handle", None)
+        if h is not None:
+            try:
+                self.lib.cufftDestroy(h)
+            except Exception:  # interpreter shutdown
+                pass
+            self.handle = None

@@ -1,0 +1,14 @@
+"""Implicit GEMM convolution, backward data (kernels_src/igemm_bwd.cu): M = N*Di*Hi*Wi input pixels,
+N = C/G, K = K/G*Z*Y*X, dy gathered on the fly with a predicated gather for strides > 1."""
+
+from __future__ import annotations
+
+from .igemm_base import IgemmBase
+
+
+class IgemmBwd(IgemmBase):
+    id = "ConvImplicitGemmBwd"
+    algorithm = "miopenConvolutionBwdDataAlgoImplicitGEMM"
+    directions = frozenset("B")
+    source = "igemm_bwd.cu"
+    kernel_name = "igemm_bwd"

@@ -1,0 +1,496 @@
+"""cuDNN family without a GPU: the exact, fast reason when the frontend is missing; layouts as strides;
+applicability both ways; and the plan bookkeeping (filters, dedup, default plan, invoker wiring) against a
+stand-in ``cudnn`` module that mimics the frontend's graph API."""
+
+import enum
+import itertools
+import sys
+import time
+import types
+
+import numpy as np
+import pytest
+
+from shapes import DTYPES, SHAPES, layouts_for
+from miofind.problem import ProblemDescription
+from miofind.solvers import cudnn_base
+from miofind.solvers.cudnn_bwd import ConvCudnnBwd
+from miofind.solvers.cudnn_fwd import ConvCudnnFwd
+from miofind.solvers.cudnn_wrw import ConvCudnnWrw
+
+P = ProblemDescription.make
+SOLVERS = (ConvCudnnFwd(), ConvCudnnBwd(), ConvCudnnWrw())
+DIR = {"F": SOLVERS[0], "B": SOLVERS[1], "W": SOLVERS[2]}
+
+
+@pytest.fixture
+def no_frontend(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cudnn", None)  # `import cudnn` raises ModuleNotFoundError
+    cudnn_base.reset_frontend_status()
+    yield
+    cudnn_base.reset_frontend_status()
+
+
+def _problems():
+    out = []
+    for kw in SHAPES.values():
+        for lay, dt, d in itertools.product(layouts_for(kw), DTYPES, "FBW"):
+            out.append(P(d, layout=lay, dtype=dt, **kw))
+    out.append(P("F", n=2, c=6, k=4, in_size=(7, 6), filter_size=3, pads=1, strides=2, transposed=True,
+                 output_padding=1, groups=2))
+    out.append(P("F", n=2, c=8, k=8, in_size=(9, 9), math="tf32"))
+    out.append(ProblemDescription.from_key("64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-INT8INT8INT32-F"))
+    return out
+
+
+def test_ids_and_algorithms():
+    assert [(s.id, s.algorithm, "".join(s.directions)) for s in SOLVERS] == [
+        ("ConvCudnnFwd", "cudnnFrontendFwd", "F"), ("ConvCudnnBwd", "cudnnFrontendBwdData", "B"),
+        ("ConvCudnnWrw", "cudnnFrontendBwdWeights", "W")]
+    assert all(s.family == "cudnn" and s.tunable and s.kernel_files == () for s in SOLVERS)
+
+
+def test_not_installed_exact_reason_and_fast(no_frontend):
+    probs = _problems()
+    for s in SOLVERS:
+        for p in probs:
+            a = s.applicability(p)
+            assert not a and a.reason == "cuDNN frontend not installed", (s.id, p.key(), a.reason)
+    p = probs[0]
+    for s in SOLVERS:
+        t0 = time.perf_counter()
+        for _ in range(1000):
+            s.applicability(p)
+        per_call = (time.perf_counter() - t0) / 1000
+        assert per_call < 1e-3, f"{s.id}: {per_call * 1e6:.1f} us per applicability call"
+
+
+def test_not_installed_everything_else_says_so(no_frontend):
+    p = P("F", n=1, c=4, k=4, in_size=(8, 8))
+    s = SOLVERS[0]
+    assert s.workspace_bytes(p) == 0
+    assert list(s.config_space(p)) == []
+    with pytest.raises(ValueError, match="cuDNN frontend not installed"):
+        s.get_solution(p)
+    assert cudnn_base.cudnn_candidates(p) == []
+    with pytest.raises(cudnn_base.CudnnPlanError, match="cuDNN frontend not installed"):
+        cudnn_base.list_plans(p)
+
+
+def test_broken_frontend_reason(monkeypatch):
+    mod = types.ModuleType("cudnn")  # a 'cudnn' that is not the NVIDIA frontend
+    mod.__file__ = "/somewhere/cudnn.py"
+    monkeypatch.setitem(sys.modules, "cudnn", mod)
+    cudnn_base.reset_frontend_status()
+    try:
+        a = SOLVERS[0].applicability(P("F", n=1, c=4, k=4, in_size=(8, 8)))
+        assert not a and a.reason.startswith("cuDNN frontend not installed (") and "pygraph" in a.reason
+    finally:
+        cudnn_base.reset_frontend_status()
+
+
+def test_namespace_package_is_not_the_frontend(monkeypatch, tmp_path):
+    (tmp_path / "cudnn").mkdir()  # like tests/cudnn on sys.path: imports as a namespace package
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "cudnn", raising=False)
+    cudnn_base.reset_frontend_status()
+    try:
+        assert cudnn_base.frontend_status() in ((False, "cuDNN frontend not installed"), (True, ""))
+        if not cudnn_base.frontend_status()[0]:
+            assert "cudnn" not in sys.modules
+    finally:
+        cudnn_base.reset_frontend_status()
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_tensor_specs_match_memory_layouts(shape):
+    """dims are N,C,(D),H,W (weights K,C/G,(Z),Y,X); strides are those of the layout's dense array."""
+    kw = SHAPES[shape]
+    for lay in layouts_for(kw):
+        p = P("F", layout=lay, **kw)
+        specs = cudnn_base.tensor_specs(p)
+        for role, mshape in (("x", p.x_shape), ("w", p.w_shape), ("y", p.y_shape)):
+            arr = np.empty(mshape, dtype=np.float32)
+            logical = np.moveaxis(arr, -1, 1) if lay in ("NHWC", "NDHWC") else arr
+            assert specs[role].dim == logical.shape, (role, lay)
+            assert specs[role].stride == tuple(s // 4 for s in logical.strides), (role, lay)
+        assert specs["w"].dim[:2] == (p.k, p.c // p.groups)
+
+
+def test_excluded_notes():
+    assert cudnn_base.excluded_notes(P("F", n=1, c=4, k=4, in_size=(8, 8))) == (
+        "TENSOR_CORE", "DOWN_CONVERT_INPUTS", "REDUCED_PRECISION_REDUCTION")
+    assert "TENSOR_CORE" not in cudnn_base.excluded_notes(P("F", n=1, c=4, k=4, in_size=(8, 8), math="tf32"))
+    for dt in ("FP16", "BF16"):
+        assert cudnn_base.excluded_notes(P("W", n=1, c=4, k=4, in_size=(8, 8), dtype=dt)) == (
+            "REDUCED_PRECISION_REDUCTION",)
+
+
+def test_valid_configs():
+    s, p = SOLVERS[0], P("F", n=1, c=4, k=4, in_size=(8, 8))
+    assert s.default_config(p) is None
+    assert s.is_valid_config(p, None) and s.is_valid_config(p, {}) and s.is_valid_config(p, {"plan": "eng0"})
+    for bad in ({"plan": ""}, {"plan": 3}, {"plan": "eng0", "x": 1}, {"TILE": 8}, ["eng0"]):
+        assert not s.is_valid_config(p, bad), bad
+
+
+# -- a stand-in for the frontend's graph API -------------------------------------------------
+
+class _Enum(enum.Enum):
+    pass
+
+
+DataType = _Enum("data_type", "FLOAT HALF BFLOAT16 DOUBLE")
+HeurMode = _Enum("heur_mode", "A B FALLBACK")
+Note = _Enum("numerical_note", "TENSOR_CORE DOWN_CONVERT_INPUTS REDUCED_PRECISION_REDUCTION FFT WINOGRAD")
+
+# (name, numerical notes, workspace, builds?) in heuristic order; mode A then FALLBACK repeats one
+PLANS_A = [("eng0_tc", {"TENSOR_CORE"}, 1024, True), ("eng1", set(), 0, True),
+           ("eng2_broken", set(), 0, False), ("eng3_fft", {"FFT"}, 4096, True),
+           ("eng4_rpr", {"REDUCED_PRECISION_REDUCTION"}, 0, True)]
+PLANS_FALLBACK = [("eng1", set(), 0, True), ("eng5", set(), 256, True)]
+
+
+class FakeTensor:
+    _uids = itertools.count(1)
+
+    def __init__(self, name, dim=None, stride=None, data_type=None):
+        self.name, self.dim, self.stride, self.data_type, self.output = name, dim, stride, data_type, False
+        self.uid = next(self._uids)
+
+    def get_uid(self):
+        return self.uid
+
+    def set_output(self, v):
+        self.output = v
+        return self
+
+    def set_data_type(self, v):
+        self.data_type = v
+        return self
+
+    def set_dim(self, v):
+        self.dim = list(v)
+        return self
+
+    def set_stride(self, v):
+        self.stride = list(v)
+        return self
+
+
+class FakeGraph:
+    def __init__(self, name, io_data_type, intermediate_data_type, compute_data_type, handle):
+        self.kw = dict(name=name, io=io_data_type, inter=intermediate_data_type, compute=compute_data_type,
+                       handle=handle)
+        self.tensors, self.ops, self.plans, self.barred, self.built, self.executed = [], [], [], set(), set(), []
+        FAKE.graphs.append(self)
+
+    def tensor(self, name, dim, stride, data_type):
+        t = FakeTensor(name, dim, stride, data_type)
+        self.tensors.append(t)
+        return t
+
+    def _op(self, kind, **kw):
+        out = FakeTensor(f"{kind}_out")
+        self.ops.append((kind, kw, out))
+        return out
+
+    def conv_fprop(self, image, weight, **kw):
+        return self._op("fprop", image=image, weight=weight, **kw)
+
+    def conv_dgrad(self, loss, filter, **kw):
+        return self._op("dgrad", loss=loss, filter=filter, **kw)
+
+    def conv_wgrad(self, image, loss, **kw):
+        return self._op("wgrad", image=image, loss=loss, **kw)
+
+    def validate(self):
+        pass
+
+    def build_operation_graph(self):
+        pass
+
+    def create_execution_plans(self, modes):
+        assert modes == [HeurMode.A, HeurMode.FALLBACK]
+        self.plans = PLANS_A + PLANS_FALLBACK
+
+    def deselect_numeric_notes(self, notes):
+        names = {n.name for n in notes}
+        self.barred |= {i for i, pl in enumerate(self.plans) if pl[1] & names}
+
+    def get_execution_plan_count(self):
+        return len(self.plans)
+
+    def get_plan_name_at_index(self, i):
+        return self.plans[i][0]
+
+    def build_plan_at_index(self, i):
+        if i in self.barred:
+            raise RuntimeError("[cudnn_frontend] Error: Deselecting execution plan")
+        if not self.plans[i][3]:
+            raise RuntimeError("CUDNN_STATUS_NOT_SUPPORTED: engine cannot run this graph")
+        self.built.add(i)
+
+    def get_workspace_size_plan_at_index(self, i):
+        return self.plans[i][2] if i in self.built else 0
+
+    def execute_plan_at_index(self, pack, workspace, index):
+        assert index in self.built
+        self.executed.append((index, {t.name: ptr for t, ptr in pack.items()}, workspace, FAKE.stream_of[FAKE.handle]))
+
+
+class _Fake:
+    def reset(self):
+        self.graphs, self.stream_of, self.handle = [], {}, None
+
+
+FAKE = _Fake()
+
+
+def _fake_module():
+    m = types.ModuleType("cudnn")
+    m.__file__ = "<stand-in cudnn>"
+    m.__version__ = "0.fake"
+    m.backend_version = lambda: 99999
+    m.data_type, m.heur_mode, m.numerical_note = DataType, HeurMode, Note
+    m.pygraph = FakeGraph
+
+    def create_handle():
+        FAKE.handle = "handle0"
+        return FAKE.handle
+
+    def set_stream(handle, stream):
+        FAKE.stream_of[handle] = stream
+
+    m.create_handle, m.set_stream = create_handle, set_stream
+    return m
+
+
+class Buf:
+    """Stands in for a CuPy array: .data.ptr and .nbytes."""
+
+    def __init__(self, ptr, nbytes=0):
+        self.data = types.SimpleNamespace(ptr=ptr)
+        self.nbytes = nbytes
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    FAKE.reset()
+    monkeypatch.setitem(sys.modules, "cudnn", _fake_module())
+    monkeypatch.setattr(cudnn_base, "_device_id", lambda: 0)
+    monkeypatch.setattr(cudnn_base, "_stream_ptr", lambda: 0xABC)
+    monkeypatch.setattr(cudnn_base, "_handles", {})
+    cudnn_base.reset_frontend_status()
+    cudnn_base.clear_cache()
+    yield FAKE
+    cudnn_base.clear_cache()
+    cudnn_base.reset_frontend_status()
+
+
+def test_applicability_with_frontend(fake):
+    for p in _problems()[:-1]:
+        for s in SOLVERS:
+            a = s.applicability(p)
+            assert bool(a) == (p.as_conv().direction in s.directions), (s.id, p.key(), a.reason)
+            if not a:
+                assert "direction" in a.reason
+    bad = [
+        (ProblemDescription.from_key("64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-INT8INT8INT32-F"), "INT8"),
+        (ProblemDescription.from_key("64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-1-NCHW-FP32-F"), "bias"),
+        (ProblemDescription.from_key("64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHWc-NCHWc-NCHWc-FP32-F"), "layout"),
+        (P("F", n=1, c=4, k=4, in_size=(8, 8), layout="NCHW", w_layout="HWNC"), "layout w=HWNC"),
+    ]
+    for p, why in bad:
+        a = SOLVERS[0].applicability(p)
+        assert not a and why in a.reason, (p.key(), a.reason)
+    assert SOLVERS[0].applicability(P("F", n=1, c=4, k=4, in_size=(8, 8), layout="NCHW", w_layout="NHWC"))
+
+
+@pytest.mark.parametrize("math,expect", [
+    ("strict", [("eng1", 0), ("eng3_fft", 4096), ("eng5", 256)]),
+    ("tf32", [("eng0_tc", 1024), ("eng1", 0), ("eng3_fft", 4096), ("eng5", 256)]),
+])
+def test_plan_bookkeeping(fake, math, expect):
+    p = P("F", n=2, c=8, k=12, in_size=(10, 9), filter_size=3, pads=1, groups=2, layout="NHWC", math=math)
+    assert cudnn_base.list_plans(p) == expect
+    assert cudnn_base.cudnn_candidates(p) == [{"plan": n} for n, _ in expect]
+    assert list(SOLVERS[0].config_space(p)) == [{"plan": n} for n, _ in expect]
+    assert len(fake.graphs) == 1, "one graph per problem and device"
+    g = fake.graphs[0]
+    assert g.kw["io"] is DataType.FLOAT and g.kw["compute"] is DataType.FLOAT and g.kw["handle"] == "handle0"
+    table = {r["name"]: r for r in cudnn_base.plan_table(p)}
+    assert "excluded" in table["eng4_rpr"]["reason"] and "REDUCED_PRECISION_REDUCTION" in table["eng4_rpr"]["reason"]
+    assert "NOT_SUPPORTED" in table["eng2_broken"]["reason"]
+    assert ("excluded" in table["eng0_tc"]["reason"]) == (math == "strict")
+    assert table["eng1"]["index"] == 1, "duplicates across heuristic modes keep their first position"
+
+
+def test_default_plan_and_solution(fake):
+    p = P("F", n=2, c=8, k=12, in_size=(10, 9), filter_size=3, pads=1)
+    s = SOLVERS[0]
+    sol = s.get_solution(p)
+    assert sol.prebuilt and sol.kernels == [] and sol.config == {"plan": "eng1"} and sol.workspace_bytes == 0
+    assert s.workspace_bytes(p) == 0 and s.workspace_bytes(p, {"plan": "eng3_fft"}) == 4096
+    sol = s.get_solution(p, {"plan": "eng3_fft"})
+    assert sol.workspace_bytes == 4096 and sol.config == {"plan": "eng3_fft"}
+    with pytest.raises(ValueError, match="not offered.*offered: eng0_tc, eng1, eng2_broken"):
+        s.get_solution(p, {"plan": "eng77"})
+    with pytest.raises(cudnn_base.CudnnPlanError, match="excluded.*TENSOR_CORE"):
+        s.get_solution(p, {"plan": "eng0_tc"})
+    with pytest.raises(cudnn_base.CudnnPlanError, match="build failed.*NOT_SUPPORTED"):
+        s.get_solution(p, {"plan": "eng2_broken"})
+    with pytest.raises(ValueError, match="expects None or"):
+        s.get_solution(p, {"TILE": 3})
+    assert s.workspace_bytes(p, {"plan": "eng77"}) == 0
+
+
+@pytest.mark.parametrize("direction,names,op,ports", [
+    ("F", ("x", "w", "conv_out"), "fprop", ("image", "weight")),
+    ("B", ("dy", "w", "conv_out"), "dgrad", ("loss", "filter")),
+    ("W", ("dy", "x", "conv_out"), "wgrad", ("loss", "image")),
+])
+def test_graph_and_invoker_wiring(fake, direction, names, op, ports):
+    p = P(direction, n=2, c=6, k=4, in_size=(5, 7, 6), filter_size=(3, 1, 3), pads=(1, 0, 1), strides=(2, 1, 1),
+          dilations=(1, 2, 1), groups=2, layout="NDHWC", dtype="BF16")
+    sol = DIR[direction].get_solution(p, {"plan": "eng3_fft"})
+    g = fake.graphs[0]
+    (kind, kw, out), = g.ops
+    assert kind == op and g.kw["io"] is DataType.BFLOAT16 and g.kw["compute"] is DataType.FLOAT
+    assert kw["padding"] == [1, 0, 1] and kw["stride"] == [2, 1, 1] and kw["dilation"] == [1, 2, 1]
+    assert kw["compute_data_type"] is DataType.FLOAT
+    specs = cudnn_base.tensor_specs(p)
+    role_of = {"x": "x", "w": "w", "dy": "y"}
+    for port in ports:
+        t = kw[port]
+        assert (tuple(t.dim), tuple(t.stride)) == (specs[role_of[t.name]].dim, specs[role_of[t.name]].stride)
+    out_role = {"F": "y", "B": "x", "W": "w"}[direction]
+    assert out.output and out.data_type is DataType.BFLOAT16
+    assert (tuple(out.dim), tuple(out.stride)) == (specs[out_role].dim, specs[out_role].stride)
+
+    inv = sol.invoker_factory([])
+    inv(Buf(0x1000), Buf(0x2000), Buf(0x3000), Buf(0x4000, 4096))
+    index, pack, ws, stream = g.executed[-1]
+    assert g.plans[index][0] == "eng3_fft" and ws == 0x4000 and stream == 0xABC
+    out_name = {"F": "fprop_out", "B": "dgrad_out", "W": "wgrad_out"}[direction]
+    assert pack == {names[0]: 0x1000, names[1]: 0x2000, out_name: 0x3000}
+    with pytest.raises(ValueError, match="needs 4096 workspace bytes, got 100 bytes"):
+        inv(Buf(1), Buf(2), Buf(3), Buf(5, 100))
+    with pytest.raises(ValueError, match="got none"):
+        inv(Buf(1), Buf(2), Buf(3), None)
+
+
+def test_transposed_maps_to_ordinary(fake):
+    t = P("F", n=2, c=6, k=4, in_size=(7, 6), filter_size=3, pads=1, strides=2, transposed=True, output_padding=1,
+          groups=2)
+    assert not ConvCudnnFwd().applicability(t) and ConvCudnnBwd().applicability(t)
+    ConvCudnnBwd().get_solution(t)
+    assert fake.graphs[0].ops[0][0] == "dgrad"
+    ConvCudnnBwd().get_solution(t.as_conv())
+    assert len(fake.graphs) == 1, "a transposed problem shares the graph of its ordinary problem"
+
+
+def test_graph_failure_is_informative(fake, monkeypatch):
+    def boom(self):
+        raise RuntimeError("CUDNN_STATUS_BAD_PARAM: something")
+
+    monkeypatch.setattr(FakeGraph, "build_operation_graph", boom)
+    p = P("W", n=2, c=4, k=4, in_size=(8, 8), pads=1)
+    with pytest.raises(cudnn_base.CudnnPlanError) as e:
+        ConvCudnnWrw().get_solution(p)
+    msg = str(e.value)
+    assert "build_operation_graph() failed" in msg and p.key() in msg and "BAD_PARAM" in msg
+    assert "cuDNN frontend 0.fake, backend 99999" in msg
+    assert "x dim [2, 4, 8, 8] stride [256, 64, 8, 1]" in msg
+
+
+class FakeHandle:
+    def __init__(self, backend_handle):
+        self.backend_handle = backend_handle
+
+
+def _creates(handle):
+    def create_handle():
+        FAKE.handle = handle
+        return handle
+    return create_handle
+
+
+def _run_once(direction="F", plan="eng3_fft"):
+    p = P(direction, n=2, c=4, k=4, in_size=(6, 6), filter_size=3, pads=1)
+    sol = DIR[direction].get_solution(p, {"plan": plan})
+    inv = sol.invoker_factory([])
+    inv(Buf(0x10), Buf(0x20), Buf(0x30), Buf(0x40, 1 << 20))
+    g, pl = cudnn_base.resolve(p, {"plan": plan})
+    return FAKE.graphs[0], pl, inv
+
+
+def test_direct_binding_classic_frontend(fake, monkeypatch):
+    """<= 1.28: the pybind pygraph has _execute_plan_at_index(uid->ptr, ws, plan index, int handle)."""
+    calls = []
+
+    class Classic(FakeGraph):
+        def _execute_plan_at_index(self, var_pack, ws, index, handle):
+            calls.append((dict(var_pack), ws, index, handle))
+
+    mod = sys.modules["cudnn"]
+    monkeypatch.setattr(mod, "pygraph", Classic)
+    monkeypatch.setattr(mod, "create_handle", _creates(77))
+    g, pl, inv = _run_once("W")
+    assert inv.path == "direct" and pl.path == "direct" and not g.executed
+    dy, x, dw = (t.uid for t in (g.tensors[0], g.tensors[1], g.ops[0][2]))
+    assert calls == [({dy: 0x10, x: 0x20, dw: 0x30}, 0x40, pl.index, 77)]
+    assert FAKE.stream_of[77] == 0xABC
+
+
+def test_direct_binding_python_pygraph(fake, monkeypatch):
+    """>= 1.29: pygraph is Python over _lowered_graph; the plan's C++ index is _plans[i].cpp_index."""
+    calls = []
+
+    class Lowered:
+        def _execute_plan_at_index(self, var_pack, ws, index, handle):
+            calls.append((dict(var_pack), ws, index, handle))
+
+    class New(FakeGraph):
+        def create_execution_plans(self, modes):
+            super().create_execution_plans(modes)
+            self._lowered_graph = Lowered()
+            self._plans = [types.SimpleNamespace(cpp_index=100 + i) for i in range(len(self.plans))]
+
+    h = FakeHandle(55)
+    mod = sys.modules["cudnn"]
+    monkeypatch.setattr(mod, "pygraph", New)
+    monkeypatch.setattr(mod, "create_handle", _creates(h))
+    g, pl, inv = _run_once("B")
+    assert inv.path == "direct" and not g.executed
+    dy, w, dx = (t.uid for t in (g.tensors[0], g.tensors[1], g.ops[0][2]))
+    assert calls == [({dy: 0x10, w: 0x20, dx: 0x30}, 0x40, 100 + pl.index, 55)]
+    assert FAKE.stream_of[h] == 0xABC
+
+
+def test_direct_failure_falls_back_to_public(fake, monkeypatch):
+    class Broken(FakeGraph):
+        def _execute_plan_at_index(self, var_pack, ws, index, handle):
+            raise TypeError("incompatible function arguments")
+
+    mod = sys.modules["cudnn"]
+    monkeypatch.setattr(mod, "pygraph", Broken)
+    monkeypatch.setattr(mod, "create_handle", _creates(77))
+    g, pl, inv = _run_once("F")
+    assert inv.path.startswith("public (direct call failed: TypeError")
+    assert [e[1] for e in g.executed] == [{"x": 0x10, "w": 0x20, "fprop_out": 0x30}]
+    inv(Buf(1), Buf(2), Buf(3), Buf(4, 1 << 20))
+    assert len(g.executed) == 2
+
+
+def test_public_execute_forced(fake, monkeypatch):
+    class Classic(FakeGraph):
+        def _execute_plan_at_index(self, *a):
+            raise AssertionError("the direct binding must not be used")
+
+    mod = sys.modules["cudnn"]
+    monkeypatch.setattr(mod, "pygraph", Classic)
+    monkeypatch.setattr(mod, "create_handle", _creates(77))
+    monkeypatch.setenv("MIOFIND_CUDNN_EXECUTE", "public")
+    g, pl, inv = _run_once("F")
+    assert inv.path == "public" and len(g.executed) == 1

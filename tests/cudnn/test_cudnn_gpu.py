@@ -1,0 +1,261 @@
+"""cuDNN family on the GPU: the default plan of every solver x direction x dtype x layout over tests/shapes.py,
+every plan of a few problems, FP32 strict never running TF32, CuPy's stream honoured, transposed problems,
+and the find integration; all against the numpy float64 reference with poisoned outputs.
+
+Needs the cuDNN frontend (pip nvidia-cudnn-frontend) and the solvers registered; failures print each plan's
+name, error and cuDNN's reason so they can be acted on without a rerun.
+"""
+
+import zlib
+
+import numpy as np
+import pytest
+
+from gpu_helpers import check_solver
+from shapes import DTYPES, SHAPES, layouts_for
+from miofind.problem import ProblemDescription
+from miofind.registry import solvers
+
+from miofind.solvers import cudnn_base
+
+pytestmark = pytest.mark.gpu
+if not cudnn_base.frontend_status()[0]:  # not importorskip: tests/cudnn itself would import as 'cudnn'
+    pytest.skip(f"{cudnn_base.frontend_status()[1]} (pip install nvidia-cudnn-frontend)", allow_module_level=True)
+
+P = ProblemDescription.make
+CUDNN = [s for s in solvers() if s.family == "cudnn"]
+BY_DIR = {d: s for s in CUDNN for d in s.directions}
+TF32_SHAPES = ("3x3_pad1", "groups2", "3d_3x3x3")
+CASES = [(s, d, name, dt, lay, "strict") for s in CUDNN for d in sorted(s.directions)
+         for name, kw in SHAPES.items() for dt in DTYPES for lay in layouts_for(kw)]
+CASES += [(s, d, name, "FP32", lay, "tf32") for s in CUDNN for d in sorted(s.directions)
+          for name in TF32_SHAPES for lay in layouts_for(SHAPES[name])]
+
+
+def _seed(*parts) -> int:
+    return zlib.crc32(repr(parts).encode()) & 0xFFFF
+
+
+def test_registered():
+    assert {s.id for s in CUDNN} == {"ConvCudnnFwd", "ConvCudnnBwd", "ConvCudnnWrw"}, \
+        "register ConvCudnnFwd/Bwd/Wrw (solvers/cudnn_fwd.py, cudnn_bwd.py, cudnn_wrw.py) in miofind/registry.py"
+    print(cudnn_base.versions())
+
+
+@pytest.mark.parametrize("solver,direction,shape,dtype,layout,math", CASES,
+                         ids=[f"{s.id}-{d}-{n}-{dt}-{lay}-{m}" for s, d, n, dt, lay, m in CASES])
+def test_cudnn_default_plan(solver, direction, shape, dtype, layout, math):
+    p = P(direction, layout=layout, dtype=dtype, math=math, **SHAPES[shape])
+    a = solver.applicability(p)
+    if not a:
+        assert a.reason, f"{solver.id} rejected {p.key()} without a reason"
+        pytest.skip(f"not applicable: {a.reason}")
+    sol = solver.get_solution(p)
+    err, tol = check_solver(solver, p, seed=_seed(shape, dtype, layout, math))
+    assert err <= tol, f"{solver.id} {p.key()} plan {sol.config['plan']}: relative error {err:.3g} > {tol:.1g}"
+
+
+# every plan of a few problems: (shape, direction, dtype, layout, math)
+PLAN_CASES = [(sh, d, dt, lay, "strict") for d in "FBW" for sh, dt, lay in (
+    ("3x3_odd", "FP32", "NCHW"), ("3x3_odd", "FP16", "NHWC"), ("3x3_odd", "BF16", "NHWC"),
+    ("groups2", "FP32", "NHWC"), ("stride2", "FP16", "NCHW"), ("3d_3x3x3", "FP32", "NCDHW"))]
+PLAN_CASES += [("3x3_pad1", d, "FP32", "NHWC", "tf32") for d in "FBW"]
+
+
+def _plan_report(rows) -> str:
+    return "\n".join(f"  [{r['index']}] {r['name']}: "
+                     + (f"ws={r['workspace']} " if r["usable"] else "") + (r.get("result") or r["reason"] or "")
+                     for r in rows)
+
+
+@pytest.mark.parametrize("shape,direction,dtype,layout,math", PLAN_CASES,
+                         ids=[f"{sh}-{d}-{dt}-{lay}-{m}" for sh, d, dt, lay, m in PLAN_CASES])
+def test_every_plan(shape, direction, dtype, layout, math):
+    p = P(direction, layout=layout, dtype=dtype, math=math, **SHAPES[shape])
+    solver = BY_DIR[direction]
+    rows = cudnn_base.plan_table(p)
+    usable = [r for r in rows if r["usable"]]
+    assert usable, f"no cuDNN plan runs {p.key()} ({cudnn_base.versions()}):\n{_plan_report(rows)}"
+    bad = []
+    for r in usable:
+        cfg = {"plan": r["name"]}
+        try:
+            sol = solver.get_solution(p, cfg)
+            assert sol.workspace_bytes == r["workspace"] and sol.config == cfg
+            err, tol = check_solver(solver, p, seed=_seed(shape, direction, dtype), config=cfg)
+            r["result"] = f"err {err:.3g} (tol {tol:.1g})"
+            if not err <= tol:
+                bad.append(r)
+        except Exception as e:
+            r["result"] = f"FAILED {e.__class__.__name__}: {' '.join(str(e).split())[:400]}"
+            bad.append(r)
+    print(f"{p.key()} ({cudnn_base.versions()}):\n{_plan_report(rows)}")  # shown with -rP or -s
+    assert not bad, (f"{len(bad)} of {len(usable)} cuDNN plans fail on {p.key()} ({cudnn_base.versions()}):\n"
+                     f"{_plan_report(bad)}\nall plans:\n{_plan_report(rows)}")
+    assert cudnn_base.cudnn_candidates(p) == [{"plan": r["name"]} for r in usable]
+
+
+@pytest.mark.parametrize("direction", "FBW")
+def test_strict_fp32_runs_no_tf32(direction):
+    """TF32 rounds inputs to 10 mantissa bits (relative error ~1e-4 to 1e-3 over a 576-term reduction);
+    true FP32 stays near 1e-6. Every strict plan must be FP32-accurate, and math=tf32 must offer more plans."""
+    kw = dict(n=2, c=64, k=32, in_size=(12, 12), filter_size=3, pads=1)
+    strict = P(direction, **kw)
+    tf32 = P(direction, math="tf32", **kw)
+    solver = BY_DIR[direction]
+    strict_plans = [n for n, _ in cudnn_base.list_plans(strict)]
+    tf32_plans = [n for n, _ in cudnn_base.list_plans(tf32)]
+    assert set(strict_plans) <= set(tf32_plans)
+    assert len(tf32_plans) > len(strict_plans), \
+        f"math=tf32 offers no plan beyond strict's {strict_plans}: the TENSOR_CORE filter may not be effective"
+    errs = {}
+    for name in strict_plans:
+        errs[name] = check_solver(solver, strict, seed=1, config={"plan": name})[0]
+    worst = max(errs.values())
+    assert worst < 5e-5, f"strict FP32 plans with TF32-sized errors: { {n: f'{e:.2g}' for n, e in errs.items()} }"
+    tf32_only = [n for n in tf32_plans if n not in strict_plans]
+    tf32_errs = {n: check_solver(solver, tf32, seed=1, config={"plan": n})[0] for n in tf32_only}
+    print(f"{direction}: strict {len(strict_plans)} plans, worst error {worst:.2g}; "
+          f"tf32-only {len(tf32_only)} plans, errors { {n: f'{e:.2g}' for n, e in tf32_errs.items()} }")
+
+
+def test_runs_on_cupy_current_stream():
+    """Inputs are written on a non-blocking stream after a ~0.1 s spin; a plan that ran on any other stream
+    would read the stale zeros."""
+    import cupy
+
+    from miofind.api import Solution, run_solution
+    from miofind.reference import conv_reference
+
+    spin = cupy.RawKernel(r'''
+    extern "C" __global__ void spin_copy(const float* src, float* dst, long long n, long long cycles) {
+        long long t0 = clock64();
+        while (clock64() - t0 < cycles) { }
+        for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+            dst[i] = src[i];
+    }''', "spin_copy")
+    p = P("F", n=2, c=16, k=16, in_size=(20, 20), filter_size=3, pads=1)
+    solver = BY_DIR["F"]
+    rng = np.random.default_rng(3)
+    x_true = cupy.asarray(rng.uniform(-1, 1, p.x_shape).astype(np.float32))
+    w = cupy.asarray(rng.uniform(-1, 1, p.w_shape).astype(np.float32))
+    sol = Solution(solver.id, solver.algorithm, 0.0, solver.workspace_bytes(p), None, False, p)
+    run_solution(sol, x_true, w)  # build and warm up outside the timed race
+    cupy.cuda.Device().synchronize()
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        x = cupy.zeros_like(x_true)
+        y = cupy.full(p.y_shape, cupy.nan, dtype=cupy.float32)
+        s.synchronize()
+        spin((8,), (128,), (x_true, x, np.int64(x.size), np.int64(200_000_000)))
+        run_solution(sol, x, w, y)
+        s.synchronize()
+    ref = conv_reference(p, cupy.asnumpy(x_true).astype(np.float64), cupy.asnumpy(w).astype(np.float64))
+    err = np.linalg.norm(cupy.asnumpy(y) - ref) / np.linalg.norm(ref)
+    assert err < 1e-5, f"cuDNN did not run on CuPy's current stream (error {err:.3g})"
+
+
+@pytest.mark.parametrize("direction", "FBW")
+def test_transposed(direction):
+    t = P(direction, n=2, c=6, k=4, in_size=(7, 6), filter_size=3, pads=1, strides=2, transposed=True,
+          output_padding=1, groups=2)
+    solver = BY_DIR[t.as_conv().direction]
+    assert solver.applicability(t)
+    err, tol = check_solver(solver, t)
+    assert err <= tol, (direction, err)
+
+
+def test_mixed_layouts():
+    p = P("F", n=2, c=8, k=8, in_size=(9, 9), filter_size=3, pads=1, layout="NHWC", w_layout="NCHW",
+          out_layout="NHWC")
+    solver = BY_DIR["F"]
+    assert solver.applicability(p)
+    err, tol = check_solver(solver, p)
+    assert err <= tol
+
+
+def test_direct_and_public_execute_agree():
+    """The invoker calls the frontend's C++ binding directly; it must give the public API's results, and
+    should cost less host time per call (printed)."""
+    import time
+
+    import cupy
+
+    from miofind.verify import random_array
+
+    p = P("F", n=2, c=16, k=16, in_size=(14, 14), filter_size=3, pads=1)
+    rng = cupy.random.default_rng(5)
+    a, b = random_array(p.x_shape, "FP32", rng), random_array(p.w_shape, "FP32", rng)
+    for name, ws in cudnn_base.list_plans(p)[:4]:
+        g, plan = cudnn_base.resolve(p, {"plan": name})
+        buf = cupy.empty(ws, dtype=cupy.uint8) if ws else None
+        outs, host_us = {}, {}
+        for direct in (True, False):
+            inv = g.make_invoker(plan, direct=direct)
+            out = cupy.full(p.y_shape, cupy.nan, dtype=cupy.float32)
+            inv(a, b, out, buf)
+            cupy.cuda.get_current_stream().synchronize()
+            assert inv.path == ("direct" if direct else "public"), f"{name}: invoker path {inv.path!r}"
+            t0 = time.perf_counter()
+            for _ in range(50):
+                inv(a, b, out, buf)
+            host_us[inv.path] = (time.perf_counter() - t0) / 50 * 1e6
+            cupy.cuda.get_current_stream().synchronize()
+            outs[direct] = out
+        cupy.testing.assert_allclose(outs[True], outs[False], rtol=1e-6, atol=1e-6)
+        print(f"{name}: host us per call " + ", ".join(f"{k} {v:.1f}" for k, v in host_us.items()))
+
+
+def test_unknown_plan_is_explained():
+    p = P("F", n=1, c=8, k=8, in_size=(9, 9), filter_size=3, pads=1)
+    with pytest.raises(ValueError, match="not offered"):
+        BY_DIR["F"].get_solution(p, {"plan": "eng999999_k1=0"})
+
+
+def test_find_uses_cudnn():
+    from miofind.api import find_solutions, run_solution
+
+    p = P("F", n=2, c=16, k=16, in_size=(14, 14), filter_size=3, pads=1, dtype="FP16", layout="NHWC")
+    res = find_solutions(p, mode="benchmark", store=False, solvers=["ConvCudnnFwd", "ConvDirectNaiveConvFwd"])
+    assert not res.failures, res.failures
+    cud = [s for s in res if s.solver_id == "ConvCudnnFwd"]
+    assert cud and cud[0].verified and cud[0].config and cud[0].config["plan"]
+    import cupy
+
+    x = cupy.random.standard_normal(p.x_shape, dtype=cupy.float32).astype(cupy.float16)
+    w = cupy.random.standard_normal(p.w_shape, dtype=cupy.float32).astype(cupy.float16)
+    y1 = run_solution(cud[0], x, w)
+    y2 = run_solution([s for s in res if s.solver_id == "ConvDirectNaiveConvFwd"][0], x, w)
+    cupy.testing.assert_allclose(y1.astype(cupy.float32), y2.astype(cupy.float32), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("dtype,ref_us", [("FP32", 241.0), ("FP16", 58.0)])
+def test_fastest_plan_matches_reference_time(dtype, ref_us):
+    """3x3 64->64 @56 N=32 forward (REFERENCE numbers are cuDNN's own on an H100): the fastest plan, timed
+    over 20 back-to-back calls, should be within 1.5x. Prints every plan's time."""
+    import cupy
+
+    from miofind.api import get_invoker
+    from miofind.verify import random_array
+
+    p = P("F", n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1, dtype=dtype,
+          layout="NCHW" if dtype == "FP32" else "NHWC")
+    solver = BY_DIR["F"]
+    rng = cupy.random.default_rng(0)
+    a, b = random_array(p.x_shape, dtype, rng), random_array(p.w_shape, dtype, rng)
+    out = cupy.empty(p.y_shape, dtype=a.dtype)
+    times = {}
+    for name, ws in cudnn_base.list_plans(p):
+        inv, need = get_invoker(p, solver.id, {"plan": name})
+        buf = cupy.empty(need, dtype=cupy.uint8) if need else None
+        inv(a, b, out, buf)
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        for _ in range(20):
+            inv(a, b, out, buf)
+        stop.record()
+        stop.synchronize()
+        times[name] = cupy.cuda.get_elapsed_time(start, stop) * 1e3 / 20
+    best = min(times, key=times.get)
+    print(f"{dtype}: " + ", ".join(f"{n} {t:.0f}us" for n, t in sorted(times.items(), key=lambda kv: kv[1])))
+    assert times[best] <= 1.5 * ref_us, f"fastest cuDNN plan {best} takes {times[best]:.0f} us (reference {ref_us} us)"

@@ -1,0 +1,156 @@
+"""Depthwise and small-group direct solvers on the GPU: every solver x direction x dtype x layout
+they claim over tests/shapes.py and a set of family shapes (strides, pads, filters up to 7x7,
+multipliers, dilation, asymmetric filters, odd widths), against the float64 reference with
+poisoned outputs; several tile configurations; bitwise determinism of backward weights; the
+benchmark shape at realistic tiles; transposed problems. Rejected problems carry a reason."""
+
+import pytest
+
+from gpu_helpers import check_solver
+from shapes import DTYPES, SHAPES, layouts_for
+from miofind.problem import ProblemDescription
+from miofind.registry import solvers
+
+pytestmark = pytest.mark.gpu
+
+IDS = ("ConvDepthwiseFwd", "ConvDepthwiseBwd", "ConvDepthwiseWrw",
+       "ConvGroupedDirectFwd", "ConvGroupedDirectBwd", "ConvGroupedDirectWrw")
+OURS = [s for s in solvers() if s.id in IDS]
+
+FAMILY_SHAPES = {
+    "dw_s2_p1": dict(n=2, c=8, k=8, in_size=(13, 14), filter_size=3, pads=1, strides=2, groups=8),
+    "dw_s2_p0": dict(n=1, c=4, k=4, in_size=(11, 10), filter_size=3, pads=0, strides=2, groups=4),
+    "dw_5x5_s2": dict(n=1, c=8, k=8, in_size=(17, 15), filter_size=5, pads=2, strides=2, groups=8),
+    "dw_5x5_s2_p1": dict(n=1, c=8, k=8, in_size=(12, 13), filter_size=5, pads=1, strides=2, groups=8),
+    "dw_7x7": dict(n=2, c=4, k=4, in_size=(9, 11), filter_size=7, pads=3, groups=4),
+    "dw_7x7_s2": dict(n=1, c=16, k=16, in_size=(23, 21), filter_size=7, pads=3, strides=2, groups=16),
+    "dw_m2": dict(n=2, c=4, k=8, in_size=(9, 10), filter_size=3, pads=1, groups=4),
+    "dw_m3_s2": dict(n=1, c=3, k=9, in_size=(10, 9), filter_size=3, pads=1, strides=2, groups=3),
+    "dw_dil2": dict(n=1, c=8, k=8, in_size=(12, 13), filter_size=3, pads=2, dilations=2, groups=8),
+    "dw_asym": dict(n=1, c=8, k=8, in_size=(9, 16), filter_size=(1, 5), pads=(0, 2), strides=(1, 2), groups=8),
+    "dw_bigpad": dict(n=1, c=4, k=4, in_size=(6, 7), filter_size=3, pads=3, groups=4),
+    "dw_wide": dict(n=1, c=4, k=4, in_size=(5, 70), filter_size=3, pads=1, groups=4),
+    "dw_c24_odd": dict(n=3, c=24, k=24, in_size=(15, 17), filter_size=3, pads=1, groups=24),
+    "dw_1x1": dict(n=2, c=8, k=8, in_size=(7, 9), filter_size=1, groups=8),
+    "g4_s2": dict(n=2, c=12, k=8, in_size=(11, 10), filter_size=3, pads=1, strides=2, groups=4),
+    "g8x8": dict(n=1, c=16, k=16, in_size=(9, 9), filter_size=3, pads=1, groups=2),
+    "g_5x5_d2": dict(n=1, c=6, k=9, in_size=(13, 12), filter_size=5, pads=3, dilations=2, groups=3),
+    "g_7x7_s2": dict(n=2, c=6, k=6, in_size=(16, 15), filter_size=7, pads=3, strides=2, groups=2),
+}
+ALL_SHAPES = {**SHAPES, **FAMILY_SHAPES}
+
+CASES = [(s, d, name, dt, lay) for s in OURS for d in "FBW" if d in s.directions
+         for name, kw in ALL_SHAPES.items() for dt in DTYPES for lay in layouts_for(kw)]
+
+
+def test_registered():
+    assert {s.id for s in OURS} == set(IDS), f"registry lacks {set(IDS) - {s.id for s in OURS}}"
+
+
+@pytest.mark.parametrize("solver,direction,shape,dtype,layout", CASES,
+                         ids=[f"{s.id}-{d}-{n}-{dt}-{lay}" for s, d, n, dt, lay in CASES])
+def test_depthwise_solver(solver, direction, shape, dtype, layout):
+    p = ProblemDescription.make(direction, layout=layout, dtype=dtype, **ALL_SHAPES[shape])
+    a = solver.applicability(p)
+    if not a:
+        assert a.reason, f"{solver.id} rejected {p.key()} without a reason"
+        pytest.skip(f"not applicable: {a.reason}")
+    err, tol = check_solver(solver, p, seed=hash((shape, dtype, layout)) & 0xFFFF)
+    assert err <= tol, f"{solver.id} {p.key()}: relative error {err:.3g} > {tol:.1g}"
+
+
+def _solver(sid):
+    return next(s for s in OURS if s.id == sid)
+
+
+CFG_CASES = [(sid, d, shape, lay) for sid, d in (("ConvDepthwiseFwd", "F"), ("ConvDepthwiseBwd", "B"),
+                                                 ("ConvDepthwiseWrw", "W"), ("ConvGroupedDirectFwd", "F"),
+                                                 ("ConvGroupedDirectBwd", "B"), ("ConvGroupedDirectWrw", "W"))
+             for shape in (("dw_c24_odd", "dw_5x5_s2", "dw_m2") if sid.startswith("ConvDepthwise") else ("groups2", "g4_s2"))
+             for lay in ("NCHW", "NHWC")]
+
+
+@pytest.mark.parametrize("sid,direction,shape,layout", CFG_CASES, ids=["-".join(c) for c in CFG_CASES])
+def test_configs(sid, direction, shape, layout):
+    """A spread of the configuration space (different tiles, vector widths, channel splits)."""
+    s = _solver(sid)
+    for dt in ("FP32", "FP16"):
+        p = ProblemDescription.make(direction, layout=layout, dtype=dt, **ALL_SHAPES[shape])
+        space = list(s.config_space(p))
+        assert space and s.default_config(p) == space[0]
+        picks = {0, 1, 2, len(space) // 3, len(space) // 2, len(space) - 1}
+        for i in sorted(i for i in picks if i < len(space)):
+            cfg = space[i]
+            assert s.is_valid_config(p, cfg)
+            assert s.get_solution(p, cfg).workspace_bytes == s.workspace_bytes(p)
+            err, tol = check_solver(s, p, config=cfg)
+            assert err <= tol, f"{sid} {p.key()} config {cfg}: relative error {err:.3g} > {tol:.1g}"
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("dtype", ["FP32", "FP16", "BF16"])
+def test_wrw_bitwise_deterministic(layout, dtype):
+    """Backward weights uses no atomics: two runs give identical bits."""
+    import cupy
+
+    from miofind.api import Solution, run_solution
+    from miofind.verify import random_array
+
+    s = _solver("ConvDepthwiseWrw")
+    p = ProblemDescription.make("W", n=8, c=32, k=32, in_size=(28, 28), filter_size=3, pads=1, groups=32,
+                                layout=layout, dtype=dtype)
+    rng = cupy.random.default_rng(7)
+    sa, sb, so = p.io_shapes()
+    a, b = random_array(sa, dtype, rng), random_array(sb, dtype, rng)
+    sol = Solution(s.id, s.algorithm, 0.0, s.workspace_bytes(p), s.default_config(p), False, p)
+    outs = []
+    for _ in range(3):
+        out = cupy.empty(so, dtype=a.dtype)
+        run_solution(sol, a, b, out)
+        outs.append(cupy.asnumpy(out).view(f"u{out.dtype.itemsize}"))
+    assert all((o == outs[0]).all() for o in outs[1:])
+
+
+BENCH = dict(c=256, k=256, in_size=(56, 56), filter_size=3, pads=1, groups=256)
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("dtype", ["FP32", "FP16"])
+@pytest.mark.parametrize("direction", ["F", "B", "W"])
+def test_benchmark_shape(direction, dtype, layout):
+    """The benchmark problem's tiles (its N=32 default configuration) on N=2."""
+    s = _solver({"F": "ConvDepthwiseFwd", "B": "ConvDepthwiseBwd", "W": "ConvDepthwiseWrw"}[direction])
+    big = ProblemDescription.make(direction, n=32, layout=layout, dtype=dtype, **BENCH)
+    p = ProblemDescription.make(direction, n=2, layout=layout, dtype=dtype, **BENCH)
+    cfg = s.default_config(big)
+    if not s.is_valid_config(p, cfg):
+        cfg = None
+    err, tol = check_solver(s, p, config=cfg)
+    assert err <= tol, f"{s.id} {p.key()} config {cfg}: relative error {err:.3g} > {tol:.1g}"
+
+
+@pytest.mark.parametrize("direction", ["F", "B", "W"])
+def test_transposed(direction):
+    """A transposed depthwise problem is served as the ordinary one (F <-> B)."""
+    t = ProblemDescription.make(direction, n=2, c=8, k=8, in_size=(7, 6), filter_size=3, pads=1, strides=2,
+                                transposed=True, output_padding=1, groups=8)
+    conv_dir = t.as_conv().direction
+    s = _solver({"F": "ConvDepthwiseFwd", "B": "ConvDepthwiseBwd", "W": "ConvDepthwiseWrw"}[conv_dir])
+    assert s.applicability(t)
+    err, tol = check_solver(s, t)
+    assert err <= tol, (direction, err)
+
+
+def test_rejections_have_reasons():
+    dw, gr = _solver("ConvDepthwiseFwd"), _solver("ConvGroupedDirectFwd")
+    cases = [
+        (dw, dict(n=1, c=8, k=8, in_size=(9, 9), filter_size=3, pads=1, groups=2)),        # not depthwise
+        (dw, dict(n=1, c=8, k=8, in_size=(19, 19), filter_size=9, pads=4, groups=8)),      # 9x9
+        (dw, dict(n=1, c=8, k=8, in_size=(19, 19), filter_size=3, strides=3, groups=8)),   # stride 3
+        (dw, dict(n=1, c=4, k=4, in_size=(5, 7, 6), filter_size=3, pads=1, groups=4)),     # 3D
+        (gr, dict(n=1, c=32, k=32, in_size=(9, 9), filter_size=3, pads=1, groups=2)),      # C/G = 16
+        (gr, dict(n=1, c=8, k=8, in_size=(9, 9), filter_size=3, pads=1, groups=8)),        # depthwise
+    ]
+    for s, kw in cases:
+        a = s.applicability(ProblemDescription.make("F", **kw))
+        assert not a and a.reason, (s.id, kw)

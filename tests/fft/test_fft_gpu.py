@@ -1,0 +1,154 @@
+"""FFT family on the GPU: every solver x direction x dtype x layout it claims, on tests/shapes.py,
+against the numpy float64 reference with poisoned outputs; rejected problems carry a reason. Plus:
+non-default MAC tiles, geometry corners (pad >= filter, dilation, 1D, mixed layouts), transposed
+problems, a non-default stream, and cuFFT's work area fitting inside the reported workspace."""
+
+import pytest
+
+from gpu_helpers import check_solver
+from shapes import DTYPES, SHAPES, layouts_for
+from miofind.problem import ProblemDescription
+from miofind.registry import get_solver, solvers
+
+pytestmark = pytest.mark.gpu
+FFT = [s for s in solvers() if s.family == "fft"]
+CASES = [(s, d, name, dt, lay) for s in FFT for d in "FBW" if d in s.directions
+         for name, kw in SHAPES.items() for dt in DTYPES for lay in layouts_for(kw)]
+SOLVER_OF = {"F": "ConvFFTFwd", "B": "ConvFFTBwd"}
+
+
+def test_registered():
+    assert {s.id for s in FFT} == {"ConvFFTFwd", "ConvFFTBwd"}
+
+
+@pytest.mark.parametrize("solver,direction,shape,dtype,layout", CASES,
+                         ids=[f"{s.id}-{d}-{n}-{dt}-{lay}" for s, d, n, dt, lay in CASES])
+def test_fft_solver(solver, direction, shape, dtype, layout):
+    p = ProblemDescription.make(direction, layout=layout, dtype=dtype, **SHAPES[shape])
+    a = solver.applicability(p)
+    if not a:
+        assert a.reason, f"{solver.id} rejected {p.key()} without a reason"
+        pytest.skip(f"not applicable: {a.reason}")
+    err, tol = check_solver(solver, p, seed=hash((shape, dtype, layout)) & 0xFFFF)
+    assert err <= tol, f"{solver.id} {p.key()}: relative error {err:.3g} > {tol:.1g}"
+
+
+def _check(direction, tol=None, config=None, **kw):
+    s = get_solver(SOLVER_OF[direction])
+    p = ProblemDescription.make(direction, **kw)
+    a = s.applicability(p)
+    assert a, f"{s.id} should apply to {p.key()}: {a.reason}"
+    err, default_tol = check_solver(s, p, config=config)
+    assert err <= (tol or default_tol), f"{s.id} {p.key()}: relative error {err:.3g}"
+    return err
+
+
+@pytest.mark.parametrize("direction", "FB")
+@pytest.mark.parametrize("cfg", [
+    {"FT": 16, "TN": 1, "TI": 1, "GN": 4, "GI": 4, "JC": 2},
+    {"FT": 16, "TN": 4, "TI": 8, "GN": 4, "GI": 4, "JC": 4},
+    {"FT": 32, "TN": 8, "TI": 1, "GN": 1, "GI": 8, "JC": 8},
+    {"FT": 64, "TN": 2, "TI": 4, "GN": 2, "GI": 2, "JC": 4},
+])
+def test_mac_tiles(direction, cfg):
+    """Tiles larger than the problem (masking in n, i and j) and every frequency-tile width."""
+    kw = dict(n=3, c=10, k=7, in_size=(15, 13), filter_size=3, pads=1)  # a 16 x 14 grid: F = 128 = FP
+    s = get_solver(SOLVER_OF[direction])
+    assert s.is_valid_config(ProblemDescription.make(direction, **kw), cfg)
+    _check(direction, config=cfg, **kw)
+
+
+@pytest.mark.parametrize("direction", "FB")
+def test_every_ranked_tile_small(direction):
+    """The whole tuning space on one small grouped problem (NVRTC compiles each)."""
+    kw = dict(n=2, c=6, k=9, in_size=(7, 9), filter_size=(3, 2), pads=(1, 0), groups=3)
+    s = get_solver(SOLVER_OF[direction])
+    p = ProblemDescription.make(direction, **kw)
+    for cfg in list(s.config_space(p))[:16]:
+        _check(direction, config=cfg, **kw)
+
+
+GEOMETRY = {
+    "pad_ge_filter": dict(n=2, c=3, k=4, in_size=(6, 7), filter_size=2, pads=(3, 2)),
+    "pad_dil": dict(n=1, c=4, k=2, in_size=(9, 8), filter_size=3, pads=(4, 1), dilations=(2, 3)),
+    "big_filter": dict(n=1, c=2, k=3, in_size=(12, 12), filter_size=11, pads=5),
+    "1d": dict(n=2, c=4, k=6, in_size=(37,), filter_size=5, pads=2),
+    "filter_eq_input": dict(n=2, c=3, k=3, in_size=(5, 5), filter_size=5),
+    "3d_asym": dict(n=2, c=4, k=3, in_size=(4, 6, 5), filter_size=(2, 3, 1), pads=(1, 1, 0), dilations=(1, 2, 1)),
+    "3d_groups": dict(n=1, c=6, k=4, in_size=(5, 5, 5), filter_size=3, pads=1, groups=2),
+    "wide_1xk": dict(n=1, c=5, k=5, in_size=(3, 40), filter_size=(1, 9), pads=(0, 4)),
+    "many_channels": dict(n=2, c=96, k=80, in_size=(9, 9), filter_size=3, pads=1),
+}
+
+
+@pytest.mark.parametrize("direction", "FB")
+@pytest.mark.parametrize("name", list(GEOMETRY))
+def test_geometry(direction, name):
+    _check(direction, **GEOMETRY[name])
+
+
+@pytest.mark.parametrize("direction", "FB")
+@pytest.mark.parametrize("layouts", [("NCHW", "NHWC", "NHWC"), ("NHWC", "NCHW", "NCHW"), ("NHWC", "NHWC", "NCHW")])
+def test_mixed_layouts(direction, layouts):
+    kw = dict(n=2, c=40, k=36, in_size=(10, 11), filter_size=3, pads=1, groups=2)
+    s = get_solver(SOLVER_OF[direction])
+    p = ProblemDescription.make(direction, layout=layouts[0], w_layout=layouts[1], out_layout=layouts[2], **kw)
+    err, tol = check_solver(s, p)
+    assert err <= tol
+
+
+@pytest.mark.parametrize("direction", "FB")
+def test_transposed(direction):
+    """A transposed problem is served as its ordinary twin: transposed F is ordinary B, and back."""
+    p = ProblemDescription.make(direction, n=2, c=6, k=4, in_size=(7, 6), filter_size=3, pads=1, groups=2,
+                                transposed=True)
+    s = get_solver(SOLVER_OF[p.as_conv().direction])
+    assert s.applicability(p)
+    err, tol = check_solver(s, p)
+    assert err <= tol
+
+
+@pytest.mark.parametrize("direction", "FB")
+def test_resnet_like_and_private_work_area(direction):
+    """A realistic size, and cuFFT's work areas fit in the idle workspace regions (no private buffer)."""
+    from miofind.api import get_invoker
+
+    kw = dict(n=4, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
+    err = _check(direction, **kw)
+    assert err < 1e-5, err  # FP32 FFT error is ~1e-7 on this size
+    s = get_solver(SOLVER_OF[direction])
+    p = ProblemDescription.make(direction, **kw)
+    inv, ws = get_invoker(p, s.id, s.default_config(p))
+    assert ws == s.workspace_bytes(p)
+    assert inv.private_work_bytes == 0, (
+        f"cuFFT work areas {[pl.work_bytes for pl in inv.plans]} do not fit the workspace layout")
+
+
+@pytest.mark.parametrize("direction", "FB")
+def test_non_default_stream_and_reuse(direction):
+    """Runs on the caller's stream; a second call with another workspace buffer gives the same result."""
+    import cupy
+
+    from miofind.api import Solution, run_solution
+    from miofind.reference import conv_reference
+    from miofind.verify import rel_error
+
+    s = get_solver(SOLVER_OF[direction])
+    p = ProblemDescription.make(direction, n=2, c=8, k=12, in_size=(20, 18), filter_size=5, pads=2)
+    sa, sb, so = p.io_shapes()
+    rng = cupy.random.default_rng(7)
+    a = rng.uniform(-1, 1, sa, dtype=cupy.float32)
+    b = rng.uniform(-1, 1, sb, dtype=cupy.float32)
+    sol = Solution(s.id, s.algorithm, 0.0, s.workspace_bytes(p), s.default_config(p), False, p)
+    ref = cupy.asarray(conv_reference(p, cupy.asnumpy(a).astype("f8"), cupy.asnumpy(b).astype("f8")))
+    stream = cupy.cuda.Stream(non_blocking=True)
+    outs = []
+    for _ in range(2):
+        out = cupy.full(so, cupy.nan, dtype=cupy.float32)
+        ws = cupy.full(sol.workspace_bytes, 0xFF, dtype=cupy.uint8)  # NaN-like garbage in every buffer
+        run_solution(sol, a, b, out, workspace=ws, stream=stream)
+        stream.synchronize()
+        outs.append(out)
+    for out in outs:
+        assert rel_error(out.astype(cupy.float64), ref) < 1e-5
+    assert bool((outs[0] == outs[1]).all())

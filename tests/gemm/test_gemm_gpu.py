@@ -1,0 +1,240 @@
+"""im2col + GEMM family on the GPU: every solver x direction x dtype x layout it claims, on tests/shapes.py,
+against the float64 reference with poisoned outputs; rejected problems carry a reason. Family checks:
+both backward-weights strategies, batch chunking (a one-image workspace cap), 64-bit kernel indices,
+a misaligned workspace, transposed problems, strict FP32 (no TF32) versus TF32, determinism, and the
+1x1 path's speed against a bare cuBLAS GEMM."""
+
+import numpy as np
+import pytest
+
+from gpu_helpers import check_solver
+from shapes import DTYPES, SHAPES, layouts_for
+from miofind.problem import ProblemDescription
+from miofind.registry import solvers
+
+pytestmark = pytest.mark.gpu
+GEMM = [s for s in solvers() if s.family == "gemm"]
+CASES = [(s, d, name, dt, lay) for s in GEMM for d in "FBW" if d in s.directions
+         for name, kw in SHAPES.items() for dt in DTYPES for lay in layouts_for(kw)]
+
+
+@pytest.mark.parametrize("solver,direction,shape,dtype,layout", CASES,
+                         ids=[f"{s.id}-{d}-{n}-{dt}-{lay}" for s, d, n, dt, lay in CASES])
+def test_gemm_solver(solver, direction, shape, dtype, layout):
+    p = ProblemDescription.make(direction, layout=layout, dtype=dtype, **SHAPES[shape])
+    a = solver.applicability(p)
+    if not a:
+        assert a.reason, f"{solver.id} rejected {p.key()} without a reason"
+        pytest.skip(f"not applicable: {a.reason}")
+    err, tol = check_solver(solver, p, seed=hash((shape, dtype, layout)) & 0xFFFF)
+    assert err <= tol, f"{solver.id} {p.key()}: relative error {err:.3g} > {tol:.1g}"
+
+
+# -- family checks: solutions built with the test-only get_solution options ----------------------
+
+def _classes():
+    from miofind.solvers.gemm_bwd1x1 import GemmBwd1x1
+    from miofind.solvers.gemm_bwd_rest import GemmBwdRest
+    from miofind.solvers.gemm_fwd1x1 import GemmFwd1x1
+    from miofind.solvers.gemm_fwd_rest import GemmFwdRest
+    from miofind.solvers.gemm_wrw1x1 import GemmWrw1x1
+    from miofind.solvers.gemm_wrw_universal import GemmWrwUniversal
+    return {"F": (GemmFwd1x1(), GemmFwdRest()), "B": (GemmBwd1x1(), GemmBwdRest()),
+            "W": (GemmWrw1x1(), GemmWrwUniversal())}
+
+
+def _pick(p):
+    for s in _classes()[p.as_conv().direction]:
+        if s.applicability(p):
+            return s
+    raise AssertionError(f"no gemm solver takes {p.key()}")
+
+
+def _run(solver, p, seed=0, ws_offset=0, sol=None, **opts):
+    """Build the solution (with ``opts``), run it on fresh inputs into a poisoned output; return
+    (relative error, tolerance, output array, solution)."""
+    import cupy
+
+    from miofind.api import _call, build_invoker
+    from miofind.reference import conv_reference
+    from miofind.verify import poison, random_array, rel_error, to_float64, tolerance
+
+    sol = sol or solver.get_solution(p, **opts)
+    inv = build_invoker(p, sol)
+    rng = cupy.random.default_rng(seed)
+    sa, sb, so = p.io_shapes()
+    dt = p.dtype
+    a, b = random_array(sa, dt, rng), random_array(sb, dt, rng)
+    out = cupy.empty(so, dtype=a.dtype)
+    poison(out, dt)
+    ws = None
+    if sol.workspace_bytes:
+        raw = cupy.empty(sol.workspace_bytes + ws_offset, dtype=cupy.uint8)
+        raw.fill(0xFF)  # NaN patterns: a stale workspace must not leak into results
+        ws = raw[ws_offset:]
+    _call(inv, p, a, b, out, ws)
+    cupy.cuda.get_current_stream().synchronize()
+    ref = conv_reference(p, cupy.asnumpy(to_float64(a, dt)), cupy.asnumpy(to_float64(b, dt)))
+    err = rel_error(to_float64(out, dt), cupy.asarray(ref))
+    tol = tolerance(dt, solver.family, p.as_conv().direction, p.math)
+    return err, tol, out, sol
+
+
+FAMILY_SHAPES = {
+    **SHAPES,
+    "1x1_g2": dict(n=3, c=8, k=12, in_size=(5, 7), filter_size=1, groups=2),
+    "1x1_s2": dict(n=2, c=8, k=6, in_size=(9, 8), filter_size=1, strides=2),
+    "1x1_3d": dict(n=2, c=6, k=4, in_size=(3, 4, 5), filter_size=1),
+    "3x3_s3_d2": dict(n=2, c=4, k=5, in_size=(17, 16), filter_size=3, pads=(2, 1), strides=3, dilations=(2, 3)),
+    "3d_groups": dict(n=3, c=4, k=6, in_size=(4, 5, 6), filter_size=(2, 3, 1), pads=(1, 1, 0), strides=(1, 2, 1),
+                      groups=2),
+    "5x5_g3": dict(n=2, c=6, k=9, in_size=(11, 10), filter_size=5, pads=2, groups=3),
+}
+VARIANTS = [
+    ("chunked", {"workspace_cap": 1}),
+    ("batched", {"wrw_mode": "batched"}),
+    ("concat", {"wrw_mode": "concat"}),
+    ("batched_chunked", {"wrw_mode": "batched", "workspace_cap": 1}),
+    ("concat_chunked", {"wrw_mode": "concat", "workspace_cap": 1}),
+]
+
+
+def _family_cases():
+    """Chunked runs for every direction in FP32, plus FP16/BF16 backward weights (the float
+    accumulator); both NCHW backward-weights strategies, plain and chunked, in FP32 and FP16."""
+    out = []
+    for name, kw in FAMILY_SHAPES.items():
+        for lay in layouts_for(kw):
+            cl = lay in ("NHWC", "NDHWC")
+            for d in "FBW":
+                for dt in (("FP32", "FP16", "BF16") if d == "W" else ("FP32",)):
+                    out.append((name, d, dt, lay, "chunked", {"workspace_cap": 1}))
+                if d == "W" and not cl:
+                    for dt in ("FP32", "FP16"):
+                        out += [(name, d, dt, lay, v, o) for v, o in VARIANTS if "wrw_mode" in o]
+    return out
+
+
+FAMILY_CASES = _family_cases()
+
+
+@pytest.mark.parametrize("shape,direction,dtype,layout,variant,opts", FAMILY_CASES,
+                         ids=[f"{d}-{n}-{dt}-{lay}-{v}" for n, d, dt, lay, v, _ in FAMILY_CASES])
+def test_gemm_variants(shape, direction, dtype, layout, variant, opts):
+    """Chunked batches (one image per chunk, so FP16/BF16 backward weights use the float accumulator)
+    and both NCHW backward-weights strategies, forced."""
+    p = ProblemDescription.make(direction, layout=layout, dtype=dtype, **FAMILY_SHAPES[shape])
+    s = _pick(p)
+    err, tol, _, sol = _run(s, p, **opts)
+    assert err <= tol, f"{s.id} {p.key()} {variant}: relative error {err:.3g} > {tol:.1g}"
+    if direction != "W" and p.n > 1 and s.workspace_bytes(p):
+        assert sol.workspace_bytes < s.workspace_bytes(p), "a one-image cap must shrink the workspace"
+
+
+@pytest.mark.parametrize("direction", "FBW")
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_gemm_wide_indices(monkeypatch, direction, layout):
+    """The 64-bit index build (used for tensors near 2^31 elements) on a small problem."""
+    import miofind.solvers.gemm_base as gb
+
+    monkeypatch.setattr(gb, "INT32_SAFE", 1)
+    p = ProblemDescription.make(direction, layout=layout, dtype="FP16", **SHAPES["stride2"])
+    s = _pick(p)
+    sol = s.get_solution(p, workspace_cap=1)
+    assert all(dict(k.macros)["INDEX_T"] == "long long" for k in sol.kernels)
+    err, tol, _, _ = _run(s, p, sol=sol)
+    assert err <= tol
+
+
+@pytest.mark.parametrize("direction", "FBW")
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_gemm_misaligned_workspace(direction, layout):
+    """A workspace view that starts 16 bytes into an allocation (the invoker realigns it)."""
+    p = ProblemDescription.make(direction, layout=layout, dtype="FP16", **SHAPES["3x3_pad1"])
+    s = _pick(p)
+    err, tol, _, _ = _run(s, p, ws_offset=16, workspace_cap=1)
+    assert err <= tol
+
+
+@pytest.mark.parametrize("direction", "FBW")
+def test_gemm_transposed(direction):
+    t = ProblemDescription.make(direction, n=2, c=6, k=4, in_size=(7, 6), filter_size=3, pads=1, strides=2,
+                                transposed=True, output_padding=1, groups=2)
+    s = _pick(t)
+    err, tol, _, _ = _run(s, t)
+    assert err <= tol, (s.id, err)
+
+
+@pytest.mark.parametrize("direction", "FBW")
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_gemm_strict_fp32_is_not_tf32(direction, layout):
+    """Long reductions (C*taps = 1152) make TF32 visible (~1e-3 relative); strict must stay near 1e-6."""
+    kw = dict(n=2, c=128, k=32, in_size=(10, 10), filter_size=3, pads=1)
+    p = ProblemDescription.make(direction, layout=layout, **kw)
+    s = _pick(p)
+    err, tol, _, _ = _run(s, p)
+    assert err <= 1e-5, f"strict FP32 error {err:.3g}: TF32 in use?"
+    pt = ProblemDescription.make(direction, layout=layout, math="tf32", **kw)
+    err_t, tol_t, _, _ = _run(s, pt)
+    assert err_t <= tol_t
+
+
+@pytest.mark.parametrize("mode", ["batched", "concat", None])
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_gemm_wrw_deterministic(mode, layout):
+    import cupy
+
+    if layout == "NHWC" and mode is not None:
+        pytest.skip("NHWC has a single strategy")
+    p = ProblemDescription.make("W", layout=layout, n=4, c=16, k=32, in_size=(20, 20), filter_size=3, pads=1)
+    s = _pick(p)
+    opts = {"wrw_mode": mode} if mode else {}
+    _, _, o1, _ = _run(s, p, seed=3, workspace_cap=1, **opts)
+    _, _, o2, _ = _run(s, p, seed=3, workspace_cap=1, **opts)
+    assert bool(cupy.array_equal(o1.view(cupy.uint32), o2.view(cupy.uint32)))
+
+
+def test_gemm_workspace_reported_and_chunked():
+    from miofind.solvers.gemm_base import WORKSPACE_CAP
+    cls = _classes()
+    big = ProblemDescription.make("F", n=256, c=256, k=64, in_size=(56, 56), filter_size=3, pads=1)
+    fwd = cls["F"][1]
+    ws = fwd.workspace_bytes(big)
+    per_image = 256 * 9 * 56 * 56 * 4
+    assert per_image * 2 <= ws <= WORKSPACE_CAP + 4096 and ws % per_image < 4096
+    assert fwd.get_solution(big).workspace_bytes == ws
+    one = ProblemDescription.make("F", n=4, c=8, k=8, in_size=(6, 6), filter_size=1)
+    assert cls["F"][0].workspace_bytes(one) == 0 and cls["B"][0].workspace_bytes(one.with_direction("B")) == 0
+
+
+def test_gemm_1x1_speed_near_cublas():
+    """GemmFwd1x1 (NCHW, 1x1 64->256 @56, N=32, FP32) against cupy.matmul of the same batched GEMM."""
+    import cupy
+
+    from miofind.api import build_invoker
+
+    p = ProblemDescription.make("F", n=32, c=64, k=256, in_size=(56, 56), filter_size=1)
+    s = _classes()["F"][0]
+    inv = build_invoker(p, s.get_solution(p))
+    x = cupy.random.standard_normal(p.x_shape, dtype=cupy.float32)
+    w = cupy.random.standard_normal(p.w_shape, dtype=cupy.float32)
+    y = cupy.empty(p.y_shape, dtype=cupy.float32)
+    wm, xm = w.reshape(256, 64), x.reshape(32, 64, 56 * 56)
+
+    def timed(fn, iters=20):
+        for _ in range(3):
+            fn()
+        e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
+        e0.record()
+        for _ in range(iters):
+            fn()
+        e1.record()
+        e1.synchronize()
+        return cupy.cuda.get_elapsed_time(e0, e1) / iters
+
+    ours = timed(lambda: inv(x, w, y, None))
+    ref = timed(lambda: cupy.matmul(wm, xm))
+    print(f"GemmFwd1x1 {ours * 1e3:.1f} us, cupy.matmul {ref * 1e3:.1f} us")
+    np.testing.assert_allclose(cupy.asnumpy(y.reshape(32, 256, -1)), cupy.asnumpy(cupy.matmul(wm, xm)),
+                               rtol=1e-4, atol=1e-4)
+    assert ours <= 1.5 * ref + 0.01
