@@ -62,7 +62,9 @@ def main():
         print(p.stdout, p.stderr)
         if p.returncode:
             sys.exit(p.returncode)
-        for d in json.load(open(jpath)):
+        found = json.load(open(jpath))
+        os.remove(jpath)   # merged into find_timing.json below
+        for d in found:
             best = d["solutions"][0] if d["solutions"] else None
             rows.append({"run": run, "direction": d["direction"], "key": d["key"], "source": d["source"],
                          "elapsed_ms": d["elapsed_ms"], "process_wall_s": wall,
