@@ -83,6 +83,7 @@ def kernel_hash(solver: Solver) -> str:
     files = getattr(solver, "kernel_files", ())
     if files:
         h.update(source_hash(*files).encode())
+    h.update(solver.hash_extra().encode())
     for cls in type(solver).__mro__:
         mod = sys.modules.get(cls.__module__)
         if mod is not None and cls.__module__.startswith("miofind.solvers"):

@@ -22,6 +22,15 @@ _ROWS: tuple[tuple[int, str, str | None], ...] = (
     (6, "ConvWinograd3x3F43Fwd", "winograd_f43_fwd:WinogradF43Fwd"),
     (7, "ConvWinograd3x3F23Bwd", "winograd_f23_bwd:WinogradF23Bwd"),
     (8, "ConvWinograd3x3F43Bwd", "winograd_f43_bwd:WinogradF43Bwd"),
+    (9, "GemmFwd1x1_0_1", "gemm_fwd1x1:GemmFwd1x1"),
+    (10, "GemmFwdRest", "gemm_fwd_rest:GemmFwdRest"),
+    (11, "GemmBwd1x1_stride1", "gemm_bwd1x1:GemmBwd1x1"),
+    (12, "GemmBwdRest", "gemm_bwd_rest:GemmBwdRest"),
+    (13, "GemmWrw1x1_stride1", "gemm_wrw1x1:GemmWrw1x1"),
+    (14, "GemmWrwUniversal", "gemm_wrw_universal:GemmWrwUniversal"),
+    (15, "ConvCudnnFwd", "cudnn_fwd:ConvCudnnFwd"),
+    (16, "ConvCudnnBwd", "cudnn_bwd:ConvCudnnBwd"),
+    (17, "ConvCudnnWrw", "cudnn_wrw:ConvCudnnWrw"),
 )
 
 

@@ -104,6 +104,11 @@ class Solver:
                                   "(same/valid padding mode) and is not supported")
         return APPLICABLE
 
+    def hash_extra(self) -> str:
+        """Anything beyond the kernel and module sources that decides whether a stored result still
+        holds (e.g. a library version); joins the FindDB trust hash."""
+        return ""
+
     def is_applicable(self, problem: ProblemDescription) -> bool:
         return bool(self.applicability(problem))
 

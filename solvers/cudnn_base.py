@@ -164,6 +164,18 @@ def tensor_specs(problem: ProblemDescription) -> dict[str, TensorSpec]:
     }
 
 
+def paddings(problem: ProblemDescription) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(pre, post) padding per spatial dim. Symmetric, except where the problem states an output size
+    the formula does not give (MIOpen's same/valid modes): output o still reads input o*s - pre + tap*d,
+    and the post padding is what makes (in + pre + post - dilated filter) // s + 1 equal that size."""
+    p = problem.as_conv()
+    if p.out_size_override is None:
+        return p.pads, p.pads
+    post = tuple((o - 1) * s + e - i - pre for o, s, e, i, pre in
+                 zip(p.out_size, p.strides, p.effective_filter, p.in_size, p.pads))
+    return p.pads, post
+
+
 def excluded_notes(problem: ProblemDescription) -> tuple[str, ...]:
     """Numerical notes (cudnn.numerical_note members) whose engines break the problem's contract."""
     p = problem.as_conv()
@@ -221,8 +233,12 @@ class PlanGraph:
             f32 = cudnn.data_type.FLOAT
             g = cudnn.pygraph(name=f"miofind_conv_{p.direction}", io_data_type=dt, intermediate_data_type=f32,
                               compute_data_type=f32, handle=self.handle)
-            conv = dict(padding=list(p.pads), stride=list(p.strides), dilation=list(p.dilations),
-                        compute_data_type=f32)
+            pre, post = paddings(p)
+            conv = dict(stride=list(p.strides), dilation=list(p.dilations), compute_data_type=f32)
+            if pre == post:
+                conv["padding"] = list(pre)
+            else:
+                conv.update(pre_padding=list(pre), post_padding=list(post))
 
             def tensor(role, name):
                 s = self.specs[role]
@@ -493,6 +509,7 @@ class CudnnSolverBase(Solver):
     family = "cudnn"
     tunable = True
     kernel_files = ()
+    arbitrary_out_size = True      # stated output sizes become asymmetric (post) padding
 
     def applicability(self, problem: ProblemDescription):
         ok, why = frontend_status()
@@ -505,7 +522,16 @@ class CudnnSolverBase(Solver):
         for role, lay in zip(("x", "w", "y"), p.layouts):
             if lay not in LAYOUTS[p.spatial_dims]:
                 return not_applicable(f"layout {role}={lay} not supported ({' or '.join(LAYOUTS[p.spatial_dims])})")
+        if p.out_size_override is not None:
+            post = paddings(p)[1]
+            if min(post) < 0:
+                return not_applicable(f"output size {p.out_size} is smaller than padding {p.pads} gives; it would "
+                                      f"need negative post-padding {post}")
         return APPLICABLE
+
+    def hash_extra(self) -> str:
+        """cuDNN's versions join the FindDB trust hash: a stored plan name is only valid for them."""
+        return versions() if frontend_status()[0] else ""
 
     def default_config(self, problem: ProblemDescription):
         return None

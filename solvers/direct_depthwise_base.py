@@ -33,7 +33,6 @@ MAX_STRIDE = 2
 MAX_DILATION = 2
 MAX_MULTIPLIER = 16          # depthwise K/C
 MAX_GROUP_CHANNELS = 8       # grouped C/G and K/G
-WRW_TARGET_BLOCKS = 4 * NUM_SM
 MAX_TUNE = 48
 ELEM_BYTES = {"FP32": 4, "FP16": 2, "BF16": 2}
 
@@ -157,7 +156,7 @@ def _tail(blocks: int, resident: int) -> float:
 
 # -- NCHW forward / backward data / weights: shared-memory tiles ----------------------------------
 
-NCHW_KEYS = ("V", "RPT", "NCX", "NRY", "PPB", "OPT")
+NCHW_KEYS = ("VPT", "RPT", "NCX", "NRY", "PPB", "OPT")
 NCHW_WRW_KEYS = NCHW_KEYS + ("IPT",)
 
 
@@ -273,7 +272,7 @@ def nchw_candidates(ps: Pass, wrw: bool = False):
             for RPT, NRY, PPB, OPT, IPT in itertools.product((1, 2, 4, 8), (1, 2, 4, 8, 16, 32), (1, 2, 4, 8), opts, ipts):
                 if not 32 <= NCX * NRY * PPB * (ps.opg // OPT) * (ps.ipg // IPT if wrw else 1) <= 512:
                     continue
-                cfg = {"V": V, "RPT": RPT, "NCX": NCX, "NRY": NRY, "PPB": PPB, "OPT": OPT}
+                cfg = {"VPT": V, "RPT": RPT, "NCX": NCX, "NRY": NRY, "PPB": PPB, "OPT": OPT}
                 if wrw:
                     cfg["IPT"] = IPT
                 if nchw_valid(ps, cfg, wrw):
@@ -305,19 +304,18 @@ def nchw_cost(ps: Pass, cfg, wrw: bool = False) -> float:
     bps = _blocks_per_sm(ge.threads, ge.regs, smem)
     if bps == 0:
         return float("inf")
-    inflight = 0.5 * bps * min(tile_bytes, ge.threads * ge.batch * ge.vec * es)
+    blocks = gblocks * wrw_nchunk(ps) if wrw else ge.blocks
+    occ = min(bps, blocks / NUM_SM)                     # blocks resident per SM
+    inflight = 0.5 * occ * min(tile_bytes, ge.threads * ge.batch * ge.vec * es)
     eff = min(1.0, inflight / 32e3)
     mem = _overlap((useful_src + useful_dst) / (2.9e12 * eff), (staged + useful_dst) / 7e12)
     t = _overlap(mem, issue)
     resident = bps * NUM_SM
+    t *= _tail(blocks, resident) if blocks < 8 * resident else 1.0
     if wrw:
-        blocks = gblocks * wrw_nchunk(ps)
-        per_block = ceil_div(ge.blocks, wrw_nchunk(ps))   # items per chunk (the slowest block)
-        balance = per_block * wrw_nchunk(ps) / ge.blocks
-        t *= balance * (_tail(blocks, resident) if blocks < 8 * resident else 1.0)
-        t += 2e-6 * ceil_div(blocks, resident)            # the blocks' reductions
-    else:
-        t *= _tail(ge.blocks, resident) if ge.blocks < 8 * resident else 1.0
+        nchunk = wrw_nchunk(ps)
+        t *= ceil_div(ge.blocks, nchunk) * nchunk / ge.blocks   # items per chunk: the fullest chunk
+        t += 2e-6 * ceil_div(blocks, resident)                 # the blocks' reductions
     return t
 
 
@@ -363,7 +361,8 @@ def nhwc_geom(ps: Pass, cfg, wrw: bool = False) -> NhwcGeom:
         smem = 4 * max(1, threads // 32) * lu * red
     else:
         acc = RPT * VC * so
-        regs = 26 + acc + cols * si + (wpt if wreg else 0)
+        # 16-bit data: the packed words of a footprint row stay live next to their floats
+        regs = 26 + acc + int(cols * si * (1.25 if ps.es == 2 else 1.0)) + (wpt if wreg else 0)
         smem = 4 * ps.taps * ps.opg * ps.ipg * NCS * GPT
     ngs = ps.g // GPT if ps.g % GPT == 0 else 0
     th, tw = NPY * RPT, NPX * VC
@@ -447,7 +446,8 @@ def nhwc_cost(ps: Pass, cfg, wrw: bool = False) -> float:
     bps = _blocks_per_sm(ge.threads, ge.regs, ge.smem)
     if bps == 0:
         return float("inf")
-    warps = bps * ceil_div(ge.threads, 32)
+    blocks = ge.cblk * nsplit * wrw_nchunk(ps) if wrw else ps.n * ge.tiles * ge.cblk
+    warps = min(bps, blocks / NUM_SM) * ceil_div(ge.threads, 32)
     inflight = warps * 32 * ge.cols * ge.si * es * 2     # about two footprint rows per thread
     eff = min(1.0, inflight / 32e3)
     run = NCS * ge.si * es                               # contiguous bytes of one pixel in a warp
@@ -455,30 +455,27 @@ def nhwc_cost(ps: Pass, cfg, wrw: bool = False) -> float:
     mem = _overlap((useful_src + useful_dst) * sector / (2.9e12 * eff), l2 / 7e12, l1 / (NUM_SM * 100 * 1.6e9))
     t = _overlap(mem, issue)
     resident = bps * NUM_SM
+    t *= _tail(blocks, resident) if blocks < 8 * resident else 1.0
     if wrw:
-        blocks = ge.cblk * nsplit * wrw_nchunk(ps)
-        per_chunk = ps.n * ge.tiles
-        balance = ceil_div(per_chunk, wrw_nchunk(ps)) * wrw_nchunk(ps) / per_chunk
-        t *= balance * (_tail(blocks, resident) if blocks < 8 * resident else 1.0)
+        nchunk, per_chunk = wrw_nchunk(ps), ps.n * ge.tiles
+        t *= ceil_div(per_chunk, nchunk) * nchunk / per_chunk
         t += 2e-6 * ceil_div(blocks, resident)
-    else:
-        blocks = ps.n * ge.tiles * ge.cblk
-        t *= _tail(blocks, resident) if blocks < 8 * resident else 1.0
     return t
 
 
 # -- backward weights: the chunk count (a function of the problem alone, so the workspace is) -----
 
 def wrw_nchunk(ps: Pass) -> int:
-    """Chunks of (image, tile) work items per channel block: about WRW_TARGET_BLOCKS blocks."""
+    """Chunks of (image, tile) work items per channel block: about 16 blocks per SM for NCHW
+    (one block per group and chunk), 4 for NHWC (a block spans many groups)."""
     ho, wo = ps.dst_hw
     if ps.nhwc:
         cunits = ceil_div(ps.g * max(ps.ipg, ps.opg) * ps.es, 512)
-        cap = ps.n * ceil_div(ho, 4) * ceil_div(wo, 8)
+        target, cap = 4 * NUM_SM, ps.n * ceil_div(ho, 4) * ceil_div(wo, 8)
     else:
         cunits = ps.g
-        cap = ps.n * ceil_div(ho, 8) * ceil_div(wo, 32)
-    return max(1, min(cap, 4096, WRW_TARGET_BLOCKS // cunits))
+        target, cap = 16 * NUM_SM, ps.n * ceil_div(ho, 8) * ceil_div(wo, 32)
+    return max(1, min(cap, 4096, target // cunits))
 
 
 def wrw_workspace(ps: Pass) -> int:
@@ -505,7 +502,7 @@ def ranked_configs(ps: Pass) -> tuple:
 
 def _work(cfg) -> int:
     w = 1
-    for k in ("V", "RPT", "VC", "GPT", "OPT", "IPT"):
+    for k in ("VPT", "RPT", "VC", "GPT", "OPT", "IPT"):
         w *= cfg.get(k, 1)
     return w
 
@@ -609,6 +606,7 @@ class DepthwiseBase(Solver):
             (kern,) = kernels
 
             def invoker(a, b, out, workspace=None):
+                _check_aligned(a, b, out)
                 kern(kinfo.grid, kinfo.block, (a, b, out))
             return invoker
 
@@ -636,12 +634,20 @@ class DepthwiseBase(Solver):
             stage1, stage2 = kernels
 
             def invoker(a, b, out, workspace=None):
+                _check_aligned(a, b, out, workspace)
                 part = workspace[:ws_bytes].view("float32")
                 stage1(k1.grid, k1.block, (a, b, part))
                 stage2(k2.grid, k2.block, (part, out))
             return invoker
 
         return ConvSolution(self.id, [k1, k2], ws_bytes, factory, cfg)
+
+
+def _check_aligned(*arrays) -> None:
+    """The kernels load and store up to 16 bytes at a time from each tensor's base."""
+    for name, a in zip(("first input", "second input", "output", "workspace"), arrays):
+        if a.data.ptr % 16:
+            raise ValueError(f"{name}: address {a.data.ptr:#x} is not 16-byte aligned (needed by the vector loads)")
 
 
 def _m(d: dict) -> tuple[tuple[str, str], ...]:

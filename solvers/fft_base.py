@@ -1,21 +1,23 @@
 """FFT convolution, forward and backward data, 2D and 3D (shared body of ConvFFTFwd and ConvFFTBwd).
 
 Every (n, channel) plane of the input activations (x forward, dy backward) is zero-padded to a
-7-smooth grid L >= size + pad and transformed by cuFFT (batched in-place R2C); the filters are
-transformed by our own direct-DFT kernel (a few taps on a large zero grid); our MAC kernel sums
-products over channels per frequency; cuFFT's C2R brings the result back and the crop kernel cuts the
-valid region out into the output's layout and type. All buffers live in the workspace:
+7-smooth grid L >= size + pad and transformed by cuFFT (batched in-place R2C); our MAC kernel sums
+products with the filter spectrum over channels per frequency; cuFFT's C2R brings the result back
+and the crop kernel cuts the valid region out into the output's layout and type. The filter
+spectrum is a direct DFT of the taps (a few taps on a large zero grid): for filters of at most
+MAX_FUSED_TAPS taps the MAC kernel generates it on the fly ("fused", when the model says the saved
+traffic outweighs the regeneration per image tile), otherwise fft_wdft.cu writes it to the workspace.
 
-    [ O spectrum | A spectrum | W spectrum | extra ]   (planes of FP complex values, FP = 16m)
+All buffers live in the workspace: the A and O spectra (N x channels planes of FP complex values,
+FP = 16m), the W spectrum when not fused (K x C/G planes), then ``extra``. cuFFT's work area reuses a
+run of regions that is idle during each transform (everything but A during the R2C of A, everything
+but O during the C2R of O; fft_wdft runs after the R2C); the regions are ordered, and ``extra`` sized,
+so that such a run is at least as large as the transformed data. Should cuFFT ask for more, the plan
+gets a private work area allocated once when the invoker is built (``invoker.private_work_bytes``).
 
-cuFFT's work area reuses whichever region is idle during each transform (the W region during the
-R2C, the A and W regions during the C2R); ``extra`` pads the workspace so that an idle region at
-least as large as the transformed data exists. Should cuFFT ask for more than that, the plan gets a
-private work area allocated once when the invoker is built (see ``invoker.private_work_bytes``).
-
-Stride 1 only (stride 2 would waste 3/4 of the transform); any dilation (the filter is dilated in
-its spectrum for free); groups; NCHW/NHWC (NCDHW/NDHWC) per tensor, transposed inside the pack and
-crop kernels; FP16/BF16 are converted to FP32 when packed and back when cropped.
+Stride 1 only (a strided output would waste most of the transform); any dilation (the filter is
+dilated in its spectrum for free); groups; NCHW/NHWC (NCDHW/NDHWC) per tensor, transposed inside
+the pack and crop kernels; FP16/BF16 are converted to FP32 when packed and back when cropped.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ WORKSPACE_CAP = 2 << 30   # bytes; also keeps every buffer offset below 2^31 ele
 FP_ALIGN = 16             # plane pitch in complex values: a multiple of the MAC frequency tile FT
 MAX_GRID_SUM = 2048       # LD + LH + LW: the wdft kernel's twiddle tables (16 KiB of shared memory)
 MAX_TAPS = 1024           # filter taps per (k, c): the wdft kernel's tap table (4 KiB)
+MAX_FUSED_TAPS = 9        # the fused MAC keeps a frequency's twiddles of every tap in registers
 WDFT_G_BYTES = 24 * 1024  # the wdft kernel's G chunk
 SMEM_LIMIT = 48 * 1024
 SM_COUNT = 132
@@ -65,9 +68,10 @@ def smooth_size(m: int, even: bool = False) -> int:
 
 @dataclass(frozen=True)
 class Geometry:
-    """Sizes, kernel macros and workspace layout of one FFT convolution (3D view: D = 1 for 2D).
+    """Sizes, kernel parameters and workspace layout of one FFT convolution (3D view: D = 1 in 2D).
 
     ``a`` is the transformed input (x forward, dy backward), ``o`` the output (y, dx).
+    ``regions`` are (name, offset, bytes) in workspace order, "extra" last.
     """
 
     nd: int
@@ -85,31 +89,36 @@ class Geometry:
     sign: int
     ni: int
     nj: int
-    b_is: int
-    b_js: int
-    b_gs: int
     taps: tuple[int, int, int]
     dils: tuple[int, int, int]
-    a_bytes: int
-    o_bytes: int
-    w_bytes: int
-    extra_bytes: int
+    fused: bool
+    regions: tuple[tuple[str, int, int], ...]
 
-    @property
-    def off_o(self) -> int:
-        return 0
-
-    @property
-    def off_a(self) -> int:
-        return self.o_bytes
-
-    @property
-    def off_w(self) -> int:
-        return self.o_bytes + self.a_bytes
+    def region(self, name: str) -> tuple[int, int]:
+        for n, off, size in self.regions:
+            if n == name:
+                return off, size
+        raise KeyError(name)
 
     @property
     def total_bytes(self) -> int:
-        return self.o_bytes + self.a_bytes + self.w_bytes + self.extra_bytes
+        _, off, size = self.regions[-1]
+        return off + size
+
+    def idle_runs(self, busy: str) -> list[tuple[int, int]]:
+        """Maximal runs (offset, bytes) of consecutive regions other than ``busy``, largest first."""
+        runs, start, size = [], None, 0
+        for name, off, b in self.regions:
+            if name == busy:
+                if start is not None:
+                    runs.append((start, size))
+                start, size = None, 0
+            else:
+                start = off if start is None else start
+                size += b
+        if start is not None:
+            runs.append((start, size))
+        return sorted(runs, key=lambda r: -r[1])
 
     @property
     def fft_dims(self) -> list[int]:
@@ -118,6 +127,36 @@ class Geometry:
         while len(dims) > 1 and dims[0] == 1:
             dims.pop(0)
         return dims
+
+
+def _layout(sizes: dict[str, int], needs: dict[str, int]) -> tuple[tuple[str, int, int], ...]:
+    """Regions in the order that needs the least "extra": a region appended so that each transform
+    has an idle run as large as its data (``needs`` maps a transform's busy region to its bytes)."""
+    best_layout = None
+    for order in itertools.permutations(sizes):
+        regions, off = [], 0
+        for name in order:
+            regions.append((name, off, sizes[name]))
+            off += sizes[name]
+        extra = 0
+        for busy, need in needs.items():
+            longest = run = 0
+            for name, _, b in regions:
+                run = 0 if name == busy else run + b
+                longest = max(longest, run)
+            if longest < need:  # grow the idle run that ends the layout (``run``)
+                extra = max(extra, need - run)
+        layout = tuple(regions) + (("extra", off, extra),)
+        if best_layout is None or off + extra < best_layout[-1][1] + best_layout[-1][2]:
+            best_layout = layout
+    return best_layout
+
+
+def use_fused(p: ProblemDescription, taps: int) -> bool:
+    """Generate the filter spectrum inside the MAC kernel? It saves writing and reading K*C/G*FP
+    complex values (16 bytes each at ~3 TB/s) and costs 2*taps FMAs per value and image tile
+    (~32 images) at ~20 TFMA/s: worth it while ceil(N/32) * taps stays under about 48."""
+    return taps <= MAX_FUSED_TAPS and ceil_div(p.n, 32) * taps <= 48
 
 
 @functools.lru_cache(maxsize=1024)
@@ -141,30 +180,40 @@ def geometry(p: ProblemDescription) -> Geometry:
     lw2 = L[2] // 2 + 1
     F = L[0] * L[1] * lw2
     FP = ceil_div(F, FP_ALIGN) * FP_ALIGN
-    g, cg, kg = p.groups, p.c // p.groups, p.k // p.groups
+    cg, kg = p.c // p.groups, p.k // p.groups
     x_nhwc, y_nhwc = p.layouts[0] in ("NHWC", "NDHWC"), p.layouts[2] in ("NHWC", "NDHWC")
     if fwd:
-        a = (p.c, xs, x_nhwc)
-        o = (p.k, ys, y_nhwc)
-        shift, sign, ni, nj, b_is, b_js = tuple(-q for q in pads), 1, kg, cg, cg * FP, FP
+        a, o, shift, sign, ni, nj = (p.c, xs, x_nhwc), (p.k, ys, y_nhwc), tuple(-q for q in pads), 1, kg, cg
     else:
-        a = (p.k, ys, y_nhwc)
-        o = (p.c, xs, x_nhwc)
-        shift, sign, ni, nj, b_is, b_js = tuple(pads), -1, cg, kg, FP, cg * FP
-    a_bytes, o_bytes, w_bytes = p.n * a[0] * FP * 8, p.n * o[0] * FP * 8, p.k * cg * FP * 8
-    # cuFFT's work area for the R2C of A goes in [W | extra] or in O, for the C2R of O in [A | W | extra];
-    # reserve enough for a work area as large as the transformed data
-    extra = max(0, o_bytes - a_bytes - w_bytes, 0 if o_bytes >= a_bytes else a_bytes - w_bytes)
-    return Geometry(nd, L, lw2, F, FP, a[0], a[1], a[2], o[0], o[1], o[2], shift, sign, ni, nj, b_is, b_js,
-                    kg * cg * FP, fs, dils, a_bytes, o_bytes, w_bytes, extra)
+        a, o, shift, sign, ni, nj = (p.k, ys, y_nhwc), (p.c, xs, x_nhwc), tuple(pads), -1, cg, kg
+    a_bytes, o_bytes = p.n * a[0] * FP * 8, p.n * o[0] * FP * 8
+    fused = use_fused(p, fs[0] * fs[1] * fs[2])
+    sizes = {"O": o_bytes, "A": a_bytes, **({} if fused else {"W": p.k * cg * FP * 8})}
+    regions = _layout(sizes, {"A": a_bytes, "O": o_bytes})
+    return Geometry(nd, L, lw2, F, FP, a[0], a[1], a[2], o[0], o[1], o[2], shift, sign, ni, nj, fs, dils,
+                    fused, regions)
 
 
 def _pow2_at_least(v: int) -> int:
     return 1 << max(0, (v - 1).bit_length())
 
 
-def _smem(cfg) -> int:
-    return cfg["JC"] * (cfg["GN"] * cfg["TN"] + cfg["GI"] * cfg["TI"]) * cfg["FT"] * 8
+def _tp(geo: Geometry) -> int:
+    """Taps per filter padded to float4 (the fused MAC's shared tap tile)."""
+    t = geo.taps[0] * geo.taps[1] * geo.taps[2]
+    return ceil_div(t, 4) * 4
+
+
+def _smem(geo: Geometry, cfg) -> int:
+    ib = cfg["GI"] * cfg["TI"]
+    b = cfg["JC"] * (cfg["GN"] * cfg["TN"] + ib) * cfg["FT"] * 8
+    return b + (cfg["JC"] * ib * _tp(geo) * 4 if geo.fused else 0)
+
+
+def _valid(geo: Geometry, cfg) -> bool:
+    nt = cfg["FT"] * cfg["GN"] * cfg["GI"]
+    return (64 <= nt <= 256 and cfg["TN"] * cfg["TI"] <= 32 and _smem(geo, cfg) <= SMEM_LIMIT
+            and geo.FP % cfg["FT"] == 0)
 
 
 class FFTBase(Solver):
@@ -192,12 +241,12 @@ class FFTBase(Solver):
         if taps > MAX_TAPS:
             return not_applicable(f"filter {p.filter_size} has {taps} taps, more than {MAX_TAPS}")
         geo = geometry(p)
+        grid = "x".join(map(str, geo.L[3 - nd:]))
         if sum(geo.L) > MAX_GRID_SUM:
-            return not_applicable(f"FFT grid {'x'.join(map(str, geo.L[3 - nd:]))} too large "
-                                  f"(sum of sizes over {MAX_GRID_SUM})")
+            return not_applicable(f"FFT grid {grid} too large (sum of sizes over {MAX_GRID_SUM})")
         if geo.total_bytes > WORKSPACE_CAP:
-            return not_applicable(f"needs {geo.total_bytes} bytes of workspace for the FFT grid "
-                                  f"{'x'.join(map(str, geo.L[3 - nd:]))}, over the {WORKSPACE_CAP} cap")
+            return not_applicable(f"needs {geo.total_bytes} bytes of workspace for the FFT grid {grid}, "
+                                  f"over the {WORKSPACE_CAP} cap")
         return APPLICABLE
 
     def workspace_bytes(self, problem: ProblemDescription, config=None) -> int:
@@ -209,7 +258,7 @@ class FFTBase(Solver):
             return False
         if any(config[k] not in v for k, v in SPACE.items()):
             return False
-        return _valid_tile(config) and geometry(problem.as_conv()).FP % config["FT"] == 0
+        return _valid(geometry(problem.as_conv()), config)
 
     def config_space(self, problem: ProblemDescription):
         """The TUNE_CONFIGS tiles the MAC time model ranks best (of about a thousand valid ones)."""
@@ -229,53 +278,58 @@ class FFTBase(Solver):
         LD, LH, LW = geo.L
         dt = CUDA_TYPES[p.dtype]
         index_t = "long long" if needs_int64(p) else "int"
-        common = {"DATA_T": dt, "INDEX_T": index_t, "NB_": p.n, "LD": LD, "LH": LH, "LW": LW, "LW2": geo.lw2,
-                  "FP": geo.FP}
+        grid_macros = {"LD": LD, "LH": LH, "LW": LW, "LW2": geo.lw2, "FP": geo.FP}
+        common = {"DATA_T": dt, "INDEX_T": index_t, "NB_": p.n, **grid_macros}
         cg = p.c // p.groups
+        fz, fy, fx = geo.taps
+        taps = {"FZ": fz, "FY": fy, "FX": fx, "DLZ": geo.dils[0], "DLY": geo.dils[1], "DLX": geo.dils[2],
+                "SIGN": geo.sign}
+        w_nhwc = p.layouts[1] in ("NHWC", "NDHWC")
 
         def kinfo(src, grid, macros, block=256):
             return KernelInfo(src, src[:-3], (int(grid), 1, 1), (block, 1, 1),
                               macros=tuple((k, str(v)) for k, v in macros.items()))
 
+        kinfos = []
         # pack: A planes
         asd, ash, asw = geo.a_size
         if geo.a_nhwc:
-            rows = LD * LH + 1
-            grid = ceil_div(2 * geo.lw2, 32) * rows * ceil_div(geo.a_ch, 32) * p.n
+            grid = ceil_div(2 * geo.lw2, 32) * (LD * LH + 1) * ceil_div(geo.a_ch, 32) * p.n
         else:
             grid = min(ceil_div(p.n * geo.a_ch * geo.FP, 256), 1 << 20)
-        pack = kinfo("fft_pack.cu", grid, {**common, "CH": geo.a_ch, "SD": asd, "SH": ash, "SW": asw,
-                                                       "NHWC": int(geo.a_nhwc)})
-        # wdft: filter spectrum
-        fz, fy, fx = geo.taps
-        fwc = min(geo.lw2, max(1, WDFT_G_BYTES // (8 * fz * fy)))
-        wdft = kinfo("fft_wdft.cu", min(p.k * cg, SM_COUNT * 8),
-                     {**common, "KK": p.k, "CG": cg, "FZ": fz, "FY": fy, "FX": fx, "DLZ": geo.dils[0],
-                      "DLY": geo.dils[1], "DLX": geo.dils[2], "SIGN": geo.sign,
-                      "W_NHWC": int(p.layouts[1] in ("NHWC", "NDHWC")), "FWC": fwc})
+        kinfos.append(kinfo("fft_pack.cu", grid,
+                            {**common, "CH": geo.a_ch, "SD": asd, "SH": ash, "SW": asw, "NHWC": int(geo.a_nhwc)}))
+        # wdft: filter spectrum (unless the MAC generates it)
+        if not geo.fused:
+            fwc = min(geo.lw2, max(1, WDFT_G_BYTES // (8 * fz * fy)))
+            kinfos.append(kinfo("fft_wdft.cu", min(p.k * cg, SM_COUNT * 8),
+                                {**common, "KK": p.k, "CG": cg, **taps, "W_NHWC": int(w_nhwc), "FWC": fwc}))
         # mac
         nt = cfg["FT"] * cfg["GN"] * cfg["GI"]
         n_tiles = ceil_div(p.n, cfg["GN"] * cfg["TN"])
         i_tiles = ceil_div(geo.ni, cfg["GI"] * cfg["TI"])
-        mac = kinfo("fft_mac.cu", geo.FP // cfg["FT"] * p.groups * n_tiles * i_tiles,
-                    {"NB_": p.n, "NI": geo.ni, "NJ": geo.nj, "G_": p.groups, "A_CH": geo.a_ch, "O_CH": geo.o_ch,
-                     "FP": geo.FP, "B_IS": geo.b_is, "B_JS": geo.b_js, "B_GS": geo.b_gs, **cfg}, block=nt)
+        mac = {"NB_": p.n, "NI": geo.ni, "NJ": geo.nj, "G_": p.groups, "A_CH": geo.a_ch, "O_CH": geo.o_ch,
+               "FP": geo.FP, **cfg}
+        if geo.fused:
+            t = fz * fy * fx
+            w_ks, w_cs, w_ts = (t * cg, 1, cg) if w_nhwc else (cg * t, t, 1)
+            mac.update({"FUSE_W": 1, "DATA_T": dt, **grid_macros, **taps, "DIR_FWD": int(p.direction == "F"),
+                        "W_KS": w_ks, "W_CS": w_cs, "W_TS": w_ts})
+        else:
+            fp = geo.FP
+            b_is, b_js = (cg * fp, fp) if p.direction == "F" else (fp, cg * fp)
+            mac.update({"B_IS": b_is, "B_JS": b_js, "B_GS": geo.nj * geo.ni * fp})
+        kinfos.append(kinfo("fft_mac.cu", geo.FP // cfg["FT"] * p.groups * n_tiles * i_tiles, mac, block=nt))
         # crop: output
         od, oh, ow = geo.o_size
         if geo.o_nhwc:
             grid = ceil_div(ow, 32) * ceil_div(geo.o_ch, 32) * p.n * od * oh
         else:
             grid = min(ceil_div(p.n * geo.o_ch * od * oh * ow, 256), 1 << 20)
-        crop = kinfo("fft_crop.cu", grid,
-                     {**common, "CH": geo.o_ch, "OD": od, "OH": oh, "OW": ow, "SHD": geo.shift[0],
-                      "SHH": geo.shift[1], "SHW": geo.shift[2], "NHWC": int(geo.o_nhwc)})
-        kinfos = [pack, wdft, mac, crop]
+        kinfos.append(kinfo("fft_crop.cu", grid,
+                            {**common, "CH": geo.o_ch, "OD": od, "OH": oh, "OW": ow, "SHD": geo.shift[0],
+                             "SHH": geo.shift[1], "SHW": geo.shift[2], "NHWC": int(geo.o_nhwc)}))
         return ConvSolution(self.id, kinfos, geo.total_bytes, _factory(p, geo, kinfos), cfg)
-
-
-def _valid_tile(cfg) -> bool:
-    nt = cfg["FT"] * cfg["GN"] * cfg["GI"]
-    return 64 <= nt <= 256 and cfg["TN"] * cfg["TI"] <= 32 and _smem(cfg) <= SMEM_LIMIT
 
 
 @functools.lru_cache(maxsize=256)
@@ -284,7 +338,7 @@ def _ranked_configs(p: ProblemDescription) -> tuple:
     geo = geometry(p)
     nb_max, ib_max = _pow2_at_least(p.n), _pow2_at_least(geo.ni)
     valid = [cfg for cfg in (dict(zip(SPACE, vals)) for vals in itertools.product(*SPACE.values()))
-             if geo.FP % cfg["FT"] == 0 and _valid_tile(cfg)]
+             if _valid(geo, cfg)]
     # a tile larger than the problem only adds idle lanes (but tiny problems may need one)
     out = [cfg for cfg in valid if cfg["GN"] * cfg["TN"] <= nb_max and cfg["GI"] * cfg["TI"] <= ib_max] or valid
     out.sort(key=lambda cfg: _cost(p, geo, cfg))  # stable: ties keep the SPACE order
@@ -298,6 +352,7 @@ def _cost(p: ProblemDescription, geo: Geometry, cfg) -> float:
     tn, ti, jc = cfg["TN"], cfg["TI"], cfg["JC"]
     n_pad, i_pad, j_pad = ceil_div(p.n, nb) * nb, ceil_div(geo.ni, ib) * ib, ceil_div(geo.nj, jc) * jc
     blocks = geo.FP // cfg["FT"] * p.groups * (n_pad // nb) * (i_pad // ib)
+    taps = geo.taps[0] * geo.taps[1] * geo.taps[2]
     # Per channel and warp: TN*TI SM-cycles of FMA (4*TN*TI complex-MAC FMAs, 4 warp-FMAs per cycle)
     # against the shared-memory wavefronts of the TN + TI float2 loads. With FT = 16 a warp holds two
     # thread groups at the same 16 frequencies: the operand they share is one broadcast wavefront.
@@ -305,60 +360,77 @@ def _cost(p: ProblemDescription, geo: Geometry, cfg) -> float:
         waves = tn + 2 * ti if cfg["GI"] >= 2 else 2 * tn + ti
     else:
         waves = 2 * (tn + ti)
-    # plus a barrier pair per JC-channel chunk
-    eff = tn * ti / max(tn * ti, waves) * jc / (jc + 0.5)
-    compute = 4.0 * geo.FP * p.groups * n_pad * i_pad * j_pad / (25e12 * eff)
-    l2 = blocks * j_pad * (nb + ib) * cfg["FT"] * 8 / 7e12
-    dram = (geo.a_bytes + geo.w_bytes + geo.o_bytes) / 3e12
-    regs = 2 * tn * ti + 2 * (tn + ti) + 4 * (ceil_div(jc * (nb + ib) * cfg["FT"] // 2, nt) + 2) + 24
-    per_sm = max(1, min(2048 // nt, 65536 // (nt * min(255, regs)), (228 * 1024) // (_smem(cfg) + 1024), 32))
-    waves = blocks / (SM_COUNT * per_sm)
-    tail = max(1.0, (int(waves) + 1) / waves) if waves < 4 else 1.0
+    # plus a barrier pair (three when fused) per JC-channel chunk
+    eff = tn * ti / max(tn * ti, waves) * jc / (jc + (1.0 if geo.fused else 0.5))
+    fmas = 4.0 * geo.FP * p.groups * n_pad * i_pad * j_pad / eff
+    l2_rows = nb + (0 if geo.fused else ib)
+    if geo.fused:  # 2*taps FMAs per generated value, regenerated for every image tile
+        fmas += 2.0 * taps * geo.FP * p.groups * (n_pad // nb) * i_pad * j_pad / 0.8
+    compute = fmas / 25e12
+    l2 = blocks * j_pad * l2_rows * cfg["FT"] * 8 / 7e12
+    w_bytes = 0 if geo.fused else p.k * (p.c // p.groups) * geo.FP * 8
+    dram = (p.n * (geo.a_ch + geo.o_ch) * geo.FP * 8 + w_bytes) / 3e12
+    # registers: accumulators, operands, prefetch (and, fused, taps, twiddles and the unrolled generation)
+    regs = 2 * tn * ti + 2 * (tn + ti) + ceil_div(jc * nb * cfg["FT"] // 2, nt) * 4 + 24
+    if geo.fused:
+        regs += ceil_div(jc * ib * _tp(geo), nt) + 2 * taps + 4 * ceil_div(jc * ib * cfg["FT"], nt)
+    else:
+        regs += ceil_div(jc * ib * cfg["FT"] // 2, nt) * 4
+    per_sm = max(1, min(2048 // nt, 65536 // (nt * min(255, regs)), (228 * 1024) // (_smem(geo, cfg) + 1024), 32))
+    waves_blocks = blocks / (SM_COUNT * per_sm)
+    tail = max(1.0, (int(waves_blocks) + 1) / waves_blocks) if waves_blocks < 4 else 1.0
     occupancy = min(1.0, per_sm * nt / 512)  # too few warps per SM cannot hide latency
     memory = l2 + dram
-    return (max(compute, memory) + 0.25 * min(compute, memory)) * tail / occupancy  # partial overlap
+    spill = 1.5 if regs > 168 else 1.0  # ptxas starts to spill around here
+    return (max(compute, memory) + 0.25 * min(compute, memory)) * tail * spill / occupancy  # partial overlap
 
 
 def _factory(p: ProblemDescription, geo: Geometry, kinfos):
     batch_a, batch_o = p.n * geo.a_ch, p.n * geo.o_ch
+    off_a, off_o = geo.region("A")[0], geo.region("O")[0]
+    off_w = None if geo.fused else geo.region("W")[0]
 
     def factory(kernels):
         import cupy
         import numpy as np
 
-        pack, wdft, mac, crop = kernels
-        kp, kw, km, kc = kinfos
         r2c = fft_cufft.InPlacePlan(geo.fft_dims, fft_cufft.CUFFT_R2C, batch_a, geo.FP)
         c2r = fft_cufft.InPlacePlan(geo.fft_dims, fft_cufft.CUFFT_C2R, batch_o, geo.FP)
-        # work areas: idle workspace regions when large enough, else a private buffer
+        # work areas: the largest run of regions idle during the transform, else a private buffer
         private = []
 
-        def place(need, regions):
-            for off, size in regions:
-                if need <= size:
-                    return off
-            private.append(cupy.empty(need, dtype=cupy.uint8))
-            return None
+        def work_area(plan, busy):
+            off, size = geo.idle_runs(busy)[0]
+            if plan.work_bytes <= size:
+                return lambda base: base + off
+            buf = cupy.empty(plan.work_bytes, dtype=cupy.uint8)
+            private.append(buf)
+            return lambda base: buf.data.ptr
 
-        r2c_off = place(r2c.work_bytes, [(geo.off_w, geo.w_bytes + geo.extra_bytes), (geo.off_o, geo.o_bytes)])
-        c2r_off = place(c2r.work_bytes, [(geo.off_a, geo.a_bytes + geo.w_bytes + geo.extra_bytes)])
-        r2c_private = private[0] if r2c_off is None else None
-        c2r_private = private[-1] if c2r_off is None else None
+        r2c_work, c2r_work = work_area(r2c, "A"), work_area(c2r, "O")
         u64 = np.uint64
+        if geo.fused:
+            (pack, mac, crop), (kp, km, kc) = kernels, kinfos
+        else:
+            (pack, wdft, mac, crop), (kp, kw, km, kc) = kernels, kinfos
 
         def invoker(a, b, out, workspace):
             base = workspace.data.ptr
             stream = cupy.cuda.get_current_stream().ptr
-            pa, pw, po = base + geo.off_a, base + geo.off_w, base + geo.off_o
+            pa, po = base + off_a, base + off_o
             pack(kp.grid, kp.block, (a, u64(pa)))
-            r2c.execute(pa, r2c_private.data.ptr if r2c_private is not None else base + r2c_off, stream)
-            wdft(kw.grid, kw.block, (b, u64(pw)))
-            km_args = (u64(pa), u64(pw), u64(po))
-            mac(km.grid, km.block, km_args)
-            c2r.execute(po, c2r_private.data.ptr if c2r_private is not None else base + c2r_off, stream)
+            r2c.execute(pa, r2c_work(base), stream)
+            if geo.fused:
+                mac(km.grid, km.block, (u64(pa), b, u64(po)))
+            else:
+                pw = base + off_w
+                wdft(kw.grid, kw.block, (b, u64(pw)))
+                mac(km.grid, km.block, (u64(pa), u64(pw), u64(po)))
+            c2r.execute(po, c2r_work(base), stream)
             crop(kc.grid, kc.block, (u64(po), out))
 
         invoker.plans = (r2c, c2r)
+        # 0 unless cuFFT asked for more work area than the idle regions the workspace reserves
         invoker.private_work_bytes = sum(int(b.nbytes) for b in private)
         return invoker
 

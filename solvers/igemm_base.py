@@ -198,27 +198,27 @@ def _pow2_ceil(v: int, lo: int, hi: int) -> int:
     return r
 
 
+def fit_threads(math_: int, cfg: dict) -> dict:
+    """Thread (FFMA) or warp (mma) tiles for cfg's block tile: big per-thread tiles, 64-256 threads."""
+    bm, bn = cfg["BM"], cfg["BN"]
+    if math_ == 0:
+        cfg["TN"] = 8 if bn >= 64 else 4
+        cfg["TM"] = 8 if (bm // 8) * (bn // cfg["TN"]) >= 64 else 4
+    else:
+        cfg["WN"] = 32 if bn >= 32 else 16
+        cfg["WM"] = 64 if bm >= 64 and (bm // 64) * (bn // cfg["WN"]) >= 4 else min(32, bm)
+    return cfg
+
+
 def default_tile(plan: Plan) -> dict:
     """A tile for the GEMM's shape: BN from N, BM shrunk while the grid is short of SMs."""
-    p = plan.p
     bn = _pow2_ceil(plan.n, 16, 128)
     bm = 128 if plan.m >= 128 else _pow2_ceil(plan.m, 32, 128)
-    if plan.math == 0:
-        cfg = {"BM": bm, "BN": bn, "BK": 8, "TM": 8, "TN": 8 if bn >= 64 else 4, "STAGES": 3}
-    else:
-        cfg = {"BM": bm, "BN": bn, "BK": 32 if plan.math == 1 else 16, "WM": 64 if bm >= 64 else 32,
-               "WN": 32 if bn >= 32 else 16, "STAGES": 3}
-        if cfg["BM"] // cfg["WM"] * (cfg["BN"] // cfg["WN"]) < 4 and cfg["WM"] > 32:
-            cfg["WM"] = 32
     # a short grid wastes SMs: halve BM while there are fewer than ~2 blocks per SM
-    while cfg["BM"] > 32 and ceil_div(plan.m, cfg["BM"]) * ceil_div(plan.n, bn) * p.groups < 2 * SM_COUNT:
-        cfg["BM"] //= 2
-        if plan.math == 0:
-            if cfg["BM"] // cfg["TM"] * (bn // cfg["TN"]) < 64 and cfg["TM"] > 4:
-                cfg["TM"] = 4
-        else:
-            cfg["WM"] = min(cfg["WM"], cfg["BM"])
-    return cfg
+    while bm > 32 and ceil_div(plan.m, bm) * ceil_div(plan.n, bn) * plan.p.groups < 2 * SM_COUNT:
+        bm //= 2
+    cfg = {"BM": bm, "BN": bn, "BK": 8 if plan.math == 0 else (32 if plan.math == 1 else 16), "STAGES": 3}
+    return fit_threads(plan.math, cfg)
 
 
 def config_keys(plan: Plan) -> tuple:

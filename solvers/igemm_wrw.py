@@ -8,7 +8,7 @@ from miofind.problem import ProblemDescription
 from miofind.solver import ConvSolution, KernelInfo, ceil_div
 
 from .igemm_base import (GRID_YZ, INT32_MAX, SM_COUNT, SMEM_STATIC, IgemmBase, Plan, _pow2_ceil, config_keys,
-                         macros, nthreads, smem_bytes, space, tile_ok)
+                         fit_threads, macros, nthreads, smem_bytes, space, tile_ok)
 
 RED_BLOCK = 256
 SPLITS = (1, 2, 4, 8, 16, 32, 64)
@@ -34,15 +34,8 @@ class IgemmWrw(IgemmBase):
         plan = Plan(problem.as_conv())
         bn = _pow2_ceil(plan.n, 16, 128)
         bm = _pow2_ceil(plan.m, 32, 128)
-        if plan.math == 0:
-            cfg = {"BM": bm, "BN": bn, "BK": 8, "TM": 8 if bm >= 64 else 4, "TN": 8 if bn >= 64 else 4, "STAGES": 3}
-            if nthreads(0, cfg) < 64 and cfg["TN"] > 4:
-                cfg["TN"] = 4
-        else:
-            cfg = {"BM": bm, "BN": bn, "BK": 32 if plan.math == 1 else 16, "WM": 64 if bm >= 64 else 32,
-                   "WN": 32 if bn >= 32 else 16, "STAGES": 3}
-            if (bm // cfg["WM"]) * (bn // cfg["WN"]) < 4 and cfg["WM"] > 32:
-                cfg["WM"] = 32
+        cfg = fit_threads(plan.math, {"BM": bm, "BN": bn, "BK": 8 if plan.math == 0 else (32 if plan.math == 1 else 16),
+                                      "STAGES": 3})
         # split the reduction until about two blocks per SM, each chunk at least 8 K tiles
         tiles = ceil_div(plan.m, bm) * ceil_div(plan.n, bn) * plan.p.groups
         ktiles = ceil_div(plan.k, cfg["BK"])

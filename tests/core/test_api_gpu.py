@@ -16,7 +16,7 @@ def test_find_then_db(tmp_db):
     p = ProblemDescription.make("F", n=2, c=8, k=8, in_size=(12, 12), filter_size=3, pads=1)
     first = find_solutions(p, db=tmp_db)
     assert first.source == "find" and first.stored
-    assert {s.solver_id for s in first} == {"ConvDirectNaiveConvFwd", "ConvDirectTiledFwd"}
+    assert {"ConvDirectNaiveConvFwd", "ConvDirectTiledFwd"} <= {s.solver_id for s in first}
     assert all(s.verified and s.max_error < 1e-5 for s in first)
     assert [s.time_ms for s in first] == sorted(s.time_ms for s in first)
     t0 = time.perf_counter()

@@ -1,7 +1,8 @@
 """FFT family on the GPU: every solver x direction x dtype x layout it claims, on tests/shapes.py,
 against the numpy float64 reference with poisoned outputs; rejected problems carry a reason. Plus:
-non-default MAC tiles, geometry corners (pad >= filter, dilation, 1D, mixed layouts), transposed
-problems, a non-default stream, and cuFFT's work area fitting inside the reported workspace."""
+both filter-spectrum paths (generated inside the MAC kernel for small filters, fft_wdft.cu for the
+rest), non-default MAC tiles, geometry corners (pad >= filter, dilation, 1D, mixed layouts),
+transposed problems, a non-default stream, and cuFFT's work area fitting in the reported workspace."""
 
 import pytest
 
@@ -9,6 +10,7 @@ from gpu_helpers import check_solver
 from shapes import DTYPES, SHAPES, layouts_for
 from miofind.problem import ProblemDescription
 from miofind.registry import get_solver, solvers
+from miofind.solvers.fft_base import geometry
 
 pytestmark = pytest.mark.gpu
 FFT = [s for s in solvers() if s.family == "fft"]
@@ -43,19 +45,48 @@ def _check(direction, tol=None, config=None, **kw):
     return err
 
 
+# a 16 x 14 grid (F = 128 = FP, every FT divides it); 3x3 generates the filter spectrum in the MAC
+# kernel, 5x5 (25 taps) has fft_wdft.cu write it
+TILE_PROBLEMS = {"fused": dict(n=3, c=10, k=7, in_size=(15, 13), filter_size=3, pads=1),
+                 "wdft": dict(n=3, c=10, k=7, in_size=(14, 12), filter_size=5, pads=2)}
+
+
 @pytest.mark.parametrize("direction", "FB")
+@pytest.mark.parametrize("path", list(TILE_PROBLEMS))
 @pytest.mark.parametrize("cfg", [
     {"FT": 16, "TN": 1, "TI": 1, "GN": 4, "GI": 4, "JC": 2},
     {"FT": 16, "TN": 4, "TI": 8, "GN": 4, "GI": 4, "JC": 4},
     {"FT": 32, "TN": 8, "TI": 1, "GN": 1, "GI": 8, "JC": 8},
     {"FT": 64, "TN": 2, "TI": 4, "GN": 2, "GI": 2, "JC": 4},
 ])
-def test_mac_tiles(direction, cfg):
+def test_mac_tiles(direction, path, cfg):
     """Tiles larger than the problem (masking in n, i and j) and every frequency-tile width."""
-    kw = dict(n=3, c=10, k=7, in_size=(15, 13), filter_size=3, pads=1)  # a 16 x 14 grid: F = 128 = FP
+    kw = TILE_PROBLEMS[path]
     s = get_solver(SOLVER_OF[direction])
-    assert s.is_valid_config(ProblemDescription.make(direction, **kw), cfg)
+    p = ProblemDescription.make(direction, **kw)
+    assert geometry(p).fused == (path == "fused") and geometry(p).FP == 128
+    assert s.is_valid_config(p, cfg)
     _check(direction, config=cfg, **kw)
+
+
+# 3x3 with many images: regenerating the spectrum per image tile would cost more than reading it
+UNFUSED = {"3x3_big_n": dict(n=200, c=4, k=6, in_size=(6, 7), filter_size=3, pads=1),
+           "5x5_groups": dict(n=2, c=12, k=8, in_size=(11, 10), filter_size=5, pads=2, groups=4),
+           "3d_3x3x3_dil": dict(n=1, c=3, k=5, in_size=(6, 5, 7), filter_size=3, pads=2, dilations=2)}
+
+
+@pytest.mark.parametrize("direction", "FB")
+@pytest.mark.parametrize("name", list(UNFUSED))
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("cl", [False, True])
+def test_wdft_path(direction, name, dtype, cl):
+    kw = UNFUSED[name]
+    lay = ("NDHWC" if cl else "NCDHW") if len(kw["in_size"]) == 3 else ("NHWC" if cl else "NCHW")
+    p = ProblemDescription.make(direction, layout=lay, dtype=dtype, **kw)
+    assert not geometry(p).fused
+    s = get_solver(SOLVER_OF[direction])
+    err, tol = check_solver(s, p)
+    assert err <= tol, f"{s.id} {p.key()}: relative error {err:.3g} > {tol:.1g}"
 
 
 @pytest.mark.parametrize("direction", "FB")

@@ -165,6 +165,19 @@ def test_transposed(direction):
     assert err <= tol, (direction, err)
 
 
+@pytest.mark.parametrize("direction", "FBW")
+def test_stated_output_size(direction):
+    """An output size from a MIOpen key in 'same' mode (ceil(9/2) = 5, not the formula's 4): post-padding."""
+    import dataclasses
+
+    p = dataclasses.replace(P(direction, n=2, c=8, k=12, in_size=(9, 9), filter_size=3, strides=2, layout="NHWC"),
+                            out_size_override=(5, 5))
+    solver = BY_DIR[direction]
+    assert solver.applicability(p)
+    err, tol = check_solver(solver, p)
+    assert err <= tol, (direction, err)
+
+
 def test_mixed_layouts():
     p = P("F", n=2, c=8, k=8, in_size=(9, 9), filter_size=3, pads=1, layout="NHWC", w_layout="NCHW",
           out_layout="NHWC")

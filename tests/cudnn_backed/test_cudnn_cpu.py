@@ -2,6 +2,7 @@
 applicability both ways; and the plan bookkeeping (filters, dedup, default plan, invoker wiring) against a
 stand-in ``cudnn`` module that mimics the frontend's graph API."""
 
+import dataclasses
 import enum
 import itertools
 import sys
@@ -494,3 +495,21 @@ def test_public_execute_forced(fake, monkeypatch):
     monkeypatch.setenv("MIOFIND_CUDNN_EXECUTE", "public")
     g, pl, inv = _run_once("F")
     assert inv.path == "public" and len(g.executed) == 1
+
+
+@pytest.mark.parametrize("direction", "FBW")
+def test_stated_output_size_becomes_post_padding(fake, direction):
+    """MIOpen's same mode: 9 -> ceil(9/2) = 5 with a 3x3 filter, stride 2, pad 0: post-padding 2."""
+    p = dataclasses.replace(P(direction, n=2, c=8, k=8, in_size=(9, 9), filter_size=3, strides=2),
+                            out_size_override=(5, 5))
+    assert DIR[direction].applicability(p)
+    assert cudnn_base.paddings(p) == ((0, 0), (2, 2))
+    DIR[direction].get_solution(p)
+    (kind, kw, out), = fake.graphs[0].ops
+    assert kw["pre_padding"] == [0, 0] and kw["post_padding"] == [2, 2] and "padding" not in kw
+    assert cudnn_base.tensor_specs(p)["y"].dim == (2, 8, 5, 5)
+    small = dataclasses.replace(p, out_size_override=(3, 4))
+    a = DIR[direction].applicability(small)
+    assert not a and "negative post-padding (-2, 0)" in a.reason
+    plain = P(direction, n=2, c=8, k=8, in_size=(9, 9), filter_size=3, strides=2, pads=1)
+    assert cudnn_base.paddings(plain) == ((1, 1), (1, 1))
