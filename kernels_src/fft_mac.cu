@@ -16,7 +16,8 @@
 //
 // B comes either from the spectrum fft_wdft.cu wrote (FUSE_W=0; B_g[i][j] is the plane at
 // g*B_GS + i*B_IS + j*B_JS) or, for small filters (FUSE_W=1), is generated here from the raw taps:
-//   B(k, c, f) = sum_t w[k, c, t] * tw_t(f),  tw_t(f) = e^{SIGN*2*pi*i*(fd*q*DLZ/LD + fh*r*DLY/LH + fw*s*DLX/LW)}/(LD*LH*LW)
+//   B(k, c, f) = sum_t w[k, c, t] * tw_t(f),
+//   tw_t(f) = e^{SIGN*2*pi*i*(fd*q*DLZ/LD + fh*r*DLY/LH + fw*s*DLX/LW)} / (LD*LH*LW)
 // with t = (q, r, s) and f = (fd*LH + fh)*LW2 + fw, as fft_wdft.cu defines it. A thread keeps the
 // TAPS twiddles of its frequency in registers; a chunk's taps (JC x IBT x TAPS, padded to TP for
 // float4 broadcasts) are staged in shared memory; the weight spectrum never touches DRAM.

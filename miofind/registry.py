@@ -31,6 +31,8 @@ _ROWS: tuple[tuple[int, str, str | None], ...] = (
     (15, "ConvCudnnFwd", "cudnn_fwd:ConvCudnnFwd"),
     (16, "ConvCudnnBwd", "cudnn_bwd:ConvCudnnBwd"),
     (17, "ConvCudnnWrw", "cudnn_wrw:ConvCudnnWrw"),
+    (18, "ConvFFTFwd", "fft_fwd:ConvFFTFwd"),
+    (19, "ConvFFTBwd", "fft_bwd:ConvFFTBwd"),
 )
 
 

@@ -252,6 +252,11 @@ class FFTBase(Solver):
     def workspace_bytes(self, problem: ProblemDescription, config=None) -> int:
         return geometry(problem.as_conv()).total_bytes
 
+    def hash_extra(self) -> str:
+        """cuFFT's version joins the FindDB trust hash (it runs half of the solution)."""
+        v = fft_cufft.version()
+        return f"cufft{v}" if v else ""
+
     # -- MAC tile configurations --------------------------------------------------------------------
     def is_valid_config(self, problem: ProblemDescription, config) -> bool:
         if not isinstance(config, dict) or set(config) != set(SPACE):

@@ -10,6 +10,7 @@ else one from the pip wheels (nvidia-cufft) or the CUDA toolkit.
 from __future__ import annotations
 
 import ctypes
+import functools
 import glob
 import os
 import re
@@ -69,6 +70,17 @@ def library():
                            "pip install 'cuda-toolkit[cufft]'); tried: " + "; ".join(tried[-6:]))
 
 
+@functools.lru_cache(maxsize=1)
+def version() -> int | None:
+    """cuFFT's version (e.g. 12500), or None where no libcufft loads."""
+    try:
+        lib = library()
+    except RuntimeError:
+        return None
+    v = ctypes.c_int(0)
+    return v.value if lib.cufftGetVersion(ctypes.byref(v)) == 0 else None
+
+
 def _set_prototypes(lib):
     i, ll, vp = ctypes.c_int, ctypes.c_longlong, ctypes.c_void_p
     pll = ctypes.POINTER(ll)
@@ -81,6 +93,7 @@ def _set_prototypes(lib):
         "cufftExecR2C": [i, vp, vp],
         "cufftExecC2R": [i, vp, vp],
         "cufftDestroy": [i],
+        "cufftGetVersion": [ctypes.POINTER(i)],
     }
     for name, args in protos.items():
         fn = getattr(lib, name)
