@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 
 
@@ -25,8 +26,10 @@ class DeviceInfo:
 
     @property
     def db_name(self) -> str:
-        """Device identity as stored in the FindDB, e.g. ``sm_90-132``: architecture + SM count."""
-        return f"{self.arch}-{self.sm_count}"
+        """Device identity as stored in the FindDB: architecture, SM count and name, e.g.
+        ``sm_90-132-NVIDIA_H100_80GB_HBM3``."""
+        slug = re.sub(r"[^A-Za-z0-9]+", "_", self.name).strip("_")
+        return f"{self.arch}-{self.sm_count}-{slug}"
 
 
 def _cupy():
