@@ -249,11 +249,11 @@ def _store(db, dev, problem, sols):
     db.store(recs)
 
 
-def _prepare(problem, solver):
+def _prepare(problem, solver, config=None):
     """Solution + compiled invoker, or a Failure. Runs in a worker thread."""
     stage = "solution"
     try:
-        sol = solver.get_solution(problem, None)
+        sol = solver.get_solution(problem, config)
         stage = "compile"
         return sol, build_invoker(problem, sol)
     except Exception as e:
@@ -292,11 +292,16 @@ def _benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed):
             failures.append(Failure(s.id, "workspace", f"needs {ws} bytes of workspace, limit {workspace_limit}"))
             ws_skipped = True
             continue
-        todo.append(s)
+        try:
+            configs = list(s.find_configs(problem))
+        except Exception as e:
+            failures.append(Failure(s.id, "solution", f"{e.__class__.__name__}: {str(e).strip()[:2000]}"))
+            continue
+        todo += [(s, cfg) for cfg in configs]
 
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(todo) + 1))) as ex:
         ref_future = ex.submit(_reference_invoker, problem) if verify else None
-        prepared = list(ex.map(lambda s: _prepare(problem, s), todo))
+        prepared = list(ex.map(lambda sc: _prepare(problem, *sc), todo))
         ref_inv = ref_future.result() if ref_future else None
 
     dt = problem.dtype
@@ -311,9 +316,14 @@ def _benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed):
         ref.fill(cupy.nan)
         _call(ref_inv, problem, to_float64(a, dt), to_float64(b, dt), ref, None)
     sols = []
-    for s, (sol, inv) in zip(todo, prepared):
+    for (s, _), (sol, inv) in zip(todo, prepared):
         if isinstance(sol, Failure):
             failures.append(sol)
+            continue
+        if workspace_limit is not None and sol.workspace_bytes > workspace_limit:
+            failures.append(Failure(s.id, "workspace", f"config {sol.config} needs {sol.workspace_bytes} bytes of "
+                                    f"workspace, limit {workspace_limit}"))
+            ws_skipped = True
             continue
         try:
             wsbuf = cupy.empty(sol.workspace_bytes, dtype=cupy.uint8) if sol.workspace_bytes else None
@@ -333,7 +343,13 @@ def _benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed):
             continue
         sols.append(Solution(s.id, s.algorithm, med, sol.workspace_bytes, sol.config, verify, problem,
                              max_error=err, time_q20_ms=q20, time_q80_ms=q80))
-    return sols, failures, ws_skipped
+    # a solver that offered several configs (e.g. one per cuDNN plan) keeps its fastest, as MIOpen
+    # keeps the best per solver
+    best: dict[str, Solution] = {}
+    for sol in sols:
+        if sol.solver_id not in best or sol.time_ms < best[sol.solver_id].time_ms:
+            best[sol.solver_id] = sol
+    return list(best.values()), failures, ws_skipped
 
 
 def _reference_invoker(problem: ProblemDescription):

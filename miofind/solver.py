@@ -125,6 +125,11 @@ class Solver:
     def config_space(self, problem: ProblemDescription) -> Iterable[dict]:
         return ()
 
+    def find_configs(self, problem: ProblemDescription) -> list:
+        """The configs a find measures (the fastest is kept): by default only the default config
+        (None lets get_solution choose it; a tuned config from a PerfDB comes later)."""
+        return [None]
+
     def is_valid_config(self, problem: ProblemDescription, config: Mapping) -> bool:
         return config is None or not config
 

@@ -549,6 +549,14 @@ class CudnnSolverBase(Solver):
         for name, _ in list_plans(problem):
             yield {"plan": name}
 
+    def find_configs(self, problem: ProblemDescription) -> list:
+        """Each plan is its own candidate in a find (engine + knobs name, up to MIOFIND_CUDNN_PLANS
+        of them in cuDNN's heuristic order, default 8); the fastest is kept and stored."""
+        import os
+
+        cap = int(os.environ.get("MIOFIND_CUDNN_PLANS", "8"))
+        return [{"plan": name} for name, _ in list_plans(problem)[:cap]] or [None]
+
     def workspace_bytes(self, problem: ProblemDescription, config=None) -> int:
         """The plan's workspace (builds the graph); 0 when it cannot be built (get_solution then says why)."""
         if not self.applicability(problem) or not self.is_valid_config(problem, config):
