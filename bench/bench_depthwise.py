@@ -118,7 +118,8 @@ def bench_one(p, args, torch, cupy):
                 print(f"    {cfg}: failed: {ex}")
                 continue
             tuned.append((t, cfg))
-            print(f"    {t * 1e3:8.1f} us {nbytes / t / 1e6:7.0f} GB/s err {e if e is None else f'{e:.1e}'} {cfg}", flush=True)
+            es = "-" if e is None else f"{e:.1e}"
+            print(f"    {t * 1e3:8.1f} us {nbytes / t / 1e6:7.0f} GB/s err {es} {cfg}", flush=True)
         if tuned:
             t, cfg = min(tuned, key=lambda r: r[0])
             row["best_tuned_us"], row["best_tuned_config"] = t * 1e3, cfg

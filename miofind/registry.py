@@ -33,6 +33,15 @@ _ROWS: tuple[tuple[int, str, str | None], ...] = (
     (17, "ConvCudnnWrw", "cudnn_wrw:ConvCudnnWrw"),
     (18, "ConvFFTFwd", "fft_fwd:ConvFFTFwd"),
     (19, "ConvFFTBwd", "fft_bwd:ConvFFTBwd"),
+    (20, "ConvDepthwiseFwd", "direct_depthwise_fwd:DepthwiseFwd"),
+    (21, "ConvDepthwiseBwd", "direct_depthwise_bwd:DepthwiseBwd"),
+    (22, "ConvDepthwiseWrw", "direct_depthwise_wrw:DepthwiseWrw"),
+    (23, "ConvGroupedDirectFwd", "direct_grouped_fwd:GroupedDirectFwd"),
+    (24, "ConvGroupedDirectBwd", "direct_grouped_bwd:GroupedDirectBwd"),
+    (25, "ConvGroupedDirectWrw", "direct_grouped_wrw:GroupedDirectWrw"),
+    (26, "ConvImplicitGemmFwd", "igemm_fwd:IgemmFwd"),
+    (27, "ConvImplicitGemmBwd", "igemm_bwd:IgemmBwd"),
+    (28, "ConvImplicitGemmWrw", "igemm_wrw:IgemmWrw"),
 )
 
 
