@@ -10,6 +10,7 @@ SHAPES = {
     "7x7_s2": dict(n=1, c=3, k=8, in_size=(23, 21), filter_size=7, pads=3, strides=2),
     "dilation2": dict(n=2, c=6, k=6, in_size=(12, 13), filter_size=3, pads=2, dilations=2),
     "groups2": dict(n=2, c=8, k=12, in_size=(10, 9), filter_size=3, pads=1, groups=2),
+    "groups32": dict(n=2, c=64, k=64, in_size=(9, 10), filter_size=3, pads=1, groups=32),
     "depthwise": dict(n=2, c=16, k=16, in_size=(12, 12), filter_size=3, pads=1, groups=16),
     "1x7_asym": dict(n=2, c=8, k=8, in_size=(9, 17), filter_size=(1, 7), pads=(0, 3)),
     "7x1_asym": dict(n=1, c=8, k=4, in_size=(17, 9), filter_size=(7, 1), pads=(3, 0)),
@@ -23,3 +24,16 @@ DTYPES = ("FP32", "FP16", "BF16")
 def layouts_for(kw):
     nd = len(kw["in_size"])
     return ("NCDHW", "NDHWC") if nd == 3 else ("NCHW", "NHWC")
+
+
+# The 23 ResNet-50 v1.5 forward convolutions (REFERENCE.md section 11) at a small batch.
+def _resnet50(n=2):
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
+    from resnet50 import RESNET50
+    return {f"r50_{c}to{k}_{hw}_{f}x{f}s{st}": dict(n=n, c=c, k=k, in_size=(hw, hw), filter_size=f, pads=p, strides=st)
+            for (c, k, hw, f, st, p, _count) in RESNET50}
+
+
+RESNET50_SMALL_N = _resnet50()

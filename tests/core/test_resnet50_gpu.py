@@ -1,0 +1,19 @@
+"""Every family on the 23 ResNet-50 v1.5 shapes at N=2: a find verifies every applicable solver
+against the float64 reference; no candidate may fail verification or its launch."""
+
+import pytest
+
+from shapes import RESNET50_SMALL_N
+from miofind import ProblemDescription, find_solutions
+
+pytestmark = pytest.mark.gpu
+CASES = [(name, d, dt, lay) for name in RESNET50_SMALL_N for d in "FBW" for dt, lay in (("FP32", "NCHW"), ("FP16", "NHWC"))]
+
+
+@pytest.mark.parametrize("name,direction,dtype,layout", CASES, ids=[f"{n}-{d}-{dt}-{l}" for n, d, dt, l in CASES])
+def test_resnet50_find_verifies(name, direction, dtype, layout, tmp_db):
+    p = ProblemDescription.make(direction, layout=layout, dtype=dtype, **RESNET50_SMALL_N[name])
+    res = find_solutions(p, mode="benchmark", store=False, iters=2, warmup=1)
+    bad = [f"{f.solver_id} ({f.stage}): {f.reason[:300]}" for f in res.failures if f.stage in ("verify", "launch", "compile", "solution")]
+    assert not bad, f"{p.key()}: " + "; ".join(bad)
+    assert len(res) >= 2, f"{p.key()}: only {[s.solver_id for s in res]}"

@@ -1,0 +1,234 @@
+"""Implicit-GEMM family on the GPU: every solver x dtype (FP32, FP16, BF16, FP32 with TF32 math) x
+layout on tests/shapes.py against the float64 reference with poisoned outputs; rejected problems
+carry a reason. Family checks: sampled tile configs (stages, BK, thread/warp tiles, vector widths,
+the 16-bit register path), mixed layouts, transposed problems, backward-weights split-K, pointwise
+vector loads, multi-tile GEMMs, alignment errors; and CPU checks of the index algebra (numpy
+emulation from the kernels' own macros) and of the thread mappings."""
+
+import itertools
+import zlib
+
+import numpy as np
+import pytest
+
+from gpu_helpers import check_solver
+from shapes import DTYPES, SHAPES, layouts_for
+from miofind.problem import ProblemDescription
+from miofind.registry import solvers
+
+pytestmark = pytest.mark.gpu
+IDS = ("ConvImplicitGemmFwd", "ConvImplicitGemmBwd", "ConvImplicitGemmWrw")
+IGEMM = [s for s in solvers() if s.family == "implicit_gemm"]
+BY_DIR = {d: s for s in IGEMM for d in s.directions}
+MODES = [(dt, "strict") for dt in DTYPES] + [("FP32", "tf32")]
+CASES = [(s, name, dt, mode, lay) for s in IGEMM for name, kw in SHAPES.items() for dt, mode in MODES
+         for lay in layouts_for(kw)]
+
+
+def _seed(*parts) -> int:
+    return zlib.crc32(repr(parts).encode()) & 0xFFFF
+
+
+def _make(d, dt="FP32", mode="strict", **kw):
+    return ProblemDescription.make(d, dtype=dt, math=mode, **kw)
+
+
+def _run(solver, p, config=None, seed=0):
+    a = solver.applicability(p)
+    assert a, f"{solver.id} rejected {p.key()}: {a.reason}"
+    err, tol = check_solver(solver, p, seed=seed, config=config)
+    assert err <= tol, f"{solver.id} {p.key()} config={config}: relative error {err:.3g} > {tol:.1g}"
+    return err
+
+
+def test_family_registered():
+    assert sorted(s.id for s in IGEMM) == sorted(IDS)
+
+
+@pytest.mark.parametrize("solver,shape,dtype,mode,layout", CASES,
+                         ids=[f"{s.id}-{n}-{dt}{'-tf32' if m == 'tf32' else ''}-{lay}" for s, n, dt, m, lay in CASES])
+def test_igemm_solver(solver, shape, dtype, mode, layout):
+    (d,) = solver.directions
+    p = _make(d, dtype, mode, layout=layout, **SHAPES[shape])
+    a = solver.applicability(p)
+    if not a:
+        assert a.reason, f"{solver.id} rejected {p.key()} without a reason"
+        pytest.skip(f"not applicable: {a.reason}")
+    err, tol = check_solver(solver, p, seed=_seed(shape, dtype, mode, layout))
+    assert err <= tol, f"{solver.id} {p.key()}: relative error {err:.3g} > {tol:.1g}"
+
+
+# -- tile configs -------------------------------------------------------------------------------
+# A problem with several tiles in M, N and K (so that the pipeline wraps and edges are partial).
+MULTI = dict(n=2, c=40, k=72, in_size=(15, 13), filter_size=3, pads=1)
+
+
+def _sample_configs(solver, p, count=6):
+    space = list(solver.config_space(p))
+    assert space, f"{solver.id}: empty config space for {p.key()}"
+    rng = np.random.default_rng(_seed(solver.id, p.key()))
+    picks = {0, len(space) - 1, *rng.choice(len(space), size=min(count, len(space)), replace=False).tolist()}
+    return [space[i] for i in sorted(picks)]
+
+
+CFG_CASES = [(d, dt, mode, lay) for d in "FBW" for dt, mode in MODES for lay in ("NCHW", "NHWC")]
+
+
+@pytest.mark.parametrize("d,dtype,mode,layout", CFG_CASES, ids=[f"{d}-{dt}-{m}-{lay}" for d, dt, m, lay in CFG_CASES])
+def test_igemm_config_sample(d, dtype, mode, layout):
+    s = BY_DIR[d]
+    p = _make(d, dtype, mode, layout=layout, **MULTI)
+    for cfg in _sample_configs(s, p):
+        assert s.is_valid_config(p, cfg)
+        _run(s, p, cfg, seed=_seed(d, dtype, layout, sorted(cfg.items())))
+
+
+@pytest.mark.parametrize("d", "FBW")
+@pytest.mark.parametrize("dtype,mode", MODES)
+def test_igemm_stages_and_bk(d, dtype, mode):
+    """Every pipeline depth and K step the space offers, on an odd-sized problem."""
+    s = BY_DIR[d]
+    p = _make(d, dtype, mode, **SHAPES["3x3_odd"])
+    seen = set()
+    for cfg in s.config_space(p):
+        key = (cfg["STAGES"], cfg["BK"])
+        if key in seen:
+            continue
+        seen.add(key)
+        _run(s, p, cfg)
+    assert len(seen) >= 2
+
+
+# -- layouts, transposed, special paths ---------------------------------------------------------
+MIXED = [("NCHW", "NHWC", "NCHW"), ("NHWC", "NCHW", "NHWC"), ("NCHW", "NCHW", "NHWC"), ("NHWC", "NHWC", "NCHW")]
+
+
+@pytest.mark.parametrize("d", "FBW")
+@pytest.mark.parametrize("dtype,mode", MODES)
+@pytest.mark.parametrize("lays", MIXED, ids=["-".join(m) for m in MIXED])
+def test_igemm_mixed_layouts(d, dtype, mode, lays):
+    p = ProblemDescription.make(d, n=2, c=8, k=12, in_size=(9, 10), filter_size=3, pads=1, strides=(2, 1),
+                                groups=2, layout=lays[0], w_layout=lays[1], out_layout=lays[2], dtype=dtype, math=mode)
+    _run(BY_DIR[d], p)
+
+
+@pytest.mark.parametrize("d", "FBW")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ("NCHW", "NHWC"))
+def test_igemm_transposed(d, dtype, layout):
+    t = ProblemDescription.make(d, n=2, c=6, k=4, in_size=(7, 6), filter_size=3, pads=1, strides=2,
+                                transposed=True, output_padding=1, groups=2, dtype=dtype, layout=layout)
+    _run(BY_DIR[t.as_conv().direction], t)
+
+
+@pytest.mark.parametrize("d", "FBW")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ("NCHW", "NHWC", "NCDHW"))
+def test_igemm_pointwise_vectors(d, dtype, layout):
+    """1x1 stride-1 problems whose pixel count allows vector loads along pixels (NCHW)."""
+    size = (4, 4, 6) if layout == "NCDHW" else (8, 8)
+    p = _make(d, dtype, layout=layout, n=2, c=16, k=32, in_size=size, filter_size=1)
+    _run(BY_DIR[d], p)
+
+
+@pytest.mark.parametrize("d", "FBW")
+@pytest.mark.parametrize("dtype,mode", [("FP16", "strict"), ("BF16", "strict"), ("FP32", "tf32")])
+@pytest.mark.parametrize("lays", [("NCHW",) * 3, ("NCHW", "NHWC", "NCHW"), ("NCDHW",) * 3],
+                         ids=["NCHW", "NCHW-NHWC-NCHW", "NCDHW"])
+@pytest.mark.parametrize("shape", ["3x3_odd", "stride2", "n1_1x1", "3d_stride2"])
+def test_igemm_xpose(d, dtype, mode, lays, shape):
+    """XPOSE = 0 and 1 (channels-last copies in the workspace) on channels-first tensors."""
+    kw = SHAPES[shape]
+    if (len(kw["in_size"]) == 3) != (lays[0] == "NCDHW"):
+        pytest.skip("layout rank differs from the shape's")
+    s = BY_DIR[d]
+    p = ProblemDescription.make(d, layout=lays[0], w_layout=lays[1], out_layout=lays[2], dtype=dtype, math=mode, **kw)
+    base = s.default_config(p)
+    for xp in (0, 1):
+        cfg = dict(base, XPOSE=xp)
+        if not s.is_valid_config(p, cfg):
+            assert xp == 1
+            continue
+        _run(s, p, cfg)
+
+
+@pytest.mark.parametrize("d", "FBW")
+def test_igemm_strided_dilated_3d(d):
+    for dt in DTYPES:
+        for lay in ("NCDHW", "NDHWC"):
+            p = _make(d, dt, layout=lay, n=2, c=6, k=9, in_size=(6, 7, 8), filter_size=(2, 3, 2), pads=(1, 0, 2),
+                      strides=(2, 1, 3), dilations=(1, 2, 1), groups=3)
+            _run(BY_DIR[d], p)
+
+
+@pytest.mark.parametrize("splitk", [1, 2, 3, 7, 64])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_igemm_wrw_splitk(splitk, dtype):
+    from miofind.solvers.igemm_base import Plan, split_geometry
+
+    s = BY_DIR["W"]
+    p = _make("W", dtype, **MULTI)
+    cfg = dict(s.default_config(p), SPLITK=splitk)
+    assert s.is_valid_config(p, cfg)
+    eff, _ = split_geometry(Plan.of(p, cfg), cfg)
+    assert (s.get_solution(p, cfg).workspace_bytes > 0) == (eff > 1)
+    _run(s, p, cfg)
+
+
+def test_igemm_large_multi_tile():
+    """A ResNet-like layer (batch 4): many blocks, full tiles, FP32/FP16/BF16, both layouts."""
+    for d in "FBW":
+        for dt, mode in MODES:
+            for lay in ("NCHW", "NHWC"):
+                p = _make(d, dt, mode, layout=lay, n=4, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1)
+                _run(BY_DIR[d], p)
+
+
+def test_igemm_misaligned_input_rejected():
+    import cupy
+
+    from miofind.api import get_invoker
+
+    s = BY_DIR["F"]
+    p = _make("F", "FP16", layout="NHWC", n=1, c=16, k=16, in_size=(6, 6), filter_size=3, pads=1)
+    cfg = s.default_config(p)
+    inv, _ = get_invoker(p, s.id, cfg)
+    xs, ws, ys = p.io_shapes()
+    x = cupy.zeros(int(np.prod(xs)) + 1, dtype=cupy.float16)[1:].reshape(xs)
+    w = cupy.zeros(ws, dtype=cupy.float16)
+    y = cupy.zeros(ys, dtype=cupy.float16)
+    with pytest.raises(ValueError, match="aligned"):
+        inv(x, w, y, None)
+
+
+# -- CPU checks of the algebra and the thread mappings -------------------------------------------
+ALGEBRA = dict(SHAPES, g3=dict(n=2, c=6, k=9, in_size=(8, 7), filter_size=(3, 2), pads=(2, 1), strides=(3, 2),
+                               dilations=(1, 2), groups=3))
+
+
+@pytest.mark.parametrize("shape", sorted(ALGEBRA))
+def test_igemm_emulated_algebra(shape):
+    from miofind.reference import conv_reference
+    from miofind.solvers.igemm_emulate import emulate
+
+    kw = ALGEBRA[shape]
+    nd = len(kw["in_size"])
+    lays = ("NCDHW", "NDHWC") if nd == 3 else ("NCHW", "NHWC")
+    rng = np.random.default_rng(0)
+    for (lx, lw, ly), d, dt in itertools.product(itertools.product(lays, repeat=3), "FBW", ("FP32", "FP16")):
+        p = ProblemDescription.make(d, layout=lx, w_layout=lw, out_layout=ly, dtype=dt, **kw)
+        sa, sb, _ = p.io_shapes()
+        a, b = rng.uniform(-1, 1, sa), rng.uniform(-1, 1, sb)
+        ref = conv_reference(p, a, b)
+        got = emulate(p, a, b)
+        assert np.allclose(got, ref, rtol=1e-12, atol=1e-12), (p.key(), np.abs(got - ref).max())
+
+
+@pytest.mark.parametrize("d", "FBW")
+def test_igemm_thread_mappings(d):
+    from miofind.solvers.igemm_emulate import check_tiles
+
+    for (dt, mode), lay in itertools.product(MODES, ("NCHW", "NHWC")):
+        p = _make(d, dt, mode, layout=lay, **MULTI)
+        for cfg in BY_DIR[d].config_space(p):
+            check_tiles(p, cfg)
