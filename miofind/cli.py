@@ -83,8 +83,9 @@ def find(mode, sort_by, workspace_limit, solver_ids, no_verify, explain, db_url,
         for p in problems:
             _print_applicability(p)
     dev = _device()
-    from .api import find_solutions
+    from .api import find_solutions, warm_up
 
+    warm_up()
     out = []
     for p in problems:
         try:
