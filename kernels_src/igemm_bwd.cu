@@ -130,6 +130,7 @@ struct Epi  // dx
     }
     __device__ __forceinline__ index_t col(index_t c) const { return c * XS_C; }
     __device__ __forceinline__ void put(index_t off, float v) const { store_acc(dx + off, v); }
+    __device__ __forceinline__ void put_raw(index_t off, data_t v) const { dx[off] = v; }
 };
 
 extern "C" __global__ void __launch_bounds__(NT)

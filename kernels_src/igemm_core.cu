@@ -67,6 +67,12 @@
 #ifndef IS_BF16
 #define IS_BF16 0
 #endif
+#ifndef EPI_SMEM
+#define EPI_SMEM 0     // 1: stage the output tile in shared memory and store it coalesced
+#endif
+#ifndef C_MCONTIG
+#define C_MCONTIG 0    // the output is contiguous along GEMM rows m (else along n)
+#endif
 
 #if MATH == 0
 #define NT ((BM / TM) * (BN / TN))
@@ -197,6 +203,18 @@ using SA = Smem<BM, A_KC>;
 using SB = Smem<BN, B_KC>;
 #define SMEM_STAGE_ELEMS (SA::STAGE + SB::STAGE)
 
+// Staged epilogue: the block's output tile, converted to data_t, in shared memory as
+// [n][BM + CPAD] (output contiguous along m) or [m][BN + CPAD], then the row and column output
+// offsets (BM + BN index_t); each thread then stores consecutive elements of the contiguous axis.
+struct CTile
+{
+    static constexpr int CPAD = sizeof(data_t) == 4 ? 1 : 2;
+    static constexpr int LD = C_MCONTIG ? BM + CPAD : BN + CPAD;
+    static constexpr int ELEMS = (C_MCONTIG ? BN : BM) * LD;
+    static constexpr int OFFS = (ELEMS * (int)sizeof(data_t) + 15) / 16 * 16;  // byte offset of the offsets
+    static __device__ __forceinline__ int at(int m, int n) { return C_MCONTIG ? n * LD + m : m * LD + n; }
+};
+
 #if MATH == 0
 // ---------------------------------------------------------------------------------------------
 // FP32 FFMA: thread (ty, tx) owns rows {h * BM/(TM/4) + 4*ty + i} and cols {h * BN/(TN/4) + 4*tx + j}
@@ -268,6 +286,16 @@ struct Math
             for(int j = 0; j < TN; ++j)
                 if(cok[j]) epi.put(ro + co[j], acc[i][j]);
         }
+    }
+
+    static __device__ __forceinline__ void stage(ACC_DECL, data_t* cs)
+    {
+        const int tx = threadIdx.x % NTX, ty = threadIdx.x / NTX;
+#pragma unroll
+        for(int i = 0; i < TM; ++i)
+#pragma unroll
+            for(int j = 0; j < TN; ++j)
+                store_acc(cs + CTile::at((i / 4) * CWM + 4 * ty + (i % 4), (j / 4) * CWN + 4 * tx + (j % 4)), acc[i][j]);
     }
 };
 
@@ -441,6 +469,21 @@ struct Math
                         if(cok[ni][e]) epi.put(ro + co[ni][e], acc[mi][ni][2 * h + e]);
             }
     }
+
+    static __device__ __forceinline__ void stage(ACC_DECL, data_t* cs)
+    {
+        const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+        const int wm0 = (warp % WARPS_M) * WM, wn0 = (warp / WARPS_M) * WN;
+        const int g = lane / 4, t = lane % 4;
+#pragma unroll
+        for(int mi = 0; mi < MI; ++mi)
+#pragma unroll
+            for(int ni = 0; ni < NI; ++ni)
+#pragma unroll
+                for(int e = 0; e < 4; ++e)
+                    store_acc(cs + CTile::at(wm0 + mi * 16 + g + 8 * (e / 2), wn0 + ni * 8 + 2 * t + (e % 2)),
+                              acc[mi][ni][e]);
+    }
 };
 #endif
 
@@ -494,5 +537,25 @@ __device__ __forceinline__ void igemm_block(const data_t* __restrict__ A, const 
         wr = wr == STAGES - 1 ? 0 : wr + 1;
     }
     cp_async_wait<0>();
+#if EPI_SMEM
+    __syncthreads();  // every warp is done with the pipeline buffers
+    data_t* cs = reinterpret_cast<data_t*>(smem_raw);
+    index_t* roff = reinterpret_cast<index_t*>(smem_raw + CTile::OFFS);
+    index_t* coff = roff + BM;
+    for(int i = threadIdx.x; i < BM; i += NT)
+        roff[i] = m0 + i < GEMM_M ? epi.row(m0 + i) : (index_t)-1;
+    for(int j = threadIdx.x; j < BN; j += NT)
+        coff[j] = n0 + j < GEMM_N ? epi.col(n0 + j) : (index_t)-1;
+    Math::stage(acc, cs);
+    __syncthreads();
+#pragma unroll 4
+    for(int e = threadIdx.x; e < BM * BN; e += NT)
+    {
+        const int i = C_MCONTIG ? e % BM : e / BN, j = C_MCONTIG ? e / BM : e % BN;
+        const index_t ro = roff[i], co = coff[j];
+        if(ro >= 0 && co >= 0) epi.put_raw(ro + co, cs[CTile::at(i, j)]);
+    }
+#else
     Math::epilogue(acc, epi, m0, n0);
+#endif
 }

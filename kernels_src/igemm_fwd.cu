@@ -121,6 +121,7 @@ struct Epi  // y
     }
     __device__ __forceinline__ index_t col(index_t k) const { return k * YS_C; }
     __device__ __forceinline__ void put(index_t off, float v) const { store_acc(y + off, v); }
+    __device__ __forceinline__ void put_raw(index_t off, data_t v) const { y[off] = v; }
 };
 
 extern "C" __global__ void __launch_bounds__(NT)

@@ -7,8 +7,10 @@ per problem, as MIOpen's implicit-GEMM solvers); the tile shape is the tunable c
 
 Math by problem: FP32 strict runs FFMA on the CUDA cores (config keys BM BN BK TM TN STAGES:
 thread tile TM x TN); FP16/BF16 run mma.sync m16n8k16 with FP32 accumulation and FP32 math="tf32"
-runs mma.sync m16n8k8 TF32 (keys BM BN BK WM WN STAGES: warp tile WM x WN). Backward weights adds
-SPLITK, the number of reduction chunks (partials in the workspace, then a fixed-order reduce).
+runs mma.sync m16n8k8 TF32 (keys BM BN BK WM WN STAGES XPOSE: warp tile WM x WN). Backward weights
+adds SPLITK, the number of reduction chunks (FP32 partials in the workspace, then a fixed-order
+reduce). XPOSE = 1 first copies channels-first inputs (and KCYX weights) to channels-last
+copies in the workspace (igemm_xpose.cu), so that tensor-core loads move 16 bytes along channels.
 
 Operand plan: a GEMM operand is contiguous in memory along kk or along its rows; a "run" is the
 length over which consecutive elements are contiguous, aligned and valid or invalid together, so
@@ -18,24 +20,31 @@ most; FFMA scatters kk-contiguous operands into k-outer shared memory one elemen
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
+
+import numpy as np
 
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES, needs_int64
 
 CORE = "igemm_core.cu"
+XPOSE_SRC = "igemm_xpose.cu"
 LAYOUTS = ("NCHW", "NHWC", "NCDHW", "NDHWC")
-CHANNELS_LAST = ("NHWC", "NDHWC")
+CHANNELS_LAST = {"NCHW": "NHWC", "NCDHW": "NDHWC"}
 SMEM_LIMIT = 227 * 1024          # opt-in dynamic shared memory per block on sm_90
 SMEM_STATIC = 48 * 1024          # above this the factory raises the kernel's dynamic limit
 INT32_MAX = 2**31 - 1
 GRID_YZ = 65535
-SM_COUNT = 132                   # H100 SXM; only steers the default split of backward weights
+SM_COUNT = 132                   # H100 SXM; steers default tiles and the split of backward weights
+ALIGN = 256                      # workspace sub-buffer alignment
+RED_BLOCK = 256
+MAX_SPLITK = 256
 ESIZE = {"FP32": 4, "FP16": 2, "BF16": 2}
 FFMA_KEYS = ("BM", "BN", "BK", "TM", "TN", "STAGES")
-MMA_KEYS = ("BM", "BN", "BK", "WM", "WN", "STAGES")
+MMA_KEYS = ("BM", "BN", "BK", "WM", "WN", "STAGES", "XPOSE")
 
 
 def math_kind(p: ProblemDescription) -> int:
@@ -52,13 +61,17 @@ def dims3(p: ProblemDescription):
             f(p.dilations, 1))
 
 
+def is_cl(layout: str) -> bool:
+    return layout in ("NHWC", "NDHWC")
+
+
 def strides5(shape, layout) -> tuple[int, int, int, int, int]:
     """(n, c, d, h, w) element strides of a dense tensor; 2D has a d stride of 0."""
     nd = len(shape) - 2
     contig = [1] * len(shape)
     for i in range(len(shape) - 2, -1, -1):
         contig[i] = contig[i + 1] * shape[i + 1]
-    if layout in CHANNELS_LAST:
+    if is_cl(layout):
         sn, sc, sp = contig[0], contig[-1], contig[1:-1]
     else:
         sn, sc, sp = contig[0], contig[1], contig[2:]
@@ -77,21 +90,69 @@ def vec_for(run: int, vmax: int) -> int:
     return v
 
 
-class Plan:
-    """The GEMM of one group for a direction, and how each operand is laid out in memory."""
+def _align(nbytes: int) -> int:
+    return ceil_div(nbytes, ALIGN) * ALIGN
 
-    def __init__(self, p: ProblemDescription):
+
+@dataclasses.dataclass(frozen=True)
+class Xpose:
+    """One channels-first -> channels-last copy: input 'a' or 'b' as [batch][rows][cols]."""
+
+    operand: str
+    batch: int
+    rows: int
+    cols: int
+
+    @property
+    def elems(self) -> int:
+        return self.batch * self.rows * self.cols
+
+
+def xposes_for(p: ProblemDescription) -> tuple[tuple[Xpose, ...], tuple[str, str, str]]:
+    """The copies XPOSE = 1 makes and the layouts (x, w, y) the kernel then sees."""
+    d = p.direction
+    lx, lw, ly = p.layouts
+    cpg, kpg, taps = p.c // p.groups, p.k // p.groups, math.prod(p.filter_size)
+    pin, pout = math.prod(p.in_size), math.prod(p.out_size)
+    out = []
+    w_copy = not is_cl(lw) and cpg > 1 and taps > 1   # otherwise KCYX and KYXC coincide
+    if d == "F":
+        if not is_cl(lx):
+            out.append(Xpose("a", p.n, p.c, pin)); lx = CHANNELS_LAST[lx]
+        if w_copy:
+            out.append(Xpose("b", p.k, cpg, taps)); lw = CHANNELS_LAST[lw]
+    elif d == "B":
+        if not is_cl(ly):
+            out.append(Xpose("a", p.n, p.k, pout)); ly = CHANNELS_LAST[ly]
+        if w_copy:
+            out.append(Xpose("b", p.k, cpg, taps)); lw = CHANNELS_LAST[lw]
+    else:
+        vmax = 16 // ESIZE.get(p.dtype, 4)
+        if not is_cl(ly) and pout % vmax:
+            out.append(Xpose("a", p.n, p.k, pout)); ly = CHANNELS_LAST[ly]
+        if not is_cl(lx):
+            out.append(Xpose("b", p.n, p.c, pin)); lx = CHANNELS_LAST[lx]
+    return tuple(out), (lx, lw, ly)
+
+
+class Plan:
+    """The GEMM of one group for a direction, and how each operand is laid out in memory.
+
+    ``p`` is the problem (forward view, as_conv); ``pi`` the problem the kernel is built for:
+    the same, or with the inputs' layouts channels-last when ``xpose`` copies them first.
+    """
+
+    def __init__(self, p: ProblemDescription, xpose: int = 0):
         self.p = p
+        self.xposes, lays = xposes_for(p) if xpose else ((), p.layouts)
+        self.pi = pi = dataclasses.replace(p, layouts=lays) if xpose else p
         d = p.direction
         g = p.groups
         cpg, kpg = p.c // g, p.k // g
         taps = math.prod(p.filter_size)
-        _, osz, _, _, _, _ = dims3(p)
-        isz = dims3(p)[0]
+        isz, osz = dims3(p)[:2]
         npix_o = p.n * math.prod(osz)
-        x_cl = p.layouts[0] in CHANNELS_LAST
-        w_cl = p.layouts[1] in CHANNELS_LAST
-        y_cl = p.layouts[2] in CHANNELS_LAST
+        x_cl, w_cl, y_cl = (is_cl(v) for v in pi.layouts)
         pw = pointwise(p)
         if d == "F":
             self.m, self.n, self.k = npix_o, kpg, cpg * taps
@@ -120,6 +181,14 @@ class Plan:
                 self.b_kc, self.b_run = True, (math.prod(isz) if pw else 1)
         self.math = math_kind(p)
         self.esize = ESIZE[p.dtype]
+        # F and B stage the output tile in shared memory; dx/y are contiguous along GEMM rows
+        # (pixels) when channels-first. W writes its small dw (or FP32 partials) directly.
+        self.epi_smem = d in "FB"
+        self.c_mcontig = d in "FB" and not (y_cl if d == "F" else x_cl)
+
+    @classmethod
+    def of(cls, p: ProblemDescription, cfg) -> "Plan":
+        return cls(p, cfg.get("XPOSE", 0) if cfg else 0)
 
     def vecs(self, cfg) -> tuple[int, int]:
         """(A_VEC, B_VEC) for a config: the widest legal unit (16 bytes at most)."""
@@ -135,6 +204,10 @@ class Plan:
                 v //= 2
             out.append(v)
         return tuple(out)
+
+    def reg_path(self, cfg) -> bool:
+        """Whether a 16-bit operand loads single elements (no cp.async: register staging)."""
+        return self.esize == 2 and 1 in self.vecs(cfg)
 
 
 def nthreads(math_: int, cfg) -> int:
@@ -161,9 +234,18 @@ def stage_elems(math_: int, rows: int, bk: int, kc: bool) -> int:
     return bk * (rows + pad) if kouter else rows * (bk + pad)
 
 
+def epilogue_bytes(plan: Plan, cfg) -> int:
+    """The staged epilogue (F, B): the output tile plus BM + BN offsets (igemm_core.cu's CTile)."""
+    if not plan.epi_smem:
+        return 0
+    ld = (cfg["BM"] if plan.c_mcontig else cfg["BN"]) + (1 if plan.esize == 4 else 2)
+    tile = ((cfg["BN"] if plan.c_mcontig else cfg["BM"]) * ld * plan.esize + 15) // 16 * 16
+    return tile + (cfg["BM"] + cfg["BN"]) * (8 if needs_int64(plan.p) else 4)
+
+
 def smem_bytes(plan: Plan, cfg) -> int:
     per = stage_elems(plan.math, cfg["BM"], cfg["BK"], plan.a_kc) + stage_elems(plan.math, cfg["BN"], cfg["BK"], plan.b_kc)
-    return cfg["STAGES"] * per * plan.esize
+    return max(cfg["STAGES"] * per * plan.esize, epilogue_bytes(plan, cfg))
 
 
 def tile_ok(plan: Plan, cfg) -> bool:
@@ -180,6 +262,10 @@ def tile_ok(plan: Plan, cfg) -> bool:
             return False
         if bk % (16 if m == 1 else 8) or bk not in (16, 32, 64):
             return False
+        if cfg["XPOSE"] not in (0, 1) or (cfg["XPOSE"] and not xpose_ok(plan)):
+            return False
+    if bm & (bm - 1) or bn & (bn - 1):
+        return False
     nt = nthreads(m, cfg)
     if nt % 32 or not 32 <= nt <= 512:
         return False
@@ -189,6 +275,42 @@ def tile_ok(plan: Plan, cfg) -> bool:
     if not (_loader_ok(nt, bm, bk, plan.a_kc, av) and _loader_ok(nt, bn, bk, plan.b_kc, bv)):
         return False
     return smem_bytes(plan, cfg) <= SMEM_LIMIT
+
+
+def _loader_regs(plan: Plan, nt: int, rows: int, bk: int, kc: bool, vec: int, gather: bool) -> int:
+    """Registers a Loader holds: per-row gather state (offset + positions, or offset + flag) and,
+    on the 16-bit register path, one register per staged element."""
+    if kc:
+        nr, nk = ceil_div(rows, nt // (bk // vec)), 1
+    else:
+        ul = rows // vec
+        tr = min(ul, max(32, nt // bk))
+        nr, nk = ul // tr, ceil_div(bk, nt // tr)
+    wide = 2 if needs_int64(plan.p) else 1
+    per_row = (wide + plan.p.spatial_dims) if gather else (wide + 1)
+    return nr * per_row + (nr * nk if vec * plan.esize < 4 else 0)
+
+
+def reg_estimate(plan: Plan, cfg) -> int:
+    """A rough per-thread register count (accumulators, fragments, loader state, ~32 of the rest),
+    used to keep configurations that would spill out of the tuning space."""
+    nt = nthreads(plan.math, cfg)
+    if plan.math == 0:
+        core = cfg["TM"] * cfg["TN"] + cfg["TM"] + cfg["TN"]
+    else:
+        mi, ni = cfg["WM"] // 16, cfg["WN"] // 8
+        core = mi * ni * 4 + (mi * 4 + ni * 2) * (2 if plan.math == 2 else 1)  # TF32: FP32 loads + converted
+    d = plan.p.direction
+    a_gather, b_gather = d in "FB", d == "W"   # which operand carries per-row pixel positions
+    av, bv = plan.vecs(cfg)
+    return (core + 32 + _loader_regs(plan, nt, cfg["BM"], cfg["BK"], plan.a_kc, av, a_gather)
+            + _loader_regs(plan, nt, cfg["BN"], cfg["BK"], plan.b_kc, bv, b_gather))
+
+
+def xpose_ok(plan: Plan) -> bool:
+    """XPOSE needs something to copy and the copies' grids within limits."""
+    return bool(plan.xposes) and all(t.batch <= GRID_YZ and ceil_div(t.rows, 32) <= GRID_YZ
+                                     and ceil_div(t.cols, 32) <= INT32_MAX for t in plan.xposes)
 
 
 def _pow2_ceil(v: int, lo: int, hi: int) -> int:
@@ -210,49 +332,74 @@ def fit_threads(math_: int, cfg: dict) -> dict:
     return cfg
 
 
-def default_tile(plan: Plan) -> dict:
+def default_xpose(p: ProblemDescription, cfg: dict) -> int:
+    """Copy to channels-last when a 16-bit operand would otherwise load single elements and the
+    copy fixes it (FP16/BF16 only: TF32 loads 4-byte elements with cp.async either way)."""
+    if math_kind(p) != 1:
+        return 0
+    plain, copied = Plan(p, 0), Plan(p, 1)
+    if not xpose_ok(copied):
+        return 0
+    c1 = dict(cfg, XPOSE=1)
+    return int(plain.reg_path(dict(cfg, XPOSE=0)) and not copied.reg_path(c1) and tile_ok(copied, c1))
+
+
+def default_tile(p: ProblemDescription) -> dict:
     """A tile for the GEMM's shape: BN from N, BM shrunk while the grid is short of SMs."""
+    plan = Plan(p)
     bn = _pow2_ceil(plan.n, 16, 128)
     bm = 128 if plan.m >= 128 else _pow2_ceil(plan.m, 32, 128)
     # a short grid wastes SMs: halve BM while there are fewer than ~2 blocks per SM
-    while bm > 32 and ceil_div(plan.m, bm) * ceil_div(plan.n, bn) * plan.p.groups < 2 * SM_COUNT:
+    while bm > 32 and ceil_div(plan.m, bm) * ceil_div(plan.n, bn) * p.groups < 2 * SM_COUNT:
         bm //= 2
-    cfg = {"BM": bm, "BN": bn, "BK": 8 if plan.math == 0 else (32 if plan.math == 1 else 16), "STAGES": 3}
-    return fit_threads(plan.math, cfg)
+    cfg = fit_threads(plan.math, {"BM": bm, "BN": bn, "BK": 8 if plan.math == 0 else (32 if plan.math == 1 else 16),
+                                  "STAGES": 3})
+    if plan.math:
+        cfg["XPOSE"] = default_xpose(p, cfg)
+    return cfg
 
 
-def config_keys(plan: Plan) -> tuple:
-    keys = FFMA_KEYS if plan.math == 0 else MMA_KEYS
-    return keys + (("SPLITK",) if plan.p.direction == "W" else ())
+def config_keys(p: ProblemDescription) -> tuple:
+    keys = FFMA_KEYS if math_kind(p) == 0 else MMA_KEYS
+    return keys + (("SPLITK",) if p.direction == "W" else ())
 
 
-def space(plan: Plan):
-    """A tuning space of tile shapes (the validity check prunes it per problem)."""
+# Curated tuning spaces: block tile with its thread (FFMA) or warp (mma) tile, then (BK, STAGES).
+FFMA_TILES = ((128, 128, 8, 8), (128, 64, 8, 8), (64, 128, 8, 8), (256, 64, 8, 8), (64, 256, 8, 8),
+              (64, 64, 8, 8), (64, 64, 4, 8), (128, 32, 8, 4), (32, 128, 4, 8), (256, 32, 8, 4),
+              (64, 32, 4, 4), (32, 64, 4, 4), (32, 32, 4, 4), (128, 16, 8, 4), (256, 16, 8, 4), (64, 16, 4, 4))
+FFMA_STEPS = ((8, 3), (8, 4), (16, 2), (16, 3))
+MMA_TILES = ((128, 128, 64, 32), (128, 128, 64, 64), (256, 128, 64, 64), (128, 256, 64, 64), (128, 64, 64, 32),
+             (64, 128, 32, 64), (64, 64, 32, 32), (128, 32, 32, 32), (32, 128, 32, 32), (64, 32, 32, 16),
+             (128, 16, 32, 16), (64, 16, 32, 16), (32, 32, 32, 16))
+MMA_STEPS = {1: ((32, 3), (32, 4), (64, 3)), 2: ((16, 3), (16, 4), (32, 3))}
+
+
+def space(p: ProblemDescription):
+    """The tuning space: curated tiles, without tiles far larger than the GEMM, pruned by validity."""
+    plan = Plan(p)
     if plan.math == 0:
-        grid = {"BM": (32, 64, 128, 256), "BN": (16, 32, 64, 128), "BK": (8, 16), "TM": (4, 8), "TN": (4, 8),
-                "STAGES": (2, 3, 4)}
+        tiles, steps, names, xps = FFMA_TILES, FFMA_STEPS, ("BM", "BN", "TM", "TN"), (None,)
     else:
-        grid = {"BM": (32, 64, 128, 256), "BN": (16, 32, 64, 128, 256), "BK": (32, 64) if plan.math == 1 else (16, 32),
-                "WM": (32, 64), "WN": (16, 32, 64), "STAGES": (3, 4)}
-    for vals in itertools.product(*grid.values()):
-        cfg = dict(zip(grid, vals))
-        nt = nthreads(plan.math, cfg) if (cfg["BM"] % cfg.get("TM", cfg.get("WM")) == 0
-                                           and cfg["BN"] % cfg.get("TN", cfg.get("WN")) == 0) else 0
-        if nt < 64 or nt > 256:
-            continue
-        # tiles far larger than the GEMM only add idle threads
+        tiles, steps, names = MMA_TILES, MMA_STEPS[plan.math], ("BM", "BN", "WM", "WN")
+        xps = (0, 1) if xpose_ok(Plan(p, 1)) else (0,)
+    for tile, (bk, stages), xp in itertools.product(tiles, steps, xps):
+        cfg = dict(zip(names, tile), BK=bk, STAGES=stages)
+        if xp is not None:
+            cfg["XPOSE"] = xp
         if cfg["BN"] > max(16, 2 * _pow2_ceil(plan.n, 16, 256)) or cfg["BM"] > max(32, 2 * _pow2_ceil(plan.m, 32, 256)):
             continue
-        if tile_ok(plan, cfg):
+        pc = Plan.of(p, cfg)
+        if tile_ok(pc, cfg) and reg_estimate(pc, cfg) <= (224 if plan.math == 2 else 240):
             yield cfg
 
 
 def macros(plan: Plan, cfg) -> dict:
-    p = plan.p
+    p, pi = plan.p, plan.pi
     isz, osz, fsz, pads, strides, dils = dims3(p)
-    xs = strides5(p.x_shape, p.layouts[0])
-    ws = strides5(p.w_shape, p.layouts[1])
-    ys = strides5(p.y_shape, p.layouts[2])
+    xs = strides5(pi.x_shape, pi.layouts[0])
+    ws = strides5(pi.w_shape, pi.layouts[1])
+    ys = strides5(pi.y_shape, pi.layouts[2])
     av, bv = plan.vecs(cfg)
     out = {
         "DATA_T": CUDA_TYPES[p.dtype], "INDEX_T": "long long" if needs_int64(p) else "int",
@@ -267,10 +414,55 @@ def macros(plan: Plan, cfg) -> dict:
         "YS_N": ys[0], "YS_C": ys[1], "YS_D": ys[2], "YS_H": ys[3], "YS_W": ys[4],
         "KK_CLAST": int(plan.kk_clast), "W_MATCH": int(plan.w_match),
         "A_KC": int(plan.a_kc), "A_VEC": av, "B_KC": int(plan.b_kc), "B_VEC": bv,
+        "EPI_SMEM": int(plan.epi_smem), "C_MCONTIG": int(plan.c_mcontig),
     }
-    for key in FFMA_KEYS if plan.math == 0 else MMA_KEYS:
+    for key in FFMA_KEYS if plan.math == 0 else MMA_KEYS[:-1]:
         out[key] = cfg[key]
     return out
+
+
+def check_alignment(sid: str, align, a, b) -> None:
+    """Vector loads of VEC elements need the tensors' base addresses aligned to VEC elements
+    (CuPy allocations are 256-byte aligned; a view into another tensor may not be)."""
+    for name, arr, al in (("first input", a, align[0]), ("second input", b, align[1])):
+        if al > 1 and arr.data.ptr % al:
+            raise ValueError(f"{sid}: {name} at address {arr.data.ptr:#x} is not {al}-byte aligned, "
+                             f"as this solution's vector loads need")
+
+
+def split_geometry(plan: Plan, cfg) -> tuple[int, int]:
+    """Backward weights: (effective number of chunks, chunk length); chunks are whole BK tiles,
+    none empty. Other directions: (1, 0)."""
+    if plan.p.direction != "W":
+        return 1, 0
+    bk = cfg["BK"]
+    ktiles = ceil_div(plan.k, bk)
+    per = ceil_div(ktiles, max(1, min(cfg["SPLITK"], ktiles)))
+    return ceil_div(ktiles, per), per * bk
+
+
+def default_split(plan: Plan, cfg) -> int:
+    """Split the reduction until about two blocks per SM, each chunk at least 8 K tiles."""
+    g = plan.p.groups
+    tiles = ceil_div(plan.m, cfg["BM"]) * ceil_div(plan.n, cfg["BN"]) * g
+    ktiles = ceil_div(plan.k, cfg["BK"])
+    split = max(1, min(ceil_div(2 * SM_COUNT, tiles), ktiles // 8, MAX_SPLITK, GRID_YZ // g))
+    while split > 1 and split * plan.p.k * plan.n >= INT32_MAX:
+        split //= 2
+    return split
+
+
+def workspace_layout(plan: Plan, cfg) -> tuple[list[int], int, int]:
+    """(byte offsets of the channels-last copies, byte offset of the split-K partials, total)."""
+    offs, total = [], 0
+    for t in plan.xposes:
+        offs.append(total)
+        total += _align(t.elems * plan.esize)
+    eff, _ = split_geometry(plan, cfg)
+    part = total
+    if eff > 1:
+        total += _align(4 * eff * plan.p.k * plan.n)
+    return offs, part, total
 
 
 class IgemmBase(Solver):
@@ -283,7 +475,7 @@ class IgemmBase(Solver):
 
     @property
     def kernel_files(self):
-        return (self.source, CORE)
+        return (self.source, CORE, XPOSE_SRC)
 
     # -- applicability ------------------------------------------------------------------------
     def applicability(self, problem: ProblemDescription):
@@ -314,44 +506,77 @@ class IgemmBase(Solver):
 
     # -- configs ------------------------------------------------------------------------------
     def default_config(self, problem: ProblemDescription) -> dict:
-        return default_tile(Plan(problem.as_conv()))
+        return default_tile(problem.as_conv())
 
     def config_space(self, problem: ProblemDescription):
-        yield from space(Plan(problem.as_conv()))
+        yield from space(problem.as_conv())
 
     def is_valid_config(self, problem: ProblemDescription, config) -> bool:
-        plan = Plan(problem.as_conv())
-        if not isinstance(config, dict) or set(config) != set(config_keys(plan)):
+        p = problem.as_conv()
+        if not isinstance(config, dict) or set(config) != set(config_keys(p)):
             return False
-        if any(not isinstance(v, int) or isinstance(v, bool) or v < 1 for v in config.values()):
+        if any(not isinstance(v, int) or isinstance(v, bool) or v < 0 for v in config.values()):
             return False
-        return tile_ok(plan, config)
+        return tile_ok(Plan.of(p, config), config)
 
     def _check(self, problem, config) -> tuple[ProblemDescription, Plan, dict]:
         p = problem.as_conv()
-        plan = Plan(p)
         cfg = dict(config) if config else self.default_config(p)
         if not self.is_valid_config(p, cfg):
             raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
-        return p, plan, cfg
+        return p, Plan.of(p, cfg), cfg
+
+    def workspace_bytes(self, problem: ProblemDescription, config=None) -> int:
+        p = problem.as_conv()
+        cfg = dict(config) if config else self.default_config(p)
+        return workspace_layout(Plan.of(p, cfg), cfg)[2]
 
     # -- solution ------------------------------------------------------------------------------
     def get_solution(self, problem: ProblemDescription, config=None) -> ConvSolution:
         p, plan, cfg = self._check(problem, config)
+        eff, kchunk = split_geometry(plan, cfg)
         mac = macros(plan, cfg)
+        if p.direction == "W":
+            mac.update(SPLITK=eff, KCHUNK=kchunk, RED_BLOCK=RED_BLOCK)
+        mac = tuple((k, str(v)) for k, v in mac.items())
         nt = nthreads(plan.math, cfg)
         smem = smem_bytes(plan, cfg)
-        grid = (ceil_div(plan.m, cfg["BM"]), ceil_div(plan.n, cfg["BN"]), p.groups)
-        kinfo = KernelInfo(self.source, self.kernel_name, grid, (nt, 1, 1),
-                           macros=tuple((k, str(v)) for k, v in mac.items()), shared_bytes=smem)
+        offs, part_off, ws_total = workspace_layout(plan, cfg)
 
-        def factory(kernels):
-            (kern,) = kernels
+        kernels = [KernelInfo(XPOSE_SRC, "igemm_xpose", (ceil_div(t.cols, 32), ceil_div(t.rows, 32), t.batch),
+                              (256, 1, 1), macros=(("DATA_T", CUDA_TYPES[p.dtype]),)) for t in plan.xposes]
+        grid = (ceil_div(plan.m, cfg["BM"]), ceil_div(plan.n, cfg["BN"]), p.groups * eff)
+        kernels.append(KernelInfo(self.source, self.kernel_name, grid, (nt, 1, 1), macros=mac, shared_bytes=smem))
+        if eff > 1:
+            kernels.append(KernelInfo(self.source, "igemm_wrw_reduce", (ceil_div(p.k * plan.n, RED_BLOCK), 1, 1),
+                                      (RED_BLOCK, 1, 1), macros=mac))
+        launch = [(k.grid, k.block) for k in kernels]
+        nx = len(plan.xposes)
+        xps = [(t.operand, np.int32(t.rows), np.int32(t.cols), off) for t, off in zip(plan.xposes, offs)]
+        copied = {t.operand for t in plan.xposes}
+        av, bv = plan.vecs(cfg)
+        align = (1 if "a" in copied else av * plan.esize, 1 if "b" in copied else bv * plan.esize)
+        wrw = p.direction == "W"
+        sid = self.id
+
+        def factory(kerns):
+            main = kerns[nx]
             if smem > SMEM_STATIC:
-                kern.max_dynamic_shared_size_bytes = smem
+                main.max_dynamic_shared_size_bytes = smem
 
             def invoker(a, b, out, workspace=None):
-                kern(kinfo.grid, kinfo.block, (a, b, out), shared_mem=smem)
+                check_alignment(sid, align, a, b)
+                ins = {"a": a, "b": b}
+                for i, (op, rows, cols, off) in enumerate(xps):
+                    buf = workspace[off:]
+                    kerns[i](launch[i][0], launch[i][1], (ins[op], buf, rows, cols))
+                    ins[op] = buf
+                args = (ins["a"], ins["b"], out)
+                if wrw:
+                    args += (workspace[part_off:] if eff > 1 else out,)
+                main(launch[nx][0], launch[nx][1], args, shared_mem=smem)
+                if eff > 1:
+                    kerns[nx + 1](launch[nx + 1][0], launch[nx + 1][1], (workspace[part_off:], out))
             return invoker
 
-        return ConvSolution(self.id, [kinfo], 0, factory, cfg)
+        return ConvSolution(self.id, kernels, ws_total, factory, cfg)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .igemm_base import Plan, macros, nthreads, stage_elems
+from .igemm_base import Plan, macros, nthreads, split_geometry, stage_elems
 
 BIG = 1 << 29
 
@@ -58,17 +58,24 @@ def emulate(problem, a: np.ndarray, b: np.ndarray, config=None) -> np.ndarray:
     """The kernels' result (float64) for inputs in io_shapes order of ``problem.as_conv()``."""
     from .igemm_fwd import IgemmFwd
     from .igemm_bwd import IgemmBwd
-    from .igemm_wrw import IgemmWrw, split_geometry
+    from .igemm_wrw import IgemmWrw
 
     p = problem.as_conv()
-    plan = Plan(p)
     solver = {"F": IgemmFwd, "B": IgemmBwd, "W": IgemmWrw}[p.direction]()
     cfg = dict(config) if config else solver.default_config(p)
+    plan = Plan.of(p, cfg)
     m = macros(plan, cfg)
     G = m["P_G"]
     cpg, kpg = m["P_C"] // G, m["P_K"] // G
     taps = m["P_Z"] * m["P_Y"] * m["P_X"]
     af, bf = np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()
+    for t in plan.xposes:  # igemm_xpose.cu: [batch][rows][cols] -> [batch][cols][rows]
+        src = af if t.operand == "a" else bf
+        cp = np.ascontiguousarray(src.reshape(t.batch, t.rows, t.cols).transpose(0, 2, 1)).ravel()
+        if t.operand == "a":
+            af = cp
+        else:
+            bf = cp
     out_shape = p.io_shapes()[2]
     out = np.full(int(np.prod(out_shape)), np.nan)
     is3d = m["IS3D"]
@@ -162,8 +169,8 @@ def check_tiles(problem, config) -> None:
     """Replay the loaders' and the math's thread mappings of igemm_core.cu; AssertionError if a
     tile element is loaded or produced other than exactly once, or shared-memory slots collide."""
     p = problem.as_conv()
-    plan = Plan(p)
     cfg = dict(config)
+    plan = Plan.of(p, cfg)
     nt = nthreads(plan.math, cfg)
     av, bv = plan.vecs(cfg)
     bk = cfg["BK"]
