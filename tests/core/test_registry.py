@@ -26,8 +26,11 @@ def test_lookup_by_name_and_number():
 
 def test_kernel_sources_exist():
     for s in solvers():
-        for f in getattr(s, "kernel_files", ()):
-            assert "__global__" in kernel_source(f)
+        files = getattr(s, "kernel_files", ())
+        for f in files:
+            assert kernel_source(f)           # headers (.cuh) are listed for the source hash
+        if files:
+            assert any("__global__" in kernel_source(f) for f in files if f.endswith(".cu"))
 
 
 TABLE = [
