@@ -6,8 +6,8 @@ benchmark shape at realistic tiles; transposed problems. Rejected problems carry
 
 import pytest
 
-from gpu_helpers import check_solver
-from shapes import DTYPES, SHAPES, layouts_for
+from gpu_helpers import check_claim, check_solver, claim_cases
+from shapes import SHAPES
 from miofind.problem import ProblemDescription
 from miofind.registry import solvers
 
@@ -39,8 +39,7 @@ FAMILY_SHAPES = {
 }
 ALL_SHAPES = {**SHAPES, **FAMILY_SHAPES}
 
-CASES = [(s, d, name, dt, lay) for s in OURS for d in "FBW" if d in s.directions
-         for name, kw in ALL_SHAPES.items() for dt in DTYPES for lay in layouts_for(kw)]
+CASES, IDS = claim_cases(OURS, ALL_SHAPES)
 
 
 def test_registered():
@@ -48,15 +47,9 @@ def test_registered():
 
 
 @pytest.mark.parametrize("solver,direction,shape,dtype,layout", CASES,
-                         ids=[f"{s.id}-{d}-{n}-{dt}-{lay}" for s, d, n, dt, lay in CASES])
+                         ids=IDS)
 def test_depthwise_solver(solver, direction, shape, dtype, layout):
-    p = ProblemDescription.make(direction, layout=layout, dtype=dtype, **ALL_SHAPES[shape])
-    a = solver.applicability(p)
-    if not a:
-        assert a.reason, f"{solver.id} rejected {p.key()} without a reason"
-        pytest.skip(f"not applicable: {a.reason}")
-    err, tol = check_solver(solver, p, seed=hash((shape, dtype, layout)) & 0xFFFF)
-    assert err <= tol, f"{solver.id} {p.key()}: relative error {err:.3g} > {tol:.1g}"
+    check_claim(solver, direction, shape, ALL_SHAPES[shape], dtype, layout)
 
 
 def _solver(sid):

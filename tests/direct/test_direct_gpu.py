@@ -3,27 +3,20 @@ against the numpy float64 reference with poisoned outputs; rejected problems car
 
 import pytest
 
-from gpu_helpers import check_solver
-from shapes import DTYPES, SHAPES, layouts_for
+from gpu_helpers import check_claim, check_solver, claim_cases
+from shapes import SHAPES
 from miofind.problem import ProblemDescription
 from miofind.registry import solvers
 
 pytestmark = pytest.mark.gpu
 DIRECT = [s for s in solvers() if s.family == "direct"]
-CASES = [(s, d, name, dt, lay) for s in DIRECT for d in "FBW" if d in s.directions
-         for name, kw in SHAPES.items() for dt in DTYPES for lay in layouts_for(kw)]
+CASES, IDS = claim_cases(DIRECT, SHAPES)
 
 
 @pytest.mark.parametrize("solver,direction,shape,dtype,layout", CASES,
-                         ids=[f"{s.id}-{d}-{n}-{dt}-{lay}" for s, d, n, dt, lay in CASES])
+                         ids=IDS)
 def test_direct_solver(solver, direction, shape, dtype, layout):
-    p = ProblemDescription.make(direction, layout=layout, dtype=dtype, **SHAPES[shape])
-    a = solver.applicability(p)
-    if not a:
-        assert a.reason, f"{solver.id} rejected {p.key()} without a reason"
-        pytest.skip(f"not applicable: {a.reason}")
-    err, tol = check_solver(solver, p, seed=hash((shape, dtype, layout)) & 0xFFFF)
-    assert err <= tol, f"{solver.id} {p.key()}: relative error {err:.3g} > {tol:.1g}"
+    check_claim(solver, direction, shape, SHAPES[shape], dtype, layout)
 
 
 @pytest.mark.parametrize("cfg", [{"TILE_W": 8, "TILE_H": 4, "KPT": 4, "CCH": 2},

@@ -6,16 +6,15 @@ transposed problems, a non-default stream, and cuFFT's work area fitting in the 
 
 import pytest
 
-from gpu_helpers import check_solver
-from shapes import DTYPES, SHAPES, layouts_for
+from gpu_helpers import check_claim, check_solver, claim_cases
+from shapes import DTYPES, SHAPES
 from miofind.problem import ProblemDescription
 from miofind.registry import get_solver, solvers
 from miofind.solvers.fft_base import geometry
 
 pytestmark = pytest.mark.gpu
 FFT = [s for s in solvers() if s.family == "fft"]
-CASES = [(s, d, name, dt, lay) for s in FFT for d in "FBW" if d in s.directions
-         for name, kw in SHAPES.items() for dt in DTYPES for lay in layouts_for(kw)]
+CASES, IDS = claim_cases(FFT, SHAPES)
 SOLVER_OF = {"F": "ConvFFTFwd", "B": "ConvFFTBwd"}
 
 
@@ -24,15 +23,9 @@ def test_registered():
 
 
 @pytest.mark.parametrize("solver,direction,shape,dtype,layout", CASES,
-                         ids=[f"{s.id}-{d}-{n}-{dt}-{lay}" for s, d, n, dt, lay in CASES])
+                         ids=IDS)
 def test_fft_solver(solver, direction, shape, dtype, layout):
-    p = ProblemDescription.make(direction, layout=layout, dtype=dtype, **SHAPES[shape])
-    a = solver.applicability(p)
-    if not a:
-        assert a.reason, f"{solver.id} rejected {p.key()} without a reason"
-        pytest.skip(f"not applicable: {a.reason}")
-    err, tol = check_solver(solver, p, seed=hash((shape, dtype, layout)) & 0xFFFF)
-    assert err <= tol, f"{solver.id} {p.key()}: relative error {err:.3g} > {tol:.1g}"
+    check_claim(solver, direction, shape, SHAPES[shape], dtype, layout)
 
 
 def _check(direction, tol=None, config=None, **kw):

@@ -7,27 +7,20 @@ a misaligned workspace, transposed problems, strict FP32 (no TF32) versus TF32, 
 import numpy as np
 import pytest
 
-from gpu_helpers import check_solver
-from shapes import DTYPES, SHAPES, layouts_for
+from gpu_helpers import check_claim, claim_cases
+from shapes import SHAPES, layouts_for
 from miofind.problem import ProblemDescription
 from miofind.registry import solvers
 
 pytestmark = pytest.mark.gpu
 GEMM = [s for s in solvers() if s.family == "gemm"]
-CASES = [(s, d, name, dt, lay) for s in GEMM for d in "FBW" if d in s.directions
-         for name, kw in SHAPES.items() for dt in DTYPES for lay in layouts_for(kw)]
+CASES, IDS = claim_cases(GEMM, SHAPES)
 
 
 @pytest.mark.parametrize("solver,direction,shape,dtype,layout", CASES,
-                         ids=[f"{s.id}-{d}-{n}-{dt}-{lay}" for s, d, n, dt, lay in CASES])
+                         ids=IDS)
 def test_gemm_solver(solver, direction, shape, dtype, layout):
-    p = ProblemDescription.make(direction, layout=layout, dtype=dtype, **SHAPES[shape])
-    a = solver.applicability(p)
-    if not a:
-        assert a.reason, f"{solver.id} rejected {p.key()} without a reason"
-        pytest.skip(f"not applicable: {a.reason}")
-    err, tol = check_solver(solver, p, seed=hash((shape, dtype, layout)) & 0xFFFF)
-    assert err <= tol, f"{solver.id} {p.key()}: relative error {err:.3g} > {tol:.1g}"
+    check_claim(solver, direction, shape, SHAPES[shape], dtype, layout)
 
 
 # -- family checks: solutions built with the test-only get_solution options ----------------------

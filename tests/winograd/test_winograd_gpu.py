@@ -7,8 +7,8 @@ unaligned outputs, a poisoned workspace, and a non-default stream."""
 import numpy as np
 import pytest
 
-from gpu_helpers import check_solver
-from shapes import DTYPES, SHAPES, layouts_for
+from gpu_helpers import check_claim, check_solver, claim_cases
+from shapes import DTYPES, SHAPES
 from miofind.api import Solution, run_solution
 from miofind.problem import ProblemDescription
 from miofind.reference import conv_reference
@@ -34,8 +34,7 @@ EXTRA = {
     "wide_c": dict(n=1, c=40, k=36, in_size=(12, 20), filter_size=3, pads=1, groups=4),
 }
 ALL_SHAPES = {**SHAPES, **EXTRA}
-CASES = [(s, d, name, dt, lay) for s in WINOGRAD for d in "FB" if d in s.directions
-         for name, kw in ALL_SHAPES.items() for dt in DTYPES for lay in layouts_for(kw)]
+CASES, IDS = claim_cases(WINOGRAD, ALL_SHAPES)
 
 
 def _solver(sid):
@@ -47,18 +46,15 @@ def test_all_registered():
 
 
 @pytest.mark.parametrize("solver,direction,shape,dtype,layout", CASES,
-                         ids=[f"{s.id}-{d}-{n}-{dt}-{lay}" for s, d, n, dt, lay in CASES])
+                         ids=IDS)
 def test_winograd_solver(solver, direction, shape, dtype, layout):
-    p = ProblemDescription.make(direction, layout=layout, dtype=dtype, **ALL_SHAPES[shape])
-    a = solver.applicability(p)
-    if not a:
-        assert a.reason, f"{solver.id} rejected {p.key()} without a reason"
-        kw = ALL_SHAPES[shape]
+    kw = ALL_SHAPES[shape]
+
+    def on_reject(p, a):
         assert len(kw["in_size"]) == 3 or kw.get("filter_size") != 3 or kw.get("strides", 1) != 1 \
             or kw.get("dilations", 1) != 1, f"{solver.id} rejected a 3x3 stride-1 problem: {a.reason}"
-        pytest.skip(f"not applicable: {a.reason}")
-    err, tol = check_solver(solver, p, seed=hash((shape, dtype, layout)) & 0xFFFF)
-    assert err <= tol, f"{solver.id} {p.key()}: relative error {err:.3g} > {tol:.1g}"
+
+    check_claim(solver, direction, shape, kw, dtype, layout, on_reject)
 
 
 @pytest.mark.parametrize("sid", IDS)
