@@ -1,15 +1,17 @@
 // Depthwise / small-group direct convolution, backward weights, NCHW: stage 1 of 2.
 //
 // dw[k, i, r, s] = sum over (n, oh, ow) of dy[n, k, oh, ow] * x[n, g*IPG + i, oh*SH - PH + r*DH, ow*SW - PW + s*DW]
-// with g = k / OPG (IPG = C/G, OPG = K/G). Work items are (image, dst tile); block (chunk, group
-// block) takes items chunk, chunk + NCHUNK, ... in that order, stages the x footprint of each
-// tile in shared memory (as direct_depthwise_nchw.cu does, forward algebra) and every thread
-// adds its RPT x VPT outputs' products into OPT x IPT x taps register sums. At the end the block
+// with g = k / OPG (IPG = C/G, OPG = K/G). A channel combination is a slice of OPT dy channels
+// and IPT x channels of a group; a block covers CIB of the NOC*NIC combinations of PPB groups.
+// Work items are (image, dst tile); block (chunk, combination block, group block) takes items
+// chunk, chunk + NCHUNK, ... in that order, stages the x footprint of each tile in shared memory
+// (as direct_depthwise_nchw.cu does, forward algebra) and every thread adds its RPT x VPT
+// outputs' products into OPT x IPT x taps register sums. At the end the block
 // reduces its threads' sums in a fixed order (warp butterflies, then the warps of a channel
 // combination in order) and writes one partial per weight element to
 // part[chunk][(k*IPG + i)*TAPS + tap]; direct_depthwise_wrw_reduce.cu sums the chunks in order.
 // No atomics: the result is bitwise reproducible.
-// Thread order: spatial (cx fastest, then ry; NCX*NRY a multiple of 32), ic, oc, pg.
+// Thread order: spatial (cx fastest, then ry; NCX*NRY a multiple of 32), combination, pg.
 #include "direct_depthwise_common.cuh"
 
 #ifndef OPT
@@ -36,6 +38,9 @@
 #ifndef VEC
 #define VEC 1
 #endif
+#ifndef CIB
+#define CIB ((OPG / OPT) * (IPG / IPT))
+#endif
 
 typedef Axis<0, PH, SH, DH, FY> AY;
 typedef Axis<0, PW, SW, DW, FX> AX;
@@ -44,7 +49,8 @@ typedef Axis<0, PW, SW, DW, FX> AX;
 #define NSP (NCX * NRY)
 #define NOC (OPG / OPT)
 #define NIC (IPG / IPT)
-#define NT (NSP * NIC * NOC * PPB)
+#define NCB (NOC * NIC / CIB)   // combination blocks
+#define NT (NSP * CIB * PPB)
 #define NWARP (NT / 32)
 #define ACC (OPT * IPT * TAPS)
 #define SRC_C (G_ * IPG)
@@ -66,7 +72,7 @@ constexpr int STAGE_N = PPB * IPG * TSR * NCHK;
 constexpr int BATCH = (STAGE_N + NT - 1) / NT < 32 / VEC ? (STAGE_N + NT - 1) / NT : (32 / VEC > 0 ? 32 / VEC : 1);
 constexpr long long ITEMS = (long long)NB * TILES_X * TILES_Y;
 static_assert(NSP % 32 == 0, "NCX*NRY must be a multiple of 32");
-static_assert(OPG % OPT == 0 && IPG % IPT == 0, "OPT/IPT must divide OPG/IPG");
+static_assert(OPG % OPT == 0 && IPG % IPT == 0 && (NOC * NIC) % CIB == 0, "bad channel split");
 static_assert(PITCH >= NCHK * VEC && PITCH % 4 == 0, "bad PITCH");
 static_assert(VEC == 1 || SRC_W % VEC == 0, "VEC must divide SRC_W");
 
@@ -77,14 +83,15 @@ dw_nchw_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, float* 
     __shared__ float red[NWARP][ACC];
 
     const int g0 = (blockIdx.x % GB) * PPB;
-    const int chunk = blockIdx.x / GB;
+    const int cblk = (blockIdx.x / GB) % NCB;
+    const int chunk = blockIdx.x / (GB * NCB);
     const int tid = threadIdx.x;
     const int cx = tid % NCX;
     const int ry = (tid / NCX) % NRY;
-    const int combo = tid / NSP;
+    const int combo = cblk * CIB + (tid / NSP) % CIB;
     const int ic = combo % NIC;
-    const int oc = (combo / NIC) % NOC;
-    const int pg = combo / (NIC * NOC);
+    const int oc = combo / NIC;
+    const int pg = tid / (NSP * CIB);
     const int g = g0 + pg;
 
     float acc[OPT][IPT][TAPS];
@@ -197,13 +204,14 @@ dw_nchw_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, float* 
             }
     __syncthreads();
     // ... then the NSP/32 warps of a combo in order
-    for(int e = tid; e < PPB * NOC * NIC * ACC; e += NT)
+    for(int e = tid; e < PPB * CIB * ACC; e += NT)
     {
         const int a = e % ACC, cb = e / ACC;
         float s = 0.f;
         for(int k = 0; k < NSP / 32; ++k) s += red[cb * (NSP / 32) + k][a];
         const int t = a % TAPS, il = (a / TAPS) % IPT, o = a / (IPT * TAPS);
-        const int eic = cb % NIC, eoc = (cb / NIC) % NOC, epg = cb / (NIC * NOC);
+        const int ecombo = cblk * CIB + cb % CIB, epg = cb / CIB;
+        const int eic = ecombo % NIC, eoc = ecombo / NIC;
         const int eg = g0 + epg;
         if(eg >= G_) continue;
         const int k = eg * OPG + eoc * OPT + o;

@@ -129,6 +129,11 @@ def _vec_width(ps: Pass) -> int:
     return v
 
 
+def _keys_ok(cfg, keys) -> bool:
+    return isinstance(cfg, dict) and set(cfg) == set(keys) and all(
+        isinstance(cfg[k], int) and not isinstance(cfg[k], bool) and cfg[k] > 0 for k in keys)
+
+
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
@@ -157,7 +162,7 @@ def _tail(blocks: int, resident: int) -> float:
 # -- NCHW forward / backward data / weights: shared-memory tiles ----------------------------------
 
 NCHW_KEYS = ("VPT", "RPT", "NCX", "NRY", "PPB", "OPT")
-NCHW_WRW_KEYS = NCHW_KEYS + ("IPT",)
+NCHW_WRW_KEYS = NCHW_KEYS + ("IPT", "CIB")
 
 
 @dataclass(frozen=True)
@@ -191,10 +196,10 @@ def nchw_geom(ps: Pass, cfg, wrw: bool = False) -> NchwGeom:
     tiles = ceil_div(ps.dst_hw[0], th) * ceil_div(ps.dst_hw[1], tw)
     if wrw:
         ipt = cfg["IPT"]
-        threads = NCX * NRY * (ps.opg // OPT) * (ps.ipg // ipt) * PPB
+        threads = NCX * NRY * cfg["CIB"] * PPB
         acc = OPT * ipt * ps.taps
         wsmem = 4 * (threads // 32) * acc
-        regs = acc + OPT * RPT * V + V * cols
+        regs = acc + OPT * RPT * V + 2 * V * cols + 10
         blocks = ps.n * tiles
     else:
         threads = NCX * NRY * (ps.opg // OPT) * PPB
@@ -232,7 +237,7 @@ def nchw_pitch(ps: Pass, cfg, wrw: bool = False) -> int:
             banks: dict[int, set[int]] = {}
             for tid in range(w0, min(w0 + 32, ge.threads)):
                 cx, ry = tid % ncx, (tid // ncx) % nry
-                plane = (tid // (ncx * nry * (ps.opg // cfg["OPT"]) * (ps.ipg // cfg["IPT"] if wrw else 1))) * ps.ipg
+                plane = (tid // (ncx * nry * (cfg["CIB"] if wrw else ps.opg // cfg["OPT"]))) * ps.ipg
                 addr = plane * ge.tsr * pitch + ry * rb * pitch + cx * ps.ax.step
                 banks.setdefault(addr % 32, set()).add(addr)
             cost += max(len(a) for a in banks.values())
@@ -243,17 +248,18 @@ def nchw_pitch(ps: Pass, cfg, wrw: bool = False) -> int:
 
 def nchw_valid(ps: Pass, cfg, wrw: bool = False) -> bool:
     keys = NCHW_WRW_KEYS if wrw else NCHW_KEYS
-    if not isinstance(cfg, dict) or set(cfg) != set(keys) or not all(isinstance(cfg[k], int) and cfg[k] > 0 for k in keys):
+    if not _keys_ok(cfg, keys):
         return False
     V, RPT, NCX, NRY, PPB, OPT = (cfg[k] for k in NCHW_KEYS)
     if ps.opg % OPT or RPT % ps.ay.unit or V > 8 or RPT > 16 or NCX > 64 or NRY > 64 or PPB > 16:
         return False
-    if wrw and (ps.ipg % cfg["IPT"] or (NCX * NRY) % 32 or OPT * cfg["IPT"] * ps.taps > 96 or OPT * RPT * V > 32):
+    if wrw and (ps.ipg % cfg["IPT"] or ((ps.opg // OPT) * (ps.ipg // cfg["IPT"])) % cfg["CIB"] or (NCX * NRY) % 32
+                or OPT * cfg["IPT"] * ps.taps > 96 or OPT * RPT * V > 32):
         return False
     if not wrw and (OPT * RPT * V * ps.ax.unit > 64 or OPT * ps.taps > 64):
         return False
     ge = nchw_geom(ps, cfg, wrw)
-    if not 32 <= ge.threads <= 512 or ge.regs > 168 or V * ge.cols > 64:
+    if not 32 <= ge.threads <= 512 or ge.regs > min(168, 65536 // ge.threads) or V * ge.cols > 64:
         return False
     if nchw_smem(ps, cfg, ge, ceil_div(ge.width, 4) * 4) > SMEM_LIMIT:
         return False
@@ -262,19 +268,26 @@ def nchw_valid(ps: Pass, cfg, wrw: bool = False) -> bool:
 
 
 def nchw_candidates(ps: Pass, wrw: bool = False):
-    """The configuration space: per V, column-thread counts that cover the width in one tile or
-    are powers of two; row and group-per-block counts for 32 to 512 threads."""
-    opts = [d for d in _divisors(ps.opg) if d <= 8]
-    ipts = [d for d in _divisors(ps.ipg) if d <= 8] if wrw else [0]
+    """The configuration space: per VPT, column-thread counts that cover the width in one tile or
+    are powers of two; row and group-per-block counts for 32 to 512 threads; for W, the channel
+    slices per thread (OPT x IPT) and how many of them a block takes (CIB)."""
     units = ceil_div(ps.dst_hw[1], ps.ax.unit)
+    splits = []
+    for OPT in (d for d in _divisors(ps.opg) if d <= 8):
+        if not wrw:
+            splits.append((OPT, 0, 0))
+            continue
+        for IPT in (d for d in _divisors(ps.ipg) if d <= 8):
+            splits += [(OPT, IPT, c) for c in _divisors(ps.opg // OPT * (ps.ipg // IPT))]
     for V in (1, 2, 4):
         for NCX in sorted({8, 16, 32} | ({ceil_div(units, V)} if ceil_div(units, V) <= 64 else set())):
-            for RPT, NRY, PPB, OPT, IPT in itertools.product((1, 2, 4, 8), (1, 2, 4, 8, 16, 32), (1, 2, 4, 8), opts, ipts):
-                if not 32 <= NCX * NRY * PPB * (ps.opg // OPT) * (ps.ipg // IPT if wrw else 1) <= 512:
+            for RPT, NRY, PPB, (OPT, IPT, CIB) in itertools.product((1, 2, 4, 8), (1, 2, 4, 8, 16, 32), (1, 2, 4, 8),
+                                                                    splits):
+                if not 32 <= NCX * NRY * PPB * (CIB if wrw else ps.opg // OPT) <= 512:
                     continue
                 cfg = {"VPT": V, "RPT": RPT, "NCX": NCX, "NRY": NRY, "PPB": PPB, "OPT": OPT}
                 if wrw:
-                    cfg["IPT"] = IPT
+                    cfg.update(IPT=IPT, CIB=CIB)
                 if nchw_valid(ps, cfg, wrw):
                     yield cfg
 
@@ -291,7 +304,8 @@ def nchw_cost(ps: Pass, cfg, wrw: bool = False) -> float:
     useful_dst = ps.n * ps.g * ps.opg * ps.dst_hw[0] * ps.dst_hw[1] * es
     tile_bytes = PPB * ps.ipg * ge.tsr * ge.nchk * ge.vec * es
     gblocks = ceil_div(ps.g, PPB)
-    nitems = ge.blocks * gblocks if wrw else ge.blocks          # staged tiles in total
+    ncb = (ps.opg // OPT) * (ps.ipg // cfg["IPT"]) // cfg["CIB"] if wrw else 1
+    nitems = ge.blocks * gblocks * ncb if wrw else ge.blocks   # staged tiles in total
     staged = nitems * tile_bytes
     warps = ceil_div(ge.threads, 32)
     ipt = cfg["IPT"] if wrw else ps.ipg
@@ -304,7 +318,7 @@ def nchw_cost(ps: Pass, cfg, wrw: bool = False) -> float:
     bps = _blocks_per_sm(ge.threads, ge.regs, smem)
     if bps == 0:
         return float("inf")
-    blocks = gblocks * wrw_nchunk(ps) if wrw else ge.blocks
+    blocks = gblocks * ncb * wrw_nchunk(ps) if wrw else ge.blocks
     occ = min(bps, blocks / NUM_SM)                     # blocks resident per SM
     inflight = 0.5 * occ * min(tile_bytes, ge.threads * ge.batch * ge.vec * es)
     eff = min(1.0, inflight / 32e3)
@@ -378,7 +392,7 @@ def _used_count(a: Axis, T: int) -> int:
 
 def nhwc_valid(ps: Pass, cfg, wrw: bool = False) -> bool:
     keys = NHWC_WRW_KEYS if wrw else NHWC_KEYS
-    if not isinstance(cfg, dict) or set(cfg) != set(keys) or not all(isinstance(cfg[k], int) and cfg[k] > 0 for k in keys):
+    if not _keys_ok(cfg, keys):
         return False
     GPT, NCS, RPT, VC, NPX, NPY = (cfg[k] for k in NHWC_KEYS)
     if ps.g % GPT or RPT % ps.ay.unit or VC % ps.ax.unit or RPT > 8 or VC > 8 or GPT > 16 or NCS > 256:
@@ -388,7 +402,8 @@ def nhwc_valid(ps: Pass, cfg, wrw: bool = False) -> bool:
         if ps.opg % opt or ps.ipg % ipt or (GPT > 1 and (opt != ps.opg or ipt != ps.ipg)):
             return False
     ge = nhwc_geom(ps, cfg, wrw)
-    if max(ge.si, ge.so) * ps.es > 64 or not 32 <= ge.threads <= 512 or ge.smem > SMEM_LIMIT or ge.regs > 168:
+    if max(ge.si, ge.so) * ps.es > 64 or not 32 <= ge.threads <= 512 or ge.smem > SMEM_LIMIT \
+            or ge.regs > min(168, 65536 // ge.threads):
         return False
     if NCS > 1 and NCS >= 2 * ge.ngs:          # half of the block's slots or more would idle
         return False
@@ -402,11 +417,10 @@ def nhwc_valid(ps: Pass, cfg, wrw: bool = False) -> bool:
 
 
 def nhwc_candidates(ps: Pass, wrw: bool = False):
-    """The configuration space: the widest and half the widest group vectors (16 bytes at most),
-    the three largest useful slot counts, patches up to 4 x 8 and blocks of 64, 128 or 256 threads
-    (32 where a single warp is all the channels give)."""
-    widths = [d for d in (1, 2, 4, 8, 16) if ps.g % d == 0 and d * max(ps.ipg, ps.opg) * ps.es <= 16] or [1]
-    gpts = sorted({widths[-1], widths[max(0, len(widths) - 2)]})
+    """The configuration space: group vectors of 16 bytes at most, the three largest useful slot
+    counts, patches up to 4 x 8 and blocks of 64, 128 or 256 threads (32 where a single warp is all
+    the channels give)."""
+    gpts = [d for d in (1, 2, 4, 8, 16) if ps.g % d == 0 and d * max(ps.ipg, ps.opg) * ps.es <= 16] or [1]
     splits = [(o, i) for o in _divisors(ps.opg) for i in _divisors(ps.ipg)] if wrw else [(0, 0)]
     for GPT in gpts:
         ngs = ps.g // GPT
@@ -448,7 +462,7 @@ def nhwc_cost(ps: Pass, cfg, wrw: bool = False) -> float:
         return float("inf")
     blocks = ge.cblk * nsplit * wrw_nchunk(ps) if wrw else ps.n * ge.tiles * ge.cblk
     warps = min(bps, blocks / NUM_SM) * ceil_div(ge.threads, 32)
-    inflight = warps * 32 * ge.cols * ge.si * es * 2     # about two footprint rows per thread
+    inflight = warps * 32 * ge.cols * ge.si * es         # about one footprint row per thread
     eff = min(1.0, inflight / 32e3)
     run = NCS * ge.si * es                               # contiguous bytes of one pixel in a warp
     sector = 1.0 if run >= 32 else 32 / run
@@ -467,7 +481,8 @@ def nhwc_cost(ps: Pass, cfg, wrw: bool = False) -> float:
 
 def wrw_nchunk(ps: Pass) -> int:
     """Chunks of (image, tile) work items per channel block: about 16 blocks per SM for NCHW
-    (one block per group and chunk), 4 for NHWC (a block spans many groups)."""
+    (one block per group and chunk), 4 for NHWC (a block spans many groups), and at most about
+    four images per chunk."""
     ho, wo = ps.dst_hw
     if ps.nhwc:
         cunits = ceil_div(ps.g * max(ps.ipg, ps.opg) * ps.es, 512)
@@ -475,7 +490,7 @@ def wrw_nchunk(ps: Pass) -> int:
     else:
         cunits = ps.g
         target, cap = 16 * NUM_SM, ps.n * ceil_div(ho, 8) * ceil_div(wo, 32)
-    return max(1, min(cap, 4096, target // cunits))
+    return max(1, min(cap, 4096, max(target // cunits, ceil_div(ps.n, 4))))
 
 
 def wrw_workspace(ps: Pass) -> int:
@@ -523,8 +538,6 @@ class DepthwiseBase(Solver):
         if not base:
             return base
         p = problem.as_conv()
-        if p.direction not in self.directions:
-            return not_applicable(f"direction {p.direction} not supported (supports {''.join(sorted(self.directions))})")
         if p.spatial_dims != 2:
             return not_applicable("3D not supported (2D only)")
         if p.layouts[0] != p.layouts[2] or p.layouts[0] not in ("NCHW", "NHWC"):
@@ -621,7 +634,8 @@ class DepthwiseBase(Solver):
                             _m({**common, **cfg, "NCHUNK": nchunk}))
         else:
             ge = nchw_geom(ps, cfg, wrw=True)
-            k1 = KernelInfo(SRC_WRW_NCHW, "dw_nchw_wrw", (ceil_div(ps.g, cfg["PPB"]) * nchunk, 1, 1),
+            ncb = (ps.opg // cfg["OPT"]) * (ps.ipg // cfg["IPT"]) // cfg["CIB"]
+            k1 = KernelInfo(SRC_WRW_NCHW, "dw_nchw_wrw", (ceil_div(ps.g, cfg["PPB"]) * ncb * nchunk, 1, 1),
                             (ge.threads, 1, 1),
                             _m({**common, **cfg, "NCHUNK": nchunk, "VEC": ge.vec, "PITCH": nchw_pitch(ps, cfg, True)}))
         wtot = ps.g * ps.opg * ps.ipg * ps.taps

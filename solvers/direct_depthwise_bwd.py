@@ -1,4 +1,6 @@
-"""Depthwise direct convolution (groups == C, K = C * multiplier), backward data (gather form, the flipped filter); NCHW and NHWC.
+"""Depthwise direct convolution (groups == C, K = C * multiplier), backward data; NCHW and NHWC.
+
+The stencil of the flipped filter in gather form (stride 2 included).
 
 Shared body in direct_depthwise_base.py; kernels in kernels_src/direct_depthwise_*.cu.
 """

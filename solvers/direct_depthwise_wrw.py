@@ -1,4 +1,6 @@
-"""Depthwise direct convolution (groups == C, K = C * multiplier), backward weights (two deterministic stages through the workspace); NCHW and NHWC.
+"""Depthwise direct convolution (groups == C, K = C * multiplier), backward weights; NCHW and NHWC.
+
+Two deterministic stages through the workspace (per-block partial sums, then a reduction); no atomics.
 
 Shared body in direct_depthwise_base.py; kernels in kernels_src/direct_depthwise_*.cu.
 """

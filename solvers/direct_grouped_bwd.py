@@ -1,4 +1,4 @@
-"""Small-group direct convolution (C/G <= 8 and K/G <= 8, not depthwise), backward data (gather form, the flipped filter); NCHW and NHWC.
+"""Small-group direct convolution (C/G <= 8 and K/G <= 8, not depthwise), backward data; NCHW and NHWC.
 
 The depthwise kernels with several channels per group; shared body in direct_depthwise_base.py.
 """

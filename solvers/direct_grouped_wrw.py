@@ -1,4 +1,6 @@
-"""Small-group direct convolution (C/G <= 8 and K/G <= 8, not depthwise), backward weights (two deterministic stages through the workspace); NCHW and NHWC.
+"""Small-group direct convolution (C/G <= 8 and K/G <= 8, not depthwise), backward weights; NCHW and NHWC.
+
+Two deterministic stages through the workspace; no atomics.
 
 The depthwise kernels with several channels per group; shared body in direct_depthwise_base.py.
 """
