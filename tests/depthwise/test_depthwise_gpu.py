@@ -39,7 +39,7 @@ FAMILY_SHAPES = {
 }
 ALL_SHAPES = {**SHAPES, **FAMILY_SHAPES}
 
-CASES, IDS = claim_cases(OURS, ALL_SHAPES)
+CASES, CASE_IDS = claim_cases(OURS, ALL_SHAPES)
 
 
 def test_registered():
@@ -47,7 +47,7 @@ def test_registered():
 
 
 @pytest.mark.parametrize("solver,direction,shape,dtype,layout", CASES,
-                         ids=IDS)
+                         ids=CASE_IDS)
 def test_depthwise_solver(solver, direction, shape, dtype, layout):
     check_claim(solver, direction, shape, ALL_SHAPES[shape], dtype, layout)
 

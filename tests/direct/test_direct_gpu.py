@@ -10,11 +10,11 @@ from miofind.registry import solvers
 
 pytestmark = pytest.mark.gpu
 DIRECT = [s for s in solvers() if s.family == "direct"]
-CASES, IDS = claim_cases(DIRECT, SHAPES)
+CASES, CASE_IDS = claim_cases(DIRECT, SHAPES)
 
 
 @pytest.mark.parametrize("solver,direction,shape,dtype,layout", CASES,
-                         ids=IDS)
+                         ids=CASE_IDS)
 def test_direct_solver(solver, direction, shape, dtype, layout):
     check_claim(solver, direction, shape, SHAPES[shape], dtype, layout)
 

@@ -14,7 +14,7 @@ from miofind.solvers.fft_base import geometry
 
 pytestmark = pytest.mark.gpu
 FFT = [s for s in solvers() if s.family == "fft"]
-CASES, IDS = claim_cases(FFT, SHAPES)
+CASES, CASE_IDS = claim_cases(FFT, SHAPES)
 SOLVER_OF = {"F": "ConvFFTFwd", "B": "ConvFFTBwd"}
 
 
@@ -23,7 +23,7 @@ def test_registered():
 
 
 @pytest.mark.parametrize("solver,direction,shape,dtype,layout", CASES,
-                         ids=IDS)
+                         ids=CASE_IDS)
 def test_fft_solver(solver, direction, shape, dtype, layout):
     check_claim(solver, direction, shape, SHAPES[shape], dtype, layout)
 

@@ -14,11 +14,11 @@ from miofind.registry import solvers
 
 pytestmark = pytest.mark.gpu
 GEMM = [s for s in solvers() if s.family == "gemm"]
-CASES, IDS = claim_cases(GEMM, SHAPES)
+CASES, CASE_IDS = claim_cases(GEMM, SHAPES)
 
 
 @pytest.mark.parametrize("solver,direction,shape,dtype,layout", CASES,
-                         ids=IDS)
+                         ids=CASE_IDS)
 def test_gemm_solver(solver, direction, shape, dtype, layout):
     check_claim(solver, direction, shape, SHAPES[shape], dtype, layout)
 

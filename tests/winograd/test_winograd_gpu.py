@@ -34,7 +34,7 @@ EXTRA = {
     "wide_c": dict(n=1, c=40, k=36, in_size=(12, 20), filter_size=3, pads=1, groups=4),
 }
 ALL_SHAPES = {**SHAPES, **EXTRA}
-CASES, IDS = claim_cases(WINOGRAD, ALL_SHAPES)
+CASES, CASE_IDS = claim_cases(WINOGRAD, ALL_SHAPES)
 
 
 def _solver(sid):
@@ -46,7 +46,7 @@ def test_all_registered():
 
 
 @pytest.mark.parametrize("solver,direction,shape,dtype,layout", CASES,
-                         ids=IDS)
+                         ids=CASE_IDS)
 def test_winograd_solver(solver, direction, shape, dtype, layout):
     kw = ALL_SHAPES[shape]
 
