@@ -36,11 +36,6 @@ def tolerance(dtype: str, family: str, direction: str, math_mode: str = "strict"
 
 # -- device arrays in the problem's storage type (BF16 is stored as raw 16-bit words) -------
 
-def storage_dtype(dt: str):
-    from .tensors import numpy_dtype
-    return numpy_dtype(dt)
-
-
 def random_array(shape, dt: str, rng, scale: float = 1.0):
     """Uniform(-scale, scale) values, never zeros, in the storage type of ``dt`` (CuPy)."""
     import cupy
@@ -48,7 +43,9 @@ def random_array(shape, dt: str, rng, scale: float = 1.0):
     f = rng.uniform(-scale, scale, size=shape, dtype=cupy.float32)
     if dt == "BF16":
         return f32_to_bf16_bits(f)
-    return f.astype(storage_dtype(dt))
+    from .tensors import numpy_dtype
+
+    return f.astype(numpy_dtype(dt))
 
 
 def f32_to_bf16_bits(f):
