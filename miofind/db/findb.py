@@ -30,9 +30,10 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql as _pg
 from sqlalchemy.dialects import sqlite as _sqlite
 
-__all__ = ["FindDB", "Record", "FindDBError", "FindDBWarning", "default_db_url", "is_trusted", "SCHEMA_VERSION"]
+__all__ = ["FindDB", "Record", "PerfRecord", "TuneFailure", "FindDBError", "FindDBWarning", "default_db_url",
+           "is_trusted", "config_key", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _BUSY_TIMEOUT_MS = 30_000
 _WRITE_ATTEMPTS = 10
 _T = TypeVar("_T")
@@ -148,6 +149,96 @@ def is_trusted(record: Record, *, package_version: str, kernel_hash: str, cuda_v
     return (not reasons, "; ".join(reasons) or "ok")
 
 
+def config_key(config: dict | None) -> str:
+    """Canonical JSON text of a config: the identity of a config in the PerfDB and failure table."""
+    return "" if not config else json.dumps(config, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def _check_strs(obj: Any, names: Iterable[str], nonempty: Iterable[str]) -> None:
+    for name in names:
+        if not isinstance(getattr(obj, name), str):
+            raise ValueError(f"{name}={getattr(obj, name)!r}: expected a string")
+    for name in nonempty:
+        if not getattr(obj, name):
+            raise ValueError(f"{name} must not be empty")
+
+
+def _check_config(config: Any, *, required: bool) -> None:
+    if config is None and not required:
+        return
+    if not isinstance(config, dict) or (required and not config):
+        raise ValueError(f"config={config!r}: expected a non-empty dict" if required else
+                         f"config={config!r}: expected a dict or None")
+    try:
+        json.dumps(config, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"config={config!r}: not JSON-serialisable ({e})") from None
+
+
+@dataclass(frozen=True)
+class PerfRecord:
+    """The tuned config of one solver for one problem on one device (MIOpen's PerfDB entry).
+
+    ``time_ms`` is the tuned config's re-measured median; ``default_time_ms`` the solver's default
+    config measured in the same run (None when it failed). ``strategy``, ``configs_tried`` and
+    ``tune_seconds`` say how it was found. Trusted like a Record (version, kernel hash, CUDA major).
+    """
+
+    device: str
+    problem_key: str
+    solver_id: str
+    config: dict = field(hash=False)
+    time_ms: float
+    default_time_ms: float | None = None
+    strategy: str = ""
+    configs_tried: int = 0
+    tune_seconds: float = 0.0
+    device_name: str = ""
+    package_version: str = ""
+    kernel_hash: str = ""
+    cuda_version: str = ""
+    created_at: float = field(default_factory=time.time)
+
+    def __post_init__(self) -> None:
+        _check_strs(self, ("device", "problem_key", "solver_id", "strategy", "device_name", "package_version",
+                           "kernel_hash", "cuda_version"), ("device", "problem_key", "solver_id"))
+        _check_config(self.config, required=True)
+        for name in ("time_ms", "default_time_ms", "tune_seconds", "created_at"):
+            v = _real(name, getattr(self, name), optional=name == "default_time_ms")
+            if v is not None and v < 0:
+                raise ValueError(f"{name}={v!r}: must not be negative")
+            object.__setattr__(self, name, v)
+        n = self.configs_tried
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+            raise ValueError(f"configs_tried={n!r}: expected a non-negative integer")
+        object.__setattr__(self, "configs_tried", operator.index(n))
+
+    @property
+    def db_key(self) -> tuple[str, str, str]:
+        return self.device, self.problem_key, self.solver_id
+
+
+@dataclass(frozen=True)
+class TuneFailure:
+    """A config that failed to compile, launch or verify for one problem: a resumed tune skips it
+    while the solver's ``kernel_hash`` is unchanged."""
+
+    device: str
+    problem_key: str
+    solver_id: str
+    config: dict = field(hash=False)
+    stage: str
+    reason: str
+    kernel_hash: str = ""
+    created_at: float = field(default_factory=time.time)
+
+    def __post_init__(self) -> None:
+        _check_strs(self, ("device", "problem_key", "solver_id", "stage", "reason", "kernel_hash"),
+                    ("device", "problem_key", "solver_id", "stage"))
+        _check_config(self.config, required=True)
+        object.__setattr__(self, "created_at", _real("created_at", self.created_at))
+
+
 # -- schema ----------------------------------------------------------------------------------------
 
 _md = sa.MetaData()
@@ -178,24 +269,92 @@ _records = sa.Table(
     sa.UniqueConstraint("device", "problem_key", "solver_id", name="uq_find_records_key"),
     sa.Index("ix_find_records_device_problem", "device", "problem_key"),
 )
+_perf = sa.Table(
+    "perf_records", _md,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("device", sa.String(64), nullable=False),
+    sa.Column("problem_key", sa.String(512), nullable=False),
+    sa.Column("solver_id", sa.String(128), nullable=False),
+    sa.Column("config", sa.Text, nullable=False),
+    sa.Column("time_ms", sa.Float, nullable=False),
+    sa.Column("default_time_ms", sa.Float),
+    sa.Column("strategy", sa.String(64), nullable=False),
+    sa.Column("configs_tried", sa.Integer, nullable=False),
+    sa.Column("tune_seconds", sa.Float, nullable=False),
+    sa.Column("device_name", sa.String(256), nullable=False),
+    sa.Column("package_version", sa.String(64), nullable=False),
+    sa.Column("kernel_hash", sa.String(128), nullable=False),
+    sa.Column("cuda_version", sa.String(32), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.UniqueConstraint("device", "problem_key", "solver_id", name="uq_perf_records_key"),
+)
+_failures = sa.Table(
+    "tune_failures", _md,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("device", sa.String(64), nullable=False),
+    sa.Column("problem_key", sa.String(512), nullable=False),
+    sa.Column("solver_id", sa.String(128), nullable=False),
+    sa.Column("config", sa.String(1024), nullable=False),
+    sa.Column("stage", sa.String(32), nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("kernel_hash", sa.String(128), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.UniqueConstraint("device", "problem_key", "solver_id", "config", name="uq_tune_failures_key"),
+)
+# The fleet's job queue (miofind.db.jobs): one row per problem to tune; workers claim rows with
+# SELECT ... FOR UPDATE SKIP LOCKED and hold them under a lease that a dead worker lets expire.
+_jobs = sa.Table(
+    "tune_jobs", _md,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("problem_key", sa.String(512), nullable=False),
+    sa.Column("options", sa.String(1024), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("worker", sa.String(256), nullable=False),
+    sa.Column("device", sa.String(256), nullable=False),
+    sa.Column("lease_until", sa.Float, nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("error", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("updated_at", sa.Float, nullable=False),
+    sa.UniqueConstraint("problem_key", "options", name="uq_tune_jobs_key"),
+    sa.Index("ix_tune_jobs_status", "status", "id"),
+)
 _KEY_COLS = ("device", "problem_key", "solver_id")
-_DATA_COLS = tuple(c.name for c in _records.c if c.name != "id")
-# Read columns untyped, so a malformed value reaches our validation instead of a driver converter.
-_RAW_COLS = [sa.type_coerce(c, sa.types.NullType()).label(c.name) for c in _records.c]
+
+
+def _data_cols(table: sa.Table) -> tuple[str, ...]:
+    return tuple(c.name for c in table.c if c.name != "id")
+
+
+def _raw_cols(table: sa.Table) -> list:
+    # Read columns untyped, so a malformed value reaches our validation instead of a driver converter.
+    return [sa.type_coerce(c, sa.types.NullType()).label(c.name) for c in table.c]
+
+
+_DATA_COLS = _data_cols(_records)
+_RAW_COLS = _raw_cols(_records)
+# what each stored dataclass lives in, and the columns of its identity
+_KINDS: dict[type, tuple[sa.Table, tuple[str, ...]]] = {}
 
 # _MIGRATIONS[v] upgrades a schema from version v to v + 1 inside the open write transaction.
-_MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {}
+# Version 2 added perf_records, tune_failures and tune_jobs, which create_all has made by then.
+_MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {1: lambda con: None}
 
 
-def _to_row(r: Record) -> dict[str, Any]:
-    row = {name: getattr(r, name) for name in _DATA_COLS}
-    row["config"] = None if r.config is None else json.dumps(r.config, sort_keys=True, allow_nan=False)
+def _to_row(r: Any) -> dict[str, Any]:
+    table, _ = _KINDS[type(r)]
+    row = {name: getattr(r, name) for name in _data_cols(table)}
+    if isinstance(r, Record):
+        row["config"] = None if r.config is None else json.dumps(r.config, sort_keys=True, allow_nan=False)
+    else:
+        row["config"] = config_key(r.config)
     return row
 
 
-def _from_row(row: sa.RowMapping) -> Record:
-    """Validate a raw row; ValueError/TypeError on anything malformed."""
-    vals = {name: row[name] for name in _DATA_COLS}
+def _from_row(row: sa.RowMapping, cls: type = None) -> Any:
+    """Validate a raw row into a ``cls`` (default Record); ValueError/TypeError on anything malformed."""
+    cls = cls or Record
+    vals = {name: row[name] for name in _data_cols(_KINDS[cls][0])}
     cfg = vals["config"]
     if cfg is not None:
         if not isinstance(cfg, str):
@@ -207,10 +366,15 @@ def _from_row(row: sa.RowMapping) -> Record:
         if cfg is not None and not isinstance(cfg, dict):
             raise ValueError(f"config={vals['config']!r}: JSON is not an object or null")
     vals["config"] = cfg
-    v = vals["verified"]
-    if isinstance(v, bool) or (isinstance(v, int) and v in (0, 1)):
-        vals["verified"] = bool(v)
-    return Record(**vals)
+    if "verified" in vals:
+        v = vals["verified"]
+        if isinstance(v, bool) or (isinstance(v, int) and v in (0, 1)):
+            vals["verified"] = bool(v)
+    return cls(**vals)
+
+
+_KINDS.update({Record: (_records, _KEY_COLS), PerfRecord: (_perf, _KEY_COLS),
+               TuneFailure: (_failures, _KEY_COLS + ("config",))})
 
 
 # -- URLs and files --------------------------------------------------------------------------------
@@ -440,11 +604,11 @@ class FindDB:
                 raise FindDBError(f"FindDB {self._where}: cannot {what}: {_first_line(e)}") from None
         raise AssertionError("unreachable")
 
-    def _records(self, rows: Iterable[sa.RowMapping]) -> list[Record]:
+    def _records(self, rows: Iterable[sa.RowMapping], cls: type = Record) -> list:
         out = []
         for row in rows:
             try:
-                out.append(_from_row(row))
+                out.append(_from_row(row, cls))
             except (ValueError, TypeError) as e:
                 warnings.warn(f"FindDB {self._where}: skipping invalid row id={row['id']}: {e}",
                               FindDBWarning, stacklevel=3)
@@ -463,41 +627,113 @@ class FindDB:
 
     def store(self, records: Iterable[Record]) -> int:
         """Insert or replace records (same device, problem_key, solver_id) in one transaction; returns the count."""
+        return self._upsert(Record, records, "store records")
+
+    def store_perf(self, records: Iterable[PerfRecord]) -> int:
+        """Insert or replace PerfDB entries (same device, problem_key, solver_id); returns the count."""
+        return self._upsert(PerfRecord, records, "store tuned configs")
+
+    def store_failures(self, failures: Iterable[TuneFailure]) -> int:
+        """Record failed configs (same device, problem_key, solver_id, config: replaced); returns the count."""
+        return self._upsert(TuneFailure, failures, "record failed configs")
+
+    def _upsert(self, cls: type, items: Iterable[Any], what: str) -> int:
         if self.readonly:
             raise FindDBError(f"FindDB {self._where} is read-only")
-        latest: dict[tuple[str, str, str], Record] = {}
-        for r in records:
-            if not isinstance(r, Record):
-                raise FindDBError(f"FindDB {self._where}: store() takes Record objects, got {type(r).__name__}")
-            latest[r.db_key] = r  # the last of duplicates wins
-        rows = [_to_row(r) for r in latest.values()]
+        table, keys = _KINDS[cls]
+        latest: dict[tuple, Any] = {}
+        for r in items:
+            if not isinstance(r, cls):
+                raise FindDBError(f"FindDB {self._where}: expected {cls.__name__} objects, got {type(r).__name__}")
+            row = _to_row(r)
+            latest[tuple(row[k] for k in keys)] = row  # the last of duplicates wins
+        rows = list(latest.values())
         if not rows:
             return 0
         dialect = self._engine.dialect.name
+        data = _data_cols(table)
 
         def upsert(con: sa.Connection) -> None:
             if dialect in ("sqlite", "postgresql"):
-                ins = (_sqlite.insert if dialect == "sqlite" else _pg.insert)(_records)
-                stmt = ins.on_conflict_do_update(
-                    index_elements=list(_KEY_COLS),
-                    set_={c: ins.excluded[c] for c in _DATA_COLS if c not in _KEY_COLS})
+                ins = (_sqlite.insert if dialect == "sqlite" else _pg.insert)(table)
+                stmt = ins.on_conflict_do_update(index_elements=list(keys),
+                                                 set_={c: ins.excluded[c] for c in data if c not in keys})
                 con.execute(stmt, rows)
                 return
             for row in rows:
-                cond = sa.and_(*(_records.c[c] == row[c] for c in _KEY_COLS))
-                if con.execute(sa.select(_records.c.id).where(cond)).first() is None:
-                    con.execute(sa.insert(_records).values(row))
+                cond = sa.and_(*(table.c[c] == row[c] for c in keys))
+                if con.execute(sa.select(table.c.id).where(cond)).first() is None:
+                    con.execute(sa.insert(table).values(row))
                 else:
-                    con.execute(sa.update(_records).where(cond).values(row))
+                    con.execute(sa.update(table).where(cond).values(row))
 
-        self._run("store records", upsert, write=True)
+        self._run(what, upsert, write=True)
         return len(rows)
 
-    def lookup(self, device: str, problem_key: str) -> list[Record]:
-        """All valid records of one problem on one device, fastest first."""
-        q = (sa.select(*_RAW_COLS).where(_records.c.device == device, _records.c.problem_key == problem_key)
-             .order_by(_records.c.time_ms, _records.c.solver_id))
+    def lookup(self, device: str | None, problem_key: str) -> list[Record]:
+        """All valid records of one problem on one device (any device if None), fastest first."""
+        q = sa.select(*_RAW_COLS).where(_records.c.problem_key == problem_key)
+        if device is not None:
+            q = q.where(_records.c.device == device)
+        q = q.order_by(_records.c.time_ms, _records.c.solver_id)
         return self._records(self._run("look up records", lambda con: con.execute(q).mappings().all()))
+
+    def lookup_perf(self, device: str | None, problem_key: str, solver_id: str | None = None) -> list[PerfRecord]:
+        """PerfDB entries of one problem (one solver if given) on one device (any if None), newest first."""
+        t = _perf.c
+        q = sa.select(*_raw_cols(_perf)).where(t.problem_key == problem_key)
+        if device is not None:
+            q = q.where(t.device == device)
+        if solver_id is not None:
+            q = q.where(t.solver_id == solver_id)
+        q = q.order_by(t.created_at.desc(), t.id.desc())
+        return self._records(self._run("look up tuned configs", lambda con: con.execute(q).mappings().all()),
+                             PerfRecord)
+
+    def iter_perf(self, device: str | None = None) -> Iterator[PerfRecord]:
+        """Every valid PerfDB entry (of one device if given), by device, problem and solver."""
+        t = _perf.c
+        q = sa.select(*_raw_cols(_perf))
+        if device is not None:
+            q = q.where(t.device == device)
+        q = q.order_by(t.device, t.problem_key, t.solver_id)
+        yield from self._records(self._run("read tuned configs", lambda con: con.execute(q).mappings().all()),
+                                 PerfRecord)
+
+    def failures(self, device: str, problem_key: str, solver_id: str) -> list[TuneFailure]:
+        """The configs recorded as failed for one solver on one problem and device."""
+        t = _failures.c
+        q = (sa.select(*_raw_cols(_failures))
+             .where(t.device == device, t.problem_key == problem_key, t.solver_id == solver_id).order_by(t.id))
+        return self._records(self._run("read failed configs", lambda con: con.execute(q).mappings().all()),
+                             TuneFailure)
+
+    def iter_failures(self, device: str | None = None) -> Iterator[TuneFailure]:
+        t = _failures.c
+        q = sa.select(*_raw_cols(_failures))
+        if device is not None:
+            q = q.where(t.device == device)
+        q = q.order_by(t.device, t.problem_key, t.solver_id, t.id)
+        yield from self._records(self._run("read failed configs", lambda con: con.execute(q).mappings().all()),
+                                 TuneFailure)
+
+    def problem_keys(self, device: str | None = None, suffix: str | None = None) -> list[str]:
+        """Distinct problem keys with find records (of one device if given; ending in ``suffix`` if given)."""
+        t = _records.c
+        q = sa.select(t.problem_key).distinct()
+        if device is not None:
+            q = q.where(t.device == device)
+        if suffix is not None:
+            esc = suffix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            q = q.where(t.problem_key.like("%" + esc, escape="\\"))
+        return sorted(self._run("list problems", lambda con: con.execute(q).scalars().all()))
+
+    def devices(self) -> list[str]:
+        """The devices that have find records or tuned configs."""
+        def query(con: sa.Connection) -> list[str]:
+            a = set(con.execute(sa.select(_records.c.device).distinct()).scalars())
+            return sorted(a | set(con.execute(sa.select(_perf.c.device).distinct()).scalars()))
+        return self._run("list devices", query)
 
     def iter_records(self, device: str | None = None, problem_key_like: str | None = None,
                      limit: int | None = None) -> Iterator[Record]:
@@ -512,14 +748,20 @@ class FindDB:
             q = q.limit(limit)
         yield from self._records(self._run("read records", lambda con: con.execute(q).mappings().all()))
 
-    def delete(self, device: str | None = None, problem_key: str | None = None, solver_id: str | None = None) -> int:
-        """Delete the records matching every given filter (all records if none); returns how many."""
+    def delete(self, device: str | None = None, problem_key: str | None = None, solver_id: str | None = None,
+               *, what: str = "find") -> int:
+        """Delete the find records (``what="perf"``: tuned configs; ``"failures"``: failed configs)
+        matching every given filter (all if none); returns how many."""
         if self.readonly:
             raise FindDBError(f"FindDB {self._where} is read-only")
-        q = sa.delete(_records)
+        tables = {"find": _records, "perf": _perf, "failures": _failures}
+        if what not in tables:
+            raise ValueError(f"what={what!r}: expected one of {', '.join(tables)}")
+        table = tables[what]
+        q = sa.delete(table)
         for col, v in (("device", device), ("problem_key", problem_key), ("solver_id", solver_id)):
             if v is not None:
-                q = q.where(_records.c[col] == v)
+                q = q.where(table.c[col] == v)
         return self._run("delete records", lambda con: con.execute(q).rowcount, write=True)
 
     def stats(self) -> dict[str, Any]:
@@ -531,7 +773,11 @@ class FindDB:
             problems = con.execute(sa.select(f.count()).select_from(pairs)).scalar_one()
             solvers = dict(con.execute(sa.select(_records.c.solver_id, f.count()).group_by(_records.c.solver_id)
                                        .order_by(_records.c.solver_id)).all())
+            perf = con.execute(sa.select(f.count()).select_from(_perf)).scalar_one()
+            failed = con.execute(sa.select(f.count()).select_from(_failures)).scalar_one()
+            jobs = dict(con.execute(sa.select(_jobs.c.status, f.count()).group_by(_jobs.c.status)).all())
             return {"records": n, "problems": problems, "devices": devices, "solvers": solvers,
+                    "perf_records": perf, "failed_configs": failed, "jobs": jobs,
                     "schema_version": self._read_version(con)}
 
         out = self._run("compute statistics", query)

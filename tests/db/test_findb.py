@@ -43,41 +43,43 @@ def _moved(tmp_path: Path, name: str = "finddb.sqlite") -> list[Path]:
 
 # -- round trips ---------------------------------------------------------------------------------
 
-def test_store_lookup_sorted_and_upsert(db):
-    assert db.store([rec("S1", 3.0), rec("S2", 1.0), rec("S3", 2.0, workspace_bytes=1 << 33)]) == 3
-    got = db.lookup(DEV, KEY)
+def test_store_lookup_sorted_and_upsert(anydb):
+    assert anydb.store([rec("S1", 3.0), rec("S2", 1.0), rec("S3", 2.0, workspace_bytes=1 << 33)]) == 3
+    got = anydb.lookup(DEV, KEY)
     assert [r.solver_id for r in got] == ["S2", "S3", "S1"]
     assert got[1].workspace_bytes == 1 << 33
     assert got[0] == rec("S2", 1.0, created_at=got[0].created_at)
-    db.store([rec("S1", 0.5, workspace_bytes=128)])  # replaces the S1 row
-    got = db.lookup(DEV, KEY)
+    anydb.store([rec("S1", 0.5, workspace_bytes=128)])  # replaces the S1 row
+    got = anydb.lookup(DEV, KEY)
     assert [(r.solver_id, r.time_ms, r.workspace_bytes) for r in got][0] == ("S1", 0.5, 128)
     assert len(got) == 3
-    assert db.lookup(DEV, "other") == [] and db.lookup("sm_80-108", KEY) == []
+    assert anydb.lookup(DEV, "other") == [] and anydb.lookup("sm_80-108", KEY) == []
 
 
-def test_duplicates_in_one_batch_last_wins(db):
-    db.store([rec("S1", 2.0), rec("S1", 1.5)])
-    assert [r.time_ms for r in db.lookup(DEV, KEY)] == [1.5]
+def test_duplicates_in_one_batch_last_wins(anydb):
+    anydb.store([rec("S1", 2.0), rec("S1", 1.5)])
+    assert [r.time_ms for r in anydb.lookup(DEV, KEY)] == [1.5]
 
 
-def test_all_fields_and_json_config_round_trip(db):
+def test_all_fields_and_json_config_round_trip(anydb):
     r = rec("Tuned", 0.25, config={"tile": [64, 128], "vec": 4, "name": "x\u00e9", "nested": {"a": None}},
             verified=True, max_error=1.5e-6, driver_version="580.1", cupy_version="14.0.0",
             time_q20_ms=0.2, time_q80_ms=0.3, created_at=1234.5)
-    db.store([r])
-    (back,) = db.lookup(DEV, KEY)
+    anydb.store([r])
+    (back,) = anydb.lookup(DEV, KEY)
     assert back == r
     assert isinstance(back.verified, bool) and isinstance(back.workspace_bytes, int)
     assert len({back, r}) == 1  # hashable despite the dict config
 
 
-def test_delete_iter_and_stats(db):
+def test_delete_iter_and_stats(anydb):
+    db = anydb
     db.store([rec("S1", 1.0), rec("S2", 2.0), rec("S1", 1.0, key="k2"), rec("S1", 1.0, device="sm_80-108")])
     s = db.stats()
     assert (s["records"], s["problems"], s["devices"]) == (4, 3, 2)
     assert s["solvers"] == {"S1": 3, "S2": 1}
-    assert s["schema_version"] == 1 and s["url"] == db.url and s["file_bytes"] > 0
+    assert s["schema_version"] == findb_mod.SCHEMA_VERSION and s["url"] == db.url
+    assert (s["file_bytes"] > 0) if db.path else s["file_bytes"] is None
     assert [r.problem_key for r in db.iter_records(device=DEV)] == [KEY, KEY, "k2"]
     assert [r.problem_key for r in db.iter_records(problem_key_like="k%")] == ["k2"]
     assert len(list(db.iter_records(limit=2))) == 2
@@ -87,11 +89,11 @@ def test_delete_iter_and_stats(db):
     assert db.stats()["records"] == 0
 
 
-def test_generic_upsert_fallback(db, monkeypatch):
-    monkeypatch.setattr(db._engine.dialect, "name", "somedb")
-    db.store([rec("S1", 2.0), rec("S2", 3.0)])
-    db.store([rec("S1", 1.0)])
-    assert [(r.solver_id, r.time_ms) for r in db.lookup(DEV, KEY)] == [("S1", 1.0), ("S2", 3.0)]
+def test_generic_upsert_fallback(anydb, monkeypatch):
+    monkeypatch.setattr(anydb._engine.dialect, "name", "somedb")
+    anydb.store([rec("S1", 2.0), rec("S2", 3.0)])
+    anydb.store([rec("S1", 1.0)])
+    assert [(r.solver_id, r.time_ms) for r in anydb.lookup(DEV, KEY)] == [("S1", 1.0), ("S2", 3.0)]
 
 
 def test_record_validation():
@@ -169,18 +171,35 @@ def test_schema_newer_than_code(tmp_path):
         with pytest.raises(FindDBError) as ei:
             FindDB(str(p), readonly=ro)
         msg = str(ei.value)
-        assert str(p) in msg and "7" in msg and "1" in msg and "newer" in msg
+        assert str(p) in msg and "7" in msg and str(findb_mod.SCHEMA_VERSION) in msg and "newer" in msg
 
 
 def test_migration_hook(tmp_path, monkeypatch):
     p = tmp_path / "finddb.sqlite"
     FindDB(str(p)).close()
     calls = []
-    monkeypatch.setattr(findb_mod, "SCHEMA_VERSION", 2)
-    monkeypatch.setitem(findb_mod._MIGRATIONS, 1, lambda con: calls.append(con))
+    v = findb_mod.SCHEMA_VERSION
+    monkeypatch.setattr(findb_mod, "SCHEMA_VERSION", v + 1)
+    monkeypatch.setitem(findb_mod._MIGRATIONS, v, lambda con: calls.append(con))
     with FindDB(str(p)) as d:
-        assert d.stats()["schema_version"] == 2
+        assert d.stats()["schema_version"] == v + 1
     assert len(calls) == 1
+
+
+def test_version_1_file_migrates_and_keeps_records(tmp_path):
+    p = tmp_path / "finddb.sqlite"
+    with FindDB(str(p)) as d:
+        d.store([rec("S1"), rec("S2", 2.0)])
+    con = sqlite3.connect(p)  # make it look like a file written by schema version 1
+    for t in ("perf_records", "tune_failures", "tune_jobs"):
+        con.execute(f"DROP TABLE {t}")
+    con.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
+    con.commit()
+    con.close()
+    with FindDB(str(p)) as d:
+        assert d.stats()["schema_version"] == findb_mod.SCHEMA_VERSION
+        assert [r.solver_id for r in d.lookup(DEV, KEY)] == ["S1", "S2"]
+        assert d.lookup_perf(DEV, KEY) == []
 
 
 # -- corruption -----------------------------------------------------------------------------------

@@ -1,0 +1,134 @@
+"""The fleet's tuning job queue: a table in the FindDB itself, so any number of hosts can share one
+PostgreSQL database with no protocol of our own.
+
+``miofind tune --enqueue`` adds one job per problem; ``miofind worker`` claims jobs with
+``SELECT ... FOR UPDATE SKIP LOCKED`` (on SQLite, ``BEGIN IMMEDIATE`` serialises claims instead), holds
+each under a lease it renews while working, and marks it done. A worker that dies stops renewing;
+once its lease expires another worker reclaims the job. A job that fails ``max_attempts`` times is
+marked failed with its last error.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from .findb import FindDB, FindDBError, _jobs
+
+__all__ = ["Job", "JobQueue", "STATUSES"]
+
+STATUSES = ("queued", "running", "done", "failed")
+
+
+@dataclass(frozen=True)
+class Job:
+    id: int
+    problem_key: str
+    options: dict
+    status: str
+    worker: str
+    device: str
+    lease_until: float
+    attempts: int
+    error: str
+
+
+def _job(row) -> Job:
+    try:
+        opts = json.loads(row.options)
+    except (TypeError, ValueError):
+        opts = None
+    if not isinstance(opts, dict):
+        raise FindDBError(f"tune job {row.id}: options {row.options!r} are not a JSON object")
+    return Job(row.id, row.problem_key, opts, row.status, row.worker, row.device, row.lease_until, row.attempts,
+               row.error)
+
+
+class JobQueue:
+    """Jobs in one FindDB. ``options`` (a JSON object: strategy, budgets) travel with each job."""
+
+    def __init__(self, db: FindDB, *, max_attempts: int = 3) -> None:
+        if db.readonly:
+            raise FindDBError(f"{db!r}: the job queue needs a writable database")
+        self.db = db
+        self.max_attempts = max_attempts
+
+    def enqueue(self, problem_keys, options: dict | None = None) -> int:
+        """Queue one job per key (a key already queued with the same options is left alone, a failed
+        one is queued again); returns how many were added or re-queued."""
+        opts = json.dumps(options or {}, sort_keys=True, separators=(",", ":"))
+        keys = list(dict.fromkeys(problem_keys))
+        now = time.time()
+
+        def run(con: sa.Connection) -> int:
+            t = _jobs.c
+            have = {k: s for k, s in con.execute(sa.select(t.problem_key, t.status).where(t.options == opts))}
+            new = [dict(problem_key=k, options=opts, status="queued", worker="", device="", lease_until=0.0,
+                        attempts=0, error="", created_at=now, updated_at=now) for k in keys if k not in have]
+            if new:
+                con.execute(sa.insert(_jobs), new)
+            again = [k for k in keys if have.get(k) == "failed"]
+            if again:
+                con.execute(sa.update(_jobs).where(t.options == opts, t.problem_key.in_(again))
+                            .values(status="queued", attempts=0, error="", updated_at=now))
+            return len(new) + len(again)
+
+        return self.db._run("queue tuning jobs", run, write=True)
+
+    def claim(self, worker: str, device: str, lease_s: float = 600.0) -> Job | None:
+        """Take the oldest queued job, or a running one whose lease expired; None when none is left."""
+        def run(con: sa.Connection) -> Job | None:
+            t, now = _jobs.c, time.time()
+            con.execute(sa.update(_jobs)
+                        .where(t.status == "running", t.lease_until < now, t.attempts >= self.max_attempts)
+                        .values(status="failed", updated_at=now,
+                                error=sa.func.coalesce(t.error, "") + f" [lease expired after {self.max_attempts} attempts]"))
+            q = (sa.select(_jobs).where(sa.or_(t.status == "queued", sa.and_(t.status == "running", t.lease_until < now)))
+                 .order_by(t.id).limit(1).with_for_update(skip_locked=True))
+            row = con.execute(q).first()
+            if row is None:
+                return None
+            con.execute(sa.update(_jobs).where(t.id == row.id)
+                        .values(status="running", worker=worker, device=device, lease_until=now + lease_s,
+                                attempts=row.attempts + 1, updated_at=now))
+            return _job(con.execute(sa.select(_jobs).where(t.id == row.id)).one())
+
+        return self.db._run("claim a tuning job", run, write=True)
+
+    def _finish(self, job: Job, what: str, **values) -> bool:
+        def run(con: sa.Connection) -> bool:
+            t = _jobs.c
+            res = con.execute(sa.update(_jobs).where(t.id == job.id, t.status == "running", t.worker == job.worker,
+                                                     t.attempts == job.attempts)
+                              .values(updated_at=time.time(), **values))
+            return res.rowcount == 1
+
+        return self.db._run(what, run, write=True)
+
+    def renew(self, job: Job, lease_s: float = 600.0) -> bool:
+        """Extend the lease; False if the job was taken over (the lease had expired) or finished."""
+        return self._finish(job, "renew a job lease", lease_until=time.time() + lease_s)
+
+    def complete(self, job: Job) -> bool:
+        return self._finish(job, "complete a tuning job", status="done", lease_until=0.0)
+
+    def fail(self, job: Job, error: str) -> bool:
+        """Give the job back (queued again) or, after ``max_attempts``, mark it failed."""
+        status = "failed" if job.attempts >= self.max_attempts else "queued"
+        return self._finish(job, "fail a tuning job", status=status, error=error[:4000], lease_until=0.0)
+
+    def jobs(self, status: str | None = None) -> list[Job]:
+        q = sa.select(_jobs).order_by(_jobs.c.id)
+        if status is not None:
+            if status not in STATUSES:
+                raise ValueError(f"status={status!r}: expected one of {', '.join(STATUSES)}")
+            q = q.where(_jobs.c.status == status)
+        return [_job(r) for r in self.db._run("list tuning jobs", lambda con: con.execute(q).all())]
+
+    def counts(self) -> dict[str, int]:
+        q = sa.select(_jobs.c.status, sa.func.count()).group_by(_jobs.c.status)
+        got = dict(self.db._run("count tuning jobs", lambda con: con.execute(q).all()))
+        return {s: int(got.get(s, 0)) for s in STATUSES}
