@@ -1,10 +1,19 @@
-"""find_solutions / run_solution: the public API.
+"""find_solutions / get_solutions / run_solution: the public API.
 
 A find checks applicability, compiles every candidate in parallel threads, runs each on fresh
 random inputs with a poisoned output, verifies it against the float64 naive reference, times it
 with CUDA events (median after warm-ups, with 20/80% quantiles), sorts, and stores the results in
-the FindDB. A second find of the same problem on the same device is answered from the FindDB
-(``Solution.source == "db"``) when every candidate has a trusted record.
+the user FindDB. Tunable solvers run their tuned config from the PerfDB when it holds a trusted,
+valid one (else their default). Find modes (MIOpen's, REFERENCE.md section 4) decide when the
+FindDBs (user over system) answer instead:
+
+- ``normal``: from the DB when every candidate has a trusted record, else benchmark all;
+- ``fast``: from the DB when any candidate has a trusted record, else an immediate prediction
+  (``get_solutions``); never benchmarks;
+- ``hybrid``: from the DB when any candidate has a trusted record, else benchmark all;
+- ``dynamic_hybrid``: as hybrid, but a miss benchmarks only the candidates that need no new
+  compilation (library-only solutions, or kernels in the binary cache); a prediction if none;
+- ``benchmark``: always benchmark.
 """
 
 from __future__ import annotations
@@ -15,18 +24,21 @@ import math
 import os
 import threading
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from . import __version__
-from .compile import compile_kernel, source_hash
-from .db import FindDB, Record, is_trusted
-from .device import current_device
+from .compile import compile_kernel, is_compiled, source_hash
+from .db import FindDB, FindDBWarning, Record, is_trusted
+from .db.system import Overlay, open_system_db
+from .device import DeviceInfo, current_device
+from .harness import Harness, VerifyError, call as _call, reference_invoker_for
 from .problem import ProblemDescription
-from .registry import get_solver, reference_solver, solvers as all_solvers
+from .registry import get_solver, solvers as all_solvers
 from .solver import ConvSolution, Solver
 
-FIND_MODES = ("normal", "benchmark")
+FIND_MODES = ("normal", "fast", "hybrid", "dynamic_hybrid", "benchmark")
 SORT_KEYS = ("time", "workspace")
 
 
@@ -41,7 +53,7 @@ class Solution:
     config: dict | None
     verified: bool
     problem: ProblemDescription
-    source: str = "find"               # "find" (benchmarked now) or "db"
+    source: str = "find"               # "find" (benchmarked now), "db" or "predicted" (immediate mode)
     max_error: float | None = None     # relative L2 error against the float64 reference
     time_q20_ms: float | None = None
     time_q80_ms: float | None = None
@@ -59,15 +71,26 @@ class Failure:
 
 
 class FindResult(list):
-    """A list of Solutions (sorted) with what was skipped or failed, and how long the find took."""
+    """A list of Solutions (sorted) with what was skipped or failed, and how long the find took.
 
-    def __init__(self, items=(), *, problem=None, source="find", failures=(), elapsed_ms=0.0, stored=False):
+    ``source`` is "find" (benchmarked now), "db" (``db_layer`` says "user" or "system") or
+    "predicted" (no measurement: ``basis`` says how the times were predicted)."""
+
+    def __init__(self, items=(), *, problem=None, source="find", failures=(), elapsed_ms=0.0, stored=False,
+                 db_layer=None, basis=None, mode=None):
         super().__init__(items)
         self.problem = problem
         self.source = source
         self.failures: list[Failure] = list(failures)
         self.elapsed_ms = elapsed_ms
         self.stored = stored
+        self.db_layer = db_layer
+        self.basis = basis
+        self.mode = mode
+
+    @property
+    def predicted(self) -> bool:
+        return self.source == "predicted"
 
 
 # -- hashes that decide whether a stored record is still trusted -----------------------------
@@ -129,13 +152,6 @@ def get_invoker(problem: ProblemDescription, solver_id: str, config=None):
     return inv
 
 
-def _call(invoker, problem: ProblemDescription, a, b, out, workspace):
-    # A transposed problem's weights gradient is the ordinary one with the activations swapped.
-    if problem.transposed and problem.direction == "W":
-        a, b = b, a
-    invoker(a, b, out, workspace)
-
-
 # -- find --------------------------------------------------------------------------------------
 
 def _resolve_problem(problem_or_arrays, conv_kwargs) -> ProblemDescription:
@@ -169,29 +185,95 @@ def _candidates(problem: ProblemDescription, solver_ids) -> tuple[list[Solver], 
     return cands, skipped
 
 
-def _from_db(db, dev, problem, cands, verify, workspace_limit):
-    recs = {r.solver_id: r for r in db.lookup(dev.db_name, problem.key())}
-    out = []
+def _trusted_solutions(records, dev, problem, cands, verify, workspace_limit):
+    """Solutions from one DB layer's records for the candidates whose record is trusted, and whether
+    every candidate had one."""
+    recs = {r.solver_id: r for r in records}
+    out, complete = [], True
     for s in cands:
         r = recs.get(s.id)
         if r is None:
-            return None
+            complete = False
+            continue
         ok, _ = is_trusted(r, package_version=__version__, kernel_hash=kernel_hash(s), cuda_version=dev.cuda_version)
-        if not ok or (verify and not r.verified):
-            return None
-        if r.config is not None and not s.is_valid_config(problem.as_conv(), r.config):
-            return None
+        if not ok or (verify and not r.verified) or (r.config is not None and not s.is_valid_config(problem.as_conv(), r.config)):
+            complete = False
+            continue
         if workspace_limit is not None and r.workspace_bytes > workspace_limit:
             continue
         out.append(Solution(s.id, s.algorithm, r.time_ms, r.workspace_bytes, r.config, r.verified, problem,
                             source="db", max_error=r.max_error, time_q20_ms=r.time_q20_ms, time_q80_ms=r.time_q80_ms))
-    return out
+    return out, complete
 
 
-def open_db(db=None):
-    if db is None or isinstance(db, str):
-        return FindDB(db)
-    return db
+def _from_db(dbs: Overlay, dev, problem, cands, verify, workspace_limit):
+    """(solutions, complete, layer): the first layer (user, then system) whose trusted records cover
+    every candidate; else the first layer with any trusted record, complete=False; else ([], False, None)."""
+    partial = None
+    for layer, records in dbs.lookup(dev.db_name, problem.key()):
+        sols, complete = _trusted_solutions(records, dev, problem, cands, verify, workspace_limit)
+        if complete and sols:
+            return sols, True, layer
+        if sols and partial is None:
+            partial = (sols, False, layer)
+    return partial or ([], False, None)
+
+
+_user_dbs: dict[str, FindDB] = {}
+_user_dbs_lock = threading.Lock()
+
+
+def open_db(db=None) -> FindDB:
+    """The user FindDB: a FindDB, or a URL/path (default $MIOFIND_DB or the per-user file), opened
+    once per process and URL."""
+    if isinstance(db, FindDB):
+        return db
+    if isinstance(db, Overlay):
+        return db.user
+    if db is not None and not isinstance(db, str):
+        raise ValueError(f"db={db!r}: expected a FindDB, a SQLAlchemy URL or a file path")
+    from .db.findb import _normalize_url, default_db_url
+
+    url = _normalize_url(db) if db else default_db_url()
+    with _user_dbs_lock:
+        h = _user_dbs.get(url)
+        if h is None or h._closed:
+            h = _user_dbs[url] = FindDB(url)
+    return h
+
+
+def open_dbs(db=None, dev: DeviceInfo | None = None) -> Overlay:
+    """The user FindDB over the system FindDB shipped for this GPU (if any)."""
+    if isinstance(db, Overlay):
+        return db
+    dev = dev or current_device()
+    return Overlay(open_db(db), open_system_db(dev.arch, dev.sm_count))
+
+
+def tuned_config(dbs: Overlay, dev, problem: ProblemDescription, solver: Solver):
+    """The trusted, valid PerfDB config of a tunable solver for this problem, or None. A stored
+    config that fails validity or comes from other kernel sources is ignored with a warning."""
+    if not solver.tunable:
+        return None
+    for layer, recs in dbs.lookup_perf(dev.db_name, problem.key(), solver.id):
+        for r in recs:
+            ok, why = is_trusted(r, package_version=__version__, kernel_hash=kernel_hash(solver),
+                                 cuda_version=dev.cuda_version)
+            if ok and not solver.is_valid_config(problem.as_conv(), r.config):
+                ok, why = False, "the config no longer validates"
+            if ok:
+                return r.config
+            warnings.warn(f"{layer} PerfDB: tuned config {r.config} of {solver.id} for {problem.key()} ignored "
+                          f"({why}); using the default config until it is re-tuned", FindDBWarning, stacklevel=3)
+    return None
+
+
+def _needs_no_compilation(problem, solver, config) -> bool:
+    try:
+        sol = solver.get_solution(problem, config)
+        return all(is_compiled(k) for k in sol.kernels)
+    except Exception:
+        return False
 
 
 def find_solutions(problem_or_arrays, *, mode: str | None = None, sort_by: str = "time",
@@ -202,41 +284,119 @@ def find_solutions(problem_or_arrays, *, mode: str | None = None, sort_by: str =
 
     ``problem_or_arrays`` is a ProblemDescription, a FindDB key, or ``(x, w)`` arrays with
     convolution keywords (stride, padding, dilation, groups, direction, layout, math, ...).
-    ``mode``: "normal" answers from the FindDB when every candidate has a trusted record and
-    benchmarks otherwise; "benchmark" always benchmarks (default: $MIOFIND_FIND_MODE or normal).
-    ``workspace_limit`` skips solvers needing more workspace bytes (results are then not stored,
-    as they may be sub-optimal). ``solvers`` restricts the candidates to these ids.
-    Raises NoGPUError without a GPU and ValueError for bad arguments.
+    ``mode`` is one of FIND_MODES (module docstring; default $MIOFIND_FIND_MODE, else normal).
+    ``db`` is the user FindDB (a FindDB, URL or path; default $MIOFIND_DB or the per-user file);
+    the system FindDB shipped for this GPU is read beneath it. ``workspace_limit`` skips solvers
+    needing more workspace bytes (results are then not stored, as they may be sub-optimal).
+    ``solvers`` restricts the candidates to these ids. Raises NoGPUError without a GPU and
+    ValueError for bad arguments.
     """
     t0 = time.perf_counter()
     problem = _resolve_problem(problem_or_arrays, conv_kwargs)
-    mode = mode or os.environ.get("MIOFIND_FIND_MODE", "normal")
-    if mode not in FIND_MODES:
-        raise ValueError(f"mode={mode!r}: expected one of {', '.join(FIND_MODES)}")
+    mode = _check_mode(mode)
     if sort_by not in SORT_KEYS:
         raise ValueError(f"sort_by={sort_by!r}: expected 'time' or 'workspace'")
-    if workspace_limit is not None and (not isinstance(workspace_limit, int) or workspace_limit < 0):
-        raise ValueError(f"workspace_limit={workspace_limit!r}: expected a non-negative integer of bytes")
+    _check_workspace_limit(workspace_limit)
     dev = current_device()
     cands, failures = _candidates(problem, solvers)
+    dbs = open_dbs(db, dev)
+    done = functools.partial(_result, problem=problem, t0=t0, sort_by=sort_by, mode=mode)
 
-    dbh = open_db(db) if (store or mode == "normal") else None
-    if mode == "normal" and cands and dbh is not None:
-        hit = _from_db(dbh, dev, problem, cands, verify, workspace_limit)
-        if hit is not None:
-            hit.sort(key=_sort_key(sort_by))
-            return FindResult(hit, problem=problem, source="db", failures=failures,
-                              elapsed_ms=(time.perf_counter() - t0) * 1e3)
+    if mode != "benchmark" and cands:
+        sols, complete, layer = _from_db(dbs, dev, problem, cands, verify, workspace_limit)
+        if sols and (complete or mode != "normal"):
+            return done(sols, source="db", failures=failures, db_layer=layer)
+        if mode == "fast":
+            return _predicted(problem, dbs, dev, cands, workspace_limit, failures, done)
+        if mode == "dynamic_hybrid":
+            ready = [s for s in cands if _needs_no_compilation(problem, s, tuned_config(dbs, dev, problem, s))]
+            failures += [Failure(s.id, "dynamic_hybrid", "needs a new compilation") for s in cands if s not in ready]
+            if not ready:
+                return _predicted(problem, dbs, dev, cands, workspace_limit, failures, done)
+            cands = ready
 
-    sols, bench_failures, ws_skipped = _benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed)
+    sols, bench_failures, ws_skipped = _benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed,
+                                                  configs=lambda s: _find_configs(dbs, dev, problem, s))
     failures += bench_failures
-    sols.sort(key=_sort_key(sort_by))
     stored = False
-    if store and dbh is not None and not ws_skipped and sols:
-        _store(dbh, dev, problem, sols)
+    if store and not ws_skipped and sols:
+        _store(dbs.user, dev, problem, sols)
         stored = True
-    return FindResult(sols, problem=problem, source="find", failures=failures,
-                      elapsed_ms=(time.perf_counter() - t0) * 1e3, stored=stored)
+    return done(sols, source="find", failures=failures, stored=stored)
+
+
+def _find_configs(dbs, dev, problem, solver):
+    cfg = tuned_config(dbs, dev, problem, solver)
+    return [cfg] if cfg is not None else list(solver.find_configs(problem))
+
+
+def _check_mode(mode):
+    mode = mode or os.environ.get("MIOFIND_FIND_MODE", "").strip().lower() or "normal"
+    if mode not in FIND_MODES:
+        raise ValueError(f"mode={mode!r}: expected one of {', '.join(FIND_MODES)}")
+    return mode
+
+
+def _check_workspace_limit(workspace_limit):
+    if workspace_limit is not None and (isinstance(workspace_limit, bool) or not isinstance(workspace_limit, int)
+                                        or workspace_limit < 0):
+        raise ValueError(f"workspace_limit={workspace_limit!r}: expected a non-negative integer of bytes")
+
+
+def _result(sols, *, problem, t0, sort_by, mode, **kw):
+    sols.sort(key=_sort_key(sort_by))
+    return FindResult(sols, problem=problem, elapsed_ms=(time.perf_counter() - t0) * 1e3, mode=mode, **kw)
+
+
+def _predicted(problem, dbs, dev, cands, workspace_limit, failures, done):
+    from .predict import nearest_problem, predict
+
+    best = None  # the nearest known problem over both layers, with its trusted-or-not records
+    for layer, db in dbs.layers:
+        keys = db.problem_keys(dev.db_name if layer == "user" else None, suffix=problem.key()[problem.key().rfind("-"):])
+        near = nearest_problem(problem, keys)
+        if near is not None and (best is None or near[1] < best[0][1]):
+            best = (near, db.lookup(dev.db_name if layer == "user" else None, near[0]))
+    near, recs = best if best else (None, [])
+    pred = predict(problem, cands, near, recs, dev.sm_count)
+    sols = []
+    for s in cands:
+        cfg = tuned_config(dbs, dev, problem, s) if s.tunable else None
+        try:
+            ws = s.workspace_bytes(problem, cfg)
+        except Exception as e:
+            failures.append(Failure(s.id, "workspace", f"{e.__class__.__name__}: {e}"))
+            continue
+        if workspace_limit is not None and ws > workspace_limit:
+            continue
+        sols.append(Solution(s.id, s.algorithm, pred[s.id].time_ms, ws, cfg, False, problem, source="predicted"))
+    basis = "per-solver cost model"
+    if near is not None:
+        basis = f"nearest known problem {near[0]} (log2 distance {near[1]:.2f}), FLOP-scaled"
+    return done(sols, source="predicted", failures=failures, basis=basis)
+
+
+def get_solutions(problem_or_arrays, *, db=None, workspace_limit: int | None = None, solvers=None,
+                  device: DeviceInfo | None = None, **conv_kwargs) -> FindResult:
+    """Immediate mode: the solutions of a problem without any benchmarking or compilation.
+
+    From the FindDBs (user over system) when they hold trusted records (``source == "db"``);
+    otherwise a prediction (``source == "predicted"``, ``result.predicted`` is True): times scaled
+    from the nearest known problem of the same kind, else a per-solver cost model (``basis`` says
+    which). Predicted solutions run with ``run_solution`` like any other (compiling on first use).
+    ``device`` defaults to the current GPU.
+    """
+    t0 = time.perf_counter()
+    problem = _resolve_problem(problem_or_arrays, conv_kwargs)
+    _check_workspace_limit(workspace_limit)
+    dev = device or current_device()
+    cands, failures = _candidates(problem, solvers)
+    dbs = open_dbs(db, dev)
+    done = functools.partial(_result, problem=problem, t0=t0, sort_by="time", mode="immediate")
+    sols, _, layer = _from_db(dbs, dev, problem, cands, False, workspace_limit)
+    if sols:
+        return done(sols, source="db", failures=failures, db_layer=layer)
+    return _predicted(problem, dbs, dev, cands, workspace_limit, failures, done)
 
 
 def _sort_key(sort_by):
@@ -268,29 +428,16 @@ def _prepare(problem, solver, config=None):
         return Failure(solver.id, stage, f"{e.__class__.__name__}: {str(e).strip()[:2000]}"), None
 
 
-def _time_ms(fn, warmup: int, iters: int):
-    import cupy
-
-    for _ in range(warmup):
-        fn()
-    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-    times = []
-    for _ in range(iters):
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, stop))
-    times.sort()
-    q = lambda f: times[min(len(times) - 1, int(round(f * (len(times) - 1))))]  # noqa: E731
-    return q(0.5), q(0.2), q(0.8)
+def prepare_all(problem, todo, *, verify=True, threads=8):
+    """Compile every (solver, config) of ``todo`` in parallel threads, and the reference when
+    verifying; returns ([(ConvSolution, invoker) or (Failure, None)], reference invoker)."""
+    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(todo) + 1))) as ex:
+        ref_future = ex.submit(reference_invoker_for, problem) if verify else None
+        prepared = list(ex.map(lambda sc: _prepare(problem, *sc), todo))
+        return prepared, (ref_future.result() if ref_future else None)
 
 
-def _benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed):
-    import cupy
-
-    from .verify import poison, random_array, rel_error, to_float64, tolerance
-
+def _benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, configs=None):
     failures: list[Failure] = []
     ws_skipped = False
     todo = []
@@ -301,28 +448,14 @@ def _benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed):
             ws_skipped = True
             continue
         try:
-            configs = list(s.find_configs(problem))
+            cfgs = configs(s) if configs is not None else list(s.find_configs(problem))
         except Exception as e:
             failures.append(Failure(s.id, "solution", f"{e.__class__.__name__}: {str(e).strip()[:2000]}"))
             continue
-        todo += [(s, cfg) for cfg in configs]
+        todo += [(s, cfg) for cfg in cfgs]
 
-    with ThreadPoolExecutor(max_workers=max(1, min(8, len(todo) + 1))) as ex:
-        ref_future = ex.submit(_reference_invoker, problem) if verify else None
-        prepared = list(ex.map(lambda sc: _prepare(problem, *sc), todo))
-        ref_inv = ref_future.result() if ref_future else None
-
-    dt = problem.dtype
-    rng = cupy.random.default_rng(seed)
-    a_shape, b_shape, out_shape = problem.io_shapes()
-    a = random_array(a_shape, dt, rng)
-    b = random_array(b_shape, dt, rng)
-    out = cupy.empty(out_shape, dtype=a.dtype)
-    ref = None
-    if verify:
-        ref = cupy.empty(out_shape, dtype=cupy.float64)
-        ref.fill(cupy.nan)
-        _call(ref_inv, problem, to_float64(a, dt), to_float64(b, dt), ref, None)
+    prepared, ref_inv = prepare_all(problem, todo, verify=verify)
+    h = Harness(problem, verify=verify, seed=seed, reference_invoker=ref_inv)
     sols = []
     for (s, _), (sol, inv) in zip(todo, prepared):
         if isinstance(sol, Failure):
@@ -334,23 +467,15 @@ def _benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed):
             ws_skipped = True
             continue
         try:
-            wsbuf = cupy.empty(sol.workspace_bytes, dtype=cupy.uint8) if sol.workspace_bytes else None
-            poison(out, dt)
-            _call(inv, problem, a, b, out, wsbuf)
-            cupy.cuda.get_current_stream().synchronize()
-            err = None
-            if verify:
-                err = rel_error(to_float64(out, dt), ref)
-                tol = tolerance(dt, s.family, problem.as_conv().direction, problem.math)
-                if not err <= tol:
-                    failures.append(Failure(s.id, "verify", f"relative error {err:.3g} exceeds {tol:.1g}"))
-                    continue
-            med, q20, q80 = _time_ms(lambda: _call(inv, problem, a, b, out, wsbuf), warmup, iters)
+            m = h.measure(inv, h.workspace(sol.workspace_bytes), s.family, warmup, iters)
+        except VerifyError as e:
+            failures.append(Failure(s.id, "verify", str(e)))
+            continue
         except Exception as e:
             failures.append(Failure(s.id, "launch", f"{e.__class__.__name__}: {str(e).strip()[:2000]}"))
             continue
-        sols.append(Solution(s.id, s.algorithm, med, sol.workspace_bytes, sol.config, verify, problem,
-                             max_error=err, time_q20_ms=q20, time_q80_ms=q80))
+        sols.append(Solution(s.id, s.algorithm, m.time_ms, sol.workspace_bytes, sol.config, verify, problem,
+                             max_error=m.max_error, time_q20_ms=m.q20_ms, time_q80_ms=m.q80_ms))
     # a solver that offered several configs (e.g. one per cuDNN plan) keeps its fastest, as MIOpen
     # keeps the best per solver
     best: dict[str, Solution] = {}
@@ -358,12 +483,6 @@ def _benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed):
         if sol.solver_id not in best or sol.time_ms < best[sol.solver_id].time_ms:
             best[sol.solver_id] = sol
     return list(best.values()), failures, ws_skipped
-
-
-def _reference_invoker(problem: ProblemDescription):
-    conv = problem.as_conv()
-    sol = reference_solver(conv.direction).get_solution(conv, None, reference=True)
-    return build_invoker(conv, sol)
 
 
 # -- run ---------------------------------------------------------------------------------------

@@ -211,18 +211,19 @@ def run(db_url, driver_args):
     -S 0 takes the best known; -V 1 verifies against the float64 reference; -t 1 -i N times."""
     problems, opts = _parse(driver_args)
     _device()
-    import cupy
-
-    from .api import Solution, _call, _reference_invoker, _time_ms, find_solutions, get_invoker
+    from .api import Solution, find_solutions, get_invoker
+    from .harness import Harness, VerifyError
     from .registry import get_solver
-    from .verify import poison, random_array, rel_error, to_float64, tolerance
 
     sel = str(opts["solution"])
     bad = 0
     for p in problems:
         name = DIRECTION_NAMES[p.direction]
         if sel.lstrip("-").isdigit() and int(sel) <= 0:
-            res = find_solutions(p, db=db_url)
+            try:
+                res = find_solutions(p, db=db_url)
+            except ValueError as e:
+                _fail(str(e))
             if not res:
                 _fail(f"{name}: no solver could solve {p.key()}")
             sol = res[0]
@@ -237,26 +238,19 @@ def run(db_url, driver_args):
             cfg = s.default_config(p.as_conv())
             sol = Solution(s.id, s.algorithm, float("nan"), s.workspace_bytes(p), cfg, False, p)
         inv, ws = get_invoker(p, sol.solver_id, sol.config)
-        rng = cupy.random.default_rng()
-        sa, sb, so = p.io_shapes()
-        xa, xb = random_array(sa, p.dtype, rng), random_array(sb, p.dtype, rng)
-        out = cupy.empty(so, dtype=xa.dtype)
-        wsbuf = cupy.empty(ws, dtype=cupy.uint8) if ws else None
-        poison(out, p.dtype)
-        _call(inv, p, xa, xb, out, wsbuf)
-        cupy.cuda.get_current_stream().synchronize()
+        h = Harness(p, verify=bool(opts["verify"]))
+        wsbuf = h.workspace(ws)
+        family = get_solver(sol.solver_id).family
         console.print(f"{name}: {sol.solver_id} ({sol.algorithm})  {p.key()}")
-        if opts["verify"]:
-            ref = cupy.empty(so, dtype=cupy.float64)
-            _call(_reference_invoker(p), p, to_float64(xa, p.dtype), to_float64(xb, p.dtype), ref, None)
-            err = rel_error(to_float64(out, p.dtype), ref)
-            tol = tolerance(p.dtype, get_solver(sol.solver_id).family, p.as_conv().direction, p.math)
-            ok = err <= tol
-            bad += not ok
-            console.print(f"  {name} convolution {'verifies' if ok else '[red]FAILED[/]'} against the float64 "
-                          f"reference: relative error {err:.3g} (tolerance {tol:.1g})")
+        try:
+            err = h.check(inv, wsbuf, family)
+            if err is not None:
+                console.print(f"  {name} convolution verifies against the float64 reference: relative error {err:.3g}")
+        except VerifyError as e:
+            bad += 1
+            console.print(f"  {name} convolution [red]FAILED[/] against the float64 reference: {e}")
         if opts["time"]:
-            med, q20, q80 = _time_ms(lambda: _call(inv, p, xa, xb, out, wsbuf), 3, max(1, opts["iter"]))
+            med, q20, q80 = h.time(inv, wsbuf, 3, max(1, opts["iter"]))
             tf = p.flops() / (med * 1e-3) / 1e12
             console.print(f"  GPU kernel time {name}: {med:.4f} ms (q20 {q20:.4f}, q80 {q80:.4f}; "
                           f"{opts['iter']} iterations)  {tf:.2f} TFLOP/s")

@@ -1,9 +1,11 @@
-"""Kernel sources and their compilation: NVRTC through CuPy, in process and on disk.
+"""Kernel sources and their compilation: NVRTC to cubins, cached in process and on disk.
 
 Sources live in ``kernels_src/`` (installed as ``miofind.kernels_src``). ``#include "x.cuh"`` of
-our own headers is expanded here, so the source hash (which keys the FindDB trust check and
-CuPy's on-disk cubin cache) covers every line that is compiled. CuPy's cubin cache goes under the
-user cache directory unless CUPY_CACHE_DIR is already set.
+our own headers is expanded here, so the source hash (which keys the FindDB trust check and the
+binary cache) covers every line that is compiled. The binary cache (MIOpen's "binary cache") is a
+directory of cubins named by a hash of (expanded source, options, GPU architecture, NVRTC version):
+``$MIOFIND_KERNEL_CACHE`` or ``<user cache dir>/miofind/cubin``. ``is_compiled`` tells whether a
+kernel would need no new compilation, which the dynamic_hybrid find mode relies on.
 """
 
 from __future__ import annotations
@@ -77,30 +79,77 @@ def _options(kinfo: KernelInfo) -> tuple[str, ...]:
     return BASE_OPTIONS + tuple(f"-I{d}" for d in cuda_include_dirs()) + kinfo.compile_options()
 
 
-def set_cupy_cache_dir() -> None:
-    if "CUPY_CACHE_DIR" not in os.environ:
+def kernel_cache_dir() -> Path:
+    d = os.environ.get("MIOFIND_KERNEL_CACHE", "").strip()
+    if not d:
         import platformdirs
-        os.environ["CUPY_CACHE_DIR"] = os.path.join(platformdirs.user_cache_dir("miofind"), "cupy")
+        d = os.path.join(platformdirs.user_cache_dir("miofind"), "cubin")
+    return Path(d)
+
+
+@functools.lru_cache(maxsize=None)
+def _nvrtc_version() -> str:
+    from cupy_backends.cuda.libs import nvrtc
+    return "%d.%d" % nvrtc.getVersion()
+
+
+def _device_arch() -> str:
+    from .device import current_device
+    return current_device().arch
+
+
+def _binary_key(kinfo: KernelInfo, arch: str) -> str:
+    h = hashlib.sha256()
+    for part in (kernel_source(kinfo.source), "\0".join(_options(kinfo)), arch, _nvrtc_version()):
+        h.update(part.encode())
+        h.update(b"\1")
+    return h.hexdigest()[:32]
 
 
 _module_cache: dict[tuple, object] = {}
 _module_lock = threading.Lock()
 
 
+def _module_key(kinfo: KernelInfo, arch: str) -> tuple:
+    return (kinfo.source, source_hash(kinfo.source), _options(kinfo), arch)
+
+
+def is_compiled(kinfo: KernelInfo) -> bool:
+    """Whether ``kinfo`` is loaded in this process or its cubin is in the binary cache for this GPU."""
+    arch = _device_arch()
+    if _module_key(kinfo, arch) in _module_cache:
+        return True
+    return (kernel_cache_dir() / f"{_binary_key(kinfo, arch)}.cubin").is_file()
+
+
 def compile_kernel(kinfo: KernelInfo):
-    """Compile (or fetch from cache) and return the cupy.RawKernel for ``kinfo``."""
-    set_cupy_cache_dir()
+    """Compile (or fetch from the in-process or binary cache) and return the cupy.RawKernel for ``kinfo``."""
     import cupy
 
-    key = (kinfo.source, source_hash(kinfo.source), _options(kinfo))
+    arch = _device_arch()
+    key = _module_key(kinfo, arch)
     mod = _module_cache.get(key)
     if mod is None:
+        path = kernel_cache_dir() / f"{_binary_key(kinfo, arch)}.cubin"
+        if not path.is_file():
+            cubin = nvrtc_compile(kinfo, arch)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_bytes(cubin)
+            os.replace(tmp, path)  # atomic: a reader never sees a partial cubin
         try:
-            mod = cupy.RawModule(code=kernel_source(kinfo.source), options=_options(kinfo))
-            mod.compile()
-        except Exception as e:
-            log = getattr(e, "log", None) or str(e)
-            raise CompileError(f"{kinfo.source} ({' '.join(kinfo.compile_options())}): {log.strip()[:4000]}") from None
+            mod = cupy.RawModule(path=str(path))
+        except Exception as e:  # a damaged cache file: rebuild it once
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+            cubin = nvrtc_compile(kinfo, arch)
+            path.write_bytes(cubin)
+            try:
+                mod = cupy.RawModule(path=str(path))
+            except Exception:
+                raise CompileError(f"{kinfo.source}: cannot load the compiled cubin: {e}") from None
         with _module_lock:
             _module_cache[key] = mod
     try:

@@ -466,15 +466,16 @@ def _quarantine(path: Path) -> Path | None:
 class FindDB:
     """A FindDB at a SQLAlchemy URL (default: ``default_db_url()``).
 
-    Creates or migrates the schema on open (a newer schema raises FindDBError). A corrupt SQLite
+    Creates or migrates the schema on open (a newer schema raises FindDBError). ``immutable``
+    (implies read-only) opens a SQLite file that nothing may change, as the shipped system DBs. A corrupt SQLite
     file is moved to ``<name>.corrupt-<UTC time>`` with a FindDBWarning and replaced by an empty
     database (a read-only FindDB raises FindDBError instead). Every failure surfaces as
     FindDBError; transient lock errors are retried, never raised.
     """
 
-    def __init__(self, url: str | None = None, *, readonly: bool = False) -> None:
+    def __init__(self, url: str | None = None, *, readonly: bool = False, immutable: bool = False) -> None:
         self._url = _normalize_url(url) if url else default_db_url()
-        self.readonly = readonly
+        self.readonly = readonly or immutable
         self._closed = False
         try:
             parsed = sa.make_url(self._url)
@@ -485,9 +486,10 @@ class FindDB:
         self._sqlite = parsed.get_backend_name() == "sqlite"
         if self._path is not None:
             self._check_file()
-            if readonly:
-                parsed = sa.URL.create("sqlite", database=f"file:{urllib.parse.quote(str(self._path))}",
-                                       query={"mode": "ro", "uri": "true"})
+            if self.readonly:
+                # immutable: a shipped file in a read-only install; no locks, no -wal/-shm files
+                q = {"mode": "ro", "uri": "true", **({"immutable": "1"} if immutable else {})}
+                parsed = sa.URL.create("sqlite", database=f"file:{urllib.parse.quote(str(self._path))}", query=q)
         kw: dict[str, Any] = {}
         if self._sqlite and self._path is None:
             kw["poolclass"] = sa.pool.StaticPool  # one shared in-memory database

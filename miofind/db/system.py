@@ -1,0 +1,90 @@
+"""System and user databases, as MIOpen layers them.
+
+System FindDBs ship read-only inside the package (``finddb/<arch>-<SMs>.sqlite``, e.g.
+``sm_90-132.sqlite`` for an H100 SXM). The one for this GPU is the file of the same architecture
+with the nearest SM count (an exact match when there is one). The user DB overlays it: per problem,
+a usable user answer wins over the system's; every write goes to the user DB.
+
+``$MIOFIND_SYSTEM_DB`` overrides the choice: a file path, or ``none`` to use no system DB.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from .findb import FindDB, FindDBError, FindDBWarning
+
+__all__ = ["system_db_files", "system_db_path", "open_system_db", "Overlay"]
+
+_NAME_RE = re.compile(r"^(sm_\d+)-(\d+)\.sqlite$")
+
+
+def _finddb_dir() -> Path:
+    return Path(str(resources.files("miofind.finddb")))
+
+
+def system_db_files() -> dict[tuple[str, int], Path]:
+    """The shipped system DBs by (architecture, SM count)."""
+    out = {}
+    d = _finddb_dir()
+    if d.is_dir():
+        for p in sorted(d.iterdir()):
+            m = _NAME_RE.match(p.name)
+            if m:
+                out[(m.group(1), int(m.group(2)))] = p
+    return out
+
+
+def system_db_path(arch: str, sm_count: int) -> Path | None:
+    """The system DB for a GPU: same architecture, nearest SM count (ties: the larger); None if none."""
+    env = os.environ.get("MIOFIND_SYSTEM_DB", "").strip()
+    if env:
+        return None if env.lower() == "none" else Path(env)
+    same = [(abs(sms - sm_count), -sms, p) for (a, sms), p in system_db_files().items() if a == arch]
+    return min(same)[2] if same else None
+
+
+_opened: dict[Path, FindDB | None] = {}
+
+
+def open_system_db(arch: str, sm_count: int) -> FindDB | None:
+    """The system DB opened read-only and immutable (cached per process); None if there is none or it
+    cannot be read (a FindDBWarning says why: work continues without it)."""
+    path = system_db_path(arch, sm_count)
+    if path is None:
+        return None
+    if path not in _opened:
+        try:
+            _opened[path] = FindDB(str(path), readonly=True, immutable=True)
+        except FindDBError as e:
+            warnings.warn(f"system FindDB not used: {e}", FindDBWarning, stacklevel=2)
+            _opened[path] = None
+    return _opened[path]
+
+
+@dataclass
+class Overlay:
+    """The user DB (takes every write) over the system DB (read-only, may be None)."""
+
+    user: FindDB
+    system: FindDB | None = None
+
+    @property
+    def layers(self) -> list[tuple[str, FindDB]]:
+        return [("user", self.user)] + ([("system", self.system)] if self.system is not None else [])
+
+    def lookup(self, device: str, problem_key: str):
+        """(layer name, records) per layer, user first. System DBs are chosen by device already, so
+        their records are read whatever device string they carry (the nearest SM count's)."""
+        return [(name, db.lookup(device if name == "user" else None, problem_key)) for name, db in self.layers]
+
+    def lookup_perf(self, device: str, problem_key: str, solver_id: str):
+        for name, db in self.layers:
+            got = db.lookup_perf(device if name == "user" else None, problem_key, solver_id)
+            if got:
+                yield name, got

@@ -1,0 +1,119 @@
+"""The measuring harness that find, tune and ``miofind run`` share: fresh random inputs for one
+problem, a float64 reference output, and per-solution verify-then-time.
+
+Inputs are random (never zeros) and made once per harness; the output is poisoned with NaN before
+every verification run, so a kernel that skips elements cannot pass. Verification compares
+against the float64 naive GPU solver with the tolerance of ``verify.tolerance`` for the data
+type, family, direction and math mode. Timing takes CUDA events around each launch: warm-ups,
+then the median with 20%/80% quantiles.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .problem import ProblemDescription
+
+
+class VerifyError(RuntimeError):
+    """The solution's output differs from the float64 reference beyond the tolerance."""
+
+
+def call(invoker, problem: ProblemDescription, a, b, out, workspace):
+    # A transposed problem's weights gradient is the ordinary one with the activations swapped.
+    if problem.transposed and problem.direction == "W":
+        a, b = b, a
+    invoker(a, b, out, workspace)
+
+
+def time_ms(fn, warmup: int, iters: int) -> tuple[float, float, float]:
+    """(median, q20, q80) in ms of ``fn`` over ``iters`` runs after ``warmup`` runs, by CUDA events."""
+    import cupy
+
+    for _ in range(warmup):
+        fn()
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    times = []
+    for _ in range(max(1, iters)):
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, stop))
+    times.sort()
+    q = lambda f: times[min(len(times) - 1, int(round(f * (len(times) - 1))))]  # noqa: E731
+    return q(0.5), q(0.2), q(0.8)
+
+
+@dataclass
+class Measurement:
+    time_ms: float
+    q20_ms: float
+    q80_ms: float
+    max_error: float | None
+
+
+class Harness:
+    """Inputs, reference and output buffer for one problem on the current GPU."""
+
+    def __init__(self, problem: ProblemDescription, *, verify: bool = True, seed: int | None = None,
+                 reference_invoker=None) -> None:
+        import cupy
+
+        from .verify import random_array, to_float64
+
+        self.problem = problem
+        self.verify = verify
+        dt = problem.dtype
+        rng = cupy.random.default_rng(seed)
+        a_shape, b_shape, out_shape = problem.io_shapes()
+        self.a = random_array(a_shape, dt, rng)
+        self.b = random_array(b_shape, dt, rng)
+        self.out = cupy.empty(out_shape, dtype=self.a.dtype)
+        self.ref = None
+        if verify:
+            ref_inv = reference_invoker if reference_invoker is not None else reference_invoker_for(problem)
+            self.ref = cupy.empty(out_shape, dtype=cupy.float64)
+            self.ref.fill(cupy.nan)
+            call(ref_inv, problem, to_float64(self.a, dt), to_float64(self.b, dt), self.ref, None)
+
+    def workspace(self, nbytes: int):
+        import cupy
+        return cupy.empty(nbytes, dtype=cupy.uint8) if nbytes else None
+
+    def check(self, invoker, workspace, family: str) -> float | None:
+        """Run once on a poisoned output; the relative error, or None when not verifying.
+        Raises VerifyError beyond the tolerance."""
+        import cupy
+
+        from .verify import poison, rel_error, to_float64, tolerance
+
+        p, dt = self.problem, self.problem.dtype
+        poison(self.out, dt)
+        call(invoker, p, self.a, self.b, self.out, workspace)
+        cupy.cuda.get_current_stream().synchronize()
+        if not self.verify:
+            return None
+        err = rel_error(to_float64(self.out, dt), self.ref)
+        tol = tolerance(dt, family, p.as_conv().direction, p.math)
+        if not err <= tol:
+            raise VerifyError(f"relative error {err:.3g} exceeds {tol:.1g}")
+        return err
+
+    def time(self, invoker, workspace, warmup: int = 3, iters: int = 10) -> tuple[float, float, float]:
+        return time_ms(lambda: call(invoker, self.problem, self.a, self.b, self.out, workspace), warmup, iters)
+
+    def measure(self, invoker, workspace, family: str, warmup: int = 3, iters: int = 10) -> Measurement:
+        err = self.check(invoker, workspace, family)
+        med, q20, q80 = self.time(invoker, workspace, warmup, iters)
+        return Measurement(med, q20, q80, err)
+
+
+def reference_invoker_for(problem: ProblemDescription):
+    """The float64 naive solver's invoker for the problem's direction."""
+    from .compile import compile_kernel
+    from .registry import reference_solver
+
+    conv = problem.as_conv()
+    sol = reference_solver(conv.direction).get_solution(conv, None, reference=True)
+    return sol.invoker_factory([compile_kernel(k) for k in sol.kernels])
