@@ -51,8 +51,11 @@ def main():
 
 
 @main.command(**DRIVER_ARGS)
-@click.option("--mode", type=click.Choice(["normal", "benchmark"]), default=None,
-              help="normal: answer from the FindDB when it has every candidate (default); benchmark: always measure.")
+@click.option("--mode", type=click.Choice(["normal", "fast", "hybrid", "dynamic_hybrid", "benchmark"]), default=None,
+              help="normal (default): the FindDB when it has every candidate, else measure; fast: the FindDB, else a "
+                   "prediction, never measure; hybrid: the FindDB, else measure; dynamic_hybrid: the FindDB, else "
+                   "measure the solvers needing no compilation; benchmark: always measure. Default $MIOFIND_FIND_MODE.")
+@click.option("--immediate", is_flag=True, help="Immediate mode: the FindDB's answer or a prediction; no GPU work.")
 @click.option("--sort-by", type=click.Choice(["time", "workspace"]), default="time")
 @click.option("--workspace-limit", type=int, default=None, help="Skip solvers needing more workspace bytes.")
 @click.option("--solver", "solver_ids", multiple=True, help="Only these solver ids (repeatable).")
@@ -62,24 +65,29 @@ def main():
 @click.option("--json", "as_json", is_flag=True, help="Print the solutions as JSON.")
 @click.option("--json-out", type=click.Path(dir_okay=False), default=None, help="Also write the solutions as JSON here.")
 @click.argument("driver_args", nargs=-1, type=click.UNPROCESSED)
-def find(mode, sort_by, workspace_limit, solver_ids, no_verify, explain, db_url, as_json, json_out, driver_args):
+def find(mode, immediate, sort_by, workspace_limit, solver_ids, no_verify, explain, db_url, as_json, json_out, driver_args):
     """Find the solutions of a problem for each direction selected by -F, fastest first."""
     problems, _ = _parse(driver_args)
     if explain:
         for p in problems:
             _print_applicability(p)
     dev = _device()
-    from .api import find_solutions, warm_up
+    from .api import find_solutions, get_solutions, warm_up
+    from .db import FindDBError
 
     warm_up()
     out = []
     for p in problems:
         try:
-            res = find_solutions(p, mode=mode, sort_by=sort_by, workspace_limit=workspace_limit,
-                                 solvers=list(solver_ids) or None, verify=not no_verify, db=db_url)
-        except ValueError as e:
+            if immediate:
+                res = get_solutions(p, workspace_limit=workspace_limit, solvers=list(solver_ids) or None, db=db_url)
+            else:
+                res = find_solutions(p, mode=mode, sort_by=sort_by, workspace_limit=workspace_limit,
+                                     solvers=list(solver_ids) or None, verify=not no_verify, db=db_url)
+        except (ValueError, FindDBError) as e:
             _fail(str(e))
-        out.append({"key": p.key(), "direction": p.direction, "source": res.source, "elapsed_ms": res.elapsed_ms,
+        out.append({"key": p.key(), "direction": p.direction, "source": res.source, "db_layer": res.db_layer,
+                    "basis": res.basis, "mode": res.mode, "elapsed_ms": res.elapsed_ms,
                     "solutions": [_sol_json(s) for s in res], "failures": [vars(f) for f in res.failures]})
         if not as_json:
             _print_find(p, res, dev)
@@ -111,7 +119,9 @@ def _print_find(p, res, dev):
     for f in res.failures:
         console.print(f"  [yellow]skipped[/] {f.solver_id} ({f.stage}): {f.reason}")
     if res.source == "db":
-        console.print(f"  answered from the FindDB in {res.elapsed_ms:.1f} ms (no benchmarking)")
+        console.print(f"  answered from the {res.db_layer} FindDB in {res.elapsed_ms:.1f} ms (no benchmarking)")
+    elif res.source == "predicted":
+        console.print(f"  PREDICTED, not measured ({res.basis}), in {res.elapsed_ms:.1f} ms (no benchmarking)")
     else:
         console.print(f"  benchmarked {len(res)} solution(s) in {res.elapsed_ms / 1e3:.2f} s"
                       + ("; stored in the FindDB" if res.stored else "; not stored"))
@@ -153,54 +163,193 @@ def solvers(driver_args):
     console.print(t)
 
 
-@main.command(**DRIVER_ARGS)
-@click.option("--file", "file_", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="A file of MIOpenDriver lines, one problem spec per line (# comments allowed).")
-@click.option("--db", "db_url", default=None, help="FindDB SQLAlchemy URL or file.")
-@click.option("--no-verify", is_flag=True)
-@click.argument("driver_args", nargs=-1, type=click.UNPROCESSED)
-def tune(file_, db_url, no_verify, driver_args):
-    """Benchmark many problems and fill the FindDB (each problem x direction is one find)."""
+def _read_driver_file(path):
     from .driver_args import problems_from_driver_args
 
+    problems = []
+    with open(path) as fh:
+        for lineno, line in enumerate(fh, 1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            try:
+                problems += problems_from_driver_args(line)
+            except ValueError as e:
+                _fail(f"{path}:{lineno}: {e}")
+    return problems
+
+
+def _directions(direction, forw):
+    if direction:
+        dirs = "".join(d.upper() for d in direction)
+        bad = [d for d in dirs if d not in "FBW"]
+        if bad:
+            _fail(f"--direction={bad[0]!r}: expected F, B or W")
+        return dirs
+    if forw is None or forw == 0:
+        return "FBW"
+    if not 0 < forw <= 7:
+        _fail(f"-F {forw}: expected 0 (all) or a bitmask of 1 (F), 2 (B), 4 (W)")
+    return "".join(d for bit, d in ((1, "F"), (2, "B"), (4, "W")) if forw & bit)
+
+
+def _devices(spec):
+    if spec is None:
+        return None
+    if spec.strip().lower() == "all":
+        import cupy
+        try:
+            return list(range(cupy.cuda.runtime.getDeviceCount()))
+        except Exception as e:
+            _fail(f"--devices all: cannot count the GPUs ({e})", EXIT_NO_GPU)
+    try:
+        devs = [int(x) for x in spec.split(",") if x.strip()]
+    except ValueError:
+        _fail(f"--devices={spec!r}: expected 'all' or GPU indices like 0,1,2")
+    if not devs or any(d < 0 for d in devs) or len(set(devs)) != len(devs):
+        _fail(f"--devices={spec!r}: expected 'all' or distinct GPU indices like 0,1,2")
+    return devs
+
+
+@main.command(**DRIVER_ARGS)
+@click.option("--model", default=None, help="A preset network: resnet50, resnet101, vgg16, mobilenet_v2, inception_v3, unet.")
+@click.option("--batch", "batches", type=int, multiple=True, help="Batch size(s) for --model (repeatable; default 32).")
+@click.option("--dtype", "dtypes", multiple=True, help="fp32, fp16, bf16 for --model (repeatable; default fp32).")
+@click.option("--layout", "layouts", multiple=True, help="NCHW, NHWC for --model (repeatable; default NCHW).")
+@click.option("--direction", "direction", multiple=True, help="F, B, W (repeatable; default all, or as -F).")
+@click.option("-F", "--forw", type=int, default=None, help="MIOpenDriver's direction mask: 1 F, 2 B, 4 W, 0 all.")
+@click.option("--file", "file_", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="A file of MIOpenDriver lines, one problem spec per line (# comments allowed).")
+@click.option("--strategy", type=click.Choice(["guided", "random", "exhaustive"]), default="guided", show_default=True)
+@click.option("--max-configs", type=int, default=None, help="At most this many configs per solver and problem.")
+@click.option("--max-seconds", type=float, default=None, help="At most this long per solver and problem.")
+@click.option("--patience", type=int, default=None, help="Stop a search after this many configs without improvement.")
+@click.option("--retune", is_flag=True, help="Tune again even where the DBs already hold a trusted result.")
+@click.option("--no-tune", is_flag=True, help="Only find (default configs or stored tuned ones), no config search.")
+@click.option("--devices", default=None, help="Local GPUs to use, one worker process each: 'all' or 0,1,...")
+@click.option("--enqueue", is_flag=True, help="Only queue the problems as jobs in --db for `miofind worker`s.")
+@click.option("--db", "db_url", default=None, help="FindDB SQLAlchemy URL or file (default: $MIOFIND_DB or the user DB).")
+@click.option("--json-out", type=click.Path(dir_okay=False), default=None, help="Write every problem's outcome here.")
+@click.argument("driver_args", nargs=-1, type=click.UNPROCESSED)
+def tune(model, batches, dtypes, layouts, direction, forw, file_, strategy, max_configs, max_seconds, patience,
+         retune, no_tune, devices, enqueue, db_url, json_out, driver_args):
+    """Tune many problems into the FindDB and PerfDB: each tunable solver's config space is searched,
+    then the problem is found with the tuned configs. Resumable: finished problems are skipped."""
+    from .tuning import TuneOptions
+
     problems: list[ProblemDescription] = []
+    if model:
+        from .models import model_problems
+        try:
+            for b in batches or (32,):
+                problems += model_problems(model, batch=b, dtypes=tuple(d.upper() for d in dtypes) or ("FP32",),
+                                           layouts=tuple(x.upper() for x in layouts) or ("NCHW",),
+                                           directions=_directions(direction, forw))
+        except ValueError as e:
+            _fail(str(e))
+    elif batches or dtypes or layouts:
+        _fail("--batch, --dtype and --layout select problems of a --model")
     if file_:
-        with open(file_) as fh:
-            for lineno, line in enumerate(fh, 1):
-                line = line.split("#", 1)[0].strip()
-                if not line:
-                    continue
-                try:
-                    problems += problems_from_driver_args(line)
-                except ValueError as e:
-                    _fail(f"{file_}:{lineno}: {e}")
+        problems += _read_driver_file(file_)
     if driver_args:
         problems += _parse(driver_args)[0]
+    problems = list({p.key(): p for p in problems}.values())
     if not problems:
-        _fail("nothing to tune: give --file lines.txt or MIOpenDriver arguments")
+        _fail("nothing to tune: give --model NAME, --file lines.txt or MIOpenDriver arguments")
+    try:
+        opts = TuneOptions(strategy=strategy, max_configs=max_configs, max_seconds=max_seconds, patience=patience,
+                           retune=retune)
+    except ValueError as e:
+        _fail(str(e))
+    if no_tune:
+        opts = TuneOptions(**{**opts.as_json(), "max_configs": 1, "strategy": "exhaustive"})
+    if enqueue:
+        from .db import FindDBError
+        from .db.jobs import JobQueue
+        from .cli_db import _open
+
+        try:
+            n = JobQueue(_open(db_url)).enqueue([p.key() for p in problems], opts.as_json())
+        except FindDBError as e:
+            _fail(str(e))
+        console.print(f"queued {n} new job(s) of {len(problems)} problem(s); start `miofind worker --db ...` on GPU hosts")
+        return
+    devs = _devices(devices)
     _device()
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from .api import find_solutions
+    from .api import warm_up
+    from .tuning.run import tune_local
 
-    done, failed = 0, 0
+    warm_up()
+    counts = {"done": 0, "skipped": 0, "failed": 0}
     t0 = time.perf_counter()
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TimeRemainingColumn(), console=console) as prog:
+                  TextColumn("ETA"), TimeRemainingColumn(), console=console) as prog:
         task = prog.add_task("tuning", total=len(problems))
-        for p in problems:
-            prog.update(task, description=f"{p.direction} {p.key()[:60]}")
-            try:
-                res = find_solutions(p, mode="benchmark", verify=not no_verify, db=db_url)
-                if res:
-                    done += 1
-                else:
-                    failed += 1
-            except ValueError as e:
-                failed += 1
-                console.print(f"[red]{p.key()}[/]: {e}")
+
+        def report(o):
+            counts[o["status"]] += 1
+            if o["status"] == "failed":
+                prog.console.print(f"[red]failed[/] {o['key']}: {o['error']}")
             prog.advance(task)
-    console.print(f"tuned {done} problem(s), {failed} without a solution, in {time.perf_counter() - t0:.1f} s")
+
+        def event(msg):
+            prog.update(task, description=msg[:70])
+
+        try:
+            outcomes = tune_local(problems, opts, db_url, devices=devs, report=report, event=event)
+        except (RuntimeError, ValueError) as e:
+            _fail(str(e))
+    secs = time.perf_counter() - t0
+    console.print(f"tuned {counts['done']} problem(s), skipped {counts['skipped']} already done, "
+                  f"{counts['failed']} failed, in {secs:.1f} s")
+    if json_out:
+        with open(json_out, "w") as fh:
+            json.dump({"seconds": secs, "counts": counts, "options": opts.as_json(), "outcomes": outcomes}, fh, indent=1)
+    if counts["failed"]:
+        sys.exit(1)
+
+
+@main.command()
+@click.option("--db", "db_url", required=True, help="The shared FindDB (e.g. postgresql+psycopg://host/db).")
+@click.option("--devices", default=None, help="'all' or 0,1,...: one worker process per GPU (default: the current GPU).")
+@click.option("--lease", type=float, default=600.0, show_default=True, help="Seconds a claimed job stays ours without renewal.")
+@click.option("--idle-exit", type=float, default=None, help="Exit after this many seconds without a job (default: never).")
+@click.option("--max-jobs", type=int, default=None, help="Exit after this many jobs.")
+def worker(db_url, devices, lease, idle_exit, max_jobs):
+    """Claim tuning jobs queued by `miofind tune --enqueue` from the shared FindDB and run them."""
+    devs = _devices(devices)
+    _device()
+    from .db import FindDBError
+    from .tuning.run import worker_loop, worker_name
+
+    if devs and len(devs) > 1:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("spawn")
+        procs = [ctx.Process(target=_worker_process, args=(d, db_url, lease, idle_exit, max_jobs)) for d in devs]
+        for pr in procs:
+            pr.start()
+        for pr in procs:
+            pr.join()
+        sys.exit(max(pr.exitcode or 0 for pr in procs))
+    if devs:
+        import cupy
+        cupy.cuda.Device(devs[0]).use()
+    try:
+        n = worker_loop(db_url, name=worker_name(devs[0] if devs else None), lease_s=lease, idle_exit=idle_exit,
+                        max_jobs=max_jobs, event=lambda m: console.print(m))
+    except FindDBError as e:
+        _fail(str(e))
+    console.print(f"worker finished {n} job(s)")
+
+
+def _worker_process(device, db_url, lease, idle_exit, max_jobs):
+    import os
+    os.environ["CUDA_VISIBLE_DEVICES"] = str(device)
+    from .tuning.run import worker_loop, worker_name
+    worker_loop(db_url, name=worker_name(device), lease_s=lease, idle_exit=idle_exit, max_jobs=max_jobs)
 
 
 @main.command(**DRIVER_ARGS)

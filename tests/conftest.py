@@ -35,4 +35,5 @@ def pytest_collection_modifyitems(config, items):
 def tmp_db(tmp_path, monkeypatch):
     url = f"sqlite:///{tmp_path / 'finddb.sqlite'}"
     monkeypatch.setenv("MIOFIND_DB", url)
+    monkeypatch.setenv("MIOFIND_SYSTEM_DB", "none")  # tests that want a system DB name one
     return url

@@ -109,7 +109,7 @@ def test_find_answers_from_db_without_gpu_work(tmp_db, monkeypatch):
     out = tmp_db.replace("sqlite:///", "") + ".json"
     r = run("find", "--json-out", out, *ARGS, "-F", "1")
     assert r.exit_code == 0, r.output
-    assert "answered from the FindDB" in r.output
+    assert "answered from the user FindDB" in r.output
     d = json.load(open(out))
     assert d[0]["source"] == "db" and [s["solver_id"] for s in d[0]["solutions"]] == [x.solver_id for x in recs]
     # a record whose kernel hash no longer matches is not trusted: find would benchmark

@@ -1,0 +1,12 @@
+"""Search strategies, Kernel Tuner style: each module has one function
+
+    search(space, default, evaluate, budget, rng) -> None
+
+``space`` is the list of valid, untried configs (the default first when it is among them);
+``evaluate(batch)`` measures a batch of configs (compiled in parallel) and returns their times
+(``inf`` for a failure); ``budget.exhausted()`` says when to stop. The tuner keeps the results.
+"""
+
+from . import exhaustive, guided, random_sample
+
+STRATEGIES = {"exhaustive": exhaustive.search, "random": random_sample.search, "guided": guided.search}

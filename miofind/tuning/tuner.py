@@ -1,0 +1,289 @@
+"""Tuning: search a tunable solver's config space for one problem and keep the best in the PerfDB.
+
+Per solver (MIOpen's search, REFERENCE.md section 4): the space is the solver's valid configs minus
+those recorded as failed under the same kernel sources; a strategy picks batches; each batch
+compiles in parallel threads; each config is verified, then measured once (a short median); the
+configs within ``near_best`` of the best are re-measured in full and the fastest is stored with the
+default config's time beside it. A failed compile, launch or verification scores as infinite time
+and is recorded, so a resumed tune never retries it. A trusted, valid PerfDB entry means the
+solver is already tuned (unless ``retune``).
+
+Per problem: tune every applicable tunable solver, then run a benchmark-mode find, which stores the
+FindDB records (with the tuned configs). A problem is done when the user FindDB holds a trusted
+record for every candidate solver; a killed tune resumes at the first problem that is not.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .. import __version__
+from ..db import FindDBWarning
+from ..db.findb import PerfRecord, TuneFailure, config_key, is_trusted
+from ..db.system import Overlay
+from ..problem import ProblemDescription
+from ..solver import Solver
+from .strategies import STRATEGIES
+
+INF = math.inf
+
+
+@dataclass
+class TuneOptions:
+    strategy: str = "guided"
+    max_configs: int | None = None      # per solver
+    max_seconds: float | None = None    # per solver
+    patience: int | None = None         # stop after this many configs without a better one
+    near_best: float = 0.10             # re-measure configs within 10% of the best
+    batch: int = 16                     # configs compiled in parallel per step
+    seed: int | None = None
+    retune: bool = False
+    find: bool = True                   # after tuning, store the FindDB records of the problem
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"strategy={self.strategy!r}: expected one of {', '.join(STRATEGIES)}")
+        for name in ("max_configs", "patience"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                raise ValueError(f"{name}={v!r}: expected a positive integer")
+        if self.max_seconds is not None and not self.max_seconds > 0:
+            raise ValueError(f"max_seconds={self.max_seconds!r}: expected a positive number of seconds")
+        if not isinstance(self.batch, int) or self.batch < 1:
+            raise ValueError(f"batch={self.batch!r}: expected a positive integer")
+
+    def as_json(self) -> dict:
+        return {k: getattr(self, k) for k in ("strategy", "max_configs", "max_seconds", "patience", "near_best",
+                                              "batch", "seed", "retune", "find")}
+
+
+class Budget:
+    """Configs, seconds and patience left to one solver's search."""
+
+    def __init__(self, opts: TuneOptions, space_size: int) -> None:
+        self.opts = opts
+        self.batch = opts.batch
+        self.t0 = time.monotonic()
+        self.tried = 0
+        self.since_best = 0
+        self.best = INF
+        self.space_size = space_size
+
+    def note(self, times) -> None:
+        for t in times:
+            self.tried += 1
+            if t < self.best:
+                self.best, self.since_best = t, 0
+            else:
+                self.since_best += 1
+
+    def exhausted(self) -> bool:
+        o = self.opts
+        return (self.tried >= self.space_size
+                or (o.max_configs is not None and self.tried >= o.max_configs)
+                or (o.max_seconds is not None and time.monotonic() - self.t0 >= o.max_seconds)
+                or (o.patience is not None and self.since_best >= o.patience))
+
+
+@dataclass
+class Outcome:
+    """What tuning one solver on one problem did."""
+
+    solver_id: str
+    status: str                      # "tuned", "cached", "no valid config", "all failed"
+    config: dict | None = None
+    time_ms: float | None = None
+    default_time_ms: float | None = None
+    tried: int = 0
+    failed: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class ProblemOutcome:
+    key: str
+    status: str                      # "done" (tuned now), "skipped" (already done), "failed"
+    solvers: list[Outcome] = field(default_factory=list)
+    solutions: int = 0
+    error: str = ""
+    seconds: float = 0.0
+
+
+class GpuMeasurer:
+    """Measures configs of one problem on the current GPU through the shared harness."""
+
+    def __init__(self, problem: ProblemDescription) -> None:
+        self.problem = problem
+        self._harness = None
+
+    def evaluate(self, solver: Solver, configs: list[dict], *, warmup: int = 1, iters: int = 3):
+        """[(time_ms or inf, (stage, reason) or None)] per config, in order."""
+        from ..api import Failure, prepare_all
+        from ..harness import Harness, VerifyError
+
+        prepared, ref = prepare_all(self.problem, [(solver, c) for c in configs], verify=self._harness is None)
+        if self._harness is None:
+            self._harness = Harness(self.problem, verify=True, reference_invoker=ref)
+        h, out = self._harness, []
+        for sol, inv in prepared:
+            if isinstance(sol, Failure):
+                out.append((INF, (sol.stage, sol.reason)))
+                continue
+            try:
+                ws = h.workspace(sol.workspace_bytes)
+                h.check(inv, ws, solver.family)
+                out.append((h.time(inv, ws, warmup, iters)[0], None))
+            except VerifyError as e:
+                out.append((INF, ("verify", str(e))))
+            except Exception as e:
+                out.append((INF, ("launch", f"{e.__class__.__name__}: {str(e).strip()[:2000]}")))
+        return out
+
+
+class Tuner:
+    """Tunes problems on one device into ``dbs.user`` (reading tuned configs from both layers)."""
+
+    def __init__(self, dbs: Overlay, dev, options: TuneOptions | None = None, *,
+                 measurer: Callable[[ProblemDescription], object] = GpuMeasurer,
+                 finder: Callable[[ProblemDescription], int] | None = None,
+                 on_event: Callable[[str], None] | None = None) -> None:
+        self.dbs, self.dev = dbs, dev
+        self.opts = options or TuneOptions()
+        self.measurer = measurer
+        self.finder = finder or self._find
+        self.on_event = on_event or (lambda msg: None)
+        self.rng = random.Random(self.opts.seed)
+
+    # -- per problem --------------------------------------------------------------------------
+    def candidates(self, problem: ProblemDescription) -> list[Solver]:
+        from ..api import _candidates
+        return _candidates(problem, None)[0]
+
+    def is_done(self, problem: ProblemDescription) -> bool:
+        """Whether the user FindDB has a trusted record for every candidate of the problem."""
+        from ..api import _trusted_solutions
+
+        cands = self.candidates(problem)
+        if not cands:
+            return True
+        recs = self.dbs.user.lookup(self.dev.db_name, problem.key())
+        sols, complete = _trusted_solutions(recs, self.dev, problem, cands, True, None)
+        return complete and bool(sols)
+
+    def tune_problem(self, problem: ProblemDescription) -> ProblemOutcome:
+        t0 = time.monotonic()
+        key = problem.key()
+        if not self.opts.retune and self.is_done(problem):
+            return ProblemOutcome(key, "skipped")
+        out = ProblemOutcome(key, "done")
+        try:
+            m = self.measurer(problem)
+            for s in self.candidates(problem):
+                if s.tunable:
+                    self.on_event(f"{s.id} {key}")
+                    out.solvers.append(self.tune_solver(problem, s, m))
+            if self.opts.find:
+                self.on_event(f"find {key}")
+                out.solutions = self.finder(problem)
+                if not out.solutions:
+                    out.status, out.error = "failed", "no solver produced a verified solution"
+        except Exception as e:
+            out.status, out.error = "failed", f"{e.__class__.__name__}: {str(e).strip()[:2000]}"
+        out.seconds = time.monotonic() - t0
+        return out
+
+    def _find(self, problem: ProblemDescription) -> int:
+        from ..api import find_solutions
+        return len(find_solutions(problem, mode="benchmark", db=self.dbs))
+
+    # -- per solver ---------------------------------------------------------------------------
+    def _kernel_hash(self, solver: Solver) -> str:
+        from ..api import kernel_hash
+        return kernel_hash(solver)
+
+    def cached(self, problem: ProblemDescription, solver: Solver) -> PerfRecord | None:
+        """The user PerfDB entry if trusted and still valid (a stale one is reported, not used)."""
+        for r in self.dbs.user.lookup_perf(self.dev.db_name, problem.key(), solver.id):
+            ok, why = is_trusted(r, package_version=__version__, kernel_hash=self._kernel_hash(solver),
+                                 cuda_version=self.dev.cuda_version)
+            if ok and not solver.is_valid_config(problem.as_conv(), r.config):
+                ok, why = False, "the config no longer validates"
+            if ok:
+                return r
+            warnings.warn(f"PerfDB entry of {solver.id} for {problem.key()} is not trusted ({why}); re-tuning",
+                          FindDBWarning, stacklevel=2)
+        return None
+
+    def space(self, problem: ProblemDescription, solver: Solver) -> tuple[list[dict], int]:
+        """The valid configs not recorded as failed (the default first), and how many failed before."""
+        khash = self._kernel_hash(solver)
+        failed = {config_key(f.config) for f in self.dbs.user.failures(self.dev.db_name, problem.key(), solver.id)
+                  if f.kernel_hash == khash}
+        conv = problem.as_conv()
+        default = solver.default_config(conv)
+        seen, space = set(), []
+        for c in ([default] if default else []) + list(solver.config_space(conv)):
+            k = config_key(c)
+            if k in seen or k in failed or not solver.is_valid_config(conv, c):
+                continue
+            seen.add(k)
+            space.append(c)
+        return space, len(failed)
+
+    def tune_solver(self, problem: ProblemDescription, solver: Solver, measurer) -> Outcome:
+        t0 = time.monotonic()
+        if not self.opts.retune:
+            hit = self.cached(problem, solver)
+            if hit is not None:
+                return Outcome(solver.id, "cached", hit.config, hit.time_ms, hit.default_time_ms)
+        space, failed_before = self.space(problem, solver)
+        if not space:
+            return Outcome(solver.id, "no valid config", failed=failed_before)
+        conv = problem.as_conv()
+        default = solver.default_config(conv)
+        results: dict[str, tuple[dict, float]] = {}
+        budget = Budget(self.opts, len(space))
+        khash, dev, key = self._kernel_hash(solver), self.dev, problem.key()
+
+        def evaluate(batch):
+            got = measurer.evaluate(solver, batch)
+            times, fails = [], []
+            for cfg, (t, why) in zip(batch, got):
+                results[config_key(cfg)] = (cfg, t)
+                times.append(t)
+                if why is not None:
+                    fails.append(TuneFailure(dev.db_name, key, solver.id, cfg, why[0], why[1][:4000], khash))
+            if fails:
+                self.dbs.user.store_failures(fails)
+            budget.note(times)
+            return times
+
+        STRATEGIES[self.opts.strategy](space, default, evaluate, budget, self.rng)
+        ok = sorted((t, k) for k, (_, t) in results.items() if t < INF)
+        nfail = sum(1 for _, t in results.values() if t == INF)
+        if not ok:
+            return Outcome(solver.id, "all failed", tried=len(results), failed=nfail + failed_before,
+                           seconds=time.monotonic() - t0)
+        best_t = ok[0][0]
+        near = [results[k][0] for t, k in ok if t <= best_t * (1 + self.opts.near_best)]
+        dk = config_key(default) if default else None
+        if dk in results and results[dk][1] < INF and results[dk][0] not in near:
+            near.append(results[dk][0])  # the default is re-measured alongside, for default_time_ms
+        final = measurer.evaluate(solver, near, warmup=3, iters=10)
+        timed = [(t, config_key(c), c) for c, (t, _) in zip(near, final) if t < INF]
+        default_t = next((t for t, k, _ in timed if k == dk), None)
+        if not timed:
+            return Outcome(solver.id, "all failed", tried=len(results), failed=nfail + failed_before,
+                           seconds=time.monotonic() - t0)
+        t, _, cfg = min(timed, key=lambda x: x[0])
+        secs = time.monotonic() - t0
+        self.dbs.user.store_perf([PerfRecord(
+            device=dev.db_name, problem_key=key, solver_id=solver.id, config=cfg, time_ms=t,
+            default_time_ms=default_t, strategy=self.opts.strategy, configs_tried=len(results), tune_seconds=secs,
+            device_name=dev.name, package_version=__version__, kernel_hash=khash, cuda_version=dev.cuda_version)])
+        return Outcome(solver.id, "tuned", cfg, t, default_t, len(results), nfail, secs)
