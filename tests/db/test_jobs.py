@@ -1,0 +1,123 @@
+"""The tuning job queue on SQLite and PostgreSQL: enqueue, claim with leases, expiry, failure, workers."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from miofind.db import FindDB
+from miofind.db.jobs import JobQueue
+from miofind.tuning.run import worker_loop
+from miofind.tuning.tuner import ProblemOutcome
+
+
+def test_enqueue_is_idempotent_and_claims_in_order(anydb):
+    q = JobQueue(anydb)
+    assert q.enqueue(["k1", "k2", "k3"], {"strategy": "guided"}) == 3
+    assert q.enqueue(["k1", "k2", "k4"], {"strategy": "guided"}) == 1
+    assert q.enqueue(["k1"], {"strategy": "random"}) == 1  # other options: another job
+    j = q.claim("w1", "dev", lease_s=60)
+    assert (j.problem_key, j.status, j.worker, j.attempts, j.options) == ("k1", "running", "w1", 1, {"strategy": "guided"})
+    assert q.claim("w2", "dev").problem_key == "k2"
+    assert q.complete(j) and q.counts() == {"queued": 3, "running": 1, "done": 1, "failed": 0}
+
+
+def test_expired_lease_is_reclaimed_and_old_holder_loses_it(anydb):
+    q = JobQueue(anydb)
+    q.enqueue(["k1"])
+    j1 = q.claim("dead", "dev", lease_s=0.05)
+    assert q.claim("w2", "dev", lease_s=60) is None  # still leased
+    time.sleep(0.1)
+    j2 = q.claim("w2", "dev", lease_s=60)
+    assert j2 is not None and j2.id == j1.id and j2.attempts == 2 and j2.worker == "w2"
+    assert not q.renew(j1) and not q.complete(j1)  # the dead worker's late answer is refused
+    assert q.renew(j2) and q.complete(j2)
+
+
+def test_failures_requeue_then_fail(anydb):
+    q = JobQueue(anydb, max_attempts=2)
+    q.enqueue(["k1"])
+    j = q.claim("w", "dev")
+    assert q.fail(j, "boom 1") and q.counts()["queued"] == 1
+    j = q.claim("w", "dev")
+    assert q.fail(j, "boom 2") and q.counts()["failed"] == 1
+    assert q.jobs("failed")[0].error == "boom 2"
+    assert q.claim("w", "dev") is None
+    assert q.enqueue(["k1"]) == 1 and q.counts()["queued"] == 1  # re-queued by a new enqueue
+
+
+def test_concurrent_claimers_never_share_a_job(any_url):
+    with FindDB(any_url) as d:
+        JobQueue(d).enqueue([f"k{i}" for i in range(40)])
+    got, errors = [], []
+
+    def claimer(i):
+        try:
+            with FindDB(any_url) as d:
+                q = JobQueue(d)
+                while (j := q.claim(f"w{i}", "dev")) is not None:
+                    got.append(j.problem_key)
+                    q.complete(j)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=claimer, args=(i,)) for i in range(6)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors and sorted(got) == sorted(f"k{i}" for i in range(40))
+
+
+class _FakeTuner:
+    def __init__(self, fail_keys=()):
+        self.fail_keys = set(fail_keys)
+        self.seen = []
+
+    def __call__(self, opts):
+        self.opts = opts
+        return self
+
+    def tune_problem(self, p):
+        self.seen.append(p.key())
+        if p.key() in self.fail_keys:
+            return ProblemOutcome(p.key(), "failed", error="no solution")
+        return ProblemOutcome(p.key(), "done")
+
+
+def test_worker_loop_runs_jobs_until_idle(any_url):
+    from miofind.problem import ProblemDescription
+
+    keys = [ProblemDescription.make("F", n=n, c=8, k=8, in_size=(8, 8)).key() for n in (1, 2, 3)]
+    with FindDB(any_url) as d:
+        JobQueue(d).enqueue(keys, {"strategy": "random", "max_configs": 4, "bogus": 1})
+    fake = _FakeTuner(fail_keys=[keys[1]])
+    n = worker_loop(any_url, name="w", idle_exit=0.0, poll_s=0.01, tuner_factory=fake, event=lambda m: None)
+    assert n == 2 and fake.opts.strategy == "random" and fake.opts.max_configs == 4
+    with FindDB(any_url) as d:
+        c = JobQueue(d).counts()
+    # the failing job went back to the queue twice, then failed for good after its third attempt
+    assert c["done"] == 2 and c["failed"] == 1 and fake.seen.count(keys[1]) == 3
+
+
+def test_bad_job_options_fail_the_job_not_the_worker(any_url):
+    from miofind.problem import ProblemDescription
+
+    with FindDB(any_url) as d:
+        JobQueue(d).enqueue([ProblemDescription.make("F", n=1, c=8, k=8, in_size=(8, 8)).key()], {"strategy": "nope"})
+        JobQueue(d).enqueue(["garbage"], {"strategy": "random"})
+    n = worker_loop(any_url, name="w", idle_exit=0.0, poll_s=0.01, tuner_factory=_FakeTuner(), event=lambda m: None)
+    assert n == 0
+    with FindDB(any_url) as d:
+        q = JobQueue(d)
+        jobs = q.jobs()
+    assert [j.status for j in jobs] == ["failed", "failed"]  # after three attempts each
+    assert "strategy" in jobs[0].error and "garbage" in jobs[1].error
+
+
+@pytest.mark.parametrize("status", ["bogus"])
+def test_jobs_status_filter_is_validated(anydb, status):
+    with pytest.raises(ValueError, match="status"):
+        JobQueue(anydb).jobs(status)

@@ -1,0 +1,146 @@
+"""The tuner on the CPU: strategies, budgets, PerfDB entries, failed configs, resume, stale configs."""
+
+from __future__ import annotations
+
+import math
+import random
+import warnings
+from dataclasses import replace
+
+import pytest
+
+from fakes import DEV, FakeMeasurer, fake_finder, fake_time
+from miofind.db import FindDB, FindDBWarning
+from miofind.db.system import Overlay
+from miofind.problem import ProblemDescription
+from miofind.registry import get_solver
+from miofind.tuning import Budget, Tuner, TuneOptions
+from miofind.tuning.strategies import STRATEGIES
+
+P = ProblemDescription.make("F", n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
+IGEMM = get_solver("ConvImplicitGemmFwd")
+
+
+@pytest.fixture
+def dbs(tmp_path):
+    with FindDB(str(tmp_path / "user.sqlite")) as user:
+        yield Overlay(user)
+
+
+def tuner(dbs, **kw):
+    FakeMeasurer.calls = []
+    return Tuner(dbs, DEV, TuneOptions(**kw), measurer=FakeMeasurer, finder=fake_finder(dbs))
+
+
+@pytest.mark.parametrize("strategy", sorted(STRATEGIES))
+def test_strategies_respect_budget_and_never_repeat(strategy):
+    space = [{"a": a, "b": b} for a in (1, 2, 4, 8) for b in (16, 32, 64)]
+    seen = []
+
+    def evaluate(batch):
+        seen.extend(map(str, batch))
+        return [abs(c["a"] - 4) + abs(c["b"] - 32) / 16 for c in batch]
+
+    budget = Budget(TuneOptions(max_configs=7, batch=3), len(space))
+    STRATEGIES[strategy](space, space[0], lambda b: (lambda t: (budget.note(t), t)[1])(evaluate(b)), budget,
+                         random.Random(0))
+    assert len(seen) == len(set(seen)) and 1 <= len(seen) <= 7 + 2  # a started batch may finish
+    assert seen[0] == str(space[0])
+
+
+def test_exhaustive_finds_the_optimum():
+    space = [{"a": a} for a in range(20)]
+    best = []
+    budget = Budget(TuneOptions(batch=4), len(space))
+
+    def evaluate(batch):
+        t = [abs(c["a"] - 13) for c in batch]
+        best.extend(zip(t, batch))
+        budget.note(t)
+        return t
+
+    STRATEGIES["exhaustive"](space, space[0], evaluate, budget, random.Random(0))
+    assert min(best, key=lambda x: x[0])[1] == {"a": 13} and len(best) == 20
+
+
+def test_patience_stops_a_search():
+    space = [{"a": a} for a in range(100)]
+    budget = Budget(TuneOptions(patience=5, batch=1), len(space))
+    n = []
+
+    def evaluate(batch):
+        n.extend(batch)
+        t = [1.0 for _ in batch]
+        budget.note(t)
+        return t
+
+    STRATEGIES["random"](space, space[0], evaluate, budget, random.Random(1))
+    assert len(n) == 6  # the first sets the best, five more without improvement
+
+
+def test_tune_solver_stores_best_valid_config_and_failures(dbs):
+    t = tuner(dbs, strategy="exhaustive")
+    space, _ = t.space(P, IGEMM)
+    out = t.tune_solver(P, IGEMM, FakeMeasurer(P))
+    assert out.status == "tuned" and IGEMM.is_valid_config(P, out.config)
+    measured = {str(c): fake_time(IGEMM.id, c) for _, c in FakeMeasurer.calls}
+    assert out.config is not None and fake_time(IGEMM.id, out.config) == min(measured.values())
+    (rec,) = dbs.user.lookup_perf(DEV.db_name, P.key(), IGEMM.id)
+    assert rec.config == out.config and rec.configs_tried == out.tried and rec.strategy == "exhaustive"
+    assert rec.default_time_ms == fake_time(IGEMM.id, IGEMM.default_config(P))
+    fails = dbs.user.failures(DEV.db_name, P.key(), IGEMM.id)
+    assert fails and all(math.isinf(fake_time(IGEMM.id, f.config)) for f in fails)
+    assert len(fails) == sum(math.isinf(v) for v in measured.values())
+    # failed configs leave the space of a later search
+    space2, failed_before = t.space(P, IGEMM)
+    assert failed_before == len(fails) and len(space2) == len(space) - len(fails)
+
+
+def test_cached_entry_skips_and_stale_entry_is_retuned_with_warning(dbs):
+    t = tuner(dbs, strategy="random", max_configs=6, seed=3)
+    assert t.tune_solver(P, IGEMM, FakeMeasurer(P)).status == "tuned"
+    FakeMeasurer.calls = []
+    assert t.tune_solver(P, IGEMM, FakeMeasurer(P)).status == "cached" and FakeMeasurer.calls == []
+    (rec,) = dbs.user.lookup_perf(DEV.db_name, P.key(), IGEMM.id)
+    for stale in (replace(rec, kernel_hash="0" * 16), replace(rec, config={**rec.config, "BM": 7})):
+        dbs.user.store_perf([stale])
+        with pytest.warns(FindDBWarning, match="not trusted"):
+            assert t.tune_solver(P, IGEMM, FakeMeasurer(P)).status == "tuned"
+
+
+def test_budget_max_configs(dbs):
+    t = tuner(dbs, strategy="guided", max_configs=5, batch=2)
+    out = t.tune_solver(P, IGEMM, FakeMeasurer(P))
+    assert out.tried <= 6
+
+
+def test_tune_problem_then_skip_when_done(dbs):
+    t = tuner(dbs, strategy="random", max_configs=4, seed=1)
+    o = t.tune_problem(P)
+    assert o.status == "done" and o.solutions > 0
+    assert {s.solver_id for s in o.solvers} >= {"ConvImplicitGemmFwd", "ConvDirectTiledFwd"}
+    assert t.is_done(P)
+    FakeMeasurer.calls = []
+    assert t.tune_problem(P).status == "skipped" and FakeMeasurer.calls == []
+
+
+def test_find_uses_the_tuned_config(dbs, monkeypatch):
+    import miofind.api as api
+
+    t = tuner(dbs, strategy="random", max_configs=4, seed=2)
+    out = t.tune_solver(P, IGEMM, FakeMeasurer(P))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert api.tuned_config(dbs, DEV, P, IGEMM) == out.config
+        assert api._find_configs(dbs, DEV, P, IGEMM) == [out.config]
+    # a config that no longer validates is ignored with a warning; find uses the default
+    (rec,) = dbs.user.lookup_perf(DEV.db_name, P.key(), IGEMM.id)
+    dbs.user.store_perf([replace(rec, config={"BM": 3})])
+    with pytest.warns(FindDBWarning, match="no longer validates"):
+        assert api._find_configs(dbs, DEV, P, IGEMM) == list(IGEMM.find_configs(P))
+
+
+def test_options_are_validated():
+    for kw in ({"strategy": "annealing"}, {"max_configs": 0}, {"patience": -1}, {"max_seconds": 0}, {"batch": 0}):
+        with pytest.raises(ValueError, match=next(iter(kw))):
+            TuneOptions(**kw)
