@@ -1,0 +1,139 @@
+"""Find modes, immediate mode and the user-over-system overlay, on the CPU: the device is faked and
+benchmarking is replaced by a recorder, so what is measured and what is read is visible."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import miofind.api as api
+from miofind import __version__
+from miofind.db import FindDB, Record
+from miofind.device import DeviceInfo
+from miofind.problem import ProblemDescription
+
+DEV = DeviceInfo("NVIDIA H100 80GB HBM3", "sm_90", 132, "580.1", "13.0", "14.2.0")
+P = ProblemDescription.make("F", n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch, tmp_db):
+    monkeypatch.setattr(api, "current_device", lambda *a: DEV)
+    benchmarked = []
+
+    def fake_benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, configs=None):
+        benchmarked.append([s.id for s in cands])
+        sols = [api.Solution(s.id, s.algorithm, 1.0 + i, s.workspace_bytes(problem), None, True, problem)
+                for i, s in enumerate(cands)]
+        return sols, [], False
+
+    monkeypatch.setattr(api, "_benchmark", fake_benchmark)
+    return benchmarked, tmp_db
+
+
+def cands(p=P):
+    return api._candidates(p, None)[0]
+
+
+def records(p=P, solvers=None, device=DEV.db_name, scale=1.0):
+    return [Record(device=device, device_name=DEV.name, problem_key=p.key(), solver_id=s.id, algorithm=s.algorithm,
+                   time_ms=scale * (1.0 + i), workspace_bytes=s.workspace_bytes(p), verified=True,
+                   package_version=__version__, kernel_hash=api.kernel_hash(s), cuda_version="13.0",
+                   created_at=time.time())
+            for i, s in enumerate(solvers or cands(p))]
+
+
+def test_normal_benchmarks_until_every_candidate_is_stored(env):
+    benchmarked, url = env
+    r = api.find_solutions(P, mode="normal")
+    assert r.source == "find" and r.stored and len(benchmarked) == 1
+    r = api.find_solutions(P, mode="normal")
+    assert r.source == "db" and r.db_layer == "user" and len(benchmarked) == 1
+    FindDB(url).delete(solver_id=cands()[0].id)
+    assert api.find_solutions(P, mode="normal").source == "find" and len(benchmarked) == 2
+
+
+def test_fast_never_benchmarks(env):
+    benchmarked, url = env
+    r = api.find_solutions(P, mode="fast")
+    assert r.predicted and r.basis == "per-solver cost model" and benchmarked == []
+    assert {s.solver_id for s in r} == {s.id for s in cands()} and all(s.source == "predicted" for s in r)
+    FindDB(url).store(records(solvers=cands()[:2]))  # a partial record set answers in fast mode
+    r = api.find_solutions(P, mode="fast")
+    assert r.source == "db" and len(r) == 2 and benchmarked == []
+
+
+def test_fast_predicts_from_the_nearest_known_problem(env):
+    benchmarked, url = env
+    q = ProblemDescription.make("F", n=16, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
+    far = ProblemDescription.make("F", n=16, c=64, k=64, in_size=(56, 56), filter_size=1)  # another filter
+    FindDB(url).store(records(q) + records(far, scale=100.0))
+    r = api.find_solutions(P, mode="fast")
+    assert r.predicted and q.key() in r.basis and benchmarked == []
+    by_id = {s.solver_id: s.time_ms for s in r}
+    first = cands()[0].id
+    assert by_id[first] == pytest.approx(1.0 * P.flops() / q.flops())   # the nearest's time, FLOP-scaled
+
+
+def test_hybrid_uses_partial_records_and_benchmarks_on_a_miss(env):
+    benchmarked, url = env
+    assert api.find_solutions(P, mode="hybrid").source == "find" and len(benchmarked) == 1
+    FindDB(url).delete(solver_id=cands()[0].id)
+    r = api.find_solutions(P, mode="hybrid")
+    assert r.source == "db" and len(r) == len(cands()) - 1 and len(benchmarked) == 1
+
+
+def test_dynamic_hybrid_benchmarks_only_what_needs_no_compilation(env, monkeypatch):
+    benchmarked, _ = env
+    ready = {cands()[1].id, cands()[3].id}
+    monkeypatch.setattr(api, "_needs_no_compilation", lambda p, s, cfg: s.id in ready)
+    r = api.find_solutions(P, mode="dynamic_hybrid")
+    assert r.source == "find" and set(benchmarked[0]) == ready
+    assert {f.solver_id for f in r.failures if f.stage == "dynamic_hybrid"} == {s.id for s in cands()} - ready
+    monkeypatch.setattr(api, "_needs_no_compilation", lambda p, s, cfg: False)
+    q = ProblemDescription.make("F", n=8, c=32, k=32, in_size=(28, 28), filter_size=3, pads=1)
+    assert api.find_solutions(q, mode="dynamic_hybrid").predicted and len(benchmarked) == 1
+
+
+def test_benchmark_mode_always_measures(env):
+    benchmarked, _ = env
+    api.find_solutions(P, mode="benchmark")
+    api.find_solutions(P, mode="benchmark")
+    assert len(benchmarked) == 2
+
+
+def test_mode_from_environment_and_bad_mode(env, monkeypatch):
+    benchmarked, _ = env
+    monkeypatch.setenv("MIOFIND_FIND_MODE", "FAST")
+    assert api.find_solutions(P).predicted and benchmarked == []
+    with pytest.raises(ValueError, match="mode='turbo'"):
+        api.find_solutions(P, mode="turbo")
+
+
+def test_system_db_answers_and_user_db_wins_per_problem(env, tmp_path, monkeypatch):
+    benchmarked, url = env
+    sysdb = tmp_path / "sm_90-132.sqlite"
+    with FindDB(str(sysdb)) as d:  # a system DB written on another H100 part (other device string)
+        d.store(records(device="sm_90-132-OTHER", scale=2.0))
+    monkeypatch.setenv("MIOFIND_SYSTEM_DB", str(sysdb))
+    r = api.find_solutions(P, mode="normal")
+    assert r.source == "db" and r.db_layer == "system" and benchmarked == [] and r[0].time_ms == 2.0
+    FindDB(url).store(records(scale=0.5))
+    r = api.find_solutions(P, mode="normal")
+    assert r.db_layer == "user" and r[0].time_ms == 0.5
+    # a benchmark writes to the user DB only
+    api.find_solutions(P, mode="benchmark")
+    with FindDB(str(sysdb), readonly=True) as d:
+        assert {x.time_ms for x in d.lookup(None, P.key())} == {2.0 * (1 + i) for i in range(len(cands()))}
+
+
+def test_get_solutions_is_immediate_and_says_so(env):
+    benchmarked, url = env
+    r = api.get_solutions(P, device=DEV)
+    assert r.predicted and r.source == "predicted" and benchmarked == [] and len(r) == len(cands())
+    assert r == sorted(r, key=lambda s: s.time_ms)
+    assert r[-1].solver_id == "ConvDirectNaiveConvFwd"  # the cost model ranks the naive solver last
+    FindDB(url).store(records())
+    r = api.get_solutions(P, device=DEV)
+    assert not r.predicted and r.source == "db" and benchmarked == []
