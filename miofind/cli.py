@@ -221,9 +221,11 @@ def _devices(spec):
 @click.option("--file", "file_", type=click.Path(exists=True, dir_okay=False), default=None,
               help="A file of MIOpenDriver lines, one problem spec per line (# comments allowed).")
 @click.option("--strategy", type=click.Choice(["guided", "random", "exhaustive"]), default="guided", show_default=True)
-@click.option("--max-configs", type=int, default=None, help="At most this many configs per solver and problem.")
+@click.option("--max-configs", type=int, default=24, show_default=True, help="At most this many configs per solver and problem.")
 @click.option("--max-seconds", type=float, default=None, help="At most this long per solver and problem.")
-@click.option("--patience", type=int, default=None, help="Stop a search after this many configs without improvement.")
+@click.option("--patience", type=int, default=12, show_default=True, help="Stop a search after this many configs without improvement.")
+@click.option("--tune-solver", "tune_solvers", multiple=True, help="Tune only these solver ids (repeatable; find still runs all).")
+@click.option("--no-precompile", is_flag=True, help="Do not compile ahead in a process pool.")
 @click.option("--retune", is_flag=True, help="Tune again even where the DBs already hold a trusted result.")
 @click.option("--no-tune", is_flag=True, help="Only find (default configs or stored tuned ones), no config search.")
 @click.option("--devices", default=None, help="Local GPUs to use, one worker process each: 'all' or 0,1,...")
@@ -232,7 +234,7 @@ def _devices(spec):
 @click.option("--json-out", type=click.Path(dir_okay=False), default=None, help="Write every problem's outcome here.")
 @click.argument("driver_args", nargs=-1, type=click.UNPROCESSED)
 def tune(model, batches, dtypes, layouts, direction, forw, file_, strategy, max_configs, max_seconds, patience,
-         retune, no_tune, devices, enqueue, db_url, json_out, driver_args):
+         tune_solvers, no_precompile, retune, no_tune, devices, enqueue, db_url, json_out, driver_args):
     """Tune many problems into the FindDB and PerfDB: each tunable solver's config space is searched,
     then the problem is found with the tuned configs. Resumable: finished problems are skipped."""
     from .tuning import TuneOptions
@@ -258,11 +260,11 @@ def tune(model, batches, dtypes, layouts, direction, forw, file_, strategy, max_
         _fail("nothing to tune: give --model NAME, --file lines.txt or MIOpenDriver arguments")
     try:
         opts = TuneOptions(strategy=strategy, max_configs=max_configs, max_seconds=max_seconds, patience=patience,
-                           retune=retune)
+                           retune=retune, solvers=tuple(tune_solvers) or None, precompile=not no_precompile)
     except ValueError as e:
         _fail(str(e))
     if no_tune:
-        opts = TuneOptions(**{**opts.as_json(), "max_configs": 1, "strategy": "exhaustive"})
+        opts = TuneOptions(**{**opts.as_json(), "solvers": ()})
     if enqueue:
         from .db import FindDBError
         from .db.jobs import JobQueue

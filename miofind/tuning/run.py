@@ -38,15 +38,32 @@ def tune_local(problems: list[ProblemDescription], opts: TuneOptions, db_url: st
         import cupy
         cupy.cuda.Device(devices[0]).use()
     from ..device import current_device
+    from .precompile import Prefetcher
 
     dev = current_device()
-    tuner = Tuner(_open(db_url, dev), dev, opts, on_event=event)
+    dbs = _open(db_url, dev)
+    tuner = Tuner(dbs, dev, opts, on_event=event)
+    pre = Prefetcher(problems, dev.arch, lambda p, s: _find_configs(dbs, dev, p, s)) if opts.precompile else None
     out = []
-    for p in problems:
-        o = _outcome_dict(tuner.tune_problem(p))
-        report(o)
-        out.append(o)
+    try:
+        for i, p in enumerate(problems):
+            if pre is not None:
+                pre.advance(i)
+            o = _outcome_dict(tuner.tune_problem(p))
+            report(o)
+            out.append(o)
+    finally:
+        if pre is not None:
+            pre.close()
     return out
+
+
+def _find_configs(dbs, dev, problem, solver):
+    from ..api import _find_configs as fc
+    try:
+        return fc(dbs, dev, problem, solver)
+    except Exception:
+        return [None]
 
 
 def _device_main(device: int, opts_json: dict, db_url, tasks, results) -> None:

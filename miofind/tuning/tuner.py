@@ -44,6 +44,8 @@ class TuneOptions:
     seed: int | None = None
     retune: bool = False
     find: bool = True                   # after tuning, store the FindDB records of the problem
+    solvers: tuple[str, ...] | None = None   # tune only these solver ids (find still runs them all)
+    precompile: bool = True             # compile ahead in a process pool (tune_local / GpuMeasurer)
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -56,10 +58,14 @@ class TuneOptions:
             raise ValueError(f"max_seconds={self.max_seconds!r}: expected a positive number of seconds")
         if not isinstance(self.batch, int) or self.batch < 1:
             raise ValueError(f"batch={self.batch!r}: expected a positive integer")
+        if self.solvers is not None:
+            if isinstance(self.solvers, str) or not all(isinstance(x, str) for x in self.solvers):
+                raise ValueError(f"solvers={self.solvers!r}: expected a list of solver ids")
+            self.solvers = tuple(self.solvers)
 
     def as_json(self) -> dict:
         return {k: getattr(self, k) for k in ("strategy", "max_configs", "max_seconds", "patience", "near_best",
-                                              "batch", "seed", "retune", "find")}
+                                              "batch", "seed", "retune", "find", "solvers", "precompile")}
 
 
 class Budget:
@@ -117,14 +123,20 @@ class ProblemOutcome:
 class GpuMeasurer:
     """Measures configs of one problem on the current GPU through the shared harness."""
 
-    def __init__(self, problem: ProblemDescription) -> None:
+    def __init__(self, problem: ProblemDescription, precompile: bool = True) -> None:
         self.problem = problem
+        self.precompile = precompile
         self._harness = None
 
     def evaluate(self, solver: Solver, configs: list[dict], *, warmup: int = 1, iters: int = 3):
         """[(time_ms or inf, (stage, reason) or None)] per config, in order."""
         from ..api import Failure, prepare_all
+        from ..device import current_device
         from ..harness import Harness, VerifyError
+        from .precompile import precompile, solution_kernels
+
+        if self.precompile and solver.family != "cudnn":
+            precompile(solution_kernels(self.problem, solver, configs), current_device().arch)
 
         prepared, ref = prepare_all(self.problem, [(solver, c) for c in configs], verify=self._harness is None)
         if self._harness is None:
@@ -182,9 +194,9 @@ class Tuner:
             return ProblemOutcome(key, "skipped")
         out = ProblemOutcome(key, "done")
         try:
-            m = self.measurer(problem)
+            m = self.measurer(problem, self.opts.precompile) if self.measurer is GpuMeasurer else self.measurer(problem)
             for s in self.candidates(problem):
-                if s.tunable:
+                if s.tunable and (self.opts.solvers is None or s.id in self.opts.solvers):
                     self.on_event(f"{s.id} {key}")
                     out.solvers.append(self.tune_solver(problem, s, m))
             if self.opts.find:

@@ -1,0 +1,292 @@
+"""FindDB upkeep without a GPU: find what is wrong with stored records (``verify_db``) and delete it
+(``prune_db``).
+
+A record is wrong when its problem key does not re-serialise to itself, its solver is unknown or
+retired, the solver does not apply to the problem, its config does not validate, or (find records)
+its workspace size is not what the solver asks for now: MIOpen users see runs crash on a stale
+workspace size. A row the FindDB cannot even read back (what ``FindDB`` skips with a FindDBWarning)
+is reported as well. Every check is CPU-only; parsed problems, applicability, config validity,
+workspace sizes and kernel hashes are cached, so 10k records take seconds.
+
+Checks that depend on what is installed are not judged where it is missing: cuDNN records are not
+checked for applicability while the cuDNN frontend is not importable, and their workspace size
+(which comes from building the cuDNN plan on the GPU) is never checked here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import sqlalchemy as sa
+
+from . import findb as _findb
+from .findb import FindDB, FindDBError, PerfRecord, Record, TuneFailure, config_key
+
+__all__ = ["Problem", "PruneReport", "verify_db", "prune_db", "CHECKS"]
+
+# the checks, in the order they run; a record is reported under its first failing check and, for the
+# config and workspace checks, each failing one
+CHECKS = ("invalid row", "bad key", "unknown solver", "retired solver", "not applicable", "invalid config",
+          "workspace")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with one stored record. ``kind`` is "find" or "perf"; ``check`` one of CHECKS."""
+
+    kind: str
+    device: str
+    key: str
+    solver_id: str
+    message: str
+    check: str = ""
+
+
+@dataclass
+class PruneReport:
+    """What ``prune_db`` deleted (or, with ``dry_run``, would delete): counts per "kind: reason",
+    e.g. ``{"find: not applicable": 2, "perf: stale": 1, "failures: stale": 3}``."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    dry_run: bool = False
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+_TABLES = {"find": (_findb._records, Record), "perf": (_findb._perf, PerfRecord),
+           "failures": (_findb._failures, TuneFailure)}
+
+
+@dataclass
+class _Row:
+    kind: str
+    id: int
+    device: str
+    key: str
+    solver_id: str
+    created_at: Any
+    obj: Any = None          # the validated record, None if the row is invalid
+    error: str = ""
+
+
+def _read_rows(db: FindDB, kind: str) -> list[_Row]:
+    """Every row of one table, validated as FindDB does, but keeping the invalid ones (with why)."""
+    table, cls = _TABLES[kind]
+    q = sa.select(*_findb._raw_cols(table)).order_by(table.c.device, table.c.problem_key, table.c.solver_id,
+                                                     table.c.id)
+    rows = db._run(f"read the {table.name} table", lambda con: con.execute(q).mappings().all())
+    out = []
+    for row in rows:
+        r = _Row(kind, row["id"], *(str(row[c]) for c in ("device", "problem_key", "solver_id")),
+                 created_at=row["created_at"])
+        try:
+            r.obj = _findb._from_row(row, cls)
+        except (ValueError, TypeError) as e:
+            r.error = str(e)
+        out.append(r)
+    return out
+
+
+class _Checker:
+    """The checks with their caches."""
+
+    def __init__(self) -> None:
+        from ..registry import registry
+
+        self.solvers = {row.id: row.solver for row in registry()}
+        self._keys: dict[str, Any] = {}
+        self._appl: dict[tuple[str, str], str | None] = {}
+        self._valid: dict[tuple[str, str, str], str | None] = {}
+        self._ws: dict[tuple[str, str, str], Any] = {}
+        self._hash: dict[str, str] = {}
+        self._env: dict[str, str | None] = {}
+
+    @staticmethod
+    def _cached(cache: dict, k: Any, fn: Callable[[], Any]) -> Any:
+        try:
+            return cache[k]
+        except KeyError:
+            v = cache[k] = fn()
+            return v
+
+    def problem(self, key: str) -> tuple[Any, str | None]:
+        """(ProblemDescription, None) or (None, why the key is bad)."""
+        def parse():
+            from ..problem import ProblemDescription
+
+            try:
+                p = ProblemDescription.from_key(key)
+                again = p.key()
+            except ValueError as e:
+                return None, str(e)
+            except Exception as e:  # a parser bug on a strange key
+                return None, f"key does not parse ({e.__class__.__name__}: {e})"
+            if again != key:
+                return None, f"key is not canonical: it re-serialises to {again!r}"
+            return p, None
+        return self._cached(self._keys, key, parse)
+
+    def env_missing(self, solver) -> str | None:
+        """Why this solver's applicability cannot be judged on this machine (a library it needs is
+        missing), or None."""
+        def probe():
+            if solver.family != "cudnn":
+                return None
+            try:
+                ok, why = importlib.import_module("miofind.solvers.cudnn_base").frontend_status()
+            except Exception as e:
+                return f"cuDNN status unknown ({e.__class__.__name__}: {e})"
+            return None if ok else why
+        return self._cached(self._env, solver.id, probe)
+
+    def applicability(self, solver, key: str, p) -> str | None:
+        def check():
+            try:
+                a = solver.applicability(p)
+            except Exception as e:
+                return f"applicability check failed: {e.__class__.__name__}: {e}"
+            return None if a else f"{solver.id} does not apply: {getattr(a, 'reason', '') or 'no reason given'}"
+        return self._cached(self._appl, (solver.id, key), check)
+
+    def config(self, solver, key: str, p, config: dict) -> str | None:
+        def check():
+            try:
+                ok = solver.is_valid_config(p, config)
+            except Exception as e:
+                return f"config {config_key(config)} check failed: {e.__class__.__name__}: {e}"
+            return None if ok else f"config {config_key(config)} is not valid for {solver.id}"
+        return self._cached(self._valid, (solver.id, key, config_key(config)), check)
+
+    def workspace(self, solver, key: str, p, config: dict | None, stored: int) -> str | None:
+        if solver.family == "cudnn":
+            return None  # the plan's workspace is known only after building it on the GPU
+
+        def compute():
+            try:
+                return int(solver.workspace_bytes(p, config)), None
+            except Exception as e:
+                return None, f"workspace size check failed: {e.__class__.__name__}: {e}"
+        want, err = self._cached(self._ws, (solver.id, key, config_key(config)), compute)
+        if err:
+            return err
+        if want != stored:
+            return f"stored workspace {stored} bytes, {solver.id} needs {want} bytes now"
+        return None
+
+    def kernel_hash(self, solver) -> str:
+        from ..api import kernel_hash
+
+        return self._cached(self._hash, solver.id, lambda: kernel_hash(solver))
+
+    def check(self, row: _Row) -> list[Problem]:
+        def problem(check: str, message: str) -> Problem:
+            return Problem(row.kind, row.device, row.key, row.solver_id, message, check)
+
+        if row.obj is None:
+            return [problem("invalid row", f"row id={row.id} is invalid: {row.error}")]
+        p, why = self.problem(row.key)
+        if why:
+            return [problem("bad key", why)]
+        if row.solver_id not in self.solvers:
+            return [problem("unknown solver", f"unknown solver {row.solver_id!r}")]
+        solver = self.solvers[row.solver_id]
+        if solver is None:
+            return [problem("retired solver", f"solver {row.solver_id!r} is retired")]
+        if not self.env_missing(solver):
+            why = self.applicability(solver, row.key, p)
+            if why:
+                return [problem("not applicable", why)]
+        out = []
+        cfg = row.obj.config
+        if cfg:
+            why = self.config(solver, row.key, p, cfg)
+            if why:
+                out.append(problem("invalid config", why))
+        if row.kind == "find" and not out:
+            why = self.workspace(solver, row.key, p, cfg or None, row.obj.workspace_bytes)
+            if why:
+                out.append(problem("workspace", why))
+        return out
+
+    def stale(self, row: _Row) -> bool:
+        """Whether a valid record is not trusted by this miofind (other version or kernel sources)."""
+        from .. import __version__
+
+        solver = self.solvers.get(row.solver_id)
+        if solver is None:
+            return True
+        if row.kind == "failures":
+            return row.obj.kernel_hash != self.kernel_hash(solver)
+        return row.obj.package_version != __version__ or row.obj.kernel_hash != self.kernel_hash(solver)
+
+
+def _verify(db: FindDB, checker: _Checker) -> tuple[list[Problem], dict[str, list[_Row]]]:
+    rows = {kind: _read_rows(db, kind) for kind in ("find", "perf")}
+    problems = [pr for kind in ("find", "perf") for row in rows[kind] for pr in checker.check(row)]
+    return problems, rows
+
+
+def verify_db(db: FindDB) -> list[Problem]:
+    """Everything wrong with the find records and tuned configs of ``db`` (see the module doc),
+    ordered by kind, device, key and solver; empty when all is well. Reads only; needs no GPU."""
+    return _verify(db, _Checker())[0]
+
+
+def prune_db(db: FindDB, *, dry_run: bool = False, stale: bool = True) -> PruneReport:
+    """Delete what ``verify_db`` flags and, with ``stale``, the records this miofind does not trust
+    (``package_version`` other than ``miofind.__version__`` or ``kernel_hash`` other than the solver's
+    current one: never used by a find, e.g. imported MIOpen hints) and failed configs recorded under
+    another ``kernel_hash``. Failed configs of a bad key or an unknown or retired solver go too.
+    ``dry_run`` counts without deleting. Each row is deleted only if it is still the row examined (same
+    id and ``created_at``), so a record rewritten meanwhile by a find survives. One transaction."""
+    if db.readonly and not dry_run:
+        raise FindDBError(f"FindDB {db.url} is read-only")
+    checker = _Checker()
+    problems, rows = _verify(db, checker)
+    rows["failures"] = _read_rows(db, "failures")
+    flagged: dict[tuple[str, str, str, str], str] = {}
+    for pr in problems:
+        flagged.setdefault((pr.kind, pr.device, pr.key, pr.solver_id), pr.check)
+    report = PruneReport(dry_run=dry_run)
+    doomed: dict[str, list[_Row]] = {"find": [], "perf": [], "failures": []}
+    for kind, kind_rows in rows.items():
+        for row in kind_rows:
+            reason = flagged.get((kind, row.device, row.key, row.solver_id))
+            if kind == "failures" and reason is None:
+                if row.obj is None:
+                    reason = "invalid row"
+                elif checker.problem(row.key)[1]:
+                    reason = "bad key"
+                elif row.solver_id not in checker.solvers:
+                    reason = "unknown solver"
+                elif checker.solvers[row.solver_id] is None:
+                    reason = "retired solver"
+            if reason is None and stale and row.obj is not None and checker.stale(row):
+                reason = "stale"
+            if reason is not None:
+                doomed[kind].append(row)
+                k = f"{kind}: {reason}"
+                report.counts[k] = report.counts.get(k, 0) + 1
+    if dry_run or not any(doomed.values()):
+        return report
+
+    def delete(con: sa.Connection) -> None:
+        for kind, kind_rows in doomed.items():
+            if not kind_rows:
+                continue
+            t = _TABLES[kind][0]
+            stmt = sa.delete(t).where(t.c.id == sa.bindparam("rid"), t.c.created_at == sa.bindparam("at"))
+            stmt_null = sa.delete(t).where(t.c.id == sa.bindparam("rid"))
+            exact = [{"rid": r.id, "at": r.created_at} for r in kind_rows if isinstance(r.created_at, float)]
+            loose = [{"rid": r.id} for r in kind_rows if not isinstance(r.created_at, float)]
+            if exact:
+                con.execute(stmt, exact)
+            if loose:  # an invalid row whose created_at is not even a number
+                con.execute(stmt_null, loose)
+
+    db._run("prune records", delete, write=True)
+    return report

@@ -1,0 +1,141 @@
+"""Ahead-of-time compilation into the binary cache, in parallel processes.
+
+NVRTC holds Python's GIL for part of a compile, so threads do not scale over many kernels. Before
+a tune measures anything, every kernel its candidates need is compiled here by a pool of
+processes (spawned, so they never touch the parent's CUDA context; NVRTC needs no GPU) straight
+into the binary cache, where the measuring process then only loads cubins. This is what MIOpen's
+fleet tuner does on GPU-less hosts.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+
+from ..compile import CompileError, _binary_key, kernel_cache_dir, nvrtc_compile
+from ..solver import KernelInfo
+
+_pool: ProcessPoolExecutor | None = None
+_pool_size = 0
+
+
+def _compile_one(args) -> str | None:
+    kinfo, arch, path = args
+    if os.path.isfile(path):
+        return None
+    try:
+        cubin = nvrtc_compile(kinfo, arch)
+    except CompileError as e:
+        return str(e)[:2000]
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as fh:
+        fh.write(cubin)
+    os.replace(tmp, path)
+    return None
+
+
+def _get_pool(jobs: int) -> ProcessPoolExecutor:
+    global _pool, _pool_size
+    if _pool is None or _pool_size != jobs:
+        import multiprocessing as mp
+
+        if _pool is not None:
+            _pool.shutdown(wait=False, cancel_futures=True)
+        _pool = ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"))
+        _pool_size = jobs
+    return _pool
+
+
+def default_jobs() -> int:
+    return max(1, min(32, (os.cpu_count() or 2)))
+
+
+def precompile(kernels: list[KernelInfo], arch: str, jobs: int | None = None) -> tuple[int, dict[str, str]]:
+    """Compile the kernels missing from the binary cache; returns (how many were compiled, errors by
+    kernel description). Failures are left for the measuring process to report per candidate."""
+    cache = kernel_cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    todo, seen = [], set()
+    for k in kernels:
+        key = _binary_key(k, arch)
+        path = cache / f"{key}.cubin"
+        if key in seen or path.is_file():
+            continue
+        seen.add(key)
+        todo.append((k, arch, str(path)))
+    if not todo:
+        return 0, {}
+    jobs = jobs or default_jobs()
+    if jobs == 1 or len(todo) == 1:
+        results = [_compile_one(t) for t in todo]
+    else:
+        results = list(_get_pool(jobs).map(_compile_one, todo, chunksize=1))
+    errors = {f"{k.source}:{k.name} {' '.join(k.compile_options())}": r for (k, _, _), r in zip(todo, results) if r}
+    return len(todo) - len(errors), errors
+
+
+def solution_kernels(problem, solver, configs) -> list[KernelInfo]:
+    """The kernels of ``solver``'s solutions for these configs (library-only solutions have none;
+    a config whose solution cannot be built is skipped, to fail later where it is measured)."""
+    out = []
+    for cfg in configs:
+        try:
+            out += solver.get_solution(problem, cfg).kernels
+        except Exception:
+            continue
+    return out
+
+
+def problem_kernels(problem, solvers, configs_of) -> list[KernelInfo]:
+    """Every kernel a find of ``problem`` compiles: each solver's configs (``configs_of(solver)``)
+    and the float64 reference. cuDNN-backed solvers are skipped (no kernels of ours)."""
+    from ..registry import reference_solver
+
+    conv = problem.as_conv()
+    out = list(reference_solver(conv.direction).get_solution(conv, None, reference=True).kernels)
+    for s in solvers:
+        if s.family != "cudnn":
+            out += solution_kernels(problem, s, configs_of(s))
+    return out
+
+
+class Prefetcher:
+    """Compiles the kernels of the coming problems in a background thread (through the process
+    pool), so the measuring loop finds them in the binary cache."""
+
+    def __init__(self, problems, arch: str, configs_of, jobs: int | None = None, ahead: int = 4) -> None:
+        import threading
+
+        self.problems, self.arch, self.configs_of, self.jobs = list(problems), arch, configs_of, jobs
+        self.ahead = ahead
+        self.next = 0          # the problem the measuring loop is on
+        self.errors: dict[str, str] = {}
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    def _run(self) -> None:
+        from ..api import _candidates
+
+        chunk: list[KernelInfo] = []
+        for i, p in enumerate(self.problems):
+            while i > self.next + self.ahead * 8 and not self._stop.is_set():
+                self._stop.wait(0.2)
+            if self._stop.is_set():
+                return
+            try:
+                chunk += problem_kernels(p, _candidates(p, None)[0], lambda s, p=p: self.configs_of(p, s))
+            except Exception:
+                continue
+            if i % self.ahead == self.ahead - 1 or i == len(self.problems) - 1:
+                try:
+                    self.errors.update(precompile(chunk, self.arch, self.jobs)[1])
+                except Exception:
+                    return
+                chunk = []
+
+    def advance(self, i: int) -> None:
+        self.next = i
+
+    def close(self) -> None:
+        self._stop.set()
