@@ -1,0 +1,100 @@
+"""Tuning, find modes and immediate mode on the GPU: a real tune into the PerfDB that find then
+uses, fast-mode and predicted answers that run and verify, dynamic_hybrid, and the CLI's tune and run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import miofind.api as api
+from miofind import ProblemDescription, find_solutions, run_solution
+from miofind.db import FindDB
+from miofind.reference import conv_reference
+
+pytestmark = pytest.mark.gpu
+
+P = ProblemDescription.make("F", n=2, c=16, k=32, in_size=(14, 14), filter_size=3, pads=1)
+
+
+def _check_runs(sol, p=P):
+    import cupy
+
+    rng = np.random.default_rng(0)
+    a_shape, b_shape, _ = p.io_shapes()
+    a, b = rng.standard_normal(a_shape).astype(np.float32), rng.standard_normal(b_shape).astype(np.float32)
+    y = run_solution(sol, cupy.asarray(a), cupy.asarray(b))
+    ref = conv_reference(p, a.astype(np.float64), b.astype(np.float64))
+    err = np.linalg.norm(cupy.asnumpy(y).astype(np.float64) - ref) / np.linalg.norm(ref)
+    assert err < 1e-5, (sol.solver_id, err)
+
+
+def test_tune_stores_a_verified_config_and_find_uses_it(tmp_db):
+    from miofind.device import current_device
+    from miofind.tuning import Tuner, TuneOptions
+
+    dev = current_device()
+    dbs = api.open_dbs(tmp_db, dev)
+    t = Tuner(dbs, dev, TuneOptions(strategy="random", max_configs=8, seed=0, solvers=("ConvImplicitGemmFwd",)))
+    out = t.tune_problem(P)
+    assert out.status == "done" and out.solutions > 0, out
+    (o,) = out.solvers
+    assert o.status == "tuned" and o.time_ms > 0 and o.tried >= 2
+    (rec,) = FindDB(tmp_db).lookup_perf(dev.db_name, P.key(), "ConvImplicitGemmFwd")
+    assert rec.config == o.config and rec.default_time_ms is not None
+    found = find_solutions(P, db=tmp_db)
+    assert found.source == "db"
+    ig = next(s for s in found if s.solver_id == "ConvImplicitGemmFwd")
+    assert ig.config == o.config and ig.verified
+    _check_runs(ig)
+    assert t.tune_problem(P).status == "skipped"
+
+
+def test_fast_mode_answer_and_prediction_run_and_verify(tmp_db):
+    find_solutions(P, db=tmp_db)
+    fast = find_solutions(P, db=tmp_db, mode="fast")
+    assert fast.source == "db" and fast.elapsed_ms < 50
+    _check_runs(fast[0])
+    q = ProblemDescription.make("F", n=3, c=16, k=32, in_size=(15, 15), filter_size=3, pads=1)
+    pred = api.get_solutions(q, db=tmp_db)
+    assert pred.predicted and P.key() in pred.basis
+    for s in pred[:3]:
+        _check_runs(s, q)
+
+
+def test_dynamic_hybrid_measures_only_what_needs_no_compilation(tmp_db, tmp_path, monkeypatch):
+    monkeypatch.setenv("MIOFIND_KERNEL_CACHE", str(tmp_path / "cubin"))
+    q = ProblemDescription.make("F", n=2, c=24, k=40, in_size=(13, 13), filter_size=3, pads=1)
+    cands = api._candidates(q, None)[0]
+    ready = {s.id for s in cands if api._needs_no_compilation(q, s, None)}
+    res = find_solutions(q, db=tmp_db, mode="dynamic_hybrid")
+    skipped = {f.solver_id for f in res.failures if f.stage == "dynamic_hybrid"}
+    assert skipped == {s.id for s in cands} - ready
+    if ready:
+        assert res.source == "find" and {s.solver_id for s in res} <= ready
+    else:
+        assert res.predicted
+    # after a full find every kernel is in the binary cache: dynamic_hybrid then measures them all
+    find_solutions(q, db=tmp_db, mode="benchmark", store=False)
+    assert all(api._needs_no_compilation(q, s, None) for s in cands if s.family != "cudnn")
+
+
+def test_cli_tune_resumes_and_run_verifies(tmp_db, tmp_path):
+    from miofind.cli import main
+
+    lines = tmp_path / "lines.txt"
+    lines.write_text("conv -n 2 -c 16 -H 14 -W 14 -k 32 -y 3 -x 3 -p 1 -q 1 -F 1\n"
+                     "conv -n 2 -c 32 -H 7 -W 7 -k 32 -y 1 -x 1 -F 1  # 1x1\n")
+    r = CliRunner().invoke(main, ["tune", "--file", str(lines), "--max-configs", "4", "--json-out",
+                                  str(tmp_path / "o.json")])
+    assert r.exit_code == 0, r.output
+    assert "tuned 2 problem(s), skipped 0" in r.output
+    r = CliRunner().invoke(main, ["tune", "--file", str(lines)])
+    assert r.exit_code == 0 and "tuned 0 problem(s), skipped 2" in r.output, r.output
+    r = CliRunner().invoke(main, ["run", "conv", "-n", "2", "-c", "16", "-H", "14", "-W", "14", "-k", "32", "-y", "3",
+                                  "-x", "3", "-p", "1", "-q", "1", "-F", "1", "-S", "ConvImplicitGemmFwd", "-V", "1",
+                                  "-t", "1", "-i", "5"])
+    assert r.exit_code == 0 and "verifies" in r.output and "GPU kernel time" in r.output, r.output
+    r = CliRunner().invoke(main, ["run", "conv", "-n", "2", "-c", "16", "-H", "14", "-W", "14", "-k", "32", "-y", "3",
+                                  "-x", "3", "-p", "1", "-q", "1", "-F", "0", "-S", "0", "-V", "1"])
+    assert r.exit_code == 0 and r.output.count("verifies") == 3, r.output
