@@ -221,9 +221,9 @@ def _devices(spec):
 @click.option("--file", "file_", type=click.Path(exists=True, dir_okay=False), default=None,
               help="A file of MIOpenDriver lines, one problem spec per line (# comments allowed).")
 @click.option("--strategy", type=click.Choice(["guided", "random", "exhaustive"]), default="guided", show_default=True)
-@click.option("--max-configs", type=int, default=24, show_default=True, help="At most this many configs per solver and problem.")
+@click.option("--max-configs", type=int, default=16, show_default=True, help="At most this many configs per solver and problem.")
 @click.option("--max-seconds", type=float, default=None, help="At most this long per solver and problem.")
-@click.option("--patience", type=int, default=12, show_default=True, help="Stop a search after this many configs without improvement.")
+@click.option("--patience", type=int, default=8, show_default=True, help="Stop a search after this many configs without improvement.")
 @click.option("--tune-solver", "tune_solvers", multiple=True, help="Tune only these solver ids (repeatable; find still runs all).")
 @click.option("--no-precompile", is_flag=True, help="Do not compile ahead in a process pool.")
 @click.option("--retune", is_flag=True, help="Tune again even where the DBs already hold a trusted result.")

@@ -196,7 +196,10 @@ class Tuner:
         try:
             m = self.measurer(problem, self.opts.precompile) if self.measurer is GpuMeasurer else self.measurer(problem)
             for s in self.candidates(problem):
-                if s.tunable and (self.opts.solvers is None or s.id in self.opts.solvers):
+                # cuDNN's plans are already searched by every find (several per find); tuning them only
+                # when asked for by id
+                wanted = s.id in self.opts.solvers if self.opts.solvers is not None else s.family != "cudnn"
+                if s.tunable and wanted:
                     self.on_event(f"{s.id} {key}")
                     out.solvers.append(self.tune_solver(problem, s, m))
             if self.opts.find:
