@@ -88,6 +88,11 @@ class Budget:
             else:
                 self.since_best += 1
 
+    def room(self) -> int:
+        """How many more configs the config budget allows (the whole space when it sets none)."""
+        cap = self.space_size if self.opts.max_configs is None else min(self.space_size, self.opts.max_configs)
+        return max(0, cap - self.tried)
+
     def exhausted(self) -> bool:
         o = self.opts
         return (self.tried >= self.space_size
@@ -266,7 +271,8 @@ class Tuner:
         khash, dev, key = self._kernel_hash(solver), self.dev, problem.key()
 
         def evaluate(batch):
-            got = measurer.evaluate(solver, batch)
+            batch = batch[:budget.room()]
+            got = measurer.evaluate(solver, batch) if batch else []
             times, fails = [], []
             for cfg, (t, why) in zip(batch, got):
                 results[config_key(cfg)] = (cfg, t)
