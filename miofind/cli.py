@@ -303,6 +303,9 @@ def tune(model, batches, dtypes, layouts, direction, forw, file_, strategy, max_
             outcomes = tune_local(problems, opts, db_url, devices=devs, report=report, event=event)
         except (RuntimeError, ValueError) as e:
             _fail(str(e))
+        except KeyboardInterrupt:
+            _fail(f"interrupted after {sum(counts.values())} of {len(problems)} problem(s); finished problems are "
+                  "stored, and the same command resumes", 130)
     secs = time.perf_counter() - t0
     console.print(f"tuned {counts['done']} problem(s), skipped {counts['skipped']} already done, "
                   f"{counts['failed']} failed, in {secs:.1f} s")

@@ -46,6 +46,14 @@ def _get_pool(jobs: int) -> ProcessPoolExecutor:
     return _pool
 
 
+def shutdown_pool() -> None:
+    """Stop the compile pool now, dropping queued work (an interrupted tune must not wait for it)."""
+    global _pool
+    if _pool is not None:
+        _pool.shutdown(wait=False, cancel_futures=True)
+        _pool = None
+
+
 def default_jobs() -> int:
     return max(1, min(32, (os.cpu_count() or 2)))
 
@@ -139,3 +147,4 @@ class Prefetcher:
 
     def close(self) -> None:
         self._stop.set()
+        shutdown_pool()
