@@ -144,3 +144,12 @@ def test_options_are_validated():
     for kw in ({"strategy": "annealing"}, {"max_configs": 0}, {"patience": -1}, {"max_seconds": 0}, {"batch": 0}):
         with pytest.raises(ValueError, match=next(iter(kw))):
             TuneOptions(**kw)
+
+
+@pytest.mark.parametrize("strategy", sorted(STRATEGIES))
+@pytest.mark.parametrize("max_configs", [1, 3, 5])
+def test_config_budget_cuts_batches_short(dbs, strategy, max_configs):
+    t = tuner(dbs, strategy=strategy, max_configs=max_configs, batch=4, seed=0)
+    out = t.tune_solver(P, IGEMM, FakeMeasurer(P))
+    measured_in_search = out.tried
+    assert out.status in ("tuned", "all failed") and measured_in_search == max_configs

@@ -27,9 +27,10 @@ def search(space, default, evaluate, budget, rng):
 
     def run(idx):
         idx = [i for i in idx if i not in tried][:budget.batch]
+        got = evaluate([space[i] for i in idx])
+        idx = idx[:len(got)]  # the budget may cut a batch short
         tried.update(idx)
-        for i, t in zip(idx, evaluate([space[i] for i in idx])):
-            times[i] = t
+        times.update(zip(idx, got))
         return idx
 
     start = space.index(default) if default in space else 0
