@@ -250,21 +250,32 @@ def open_dbs(db=None, dev: DeviceInfo | None = None) -> Overlay:
     return Overlay(open_db(db), open_system_db(dev.arch, dev.sm_count))
 
 
+def first_trusted_perf(records, dev, problem: ProblemDescription, solver: Solver, *, where: str, consequence: str):
+    """The first PerfDB entry of ``records`` that is trusted (version, kernel hash, CUDA major) and
+    whose config still validates, or None. Each entry passed over is reported with a FindDBWarning
+    naming ``where`` it came from and the ``consequence``."""
+    for r in records:
+        ok, why = is_trusted(r, package_version=__version__, kernel_hash=kernel_hash(solver),
+                             cuda_version=dev.cuda_version)
+        if ok and not solver.is_valid_config(problem.as_conv(), r.config):
+            ok, why = False, "the config no longer validates"
+        if ok:
+            return r
+        warnings.warn(f"{where}: tuned config {r.config} of {solver.id} for {problem.key()} is not trusted ({why}); "
+                      f"{consequence}", FindDBWarning, stacklevel=3)
+    return None
+
+
 def tuned_config(dbs: Overlay, dev, problem: ProblemDescription, solver: Solver):
     """The trusted, valid PerfDB config of a tunable solver for this problem, or None. A stored
     config that fails validity or comes from other kernel sources is ignored with a warning."""
     if not solver.tunable:
         return None
     for layer, recs in dbs.lookup_perf(dev.db_name, problem.key(), solver.id):
-        for r in recs:
-            ok, why = is_trusted(r, package_version=__version__, kernel_hash=kernel_hash(solver),
-                                 cuda_version=dev.cuda_version)
-            if ok and not solver.is_valid_config(problem.as_conv(), r.config):
-                ok, why = False, "the config no longer validates"
-            if ok:
-                return r.config
-            warnings.warn(f"{layer} PerfDB: tuned config {r.config} of {solver.id} for {problem.key()} ignored "
-                          f"({why}); using the default config until it is re-tuned", FindDBWarning, stacklevel=3)
+        r = first_trusted_perf(recs, dev, problem, solver, where=f"{layer} PerfDB",
+                               consequence="using the default config until it is re-tuned")
+        if r is not None:
+            return r.config
     return None
 
 
@@ -352,11 +363,12 @@ def _predicted(problem, dbs, dev, cands, workspace_limit, failures, done):
     from .predict import nearest_problem, predict
 
     best = None  # the nearest known problem over both layers, with its trusted-or-not records
+    key = problem.key()
     for layer, db in dbs.layers:
-        keys = db.problem_keys(dev.db_name if layer == "user" else None, suffix=problem.key()[problem.key().rfind("-"):])
-        near = nearest_problem(problem, keys)
+        device = dev.db_name if layer == "user" else None
+        near = nearest_problem(problem, db.problem_keys(device, suffix=key[key.rfind("-"):]))
         if near is not None and (best is None or near[1] < best[0][1]):
-            best = (near, db.lookup(dev.db_name if layer == "user" else None, near[0]))
+            best = (near, db.lookup(device, near[0]))
     near, recs = best if best else (None, [])
     pred = predict(problem, cands, near, recs, dev.sm_count)
     sols = []

@@ -111,9 +111,8 @@ class Harness:
 
 def reference_invoker_for(problem: ProblemDescription):
     """The float64 naive solver's invoker for the problem's direction."""
-    from .compile import compile_kernel
+    from .api import build_invoker
     from .registry import reference_solver
 
     conv = problem.as_conv()
-    sol = reference_solver(conv.direction).get_solution(conv, None, reference=True)
-    return sol.invoker_factory([compile_kernel(k) for k in sol.kernels])
+    return build_invoker(conv, reference_solver(conv.direction).get_solution(conv, None, reference=True))

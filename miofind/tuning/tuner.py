@@ -18,13 +18,11 @@ from __future__ import annotations
 import math
 import random
 import time
-import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
 from .. import __version__
-from ..db import FindDBWarning
-from ..db.findb import PerfRecord, TuneFailure, config_key, is_trusted
+from ..db.findb import PerfRecord, TuneFailure, config_key
 from ..db.system import Overlay
 from ..problem import ProblemDescription
 from ..solver import Solver
@@ -166,12 +164,12 @@ class Tuner:
     """Tunes problems on one device into ``dbs.user`` (reading tuned configs from both layers)."""
 
     def __init__(self, dbs: Overlay, dev, options: TuneOptions | None = None, *,
-                 measurer: Callable[[ProblemDescription], object] = GpuMeasurer,
+                 measurer: Callable[[ProblemDescription], object] | None = None,
                  finder: Callable[[ProblemDescription], int] | None = None,
                  on_event: Callable[[str], None] | None = None) -> None:
         self.dbs, self.dev = dbs, dev
         self.opts = options or TuneOptions()
-        self.measurer = measurer
+        self.measurer = measurer or (lambda p: GpuMeasurer(p, self.opts.precompile))
         self.finder = finder or self._find
         self.on_event = on_event or (lambda msg: None)
         self.rng = random.Random(self.opts.seed)
@@ -199,7 +197,7 @@ class Tuner:
             return ProblemOutcome(key, "skipped")
         out = ProblemOutcome(key, "done")
         try:
-            m = self.measurer(problem, self.opts.precompile) if self.measurer is GpuMeasurer else self.measurer(problem)
+            m = self.measurer(problem)
             for s in self.candidates(problem):
                 # cuDNN's plans are already searched by every find (several per find); tuning them only
                 # when asked for by id
@@ -228,16 +226,10 @@ class Tuner:
 
     def cached(self, problem: ProblemDescription, solver: Solver) -> PerfRecord | None:
         """The user PerfDB entry if trusted and still valid (a stale one is reported, not used)."""
-        for r in self.dbs.user.lookup_perf(self.dev.db_name, problem.key(), solver.id):
-            ok, why = is_trusted(r, package_version=__version__, kernel_hash=self._kernel_hash(solver),
-                                 cuda_version=self.dev.cuda_version)
-            if ok and not solver.is_valid_config(problem.as_conv(), r.config):
-                ok, why = False, "the config no longer validates"
-            if ok:
-                return r
-            warnings.warn(f"PerfDB entry of {solver.id} for {problem.key()} is not trusted ({why}); re-tuning",
-                          FindDBWarning, stacklevel=2)
-        return None
+        from ..api import first_trusted_perf
+
+        recs = self.dbs.user.lookup_perf(self.dev.db_name, problem.key(), solver.id)
+        return first_trusted_perf(recs, self.dev, problem, solver, where="user PerfDB", consequence="re-tuning")
 
     def space(self, problem: ProblemDescription, solver: Solver) -> tuple[list[dict], int]:
         """The valid configs not recorded as failed (the default first), and how many failed before."""
