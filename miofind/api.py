@@ -40,6 +40,9 @@ from .solver import ConvSolution, Solver
 
 FIND_MODES = ("normal", "fast", "hybrid", "dynamic_hybrid", "benchmark")
 SORT_KEYS = ("time", "workspace")
+# Timing budget per find candidate: a kernel slower than about 19 ms per run gets one warm-up and
+# fewer timed runs (at least 3); one that fits keeps 3 warm-ups and 10 timed runs.
+FIND_TIME_BUDGET_MS = 250.0
 
 
 @dataclass
@@ -290,7 +293,7 @@ def _needs_no_compilation(problem, solver, config) -> bool:
 def find_solutions(problem_or_arrays, *, mode: str | None = None, sort_by: str = "time",
                    workspace_limit: int | None = None, solvers=None, verify: bool = True, db=None,
                    store: bool = True, warmup: int = 3, iters: int = 10, seed: int | None = None,
-                   **conv_kwargs) -> FindResult:
+                   time_budget_ms: float | None = FIND_TIME_BUDGET_MS, **conv_kwargs) -> FindResult:
     """Find, verify and time every applicable solver for a problem, fastest first.
 
     ``problem_or_arrays`` is a ProblemDescription, a FindDB key, or ``(x, w)`` arrays with
@@ -299,7 +302,9 @@ def find_solutions(problem_or_arrays, *, mode: str | None = None, sort_by: str =
     ``db`` is the user FindDB (a FindDB, URL or path; default $MIOFIND_DB or the per-user file);
     the system FindDB shipped for this GPU is read beneath it. ``workspace_limit`` skips solvers
     needing more workspace bytes (results are then not stored, as they may be sub-optimal).
-    ``solvers`` restricts the candidates to these ids. Raises NoGPUError without a GPU and
+    ``solvers`` restricts the candidates to these ids. Each candidate is timed over ``warmup`` +
+    ``iters`` runs, fewer for one too slow to fit ``time_budget_ms`` (``harness.plan_runs``; None
+    always takes the full counts). Raises NoGPUError without a GPU and
     ValueError for bad arguments.
     """
     t0 = time.perf_counter()
@@ -327,7 +332,8 @@ def find_solutions(problem_or_arrays, *, mode: str | None = None, sort_by: str =
             cands = ready
 
     sols, bench_failures, ws_skipped = _benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed,
-                                                  configs=lambda s: _find_configs(dbs, dev, problem, s))
+                                                  configs=lambda s: _find_configs(dbs, dev, problem, s),
+                                                  budget_ms=time_budget_ms)
     failures += bench_failures
     stored = False
     if store and not ws_skipped and sols:
@@ -449,7 +455,7 @@ def prepare_all(problem, todo, *, verify=True, threads=8):
         return prepared, (ref_future.result() if ref_future else None)
 
 
-def _benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, configs=None):
+def _benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, configs=None, budget_ms=None):
     failures: list[Failure] = []
     ws_skipped = False
     todo = []
@@ -479,7 +485,7 @@ def _benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, con
             ws_skipped = True
             continue
         try:
-            m = h.measure(inv, h.workspace(sol.workspace_bytes), s.family, warmup, iters)
+            m = h.measure(inv, h.workspace(sol.workspace_bytes), s.family, warmup, iters, budget_ms)
         except VerifyError as e:
             failures.append(Failure(s.id, "verify", str(e)))
             continue

@@ -26,23 +26,43 @@ def call(invoker, problem: ProblemDescription, a, b, out, workspace):
     invoker(a, b, out, workspace)
 
 
-def time_ms(fn, warmup: int, iters: int) -> tuple[float, float, float]:
-    """(median, q20, q80) in ms of ``fn`` over ``iters`` runs after ``warmup`` runs, by CUDA events."""
+def time_ms(fn, warmup: int, iters: int, budget_ms: float | None = None) -> tuple[float, float, float]:
+    """(median, q20, q80) in ms of ``fn`` over ``iters`` runs after ``warmup`` runs, by CUDA events.
+
+    With ``budget_ms``, the first warm-up run is timed and a slow kernel gets fewer runs
+    (``plan_runs``), so a 1 s candidate costs 5 launches in a find instead of 14."""
     import cupy
 
-    for _ in range(warmup):
-        fn()
     start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-    times = []
-    for _ in range(max(1, iters)):
+
+    def timed() -> float:
         start.record()
         fn()
         stop.record()
         stop.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, stop))
-    times.sort()
+        return cupy.cuda.get_elapsed_time(start, stop)
+
+    if budget_ms is not None and warmup > 0:
+        warmup, iters = plan_runs(timed(), warmup, iters, budget_ms)
+        warmup -= 1
+    for _ in range(warmup):
+        fn()
+    times = sorted(timed() for _ in range(max(1, iters)))
     q = lambda f: times[min(len(times) - 1, int(round(f * (len(times) - 1))))]  # noqa: E731
     return q(0.5), q(0.2), q(0.8)
+
+
+MIN_TIMED_RUNS = 3
+
+
+def plan_runs(first_ms: float, warmup: int, iters: int, budget_ms: float) -> tuple[int, int]:
+    """(warm-up runs, timed runs) for a kernel whose first warm-up run took ``first_ms``: the
+    requested counts when they fit in ``budget_ms``; else one warm-up and as many timed runs as fit,
+    never fewer than MIN_TIMED_RUNS (the median and quantiles need three)."""
+    if first_ms <= 0 or first_ms * (warmup + iters) <= budget_ms:
+        return warmup, iters
+    fit = int(budget_ms // first_ms) - 1
+    return 1, max(min(MIN_TIMED_RUNS, iters), min(iters, fit))
 
 
 @dataclass
@@ -100,12 +120,15 @@ class Harness:
             raise VerifyError(f"relative error {err:.3g} exceeds {tol:.1g}")
         return err
 
-    def time(self, invoker, workspace, warmup: int = 3, iters: int = 10) -> tuple[float, float, float]:
-        return time_ms(lambda: call(invoker, self.problem, self.a, self.b, self.out, workspace), warmup, iters)
+    def time(self, invoker, workspace, warmup: int = 3, iters: int = 10,
+             budget_ms: float | None = None) -> tuple[float, float, float]:
+        return time_ms(lambda: call(invoker, self.problem, self.a, self.b, self.out, workspace), warmup, iters,
+                       budget_ms)
 
-    def measure(self, invoker, workspace, family: str, warmup: int = 3, iters: int = 10) -> Measurement:
+    def measure(self, invoker, workspace, family: str, warmup: int = 3, iters: int = 10,
+                budget_ms: float | None = None) -> Measurement:
         err = self.check(invoker, workspace, family)
-        med, q20, q80 = self.time(invoker, workspace, warmup, iters)
+        med, q20, q80 = self.time(invoker, workspace, warmup, iters, budget_ms)
         return Measurement(med, q20, q80, err)
 
 

@@ -22,7 +22,7 @@ def env(tmp_path, monkeypatch, tmp_db):
     monkeypatch.setattr(api, "current_device", lambda *a: DEV)
     benchmarked = []
 
-    def fake_benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, configs=None):
+    def fake_benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, configs=None, budget_ms=None):
         benchmarked.append([s.id for s in cands])
         sols = [api.Solution(s.id, s.algorithm, 1.0 + i, s.workspace_bytes(problem), None, True, problem)
                 for i, s in enumerate(cands)]
