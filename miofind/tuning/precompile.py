@@ -46,11 +46,13 @@ def _get_pool(jobs: int) -> ProcessPoolExecutor:
     return _pool
 
 
-def shutdown_pool() -> None:
-    """Stop the compile pool now, dropping queued work (an interrupted tune must not wait for it)."""
+def shutdown_pool(wait: bool = False) -> None:
+    """Stop the compile pool, dropping queued work (an interrupted tune must not wait for it). A
+    spawned process (one per GPU, or a fleet worker) calls it with ``wait=True`` before it returns:
+    multiprocessing joins a child's own children at its exit, and idle pool workers never end."""
     global _pool
     if _pool is not None:
-        _pool.shutdown(wait=False, cancel_futures=True)
+        _pool.shutdown(wait=wait, cancel_futures=True)
         _pool = None
 
 

@@ -75,13 +75,17 @@ def _device_main(device: int, opts_json: dict, db_url, tasks, results) -> None:
     except Exception as e:
         results.put({"device": device, "fatal": f"{e.__class__.__name__}: {e}"})
         return
-    while True:
-        key = tasks.get()
-        if key is None:
-            return
-        o = _outcome_dict(tuner.tune_problem(ProblemDescription.from_key(key)))
-        o["device"] = device
-        results.put(o)
+    from .precompile import shutdown_pool
+    try:
+        while True:
+            key = tasks.get()
+            if key is None:
+                return
+            o = _outcome_dict(tuner.tune_problem(ProblemDescription.from_key(key)))
+            o["device"] = device
+            results.put(o)
+    finally:
+        shutdown_pool(wait=True)
 
 
 def _tune_spawned(problems, opts, db_url, devices, report) -> list[dict]:
@@ -93,23 +97,30 @@ def _tune_spawned(problems, opts, db_url, devices, report) -> list[dict]:
         tasks.put(p.key())
     for _ in devices:
         tasks.put(None)
-    procs = [ctx.Process(target=_device_main, args=(d, opts.as_json(), db_url, tasks, results), daemon=True)
-             for d in devices]
+    # Not daemonic: a device process starts its own compile pool, and a daemonic process may not
+    # have children. They are terminated below if this process stops early (error or Ctrl-C).
+    procs = [ctx.Process(target=_device_main, args=(d, opts.as_json(), db_url, tasks, results)) for d in devices]
     for pr in procs:
         pr.start()
     out, alive = [], len(procs)
-    while len(out) < len(problems) and alive:
-        try:
-            o = results.get(timeout=1.0)
-        except Exception:
-            alive = sum(pr.is_alive() for pr in procs)
-            continue
-        if "fatal" in o:
-            raise RuntimeError(f"GPU {o['device']}: {o['fatal']}")
-        report(o)
-        out.append(o)
-    for pr in procs:
-        pr.join(timeout=30)
+    try:
+        while len(out) < len(problems) and alive:
+            try:
+                o = results.get(timeout=1.0)
+            except Exception:
+                alive = sum(pr.is_alive() for pr in procs)
+                continue
+            if "fatal" in o:
+                raise RuntimeError(f"GPU {o['device']}: {o['fatal']}")
+            report(o)
+            out.append(o)
+        for pr in procs:
+            pr.join(timeout=60)
+    finally:
+        for pr in procs:
+            if pr.is_alive():
+                pr.terminate()
+                pr.join(timeout=10)
     return out
 
 

@@ -31,3 +31,26 @@ def test_a_broken_kernel_is_reported_not_raised(tmp_path, monkeypatch):
     n, errors = precompile([bad], "sm_90", jobs=1)
     assert n == 0 and len(errors) == 1 and "direct_tiled_fwd" in next(iter(errors))
     assert not list(tmp_path.glob("*.cubin"))
+
+
+def _child_uses_pool(wait: bool) -> None:
+    import os
+
+    from miofind.tuning import precompile
+    assert precompile._get_pool(1).submit(os.getpid).result(timeout=60) != os.getpid()
+    precompile.shutdown_pool(wait=wait)
+
+
+def test_spawned_process_with_a_compile_pool_exits_after_shutdown():
+    # What one-process-per-GPU tuning and `worker --devices` do: a spawned, non-daemonic child
+    # runs the compile pool. multiprocessing joins the child's children when it exits, so the
+    # child must end its pool or it never exits.
+    import multiprocessing as mp
+
+    pr = mp.get_context("spawn").Process(target=_child_uses_pool, args=(True,))
+    pr.start()
+    pr.join(timeout=120)
+    alive = pr.is_alive()
+    if alive:
+        pr.kill()
+    assert not alive and pr.exitcode == 0
