@@ -25,3 +25,71 @@ def test_fewer_requested_than_minimum_is_respected():
 
 def test_zero_estimate_keeps_requested_runs():
     assert plan_runs(0.0, 3, 10, 250.0) == (3, 10)
+
+
+# -- Harness.measure's control flow, with CUDA events faked (the GPU tests run the real ones) -----
+
+import sys
+import types
+
+import pytest
+
+from miofind.harness import Harness
+from miofind.problem import ProblemDescription
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """A fake cupy whose events report the durations of the launches in order, one per launch."""
+    clock = types.SimpleNamespace(durations=[], launches=0)
+
+    class Event:
+        def record(self):
+            pass
+
+        def synchronize(self):
+            pass
+
+    def elapsed(start, stop):
+        return clock.durations[min(clock.launches, len(clock.durations)) - 1]
+
+    cuda = types.SimpleNamespace(Event=Event, get_elapsed_time=elapsed)
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=cuda))
+    monkeypatch.setattr("miofind.verify.poison", lambda a, dt: None)
+    h = object.__new__(Harness)
+    h.problem = ProblemDescription.from_key("64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F")
+    h.verify, h.a, h.b, h.out, h.ref, h.check_ms = False, None, None, None, None, float("nan")
+
+    def invoker(a, b, out, ws):
+        clock.launches += 1
+    return h, invoker, clock
+
+
+def test_measure_fast_kernel_runs_all_requested(fake_gpu):
+    h, inv, clock = fake_gpu
+    clock.durations = [2.0] * 14
+    m = h.measure(inv, None, "direct", 3, 10, budget_ms=250.0)
+    assert clock.launches == 1 + 3 + 10 and m.time_ms == 2.0
+
+
+def test_measure_slow_kernel_gets_fewer_runs(fake_gpu):
+    h, inv, clock = fake_gpu
+    clock.durations = [100.0, 100.0, 90.0, 110.0, 100.0]
+    m = h.measure(inv, None, "direct", 3, 10, budget_ms=250.0)
+    assert clock.launches == 1 + 1 + 3  # check, one timed warm-up, three timed runs
+    assert (m.time_ms, m.q20_ms, m.q80_ms) == (100.0, 90.0, 110.0)
+
+
+def test_measure_kernel_over_budget_is_recorded_from_its_verification_run(fake_gpu):
+    h, inv, clock = fake_gpu
+    clock.durations = [1000.0]
+    m = h.measure(inv, None, "direct", 3, 10, budget_ms=250.0)
+    assert clock.launches == 1
+    assert (m.time_ms, m.q20_ms, m.q80_ms) == (1000.0, 1000.0, 1000.0)
+
+
+def test_measure_without_budget_always_runs_all_requested(fake_gpu):
+    h, inv, clock = fake_gpu
+    clock.durations = [1000.0] * 14
+    h.measure(inv, None, "direct", 3, 10)
+    assert clock.launches == 14
