@@ -34,6 +34,13 @@ def _compile_one(args) -> str | None:
     return None
 
 
+def _ignore_sigint() -> None:
+    # Ctrl-C (or `timeout -s INT`) reaches the whole process group: the tuning process handles it
+    # and shuts the pool down; a worker dying of it would break the pool and print its traceback.
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _get_pool(jobs: int) -> ProcessPoolExecutor:
     global _pool, _pool_size
     if _pool is None or _pool_size != jobs:
@@ -41,7 +48,8 @@ def _get_pool(jobs: int) -> ProcessPoolExecutor:
 
         if _pool is not None:
             _pool.shutdown(wait=False, cancel_futures=True)
-        _pool = ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"))
+        _pool = ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"),
+                                    initializer=_ignore_sigint)
         _pool_size = jobs
     return _pool
 
@@ -140,7 +148,7 @@ class Prefetcher:
             if i % self.ahead == self.ahead - 1 or i == len(self.problems) - 1:
                 try:
                     self.errors.update(precompile(chunk, self.arch, self.jobs)[1])
-                except Exception:
+                except BaseException:  # the pool was shut down (tune finished or interrupted)
                     return
                 chunk = []
 

@@ -54,3 +54,32 @@ def test_spawned_process_with_a_compile_pool_exits_after_shutdown():
     if alive:
         pr.kill()
     assert not alive and pr.exitcode == 0
+
+
+def test_ctrl_c_during_prefetch_exits_promptly_without_a_traceback(tmp_path):
+    # Ctrl-C reaches the whole process group, compile workers included: they ignore it, the tuning
+    # process shuts the pool down, and no worker's KeyboardInterrupt surfaces as a traceback.
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = dict(os.environ, MIOFIND_KERNEL_CACHE=str(tmp_path))
+    child = os.path.join(os.path.dirname(__file__), "_prefetch_child.py")
+    pr = subprocess.Popen([sys.executable, child], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, start_new_session=True)
+    deadline = time.time() + 120
+    while not list(tmp_path.glob("*.cubin")) and time.time() < deadline and pr.poll() is None:
+        time.sleep(0.2)
+    assert pr.poll() is None and list(tmp_path.glob("*.cubin")), "the prefetcher compiled nothing"
+    os.killpg(pr.pid, signal.SIGINT)
+    t0 = time.time()
+    try:
+        out, err = pr.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(pr.pid, signal.SIGKILL)
+        raise AssertionError("the interrupted prefetcher did not exit within 60 s")
+    assert pr.returncode == 130 and "closed" in out, (pr.returncode, out, err)
+    assert "Traceback" not in err, err
+    assert time.time() - t0 < 30
