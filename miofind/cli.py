@@ -353,12 +353,8 @@ def worker(db_url, devices, lease, idle_exit, max_jobs):
 def _worker_process(device, db_url, lease, idle_exit, max_jobs):
     import os
     os.environ["CUDA_VISIBLE_DEVICES"] = str(device)
-    from .tuning.precompile import shutdown_pool
     from .tuning.run import worker_loop, worker_name
-    try:
-        worker_loop(db_url, name=worker_name(device), lease_s=lease, idle_exit=idle_exit, max_jobs=max_jobs)
-    finally:
-        shutdown_pool(wait=True)  # a spawned process's exit waits for its children
+    worker_loop(db_url, name=worker_name(device), lease_s=lease, idle_exit=idle_exit, max_jobs=max_jobs)
 
 
 @main.command(**DRIVER_ARGS)

@@ -45,9 +45,16 @@ def _get_pool(jobs: int) -> ProcessPoolExecutor:
     global _pool, _pool_size
     if _pool is None or _pool_size != jobs:
         import multiprocessing as mp
+        from multiprocessing import util
 
         if _pool is not None:
             _pool.shutdown(wait=False, cancel_futures=True)
+        if _pool_size == 0:  # this process's first pool
+            # A process's exit joins its multiprocessing children, and idle pool workers never end:
+            # a spawned process (one per GPU, a fleet worker) that made a pool would hang at exit.
+            # Finalizers of priority >= 0 run before that join, in every process, highest first;
+            # this one runs before the pool's queues close (priority 10), or no worker hears it.
+            util.Finalize(None, shutdown_pool, kwargs={"wait": True}, exitpriority=100)
         _pool = ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"),
                                     initializer=_ignore_sigint)
         _pool_size = jobs
@@ -55,9 +62,8 @@ def _get_pool(jobs: int) -> ProcessPoolExecutor:
 
 
 def shutdown_pool(wait: bool = False) -> None:
-    """Stop the compile pool, dropping queued work (an interrupted tune must not wait for it). A
-    spawned process (one per GPU, or a fleet worker) calls it with ``wait=True`` before it returns:
-    multiprocessing joins a child's own children at its exit, and idle pool workers never end."""
+    """Stop the compile pool, dropping queued work (an interrupted tune must not wait for it);
+    ``wait`` waits for the compiles under way (done at every process's exit)."""
     global _pool
     if _pool is not None:
         _pool.shutdown(wait=wait, cancel_futures=True)

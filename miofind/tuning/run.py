@@ -75,17 +75,13 @@ def _device_main(device: int, opts_json: dict, db_url, tasks, results) -> None:
     except Exception as e:
         results.put({"device": device, "fatal": f"{e.__class__.__name__}: {e}"})
         return
-    from .precompile import shutdown_pool
-    try:
-        while True:
-            key = tasks.get()
-            if key is None:
-                return
-            o = _outcome_dict(tuner.tune_problem(ProblemDescription.from_key(key)))
-            o["device"] = device
-            results.put(o)
-    finally:
-        shutdown_pool(wait=True)
+    while True:
+        key = tasks.get()
+        if key is None:
+            return
+        o = _outcome_dict(tuner.tune_problem(ProblemDescription.from_key(key)))
+        o["device"] = device
+        results.put(o)
 
 
 def _tune_spawned(problems, opts, db_url, devices, report) -> list[dict]:
