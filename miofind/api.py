@@ -304,7 +304,7 @@ def find_solutions(problem_or_arrays, *, mode: str | None = None, sort_by: str =
     the system FindDB shipped for this GPU is read beneath it. ``workspace_limit`` skips solvers
     needing more workspace bytes (results are then not stored, as they may be sub-optimal).
     ``solvers`` restricts the candidates to these ids. Each candidate is timed over ``warmup`` +
-    ``iters`` runs, fewer for one too slow to fit ``time_budget_ms`` (``harness.plan_runs``; None
+    ``iters`` runs, fewer for one too slow to fit ``time_budget_ms`` (``Harness.measure``; None
     always takes the full counts). Raises NoGPUError without a GPU and
     ValueError for bad arguments.
     """

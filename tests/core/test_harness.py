@@ -1,6 +1,12 @@
 """The harness's run planning: slow candidates get fewer timed runs, never fewer than three."""
 
-from miofind.harness import MIN_TIMED_RUNS, plan_runs
+import sys
+import types
+
+import pytest
+
+from miofind.harness import MIN_TIMED_RUNS, Harness, plan_runs
+from miofind.problem import ProblemDescription
 
 
 def test_fast_kernel_keeps_requested_runs():
@@ -28,15 +34,6 @@ def test_zero_estimate_keeps_requested_runs():
 
 
 # -- Harness.measure's control flow, with CUDA events faked (the GPU tests run the real ones) -----
-
-import sys
-import types
-
-import pytest
-
-from miofind.harness import Harness
-from miofind.problem import ProblemDescription
-
 
 @pytest.fixture
 def fake_gpu(monkeypatch):
