@@ -1,5 +1,7 @@
 """Which model-preset problems a FindDB answers: per model x batch x type x layout, how many of the
-preset's problems (F, B and W) have records, and how many tuned configs the PerfDB holds.
+preset's problems (F, B and W) have records, how many of those where implicit GEMM applies hold its
+tuned config, and the geometric-mean speedup of those configs over the default config (both timed in
+the tuning run that stored them).
 
     python3 bench/finddb_coverage.py finddb/sm_90-132.sqlite [--out FILE.md]
 """
@@ -7,6 +9,7 @@ preset's problems (F, B and W) have records, and how many tuned configs the Perf
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 
@@ -14,6 +17,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from miofind.db import FindDB  # noqa: E402
 from miofind.models import MODELS, model_problems  # noqa: E402
+from miofind.registry import get_solver  # noqa: E402
+
+IGEMM = {"F": "ConvImplicitGemmFwd", "B": "ConvImplicitGemmBwd", "W": "ConvImplicitGemmWrw"}
+
+
+def _geomean(xs: list[float]) -> str:
+    return f"{math.exp(sum(map(math.log, xs)) / len(xs)):.3f}x" if xs else "-"
 
 
 def main() -> int:
@@ -23,15 +33,19 @@ def main() -> int:
     a = ap.parse_args()
     with FindDB(a.db, readonly=True) as db:
         keys = set(db.problem_keys())
-        perf = {r.problem_key for r in db.iter_perf()}
+        perf = {(r.problem_key, r.solver_id): r for r in db.iter_perf()}
         st = db.stats()
-    lines = ["| model | batch | type | layout | problems with records | with tuned configs |", "| --- | ---: | --- | --- | ---: | ---: |"]
+    lines = ["| model | batch | type | layout | problems with records | implicit GEMM tuned / applicable | tuned vs default (geomean) |",
+             "| --- | ---: | --- | --- | ---: | ---: | ---: |"]
     for m in MODELS:
         for b in (32, 1):
             for dt, lay in (("FP32", "NCHW"), ("FP16", "NHWC"), ("FP32", "NHWC"), ("FP16", "NCHW")):
-                ps = [p.key() for p in model_problems(m, batch=b, dtypes=(dt,), layouts=(lay,))]
-                have = sum(k in keys for k in ps)
-                lines.append(f"| {m} | {b} | {dt} | {lay} | {have}/{len(ps)} | {sum(k in perf for k in ps)} |")
+                probs = model_problems(m, batch=b, dtypes=(dt,), layouts=(lay,))
+                have = sum(p.key() in keys for p in probs)
+                ig = [(p.key(), IGEMM[p.direction]) for p in probs if get_solver(IGEMM[p.direction]).applicability(p).ok]
+                tuned = [perf[k] for k in ig if k in perf]
+                gain = [r.default_time_ms / r.time_ms for r in tuned if r.default_time_ms and r.time_ms]
+                lines.append(f"| {m} | {b} | {dt} | {lay} | {have}/{len(probs)} | {len(tuned)}/{len(ig)} | {_geomean(gain)} |")
     text = "\n".join(lines) + (f"\n\n{st['records']} find records over {st['problems']} problems, "
                                f"{st['perf_records']} tuned configs, {st['file_bytes']} bytes\n")
     print(text)

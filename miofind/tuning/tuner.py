@@ -10,7 +10,8 @@ solver is already tuned (unless ``retune``).
 
 Per problem: tune every applicable tunable solver, then run a benchmark-mode find, which stores the
 FindDB records (with the tuned configs). A problem is done when the user FindDB holds a trusted
-record for every candidate solver; a killed tune resumes at the first problem that is not.
+record for every candidate solver and the user PerfDB a trusted config for every solver this run
+tunes (or none is left to try); a killed tune resumes at the first problem that is not.
 """
 
 from __future__ import annotations
@@ -179,16 +180,29 @@ class Tuner:
         from ..api import _candidates
         return _candidates(problem, None)[0]
 
+    def to_tune(self, solver: Solver) -> bool:
+        """Whether this run tunes ``solver`` (a candidate of the problem)."""
+        # cuDNN's plans are already searched by every find (several per find); tuning them only when
+        # asked for by id
+        wanted = solver.id in self.opts.solvers if self.opts.solvers is not None else solver.family != "cudnn"
+        return solver.tunable and wanted
+
     def is_done(self, problem: ProblemDescription) -> bool:
-        """Whether the user FindDB has a trusted record for every candidate of the problem."""
+        """Whether the user FindDB has a trusted record for every candidate of the problem, and the
+        user PerfDB a trusted config for every solver this run tunes, unless no config is left to try.
+        (Find records alone, e.g. from ``--no-tune``, do not make a problem tuned.)"""
         from ..api import _trusted_solutions
 
         cands = self.candidates(problem)
         if not cands:
             return True
-        recs = self.dbs.user.lookup(self.dev.db_name, problem.key())
-        sols, complete = _trusted_solutions(recs, self.dev, problem, cands, True, None)
-        return complete and bool(sols)
+        if self.opts.find:
+            recs = self.dbs.user.lookup(self.dev.db_name, problem.key())
+            sols, complete = _trusted_solutions(recs, self.dev, problem, cands, True, None)
+            if not (complete and sols):
+                return False
+        return all(self.cached(problem, s) is not None or not self.space(problem, s)[0]
+                   for s in cands if self.to_tune(s))
 
     def tune_problem(self, problem: ProblemDescription) -> ProblemOutcome:
         t0 = time.monotonic()
@@ -199,10 +213,7 @@ class Tuner:
         try:
             m = self.measurer(problem)
             for s in self.candidates(problem):
-                # cuDNN's plans are already searched by every find (several per find); tuning them only
-                # when asked for by id
-                wanted = s.id in self.opts.solvers if self.opts.solvers is not None else s.family != "cudnn"
-                if s.tunable and wanted:
+                if self.to_tune(s):
                     self.on_event(f"{s.id} {key}")
                     out.solvers.append(self.tune_solver(problem, s, m))
             if self.opts.find:

@@ -124,6 +124,26 @@ def test_tune_problem_then_skip_when_done(dbs):
     assert t.tune_problem(P).status == "skipped" and FakeMeasurer.calls == []
 
 
+def test_find_records_alone_do_not_make_a_problem_tuned(dbs):
+    # a --no-tune run (find with default configs) stores complete find records; a later tune of the
+    # implicit GEMM solver must still tune it, then skip the problem on resume
+    assert tuner(dbs, solvers=()).tune_problem(P).status == "done"
+    assert tuner(dbs, solvers=()).is_done(P)
+    t = tuner(dbs, strategy="random", max_configs=4, seed=5, solvers=(IGEMM.id,))
+    assert not t.is_done(P)
+    o = t.tune_problem(P)
+    assert o.status == "done" and [s.solver_id for s in o.solvers] == [IGEMM.id] and o.solvers[0].status == "tuned"
+    assert t.is_done(P) and t.tune_problem(P).status == "skipped"
+    # other tunable solvers, not asked for, stay untuned, so a tune of all of them is not done
+    assert not tuner(dbs).is_done(P)
+
+
+def test_a_solver_whose_every_config_failed_does_not_block_done(dbs, monkeypatch):
+    t = tuner(dbs, solvers=(IGEMM.id,), find=False)
+    monkeypatch.setattr(Tuner, "space", lambda self, problem, solver: ([], 5))
+    assert t.is_done(P)
+
+
 def test_find_uses_the_tuned_config(dbs, monkeypatch):
     import miofind.api as api
 
