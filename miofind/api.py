@@ -33,7 +33,7 @@ from .compile import compile_kernel, is_compiled, source_hash
 from .db import FindDB, FindDBWarning, Record, is_trusted
 from .db.system import Overlay, open_system_db
 from .device import DeviceInfo, current_device
-from .harness import Harness, VerifyError, call as _call, reference_invoker_for
+from .harness import Harness, call as _call, describe, failure_stage, reference_invoker_for
 from .problem import ProblemDescription
 from .registry import get_solver, solvers as all_solvers
 from .solver import ConvSolution, Solver
@@ -444,7 +444,7 @@ def _prepare(problem, solver, config=None):
         stage = "compile"
         return sol, build_invoker(problem, sol)
     except Exception as e:
-        return Failure(solver.id, stage, f"{e.__class__.__name__}: {str(e).strip()[:2000]}"), None
+        return Failure(solver.id, stage, describe(e)), None
 
 
 def prepare_all(problem, todo, *, verify=True, threads=8):
@@ -469,7 +469,7 @@ def _benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, con
         try:
             cfgs = configs(s) if configs is not None else list(s.find_configs(problem))
         except Exception as e:
-            failures.append(Failure(s.id, "solution", f"{e.__class__.__name__}: {str(e).strip()[:2000]}"))
+            failures.append(Failure(s.id, "solution", describe(e)))
             continue
         todo += [(s, cfg) for cfg in cfgs]
 
@@ -487,11 +487,8 @@ def _benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, con
             continue
         try:
             m = h.measure(inv, h.workspace(sol.workspace_bytes), s.family, warmup, iters, budget_ms)
-        except VerifyError as e:
-            failures.append(Failure(s.id, "verify", str(e)))
-            continue
         except Exception as e:
-            failures.append(Failure(s.id, "launch", f"{e.__class__.__name__}: {str(e).strip()[:2000]}"))
+            failures.append(Failure(s.id, *failure_stage(e)))
             continue
         sols.append(Solution(s.id, s.algorithm, m.time_ms, sol.workspace_bytes, sol.config, verify, problem,
                              max_error=m.max_error, time_q20_ms=m.q20_ms, time_q80_ms=m.q80_ms))

@@ -19,6 +19,17 @@ class VerifyError(RuntimeError):
     """The solution's output differs from the float64 reference beyond the tolerance."""
 
 
+def describe(e: BaseException) -> str:
+    """An exception as a stored failure reason: its class and message, at most 2000 characters."""
+    return f"{e.__class__.__name__}: {str(e).strip()[:2000]}"
+
+
+def failure_stage(e: Exception) -> tuple[str, str]:
+    """(stage, reason) of a solution that failed in ``Harness.measure``: ``verify`` for a wrong
+    result, ``launch`` for anything the kernel or its invoker raised."""
+    return ("verify", str(e)) if isinstance(e, VerifyError) else ("launch", describe(e))
+
+
 def call(invoker, problem: ProblemDescription, a, b, out, workspace):
     # A transposed problem's weights gradient is the ordinary one with the activations swapped.
     if problem.transposed and problem.direction == "W":

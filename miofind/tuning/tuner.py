@@ -25,6 +25,7 @@ from typing import Callable
 from .. import __version__
 from ..db.findb import PerfRecord, TuneFailure, config_key
 from ..db.system import Overlay
+from ..harness import describe
 from ..problem import ProblemDescription
 from ..solver import Solver
 from .strategies import STRATEGIES
@@ -136,7 +137,7 @@ class GpuMeasurer:
         """[(time_ms or inf, (stage, reason) or None)] per config, in order."""
         from ..api import Failure, prepare_all
         from ..device import current_device
-        from ..harness import Harness, VerifyError
+        from ..harness import Harness, failure_stage
         from .precompile import precompile, solution_kernels
 
         if self.precompile and solver.family != "cudnn":
@@ -151,13 +152,10 @@ class GpuMeasurer:
                 out.append((INF, (sol.stage, sol.reason)))
                 continue
             try:
-                ws = h.workspace(sol.workspace_bytes)
-                h.check(inv, ws, solver.family)
-                out.append((h.time(inv, ws, warmup, iters)[0], None))
-            except VerifyError as e:
-                out.append((INF, ("verify", str(e))))
+                out.append((h.measure(inv, h.workspace(sol.workspace_bytes), solver.family, warmup, iters).time_ms,
+                            None))
             except Exception as e:
-                out.append((INF, ("launch", f"{e.__class__.__name__}: {str(e).strip()[:2000]}")))
+                out.append((INF, failure_stage(e)))
         return out
 
 
@@ -222,7 +220,7 @@ class Tuner:
                 if not out.solutions:
                     out.status, out.error = "failed", "no solver produced a verified solution"
         except Exception as e:
-            out.status, out.error = "failed", f"{e.__class__.__name__}: {str(e).strip()[:2000]}"
+            out.status, out.error = "failed", describe(e)
         out.seconds = time.monotonic() - t0
         return out
 

@@ -90,3 +90,11 @@ def test_measure_without_budget_always_runs_all_requested(fake_gpu):
     clock.durations = [1000.0] * 14
     h.measure(inv, None, "direct", 3, 10)
     assert clock.launches == 14
+
+
+def test_failure_stage_names_verify_and_launch():
+    from miofind.harness import VerifyError, failure_stage
+
+    assert failure_stage(VerifyError("relative error 0.5 exceeds 1e-05")) == ("verify", "relative error 0.5 exceeds 1e-05")
+    stage, why = failure_stage(RuntimeError(" out of resources " + "x" * 3000))
+    assert stage == "launch" and why.startswith("RuntimeError: out of resources") and len(why) == len("RuntimeError: ") + 2000
