@@ -32,7 +32,7 @@ import re
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, TextIO
+from typing import Any, Callable, Iterable, Iterator, TextIO
 
 import sqlalchemy as sa
 
@@ -192,18 +192,20 @@ def _column_problem(obj: Any, table: sa.Table) -> str | None:
     return None
 
 
-def _lines(fh: Iterable[str | bytes]) -> Iterator[tuple[int, str | None, str]]:
-    """(line number, text or None if undecodable, why) for every line of ``fh``."""
+def _lines(fh: Iterable[str | bytes], skip: Callable[[str], None]) -> Iterator[tuple[int, str]]:
+    """(line number, text) for every non-blank line of ``fh``; an undecodable one is reported to
+    ``skip`` instead."""
     for no, line in enumerate(fh, 1):
         if isinstance(line, bytes):
             try:
                 line = line.decode("utf-8")
             except UnicodeDecodeError as e:
-                yield no, None, f"not UTF-8 ({e.reason} at byte {e.start})"
+                skip(f"line {no}: not UTF-8 ({e.reason} at byte {e.start})")
                 continue
         if no == 1:
             line = line.lstrip("\ufeff")  # a byte-order mark some editors write
-        yield no, line.rstrip("\r\n"), ""
+        if line.strip():
+            yield no, line.rstrip("\r\n")
 
 
 class _Sink:
@@ -284,12 +286,7 @@ def _check_header(obj: Any, no: int) -> None:
 def _import_miofind(db: FindDB, fh, sink: _Sink, report: ImportReport, device: str | None) -> None:
     skip = report.skipped.append
     seen_header = False
-    for no, line, why in _lines(fh):
-        if line is None:
-            skip(f"line {no}: {why}")
-            continue
-        if not line.strip():
-            continue
+    for no, line in _lines(fh, skip):
         try:
             obj = json.loads(line)
         except (ValueError, RecursionError) as e:  # JSONDecodeError, or an integer too long to convert
@@ -341,12 +338,7 @@ def _import_miopen(db: FindDB, fh, sink: _Sink, report: ImportReport, device: st
     skip = report.skipped.append
     existing = {(r.problem_key, r.solver_id) for r in db.iter_records(device=device)}
     now = time.time()
-    for no, line, why in _lines(fh):
-        if line is None:
-            skip(f"line {no}: {why}")
-            continue
-        if not line.strip():
-            continue
+    for no, line in _lines(fh, skip):
         key, sep, rest = line.partition("=")
         if not sep:
             skip(f"line {no}: expected KEY=Solver:time_ms,workspace_bytes,algorithm;...")
