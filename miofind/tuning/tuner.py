@@ -186,9 +186,9 @@ class Tuner:
         return solver.tunable and wanted
 
     def is_done(self, problem: ProblemDescription) -> bool:
-        """Whether the user FindDB has a trusted record for every candidate of the problem, and the
-        user PerfDB a trusted config for every solver this run tunes, unless no config is left to try.
-        (Find records alone, e.g. from ``--no-tune``, do not make a problem tuned.)"""
+        """Whether the user FindDB has a trusted record for every candidate of the problem and every
+        solver this run tunes is ``settled``. (Find records alone, e.g. from ``--no-tune``, do not
+        make a problem tuned.)"""
         from ..api import _trusted_solutions
 
         cands = self.candidates(problem)
@@ -199,8 +199,16 @@ class Tuner:
             sols, complete = _trusted_solutions(recs, self.dev, problem, cands, True, None)
             if not (complete and sols):
                 return False
-        return all(self.cached(problem, s) is not None or not self.space(problem, s)[0]
-                   for s in cands if self.to_tune(s))
+        return all(self.settled(problem, s) for s in cands if self.to_tune(s))
+
+    def settled(self, problem: ProblemDescription, solver: Solver) -> bool:
+        """Whether tuning ``solver`` again would be a repeat: it has a trusted config, or no config is
+        left to try, or as many configs as one run may try have failed (a solver whose every config
+        fails must not keep a problem from being done)."""
+        if self.cached(problem, solver) is not None:
+            return True
+        space, failed = self.space(problem, solver)
+        return not space or (self.opts.max_configs is not None and failed >= self.opts.max_configs)
 
     def tune_problem(self, problem: ProblemDescription) -> ProblemOutcome:
         t0 = time.monotonic()

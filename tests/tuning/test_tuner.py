@@ -138,10 +138,16 @@ def test_find_records_alone_do_not_make_a_problem_tuned(dbs):
     assert not tuner(dbs).is_done(P)
 
 
-def test_a_solver_whose_every_config_failed_does_not_block_done(dbs, monkeypatch):
-    t = tuner(dbs, solvers=(IGEMM.id,), find=False)
-    monkeypatch.setattr(Tuner, "space", lambda self, problem, solver: ([], 5))
-    assert t.is_done(P)
+@pytest.mark.parametrize("space, failed, max_configs, done", [
+    ([], 5, None, True),           # nothing left to try
+    ([{"BM": 64}], 3, 3, True),    # a run's whole budget failed
+    ([{"BM": 64}], 2, 3, False),   # a run stopped before its budget was spent: try the rest
+    ([{"BM": 64}], 9, None, False),
+])
+def test_a_solver_whose_configs_failed(dbs, monkeypatch, space, failed, max_configs, done):
+    t = tuner(dbs, solvers=(IGEMM.id,), find=False, max_configs=max_configs)
+    monkeypatch.setattr(Tuner, "space", lambda self, problem, solver: (space, failed))
+    assert t.is_done(P) is done
 
 
 def test_find_uses_the_tuned_config(dbs, monkeypatch):
