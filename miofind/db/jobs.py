@@ -6,6 +6,10 @@ PostgreSQL database with no protocol of our own.
 each under a lease it renews while working, and marks it done. A worker that dies stops renewing;
 once its lease expires another worker reclaims the job. A job that fails ``max_attempts`` times is
 marked failed with its last error.
+
+Lease times come from the database's clock on PostgreSQL, so hosts whose clocks disagree cannot
+steal each other's leases or keep expired ones; a SQLite file is shared by one host's processes,
+which read the host clock.
 """
 
 from __future__ import annotations
@@ -36,6 +40,13 @@ class Job:
     error: str
 
 
+def _now(con: sa.Connection) -> float:
+    """Seconds since the epoch by the database's clock (the host's for SQLite)."""
+    if con.dialect.name == "postgresql":
+        return float(con.execute(sa.text("SELECT EXTRACT(EPOCH FROM clock_timestamp())")).scalar_one())
+    return time.time()
+
+
 def _job(row) -> Job:
     try:
         opts = json.loads(row.options)
@@ -61,10 +72,9 @@ class JobQueue:
         one is queued again); returns how many were added or re-queued."""
         opts = json.dumps(options or {}, sort_keys=True, separators=(",", ":"))
         keys = list(dict.fromkeys(problem_keys))
-        now = time.time()
 
         def run(con: sa.Connection) -> int:
-            t = _jobs.c
+            t, now = _jobs.c, _now(con)
             have = {k: s for k, s in con.execute(sa.select(t.problem_key, t.status).where(t.options == opts))}
             new = [dict(problem_key=k, options=opts, status="queued", worker="", device="", lease_until=0.0,
                         attempts=0, error="", created_at=now, updated_at=now) for k in keys if k not in have]
@@ -81,7 +91,7 @@ class JobQueue:
     def claim(self, worker: str, device: str, lease_s: float = 600.0) -> Job | None:
         """Take the oldest queued job, or a running one whose lease expired; None when none is left."""
         def run(con: sa.Connection) -> Job | None:
-            t, now = _jobs.c, time.time()
+            t, now = _jobs.c, _now(con)
             con.execute(sa.update(_jobs)
                         .where(t.status == "running", t.lease_until < now, t.attempts >= self.max_attempts)
                         .values(status="failed", updated_at=now,
@@ -98,19 +108,21 @@ class JobQueue:
 
         return self.db._run("claim a tuning job", run, write=True)
 
-    def _finish(self, job: Job, what: str, **values) -> bool:
+    def _finish(self, job: Job, what: str, lease_s: float | None = None, **values) -> bool:
         def run(con: sa.Connection) -> bool:
-            t = _jobs.c
+            t, now = _jobs.c, _now(con)
+            if lease_s is not None:
+                values["lease_until"] = now + lease_s
             res = con.execute(sa.update(_jobs).where(t.id == job.id, t.status == "running", t.worker == job.worker,
                                                      t.attempts == job.attempts)
-                              .values(updated_at=time.time(), **values))
+                              .values(updated_at=now, **values))
             return res.rowcount == 1
 
         return self.db._run(what, run, write=True)
 
     def renew(self, job: Job, lease_s: float = 600.0) -> bool:
         """Extend the lease; False if the job was taken over (the lease had expired) or finished."""
-        return self._finish(job, "renew a job lease", lease_until=time.time() + lease_s)
+        return self._finish(job, "renew a job lease", lease_s=lease_s)
 
     def complete(self, job: Job) -> bool:
         return self._finish(job, "complete a tuning job", status="done", lease_until=0.0)

@@ -36,6 +36,19 @@ def test_expired_lease_is_reclaimed_and_old_holder_loses_it(anydb):
     assert q.renew(j2) and q.complete(j2)
 
 
+def test_leases_follow_the_database_clock_on_postgresql(anydb, monkeypatch):
+    # a host whose clock runs an hour fast must not take over a job leased a moment ago elsewhere
+    q = JobQueue(anydb)
+    q.enqueue(["k1"])
+    j1 = q.claim("w1", "dev", lease_s=60)
+    monkeypatch.setattr(time, "time", lambda real=time.time: real() + 3600)
+    stolen = q.claim("fast-clock", "dev", lease_s=60)
+    if anydb.url.startswith("postgresql"):
+        assert stolen is None and q.renew(j1) and q.complete(j1)
+    else:  # one host's processes share one clock; a skew on SQLite is the host's own
+        assert stolen is not None and stolen.worker == "fast-clock"
+
+
 def test_failures_requeue_then_fail(anydb):
     q = JobQueue(anydb, max_attempts=2)
     q.enqueue(["k1"])
