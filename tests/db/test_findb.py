@@ -15,20 +15,11 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from miofind.db import FindDB, FindDBError, Record, default_db_url
+from miofind.db import FindDB, FindDBError, default_db_url
 from miofind.db import findb as findb_mod
 from miofind.db.findb import FindDBWarning, is_trusted
+from records import DEV, KEY, rec
 
-DEV = "sm_90-132"
-KEY = "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F"
-
-
-def rec(solver: str = "S1", t: float = 1.0, key: str = KEY, device: str = DEV, **kw) -> Record:
-    base = dict(device=device, device_name="NVIDIA H100 80GB HBM3", problem_key=key, solver_id=solver,
-                algorithm="miopenConvolutionFwdAlgoDirect", time_ms=t, workspace_bytes=0,
-                package_version="0.1.0", kernel_hash="abc", cuda_version="13.0")
-    base.update(kw)
-    return Record(**base)
 
 
 @pytest.fixture
@@ -114,7 +105,7 @@ def test_env_url_and_bare_path(tmp_path, monkeypatch):
         assert d.path == tmp_path / "sub" / "my.db" and d.path.exists()
     monkeypatch.setenv("MIOFIND_DB", f"sqlite:///{tmp_path / 'u.db'}")
     with FindDB() as d:
-        d.store([rec()])
+        d.store([rec("S1")])
         assert d.path == tmp_path / "u.db"
     with FindDB(str(tmp_path / "u.db")) as d:  # bare path given directly
         assert len(d.lookup(DEV, KEY)) == 1
@@ -130,7 +121,7 @@ def test_default_url_without_env(tmp_path, monkeypatch):
 def test_readonly(tmp_path):
     p = tmp_path / "dir with space%" / "f.sqlite"
     with FindDB(str(p)) as d:
-        d.store([rec()])
+        d.store([rec("S1")])
     before = p.read_bytes()
     with FindDB(str(p), readonly=True) as ro:
         assert len(ro.lookup(DEV, KEY)) == 1
@@ -145,7 +136,7 @@ def test_readonly(tmp_path):
 
 def test_in_memory():
     with FindDB("sqlite://") as d:
-        d.store([rec()])
+        d.store([rec("S1")])
         assert d.path is None and len(d.lookup(DEV, KEY)) == 1
 
 
@@ -215,7 +206,7 @@ def _check_recovered(tmp_path: Path, original: bytes, wal: bytes | None = None) 
         assert Path(f"{moved}-wal").read_bytes() == wal
     with d:
         assert d.stats()["records"] == 0
-        d.store([rec()])
+        d.store([rec("S1")])
         assert len(d.lookup(DEV, KEY)) == 1
     assert moved.read_bytes() == original  # still there, untouched
 
@@ -285,7 +276,7 @@ def test_writer_waits_for_lock_held_elsewhere(db):
     t = threading.Timer(0.5, lambda: con.execute("COMMIT"))
     t.start()
     start = time.time()
-    db.store([rec()])
+    db.store([rec("S1")])
     assert time.time() - start >= 0.4
     t.join()
     con.close()
@@ -315,7 +306,7 @@ def test_lock_errors_are_retried(db, monkeypatch):
 def test_writes_begin_immediate_reads_deferred(db):
     seen = []
     sa.event.listen(db._engine, "before_cursor_execute", lambda con, cur, stmt, *a: seen.append(stmt))
-    db.store([rec()])
+    db.store([rec("S1")])
     assert "BEGIN IMMEDIATE" in seen
     seen.clear()
     db.lookup(DEV, KEY)

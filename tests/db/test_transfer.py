@@ -15,25 +15,17 @@ from miofind.db.findb import PerfRecord, Record
 from miofind.db.transfer import ImportReport, export_records, import_records, merge_into
 from miofind.problem import ProblemDescription
 from miofind.registry import get_solver
+from records import DEV, rec
 
-DEV = "sm_90-132"
 DEV2 = "sm_80-108"
 P_F = ProblemDescription.make("F", n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
 P_B = ProblemDescription.make("B", n=16, c=32, k=64, in_size=(28, 28), filter_size=3, pads=1)
-KEY, KEY_B = P_F.key(), P_B.key()
+KEY, KEY_B = P_F.key(), P_B.key()  # records.KEY is P_F's key
 IGEMM = "ConvImplicitGemmFwd"
 IGEMM_CFG = get_solver(IGEMM).default_config(P_F)
 # MIOpen's text FindDB line: KEY=Solver:time,workspace,algorithm;...
 MIOPEN_LINE = re.compile(r"^[0-9A-Za-z_x\-]+=([A-Za-z0-9_]+:\d+(\.\d+)?(e[-+]\d+)?,\d+,[A-Za-z0-9_]+)"
                          r"(;[A-Za-z0-9_]+:\d+(\.\d+)?(e[-+]\d+)?,\d+,[A-Za-z0-9_]+)*$")
-
-
-def rec(solver: str = "ConvDirectNaiveConvFwd", t: float = 1.0, key: str = KEY, device: str = DEV, **kw) -> Record:
-    base = dict(device=device, device_name="NVIDIA H100 80GB HBM3", problem_key=key, solver_id=solver,
-                algorithm="miopenConvolutionFwdAlgoDirect", time_ms=t, workspace_bytes=0,
-                package_version="0.1.0", kernel_hash="abc", cuda_version="13.0")
-    base.update(kw)
-    return Record(**base)
 
 
 def perf(solver: str = IGEMM, t: float = 0.5, key: str = KEY, device: str = DEV, **kw) -> PerfRecord:
