@@ -254,10 +254,12 @@ def open_dbs(db=None, dev: DeviceInfo | None = None) -> Overlay:
     return Overlay(open_db(db), open_system_db(dev.arch, dev.sm_count))
 
 
-def first_trusted_perf(records, dev, problem: ProblemDescription, solver: Solver, *, where: str, consequence: str):
+def first_trusted_perf(records, dev, problem: ProblemDescription, solver: Solver, *, where: str | None,
+                       consequence: str = ""):
     """The first PerfDB entry of ``records`` that is trusted (version, kernel hash, CUDA major) and
     whose config still validates, or None. Each entry passed over is reported with a FindDBWarning
-    naming ``where`` it came from and the ``consequence``."""
+    naming ``where`` it came from and the ``consequence``; with ``where=None``, silently (a query
+    whose caller does not act on the entry)."""
     for r in records:
         ok, why = is_trusted(r, package_version=__version__, kernel_hash=kernel_hash(solver),
                              cuda_version=dev.cuda_version)
@@ -265,8 +267,9 @@ def first_trusted_perf(records, dev, problem: ProblemDescription, solver: Solver
             ok, why = False, "the config no longer validates"
         if ok:
             return r
-        warnings.warn(f"{where}: tuned config {r.config} of {solver.id} for {problem.key()} is not trusted ({why}); "
-                      f"{consequence}", FindDBWarning, stacklevel=3)
+        if where is not None:
+            warnings.warn(f"{where}: tuned config {r.config} of {solver.id} for {problem.key()} is not trusted "
+                          f"({why}); {consequence}", FindDBWarning, stacklevel=3)
     return None
 
 

@@ -204,8 +204,9 @@ class Tuner:
     def settled(self, problem: ProblemDescription, solver: Solver) -> bool:
         """Whether tuning ``solver`` again would be a repeat: it has a trusted config, or no config is
         left to try, or as many configs as one run may try have failed (a solver whose every config
-        fails must not keep a problem from being done)."""
-        if self.cached(problem, solver) is not None:
+        fails must not keep a problem from being done). A stale entry is reported by ``tune_solver``,
+        which acts on it, not here."""
+        if self.cached(problem, solver, report=False) is not None:
             return True
         space, failed = self.space(problem, solver)
         return not space or (self.opts.max_configs is not None and failed >= self.opts.max_configs)
@@ -241,12 +242,14 @@ class Tuner:
         from ..api import kernel_hash
         return kernel_hash(solver)
 
-    def cached(self, problem: ProblemDescription, solver: Solver) -> PerfRecord | None:
-        """The user PerfDB entry if trusted and still valid (a stale one is reported, not used)."""
+    def cached(self, problem: ProblemDescription, solver: Solver, *, report: bool = True) -> PerfRecord | None:
+        """The user PerfDB entry if trusted and still valid (a stale one is not used; it is reported
+        unless ``report`` is False)."""
         from ..api import first_trusted_perf
 
         recs = self.dbs.user.lookup_perf(self.dev.db_name, problem.key(), solver.id)
-        return first_trusted_perf(recs, self.dev, problem, solver, where="user PerfDB", consequence="re-tuning")
+        return first_trusted_perf(recs, self.dev, problem, solver, where="user PerfDB" if report else None,
+                                  consequence="re-tuning")
 
     def space(self, problem: ProblemDescription, solver: Solver) -> tuple[list[dict], int]:
         """The valid configs not recorded as failed (the default first), and how many failed before."""

@@ -108,6 +108,18 @@ def test_cached_entry_skips_and_stale_entry_is_retuned_with_warning(dbs):
             assert t.tune_solver(P, IGEMM, FakeMeasurer(P)).status == "tuned"
 
 
+def test_stale_entry_is_reported_once_per_tune(dbs):
+    t = tuner(dbs, strategy="random", max_configs=4, seed=1, solvers=(IGEMM.id,))
+    assert t.tune_problem(P).status == "done"
+    (rec,) = dbs.user.lookup_perf(DEV.db_name, P.key(), IGEMM.id)
+    dbs.user.store_perf([replace(rec, kernel_hash="0" * 16)])
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        o = t.tune_problem(P)
+    assert o.status == "done" and o.solvers[0].status == "tuned"
+    assert [w.category for w in got] == [FindDBWarning] and "not trusted" in str(got[0].message)
+
+
 def test_budget_max_configs(dbs):
     t = tuner(dbs, strategy="guided", max_configs=5, batch=2)
     out = t.tune_solver(P, IGEMM, FakeMeasurer(P))
