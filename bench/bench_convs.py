@@ -20,6 +20,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from report import gmean  # noqa: E402
 from resnet50 import RESNET50  # noqa: E402
 
 CEIL_TFLOPS = {"FP32": 51.6, "FP16": 667.0, "BF16": 667.0}   # REFERENCE.md section 10
@@ -116,7 +117,7 @@ def summarize(rows) -> str:
     for d in "FBW":
         rs = [r for r in rows if r["direction"] == d and r["ratio"]]
         if rs:
-            gm = math.exp(sum(math.log(r["ratio"]) for r in rs) / len(rs))
+            gm = gmean([r["ratio"] for r in rs])
             lines.append(f"{d} {rs[0]['dtype']}: own-best / cuDNN-best geometric mean {gm:.2f} over {len(rs)} shapes")
     return "\n".join(lines)
 

@@ -9,7 +9,6 @@ the tuning run that stored them).
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 
@@ -18,12 +17,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from miofind.db import FindDB  # noqa: E402
 from miofind.models import MODELS, model_problems  # noqa: E402
 from miofind.registry import get_solver  # noqa: E402
+from report import gmean  # noqa: E402
 
 IGEMM = {"F": "ConvImplicitGemmFwd", "B": "ConvImplicitGemmBwd", "W": "ConvImplicitGemmWrw"}
-
-
-def _geomean(xs: list[float]) -> str:
-    return f"{math.exp(sum(map(math.log, xs)) / len(xs)):.3f}x" if xs else "-"
 
 
 def main() -> int:
@@ -45,7 +41,7 @@ def main() -> int:
                 ig = [(p.key(), IGEMM[p.direction]) for p in probs if get_solver(IGEMM[p.direction]).applicability(p).ok]
                 tuned = [perf[k] for k in ig if k in perf]
                 gain = [r.default_time_ms / r.time_ms for r in tuned if r.default_time_ms and r.time_ms]
-                lines.append(f"| {m} | {b} | {dt} | {lay} | {have}/{len(probs)} | {len(tuned)}/{len(ig)} | {_geomean(gain)} |")
+                lines.append(f"| {m} | {b} | {dt} | {lay} | {have}/{len(probs)} | {len(tuned)}/{len(ig)} | {f'{gmean(gain):.3f}x' if gain else '-'} |")
     text = "\n".join(lines) + (f"\n\n{st['records']} find records over {st['problems']} problems, "
                                f"{st['perf_records']} tuned configs, {st['file_bytes']} bytes\n")
     print(text)

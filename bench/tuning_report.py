@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from miofind.db import FindDB  # noqa: E402
+from report import gmean  # noqa: E402
 
 
 def main() -> int:
@@ -42,7 +42,7 @@ def main() -> int:
         cfg = ",".join(f"{k}={v}" for k, v in r.config.items())
         lines.append(f"| `{r.problem_key}` | {r.solver_id} | {d if d is None else f'{d:.4f}'} | {r.time_ms:.4f} | "
                      f"{sp:.2f}x | {r.configs_tried} | {r.tune_seconds:.1f} | {cfg} |")
-    gm = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else float("nan")
+    gm = gmean(ratios)
     summary = (f"{len(rows)} tuned problem/solver pairs; tuned faster than default (>2%) on {better}, within 2% on "
                f"{same}, slower on {len(ratios) - better - same}; geometric-mean speed-up {gm:.3f}x")
     text = "\n".join(lines) + "\n\n" + summary + "\n"
