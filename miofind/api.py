@@ -255,7 +255,7 @@ def open_dbs(db=None, dev: DeviceInfo | None = None) -> Overlay:
 
 
 def first_trusted_perf(records, dev, problem: ProblemDescription, solver: Solver, *, where: str | None,
-                       consequence: str = ""):
+                       consequence: str):
     """The first PerfDB entry of ``records`` that is trusted (version, kernel hash, CUDA major) and
     whose config still validates, or None. Each entry passed over is reported with a FindDBWarning
     naming ``where`` it came from and the ``consequence``; with ``where=None``, silently (a query
