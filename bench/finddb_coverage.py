@@ -1,7 +1,9 @@
 """Which model-preset problems a FindDB answers: per model x batch x type x layout, how many of the
 preset's problems (F, B and W) have records, how many of those where implicit GEMM applies hold its
-tuned config, and the geometric-mean speedup of those configs over the default config (both timed in
-the tuning run that stored them).
+tuned config, the geometric-mean speedup of those configs over the default config (both timed in
+the tuning run that stored them), and for every other tunable solver the (problem, solver) pairs it has a find
+record for (it applied on the GPU host that filled the DB: cuDNN's applicability needs its frontend) and how
+many of those hold a tuned config (the rest run their default config).
 
     python3 bench/finddb_coverage.py finddb/sm_90-132.sqlite [--out FILE.md]
 """
@@ -16,10 +18,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from miofind.db import FindDB  # noqa: E402
 from miofind.models import MODELS, model_problems  # noqa: E402
-from miofind.registry import get_solver  # noqa: E402
+from miofind.registry import get_solver, solvers  # noqa: E402
 from report import gmean  # noqa: E402
 
 IGEMM = {"F": "ConvImplicitGemmFwd", "B": "ConvImplicitGemmBwd", "W": "ConvImplicitGemmWrw"}
+OTHER = [s for s in solvers() if s.tunable and s.id not in IGEMM.values()]
 
 
 def main() -> int:
@@ -30,9 +33,10 @@ def main() -> int:
     with FindDB(a.db, readonly=True) as db:
         keys = set(db.problem_keys())
         perf = {(r.problem_key, r.solver_id): r for r in db.iter_perf()}
+        found = {(r.problem_key, r.solver_id) for r in db.iter_records()}
         st = db.stats()
-    lines = ["| model | batch | type | layout | problems with records | implicit GEMM tuned / applicable | tuned vs default (geomean) |",
-             "| --- | ---: | --- | --- | ---: | ---: | ---: |"]
+    lines = ["| model | batch | type | layout | problems with records | implicit GEMM tuned / applicable | tuned vs default (geomean) | other tunable solvers tuned / applicable |",
+             "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: |"]
     for m in MODELS:
         for b in (32, 1):
             for dt, lay in (("FP32", "NCHW"), ("FP16", "NHWC"), ("FP32", "NHWC"), ("FP16", "NCHW")):
@@ -40,8 +44,10 @@ def main() -> int:
                 have = sum(p.key() in keys for p in probs)
                 ig = [(p.key(), IGEMM[p.direction]) for p in probs if get_solver(IGEMM[p.direction]).applicability(p).ok]
                 tuned = [perf[k] for k in ig if k in perf]
+                other = [(p.key(), s.id) for p in probs for s in OTHER if (p.key(), s.id) in found]
                 gain = [r.default_time_ms / r.time_ms for r in tuned if r.default_time_ms and r.time_ms]
-                lines.append(f"| {m} | {b} | {dt} | {lay} | {have}/{len(probs)} | {len(tuned)}/{len(ig)} | {f'{gmean(gain):.3f}x' if gain else '-'} |")
+                lines.append(f"| {m} | {b} | {dt} | {lay} | {have}/{len(probs)} | {len(tuned)}/{len(ig)} | {f'{gmean(gain):.3f}x' if gain else '-'} | "
+                             f"{sum(k in perf for k in other)}/{len(other)} |")
     text = "\n".join(lines) + (f"\n\n{st['records']} find records over {st['problems']} problems, "
                                f"{st['perf_records']} tuned configs, {st['file_bytes']} bytes\n")
     print(text)
