@@ -273,13 +273,14 @@ def first_trusted_perf(records, dev, problem: ProblemDescription, solver: Solver
     return None
 
 
-def tuned_config(dbs: Overlay, dev, problem: ProblemDescription, solver: Solver):
+def tuned_config(dbs: Overlay, dev, problem: ProblemDescription, solver: Solver, *, report: bool = True):
     """The trusted, valid PerfDB config of a tunable solver for this problem, or None. A stored
-    config that fails validity or comes from other kernel sources is ignored with a warning."""
+    config that fails validity or comes from other kernel sources is ignored, with a warning unless
+    ``report`` is False."""
     if not solver.tunable:
         return None
     for layer, recs in dbs.lookup_perf(dev.db_name, problem.key(), solver.id):
-        r = first_trusted_perf(recs, dev, problem, solver, where=f"{layer} PerfDB",
+        r = first_trusted_perf(recs, dev, problem, solver, where=f"{layer} PerfDB" if report else None,
                                consequence="using the default config until it is re-tuned")
         if r is not None:
             return r.config

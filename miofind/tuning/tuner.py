@@ -8,10 +8,12 @@ default config's time beside it. A failed compile, launch or verification scores
 and is recorded, so a resumed tune never retries it. A trusted, valid PerfDB entry means the
 solver is already tuned (unless ``retune``).
 
-Per problem: tune every applicable tunable solver, then run a benchmark-mode find, which stores the
-FindDB records (with the tuned configs). A problem is done when the user FindDB holds a trusted
-record for every candidate solver and the user PerfDB a trusted config for every solver this run
-tunes (or none is left to try); a killed tune resumes at the first problem that is not.
+Per problem: tune every applicable tunable solver, then benchmark (as a benchmark-mode find does,
+storing FindDB records) every candidate whose record is ``stale``: missing, untrusted, or measured
+with another config than the PerfDB's tuned one. The other records stand, so tuning one solver
+re-measures that solver, not all of them. A problem is done when no candidate is stale and the user
+PerfDB has a trusted config for every solver this run tunes (or none is left to try); a killed tune
+resumes at the first problem that is not, also when it died between storing a config and the find.
 """
 
 from __future__ import annotations
@@ -160,11 +162,13 @@ class GpuMeasurer:
 
 
 class Tuner:
-    """Tunes problems on one device into ``dbs.user`` (reading tuned configs from both layers)."""
+    """Tunes problems on one device into ``dbs.user`` (reading tuned configs from both layers).
+    ``measurer(problem)`` times configs (GpuMeasurer); ``finder(problem, solver_ids)`` benchmarks
+    those candidates and stores their FindDB records (a benchmark-mode find restricted to them)."""
 
     def __init__(self, dbs: Overlay, dev, options: TuneOptions | None = None, *,
                  measurer: Callable[[ProblemDescription], object] | None = None,
-                 finder: Callable[[ProblemDescription], int] | None = None,
+                 finder: Callable[[ProblemDescription, list[str]], object] | None = None,
                  on_event: Callable[[str], None] | None = None) -> None:
         self.dbs, self.dev = dbs, dev
         self.opts = options or TuneOptions()
@@ -186,20 +190,31 @@ class Tuner:
         return solver.tunable and wanted
 
     def is_done(self, problem: ProblemDescription) -> bool:
-        """Whether the user FindDB has a trusted record for every candidate of the problem and every
-        solver this run tunes is ``settled``. (Find records alone, e.g. from ``--no-tune``, do not
-        make a problem tuned.)"""
-        from ..api import _trusted_solutions
-
+        """Whether no candidate of the problem is ``stale`` (when this run finds) and every solver this
+        run tunes is ``settled``. (Find records alone, e.g. from ``--no-tune``, do not make a problem
+        tuned; a config stored by a run killed before its find does not make it found.)"""
         cands = self.candidates(problem)
         if not cands:
             return True
-        if self.opts.find:
-            recs = self.dbs.user.lookup(self.dev.db_name, problem.key())
-            sols, complete = _trusted_solutions(recs, self.dev, problem, cands, True, None)
-            if not (complete and sols):
-                return False
+        if self.opts.find and self.stale(problem, cands):
+            return False
         return all(self.settled(problem, s) for s in cands if self.to_tune(s))
+
+    def stale(self, problem: ProblemDescription, cands: list[Solver] | None = None) -> list[Solver]:
+        """The candidates a find must benchmark: no trusted, verified user FindDB record, or a record
+        measured with another config than the tuned one find would use now."""
+        from ..api import _trusted_solutions, tuned_config
+
+        cands = self.candidates(problem) if cands is None else cands
+        recs = {r.solver_id: r for r in self.dbs.user.lookup(self.dev.db_name, problem.key())}
+        out = []
+        for s in cands:
+            r = recs.get(s.id)
+            _, trusted = _trusted_solutions([r] if r else [], self.dev, problem, [s], True, None)
+            cfg = tuned_config(self.dbs, self.dev, problem, s, report=False) if trusted else None
+            if not trusted or (cfg is not None and config_key(cfg) != config_key(r.config)):
+                out.append(s)
+        return out
 
     def settled(self, problem: ProblemDescription, solver: Solver) -> bool:
         """Whether tuning ``solver`` again would be a repeat: it has a trusted config, or no config is
@@ -225,7 +240,11 @@ class Tuner:
                     out.solvers.append(self.tune_solver(problem, s, m))
             if self.opts.find:
                 self.on_event(f"find {key}")
-                out.solutions = self.finder(problem)
+                cands = self.candidates(problem)
+                todo = self.stale(problem, cands)
+                if todo:
+                    self.finder(problem, [s.id for s in todo])
+                out.solutions = len(cands) - len(self.stale(problem, cands))
                 if not out.solutions:
                     out.status, out.error = "failed", "no solver produced a verified solution"
         except Exception as e:
@@ -233,9 +252,9 @@ class Tuner:
         out.seconds = time.monotonic() - t0
         return out
 
-    def _find(self, problem: ProblemDescription) -> int:
+    def _find(self, problem: ProblemDescription, solver_ids: list[str]) -> None:
         from ..api import find_solutions
-        return len(find_solutions(problem, mode="benchmark", db=self.dbs))
+        find_solutions(problem, mode="benchmark", db=self.dbs, solvers=solver_ids)
 
     # -- per solver ---------------------------------------------------------------------------
     def _kernel_hash(self, solver: Solver) -> str:

@@ -39,13 +39,18 @@ class FakeMeasurer:
 
 
 def fake_finder(dbs, dev=DEV):
-    from miofind.api import _candidates, kernel_hash
+    """Stores, for the solver ids asked, the record a find would: the tuned config if any, times 1, 2,
+    ... in candidate order. ``find.calls`` lists the ids of each call."""
+    from miofind.api import _candidates, kernel_hash, tuned_config
 
-    def find(problem):
+    def find(problem, solver_ids):
+        find.calls.append(list(solver_ids))
+        cands = _candidates(problem, None)[0]
         recs = [Record(device=dev.db_name, device_name=dev.name, problem_key=problem.key(), solver_id=s.id,
-                       algorithm=s.algorithm, time_ms=1.0 + i, workspace_bytes=s.workspace_bytes(problem), config=None, verified=True,
-                       max_error=1e-7, package_version=__version__, kernel_hash=kernel_hash(s), cuda_version=dev.cuda_version)
-                for i, s in enumerate(_candidates(problem, None)[0])]
+                       algorithm=s.algorithm, time_ms=1.0 + i, workspace_bytes=s.workspace_bytes(problem),
+                       config=tuned_config(dbs, dev, problem, s, report=False), verified=True, max_error=1e-7,
+                       package_version=__version__, kernel_hash=kernel_hash(s), cuda_version=dev.cuda_version)
+                for i, s in enumerate(cands) if s.id in solver_ids]
         dbs.user.store(recs)
-        return len(recs)
+    find.calls = []
     return find

@@ -150,6 +150,45 @@ def test_find_records_alone_do_not_make_a_problem_tuned(dbs):
     assert not tuner(dbs).is_done(P)
 
 
+def test_find_after_tuning_benchmarks_only_the_retuned_solvers(dbs):
+    # a --no-tune run finds every candidate; tuning implicit GEMM then re-measures that solver alone,
+    # and its record carries the tuned config
+    base = tuner(dbs, solvers=())
+    assert base.tune_problem(P).status == "done"
+    every = base.finder.calls[0]
+    assert IGEMM.id in every and len(every) > 1
+    t = tuner(dbs, strategy="random", max_configs=4, seed=5, solvers=(IGEMM.id,))
+    assert [s.id for s in t.stale(P)] == []           # find records complete, config not yet tuned
+    o = t.tune_problem(P)
+    assert o.status == "done" and o.solutions == len(every)
+    assert t.finder.calls == [[IGEMM.id]]
+    (rec,) = [r for r in dbs.user.lookup(DEV.db_name, P.key()) if r.solver_id == IGEMM.id]
+    assert rec.config == o.solvers[0].config
+    assert t.stale(P) == [] and t.is_done(P)
+
+
+def test_a_tune_killed_between_its_config_and_its_find_finds_on_resume(dbs):
+    assert tuner(dbs, solvers=()).tune_problem(P).status == "done"
+    t = tuner(dbs, strategy="random", max_configs=4, seed=3, solvers=(IGEMM.id,))
+    out = t.tune_solver(P, IGEMM, FakeMeasurer(P))     # the PerfDB entry is stored; then the process dies
+    assert out.config is not None
+    assert [s.id for s in t.stale(P)] == [IGEMM.id] and not t.is_done(P)
+    FakeMeasurer.calls = []
+    o = t.tune_problem(P)
+    assert o.status == "done" and FakeMeasurer.calls == []   # the config is not tuned again
+    assert t.finder.calls == [[IGEMM.id]] and t.is_done(P)
+
+
+def test_an_untrusted_find_record_is_benchmarked_again(dbs):
+    assert tuner(dbs, solvers=()).tune_problem(P).status == "done"
+    recs = dbs.user.lookup(DEV.db_name, P.key())
+    other = next(r for r in recs if r.solver_id != IGEMM.id)
+    dbs.user.store([replace(other, kernel_hash="0" * 16)])   # its kernel source changed since
+    t = tuner(dbs, solvers=())
+    assert [s.id for s in t.stale(P)] == [other.solver_id] and not t.is_done(P)
+    assert t.tune_problem(P).status == "done" and t.finder.calls == [[other.solver_id]]
+
+
 @pytest.mark.parametrize("space, failed, max_configs, done", [
     ([], 5, None, True),           # nothing left to try
     ([{"BM": 64}], 3, 3, True),    # a run's whole budget failed
