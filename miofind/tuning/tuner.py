@@ -234,13 +234,13 @@ class Tuner:
         out = ProblemOutcome(key, "done")
         try:
             m = self.measurer(problem)
-            for s in self.candidates(problem):
+            cands = self.candidates(problem)
+            for s in cands:
                 if self.to_tune(s):
                     self.on_event(f"{s.id} {key}")
                     out.solvers.append(self.tune_solver(problem, s, m))
             if self.opts.find:
                 self.on_event(f"find {key}")
-                cands = self.candidates(problem)
                 todo = self.stale(problem, cands)
                 if todo:
                     self.finder(problem, [s.id for s in todo])
