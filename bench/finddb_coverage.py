@@ -4,6 +4,8 @@ tuned config, and the geometric-mean speedup of those configs over the default c
 the tuning run that stored them); and for the other tunable solvers, the (problem, solver) pairs with
 a find record (the solver applied on the GPU host that filled the DB) and how many of those hold a
 tuned config (the rest run their default config). cuDNN is left out: every find searches its plans.
+A second table gives, per tunable solver over the whole DB, its tuned configs and their speedup over
+the default config (geometric mean, and how many are >2% faster than the default).
 
     python3 bench/finddb_coverage.py finddb/sm_90-132.sqlite [--out FILE.md]
 """
@@ -49,6 +51,14 @@ def main() -> int:
                 gain = [r.default_time_ms / r.time_ms for r in tuned if r.default_time_ms and r.time_ms]
                 lines.append(f"| {m} | {b} | {dt} | {lay} | {have}/{len(probs)} | {len(tuned)}/{len(ig)} | {f'{gmean(gain):.3f}x' if gain else '-'} | "
                              f"{sum(k in perf for k in other)}/{len(other)} |")
+    lines += ["", "| solver | tuned configs | tuned vs default (geomean) | >2% faster than default | best speedup |",
+              "| --- | ---: | ---: | ---: | ---: |"]
+    for s in [get_solver(i) for i in IGEMM.values()] + OTHER:
+        recs = [r for (_, sid), r in perf.items() if sid == s.id]
+        gain = [r.default_time_ms / r.time_ms for r in recs if r.default_time_ms and r.time_ms]
+        if recs:
+            lines.append(f"| {s.id} | {len(recs)} | {f'{gmean(gain):.3f}x' if gain else '-'} | "
+                         f"{sum(g > 1.02 for g in gain)}/{len(gain)} | {f'{max(gain):.2f}x' if gain else '-'} |")
     text = "\n".join(lines) + (f"\n\n{st['records']} find records over {st['problems']} problems, "
                                f"{st['perf_records']} tuned configs, {st['file_bytes']} bytes\n")
     print(text)

@@ -364,8 +364,8 @@ def run(db_url, driver_args):
     """Run one solution per direction like MIOpenDriver: -S id|name forces a solver, -S -1 finds,
     -S 0 takes the best known; -V 1 verifies against the float64 reference; -t 1 -i N times."""
     problems, opts = _parse(driver_args)
-    _device()
-    from .api import Solution, find_solutions, get_invoker
+    dev = _device()
+    from .api import Solution, find_solutions, get_invoker, open_dbs, tuned_config
     from .harness import Harness, VerifyError
     from .registry import get_solver
 
@@ -380,7 +380,7 @@ def run(db_url, driver_args):
                 _fail(str(e))
             if not res:
                 _fail(f"{name}: no solver could solve {p.key()}")
-            sol = res[0]
+            sol = res[0]; origin = f"source: {sol.source}"
         else:
             try:
                 s = get_solver(sel)
@@ -389,13 +389,18 @@ def run(db_url, driver_args):
             a = s.applicability(p)
             if not a:
                 _fail(f"{name}: solver {s.id} does not apply: {a.reason}")
-            cfg = s.default_config(p.as_conv())
+            # a forced tunable solver runs its trusted PerfDB config (user over system), else its default
+            cfg = tuned_config(open_dbs(db_url, dev), dev, p, s)
+            origin = "tuned config from the PerfDB" if cfg is not None else ("default config" if s.tunable else "")
+            cfg = cfg if cfg is not None else s.default_config(p.as_conv())
             sol = Solution(s.id, s.algorithm, float("nan"), s.workspace_bytes(p), cfg, False, p)
         inv, ws = get_invoker(p, sol.solver_id, sol.config)
         h = Harness(p, verify=bool(opts["verify"]))
         wsbuf = h.workspace(ws)
         family = get_solver(sol.solver_id).family
         console.print(f"{name}: {sol.solver_id} ({sol.algorithm})  {p.key()}")
+        if sol.config is not None and get_solver(sol.solver_id).tunable:
+            console.print(f"  config {sol.config} ({origin})")
         try:
             err = h.check(inv, wsbuf, family)
             if err is not None:

@@ -95,6 +95,10 @@ def test_cli_tune_resumes_and_run_verifies(tmp_db, tmp_path):
                                   "-x", "3", "-p", "1", "-q", "1", "-F", "1", "-S", "ConvImplicitGemmFwd", "-V", "1",
                                   "-t", "1", "-i", "5"])
     assert r.exit_code == 0 and "verifies" in r.output and "GPU kernel time" in r.output, r.output
+    assert "(tuned config from the PerfDB)" in r.output, r.output
+    r = CliRunner().invoke(main, ["run", "conv", "-n", "2", "-c", "16", "-H", "12", "-W", "12", "-k", "32", "-y", "3",
+                                  "-x", "3", "-p", "1", "-q", "1", "-F", "1", "-S", "ConvImplicitGemmFwd", "-V", "1"])
+    assert r.exit_code == 0 and "verifies" in r.output and "(default config)" in r.output, r.output
     r = CliRunner().invoke(main, ["run", "conv", "-n", "2", "-c", "16", "-H", "14", "-W", "14", "-k", "32", "-y", "3",
                                   "-x", "3", "-p", "1", "-q", "1", "-F", "0", "-S", "0", "-V", "1"])
     assert r.exit_code == 0 and r.output.count("verifies") == 3, r.output
