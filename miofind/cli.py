@@ -380,7 +380,8 @@ def run(db_url, driver_args):
                 _fail(str(e))
             if not res:
                 _fail(f"{name}: no solver could solve {p.key()}")
-            sol = res[0]; origin = f"source: {sol.source}"
+            sol = res[0]
+            origin = f"source: {sol.source}"
         else:
             try:
                 s = get_solver(sel)
@@ -391,18 +392,18 @@ def run(db_url, driver_args):
                 _fail(f"{name}: solver {s.id} does not apply: {a.reason}")
             # a forced tunable solver runs its trusted PerfDB config (user over system), else its default
             cfg = tuned_config(open_dbs(db_url, dev), dev, p, s)
-            origin = "tuned config from the PerfDB" if cfg is not None else ("default config" if s.tunable else "")
+            origin = "tuned config from the PerfDB" if cfg is not None else "default config"
             cfg = cfg if cfg is not None else s.default_config(p.as_conv())
             sol = Solution(s.id, s.algorithm, float("nan"), s.workspace_bytes(p), cfg, False, p)
         inv, ws = get_invoker(p, sol.solver_id, sol.config)
         h = Harness(p, verify=bool(opts["verify"]))
         wsbuf = h.workspace(ws)
-        family = get_solver(sol.solver_id).family
+        solver = get_solver(sol.solver_id)
         console.print(f"{name}: {sol.solver_id} ({sol.algorithm})  {p.key()}")
-        if sol.config is not None and get_solver(sol.solver_id).tunable:
+        if sol.config is not None and solver.tunable:
             console.print(f"  config {sol.config} ({origin})")
         try:
-            err = h.check(inv, wsbuf, family)
+            err = h.check(inv, wsbuf, solver.family)
             if err is not None:
                 console.print(f"  {name} convolution verifies against the float64 reference: relative error {err:.3g}")
         except VerifyError as e:
