@@ -1,0 +1,130 @@
+"""Trust: whether a stored FindDB or PerfDB entry still describes what this installation would run.
+
+A record is trusted when its **trust key** equals the solver's current one and it was measured
+under the same CUDA major version. The trust key holds what decides a kernel's behaviour and
+nothing else:
+
+- ``src``: a digest of the solver's kernel sources as compiled (our ``#include`` headers expanded),
+  with C/C++ comments and blank lines removed. Renaming a file or editing a comment keeps it;
+  changing a line of code changes it.
+- ``v``: the solver's ``version`` integer, bumped by hand when its Python-side launch logic changes
+  (macros, launch geometry, workspace layout). An explicit number rather than a hash of the Python
+  source, so that docstrings, comments, helper moves and renames never untrust a shipped record
+  (rebuilding the shipped H100 DB costs about three GPU hours). ``tests/core/test_trust.py`` pins a
+  fingerprint of each solver's code (its AST without docstrings) next to its version, so a change
+  to the code fails that test until the author either bumps ``version`` or re-records the
+  fingerprint, deciding consciously whether behaviour changed.
+- the versions of the libraries that run part of the solution (cuDNN for the cuDNN-backed solvers,
+  cuFFT for FFT), from ``Solver.library_versions()``.
+
+The key is a greppable string, e.g. ``src=3f1c0a9be2d45e71;v=1;cufft=12000``. Without a GPU or
+the library, a library's version may be unreadable: ``compare`` then says "unknown" rather than
+guessing.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+
+from .solver import Solver
+
+__all__ = ["trust_key", "source_digest", "parse_key", "compare", "is_trusted", "UNKNOWN"]
+
+UNKNOWN = "?"
+_COMMENT_RE = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+
+
+def _strip_comments(src: str) -> str:
+    """C/C++ source without comments (string and character literals kept), trailing spaces and
+    blank lines."""
+    def repl(m: re.Match) -> str:
+        s = m.group(0)
+        return " " if s.startswith("/") else s
+
+    text = _COMMENT_RE.sub(repl, src)
+    return "\n".join(ln.rstrip() for ln in text.splitlines() if ln.strip())
+
+
+@functools.lru_cache(maxsize=None)
+def _file_digest(name: str) -> str:
+    from .compile import kernel_source
+
+    body = kernel_source(name)
+    # kernel_source prefixes a "// miofind kernel <name>" line: a comment, so stripped with the rest
+    return hashlib.sha256(_strip_comments(body).encode()).hexdigest()
+
+
+def source_digest(files) -> str:
+    """Digest of kernel sources as compiled, independent of their file names and order."""
+    if not files:
+        return "none"
+    h = hashlib.sha256()
+    for d in sorted({_file_digest(f) for f in files}):
+        h.update(d.encode())
+    return h.hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=None)
+def trust_key(solver: Solver) -> str:
+    """The solver's current trust key (see the module docstring). Library versions that cannot be
+    read here (no library, no GPU) appear as ``name=?``."""
+    parts = [f"src={source_digest(getattr(solver, 'kernel_files', ()))}", f"v={int(solver.version)}"]
+    for lib, ver in sorted(solver.library_versions().items()):
+        parts.append(f"{lib}={ver if ver else UNKNOWN}")
+    return ";".join(parts)
+
+
+def parse_key(key: str) -> dict[str, str] | None:
+    """A trust key's fields, or None when ``key`` is not one (a pre-0.2 kernel hash, empty)."""
+    if not key or "src=" not in key:
+        return None
+    out = {}
+    for part in key.split(";"):
+        name, sep, value = part.partition("=")
+        if not sep or not name:
+            return None
+        out[name] = value
+    return out if "src" in out and "v" in out else None
+
+
+def compare(stored: str, current: str) -> tuple[str, str]:
+    """("yes" | "no" | "unknown", why) for a stored key against the current one. "unknown" only
+    when every readable field matches and a library version on either side cannot be read."""
+    s, c = parse_key(stored), parse_key(current)
+    if s is None:
+        return "no", "written before trust keys (kernel hash of an older miofind)"
+    if c is None:  # pragma: no cover - trust_key always produces a parseable key
+        return "no", f"current trust key {current!r} is malformed"
+    if s.get("src") != c["src"]:
+        return "no", "kernel source changed since the record was written"
+    if s.get("v") != c["v"]:
+        return "no", f"solver version {s.get('v')} changed to {c['v']} since the record was written"
+    unknown = []
+    for lib in sorted(set(s) | set(c)):
+        if lib in ("src", "v"):
+            continue
+        a, b = s.get(lib), c.get(lib)
+        if a is None or b is None:
+            return "no", f"{lib} version {'missing' if a is None else a} in the record, {b or 'missing'} here"
+        if a == UNKNOWN or b == UNKNOWN:
+            unknown.append(lib)
+        elif a != b:
+            return "no", f"written with {lib} {a}, this is {lib} {b}"
+    if unknown:
+        return "unknown", f"{', '.join(unknown)} version cannot be read here"
+    return "yes", "ok"
+
+
+def is_trusted(record, solver: Solver, cuda_version: str) -> tuple[bool, str]:
+    """Whether a stored Record or PerfRecord may be used as is: (True, "ok") or (False, why not).
+    Trusted only with the solver's current trust key and under the same CUDA major version; an
+    unreadable library version is not trusted."""
+    verdict, why = compare(record.kernel_hash, trust_key(solver))
+    reasons = [] if verdict == "yes" else [why]
+    rec_major, cur_major = record.cuda_version.split(".")[0], cuda_version.split(".")[0]
+    if rec_major != cur_major:
+        reasons.append(f"written under CUDA {record.cuda_version or '?'}, this is CUDA {cuda_version} "
+                       "(major version differs)")
+    return (not reasons, "; ".join(reasons) or "ok")
