@@ -46,14 +46,14 @@ def _bytes(p) -> int:
 
 
 def bench_one(p, args, torch, cupy):
-    from miofind.api import build_invoker
+    from miofind.invokers import build_invoker
     from miofind.registry import get_solver
 
     try:
         solver = get_solver(IDS[p.direction])
     except ValueError:  # not registered yet: load the class directly
         import importlib
-        mod = {"F": "direct_depthwise_fwd", "B": "direct_depthwise_bwd", "W": "direct_depthwise_wrw"}[p.direction]
+        mod = {"F": "depthwise_fwd", "B": "depthwise_bwd", "W": "depthwise_wrw"}[p.direction]
         cls = {"F": "DepthwiseFwd", "B": "DepthwiseBwd", "W": "DepthwiseWrw"}[p.direction]
         solver = getattr(importlib.import_module(f"miofind.solvers.{mod}"), cls)()
     a = solver.applicability(p)

@@ -365,7 +365,10 @@ def run(db_url, driver_args):
     -S 0 takes the best known; -V 1 verifies against the float64 reference; -t 1 -i N times."""
     problems, opts = _parse(driver_args)
     dev = _device()
-    from .api import Solution, find_solutions, get_invoker, open_dbs, tuned_config
+    from .api import Solution, find_solutions
+    from .db.handles import open_dbs
+    from .invokers import get_invoker
+    from .trust import tuned_config
     from .harness import Harness, VerifyError
     from .registry import get_solver
 

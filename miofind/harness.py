@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .invokers import build_invoker, call
 from .problem import ProblemDescription
+from .registry import reference_solver
 
 
 class VerifyError(RuntimeError):
@@ -28,13 +30,6 @@ def failure_stage(e: Exception) -> tuple[str, str]:
     """(stage, reason) of a solution that failed in ``Harness.measure``: ``verify`` for a wrong
     result, ``launch`` for anything the kernel or its invoker raised."""
     return ("verify", str(e)) if isinstance(e, VerifyError) else ("launch", describe(e))
-
-
-def call(invoker, problem: ProblemDescription, a, b, out, workspace):
-    # A transposed problem's weights gradient is the ordinary one with the activations swapped.
-    if problem.transposed and problem.direction == "W":
-        a, b = b, a
-    invoker(a, b, out, workspace)
 
 
 def time_ms(fn, warmup: int, iters: int, budget_ms: float | None = None) -> tuple[float, float, float]:
@@ -156,8 +151,5 @@ class Harness:
 
 def reference_invoker_for(problem: ProblemDescription):
     """The float64 naive solver's invoker for the problem's direction."""
-    from .api import build_invoker
-    from .registry import reference_solver
-
     conv = problem.as_conv()
     return build_invoker(conv, reference_solver(conv.direction).get_solution(conv, None, reference=True))

@@ -41,7 +41,6 @@ class KernelInfo:
     block: tuple[int, int, int]
     macros: tuple[tuple[str, str], ...] = ()
     options: tuple[str, ...] = ()
-    shared_bytes: int = 0
 
     def compile_options(self) -> tuple[str, ...]:
         return tuple(self.options) + tuple(f"-D{k}={v}" for k, v in self.macros)
@@ -64,21 +63,18 @@ class ConvSolution:
     prebuilt: bool = False
 
 
-@dataclass(frozen=True)
-class TunableParam:
-    name: str
-    values: tuple
-
-
 class Solver:
     """Base class. Subclasses set the class attributes and implement applicability/get_solution."""
 
     id: str = ""                       # stable DB name, never reused
-    family: str = ""                   # direct, gemm, winograd, fft, implicit_gemm, cudnn
+    family: str = ""                   # direct, depthwise, gemm, winograd, fft, implicit_gemm, cudnn
     algorithm: str = ""                # MIOpen algorithm name it reports as
     directions: frozenset = frozenset("FBW")
     dtypes: frozenset = frozenset({"FP32", "FP16", "BF16"})
     tunable: bool = False
+    # Bumped by hand when the Python-side launch logic changes (macros, launch geometry, workspace
+    # layout): joins the trust key, so stored results of the old logic stop being trusted.
+    version: int = 1
     is_reference: bool = False         # the naive solvers: used to verify others on the GPU
     # True when the kernels accept an output size the formula does not give (MIOpen same/valid modes)
     arbitrary_out_size: bool = False
@@ -104,13 +100,10 @@ class Solver:
                                   "(same/valid padding mode) and is not supported")
         return APPLICABLE
 
-    def hash_extra(self) -> str:
-        """Anything beyond the kernel and module sources that decides whether a stored result still
-        holds (e.g. a library version); joins the FindDB trust hash."""
-        return ""
-
-    def is_applicable(self, problem: ProblemDescription) -> bool:
-        return bool(self.applicability(problem))
+    def library_versions(self) -> dict[str, str | None]:
+        """Versions of the libraries that run part of the solution (e.g. ``{"cufft": "12000"}``),
+        None where unreadable here: they join the trust key (miofind.trust)."""
+        return {}
 
     def workspace_bytes(self, problem: ProblemDescription, config: Mapping | None = None) -> int:
         return 0

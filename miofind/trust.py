@@ -91,7 +91,9 @@ def parse_key(key: str) -> dict[str, str] | None:
 
 def compare(stored: str, current: str) -> tuple[str, str]:
     """("yes" | "no" | "unknown", why) for a stored key against the current one. "unknown" only
-    when every readable field matches and a library version on either side cannot be read."""
+    when every readable field matches and a library version on one side cannot be read."""
+    if stored == current and parse_key(current) is not None:
+        return "yes", "ok"      # the same key, unreadable library versions included
     s, c = parse_key(stored), parse_key(current)
     if s is None:
         return "no", "written before trust keys (kernel hash of an older miofind)"
@@ -128,3 +130,40 @@ def is_trusted(record, solver: Solver, cuda_version: str) -> tuple[bool, str]:
         reasons.append(f"written under CUDA {record.cuda_version or '?'}, this is CUDA {cuda_version} "
                        "(major version differs)")
     return (not reasons, "; ".join(reasons) or "ok")
+
+
+# -- the PerfDB: tuned configs a find may use ----------------------------------------------------
+
+def first_trusted_perf(records, dev, problem, solver: Solver, *, where: str | None, consequence: str):
+    """The first PerfDB entry of ``records`` that is trusted (trust key, CUDA major) and whose
+    config still validates, or None. Each entry passed over is reported with a FindDBWarning naming
+    ``where`` it came from and the ``consequence`` (MIOpen's PerfDB: a changed key means re-tune);
+    with ``where=None``, silently (a query whose caller does not act on the entry)."""
+    import warnings
+
+    from .db import FindDBWarning
+
+    for r in records:
+        ok, why = is_trusted(r, solver, dev.cuda_version)
+        if ok and not solver.is_valid_config(problem.as_conv(), r.config):
+            ok, why = False, "the config no longer validates"
+        if ok:
+            return r
+        if where is not None:
+            warnings.warn(f"{where}: tuned config {r.config} of {solver.id} for {problem.key()} is not trusted "
+                          f"({why}); {consequence}", FindDBWarning, stacklevel=3)
+    return None
+
+
+def tuned_config(dbs, dev, problem, solver: Solver, *, report: bool = True):
+    """The trusted, valid PerfDB config (user DB over system DB) of a tunable solver for this
+    problem, or None. A stored config that fails validity or comes from another trust key is
+    ignored, with a warning unless ``report`` is False."""
+    if not solver.tunable:
+        return None
+    for layer, recs in dbs.lookup_perf(dev.db_name, problem.key(), solver.id):
+        r = first_trusted_perf(recs, dev, problem, solver, where=f"{layer} PerfDB" if report else None,
+                               consequence="using the default config until it is re-tuned")
+        if r is not None:
+            return r.config
+    return None

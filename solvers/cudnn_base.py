@@ -88,6 +88,20 @@ def _cudnn():
     return cudnn
 
 
+def library_versions() -> dict[str, str | None]:
+    """{"cudnn": backend version, "cudnn_frontend": frontend version}, None where unreadable
+    (never raises)."""
+    try:
+        cudnn = _cudnn()
+    except Exception:
+        return {"cudnn": None, "cudnn_frontend": None}
+    try:
+        be = str(cudnn.backend_version())
+    except Exception:
+        be = None
+    return {"cudnn": be, "cudnn_frontend": getattr(cudnn, "__version__", None)}
+
+
 def versions() -> str:
     """'frontend X, backend Y' for messages (never raises)."""
     try:
@@ -187,7 +201,7 @@ def excluded_notes(problem: ProblemDescription) -> tuple[str, ...]:
 # -- one graph per (device, problem), its plans built on demand --------------------------------
 
 @dataclass
-class Plan:
+class CudnnPlan:
     index: int                       # position in the graph's plan list (heuristic order)
     name: str
     built: bool = False
@@ -212,8 +226,8 @@ class PlanGraph:
         self.problem = problem
         self.device = device
         self.specs = tensor_specs(problem)
-        self.plans: list[Plan] = []
-        self.by_name: dict[str, Plan] = {}
+        self.plans: list[CudnnPlan] = []
+        self.by_name: dict[str, CudnnPlan] = {}
         self.skipped: dict[str, str] = {}
         self._build_graph()
 
@@ -289,7 +303,7 @@ class PlanGraph:
                     self.skipped[name] = "delegates the choice to cuDNN; not a replayable plan"
                     continue
                 if name not in self.by_name:
-                    plan = Plan(i, name)
+                    plan = CudnnPlan(i, name)
                     self.plans.append(plan)
                     self.by_name[name] = plan
         except CudnnPlanError:
@@ -300,7 +314,7 @@ class PlanGraph:
             raise CudnnPlanError(f"{versions()}: cuDNN heuristics offered no plan for {self.problem.key()}")
 
     # -- plans --
-    def build(self, plan: Plan) -> Plan:
+    def build(self, plan: CudnnPlan) -> CudnnPlan:
         """Build one plan (once) and read its workspace; failures are recorded in plan.reason."""
         if plan.built or plan.reason:
             return plan
@@ -325,12 +339,12 @@ class PlanGraph:
         plan.built = True
         return plan
 
-    def build_all(self) -> list[Plan]:
+    def build_all(self) -> list[CudnnPlan]:
         for plan in self.plans:
             self.build(plan)
         return [pl for pl in self.plans if pl.usable]
 
-    def default_plan(self) -> Plan:
+    def default_plan(self) -> CudnnPlan:
         """The heuristics' first plan that survives the note filters and builds."""
         for plan in self.plans:
             if self.build(plan).usable:
@@ -338,7 +352,7 @@ class PlanGraph:
         raise CudnnPlanError(f"{versions()}: no plan for {self.problem.key()} could be built:\n  "
                              + "\n  ".join(f"{pl.name}: {pl.reason}" for pl in self.plans))
 
-    def plan(self, name: str) -> Plan:
+    def plan(self, name: str) -> CudnnPlan:
         plan = self.by_name.get(name)
         if plan is None:
             offered = ", ".join(pl.name for pl in self.plans)
@@ -348,7 +362,7 @@ class PlanGraph:
             raise CudnnPlanError(f"plan {name!r} for {self.problem.key()} cannot run ({versions()}): {plan.reason}")
         return plan
 
-    def invoker(self, plan: Plan):
+    def invoker(self, plan: CudnnPlan):
         """invoker(a, b, out, workspace) running ``plan`` on CuPy's current stream.
 
         It calls the frontend's C++ binding directly where it can (the public execute_plan_at_index
@@ -360,7 +374,7 @@ class PlanGraph:
             plan.invoker = self.make_invoker(plan, direct=os.environ.get("MIOFIND_CUDNN_EXECUTE", "") != "public")
         return plan.invoker
 
-    def make_invoker(self, plan: Plan, direct: bool = True):
+    def make_invoker(self, plan: CudnnPlan, direct: bool = True):
         """A new invoker for a built plan; ``direct=False`` uses only the public API (tests compare them)."""
         cudnn = _cudnn()
         graph, handle, roles = self.graph, self.handle, self.roles
@@ -460,7 +474,7 @@ def clear_cache() -> None:
         _graphs.clear()
 
 
-def resolve(problem: ProblemDescription, config=None) -> tuple[PlanGraph, Plan]:
+def resolve(problem: ProblemDescription, config=None) -> tuple[PlanGraph, CudnnPlan]:
     """The graph and the built plan that ``config`` (None: the heuristics' first) names."""
     with _LOCK:
         g = plan_graph(problem)
@@ -529,9 +543,9 @@ class CudnnSolverBase(Solver):
                                       f"need negative post-padding {post}")
         return APPLICABLE
 
-    def hash_extra(self) -> str:
-        """cuDNN's versions join the FindDB trust hash: a stored plan name is only valid for them."""
-        return versions() if frontend_status()[0] else ""
+    def library_versions(self) -> dict[str, str | None]:
+        """cuDNN's versions join the trust key: a stored plan name is only valid for them."""
+        return library_versions()
 
     def default_config(self, problem: ProblemDescription):
         return None

@@ -1,4 +1,4 @@
-"""Shared body of the three naive direct solvers (kernels_src/naive_conv.cu).
+"""Shared body of the three naive direct solvers (kernels_src/direct_naive.cu).
 
 The naive solvers are the GPU reference, like MIOpen's ConvDirectNaiveConv{Fwd,Bwd,Wrw}: every
 layout (through per-tensor strides), type, group count, dilation, stride, 2D and 3D, with 64-bit
@@ -14,7 +14,7 @@ from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES, element_strides, needs_int64
 
-SOURCE = "naive_conv.cu"
+SOURCE = "direct_naive.cu"
 BLOCK = 256
 WRW_BLOCK = 256
 MAX_GRID = 1 << 20

@@ -252,10 +252,10 @@ class FFTBase(Solver):
     def workspace_bytes(self, problem: ProblemDescription, config=None) -> int:
         return geometry(problem.as_conv()).total_bytes
 
-    def hash_extra(self) -> str:
-        """cuFFT's version joins the FindDB trust hash (it runs half of the solution)."""
+    def library_versions(self) -> dict[str, str | None]:
+        """cuFFT's version joins the trust key (it runs half of the solution)."""
         v = fft_cufft.version()
-        return f"cufft{v}" if v else ""
+        return {"cufft": str(v) if v else None}
 
     # -- MAC tile configurations --------------------------------------------------------------------
     def is_valid_config(self, problem: ProblemDescription, config) -> bool:

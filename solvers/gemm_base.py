@@ -97,7 +97,7 @@ def _align(nbytes: int) -> int:
     return ceil_div(nbytes, ALIGN) * ALIGN
 
 
-class Plan:
+class GemmPlan:
     """How a problem is cut into batch chunks and what the workspace holds.
 
     ``per_image`` maps buffer name -> bytes per image of a chunk; ``fixed_if_chunked`` maps
@@ -294,16 +294,16 @@ class GemmBase(Solver):
         kernels, factory = self._build(p, plan)
         return ConvSolution(self.id, kernels, plan.bytes, factory, None, prebuilt=not kernels)
 
-    # subclasses: _plan(p, cap, wrw_mode=None) -> Plan and _build(p, plan) -> (kernels, factory)
+    # subclasses: _plan(p, cap, wrw_mode=None) -> GemmPlan and _build(p, plan) -> (kernels, factory)
 
-    def _kernel(self, geo: Geom, plan: Plan, name: str, total: int, concat: bool = False) -> KernelInfo:
+    def _kernel(self, geo: Geom, plan: GemmPlan, name: str, total: int, concat: bool = False) -> KernelInfo:
         wide = _needs_wide(geo, plan)
         macros = geo.macros(wide, concat)
         return KernelInfo(SOURCE, name, _grid(total), (BLOCK, 1, 1),
                           macros=tuple((k, str(v)) for k, v in macros.items()))
 
 
-def _needs_wide(geo: Geom, plan: Plan) -> bool:
+def _needs_wide(geo: Geom, plan: GemmPlan) -> bool:
     """64-bit kernel indices when a tensor, or one chunk's buffer, nears 2^31 elements."""
     nb = plan.nb
     counts = (geo.n * geo.c * geo.Q, geo.n * geo.k * geo.P, geo.k * geo.cgt,
@@ -333,7 +333,7 @@ class GemmFwdBase(GemmBase):
 
     def _plan(self, p, cap, wrw_mode=None):
         geo = Geom(p)
-        return Plan(geo.n, {} if geo.one else {"col": geo.ct * geo.P * geo.E}, cap)
+        return GemmPlan(geo.n, {} if geo.one else {"col": geo.ct * geo.P * geo.E}, cap)
 
     def _build(self, p, plan):
         geo = Geom(p)
@@ -391,7 +391,7 @@ class GemmBwdBase(GemmBase):
 
     def _plan(self, p, cap, wrw_mode=None):
         geo = Geom(p)
-        return Plan(geo.n, {} if geo.one else {"dcol": geo.ct * geo.P * geo.E}, cap)
+        return GemmPlan(geo.n, {} if geo.one else {"dcol": geo.ct * geo.P * geo.E}, cap)
 
     def _build(self, p, plan):
         geo = Geom(p)
@@ -465,7 +465,7 @@ class GemmWrwBase(GemmBase):
             per = {"col": col, "part": geo.k * geo.cgt * 4}
         else:
             per = {"col": geo.ct * geo.P * geo.E, "dyt": geo.k * geo.P * geo.E}
-        plan = Plan(geo.n, per, cap, {"acc": geo.k * geo.cgt * 4} if geo.E == 2 else None)
+        plan = GemmPlan(geo.n, per, cap, {"acc": geo.k * geo.cgt * 4} if geo.E == 2 else None)
         plan.mode = mode
         return plan
 

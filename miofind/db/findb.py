@@ -3,7 +3,7 @@
 SQLite is the default (one file per user, see ``default_db_url``) and is hardened against what MIOpen's
 users run into: many processes writing at once (WAL, a 30 s busy timeout, ``BEGIN IMMEDIATE`` writes and
 retries, so no lock error reaches the caller), files corrupted by killed jobs (moved aside, never deleted,
-and replaced by a fresh database), and stale records after an upgrade (``is_trusted``). Rows read back are
+and replaced by a fresh database), and stale records after an upgrade (``miofind.trust``). Rows read back are
 validated; a bad row is skipped with a ``FindDBWarning``. Values are stored as plain columns and JSON text:
 no pickle, no eval.
 """
@@ -31,7 +31,7 @@ from sqlalchemy.dialects import postgresql as _pg
 from sqlalchemy.dialects import sqlite as _sqlite
 
 __all__ = ["FindDB", "Record", "PerfRecord", "TuneFailure", "FindDBError", "FindDBWarning", "default_db_url",
-           "is_trusted", "config_key", "SCHEMA_VERSION"]
+           "config_key", "SCHEMA_VERSION"]
 
 SCHEMA_VERSION = 2
 _BUSY_TIMEOUT_MS = 30_000
@@ -129,24 +129,6 @@ class Record:
     @property
     def db_key(self) -> tuple[str, str, str]:
         return self.device, self.problem_key, self.solver_id
-
-
-def is_trusted(record: Record, *, package_version: str, kernel_hash: str, cuda_version: str) -> tuple[bool, str]:
-    """Whether a stored record may be used as is: (True, "ok") or (False, why not).
-
-    Trusted only if it was written by the same miofind version, from the same kernel sources
-    (``kernel_hash``) and under the same CUDA major version.
-    """
-    reasons = []
-    if record.package_version != package_version:
-        reasons.append(f"written by miofind {record.package_version or '?'}, this is {package_version}")
-    if record.kernel_hash != kernel_hash:
-        reasons.append("kernel source changed since the record was written")
-    rec_major, cur_major = record.cuda_version.split(".")[0], cuda_version.split(".")[0]
-    if rec_major != cur_major:
-        reasons.append(f"written under CUDA {record.cuda_version or '?'}, this is CUDA {cuda_version} "
-                       "(major version differs)")
-    return (not reasons, "; ".join(reasons) or "ok")
 
 
 def config_key(config: dict | None) -> str:
@@ -379,7 +361,8 @@ _KINDS.update({Record: (_records, _KEY_COLS), PerfRecord: (_perf, _KEY_COLS),
 
 # -- URLs and files --------------------------------------------------------------------------------
 
-def _normalize_url(url: str) -> str:
+def normalize_url(url: str) -> str:
+    """A SQLAlchemy URL as given, or a file path as an absolute sqlite:/// URL."""
     if "://" in url:
         return url
     return "sqlite:///" + os.path.abspath(os.path.expanduser(url))
@@ -389,7 +372,7 @@ def default_db_url() -> str:
     """``$MIOFIND_DB`` (a SQLAlchemy URL or a bare file path), else the per-user SQLite file."""
     env = os.environ.get("MIOFIND_DB", "").strip()
     if env:
-        return _normalize_url(env)
+        return normalize_url(env)
     d = Path(platformdirs.user_data_dir("miofind"))
     d.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{d / 'finddb.sqlite'}"
@@ -474,7 +457,7 @@ class FindDB:
     """
 
     def __init__(self, url: str | None = None, *, readonly: bool = False, immutable: bool = False) -> None:
-        self._url = _normalize_url(url) if url else default_db_url()
+        self._url = normalize_url(url) if url else default_db_url()
         self.readonly = readonly or immutable
         self._closed = False
         try:
@@ -621,6 +604,10 @@ class FindDB:
     @property
     def url(self) -> str:
         return self._url
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     @property
     def path(self) -> Path | None:
@@ -788,6 +775,25 @@ class FindDB:
             size = sum(os.path.getsize(p) for p in (self._path, Path(f"{self._path}-wal")) if p.exists())
         out.update(file_bytes=size, url=self._url, path=str(self._path) if self._path else None)
         return out
+
+    def rekey(self, changes: dict[tuple[str, str], str]) -> dict[str, int]:
+        """Replace stored trust keys: ``changes[(solver_id, old key)] = new key``, in find records,
+        tuned configs and failed configs, in one transaction. Returns the rows changed per table."""
+        if self.readonly:
+            raise FindDBError(f"FindDB {self._where} is read-only")
+
+        def run(con: sa.Connection) -> dict[str, int]:
+            counts = {}
+            for name, table in (("find", _records), ("perf", _perf), ("failures", _failures)):
+                n = 0
+                for (solver_id, old), new in changes.items():
+                    q = (sa.update(table).where(table.c.solver_id == solver_id, table.c.kernel_hash == old)
+                         .values(kernel_hash=new))
+                    n += con.execute(q).rowcount
+                counts[name] = n
+            return counts
+
+        return self._run("replace trust keys", run, write=True)
 
     def close(self) -> None:
         """Release every connection; the object is unusable afterwards."""

@@ -177,10 +177,19 @@ class _Checker:
             return f"stored workspace {stored} bytes, {solver.id} needs {want} bytes now"
         return None
 
-    def kernel_hash(self, solver) -> str:
-        from ..api import kernel_hash
+    def trust_key(self, solver) -> str:
+        from ..trust import trust_key
 
-        return self._cached(self._hash, solver.id, lambda: kernel_hash(solver))
+        return self._cached(self._hash, solver.id, lambda: trust_key(solver))
+
+    def trusted(self, row: _Row) -> tuple[str, str]:
+        """("yes" | "no" | "unknown", why) for a valid row's trust key against the installed code."""
+        from ..trust import compare
+
+        solver = self.solvers.get(row.solver_id)
+        if solver is None:
+            return "no", f"solver {row.solver_id!r} is unknown or retired"
+        return compare(row.obj.kernel_hash, self.trust_key(solver))
 
     def check(self, row: _Row) -> list[Problem]:
         def problem(check: str, message: str) -> Problem:
@@ -213,15 +222,14 @@ class _Checker:
         return out
 
     def stale(self, row: _Row) -> bool:
-        """Whether a valid record is not trusted by this miofind (other version or kernel sources)."""
-        from .. import __version__
-
+        """Whether a valid record is certainly not trusted by this miofind (another trust key; a
+        library version unreadable here does not make a record stale)."""
         solver = self.solvers.get(row.solver_id)
         if solver is None:
             return True
         if row.kind == "failures":
-            return row.obj.kernel_hash != self.kernel_hash(solver)
-        return row.obj.package_version != __version__ or row.obj.kernel_hash != self.kernel_hash(solver)
+            return row.obj.kernel_hash != self.trust_key(solver)
+        return self.trusted(row)[0] == "no"
 
 
 def _verify(db: FindDB, checker: _Checker) -> tuple[list[Problem], dict[str, list[_Row]]]:
@@ -238,9 +246,8 @@ def verify_db(db: FindDB) -> list[Problem]:
 
 def prune_db(db: FindDB, *, dry_run: bool = False, stale: bool = True) -> PruneReport:
     """Delete what ``verify_db`` flags and, with ``stale``, the records this miofind does not trust
-    (``package_version`` other than ``miofind.__version__`` or ``kernel_hash`` other than the solver's
-    current one: never used by a find, e.g. imported MIOpen hints) and failed configs recorded under
-    another ``kernel_hash``. Failed configs of a bad key or an unknown or retired solver go too.
+    (a trust key other than the solver's current one, ``miofind.trust``: never used by a find, e.g.
+    imported MIOpen hints) and failed configs recorded under another trust key. Failed configs of a bad key or an unknown or retired solver go too.
     ``dry_run`` counts without deleting. Each row is deleted only if it is still the row examined (same
     id and ``created_at``), so a record rewritten meanwhile by a find survives. One transaction."""
     if db.readonly and not dry_run:
@@ -290,3 +297,50 @@ def prune_db(db: FindDB, *, dry_run: bool = False, stale: bool = True) -> PruneR
 
     db._run("prune records", delete, write=True)
     return report
+
+
+# -- trust keys ----------------------------------------------------------------------------------
+
+def legacy_trust_changes() -> dict[tuple[str, str], str]:
+    """The kernel hashes miofind 0.1.0 wrote, mapped to today's trust keys, for the solvers whose
+    kernel sources are unchanged since (legacy_trust.json: the hash, the source digest and library
+    versions the shipped records were measured with) and whose ``version`` is still 1."""
+    import json
+    from importlib import resources
+
+    from ..registry import registry
+    from ..trust import source_digest
+
+    table = json.loads(resources.files("miofind.db").joinpath("legacy_trust.json").read_text())["solvers"]
+    out = {}
+    for row in registry():
+        s, old = row.solver, table.get(row.id)
+        if s is None or old is None or s.version != 1:
+            continue
+        src = source_digest(getattr(s, "kernel_files", ()))
+        if src != old["src"]:
+            continue
+        key = ";".join([f"src={src}", "v=1"] + [f"{k}={v}" for k, v in sorted(old["libs"].items())])
+        out[(row.id, old["kernel_hash"])] = key
+    return out
+
+
+def migrate_trust_keys(db: FindDB) -> dict[str, int]:
+    """Give the records a 0.1.0 miofind wrote (kernel hashes) today's trust keys where their kernel
+    sources are byte-identical to today's, so they stay trusted; returns the rows changed per table."""
+    return db.rekey(legacy_trust_changes())
+
+
+def trust_summary(db: FindDB) -> dict[str, dict[str, int]]:
+    """Per solver, how many find records and tuned configs the installed code trusts: counts of
+    "yes", "no" and "unknown" (a library version this machine cannot read, e.g. without a GPU)."""
+    checker = _Checker()
+    out: dict[str, dict[str, int]] = {}
+    for kind in ("find", "perf"):
+        for row in _read_rows(db, kind):
+            if row.obj is None:
+                continue
+            verdict = checker.trusted(row)[0]
+            counts = out.setdefault(row.solver_id, {"yes": 0, "no": 0, "unknown": 0})
+            counts[verdict] += 1
+    return dict(sorted(out.items()))

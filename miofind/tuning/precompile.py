@@ -139,7 +139,7 @@ class Prefetcher:
         self._t.start()
 
     def _run(self) -> None:
-        from ..api import _candidates
+        from ..find import candidates
 
         chunk: list[KernelInfo] = []
         for i, p in enumerate(self.problems):
@@ -148,7 +148,7 @@ class Prefetcher:
             if self._stop.is_set():
                 return
             try:
-                chunk += problem_kernels(p, _candidates(p, None)[0], lambda s, p=p: self.configs_of(p, s))
+                chunk += problem_kernels(p, candidates(p, None)[0], lambda s, p=p: self.configs_of(p, s))
             except Exception:
                 continue
             if i % self.ahead == self.ahead - 1 or i == len(self.problems) - 1:

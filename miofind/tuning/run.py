@@ -20,7 +20,7 @@ from .tuner import ProblemOutcome, Tuner, TuneOptions
 
 
 def _open(db_url, dev):
-    from ..api import open_dbs
+    from ..db.handles import open_dbs
     return open_dbs(db_url, dev)
 
 
@@ -59,7 +59,7 @@ def tune_local(problems: list[ProblemDescription], opts: TuneOptions, db_url: st
 
 
 def _find_configs(dbs, dev, problem, solver):
-    from ..api import _find_configs as fc
+    from ..find import find_configs as fc
     try:
         return fc(dbs, dev, problem, solver)
     except Exception:

@@ -137,7 +137,8 @@ class GpuMeasurer:
 
     def evaluate(self, solver: Solver, configs: list[dict], *, warmup: int = 1, iters: int = 3):
         """[(time_ms or inf, (stage, reason) or None)] per config, in order."""
-        from ..api import Failure, prepare_all
+        from ..find import prepare_all
+        from ..results import Failure
         from ..device import current_device
         from ..harness import Harness, failure_stage
         from .precompile import precompile, solution_kernels
@@ -179,8 +180,8 @@ class Tuner:
 
     # -- per problem --------------------------------------------------------------------------
     def candidates(self, problem: ProblemDescription) -> list[Solver]:
-        from ..api import _candidates
-        return _candidates(problem, None)[0]
+        from ..find import candidates
+        return candidates(problem, None)[0]
 
     def to_tune(self, solver: Solver) -> bool:
         """Whether this run tunes ``solver`` (a candidate of the problem)."""
@@ -203,14 +204,15 @@ class Tuner:
     def stale(self, problem: ProblemDescription, cands: list[Solver] | None = None) -> list[Solver]:
         """The candidates a find must benchmark: no trusted, verified user FindDB record, or a record
         measured with another config than the tuned one find would use now."""
-        from ..api import _trusted_solutions, tuned_config
+        from ..find import trusted_solutions
+        from ..trust import tuned_config
 
         cands = self.candidates(problem) if cands is None else cands
         recs = {r.solver_id: r for r in self.dbs.user.lookup(self.dev.db_name, problem.key())}
         out = []
         for s in cands:
             r = recs.get(s.id)
-            _, trusted = _trusted_solutions([r] if r else [], self.dev, problem, [s], True, None)
+            _, trusted = trusted_solutions([r] if r else [], self.dev, problem, [s], True, None)
             cfg = tuned_config(self.dbs, self.dev, problem, s, report=False) if trusted else None
             if not trusted or (cfg is not None and config_key(cfg) != config_key(r.config)):
                 out.append(s)
@@ -257,14 +259,14 @@ class Tuner:
         find_solutions(problem, mode="benchmark", db=self.dbs, solvers=solver_ids)
 
     # -- per solver ---------------------------------------------------------------------------
-    def _kernel_hash(self, solver: Solver) -> str:
-        from ..api import kernel_hash
-        return kernel_hash(solver)
+    def _trust_key(self, solver: Solver) -> str:
+        from ..trust import trust_key
+        return trust_key(solver)
 
     def cached(self, problem: ProblemDescription, solver: Solver, *, report: bool = True) -> PerfRecord | None:
         """The user PerfDB entry if trusted and still valid (a stale one is not used; it is reported
         unless ``report`` is False)."""
-        from ..api import first_trusted_perf
+        from ..trust import first_trusted_perf
 
         recs = self.dbs.user.lookup_perf(self.dev.db_name, problem.key(), solver.id)
         return first_trusted_perf(recs, self.dev, problem, solver, where="user PerfDB" if report else None,
@@ -272,7 +274,7 @@ class Tuner:
 
     def space(self, problem: ProblemDescription, solver: Solver) -> tuple[list[dict], int]:
         """The valid configs not recorded as failed (the default first), and how many failed before."""
-        khash = self._kernel_hash(solver)
+        khash = self._trust_key(solver)
         failed = {config_key(f.config) for f in self.dbs.user.failures(self.dev.db_name, problem.key(), solver.id)
                   if f.kernel_hash == khash}
         conv = problem.as_conv()
@@ -299,7 +301,7 @@ class Tuner:
         default = solver.default_config(conv)
         results: dict[str, tuple[dict, float]] = {}
         budget = Budget(self.opts, len(space))
-        khash, dev, key = self._kernel_hash(solver), self.dev, problem.key()
+        khash, dev, key = self._trust_key(solver), self.dev, problem.key()
 
         def evaluate(batch):
             batch = batch[:budget.room()]

@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from miofind import cli
+from miofind.trust import trust_key
 from miofind.device import DeviceInfo, NoGPUError
 
 ARGS = "conv -n 32 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1".split()
@@ -88,6 +89,7 @@ def test_db_commands(tmp_db):
 def test_find_answers_from_db_without_gpu_work(tmp_db, monkeypatch):
     """With trusted records for every candidate, find prints them and benchmarks nothing."""
     import miofind.api as api
+    import miofind.find as find_mod
     import miofind.device as dev_mod
     from miofind.db import FindDB, Record
     from miofind.problem import ProblemDescription
@@ -98,11 +100,12 @@ def test_find_answers_from_db_without_gpu_work(tmp_db, monkeypatch):
     monkeypatch.setattr(api, "current_device", lambda *a: dev)
     def no_benchmark(*a, **k):
         raise RuntimeError("benchmarked despite a complete FindDB")
-    monkeypatch.setattr(api, "_benchmark", no_benchmark)
+    monkeypatch.setattr(find_mod, "benchmark", no_benchmark)
+    monkeypatch.setattr(find_mod, "current_device", lambda *a: dev)
     p = ProblemDescription.from_driver_args([*ARGS, "-F", "1"])[0]
     recs = [Record(device=dev.db_name, device_name=dev.name, problem_key=p.key(), solver_id=s.id, algorithm=s.algorithm,
                    time_ms=1.0 + i, workspace_bytes=0, config=s.default_config(p), verified=True, max_error=1e-7,
-                   package_version="0.1.0", kernel_hash=api.kernel_hash(s), driver_version="13.0", cuda_version="13.0",
+                   package_version="0.1.0", kernel_hash=trust_key(s), driver_version="13.0", cuda_version="13.0",
                    cupy_version="14.2.0", created_at=time.time(), time_q20_ms=1.0, time_q80_ms=1.0)
             for i, s in enumerate(s for s in solvers() if s.applicability(p))]
     FindDB(tmp_db).store(recs)

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from miofind import __version__, cli
-from miofind.api import kernel_hash
+from miofind.trust import trust_key as kernel_hash
 from miofind.db import FindDB
 from miofind.db.findb import PerfRecord, Record
 from miofind.problem import ProblemDescription

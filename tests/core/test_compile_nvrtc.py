@@ -87,6 +87,6 @@ def test_compile_error_is_reported():
     from miofind.compile import CompileError, nvrtc_compile
     from miofind.solver import KernelInfo
 
-    bad = KernelInfo("naive_conv.cu", "naive_conv_fwd", (1, 1, 1), (1, 1, 1), macros=(("DATA_T", "no_such_type"),))
+    bad = KernelInfo("direct_naive.cu", "naive_conv_fwd", (1, 1, 1), (1, 1, 1), macros=(("DATA_T", "no_such_type"),))
     with pytest.raises(CompileError, match="no_such_type"):
         nvrtc_compile(bad)

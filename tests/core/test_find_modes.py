@@ -8,6 +8,8 @@ import time
 import pytest
 
 import miofind.api as api
+import miofind.find as find
+from miofind.trust import trust_key
 from miofind import __version__
 from miofind.db import FindDB, Record
 from miofind.device import DeviceInfo
@@ -19,6 +21,7 @@ P = ProblemDescription.make("F", n=32, c=64, k=64, in_size=(56, 56), filter_size
 
 @pytest.fixture
 def env(tmp_path, monkeypatch, tmp_db):
+    monkeypatch.setattr(find, "current_device", lambda *a: DEV)
     monkeypatch.setattr(api, "current_device", lambda *a: DEV)
     benchmarked = []
 
@@ -28,18 +31,18 @@ def env(tmp_path, monkeypatch, tmp_db):
                 for i, s in enumerate(cands)]
         return sols, [], False
 
-    monkeypatch.setattr(api, "_benchmark", fake_benchmark)
+    monkeypatch.setattr(find, "benchmark", fake_benchmark)
     return benchmarked, tmp_db
 
 
 def cands(p=P):
-    return api._candidates(p, None)[0]
+    return find.candidates(p, None)[0]
 
 
 def records(p=P, solvers=None, device=DEV.db_name, scale=1.0):
     return [Record(device=device, device_name=DEV.name, problem_key=p.key(), solver_id=s.id, algorithm=s.algorithm,
                    time_ms=scale * (1.0 + i), workspace_bytes=s.workspace_bytes(p), verified=True,
-                   package_version=__version__, kernel_hash=api.kernel_hash(s), cuda_version="13.0",
+                   package_version=__version__, kernel_hash=trust_key(s), cuda_version="13.0",
                    created_at=time.time())
             for i, s in enumerate(solvers or cands(p))]
 
@@ -87,11 +90,11 @@ def test_hybrid_uses_partial_records_and_benchmarks_on_a_miss(env):
 def test_dynamic_hybrid_benchmarks_only_what_needs_no_compilation(env, monkeypatch):
     benchmarked, _ = env
     ready = {cands()[1].id, cands()[3].id}
-    monkeypatch.setattr(api, "_needs_no_compilation", lambda p, s, cfg: s.id in ready)
+    monkeypatch.setattr(find, "needs_no_compilation", lambda p, s, cfg: s.id in ready)
     r = api.find_solutions(P, mode="dynamic_hybrid")
     assert r.source == "find" and set(benchmarked[0]) == ready
     assert {f.solver_id for f in r.failures if f.stage == "dynamic_hybrid"} == {s.id for s in cands()} - ready
-    monkeypatch.setattr(api, "_needs_no_compilation", lambda p, s, cfg: False)
+    monkeypatch.setattr(find, "needs_no_compilation", lambda p, s, cfg: False)
     q = ProblemDescription.make("F", n=8, c=32, k=32, in_size=(28, 28), filter_size=3, pads=1)
     assert api.find_solutions(q, mode="dynamic_hybrid").predicted and len(benchmarked) == 1
 

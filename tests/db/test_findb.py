@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from miofind.db import FindDB, FindDBError, default_db_url
 from miofind.db import findb as findb_mod
-from miofind.db.findb import FindDBWarning, is_trusted
+from miofind.db.findb import FindDBWarning
 from records import DEV, KEY, rec
 
 
@@ -337,13 +337,3 @@ def test_invalid_rows_are_skipped_with_warning(db):
     assert len(w2) == len(bad)
 
 
-def test_is_trusted():
-    r = rec(package_version="0.1.0", kernel_hash="abc", cuda_version="13.0")
-    cur = dict(package_version="0.1.0", kernel_hash="abc", cuda_version="13.2")
-    assert is_trusted(r, **cur) == (True, "ok")  # minor CUDA version may differ
-    ok, why = is_trusted(r, **{**cur, "kernel_hash": "def"})
-    assert not ok and "kernel source changed" in why
-    ok, why = is_trusted(r, **{**cur, "package_version": "0.2.0"})
-    assert not ok and "0.2.0" in why
-    ok, why = is_trusted(r, **{**cur, "cuda_version": "12.8"})
-    assert not ok and "CUDA" in why

@@ -8,7 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 from miofind import __version__
-from miofind.api import kernel_hash
+from miofind.trust import trust_key as kernel_hash
 from miofind.db import FindDB, FindDBError
 from miofind.db import findb as findb_mod
 from miofind.db.findb import PerfRecord, Record, TuneFailure
@@ -80,7 +80,7 @@ BAD = {  # check -> record
     "invalid config": rec("ConvFFTFwd", config={"FT": 3}),
     "workspace": rec(GEMM, workspace_bytes=ws(GEMM) + 4096),
 }
-STALE = [rec("ConvDirectTiledFwd", package_version="0.0.1"),
+STALE = [rec("ConvDirectTiledFwd", kernel_hash="src=00000000deadbeef;v=1"),  # other kernel sources
          rec("ConvWinograd3x3F43Fwd", kernel_hash="0123456789abcdef", workspace_bytes=ws("ConvWinograd3x3F43Fwd"))]
 
 

@@ -135,7 +135,7 @@ def test_transposed(direction):
 @pytest.mark.parametrize("direction", "FB")
 def test_resnet_like_and_private_work_area(direction):
     """A realistic size, and cuFFT's work areas fit in the idle workspace regions (no private buffer)."""
-    from miofind.api import get_invoker
+    from miofind.invokers import get_invoker
 
     kw = dict(n=4, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
     err = _check(direction, **kw)

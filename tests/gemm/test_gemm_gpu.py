@@ -48,7 +48,7 @@ def _run(solver, p, seed=0, ws_offset=0, sol=None, **opts):
     (relative error, tolerance, output array, solution)."""
     import cupy
 
-    from miofind.api import _call, build_invoker
+    from miofind.invokers import build_invoker, call as _call
     from miofind.reference import conv_reference
     from miofind.verify import poison, random_array, rel_error, to_float64, tolerance
 
@@ -204,7 +204,7 @@ def test_gemm_1x1_speed_near_cublas():
     """GemmFwd1x1 (NCHW, 1x1 64->256 @56, N=32, FP32) against cupy.matmul of the same batched GEMM."""
     import cupy
 
-    from miofind.api import build_invoker
+    from miofind.invokers import build_invoker
 
     p = ProblemDescription.make("F", n=32, c=64, k=256, in_size=(56, 56), filter_size=1)
     s = _classes()["F"][0]

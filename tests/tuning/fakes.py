@@ -41,7 +41,8 @@ class FakeMeasurer:
 def fake_finder(dbs, dev=DEV):
     """Stores, for the solver ids asked, the record a find would: the tuned config if any, times 1, 2,
     ... in candidate order. ``find.calls`` lists the ids of each call."""
-    from miofind.api import _candidates, kernel_hash, tuned_config
+    from miofind.find import candidates as _candidates
+    from miofind.trust import trust_key as kernel_hash, tuned_config
 
     def find(problem, solver_ids):
         find.calls.append(list(solver_ids))

@@ -8,6 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 import miofind.api as api
+import miofind.db.handles as handles
+import miofind.find as find
 from miofind import ProblemDescription, find_solutions, run_solution
 from miofind.db import FindDB
 from miofind.reference import conv_reference
@@ -34,7 +36,7 @@ def test_tune_stores_a_verified_config_and_find_uses_it(tmp_db):
     from miofind.tuning import Tuner, TuneOptions
 
     dev = current_device()
-    dbs = api.open_dbs(tmp_db, dev)
+    dbs = handles.open_dbs(tmp_db, dev)
     t = Tuner(dbs, dev, TuneOptions(strategy="random", max_configs=8, seed=0, solvers=("ConvImplicitGemmFwd",)))
     out = t.tune_problem(P)
     assert out.status == "done" and out.solutions > 0, out
@@ -65,8 +67,8 @@ def test_fast_mode_answer_and_prediction_run_and_verify(tmp_db):
 def test_dynamic_hybrid_measures_only_what_needs_no_compilation(tmp_db, tmp_path, monkeypatch):
     monkeypatch.setenv("MIOFIND_KERNEL_CACHE", str(tmp_path / "cubin"))
     q = ProblemDescription.make("F", n=2, c=24, k=40, in_size=(13, 13), filter_size=3, pads=1)
-    cands = api._candidates(q, None)[0]
-    ready = {s.id for s in cands if api._needs_no_compilation(q, s, None)}
+    cands = find.candidates(q, None)[0]
+    ready = {s.id for s in cands if find.needs_no_compilation(q, s, None)}
     res = find_solutions(q, db=tmp_db, mode="dynamic_hybrid")
     skipped = {f.solver_id for f in res.failures if f.stage == "dynamic_hybrid"}
     assert skipped == {s.id for s in cands} - ready
@@ -76,7 +78,7 @@ def test_dynamic_hybrid_measures_only_what_needs_no_compilation(tmp_db, tmp_path
         assert res.predicted
     # after a full find every kernel is in the binary cache: dynamic_hybrid then measures them all
     find_solutions(q, db=tmp_db, mode="benchmark", store=False)
-    assert all(api._needs_no_compilation(q, s, None) for s in cands if s.family != "cudnn")
+    assert all(find.needs_no_compilation(q, s, None) for s in cands if s.family != "cudnn")
 
 
 def test_cli_tune_resumes_and_run_verifies(tmp_db, tmp_path):

@@ -202,19 +202,20 @@ def test_a_solver_whose_configs_failed(dbs, monkeypatch, space, failed, max_conf
 
 
 def test_find_uses_the_tuned_config(dbs, monkeypatch):
-    import miofind.api as api
+    import miofind.find as find
+    import miofind.trust as trust
 
     t = tuner(dbs, strategy="random", max_configs=4, seed=2)
     out = t.tune_solver(P, IGEMM, FakeMeasurer(P))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert api.tuned_config(dbs, DEV, P, IGEMM) == out.config
-        assert api._find_configs(dbs, DEV, P, IGEMM) == [out.config]
+        assert trust.tuned_config(dbs, DEV, P, IGEMM) == out.config
+        assert find.find_configs(dbs, DEV, P, IGEMM) == [out.config]
     # a config that no longer validates is ignored with a warning; find uses the default
     (rec,) = dbs.user.lookup_perf(DEV.db_name, P.key(), IGEMM.id)
     dbs.user.store_perf([replace(rec, config={"BM": 3})])
     with pytest.warns(FindDBWarning, match="no longer validates"):
-        assert api._find_configs(dbs, DEV, P, IGEMM) == list(IGEMM.find_configs(P))
+        assert find.find_configs(dbs, DEV, P, IGEMM) == list(IGEMM.find_configs(P))
 
 
 def test_options_are_validated():

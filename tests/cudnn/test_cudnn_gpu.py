@@ -248,7 +248,7 @@ def test_fastest_plan_matches_reference_time(dtype, ref_us):
     over 20 back-to-back calls, should be within 1.5x. Prints every plan's time."""
     import cupy
 
-    from miofind.api import get_invoker
+    from miofind.invokers import get_invoker
     from miofind.verify import random_array
 
     p = P("F", n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1, dtype=dtype,

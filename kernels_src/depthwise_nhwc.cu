@@ -1,6 +1,6 @@
 // Depthwise / small-group direct convolution, NHWC, forward and backward data (gather form).
 //
-// The pass dst <- src and the index algebra are those of direct_depthwise_nchw.cu. In NHWC a
+// The pass dst <- src and the index algebra are those of depthwise_nchw.cu. In NHWC a
 // group's channels are contiguous, so a thread owns GPT consecutive groups: SI = GPT*IPG src
 // channels loaded as one vector per pixel (16-byte loads where the width allows) and SO = GPT*OPG
 // dst channels stored as one vector. The thread computes a patch of RPT rows x VC columns (both
@@ -10,7 +10,7 @@
 // in registers when WREG).
 // Block: NCS group slots (fastest, for coalescing) x NPX x NPY patches.
 // Grid: x = ((n * CBLK + channel block) * TILES_Y + tile row) * TILES_X + tile column.
-#include "direct_depthwise_common.cuh"
+#include "depthwise_common.cuh"
 
 #ifndef GPT
 #define GPT 1

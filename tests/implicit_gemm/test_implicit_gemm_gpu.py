@@ -164,13 +164,13 @@ def test_igemm_strided_dilated_3d(d):
 @pytest.mark.parametrize("splitk", [1, 2, 3, 7, 64])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_igemm_wrw_splitk(splitk, dtype):
-    from miofind.solvers.igemm_base import Plan, split_geometry
+    from miofind.solvers.implicit_gemm_base import ImplicitGemmPlan, split_geometry
 
     s = BY_DIR["W"]
     p = _make("W", dtype, **MULTI)
     cfg = dict(s.default_config(p), SPLITK=splitk)
     assert s.is_valid_config(p, cfg)
-    eff, _ = split_geometry(Plan.of(p, cfg), cfg)
+    eff, _ = split_geometry(ImplicitGemmPlan.of(p, cfg), cfg)
     # split-K partials need workspace; so does the XPOSE channels-last staging of 16-bit inputs
     assert (s.get_solution(p, cfg).workspace_bytes > 0) == (eff > 1 or bool(cfg.get("XPOSE")))
     _run(s, p, cfg)
@@ -188,7 +188,7 @@ def test_igemm_large_multi_tile():
 def test_igemm_misaligned_input_rejected():
     import cupy
 
-    from miofind.api import get_invoker
+    from miofind.invokers import get_invoker
 
     s = BY_DIR["F"]
     p = _make("F", "FP16", layout="NHWC", n=1, c=16, k=16, in_size=(6, 6), filter_size=3, pads=1)
@@ -210,7 +210,7 @@ ALGEBRA = dict(SHAPES, g3=dict(n=2, c=6, k=9, in_size=(8, 7), filter_size=(3, 2)
 @pytest.mark.parametrize("shape", sorted(ALGEBRA))
 def test_igemm_emulated_algebra(shape):
     from miofind.reference import conv_reference
-    from miofind.solvers.igemm_emulate import emulate
+    from implicit_gemm.emulate import emulate
 
     kw = ALGEBRA[shape]
     nd = len(kw["in_size"])
@@ -227,7 +227,7 @@ def test_igemm_emulated_algebra(shape):
 
 @pytest.mark.parametrize("d", "FBW")
 def test_igemm_thread_mappings(d):
-    from miofind.solvers.igemm_emulate import check_tiles
+    from implicit_gemm.emulate import check_tiles
 
     for (dt, mode), lay in itertools.product(MODES, ("NCHW", "NHWC")):
         p = _make(d, dt, mode, layout=lay, **MULTI)

@@ -2,10 +2,10 @@
 
 Two deterministic stages through the workspace; no atomics.
 
-The depthwise kernels with several channels per group; shared body in direct_depthwise_base.py.
+The depthwise kernels with several channels per group; shared body in depthwise_base.py.
 """
 
-from .direct_depthwise_base import DepthwiseBase
+from .depthwise_base import DepthwiseBase
 
 
 class GroupedDirectWrw(DepthwiseBase):

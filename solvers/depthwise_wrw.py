@@ -2,10 +2,10 @@
 
 Two deterministic stages through the workspace (per-block partial sums, then a reduction); no atomics.
 
-Shared body in direct_depthwise_base.py; kernels in kernels_src/direct_depthwise_*.cu.
+Shared body in depthwise_base.py; kernels in kernels_src/depthwise_*.cu.
 """
 
-from .direct_depthwise_base import DepthwiseBase
+from .depthwise_base import DepthwiseBase
 
 
 class DepthwiseWrw(DepthwiseBase):

@@ -1,4 +1,4 @@
-"""A numpy emulation of the implicit-GEMM index algebra (igemm_{fwd,bwd,wrw}.cu), for CPU checks.
+"""A numpy emulation of the implicit-GEMM index algebra (implicit_gemm_{fwd,bwd,wrw}.cu), for CPU checks.
 
 ``emulate(problem, a, b)`` evaluates, from the very macros the kernels are built with, every
 operand element through the kernels' Row/Col/elem formulas (row part + column part of the offset,
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .igemm_base import Plan, macros, nthreads, split_geometry, stage_elems
+from miofind.solvers.implicit_gemm_base import ImplicitGemmPlan, macros, nthreads, split_geometry, stage_elems
 
 BIG = 1 << 29
 
@@ -56,20 +56,20 @@ def _gather(flat, off, ok):
 
 def emulate(problem, a: np.ndarray, b: np.ndarray, config=None) -> np.ndarray:
     """The kernels' result (float64) for inputs in io_shapes order of ``problem.as_conv()``."""
-    from .igemm_fwd import IgemmFwd
-    from .igemm_bwd import IgemmBwd
-    from .igemm_wrw import IgemmWrw
+    from miofind.solvers.implicit_gemm_fwd import ImplicitGemmFwd
+    from miofind.solvers.implicit_gemm_bwd import ImplicitGemmBwd
+    from miofind.solvers.implicit_gemm_wrw import ImplicitGemmWrw
 
     p = problem.as_conv()
-    solver = {"F": IgemmFwd, "B": IgemmBwd, "W": IgemmWrw}[p.direction]()
+    solver = {"F": ImplicitGemmFwd, "B": ImplicitGemmBwd, "W": ImplicitGemmWrw}[p.direction]()
     cfg = dict(config) if config else solver.default_config(p)
-    plan = Plan.of(p, cfg)
+    plan = ImplicitGemmPlan.of(p, cfg)
     m = macros(plan, cfg)
     G = m["P_G"]
     cpg, kpg = m["P_C"] // G, m["P_K"] // G
     taps = m["P_Z"] * m["P_Y"] * m["P_X"]
     af, bf = np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()
-    for t in plan.xposes:  # igemm_xpose.cu: [batch][rows][cols] -> [batch][cols][rows]
+    for t in plan.xposes:  # implicit_gemm_xpose.cu: [batch][rows][cols] -> [batch][cols][rows]
         src = af if t.operand == "a" else bf
         cp = np.ascontiguousarray(src.reshape(t.batch, t.rows, t.cols).transpose(0, 2, 1)).ravel()
         if t.operand == "a":
@@ -166,11 +166,11 @@ def emulate(problem, a: np.ndarray, b: np.ndarray, config=None) -> np.ndarray:
 
 
 def check_tiles(problem, config) -> None:
-    """Replay the loaders' and the math's thread mappings of igemm_core.cu; AssertionError if a
+    """Replay the loaders' and the math's thread mappings of implicit_gemm_core.cu; AssertionError if a
     tile element is loaded or produced other than exactly once, or shared-memory slots collide."""
     p = problem.as_conv()
     cfg = dict(config)
-    plan = Plan.of(p, cfg)
+    plan = ImplicitGemmPlan.of(p, cfg)
     nt = nthreads(plan.math, cfg)
     av, bv = plan.vecs(cfg)
     bk = cfg["BK"]

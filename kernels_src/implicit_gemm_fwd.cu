@@ -1,4 +1,4 @@
-// Implicit-GEMM convolution, forward (engine in igemm_core.cu).
+// Implicit-GEMM convolution, forward (engine in implicit_gemm_core.cu).
 //
 // Per group g: y[m, k] = sum_kk A[m, kk] * B[kk, k] with
 //   m  = (n, od, oh, ow)          M = N*Do*Ho*Wo output pixels,
@@ -105,7 +105,7 @@ struct OpB  // w
     }
 };
 
-#include "igemm_core.cu"
+#include "implicit_gemm_core.cu"
 
 struct Epi  // y
 {

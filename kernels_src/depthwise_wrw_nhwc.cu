@@ -10,10 +10,10 @@
 // footprint pixel loaded once) adding products into taps x SO x IPG register sums. The block
 // then reduces over its patches in a fixed order (butterflies over the lanes of one group slot,
 // then the warps in order, ACC_BLK sums at a time through shared memory) and writes one partial
-// per weight element to part[chunk][(k*IPG + i)*TAPS + tap]; direct_depthwise_wrw_reduce.cu sums
+// per weight element to part[chunk][(k*IPG + i)*TAPS + tap]; depthwise_wrw_reduce.cu sums
 // the chunks in order. No atomics: the result is bitwise reproducible.
 // Thread order: group slot (fastest; NCS a power of two below 32 or a multiple of 32), px, py.
-#include "direct_depthwise_common.cuh"
+#include "depthwise_common.cuh"
 
 #ifndef GPT
 #define GPT 1

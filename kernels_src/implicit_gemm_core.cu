@@ -1,4 +1,4 @@
-// Implicit-GEMM engine shared by igemm_fwd.cu, igemm_bwd.cu and igemm_wrw.cu (included textually).
+// Implicit-GEMM engine shared by implicit_gemm_fwd.cu, implicit_gemm_bwd.cu and implicit_gemm_wrw.cu (included textually).
 //
 // C[m, n] = sum_kk A[m, kk] * B[kk, n] for one group, with A and B gathered from the tensors on
 // the fly. A direction file defines, before including this file:

@@ -1,7 +1,7 @@
-"""Implicit GEMM convolution, F/B/W: shared planning for kernels_src/igemm_{fwd,bwd,wrw}.cu.
+"""Implicit GEMM convolution, F/B/W: shared planning for kernels_src/implicit_gemm_{fwd,bwd,wrw}.cu.
 
 Each direction is one GEMM per group whose operands are gathered from the tensors on the fly
-(igemm_core.cu, no im2col buffer); igemm_fwd.cu, igemm_bwd.cu and igemm_wrw.cu give the index
+(implicit_gemm_core.cu, no im2col buffer); implicit_gemm_fwd.cu, implicit_gemm_bwd.cu and implicit_gemm_wrw.cu give the index
 algebra. The problem's sizes and every tensor's element strides are compile-time macros (one build
 per problem, as MIOpen's implicit-GEMM solvers); the tile shape is the tunable config.
 
@@ -10,7 +10,7 @@ thread tile TM x TN); FP16/BF16 run mma.sync m16n8k16 with FP32 accumulation and
 runs mma.sync m16n8k8 TF32 (keys BM BN BK WM WN STAGES XPOSE: warp tile WM x WN). Backward weights
 adds SPLITK, the number of reduction chunks (FP32 partials in the workspace, then a fixed-order
 reduce). XPOSE = 1 first copies channels-first inputs (and KCYX weights) to channels-last
-copies in the workspace (igemm_xpose.cu), so that tensor-core loads move 16 bytes along channels.
+copies in the workspace (implicit_gemm_xpose.cu), so that tensor-core loads move 16 bytes along channels.
 
 Operand plan: a GEMM operand is contiguous in memory along kk or along its rows; a "run" is the
 length over which consecutive elements are contiguous, aligned and valid or invalid together, so
@@ -30,8 +30,8 @@ from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES, needs_int64
 
-CORE = "igemm_core.cu"
-XPOSE_SRC = "igemm_xpose.cu"
+CORE = "implicit_gemm_core.cu"
+XPOSE_SRC = "implicit_gemm_xpose.cu"
 LAYOUTS = ("NCHW", "NHWC", "NCDHW", "NDHWC")
 CHANNELS_LAST = {"NCHW": "NHWC", "NCDHW": "NDHWC"}
 SMEM_LIMIT = 227 * 1024          # opt-in dynamic shared memory per block on sm_90
@@ -135,7 +135,7 @@ def xposes_for(p: ProblemDescription) -> tuple[tuple[Xpose, ...], tuple[str, str
     return tuple(out), (lx, lw, ly)
 
 
-class Plan:
+class ImplicitGemmPlan:
     """The GEMM of one group for a direction, and how each operand is laid out in memory.
 
     ``p`` is the problem (forward view, as_conv); ``pi`` the problem the kernel is built for:
@@ -187,7 +187,7 @@ class Plan:
         self.c_mcontig = d in "FB" and not (y_cl if d == "F" else x_cl)
 
     @classmethod
-    def of(cls, p: ProblemDescription, cfg) -> "Plan":
+    def of(cls, p: ProblemDescription, cfg) -> "ImplicitGemmPlan":
         return cls(p, cfg.get("XPOSE", 0) if cfg else 0)
 
     def vecs(self, cfg) -> tuple[int, int]:
@@ -217,7 +217,7 @@ def nthreads(math_: int, cfg) -> int:
 
 
 def _loader_ok(nt: int, rows: int, bk: int, kc: bool, vec: int) -> bool:
-    """The loader geometry of igemm_core.cu's Loader (its static_asserts)."""
+    """The loader geometry of implicit_gemm_core.cu's Loader (its static_asserts)."""
     if kc:
         return bk % vec == 0 and nt % (bk // vec) == 0
     if rows % vec:
@@ -228,14 +228,14 @@ def _loader_ok(nt: int, rows: int, bk: int, kc: bool, vec: int) -> bool:
 
 
 def stage_elems(math_: int, rows: int, bk: int, kc: bool) -> int:
-    """Elements of one operand stage (igemm_core.cu's Smem)."""
+    """Elements of one operand stage (implicit_gemm_core.cu's Smem)."""
     kouter = math_ == 0 or not kc
     pad = (4 if math_ == 0 else 8) if kouter else (8 if math_ == 1 else 4)
     return bk * (rows + pad) if kouter else rows * (bk + pad)
 
 
-def epilogue_bytes(plan: Plan, cfg) -> int:
-    """The staged epilogue (F, B): the output tile plus BM + BN offsets (igemm_core.cu's CTile)."""
+def epilogue_bytes(plan: ImplicitGemmPlan, cfg) -> int:
+    """The staged epilogue (F, B): the output tile plus BM + BN offsets (implicit_gemm_core.cu's CTile)."""
     if not plan.epi_smem:
         return 0
     ld = (cfg["BM"] if plan.c_mcontig else cfg["BN"]) + (1 if plan.esize == 4 else 2)
@@ -243,12 +243,12 @@ def epilogue_bytes(plan: Plan, cfg) -> int:
     return tile + (cfg["BM"] + cfg["BN"]) * (8 if needs_int64(plan.p) else 4)
 
 
-def smem_bytes(plan: Plan, cfg) -> int:
+def smem_bytes(plan: ImplicitGemmPlan, cfg) -> int:
     per = stage_elems(plan.math, cfg["BM"], cfg["BK"], plan.a_kc) + stage_elems(plan.math, cfg["BN"], cfg["BK"], plan.b_kc)
     return max(cfg["STAGES"] * per * plan.esize, epilogue_bytes(plan, cfg))
 
 
-def tile_ok(plan: Plan, cfg) -> bool:
+def tile_ok(plan: ImplicitGemmPlan, cfg) -> bool:
     """Validity of a tile config for a plan (keys checked by the caller)."""
     m = plan.math
     bm, bn, bk = cfg["BM"], cfg["BN"], cfg["BK"]
@@ -277,7 +277,7 @@ def tile_ok(plan: Plan, cfg) -> bool:
     return smem_bytes(plan, cfg) <= SMEM_LIMIT
 
 
-def _loader_regs(plan: Plan, nt: int, rows: int, bk: int, kc: bool, vec: int, gather: bool) -> int:
+def _loader_regs(plan: ImplicitGemmPlan, nt: int, rows: int, bk: int, kc: bool, vec: int, gather: bool) -> int:
     """Registers a Loader holds: per-row gather state (offset + positions, or offset + flag) and,
     on the 16-bit register path, one register per staged element."""
     if kc:
@@ -291,7 +291,7 @@ def _loader_regs(plan: Plan, nt: int, rows: int, bk: int, kc: bool, vec: int, ga
     return nr * per_row + (nr * nk if vec * plan.esize < 4 else 0)
 
 
-def reg_estimate(plan: Plan, cfg) -> int:
+def reg_estimate(plan: ImplicitGemmPlan, cfg) -> int:
     """A rough per-thread register count (accumulators, fragments, loader state, ~32 of the rest),
     used to keep configurations that would spill out of the tuning space."""
     nt = nthreads(plan.math, cfg)
@@ -307,7 +307,7 @@ def reg_estimate(plan: Plan, cfg) -> int:
             + _loader_regs(plan, nt, cfg["BN"], cfg["BK"], plan.b_kc, bv, b_gather))
 
 
-def xpose_ok(plan: Plan) -> bool:
+def xpose_ok(plan: ImplicitGemmPlan) -> bool:
     """XPOSE needs something to copy and the copies' grids within limits."""
     return bool(plan.xposes) and all(t.batch <= GRID_YZ and ceil_div(t.rows, 32) <= GRID_YZ
                                      and ceil_div(t.cols, 32) <= INT32_MAX for t in plan.xposes)
@@ -337,7 +337,7 @@ def default_xpose(p: ProblemDescription, cfg: dict) -> int:
     copy fixes it (FP16/BF16 only: TF32 loads 4-byte elements with cp.async either way)."""
     if math_kind(p) != 1:
         return 0
-    plain, copied = Plan(p, 0), Plan(p, 1)
+    plain, copied = ImplicitGemmPlan(p, 0), ImplicitGemmPlan(p, 1)
     if not xpose_ok(copied):
         return 0
     c1 = dict(cfg, XPOSE=1)
@@ -346,7 +346,7 @@ def default_xpose(p: ProblemDescription, cfg: dict) -> int:
 
 def default_tile(p: ProblemDescription) -> dict:
     """A tile for the GEMM's shape: BN from N, BM shrunk while the grid is short of SMs."""
-    plan = Plan(p)
+    plan = ImplicitGemmPlan(p)
     bn = _pow2_ceil(plan.n, 16, 128)
     bm = 128 if plan.m >= 128 else _pow2_ceil(plan.m, 32, 128)
     # a short grid wastes SMs: halve BM while there are fewer than ~2 blocks per SM
@@ -377,24 +377,24 @@ MMA_STEPS = {1: ((32, 3), (32, 4), (64, 3)), 2: ((16, 3), (16, 4), (32, 3))}
 
 def space(p: ProblemDescription):
     """The tuning space: curated tiles, without tiles far larger than the GEMM, pruned by validity."""
-    plan = Plan(p)
+    plan = ImplicitGemmPlan(p)
     if plan.math == 0:
         tiles, steps, names, xps = FFMA_TILES, FFMA_STEPS, ("BM", "BN", "TM", "TN"), (None,)
     else:
         tiles, steps, names = MMA_TILES, MMA_STEPS[plan.math], ("BM", "BN", "WM", "WN")
-        xps = (0, 1) if xpose_ok(Plan(p, 1)) else (0,)
+        xps = (0, 1) if xpose_ok(ImplicitGemmPlan(p, 1)) else (0,)
     for tile, (bk, stages), xp in itertools.product(tiles, steps, xps):
         cfg = dict(zip(names, tile), BK=bk, STAGES=stages)
         if xp is not None:
             cfg["XPOSE"] = xp
         if cfg["BN"] > max(16, 2 * _pow2_ceil(plan.n, 16, 256)) or cfg["BM"] > max(32, 2 * _pow2_ceil(plan.m, 32, 256)):
             continue
-        pc = Plan.of(p, cfg)
+        pc = ImplicitGemmPlan.of(p, cfg)
         if tile_ok(pc, cfg) and reg_estimate(pc, cfg) <= (224 if plan.math == 2 else 240):
             yield cfg
 
 
-def macros(plan: Plan, cfg) -> dict:
+def macros(plan: ImplicitGemmPlan, cfg) -> dict:
     p, pi = plan.p, plan.pi
     isz, osz, fsz, pads, strides, dils = dims3(p)
     xs = strides5(pi.x_shape, pi.layouts[0])
@@ -430,7 +430,7 @@ def check_alignment(sid: str, align, a, b) -> None:
                              f"as this solution's vector loads need")
 
 
-def split_geometry(plan: Plan, cfg) -> tuple[int, int]:
+def split_geometry(plan: ImplicitGemmPlan, cfg) -> tuple[int, int]:
     """Backward weights: (effective number of chunks, chunk length); chunks are whole BK tiles,
     none empty. Other directions: (1, 0)."""
     if plan.p.direction != "W":
@@ -441,7 +441,7 @@ def split_geometry(plan: Plan, cfg) -> tuple[int, int]:
     return ceil_div(ktiles, per), per * bk
 
 
-def default_split(plan: Plan, cfg) -> int:
+def default_split(plan: ImplicitGemmPlan, cfg) -> int:
     """Split the reduction until about two blocks per SM, each chunk at least 8 K tiles."""
     g = plan.p.groups
     tiles = ceil_div(plan.m, cfg["BM"]) * ceil_div(plan.n, cfg["BN"]) * g
@@ -452,7 +452,7 @@ def default_split(plan: Plan, cfg) -> int:
     return split
 
 
-def workspace_layout(plan: Plan, cfg) -> tuple[list[int], int, int]:
+def workspace_layout(plan: ImplicitGemmPlan, cfg) -> tuple[list[int], int, int]:
     """(byte offsets of the channels-last copies, byte offset of the split-K partials, total)."""
     offs, total = [], 0
     for t in plan.xposes:
@@ -465,7 +465,7 @@ def workspace_layout(plan: Plan, cfg) -> tuple[list[int], int, int]:
     return offs, part, total
 
 
-class IgemmBase(Solver):
+class ImplicitGemmBase(Solver):
     """Common applicability, configs and launch of the three implicit-GEMM solvers."""
 
     family = "implicit_gemm"
@@ -494,7 +494,7 @@ class IgemmBase(Solver):
             return not_applicable("C/G x K/G x filter taps exceeds 2^31")
         if p.groups > GRID_YZ:
             return not_applicable(f"groups={p.groups} exceeds the grid's z limit {GRID_YZ}")
-        plan = Plan(p)
+        plan = ImplicitGemmPlan(p)
         cfg = self.default_config(p)
         if ceil_div(plan.n, cfg["BN"]) > GRID_YZ:
             return not_applicable(f"GEMM N={plan.n} needs more than {GRID_YZ} column tiles")
@@ -517,19 +517,19 @@ class IgemmBase(Solver):
             return False
         if any(not isinstance(v, int) or isinstance(v, bool) or v < 0 for v in config.values()):
             return False
-        return tile_ok(Plan.of(p, config), config)
+        return tile_ok(ImplicitGemmPlan.of(p, config), config)
 
-    def _check(self, problem, config) -> tuple[ProblemDescription, Plan, dict]:
+    def _check(self, problem, config) -> tuple[ProblemDescription, ImplicitGemmPlan, dict]:
         p = problem.as_conv()
         cfg = dict(config) if config else self.default_config(p)
         if not self.is_valid_config(p, cfg):
             raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
-        return p, Plan.of(p, cfg), cfg
+        return p, ImplicitGemmPlan.of(p, cfg), cfg
 
     def workspace_bytes(self, problem: ProblemDescription, config=None) -> int:
         p = problem.as_conv()
         cfg = dict(config) if config else self.default_config(p)
-        return workspace_layout(Plan.of(p, cfg), cfg)[2]
+        return workspace_layout(ImplicitGemmPlan.of(p, cfg), cfg)[2]
 
     # -- solution ------------------------------------------------------------------------------
     def get_solution(self, problem: ProblemDescription, config=None) -> ConvSolution:
@@ -546,7 +546,7 @@ class IgemmBase(Solver):
         kernels = [KernelInfo(XPOSE_SRC, "igemm_xpose", (ceil_div(t.cols, 32), ceil_div(t.rows, 32), t.batch),
                               (256, 1, 1), macros=(("DATA_T", CUDA_TYPES[p.dtype]),)) for t in plan.xposes]
         grid = (ceil_div(plan.m, cfg["BM"]), ceil_div(plan.n, cfg["BN"]), p.groups * eff)
-        kernels.append(KernelInfo(self.source, self.kernel_name, grid, (nt, 1, 1), macros=mac, shared_bytes=smem))
+        kernels.append(KernelInfo(self.source, self.kernel_name, grid, (nt, 1, 1), macros=mac))
         if eff > 1:
             kernels.append(KernelInfo(self.source, "igemm_wrw_reduce", (ceil_div(p.k * plan.n, RED_BLOCK), 1, 1),
                                       (RED_BLOCK, 1, 1), macros=mac))

@@ -1,4 +1,4 @@
-// Implicit-GEMM convolution, backward weights (engine in igemm_core.cu), with a deterministic
+// Implicit-GEMM convolution, backward weights (engine in implicit_gemm_core.cu), with a deterministic
 // split-K over the reduction.
 //
 // Per group g: dw[k, col] = sum_j A[k, j] * B[j, col] with
@@ -117,7 +117,7 @@ struct OpB  // x, rows are GEMM columns (c, z, r, s), kk = j
     }
 };
 
-#include "igemm_core.cu"
+#include "implicit_gemm_core.cu"
 
 struct EpiDirect  // dw
 {

@@ -2,10 +2,10 @@
 
 The stencil of the flipped filter in gather form (stride 2 included).
 
-Shared body in direct_depthwise_base.py; kernels in kernels_src/direct_depthwise_*.cu.
+Shared body in depthwise_base.py; kernels in kernels_src/depthwise_*.cu.
 """
 
-from .direct_depthwise_base import DepthwiseBase
+from .depthwise_base import DepthwiseBase
 
 
 class DepthwiseBwd(DepthwiseBase):

@@ -1,4 +1,4 @@
-// Implicit-GEMM convolution, backward data (engine in igemm_core.cu).
+// Implicit-GEMM convolution, backward data (engine in implicit_gemm_core.cu).
 //
 // Per group g: dx[m, c] = sum_kk A[m, kk] * B[kk, c] with
 //   m  = (n, id, ih, iw)          M = N*Di*Hi*Wi input pixels,
@@ -114,7 +114,7 @@ struct OpB  // w, rows are input channels c
     }
 };
 
-#include "igemm_core.cu"
+#include "implicit_gemm_core.cu"
 
 struct Epi  // dx
 {

@@ -5,14 +5,14 @@
 // and IPT x channels of a group; a block covers CIB of the NOC*NIC combinations of PPB groups.
 // Work items are (image, dst tile); block (chunk, combination block, group block) takes items
 // chunk, chunk + NCHUNK, ... in that order, stages the x footprint of each tile in shared memory
-// (as direct_depthwise_nchw.cu does, forward algebra) and every thread adds its RPT x VPT
+// (as depthwise_nchw.cu does, forward algebra) and every thread adds its RPT x VPT
 // outputs' products into OPT x IPT x taps register sums. At the end the block
 // reduces its threads' sums in a fixed order (warp butterflies, then the warps of a channel
 // combination in order) and writes one partial per weight element to
-// part[chunk][(k*IPG + i)*TAPS + tap]; direct_depthwise_wrw_reduce.cu sums the chunks in order.
+// part[chunk][(k*IPG + i)*TAPS + tap]; depthwise_wrw_reduce.cu sums the chunks in order.
 // No atomics: the result is bitwise reproducible.
 // Thread order: spatial (cx fastest, then ry; NCX*NRY a multiple of 32), combination, pg.
-#include "direct_depthwise_common.cuh"
+#include "depthwise_common.cuh"
 
 #ifndef OPT
 #define OPT 1

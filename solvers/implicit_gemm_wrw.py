@@ -1,4 +1,4 @@
-"""Implicit GEMM convolution, backward weights (kernels_src/igemm_wrw.cu): M = K/G, N = C/G*Z*Y*X,
+"""Implicit GEMM convolution, backward weights (kernels_src/implicit_gemm_wrw.cu): M = K/G, N = C/G*Z*Y*X,
 K = N*Do*Ho*Wo, with a deterministic split-K: SPLITK chunks of the reduction write FP32 partial
 tiles to the workspace and a second kernel sums them in a fixed order (no atomics)."""
 
@@ -6,20 +6,20 @@ from __future__ import annotations
 
 from miofind.problem import ProblemDescription
 
-from .igemm_base import (GRID_YZ, INT32_MAX, MAX_SPLITK, IgemmBase, Plan, _pow2_ceil, config_keys, default_split,
+from .implicit_gemm_base import (GRID_YZ, INT32_MAX, MAX_SPLITK, ImplicitGemmBase, ImplicitGemmPlan, _pow2_ceil, config_keys, default_split,
                          default_xpose, fit_threads, math_kind, space, split_geometry, tile_ok)
 
 
-class IgemmWrw(IgemmBase):
+class ImplicitGemmWrw(ImplicitGemmBase):
     id = "ConvImplicitGemmWrw"
     algorithm = "miopenConvolutionBwdWeightsAlgoImplicitGEMM"
     directions = frozenset("W")
-    source = "igemm_wrw.cu"
-    kernel_name = "igemm_wrw"
+    source = "implicit_gemm_wrw.cu"
+    kernel_name = "implicit_gemm_wrw"
 
     def default_config(self, problem: ProblemDescription) -> dict:
         p = problem.as_conv()
-        plan = Plan(p)
+        plan = ImplicitGemmPlan(p)
         cfg = fit_threads(plan.math, {"BM": _pow2_ceil(plan.m, 32, 128), "BN": _pow2_ceil(plan.n, 16, 128),
                                       "BK": 8 if plan.math == 0 else (32 if plan.math == 1 else 16), "STAGES": 3})
         if math_kind(p):
@@ -30,7 +30,7 @@ class IgemmWrw(IgemmBase):
     def config_space(self, problem: ProblemDescription):
         p = problem.as_conv()
         for cfg in space(p):
-            plan = Plan.of(p, cfg)
+            plan = ImplicitGemmPlan.of(p, cfg)
             d = default_split(plan, cfg)
             for s in sorted({1, max(1, d // 2), d, 2 * d}):
                 c = dict(cfg, SPLITK=s)
@@ -43,7 +43,7 @@ class IgemmWrw(IgemmBase):
             return False
         if any(not isinstance(v, int) or isinstance(v, bool) or v < 0 for v in config.values()):
             return False
-        plan = Plan.of(p, config)
+        plan = ImplicitGemmPlan.of(p, config)
         if not 1 <= config["SPLITK"] <= MAX_SPLITK or not tile_ok(plan, config):
             return False
         eff, _ = split_geometry(plan, config)

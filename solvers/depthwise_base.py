@@ -1,4 +1,4 @@
-"""Shared body of the depthwise and small-group direct solvers (kernels_src/direct_depthwise_*.cu).
+"""Shared body of the depthwise and small-group direct solvers (kernels_src/depthwise_*.cu).
 
 Both families run the same kernels: a stencil pass dst <- src with G groups of IPG src and OPG dst
 channels (forward: x -> y; backward data, in gather form: dy -> dx; backward weights: the forward
@@ -19,12 +19,12 @@ from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES, needs_int64
 
-SRC_NCHW = "direct_depthwise_nchw.cu"
-SRC_NHWC = "direct_depthwise_nhwc.cu"
-SRC_WRW_NCHW = "direct_depthwise_wrw_nchw.cu"
-SRC_WRW_NHWC = "direct_depthwise_wrw_nhwc.cu"
-SRC_REDUCE = "direct_depthwise_wrw_reduce.cu"
-KERNEL_FILES = (SRC_NCHW, SRC_NHWC, SRC_WRW_NCHW, SRC_WRW_NHWC, SRC_REDUCE, "direct_depthwise_common.cuh")
+SRC_NCHW = "depthwise_nchw.cu"
+SRC_NHWC = "depthwise_nhwc.cu"
+SRC_WRW_NCHW = "depthwise_wrw_nchw.cu"
+SRC_WRW_NHWC = "depthwise_wrw_nhwc.cu"
+SRC_REDUCE = "depthwise_wrw_reduce.cu"
+KERNEL_FILES = (SRC_NCHW, SRC_NHWC, SRC_WRW_NCHW, SRC_WRW_NHWC, SRC_REDUCE, "depthwise_common.cuh")
 
 SMEM_LIMIT = 48 * 1024
 NUM_SM = 132
@@ -37,7 +37,7 @@ MAX_TUNE = 48
 ELEM_BYTES = {"FP32": 4, "FP16": 2, "BF16": 2}
 
 
-# -- index algebra (mirrors Axis in direct_depthwise_common.cuh) --------------------------------
+# -- index algebra (mirrors Axis in depthwise_common.cuh) --------------------------------
 
 @dataclass(frozen=True)
 class Axis:
@@ -528,7 +528,7 @@ class DepthwiseBase(Solver):
     """Common applicability, configuration and solution building; subclasses set id, algorithm,
     directions and ``kind`` ("depthwise": groups == C; "grouped": small C/G and K/G)."""
 
-    family = "direct"
+    family = "depthwise"
     tunable = True
     kernel_files = KERNEL_FILES
     kind = "depthwise"

@@ -2,7 +2,7 @@
 //
 // A pass dst <- src with G groups of IPG src and OPG dst channels: forward src = x, dst = y
 // (IPG = C/G, OPG = K/G); backward data src = dy, dst = dx (IPG = K/G, OPG = C/G). The
-// per-axis index algebra (Axis in direct_depthwise_common.cuh) makes the tap pattern of every
+// per-axis index algebra (Axis in depthwise_common.cuh) makes the tap pattern of every
 // register position a compile-time constant, also for the stride-2 backward pass.
 //
 // Block: PPB consecutive groups of one image, a TH x TW dst tile, TH = NRY*RPT, TW = NCX*VPT*UNIT_X.
@@ -15,7 +15,7 @@
 // backward pass, one phase each). The thread walks its footprint rows once, keeping one row's
 // values in registers and adding it to every (row, tap) pair that reads it.
 // Grid: x = ((n * GB + group block) * TILES_Y + tile row) * TILES_X + tile column.
-#include "direct_depthwise_common.cuh"
+#include "depthwise_common.cuh"
 
 #ifndef OPT
 #define OPT 1

@@ -1,0 +1,329 @@
+"""The find procedure: candidates, answers from the FindDBs, benchmarking, predictions, storing.
+
+A find checks applicability, compiles every candidate in parallel threads, runs each on fresh
+random inputs with a poisoned output, verifies it against the float64 naive reference, times it
+with CUDA events (median after warm-ups, with 20/80% quantiles), sorts, and stores the results in
+the user FindDB. Tunable solvers run their tuned config from the PerfDB when it holds a trusted,
+valid one (else their default). Find modes (MIOpen's) decide when the FindDBs (user over system)
+answer instead:
+
+- ``normal``: from the DB when every candidate has a trusted record, else benchmark all;
+- ``fast``: from the DB when any candidate has a trusted record, else an immediate prediction;
+  never benchmarks;
+- ``hybrid``: from the DB when any candidate has a trusted record, else benchmark all;
+- ``dynamic_hybrid``: as hybrid, but a miss benchmarks only the candidates that need no new
+  compilation (library-only solutions, or kernels in the binary cache); a prediction if none;
+- ``benchmark``: always benchmark.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from . import __version__
+from .compile import is_compiled
+from .db import Record
+from .db.handles import open_dbs
+from .device import DeviceInfo, current_device
+from .harness import Harness, describe, failure_stage, reference_invoker_for
+from .invokers import build_invoker
+from .problem import ProblemDescription
+from .registry import get_solver, solvers as all_solvers
+from .results import Failure, FindResult, Solution
+from .solver import Solver
+from .trust import is_trusted, trust_key, tuned_config
+
+log = logging.getLogger(__name__)
+
+FIND_MODES = ("normal", "fast", "hybrid", "dynamic_hybrid", "benchmark")
+SORT_KEYS = ("time", "workspace")
+# Timing budget per find candidate (harness.Harness.measure): one that fits keeps 3 warm-ups and 10
+# timed runs; a kernel slower than about 19 ms per run gets one warm-up and fewer timed runs (at
+# least 3); one whose verification run alone exceeds the budget is recorded from that run.
+FIND_TIME_BUDGET_MS = 250.0
+
+
+# -- arguments ---------------------------------------------------------------------------------
+
+def resolve_problem(problem_or_arrays, conv_kwargs) -> ProblemDescription:
+    """A ProblemDescription from a ProblemDescription, a FindDB key or ``(x, w)`` arrays."""
+    if isinstance(problem_or_arrays, ProblemDescription):
+        if conv_kwargs:
+            raise ValueError(f"convolution keywords {sorted(conv_kwargs)} are only for arrays, not a ProblemDescription")
+        return problem_or_arrays
+    if isinstance(problem_or_arrays, str):
+        return ProblemDescription.from_key(problem_or_arrays)
+    if isinstance(problem_or_arrays, (tuple, list)) and len(problem_or_arrays) == 2:
+        x, w = problem_or_arrays
+        return ProblemDescription.from_arrays(x, w, **conv_kwargs)
+    raise ValueError(f"problem_or_arrays: expected a ProblemDescription, a key string or (x, w) arrays, "
+                     f"got {type(problem_or_arrays).__name__}")
+
+
+def check_mode(mode) -> str:
+    """The find mode: ``mode``, else the environment's, else normal; ValueError naming a bad one."""
+    if mode is None:
+        mode = os.environ.get("MIOFIND_FIND_MODE", "")
+    mode = str(mode).strip().lower() or "normal"
+    if mode not in FIND_MODES:
+        raise ValueError(f"mode={mode!r}: expected one of {', '.join(FIND_MODES)}")
+    return mode
+
+
+def check_workspace_limit(workspace_limit) -> None:
+    if workspace_limit is not None and (isinstance(workspace_limit, bool) or not isinstance(workspace_limit, int)
+                                        or workspace_limit < 0):
+        raise ValueError(f"workspace_limit={workspace_limit!r}: expected a non-negative integer of bytes")
+
+
+def sort_key(sort_by):
+    if sort_by == "workspace":
+        return lambda s: (s.workspace_bytes, s.time_ms)
+    return lambda s: (s.time_ms, s.workspace_bytes)
+
+
+def result(sols, *, problem, t0, sort_by, mode, **kw) -> FindResult:
+    sols.sort(key=sort_key(sort_by))
+    return FindResult(sols, problem=problem, elapsed_ms=(time.perf_counter() - t0) * 1e3, mode=mode, **kw)
+
+
+# -- candidates and the DBs' answers -----------------------------------------------------------
+
+def candidates(problem: ProblemDescription, solver_ids=None) -> tuple[list[Solver], list[Failure]]:
+    """The applicable solvers (all registered, or only ``solver_ids``), and why the named ones that
+    do not apply were skipped."""
+    pool = all_solvers() if solver_ids is None else [get_solver(s) for s in solver_ids]
+    cands, skipped = [], []
+    for s in pool:
+        try:
+            a = s.applicability(problem)
+        except Exception as e:
+            skipped.append(Failure(s.id, "applicability", f"{e.__class__.__name__}: {e}"))
+            continue
+        if a:
+            cands.append(s)
+        elif solver_ids is not None:
+            skipped.append(Failure(s.id, "applicability", a.reason))
+    return cands, skipped
+
+
+def trusted_solutions(records, dev: DeviceInfo, problem, cands, verify, workspace_limit):
+    """Solutions from one DB layer's records for the candidates whose record is trusted, and
+    whether every candidate had one."""
+    recs = {r.solver_id: r for r in records}
+    out, complete = [], True
+    for s in cands:
+        r = recs.get(s.id)
+        if r is None:
+            complete = False
+            continue
+        ok, _ = is_trusted(r, s, dev.cuda_version)
+        if not ok or (verify and not r.verified) or (r.config is not None and not s.is_valid_config(problem.as_conv(), r.config)):
+            complete = False
+            continue
+        if workspace_limit is not None and r.workspace_bytes > workspace_limit:
+            continue
+        out.append(Solution(s.id, s.algorithm, r.time_ms, r.workspace_bytes, r.config, r.verified, problem,
+                            source="db", max_error=r.max_error, time_q20_ms=r.time_q20_ms, time_q80_ms=r.time_q80_ms))
+    return out, complete
+
+
+def from_db(dbs, dev: DeviceInfo, problem, cands, verify, workspace_limit):
+    """(solutions, complete, layer): the first layer (user, then system) whose trusted records cover
+    every candidate; else the first layer with any trusted record, complete=False; else ([], False, None)."""
+    partial = None
+    for layer, records in dbs.lookup(dev.db_name, problem.key()):
+        sols, complete = trusted_solutions(records, dev, problem, cands, verify, workspace_limit)
+        if complete and sols:
+            return sols, True, layer
+        if sols and partial is None:
+            partial = (sols, False, layer)
+    return partial or ([], False, None)
+
+
+def needs_no_compilation(problem, solver: Solver, config) -> bool:
+    """Whether every kernel of the solver's solution is loaded or in the binary cache."""
+    try:
+        sol = solver.get_solution(problem, config)
+        return all(is_compiled(k) for k in sol.kernels)
+    except Exception:
+        return False
+
+
+def find_configs(dbs, dev: DeviceInfo, problem, solver: Solver) -> list:
+    """The configs a find measures for a solver: its tuned PerfDB config, else its find configs."""
+    cfg = tuned_config(dbs, dev, problem, solver)
+    return [cfg] if cfg is not None else list(solver.find_configs(problem))
+
+
+# -- the procedure -----------------------------------------------------------------------------
+
+def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", workspace_limit=None, solvers=None,
+         verify: bool = True, db=None, store: bool = True, warmup: int = 3, iters: int = 10, seed=None,
+         time_budget_ms: float | None = FIND_TIME_BUDGET_MS, t0: float | None = None) -> FindResult:
+    """The find of ``miofind.find_solutions`` on a resolved problem and checked mode."""
+    t0 = time.perf_counter() if t0 is None else t0
+    if sort_by not in SORT_KEYS:
+        raise ValueError(f"sort_by={sort_by!r}: expected 'time' or 'workspace'")
+    check_workspace_limit(workspace_limit)
+    dev = current_device()
+    cands, failures = candidates(problem, solvers)
+    dbs = open_dbs(db, dev)
+    done = lambda sols, **kw: result(sols, problem=problem, t0=t0, sort_by=sort_by, mode=mode, **kw)  # noqa: E731
+
+    if mode != "benchmark" and cands:
+        sols, complete, layer = from_db(dbs, dev, problem, cands, verify, workspace_limit)
+        if sols and (complete or mode != "normal"):
+            log.debug("find %s: answered from the %s FindDB", problem.key(), layer)
+            return done(sols, source="db", failures=failures, db_layer=layer)
+        if mode == "fast":
+            return predicted(problem, dbs, dev, cands, workspace_limit, failures, done)
+        if mode == "dynamic_hybrid":
+            ready = [s for s in cands if needs_no_compilation(problem, s, tuned_config(dbs, dev, problem, s))]
+            failures += [Failure(s.id, "dynamic_hybrid", "needs a new compilation") for s in cands if s not in ready]
+            if not ready:
+                return predicted(problem, dbs, dev, cands, workspace_limit, failures, done)
+            cands = ready
+
+    log.info("find %s: benchmarking %d candidate(s)", problem.key(), len(cands))
+    sols, bench_failures, ws_skipped = benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed,
+                                                 configs=lambda s: find_configs(dbs, dev, problem, s),
+                                                 budget_ms=time_budget_ms)
+    failures += bench_failures
+    for f in bench_failures:
+        log.info("find %s: %s failed at %s: %s", problem.key(), f.solver_id, f.stage, f.reason)
+    stored = False
+    if store and not ws_skipped and sols:
+        store_solutions(dbs.user, dev, problem, sols)
+        stored = True
+    return done(sols, source="find", failures=failures, stored=stored)
+
+
+def immediate(problem: ProblemDescription, *, dev: DeviceInfo, db=None, workspace_limit=None, solvers=None,
+              t0: float | None = None) -> FindResult:
+    """Immediate mode (``miofind.get_solutions``): the DBs' trusted answer, else a prediction."""
+    t0 = time.perf_counter() if t0 is None else t0
+    check_workspace_limit(workspace_limit)
+    cands, failures = candidates(problem, solvers)
+    dbs = open_dbs(db, dev)
+    done = lambda sols, **kw: result(sols, problem=problem, t0=t0, sort_by="time", mode="immediate", **kw)  # noqa: E731
+    sols, _, layer = from_db(dbs, dev, problem, cands, False, workspace_limit)
+    if sols:
+        return done(sols, source="db", failures=failures, db_layer=layer)
+    return predicted(problem, dbs, dev, cands, workspace_limit, failures, done)
+
+
+def predicted(problem, dbs, dev: DeviceInfo, cands, workspace_limit, failures, done) -> FindResult:
+    """Solutions with predicted times: scaled from the nearest known problem, else a cost model."""
+    from .predict import nearest_problem, predict
+
+    best = None  # the nearest known problem over both layers, with its trusted-or-not records
+    key = problem.key()
+    for layer, db in dbs.layers:
+        device = dev.db_name if layer == "user" else None
+        near = nearest_problem(problem, db.problem_keys(device, suffix=key[key.rfind("-"):]))
+        if near is not None and (best is None or near[1] < best[0][1]):
+            best = (near, db.lookup(device, near[0]))
+    near, recs = best if best else (None, [])
+    pred = predict(problem, cands, near, recs, dev.sm_count)
+    sols = []
+    for s in cands:
+        cfg = tuned_config(dbs, dev, problem, s) if s.tunable else None
+        try:
+            ws = s.workspace_bytes(problem, cfg)
+        except Exception as e:
+            failures.append(Failure(s.id, "workspace", f"{e.__class__.__name__}: {e}"))
+            continue
+        if workspace_limit is not None and ws > workspace_limit:
+            continue
+        sols.append(Solution(s.id, s.algorithm, pred[s.id].time_ms, ws, cfg, False, problem, source="predicted"))
+    basis = "per-solver cost model"
+    if near is not None:
+        basis = f"nearest known problem {near[0]} (log2 distance {near[1]:.2f}), FLOP-scaled"
+    return done(sols, source="predicted", failures=failures, basis=basis)
+
+
+def store_solutions(db, dev: DeviceInfo, problem, sols) -> None:
+    """Write measured solutions to a FindDB as records carrying the solvers' trust keys."""
+    now = time.time()
+    recs = [Record(device=dev.db_name, device_name=dev.name, problem_key=problem.key(), solver_id=s.solver_id,
+                   algorithm=s.algorithm, time_ms=s.time_ms, workspace_bytes=s.workspace_bytes, config=s.config,
+                   verified=s.verified, max_error=s.max_error if s.max_error is not None and math.isfinite(s.max_error) else None,
+                   package_version=__version__, kernel_hash=trust_key(get_solver(s.solver_id)),
+                   driver_version=dev.driver_version, cuda_version=dev.cuda_version, cupy_version=dev.cupy_version,
+                   created_at=now, time_q20_ms=s.time_q20_ms, time_q80_ms=s.time_q80_ms)
+            for s in sols]
+    db.store(recs)
+
+
+# -- benchmarking --------------------------------------------------------------------------------
+
+def _prepare(problem, solver, config=None):
+    """Solution + compiled invoker, or a Failure. Runs in a worker thread."""
+    stage = "solution"
+    try:
+        sol = solver.get_solution(problem, config)
+        stage = "compile"
+        return sol, build_invoker(problem, sol)
+    except Exception as e:
+        return Failure(solver.id, stage, describe(e)), None
+
+
+def prepare_all(problem, todo, *, verify=True, threads=8):
+    """Compile every (solver, config) of ``todo`` in parallel threads, and the reference when
+    verifying; returns ([(ConvSolution, invoker) or (Failure, None)], reference invoker)."""
+    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(todo) + 1))) as ex:
+        ref_future = ex.submit(reference_invoker_for, problem) if verify else None
+        prepared = list(ex.map(lambda sc: _prepare(problem, *sc), todo))
+        return prepared, (ref_future.result() if ref_future else None)
+
+
+def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, configs=None, budget_ms=None):
+    """Verify and time every candidate (each of its ``configs(solver)``, default its find configs);
+    returns (the fastest Solution per solver, failures, whether a workspace limit skipped any)."""
+    failures: list[Failure] = []
+    ws_skipped = False
+    todo = []
+    for s in cands:
+        ws = s.workspace_bytes(problem)
+        if workspace_limit is not None and ws > workspace_limit:
+            failures.append(Failure(s.id, "workspace", f"needs {ws} bytes of workspace, limit {workspace_limit}"))
+            ws_skipped = True
+            continue
+        try:
+            cfgs = configs(s) if configs is not None else list(s.find_configs(problem))
+        except Exception as e:
+            failures.append(Failure(s.id, "solution", describe(e)))
+            continue
+        todo += [(s, cfg) for cfg in cfgs]
+
+    prepared, ref_inv = prepare_all(problem, todo, verify=verify)
+    h = Harness(problem, verify=verify, seed=seed, reference_invoker=ref_inv)
+    sols = []
+    for (s, _), (sol, inv) in zip(todo, prepared):
+        if isinstance(sol, Failure):
+            failures.append(sol)
+            continue
+        if workspace_limit is not None and sol.workspace_bytes > workspace_limit:
+            failures.append(Failure(s.id, "workspace", f"config {sol.config} needs {sol.workspace_bytes} bytes of "
+                                    f"workspace, limit {workspace_limit}"))
+            ws_skipped = True
+            continue
+        try:
+            m = h.measure(inv, h.workspace(sol.workspace_bytes), s.family, warmup, iters, budget_ms)
+        except Exception as e:
+            failures.append(Failure(s.id, *failure_stage(e)))
+            continue
+        sols.append(Solution(s.id, s.algorithm, m.time_ms, sol.workspace_bytes, sol.config, verify, problem,
+                             max_error=m.max_error, time_q20_ms=m.q20_ms, time_q80_ms=m.q80_ms))
+    # a solver that offered several configs (e.g. one per cuDNN plan) keeps its fastest, as MIOpen
+    # keeps the best per solver
+    best: dict[str, Solution] = {}
+    for sol in sols:
+        if sol.solver_id not in best or sol.time_ms < best[sol.solver_id].time_ms:
+            best[sol.solver_id] = sol
+    return list(best.values()), failures, ws_skipped

@@ -1,0 +1,59 @@
+"""What a find returns: solutions, failures, and the list that carries both."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .problem import ProblemDescription
+
+
+@dataclass
+class Solution:
+    """One verified, timed way to solve a problem (from a find, or from the FindDB)."""
+
+    solver_id: str
+    algorithm: str
+    time_ms: float
+    workspace_bytes: int
+    config: dict | None
+    verified: bool
+    problem: ProblemDescription
+    source: str = "find"               # "find" (benchmarked now), "db" or "predicted" (immediate mode)
+    max_error: float | None = None     # relative L2 error against the float64 reference
+    time_q20_ms: float | None = None
+    time_q80_ms: float | None = None
+
+    @property
+    def solver(self):
+        from .registry import get_solver
+        return get_solver(self.solver_id)
+
+
+@dataclass
+class Failure:
+    solver_id: str
+    stage: str            # "applicability", "solution", "compile", "launch", "verify", "workspace"
+    reason: str
+
+
+class FindResult(list):
+    """A list of Solutions (sorted) with what was skipped or failed, and how long the find took.
+
+    ``source`` is "find" (benchmarked now), "db" (``db_layer`` says "user" or "system") or
+    "predicted" (no measurement: ``basis`` says how the times were predicted)."""
+
+    def __init__(self, items=(), *, problem=None, source="find", failures=(), elapsed_ms=0.0, stored=False,
+                 db_layer=None, basis=None, mode=None):
+        super().__init__(items)
+        self.problem = problem
+        self.source = source
+        self.failures: list[Failure] = list(failures)
+        self.elapsed_ms = elapsed_ms
+        self.stored = stored
+        self.db_layer = db_layer
+        self.basis = basis
+        self.mode = mode
+
+    @property
+    def predicted(self) -> bool:
+        return self.source == "predicted"

@@ -1,0 +1,213 @@
+"""Trust keys (miofind.trust): what changes them, what does not, the fingerprint guard on solver
+code, and the migration that kept the shipped DB trusted. CPU only."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import inspect
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import miofind
+from miofind.db import FindDB, Record
+from miofind.db.maintenance import legacy_trust_changes, migrate_trust_keys, trust_summary, verify_db
+from miofind.db.system import system_db_files
+from miofind.registry import get_solver, solvers
+from miofind.trust import compare, is_trusted, parse_key, trust_key
+
+ROOT = Path(__file__).resolve().parents[2]
+FINGERPRINTS = Path(__file__).with_name("solver_fingerprints.json")
+
+
+# -- the key's parts -----------------------------------------------------------------------------
+
+def test_key_form_and_parse():
+    for s in solvers():
+        k = trust_key(s)
+        f = parse_key(k)
+        assert f is not None and f["v"] == str(s.version) and len(f["src"]) in (4, 16), k
+    assert parse_key("eab45e9cadcf62c6") is None and parse_key("") is None
+
+
+def test_compare_verdicts():
+    cur = "src=aaaa;v=2;cufft=12000"
+    assert compare(cur, cur) == ("yes", "ok")
+    assert compare("src=bbbb;v=2;cufft=12000", cur)[0] == "no"
+    assert "version 1 changed to 2" in compare("src=aaaa;v=1;cufft=12000", cur)[1]
+    assert compare("src=aaaa;v=2;cufft=11000", cur)[0] == "no"
+    assert compare("src=aaaa;v=2;cufft=12000", "src=aaaa;v=2;cufft=?") == (
+        "unknown", "cufft version cannot be read here")
+    assert compare("src=aaaa;v=2", cur)[0] == "no"            # a library the record lacks
+    assert compare("eab45e9cadcf62c6", cur)[0] == "no"         # a 0.1.0 kernel hash
+
+
+def test_is_trusted_needs_key_and_cuda_major():
+    s = get_solver("ConvImplicitGemmFwd")
+    r = Record(device="sm_90-132", device_name="", problem_key="k", solver_id=s.id, algorithm="a", time_ms=1.0,
+               workspace_bytes=0, kernel_hash=trust_key(s), cuda_version="13.0")
+    assert is_trusted(r, s, "13.2") == (True, "ok")             # a minor CUDA version may differ
+    ok, why = is_trusted(r, s, "12.8")
+    assert not ok and "CUDA" in why
+    ok, why = is_trusted(Record(**{**r.__dict__, "kernel_hash": "src=0;v=1"}), s, "13.0")
+    assert not ok and "kernel source changed" in why
+
+
+def test_version_bump_changes_the_key(monkeypatch):
+    s = get_solver("ConvDirectTiledFwd")
+    before = trust_key(s)
+    trust_key.cache_clear()
+    monkeypatch.setattr(type(s), "version", s.version + 1)
+    try:
+        after = trust_key(s)
+    finally:
+        trust_key.cache_clear()
+    assert after != before and compare(before, after)[0] == "no"
+
+
+# -- editing sources, in a copy of the package run in a child process ---------------------------
+
+def _copy_tree(tmp_path: Path) -> Path:
+    dst = tmp_path / "repo"
+    for d in ("miofind", "solvers", "kernels_src"):
+        shutil.copytree(ROOT / d, dst / d, ignore=shutil.ignore_patterns("__pycache__"))
+    (dst / "finddb").mkdir()
+    (dst / "finddb" / "__init__.py").write_text("")
+    return dst
+
+
+def _keys_in(repo: Path) -> dict[str, str]:
+    code = ("import json, miofind; from miofind.registry import solvers; from miofind.trust import trust_key; "
+            "assert miofind.__file__.startswith(%r), miofind.__file__; "
+            "print(json.dumps({s.id: trust_key(s) for s in solvers()}))" % str(repo))
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    out = subprocess.run([sys.executable, "-c", code], cwd=repo, env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def test_edits_that_keep_and_change_the_key(tmp_path):
+    repo = _copy_tree(tmp_path)
+    base = _keys_in(repo)
+    assert base == {s.id: trust_key(s) for s in solvers()}
+
+    # a docstring and a comment in a solver's Python module, a helper's docstring in its base module,
+    # and a comment in a kernel source: no key changes
+    mod = repo / "solvers" / "implicit_gemm_base.py"
+    text = mod.read_text()
+    text = text.replace('"""Implicit GEMM convolution', '"""EDITED docstring. Implicit GEMM convolution', 1)
+    text = text.replace("\nclass ImplicitGemmBase(Solver):", "\n# an added comment\nclass ImplicitGemmBase(Solver):", 1)
+    mod.write_text(text)
+    cu = repo / "kernels_src" / "implicit_gemm_core.cu"
+    cu.write_text("// an added comment line\n" + cu.read_text().replace("\n{", "\n{ // trailing comment", 1))
+    assert _keys_in(repo) == base
+
+    # one line of kernel code: the key of every solver compiling that source changes, no other
+    cu.write_text(cu.read_text() + "\n__device__ int miofind_test_edit() { return 1; }\n")
+    after = _keys_in(repo)
+    changed = {k for k in base if base[k] != after[k]}
+    assert changed == {"ConvImplicitGemmFwd", "ConvImplicitGemmBwd", "ConvImplicitGemmWrw"}
+
+
+# -- the fingerprint guard: code changes must bump `version` or be re-recorded ------------------
+
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+def fingerprint(solver) -> str:
+    """sha256 of the ASTs (docstrings and comments dropped) of every miofind.solvers module in the
+    solver's class hierarchy."""
+    h = hashlib.sha256()
+    mods = sorted({c.__module__ for c in type(solver).__mro__ if c.__module__.startswith("miofind.solvers")})
+    for m in mods:
+        tree = _strip_docstrings(ast.parse(inspect.getsource(sys.modules[m])))
+        h.update(m.rsplit(".", 1)[-1].encode())
+        h.update(ast.dump(tree, include_attributes=False).encode())
+    return h.hexdigest()[:16]
+
+
+def current_fingerprints() -> dict:
+    return {s.id: {"version": s.version, "fingerprint": fingerprint(s)} for s in solvers()}
+
+
+def test_solver_code_changes_are_versioned_consciously():
+    """A solver whose code changed (beyond docstrings and comments) since its fingerprint was
+    recorded: if its launch behaviour changed (macros, geometry, workspace layout), bump its
+    ``version``; either way re-record with ``python tests/core/test_trust.py --record``."""
+    pinned = json.loads(FINGERPRINTS.read_text())
+    now = current_fingerprints()
+    stale = [sid for sid in now if pinned.get(sid) != now[sid]]
+    assert not stale, (f"solver code or version changed without a re-recorded fingerprint: {stale}. Bump the "
+                       "solver's `version` if its launch behaviour changed, then run "
+                       "`python tests/core/test_trust.py --record`.")
+
+
+def test_fingerprint_ignores_docstrings_but_not_code():
+    src = 'class A:\n    """doc"""\n    x = 1\n'
+    a = ast.dump(_strip_docstrings(ast.parse(src)))
+    assert a == ast.dump(_strip_docstrings(ast.parse(src.replace('"""doc"""', '"""other doc"""  # c'))))
+    assert a != ast.dump(_strip_docstrings(ast.parse(src.replace("x = 1", "x = 2"))))
+
+
+# -- the shipped DB and the migration from 0.1.0 kernel hashes ----------------------------------
+
+def test_every_shipped_record_is_trusted():
+    (path,) = [p for (arch, sms), p in system_db_files().items() if (arch, sms) == ("sm_90", 132)]
+    with FindDB(str(path), readonly=True, immutable=True) as db:
+        summary = trust_summary(db)
+        assert not verify_db(db)
+    assert sum(sum(c.values()) for c in summary.values()) == 14312 + 4424
+    assert all(c["no"] == 0 for c in summary.values()), {k: c for k, c in summary.items() if c["no"]}
+    # "unknown" only where a library version cannot be read on this machine
+    for sid, c in summary.items():
+        if c["unknown"]:
+            assert "?" in trust_key(get_solver(sid)), sid
+
+
+def test_shipped_library_keys_match_the_measuring_libraries():
+    """The cuDNN/FFT records carry the library versions they were measured with (H100: cuDNN
+    9.19.0 with frontend 1.32.0, cuFFT 12000), so they are trusted wherever those are installed."""
+    (path,) = [p for (arch, sms), p in system_db_files().items() if (arch, sms) == ("sm_90", 132)]
+    with FindDB(str(path), readonly=True, immutable=True) as db:
+        keys = {r.solver_id: r.kernel_hash for r in db.iter_records() if r.solver_id in ("ConvCudnnFwd", "ConvFFTFwd")}
+    assert parse_key(keys["ConvCudnnFwd"])["cudnn"] == "91900"
+    assert parse_key(keys["ConvFFTFwd"])["cufft"] == "12000"
+    s = get_solver("ConvFFTFwd")
+    here = trust_key(s).replace("cufft=?", "cufft=12000")
+    assert compare(keys["ConvFFTFwd"], here) == ("yes", "ok")
+
+
+def test_migration_of_a_0_1_0_user_db(tmp_path):
+    changes = legacy_trust_changes()
+    assert len(changes) == len(solvers())
+    (sid, old), new = next((k, v) for k, v in changes.items() if k[0] == "ConvImplicitGemmFwd")
+    s = get_solver(sid)
+    rec = Record(device="sm_90-132", device_name="", problem_key="k", solver_id=sid, algorithm="a", time_ms=1.0,
+                 workspace_bytes=0, kernel_hash=old, cuda_version="13.0", package_version="0.1.0",
+                 created_at=time.time())
+    other = Record(**{**rec.__dict__, "solver_id": "ConvDirectTiledFwd", "kernel_hash": "0123456789abcdef"})
+    with FindDB(str(tmp_path / "u.sqlite")) as db:
+        db.store([rec, other])
+        assert not is_trusted(db.lookup(None, "k")[0], s, "13.0")[0]
+        assert migrate_trust_keys(db) == {"find": 1, "perf": 0, "failures": 0}
+        got = {r.solver_id: r for r in db.lookup(None, "k")}
+        assert got[sid].kernel_hash == new == trust_key(s) and is_trusted(got[sid], s, "13.0")[0]
+        assert got["ConvDirectTiledFwd"].kernel_hash == "0123456789abcdef"  # an unknown hash stays untrusted
+
+
+if __name__ == "__main__" and "--record" in sys.argv:
+    FINGERPRINTS.write_text(json.dumps(current_fingerprints(), indent=1, sort_keys=True) + "\n")
+    print(f"recorded {FINGERPRINTS}")
