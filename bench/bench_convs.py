@@ -6,7 +6,7 @@ Each row records every verified solver's median time (CUDA events, via find_solu
 benchmark mode), the best own solver, cuDNN's time, achieved TFLOP/s and the fraction of the
 roofline (max of FLOPs over the measured FP32/FP16 ceilings and bytes over 3.0 TB/s).
 
-    python bench/bench_convs.py --dtype FP32 --out bench/results/issue3 [--dirs FBW] [--limit N]
+    python bench/bench_convs.py --dtype FP32 --out bench/results/resnet50-vs-cudnn [--dirs FBW] [--limit N]
 """
 
 from __future__ import annotations

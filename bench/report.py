@@ -1,7 +1,7 @@
 """Markdown table from bench_convs.py JSON files: own best vs cuDNN per shape, geometric means,
 per-family bests, and every case where a family was slower than the naive solver.
 
-    python bench/report.py bench/results/issue3/bench_FP32_FBW.json ... > bench/results/issue3/side_by_side.md
+    python bench/report.py bench/results/resnet50-vs-cudnn/bench_FP32_FBW.json ... > bench/results/resnet50-vs-cudnn/side_by_side.md
 """
 
 import json

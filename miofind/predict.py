@@ -26,7 +26,7 @@ from .problem import ProblemDescription
 _PEAK_TFLOPS = {"FP32": 67.0, "TF32": 495.0, "FP16": 990.0, "BF16": 990.0}
 _BANDWIDTH = 3.0e12   # bytes/s
 _LAUNCH_MS = 0.006
-# fraction of the peak each family reaches on a typical layer (from bench/results/issue3)
+# fraction of the peak each family reaches on a typical layer (from bench/results/all-families-gpu-suite)
 _EFFICIENCY = {
     "FP32": {"winograd": 0.75, "cudnn": 0.55, "implicit_gemm": 0.5, "fft": 0.4, "gemm": 0.35, "direct": 0.25,
              "depthwise": 0.25},
