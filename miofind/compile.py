@@ -98,7 +98,8 @@ def _device_arch() -> str:
     return current_device().arch
 
 
-def _binary_key(kinfo: KernelInfo, arch: str) -> str:
+def binary_key(kinfo: KernelInfo, arch: str) -> str:
+    """The binary-cache file name of a kernel: a hash of its expanded source, options, target and NVRTC."""
     h = hashlib.sha256()
     for part in (kernel_source(kinfo.source), "\0".join(_options(kinfo)), arch, _nvrtc_version()):
         h.update(part.encode())
@@ -119,7 +120,7 @@ def is_compiled(kinfo: KernelInfo) -> bool:
     arch = _device_arch()
     if _module_key(kinfo, arch) in _module_cache:
         return True
-    return (kernel_cache_dir() / f"{_binary_key(kinfo, arch)}.cubin").is_file()
+    return (kernel_cache_dir() / f"{binary_key(kinfo, arch)}.cubin").is_file()
 
 
 def compile_kernel(kinfo: KernelInfo):
@@ -130,7 +131,7 @@ def compile_kernel(kinfo: KernelInfo):
     key = _module_key(kinfo, arch)
     mod = _module_cache.get(key)
     if mod is None:
-        path = kernel_cache_dir() / f"{_binary_key(kinfo, arch)}.cubin"
+        path = kernel_cache_dir() / f"{binary_key(kinfo, arch)}.cubin"
         if not path.is_file():
             cubin = nvrtc_compile(kinfo, arch)
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -506,10 +506,10 @@ def cudnn_candidates(problem: ProblemDescription) -> list[dict]:
     For find: expand each cuDNN solver into ``get_solution(problem, cfg)`` per config. Raises
     CudnnPlanError when cuDNN cannot build a graph for the problem.
     """
-    from . import cudnn_bwd, cudnn_fwd, cudnn_wrw
+    from miofind.registry import get_solver
 
     d = problem.as_conv().direction
-    solver = {"F": cudnn_fwd.ConvCudnnFwd, "B": cudnn_bwd.ConvCudnnBwd, "W": cudnn_wrw.ConvCudnnWrw}[d]()
+    solver = get_solver({"F": "ConvCudnnFwd", "B": "ConvCudnnBwd", "W": "ConvCudnnWrw"}[d])
     if not solver.applicability(problem):
         return []
     return [{"plan": name} for name, _ in list_plans(problem)]

@@ -313,7 +313,7 @@ def xpose_ok(plan: ImplicitGemmPlan) -> bool:
                                      and ceil_div(t.cols, 32) <= INT32_MAX for t in plan.xposes)
 
 
-def _pow2_ceil(v: int, lo: int, hi: int) -> int:
+def pow2_ceil(v: int, lo: int, hi: int) -> int:
     r = lo
     while r < v and r < hi:
         r *= 2
@@ -347,8 +347,8 @@ def default_xpose(p: ProblemDescription, cfg: dict) -> int:
 def default_tile(p: ProblemDescription) -> dict:
     """A tile for the GEMM's shape: BN from N, BM shrunk while the grid is short of SMs."""
     plan = ImplicitGemmPlan(p)
-    bn = _pow2_ceil(plan.n, 16, 128)
-    bm = 128 if plan.m >= 128 else _pow2_ceil(plan.m, 32, 128)
+    bn = pow2_ceil(plan.n, 16, 128)
+    bm = 128 if plan.m >= 128 else pow2_ceil(plan.m, 32, 128)
     # a short grid wastes SMs: halve BM while there are fewer than ~2 blocks per SM
     while bm > 32 and ceil_div(plan.m, bm) * ceil_div(plan.n, bn) * p.groups < 2 * SM_COUNT:
         bm //= 2
@@ -387,7 +387,7 @@ def space(p: ProblemDescription):
         cfg = dict(zip(names, tile), BK=bk, STAGES=stages)
         if xp is not None:
             cfg["XPOSE"] = xp
-        if cfg["BN"] > max(16, 2 * _pow2_ceil(plan.n, 16, 256)) or cfg["BM"] > max(32, 2 * _pow2_ceil(plan.m, 32, 256)):
+        if cfg["BN"] > max(16, 2 * pow2_ceil(plan.n, 16, 256)) or cfg["BM"] > max(32, 2 * pow2_ceil(plan.m, 32, 256)):
             continue
         pc = ImplicitGemmPlan.of(p, cfg)
         if tile_ok(pc, cfg) and reg_estimate(pc, cfg) <= (224 if plan.math == 2 else 240):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from miofind.problem import ProblemDescription
 
-from .implicit_gemm_base import (GRID_YZ, INT32_MAX, MAX_SPLITK, ImplicitGemmBase, ImplicitGemmPlan, _pow2_ceil, config_keys, default_split,
+from .implicit_gemm_base import (GRID_YZ, INT32_MAX, MAX_SPLITK, ImplicitGemmBase, ImplicitGemmPlan, pow2_ceil, config_keys, default_split,
                          default_xpose, fit_threads, math_kind, space, split_geometry, tile_ok)
 
 
@@ -20,7 +20,7 @@ class ImplicitGemmWrw(ImplicitGemmBase):
     def default_config(self, problem: ProblemDescription) -> dict:
         p = problem.as_conv()
         plan = ImplicitGemmPlan(p)
-        cfg = fit_threads(plan.math, {"BM": _pow2_ceil(plan.m, 32, 128), "BN": _pow2_ceil(plan.n, 16, 128),
+        cfg = fit_threads(plan.math, {"BM": pow2_ceil(plan.m, 32, 128), "BN": pow2_ceil(plan.n, 16, 128),
                                       "BK": 8 if plan.math == 0 else (32 if plan.math == 1 else 16), "STAGES": 3})
         if math_kind(p):
             cfg["XPOSE"] = default_xpose(p, cfg)

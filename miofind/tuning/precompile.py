@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ProcessPoolExecutor
 
-from ..compile import CompileError, _binary_key, kernel_cache_dir, nvrtc_compile
+from ..compile import CompileError, binary_key, kernel_cache_dir, nvrtc_compile
 from ..solver import KernelInfo
 
 _pool: ProcessPoolExecutor | None = None
@@ -81,7 +81,7 @@ def precompile(kernels: list[KernelInfo], arch: str, jobs: int | None = None) ->
     cache.mkdir(parents=True, exist_ok=True)
     todo, seen = [], set()
     for k in kernels:
-        key = _binary_key(k, arch)
+        key = binary_key(k, arch)
         path = cache / f"{key}.cubin"
         if key in seen or path.is_file():
             continue

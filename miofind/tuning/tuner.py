@@ -1,6 +1,6 @@
 """Tuning: search a tunable solver's config space for one problem and keep the best in the PerfDB.
 
-Per solver (MIOpen's search, REFERENCE.md section 4): the space is the solver's valid configs minus
+Per solver (MIOpen's search, as in MIOpen's src/solver/ searchable solvers and its GenericSearch): the space is the solver's valid configs minus
 those recorded as failed under the same kernel sources; a strategy picks batches; each batch
 compiles in parallel threads; each config is verified, then measured once (a short median); the
 configs within ``near_best`` of the best are re-measured in full and the fastest is stored with the

@@ -1,6 +1,8 @@
 """Every registered solver's kernels compile with NVRTC for sm_90, over a matrix of problems.
 
-Needs no GPU (REFERENCE.md section 9). Where CuPy's NVRTC binding is missing this fails rather
+Needs no GPU: `import cupy` works without a driver and CuPy's low-level NVRTC binding
+(cupy_backends.cuda.libs.nvrtc: createProgram, compileProgram with -arch=sm_90, getCUBIN) compiles
+without querying a device, with NVRTC from pip (nvidia-cuda-nvrtc). Where CuPy's NVRTC binding is missing this fails rather
 than skips when CI=true, so CI cannot pass without compiling the kernels.
 """
 

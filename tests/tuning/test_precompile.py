@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from miofind.compile import _binary_key
+from miofind.compile import binary_key
 from miofind.problem import ProblemDescription
 from miofind.registry import get_solver
 from miofind.tuning.precompile import precompile, problem_kernels
@@ -19,7 +19,7 @@ def test_precompile_fills_the_binary_cache_once(tmp_path, monkeypatch):
     assert len(kernels) == 3  # the reference and two configs
     n, errors = precompile(kernels, "sm_90", jobs=2)
     assert (n, errors) == (3, {})
-    assert {p.stem for p in tmp_path.glob("*.cubin")} == {_binary_key(k, "sm_90") for k in kernels}
+    assert {p.stem for p in tmp_path.glob("*.cubin")} == {binary_key(k, "sm_90") for k in kernels}
     assert all(p.stat().st_size > 1000 for p in tmp_path.glob("*.cubin"))
     assert precompile(kernels, "sm_90", jobs=2) == (0, {})
 
