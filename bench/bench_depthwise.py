@@ -46,7 +46,7 @@ def _bytes(p) -> int:
 
 
 def bench_one(p, args, torch, cupy):
-    from miofind.invokers import build_invoker
+    from miofind.invokers import build_invoker, call
     from miofind.registry import get_solver
 
     try:
@@ -91,7 +91,7 @@ def bench_one(p, args, torch, cupy):
         sol = solver.get_solution(p, cfg)
         inv = build_invoker(p, sol)
         ws = cupy.empty(sol.workspace_bytes, dtype=cupy.uint8) if sol.workspace_bytes else None
-        fn = lambda: inv(ca, cb, out, ws)  # noqa: E731
+        fn = lambda: call(inv, p, ca, cb, out, ws)  # noqa: E731
         fn()
         torch.cuda.synchronize()
         err = None

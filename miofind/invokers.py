@@ -1,8 +1,9 @@
 """Invokers: a solution's kernels compiled and bound, cached per (network_config, solver, config).
 
-An invoker runs one solution: ``invoker(a, b, out, workspace)`` on CuPy arrays in the order of
-``ProblemDescription.io_shapes()``, on CuPy's current stream. ``call`` applies the one argument
-swap a problem needs (a transposed problem's weights gradient).
+An invoker runs one solution: ``invoker(a, b, out, workspace, stream)`` with device pointers in
+the order of ``ProblemDescription.io_shapes()`` and a raw stream handle (``miofind.solver``).
+``call`` runs one on arrays (CuPy, torch, ``__cuda_array_interface__``) on CuPy's current stream
+and applies the one argument swap a problem needs (a transposed problem's weights gradient).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import threading
 
 from .compile import compile_kernel
+from .launch import ptr
 from .problem import ProblemDescription
 from .registry import get_solver
 from .solver import ConvSolution
@@ -48,11 +50,16 @@ def clear() -> None:
         _invokers.clear()
 
 
-def call(invoker, problem: ProblemDescription, a, b, out, workspace) -> None:
+def call(invoker, problem: ProblemDescription, a, b, out, workspace, stream: int | None = None) -> None:
+    """Run ``invoker`` on arrays (or pointers) on ``stream`` (default: CuPy's current stream)."""
+    import cupy
+
     # A transposed problem's weights gradient is the ordinary one with the activations swapped.
     if problem.transposed and problem.direction == "W":
         a, b = b, a
-    invoker(a, b, out, workspace)
+    if stream is None:
+        stream = cupy.cuda.get_current_stream().ptr
+    invoker(ptr(a), ptr(b), ptr(out), ptr(workspace), stream)
 
 
 def as_stream(stream):

@@ -46,8 +46,10 @@ class KernelInfo:
         return tuple(self.options) + tuple(f"-D{k}={v}" for k, v in self.macros)
 
 
-# An invoker runs one solution: invoker(a, b, out, workspace, stream). a, b, out are CuPy arrays in
-# the order of ProblemDescription.io_shapes(); workspace is a CuPy uint8 array or None.
+# An invoker runs one solution: invoker(a, b, out, workspace, stream). a, b, out are device
+# pointers (ints) to dense tensors in the order of ProblemDescription.io_shapes(), workspace a
+# device pointer to the solution's workspace_bytes (0 when it needs none), stream a raw
+# cudaStream_t handle; every launch and library call goes to that stream (miofind.launch).
 Invoker = Callable[..., None]
 InvokerFactory = Callable[[Sequence[Any]], Invoker]
 

@@ -123,11 +123,6 @@ def _device_id() -> int:
     return cupy.cuda.Device().id
 
 
-def _stream_ptr() -> int:
-    import cupy
-    return cupy.cuda.get_current_stream().ptr
-
-
 def _ptr(a) -> int:
     if a is None:
         return 0
@@ -363,7 +358,7 @@ class PlanGraph:
         return plan
 
     def invoker(self, plan: CudnnPlan):
-        """invoker(a, b, out, workspace) running ``plan`` on CuPy's current stream.
+        """invoker(a, b, out, workspace, stream) running ``plan`` (device pointers, a raw stream handle).
 
         It calls the frontend's C++ binding directly where it can (the public execute_plan_at_index
         re-derives the plan filters and re-describes every buffer on each call, tens of microseconds
@@ -396,15 +391,13 @@ class PlanGraph:
                     invoker.path = f"public (direct call failed: {e.__class__.__name__}: {' '.join(str(e).split())[:300]})"
             graph.execute_plan_at_index(dict(zip(roles, ptrs)), ws, index)
 
-        def invoker(a, b, out, workspace=None):
+        def invoker(a, b, out, workspace, stream):
             ws = 0
             if need:
-                if workspace is None or workspace.nbytes < need:
-                    got = "none" if workspace is None else f"{workspace.nbytes} bytes"
-                    raise ValueError(f"cuDNN plan {name} needs {need} workspace bytes, got {got}")
+                if not workspace:
+                    raise ValueError(f"cuDNN plan {name} needs {need} workspace bytes, got none")
                 ws = _ptr(workspace)
             ptrs = (_ptr(a), _ptr(b), _ptr(out))
-            stream = _stream_ptr()
             with _LOCK:
                 try:
                     cudnn.set_stream(handle, stream)

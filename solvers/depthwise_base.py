@@ -15,6 +15,7 @@ import functools
 import itertools
 from dataclasses import dataclass
 
+from miofind.launch import PTR, Launch
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES, needs_int64
@@ -616,11 +617,12 @@ class DepthwiseBase(Solver):
                                _m({**common, **cfg, "VEC": ge.vec, "PITCH": nchw_pitch(ps, cfg)}))
 
         def factory(kernels):
-            (kern,) = kernels
+            launch = Launch(kernels[0], kinfo.grid, kinfo.block, (PTR, PTR, PTR))
 
-            def invoker(a, b, out, workspace=None):
-                _check_aligned(a, b, out)
-                kern(kinfo.grid, kinfo.block, (a, b, out))
+            def invoker(a, b, out, workspace, stream):
+                if (a | b | out) & 15:
+                    _check_aligned(a, b, out)
+                launch(stream, a, b, out)
             return invoker
 
         return ConvSolution(self.id, [kinfo], 0, factory, cfg)
@@ -645,23 +647,26 @@ class DepthwiseBase(Solver):
         ws_bytes = wrw_workspace(ps)
 
         def factory(kernels):
-            stage1, stage2 = kernels
+            stage1 = Launch(kernels[0], k1.grid, k1.block, (PTR, PTR, PTR))
+            stage2 = Launch(kernels[1], k2.grid, k2.block, (PTR, PTR))
 
-            def invoker(a, b, out, workspace=None):
-                _check_aligned(a, b, out, workspace)
-                part = workspace[:ws_bytes].view("float32")
-                stage1(k1.grid, k1.block, (a, b, part))
-                stage2(k2.grid, k2.block, (part, out))
+            def invoker(a, b, out, workspace, stream):
+                if (a | b | out | workspace) & 15 or not workspace:
+                    _check_aligned(a, b, out, workspace)
+                stage1(stream, a, b, workspace)
+                stage2(stream, workspace, out)
             return invoker
 
         return ConvSolution(self.id, [k1, k2], ws_bytes, factory, cfg)
 
 
-def _check_aligned(*arrays) -> None:
+def _check_aligned(*pointers: int) -> None:
     """The kernels load and store up to 16 bytes at a time from each tensor's base."""
-    for name, a in zip(("first input", "second input", "output", "workspace"), arrays):
-        if a.data.ptr % 16:
-            raise ValueError(f"{name}: address {a.data.ptr:#x} is not 16-byte aligned (needed by the vector loads)")
+    for name, p in zip(("first input", "second input", "output", "workspace"), pointers):
+        if not p:
+            raise ValueError(f"{name}: no buffer given")
+        if p % 16:
+            raise ValueError(f"{name}: address {p:#x} is not 16-byte aligned (needed by the vector loads)")
 
 
 def _m(d: dict) -> tuple[tuple[str, str], ...]:

@@ -12,6 +12,7 @@ import numpy as np
 
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
+from miofind.launch import PTR, Launch
 from miofind.tensors import CUDA_TYPES, element_strides, needs_int64
 
 SOURCE = "direct_naive.cu"
@@ -53,10 +54,10 @@ class DirectNaiveBase(Solver):
         args = _size_args(p, np.int64 if wide else np.int32)
 
         def factory(kernels):
-            (kern,) = kernels
+            launch = Launch(kernels[0], kinfo.grid, kinfo.block, (PTR, PTR, PTR, *args))
 
-            def invoker(a, b, out, workspace=None):
-                kern(kinfo.grid, kinfo.block, (a, b, out, *args))
+            def invoker(a, b, out, workspace, stream):
+                launch(stream, a, b, out)
             return invoker
 
         return ConvSolution(self.id, [kinfo], 0, factory, None)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 
+from miofind.launch import PTR, Launch
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES, needs_int64
@@ -101,10 +102,10 @@ class DirectTiledFwd(Solver):
                            macros=tuple((k, str(v)) for k, v in macros.items()))
 
         def factory(kernels):
-            (kern,) = kernels
+            launch = Launch(kernels[0], kinfo.grid, kinfo.block, (PTR, PTR, PTR))
 
-            def invoker(a, b, out, workspace=None):
-                kern(kinfo.grid, kinfo.block, (a, b, out))
+            def invoker(a, b, out, workspace, stream):
+                launch(stream, a, b, out)
             return invoker
 
         return ConvSolution(self.id, [kinfo], 0, factory, cfg)

@@ -26,6 +26,7 @@ import functools
 import itertools
 from dataclasses import dataclass
 
+from miofind.launch import PTR, Launch, cupy_stream
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES, needs_int64
@@ -396,47 +397,69 @@ def _factory(p: ProblemDescription, geo: Geometry, kinfos):
     off_w = None if geo.fused else geo.region("W")[0]
 
     def factory(kernels):
+        import threading
+
         import cupy
-        import numpy as np
 
-        r2c = fft_cufft.InPlacePlan(geo.fft_dims, fft_cufft.CUFFT_R2C, batch_a, geo.FP)
-        c2r = fft_cufft.InPlacePlan(geo.fft_dims, fft_cufft.CUFFT_C2R, batch_o, geo.FP)
-        # work areas: the largest run of regions idle during the transform, else a private buffer
-        private = []
-
-        def work_area(plan, busy):
+        def work_area(plan, busy, stream, private):
+            # the largest run of regions idle during the transform, else a buffer of this stream's
             off, size = geo.idle_runs(busy)[0]
             if plan.work_bytes <= size:
                 return lambda base: base + off
-            buf = cupy.empty(plan.work_bytes, dtype=cupy.uint8)
+            with cupy_stream(stream):
+                buf = cupy.empty(plan.work_bytes, dtype=cupy.uint8)
             private.append(buf)
             return lambda base: buf.data.ptr
 
-        r2c_work, c2r_work = work_area(r2c, "A"), work_area(c2r, "O")
-        u64 = np.uint64
+        # cuFFT plans carry a stream and a work area: each stream gets its own plans (and private
+        # work buffer, if any), so streams neither share mutable state nor serialise on a lock
+        states: dict[int, tuple] = {}
+        lock = threading.Lock()
+
+        def state(stream: int):
+            st = states.get(stream)
+            if st is None:
+                with lock:
+                    st = states.get(stream)
+                    if st is None:
+                        r2c = fft_cufft.InPlacePlan(geo.fft_dims, fft_cufft.CUFFT_R2C, batch_a, geo.FP)
+                        c2r = fft_cufft.InPlacePlan(geo.fft_dims, fft_cufft.CUFFT_C2R, batch_o, geo.FP)
+                        private = []
+                        st = states[stream] = (r2c, c2r, work_area(r2c, "A", stream, private),
+                                               work_area(c2r, "O", stream, private), private)
+            return st
+
         if geo.fused:
             (pack, mac, crop), (kp, km, kc) = kernels, kinfos
+            lmac = Launch(mac, km.grid, km.block, (PTR, PTR, PTR))
         else:
             (pack, wdft, mac, crop), (kp, kw, km, kc) = kernels, kinfos
+            lwdft = Launch(wdft, kw.grid, kw.block, (PTR, PTR))
+            lmac = Launch(mac, km.grid, km.block, (PTR, PTR, PTR))
+        lpack = Launch(pack, kp.grid, kp.block, (PTR, PTR))
+        lcrop = Launch(crop, kc.grid, kc.block, (PTR, PTR))
 
-        def invoker(a, b, out, workspace):
-            base = workspace.data.ptr
-            stream = cupy.cuda.get_current_stream().ptr
+        def invoker(a, b, out, workspace, stream):
+            if not workspace:
+                raise ValueError(f"workspace of {geo.total_bytes} bytes required, got none")
+            r2c, c2r, r2c_work, c2r_work, _ = states.get(stream) or state(stream)
+            base = workspace
             pa, po = base + off_a, base + off_o
-            pack(kp.grid, kp.block, (a, u64(pa)))
+            lpack(stream, a, pa)
             r2c.execute(pa, r2c_work(base), stream)
             if geo.fused:
-                mac(km.grid, km.block, (u64(pa), b, u64(po)))
+                lmac(stream, pa, b, po)
             else:
                 pw = base + off_w
-                wdft(kw.grid, kw.block, (b, u64(pw)))
-                mac(km.grid, km.block, (u64(pa), u64(pw), u64(po)))
+                lwdft(stream, b, pw)
+                lmac(stream, pa, pw, po)
             c2r.execute(po, c2r_work(base), stream)
-            crop(kc.grid, kc.block, (u64(po), out))
+            lcrop(stream, po, out)
 
-        invoker.plans = (r2c, c2r)
+        first = state(cupy.cuda.get_current_stream().ptr)   # plans built with the solution
+        invoker.plans = first[:2]
         # 0 unless cuFFT asked for more work area than the idle regions the workspace reserves
-        invoker.private_work_bytes = sum(int(b.nbytes) for b in private)
+        invoker.private_work_bytes = sum(int(b.nbytes) for b in first[4])
         return invoker
 
     return factory

@@ -22,6 +22,7 @@ import threading
 
 import numpy as np
 
+from miofind.launch import cupy_stream
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES
@@ -127,13 +128,14 @@ class GemmPlan:
         for n0 in range(0, n, self.nb):
             yield n0, min(self.nb, n - n0)
 
-    def base(self, workspace) -> int:
+    def base(self, workspace: int) -> int:
+        """The aligned start of the workspace at device address ``workspace`` (its ``bytes`` are
+        the caller's to provide)."""
         if not self.bytes:
             return 0
-        if workspace is None or workspace.nbytes < self.bytes:
-            raise ValueError(f"workspace of {self.bytes} bytes required, got "
-                             f"{0 if workspace is None else workspace.nbytes}")
-        return _align(workspace.data.ptr)
+        if not workspace:
+            raise ValueError(f"workspace of {self.bytes} bytes required, got none")
+        return _align(workspace)
 
     def ptr(self, base: int, name: str) -> int:
         return base + self.offsets[name]
@@ -174,12 +176,12 @@ class Blas:
         self._tls = threading.local()
 
     @contextlib.contextmanager
-    def session(self):
+    def session(self, stream: int):
         import cupy
 
         lib = self.lib
         h = cupy.cuda.device.get_cublas_handle()
-        lib.setStream(h, cupy.cuda.get_current_stream().ptr)
+        lib.setStream(h, stream)
         old_math, old_ptr = lib.getMathMode(h), lib.getPointerMode(h)
         lib.setMathMode(h, self.math_mode)
         lib.setPointerMode(h, self.host_ptr_mode)
@@ -348,10 +350,10 @@ class GemmFwdBase(GemmBase):
             im2col = kerns[0] if kerns else None
             blas = make_blas(dtype, math_mode)
 
-            def invoker(a, b, out, workspace=None):
+            def invoker(a, b, out, workspace, stream):
                 base = plan.base(workspace)
-                x, w, y = a.data.ptr, b.data.ptr, out.data.ptr
-                with blas.session():
+                x, w, y = a, b, out
+                with cupy_stream(stream), blas.session(stream):
                     for n0, nb in plan.ranges(geo.n):
                         xp = x + n0 * geo.c * geo.Q * E
                         col = xp
@@ -406,10 +408,10 @@ class GemmBwdBase(GemmBase):
             col2im = kerns[0] if kerns else None
             blas = make_blas(dtype, math_mode)
 
-            def invoker(a, b, out, workspace=None):
+            def invoker(a, b, out, workspace, stream):
                 base = plan.base(workspace)
-                dy, w, dx = a.data.ptr, b.data.ptr, out.data.ptr
-                with blas.session():
+                dy, w, dx = a, b, out
+                with cupy_stream(stream), blas.session(stream):
                     for n0, nb in plan.ranges(geo.n):
                         dyp = dy + n0 * geo.k * geo.P * E
                         dxp = dx + n0 * geo.c * geo.Q * E
@@ -496,11 +498,11 @@ class GemmWrwBase(GemmBase):
             k_ = {nm: kerns[i] for nm, i in index.items()}
             blas = make_blas(dtype, math_mode)
 
-            def invoker(a, b, out, workspace=None):
+            def invoker(a, b, out, workspace, stream):
                 base = plan.base(workspace)
-                dy, x, dw = a.data.ptr, b.data.ptr, out.data.ptr
+                dy, x, dw = a, b, out
                 acc = plan.ptr(base, "acc") if use_acc else dw   # FP32 accumulates in dw itself
-                with blas.session():
+                with cupy_stream(stream), blas.session(stream):
                     for idx, (n0, nb) in enumerate(plan.ranges(geo.n)):
                         first, last = idx == 0, n0 + nb == geo.n
                         xp = x + n0 * geo.c * geo.Q * E

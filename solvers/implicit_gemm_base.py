@@ -26,6 +26,7 @@ import math
 
 import numpy as np
 
+from miofind.launch import PTR, Launch
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES, needs_int64
@@ -421,12 +422,12 @@ def macros(plan: ImplicitGemmPlan, cfg) -> dict:
     return out
 
 
-def check_alignment(sid: str, align, a, b) -> None:
+def check_alignment(sid: str, align, a: int, b: int) -> None:
     """Vector loads of VEC elements need the tensors' base addresses aligned to VEC elements
     (CuPy allocations are 256-byte aligned; a view into another tensor may not be)."""
-    for name, arr, al in (("first input", a, align[0]), ("second input", b, align[1])):
-        if al > 1 and arr.data.ptr % al:
-            raise ValueError(f"{sid}: {name} at address {arr.data.ptr:#x} is not {al}-byte aligned, "
+    for name, p, al in (("first input", a, align[0]), ("second input", b, align[1])):
+        if al > 1 and p % al:
+            raise ValueError(f"{sid}: {name} at address {p:#x} is not {al}-byte aligned, "
                              f"as this solution's vector loads need")
 
 
@@ -563,20 +564,27 @@ class ImplicitGemmBase(Solver):
             main = kerns[nx]
             if smem > SMEM_STATIC:
                 main.max_dynamic_shared_size_bytes = smem
+            lx = [Launch(kerns[i], *launch[i], (PTR, PTR, rows, cols)) for i, (_, rows, cols, _) in enumerate(xps)]
+            lmain = Launch(main, *launch[nx], (PTR, PTR, PTR, PTR) if wrw else (PTR, PTR, PTR), shared_mem=smem)
+            lred = Launch(kerns[nx + 1], *launch[nx + 1], (PTR, PTR)) if eff > 1 else None
+            need_ws = bool(xps) or eff > 1
 
-            def invoker(a, b, out, workspace=None):
-                check_alignment(sid, align, a, b)
+            def invoker(a, b, out, workspace, stream):
+                if (align[0] > 1 and a % align[0]) or (align[1] > 1 and b % align[1]):
+                    check_alignment(sid, align, a, b)
+                if need_ws and not workspace:
+                    raise ValueError(f"{sid}: workspace of {ws_total} bytes required, got none")
                 ins = {"a": a, "b": b}
-                for i, (op, rows, cols, off) in enumerate(xps):
-                    buf = workspace[off:]
-                    kerns[i](launch[i][0], launch[i][1], (ins[op], buf, rows, cols))
+                for lk, (op, _, _, off) in zip(lx, xps):
+                    buf = workspace + off
+                    lk(stream, ins[op], buf)
                     ins[op] = buf
-                args = (ins["a"], ins["b"], out)
                 if wrw:
-                    args += (workspace[part_off:] if eff > 1 else out,)
-                main(launch[nx][0], launch[nx][1], args, shared_mem=smem)
-                if eff > 1:
-                    kerns[nx + 1](launch[nx + 1][0], launch[nx + 1][1], (workspace[part_off:], out))
+                    lmain(stream, ins["a"], ins["b"], out, workspace + part_off if eff > 1 else out)
+                else:
+                    lmain(stream, ins["a"], ins["b"], out)
+                if lred is not None:
+                    lred(stream, workspace + part_off, out)
             return invoker
 
         return ConvSolution(self.id, kernels, ws_total, factory, cfg)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from miofind.launch import PTR, Launch, cupy_stream
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES, needs_int64
@@ -170,14 +171,20 @@ class WinogradBase(Solver):
             filt, inp, outp = kernels
             one, zero = np.ones((), np.float32), np.zeros((), np.float32)
 
-            def invoker(a, b, out, workspace=None):
-                ws = workspace.data.ptr
-                u, v, m = np.uint64(ws + geo.u_off), np.uint64(ws + geo.v_off), np.uint64(ws + geo.m_off)
-                filt(kf.grid, blk, (b, u))
-                inp(ki.grid, blk, (a, v))
-                handle = cupy.cuda.device.get_cublas_handle()
-                _run_gemm(cublas, handle, gemm, int(u), int(v), int(m), one, zero)
-                outp(ko.grid, blk, (m, out, np.int32(out.data.ptr % vec_bytes == 0)))
+            lf = Launch(filt, kf.grid, blk, (PTR, PTR))
+            li = Launch(inp, ki.grid, blk, (PTR, PTR))
+            lo = {al: Launch(outp, ko.grid, blk, (PTR, PTR, np.int32(al))) for al in (0, 1)}
+
+            def invoker(a, b, out, workspace, stream):
+                if not workspace:
+                    raise ValueError(f"workspace of {geo.workspace} bytes required, got none")
+                u, v, m = workspace + geo.u_off, workspace + geo.v_off, workspace + geo.m_off
+                lf(stream, b, u)
+                li(stream, a, v)
+                with cupy_stream(stream):
+                    handle = cupy.cuda.device.get_cublas_handle()
+                    _run_gemm(cublas, handle, gemm, u, v, m, one, zero)
+                lo[int(out % vec_bytes == 0)](stream, m, out)
             return invoker
 
         return ConvSolution(self.id, [kf, ki, ko], geo.workspace, factory, None)

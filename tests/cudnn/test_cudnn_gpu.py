@@ -194,6 +194,7 @@ def test_direct_and_public_execute_agree():
 
     import cupy
 
+    from miofind.invokers import call
     from miofind.verify import random_array
 
     p = P("F", n=2, c=16, k=16, in_size=(14, 14), filter_size=3, pads=1)
@@ -206,12 +207,12 @@ def test_direct_and_public_execute_agree():
         for direct in (True, False):
             inv = g.make_invoker(plan, direct=direct)
             out = cupy.full(p.y_shape, cupy.nan, dtype=cupy.float32)
-            inv(a, b, out, buf)
+            call(inv, p, a, b, out, buf)
             cupy.cuda.get_current_stream().synchronize()
             assert inv.path == ("direct" if direct else "public"), f"{name}: invoker path {inv.path!r}"
             t0 = time.perf_counter()
             for _ in range(50):
-                inv(a, b, out, buf)
+                call(inv, p, a, b, out, buf)
             host_us[inv.path] = (time.perf_counter() - t0) / 50 * 1e6
             cupy.cuda.get_current_stream().synchronize()
             outs[direct] = out
@@ -248,7 +249,7 @@ def test_fastest_plan_matches_reference_time(dtype, ref_us):
     over 20 back-to-back calls, should be within 1.5x. Prints every plan's time."""
     import cupy
 
-    from miofind.invokers import get_invoker
+    from miofind.invokers import call, get_invoker
     from miofind.verify import random_array
 
     p = P("F", n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1, dtype=dtype,
@@ -261,11 +262,11 @@ def test_fastest_plan_matches_reference_time(dtype, ref_us):
     for name, ws in cudnn_base.list_plans(p):
         inv, need = get_invoker(p, solver.id, {"plan": name})
         buf = cupy.empty(need, dtype=cupy.uint8) if need else None
-        inv(a, b, out, buf)
+        call(inv, p, a, b, out, buf)
         start, stop = cupy.cuda.Event(), cupy.cuda.Event()
         start.record()
         for _ in range(20):
-            inv(a, b, out, buf)
+            call(inv, p, a, b, out, buf)
         stop.record()
         stop.synchronize()
         times[name] = cupy.cuda.get_elapsed_time(start, stop) * 1e3 / 20

@@ -204,7 +204,7 @@ def test_gemm_1x1_speed_near_cublas():
     """GemmFwd1x1 (NCHW, 1x1 64->256 @56, N=32, FP32) against cupy.matmul of the same batched GEMM."""
     import cupy
 
-    from miofind.invokers import build_invoker
+    from miofind.invokers import build_invoker, call
 
     p = ProblemDescription.make("F", n=32, c=64, k=256, in_size=(56, 56), filter_size=1)
     s = _classes()["F"][0]
@@ -225,7 +225,7 @@ def test_gemm_1x1_speed_near_cublas():
         e1.synchronize()
         return cupy.cuda.get_elapsed_time(e0, e1) / iters
 
-    ours = timed(lambda: inv(x, w, y, None))
+    ours = timed(lambda: call(inv, p, x, w, y, None))
     ref = timed(lambda: cupy.matmul(wm, xm))
     print(f"GemmFwd1x1 {ours * 1e3:.1f} us, cupy.matmul {ref * 1e3:.1f} us")
     np.testing.assert_allclose(cupy.asnumpy(y.reshape(32, 256, -1)), cupy.asnumpy(cupy.matmul(wm, xm)),

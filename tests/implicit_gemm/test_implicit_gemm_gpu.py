@@ -188,7 +188,7 @@ def test_igemm_large_multi_tile():
 def test_igemm_misaligned_input_rejected():
     import cupy
 
-    from miofind.invokers import get_invoker
+    from miofind.invokers import call, get_invoker
 
     s = BY_DIR["F"]
     p = _make("F", "FP16", layout="NHWC", n=1, c=16, k=16, in_size=(6, 6), filter_size=3, pads=1)
@@ -199,7 +199,7 @@ def test_igemm_misaligned_input_rejected():
     w = cupy.zeros(ws, dtype=cupy.float16)
     y = cupy.zeros(ys, dtype=cupy.float16)
     with pytest.raises(ValueError, match="aligned"):
-        inv(x, w, y, None)
+        call(inv, p, x, w, y, None)
 
 
 # -- CPU checks of the algebra and the thread mappings -------------------------------------------
