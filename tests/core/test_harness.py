@@ -50,14 +50,15 @@ def fake_gpu(monkeypatch):
     def elapsed(start, stop):
         return clock.durations[min(clock.launches, len(clock.durations)) - 1]
 
-    cuda = types.SimpleNamespace(Event=Event, get_elapsed_time=elapsed)
+    cuda = types.SimpleNamespace(Event=Event, get_elapsed_time=elapsed,
+                                 get_current_stream=lambda: types.SimpleNamespace(ptr=0))
     monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=cuda))
     monkeypatch.setattr("miofind.verify.poison", lambda a, dt: None)
     h = object.__new__(Harness)
     h.problem = ProblemDescription.from_key("64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F")
     h.verify, h.a, h.b, h.out, h.ref, h.check_ms = False, None, None, None, None, float("nan")
 
-    def invoker(a, b, out, ws):
+    def invoker(a, b, out, ws, stream):
         clock.launches += 1
     return h, invoker, clock
 
