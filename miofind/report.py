@@ -282,7 +282,7 @@ body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px auto;
 h1{font-size:1.5em;margin-bottom:4px} h2{border-bottom:2px solid #ddd;padding-bottom:3px;margin-top:34px}
 p.meta{color:#555;font-size:.9em;margin:2px 0} img{max-width:100%;display:block;margin:8px 0}
 table{border-collapse:collapse;font-size:.78em;margin:8px 0 18px} td,th{border:1px solid #ccc;padding:2px 5px}
-th{background:#f3f3f3;max-width:7em;word-break:break-word;vertical-align:bottom} td.n{text-align:right}
+th{background:#f3f3f3;max-width:7em;overflow-wrap:anywhere;vertical-align:bottom} td.n{text-align:right}
 td.good{background:#e3f4e0} td.best{font-weight:bold} .note{color:#555;font-size:.88em}
 """
 
@@ -293,7 +293,9 @@ def _esc(x) -> str:
 
 def _table(headers: list[str], rows: list[list], *, tid: str, row_attrs: list[str] | None = None) -> str:
     """An HTML table; a cell is text or (text, css class, tooltip)."""
-    out = [f'<table id="{_esc(tid)}"><thead><tr>' + "".join(f"<th>{_esc(h)}</th>" for h in headers)
+    # let long solver ids wrap at their word boundaries (ConvImplicit|Gemm|Fwd), not mid-word
+    heads = [re.sub(r"(?<=[a-z0-9])(?=[A-Z])(?!DNN)|(?<=_)", "<wbr>", _esc(h)) for h in headers]
+    out = [f'<table id="{_esc(tid)}"><thead><tr>' + "".join(f"<th>{h}</th>" for h in heads)
            + "</tr></thead><tbody>"]
     for i, row in enumerate(rows):
         cells = []
