@@ -21,16 +21,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from miofind.db import FindDB  # noqa: E402
 from miofind.models import MODELS, model_problems  # noqa: E402
 from miofind.registry import get_solver, solvers  # noqa: E402
-from report import gmean  # noqa: E402
+from miofind.report import gmean, tuning_gains  # noqa: E402
 
 IGEMM = {"F": "ConvImplicitGemmFwd", "B": "ConvImplicitGemmBwd", "W": "ConvImplicitGemmWrw"}
 # cuDNN's plans are searched by every find (up to 8 each), so it is not counted as untuned here
 OTHER = [s for s in solvers() if s.tunable and s.id not in IGEMM.values() and s.family != "cudnn"]
-
-
-def _gains(perf_records) -> list[float]:
-    """Default over tuned time of each PerfDB entry whose default config was timed too."""
-    return [r.default_time_ms / r.time_ms for r in perf_records if r.default_time_ms and r.time_ms]
 
 
 def main() -> int:
@@ -53,14 +48,14 @@ def main() -> int:
                 ig = [(p.key(), IGEMM[p.direction]) for p in probs if get_solver(IGEMM[p.direction]).applicability(p).ok]
                 tuned = [perf[k] for k in ig if k in perf]
                 other = [(p.key(), s.id) for p in probs for s in OTHER if (p.key(), s.id) in found]
-                gain = _gains(tuned)
+                gain = tuning_gains(tuned)
                 lines.append(f"| {m} | {b} | {dt} | {lay} | {have}/{len(probs)} | {len(tuned)}/{len(ig)} | {f'{gmean(gain):.3f}x' if gain else '-'} | "
                              f"{sum(k in perf for k in other)}/{len(other)} |")
     lines += ["", "| solver | tuned configs | tuned vs default (geomean) | >2% faster than default | best speedup |",
               "| --- | ---: | ---: | ---: | ---: |"]
     for s in [get_solver(i) for i in IGEMM.values()] + OTHER:
         recs = [r for (_, sid), r in perf.items() if sid == s.id]
-        gain = _gains(recs)
+        gain = tuning_gains(recs)
         if recs:
             lines.append(f"| {s.id} | {len(recs)} | {f'{gmean(gain):.3f}x' if gain else '-'} | "
                          f"{sum(g > 1.02 for g in gain)}/{len(gain)} | {f'{max(gain):.2f}x' if gain else '-'} |")

@@ -425,6 +425,10 @@ from .cli_db import db  # noqa: E402  (the `miofind db ...` commands)
 
 main.add_command(db)
 
+from .report import report_command  # noqa: E402  (`miofind report`)
+
+main.add_command(report_command)
+
 
 if __name__ == "__main__":  # pragma: no cover
     main()
