@@ -4,6 +4,10 @@ A ``ProblemDescription`` is immutable and hashable. Its sizes are stored in the 
 (x of shape N x C x spatial, w of shape K x C/G x filter, y derived), whatever the direction; the
 MIOpen key swaps "in" and "out" for backward directions, exactly as MIOpen does:
 F is (x, w, y), B is (dy, w, dx), W is (dy, dw, x).
+
+Every key MIOpen writes parses and re-serializes byte for byte, including the few that describe no
+runnable convolution (a filter larger than the padded input, 3D keys with 2D pads or a 2D layout
+name). Those are kept as stated and are not ``solvable``; ``unsolvable_reason`` says why.
 """
 
 from __future__ import annotations
@@ -157,6 +161,15 @@ class ProblemDescription:
     # "valid" padding modes size the output as ceil(in / stride) and ceil((in - fil + 1) / stride)).
     # Output index o still reads input o*stride - pad + tap*dilation, zero outside the input.
     out_size_override: tuple[int, ...] | None = None
+    # What a MIOpen key states in a form the fields above cannot hold, kept so that the key
+    # round-trips byte for byte (None when the key writes the fields the ordinary way):
+    # ``key_pads``: the two pads (PH, PW) some MIOpen versions wrote for a 3D problem; ``pads`` then
+    # holds (0, PH, PW) and the depth pad is unknown. ``key_layouts``: the layout token(s) as written,
+    # one (for all three tensors) or three (x, w, y); a 2D name such as NCHW on a 3D problem stands
+    # for the default 3D layout in ``layouts`` (its memory layout is unknown), and an old MIOpen's
+    # single non-default token (e.g. NHWC) for that layout on all three tensors.
+    key_pads: tuple[int, ...] | None = None
+    key_layouts: tuple[str, ...] | None = None
 
     # -- construction ------------------------------------------------------------------------
 
@@ -302,12 +315,44 @@ class ProblemDescription:
                     raise _field_error("out_size_override", ov, f"expected None or {nd} positive integers")
                 if ov == self._formula_out_size():
                     object.__setattr__(self, "out_size_override", None)
-            for i in range(nd):
-                if eff[i] > self.in_size[i] + 2 * self.pads[i]:
-                    raise _field_error(
-                        "filter_size", self.filter_size,
-                        f"dilated filter {eff[i]} is larger than the padded input "
-                        f"{self.in_size[i]}+2*{self.pads[i]} along spatial dim {i}")
+            if self.out_size_override is None:  # an output stated by a key is kept as stated (not solvable)
+                for i in range(nd):
+                    if eff[i] > self.in_size[i] + 2 * self.pads[i]:
+                        raise _field_error(
+                            "filter_size", self.filter_size,
+                            f"dilated filter {eff[i]} is larger than the padded input "
+                            f"{self.in_size[i]}+2*{self.pads[i]} along spatial dim {i}")
+        self._validate_key_form(nd)
+
+    def _validate_key_form(self, nd: int) -> None:
+        """Check key_pads / key_layouts against the fields they stand for; drop key_layouts when the
+        key would write the same tokens anyway."""
+        kp = self.key_pads
+        if kp is not None:
+            if self.transposed:
+                raise _field_error("key_pads", kp, "not for a transposed convolution")
+            if nd != 3 or not isinstance(kp, tuple) or len(kp) != 2 or any(
+                    isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in kp):
+                raise _field_error("key_pads", kp, "expected None or two non-negative integers (PH, PW) "
+                                                   "stated by a key for a 3D problem")
+            if self.pads != (0, *kp):
+                raise _field_error("pads", self.pads, f"expected (0, {kp[0]}, {kp[1]}) to match key_pads={kp}")
+        kl = self.key_layouts
+        if kl is None:
+            return
+        if self.transposed:
+            raise _field_error("key_layouts", kl, "not for a transposed convolution")
+        if not isinstance(kl, tuple) or len(kl) not in (1, 3) or any(
+                not isinstance(t, str) or not _LAYOUT_RE.match(t) for t in kl):
+            raise _field_error("key_layouts", kl, "expected None or a tuple of 1 or 3 layout names")
+        for t in kl:
+            if not (_layout_ok(t, nd) or nd == 3 and _layout_ok(t, 2)):
+                raise _field_error("key_layouts", kl, f"{t!r} is not a layout name of a {nd}D problem")
+        expect = tuple(t if _layout_ok(t, nd) else DEFAULT_LAYOUT[nd] for t in (kl * 3 if len(kl) == 1 else kl))
+        if self.layouts != expect:
+            raise _field_error("layouts", self.layouts, f"expected {expect} to match key_layouts={kl}")
+        if self._layout_tokens(kl) == self._layout_tokens(self.layouts):
+            object.__setattr__(self, "key_layouts", None)
 
     # -- derived -------------------------------------------------------------------------------
 
@@ -352,6 +397,35 @@ class ProblemDescription:
     @property
     def solvable_dtype(self) -> bool:
         return len(set(self.dtypes)) == 1 and self.dtypes[0] in SOLVABLE_DTYPES and self.cast_types == (None, None, None)
+
+    @property
+    def unsolvable_reason(self) -> str | None:
+        """Why no solver can run this problem as its key states it, or None when it is a runnable
+        convolution. Data types are judged separately (``solvable_dtype``)."""
+        nd = self.spatial_dims
+        why = []
+        if self.key_pads is not None:
+            why.append(f"the key states 2D pads {'x'.join(map(str, self.key_pads))} for a 3D problem "
+                       "(the depth pad is unknown)")
+        if self.key_layouts is not None:
+            odd = sorted({t for t in self.key_layouts if not _layout_ok(t, nd)})
+            if odd:
+                why.append(f"the key labels a {nd}D problem with the 2D layout {'/'.join(odd)} "
+                           "(its memory layout is unknown)")
+        if not self.transposed:
+            eff = self.effective_filter
+            for i in range(nd):
+                if eff[i] > self.in_size[i] + 2 * self.pads[i]:
+                    why.append(f"the dilated filter {eff[i]} is larger than the padded input "
+                               f"{self.in_size[i]}+2*{self.pads[i]} along spatial dim {i} "
+                               f"(the key states output size {self.out_size[i]})")
+                    break
+        return "; ".join(why) or None
+
+    @property
+    def solvable(self) -> bool:
+        """False when the problem's key describes no runnable convolution (see ``unsolvable_reason``)."""
+        return self.unsolvable_reason is None
 
     def with_direction(self, direction: str) -> "ProblemDescription":
         return dataclasses.replace(self, direction=direction)
@@ -421,22 +495,29 @@ class ProblemDescription:
 
     # -- MIOpen key ------------------------------------------------------------------------------
 
-    def _key_view(self):
+    def _key_view(self, stated: bool = True):
         """(in channels, in spatial), (out channels, out spatial), layouts, dtypes, cast types in key
-        order: (x, w, y) for F, (dy, w, dx) for B, (dy, dw, x) for W."""
+        order: (x, w, y) for F, (dy, w, dx) for B, (dy, dw, x) for W. With ``stated`` the layouts are
+        those the key writes (``key_layouts``, where one name may stand for all three)."""
         if self.transposed:
-            return self.as_conv()._key_view()
+            return self.as_conv()._key_view(stated)
         x = (self.c, self.in_size)
         y = (self.k, self.out_size)
+        layouts = self.key_layouts if stated and self.key_layouts is not None else self.layouts
         if self.direction == "F":
-            return x, y, self.layouts, self.dtypes, self.cast_types
-        rev = lambda t: (t[2], t[1], t[0])  # noqa: E731
-        return y, x, rev(self.layouts), rev(self.dtypes), rev(self.cast_types)
+            return x, y, layouts, self.dtypes, self.cast_types
+        rev = lambda t: tuple(reversed(t))  # noqa: E731
+        return y, x, rev(layouts), rev(self.dtypes), rev(self.cast_types)
+
+    @staticmethod
+    def _layout_tokens(layouts) -> tuple[str, ...]:
+        """The layout token(s) a key writes: one name as given, or the default layout once, else three."""
+        if len(layouts) == 1 or tuple(layouts) in (("NCHW",) * 3, ("NCDHW",) * 3):
+            return (layouts[0],)
+        return tuple(layouts)
 
     def _layout_token(self, sep: str, layouts) -> str:
-        if layouts in (("NCHW",) * 3, ("NCDHW",) * 3):
-            return layouts[0]
-        return sep.join(layouts)
+        return sep.join(self._layout_tokens(layouts))
 
     def key(self) -> str:
         """MIOpen's FindDB key, e.g. ``64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F``.
@@ -447,8 +528,9 @@ class ProblemDescription:
         p = self.as_conv()
         (ci, isz), (co, osz), layouts, dtypes, casts = p._key_view()
         x = "x".join
+        pads = p.pads if p.key_pads is None else p.key_pads
         parts = [str(ci), *map(str, isz), x(map(str, p.filter_size)), str(co), *map(str, osz), str(p.n),
-                 x(map(str, p.pads)), x(map(str, p.strides)), x(map(str, p.dilations)), str(p.bias),
+                 x(map(str, pads)), x(map(str, p.strides)), x(map(str, p.dilations)), str(p.bias),
                  self._layout_token("-", layouts), _encode_dtypes(dtypes), p.direction]
         s = "-".join(parts)
         s += _optional_suffix(p.groups, casts)
@@ -467,7 +549,8 @@ class ProblemDescription:
         casts = "".join(f"{t}{c}" for t, c in zip(("ci", "cw", "co"), cast_types) if c)
         if casts:
             parts.append(casts)
-        parts += [*map(str, p.pads), *map(str, p.strides), *map(str, p.dilations), str(p.groups), p.direction, "Default"]
+        pads = p.pads if p.key_pads is None else p.key_pads
+        parts += [*map(str, pads), *map(str, p.strides), *map(str, p.dilations), str(p.groups), p.direction, "Default"]
         if self.transposed:
             parts.append("trans")
         if self.math == "tf32":
@@ -475,9 +558,14 @@ class ProblemDescription:
         return "x".join(parts)
 
     def perfdb_key(self) -> str:
-        """MIOpen's PerfDB key (tuned configs), x-joined in MIOpen's field order."""
+        """MIOpen's PerfDB key (tuned configs), x-joined in MIOpen's field order.
+
+        A problem that is not ``solvable`` has no tuned configs and so no PerfDB key (ValueError)."""
         p = self.as_conv()
-        (ci, isz), (co, osz), layouts, dtypes, _casts = p._key_view()
+        why = p.unsolvable_reason
+        if why:
+            raise ValueError(f"problem {self.key()!r} has no PerfDB key: no solver runs it ({why})")
+        (ci, isz), (co, osz), layouts, dtypes, _casts = p._key_view(stated=False)
         nd = p.spatial_dims
         d3 = lambda t: (t[0] if nd == 3 else 1, t[-2], t[-1])  # noqa: E731  (D, H, W)
         pd_, ph, pw = (p.pads[0] if nd == 3 else 0, p.pads[-2], p.pads[-1])
@@ -657,7 +745,13 @@ def _parse_key(key: str) -> ProblemDescription:
     co = take("out_channels")
     osz = tuple(take(f) for f in (("out_d",) if nd == 3 else ()) + ("out_h", "out_w"))
     n = take("batch")
-    pads = _ints("pads", toks[i], nd, key); i += 1
+    key_pads = None
+    if nd == 3 and toks[i].count("x") == 1:  # some MIOpen versions wrote 2D pads (PH x PW) for 3D problems
+        key_pads = _ints("pads", toks[i], 2, key)
+        pads = (0, *key_pads)
+    else:
+        pads = _ints("pads", toks[i], nd, key)
+    i += 1
     strides = _ints("strides", toks[i], nd, key); i += 1
     dils = _ints("dilations", toks[i], nd, key); i += 1
     bias = take("bias")
@@ -666,6 +760,9 @@ def _parse_key(key: str) -> ProblemDescription:
             raise ValueError(f"key field layout={lay!r} is not a layout name (key {key!r})")
     if layouts_k == (layouts_k[0],) * 3 and len(tail) == 5 and layouts_k[0] in ("NCHW", "NCDHW"):
         raise ValueError(f"key={key!r}: MIOpen writes a default layout once, not three times")
+    stated_layouts = tuple(tail[:-2])  # as written, in key order
+    if nd == 3:  # some MIOpen versions labelled 3D problems NCHW: kept as stated, read as the default
+        layouts_k = tuple(DEFAULT_LAYOUT[3] if not _layout_ok(t, 3) and _layout_ok(t, 2) else t for t in layouts_k)
 
     groups = 1
     casts: dict[str, str] = {}
@@ -695,14 +792,18 @@ def _parse_key(key: str) -> ProblemDescription:
         layouts, dtypes, cast_types = layouts_k, dtypes_k, casts_k
     else:  # the key's "in" is dy; stored in the forward view (x, w, y)
         c, in_size, k, out_k = co, osz, ci, isz
-        rev = lambda t: (t[2], t[1], t[0])  # noqa: E731
+        rev = lambda t: tuple(reversed(t))  # noqa: E731
         layouts, dtypes, cast_types = rev(layouts_k), rev(dtypes_k), rev(casts_k)
+        stated_layouts = rev(stated_layouts)
     try:
-        # an output size the formula does not give is kept as stated (MIOpen's same/valid modes)
+        # an output size the formula does not give is kept as stated (MIOpen's same/valid modes, and
+        # its output clamped to 1 where the filter is larger than the padded input); so are 2D pads
+        # and layout names of 3D keys; ProblemDescription drops key_layouts when they are canonical
         p = ProblemDescription(direction=dir_tok, n=n, c=c, k=k, in_size=in_size, filter_size=filt, pads=pads,
                                strides=strides, dilations=dils, groups=groups, layouts=layouts, dtypes=dtypes,
                                math="tf32" if tf32 else "strict", bias=bias, output_padding=(0,) * nd,
-                               cast_types=cast_types, out_size_override=tuple(out_k))
+                               cast_types=cast_types, out_size_override=tuple(out_k), key_pads=key_pads,
+                               key_layouts=stated_layouts)
     except ValueError as e:
         raise ValueError(f"key={key!r}: {e}") from None
     if transposed:
@@ -712,6 +813,9 @@ def _parse_key(key: str) -> ProblemDescription:
 
 def _transpose_back(p: ProblemDescription, key: str) -> ProblemDescription:
     """Inverse of ProblemDescription.as_conv for a key carrying ``_trans``."""
+    if p.key_pads is not None or p.key_layouts is not None or not p.solvable:
+        raise ValueError(f"key={key!r}: a _trans key describes a runnable convolution in the modern key form "
+                         f"({p.unsolvable_reason or 'legacy single layout token'})")
     d = {"F": "B", "B": "F", "W": "W"}[p.direction]
     nd = p.spatial_dims
     in_t = p.out_size          # the transposed input is the ordinary problem's dy

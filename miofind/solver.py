@@ -88,6 +88,8 @@ class Solver:
         Transposed problems are judged as their equivalent ordinary problem (``as_conv``).
         """
         p = problem.as_conv()
+        if not p.solvable:  # a MIOpen key kept as stated that describes no runnable convolution
+            return not_applicable(p.unsolvable_reason)
         if p.direction not in self.directions:
             return not_applicable(f"direction {p.direction} not supported (supports {''.join(sorted(self.directions))})")
         if not p.solvable_dtype:

@@ -9,14 +9,17 @@ Two file formats:
   configs are not exported (they only matter to a resumed tune on the same machine).
 * ``miopen``: MIOpen's text FindDB, one line per problem:
   ``KEY=Solver:time_ms,workspace_bytes,algorithm;Solver2:...`` with the solvers fastest first. One file
-  holds one device; importing needs the device to file the records under.
+  holds one device; importing needs the device to file the records under. Import also reads the
+  older form MIOpen shipped for gfx803-gfx1030, ``KEY=algorithm:Solver,time_ms,workspace_bytes,
+  kcache_algorithm,kcache_config;...`` (the last two name MIOpen's kernel cache and are dropped).
 
 Imported files are untrusted data. Every line is parsed with ``json.loads`` or plain string
 splitting (no pickle, no eval), every value goes through the Record / PerfRecord constructors and the
 column limits of the schema, every key must re-serialise to itself
-(``ProblemDescription.from_key(k).key() == k``) and every solver id must name a live solver of this
-miofind. A line that fails any check is skipped with its reason (``ImportReport.skipped``); nothing
-else is lost.
+(``ProblemDescription.from_key(k).key() == k``; every key MIOpen writes does, including those that
+describe no runnable convolution, which are kept as hints like the others) and every solver id must
+name a live solver of this miofind. A line or entry that fails any check is skipped with its line
+number and reason (``ImportReport.skipped``); nothing else is lost.
 
 Records imported from a MIOpen file carry ``verified=False`` and an empty ``package_version`` and
 ``kernel_hash``: ``is_trusted`` never accepts them, so a find never answers from them; they are hints
@@ -352,11 +355,15 @@ def _import_miopen(db: FindDB, fh, sink: _Sink, report: ImportReport, device: st
                 continue  # a trailing ';'
             sid, sep, vals = entry.partition(":")
             parts = vals.split(",")
-            where = f"entry {i} ({sid or '?'}): "
-            if not sep or len(parts) != 3:
-                skip(f"line {no}: {where}expected Solver:time_ms,workspace_bytes,algorithm, got {entry[:200]!r}")
+            if sep and len(parts) == 5:  # the older form: algorithm:Solver,time,workspace,kcache algo,kcache config
+                algo, sid, t, ws = sid, *parts[:3]
+            elif sep and len(parts) == 3:
+                t, ws, algo = parts
+            else:
+                skip(f"line {no}: entry {i} ({sid or '?'}): expected Solver:time_ms,workspace_bytes,algorithm "
+                     f"(or algorithm:Solver,time_ms,workspace_bytes,kcache_algorithm,kcache_config), got {entry[:200]!r}")
                 continue
-            t, ws, algo = parts
+            where = f"entry {i} ({sid or '?'}): "
             if not _TIME_RE.fullmatch(t):
                 skip(f"line {no}: {where}time_ms={t[:50]!r}: expected a non-negative decimal number")
                 continue

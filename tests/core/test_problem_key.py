@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import collections
 import re
+import sqlite3
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -217,12 +220,20 @@ def test_tf32_key_and_default_key_differ():
     assert P.from_key(t.key()).math == "tf32"
 
 
-def test_legacy_single_non_default_layout_token_is_read_as_uniform():
-    """Old MIOpen wrote only the in-layout; such a key reads as all three and re-serializes in the
-    modern three-token form (the only keys that don't round-trip byte for byte)."""
-    p = P.from_key("64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NHWC-FP16-F")
-    assert p.layouts == ("NHWC",) * 3
-    assert p.key() == "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F"
+@pytest.mark.parametrize("d", "FBW")
+def test_legacy_single_non_default_layout_token_is_read_as_uniform_and_kept(d):
+    """Old MIOpen wrote only the in-layout; such a key reads as that layout on all three tensors and
+    re-serializes as written. It is the same convolution as the modern three-token key (same PerfDB
+    key, still solvable) but a different key, so a different problem."""
+    legacy = f"64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NHWC-FP16-{d}"
+    modern = f"64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-{d}"
+    p, q = P.from_key(legacy), P.from_key(modern)
+    assert p.key() == legacy and q.key() == modern
+    assert p.layouts == q.layouts == ("NHWC",) * 3
+    assert (p.key_layouts, q.key_layouts) == (("NHWC",), None)
+    assert p.solvable and p.perfdb_key() == q.perfdb_key()
+    assert p != q and P.from_key(p.key()) == p
+    assert p.network_config() == q.network_config().replace("NHWCxNHWCxNHWC", "NHWC")
 
 
 def test_key_tolerates_surrounding_whitespace():
@@ -254,7 +265,9 @@ BAD_KEYS = [
     ("64-56-56-3x3-64-56-56-32-1x1x1-1x1-1x1-0-NCHW-FP32-F", r"pads='1x1x1' should have 2"),
     ("64-56-56-3x3-64-56-56-32-1x1-1-1x1-0-NCHW-FP32-F", r"strides='1' should have 2"),
     ("64-56-56-3x3-64-56-56-32-1x1-1x1-1x1x-0-NCHW-FP32-F", r"dilations='1x1x' should have 2"),
-    ("1-1-161-700-1x5x20-32-1-157-681-1-0x0-1x1x1-1x1x1-0-NCDHW-FP16-F", r"pads='0x0' should have 3"),
+    ("1-1-161-700-1x5x20-32-1-157-681-1-0-1x1x1-1x1x1-0-NCDHW-FP16-F", r"pads='0' should have 3"),
+    ("1-1-161-700-1x5x20-32-1-157-681-1-0x0x0x0-1x1x1-1x1x1-0-NCDHW-FP16-F", r"pads='0x0x0x0' should have 3"),
+    ("1-1-161-700-1x5x20-32-1-157-681-1-0x0x0-1x1-1x1x1-0-NCDHW-FP16-F", r"strides='1x1' should have 3"),
     # data types
     ("64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP33-F", r"data type='FP33'"),
     ("64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-fp32-F", r"data type='fp32'"),
@@ -281,6 +294,9 @@ BAD_KEYS = [
     (GOOD + "_trans_trans", r"repeated or out of MIOpen's order"),
     # layouts
     ("64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-NCHW-NCHW-FP32-F", r"default layout once"),
+    ("1-1-161-700-1x5x20-32-1-157-681-1-0x0x0-1x1x1-1x1x1-0-NCHW-NCHW-NCHW-FP16-F", r"default layout once"),
+    ("1-1-161-700-1x5x20-32-1-157-681-1-0x0x0-1x1x1-1x1x1-0-NCDHW-NCDHW-NCDHW-FP16-F", r"default layout once"),
+    ("1-1-161-700-1x5x20-32-1-157-681-1-0x0x0-1x1x1-1x1x1-0-NCW-FP16-F", r"layout='NCW'"),
     ("64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCDHW-FP32-F", r"layout='NCDHW'"),
     ("64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NHWC-NCH1-NCHW-FP32-F", r"layout='NCH1'"),
     ("64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NHWC-NXHW-NCHW-FP32-F", r"w_layout='NXHW'"),
@@ -289,7 +305,10 @@ BAD_KEYS = [
     ("64-56-56-3x3-64-0-56-32-1x1-1x1-1x1-0-NCHW-FP32-F", r"out_size_override=\(0, 56\)"),
     ("60-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F_g32", r"c=60: input channels must be divisible by groups=32"),
     ("64-56-56-3x3-60-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F_g32", r"k=60: output channels must be divisible"),
-    ("64-2-2-7x7-64-1-1-32-1x1-1x1-1x1-0-NCHW-FP32-F", r"filter_size=\(7, 7\): dilated filter 7 is larger than the padded input 2\+2\*1"),
+    # our _trans keys are written by us, in the modern form, for runnable convolutions only
+    ("64-2-2-7x7-64-1-1-32-1x1-1x1-1x1-0-NCHW-FP32-B_trans", r"_trans key.*dilated filter 7 is larger"),
+    ("512-4-14-14-1x1x1-1024-4-14-14-4-0x0-1x1x1-1x1x1-0-NCDHW-FP32-B_trans", r"_trans key.*2D pads 0x0"),
+    ("64-28-28-3x3-32-56-56-16-1x1-2x2-1x1-0-NHWC-FP32-B_trans", r"_trans key.*legacy single layout"),
     ("64-56-56-3x3-64-56-56-0-1x1-1x1-1x1-0-NCHW-FP32-F", r"n=0: must be at least 1"),
     ("64-0-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F", r"in_size=\(0, 56\)"),
     ("64-56-56-3x3-64-56-56-32-1x1-0x1-1x1-0-NCHW-FP32-F", r"strides=\(0, 1\)"),
@@ -426,3 +445,163 @@ def test_stated_output_size_round_trips(key, out):
     assert p.key() == key
     assert p.out_size == out == p.out_size_override
     assert P.from_key(p.key()) == p
+
+
+# -- MIOpen's own keys: every one kept as stated ---------------------------------------------------
+
+FIXTURE = Path(__file__).with_name("miopen_fdb_keys.txt")
+SHIPPED_DB = Path(__file__).resolve().parents[2] / "finddb" / "sm_90-132.sqlite"
+
+
+def _fixture_keys() -> list[tuple[str, str]]:
+    rows = [ln.split("\t") for ln in FIXTURE.read_text().splitlines() if ln and not ln.startswith("#")]
+    assert all(len(r) == 2 for r in rows)
+    return [(k, why) for k, why in rows]
+
+
+def _filter_exceeds_padded_input(key: str) -> bool:
+    """Straight from the key's text: does the dilated filter exceed the padded input of the forward
+    view (x is the key's "in" for F and its "out" for B and W) along some dimension?"""
+    t = key.split("_")[0].split("-")
+    nd = 2 if "x" in t[3] else 3
+    ins, filt = [int(v) for v in t[1:1 + nd]], [int(v) for v in t[1 + nd].split("x")]
+    outs = [int(v) for v in t[3 + nd:3 + 2 * nd]]
+    pads = [int(v) for v in t[4 + 2 * nd].split("x")][-nd:]
+    pads = [0] * (nd - len(pads)) + pads
+    dils = [int(v) for v in t[6 + 2 * nd].split("x")]
+    x = ins if t[-1] == "F" else outs
+    return any(d * (f - 1) + 1 > i + 2 * p for i, f, p, d in zip(x, filt, pads, dils))
+
+
+def test_fixture_holds_every_kind_of_real_key():
+    rows = _fixture_keys()
+    kinds = collections.Counter(why for _, why in rows)
+    # all 460 keys of MIOpen's shipped FindDBs that did not round-trip, and 3,000 that did
+    assert kinds == {"ok": 3000, "filter": 364, "pads+layout": 84, "layout": 12}
+    assert len({k for k, _ in rows}) == len(rows)
+    keys = [k for k, _ in rows]
+    for part in ("-NHWC-NHWC-NHWC-", "-NCDHW-", "-BF16-", "-FP16-", "INT8", "_g", "-B", "-W"):
+        assert any(part in k for k in keys), part
+
+
+def test_every_real_miopen_key_round_trips_byte_exact():
+    for key, _ in _fixture_keys():
+        p = P.from_key(key)
+        assert p.key() == key
+        assert P.from_key(p.key()) == p
+
+
+def test_real_keys_no_solver_runs_are_not_solvable_and_say_why():
+    for key, kind in _fixture_keys():
+        p = P.from_key(key)
+        assert p.solvable == (kind == "ok") == (p.unsolvable_reason is None), key
+        why = p.unsolvable_reason or ""
+        assert ("dilated filter" in why) == _filter_exceeds_padded_input(key), (key, why)
+        assert ("2D pads" in why) == (kind == "pads+layout"), (key, why)
+        assert ("2D layout NCHW" in why) == (kind in ("pads+layout", "layout")), (key, why)
+        if kind != "ok":
+            with pytest.raises(ValueError, match="no PerfDB key: no solver runs it"):
+                p.perfdb_key()
+
+
+def test_shipped_db_keys_round_trip_and_are_solvable():
+    """The keys of the FindDB we ship keep their format (read-only: the file's bytes are not touched)."""
+    con = sqlite3.connect(f"file:{SHIPPED_DB}?mode=ro", uri=True)
+    try:
+        keys = {k for t in ("find_records", "perf_records") for (k,) in con.execute(f"SELECT problem_key FROM {t}")}
+    finally:
+        con.close()
+    assert len(keys) > 1000
+    for k in keys:
+        p = P.from_key(k)
+        assert p.key() == k and p.solvable and p.key_pads is None and p.key_layouts is None
+
+
+# one real key of each kind
+K_FILTER = "4096-1-1-7x7-512-1-1-64-0x0-1x1-1x1-0-NCHW-FP32-W"
+K_PADS = "512-4-14-14-1x1x1-1024-4-14-14-4-0x0-1x1x1-1x1x1-0-NCHW-FP32-B"
+K_LAYOUT = "3-16-112-112-3x7x7-64-16-56-56-4-1x3x3-1x2x2-1x1x1-0-NCHW-FP32-F"
+
+
+def test_filter_larger_than_padded_input_is_kept_as_stated():
+    """MIOpen sizes such an output max(1, ...); the key states it, and no solver runs it."""
+    p = P.from_key(K_FILTER)
+    assert (p.direction, p.c, p.k, p.in_size, p.filter_size, p.out_size) == ("W", 512, 4096, (1, 1), (7, 7), (1, 1))
+    assert p.out_size_override == (1, 1)
+    assert p.unsolvable_reason == ("the dilated filter 7 is larger than the padded input 1+2*0 along spatial dim 0 "
+                                   "(the key states output size 1)")
+    for d in "FB":
+        q = p.with_direction(d)
+        assert P.from_key(q.key()) == q and not q.solvable
+    # building such a problem by hand (no stated output) is still an error
+    with pytest.raises(ValueError, match=r"filter_size=\(7, 7\): dilated filter 7 is larger"):
+        P.make("W", n=64, c=512, k=4096, in_size=(1, 1), filter_size=7)
+
+
+def test_3d_key_with_2d_pads_is_kept_as_stated():
+    p = P.from_key(K_PADS)
+    assert (p.spatial_dims, p.in_size, p.out_size) == (3, (4, 14, 14), (4, 14, 14))
+    assert (p.key_pads, p.pads, p.key_layouts, p.layouts) == ((0, 0), (0, 0, 0), ("NCHW",), ("NCDHW",) * 3)
+    assert p.unsolvable_reason == ("the key states 2D pads 0x0 for a 3D problem (the depth pad is unknown); "
+                                   "the key labels a 3D problem with the 2D layout NCHW (its memory layout is unknown)")
+    assert p.network_config() == "512x4x14x14x1x1x1x1024x4x14x14x4xNCHWxFP32x0x0x1x1x1x1x1x1x1xBxDefault"
+    # the same problem written properly is another (solvable) problem
+    proper = P.from_key(K_PADS.replace("-0x0-", "-0x0x0-").replace("-NCHW-", "-NCDHW-"))
+    assert proper.solvable and proper != p and proper.network_config() != p.network_config()
+    # NCDHW with 2D pads is kept too
+    q = P.from_key(K_PADS.replace("-NCHW-", "-NCDHW-"))
+    assert q.key() == K_PADS.replace("-NCHW-", "-NCDHW-") and q.key_layouts is None and not q.solvable
+
+
+def test_3d_key_labelled_nchw_is_kept_as_stated():
+    p = P.from_key(K_LAYOUT)
+    assert (p.in_size, p.filter_size, p.pads, p.strides, p.out_size) == \
+        ((16, 112, 112), (3, 7, 7), (1, 3, 3), (1, 2, 2), (16, 56, 56))
+    assert (p.layouts, p.key_layouts, p.key()) == (("NCDHW",) * 3, ("NCHW",), K_LAYOUT)
+    assert p.unsolvable_reason == "the key labels a 3D problem with the 2D layout NCHW (its memory layout is unknown)"
+    assert P.from_key(K_LAYOUT.replace("-NCHW-", "-NCDHW-")).solvable
+    # three tokens, one of them 2D, in key order for B (dy, w, dx)
+    k3 = K_LAYOUT.replace("-NCHW-", "-NDHWC-NCHW-NDHWC-")[:-1] + "B"
+    q = P.from_key(k3)
+    assert q.key() == k3 and q.layouts == ("NDHWC", "NCDHW", "NDHWC") and q.key_layouts == ("NDHWC", "NCHW", "NDHWC")
+    assert "2D layout NCHW" in q.unsolvable_reason
+
+
+def test_every_solver_says_why_it_cannot_run_a_kept_key():
+    from miofind.registry import applicability_table
+
+    for key in (K_FILTER, K_PADS, K_LAYOUT):
+        p = P.from_key(key)
+        for solver, a in applicability_table(p):
+            assert not a, (solver.id, key)
+            # cuDNN's solvers first say when the cuDNN frontend is missing (solvers/cudnn_base.py)
+            assert a.reason == p.unsolvable_reason or solver.family == "cudnn" and "cuDNN" in a.reason, \
+                (solver.id, a.reason)
+
+
+BASE3 = dict(direction="F", n=4, c=8, k=8, in_size=(4, 14, 14), filter_size=(1, 1, 1), pads=(0, 0, 0),
+             strides=(1, 1, 1), dilations=(1, 1, 1), layouts=("NCDHW",) * 3)
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(key_pads=(0, 0, 0)), r"key_pads=\(0, 0, 0\): expected None or two"),
+    (dict(key_pads=(0, -1)), r"key_pads=\(0, -1\)"),
+    (dict(key_pads=[0, 0]), r"key_pads=\[0, 0\]"),
+    (dict(key_pads=(1, 1)), r"pads=\(0, 0, 0\): expected \(0, 1, 1\) to match key_pads"),
+    (dict(key_layouts=("NCHW", "NCHW")), r"key_layouts=\('NCHW', 'NCHW'\): expected None or a tuple of 1 or 3"),
+    (dict(key_layouts=("NCW",)), r"key_layouts=\('NCW',\): 'NCW' is not a layout name of a 3D problem"),
+    (dict(key_layouts=("NHWC",), layouts=("NDHWC",) * 3), r"layouts=.*expected \('NCDHW', 'NCDHW', 'NCDHW'\)"),
+    (dict(key_layouts=("NCHW",), transposed=True), r"key_layouts=.*not for a transposed"),
+    (dict(key_pads=(0, 0), transposed=True), r"key_pads=.*not for a transposed"),
+])
+def test_key_form_fields_are_checked(kw, match):
+    with pytest.raises(ValueError, match=match):
+        P(**{**BASE3, **kw})
+
+
+def test_key_form_fields_equal_to_the_canonical_form_are_dropped():
+    assert P(**BASE3, key_layouts=("NCDHW",)).key_layouts is None
+    assert P(**BASE3, key_layouts=("NCDHW",) * 3).key_layouts is None
+    assert P(**BASE3, key_layouts=("NCDHW",)) == P(**BASE3)
+    assert P(**{**BASE3, "in_size": (4, 14), "filter_size": (1, 1), "pads": (0, 0), "strides": (1, 1),
+                "dilations": (1, 1), "layouts": ("NCHW",) * 3}, key_layouts=("NCHW",)).key_layouts is None

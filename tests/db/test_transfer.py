@@ -290,6 +290,71 @@ def test_malformed_miopen_lines(anydb):
                           (KEY_B, "ConvWinograd3x3F23Bwd", 2.5)])
 
 
+def test_older_miopen_entry_form(anydb):
+    """MIOpen's older text FindDB: algorithm:Solver,time,workspace,kcache_algorithm,kcache_config."""
+    lines = [
+        f"{KEY}=miopenConvolutionFwdAlgoDirect:ConvDirectNaiveConvFwd,2.5,0,miopenConvolutionFwdAlgoDirect,<unused>;"
+        f"miopenConvolutionFwdAlgoGEMM:GemmFwdRest,13.3594,4096,MIOpenGEMM,0_0_49_2048_49_49_512_2048",
+        f"{KEY_B}=miopenConvolutionBwdDataAlgoDirect:ConvOclDirectFwd,6.79,0,miopenConvolutionBwdDataAlgoDirect,not used",
+        f"{KEY_B}=miopenConvolutionBwdDataAlgoGEMM:GemmBwdRest,x,0,a,b;a:b,1,2,3",          # 3
+    ]
+    rep = import_records(anydb, io.StringIO("\n".join(lines)), fmt="miopen", device=DEV)
+    got = sorted((r.problem_key, r.solver_id, r.time_ms, r.workspace_bytes, r.algorithm) for r in anydb.iter_records())
+    assert got == sorted([(KEY, "ConvDirectNaiveConvFwd", 2.5, 0, "miopenConvolutionFwdAlgoDirect"),
+                          (KEY, "GemmFwdRest", 13.3594, 4096, "miopenConvolutionFwdAlgoGEMM")])
+    assert rep.find == 2
+    assert [s.split(":")[0] + ":" + s.split(":")[1] for s in rep.skipped] == [
+        "line 2: entry 1 (ConvOclDirectFwd)", "line 3: entry 1 (GemmBwdRest)", "line 3: entry 2 (a)"]
+    assert "unknown solver" in rep.skipped[0] and "time_ms='x'" in rep.skipped[1]
+    assert "expected Solver:time_ms,workspace_bytes,algorithm (or algorithm:Solver," in rep.skipped[2]
+
+
+# Real lines of MIOpen's shipped text FindDBs (github.com/ROCm/MIOpen, MIT license, src/kernels/ at
+# commit 2d1fd997): every line of the 460 keys that did not round-trip before, up to 25 per kind with a
+# solver miofind has and 3 without, and 150-200 other lines; gfx906_64 is in MIOpen's older entry form.
+REAL_FILES = {"miopen_gfx90a68.HIP.fdb.txt": False, "miopen_gfx906_64.HIP.fdb.txt": True}
+
+
+def _expected_import(path: Path, older: bool):
+    """What importing ``path`` must keep and report, computed from the text alone."""
+    from miofind.registry import registry
+
+    live = {r.id for r in registry() if r.solver is not None}
+    kept, skipped, lines_kept = set(), [], set()
+    for no, line in enumerate(path.read_text().splitlines(), 1):
+        key, rest = line.split("=", 1)
+        for i, entry in enumerate(rest.split(";"), 1):
+            head, vals = entry.split(":", 1)
+            v = vals.split(",")
+            solver, t, ws, algo = (v[0], v[1], v[2], head) if older else (head, *v)
+            if solver in live:
+                kept.add((key, solver, float(t), int(ws), algo))
+                lines_kept.add(no)
+            else:
+                skipped.append(f"line {no}: entry {i} ({solver}): solver_id={solver!r}: unknown solver")
+    return kept, skipped, lines_kept
+
+
+@pytest.mark.parametrize("name,older", REAL_FILES.items())
+def test_real_miopen_file_keeps_every_line_it_can_parse(name, older, tmp_path):
+    path = Path(__file__).with_name(name)
+    kept, skipped, lines_kept = _expected_import(path, older)
+    with FindDB(str(tmp_path / "x.sqlite")) as d:
+        with path.open("rb") as fh:
+            rep = import_records(d, fh, fmt="miopen", device="gfx90a-104")
+        got = {(r.problem_key, r.solver_id, r.time_ms, r.workspace_bytes, r.algorithm) for r in d.iter_records()}
+    assert rep.find == len(kept) and got == kept
+    assert rep.skipped == skipped  # only entries naming MIOpen solvers miofind does not have, with line numbers
+    assert len(lines_kept) > 150
+    # the keys no solver runs are kept as stated, like the others, and say why
+    odd = {k for k, *_ in got if not ProblemDescription.from_key(k).solvable}
+    assert len(odd) >= 25
+    assert all(ProblemDescription.from_key(k).key() == k for k, *_ in got)
+    if older:  # this file holds all three kinds
+        reasons = " ".join(ProblemDescription.from_key(k).unsolvable_reason for k in odd)
+        assert "dilated filter" in reasons and "2D pads" in reasons and "2D layout NCHW" in reasons
+
+
 # -- merge ------------------------------------------------------------------------------------------
 
 def test_merge_keeps_verified_then_faster(anydb, tmp_path):
