@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 
 import click
@@ -198,6 +199,10 @@ def db_stats(db_url, device, system_only, as_json):
     console.print(t)
 
 
+def _is_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
 _SHOW_COLS = ("layer", "device", "problem_key", "solver", "time_ms", "workspace_bytes", "verified", "config", "version")
 
 
@@ -214,7 +219,6 @@ def db_show(db_url, device, system_only, key_like, limit, as_json):
     """List stored records by layer (user, then system), device, problem and time. Keys are printed in
     full: a table on a terminal, tab-separated lines with a header otherwise."""
     import dataclasses
-    import sys
 
     from .db import FindDBError
 
@@ -237,7 +241,7 @@ def db_show(db_url, device, system_only, key_like, limit, as_json):
     if as_json:
         recs = [{"layer": name, **dataclasses.asdict(r)} for name, r in rows]
         click.echo(json.dumps({"records": recs, "shown": len(rows), "total": total}, indent=1))
-    elif sys.stdout.isatty():
+    elif _is_terminal():
         t = Table(title="FindDB records  " + "  ".join(f"{ly.name}: {ly.where}" for ly in layers), title_justify="left")
         for col in ("layer", "device", "problem key", "solver", "time ms", "workspace", "verified", "config", "version"):
             # never cut: the key keeps its line while the other columns fold

@@ -77,9 +77,11 @@ def _cupy_versions() -> dict[str, str]:
 def _cupy():
     try:
         import cupy  # noqa: F401
-    except Exception as e:  # pragma: no cover - depends on the install
-        raise _no_gpu(f"CuPy is not installed: {e.__class__.__name__}; install miofind[cuda13] or "
-                      "miofind[cuda12]") from None
+    except Exception as e:
+        if isinstance(e, ImportError) and e.name == "cupy":
+            raise _no_gpu("CuPy is not installed; install miofind[cuda13] or miofind[cuda12]") from None
+        first = (str(e).splitlines() or [e.__class__.__name__])[0]
+        raise _no_gpu(f"CuPy does not import: {first}") from None
     return cupy
 
 
