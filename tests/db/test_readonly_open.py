@@ -4,12 +4,17 @@ handle that only reads leaves the file as it was, and WAL comes with the first w
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
 import sqlite3
+import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from miofind.db import FindDB
+from miofind.db import findb as findb_mod
 from miofind.db.findb import readonly_sqlite_query, sqlite_file
 from records import DEV, KEY, rec
 
@@ -105,3 +110,52 @@ def test_sqlite_file_opens_nothing(tmp_path):
     assert not (tmp_path / "sub").exists()
     with pytest.raises(ValueError, match="not a valid SQLAlchemy URL"):
         sqlite_file("://nope")
+
+
+_COUNT = ("import sqlite3, sys; con = sqlite3.connect(sys.argv[1], uri=True); "
+          "print(con.execute('SELECT count(*) FROM find_records').fetchone()[0]); con.close()")
+
+
+def _read_unprivileged(uri: str) -> tuple[int, str]:
+    """Count the records at a SQLite URI as a user that directory permissions bind: this process when it
+    is not root, else a system Python run as 'nobody' (root writes into a 0555 directory all the same)."""
+    if os.geteuid() != 0:
+        try:
+            con = sqlite3.connect(uri, uri=True)
+            try:
+                return 0, str(con.execute("SELECT count(*) FROM find_records").fetchone()[0])
+            finally:
+                con.close()
+        except sqlite3.Error as e:
+            return 1, str(e)
+    py = shutil.which("python3", path="/usr/bin:/bin")
+    if py is None:
+        pytest.skip("running as root with no system python3 to run as 'nobody'")
+    r = subprocess.run([py, "-c", _COUNT, uri], user=65534, group=65534, capture_output=True, text=True, cwd="/")
+    return r.returncode, (r.stdout if r.returncode == 0 else r.stderr).strip()
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX permissions")
+def test_readonly_parameters_work_in_a_read_only_directory(wal_db):
+    """A WAL file without a -wal file and a rollback-journal file, in a directory nobody may write
+    (0555), read with the parameters FindDB uses; plain mode=ro on the WAL file could not open it."""
+    d = Path(tempfile.mkdtemp(prefix="miofind-ro-"))  # outside pytest's 0700 tree, so 'nobody' can enter
+    try:
+        d.chmod(0o755)
+        wal, rollback = d / "wal.sqlite", d / "rollback.sqlite"
+        shutil.copyfile(wal_db, wal)
+        shutil.copyfile(wal_db, rollback)
+        con = sqlite3.connect(rollback)
+        con.execute("PRAGMA journal_mode=DELETE")
+        con.close()
+        assert (journal_byte(wal), journal_byte(rollback)) == (2, 1) and not Path(f"{wal}-wal").exists()
+        before = files(d)
+        d.chmod(0o555)
+        for p in (wal, rollback):
+            assert _read_unprivileged(findb_mod._sqlite_uri(p, readonly_sqlite_query(p))) == (0, "3")
+        rc, err = _read_unprivileged(findb_mod._sqlite_uri(wal, {"mode": "ro"}))
+        assert rc != 0 and ("readonly database" in err or "unable to open" in err), err  # why immutable=1 is needed
+        assert files(d) == before
+    finally:
+        d.chmod(0o755)
+        shutil.rmtree(d)
