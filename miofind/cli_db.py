@@ -208,7 +208,9 @@ _SHOW_COLS = ("layer", "device", "problem_key", "solver", "time_ms", "workspace_
 
 @db.command("show")
 @click.option("--db", "db_url", default=None, help=DB_HELP)
-@click.option("--device", default=None, help=DEVICE_HELP[:-2] + "; of the user DB, only its records.")
+@click.option("--device", default=None, help="The device whose shipped system FindDB to use, no GPU needed: "
+              "sm_<cc>-<SMs>[-<name>], e.g. sm_90-132 (default: the current GPU); of the user DB, only its records "
+              "(all names of that architecture and SM count when no name is given).")
 @click.option("--system", "system_only", is_flag=True, help=SYSTEM_HELP)
 @click.option("--key", "key_like", default=None, help="Only keys matching this SQL LIKE pattern (e.g. '%-NHWC-FP16-F').")
 @click.option("--limit", type=click.IntRange(min=0), default=50, show_default=True,

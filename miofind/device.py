@@ -50,8 +50,8 @@ _DEVICE_RE = re.compile(r"(sm_\d{2,3})-(\d+)(?:-(.+))?")
 
 def device_from_string(spec: str, *, option: str = "--device") -> DeviceInfo:
     """A DeviceInfo from a device string, without a GPU: ``sm_<cc>-<SM count>[-<name>]``, as
-    ``DeviceInfo.db_name`` writes it (``sm_90-132``, ``sm_90-132-NVIDIA_H100_80GB_HBM3``). Underscores in
-    the name stand for spaces, so the name's ``db_name`` is the string given. ``cuda_version`` and
+    ``DeviceInfo.db_name`` writes it (``sm_90-132``, ``sm_90-132-NVIDIA_H100_80GB_HBM3``); underscores in
+    the name stand for spaces, so ``db_name`` gives such a string back. ``cuda_version`` and
     ``cupy_version`` are those of the installed CuPy when it imports (no GPU needed), else empty: they
     decide, with the kernel sources, which stored records are trusted. Raises a one-line ValueError
     naming ``option`` and the value for anything else."""

@@ -50,16 +50,24 @@ def rec(solver=NAIVE, t=1.0, device=H100, key=KEY):
                   kernel_hash=kernel_hash(s), cuda_version="13.0")
 
 
+def _fake_gpu(monkeypatch, cupy):
+    """current_device() (wherever it was imported) sees ``cupy``'s GPU, or raises what ``cupy`` raises."""
+    import miofind.device as dev
+
+    monkeypatch.setattr(dev, "_cupy", cupy)
+    dev.current_device.cache_clear()
+
+
 @pytest.fixture
 def no_gpu(monkeypatch):
     """No GPU, whatever the machine has: anything that asks for one fails."""
-    import miofind.api as api
     import miofind.device as dev
 
-    def raise_(*a):
+    def raise_():
         raise NoGPUError("no usable GPU (faked by the test)")
-    monkeypatch.setattr(dev, "current_device", raise_)
-    monkeypatch.setattr(api, "current_device", raise_)
+    _fake_gpu(monkeypatch, raise_)
+    yield
+    dev.current_device.cache_clear()
 
 
 @pytest.fixture
@@ -219,22 +227,22 @@ def test_get_solutions_from_shipped_db_without_gpu(dbs, monkeypatch):
 
 
 def test_fast_find_without_gpu_work_leaves_shipped_db_alone(dbs, monkeypatch):
-    """find_solutions(mode="fast") on a problem the system DB holds answers from it without GPU work."""
-    import dataclasses
+    """find_solutions(mode="fast") on a problem the system DB holds answers from it: the device is an
+    H100 as CUDA would describe it, but CuPy cannot be imported, so any GPU work would fail."""
+    import types
 
     import miofind.api as api
 
     system, user = dbs
-    recs = _shipped_records(LONG_KEY)
-    dev = dataclasses.replace(device_from_string(H100), cuda_version=recs[NAIVE].cuda_version)
-    monkeypatch.setattr(api, "current_device", lambda *a: dev)
-
-    def no_benchmark(*a, **k):
-        raise AssertionError("benchmarked")
-    monkeypatch.setattr(api, "_benchmark", no_benchmark)
+    major, minor = (int(x) for x in _shipped_records(LONG_KEY)[NAIVE].cuda_version.split("."))
+    props = {"name": b"NVIDIA H100 80GB HBM3", "major": 9, "minor": 0, "multiProcessorCount": 132}
+    runtime = types.SimpleNamespace(getDeviceCount=lambda: 1, getDevice=lambda: 0, getDeviceProperties=lambda i: props,
+                                    driverGetVersion=lambda: 13000, runtimeGetVersion=lambda: major * 1000 + minor * 10)
+    _fake_gpu(monkeypatch, lambda: types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=runtime), __version__="14"))
+    monkeypatch.setitem(sys.modules, "cupy", None)
     before = snapshot(system.parent)
     res = api.find_solutions(LONG_KEY, mode="fast", db=str(user))
-    assert res.source == "db" and res.db_layer == "system"
+    assert res.source == "db" and res.db_layer == "system" and not res.failures
     assert snapshot(system.parent) == before
 
 
