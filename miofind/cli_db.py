@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sys
+from dataclasses import dataclass
 
 import click
 from rich.table import Table
@@ -12,7 +14,14 @@ from .cli_common import console, fail as _fail, fmt_bytes as _fmt_bytes
 
 @click.group()
 def db():
-    """The FindDB: where it is, what it holds."""
+    """The FindDBs: where they are, what they hold, upkeep. Commands that only read open every database
+    read-only and change nothing, not even the file's journal mode."""
+
+
+DB_HELP = "FindDB SQLAlchemy URL or file (default: $MIOFIND_DB or the user DB)."
+DEVICE_HELP = ("The device whose shipped system FindDB to use, no GPU needed: sm_<cc>-<SMs>[-<name>], e.g. sm_90-132 "
+               "(default: the current GPU).")
+SYSTEM_HELP = "Only the system FindDB shipped for --device (or the current GPU), read-only."
 
 
 def _open(db_url):
@@ -24,61 +33,236 @@ def _open(db_url):
         _fail(str(e))
 
 
-@db.command("path")
-@click.option("--db", "db_url", default=None)
-def db_path(db_url):
-    """Print the FindDB's file path (or URL)."""
-    h = _open(db_url)
-    click.echo(h.path or h.url)
-
-
-@db.command("stats")
-@click.option("--db", "db_url", default=None)
-def db_stats(db_url):
-    """Record counts per solver and device."""
-    h = _open(db_url)
-    st = h.stats()
-    t = Table(title=f"FindDB {h.path or h.url}", title_justify="left")
-    t.add_column("what")
-    t.add_column("value", justify="right")
-    for k, v in st.items():
-        if isinstance(v, dict):
-            for kk, vv in v.items():
-                t.add_row(f"{k}: {kk}", str(vv))
-        else:
-            t.add_row(k, str(v))
-    console.print(t)
-
-
-@db.command("show")
-@click.option("--db", "db_url", default=None)
-@click.option("--device", default=None, help="Only this device (e.g. sm_90-132).")
-@click.option("--key", "key_like", default=None, help="Only keys matching this SQL LIKE pattern.")
-@click.option("--limit", type=int, default=50)
-def db_show(db_url, device, key_like, limit):
-    """List stored records, fastest first per problem."""
-    h = _open(db_url)
-    t = Table(title=f"FindDB {h.path or h.url}", title_justify="left")
-    for col in ("device", "problem key", "solver", "time ms", "workspace", "verified", "config", "version"):
-        t.add_column(col)
-    for r in h.iter_records(device=device, problem_key_like=key_like, limit=limit):
-        t.add_row(r.device, r.problem_key, r.solver_id, f"{r.time_ms:.4f}", _fmt_bytes(r.workspace_bytes),
-                  "yes" if r.verified else "no", json.dumps(r.config) if r.config else "", r.package_version)
-    console.print(t)
-
-
-
-
-# -- transfer and maintenance ----------------------------------------------------------------------
-
-def _open_ro(db_url):
+def _open_ro(db_url, *, immutable=False):
     from .db import FindDB, FindDBError
 
     try:
-        return FindDB(db_url, readonly=True)
+        return FindDB(db_url, readonly=True, immutable=immutable)
     except FindDBError as e:
         _fail(str(e))
 
+
+@dataclass
+class _Layer:
+    """One FindDB layer as the read-only commands see it; ``db`` is None where the file does not exist yet."""
+
+    name: str     # "user" or "system"
+    where: str    # the file, or the URL with its password hidden
+    db: object = None
+
+    def close(self):
+        if self.db is not None:
+            self.db.close()
+
+
+def _user_where(db_url):
+    """(URL, file or None, where to print) of the user DB, without opening it."""
+    import sqlalchemy as sa
+
+    from .db.findb import normalize_url, default_db_url, sqlite_file
+
+    url = normalize_url(db_url) if db_url else default_db_url()
+    try:
+        path = sqlite_file(url)
+    except ValueError as e:
+        _fail(str(e))
+    return url, path, str(path) if path else sa.make_url(url).render_as_string(hide_password=True)
+
+
+def _user_layer(db_url):
+    url, path, where = _user_where(db_url)
+    if path is not None and not path.exists():
+        return _Layer("user", where)  # a read-only command does not create it
+    return _Layer("user", where, _open_ro(url))
+
+
+def _parse_device(spec):
+    from .device import device_from_string
+
+    try:
+        return device_from_string(spec)
+    except ValueError as e:
+        _fail(str(e))
+
+
+def _system_file(device):
+    """(the system DB file for --device or the current GPU, None and why there is none)."""
+    from .db.system import system_db_files, system_db_override, system_db_path
+    from .device import NoGPUError, current_device
+
+    overridden, path = system_db_override()
+    if overridden:
+        return (path, None) if path is not None else (None, "MIOFIND_SYSTEM_DB=none")
+    if device is not None:
+        dev = _parse_device(device)
+    else:
+        try:
+            dev = current_device()
+        except NoGPUError:
+            return None, "no GPU here to choose it by; give --device, e.g. --device sm_90-132"
+    path = system_db_path(dev.arch, dev.sm_count)
+    if path is None:
+        shipped = ", ".join(f"{a}-{n}" for a, n in system_db_files()) or "none"
+        return None, f"none is shipped for {dev.arch} (shipped: {shipped})"
+    return path, None
+
+
+def _layers(db_url, device, system_only):
+    """The layers a read-only command shows: the user DB (unless ``system_only``), then the system DB
+    for ``device`` (or the current GPU). Without a system DB: an error with ``system_only``, else a note
+    on standard error."""
+    out = [] if system_only else [_user_layer(db_url)]
+    path, why = _system_file(device)
+    if path is None:
+        if system_only:
+            _fail(f"no system FindDB: {why}")
+        click.echo(f"miofind: system FindDB not shown: {why}", err=True)
+    else:
+        out.append(_Layer("system", str(path), _open_ro(str(path), immutable=True)))
+    return out
+
+
+def _user_devices(h, device):
+    """The user DB's device strings that ``--device`` selects: the one named, or with a name-less
+    ``sm_90-132`` every device of that architecture and SM count."""
+    if device is None:
+        return None
+    dev = _parse_device(device)
+    if dev.name:
+        return [dev.db_name]
+    return [x for x in h.devices() if x == dev.db_name or x.startswith(dev.db_name + "-")]
+
+
+@db.command("path")
+@click.option("--db", "db_url", default=None, help=DB_HELP)
+@click.option("--device", default=None, help=DEVICE_HELP)
+@click.option("--user", "which", flag_value="user", help="Print only the user FindDB's path.")
+@click.option("--system", "which", flag_value="system", help="Print only the system FindDB's path.")
+def db_path(db_url, device, which):
+    """Print where the FindDBs are, one 'layer<TAB>path' line each: the user DB (which takes every write)
+    and the system DB shipped for --device or the current GPU. With --user or --system, the bare path.
+    Opens neither."""
+    if which != "system":
+        where = _user_where(db_url)[2]
+        if which == "user":
+            click.echo(where)
+            return
+        click.echo(f"user\t{where}")
+    path, why = _system_file(device)
+    if path is None:
+        if which == "system":
+            _fail(f"no system FindDB: {why}")
+        click.echo(f"miofind: system FindDB not shown: {why}", err=True)
+    else:
+        click.echo(str(path) if which == "system" else f"system\t{path}")
+
+
+@db.command("stats")
+@click.option("--db", "db_url", default=None, help=DB_HELP)
+@click.option("--device", default=None, help=DEVICE_HELP)
+@click.option("--system", "system_only", is_flag=True, help=SYSTEM_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON: one object per layer.")
+def db_stats(db_url, device, system_only, as_json):
+    """Record counts per solver, per layer: the user DB and the system DB shipped for --device (or the
+    current GPU)."""
+    from .db import FindDBError
+
+    layers = _layers(db_url, device, system_only)
+    out = {}
+    try:
+        for ly in layers:
+            out[ly.name] = {"exists": True, **ly.db.stats()} if ly.db is not None else \
+                {"exists": False, "path": ly.where}
+    except FindDBError as e:
+        _fail(str(e))
+    finally:
+        for ly in layers:
+            ly.close()
+    if as_json:
+        click.echo(json.dumps(out, indent=2))
+        return
+    t = Table(title="FindDB statistics", title_justify="left")
+    t.add_column("layer")
+    t.add_column("what")
+    t.add_column("value", justify="right", overflow="fold")
+    for name, st in out.items():
+        if not st["exists"]:
+            t.add_row(name, "path", st["path"])
+            t.add_row(name, "exists", "no (a find creates it)")
+            continue
+        for k, v in st.items():
+            if isinstance(v, dict):
+                for kk, vv in v.items():
+                    t.add_row(name, f"{k}: {kk}", str(vv))
+            elif k != "exists":
+                t.add_row(name, k, "" if v is None else str(v))
+    console.print(t)
+
+
+def _is_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
+_SHOW_COLS = ("layer", "device", "problem_key", "solver", "time_ms", "workspace_bytes", "verified", "config", "version")
+
+
+@db.command("show")
+@click.option("--db", "db_url", default=None, help=DB_HELP)
+@click.option("--device", default=None, help="The device whose shipped system FindDB to use, no GPU needed: "
+              "sm_<cc>-<SMs>[-<name>], e.g. sm_90-132 (default: the current GPU); of the user DB, only its records "
+              "(all names of that architecture and SM count when no name is given).")
+@click.option("--system", "system_only", is_flag=True, help=SYSTEM_HELP)
+@click.option("--key", "key_like", default=None, help="Only keys matching this SQL LIKE pattern (e.g. '%-NHWC-FP16-F').")
+@click.option("--limit", type=click.IntRange(min=0), default=50, show_default=True,
+              help="At most this many records (0: all); standard error says when records were left out.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print JSON: {records: [...], shown, total}, each record with its layer.")
+def db_show(db_url, device, system_only, key_like, limit, as_json):
+    """List stored records by layer (user, then system), device, problem and time. Keys are printed in
+    full: a table on a terminal, tab-separated lines with a header otherwise."""
+    import dataclasses
+
+    from .db import FindDBError
+
+    layers = _layers(db_url, device, system_only)
+    rows, total = [], 0
+    try:
+        for ly in layers:
+            if ly.db is None:
+                continue
+            devs = _user_devices(ly.db, device) if ly.name == "user" else None
+            total += ly.db.count_records(devs, key_like)
+            left = None if limit == 0 else limit - len(rows)
+            if left is None or left > 0:
+                rows += [(ly.name, r) for r in ly.db.iter_records(devs, key_like, limit=left)]
+    except FindDBError as e:
+        _fail(str(e))
+    finally:
+        for ly in layers:
+            ly.close()
+    if as_json:
+        recs = [{"layer": name, **dataclasses.asdict(r)} for name, r in rows]
+        click.echo(json.dumps({"records": recs, "shown": len(rows), "total": total}, indent=1))
+    elif _is_terminal():
+        t = Table(title="FindDB records  " + "  ".join(f"{ly.name}: {ly.where}" for ly in layers), title_justify="left")
+        for col in ("layer", "device", "problem key", "solver", "time ms", "workspace", "verified", "config", "version"):
+            # never cut: the key keeps its line while the other columns fold
+            t.add_column(col, overflow="fold", no_wrap=col == "problem key")
+        for name, r in rows:
+            t.add_row(name, r.device, r.problem_key, r.solver_id, f"{r.time_ms:.4g}", _fmt_bytes(r.workspace_bytes),
+                      "yes" if r.verified else "no", json.dumps(r.config) if r.config else "", r.package_version)
+        console.print(t)
+    else:
+        click.echo("\t".join(_SHOW_COLS))
+        for name, r in rows:
+            vals = (name, r.device, r.problem_key, r.solver_id, repr(r.time_ms), str(r.workspace_bytes),
+                    "yes" if r.verified else "no", json.dumps(r.config) if r.config else "", r.package_version)
+            click.echo("\t".join(" ".join(v.split()) if any(c in v for c in "\t\n\r") else v for v in vals))
+    if len(rows) < total:
+        click.echo(f"miofind: showing {len(rows)} of {total} records (--limit {limit}; --limit 0 shows all)", err=True)
+
+
+# -- transfer and maintenance ----------------------------------------------------------------------
 
 @db.command("export")
 @click.option("--db", "db_url", default=None, help="FindDB SQLAlchemy URL or file (default: $MIOFIND_DB or the user DB).")
@@ -198,11 +382,14 @@ def db_merge(sources, db_url):
 
 
 def _integrity_check(path) -> list[str]:
-    """PRAGMA integrity_check of a SQLite file, read-only: ["ok"] when sound."""
+    """PRAGMA integrity_check of a SQLite file, opened so that nothing is written: ["ok"] when sound."""
     import sqlite3
     import urllib.parse
 
-    con = sqlite3.connect(f"file:{urllib.parse.quote(str(path))}?mode=ro", uri=True, timeout=30)
+    from .db.findb import readonly_sqlite_query
+
+    query = urllib.parse.urlencode(readonly_sqlite_query(path))
+    con = sqlite3.connect(f"file:{urllib.parse.quote(str(path))}?{query}", uri=True, timeout=30)
     try:
         return [str(r[0]) for r in con.execute("PRAGMA integrity_check").fetchall()]
     finally:

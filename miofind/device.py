@@ -1,4 +1,8 @@
-"""The GPU we run on: availability checks and the identity that keys FindDB records."""
+"""The GPU we run on: availability checks and the identity that keys FindDB records.
+
+``current_device()`` asks CUDA; ``device_from_string("sm_90-132")`` names a device without one, for
+GPU-less queries of the shipped FindDB (``miofind db ... --device``, ``get_solutions(device=...)``).
+"""
 
 from __future__ import annotations
 
@@ -29,15 +33,55 @@ class DeviceInfo:
         """Device identity as stored in the FindDB: architecture, SM count and name, e.g.
         ``sm_90-132-NVIDIA_H100_80GB_HBM3``."""
         slug = re.sub(r"[^A-Za-z0-9]+", "_", self.name).strip("_")
-        return f"{self.arch}-{self.sm_count}-{slug}"
+        return f"{self.arch}-{self.sm_count}" + (f"-{slug}" if slug else "")
+
+
+# what works without a GPU, appended to every NoGPUError message
+WITHOUT_GPU = ("without a GPU, `miofind solvers`, `miofind find --immediate --device sm_90-132 ...` "
+               "and `miofind db ...` still work")
+
+
+def _no_gpu(reason: str) -> NoGPUError:
+    return NoGPUError(f"no usable GPU ({reason}); {WITHOUT_GPU}")
+
+
+_DEVICE_RE = re.compile(r"(sm_\d{2,3})-(\d+)(?:-(.+))?")
+
+
+def device_from_string(spec: str, *, option: str = "--device") -> DeviceInfo:
+    """A DeviceInfo from a device string, without a GPU: ``sm_<cc>-<SM count>[-<name>]``, as
+    ``DeviceInfo.db_name`` writes it (``sm_90-132``, ``sm_90-132-NVIDIA_H100_80GB_HBM3``); underscores in
+    the name stand for spaces, so ``db_name`` gives such a string back. ``cuda_version`` and
+    ``cupy_version`` are those of the installed CuPy when it imports (no GPU needed), else empty: they
+    decide, with the kernel sources, which stored records are trusted. Raises a one-line ValueError
+    naming ``option`` and the value for anything else."""
+    m = _DEVICE_RE.fullmatch(spec.strip()) if isinstance(spec, str) else None
+    if m is None or int(m.group(2)) < 1:
+        raise ValueError(f"{option}={spec!r}: expected sm_<compute capability>-<SM count>[-<name>], e.g. "
+                         "sm_90-132 or sm_90-132-NVIDIA_H100_80GB_HBM3")
+    name = (m.group(3) or "").replace("_", " ").strip()
+    return DeviceInfo(name=name, arch=m.group(1), sm_count=int(m.group(2)), **_cupy_versions())
+
+
+@functools.lru_cache(maxsize=None)
+def _cupy_versions() -> dict[str, str]:
+    """The CUDA runtime version CuPy was built for and CuPy's version, read without touching a GPU."""
+    try:
+        import cupy
+
+        return {"cuda_version": _ver(cupy.cuda.runtime.runtimeGetVersion()), "cupy_version": cupy.__version__}
+    except Exception:
+        return {"cuda_version": "", "cupy_version": ""}
 
 
 def _cupy():
     try:
         import cupy  # noqa: F401
-    except Exception as e:  # pragma: no cover - depends on the install
-        raise NoGPUError(f"no GPU: CuPy is not installed ({e.__class__.__name__}); "
-                         "install miofind[cuda13] or miofind[cuda12]") from None
+    except Exception as e:
+        if isinstance(e, ImportError) and e.name == "cupy":
+            raise _no_gpu("CuPy is not installed; install miofind[cuda13] or miofind[cuda12]") from None
+        first = (str(e).splitlines() or [e.__class__.__name__])[0]
+        raise _no_gpu(f"CuPy does not import: {first}") from None
     return cupy
 
 
@@ -53,7 +97,7 @@ def current_device(device_id: int | None = None) -> DeviceInfo:
         rt = cupy.cuda.runtime
         n = rt.getDeviceCount()
         if n < 1:
-            raise NoGPUError("no GPU: no CUDA device is visible")
+            raise _no_gpu("no CUDA device is visible")
         dev = rt.getDevice() if device_id is None else device_id
         props = rt.getDeviceProperties(dev)
         name = props["name"]
@@ -70,7 +114,7 @@ def current_device(device_id: int | None = None) -> DeviceInfo:
         raise
     except Exception as e:
         msg = str(e).splitlines()[0] if str(e) else e.__class__.__name__
-        raise NoGPUError(f"no GPU: CUDA is not usable here ({msg})") from None
+        raise _no_gpu(f"CUDA is not usable here: {msg}") from None
 
 
 def gpu_available() -> bool:

@@ -1,9 +1,12 @@
 """The persistent FindDB: measured solver results per (device, problem), in any SQLAlchemy database.
 
 SQLite is the default (one file per user, see ``default_db_url``) and is hardened against what MIOpen's
-users run into: many processes writing at once (WAL, a 30 s busy timeout, ``BEGIN IMMEDIATE`` writes and
-retries, so no lock error reaches the caller), files corrupted by killed jobs (moved aside, never deleted,
-and replaced by a fresh database), and stale records after an upgrade (``miofind.trust``). Rows read back are
+users run into: many processes writing at once (WAL from the first write on, a 30 s busy timeout,
+``BEGIN IMMEDIATE`` writes and retries, so no lock error reaches the caller), files corrupted by killed jobs
+(moved aside, never deleted, and replaced by a fresh database), and stale records after an upgrade
+(``miofind.trust``). Opening and reading never write: a read-only FindDB opens its file so that not a byte
+changes and no -wal/-shm file appears (``readonly_sqlite_query``), and a writable one that only reads
+leaves the file as it was. Rows read back are
 validated; a bad row is skipped with a ``FindDBWarning``. Values are stored as plain columns and JSON text:
 no pickle, no eval.
 """
@@ -31,6 +34,7 @@ from sqlalchemy.dialects import postgresql as _pg
 from sqlalchemy.dialects import sqlite as _sqlite
 
 __all__ = ["FindDB", "Record", "PerfRecord", "TuneFailure", "FindDBError", "FindDBWarning", "default_db_url",
+           "sqlite_file", "readonly_sqlite_query",
            "config_key", "SCHEMA_VERSION"]
 
 SCHEMA_VERSION = 2
@@ -369,13 +373,52 @@ def normalize_url(url: str) -> str:
 
 
 def default_db_url() -> str:
-    """``$MIOFIND_DB`` (a SQLAlchemy URL or a bare file path), else the per-user SQLite file."""
+    """``$MIOFIND_DB`` (a SQLAlchemy URL or a bare file path), else the per-user SQLite file (its directory
+    is made by the first writable open, not here)."""
     env = os.environ.get("MIOFIND_DB", "").strip()
     if env:
         return normalize_url(env)
-    d = Path(platformdirs.user_data_dir("miofind"))
-    d.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{d / 'finddb.sqlite'}"
+    return f"sqlite:///{Path(platformdirs.user_data_dir('miofind')) / 'finddb.sqlite'}"
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The SQLite file a FindDB URL or path names (absolute), or None for other databases and in-memory
+    SQLite; opens nothing. ValueError for an invalid URL."""
+    try:
+        return _sqlite_path(sa.make_url(normalize_url(url)))
+    except sa.exc.ArgumentError as e:
+        raise ValueError(f"FindDB URL {url!r} is not a valid SQLAlchemy URL ({e})") from None
+
+
+def _in_wal_mode(path: Path) -> bool:
+    # the header's file format write/read version bytes (offsets 18, 19) are 2 in WAL mode
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(20)
+    except OSError:
+        return False
+    return len(head) == 20 and head[:16] == b"SQLite format 3\x00" and head[18] == 2
+
+
+def readonly_sqlite_query(path: Path, *, immutable: bool = False) -> dict[str, str]:
+    """The URI parameters (``mode=ro`` and, where needed, ``immutable=1``) of a SQLite open that writes
+    nothing at all: not the file, and no -wal/-shm file beside it, also in a read-only directory.
+
+    ``immutable=1`` is taken when the caller knows the file cannot change (the shipped system DBs), and
+    for a file in WAL mode that has no -wal file: there ``mode=ro`` alone would create -wal and -shm
+    files and leave them behind. No -wal file means no writer has the file open (a writer's connection
+    keeps it, and its clean close checkpoints and deletes it), so every record is in the main file,
+    which is read as it is when opened; a writer starting meanwhile does not touch the main file before
+    it checkpoints. A rollback-journal file, or a WAL file with a live writer, is opened ``mode=ro``:
+    shared locks, and the -wal/-shm files the writer made."""
+    q = {"mode": "ro"}
+    if immutable or (_in_wal_mode(path) and not os.path.lexists(f"{path}-wal")):
+        q["immutable"] = "1"
+    return q
+
+
+def _sqlite_uri(path: Path, query: dict[str, str]) -> str:
+    return f"file:{urllib.parse.quote(str(path))}?{urllib.parse.urlencode(query)}"
 
 
 def _sqlite_path(url: sa.URL) -> Path | None:
@@ -402,11 +445,11 @@ def _first_line(e: BaseException) -> str:
     return s[0] if s else e.__class__.__name__
 
 
-def _sqlite_problem(path: Path) -> str | None:
-    """Why this SQLite file is unusable (corrupt, not a database), or None if it passes quick_check."""
+def _sqlite_problem(path: Path, query: dict[str, str]) -> str | None:
+    """Why this SQLite file is unusable (corrupt, not a database), or None if it passes quick_check;
+    opened read-only with the URI parameters ``query``."""
     try:
-        con = sqlite3.connect(f"file:{urllib.parse.quote(str(path))}?mode=ro", uri=True,
-                              timeout=_BUSY_TIMEOUT_MS / 1000)
+        con = sqlite3.connect(_sqlite_uri(path, query), uri=True, timeout=_BUSY_TIMEOUT_MS / 1000)
     except sqlite3.Error:
         return None  # cannot even open (permissions...): the engine reports it properly
     try:
@@ -449,8 +492,9 @@ def _quarantine(path: Path) -> Path | None:
 class FindDB:
     """A FindDB at a SQLAlchemy URL (default: ``default_db_url()``).
 
-    Creates or migrates the schema on open (a newer schema raises FindDBError). ``immutable``
-    (implies read-only) opens a SQLite file that nothing may change, as the shipped system DBs. A corrupt SQLite
+    Creates or migrates the schema on open (a newer schema raises FindDBError). ``readonly`` never
+    writes, and opens a SQLite file as ``readonly_sqlite_query`` says; ``immutable`` (implies read-only)
+    opens a SQLite file that nothing may change, as the shipped system DBs. A corrupt SQLite
     file is moved to ``<name>.corrupt-<UTC time>`` with a FindDBWarning and replaced by an empty
     database (a read-only FindDB raises FindDBError instead). Every failure surfaces as
     FindDBError; transient lock errors are retried, never raised.
@@ -467,12 +511,15 @@ class FindDB:
         self._path = _sqlite_path(parsed)
         self._where = str(self._path) if self._path else parsed.render_as_string(hide_password=True)
         self._sqlite = parsed.get_backend_name() == "sqlite"
+        self._ro_query = None
         if self._path is not None:
+            if self.readonly and self._path.exists():
+                self._ro_query = readonly_sqlite_query(self._path, immutable=immutable)
             self._check_file()
             if self.readonly:
-                # immutable: a shipped file in a read-only install; no locks, no -wal/-shm files
-                q = {"mode": "ro", "uri": "true", **({"immutable": "1"} if immutable else {})}
-                parsed = sa.URL.create("sqlite", database=f"file:{urllib.parse.quote(str(self._path))}", query=q)
+                parsed = sa.URL.create("sqlite", database=f"file:{urllib.parse.quote(str(self._path))}",
+                                       query={**self._ro_query, "uri": "true"})
+        self._connect_url = parsed.render_as_string(hide_password=True)
         kw: dict[str, Any] = {}
         if self._sqlite and self._path is None:
             kw["poolclass"] = sa.pool.StaticPool  # one shared in-memory database
@@ -501,7 +548,7 @@ class FindDB:
             return
         if p.stat().st_size == 0:
             return
-        why = _sqlite_problem(p)
+        why = _sqlite_problem(p, self._ro_query or {"mode": "ro"})
         if why is None:
             return
         if self.readonly:
@@ -511,23 +558,27 @@ class FindDB:
                       "and started a fresh, empty database", FindDBWarning, stacklevel=3)
 
     def _install_sqlite_hooks(self) -> None:
-        readonly, memory = self.readonly, self._path is None
+        wal = not self.readonly and self._path is not None
 
         @sa.event.listens_for(self._engine, "connect")
         def _on_connect(dbapi_con, _rec):  # noqa: ANN001
             dbapi_con.isolation_level = None  # we emit BEGIN ourselves (see _on_begin)
             cur = dbapi_con.cursor()
             cur.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
-            if not readonly and not memory:
-                cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.close()
 
         @sa.event.listens_for(self._engine, "begin")
         def _on_begin(con: sa.Connection) -> None:
+            write = con.get_execution_options().get("miofind_write")
+            # WAL is switched on by the first write, not on connect: switching rewrites the file's
+            # header, and a handle that only reads must leave the file as it was. It stays on in the file.
+            if write and wal and not con.connection.info.get("miofind_wal"):
+                con.exec_driver_sql("PRAGMA journal_mode=WAL")
+                con.connection.info["miofind_wal"] = True
             # IMMEDIATE takes the write lock up front: concurrent writers wait on busy_timeout instead
             # of failing when a read lock cannot be upgraded.
-            con.exec_driver_sql("BEGIN IMMEDIATE" if con.get_execution_options().get("miofind_write") else "BEGIN")
+            con.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     def _read_version(self, con: sa.Connection) -> int:
         if not sa.inspect(con).has_table("meta"):
@@ -613,6 +664,12 @@ class FindDB:
     def path(self) -> Path | None:
         """The SQLite file, or None for other databases (and in-memory SQLite)."""
         return self._path
+
+    @property
+    def connect_url(self) -> str:
+        """The URL the engine connects with (password hidden): for a read-only SQLite file, a
+        ``file:`` URI with ``mode=ro`` and, where ``readonly_sqlite_query`` says, ``immutable=1``."""
+        return self._connect_url
 
     def store(self, records: Iterable[Record]) -> int:
         """Insert or replace records (same device, problem_key, solver_id) in one transaction; returns the count."""
@@ -724,18 +781,31 @@ class FindDB:
             return sorted(a | set(con.execute(sa.select(_perf.c.device).distinct()).scalars()))
         return self._run("list devices", query)
 
-    def iter_records(self, device: str | None = None, problem_key_like: str | None = None,
-                     limit: int | None = None) -> Iterator[Record]:
-        """Valid records, by device, problem and time; ``problem_key_like`` is a SQL LIKE pattern."""
-        q = sa.select(*_RAW_COLS)
-        if device is not None:
+    @staticmethod
+    def _record_filter(q, device: str | Iterable[str] | None, problem_key_like: str | None):
+        if isinstance(device, str):
             q = q.where(_records.c.device == device)
+        elif device is not None:
+            q = q.where(_records.c.device.in_(list(device)))
         if problem_key_like is not None:
             q = q.where(_records.c.problem_key.like(problem_key_like))
+        return q
+
+    def iter_records(self, device: str | Iterable[str] | None = None, problem_key_like: str | None = None,
+                     limit: int | None = None) -> Iterator[Record]:
+        """Valid records, by device, problem and time, at most ``limit``; ``device`` is one device or
+        several, ``problem_key_like`` a SQL LIKE pattern."""
+        q = self._record_filter(sa.select(*_RAW_COLS), device, problem_key_like)
         q = q.order_by(_records.c.device, _records.c.problem_key, _records.c.time_ms, _records.c.solver_id)
         if limit is not None:
             q = q.limit(limit)
         yield from self._records(self._run("read records", lambda con: con.execute(q).mappings().all()))
+
+    def count_records(self, device: str | Iterable[str] | None = None, problem_key_like: str | None = None) -> int:
+        """How many find records ``iter_records`` would read with the same filters and no limit (rows
+        that fail validation included), in one COUNT query."""
+        q = self._record_filter(sa.select(sa.func.count()).select_from(_records), device, problem_key_like)
+        return self._run("count records", lambda con: con.execute(q).scalar_one())
 
     def delete(self, device: str | None = None, problem_key: str | None = None, solver_id: str | None = None,
                *, what: str = "find") -> int:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .findb import FindDB, FindDBError, FindDBWarning
 
-__all__ = ["system_db_files", "system_db_path", "open_system_db", "Overlay"]
+__all__ = ["system_db_files", "system_db_override", "system_db_path", "open_system_db", "Overlay"]
 
 _NAME_RE = re.compile(r"^(sm_\d+)-(\d+)\.sqlite$")
 
@@ -40,11 +40,20 @@ def system_db_files() -> dict[tuple[str, int], Path]:
     return out
 
 
+def system_db_override() -> tuple[bool, Path | None]:
+    """``$MIOFIND_SYSTEM_DB``: (False, None) when unset; (True, None) for ``none``; (True, path) for a file,
+    which is then the system DB whatever the device."""
+    env = os.environ.get("MIOFIND_SYSTEM_DB", "").strip()
+    if not env:
+        return False, None
+    return True, None if env.lower() == "none" else Path(env)
+
+
 def system_db_path(arch: str, sm_count: int) -> Path | None:
     """The system DB for a GPU: same architecture, nearest SM count (ties: the larger); None if none."""
-    env = os.environ.get("MIOFIND_SYSTEM_DB", "").strip()
-    if env:
-        return None if env.lower() == "none" else Path(env)
+    overridden, path = system_db_override()
+    if overridden:
+        return path
     same = [(abs(sms - sm_count), -sms, p) for (a, sms), p in system_db_files().items() if a == arch]
     return min(same)[2] if same else None
 

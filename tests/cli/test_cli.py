@@ -70,7 +70,7 @@ def test_tune_file_errors_name_the_line(tmp_path):
 
 
 def test_db_commands(tmp_db):
-    r = run("db", "path")
+    r = run("db", "path", "--user")
     assert r.exit_code == 0 and r.output.strip().endswith("finddb.sqlite")
     from miofind.db import FindDB, Record
     db = FindDB(tmp_db)
