@@ -11,6 +11,7 @@ no pickle, no eval.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import numbers
 import operator
@@ -37,6 +38,7 @@ SCHEMA_VERSION = 2
 _BUSY_TIMEOUT_MS = 30_000
 _WRITE_ATTEMPTS = 10
 _T = TypeVar("_T")
+_log = logging.getLogger(__name__)
 
 
 class FindDBError(RuntimeError):
@@ -386,10 +388,16 @@ def _normalize_url(url: str) -> str:
 
 
 def default_db_url() -> str:
-    """``$MIOFIND_DB`` (a SQLAlchemy URL or a bare file path), else the per-user SQLite file."""
-    env = os.environ.get("MIOFIND_DB", "").strip()
-    if env:
-        return _normalize_url(env)
+    """``$MIOFIND_DB`` (a SQLAlchemy URL or a bare file path), else ``$MIOPEN_USER_DB_PATH``'s
+    ``miofind-finddb.sqlite`` (``env.user_db_url``), else the per-user SQLite file."""
+    from .. import env as _env
+
+    try:
+        url = _env.user_db_url()
+    except ValueError as e:
+        raise FindDBError(str(e)) from None
+    if url:
+        return _normalize_url(url)
     d = Path(platformdirs.user_data_dir("miofind"))
     d.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{d / 'finddb.sqlite'}"
@@ -505,6 +513,7 @@ class FindDB:
         except BaseException:
             self._engine.dispose()
             raise
+        _log.debug("opened FindDB %s%s", self._where, " (immutable)" if immutable else " (read-only)" if readonly else "")
 
     # -- setup -------------------------------------------------------------------------------------
 
@@ -524,6 +533,7 @@ class FindDB:
         if self.readonly:
             raise FindDBError(f"FindDB {p} is corrupt ({why}); opened read-only, so it was left in place")
         dest = _quarantine(p)
+        _log.info("FindDB %s is corrupt (%s): moved to %s", p, why, dest)
         warnings.warn(f"FindDB {p} is corrupt ({why}); moved it to {dest or '(already moved by another process)'} "
                       "and started a fresh, empty database", FindDBWarning, stacklevel=3)
 

@@ -10,18 +10,20 @@ a usable user answer wins over the system's; every write goes to the user DB.
 
 from __future__ import annotations
 
-import os
+import logging
 import re
 import warnings
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from .. import env
 from .findb import FindDB, FindDBError, FindDBWarning
 
 __all__ = ["system_db_files", "system_db_path", "open_system_db", "Overlay"]
 
 _NAME_RE = re.compile(r"^(sm_\d+)-(\d+)\.sqlite$")
+_log = logging.getLogger(__name__)
 
 
 def _finddb_dir() -> Path:
@@ -42,9 +44,9 @@ def system_db_files() -> dict[tuple[str, int], Path]:
 
 def system_db_path(arch: str, sm_count: int) -> Path | None:
     """The system DB for a GPU: same architecture, nearest SM count (ties: the larger); None if none."""
-    env = os.environ.get("MIOFIND_SYSTEM_DB", "").strip()
-    if env:
-        return None if env.lower() == "none" else Path(env)
+    override = env.system_db()
+    if override is not None:
+        return None if override == "none" else override
     same = [(abs(sms - sm_count), -sms, p) for (a, sms), p in system_db_files().items() if a == arch]
     return min(same)[2] if same else None
 
@@ -57,8 +59,12 @@ def open_system_db(arch: str, sm_count: int) -> FindDB | None:
     cannot be read (a FindDBWarning says why: work continues without it)."""
     path = system_db_path(arch, sm_count)
     if path is None:
+        _log.debug("no system FindDB for %s with %d SMs%s", arch, sm_count,
+                  " (MIOFIND_SYSTEM_DB=none)" if env.system_db() == "none" else "")
         return None
     if path not in _opened:
+        _log.info("system FindDB for %s with %d SMs: %s%s", arch, sm_count, path,
+                  " (MIOFIND_SYSTEM_DB)" if env.system_db() is not None else "")
         try:
             _opened[path] = FindDB(str(path), readonly=True, immutable=True)
         except FindDBError as e:

@@ -44,7 +44,8 @@ def test_gpu_commands_without_gpu(no_gpu, cmd):
     r = run(*cmd)
     assert r.exit_code == 2
     lines = [ln for ln in r.output.splitlines() if ln.strip()]
-    assert lines == ["miofind: no GPU: no CUDA device is visible"]
+    assert len(lines) == 1 and lines[0].startswith("miofind: no GPU: no CUDA device is visible; without a GPU")
+    assert "--device sm_90-132" in lines[0]
 
 
 @pytest.mark.parametrize("args,msg", [
