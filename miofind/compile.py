@@ -70,9 +70,9 @@ def source_hash(*names: str) -> str:
 def cuda_include_dirs() -> list[str]:
     """Directories holding cuda_fp16.h / cuda_bf16.h: CUDA_PATH, /usr/local/cuda, pip's nvidia/*."""
     dirs = []
-    for env in ("CUDA_PATH", "CUDA_HOME"):
-        if os.environ.get(env):
-            dirs.append(os.path.join(os.environ[env], "include"))
+    for var in ("CUDA_PATH", "CUDA_HOME"):
+        if os.environ.get(var):
+            dirs.append(os.path.join(os.environ[var], "include"))
     dirs.append("/usr/local/cuda/include")
     for sp in sys.path:
         dirs += glob.glob(os.path.join(sp, "nvidia", "cu1*", "include"))

@@ -14,11 +14,6 @@ ARGS = "conv -n 1 -c 8 -H 8 -W 8 -k 8 -y 3 -x 3 -F 1".split()
 def clean(monkeypatch):
     for v in env.VARIABLES:
         monkeypatch.delenv(v.name, raising=False)
-    lg = logging.getLogger("miofind")
-    level, handlers = lg.level, list(lg.handlers)
-    yield
-    lg.setLevel(level)
-    lg.handlers[:] = handlers
 
 
 def level():
