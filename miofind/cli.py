@@ -1,26 +1,189 @@
-"""The ``miofind`` command line: find, tune, run, solvers, db.
+"""The ``miofind`` command line: find, tune, run, solvers, worker, db.
 
-Problems are given as MIOpenDriver arguments (``conv -n 32 -c 64 -H 56 -W 56 -k 64 ... -F 1``);
-miofind's own options come before the command word. Commands that need a GPU say so in one line
-and exit with status 2 where there is none.
+Problems are given as MIOpenDriver arguments (``conv -n 32 -c 64 -H 56 -W 56 -k 64 ... -F 1``).
+miofind's own options may come before the command word or after the driver arguments
+(``DriverCommand``). Results go to stdout as rich tables on a terminal and as plain TSV (a header
+line, full keys) when stdout is a pipe or file; ``--json`` prints JSON. Logging goes to stderr
+(``-v``/``-q``, ``MIOFIND_LOG_LEVEL``). Commands that need a GPU say so in one line and exit with
+status 2 where there is none.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import sys
 import time
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
-from .device import NoGPUError
+from . import env
+from .cli_common import EXIT_NO_GPU, console, fail as _fail, fmt_bytes as _fmt_bytes, is_terminal, status, tsv
+from .device import DeviceInfo, NoGPUError
+from .driver_args import COMMANDS, DRIVER_LAYOUTS, FLAGS
 from .problem import DIRECTION_NAMES, ProblemDescription
 
-from .cli_common import EXIT_NO_GPU, console, fail as _fail, fmt_bytes as _fmt_bytes  # noqa: F401
+_log = logging.getLogger(__name__)
 
-DRIVER_ARGS = dict(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+NO_GPU_HINT = ("without a GPU, `miofind solvers`, `miofind db ...` and `miofind find --device sm_90-132 ...` "
+               "(immediate mode, from the shipped FindDB) still work")
+
+
+# -- logging options: -v/-q on the group and on every command ----------------------------------------
+
+def _verbosity_changed(ctx: click.Context, param: click.Parameter, value: int) -> None:
+    if not value:
+        return
+    ctx.meta[f"miofind.{param.name}"] = ctx.meta.get(f"miofind.{param.name}", 0) + value
+    if ctx.parent is not None:  # the group configured logging already; a command's -v/-q adjusts it
+        _configure_logging(ctx)
+
+
+def _configure_logging(ctx: click.Context) -> None:
+    from .log import configure
+
+    try:
+        configure(ctx.meta.get("miofind.verbose", 0), ctx.meta.get("miofind.quiet", 0))
+    except ValueError as e:
+        _fail(str(e))
+
+
+def verbosity_options(f):
+    """``-v/--verbose`` and ``-q/--quiet`` (both counted, and added to the group's)."""
+    f = click.option("-q", "--quiet", count=True, expose_value=False, callback=_verbosity_changed,
+                     help="Log less on stderr (repeatable: -q errors only, -qq critical only, -qqq nothing). "
+                          "After driver arguments, write --quiet (-q is MIOpenDriver's pad_w).")(f)
+    f = click.option("-v", "--verbose", count=True, expose_value=False, callback=_verbosity_changed,
+                     help="Log more on stderr (repeatable: -v info, -vv debug). After driver arguments, write "
+                          "--verbose (-v is MIOpenDriver's conv_stride_w).")(f)
+    return f
+
+
+# -- MIOpenDriver arguments -----------------------------------------------------------------------
+
+PROBLEM_FLAG_HELP = {
+    "forw": "directions: 1 forward, 2 backward data, 4 backward weights (sums combine), 0 all",
+    "batchsize": "batch size N", "in_channels": "input channels C", "out_channels": "output channels K",
+    "in_h": "input height", "in_w": "input width", "in_d": "input depth (3D)",
+    "fil_h": "filter height", "fil_w": "filter width", "fil_d": "filter depth (3D)",
+    "pad_h": "padding, height", "pad_w": "padding, width", "pad_d": "padding, depth (3D)",
+    "conv_stride_h": "stride, height", "conv_stride_w": "stride, width", "conv_stride_d": "stride, depth (3D)",
+    "dilation_h": "dilation, height", "dilation_w": "dilation, width", "dilation_d": "dilation, depth (3D)",
+    "group_count": "groups (C and K divisible by it)",
+    "spatial_dim": "2 or 3 spatial dimensions",
+    "in_layout": f"input layout: {', '.join(DRIVER_LAYOUTS[2])} (2D); {', '.join(DRIVER_LAYOUTS[3])} (3D); default "
+                 "NCHW or NCDHW",
+    "fil_layout": "filter layout (as --in_layout)", "out_layout": "output layout (as --in_layout)",
+    "mode": "conv (default), or trans (transposed convolution)",
+    "pad_mode": "default (the pads given), same or valid",
+    "trans_output_pad_h": "output padding of a transposed convolution, height",
+    "trans_output_pad_w": "output padding of a transposed convolution, width",
+    "trans_output_pad_d": "output padding of a transposed convolution, depth (3D)",
+    "bias": "1: the convolution has a bias",
+    "in_cast_type": "cast type of the input (fp8, bf8, fp16, ...; default none)", "wei_cast_type": "cast type of the weights",
+    "out_cast_type": "cast type of the output",
+    "tf32": "1: allow TF32 tensor-core math for FP32 data (miofind's own flag)",
+}
+RUN_FLAG_HELP = {
+    "solution": "-1 finds and runs the fastest, 0 takes the best known (the FindDB's answer, else a find); a "
+                "solver id or name forces that solver (with its tuned PerfDB config if any)",
+    "verify": "1 verifies against the float64 reference, 0 does not",
+    "time": "1 times the kernel and prints ms and TFLOP/s",
+    "iter": "timed iterations for -t 1",
+}
+
+
+def _flag_rows(names) -> list[tuple[str, str]]:
+    rows = []
+    for name in names:
+        short, default, kind = FLAGS[name]
+        flag = (f"-{short}, " if short else "") + f"--{name} {'N' if kind == 'int' else 'S'}"
+        text = PROBLEM_FLAG_HELP.get(name) or RUN_FLAG_HELP[name]
+        shown = kind == "int" or name == "solution"  # other strings state their default in the text
+        rows.append((flag, text + (f" (default {default})" if shown else "")))
+    return rows
+
+
+class DriverCommand(click.Command):
+    """A command taking MIOpenDriver arguments, with its own options accepted anywhere on the line.
+
+    Before the driver's command word (``conv``, ...) every option is the command's own and click parses
+    it. From the command word on, a token is the command's own option only in its long form and only
+    where MIOpenDriver has no flag of that name (``--mode`` is miofind's find mode when its value is
+    one); everything else goes to the driver-argument parser, whose errors name the flag.
+    ``run_flags`` lists, in ``--help``, the MIOpenDriver flags the command acts on beyond the problem.
+    """
+
+    def __init__(self, *args, run_flags: bool = False, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.run_flags = run_flags
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        own, driver = self.split_args(ctx, args)
+        return super().parse_args(ctx, own + (["--", *driver] if driver else []))
+
+    def split_args(self, ctx: click.Context, args: list[str]) -> tuple[list[str], list[str]]:
+        """(the command's own option tokens, the MIOpenDriver tokens) of ``args``."""
+        opts = {name: p for p in self.get_params(ctx) if isinstance(p, click.Option)
+                for name in (*p.opts, *p.secondary_opts)}
+
+        def takes_value(p):
+            return not (p.is_flag or p.count)
+
+        own: list[str] = []
+        i = 0
+        while i < len(args):  # before the command word: all ours (click reports unknown options)
+            tok = args[i]
+            if tok == "--":
+                return own, list(args[i + 1:])
+            if not tok.startswith("-") or tok == "-" or tok.lstrip("-").isdigit():
+                break
+            p = opts.get(tok)
+            own.append(tok)
+            i += 1
+            if p is not None and takes_value(p) and i < len(args):
+                own.append(args[i])
+                i += 1
+        driver: list[str] = []
+        while i < len(args):
+            tok = args[i]
+            name, eq, val = tok.partition("=")
+            p = opts.get(name) if tok.startswith("--") else None
+            if p is None:
+                driver.append(tok)
+                i += 1
+                continue
+            width = 2 if takes_value(p) and not eq else 1
+            value = val if eq else (args[i + 1] if width == 2 and i + 1 < len(args) else None)
+            if name[2:] in FLAGS and not (name == "--mode" and str(value).lower() in env.FIND_MODES):
+                driver.append(tok)  # MIOpenDriver's flag of the same name
+                i += 1
+                continue
+            own += args[i:i + width]
+            i += width
+        return own, driver
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        used = list(PROBLEM_FLAG_HELP) + (list(RUN_FLAG_HELP) if self.run_flags else [])
+        with formatter.section("MIOpenDriver arguments"):
+            formatter.write_text(f"A command word giving the data type ({', '.join(COMMANDS)}), then flags as "
+                                 "-x VALUE, --name VALUE or --name=VALUE. miofind's own options above may also "
+                                 "follow them, in their long form (--mode there only with a find mode).")
+            formatter.write_dl(_flag_rows(PROBLEM_FLAG_HELP))
+        if self.run_flags:
+            with formatter.section("MIOpenDriver run flags"):
+                formatter.write_dl(_flag_rows(list(RUN_FLAG_HELP)))
+        ignored = [f"--{n}" for n in FLAGS if n not in used]
+        with formatter.section("Accepted and ignored"):
+            formatter.write_text(", ".join(ignored))
+        super().format_epilog(ctx, formatter)
+
+
+def driver_command(group: click.Group, **kwargs):
+    return group.command(cls=DriverCommand, **kwargs)
 
 
 def _parse(driver_args) -> tuple[list[ProblemDescription], object]:
@@ -30,69 +193,154 @@ def _parse(driver_args) -> tuple[list[ProblemDescription], object]:
         _fail("expected MIOpenDriver arguments, e.g. conv -n 32 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1")
     try:
         opts = parse_driver_args(list(driver_args))
-        return problems_from_options(opts), opts
+        problems = problems_from_options(opts)
     except ValueError as e:
         _fail(str(e))
+    _log.debug("driver arguments %s: %s", " ".join(driver_args), ", ".join(p.key() for p in problems))
+    return problems, opts
 
 
 def _device():
     from .device import current_device
 
     try:
-        return current_device()
+        dev = current_device()
     except NoGPUError as e:
-        _fail(str(e), EXIT_NO_GPU)
+        _fail(f"{e}; {NO_GPU_HINT}", EXIT_NO_GPU)
+    _log.info("GPU %s (%s), CUDA %s, driver %s, CuPy %s", dev.name, dev.db_name, dev.cuda_version,
+              dev.driver_version, dev.cupy_version)
+    return dev
+
+
+def _offline_device(spec: str) -> DeviceInfo:
+    """A DeviceInfo for ``--device ARCH-SMS[-NAME]`` (as the FindDB stores devices) with no GPU: the
+    name comes from the system FindDB's records of that device where it has them, the CUDA version
+    from CuPy's runtime library (records are trusted under the same CUDA major only)."""
+    import re
+
+    from .device import version_string
+
+    m = re.fullmatch(r"(sm_\d+)-(\d+)(?:-(\S+))?", spec.strip())
+    if not m:
+        _fail(f"--device={spec!r}: expected ARCH-SMS[-NAME] as the FindDB stores devices, e.g. sm_90-132")
+    arch, sms, slug = m.group(1), int(m.group(2)), m.group(3)
+    name = slug or ""
+    from .db.system import open_system_db
+
+    sysdb = open_system_db(arch, sms)
+    if sysdb is None:
+        _log.warning("no system FindDB for %s-%d: only the user FindDB answers", arch, sms)
+    else:
+        for d in sysdb.devices():
+            if d == f"{arch}-{sms}-{slug}" or (slug is None and d.startswith(f"{arch}-{sms}-")):
+                rec = next(iter(sysdb.iter_records(device=d, limit=1)), None)
+                if rec is not None:
+                    name = rec.device_name
+                    break
+    cuda, cupy_version = "", ""
+    try:
+        import cupy
+        cuda, cupy_version = version_string(cupy.cuda.runtime.runtimeGetVersion()), cupy.__version__
+    except Exception as e:  # no CuPy or no CUDA runtime: records of every CUDA version are then untrusted
+        _log.warning("cannot read the CUDA runtime version (%s): stored records will not be trusted", e)
+    dev = DeviceInfo(name=name, arch=arch, sm_count=sms, cuda_version=cuda, cupy_version=cupy_version)
+    _log.info("device %s without a GPU (CUDA %s)", dev.db_name, cuda or "?")
+    return dev
 
 
 @click.group()
 @click.version_option(package_name="miofind")
-def main():
-    """Find, verify, time and store the fastest convolution solvers for NVIDIA GPUs."""
+@verbosity_options
+@click.pass_context
+def main(ctx):
+    """Find, verify, time and store the fastest convolution solvers for NVIDIA GPUs.
+
+    Logging goes to stderr at the level of -v/-q, else $MIOFIND_LOG_LEVEL or $MIOPEN_LOG_LEVEL (default
+    warning). Results go to stdout: tables on a terminal, tab-separated values with a header line when
+    piped, JSON with --json.
+    """
+    _configure_logging(ctx)
 
 
-@main.command(**DRIVER_ARGS)
-@click.option("--mode", type=click.Choice(["normal", "fast", "hybrid", "dynamic_hybrid", "benchmark"]), default=None,
-              help="normal (default): the FindDB when it has every candidate, else measure; fast: the FindDB, else a "
-                   "prediction, never measure; hybrid: the FindDB, else measure; dynamic_hybrid: the FindDB, else "
-                   "measure the solvers needing no compilation; benchmark: always measure. Default $MIOFIND_FIND_MODE.")
+FIND_MODE_HELP = ("normal (default): the FindDB when it has every candidate, else measure; fast: the FindDB, else "
+                  "a prediction, never measure; hybrid: the FindDB, else measure; dynamic_hybrid: the FindDB, else "
+                  "measure the solvers needing no compilation; benchmark: always measure. Default: "
+                  "$MIOFIND_FIND_MODE, else as $MIOPEN_FIND_ENFORCE and $MIOPEN_FIND_MODE (names or 1-5) say, else "
+                  "normal.")
+DB_HELP = "FindDB SQLAlchemy URL or file (default: $MIOFIND_DB, else $MIOPEN_USER_DB_PATH, else the user DB)."
+
+
+@driver_command(main)
+@click.option("--mode", type=click.Choice(env.FIND_MODES), default=None, help=FIND_MODE_HELP)
 @click.option("--immediate", is_flag=True, help="Immediate mode: the FindDB's answer or a prediction; no GPU work.")
-@click.option("--sort-by", type=click.Choice(["time", "workspace"]), default="time")
+@click.option("--device", "device_spec", default=None,
+              help="Answer in immediate mode for this device, as the FindDB names it (e.g. sm_90-132 or "
+                   "sm_90-132-NVIDIA_H100_80GB_HBM3), with no GPU: from the shipped FindDB and the user DB.")
+@click.option("--sort-by", type=click.Choice(["time", "workspace"]), default="time", show_default=True,
+              help="Order the solutions by time, or by workspace size (then time).")
 @click.option("--workspace-limit", type=int, default=None, help="Skip solvers needing more workspace bytes.")
 @click.option("--solver", "solver_ids", multiple=True, help="Only these solver ids (repeatable).")
 @click.option("--no-verify", is_flag=True, help="Skip verification against the float64 reference.")
-@click.option("--explain", is_flag=True, help="Also list the solvers that do not apply, and why.")
-@click.option("--db", "db_url", default=None, help="FindDB SQLAlchemy URL or file (default: $MIOFIND_DB or the user DB).")
+@click.option("--explain", is_flag=True,
+              help="Also list the solvers that do not apply, and why (on stderr when stdout is not a terminal; "
+                   "in the JSON with --json).")
+@click.option("--db", "db_url", default=None, help=DB_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the solutions as JSON.")
 @click.option("--json-out", type=click.Path(dir_okay=False), default=None, help="Also write the solutions as JSON here.")
+@verbosity_options
 @click.argument("driver_args", nargs=-1, type=click.UNPROCESSED)
-def find(mode, immediate, sort_by, workspace_limit, solver_ids, no_verify, explain, db_url, as_json, json_out, driver_args):
+def find(mode, immediate, device_spec, sort_by, workspace_limit, solver_ids, no_verify, explain, db_url, as_json,
+         json_out, driver_args):
     """Find the solutions of a problem for each direction selected by -F, fastest first."""
     problems, _ = _parse(driver_args)
-    if explain:
+    if device_spec is not None:
+        if mode is not None:
+            _fail(f"--device answers in immediate mode; it does not take --mode {mode}")
+        immediate = True
+    if not immediate:
+        try:
+            mode = mode or env.find_mode()
+        except ValueError as e:
+            _fail(str(e))
+        _log.debug("find mode %s", mode)
+    if explain and not as_json:
         for p in problems:
-            _print_applicability(p)
-    dev = _device()
+            _print_applicability(p, err=not is_terminal())
+    dev = _offline_device(device_spec) if device_spec is not None else _device()
     from .api import find_solutions, get_solutions, warm_up
     from .db import FindDBError
 
     warm_up()
-    out = []
+    out, rows = [], []
     for p in problems:
         try:
             if immediate:
-                res = get_solutions(p, workspace_limit=workspace_limit, solvers=list(solver_ids) or None, db=db_url)
+                res = get_solutions(p, workspace_limit=workspace_limit, solvers=list(solver_ids) or None, db=db_url,
+                                    device=dev)
             else:
                 res = find_solutions(p, mode=mode, sort_by=sort_by, workspace_limit=workspace_limit,
                                      solvers=list(solver_ids) or None, verify=not no_verify, db=db_url)
         except (ValueError, FindDBError) as e:
             _fail(str(e))
-        out.append({"key": p.key(), "direction": p.direction, "source": res.source, "db_layer": res.db_layer,
-                    "basis": res.basis, "mode": res.mode, "elapsed_ms": res.elapsed_ms,
-                    "solutions": [_sol_json(s) for s in res], "failures": [vars(f) for f in res.failures]})
-        if not as_json:
+        _log.info("%s %s: %d solution(s), source %s%s, %.1f ms", DIRECTION_NAMES[p.direction], p.key(), len(res),
+                  res.source, f" ({res.db_layer} DB)" if res.db_layer else "", res.elapsed_ms)
+        d = {"key": p.key(), "direction": p.direction, "source": res.source, "db_layer": res.db_layer,
+             "basis": res.basis, "mode": res.mode, "elapsed_ms": res.elapsed_ms,
+             "solutions": [_sol_json(s) for s in res], "failures": [vars(f) for f in res.failures]}
+        if explain:
+            d["applicability"] = _applicability_json(p)
+        out.append(d)
+        if as_json:
+            continue
+        if is_terminal():
             _print_find(p, res, dev)
+        else:
+            rows += _find_rows(p, res)
+            _print_find_notes(res)
     if as_json:
         click.echo(json.dumps(out, indent=2))
+    elif not is_terminal():
+        tsv(FIND_COLUMNS, rows)
     if json_out:
         with open(json_out, "w") as fh:
             json.dump(out, fh, indent=2)
@@ -105,62 +353,118 @@ def _sol_json(s):
             "source": s.source}
 
 
+def _tflops(p, s) -> float:
+    return p.flops() / (s.time_ms * 1e-3) / 1e12 if s.time_ms > 0 else float("nan")
+
+
+FIND_COLUMNS = ("direction", "key", "rank", "solver", "algorithm", "time_ms", "time_q20_ms", "time_q80_ms", "tflops",
+                "workspace_bytes", "verified", "max_error", "config", "source")
+
+
+def _find_rows(p, res) -> list[tuple]:
+    return [(p.direction, p.key(), i, s.solver_id, s.algorithm, s.time_ms, s.time_q20_ms, s.time_q80_ms,
+             round(_tflops(p, s), 3), s.workspace_bytes, int(bool(s.verified)), s.max_error,
+             json.dumps(s.config, sort_keys=True, separators=(",", ":")) if s.config else "", s.source)
+            for i, s in enumerate(res, 1)]
+
+
 def _print_find(p, res, dev):
-    t = Table(title=f"{DIRECTION_NAMES[p.direction]}  {p.key()}  on {dev.name}", title_justify="left")
+    t = Table(title=f"{DIRECTION_NAMES[p.direction]}  {p.key()}  on {dev.name or dev.db_name}", title_justify="left")
     for col in ("#", "solver", "algorithm", "time ms (q20-q80)", "TFLOP/s", "workspace", "verified (rel err)", "config"):
         t.add_column(col, justify="right" if col in ("#", "time ms (q20-q80)", "TFLOP/s", "workspace") else "left")
     for i, s in enumerate(res, 1):
         q = f" ({s.time_q20_ms:.4f}-{s.time_q80_ms:.4f})" if s.time_q20_ms is not None else ""
-        tf = p.flops() / (s.time_ms * 1e-3) / 1e12 if s.time_ms > 0 else float("nan")
         ver = ("yes" if s.verified else "no") + (f" ({s.max_error:.1e})" if s.max_error is not None else "")
         cfg = ",".join(f"{k}={v}" for k, v in s.config.items()) if s.config else ""
-        t.add_row(str(i), s.solver_id, s.algorithm, f"{s.time_ms:.4f}{q}", f"{tf:.2f}", _fmt_bytes(s.workspace_bytes), ver, cfg)
+        t.add_row(str(i), s.solver_id, s.algorithm, f"{s.time_ms:.4f}{q}", f"{_tflops(p, s):.2f}",
+                  _fmt_bytes(s.workspace_bytes), ver, cfg)
     console.print(t)
+    _print_find_notes(res)
+
+
+def _print_find_notes(res):
     for f in res.failures:
-        console.print(f"  [yellow]skipped[/] {f.solver_id} ({f.stage}): {f.reason}")
+        status(f"  [yellow]skipped[/] {escape(f.solver_id)} ({escape(f.stage)}): {escape(f.reason)}")
     if res.source == "db":
-        console.print(f"  answered from the {res.db_layer} FindDB in {res.elapsed_ms:.1f} ms (no benchmarking)")
+        status(f"  answered from the {res.db_layer} FindDB in {res.elapsed_ms:.1f} ms (no benchmarking)")
     elif res.source == "predicted":
-        console.print(f"  PREDICTED, not measured ({res.basis}), in {res.elapsed_ms:.1f} ms (no benchmarking)")
+        status(f"  PREDICTED, not measured ({escape(str(res.basis))}), in {res.elapsed_ms:.1f} ms (no benchmarking)")
     else:
-        console.print(f"  benchmarked {len(res)} solution(s) in {res.elapsed_ms / 1e3:.2f} s"
-                      + ("; stored in the FindDB" if res.stored else "; not stored"))
+        status(f"  benchmarked {len(res)} solution(s) in {res.elapsed_ms / 1e3:.2f} s"
+               + ("; stored in the FindDB" if res.stored else "; not stored"))
 
 
-def _print_applicability(p):
+def _applicability_json(p):
     from .registry import applicability_table
 
-    t = Table(title=f"{DIRECTION_NAMES[p.direction]}  {p.key()}", title_justify="left")
-    t.add_column("solver")
-    t.add_column("applies")
-    t.add_column("why not")
-    for s, a in applicability_table(p):
-        t.add_row(s.id, "yes" if a else "no", "" if a else a.reason)
-    console.print(t)
+    return [{"solver_id": s.id, "applies": bool(a), "reason": "" if a else a.reason} for s, a in applicability_table(p)]
 
 
-@main.command(**DRIVER_ARGS)
+APPLICABILITY_COLUMNS = ("direction", "key", "solver", "applies", "reason")
+
+
+def _print_applicability(p, err: bool = False):
+    """The applicability table of ``p``: rich on a terminal, else TSV (on stderr with ``err``)."""
+    rows = [(p.direction, p.key(), a["solver_id"], int(a["applies"]), a["reason"]) for a in _applicability_json(p)]
+    if is_terminal():
+        t = Table(title=f"{DIRECTION_NAMES[p.direction]}  {p.key()}", title_justify="left")
+        t.add_column("solver")
+        t.add_column("applies")
+        t.add_column("why not")
+        for _, _, sid, ok, why in rows:
+            t.add_row(sid, "yes" if ok else "no", why)
+        console.print(t)
+    else:
+        tsv(APPLICABILITY_COLUMNS, rows, err=err)
+
+
+SOLVER_COLUMNS = ("number", "id", "family", "algorithm", "directions", "types", "tunable")
+
+
+@driver_command(main)
+@click.option("--json", "as_json", is_flag=True, help="Print the solvers (or, given a problem, their applicability) as JSON.")
+@verbosity_options
 @click.argument("driver_args", nargs=-1, type=click.UNPROCESSED)
-def solvers(driver_args):
-    """List the registered solvers; given a problem, which apply and why the others do not."""
+def solvers(as_json, driver_args):
+    """List the registered solvers; given a problem, which apply and why the others do not. Needs no GPU."""
     from .registry import registry
 
     if driver_args:
         problems, _ = _parse(driver_args)
-        for p in problems:
-            _print_applicability(p)
+        if as_json:
+            click.echo(json.dumps([{"key": p.key(), "direction": p.direction, "solvers": _applicability_json(p)}
+                                   for p in problems], indent=2))
+            return
+        if is_terminal():
+            for p in problems:
+                _print_applicability(p)
+        else:
+            tsv(APPLICABILITY_COLUMNS, [(p.direction, p.key(), a["solver_id"], int(a["applies"]), a["reason"])
+                                        for p in problems for a in _applicability_json(p)])
         return
-    t = Table(title="registered solvers", title_justify="left")
-    for col in ("#", "id", "family", "algorithm", "directions", "types", "tunable"):
-        t.add_column(col)
+    rows = []
     for r in registry():
         s = r.solver
         if s is None:
-            t.add_row(str(r.number), r.id, "(retired)", "", "", "", "")
-            continue
-        t.add_row(str(r.number), s.id, s.family, s.algorithm, "".join(d for d in "FBW" if d in s.directions),
-                  ",".join(sorted(s.dtypes)), "yes" if s.tunable else "")
-    console.print(t)
+            rows.append({"number": r.number, "id": r.id, "retired": True, "family": None, "algorithm": None,
+                         "directions": "", "types": [], "tunable": False})
+        else:
+            rows.append({"number": r.number, "id": s.id, "retired": False, "family": s.family, "algorithm": s.algorithm,
+                         "directions": "".join(d for d in "FBW" if d in s.directions), "types": sorted(s.dtypes),
+                         "tunable": bool(s.tunable)})
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+    elif is_terminal():
+        t = Table(title="registered solvers", title_justify="left")
+        for col in ("#", "id", "family", "algorithm", "directions", "types", "tunable"):
+            t.add_column(col)
+        for d in rows:
+            t.add_row(str(d["number"]), d["id"], "(retired)" if d["retired"] else d["family"], d["algorithm"] or "",
+                      d["directions"], ",".join(d["types"]), "yes" if d["tunable"] else "")
+        console.print(t)
+    else:
+        tsv(SOLVER_COLUMNS, [(d["number"], d["id"], "retired" if d["retired"] else d["family"], d["algorithm"],
+                              d["directions"], ",".join(d["types"]), int(d["tunable"])) for d in rows])
 
 
 def _read_driver_file(path):
@@ -211,7 +515,7 @@ def _devices(spec):
     return devs
 
 
-@main.command(**DRIVER_ARGS)
+@driver_command(main)
 @click.option("--model", default=None, help="A preset network: resnet50, resnet101, vgg16, mobilenet_v2, inception_v3, unet.")
 @click.option("--batch", "batches", type=int, multiple=True, help="Batch size(s) for --model (repeatable; default 32).")
 @click.option("--dtype", "dtypes", multiple=True, help="fp32, fp16, bf16 for --model (repeatable; default fp32).")
@@ -220,18 +524,22 @@ def _devices(spec):
 @click.option("-F", "--forw", type=int, default=None, help="MIOpenDriver's direction mask: 1 F, 2 B, 4 W, 0 all.")
 @click.option("--file", "file_", type=click.Path(exists=True, dir_okay=False), default=None,
               help="A file of MIOpenDriver lines, one problem spec per line (# comments allowed).")
-@click.option("--strategy", type=click.Choice(["guided", "random", "exhaustive"]), default="guided", show_default=True)
+@click.option("--strategy", type=click.Choice(["guided", "random", "exhaustive"]), default="guided", show_default=True,
+              help="How configs are chosen: guided (neighbours of the best so far, random restarts), random, or "
+                   "exhaustive (every config in order).")
 @click.option("--max-configs", type=int, default=16, show_default=True, help="At most this many configs per solver and problem.")
 @click.option("--max-seconds", type=float, default=None, help="At most this long per solver and problem.")
 @click.option("--patience", type=int, default=8, show_default=True, help="Stop a search after this many configs without improvement.")
 @click.option("--tune-solver", "tune_solvers", multiple=True, help="Tune only these solver ids (repeatable; find still runs all).")
 @click.option("--no-precompile", is_flag=True, help="Do not compile ahead in a process pool.")
-@click.option("--retune", is_flag=True, help="Tune again even where the DBs already hold a trusted result.")
+@click.option("--retune", is_flag=True, help="Tune again even where the DBs already hold a trusted result "
+              "(also set by $MIOPEN_FIND_ENFORCE=DB_UPDATE or SEARCH_DB_UPDATE).")
 @click.option("--no-tune", is_flag=True, help="Only find (default configs or stored tuned ones), no config search.")
 @click.option("--devices", default=None, help="Local GPUs to use, one worker process each: 'all' or 0,1,...")
 @click.option("--enqueue", is_flag=True, help="Only queue the problems as jobs in --db for `miofind worker`s.")
-@click.option("--db", "db_url", default=None, help="FindDB SQLAlchemy URL or file (default: $MIOFIND_DB or the user DB).")
+@click.option("--db", "db_url", default=None, help=DB_HELP)
 @click.option("--json-out", type=click.Path(dir_okay=False), default=None, help="Write every problem's outcome here.")
+@verbosity_options
 @click.argument("driver_args", nargs=-1, type=click.UNPROCESSED)
 def tune(model, batches, dtypes, layouts, direction, forw, file_, strategy, max_configs, max_seconds, patience,
          tune_solvers, no_precompile, retune, no_tune, devices, enqueue, db_url, json_out, driver_args):
@@ -259,8 +567,11 @@ def tune(model, batches, dtypes, layouts, direction, forw, file_, strategy, max_
     if not problems:
         _fail("nothing to tune: give --model NAME, --file lines.txt or MIOpenDriver arguments")
     try:
+        enforce = env.find_enforce()
+        if enforce.retune and not retune:
+            _log.info("MIOPEN_FIND_ENFORCE=%s: re-tuning problems already tuned", enforce.action.upper())
         opts = TuneOptions(strategy=strategy, max_configs=max_configs, max_seconds=max_seconds, patience=patience,
-                           retune=retune, solvers=tuple(tune_solvers) or None, precompile=not no_precompile)
+                           retune=retune or enforce.retune, solvers=tuple(tune_solvers) or None, precompile=not no_precompile)
     except ValueError as e:
         _fail(str(e))
     if no_tune:
@@ -268,10 +579,10 @@ def tune(model, batches, dtypes, layouts, direction, forw, file_, strategy, max_
     if enqueue:
         from .db import FindDBError
         from .db.jobs import JobQueue
-        from .cli_db import _open
+        from .cli_db import open_writable
 
         try:
-            n = JobQueue(_open(db_url)).enqueue([p.key() for p in problems], opts.as_json())
+            n = JobQueue(open_writable(db_url)).enqueue([p.key() for p in problems], opts.as_json())
         except FindDBError as e:
             _fail(str(e))
         console.print(f"queued {n} new job(s) of {len(problems)} problem(s); start `miofind worker --db ...` on GPU hosts")
@@ -322,6 +633,7 @@ def tune(model, batches, dtypes, layouts, direction, forw, file_, strategy, max_
 @click.option("--lease", type=float, default=600.0, show_default=True, help="Seconds a claimed job stays ours without renewal.")
 @click.option("--idle-exit", type=float, default=None, help="Exit after this many seconds without a job (default: never).")
 @click.option("--max-jobs", type=int, default=None, help="Exit after this many jobs.")
+@verbosity_options
 def worker(db_url, devices, lease, idle_exit, max_jobs):
     """Claim tuning jobs queued by `miofind tune --enqueue` from the shared FindDB and run them."""
     devs = _devices(devices)
@@ -333,7 +645,8 @@ def worker(db_url, devices, lease, idle_exit, max_jobs):
         import multiprocessing as mp
 
         ctx = mp.get_context("spawn")
-        procs = [ctx.Process(target=_worker_process, args=(d, db_url, lease, idle_exit, max_jobs)) for d in devs]
+        procs = [ctx.Process(target=_worker_process,
+                             args=(d, db_url, lease, idle_exit, max_jobs, logging.getLogger("miofind").level)) for d in devs]
         for pr in procs:
             pr.start()
         for pr in procs:
@@ -350,19 +663,24 @@ def worker(db_url, devices, lease, idle_exit, max_jobs):
     console.print(f"worker finished {n} job(s)")
 
 
-def _worker_process(device, db_url, lease, idle_exit, max_jobs):
+def _worker_process(device, db_url, lease, idle_exit, max_jobs, log_level):
     import os
+
+    from .log import configure
+    configure(level=log_level)
     os.environ["CUDA_VISIBLE_DEVICES"] = str(device)
     from .tuning.run import worker_loop, worker_name
     worker_loop(db_url, name=worker_name(device), lease_s=lease, idle_exit=idle_exit, max_jobs=max_jobs)
 
 
-@main.command(**DRIVER_ARGS)
-@click.option("--db", "db_url", default=None)
+@driver_command(main, run_flags=True)
+@click.option("--db", "db_url", default=None, help=DB_HELP)
+@verbosity_options
 @click.argument("driver_args", nargs=-1, type=click.UNPROCESSED)
 def run(db_url, driver_args):
     """Run one solution per direction like MIOpenDriver: -S id|name forces a solver, -S -1 finds,
-    -S 0 takes the best known; -V 1 verifies against the float64 reference; -t 1 -i N times."""
+    -S 0 takes the best known; -V 1 verifies against the float64 reference; -t 1 -i N times (the
+    flags are listed below)."""
     problems, opts = _parse(driver_args)
     dev = _device()
     from .api import Solution, find_solutions

@@ -24,7 +24,7 @@ DEVICE_HELP = ("The device whose shipped system FindDB to use, no GPU needed: sm
 SYSTEM_HELP = "Only the system FindDB shipped for --device (or the current GPU), read-only."
 
 
-def _open(db_url):
+def open_writable(db_url):
     from .db import FindDB, FindDBError
 
     try:
@@ -336,7 +336,7 @@ def db_import(file, db_url, fmt, device, device_name):
         if fmt == "miopen" and not device:
             _fail(f"{file} is a MIOpen FindDB file, which names no device: give the device its records belong "
                   "to with --device (e.g. --device sm_90-132)")
-        h = _open(db_url)
+        h = open_writable(db_url)
         try:
             rep = import_records(h, itertools.chain([first] if first else [], fh), fmt=fmt, device=device,
                                  device_name=device_name)
@@ -365,7 +365,7 @@ def db_merge(sources, db_url):
     from .db.transfer import merge_into
 
     handles = [_open_ro(s) for s in sources]
-    h = _open(db_url)
+    h = open_writable(db_url)
     try:
         rep = merge_into(h, handles)
     except (FindDBError, ValueError) as e:
@@ -447,7 +447,7 @@ def db_prune(db_url, dry_run, keep_stale):
     from .db import FindDBError
     from .db.maintenance import prune_db
 
-    h = _open_ro(db_url) if dry_run else _open(db_url)
+    h = _open_ro(db_url) if dry_run else open_writable(db_url)
     try:
         rep = prune_db(h, dry_run=dry_run, stale=not keep_stale)
     except FindDBError as e:

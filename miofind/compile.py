@@ -13,14 +13,19 @@ from __future__ import annotations
 import functools
 import glob
 import hashlib
+import logging
 import os
 import re
 import sys
 import threading
+import time
 from importlib import resources
 from pathlib import Path
 
+from . import env
 from .solver import KernelInfo
+
+_log = logging.getLogger(__name__)
 
 BASE_OPTIONS = ("-std=c++17",)
 _INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.M)
@@ -65,9 +70,9 @@ def source_hash(*names: str) -> str:
 def cuda_include_dirs() -> list[str]:
     """Directories holding cuda_fp16.h / cuda_bf16.h: CUDA_PATH, /usr/local/cuda, pip's nvidia/*."""
     dirs = []
-    for env in ("CUDA_PATH", "CUDA_HOME"):
-        if os.environ.get(env):
-            dirs.append(os.path.join(os.environ[env], "include"))
+    for var in ("CUDA_PATH", "CUDA_HOME"):
+        if os.environ.get(var):
+            dirs.append(os.path.join(os.environ[var], "include"))
     dirs.append("/usr/local/cuda/include")
     for sp in sys.path:
         dirs += glob.glob(os.path.join(sp, "nvidia", "cu1*", "include"))
@@ -80,11 +85,12 @@ def _options(kinfo: KernelInfo) -> tuple[str, ...]:
 
 
 def kernel_cache_dir() -> Path:
-    d = os.environ.get("MIOFIND_KERNEL_CACHE", "").strip()
-    if not d:
+    """``env.kernel_cache_dir()`` ($MIOFIND_KERNEL_CACHE, $MIOPEN_CUSTOM_CACHE_DIR), else the per-user cache."""
+    d = env.kernel_cache_dir()
+    if d is None:
         import platformdirs
-        d = os.path.join(platformdirs.user_cache_dir("miofind"), "cubin")
-    return Path(d)
+        d = Path(platformdirs.user_cache_dir("miofind")) / "cubin"
+    return d
 
 
 @functools.lru_cache(maxsize=None)
@@ -132,7 +138,10 @@ def compile_kernel(kinfo: KernelInfo):
     mod = _module_cache.get(key)
     if mod is None:
         path = kernel_cache_dir() / f"{binary_key(kinfo, arch)}.cubin"
-        if not path.is_file():
+        if path.is_file():
+            _log.debug("binary cache hit: %s %s (%s)", kinfo.source, kinfo.name, path.name)
+        else:
+            _log.debug("binary cache miss: %s %s", kinfo.source, kinfo.name)
             cubin = nvrtc_compile(kinfo, arch)
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
@@ -141,6 +150,7 @@ def compile_kernel(kinfo: KernelInfo):
         try:
             mod = cupy.RawModule(path=str(path))
         except Exception as e:  # a damaged cache file: rebuild it once
+            _log.warning("cached cubin %s cannot be loaded (%s): compiling it again", path, e)
             try:
                 path.unlink()
             except FileNotFoundError:
@@ -164,6 +174,7 @@ def nvrtc_compile(kinfo: KernelInfo, arch: str = "sm_90") -> bytes:
     from cupy_backends.cuda.libs import nvrtc
 
     src = kernel_source(kinfo.source)
+    t0 = time.perf_counter()
     prog = nvrtc.createProgram(src, kinfo.source, [], [])
     try:
         try:
@@ -174,4 +185,6 @@ def nvrtc_compile(kinfo: KernelInfo, arch: str = "sm_90") -> bytes:
         cubin = nvrtc.getCUBIN(prog)
     finally:
         nvrtc.destroyProgram(prog)
+    _log.debug("NVRTC compiled %s %s (%s) for %s in %.0f ms", kinfo.source, kinfo.name,
+               " ".join(kinfo.compile_options()), arch, (time.perf_counter() - t0) * 1e3)
     return cubin

@@ -69,7 +69,7 @@ def _cupy_versions() -> dict[str, str]:
     try:
         import cupy
 
-        return {"cuda_version": _ver(cupy.cuda.runtime.runtimeGetVersion()), "cupy_version": cupy.__version__}
+        return {"cuda_version": version_string(cupy.cuda.runtime.runtimeGetVersion()), "cupy_version": cupy.__version__}
     except Exception:
         return {"cuda_version": "", "cupy_version": ""}
 
@@ -85,7 +85,8 @@ def _cupy():
     return cupy
 
 
-def _ver(v: int) -> str:
+def version_string(v: int) -> str:
+    """A CUDA version integer (13020) as "13.2"."""
     return f"{v // 1000}.{(v % 1000) // 10}"
 
 
@@ -106,8 +107,8 @@ def current_device(device_id: int | None = None) -> DeviceInfo:
             name=name,
             arch=f"sm_{props['major']}{props['minor']}",
             sm_count=int(props["multiProcessorCount"]),
-            driver_version=_ver(rt.driverGetVersion()),
-            cuda_version=_ver(rt.runtimeGetVersion()),
+            driver_version=version_string(rt.driverGetVersion()),
+            cuda_version=version_string(rt.runtimeGetVersion()),
             cupy_version=cupy.__version__,
         )
     except NoGPUError:

@@ -593,12 +593,6 @@ class ProblemDescription:
     # -- other constructors ---------------------------------------------------------------------
 
     @classmethod
-    def from_driver_args(cls, argv: Sequence[str] | str) -> list["ProblemDescription"]:
-        """One problem per direction selected by -F, from MIOpenDriver's argv."""
-        from .driver_args import problems_from_driver_args
-        return problems_from_driver_args(argv)
-
-    @classmethod
     def from_arrays(cls, x, w, *, stride=1, padding=0, dilation=1, groups=1, direction="F",
                     layout: str | None = None, math: str = "strict", transposed: bool = False,
                     output_padding=0) -> "ProblemDescription":

@@ -114,7 +114,7 @@ class Source:
         return [f"{name}: {db.path or db.url}" for name, db, _ in self.layers]
 
 
-def _open(url: str, option: str, **kw):
+def open_writable(url: str, option: str, **kw):
     from .db import FindDB, FindDBError
 
     try:
@@ -138,7 +138,7 @@ def _user_db():
         path = Path(u.database) if u.get_backend_name() == "sqlite" and u.database else None
     if path is not None and (not path.is_file() or path.stat().st_size == 0):
         return None
-    return _open(url or str(path), "MIOFIND_DB")
+    return open_writable(url or str(path), "MIOFIND_DB")
 
 
 def open_source(db_url: str | None = None, *, system: bool = False, device: str | None = None) -> Source:
@@ -160,7 +160,7 @@ def open_source(db_url: str | None = None, *, system: bool = False, device: str 
     if db_url:
         if system:
             raise ReportError(f"--db={db_url!r} and --system: give one of them")
-        db = _open(db_url, "--db")
+        db = open_writable(db_url, "--db")
         devs = [d for d in db.devices() if _matches(device, d)]
         if device is None and len(devs) > 1:
             raise ReportError(f"--db={db_url!r} holds several devices ({', '.join(devs)}): pick one with --device")

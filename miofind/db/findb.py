@@ -14,6 +14,7 @@ no pickle, no eval.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import numbers
 import operator
@@ -41,6 +42,7 @@ SCHEMA_VERSION = 2
 _BUSY_TIMEOUT_MS = 30_000
 _WRITE_ATTEMPTS = 10
 _T = TypeVar("_T")
+_log = logging.getLogger(__name__)
 
 
 class FindDBError(RuntimeError):
@@ -289,7 +291,7 @@ _failures = sa.Table(
 )
 # The fleet's job queue (miofind.db.jobs): one row per problem to tune; workers claim rows with
 # SELECT ... FOR UPDATE SKIP LOCKED and hold them under a lease that a dead worker lets expire.
-_jobs = sa.Table(
+jobs_table = sa.Table(
     "tune_jobs", _md,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("problem_key", sa.String(512), nullable=False),
@@ -373,11 +375,17 @@ def normalize_url(url: str) -> str:
 
 
 def default_db_url() -> str:
-    """``$MIOFIND_DB`` (a SQLAlchemy URL or a bare file path), else the per-user SQLite file (its directory
-    is made by the first writable open, not here)."""
-    env = os.environ.get("MIOFIND_DB", "").strip()
-    if env:
-        return normalize_url(env)
+    """``$MIOFIND_DB`` (a SQLAlchemy URL or a bare file path), else ``$MIOPEN_USER_DB_PATH``'s
+    ``miofind-finddb.sqlite`` (``env.user_db_url``), else the per-user SQLite file (its directory is made
+    by the first writable open, not here)."""
+    from .. import env as _env
+
+    try:
+        url = _env.user_db_url()
+    except ValueError as e:
+        raise FindDBError(str(e)) from None
+    if url:
+        return normalize_url(url)
     return f"sqlite:///{Path(platformdirs.user_data_dir('miofind')) / 'finddb.sqlite'}"
 
 
@@ -535,6 +543,7 @@ class FindDB:
         except BaseException:
             self._engine.dispose()
             raise
+        _log.debug("opened FindDB %s%s", self._where, " (immutable)" if immutable else " (read-only)" if readonly else "")
 
     # -- setup -------------------------------------------------------------------------------------
 
@@ -554,6 +563,7 @@ class FindDB:
         if self.readonly:
             raise FindDBError(f"FindDB {p} is corrupt ({why}); opened read-only, so it was left in place")
         dest = _quarantine(p)
+        _log.info("FindDB %s is corrupt (%s): moved to %s", p, why, dest)
         warnings.warn(f"FindDB {p} is corrupt ({why}); moved it to {dest or '(already moved by another process)'} "
                       "and started a fresh, empty database", FindDBWarning, stacklevel=3)
 
@@ -834,7 +844,7 @@ class FindDB:
                                        .order_by(_records.c.solver_id)).all())
             perf = con.execute(sa.select(f.count()).select_from(_perf)).scalar_one()
             failed = con.execute(sa.select(f.count()).select_from(_failures)).scalar_one()
-            jobs = dict(con.execute(sa.select(_jobs.c.status, f.count()).group_by(_jobs.c.status)).all())
+            jobs = dict(con.execute(sa.select(jobs_table.c.status, f.count()).group_by(jobs_table.c.status)).all())
             return {"records": n, "problems": problems, "devices": devices, "solvers": solvers,
                     "perf_records": perf, "failed_configs": failed, "jobs": jobs,
                     "schema_version": self._read_version(con)}

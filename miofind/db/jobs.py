@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from .findb import FindDB, FindDBError, _jobs
+from .findb import FindDB, FindDBError, jobs_table
 
 __all__ = ["Job", "JobQueue", "STATUSES"]
 
@@ -74,15 +74,15 @@ class JobQueue:
         keys = list(dict.fromkeys(problem_keys))
 
         def run(con: sa.Connection) -> int:
-            t, now = _jobs.c, _now(con)
+            t, now = jobs_table.c, _now(con)
             have = {k: s for k, s in con.execute(sa.select(t.problem_key, t.status).where(t.options == opts))}
             new = [dict(problem_key=k, options=opts, status="queued", worker="", device="", lease_until=0.0,
                         attempts=0, error="", created_at=now, updated_at=now) for k in keys if k not in have]
             if new:
-                con.execute(sa.insert(_jobs), new)
+                con.execute(sa.insert(jobs_table), new)
             again = [k for k in keys if have.get(k) == "failed"]
             if again:
-                con.execute(sa.update(_jobs).where(t.options == opts, t.problem_key.in_(again))
+                con.execute(sa.update(jobs_table).where(t.options == opts, t.problem_key.in_(again))
                             .values(status="queued", attempts=0, error="", updated_at=now))
             return len(new) + len(again)
 
@@ -91,29 +91,29 @@ class JobQueue:
     def claim(self, worker: str, device: str, lease_s: float = 600.0) -> Job | None:
         """Take the oldest queued job, or a running one whose lease expired; None when none is left."""
         def run(con: sa.Connection) -> Job | None:
-            t, now = _jobs.c, _now(con)
-            con.execute(sa.update(_jobs)
+            t, now = jobs_table.c, _now(con)
+            con.execute(sa.update(jobs_table)
                         .where(t.status == "running", t.lease_until < now, t.attempts >= self.max_attempts)
                         .values(status="failed", updated_at=now,
                                 error=sa.func.coalesce(t.error, "") + f" [lease expired after {self.max_attempts} attempts]"))
-            q = (sa.select(_jobs).where(sa.or_(t.status == "queued", sa.and_(t.status == "running", t.lease_until < now)))
+            q = (sa.select(jobs_table).where(sa.or_(t.status == "queued", sa.and_(t.status == "running", t.lease_until < now)))
                  .order_by(t.id).limit(1).with_for_update(skip_locked=True))
             row = con.execute(q).first()
             if row is None:
                 return None
-            con.execute(sa.update(_jobs).where(t.id == row.id)
+            con.execute(sa.update(jobs_table).where(t.id == row.id)
                         .values(status="running", worker=worker, device=device, lease_until=now + lease_s,
                                 attempts=row.attempts + 1, updated_at=now))
-            return _job(con.execute(sa.select(_jobs).where(t.id == row.id)).one())
+            return _job(con.execute(sa.select(jobs_table).where(t.id == row.id)).one())
 
         return self.db._run("claim a tuning job", run, write=True)
 
     def _finish(self, job: Job, what: str, lease_s: float | None = None, **values) -> bool:
         def run(con: sa.Connection) -> bool:
-            t, now = _jobs.c, _now(con)
+            t, now = jobs_table.c, _now(con)
             if lease_s is not None:
                 values["lease_until"] = now + lease_s
-            res = con.execute(sa.update(_jobs).where(t.id == job.id, t.status == "running", t.worker == job.worker,
+            res = con.execute(sa.update(jobs_table).where(t.id == job.id, t.status == "running", t.worker == job.worker,
                                                      t.attempts == job.attempts)
                               .values(updated_at=now, **values))
             return res.rowcount == 1
@@ -133,14 +133,14 @@ class JobQueue:
         return self._finish(job, "fail a tuning job", status=status, error=error[:4000], lease_until=0.0)
 
     def jobs(self, status: str | None = None) -> list[Job]:
-        q = sa.select(_jobs).order_by(_jobs.c.id)
+        q = sa.select(jobs_table).order_by(jobs_table.c.id)
         if status is not None:
             if status not in STATUSES:
                 raise ValueError(f"status={status!r}: expected one of {', '.join(STATUSES)}")
-            q = q.where(_jobs.c.status == status)
+            q = q.where(jobs_table.c.status == status)
         return [_job(r) for r in self.db._run("list tuning jobs", lambda con: con.execute(q).all())]
 
     def counts(self) -> dict[str, int]:
-        q = sa.select(_jobs.c.status, sa.func.count()).group_by(_jobs.c.status)
+        q = sa.select(jobs_table.c.status, sa.func.count()).group_by(jobs_table.c.status)
         got = dict(self.db._run("count tuning jobs", lambda con: con.execute(q).all()))
         return {s: int(got.get(s, 0)) for s in STATUSES}

@@ -10,18 +10,20 @@ a usable user answer wins over the system's; every write goes to the user DB.
 
 from __future__ import annotations
 
-import os
+import logging
 import re
 import warnings
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from .. import env
 from .findb import FindDB, FindDBError, FindDBWarning
 
 __all__ = ["system_db_files", "system_db_override", "system_db_path", "open_system_db", "Overlay"]
 
 _NAME_RE = re.compile(r"^(sm_\d+)-(\d+)\.sqlite$")
+_log = logging.getLogger(__name__)
 
 
 def _finddb_dir() -> Path:
@@ -43,10 +45,10 @@ def system_db_files() -> dict[tuple[str, int], Path]:
 def system_db_override() -> tuple[bool, Path | None]:
     """``$MIOFIND_SYSTEM_DB``: (False, None) when unset; (True, None) for ``none``; (True, path) for a file,
     which is then the system DB whatever the device."""
-    env = os.environ.get("MIOFIND_SYSTEM_DB", "").strip()
-    if not env:
+    override = env.system_db()
+    if override is None:
         return False, None
-    return True, None if env.lower() == "none" else Path(env)
+    return True, None if override == "none" else override
 
 
 def system_db_path(arch: str, sm_count: int) -> Path | None:
@@ -66,8 +68,12 @@ def open_system_db(arch: str, sm_count: int) -> FindDB | None:
     cannot be read (a FindDBWarning says why: work continues without it)."""
     path = system_db_path(arch, sm_count)
     if path is None:
+        _log.debug("no system FindDB for %s with %d SMs%s", arch, sm_count,
+                  " (MIOFIND_SYSTEM_DB=none)" if env.system_db() == "none" else "")
         return None
     if path not in _opened:
+        _log.info("system FindDB for %s with %d SMs: %s%s", arch, sm_count, path,
+                  " (MIOFIND_SYSTEM_DB)" if env.system_db() is not None else "")
         try:
             _opened[path] = FindDB(str(path), readonly=True, immutable=True)
         except FindDBError as e:

@@ -9,12 +9,15 @@ fleet tuner does on GPU-less hosts.
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 from concurrent.futures import ProcessPoolExecutor
 
 from ..compile import CompileError, binary_key, kernel_cache_dir, nvrtc_compile
 from ..solver import KernelInfo
 
+_log = logging.getLogger(__name__)
 _pool: ProcessPoolExecutor | None = None
 _pool_size = 0
 
@@ -90,11 +93,14 @@ def precompile(kernels: list[KernelInfo], arch: str, jobs: int | None = None) ->
     if not todo:
         return 0, {}
     jobs = jobs or default_jobs()
+    t0 = time.perf_counter()
     if jobs == 1 or len(todo) == 1:
         results = [_compile_one(t) for t in todo]
     else:
         results = list(_get_pool(jobs).map(_compile_one, todo, chunksize=1))
     errors = {f"{k.source}:{k.name} {' '.join(k.compile_options())}": r for (k, _, _), r in zip(todo, results) if r}
+    _log.debug("precompiled %d kernel(s) for %s in %.1f s with %d process(es), %d failed (%d already cached)",
+               len(todo), arch, time.perf_counter() - t0, min(jobs, len(todo)), len(errors), len(kernels) - len(todo))
     return len(todo) - len(errors), errors
 
 

@@ -9,6 +9,7 @@ from a background thread while tuning, and marks each job done or failed.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import socket
 import threading
@@ -17,6 +18,8 @@ from typing import Callable
 
 from ..problem import ProblemDescription
 from .tuner import ProblemOutcome, Tuner, TuneOptions
+
+_log = logging.getLogger(__name__)
 
 
 def _open(db_url, dev):
@@ -32,6 +35,8 @@ def tune_local(problems: list[ProblemDescription], opts: TuneOptions, db_url: st
                devices: list[int] | None = None, report: Callable[[dict], None] = lambda o: None,
                event: Callable[[str], None] = lambda m: None) -> list[dict]:
     """Tune every problem (skipping those already done); ``report`` gets each outcome as a dict."""
+    _log.info("tuning %d problem(s) on %s with %s", len(problems),
+              f"GPUs {','.join(map(str, devices))}" if devices else "the current GPU", opts.as_json())
     if devices and len(devices) > 1:
         return _tune_spawned(problems, opts, db_url, devices, report)
     if devices:
@@ -66,7 +71,10 @@ def _find_configs(dbs, dev, problem, solver):
         return [None]
 
 
-def _device_main(device: int, opts_json: dict, db_url, tasks, results) -> None:
+def _device_main(device: int, opts_json: dict, db_url, tasks, results, log_level: int | None = None) -> None:
+    if log_level is not None:
+        from ..log import configure
+        configure(level=log_level)
     os.environ["CUDA_VISIBLE_DEVICES"] = str(device)
     try:
         from ..device import current_device
@@ -95,7 +103,9 @@ def _tune_spawned(problems, opts, db_url, devices, report) -> list[dict]:
         tasks.put(None)
     # Not daemonic: a device process starts its own compile pool, and a daemonic process may not
     # have children. They are terminated below if this process stops early (error or Ctrl-C).
-    procs = [ctx.Process(target=_device_main, args=(d, opts.as_json(), db_url, tasks, results)) for d in devices]
+    level = logging.getLogger("miofind").level or None  # the parent's level (NOTSET: not configured)
+    procs = [ctx.Process(target=_device_main, args=(d, opts.as_json(), db_url, tasks, results, level))
+             for d in devices]
     for pr in procs:
         pr.start()
     out, alive = [], len(procs)
@@ -168,13 +178,16 @@ def worker_loop(db_url: str, *, name: str | None = None, lease_s: float = 600.0,
             opts = TuneOptions(**{k: v for k, v in job.options.items() if k in known})
             problem = ProblemDescription.from_key(job.problem_key)
             event(f"{name}: job {job.id} {job.problem_key}")
+            _log.debug("%s: claimed job %s %s", name, job.id, job.problem_key)
             o = tuner_factory(opts).tune_problem(problem)
             if o.status == "failed":
+                _log.warning("%s: job %s failed: %s", name, job.id, o.error)
                 queue.fail(job, o.error)
             else:
                 queue.complete(job)
                 done += 1
         except Exception as e:
+            _log.warning("%s: job %s failed: %s: %s", name, job.id, e.__class__.__name__, e)
             queue.fail(job, f"{e.__class__.__name__}: {e}")
         finally:
             stop.set()

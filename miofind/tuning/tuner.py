@@ -18,6 +18,7 @@ resumes at the first problem that is not, also when it died between storing a co
 
 from __future__ import annotations
 
+import logging
 import math
 import random
 import time
@@ -33,6 +34,7 @@ from ..solver import Solver
 from .strategies import STRATEGIES
 
 INF = math.inf
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -232,7 +234,9 @@ class Tuner:
         t0 = time.monotonic()
         key = problem.key()
         if not self.opts.retune and self.is_done(problem):
+            _log.info("%s: already tuned and found, skipped", key)
             return ProblemOutcome(key, "skipped")
+        _log.info("tuning %s", key)
         out = ProblemOutcome(key, "done")
         try:
             m = self.measurer(problem)
@@ -252,6 +256,10 @@ class Tuner:
         except Exception as e:
             out.status, out.error = "failed", describe(e)
         out.seconds = time.monotonic() - t0
+        if out.status == "failed":
+            _log.warning("%s: tuning failed after %.1f s: %s", key, out.seconds, out.error)
+        else:
+            _log.info("%s: %d solution(s) after %.1f s", key, out.solutions, out.seconds)
         return out
 
     def _find(self, problem: ProblemDescription, solver_ids: list[str]) -> None:
@@ -293,10 +301,14 @@ class Tuner:
         if not self.opts.retune:
             hit = self.cached(problem, solver)
             if hit is not None:
+                _log.debug("%s %s: tuned config in the user PerfDB: %s", solver.id, problem.key(), hit.config)
                 return Outcome(solver.id, "cached", hit.config, hit.time_ms, hit.default_time_ms)
         space, failed_before = self.space(problem, solver)
         if not space:
+            _log.info("%s %s: no valid config left to try (%d failed before)", solver.id, problem.key(), failed_before)
             return Outcome(solver.id, "no valid config", failed=failed_before)
+        _log.debug("%s %s: %d config(s) to search, strategy %s", solver.id, problem.key(), len(space),
+                   self.opts.strategy)
         conv = problem.as_conv()
         default = solver.default_config(conv)
         results: dict[str, tuple[dict, float]] = {}
@@ -321,6 +333,7 @@ class Tuner:
         ok = sorted((t, k) for k, (_, t) in results.items() if t < INF)
         nfail = sum(1 for _, t in results.values() if t == INF)
         if not ok:
+            _log.info("%s %s: all %d config(s) tried failed", solver.id, key, len(results))
             return Outcome(solver.id, "all failed", tried=len(results), failed=nfail + failed_before,
                            seconds=time.monotonic() - t0)
         best_t = ok[0][0]
@@ -332,6 +345,7 @@ class Tuner:
         timed = [(t, config_key(c), c) for c, (t, _) in zip(near, final) if t < INF]
         default_t = next((t for t, k, _ in timed if k == dk), None)
         if not timed:
+            _log.info("%s %s: every near-best config failed when measured again", solver.id, key)
             return Outcome(solver.id, "all failed", tried=len(results), failed=nfail + failed_before,
                            seconds=time.monotonic() - t0)
         t, _, cfg = min(timed, key=lambda x: x[0])
@@ -340,4 +354,6 @@ class Tuner:
             device=dev.db_name, problem_key=key, solver_id=solver.id, config=cfg, time_ms=t,
             default_time_ms=default_t, strategy=self.opts.strategy, configs_tried=len(results), tune_seconds=secs,
             device_name=dev.name, package_version=__version__, kernel_hash=khash, cuda_version=dev.cuda_version)])
+        _log.info("%s %s: tuned %s, %.4f ms (default %s) after %d config(s), %d failed, %.1f s", solver.id, key, cfg,
+                  t, "n/a" if default_t is None else f"{default_t:.4f} ms", len(results), nfail, secs)
         return Outcome(solver.id, "tuned", cfg, t, default_t, len(results), nfail, secs)

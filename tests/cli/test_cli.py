@@ -45,7 +45,8 @@ def test_gpu_commands_without_gpu(no_gpu, cmd):
     r = run(*cmd)
     assert r.exit_code == 2
     lines = [ln for ln in r.output.splitlines() if ln.strip()]
-    assert lines == ["miofind: no GPU: no CUDA device is visible"]
+    assert len(lines) == 1 and lines[0].startswith("miofind: no GPU: no CUDA device is visible; without a GPU")
+    assert "--device sm_90-132" in lines[0]
 
 
 @pytest.mark.parametrize("args,msg", [
@@ -88,6 +89,7 @@ def test_db_commands(tmp_db):
 
 def test_find_answers_from_db_without_gpu_work(tmp_db, monkeypatch):
     """With trusted records for every candidate, find prints them and benchmarks nothing."""
+    from miofind.driver_args import problems_from_driver_args
     import miofind.api as api
     import miofind.find as find_mod
     import miofind.device as dev_mod
@@ -102,7 +104,7 @@ def test_find_answers_from_db_without_gpu_work(tmp_db, monkeypatch):
         raise RuntimeError("benchmarked despite a complete FindDB")
     monkeypatch.setattr(find_mod, "benchmark", no_benchmark)
     monkeypatch.setattr(find_mod, "current_device", lambda *a: dev)
-    p = ProblemDescription.from_driver_args([*ARGS, "-F", "1"])[0]
+    p = problems_from_driver_args([*ARGS, "-F", "1"])[0]
     recs = [Record(device=dev.db_name, device_name=dev.name, problem_key=p.key(), solver_id=s.id, algorithm=s.algorithm,
                    time_ms=1.0 + i, workspace_bytes=0, config=s.default_config(p), verified=True, max_error=1e-7,
                    package_version="0.1.0", kernel_hash=trust_key(s), driver_version="13.0", cuda_version="13.0",

@@ -77,7 +77,6 @@ def test_leading_driver_word(lead):
 def test_string_and_list_argv_agree():
     line = "MIOpenDriver conv -n 8 -c 16 -H 14 -W 14 -k 32 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 1"
     assert problems_from_driver_args(line) == problems_from_driver_args(shlex.split(line))
-    assert P.from_driver_args(line) == problems_from_driver_args(line)
 
 
 def test_short_long_and_equals_forms_agree():

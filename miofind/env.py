@@ -1,0 +1,230 @@
+"""Every environment variable miofind honours, read in one place.
+
+Each function reads its variables when called (nothing is cached, so a test or a long-running
+process may change them) and returns the value to use, or raises a one-line ValueError naming the
+variable and its bad value. Where MIOpen has a variable for the same thing, miofind accepts it
+with MIOpen's values; where both are set, the ``MIOFIND_*`` one wins. ``VARIABLES`` lists them all
+(the README's table is checked against it).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["VARIABLES", "EnvVar", "FIND_MODES", "FindEnforce", "find_mode", "find_enforce", "user_db_url",
+           "system_db", "log_level", "kernel_cache_dir", "cudnn_plans", "cudnn_execute", "QUIET"]
+
+FIND_MODES = ("normal", "fast", "hybrid", "dynamic_hybrid", "benchmark")
+
+# MIOpen's miopenConvolutionFindMode_t numbers (find_controls.hpp). 4 is MIOpen's deprecated
+# FAST_HYBRID: MIOpen itself no longer treats it as fast or hybrid, so it runs as NORMAL there.
+MIOPEN_FIND_MODE_NUMBERS = {1: "normal", 2: "fast", 3: "hybrid", 4: "normal", 5: "dynamic_hybrid"}
+MIOPEN_FIND_MODE_NAMES = ("normal", "fast", "hybrid", "dynamic_hybrid")
+
+# A level above CRITICAL: nothing is logged (MIOpen's MIOPEN_LOG_LEVEL=1, "quiet").
+QUIET = logging.CRITICAL + 10
+_LEVEL_NAMES = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "warn": logging.WARNING,
+                "error": logging.ERROR, "critical": logging.CRITICAL, "quiet": QUIET, "off": QUIET}
+# MIOPEN_LOG_LEVEL (MIOpen's DebugAndLogging docs): 0 default (4 in release builds), 1 quiet,
+# 2 fatal, 3 errors, 4 warnings, 5 info, 6 detailed info, 7 trace. Python has no level below DEBUG.
+MIOPEN_LOG_LEVELS = {0: logging.WARNING, 1: QUIET, 2: logging.CRITICAL, 3: logging.ERROR, 4: logging.WARNING,
+                     5: logging.INFO, 6: logging.DEBUG, 7: logging.DEBUG}
+
+_INT_RE = re.compile(r"^[0-9]+$")
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    name: str
+    meaning: str
+    values: str
+    miopen: str  # MIOpen's variable for the same thing ("" where there is none)
+
+
+VARIABLES: tuple[EnvVar, ...] = (
+    EnvVar("MIOFIND_FIND_MODE", "find mode when `--mode`/`mode=` is not given",
+           "normal (default), fast, hybrid, dynamic_hybrid, benchmark; or MIOpen's 1-5", "MIOPEN_FIND_MODE"),
+    EnvVar("MIOPEN_FIND_MODE", "MIOpen's find mode, used when MIOFIND_FIND_MODE is unset",
+           "NORMAL/1, FAST/2, HYBRID/3, DYNAMIC_HYBRID/5 (any case); 4 (MIOpen's deprecated FAST_HYBRID) runs as "
+           "normal, as in MIOpen", ""),
+    EnvVar("MIOPEN_FIND_ENFORCE", "MIOpen's find enforcement, mapped to miofind's nearest behaviour",
+           "NONE/1: no change; DB_UPDATE/2 and SEARCH_DB_UPDATE/4: find measures again (benchmark mode) and "
+           "`miofind tune` re-tunes (as `--retune`); SEARCH/3: find mode normal (find never tunes: run "
+           "`miofind tune`); DB_CLEAN/5: not supported (an error)", ""),
+    EnvVar("MIOFIND_DB", "the user FindDB", "a SQLAlchemy URL or a file path (default: the per-user file "
+           "`finddb.sqlite` in the user data directory)", "MIOPEN_USER_DB_PATH"),
+    EnvVar("MIOPEN_USER_DB_PATH", "directory of MIOpen's user DBs, used when MIOFIND_DB is unset",
+           "a directory; miofind keeps `miofind-finddb.sqlite` in it", ""),
+    EnvVar("MIOFIND_SYSTEM_DB", "the read-only system FindDB beneath the user DB",
+           "a file path, or `none` for no system DB (default: the shipped file of this GPU's architecture "
+           "and nearest SM count)", ""),
+    EnvVar("MIOFIND_LOG_LEVEL", "logging level on stderr (before `-v`/`-q`)",
+           "debug, info, warning (default), error, critical, quiet; or MIOpen's 0-7", "MIOPEN_LOG_LEVEL"),
+    EnvVar("MIOPEN_LOG_LEVEL", "MIOpen's log level, used when MIOFIND_LOG_LEVEL is unset",
+           "0 default (warning), 1 quiet, 2 critical, 3 error, 4 warning, 5 info, 6 and 7 debug", ""),
+    EnvVar("MIOFIND_KERNEL_CACHE", "directory of the compiled-kernel (cubin) cache",
+           "a directory (default: `miofind/cubin` in the user cache directory)", "MIOPEN_CUSTOM_CACHE_DIR"),
+    EnvVar("MIOPEN_CUSTOM_CACHE_DIR", "MIOpen's binary cache directory, used when MIOFIND_KERNEL_CACHE is unset",
+           "a directory; miofind keeps its cubins in `miofind-cubin` inside it", ""),
+    EnvVar("MIOFIND_CUDNN_PLANS", "how many cuDNN plans (in cuDNN's heuristic order) each find measures",
+           "a positive integer (default 8)", ""),
+    EnvVar("MIOFIND_CUDNN_EXECUTE", "how cuDNN plans are launched",
+           "direct (default: the frontend's C++ binding, falling back to the public call on failure) or public "
+           "(always the public `execute_plan_at_index`)", ""),
+)
+
+
+def _get(name: str) -> str | None:
+    """The variable's value stripped, or None when unset or blank."""
+    v = os.environ.get(name)
+    return v.strip() if v is not None and v.strip() else None
+
+
+def _parse_find_mode(name: str, raw: str, names: tuple[str, ...]) -> str:
+    v = raw.lower()
+    if v in names:
+        return v
+    if _INT_RE.match(v) and int(v) in MIOPEN_FIND_MODE_NUMBERS:
+        return MIOPEN_FIND_MODE_NUMBERS[int(v)]
+    raise ValueError(f"{name}={raw!r}: expected one of {', '.join(names)} or MIOpen's numbers 1-5")
+
+
+def find_mode(default: str = "normal") -> str:
+    """The find mode from the environment: ``MIOFIND_FIND_MODE``, else the mode ``MIOPEN_FIND_ENFORCE``
+    implies (MIOpen runs NORMAL whenever something is enforced), else ``MIOPEN_FIND_MODE``, else
+    ``default``. Names are case-insensitive; MIOpen's numbers 1-5 are accepted in both variables."""
+    raw = _get("MIOFIND_FIND_MODE")
+    if raw is not None:
+        return _parse_find_mode("MIOFIND_FIND_MODE", raw, FIND_MODES)
+    enforced = find_enforce().find_mode
+    if enforced is not None:
+        return enforced
+    raw = _get("MIOPEN_FIND_MODE")
+    if raw is not None:
+        return _parse_find_mode("MIOPEN_FIND_MODE", raw, MIOPEN_FIND_MODE_NAMES)
+    return default
+
+
+@dataclass(frozen=True)
+class FindEnforce:
+    """What ``MIOPEN_FIND_ENFORCE`` asks of miofind."""
+
+    action: str               # none, db_update, search, search_db_update
+    find_mode: str | None     # the find mode it implies (None: no change)
+    retune: bool              # whether `miofind tune` tunes again problems already tuned
+
+
+# MIOpen's FindEnforceAction (find_controls.hpp, docs/perfdatabase): DB_UPDATE searches even where
+# the PerfDB has an answer and rewrites it; SEARCH searches where MIOpen would not (miofind's find
+# never tunes, so only MIOpen's "find mode becomes NORMAL when enforced" carries over).
+_ENFORCE = {
+    "none": FindEnforce("none", None, False),
+    "db_update": FindEnforce("db_update", "benchmark", True),
+    "search": FindEnforce("search", "normal", False),
+    "search_db_update": FindEnforce("search_db_update", "benchmark", True),
+}
+_ENFORCE_NUMBERS = {1: "none", 2: "db_update", 3: "search", 4: "search_db_update", 5: "db_clean"}
+
+
+def find_enforce() -> FindEnforce:
+    """``MIOPEN_FIND_ENFORCE`` (names any case, or 1-5) as miofind behaviour; unset is ``none``.
+    DB_CLEAN (5), which deletes user PerfDB entries in MIOpen, is refused with a ValueError."""
+    raw = _get("MIOPEN_FIND_ENFORCE")
+    if raw is None:
+        return _ENFORCE["none"]
+    v = raw.lower()
+    if _INT_RE.match(v) and int(v) in _ENFORCE_NUMBERS:
+        v = _ENFORCE_NUMBERS[int(v)]
+    if v == "db_clean":
+        raise ValueError(f"MIOPEN_FIND_ENFORCE={raw!r}: DB_CLEAN is not supported by miofind (it never deletes "
+                         "tuned configs on its own; see `miofind db prune`)")
+    if v not in _ENFORCE:
+        raise ValueError(f"MIOPEN_FIND_ENFORCE={raw!r}: expected NONE, DB_UPDATE, SEARCH, SEARCH_DB_UPDATE or 1-4")
+    return _ENFORCE[v]
+
+
+def user_db_url() -> str | None:
+    """The user FindDB from the environment: ``MIOFIND_DB`` as given (a SQLAlchemy URL or a file
+    path), else ``<MIOPEN_USER_DB_PATH>/miofind-finddb.sqlite``, else None (the per-user default)."""
+    raw = _get("MIOFIND_DB")
+    if raw is not None:
+        return raw
+    raw = _get("MIOPEN_USER_DB_PATH")
+    if raw is not None:
+        d = Path(raw).expanduser()
+        if d.exists() and not d.is_dir():
+            raise ValueError(f"MIOPEN_USER_DB_PATH={raw!r}: not a directory")
+        return str(d.absolute() / "miofind-finddb.sqlite")
+    return None
+
+
+def system_db() -> Path | str | None:
+    """``MIOFIND_SYSTEM_DB``: None when unset (choose the shipped file by GPU), the string ``"none"``
+    for no system DB (any case), else the file's Path."""
+    raw = _get("MIOFIND_SYSTEM_DB")
+    if raw is None:
+        return None
+    if raw.lower() == "none":
+        return "none"
+    return Path(raw).expanduser()
+
+
+def _parse_level(name: str, raw: str, names: bool) -> int:
+    v = raw.lower()
+    if names and v in _LEVEL_NAMES:
+        return _LEVEL_NAMES[v]
+    if _INT_RE.match(v) and int(v) in MIOPEN_LOG_LEVELS:
+        return MIOPEN_LOG_LEVELS[int(v)]
+    expected = "debug, info, warning, error, critical, quiet or MIOpen's 0-7" if names else "0-7 (MIOpen's levels)"
+    raise ValueError(f"{name}={raw!r}: expected {expected}")
+
+
+def log_level() -> int | None:
+    """The ``logging`` level from ``MIOFIND_LOG_LEVEL`` (a name or MIOpen's 0-7), else from
+    ``MIOPEN_LOG_LEVEL`` (0-7 mapped as MIOpen means them: 1 quiet, 3 errors, 4 warnings, 5 info,
+    6-7 debug), else None. ``QUIET`` is above every level (nothing is logged)."""
+    raw = _get("MIOFIND_LOG_LEVEL")
+    if raw is not None:
+        return _parse_level("MIOFIND_LOG_LEVEL", raw, True)
+    raw = _get("MIOPEN_LOG_LEVEL")
+    if raw is not None:
+        return _parse_level("MIOPEN_LOG_LEVEL", raw, False)
+    return None
+
+
+def kernel_cache_dir() -> Path | None:
+    """The cubin cache directory from ``MIOFIND_KERNEL_CACHE``, else ``<MIOPEN_CUSTOM_CACHE_DIR>/miofind-cubin``,
+    else None (the per-user cache directory)."""
+    for name, sub in (("MIOFIND_KERNEL_CACHE", None), ("MIOPEN_CUSTOM_CACHE_DIR", "miofind-cubin")):
+        raw = _get(name)
+        if raw is not None:
+            d = Path(raw).expanduser()
+            if d.exists() and not d.is_dir():
+                raise ValueError(f"{name}={raw!r}: not a directory")
+            return d / sub if sub else d
+    return None
+
+
+def cudnn_plans(default: int = 8) -> int:
+    """``MIOFIND_CUDNN_PLANS``: how many cuDNN plans a find measures per problem (a positive integer)."""
+    raw = _get("MIOFIND_CUDNN_PLANS")
+    if raw is None:
+        return default
+    if not _INT_RE.match(raw) or int(raw) < 1:
+        raise ValueError(f"MIOFIND_CUDNN_PLANS={raw!r}: expected a positive integer")
+    return int(raw)
+
+
+def cudnn_execute() -> str:
+    """``MIOFIND_CUDNN_EXECUTE``: ``direct`` (default; the frontend's C++ binding, falling back to the
+    public call) or ``public`` (always the public call)."""
+    raw = _get("MIOFIND_CUDNN_EXECUTE")
+    if raw is None:
+        return "direct"
+    if raw.lower() not in ("direct", "public"):
+        raise ValueError(f"MIOFIND_CUDNN_EXECUTE={raw!r}: expected direct or public")
+    return raw.lower()
