@@ -209,7 +209,7 @@ def immediate(problem: ProblemDescription, *, dev: DeviceInfo, db=None, workspac
     t0 = time.perf_counter() if t0 is None else t0
     check_workspace_limit(workspace_limit)
     cands, failures = candidates(problem, solvers)
-    dbs = open_dbs(db, dev)
+    dbs = open_dbs(db, dev, readonly=True)
     done = lambda sols, **kw: result(sols, problem=problem, t0=t0, sort_by="time", mode="immediate", **kw)  # noqa: E731
     sols, _, layer = from_db(dbs, dev, problem, cands, False, workspace_limit)
     if sols:

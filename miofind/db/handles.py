@@ -5,16 +5,17 @@ from __future__ import annotations
 import threading
 
 from ..device import DeviceInfo, current_device
-from .findb import FindDB, default_db_url, normalize_url
+from .findb import FindDB, default_db_url, normalize_url, sqlite_file
 from .system import Overlay, open_system_db
 
-_user_dbs: dict[str, FindDB] = {}
+_user_dbs: dict[tuple[str, bool], FindDB] = {}
 _lock = threading.Lock()
 
 
-def open_db(db=None) -> FindDB:
+def open_db(db=None, *, readonly: bool = False) -> FindDB | None:
     """The user FindDB: a FindDB, or a URL/path (default $MIOFIND_DB or the per-user file), opened
-    once per process and URL."""
+    once per process, URL and mode. ``readonly`` opens it so that nothing is written (no file, no
+    -wal/-shm file), and gives None when its SQLite file does not exist."""
     if isinstance(db, FindDB):
         return db
     if isinstance(db, Overlay):
@@ -23,15 +24,23 @@ def open_db(db=None) -> FindDB:
         raise ValueError(f"db={db!r}: expected a FindDB, a SQLAlchemy URL or a file path")
     url = normalize_url(db) if db else default_db_url()
     with _lock:
-        h = _user_dbs.get(url)
+        writable = _user_dbs.get((url, False))
+        if readonly and writable is not None and not writable.closed:
+            return writable  # this process already writes it: read through the same handle
+        h = _user_dbs.get((url, readonly))
         if h is None or h.closed:
-            h = _user_dbs[url] = FindDB(url)
+            if readonly:
+                path = sqlite_file(url)
+                if path is not None and not path.exists():
+                    return None
+            h = _user_dbs[(url, readonly)] = FindDB(url, readonly=readonly)
     return h
 
 
-def open_dbs(db=None, dev: DeviceInfo | None = None) -> Overlay:
-    """The user FindDB over the system FindDB shipped for this GPU (if any)."""
+def open_dbs(db=None, dev: DeviceInfo | None = None, *, readonly: bool = False) -> Overlay:
+    """The user FindDB over the system FindDB shipped for this GPU (if any); ``readonly`` as in
+    ``open_db`` (immediate mode: nothing written, a missing user DB is no layer)."""
     if isinstance(db, Overlay):
         return db
     dev = dev or current_device()
-    return Overlay(open_db(db), open_system_db(dev.arch, dev.sm_count))
+    return Overlay(open_db(db, readonly=readonly), open_system_db(dev.arch, dev.sm_count))

@@ -84,14 +84,16 @@ def open_system_db(arch: str, sm_count: int) -> FindDB | None:
 
 @dataclass
 class Overlay:
-    """The user DB (takes every write) over the system DB (read-only, may be None)."""
+    """The user DB (takes every write) over the system DB (read-only, may be None). A read-only
+    overlay (immediate mode) may have no user DB at all, when its file does not exist yet."""
 
-    user: FindDB
+    user: FindDB | None
     system: FindDB | None = None
 
     @property
     def layers(self) -> list[tuple[str, FindDB]]:
-        return [("user", self.user)] + ([("system", self.system)] if self.system is not None else [])
+        return ([("user", self.user)] if self.user is not None else []) + \
+            ([("system", self.system)] if self.system is not None else [])
 
     def lookup(self, device: str, problem_key: str):
         """(layer name, records) per layer, user first. System DBs are chosen by device already, so
