@@ -17,12 +17,18 @@ if not _os.path.isdir(_os.path.join(_here, "solvers")) and _os.path.isfile(_os.p
 from .problem import ProblemDescription  # noqa: E402
 from .device import NoGPUError  # noqa: E402
 
-__all__ = ["ProblemDescription", "NoGPUError", "find_solutions", "run_solution", "Solution", "__version__"]
+_API = ("find_solutions", "get_solutions", "run_solution", "Solution", "FindResult")
+
+__all__ = ["ProblemDescription", "NoGPUError", *_API, "__version__"]
 
 
 def __getattr__(name):
     # The find/run API pulls in the registry and, lazily, CuPy; keep `import miofind` light.
-    if name in ("find_solutions", "run_solution", "Solution", "FindResult"):
+    if name in _API:
         from . import api
         return getattr(api, name)
     raise AttributeError(f"module 'miofind' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_API))
