@@ -28,7 +28,8 @@ P = ProblemDescription.make
 CUDNN = [s for s in solvers() if s.family == "cudnn"]
 BY_DIR = {d: s for s in CUDNN for d in s.directions}
 TF32_SHAPES = ("3x3_pad1", "groups2", "3d_3x3x3")
-GRID = claim_grid(CUDNN, SHAPES, STRICT) + claim_grid(CUDNN, {n: SHAPES[n] for n in TF32_SHAPES}, [("FP32", "tf32")])
+GRID = claim_grid(CUDNN, SHAPES, STRICT) + claim_grid(CUDNN, {n: SHAPES[n] for n in TF32_SHAPES},
+                                                     [("FP32", "tf32")])
 # what the claim grid's solvers accept: how many cases each, and which (gpu_helpers.claims_digest)
 ACCEPTED = {"ConvCudnnFwd": 84, "ConvCudnnBwd": 84, "ConvCudnnWrw": 84}
 ACCEPTED_DIGEST = "88365525"

@@ -1,8 +1,8 @@
 """im2col + GEMM family: what it claims over tests/shapes.py, pinned on the CPU with the workspace sizes
 and the 64-bit index build's macros; on the GPU every claimed case against the float64 reference with
-poisoned outputs, and family checks: both backward-weights strategies, batch chunking (a one-image workspace cap), 64-bit kernel indices,
-a misaligned workspace, transposed problems, strict FP32 (no TF32) versus TF32, determinism, and the
-1x1 path's speed against a bare cuBLAS GEMM."""
+poisoned outputs, and family checks: both backward-weights strategies, batch chunking (a one-image
+workspace cap), 64-bit kernel indices, a misaligned workspace, transposed problems, strict FP32 (no
+TF32) versus TF32, determinism, and the 1x1 path's speed against a bare cuBLAS GEMM."""
 
 import numpy as np
 import pytest

@@ -136,8 +136,10 @@ def test_igemm_pointwise_vectors(d, dtype, layout):
 
 
 # (shape, x/w/y layouts) of the same rank
-XPOSE_LAYOUTS = {2: {"NCHW": ("NCHW",) * 3, "NCHW-NHWC-NCHW": ("NCHW", "NHWC", "NCHW")}, 3: {"NCDHW": ("NCDHW",) * 3}}
-XPOSE_CASES = [pytest.param(shape, lays, id=f"{shape}-{name}") for shape in ("3x3_odd", "stride2", "n1_1x1", "3d_stride2")
+XPOSE_LAYOUTS = {2: {"NCHW": ("NCHW",) * 3, "NCHW-NHWC-NCHW": ("NCHW", "NHWC", "NCHW")},
+                 3: {"NCDHW": ("NCDHW",) * 3}}
+XPOSE_CASES = [pytest.param(shape, lays, id=f"{shape}-{name}")
+               for shape in ("3x3_odd", "stride2", "n1_1x1", "3d_stride2")
                for name, lays in XPOSE_LAYOUTS[len(SHAPES[shape]["in_size"])].items()]
 XPOSE_MODES = [("FP16", "strict"), ("BF16", "strict"), ("FP32", "tf32")]
 
