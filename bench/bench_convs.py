@@ -21,7 +21,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from report import gmean  # noqa: E402
-from resnet50 import RESNET50  # noqa: E402
+from miofind.models import model_layers  # noqa: E402
 
 CEIL_TFLOPS = {"FP32": 51.6, "FP16": 667.0, "BF16": 667.0}   # measured H100 ceilings: SGEMM, FP16 GEMM
 BW = 3.0e12
@@ -82,10 +82,11 @@ def main():
     t0 = time.time()
     os.makedirs(a.out, exist_ok=True)
     out = os.path.join(a.out, f"bench_{a.dtype}_{a.dirs}.json")
-    for (c, k, hw, f, st, pad, count) in RESNET50[: a.limit]:
+    for layer in model_layers("resnet50")[: a.limit]:
+        c, k, hw, f, st, count = layer.c, layer.k, layer.in_size[0], layer.filter_size[0], layer.strides[0], layer.count
         for d in a.dirs:
-            p = ProblemDescription.make(d, n=a.n, c=c, k=k, in_size=(hw, hw), filter_size=f, pads=pad,
-                                        strides=st, dtype=a.dtype)
+            p = ProblemDescription.make(d, n=a.n, c=c, k=k, in_size=layer.in_size, filter_size=layer.filter_size,
+                                        pads=layer.pads, strides=layer.strides, dtype=a.dtype)
             res = find_solutions(p, mode="benchmark", solvers=own, store=False, warmup=3, iters=10)
             per = {s.solver_id: s.time_ms for s in res}
             fam = {}

@@ -26,14 +26,16 @@ def layouts_for(kw):
     return ("NCDHW", "NDHWC") if nd == 3 else ("NCHW", "NHWC")
 
 
-# The 23 ResNet-50 v1.5 forward convolutions (REFERENCE.md section 11) at a small batch.
 def _resnet50(n=2):
-    import os
-    import sys
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
-    from resnet50 import RESNET50
-    return {f"r50_{c}to{k}_{hw}_{f}x{f}s{st}": dict(n=n, c=c, k=k, in_size=(hw, hw), filter_size=f, pads=p, strides=st)
-            for (c, k, hw, f, st, p, _count) in RESNET50}
+    """ResNet-50 v1.5's 23 unique convolutions (miofind.models) at batch ``n``, by name."""
+    from miofind.models import model_layers
+
+    out = {}
+    for la in model_layers("resnet50"):
+        hw, f, st = la.in_size[0], la.filter_size[0], la.strides[0]
+        out[f"r50_{la.c}to{la.k}_{hw}_{f}x{f}s{st}"] = dict(n=n, c=la.c, k=la.k, in_size=la.in_size,
+                                                          filter_size=la.filter_size, pads=la.pads, strides=la.strides)
+    return out
 
 
 RESNET50_SMALL_N = _resnet50()

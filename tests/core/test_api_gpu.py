@@ -9,9 +9,8 @@ import pytest
 
 from miofind import ProblemDescription, find_solutions, run_solution
 
-pytestmark = pytest.mark.gpu
 
-
+@pytest.mark.gpu
 def test_find_then_db(tmp_db):
     p = ProblemDescription.make("F", n=2, c=8, k=8, in_size=(12, 12), filter_size=3, pads=1)
     first = find_solutions(p, db=tmp_db)
@@ -28,6 +27,7 @@ def test_find_then_db(tmp_db):
     assert third.source == "find"
 
 
+@pytest.mark.gpu
 def test_find_each_direction_and_workspace_sort(tmp_db):
     for d in "FBW":
         p = ProblemDescription.make(d, n=1, c=4, k=4, in_size=(9, 9), filter_size=3, pads=1, dtype="FP16")
@@ -35,6 +35,7 @@ def test_find_each_direction_and_workspace_sort(tmp_db):
         assert res and all(s.verified for s in res)
 
 
+@pytest.mark.gpu
 def test_run_solution_arrays(tmp_db):
     import cupy
 
@@ -71,6 +72,7 @@ def _random_problem(rng, nd):
                 dilations=dil, groups=g)
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("nd", [2, 3])
 @pytest.mark.parametrize("trial", range(6))
 def test_matches_torch_and_gradients(nd, trial, tmp_db):

@@ -2,40 +2,40 @@
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
 from miofind.models import MODELS, ConvLayer, model_layers, model_problems
 from miofind.problem import ProblemDescription
 
-ROOT = Path(__file__).resolve().parents[2]
-
 TOTAL_CONVS = {"resnet50": 53, "resnet101": 104, "vgg16": 13, "mobilenet_v2": 52, "inception_v3": 94, "unet": 19}
 
 
-def _bench_resnet50():
-    spec = importlib.util.spec_from_file_location("bench_resnet50", ROOT / "bench" / "resnet50.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.RESNET50
+# ResNet-50 v1.5 forward convolutions written out by hand: C, K, H (= W), filter, stride, pad, count.
+RESNET50_V15 = [
+    (3, 64, 224, 7, 2, 3, 1), (64, 64, 56, 1, 1, 0, 1), (64, 64, 56, 3, 1, 1, 3), (64, 256, 56, 1, 1, 0, 4),
+    (256, 64, 56, 1, 1, 0, 2), (256, 128, 56, 1, 1, 0, 1), (128, 128, 56, 3, 2, 1, 1), (256, 512, 56, 1, 2, 0, 1),
+    (128, 512, 28, 1, 1, 0, 4), (512, 128, 28, 1, 1, 0, 3), (128, 128, 28, 3, 1, 1, 3), (512, 256, 28, 1, 1, 0, 1),
+    (256, 256, 28, 3, 2, 1, 1), (512, 1024, 28, 1, 2, 0, 1), (256, 1024, 14, 1, 1, 0, 6), (1024, 256, 14, 1, 1, 0, 5),
+    (256, 256, 14, 3, 1, 1, 5), (1024, 512, 14, 1, 1, 0, 1), (512, 512, 14, 3, 2, 1, 1), (1024, 2048, 14, 1, 2, 0, 1),
+    (512, 2048, 7, 1, 1, 0, 3), (2048, 512, 7, 1, 1, 0, 2), (512, 512, 7, 3, 1, 1, 2),
+]
 
 
 def test_models_tuple():
     assert MODELS == ("resnet50", "resnet101", "vgg16", "mobilenet_v2", "inception_v3", "unet")
 
 
-def test_resnet50_matches_bench_list():
-    ref = {(c, k, h, f, s, p): n for c, k, h, f, s, p, n in _bench_resnet50()}
+def test_resnet50_matches_written_out_list():
+    ref = {(c, k, h, f, s, p): n for c, k, h, f, s, p, n in RESNET50_V15}
     got = {}
     for layer in model_layers("resnet50"):
         (h, w), (r, q), (sh, sw), (ph, pw) = layer.in_size, layer.filter_size, layer.strides, layer.pads
         assert h == w and r == q and sh == sw and ph == pw and layer.groups == 1
         got[(layer.c, layer.k, h, r, sh, ph)] = layer.count
     assert got == ref
-    assert len(model_layers("resnet50")) == len(_bench_resnet50())
+    assert len(model_layers("resnet50")) == len(RESNET50_V15)
 
 
 @pytest.mark.parametrize("model", MODELS)

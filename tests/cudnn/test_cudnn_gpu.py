@@ -1,35 +1,45 @@
-"""cuDNN family on the GPU: the default plan of every solver x direction x dtype x layout over tests/shapes.py,
-every plan of a few problems, FP32 strict never running TF32, CuPy's stream honoured, transposed problems,
-and the find integration; all against the numpy float64 reference with poisoned outputs.
+"""cuDNN family: what it claims over tests/shapes.py given an installed frontend, pinned on the CPU; on
+the GPU the default plan of every claimed solver x direction x dtype x layout, every plan of a few
+problems, FP32 strict never running TF32, CuPy's stream honoured, transposed problems, and the find
+integration; all against the numpy float64 reference with poisoned outputs.
 
-Needs the cuDNN frontend (pip nvidia-cudnn-frontend) and the solvers registered; failures print each plan's
-name, error and cuDNN's reason so they can be acted on without a rerun.
+The GPU tests need the cuDNN frontend (pip nvidia-cudnn-frontend) and the solvers registered; failures
+print each plan's name, error and cuDNN's reason so they can be acted on without a rerun.
 """
 
 import zlib
+from unittest import mock
 
 import numpy as np
 import pytest
 
-from gpu_helpers import check_solver
-from shapes import DTYPES, SHAPES, layouts_for
+from gpu_helpers import STRICT, accepted, assert_claims_pinned, check_solver, claim_grid, params
+from shapes import SHAPES
 from miofind.problem import ProblemDescription
 from miofind.registry import solvers
 
 from miofind.solvers import cudnn_base
 
-pytestmark = pytest.mark.gpu
-if not cudnn_base.frontend_status()[0]:  # not importorskip: tests/cudnn itself would import as 'cudnn'
-    pytest.skip(f"{cudnn_base.frontend_status()[1]} (pip install nvidia-cudnn-frontend)", allow_module_level=True)
+# not importorskip: tests/cudnn itself would import as 'cudnn'
+needs_frontend = pytest.mark.skipif(not cudnn_base.frontend_status()[0],
+                                    reason=f"{cudnn_base.frontend_status()[1]} (pip install nvidia-cudnn-frontend)")
 
 P = ProblemDescription.make
 CUDNN = [s for s in solvers() if s.family == "cudnn"]
 BY_DIR = {d: s for s in CUDNN for d in s.directions}
 TF32_SHAPES = ("3x3_pad1", "groups2", "3d_3x3x3")
-CASES = [(s, d, name, dt, lay, "strict") for s in CUDNN for d in sorted(s.directions)
-         for name, kw in SHAPES.items() for dt in DTYPES for lay in layouts_for(kw)]
-CASES += [(s, d, name, "FP32", lay, "tf32") for s in CUDNN for d in sorted(s.directions)
-          for name in TF32_SHAPES for lay in layouts_for(SHAPES[name])]
+GRID = claim_grid(CUDNN, SHAPES, STRICT) + claim_grid(CUDNN, {n: SHAPES[n] for n in TF32_SHAPES},
+                                                     [("FP32", "tf32")])
+# what the claim grid's solvers accept: how many cases each, and which (gpu_helpers.claims_digest)
+ACCEPTED = {"ConvCudnnFwd": 84, "ConvCudnnBwd": 84, "ConvCudnnWrw": 84}
+ACCEPTED_DIGEST = "88365525"
+
+
+def _with_frontend(fn):
+    """fn() with the frontend reported installed: the claim then depends on the problem only, the same
+    on every machine (without the frontend the GPU tests skip)."""
+    with mock.patch.object(cudnn_base, "frontend_status", return_value=(True, "")):
+        return fn()
 
 
 def _seed(*parts) -> int:
@@ -39,19 +49,23 @@ def _seed(*parts) -> int:
 def test_registered():
     assert {s.id for s in CUDNN} == {"ConvCudnnFwd", "ConvCudnnBwd", "ConvCudnnWrw"}, \
         "register ConvCudnnFwd/Bwd/Wrw (solvers/cudnn_fwd.py, cudnn_bwd.py, cudnn_wrw.py) in miofind/registry.py"
-    print(cudnn_base.versions())
 
 
-@pytest.mark.parametrize("solver,direction,shape,dtype,layout,math", CASES,
-                         ids=[f"{s.id}-{d}-{n}-{dt}-{lay}-{m}" for s, d, n, dt, lay, m in CASES])
-def test_cudnn_default_plan(solver, direction, shape, dtype, layout, math):
-    p = P(direction, layout=layout, dtype=dtype, math=math, **SHAPES[shape])
+def test_cudnn_claims_pinned():
+    """With a frontend, each solver takes every case of its direction (cuDNN itself rejects what it
+    cannot run when the plans are built)."""
+    _with_frontend(lambda: assert_claims_pinned(GRID, ACCEPTED, ACCEPTED_DIGEST))
+
+
+@pytest.mark.gpu
+@needs_frontend
+@pytest.mark.parametrize("claim", params(_with_frontend(lambda: accepted(GRID))))
+def test_cudnn_default_plan(claim):
+    solver, p = claim.solver, claim.problem()
     a = solver.applicability(p)
-    if not a:
-        assert a.reason, f"{solver.id} rejected {p.key()} without a reason"
-        pytest.skip(f"not applicable: {a.reason}")
+    assert a, f"{solver.id} rejected {p.key()}: {a.reason}"
     sol = solver.get_solution(p)
-    err, tol = check_solver(solver, p, seed=_seed(shape, dtype, layout, math))
+    err, tol = check_solver(solver, p, seed=_seed(claim.shape, claim.dtype, claim.layout, claim.math))
     assert err <= tol, f"{solver.id} {p.key()} plan {sol.config['plan']}: relative error {err:.3g} > {tol:.1g}"
 
 
@@ -68,6 +82,8 @@ def _plan_report(rows) -> str:
                      for r in rows)
 
 
+@pytest.mark.gpu
+@needs_frontend
 @pytest.mark.parametrize("shape,direction,dtype,layout,math", PLAN_CASES,
                          ids=[f"{sh}-{d}-{dt}-{lay}-{m}" for sh, d, dt, lay, m in PLAN_CASES])
 def test_every_plan(shape, direction, dtype, layout, math):
@@ -95,6 +111,8 @@ def test_every_plan(shape, direction, dtype, layout, math):
     assert cudnn_base.cudnn_candidates(p) == [{"plan": r["name"]} for r in usable]
 
 
+@pytest.mark.gpu
+@needs_frontend
 @pytest.mark.parametrize("direction", "FBW")
 def test_strict_fp32_runs_no_tf32(direction):
     """TF32 rounds inputs to 10 mantissa bits (relative error ~1e-4 to 1e-3 over a 576-term reduction);
@@ -119,6 +137,8 @@ def test_strict_fp32_runs_no_tf32(direction):
           f"tf32-only {len(tf32_only)} plans, errors { {n: f'{e:.2g}' for n, e in tf32_errs.items()} }")
 
 
+@pytest.mark.gpu
+@needs_frontend
 def test_runs_on_cupy_current_stream():
     """Inputs are written on a non-blocking stream after a ~0.1 s spin; a plan that ran on any other stream
     would read the stale zeros."""
@@ -155,6 +175,8 @@ def test_runs_on_cupy_current_stream():
     assert err < 1e-5, f"cuDNN did not run on CuPy's current stream (error {err:.3g})"
 
 
+@pytest.mark.gpu
+@needs_frontend
 @pytest.mark.parametrize("direction", "FBW")
 def test_transposed(direction):
     t = P(direction, n=2, c=6, k=4, in_size=(7, 6), filter_size=3, pads=1, strides=2, transposed=True,
@@ -165,6 +187,8 @@ def test_transposed(direction):
     assert err <= tol, (direction, err)
 
 
+@pytest.mark.gpu
+@needs_frontend
 @pytest.mark.parametrize("direction", "FBW")
 def test_stated_output_size(direction):
     """An output size from a MIOpen key in 'same' mode (ceil(9/2) = 5, not the formula's 4): post-padding."""
@@ -178,6 +202,8 @@ def test_stated_output_size(direction):
     assert err <= tol, (direction, err)
 
 
+@pytest.mark.gpu
+@needs_frontend
 def test_mixed_layouts():
     p = P("F", n=2, c=8, k=8, in_size=(9, 9), filter_size=3, pads=1, layout="NHWC", w_layout="NCHW",
           out_layout="NHWC")
@@ -187,6 +213,8 @@ def test_mixed_layouts():
     assert err <= tol
 
 
+@pytest.mark.gpu
+@needs_frontend
 def test_direct_and_public_execute_agree():
     """The invoker calls the frontend's C++ binding directly; it must give the public API's results, and
     should cost less host time per call (printed)."""
@@ -220,12 +248,16 @@ def test_direct_and_public_execute_agree():
         print(f"{name}: host us per call " + ", ".join(f"{k} {v:.1f}" for k, v in host_us.items()))
 
 
+@pytest.mark.gpu
+@needs_frontend
 def test_unknown_plan_is_explained():
     p = P("F", n=1, c=8, k=8, in_size=(9, 9), filter_size=3, pads=1)
     with pytest.raises(ValueError, match="not offered"):
         BY_DIR["F"].get_solution(p, {"plan": "eng999999_k1=0"})
 
 
+@pytest.mark.gpu
+@needs_frontend
 def test_find_uses_cudnn():
     from miofind.api import find_solutions, run_solution
 
@@ -243,6 +275,8 @@ def test_find_uses_cudnn():
     cupy.testing.assert_allclose(y1.astype(cupy.float32), y2.astype(cupy.float32), rtol=2e-2, atol=2e-2)
 
 
+@pytest.mark.gpu
+@needs_frontend
 @pytest.mark.parametrize("dtype,ref_us", [("FP32", 241.0), ("FP16", 58.0)])
 def test_fastest_plan_matches_reference_time(dtype, ref_us):
     """3x3 64->64 @56 N=32 forward (REFERENCE numbers are cuDNN's own on an H100): the fastest plan, timed

@@ -1,21 +1,19 @@
-"""Depthwise and small-group direct solvers on the GPU: every solver x direction x dtype x layout
-they claim over tests/shapes.py and a set of family shapes (strides, pads, filters up to 7x7,
-multipliers, dilation, asymmetric filters, odd widths), against the float64 reference with
-poisoned outputs; several tile configurations; bitwise determinism of backward weights; the
-benchmark shape at realistic tiles; transposed problems. Rejected problems carry a reason."""
+"""Depthwise family (depthwise and small-group direct solvers): what it claims over tests/shapes.py and
+a set of family shapes (strides, pads, filters up to 7x7, multipliers, dilation, asymmetric filters,
+odd widths), pinned on the CPU with the rejection reasons and the configuration spaces; on the GPU
+every claimed case against the float64 reference with poisoned outputs, several tile configurations,
+bitwise determinism of backward weights, the benchmark shape at realistic tiles, transposed problems."""
 
 import pytest
 
-from gpu_helpers import check_claim, check_solver, claim_cases
+from gpu_helpers import accepted, assert_claims_pinned, check_claim, check_solver, claim_grid, params
 from shapes import SHAPES
 from miofind.problem import ProblemDescription
 from miofind.registry import solvers
 
-pytestmark = pytest.mark.gpu
-
 IDS = ("ConvDepthwiseFwd", "ConvDepthwiseBwd", "ConvDepthwiseWrw",
        "ConvGroupedDirectFwd", "ConvGroupedDirectBwd", "ConvGroupedDirectWrw")
-OURS = [s for s in solvers() if s.id in IDS]
+OURS = [s for s in solvers() if s.family == "depthwise"]
 
 FAMILY_SHAPES = {
     "dw_s2_p1": dict(n=2, c=8, k=8, in_size=(13, 14), filter_size=3, pads=1, strides=2, groups=8),
@@ -39,17 +37,27 @@ FAMILY_SHAPES = {
 }
 ALL_SHAPES = {**SHAPES, **FAMILY_SHAPES}
 
-CASES, CASE_IDS = claim_cases(OURS, ALL_SHAPES)
+GRID = claim_grid(OURS, ALL_SHAPES)
+# what the claim grid's solvers accept: how many cases each, and which (gpu_helpers.claims_digest)
+ACCEPTED = {"ConvDepthwiseFwd": 90, "ConvDepthwiseBwd": 90, "ConvDepthwiseWrw": 90,
+            "ConvGroupedDirectFwd": 66, "ConvGroupedDirectBwd": 66, "ConvGroupedDirectWrw": 66}
+ACCEPTED_DIGEST = "fc2342aa"
 
 
 def test_registered():
-    assert {s.id for s in OURS} == set(IDS), f"registry lacks {set(IDS) - {s.id for s in OURS}}"
+    assert {s.id for s in OURS} == set(IDS), f"family 'depthwise' is {sorted(s.id for s in OURS)}, expected {IDS}"
 
 
-@pytest.mark.parametrize("solver,direction,shape,dtype,layout", CASES,
-                         ids=CASE_IDS)
-def test_depthwise_solver(solver, direction, shape, dtype, layout):
-    check_claim(solver, direction, shape, ALL_SHAPES[shape], dtype, layout)
+def test_depthwise_claims_pinned():
+    """ConvDepthwise takes 2D G = C problems; ConvGroupedDirect 2D groups of at most 8 channels that are
+    not depthwise."""
+    assert_claims_pinned(GRID, ACCEPTED, ACCEPTED_DIGEST)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("claim", params(accepted(GRID)))
+def test_depthwise_solver(claim):
+    check_claim(claim)
 
 
 def _solver(sid):
@@ -61,25 +69,42 @@ CFG_CASES = [(pre + suf, d, shape, lay) for pre, shapes in CFG_SHAPES.items()
              for suf, d in (("Fwd", "F"), ("Bwd", "B"), ("Wrw", "W")) for shape in shapes for lay in ("NCHW", "NHWC")]
 
 
+def _config_picks(s, p):
+    """A spread of the configuration space: the first three, a third, the middle and the last."""
+    space = list(s.config_space(p))
+    picks = {0, 1, 2, len(space) // 3, len(space) // 2, len(space) - 1}
+    return space, [space[i] for i in sorted(i for i in picks if i < len(space))]
+
+
+@pytest.mark.parametrize("sid,direction,shape,layout", CFG_CASES, ids=["-".join(c) for c in CFG_CASES])
+def test_config_space(sid, direction, shape, layout):
+    """The problems of test_configs are claimed; their spaces start at the default configuration and
+    every pick is valid with the workspace the solver reports."""
+    s = _solver(sid)
+    for dt in ("FP32", "FP16"):
+        p = ProblemDescription.make(direction, layout=layout, dtype=dt, **ALL_SHAPES[shape])
+        a = s.applicability(p)
+        assert a, f"{sid} rejected {p.key()}: {a.reason}"
+        space, picks = _config_picks(s, p)
+        assert space and s.default_config(p) == space[0]
+        for cfg in picks:
+            assert s.is_valid_config(p, cfg)
+            assert s.get_solution(p, cfg).workspace_bytes == s.workspace_bytes(p)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("sid,direction,shape,layout", CFG_CASES, ids=["-".join(c) for c in CFG_CASES])
 def test_configs(sid, direction, shape, layout):
     """A spread of the configuration space (different tiles, vector widths, channel splits)."""
     s = _solver(sid)
     for dt in ("FP32", "FP16"):
         p = ProblemDescription.make(direction, layout=layout, dtype=dt, **ALL_SHAPES[shape])
-        if not s.applicability(p):
-            continue
-        space = list(s.config_space(p))
-        assert space and s.default_config(p) == space[0]
-        picks = {0, 1, 2, len(space) // 3, len(space) // 2, len(space) - 1}
-        for i in sorted(i for i in picks if i < len(space)):
-            cfg = space[i]
-            assert s.is_valid_config(p, cfg)
-            assert s.get_solution(p, cfg).workspace_bytes == s.workspace_bytes(p)
+        for cfg in _config_picks(s, p)[1]:
             err, tol = check_solver(s, p, config=cfg)
             assert err <= tol, f"{sid} {p.key()} config {cfg}: relative error {err:.3g} > {tol:.1g}"
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
 @pytest.mark.parametrize("dtype", ["FP32", "FP16", "BF16"])
 def test_wrw_bitwise_deterministic(layout, dtype):
@@ -107,6 +132,7 @@ def test_wrw_bitwise_deterministic(layout, dtype):
 BENCH = dict(c=256, k=256, in_size=(56, 56), filter_size=3, pads=1, groups=256)
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
 @pytest.mark.parametrize("dtype", ["FP32", "FP16"])
 @pytest.mark.parametrize("direction", ["F", "B", "W"])
@@ -122,6 +148,7 @@ def test_benchmark_shape(direction, dtype, layout):
     assert err <= tol, f"{s.id} {p.key()} config {cfg}: relative error {err:.3g} > {tol:.1g}"
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("direction", ["F", "B", "W"])
 def test_transposed(direction):
     """A transposed depthwise problem is served as the ordinary one (F <-> B)."""

@@ -1,37 +1,57 @@
-"""Direct family on the GPU: every solver x direction x dtype x layout it claims, on tests/shapes.py,
-against the numpy float64 reference with poisoned outputs; rejected problems carry a reason."""
+"""Direct family (naive references and the tiled forward solver): what it claims over tests/shapes.py
+(pinned, on the CPU), and on the GPU every claimed solver x direction x dtype x layout against the
+numpy float64 reference with poisoned outputs. The depthwise solvers have tests/depthwise/."""
 
 import pytest
 
-from gpu_helpers import check_claim, check_solver, claim_cases
+from gpu_helpers import accepted, assert_claims_pinned, check_claim, check_solver, claim_grid, params
 from shapes import SHAPES
 from miofind.problem import ProblemDescription
 from miofind.registry import solvers
 
-pytestmark = pytest.mark.gpu
 DIRECT = [s for s in solvers() if s.family == "direct"]
-CASES, CASE_IDS = claim_cases(DIRECT, SHAPES)
+GRID = claim_grid(DIRECT, SHAPES)
+# what the claim grid's solvers accept: how many cases each, and which (gpu_helpers.claims_digest)
+ACCEPTED = {"ConvDirectNaiveConvFwd": 78, "ConvDirectNaiveConvBwd": 78, "ConvDirectNaiveConvWrw": 78,
+            "ConvDirectTiledFwd": 33}
+ACCEPTED_DIGEST = "e4540a60"
 
 
-@pytest.mark.parametrize("solver,direction,shape,dtype,layout", CASES,
-                         ids=CASE_IDS)
-def test_direct_solver(solver, direction, shape, dtype, layout):
-    check_claim(solver, direction, shape, SHAPES[shape], dtype, layout)
+def test_direct_claims_pinned():
+    """The naive solvers take every case; the tiled one 2D NCHW only."""
+    assert_claims_pinned(GRID, ACCEPTED, ACCEPTED_DIGEST)
 
 
-@pytest.mark.parametrize("cfg", [{"TILE_W": 8, "TILE_H": 4, "KPT": 4, "CCH": 2},
-                                 {"TILE_W": 32, "TILE_H": 8, "KPT": 16, "CCH": 4},
-                                 {"TILE_W": 16, "TILE_H": 16, "KPT": 2, "CCH": 16}])
+@pytest.mark.gpu
+@pytest.mark.parametrize("claim", params(accepted(GRID)))
+def test_direct_solver(claim):
+    check_claim(claim)
+
+
+TILED_CFGS = [{"TILE_W": 8, "TILE_H": 4, "KPT": 4, "CCH": 2}, {"TILE_W": 32, "TILE_H": 8, "KPT": 16, "CCH": 4},
+              {"TILE_W": 16, "TILE_H": 16, "KPT": 2, "CCH": 16}]
+
+
+def test_tiled_configs_valid():
+    from miofind.registry import get_solver
+
+    p = ProblemDescription.make("F", **SHAPES["3x3_odd"])
+    for cfg in TILED_CFGS:
+        assert get_solver("ConvDirectTiledFwd").is_valid_config(p, cfg), cfg
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", TILED_CFGS)
 def test_tiled_configs(cfg):
     from miofind.registry import get_solver
 
     s = get_solver("ConvDirectTiledFwd")
     p = ProblemDescription.make("F", **SHAPES["3x3_odd"])
-    assert s.is_valid_config(p, cfg)
     err, tol = check_solver(s, p, config=cfg)
     assert err <= tol
 
 
+@pytest.mark.gpu
 def test_naive_transposed_all_directions():
     from miofind.registry import reference_solver
 
@@ -43,6 +63,7 @@ def test_naive_transposed_all_directions():
         assert err <= tol, (d, err)
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("key", ["16-15-16-3x3-8-8-8-2-0x0-2x2-1x1-0-NCHW-FP32-F",      # 'same' at stride 2
                                  "16-15-16-3x3-8-8-8-2-0x0-2x2-1x1-0-NCHW-FP32-B",
                                  "16-15-16-3x3-8-8-8-2-0x0-2x2-1x1-0-NCHW-FP32-W"])

@@ -1,20 +1,22 @@
-"""FFT family on the GPU: every solver x direction x dtype x layout it claims, on tests/shapes.py,
-against the numpy float64 reference with poisoned outputs; rejected problems carry a reason. Plus:
-both filter-spectrum paths (generated inside the MAC kernel for small filters, fft_wdft.cu for the
+"""FFT family: what it claims over tests/shapes.py and the geometry and MAC tiles of its problems,
+pinned on the CPU; on the GPU every claimed case against the numpy float64 reference with poisoned
+outputs, both filter-spectrum paths (generated inside the MAC kernel for small filters, fft_wdft.cu for the
 rest), non-default MAC tiles, geometry corners (pad >= filter, dilation, 1D, mixed layouts),
 transposed problems, a non-default stream, and cuFFT's work area fitting in the reported workspace."""
 
 import pytest
 
-from gpu_helpers import check_claim, check_solver, claim_cases
+from gpu_helpers import accepted, assert_claims_pinned, check_claim, check_solver, claim_grid, params
 from shapes import DTYPES, SHAPES
 from miofind.problem import ProblemDescription
 from miofind.registry import get_solver, solvers
 from miofind.solvers.fft_base import geometry
 
-pytestmark = pytest.mark.gpu
 FFT = [s for s in solvers() if s.family == "fft"]
-CASES, CASE_IDS = claim_cases(FFT, SHAPES)
+GRID = claim_grid(FFT, SHAPES)
+# what the claim grid's solvers accept: how many cases each, and which (gpu_helpers.claims_digest)
+ACCEPTED = {"ConvFFTFwd": 54, "ConvFFTBwd": 54}
+ACCEPTED_DIGEST = "3bad0441"
 SOLVER_OF = {"F": "ConvFFTFwd", "B": "ConvFFTBwd"}
 
 
@@ -22,10 +24,15 @@ def test_registered():
     assert {s.id for s in FFT} == {"ConvFFTFwd", "ConvFFTBwd"}
 
 
-@pytest.mark.parametrize("solver,direction,shape,dtype,layout", CASES,
-                         ids=CASE_IDS)
-def test_fft_solver(solver, direction, shape, dtype, layout):
-    check_claim(solver, direction, shape, SHAPES[shape], dtype, layout)
+def test_fft_claims_pinned():
+    """Every stride-1 case with a filter larger than 1x1, in every dtype and layout."""
+    assert_claims_pinned(GRID, ACCEPTED, ACCEPTED_DIGEST)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("claim", params(accepted(GRID)))
+def test_fft_solver(claim):
+    check_claim(claim)
 
 
 def _check(direction, tol=None, config=None, **kw):
@@ -44,22 +51,34 @@ TILE_PROBLEMS = {"fused": dict(n=3, c=10, k=7, in_size=(15, 13), filter_size=3, 
                  "wdft": dict(n=3, c=10, k=7, in_size=(14, 12), filter_size=5, pads=2)}
 
 
-@pytest.mark.parametrize("direction", "FB")
-@pytest.mark.parametrize("path", list(TILE_PROBLEMS))
-@pytest.mark.parametrize("cfg", [
+MAC_TILES = [
     {"FT": 16, "TN": 1, "TI": 1, "GN": 4, "GI": 4, "JC": 2},
     {"FT": 16, "TN": 4, "TI": 8, "GN": 4, "GI": 4, "JC": 4},
     {"FT": 32, "TN": 8, "TI": 1, "GN": 1, "GI": 8, "JC": 8},
     {"FT": 64, "TN": 2, "TI": 4, "GN": 2, "GI": 2, "JC": 4},
-])
+]
+
+
+@pytest.mark.parametrize("direction", "FB")
+@pytest.mark.parametrize("path", list(TILE_PROBLEMS))
+def test_mac_tile_problems(direction, path):
+    """The tile problems take the path they are named after, on a 128-wide grid, and every tile of
+    test_mac_tiles is a valid configuration for them."""
+    s = get_solver(SOLVER_OF[direction])
+    p = ProblemDescription.make(direction, **TILE_PROBLEMS[path])
+    assert s.applicability(p)
+    assert geometry(p).fused == (path == "fused") and geometry(p).FP == 128
+    for cfg in MAC_TILES:
+        assert s.is_valid_config(p, cfg), cfg
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("direction", "FB")
+@pytest.mark.parametrize("path", list(TILE_PROBLEMS))
+@pytest.mark.parametrize("cfg", MAC_TILES)
 def test_mac_tiles(direction, path, cfg):
     """Tiles larger than the problem (masking in n, i and j) and every frequency-tile width."""
-    kw = TILE_PROBLEMS[path]
-    s = get_solver(SOLVER_OF[direction])
-    p = ProblemDescription.make(direction, **kw)
-    assert geometry(p).fused == (path == "fused") and geometry(p).FP == 128
-    assert s.is_valid_config(p, cfg)
-    _check(direction, config=cfg, **kw)
+    _check(direction, config=cfg, **TILE_PROBLEMS[path])
 
 
 # 3x3 with many images: regenerating the spectrum per image tile would cost more than reading it
@@ -68,20 +87,36 @@ UNFUSED = {"3x3_big_n": dict(n=200, c=4, k=6, in_size=(6, 7), filter_size=3, pad
            "3d_3x3x3_dil": dict(n=1, c=3, k=5, in_size=(6, 5, 7), filter_size=3, pads=2, dilations=2)}
 
 
+def _unfused_problem(direction, name, dtype, cl):
+    kw = UNFUSED[name]
+    lay = ("NDHWC" if cl else "NCDHW") if len(kw["in_size"]) == 3 else ("NHWC" if cl else "NCHW")
+    return ProblemDescription.make(direction, layout=lay, dtype=dtype, **kw)
+
+
+@pytest.mark.parametrize("direction", "FB")
+@pytest.mark.parametrize("name", list(UNFUSED))
+def test_wdft_path_chosen(direction, name):
+    """The UNFUSED problems are claimed and take the fft_wdft.cu path in every dtype and layout."""
+    s = get_solver(SOLVER_OF[direction])
+    for dtype in DTYPES:
+        for cl in (False, True):
+            p = _unfused_problem(direction, name, dtype, cl)
+            assert s.applicability(p) and not geometry(p).fused, p.key()
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("direction", "FB")
 @pytest.mark.parametrize("name", list(UNFUSED))
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("cl", [False, True])
 def test_wdft_path(direction, name, dtype, cl):
-    kw = UNFUSED[name]
-    lay = ("NDHWC" if cl else "NCDHW") if len(kw["in_size"]) == 3 else ("NHWC" if cl else "NCHW")
-    p = ProblemDescription.make(direction, layout=lay, dtype=dtype, **kw)
-    assert not geometry(p).fused
+    p = _unfused_problem(direction, name, dtype, cl)
     s = get_solver(SOLVER_OF[direction])
     err, tol = check_solver(s, p)
     assert err <= tol, f"{s.id} {p.key()}: relative error {err:.3g} > {tol:.1g}"
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("direction", "FB")
 def test_every_ranked_tile_small(direction):
     """The whole tuning space on one small grouped problem (NVRTC compiles each)."""
@@ -106,11 +141,21 @@ GEOMETRY = {
 
 
 @pytest.mark.parametrize("direction", "FB")
+def test_geometry_claimed(direction):
+    s = get_solver(SOLVER_OF[direction])
+    for name, kw in GEOMETRY.items():
+        a = s.applicability(ProblemDescription.make(direction, **kw))
+        assert a, f"{name}: {a.reason}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("direction", "FB")
 @pytest.mark.parametrize("name", list(GEOMETRY))
 def test_geometry(direction, name):
     _check(direction, **GEOMETRY[name])
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("direction", "FB")
 @pytest.mark.parametrize("layouts", [("NCHW", "NHWC", "NHWC"), ("NHWC", "NCHW", "NCHW"), ("NHWC", "NHWC", "NCHW")])
 def test_mixed_layouts(direction, layouts):
@@ -121,6 +166,7 @@ def test_mixed_layouts(direction, layouts):
     assert err <= tol
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("direction", "FB")
 def test_transposed(direction):
     """A transposed problem is served as its ordinary twin: transposed F is ordinary B, and back."""
@@ -132,6 +178,7 @@ def test_transposed(direction):
     assert err <= tol
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("direction", "FB")
 def test_resnet_like_and_private_work_area(direction):
     """A realistic size, and cuFFT's work areas fit in the idle workspace regions (no private buffer)."""
@@ -148,6 +195,7 @@ def test_resnet_like_and_private_work_area(direction):
         f"cuFFT work areas {[pl.work_bytes for pl in inv.plans]} do not fit the workspace layout")
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("direction", "FB")
 def test_non_default_stream_and_reuse(direction):
     """Runs on the caller's stream; a second call with another workspace buffer gives the same result."""

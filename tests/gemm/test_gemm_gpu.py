@@ -1,26 +1,40 @@
-"""im2col + GEMM family on the GPU: every solver x direction x dtype x layout it claims, on tests/shapes.py,
-against the float64 reference with poisoned outputs; rejected problems carry a reason. Family checks:
-both backward-weights strategies, batch chunking (a one-image workspace cap), 64-bit kernel indices,
-a misaligned workspace, transposed problems, strict FP32 (no TF32) versus TF32, determinism, and the
-1x1 path's speed against a bare cuBLAS GEMM."""
+"""im2col + GEMM family: what it claims over tests/shapes.py, pinned on the CPU with the workspace sizes
+and the 64-bit index build's macros; on the GPU every claimed case against the float64 reference with
+poisoned outputs, and family checks: both backward-weights strategies, batch chunking (a one-image
+workspace cap), 64-bit kernel indices, a misaligned workspace, transposed problems, strict FP32 (no
+TF32) versus TF32, determinism, and the 1x1 path's speed against a bare cuBLAS GEMM."""
 
 import numpy as np
 import pytest
 
-from gpu_helpers import check_claim, claim_cases
+from gpu_helpers import accepted, assert_claims_pinned, check_claim, claim_grid, params
 from shapes import SHAPES, layouts_for
 from miofind.problem import ProblemDescription
 from miofind.registry import solvers
 
-pytestmark = pytest.mark.gpu
 GEMM = [s for s in solvers() if s.family == "gemm"]
-CASES, CASE_IDS = claim_cases(GEMM, SHAPES)
+GRID = claim_grid(GEMM, SHAPES)
+# what the claim grid's solvers accept: how many cases each, and which (gpu_helpers.claims_digest)
+ACCEPTED = {"GemmFwd1x1_0_1": 6, "GemmFwdRest": 72, "GemmBwd1x1_stride1": 6, "GemmBwdRest": 72,
+            "GemmWrw1x1_stride1": 6, "GemmWrwUniversal": 72}
+ACCEPTED_DIGEST = "d5c7c7ed"
 
 
-@pytest.mark.parametrize("solver,direction,shape,dtype,layout", CASES,
-                         ids=CASE_IDS)
-def test_gemm_solver(solver, direction, shape, dtype, layout):
-    check_claim(solver, direction, shape, SHAPES[shape], dtype, layout)
+def test_gemm_claims_pinned():
+    """Per direction, the 1x1 pad-0 stride-1 solver takes exactly those cases and the other solver the
+    rest: every case has exactly one gemm solver."""
+    acc, _ = assert_claims_pinned(GRID, ACCEPTED, ACCEPTED_DIGEST)
+    per_problem = {}
+    for c in acc:
+        per_problem.setdefault((c.direction, c.shape, c.dtype, c.layout), []).append(c.solver.id)
+    assert len(per_problem) == len({(c.direction, c.shape, c.dtype, c.layout) for c in GRID})
+    assert all(len(ids) == 1 for ids in per_problem.values()), per_problem
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("claim", params(accepted(GRID)))
+def test_gemm_solver(claim):
+    check_claim(claim)
 
 
 # -- family checks: solutions built with the test-only get_solution options ----------------------
@@ -111,6 +125,19 @@ def _family_cases():
 FAMILY_CASES = _family_cases()
 
 
+def test_gemm_variant_solutions():
+    """Every variant problem has a gemm solver whose solution builds with the forced options; a one-image
+    cap shrinks the forward and backward-data workspace of a multi-image batch that needs one."""
+    for shape, direction, dtype, layout, variant, opts in FAMILY_CASES:
+        p = ProblemDescription.make(direction, layout=layout, dtype=dtype, **FAMILY_SHAPES[shape])
+        s = _pick(p)
+        sol = s.get_solution(p, **opts)
+        assert sol.solver_id == s.id
+        if direction != "W" and p.n > 1 and s.workspace_bytes(p):
+            assert sol.workspace_bytes < s.workspace_bytes(p), f"{p.key()} {variant}: the cap did not shrink it"
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("shape,direction,dtype,layout,variant,opts", FAMILY_CASES,
                          ids=[f"{d}-{n}-{dt}-{lay}-{v}" for n, d, dt, lay, v, _ in FAMILY_CASES])
 def test_gemm_variants(shape, direction, dtype, layout, variant, opts):
@@ -118,27 +145,38 @@ def test_gemm_variants(shape, direction, dtype, layout, variant, opts):
     and both NCHW backward-weights strategies, forced."""
     p = ProblemDescription.make(direction, layout=layout, dtype=dtype, **FAMILY_SHAPES[shape])
     s = _pick(p)
-    err, tol, _, sol = _run(s, p, **opts)
+    err, tol, _, _ = _run(s, p, **opts)
     assert err <= tol, f"{s.id} {p.key()} {variant}: relative error {err:.3g} > {tol:.1g}"
-    if direction != "W" and p.n > 1 and s.workspace_bytes(p):
-        assert sol.workspace_bytes < s.workspace_bytes(p), "a one-image cap must shrink the workspace"
 
 
-@pytest.mark.parametrize("direction", "FBW")
-@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
-def test_gemm_wide_indices(monkeypatch, direction, layout):
-    """The 64-bit index build (used for tensors near 2^31 elements) on a small problem."""
+def _wide_index_solution(monkeypatch, direction, layout):
     import miofind.solvers.gemm_base as gb
 
     monkeypatch.setattr(gb, "INT32_SAFE", 1)
     p = ProblemDescription.make(direction, layout=layout, dtype="FP16", **SHAPES["stride2"])
     s = _pick(p)
-    sol = s.get_solution(p, workspace_cap=1)
-    assert all(dict(k.macros)["INDEX_T"] == "long long" for k in sol.kernels)
+    return s, p, s.get_solution(p, workspace_cap=1)
+
+
+@pytest.mark.parametrize("direction", "FBW")
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_gemm_wide_index_macros(monkeypatch, direction, layout):
+    """Past the 32-bit limit every kernel is built with 64-bit indices."""
+    _, _, sol = _wide_index_solution(monkeypatch, direction, layout)
+    assert sol.kernels and all(dict(k.macros)["INDEX_T"] == "long long" for k in sol.kernels)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("direction", "FBW")
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_gemm_wide_indices(monkeypatch, direction, layout):
+    """The 64-bit index build (used for tensors near 2^31 elements) on a small problem."""
+    s, p, sol = _wide_index_solution(monkeypatch, direction, layout)
     err, tol, _, _ = _run(s, p, sol=sol)
     assert err <= tol
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("direction", "FBW")
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
 def test_gemm_misaligned_workspace(direction, layout):
@@ -149,6 +187,7 @@ def test_gemm_misaligned_workspace(direction, layout):
     assert err <= tol
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("direction", "FBW")
 def test_gemm_transposed(direction):
     t = ProblemDescription.make(direction, n=2, c=6, k=4, in_size=(7, 6), filter_size=3, pads=1, strides=2,
@@ -158,6 +197,7 @@ def test_gemm_transposed(direction):
     assert err <= tol, (s.id, err)
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("direction", "FBW")
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
 def test_gemm_strict_fp32_is_not_tf32(direction, layout):
@@ -172,13 +212,15 @@ def test_gemm_strict_fp32_is_not_tf32(direction, layout):
     assert err_t <= tol_t
 
 
-@pytest.mark.parametrize("mode", ["batched", "concat", None])
-@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
-def test_gemm_wrw_deterministic(mode, layout):
+# NHWC backward weights has a single strategy
+DETERMINISM = [("NCHW", "batched"), ("NCHW", "concat"), ("NCHW", None), ("NHWC", None)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout,mode", DETERMINISM, ids=[f"{lay}-{m or 'default'}" for lay, m in DETERMINISM])
+def test_gemm_wrw_deterministic(layout, mode):
     import cupy
 
-    if layout == "NHWC" and mode is not None:
-        pytest.skip("NHWC has a single strategy")
     p = ProblemDescription.make("W", layout=layout, n=4, c=16, k=32, in_size=(20, 20), filter_size=3, pads=1)
     s = _pick(p)
     opts = {"wrw_mode": mode} if mode else {}
@@ -200,6 +242,7 @@ def test_gemm_workspace_reported_and_chunked():
     assert cls["F"][0].workspace_bytes(one) == 0 and cls["B"][0].workspace_bytes(one.with_direction("B")) == 0
 
 
+@pytest.mark.gpu
 def test_gemm_1x1_speed_near_cublas():
     """GemmFwd1x1 (NCHW, 1x1 64->256 @56, N=32, FP32) against cupy.matmul of the same batched GEMM."""
     import cupy

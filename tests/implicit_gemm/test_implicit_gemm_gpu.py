@@ -1,6 +1,6 @@
-"""Implicit-GEMM family on the GPU: every solver x dtype (FP32, FP16, BF16, FP32 with TF32 math) x
-layout on tests/shapes.py against the float64 reference with poisoned outputs; rejected problems
-carry a reason. Family checks: sampled tile configs (stages, BK, thread/warp tiles, vector widths,
+"""Implicit-GEMM family: what it claims over tests/shapes.py x dtype (FP32, FP16, BF16, FP32 with TF32
+math) x layout, pinned on the CPU, and on the GPU every claimed case against the float64 reference
+with poisoned outputs. Family checks: sampled tile configs (stages, BK, thread/warp tiles, vector widths,
 the 16-bit register path), mixed layouts, transposed problems, backward-weights split-K, pointwise
 vector loads, multi-tile GEMMs, alignment errors; and CPU checks of the index algebra (numpy
 emulation from the kernels' own macros) and of the thread mappings."""
@@ -11,18 +11,19 @@ import zlib
 import numpy as np
 import pytest
 
-from gpu_helpers import check_solver
-from shapes import DTYPES, SHAPES, layouts_for
+from gpu_helpers import STRICT, accepted, assert_claims_pinned, check_claim, check_solver, claim_grid, params
+from shapes import DTYPES, SHAPES
 from miofind.problem import ProblemDescription
 from miofind.registry import solvers
 
-pytestmark = pytest.mark.gpu
 IDS = ("ConvImplicitGemmFwd", "ConvImplicitGemmBwd", "ConvImplicitGemmWrw")
 IGEMM = [s for s in solvers() if s.family == "implicit_gemm"]
 BY_DIR = {d: s for s in IGEMM for d in s.directions}
-MODES = [(dt, "strict") for dt in DTYPES] + [("FP32", "tf32")]
-CASES = [(s, name, dt, mode, lay) for s in IGEMM for name, kw in SHAPES.items() for dt, mode in MODES
-         for lay in layouts_for(kw)]
+MODES = [*STRICT, ("FP32", "tf32")]
+GRID = claim_grid(IGEMM, SHAPES, MODES)
+# what the claim grid's solvers accept: how many cases each, and which (gpu_helpers.claims_digest)
+ACCEPTED = {"ConvImplicitGemmFwd": 104, "ConvImplicitGemmBwd": 104, "ConvImplicitGemmWrw": 104}
+ACCEPTED_DIGEST = "9ac9e5fe"
 
 
 def _seed(*parts) -> int:
@@ -45,17 +46,15 @@ def test_family_registered():
     assert sorted(s.id for s in IGEMM) == sorted(IDS)
 
 
-@pytest.mark.parametrize("solver,shape,dtype,mode,layout", CASES,
-                         ids=[f"{s.id}-{n}-{dt}{'-tf32' if m == 'tf32' else ''}-{lay}" for s, n, dt, m, lay in CASES])
-def test_igemm_solver(solver, shape, dtype, mode, layout):
-    (d,) = solver.directions
-    p = _make(d, dtype, mode, layout=layout, **SHAPES[shape])
-    a = solver.applicability(p)
-    if not a:
-        assert a.reason, f"{solver.id} rejected {p.key()} without a reason"
-        pytest.skip(f"not applicable: {a.reason}")
-    err, tol = check_solver(solver, p, seed=_seed(shape, dtype, mode, layout))
-    assert err <= tol, f"{solver.id} {p.key()}: relative error {err:.3g} > {tol:.1g}"
+def test_igemm_claims_pinned():
+    """Implicit GEMM takes every case of the grid."""
+    assert_claims_pinned(GRID, ACCEPTED, ACCEPTED_DIGEST)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("claim", params(accepted(GRID)))
+def test_igemm_solver(claim):
+    check_claim(claim)
 
 
 # -- tile configs -------------------------------------------------------------------------------
@@ -74,6 +73,7 @@ def _sample_configs(solver, p, count=6):
 CFG_CASES = [(d, dt, mode, lay) for d in "FBW" for dt, mode in MODES for lay in ("NCHW", "NHWC")]
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("d,dtype,mode,layout", CFG_CASES, ids=[f"{d}-{dt}-{m}-{lay}" for d, dt, m, lay in CFG_CASES])
 def test_igemm_config_sample(d, dtype, mode, layout):
     s = BY_DIR[d]
@@ -83,6 +83,7 @@ def test_igemm_config_sample(d, dtype, mode, layout):
         _run(s, p, cfg, seed=_seed(d, dtype, layout, sorted(cfg.items())))
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("d", "FBW")
 @pytest.mark.parametrize("dtype,mode", MODES)
 def test_igemm_stages_and_bk(d, dtype, mode):
@@ -103,6 +104,7 @@ def test_igemm_stages_and_bk(d, dtype, mode):
 MIXED = [("NCHW", "NHWC", "NCHW"), ("NHWC", "NCHW", "NHWC"), ("NCHW", "NCHW", "NHWC"), ("NHWC", "NHWC", "NCHW")]
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("d", "FBW")
 @pytest.mark.parametrize("dtype,mode", MODES)
 @pytest.mark.parametrize("lays", MIXED, ids=["-".join(m) for m in MIXED])
@@ -112,6 +114,7 @@ def test_igemm_mixed_layouts(d, dtype, mode, lays):
     _run(BY_DIR[d], p)
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("d", "FBW")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("layout", ("NCHW", "NHWC"))
@@ -121,6 +124,7 @@ def test_igemm_transposed(d, dtype, layout):
     _run(BY_DIR[t.as_conv().direction], t)
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("d", "FBW")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("layout", ("NCHW", "NHWC", "NCDHW"))
@@ -131,27 +135,44 @@ def test_igemm_pointwise_vectors(d, dtype, layout):
     _run(BY_DIR[d], p)
 
 
-@pytest.mark.parametrize("d", "FBW")
-@pytest.mark.parametrize("dtype,mode", [("FP16", "strict"), ("BF16", "strict"), ("FP32", "tf32")])
-@pytest.mark.parametrize("lays", [("NCHW",) * 3, ("NCHW", "NHWC", "NCHW"), ("NCDHW",) * 3],
-                         ids=["NCHW", "NCHW-NHWC-NCHW", "NCDHW"])
-@pytest.mark.parametrize("shape", ["3x3_odd", "stride2", "n1_1x1", "3d_stride2"])
-def test_igemm_xpose(d, dtype, mode, lays, shape):
-    """XPOSE = 0 and 1 (channels-last copies in the workspace) on channels-first tensors."""
-    kw = SHAPES[shape]
-    if (len(kw["in_size"]) == 3) != (lays[0] == "NCDHW"):
-        pytest.skip("layout rank differs from the shape's")
+# (shape, x/w/y layouts) of the same rank
+XPOSE_LAYOUTS = {2: {"NCHW": ("NCHW",) * 3, "NCHW-NHWC-NCHW": ("NCHW", "NHWC", "NCHW")},
+                 3: {"NCDHW": ("NCDHW",) * 3}}
+XPOSE_CASES = [pytest.param(shape, lays, id=f"{shape}-{name}")
+               for shape in ("3x3_odd", "stride2", "n1_1x1", "3d_stride2")
+               for name, lays in XPOSE_LAYOUTS[len(SHAPES[shape]["in_size"])].items()]
+XPOSE_MODES = [("FP16", "strict"), ("BF16", "strict"), ("FP32", "tf32")]
+
+
+def _xpose_configs(d, dtype, mode, shape, lays):
+    """The problem and its default configuration with XPOSE = 0 and, where valid, 1."""
     s = BY_DIR[d]
-    p = ProblemDescription.make(d, layout=lays[0], w_layout=lays[1], out_layout=lays[2], dtype=dtype, math=mode, **kw)
-    base = s.default_config(p)
-    for xp in (0, 1):
-        cfg = dict(base, XPOSE=xp)
-        if not s.is_valid_config(p, cfg):
-            assert xp == 1
-            continue
+    p = ProblemDescription.make(d, layout=lays[0], w_layout=lays[1], out_layout=lays[2], dtype=dtype, math=mode,
+                                **SHAPES[shape])
+    cfgs = [dict(s.default_config(p), XPOSE=xp) for xp in (0, 1)]
+    return s, p, [cfg for cfg in cfgs if s.is_valid_config(p, cfg)]
+
+
+@pytest.mark.parametrize("shape,lays", XPOSE_CASES)
+def test_igemm_xpose_configs(shape, lays):
+    """Channels-first problems are claimed and XPOSE = 0 is always a valid configuration."""
+    for d, (dtype, mode) in itertools.product("FBW", XPOSE_MODES):
+        s, p, cfgs = _xpose_configs(d, dtype, mode, shape, lays)
+        assert s.applicability(p) and cfgs and cfgs[0]["XPOSE"] == 0, p.key()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("d", "FBW")
+@pytest.mark.parametrize("dtype,mode", XPOSE_MODES)
+@pytest.mark.parametrize("shape,lays", XPOSE_CASES)
+def test_igemm_xpose(d, dtype, mode, shape, lays):
+    """XPOSE = 0 and 1 (channels-last copies in the workspace) on channels-first tensors."""
+    s, p, cfgs = _xpose_configs(d, dtype, mode, shape, lays)
+    for cfg in cfgs:
         _run(s, p, cfg)
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("d", "FBW")
 def test_igemm_strided_dilated_3d(d):
     for dt in DTYPES:
@@ -161,21 +182,33 @@ def test_igemm_strided_dilated_3d(d):
             _run(BY_DIR[d], p)
 
 
-@pytest.mark.parametrize("splitk", [1, 2, 3, 7, 64])
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_igemm_wrw_splitk(splitk, dtype):
-    from miofind.solvers.implicit_gemm_base import ImplicitGemmPlan, split_geometry
-
+def _splitk(splitk, dtype):
     s = BY_DIR["W"]
     p = _make("W", dtype, **MULTI)
-    cfg = dict(s.default_config(p), SPLITK=splitk)
+    return s, p, dict(s.default_config(p), SPLITK=splitk)
+
+
+@pytest.mark.parametrize("splitk", [1, 2, 3, 7, 64])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_igemm_wrw_splitk_workspace(splitk, dtype):
+    from miofind.solvers.implicit_gemm_base import ImplicitGemmPlan, split_geometry
+
+    s, p, cfg = _splitk(splitk, dtype)
     assert s.is_valid_config(p, cfg)
     eff, _ = split_geometry(ImplicitGemmPlan.of(p, cfg), cfg)
     # split-K partials need workspace; so does the XPOSE channels-last staging of 16-bit inputs
     assert (s.get_solution(p, cfg).workspace_bytes > 0) == (eff > 1 or bool(cfg.get("XPOSE")))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("splitk", [1, 2, 3, 7, 64])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_igemm_wrw_splitk(splitk, dtype):
+    s, p, cfg = _splitk(splitk, dtype)
     _run(s, p, cfg)
 
 
+@pytest.mark.gpu
 def test_igemm_large_multi_tile():
     """A ResNet-like layer (batch 4): many blocks, full tiles, FP32/FP16/BF16, both layouts."""
     for d in "FBW":
@@ -185,6 +218,7 @@ def test_igemm_large_multi_tile():
                 _run(BY_DIR[d], p)
 
 
+@pytest.mark.gpu
 def test_igemm_misaligned_input_rejected():
     import cupy
 

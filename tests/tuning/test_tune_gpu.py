@@ -14,7 +14,6 @@ from miofind import ProblemDescription, find_solutions, run_solution
 from miofind.db import FindDB
 from miofind.reference import conv_reference
 
-pytestmark = pytest.mark.gpu
 
 P = ProblemDescription.make("F", n=2, c=16, k=32, in_size=(14, 14), filter_size=3, pads=1)
 
@@ -31,6 +30,7 @@ def _check_runs(sol, p=P):
     assert err < 1e-5, (sol.solver_id, err)
 
 
+@pytest.mark.gpu
 def test_tune_stores_a_verified_config_and_find_uses_it(tmp_db):
     from miofind.device import current_device
     from miofind.tuning import Tuner, TuneOptions
@@ -52,6 +52,7 @@ def test_tune_stores_a_verified_config_and_find_uses_it(tmp_db):
     assert t.tune_problem(P).status == "skipped"
 
 
+@pytest.mark.gpu
 def test_fast_mode_answer_and_prediction_run_and_verify(tmp_db):
     find_solutions(P, db=tmp_db)
     fast = find_solutions(P, db=tmp_db, mode="fast")
@@ -64,6 +65,7 @@ def test_fast_mode_answer_and_prediction_run_and_verify(tmp_db):
         _check_runs(s, q)
 
 
+@pytest.mark.gpu
 def test_dynamic_hybrid_measures_only_what_needs_no_compilation(tmp_db, tmp_path, monkeypatch):
     monkeypatch.setenv("MIOFIND_KERNEL_CACHE", str(tmp_path / "cubin"))
     q = ProblemDescription.make("F", n=2, c=24, k=40, in_size=(13, 13), filter_size=3, pads=1)
@@ -81,6 +83,7 @@ def test_dynamic_hybrid_measures_only_what_needs_no_compilation(tmp_db, tmp_path
     assert all(find.needs_no_compilation(q, s, None) for s in cands if s.family != "cudnn")
 
 
+@pytest.mark.gpu
 def test_cli_tune_resumes_and_run_verifies(tmp_db, tmp_path):
     from miofind.cli import main
 

@@ -1,21 +1,16 @@
-"""Winograd family on the GPU: every solver x direction x dtype x layout it claims, on tests/shapes.py
-and on padding/tile-edge shapes of its own, against the numpy float64 reference with poisoned
-outputs; rejected problems carry a reason. Plus: accuracy at large C against the documented
-bounds, strict FP32 even when the cuBLAS handle allows TF32, TF32 math, transposed problems,
-unaligned outputs, a poisoned workspace, and a non-default stream."""
+"""Winograd family: what it claims over tests/shapes.py and padding/tile-edge shapes of its own,
+pinned on the CPU with the rejection reasons and the reported workspace; on the GPU every claimed
+case against the numpy float64 reference with poisoned outputs, accuracy at large C against the
+documented bounds, strict FP32 even when the cuBLAS handle allows TF32, TF32 math, transposed
+problems, unaligned outputs, a poisoned workspace, and a non-default stream."""
 
 import numpy as np
 import pytest
 
-from gpu_helpers import check_claim, check_solver, claim_cases
+from gpu_helpers import accepted, assert_claims_pinned, check_claim, check_solver, claim_grid, params
 from shapes import DTYPES, SHAPES
-from miofind.api import Solution, run_solution
 from miofind.problem import ProblemDescription
-from miofind.reference import conv_reference
 from miofind.registry import solvers
-from miofind.verify import poison, random_array, rel_error, to_float64, tolerance
-
-pytestmark = pytest.mark.gpu
 
 IDS = ("ConvWinograd3x3F23Fwd", "ConvWinograd3x3F43Fwd", "ConvWinograd3x3F23Bwd", "ConvWinograd3x3F43Bwd")
 WINOGRAD = [s for s in solvers() if s.family == "winograd"]
@@ -34,7 +29,11 @@ EXTRA = {
     "wide_c": dict(n=1, c=40, k=36, in_size=(12, 20), filter_size=3, pads=1, groups=4),
 }
 ALL_SHAPES = {**SHAPES, **EXTRA}
-CASES, CASE_IDS = claim_cases(WINOGRAD, ALL_SHAPES)
+GRID = claim_grid(WINOGRAD, ALL_SHAPES)
+# what the claim grid's solvers accept: how many cases each, and which (gpu_helpers.claims_digest)
+ACCEPTED = {"ConvWinograd3x3F23Fwd": 84, "ConvWinograd3x3F43Fwd": 84, "ConvWinograd3x3F23Bwd": 84,
+            "ConvWinograd3x3F43Bwd": 84}
+ACCEPTED_DIGEST = "5d3384bb"
 
 
 def _solver(sid):
@@ -45,16 +44,19 @@ def test_all_registered():
     assert {s.id for s in WINOGRAD} == set(IDS)
 
 
-@pytest.mark.parametrize("solver,direction,shape,dtype,layout", CASES,
-                         ids=CASE_IDS)
-def test_winograd_solver(solver, direction, shape, dtype, layout):
-    kw = ALL_SHAPES[shape]
-
-    def on_reject(p, a):
+def test_winograd_claims_pinned():
+    """Each solver takes every 2D 3x3 stride-1 dilation-1 case of its direction, and nothing else."""
+    _, rejected = assert_claims_pinned(GRID, ACCEPTED, ACCEPTED_DIGEST)
+    for c, why in rejected:
+        kw = c.kw
         assert len(kw["in_size"]) == 3 or kw.get("filter_size") != 3 or kw.get("strides", 1) != 1 \
-            or kw.get("dilations", 1) != 1, f"{solver.id} rejected a 3x3 stride-1 problem: {a.reason}"
+            or kw.get("dilations", 1) != 1, f"{c.id}: rejected a 2D 3x3 stride-1 problem: {why}"
 
-    check_claim(solver, direction, shape, kw, dtype, layout, on_reject)
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("claim", params(accepted(GRID)))
+def test_winograd_solver(claim):
+    check_claim(claim)
 
 
 @pytest.mark.parametrize("sid", IDS)
@@ -79,6 +81,7 @@ def test_rejections_carry_reasons(sid):
     assert "direction" in s.applicability(ProblemDescription.make("W", **base)).reason
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("sid,bound", [("ConvWinograd3x3F23Fwd", 2e-6), ("ConvWinograd3x3F43Fwd", 1e-5),
                                        ("ConvWinograd3x3F23Bwd", 2e-6), ("ConvWinograd3x3F43Bwd", 1e-5)])
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
@@ -92,6 +95,7 @@ def test_fp32_accuracy_large_c(sid, bound, layout):
     assert err <= bound, f"{sid}: {err:.3g} > {bound:.1g}"
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("sid", IDS)
 def test_strict_even_if_handle_allows_tf32(sid):
     import cupy
@@ -111,6 +115,7 @@ def test_strict_even_if_handle_allows_tf32(sid):
     assert err <= 1e-5, f"{sid}: {err:.3g}: strict FP32 problem computed with TF32"
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("sid", IDS)
 def test_tf32_math(sid):
     s = _solver(sid)
@@ -121,6 +126,7 @@ def test_tf32_math(sid):
     assert err <= tol
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("direction", "FB")
 @pytest.mark.parametrize("pads", [0, 1, 2])
 def test_transposed(direction, pads):
@@ -134,11 +140,7 @@ def test_transposed(direction, pads):
         assert err <= tol, (s.id, err)
 
 
-def _run(s, p, a, b, out, **kw):
-    sol = Solution(s.id, s.algorithm, 0.0, s.workspace_bytes(p), None, False, p)
-    run_solution(sol, a, b, out, **kw)
-
-
+@pytest.mark.gpu
 @pytest.mark.parametrize("sid", IDS)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_unaligned_output_poisoned_workspace_side_stream(sid, dtype):
@@ -146,6 +148,10 @@ def test_unaligned_output_poisoned_workspace_side_stream(sid, dtype):
     NaN bytes (every workspace element is written before it is read), a non-blocking stream;
     elements around the output stay untouched."""
     import cupy
+
+    from miofind.api import Solution, run_solution
+    from miofind.reference import conv_reference
+    from miofind.verify import poison, random_array, rel_error, to_float64, tolerance
 
     s = _solver(sid)
     p = ProblemDescription.make(next(iter(s.directions)), n=2, c=8, k=12, in_size=(12, 16), filter_size=3,
@@ -159,8 +165,9 @@ def test_unaligned_output_poisoned_workspace_side_stream(sid, dtype):
     out = buf[1:1 + size].reshape(so)
     ws = cupy.full(s.workspace_bytes(p), 0xFF, dtype=cupy.uint8)
     stream = cupy.cuda.Stream(non_blocking=True)
+    sol = Solution(s.id, s.algorithm, 0.0, s.workspace_bytes(p), None, False, p)
     with stream:
-        _run(s, p, a, b, out, workspace=ws)
+        run_solution(sol, a, b, out, workspace=ws)
     stream.synchronize()
     ref = conv_reference(p, cupy.asnumpy(to_float64(a, dtype)), cupy.asnumpy(to_float64(b, dtype)))
     err = rel_error(to_float64(out, dtype), cupy.asarray(ref))
