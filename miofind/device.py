@@ -25,10 +25,6 @@ class DeviceInfo:
     cupy_version: str = ""
 
     @property
-    def compute_capability(self) -> str:
-        return self.arch.removeprefix("sm_")
-
-    @property
     def db_name(self) -> str:
         """Device identity as stored in the FindDB: architecture, SM count and name, e.g.
         ``sm_90-132-NVIDIA_H100_80GB_HBM3``."""
@@ -117,10 +113,3 @@ def current_device(device_id: int | None = None) -> DeviceInfo:
         msg = str(e).splitlines()[0] if str(e) else e.__class__.__name__
         raise _no_gpu(f"CUDA is not usable here: {msg}") from None
 
-
-def gpu_available() -> bool:
-    try:
-        current_device()
-        return True
-    except NoGPUError:
-        return False

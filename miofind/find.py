@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -67,7 +66,8 @@ def resolve_problem(problem_or_arrays, conv_kwargs) -> ProblemDescription:
 def check_mode(mode) -> str:
     """The find mode: ``mode``, else the environment's, else normal; ValueError naming a bad one."""
     if mode is None:
-        mode = os.environ.get("MIOFIND_FIND_MODE", "")
+        from .env import find_mode
+        mode = find_mode()   # MIOFIND_FIND_MODE, else MIOpen's MIOPEN_FIND_ENFORCE / MIOPEN_FIND_MODE
     mode = str(mode).strip().lower() or "normal"
     if mode not in FIND_MODES:
         raise ValueError(f"mode={mode!r}: expected one of {', '.join(FIND_MODES)}")

@@ -387,14 +387,6 @@ class ProblemDescription:
         return self.layouts[0]
 
     @property
-    def uniform_layout(self) -> bool:
-        return len(set(self.layouts)) == 1
-
-    @property
-    def is_channels_last(self) -> bool:
-        return self.layouts[0] in ("NHWC", "NDHWC")
-
-    @property
     def solvable_dtype(self) -> bool:
         return len(set(self.dtypes)) == 1 and self.dtypes[0] in SOLVABLE_DTYPES and self.cast_types == (None, None, None)
 
@@ -556,34 +548,6 @@ class ProblemDescription:
         if self.math == "tf32":
             parts.append("tf32")
         return "x".join(parts)
-
-    def perfdb_key(self) -> str:
-        """MIOpen's PerfDB key (tuned configs), x-joined in MIOpen's field order.
-
-        A problem that is not ``solvable`` has no tuned configs and so no PerfDB key (ValueError)."""
-        p = self.as_conv()
-        why = p.unsolvable_reason
-        if why:
-            raise ValueError(f"problem {self.key()!r} has no PerfDB key: no solver runs it ({why})")
-        (ci, isz), (co, osz), layouts, dtypes, _casts = p._key_view(stated=False)
-        nd = p.spatial_dims
-        d3 = lambda t: (t[0] if nd == 3 else 1, t[-2], t[-1])  # noqa: E731  (D, H, W)
-        pd_, ph, pw = (p.pads[0] if nd == 3 else 0, p.pads[-2], p.pads[-1])
-        sd, sh, sw = (p.strides[0] if nd == 3 else 0, p.strides[-2], p.strides[-1])
-        dd, dh, dw = (p.dilations[0] if nd == 3 else 0, p.dilations[-2], p.dilations[-1])
-        id_, ih, iw = d3(isz)
-        fd, fh, fw = d3(p.filter_size)
-        # MIOpen's PerfDB 'layout' column is the in-tensor layout alone; we write one token when the
-        # three agree (exactly MIOpen's value) and all three otherwise, so mixed layouts don't collide.
-        layout = layouts[0] if len(set(layouts)) == 1 else "x".join(layouts)
-        fields = [nd, ci, ih, iw, id_, fh, fw, fd, co, p.n, ph, pw, pd_, sh, sw, sd, dh, dw, dd, p.bias, p.groups,
-                  layout, _encode_dtypes(dtypes), p.direction]
-        s = "x".join(map(str, fields))
-        if self.transposed:
-            s += "_trans"
-        if self.math == "tf32":
-            s += "_tf32"
-        return s
 
     @classmethod
     def from_key(cls, key: str) -> "ProblemDescription":

@@ -19,6 +19,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 
+from miofind import env
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, Solver, not_applicable
 from miofind.tensors import element_strides
@@ -366,7 +367,7 @@ class PlanGraph:
         MIOFIND_CUDNN_EXECUTE=public forces the public call.
         """
         if plan.invoker is None:
-            plan.invoker = self.make_invoker(plan, direct=os.environ.get("MIOFIND_CUDNN_EXECUTE", "") != "public")
+            plan.invoker = self.make_invoker(plan, direct=env.cudnn_execute() != "public")
         return plan.invoker
 
     def make_invoker(self, plan: CudnnPlan, direct: bool = True):
@@ -561,7 +562,7 @@ class CudnnSolverBase(Solver):
         of them in cuDNN's heuristic order, default 8); the fastest is kept and stored."""
         import os
 
-        cap = int(os.environ.get("MIOFIND_CUDNN_PLANS", "8"))
+        cap = env.cudnn_plans()
         return [{"plan": name} for name, _ in list_plans(problem)[:cap]] or [None]
 
     def workspace_bytes(self, problem: ProblemDescription, config=None) -> int:
