@@ -10,7 +10,6 @@ import time
 
 from .device import DeviceInfo, current_device
 from .find import FIND_TIME_BUDGET_MS, check_mode, find, immediate, resolve_problem
-from .invokers import as_stream, call, get_invoker, like_input
 from .registry import solvers as all_solvers
 from .results import Failure, FindResult, Solution
 from .trust import trust_key
@@ -72,49 +71,70 @@ def get_solutions(problem_or_arrays, *, db=None, workspace_limit: int | None = N
                      solvers=solvers, t0=t0)
 
 
-_ROLE_NAMES = {"F": ("x", "w", "y"), "B": ("x (dy)", "w", "y (dx)"), "W": ("x (dy)", "w (x)", "y (dw)")}
-
-
 def run_solution(solution: Solution, x, w, y=None, *, workspace=None, stream=None):
     """Run one solution on the caller's arrays and return the output.
 
     The positional arrays follow the solution's direction: F computes y from (x, w); B computes dx
     into ``y`` from (dy, w) passed as (x, w); W computes dw into ``y`` from (dy, x) passed as
-    (x, w). ``y`` is allocated when None, otherwise written in place. Arrays may be CuPy, PyTorch
-    or anything with __cuda_array_interface__ or DLPack, on the current device, C-contiguous in
-    the problem's layout. ``stream`` is a CuPy stream, a torch.cuda.Stream or a raw handle.
-    Raises ValueError for wrong shapes, types or devices.
+    (x, w). Arrays may be CuPy or PyTorch (a channels-last problem also takes torch tensors in
+    ``channels_last`` memory format) or anything with ``__cuda_array_interface__``, on the current
+    device, dense in the problem's layout. ``y`` is allocated when None (a torch tensor for torch
+    inputs, in their memory format), otherwise written in place. ``stream`` is a CuPy stream, a
+    torch.cuda.Stream or a raw handle; default the current stream (torch's for torch inputs).
+
+    Streams, as in CUDA: the caller orders inputs written on another stream (an event) and reads
+    the output on the launch stream (or after an event). miofind runs every launch of the solution
+    on that stream and allocates the output and any workspace on it, so the memory pools never hand
+    them to other work before the launches are done. For repeated calls, ``solution.prepare()``
+    skips this function's checks and allocation. Raises ValueError for wrong shapes, types or
+    devices.
     """
-    import cupy
-
-    from .tensors import as_cupy, check_array, numpy_dtype
-
     if not isinstance(solution, Solution):
         raise ValueError(f"solution: expected a miofind Solution, got {type(solution).__name__}")
-    current_device()
-    p = solution.problem
-    (sa, sb, so), dt = p.io_shapes(), p.dtype
-    names = _ROLE_NAMES[p.direction]
-    dev_id = cupy.cuda.Device().id
-    a, b = as_cupy(x, names[0]), as_cupy(w, names[1])
-    check_array(a, names[0], sa, dt, dev_id)
-    check_array(b, names[1], sb, dt, dev_id)
+    pr = solution.__dict__.get("_prepared")
+    if pr is None:
+        current_device()
+        pr = solution.__dict__["_prepared"] = solution.prepare()
+    s = _stream_of(x, stream)
     if y is None:
-        out = cupy.empty(so, dtype=numpy_dtype(dt))
-    else:
-        out = as_cupy(y, names[2])
-        check_array(out, names[2], so, dt, dev_id)
-    invoker, ws_bytes = get_invoker(p, solution.solver_id, solution.config)
-    wsbuf = None
-    if ws_bytes:
-        if workspace is None:
-            wsbuf = cupy.empty(ws_bytes, dtype=cupy.uint8)
-        else:
-            wsbuf = as_cupy(workspace, "workspace")
-            if wsbuf.nbytes < ws_bytes:
-                raise ValueError(f"workspace: {wsbuf.nbytes} bytes given, {solution.solver_id} needs {ws_bytes}")
-    with as_stream(stream):
-        call(invoker, p, a, b, out, wsbuf)
-    if y is not None:
-        return y
-    return like_input(out, x, dt)
+        y = _allocate_output(pr, x, s)
+    return pr(x, w, y, workspace=workspace, stream=s)
+
+
+def _stream_of(x, stream) -> int:
+    from .invokers import stream_handle
+
+    if stream is not None:
+        return stream_handle(stream)
+    if type(x).__module__.startswith("torch"):
+        import torch
+        return torch.cuda.current_stream(x.device).cuda_stream
+    import cupy
+    return cupy.cuda.get_current_stream().ptr
+
+
+def _allocate_output(pr, x, stream: int):
+    """The output of a prepared solution, made on ``stream``: a torch tensor for torch inputs (in
+    channels_last format when the input is), else a CuPy array."""
+    if type(x).__module__.startswith("torch"):
+        import torch
+
+        dt = (pr._torch or pr._torch_info())[0]
+        ctx = torch.cuda.stream(torch.cuda.ExternalStream(stream, device=x.device)) \
+            if stream != torch.cuda.current_stream(x.device).cuda_stream else _null()
+        with ctx:
+            if pr._cl[2] and tuple(x.shape) == pr._logical[0]:
+                fmt = torch.channels_last if len(pr._logical[2]) == 4 else torch.channels_last_3d
+                return torch.empty(pr._logical[2], dtype=dt, device=x.device, memory_format=fmt)
+            return torch.empty(pr._shapes[2], dtype=dt, device=x.device)
+    import cupy
+
+    from .launch import cupy_stream
+
+    with cupy_stream(stream):
+        return cupy.empty(pr._shapes[2], dtype=pr._np)
+
+
+def _null():
+    import contextlib
+    return contextlib.nullcontext()

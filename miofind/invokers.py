@@ -8,7 +8,6 @@ and applies the one argument swap a problem needs (a transposed problem's weight
 
 from __future__ import annotations
 
-import contextlib
 import json
 import threading
 
@@ -45,9 +44,10 @@ def get_invoker(problem: ProblemDescription, solver_id: str, config=None):
 
 
 def clear() -> None:
-    """Forget every cached invoker (their kernels stay loaded in CuPy's modules)."""
+    """Forget every cached invoker and prepared solution (their kernels stay loaded)."""
     with _lock:
         _invokers.clear()
+        _prepared.clear()
 
 
 def call(invoker, problem: ProblemDescription, a, b, out, workspace, stream: int | None = None) -> None:
@@ -62,26 +62,184 @@ def call(invoker, problem: ProblemDescription, a, b, out, workspace, stream: int
     invoker(ptr(a), ptr(b), ptr(out), ptr(workspace), stream)
 
 
-def as_stream(stream):
-    """A context entering ``stream``: a CuPy stream, a torch.cuda.Stream or a raw handle; None:
-    the current stream."""
-    import cupy
+# -- prepared solutions: the hot path ------------------------------------------------------------
 
-    if stream is None:
-        return contextlib.nullcontext()
-    if isinstance(stream, (cupy.cuda.Stream, cupy.cuda.ExternalStream)):
-        return stream
-    ptr = getattr(stream, "cuda_stream", stream)   # torch.cuda.Stream or a raw handle
-    if isinstance(ptr, bool) or not isinstance(ptr, int):
-        raise ValueError(f"stream: expected a CuPy stream, a torch.cuda.Stream or an int handle, got {type(stream).__name__}")
-    return cupy.cuda.ExternalStream(ptr)
+_CL = {"NHWC": True, "NDHWC": True}
 
 
-def like_input(out, x, dt: str):
-    """Return a torch tensor when the caller passed torch tensors, else the CuPy array."""
-    if type(x).__module__.startswith("torch"):
+def _logical(shape: tuple[int, ...], layout: str) -> tuple[int, ...]:
+    """A channels-last layout's shape as torch names it (N, C, *spatial); others unchanged."""
+    return (shape[0], shape[-1], *shape[1:-1]) if _CL.get(layout) else shape
+
+
+class Prepared:
+    """One solution bound to its problem, ready to run many times (``Solution.prepare()``).
+
+    Everything that does not depend on the data pointers is done once: the kernels are loaded,
+    their argument blocks packed and launch geometry fixed, library handles and plans made, and the
+    workspace size known (with one workspace buffer per stream, made on that stream and kept, when
+    the caller passes none). A call checks each array with one comparison of (shape, dtype) and a
+    contiguity test, reads its device pointer (``data_ptr()`` or ``.data.ptr``, never DLPack), and
+    launches on the given stream, else the current one (torch's for torch tensors, CuPy's otherwise).
+
+    Streams: what the caller orders, as in CUDA: inputs written on another stream need an event
+    before the call, and the output may be read on the launch stream (or after an event). What
+    miofind orders: every kernel and library call of the solution runs on the launch stream, and a
+    workspace miofind owns is used by one stream only, so concurrent calls on different streams (or
+    threads) never share a buffer or plan.
+    """
+
+    def __init__(self, problem: ProblemDescription, solver_id: str, config, invoker, workspace_bytes: int) -> None:
+        import numpy as np
+
+        from .tensors import numpy_dtype
+
+        self.problem, self.solver_id, self.config = problem, solver_id, config
+        self.invoker, self.workspace_bytes = invoker, int(workspace_bytes)
+        shapes = tuple(tuple(s) for s in problem.io_shapes())
+        d = problem.direction
+        lays = {"F": (0, 1, 2), "B": (2, 1, 0), "W": (2, 0, 1)}[d]        # io order -> (x, w, y) layout index
+        self._layouts = tuple(problem.layouts[i] for i in lays)
+        self._shapes = shapes
+        self._logical = tuple(_logical(s, lay) for s, lay in zip(shapes, self._layouts))
+        self._cl = tuple(bool(_CL.get(lay)) and s != ls for s, lay, ls in zip(shapes, self._layouts, self._logical))
+        self._np = np.dtype(numpy_dtype(problem.dtype))
+        self._bf16 = problem.dtype == "BF16"
+        self._swap = problem.transposed and d == "W"
+        self._torch = None                      # (torch dtype, channels_last formats) on first torch call
+        self._ws: dict[int, object] = {}
+        self._ws_lock = threading.Lock()
+        self.names = {"F": ("x", "w", "y"), "B": ("dy", "w", "dx"), "W": ("dy", "x", "dw")}[d]
+
+    # -- pointers --------------------------------------------------------------------------------
+    def _torch_info(self):
         import torch
 
-        t = torch.from_dlpack(out)
-        return t.view(torch.bfloat16) if dt == "BF16" else t
-    return out
+        dt = {"FP32": torch.float32, "FP16": torch.float16, "BF16": torch.bfloat16}[self.problem.dtype]
+        fmts = []
+        for cl, s in zip(self._cl, self._shapes):
+            fmts.append(torch.channels_last if cl and len(s) == 4 else torch.channels_last_3d if cl else
+                        torch.contiguous_format)
+        self._torch = (dt, tuple(fmts))
+        return self._torch
+
+    def _ptr(self, a, i: int) -> int:
+        if type(a).__module__.startswith("torch"):
+            dt, fmts = self._torch or self._torch_info()
+            if a.dtype is dt and a.is_cuda:
+                if tuple(a.shape) == self._shapes[i] and a.is_contiguous():
+                    return a.data_ptr()
+                if self._cl[i] and tuple(a.shape) == self._logical[i] and a.is_contiguous(memory_format=fmts[i]):
+                    return a.data_ptr()
+            self._reject(a, i)
+        cls_name = type(a).__name__
+        if cls_name == "ndarray" and hasattr(a, "data") and hasattr(a.data, "ptr"):
+            if a.shape == self._shapes[i] and (a.dtype == self._np or (self._bf16 and a.dtype.itemsize == 2)) \
+                    and a.flags.c_contiguous:
+                return a.data.ptr
+            self._reject(a, i)
+        iface = getattr(a, "__cuda_array_interface__", None)
+        if iface is not None and tuple(iface["shape"]) == self._shapes[i] and iface.get("strides") is None:
+            return iface["data"][0]
+        self._reject(a, i)
+
+    def _reject(self, a, i: int):
+        name = self.names[i]
+        shape = tuple(getattr(a, "shape", ()))
+        dtype = getattr(a, "dtype", None)
+        raise ValueError(f"{name}: got shape {shape} dtype {dtype} (contiguous: "
+                         f"{getattr(a, 'is_contiguous', lambda: getattr(getattr(a, 'flags', None), 'c_contiguous', '?'))()}); "
+                         f"{self.solver_id} for {self.problem.key()} expects a dense {self.problem.dtype} tensor of shape "
+                         f"{self._shapes[i]} in layout {self._layouts[i]}"
+                         + (f" (or torch shape {self._logical[i]} in channels_last)" if self._cl[i] else ""))
+
+    # -- workspace -------------------------------------------------------------------------------
+    def workspace_for(self, stream: int) -> int:
+        """The device address of this prepared solution's own workspace for ``stream`` (made on that
+        stream at first use and kept; 0 when the solution needs none). Call it before a CUDA-graph
+        capture so that the capture allocates nothing."""
+        if not self.workspace_bytes:
+            return 0
+        buf = self._ws.get(stream)
+        if buf is None:
+            import cupy
+
+            from .launch import cupy_stream
+
+            with self._ws_lock:
+                buf = self._ws.get(stream)
+                if buf is None:
+                    with cupy_stream(stream):
+                        buf = self._ws[stream] = cupy.empty(self.workspace_bytes, dtype=cupy.uint8)
+        return buf.data.ptr
+
+    # -- the call --------------------------------------------------------------------------------
+    def __call__(self, a, b, out, *, workspace=None, stream=None):
+        """Run on (a, b) into ``out`` (the io order of ``ProblemDescription.io_shapes``: F (x, w) -> y,
+        B (dy, w) -> dx, W (dy, x) -> dw) and return ``out``. ``workspace``: an array of at least
+        ``workspace_bytes`` (or a device address); ``stream``: a raw handle, a CuPy or torch stream;
+        default the current stream."""
+        pa, pb, po = self._ptr(a, 0), self._ptr(b, 1), self._ptr(out, 2)
+        if stream is None:
+            s = _current_stream(a)
+        elif isinstance(stream, int):
+            s = stream
+        else:
+            s = stream_handle(stream)
+        if workspace is None:
+            pw = self.workspace_for(s) if self.workspace_bytes else 0
+        else:
+            pw = _workspace_ptr(workspace, self.workspace_bytes, self.solver_id)
+        if self._swap:
+            pa, pb = pb, pa
+        self.invoker(pa, pb, po, pw, s)
+        return out
+
+
+def _current_stream(a) -> int:
+    if type(a).__module__.startswith("torch"):
+        import torch
+        return torch.cuda.current_stream(a.device).cuda_stream
+    import cupy
+    return cupy.cuda.get_current_stream().ptr
+
+
+def stream_handle(stream) -> int:
+    """The raw handle of a CuPy stream, a torch.cuda.Stream or an int; ValueError otherwise."""
+    if isinstance(stream, bool):
+        raise ValueError(f"stream: expected a CuPy stream, a torch.cuda.Stream or an int handle, got {stream!r}")
+    if isinstance(stream, int):
+        return stream
+    p = getattr(stream, "ptr", None)
+    if isinstance(p, int):
+        return p
+    p = getattr(stream, "cuda_stream", None)
+    if isinstance(p, int):
+        return p
+    raise ValueError(f"stream: expected a CuPy stream, a torch.cuda.Stream or an int handle, got {type(stream).__name__}")
+
+
+def _workspace_ptr(workspace, need: int, solver_id: str) -> int:
+    if isinstance(workspace, int):
+        return workspace
+    nbytes = getattr(workspace, "nbytes", None)
+    if nbytes is None and hasattr(workspace, "numel"):
+        nbytes = workspace.numel() * workspace.element_size()
+    if nbytes is not None and nbytes < need:
+        raise ValueError(f"workspace: {nbytes} bytes given, {solver_id} needs {need}")
+    return ptr(workspace)
+
+
+_prepared: dict[tuple, Prepared] = {}
+
+
+def prepare(problem: ProblemDescription, solver_id: str, config=None) -> Prepared:
+    """The Prepared solution of (problem, solver, config), made once per process."""
+    key = (problem.network_config(), problem.key(), solver_id, config_key(config))
+    pr = _prepared.get(key)
+    if pr is None:
+        inv, ws = get_invoker(problem, solver_id, config)
+        pr = Prepared(problem, solver_id, config, inv, ws)
+        with _lock:
+            pr = _prepared.setdefault(key, pr)
+    return pr
