@@ -37,3 +37,11 @@ def tmp_db(tmp_path, monkeypatch):
     monkeypatch.setenv("MIOFIND_DB", url)
     monkeypatch.setenv("MIOFIND_SYSTEM_DB", "none")  # tests that want a system DB name one
     return url
+
+
+@pytest.fixture(autouse=True)
+def _fresh_find_memo():
+    """Each test starts without answers memoised by an earlier test's find_solutions/get_solutions."""
+    from miofind import api
+    api._memo.clear()
+    yield

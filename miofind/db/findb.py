@@ -42,6 +42,13 @@ SCHEMA_VERSION = 2
 _BUSY_TIMEOUT_MS = 30_000
 _WRITE_ATTEMPTS = 10
 _T = TypeVar("_T")
+_writes = [0]   # writes made by this process (any FindDB): caches of DB answers compare it
+
+
+def write_generation() -> int:
+    """A number that changes whenever this process writes to any FindDB (an in-process cache of
+    answers read from FindDBs is stale once it changed)."""
+    return _writes[0]
 _log = logging.getLogger(__name__)
 
 
@@ -637,6 +644,8 @@ class FindDB:
         if self._closed:
             raise FindDBError(f"FindDB {self._where} is closed")
         engine = self._wengine if write else self._engine
+        if write:
+            _writes[0] += 1
         for attempt in range(_WRITE_ATTEMPTS):
             try:
                 with engine.begin() as con:

@@ -140,3 +140,36 @@ def test_get_solutions_is_immediate_and_says_so(env):
     FindDB(url).store(records())
     r = api.get_solutions(P, device=DEV)
     assert not r.predicted and r.source == "db" and benchmarked == []
+
+
+def test_repeated_find_is_memoised_until_this_process_writes(env):
+    """The second identical find is a dict lookup (no DB read); a write by this process, or
+    clear_caches(), makes the next find read the DBs again."""
+    benchmarked, url = env
+    api.find_solutions(P, mode="normal")               # benchmarks and stores
+    first = api.find_solutions(P, mode="normal")       # read back from the user DB
+    assert first.source == "db"
+    reads = []
+    real_lookup = FindDB.lookup
+    FindDB.lookup = lambda self, *a, **k: reads.append(a) or real_lookup(self, *a, **k)
+    try:
+        again = api.find_solutions(P, mode="normal")
+        assert reads == [] and again.source == "db" and [s.solver_id for s in again] == [s.solver_id for s in first]
+        assert again is not first                        # a copy: the caller may change its list
+        FindDB(url).store([])                            # an empty store is no write: still memoised
+        api.find_solutions(P, mode="normal")
+        assert reads == []
+        FindDB(url).delete(solver_id=cands()[-1].id)     # this process wrote: read the DB again
+        api.find_solutions(P, mode="normal")
+        assert reads
+        n = len(reads)
+        api.find_solutions(P, mode="fast")
+        m = len(reads)
+        api.find_solutions(P, mode="fast")
+        assert len(reads) == m > n
+        api.clear_caches()
+        api.find_solutions(P, mode="fast")
+        assert len(reads) > m
+    finally:
+        FindDB.lookup = real_lookup
+    assert api.find_solutions(P, mode="benchmark").source == "find"   # benchmark mode always measures
