@@ -1,0 +1,291 @@
+"""Host time of the run path, on the GPU: what a framework pays per convolution call.
+
+1. A tiny problem (FP32 NCHW, N=1, 8->8 channels, 8x8, 3x3 pad 1), 20,000 calls each, host
+   microseconds per call (wall time of the loop before the final synchronize), side by side in the
+   same run with ``torch.nn.functional.conv2d`` and one bare CuPy ``RawKernel`` launch:
+   prepared solutions (``Solution.prepare()``) of single- and multi-launch solvers with torch and
+   CuPy arrays, ``run_solution`` allocating its output, and where the time goes per call
+   (argument checks and pointers, stream query, the launches).
+2. ResNet-50 at N=32, every layer F/B/W: the solution find picks (from the FindDBs) and the best
+   own solution through the prepared path, against cuDNN through PyTorch (cudnn.benchmark, TF32
+   off), each timed over 50 back-to-back calls with CUDA events as a framework would call them.
+3. A cold process (after CUDA is initialised): ``import miofind``, the first ``find_solutions``
+   answered from the DBs, the first run with the binary in the kernel cache, and the
+   ``miofind find`` CLI on a DB hit, each in a fresh interpreter.
+
+    python bench/bench_overhead.py --out bench/results/hot-path [--calls 20000] [--skip-resnet]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+TINY = dict(n=1, c=8, k=8, in_size=(8, 8), filter_size=3, pads=1)
+SINGLE = ("ConvImplicitGemmFwd", "ConvDirectTiledFwd", "ConvDirectNaiveConvFwd")
+MULTI = ("GemmFwdRest", "ConvWinograd3x3F23Fwd", "ConvFFTFwd", "ConvCudnnFwd")
+# launches and library calls per call of each solution on TINY (kernels + cuBLAS/cuFFT/cuDNN calls)
+CALLS = {"ConvImplicitGemmFwd": 1, "ConvDirectTiledFwd": 1, "ConvDirectNaiveConvFwd": 1,
+         "GemmFwdRest": 2, "ConvWinograd3x3F23Fwd": 4, "ConvFFTFwd": 6, "ConvCudnnFwd": 1}
+
+
+def host_us(fn, calls: int, sync) -> float:
+    """Median over 5 rounds of host microseconds per call of ``fn`` (``calls // 5`` calls a round)."""
+    per = max(1, calls // 5)
+    for _ in range(min(200, per)):
+        fn()
+    sync()
+    out = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(per):
+            fn()
+        out.append((time.perf_counter() - t0) / per * 1e6)
+        sync()
+    return statistics.median(out)
+
+
+def tiny(calls: int) -> dict:
+    import cupy
+    import torch
+
+    import miofind
+    from miofind.problem import ProblemDescription
+
+    torch.backends.cudnn.benchmark = True
+    sync = torch.cuda.synchronize
+    p = ProblemDescription.make("F", **TINY)
+    x = torch.randn(p.x_shape, device="cuda")
+    w = torch.randn(p.w_shape, device="cuda")
+    y = torch.empty(p.y_shape, device="cuda")
+    cx, cw, cy = cupy.asarray(x), cupy.asarray(w), cupy.asarray(y)
+    rows = {}
+    rows["torch.nn.functional.conv2d"] = host_us(lambda: torch.nn.functional.conv2d(x, w, padding=1), calls, sync)
+    k = cupy.RawKernel(r'extern "C" __global__ void k(const float* a, const float* b, float* c, int n)'
+                       r'{ int i = threadIdx.x; if (i < n) c[i] = a[i] + b[i]; }', "k")
+    n = cupy.int32(8)
+    rows["CuPy RawKernel launch (4 args)"] = host_us(lambda: k((1,), (32,), (cx, cw, cy, n)), calls, sync)
+    from miofind.launch import PTR, Launch
+    lk = Launch(k, (1, 1, 1), (32, 1, 1), (PTR, PTR, PTR, n))
+    s0 = torch.cuda.current_stream().cuda_stream
+    px, pw, py = x.data_ptr(), w.data_ptr(), y.data_ptr()
+    rows["miofind Launch (4 args, packed)"] = host_us(lambda: lk(s0, px, pw, py), calls, sync)
+
+    res = miofind.find_solutions(p, mode="benchmark", store=False)
+    by = {s.solver_id: s for s in res}
+    sols = {}
+    for sid in SINGLE + MULTI:
+        if sid in by:
+            sols[sid] = by[sid]
+    out = {"problem": p.key(), "anchors_us": rows, "solutions": {}}
+    for sid, sol in sols.items():
+        pr = sol.prepare()
+        ws = torch.empty(max(1, pr.workspace_bytes), dtype=torch.uint8, device="cuda")
+        r = {"launches": CALLS.get(sid)}
+        r["prepared_torch_us"] = host_us(lambda: pr(x, w, y), calls, sync)
+        r["prepared_torch_stream_ws_us"] = host_us(lambda: pr(x, w, y, workspace=ws, stream=s0), calls, sync)
+        r["prepared_cupy_us"] = host_us(lambda: pr(cx, cw, cy), calls, sync)
+        r["run_solution_alloc_us"] = host_us(lambda: miofind.run_solution(sol, x, w), calls, sync)
+        r["run_solution_into_us"] = host_us(lambda: miofind.run_solution(sol, x, w, y), calls, sync)
+        # where the time goes
+        r["part_checks_pointers_us"] = host_us(lambda: (pr._ptr(x, 0), pr._ptr(w, 1), pr._ptr(y, 2)), calls, lambda: None)
+        r["part_stream_query_us"] = host_us(lambda: torch.cuda.current_stream(x.device).cuda_stream, calls, lambda: None)
+        pws = pr.workspace_for(s0)
+        r["part_invoker_us"] = host_us(lambda: pr.invoker(px, pw, py, pws, s0), calls, sync)
+        # the output is right (float64 reference on the CPU)
+        pr(x, w, y)
+        sync()
+        ref = torch.nn.functional.conv2d(x.double().cpu(), w.double().cpu(), padding=1)
+        r["rel_err"] = float((y.double().cpu() - ref).norm() / ref.norm())
+        out["solutions"][sid] = r
+    return out
+
+
+def resnet50(dtype: str, iters: int = 50) -> dict:
+    import torch
+
+    import miofind
+    from miofind.models import model_problems
+
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    tdt = {"FP32": torch.float32, "FP16": torch.float16}[dtype]
+    layout = "NCHW"
+    rows = []
+    found = []
+    for p in model_problems("resnet50", batch=32, dtypes=(dtype,), layouts=(layout,)):
+        res = miofind.find_solutions(p)           # the shipped DB answers; else a find
+        own = [s for s in res if not s.solver_id.startswith("ConvCudnn")]
+        found.append((p, res, own))
+    # compile (or load from the binary cache) every solution to be timed, in parallel threads
+    from concurrent.futures import ThreadPoolExecutor
+    todo = {(s.problem.key(), s.solver_id): s for _, res, own in found for s in (res[:1] + own[:1])}
+    with ThreadPoolExecutor(8) as ex:
+        list(ex.map(lambda s: s.prepare(), todo.values()))
+    for p, res, own in found:
+        xs, ws_, ys = p.x_shape, p.w_shape, p.y_shape
+        x = torch.randn(xs, device="cuda", dtype=tdt)
+        w = torch.randn(ws_, device="cuda", dtype=tdt)
+        y = torch.randn(ys, device="cuda", dtype=tdt)
+        kw = dict(stride=p.strides, padding=p.pads, dilation=p.dilations, groups=p.groups)
+        if p.direction == "F":
+            a, b, o = x, w, torch.empty_like(y)
+            ref = lambda: torch.nn.functional.conv2d(x, w, **kw)  # noqa: E731
+        elif p.direction == "B":
+            a, b, o = y, w, torch.empty_like(x)
+            ref = lambda: torch.nn.grad.conv2d_input(xs, w, y, **kw)  # noqa: E731
+        else:
+            a, b, o = y, x, torch.empty_like(w)
+            ref = lambda: torch.nn.grad.conv2d_weight(x, ws_, y, **kw)  # noqa: E731
+
+        def timed(fn):
+            for _ in range(3):
+                fn()
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda.synchronize()
+            s.record()
+            for _ in range(iters):
+                fn()
+            e.record()
+            e.synchronize()
+            return s.elapsed_time(e) / iters
+
+        row = {"key": p.key(), "direction": p.direction, "cudnn_torch_ms": timed(ref), "source": res.source}
+        for name, sols in (("best", list(res)), ("own", own)):
+            if sols:
+                pr = sols[0].prepare()
+                row[f"{name}_solver"] = sols[0].solver_id
+                row[f"{name}_ms"] = timed(lambda: pr(a, b, o))
+        rows.append(row)
+        print(f"  {p.key():58s} cuDNN {row['cudnn_torch_ms']:.4f}  best {row.get('best_solver')} "
+              f"{row.get('best_ms', float('nan')):.4f}  own {row.get('own_solver')} {row.get('own_ms', float('nan')):.4f}",
+              flush=True)
+    summary = {}
+    for d in "FBW":
+        for name in ("best", "own"):
+            r = [x[f"{name}_ms"] / x["cudnn_torch_ms"] for x in rows if x["direction"] == d and f"{name}_ms" in x]
+            if r:
+                summary[f"{d}_{name}_geomean"] = math.exp(sum(map(math.log, r)) / len(r))
+    return {"dtype": dtype, "layout": layout, "rows": rows, "summary": summary}
+
+
+COLD = r'''
+import json, os, sys, time
+import torch
+torch.cuda.init(); torch.zeros(1, device="cuda"); torch.cuda.synchronize()
+t0 = time.perf_counter()
+import miofind
+from miofind import find_solutions
+t1 = time.perf_counter()
+key = sys.argv[1]
+res = find_solutions(key, mode="fast")
+t2 = time.perf_counter()
+sol = res[0]
+p = sol.problem
+x = torch.randn(p.io_shapes()[0], device="cuda"); w = torch.randn(p.io_shapes()[1], device="cuda")
+y = torch.empty(p.io_shapes()[2], device="cuda")
+torch.cuda.synchronize()
+t3 = time.perf_counter()
+miofind.run_solution(sol, x, w, y); torch.cuda.synchronize()
+t4 = time.perf_counter()
+print(json.dumps({"import_ms": (t1 - t0) * 1e3, "first_find_ms": (t2 - t1) * 1e3, "first_run_ms": (t4 - t3) * 1e3,
+                  "total_ms": (t2 - t0 + t4 - t3) * 1e3, "source": res.source, "solver": sol.solver_id}))
+'''
+
+TORCH_FIRST = r'''
+import json, time, torch
+torch.cuda.init(); torch.zeros(1, device="cuda"); torch.cuda.synchronize()
+torch.backends.cudnn.benchmark = True
+x = torch.randn(32, 64, 56, 56, device="cuda"); w = torch.randn(64, 64, 3, 3, device="cuda")
+torch.cuda.synchronize(); t0 = time.perf_counter()
+torch.nn.functional.conv2d(x, w, padding=1); torch.cuda.synchronize()
+print(json.dumps({"torch_first_benchmark_conv_ms": (time.perf_counter() - t0) * 1e3}))
+'''
+
+
+def cold(rounds: int = 3) -> dict:
+    key = "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F"
+    env = dict(os.environ)
+    runs = []
+    for i in range(rounds + 1):   # the first fills the kernel cache; the others are timed
+        out = subprocess.run([sys.executable, "-c", COLD, key], capture_output=True, text=True, env=env)
+        if out.returncode != 0:
+            return {"error": out.stderr[-2000:]}
+        if i:
+            runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    t = json.loads(subprocess.run([sys.executable, "-c", TORCH_FIRST], capture_output=True, text=True,
+                                  check=True).stdout.strip().splitlines()[-1])
+    cli = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        r = subprocess.run([sys.executable, "-m", "miofind", "find", "--mode", "fast", "conv", "-n", "32", "-c", "64",
+                            "-H", "56", "-W", "56", "-k", "64", "-y", "3", "-x", "3", "-p", "1", "-q", "1", "-F", "1"],
+                           capture_output=True, text=True, env=env)
+        cli.append({"wall_ms": (time.perf_counter() - t0) * 1e3, "rc": r.returncode})
+    med = {k: statistics.median(r[k] for r in runs) for k in ("import_ms", "first_find_ms", "first_run_ms", "total_ms")}
+    return {"runs": runs, "median": med, **t, "cli": cli,
+            "cli_median_wall_ms": statistics.median(c["wall_ms"] for c in cli)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="bench/results/hot-path")
+    ap.add_argument("--calls", type=int, default=20000)
+    ap.add_argument("--skip-resnet", action="store_true")
+    ap.add_argument("--skip-cold", action="store_true")
+    ap.add_argument("--dtypes", default="FP32")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    result = {"tiny": tiny(a.calls)}
+    if not a.skip_cold:
+        result["cold"] = cold()
+    if not a.skip_resnet:
+        result["resnet50"] = [resnet50(d) for d in a.dtypes.split(",")]
+    with open(os.path.join(a.out, "bench_overhead.json"), "w") as fh:
+        json.dump(result, fh, indent=1)
+    lines = ["# Host time of the run path (H100)", "", f"Tiny problem `{result['tiny']['problem']}`, host µs per call:", "",
+             "| call | µs |", "| --- | ---: |"]
+    for k, v in result["tiny"]["anchors_us"].items():
+        lines.append(f"| {k} | {v:.2f} |")
+    lines += ["", "| solution | launches | prepared (torch) | prepared (torch, stream+ws given) | prepared (CuPy) | "
+              "run_solution (allocating) | run_solution (into y) | checks+pointers | stream query | invoker | rel err |",
+              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for sid, r in result["tiny"]["solutions"].items():
+        lines.append(f"| {sid} | {r['launches']} | {r['prepared_torch_us']:.2f} | {r['prepared_torch_stream_ws_us']:.2f} | "
+                     f"{r['prepared_cupy_us']:.2f} | {r['run_solution_alloc_us']:.2f} | {r['run_solution_into_us']:.2f} | "
+                     f"{r['part_checks_pointers_us']:.2f} | {r['part_stream_query_us']:.2f} | {r['part_invoker_us']:.2f} | "
+                     f"{r['rel_err']:.1e} |")
+    if "cold" in result and "median" in result["cold"]:
+        c = result["cold"]
+        m = c["median"]
+        lines += ["", "Cold process (after CUDA init; median of 3, kernel cache warm):", "",
+                  f"- import miofind: {m['import_ms']:.0f} ms; first find_solutions: {m['first_find_ms']:.1f} ms; "
+                  f"first run: {m['first_run_ms']:.1f} ms; together {m['total_ms']:.0f} ms "
+                  f"(torch's first benchmark-mode conv: {c['torch_first_benchmark_conv_ms']:.0f} ms)",
+                  f"- `miofind find --mode fast ...` on a DB hit, whole process: {c['cli_median_wall_ms']:.0f} ms wall"]
+    elif "cold" in result:
+        lines += ["", f"Cold process: failed: {result['cold'].get('error', '')[:500]}"]
+    for r in result.get("resnet50", []):
+        s = r["summary"]
+        lines += ["", f"ResNet-50 N=32 {r['dtype']} {r['layout']}, prepared path vs cuDNN through PyTorch (time ratio, "
+                  "geomean over layers; below 1: ours faster):", "",
+                  "| direction | find's pick | best own |", "| --- | ---: | ---: |"]
+        for d in "FBW":
+            lines.append(f"| {d} | {s.get(f'{d}_best_geomean', float('nan')):.3f} | {s.get(f'{d}_own_geomean', float('nan')):.3f} |")
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(a.out, "bench_overhead.md"), "w") as fh:
+        fh.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""Prepared solutions on the GPU: correct on any caller stream, from torch and CuPy arrays, and
+inside CUDA-graph capture (torch.cuda.graph and CuPy's stream capture) for F, B and W of every
+family: a graph replayed on new data written into the same buffers matches the eager result."""
+
+from __future__ import annotations
+
+import pytest
+
+from miofind.find import candidates
+from miofind.problem import ProblemDescription as P
+
+# one small problem per direction that every family can take (Winograd/FFT: 3x3; depthwise: groups)
+DENSE = dict(n=2, c=16, k=16, in_size=(12, 12), filter_size=3, pads=1)
+DEPTHWISE = dict(n=2, c=16, k=16, in_size=(12, 12), filter_size=3, pads=1, groups=16)
+
+
+def _cases():
+    out = []
+    for kw, tag in ((DENSE, "dense"), (DEPTHWISE, "depthwise")):
+        for d in "FBW":
+            p = P.make(d, **kw)
+            for s in candidates(p)[0]:
+                if (tag == "depthwise") == (s.family == "depthwise"):
+                    out.append(pytest.param(p, s.id, id=f"{s.id}-{d}-{tag}"))
+    return out
+
+
+CASES = _cases()
+
+
+def _torch_io(p, torch, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    shapes = p.io_shapes()
+    a = torch.rand(shapes[0], device="cuda", generator=g) * 2 - 1
+    b = torch.rand(shapes[1], device="cuda", generator=g) * 2 - 1
+    return a, b, torch.full(shapes[2], float("nan"), device="cuda")
+
+
+def _reference(p, a, b, torch):
+    kw = dict(stride=p.strides, padding=p.pads, dilation=p.dilations, groups=p.groups)
+    a64, b64 = a.double(), b.double()
+    if p.direction == "F":
+        return torch.nn.functional.conv2d(a64, b64, **kw)
+    if p.direction == "B":
+        return torch.nn.grad.conv2d_input(p.x_shape, b64, a64, **kw)
+    return torch.nn.grad.conv2d_weight(b64, p.w_shape, a64, **kw)
+
+
+def _rel(out, ref) -> float:
+    return float((out.double() - ref).norm() / ref.norm())
+
+
+@pytest.mark.gpu
+def test_every_family_is_covered():
+    fams = {}
+    for prm in CASES:
+        p, sid = prm.values
+        from miofind.registry import get_solver
+        fams.setdefault(get_solver(sid).family, set()).add(p.direction)
+    want = {"direct", "gemm", "implicit_gemm", "depthwise", "cudnn"}
+    assert want <= set(fams) and all(fams[f] == set("FBW") for f in want), fams
+    assert fams.get("winograd") == set("FB") and fams.get("fft") == set("FB"), fams
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("p,sid", CASES)
+def test_side_stream_and_graph_capture(p, sid):
+    torch = pytest.importorskip("torch")
+    from miofind import find_solutions
+
+    (sol,) = [s for s in find_solutions(p, mode="benchmark", solvers=[sid], store=False) if s.solver_id == sid]
+    pr = sol.prepare()
+    side = torch.cuda.Stream()
+    ws = torch.empty(max(1, pr.workspace_bytes), dtype=torch.uint8, device="cuda")
+
+    # eager, on a side stream: inputs are written on the current stream, so the side stream waits
+    a, b, out = _torch_io(p, torch, 1)
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        pr(a, b, out, workspace=ws)                  # the current stream is the side stream
+        pr(a, b, out, workspace=ws)                  # and warms it up (plans made for this stream)
+    torch.cuda.current_stream().wait_stream(side)
+    ref = _reference(p, a, b, torch)
+    tol = 5e-3 if sid.startswith(("ConvWinograd", "ConvFFT", "ConvCudnn")) else 1e-4
+    assert _rel(out, ref) < tol
+
+    # torch.cuda.graph on the warmed side stream; replay on new data in the same buffers
+    g = torch.cuda.CUDAGraph()
+    out.fill_(float("nan"))
+    torch.cuda.synchronize()
+    with torch.cuda.graph(g, stream=side):
+        pr(a, b, out, workspace=ws)
+    a2, b2, _ = _torch_io(p, torch, 2)
+    a.copy_(a2)
+    b.copy_(b2)
+    out.fill_(float("nan"))
+    g.replay()
+    torch.cuda.synchronize()
+    eager = torch.full_like(out, float("nan"))
+    pr(a, b, eager, workspace=ws)
+    torch.cuda.synchronize()
+    # (cuDNN's backward-weights plans may sum in another order from run to run)
+    assert torch.isfinite(out).all() and _rel(out, eager.double()) < 1e-5, f"replay differs: {_rel(out, eager.double())}"
+    assert _rel(out, _reference(p, a, b, torch)) < tol
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("p,sid", [c for c in CASES if c.values[1] in ("ConvImplicitGemmFwd", "GemmBwdRest",
+                                                                        "ConvFFTFwd", "ConvDepthwiseWrw")])
+def test_cupy_stream_capture(p, sid):
+    cupy = pytest.importorskip("cupy")
+    from miofind import find_solutions
+    from miofind.verify import random_array
+
+    (sol,) = [s for s in find_solutions(p, mode="benchmark", solvers=[sid], store=False) if s.solver_id == sid]
+    pr = sol.prepare()
+    s = cupy.cuda.Stream(non_blocking=True)
+    rng = cupy.random.default_rng(3)
+    shapes = p.io_shapes()
+    with s:
+        a, b = random_array(shapes[0], "FP32", rng), random_array(shapes[1], "FP32", rng)
+        out = cupy.full(shapes[2], cupy.nan, dtype=cupy.float32)
+        pr.workspace_for(s.ptr)
+        pr(a, b, out, stream=s)                      # warm this stream (plans, workspace)
+        eager = out.copy()
+        out.fill(cupy.nan)
+        s.begin_capture()
+        pr(a, b, out, stream=s)
+        graph = s.end_capture()
+        graph.launch(s)
+    s.synchronize()
+    assert bool(cupy.isfinite(out).all()) and float(cupy.linalg.norm(out - eager) / cupy.linalg.norm(eager)) < 1e-6
