@@ -109,6 +109,8 @@ class Prepared:
         self._torch = None                      # (torch dtype, channels_last formats) on first torch call
         self._ws: dict[int, object] = {}
         self._ws_lock = threading.Lock()
+        import cupy
+        self.device = cupy.cuda.runtime.getDevice()     # the kernels are loaded for this device
         self.names = {"F": ("x", "w", "y"), "B": ("dy", "w", "dx"), "W": ("dy", "x", "dw")}[d]
 
     # -- pointers --------------------------------------------------------------------------------
@@ -126,7 +128,7 @@ class Prepared:
     def _ptr(self, a, i: int) -> int:
         if type(a).__module__.startswith("torch"):
             dt, fmts = self._torch or self._torch_info()
-            if a.dtype is dt and a.is_cuda:
+            if a.dtype is dt and a.get_device() == self.device:
                 if tuple(a.shape) == self._shapes[i] and a.is_contiguous():
                     return a.data_ptr()
                 if self._cl[i] and tuple(a.shape) == self._logical[i] and a.is_contiguous(memory_format=fmts[i]):
@@ -135,7 +137,7 @@ class Prepared:
         cls_name = type(a).__name__
         if cls_name == "ndarray" and hasattr(a, "data") and hasattr(a.data, "ptr"):
             if a.shape == self._shapes[i] and (a.dtype == self._np or (self._bf16 and a.dtype.itemsize == 2)) \
-                    and a.flags.c_contiguous:
+                    and a.flags.c_contiguous and a.device.id == self.device:
                 return a.data.ptr
             self._reject(a, i)
         iface = getattr(a, "__cuda_array_interface__", None)
@@ -145,6 +147,17 @@ class Prepared:
 
     def _reject(self, a, i: int):
         name = self.names[i]
+        mod = type(a).__module__
+        if mod.startswith("torch") and not getattr(a, "is_cuda", True):
+            raise ValueError(f"{name}: is a CPU torch tensor; move it to the GPU (.cuda()) first")
+        if mod.startswith("torch") and a.get_device() != self.device:
+            raise ValueError(f"{name} is on device {a.get_device()}: expected device {self.device}")
+        if not (mod.startswith(("torch", "cupy")) or hasattr(a, "__cuda_array_interface__")):
+            raise ValueError(f"{name}: expected a CUDA array (CuPy, PyTorch, or anything with "
+                             f"__cuda_array_interface__), got {mod}.{type(a).__name__}")
+        dev = getattr(getattr(a, "device", None), "id", None)
+        if mod.startswith("cupy") and dev is not None and dev != self.device:
+            raise ValueError(f"{name} is on device {dev}: expected device {self.device}")
         shape = tuple(getattr(a, "shape", ()))
         dtype = getattr(a, "dtype", None)
         raise ValueError(f"{name}: got shape {shape} dtype {dtype} (contiguous: "

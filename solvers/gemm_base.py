@@ -39,9 +39,6 @@ MAX_BATCH = 65535                # cuBLAS batchCount per call
 WRW_MODES = ("batched", "concat")
 
 # cuBLAS / CUDA enumerations (used when CuPy's module does not export one)
-_CUDA_R = {"FP32": 0, "FP16": 2, "BF16": 14}
-_CUDA_R_32F = 0
-_OP_N, _OP_T = 0, 1
 
 
 def is_1x1_s1(p: ProblemDescription) -> bool:
@@ -148,49 +145,38 @@ class Blas:
 
     A and B are always in the data type; C is the data type or float (``c_f32``). Compute type is
     CUBLAS_COMPUTE_32F (strict FP32, FP32 accumulation for FP16/BF16) or
-    CUBLAS_COMPUTE_32F_FAST_TF32 when the problem's math is "tf32". The shared CuPy handle gets the
-    current stream, host pointer mode and our math mode for the duration of ``session()``.
+    CUBLAS_COMPUTE_32F_FAST_TF32 when the problem's math is "tf32". ``session(stream)`` binds this
+    thread's own handle (miofind.cublas) to the stream, with that stream's workspace, host pointer
+    mode and our math mode, so that the GEMMs run on the launch stream and can be graph-captured.
     """
 
     def __init__(self, dtype: str, math_mode: str):
-        from cupy_backends.cuda.libs import cublas
+        from miofind import cublas
 
         self.lib = cublas
-        c = lambda name, default: getattr(cublas, name, default)  # noqa: E731
-        self.io_type = c({"FP32": "CUDA_R_32F", "FP16": "CUDA_R_16F", "BF16": "CUDA_R_16BF"}[dtype], _CUDA_R[dtype])
-        self.f32_type = c("CUDA_R_32F", _CUDA_R_32F)
+        self.io_type = {"FP32": cublas.R_32F, "FP16": cublas.R_16F, "BF16": cublas.R_16BF}[dtype]
+        self.f32_type = cublas.R_32F
         self.esize = 4 if dtype == "FP32" else 2
         tf32 = dtype == "FP32" and math_mode == "tf32"
-        self.compute = c("CUBLAS_COMPUTE_32F_FAST_TF32", 77) if tf32 else c("CUBLAS_COMPUTE_32F", 68)
+        self.compute = cublas.COMPUTE_32F_FAST_TF32 if tf32 else cublas.COMPUTE_32F
         if tf32:
-            self.math_mode = c("CUBLAS_TF32_TENSOR_OP_MATH", 3)
+            self.math_mode = cublas.TF32_TENSOR_OP_MATH
         elif dtype == "FP32":
-            self.math_mode = c("CUBLAS_DEFAULT_MATH", 0)
+            self.math_mode = cublas.DEFAULT_MATH
         else:  # split-K reductions in the accumulator type, not in the 16-bit output type
-            self.math_mode = c("CUBLAS_DEFAULT_MATH", 0) | c("CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION", 16)
-        self.algo = c("CUBLAS_GEMM_DEFAULT", -1)
-        self.op = {"N": c("CUBLAS_OP_N", _OP_N), "T": c("CUBLAS_OP_T", _OP_T)}
-        self.host_ptr_mode = c("CUBLAS_POINTER_MODE_HOST", 0)
+            self.math_mode = cublas.DEFAULT_MATH | cublas.DISALLOW_REDUCED_PRECISION_REDUCTION
+        self.algo = cublas.GEMM_DEFAULT
+        self.op = cublas.OP
         self._one = np.ones(1, np.float32)
         self._zero = np.zeros(1, np.float32)
         self._tls = threading.local()
 
     @contextlib.contextmanager
     def session(self, stream: int):
-        import cupy
-
-        lib = self.lib
-        h = cupy.cuda.device.get_cublas_handle()
-        lib.setStream(h, stream)
-        old_math, old_ptr = lib.getMathMode(h), lib.getPointerMode(h)
-        lib.setMathMode(h, self.math_mode)
-        lib.setPointerMode(h, self.host_ptr_mode)
-        self._tls.handle = h
+        self._tls.handle = self.lib.handle(stream, self.math_mode)
         try:
             yield self
         finally:
-            lib.setMathMode(h, old_math)
-            lib.setPointerMode(h, old_ptr)
             self._tls.handle = None
 
     def gemm(self, ta, tb, m, n, k, A, lda, sA, B, ldb, sB, C, ldc, sC, batch=1, beta=0, c_f32=False):
@@ -205,12 +191,12 @@ class Blas:
             nbat = min(MAX_BATCH, batch - b0)
             a, b, c = A + b0 * sA * self.esize, B + b0 * sB * self.esize, C + b0 * sC * csize
             if nbat == 1:
-                lib.gemmEx(h, opa, opb, m, n, k, alpha, a, self.io_type, lda, b, self.io_type, ldb,
-                           betap, c, ctype, ldc, self.compute, self.algo)
+                lib.gemm_ex(h, opa, opb, m, n, k, alpha, a, self.io_type, lda, b, self.io_type, ldb,
+                            betap, c, ctype, ldc, self.compute, self.algo)
             else:
-                lib.gemmStridedBatchedEx(h, opa, opb, m, n, k, alpha, a, self.io_type, lda, sA,
-                                         b, self.io_type, ldb, sB, betap, c, ctype, ldc, sC, nbat,
-                                         self.compute, self.algo)
+                lib.gemm_strided_batched_ex(h, opa, opb, m, n, k, alpha, a, self.io_type, lda, sA,
+                                            b, self.io_type, ldb, sB, betap, c, ctype, ldc, sC, nbat,
+                                            self.compute, self.algo)
 
     def gemm_ng(self, ta, tb, m, n, k, nb, G, A, lda, sAn, sAg, B, ldb, sBn, sBg, C, ldc, sCn, sCg,
                 beta=0, c_f32=False):

@@ -11,4 +11,4 @@ class ImplicitGemmBwd(ImplicitGemmBase):
     algorithm = "miopenConvolutionBwdDataAlgoImplicitGEMM"
     directions = frozenset("B")
     source = "implicit_gemm_bwd.cu"
-    kernel_name = "implicit_gemm_bwd"
+    kernel_name = "igemm_bwd"

@@ -11,4 +11,4 @@ class ImplicitGemmFwd(ImplicitGemmBase):
     algorithm = "miopenConvolutionFwdAlgoImplicitGEMM"
     directions = frozenset("F")
     source = "implicit_gemm_fwd.cu"
-    kernel_name = "implicit_gemm_fwd"
+    kernel_name = "igemm_fwd"

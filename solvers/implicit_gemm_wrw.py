@@ -15,7 +15,7 @@ class ImplicitGemmWrw(ImplicitGemmBase):
     algorithm = "miopenConvolutionBwdWeightsAlgoImplicitGEMM"
     directions = frozenset("W")
     source = "implicit_gemm_wrw.cu"
-    kernel_name = "implicit_gemm_wrw"
+    kernel_name = "igemm_wrw"
 
     def default_config(self, problem: ProblemDescription) -> dict:
         p = problem.as_conv()

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from miofind.launch import PTR, Launch, cupy_stream
+from miofind.launch import PTR, Launch
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES, needs_int64
@@ -47,8 +47,6 @@ CUBLAS_OP_N, CUBLAS_OP_T = 0, 1
 CUDA_R_32F = 0
 CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32F_FAST_TF32 = 68, 77
 CUBLAS_GEMM_DEFAULT = -1
-CUBLAS_DEFAULT_MATH = 0
-CUBLAS_POINTER_MODE_HOST = 0
 
 _F = lambda rows: np.array(rows, dtype=np.float64)  # noqa: E731
 # (A^T, G, B^T) per output tile size m
@@ -165,9 +163,6 @@ class WinogradBase(Solver):
         vec_bytes = geo.m * (4 if p.dtype == "FP32" else 2)
 
         def factory(kernels):
-            import cupy
-            from cupy_backends.cuda.libs import cublas
-
             filt, inp, outp = kernels
             one, zero = np.ones((), np.float32), np.zeros((), np.float32)
 
@@ -181,9 +176,7 @@ class WinogradBase(Solver):
                 u, v, m = workspace + geo.u_off, workspace + geo.v_off, workspace + geo.m_off
                 lf(stream, b, u)
                 li(stream, a, v)
-                with cupy_stream(stream):
-                    handle = cupy.cuda.device.get_cublas_handle()
-                    _run_gemm(cublas, handle, gemm, u, v, m, one, zero)
+                _run_gemm(stream, gemm, u, v, m, one, zero)
                 lo[int(out % vec_bytes == 0)](stream, m, out)
             return invoker
 
@@ -207,23 +200,14 @@ def _gemm_args(geo: WinogradGeometry, nhwc: bool, tf32: bool) -> dict:
     return d
 
 
-def _run_gemm(cublas, handle, g: dict, u: int, v: int, m: int, one, zero) -> None:
-    """The batched GEMM on the current stream (CuPy's binding sets it), with host scalars and the
-    handle's math mode forced to the default so that FP32 compute cannot silently become TF32."""
+def _run_gemm(stream: int, g: dict, u: int, v: int, m: int, one, zero) -> None:
+    """The batched GEMM on ``stream`` (miofind.cublas: our handle, host scalars, default math mode, so
+    that FP32 compute cannot silently become TF32; the compute type alone asks for TF32)."""
+    from miofind import cublas
+
     (pa, sa), (pb, sb) = ((u, g["su"]), (v, g["sv"])) if g["first"] == "u" else ((v, g["sv"]), (u, g["su"]))
-    math_mode = cublas.getMathMode(handle)
-    ptr_mode = cublas.getPointerMode(handle)
-    if math_mode != CUBLAS_DEFAULT_MATH:
-        cublas.setMathMode(handle, CUBLAS_DEFAULT_MATH)
-    if ptr_mode != CUBLAS_POINTER_MODE_HOST:
-        cublas.setPointerMode(handle, CUBLAS_POINTER_MODE_HOST)
-    try:
-        cublas.gemmStridedBatchedEx(
-            handle, g["ta"], g["tb"], g["mm"], g["nn"], g["kk"], one.ctypes.data,
-            pa, CUDA_R_32F, g["lda"], sa, pb, CUDA_R_32F, g["ldb"], sb, zero.ctypes.data,
-            m, CUDA_R_32F, g["ldc"], g["sm"], g["batch"], g["compute"], CUBLAS_GEMM_DEFAULT)
-    finally:
-        if math_mode != CUBLAS_DEFAULT_MATH:
-            cublas.setMathMode(handle, math_mode)
-        if ptr_mode != CUBLAS_POINTER_MODE_HOST:
-            cublas.setPointerMode(handle, ptr_mode)
+    h = cublas.handle(stream, cublas.DEFAULT_MATH)
+    cublas.gemm_strided_batched_ex(
+        h, g["ta"], g["tb"], g["mm"], g["nn"], g["kk"], one.ctypes.data,
+        pa, CUDA_R_32F, g["lda"], sa, pb, CUDA_R_32F, g["ldb"], sb, zero.ctypes.data,
+        m, CUDA_R_32F, g["ldc"], g["sm"], g["batch"], g["compute"], CUBLAS_GEMM_DEFAULT)
