@@ -535,6 +535,10 @@ class _Import:
                 if len(ws.lstrip("0")) > 19 or int(ws) > _MAX_BIGINT:  # int() of 4300+ digits raises
                     self.skip(no, f"{where}workspace_bytes={ws[:50]!r}{'...' if len(ws) > 50 else ''}: too large")
                     continue
+                first = self.items.get((Record, (self.device, key, sid)))
+                if first is not None:  # before any work: a line may repeat one entry thousands of times
+                    self.skip(no, f"{where}a second entry for {sid[:50]} (first on line {first.no}); the first is kept")
+                    continue
                 values = dict(device=self.device, device_name=self.device_name, problem_key=key, solver_id=sid,
                               algorithm=algo, time_ms=float(t), workspace_bytes=int(ws), config=None, verified=False,
                               package_version="", kernel_hash="", created_at=now)
