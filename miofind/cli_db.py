@@ -534,7 +534,7 @@ def db_verify(db_url, as_json):
             t.add_row(p.kind, p.device, p.key, p.solver_id, p.check, p.message)
         console.print(t)
     if trust:
-        t = Table(title="records the installed miofind trusts (find records and tuned configs)", title_justify="left")
+        t = Table(title="trusted by this miofind (find records and tuned configs)", title_justify="left")
         for col in ("solver", "yes", "no", "unknown"):
             t.add_column(col, justify="left" if col == "solver" else "right")
         for sid, c in trust.items():

@@ -176,7 +176,7 @@ class RecordChecker:
         if err:
             return err
         if want != stored:
-            return f"stored workspace {stored} bytes, {solver.id} needs {want} bytes now"
+            return f"workspace_bytes={stored}, but {solver.id} needs {want} bytes now"
         return None
 
     def trust_key(self, solver) -> str:

@@ -278,11 +278,16 @@ def _physical_lines(fh: Any, max_line: int) -> Iterator[tuple[int, str | bytes]]
     readline = getattr(fh, "readline", None)
     if callable(readline):
         def chunks() -> Iterator[str | bytes]:
+            no = 1
             while True:
-                line = readline(max_line + 2)
+                try:
+                    line = readline(max_line + 2)
+                except OSError as e:
+                    raise OSError(f"line {no}: cannot read it ({e.strerror or e}); nothing imported") from None
                 if not line:
                     return
                 yield line
+                no += 1
         source: Iterable = chunks()
     else:
         source = fh

@@ -150,7 +150,7 @@ def test_read_error_midway_writes_nothing(db):
             return super().readline(size)
 
     data = "\n".join(f"{k}={NAIVE}:1.5,0,x" for k in keys(100)).encode()
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match=r"^line \d+: cannot read it \(Input/output error\); nothing imported"):
         import_records(db, Failing(data), fmt="miopen", device=DEV)
     assert db.count_records() == 0
 
@@ -315,8 +315,8 @@ def test_workspace_and_config_verify_would_flag_are_refused_at_import(db):
             f"{NAIVE}:2.0,7,miopenConvolutionFwdAlgoDirect")
     rep = import_records(db, io.StringIO(text), fmt="miopen", device="sm_80-108")
     assert rep.find == 0 and len(rep.skipped) == 2
-    assert rep.skipped[0].startswith(f"line 1: entry 1 ({GEMM}): stored workspace {2**63 - 1} bytes")
-    assert rep.skipped[1].startswith(f"line 1: entry 2 ({NAIVE}): stored workspace 7 bytes")
+    assert rep.skipped[0].startswith(f"line 1: entry 1 ({GEMM}): workspace_bytes={2**63 - 1}, but {GEMM} needs")
+    assert rep.skipped[1].startswith(f"line 1: entry 2 ({NAIVE}): workspace_bytes=7, but {NAIVE} needs 0 bytes")
     assert all(s.endswith("(db verify: workspace)") for s in rep.skipped)
     assert verify_db(db) == []
 
