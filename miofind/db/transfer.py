@@ -352,7 +352,7 @@ class _Import:
 
     def _text_lines(self, fh: Any) -> Iterator[tuple[int, str, bytes]]:
         """(line number, text, the bytes a signature covers) of every non-blank line; a line that
-        is not UTF-8 is skipped here but still passed to ``self.on_raw`` for the signature."""
+        is not UTF-8 is skipped here but still passed to ``on_undecodable`` for the signature."""
         for no, raw in _physical_lines(fh, self.max_line):
             if no == 1:
                 raw = raw[1:] if isinstance(raw, str) and raw.startswith("\ufeff") else \
