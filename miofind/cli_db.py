@@ -264,6 +264,46 @@ def db_show(db_url, device, system_only, key_like, limit, as_json):
 
 # -- transfer and maintenance ----------------------------------------------------------------------
 
+KEY_FILE_HELP = ("A file holding the signing key (its bytes, a trailing line break dropped; at least 16). "
+                 "Default: $MIOFIND_IMPORT_KEY.")
+
+
+def _signing_key(key_file, *, required):
+    """The HMAC key of signed exports: --key-file's contents, else $MIOFIND_IMPORT_KEY, else None
+    (an error when ``required``)."""
+    from .db.transfer import MIN_KEY_BYTES
+    from .env import import_key
+
+    if key_file is not None:
+        try:
+            with open(key_file, "rb") as f:
+                data = f.read(65537)
+        except OSError as e:
+            _fail(f"--key-file={key_file}: cannot read it: {e.strerror or e}")
+        key = data.rstrip(b"\r\n")
+        if len(data) > 65536:
+            _fail(f"--key-file={key_file}: more than 64 KiB; expected a key")
+        if len(key) < MIN_KEY_BYTES:
+            _fail(f"--key-file={key_file}: {len(key)} bytes; a signing key needs at least {MIN_KEY_BYTES}")
+        return key
+    try:
+        key = import_key()
+    except ValueError as e:
+        _fail(str(e))
+    if key is None and required:
+        _fail("--sign needs a key: set MIOFIND_IMPORT_KEY or give --key-file")
+    return key
+
+
+def _check_device_option(device, *, amd, option="--device"):
+    from .db.transfer import check_device
+
+    try:
+        return check_device(device, amd=amd, option=option)
+    except ValueError as e:
+        _fail(str(e))
+
+
 @db.command("export")
 @click.option("--db", "db_url", default=None, help="FindDB SQLAlchemy URL or file (default: $MIOFIND_DB or the user DB).")
 @click.option("--format", "fmt", type=click.Choice(["miofind", "miopen"]), default="miofind", show_default=True,
@@ -271,8 +311,14 @@ def db_show(db_url, device, system_only, key_like, limit, as_json):
 @click.option("--device", default=None, help="Only this device (e.g. sm_90-132); miopen needs it when the DB has several.")
 @click.option("-o", "--output", "out_path", type=click.Path(dir_okay=False), default=None,
               help="Write to this file (default: standard output).")
-def db_export(db_url, fmt, device, out_path):
-    """Write the FindDB's records to a file or standard output."""
+@click.option("--sign", is_flag=True, help="End the file with an HMAC-SHA256 signature (miofind format), so that an "
+              "import with the same key keeps the records trusted.")
+@click.option("--key-file", type=click.Path(dir_okay=False), default=None, help=KEY_FILE_HELP)
+def db_export(db_url, fmt, device, out_path, sign, key_file):
+    """Write the FindDB's records to a file or standard output.
+
+    With --sign, the key comes from --key-file or $MIOFIND_IMPORT_KEY; an unsigned export imports untrusted.
+    """
     import io
     import os
     import sys
@@ -280,14 +326,19 @@ def db_export(db_url, fmt, device, out_path):
     from .db import FindDBError
     from .db.transfer import export_records
 
+    if device is not None:
+        _check_device_option(device, amd=fmt == "miopen")
+    if sign and fmt != "miofind":
+        _fail("--sign: MIOpen's text format cannot carry a signature; sign a --format miofind export")
+    key = _signing_key(key_file, required=True) if sign else None
     h = _open_ro(db_url)
     try:
         if out_path is None:
-            n = export_records(h, sys.stdout, fmt=fmt, device=device)
+            n = export_records(h, sys.stdout, fmt=fmt, device=device, sign_key=key)
             sys.stdout.flush()
         else:
             buf = io.StringIO()  # write the file only once the export has succeeded
-            n = export_records(h, buf, fmt=fmt, device=device)
+            n = export_records(h, buf, fmt=fmt, device=device, sign_key=key)
             tmp = f"{out_path}.tmp-{os.getpid()}"
             try:
                 with open(tmp, "w", encoding="utf-8", newline="\n") as f:
@@ -300,7 +351,21 @@ def db_export(db_url, fmt, device, out_path):
         _fail(str(e))
     finally:
         h.close()
-    click.echo(f"wrote {n} lines ({fmt} format){f' to {out_path}' if out_path else ''}", err=True)
+    click.echo(f"wrote {n} lines ({fmt} format{', signed' if sign else ''}){f' to {out_path}' if out_path else ''}",
+               err=True)
+
+
+class _PushedBack:
+    """A binary stream whose first line was read ahead (to tell the format) and is given back first."""
+
+    def __init__(self, first: bytes, fh):
+        self.first, self.fh = first, fh
+
+    def readline(self, size=-1):
+        if self.first:
+            line, self.first = self.first, b""
+            return line
+        return self.fh.readline(size)
 
 
 @db.command("import")
@@ -308,27 +373,36 @@ def db_export(db_url, fmt, device, out_path):
 @click.option("--db", "db_url", default=None, help="FindDB SQLAlchemy URL or file (default: $MIOFIND_DB or the user DB).")
 @click.option("--format", "fmt", type=click.Choice(["miofind", "miopen"]), default=None,
               help="Default: miofind when the first line starts with '{', else miopen.")
-@click.option("--device", default=None, help="miopen: the device the records belong to (required); "
-              "miofind: import only this device's records.")
+@click.option("--device", default=None, help="miopen: the device the records belong to (required): sm_<cc>-<SMs>, "
+              "or gfx<arch>-<CUs> for an AMD GPU's; miofind: import only this device's records.")
 @click.option("--device-name", default="", help="miopen: the device's name (e.g. 'NVIDIA H100 80GB HBM3').")
-def db_import(file, db_url, fmt, device, device_name):
-    """Read records from FILE ('-': standard input) into the FindDB; invalid lines are skipped with reasons.
+@click.option("--key-file", type=click.Path(dir_okay=False), default=None,
+              help="The key that signed the file (see `db export --sign`). " + KEY_FILE_HELP)
+@click.option("--max-line-length", "max_line", type=click.IntRange(min=1), default=None,
+              help="Longest line accepted, in bytes (default 65536); a longer one stops the import.")
+def db_import(file, db_url, fmt, device, device_name, key_file, max_line):
+    """Read records from FILE ('-': standard input) into the FindDB, all or nothing: lines that fail a
+    check are skipped with their line numbers; anything fatal writes nothing.
 
-    Records from MIOpen files are stored unverified and untrusted: hints, never answers of a find.
+    Imported records are stored unverified and untrusted (hints, never the answer of a find), and never
+    replace a stored record, unless the file is a miofind export signed (`db export --sign`) with the key
+    given here (--key-file or $MIOFIND_IMPORT_KEY).
     """
-    import itertools
+    import logging
     import sys
 
     from .db import FindDBError
-    from .db.transfer import import_records
+    from .db.transfer import MAX_LINE, amd_file_token, import_records
 
+    max_line = max_line or MAX_LINE
+    key = _signing_key(key_file, required=False)
     try:
         fh = sys.stdin.buffer if file == "-" else open(file, "rb")
     except OSError as e:
         _fail(f"cannot read {file}: {e.strerror or e}")
     try:
         try:
-            first = fh.readline()
+            first = fh.readline(max_line + 2)  # bounded: /dev/zero has no line break
         except OSError as e:
             _fail(f"cannot read {file}: {e.strerror or e}")
         if fmt is None:
@@ -336,23 +410,38 @@ def db_import(file, db_url, fmt, device, device_name):
         if fmt == "miopen" and not device:
             _fail(f"{file} is a MIOpen FindDB file, which names no device: give the device its records belong "
                   "to with --device (e.g. --device sm_90-132)")
+        if device is not None:
+            _check_device_option(device, amd=fmt == "miopen")
+        token = amd_file_token(file) if fmt == "miopen" else None
+        if token and device.startswith("sm_"):
+            logging.getLogger(__name__).warning(
+                "%s names an AMD GPU (%s): its times were measured there, not on %s; they are filed under %s as "
+                "untrusted hints that no find answers from", file, token, device, device)
         h = open_writable(db_url)
         try:
-            rep = import_records(h, itertools.chain([first] if first else [], fh), fmt=fmt, device=device,
-                                 device_name=device_name)
+            rep = import_records(h, _PushedBack(first, fh), fmt=fmt, device=device, device_name=device_name,
+                                 sign_key=key, max_line=max_line)
         except (FindDBError, ValueError, OSError) as e:
-            _fail(str(e))
+            _fail(f"cannot import {file}: {e}")
         finally:
             h.close()
     finally:
         if fh is not sys.stdin.buffer:
             fh.close()
+    written = rep.find + rep.perf
     click.echo(f"imported {rep.find} find records and {rep.perf} tuned configs ({fmt} format) into "
-               f"{h.path or h.url}; skipped {len(rep.skipped)}")
+               f"{h.path or h.url}; skipped {rep.n_skipped}")
+    if rep.trusted:
+        click.echo(f"  {rep.trusted} stored as written: the file's signature matches the key")
+    if written > rep.trusted:
+        click.echo(f"  {written - rep.trusted} stored untrusted (unverified): no find answers from them until it "
+                   "measures the problem on this device")
+    for note in rep.notes:
+        click.echo(f"  note: {note}")
     for why in rep.skipped[:20]:
         click.echo(f"  skipped {why}")
-    if len(rep.skipped) > 20:
-        click.echo(f"  ... and {len(rep.skipped) - 20} more")
+    if rep.n_skipped > 20:
+        click.echo(f"  ... and {rep.n_skipped - 20} more")
 
 
 @db.command("merge")
@@ -398,39 +487,59 @@ def _integrity_check(path) -> list[str]:
 
 @db.command("verify")
 @click.option("--db", "db_url", default=None, help="FindDB SQLAlchemy URL or file (default: $MIOFIND_DB or the user DB).")
-def db_verify(db_url):
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: {db, integrity, records, perf_records, problems, "
+              "trust}.")
+def db_verify(db_url, as_json):
     """Check every record (key, solver, applicability, config, workspace size) without a GPU, and a
-    SQLite file's integrity. Exit status 1 if anything is wrong."""
+    SQLite file's integrity; then count, per solver, the records the installed miofind trusts (yes),
+    does not (no: another trust key, e.g. imported or written by older code) or cannot judge here
+    (unknown: a library version unreadable without a GPU). Exit status 1 if anything is wrong."""
+    import dataclasses
     import sqlite3
 
     from .db import FindDBError
-    from .db.maintenance import verify_db
+    from .db.maintenance import trust_summary, verify_db
 
     h = _open_ro(db_url)
-    bad = False
+    integrity = None
     try:
         if h.path is not None:
             try:
-                res = _integrity_check(h.path)
+                integrity = _integrity_check(h.path)
             except sqlite3.Error as e:
-                res = [str(e)]
-            if res == ["ok"]:
-                click.echo(f"integrity_check of {h.path}: ok")
-            else:
-                bad = True
-                click.echo(f"integrity_check of {h.path}: FAILED: {'; '.join(res[:10])}")
+                integrity = [str(e)]
         problems = verify_db(h)
+        trust = trust_summary(h)
         st = h.stats()
     except FindDBError as e:
         _fail(str(e))
     finally:
         h.close()
+    where = str(h.path) if h.path else h.url
+    bad = integrity is not None and integrity != ["ok"]
+    if as_json:
+        click.echo(json.dumps({"db": where, "integrity": None if integrity is None else integrity[:10],
+                               "records": st["records"], "perf_records": st["perf_records"],
+                               "problems": [dataclasses.asdict(p) for p in problems], "trust": trust}, indent=1))
+        if problems or bad:
+            raise SystemExit(1)
+        return
+    if integrity is not None:
+        click.echo(f"integrity_check of {where}: {'ok' if not bad else 'FAILED: ' + '; '.join(integrity[:10])}")
     if problems:
-        t = Table(title=f"{len(problems)} problem(s) in {h.path or h.url}", title_justify="left")
+        t = Table(title=f"{len(problems)} problem(s) in {where}", title_justify="left")
         for col in ("kind", "device", "problem key", "solver", "check", "problem"):
             t.add_column(col)
         for p in problems:
             t.add_row(p.kind, p.device, p.key, p.solver_id, p.check, p.message)
+        console.print(t)
+    if trust:
+        t = Table(title="trusted by this miofind (find records and tuned configs)", title_justify="left")
+        for col in ("solver", "yes", "no", "unknown"):
+            t.add_column(col, justify="left" if col == "solver" else "right")
+        for sid, c in trust.items():
+            t.add_row(sid, str(c["yes"]), str(c["no"]), str(c["unknown"]))
+        t.add_row("all", *(str(sum(c[k] for c in trust.values())) for k in ("yes", "no", "unknown")))
         console.print(t)
     click.echo(f"checked {st['records']} find records and {st['perf_records']} tuned configs: "
                f"{len(problems)} problem(s)")
@@ -464,3 +573,22 @@ def db_prune(db_url, dry_run, keep_stale):
     for k, v in sorted(rep.counts.items()):
         t.add_row(k, str(v))
     console.print(t)
+
+
+@db.command("migrate-trust")
+@click.option("--db", "db_url", default=None, help="FindDB SQLAlchemy URL or file (default: $MIOFIND_DB or the user DB).")
+def db_migrate_trust(db_url):
+    """Give the records a miofind 0.1.0 wrote (kernel hashes) today's trust keys, for the solvers whose
+    kernel sources are unchanged since, so that they stay trusted; prints the rows changed per table."""
+    from .db import FindDBError
+    from .db.maintenance import migrate_trust_keys
+
+    h = open_writable(db_url)
+    try:
+        counts = migrate_trust_keys(h)
+    except FindDBError as e:
+        _fail(str(e))
+    finally:
+        h.close()
+    click.echo(f"FindDB {h.path or h.url}: re-keyed {counts.get('find', 0)} find records, {counts.get('perf', 0)} "
+               f"tuned configs and {counts.get('failures', 0)} failed configs")

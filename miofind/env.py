@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["VARIABLES", "EnvVar", "FIND_MODES", "FindEnforce", "find_mode", "find_enforce", "user_db_url",
-           "system_db", "log_level", "kernel_cache_dir", "cudnn_plans", "cudnn_execute", "QUIET"]
+           "system_db", "log_level", "kernel_cache_dir", "cudnn_plans", "cudnn_execute", "import_key", "QUIET"]
 
 FIND_MODES = ("normal", "fast", "hybrid", "dynamic_hybrid", "benchmark")
 
@@ -75,6 +75,9 @@ VARIABLES: tuple[EnvVar, ...] = (
     EnvVar("MIOFIND_CUDNN_EXECUTE", "how cuDNN plans are launched",
            "direct (default: the frontend's C++ binding, falling back to the public call on failure) or public "
            "(always the public `execute_plan_at_index`)", ""),
+    EnvVar("MIOFIND_IMPORT_KEY", "the HMAC key that signs exports (`db export --sign`) and makes a signed import "
+           "trusted", "a secret of at least 16 characters, shared by the machines that exchange FindDB files "
+           "(unset: imports are stored untrusted)", ""),
 )
 
 
@@ -228,3 +231,18 @@ def cudnn_execute() -> str:
     if raw.lower() not in ("direct", "public"):
         raise ValueError(f"MIOFIND_CUDNN_EXECUTE={raw!r}: expected direct or public")
     return raw.lower()
+
+
+MIN_IMPORT_KEY = 16
+
+
+def import_key() -> bytes | None:
+    """``MIOFIND_IMPORT_KEY``: the HMAC-SHA256 key of signed FindDB exports (UTF-8 bytes, at least
+    16), or None when unset."""
+    raw = _get("MIOFIND_IMPORT_KEY")
+    if raw is None:
+        return None
+    key = raw.encode("utf-8", "surrogateescape")
+    if len(key) < MIN_IMPORT_KEY:
+        raise ValueError(f"MIOFIND_IMPORT_KEY: {len(key)} bytes; expected a secret of at least {MIN_IMPORT_KEY}")
+    return key

@@ -24,7 +24,8 @@ import sqlalchemy as sa
 from . import findb as _findb
 from .findb import FindDB, FindDBError, PerfRecord, Record, TuneFailure, config_key
 
-__all__ = ["Problem", "PruneReport", "verify_db", "prune_db", "CHECKS"]
+__all__ = ["Problem", "PruneReport", "RecordChecker", "verify_db", "prune_db", "trust_summary", "migrate_trust_keys",
+           "CHECKS"]
 
 # the checks, in the order they run; a record is reported under its first failing check and, for the
 # config and workspace checks, each failing one
@@ -91,8 +92,9 @@ def _read_rows(db: FindDB, kind: str) -> list[_Row]:
     return out
 
 
-class _Checker:
-    """The checks with their caches."""
+class RecordChecker:
+    """The checks ``verify_db`` runs, with their caches (parsed keys, applicability, config validity,
+    workspace sizes, trust keys), for stored rows and for records about to be stored (``check_record``)."""
 
     def __init__(self) -> None:
         from ..registry import registry
@@ -174,7 +176,7 @@ class _Checker:
         if err:
             return err
         if want != stored:
-            return f"stored workspace {stored} bytes, {solver.id} needs {want} bytes now"
+            return f"workspace_bytes={stored}, but {solver.id} needs {want} bytes now"
         return None
 
     def trust_key(self, solver) -> str:
@@ -221,6 +223,13 @@ class _Checker:
                 out.append(problem("workspace", why))
         return out
 
+    def check_record(self, kind: str, obj: Any) -> list[Problem]:
+        """What ``verify_db`` would flag in a Record (``kind`` "find") or PerfRecord ("perf") were it
+        stored: the same checks in the same order; empty when it would pass. ``db import`` uses it, so
+        that verify never flags what an import accepted."""
+        row = _Row(kind, 0, obj.device, obj.problem_key, obj.solver_id, obj.created_at, obj=obj)
+        return self.check(row)
+
     def stale(self, row: _Row) -> bool:
         """Whether a valid record is certainly not trusted by this miofind (another trust key; a
         library version unreadable here does not make a record stale)."""
@@ -232,7 +241,7 @@ class _Checker:
         return self.trusted(row)[0] == "no"
 
 
-def _verify(db: FindDB, checker: _Checker) -> tuple[list[Problem], dict[str, list[_Row]]]:
+def _verify(db: FindDB, checker: RecordChecker) -> tuple[list[Problem], dict[str, list[_Row]]]:
     rows = {kind: _read_rows(db, kind) for kind in ("find", "perf")}
     problems = [pr for kind in ("find", "perf") for row in rows[kind] for pr in checker.check(row)]
     return problems, rows
@@ -241,7 +250,7 @@ def _verify(db: FindDB, checker: _Checker) -> tuple[list[Problem], dict[str, lis
 def verify_db(db: FindDB) -> list[Problem]:
     """Everything wrong with the find records and tuned configs of ``db`` (see the module doc),
     ordered by kind, device, key and solver; empty when all is well. Reads only; needs no GPU."""
-    return _verify(db, _Checker())[0]
+    return _verify(db, RecordChecker())[0]
 
 
 def prune_db(db: FindDB, *, dry_run: bool = False, stale: bool = True) -> PruneReport:
@@ -252,7 +261,7 @@ def prune_db(db: FindDB, *, dry_run: bool = False, stale: bool = True) -> PruneR
     id and ``created_at``), so a record rewritten meanwhile by a find survives. One transaction."""
     if db.readonly and not dry_run:
         raise FindDBError(f"FindDB {db.url} is read-only")
-    checker = _Checker()
+    checker = RecordChecker()
     problems, rows = _verify(db, checker)
     rows["failures"] = _read_rows(db, "failures")
     flagged: dict[tuple[str, str, str, str], str] = {}
@@ -334,7 +343,7 @@ def migrate_trust_keys(db: FindDB) -> dict[str, int]:
 def trust_summary(db: FindDB) -> dict[str, dict[str, int]]:
     """Per solver, how many find records and tuned configs the installed code trusts: counts of
     "yes", "no" and "unknown" (a library version this machine cannot read, e.g. without a GPU)."""
-    checker = _Checker()
+    checker = RecordChecker()
     out: dict[str, dict[str, int]] = {}
     for kind in ("find", "perf"):
         for row in _read_rows(db, kind):

@@ -121,6 +121,20 @@ def test_verify_flags_each_problem(anydb):
     assert len(probs) == len(BAD) + 2  # stale records and failed configs are not verify problems
 
 
+def test_check_record_is_what_verify_flags(anydb):
+    """RecordChecker.check_record (what `db import` runs before storing) flags a record exactly as
+    verify_db flags it once stored, so verify never flags what an import accepted."""
+    from miofind.db.maintenance import RecordChecker
+
+    fill(anydb)
+    stored = {(p.kind, p.device, p.key, p.solver_id, p.check, p.message) for p in verify_db(anydb)}
+    checker = RecordChecker()
+    before = {(p.kind, p.device, p.key, p.solver_id, p.check, p.message)
+              for kind, objs in (("find", anydb.iter_records()), ("perf", anydb.iter_perf()))
+              for r in objs for p in checker.check_record(kind, r)}
+    assert before == stored and len(stored) == len(BAD) + 2
+
+
 def test_prune_removes_exactly_flagged_and_stale(anydb):
     fill(anydb)
     before = {r.db_key for r in anydb.iter_records()}

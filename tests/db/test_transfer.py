@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import hmac
 import io
 import json
 import re
@@ -57,37 +60,73 @@ def all_perf(db: FindDB) -> list[PerfRecord]:
 
 # -- miofind format ---------------------------------------------------------------------------------
 
-def test_miofind_round_trip_is_identical(anydb, tmp_path):
+SIGN_KEY = b"a shared secret of 32 bytes long"
+
+
+def test_signed_miofind_round_trip_is_identical(anydb, tmp_path):
     recs = sample_records()
     perfs = [perf(), perf(IGEMM, 0.3 + 1e-12, device=DEV2, default_time_ms=None, created_at=3.0)]
     anydb.store(recs)
     anydb.store_perf(perfs)
     buf = io.StringIO()
-    n = export_records(anydb, buf, fmt="miofind")
+    n = export_records(anydb, buf, fmt="miofind", sign_key=SIGN_KEY)
     lines = buf.getvalue().splitlines()
-    assert n == len(lines) == 1 + len(recs) + len(perfs)
+    assert n == len(lines) == 1 + len(recs) + len(perfs) + 1
     assert json.loads(lines[0]) == {"format": "miofind-db", "version": 1}
-    assert [json.loads(ln)["type"] for ln in lines[1:]] == ["find"] * len(recs) + ["perf"] * len(perfs)
+    assert [json.loads(ln)["type"] for ln in lines[1:]] == ["find"] * len(recs) + ["perf"] * len(perfs) + ["signature"]
+    sig = json.loads(lines[-1])
+    assert sig["algorithm"] == "hmac-sha256" and sig["lines"] == n - 1
+    assert sig["hmac"] == hmac.new(SIGN_KEY, "".join(ln + "\n" for ln in lines[:-1]).encode(), hashlib.sha256).hexdigest()
 
     with FindDB(str(tmp_path / "copy.sqlite")) as other:
-        rep = import_records(other, io.StringIO(buf.getvalue()), fmt="miofind")
-        assert rep == ImportReport(find=len(recs), perf=len(perfs), skipped=[])
+        rep = import_records(other, io.StringIO(buf.getvalue()), fmt="miofind", sign_key=SIGN_KEY)
+        total = len(recs) + len(perfs)
+        assert rep == ImportReport(find=len(recs), perf=len(perfs), skipped=[], trusted=total)
         assert all_records(other) == sorted(recs, key=lambda r: r.db_key)
         assert all_perf(other) == sorted(perfs, key=lambda r: r.db_key)
         # and exporting the copy gives the same bytes (deterministic order)
         buf2 = io.StringIO()
-        export_records(other, buf2, fmt="miofind")
+        export_records(other, buf2, fmt="miofind", sign_key=SIGN_KEY)
         assert buf2.getvalue() == buf.getvalue()
 
     # back into a fresh database of the same backend: records come back equal (floats bit for bit)
     anydb.delete()
     anydb.delete(what="perf")
-    rep = import_records(anydb, io.StringIO(buf.getvalue()))
-    assert (rep.find, rep.perf, rep.skipped) == (len(recs), len(perfs), [])
+    rep = import_records(anydb, io.BytesIO(buf.getvalue().encode()), sign_key=SIGN_KEY)
+    assert (rep.find, rep.perf, rep.skipped, rep.trusted) == (len(recs), len(perfs), [], len(recs) + len(perfs))
     got = all_records(anydb)
     assert got == sorted(recs, key=lambda r: r.db_key)
     assert [r.time_ms for r in got] == [r.time_ms for r in sorted(recs, key=lambda r: r.db_key)]
     assert all_perf(anydb) == sorted(perfs, key=lambda r: r.db_key)
+
+
+def test_unsigned_import_is_stored_untrusted(anydb, tmp_path):
+    """Without a (matching) signature every record keeps its values but loses trust: verified=False
+    and the trust key "imported:<key>"; a signed file imported without the key likewise."""
+    recs = sample_records()
+    perfs = [perf()]
+    with FindDB(str(tmp_path / "src.sqlite")) as src:
+        src.store(recs)
+        src.store_perf(perfs)
+        plain, signed = io.StringIO(), io.StringIO()
+        export_records(src, plain)
+        export_records(src, signed, sign_key=SIGN_KEY)
+    for text, notes in ((plain.getvalue(), 0), (signed.getvalue(), 1)):
+        anydb.delete()
+        anydb.delete(what="perf")
+        rep = import_records(anydb, io.StringIO(text))
+        assert (rep.find, rep.perf, rep.trusted, rep.skipped) == (len(recs), len(perfs), 0, [])
+        assert len(rep.notes) == notes and (not notes or "no key was given" in rep.notes[0])
+        want = sorted((dataclasses.replace(r, verified=False, kernel_hash="imported:" + r.kernel_hash) for r in recs),
+                      key=lambda r: r.db_key)
+        assert all_records(anydb) == want
+        assert all_perf(anydb) == [dataclasses.replace(perfs[0], kernel_hash="imported:abc")]
+    # importing an export of imported records does not stack prefixes
+    again = io.StringIO()
+    export_records(anydb, again)
+    anydb.delete()
+    import_records(anydb, io.StringIO(again.getvalue()))
+    assert {r.kernel_hash for r in anydb.iter_records()} == {"imported:abc"}
 
 
 def test_miofind_export_one_device_and_failures_left_out(anydb):
@@ -167,19 +206,26 @@ def test_bad_bytes_and_batches(tmp_path, monkeypatch):
         assert len(list(d.iter_records())) == 10
 
 
-def test_a_record_the_database_refuses_costs_only_its_line(anydb, monkeypatch):
-    """Were a bad value to get past validation, the batch is retried record by record."""
-    monkeypatch.setattr(transfer, "_column_problem", lambda obj, table: None)
-    monkeypatch.setattr(transfer, "BATCH", 4)
+def test_a_record_the_database_refuses_stops_the_import_and_names_its_line(anydb, monkeypatch):
+    """Were a bad value to get past validation, the database's refusal is fatal: nothing is written,
+    not even the good lines before it, and the error names the line."""
+    from miofind.db import FindDBError
+
     keys = [ProblemDescription.make("F", n=i + 1, c=8, k=8, in_size=(9, 9)).key() for i in range(6)]
+    anydb.store([rec(key=keys[0], time_ms=9.0, verified=True)])
     lines = [json.dumps(transfer.HEADER)] + [_good_line(problem_key=k) for k in keys]
-    lines[3] = _good_line(problem_key=keys[2], device="d" * 100, algorithm="a\x00b")
-    rep = import_records(anydb, io.StringIO("\n".join(lines)))
-    if anydb.url.startswith("postgresql"):  # varchar(64) and NUL are refused by PostgreSQL
-        assert rep.find == 5 and len(rep.skipped) == 1 and rep.skipped[0].startswith("line 4: the database refused")
-    else:
-        assert rep.find == 6 and rep.skipped == []
-    assert len(list(anydb.iter_records())) == rep.find
+    if anydb.url.startswith("postgresql"):  # PostgreSQL refuses a NUL in text
+        monkeypatch.setattr(transfer, "_column_problem", lambda obj, table: None)
+        lines[4] = _good_line(problem_key=keys[3], algorithm="a\x00b")
+    else:  # SQLite refuses nothing we could send, so a trigger plays the refusing database
+        with anydb._engine.begin() as con:
+            con.exec_driver_sql("CREATE TRIGGER refuse BEFORE INSERT ON find_records WHEN NEW.time_ms = 0.125 "
+                                "BEGIN SELECT RAISE(ABORT, 'refused by the test trigger'); END")
+        lines[4] = _good_line(problem_key=keys[3], time_ms=0.125)
+    monkeypatch.setattr(transfer, "BATCH", 2)  # the refused row is in the second statement
+    with pytest.raises(FindDBError, match=r"^line 5: the database refused it: .*nothing imported"):
+        import_records(anydb, io.StringIO("\n".join(lines)))
+    assert [(r.problem_key, r.time_ms, r.verified) for r in anydb.iter_records()] == [(keys[0], 9.0, True)]
 
 
 @pytest.mark.parametrize("first", [
@@ -269,7 +315,7 @@ def test_malformed_miopen_lines(anydb):
         "64-56-56-3x3-garbage=ConvDirectNaiveConvFwd:1.0,0,x",               # 3
         f"{KEY_B}=ConvDirectNaiveConvBwd:-1.0,0,x;ConvDirectNaiveConvBwd:nan,0,x",  # 4: two entries
         f"{KEY_B}=ConvDirectNaiveConvBwd:1.0,{{'a':1}},x",                  # 5
-        f"{KEY_B}=ConvOclDirectFwd1x1:1.0,0,x;ConvWinograd3x3F23Bwd:2.5,205783040,wino",  # 6: one good
+        f"{KEY_B}=ConvOclDirectFwd1x1:1.0,0,x;ConvWinograd3x3F23Bwd:2.5,19398656,wino",  # 6: one good
         f"{KEY_B}=ConvDirectNaiveConvBwd:1.0,0",                           # 7
         f"{KEY_B}=ConvDirectNaiveConvBwd:1_0.0,0,x",                       # 8
         f"{KEY_B}=26:1.0,0,x",                                             # 9: a number is not a solver id
@@ -294,14 +340,14 @@ def test_older_miopen_entry_form(anydb):
     """MIOpen's older text FindDB: algorithm:Solver,time,workspace,kcache_algorithm,kcache_config."""
     lines = [
         f"{KEY}=miopenConvolutionFwdAlgoDirect:ConvDirectNaiveConvFwd,2.5,0,miopenConvolutionFwdAlgoDirect,<unused>;"
-        f"miopenConvolutionFwdAlgoGEMM:GemmFwdRest,13.3594,4096,MIOpenGEMM,0_0_49_2048_49_49_512_2048",
+        f"miopenConvolutionFwdAlgoGEMM:GemmFwdRest,13.3594,231211264,MIOpenGEMM,0_0_49_2048_49_49_512_2048",
         f"{KEY_B}=miopenConvolutionBwdDataAlgoDirect:ConvOclDirectFwd,6.79,0,miopenConvolutionBwdDataAlgoDirect,not used",
         f"{KEY_B}=miopenConvolutionBwdDataAlgoGEMM:GemmBwdRest,x,0,a,b;a:b,1,2,3",          # 3
     ]
     rep = import_records(anydb, io.StringIO("\n".join(lines)), fmt="miopen", device=DEV)
     got = sorted((r.problem_key, r.solver_id, r.time_ms, r.workspace_bytes, r.algorithm) for r in anydb.iter_records())
     assert got == sorted([(KEY, "ConvDirectNaiveConvFwd", 2.5, 0, "miopenConvolutionFwdAlgoDirect"),
-                          (KEY, "GemmFwdRest", 13.3594, 4096, "miopenConvolutionFwdAlgoGEMM")])
+                          (KEY, "GemmFwdRest", 13.3594, 231211264, "miopenConvolutionFwdAlgoGEMM")])
     assert rep.find == 2
     assert [s.split(":")[0] + ":" + s.split(":")[1] for s in rep.skipped] == [
         "line 2: entry 1 (ConvOclDirectFwd)", "line 3: entry 1 (GemmBwdRest)", "line 3: entry 2 (a)"]
@@ -315,44 +361,45 @@ def test_older_miopen_entry_form(anydb):
 REAL_FILES = {"miopen_gfx90a68.HIP.fdb.txt": False, "miopen_gfx906_64.HIP.fdb.txt": True}
 
 
-def _expected_import(path: Path, older: bool):
-    """What importing ``path`` must keep and report, computed from the text alone."""
-    from miofind.registry import registry
-
-    live = {r.id for r in registry() if r.solver is not None}
-    kept, skipped, lines_kept = set(), [], set()
+def _entries(path: Path, older: bool):
+    """Every entry of a MIOpen file as (line, entry, key, solver, time, workspace, algorithm), from the text alone."""
     for no, line in enumerate(path.read_text().splitlines(), 1):
         key, rest = line.split("=", 1)
         for i, entry in enumerate(rest.split(";"), 1):
             head, vals = entry.split(":", 1)
             v = vals.split(",")
             solver, t, ws, algo = (v[0], v[1], v[2], head) if older else (head, *v)
-            if solver in live:
-                kept.add((key, solver, float(t), int(ws), algo))
-                lines_kept.add(no)
-            else:
-                skipped.append(f"line {no}: entry {i} ({solver}): solver_id={solver!r}: unknown solver")
-    return kept, skipped, lines_kept
+            yield no, i, key, solver, float(t), int(ws), algo
 
 
 @pytest.mark.parametrize("name,older", REAL_FILES.items())
-def test_real_miopen_file_keeps_every_line_it_can_parse(name, older, tmp_path):
+def test_real_miopen_file_keeps_every_entry_verify_accepts(name, older, tmp_path):
+    """Every entry is either stored or skipped with its line, entry and reason; what is stored is
+    exactly what the file says and `db verify` finds nothing wrong with it; an entry is skipped only
+    for an unknown solver or a check of `db verify` (AMD's workspace sizes are not ours)."""
+    from miofind.db.maintenance import verify_db
+    from miofind.registry import registry
+
     path = Path(__file__).with_name(name)
-    kept, skipped, lines_kept = _expected_import(path, older)
+    entries = list(_entries(path, older))
+    live = {r.id for r in registry() if r.solver is not None}
     with FindDB(str(tmp_path / "x.sqlite")) as d:
         with path.open("rb") as fh:
             rep = import_records(d, fh, fmt="miopen", device="gfx90a-104")
         got = {(r.problem_key, r.solver_id, r.time_ms, r.workspace_bytes, r.algorithm) for r in d.iter_records()}
-    assert rep.find == len(kept) and got == kept
-    assert rep.skipped == skipped  # only entries naming MIOpen solvers miofind does not have, with line numbers
-    assert len(lines_kept) > 150
-    # the keys no solver runs are kept as stated, like the others, and say why
-    odd = {k for k, *_ in got if not ProblemDescription.from_key(k).solvable}
-    assert len(odd) >= 25
-    assert all(ProblemDescription.from_key(k).key() == k for k, *_ in got)
-    if older:  # this file holds all three kinds
-        reasons = " ".join(ProblemDescription.from_key(k).unsolvable_reason for k in odd)
-        assert "dilated filter" in reasons and "2D pads" in reasons and "2D layout NCHW" in reasons
+        assert verify_db(d) == []
+    assert rep.find == len(got) and rep.n_skipped == len(rep.skipped) == len(entries) - len(got)
+    assert got <= {e[2:] for e in entries}
+    skipped = {re.match(r"line (\d+): entry (\d+) ", s).groups(): s for s in rep.skipped}
+    assert len(skipped) == len(rep.skipped)
+    for no, i, key, solver, t, ws, algo in entries:
+        why = skipped.get((str(no), str(i)))
+        assert (why is None) == ((key, solver, t, ws, algo) in got), (no, i)
+        if solver not in live:
+            assert why.endswith(f"solver_id={solver!r}: unknown solver")
+        elif why is not None:
+            assert re.search(r"\(db verify: (not applicable|workspace|invalid config)\)$", why), why
+    assert len(got) >= 60 and sum("(db verify: workspace)" in s for s in rep.skipped) >= 80
 
 
 # -- merge ------------------------------------------------------------------------------------------
