@@ -274,11 +274,11 @@ def db_show(db_url, device, system_only, key_like, limit, as_json):
 def db_export(db_url, fmt, device, out_path):
     """Write the FindDB's records to a file or standard output."""
     import io
-    import os
     import sys
 
     from .db import FindDBError
     from .db.transfer import export_records
+    from .fileio import atomic_write, default_file_mode
 
     h = _open_ro(db_url)
     try:
@@ -288,14 +288,10 @@ def db_export(db_url, fmt, device, out_path):
         else:
             buf = io.StringIO()  # write the file only once the export has succeeded
             n = export_records(h, buf, fmt=fmt, device=device)
-            tmp = f"{out_path}.tmp-{os.getpid()}"
             try:
-                with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-                    f.write(buf.getvalue())
-                os.replace(tmp, out_path)
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
+                atomic_write(out_path, buf.getvalue(), mode=default_file_mode())
+            except OSError as e:
+                _fail(f"--output={out_path!r}: cannot write it ({e.strerror or e})")
     except (FindDBError, ValueError, OSError) as e:
         _fail(str(e))
     finally:
