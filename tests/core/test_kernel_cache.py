@@ -252,3 +252,33 @@ def test_compile_refuses_a_cache_dir_of_another_user(fake_gpu, cache, monkeypatc
         comp.compile_kernel(KINFO)
     assert not comp.is_compiled(KINFO)
     assert fake_gpu.compiled == [] and list(cache.iterdir()) == []
+
+
+@pytest.mark.gpu
+def test_the_binary_cache_on_the_gpu(monkeypatch, tmp_path):
+    """Real NVRTC and CuPy: a cubin is stored with its digest, loaded from the cache in a new process
+    state without compiling, and a tampered one is compiled again before anything is loaded."""
+    import cupy
+
+    from miofind.registry import get_solver
+    from miofind.problem import ProblemDescription
+
+    monkeypatch.setenv("MIOFIND_KERNEL_CACHE", str(tmp_path / "cubin"))
+    monkeypatch.setattr(comp, "_module_cache", {})
+    p = ProblemDescription.make("F", n=1, c=4, k=4, in_size=(8, 8), filter_size=3, pads=1)
+    kinfo = get_solver("ConvDirectNaiveConvFwd").get_solution(p).kernels[0]
+    calls = []
+    real = comp.nvrtc_compile
+    monkeypatch.setattr(comp, "nvrtc_compile", lambda k, arch="sm_90": (calls.append(k), real(k, arch))[1])
+    k1 = comp.compile_kernel(kinfo)
+    path = tmp_path / "cubin" / f"{comp.binary_key(kinfo, comp._device_arch())}.cubin"
+    good = path.read_bytes()
+    assert len(calls) == 1 and good[:4] == b"\x7fELF" and isinstance(k1, cupy.RawKernel)
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    monkeypatch.setattr(comp, "_module_cache", {})
+    assert comp.is_compiled(kinfo) and comp.compile_kernel(kinfo).kernel.ptr and len(calls) == 1
+    # a cubin damaged on disk (digest no longer matches) is rebuilt, not loaded
+    path.write_bytes(good[:100] + b"\0" * (len(good) - 100))
+    monkeypatch.setattr(comp, "_module_cache", {})
+    assert not comp.is_compiled(kinfo)
+    assert comp.compile_kernel(kinfo).kernel.ptr and len(calls) == 2 and comp.cached_cubin(path) is not None
