@@ -164,8 +164,12 @@ def private_cache_dir(create: bool = True) -> Path | None:
                            f"(uid {os.getuid()}): refusing to load or store cubins there; set "
                            "MIOFIND_KERNEL_CACHE to a private directory")
     if stat.S_IMODE(st.st_mode) & 0o077:
+        try:
+            os.chmod(d, 0o700)
+        except OSError as e:
+            raise CompileError(f"kernel cache directory {d} has mode {stat.S_IMODE(st.st_mode):03o} and cannot "
+                               f"be made private ({e.strerror or e})") from None
         _log.warning("kernel cache directory %s had mode %03o: made private (0700)", d, stat.S_IMODE(st.st_mode))
-        os.chmod(d, 0o700)
     return d
 
 
