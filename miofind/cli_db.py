@@ -320,11 +320,11 @@ def db_export(db_url, fmt, device, out_path, sign, key_file):
     With --sign, the key comes from --key-file or $MIOFIND_IMPORT_KEY; an unsigned export imports untrusted.
     """
     import io
-    import os
     import sys
 
     from .db import FindDBError
     from .db.transfer import export_records
+    from .fileio import atomic_write, default_file_mode
 
     if device is not None:
         _check_device_option(device, amd=fmt == "miopen")
@@ -339,14 +339,10 @@ def db_export(db_url, fmt, device, out_path, sign, key_file):
         else:
             buf = io.StringIO()  # write the file only once the export has succeeded
             n = export_records(h, buf, fmt=fmt, device=device, sign_key=key)
-            tmp = f"{out_path}.tmp-{os.getpid()}"
             try:
-                with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-                    f.write(buf.getvalue())
-                os.replace(tmp, out_path)
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
+                atomic_write(out_path, buf.getvalue(), mode=default_file_mode())
+            except OSError as e:
+                _fail(f"--output={out_path!r}: cannot write it ({e.strerror or e})")
     except (FindDBError, ValueError, OSError) as e:
         _fail(str(e))
     finally:

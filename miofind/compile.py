@@ -4,8 +4,12 @@ Sources live in ``kernels_src/`` (installed as ``miofind.kernels_src``). ``#incl
 our own headers is expanded here, so the source hash (which keys the FindDB trust check and the
 binary cache) covers every line that is compiled. The binary cache (MIOpen's "binary cache") is a
 directory of cubins named by a hash of (expanded source, options, GPU architecture, NVRTC version):
-``$MIOFIND_KERNEL_CACHE`` or ``<user cache dir>/miofind/cubin``. ``is_compiled`` tells whether a
-kernel would need no new compilation, which the dynamic_hybrid find mode relies on.
+``$MIOFIND_KERNEL_CACHE`` or ``<user cache dir>/miofind/cubin``. The directory is private (0700,
+owned by this user; one owned by another user is refused), each ``<key>.cubin`` has a
+``<key>.sha256`` beside it, and a cubin is loaded only when its bytes match that digest: a missing
+or wrong digest means the kernel is compiled again. Files are written atomically
+(``fileio.atomic_write``). ``is_compiled`` tells whether a kernel would need no new compilation,
+which the dynamic_hybrid find mode relies on.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import hashlib
 import logging
 import os
 import re
+import stat
 import sys
 import threading
 import time
@@ -23,11 +28,13 @@ from importlib import resources
 from pathlib import Path
 
 from . import env
+from .fileio import atomic_write
 from .solver import KernelInfo
 
 _log = logging.getLogger(__name__)
 
 BASE_OPTIONS = ("-std=c++17",)
+CUDA_DEFAULT_ROOT = "/usr/local/cuda"
 _INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.M)
 
 
@@ -67,17 +74,57 @@ def source_hash(*names: str) -> str:
     return h.hexdigest()[:16]
 
 
+def _loaded_library(pattern: str) -> str | None:
+    """The path of a loaded shared library whose file name matches ``pattern`` (Linux), else None."""
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.rstrip("\n").split(" ")[-1]
+                if path.startswith("/") and re.search(pattern, os.path.basename(path)):
+                    return path
+    except OSError:
+        pass
+    return None
+
+
+def nvrtc_library_path() -> str | None:
+    """The file of the NVRTC library CuPy loaded (None without CuPy's NVRTC or off Linux)."""
+    try:
+        _nvrtc_version()  # makes CuPy load libnvrtc
+    except Exception:
+        return None
+    return _loaded_library(r"^libnvrtc\.so(\.\d+)*$")
+
+
+def _absolute(entries) -> list[str]:
+    # '' on sys.path (python -c, the REPL) or any relative entry means the current directory: a
+    # header or library planted there must never be picked up.
+    return [e for e in entries if e and os.path.isabs(e)]
+
+
+@functools.lru_cache(maxsize=None)
 def cuda_include_dirs() -> list[str]:
-    """Directories holding cuda_fp16.h / cuda_bf16.h: CUDA_PATH, /usr/local/cuda, pip's nvidia/*."""
+    """The directory holding cuda_fp16.h / cuda_bf16.h for NVRTC (a list of at most one).
+
+    First the headers of the NVRTC in use: beside its library (``nvidia/cu13/include`` for the CUDA 13
+    wheels, ``<toolkit>/include``) or, for the CUDA 12 wheels, ``nvidia/cuda_runtime/include``; then
+    $CUDA_PATH, $CUDA_HOME and /usr/local/cuda; last the pip wheels on sys.path. Only absolute paths
+    are searched, never the current directory.
+    """
     dirs = []
-    for var in ("CUDA_PATH", "CUDA_HOME"):
-        if os.environ.get(var):
-            dirs.append(os.path.join(os.environ[var], "include"))
-    dirs.append("/usr/local/cuda/include")
-    for sp in sys.path:
-        dirs += glob.glob(os.path.join(sp, "nvidia", "cu1*", "include"))
+    lib = nvrtc_library_path()
+    if lib:
+        for base in dict.fromkeys((os.path.dirname(lib), os.path.dirname(os.path.realpath(lib)))):
+            root = os.path.dirname(base)  # nvidia/cu13, <toolkit> (lib64/), nvidia/cuda_nvrtc
+            dirs.append(os.path.join(root, "include"))
+            dirs.append(os.path.join(os.path.dirname(root), "cuda_runtime", "include"))  # CUDA 12 wheels
+    dirs += [os.path.join(os.environ[v], "include") for v in ("CUDA_PATH", "CUDA_HOME")
+             if os.path.isabs(os.environ.get(v, ""))]
+    dirs.append(os.path.join(CUDA_DEFAULT_ROOT, "include"))
+    for sp in _absolute(sys.path):
+        dirs += sorted(glob.glob(os.path.join(sp, "nvidia", "cu1*", "include")), reverse=True)
         dirs += glob.glob(os.path.join(sp, "nvidia", "cuda_runtime", "include"))
-    return [d for d in dict.fromkeys(dirs) if os.path.isfile(os.path.join(d, "cuda_fp16.h"))][:1]
+    return [os.path.normpath(d) for d in dict.fromkeys(dirs) if os.path.isfile(os.path.join(d, "cuda_fp16.h"))][:1]
 
 
 def _options(kinfo: KernelInfo) -> tuple[str, ...]:
@@ -91,6 +138,74 @@ def kernel_cache_dir() -> Path:
         import platformdirs
         d = Path(platformdirs.user_cache_dir("miofind")) / "cubin"
     return d
+
+
+def private_cache_dir(create: bool = True) -> Path | None:
+    """The binary-cache directory, checked private: created 0700 (``create``); one of ours with
+    looser permissions is tightened to 0700; one owned by another user, or not a directory, raises
+    CompileError (nothing is loaded from it or stored in it). None if it does not exist and not ``create``.
+    """
+    d = kernel_cache_dir()
+    if create:
+        try:
+            d.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as e:
+            raise CompileError(f"kernel cache directory {d}: cannot create it ({e.strerror or e})") from None
+    try:
+        st = os.stat(d)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise CompileError(f"kernel cache directory {d}: {e.strerror or e}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise CompileError(f"kernel cache directory {d} is not a directory")
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        raise CompileError(f"kernel cache directory {d} is owned by uid {st.st_uid}, not by this user "
+                           f"(uid {os.getuid()}): refusing to load or store cubins there; set "
+                           "MIOFIND_KERNEL_CACHE to a private directory")
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        try:
+            os.chmod(d, 0o700)
+        except OSError as e:
+            raise CompileError(f"kernel cache directory {d} has mode {stat.S_IMODE(st.st_mode):03o} and cannot "
+                               f"be made private ({e.strerror or e})") from None
+        _log.warning("kernel cache directory %s had mode %03o: made private (0700)", d, stat.S_IMODE(st.st_mode))
+    return d
+
+
+def _read_owned(path: Path, limit: int) -> bytes | None:
+    # A regular file of ours, read through one descriptor (no symlink followed); None otherwise.
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or (hasattr(os, "getuid") and st.st_uid != os.getuid()):
+            return None
+        return f.read(limit)
+
+
+def cached_cubin(path: Path) -> bytes | None:
+    """The cubin at ``path`` if its bytes match the digest in ``<key>.sha256`` beside it, else None
+    (missing, or failing the check, which is logged: such a file is compiled again, never loaded)."""
+    cubin = _read_owned(path, 1 << 30)
+    if cubin is None:
+        return None
+    digest = _read_owned(path.with_suffix(".sha256"), 200)
+    if digest is None:
+        _log.warning("cached cubin %s has no digest file of ours: compiling it again", path)
+        return None
+    if digest.decode("ascii", "replace").strip() != hashlib.sha256(cubin).hexdigest():
+        _log.warning("cached cubin %s does not match its sha256 digest: compiling it again", path)
+        return None
+    return cubin
+
+
+def store_cubin(path: Path, cubin: bytes) -> None:
+    """Write ``cubin`` and its digest into the binary cache atomically (each file 0600)."""
+    atomic_write(path, cubin)
+    atomic_write(path.with_suffix(".sha256"), hashlib.sha256(cubin).hexdigest() + "\n")
 
 
 @functools.lru_cache(maxsize=None)
@@ -122,45 +237,55 @@ def _module_key(kinfo: KernelInfo, arch: str) -> tuple:
 
 
 def is_compiled(kinfo: KernelInfo) -> bool:
-    """Whether ``kinfo`` is loaded in this process or its cubin is in the binary cache for this GPU."""
+    """Whether ``kinfo`` is loaded in this process or a verified cubin of it is in the binary cache
+    for this GPU (a cache directory that is not private counts as empty)."""
     arch = _device_arch()
     if _module_key(kinfo, arch) in _module_cache:
         return True
-    return (kernel_cache_dir() / f"{binary_key(kinfo, arch)}.cubin").is_file()
+    try:
+        d = private_cache_dir(create=False)
+    except CompileError:
+        return False
+    return d is not None and cached_cubin(d / f"{binary_key(kinfo, arch)}.cubin") is not None
+
+
+def _load(path: Path, name: str):
+    import cupy
+
+    mod = cupy.RawModule(path=str(path))
+    mod.get_function(name)  # RawModule loads lazily: load now, so a bad cubin fails here
+    return mod
 
 
 def compile_kernel(kinfo: KernelInfo):
-    """Compile (or fetch from the in-process or binary cache) and return the cupy.RawKernel for ``kinfo``."""
-    import cupy
-
+    """Compile (or fetch from the in-process or binary cache) and return the cupy.RawKernel for
+    ``kinfo``. A cached cubin is loaded only after its digest check; one that fails the check, or
+    passes it but cannot be loaded, is compiled again and replaced atomically. CompileError when
+    compiling or loading fails or the cache directory is not private."""
     arch = _device_arch()
     key = _module_key(kinfo, arch)
     mod = _module_cache.get(key)
     if mod is None:
-        path = kernel_cache_dir() / f"{binary_key(kinfo, arch)}.cubin"
-        if path.is_file():
+        path = private_cache_dir() / f"{binary_key(kinfo, arch)}.cubin"
+        cached = cached_cubin(path) is not None
+        if cached:
             _log.debug("binary cache hit: %s %s (%s)", kinfo.source, kinfo.name, path.name)
         else:
             _log.debug("binary cache miss: %s %s", kinfo.source, kinfo.name)
-            cubin = nvrtc_compile(kinfo, arch)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_bytes(cubin)
-            os.replace(tmp, path)  # atomic: a reader never sees a partial cubin
+            store_cubin(path, nvrtc_compile(kinfo, arch))
         try:
-            mod = cupy.RawModule(path=str(path))
-        except Exception as e:  # a damaged cache file: rebuild it once
+            mod = _load(path, kinfo.name)
+        except Exception as e:
+            if not cached:
+                raise CompileError(f"{kinfo.source}: cannot load kernel {kinfo.name!r} from the compiled "
+                                   f"cubin: {e}") from None
             _log.warning("cached cubin %s cannot be loaded (%s): compiling it again", path, e)
+            store_cubin(path, nvrtc_compile(kinfo, arch))
             try:
-                path.unlink()
-            except FileNotFoundError:
-                pass
-            cubin = nvrtc_compile(kinfo, arch)
-            path.write_bytes(cubin)
-            try:
-                mod = cupy.RawModule(path=str(path))
-            except Exception:
-                raise CompileError(f"{kinfo.source}: cannot load the compiled cubin: {e}") from None
+                mod = _load(path, kinfo.name)
+            except Exception as e2:
+                raise CompileError(f"{kinfo.source}: cannot load kernel {kinfo.name!r} from the compiled "
+                                   f"cubin: {e2}") from None
         with _module_lock:
             _module_cache[key] = mod
     try:

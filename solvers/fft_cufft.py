@@ -4,7 +4,8 @@ area is a pointer the caller supplies (a slice of the solution's workspace), on 
 CuPy's own plans allocate their work area from CuPy's memory pool and expose no way to move it, so
 the plan is made here with auto-allocation off (cufftMakePlanMany64 reports the work size) and
 cufftSetWorkArea points it into the workspace at run time. The library is the libcufft CuPy loaded,
-else one from the pip wheels (nvidia-cufft) or the CUDA toolkit.
+else one from the pip wheels (nvidia-cufft) or the CUDA toolkit, searched at absolute paths only
+(never the current directory, which '' on sys.path stands for).
 """
 
 from __future__ import annotations
@@ -41,10 +42,12 @@ def _candidates():
     except OSError:
         pass
     for sp in sys.path:
+        if not sp or not os.path.isabs(sp):  # '' and relative entries mean the current directory
+            continue
         for pattern in ("nvidia/cu*/lib/libcufft.so*", "nvidia/cufft/lib/libcufft.so*"):
-            yield from sorted(glob.glob(os.path.join(sp or ".", pattern)), reverse=True)
+            yield from sorted(glob.glob(os.path.join(sp, pattern)), reverse=True)
     for root in (os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
-        if root:
+        if root and os.path.isabs(root):
             yield from sorted(glob.glob(os.path.join(root, "lib64", "libcufft.so*")), reverse=True)
     yield from ("libcufft.so.12", "libcufft.so.11", "libcufft.so")
 

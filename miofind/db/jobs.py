@@ -15,6 +15,7 @@ which read the host clock.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass
 
@@ -23,6 +24,8 @@ import sqlalchemy as sa
 from .findb import FindDB, FindDBError, jobs_table
 
 __all__ = ["Job", "JobQueue", "STATUSES"]
+
+_log = logging.getLogger(__name__)
 
 STATUSES = ("queued", "running", "done", "failed")
 
@@ -109,6 +112,9 @@ class JobQueue:
         return self.db._run("claim a tuning job", run, write=True)
 
     def _finish(self, job: Job, what: str, lease_s: float | None = None, **values) -> bool:
+        # Changes the job only while this claim of it still holds: same worker, same attempt, running.
+        # A claim whose lease expired and was taken over (attempts went up) or failed for good no
+        # longer matches, whatever the old holder's clock says.
         def run(con: sa.Connection) -> bool:
             t, now = jobs_table.c, _now(con)
             if lease_s is not None:
@@ -118,17 +124,24 @@ class JobQueue:
                               .values(updated_at=now, **values))
             return res.rowcount == 1
 
-        return self.db._run(what, run, write=True)
+        held = self.db._run(what, run, write=True)
+        if not held:
+            _log.info("%s: job %s (attempt %s of %s) is no longer held by it", what, job.id, job.attempts, job.worker)
+        return held
 
     def renew(self, job: Job, lease_s: float = 600.0) -> bool:
         """Extend the lease; False if the job was taken over (the lease had expired) or finished."""
         return self._finish(job, "renew a job lease", lease_s=lease_s)
 
     def complete(self, job: Job) -> bool:
+        """Mark the job done. True only if this claim still held it; False if its lease was lost
+        (another worker claimed it after the lease expired, or it was failed for good): the caller
+        must then not count the job as its own."""
         return self._finish(job, "complete a tuning job", status="done", lease_until=0.0)
 
     def fail(self, job: Job, error: str) -> bool:
-        """Give the job back (queued again) or, after ``max_attempts``, mark it failed."""
+        """Give the job back (queued again) or, after ``max_attempts``, mark it failed; False (and
+        nothing changed) if this claim no longer holds the job."""
         status = "failed" if job.attempts >= self.max_attempts else "queued"
         return self._finish(job, "fail a tuning job", status=status, error=error[:4000], lease_until=0.0)
 

@@ -13,8 +13,9 @@ import logging
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
-from ..compile import CompileError, binary_key, kernel_cache_dir, nvrtc_compile
+from ..compile import CompileError, binary_key, cached_cubin, nvrtc_compile, private_cache_dir, store_cubin
 from ..solver import KernelInfo
 
 _log = logging.getLogger(__name__)
@@ -24,16 +25,13 @@ _pool_size = 0
 
 def _compile_one(args) -> str | None:
     kinfo, arch, path = args
-    if os.path.isfile(path):
+    path = Path(path)
+    if cached_cubin(path) is not None:
         return None
     try:
-        cubin = nvrtc_compile(kinfo, arch)
+        store_cubin(path, nvrtc_compile(kinfo, arch))
     except CompileError as e:
         return str(e)[:2000]
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "wb") as fh:
-        fh.write(cubin)
-    os.replace(tmp, path)
     return None
 
 
@@ -80,13 +78,12 @@ def default_jobs() -> int:
 def precompile(kernels: list[KernelInfo], arch: str, jobs: int | None = None) -> tuple[int, dict[str, str]]:
     """Compile the kernels missing from the binary cache; returns (how many were compiled, errors by
     kernel description). Failures are left for the measuring process to report per candidate."""
-    cache = kernel_cache_dir()
-    cache.mkdir(parents=True, exist_ok=True)
+    cache = private_cache_dir()
     todo, seen = [], set()
     for k in kernels:
         key = binary_key(k, arch)
         path = cache / f"{key}.cubin"
-        if key in seen or path.is_file():
+        if key in seen or cached_cubin(path) is not None:
             continue
         seen.add(key)
         todo.append((k, arch, str(path)))

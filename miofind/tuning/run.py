@@ -138,7 +138,11 @@ def worker_loop(db_url: str, *, name: str | None = None, lease_s: float = 600.0,
                 max_jobs: int | None = None, poll_s: float = 2.0, tuner_factory=None,
                 event: Callable[[str], None] = print) -> int:
     """Claim and tune jobs until ``max_jobs`` are done or no job came for ``idle_exit`` seconds
-    (forever if None); returns how many jobs this worker finished."""
+    (forever if None); returns how many jobs this worker completed while still holding them.
+
+    The lease is renewed every ``lease_s / 3`` seconds while a job runs. A job whose lease was lost
+    (this worker stalled past it and another worker claimed the job) is reported through ``event``
+    and not counted, whether its tune succeeded or failed."""
     from ..db import FindDB
     from ..db.jobs import JobQueue
 
@@ -164,12 +168,18 @@ def worker_loop(db_url: str, *, name: str | None = None, lease_s: float = 600.0,
                 break
             time.sleep(poll_s)
             continue
-        stop = threading.Event()
+        stop, lost = threading.Event(), threading.Event()
 
         def renew(job=job):
             while not stop.wait(lease_s / 3):
-                if not queue.renew(job, lease_s):
-                    event(f"{name}: lost the lease of job {job.id}")
+                try:
+                    held = queue.renew(job, lease_s)
+                except Exception as e:  # a passing DB error: try again at the next renewal
+                    _log.warning("%s: renewing the lease of job %s failed: %s", name, job.id, e)
+                    continue
+                if not held:
+                    lost.set()
+                    _log.warning("%s: lost the lease of job %s while working on it", name, job.id)
                     return
 
         t = threading.Thread(target=renew, daemon=True)
@@ -182,16 +192,23 @@ def worker_loop(db_url: str, *, name: str | None = None, lease_s: float = 600.0,
             o = tuner_factory(opts).tune_problem(problem)
             if o.status == "failed":
                 _log.warning("%s: job %s failed: %s", name, job.id, o.error)
-                queue.fail(job, o.error)
+                held = queue.fail(job, o.error)
             else:
-                queue.complete(job)
-                done += 1
+                held = queue.complete(job)
         except Exception as e:
             _log.warning("%s: job %s failed: %s: %s", name, job.id, e.__class__.__name__, e)
-            queue.fail(job, f"{e.__class__.__name__}: {e}")
+            o = None
+            held = queue.fail(job, f"{e.__class__.__name__}: {e}")
         finally:
             stop.set()
             t.join(timeout=5)
+        # Only a job still held when it is finished counts: a worker stalled past its lease (SIGSTOP,
+        # a long GC pause) whose job was taken over must leave it to the new holder.
+        if not held:
+            event(f"{name}: lost the lease of job {job.id} ({job.problem_key}): it expired while this worker "
+                  f"was {'busy' if lost.is_set() else 'stalled'} and the job was taken over; not counted")
+        elif o is not None and o.status != "failed":
+            done += 1
         idle_since = time.monotonic()
     user.close()
     return done

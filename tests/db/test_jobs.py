@@ -134,3 +134,98 @@ def test_bad_job_options_fail_the_job_not_the_worker(any_url):
 def test_jobs_status_filter_is_validated(anydb, status):
     with pytest.raises(ValueError, match="status"):
         JobQueue(anydb).jobs(status)
+
+
+# -- a worker that stalls past its lease ---------------------------------------------------------------
+
+def _one_job(url) -> str:
+    from miofind.problem import ProblemDescription
+
+    key = ProblemDescription.make("F", n=1, c=8, k=8, in_size=(8, 8)).key()
+    with FindDB(url) as d:
+        JobQueue(d).enqueue([key], {"strategy": "random"})
+    return key
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """The queue's clock (the database's on PostgreSQL), moved by hand."""
+    from miofind.db import jobs
+
+    now = [1_000_000.0]
+    monkeypatch.setattr(jobs, "_now", lambda con: now[0])
+    return now
+
+
+class _StallingTuner(_FakeTuner):
+    """Stalls (SIGSTOP, say) for ``stall`` seconds of the queue's clock mid-tune; ``thief`` then
+    claims the job if it is free, and ``wait`` real seconds pass before the tune returns."""
+
+    def __init__(self, url, clock, stall, thief=True, wait=0.0, fail=False):
+        super().__init__(fail_keys=["*"] if fail else ())
+        self.url, self.clock, self.stall, self.thief, self.wait, self.fail = url, clock, stall, thief, wait, fail
+        self.stolen = None
+
+    def tune_problem(self, p):
+        self.clock[0] += self.stall
+        if self.thief:
+            with FindDB(self.url) as d:
+                self.stolen = JobQueue(d).claim("thief", "dev", lease_s=600)
+        time.sleep(self.wait)
+        if self.fail:
+            return ProblemOutcome(p.key(), "failed", error="no solution")
+        return super().tune_problem(p)
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_a_stalled_worker_does_not_count_a_job_it_lost(any_url, clock, fail):
+    key = _one_job(any_url)
+    events = []
+    tuner = _StallingTuner(any_url, clock, stall=700, fail=fail)
+    n = worker_loop(any_url, name="w", lease_s=600, idle_exit=0.0, poll_s=0.01, tuner_factory=tuner, event=events.append)
+    assert tuner.stolen is not None and tuner.stolen.attempts == 2  # the lease ran out and was taken over
+    assert n == 0
+    lost = [e for e in events if "lost the lease" in e]
+    assert len(lost) == 1 and f"job {tuner.stolen.id} ({key})" in lost[0] and "stalled" in lost[0]
+    with FindDB(any_url) as d:
+        q = JobQueue(d)
+        (job,) = q.jobs()
+        # the late complete()/fail() changed nothing: the new holder still runs it and can finish it
+        assert (job.status, job.worker, job.attempts, job.error) == ("running", "thief", 2, "")
+        assert q.complete(tuner.stolen) and q.counts()["done"] == 1
+
+
+def test_the_renewing_thread_reports_a_lease_lost_while_working(any_url, clock):
+    _one_job(any_url)
+    events = []
+    # the lease (0.3 s) is renewed every 0.1 s of real time; the job is taken over mid-tune
+    tuner = _StallingTuner(any_url, clock, stall=700, wait=0.5)
+    n = worker_loop(any_url, name="w", lease_s=0.3, idle_exit=0.0, poll_s=0.01, tuner_factory=tuner, event=events.append)
+    assert tuner.stolen is not None and n == 0
+    lost = [e for e in events if "lost the lease" in e]
+    assert len(lost) == 1 and "busy" in lost[0]
+
+
+def test_a_late_worker_whose_job_was_not_taken_still_completes_it(any_url, clock):
+    _one_job(any_url)
+    tuner = _StallingTuner(any_url, clock, stall=700, thief=False)
+    events = []
+    n = worker_loop(any_url, name="w", lease_s=600, idle_exit=0.0, poll_s=0.01, tuner_factory=tuner, event=events.append)
+    assert n == 1 and not [e for e in events if "lost the lease" in e]
+    with FindDB(any_url) as d:
+        assert JobQueue(d).counts()["done"] == 1
+
+
+def test_the_lease_is_renewed_while_a_job_runs(any_url):
+    _one_job(any_url)
+    seen = []
+
+    class Slow(_FakeTuner):
+        def tune_problem(self, p):
+            time.sleep(2.0)  # past the 1.2 s lease: only the renewals keep it
+            with FindDB(any_url) as d:
+                seen.append(JobQueue(d).claim("thief", "dev"))
+            return super().tune_problem(p)
+
+    n = worker_loop(any_url, name="w", lease_s=1.2, idle_exit=0.0, poll_s=0.01, tuner_factory=Slow(), event=lambda m: None)
+    assert seen == [None] and n == 1
