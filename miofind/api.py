@@ -168,15 +168,11 @@ def run_solution(solution: Solution, x, w, y=None, *, workspace=None, stream=Non
 
 
 def _stream_of(x, stream) -> int:
-    from .invokers import stream_handle
+    from .invokers import current_stream, stream_handle
 
     if stream is not None:
         return stream_handle(stream)
-    if type(x).__module__.startswith("torch"):
-        import torch
-        return torch.cuda.current_stream(x.device).cuda_stream
-    import cupy
-    return cupy.cuda.get_current_stream().ptr
+    return current_stream(x)
 
 
 def _allocate_output(pr, x, stream: int):
@@ -186,8 +182,10 @@ def _allocate_output(pr, x, stream: int):
         import torch
 
         dt = (pr._torch or pr._torch_info())[0]
+        from .invokers import current_stream
+
         ctx = torch.cuda.stream(torch.cuda.ExternalStream(stream, device=x.device)) \
-            if stream != torch.cuda.current_stream(x.device).cuda_stream else _null()
+            if stream != current_stream(x) else _null()
         with ctx:
             if pr._cl[2] and tuple(x.shape) == pr._logical[0]:
                 fmt = torch.channels_last if len(pr._logical[2]) == 4 else torch.channels_last_3d

@@ -107,6 +107,7 @@ class Prepared:
         self._bf16 = problem.dtype == "BF16"
         self._swap = problem.transposed and d == "W"
         self._torch = None                      # (torch dtype, channels_last formats) on first torch call
+        self._ttype = None                      # torch.Tensor, once a torch tensor was seen
         self._ws: dict[int, object] = {}
         self._ws_lock = threading.Lock()
         import cupy
@@ -123,17 +124,22 @@ class Prepared:
             fmts.append(torch.channels_last if cl and len(s) == 4 else torch.channels_last_3d if cl else
                         torch.contiguous_format)
         self._torch = (dt, tuple(fmts))
+        self._ttype = torch.Tensor
         return self._torch
 
     def _ptr(self, a, i: int) -> int:
-        if type(a).__module__.startswith("torch"):
-            dt, fmts = self._torch or self._torch_info()
+        if type(a) is self._ttype:
+            # torch: one comparison each of shape (a torch.Size against a tuple), dtype and device
+            dt, fmts = self._torch
             if a.dtype is dt and a.get_device() == self.device:
-                if tuple(a.shape) == self._shapes[i] and a.is_contiguous():
+                if a.shape == self._shapes[i] and a.is_contiguous():
                     return a.data_ptr()
-                if self._cl[i] and tuple(a.shape) == self._logical[i] and a.is_contiguous(memory_format=fmts[i]):
+                if self._cl[i] and a.shape == self._logical[i] and a.is_contiguous(memory_format=fmts[i]):
                     return a.data_ptr()
             self._reject(a, i)
+        if type(a).__module__.startswith("torch"):
+            self._torch_info()
+            return self._ptr(a, i)
         cls_name = type(a).__name__
         if cls_name == "ndarray" and hasattr(a, "data") and hasattr(a.data, "ptr"):
             if a.shape == self._shapes[i] and (a.dtype == self._np or (self._bf16 and a.dtype.itemsize == 2)) \
@@ -194,7 +200,7 @@ class Prepared:
         default the current stream."""
         pa, pb, po = self._ptr(a, 0), self._ptr(b, 1), self._ptr(out, 2)
         if stream is None:
-            s = _current_stream(a)
+            s = current_stream(a)
         elif isinstance(stream, int):
             s = stream
         else:
@@ -209,10 +215,19 @@ class Prepared:
         return out
 
 
-def _current_stream(a) -> int:
+_raw_stream = None
+
+
+def current_stream(a) -> int:
+    """The current stream's raw handle: torch's for a torch tensor (its C++ accessor where it has
+    one: ``torch.cuda.current_stream()`` builds a Python object per call), else CuPy's."""
+    global _raw_stream
     if type(a).__module__.startswith("torch"):
-        import torch
-        return torch.cuda.current_stream(a.device).cuda_stream
+        if _raw_stream is None:
+            import torch
+            _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or \
+                (lambda dev: torch.cuda.current_stream(dev).cuda_stream)
+        return _raw_stream(a.get_device())
     import cupy
     return cupy.cuda.get_current_stream().ptr
 

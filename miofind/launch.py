@@ -19,7 +19,17 @@ import threading
 
 import numpy as np
 
-__all__ = ["PTR", "Launch", "ptr"]
+__all__ = ["PTR", "Launch", "Launcher", "ptr", "cupy_stream"]
+
+_driver = None
+
+
+def _launch_kernel():
+    global _driver
+    if _driver is None:
+        from cupy.cuda import driver
+        _driver = driver
+    return _driver.launchKernel
 
 
 class _Ptr:
@@ -56,7 +66,8 @@ class Launch:
     block packed. ``launch(stream, *pointers)`` fills the ``PTR`` slots in order and launches on
     ``stream``; a failed launch raises CuPy's CUDADriverError."""
 
-    __slots__ = ("kernel", "grid", "block", "shared_mem", "_fn", "_vals", "_slots", "_params", "_addr", "_lock")
+    __slots__ = ("kernel", "grid", "block", "shared_mem", "_fn", "_vals", "_slots", "_params", "_addr", "_lock",
+                 "_launch", "_g", "_one")
 
     def __init__(self, kernel, grid, block, args, shared_mem: int = 0) -> None:
         self.kernel = kernel
@@ -84,6 +95,9 @@ class Launch:
         # the driver copies the argument block at launch; the lock keeps another thread's pointers
         # out of it between the writes and the launch
         self._lock = threading.Lock()
+        self._launch = None
+        self._g = (*self.grid, *self.block)
+        self._one = self._slots[0] if len(self._slots) == 1 else None
 
     def function(self) -> int:
         """The CUfunction of the kernel for the current device (loaded on first use)."""
@@ -93,14 +107,34 @@ class Launch:
         return fn
 
     def __call__(self, stream: int, *pointers: int) -> None:
-        from cupy.cuda import driver
-
-        fn, g, b = self._fn or self.function(), self.grid, self.block
+        launch = self._launch
+        if launch is None:
+            launch = self._launch = _launch_kernel()
+            self.function()
+        g = self._g
         with self._lock:
             for slot, p in zip(self._slots, pointers):
                 slot.value = p
-            driver.launchKernel(fn, g[0], g[1], g[2], b[0], b[1], b[2], self.shared_mem, stream, self._addr, 0)
+            launch(self._fn, g[0], g[1], g[2], g[3], g[4], g[5], self.shared_mem, stream, self._addr, 0)
 
+
+class Launcher:
+    """Launches of one kernel whose grid and scalar arguments take few distinct values (e.g. the
+    last batch chunk's): a packed ``Launch`` per (grid, block, shared memory, scalars), made on
+    first use; ``np.uint64`` arguments are device pointers filled per call."""
+
+    def __init__(self, kernel) -> None:
+        self.kernel = kernel
+        self._cache: dict[tuple, tuple[Launch, tuple[int, ...]]] = {}
+
+    def __call__(self, stream: int, grid, block, args, shared_mem: int = 0) -> None:
+        u64 = np.uint64
+        key = (grid, block, shared_mem, tuple(None if type(a) is u64 else (type(a), a) for a in args))
+        hit = self._cache.get(key)
+        if hit is None:
+            spec = tuple(PTR if type(a) is u64 else a for a in args)
+            hit = self._cache[key] = Launch(self.kernel, grid, block, spec, shared_mem)
+        hit(stream, *(int(a) for a in args if type(a) is u64))
 
 _streams: dict[tuple[int, int], object] = {}
 

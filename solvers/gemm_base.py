@@ -22,7 +22,7 @@ import threading
 
 import numpy as np
 
-from miofind.launch import cupy_stream
+from miofind.launch import Launcher
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES
@@ -299,8 +299,8 @@ def _needs_wide(geo: Geom, plan: GemmPlan) -> bool:
     return max(counts) >= INT32_SAFE
 
 
-def launch(kern, total: int, args) -> None:
-    kern(_grid(total), (BLOCK, 1, 1), args)
+def launch(kern: Launcher, total: int, args, stream: int) -> None:
+    kern(stream, _grid(total), (BLOCK, 1, 1), args)
 
 
 def _aligned(ptr: int, nbytes: int) -> int:
@@ -333,13 +333,13 @@ class GemmFwdBase(GemmBase):
         dtype, math_mode = p.dtype, p.math
 
         def factory(kerns):
-            im2col = kerns[0] if kerns else None
+            im2col = Launcher(kerns[0]) if kerns else None
             blas = make_blas(dtype, math_mode)
 
             def invoker(a, b, out, workspace, stream):
                 base = plan.base(workspace)
                 x, w, y = a, b, out
-                with cupy_stream(stream), blas.session(stream):
+                with blas.session(stream):
                     for n0, nb in plan.ranges(geo.n):
                         xp = x + n0 * geo.c * geo.Q * E
                         col = xp
@@ -348,7 +348,7 @@ class GemmFwdBase(GemmBase):
                             args = (_u64(xp), _u64(col), _i32(nb))
                             if geo.cl:
                                 args += (_i32(_aligned(xp, vec * E)),)
-                            launch(im2col, nb * geo.ct * geo.P // vec, args)
+                            launch(im2col, nb * geo.ct * geo.P // vec, args, stream)
                         if geo.cl:
                             blas.gemm("T", "N", geo.kg, nb * geo.P, geo.cgt,
                                       w, geo.cgt, geo.kg * geo.cgt,
@@ -391,13 +391,13 @@ class GemmBwdBase(GemmBase):
         dtype, math_mode = p.dtype, p.math
 
         def factory(kerns):
-            col2im = kerns[0] if kerns else None
+            col2im = Launcher(kerns[0]) if kerns else None
             blas = make_blas(dtype, math_mode)
 
             def invoker(a, b, out, workspace, stream):
                 base = plan.base(workspace)
                 dy, w, dx = a, b, out
-                with cupy_stream(stream), blas.session(stream):
+                with blas.session(stream):
                     for n0, nb in plan.ranges(geo.n):
                         dyp = dy + n0 * geo.k * geo.P * E
                         dxp = dx + n0 * geo.c * geo.Q * E
@@ -413,7 +413,7 @@ class GemmBwdBase(GemmBase):
                                          w, geo.cgt, 0, geo.kg * geo.cgt,
                                          dst, geo.P, geo.ct * geo.P, geo.cgt * geo.P)
                         if col2im is not None:
-                            launch(col2im, nb * geo.c * geo.Q, (_u64(dst), _u64(dxp), _i32(nb)))
+                            launch(col2im, nb * geo.c * geo.Q, (_u64(dst), _u64(dxp), _i32(nb)), stream)
             return invoker
 
         return kernels, factory
@@ -481,14 +481,14 @@ class GemmWrwBase(GemmBase):
         dtype, math_mode = p.dtype, p.math
 
         def factory(kerns):
-            k_ = {nm: kerns[i] for nm, i in index.items()}
+            k_ = {nm: Launcher(kerns[i]) for nm, i in index.items()}
             blas = make_blas(dtype, math_mode)
 
             def invoker(a, b, out, workspace, stream):
                 base = plan.base(workspace)
                 dy, x, dw = a, b, out
                 acc = plan.ptr(base, "acc") if use_acc else dw   # FP32 accumulates in dw itself
-                with cupy_stream(stream), blas.session(stream):
+                with blas.session(stream):
                     for idx, (n0, nb) in enumerate(plan.ranges(geo.n)):
                         first, last = idx == 0, n0 + nb == geo.n
                         xp = x + n0 * geo.c * geo.Q * E
@@ -498,7 +498,7 @@ class GemmWrwBase(GemmBase):
                             if not geo.one:
                                 col = plan.ptr(base, "col")
                                 launch(k_["im2col_nhwc"], nb * geo.ct * geo.P // vec,
-                                       (_u64(xp), _u64(col), _i32(nb), _i32(_aligned(xp, vec * E))))
+                                       (_u64(xp), _u64(col), _i32(nb), _i32(_aligned(xp, vec * E))), stream)
                             blas.gemm("N", "T", geo.cgt, geo.kg, nb * geo.P,
                                       col, geo.ct, geo.cgt,
                                       dyp, geo.k, geo.kg,
@@ -507,26 +507,26 @@ class GemmWrwBase(GemmBase):
                             col = xp
                             if not geo.one:
                                 col = plan.ptr(base, "col")
-                                launch(k_["im2col_nchw"], nb * geo.ct * geo.P // vec, (_u64(xp), _u64(col), _i32(nb)))
+                                launch(k_["im2col_nchw"], nb * geo.ct * geo.P // vec, (_u64(xp), _u64(col), _i32(nb)), stream)
                             part = plan.ptr(base, "part")
                             blas.gemm("T", "N", geo.cgt, geo.kg, geo.P,
                                       col, geo.P, geo.cgt * geo.P,
                                       dyp, geo.P, geo.kg * geo.P,
                                       part, geo.cgt, geo.kg * geo.cgt, batch=nb * G, c_f32=True)
                             launch(k_["wrw_reduce"], wsz, (_u64(part), _u64(acc), _u64(dw), _i32(nb),
-                                                           _i32(first), _i32(last)))
+                                                           _i32(first), _i32(last)), stream)
                         else:
                             col, dyt = plan.ptr(base, "col"), plan.ptr(base, "dyt")
-                            launch(k_["im2col_nchw"], nb * geo.ct * geo.P // vec, (_u64(xp), _u64(col), _i32(nb)))
+                            launch(k_["im2col_nchw"], nb * geo.ct * geo.P // vec, (_u64(xp), _u64(col), _i32(nb)), stream)
                             launch(k_["nkp_to_knp"], nb * geo.k * geo.P // vec,
-                                   (_u64(dyp), _u64(dyt), _i32(nb), _i32(_aligned(dyp, vec * E))))
+                                   (_u64(dyp), _u64(dyt), _i32(nb), _i32(_aligned(dyp, vec * E))), stream)
                             ld = nb * geo.P
                             blas.gemm("T", "N", geo.cgt, geo.kg, ld,
                                       col, ld, geo.cgt * ld,
                                       dyt, ld, geo.kg * ld,
                                       acc, geo.cgt, geo.kg * geo.cgt, batch=G, beta=not first, c_f32=use_acc)
                     if use_acc and mode != "batched":
-                        launch(k_["f32_to_data"], wsz, (_u64(acc), _u64(dw)))
+                        launch(k_["f32_to_data"], wsz, (_u64(acc), _u64(dw)), stream)
             return invoker
 
         return kernels, factory
