@@ -590,7 +590,11 @@ BASE3 = dict(direction="F", n=4, c=8, k=8, in_size=(4, 14, 14), filter_size=(1, 
     (dict(key_pads=(1, 1)), r"pads=\(0, 0, 0\): expected \(0, 1, 1\) to match key_pads"),
     (dict(key_layouts=("NCHW", "NCHW")), r"key_layouts=\('NCHW', 'NCHW'\): expected None or a tuple of 1 or 3"),
     (dict(key_layouts=("NCW",)), r"key_layouts=\('NCW',\): 'NCW' is not a layout name of a 3D problem"),
-    (dict(key_layouts=("NHWC",), layouts=("NDHWC",) * 3), r"layouts=.*expected \('NCDHW', 'NCDHW', 'NCDHW'\)"),
+    (dict(key_layouts=("NCHW",), layouts=("NDHWC",) * 3), r"layouts=.*expected \('NCDHW', 'NCDHW', 'NCDHW'\)"),
+    # only the legacy NCHW label stands for a 3D layout: another 2D name would be read back as NCDHW
+    (dict(key_layouts=("NHWC",)), r"key_layouts=\('NHWC',\): 'NHWC' is not a layout name of a 3D problem"),
+    (dict(key_layouts=("NCWH",)), r"'NCWH' is not a layout name of a 3D problem"),
+    (dict(key_layouts=("NCHWc",)), r"'NCHWc' is not a layout name of a 3D problem"),
     (dict(key_layouts=("NCHW",), transposed=True), r"key_layouts=.*not for a transposed"),
     (dict(key_pads=(0, 0), transposed=True), r"key_pads=.*not for a transposed"),
 ])
