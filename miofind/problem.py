@@ -48,15 +48,26 @@ _TOO_LARGE = "must be below 2^63 (MIOpen's sizes are 64-bit integers)"
 def show(value, limit: int = 80) -> str:
     """``repr(value)`` for a one-line error message: long values shortened (with their length), and
     never an exception (integers past Python's 4300-digit str limit, hostile ``__repr__``)."""
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
-        return f"<a {value.bit_length()}-bit integer>"
-    try:
-        s = repr(value)
-    except Exception:
-        return f"<{type(value).__name__}>"
+    s = _repr(value, 2)
     if len(s) > limit:
         s = f"{s[:limit - 24]}...{s[-8:]} ({len(s)} characters)"
     return s
+
+
+def _repr(value, depth: int) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"<a {value.bit_length()}-bit integer>"
+    if isinstance(value, (tuple, list)) and depth and type(value) in (tuple, list):
+        items = [_repr(v, depth - 1) for v in value[:8]] + (["..."] if len(value) > 8 else [])
+        if isinstance(value, list):
+            return f"[{', '.join(items)}]"
+        return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+    if type(value) is dict and depth:
+        return "{" + ", ".join(f"{_repr(k, 0)}: {_repr(v, depth - 1)}" for k, v in list(value.items())[:20]) + "}"
+    try:
+        return repr(value)
+    except Exception:  # an int past Python's str limit inside a container, a hostile __repr__
+        return f"<{type(value).__name__}>"
 
 
 def _field_error(field: str, value, why: str) -> ValueError:
@@ -107,7 +118,12 @@ def _layout_ok(layout: str, nd: int) -> bool:
 
 def normalize_dtype(value) -> str:
     """Map 'FP32', 'float32', numpy/cupy/torch dtypes to MIOpen's type names."""
-    s = value.__name__ if isinstance(value, type) else str(value)  # np.float32 (a type) -> float32
+    try:
+        s = value.__name__ if isinstance(value, type) else str(value)  # np.float32 (a type) -> float32
+    except Exception:  # an int past Python's str limit, a hostile __str__
+        raise _field_error("dtype", value, "not a data type") from None
+    if not isinstance(s, str):
+        raise _field_error("dtype", value, "not a data type")
     s = s.split(".")[-1]  # torch.float16 -> float16
     aliases = {
         "float32": "FP32", "float": "FP32", "fp32": "FP32", "f4": "FP32", "single": "FP32",
@@ -241,8 +257,10 @@ class ProblemDescription:
             raise _field_error("in_size", in_size, "expected 1, 2 or 3 spatial dimensions")
         layout = layout or DEFAULT_LAYOUT[nd]
         dt = normalize_dtype(dtype)
+        if not isinstance(direction, str):
+            raise _field_error("direction", direction, "expected F (forward), B (backward data) or W (backward weights)")
         return cls(
-            direction=str(direction).upper(),
+            direction=direction.upper(),
             n=n, c=c, k=k,
             in_size=in_size,
             filter_size=_as_tuple("filter_size", filter_size, nd),

@@ -279,8 +279,11 @@ def test_groups():
     assert p.key().endswith("-F_g32")
 
 
-def test_group_count_below_one_is_one_as_in_miopendriver():
-    assert one("conv -g 0 -F 1") == one("conv -F 1")
+@pytest.mark.parametrize("g", ["0", "-3"])
+def test_group_count_below_one_is_refused(g):
+    """MIOpenDriver quietly runs -g 0 and -g -3 as one group; miofind names the flag instead."""
+    with pytest.raises(ValueError, match=rf"^driver flag --group_count={g}: must be at least 1$"):
+        problems_from_driver_args(f"conv -g {g} -F 1")
 
 
 @pytest.mark.parametrize("flags", ["-c 64 -k 96 -g 64", "-c 6 -k 32 -g 4", "-c 3 -k 32 -g 32", "-c 4 -k 2 -g 4"])
@@ -291,8 +294,10 @@ def test_groups_must_divide_channels(flags):
 
 def test_bias_flag():
     assert one("conv -b 1 -F 1").bias == 1
-    assert one("conv -b 5 -F 1").bias == 1  # any non-zero
     assert one("conv -b 0 -F 1").bias == 0
+    for b in ("5", "-1", "2"):  # not quietly bias=1
+        with pytest.raises(ValueError, match=rf"^driver flag --bias={b}: expected 0 or 1$"):
+            problems_from_driver_args(f"conv -b {b} -F 1")
 
 
 def test_cast_types():
