@@ -443,7 +443,10 @@ def default_db_url() -> str:
     except ValueError as e:
         raise FindDBError(str(e)) from None
     if url:
-        return normalize_url(url)
+        try:
+            return normalize_url(url)
+        except ValueError as e:
+            raise FindDBError(f"MIOFIND_DB: {e}") from None
     return f"sqlite:///{Path(platformdirs.user_data_dir('miofind')) / 'finddb.sqlite'}"
 
 
@@ -567,10 +570,10 @@ def _quarantine(path: Path) -> Path | None:
 def _not_writable(path: Path) -> str:
     """Why this process cannot write the SQLite file ``path`` (it, or its directory, where SQLite makes
     its -wal/-shm/-journal files), or "" when it can."""
-    if not os.access(path, os.W_OK):
-        return "the file is not writable"
     if not os.access(path.parent, os.W_OK | os.X_OK):
         return f"its directory {path.parent} is not writable"
+    if not os.access(path, os.W_OK):
+        return "the file is not writable"
     return ""
 
 
