@@ -536,3 +536,20 @@ def test_empty_sqlite_file_becomes_a_finddb(tmp_path):
     _sqlite_file(p, "")
     with FindDB(str(p)) as d:
         assert d.stats()["schema_version"] == findb_mod.SCHEMA_VERSION
+
+
+def test_table_of_ours_with_another_shape_is_refused_on_any_database(any_url):
+    """A database holding a find_records table of another application, and no miofind meta table, is not
+    stamped as a FindDB (SQLite and PostgreSQL alike)."""
+    eng = sa.create_engine(any_url)
+    try:
+        with eng.begin() as con:
+            con.exec_driver_sql("CREATE TABLE find_records (a INTEGER, b TEXT)")
+        with pytest.raises(FindDBError, match=r"is not a FindDB: it holds the tables find_records but no miofind "
+                                              r"'meta' table"):
+            FindDB(any_url)
+        assert set(sa.inspect(eng).get_table_names()) == {"find_records"}  # nothing added
+    finally:
+        with eng.begin() as con:
+            con.exec_driver_sql("DROP TABLE find_records")
+        eng.dispose()
