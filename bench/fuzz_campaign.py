@@ -270,7 +270,7 @@ class Campaign:
         self.bad_messages: list[dict] = []
         self.slow: list[dict] = []
         self.applicable = Counter()
-        self.reasons = Counter()
+        self.reasons: dict[str, Counter] = defaultdict(Counter)
         self.problems_checked = 0
 
     # one timed call; ``allowed`` exceptions are rejections, anything else is recorded
@@ -351,7 +351,7 @@ class Campaign:
             if not ok:
                 continue
             if not a:
-                self.reasons[a.reason.split(" ")[0]] += 1
+                self.reasons[s.id][" ".join(a.reason.split(" ")[:4])] += 1
                 continue
             self.applicable[s.id] += 1
             ok, ws = self.call(f"workspace_bytes[{s.id}]", p, s.workspace_bytes, p, allowed=())
@@ -550,6 +550,10 @@ def write(c: Campaign, wall: float, counts, out: Path, command: str) -> dict:
     lines += ["", "Problems each solver found applicable:", "", "| solver | applicable |", "| --- | ---: |"]
     for sid, n in sorted(c.applicable.items()):
         lines.append(f"| {sid} | {n:,} |")
+    never = [sid for sid in (sv.id for sv in SOLVERS) if not c.applicable[sid]]
+    for sid in never:
+        why, n = c.reasons[sid].most_common(1)[0] if c.reasons[sid] else ("", 0)
+        lines.append(f"| {sid} | 0 (most common reason: \"{why} ...\", {n:,} of its checks) |")
     for r in unexpected:
         lines += ["", f"- {r['kind']}: {r['exception']} at {r['where']} x{r['count']}: {r['examples'][:1]}"]
     (out / "summary.md").write_text("\n".join(lines) + "\n")
