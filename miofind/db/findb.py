@@ -6,9 +6,10 @@ users run into: many processes writing at once (WAL from the first write on, a 3
 (moved aside, never deleted, and replaced by a fresh database), and stale records after an upgrade
 (``miofind.trust``). Opening and reading never write: a read-only FindDB opens its file so that not a byte
 changes and no -wal/-shm file appears (``readonly_sqlite_query``), and a writable one that only reads
-leaves the file as it was. Rows read back are
-validated; a bad row is skipped with a ``FindDBWarning``. Values are stored as plain columns and JSON text:
-no pickle, no eval.
+leaves the file as it was. A file this process may not write (or whose directory it may not write) opens
+read-only. Another application's SQLite file, or one whose tables lack our columns, is refused and never
+modified. Rows read back are validated; a bad row is skipped with a ``FindDBWarning``. Values are stored as
+plain columns and JSON text: no pickle, no eval.
 """
 
 from __future__ import annotations
@@ -562,8 +563,9 @@ def _quarantine(path: Path) -> Path | None:
             os.rename(f"{path}{suffix}", f"{dest}{suffix}")
         except FileNotFoundError:
             pass
-        except OSError as e:
-            _log.warning("FindDB %s: cannot move %s%s aside: %s", path, path, suffix, e.strerror)
+        except OSError as e:  # left beside a fresh database, SQLite would replay the old log into it
+            raise FindDBError(f"FindDB {path} is corrupt: moved it to {dest.name} but cannot move {path.name}{suffix} "
+                              f"({e.strerror}); move or remove it yourself") from None
     return dest
 
 
@@ -609,7 +611,9 @@ def _check_readable_wal(path: Path, query: dict[str, str]) -> None:
 class FindDB:
     """A FindDB at a SQLAlchemy URL (default: ``default_db_url()``).
 
-    Creates or migrates the schema on open (a newer schema raises FindDBError). ``readonly`` never
+    Creates or migrates the schema on open (a newer schema, another application's database or a table
+    without our columns raises FindDBError). A SQLite file this process cannot write opens read-only, as
+    if ``readonly`` were given (writes then raise FindDBError saying why). ``readonly`` never
     writes, and opens a SQLite file as ``readonly_sqlite_query`` says; ``immutable`` (implies read-only)
     opens a SQLite file that nothing may change, as the shipped system DBs. A corrupt SQLite
     file is moved to ``<name>.corrupt-<UTC time>`` with a FindDBWarning and replaced by an empty
