@@ -13,7 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from .problem import ProblemDescription, iter_directions
+from .problem import MAX_INT, ProblemDescription, iter_directions, show
 
 # command word -> (x/in dtype, w dtype, y/out dtype)
 COMMANDS = {
@@ -86,6 +86,7 @@ SHORT = {v[0]: k for k, v in FLAGS.items() if v[0]}
 # MIOpenDriver's ValidateLayoutInputParameters accepts these; each must also fit the spatial dims.
 DRIVER_LAYOUTS = {2: ("NCHW", "NHWC", "CHWN"), 3: ("NCDHW", "NDHWC")}
 _DRIVER_INT_RE = re.compile(r"^[+-]?[0-9]+$")
+MAX_LINE_CHARS = 16384  # a driver line (or argv, joined) of more characters is refused
 
 _CAST_NAMES = {"fp8": "FP8", "bf8": "BF8", "fp16": "FP16", "fp32": "FP32", "bf16": "BF16", "int8": "INT8",
                "int32": "INT32", "fp64": "FP64"}
@@ -106,15 +107,32 @@ class DriverOptions:
 def parse_driver_args(argv: Sequence[str] | str) -> DriverOptions:
     """Parse MIOpenDriver's argv (with or without a leading 'MIOpenDriver' word)."""
     if isinstance(argv, str):
-        argv = shlex.split(argv)
+        if len(argv) > MAX_LINE_CHARS:  # shlex reads a character at a time: megabytes would take seconds
+            raise ValueError(f"driver args {show(argv)}: longer than {MAX_LINE_CHARS} characters, more than any "
+                             "MIOpenDriver line")
+        try:
+            argv = shlex.split(argv)
+        except ValueError as e:  # "No closing quotation", "No escaped character"
+            raise ValueError(f"driver args {show(argv)}: {str(e)[0].lower()}{str(e)[1:]} "
+                             "(quote values with matching ' or \")") from None
+    elif isinstance(argv, bytes) or not isinstance(argv, Sequence):
+        raise ValueError(f"driver args={show(argv)}: expected a command line string or a list of strings")
     args = list(argv)
+    for i, a in enumerate(args):
+        if not isinstance(a, str):
+            raise ValueError(f"driver args: item {i}={show(a)} is not a string")
+        if "\0" in a:
+            raise ValueError(f"driver args: item {i}={show(a)} contains a NUL character")
+    if sum(len(a) + 1 for a in args) > MAX_LINE_CHARS:
+        raise ValueError(f"driver args {show(args)}: longer than {MAX_LINE_CHARS} characters, more than any "
+                         "MIOpenDriver line")
     if args and os.path.basename(args[0]).lower() in ("miopendriver", "miopendriver.exe"):
         args = args[1:]
     if not args:
         raise ValueError(f"driver args: expected a command word ({', '.join(COMMANDS)}), got nothing")
     command = args[0]
     if command not in COMMANDS:
-        raise ValueError(f"driver command={command!r}: expected one of {', '.join(COMMANDS)}")
+        raise ValueError(f"driver command={show(command)}: expected one of {', '.join(COMMANDS)}")
     values: dict[str, object] = {k: v[1] for k, v in FLAGS.items()}
     given: set[str] = set()
     i = 1
@@ -123,15 +141,15 @@ def parse_driver_args(argv: Sequence[str] | str) -> DriverOptions:
         if tok.startswith("--"):
             name, eq, val = tok[2:].partition("=")
             if name not in FLAGS:
-                raise ValueError(f"driver flag --{name}: unknown (known: {', '.join(sorted(FLAGS))})")
+                raise ValueError(f"driver flag --{_printable(name)}: unknown (known: {', '.join(sorted(FLAGS))})")
         elif tok.startswith("-") and len(tok) >= 2 and not _is_number(tok):
             short, val = tok[1], tok[2:]
             eq = "=" if val else ""
             if short not in SHORT:
-                raise ValueError(f"driver flag -{short}: unknown")
+                raise ValueError(f"driver flag -{_printable(short)}: unknown")
             name = SHORT[short]
         else:
-            raise ValueError(f"driver args: unexpected value {tok!r} at position {i} (flags take -x VALUE or --name VALUE)")
+            raise ValueError(f"driver args: unexpected value {show(tok)} at position {i} (flags take -x VALUE or --name VALUE)")
         if not eq:
             if i + 1 >= len(args):
                 raise ValueError(f"driver flag --{name}: missing its value")
@@ -141,9 +159,7 @@ def parse_driver_args(argv: Sequence[str] | str) -> DriverOptions:
             i += 1
         kind = FLAGS[name][2]
         if kind == "int":
-            if not _DRIVER_INT_RE.match(val.strip()):
-                raise ValueError(f"driver flag --{name}={val!r}: expected an integer")
-            values[name] = int(val)
+            values[name] = _driver_int(name, val)
         else:
             values[name] = val
         given.add(name)
@@ -153,12 +169,24 @@ def parse_driver_args(argv: Sequence[str] | str) -> DriverOptions:
     return DriverOptions(command, values, given)
 
 
+def _printable(name: str) -> str:
+    """A flag name for a message: as typed when printable and short, else shortened like ``show``."""
+    return name if name.isprintable() and len(name) <= 40 else show(name)
+
+
+def _driver_int(name: str, val: str) -> int:
+    """A flag's integer value, as MIOpenDriver reads it (surrounding spaces, a sign), below 2^63."""
+    v = val.strip()
+    if not _DRIVER_INT_RE.fullmatch(v):
+        raise ValueError(f"driver flag --{name}={show(val)}: expected an integer")
+    digits = v.lstrip("+-").lstrip("0")
+    if len(digits) > 19 or int(v) > MAX_INT or int(v) < -MAX_INT:  # length first: Python refuses int() of 4300+ digits
+        raise ValueError(f"driver flag --{name}={show(val)}: must be below 2^63 in magnitude")
+    return int(v)
+
+
 def _is_number(tok: str) -> bool:
-    try:
-        int(tok)
-        return True
-    except ValueError:
-        return False
+    return _DRIVER_INT_RE.fullmatch(tok) is not None
 
 
 def _cast(name: str, value: str) -> str | None:
@@ -166,7 +194,7 @@ def _cast(name: str, value: str) -> str | None:
         return None
     v = _CAST_NAMES.get(str(value).lower())
     if v is None:
-        raise ValueError(f"driver flag --{name}={value!r}: expected one of {', '.join(_CAST_NAMES)}")
+        raise ValueError(f"driver flag --{name}={show(value)}: expected one of {', '.join(_CAST_NAMES)}")
     return v
 
 
@@ -177,10 +205,10 @@ def problems_from_options(opts: DriverOptions) -> list[ProblemDescription]:
         raise ValueError(f"driver flag --spatial_dim={nd}: expected 2 or 3")
     mode = str(v["mode"]).lower()
     if mode not in ("conv", "trans"):
-        raise ValueError(f"driver flag --mode={v['mode']!r}: expected conv or trans")
+        raise ValueError(f"driver flag --mode={show(v['mode'])}: expected conv or trans")
     pad_mode = str(v["pad_mode"]).lower()
     if pad_mode not in ("default", "same", "valid"):
-        raise ValueError(f"driver flag --pad_mode={v['pad_mode']!r}: expected default, same or valid")
+        raise ValueError(f"driver flag --pad_mode={show(v['pad_mode'])}: expected default, same or valid")
     forw = v["forw"]
     if not isinstance(forw, int) or forw < 0 or forw > 7:
         raise ValueError(f"driver flag --forw={forw!r}: expected a bitmask 0..7 (0 all, 1 fwd, 2 bwd-data, 4 bwd-weights)")
@@ -214,7 +242,11 @@ def problems_from_options(opts: DriverOptions) -> list[ProblemDescription]:
             pads = [max(f - (s if i % s == 0 else i % s), 0) // 2 for i, f, s in zip(in_size, filt, strides)]
         elif pad_mode == "valid":
             pads = [0] * nd
-    groups = max(v["group_count"], 1)
+    groups = v["group_count"]
+    if groups < 1:
+        raise ValueError(f"driver flag --group_count={groups}: must be at least 1")
+    if v["bias"] not in (0, 1):
+        raise ValueError(f"driver flag --bias={v['bias']}: expected 0 or 1")
     c, k = v["in_channels"], v["out_channels"]
     if groups > 1 and (c % groups or k % groups or groups > c or groups > k):
         raise ValueError(f"driver flag --group_count={groups}: must divide in_channels={c} and out_channels={k}")
@@ -225,11 +257,11 @@ def problems_from_options(opts: DriverOptions) -> list[ProblemDescription]:
     fil_l = v["fil_layout"] or default
     for name, lay in (("in_layout", in_l), ("fil_layout", fil_l), ("out_layout", out_l)):
         if lay not in DRIVER_LAYOUTS[nd]:
-            raise ValueError(f"driver flag --{name}={lay!r}: expected one of {', '.join(DRIVER_LAYOUTS[nd])} "
+            raise ValueError(f"driver flag --{name}={show(lay)}: expected one of {', '.join(DRIVER_LAYOUTS[nd])} "
                              f"for --spatial_dim {nd}")
     casts = (_cast("in_cast_type", v["in_cast_type"]), _cast("wei_cast_type", v["wei_cast_type"]),
              _cast("out_cast_type", v["out_cast_type"]))
-    bias = 1 if v["bias"] else 0
+    bias = v["bias"]
     problems = []
     for d in iter_directions(forw):
         try:

@@ -31,12 +31,47 @@ MATH_MODES = ("strict", "tf32")
 
 _LAYOUT_RE = re.compile(r"^[A-Za-z]+$")
 _INT_RE = re.compile(r"^(0|[1-9][0-9]*)$")  # canonical decimal, as MIOpen writes it (so keys round-trip)
+# Some MIOpen versions labelled every 3D problem NCHW: on a 3D key that label (and no other 2D name)
+# stands for the default 3D layout, and is written back as stated.
+LEGACY_3D_LABEL = "NCHW"
+# Every size, pad, stride, dilation and count fits MIOpen's signed 64-bit integers.
+MAX_INT = 2**63 - 1
+# The longest key accepted: a 3D key with every field at MAX_INT and every suffix is about 600 characters.
+MAX_KEY_CHARS = 1024
 _FIELDS3 = {"layouts": ("layout", "w_layout", "out_layout"), "dtypes": ("dtype", "w_dtype", "y_dtype"),
             "cast_types": ("x_cast_type", "w_cast_type", "y_cast_type")}
 
 
+_TOO_LARGE = "must be below 2^63 (MIOpen's sizes are 64-bit integers)"
+
+
+def show(value, limit: int = 80) -> str:
+    """``repr(value)`` for a one-line error message: long values shortened (with their length), and
+    never an exception (integers past Python's 4300-digit str limit, hostile ``__repr__``)."""
+    s = _repr(value, 2)
+    if len(s) > limit:
+        s = f"{s[:limit - 24]}...{s[-8:]} ({len(s)} characters)"
+    return s
+
+
+def _repr(value, depth: int) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"<a {value.bit_length()}-bit integer>"
+    if isinstance(value, (tuple, list)) and depth and type(value) in (tuple, list):
+        items = [_repr(v, depth - 1) for v in value[:8]] + (["..."] if len(value) > 8 else [])
+        if isinstance(value, list):
+            return f"[{', '.join(items)}]"
+        return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+    if type(value) is dict and depth:
+        return "{" + ", ".join(f"{_repr(k, 0)}: {_repr(v, depth - 1)}" for k, v in list(value.items())[:20]) + "}"
+    try:
+        return repr(value)
+    except Exception:  # an int past Python's str limit inside a container, a hostile __repr__
+        return f"<{type(value).__name__}>"
+
+
 def _field_error(field: str, value, why: str) -> ValueError:
-    return ValueError(f"{field}={value!r}: {why}")
+    return ValueError(f"{field}={show(value)}: {why}")
 
 
 def _index(field: str, value) -> int:
@@ -83,7 +118,12 @@ def _layout_ok(layout: str, nd: int) -> bool:
 
 def normalize_dtype(value) -> str:
     """Map 'FP32', 'float32', numpy/cupy/torch dtypes to MIOpen's type names."""
-    s = value.__name__ if isinstance(value, type) else str(value)  # np.float32 (a type) -> float32
+    try:
+        s = value.__name__ if isinstance(value, type) else str(value)  # np.float32 (a type) -> float32
+    except Exception:  # an int past Python's str limit, a hostile __str__
+        raise _field_error("dtype", value, "not a data type") from None
+    if not isinstance(s, str):
+        raise _field_error("dtype", value, "not a data type")
     s = s.split(".")[-1]  # torch.float16 -> float16
     aliases = {
         "float32": "FP32", "float": "FP32", "fp32": "FP32", "f4": "FP32", "single": "FP32",
@@ -217,8 +257,10 @@ class ProblemDescription:
             raise _field_error("in_size", in_size, "expected 1, 2 or 3 spatial dimensions")
         layout = layout or DEFAULT_LAYOUT[nd]
         dt = normalize_dtype(dtype)
+        if not isinstance(direction, str):
+            raise _field_error("direction", direction, "expected F (forward), B (backward data) or W (backward weights)")
         return cls(
-            direction=str(direction).upper(),
+            direction=direction.upper(),
             n=n, c=c, k=k,
             in_size=in_size,
             filter_size=_as_tuple("filter_size", filter_size, nd),
@@ -229,7 +271,7 @@ class ProblemDescription:
             layouts=(layout, w_layout or layout, out_layout or layout),
             dtypes=(dt, dt, dt),
             math=math,
-            transposed=bool(transposed),
+            transposed=bool(transposed) if isinstance(transposed, int) and transposed in (0, 1) else transposed,
             output_padding=_as_tuple("output_padding", output_padding, nd),
             bias=bias,
         )
@@ -249,6 +291,8 @@ class ProblemDescription:
                 raise _field_error(name, v, "expected an integer")
             if v < 1:
                 raise _field_error(name, v, "must be at least 1")
+            if v > MAX_INT:
+                raise _field_error(name, v, _TOO_LARGE)
         if not isinstance(self.in_size, tuple):
             raise _field_error("in_size", self.in_size, "expected a tuple of 2 or 3 integers (1D as H=1)")
         nd = len(self.in_size)
@@ -264,6 +308,8 @@ class ProblemDescription:
                     raise _field_error(name, getattr(self, name), "expected integers")
                 if v < lo:
                     raise _field_error(name, getattr(self, name), f"every value must be at least {lo}")
+                if v > MAX_INT:
+                    raise _field_error(name, getattr(self, name), _TOO_LARGE)
         if self.c % self.groups:
             raise _field_error("c", self.c, f"input channels must be divisible by groups={self.groups}")
         if self.k % self.groups:
@@ -279,7 +325,7 @@ class ProblemDescription:
         if self.math not in MATH_MODES:
             raise _field_error("math", self.math, f"expected one of {MATH_MODES}")
         for i, lay in enumerate(self.layouts):
-            if not isinstance(lay, str) or not _LAYOUT_RE.match(lay):
+            if not isinstance(lay, str) or not _LAYOUT_RE.fullmatch(lay):
                 raise _field_error(_FIELDS3["layouts"][i], lay, "expected a layout name such as NCHW or NHWC")
             if not _layout_ok(lay, nd):
                 raise _field_error(_FIELDS3["layouts"][i], lay,
@@ -311,8 +357,8 @@ class ProblemDescription:
             ov = self.out_size_override
             if ov is not None:
                 if not isinstance(ov, tuple) or len(ov) != nd or any(
-                        isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in ov):
-                    raise _field_error("out_size_override", ov, f"expected None or {nd} positive integers")
+                        isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_INT for v in ov):
+                    raise _field_error("out_size_override", ov, f"expected None or {nd} positive integers below 2^63")
                 if ov == self._formula_out_size():
                     object.__setattr__(self, "out_size_override", None)
             if self.out_size_override is None:  # an output stated by a key is kept as stated (not solvable)
@@ -322,6 +368,8 @@ class ProblemDescription:
                             "filter_size", self.filter_size,
                             f"dilated filter {eff[i]} is larger than the padded input "
                             f"{self.in_size[i]}+2*{self.pads[i]} along spatial dim {i}")
+        if any(o > MAX_INT for o in self.out_size):
+            raise _field_error("out_size", self.out_size, _TOO_LARGE)
         self._validate_key_form(nd)
 
     def _validate_key_form(self, nd: int) -> None:
@@ -343,11 +391,11 @@ class ProblemDescription:
         if self.transposed:
             raise _field_error("key_layouts", kl, "not for a transposed convolution")
         if not isinstance(kl, tuple) or len(kl) not in (1, 3) or any(
-                not isinstance(t, str) or not _LAYOUT_RE.match(t) for t in kl):
+                not isinstance(t, str) or not _LAYOUT_RE.fullmatch(t) for t in kl):
             raise _field_error("key_layouts", kl, "expected None or a tuple of 1 or 3 layout names")
         for t in kl:
-            if not (_layout_ok(t, nd) or nd == 3 and _layout_ok(t, 2)):
-                raise _field_error("key_layouts", kl, f"{t!r} is not a layout name of a {nd}D problem")
+            if not (_layout_ok(t, nd) or nd == 3 and t == LEGACY_3D_LABEL):
+                raise _field_error("key_layouts", kl, f"{show(t)} is not a layout name of a {nd}D problem (a 3D key may state the legacy NCHW)")
         expect = tuple(t if _layout_ok(t, nd) else DEFAULT_LAYOUT[nd] for t in (kl * 3 if len(kl) == 1 else kl))
         if self.layouts != expect:
             raise _field_error("layouts", self.layouts, f"expected {expect} to match key_layouts={kl}")
@@ -566,7 +614,12 @@ class ProblemDescription:
         (K, C/groups, *filter) or (K, *filter, C/groups) (for transposed: C, K/groups, ...).
         Scalars broadcast; the descriptor is cached, so equal calls return the same object.
         """
-        xs, ws = tuple(int(v) for v in x.shape), tuple(int(v) for v in w.shape)
+        xs, ws = _shape_of("x", x), _shape_of("w", w)
+        for field, v in (("layout", layout), ("math", math), ("direction", direction)):
+            if not (isinstance(v, str) or v is None and field == "layout"):  # the cache needs hashable values
+                raise _field_error(field, v, "expected a string" + (" or None" if field == "layout" else ""))
+        if not isinstance(transposed, (bool, int)) or transposed not in (0, 1):
+            raise _field_error("transposed", transposed, "expected True or False")
         dt = normalize_dtype(getattr(x, "dtype", "FP32"))
         wdt = normalize_dtype(getattr(w, "dtype", "FP32"))
         if wdt != dt:
@@ -584,11 +637,21 @@ class ProblemDescription:
 
         return _from_arrays_cached(xs, ws, dt, hashable("stride", stride), hashable("padding", padding),
                                    hashable("dilation", dilation), _index("groups", groups),
-                                   str(direction).upper(), layout, math, bool(transposed),
+                                   direction.upper(), layout, math, bool(transposed),
                                    hashable("output_padding", output_padding))
 
     def __str__(self) -> str:
         return self.key()
+
+
+def _shape_of(name: str, a) -> tuple[int, ...]:
+    shape = getattr(a, "shape", None)
+    if shape is None or isinstance(shape, (str, bytes)):
+        raise _field_error(f"{name}.shape", shape, f"expected an array with a shape, got {type(a).__name__}")
+    try:
+        return tuple(_index(f"{name}.shape", v) for v in shape)
+    except TypeError:
+        raise _field_error(f"{name}.shape", shape, "expected a sequence of integers") from None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -636,38 +699,42 @@ def _optional_suffix(groups: int, casts) -> str:
     return s
 
 
-def _int(field: str, tok: str, key: str) -> int:
-    if not _INT_RE.match(tok):
-        raise ValueError(f"key field {field}={tok!r} is not an integer (key {key!r})")
-    return int(tok)
+def _int(field: str, tok: str, key: str, part: str | None = None) -> int:
+    """The canonical decimal ``part`` (default: all) of the key field ``field``=``tok``, below 2^63."""
+    part = tok if part is None else part
+    if not _INT_RE.fullmatch(part):
+        of = "" if part is tok else f": {show(part)}"
+        raise ValueError(f"key field {field}={show(tok)} is not an integer{of} (key {show(key)})")
+    if len(part) > 19 or int(part) > MAX_INT:  # length first: Python refuses int() of 4300+ digits
+        raise ValueError(f"key field {field}={show(tok)}: {_TOO_LARGE} (key {show(key)})")
+    return int(part)
 
 
 def _ints(field: str, tok: str, n: int, key: str) -> tuple[int, ...]:
     parts = tok.split("x")
     if len(parts) != n:
-        raise ValueError(f"key field {field}={tok!r} should have {n} 'x'-separated values (key {key!r})")
-    for p in parts:
-        if not _INT_RE.match(p):
-            raise ValueError(f"key field {field}={tok!r} is not an integer: {p!r} (key {key!r})")
-    return tuple(int(p) for p in parts)
+        raise ValueError(f"key field {field}={show(tok)} should have {n} 'x'-separated values (key {show(key)})")
+    return tuple(_int(field, tok, key, p) for p in parts)
 
 
 def _parse_key(key: str) -> ProblemDescription:
     if not isinstance(key, str) or not key:
-        raise ValueError(f"key={key!r}: expected a non-empty MIOpen FindDB key string")
+        raise ValueError(f"key={show(key)}: expected a non-empty MIOpen FindDB key string")
+    if len(key) > MAX_KEY_CHARS:
+        raise ValueError(f"key={show(key)}: longer than {MAX_KEY_CHARS} characters, more than any MIOpen key")
     key = key.strip()
     head, *opts = key.split("_")
     toks = head.split("-")
     if len(toks) < 5:
-        raise ValueError(f"key={key!r}: too few '-'-separated fields ({len(toks)}) for a MIOpen key")
+        raise ValueError(f"key={show(key)}: too few '-'-separated fields ({len(toks)}) for a MIOpen key")
     # the filter field (YxX or ZxYxX) is the 4th field of a 2D key and the 5th of a 3D key
     if "x" in toks[3]:
         nd = 2
     elif "x" in toks[4]:
         nd = 3
     else:
-        raise ValueError(f"key={key!r}: no filter field (YxX as 4th field for 2D, ZxYxX as 5th for 3D); "
-                         f"got {toks[3]!r} and {toks[4]!r}")
+        raise ValueError(f"key={show(key)}: no filter field (YxX as 4th field for 2D, ZxYxX as 5th for 3D); "
+                         f"got {show(toks[3])} and {show(toks[4])}")
     nfix = 12 if nd == 2 else 14  # fields before the layout token(s)
     tail = toks[nfix:]
     if len(tail) == 3:
@@ -675,20 +742,20 @@ def _parse_key(key: str) -> ProblemDescription:
     elif len(tail) == 5:
         layouts_k = tuple(tail[0:3])
     else:
-        raise ValueError(f"key={key!r}: expected {nfix + 3} or {nfix + 5} '-'-separated fields for a {nd}D key, "
+        raise ValueError(f"key={show(key)}: expected {nfix + 3} or {nfix + 5} '-'-separated fields for a {nd}D key, "
                          f"got {len(toks)}")
     dtype_tok, dir_tok = tail[-2], tail[-1]
     try:
         dtypes_k = split_dtypes(dtype_tok)
     except ValueError as e:
-        raise ValueError(f"{e} (key {key!r})") from None
+        raise ValueError(f"{e} (key {show(key)})") from None
     if len(dtypes_k) == 1:
         dtypes_k = dtypes_k * 3
     elif dtypes_k[0] == dtypes_k[1] == dtypes_k[2]:
-        raise ValueError(f"key field data type={dtype_tok!r}: MIOpen writes one type name when all three agree "
-                         f"(key {key!r})")
+        raise ValueError(f"key field data type={show(dtype_tok)}: MIOpen writes one type name when all three agree "
+                         f"(key {show(key)})")
     if dir_tok not in DIRECTIONS:
-        raise ValueError(f"key field direction={dir_tok!r} must be F, B or W (key {key!r})")
+        raise ValueError(f"key field direction={show(dir_tok)} must be F, B or W (key {show(key)})")
     i = 0
 
     def take(field):
@@ -714,13 +781,13 @@ def _parse_key(key: str) -> ProblemDescription:
     dils = _ints("dilations", toks[i], nd, key); i += 1
     bias = take("bias")
     for lay in layouts_k:
-        if not _LAYOUT_RE.match(lay):
-            raise ValueError(f"key field layout={lay!r} is not a layout name (key {key!r})")
+        if not _LAYOUT_RE.fullmatch(lay):
+            raise ValueError(f"key field layout={show(lay)} is not a layout name (key {show(key)})")
     if layouts_k == (layouts_k[0],) * 3 and len(tail) == 5 and layouts_k[0] in ("NCHW", "NCDHW"):
-        raise ValueError(f"key={key!r}: MIOpen writes a default layout once, not three times")
+        raise ValueError(f"key={show(key)}: MIOpen writes a default layout once, not three times")
     stated_layouts = tuple(tail[:-2])  # as written, in key order
     if nd == 3:  # some MIOpen versions labelled 3D problems NCHW: kept as stated, read as the default
-        layouts_k = tuple(DEFAULT_LAYOUT[3] if not _layout_ok(t, 3) and _layout_ok(t, 2) else t for t in layouts_k)
+        layouts_k = tuple(DEFAULT_LAYOUT[3] if t == LEGACY_3D_LABEL else t for t in layouts_k)
 
     groups = 1
     casts: dict[str, str] = {}
@@ -728,8 +795,8 @@ def _parse_key(key: str) -> ProblemDescription:
     tf32 = False
     order = []
     for o in opts:
-        if o.startswith("g") and _INT_RE.match(o[1:] or "x"):
-            groups = int(o[1:]); order.append(0)
+        if o.startswith("g") and _INT_RE.fullmatch(o[1:] or "x"):
+            groups = _int("groups", o[1:], key); order.append(0)
         elif o[:2] in ("ci", "cw", "co") and o[2:] in KNOWN_DTYPES:
             casts[o[:2]] = o[2:]; order.append({"ci": 1, "cw": 2, "co": 3}[o[:2]])
         elif o == "trans":
@@ -737,11 +804,11 @@ def _parse_key(key: str) -> ProblemDescription:
         elif o == "tf32":
             tf32 = True; order.append(5)
         else:
-            raise ValueError(f"key suffix _{o!r} is not one of _g<groups>, _ci/_cw/_co<type>, _trans, _tf32 (key {key!r})")
+            raise ValueError(f"key suffix _{show(o)} is not one of _g<groups>, _ci/_cw/_co<type>, _trans, _tf32 (key {show(key)})")
     if order != sorted(set(order)) or len(order) != len(set(order)):
-        raise ValueError(f"key={key!r}: optional suffixes repeated or out of MIOpen's order (_g, _ci, _cw, _co, _trans, _tf32)")
+        raise ValueError(f"key={show(key)}: optional suffixes repeated or out of MIOpen's order (_g, _ci, _cw, _co, _trans, _tf32)")
     if groups == 1 and 0 in order:
-        raise ValueError(f"key={key!r}: MIOpen omits _g1; groups=1 must not be written")
+        raise ValueError(f"key={show(key)}: MIOpen omits _g1; groups=1 must not be written")
 
     # key order -> forward view
     casts_k = (casts.get("ci"), casts.get("cw"), casts.get("co"))
@@ -763,7 +830,7 @@ def _parse_key(key: str) -> ProblemDescription:
                                cast_types=cast_types, out_size_override=tuple(out_k), key_pads=key_pads,
                                key_layouts=stated_layouts)
     except ValueError as e:
-        raise ValueError(f"key={key!r}: {e}") from None
+        raise ValueError(f"key={show(key)}: {e}") from None
     if transposed:
         p = _transpose_back(p, key)
     return p
@@ -772,7 +839,7 @@ def _parse_key(key: str) -> ProblemDescription:
 def _transpose_back(p: ProblemDescription, key: str) -> ProblemDescription:
     """Inverse of ProblemDescription.as_conv for a key carrying ``_trans``."""
     if p.key_pads is not None or p.key_layouts is not None or not p.solvable:
-        raise ValueError(f"key={key!r}: a _trans key describes a runnable convolution in the modern key form "
+        raise ValueError(f"key={show(key)}: a _trans key describes a runnable convolution in the modern key form "
                          f"({p.unsolvable_reason or 'legacy single layout token'})")
     d = {"F": "B", "B": "F", "W": "W"}[p.direction]
     nd = p.spatial_dims
@@ -781,7 +848,7 @@ def _transpose_back(p: ProblemDescription, key: str) -> ProblemDescription:
                     for i in range(nd))
     op = tuple(p.in_size[i] - natural[i] for i in range(nd))
     if any(v < 0 for v in op):
-        raise ValueError(f"key={key!r}: not a valid transposed problem (negative output padding {op})")
+        raise ValueError(f"key={show(key)}: not a valid transposed problem (negative output padding {op})")
     try:
         return ProblemDescription(
             direction=d, n=p.n, c=p.k, k=p.c, in_size=in_t, filter_size=p.filter_size, pads=p.pads,
@@ -790,7 +857,7 @@ def _transpose_back(p: ProblemDescription, key: str) -> ProblemDescription:
             math=p.math, transposed=True, output_padding=op, bias=p.bias,
             cast_types=(p.cast_types[2], p.cast_types[1], p.cast_types[0]))
     except ValueError as e:
-        raise ValueError(f"key={key!r}: {e}") from None
+        raise ValueError(f"key={show(key)}: {e}") from None
 
 
 def iter_directions(mask: int) -> Iterable[str]:

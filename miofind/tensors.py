@@ -6,6 +6,8 @@ they are viewed as CuPy arrays without copying.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .problem import ProblemDescription
@@ -42,13 +44,39 @@ def element_strides(shape: tuple[int, ...], layout: str) -> tuple[int, int, int,
 
 
 def max_linear_index(problem: ProblemDescription) -> int:
+    """The element count of the problem's largest tensor, exact (Python ints: np.prod wraps at 2^63)."""
     p = problem
-    return max(int(np.prod(p.x_shape)), int(np.prod(p.y_shape)), int(np.prod(p.w_shape)))
+    return max(math.prod(p.x_shape), math.prod(p.y_shape), math.prod(p.w_shape))
 
 
 def needs_int64(problem: ProblemDescription) -> bool:
     """True when some tensor has 2^31 elements or more (32-bit offsets would overflow)."""
     return max_linear_index(problem) >= 2**31 - 1
+
+
+INT32_MAX, INT64_MAX = 2**31 - 1, 2**63 - 1
+
+
+def index_bound(problem: ProblemDescription, step: int = 0) -> int:
+    """The largest magnitude a direct convolution's index arithmetic reaches, exact on Python ints: the
+    largest tensor's element count plus a grid-stride ``step``, and per spatial axis the input
+    coordinate o*stride - pad + tap*dilation (or i + pad - tap*dilation) and its terms."""
+    p = problem.as_conv()
+    bound = max_linear_index(p) + step
+    for i, o, f, q, s, d in zip(p.in_size, p.out_size, p.filter_size, p.pads, p.strides, p.dilations):
+        bound = max(bound, (o - 1) * s + q + (f - 1) * d, i + q + (f - 1) * d, o * s, f * d)
+    return bound
+
+
+def index_overflow(problem: ProblemDescription, step: int = 0) -> str | None:
+    """Why the index type the kernels pick (``needs_int64``: 32-bit below 2^31 elements, else 64-bit)
+    cannot hold ``index_bound``, or None when it can: a guard clause for applicability."""
+    wide = needs_int64(problem.as_conv())
+    bound = index_bound(problem, step)
+    if bound > (INT64_MAX if wide else INT32_MAX):
+        return (f"index arithmetic reaches {bound}, beyond the {64 if wide else 32}-bit index type chosen from "
+                f"the largest tensor ({max_linear_index(problem.as_conv())} elements)")
+    return None
 
 
 def _is_torch(a) -> bool:

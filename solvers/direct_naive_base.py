@@ -8,12 +8,14 @@ indexing when a tensor has 2^31 elements or more. Sizes are run-time arguments, 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
 from miofind.launch import PTR, Launch
-from miofind.tensors import CUDA_TYPES, element_strides, needs_int64
+from miofind.tensors import CUDA_TYPES, element_strides, index_overflow, needs_int64
 
 SOURCE = "direct_naive.cu"
 BLOCK = 256
@@ -35,6 +37,9 @@ class DirectNaiveBase(Solver):
         for lay in problem.layouts:
             if lay not in ("NCHW", "NHWC", "NCDHW", "NDHWC"):
                 return not_applicable(f"layout {lay} not supported")
+        why = index_overflow(problem, max(MAX_GRID * BLOCK, MAX_GRID * WRW_BLOCK))  # the grid-stride step
+        if why:
+            return not_applicable(why)
         return APPLICABLE
 
     def get_solution(self, problem: ProblemDescription, config=None, *, reference: bool = False) -> ConvSolution:
@@ -45,10 +50,10 @@ class DirectNaiveBase(Solver):
         macros = (("DATA_T", CUDA_TYPES[dtype]), ("ACC_T", "double" if reference else "float"),
                   ("INDEX_T", "long long" if wide else "int"), ("WRW_BLOCK", str(WRW_BLOCK)))
         if p.direction == "W":
-            total = p.k * (p.c // p.groups) * int(np.prod(p.filter_size))
+            total = p.k * (p.c // p.groups) * math.prod(p.filter_size)
             grid, block = (min(total, MAX_GRID), 1, 1), (WRW_BLOCK, 1, 1)
         else:
-            total = int(np.prod(p.y_shape if p.direction == "F" else p.x_shape))
+            total = math.prod(p.y_shape if p.direction == "F" else p.x_shape)
             grid, block = (min(ceil_div(total, BLOCK), MAX_GRID), 1, 1), (BLOCK, 1, 1)
         kinfo = KernelInfo(SOURCE, self.kernel_name, grid, block, macros=macros)
         args = _size_args(p, np.int64 if wide else np.int32)

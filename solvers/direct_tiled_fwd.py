@@ -11,10 +11,11 @@ import itertools
 from miofind.launch import PTR, Launch
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
-from miofind.tensors import CUDA_TYPES, needs_int64
+from miofind.tensors import CUDA_TYPES, index_overflow, needs_int64
 
 SOURCE = "direct_tiled_fwd.cu"
 SMEM_LIMIT = 48 * 1024
+GRID_X_MAX = 2**31 - 1
 SPACE = {
     "TILE_W": (8, 16, 32),
     "TILE_H": (2, 4, 8, 16),
@@ -27,6 +28,11 @@ def _smem_bytes(p: ProblemDescription, cfg) -> int:
     in_th = (cfg["TILE_H"] - 1) * sh + (y - 1) * dh + 1
     in_tw = (cfg["TILE_W"] - 1) * sw + (x - 1) * dw + 1
     return 4 * cfg["CCH"] * (in_th * in_tw + y * x * cfg["KPT"])
+
+def _grid(p: ProblemDescription, cfg) -> tuple[int, int, int]:
+    (ho, wo), kpg = p.out_size, p.k // p.groups
+    return (ceil_div(ho, cfg["TILE_H"]) * ceil_div(wo, cfg["TILE_W"]), p.groups * ceil_div(kpg, cfg["KPT"]), p.n)
+
 
 class DirectTiledFwd(Solver):
     id = "ConvDirectTiledFwd"
@@ -52,8 +58,15 @@ class DirectTiledFwd(Solver):
             return not_applicable(f"filter {p.filter_size} larger than 11x11")
         if p.n > 65535:
             return not_applicable(f"batch {p.n} exceeds the grid's z limit 65535")
-        if not self.is_valid_config(p, self.default_config(p)):
+        cfg = self.default_config(p)
+        if not self.is_valid_config(p, cfg):
             return not_applicable("no tile configuration fits 48 KiB of shared memory")
+        why = index_overflow(p)
+        if why:
+            return not_applicable(why)
+        gx, gy, _ = _grid(p, cfg)
+        if gx > GRID_X_MAX or gy > 65535:
+            return not_applicable(f"launch grid {gx} x {gy} exceeds CUDA's limits (2^31-1 x 65535)")
         return APPLICABLE
 
     def default_config(self, problem: ProblemDescription) -> dict:
@@ -96,8 +109,7 @@ class DirectTiledFwd(Solver):
             "PH": p.pads[0], "PW": p.pads[1], "SH": p.strides[0], "SW": p.strides[1],
             "DH": p.dilations[0], "DW": p.dilations[1], **cfg,
         }
-        grid = (ceil_div(ho, cfg["TILE_H"]) * ceil_div(wo, cfg["TILE_W"]),
-                p.groups * ceil_div(p.k // p.groups, cfg["KPT"]), p.n)
+        grid = _grid(p, cfg)
         kinfo = KernelInfo(SOURCE, "direct_tiled_fwd", grid, (cfg["TILE_W"] * cfg["TILE_H"], 1, 1),
                            macros=tuple((k, str(v)) for k, v in macros.items()))
 

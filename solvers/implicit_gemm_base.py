@@ -309,9 +309,10 @@ def reg_estimate(plan: ImplicitGemmPlan, cfg) -> int:
 
 
 def xpose_ok(plan: ImplicitGemmPlan) -> bool:
-    """XPOSE needs something to copy and the copies' grids within limits."""
+    """XPOSE needs something to copy, the copies' grids within limits and their sizes in the kernel's
+    32-bit rows and cols arguments."""
     return bool(plan.xposes) and all(t.batch <= GRID_YZ and ceil_div(t.rows, 32) <= GRID_YZ
-                                     and ceil_div(t.cols, 32) <= INT32_MAX for t in plan.xposes)
+                                     and t.rows <= INT32_MAX and t.cols <= INT32_MAX for t in plan.xposes)
 
 
 def pow2_ceil(v: int, lo: int, hi: int) -> int:

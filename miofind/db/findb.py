@@ -6,9 +6,10 @@ users run into: many processes writing at once (WAL from the first write on, a 3
 (moved aside, never deleted, and replaced by a fresh database), and stale records after an upgrade
 (``miofind.trust``). Opening and reading never write: a read-only FindDB opens its file so that not a byte
 changes and no -wal/-shm file appears (``readonly_sqlite_query``), and a writable one that only reads
-leaves the file as it was. Rows read back are
-validated; a bad row is skipped with a ``FindDBWarning``. Values are stored as plain columns and JSON text:
-no pickle, no eval.
+leaves the file as it was. A file this process may not write (or whose directory it may not write) opens
+read-only. Another application's SQLite file, or one whose tables lack our columns, is refused and never
+modified. Rows read back are validated; a bad row is skipped with a ``FindDBWarning``. Values are stored as
+plain columns and JSON text: no pickle, no eval.
 """
 
 from __future__ import annotations
@@ -375,10 +376,68 @@ _KINDS.update({Record: (_records, _KEY_COLS), PerfRecord: (_perf, _KEY_COLS),
 # -- URLs and files --------------------------------------------------------------------------------
 
 def normalize_url(url: str) -> str:
-    """A SQLAlchemy URL as given, or a file path as an absolute sqlite:/// URL."""
+    """A SQLAlchemy URL as given, or a file path or SQLite URI filename (``file:PATH``) as an absolute
+    sqlite:/// URL. ValueError naming the URL for what SQLite would misread: a NUL character, a ``file:``
+    URI with a host or parameters, and SQLAlchemy's ``sqlite:///file:...`` without ``uri=true`` (SQLite
+    would create a file literally named ``file:...``)."""
+    if not isinstance(url, str):
+        raise ValueError(f"FindDB URL={_show(url)}: expected a string")
+    if "\0" in url:
+        raise ValueError(f"FindDB URL {_show(url)}: contains a NUL character")
+    if url[:5].lower() == "file:":
+        return "sqlite:///" + _file_uri_path(url, url)
     if "://" in url:
+        if url[:6].lower() == "sqlite":
+            return _normalize_sqlite_url(url)
         return url
     return "sqlite:///" + os.path.abspath(os.path.expanduser(url))
+
+
+def _show(v: Any) -> str:
+    from ..problem import show
+
+    return show(v)
+
+
+_URI_PARAMS_HINT = ("SQLite URI parameters are not supported: give the file as a path (read-only commands "
+                    "open it read-only themselves)")
+
+
+def _file_uri_path(uri: str, url: str) -> str:
+    """The absolute path a SQLite URI filename ``file:PATH`` names (percent-decoded; relative to the
+    current directory when it has no leading slash, as SQLite reads it)."""
+    parts = urllib.parse.urlsplit(uri)
+    if parts.netloc not in ("", "localhost"):
+        raise ValueError(f"FindDB URL {_show(url)}: a SQLite file: URI names no host (got {parts.netloc!r})")
+    if parts.query or parts.fragment:
+        raise ValueError(f"FindDB URL {_show(url)}: {_URI_PARAMS_HINT}")
+    path = urllib.parse.unquote(parts.path)
+    if not path:
+        raise ValueError(f"FindDB URL {_show(url)}: names no file")
+    if "\0" in path:
+        raise ValueError(f"FindDB URL {_show(url)}: contains a NUL character")
+    return os.path.abspath(os.path.expanduser(path))
+
+
+def _normalize_sqlite_url(url: str) -> str:
+    """``sqlite:///file:PATH?uri=true`` (SQLAlchemy's form of a SQLite URI filename) as ``sqlite:///PATH``;
+    other SQLite URLs as given (a shared in-memory ``mode=memory`` URI included)."""
+    try:
+        parsed = sa.make_url(url)
+    except (sa.exc.ArgumentError, ValueError):
+        return url  # FindDB and sqlite_file report it
+    db = parsed.database or ""
+    if not db.startswith("file:"):
+        return url
+    query = dict(parsed.query)
+    if query.get("uri") not in ("true", "1"):
+        raise ValueError(f"FindDB URL {_show(url)}: a SQLite URI filename needs ?uri=true, else SQLite creates a "
+                         f"file literally named {db.split('?')[0]!r}; or give the path (sqlite:////abs/path)")
+    if query.get("mode") == "memory":
+        return url
+    if set(query) - {"uri"} or "?" in db:
+        raise ValueError(f"FindDB URL {_show(url)}: {_URI_PARAMS_HINT}")
+    return "sqlite:///" + _file_uri_path(db, url)
 
 
 def default_db_url() -> str:
@@ -392,7 +451,10 @@ def default_db_url() -> str:
     except ValueError as e:
         raise FindDBError(str(e)) from None
     if url:
-        return normalize_url(url)
+        try:
+            return normalize_url(url)
+        except ValueError as e:
+            raise FindDBError(f"MIOFIND_DB: {e}") from None
     return f"sqlite:///{Path(platformdirs.user_data_dir('miofind')) / 'finddb.sqlite'}"
 
 
@@ -469,17 +531,23 @@ def _sqlite_problem(path: Path, query: dict[str, str]) -> str | None:
         return None  # cannot even open (permissions...): the engine reports it properly
     try:
         rows = con.execute("PRAGMA quick_check").fetchall()
-    except sqlite3.OperationalError as e:
-        if _is_lock_error(e) or "unable to open" in str(e):
-            return None
-        return str(e)
-    except sqlite3.DatabaseError as e:  # "file is not a database", "database disk image is malformed"
-        return str(e)
+    except sqlite3.DatabaseError as e:
+        # only "file is not a database" and "database disk image is malformed" are damage; a file that
+        # cannot be opened, locked or written here (a read-only directory) is not, and stays in place
+        return str(e) if _is_corruption(e) else None
     finally:
         con.close()
     if [tuple(r) for r in rows] != [("ok",)]:
         return "PRAGMA quick_check: " + "; ".join(str(r[0]) for r in rows[:3])
     return None
+
+
+def _is_corruption(e: sqlite3.Error) -> bool:
+    code = getattr(e, "sqlite_errorcode", None)  # Python 3.11+
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+    msg = str(e).lower()
+    return "not a database" in msg or "malformed" in msg or "corrupt" in msg
 
 
 def _quarantine(path: Path) -> Path | None:
@@ -494,12 +562,55 @@ def _quarantine(path: Path) -> Path | None:
         os.rename(path, dest)
     except FileNotFoundError:
         return None  # another process moved it first
+    except OSError as e:
+        raise FindDBError(f"FindDB {path} is corrupt and cannot be moved aside to {dest.name} "
+                          f"({e.strerror}); move or remove it yourself, or use another database (--db, MIOFIND_DB)") from None
     for suffix in ("-wal", "-shm", "-journal"):
         try:
             os.rename(f"{path}{suffix}", f"{dest}{suffix}")
         except FileNotFoundError:
             pass
+        except OSError as e:  # left beside a fresh database, SQLite would replay the old log into it
+            raise FindDBError(f"FindDB {path} is corrupt: moved it to {dest.name} but cannot move {path.name}{suffix} "
+                              f"({e.strerror}); move or remove it yourself") from None
     return dest
+
+
+def _not_writable(path: Path) -> str:
+    """Why this process cannot write the SQLite file ``path`` (it, or its directory, where SQLite makes
+    its -wal/-shm/-journal files), or "" when it can."""
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        return f"its directory {path.parent} is not writable"
+    if not os.access(path, os.W_OK):
+        return "the file is not writable"
+    return ""
+
+
+def _make_parent(path: Path) -> None:
+    """Make the directory of a new SQLite file, or FindDBError saying why it cannot be made there."""
+    d = path.parent
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        blocker = next((a for a in (d, *d.parents) if os.path.lexists(a) and not a.is_dir()), d)
+        raise FindDBError(f"FindDB {path} cannot be created: {blocker} is a file, not a directory") from None
+    except OSError as e:
+        raise FindDBError(f"FindDB {path} cannot be created: cannot make the directory {d} ({e.strerror})") from None
+    if not os.access(d, os.W_OK | os.X_OK):
+        raise FindDBError(f"FindDB {path} cannot be created: the directory {d} is not writable")
+
+
+def _check_readable_wal(path: Path, query: dict[str, str]) -> None:
+    """A WAL file whose -wal file holds records, opened ``mode=ro`` from a directory this process cannot
+    write: SQLite needs a -shm file beside it to read the log and cannot make one. Say so instead of
+    SQLite's "unable to open database file"."""
+    if "immutable" in query or not _in_wal_mode(path) or os.path.lexists(f"{path}-shm"):
+        return
+    if os.path.lexists(f"{path}-wal") and not os.access(path.parent, os.W_OK | os.X_OK):
+        raise FindDBError(f"FindDB {path} cannot be read from the read-only directory {path.parent}: its "
+                          f"write-ahead log {path.name}-wal holds records that SQLite reads only through a "
+                          f"{path.name}-shm file it cannot create there; open it once where the directory "
+                          "is writable (which folds the log into the file)")
 
 
 # -- the database ----------------------------------------------------------------------------------
@@ -507,7 +618,9 @@ def _quarantine(path: Path) -> Path | None:
 class FindDB:
     """A FindDB at a SQLAlchemy URL (default: ``default_db_url()``).
 
-    Creates or migrates the schema on open (a newer schema raises FindDBError). ``readonly`` never
+    Creates or migrates the schema on open (a newer schema, another application's database or a table
+    without our columns raises FindDBError). A SQLite file this process cannot write opens read-only, as
+    if ``readonly`` were given (writes then raise FindDBError saying why). ``readonly`` never
     writes, and opens a SQLite file as ``readonly_sqlite_query`` says; ``immutable`` (implies read-only)
     opens a SQLite file that nothing may change, as the shipped system DBs. A corrupt SQLite
     file is moved to ``<name>.corrupt-<UTC time>`` with a FindDBWarning and replaced by an empty
@@ -516,21 +629,23 @@ class FindDB:
     """
 
     def __init__(self, url: str | None = None, *, readonly: bool = False, immutable: bool = False) -> None:
-        self._url = normalize_url(url) if url else default_db_url()
+        try:
+            self._url = normalize_url(url) if url else default_db_url()
+        except ValueError as e:
+            raise FindDBError(str(e)) from None
         self.readonly = readonly or immutable
+        self._readonly_why = ""  # why a FindDB opened writable is read-only after all
         self._closed = False
         try:
             parsed = sa.make_url(self._url)
         except (sa.exc.ArgumentError, ValueError) as e:
-            raise FindDBError(f"FindDB URL {self._url!r} is not a valid SQLAlchemy URL ({e})") from None
+            raise FindDBError(f"FindDB URL {_show(self._url)} is not a valid SQLAlchemy URL ({e})") from None
         self._path = _sqlite_path(parsed)
         self._where = str(self._path) if self._path else parsed.render_as_string(hide_password=True)
         self._sqlite = parsed.get_backend_name() == "sqlite"
         self._ro_query = None
         if self._path is not None:
-            if self.readonly and self._path.exists():
-                self._ro_query = readonly_sqlite_query(self._path, immutable=immutable)
-            self._check_file()
+            self._check_file(immutable)
             if self.readonly:
                 parsed = sa.URL.create("sqlite", database=f"file:{urllib.parse.quote(str(self._path))}",
                                        query={**self._ro_query, "uri": "true"})
@@ -554,25 +669,49 @@ class FindDB:
 
     # -- setup -------------------------------------------------------------------------------------
 
-    def _check_file(self) -> None:
+    def _check_file(self, immutable: bool) -> None:
+        """Check the SQLite file before the engine opens it: make its directory (writable, missing file),
+        open it read-only where this process may not write it or its directory (SQLite writes -wal,
+        -shm or -journal files beside it), and move a corrupt file aside. FindDBError, one line, for
+        what cannot be opened."""
         p = self._path
         assert p is not None
-        if not p.exists():
+        try:
+            exists = p.exists()
+            is_dir = exists and p.is_dir()
+        except (OSError, ValueError) as e:
+            raise FindDBError(f"FindDB {p}: cannot look at the file ({getattr(e, 'strerror', None) or e})") from None
+        if is_dir:
+            raise FindDBError(f"FindDB {p} is a directory, not a SQLite file")
+        if not exists:
             if self.readonly:
                 raise FindDBError(f"FindDB {p} does not exist (opened read-only)")
-            p.parent.mkdir(parents=True, exist_ok=True)
+            _make_parent(p)
             return
+        if not self.readonly:
+            why = _not_writable(p)
+            if why:
+                self.readonly, self._readonly_why = True, why
+                _log.info("FindDB %s: %s, so it is opened read-only", p, why)
+        if self.readonly:
+            self._ro_query = readonly_sqlite_query(p, immutable=immutable)
+            _check_readable_wal(p, self._ro_query)
         if p.stat().st_size == 0:
             return
         why = _sqlite_problem(p, self._ro_query or {"mode": "ro"})
         if why is None:
             return
         if self.readonly:
-            raise FindDBError(f"FindDB {p} is corrupt ({why}); opened read-only, so it was left in place")
+            how = f"read-only ({self._readonly_why})" if self._readonly_why else "opened read-only"
+            raise FindDBError(f"FindDB {p} is corrupt ({why}); {how}, so it was left in place")
         dest = _quarantine(p)
         _log.info("FindDB %s is corrupt (%s): moved to %s", p, why, dest)
         warnings.warn(f"FindDB {p} is corrupt ({why}); moved it to {dest or '(already moved by another process)'} "
                       "and started a fresh, empty database", FindDBWarning, stacklevel=3)
+
+    def _refuse_write(self) -> None:
+        why = f" ({self._readonly_why})" if self._readonly_why else ""
+        raise FindDBError(f"FindDB {self._where} is read-only{why}")
 
     def _install_sqlite_hooks(self) -> None:
         wal = not self.readonly and self._path is not None
@@ -612,9 +751,44 @@ class FindDB:
                               f"{SCHEMA_VERSION} this miofind knows; upgrade miofind or use another database "
                               "(MIOFIND_DB)")
 
-    def _open_schema(self) -> None:
-        v = self._run("read the schema version", self._read_version)
+    def _schema_version(self, con: sa.Connection) -> int:
+        """The schema version after checking that this database is a FindDB miofind can use: FindDBError
+        for another application's SQLite file (tables, but no miofind ``meta`` table), a ``meta`` table
+        that is not ours, and a table of ours without its columns. 0 for an empty database."""
+        insp = sa.inspect(con)
+        tables = set(insp.get_table_names())
+        if "meta" not in tables:
+            ours = tables & {t.name for t in _md.sorted_tables}
+            if ours or (self._sqlite and tables):  # another server database may hold other tables beside ours
+                listed = ", ".join(sorted(tables)[:6]) + (", ..." if len(tables) > 6 else "")
+                raise FindDBError(f"FindDB {self._where} is not a FindDB: it holds the tables {listed} but no "
+                                  "miofind 'meta' table (another application's database?); miofind leaves it "
+                                  "untouched: give another file (--db, MIOFIND_DB)")
+            return 0
+        cols = {c["name"] for c in insp.get_columns("meta")}
+        if not {"key", "value"} <= cols:
+            raise FindDBError(f"FindDB {self._where} is not a FindDB: its 'meta' table has the columns "
+                              f"{', '.join(sorted(cols))}, not miofind's key and value; miofind leaves it untouched")
+        raw = con.execute(sa.select(_meta.c.value).where(_meta.c.key == "schema_version")).scalar()
+        if raw is None:
+            raise FindDBError(f"FindDB {self._where} is not a FindDB: its 'meta' table has no schema_version; "
+                              "miofind leaves it untouched")
+        v = self._read_version(con)
         self._check_version(v)
+        if v == SCHEMA_VERSION:  # older versions are the migrations' business
+            for t in _md.sorted_tables:
+                if t.name not in tables:
+                    raise FindDBError(f"FindDB {self._where} (schema version {v}) lacks the table {t.name}; "
+                                      "not a FindDB this miofind can use")
+                have = {c["name"] for c in insp.get_columns(t.name)}
+                missing = [c.name for c in t.c if c.name not in have]
+                if missing:
+                    raise FindDBError(f"FindDB {self._where} (schema version {v}): table {t.name} lacks the "
+                                      f"column(s) {', '.join(missing)}; not a FindDB this miofind can use")
+        return v
+
+    def _open_schema(self) -> None:
+        v = self._run("read the schema version", self._schema_version)
         if v == SCHEMA_VERSION:
             return
         if self.readonly:
@@ -622,18 +796,18 @@ class FindDB:
             raise FindDBError(f"FindDB {self._where} {what}; open it writable once")
 
         def create_or_migrate(con: sa.Connection) -> None:
-            v = self._read_version(con)  # again, now under the write lock
-            self._check_version(v)
+            v = self._schema_version(con)  # again, now under the write lock
             if v == SCHEMA_VERSION:
                 return  # another process got here first
             _md.create_all(con)
             if v == 0:
                 con.execute(sa.insert(_meta).values(key="schema_version", value=str(SCHEMA_VERSION)))
-                return
-            while v < SCHEMA_VERSION:
-                _MIGRATIONS[v](con)
-                v += 1
-            con.execute(sa.update(_meta).where(_meta.c.key == "schema_version").values(value=str(v)))
+            else:
+                while v < SCHEMA_VERSION:
+                    _MIGRATIONS[v](con)
+                    v += 1
+                con.execute(sa.update(_meta).where(_meta.c.key == "schema_version").values(value=str(v)))
+            self._schema_version(con)  # the result has every table and column (else rolled back)
 
         self._run("create the schema", create_or_migrate, write=True)
 
@@ -704,7 +878,7 @@ class FindDB:
 
     def _upsert(self, cls: type, items: Iterable[Any], what: str) -> int:
         if self.readonly:
-            raise FindDBError(f"FindDB {self._where} is read-only")
+            self._refuse_write()
         table, keys = _KINDS[cls]
         latest: dict[tuple, Any] = {}
         for r in items:
@@ -831,7 +1005,7 @@ class FindDB:
         """Delete the find records (``what="perf"``: tuned configs; ``"failures"``: failed configs)
         matching every given filter (all if none); returns how many."""
         if self.readonly:
-            raise FindDBError(f"FindDB {self._where} is read-only")
+            self._refuse_write()
         tables = {"find": _records, "perf": _perf, "failures": _failures}
         if what not in tables:
             raise ValueError(f"what={what!r}: expected one of {', '.join(tables)}")
@@ -869,7 +1043,7 @@ class FindDB:
         """Replace stored trust keys: ``changes[(solver_id, old key)] = new key``, in find records,
         tuned configs and failed configs, in one transaction. Returns the rows changed per table."""
         if self.readonly:
-            raise FindDBError(f"FindDB {self._where} is read-only")
+            self._refuse_write()
 
         def run(con: sa.Connection) -> dict[str, int]:
             counts = {}

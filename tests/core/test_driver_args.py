@@ -279,8 +279,11 @@ def test_groups():
     assert p.key().endswith("-F_g32")
 
 
-def test_group_count_below_one_is_one_as_in_miopendriver():
-    assert one("conv -g 0 -F 1") == one("conv -F 1")
+@pytest.mark.parametrize("g", ["0", "-3"])
+def test_group_count_below_one_is_refused(g):
+    """MIOpenDriver quietly runs -g 0 and -g -3 as one group; miofind names the flag instead."""
+    with pytest.raises(ValueError, match=rf"^driver flag --group_count={g}: must be at least 1$"):
+        problems_from_driver_args(f"conv -g {g} -F 1")
 
 
 @pytest.mark.parametrize("flags", ["-c 64 -k 96 -g 64", "-c 6 -k 32 -g 4", "-c 3 -k 32 -g 32", "-c 4 -k 2 -g 4"])
@@ -291,8 +294,10 @@ def test_groups_must_divide_channels(flags):
 
 def test_bias_flag():
     assert one("conv -b 1 -F 1").bias == 1
-    assert one("conv -b 5 -F 1").bias == 1  # any non-zero
     assert one("conv -b 0 -F 1").bias == 0
+    for b in ("5", "-1", "2"):  # not quietly bias=1
+        with pytest.raises(ValueError, match=rf"^driver flag --bias={b}: expected 0 or 1$"):
+            problems_from_driver_args(f"conv -b {b} -F 1")
 
 
 def test_cast_types():
@@ -374,3 +379,42 @@ def test_driver_argv_round_trip(p):
     assert one(shlex.join(argv)) == p
     eq = [argv[0], argv[1]] + [f"{a}={b}" for a, b in zip(argv[2::2], argv[3::2])]
     assert one(eq) == p
+
+
+# -- hostile lines (issue 15): one-line ValueErrors naming the flag -----------------------------------
+
+@pytest.mark.parametrize("line,match", [
+    ("conv -n " + "1" + "0" * 5000, r"^driver flag --batchsize='10000.*' \(5003 characters\): must be below 2\^63"),
+    ("conv -c 9223372036854775808", r"^driver flag --in_channels='9223372036854775808': must be below 2\^63"),
+    ("conv -H -" + "9" * 30, r"^driver flag --in_h='-9+': must be below 2\^63"),
+    ("conv -n '3", r"^driver args \"conv -n '3\": no closing quotation"),
+    ('conv -n "3', r"^driver args 'conv -n \"3': no closing quotation"),
+    ("conv -n 3\\", r"^driver args 'conv -n 3\\\\': no escaped character"),
+    ("conv -n ３", r"^driver flag --batchsize='３': expected an integer$"),
+    ("conv -n 3.0", r"^driver flag --batchsize='3.0': expected an integer$"),
+    ("conv --" + "x" * 100 + " 3", r"^driver flag --'x+\.\.\.x+' \(102 characters\): unknown"),
+    ("conv " + "-n 3 " * 4000, r"longer than 16384 characters"),
+])
+def test_hostile_lines_name_the_flag(line, match):
+    """Python's "Exceeds the limit (4300 digits)" and shlex's bare "No closing quotation" named nothing."""
+    with pytest.raises(ValueError, match=match) as ei:
+        problems_from_driver_args(line)
+    msg = str(ei.value)
+    assert "\n" not in msg and len(msg) < 1000 and "Exceeds the limit" not in msg
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["conv", "-n", 3], r"^driver args: item 2=3 is not a string$"),
+    (["conv", "-n", "3\0"], r"^driver args: item 2='3\\x00' contains a NUL character$"),
+    (b"conv -n 3", r"^driver args=b'conv -n 3': expected a command line string or a list of strings$"),
+    (None, r"^driver args=None"),
+    (["conv", "-n", "3" * 20000], r"longer than 16384 characters"),
+])
+def test_argv_of_wrong_types(argv, match):
+    with pytest.raises(ValueError, match=match):
+        problems_from_driver_args(argv)
+
+
+def test_the_largest_64_bit_value_is_read():
+    assert one("conv -n 9223372036854775807 -F 1").n == 2**63 - 1
+    assert one("conv -n +0032 -F 1").n == 32  # a sign and leading zeros, as MIOpenDriver's atoi reads them

@@ -411,3 +411,85 @@ def test_from_arrays_rejects(x, w, kw, match):
 def test_from_arrays_tf32_needs_fp32():
     with pytest.raises(ValueError, match=r"math='tf32'"):
         P.from_arrays(arr(1, 2, 4, 4, dtype=np.float16), arr(2, 2, 1, 1, dtype=np.float16), math="tf32")
+
+
+# -- hostile values (issue 15): one-line ValueErrors naming the field, never a TypeError ------------
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(layout=["NCHW"]), r"^layout=\['NCHW'\]: expected a string or None$"),
+    (dict(layout={"NCHW": 1}), r"^layout=\{'NCHW': 1\}: expected a string or None$"),
+    (dict(math=["tf32"]), r"^math=\['tf32'\]: expected a string$"),
+    (dict(direction=1), r"^direction=1: expected a string$"),
+    (dict(transposed="no"), r"^transposed='no': expected True or False$"),
+    (dict(stride=[[1]]), r"stride"),
+])
+def test_from_arrays_unhashable_or_wrong_type_keywords(kw, match):
+    """from_arrays caches on its arguments: a list once raised TypeError: unhashable type."""
+    with pytest.raises(ValueError, match=match):
+        P.from_arrays(arr(2, 4, 8, 8), arr(8, 4, 3, 3), **kw)
+
+
+class _Shaped:
+    def __init__(self, shape, dtype="float32"):
+        self.shape, self.dtype = shape, dtype
+
+
+@pytest.mark.parametrize("x,match", [
+    (_Shaped((2, 4, 8.5, 8)), r"^x.shape=8.5: expected an integer$"),
+    (_Shaped(None), r"^x.shape=None: expected an array with a shape, got _Shaped$"),
+    (_Shaped("2x4x8x8"), r"^x.shape='2x4x8x8'"),
+    (object(), r"^x.shape=None: expected an array with a shape, got object$"),
+])
+def test_from_arrays_bad_shapes(x, match):
+    with pytest.raises(ValueError, match=match):
+        P.from_arrays(x, arr(8, 4, 3, 3))
+
+
+HUGE = 10**5000  # past Python's 4300-digit str() limit: an error message must not try to print it
+
+
+@pytest.mark.parametrize("field", ["n", "c", "k", "groups"])
+def test_sizes_must_fit_64_bits(field):
+    if field != "groups":  # the largest 64-bit value is a size
+        assert getattr(base(**{field: 2**63 - 1}), field) == 2**63 - 1
+    with pytest.raises(ValueError, match=rf"^{field}=9223372036854775808: must be below 2\^63"):
+        base(**{field: 2**63})
+    with pytest.raises(ValueError, match=rf"^{field}=<a 16610-bit integer>: must be below 2\^63"):
+        base(**{field: HUGE})
+
+
+@pytest.mark.parametrize("field", ["in_size", "filter_size", "pads", "strides", "dilations"])
+def test_tuple_fields_must_fit_64_bits(field):
+    v = list(BASE[field])
+    v[1] = HUGE
+    with pytest.raises(ValueError, match=rf"^{field}=\(\d+, <a 16610-bit integer>\): must be below 2\^63"):
+        base(**{field: tuple(v)})
+
+
+def test_output_size_must_fit_64_bits():
+    """A transposed output grows with the stride: (2^62 - 1) * 4 + 3 is past 2^63."""
+    with pytest.raises(ValueError, match=r"^out_size=\(\d+, \d+\): must be below 2\^63"):
+        base(transposed=True, in_size=(2**62, 8), strides=(4, 1), pads=(0, 0))
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(n=HUGE), r"^n=<a 16610-bit integer>: must be below 2\^63"),
+    (dict(direction=HUGE), r"^direction=<a 16610-bit integer>: expected F"),
+    (dict(dtype=HUGE), r"^dtype=<a 16610-bit integer>: not a data type$"),
+    (dict(in_size=[HUGE, 1]), r"^in_size=\(<a 16610-bit integer>, 1\): must be below 2\^63"),
+    (dict(layout=HUGE), r"^layout=<a 16610-bit integer>: expected a layout name"),
+    (dict(transposed="yes"), r"^transposed='yes': expected True or False$"),
+    (dict(in_size="8x8"), r"^in_size='8x8': expected a sequence of integers$"),
+])
+def test_make_hostile_values(kw, match):
+    spec = dict(n=2, c=4, k=4, in_size=(8, 8))
+    with pytest.raises(ValueError, match=match) as ei:
+        P.make(**{**spec, **kw})
+    assert "\n" not in str(ei.value) and "Exceeds the limit" not in str(ei.value)
+
+
+def test_long_values_are_shortened_in_messages():
+    with pytest.raises(ValueError) as ei:
+        base(layouts=("N" * 100_000,) * 3)
+    msg = str(ei.value)
+    assert len(msg) < 300 and "(100002 characters)" in msg

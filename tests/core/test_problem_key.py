@@ -525,7 +525,11 @@ BASE3 = dict(direction="F", n=4, c=8, k=8, in_size=(4, 14, 14), filter_size=(1, 
     (dict(key_pads=(1, 1)), r"pads=\(0, 0, 0\): expected \(0, 1, 1\) to match key_pads"),
     (dict(key_layouts=("NCHW", "NCHW")), r"key_layouts=\('NCHW', 'NCHW'\): expected None or a tuple of 1 or 3"),
     (dict(key_layouts=("NCW",)), r"key_layouts=\('NCW',\): 'NCW' is not a layout name of a 3D problem"),
-    (dict(key_layouts=("NHWC",), layouts=("NDHWC",) * 3), r"layouts=.*expected \('NCDHW', 'NCDHW', 'NCDHW'\)"),
+    (dict(key_layouts=("NCHW",), layouts=("NDHWC",) * 3), r"layouts=.*expected \('NCDHW', 'NCDHW', 'NCDHW'\)"),
+    # only the legacy NCHW label stands for a 3D layout: another 2D name would be read back as NCDHW
+    (dict(key_layouts=("NHWC",)), r"key_layouts=\('NHWC',\): 'NHWC' is not a layout name of a 3D problem"),
+    (dict(key_layouts=("NCWH",)), r"'NCWH' is not a layout name of a 3D problem"),
+    (dict(key_layouts=("NCHWc",)), r"'NCHWc' is not a layout name of a 3D problem"),
     (dict(key_layouts=("NCHW",), transposed=True), r"key_layouts=.*not for a transposed"),
     (dict(key_pads=(0, 0), transposed=True), r"key_pads=.*not for a transposed"),
 ])
@@ -540,3 +544,64 @@ def test_key_form_fields_equal_to_the_canonical_form_are_dropped():
     assert P(**BASE3, key_layouts=("NCDHW",)) == P(**BASE3)
     assert P(**{**BASE3, "in_size": (4, 14), "filter_size": (1, 1), "pads": (0, 0), "strides": (1, 1),
                 "dilations": (1, 1), "layouts": ("NCHW",) * 3}, key_layouts=("NCHW",)).key_layouts is None
+
+
+# -- hostile keys (issue 15) ------------------------------------------------------------------------
+
+K2 = "64-56-56-3x3-64-56-56-{n}-1x1-1x1-1x1-0-{lay}-FP32-F"
+K3 = "1-1-161-700-1x5x20-32-1-157-681-1-0x0x0-1x1x1-1x1x1-0-{lay}-FP16-F"
+
+
+@pytest.mark.parametrize("n,match", [
+    ("9" * 5000, r"longer than 1024 characters"),
+    ("9" * 900, r"^key field batch='9999.*' \(902 characters\): must be below 2\^63"),
+    ("9223372036854775808", r"^key field batch='9223372036854775808': must be below 2\^63"),
+    ("99999999999999999999", r"^key field batch='99999999999999999999': must be below 2\^63"),
+])
+def test_huge_numbers_name_the_field(n, match):
+    """A 5,000-digit number once gave Python's "Exceeds the limit (4300 digits)", naming nothing."""
+    with pytest.raises(ValueError, match=match) as ei:
+        P.from_key(K2.format(n=n, lay="NCHW"))
+    msg = str(ei.value)
+    assert "\n" not in msg and "Exceeds the limit" not in msg and len(msg) < 400
+
+
+def test_largest_64_bit_field_round_trips():
+    k = K2.format(n=2**63 - 1, lay="NCHW")
+    assert P.from_key(k).key() == k and P.from_key(k).n == 2**63 - 1
+
+
+@pytest.mark.parametrize("tail", ["\n", "\n-", " "])
+def test_tokens_must_be_whole_integers(tail):
+    """'$' matched before a trailing newline: '32\\n' read as 32 and the key wrote back without it."""
+    k = K2.format(n="32" + tail, lay="NCHW")
+    try:
+        p = P.from_key(k)
+    except ValueError as e:
+        assert "batch" in str(e) or "fields" in str(e)
+    else:
+        assert p.key() == k.strip()
+
+
+@pytest.mark.parametrize("lay", ["NCWH", "NCHWc", "NHWC", "CHWN", "NCHW-NCWH-NCHW"])
+def test_3d_key_takes_only_the_legacy_nchw_label(lay):
+    """A 2D layout name on a 3D key was read as NCDHW whatever it said (so NCWH and NCHWc came back as
+    NCDHW); only NCHW, which MIOpen wrote for 3D problems, stands for the default 3D layout."""
+    with pytest.raises(ValueError, match=r"layout=.*3D problem"):
+        P.from_key(K3.format(lay=lay))
+    legacy = P.from_key(K3.format(lay="NCHW"))
+    assert legacy.layouts == ("NCDHW",) * 3 and legacy.key() == K3.format(lay="NCHW")
+
+
+@pytest.mark.parametrize("lay", ["NCWH", "NCHWc", "NWHC", "CHWNc", "NHWC-HWNC-NCHW"])
+def test_2d_layout_names_write_back_as_given(lay):
+    k = K2.format(n=32, lay=lay)
+    p = P.from_key(k)
+    assert p.key() == k and P.from_key(p.key()) == p
+
+
+@pytest.mark.parametrize("key", [None, 3, b"64-56", "", "x" * 2000, "\0", "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F\0"])
+def test_non_keys_are_one_line_value_errors(key):
+    with pytest.raises(ValueError) as ei:
+        P.from_key(key)
+    assert "\n" not in str(ei.value) and len(str(ei.value)) < 400

@@ -339,3 +339,217 @@ def test_invalid_rows_are_skipped_with_warning(db):
     assert len(w2) == len(bad)
 
 
+
+
+# -- URLs and files that SQLite would misread (issue 15): one-line FindDBErrors -----------------------
+
+def test_nul_in_url_is_named(tmp_path):
+    """A NUL once surfaced as Python's 'ValueError: embedded null byte'."""
+    for url in (f"{tmp_path}/a\0b.sqlite", f"sqlite:///{tmp_path}/a\0b.sqlite"):
+        with pytest.raises(FindDBError, match=r"^FindDB URL .*: contains a NUL character$"):
+            FindDB(url)
+    with pytest.raises(ValueError, match="NUL"):
+        findb_mod.normalize_url("x\0")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("form", ["file:{p}", "file://{p}", "file://localhost{p}", "sqlite:///file:{p}?uri=true"])
+def test_sqlite_uri_filenames_name_the_file(tmp_path, monkeypatch, form):
+    """MIOFIND_DB=file:/tmp/x.sqlite silently created ./file:/tmp/x.sqlite."""
+    monkeypatch.chdir(tmp_path)
+    p = tmp_path / "sub dir" / "x.sqlite"
+    url = form.format(p=str(p).replace(" ", "%20"))
+    monkeypatch.setenv("MIOFIND_DB", url)
+    assert default_db_url() == f"sqlite:///{p}"
+    with FindDB() as d:
+        d.store([rec("S1")])
+        assert d.path == p
+    assert p.exists() and not (tmp_path / "file:").exists()
+    with FindDB(url, readonly=True) as d:
+        assert len(d.lookup(DEV, KEY)) == 1
+
+
+def test_relative_file_uri_is_relative_to_the_current_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert findb_mod.normalize_url("file:rel/x.sqlite") == f"sqlite:///{tmp_path / 'rel' / 'x.sqlite'}"
+
+
+@pytest.mark.parametrize("url,match", [
+    ("file:{p}?mode=ro", r"SQLite URI parameters are not supported"),
+    ("file:{p}#frag", r"SQLite URI parameters are not supported"),
+    ("file://otherhost{p}", r"names no host"),
+    ("sqlite:///file:{p}", r"needs \?uri=true, else SQLite creates a file literally named 'file:"),
+    ("sqlite:///file:{p}?uri=true&mode=ro", r"SQLite URI parameters are not supported"),
+    ("file:", r"names no file"),
+])
+def test_sqlite_uris_it_would_misread_are_refused(tmp_path, monkeypatch, url, match):
+    monkeypatch.chdir(tmp_path)
+    url = url.format(p=tmp_path / "x.sqlite")
+    with pytest.raises(FindDBError, match=match) as ei:
+        FindDB(url)
+    assert "\n" not in str(ei.value)
+    monkeypatch.setenv("MIOFIND_DB", url)
+    with pytest.raises(FindDBError, match=match):
+        default_db_url()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_shared_memory_uri_still_works():
+    url = "sqlite:///file:miofind_mem?mode=memory&cache=shared&uri=true"
+    assert findb_mod.normalize_url(url) == url
+    with FindDB(url) as d:
+        d.store([rec("S1")])
+        assert d.path is None and len(d.lookup(DEV, KEY)) == 1
+
+
+def test_parent_that_is_a_file(tmp_path):
+    """A parent path that is a file once raised FileExistsError."""
+    (tmp_path / "f").write_text("x")
+    for sub in ("f/new.sqlite", "f/a/b/new.sqlite"):
+        with pytest.raises(FindDBError, match=rf"^FindDB {tmp_path}/{sub} cannot be created: {tmp_path}/f is a "
+                                              r"file, not a directory$"):
+            FindDB(str(tmp_path / sub))
+    with pytest.raises(FindDBError, match="does not exist"):
+        FindDB(str(tmp_path / "f" / "new.sqlite"), readonly=True)
+    assert (tmp_path / "f").read_text() == "x"
+
+
+def test_directory_as_db(tmp_path):
+    with pytest.raises(FindDBError, match=rf"^FindDB {tmp_path} is a directory, not a SQLite file$"):
+        FindDB(str(tmp_path))
+
+
+def test_directory_that_cannot_be_made(tmp_path, monkeypatch):
+    """--db /ro/sub/new.sqlite once gave a PermissionError traceback (as root, mkdir is refused here by
+    a stand-in that raises what a read-only directory raises)."""
+    def refuse(self, *a, **kw):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(findb_mod.Path, "mkdir", refuse)
+    with pytest.raises(FindDBError, match=r"cannot be created: cannot make the directory .*sub \(Permission denied\)$"):
+        FindDB(str(tmp_path / "sub" / "new.sqlite"))
+
+
+def test_existing_directory_not_writable(tmp_path, monkeypatch):
+    real = os.access
+    monkeypatch.setattr(findb_mod.os, "access", lambda p, m: False if Path(p) == tmp_path else real(p, m))
+    with pytest.raises(FindDBError, match=rf"cannot be created: the directory {tmp_path} is not writable$"):
+        FindDB(str(tmp_path / "new.sqlite"))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unwritable_file_opens_read_only_and_works(tmp_path, monkeypatch):
+    """A FindDB that cannot be written (file or directory) opens read-only: reads work, writes say why.
+    (A stand-in os.access, so the test also runs as root; test_reliability runs the real thing.)"""
+    p = tmp_path / "f.sqlite"
+    with FindDB(str(p)) as d:
+        d.store([rec("S1")])
+    before = p.read_bytes()
+    real = os.access
+    monkeypatch.setattr(findb_mod.os, "access", lambda q, m: False if Path(q) == tmp_path else real(q, m))
+    with FindDB(str(p)) as d:
+        assert d.readonly and "mode=ro" in d.connect_url
+        assert [r.solver_id for r in d.lookup(DEV, KEY)] == ["S1"] and d.stats()["records"] == 1
+        with pytest.raises(FindDBError, match=rf"is read-only \(its directory {tmp_path} is not writable\)$"):
+            d.store([rec("S2")])
+    assert p.read_bytes() == before and sorted(x.name for x in tmp_path.iterdir()) == ["f.sqlite"]
+
+
+def test_corrupt_file_that_cannot_be_moved_aside(tmp_path, monkeypatch):
+    """_quarantine's PermissionError once escaped as a traceback."""
+    p = tmp_path / "finddb.sqlite"
+    p.write_bytes(os.urandom(4096))
+
+    def refuse(a, b):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(findb_mod.os, "rename", refuse)
+    with pytest.raises(FindDBError, match=r"is corrupt and cannot be moved aside .*\(Permission denied\); move or "
+                                          r"remove it yourself"):
+        FindDB(str(p))
+
+
+def test_only_damage_counts_as_corruption():
+    assert findb_mod._is_corruption(sqlite3.DatabaseError("file is not a database"))
+    assert findb_mod._is_corruption(sqlite3.DatabaseError("database disk image is malformed"))
+    for msg in ("attempt to write a readonly database", "unable to open database file", "database is locked"):
+        assert not findb_mod._is_corruption(sqlite3.OperationalError(msg)), msg
+
+
+# -- foreign databases are refused and left untouched -------------------------------------------------
+
+def _sqlite_file(path: Path, sql: str) -> bytes:
+    con = sqlite3.connect(path)
+    con.executescript(sql)
+    con.commit()
+    con.close()
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("sql,match", [
+    ("CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT); INSERT INTO users VALUES (1, 'a');",
+     r"is not a FindDB: it holds the tables users but no miofind 'meta' table \(another application's database\?\)"),
+    ("CREATE TABLE find_records(a, b);", r"holds the tables find_records but no miofind 'meta' table"),
+    ("CREATE TABLE meta(name TEXT, data TEXT);", r"its 'meta' table has the columns data, name, not miofind's"),
+    ("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT); INSERT INTO meta VALUES ('app', 'x');",
+     r"its 'meta' table has no schema_version"),
+])
+def test_foreign_sqlite_file_is_refused_and_never_modified(tmp_path, sql, match):
+    """Another application's SQLite file once got our five tables added to it; a file with another
+    schema was stamped schema v2 and then failed on every operation."""
+    p = tmp_path / "other.sqlite"
+    before = _sqlite_file(p, sql)
+    for ro in (False, True):
+        with pytest.raises(FindDBError, match=match) as ei:
+            FindDB(str(p), readonly=ro)
+        assert "\n" not in str(ei.value) and "leaves it untouched" in str(ei.value)
+    assert p.read_bytes() == before
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["other.sqlite"]
+
+
+def test_schema_v2_file_missing_a_column_is_refused(tmp_path):
+    p = tmp_path / "finddb.sqlite"
+    FindDB(str(p)).close()
+    con = sqlite3.connect(p)
+    con.execute("ALTER TABLE find_records DROP COLUMN cupy_version")
+    con.commit()
+    con.close()
+    before = p.read_bytes()
+    for ro in (False, True):
+        with pytest.raises(FindDBError, match=r"\(schema version 2\): table find_records lacks the column\(s\) "
+                                              r"cupy_version; not a FindDB this miofind can use$"):
+            FindDB(str(p), readonly=ro)
+    assert p.read_bytes() == before
+
+
+def test_schema_v2_file_missing_a_table_is_refused(tmp_path):
+    p = tmp_path / "finddb.sqlite"
+    FindDB(str(p)).close()
+    con = sqlite3.connect(p)
+    con.execute("DROP TABLE tune_jobs")
+    con.commit()
+    con.close()
+    with pytest.raises(FindDBError, match=r"\(schema version 2\) lacks the table tune_jobs"):
+        FindDB(str(p))
+
+
+def test_empty_sqlite_file_becomes_a_finddb(tmp_path):
+    p = tmp_path / "empty.sqlite"
+    _sqlite_file(p, "")
+    with FindDB(str(p)) as d:
+        assert d.stats()["schema_version"] == findb_mod.SCHEMA_VERSION
+
+
+def test_table_of_ours_with_another_shape_is_refused_on_any_database(any_url):
+    """A database holding a find_records table of another application, and no miofind meta table, is not
+    stamped as a FindDB (SQLite and PostgreSQL alike)."""
+    eng = sa.create_engine(any_url)
+    try:
+        with eng.begin() as con:
+            con.exec_driver_sql("CREATE TABLE find_records (a INTEGER, b TEXT)")
+        with pytest.raises(FindDBError, match=r"is not a FindDB: it holds the tables find_records but no miofind "
+                                              r"'meta' table"):
+            FindDB(any_url)
+        assert set(sa.inspect(eng).get_table_names()) == {"find_records"}  # nothing added
+    finally:
+        with eng.begin() as con:
+            con.exec_driver_sql("DROP TABLE find_records")
+        eng.dispose()
