@@ -68,14 +68,19 @@ def index_bound(problem: ProblemDescription, step: int = 0) -> int:
     return bound
 
 
+def wide_index(problem: ProblemDescription, step: int = 0) -> bool:
+    """Whether a direct kernel needs 64-bit index arithmetic: ``index_bound`` (with the grid-stride
+    ``step``) exceeds what a 32-bit signed int holds. (A tensor just under 2^31 elements with a 2^28
+    grid-stride step overflows int: the choice must count the step, not only the tensor size.)"""
+    return index_bound(problem, step) > INT32_MAX
+
+
 def index_overflow(problem: ProblemDescription, step: int = 0) -> str | None:
-    """Why the index type the kernels pick (``needs_int64``: 32-bit below 2^31 elements, else 64-bit)
-    cannot hold ``index_bound``, or None when it can: a guard clause for applicability."""
-    wide = needs_int64(problem.as_conv())
+    """Why even 64-bit index arithmetic cannot hold ``index_bound``, or None when it can: a guard
+    clause for applicability (the kernels pick 32 or 64 bits with ``wide_index``)."""
     bound = index_bound(problem, step)
-    if bound > (INT64_MAX if wide else INT32_MAX):
-        return (f"index arithmetic reaches {bound}, beyond the {64 if wide else 32}-bit index type chosen from "
-                f"the largest tensor ({max_linear_index(problem.as_conv())} elements)")
+    if bound > INT64_MAX:
+        return f"index arithmetic reaches {bound}, beyond 64-bit indices"
     return None
 
 

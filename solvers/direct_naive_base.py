@@ -15,12 +15,13 @@ import numpy as np
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
 from miofind.launch import PTR, Launch
-from miofind.tensors import CUDA_TYPES, element_strides, index_overflow, needs_int64
+from miofind.tensors import CUDA_TYPES, element_strides, index_overflow, wide_index
 
 SOURCE = "direct_naive.cu"
 BLOCK = 256
 WRW_BLOCK = 256
 MAX_GRID = 1 << 20
+STEP = MAX_GRID * max(BLOCK, WRW_BLOCK)      # the largest grid-stride increment
 
 
 class DirectNaiveBase(Solver):
@@ -37,7 +38,7 @@ class DirectNaiveBase(Solver):
         for lay in problem.layouts:
             if lay not in ("NCHW", "NHWC", "NCDHW", "NDHWC"):
                 return not_applicable(f"layout {lay} not supported")
-        why = index_overflow(problem, max(MAX_GRID * BLOCK, MAX_GRID * WRW_BLOCK))  # the grid-stride step
+        why = index_overflow(problem, STEP)
         if why:
             return not_applicable(why)
         return APPLICABLE
@@ -45,7 +46,7 @@ class DirectNaiveBase(Solver):
     def get_solution(self, problem: ProblemDescription, config=None, *, reference: bool = False) -> ConvSolution:
         """``reference=True`` builds the float64 variant used to verify other solvers."""
         p = problem.as_conv()
-        wide = needs_int64(p)
+        wide = wide_index(p, STEP)      # counts the grid-stride step (an int loop index must not wrap)
         dtype = "FP64" if reference else p.dtype
         macros = (("DATA_T", CUDA_TYPES[dtype]), ("ACC_T", "double" if reference else "float"),
                   ("INDEX_T", "long long" if wide else "int"), ("WRW_BLOCK", str(WRW_BLOCK)))

@@ -11,7 +11,7 @@ import itertools
 from miofind.launch import PTR, Launch
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
-from miofind.tensors import CUDA_TYPES, index_overflow, needs_int64
+from miofind.tensors import CUDA_TYPES, index_overflow, wide_index
 
 SOURCE = "direct_tiled_fwd.cu"
 SMEM_LIMIT = 48 * 1024
@@ -104,7 +104,7 @@ class DirectTiledFwd(Solver):
             raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
         (hi, wi), (ho, wo), (y, x) = p.in_size, p.out_size, p.filter_size
         macros = {
-            "DATA_T": CUDA_TYPES[p.dtype], "INDEX_T": "long long" if needs_int64(p) else "int",
+            "DATA_T": CUDA_TYPES[p.dtype], "INDEX_T": "long long" if wide_index(p) else "int",
             "C_": p.c, "K_": p.k, "G_": p.groups, "HI": hi, "WI": wi, "HO": ho, "WO": wo, "Y_": y, "X_": x,
             "PH": p.pads[0], "PW": p.pads[1], "SH": p.strides[0], "SW": p.strides[1],
             "DH": p.dilations[0], "DW": p.dilations[1], **cfg,

@@ -84,16 +84,28 @@ def test_naive_is_not_applicable_where_64_bit_indexing_overflows():
     for p in problems_from_driver_args("conv -n 4294967296 -c 4294967296 -k 4294967296 -F 0"):
         a = get_solver({"F": "ConvDirectNaiveConvFwd", "B": "ConvDirectNaiveConvBwd",
                         "W": "ConvDirectNaiveConvWrw"}[p.direction]).applicability(p)
-        assert not a and "beyond the 64-bit index type" in a.reason, a
+        assert not a and "beyond 64-bit indices" in a.reason, a
         assert not [s.id for s, a in applicability_table(p) if a]
 
 
-def test_naive_is_not_applicable_where_its_32_bit_indexing_overflows():
-    """Small tensors (32-bit indexing) with a stride past 2^31: the coordinate o*stride overflows."""
+def test_naive_takes_64_bit_indices_where_32_bit_arithmetic_would_overflow():
+    """Small tensors with a stride past 2^31: the coordinate o*stride overflows an int, so the naive
+    kernel (the verification reference) is built with 64-bit indices rather than refused."""
     p = P.make(n=2, c=4, k=4, in_size=(8, 8), filter_size=3, pads=1, strides=(18950544875, 1))
-    a = get_solver("ConvDirectNaiveConvFwd").applicability(p)
-    assert not a and "beyond the 32-bit index type" in a.reason
-    assert index_bound(p) > 2**31
+    s = get_solver("ConvDirectNaiveConvFwd")
+    assert s.applicability(p) and index_bound(p) > 2**31
+    assert ("INDEX_T", "long long") in s.get_solution(p).kernels[0].macros
+
+
+def test_naive_grid_stride_step_counts_in_the_index_type():
+    """The issue's large FP16 layer: 2.0e9 output elements, under 2^31, but the grid-stride loop adds
+    up to 2^28 to an index near the end: 32-bit indices would wrap, so the build is 64-bit."""
+    (p,) = problems_from_driver_args("convfp16 -n 120 -c 64 -H 512 -W 512 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1")
+    assert max_linear_index(p) < 2**31 - 1
+    macros = dict(get_solver("ConvDirectNaiveConvFwd").get_solution(p).kernels[0].macros)
+    assert macros["INDEX_T"] == "long long"
+    small = P.make(n=2, c=4, k=4, in_size=(8, 8), filter_size=3, pads=1)
+    assert dict(get_solver("ConvDirectNaiveConvFwd").get_solution(small).kernels[0].macros)["INDEX_T"] == "int"
 
 
 def test_tiled_launch_grid_must_fit():
