@@ -1,14 +1,17 @@
 """Streams and threads under load (issue 16): 8 threads x 4 non-blocking streams each run random
 small problems of every solver (every family, F/B/W) for a few seconds, each job with inputs,
 output and workspace of its own made on its stream, and every output is compared with a float64
-reference computed before the threads start. Jobs alternate between ``Solution.prepare()`` (with
-miofind's per-stream workspace, or a poisoned workspace of the caller's) and ``run_solution``
-(which allocates the output on the launch stream while the thread's current stream is another).
+reference computed before the threads start. Each thread also queues jobs on one stream that all
+threads of its backend share (as threads share torch's default stream). Jobs alternate between
+``Solution.prepare()`` (with miofind's per-stream workspace, or a poisoned workspace of the
+caller's) and ``run_solution`` (which allocates the output on the launch stream while the thread's
+current stream is another).
 
 Knobs (environment): MIOFIND_STRESS_SECONDS (default 5), MIOFIND_STRESS_THREADS (8),
-MIOFIND_STRESS_STREAMS (4 per thread), MIOFIND_STRESS_PER_SOLVER (problems per solver, 2),
-MIOFIND_STRESS_SEED (0), MIOFIND_STRESS_BACKENDS ("cupy,torch": odd threads use torch tensors and
-streams when torch is importable), MIOFIND_STRESS_REPORT (a path: the run's summary as JSON).
+MIOFIND_STRESS_STREAMS (4 per thread), MIOFIND_STRESS_SHARED (1; 0: no shared stream),
+MIOFIND_STRESS_PER_SOLVER (problems per solver, 2), MIOFIND_STRESS_SEED (0),
+MIOFIND_STRESS_BACKENDS ("cupy,torch": odd threads use torch tensors and streams when torch is
+importable), MIOFIND_STRESS_REPORT (a path: the run's summary as JSON).
 """
 
 from __future__ import annotations
@@ -168,9 +171,11 @@ class Worker:
     schedule that walks a permutation of the cases, mode (position + pass + thread) mod 3, so that
     every thread has run every (case, mode) after three passes."""
 
-    def __init__(self, index: int, backend: str, cases, hosts, sols, n_streams: int, seconds: float, barrier):
+    def __init__(self, index: int, backend: str, cases, hosts, sols, n_streams: int, seconds: float, barrier,
+                 shared=None):
         self.index, self.backend, self.cases, self.hosts, self.sols = index, backend, cases, hosts, sols
-        self.n_streams, self.seconds, self.barrier = n_streams, seconds, barrier
+        self.seconds, self.barrier, self.shared = seconds, barrier, shared
+        self.n_streams = n_streams + (shared is not None)       # own streams, then the shared one
         self.counts: collections.Counter = collections.Counter()       # (case index, mode) -> runs
         self.mismatches: list[str] = []
         self.errors: list[str] = []
@@ -182,17 +187,21 @@ class Worker:
         if self.backend == "torch":
             import torch
 
-            self.streams = [torch.cuda.Stream() for _ in range(self.n_streams)]   # non-blocking streams
+            own = self.n_streams - (self.shared is not None)
+            self.streams = [torch.cuda.Stream() for _ in range(own)]         # non-blocking streams
             with torch.cuda.stream(self.streams[0]):
                 self.dev = [tuple(torch.from_numpy(x).cuda() for x in (a, b, ref)) for a, b, ref, _ in self.hosts]
             self.streams[0].synchronize()
+            self.streams += [self.shared] if self.shared is not None else []
         else:
             import cupy
 
-            self.streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(self.n_streams)]
+            own = self.n_streams - (self.shared is not None)
+            self.streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(own)]
             with self.streams[0]:
                 self.dev = [tuple(cupy.asarray(x) for x in (a, b, ref)) for a, b, ref, _ in self.hosts]
             self.streams[0].synchronize()
+            self.streams += [self.shared] if self.shared is not None else []
 
     def _enqueue(self, ci: int, mode: str, si: int):
         """Queue one job on stream ``si``; returns the device scalar ||out - ref||^2 (NaN when an
@@ -216,8 +225,8 @@ class Worker:
                     pr(a, b, out, workspace=ws, stream=s)
             if mode == "run_solution":
                 out = run_solution(sol, a, b, stream=s)             # current stream: not s
-                if not out.is_contiguous():     # a channels_last tensor: its stored (NHWC) order
-                    out = out.movedim(1, -1)
+                if pr._cl[2] and (tuple(out.shape) != pr._shapes[2] or not out.is_contiguous()):
+                    out = out.movedim(1, -1)    # a channels_last tensor, viewed in its stored order
             with torch.cuda.stream(s):
                 d = out.double() - ref
                 return (d * d).sum()
@@ -283,7 +292,8 @@ class Worker:
                     case = self.cases[ci]
                     tol = _tolerance(case)
                     if not err <= tol:                      # NaN (unwritten output) fails too
-                        self.mismatches.append(f"{case.id} {mode} thread {self.index} ({self.backend}) stream {si}: "
+                        where = "shared" if self.shared is not None and si == self.n_streams - 1 else si
+                        self.mismatches.append(f"{case.id} {mode} thread {self.index} ({self.backend}) stream {where}: "
                                                f"relative error {err:.3g} > {tol:.1g}")
                     self.worst[ci] = max(self.worst.get(ci, 0.0), err) if err == err else math.inf
         except BaseException:
@@ -342,6 +352,7 @@ def test_threads_and_streams_under_load():
     n_streams = _knob("MIOFIND_STRESS_STREAMS", 4)
     per_solver = _knob("MIOFIND_STRESS_PER_SOLVER", 2)
     seed = _knob("MIOFIND_STRESS_SEED", 0, minimum=0)
+    share = _knob("MIOFIND_STRESS_SHARED", 1, minimum=0)
     backends = _backends()
 
     # -- before the clock: the plan, the references, every solution compiled and prepared --------
@@ -382,8 +393,14 @@ def test_threads_and_streams_under_load():
 
     # -- the load ------------------------------------------------------------------------------
     barrier = threading.Barrier(n_threads)
-    workers = [Worker(t, backends[t % len(backends)], cases, hosts, sols, n_streams, seconds, barrier)
-               for t in range(n_threads)]
+    shared = {}
+    if share:
+        if "torch" in backends:
+            import torch
+            shared["torch"] = torch.cuda.Stream()
+        shared["cupy"] = cupy.cuda.Stream(non_blocking=True)
+    workers = [Worker(t, backends[t % len(backends)], cases, hosts, sols, n_streams, seconds, barrier,
+                      shared.get(backends[t % len(backends)])) for t in range(n_threads)]
     t0 = time.perf_counter()
     try:
         for w in workers:
@@ -406,6 +423,7 @@ def test_threads_and_streams_under_load():
         "runs": sum(counts.values()), "mismatches": len(mismatches), "errors": len(errors), "hung_threads": hung,
         "serial_failures": len(failed), "runs_by_mode": by_mode, "cases": len(cases),
         "families": sorted({c.family for c in cases}), "threads": n_threads, "streams_per_thread": n_streams,
+        "shared_stream": bool(share),
         "backends": sorted({w.backend for w in workers}), "seconds": round(elapsed, 2),
         "prepare_seconds": round(prep_s, 2), "seed": seed, "per_solver": per_solver,
         "worst_rel_error_by_solver": {sid: max((w.worst.get(ci, 0.0) for w in workers
@@ -414,7 +432,8 @@ def test_threads_and_streams_under_load():
         "first_mismatches": mismatches[:20], "first_errors": errors[:5], "serial": failed[:20],
     }
     print(f"\nstress: {summary['runs']} runs {by_mode} of {len(cases)} cases ({', '.join(summary['families'])}) on "
-          f"{n_threads} threads x {n_streams} streams ({', '.join(summary['backends'])}) in {elapsed:.1f} s "
+          f"{n_threads} threads x {n_streams} streams{' + 1 shared' if share else ''} "
+          f"({', '.join(summary['backends'])}) in {elapsed:.1f} s "
           f"(prepared in {prep_s:.1f} s): {len(mismatches)} mismatches, {len(errors)} errors, "
           f"{len(failed)} serial failures")
     report = os.environ.get("MIOFIND_STRESS_REPORT")
