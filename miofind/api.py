@@ -148,12 +148,14 @@ def run_solution(solution: Solution, x, w, y=None, *, workspace=None, stream=Non
     inputs, in their memory format), otherwise written in place. ``stream`` is a CuPy stream, a
     torch.cuda.Stream or a raw handle; default the current stream (torch's for torch inputs).
 
-    Streams, as in CUDA: the caller orders inputs written on another stream (an event) and reads
-    the output on the launch stream (or after an event). miofind runs every launch of the solution
-    on that stream and allocates the output and any workspace on it, so the memory pools never hand
-    them to other work before the launches are done. For repeated calls, ``solution.prepare()``
-    skips this function's checks and allocation. Raises ValueError for wrong shapes, types or
-    devices.
+    Streams, as in CUDA: the caller orders inputs (and a ``y`` or ``workspace`` it passes) written
+    on another stream with an event, and reads the output on the launch stream (or after an event);
+    a ``workspace`` it passes must not be in use on another stream at the same time. miofind runs
+    every launch of the solution on that stream and allocates the output and its own workspace on
+    it, so the memory pools never hand them to other work before the launches are done; calls from
+    several threads, on one stream or many, are safe. The call returns once the launches are
+    queued. For repeated calls, ``solution.prepare()`` skips this function's checks and allocation.
+    Raises ValueError for wrong shapes, types or devices.
     """
     if not isinstance(solution, Solution):
         raise ValueError(f"solution: expected a miofind Solution, got {type(solution).__name__}")

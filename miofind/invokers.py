@@ -82,11 +82,15 @@ class Prepared:
     contiguity test, reads its device pointer (``data_ptr()`` or ``.data.ptr``, never DLPack), and
     launches on the given stream, else the current one (torch's for torch tensors, CuPy's otherwise).
 
-    Streams: what the caller orders, as in CUDA: inputs written on another stream need an event
-    before the call, and the output may be read on the launch stream (or after an event). What
-    miofind orders: every kernel and library call of the solution runs on the launch stream, and a
-    workspace miofind owns is used by one stream only, so concurrent calls on different streams (or
-    threads) never share a buffer or plan.
+    Streams: what the caller orders, as in CUDA: inputs (and an output or workspace the caller
+    filled) written on another stream need an event before the call; the output may be read on the
+    launch stream (or after an event); a workspace the caller passes must not be in use on another
+    stream at the same time, and must stay allocated until the launches are done (allocate it on
+    the launch stream, or order its release with an event). What miofind orders: every kernel and
+    library call of the solution runs on the launch stream, and a workspace miofind owns is made on
+    that stream and used by it only, so concurrent calls on different streams (or threads) never
+    share a buffer or plan. One Prepared may be called from many threads at once. The workspaces it
+    makes are kept, one per stream it has run on, until it is dropped (``miofind.clear_caches``).
     """
 
     def __init__(self, problem: ProblemDescription, solver_id: str, config, invoker, workspace_bytes: int) -> None:
@@ -196,8 +200,10 @@ class Prepared:
     def __call__(self, a, b, out, *, workspace=None, stream=None):
         """Run on (a, b) into ``out`` (the io order of ``ProblemDescription.io_shapes``: F (x, w) -> y,
         B (dy, w) -> dx, W (dy, x) -> dw) and return ``out``. ``workspace``: an array of at least
-        ``workspace_bytes`` (or a device address); ``stream``: a raw handle, a CuPy or torch stream;
-        default the current stream."""
+        ``workspace_bytes`` (or a device address), default this Prepared's own for the stream;
+        ``stream``: a raw handle, a CuPy or torch stream; default the current stream (torch's for a
+        torch ``a``, else CuPy's). The launches are queued, not waited for (see the class's streams
+        note for what the caller orders)."""
         pa, pb, po = self._ptr(a, 0), self._ptr(b, 1), self._ptr(out, 2)
         if stream is None:
             s = current_stream(a)

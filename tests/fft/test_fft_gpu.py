@@ -198,7 +198,9 @@ def test_resnet_like_and_private_work_area(direction):
 @pytest.mark.gpu
 @pytest.mark.parametrize("direction", "FB")
 def test_non_default_stream_and_reuse(direction):
-    """Runs on the caller's stream; a second call with another workspace buffer gives the same result."""
+    """Runs on the caller's stream; a second call with another workspace buffer gives the same result.
+    Stream rules as in CUDA: the inputs, written on the current stream, reach the non-blocking launch
+    stream through an event; the output and workspace are made and filled on the launch stream."""
     import cupy
 
     from miofind.api import Solution, run_solution
@@ -214,10 +216,12 @@ def test_non_default_stream_and_reuse(direction):
     sol = Solution(s.id, s.algorithm, 0.0, s.workspace_bytes(p), s.default_config(p), False, p)
     ref = cupy.asarray(conv_reference(p, cupy.asnumpy(a).astype("f8"), cupy.asnumpy(b).astype("f8")))
     stream = cupy.cuda.Stream(non_blocking=True)
+    stream.wait_event(cupy.cuda.get_current_stream().record())    # a and b are written before the launches
     outs = []
     for _ in range(2):
-        out = cupy.full(so, cupy.nan, dtype=cupy.float32)
-        ws = cupy.full(sol.workspace_bytes, 0xFF, dtype=cupy.uint8)  # NaN-like garbage in every buffer
+        with stream:
+            out = cupy.full(so, cupy.nan, dtype=cupy.float32)
+            ws = cupy.full(sol.workspace_bytes, 0xFF, dtype=cupy.uint8)  # NaN-like garbage in every buffer
         run_solution(sol, a, b, out, workspace=ws, stream=stream)
         stream.synchronize()
         outs.append(out)

@@ -146,7 +146,8 @@ def test_transposed(direction, pads):
 def test_unaligned_output_poisoned_workspace_side_stream(sid, dtype):
     """Output one element past an aligned address (no vector stores), the workspace filled with
     NaN bytes (every workspace element is written before it is read), a non-blocking stream;
-    elements around the output stay untouched."""
+    elements around the output stay untouched. Every buffer is made and filled on the launch stream,
+    which does not wait for the legacy default stream."""
     import cupy
 
     from miofind.api import Solution, run_solution
@@ -157,16 +158,16 @@ def test_unaligned_output_poisoned_workspace_side_stream(sid, dtype):
     p = ProblemDescription.make(next(iter(s.directions)), n=2, c=8, k=12, in_size=(12, 16), filter_size=3,
                                 pads=1, dtype=dtype)
     sa, sb, so = p.io_shapes()
-    rng = cupy.random.default_rng(11)
-    a, b = random_array(sa, dtype, rng), random_array(sb, dtype, rng)
-    size = int(np.prod(so))
-    buf = cupy.empty(size + 2, dtype=a.dtype)
-    poison(buf, dtype)
-    out = buf[1:1 + size].reshape(so)
-    ws = cupy.full(s.workspace_bytes(p), 0xFF, dtype=cupy.uint8)
-    stream = cupy.cuda.Stream(non_blocking=True)
     sol = Solution(s.id, s.algorithm, 0.0, s.workspace_bytes(p), None, False, p)
+    stream = cupy.cuda.Stream(non_blocking=True)
     with stream:
+        rng = cupy.random.default_rng(11)
+        a, b = random_array(sa, dtype, rng), random_array(sb, dtype, rng)
+        size = int(np.prod(so))
+        buf = cupy.empty(size + 2, dtype=a.dtype)
+        poison(buf, dtype)
+        out = buf[1:1 + size].reshape(so)
+        ws = cupy.full(s.workspace_bytes(p), 0xFF, dtype=cupy.uint8)
         run_solution(sol, a, b, out, workspace=ws)
     stream.synchronize()
     ref = conv_reference(p, cupy.asnumpy(to_float64(a, dtype)), cupy.asnumpy(to_float64(b, dtype)))

@@ -1,0 +1,138 @@
+"""The workload scripts/sanitize runs under compute-sanitizer: every registered solver (so every
+family, F/B/W) once on a tiny problem, through ``Solution.prepare()`` on a non-blocking stream,
+each output checked against the float64 reference.
+
+Inputs and the NaN-poisoned output are copied from the host on the side stream, so the only kernels
+launched are the solvers' own (and the libraries' they call). CuPy's memory pool is off unless
+``--pool``: every buffer is its own cudaMalloc, so memcheck sees each buffer's exact bounds.
+
+    python bench/sanitize_driver.py [--solvers ID,ID,...] [--families direct,fft,...] [--pool]
+
+Prints one line per solution and a summary; exits 1 when an output mismatches or a solution fails,
+2 when a selected solver applies to none of the tiny problems.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+# the tiny problems, tried in this order for each solver and direction (the first it claims)
+TINY = {
+    "dense": dict(n=1, c=8, k=8, in_size=(8, 8), filter_size=3, pads=1),
+    "1x1": dict(n=1, c=8, k=8, in_size=(6, 6), filter_size=1),
+    "grouped": dict(n=1, c=8, k=8, in_size=(8, 8), filter_size=3, pads=1, groups=2),
+    "depthwise": dict(n=1, c=8, k=8, in_size=(8, 8), filter_size=3, pads=1, groups=8),
+}
+
+
+def cases(solver_ids=None, families=None):
+    """[(solver, problem name, problem)] for the selected solvers, and the ids that fit none."""
+    from miofind.problem import ProblemDescription as P
+    from miofind.registry import solvers
+    from miofind.solvers.cudnn_base import frontend_status
+
+    out, unfit = [], []
+    for s in solvers():
+        if (solver_ids and s.id not in solver_ids) or (families and s.family not in families):
+            continue
+        if s.family == "cudnn" and not frontend_status()[0]:
+            print(f"skip {s.id}: {frontend_status()[1]}")
+            continue
+        for d in sorted(s.directions, key="FBW".index):
+            for name, kw in TINY.items():
+                p = P.make(d, **kw)
+                if s.applicability(p):
+                    out.append((s, name, p))
+                    break
+            else:
+                unfit.append(f"{s.id} ({d})")
+    return out, unfit
+
+
+def run_one(solver, p, stream, seed: int) -> float:
+    """The relative L2 error of one run of ``solver`` on ``p`` on ``stream`` (inf if non-finite)."""
+    import cupy
+
+    from miofind.api import Solution
+    from miofind.reference import conv_reference
+
+    rng = np.random.default_rng(seed)
+    sa, sb, so = p.io_shapes()
+    a_h = rng.uniform(-1, 1, sa).astype(np.float32)
+    b_h = rng.uniform(-1, 1, sb).astype(np.float32)
+    sol = Solution(solver.id, solver.algorithm, 0.0, solver.workspace_bytes(p),
+                   solver.default_config(p.as_conv()), False, p)
+    pr = sol.prepare()
+    with stream:                        # every buffer made and filled on the launch stream
+        a, b = cupy.asarray(a_h), cupy.asarray(b_h)
+        out = cupy.asarray(np.full(so, np.nan, dtype=np.float32))
+        pr(a, b, out, stream=stream)
+        got = cupy.asnumpy(out, stream=stream)
+    stream.synchronize()
+    ref = conv_reference(p, a_h.astype(np.float64), b_h.astype(np.float64))
+    if not np.isfinite(got).all():
+        return float("inf")
+    return float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--solvers", default="", help="comma-separated solver ids (default: all)")
+    ap.add_argument("--families", default="", help="comma-separated families (default: all)")
+    ap.add_argument("--pool", action="store_true", help="keep CuPy's memory pool (default: off, for memcheck)")
+    args = ap.parse_args(argv)
+
+    import cupy
+
+    from miofind.device import NoGPUError, current_device
+    from miofind.registry import solvers
+    from miofind.verify import tolerance
+
+    try:
+        current_device()
+    except NoGPUError as e:
+        print(f"sanitize driver: {e}", file=sys.stderr)
+        return 2
+
+    known = {s.id for s in solvers()}
+    fams = {s.family for s in solvers()}
+    ids = {x for x in args.solvers.split(",") if x}
+    want = {x for x in args.families.split(",") if x}
+    if ids - known:
+        ap.error(f"--solvers: unknown solver id(s) {', '.join(sorted(ids - known))}")
+    if want - fams:
+        ap.error(f"--families: unknown family {', '.join(sorted(want - fams))}; known: {', '.join(sorted(fams))}")
+    if not args.pool:
+        cupy.cuda.set_allocator(None)
+
+    todo, unfit = cases(ids, want)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    bad, t0 = [], time.perf_counter()
+    for i, (s, name, p) in enumerate(todo):
+        t = time.perf_counter()
+        try:
+            err = run_one(s, p, stream, i)
+        except Exception as e:
+            bad.append(s.id)
+            print(f"FAIL {s.id:<26} {p.direction} {name:<9} {type(e).__name__}: {e}", flush=True)
+            continue
+        tol = tolerance(p.dtype, s.family, p.direction, p.math)
+        ok = err <= tol
+        if not ok:
+            bad.append(s.id)
+        print(f"{'ok  ' if ok else 'FAIL'} {s.id:<26} {p.direction} {name:<9} rel err {err:.2e} (tol {tol:.0e}) "
+              f"{time.perf_counter() - t:6.2f} s", flush=True)
+    cupy.cuda.Device().synchronize()
+    fam_dirs = sorted({f"{s.family}:{p.direction}" for s, _, p in todo})
+    print(f"sanitize driver: {len(todo) - len(bad)}/{len(todo)} solutions ok on a non-blocking stream in "
+          f"{time.perf_counter() - t0:.1f} s ({', '.join(fam_dirs)})"
+          + (f"; failed: {', '.join(bad)}" if bad else "") + (f"; no tiny problem for: {', '.join(unfit)}" if unfit else ""))
+    return 1 if bad else 2 if unfit else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
