@@ -189,7 +189,7 @@ def _allocate_output(pr, x, stream: int):
         ctx = torch.cuda.stream(torch.cuda.ExternalStream(stream, device=x.device)) \
             if stream != current_stream(x) else _null()
         with ctx:
-            if pr._cl[2] and tuple(x.shape) == pr._logical[0]:
+            if pr._cl[2] and x.shape != pr._shapes[0] and tuple(x.shape) == pr._logical[0]:
                 fmt = torch.channels_last if len(pr._logical[2]) == 4 else torch.channels_last_3d
                 return torch.empty(pr._logical[2], dtype=dt, device=x.device, memory_format=fmt)
             return torch.empty(pr._shapes[2], dtype=dt, device=x.device)
