@@ -309,6 +309,7 @@ def find(mode, immediate, device_spec, sort_by, workspace_limit, solver_ids, no_
     dev = _offline_device(device_spec) if device_spec is not None else _device()
     from .api import find_solutions, get_solutions, warm_up
     from .db import FindDBError
+    from .find import ContextBrokenError
 
     warm_up()
     out, rows = [], []
@@ -322,6 +323,8 @@ def find(mode, immediate, device_spec, sort_by, workspace_limit, solver_ids, no_
                                      solvers=list(solver_ids) or None, verify=not no_verify, db=db_url)
         except (ValueError, FindDBError) as e:
             _fail(str(e))
+        except ContextBrokenError as e:
+            _broken_context(e)
         _log.info("%s %s: %d solution(s), source %s%s, %.1f ms", DIRECTION_NAMES[p.direction], p.key(), len(res),
                   res.source, f" ({res.db_layer} DB)" if res.db_layer else "", res.elapsed_ms)
         d = {"key": p.key(), "direction": p.direction, "source": res.source, "db_layer": res.db_layer,
@@ -344,6 +347,17 @@ def find(mode, immediate, device_spec, sort_by, workspace_limit, solver_ids, no_
     if json_out:
         with open(json_out, "w") as fh:
             json.dump(out, fh, indent=2)
+
+
+def _broken_context(e) -> None:
+    """One line for a candidate that broke the CUDA context, then exit at once: the dead context's
+    module unloads would otherwise print screens of tracebacks at interpreter exit."""
+    import os
+
+    click.echo(f"miofind: {e}", err=True)
+    sys.stderr.flush()
+    sys.stdout.flush()
+    os._exit(3)
 
 
 def _sol_json(s):

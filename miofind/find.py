@@ -39,6 +39,26 @@ from .trust import is_trusted, trust_key, tuned_config
 log = logging.getLogger(__name__)
 
 FIND_MODES = ("normal", "fast", "hybrid", "dynamic_hybrid", "benchmark")
+# CUDA errors that leave the context unusable: every later call fails the same way
+_STICKY = ("ILLEGAL_ADDRESS", "illegal memory access", "LAUNCH_FAILED", "unspecified launch failure",
+           "ILLEGAL_INSTRUCTION", "MISALIGNED_ADDRESS", "HARDWARE_STACK_ERROR", "INVALID_PC")
+
+
+class ContextBrokenError(RuntimeError):
+    """A candidate left the CUDA context unusable (a sticky error such as an illegal address): the
+    find stops there, names the candidate, and stores nothing; the process must be restarted."""
+
+
+def _sticky(reason: str) -> bool:
+    if not any(s in reason for s in _STICKY):
+        return False
+    import cupy
+    try:
+        cupy.cuda.runtime.deviceSynchronize()
+        cupy.cuda.runtime.getLastError()
+    except Exception:
+        return True
+    return False
 SORT_KEYS = ("time", "workspace")
 # Timing budget per find candidate (harness.Harness.measure): one that fits keeps 3 warm-ups and 10
 # timed runs; a kernel slower than about 19 ms per run gets one warm-up and fewer timed runs (at
@@ -316,7 +336,14 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
         try:
             m = h.measure(inv, h.workspace(sol.workspace_bytes), s.family, warmup, iters, budget_ms)
         except Exception as e:
-            failures.append(Failure(s.id, *failure_stage(e)))
+            stage, reason = failure_stage(e)
+            if _sticky(reason):
+                left = len(todo) - len(sols) - len(failures) - 1
+                raise ContextBrokenError(
+                    f"{s.id} (config {sol.config}) broke the CUDA context on {problem.key()}: {reason.splitlines()[0]}; "
+                    f"{max(0, left)} candidate(s) were not measured and nothing was stored; restart the process "
+                    f"(exclude it with --solver/solvers=)") from None
+            failures.append(Failure(s.id, stage, reason))
             continue
         sols.append(Solution(s.id, s.algorithm, m.time_ms, sol.workspace_bytes, sol.config, verify, problem,
                              max_error=m.max_error, time_q20_ms=m.q20_ms, time_q80_ms=m.q80_ms))

@@ -173,3 +173,46 @@ def test_repeated_find_is_memoised_until_this_process_writes(env):
     finally:
         FindDB.lookup = real_lookup
     assert api.find_solutions(P, mode="benchmark").source == "find"   # benchmark mode always measures
+
+
+def test_a_candidate_that_breaks_the_context_stops_the_find_with_one_clear_error(monkeypatch):
+    """A sticky CUDA error (illegal address) in one candidate ends the find at once, naming it, instead
+    of every later candidate 'failing' the same way; an ordinary failure is recorded and the find goes on."""
+    import miofind.find as find_mod
+    from miofind.results import Failure
+
+    p = P
+    cs = find_mod.candidates(p)[0][:3]
+
+    class H:
+        def __init__(self, *a, **k):
+            pass
+
+        def workspace(self, n):
+            return None
+
+        def measure(self, inv, ws, family, *a):
+            if inv == "bad":
+                raise RuntimeError("CUDADriverError: CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered")
+            if inv == "meh":
+                raise RuntimeError("CompileError: something ordinary")
+            return find_mod.Harness.__new__(find_mod.Harness) and type("M", (), dict(time_ms=1.0, q20_ms=1.0, q80_ms=1.0,
+                                                                                      max_error=0.0))()
+
+    class Sol:
+        def __init__(self, sid):
+            self.workspace_bytes, self.config = 0, None
+
+    def prepare_all(problem, todo, verify=True):
+        invs = ["meh", "bad", "ok"]
+        return [(Sol(s.id), invs[i]) for i, (s, _) in enumerate(todo)], None
+
+    monkeypatch.setattr(find_mod, "Harness", H)
+    monkeypatch.setattr(find_mod, "prepare_all", prepare_all)
+    monkeypatch.setattr(find_mod, "_sticky", lambda reason: "ILLEGAL_ADDRESS" in reason)
+    with pytest.raises(find_mod.ContextBrokenError, match=f"{cs[1].id} .*broke the CUDA context.*1 candidate"):
+        find_mod.benchmark(p, cs, None, True, 1, 1, None)
+    monkeypatch.setattr(find_mod, "_sticky", lambda reason: False)
+    sols, failures, _ = find_mod.benchmark(p, cs, None, True, 1, 1, None)
+    assert [f.solver_id for f in failures] == [cs[0].id, cs[1].id] and [s.solver_id for s in sols] == [cs[2].id]
+    assert isinstance(failures[0], Failure)
