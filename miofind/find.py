@@ -336,6 +336,7 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
         try:
             m = h.measure(inv, h.workspace(sol.workspace_bytes), s.family, warmup, iters, budget_ms)
         except Exception as e:
+            h.release()
             stage, reason = failure_stage(e)
             if _sticky(reason):
                 left = len(todo) - len(sols) - len(failures) - 1
@@ -345,6 +346,7 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
                     f"(exclude it with --solver/solvers=)") from None
             failures.append(Failure(s.id, stage, reason))
             continue
+        h.release()
         sols.append(Solution(s.id, s.algorithm, m.time_ms, sol.workspace_bytes, sol.config, verify, problem,
                              max_error=m.max_error, time_q20_ms=m.q20_ms, time_q80_ms=m.q80_ms))
     # a solver that offered several configs (e.g. one per cuDNN plan) keeps its fastest, as MIOpen

@@ -72,6 +72,30 @@ def poison(a, dt: str) -> None:
         a.fill(np.nan)
 
 
+CHUNK = 1 << 26   # elements per step of rel_error_of (512 MiB of float64)
+
+
+def rel_error_of(out, dt: str, ref64) -> float:
+    """``rel_error(to_float64(out, dt), ref64)`` computed in chunks, so that verifying a large output
+    needs two chunk-sized float64 temporaries rather than two full-size copies."""
+    import cupy
+
+    n = out.size
+    if n <= CHUNK:
+        return rel_error(to_float64(out, dt), ref64)
+    o, r = out.reshape(-1), ref64.reshape(-1)
+    num = den = 0.0
+    for i in range(0, n, CHUNK):
+        oc, rc = to_float64(o[i:i + CHUNK], dt), r[i:i + CHUNK]
+        if not bool(cupy.isfinite(oc).all()):
+            return math.inf
+        num += float(cupy.sum((oc - rc) ** 2))
+        den += float(cupy.sum(rc * rc))
+    if den == 0.0:
+        return 0.0 if num == 0.0 else math.inf
+    return math.sqrt(num) / math.sqrt(den)
+
+
 def rel_error(out64, ref64) -> float:
     """Relative L2 error; inf when out has any non-finite element (unwritten or overflowed)."""
     import cupy

@@ -191,6 +191,9 @@ def test_a_candidate_that_breaks_the_context_stops_the_find_with_one_clear_error
         def workspace(self, n):
             return None
 
+        def release(self):
+            pass
+
         def measure(self, inv, ws, family, *a):
             if inv == "bad":
                 raise RuntimeError("CUDADriverError: CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered")
