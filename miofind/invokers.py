@@ -113,6 +113,7 @@ class Prepared:
         self._torch = None                      # (torch dtype, channels_last formats) on first torch call
         self._ttype = None                      # torch.Tensor, once a torch tensor was seen
         self._ws: dict[int, object] = {}
+        self._stream_locks: dict[int, threading.Lock] = {}
         self._ws_lock = threading.Lock()
         import cupy
         self.device = cupy.cuda.runtime.getDevice()     # the kernels are loaded for this device
@@ -193,7 +194,9 @@ class Prepared:
                 buf = self._ws.get(stream)
                 if buf is None:
                     with cupy_stream(stream):
-                        buf = self._ws[stream] = cupy.empty(self.workspace_bytes, dtype=cupy.uint8)
+                        buf = cupy.empty(self.workspace_bytes, dtype=cupy.uint8)
+                    self._stream_locks[stream] = threading.Lock()
+                    self._ws[stream] = buf
         return buf.data.ptr
 
     # -- the call --------------------------------------------------------------------------------
@@ -211,12 +214,16 @@ class Prepared:
             s = stream
         else:
             s = stream_handle(stream)
-        if workspace is None:
-            pw = self.workspace_for(s) if self.workspace_bytes else 0
-        else:
-            pw = _workspace_ptr(workspace, self.workspace_bytes, self.solver_id)
         if self._swap:
             pa, pb = pb, pa
+        if workspace is None and self.workspace_bytes:
+            pw = self.workspace_for(s)
+            # several threads may launch on one stream: the launches of one call carry data through
+            # this stream's workspace, so another thread's launches must not come between them
+            with self._stream_locks[s]:
+                self.invoker(pa, pb, po, pw, s)
+            return out
+        pw = 0 if workspace is None else _workspace_ptr(workspace, self.workspace_bytes, self.solver_id)
         self.invoker(pa, pb, po, pw, s)
         return out
 

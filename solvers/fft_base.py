@@ -22,6 +22,7 @@ the pack and crop kernels; FP16/BF16 are converted to FP32 when packed and back 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 from dataclasses import dataclass
@@ -418,6 +419,9 @@ def _cost(p: ProblemDescription, geo: Geometry, cfg) -> float:
     return (max(compute, memory) + 0.25 * min(compute, memory)) * tail * spill / occupancy  # partial overlap
 
 
+_NO_LOCK = contextlib.nullcontext()
+
+
 def _factory(p: ProblemDescription, geo: Geometry, kinfos):
     batch_a, batch_o = p.n * geo.a_ch, p.n * geo.o_ch
     off_a, off_o = geo.region("A")[0], geo.region("O")[0]
@@ -453,7 +457,7 @@ def _factory(p: ProblemDescription, geo: Geometry, kinfos):
                         c2r = fft_cufft.InPlacePlan(geo.fft_dims, fft_cufft.CUFFT_C2R, batch_o, geo.FP)
                         private = []
                         st = states[stream] = (r2c, c2r, work_area(r2c, "A", stream, private),
-                                               work_area(c2r, "O", stream, private), private)
+                                               work_area(c2r, "O", stream, private), private, threading.Lock())
             return st
 
         if geo.fused:
@@ -469,19 +473,21 @@ def _factory(p: ProblemDescription, geo: Geometry, kinfos):
         def invoker(a, b, out, workspace, stream):
             if not workspace:
                 raise ValueError(f"workspace of {geo.total_bytes} bytes required, got none")
-            r2c, c2r, r2c_work, c2r_work, _ = states.get(stream) or state(stream)
+            r2c, c2r, r2c_work, c2r_work, private, lock = states.get(stream) or state(stream)
             base = workspace
             pa, po = base + off_a, base + off_o
-            lpack(stream, a, pa)
-            r2c.execute(pa, r2c_work(base), stream)
-            if geo.fused:
-                lmac(stream, pa, b, po)
-            else:
-                pw = base + off_w
-                lwdft(stream, b, pw)
-                lmac(stream, pa, pw, po)
-            c2r.execute(po, c2r_work(base), stream)
-            lcrop(stream, po, out)
+            # a private work buffer is this stream's: threads sharing the stream take turns on it
+            with lock if private else _NO_LOCK:
+                lpack(stream, a, pa)
+                r2c.execute(pa, r2c_work(base), stream)
+                if geo.fused:
+                    lmac(stream, pa, b, po)
+                else:
+                    pw = base + off_w
+                    lwdft(stream, b, pw)
+                    lmac(stream, pa, pw, po)
+                c2r.execute(po, c2r_work(base), stream)
+                lcrop(stream, po, out)
 
         first = state(cupy.cuda.get_current_stream().ptr)   # plans built with the solution
         invoker.plans = first[:2]
