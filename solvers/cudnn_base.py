@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from miofind import env
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, Solver, not_applicable
-from miofind.tensors import element_strides
+from miofind.tensors import element_strides, index_overflow
 
 NOT_INSTALLED = "cuDNN frontend not installed"
 HEURISTIC_MODES = ("A", "FALLBACK")
@@ -530,6 +530,9 @@ class CudnnSolverBase(Solver):
         for role, lay in zip(("x", "w", "y"), p.layouts):
             if lay not in LAYOUTS[p.spatial_dims]:
                 return not_applicable(f"layout {role}={lay} not supported ({' or '.join(LAYOUTS[p.spatial_dims])})")
+        why = index_overflow(p)   # cuDNN's tensor descriptors hold int64 dimensions and strides
+        if why:
+            return not_applicable(why)
         if p.out_size_override is not None:
             post = paddings(p)[1]
             if min(post) < 0:
