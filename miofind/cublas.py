@@ -10,11 +10,9 @@ asks for. Only the calls miofind makes are bound.
 from __future__ import annotations
 
 import ctypes
-import glob
-import os
-import re
-import sys
 import threading
+
+from . import nvlib
 
 _lib = None
 _lock = threading.Lock()
@@ -34,46 +32,18 @@ GEMM_DEFAULT = -1
 R_32F, R_16F, R_16BF = 0, 2, 14
 
 
-def _candidates():
-    try:
-        import cupy_backends.cuda.libs.cublas  # noqa: F401  (loads the libcublas CuPy was built against)
-    except Exception:
-        pass
-    try:
-        with open("/proc/self/maps") as f:
-            for line in f:
-                path = line.rstrip("\n").split(" ")[-1]
-                if re.search(r"/libcublas\.so(\.\d+)*$", path):
-                    yield path
-    except OSError:
-        pass
-    for sp in sys.path:
-        if not sp or not os.path.isabs(sp):
-            continue
-        for pattern in ("nvidia/cu*/lib/libcublas.so*", "nvidia/cublas/lib/libcublas.so*"):
-            yield from sorted(glob.glob(os.path.join(sp, pattern)), reverse=True)
-    yield from ("libcublas.so.13", "libcublas.so.12", "libcublas.so")
-
-
 def library():
     """The loaded libcublas with prototypes; RuntimeError naming what was tried if none loads."""
     global _lib
     with _lock:
         if _lib is not None:
             return _lib
-        tried = []
-        for path in dict.fromkeys(_candidates()):
-            try:
-                lib = ctypes.CDLL(path)
-                lib.cublasGemmStridedBatchedEx  # noqa: B018
-            except (OSError, AttributeError) as e:
-                tried.append(f"{path}: {e}")
-                continue
-            _prototypes(lib)
-            _lib = lib
-            return lib
-        raise RuntimeError("cuBLAS library not found (install miofind[cuda13] or the nvidia-cublas wheel); tried: "
-                           + "; ".join(tried[-6:]))
+        lib = nvlib.load("cublas", "cublasGemmStridedBatchedEx", "cupy_backends.cuda.libs.cublas", ("cu*", "cublas"),
+                         ("libcublas.so.13", "libcublas.so.12", "libcublas.so"),
+                         "install miofind[cuda13] or the nvidia-cublas wheel")
+        _prototypes(lib)
+        _lib = lib
+        return lib
 
 
 def _prototypes(lib) -> None:

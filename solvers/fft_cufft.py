@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import glob
-import os
-import re
-import sys
 import threading
+
+from miofind import nvlib
 
 CUFFT_R2C = 0x2A
 CUFFT_C2R = 0x2C
@@ -28,49 +26,18 @@ _lib = None
 _lib_lock = threading.Lock()
 
 
-def _candidates():
-    try:
-        import cupy.cuda.cufft  # noqa: F401  (loads the libcufft CuPy was built against)
-    except Exception:
-        pass
-    try:
-        with open("/proc/self/maps") as f:
-            for line in f:
-                path = line.rstrip("\n").split(" ")[-1]
-                if re.search(r"/libcufft\.so(\.\d+)*$", path):
-                    yield path
-    except OSError:
-        pass
-    for sp in sys.path:
-        if not sp or not os.path.isabs(sp):  # '' and relative entries mean the current directory
-            continue
-        for pattern in ("nvidia/cu*/lib/libcufft.so*", "nvidia/cufft/lib/libcufft.so*"):
-            yield from sorted(glob.glob(os.path.join(sp, pattern)), reverse=True)
-    for root in (os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
-        if root and os.path.isabs(root):
-            yield from sorted(glob.glob(os.path.join(root, "lib64", "libcufft.so*")), reverse=True)
-    yield from ("libcufft.so.12", "libcufft.so.11", "libcufft.so")
-
-
 def library():
     """The loaded libcufft with its prototypes; RuntimeError naming what was tried if none loads."""
     global _lib
     with _lib_lock:
         if _lib is not None:
             return _lib
-        tried = []
-        for path in dict.fromkeys(_candidates()):
-            try:
-                lib = ctypes.CDLL(path)
-                lib.cufftMakePlanMany64  # noqa: B018  (cuFFT >= 9.2)
-            except (OSError, AttributeError) as e:
-                tried.append(f"{path}: {e}")
-                continue
-            _set_prototypes(lib)
-            _lib = lib
-            return lib
-        raise RuntimeError("cuFFT library not found (install the nvidia-cufft wheel, e.g. "
-                           "pip install 'cuda-toolkit[cufft]'); tried: " + "; ".join(tried[-6:]))
+        lib = nvlib.load("cufft", "cufftMakePlanMany64", "cupy.cuda.cufft", ("cu*", "cufft"),
+                         ("libcufft.so.12", "libcufft.so.11", "libcufft.so"),
+                         "install the nvidia-cufft wheel, e.g. pip install 'cuda-toolkit[cufft]'")
+        _set_prototypes(lib)
+        _lib = lib
+        return lib
 
 
 @functools.lru_cache(maxsize=1)

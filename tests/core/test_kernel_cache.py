@@ -101,7 +101,7 @@ def test_cufft_search_skips_the_current_directory(monkeypatch, tmp_path):
 
     monkeypatch.setattr(fft_cufft, "_lib", None)
     monkeypatch.setattr(fft_cufft.ctypes, "CDLL", fake_cdll)
-    with pytest.raises(RuntimeError, match="cuFFT library not found"):
+    with pytest.raises(RuntimeError, match="libcufft not found"):
         fft_cufft.library()
     assert str(site / "nvidia/cufft/lib/libcufft.so.12") in tried  # the absolute entry is searched
     # bare names ("libcufft.so.12") go to the dynamic linker's own search; any path must be absolute
