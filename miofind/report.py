@@ -27,7 +27,7 @@ from .problem import DIRECTION_NAMES, DIRECTIONS, ProblemDescription
 __all__ = ["CEIL_TFLOPS", "BANDWIDTH", "ReportError", "gmean", "tuning_gains", "min_bytes", "roofline_ms",
            "roofline_fraction", "Source", "open_source", "collect", "render_html", "report_command"]
 
-# H100 SXM ceilings (REFERENCE.md section 10): dense FP32 without tensor cores, FP16/BF16 tensor
+# H100 SXM ceilings measured on our device machine: dense FP32 SGEMM without tensor cores, FP16/BF16 tensor
 # cores, HBM3 bandwidth.
 CEIL_TFLOPS = {"FP32": 51.6, "FP16": 667.0, "BF16": 667.0}
 BANDWIDTH = 3.0e12  # bytes/s

@@ -227,14 +227,18 @@ def test_find_explain_goes_into_json(fake_find):
 # -- help -------------------------------------------------------------------------------------------
 
 def _commands():
-    """Every command defined in cli.py (the db group lives in cli_db.py and is checked there)."""
-    return [("main", cli.main)] + [(n, c) for n, c in cli.main.commands.items() if n != "db"]
+    """Every command of the tree, ``db`` subcommands included."""
+    out = [("main", cli.main)]
+    for n, c in cli.main.commands.items():
+        out.append((n, c))
+        out += [(f"{n} {sn}", sc) for sn, sc in getattr(c, "commands", {}).items()]
+    return out
 
 
 @pytest.mark.parametrize("name,cmd", _commands(), ids=[n for n, _ in _commands()])
 def test_every_option_has_help(name, cmd):
     opts = [p for p in cmd.params if isinstance(p, click.Option)]
-    assert opts
+    assert opts or getattr(cmd, "commands", None)
     missing = [p.opts[0] for p in opts if not (p.help or "").strip()]
     assert not missing, f"{name}: options without help: {missing}"
     assert (cmd.help or "").strip()

@@ -80,7 +80,7 @@ def test_network_config_is_deterministic_and_distinct_per_direction(p):
 # -- literal MIOpen keys of every form ------------------------------------------------------------
 
 LITERAL_KEYS = [
-    # REFERENCE.md's examples
+    # MIOpen's key examples (2D, groups, 3D)
     "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F",
     "1024-14-14-3x3-1024-14-14-16-1x1-1x1-1x1-0-NCHW-FP16-F_g32",
     "1-1-161-700-1x5x20-32-1-157-681-1-0x0x0-1x1x1-1x1x1-0-NCDHW-FP16-F",

@@ -279,7 +279,7 @@ def test_find_uses_cudnn():
 @needs_frontend
 @pytest.mark.parametrize("dtype,ref_us", [("FP32", 241.0), ("FP16", 58.0)])
 def test_fastest_plan_matches_reference_time(dtype, ref_us):
-    """3x3 64->64 @56 N=32 forward (REFERENCE numbers are cuDNN's own on an H100): the fastest plan, timed
+    """3x3 64->64 @56 N=32 forward (cuDNN 9.19 through PyTorch, benchmark mode, measured on this H100: 241 us FP32, 58 us FP16): the fastest plan, timed
     over 20 back-to-back calls, should be within 1.5x. Prints every plan's time."""
     import cupy
 
