@@ -11,6 +11,7 @@ import time
 
 from .device import DeviceInfo, current_device
 from .find import FIND_TIME_BUDGET_MS, check_mode, find, immediate, resolve_problem
+from .invokers import current_stream, stream_handle
 from .registry import solvers as all_solvers
 from .results import Failure, FindResult, Solution
 from .trust import trust_key
@@ -163,36 +164,29 @@ def run_solution(solution: Solution, x, w, y=None, *, workspace=None, stream=Non
     if pr is None:
         current_device()
         pr = solution.__dict__["_prepared"] = solution.prepare()
-    s = _stream_of(x, stream)
+    if stream is None:
+        s, own = current_stream(x), True
+    else:
+        s, own = stream_handle(stream), False
     if y is None:
-        y = _allocate_output(pr, x, s)
+        y = _allocate_output(pr, x, s, own)
     return pr(x, w, y, workspace=workspace, stream=s)
 
 
-def _stream_of(x, stream) -> int:
-    from .invokers import current_stream, stream_handle
-
-    if stream is not None:
-        return stream_handle(stream)
-    return current_stream(x)
-
-
-def _allocate_output(pr, x, stream: int):
-    """The output of a prepared solution, made on ``stream``: a torch tensor for torch inputs (in
-    channels_last format when the input is), else a CuPy array."""
+def _allocate_output(pr, x, stream: int, current: bool):
+    """The output of a prepared solution, made on ``stream`` (``current``: it is the current one): a
+    torch tensor for torch inputs (in channels_last format when the input is), else a CuPy array."""
     if type(x).__module__.startswith("torch"):
         import torch
 
         dt = (pr._torch or pr._torch_info())[0]
-        from .invokers import current_stream
-
-        ctx = torch.cuda.stream(torch.cuda.ExternalStream(stream, device=x.device)) \
-            if stream != current_stream(x) else _null()
+        dev = x.get_device()
+        ctx = _null() if current else torch.cuda.stream(torch.cuda.ExternalStream(stream, device=dev))
         with ctx:
             if pr._cl[2] and x.shape != pr._shapes[0] and tuple(x.shape) == pr._logical[0]:
                 fmt = torch.channels_last if len(pr._logical[2]) == 4 else torch.channels_last_3d
-                return torch.empty(pr._logical[2], dtype=dt, device=x.device, memory_format=fmt)
-            return torch.empty(pr._shapes[2], dtype=dt, device=x.device)
+                return torch.empty(pr._logical[2], dtype=dt, device=dev, memory_format=fmt)
+            return torch.empty(pr._shapes[2], dtype=dt, device=dev)
     import cupy
 
     from .launch import cupy_stream

@@ -570,8 +570,17 @@ class ImplicitGemmBase(Solver):
             lred = Launch(kerns[nx + 1], *launch[nx + 1], (PTR, PTR)) if eff > 1 else None
             need_ws = bool(xps) or eff > 1
 
+            al0, al1 = align
+
+            if not xps and not wrw:      # one launch: the common forward/backward-data case, kept short
+                def invoker(a, b, out, workspace, stream):
+                    if a % al0 or b % al1:
+                        check_alignment(sid, align, a, b)
+                    lmain(stream, a, b, out)
+                return invoker
+
             def invoker(a, b, out, workspace, stream):
-                if (align[0] > 1 and a % align[0]) or (align[1] > 1 and b % align[1]):
+                if a % al0 or b % al1:
                     check_alignment(sid, align, a, b)
                 if need_ws and not workspace:
                     raise ValueError(f"{sid}: workspace of {ws_total} bytes required, got none")
