@@ -423,7 +423,8 @@ def _from_row(row: sa.RowMapping, cls: type = None) -> Any:
 
 
 _KINDS.update({Record: (_records, _KEY_COLS), PerfRecord: (_perf, _KEY_COLS),
-               TuneFailure: (_failures, _KEY_COLS + ("config",)), FindFailure: (_find_failures, _KEY_COLS + ("config",))})
+               TuneFailure: (_failures, _KEY_COLS + ("config",)),
+               FindFailure: (_find_failures, _KEY_COLS + ("config",))})
 
 
 # -- URLs and files --------------------------------------------------------------------------------

@@ -386,7 +386,8 @@ def test_benchmark_reports_the_config_that_failed(monkeypatch):
         workspace_bytes, config = 0, {"BM": 64}
 
     monkeypatch.setattr(find_mod, "Harness", H)
-    monkeypatch.setattr(find_mod, "prepare_all", lambda problem, todo, verify=True: ([(Sol(), "inv") for _ in todo], None))
+    monkeypatch.setattr(find_mod, "prepare_all",
+                        lambda problem, todo, verify=True: ([(Sol(), "inv") for _ in todo], None))
     _, failures, _ = find_mod.benchmark(P, cs, None, True, 1, 1, None, configs=lambda s: [None, {"plan": s.id}])
     assert [(f.solver_id, f.stage, f.config) for f in failures] == \
         [(cs[0].id, "verify", None), (cs[0].id, "verify", {"plan": cs[0].id}),
@@ -400,8 +401,10 @@ def test_find_failures_round_trip_and_replace_per_solver(tmp_path):
 
     db = FindDB(str(tmp_path / "f.sqlite"))
     key = P.key()
-    f = lambda sid, cfg=None, stage="verify": FindFailure(DEV.db_name, key, sid, cfg, stage, "why", "src=1;v=1",  # noqa: E731
-                                                          "13.0", __version__)
+
+    def f(sid, cfg=None, stage="verify"):
+        return FindFailure(DEV.db_name, key, sid, cfg, stage, "why", "src=1;v=1", "13.0", __version__)
+
     assert db.store_find_failures(DEV.db_name, key, ["A", "B"], [f("A"), f("A", {"plan": "x"}), f("B", {})]) == 3
     got = db.find_failures(DEV.db_name, key)
     assert [(g.solver_id, g.config) for g in got] == [("A", None), ("A", {"plan": "x"}), ("B", None)]
@@ -446,5 +449,6 @@ def test_a_schema_2_file_reads_as_is_read_only_and_migrates_when_writable(tmp_pa
     with FindDB(str(path)) as d:
         assert d.stats()["schema_version"] == findb_mod.SCHEMA_VERSION == 3
         assert len(d.lookup(DEV.db_name, P.key())) == len(cands())
-        d.store_find_failures(DEV.db_name, P.key(), ["A"], [FindFailure(DEV.db_name, P.key(), "A", None, "launch", "x")])
+        d.store_find_failures(DEV.db_name, P.key(), ["A"],
+                              [FindFailure(DEV.db_name, P.key(), "A", None, "launch", "x")])
         assert [f.solver_id for f in d.find_failures(DEV.db_name, P.key())] == ["A"]

@@ -251,8 +251,9 @@ def main() -> None:
         print(f"{name:24} {key:58} {n:9d} {mean_l:8.1f} {factor_exact(p):6.3f} {factor_model(p):6.3f}")
     recs = _shipped_records()
     fs = {p.key(): factor_model(p) for _, p, _ in recs}
-    print(f"\nshipped FindDB: {len(fs)} problems, model f {min(fs.values()):.3f}..{max(fs.values()):.3f} "
-          f"(x{MODEL_SAFETY} for conversions: {min(fs.values()) * MODEL_SAFETY:.3f}..{max(fs.values()) * MODEL_SAFETY:.3f})")
+    lo, hi = min(fs.values()), max(fs.values())
+    print(f"\nshipped FindDB: {len(fs)} problems, model f {lo:.3f}..{hi:.3f} "
+          f"(x{MODEL_SAFETY} for conversions: {lo * MODEL_SAFETY:.3f}..{hi * MODEL_SAFETY:.3f})")
     print(f"\nworst record per (dtype, direction, family): rel_l2 (GPU) x f x {MODEL_SAFETY} = estimated RMS, "
           "against tolerance_for(...).rms\n")
     print(f"{'row':28} {'rel_l2':>8} {'f':>6} {'est RMS':>8} {'tol':>8} {'margin':>7}  problem (solver)")
