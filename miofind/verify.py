@@ -215,21 +215,21 @@ CHUNK = 1 << 26   # elements per step of errors_of (512 MiB of float64)
 
 def errors_of(out, dt: str, ref64) -> Errors:
     """``Errors`` of ``out`` (storage type of ``dt``) against the float64 ``ref64``, computed in
-    chunks, so that a large output needs a few chunk-sized float64 temporaries rather than full-size
-    copies. numpy or CuPy arrays."""
+    chunks with one float64 temporary of a chunk's size (not full-size copies). numpy or CuPy."""
     xp = _xp(out)
     n = out.size
     o, r = out.reshape(-1), ref64.reshape(-1)
     sq_err = sq_ref = max_err = max_ref = 0.0
     for i in range(0, n, CHUNK):
-        oc, rc = to_float64(o[i:i + CHUNK], dt), r[i:i + CHUNK]
-        if not bool(xp.isfinite(oc).all()):
+        d, rc = to_float64(o[i:i + CHUNK], dt), r[i:i + CHUNK]   # d: a fresh copy
+        d -= rc
+        se = float(xp.vdot(d, d))
+        if not math.isfinite(se):         # an unwritten (NaN) or overflowed element
             return INFINITE
-        d = oc - rc
-        sq_err += float(xp.sum(d * d))
-        sq_ref += float(xp.sum(rc * rc))
-        max_err = max(max_err, float(xp.abs(d).max()))
-        max_ref = max(max_ref, float(xp.abs(rc).max()))
+        sq_err += se
+        sq_ref += float(xp.vdot(rc, rc))
+        max_err = max(max_err, float(d.max()), -float(d.min()))
+        max_ref = max(max_ref, float(rc.max()), -float(rc.min()))
     return _errors(sq_err, sq_ref, max_err, max_ref, n)
 
 
