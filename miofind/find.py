@@ -14,6 +14,14 @@ answer instead:
 - ``dynamic_hybrid``: as hybrid, but a miss benchmarks only the candidates that need no new
   compilation (library-only solutions, or kernels in the binary cache); a prediction if none;
 - ``benchmark``: always benchmark.
+
+A benchmark stores each measured solver's failures in the user FindDB (``FindDB.store_find_failures``:
+stage, reason, trust key, CUDA version, per config) and clears them when it succeeds. Every mode but
+``benchmark`` then treats a candidate whose failure was recorded under its current trust key and this
+CUDA major version, for every config it would measure, as settled: it is not measured again (it shows
+among the result's failures) and does not keep a normal-mode find from answering from the DB. A
+change of its code (trust key) or CUDA major makes it a candidate again. Out-of-memory failures and
+workspace-limit skips are not recorded (they depend on what else runs and on the caller).
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from . import __version__
 from .compile import is_compiled
 from .db import Record
+from .db.findb import FindFailure, config_key
 from .db.handles import open_dbs
 from .device import DeviceInfo, current_device
 from .harness import Harness, describe, failure_stage, reference_invoker_for
@@ -131,19 +140,19 @@ def candidates(problem: ProblemDescription, solver_ids=None) -> tuple[list[Solve
     return cands, skipped
 
 
-def trusted_solutions(records, dev: DeviceInfo, problem, cands, verify, workspace_limit):
+def trusted_solutions(records, dev: DeviceInfo, problem, cands, verify, workspace_limit, settled=frozenset()):
     """Solutions from one DB layer's records for the candidates whose record is trusted, and
-    whether every candidate had one."""
+    whether every candidate had one (a candidate in ``settled``, a recorded failure, needs none)."""
     recs = {r.solver_id: r for r in records}
     out, complete = [], True
     for s in cands:
         r = recs.get(s.id)
         if r is None:
-            complete = False
+            complete = complete and s.id in settled
             continue
         ok, _ = is_trusted(r, s, dev.cuda_version)
         if not ok or (verify and not r.verified) or (r.config is not None and not s.is_valid_config(problem.as_conv(), r.config)):
-            complete = False
+            complete = complete and s.id in settled
             continue
         if workspace_limit is not None and r.workspace_bytes > workspace_limit:
             continue
@@ -152,12 +161,13 @@ def trusted_solutions(records, dev: DeviceInfo, problem, cands, verify, workspac
     return out, complete
 
 
-def from_db(dbs, dev: DeviceInfo, problem, cands, verify, workspace_limit):
+def from_db(dbs, dev: DeviceInfo, problem, cands, verify, workspace_limit, settled=frozenset()):
     """(solutions, complete, layer): the first layer (user, then system) whose trusted records cover
-    every candidate; else the first layer with any trusted record, complete=False; else ([], False, None)."""
+    every candidate (but those in ``settled``); else the first layer with any trusted record,
+    complete=False; else ([], False, None)."""
     partial = None
     for layer, records in dbs.lookup(dev.db_name, problem.key()):
-        sols, complete = trusted_solutions(records, dev, problem, cands, verify, workspace_limit)
+        sols, complete = trusted_solutions(records, dev, problem, cands, verify, workspace_limit, settled)
         if complete and sols:
             return sols, True, layer
         if sols and partial is None:
@@ -180,6 +190,55 @@ def find_configs(dbs, dev: DeviceInfo, problem, solver: Solver) -> list:
     return [cfg] if cfg is not None else list(solver.find_configs(problem))
 
 
+# -- failures recorded by earlier finds --------------------------------------------------------
+
+# stages a later find would fail at again with the same code; OOM is about what else ran
+_RECORDED_STAGES = ("solution", "compile", "launch", "verify")
+_TRANSIENT = ("OutOfMemory", "out of memory", "OUT_OF_MEMORY", "ALLOC_FAILED", "MemoryAllocation")
+
+
+def settled_failures(dbs, dev: DeviceInfo, problem, cands) -> dict[str, Failure]:
+    """{solver id: Failure} of the candidates a find need not measure again: their latest find failed
+    under their current trust key and this CUDA major version, for every config a find would measure
+    now (the tuned PerfDB config, else the default; for a solver that lists its configs at find time,
+    such as cuDNN's plans, any recorded one). Read from the user FindDB."""
+    user = dbs.user
+    rows = user.find_failures(dev.db_name, problem.key()) if user is not None else []
+    if not rows:
+        return {}
+    out = {}
+    for s in cands:
+        mine = [f for f in rows if f.solver_id == s.id and is_trusted(f, s, dev.cuda_version)[0]]
+        if not mine:
+            continue
+        tuned = tuned_config(dbs, dev, problem, s, report=False)
+        if tuned is not None:
+            need = {config_key(tuned)}
+        elif type(s).find_configs is Solver.find_configs:
+            need = {config_key(None)}
+        else:
+            need = set()
+        failed = {config_key(f.config): f for f in mine}
+        if need <= set(failed):
+            f = failed[min(need)] if need else mine[0]
+            when = time.strftime("%Y-%m-%d", time.localtime(f.created_at))
+            out[s.id] = Failure(s.id, f.stage, f"{f.reason} (recorded by a find on {when}; not measured again until "
+                                "its code or CUDA version changes, or --mode benchmark)", config=f.config)
+    return out
+
+
+def record_failures(db, dev: DeviceInfo, problem, measured, failures, succeeded) -> None:
+    """Store in ``db`` the failures of the solvers ``measured`` by a benchmark, replacing what their
+    earlier finds left (a solver that succeeded now has none; one that failed and is not in
+    ``succeeded`` loses its find record of this problem). Out-of-memory failures are left out."""
+    keep = [FindFailure(dev.db_name, problem.key(), f.solver_id, f.config, f.stage, f.reason[:4000],
+                        kernel_hash=trust_key(s), cuda_version=dev.cuda_version, package_version=__version__)
+            for f in failures for s in measured
+            if s.id == f.solver_id and f.stage in _RECORDED_STAGES and not any(t in f.reason for t in _TRANSIENT)]
+    db.store_find_failures(dev.db_name, problem.key(), [s.id for s in measured], keep,
+                           failed={f.solver_id for f in keep} - set(succeeded))
+
+
 # -- the procedure -----------------------------------------------------------------------------
 
 def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", workspace_limit=None, solvers=None,
@@ -196,10 +255,16 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
     done = lambda sols, **kw: result(sols, problem=problem, t0=t0, sort_by=sort_by, mode=mode, **kw)  # noqa: E731
 
     if mode != "benchmark" and cands:
-        sols, complete, layer = from_db(dbs, dev, problem, cands, verify, workspace_limit)
+        settled = settled_failures(dbs, dev, problem, cands)
+        sols, complete, layer = from_db(dbs, dev, problem, cands, verify, workspace_limit, frozenset(settled))
         if sols and (complete or mode != "normal"):
             log.debug("find %s: answered from the %s FindDB", problem.key(), layer)
-            return done(sols, source="db", failures=failures, db_layer=layer)
+            return done(sols, source="db", failures=failures + list(settled.values()), db_layer=layer)
+        failures += settled.values()
+        cands = [s for s in cands if s.id not in settled]
+        if not cands:   # every candidate failed before, under the same code
+            log.debug("find %s: every candidate failed in an earlier find", problem.key())
+            return done([], source="db", failures=failures, db_layer="user")
         if mode == "fast":
             return predicted(problem, dbs, dev, cands, workspace_limit, failures, done)
         if mode == "dynamic_hybrid":
@@ -220,6 +285,11 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
     if store and not ws_skipped and sols:
         store_solutions(dbs.user, dev, problem, sols)
         stored = True
+    if store and not dbs.user.readonly:
+        # solvers a workspace limit kept from running were not measured: their record stays as it was
+        skipped = {f.solver_id for f in bench_failures if f.stage == "workspace"} - {s.solver_id for s in sols}
+        record_failures(dbs.user, dev, problem, [s for s in cands if s.id not in skipped], bench_failures,
+                        {s.solver_id for s in sols})
     return done(sols, source="find", failures=failures, stored=stored)
 
 
@@ -290,7 +360,7 @@ def _prepare(problem, solver, config=None):
         stage = "compile"
         return sol, build_invoker(problem, sol)
     except Exception as e:
-        return Failure(solver.id, stage, describe(e)), None
+        return Failure(solver.id, stage, describe(e), config=config), None
 
 
 def prepare_all(problem, todo, *, verify=True, threads=8):
@@ -324,7 +394,7 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
     prepared, ref_inv = prepare_all(problem, todo, verify=verify)
     h = Harness(problem, verify=verify, seed=seed, reference_invoker=ref_inv)
     sols = []
-    for (s, _), (sol, inv) in zip(todo, prepared):
+    for (s, cfg), (sol, inv) in zip(todo, prepared):
         if isinstance(sol, Failure):
             failures.append(sol)
             continue
@@ -344,7 +414,7 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
                     f"{s.id} (config {sol.config}) broke the CUDA context on {problem.key()}: {reason.splitlines()[0]}; "
                     f"{max(0, left)} candidate(s) were not measured and nothing was stored; restart the process "
                     f"(exclude it with --solver/solvers=)") from None
-            failures.append(Failure(s.id, stage, reason))
+            failures.append(Failure(s.id, stage, reason, config=cfg))
             continue
         h.release()
         sols.append(Solution(s.id, s.algorithm, m.time_ms, sol.workspace_bytes, sol.config, verify, problem,

@@ -3,9 +3,10 @@ problem, a float64 reference output, and per-solution verify-then-time.
 
 Inputs are random (never zeros) and made once per harness; the output is poisoned with NaN before
 every verification run, so a kernel that skips elements cannot pass. Verification compares
-against the float64 naive GPU solver with the tolerance of ``verify.tolerance`` for the data
-type, family, direction and math mode. Timing takes CUDA events around each launch: warm-ups,
-then the median with 20%/80% quantiles; under a time budget (find's), slow kernels get fewer runs.
+against the float64 naive GPU solver with the bounds of ``verify.tolerance_for`` (data type,
+family, direction, math mode and reduction length): an RMS error and a per-element error. Timing
+takes CUDA events around each launch: warm-ups, then the median with 20%/80% quantiles; under a
+time budget (find's), slow kernels get fewer runs.
 """
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ class Harness:
         self.b = random_array(b_shape, dt, rng)
         self.out = cupy.empty(out_shape, dtype=self.a.dtype)
         self.check_ms = float("nan")
+        self.errors = None
         self.ref = None
         if verify:
             ref_inv = reference_invoker if reference_invoker is not None else reference_invoker_for(problem)
@@ -119,12 +121,13 @@ class Harness:
         return cupy.empty(nbytes, dtype=cupy.uint8) if nbytes else None
 
     def check(self, invoker, workspace, family: str) -> float | None:
-        """Run once on a poisoned output; the relative error, or None when not verifying.
-        Raises VerifyError beyond the tolerance. The run's time (CUDA events) is kept in
-        ``check_ms``."""
+        """Run once on a poisoned output; the relative L2 error (what find stores as ``max_error``),
+        or None when not verifying. Raises VerifyError when the output fails
+        ``verify.tolerance_for(problem, family)`` (its RMS error, or any one element's error); the
+        errors of the run are kept in ``errors``, its time (CUDA events) in ``check_ms``."""
         import cupy
 
-        from .verify import poison, rel_error_of, tolerance
+        from .verify import errors_of, poison, tolerance_for
 
         p, dt = self.problem, self.problem.dtype
         poison(self.out, dt)
@@ -136,11 +139,11 @@ class Harness:
         self.check_ms = cupy.cuda.get_elapsed_time(start, stop)
         if not self.verify:
             return None
-        err = rel_error_of(self.out, dt, self.ref)
-        tol = tolerance(dt, family, p.as_conv().direction, p.math)
-        if not err <= tol:
-            raise VerifyError(f"relative error {err:.3g} exceeds {tol:.1g}")
-        return err
+        self.errors = errors_of(self.out, dt, self.ref)
+        why = tolerance_for(p, family).failure(self.errors)
+        if why is not None:
+            raise VerifyError(why)
+        return self.errors.rel_l2
 
     def time(self, invoker, workspace, warmup: int = 3, iters: int = 10,
              budget_ms: float | None = None) -> tuple[float, float, float]:

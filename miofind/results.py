@@ -41,6 +41,7 @@ class Failure:
     solver_id: str
     stage: str            # "applicability", "solution", "compile", "launch", "verify", "workspace"
     reason: str
+    config: dict | None = None   # the config that failed (None: the solver's default, or not one config)
 
 
 class FindResult(list):

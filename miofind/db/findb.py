@@ -35,11 +35,15 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql as _pg
 from sqlalchemy.dialects import sqlite as _sqlite
 
-__all__ = ["FindDB", "Record", "PerfRecord", "TuneFailure", "FindDBError", "FindDBWarning", "default_db_url",
+__all__ = ["FindDB", "Record", "PerfRecord", "TuneFailure", "FindFailure", "FindDBError", "FindDBWarning",
+           "default_db_url",
            "sqlite_file", "readonly_sqlite_query",
            "config_key", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+# The oldest schema a read-only handle reads as is: each later version only added tables, which read
+# as empty (a read-only open must not migrate; the shipped system DBs are version 2).
+_OLDEST_READABLE = 2
 _BUSY_TIMEOUT_MS = 30_000
 _WRITE_ATTEMPTS = 10
 _T = TypeVar("_T")
@@ -235,6 +239,33 @@ class TuneFailure:
         object.__setattr__(self, "created_at", _real("created_at", self.created_at))
 
 
+@dataclass(frozen=True)
+class FindFailure:
+    """A candidate that failed in a find (one config of one solver, on one problem and device): what
+    failed (``stage``: solution, compile, launch, verify) and why, under which trust key
+    (``kernel_hash``) and CUDA version. A normal-mode find does not measure it again while both hold
+    (``miofind.find``); ``config`` is None for a solver's default."""
+
+    device: str
+    problem_key: str
+    solver_id: str
+    config: dict | None = field(hash=False)
+    stage: str
+    reason: str
+    kernel_hash: str = ""
+    cuda_version: str = ""
+    package_version: str = ""
+    created_at: float = field(default_factory=time.time)
+
+    def __post_init__(self) -> None:
+        _check_strs(self, ("device", "problem_key", "solver_id", "stage", "reason", "kernel_hash", "cuda_version",
+                           "package_version"), ("device", "problem_key", "solver_id", "stage"))
+        _check_config(self.config, required=False)
+        if self.config is not None and not self.config:
+            object.__setattr__(self, "config", None)   # {} and None are both the default config
+        object.__setattr__(self, "created_at", _real("created_at", self.created_at))
+
+
 # -- schema ----------------------------------------------------------------------------------------
 
 _md = sa.MetaData()
@@ -297,6 +328,25 @@ _failures = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
     sa.UniqueConstraint("device", "problem_key", "solver_id", "config", name="uq_tune_failures_key"),
 )
+_find_failures = sa.Table(
+    "find_failures", _md,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("device", sa.String(64), nullable=False),
+    sa.Column("problem_key", sa.String(512), nullable=False),
+    sa.Column("solver_id", sa.String(128), nullable=False),
+    sa.Column("config", sa.String(1024), nullable=False),
+    sa.Column("stage", sa.String(32), nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("kernel_hash", sa.String(128), nullable=False),
+    sa.Column("cuda_version", sa.String(32), nullable=False),
+    sa.Column("package_version", sa.String(64), nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.UniqueConstraint("device", "problem_key", "solver_id", "config", name="uq_find_failures_key"),
+    sa.Index("ix_find_failures_device_problem", "device", "problem_key"),
+)
+# The schema version that added each table after version 1 (a read-only handle on an older schema
+# reads a newer table as empty).
+_TABLE_SINCE = {"find_failures": 3}
 # The fleet's job queue (miofind.db.jobs): one row per problem to tune; workers claim rows with
 # SELECT ... FOR UPDATE SKIP LOCKED and hold them under a lease that a dead worker lets expire.
 jobs_table = sa.Table(
@@ -333,8 +383,9 @@ _RAW_COLS = _raw_cols(_records)
 _KINDS: dict[type, tuple[sa.Table, tuple[str, ...]]] = {}
 
 # _MIGRATIONS[v] upgrades a schema from version v to v + 1 inside the open write transaction.
-# Version 2 added perf_records, tune_failures and tune_jobs, which create_all has made by then.
-_MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {1: lambda con: None}
+# Version 2 added perf_records, tune_failures and tune_jobs, version 3 find_failures: create_all has
+# made them by then.
+_MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {1: lambda con: None, 2: lambda con: None}
 
 
 def _to_row(r: Any) -> dict[str, Any]:
@@ -342,6 +393,8 @@ def _to_row(r: Any) -> dict[str, Any]:
     row = {name: getattr(r, name) for name in _data_cols(table)}
     if isinstance(r, Record):
         row["config"] = None if r.config is None else json.dumps(r.config, sort_keys=True, allow_nan=False)
+    elif isinstance(r, FindFailure):
+        row["config"] = config_key(r.config) or "null"
     else:
         row["config"] = config_key(r.config)
     return row
@@ -370,7 +423,8 @@ def _from_row(row: sa.RowMapping, cls: type = None) -> Any:
 
 
 _KINDS.update({Record: (_records, _KEY_COLS), PerfRecord: (_perf, _KEY_COLS),
-               TuneFailure: (_failures, _KEY_COLS + ("config",))})
+               TuneFailure: (_failures, _KEY_COLS + ("config",)),
+               FindFailure: (_find_failures, _KEY_COLS + ("config",))})
 
 
 # -- URLs and files --------------------------------------------------------------------------------
@@ -775,8 +829,11 @@ class FindDB:
                               "miofind leaves it untouched")
         v = self._read_version(con)
         self._check_version(v)
-        if v == SCHEMA_VERSION:  # older versions are the migrations' business
+        # older versions are the migrations' business, except where a read-only handle reads them as is
+        if v == SCHEMA_VERSION or (self.readonly and _OLDEST_READABLE <= v):
             for t in _md.sorted_tables:
+                if _TABLE_SINCE.get(t.name, 0) > v:
+                    continue
                 if t.name not in tables:
                     raise FindDBError(f"FindDB {self._where} (schema version {v}) lacks the table {t.name}; "
                                       "not a FindDB this miofind can use")
@@ -789,7 +846,8 @@ class FindDB:
 
     def _open_schema(self) -> None:
         v = self._run("read the schema version", self._schema_version)
-        if v == SCHEMA_VERSION:
+        self._version = v
+        if v == SCHEMA_VERSION or (self.readonly and _OLDEST_READABLE <= v):
             return
         if self.readonly:
             what = "has no FindDB schema" if v == 0 else f"has schema version {v} and needs a migration"
@@ -810,6 +868,11 @@ class FindDB:
             self._schema_version(con)  # the result has every table and column (else rolled back)
 
         self._run("create the schema", create_or_migrate, write=True)
+        self._version = SCHEMA_VERSION
+
+    def _has(self, table: sa.Table) -> bool:
+        """Whether the database has ``table`` (a read-only handle on an older schema may lack it)."""
+        return _TABLE_SINCE.get(table.name, 0) <= self._version
 
     # -- plumbing ----------------------------------------------------------------------------------
 
@@ -956,6 +1019,56 @@ class FindDB:
         yield from self._records(self._run("read failed configs", lambda con: con.execute(q).mappings().all()),
                                  TuneFailure)
 
+    def store_find_failures(self, device: str, problem_key: str, solver_ids: Iterable[str],
+                            failures: Iterable[FindFailure], *, failed: Iterable[str] = ()) -> int:
+        """Replace what is recorded of the find failures of ``solver_ids`` (and of the failures' own
+        solvers) on one problem and device by ``failures``, in one transaction: the outcome of their
+        latest find, so a solver that now succeeds has none. The find records of the solvers in
+        ``failed`` (which produced no solution) are deleted with it. Returns how many were stored."""
+        if self.readonly:
+            self._refuse_write()
+        rows: dict[tuple, dict[str, Any]] = {}
+        solvers = set(solver_ids)
+        for f in failures:
+            if not isinstance(f, FindFailure):
+                raise FindDBError(f"FindDB {self._where}: expected FindFailure objects, got {type(f).__name__}")
+            if (f.device, f.problem_key) != (device, problem_key):
+                raise FindDBError(f"FindDB {self._where}: find failure of {f.device} {f.problem_key} stored under "
+                                  f"{device} {problem_key}")
+            row = _to_row(f)
+            rows[(f.solver_id, row["config"])] = row   # the last of duplicates wins
+            solvers.add(f.solver_id)
+        failed = sorted(set(failed))
+        if not solvers and not failed:
+            return 0
+        t = _find_failures
+        mine = sa.and_(t.c.device == device, t.c.problem_key == problem_key, t.c.solver_id.in_(sorted(solvers)))
+        if not rows and not failed and self._run("read find failures", lambda con: con.execute(
+                sa.select(t.c.id).where(mine).limit(1)).first()) is None:
+            return 0   # nothing to clear: no write (a write makes this process's cached answers stale)
+
+        def replace(con: sa.Connection) -> None:
+            con.execute(sa.delete(t).where(mine))
+            if failed:
+                r = _records.c
+                con.execute(sa.delete(_records).where(r.device == device, r.problem_key == problem_key,
+                                                      r.solver_id.in_(failed)))
+            if rows:
+                con.execute(sa.insert(t), list(rows.values()))
+
+        self._run("record find failures", replace, write=True)
+        return len(rows)
+
+    def find_failures(self, device: str, problem_key: str) -> list[FindFailure]:
+        """The recorded find failures of one problem on one device, by solver and config."""
+        if not self._has(_find_failures):
+            return []
+        t = _find_failures.c
+        q = (sa.select(*_raw_cols(_find_failures)).where(t.device == device, t.problem_key == problem_key)
+             .order_by(t.solver_id, t.config, t.id))
+        return self._records(self._run("read find failures", lambda con: con.execute(q).mappings().all()),
+                             FindFailure)
+
     def problem_keys(self, device: str | None = None, suffix: str | None = None) -> list[str]:
         """Distinct problem keys with find records (of one device if given; ending in ``suffix`` if given)."""
         t = _records.c
@@ -1002,11 +1115,12 @@ class FindDB:
 
     def delete(self, device: str | None = None, problem_key: str | None = None, solver_id: str | None = None,
                *, what: str = "find") -> int:
-        """Delete the find records (``what="perf"``: tuned configs; ``"failures"``: failed configs)
-        matching every given filter (all if none); returns how many."""
+        """Delete the find records (``what="perf"``: tuned configs; ``"failures"``: failed configs of
+        tuning; ``"find_failures"``: failed find candidates) matching every given filter (all if none);
+        returns how many."""
         if self.readonly:
             self._refuse_write()
-        tables = {"find": _records, "perf": _perf, "failures": _failures}
+        tables = {"find": _records, "perf": _perf, "failures": _failures, "find_failures": _find_failures}
         if what not in tables:
             raise ValueError(f"what={what!r}: expected one of {', '.join(tables)}")
         table = tables[what]
@@ -1027,9 +1141,11 @@ class FindDB:
                                        .order_by(_records.c.solver_id)).all())
             perf = con.execute(sa.select(f.count()).select_from(_perf)).scalar_one()
             failed = con.execute(sa.select(f.count()).select_from(_failures)).scalar_one()
+            find_failed = (con.execute(sa.select(f.count()).select_from(_find_failures)).scalar_one()
+                           if self._has(_find_failures) else 0)
             jobs = dict(con.execute(sa.select(jobs_table.c.status, f.count()).group_by(jobs_table.c.status)).all())
             return {"records": n, "problems": problems, "devices": devices, "solvers": solvers,
-                    "perf_records": perf, "failed_configs": failed, "jobs": jobs,
+                    "perf_records": perf, "failed_configs": failed, "failed_find_candidates": find_failed, "jobs": jobs,
                     "schema_version": self._read_version(con)}
 
         out = self._run("compute statistics", query)

@@ -14,6 +14,7 @@ from miofind import __version__
 from miofind.db import FindDB, Record
 from miofind.device import DeviceInfo
 from miofind.problem import ProblemDescription
+from miofind.solver import Solver
 
 DEV = DeviceInfo("NVIDIA H100 80GB HBM3", "sm_90", 132, "580.1", "13.0", "14.2.0")
 P = ProblemDescription.make("F", n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
@@ -219,3 +220,235 @@ def test_a_candidate_that_breaks_the_context_stops_the_find_with_one_clear_error
     sols, failures, _ = find_mod.benchmark(p, cs, None, True, 1, 1, None)
     assert [f.solver_id for f in failures] == [cs[0].id, cs[1].id] and [s.solver_id for s in sols] == [cs[2].id]
     assert isinstance(failures[0], Failure)
+
+
+# -- failures recorded by earlier finds -------------------------------------------------------------
+
+@pytest.fixture
+def failing(env, monkeypatch):
+    """``env`` whose fake benchmark fails the solvers named in the returned dict ({id: (stage, reason)})."""
+    from miofind.results import Failure
+
+    benchmarked, url = env
+    fail: dict[str, tuple[str, str]] = {}
+
+    def fake_benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, configs=None, budget_ms=None):
+        benchmarked.append([s.id for s in cands])
+        sols, failures = [], []
+        for i, s in enumerate(cands):
+            # the tuned config, else the default (cuDNN's find_configs lists plans on a GPU: left out)
+            cfg = configs(s)[0] if configs is not None and type(s).find_configs is Solver.find_configs else None
+            if s.id in fail:
+                failures.append(Failure(s.id, *fail[s.id], config=cfg))
+            else:
+                sols.append(api.Solution(s.id, s.algorithm, 1.0 + i, s.workspace_bytes(problem), cfg, True, problem))
+        return sols, failures, False
+
+    monkeypatch.setattr(find, "benchmark", fake_benchmark)
+    return benchmarked, url, fail
+
+
+def _recorded(url, p=P):
+    return {f.solver_id: f for f in FindDB(url).find_failures(DEV.db_name, p.key())}
+
+
+def test_normal_mode_does_not_measure_a_recorded_failure_again(failing):
+    benchmarked, url, fail = failing
+    bad = cands()[1]
+    fail[bad.id] = ("verify", "max element error 0.2 exceeds 3e-05")
+    r = api.find_solutions(P, mode="normal")
+    assert r.source == "find" and bad.id not in {s.solver_id for s in r}
+    f = _recorded(url)[bad.id]
+    assert (f.stage, f.reason, f.kernel_hash, f.cuda_version, f.config) == \
+        ("verify", "max element error 0.2 exceeds 3e-05", trust_key(bad), "13.0", None)
+    # every other candidate has a trusted record: the failure counts as settled, the DB answers
+    r = api.find_solutions(P, mode="normal")
+    assert r.source == "db" and len(benchmarked) == 1
+    settled = [x for x in r.failures if x.solver_id == bad.id]
+    assert [x.stage for x in settled] == ["verify"] and "recorded by a find" in settled[0].reason
+    # a missing record makes normal mode measure again, but not the recorded failure
+    FindDB(url).delete(solver_id=cands()[0].id)
+    r = api.find_solutions(P, mode="normal")
+    assert r.source == "find" and len(benchmarked) == 2 and bad.id not in benchmarked[1]
+    assert cands()[0].id in benchmarked[1] and bad.id in _recorded(url)
+    # hybrid's benchmark on a miss leaves it out too
+    FindDB(url).delete()
+    api.find_solutions(P, mode="hybrid")
+    assert len(benchmarked) == 3 and bad.id not in benchmarked[2] and len(benchmarked[2]) == len(cands()) - 1
+
+
+def test_a_changed_trust_key_or_cuda_major_makes_a_failed_candidate_eligible_again(failing):
+    from miofind.db.findb import FindFailure
+
+    benchmarked, url, fail = failing
+    bad = cands()[2]
+    others = [s for s in cands() if s.id != bad.id]
+    FindDB(url).store(records(solvers=others))
+    for kernel_hash, cuda in ((trust_key(bad), "12.4"), ("src=0123456789abcdef;v=1", "13.0")):
+        FindDB(url).store_find_failures(DEV.db_name, P.key(), [bad.id], [FindFailure(
+            DEV.db_name, P.key(), bad.id, None, "launch", "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+            kernel_hash=kernel_hash, cuda_version=cuda)])
+        n = len(benchmarked)
+        r = api.find_solutions(P, mode="normal")
+        assert r.source == "find" and len(benchmarked) == n + 1 and bad.id in benchmarked[-1]
+        assert bad.id not in _recorded(url)     # it succeeded this time: its failure is cleared
+        FindDB(url).delete(solver_id=bad.id)
+    # under the current key and CUDA major it is settled
+    FindDB(url).store_find_failures(DEV.db_name, P.key(), [bad.id], [FindFailure(
+        DEV.db_name, P.key(), bad.id, None, "launch", "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+        kernel_hash=trust_key(bad), cuda_version="13.2")])
+    n = len(benchmarked)
+    assert api.find_solutions(P, mode="normal").source == "db" and len(benchmarked) == n
+
+
+def test_benchmark_mode_measures_recorded_failures_and_clears_them_on_success(failing):
+    benchmarked, url, fail = failing
+    bad = cands()[0]
+    fail[bad.id] = ("compile", "NVRTCError: error: identifier undefined")
+    api.find_solutions(P, mode="benchmark")
+    assert _recorded(url)[bad.id].stage == "compile"
+    api.find_solutions(P, mode="benchmark")
+    assert len(benchmarked) == 2 and bad.id in benchmarked[1]
+    del fail[bad.id]
+    r = api.find_solutions(P, mode="benchmark")
+    assert bad.id in {s.solver_id for s in r} and _recorded(url) == {}
+
+
+def test_out_of_memory_is_not_recorded_and_every_candidate_failed_answers_from_the_db(failing):
+    benchmarked, url, fail = failing
+    oom, rest = cands()[0], cands()[1:]
+    fail[oom.id] = ("launch", "OutOfMemoryError: Out of memory allocating 68,719,476,736 bytes")
+    for s in rest:
+        fail[s.id] = ("verify", "RMS error 1 exceeds 3e-06")
+    r = api.find_solutions(P, mode="normal")
+    assert list(r) == [] and set(_recorded(url)) == {s.id for s in rest}
+    r = api.find_solutions(P, mode="normal")    # only the OOM candidate is measured again
+    assert benchmarked[1] == [oom.id] and list(r) == []
+    del fail[oom.id]
+    r = api.find_solutions(P, mode="normal")
+    assert [s.solver_id for s in r] == [oom.id] and len(benchmarked) == 3
+    r = api.find_solutions(P, mode="normal")    # settled: from the DB, with the failures listed
+    assert r.source == "db" and len(benchmarked) == 3 and {f.solver_id for f in r.failures} == {s.id for s in rest}
+    fail[oom.id] = ("verify", "max element error 0.1 exceeds 3e-05")
+    api.find_solutions(P, mode="benchmark")     # fails now: its earlier record goes
+    assert FindDB(url).lookup(DEV.db_name, P.key()) == [] and oom.id in _recorded(url)
+    r = api.find_solutions(P, mode="normal")    # every candidate failed before: nothing to measure
+    assert list(r) == [] and r.source == "db" and len(benchmarked) == 4 and len(r.failures) == len(cands())
+
+
+def test_a_failure_of_the_default_config_does_not_settle_a_tuned_config(failing):
+    from miofind.db.findb import PerfRecord
+
+    benchmarked, url, fail = failing
+    tun = next(s for s in cands() if s.tunable)
+    fail[tun.id] = ("launch", "CUDADriverError: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES")
+    api.find_solutions(P, mode="normal")
+    assert _recorded(url)[tun.id].config is None
+    assert api.find_solutions(P, mode="normal").source == "db"
+    cfg = tun.default_config(P.as_conv())
+    FindDB(url).store_perf([PerfRecord(DEV.db_name, P.key(), tun.id, cfg, 0.5, kernel_hash=trust_key(tun),
+                                       cuda_version="13.0")])
+    r = api.find_solutions(P, mode="normal")    # the tuned config has not failed: measured
+    assert r.source == "find" and tun.id in benchmarked[-1]
+    assert _recorded(url)[tun.id].config == cfg
+    n = len(benchmarked)
+    assert api.find_solutions(P, mode="normal").source == "db" and len(benchmarked) == n
+
+
+def test_store_false_records_nothing(failing):
+    benchmarked, url, fail = failing
+    fail[cands()[0].id] = ("verify", "RMS error 1 exceeds 3e-06")
+    api.find_solutions(P, mode="normal", store=False)
+    assert _recorded(url) == {}
+
+
+def test_benchmark_reports_the_config_that_failed(monkeypatch):
+    """The Failure of a config that fails verification names that config (what the FindDB records)."""
+    import miofind.find as find_mod
+    from miofind.harness import VerifyError
+
+    cs = find_mod.candidates(P)[0][:2]
+
+    class H:
+        def __init__(self, *a, **k):
+            pass
+
+        def workspace(self, n):
+            return None
+
+        def release(self):
+            pass
+
+        def measure(self, inv, ws, family, *a):
+            raise VerifyError("max element error 0.5 exceeds 3e-05")
+
+    class Sol:
+        workspace_bytes, config = 0, {"BM": 64}
+
+    monkeypatch.setattr(find_mod, "Harness", H)
+    monkeypatch.setattr(find_mod, "prepare_all",
+                        lambda problem, todo, verify=True: ([(Sol(), "inv") for _ in todo], None))
+    _, failures, _ = find_mod.benchmark(P, cs, None, True, 1, 1, None, configs=lambda s: [None, {"plan": s.id}])
+    assert [(f.solver_id, f.stage, f.config) for f in failures] == \
+        [(cs[0].id, "verify", None), (cs[0].id, "verify", {"plan": cs[0].id}),
+         (cs[1].id, "verify", None), (cs[1].id, "verify", {"plan": cs[1].id})]
+
+
+# -- the FindDB's table of failed find candidates --------------------------------------------------
+
+def test_find_failures_round_trip_and_replace_per_solver(tmp_path):
+    from miofind.db.findb import FindFailure
+
+    db = FindDB(str(tmp_path / "f.sqlite"))
+    key = P.key()
+
+    def f(sid, cfg=None, stage="verify"):
+        return FindFailure(DEV.db_name, key, sid, cfg, stage, "why", "src=1;v=1", "13.0", __version__)
+
+    assert db.store_find_failures(DEV.db_name, key, ["A", "B"], [f("A"), f("A", {"plan": "x"}), f("B", {})]) == 3
+    got = db.find_failures(DEV.db_name, key)
+    assert [(g.solver_id, g.config) for g in got] == [("A", None), ("A", {"plan": "x"}), ("B", None)]
+    assert db.find_failures("sm_80-108", key) == [] and db.stats()["failed_find_candidates"] == 3
+    assert db.store_find_failures(DEV.db_name, key, ["A"], []) == 0       # A succeeded: cleared
+    assert [g.solver_id for g in db.find_failures(DEV.db_name, key)] == ["B"]
+    with pytest.raises(ValueError, match="stage=3"):
+        FindFailure(DEV.db_name, key, "A", None, 3, "why")
+    with pytest.raises(ValueError, match=r"config=\['x'\]"):
+        FindFailure(DEV.db_name, key, "A", ["x"], "verify", "why")
+    from miofind.db import FindDBError
+    with pytest.raises(FindDBError, match="stored under"):
+        db.store_find_failures(DEV.db_name, "other-key", ["B"], [f("B")])
+    db.store([Record(device=DEV.db_name, device_name=DEV.name, problem_key=key, solver_id=s, algorithm="a",
+                     time_ms=1.0, workspace_bytes=0) for s in ("B", "C")])
+    db.store_find_failures(DEV.db_name, key, ["B"], [f("B")], failed=["B"])   # B failed: its record goes
+    assert [r.solver_id for r in db.lookup(DEV.db_name, key)] == ["C"]
+    assert db.delete(what="find_failures") == 1
+
+
+def test_a_schema_2_file_reads_as_is_read_only_and_migrates_when_writable(tmp_path):
+    """The shipped system DBs are schema version 2: a read-only open reads them unchanged (no failures
+    recorded), a writable one adds the table of failed find candidates and keeps every record."""
+    import sqlite3
+
+    from miofind.db import findb as findb_mod
+    from miofind.db.findb import FindFailure
+
+    path = tmp_path / "v2.sqlite"
+    with FindDB(str(path)) as d:
+        d.store(records())
+    con = sqlite3.connect(path)
+    con.execute("DROP TABLE find_failures")
+    con.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
+    con.commit()
+    con.close()
+    before = path.read_bytes()
+    with FindDB(str(path), readonly=True) as d:
+        assert d.find_failures(DEV.db_name, P.key()) == [] and len(d.lookup(DEV.db_name, P.key())) == len(cands())
+        assert d.stats()["schema_version"] == 2 and d.stats()["failed_find_candidates"] == 0
+    assert path.read_bytes() == before
+    with FindDB(str(path)) as d:
+        assert d.stats()["schema_version"] == findb_mod.SCHEMA_VERSION == 3
+        assert len(d.lookup(DEV.db_name, P.key())) == len(cands())
+        d.store_find_failures(DEV.db_name, P.key(), ["A"],
+                              [FindFailure(DEV.db_name, P.key(), "A", None, "launch", "x")])
+        assert [f.solver_id for f in d.find_failures(DEV.db_name, P.key())] == ["A"]

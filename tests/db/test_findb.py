@@ -514,8 +514,8 @@ def test_schema_v2_file_missing_a_column_is_refused(tmp_path):
     con.close()
     before = p.read_bytes()
     for ro in (False, True):
-        with pytest.raises(FindDBError, match=r"\(schema version 2\): table find_records lacks the column\(s\) "
-                                              r"cupy_version; not a FindDB this miofind can use$"):
+        with pytest.raises(FindDBError, match=rf"\(schema version {findb_mod.SCHEMA_VERSION}\): table find_records "
+                                              r"lacks the column\(s\) cupy_version; not a FindDB this miofind can use$"):
             FindDB(str(p), readonly=ro)
     assert p.read_bytes() == before
 
@@ -527,7 +527,7 @@ def test_schema_v2_file_missing_a_table_is_refused(tmp_path):
     con.execute("DROP TABLE tune_jobs")
     con.commit()
     con.close()
-    with pytest.raises(FindDBError, match=r"\(schema version 2\) lacks the table tune_jobs"):
+    with pytest.raises(FindDBError, match=rf"\(schema version {findb_mod.SCHEMA_VERSION}\) lacks the table tune_jobs"):
         FindDB(str(p))
 
 
