@@ -48,6 +48,19 @@ def records(p=P, solvers=None, device=DEV.db_name, scale=1.0):
             for i, s in enumerate(solvers or cands(p))]
 
 
+class _FakeHarness:
+    """Stands in for miofind.harness.Harness in find.benchmark; tests define ``measure``."""
+
+    def __init__(self, *a, **k):
+        pass
+
+    def workspace(self, n):
+        return None
+
+    def release(self):
+        pass
+
+
 def test_normal_benchmarks_until_every_candidate_is_stored(env):
     benchmarked, url = env
     r = api.find_solutions(P, mode="normal")
@@ -185,16 +198,7 @@ def test_a_candidate_that_breaks_the_context_stops_the_find_with_one_clear_error
     p = P
     cs = find_mod.candidates(p)[0][:3]
 
-    class H:
-        def __init__(self, *a, **k):
-            pass
-
-        def workspace(self, n):
-            return None
-
-        def release(self):
-            pass
-
+    class H(_FakeHarness):
         def measure(self, inv, ws, family, *a):
             if inv == "bad":
                 raise RuntimeError("CUDADriverError: CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered")
@@ -369,16 +373,7 @@ def test_benchmark_reports_the_config_that_failed(monkeypatch):
 
     cs = find_mod.candidates(P)[0][:2]
 
-    class H:
-        def __init__(self, *a, **k):
-            pass
-
-        def workspace(self, n):
-            return None
-
-        def release(self):
-            pass
-
+    class H(_FakeHarness):
         def measure(self, inv, ws, family, *a):
             raise VerifyError("max element error 0.5 exceeds 3e-05")
 
