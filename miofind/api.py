@@ -6,6 +6,7 @@ and trust (``miofind.trust``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
@@ -181,7 +182,7 @@ def _allocate_output(pr, x, stream: int, current: bool):
 
         dt = (pr._torch or pr._torch_info())[0]
         dev = x.get_device()
-        ctx = _null() if current else torch.cuda.stream(torch.cuda.ExternalStream(stream, device=dev))
+        ctx = contextlib.nullcontext() if current else torch.cuda.stream(torch.cuda.ExternalStream(stream, device=dev))
         with ctx:
             if pr._cl[2] and x.shape != pr._shapes[0] and tuple(x.shape) == pr._logical[0]:
                 fmt = torch.channels_last if len(pr._logical[2]) == 4 else torch.channels_last_3d
@@ -193,8 +194,3 @@ def _allocate_output(pr, x, stream: int, current: bool):
 
     with cupy_stream(stream):
         return cupy.empty(pr._shapes[2], dtype=pr._np)
-
-
-def _null():
-    import contextlib
-    return contextlib.nullcontext()

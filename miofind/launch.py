@@ -67,7 +67,7 @@ class Launch:
     ``stream``; a failed launch raises CuPy's CUDADriverError."""
 
     __slots__ = ("kernel", "grid", "block", "shared_mem", "_fn", "_vals", "_slots", "_params", "_addr", "_lock",
-                 "_launch", "_g", "_one")
+                 "_launch", "_g")
 
     def __init__(self, kernel, grid, block, args, shared_mem: int = 0) -> None:
         self.kernel = kernel
@@ -97,7 +97,6 @@ class Launch:
         self._lock = threading.Lock()
         self._launch = None
         self._g = (*self.grid, *self.block)
-        self._one = self._slots[0] if len(self._slots) == 1 else None
 
     def function(self) -> int:
         """The CUfunction of the kernel for the current device (loaded on first use)."""

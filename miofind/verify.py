@@ -246,11 +246,6 @@ def _errors(sq_err: float, sq_ref: float, max_err: float, max_ref: float, n: int
     return Errors(math.sqrt(sq_err / sq_ref), math.sqrt(sq_err / n) / max_ref, max_err / max_ref)
 
 
-def rel_error_of(out, dt: str, ref64) -> float:
-    """The relative L2 error of ``out`` (storage type of ``dt``), chunked as ``errors_of``."""
-    return errors_of(out, dt, ref64).rel_l2
-
-
 def rel_error(out64, ref64) -> float:
     """Relative L2 error; inf when out has any non-finite element (unwritten or overflowed)."""
     return errors(out64, ref64).rel_l2
