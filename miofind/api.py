@@ -6,7 +6,6 @@ and trust (``miofind.trust``).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 
@@ -159,12 +158,12 @@ def run_solution(solution: Solution, x, w, y=None, *, workspace=None, stream=Non
     queued. For repeated calls, ``solution.prepare()`` skips this function's checks and allocation.
     Raises ValueError for wrong shapes, types or devices.
     """
-    if not isinstance(solution, Solution):
-        raise ValueError(f"solution: expected a miofind Solution, got {type(solution).__name__}")
-    pr = solution.__dict__.get("_prepared")
+    pr = getattr(solution, "_prepared", None)
     if pr is None:
+        if not isinstance(solution, Solution):
+            raise ValueError(f"solution: expected a miofind Solution, got {type(solution).__name__}")
         current_device()
-        pr = solution.__dict__["_prepared"] = solution.prepare()
+        pr = solution._prepared = solution.prepare()
     if stream is None:
         s, own = current_stream(x), True
     else:
@@ -177,17 +176,19 @@ def run_solution(solution: Solution, x, w, y=None, *, workspace=None, stream=Non
 def _allocate_output(pr, x, stream: int, current: bool):
     """The output of a prepared solution, made on ``stream`` (``current``: it is the current one): a
     torch tensor for torch inputs (in channels_last format when the input is), else a CuPy array."""
-    if type(x).__module__.startswith("torch"):
+    if type(x) is pr._ttype or type(x).__module__.startswith("torch"):
         import torch
 
         dt = (pr._torch or pr._torch_info())[0]
         dev = x.get_device()
-        ctx = contextlib.nullcontext() if current else torch.cuda.stream(torch.cuda.ExternalStream(stream, device=dev))
-        with ctx:
-            if pr._cl[2] and x.shape != pr._shapes[0] and tuple(x.shape) == pr._logical[0]:
-                fmt = torch.channels_last if len(pr._logical[2]) == 4 else torch.channels_last_3d
-                return torch.empty(pr._logical[2], dtype=dt, device=dev, memory_format=fmt)
-            return torch.empty(pr._shapes[2], dtype=dt, device=dev)
+        if pr._cl[2] and x.shape != pr._shapes[0] and tuple(x.shape) == pr._logical[0]:
+            shape, fmt = pr._logical[2], torch.channels_last if len(pr._logical[2]) == 4 else torch.channels_last_3d
+        else:
+            shape, fmt = pr._shapes[2], torch.contiguous_format
+        if current:
+            return torch.empty(shape, dtype=dt, device=dev, memory_format=fmt)
+        with torch.cuda.stream(torch.cuda.ExternalStream(stream, device=dev)):
+            return torch.empty(shape, dtype=dt, device=dev, memory_format=fmt)
     import cupy
 
     from .launch import cupy_stream

@@ -1,10 +1,16 @@
-"""cuBLAS through ctypes: our own handles, bound to the launching stream on every call.
+"""cuBLAS and cuBLASLt through ctypes: our own handles, bound to the launching stream on every call.
 
 CuPy's cuBLAS binding refuses to run during stream capture, and its handle is shared with the rest of
-the process. Solutions that call cuBLAS (im2col + GEMM, Winograd) use this module instead: one handle
-per (device, thread), and per call the caller's stream, a workspace of that stream's own (made before
-any capture, so that a captured GEMM never allocates), and the math and pointer modes the solution
-asks for. Only the calls miofind makes are bound.
+the process. Solutions that call cuBLAS (im2col + GEMM, Winograd) use this module instead.
+
+``LtGemm`` is the hot path: one strided-batched GEMM shape planned once with cuBLASLt (descriptors
+made and the heuristic's algorithm chosen at build time, per pointer alignment), so that a call only
+writes the three data pointers, the stream and that stream's workspace into a prebuilt argument
+block and calls ``cublasLtMatmul``: about a third of the host time of ``cublasGemmStridedBatchedEx``,
+which re-runs the heuristic on every call. Where cuBLASLt offers no algorithm for a shape, the
+classic API runs it (one handle per (device, thread), bound to the stream, with that stream's
+workspace). Workspaces are made before any capture, so that a captured GEMM never allocates. Only the
+calls miofind makes are bound.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import threading
 from . import nvlib
 
 _lib = None
+_lt = None
 _lock = threading.Lock()
 _tls = threading.local()
 WORKSPACE_BYTES = 32 << 20          # per (device, stream), as PyTorch's default on Hopper (:4096:8)
@@ -125,3 +132,195 @@ def gemm_strided_batched_ex(h, ta, tb, m, n, k, alpha, a, atype, lda, sa, b, bty
                             sc, batch, compute, algo=GEMM_DEFAULT):
     _check("cublasGemmStridedBatchedEx", library().cublasGemmStridedBatchedEx(
         h, ta, tb, m, n, k, alpha, a, atype, lda, sa, b, btype, ldb, sb, beta, c, ctype, ldc, sc, batch, compute, algo))
+
+
+# -- cuBLASLt ------------------------------------------------------------------------------------
+
+# cublasLt.h enums
+_DESC_TRANSA, _DESC_TRANSB = 3, 4
+_LAYOUT_BATCH_COUNT, _LAYOUT_STRIDED_BATCH_OFFSET = 5, 6
+_PREF_MAX_WORKSPACE_BYTES, _PREF_REDUCTION_SCHEME_MASK = 1, 3
+_PREF_MIN_ALIGNMENT = (9, 10, 11, 12)            # A, B, C, D bytes
+_REDUCTION_NOT_IN_OUTPUT_TYPE = 1 | 2            # in place or in the compute type, never the 16-bit output type
+
+
+class _HeuristicResult(ctypes.Structure):
+    _fields_ = [("algo", ctypes.c_uint64 * 8), ("workspaceSize", ctypes.c_size_t), ("state", ctypes.c_int),
+                ("wavesCount", ctypes.c_float), ("reserved", ctypes.c_int * 4)]
+
+
+def lt_library():
+    """The loaded libcublasLt with prototypes; RuntimeError naming what was tried if none loads."""
+    global _lt
+    if _lt is not None:
+        return _lt
+    library()                   # libcublas maps the libcublasLt it was built with
+    with _lock:
+        if _lt is not None:
+            return _lt
+        lib = nvlib.load("cublasLt", "cublasLtMatmul", "cupy_backends.cuda.libs.cublas", ("cu*", "cublas"),
+                         ("libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"),
+                         "install miofind[cuda13] or the nvidia-cublas wheel")
+        vp, i, sz, u64, i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t, ctypes.c_uint64, ctypes.c_int64
+        protos = {
+            "cublasLtCreate": [ctypes.POINTER(vp)],
+            "cublasLtMatmulDescCreate": [ctypes.POINTER(vp), i, i],
+            "cublasLtMatmulDescSetAttribute": [vp, i, vp, sz],
+            "cublasLtMatrixLayoutCreate": [ctypes.POINTER(vp), i, u64, u64, i64],
+            "cublasLtMatrixLayoutSetAttribute": [vp, i, vp, sz],
+            "cublasLtMatmulPreferenceCreate": [ctypes.POINTER(vp)],
+            "cublasLtMatmulPreferenceSetAttribute": [vp, i, vp, sz],
+            "cublasLtMatmulPreferenceDestroy": [vp],
+            "cublasLtMatmulAlgoGetHeuristic": [vp, vp, vp, vp, vp, vp, vp, i, ctypes.POINTER(_HeuristicResult),
+                                               ctypes.POINTER(i)],
+            "cublasLtMatmul": [vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, sz, vp],
+        }
+        for name, args in protos.items():
+            fn = getattr(lib, name)
+            fn.argtypes, fn.restype = args, ctypes.c_int
+        _lt = lib
+        return lib
+
+
+_lt_handles: dict[int, int] = {}
+
+
+def _lt_handle(dev: int) -> int:
+    h = _lt_handles.get(dev)
+    if h is None:
+        lib = lt_library()
+        with _lock:
+            h = _lt_handles.get(dev)
+            if h is None:
+                p = ctypes.c_void_p()
+                _check("cublasLtCreate", lib.cublasLtCreate(ctypes.byref(p)))
+                h = _lt_handles[dev] = p.value
+    return h
+
+
+def _set(setter, desc, attr: int, value, ctype) -> None:
+    v = ctype(value)
+    _check(setter.__name__, setter(desc, attr, ctypes.byref(v), ctypes.sizeof(v)))
+
+
+def _align_of(p: int) -> int:
+    """The alignment class of a device address: 256, 16, 8, 4 or 2 bytes."""
+    for a in (256, 16, 8, 4):
+        if p % a == 0:
+            return a
+    return 2
+
+
+class LtGemm:
+    """One column-major GEMM shape, D = alpha op(A) op(B) + beta C with C = D, ``batch`` times at element
+    strides (sa, sb, sc), planned with cuBLASLt on the current device.
+
+    ``ab_type``/``c_type`` are cudaDataType values, ``compute`` a cublasComputeType; alpha = 1 and beta
+    is 0 or 1 (host scalars in float). ``no_reduced_precision`` excludes split-K reductions in a 16-bit
+    output type. ``call(stream, a, b, c)`` runs it: the algorithm is the heuristic's first for the
+    alignment of the pointers given (planned on first use of each alignment class), the workspace that
+    stream's own; where cuBLASLt offers none, the classic cublasGemmStridedBatchedEx runs instead.
+    """
+
+    def __init__(self, ta: int, tb: int, m: int, n: int, k: int, ab_type: int, lda: int, sa: int, ldb: int, sb: int,
+                 c_type: int, ldc: int, sc: int, batch: int, compute: int, beta: int, no_reduced_precision: bool,
+                 math_mode: int = DEFAULT_MATH) -> None:
+        import cupy
+        import numpy as np
+
+        self.shape = (ta, tb, m, n, k, ab_type, lda, sa, ldb, sb, c_type, ldc, sc, batch, compute)
+        self.math_mode = math_mode
+        self.no_reduced_precision = no_reduced_precision
+        self.dev = cupy.cuda.runtime.getDevice()
+        self.lib = lt_library()
+        self.h = _lt_handle(self.dev)
+        self._scalars = np.array([1.0, float(beta)], np.float32)     # alpha, beta (kept alive here)
+        self._alpha = self._scalars.ctypes.data
+        self._beta = self._alpha + 4
+        lib, vp = self.lib, ctypes.c_void_p
+        desc = vp()
+        _check("cublasLtMatmulDescCreate", lib.cublasLtMatmulDescCreate(ctypes.byref(desc), compute, R_32F))
+        _set(lib.cublasLtMatmulDescSetAttribute, desc, _DESC_TRANSA, ta, ctypes.c_int32)
+        _set(lib.cublasLtMatmulDescSetAttribute, desc, _DESC_TRANSB, tb, ctypes.c_int32)
+        self.desc = desc.value
+        a_rows, a_cols = (m, k) if ta == OP["N"] else (k, m)
+        b_rows, b_cols = (k, n) if tb == OP["N"] else (n, k)
+        self.adesc = self._layout(ab_type, a_rows, a_cols, lda, batch, sa)
+        self.bdesc = self._layout(ab_type, b_rows, b_cols, ldb, batch, sb)
+        self.cdesc = self._layout(c_type, m, n, ldc, batch, sc)
+        self._plans: dict[tuple[int, int, int], tuple | None] = {}
+        self._args: dict[tuple, list] = {}
+        self._call_lock = threading.Lock()
+
+    def _layout(self, dtype: int, rows: int, cols: int, ld: int, batch: int, stride: int) -> int:
+        lib = self.lib
+        lay = ctypes.c_void_p()
+        _check("cublasLtMatrixLayoutCreate", lib.cublasLtMatrixLayoutCreate(ctypes.byref(lay), dtype, rows, cols, ld))
+        if batch > 1:
+            _set(lib.cublasLtMatrixLayoutSetAttribute, lay, _LAYOUT_BATCH_COUNT, batch, ctypes.c_int32)
+            _set(lib.cublasLtMatrixLayoutSetAttribute, lay, _LAYOUT_STRIDED_BATCH_OFFSET, stride, ctypes.c_int64)
+        return lay.value
+
+    def _plan(self, align: tuple[int, int, int]):
+        """(algo buffer, workspace bytes it needs) for pointers of these alignments, or None."""
+        lib = self.lib
+        pref = ctypes.c_void_p()
+        _check("cublasLtMatmulPreferenceCreate", lib.cublasLtMatmulPreferenceCreate(ctypes.byref(pref)))
+        try:
+            _set(lib.cublasLtMatmulPreferenceSetAttribute, pref, _PREF_MAX_WORKSPACE_BYTES, WORKSPACE_BYTES,
+                 ctypes.c_uint64)
+            if self.no_reduced_precision:
+                _set(lib.cublasLtMatmulPreferenceSetAttribute, pref, _PREF_REDUCTION_SCHEME_MASK,
+                     _REDUCTION_NOT_IN_OUTPUT_TYPE, ctypes.c_uint32)
+            for attr, a in zip(_PREF_MIN_ALIGNMENT, (*align, align[2])):
+                _set(lib.cublasLtMatmulPreferenceSetAttribute, pref, attr, a, ctypes.c_uint32)
+            res, count = _HeuristicResult(), ctypes.c_int(0)
+            st = lib.cublasLtMatmulAlgoGetHeuristic(self.h, self.desc, self.adesc, self.bdesc, self.cdesc, self.cdesc,
+                                                    pref, 1, ctypes.byref(res), ctypes.byref(count))
+        finally:
+            lib.cublasLtMatmulPreferenceDestroy(pref)
+        if st or count.value < 1 or res.state:
+            return None
+        algo = (ctypes.c_uint64 * 8)(*res.algo)
+        return algo, int(res.workspaceSize)
+
+    def _block(self, stream: int, align: tuple[int, int, int]):
+        """The prebuilt argument list for (stream, alignment): [handle, desc, alpha, A, Adesc, B, Bdesc,
+        beta, C, Cdesc, D, Ddesc, algo, workspace, workspace bytes, stream] as ctypes values, or None."""
+        plan = self._plans.get(align, False)
+        if plan is False:
+            plan = self._plans[align] = self._plan(align)
+        if plan is None:
+            return None
+        algo, need = plan
+        ws = _workspace(self.dev, stream) if need else 0
+        vp = ctypes.c_void_p
+        a, b, c = vp(0), vp(0), vp(0)
+        block = [vp(self.h), vp(self.desc), vp(self._alpha), a, vp(self.adesc), b, vp(self.bdesc), vp(self._beta),
+                 c, vp(self.cdesc), c, vp(self.cdesc), ctypes.cast(algo, vp), vp(ws),
+                 ctypes.c_size_t(need if ws else 0), vp(stream)]
+        return block, a, b, c, algo
+
+    def call(self, stream: int, a: int, b: int, c: int) -> None:
+        # pointers from a caching allocator are 256-byte aligned: that case keys on the stream alone
+        key = stream if not (a | b | c) & 255 else (stream, _align_of(a), _align_of(b), _align_of(c))
+        blk = self._args.get(key)
+        if blk is None:
+            with self._call_lock:
+                blk = self._args[key] = self._block(stream, (256, 256, 256) if key is stream else key[1:])
+        if blk is None:
+            return self._classic(stream, a, b, c)
+        block, pa, pb, pc, _ = blk
+        # the argument values are read when the call starts: the lock keeps another thread's pointers out
+        with self._call_lock:
+            pa.value, pb.value, pc.value = a, b, c
+            st = self.lib.cublasLtMatmul(*block)
+        if st:
+            raise RuntimeError(f"cublasLtMatmul failed with cuBLAS status {st}")
+
+    def _classic(self, stream: int, a: int, b: int, c: int) -> None:
+        ta, tb, m, n, k, ab, lda, sa, ldb, sb, ct, ldc, sc, batch, compute = self.shape
+        mode = self.math_mode | (DISALLOW_REDUCED_PRECISION_REDUCTION if self.no_reduced_precision else 0)
+        h = handle(stream, mode)
+        gemm_strided_batched_ex(h, ta, tb, m, n, k, self._alpha, a, ab, lda, sa, b, ab, ldb, sb, self._beta,
+                                c, ct, ldc, sc, batch, compute)

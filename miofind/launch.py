@@ -118,22 +118,25 @@ class Launch:
 
 
 class Launcher:
-    """Launches of one kernel whose grid and scalar arguments take few distinct values (e.g. the
-    last batch chunk's): a packed ``Launch`` per (grid, block, shared memory, scalars), made on
-    first use; ``np.uint64`` arguments are device pointers filled per call."""
+    """Launches of one kernel whose arguments are device pointers followed by int32 scalars, and
+    whose grid and scalars take few distinct values (e.g. the last batch chunk's): a packed
+    ``Launch`` per (work size, scalars), made on first use. ``grid_of(work)`` gives the grid of a
+    work size; the block is ``block``."""
 
-    def __init__(self, kernel) -> None:
+    def __init__(self, kernel, grid_of, block=(256, 1, 1)) -> None:
         self.kernel = kernel
-        self._cache: dict[tuple, tuple[Launch, tuple[int, ...]]] = {}
+        self.grid_of = grid_of
+        self.block = block
+        self._cache: dict[tuple, Launch] = {}
 
-    def __call__(self, stream: int, grid, block, args, shared_mem: int = 0) -> None:
-        u64 = np.uint64
-        key = (grid, block, shared_mem, tuple(None if type(a) is u64 else (type(a), a) for a in args))
+    def __call__(self, stream: int, work: int, ptrs: tuple, scalars: tuple = ()) -> None:
+        key = (work, scalars)
         hit = self._cache.get(key)
         if hit is None:
-            spec = tuple(PTR if type(a) is u64 else a for a in args)
-            hit = self._cache[key] = Launch(self.kernel, grid, block, spec, shared_mem)
-        hit(stream, *(int(a) for a in args if type(a) is u64))
+            spec = (*(PTR for _ in ptrs), *(np.int32(v) for v in scalars))
+            hit = self._cache[key] = Launch(self.kernel, self.grid_of(work), self.block, spec)
+        hit(stream, *ptrs)
+
 
 _streams: dict[tuple[int, int], object] = {}
 

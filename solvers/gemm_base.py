@@ -1,8 +1,8 @@
 """Shared body of the im2col + GEMM solvers (Caffe2's design; kernels_src/gemm_im2col.cu).
 
 Our im2col kernel lays the input out as a column matrix, cuBLAS multiplies it with the weights
-(through CuPy's raw cublas bindings: gemmEx / gemmStridedBatchedEx on device pointers, FP32
-accumulation for every type, TF32 tensor cores only for ``math == "tf32"``), and backward data
+(cuBLASLt strided-batched matmuls planned once per shape, ``miofind.cublas.LtGemm``, on device
+pointers, FP32 accumulation for every type, TF32 tensor cores only for ``math == "tf32"``), and backward data
 gathers the column gradients back with a col2im that sums, in a fixed order, every column entry
 of each dx element (no atomics). Groups are strided batches. 1x1 stride-1 pad-0 problems skip
 im2col: the input already is the column matrix.
@@ -16,11 +16,9 @@ batch reductions of backward weights run in a fixed order.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import threading
 
-import numpy as np
 
 from miofind.launch import Launcher
 from miofind.problem import ProblemDescription
@@ -145,9 +143,10 @@ class Blas:
 
     A and B are always in the data type; C is the data type or float (``c_f32``). Compute type is
     CUBLAS_COMPUTE_32F (strict FP32, FP32 accumulation for FP16/BF16) or
-    CUBLAS_COMPUTE_32F_FAST_TF32 when the problem's math is "tf32". ``session(stream)`` binds this
-    thread's own handle (miofind.cublas) to the stream, with that stream's workspace, host pointer
-    mode and our math mode, so that the GEMMs run on the launch stream and can be graph-captured.
+    CUBLAS_COMPUTE_32F_FAST_TF32 when the problem's math is "tf32"; 16-bit outputs never take a
+    split-K reduction in the 16-bit type. Each GEMM shape is planned once with cuBLASLt
+    (``miofind.cublas.LtGemm``) and then runs on the stream of ``session(stream)``, with that
+    stream's workspace, so that the GEMMs run on the launch stream and can be graph-captured.
     """
 
     def __init__(self, dtype: str, math_mode: str):
@@ -159,44 +158,45 @@ class Blas:
         self.esize = 4 if dtype == "FP32" else 2
         tf32 = dtype == "FP32" and math_mode == "tf32"
         self.compute = cublas.COMPUTE_32F_FAST_TF32 if tf32 else cublas.COMPUTE_32F
-        if tf32:
-            self.math_mode = cublas.TF32_TENSOR_OP_MATH
-        elif dtype == "FP32":
-            self.math_mode = cublas.DEFAULT_MATH
-        else:  # split-K reductions in the accumulator type, not in the 16-bit output type
-            self.math_mode = cublas.DEFAULT_MATH | cublas.DISALLOW_REDUCED_PRECISION_REDUCTION
-        self.algo = cublas.GEMM_DEFAULT
+        self.math_mode = cublas.TF32_TENSOR_OP_MATH if tf32 else cublas.DEFAULT_MATH
+        self.no_reduced_precision = dtype != "FP32"
         self.op = cublas.OP
-        self._one = np.ones(1, np.float32)
-        self._zero = np.zeros(1, np.float32)
+        self._gemms: dict[tuple, object] = {}
         self._tls = threading.local()
 
-    @contextlib.contextmanager
-    def session(self, stream: int):
-        self._tls.handle = self.lib.handle(stream, self.math_mode)
-        try:
-            yield self
-        finally:
-            self._tls.handle = None
+    def session(self, stream: int) -> "Blas":
+        """Bind this thread's GEMMs to ``stream`` (use as ``with blas.session(stream):``)."""
+        self._tls.stream = stream
+        return self
+
+    def __enter__(self) -> "Blas":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def _lt(self, key):
+        g = self._gemms.get(key)
+        if g is None:
+            ta, tb, m, n, k, lda, sA, ldb, sB, ldc, sC, nbat, beta, c_f32 = key
+            g = self._gemms[key] = self.lib.LtGemm(
+                self.op[ta], self.op[tb], m, n, k, self.io_type, lda, sA, ldb, sB,
+                self.f32_type if c_f32 else self.io_type, ldc, sC, nbat, self.compute, beta,
+                self.no_reduced_precision and not c_f32, self.math_mode)
+        return g
 
     def gemm(self, ta, tb, m, n, k, A, lda, sA, B, ldb, sB, C, ldc, sC, batch=1, beta=0, c_f32=False):
         """Column-major C = op(A) op(B) (+ C if beta), ``batch`` times with element strides sA, sB, sC."""
-        lib, h = self.lib, self._tls.handle
-        ctype = self.f32_type if c_f32 else self.io_type
-        csize = 4 if c_f32 else self.esize
-        alpha = self._one.ctypes.data
-        betap = (self._one if beta else self._zero).ctypes.data
-        opa, opb = self.op[ta], self.op[tb]
+        stream = self._tls.stream
+        beta = 1 if beta else 0
+        if batch <= MAX_BATCH:
+            self._lt((ta, tb, m, n, k, lda, sA, ldb, sB, ldc, sC, batch, beta, c_f32)).call(stream, A, B, C)
+            return
+        e, csize = self.esize, 4 if c_f32 else self.esize
         for b0 in range(0, batch, MAX_BATCH):
             nbat = min(MAX_BATCH, batch - b0)
-            a, b, c = A + b0 * sA * self.esize, B + b0 * sB * self.esize, C + b0 * sC * csize
-            if nbat == 1:
-                lib.gemm_ex(h, opa, opb, m, n, k, alpha, a, self.io_type, lda, b, self.io_type, ldb,
-                            betap, c, ctype, ldc, self.compute, self.algo)
-            else:
-                lib.gemm_strided_batched_ex(h, opa, opb, m, n, k, alpha, a, self.io_type, lda, sA,
-                                            b, self.io_type, ldb, sB, betap, c, ctype, ldc, sC, nbat,
-                                            self.compute, self.algo)
+            self._lt((ta, tb, m, n, k, lda, sA, ldb, sB, ldc, sC, nbat, beta, c_f32)).call(
+                stream, A + b0 * sA * e, B + b0 * sB * e, C + b0 * sC * csize)
 
     def gemm_ng(self, ta, tb, m, n, k, nb, G, A, lda, sAn, sAg, B, ldb, sBn, sBg, C, ldc, sCn, sCg,
                 beta=0, c_f32=False):
@@ -220,14 +220,6 @@ class Blas:
 
 def make_blas(dtype: str, math_mode: str) -> Blas:
     return Blas(dtype, math_mode)
-
-
-def _u64(ptr: int):
-    return np.uint64(ptr)
-
-
-def _i32(v: int):
-    return np.int32(v)
 
 
 # -- the solvers -------------------------------------------------------------------------------
@@ -299,8 +291,10 @@ def _needs_wide(geo: Geom, plan: GemmPlan) -> bool:
     return max(counts) >= INT32_SAFE
 
 
-def launch(kern: Launcher, total: int, args, stream: int) -> None:
-    kern(stream, _grid(total), (BLOCK, 1, 1), args)
+def launch(kern: Launcher, total: int, ptrs: tuple, scalars: tuple, stream: int) -> None:
+    """One launch of a gemm_im2col.cu kernel over ``total`` work items: its device pointers, then its
+    int scalars."""
+    kern(stream, total, ptrs, scalars)
 
 
 def _aligned(ptr: int, nbytes: int) -> int:
@@ -333,7 +327,7 @@ class GemmFwdBase(GemmBase):
         dtype, math_mode = p.dtype, p.math
 
         def factory(kerns):
-            im2col = Launcher(kerns[0]) if kerns else None
+            im2col = Launcher(kerns[0], _grid) if kerns else None
             blas = make_blas(dtype, math_mode)
 
             def invoker(a, b, out, workspace, stream):
@@ -345,10 +339,8 @@ class GemmFwdBase(GemmBase):
                         col = xp
                         if im2col is not None:
                             col = plan.ptr(base, "col")
-                            args = (_u64(xp), _u64(col), _i32(nb))
-                            if geo.cl:
-                                args += (_i32(_aligned(xp, vec * E)),)
-                            launch(im2col, nb * geo.ct * geo.P // vec, args, stream)
+                            scalars = (nb, _aligned(xp, vec * E)) if geo.cl else (nb,)
+                            launch(im2col, nb * geo.ct * geo.P // vec, (xp, col), scalars, stream)
                         if geo.cl:
                             blas.gemm("T", "N", geo.kg, nb * geo.P, geo.cgt,
                                       w, geo.cgt, geo.kg * geo.cgt,
@@ -391,7 +383,7 @@ class GemmBwdBase(GemmBase):
         dtype, math_mode = p.dtype, p.math
 
         def factory(kerns):
-            col2im = Launcher(kerns[0]) if kerns else None
+            col2im = Launcher(kerns[0], _grid) if kerns else None
             blas = make_blas(dtype, math_mode)
 
             def invoker(a, b, out, workspace, stream):
@@ -413,7 +405,7 @@ class GemmBwdBase(GemmBase):
                                          w, geo.cgt, 0, geo.kg * geo.cgt,
                                          dst, geo.P, geo.ct * geo.P, geo.cgt * geo.P)
                         if col2im is not None:
-                            launch(col2im, nb * geo.c * geo.Q, (_u64(dst), _u64(dxp), _i32(nb)), stream)
+                            launch(col2im, nb * geo.c * geo.Q, (dst, dxp), (nb,), stream)
             return invoker
 
         return kernels, factory
@@ -481,7 +473,7 @@ class GemmWrwBase(GemmBase):
         dtype, math_mode = p.dtype, p.math
 
         def factory(kerns):
-            k_ = {nm: Launcher(kerns[i]) for nm, i in index.items()}
+            k_ = {nm: Launcher(kerns[i], _grid) for nm, i in index.items()}
             blas = make_blas(dtype, math_mode)
 
             def invoker(a, b, out, workspace, stream):
@@ -498,7 +490,7 @@ class GemmWrwBase(GemmBase):
                             if not geo.one:
                                 col = plan.ptr(base, "col")
                                 launch(k_["im2col_nhwc"], nb * geo.ct * geo.P // vec,
-                                       (_u64(xp), _u64(col), _i32(nb), _i32(_aligned(xp, vec * E))), stream)
+                                       (xp, col), (nb, _aligned(xp, vec * E)), stream)
                             blas.gemm("N", "T", geo.cgt, geo.kg, nb * geo.P,
                                       col, geo.ct, geo.cgt,
                                       dyp, geo.k, geo.kg,
@@ -507,26 +499,25 @@ class GemmWrwBase(GemmBase):
                             col = xp
                             if not geo.one:
                                 col = plan.ptr(base, "col")
-                                launch(k_["im2col_nchw"], nb * geo.ct * geo.P // vec, (_u64(xp), _u64(col), _i32(nb)), stream)
+                                launch(k_["im2col_nchw"], nb * geo.ct * geo.P // vec, (xp, col), (nb,), stream)
                             part = plan.ptr(base, "part")
                             blas.gemm("T", "N", geo.cgt, geo.kg, geo.P,
                                       col, geo.P, geo.cgt * geo.P,
                                       dyp, geo.P, geo.kg * geo.P,
                                       part, geo.cgt, geo.kg * geo.cgt, batch=nb * G, c_f32=True)
-                            launch(k_["wrw_reduce"], wsz, (_u64(part), _u64(acc), _u64(dw), _i32(nb),
-                                                           _i32(first), _i32(last)), stream)
+                            launch(k_["wrw_reduce"], wsz, (part, acc, dw), (nb, first, last), stream)
                         else:
                             col, dyt = plan.ptr(base, "col"), plan.ptr(base, "dyt")
-                            launch(k_["im2col_nchw"], nb * geo.ct * geo.P // vec, (_u64(xp), _u64(col), _i32(nb)), stream)
+                            launch(k_["im2col_nchw"], nb * geo.ct * geo.P // vec, (xp, col), (nb,), stream)
                             launch(k_["nkp_to_knp"], nb * geo.k * geo.P // vec,
-                                   (_u64(dyp), _u64(dyt), _i32(nb), _i32(_aligned(dyp, vec * E))), stream)
+                                   (dyp, dyt), (nb, _aligned(dyp, vec * E)), stream)
                             ld = nb * geo.P
                             blas.gemm("T", "N", geo.cgt, geo.kg, ld,
                                       col, ld, geo.cgt * ld,
                                       dyt, ld, geo.kg * ld,
                                       acc, geo.cgt, geo.kg * geo.cgt, batch=G, beta=not first, c_f32=use_acc)
                     if use_acc and mode != "batched":
-                        launch(k_["f32_to_data"], wsz, (_u64(acc), _u64(dw)), stream)
+                        launch(k_["f32_to_data"], wsz, (acc, dw), (), stream)
             return invoker
 
         return kernels, factory

@@ -3,7 +3,7 @@
 Per m x m output tile (alpha = m + 2): V = B^T d B on the alpha x alpha input patch, U = G g G^T
 on the 3x3 filter, M[xi,nu] = U[xi,nu] V[xi,nu] summed over input channels, which is alpha^2 x G
 batched GEMMs of (K/G x C/G) times (C/G x P), P = N * tiles, run by cuBLAS
-(gemmStridedBatchedEx, FP32 compute; TF32 only for F(2x2) when problem.math == "tf32"), then
+(cuBLASLt strided-batched matmul planned once, FP32 compute; TF32 only for F(2x2) when problem.math == "tf32"), then
 Y = A^T M A. The three transforms are kernels_src/winograd_transforms.cu; the FP32 transformed
 filter, input and output tiles live in the workspace. FP16/BF16 data are converted to FP32 on
 load and rounded once on the final store. Backward data is the same computation on dy with the
@@ -46,7 +46,6 @@ INT32_MAX = 2**31 - 1
 CUBLAS_OP_N, CUBLAS_OP_T = 0, 1
 CUDA_R_32F = 0
 CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32F_FAST_TF32 = 68, 77
-CUBLAS_GEMM_DEFAULT = -1
 
 _F = lambda rows: np.array(rows, dtype=np.float64)  # noqa: E731
 # (A^T, G, B^T) per output tile size m
@@ -164,7 +163,7 @@ class WinogradBase(Solver):
 
         def factory(kernels):
             filt, inp, outp = kernels
-            one, zero = np.ones((), np.float32), np.zeros((), np.float32)
+            mm = _lt_gemm(gemm)
 
             lf = Launch(filt, kf.grid, blk, (PTR, PTR))
             li = Launch(inp, ki.grid, blk, (PTR, PTR))
@@ -176,7 +175,7 @@ class WinogradBase(Solver):
                 u, v, m = workspace + geo.u_off, workspace + geo.v_off, workspace + geo.m_off
                 lf(stream, b, u)
                 li(stream, a, v)
-                _run_gemm(stream, gemm, u, v, m, one, zero)
+                mm(stream, u, v, m)
                 lo[int(out % vec_bytes == 0)](stream, m, out)
             return invoker
 
@@ -200,14 +199,20 @@ def _gemm_args(geo: WinogradGeometry, nhwc: bool, tf32: bool) -> dict:
     return d
 
 
-def _run_gemm(stream: int, g: dict, u: int, v: int, m: int, one, zero) -> None:
-    """The batched GEMM on ``stream`` (miofind.cublas: our handle, host scalars, default math mode, so
-    that FP32 compute cannot silently become TF32; the compute type alone asks for TF32)."""
+def _lt_gemm(g: dict):
+    """run(stream, u, v, m): the batched GEMM, planned once with cuBLASLt (``miofind.cublas.LtGemm``;
+    host scalars, FP32 compute unless the compute type asks for TF32), on the launch stream."""
     from miofind import cublas
 
-    (pa, sa), (pb, sb) = ((u, g["su"]), (v, g["sv"])) if g["first"] == "u" else ((v, g["sv"]), (u, g["su"]))
-    h = cublas.handle(stream, cublas.DEFAULT_MATH)
-    cublas.gemm_strided_batched_ex(
-        h, g["ta"], g["tb"], g["mm"], g["nn"], g["kk"], one.ctypes.data,
-        pa, CUDA_R_32F, g["lda"], sa, pb, CUDA_R_32F, g["ldb"], sb, zero.ctypes.data,
-        m, CUDA_R_32F, g["ldc"], g["sm"], g["batch"], g["compute"], CUBLAS_GEMM_DEFAULT)
+    first_u = g["first"] == "u"
+    lt = cublas.LtGemm(g["ta"], g["tb"], g["mm"], g["nn"], g["kk"], CUDA_R_32F, g["lda"], g["su"] if first_u else g["sv"],
+                       g["ldb"], g["sv"] if first_u else g["su"], CUDA_R_32F, g["ldc"], g["sm"], g["batch"],
+                       g["compute"], 0, False)
+    call = lt.call
+
+    def run(stream: int, u: int, v: int, m: int) -> None:
+        if first_u:
+            call(stream, u, v, m)
+        else:
+            call(stream, v, u, m)
+    return run
