@@ -1,7 +1,8 @@
 """Host time of the run path, on the GPU: what a framework pays per convolution call.
 
 1. A tiny problem (FP32 NCHW, N=1, 8->8 channels, 8x8, 3x3 pad 1), 20,000 calls each, host
-   microseconds per call (wall time of the loop before the final synchronize), side by side in the
+   microseconds per call (median over bursts of 100 calls of the time to queue them, the GPU
+   drained between bursts so that GPU time never shows as host time), side by side in the
    same run with ``torch.nn.functional.conv2d`` and one bare CuPy ``RawKernel`` launch:
    prepared solutions (``Solution.prepare()``) of single- and multi-launch solvers with torch and
    CuPy arrays, ``run_solution`` allocating its output, and where the time goes per call
@@ -39,18 +40,20 @@ CALLS = {"ConvImplicitGemmFwd": 1, "ConvDirectTiledFwd": 1, "ConvDirectNaiveConv
          "GemmFwdRest": 2, "ConvWinograd3x3F23Fwd": 4, "ConvFFTFwd": 6, "ConvCudnnFwd": 1}
 
 
-def host_us(fn, calls: int, sync) -> float:
-    """Median over 5 rounds of host microseconds per call of ``fn`` (``calls // 5`` calls a round)."""
-    per = max(1, calls // 5)
-    for _ in range(min(200, per)):
+def host_us(fn, calls: int, sync, burst: int = 100) -> float:
+    """Host microseconds per call of ``fn``: the median over bursts of ``burst`` calls of the time to
+    queue them (``calls // burst`` bursts). The queue is drained (``sync``) between bursts, outside
+    the timing, so that a kernel slower than its launch never fills CUDA's launch queue and turns the
+    figure into GPU time (100 calls of a 6-launch solution stay well under the queue's depth)."""
+    for _ in range(min(200, calls)):
         fn()
     sync()
     out = []
-    for _ in range(5):
+    for _ in range(max(5, calls // burst)):
         t0 = time.perf_counter()
-        for _ in range(per):
+        for _ in range(burst):
             fn()
-        out.append((time.perf_counter() - t0) / per * 1e6)
+        out.append((time.perf_counter() - t0) / burst * 1e6)
         sync()
     return statistics.median(out)
 

@@ -140,7 +140,7 @@ def gemm_strided_batched_ex(h, ta, tb, m, n, k, alpha, a, atype, lda, sa, b, bty
 _DESC_TRANSA, _DESC_TRANSB = 3, 4
 _LAYOUT_BATCH_COUNT, _LAYOUT_STRIDED_BATCH_OFFSET = 5, 6
 _PREF_MAX_WORKSPACE_BYTES, _PREF_REDUCTION_SCHEME_MASK = 1, 3
-_PREF_MIN_ALIGNMENT = (9, 10, 11, 12)            # A, B, C, D bytes
+_PREF_MIN_ALIGNMENT = (5, 6, 7, 8)               # A, B, C, D bytes
 _REDUCTION_NOT_IN_OUTPUT_TYPE = 1 | 2            # in place or in the compute type, never the 16-bit output type
 
 
