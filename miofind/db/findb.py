@@ -32,8 +32,6 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import platformdirs
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql as _pg
-from sqlalchemy.dialects import sqlite as _sqlite
 
 __all__ = ["FindDB", "Record", "PerfRecord", "TuneFailure", "FindFailure", "FindDBError", "FindDBWarning",
            "default_db_url",
@@ -48,6 +46,16 @@ _BUSY_TIMEOUT_MS = 30_000
 _WRITE_ATTEMPTS = 10
 _T = TypeVar("_T")
 _writes = [0]   # writes made by this process (any FindDB): caches of DB answers compare it
+
+
+def dialect_insert(dialect: str):
+    """The INSERT construct with ON CONFLICT of a dialect ("sqlite" or "postgresql"), imported on
+    first use: the PostgreSQL dialect's import costs a SQLite user tens of milliseconds at start-up."""
+    if dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert
+    else:
+        from sqlalchemy.dialects.postgresql import insert
+    return insert
 
 
 def write_generation() -> int:
@@ -957,7 +965,7 @@ class FindDB:
 
         def upsert(con: sa.Connection) -> None:
             if dialect in ("sqlite", "postgresql"):
-                ins = (_sqlite.insert if dialect == "sqlite" else _pg.insert)(table)
+                ins = dialect_insert(dialect)(table)
                 stmt = ins.on_conflict_do_update(index_elements=list(keys),
                                                  set_={c: ins.excluded[c] for c in data if c not in keys})
                 con.execute(stmt, rows)

@@ -60,11 +60,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, TextIO
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql as _pg
-from sqlalchemy.dialects import sqlite as _sqlite
 
 from . import findb as _findb
-from .findb import FindDB, FindDBError, FindDBWarning, PerfRecord, Record
+from .findb import FindDB, FindDBError, FindDBWarning, PerfRecord, Record, dialect_insert
 
 __all__ = ["export_records", "import_records", "merge_into", "check_device", "amd_file_token", "ImportReport",
            "MergeReport", "FORMATS", "HEADER", "BATCH", "MAX_LINE", "MAX_RECORDS", "SIGN_ALGORITHM",
@@ -620,7 +618,7 @@ def _write_rows(con: sa.Connection, dialect: str, table: sa.Table, keys: tuple[s
     to name the line (``_Refused``); the caller's transaction then rolls everything back."""
     data = _findb._data_cols(table)
     if dialect in ("sqlite", "postgresql"):
-        ins = (_sqlite.insert if dialect == "sqlite" else _pg.insert)(table)
+        ins = dialect_insert(dialect)(table)
         stmt = (ins.on_conflict_do_update(index_elements=list(keys), set_={c: ins.excluded[c] for c in data
                                                                            if c not in keys})
                 if replace else ins.on_conflict_do_nothing(index_elements=list(keys)))
