@@ -19,8 +19,8 @@ A benchmark stores each measured solver's failures in the user FindDB (``FindDB.
 stage, reason, trust key, CUDA version, per config) and clears them when it succeeds. Every mode but
 ``benchmark`` then treats a candidate whose failure was recorded under its current trust key and this
 CUDA major version, for every config it would measure, as settled: it is not measured again (it shows
-among the result's failures) and does not keep a normal-mode find from answering from the DB. A
-change of its code (trust key) or CUDA major makes it a candidate again. Out-of-memory failures and
+among the result's failures), is not offered from a DB record or a prediction (immediate mode
+included), and does not keep a normal-mode find from answering from the DB. A change of its code (trust key) or CUDA major makes it a candidate again. Out-of-memory failures and
 workspace-limit skips are not recorded (they depend on what else runs and on the caller).
 """
 
@@ -140,19 +140,19 @@ def candidates(problem: ProblemDescription, solver_ids=None) -> tuple[list[Solve
     return cands, skipped
 
 
-def trusted_solutions(records, dev: DeviceInfo, problem, cands, verify, workspace_limit, settled=frozenset()):
+def trusted_solutions(records, dev: DeviceInfo, problem, cands, verify, workspace_limit):
     """Solutions from one DB layer's records for the candidates whose record is trusted, and
-    whether every candidate had one (a candidate in ``settled``, a recorded failure, needs none)."""
+    whether every candidate had one (the caller leaves out candidates with a recorded failure)."""
     recs = {r.solver_id: r for r in records}
     out, complete = [], True
     for s in cands:
         r = recs.get(s.id)
         if r is None:
-            complete = complete and s.id in settled
+            complete = False
             continue
         ok, _ = is_trusted(r, s, dev.cuda_version)
         if not ok or (verify and not r.verified) or (r.config is not None and not s.is_valid_config(problem.as_conv(), r.config)):
-            complete = complete and s.id in settled
+            complete = False
             continue
         if workspace_limit is not None and r.workspace_bytes > workspace_limit:
             continue
@@ -161,13 +161,13 @@ def trusted_solutions(records, dev: DeviceInfo, problem, cands, verify, workspac
     return out, complete
 
 
-def from_db(dbs, dev: DeviceInfo, problem, cands, verify, workspace_limit, settled=frozenset()):
+def from_db(dbs, dev: DeviceInfo, problem, cands, verify, workspace_limit):
     """(solutions, complete, layer): the first layer (user, then system) whose trusted records cover
-    every candidate (but those in ``settled``); else the first layer with any trusted record,
+    every candidate; else the first layer with any trusted record,
     complete=False; else ([], False, None)."""
     partial = None
     for layer, records in dbs.lookup(dev.db_name, problem.key()):
-        sols, complete = trusted_solutions(records, dev, problem, cands, verify, workspace_limit, settled)
+        sols, complete = trusted_solutions(records, dev, problem, cands, verify, workspace_limit)
         if complete and sols:
             return sols, True, layer
         if sols and partial is None:
@@ -256,7 +256,9 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
 
     if mode != "benchmark" and cands:
         settled = settled_failures(dbs, dev, problem, cands)
-        sols, complete, layer = from_db(dbs, dev, problem, cands, verify, workspace_limit, frozenset(settled))
+        # a recorded failure also keeps the solver out of the DBs' answer (e.g. a system-DB record)
+        sols, complete, layer = from_db(dbs, dev, problem, [s for s in cands if s.id not in settled], verify,
+                                        workspace_limit)
         if sols and (complete or mode != "normal"):
             log.debug("find %s: answered from the %s FindDB", problem.key(), layer)
             return done(sols, source="db", failures=failures + list(settled.values()), db_layer=layer)
@@ -295,12 +297,17 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
 
 def immediate(problem: ProblemDescription, *, dev: DeviceInfo, db=None, workspace_limit=None, solvers=None,
               t0: float | None = None) -> FindResult:
-    """Immediate mode (``miofind.get_solutions``): the DBs' trusted answer, else a prediction."""
+    """Immediate mode (``miofind.get_solutions``): the DBs' trusted answer, else a prediction. A
+    solver whose find failure is recorded under its current trust key and CUDA major
+    (``settled_failures``) is offered by neither; the result's ``failures`` list it."""
     t0 = time.perf_counter() if t0 is None else t0
     check_workspace_limit(workspace_limit)
     cands, failures = candidates(problem, solvers)
     dbs = open_dbs(db, dev, readonly=True)
     done = lambda sols, **kw: result(sols, problem=problem, t0=t0, sort_by="time", mode="immediate", **kw)  # noqa: E731
+    settled = settled_failures(dbs, dev, problem, cands) if cands else {}
+    failures += settled.values()
+    cands = [s for s in cands if s.id not in settled]
     sols, _, layer = from_db(dbs, dev, problem, cands, False, workspace_limit)
     if sols:
         return done(sols, source="db", failures=failures, db_layer=layer)
