@@ -55,11 +55,19 @@ _STICKY = ("ILLEGAL_ADDRESS", "illegal memory access", "LAUNCH_FAILED", "unspeci
 
 class ContextBrokenError(RuntimeError):
     """A candidate left the CUDA context unusable (a sticky error such as an illegal address): the
-    find stops there, names the candidate, and stores nothing; the process must be restarted."""
+    find stops there, names the candidate, and stores nothing; the process must be restarted. Also
+    raised, with the finding process unharmed, when a risky problem's float64 reference broke the
+    context of the child process that checks candidates (``miofind.isolate``): nothing can be verified."""
+
+
+def _sticky_text(reason: str) -> bool:
+    """Whether a failure reason names a sticky CUDA error."""
+    return any(s in reason for s in _STICKY)
 
 
 def _sticky(reason: str) -> bool:
-    if not any(s in reason for s in _STICKY):
+    """Whether a failure reason names a sticky CUDA error and this process's context is broken."""
+    if not _sticky_text(reason):
         return False
     import cupy
     try:
@@ -193,8 +201,9 @@ def find_configs(dbs, dev: DeviceInfo, problem, solver: Solver) -> list:
 # -- failures recorded by earlier finds --------------------------------------------------------
 
 # stages a later find would fail at again with the same code; OOM is about what else ran
-_RECORDED_STAGES = ("solution", "compile", "launch", "verify")
-_TRANSIENT = ("OutOfMemory", "out of memory", "OUT_OF_MEMORY", "ALLOC_FAILED", "MemoryAllocation")
+_RECORDED_STAGES = ("solution", "compile", "launch", "verify", "isolate")
+_TRANSIENT = ("OutOfMemory", "out of memory", "OUT_OF_MEMORY", "ALLOC_FAILED", "MemoryAllocation",
+              "not checked:", "timed out")
 
 
 def settled_failures(dbs, dev: DeviceInfo, problem, cands) -> dict[str, Failure]:
@@ -279,7 +288,7 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
     log.info("find %s: benchmarking %d candidate(s)", problem.key(), len(cands))
     sols, bench_failures, ws_skipped = benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed,
                                                  configs=lambda s: find_configs(dbs, dev, problem, s),
-                                                 budget_ms=time_budget_ms)
+                                                 budget_ms=time_budget_ms, isolate=to_isolate(dbs, dev, problem, cands))
     failures += bench_failures
     for f in bench_failures:
         log.info("find %s: %s failed at %s: %s", problem.key(), f.solver_id, f.stage, f.reason)
@@ -359,6 +368,46 @@ def store_solutions(db, dev: DeviceInfo, problem, sols) -> None:
 
 # -- benchmarking --------------------------------------------------------------------------------
 
+def to_isolate(dbs, dev: DeviceInfo, problem, cands) -> frozenset[str]:
+    """The candidates a benchmark first checks in a child process (``miofind.isolate``): for a risky
+    problem, those without a trusted, verified record of it for this device in either FindDB layer;
+    for any other problem none (and no DB read)."""
+    from .isolate import is_risky
+
+    if not cands or not is_risky(problem):
+        return frozenset()
+    safe = set()
+    for _, records in dbs.lookup(dev.db_name, problem.key()):
+        safe |= {s.solver_id for s in trusted_solutions(records, dev, problem, cands, True, None)[0]}
+    return frozenset(s.id for s in cands if s.id not in safe)
+
+
+def isolate_candidates(problem, todo, prepared, isolate) -> None:
+    """Check the prepared (solver, config) pairs of ``todo`` whose solver is in ``isolate`` in child
+    processes (``miofind.isolate.check_in_child``) and replace each that fails there by its Failure,
+    logging one line per excluded candidate. ContextBrokenError when the reference itself broke."""
+    from . import isolate as iso
+
+    idx = [i for i, ((s, _), (sol, _)) in enumerate(zip(todo, prepared))
+           if s.id in isolate and not isinstance(sol, Failure)]
+    if not idx:
+        return
+    log.info("find %s: checking %d candidate(s) in a child process first", problem.key(), len(idx))
+    checks = [(todo[i][0].id, prepared[i][0].config, iso.solver_ref(todo[i][0])) for i in idx]
+    res = iso.check_in_child(problem, checks, device=iso.current_device_id())
+    if res.reference is not None:
+        if _sticky_text(res.reference):
+            raise ContextBrokenError(f"the float64 reference broke the CUDA context of a child process on "
+                                     f"{problem.key()}: {res.reference.splitlines()[0]}; nothing was measured")
+        res.failures = [Failure(todo[i][0].id, "isolate", f"not checked: the float64 reference failed in the child "
+                                f"process: {res.reference}", config=prepared[i][0].config) for i in idx]
+    for i, f in zip(idx, res.failures):
+        if f is not None:
+            log.warning("find %s: %s (config %s) excluded by its check in a child process: %s: %s", problem.key(),
+                        f.solver_id, f.config, f.stage, (f.reason.splitlines() or [""])[0][:300])
+            prepared[i] = (f, None)
+
+
 def _prepare(problem, solver, config=None):
     """Solution + compiled invoker, or a Failure. Runs in a worker thread."""
     stage = "solution"
@@ -379,9 +428,12 @@ def prepare_all(problem, todo, *, verify=True, threads=8):
         return prepared, (ref_future.result() if ref_future else None)
 
 
-def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, configs=None, budget_ms=None):
+def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, configs=None, budget_ms=None,
+              isolate=frozenset()):
     """Verify and time every candidate (each of its ``configs(solver)``, default its find configs);
-    returns (the fastest Solution per solver, failures, whether a workspace limit skipped any)."""
+    returns (the fastest Solution per solver, failures, whether a workspace limit skipped any). The
+    solvers named in ``isolate`` are first run and verified in a child process
+    (``isolate_candidates``); those that fail there are not run here."""
     failures: list[Failure] = []
     ws_skipped = False
     todo = []
@@ -399,6 +451,8 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
         todo += [(s, cfg) for cfg in cfgs]
 
     prepared, ref_inv = prepare_all(problem, todo, verify=verify)
+    if isolate:
+        isolate_candidates(problem, todo, prepared, isolate)
     h = Harness(problem, verify=verify, seed=seed, reference_invoker=ref_inv)
     sols = []
     for (s, cfg), (sol, inv) in zip(todo, prepared):

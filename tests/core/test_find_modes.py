@@ -26,7 +26,8 @@ def env(tmp_path, monkeypatch, tmp_db):
     monkeypatch.setattr(api, "current_device", lambda *a: DEV)
     benchmarked = []
 
-    def fake_benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, configs=None, budget_ms=None):
+    def fake_benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, configs=None, budget_ms=None,
+                       isolate=frozenset()):
         benchmarked.append([s.id for s in cands])
         sols = [api.Solution(s.id, s.algorithm, 1.0 + i, s.workspace_bytes(problem), None, True, problem)
                 for i, s in enumerate(cands)]
@@ -236,7 +237,8 @@ def failing(env, monkeypatch):
     benchmarked, url = env
     fail: dict[str, tuple[str, str]] = {}
 
-    def fake_benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, configs=None, budget_ms=None):
+    def fake_benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, configs=None, budget_ms=None,
+                       isolate=frozenset()):
         benchmarked.append([s.id for s in cands])
         sols, failures = [], []
         for i, s in enumerate(cands):
