@@ -239,3 +239,16 @@ def test_a_real_child_without_a_gpu_reports_that_its_reference_failed(monkeypatc
     res = iso.check_in_child(SMALL, [("ConvDirectNaiveConvFwd", None, None)], timeout=120)
     assert res.reference is not None and res.failures == [None]
     assert "before its reference" not in res.reference   # it said so itself, in JSON
+
+
+def test_a_solver_added_at_run_time_is_found_by_the_child_through_its_class(monkeypatch):
+    from miofind.registry import get_solver
+
+    from _oob_solver import OutOfBoundsWriteFwd
+
+    assert iso.solver_ref(get_solver("GemmFwdRest")) is None
+    bad = OutOfBoundsWriteFwd()
+    ref = iso.solver_ref(bad)
+    assert ref == "_oob_solver:OutOfBoundsWriteFwd"
+    assert type(iso._load_solver(bad.id, ref)) is OutOfBoundsWriteFwd
+    assert iso._load_solver("GemmFwdRest", None) is get_solver("GemmFwdRest")
