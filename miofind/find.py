@@ -39,6 +39,7 @@ from .db.handles import open_dbs
 from .device import DeviceInfo, current_device
 from .harness import Harness, describe, failure_stage, reference_invoker_for
 from .invokers import build_invoker
+from .isolate import context_broken, names_sticky_error
 from .problem import ProblemDescription
 from .registry import get_solver, solvers as all_solvers
 from .results import Failure, FindResult, Solution
@@ -48,9 +49,6 @@ from .trust import is_trusted, trust_key, tuned_config
 log = logging.getLogger(__name__)
 
 FIND_MODES = ("normal", "fast", "hybrid", "dynamic_hybrid", "benchmark")
-# CUDA errors that leave the context unusable: every later call fails the same way
-_STICKY = ("ILLEGAL_ADDRESS", "illegal memory access", "LAUNCH_FAILED", "unspecified launch failure",
-           "ILLEGAL_INSTRUCTION", "MISALIGNED_ADDRESS", "HARDWARE_STACK_ERROR", "INVALID_PC")
 
 
 class ContextBrokenError(RuntimeError):
@@ -60,22 +58,9 @@ class ContextBrokenError(RuntimeError):
     context of the child process that checks candidates (``miofind.isolate``): nothing can be verified."""
 
 
-def _sticky_text(reason: str) -> bool:
-    """Whether a failure reason names a sticky CUDA error."""
-    return any(s in reason for s in _STICKY)
-
-
 def _sticky(reason: str) -> bool:
-    """Whether a failure reason names a sticky CUDA error and this process's context is broken."""
-    if not _sticky_text(reason):
-        return False
-    import cupy
-    try:
-        cupy.cuda.runtime.deviceSynchronize()
-        cupy.cuda.runtime.getLastError()
-    except Exception:
-        return True
-    return False
+    """Whether this process's context is broken by the error ``reason`` names (a seam for tests)."""
+    return context_broken(reason)
 SORT_KEYS = ("time", "workspace")
 # Timing budget per find candidate (harness.Harness.measure): one that fits keeps 3 warm-ups and 10
 # timed runs; a kernel slower than about 19 ms per run gets one warm-up and fewer timed runs (at
@@ -396,7 +381,7 @@ def isolate_candidates(problem, todo, prepared, isolate) -> None:
     checks = [(todo[i][0].id, prepared[i][0].config, iso.solver_ref(todo[i][0])) for i in idx]
     res = iso.check_in_child(problem, checks, device=iso.current_device_id())
     if res.reference is not None:
-        if _sticky_text(res.reference):
+        if names_sticky_error(res.reference):
             raise ContextBrokenError(f"the float64 reference broke the CUDA context of a child process on "
                                      f"{problem.key()}: {res.reference.splitlines()[0]}; nothing was measured")
         res.failures = [Failure(todo[i][0].id, "isolate", f"not checked: the float64 reference failed in the child "

@@ -22,17 +22,39 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
 import sys
 
 from .results import Failure
 
-__all__ = ["RISKY_ELEMENTS", "CHILD_TIMEOUT_S", "is_risky", "check_in_child", "IsolationResult"]
+__all__ = ["RISKY_ELEMENTS", "CHILD_TIMEOUT_S", "STICKY_ERRORS", "is_risky", "check_in_child", "IsolationResult",
+           "names_sticky_error", "context_broken", "solver_ref"]
 
 RISKY_ELEMENTS = 1 << 30
 # the longest one child may run (its reference and all its candidates) before it is killed
 CHILD_TIMEOUT_S = 1800.0
 _ENV = "MIOFIND_ISOLATE"
+# CUDA errors that leave the context unusable: every later call fails the same way
+STICKY_ERRORS = ("ILLEGAL_ADDRESS", "illegal memory access", "LAUNCH_FAILED", "unspecified launch failure",
+                 "ILLEGAL_INSTRUCTION", "MISALIGNED_ADDRESS", "HARDWARE_STACK_ERROR", "INVALID_PC")
+
+
+def names_sticky_error(reason: str) -> bool:
+    """Whether a failure reason names a sticky CUDA error."""
+    return any(s in reason for s in STICKY_ERRORS)
+
+
+def context_broken(reason: str) -> bool:
+    """Whether a failure reason names a sticky CUDA error and this process's CUDA context is indeed
+    unusable (a synchronize fails)."""
+    if not names_sticky_error(reason):
+        return False
+    import cupy
+    try:
+        cupy.cuda.runtime.deviceSynchronize()
+        cupy.cuda.runtime.getLastError()
+    except Exception:
+        return True
+    return False
 
 
 def is_risky(problem) -> bool:
@@ -94,6 +116,8 @@ def _how_it_ended(rc: int) -> str:
 def run_child(request: dict, timeout: float) -> tuple[list[dict], str, int | None]:
     """Run one child on ``request``; (its JSON lines, its standard error, its exit code or None when
     it timed out and was killed). Tests replace this."""
+    import subprocess
+
     proc = subprocess.Popen([sys.executable, "-m", "miofind.isolate"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_child_env())
     try:
@@ -147,8 +171,6 @@ def check_in_child(problem, candidates, *, device: int = 0, seed=None,
     """Run and verify ``candidates`` ([(solver id, config, ``solver_ref``)]) in child processes (see
     the module doc); a new child takes over after one dies or reports a sticky error. Never raises
     for a candidate."""
-    from .find import _sticky_text
-
     res = IsolationResult(len(candidates))
     todo = list(range(len(candidates)))
     while todo and res.reference is None:
@@ -172,7 +194,7 @@ def check_in_child(problem, candidates, *, device: int = 0, seed=None,
                 started = None
                 if not ev.get("ok"):
                     reason = str(ev.get("reason", ""))
-                    sticky = bool(ev.get("sticky")) or _sticky_text(reason)
+                    sticky = bool(ev.get("sticky")) or names_sticky_error(reason)
                     cfg = candidates[i][1]
                     if sticky:
                         res.failures[i] = Failure(candidates[i][0], "isolate", f"broke the CUDA context of a child "
@@ -214,7 +236,6 @@ def _child() -> int:
     """The child's side: read the request from standard input, report on standard output."""
     import cupy
 
-    from .find import _sticky
     from .harness import Harness, describe, failure_stage
     from .invokers import build_invoker
     from .problem import ProblemDescription
@@ -247,7 +268,7 @@ def _child() -> int:
             cupy.cuda.runtime.deviceSynchronize()
         except Exception as e:
             st, reason = failure_stage(e) if stage == "launch" else (stage, describe(e))
-            sticky = _sticky(reason)
+            sticky = context_broken(reason)
             say(event="done", index=i, ok=False, stage=st, reason=reason, sticky=sticky)
             if sticky:
                 return 3   # this context is unusable: the parent starts a new child for the rest
