@@ -32,7 +32,6 @@ __all__ = ["RISKY_ELEMENTS", "CHILD_TIMEOUT_S", "STICKY_ERRORS", "is_risky", "ch
 RISKY_ELEMENTS = 1 << 30
 # the longest one child may run (its reference and all its candidates) before it is killed
 CHILD_TIMEOUT_S = 1800.0
-_ENV = "MIOFIND_ISOLATE"
 # CUDA errors that leave the context unusable: every later call fails the same way
 STICKY_ERRORS = ("ILLEGAL_ADDRESS", "illegal memory access", "LAUNCH_FAILED", "unspecified launch failure",
                  "ILLEGAL_INSTRUCTION", "MISALIGNED_ADDRESS", "HARDWARE_STACK_ERROR", "INVALID_PC")
@@ -61,11 +60,11 @@ def is_risky(problem) -> bool:
     """Whether a find verifies the problem's untrusted candidates in a child process first: one of its
     tensors (``problem.io_shapes()``) holds at least RISKY_ELEMENTS elements, unless MIOFIND_ISOLATE
     says otherwise (1: always, 0: never; ValueError naming any other value)."""
-    v = os.environ.get(_ENV, "").strip()
-    if v:
-        if v not in ("0", "1"):
-            raise ValueError(f"{_ENV}={v!r}: expected 1 (isolate every find candidate not yet trusted) or 0 (never)")
-        return v == "1"
+    from .env import isolate
+
+    forced = isolate()
+    if forced is not None:
+        return forced
     return max(math.prod(s) for s in problem.io_shapes()) >= RISKY_ELEMENTS
 
 
@@ -93,7 +92,7 @@ def _child_env() -> dict[str, str]:
     env = dict(os.environ)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env[_ENV] = "0"    # a child never isolates again
+    env["MIOFIND_ISOLATE"] = "0"    # a child never isolates again
     return env
 
 
