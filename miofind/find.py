@@ -378,14 +378,15 @@ def isolate_candidates(problem, todo, prepared, isolate) -> None:
     if not idx:
         return
     log.info("find %s: checking %d candidate(s) in a child process first", problem.key(), len(idx))
-    checks = [(todo[i][0].id, prepared[i][0].config, iso.solver_ref(todo[i][0])) for i in idx]
+    # the config as the find lists it (None: the default), as its own failures record it
+    checks = [(todo[i][0].id, todo[i][1], iso.solver_ref(todo[i][0])) for i in idx]
     res = iso.check_in_child(problem, checks, device=iso.current_device_id())
     if res.reference is not None:
         if names_sticky_error(res.reference):
             raise ContextBrokenError(f"the float64 reference broke the CUDA context of a child process on "
                                      f"{problem.key()}: {res.reference.splitlines()[0]}; nothing was measured")
         res.failures = [Failure(todo[i][0].id, "isolate", f"not checked: the float64 reference failed in the child "
-                                f"process: {res.reference}", config=prepared[i][0].config) for i in idx]
+                                f"process: {res.reference}", config=todo[i][1]) for i in idx]
     for i, f in zip(idx, res.failures):
         if f is not None:
             log.warning("find %s: %s (config %s) excluded by its check in a child process: %s: %s", problem.key(),

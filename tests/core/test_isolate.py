@@ -185,9 +185,14 @@ def test_find_isolates_untrusted_candidates_and_records_what_failed_there(tmp_db
 
     monkeypatch.setattr(find_mod, "current_device", lambda *a: DEV)
     monkeypatch.setattr(api, "current_device", lambda *a: DEV)
+    def solved(problem, s):
+        sol = _Sol()
+        sol.config = s.default_config(problem.as_conv())   # get_solution fills the default in; failures keep None
+        return sol
+
     monkeypatch.setattr(find_mod, "Harness", _FakeHarness)
     monkeypatch.setattr(find_mod, "prepare_all",
-                        lambda problem, todo, verify=True: ([(_Sol(), s.id) for s, _ in todo], None))
+                        lambda problem, todo, verify=True: ([(solved(problem, s), s.id) for s, _ in todo], None))
     p = SMALL
     cs = find_mod.candidates(p)[0]
     trusted, bad, slow = cs[0], cs[1], cs[2]
@@ -196,6 +201,7 @@ def test_find_isolates_untrusted_candidates_and_records_what_failed_there(tmp_db
 
     def fake_check(problem, checks, device=0, seed=None):
         seen.append({c[0] for c in checks})
+        assert all(c[1] is None for c in checks)
         res = iso.IsolationResult(len(checks))
         for i, c in enumerate(checks):
             if c[0] == bad.id:
@@ -218,7 +224,7 @@ def test_find_isolates_untrusted_candidates_and_records_what_failed_there(tmp_db
     assert bad.id not in measured and slow.id not in measured and trusted.id in measured
     assert {s.solver_id for s in r} == {s.id for s in cs} - {bad.id, slow.id}
     recorded = {f.solver_id: f for f in FindDB(tmp_db).find_failures(DEV.db_name, p.key())}
-    assert set(recorded) == {bad.id} and recorded[bad.id].stage == "isolate"
+    assert set(recorded) == {bad.id} and (recorded[bad.id].stage, recorded[bad.id].config) == ("isolate", None)
     r = api.find_solutions(p, mode="normal")      # normal mode: measures only the unchecked one again
     assert bad.id not in {s.solver_id for s in r} and seen[-1] == {slow.id}
     with pytest.raises(ValueError, match="MIOFIND_ISOLATE='2'"):
