@@ -317,6 +317,8 @@ def _check_device_option(device, *, amd, option="--device"):
 def db_export(db_url, fmt, device, out_path, sign, key_file):
     """Write the FindDB's records to a file or standard output.
 
+    Exports the find records and tuned configs. Failed configs of tuning and recorded find failures are
+    not exported: they describe runs on this machine, and a find elsewhere records its own.
     With --sign, the key comes from --key-file or $MIOFIND_IMPORT_KEY; an unsigned export imports untrusted.
     """
     import io
@@ -343,12 +345,16 @@ def db_export(db_url, fmt, device, out_path, sign, key_file):
                 atomic_write(out_path, buf.getvalue(), mode=default_file_mode())
             except OSError as e:
                 _fail(f"--output={out_path!r}: cannot write it ({e.strerror or e})")
+        left_out = h.count_find_failures(device)
     except (FindDBError, ValueError, OSError) as e:
         _fail(str(e))
     finally:
         h.close()
     click.echo(f"wrote {n} lines ({fmt} format{', signed' if sign else ''}){f' to {out_path}' if out_path else ''}",
                err=True)
+    if left_out:
+        click.echo(f"left out {left_out} recorded find failure(s): they are not exported (a find on the importing "
+                   "machine records its own)", err=True)
 
 
 class _PushedBack:
@@ -546,9 +552,14 @@ def db_verify(db_url, as_json):
 @db.command("prune")
 @click.option("--db", "db_url", default=None, help="FindDB SQLAlchemy URL or file (default: $MIOFIND_DB or the user DB).")
 @click.option("--dry-run", is_flag=True, help="Only count what would be deleted.")
-@click.option("--keep-stale", is_flag=True, help="Keep records of other miofind versions or kernel sources.")
+@click.option("--keep-stale", is_flag=True, help="Keep records, failed configs and recorded find failures of other "
+              "miofind versions or kernel sources.")
 def db_prune(db_url, dry_run, keep_stale):
-    """Delete invalid records (what `db verify` reports) and records this miofind no longer trusts."""
+    """Delete invalid records (what `db verify` reports) and records this miofind no longer trusts.
+
+    Recorded find failures and failed tuning configs go when their solver is unknown or retired, their key
+    is bad, or (stale) they were recorded under another trust key than the solver's current one.
+    """
     from .db import FindDBError
     from .db.maintenance import prune_db
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["VARIABLES", "EnvVar", "FIND_MODES", "FindEnforce", "find_mode", "find_enforce", "user_db_url",
-           "system_db", "log_level", "kernel_cache_dir", "cudnn_plans", "cudnn_execute", "import_key", "QUIET"]
+           "system_db", "log_level", "kernel_cache_dir", "cudnn_plans", "cudnn_execute", "import_key", "isolate",
+           "QUIET"]
 
 FIND_MODES = ("normal", "fast", "hybrid", "dynamic_hybrid", "benchmark")
 
@@ -78,6 +79,9 @@ VARIABLES: tuple[EnvVar, ...] = (
     EnvVar("MIOFIND_IMPORT_KEY", "the HMAC key that signs exports (`db export --sign`) and makes a signed import "
            "trusted", "a secret of at least 16 characters, shared by the machines that exchange FindDB files "
            "(unset: imports are stored untrusted)", ""),
+    EnvVar("MIOFIND_ISOLATE", "whether a find runs and verifies each candidate without a trusted record in a child "
+           "process first (`miofind.isolate`), so that a sticky CUDA error cannot poison the finding process",
+           "1 (always), 0 (never); unset: only for problems with a tensor of 2^30 elements or more", ""),
 )
 
 
@@ -234,6 +238,17 @@ def cudnn_execute() -> str:
 
 
 MIN_IMPORT_KEY = 16
+
+
+def isolate() -> bool | None:
+    """``MIOFIND_ISOLATE``: True (1), False (0), or None when unset (the problem's size decides)."""
+    raw = _get("MIOFIND_ISOLATE")
+    if raw is None:
+        return None
+    if raw not in ("0", "1"):
+        raise ValueError(f"MIOFIND_ISOLATE={raw!r}: expected 1 (check every find candidate not yet trusted in a "
+                         "child process) or 0 (never)")
+    return raw == "1"
 
 
 def import_key() -> bytes | None:

@@ -19,8 +19,8 @@ A benchmark stores each measured solver's failures in the user FindDB (``FindDB.
 stage, reason, trust key, CUDA version, per config) and clears them when it succeeds. Every mode but
 ``benchmark`` then treats a candidate whose failure was recorded under its current trust key and this
 CUDA major version, for every config it would measure, as settled: it is not measured again (it shows
-among the result's failures) and does not keep a normal-mode find from answering from the DB. A
-change of its code (trust key) or CUDA major makes it a candidate again. Out-of-memory failures and
+among the result's failures), is not offered from a DB record or a prediction (immediate mode
+included), and does not keep a normal-mode find from answering from the DB. A change of its code (trust key) or CUDA major makes it a candidate again. Out-of-memory failures and
 workspace-limit skips are not recorded (they depend on what else runs and on the caller).
 """
 
@@ -39,6 +39,7 @@ from .db.handles import open_dbs
 from .device import DeviceInfo, current_device
 from .harness import Harness, describe, failure_stage, reference_invoker_for
 from .invokers import build_invoker
+from .isolate import context_broken, names_sticky_error
 from .problem import ProblemDescription
 from .registry import get_solver, solvers as all_solvers
 from .results import Failure, FindResult, Solution
@@ -48,26 +49,18 @@ from .trust import is_trusted, trust_key, tuned_config
 log = logging.getLogger(__name__)
 
 FIND_MODES = ("normal", "fast", "hybrid", "dynamic_hybrid", "benchmark")
-# CUDA errors that leave the context unusable: every later call fails the same way
-_STICKY = ("ILLEGAL_ADDRESS", "illegal memory access", "LAUNCH_FAILED", "unspecified launch failure",
-           "ILLEGAL_INSTRUCTION", "MISALIGNED_ADDRESS", "HARDWARE_STACK_ERROR", "INVALID_PC")
 
 
 class ContextBrokenError(RuntimeError):
     """A candidate left the CUDA context unusable (a sticky error such as an illegal address): the
-    find stops there, names the candidate, and stores nothing; the process must be restarted."""
+    find stops there, names the candidate, and stores nothing; the process must be restarted. Also
+    raised, with the finding process unharmed, when a risky problem's float64 reference broke the
+    context of the child process that checks candidates (``miofind.isolate``): nothing can be verified."""
 
 
 def _sticky(reason: str) -> bool:
-    if not any(s in reason for s in _STICKY):
-        return False
-    import cupy
-    try:
-        cupy.cuda.runtime.deviceSynchronize()
-        cupy.cuda.runtime.getLastError()
-    except Exception:
-        return True
-    return False
+    """Whether this process's context is broken by the error ``reason`` names (a seam for tests)."""
+    return context_broken(reason)
 SORT_KEYS = ("time", "workspace")
 # Timing budget per find candidate (harness.Harness.measure): one that fits keeps 3 warm-ups and 10
 # timed runs; a kernel slower than about 19 ms per run gets one warm-up and fewer timed runs (at
@@ -140,19 +133,19 @@ def candidates(problem: ProblemDescription, solver_ids=None) -> tuple[list[Solve
     return cands, skipped
 
 
-def trusted_solutions(records, dev: DeviceInfo, problem, cands, verify, workspace_limit, settled=frozenset()):
+def trusted_solutions(records, dev: DeviceInfo, problem, cands, verify, workspace_limit):
     """Solutions from one DB layer's records for the candidates whose record is trusted, and
-    whether every candidate had one (a candidate in ``settled``, a recorded failure, needs none)."""
+    whether every candidate had one (the caller leaves out candidates with a recorded failure)."""
     recs = {r.solver_id: r for r in records}
     out, complete = [], True
     for s in cands:
         r = recs.get(s.id)
         if r is None:
-            complete = complete and s.id in settled
+            complete = False
             continue
         ok, _ = is_trusted(r, s, dev.cuda_version)
         if not ok or (verify and not r.verified) or (r.config is not None and not s.is_valid_config(problem.as_conv(), r.config)):
-            complete = complete and s.id in settled
+            complete = False
             continue
         if workspace_limit is not None and r.workspace_bytes > workspace_limit:
             continue
@@ -161,13 +154,13 @@ def trusted_solutions(records, dev: DeviceInfo, problem, cands, verify, workspac
     return out, complete
 
 
-def from_db(dbs, dev: DeviceInfo, problem, cands, verify, workspace_limit, settled=frozenset()):
+def from_db(dbs, dev: DeviceInfo, problem, cands, verify, workspace_limit):
     """(solutions, complete, layer): the first layer (user, then system) whose trusted records cover
-    every candidate (but those in ``settled``); else the first layer with any trusted record,
+    every candidate; else the first layer with any trusted record,
     complete=False; else ([], False, None)."""
     partial = None
     for layer, records in dbs.lookup(dev.db_name, problem.key()):
-        sols, complete = trusted_solutions(records, dev, problem, cands, verify, workspace_limit, settled)
+        sols, complete = trusted_solutions(records, dev, problem, cands, verify, workspace_limit)
         if complete and sols:
             return sols, True, layer
         if sols and partial is None:
@@ -193,8 +186,9 @@ def find_configs(dbs, dev: DeviceInfo, problem, solver: Solver) -> list:
 # -- failures recorded by earlier finds --------------------------------------------------------
 
 # stages a later find would fail at again with the same code; OOM is about what else ran
-_RECORDED_STAGES = ("solution", "compile", "launch", "verify")
-_TRANSIENT = ("OutOfMemory", "out of memory", "OUT_OF_MEMORY", "ALLOC_FAILED", "MemoryAllocation")
+_RECORDED_STAGES = ("solution", "compile", "launch", "verify", "isolate")
+_TRANSIENT = ("OutOfMemory", "out of memory", "OUT_OF_MEMORY", "ALLOC_FAILED", "MemoryAllocation",
+              "not checked:", "timed out")
 
 
 def settled_failures(dbs, dev: DeviceInfo, problem, cands) -> dict[str, Failure]:
@@ -256,7 +250,9 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
 
     if mode != "benchmark" and cands:
         settled = settled_failures(dbs, dev, problem, cands)
-        sols, complete, layer = from_db(dbs, dev, problem, cands, verify, workspace_limit, frozenset(settled))
+        # a recorded failure also keeps the solver out of the DBs' answer (e.g. a system-DB record)
+        sols, complete, layer = from_db(dbs, dev, problem, [s for s in cands if s.id not in settled], verify,
+                                        workspace_limit)
         if sols and (complete or mode != "normal"):
             log.debug("find %s: answered from the %s FindDB", problem.key(), layer)
             return done(sols, source="db", failures=failures + list(settled.values()), db_layer=layer)
@@ -277,7 +273,7 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
     log.info("find %s: benchmarking %d candidate(s)", problem.key(), len(cands))
     sols, bench_failures, ws_skipped = benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed,
                                                  configs=lambda s: find_configs(dbs, dev, problem, s),
-                                                 budget_ms=time_budget_ms)
+                                                 budget_ms=time_budget_ms, isolate=to_isolate(dbs, dev, problem, cands))
     failures += bench_failures
     for f in bench_failures:
         log.info("find %s: %s failed at %s: %s", problem.key(), f.solver_id, f.stage, f.reason)
@@ -295,12 +291,17 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
 
 def immediate(problem: ProblemDescription, *, dev: DeviceInfo, db=None, workspace_limit=None, solvers=None,
               t0: float | None = None) -> FindResult:
-    """Immediate mode (``miofind.get_solutions``): the DBs' trusted answer, else a prediction."""
+    """Immediate mode (``miofind.get_solutions``): the DBs' trusted answer, else a prediction. A
+    solver whose find failure is recorded under its current trust key and CUDA major
+    (``settled_failures``) is offered by neither; the result's ``failures`` list it."""
     t0 = time.perf_counter() if t0 is None else t0
     check_workspace_limit(workspace_limit)
     cands, failures = candidates(problem, solvers)
     dbs = open_dbs(db, dev, readonly=True)
     done = lambda sols, **kw: result(sols, problem=problem, t0=t0, sort_by="time", mode="immediate", **kw)  # noqa: E731
+    settled = settled_failures(dbs, dev, problem, cands) if cands else {}
+    failures += settled.values()
+    cands = [s for s in cands if s.id not in settled]
     sols, _, layer = from_db(dbs, dev, problem, cands, False, workspace_limit)
     if sols:
         return done(sols, source="db", failures=failures, db_layer=layer)
@@ -352,6 +353,47 @@ def store_solutions(db, dev: DeviceInfo, problem, sols) -> None:
 
 # -- benchmarking --------------------------------------------------------------------------------
 
+def to_isolate(dbs, dev: DeviceInfo, problem, cands) -> frozenset[str]:
+    """The candidates a benchmark first checks in a child process (``miofind.isolate``): for a risky
+    problem, those without a trusted, verified record of it for this device in either FindDB layer;
+    for any other problem none (and no DB read)."""
+    from .isolate import is_risky
+
+    if not cands or not is_risky(problem):
+        return frozenset()
+    safe = set()
+    for _, records in dbs.lookup(dev.db_name, problem.key()):
+        safe |= {s.solver_id for s in trusted_solutions(records, dev, problem, cands, True, None)[0]}
+    return frozenset(s.id for s in cands if s.id not in safe)
+
+
+def isolate_candidates(problem, todo, prepared, isolate) -> None:
+    """Check the prepared (solver, config) pairs of ``todo`` whose solver is in ``isolate`` in child
+    processes (``miofind.isolate.check_in_child``) and replace each that fails there by its Failure,
+    logging one line per excluded candidate. ContextBrokenError when the reference itself broke."""
+    from . import isolate as iso
+
+    idx = [i for i, ((s, _), (sol, _)) in enumerate(zip(todo, prepared))
+           if s.id in isolate and not isinstance(sol, Failure)]
+    if not idx:
+        return
+    log.info("find %s: checking %d candidate(s) in a child process first", problem.key(), len(idx))
+    # the config as the find lists it (None: the default), as its own failures record it
+    checks = [(todo[i][0].id, todo[i][1], iso.solver_ref(todo[i][0])) for i in idx]
+    res = iso.check_in_child(problem, checks, device=iso.current_device_id())
+    if res.reference is not None:
+        if names_sticky_error(res.reference):
+            raise ContextBrokenError(f"the float64 reference broke the CUDA context of a child process on "
+                                     f"{problem.key()}: {res.reference.splitlines()[0]}; nothing was measured")
+        res.failures = [Failure(todo[i][0].id, "isolate", f"not checked: the float64 reference failed in the child "
+                                f"process: {res.reference}", config=todo[i][1]) for i in idx]
+    for i, f in zip(idx, res.failures):
+        if f is not None:
+            log.warning("find %s: %s (config %s) excluded by its check in a child process: %s: %s", problem.key(),
+                        f.solver_id, f.config, f.stage, (f.reason.splitlines() or [""])[0][:300])
+            prepared[i] = (f, None)
+
+
 def _prepare(problem, solver, config=None):
     """Solution + compiled invoker, or a Failure. Runs in a worker thread."""
     stage = "solution"
@@ -372,9 +414,12 @@ def prepare_all(problem, todo, *, verify=True, threads=8):
         return prepared, (ref_future.result() if ref_future else None)
 
 
-def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, configs=None, budget_ms=None):
+def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, configs=None, budget_ms=None,
+              isolate=frozenset()):
     """Verify and time every candidate (each of its ``configs(solver)``, default its find configs);
-    returns (the fastest Solution per solver, failures, whether a workspace limit skipped any)."""
+    returns (the fastest Solution per solver, failures, whether a workspace limit skipped any). The
+    solvers named in ``isolate`` are first run and verified in a child process
+    (``isolate_candidates``); those that fail there are not run here."""
     failures: list[Failure] = []
     ws_skipped = False
     todo = []
@@ -392,6 +437,8 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
         todo += [(s, cfg) for cfg in cfgs]
 
     prepared, ref_inv = prepare_all(problem, todo, verify=verify)
+    if isolate:
+        isolate_candidates(problem, todo, prepared, isolate)
     h = Harness(problem, verify=verify, seed=seed, reference_invoker=ref_inv)
     sols = []
     for (s, cfg), (sol, inv) in zip(todo, prepared):

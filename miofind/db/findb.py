@@ -1077,6 +1077,15 @@ class FindDB:
         return self._records(self._run("read find failures", lambda con: con.execute(q).mappings().all()),
                              FindFailure)
 
+    def count_find_failures(self, device: str | None = None) -> int:
+        """How many find failures are recorded (of ``device`` if given), in one COUNT query."""
+        if not self._has(_find_failures):
+            return 0
+        q = sa.select(sa.func.count()).select_from(_find_failures)
+        if device is not None:
+            q = q.where(_find_failures.c.device == device)
+        return self._run("count find failures", lambda con: con.execute(q).scalar_one())
+
     def problem_keys(self, device: str | None = None, suffix: str | None = None) -> list[str]:
         """Distinct problem keys with find records (of one device if given; ending in ``suffix`` if given)."""
         t = _records.c

@@ -22,7 +22,7 @@ from typing import Any, Callable
 import sqlalchemy as sa
 
 from . import findb as _findb
-from .findb import FindDB, FindDBError, PerfRecord, Record, TuneFailure, config_key
+from .findb import FindDB, FindDBError, FindFailure, PerfRecord, Record, TuneFailure, config_key
 
 __all__ = ["Problem", "PruneReport", "RecordChecker", "verify_db", "prune_db", "trust_summary", "migrate_trust_keys",
            "CHECKS"]
@@ -48,7 +48,8 @@ class Problem:
 @dataclass
 class PruneReport:
     """What ``prune_db`` deleted (or, with ``dry_run``, would delete): counts per "kind: reason",
-    e.g. ``{"find: not applicable": 2, "perf: stale": 1, "failures: stale": 3}``."""
+    e.g. ``{"find: not applicable": 2, "perf: stale": 1, "failures: stale": 3, "find_failures: stale": 1}``
+    ("failures": failed configs of tuning; "find_failures": failed find candidates)."""
 
     counts: dict[str, int] = field(default_factory=dict)
     dry_run: bool = False
@@ -59,7 +60,7 @@ class PruneReport:
 
 
 _TABLES = {"find": (_findb._records, Record), "perf": (_findb._perf, PerfRecord),
-           "failures": (_findb._failures, TuneFailure)}
+           "failures": (_findb._failures, TuneFailure), "find_failures": (_findb._find_failures, FindFailure)}
 
 
 @dataclass
@@ -77,6 +78,8 @@ class _Row:
 def _read_rows(db: FindDB, kind: str) -> list[_Row]:
     """Every row of one table, validated as FindDB does, but keeping the invalid ones (with why)."""
     table, cls = _TABLES[kind]
+    if not db._has(table):
+        return []   # a read-only handle on an older schema
     q = sa.select(*_findb._raw_cols(table)).order_by(table.c.device, table.c.problem_key, table.c.solver_id,
                                                      table.c.id)
     rows = db._run(f"read the {table.name} table", lambda con: con.execute(q).mappings().all())
@@ -238,6 +241,11 @@ class RecordChecker:
             return True
         if row.kind == "failures":
             return row.obj.kernel_hash != self.trust_key(solver)
+        if row.kind == "find_failures":
+            # a library version unreadable here (no GPU) does not make a recorded failure stale
+            from ..trust import compare
+
+            return compare(row.obj.kernel_hash, self.trust_key(solver))[0] == "no"
         return self.trusted(row)[0] == "no"
 
 
@@ -256,7 +264,9 @@ def verify_db(db: FindDB) -> list[Problem]:
 def prune_db(db: FindDB, *, dry_run: bool = False, stale: bool = True) -> PruneReport:
     """Delete what ``verify_db`` flags and, with ``stale``, the records this miofind does not trust
     (a trust key other than the solver's current one, ``miofind.trust``: never used by a find, e.g.
-    imported MIOpen hints) and failed configs recorded under another trust key. Failed configs of a bad key or an unknown or retired solver go too.
+    imported MIOpen hints), failed configs of tuning recorded under another trust key, and recorded
+    find failures under another trust key (a find measures such a candidate again anyway). Failed
+    configs and find failures of a bad key or an unknown or retired solver go too.
     ``dry_run`` counts without deleting. Each row is deleted only if it is still the row examined (same
     id and ``created_at``), so a record rewritten meanwhile by a find survives. One transaction."""
     if db.readonly and not dry_run:
@@ -264,15 +274,16 @@ def prune_db(db: FindDB, *, dry_run: bool = False, stale: bool = True) -> PruneR
     checker = RecordChecker()
     problems, rows = _verify(db, checker)
     rows["failures"] = _read_rows(db, "failures")
+    rows["find_failures"] = _read_rows(db, "find_failures")
     flagged: dict[tuple[str, str, str, str], str] = {}
     for pr in problems:
         flagged.setdefault((pr.kind, pr.device, pr.key, pr.solver_id), pr.check)
     report = PruneReport(dry_run=dry_run)
-    doomed: dict[str, list[_Row]] = {"find": [], "perf": [], "failures": []}
+    doomed: dict[str, list[_Row]] = {kind: [] for kind in rows}
     for kind, kind_rows in rows.items():
         for row in kind_rows:
             reason = flagged.get((kind, row.device, row.key, row.solver_id))
-            if kind == "failures" and reason is None:
+            if kind in ("failures", "find_failures") and reason is None:
                 if row.obj is None:
                     reason = "invalid row"
                 elif checker.problem(row.key)[1]:

@@ -5,8 +5,11 @@ Two file formats:
 * ``miofind``: JSON Lines. The first line is the header ``{"format": "miofind-db", "version": 1}``,
   then one object per find record (``{"type": "find", ...every Record field}``) and per tuned config
   (``{"type": "perf", ...every PerfRecord field}``). Floats are written by ``json`` (``repr``), so
-  they re-import bit for bit. Failed configs are not exported (they only matter to a resumed tune on
-  the same machine). A signed export ends with a signature line (below).
+  they re-import bit for bit. Failed configs of tuning are not exported (they only matter to a
+  resumed tune on the same machine), nor are the find failures a find records (``FindFailure``):
+  they are observations of one machine's run (a failure there may come from its driver or from
+  what else ran), and a find on the importing machine records its own after one benchmark, so
+  no file can make a find skip a candidate. A signed export ends with a signature line (below).
 * ``miopen``: MIOpen's text FindDB, one line per problem:
   ``KEY=Solver:time_ms,workspace_bytes,algorithm;Solver2:...`` with the solvers fastest first. One file
   holds one device; importing needs the device to file the records under. Import also reads the

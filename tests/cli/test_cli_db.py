@@ -188,3 +188,50 @@ def test_prune_dry_run_then_prune(dbfile):
     assert r.exit_code == 0 and "deleted 2 row(s)" in r.output
     assert {x.solver_id for x in records(dbfile)} == {NAIVE, IGEMM, WINO}
     assert run("db", "verify", "--db", dbfile).exit_code == 0
+
+
+# -- recorded find failures ----------------------------------------------------------------------------
+
+def _find_failure(solver, kernel_hash_, device=DEV):
+    from miofind.db.findb import FindFailure
+
+    return FindFailure(device, KEY, solver, None, "verify", "max element error 0.5", kernel_hash=kernel_hash_,
+                       cuda_version="13.0")
+
+
+def test_prune_reports_stale_find_failures(dbfile):
+    with FindDB(str(dbfile)) as d:
+        d.store_find_failures(DEV, KEY, [NAIVE, IGEMM], [_find_failure(NAIVE, kernel_hash(get_solver(NAIVE))),
+                                                         _find_failure(IGEMM, "src=00000000deadbeef;v=1")])
+    r = run("db", "prune", "--db", dbfile, "--dry-run")
+    assert r.exit_code == 0, r.output
+    assert "would delete 1 row(s)" in r.output and "find_failures: stale" in r.output
+    r = run("db", "prune", "--db", dbfile)
+    assert r.exit_code == 0 and "deleted 1 row(s)" in r.output
+    with FindDB(str(dbfile), readonly=True) as d:
+        assert [f.solver_id for f in d.find_failures(DEV, KEY)] == [NAIVE]
+
+
+def test_export_leaves_find_failures_out_and_says_so(dbfile, tmp_path):
+    with FindDB(str(dbfile)) as d:
+        d.store_find_failures(DEV, KEY, [WINO], [_find_failure(WINO, kernel_hash(get_solver(WINO)))])
+        d.store_find_failures(DEV2, KEY, [WINO], [_find_failure(WINO, kernel_hash(get_solver(WINO)), DEV2)])
+    r = run("db", "export", "--db", dbfile)
+    assert r.exit_code == 0, r.output
+    assert "left out 2 recorded find failure(s)" in r.stderr
+    assert {json.loads(ln)["type"] for ln in r.stdout.splitlines()[1:]} == {"find", "perf"}
+    r = run("db", "export", "--db", dbfile, "--device", DEV, "-o", tmp_path / "x.jsonl")
+    assert r.exit_code == 0 and "left out 1 recorded find failure(s)" in r.stderr
+    assert "find failures are" in " ".join(run("db", "export", "--help").output.split())
+    # nothing to leave out: no line about it
+    with FindDB(str(dbfile)) as d:
+        d.delete(what="find_failures")
+    assert "find failure" not in run("db", "export", "--db", dbfile).stderr
+    # an import of a file with a failure line skips it, naming the line (not a kind import accepts)
+    src = tmp_path / "f.jsonl"
+    src.write_text(json.dumps({"format": "miofind-db", "version": 1}) + "\n" + json.dumps(
+        {"type": "find_failure", **dataclasses.asdict(_find_failure(WINO, kernel_hash(get_solver(WINO))))}) + "\n")
+    r = run("db", "import", src, "--db", tmp_path / "i.sqlite")
+    assert "line 2" in r.output and "type='find_failure'" in r.output
+    with FindDB(str(tmp_path / "i.sqlite"), readonly=True) as d:
+        assert d.count_find_failures() == 0

@@ -26,7 +26,8 @@ def env(tmp_path, monkeypatch, tmp_db):
     monkeypatch.setattr(api, "current_device", lambda *a: DEV)
     benchmarked = []
 
-    def fake_benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, configs=None, budget_ms=None):
+    def fake_benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, configs=None, budget_ms=None,
+                       isolate=frozenset()):
         benchmarked.append([s.id for s in cands])
         sols = [api.Solution(s.id, s.algorithm, 1.0 + i, s.workspace_bytes(problem), None, True, problem)
                 for i, s in enumerate(cands)]
@@ -236,7 +237,8 @@ def failing(env, monkeypatch):
     benchmarked, url = env
     fail: dict[str, tuple[str, str]] = {}
 
-    def fake_benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, configs=None, budget_ms=None):
+    def fake_benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, configs=None, budget_ms=None,
+                       isolate=frozenset()):
         benchmarked.append([s.id for s in cands])
         sols, failures = [], []
         for i, s in enumerate(cands):
@@ -364,6 +366,64 @@ def test_store_false_records_nothing(failing):
     fail[cands()[0].id] = ("verify", "RMS error 1 exceeds 3e-06")
     api.find_solutions(P, mode="normal", store=False)
     assert _recorded(url) == {}
+
+
+def _record_failure(url, solver, kernel_hash=None, cuda="13.0", p=P):
+    from miofind.db.findb import FindFailure
+
+    FindDB(url).store_find_failures(DEV.db_name, p.key(), [solver.id], [FindFailure(
+        DEV.db_name, p.key(), solver.id, None, "verify", "max element error 0.5 exceeds 3e-05",
+        kernel_hash=trust_key(solver) if kernel_hash is None else kernel_hash, cuda_version=cuda)])
+
+
+def test_immediate_mode_never_offers_a_recorded_failure(env, tmp_path, monkeypatch):
+    """get_solutions leaves out a solver whose find failure is recorded under its current trust key,
+    from the DB's answer (user or system layer) and from a prediction, and lists it among the
+    failures with its stage and reason; a failure under an older key or CUDA major does not count."""
+    benchmarked, url = env
+    bad = cands()[2]
+    ids = lambda r: {s.solver_id for s in r}  # noqa: E731
+    assert bad.id in ids(api.get_solutions(P, device=DEV))     # predicted, nothing recorded yet
+    _record_failure(url, bad)
+    r = api.get_solutions(P, device=DEV)
+    assert r.predicted and bad.id not in ids(r) and len(r) == len(cands()) - 1
+    (f,) = [f for f in r.failures if f.solver_id == bad.id]
+    assert f.stage == "verify" and "max element error 0.5" in f.reason and "recorded by a find" in f.reason
+    sysdb = tmp_path / "sm_90-132.sqlite"
+    with FindDB(str(sysdb)) as d:   # the system DB has a trusted record of it: still not offered
+        d.store(records(device="sm_90-132-OTHER"))
+    monkeypatch.setenv("MIOFIND_SYSTEM_DB", str(sysdb))
+    api.clear_caches()
+    r = api.get_solutions(P, device=DEV)
+    assert r.source == "db" and r.db_layer == "system" and bad.id not in ids(r) and len(r) == len(cands()) - 1
+    FindDB(url).store(records())
+    r = api.get_solutions(P, device=DEV)
+    assert r.db_layer == "user" and bad.id not in ids(r) and bad.id in {f.solver_id for f in r.failures}
+    for key, cuda in (("src=00000000deadbeef;v=1", "13.0"), (trust_key(bad), "12.4")):
+        _record_failure(url, bad, key, cuda)       # an older trust key or CUDA major: offered again
+        r = api.get_solutions(P, device=DEV)
+        assert bad.id in ids(r) and bad.id not in {f.solver_id for f in r.failures}
+    assert benchmarked == []
+
+
+def test_fast_and_hybrid_never_answer_with_a_recorded_failure(failing, tmp_path, monkeypatch):
+    """A DB record of a solver (here the system DB's) does not bring back a candidate whose failure is
+    recorded here; fast mode's prediction leaves it out too."""
+    benchmarked, url, fail = failing
+    bad = cands()[1]
+    _record_failure(url, bad)
+    r = api.find_solutions(P, mode="fast")
+    assert r.predicted and bad.id not in {s.solver_id for s in r} and benchmarked == []
+    sysdb = tmp_path / "sm_90-132.sqlite"
+    with FindDB(str(sysdb)) as d:
+        d.store(records(device="sm_90-132-OTHER"))
+    monkeypatch.setenv("MIOFIND_SYSTEM_DB", str(sysdb))
+    api.clear_caches()
+    for mode in ("fast", "hybrid", "normal"):
+        r = api.find_solutions(P, mode=mode)
+        assert r.source == "db" and bad.id not in {s.solver_id for s in r} and len(r) == len(cands()) - 1, mode
+        assert [f.stage for f in r.failures if f.solver_id == bad.id] == ["verify"]
+    assert benchmarked == []
 
 
 def test_benchmark_reports_the_config_that_failed(monkeypatch):

@@ -249,3 +249,66 @@ def test_cudnn_records_not_judged_by_what_this_machine_lacks(anydb):
                  rec("ConvCudnnFwd", key=key2, config={"engine": 3})])
     probs = verify_db(anydb)
     assert [(p.key, p.check) for p in probs] == [(key2, "invalid config")]
+
+
+# -- recorded find failures -------------------------------------------------------------------------
+
+def ffail(solver: str = IGEMM, key: str = KEY, config=None, **kw):
+    from miofind.db.findb import FindFailure
+
+    base = dict(device=DEV, problem_key=key, solver_id=solver, config=config, stage="verify", reason="boom",
+                kernel_hash=kh(solver) if solver in (IGEMM, NAIVE, WINO, "ConvFFTFwd") else "x", cuda_version="13.0")
+    base.update(kw)
+    return FindFailure(**base)
+
+
+def _store_ffail(db, *fs):
+    for f in fs:
+        db.store_find_failures(f.device, f.problem_key, [f.solver_id], [f])
+
+
+def test_prune_removes_find_failures_of_an_older_trust_key(anydb):
+    """A find failure under another trust key than the solver's current one is stale: pruned (a find
+    measures that candidate again anyway); one under the current key stays, as does one whose library
+    version cannot be read here (cuFFT without a GPU); bad keys and unknown solvers go."""
+    fft_gpu_key = kh("ConvFFTFwd").replace("cufft=?", "cufft=12000")
+    assert fft_gpu_key != kh("ConvFFTFwd")   # the CPU key cannot read cuFFT's version
+    _store_ffail(anydb,
+                 ffail(IGEMM),                                                    # current: stays
+                 ffail(NAIVE, kernel_hash="src=00000000deadbeef;v=1"),            # older source: stale
+                 ffail(WINO, kernel_hash=kh(WINO).replace("v=1", "v=0")),         # older version: stale
+                 ffail("ConvFFTFwd", kernel_hash=fft_gpu_key),                    # library unknown here: stays
+                 ffail("ConvOclDirectFwd1x1"),                                    # unknown solver
+                 ffail(IGEMM, key=BAD_KEY))                                       # bad key
+    rows = lambda: sorted((f.solver_id, f.problem_key) for f in  # noqa: E731
+                          [*anydb.find_failures(DEV, KEY), *anydb.find_failures(DEV, BAD_KEY)])
+    assert len(rows()) == 6
+    expect = {"find_failures: stale": 2, "find_failures: unknown solver": 1, "find_failures: bad key": 1}
+    assert prune_db(anydb, dry_run=True).counts == expect and len(rows()) == 6
+    kept = prune_db(anydb, stale=False)
+    assert kept.counts == {"find_failures: unknown solver": 1, "find_failures: bad key": 1}
+    assert rows() == sorted([("ConvFFTFwd", KEY), (IGEMM, KEY), (NAIVE, KEY), (WINO, KEY)])
+    rep = prune_db(anydb)
+    assert rep.counts == {"find_failures: stale": 2} and rep.total == 2
+    assert rows() == sorted([("ConvFFTFwd", KEY), (IGEMM, KEY)])
+    assert prune_db(anydb).total == 0
+
+
+def test_prune_dry_run_of_a_schema_2_file_read_only(tmp_path):
+    """A read-only handle on a schema-2 file (no find_failures table) prunes dry without error and
+    without writing."""
+    import sqlite3
+
+    path = tmp_path / "v2.sqlite"
+    with FindDB(str(path)) as d:
+        fill(d)
+    con = sqlite3.connect(path)
+    con.execute("DROP TABLE find_failures")
+    con.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
+    con.commit()
+    con.close()
+    before = path.read_bytes()
+    with FindDB(str(path), readonly=True) as ro:
+        rep = prune_db(ro, dry_run=True)
+        assert rep.total > 0 and not any(k.startswith("find_failures") for k in rep.counts)
+    assert path.read_bytes() == before
