@@ -120,11 +120,23 @@ def lookup(key: tuple, make_problem, device: int, det: bool) -> Entry:
     with _lock:
         e = _table.get(key)
         if e is None:
-            import cupy
-            with cupy.cuda.Device(device):
+            with _on_device(device):
                 e = _choose(make_problem(), det)
             _table[key] = e
     return e
+
+
+def _on_device(device: int):
+    """CuPy's current device set to ``device`` for a find and prepare (a hook for tests)."""
+    import cupy
+    return cupy.cuda.Device(device)
+
+
+def _release_find_memory() -> None:
+    """Give what CuPy's pool cached during a find (inputs, references, workspaces) back to the
+    driver, so that it does not sit beside PyTorch's pool (a hook for tests)."""
+    import cupy
+    cupy.get_default_memory_pool().free_all_blocks()
 
 
 def _find(problem: ProblemDescription):
@@ -143,8 +155,7 @@ def _choose(problem: ProblemDescription, det: bool) -> Entry:
     src = getattr(res, "source", "find")
     _stats[{"db": "db_hits", "find": "finds_run", "predicted": "predicted"}.get(src, "finds_run")] += 1
     if src == "find":
-        import cupy
-        cupy.get_default_memory_pool().free_all_blocks()   # what the find cached: give it back for torch
+        _release_find_memory()
     sols = [s for s in res if not det or get_solver(s.solver_id).deterministic]
     if not sols:
         fails = "; ".join(f"{f.solver_id}: {f.reason}" for f in getattr(res, "failures", ())[:5])

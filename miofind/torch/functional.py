@@ -39,11 +39,9 @@ def _tuple(name: str, v, nd: int) -> tuple[int, ...]:
 
 
 def normalize(nd: int, stride, padding, dilation, groups):
-    """(stride, padding, dilation, groups, extra) as PyTorch reads them for an ``nd``-D convolution:
-    tuples of ``nd`` ints; ``padding`` "valid" is zeros and "same" the left padding d*(k-1)//2 per
-    dim, with ``extra`` the pads to add on the right where d*(k-1) is odd (None here: the caller
-    computes them from the filter, see ``same_padding``). ValueError, naming the argument, for a
-    value PyTorch rejects."""
+    """(stride, padding, dilation, groups) as PyTorch reads them for an ``nd``-D convolution: tuples
+    of ``nd`` ints, ``padding`` may stay "valid" or "same" (resolved against the filter by the
+    caller, ``same_padding``). ValueError, naming the argument, for a value PyTorch rejects."""
     stride = _tuple("stride", stride, nd)
     dilation = _tuple("dilation", dilation, nd)
     if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
