@@ -79,8 +79,10 @@ def _autocast(x: Tensor, w: Tensor, bias):
 
 
 def supported(x: Tensor, w: Tensor) -> bool:
-    """Whether miofind runs this convolution (CUDA tensors of one of float32/float16/bfloat16)."""
-    return x.is_cuda and w.is_cuda and x.dtype in _policy.SUPPORTED_DTYPES and w.dtype == x.dtype
+    """Whether miofind runs this convolution: CUDA tensors of one of float32/float16/bfloat16 (or
+    meta tensors: the custom ops' fake kernels give shapes, see ``miofind.torch.problems``)."""
+    return (x.is_cuda or x.is_meta) and x.device == w.device and x.dtype in _policy.SUPPORTED_DTYPES \
+        and w.dtype == x.dtype
 
 
 def _conv(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilation, groups) -> Tensor:

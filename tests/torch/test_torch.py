@@ -432,3 +432,56 @@ def test_dynamo_sees_no_graph_break_and_aot_autograd_runs(cpu_ops):
     assert torch.allclose(y, ref(x), atol=1e-5) and torch.allclose(gx, x.grad, atol=1e-5)
     assert {"F", "B", "W"} <= set(cpu_ops)
     torch._dynamo.reset()
+
+
+# -- a model's problems, and tune --torch-model ------------------------------------------------------
+
+def small_net():
+    """A model builder for --torch-model (test_torch.small_net)."""
+    return nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU(),
+                         nn.Conv2d(8, 8, 4, padding="same", padding_mode="reflect"), nn.Conv2d(8, 16, 1, groups=2),
+                         nn.ConvTranspose2d(16, 4, 2))
+
+
+def test_model_problems_from_a_meta_pass():
+    from miofind.torch.problems import model_problems
+
+    ps = model_problems(small_net, (2, 3, 16, 16), dtype="fp16", channels_last=True)
+    keys = {p.key() for p in ps}
+    # the first layer computes no dx (its input needs no gradient); every layer F and W
+    assert [p.direction for p in ps].count("F") == 3 and [p.direction for p in ps].count("W") == 3
+    assert [p.direction for p in ps].count("B") == 2
+    assert "3-16-16-3x3-8-8-8-2-1x1-2x2-1x1-0-NHWC-NHWC-NHWC-FP16-F" in keys
+    # "same" with an even filter under reflect padding: the input padded 1 left, 2 right, then no pads
+    assert "8-11-11-4x4-8-8-8-2-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F" in keys
+    assert all(p.layout == "NHWC" and p.dtype == "FP16" for p in ps)
+    fp32 = model_problems(small_net(), (1, 3, 16, 16), tf32=True, train=False)
+    assert {p.direction for p in fp32} == {"F"} and all(p.key().endswith("_tf32") or "_g2" in p.key() for p in fp32)
+    assert all(p.math == "tf32" and p.layout == "NCHW" for p in fp32)
+    with pytest.raises(ValueError, match="dtype='fp64'"):
+        model_problems(small_net, (1, 3, 8, 8), dtype="fp64")
+    with pytest.raises(ValueError, match="cannot import"):
+        model_problems("no_such_module.net", (1, 3, 8, 8))
+    with pytest.raises(ValueError, match="building it with no arguments failed"):
+        model_problems("torch.nn.Conv2d", (1, 3, 8, 8))
+
+
+def test_tune_torch_model_enqueues_its_problems(tmp_path):
+    from click.testing import CliRunner
+
+    from miofind import cli
+    from miofind.db import FindDB
+    from miofind.db.jobs import JobQueue
+    from miofind.torch.problems import model_problems
+
+    db = f"sqlite:///{tmp_path / 'q.sqlite'}"
+    r = CliRunner().invoke(cli.main, ["tune", "--torch-model", "test_torch.small_net", "--batch", "4", "--dtype", "fp16",
+                                      "--channels-last", "--input-size", "16", "--enqueue", "--db", db])
+    assert r.exit_code == 0, r.output
+    want = {p.key() for p in model_problems(small_net, (4, 3, 16, 16), dtype="fp16", channels_last=True)}
+    assert {j.problem_key for j in JobQueue(FindDB(db)).jobs()} == want and len(want) == 8
+    r = CliRunner().invoke(cli.main, ["tune", "--torch-model", "test_torch.small_net", "--layout", "NHWC", "--enqueue",
+                                      "--db", db])
+    assert r.exit_code == 1 and "use --channels-last" in r.output
+    r = CliRunner().invoke(cli.main, ["tune", "--model", "resnet50", "--channels-last", "--enqueue", "--db", db])
+    assert r.exit_code == 1 and "--torch-model" in r.output
