@@ -10,12 +10,15 @@ kept. Every later call is one dict lookup. ``stats()`` counts what the misses co
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
 import torch
 
 from ..problem import ProblemDescription
+
+log = logging.getLogger(__name__)
 
 _DTYPES = {torch.float32: "FP32", torch.float16: "FP16", torch.bfloat16: "BF16"}
 SUPPORTED_DTYPES = frozenset(_DTYPES)
@@ -161,5 +164,12 @@ def _choose(problem: ProblemDescription, det: bool) -> Entry:
         fails = "; ".join(f"{f.solver_id}: {f.reason}" for f in getattr(res, "failures", ())[:5])
         raise RuntimeError(f"miofind has no {'deterministic ' if det else ''}solution for {problem.key()}"
                            + (f" ({fails})" if fails else ""))
-    best = sols[0]
-    return Entry(best.prepare(), best.solver_id, src)
+    errors = []
+    for s in sols:   # fastest first; one that cannot be prepared here (e.g. a cuDNN plan) yields to the next
+        try:
+            return Entry(s.prepare(), s.solver_id, src)
+        except Exception as e:
+            log.warning("miofind.torch: %s for %s could not be prepared (%s: %s); trying the next solution",
+                        s.solver_id, problem.key(), e.__class__.__name__, e)
+            errors.append(f"{s.solver_id}: {e.__class__.__name__}: {e}")
+    raise RuntimeError(f"miofind could not prepare any solution for {problem.key()}: " + "; ".join(errors[:3]))

@@ -485,3 +485,21 @@ def test_tune_torch_model_enqueues_its_problems(tmp_path):
     assert r.exit_code == 1 and "use --channels-last" in r.output
     r = CliRunner().invoke(cli.main, ["tune", "--model", "resnet50", "--channels-last", "--enqueue", "--db", db])
     assert r.exit_code == 1 and "--torch-model" in r.output
+
+
+def test_a_solution_that_cannot_be_prepared_yields_to_the_next(fake_find, monkeypatch):
+    answers, _, _ = fake_find
+    p = _policy.problem_for("F", (2, 8, 6, 6), (4, 8, 3, 3), (1, 1), (1, 1), (1, 1), 1, torch.float32, False, False)
+    real = _policy._find
+
+    def find(problem):
+        res = real(problem)
+        res[0].prepare = lambda: (_ for _ in ()).throw(RuntimeError("plan build failed"))
+        return res
+
+    monkeypatch.setattr(_policy, "_find", find)
+    assert _policy.lookup(_key(p), lambda: p, 0, False).solver_id == "ConvDirectNaiveConvFwd"
+    answers[p.with_direction("B").key()] = ("db", ["ConvCudnnBwd"])
+    q = p.with_direction("B")
+    with pytest.raises(RuntimeError, match="could not prepare any solution for .*-B: ConvCudnnBwd: RuntimeError: plan"):
+        _policy.lookup(_key(q), lambda: q, 0, False)
