@@ -1,6 +1,6 @@
 """The three convolution launches as ``torch.library`` custom ops, with fake (meta) kernels and
 autograd, so that ``torch.compile`` sees them as opaque ops (no graph break) and CUDA graphs capture
-them.
+them; ``EagerConv`` runs the same launches in eager mode with less host time.
 
 - ``miofind::conv_forward(x, w, stride, padding, dilation, groups) -> y``
 - ``miofind::conv_backward_data(dy, w, x_shape, ...) -> dx``
@@ -95,14 +95,16 @@ def _run(direction: str, a: Tensor, b: Tensor, out_shape, x_shape, w_shape, stri
 
 # -- forward --------------------------------------------------------------------------------------
 
-@torch.library.custom_op("miofind::conv_forward", mutates_args=())
-def conv_forward(x: Tensor, w: Tensor, stride: list[int], padding: list[int], dilation: list[int],
-                 groups: int) -> Tensor:
+def _forward(x: Tensor, w: Tensor, stride: list[int], padding: list[int], dilation: list[int],
+             groups: int) -> Tensor:
     """y = conv(x, w) through the problem's chosen F solution."""
     fmt = memory_format(x, w)
     x, w = x.contiguous(memory_format=fmt), w.contiguous(memory_format=fmt)
     return _run("F", x, w, out_size(x.shape, w.shape, stride, padding, dilation), x.shape, w.shape, stride,
                 padding, dilation, groups, fmt)
+
+
+conv_forward = torch.library.custom_op("miofind::conv_forward", _forward, mutates_args=())
 
 
 @conv_forward.register_fake
@@ -114,13 +116,15 @@ def _(x, w, stride, padding, dilation, groups):
 
 # -- backward data --------------------------------------------------------------------------------
 
-@torch.library.custom_op("miofind::conv_backward_data", mutates_args=())
-def conv_backward_data(dy: Tensor, w: Tensor, x_shape: list[int], stride: list[int], padding: list[int],
+def _backward_data(dy: Tensor, w: Tensor, x_shape: list[int], stride: list[int], padding: list[int],
                        dilation: list[int], groups: int) -> Tensor:
     """dx of conv(x, w) from dy through the problem's chosen B solution (x of ``x_shape``)."""
     fmt = memory_format(dy, w)
     dy, w = dy.contiguous(memory_format=fmt), w.contiguous(memory_format=fmt)
     return _run("B", dy, w, x_shape, x_shape, w.shape, stride, padding, dilation, groups, fmt)
+
+
+conv_backward_data = torch.library.custom_op("miofind::conv_backward_data", _backward_data, mutates_args=())
 
 
 @conv_backward_data.register_fake
@@ -130,13 +134,15 @@ def _(dy, w, x_shape, stride, padding, dilation, groups):
 
 # -- backward weights -----------------------------------------------------------------------------
 
-@torch.library.custom_op("miofind::conv_backward_weight", mutates_args=())
-def conv_backward_weight(dy: Tensor, x: Tensor, w_shape: list[int], stride: list[int], padding: list[int],
+def _backward_weight(dy: Tensor, x: Tensor, w_shape: list[int], stride: list[int], padding: list[int],
                          dilation: list[int], groups: int) -> Tensor:
     """dw of conv(x, w) from dy through the problem's chosen W solution (w of ``w_shape``)."""
     fmt = memory_format(x, dy)
     dy, x = dy.contiguous(memory_format=fmt), x.contiguous(memory_format=fmt)
     return _run("W", dy, x, w_shape, x.shape, w_shape, stride, padding, dilation, groups, fmt)
+
+
+conv_backward_weight = torch.library.custom_op("miofind::conv_backward_weight", _backward_weight, mutates_args=())
 
 
 @conv_backward_weight.register_fake
@@ -154,15 +160,37 @@ def _setup_context(ctx, inputs, output):
     ctx.conv = (list(x.shape), list(w.shape), list(stride), list(padding), list(dilation), groups)
 
 
-def _backward(ctx, dy):
+def _grads(ctx, dy, data, weight):
     x, w = ctx.saved_tensors
     x_shape, w_shape, stride, padding, dilation, groups = ctx.conv
     dx = dw = None
     if ctx.needs_input_grad[0]:
-        dx = conv_backward_data(dy, w, x_shape, stride, padding, dilation, groups)
+        dx = data(dy, w, x_shape, stride, padding, dilation, groups)
     if ctx.needs_input_grad[1]:
-        dw = conv_backward_weight(dy, x, w_shape, stride, padding, dilation, groups)
+        dw = weight(dy, x, w_shape, stride, padding, dilation, groups)
     return dx, dw, None, None, None, None
 
 
+def _backward(ctx, dy):
+    return _grads(ctx, dy, conv_backward_data, conv_backward_weight)
+
+
 conv_forward.register_autograd(_backward, setup_context=_setup_context)
+
+
+class EagerConv(torch.autograd.Function):
+    """The same three launches for eager mode, without the custom ops' dispatch (tens of microseconds
+    of host time per call): ``functional`` takes this path for plain CUDA tensors outside
+    ``torch.compile`` tracing, and the custom ops everywhere else (compile, export, meta and fake
+    tensors, tensor subclasses)."""
+
+    @staticmethod
+    def forward(x, w, stride, padding, dilation, groups):
+        return _forward(x, w, stride, padding, dilation, groups)
+
+    setup_context = staticmethod(_setup_context)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, dy):
+        return _grads(ctx, dy, _backward_data, _backward_weight)

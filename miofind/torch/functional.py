@@ -85,6 +85,15 @@ def supported(x: Tensor, w: Tensor) -> bool:
         and w.dtype == x.dtype
 
 
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
+def _eager(x: Tensor, w: Tensor) -> bool:
+    """Whether to skip the custom ops' dispatch (``_ops.EagerConv``): plain CUDA tensors, no
+    ``torch.compile`` tracing."""
+    return x.is_cuda and type(x) in _PLAIN and type(w) in _PLAIN and not torch.compiler.is_compiling()
+
+
 def _conv(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilation, groups) -> Tensor:
     stride, padding, dilation, groups = normalize(nd, stride, padding, dilation, groups)
     x, w, bias = _autocast(x, w, bias)
@@ -113,7 +122,10 @@ def _conv(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilation, groups
                          f"(groups={groups}), got x.shape={tuple(x.shape)}")
     if w.shape[0] % groups:
         raise ValueError(f"w.shape={tuple(w.shape)}: {w.shape[0]} output channels are not divisible by groups={groups}")
-    y = _ops.conv_forward(x, w, list(stride), list(padding), list(dilation), groups)
+    if _eager(x, w):
+        y = _ops.EagerConv.apply(x, w, list(stride), list(padding), list(dilation), groups)
+    else:
+        y = _ops.conv_forward(x, w, list(stride), list(padding), list(dilation), groups)
     if bias is not None:
         y = y.add_(bias.view(1, -1, *([1] * (y.dim() - 2))))
     if nd == 1:

@@ -178,10 +178,9 @@ def test_normalize_arguments():
             MF.normalize(*args)
 
 
-@pytest.fixture
-def cpu_ops(monkeypatch):
-    """Run the custom ops' real code on the CPU, with torch's convolutions as the 'solutions':
-    records (direction, memory-format-ok) per launch."""
+def _cpu_ops(monkeypatch, eager: bool):
+    """Run the ops' real code on the CPU, with torch's convolutions as the 'solutions' (through the
+    custom ops, or ``EagerConv`` when ``eager``): records the direction of each launch."""
     calls = []
     nd_fns = {4: (F.conv2d, torch.nn.grad.conv2d_input, torch.nn.grad.conv2d_weight),
               5: (F.conv3d, torch.nn.grad.conv3d_input, torch.nn.grad.conv3d_weight)}
@@ -201,7 +200,19 @@ def cpu_ops(monkeypatch):
 
     monkeypatch.setattr(_ops, "_run", run)
     monkeypatch.setattr(MF, "supported", lambda x, w: x.dtype in (torch.float32, torch.float64))
+    monkeypatch.setattr(MF, "_eager", lambda x, w: eager)
     return calls
+
+
+@pytest.fixture(params=["custom-op", "eager"])
+def cpu_ops(monkeypatch, request):
+    """_cpu_ops through both paths: the custom ops, and the eager autograd.Function."""
+    return _cpu_ops(monkeypatch, request.param == "eager")
+
+
+@pytest.fixture
+def cpu_custom_ops(monkeypatch):
+    return _cpu_ops(monkeypatch, False)
 
 
 @pytest.mark.parametrize("nd,kw", [
@@ -411,7 +422,7 @@ def test_entry_passes_workspace_stream_and_square_channels_last(monkeypatch):
     assert not _policy.Entry(FakePrepared(p2, "x"), "x", "db").permute
 
 
-def test_dynamo_sees_no_graph_break_and_aot_autograd_runs(cpu_ops):
+def test_dynamo_sees_no_graph_break_and_aot_autograd_runs(cpu_custom_ops):
     torch._dynamo.reset()
     torch.manual_seed(0)
     m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 8, 3, stride=2, padding="valid"))
@@ -430,7 +441,7 @@ def test_dynamo_sees_no_graph_break_and_aot_autograd_runs(cpu_ops):
     x.grad = None
     ref(x).sum().backward()
     assert torch.allclose(y, ref(x), atol=1e-5) and torch.allclose(gx, x.grad, atol=1e-5)
-    assert {"F", "B", "W"} <= set(cpu_ops)
+    assert {"F", "B", "W"} <= set(cpu_custom_ops)
     torch._dynamo.reset()
 
 
