@@ -95,7 +95,11 @@ def _eager(x: Tensor, w: Tensor) -> bool:
 
 
 def _conv(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilation, groups) -> Tensor:
-    stride, padding, dilation, groups = normalize(nd, stride, padding, dilation, groups)
+    return conv_normalized(nd, x, w, bias, *normalize(nd, stride, padding, dilation, groups))
+
+
+def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilation, groups) -> Tensor:
+    """The convolution with arguments already through ``normalize`` (modules keep theirs)."""
     x, w, bias = _autocast(x, w, bias)
     if not supported(x, w) or x.dim() not in (nd + 1, nd + 2) or w.dim() != nd + 2:
         # PyTorch's own convolution (and its error messages for wrong ranks)

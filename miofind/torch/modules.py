@@ -21,31 +21,41 @@ from . import functional as MF
 class _Miofind:
     """What the three classes share: ``_conv_forward`` through ``miofind.torch.functional``."""
 
-    _fn = None   # the functional of the class's dimensionality
+    _nd = 0   # spatial dimensions
+
+    def _miofind_args(self):
+        """(stride, padding, dilation, groups) normalised once (again if the attributes change)."""
+        pad = self.padding if self.padding_mode == "zeros" else 0
+        src = (self.stride, pad, self.dilation, self.groups)
+        if torch.compiler.is_compiling():    # traced once: no cache to mutate in the graph
+            return MF.normalize(self._nd, *src)
+        cached = self.__dict__.get("_miofind_args_cache")
+        if cached is None or cached[0] != src:
+            cached = self.__dict__["_miofind_args_cache"] = (src, MF.normalize(self._nd, *src))
+        return cached[1]
 
     def _conv_forward(self, input, weight, bias):
         if self.padding_mode != "zeros":
-            x = nn.functional.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
-            return type(self)._fn(x, weight, bias, self.stride, 0, self.dilation, self.groups)
-        return type(self)._fn(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+            input = nn.functional.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
+        return MF.conv_normalized(self._nd, input, weight, bias, *self._miofind_args())
 
 
 class Conv1d(_Miofind, nn.Conv1d):
     """``torch.nn.Conv1d`` run by miofind (as 2-D with H = 1)."""
 
-    _fn = staticmethod(MF.conv1d)
+    _nd = 1
 
 
 class Conv2d(_Miofind, nn.Conv2d):
     """``torch.nn.Conv2d`` run by miofind (NCHW, or NHWC for channels_last inputs)."""
 
-    _fn = staticmethod(MF.conv2d)
+    _nd = 2
 
 
 class Conv3d(_Miofind, nn.Conv3d):
     """``torch.nn.Conv3d`` run by miofind (NCDHW, or NDHWC for channels_last_3d inputs)."""
 
-    _fn = staticmethod(MF.conv3d)
+    _nd = 3
 
 
 _SWAP = {nn.Conv1d: Conv1d, nn.Conv2d: Conv2d, nn.Conv3d: Conv3d}
