@@ -26,6 +26,7 @@ if getattr(_torch, "__file__", None) is None or not hasattr(_torch, "library"):
 from ._policy import clear, reset_stats, stats  # noqa: E402
 from .functional import conv1d, conv2d, conv3d  # noqa: E402
 from .modules import Conv1d, Conv2d, Conv3d, Converted, convert, revert  # noqa: E402
+from .problems import model_problems  # noqa: E402
 
 __all__ = ["conv1d", "conv2d", "conv3d", "Conv1d", "Conv2d", "Conv3d", "convert", "revert", "Converted",
-           "stats", "reset_stats", "clear"]
+           "stats", "reset_stats", "clear", "model_problems"]

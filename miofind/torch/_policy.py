@@ -123,10 +123,18 @@ def lookup(key: tuple, make_problem, device: int, det: bool) -> Entry:
     with _lock:
         e = _table.get(key)
         if e is None:
+            if _capturing():
+                raise RuntimeError(
+                    f"miofind.torch: the first call of {make_problem().key()} came during CUDA-graph capture, "
+                    "where a find cannot run; run one warm-up iteration on the capture stream before capturing")
             with _on_device(device):
                 e = _choose(make_problem(), det)
             _table[key] = e
     return e
+
+
+def _capturing() -> bool:
+    return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
 
 
 def _on_device(device: int):

@@ -514,3 +514,11 @@ def test_a_solution_that_cannot_be_prepared_yields_to_the_next(fake_find, monkey
     q = p.with_direction("B")
     with pytest.raises(RuntimeError, match="could not prepare any solution for .*-B: ConvCudnnBwd: RuntimeError: plan"):
         _policy.lookup(_key(q), lambda: q, 0, False)
+
+
+def test_a_miss_during_graph_capture_is_a_clear_error(fake_find, monkeypatch):
+    monkeypatch.setattr(_policy, "_capturing", lambda: True)
+    p = _policy.problem_for("F", (2, 8, 6, 6), (4, 8, 3, 3), (1, 1), (1, 1), (1, 1), 1, torch.float32, False, False)
+    with pytest.raises(RuntimeError, match="during CUDA-graph capture.*warm-up iteration"):
+        _policy.lookup(_key(p), lambda: p, 0, False)
+    assert mt.stats()["lookups"] == 0
