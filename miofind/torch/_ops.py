@@ -117,7 +117,7 @@ def _(x, w, stride, padding, dilation, groups):
 # -- backward data --------------------------------------------------------------------------------
 
 def _backward_data(dy: Tensor, w: Tensor, x_shape: list[int], stride: list[int], padding: list[int],
-                       dilation: list[int], groups: int) -> Tensor:
+                   dilation: list[int], groups: int) -> Tensor:
     """dx of conv(x, w) from dy through the problem's chosen B solution (x of ``x_shape``)."""
     fmt = memory_format(dy, w)
     dy, w = dy.contiguous(memory_format=fmt), w.contiguous(memory_format=fmt)
@@ -135,7 +135,7 @@ def _(dy, w, x_shape, stride, padding, dilation, groups):
 # -- backward weights -----------------------------------------------------------------------------
 
 def _backward_weight(dy: Tensor, x: Tensor, w_shape: list[int], stride: list[int], padding: list[int],
-                         dilation: list[int], groups: int) -> Tensor:
+                     dilation: list[int], groups: int) -> Tensor:
     """dw of conv(x, w) from dy through the problem's chosen W solution (w of ``w_shape``)."""
     fmt = memory_format(x, dy)
     dy, x = dy.contiguous(memory_format=fmt), x.contiguous(memory_format=fmt)
