@@ -511,6 +511,38 @@ def _directions(direction, forw):
     return "".join(d for bit, d in ((1, "F"), (2, "B"), (4, "W")) if forw & bit)
 
 
+def _torch_model_problems(spec, input_size, channels_last, tf32, batches, dtypes, directions):
+    """The problems of ``--torch-model`` (miofind.torch.problems) for each batch and dtype."""
+    try:
+        import torch
+        from .torch.problems import model_problems
+    except ImportError as e:
+        _fail(f"--torch-model needs PyTorch ({e}): pip install \"miofind[torch]\"")
+    size = input_size or ("299" if spec.rsplit(".", 1)[-1].startswith("inception") else "224")
+    try:
+        spatial = tuple(int(v) for v in str(size).lower().split("x"))
+        if len(spatial) not in (1, 2, 3) or min(spatial) < 1:
+            raise ValueError
+    except ValueError:
+        _fail(f"--input-size={size}: expected H, HxW or DxHxW of positive integers")
+    if len(spatial) == 1:
+        spatial *= 2
+    if tf32 is None:
+        tf32 = torch.backends.cudnn.allow_tf32
+    out = []
+    for b in batches or (32,):
+        for dt in dtypes or ("fp32",):
+            try:
+                found = model_problems(spec, (b, 3, *spatial), dtype=dt, channels_last=channels_last, tf32=tf32)
+            except ValueError as e:
+                _fail(str(e))
+            except Exception as e:   # the model's own code on the meta device
+                _fail(f"--torch-model={spec}: the forward/backward pass on the meta device failed: "
+                      f"{e.__class__.__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+            out += [p for p in found if p.direction in directions]
+    return out
+
+
 def _devices(spec):
     if spec is None:
         return None
@@ -531,8 +563,16 @@ def _devices(spec):
 
 @driver_command(main)
 @click.option("--model", default=None, help="A preset network: resnet50, resnet101, vgg16, mobilenet_v2, inception_v3, unet.")
-@click.option("--batch", "batches", type=int, multiple=True, help="Batch size(s) for --model (repeatable; default 32).")
-@click.option("--dtype", "dtypes", multiple=True, help="fp32, fp16, bf16 for --model (repeatable; default fp32).")
+@click.option("--torch-model", default=None,
+              help="A PyTorch model by dotted name (e.g. torchvision.models.resnet50, called with no arguments): "
+                   "its convolutions from a forward and backward pass on the meta device (needs torch).")
+@click.option("--input-size", default=None,
+              help="--torch-model's input spatial size: H (square), HxW or DxHxW (default 224; 299 for inception_v3).")
+@click.option("--channels-last", is_flag=True, help="--torch-model in channels_last (NHWC problems).")
+@click.option("--tf32/--no-tf32", default=None,
+              help="--torch-model FP32 problems with TF32 math (default: torch.backends.cudnn.allow_tf32, on in PyTorch).")
+@click.option("--batch", "batches", type=int, multiple=True, help="Batch size(s) for --model/--torch-model (repeatable; default 32).")
+@click.option("--dtype", "dtypes", multiple=True, help="fp32, fp16, bf16 for --model/--torch-model (repeatable; default fp32).")
 @click.option("--layout", "layouts", multiple=True, help="NCHW, NHWC for --model (repeatable; default NCHW).")
 @click.option("--direction", "direction", multiple=True, help="F, B, W (repeatable; default all, or as -F).")
 @click.option("-F", "--forw", type=int, default=None, help="MIOpenDriver's direction mask: 1 F, 2 B, 4 W, 0 all.")
@@ -555,8 +595,9 @@ def _devices(spec):
 @click.option("--json-out", type=click.Path(dir_okay=False), default=None, help="Write every problem's outcome here.")
 @verbosity_options
 @click.argument("driver_args", nargs=-1, type=click.UNPROCESSED)
-def tune(model, batches, dtypes, layouts, direction, forw, file_, strategy, max_configs, max_seconds, patience,
-         tune_solvers, no_precompile, retune, no_tune, devices, enqueue, db_url, json_out, driver_args):
+def tune(torch_model, input_size, channels_last, tf32, model, batches, dtypes, layouts, direction, forw, file_, strategy,
+         max_configs, max_seconds, patience, tune_solvers, no_precompile, retune, no_tune, devices, enqueue, db_url,
+         json_out, driver_args):
     """Tune many problems into the FindDB and PerfDB: each tunable solver's config space is searched,
     then the problem is found with the tuned configs. Resumable: finished problems are skipped."""
     from .tuning import TuneOptions
@@ -571,7 +612,16 @@ def tune(model, batches, dtypes, layouts, direction, forw, file_, strategy, max_
                                            directions=_directions(direction, forw))
         except ValueError as e:
             _fail(str(e))
-    elif batches or dtypes or layouts:
+    if torch_model:
+        if model:
+            _fail("--model and --torch-model: give one")
+        if layouts:
+            _fail("--layout is for --model; with --torch-model use --channels-last")
+        problems += _torch_model_problems(torch_model, input_size, channels_last, tf32, batches, dtypes,
+                                          _directions(direction, forw))
+    elif input_size or channels_last or tf32 is not None:
+        _fail("--input-size, --channels-last and --tf32 select problems of a --torch-model")
+    if not (model or torch_model) and (batches or dtypes or layouts):
         _fail("--batch, --dtype and --layout select problems of a --model")
     if file_:
         problems += _read_driver_file(file_)

@@ -80,6 +80,9 @@ class Solver:
     is_reference: bool = False         # the naive solvers: used to verify others on the GPU
     # True when the kernels accept an output size the formula does not give (MIOpen same/valid modes)
     arbitrary_out_size: bool = False
+    # True when repeated runs give bitwise-equal results (no atomics, a fixed summation order): what
+    # torch.use_deterministic_algorithms(True) may run (miofind.torch)
+    deterministic: bool = True
 
     # -- applicability ------------------------------------------------------------------------
     def applicability(self, problem: ProblemDescription) -> Applicability:

@@ -518,6 +518,9 @@ class CudnnSolverBase(Solver):
     tunable = True
     kernel_files = ()
     arbitrary_out_size = True      # stated output sizes become asymmetric (post) padding
+    # some cuDNN engines (split-K, atomics) carry the NONDETERMINISTIC numerical note and the plans
+    # are not filtered by it, so no cuDNN plan counts as deterministic
+    deterministic = False
 
     def applicability(self, problem: ProblemDescription):
         ok, why = frontend_status()

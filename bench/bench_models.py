@@ -1,0 +1,259 @@
+"""End to end on real models: miofind.torch against cuDNN (``cudnn.benchmark=True``), on the GPU.
+
+Models: torchvision ResNet-50, MobileNetV2, Inception-v3 (299x299, no aux head). Configurations:
+batch-32 training step (forward, cross-entropy, backward, SGD with momentum) and batch-1 and
+batch-32 inference (``no_grad``, eval), each in FP32 with TF32 off and in AMP FP16 (autocast) with
+the model and input in ``channels_last``. Both sides start from the same initial weights, in the
+same process (cuDNN first, then miofind: ``miofind.torch.convert`` of a deep copy).
+
+Per configuration:
+- median step time over ``--iters`` steps after warm-up (CUDA events), both sides, and the ratio
+  cuDNN time / miofind time (above 1: miofind is faster);
+- first iteration in a fresh process (``--first`` subprocesses: model built and on the GPU, CUDA
+  up, then one step timed to its synchronize): cuDNN's benchmark-mode first step against
+  miofind's with the shipped DB beneath a new, empty user DB; then a second miofind process on that
+  user DB, whose ``miofind.torch.stats()["finds_run"]`` must be 0;
+- training only: the largest relative difference of the loss over ``--steps`` steps and of the
+  gradients (relative L2 per parameter) after them, miofind against cuDNN, beside the same numbers
+  for two cuDNN runs (its run-to-run nondeterminism).
+
+    python bench/bench_models.py --out bench/results/torch-models [--models resnet50,...] [--iters 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+MODELS = ("resnet50", "mobilenet_v2", "inception_v3")
+CONFIGS = ("train32-fp32", "train32-amp", "infer1-fp32", "infer1-amp", "infer32-fp32", "infer32-amp")
+
+
+def _torch():
+    import torch
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return torch
+
+
+def build(name: str, seed: int = 0):
+    """The torchvision model ``name`` with seeded initial weights, on the GPU."""
+    torch = _torch()
+    import torchvision
+
+    torch.manual_seed(seed)
+    kw = dict(aux_logits=False, init_weights=True) if name == "inception_v3" else {}
+    return getattr(torchvision.models, name)(weights=None, **kw).cuda()
+
+
+def parse(config: str):
+    """(train, batch, amp) of a configuration name."""
+    kind, prec = config.split("-")
+    return kind.startswith("train"), int(kind.lstrip("trainfer")), prec == "amp"
+
+
+def inputs(name: str, batch: int, amp: bool, steps: int, seed: int = 1):
+    torch = _torch()
+    size = 299 if name == "inception_v3" else 224
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    xs = [torch.randn(batch, 3, size, size, device="cuda", generator=g) for _ in range(steps)]
+    if amp:
+        xs = [x.to(memory_format=torch.channels_last) for x in xs]
+    ys = [torch.randint(0, 1000, (batch,), device="cuda", generator=g) for _ in range(steps)]
+    return xs, ys
+
+
+def prepare(model, train: bool, amp: bool, backend: str):
+    """The model set up for one side: channels_last for AMP, train/eval, converted for miofind."""
+    torch = _torch()
+    if amp:
+        model = model.to(memory_format=torch.channels_last)
+    model.train(train)
+    torch.backends.cudnn.benchmark = backend == "cudnn"
+    if backend == "miofind":
+        import miofind.torch as mt
+        mt.convert(model)
+    return model
+
+
+def stepper(model, train: bool, amp: bool):
+    """step(x, y) -> loss tensor (training) or output (inference)."""
+    torch = _torch()
+    import torch.nn.functional as F
+
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9) if train else None
+
+    def step(x, y):
+        if train:
+            opt.zero_grad(set_to_none=True)
+            with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+                loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        with torch.no_grad(), torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+            return model(x)
+    return step
+
+
+def median_ms(step, xs, ys, warmup: int, iters: int) -> float:
+    torch = _torch()
+    for i in range(warmup):
+        step(xs[i % len(xs)], ys[i % len(ys)])
+    times = []
+    for i in range(iters):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        step(xs[i % len(xs)], ys[i % len(ys)])
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return statistics.median(times)
+
+
+def trajectory(name, train, amp, backend, xs, ys, steps):
+    """Losses over ``steps`` training steps from the seeded weights, and the last step's gradients."""
+    model = prepare(build(name), train, amp, backend)
+    step = stepper(model, train, amp)
+    losses = [float(step(xs[i], ys[i])) for i in range(steps)]
+    return losses, [p.grad.detach().float().clone() for p in model.parameters()]
+
+
+def differences(a, b) -> dict:
+    (la, ga), (lb, gb) = a, b
+    loss = max(abs(x - y) / max(abs(y), 1e-30) for x, y in zip(la, lb))
+    grads = max(float((x - y).norm() / y.norm().clamp_min(1e-30)) for x, y in zip(ga, gb))
+    return {"loss_max_rel": loss, "grad_max_rel_l2": grads}
+
+
+def first_iteration(name: str, config: str, backend: str, env: dict) -> dict:
+    """One step of a fresh process (``--first``), as JSON: seconds and miofind's stats."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--first", name, config, backend]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600)
+    if r.returncode:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{r.stderr[-3000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def _first_main(name: str, config: str, backend: str) -> None:
+    torch = _torch()
+    train, batch, amp = parse(config)
+    model = prepare(build(name), train, amp, backend)
+    xs, ys = inputs(name, batch, amp, 1)
+    step = stepper(model, train, amp)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    step(xs[0], ys[0])
+    torch.cuda.synchronize()
+    out = {"first_s": time.perf_counter() - t0}
+    if backend == "miofind":
+        import miofind.torch as mt
+        out["stats"] = mt.stats()
+    print(json.dumps(out))
+
+
+def run_config(name: str, config: str, args) -> dict:
+    torch = _torch()
+    train, batch, amp = parse(config)
+    xs, ys = inputs(name, batch, amp, max(args.steps, 4))
+    row = {"model": name, "config": config}
+    for backend in ("cudnn", "miofind"):
+        model = prepare(build(name), train, amp, backend)
+        row[f"{backend}_ms"] = median_ms(stepper(model, train, amp), xs, ys, args.warmup, args.iters)
+        del model
+        torch.cuda.empty_cache()
+    row["speedup"] = row["cudnn_ms"] / row["miofind_ms"]
+    if not args.skip_first:
+        env = {k: v for k, v in os.environ.items() if k not in ("MIOFIND_SYSTEM_DB",)}
+        with tempfile.TemporaryDirectory() as d:
+            env["MIOFIND_DB"] = f"sqlite:///{os.path.join(d, 'finddb.sqlite')}"
+            row["first_cudnn_s"] = first_iteration(name, config, "cudnn", env)["first_s"]
+            first = first_iteration(name, config, "miofind", env)
+            second = first_iteration(name, config, "miofind", env)
+        row["first_miofind_s"] = first["first_s"]
+        row["first_miofind_stats"] = first["stats"]
+        row["first_over_steady"] = first["first_s"] * 1e3 / row["miofind_ms"]
+        row["second_process_s"] = second["first_s"]
+        row["second_process_finds_run"] = second["stats"]["finds_run"]
+    if train and args.steps:
+        ref = trajectory(name, train, amp, "cudnn", xs, ys, args.steps)
+        row["vs_cudnn"] = differences(trajectory(name, train, amp, "miofind", xs, ys, args.steps), ref)
+        row["cudnn_vs_cudnn"] = differences(trajectory(name, train, amp, "cudnn", xs, ys, args.steps), ref)
+    return row
+
+
+def markdown(rows, meta) -> str:
+    out = [f"# miofind.torch against cuDNN (benchmark mode) on {meta['device']}", "",
+           f"`{meta['command']}`  ", f"PyTorch {meta['torch']}, cuDNN {meta['cudnn']}, torchvision "
+           f"{meta['torchvision']}; median of {meta['iters']} steps after {meta['warmup']} warm-ups; speedup = "
+           "cuDNN time / miofind time (above 1: miofind faster). First iteration: a fresh process, miofind with "
+           "the shipped DB beneath an empty user DB; second process: finds run on that user DB.", "",
+           "| model | config | cuDNN ms | miofind ms | speedup | first iter cuDNN s | first iter miofind s "
+           "| first / steady | finds in 2nd process | loss max rel diff (cuDNN vs itself) "
+           "| grad max rel L2 (cuDNN vs itself) |",
+           "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
+    f = lambda v, p=3, unit="": "" if v is None else f"{v:.{p}f}{unit}"  # noqa: E731
+    for r in rows:
+        d, s = r.get("vs_cudnn", {}), r.get("cudnn_vs_cudnn", {})
+        diff = lambda k: f"{d[k]:.1e} ({s[k]:.1e})" if d else ""  # noqa: E731
+        out.append(f"| {r['model']} | {r['config']} | {f(r['cudnn_ms'], 2)} | {f(r['miofind_ms'], 2)} | "
+                   f"{f(r['speedup'], 2, 'x')} | {f(r.get('first_cudnn_s'), 2)} | {f(r.get('first_miofind_s'), 2)} | "
+                   f"{f(r.get('first_over_steady'), 1, 'x')} | {r.get('second_process_finds_run', '')} | "
+                   f"{diff('loss_max_rel')} | {diff('grad_max_rel_l2')} |")
+    return "\n".join(out) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", help="results folder (bench_models.json and bench_models.md)")
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--steps", type=int, default=20, help="training steps compared against cuDNN (0: none)")
+    ap.add_argument("--skip-first", action="store_true", help="no fresh-process first-iteration runs")
+    ap.add_argument("--first", nargs=3, metavar=("MODEL", "CONFIG", "BACKEND"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.first:
+        _first_main(*args.first)
+        return 0
+    if not args.out:
+        ap.error("--out is required")
+    models = [m for m in args.models.split(",") if m]
+    configs = [c for c in args.configs.split(",") if c]
+    for m in models:
+        if m not in MODELS:
+            ap.error(f"--models: {m!r} is not one of {', '.join(MODELS)}")
+    for c in configs:
+        if c not in CONFIGS:
+            ap.error(f"--configs: {c!r} is not one of {', '.join(CONFIGS)}")
+    torch = _torch()
+    import torchvision
+
+    os.makedirs(args.out, exist_ok=True)
+    meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+            "cudnn": torch.backends.cudnn.version(), "torchvision": torchvision.__version__,
+            "iters": args.iters, "warmup": args.warmup, "steps": args.steps,
+            "command": "python bench/bench_models.py " + " ".join(sys.argv[1:] if argv is None else argv)}
+    rows = []
+    for m in models:
+        for c in configs:
+            row = run_config(m, c, args)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            with open(os.path.join(args.out, "bench_models.json"), "w") as f:
+                json.dump({"meta": meta, "rows": rows}, f, indent=1)
+            with open(os.path.join(args.out, "bench_models.md"), "w") as f:
+                f.write(markdown(rows, meta))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

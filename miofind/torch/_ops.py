@@ -1,0 +1,198 @@
+"""The three convolution launches as ``torch.library`` custom ops, with fake (meta) kernels and
+autograd, so that ``torch.compile`` sees them as opaque ops (no graph break) and CUDA graphs capture
+them; ``EagerConv`` runs the same launches in eager mode with less host time.
+
+- ``miofind::conv_forward(x, w, stride, padding, dilation, groups) -> y``
+- ``miofind::conv_backward_data(dy, w, x_shape, ...) -> dx``
+- ``miofind::conv_backward_weight(dy, x, w_shape, ...) -> dw``
+
+Tensors are 4-D or 5-D (1-D convolutions come as 2-D with H = 1), padding symmetric (``functional``
+pads asymmetric "same" explicitly). Memory formats follow PyTorch's cuDNN convolution: when either
+input is channels-last-like (``_cl_like``, PyTorch's ``suggest_memory_format`` rule) the problem is
+NHWC/NDHWC, both inputs are made channels_last (no copy when they already are) and the output is
+channels_last; otherwise NCHW/NCDHW with one ``contiguous()`` where an input is not dense. The
+output and the workspace come from PyTorch's caching allocator; the launches go to the current
+torch stream.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from . import _policy
+
+_ORDER = {4: (1, 3, 2, 0), 5: (1, 4, 3, 2, 0)}
+_CL = {4: torch.channels_last, 5: torch.channels_last_3d}
+
+
+def _cl_like(t: Tensor) -> bool:
+    """PyTorch's ``is_channels_last_strides_2d/3d``: whether ``t``'s strides order it channels-last
+    (so that an ambiguous tensor, e.g. of shape (N, C, 1, 1), is judged by its strides, as
+    ``suggest_memory_format`` does)."""
+    order = _ORDER.get(t.dim())
+    if order is None:
+        return False
+    sizes, strides = t.shape, t.stride()
+    if strides[1] == 0:
+        return False
+    m = 0
+    for d in order:
+        if sizes[d] == 0 or strides[d] < m:
+            return False
+        if d == 0 and m == strides[1]:
+            return False
+        m = strides[d]
+        if sizes[d] > 1:
+            m *= sizes[d]
+    return True
+
+
+def memory_format(a: Tensor, b: Tensor):
+    """The memory format cuDNN's convolution picks for inputs ``a`` and ``b``: channels_last(_3d)
+    when either is channels-last-like, else contiguous."""
+    if _cl_like(a) or _cl_like(b):
+        return _CL[a.dim()]
+    return torch.contiguous_format
+
+
+def out_size(x_shape, w_shape, stride, padding, dilation) -> list:
+    """y's shape (N, K, *spatial) of a convolution, as torch computes it."""
+    sp = [(i + 2 * p - d * (k - 1) - 1) // s + 1
+          for i, k, p, s, d in zip(x_shape[2:], w_shape[2:], padding, stride, dilation)]
+    return [x_shape[0], w_shape[0], *sp]
+
+
+def _stream(dev: int) -> int:
+    return torch._C._cuda_getCurrentRawStream(dev)
+
+
+def _run(direction: str, a: Tensor, b: Tensor, out_shape, x_shape, w_shape, stride, padding, dilation,
+         groups: int, fmt) -> Tensor:
+    """Launch the ``direction`` solution on (a, b) (already in ``fmt``) into a new output."""
+    if not a.is_cuda:
+        raise ValueError(f"miofind.torch: expected CUDA tensors, got a tensor on {a.device}")
+    dev = a.device.index
+    cl = fmt is not torch.contiguous_format
+    dtype = a.dtype
+    if dtype not in _policy.SUPPORTED_DTYPES or b.dtype is not dtype:
+        raise ValueError(f"miofind.torch: dtype={a.dtype}/{b.dtype}: expected float32, float16 or bfloat16, the same "
+                         "for every input")
+    tf32 = dtype is torch.float32 and torch.backends.cudnn.allow_tf32
+    det = _policy.deterministic()
+    key = (direction, tuple(x_shape), tuple(w_shape), tuple(stride), tuple(padding), tuple(dilation), groups,
+           dtype, cl, tf32, det, dev)
+    e = _policy._table.get(key)
+    if e is None:
+        e = _policy.lookup(key, lambda: _policy.problem_for(direction, x_shape, w_shape, stride, padding, dilation,
+                                                            groups, dtype, cl, tf32), dev, det)
+    out = torch.empty(out_shape, dtype=dtype, device=a.device, memory_format=fmt)
+    if dev != torch.cuda.current_device():
+        with torch.cuda.device(dev):
+            return e(a, b, out, _stream(dev))
+    return e(a, b, out, _stream(dev))
+
+
+# -- forward --------------------------------------------------------------------------------------
+
+def _forward(x: Tensor, w: Tensor, stride: list[int], padding: list[int], dilation: list[int],
+             groups: int) -> Tensor:
+    """y = conv(x, w) through the problem's chosen F solution."""
+    fmt = memory_format(x, w)
+    x, w = x.contiguous(memory_format=fmt), w.contiguous(memory_format=fmt)
+    return _run("F", x, w, out_size(x.shape, w.shape, stride, padding, dilation), x.shape, w.shape, stride,
+                padding, dilation, groups, fmt)
+
+
+conv_forward = torch.library.custom_op("miofind::conv_forward", _forward, mutates_args=())
+
+
+@conv_forward.register_fake
+def _(x, w, stride, padding, dilation, groups):
+    fmt = memory_format(x, w)
+    return torch.empty(out_size(x.shape, w.shape, stride, padding, dilation), dtype=x.dtype, device=x.device,
+                       memory_format=fmt)
+
+
+# -- backward data --------------------------------------------------------------------------------
+
+def _backward_data(dy: Tensor, w: Tensor, x_shape: list[int], stride: list[int], padding: list[int],
+                   dilation: list[int], groups: int) -> Tensor:
+    """dx of conv(x, w) from dy through the problem's chosen B solution (x of ``x_shape``)."""
+    fmt = memory_format(dy, w)
+    dy, w = dy.contiguous(memory_format=fmt), w.contiguous(memory_format=fmt)
+    return _run("B", dy, w, x_shape, x_shape, w.shape, stride, padding, dilation, groups, fmt)
+
+
+conv_backward_data = torch.library.custom_op("miofind::conv_backward_data", _backward_data, mutates_args=())
+
+
+@conv_backward_data.register_fake
+def _(dy, w, x_shape, stride, padding, dilation, groups):
+    return torch.empty(x_shape, dtype=dy.dtype, device=dy.device, memory_format=memory_format(dy, w))
+
+
+# -- backward weights -----------------------------------------------------------------------------
+
+def _backward_weight(dy: Tensor, x: Tensor, w_shape: list[int], stride: list[int], padding: list[int],
+                     dilation: list[int], groups: int) -> Tensor:
+    """dw of conv(x, w) from dy through the problem's chosen W solution (w of ``w_shape``)."""
+    fmt = memory_format(x, dy)
+    dy, x = dy.contiguous(memory_format=fmt), x.contiguous(memory_format=fmt)
+    return _run("W", dy, x, w_shape, x.shape, w_shape, stride, padding, dilation, groups, fmt)
+
+
+conv_backward_weight = torch.library.custom_op("miofind::conv_backward_weight", _backward_weight, mutates_args=())
+
+
+@conv_backward_weight.register_fake
+def _(dy, x, w_shape, stride, padding, dilation, groups):
+    return torch.empty(w_shape, dtype=dy.dtype, device=dy.device, memory_format=memory_format(x, dy))
+
+
+# -- autograd -------------------------------------------------------------------------------------
+
+def _setup_context(ctx, inputs, output):
+    x, w, stride, padding, dilation, groups = inputs
+    need_x, need_w = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+    # keep only what the asked-for gradients read: dx needs w, dw needs x
+    ctx.save_for_backward(x if need_w else None, w if need_x else None)
+    ctx.conv = (list(x.shape), list(w.shape), list(stride), list(padding), list(dilation), groups)
+
+
+def _grads(ctx, dy, data, weight):
+    x, w = ctx.saved_tensors
+    x_shape, w_shape, stride, padding, dilation, groups = ctx.conv
+    dx = dw = None
+    if ctx.needs_input_grad[0]:
+        dx = data(dy, w, x_shape, stride, padding, dilation, groups)
+    if ctx.needs_input_grad[1]:
+        dw = weight(dy, x, w_shape, stride, padding, dilation, groups)
+    return dx, dw, None, None, None, None
+
+
+def _backward(ctx, dy):
+    return _grads(ctx, dy, conv_backward_data, conv_backward_weight)
+
+
+conv_forward.register_autograd(_backward, setup_context=_setup_context)
+
+
+class EagerConv(torch.autograd.Function):
+    """The same three launches for eager mode, without the custom ops' dispatch (tens of microseconds
+    of host time per call): ``functional`` takes this path for plain CUDA tensors outside
+    ``torch.compile`` tracing, and the custom ops everywhere else (compile, export, meta and fake
+    tensors, tensor subclasses)."""
+
+    @staticmethod
+    def forward(ctx, x, w, stride, padding, dilation, groups):
+        # forward with ctx (no separate setup_context): Function.apply then skips binding the
+        # arguments through inspect.signature, about 10 us per call
+        y = _forward(x, w, stride, padding, dilation, groups)
+        _setup_context(ctx, (x, w, stride, padding, dilation, groups), y)
+        return y
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, dy):
+        return _grads(ctx, dy, _backward_data, _backward_weight)

@@ -1,0 +1,183 @@
+"""Which solution runs each convolution: an in-process table from the problem to a prepared solution.
+
+The first time a process meets a problem (shapes, strides, pads, dilations, groups, data type,
+layout, direction, math mode, deterministic or not, device), it asks ``miofind.find_solutions``
+in the find mode of ``MIOFIND_FIND_MODE`` (default normal): the FindDBs (user over shipped) answer
+when they know the problem, else the problem is benchmarked and stored. The fastest solution
+(among the deterministic ones under ``torch.use_deterministic_algorithms(True)``) is prepared and
+kept. Every later call is one dict lookup. ``stats()`` counts what the misses cost.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import torch
+
+from ..problem import ProblemDescription
+
+log = logging.getLogger(__name__)
+
+_DTYPES = {torch.float32: "FP32", torch.float16: "FP16", torch.bfloat16: "BF16"}
+SUPPORTED_DTYPES = frozenset(_DTYPES)
+
+_stats = {"lookups": 0, "db_hits": 0, "finds_run": 0, "predicted": 0, "find_ms": 0.0}
+_table: dict[tuple, "Entry"] = {}
+_lock = threading.Lock()
+
+
+def stats() -> dict:
+    """Counters since the start (or ``reset_stats``): ``lookups`` (problems this process met for the
+    first time, each one ``find_solutions`` call), ``db_hits`` (of those, answered from a FindDB),
+    ``finds_run`` (benchmarked: the FindDBs did not know them), ``predicted`` (fast mode's
+    predictions), ``find_ms`` (wall time of those calls, milliseconds), and ``problems`` (how many
+    are prepared now)."""
+    out = dict(_stats)
+    out["problems"] = len(_table)
+    return out
+
+
+def reset_stats() -> None:
+    """Zero the counters (the prepared problems stay)."""
+    with _lock:
+        _stats.update(lookups=0, db_hits=0, finds_run=0, predicted=0, find_ms=0.0)
+
+
+def clear() -> None:
+    """Forget every prepared problem: the next call of each asks the FindDBs again."""
+    with _lock:
+        _table.clear()
+
+
+def deterministic() -> bool:
+    """Whether PyTorch asks for deterministic algorithms (``torch.use_deterministic_algorithms(True)``
+    or ``torch.backends.cudnn.deterministic``)."""
+    return torch.are_deterministic_algorithms_enabled() or torch.backends.cudnn.deterministic
+
+
+def problem_for(direction: str, x_shape, w_shape, stride, padding, dilation, groups: int, dtype,
+                channels_last: bool, tf32: bool) -> ProblemDescription:
+    """The ProblemDescription of a torch convolution: ``x_shape``/``w_shape`` in torch's logical
+    order (N, C, *spatial) and (K, C/groups, *filter), 2 or 3 spatial dims."""
+    nd = len(x_shape) - 2
+    dt = _DTYPES[dtype]
+    layout = ("NHWC" if nd == 2 else "NDHWC") if channels_last else ("NCHW" if nd == 2 else "NCDHW")
+    return ProblemDescription.make(direction, n=int(x_shape[0]), c=int(x_shape[1]), k=int(w_shape[0]),
+                                   in_size=tuple(int(v) for v in x_shape[2:]),
+                                   filter_size=tuple(int(v) for v in w_shape[2:]), pads=tuple(padding),
+                                   strides=tuple(stride), dilations=tuple(dilation), groups=int(groups),
+                                   layout=layout, dtype=dt, math="tf32" if tf32 and dt == "FP32" else "strict")
+
+
+class Entry:
+    """A problem's prepared solution and how to call it with torch tensors."""
+
+    __slots__ = ("pr", "ws_bytes", "permute", "streams", "solver_id", "source")
+
+    def __init__(self, pr, solver_id: str, source: str) -> None:
+        self.pr = pr
+        self.ws_bytes = int(pr.workspace_bytes)
+        self.solver_id, self.source = solver_id, source
+        # A channels-last problem whose memory shape (N, H, W, C) equals torch's logical shape
+        # (N, C, H, W), i.e. C == H == W: Prepared then cannot tell a channels_last tensor from a
+        # contiguous one of that shape and accepts only the dense (N, H, W, C) view.
+        p = pr.problem
+        self.permute = p.layout in ("NHWC", "NDHWC") and any(
+            tuple(s) == (s[0], s[-1], *s[1:-1]) for s in p.io_shapes())
+        self.streams: set[int] = set()
+
+    def __call__(self, a, b, out, stream: int):
+        """Run on torch tensors in the problem's layout (torch's logical shapes) on ``stream``, with
+        a workspace from PyTorch's caching allocator; returns ``out``."""
+        ws = wst = None
+        if self.ws_bytes:
+            # stream-ordered: the block returns to the pool when ``wst`` is dropped after the launches
+            # are queued, and PyTorch reuses it only for work queued after them on this stream
+            wst = torch.empty(self.ws_bytes, dtype=torch.uint8, device=a.device)
+            ws = wst.data_ptr()
+        args = (a, b, out)
+        if self.permute:
+            args = tuple(t.movedim(1, -1) for t in args)   # dense views in (N, *spatial, C) order
+        if stream in self.streams:
+            self.pr(*args, workspace=ws, stream=stream)
+            del wst
+            return out
+        # first call on this stream: a solution may make per-stream state (cuBLAS workspace, cuFFT
+        # work area) through CuPy: take it from PyTorch's allocator
+        from ._alloc import torch_allocator
+        with torch_allocator():
+            self.pr(*args, workspace=ws, stream=stream)
+        self.streams.add(stream)
+        del wst
+        return out
+
+
+def lookup(key: tuple, make_problem, device: int, det: bool) -> Entry:
+    """The Entry of ``key``, made on a miss from ``make_problem()`` on CUDA device ``device``, among
+    deterministic solvers only when ``det`` (see the module docstring)."""
+    e = _table.get(key)
+    if e is not None:
+        return e
+    with _lock:
+        e = _table.get(key)
+        if e is None:
+            if _capturing():
+                raise RuntimeError(
+                    f"miofind.torch: the first call of {make_problem().key()} came during CUDA-graph capture, "
+                    "where a find cannot run; run one warm-up iteration on the capture stream before capturing")
+            with _on_device(device):
+                e = _choose(make_problem(), det)
+            _table[key] = e
+    return e
+
+
+def _capturing() -> bool:
+    return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
+
+
+def _on_device(device: int):
+    """CuPy's current device set to ``device`` for a find and prepare (a hook for tests)."""
+    import cupy
+    return cupy.cuda.Device(device)
+
+
+def _release_find_memory() -> None:
+    """Give what CuPy's pool cached during a find (inputs, references, workspaces) back to the
+    driver, so that it does not sit beside PyTorch's pool (a hook for tests)."""
+    import cupy
+    cupy.get_default_memory_pool().free_all_blocks()
+
+
+def _find(problem: ProblemDescription):
+    """``miofind.find_solutions`` in the environment's find mode (a hook for tests)."""
+    from ..api import find_solutions
+    return find_solutions(problem)
+
+
+def _choose(problem: ProblemDescription, det: bool) -> Entry:
+    from ..registry import get_solver
+
+    t0 = time.perf_counter()
+    res = _find(problem)
+    _stats["lookups"] += 1
+    _stats["find_ms"] += (time.perf_counter() - t0) * 1e3
+    src = getattr(res, "source", "find")
+    _stats[{"db": "db_hits", "find": "finds_run", "predicted": "predicted"}.get(src, "finds_run")] += 1
+    if src == "find":
+        _release_find_memory()
+    sols = [s for s in res if not det or get_solver(s.solver_id).deterministic]
+    if not sols:
+        fails = "; ".join(f"{f.solver_id}: {f.reason}" for f in getattr(res, "failures", ())[:5])
+        raise RuntimeError(f"miofind has no {'deterministic ' if det else ''}solution for {problem.key()}"
+                           + (f" ({fails})" if fails else ""))
+    errors = []
+    for s in sols:   # fastest first; one that cannot be prepared here (e.g. a cuDNN plan) yields to the next
+        try:
+            return Entry(s.prepare(), s.solver_id, src)
+        except Exception as e:
+            log.warning("miofind.torch: %s for %s could not be prepared (%s: %s); trying the next solution",
+                        s.solver_id, problem.key(), e.__class__.__name__, e)
+            errors.append(f"{s.solver_id}: {e.__class__.__name__}: {e}")
+    raise RuntimeError(f"miofind could not prepare any solution for {problem.key()}: " + "; ".join(errors[:3]))

@@ -1,0 +1,156 @@
+"""``conv1d``/``conv2d``/``conv3d`` with the semantics of ``torch.nn.functional``, run by miofind.
+
+Forward runs the problem's F solution, backward the B solution for dx and the W solution for dw,
+each only when autograd asks for it (``_ops``). The bias is one PyTorch op on the output (an
+in-place add of a broadcast view; autograd reduces its gradient with one sum): no miofind solver
+fuses a bias into its epilogue yet. Inputs on the CPU, or of a data type miofind does not compute
+in (float64, complex, integers), run PyTorch's own convolution unchanged.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from . import _ops, _policy
+
+_TORCH = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+
+
+def _tuple(name: str, v, nd: int) -> tuple[int, ...]:
+    """An int or a sequence of 1 or ``nd`` ints as ``nd`` ints (PyTorch's rule); ValueError else."""
+    if isinstance(v, bool):
+        raise ValueError(f"{name}={v!r}: expected an integer or a sequence of {nd} integers")
+    if isinstance(v, int):
+        return (v,) * nd
+    try:
+        t = tuple(v)
+    except TypeError:
+        raise ValueError(f"{name}={v!r}: expected an integer or a sequence of {nd} integers") from None
+    if not all(isinstance(e, int) and not isinstance(e, bool) for e in t):
+        raise ValueError(f"{name}={v!r}: expected integers")
+    if len(t) == 1:
+        return t * nd
+    if len(t) != nd:
+        raise ValueError(f"{name}={v!r}: expected a single integer or a list of {nd} values to match the "
+                         "convolution dimensions")
+    return t
+
+
+def normalize(nd: int, stride, padding, dilation, groups):
+    """(stride, padding, dilation, groups) as PyTorch reads them for an ``nd``-D convolution: tuples
+    of ``nd`` ints, ``padding`` may stay "valid" or "same" (resolved against the filter by the
+    caller, ``same_padding``). ValueError, naming the argument, for a value PyTorch rejects."""
+    stride = _tuple("stride", stride, nd)
+    dilation = _tuple("dilation", dilation, nd)
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        raise ValueError(f"groups={groups!r}: expected a positive integer")
+    if any(s < 1 for s in stride):
+        raise ValueError(f"stride={stride}: non-positive stride is not supported")
+    if any(d < 1 for d in dilation):
+        raise ValueError(f"dilation={dilation}: dilation must be positive")
+    if isinstance(padding, str):
+        if padding not in ("valid", "same"):
+            raise ValueError(f"padding={padding!r}: expected 'valid', 'same', an integer or a sequence of {nd} integers")
+        if padding == "same" and any(s != 1 for s in stride):
+            raise ValueError(f"padding='same' is not supported for strided convolutions (stride={stride})")
+    else:
+        padding = _tuple("padding", padding, nd)
+        if any(p < 0 for p in padding):
+            raise ValueError(f"padding={padding}: negative padding is not supported")
+    return stride, padding, dilation, groups
+
+
+def same_padding(w_shape, dilation) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(left pads, extra right pads) of padding="same": d*(k-1) per dim, the odd one on the right."""
+    total = [d * (k - 1) for k, d in zip(w_shape[2:], dilation)]
+    return tuple(t // 2 for t in total), tuple(t - t // 2 - t // 2 for t in total)
+
+
+def _autocast(x: Tensor, w: Tensor, bias):
+    """Cast as autocast casts ``torch.nn.functional.conv*`` (to the autocast dtype, CUDA tensors)."""
+    if x.is_cuda and torch.is_autocast_enabled("cuda"):
+        dt = torch.get_autocast_dtype("cuda")
+        x, w = x.to(dt), w.to(dt)
+        if bias is not None:
+            bias = bias.to(dt)
+    return x, w, bias
+
+
+def supported(x: Tensor, w: Tensor) -> bool:
+    """Whether miofind runs this convolution: CUDA tensors of one of float32/float16/bfloat16 (or
+    meta tensors: the custom ops' fake kernels give shapes, see ``miofind.torch.problems``)."""
+    return (x.is_cuda or x.is_meta) and x.device == w.device and x.dtype in _policy.SUPPORTED_DTYPES \
+        and w.dtype == x.dtype
+
+
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
+def _eager(x: Tensor, w: Tensor) -> bool:
+    """Whether to skip the custom ops' dispatch (``_ops.EagerConv``): plain CUDA tensors, no
+    ``torch.compile`` tracing."""
+    return x.is_cuda and type(x) in _PLAIN and type(w) in _PLAIN and not torch.compiler.is_compiling()
+
+
+def _conv(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilation, groups) -> Tensor:
+    return conv_normalized(nd, x, w, bias, *normalize(nd, stride, padding, dilation, groups))
+
+
+def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilation, groups) -> Tensor:
+    """The convolution with arguments already through ``normalize`` (modules keep theirs)."""
+    x, w, bias = _autocast(x, w, bias)
+    if not supported(x, w) or x.dim() not in (nd + 1, nd + 2) or w.dim() != nd + 2:
+        # PyTorch's own convolution (and its error messages for wrong ranks)
+        return _TORCH[nd](x, w, bias, stride, padding, dilation, groups)
+    unbatched = x.dim() == nd + 1
+    if unbatched:
+        x = x.unsqueeze(0)
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = (0,) * nd
+        else:
+            padding, extra = same_padding(w.shape, dilation)
+            if any(extra):
+                # PyTorch's rule too: the odd pad of each dim goes on the right, as explicit zeros
+                pad = []
+                for e in reversed(extra):
+                    pad += [0, e]
+                x = F.pad(x, pad)
+    if nd == 1:     # as 2-D with H = 1 (miofind's 1-D problems)
+        x, w = x.unsqueeze(2), w.unsqueeze(2)
+        stride, padding, dilation = (1, *stride), (0, *padding), (1, *dilation)
+    if x.shape[1] != w.shape[1] * groups:
+        raise ValueError(f"w.shape={tuple(w.shape)}: expected input with {w.shape[1] * groups} channels "
+                         f"(groups={groups}), got x.shape={tuple(x.shape)}")
+    if w.shape[0] % groups:
+        raise ValueError(f"w.shape={tuple(w.shape)}: {w.shape[0]} output channels are not divisible by groups={groups}")
+    if _eager(x, w):
+        y = _ops.EagerConv.apply(x, w, list(stride), list(padding), list(dilation), groups)
+    else:
+        y = _ops.conv_forward(x, w, list(stride), list(padding), list(dilation), groups)
+    if bias is not None:
+        y = y.add_(bias.view(1, -1, *([1] * (y.dim() - 2))))
+    if nd == 1:
+        y = y.squeeze(2)
+    return y.squeeze(0) if unbatched else y
+
+
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
+           groups: int = 1) -> Tensor:
+    """``torch.nn.functional.conv1d`` through miofind (as 2-D with H = 1); see the module docstring."""
+    return _conv(1, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
+           groups: int = 1) -> Tensor:
+    """``torch.nn.functional.conv2d`` through miofind: NCHW, or NHWC for channels_last inputs (no
+    copy), output in the memory format cuDNN would return; see the module docstring."""
+    return _conv(2, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
+           groups: int = 1) -> Tensor:
+    """``torch.nn.functional.conv3d`` through miofind (NCDHW, or NDHWC for channels_last_3d inputs)."""
+    return _conv(3, input, weight, bias, stride, padding, dilation, groups)

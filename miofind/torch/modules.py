@@ -1,0 +1,117 @@
+"""``Conv1d``/``Conv2d``/``Conv3d``: the ``torch.nn`` modules with their convolution run by miofind,
+and ``convert(model)``, which swaps a model's ``nn.ConvNd`` modules in place.
+
+The classes add no state: parameters, buffers, ``state_dict`` keys, ``repr`` and initialisation are
+``torch.nn``'s. ``convert`` changes each module's class in place (the same objects, so optimizers
+and hooks that hold them keep working). Padding modes other than "zeros" (reflect, replicate,
+circular) run as ``torch.nn`` runs them: an explicit ``F.pad`` of the input, then a convolution
+without padding (here miofind's).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import nn
+
+from . import functional as MF
+
+
+class _Miofind:
+    """What the three classes share: ``_conv_forward`` through ``miofind.torch.functional``."""
+
+    _nd = 0   # spatial dimensions
+
+    def _miofind_args(self):
+        """(stride, padding, dilation, groups) normalised once (again if the attributes change)."""
+        pad = self.padding if self.padding_mode == "zeros" else 0
+        src = (self.stride, pad, self.dilation, self.groups)
+        if torch.compiler.is_compiling():    # traced once: no cache to mutate in the graph
+            return MF.normalize(self._nd, *src)
+        cached = self.__dict__.get("_miofind_args_cache")
+        if cached is None or cached[0] != src:
+            cached = self.__dict__["_miofind_args_cache"] = (src, MF.normalize(self._nd, *src))
+        return cached[1]
+
+    def _conv_forward(self, input, weight, bias):
+        if self.padding_mode != "zeros":
+            input = nn.functional.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
+        return MF.conv_normalized(self._nd, input, weight, bias, *self._miofind_args())
+
+
+class Conv1d(_Miofind, nn.Conv1d):
+    """``torch.nn.Conv1d`` run by miofind (as 2-D with H = 1)."""
+
+    _nd = 1
+
+
+class Conv2d(_Miofind, nn.Conv2d):
+    """``torch.nn.Conv2d`` run by miofind (NCHW, or NHWC for channels_last inputs)."""
+
+    _nd = 2
+
+
+class Conv3d(_Miofind, nn.Conv3d):
+    """``torch.nn.Conv3d`` run by miofind (NCDHW, or NDHWC for channels_last_3d inputs)."""
+
+    _nd = 3
+
+
+_SWAP = {nn.Conv1d: Conv1d, nn.Conv2d: Conv2d, nn.Conv3d: Conv3d}
+_BACK = {v: k for k, v in _SWAP.items()}
+
+
+class Converted(NamedTuple):
+    """What ``convert`` did: how many modules it swapped, and (name, reason) of each convolution
+    module it left as PyTorch's."""
+
+    swapped: int
+    left: list
+
+
+def _reason(m: nn.Module) -> str | None:
+    """Why the convolution module ``m`` stays PyTorch's, or None when it can be swapped."""
+    if isinstance(m, nn.modules.conv._ConvTransposeNd):
+        return f"{type(m).__name__}: transposed convolutions are not run by miofind.torch yet"
+    if isinstance(m, nn.modules.lazy.LazyModuleMixin) and m.has_uninitialized_params():
+        return f"{type(m).__name__}: parameters not initialised yet (run one forward first)"
+    if type(m) not in _SWAP:
+        return (f"{type(m).__module__}.{type(m).__qualname__}: a subclass of nn.{type(m).__mro__[1].__name__} "
+                "with its own code, left unchanged")
+    if m.weight.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+        return f"weight dtype {m.weight.dtype}: miofind computes in float32, float16 and bfloat16"
+    return None
+
+
+def convert(model: nn.Module) -> Converted:
+    """Swap every ``nn.Conv1d``/``nn.Conv2d``/``nn.Conv3d`` of ``model`` (itself included, at any
+    depth: Sequential, ModuleList, custom modules) for miofind's class, in place, and return
+    ``Converted(swapped, left)``: the number swapped, and (qualified name, reason) of every other
+    convolution module left as PyTorch's (transposed, lazy, subclasses with their own code, float64
+    weights). Modules already converted are neither counted nor listed."""
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
+    swapped, left = 0, []
+    for name, m in model.named_modules(remove_duplicate=True):
+        if type(m) in _BACK or not isinstance(m, nn.modules.conv._ConvNd):
+            continue
+        why = _reason(m)
+        if why is not None:
+            left.append((name or "<model>", why))
+            continue
+        m.__class__ = _SWAP[type(m)]
+        swapped += 1
+    return Converted(swapped, left)
+
+
+def revert(model: nn.Module) -> int:
+    """Undo ``convert``: give every miofind convolution module of ``model`` back its ``torch.nn``
+    class, in place; returns how many."""
+    n = 0
+    for m in model.modules():
+        back = _BACK.get(type(m))
+        if back is not None:
+            m.__class__ = back
+            n += 1
+    return n

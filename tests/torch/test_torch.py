@@ -1,0 +1,524 @@
+"""miofind.torch on the CPU: module swapping, state_dict and repr, argument handling, the custom
+ops' fake kernels and autograd (with torch's own convolution standing in for the GPU launches),
+and the find policy's counters with a fake find. GPU runs: test_torch_gpu.py."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# tests/ is on sys.path, so without PyTorch "torch" would resolve to the folder tests/torch
+_spec = importlib.util.find_spec("torch")
+if _spec is None or _spec.origin is None:
+    pytest.skip("PyTorch is not installed (pip install \"miofind[torch]\")", allow_module_level=True)
+torch = pytest.importorskip("torch")
+
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import miofind.torch as mt  # noqa: E402
+from miofind.problem import ProblemDescription  # noqa: E402
+from miofind.results import FindResult, Solution  # noqa: E402
+from miofind.torch import _ops, _policy  # noqa: E402
+from miofind.torch import functional as MF  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# -- a model with nesting --------------------------------------------------------------------------
+
+class MyConv(nn.Conv2d):
+    def forward(self, x):
+        return super().forward(x) * 2
+
+
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c), nn.ReLU(),
+                                  nn.Sequential(nn.Conv2d(c, c, 1), nn.ReLU()))
+        self.reflect = nn.Conv2d(c, c, 3, padding=1, padding_mode="reflect")
+
+    def forward(self, x):
+        return self.reflect(self.body(x)) + x
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, stride=2, padding="valid")
+        self.blocks = nn.ModuleList([Block(8), Block(8)])
+        self.same = nn.Conv2d(8, 8, 4, padding="same", dilation=1)
+        self.c1 = nn.Conv1d(8, 4, 3, padding=1)
+        self.c3 = nn.Conv3d(1, 2, 3, padding=1)
+        self.up = nn.ConvTranspose2d(8, 8, 2, stride=2)
+        self.mine = MyConv(8, 8, 1)
+
+    def forward(self, x):
+        x = self.stem(x)
+        for b in self.blocks:
+            x = b(x)
+        x = self.mine(self.up(self.same(x)))
+        n, c, h, w = x.shape
+        y1 = self.c1(x.flatten(2))
+        y3 = self.c3(x[:, :1].unsqueeze(1))
+        return x.sum() + y1.sum() + y3.sum()
+
+
+def _model():
+    torch.manual_seed(0)
+    return Net()
+
+
+PLAIN_CONVS = 1 + 2 * 3 + 1 + 1 + 1      # stem, 3 per block, same, c1, c3
+
+
+def test_convert_swaps_nested_and_lists_the_rest():
+    m = _model()
+    ref_repr = repr(m)
+    ids = {n: id(mod) for n, mod in m.named_modules()}
+    res = mt.convert(m)
+    swapped, left = res
+    assert swapped == res.swapped == PLAIN_CONVS
+    assert dict(left).keys() == {"up", "mine"}
+    assert "transposed" in dict(left)["up"] and "subclass" in dict(left)["mine"]
+    assert type(m.blocks[1].body[3][0]) is mt.Conv2d and type(m.c1) is mt.Conv1d and type(m.c3) is mt.Conv3d
+    assert type(m.up) is nn.ConvTranspose2d and type(m.mine) is MyConv
+    assert isinstance(m.stem, nn.Conv2d)
+    # in place: the same module objects (optimizers and hooks holding them keep working), same repr
+    assert {n: id(mod) for n, mod in m.named_modules()} == ids
+    assert repr(m) == ref_repr
+    # a second convert finds nothing new; revert restores torch's classes
+    assert mt.convert(m).swapped == 0
+    assert mt.revert(m) == PLAIN_CONVS and type(m.stem) is nn.Conv2d
+
+
+def test_convert_top_level_module_and_float64():
+    c = nn.Conv2d(2, 2, 3)
+    assert mt.convert(c) == (1, []) and type(c) is mt.Conv2d
+    d = nn.Conv2d(2, 2, 3).double()
+    swapped, left = mt.convert(d)
+    assert swapped == 0 and left[0][0] == "<model>" and "float64" in left[0][1]
+    lazy = nn.LazyConv2d(4, 3)
+    assert "not initialised" in mt.convert(lazy).left[0][1]
+    with pytest.raises(ValueError, match="model: expected a torch.nn.Module"):
+        mt.convert("resnet50")
+
+
+def test_converted_model_computes_what_torch_computes_on_cpu():
+    # on the CPU the modules run PyTorch's convolution: the swap must change nothing
+    m = _model()
+    x = torch.randn(2, 3, 17, 17)
+    ref = m(x)
+    mt.convert(m)
+    assert torch.equal(m(x), ref)
+
+
+def test_state_dict_round_trip():
+    plain = _model()
+    swapped = _model()
+    mt.convert(swapped)
+    sd = plain.state_dict()
+    assert list(sd) == list(swapped.state_dict())
+    with torch.no_grad():
+        for p in plain.parameters():
+            p.add_(1.0)
+    swapped.load_state_dict(plain.state_dict())          # plain -> swapped
+    for (k, a), b in zip(swapped.state_dict().items(), plain.state_dict().values()):
+        assert torch.equal(a, b), k
+    fresh = _model()
+    fresh.load_state_dict(swapped.state_dict())          # swapped -> plain
+    assert all(torch.equal(a, b) for a, b in zip(fresh.state_dict().values(), plain.state_dict().values()))
+    # deepcopy and pickling keep the class
+    assert type(copy.deepcopy(swapped).stem) is mt.Conv2d
+
+
+def test_modules_construct_like_torch():
+    torch.manual_seed(1)
+    a = nn.Conv2d(4, 6, (3, 5), stride=(2, 1), padding=(1, 2), dilation=2, groups=2, padding_mode="circular")
+    torch.manual_seed(1)
+    b = mt.Conv2d(4, 6, (3, 5), stride=(2, 1), padding=(1, 2), dilation=2, groups=2, padding_mode="circular")
+    assert repr(a) == repr(b)
+    assert torch.equal(a.weight, b.weight) and torch.equal(a.bias, b.bias)
+    x = torch.randn(1, 4, 9, 11)
+    assert torch.equal(a(x), b(x))
+
+
+def test_import_loads_neither_cupy_nor_sqlalchemy():
+    code = ("import sys, miofind.torch; print(sorted({m.split('.')[0] for m in sys.modules} "
+            "& {'cupy', 'sqlalchemy', 'miofind.api'}))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+# -- arguments ---------------------------------------------------------------------------------------
+
+def test_normalize_arguments():
+    assert MF.normalize(2, 2, 1, (3,), 1) == ((2, 2), (1, 1), (3, 3), 1)
+    assert MF.normalize(3, (1, 2, 3), [0, 1, 2], 1, 4) == ((1, 2, 3), (0, 1, 2), (1, 1, 1), 4)
+    assert MF.normalize(2, 1, "same", 2, 1)[1] == "same"
+    assert MF.same_padding((8, 8, 4, 3), (1, 2)) == ((1, 2), (1, 0))
+    for args, msg in [((2, (1, 2, 3), 0, 1, 1), "stride=.*2 values"),
+                      ((2, 0, 0, 1, 1), "stride=.*non-positive"),
+                      ((2, 1, -1, 1, 1), "padding=.*negative"),
+                      ((2, 1, "full", 1, 1), "padding='full'"),
+                      ((2, 2, "same", 1, 1), "padding='same' is not supported for strided"),
+                      ((2, 1, 0, 0, 1), "dilation=.*positive"),
+                      ((2, 1, 0, 1, 0), "groups=0"),
+                      ((2, 1.5, 0, 1, 1), "stride=1.5"),
+                      ((2, True, 0, 1, 1), "stride=True")]:
+        with pytest.raises(ValueError, match=msg):
+            MF.normalize(*args)
+
+
+def _cpu_ops(monkeypatch, eager: bool):
+    """Run the ops' real code on the CPU, with torch's convolutions as the 'solutions' (through the
+    custom ops, or ``EagerConv`` when ``eager``): records the direction of each launch."""
+    calls = []
+    nd_fns = {4: (F.conv2d, torch.nn.grad.conv2d_input, torch.nn.grad.conv2d_weight),
+              5: (F.conv3d, torch.nn.grad.conv3d_input, torch.nn.grad.conv3d_weight)}
+
+    def run(direction, a, b, out_shape, x_shape, w_shape, stride, padding, dilation, groups, fmt):
+        assert a.is_contiguous(memory_format=fmt) and b.is_contiguous(memory_format=fmt)
+        fwd, bwd, wrw = nd_fns[a.dim()]
+        if direction == "F":
+            y = fwd(a, b, None, stride, padding, dilation, groups)
+        elif direction == "B":
+            y = bwd(list(x_shape), b, a, stride, padding, dilation, groups)
+        else:
+            y = wrw(b, list(w_shape), a, stride, padding, dilation, groups)
+        calls.append(direction)
+        assert list(y.shape) == list(out_shape)
+        return y.contiguous(memory_format=fmt)
+
+    monkeypatch.setattr(_ops, "_run", run)
+    monkeypatch.setattr(MF, "supported", lambda x, w: x.dtype in (torch.float32, torch.float64))
+    monkeypatch.setattr(MF, "_eager", lambda x, w: eager)
+    return calls
+
+
+@pytest.fixture(params=["custom-op", "eager"])
+def cpu_ops(monkeypatch, request):
+    """_cpu_ops through both paths: the custom ops, and the eager autograd.Function."""
+    return _cpu_ops(monkeypatch, request.param == "eager")
+
+
+@pytest.fixture
+def cpu_custom_ops(monkeypatch):
+    return _cpu_ops(monkeypatch, False)
+
+
+@pytest.mark.parametrize("nd,kw", [
+    (2, dict(stride=2, padding=1)),
+    (2, dict(padding="same", dilation=(1, 2))),          # odd total pads: one extra on the right
+    (2, dict(padding="valid", groups=2)),
+    (1, dict(padding="same", dilation=3)),
+    (1, dict(stride=3, padding=2)),
+    (3, dict(padding=(0, 1, 2), stride=(1, 2, 1))),
+])
+def test_functional_matches_torch(cpu_ops, nd, kw):
+    torch.manual_seed(0)
+    groups = kw.get("groups", 1)
+    x = torch.randn(2, 4, *([9] * nd), dtype=torch.float64, requires_grad=True)
+    w = torch.randn(6, 4 // groups, *([4] * nd), dtype=torch.float64, requires_grad=True)
+    b = torch.randn(6, dtype=torch.float64, requires_grad=True)
+    ours = {1: mt.conv1d, 2: mt.conv2d, 3: mt.conv3d}[nd](x, w, b, **kw)
+    ref = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[nd](x, w, b, **kw)
+    assert ours.shape == ref.shape and torch.allclose(ours, ref)
+    g = torch.randn_like(ref)
+    got = torch.autograd.grad(ours, (x, w, b), g)
+    want = torch.autograd.grad(ref, (x, w, b), g)
+    for a, e in zip(got, want):
+        assert torch.allclose(a, e)
+    assert cpu_ops == ["F", "B", "W"]
+
+
+def test_unbatched_and_gradcheck(cpu_ops):
+    x = torch.randn(3, 6, 7, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(2, 3, 3, 2, dtype=torch.float64, requires_grad=True)
+    assert torch.allclose(mt.conv2d(x, w, padding=1), F.conv2d(x, w, padding=1))
+    xb, wb = x.detach().unsqueeze(0).requires_grad_(), w.detach().clone().requires_grad_()
+    assert torch.autograd.gradcheck(lambda a, b: torch.ops.miofind.conv_forward(a, b, [2, 1], [1, 0], [1, 2], 1),
+                                    (xb, wb))
+
+
+def test_backward_skips_what_is_not_asked(cpu_ops):
+    x = torch.randn(2, 3, 8, 8)                       # the first layer: no dx
+    w = torch.randn(4, 3, 3, 3, requires_grad=True)
+    mt.conv2d(x, w, padding=1).sum().backward()
+    assert cpu_ops == ["F", "W"] and w.grad is not None
+    cpu_ops.clear()
+    x.requires_grad_()
+    w.requires_grad_(False)
+    mt.conv2d(x, w).sum().backward()
+    assert cpu_ops == ["F", "B"]
+    cpu_ops.clear()
+    with torch.no_grad():
+        mt.conv2d(x, w)
+    assert cpu_ops == ["F"]
+
+
+def test_channels_last_stays_channels_last(cpu_ops):
+    x = torch.randn(2, 8, 6, 6).to(memory_format=torch.channels_last).requires_grad_()
+    w = torch.randn(4, 8, 3, 3, requires_grad=True)
+    y = mt.conv2d(x, w, padding=1)
+    assert y.is_contiguous(memory_format=torch.channels_last) and not y.is_contiguous()
+    y.sum().backward()
+    assert x.grad.is_contiguous(memory_format=torch.channels_last)
+    # an NCHW input stays NCHW; an ambiguous (N, C, 1, 1) tensor goes by its strides, as cuDNN's
+    assert mt.conv2d(torch.randn(2, 8, 6, 6), w.detach()).is_contiguous()
+    assert not _ops._cl_like(torch.randn(2, 8, 1, 1))
+    assert _ops._cl_like(torch.randn(2, 8, 1, 1).to(memory_format=torch.channels_last))
+    assert _ops._cl_like(torch.randn(2, 8, 3, 3, 3).to(memory_format=torch.channels_last_3d))
+    assert not _ops._cl_like(torch.randn(2, 8, 3))
+
+
+def test_module_padding_modes(cpu_ops):
+    for mode in ("reflect", "replicate", "circular"):
+        torch.manual_seed(0)
+        ref = nn.Conv2d(3, 5, 3, padding=(1, 2), padding_mode=mode).double()
+        ours = copy.deepcopy(ref)
+        ours.__class__ = mt.Conv2d
+        x = torch.randn(2, 3, 7, 8, dtype=torch.float64)
+        assert torch.allclose(ours(x), ref(x)), mode
+
+
+# -- fake kernels ------------------------------------------------------------------------------------
+
+def test_fake_kernels_on_meta_and_fake_tensors():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    x = torch.empty(4, 16, 28, 30, device="meta")
+    w = torch.empty(32, 8, 3, 5, device="meta")
+    y = torch.ops.miofind.conv_forward(x, w, [2, 1], [1, 2], [1, 2], 2)
+    assert y.shape == F.conv2d(x, w, None, (2, 1), (1, 2), (1, 2), 2).shape == (4, 32, 14, 26)
+    dx = torch.ops.miofind.conv_backward_data(y, w, list(x.shape), [2, 1], [1, 2], [1, 2], 2)
+    dw = torch.ops.miofind.conv_backward_weight(y, x, list(w.shape), [2, 1], [1, 2], [1, 2], 2)
+    assert dx.shape == x.shape and dw.shape == w.shape
+    xc = x.to(memory_format=torch.channels_last)
+    assert torch.ops.miofind.conv_forward(xc, w, [1, 1], [0, 0], [1, 1], 2).is_contiguous(
+        memory_format=torch.channels_last)
+    with FakeTensorMode():
+        x3 = torch.empty(2, 4, 5, 6, 7, device="cpu")
+        w3 = torch.empty(8, 4, 3, 3, 3, device="cpu").to(memory_format=torch.channels_last_3d)
+        y3 = torch.ops.miofind.conv_forward(x3, w3, [1, 1, 1], [1, 1, 1], [1, 1, 1], 1)
+        assert y3.shape == (2, 8, 5, 6, 7) and y3.is_contiguous(memory_format=torch.channels_last_3d)
+    # autograd through the fake kernels: the backward ops' shapes
+    xr, wr = x.clone().requires_grad_(), w.clone().requires_grad_()
+    torch.ops.miofind.conv_forward(xr, wr, [2, 1], [1, 2], [1, 2], 2).sum().backward()
+    assert xr.grad.shape == x.shape and wr.grad.shape == w.shape
+
+
+def test_opcheck_schema():
+    # torch.library.opcheck's schema and fake-kernel checks, on meta tensors (no real kernel runs)
+    x = torch.empty(2, 4, 9, 9, device="meta")
+    w = torch.empty(6, 4, 3, 3, device="meta")
+    torch.library.opcheck(torch.ops.miofind.conv_forward.default, (x, w, [1, 1], [1, 1], [1, 1], 1),
+                          test_utils=("test_schema", "test_faketensor"))
+
+
+# -- the find policy ---------------------------------------------------------------------------------
+
+class FakePrepared:
+    def __init__(self, problem, solver_id, ws=0):
+        self.problem, self.solver_id, self.workspace_bytes = problem, solver_id, ws
+        self.calls = []
+
+    def __call__(self, a, b, out, *, workspace=None, stream=None):
+        self.calls.append((tuple(a.shape), tuple(out.shape), a.is_contiguous(), workspace, stream))
+        return out
+
+
+@pytest.fixture
+def fake_find(monkeypatch):
+    """_policy with a fake find: answers per problem key from ``answers`` (source, solver ids)."""
+    answers = {}
+    asked = []
+
+    def find(problem):
+        source, ids = answers.get(problem.key(), ("find", ["ConvCudnnFwd", "ConvDirectNaiveConvFwd"]))
+        asked.append(problem.key())
+        sols = []
+        for i, sid in enumerate(ids):
+            s = Solution(sid, "a", 1.0 + i, 0, None, True, problem, source=source)
+            s.prepare = (lambda s=s: FakePrepared(s.problem, s.solver_id))
+            sols.append(s)
+        return FindResult(sols, problem=problem, source=source, elapsed_ms=5.0)
+
+    released = []
+    monkeypatch.setattr(_policy, "_find", find)
+    monkeypatch.setattr(_policy, "_on_device", lambda d: contextlib.nullcontext())
+    monkeypatch.setattr(_policy, "_release_find_memory", lambda: released.append(1))
+    monkeypatch.setattr(_policy, "_table", {})
+    _policy.reset_stats()
+    yield answers, asked, released
+    _policy.reset_stats()
+
+
+def _key(p: ProblemDescription, det=False):
+    return (p.direction, p.n, p.c, p.key(), det)
+
+
+def test_stats_count_lookups_hits_and_finds(fake_find):
+    answers, asked, released = fake_find
+    p1 = _policy.problem_for("F", (2, 8, 6, 6), (4, 8, 3, 3), (1, 1), (1, 1), (1, 1), 1, torch.float16, True, True)
+    p2 = _policy.problem_for("F", (2, 8, 6, 6), (4, 8, 1, 1), (1, 1), (0, 0), (1, 1), 1, torch.float32, False, True)
+    assert p1.key() == "8-6-6-3x3-4-6-6-2-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F"
+    assert p2.key().endswith("NCHW-FP32-F_tf32")
+    answers[p2.key()] = ("db", ["ConvDirectNaiveConvFwd"])
+    e1 = _policy.lookup(_key(p1), lambda: p1, 0, False)
+    assert _policy.lookup(_key(p1), lambda: p1, 0, False) is e1       # once per process
+    e2 = _policy.lookup(_key(p2), lambda: p2, 0, False)
+    st = mt.stats()
+    assert (st["lookups"], st["db_hits"], st["finds_run"], st["predicted"], st["problems"]) == (2, 1, 1, 0, 2)
+    assert st["find_ms"] >= 0 and len(asked) == 2 and released == [1]   # only the benchmarked find frees
+    assert (e1.solver_id, e1.source, e2.solver_id, e2.source) == ("ConvCudnnFwd", "find", "ConvDirectNaiveConvFwd", "db")
+    mt.reset_stats()
+    assert mt.stats()["lookups"] == 0 and mt.stats()["problems"] == 2
+
+
+def test_deterministic_mode_skips_cudnn(fake_find):
+    p = _policy.problem_for("W", (2, 8, 6, 6), (4, 8, 3, 3), (1, 1), (1, 1), (1, 1), 1, torch.float32, False, False)
+    e = _policy.lookup(_key(p, True), lambda: p, 0, True)
+    assert e.solver_id == "ConvDirectNaiveConvFwd"
+    answers, _, _ = fake_find
+    q = p.with_direction("B")
+    answers[q.key()] = ("db", ["ConvCudnnBwd"])
+    with pytest.raises(RuntimeError, match="no deterministic solution for .*-B"):
+        _policy.lookup(_key(q, True), lambda: q, 0, True)
+    old = torch.are_deterministic_algorithms_enabled()
+    try:
+        torch.use_deterministic_algorithms(True)
+        assert _policy.deterministic()
+    finally:
+        torch.use_deterministic_algorithms(old)
+
+
+def test_entry_passes_workspace_stream_and_square_channels_last(monkeypatch):
+    from miofind.torch import _alloc
+
+    first = []
+    monkeypatch.setattr(_alloc, "torch_allocator", lambda: (first.append(1), contextlib.nullcontext())[1])
+    # C == H == W in NHWC: Prepared accepts only the dense (N, H, W, C) view
+    p = _policy.problem_for("F", (2, 5, 5, 5), (5, 5, 3, 3), (1, 1), (1, 1), (1, 1), 1, torch.float32, True, False)
+    pr = FakePrepared(p, "ConvDirectNaiveConvFwd", ws=64)
+    e = _policy.Entry(pr, pr.solver_id, "db")
+    assert e.permute and e.ws_bytes == 64
+    x = torch.randn(2, 5, 5, 5).to(memory_format=torch.channels_last)
+    w = torch.randn(5, 5, 3, 3).to(memory_format=torch.channels_last)
+    y = torch.empty(2, 5, 5, 5).to(memory_format=torch.channels_last)
+    assert e(x, w, y, 7) is y and e(x, w, y, 7) is y
+    assert first == [1]                                   # CuPy routed to torch's allocator on a stream's first call
+    (shape, oshape, contig, ws, stream), _ = pr.calls
+    assert shape == (2, 5, 5, 5) and contig and isinstance(ws, int) and ws and stream == 7
+    p2 = _policy.problem_for("F", (2, 6, 5, 5), (4, 6, 3, 3), (1, 1), (1, 1), (1, 1), 1, torch.float32, True, False)
+    assert not _policy.Entry(FakePrepared(p2, "x"), "x", "db").permute
+
+
+def test_dynamo_sees_no_graph_break_and_aot_autograd_runs(cpu_custom_ops):
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 8, 3, stride=2, padding="valid"))
+    assert mt.convert(m).swapped == 2
+    x = torch.randn(2, 3, 10, 10, requires_grad=True)
+    ex = torch._dynamo.explain(m)(x)
+    assert ex.graph_break_count == 0 and ex.graph_count == 1
+    assert "miofind.conv_forward" in str(ex.graphs[0].graph)
+    # AOT autograd traces forward and backward through the fake kernels and the registered autograd
+    ref = copy.deepcopy(m)
+    mt.revert(ref)
+    compiled = torch.compile(m, backend="aot_eager", fullgraph=True)
+    y = compiled(x)
+    y.sum().backward()
+    gx = x.grad.clone()
+    x.grad = None
+    ref(x).sum().backward()
+    assert torch.allclose(y, ref(x), atol=1e-5) and torch.allclose(gx, x.grad, atol=1e-5)
+    assert {"F", "B", "W"} <= set(cpu_custom_ops)
+    torch._dynamo.reset()
+
+
+# -- a model's problems, and tune --torch-model ------------------------------------------------------
+
+def small_net():
+    """A model builder for --torch-model (test_torch.small_net)."""
+    return nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ReLU(),
+                         nn.Conv2d(8, 8, 4, padding="same", padding_mode="reflect"), nn.Conv2d(8, 16, 1, groups=2),
+                         nn.ConvTranspose2d(16, 4, 2))
+
+
+def test_model_problems_from_a_meta_pass():
+    from miofind.torch.problems import model_problems
+
+    ps = model_problems(small_net, (2, 3, 16, 16), dtype="fp16", channels_last=True)
+    keys = {p.key() for p in ps}
+    # the first layer computes no dx (its input needs no gradient); every layer F and W
+    assert [p.direction for p in ps].count("F") == 3 and [p.direction for p in ps].count("W") == 3
+    assert [p.direction for p in ps].count("B") == 2
+    assert "3-16-16-3x3-8-8-8-2-1x1-2x2-1x1-0-NHWC-NHWC-NHWC-FP16-F" in keys
+    # "same" with an even filter under reflect padding: the input padded 1 left, 2 right, then no pads
+    assert "8-11-11-4x4-8-8-8-2-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F" in keys
+    assert all(p.layout == "NHWC" and p.dtype == "FP16" for p in ps)
+    fp32 = model_problems(small_net(), (1, 3, 16, 16), tf32=True, train=False)
+    assert {p.direction for p in fp32} == {"F"} and all(p.key().endswith("_tf32") or "_g2" in p.key() for p in fp32)
+    assert all(p.math == "tf32" and p.layout == "NCHW" for p in fp32)
+    with pytest.raises(ValueError, match="dtype='fp64'"):
+        model_problems(small_net, (1, 3, 8, 8), dtype="fp64")
+    with pytest.raises(ValueError, match="cannot import"):
+        model_problems("no_such_module.net", (1, 3, 8, 8))
+    with pytest.raises(ValueError, match="building it with no arguments failed"):
+        model_problems("torch.nn.Conv2d", (1, 3, 8, 8))
+
+
+def test_tune_torch_model_enqueues_its_problems(tmp_path):
+    from click.testing import CliRunner
+
+    from miofind import cli
+    from miofind.db import FindDB
+    from miofind.db.jobs import JobQueue
+    from miofind.torch.problems import model_problems
+
+    db = f"sqlite:///{tmp_path / 'q.sqlite'}"
+    r = CliRunner().invoke(cli.main, ["tune", "--torch-model", "test_torch.small_net", "--batch", "4", "--dtype", "fp16",
+                                      "--channels-last", "--input-size", "16", "--enqueue", "--db", db])
+    assert r.exit_code == 0, r.output
+    want = {p.key() for p in model_problems(small_net, (4, 3, 16, 16), dtype="fp16", channels_last=True)}
+    assert {j.problem_key for j in JobQueue(FindDB(db)).jobs()} == want and len(want) == 8
+    r = CliRunner().invoke(cli.main, ["tune", "--torch-model", "test_torch.small_net", "--layout", "NHWC", "--enqueue",
+                                      "--db", db])
+    assert r.exit_code == 1 and "use --channels-last" in r.output
+    r = CliRunner().invoke(cli.main, ["tune", "--model", "resnet50", "--channels-last", "--enqueue", "--db", db])
+    assert r.exit_code == 1 and "--torch-model" in r.output
+
+
+def test_a_solution_that_cannot_be_prepared_yields_to_the_next(fake_find, monkeypatch):
+    answers, _, _ = fake_find
+    p = _policy.problem_for("F", (2, 8, 6, 6), (4, 8, 3, 3), (1, 1), (1, 1), (1, 1), 1, torch.float32, False, False)
+    real = _policy._find
+
+    def find(problem):
+        res = real(problem)
+        res[0].prepare = lambda: (_ for _ in ()).throw(RuntimeError("plan build failed"))
+        return res
+
+    monkeypatch.setattr(_policy, "_find", find)
+    assert _policy.lookup(_key(p), lambda: p, 0, False).solver_id == "ConvDirectNaiveConvFwd"
+    answers[p.with_direction("B").key()] = ("db", ["ConvCudnnBwd"])
+    q = p.with_direction("B")
+    with pytest.raises(RuntimeError, match="could not prepare any solution for .*-B: ConvCudnnBwd: RuntimeError: plan"):
+        _policy.lookup(_key(q), lambda: q, 0, False)
+
+
+def test_a_miss_during_graph_capture_is_a_clear_error(fake_find, monkeypatch):
+    monkeypatch.setattr(_policy, "_capturing", lambda: True)
+    p = _policy.problem_for("F", (2, 8, 6, 6), (4, 8, 3, 3), (1, 1), (1, 1), (1, 1), 1, torch.float32, False, False)
+    with pytest.raises(RuntimeError, match="during CUDA-graph capture.*warm-up iteration"):
+        _policy.lookup(_key(p), lambda: p, 0, False)
+    assert mt.stats()["lookups"] == 0

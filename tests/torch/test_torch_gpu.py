@@ -1,0 +1,303 @@
+"""miofind.torch on the GPU: F/B/W against PyTorch's cuDNN convolution (FP32 with TF32 off, FP16
+channels_last, autocast), a converted CNN trained like eager, torch.compile without graph breaks,
+CUDA-graph capture and replay, deterministic mode, and a second process that runs no benchmark.
+
+Every test uses a temporary user FindDB and no system DB (``tmp_db``), so that each problem is
+benchmarked once in the test; the ResNet-50 test reads the shipped DB beneath it."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+_spec = importlib.util.find_spec("torch")
+if _spec is None or _spec.origin is None:
+    pytest.skip("PyTorch is not installed (pip install \"miofind[torch]\")", allow_module_level=True)
+torch = pytest.importorskip("torch")
+
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture
+def mt(tmp_db):
+    """miofind.torch with an empty table and counters, TF32 off (restored after)."""
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch sees no CUDA device")
+    import miofind.torch as mt
+
+    tf32, bench = torch.backends.cudnn.allow_tf32, torch.backends.cudnn.benchmark
+    torch.backends.cudnn.allow_tf32 = False
+    mt.clear()
+    mt.reset_stats()
+    yield mt
+    torch.backends.cudnn.allow_tf32, torch.backends.cudnn.benchmark = tf32, bench
+    mt.clear()
+    mt.reset_stats()
+
+
+def rel(a, b) -> float:
+    a, b = a.double(), b.double()
+    return float((a - b).norm() / b.norm().clamp_min(1e-30))
+
+
+def _fbw(conv, x, w, b, **kw):
+    xr, wr, br = (t.detach().clone().requires_grad_() for t in (x, w, b))
+    y = conv(xr, wr, br, **kw)
+    g = torch.randn_like(y)
+    y.backward(g)
+    return y, xr.grad, wr.grad, br.grad, g
+
+
+def test_conv2d_fbw_fp32_against_cudnn(mt):
+    torch.manual_seed(0)
+    x = torch.randn(4, 16, 14, 14, device="cuda")
+    w = torch.randn(32, 16, 3, 3, device="cuda")
+    b = torch.randn(32, device="cuda")
+    for kw in (dict(padding=1), dict(stride=2, padding=0, dilation=2), dict(padding="same", groups=4)):
+        ww = w[:, : 16 // kw.get("groups", 1)].contiguous()
+        torch.manual_seed(1)
+        ours = _fbw(mt.conv2d, x, ww, b, **kw)
+        torch.manual_seed(1)
+        ref = _fbw(F.conv2d, x, ww, b, **kw)
+        assert ours[0].is_contiguous() and ours[0].shape == ref[0].shape
+        for name, o, r in zip(("y", "dx", "dw", "db"), ours[:4], ref[:4]):
+            # relative L2: both sides carry FP32 rounding (Winograd/FFT up to ~3e-5, verify.py)
+            assert rel(o, r) < 1e-4, (kw, name, rel(o, r))
+    st = mt.stats()
+    assert st["lookups"] == 9 and st["finds_run"] == 9 and st["db_hits"] == 0 and st["find_ms"] > 0
+
+
+def test_conv2d_fp16_channels_last_against_cudnn(mt):
+    torch.manual_seed(0)
+    cl = torch.channels_last
+    x = torch.randn(8, 32, 20, 20, device="cuda", dtype=torch.float16).to(memory_format=cl)
+    w = (torch.randn(64, 32, 3, 3, device="cuda", dtype=torch.float16) * 0.1).to(memory_format=cl)
+    b = torch.randn(64, device="cuda", dtype=torch.float16)
+    torch.manual_seed(1)
+    ours = _fbw(mt.conv2d, x, w, b, padding=1)
+    torch.manual_seed(1)
+    ref = _fbw(F.conv2d, x, w, b, padding=1)
+    assert ours[0].is_contiguous(memory_format=cl) and not ours[0].is_contiguous()
+    for name, o, r in zip(("y", "dx", "dw", "db"), ours[:4], ref[:4]):
+        assert o.dtype == torch.float16 and rel(o, r) < 2e-2, (name, rel(o, r))
+    # the problem was NHWC: no hidden layout copy
+    from miofind.torch import _policy
+    assert {e.pr.problem.layout for e in _policy._table.values()} == {"NHWC"}
+
+
+def test_conv1d_conv3d_and_autocast(mt):
+    torch.manual_seed(0)
+    x1, w1 = torch.randn(4, 8, 50, device="cuda"), torch.randn(16, 8, 5, device="cuda")
+    assert rel(mt.conv1d(x1, w1, padding="same"), F.conv1d(x1, w1, padding="same")) < 1e-4
+    x3, w3 = torch.randn(2, 4, 6, 7, 8, device="cuda"), torch.randn(8, 4, 3, 3, 3, device="cuda")
+    assert rel(mt.conv3d(x3, w3, stride=(1, 2, 1), padding=1), F.conv3d(x3, w3, stride=(1, 2, 1), padding=1)) < 1e-4
+    x, w = torch.randn(2, 8, 16, 16, device="cuda"), torch.randn(8, 8, 3, 3, device="cuda")
+    for dt in (torch.float16, torch.bfloat16):
+        with torch.autocast("cuda", dtype=dt):
+            y, ref = mt.conv2d(x, w, padding=1), F.conv2d(x, w, padding=1)
+        assert y.dtype == ref.dtype == dt and rel(y, ref) < 2e-2
+
+
+class TinyCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+            nn.Sequential(nn.Conv2d(16, 16, 3, padding=1, groups=16), nn.Conv2d(16, 32, 1)), nn.ReLU(),
+            nn.Conv2d(32, 32, 3, stride=2, padding=1, bias=False), nn.ReLU())
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.head(self.features(x).mean((2, 3)))
+
+
+def _train(model, xs, ys, steps=3):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    losses = []
+    for i in range(steps):
+        opt.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(model(xs[i]), ys[i])
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def test_tiny_cnn_trains_like_eager(mt):
+    torch.manual_seed(0)
+    ref = TinyCNN().cuda()
+    ours = copy.deepcopy(ref)
+    assert mt.convert(ours).swapped == 4
+    xs = torch.randn(3, 8, 3, 16, 16, device="cuda")
+    ys = torch.randint(0, 10, (3, 8), device="cuda")
+    lr, lo = _train(ref, xs, ys), _train(ours, xs, ys)
+    assert all(abs(a - b) <= 1e-4 * max(1.0, abs(a)) for a, b in zip(lr, lo)), (lr, lo)
+    for (name, p), q in zip(ref.named_parameters(), ours.parameters()):
+        assert rel(q, p) < 1e-3, (name, rel(q, p))
+    assert mt.stats()["lookups"] >= 4 * 3 - 1      # F, B, W per conv (the first layer computes no dx)
+
+
+def test_compile_without_graph_breaks(mt):
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = TinyCNN().cuda()
+    mt.convert(model)
+    x = torch.randn(8, 3, 16, 16, device="cuda")
+    ex = torch._dynamo.explain(model)(x)
+    assert ex.graph_break_count == 0 and ex.graph_count == 1
+    assert "miofind.conv_forward" in str(ex.graphs[0].graph)
+    eager = model(x)
+    compiled = torch.compile(model, fullgraph=True)
+    y = compiled(x)
+    y.sum().backward()
+    assert rel(y, eager) < 1e-4
+    torch._dynamo.reset()
+
+
+def test_cuda_graph_capture_and_replay(mt):
+    torch.manual_seed(0)
+    model = TinyCNN().cuda()
+    mt.convert(model)
+    static_x = torch.randn(8, 3, 16, 16, device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):              # warm up on the capture stream: finds, prepares, per-stream state
+        for _ in range(2):
+            model.zero_grad(set_to_none=True)
+            model(static_x).sum().backward()
+    torch.cuda.current_stream().wait_stream(s)
+    model.zero_grad(set_to_none=True)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=s):
+        static_y = model(static_x)
+        static_y.sum().backward()
+    new_x = torch.randn_like(static_x)
+    static_x.copy_(new_x)
+    g.replay()
+    torch.cuda.synchronize()
+    grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad(set_to_none=True)
+    y = model(new_x)
+    y.sum().backward()
+    assert rel(static_y, y) < 1e-6
+    for gr, p in zip(grads, model.parameters()):
+        assert rel(gr, p.grad) < 1e-6
+
+
+def test_compile_reduce_overhead(mt):
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = TinyCNN().cuda().eval()
+    mt.convert(model)
+    x = torch.randn(4, 3, 16, 16, device="cuda")
+    with torch.no_grad():
+        eager = model(x)
+        compiled = torch.compile(model, mode="reduce-overhead", fullgraph=True)
+        for _ in range(3):                  # warm-up runs, then recorded and replayed CUDA graphs
+            y = compiled(x)
+    assert rel(y, eager) < 1e-4
+    torch._dynamo.reset()
+
+
+def test_deterministic_mode_runs_deterministic_solvers(mt):
+    from miofind.registry import get_solver
+    from miofind.torch import _policy
+
+    torch.manual_seed(0)
+    x = torch.randn(8, 32, 14, 14, device="cuda", requires_grad=True)
+    w = torch.randn(64, 32, 3, 3, device="cuda", requires_grad=True)
+    old = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        runs = []
+        for _ in range(2):
+            x.grad = w.grad = None
+            y = mt.conv2d(x, w, padding=1)
+            y.backward(torch.ones_like(y))
+            runs.append((y.detach().clone(), x.grad.clone(), w.grad.clone()))
+    finally:
+        torch.use_deterministic_algorithms(old)
+    entries = [(k, e) for k, e in _policy._table.items() if k[10]]
+    assert {k[0] for k, _ in entries} == {"F", "B", "W"}
+    assert all(get_solver(e.solver_id).deterministic for _, e in entries), [e.solver_id for _, e in entries]
+    for a, b in zip(*runs):
+        assert torch.equal(a, b)
+
+
+_SECOND = r"""
+import json, torch, miofind.torch as mt
+torch.backends.cudnn.allow_tf32 = False
+torch.manual_seed(0)
+x = torch.randn(4, 24, 18, 18, device="cuda", requires_grad=True)
+w = torch.randn(40, 24, 3, 3, device="cuda", requires_grad=True)
+mt.conv2d(x, w, padding=1).sum().backward()
+torch.cuda.synchronize()
+print(json.dumps(mt.stats()))
+"""
+
+
+def test_second_process_runs_no_benchmark(tmp_path):
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch sees no CUDA device")
+    env = {**os.environ, "MIOFIND_DB": f"sqlite:///{tmp_path / 'finddb.sqlite'}", "MIOFIND_SYSTEM_DB": "none"}
+    env.pop("MIOFIND_FIND_MODE", None)
+    out = []
+    for _ in range(2):
+        r = subprocess.run([sys.executable, "-c", _SECOND], cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+        out.append(json.loads(r.stdout.strip().splitlines()[-1]))
+    first, second = out
+    assert (first["lookups"], first["finds_run"]) == (3, 3)
+    assert (second["lookups"], second["db_hits"], second["finds_run"]) == (3, 3, 0), second
+
+
+def _resnet_grads(model, x, amp: bool):
+    model.zero_grad(set_to_none=True)
+    with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+        out = model(x)
+    out.float().sum().backward()
+    return out.float(), [p.grad.float() for p in model.parameters()]
+
+
+@pytest.mark.parametrize("amp", [False, True], ids=["fp32", "amp-fp16-channels-last"])
+def test_resnet50_matches_cudnn(tmp_path, monkeypatch, amp):
+    tv = pytest.importorskip("torchvision")
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch sees no CUDA device")
+    import miofind.torch as mt
+
+    # the shipped DB beneath an empty user DB; hybrid: a problem with any trusted record is answered
+    monkeypatch.setenv("MIOFIND_DB", f"sqlite:///{tmp_path / 'finddb.sqlite'}")
+    monkeypatch.delenv("MIOFIND_SYSTEM_DB", raising=False)
+    monkeypatch.setenv("MIOFIND_FIND_MODE", "hybrid")
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    mt.clear()
+    torch.manual_seed(0)
+    ref = tv.models.resnet50().cuda().eval()    # eval: BatchNorm from running stats, as a fixed function
+    x = torch.randn(32, 3, 224, 224, device="cuda")
+    if amp:
+        ref = ref.to(memory_format=torch.channels_last)
+        x = x.to(memory_format=torch.channels_last)
+    ours = copy.deepcopy(ref)
+    assert mt.convert(ours) == (53, [])
+    y_ref, g_ref = _resnet_grads(ref, x, amp)
+    y, g = _resnet_grads(ours, x, amp)
+    tol = 2e-2 if amp else 1e-3
+    assert rel(y, y_ref) < tol, rel(y, y_ref)
+    flat, flat_ref = torch.cat([t.flatten() for t in g]), torch.cat([t.flatten() for t in g_ref])
+    assert rel(flat, flat_ref) < tol, rel(flat, flat_ref)
+    worst = max(rel(a, b) for a, b in zip(g, g_ref))
+    assert worst < 10 * tol, worst
+    mt.clear()
