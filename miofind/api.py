@@ -181,7 +181,7 @@ def _allocate_output(pr, x, stream: int, current: bool):
 
         dt = (pr._torch or pr._torch_info())[0]
         dev = x.get_device()
-        if pr._cl[2] and x.shape != pr._shapes[0] and tuple(x.shape) == pr._logical[0]:
+        if pr._cl[2] and tuple(x.shape) == pr._logical[0] and not (x.shape == pr._shapes[0] and x.is_contiguous()):
             shape, fmt = pr._logical[2], torch.channels_last if len(pr._logical[2]) == 4 else torch.channels_last_3d
         else:
             shape, fmt = pr._shapes[2], torch.contiguous_format

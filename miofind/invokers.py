@@ -106,7 +106,9 @@ class Prepared:
         self._layouts = tuple(problem.layouts[i] for i in lays)
         self._shapes = shapes
         self._logical = tuple(_logical(s, lay) for s, lay in zip(shapes, self._layouts))
-        self._cl = tuple(bool(_CL.get(lay)) and s != ls for s, lay, ls in zip(shapes, self._layouts, self._logical))
+        # channels-last operands also take torch's (N, C, *spatial) view in channels_last memory format,
+        # even where C == H == W makes the two shapes one tuple
+        self._cl = tuple(bool(_CL.get(lay)) for lay in self._layouts)
         self._np = np.dtype(numpy_dtype(problem.dtype))
         self._bf16 = problem.dtype == "BF16"
         self._swap = problem.transposed and d == "W"
@@ -133,7 +135,8 @@ class Prepared:
         return self._torch
 
     def _ptr(self, a, i: int) -> int:
-        if type(a) is self._ttype:
+        tt = self._ttype
+        if tt is not None and (type(a) is tt or isinstance(a, tt)):     # torch.Tensor, or a subclass (Parameter)
             # torch: one comparison each of shape (a torch.Size against a tuple), dtype and device
             dt, fmts = self._torch
             if a.dtype is dt and a.get_device() == self.device:
@@ -142,7 +145,7 @@ class Prepared:
                 if self._cl[i] and a.shape == self._logical[i] and a.is_contiguous(memory_format=fmts[i]):
                     return a.data_ptr()
             self._reject(a, i)
-        if type(a).__module__.startswith("torch"):
+        if tt is None and type(a).__module__.startswith("torch"):
             self._torch_info()
             return self._ptr(a, i)
         cls_name = type(a).__name__

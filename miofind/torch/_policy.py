@@ -74,18 +74,12 @@ def problem_for(direction: str, x_shape, w_shape, stride, padding, dilation, gro
 class Entry:
     """A problem's prepared solution and how to call it with torch tensors."""
 
-    __slots__ = ("pr", "ws_bytes", "permute", "streams", "solver_id", "source")
+    __slots__ = ("pr", "ws_bytes", "streams", "solver_id", "source")
 
     def __init__(self, pr, solver_id: str, source: str) -> None:
         self.pr = pr
         self.ws_bytes = int(pr.workspace_bytes)
         self.solver_id, self.source = solver_id, source
-        # A channels-last problem whose memory shape (N, H, W, C) equals torch's logical shape
-        # (N, C, H, W), i.e. C == H == W: Prepared then cannot tell a channels_last tensor from a
-        # contiguous one of that shape and accepts only the dense (N, H, W, C) view.
-        p = pr.problem
-        self.permute = p.layout in ("NHWC", "NDHWC") and any(
-            tuple(s) == (s[0], s[-1], *s[1:-1]) for s in p.io_shapes())
         self.streams: set[int] = set()
 
     def __call__(self, a, b, out, stream: int):
@@ -98,8 +92,6 @@ class Entry:
             wst = torch.empty(self.ws_bytes, dtype=torch.uint8, device=a.device)
             ws = wst.data_ptr()
         args = (a, b, out)
-        if self.permute:
-            args = tuple(t.movedim(1, -1) for t in args)   # dense views in (N, *spatial, C) order
         if stream in self.streams:
             self.pr(*args, workspace=ws, stream=stream)
             del wst

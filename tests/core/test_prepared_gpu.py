@@ -130,3 +130,31 @@ def test_cupy_stream_capture(p, sid):
         graph.launch(s)
     s.synchronize()
     assert bool(cupy.isfinite(out).all()) and float(cupy.linalg.norm(out - eager) / cupy.linalg.norm(eager)) < 1e-6
+
+
+@pytest.mark.gpu
+def test_square_channels_last_tensors_are_told_from_contiguous_ones():
+    """NHWC with C == H == W: torch's (N, C, H, W) shape equals the memory shape (N, H, W, C), so the
+    memory format decides; a torch.nn.Parameter is taken like the tensor it is. channels_last tensors run as the NHWC problem and run_solution returns a
+    channels_last output; the result matches the float64 reference in either form."""
+    torch = pytest.importorskip("torch")
+    import miofind
+
+    p = P.make("F", n=2, c=8, k=8, in_size=(8, 8), filter_size=3, pads=1, layout="NHWC")
+    sol = miofind.find_solutions(p, mode="benchmark", store=False, solvers=["ConvDirectNaiveConvFwd"])[0]
+    pr = sol.prepare()
+    g = torch.Generator(device="cuda").manual_seed(7)
+    x = (torch.rand(2, 8, 8, 8, device="cuda", generator=g) * 2 - 1).contiguous(memory_format=torch.channels_last)
+    w = (torch.rand(8, 8, 3, 3, device="cuda", generator=g) * 2 - 1).contiguous(memory_format=torch.channels_last)
+    ref = torch.nn.functional.conv2d(x.double(), w.double(), padding=1)
+    y = torch.full((2, 8, 8, 8), float("nan"), device="cuda").contiguous(memory_format=torch.channels_last)
+    pr(x, torch.nn.Parameter(w, requires_grad=False), y)        # a Tensor subclass (a module's weight)
+    y2 = miofind.run_solution(sol, x, w)
+    torch.cuda.synchronize()
+    assert y2.is_contiguous(memory_format=torch.channels_last) and not y2.is_contiguous()
+    assert _rel(y, ref) < 1e-5 and _rel(y2, ref) < 1e-5
+    # the same data as dense (N, H, W, C) tensors
+    yd = torch.full((2, 8, 8, 8), float("nan"), device="cuda")
+    pr(x.permute(0, 2, 3, 1).contiguous(), w.permute(0, 2, 3, 1).contiguous(), yd)
+    torch.cuda.synchronize()
+    assert _rel(yd.permute(0, 3, 1, 2), ref) < 1e-5
