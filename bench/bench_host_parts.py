@@ -5,7 +5,8 @@
 2. One cuBLAS strided-batched GEMM of the tiny problem's im2col shape: miofind's ``LtGemm`` (cuBLASLt,
    planned once), the classic ``cublasGemmStridedBatchedEx`` with ctypes arguments built once and
    with Python ints converted per call, and a ``Blas.gemm`` call as the solvers make it.
-3. A cold process (after CUDA is initialised) under cProfile: import, first find from the DBs,
+3. miofind.torch's functional conv2d against torch's, host time per call, and a cProfile of it.
+4. A cold process (after CUDA is initialised) under cProfile: import, first find from the DBs,
    first run; the top functions by cumulative time, and ``-X importtime``'s slowest imports.
 
     python bench/bench_host_parts.py --out bench/results/host-parts
@@ -117,6 +118,59 @@ def gemm() -> dict:
     return r
 
 
+def torch_path(out: str) -> dict:
+    """Host time per call of miofind.torch's functional conv2d against torch's (cuDNN), on a tiny layer,
+    with and without autograd, FP32 NCHW and FP16 channels_last; then a cProfile of the no-grad call."""
+    import cProfile
+    import io
+    import pstats
+
+    import torch
+
+    import miofind.torch as mt
+
+    sync = torch.cuda.synchronize
+    r = {}
+    for tag, dt, fmt in (("fp32", torch.float32, torch.contiguous_format), ("fp16_cl", torch.float16, torch.channels_last)):
+        x = torch.randn(1, 64, 14, 14, device="cuda", dtype=dt).contiguous(memory_format=fmt)
+        w = torch.randn(64, 64, 3, 3, device="cuda", dtype=dt).contiguous(memory_format=fmt)
+        mt.conv2d(x, w, padding=1)
+        sync()
+        with torch.no_grad():
+            r[f"{tag}_torch_conv2d_nograd_us"] = _burst_us(lambda: torch.nn.functional.conv2d(x, w, padding=1), sync)
+            r[f"{tag}_miofind_conv2d_nograd_us"] = _burst_us(lambda: mt.conv2d(x, w, padding=1), sync)
+        wg = w.clone().requires_grad_(True)
+        r[f"{tag}_torch_conv2d_grad_us"] = _burst_us(lambda: torch.nn.functional.conv2d(x, wg, padding=1), sync)
+        r[f"{tag}_miofind_conv2d_grad_us"] = _burst_us(lambda: mt.conv2d(x, wg, padding=1), sync)
+        if tag == "fp32":
+            pr = cProfile.Profile()
+            with torch.no_grad():
+                pr.enable()
+                for _ in range(2000):
+                    mt.conv2d(x, w, padding=1)
+                pr.disable()
+            sync()
+            buf = io.StringIO()
+            pstats.Stats(pr, stream=buf).sort_stats("tottime").print_stats(30)
+            with open(os.path.join(out, "torch_path_profile.txt"), "w") as f:
+                f.write(buf.getvalue())
+    return r
+
+
+def _burst_us(fn, sync, calls: int = 5000, burst: int = 100) -> float:
+    for _ in range(200):
+        fn()
+    sync()
+    out = []
+    for _ in range(calls // burst):
+        t0 = time.perf_counter()
+        for _ in range(burst):
+            fn()
+        out.append((time.perf_counter() - t0) / burst * 1e6)
+        sync()
+    return statistics.median(out)
+
+
 COLD = r'''
 import cProfile, io, pstats, sys, time
 import torch
@@ -167,15 +221,20 @@ def cold(out: str) -> dict:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
+    ap.add_argument("--parts", default="launch,gemm,torch,cold")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     res = {}
-    for name, fn in (("launch", launches), ("gemm", gemm)):
+    parts = a.parts.split(",")
+    for name, fn in (("launch", launches), ("gemm", gemm), ("torch", lambda: torch_path(a.out))):
+        if name not in parts:
+            continue
         try:
             res.update(fn())
         except Exception as e:      # noqa: BLE001  a part that fails is reported, not fatal
             res[f"{name}_error"] = f"{type(e).__name__}: {e}"
-    res.update(cold(a.out))
+    if "cold" in parts:
+        res.update(cold(a.out))
     with open(os.path.join(a.out, "host_parts.json"), "w") as f:
         json.dump(res, f, indent=1)
     print(json.dumps(res, indent=1))
