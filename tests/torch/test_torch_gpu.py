@@ -191,8 +191,12 @@ def test_cuda_graph_capture_and_replay(mt):
     y = model(new_x)
     y.sum().backward()
     assert rel(static_y, y) < 1e-6
+    # all gradients as one vector: a conv bias before BatchNorm has a gradient of ~0 (cancellation noise,
+    # and BatchNorm's backward is not bitwise reproducible), which a per-parameter relative test misreads
+    assert rel(torch.cat([g.flatten() for g in grads]), torch.cat([p.grad.flatten() for p in model.parameters()])) < 1e-6
+    top = max(float(p.grad.abs().max()) for p in model.parameters())
     for gr, p in zip(grads, model.parameters()):
-        assert rel(gr, p.grad) < 1e-6
+        assert float((gr - p.grad).abs().max()) <= 1e-6 * top
 
 
 def test_compile_reduce_overhead(mt):
