@@ -17,29 +17,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_overhead import host_us  # noqa: E402  one timing method for both benchmarks
 
 
-def per_call_us(fn, calls: int = 20000, burst: int = 100) -> float:
-    """Median over bursts of ``burst`` calls of the host time to queue one call; the GPU is drained
-    between bursts, outside the timing, so that GPU time never shows as host time."""
+def per_call_us(fn, calls: int = 20000) -> float:
+    """``bench_overhead.host_us`` with CuPy's device synchronize."""
     import cupy
 
-    sync = cupy.cuda.runtime.deviceSynchronize
-    for _ in range(500):
-        fn()
-    sync()
-    out = []
-    for _ in range(calls // burst):
-        t0 = time.perf_counter()
-        for _ in range(burst):
-            fn()
-        out.append((time.perf_counter() - t0) / burst * 1e6)
-        sync()
-    return statistics.median(out)
+    return host_us(fn, calls, cupy.cuda.runtime.deviceSynchronize)
 
 
 SRC = r"""
@@ -137,11 +126,11 @@ def torch_path(out: str) -> dict:
         mt.conv2d(x, w, padding=1)
         sync()
         with torch.no_grad():
-            r[f"{tag}_torch_conv2d_nograd_us"] = _burst_us(lambda: torch.nn.functional.conv2d(x, w, padding=1), sync)
-            r[f"{tag}_miofind_conv2d_nograd_us"] = _burst_us(lambda: mt.conv2d(x, w, padding=1), sync)
+            r[f"{tag}_torch_conv2d_nograd_us"] = host_us(lambda: torch.nn.functional.conv2d(x, w, padding=1), 5000, sync)
+            r[f"{tag}_miofind_conv2d_nograd_us"] = host_us(lambda: mt.conv2d(x, w, padding=1), 5000, sync)
         wg = w.clone().requires_grad_(True)
-        r[f"{tag}_torch_conv2d_grad_us"] = _burst_us(lambda: torch.nn.functional.conv2d(x, wg, padding=1), sync)
-        r[f"{tag}_miofind_conv2d_grad_us"] = _burst_us(lambda: mt.conv2d(x, wg, padding=1), sync)
+        r[f"{tag}_torch_conv2d_grad_us"] = host_us(lambda: torch.nn.functional.conv2d(x, wg, padding=1), 5000, sync)
+        r[f"{tag}_miofind_conv2d_grad_us"] = host_us(lambda: mt.conv2d(x, wg, padding=1), 5000, sync)
         if tag == "fp32":
             pr = cProfile.Profile()
             with torch.no_grad():
@@ -155,20 +144,6 @@ def torch_path(out: str) -> dict:
             with open(os.path.join(out, "torch_path_profile.txt"), "w") as f:
                 f.write(buf.getvalue())
     return r
-
-
-def _burst_us(fn, sync, calls: int = 5000, burst: int = 100) -> float:
-    for _ in range(200):
-        fn()
-    sync()
-    out = []
-    for _ in range(calls // burst):
-        t0 = time.perf_counter()
-        for _ in range(burst):
-            fn()
-        out.append((time.perf_counter() - t0) / burst * 1e6)
-        sync()
-    return statistics.median(out)
 
 
 COLD = r'''

@@ -39,34 +39,36 @@ GEMM_DEFAULT = -1
 R_32F, R_16F, R_16BF = 0, 2, 14
 
 
-def library():
-    """The loaded libcublas with prototypes; RuntimeError naming what was tried if none loads."""
-    global _lib
-    with _lock:
-        if _lib is not None:
-            return _lib
-        lib = nvlib.load("cublas", "cublasGemmStridedBatchedEx", "cupy_backends.cuda.libs.cublas", ("cu*", "cublas"),
-                         ("libcublas.so.13", "libcublas.so.12", "libcublas.so"),
-                         "install miofind[cuda13] or the nvidia-cublas wheel")
-        _prototypes(lib)
-        _lib = lib
-        return lib
-
-
-def _prototypes(lib) -> None:
-    i, vp, sz, ll = ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_longlong
-    protos = {
-        "cublasCreate_v2": [ctypes.POINTER(vp)],
-        "cublasSetStream_v2": [vp, vp],
-        "cublasSetWorkspace_v2": [vp, vp, sz],
-        "cublasSetMathMode": [vp, i],
-        "cublasSetPointerMode_v2": [vp, i],
-        "cublasGemmEx": [vp, i, i, i, i, i, vp, vp, i, i, vp, i, i, vp, vp, i, i, i, i],
-        "cublasGemmStridedBatchedEx": [vp, i, i, i, i, i, vp, vp, i, i, ll, vp, i, i, ll, vp, vp, i, i, ll, i, i, i],
-    }
+def _load(stem: str, probe: str, protos: dict):
+    """libcublas or libcublasLt (``stem``) loaded by ``nvlib.load``, with ``protos`` ({name: argtypes},
+    each returning a cublasStatus_t) set on its functions."""
+    lib = nvlib.load(stem, probe, "cupy_backends.cuda.libs.cublas", ("cu*", "cublas"),
+                     (f"lib{stem}.so.13", f"lib{stem}.so.12", f"lib{stem}.so"),
+                     "install miofind[cuda13] or the nvidia-cublas wheel")
     for name, args in protos.items():
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, ctypes.c_int
+    return lib
+
+
+def library():
+    """The loaded libcublas with prototypes; RuntimeError naming what was tried if none loads."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    with _lock:
+        if _lib is None:
+            i, vp, sz, ll = ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_longlong
+            _lib = _load("cublas", "cublasGemmStridedBatchedEx", {
+                "cublasCreate_v2": [ctypes.POINTER(vp)],
+                "cublasSetStream_v2": [vp, vp],
+                "cublasSetWorkspace_v2": [vp, vp, sz],
+                "cublasSetMathMode": [vp, i],
+                "cublasSetPointerMode_v2": [vp, i],
+                "cublasGemmStridedBatchedEx": [vp, i, i, i, i, i, vp, vp, i, i, ll, vp, i, i, ll, vp, vp, i, i, ll,
+                                               i, i, i],
+            })
+        return _lib
 
 
 def _check(name: str, status: int) -> None:
@@ -117,17 +119,6 @@ def handle(stream: int, math_mode: int) -> int:
     return h
 
 
-def prepare_stream(stream: int) -> None:
-    """Make ``stream``'s cuBLAS workspace now (before a graph capture on it)."""
-    import cupy
-    _workspace(cupy.cuda.runtime.getDevice(), stream)
-
-
-def gemm_ex(h, ta, tb, m, n, k, alpha, a, atype, lda, b, btype, ldb, beta, c, ctype, ldc, compute, algo=GEMM_DEFAULT):
-    _check("cublasGemmEx", library().cublasGemmEx(h, ta, tb, m, n, k, alpha, a, atype, lda, b, btype, ldb, beta,
-                                                  c, ctype, ldc, compute, algo))
-
-
 def gemm_strided_batched_ex(h, ta, tb, m, n, k, alpha, a, atype, lda, sa, b, btype, ldb, sb, beta, c, ctype, ldc,
                             sc, batch, compute, algo=GEMM_DEFAULT):
     _check("cublasGemmStridedBatchedEx", library().cublasGemmStridedBatchedEx(
@@ -158,11 +149,8 @@ def lt_library():
     with _lock:
         if _lt is not None:
             return _lt
-        lib = nvlib.load("cublasLt", "cublasLtMatmul", "cupy_backends.cuda.libs.cublas", ("cu*", "cublas"),
-                         ("libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"),
-                         "install miofind[cuda13] or the nvidia-cublas wheel")
         vp, i, sz, u64, i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t, ctypes.c_uint64, ctypes.c_int64
-        protos = {
+        _lt = _load("cublasLt", "cublasLtMatmul", {
             "cublasLtCreate": [ctypes.POINTER(vp)],
             "cublasLtMatmulDescCreate": [ctypes.POINTER(vp), i, i],
             "cublasLtMatmulDescSetAttribute": [vp, i, vp, sz],
@@ -174,12 +162,8 @@ def lt_library():
             "cublasLtMatmulAlgoGetHeuristic": [vp, vp, vp, vp, vp, vp, vp, i, ctypes.POINTER(_HeuristicResult),
                                                ctypes.POINTER(i)],
             "cublasLtMatmul": [vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, sz, vp],
-        }
-        for name, args in protos.items():
-            fn = getattr(lib, name)
-            fn.argtypes, fn.restype = args, ctypes.c_int
-        _lt = lib
-        return lib
+        })
+        return _lt
 
 
 _lt_handles: dict[int, int] = {}

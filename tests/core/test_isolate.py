@@ -12,6 +12,7 @@ import miofind.find as find_mod
 import miofind.isolate as iso
 from miofind.problem import ProblemDescription
 from miofind.results import Failure
+from test_find_modes import _FakeHarness as FindModesFakeHarness
 
 SMALL = ProblemDescription.make("F", n=2, c=8, k=8, in_size=(16, 16), filter_size=3, pads=1)
 
@@ -114,16 +115,7 @@ def test_reference_failure_timeout_and_a_silent_child(monkeypatch):
     assert "before its reference" in res.reference and "SIGSEGV" in res.reference
 
 
-class _FakeHarness:
-    def __init__(self, *a, **k):
-        pass
-
-    def workspace(self, n):
-        return None
-
-    def release(self):
-        pass
-
+class _FakeHarness(FindModesFakeHarness):
     def measure(self, inv, ws, family, *a):
         measured.append(inv)
         return type("M", (), dict(time_ms=1.0, q20_ms=1.0, q80_ms=1.0, max_error=0.0))()
