@@ -63,6 +63,10 @@ def out_size(x_shape, w_shape, stride, padding, dilation) -> list:
     return [x_shape[0], w_shape[0], *sp]
 
 
+def _tup(v) -> tuple:
+    return v if type(v) is tuple else tuple(v)
+
+
 def _stream(dev: int) -> int:
     return torch._C._cuda_getCurrentRawStream(dev)
 
@@ -80,14 +84,15 @@ def _run(direction: str, a: Tensor, b: Tensor, out_shape, x_shape, w_shape, stri
                          "for every input")
     tf32 = dtype is torch.float32 and torch.backends.cudnn.allow_tf32
     det = _policy.deterministic()
-    key = (direction, tuple(x_shape), tuple(w_shape), tuple(stride), tuple(padding), tuple(dilation), groups,
+    # torch.Size is a tuple; the custom ops pass lists
+    key = (direction, tuple(x_shape), tuple(w_shape), _tup(stride), _tup(padding), _tup(dilation), groups,
            dtype, cl, tf32, det, dev)
     e = _policy._table.get(key)
     if e is None:
         e = _policy.lookup(key, lambda: _policy.problem_for(direction, x_shape, w_shape, stride, padding, dilation,
                                                             groups, dtype, cl, tf32), dev, det)
     out = torch.empty(out_shape, dtype=dtype, device=a.device, memory_format=fmt)
-    if dev != torch.cuda.current_device():
+    if dev != torch._C._cuda_getDevice():
         with torch.cuda.device(dev):
             return e(a, b, out, _stream(dev))
     return e(a, b, out, _stream(dev))
@@ -196,3 +201,21 @@ class EagerConv(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, dy):
         return _grads(ctx, dy, _backward_data, _backward_weight)
+
+
+class PlannedConv(torch.autograd.Function):
+    """``EagerConv`` for a call with a forward plan (``functional._Plan``): the plan launches the
+    forward; backward is ``EagerConv``'s."""
+
+    @staticmethod
+    def forward(ctx, x, w, plan):
+        y = plan.forward(x, w)
+        need_x, need_w = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        ctx.save_for_backward(x if need_w else None, w if need_x else None)
+        ctx.conv = plan.conv
+        return y
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, dy):
+        return _grads(ctx, dy, _backward_data, _backward_weight)[:3]

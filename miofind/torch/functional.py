@@ -98,8 +98,86 @@ def _conv(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilation, groups
     return conv_normalized(nd, x, w, bias, *normalize(nd, stride, padding, dilation, groups))
 
 
+class _Plan:
+    """A forward call whose arguments (shapes, strides, dtypes, device, convolution parameters,
+    deterministic and TF32 settings) were seen before with dense inputs: its output's shape and
+    memory format, the bias view and the prepared F solution, so that a repeat costs one dict
+    lookup, one allocation and the launches."""
+
+    __slots__ = ("entry", "out_shape", "fmt", "dtype", "device", "bias_shape", "conv", "dev")
+
+    def __init__(self, entry, out_shape, fmt, x: Tensor, w: Tensor, conv) -> None:
+        self.entry, self.out_shape, self.fmt, self.conv = entry, out_shape, fmt, conv
+        self.dtype, self.device, self.dev = x.dtype, x.device, x.get_device()
+        self.bias_shape = (1, -1, *([1] * (x.dim() - 2)))
+
+    def forward(self, x: Tensor, w: Tensor) -> Tensor:
+        out = torch.empty(self.out_shape, dtype=self.dtype, device=self.device, memory_format=self.fmt)
+        e = self.entry
+        stream = _raw_stream(self.dev)
+        if stream in e.streams:
+            return e.run(x.data_ptr(), w.data_ptr(), out, stream)
+        return e(x, w, out, stream)
+
+
+_plans: dict[tuple, _Plan] = {}
+_raw_stream = torch._C._cuda_getCurrentRawStream if hasattr(torch._C, "_cuda_getCurrentRawStream") else \
+    (lambda dev: torch.cuda.current_stream(dev).cuda_stream)
+_cuda_device = torch._C._cuda_getDevice if hasattr(torch._C, "_cuda_getDevice") else torch.cuda.current_device
+
+
+def _plan_key(nd: int, x: Tensor, w: Tensor, stride, padding, dilation, groups) -> tuple:
+    return (nd, x.shape, x.stride(), w.shape, w.stride(), x.dtype, w.dtype, x.get_device(), w.get_device(),
+            stride, padding, dilation, groups, torch.backends.cudnn.allow_tf32, _policy.deterministic())
+
+
+def _make_plan(key: tuple, nd: int, x: Tensor, w: Tensor, stride, padding, dilation, groups) -> None:
+    """After a first call of the slow path: keep a ``_Plan`` for ``key`` when the call qualifies (2-D
+    or 3-D, explicit padding, both inputs dense in the chosen memory format, on the current device)."""
+    if nd == 1 or isinstance(padding, str) or x.dim() != nd + 2 or x.get_device() != _cuda_device():
+        return
+    fmt = _ops.memory_format(x, w)
+    if not (x.is_contiguous(memory_format=fmt) and w.is_contiguous(memory_format=fmt)):
+        return
+    cl = fmt is not torch.contiguous_format
+    tf32 = x.dtype is torch.float32 and torch.backends.cudnn.allow_tf32
+    entry = _policy._table.get(("F", tuple(x.shape), tuple(w.shape), tuple(stride), tuple(padding),
+                                tuple(dilation), groups, x.dtype, cl, tf32, _policy.deterministic(), x.get_device()))
+    if entry is None or entry.invoker is None:
+        return
+    out_shape = _ops.out_size(x.shape, w.shape, stride, padding, dilation)
+    conv = (list(x.shape), list(w.shape), list(stride), list(padding), list(dilation), groups)
+    _plans[key] = _Plan(entry, out_shape, fmt, x, w, conv)
+
+
+def clear_plans() -> None:
+    """Forget the forward plans (``miofind.torch.clear`` calls this with the prepared table)."""
+    _plans.clear()
+
+
 def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilation, groups) -> Tensor:
     """The convolution with arguments already through ``normalize`` (modules keep theirs)."""
+    key = None
+    if type(x) in _PLAIN and type(w) in _PLAIN and x.is_cuda and not torch.compiler.is_compiling():
+        if torch.is_autocast_enabled("cuda"):
+            x, w, bias = _autocast(x, w, bias)
+        key = _plan_key(nd, x, w, stride, padding, dilation, groups)
+        plan = _plans.get(key)
+        if plan is not None and plan.dev == _cuda_device():
+            if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad):
+                y = _ops.PlannedConv.apply(x, w, plan)
+            else:
+                y = plan.forward(x, w)
+            if bias is not None:
+                y = y.add_(bias.view(plan.bias_shape))
+            return y
+    y = _conv_slow(nd, x, w, bias, stride, padding, dilation, groups)
+    if key is not None and x.dtype in _policy.SUPPORTED_DTYPES:
+        _make_plan(key, nd, x, w, stride, padding, dilation, groups)
+    return y
+
+
+def _conv_slow(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilation, groups) -> Tensor:
     x, w, bias = _autocast(x, w, bias)
     if not supported(x, w) or x.dim() not in (nd + 1, nd + 2) or w.dim() != nd + 2:
         # PyTorch's own convolution (and its error messages for wrong ranks)

@@ -59,6 +59,43 @@ def _fbw(conv, x, w, b, **kw):
     return y, xr.grad, wr.grad, br.grad, g
 
 
+@pytest.mark.parametrize("dtype,cl", [(torch.float32, False), (torch.float16, True)], ids=["fp32", "fp16-cl"])
+def test_repeated_calls_take_the_forward_plan_and_match_cudnn(mt, dtype, cl):
+    """Calls after the first take ``functional``'s forward plan (one dict lookup, raw launch): on new
+    data each time, with and without autograd, with bias, under autocast, they match cuDNN."""
+    from miofind.torch import functional as MF
+
+    fmt = torch.channels_last if cl else torch.contiguous_format
+    torch.manual_seed(2)
+    w = torch.randn(24, 16, 3, 3, device="cuda", dtype=dtype).contiguous(memory_format=fmt)
+    b = torch.randn(24, device="cuda", dtype=dtype)
+    tol = 1e-4 if dtype is torch.float32 else 2e-3
+    for i in range(4):
+        x = torch.randn(3, 16, 17, 15, device="cuda", dtype=dtype).contiguous(memory_format=fmt)
+        grad = i % 2 == 1
+        xr, wr = x.clone().requires_grad_(grad), w.clone().requires_grad_(grad)
+        y = mt.conv2d(xr, wr, b, padding=1)
+        ref = F.conv2d(x, w, b, padding=1)
+        assert y.shape == ref.shape and y.is_contiguous(memory_format=fmt), i
+        assert rel(y, ref) < tol, (i, rel(y, ref))
+        if grad:
+            g = torch.randn_like(y)
+            y.backward(g)
+            xr2, wr2 = x.clone().requires_grad_(), w.clone().requires_grad_()
+            F.conv2d(xr2, wr2, b, padding=1).backward(g)
+            assert rel(xr.grad, xr2.grad) < tol and rel(wr.grad, wr2.grad) < 10 * tol, i
+    assert len(MF._plans) >= 1
+    if dtype is torch.float32:
+        # autocast: FP32 inputs cast to FP16 before the plan's key, as nn.Conv2d casts
+        with torch.autocast("cuda", dtype=torch.float16):
+            for _ in range(3):
+                x = torch.randn(3, 16, 17, 15, device="cuda")
+                y = mt.conv2d(x, w, b, padding=1)
+                ref = F.conv2d(x, w, b, padding=1)
+                assert y.dtype is torch.float16 and rel(y, ref) < 2e-3
+    assert mt.stats()["lookups"] <= 6
+
+
 def test_conv2d_fbw_fp32_against_cudnn(mt):
     torch.manual_seed(0)
     x = torch.randn(4, 16, 14, 14, device="cuda")
