@@ -94,8 +94,21 @@ def _eager(x: Tensor, w: Tensor) -> bool:
     return x.is_cuda and type(x) in _PLAIN and type(w) in _PLAIN and not torch.compiler.is_compiling()
 
 
+_normalized: dict[tuple, tuple] = {}
+
+
 def _conv(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilation, groups) -> Tensor:
-    return conv_normalized(nd, x, w, bias, *normalize(nd, stride, padding, dilation, groups))
+    key = (nd, stride, padding, dilation, groups)
+    try:
+        args = _normalized[key]
+    except (KeyError, TypeError):   # not seen, or unhashable (lists)
+        args = normalize(nd, stride, padding, dilation, groups)
+        try:
+            if len(_normalized) < 4096:
+                _normalized[key] = args
+        except TypeError:
+            pass
+    return conv_normalized(nd, x, w, bias, *args)
 
 
 class _Plan:
