@@ -22,6 +22,13 @@ CUDA major version, for every config it would measure, as settled: it is not mea
 among the result's failures), is not offered from a DB record or a prediction (immediate mode
 included), and does not keep a normal-mode find from answering from the DB. A change of its code (trust key) or CUDA major makes it a candidate again. Out-of-memory failures and
 workspace-limit skips are not recorded (they depend on what else runs and on the caller).
+
+What a benchmark spends: the naive reference solvers are candidates only when asked for
+(``with_naive``, or named in ``solvers``) or where nothing else applies; candidates are timed in
+order of expected time (``expected_order``) and one clearly slower than the best so far stops being
+timed (``FIND_CUT_FACTOR``; recorded as a failure of stage ``cut``, not as a record); the float64
+reference is computed once per benchmark (``Harness.shared``); ``FindResult.timing`` says where the
+time went.
 """
 
 from __future__ import annotations
