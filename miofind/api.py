@@ -10,7 +10,7 @@ import os
 import time
 
 from .device import DeviceInfo, current_device
-from .find import FIND_TIME_BUDGET_MS, check_mode, find, immediate, resolve_problem
+from .find import FIND_TIME_BUDGET_MS, check_cut_factor, check_mode, check_with_naive, find, immediate, resolve_problem
 from .invokers import current_stream, stream_handle
 from .registry import solvers as all_solvers
 from .results import Failure, FindResult, Solution
@@ -71,7 +71,8 @@ def warm_up() -> None:
 def find_solutions(problem_or_arrays, *, mode: str | None = None, sort_by: str = "time",
                    workspace_limit: int | None = None, solvers=None, verify: bool = True, db=None,
                    store: bool = True, warmup: int = 3, iters: int = 10, seed: int | None = None,
-                   time_budget_ms: float | None = FIND_TIME_BUDGET_MS, **conv_kwargs) -> FindResult:
+                   time_budget_ms: float | None = FIND_TIME_BUDGET_MS, with_naive: bool | None = None,
+                   cut_factor: float | None = None, **conv_kwargs) -> FindResult:
     """Find, verify and time every applicable solver for a problem, fastest first.
 
     ``problem_or_arrays`` is a ProblemDescription, a FindDB key, or ``(x, w)`` arrays with
@@ -82,15 +83,23 @@ def find_solutions(problem_or_arrays, *, mode: str | None = None, sort_by: str =
     needing more workspace bytes (results are then not stored, as they may be sub-optimal).
     ``solvers`` restricts the candidates to these ids. Each candidate is timed over ``warmup`` +
     ``iters`` runs, fewer for one too slow to fit ``time_budget_ms`` (``Harness.measure``; None
-    always takes the full counts). Raises NoGPUError without a GPU and ValueError for bad
+    always takes the full counts). Without ``solvers``, the naive reference solvers are not timed
+    unless ``with_naive`` (default $MIOFIND_WITH_NAIVE, else False) or nothing else applies; a
+    ``solvers`` list runs what it names. ``cut_factor`` (default $MIOFIND_CUT_FACTOR, else
+    ``miofind.find.FIND_CUT_FACTOR``; 0: off) stops timing a candidate clearly slower than that
+    factor times the best so far (``Solution.cut``; see ``miofind.find``). A benchmarked result's
+    ``timing`` says where the time went. Raises NoGPUError without a GPU and ValueError for bad
     arguments.
     """
     t0 = time.perf_counter()
     problem = resolve_problem(problem_or_arrays, conv_kwargs)
     mode = check_mode(mode)
+    with_naive = check_with_naive(with_naive)
+    cut_factor = check_cut_factor(cut_factor)
     key = None
     if mode != "benchmark":
-        key = _memo_key("find", problem, db, solvers, mode, sort_by, workspace_limit, verify, current_device())
+        key = _memo_key("find", problem, db, solvers, mode, sort_by, workspace_limit, verify, with_naive,
+                        current_device())
         hit = _memo_get(key)
         if hit is not None:
             hit.elapsed_ms = (time.perf_counter() - t0) * 1e3
@@ -100,14 +109,15 @@ def find_solutions(problem_or_arrays, *, mode: str | None = None, sort_by: str =
     gen = write_generation()
     res = find(problem, mode=mode, sort_by=sort_by, workspace_limit=workspace_limit, solvers=solvers,
                verify=verify, db=db, store=store, warmup=warmup, iters=iters, seed=seed,
-               time_budget_ms=time_budget_ms, t0=t0)
+               time_budget_ms=time_budget_ms, with_naive=with_naive, cut_factor=cut_factor, t0=t0)
     if key is not None and res.source in ("db", "predicted"):   # a measured answer is memoised once read back
         _memo_put(key, gen, res)
     return res
 
 
 def get_solutions(problem_or_arrays, *, db=None, workspace_limit: int | None = None, solvers=None,
-                  device: DeviceInfo | str | None = None, **conv_kwargs) -> FindResult:
+                  device: DeviceInfo | str | None = None, with_naive: bool | None = None,
+                  **conv_kwargs) -> FindResult:
     """Immediate mode: the solutions of a problem without any benchmarking or compilation.
 
     From the FindDBs (user over system) when they hold trusted records (``source == "db"``);
@@ -115,7 +125,8 @@ def get_solutions(problem_or_arrays, *, db=None, workspace_limit: int | None = N
     from the nearest known problem of the same kind, else a per-solver cost model (``basis`` says
     which). Predicted solutions run with ``run_solution`` like any other (compiling on first use).
     ``device`` defaults to the current GPU; a DeviceInfo or a device string such as
-    ``"sm_90-132"`` answers without a GPU from the system DB shipped for it.
+    ``"sm_90-132"`` answers without a GPU from the system DB shipped for it. The candidates are
+    those of ``find_solutions`` (the naive solvers only with ``with_naive`` or $MIOFIND_WITH_NAIVE).
     """
     t0 = time.perf_counter()
     problem = resolve_problem(problem_or_arrays, conv_kwargs)
@@ -125,7 +136,8 @@ def get_solutions(problem_or_arrays, *, db=None, workspace_limit: int | None = N
     elif device is not None and not isinstance(device, DeviceInfo):
         raise ValueError(f"device={device!r}: expected a DeviceInfo or a device string such as 'sm_90-132'")
     dev = device or current_device()
-    key = _memo_key("get", problem, db, solvers, workspace_limit, dev)
+    with_naive = check_with_naive(with_naive)
+    key = _memo_key("get", problem, db, solvers, workspace_limit, with_naive, dev)
     hit = _memo_get(key)
     if hit is not None:
         hit.elapsed_ms = (time.perf_counter() - t0) * 1e3
@@ -133,7 +145,8 @@ def get_solutions(problem_or_arrays, *, db=None, workspace_limit: int | None = N
     from .db.findb import write_generation
 
     gen = write_generation()
-    res = immediate(problem, dev=dev, db=db, workspace_limit=workspace_limit, solvers=solvers, t0=t0)
+    res = immediate(problem, dev=dev, db=db, workspace_limit=workspace_limit, solvers=solvers, with_naive=with_naive,
+                    t0=t0)
     _memo_put(key, gen, res)
     return res
 

@@ -281,6 +281,9 @@ DB_HELP = "FindDB SQLAlchemy URL or file (default: $MIOFIND_DB, else $MIOPEN_USE
 @click.option("--workspace-limit", type=int, default=None, help="Skip solvers needing more workspace bytes.")
 @click.option("--solver", "solver_ids", multiple=True, help="Only these solver ids (repeatable).")
 @click.option("--no-verify", is_flag=True, help="Skip verification against the float64 reference.")
+@click.option("--with-naive", is_flag=True,
+              help="Also time the naive reference solvers (default: $MIOFIND_WITH_NAIVE, else only where nothing else "
+                   "applies; --solver runs what it names).")
 @click.option("--explain", is_flag=True,
               help="Also list the solvers that do not apply, and why (on stderr when stdout is not a terminal; "
                    "in the JSON with --json).")
@@ -289,8 +292,8 @@ DB_HELP = "FindDB SQLAlchemy URL or file (default: $MIOFIND_DB, else $MIOPEN_USE
 @click.option("--json-out", type=click.Path(dir_okay=False), default=None, help="Also write the solutions as JSON here.")
 @verbosity_options
 @click.argument("driver_args", nargs=-1, type=click.UNPROCESSED)
-def find(mode, immediate, device_spec, sort_by, workspace_limit, solver_ids, no_verify, explain, db_url, as_json,
-         json_out, driver_args):
+def find(mode, immediate, device_spec, sort_by, workspace_limit, solver_ids, no_verify, with_naive, explain, db_url,
+         as_json, json_out, driver_args):
     """Find the solutions of a problem for each direction selected by -F, fastest first."""
     problems, _ = _parse(driver_args)
     if device_spec is not None:
@@ -317,10 +320,11 @@ def find(mode, immediate, device_spec, sort_by, workspace_limit, solver_ids, no_
         try:
             if immediate:
                 res = get_solutions(p, workspace_limit=workspace_limit, solvers=list(solver_ids) or None, db=db_url,
-                                    device=dev)
+                                    device=dev, with_naive=with_naive or None)
             else:
                 res = find_solutions(p, mode=mode, sort_by=sort_by, workspace_limit=workspace_limit,
-                                     solvers=list(solver_ids) or None, verify=not no_verify, db=db_url)
+                                     solvers=list(solver_ids) or None, verify=not no_verify, db=db_url,
+                                     with_naive=with_naive or None)
         except (ValueError, FindDBError) as e:
             _fail(str(e))
         except ContextBrokenError as e:
@@ -328,7 +332,7 @@ def find(mode, immediate, device_spec, sort_by, workspace_limit, solver_ids, no_
         _log.info("%s %s: %d solution(s), source %s%s, %.1f ms", DIRECTION_NAMES[p.direction], p.key(), len(res),
                   res.source, f" ({res.db_layer} DB)" if res.db_layer else "", res.elapsed_ms)
         d = {"key": p.key(), "direction": p.direction, "source": res.source, "db_layer": res.db_layer,
-             "basis": res.basis, "mode": res.mode, "elapsed_ms": res.elapsed_ms,
+             "basis": res.basis, "mode": res.mode, "elapsed_ms": res.elapsed_ms, "timing": res.timing,
              "solutions": [_sol_json(s) for s in res], "failures": [vars(f) for f in res.failures]}
         if explain:
             d["applicability"] = _applicability_json(p)
@@ -364,7 +368,7 @@ def _sol_json(s):
     return {"solver_id": s.solver_id, "algorithm": s.algorithm, "time_ms": s.time_ms, "time_q20_ms": s.time_q20_ms,
             "time_q80_ms": s.time_q80_ms, "workspace_bytes": s.workspace_bytes, "config": s.config,
             "verified": s.verified, "max_error": s.max_error if s.max_error is None or math.isfinite(s.max_error) else None,
-            "source": s.source}
+            "source": s.source, "cut": s.cut, "runs": s.runs}
 
 
 def _tflops(p, s) -> float:
@@ -390,6 +394,8 @@ def _print_find(p, res, dev):
         q = f" ({s.time_q20_ms:.4f}-{s.time_q80_ms:.4f})" if s.time_q20_ms is not None else ""
         ver = ("yes" if s.verified else "no") + (f" ({s.max_error:.1e})" if s.max_error is not None else "")
         cfg = ",".join(f"{k}={v}" for k, v in s.config.items()) if s.config else ""
+        if s.cut:
+            q += f" cut after {s.runs}"
         t.add_row(str(i), s.solver_id, s.algorithm, f"{s.time_ms:.4f}{q}", f"{_tflops(p, s):.2f}",
                   _fmt_bytes(s.workspace_bytes), ver, cfg)
     console.print(t)
@@ -406,6 +412,13 @@ def _print_find_notes(res):
     else:
         status(f"  benchmarked {len(res)} solution(s) in {res.elapsed_ms / 1e3:.2f} s"
                + ("; stored in the FindDB" if res.stored else "; not stored"))
+        tm = res.timing or {}
+        if tm:
+            cut = sum(1 for s in res if s.cut)
+            status(f"  where the time went: compile {tm.get('compile_ms', 0.0):.1f} ms (wall), float64 reference "
+                   f"{tm.get('reference_ms', 0.0):.1f} ms{' (shared)' if tm.get('reference_shared') else ''}, verify "
+                   f"{tm.get('verify_ms', 0.0):.1f} ms, timing {tm.get('timing_ms', 0.0):.1f} ms"
+                   + (f"; {cut} cut early (not stored)" if cut else ""))
 
 
 def _applicability_json(p):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 __all__ = ["VARIABLES", "EnvVar", "FIND_MODES", "FindEnforce", "find_mode", "find_enforce", "user_db_url",
            "system_db", "log_level", "kernel_cache_dir", "cudnn_plans", "cudnn_execute", "import_key", "isolate",
-           "QUIET"]
+           "with_naive", "cut_factor", "DEFAULT_CUT_FACTOR", "QUIET"]
 
 FIND_MODES = ("normal", "fast", "hybrid", "dynamic_hybrid", "benchmark")
 
@@ -82,7 +82,16 @@ VARIABLES: tuple[EnvVar, ...] = (
     EnvVar("MIOFIND_ISOLATE", "whether a find runs and verifies each candidate without a trusted record in a child "
            "process first (`miofind.isolate`), so that a sticky CUDA error cannot poison the finding process",
            "1 (always), 0 (never); unset: only for problems with a tensor of 2^30 elements or more", ""),
+    EnvVar("MIOFIND_WITH_NAIVE", "whether a find without an explicit solver list also times the naive reference "
+           "solvers (`--with-naive`, `with_naive=`), which otherwise only verify the others (and answer where "
+           "nothing else applies)", "1 (time them), 0 (default: leave them out)", ""),
+    EnvVar("MIOFIND_CUT_FACTOR", "early stop of a find: a candidate whose fastest of its first 3 timed runs is at "
+           "least this many times the best median so far stops being timed; it is reported as cut, and recorded "
+           "in the user FindDB as cut rather than as a measured record", "a number of at least 1 (default 3), or 0 to "
+           "time every candidate fully", ""),
 )
+
+DEFAULT_CUT_FACTOR = 3.0
 
 
 def _get(name: str) -> str | None:
@@ -261,3 +270,27 @@ def import_key() -> bytes | None:
     if len(key) < MIN_IMPORT_KEY:
         raise ValueError(f"MIOFIND_IMPORT_KEY: {len(key)} bytes; expected a secret of at least {MIN_IMPORT_KEY}")
     return key
+
+
+def with_naive() -> bool:
+    """``MIOFIND_WITH_NAIVE``: whether finds time the naive reference solvers too (1), or not (0, unset)."""
+    raw = _get("MIOFIND_WITH_NAIVE")
+    if raw is None:
+        return False
+    if raw not in ("0", "1"):
+        raise ValueError(f"MIOFIND_WITH_NAIVE={raw!r}: expected 1 (time the naive solvers too) or 0")
+    return raw == "1"
+
+
+def cut_factor() -> float:
+    """``MIOFIND_CUT_FACTOR``: the early-stop factor of a find (``DEFAULT_CUT_FACTOR`` when unset; 0: off)."""
+    raw = _get("MIOFIND_CUT_FACTOR")
+    if raw is None:
+        return DEFAULT_CUT_FACTOR
+    try:
+        v = float(raw)
+    except ValueError:
+        v = float("nan")
+    if not (v == 0 or 1 <= v < float("inf")):
+        raise ValueError(f"MIOFIND_CUT_FACTOR={raw!r}: expected a number of at least 1, or 0 (no early stop)")
+    return v

@@ -22,6 +22,13 @@ CUDA major version, for every config it would measure, as settled: it is not mea
 among the result's failures), is not offered from a DB record or a prediction (immediate mode
 included), and does not keep a normal-mode find from answering from the DB. A change of its code (trust key) or CUDA major makes it a candidate again. Out-of-memory failures and
 workspace-limit skips are not recorded (they depend on what else runs and on the caller).
+
+What a benchmark spends: the naive reference solvers are candidates only when asked for
+(``with_naive``, or named in ``solvers``) or where nothing else applies; candidates are timed in
+order of expected time (``expected_order``) and one clearly slower than the best so far stops being
+timed (``FIND_CUT_FACTOR``; recorded as a failure of stage ``cut``, not as a record); the float64
+reference is computed once per benchmark (``Harness.shared``); ``FindResult.timing`` says where the
+time went.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from .db import Record
 from .db.findb import FindFailure, config_key
 from .db.handles import open_dbs
 from .device import DeviceInfo, current_device
+from .env import DEFAULT_CUT_FACTOR
 from .harness import Harness, describe, failure_stage, reference_invoker_for
 from .invokers import build_invoker
 from .isolate import context_broken, names_sticky_error
@@ -66,6 +74,14 @@ SORT_KEYS = ("time", "workspace")
 # timed runs; a kernel slower than about 19 ms per run gets one warm-up and fewer timed runs (at
 # least 3); one whose verification run alone exceeds the budget is recorded from that run.
 FIND_TIME_BUDGET_MS = 250.0
+# Early stop (MIOFIND_CUT_FACTOR, ``cut_factor=``): a candidate whose fastest of its first
+# harness.CUT_AFTER_RUNS timed runs takes at least this factor times the best median measured so far
+# in the find stops being timed. It is reported with the figures of its runs and ``Solution.cut``;
+# the user FindDB gets no record of it (its median is not a full one) but a find failure of stage
+# "cut", so that normal mode answers from the DB without it, as for any settled candidate, until its
+# code changes; benchmark mode measures it again, and ``cut_factor=0`` (what ``miofind tune`` uses)
+# times every candidate fully.
+FIND_CUT_FACTOR = DEFAULT_CUT_FACTOR
 
 
 # -- arguments ---------------------------------------------------------------------------------
@@ -96,6 +112,26 @@ def check_mode(mode) -> str:
     return mode
 
 
+def check_cut_factor(cut_factor) -> float:
+    """The early-stop factor: ``cut_factor``, else $MIOFIND_CUT_FACTOR, else FIND_CUT_FACTOR; 0 is
+    off. ValueError naming a bad one."""
+    if cut_factor is None:
+        from .env import cut_factor as env_cut_factor
+        return env_cut_factor()
+    if isinstance(cut_factor, bool) or not isinstance(cut_factor, (int, float)) or \
+            not (cut_factor == 0 or 1 <= cut_factor < math.inf):
+        raise ValueError(f"cut_factor={cut_factor!r}: expected a number of at least 1, or 0 (no early stop)")
+    return float(cut_factor)
+
+
+def check_with_naive(with_naive) -> bool:
+    """``with_naive``, else $MIOFIND_WITH_NAIVE (default False)."""
+    if with_naive is None:
+        from .env import with_naive as env_with_naive
+        return env_with_naive()
+    return bool(with_naive)
+
+
 def check_workspace_limit(workspace_limit) -> None:
     if workspace_limit is not None and (isinstance(workspace_limit, bool) or not isinstance(workspace_limit, int)
                                         or workspace_limit < 0):
@@ -115,9 +151,12 @@ def result(sols, *, problem, t0, sort_by, mode, **kw) -> FindResult:
 
 # -- candidates and the DBs' answers -----------------------------------------------------------
 
-def candidates(problem: ProblemDescription, solver_ids=None) -> tuple[list[Solver], list[Failure]]:
+def candidates(problem: ProblemDescription, solver_ids=None, *, with_naive: bool = False) -> tuple[list[Solver], list[Failure]]:
     """The applicable solvers (all registered, or only ``solver_ids``), and why the named ones that
-    do not apply were skipped."""
+    do not apply were skipped. Without ``solver_ids`` the naive reference solvers
+    (``Solver.is_reference``) are left out unless ``with_naive``, as MIOpen leaves its naive solvers
+    out unless enabled: they verify the others and are far slower; they stay in where no other
+    solver applies, so that such a problem still has a solution."""
     pool = all_solvers() if solver_ids is None else [get_solver(s) for s in solver_ids]
     cands, skipped = [], []
     for s in pool:
@@ -130,7 +169,35 @@ def candidates(problem: ProblemDescription, solver_ids=None) -> tuple[list[Solve
             cands.append(s)
         elif solver_ids is not None:
             skipped.append(Failure(s.id, "applicability", a.reason))
+    if solver_ids is None and not with_naive and any(not s.is_reference for s in cands):
+        cands = [s for s in cands if not s.is_reference]
     return cands, skipped
+
+
+def expected_order(problem: ProblemDescription, dbs, dev: DeviceInfo, cands: list[Solver]) -> list[Solver]:
+    """``cands`` ordered by expected time, likely winners first, so that a benchmark's early stop
+    (``FIND_CUT_FACTOR``) bites: a record of this problem in either FindDB layer (trusted or not: it
+    only orders), else the per-solver cost model (``miofind.predict.model_time_ms``). Cheap: one
+    lookup of the problem's key, no search for a nearest problem."""
+    from .predict import model_time_ms
+
+    seen: dict[str, float] = {}
+    try:
+        for _, records in dbs.lookup(dev.db_name, problem.key()):
+            for r in records:
+                seen.setdefault(r.solver_id, r.time_ms)
+    except Exception as e:   # ordering is a hint: a DB that cannot be read orders by the model
+        log.debug("find %s: no DB order (%s)", problem.key(), e)
+
+    def expected(s: Solver) -> float:
+        if s.id in seen:
+            return seen[s.id]
+        try:
+            return model_time_ms(problem, s, dev.sm_count)
+        except Exception:
+            return math.inf
+
+    return sorted(cands, key=expected)   # stable: ties keep registry order
 
 
 def trusted_solutions(records, dev: DeviceInfo, problem, cands, verify, workspace_limit):
@@ -186,7 +253,7 @@ def find_configs(dbs, dev: DeviceInfo, problem, solver: Solver) -> list:
 # -- failures recorded by earlier finds --------------------------------------------------------
 
 # stages a later find would fail at again with the same code; OOM is about what else ran
-_RECORDED_STAGES = ("solution", "compile", "launch", "verify", "isolate")
+_RECORDED_STAGES = ("solution", "compile", "launch", "verify", "isolate", "cut")
 _TRANSIENT = ("OutOfMemory", "out of memory", "OUT_OF_MEMORY", "ALLOC_FAILED", "MemoryAllocation",
               "not checked:", "timed out")
 
@@ -237,14 +304,15 @@ def record_failures(db, dev: DeviceInfo, problem, measured, failures, succeeded)
 
 def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", workspace_limit=None, solvers=None,
          verify: bool = True, db=None, store: bool = True, warmup: int = 3, iters: int = 10, seed=None,
-         time_budget_ms: float | None = FIND_TIME_BUDGET_MS, t0: float | None = None) -> FindResult:
-    """The find of ``miofind.find_solutions`` on a resolved problem and checked mode."""
+         time_budget_ms: float | None = FIND_TIME_BUDGET_MS, with_naive: bool = False,
+         cut_factor: float = FIND_CUT_FACTOR, t0: float | None = None) -> FindResult:
+    """The find of ``miofind.find_solutions`` on a resolved problem and checked mode and options."""
     t0 = time.perf_counter() if t0 is None else t0
     if sort_by not in SORT_KEYS:
         raise ValueError(f"sort_by={sort_by!r}: expected 'time' or 'workspace'")
     check_workspace_limit(workspace_limit)
     dev = current_device()
-    cands, failures = candidates(problem, solvers)
+    cands, failures = candidates(problem, solvers, with_naive=with_naive)
     dbs = open_dbs(db, dev)
     done = lambda sols, **kw: result(sols, problem=problem, t0=t0, sort_by=sort_by, mode=mode, **kw)  # noqa: E731
 
@@ -270,33 +338,49 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
                 return predicted(problem, dbs, dev, cands, workspace_limit, failures, done)
             cands = ready
 
+    cands = expected_order(problem, dbs, dev, cands)
     log.info("find %s: benchmarking %d candidate(s)", problem.key(), len(cands))
+    timing = {"lookup_ms": (time.perf_counter() - t0) * 1e3}
     sols, bench_failures, ws_skipped = benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed,
                                                  configs=lambda s: find_configs(dbs, dev, problem, s),
-                                                 budget_ms=time_budget_ms, isolate=to_isolate(dbs, dev, problem, cands))
+                                                 budget_ms=time_budget_ms, isolate=to_isolate(dbs, dev, problem, cands),
+                                                 cut_factor=cut_factor, timing=timing)
+    cuts = [f for f in bench_failures if f.stage == "cut"]   # reported as Solution.cut; recorded in the DB
+    bench_failures = [f for f in bench_failures if f.stage != "cut"]
     failures += bench_failures
     for f in bench_failures:
         log.info("find %s: %s failed at %s: %s", problem.key(), f.solver_id, f.stage, f.reason)
+    t_store = time.perf_counter()
+    full = [s for s in sols if not s.cut]
     stored = False
-    if store and not ws_skipped and sols:
-        store_solutions(dbs.user, dev, problem, sols)
+    if store and not ws_skipped and full:
+        store_solutions(dbs.user, dev, problem, full)
         stored = True
     if store and not dbs.user.readonly:
         # solvers a workspace limit kept from running were not measured: their record stays as it was
         skipped = {f.solver_id for f in bench_failures if f.stage == "workspace"} - {s.solver_id for s in sols}
-        record_failures(dbs.user, dev, problem, [s for s in cands if s.id not in skipped], bench_failures,
-                        {s.solver_id for s in sols})
-    return done(sols, source="find", failures=failures, stored=stored)
+        record_failures(dbs.user, dev, problem, [s for s in cands if s.id not in skipped],
+                        bench_failures + cuts, {s.solver_id for s in full})
+    timing["store_ms"] = (time.perf_counter() - t_store) * 1e3
+    res = done(sols, source="find", failures=failures, stored=stored, timing=timing)
+    timing["total_ms"] = res.elapsed_ms
+    log.info("find %s: %.1f ms: lookup %.1f, compile %.1f (wall), reference %.1f%s, verify %.1f, timing %.1f, "
+             "store %.1f; %d of %d timed candidate(s) cut", problem.key(), res.elapsed_ms, timing["lookup_ms"],
+             timing.get("compile_ms", 0.0), timing.get("reference_ms", 0.0),
+             " (shared)" if timing.get("reference_shared") else "", timing.get("verify_ms", 0.0),
+             timing.get("timing_ms", 0.0), timing["store_ms"], sum(1 for c in timing.get("candidates", ()) if c["cut"]),
+             len(timing.get("candidates", ())))
+    return res
 
 
 def immediate(problem: ProblemDescription, *, dev: DeviceInfo, db=None, workspace_limit=None, solvers=None,
-              t0: float | None = None) -> FindResult:
+              with_naive: bool = False, t0: float | None = None) -> FindResult:
     """Immediate mode (``miofind.get_solutions``): the DBs' trusted answer, else a prediction. A
     solver whose find failure is recorded under its current trust key and CUDA major
     (``settled_failures``) is offered by neither; the result's ``failures`` list it."""
     t0 = time.perf_counter() if t0 is None else t0
     check_workspace_limit(workspace_limit)
-    cands, failures = candidates(problem, solvers)
+    cands, failures = candidates(problem, solvers, with_naive=with_naive)
     dbs = open_dbs(db, dev, readonly=True)
     done = lambda sols, **kw: result(sols, problem=problem, t0=t0, sort_by="time", mode="immediate", **kw)  # noqa: E731
     settled = settled_failures(dbs, dev, problem, cands) if cands else {}
@@ -395,31 +479,55 @@ def isolate_candidates(problem, todo, prepared, isolate) -> None:
 
 
 def _prepare(problem, solver, config=None):
-    """Solution + compiled invoker, or a Failure. Runs in a worker thread."""
+    """(Solution + compiled invoker, or a Failure and None, and the wall time in ms). Runs in a
+    worker thread."""
     stage = "solution"
+    t0 = time.perf_counter()
     try:
         sol = solver.get_solution(problem, config)
         stage = "compile"
-        return sol, build_invoker(problem, sol)
+        return sol, build_invoker(problem, sol), (time.perf_counter() - t0) * 1e3
     except Exception as e:
-        return Failure(solver.id, stage, describe(e), config=config), None
+        return Failure(solver.id, stage, describe(e), config=config), None, (time.perf_counter() - t0) * 1e3
 
 
-def prepare_all(problem, todo, *, verify=True, threads=8):
+def _timed_reference(problem):
+    t0 = time.perf_counter()
+    return reference_invoker_for(problem), (time.perf_counter() - t0) * 1e3
+
+
+def prepare_all(problem, todo, *, verify=True, threads=8, times=None):
     """Compile every (solver, config) of ``todo`` in parallel threads, and the reference when
-    verifying; returns ([(ConvSolution, invoker) or (Failure, None)], reference invoker)."""
+    verifying; returns ([(ConvSolution, invoker) or (Failure, None)], reference invoker). With a
+    ``times`` dict, fills ``times["candidates"]`` with each item's wall time in ms (they overlap) and
+    ``times["reference_compile_ms"]``."""
     with ThreadPoolExecutor(max_workers=max(1, min(threads, len(todo) + 1))) as ex:
-        ref_future = ex.submit(reference_invoker_for, problem) if verify else None
+        ref_future = ex.submit(_timed_reference, problem) if verify else None
         prepared = list(ex.map(lambda sc: _prepare(problem, *sc), todo))
-        return prepared, (ref_future.result() if ref_future else None)
+        ref, ref_ms = ref_future.result() if ref_future else (None, 0.0)
+    if times is not None:
+        times["candidates"] = [ms for _, _, ms in prepared]
+        times["reference_compile_ms"] = ref_ms
+    return [(sol, inv) for sol, inv, _ in prepared], ref
 
 
 def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, configs=None, budget_ms=None,
-              isolate=frozenset()):
-    """Verify and time every candidate (each of its ``configs(solver)``, default its find configs);
-    returns (the fastest Solution per solver, failures, whether a workspace limit skipped any). The
-    solvers named in ``isolate`` are first run and verified in a child process
-    (``isolate_candidates``); those that fail there are not run here."""
+              isolate=frozenset(), cut_factor: float = 0.0, timing: dict | None = None):
+    """Verify and time every candidate (each of its ``configs(solver)``, default its find configs),
+    in the order given; returns (the fastest Solution per solver, failures, whether a workspace limit
+    skipped any). The solvers named in ``isolate`` are first run and verified in a child process
+    (``isolate_candidates``); those that fail there are not run here.
+
+    With ``cut_factor`` (early stop; 0: off), a candidate clearly slower than ``cut_factor`` x the
+    best median so far stops being timed (``Harness.measure``'s ``cut_ms``); a solver whose best
+    solution is such a cut one is returned with ``Solution.cut`` set and also listed among the
+    failures with stage ``cut`` (the config as listed, the figures in its reason), which
+    ``find`` records in place of a FindDB record. ``timing``, a dict, receives the breakdown:
+    ``compile_ms`` (wall time of the parallel compilation, ``reference_compile_ms`` its reference
+    part), ``isolate_ms``, ``reference_ms`` (computing the float64 reference; 0 with
+    ``reference_shared`` when a live harness of the problem had it), ``verify_ms``, ``timing_ms``
+    (sums over the candidates) and ``candidates``: per measured (solver, config), its compile,
+    verify and timing wall times, timed runs, median and whether it was cut."""
     failures: list[Failure] = []
     ws_skipped = False
     todo = []
@@ -436,12 +544,25 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
             continue
         todo += [(s, cfg) for cfg in cfgs]
 
-    prepared, ref_inv = prepare_all(problem, todo, verify=verify)
+    timing = {} if timing is None else timing
+    compile_times: dict = {}
+    t0 = time.perf_counter()
+    prepared, ref_inv = prepare_all(problem, todo, verify=verify, times=compile_times)
+    t1 = time.perf_counter()
+    timing["compile_ms"] = (t1 - t0) * 1e3
+    timing["reference_compile_ms"] = compile_times.get("reference_compile_ms", 0.0)
     if isolate:
         isolate_candidates(problem, todo, prepared, isolate)
-    h = Harness(problem, verify=verify, seed=seed, reference_invoker=ref_inv)
-    sols = []
-    for (s, cfg), (sol, inv) in zip(todo, prepared):
+    t2 = time.perf_counter()
+    timing["isolate_ms"] = (t2 - t1) * 1e3
+    h, fresh = Harness.shared(problem, verify=verify, seed=seed, reference_invoker=ref_inv)
+    timing["reference_ms"] = h.reference_ms if fresh else 0.0
+    timing["reference_shared"] = not fresh
+    timing["verify_ms"] = timing["timing_ms"] = 0.0
+    per = timing["candidates"] = []
+    sols, cut_listed = [], {}
+    best_ms = math.inf
+    for i, ((s, cfg), (sol, inv)) in enumerate(zip(todo, prepared)):
         if isinstance(sol, Failure):
             failures.append(sol)
             continue
@@ -450,8 +571,9 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
                                     f"workspace, limit {workspace_limit}"))
             ws_skipped = True
             continue
+        cut_ms = cut_factor * best_ms if cut_factor and math.isfinite(best_ms) else None
         try:
-            m = h.measure(inv, h.workspace(sol.workspace_bytes), s.family, warmup, iters, budget_ms)
+            m = h.measure(inv, h.workspace(sol.workspace_bytes), s.family, warmup, iters, budget_ms, cut_ms=cut_ms)
         except Exception as e:
             h.release()
             stage, reason = failure_stage(e)
@@ -464,12 +586,26 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
             failures.append(Failure(s.id, stage, reason, config=cfg))
             continue
         h.release()
-        sols.append(Solution(s.id, s.algorithm, m.time_ms, sol.workspace_bytes, sol.config, verify, problem,
-                             max_error=m.max_error, time_q20_ms=m.q20_ms, time_q80_ms=m.q80_ms))
+        timing["verify_ms"] += m.verify_ms
+        timing["timing_ms"] += m.timing_ms
+        ctimes = compile_times.get("candidates") or []
+        per.append({"solver_id": s.id, "config": sol.config, "compile_ms": ctimes[i] if i < len(ctimes) else None,
+                    "verify_ms": m.verify_ms, "timing_ms": m.timing_ms, "runs": m.runs, "time_ms": m.time_ms,
+                    "cut": m.cut})
+        out = Solution(s.id, s.algorithm, m.time_ms, sol.workspace_bytes, sol.config, verify, problem,
+                       max_error=m.max_error, time_q20_ms=m.q20_ms, time_q80_ms=m.q80_ms, cut=m.cut, runs=m.runs)
+        if m.cut:
+            cut_listed[id(out)] = Failure(s.id, "cut", f"timing stopped early after {m.runs} timed run(s): "
+                                          f"{m.time_ms:.4g} ms (median of those runs), at least {cut_factor:g}x the best "
+                                          f"median so far ({best_ms:.4g} ms); not stored as a FindDB record", config=cfg)
+        else:
+            best_ms = min(best_ms, m.time_ms)
+        sols.append(out)
     # a solver that offered several configs (e.g. one per cuDNN plan) keeps its fastest, as MIOpen
-    # keeps the best per solver
+    # keeps the best per solver; a fully timed config beats a cut one
     best: dict[str, Solution] = {}
     for sol in sols:
-        if sol.solver_id not in best or sol.time_ms < best[sol.solver_id].time_ms:
+        if sol.solver_id not in best or (sol.cut, sol.time_ms) < (best[sol.solver_id].cut, best[sol.solver_id].time_ms):
             best[sol.solver_id] = sol
+    failures += [cut_listed[id(b)] for b in best.values() if b.cut]
     return list(best.values()), failures, ws_skipped

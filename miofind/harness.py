@@ -11,6 +11,8 @@ time budget (find's), slow kernels get fewer runs.
 
 from __future__ import annotations
 
+import time as _time
+import weakref
 from dataclasses import dataclass
 
 from .invokers import build_invoker, call
@@ -33,11 +35,25 @@ def failure_stage(e: Exception) -> tuple[str, str]:
     return ("verify", str(e)) if isinstance(e, VerifyError) else ("launch", describe(e))
 
 
-def time_ms(fn, warmup: int, iters: int, budget_ms: float | None = None) -> tuple[float, float, float]:
-    """(median, q20, q80) in ms of ``fn`` over ``iters`` runs after ``warmup`` runs, by CUDA events.
+@dataclass
+class Timing:
+    """What ``timed_runs`` measured: median and 20%/80% quantiles (ms) of ``runs`` timed runs, and
+    whether it stopped early (``cut``) because the candidate was clearly slower than ``cut_ms``."""
+
+    median_ms: float
+    q20_ms: float
+    q80_ms: float
+    runs: int
+    cut: bool = False
+
+
+def timed_runs(fn, warmup: int, iters: int, budget_ms: float | None = None, cut_ms: float | None = None) -> Timing:
+    """Time ``fn`` with CUDA events: ``warmup`` runs, then ``iters`` timed runs.
 
     With ``budget_ms``, the first warm-up run is timed and a slow kernel gets fewer runs
-    (``plan_runs``): a 100 ms kernel takes 4 runs here instead of 13."""
+    (``plan_runs``): a 100 ms kernel takes 4 runs here instead of 13. With ``cut_ms`` (early stop),
+    timing ends once CUT_AFTER_RUNS runs are timed and even the fastest of them took ``cut_ms`` or
+    more; the figures are then those of the runs made, and ``cut`` is True."""
     import cupy
 
     start, stop = cupy.cuda.Event(), cupy.cuda.Event()
@@ -54,12 +70,28 @@ def time_ms(fn, warmup: int, iters: int, budget_ms: float | None = None) -> tupl
         warmup -= 1
     for _ in range(warmup):
         fn()
-    times = sorted(timed() for _ in range(max(1, iters)))
+    times, cut = [], False
+    for _ in range(max(1, iters)):
+        times.append(timed())
+        if cut_ms is not None and len(times) >= CUT_AFTER_RUNS and len(times) < iters and min(times) >= cut_ms:
+            cut = True
+            break
+    times.sort()
     q = lambda f: times[min(len(times) - 1, int(round(f * (len(times) - 1))))]  # noqa: E731
-    return q(0.5), q(0.2), q(0.8)
+    return Timing(q(0.5), q(0.2), q(0.8), len(times), cut)
+
+
+def time_ms(fn, warmup: int, iters: int, budget_ms: float | None = None) -> tuple[float, float, float]:
+    """(median, q20, q80) in ms of ``fn`` over ``iters`` runs after ``warmup`` runs, by CUDA events
+    (``timed_runs`` without early stop)."""
+    t = timed_runs(fn, warmup, iters, budget_ms)
+    return t.median_ms, t.q20_ms, t.q80_ms
 
 
 MIN_TIMED_RUNS = 3
+# early stop (``timed_runs``' ``cut_ms``) is judged after this many timed runs: enough for a median
+# and quantiles, and the fastest of three is not one lucky or unlucky run
+CUT_AFTER_RUNS = 3
 
 
 def plan_runs(first_ms: float, warmup: int, iters: int, budget_ms: float) -> tuple[int, int]:
@@ -78,10 +110,21 @@ class Measurement:
     q20_ms: float
     q80_ms: float
     max_error: float | None
+    runs: int = 1           # timed runs behind the figures (1: the verification run alone)
+    cut: bool = False       # timing stopped early (``timed_runs``): clearly slower than the cut
+    verify_ms: float = 0.0  # host wall time of the verification run and its comparison
+    timing_ms: float = 0.0  # host wall time of the warm-ups and timed runs
 
 
 class Harness:
-    """Inputs, reference and output buffer for one problem on the current GPU."""
+    """Inputs, reference and output buffer for one problem on the current GPU.
+
+    The float64 reference is computed once per harness (``reference_ms`` is its host wall time,
+    synchronised, with the float64 input copies). ``Harness.shared`` hands a find the live harness
+    of the same problem when one exists (e.g. the tuner's, while it tunes that problem), so its
+    inputs and reference are made once."""
+
+    _live: weakref.WeakValueDictionary
 
     def __init__(self, problem: ProblemDescription, *, verify: bool = True, seed: int | None = None,
                  reference_invoker=None) -> None:
@@ -100,12 +143,29 @@ class Harness:
         self.check_ms = float("nan")
         self.errors = None
         self.ref = None
+        self.reference_ms = 0.0
         if verify:
+            t0 = _time.perf_counter()
             ref_inv = reference_invoker if reference_invoker is not None else reference_invoker_for(problem)
             self.ref = cupy.empty(out_shape, dtype=cupy.float64)
             self.ref.fill(cupy.nan)
             call(ref_inv, problem, to_float64(self.a, dt), to_float64(self.b, dt), self.ref, None)
+            cupy.cuda.get_current_stream().synchronize()
+            self.reference_ms = (_time.perf_counter() - t0) * 1e3
             self.release()   # the float64 input copies are gone: give their memory back for the candidates
+
+    @classmethod
+    def shared(cls, problem: ProblemDescription, *, verify: bool = True, seed: int | None = None,
+               reference_invoker=None) -> tuple["Harness", bool]:
+        """(harness, made now): the live harness of ``problem``, ``seed`` and ``verify`` in this
+        process when there is one, else a new one, registered until it is garbage."""
+        key = (problem, seed, verify)
+        h = cls._live.get(key)
+        if h is not None:
+            return h, False
+        h = cls(problem, verify=verify, seed=seed, reference_invoker=reference_invoker)
+        cls._live[key] = h
+        return h, True
 
     def release(self) -> None:
         """Return the memory pool's cached free blocks to the device when the problem is large (a
@@ -151,15 +211,23 @@ class Harness:
                        budget_ms)
 
     def measure(self, invoker, workspace, family: str, warmup: int = 3, iters: int = 10,
-                budget_ms: float | None = None) -> Measurement:
+                budget_ms: float | None = None, cut_ms: float | None = None) -> Measurement:
         """Verify, then time. With ``budget_ms``, a kernel whose verification run alone took longer
         is recorded from that one run (median = q20 = q80): at that length one sample ranks it, and
-        a 10 s naive kernel costs 10 s rather than 50. Otherwise ``time`` with the same budget."""
+        a 10 s naive kernel costs 10 s rather than 50. Otherwise ``timed_runs`` with the same budget
+        and early stop at ``cut_ms`` (the result's ``cut`` says whether it stopped early)."""
+        t0 = _time.perf_counter()
         err = self.check(invoker, workspace, family)
+        t1 = _time.perf_counter()
         if budget_ms is not None and self.check_ms > budget_ms:
-            return Measurement(self.check_ms, self.check_ms, self.check_ms, err)
-        med, q20, q80 = self.time(invoker, workspace, warmup, iters, budget_ms)
-        return Measurement(med, q20, q80, err)
+            return Measurement(self.check_ms, self.check_ms, self.check_ms, err, 1, False, (t1 - t0) * 1e3, 0.0)
+        t = timed_runs(lambda: call(invoker, self.problem, self.a, self.b, self.out, workspace), warmup, iters,
+                       budget_ms, cut_ms)
+        return Measurement(t.median_ms, t.q20_ms, t.q80_ms, err, t.runs, t.cut, (t1 - t0) * 1e3,
+                           (_time.perf_counter() - t1) * 1e3)
+
+
+Harness._live = weakref.WeakValueDictionary()
 
 
 def reference_invoker_for(problem: ProblemDescription):

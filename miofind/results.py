@@ -22,6 +22,8 @@ class Solution:
     max_error: float | None = None     # relative L2 error against the float64 reference
     time_q20_ms: float | None = None
     time_q80_ms: float | None = None
+    cut: bool = False                  # a find stopped timing it early: clearly slower than the best
+    runs: int | None = None            # timed runs behind time_ms, when measured now
 
     @property
     def solver(self):
@@ -39,7 +41,8 @@ class Solution:
 @dataclass
 class Failure:
     solver_id: str
-    stage: str            # "applicability", "solution", "compile", "launch", "verify", "workspace"
+    stage: str            # "applicability", "solution", "compile", "launch", "verify", "workspace", "isolate",
+                          # "cut" (timing stopped early in an earlier find: recorded, not measured again)
     reason: str
     config: dict | None = None   # the config that failed (None: the solver's default, or not one config)
 
@@ -48,10 +51,12 @@ class FindResult(list):
     """A list of Solutions (sorted) with what was skipped or failed, and how long the find took.
 
     ``source`` is "find" (benchmarked now), "db" (``db_layer`` says "user" or "system") or
-    "predicted" (no measurement: ``basis`` says how the times were predicted)."""
+    "predicted" (no measurement: ``basis`` says how the times were predicted). A benchmarked result
+    has ``timing``, where the find's time went (``miofind.find.benchmark``: lookup, compile,
+    reference, verify, timing and store in ms, and per candidate); None otherwise."""
 
     def __init__(self, items=(), *, problem=None, source="find", failures=(), elapsed_ms=0.0, stored=False,
-                 db_layer=None, basis=None, mode=None):
+                 db_layer=None, basis=None, mode=None, timing=None):
         super().__init__(items)
         self.problem = problem
         self.source = source
@@ -61,6 +66,7 @@ class FindResult(list):
         self.db_layer = db_layer
         self.basis = basis
         self.mode = mode
+        self.timing: dict | None = timing
 
     @property
     def predicted(self) -> bool:

@@ -149,8 +149,8 @@ class GpuMeasurer:
             precompile(solution_kernels(self.problem, solver, configs), current_device().arch)
 
         prepared, ref = prepare_all(self.problem, [(solver, c) for c in configs], verify=self._harness is None)
-        if self._harness is None:
-            self._harness = Harness(self.problem, verify=True, reference_invoker=ref)
+        if self._harness is None:   # shared with the find that follows the tuning (Harness.shared)
+            self._harness = Harness.shared(self.problem, verify=True, reference_invoker=ref)[0]
         h, out = self._harness, []
         for sol, inv in prepared:
             if isinstance(sol, Failure):
@@ -182,8 +182,9 @@ class Tuner:
 
     # -- per problem --------------------------------------------------------------------------
     def candidates(self, problem: ProblemDescription) -> list[Solver]:
+        """The problem's find candidates, the naive reference solvers left out (as in a find)."""
         from ..find import candidates
-        return candidates(problem, None)[0]
+        return candidates(problem, None, with_naive=False)[0]
 
     def to_tune(self, solver: Solver) -> bool:
         """Whether this run tunes ``solver`` (a candidate of the problem)."""
@@ -264,7 +265,8 @@ class Tuner:
 
     def _find(self, problem: ProblemDescription, solver_ids: list[str]) -> None:
         from ..api import find_solutions
-        find_solutions(problem, mode="benchmark", db=self.dbs, solvers=solver_ids)
+        # every candidate timed fully (no early stop): tuning writes complete records
+        find_solutions(problem, mode="benchmark", db=self.dbs, solvers=solver_ids, cut_factor=0)
 
     # -- per solver ---------------------------------------------------------------------------
     def _trust_key(self, solver: Solver) -> str:

@@ -116,9 +116,14 @@ def test_find_answers_from_db_without_gpu_work(tmp_db, monkeypatch):
     assert r.exit_code == 0, r.output
     assert "answered from the user FindDB" in r.output
     d = json.load(open(out))
-    assert d[0]["source"] == "db" and [s["solver_id"] for s in d[0]["solutions"]] == [x.solver_id for x in recs]
+    # the naive solver is no candidate unless asked for: its record is not read
+    timed = [x.solver_id for x in recs if x.solver_id != "ConvDirectNaiveConvFwd"]
+    assert d[0]["source"] == "db" and [s["solver_id"] for s in d[0]["solutions"]] == timed and len(timed) < len(recs)
+    r = run("find", "--with-naive", "--json-out", out, *ARGS, "-F", "1")
+    assert r.exit_code == 0, r.output
+    assert [s["solver_id"] for s in json.load(open(out))[0]["solutions"]] == [x.solver_id for x in recs]
     # a record whose kernel hash no longer matches is not trusted: find would benchmark
     from dataclasses import replace
-    FindDB(tmp_db).store([replace(recs[0], kernel_hash="0000")])
+    FindDB(tmp_db).store([replace(next(x for x in recs if x.solver_id == timed[0]), kernel_hash="0000")])
     r = run("find", *ARGS, "-F", "1")
     assert r.exit_code != 0 and "benchmarked despite" in str(r.exception)

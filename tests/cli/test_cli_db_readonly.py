@@ -218,7 +218,9 @@ def test_get_solutions_from_shipped_db_without_gpu(dbs, monkeypatch):
         if trusted:
             assert res.source == "db" and res.db_layer == "system", (res.source, res.basis)
             assert res and {s.solver_id for s in res} <= set(recs)
-            assert NAIVE in {s.solver_id for s in res}
+            assert NAIVE not in {s.solver_id for s in res}   # not a candidate unless asked for
+            assert NAIVE in {s.solver_id for s in miofind.api.get_solutions(LONG_KEY, device=device, db=str(user),
+                                                                          with_naive=True)}
             for s in res:
                 assert s.time_ms == recs[s.solver_id].time_ms and s.source == "db"
         else:  # another CUDA major than the shipped records': untrusted, so a prediction from them

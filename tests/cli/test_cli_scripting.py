@@ -67,12 +67,15 @@ def test_json_before_or_after_driver_args(fake_find):
 def test_every_find_option_after_driver_args(fake_find, tmp_path):
     out = tmp_path / "o.json"
     r = run("find", *ARGS, "-F", "1", "--mode", "fast", "--sort-by=workspace", "--workspace-limit", "1000",
-            "--solver", "A", "--solver=B", "--no-verify", "--db", "x.sqlite", f"--json-out={out}", "--json")
+            "--solver", "A", "--solver=B", "--no-verify", "--with-naive", "--db", "x.sqlite", f"--json-out={out}",
+            "--json")
     assert r.exit_code == 0, r.output
     (p, kw), = fake_find
     assert p.key() == KEY_F
     assert kw == {"mode": "fast", "sort_by": "workspace", "workspace_limit": 1000, "solvers": ["A", "B"],
-                  "verify": False, "db": "x.sqlite"}
+                  "verify": False, "db": "x.sqlite", "with_naive": True}
+    run("find", *ARGS, "-F", "1", "--json")
+    assert fake_find[1][1]["with_naive"] is None     # not given: the environment decides
     assert json.loads(out.read_text())[0]["key"] == KEY_F
 
 

@@ -13,6 +13,7 @@ from miofind.trust import trust_key
 from miofind import __version__
 from miofind.db import FindDB, Record
 from miofind.device import DeviceInfo
+from miofind.harness import Measurement
 from miofind.problem import ProblemDescription
 from miofind.solver import Solver
 
@@ -27,7 +28,7 @@ def env(tmp_path, monkeypatch, tmp_db):
     benchmarked = []
 
     def fake_benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, configs=None, budget_ms=None,
-                       isolate=frozenset()):
+                       isolate=frozenset(), **kw):
         benchmarked.append([s.id for s in cands])
         sols = [api.Solution(s.id, s.algorithm, 1.0 + i, s.workspace_bytes(problem), None, True, problem)
                 for i, s in enumerate(cands)]
@@ -52,8 +53,14 @@ def records(p=P, solvers=None, device=DEV.db_name, scale=1.0):
 class _FakeHarness:
     """Stands in for miofind.harness.Harness in find.benchmark; tests define ``measure``."""
 
+    reference_ms = 0.0
+
     def __init__(self, *a, **k):
         pass
+
+    @classmethod
+    def shared(cls, *a, **k):
+        return cls(*a, **k), True
 
     def workspace(self, n):
         return None
@@ -151,7 +158,9 @@ def test_get_solutions_is_immediate_and_says_so(env):
     r = api.get_solutions(P, device=DEV)
     assert r.predicted and r.source == "predicted" and benchmarked == [] and len(r) == len(cands())
     assert r == sorted(r, key=lambda s: s.time_ms)
-    assert r[-1].solver_id == "ConvDirectNaiveConvFwd"  # the cost model ranks the naive solver last
+    assert "ConvDirectNaiveConvFwd" not in {s.solver_id for s in r}   # as a find: naive only when asked for
+    rn = api.get_solutions(P, device=DEV, with_naive=True)
+    assert len(rn) == len(r) + 1 and rn[-1].solver_id == "ConvDirectNaiveConvFwd"  # the cost model ranks it last
     FindDB(url).store(records())
     r = api.get_solutions(P, device=DEV)
     assert not r.predicted and r.source == "db" and benchmarked == []
@@ -200,19 +209,18 @@ def test_a_candidate_that_breaks_the_context_stops_the_find_with_one_clear_error
     cs = find_mod.candidates(p)[0][:3]
 
     class H(_FakeHarness):
-        def measure(self, inv, ws, family, *a):
+        def measure(self, inv, ws, family, *a, **k):
             if inv == "bad":
                 raise RuntimeError("CUDADriverError: CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered")
             if inv == "meh":
                 raise RuntimeError("CompileError: something ordinary")
-            return find_mod.Harness.__new__(find_mod.Harness) and type("M", (), dict(time_ms=1.0, q20_ms=1.0, q80_ms=1.0,
-                                                                                      max_error=0.0))()
+            return Measurement(1.0, 1.0, 1.0, 0.0)
 
     class Sol:
         def __init__(self, sid):
             self.workspace_bytes, self.config = 0, None
 
-    def prepare_all(problem, todo, verify=True):
+    def prepare_all(problem, todo, verify=True, **k):
         invs = ["meh", "bad", "ok"]
         return [(Sol(s.id), invs[i]) for i, (s, _) in enumerate(todo)], None
 
@@ -238,7 +246,7 @@ def failing(env, monkeypatch):
     fail: dict[str, tuple[str, str]] = {}
 
     def fake_benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, configs=None, budget_ms=None,
-                       isolate=frozenset()):
+                       isolate=frozenset(), **kw):
         benchmarked.append([s.id for s in cands])
         sols, failures = [], []
         for i, s in enumerate(cands):
@@ -434,7 +442,7 @@ def test_benchmark_reports_the_config_that_failed(monkeypatch):
     cs = find_mod.candidates(P)[0][:2]
 
     class H(_FakeHarness):
-        def measure(self, inv, ws, family, *a):
+        def measure(self, inv, ws, family, *a, **k):
             raise VerifyError("max element error 0.5 exceeds 3e-05")
 
     class Sol:
@@ -442,7 +450,7 @@ def test_benchmark_reports_the_config_that_failed(monkeypatch):
 
     monkeypatch.setattr(find_mod, "Harness", H)
     monkeypatch.setattr(find_mod, "prepare_all",
-                        lambda problem, todo, verify=True: ([(Sol(), "inv") for _ in todo], None))
+                        lambda problem, todo, verify=True, **k: ([(Sol(), "inv") for _ in todo], None))
     _, failures, _ = find_mod.benchmark(P, cs, None, True, 1, 1, None, configs=lambda s: [None, {"plan": s.id}])
     assert [(f.solver_id, f.stage, f.config) for f in failures] == \
         [(cs[0].id, "verify", None), (cs[0].id, "verify", {"plan": cs[0].id}),

@@ -5,7 +5,7 @@ import types
 
 import pytest
 
-from miofind.harness import MIN_TIMED_RUNS, Harness, plan_runs
+from miofind.harness import CUT_AFTER_RUNS, MIN_TIMED_RUNS, Harness, plan_runs
 from miofind.problem import ProblemDescription
 
 
@@ -99,3 +99,43 @@ def test_failure_stage_names_verify_and_launch():
     assert failure_stage(VerifyError("relative error 0.5 exceeds 1e-05")) == ("verify", "relative error 0.5 exceeds 1e-05")
     stage, why = failure_stage(RuntimeError(" out of resources " + "x" * 3000))
     assert stage == "launch" and why.startswith("RuntimeError: out of resources") and len(why) == len("RuntimeError: ") + 2000
+
+
+# -- early stop (find's cut) --------------------------------------------------------------------------
+
+def test_measure_cuts_a_clearly_slower_kernel_after_three_timed_runs(fake_gpu):
+    h, inv, clock = fake_gpu
+    clock.durations = [10.0] * 14        # check, timed warm-up, 2 warm-ups, then timed runs
+    m = h.measure(inv, None, "direct", 3, 10, budget_ms=250.0, cut_ms=9.0)
+    assert clock.launches == 1 + 3 + CUT_AFTER_RUNS and m.cut and m.runs == CUT_AFTER_RUNS == 3
+    assert (m.time_ms, m.q20_ms, m.q80_ms) == (10.0, 10.0, 10.0)
+    assert m.verify_ms >= 0.0 and m.timing_ms >= 0.0
+
+
+def test_measure_does_not_cut_when_one_of_the_first_runs_is_under_the_cut(fake_gpu):
+    h, inv, clock = fake_gpu
+    clock.durations = [10.0] * 4 + [10.0, 8.0, 10.0] + [10.0] * 7
+    m = h.measure(inv, None, "direct", 3, 10, budget_ms=250.0, cut_ms=9.0)
+    assert clock.launches == 14 and not m.cut and m.runs == 10 and m.time_ms == 10.0
+
+
+def test_measure_cuts_later_once_the_fastest_run_is_over_the_cut(fake_gpu):
+    """A run under the cut among the first three keeps the kernel timed; at a lower cut it is cut."""
+    h, inv, clock = fake_gpu
+    clock.durations = [10.0] * 4 + [8.0] + [10.0] * 9
+    m = h.measure(inv, None, "direct", 3, 10, cut_ms=9.0)
+    assert not m.cut and clock.launches == 14
+    clock.launches = 0
+    m = h.measure(inv, None, "direct", 3, 10, cut_ms=7.0)
+    assert m.cut and m.runs == 3 and clock.launches == 1 + 3 + 3
+
+
+def test_timed_runs_never_cuts_without_a_cut_or_with_too_few_runs(fake_gpu):
+    from miofind.harness import timed_runs
+
+    h, inv, clock = fake_gpu
+    clock.durations = [10.0] * 20
+    t = timed_runs(lambda: inv(None, None, None, None, None), 0, 3, cut_ms=1.0)
+    assert not t.cut and t.runs == 3          # three runs were asked for: all made, nothing cut short
+    t = timed_runs(lambda: inv(None, None, None, None, None), 0, 10)
+    assert not t.cut and t.runs == 10

@@ -10,6 +10,7 @@ import pytest
 
 import miofind.find as find_mod
 import miofind.isolate as iso
+from miofind.harness import Measurement
 from miofind.problem import ProblemDescription
 from miofind.results import Failure
 from test_find_modes import _FakeHarness as FindModesFakeHarness
@@ -116,9 +117,9 @@ def test_reference_failure_timeout_and_a_silent_child(monkeypatch):
 
 
 class _FakeHarness(FindModesFakeHarness):
-    def measure(self, inv, ws, family, *a):
+    def measure(self, inv, ws, family, *a, **k):
         measured.append(inv)
-        return type("M", (), dict(time_ms=1.0, q20_ms=1.0, q80_ms=1.0, max_error=0.0))()
+        return Measurement(1.0, 1.0, 1.0, 0.0)
 
 
 measured: list = []
@@ -133,7 +134,7 @@ def test_benchmark_runs_only_what_passed_in_the_child_and_logs_each_exclusion(mo
     measured.clear()
     monkeypatch.setattr(find_mod, "Harness", _FakeHarness)
     monkeypatch.setattr(find_mod, "prepare_all",
-                        lambda problem, todo, verify=True: ([(_Sol(), s.id) for s, _ in todo], None))
+                        lambda problem, todo, verify=True, **k: ([(_Sol(), s.id) for s, _ in todo], None))
     seen = []
 
     def fake_check(problem, checks, device=0, seed=None):
@@ -184,7 +185,7 @@ def test_find_isolates_untrusted_candidates_and_records_what_failed_there(tmp_db
 
     monkeypatch.setattr(find_mod, "Harness", _FakeHarness)
     monkeypatch.setattr(find_mod, "prepare_all",
-                        lambda problem, todo, verify=True: ([(solved(problem, s), s.id) for s, _ in todo], None))
+                        lambda problem, todo, verify=True, **k: ([(solved(problem, s), s.id) for s, _ in todo], None))
     p = SMALL
     # own solvers only: whether cuDNN's solver is a candidate depends on this machine's frontend
     cs = [s for s in find_mod.candidates(p)[0] if s.family != "cudnn"]

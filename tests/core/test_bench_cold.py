@@ -1,0 +1,82 @@
+"""bench/bench_cold.py without a GPU: it imports without CUDA libraries, its command line is checked,
+its layers are unseen (not in the shipped FindDB nor tests/shapes.py), and its report marks the
+targets. The benchmark itself runs on the GPU only."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PATH = ROOT / "bench" / "bench_cold.py"
+
+
+@pytest.fixture(scope="module")
+def bc():
+    spec = importlib.util.spec_from_file_location("bench_cold", PATH)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_imports_without_cuda_libraries():
+    code = (f"import sys; sys.path.insert(0, {str(PATH.parent)!r}); import bench_cold; "
+            "print(sorted(m for m in ('torch', 'cupy') if m in sys.modules))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "[]", r.stderr
+
+
+def test_arguments(bc, capsys):
+    a = bc.parse_args(["--out", "x"])
+    assert a.shapes == list(bc.SHAPES) and a.dtypes == ["fp32", "fp16"] and a.dirs == "FBW" and not a.resnet50
+    assert len(bc.rows_of(a)) == len(bc.SHAPES) * 2 * 3
+    a = bc.parse_args(["--out", "x", "--shapes", "inc_48to64_35_5x5_n16", "--dtypes", "FP16", "--dirs", "bw",
+                       "--resnet50", "--resnet-configs", "fp32,amp"])
+    assert bc.rows_of(a) == [("inc_48to64_35_5x5_n16", "fp16", "B"), ("inc_48to64_35_5x5_n16", "fp16", "W")]
+    assert a.resnet_configs == ["fp32", "amp"]
+    for argv, msg in ((["--out", "x", "--shapes", "r50_nope"], "--shapes: 'r50_nope' is not one of"),
+                      (["--out", "x", "--dtypes", "bf16"], "--dtypes: 'bf16' is not one of"),
+                      (["--out", "x", "--dirs", "FX"], "--dirs: 'FX': expected letters of FBW"),
+                      (["--out", "x", "--resnet50", "--resnet-configs", "int8"], "--resnet-configs: 'int8'"),
+                      (["--out", "x", "--skip-layers"], "--skip-layers leaves nothing"),
+                      ([], "--out is required")):
+        with pytest.raises(SystemExit):
+            bc.parse_args(argv)
+        assert msg in capsys.readouterr().err
+
+
+def test_the_layers_are_unseen(bc, monkeypatch):
+    assert bc.unseen() == []
+    # the check works: a shipped ResNet-50 layer (batch 32) and a test shape are reported
+    monkeypatch.setitem(bc.SHAPES, "shipped", dict(n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1))
+    monkeypatch.setitem(bc.SHAPES, "tested", dict(n=2, c=16, k=24, in_size=(14, 14), filter_size=3, pads=1))
+    seen = bc.unseen(["shipped", "tested"])
+    assert "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F" in seen and "tested: in tests/shapes.py" in seen
+    assert len([k for k in seen if k.endswith(("-F", "-B", "-W"))]) == 6    # every type and direction
+
+
+def test_report_marks_the_targets(bc):
+    t = {"lookup_ms": 1.0, "compile_ms": 50.0, "reference_compile_ms": 5.0, "reference_ms": 8.0, "verify_ms": 3.0,
+         "timing_ms": 20.0, "store_ms": 2.0}
+    rows = [{"shape": "a", "dtype": "fp32", "direction": "F", "torch_first_ms": 30.0, "ratio_warm_vs_torch": 4.0,
+             "warm": {"find_ms": 120.0, "solutions": 6, "cut": 2, "best": "X", "timing": t},
+             "empty": {"find_ms": 450.0, "timing": t}},
+            {"shape": "b", "dtype": "fp16", "direction": "W", "torch_first_ms": 60.0, "ratio_warm_vs_torch": 2.0,
+             "warm": {"find_ms": 120.0, "solutions": 5, "cut": 0, "best": "Y", "timing": None},
+             "empty": {"find_ms": 900.0, "timing": t}}]
+    md = bc.markdown(rows, [{"config": "train48-fp32", "cudnn_first_s": 3.0, "miofind_first_s": 6.5,
+                             "miofind_stats": {"finds_run": 60, "find_ms": 5000.0},
+                             "miofind_empty_caches_first_s": 4.0}], {"device": "H100"})
+    lines = md.splitlines()
+    a = next(ln for ln in lines if ln.startswith("| a | fp32 | F | 30.0 | 120.0 | 4.00 |"))
+    b = next(ln for ln in lines if ln.startswith("| b | fp16 | W | 60.0 | 120.0 | 2.00 |"))
+    assert a.split("|")[7].strip() == "**no**" and a.split("|")[9].strip() == "yes"    # 4x torch; 450 <= 500
+    assert b.split("|")[7].strip() == "yes" and b.split("|")[9].strip() == "**no**"    # 900 > 500
+    assert "| a | fp32 | F | 1.0 / 50.0 (5.0) / 8.0 / 3.0 / 20.0 / 2.0 |" in md
+    assert "(answered without a benchmark)" in md
+    r50 = next(ln for ln in lines if ln.startswith("| train48-fp32 |"))
+    assert r50 == "| train48-fp32 | 3.00 | 6.50 | **no** | 60 | 5.00 | 4.00 | yes |"

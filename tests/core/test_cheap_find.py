@@ -1,0 +1,278 @@
+"""What a find spends, on the CPU: the naive solvers left out unless asked for, early stop of
+clearly losing candidates (and what the FindDB keeps of them), the order candidates are timed in,
+one float64 reference per problem, and the timing breakdown. The device, the compilation and the
+measurements are faked; test_harness.py runs the real run loop on faked CUDA events."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+import miofind.api as api
+import miofind.find as find
+from miofind import env
+from miofind.db import FindDB
+from miofind.harness import Harness, Measurement
+from miofind.problem import ProblemDescription
+from miofind.registry import get_solver
+
+from test_find_modes import DEV, P, _FakeHarness, records
+
+NAIVE = {"F": "ConvDirectNaiveConvFwd", "B": "ConvDirectNaiveConvBwd", "W": "ConvDirectNaiveConvWrw"}
+
+
+# -- the naive solvers -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("direction", "FBW")
+def test_naive_solvers_are_candidates_only_when_asked_for(direction):
+    p = ProblemDescription.make(direction, n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
+    default = [s.id for s in find.candidates(p)[0]]
+    with_naive = [s.id for s in find.candidates(p, with_naive=True)[0]]
+    assert NAIVE[direction] not in default and default
+    assert set(with_naive) == set(default) | {NAIVE[direction]}
+    named = [s.id for s in find.candidates(p, [NAIVE[direction], default[0]])[0]]   # an explicit list runs it
+    assert named == [NAIVE[direction], default[0]]
+
+
+def test_naive_solver_stays_where_nothing_else_applies(monkeypatch):
+    others = [s for s in find.all_solvers() if not s.is_reference]
+    naive = get_solver(NAIVE["F"])
+    monkeypatch.setattr(find, "all_solvers", lambda: [naive] + [s for s in others if s.family == "fft"])
+    q = ProblemDescription.make("F", n=2, c=8, k=8, in_size=(9, 9), filter_size=3, strides=2)  # FFT: stride 1 only
+    assert not any(s.applicability(q) for s in others if s.family == "fft")
+    assert [s.id for s in find.candidates(q)[0]] == [naive.id]
+
+
+@pytest.fixture
+def fake(tmp_db, monkeypatch):
+    """The device faked; ``find.benchmark`` real, over faked compilation and a fake harness whose
+    measured times are ``times[solver id]`` (default 1 ms) and which honours ``cut_ms`` as the real one
+    does after three runs. Returns (times, measured order, shared() calls, url)."""
+    monkeypatch.setattr(find, "current_device", lambda *a: DEV)
+    monkeypatch.setattr(api, "current_device", lambda *a: DEV)
+    times: dict[str, float] = {}
+    order: list[str] = []
+    made: list = []
+
+    class Sol:
+        workspace_bytes = 0
+
+        def __init__(self, s, cfg):
+            self.config = cfg if cfg is not None else s.default_config(P.as_conv())
+
+    class H(_FakeHarness):
+        reference_ms = 12.5
+
+        @classmethod
+        def shared(cls, *a, **k):
+            made.append(a)
+            return cls(), True
+
+        def measure(self, inv, ws, family, warmup=3, iters=10, budget_ms=None, cut_ms=None):
+            order.append(inv)
+            t = times.get(inv, 1.0)
+            if isinstance(t, Measurement):
+                return t
+            if cut_ms is not None and t >= cut_ms:
+                return Measurement(t, t, t, 1e-7, runs=3, cut=True, verify_ms=0.5, timing_ms=3 * t)
+            return Measurement(t, t, t, 1e-7, runs=iters, verify_ms=0.5, timing_ms=(warmup + iters) * t)
+
+    monkeypatch.setattr(find, "Harness", H)
+    monkeypatch.setattr(find, "prepare_all",
+                        lambda problem, todo, verify=True, **k: ([(Sol(s, c), s.id) for s, c in todo], object()))
+    monkeypatch.setattr(find, "to_isolate", lambda *a: frozenset())
+    return times, order, made, tmp_db
+
+
+def test_find_times_naive_only_with_with_naive_or_the_environment(fake, monkeypatch):
+    times, order, _, _ = fake
+    api.find_solutions(P, mode="benchmark", store=False)
+    assert NAIVE["F"] not in order and order
+    order.clear()
+    api.find_solutions(P, mode="benchmark", store=False, with_naive=True)
+    assert NAIVE["F"] in order
+    order.clear()
+    monkeypatch.setenv("MIOFIND_WITH_NAIVE", "1")
+    api.find_solutions(P, mode="benchmark", store=False)
+    assert NAIVE["F"] in order
+    order.clear()
+    api.find_solutions(P, mode="benchmark", store=False, with_naive=False)   # the keyword wins
+    assert NAIVE["F"] not in order
+    monkeypatch.setenv("MIOFIND_WITH_NAIVE", "yes")
+    with pytest.raises(ValueError, match=r"^MIOFIND_WITH_NAIVE='yes': expected 1"):
+        api.find_solutions(P, mode="benchmark", store=False)
+
+
+def test_normal_mode_answers_from_a_db_without_naive_records_and_a_system_db_with_them(fake, tmp_path, monkeypatch):
+    """The shipped DB holds naive records: they are simply not read; a user DB written by a default find
+    (no naive record) is complete for normal mode."""
+    times, order, _, url = fake
+    sysdb = tmp_path / "sm_90-132.sqlite"
+    with FindDB(str(sysdb)) as d:
+        d.store(records(solvers=find.candidates(P, with_naive=True)[0], device="sm_90-132-OTHER"))
+    monkeypatch.setenv("MIOFIND_SYSTEM_DB", str(sysdb))
+    r = api.find_solutions(P, mode="normal")
+    assert r.source == "db" and NAIVE["F"] not in {s.solver_id for s in r} and order == []
+    r = api.find_solutions(P, mode="normal", with_naive=True)
+    assert r.source == "db" and NAIVE["F"] in {s.solver_id for s in r}
+    monkeypatch.setenv("MIOFIND_SYSTEM_DB", "none")
+    api.clear_caches()
+    assert api.find_solutions(P, mode="normal").source == "find" and NAIVE["F"] not in order
+    n = len(order)
+    assert api.find_solutions(P, mode="normal").source == "db" and len(order) == n
+
+
+# -- order and early stop --------------------------------------------------------------------------
+
+def test_candidates_are_timed_in_expected_order(fake, tmp_path, monkeypatch):
+    """By the problem's records in the DBs (any trust), else by the cost model."""
+    from miofind.predict import model_time_ms
+
+    times, order, _, url = fake
+    cands = find.candidates(P)[0]
+    api.find_solutions(P, mode="benchmark", store=False, cut_factor=0)
+    assert order == [s.id for s in sorted(cands, key=lambda s: model_time_ms(P, s, DEV.sm_count))]
+    want = list(reversed([s.id for s in cands]))
+    FindDB(url).store([r.__class__(**{**vars(r), "time_ms": float(want.index(r.solver_id) + 1),
+                                      "kernel_hash": "src=0000000000000000;v=0"}) for r in records()])
+    order.clear()
+    api.find_solutions(P, mode="benchmark", store=False, cut_factor=0)
+    assert order == want
+
+
+def test_benchmark_cuts_clearly_losing_candidates_and_reports_them(fake):
+    times, order, made, _ = fake
+    cs = find.candidates(P)[0][:4]
+    times.update({cs[0].id: 1.0, cs[1].id: 5.0, cs[2].id: 2.0, cs[3].id: 2.9})
+    timing: dict = {}
+    sols, failures, _ = find.benchmark(P, cs, None, True, 3, 10, None, cut_factor=3.0, timing=timing)
+    by = {s.solver_id: s for s in sols}
+    assert [by[s.id].cut for s in cs] == [False, True, False, False]          # 5 >= 3 x 1; 2.9 < 3
+    assert by[cs[1].id].time_ms == 5.0 and by[cs[1].id].runs == 3 and by[cs[0].id].runs == 10
+    (f,) = failures
+    assert (f.solver_id, f.stage, f.config) == (cs[1].id, "cut", None)      # the config as the find lists it
+    assert "after 3 timed run(s)" in f.reason and "3x the best median so far (1 ms)" in f.reason
+    assert len(made) == 1 and timing["reference_ms"] == 12.5 and not timing["reference_shared"]
+    assert [c["solver_id"] for c in timing["candidates"]] == [s.id for s in cs]
+    assert [c["cut"] for c in timing["candidates"]] == [False, True, False, False]
+    assert timing["verify_ms"] == pytest.approx(4 * 0.5)
+    assert timing["timing_ms"] == pytest.approx(13 * (1.0 + 2.0 + 2.9) + 3 * 5.0)
+    assert {"compile_ms", "reference_compile_ms", "isolate_ms"} <= set(timing)
+    # off: every candidate is timed fully
+    sols, failures, _ = find.benchmark(P, cs, None, True, 3, 10, None, cut_factor=0)
+    assert not any(s.cut for s in sols) and failures == [] and len(made) == 2
+
+
+def test_a_fully_timed_config_beats_a_cut_one_of_the_same_solver(fake, monkeypatch):
+    """What the FindDB can store wins: config b, fully timed (its fastest run under the cut, a noisy
+    median of 5 ms), over config a, cut at a 4 ms median."""
+    times, order, _, _ = fake
+    s0, s1 = find.candidates(P)[0][:2]
+    times.update({(s0.id, None): 1.0, (s1.id, "a"): 4.0,
+                  (s1.id, "b"): Measurement(5.0, 2.0, 6.0, 1e-7, runs=10)})
+
+    def prep(problem, todo, verify=True, **k):
+        return [(type("S", (), {"workspace_bytes": 0, "config": c})(), (s.id, c)) for s, c in todo], None
+
+    monkeypatch.setattr(find, "prepare_all", prep)
+    sols, failures, _ = find.benchmark(P, [s0, s1], None, True, 3, 10, None,
+                                       configs=lambda s: [None] if s is s0 else ["a", "b"], cut_factor=3.0)
+    best = {s.solver_id: s for s in sols}[s1.id]
+    assert (best.config, best.cut, best.time_ms) == ("b", False, 5.0) and failures == []
+    # every config of a solver cut: the solver is reported cut, and listed once, with its fastest config
+    times[(s1.id, "b")] = 4.5
+    sols, failures, _ = find.benchmark(P, [s0, s1], None, True, 3, 10, None,
+                                       configs=lambda s: [None] if s is s0 else ["a", "b"], cut_factor=3.0)
+    best = {s.solver_id: s for s in sols}[s1.id]
+    assert (best.config, best.cut) == ("a", True) and [(f.solver_id, f.config) for f in failures] == [(s1.id, "a")]
+
+
+def test_a_cut_candidate_is_recorded_as_cut_not_as_a_record(fake):
+    """Its median is not a full one: no FindDB record; a find failure of stage cut instead, which
+    normal mode treats as settled (the DB answers without it); benchmark mode times it again and a
+    find without early stop stores it and clears the cut."""
+    times, order, _, url = fake
+    cs = find.candidates(P)[0]
+    slow = cs[-1]
+    times[slow.id] = 100.0
+    r = api.find_solutions(P, mode="normal")
+    assert r.source == "find" and r.stored and {s.solver_id for s in r if s.cut} == {slow.id}
+    assert r[-1].solver_id == slow.id and r[-1].time_ms == 100.0 and r.failures == []
+    assert slow.id not in {x.solver_id for x in FindDB(url).lookup(DEV.db_name, P.key())}
+    (rec,) = FindDB(url).find_failures(DEV.db_name, P.key())
+    assert (rec.solver_id, rec.stage) == (slow.id, "cut")
+    n = len(order)
+    r = api.find_solutions(P, mode="normal")
+    assert r.source == "db" and len(order) == n and slow.id not in {s.solver_id for s in r}
+    assert [(f.solver_id, f.stage) for f in r.failures] == [(slow.id, "cut")] and "recorded by a find" in r.failures[0].reason
+    api.find_solutions(P, mode="benchmark")
+    assert slow.id in order[n:]
+    r = api.find_solutions(P, mode="benchmark", cut_factor=0)
+    assert not any(s.cut for s in r) and FindDB(url).find_failures(DEV.db_name, P.key()) == []
+    assert slow.id in {x.solver_id for x in FindDB(url).lookup(DEV.db_name, P.key())}
+
+
+def test_cut_factor_from_keyword_and_environment(fake, monkeypatch):
+    times, order, _, _ = fake
+    cs = find.candidates(P)[0]
+    times.update({s.id: 1.0 + 10.0 * i for i, s in enumerate(cs)})
+    monkeypatch.setenv("MIOFIND_CUT_FACTOR", "0")
+    assert not any(s.cut for s in api.find_solutions(P, mode="benchmark", store=False))
+    monkeypatch.setenv("MIOFIND_CUT_FACTOR", "1e9")
+    assert not any(s.cut for s in api.find_solutions(P, mode="benchmark", store=False))
+    monkeypatch.delenv("MIOFIND_CUT_FACTOR")
+    assert env.cut_factor() == find.FIND_CUT_FACTOR == 3.0
+    assert any(s.cut for s in api.find_solutions(P, mode="benchmark", store=False))
+    for bad in ("0.5", "fast", "inf", "-3"):
+        monkeypatch.setenv("MIOFIND_CUT_FACTOR", bad)
+        with pytest.raises(ValueError, match=rf"^MIOFIND_CUT_FACTOR='{bad}': expected a number of at least 1, or 0"):
+            api.find_solutions(P, mode="benchmark", store=False)
+    monkeypatch.delenv("MIOFIND_CUT_FACTOR")
+    for bad in (0.5, True, "3"):
+        with pytest.raises(ValueError, match=r"^cut_factor="):
+            api.find_solutions(P, mode="benchmark", store=False, cut_factor=bad)
+
+
+def test_find_result_carries_the_timing_breakdown(fake):
+    times, order, _, _ = fake
+    r = api.find_solutions(P, mode="benchmark", store=False)
+    tm = r.timing
+    assert tm["reference_ms"] == 12.5 and len(tm["candidates"]) == len(find.candidates(P)[0])
+    assert tm["total_ms"] == r.elapsed_ms and tm["lookup_ms"] <= r.elapsed_ms and "store_ms" in tm
+    assert api.find_solutions(P, mode="fast").timing is None    # nothing measured: no breakdown
+
+
+# -- one float64 reference per problem ---------------------------------------------------------------
+
+def test_harness_shared_hands_out_the_live_harness_of_the_same_problem(monkeypatch):
+    built = []
+
+    def init(self, problem, *, verify=True, seed=None, reference_invoker=None):
+        built.append(problem)
+        self.problem, self.verify, self.reference_ms = problem, verify, 7.0
+
+    monkeypatch.setattr(Harness, "__init__", init)
+    h1, fresh1 = Harness.shared(P, verify=True)
+    h2, fresh2 = Harness.shared(P, verify=True)
+    assert h1 is h2 and (fresh1, fresh2) == (True, False) and len(built) == 1
+    h3, fresh3 = Harness.shared(P, verify=False)    # another verify setting: its own
+    q = ProblemDescription.make("B", n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
+    h4, _ = Harness.shared(q, verify=True)
+    assert fresh3 and h3 is not h1 and h4 is not h1 and len(built) == 3
+    del h1, h2, h3, h4
+    gc.collect()
+    _, fresh = Harness.shared(P, verify=True)       # none alive any more: a new one
+    assert fresh and len(built) == 4
+
+
+def test_tuner_leaves_naive_out_and_finds_without_early_stop(monkeypatch, tmp_db):
+    from miofind.db.handles import open_dbs
+    from miofind.tuning.tuner import Tuner
+
+    t = Tuner(open_dbs(tmp_db, DEV), DEV)
+    assert NAIVE["F"] not in {s.id for s in t.candidates(P)}
+    calls = []
+    monkeypatch.setattr(api, "find_solutions", lambda p, **kw: calls.append(kw))
+    t._find(P, ["ConvImplicitGemmFwd"])
+    assert calls[0]["cut_factor"] == 0 and calls[0]["mode"] == "benchmark"
