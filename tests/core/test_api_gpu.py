@@ -13,13 +13,13 @@ from miofind import ProblemDescription, find_solutions, run_solution
 @pytest.mark.gpu
 def test_find_then_db(tmp_db):
     p = ProblemDescription.make("F", n=2, c=8, k=8, in_size=(12, 12), filter_size=3, pads=1)
-    first = find_solutions(p, db=tmp_db)
+    first = find_solutions(p, db=tmp_db, with_naive=True)
     assert first.source == "find" and first.stored
     assert {"ConvDirectNaiveConvFwd", "ConvDirectTiledFwd"} <= {s.solver_id for s in first}
     assert all(s.verified and s.max_error < 1e-5 for s in first)
     assert [s.time_ms for s in first] == sorted(s.time_ms for s in first)
     t0 = time.perf_counter()
-    second = find_solutions(p, db=tmp_db)
+    second = find_solutions(p, db=tmp_db, with_naive=True)
     assert (time.perf_counter() - t0) < 0.5
     assert second.source == "db" and all(s.source == "db" for s in second)
     assert [s.solver_id for s in second] == [s.solver_id for s in first]

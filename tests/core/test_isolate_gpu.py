@@ -34,8 +34,8 @@ def test_isolation_keeps_the_find_alive_when_a_candidate_writes_out_of_bounds(tm
     assert bad.applicability(p)
     real_candidates = find_mod.candidates
 
-    def with_bad(problem, solver_ids=None):
-        cands, skipped = real_candidates(problem, solver_ids)
+    def with_bad(problem, solver_ids=None, **kw):
+        cands, skipped = real_candidates(problem, solver_ids, **kw)
         return cands[:1] + [bad] + cands[1:], skipped   # not last: candidates after it must still run
 
     monkeypatch.setattr(find_mod, "candidates", with_bad)

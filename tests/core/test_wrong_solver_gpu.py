@@ -98,8 +98,8 @@ def test_find_excludes_a_solver_with_one_wrong_element(dtype, tmp_db, monkeypatc
     # find: the correct solvers are kept and verified, the wrong one fails at "verify" and is recorded
     real_candidates = find_mod.candidates
 
-    def with_wrong(problem, solver_ids=None):
-        cands, skipped = real_candidates(problem, solver_ids)
+    def with_wrong(problem, solver_ids=None, **kw):
+        cands, skipped = real_candidates(problem, solver_ids, **kw)
         return cands + [wrong], skipped
 
     monkeypatch.setattr(find_mod, "candidates", with_wrong)
