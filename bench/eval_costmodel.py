@@ -64,27 +64,20 @@ def evaluate_split(test_keys, train_records, finds, model, sm_count):
         p = cm._parse(key)
         solvers = [get_solver(r.solver_id) for r in recs]
         pairs = [(s, default_config(s, p)) for s in solvers]
-        mine = model.predict_ms(p, pairs, sm_count)
         suffix = key[key.rfind("-"):]
         near = nearest_problem(p, [k for k in train_keys if k.endswith(suffix)])
         today = predict(p, solvers, near, train_records.get(near[0], []) if near else [], sm_count)
+        if model.supports(p, [s.id for s in solvers]):
+            mine = model.predict_ms(p, pairs, sm_count)
+        else:   # as immediate mode: outside the model's training kinds, today's predictor answers
+            mine = [today[s.id].time_ms for s in solvers]
         out.append((key, [(r.solver_id, r.time_ms, m, today[r.solver_id].time_ms) for r, m in zip(recs, mine)]))
     return out
 
 
 def metrics(problems, which):
-    """top-1, mean/worst slowdown, median relative error for predictor column ``which`` (2 model, 3 today)."""
-    slow, rel = [], []
-    for _, rows in problems:
-        best = min(r[1] for r in rows)
-        pick = min(rows, key=lambda r: r[which])
-        slow.append(pick[1] / best)
-        rel += [abs(r[which] / r[1] - 1) for r in rows]
-    if not slow:
-        return None
-    return {"problems": len(slow), "top1": sum(s <= 1.0 + 1e-12 for s in slow) / len(slow),
-            "mean_slowdown": statistics.fmean(slow) - 1, "worst_slowdown": max(slow),
-            "median_rel_err": statistics.median(rel)}
+    """``costmodel.ranking_metrics`` of predictor column ``which`` (2: the model, 3: today's)."""
+    return cm.ranking_metrics([[(r[1], r[which]) for r in rows] for _, rows in problems])
 
 
 def timing(model_path, problems, sm_count):

@@ -93,6 +93,12 @@ def problem_features(p: ProblemDescription) -> list[float]:
     ]
 
 
+def support_class(p: ProblemDescription) -> str:
+    """``<direction>-<dtype>-<dense|grouped|depthwise>``: the kinds of problem a model covers."""
+    grouping = "dense" if p.groups == 1 else ("depthwise" if p.groups == p.c else "grouped")
+    return f"{p.direction}-{p.dtype}-{grouping}"
+
+
 def _config_values(config, keys) -> list[float]:
     out = []
     for k in keys:
@@ -121,6 +127,11 @@ class _Trees:
     value: np.ndarray       # float64 [nodes]: the leaf value (0 on internal nodes)
     roots: np.ndarray       # int32 [trees]
     depth: int
+
+    @classmethod
+    def empty(cls) -> "_Trees":
+        z = np.zeros(0, np.int32)
+        return cls(z, z.astype(np.float64), np.zeros((0, 2), np.int32), z.astype(np.float64), z, 0)
 
     @classmethod
     def from_lightgbm(cls, dump: dict) -> "_Trees":
@@ -155,13 +166,17 @@ class _Trees:
     def predict(self, x: np.ndarray) -> np.ndarray:
         """Sum of the trees' leaf values per row of ``x`` [rows, features]."""
         rows, nfeat = x.shape
-        node = np.broadcast_to(self.roots, (rows, len(self.roots))).copy()
-        base = (np.arange(rows, dtype=np.int64) * nfeat)[:, None]
-        flat = x.ravel()
+        node = np.tile(self.roots.astype(np.intp), rows)
+        base = np.repeat(np.arange(rows, dtype=np.intp) * nfeat, len(self.roots))
+        flat, feature, threshold, children = x.ravel(), self._feature, self.threshold, self._children
         for _ in range(self.depth):
-            right = flat[base + self.feature[node]] > self.threshold[node]
-            node = self.children[node, right.view(np.int8)]
-        return self.value[node].sum(axis=1)
+            right = flat.take(base + feature.take(node)) > threshold.take(node)
+            node = children.take(node + node + right)
+        return self.value.take(node).reshape(rows, -1).sum(axis=1)
+
+    def __post_init__(self):
+        self._feature = self.feature.astype(np.intp)
+        self._children = self.children.astype(np.intp).ravel()
 
 
 class CostModel:
@@ -174,6 +189,7 @@ class CostModel:
         self.solver_ids: tuple[str, ...] = tuple(meta["solvers"])
         self.config_keys: tuple[str, ...] = tuple(meta["config_keys"])
         self._solver_col = {s: i for i, s in enumerate(self.solver_ids)}
+        self._support = frozenset(meta["support"])
         self.n_features = len(_PROBLEM_FEATURES) + 1 + len(self.solver_ids) + len(_FAMILIES) + len(self.config_keys)
 
     @property
@@ -183,6 +199,12 @@ class CostModel:
 
     def knows(self, solver_id: str) -> bool:
         return solver_id in self._solver_col
+
+    def supports(self, problem: ProblemDescription, solver_ids) -> bool:
+        """Whether the model was trained on this kind of problem (direction, data type, grouping:
+        dense, grouped or depthwise) and on every solver of ``solver_ids``. Outside that the trees
+        would extrapolate; immediate mode then predicts as before the model."""
+        return support_class(problem) in self._support and all(s in self._solver_col for s in solver_ids)
 
     def rows(self, problem: ProblemDescription, pairs, sm_count: int = 132) -> tuple[np.ndarray, np.ndarray]:
         """(feature rows, log10 roofline ms) for (solver, config) pairs on one problem."""
@@ -194,8 +216,12 @@ class CostModel:
         s0 = np_ + 1
         f0 = s0 + len(self.solver_ids)
         c0 = f0 + len(_FAMILIES)
+        roofline: dict[tuple, float] = {}   # the roofline time depends on the family alone
         for i, (solver, config) in enumerate(pairs):
-            base[i] = math.log10(model_time_ms(problem, solver, sm_count))
+            fk = (solver.family, solver.is_reference)
+            if fk not in roofline:
+                roofline[fk] = math.log10(model_time_ms(problem, solver, sm_count))
+            base[i] = roofline[fk]
             x[i, np_] = base[i]
             col = self._solver_col.get(solver.id)
             if col is not None:
@@ -255,6 +281,7 @@ class Sample:
     solver_id: str
     config: dict | None
     time_ms: float
+    default: bool = False   # a PerfDB entry's default-config time (not a find record)
 
 
 def samples_from_db(db, device: str | None = None, *, with_defaults: bool = True) -> list[Sample]:
@@ -288,7 +315,7 @@ def samples_from_db(db, device: str | None = None, *, with_defaults: bool = True
             except Exception:  # a solver that cannot name its default here: skip the entry
                 continue
             if default and default != pr.config:
-                out.append(Sample(pr.problem_key, pr.solver_id, default, pr.default_time_ms))
+                out.append(Sample(pr.problem_key, pr.solver_id, default, pr.default_time_ms, default=True))
     return out
 
 
@@ -319,8 +346,9 @@ def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUND
     solver_ids = tuple(sorted({s.solver_id for s in samples}))
     meta = {"format": FORMAT, "solvers": list(solver_ids), "config_keys": list(numeric_config_keys(s.config for s in samples)),
             "sm_count": sm_count, "samples": len(samples), "problems": len({s.problem_key for s in samples}),
+            "support": sorted({support_class(_parse(s.problem_key)) for s in samples}),
             "source": source, "params": dict(PARAMS, **(params or {})), "rounds": rounds}
-    shell = CostModel(_Trees(*(np.zeros(0, np.int32),) * 5, 0), dict(meta, version=""))
+    shell = CostModel(_Trees.empty(), dict(meta, version=""))
     x, base, y = _matrix(shell, samples, sm_count, get_solver)
     names = [*_PROBLEM_FEATURES, "log_roofline_ms", *(f"solver={s}" for s in solver_ids),
              *(f"family={f or 'other'}" for f in _FAMILIES), *(f"cfg_{k}" for k in shell.config_keys)]
@@ -374,3 +402,51 @@ def model_for_db(db_path) -> CostModel | None:
                 log.warning("%s; immediate mode predicts from the nearest known problem", e)
         _loaded[path] = model
     return _loaded[path]
+
+
+# -- accuracy ------------------------------------------------------------------------------------
+
+def ranking_metrics(problems) -> dict | None:
+    """Accuracy over ``problems``, each a list of (measured ms, predicted ms) of its candidates:
+    top-1 (the lowest prediction is the measured fastest), mean and worst slowdown of that pick
+    against the measured fastest (mean as a fraction: 0.05 = 5%), and the median relative error
+    |predicted/measured - 1| over every candidate. None for no problems."""
+    slow, rel = [], []
+    for rows in problems:
+        if not rows:
+            continue
+        best = min(m for m, _ in rows)
+        slow.append(min(rows, key=lambda r: r[1])[0] / best)
+        rel += [abs(p / m - 1) for m, p in rows]
+    if not slow:
+        return None
+    return {"problems": len(slow), "top1": sum(s <= 1.0 + 1e-12 for s in slow) / len(slow),
+            "mean_slowdown": float(np.mean(slow)) - 1, "worst_slowdown": float(max(slow)),
+            "median_rel_err": float(np.median(rel))}
+
+
+def cross_validate(samples: list[Sample], folds: int = 5, *, sm_count: int = 132, rounds: int = NUM_ROUNDS,
+                   seed: int = 1) -> dict | None:
+    """``folds``-fold cross-validation over problems (a problem's records all fall in one fold):
+    ``ranking_metrics`` of the held-out folds' find records, each predicted at its recorded config."""
+    from .registry import get_solver
+
+    keys = sorted({s.problem_key for s in samples})
+    if folds < 2 or len(keys) < folds:
+        return None
+    order = np.random.default_rng(seed).permutation(len(keys))
+    fold_of = {keys[i]: j % folds for j, i in enumerate(order)}
+    problems = []
+    for f in range(folds):
+        model = train([s for s in samples if fold_of[s.problem_key] != f], sm_count=sm_count, rounds=rounds)
+        test: dict[str, list[Sample]] = {}
+        for s in samples:
+            if fold_of[s.problem_key] == f and not s.default:
+                test.setdefault(s.problem_key, []).append(s)
+        for key, ss in test.items():
+            solvers = [get_solver(s.solver_id) for s in ss]
+            if not model.supports(_parse(key), [s.id for s in solvers]):
+                continue
+            pred = model.predict_ms(_parse(key), [(sv, s.config) for sv, s in zip(solvers, ss)], sm_count)
+            problems.append([(s.time_ms, p) for s, p in zip(ss, pred)])
+    return ranking_metrics(problems)

@@ -48,10 +48,11 @@ class FindResult(list):
     """A list of Solutions (sorted) with what was skipped or failed, and how long the find took.
 
     ``source`` is "find" (benchmarked now), "db" (``db_layer`` says "user" or "system") or
-    "predicted" (no measurement: ``basis`` says how the times were predicted)."""
+    "predicted" (no measurement: ``basis`` says how the times were predicted; "model" for the learned
+    cost model, whose version ``model_version`` names)."""
 
     def __init__(self, items=(), *, problem=None, source="find", failures=(), elapsed_ms=0.0, stored=False,
-                 db_layer=None, basis=None, mode=None):
+                 db_layer=None, basis=None, mode=None, model_version=None):
         super().__init__(items)
         self.problem = problem
         self.source = source
@@ -61,6 +62,7 @@ class FindResult(list):
         self.db_layer = db_layer
         self.basis = basis
         self.mode = mode
+        self.model_version = model_version
 
     @property
     def predicted(self) -> bool:
