@@ -27,8 +27,6 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from miofind import costmodel as cm  # noqa: E402
