@@ -41,7 +41,8 @@ def _memo_get(key):
     if hit is not None and hit[0] == write_generation():
         r = hit[1]
         return FindResult(r, problem=r.problem, source=r.source, failures=r.failures, elapsed_ms=0.0,
-                          stored=False, db_layer=r.db_layer, basis=r.basis, mode=r.mode)
+                          stored=False, db_layer=r.db_layer, basis=r.basis, mode=r.mode,
+                          model_version=r.model_version)
     return None
 
 

@@ -332,7 +332,8 @@ def find(mode, immediate, device_spec, sort_by, workspace_limit, solver_ids, no_
         _log.info("%s %s: %d solution(s), source %s%s, %.1f ms", DIRECTION_NAMES[p.direction], p.key(), len(res),
                   res.source, f" ({res.db_layer} DB)" if res.db_layer else "", res.elapsed_ms)
         d = {"key": p.key(), "direction": p.direction, "source": res.source, "db_layer": res.db_layer,
-             "basis": res.basis, "mode": res.mode, "elapsed_ms": res.elapsed_ms, "timing": res.timing,
+             "basis": res.basis, "model_version": res.model_version, "mode": res.mode, "elapsed_ms": res.elapsed_ms,
+             "timing": res.timing,
              "solutions": [_sol_json(s) for s in res], "failures": [vars(f) for f in res.failures]}
         if explain:
             d["applicability"] = _applicability_json(p)
@@ -408,7 +409,8 @@ def _print_find_notes(res):
     if res.source == "db":
         status(f"  answered from the {res.db_layer} FindDB in {res.elapsed_ms:.1f} ms (no benchmarking)")
     elif res.source == "predicted":
-        status(f"  PREDICTED, not measured ({escape(str(res.basis))}), in {res.elapsed_ms:.1f} ms (no benchmarking)")
+        basis = f"model {res.model_version}" if res.basis == "model" else str(res.basis)
+        status(f"  PREDICTED, not measured ({escape(basis)}), in {res.elapsed_ms:.1f} ms (no benchmarking)")
     else:
         status(f"  benchmarked {len(res)} solution(s) in {res.elapsed_ms / 1e3:.2f} s"
                + ("; stored in the FindDB" if res.stored else "; not stored"))

@@ -599,3 +599,52 @@ def db_migrate_trust(db_url):
         h.close()
     click.echo(f"FindDB {h.path or h.url}: re-keyed {counts.get('find', 0)} find records, {counts.get('perf', 0)} "
                f"tuned configs and {counts.get('failures', 0)} failed configs")
+
+
+@db.command("train-model")
+@click.option("--db", "db_url", required=True, help="The FindDB to learn from: SQLAlchemy URL or file (read-only).")
+@click.option("--device", "device", default=None,
+              help="Only this device's records (a DB device string, e.g. sm_90-132-NVIDIA_H100_80GB_HBM3; "
+                   "default: every record).")
+@click.option("--out", "out_path", default=None, type=click.Path(dir_okay=False),
+              help="Model file to write (default: <db file>.model.npz next to a SQLite DB).")
+@click.option("--folds", default=5, show_default=True, type=click.IntRange(0, 50),
+              help="Cross-validation folds over problems for the printed accuracy (0: none).")
+@click.option("--sm-count", default=132, show_default=True, type=click.IntRange(1, 100000),
+              help="SM count of the device (scales the roofline times the model learns from).")
+def db_train_model(db_url, device, out_path, folds, sm_count):
+    """Train the learned cost model of immediate mode from a FindDB's records (needs the 'model' extra:
+    pip install 'miofind[model]'), print its cross-validated accuracy, write the model file. Shipped
+    as finddb/<arch>-<SMs>.model.npz next to the system DB, it ranks solvers on a DB miss."""
+    from pathlib import Path
+
+    from .costmodel import CostModelError, cross_validate, model_path_for, samples_from_db, train
+    from .db import FindDBError
+
+    h = _open_ro(db_url)
+    if out_path is None:
+        if h.path is None:
+            _fail(f"--out: needed for a FindDB that is not a SQLite file ({h.url})")
+        out_path = model_path_for(h.path)
+    try:
+        samples = samples_from_db(h, device)
+    except FindDBError as e:
+        _fail(str(e))
+    finally:
+        h.close()
+    if not samples:
+        _fail(f"--db {db_url}: no records{f' of device {device}' if device else ''} to train on")
+    try:
+        cv = cross_validate(samples, folds, sm_count=sm_count) if folds else None
+        model = train(samples, sm_count=sm_count, source=str(db_url))
+    except CostModelError as e:
+        _fail(str(e))
+    path = model.save(Path(out_path))
+    n_prob = model.meta["problems"]
+    click.echo(f"trained on {len(samples)} measured times of {n_prob} problems; model {model.version} -> {path}")
+    if cv is None:
+        click.echo("cross-validation: not run" + (" (fewer problems than folds)" if folds else ""))
+    else:
+        click.echo(f"{folds}-fold cross-validation over problems ({cv['problems']} held-out problems): top-1 "
+                   f"{100 * cv['top1']:.1f}%, mean slowdown {100 * cv['mean_slowdown']:.2f}%, worst "
+                   f"{cv['worst_slowdown']:.2f}x, median relative error {100 * cv['median_rel_err']:.1f}%")

@@ -393,8 +393,20 @@ def immediate(problem: ProblemDescription, *, dev: DeviceInfo, db=None, workspac
 
 
 def predicted(problem, dbs, dev: DeviceInfo, cands, workspace_limit, failures, done) -> FindResult:
-    """Solutions with predicted times: scaled from the nearest known problem, else a cost model."""
+    """Solutions with predicted times: from the learned cost model shipped next to the system DB
+    (``miofind.costmodel``) where it covers the problem and every candidate, else scaled from the
+    nearest known problem, else a per-solver cost model."""
+    from .costmodel import model_for_db
     from .predict import nearest_problem, predict
+
+    model = model_for_db(dbs.system.path) if dbs.system is not None else None
+    if model is not None and cands and model.supports(problem, [s.id for s in cands]):
+        cfgs = {s.id: tuned_config(dbs, dev, problem, s) if s.tunable else None for s in cands}
+        times = model.predict_ms(problem, [(s, cfgs[s.id] or _default_config(s, problem)) for s in cands],
+                                 dev.sm_count)
+        sols = _predicted_solutions(problem, cands, cfgs, dict(zip((s.id for s in cands), times)),
+                                    workspace_limit, failures)
+        return done(sols, source="predicted", failures=failures, basis="model", model_version=model.version)
 
     best = None  # the nearest known problem over both layers, with its trusted-or-not records
     key = problem.key()
@@ -405,21 +417,35 @@ def predicted(problem, dbs, dev: DeviceInfo, cands, workspace_limit, failures, d
             best = (near, db.lookup(device, near[0]))
     near, recs = best if best else (None, [])
     pred = predict(problem, cands, near, recs, dev.sm_count)
+    cfgs = {s.id: tuned_config(dbs, dev, problem, s) if s.tunable else None for s in cands}
+    sols = _predicted_solutions(problem, cands, cfgs, {s.id: pred[s.id].time_ms for s in cands}, workspace_limit,
+                                failures)
+    basis = "per-solver cost model"
+    if near is not None:
+        basis = f"nearest known problem {near[0]} (log2 distance {near[1]:.2f}), FLOP-scaled"
+    return done(sols, source="predicted", failures=failures, basis=basis)
+
+
+def _default_config(solver, problem):
+    try:
+        return solver.default_config(problem.as_conv())
+    except Exception:   # no default here: the model sees the solver without config parameters
+        return None
+
+
+def _predicted_solutions(problem, cands, cfgs, times, workspace_limit, failures) -> list[Solution]:
+    """Predicted Solutions of ``cands`` (their workspace at their config), within the workspace limit."""
     sols = []
     for s in cands:
-        cfg = tuned_config(dbs, dev, problem, s) if s.tunable else None
         try:
-            ws = s.workspace_bytes(problem, cfg)
+            ws = s.workspace_bytes(problem, cfgs[s.id])
         except Exception as e:
             failures.append(Failure(s.id, "workspace", f"{e.__class__.__name__}: {e}"))
             continue
         if workspace_limit is not None and ws > workspace_limit:
             continue
-        sols.append(Solution(s.id, s.algorithm, pred[s.id].time_ms, ws, cfg, False, problem, source="predicted"))
-    basis = "per-solver cost model"
-    if near is not None:
-        basis = f"nearest known problem {near[0]} (log2 distance {near[1]:.2f}), FLOP-scaled"
-    return done(sols, source="predicted", failures=failures, basis=basis)
+        sols.append(Solution(s.id, s.algorithm, times[s.id], ws, cfgs[s.id], False, problem, source="predicted"))
+    return sols
 
 
 def store_solutions(db, dev: DeviceInfo, problem, sols) -> None:

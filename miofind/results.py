@@ -51,12 +51,13 @@ class FindResult(list):
     """A list of Solutions (sorted) with what was skipped or failed, and how long the find took.
 
     ``source`` is "find" (benchmarked now), "db" (``db_layer`` says "user" or "system") or
-    "predicted" (no measurement: ``basis`` says how the times were predicted). A benchmarked result
-    has ``timing``, where the find's time went (``miofind.find.benchmark``: lookup, compile,
-    reference, verify, timing and store in ms, and per candidate); None otherwise."""
+    "predicted" (no measurement: ``basis`` says how the times were predicted; "model" for the learned
+    cost model, whose version ``model_version`` names). A benchmarked result has ``timing``, where
+    the find's time went (``miofind.find.benchmark``: lookup, compile, reference, verify, timing and
+    store in ms, and per candidate); None otherwise."""
 
     def __init__(self, items=(), *, problem=None, source="find", failures=(), elapsed_ms=0.0, stored=False,
-                 db_layer=None, basis=None, mode=None, timing=None):
+                 db_layer=None, basis=None, mode=None, timing=None, model_version=None):
         super().__init__(items)
         self.problem = problem
         self.source = source
@@ -67,6 +68,7 @@ class FindResult(list):
         self.basis = basis
         self.mode = mode
         self.timing: dict | None = timing
+        self.model_version = model_version
 
     @property
     def predicted(self) -> bool:

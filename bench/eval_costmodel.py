@@ -1,0 +1,193 @@
+"""Leave-one-preset-out evaluation of the learned cost model against today's immediate-mode predictor.
+
+For each of the six model presets (``miofind.models.MODELS``), the model is trained on the FindDB's
+records of every problem that is NOT one of the held-out preset's (its layers at N=1 and N=32, FP32
+and FP16, NCHW and NHWC, F/B/W; a layer another preset shares is held out too), then asked to rank
+the held-out problems' measured solvers. Today's predictor (``miofind.predict``: the nearest known
+problem of the training keys, FLOP-scaled, else the per-solver roofline model) ranks the same
+problems from the same training records. Per held-out preset x dtype x direction: top-1 (the
+pick is the measured fastest), mean and worst slowdown of the pick against the measured fastest,
+and the median relative error |predicted/measured - 1| over every (problem, solver) record.
+
+A held-out problem is a true miss: its tunable solvers are given their default config (an unseen
+problem has no PerfDB entry); the measured times are those the FindDB holds (tuned configs where the
+PerfDB had them). Training hyperparameters are ``miofind.costmodel.PARAMS``, fixed beforehand.
+
+Also timed: loading the shipped model file, and one problem's prediction (feature rows + trees).
+No GPU. ``python bench/eval_costmodel.py --out bench/results/costmodel``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from miofind import costmodel as cm  # noqa: E402
+from miofind.db import FindDB  # noqa: E402
+from miofind.models import MODELS, model_problems  # noqa: E402
+from miofind.predict import nearest_problem, predict  # noqa: E402
+from miofind.registry import get_solver  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGETS = {"top1": 0.94, "mean_slowdown": 0.025, "worst_slowdown": 1.5, "median_rel_err": 0.15}
+
+
+def preset_keys(model: str) -> set[str]:
+    return {p.key() for b in (1, 32) for p in model_problems(model, batch=b, dtypes=("FP32", "FP16"),
+                                                             layouts=("NCHW", "NHWC"))}
+
+
+def default_config(solver, problem):
+    try:
+        return solver.default_config(problem.as_conv()) if solver.tunable else None
+    except Exception:
+        return None
+
+
+def evaluate_split(test_keys, train_records, finds, model, sm_count):
+    """Per test problem: (key, [(solver id, measured, model pred, today pred)])."""
+    train_keys = sorted(train_records)
+    out = []
+    for key in sorted(test_keys):
+        recs = finds.get(key)
+        if not recs:
+            continue
+        p = cm._parse(key)
+        solvers = [get_solver(r.solver_id) for r in recs]
+        pairs = [(s, default_config(s, p)) for s in solvers]
+        suffix = key[key.rfind("-"):]
+        near = nearest_problem(p, [k for k in train_keys if k.endswith(suffix)])
+        today = predict(p, solvers, near, train_records.get(near[0], []) if near else [], sm_count)
+        if model.supports(p, [s.id for s in solvers]):
+            mine = model.predict_ms(p, pairs, sm_count)
+        else:   # as immediate mode: outside the model's training kinds, today's predictor answers
+            mine = [today[s.id].time_ms for s in solvers]
+        out.append((key, [(r.solver_id, r.time_ms, m, today[r.solver_id].time_ms) for r, m in zip(recs, mine)]))
+    return out
+
+
+def metrics(problems, which):
+    """``costmodel.ranking_metrics`` of predictor column ``which`` (2: the model, 3: today's)."""
+    return cm.ranking_metrics([[(r[1], r[which]) for r in rows] for _, rows in problems])
+
+
+def timing(model_path, problems, sm_count):
+    t0 = time.perf_counter()
+    model = cm.CostModel.load(model_path)
+    load_ms = (time.perf_counter() - t0) * 1e3
+    cases = []
+    for key, rows in problems:
+        p = cm._parse(key)
+        cases.append((p, [(get_solver(r[0]), default_config(get_solver(r[0]), p)) for r in rows]))
+    for p, pairs in cases[:20]:
+        model.predict_ms(p, pairs, sm_count)   # warm caches
+    per = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for p, pairs in cases:
+            model.predict_ms(p, pairs, sm_count)
+        per.append((time.perf_counter() - t0) / len(cases) * 1e6)
+    return {"load_ms": load_ms, "us_per_problem": min(per), "problems_timed": len(cases),
+            "mean_candidates": statistics.fmean(len(c[1]) for c in cases),
+            "trees": len(model.trees.roots), "nodes": len(model.trees.feature), "depth": model.trees.depth,
+            "file_bytes": Path(model_path).stat().st_size}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--db", default=str(ROOT / "finddb" / "sm_90-132.sqlite"))
+    ap.add_argument("--model", default=None, help="model file to time (default: the one next to --db)")
+    ap.add_argument("--out", default=None, help="folder for costmodel_eval.md and .json")
+    ap.add_argument("--rounds", type=int, default=cm.NUM_ROUNDS)
+    args = ap.parse_args(argv)
+
+    db = FindDB(args.db, readonly=True, immutable=True)
+    sm_count = 132
+    samples = cm.samples_from_db(db)
+    finds = defaultdict(list)
+    for r in db.iter_records(None):
+        finds[r.problem_key].append(r)
+    presets = {m: preset_keys(m) & set(finds) for m in MODELS}
+    results = {}
+    all_rows = {"model": [], "today": []}
+    for held in MODELS:
+        test = presets[held]
+        train_samples = [s for s in samples if s.problem_key not in test]
+        train_records = {k: v for k, v in finds.items() if k not in test}
+        t0 = time.perf_counter()
+        model = cm.train(train_samples, sm_count=sm_count, rounds=args.rounds, source=f"all but {held}")
+        secs = time.perf_counter() - t0
+        probs = evaluate_split(test, train_records, finds, model, sm_count)
+        groups = defaultdict(list)
+        for key, rows in probs:
+            p = cm._parse(key)
+            groups[(p.dtype, p.direction)].append((key, rows))
+        results[held] = {"train_problems": len(train_records), "train_samples": len(train_samples),
+                         "train_seconds": secs, "all": {"model": metrics(probs, 2), "today": metrics(probs, 3)},
+                         "groups": {f"{d}-{di}": {"model": metrics(g, 2), "today": metrics(g, 3)}
+                                    for (d, di), g in sorted(groups.items())}}
+        all_rows["model"] += probs
+        print(f"{held}: {len(probs)} problems, trained on {len(train_records)} problems in {secs:.1f} s; "
+              f"model {results[held]['all']['model']}; today {results[held]['all']['today']}", file=sys.stderr)
+    pooled = {"model": metrics(all_rows["model"], 2), "today": metrics(all_rows["model"], 3)}
+
+    model_path = Path(args.model) if args.model else cm.model_path_for(args.db)
+    tim = timing(model_path, all_rows["model"], sm_count) if model_path.is_file() else None
+    report = {"db": str(Path(args.db).resolve().relative_to(ROOT)) if Path(args.db).resolve().is_relative_to(ROOT)
+              else args.db, "params": cm.PARAMS, "rounds": args.rounds, "targets": TARGETS,
+              "pooled": pooled, "presets": results, "timing": tim}
+    md = render(report)
+    print(md)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "costmodel_eval.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
+        (out / "costmodel_eval.md").write_text(md)
+
+
+def _cells(m):
+    if m is None:
+        return "", "", "", ""
+    return (f"{100 * m['top1']:.1f}%", f"{100 * m['mean_slowdown']:.2f}%", f"{m['worst_slowdown']:.2f}x",
+            f"{100 * m['median_rel_err']:.1f}%")
+
+
+def render(rep) -> str:
+    lines = ["# Learned cost model: leave-one-preset-out", "",
+             f"FindDB `{rep['db']}`; each preset held out in turn (train on the other five presets' problems, "
+             "test on the held-out one's). `model`: miofind.costmodel; `today`: miofind.predict (nearest "
+             "training problem FLOP-scaled, else the roofline model). Slowdown: measured time of the pick over the "
+             "measured fastest. Rel. err.: median |predicted/measured - 1| over every record.", "",
+             "Targets: top-1 >= 94%, mean slowdown <= 2.5%, worst <= 1.5x, median rel. err. <= 15%.", "",
+             "| held out | dtype-dir | problems | top-1 model | top-1 today | mean slowdown model | today | "
+             "worst model | today | rel. err. model | today |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+
+    def row(a, b, m, t):
+        mc, tc = _cells(m), _cells(t)
+        n = m["problems"] if m else 0
+        lines.append(f"| {a} | {b} | {n} | {mc[0]} | {tc[0]} | {mc[1]} | {tc[1]} | {mc[2]} | {tc[2]} | {mc[3]} | {tc[3]} |")
+
+    for held, r in rep["presets"].items():
+        for g, v in r["groups"].items():
+            row(held, g, v["model"], v["today"])
+        row(f"**{held}**", "all", r["all"]["model"], r["all"]["today"])
+    row("**pooled**", "all six held-out tests", rep["pooled"]["model"], rep["pooled"]["today"])
+    t = rep.get("timing")
+    if t:
+        lines += ["", f"Shipped model: {t['file_bytes'] / 1e6:.2f} MB, {t['trees']} trees, {t['nodes']} nodes, depth "
+                  f"{t['depth']}; load {t['load_ms']:.1f} ms; {t['us_per_problem']:.1f} µs per problem "
+                  f"({t['mean_candidates']:.1f} candidates on average, features and trees, numpy, one problem per "
+                  f"call, {t['problems_timed']} problems)."]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()
