@@ -26,6 +26,7 @@ SUPPORTED_DTYPES = frozenset(_DTYPES)
 _stats = {"lookups": 0, "db_hits": 0, "finds_run": 0, "predicted": 0, "find_ms": 0.0}
 _table: dict[tuple, "Entry"] = {}
 _lock = threading.Lock()
+_on_clear: list = []     # callables run by ``clear`` (functional's forward plans hold Entries)
 
 
 def stats() -> dict:
@@ -47,11 +48,10 @@ def reset_stats() -> None:
 
 def clear() -> None:
     """Forget every prepared problem: the next call of each asks the FindDBs again."""
-    from . import functional
-
     with _lock:
         _table.clear()
-        functional.clear_plans()
+        for hook in _on_clear:
+            hook()
 
 
 def deterministic() -> bool:

@@ -168,6 +168,9 @@ def clear_plans() -> None:
     _plans.clear()
 
 
+_policy._on_clear.append(clear_plans)
+
+
 def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilation, groups) -> Tensor:
     """The convolution with arguments already through ``normalize`` (modules keep theirs)."""
     key = None
