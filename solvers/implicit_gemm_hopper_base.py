@@ -1,0 +1,195 @@
+"""Hopper implicit GEMM (issue 19): wgmma.mma_async tensor-core kernels built for sm_90a.
+
+Shared planning for kernels_src/implicit_gemm_hopper_*.cu: FP16/BF16 (FP32 accumulation),
+channels-last 2D tensors, groups = 1, channel counts multiples of 8 (16-byte gathers of one tap's
+channels). Both GEMM operands are staged K-major in 128-byte-swizzled shared memory by cp.async and
+multiplied by WGS warpgroups issuing m64nBNk16 wgmma; sizes and strides are compile-time macros (one
+build per problem, as the Ampere family, solvers/implicit_gemm_base.py). The kernels are built for
+``sm_90a`` (wgmma exists on no other target) and apply only on a compute-capability 9.0 GPU; without
+a visible GPU (CPU tools, CI's NVRTC compile) the device check is left to the run.
+
+Tunables: BM (block rows, 64 x WGS x 1 or 2), BN (64, 128, 256: the wgmma N), WGS (1 or 2 consumer
+warpgroups, every thread also loads), STAGES (shared-memory buffers, prefetch distance STAGES - 2).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+from miofind.launch import PTR, Launch
+from miofind.problem import ProblemDescription
+from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
+from miofind.tensors import CUDA_TYPES, needs_int64
+
+from .implicit_gemm_base import GRID_YZ, INT32_MAX, SM_COUNT, dims3, strides5
+
+HEADER = "implicit_gemm_hopper.cuh"
+ARCH = "sm_90a"
+SMEM_LIMIT = 227 * 1024
+SMEM_STATIC = 48 * 1024
+BK = 64
+KEYS = ("BM", "BN", "WGS", "STAGES")
+ALIGN = 16           # x and w are read in 16-byte chunks
+
+
+@functools.lru_cache(maxsize=1)
+def device_arch() -> str | None:
+    """The current GPU's architecture (``sm_90``), or None where no GPU is visible."""
+    from miofind.device import NoGPUError, current_device
+    try:
+        return current_device().arch
+    except NoGPUError:
+        return None
+
+
+def gemm_shape(p: ProblemDescription) -> tuple[int, int, int]:
+    """Forward (M, N, K) = (N*Ho*Wo, K, Y*X*C)."""
+    return p.n * math.prod(p.out_size), p.k, p.c * math.prod(p.filter_size)
+
+
+def smem_bytes(cfg) -> int:
+    """The kernel's dynamic shared memory: STAGES x (BM + BN) rows of 128 bytes, plus 1 KiB to
+    align the first tile to the swizzle's 1024-byte period."""
+    return cfg["STAGES"] * (cfg["BM"] + cfg["BN"]) * 128 + 1024
+
+
+def config_ok(cfg) -> bool:
+    bm, bn, wgs, st = (cfg[k] for k in KEYS)
+    if wgs not in (1, 2) or bn not in (64, 128, 256) or st not in (3, 4, 5, 6):
+        return False
+    if bm % (64 * wgs) or bm // (64 * wgs) not in (1, 2) or (bm // (64 * wgs)) * bn > 256:
+        return False
+    return smem_bytes(cfg) <= SMEM_LIMIT
+
+
+def _with_stages(cfg: dict) -> dict:
+    for st in (4, 3):
+        c = dict(cfg, STAGES=st)
+        if config_ok(c):
+            return c
+    return dict(cfg, STAGES=3)
+
+
+def default_tile(p: ProblemDescription) -> dict:
+    """The largest tile whose grid still gives every SM a block, else the one with the most blocks."""
+    m, n, _ = gemm_shape(p)
+    cands = [(128, 256, 2), (256, 128, 2), (128, 128, 2), (128, 64, 2), (64, 128, 1), (64, 64, 1)]
+    cands = [c for c in cands if c[1] <= max(64, 1 << (n - 1).bit_length())] or cands[-1:]
+    blocks = [ceil_div(m, bm) * ceil_div(n, bn) for bm, bn, _ in cands]
+    pick = next((c for c, b in zip(cands, blocks) if b >= SM_COUNT), cands[blocks.index(max(blocks))])
+    return _with_stages(dict(zip(("BM", "BN", "WGS"), pick)))
+
+
+def space(p: ProblemDescription):
+    m, n, _ = gemm_shape(p)
+    for bm in (64, 128, 256):
+        for bn in (64, 128, 256):
+            if bn > max(64, 2 * n) or bm > max(64, 2 * m):
+                continue
+            for wgs in (1, 2):
+                for st in (3, 4, 5, 6):
+                    cfg = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st}
+                    if config_ok(cfg):
+                        yield cfg
+
+
+def macros(p: ProblemDescription, cfg) -> dict:
+    isz, osz, fsz, pads, strides, dils = dims3(p)
+    xs, ws, ys = (strides5(sh, lay) for sh, lay in zip((p.x_shape, p.w_shape, p.y_shape), p.layouts))
+    return {
+        "DATA_T": CUDA_TYPES[p.dtype], "INDEX_T": "long long" if needs_int64(p) else "int",
+        "IS_BF16": int(p.dtype == "BF16"),
+        "P_N": p.n, "P_C": p.c, "P_K": p.k,
+        "P_HI": isz[1], "P_WI": isz[2], "P_HO": osz[1], "P_WO": osz[2], "P_Y": fsz[1], "P_X": fsz[2],
+        "P_PH": pads[1], "P_PW": pads[2], "P_SH": strides[1], "P_SW": strides[2], "P_DH": dils[1], "P_DW": dils[2],
+        "XS_N": xs[0], "XS_C": xs[1], "XS_H": xs[3], "XS_W": xs[4],
+        "WS_K": ws[0], "WS_C": ws[1], "WS_Y": ws[3], "WS_X": ws[4],
+        "YS_N": ys[0], "YS_C": ys[1], "YS_H": ys[3], "YS_W": ys[4],
+        **{k: cfg[k] for k in KEYS},
+    }
+
+
+class ImplicitGemmHopperBase(Solver):
+    """Common applicability, configs and launch of the Hopper implicit-GEMM solvers."""
+
+    family = "implicit_gemm_hopper"
+    dtypes = frozenset({"FP16", "BF16"})
+    tunable = True
+    source = ""
+    kernel_name = ""
+
+    @property
+    def kernel_files(self):
+        return (self.source, HEADER)
+
+    def applicability(self, problem: ProblemDescription):
+        base = super().applicability(problem)
+        if not base:
+            return base
+        p = problem.as_conv()
+        arch = device_arch()
+        if arch is not None and arch != "sm_90":
+            return not_applicable(f"device {arch}: wgmma kernels are built for sm_90a (Hopper) only")
+        if p.spatial_dims != 2:
+            return not_applicable(f"{p.spatial_dims}D not supported (2D only)")
+        if p.layouts != ("NHWC", "NHWC", "NHWC"):
+            return not_applicable(f"layouts {'/'.join(p.layouts)} not supported (NHWC x, w and y only)")
+        if p.groups != 1:
+            return not_applicable(f"groups={p.groups} not supported (1 only)")
+        if p.c % 8 or p.k % 8:
+            return not_applicable(f"C={p.c}, K={p.k}: both must be multiples of 8 (16-byte channel chunks)")
+        isz, osz, fsz, pads, strides, dils = dims3(p)
+        if max(isz) * max(strides) + max(pads) + max(d * f for d, f in zip(dils, fsz)) >= 2**28:
+            return not_applicable(f"spatial size {p.in_size} with strides/dilations too large for 32-bit positions")
+        m, n, k = gemm_shape(p)
+        if k >= INT32_MAX:
+            return not_applicable(f"GEMM K = C x taps = {k} exceeds 2^31")
+        cfg = self.default_config(p)
+        if ceil_div(n, cfg["BN"]) > GRID_YZ:
+            return not_applicable(f"GEMM N={n} needs more than {GRID_YZ} column tiles")
+        if ceil_div(m, cfg["BM"]) > INT32_MAX:
+            return not_applicable(f"GEMM M={m} needs more than 2^31 row tiles")
+        return APPLICABLE
+
+    def default_config(self, problem: ProblemDescription) -> dict:
+        return default_tile(problem.as_conv())
+
+    def config_space(self, problem: ProblemDescription):
+        yield from space(problem.as_conv())
+
+    def is_valid_config(self, problem: ProblemDescription, config) -> bool:
+        if not isinstance(config, dict) or set(config) != set(KEYS):
+            return False
+        if any(not isinstance(v, int) or isinstance(v, bool) for v in config.values()):
+            return False
+        return config_ok(config)
+
+    def get_solution(self, problem: ProblemDescription, config=None) -> ConvSolution:
+        p = problem.as_conv()
+        cfg = dict(config) if config else self.default_config(p)
+        if not self.is_valid_config(p, cfg):
+            raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
+        m, n, _ = gemm_shape(p)
+        mac = tuple((k, str(v)) for k, v in macros(p, cfg).items())
+        smem = smem_bytes(cfg)
+        grid, block = (ceil_div(m, cfg["BM"]), ceil_div(n, cfg["BN"]), 1), (cfg["WGS"] * 128, 1, 1)
+        kernels = [KernelInfo(self.source, self.kernel_name, grid, block, macros=mac, options=(f"-arch={ARCH}",))]
+        sid = self.id
+
+        def factory(kerns):
+            kern = kerns[0]
+            if smem > SMEM_STATIC:
+                kern.max_dynamic_shared_size_bytes = smem
+            launch = Launch(kern, grid, block, (PTR, PTR, PTR), shared_mem=smem)
+
+            def invoker(a, b, out, workspace, stream):
+                if a % ALIGN or b % ALIGN or out % 4:
+                    for name, ptr, al in (("first input", a, ALIGN), ("second input", b, ALIGN), ("output", out, 4)):
+                        if ptr % al:
+                            raise ValueError(f"{sid}: {name} at address {ptr:#x} is not {al}-byte aligned, "
+                                             "as this solution's vector accesses need")
+                launch(stream, a, b, out)
+            return invoker
+
+        return ConvSolution(self.id, kernels, 0, factory, cfg)

@@ -1,0 +1,152 @@
+"""Hopper implicit GEMM (wgmma, sm_90a): what it claims (CPU, pinned), its configs, its NVRTC build
+for sm_90a (CPU), and on the GPU every claimed case and sampled tile configs against the float64
+reference with poisoned outputs, odd tails in M, N and K included."""
+
+import os
+import zlib
+
+import numpy as np
+import pytest
+
+from gpu_helpers import assert_claims_pinned, check_solver, claim_grid, params, accepted, check_claim
+from shapes import SHAPES
+from miofind.problem import ProblemDescription
+from miofind.registry import registry, solvers
+from miofind.solvers import implicit_gemm_hopper_base as hb
+
+HOPPER = [s for s in solvers() if s.family == "implicit_gemm_hopper"]
+FWD = next(s for s in HOPPER if s.id == "ConvImplicitGemmHopperFwd")
+MODES = (("FP16", "strict"), ("BF16", "strict"))
+
+# tails: M, N (K) and the GEMM K (C*taps) not multiples of any tile; one tap of few channels; strides
+TAILS = {
+    "tail_mnk": dict(n=2, c=40, k=72, in_size=(15, 13), filter_size=3, pads=1),
+    "c8_k8": dict(n=3, c=8, k=8, in_size=(7, 9), filter_size=3, pads=1),
+    "wide_c": dict(n=1, c=264, k=200, in_size=(9, 11), filter_size=3, pads=1, strides=2),
+    "1x1_s2": dict(n=2, c=96, k=136, in_size=(14, 13), filter_size=1, strides=2),
+    "5x5_dil": dict(n=2, c=16, k=24, in_size=(17, 16), filter_size=5, pads=3, dilations=2),
+    "k320": dict(n=2, c=64, k=320, in_size=(12, 12), filter_size=3, pads=1),
+}
+GRID = claim_grid(HOPPER, {**SHAPES, **TAILS}, MODES)
+ACCEPTED = {"ConvImplicitGemmHopperFwd": 18}
+ACCEPTED_DIGEST = "cec23cb9"
+
+
+def _nhwc(dt="FP16", **kw):
+    return ProblemDescription.make("F", layout="NHWC", dtype=dt, **kw)
+
+
+@pytest.fixture
+def no_gpu_arch(monkeypatch):
+    monkeypatch.setattr(hb, "device_arch", lambda: None)
+
+
+def test_registered_after_existing():
+    rows = {r.id: r.number for r in registry()}
+    assert rows["ConvImplicitGemmHopperFwd"] == 29 and max(n for i, n in rows.items() if "Hopper" not in i) == 28
+    assert [s.id for s in HOPPER] == ["ConvImplicitGemmHopperFwd"]
+
+
+def test_claims_pinned(no_gpu_arch):
+    assert_claims_pinned(GRID, ACCEPTED, ACCEPTED_DIGEST)
+
+
+@pytest.mark.parametrize("kw,why", [
+    (dict(layout="NCHW"), "layouts"),
+    (dict(dt="FP32"), "data type"),
+    (dict(c=12), "multiples of 8"),
+    (dict(k=20), "multiples of 8"),
+    (dict(groups=2), "groups"),
+])
+def test_rejections(no_gpu_arch, kw, why):
+    base = dict(n=2, c=16, k=24, in_size=(8, 8), filter_size=3, pads=1)
+    lay = kw.pop("layout", "NHWC")
+    dt = kw.pop("dt", "FP16")
+    p = ProblemDescription.make("F", layout=lay, dtype=dt, **{**base, **kw})
+    a = FWD.applicability(p)
+    assert not a and why in a.reason
+
+
+def test_rejected_off_hopper(monkeypatch):
+    p = _nhwc(n=2, c=16, k=24, in_size=(8, 8), filter_size=3, pads=1)
+    monkeypatch.setattr(hb, "device_arch", lambda: "sm_80")
+    a = FWD.applicability(p)
+    assert not a and "sm_90a" in a.reason
+    monkeypatch.setattr(hb, "device_arch", lambda: "sm_90")
+    assert FWD.applicability(p)
+
+
+def test_configs_valid_and_targeted():
+    p = _nhwc(n=32, c=64, k=256, in_size=(56, 56), filter_size=3, pads=1)
+    space = list(FWD.config_space(p))
+    assert len(space) > 10 and FWD.default_config(p) in space
+    for cfg in space:
+        assert FWD.is_valid_config(p, cfg) and hb.smem_bytes(cfg) <= hb.SMEM_LIMIT
+    assert not FWD.is_valid_config(p, dict(space[0], BM=192))
+    assert not FWD.is_valid_config(p, dict(space[0], STAGES=2))
+    assert not FWD.is_valid_config(p, {"BM": 128, "BN": 256, "WGS": 2, "STAGES": 6})  # shared memory
+    k = FWD.get_solution(p).kernels[0]
+    assert "-arch=sm_90a" in k.compile_options() and k.block[0] == FWD.default_config(p)["WGS"] * 128
+    with pytest.raises(ValueError, match="config="):
+        FWD.get_solution(p, dict(space[0], BN=96))
+
+
+def test_nvrtc_sm90a_configs():
+    """Every (BM, BN, WGS) shape of the space builds for sm_90a, FP16 and BF16 (NVRTC, no GPU)."""
+    try:
+        from cupy_backends.cuda.libs import nvrtc  # noqa: F401
+        from miofind.compile import cuda_include_dirs
+        if not cuda_include_dirs():
+            raise ImportError("no cuda_fp16.h found")
+    except Exception as e:
+        if os.environ.get("CI"):
+            pytest.fail(f"NVRTC unavailable in CI: {e}")
+        pytest.skip(f"NVRTC unavailable: {e}")
+    from miofind.compile import nvrtc_compile
+    seen = set()
+    for dt in ("FP16", "BF16"):
+        p = _nhwc(dt, n=2, c=40, k=264, in_size=(15, 13), filter_size=3, pads=1)
+        for cfg in FWD.config_space(p):
+            shape = (dt, cfg["BM"], cfg["BN"], cfg["WGS"])
+            if shape in seen:
+                continue
+            seen.add(shape)
+            cubin = nvrtc_compile(FWD.get_solution(p, cfg).kernels[0], arch="sm_90")
+            assert cubin[:4] == b"\x7fELF"
+    assert len(seen) >= 10
+
+
+# -- GPU -------------------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("claim", params(accepted(GRID)))
+def test_hopper_solver(claim):
+    check_claim(claim)
+
+
+def _sample(p, count=8):
+    space = list(FWD.config_space(p))
+    rng = np.random.default_rng(zlib.crc32(p.key().encode()))
+    picks = {0, len(space) - 1, *rng.choice(len(space), size=min(count, len(space)), replace=False).tolist()}
+    return [space[i] for i in sorted(picks)]
+
+
+CFG_CASES = [(name, dt) for name in ("tail_mnk", "k320", "wide_c") for dt in ("FP16", "BF16")]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name,dt", CFG_CASES, ids=[f"{n}-{d}" for n, d in CFG_CASES])
+def test_hopper_config_sample(name, dt):
+    p = _nhwc(dt, **TAILS[name])
+    for cfg in _sample(p):
+        err, tol = check_solver(FWD, p, seed=zlib.crc32(repr(cfg).encode()) & 0xFFFF, config=cfg)
+        assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
+
+
+@pytest.mark.gpu
+def test_hopper_multi_wave():
+    """A GEMM of many blocks in M and several in N (the pipeline wraps over 9 K tiles)."""
+    p = _nhwc("FP16", n=4, c=64, k=384, in_size=(28, 28), filter_size=3, pads=1)
+    for cfg in (None, {"BM": 256, "BN": 128, "WGS": 2, "STAGES": 5}, {"BM": 64, "BN": 256, "WGS": 1, "STAGES": 3}):
+        err, tol = check_solver(FWD, p, seed=7, config=cfg)
+        assert err <= tol, f"config={cfg}: relative error {err:.3g} > {tol:.1g}"
