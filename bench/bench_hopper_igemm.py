@@ -60,15 +60,15 @@ def main():
     dev = current_device()
     hop = get_solver("ConvImplicitGemmHopperFwd")
     probs = []
+    if args.large or args.only_large:
+        probs.append(("large 64->64 @512 3x3 n120", 1, ProblemDescription.make(
+            "F", n=120, c=64, k=64, in_size=(512, 512), filter_size=3, pads=1, layout="NHWC", dtype="FP16")))
     if not args.only_large:
         for la in model_layers("resnet50"):
             probs.append((f"{la.c}->{la.k} @{la.in_size[0]} {la.filter_size[0]}x{la.filter_size[1]}/{la.strides[0]}",
                           la.count, ProblemDescription.make("F", n=args.n, c=la.c, k=la.k, in_size=la.in_size,
                                                             filter_size=la.filter_size, pads=la.pads,
                                                             strides=la.strides, layout="NHWC", dtype="FP16")))
-    if args.large or args.only_large:
-        probs.append(("large 64->64 @512 3x3 n120", 1, ProblemDescription.make(
-            "F", n=120, c=64, k=64, in_size=(512, 512), filter_size=3, pads=1, layout="NHWC", dtype="FP16")))
     # compile every Hopper config of every layer up front, in parallel
     todo = []
     for _, _, p in probs:
