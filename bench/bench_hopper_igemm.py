@@ -13,11 +13,10 @@ import json
 import math
 import time
 
-ALTS = ({"BM": 128, "BN": 64, "WGS": 2, "STAGES": 4}, {"BM": 256, "BN": 64, "WGS": 2, "STAGES": 4},
-        {"BM": 128, "BN": 128, "WGS": 2, "STAGES": 4}, {"BM": 256, "BN": 128, "WGS": 2, "STAGES": 4},
-        {"BM": 128, "BN": 256, "WGS": 2, "STAGES": 4}, {"BM": 128, "BN": 128, "WGS": 1, "STAGES": 4},
-        {"BM": 128, "BN": 64, "WGS": 1, "STAGES": 6}, {"BM": 64, "BN": 128, "WGS": 1, "STAGES": 4},
-        {"BM": 128, "BN": 256, "WGS": 2, "STAGES": 3})
+ALTS = tuple({"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st} for bm, bn, wgs, st in (
+    (128, 64, 2, 4), (128, 64, 2, 3), (256, 64, 2, 3), (256, 64, 2, 4), (128, 128, 2, 3), (128, 128, 2, 4),
+    (256, 128, 2, 3), (128, 256, 2, 3), (64, 128, 1, 4), (64, 256, 1, 3), (128, 64, 1, 4), (64, 64, 1, 4),
+    (128, 128, 1, 3)))
 
 
 def timed(fn, iters=20, warm=3):
@@ -91,10 +90,17 @@ def main():
         flop = 2 * math.prod(so) * p.c * math.prod(p.filter_size)
         row = {"layer": name, "count": count, "key": p.key()}
         res = find_solutions(p, solvers=["ConvCudnnFwd"], mode="benchmark", store=False, verify=False)
-        if res:
-            pc = prepare(p, "ConvCudnnFwd", res[0].config)
+        # a find whose float64 reference does not fit the GPU (the large layer) keeps no plan: then
+        # cuDNN's heuristic first plan, unverified against the reference
+        plan = res[0].config if res else None
+        try:
+            pc = prepare(p, "ConvCudnnFwd", plan)
             row["cudnn_ms"] = timed(lambda: pc(x, w, y_ref))
-            row["cudnn_plan"] = res[0].config
+            row["cudnn_plan"] = plan or "heuristic first plan"
+            res = True
+        except Exception as e:
+            print(f"cuDNN failed on {name}: {e}", flush=True)
+            res = False
         pa = prepare(p, "ConvImplicitGemmFwd", None)
         row["ampere_ms"] = timed(lambda: pa(x, w, y))
         if not res:

@@ -12,7 +12,8 @@
 // warpgroup's wgmma_wait<1> of the tile two back.
 // WGS warpgroups (128 threads each) all load; warpgroup g multiplies rows [g*64*WG_M, (g+1)*64*WG_M)
 // of the block tile against all BN columns (WG_M m64 blocks of one m64nBNk16 each per k16 step).
-// Grid: x = M tiles, y = N tiles. Output NHWC dense (y offset of (m, k) = m*K + k), FP32 to data_t.
+// Grid: x = M tiles x N tiles, N tiles fastest. Output NHWC dense (y offset of (m, k) = m*K + k), FP32 rounded to data_t,
+// staged in shared memory and stored 16 bytes at a time (K % 8 == 0).
 #include "implicit_gemm_hopper.cuh"
 
 #ifndef BM
@@ -28,6 +29,10 @@
 #define STAGES 4
 #endif
 
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1    // blocks per SM the register allocation must allow (the host sets 2 when shared memory does)
+#endif
+
 #define BK 64
 #define NT (WGS * 128)
 #define WG_M (BM / (64 * WGS))
@@ -35,6 +40,7 @@
 #define GEMM_N P_K
 #define GEMM_K (P_C * P_Y * P_X)
 #define KTILES ((GEMM_K + BK - 1) / BK)
+#define NTILES_N ((GEMM_N + BN - 1) / BN)
 #define A_BYTES (BM * 128)
 #define B_BYTES (BN * 128)
 #define STAGE_BYTES (A_BYTES + B_BYTES)
@@ -47,6 +53,7 @@ static_assert(BM % (64 * WGS) == 0 && (WG_M == 1 || WG_M == 2), "BM = 64 * WGS *
 static_assert(BN == 64 || BN == 128 || BN == 256, "BN in 64, 128, 256");
 static_assert(WG_M * BN <= 256, "at most 128 accumulators per thread");
 static_assert(STAGES >= 3, "prefetch distance STAGES - 2 >= 1");
+static_assert(BM * (BN + 8) * 2 <= STAGES * STAGE_BYTES, "the staged output tile fits the pipeline's buffers");
 static_assert(BM % RSTEP == 0 && BN % RSTEP == 0, "loader rows");
 static_assert(P_C % 8 == 0, "16-byte chunks of channels");
 static_assert(XS_C == 1 && WS_C == 1 && YS_C == 1, "channels-last x, w and y");
@@ -64,7 +71,7 @@ __device__ __forceinline__ void wgmma_tile(float* d, u64 da, u64 db)
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(NT, 1)
+extern "C" __global__ void __launch_bounds__(NT, MIN_BLOCKS)
 igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, data_t* __restrict__ y)
 {
     extern __shared__ unsigned char smem_raw[];
@@ -73,8 +80,9 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
     const int t = threadIdx.x;
     const int ch = t & 7;        // this thread's 16-byte chunk of every row it loads
     const int r0 = t >> 3;
-    const index_t m0 = (index_t)blockIdx.x * BM;
-    const int n0 = blockIdx.y * BN;
+    // N tiles vary fastest: blocks running together share their A rows (the large operand) in L2
+    const index_t m0 = (index_t)(blockIdx.x / NTILES_N) * BM;
+    const int n0 = (int)(blockIdx.x % NTILES_N) * BN;
 
     // per-row gather state of A (fixed over the K loop)
     index_t abase[AR];
@@ -177,30 +185,39 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
 #pragma unroll
         for(int j = 0; j < BN / 2; ++j) reg_fence(acc[i][j]);
 
-    // epilogue: thread (warp wi, lane l) holds rows wi*16 + l/4 (+8), columns 8j + 2(l%4) (+1)
+    // epilogue: thread (warp wi, lane l) holds rows wi*16 + l/4 (+8), columns 8j + 2(l%4) (+1) of its
+    // m64 blocks; the tile goes through shared memory (rows padded by 16 bytes: the 8 rows of a warp's
+    // stores land in distinct banks) and leaves in 16-byte stores along k.
+    __syncthreads();   // every warpgroup's last wgmma has read its stage
+    data_t* cs = reinterpret_cast<data_t*>(smem_raw + (sbase - smem_u32(smem_raw)));
+    constexpr int LDC = BN + 8;
     const int wi = (t & 127) >> 5, l = t & 31;
 #pragma unroll
     for(int i = 0; i < WG_M; ++i)
-    {
 #pragma unroll
         for(int h = 0; h < 2; ++h)
         {
-            const index_t m = m0 + (wg * WG_M + i) * 64 + wi * 16 + (l >> 2) + h * 8;
-            if(m >= GEMM_M) continue;
-            data_t* yr = y + m * YS_W;
+            const int r = (wg * WG_M + i) * 64 + wi * 16 + (l >> 2) + h * 8;
 #pragma unroll
             for(int j = 0; j < BN / 8; ++j)
             {
-                const int k = n0 + j * 8 + (l & 3) * 2;
-                if(k < GEMM_N)
-                {
 #if IS_BF16
-                    *reinterpret_cast<__nv_bfloat162*>(yr + k) = __floats2bfloat162_rn(acc[i][4 * j + 2 * h], acc[i][4 * j + 2 * h + 1]);
+                *reinterpret_cast<__nv_bfloat162*>(cs + r * LDC + j * 8 + (l & 3) * 2) =
+                    __floats2bfloat162_rn(acc[i][4 * j + 2 * h], acc[i][4 * j + 2 * h + 1]);
 #else
-                    *reinterpret_cast<__half2*>(yr + k) = __floats2half2_rn(acc[i][4 * j + 2 * h], acc[i][4 * j + 2 * h + 1]);
+                *reinterpret_cast<__half2*>(cs + r * LDC + j * 8 + (l & 3) * 2) =
+                    __floats2half2_rn(acc[i][4 * j + 2 * h], acc[i][4 * j + 2 * h + 1]);
 #endif
-                }
             }
         }
+    __syncthreads();
+    constexpr int CPR = BN / 8;    // 16-byte chunks per row
+#pragma unroll
+    for(int q = t; q < BM * CPR; q += NT)
+    {
+        const int r = q / CPR, c8 = (q % CPR) * 8;
+        const index_t m = m0 + r;
+        if(m < GEMM_M && n0 + c8 < GEMM_N)
+            *reinterpret_cast<uint4*>(y + m * YS_W + n0 + c8) = *reinterpret_cast<const uint4*>(cs + r * LDC + c8);
     }
 }

@@ -22,7 +22,7 @@ from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES, needs_int64
 
-from .implicit_gemm_base import GRID_YZ, INT32_MAX, SM_COUNT, dims3, strides5
+from .implicit_gemm_base import INT32_MAX, SM_COUNT, dims3, strides5
 
 HEADER = "implicit_gemm_hopper.cuh"
 ARCH = "sm_90a"
@@ -30,7 +30,7 @@ SMEM_LIMIT = 227 * 1024
 SMEM_STATIC = 48 * 1024
 BK = 64
 KEYS = ("BM", "BN", "WGS", "STAGES")
-ALIGN = 16           # x and w are read in 16-byte chunks
+ALIGN = 16           # x and w are read, y written, in 16-byte chunks
 
 
 @functools.lru_cache(maxsize=1)
@@ -52,6 +52,15 @@ def smem_bytes(cfg) -> int:
     """The kernel's dynamic shared memory: STAGES x (BM + BN) rows of 128 bytes, plus 1 KiB to
     align the first tile to the swizzle's 1024-byte period."""
     return cfg["STAGES"] * (cfg["BM"] + cfg["BN"]) * 128 + 1024
+
+
+def min_blocks(cfg) -> int:
+    """Blocks per SM the kernel's register allocation must allow (``__launch_bounds__``): 2 when two
+    blocks' shared memory fits an SM (228 KiB, 1 KiB reserved per block) and the accumulators
+    leave room under the 128-register cap that two 256-thread blocks impose."""
+    acc = cfg["BM"] // (64 * cfg["WGS"]) * cfg["BN"] // 2
+    fits = 2 * (smem_bytes(cfg) + 1024) <= 228 * 1024
+    return 2 if fits and (cfg["WGS"] == 1 or acc <= 64) else 1
 
 
 def config_ok(cfg) -> bool:
@@ -106,7 +115,7 @@ def macros(p: ProblemDescription, cfg) -> dict:
         "XS_N": xs[0], "XS_C": xs[1], "XS_H": xs[3], "XS_W": xs[4],
         "WS_K": ws[0], "WS_C": ws[1], "WS_Y": ws[3], "WS_X": ws[4],
         "YS_N": ys[0], "YS_C": ys[1], "YS_H": ys[3], "YS_W": ys[4],
-        **{k: cfg[k] for k in KEYS},
+        **{k: cfg[k] for k in KEYS}, "MIN_BLOCKS": min_blocks(cfg),
     }
 
 
@@ -145,11 +154,8 @@ class ImplicitGemmHopperBase(Solver):
         m, n, k = gemm_shape(p)
         if k >= INT32_MAX:
             return not_applicable(f"GEMM K = C x taps = {k} exceeds 2^31")
-        cfg = self.default_config(p)
-        if ceil_div(n, cfg["BN"]) > GRID_YZ:
-            return not_applicable(f"GEMM N={n} needs more than {GRID_YZ} column tiles")
-        if ceil_div(m, cfg["BM"]) > INT32_MAX:
-            return not_applicable(f"GEMM M={m} needs more than 2^31 row tiles")
+        if ceil_div(m, 64) * ceil_div(n, 64) > INT32_MAX:
+            return not_applicable(f"GEMM M={m} x N={n} needs more than 2^31 blocks of 64 x 64")
         return APPLICABLE
 
     def default_config(self, problem: ProblemDescription) -> dict:
@@ -173,7 +179,7 @@ class ImplicitGemmHopperBase(Solver):
         m, n, _ = gemm_shape(p)
         mac = tuple((k, str(v)) for k, v in macros(p, cfg).items())
         smem = smem_bytes(cfg)
-        grid, block = (ceil_div(m, cfg["BM"]), ceil_div(n, cfg["BN"]), 1), (cfg["WGS"] * 128, 1, 1)
+        grid, block = (ceil_div(m, cfg["BM"]) * ceil_div(n, cfg["BN"]), 1, 1), (cfg["WGS"] * 128, 1, 1)
         kernels = [KernelInfo(self.source, self.kernel_name, grid, block, macros=mac, options=(f"-arch={ARCH}",))]
         sid = self.id
 
@@ -184,8 +190,8 @@ class ImplicitGemmHopperBase(Solver):
             launch = Launch(kern, grid, block, (PTR, PTR, PTR), shared_mem=smem)
 
             def invoker(a, b, out, workspace, stream):
-                if a % ALIGN or b % ALIGN or out % 4:
-                    for name, ptr, al in (("first input", a, ALIGN), ("second input", b, ALIGN), ("output", out, 4)):
+                if a % ALIGN or b % ALIGN or out % ALIGN:
+                    for name, ptr, al in (("first input", a, ALIGN), ("second input", b, ALIGN), ("output", out, ALIGN)):
                         if ptr % al:
                             raise ValueError(f"{sid}: {name} at address {ptr:#x} is not {al}-byte aligned, "
                                              "as this solution's vector accesses need")
