@@ -9,7 +9,8 @@ build per problem, as the Ampere family, solvers/implicit_gemm_base.py). The ker
 a visible GPU (CPU tools, CI's NVRTC compile) the device check is left to the run.
 
 Tunables: BM (block rows, 64 x WGS x 1 or 2), BN (64, 128, 256: the wgmma N), WGS (1 or 2 consumer
-warpgroups, every thread also loads), STAGES (shared-memory buffers, prefetch distance STAGES - 2).
+warpgroups, every thread also loads), STAGES (shared-memory buffers, prefetch distance STAGES - 2),
+PERSIST (1: N <= BN, persistent blocks with all of B resident in shared memory, streaming A).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ ARCH = "sm_90a"
 SMEM_LIMIT = 227 * 1024
 SMEM_STATIC = 48 * 1024
 BK = 64
-KEYS = ("BM", "BN", "WGS", "STAGES")
+KEYS = ("BM", "BN", "WGS", "STAGES", "PERSIST")
 ALIGN = 16           # x and w are read, y written, in 16-byte chunks
 
 
@@ -48,46 +49,70 @@ def gemm_shape(p: ProblemDescription) -> tuple[int, int, int]:
     return p.n * math.prod(p.out_size), p.k, p.c * math.prod(p.filter_size)
 
 
-def smem_bytes(cfg) -> int:
-    """The kernel's dynamic shared memory: STAGES x (BM + BN) rows of 128 bytes, plus 1 KiB to
-    align the first tile to the swizzle's 1024-byte period."""
-    return cfg["STAGES"] * (cfg["BM"] + cfg["BN"]) * 128 + 1024
+def ktiles(p: ProblemDescription) -> int:
+    return ceil_div(gemm_shape(p)[2], BK)
 
 
-def min_blocks(cfg) -> int:
+def smem_bytes(p: ProblemDescription, cfg) -> int:
+    """The kernel's dynamic shared memory, plus 1 KiB to align the first tile to the swizzle's
+    1024-byte period: STAGES x (BM + BN) rows of 128 bytes; PERSIST: all K tiles of B, STAGES
+    A buffers and the output tile (BM x (BN + 8) elements)."""
+    bm, bn, st = cfg["BM"], cfg["BN"], cfg["STAGES"]
+    if cfg["PERSIST"]:
+        return (ktiles(p) * bn + st * bm) * 128 + bm * (bn + 8) * 2 + 1024
+    return st * (bm + bn) * 128 + 1024
+
+
+def blocks_per_sm(p: ProblemDescription, cfg) -> int:
     """Blocks per SM the kernel's register allocation must allow (``__launch_bounds__``): 2 when two
     blocks' shared memory fits an SM (228 KiB, 1 KiB reserved per block) and the accumulators
     leave room under the 128-register cap that two 256-thread blocks impose."""
     acc = cfg["BM"] // (64 * cfg["WGS"]) * cfg["BN"] // 2
-    fits = 2 * (smem_bytes(cfg) + 1024) <= 228 * 1024
+    fits = 2 * (smem_bytes(p, cfg) + 1024) <= 228 * 1024
     return 2 if fits and (cfg["WGS"] == 1 or acc <= 64) else 1
 
 
-def config_ok(cfg) -> bool:
-    bm, bn, wgs, st = (cfg[k] for k in KEYS)
-    if wgs not in (1, 2) or bn not in (64, 128, 256) or st not in (3, 4, 5, 6):
+def config_ok(p: ProblemDescription, cfg) -> bool:
+    bm, bn, wgs, st, per = (cfg[k] for k in KEYS)
+    if wgs not in (1, 2) or bn not in (64, 128, 256) or per not in (0, 1) or st not in range(3, 9 if per else 7):
         return False
     if bm % (64 * wgs) or bm // (64 * wgs) not in (1, 2) or (bm // (64 * wgs)) * bn > 256:
         return False
-    return smem_bytes(cfg) <= SMEM_LIMIT
+    if per and gemm_shape(p)[1] > bn:
+        return False
+    return smem_bytes(p, cfg) <= SMEM_LIMIT
 
 
-def _with_stages(cfg: dict) -> dict:
-    for st in (4, 3):
-        c = dict(cfg, STAGES=st)
-        if config_ok(c):
-            return c
-    return dict(cfg, STAGES=3)
+@functools.lru_cache(maxsize=1)
+def sm_count() -> int:
+    """The current GPU's multiprocessor count (the H100 SXM's 132 where no GPU is visible)."""
+    from miofind.device import NoGPUError, current_device
+    try:
+        return current_device().sm_count
+    except NoGPUError:
+        return SM_COUNT
 
 
 def default_tile(p: ProblemDescription) -> dict:
-    """The largest tile whose grid still gives every SM a block, else the one with the most blocks."""
+    """Measured on the H100 (bench/results/hopper-igemm/): 128-row tiles of two warpgroups; BN = 64
+    for N <= 64, or when 128 x 128 tiles would leave over half the SMs idle; else BN = 128, with 4
+    stages when the grid is at most one wave (one block per SM) and 3 (two blocks per SM) beyond."""
     m, n, _ = gemm_shape(p)
-    cands = [(128, 256, 2), (256, 128, 2), (128, 128, 2), (128, 64, 2), (64, 128, 1), (64, 64, 1)]
-    cands = [c for c in cands if c[1] <= max(64, 1 << (n - 1).bit_length())] or cands[-1:]
-    blocks = [ceil_div(m, bm) * ceil_div(n, bn) for bm, bn, _ in cands]
-    pick = next((c for c, b in zip(cands, blocks) if b >= SM_COUNT), cands[blocks.index(max(blocks))])
-    return _with_stages(dict(zip(("BM", "BN", "WGS"), pick)))
+    if m <= 64:
+        return {"BM": 64, "BN": 64 if n <= 64 else 128, "WGS": 1, "STAGES": 4, "PERSIST": 0}
+    blocks = ceil_div(m, 128) * ceil_div(n, 128)
+    if n <= 64:
+        cfg = {"BM": 128, "BN": 64, "WGS": 2, "STAGES": 4, "PERSIST": 0}
+        # many M tiles: persistent blocks with B resident, as many A stages as fit
+        if ceil_div(m, 128) >= 8 * SM_COUNT:
+            for st in (8, 7, 6, 5, 4):
+                c = dict(cfg, STAGES=st, PERSIST=1)
+                if config_ok(p, c):
+                    return c
+        return cfg
+    if blocks < SM_COUNT // 2:
+        return {"BM": 128, "BN": 64, "WGS": 2, "STAGES": 4, "PERSIST": 0}
+    return {"BM": 128, "BN": 128, "WGS": 2, "STAGES": 4 if blocks <= SM_COUNT else 3, "PERSIST": 0}
 
 
 def space(p: ProblemDescription):
@@ -97,10 +122,18 @@ def space(p: ProblemDescription):
             if bn > max(64, 2 * n) or bm > max(64, 2 * m):
                 continue
             for wgs in (1, 2):
-                for st in (3, 4, 5, 6):
-                    cfg = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st}
-                    if config_ok(cfg):
-                        yield cfg
+                for per in (0, 1):
+                    for st in range(3, 9 if per else 7):
+                        cfg = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": per}
+                        if config_ok(p, cfg):
+                            yield cfg
+
+
+def grid_of(p: ProblemDescription, cfg) -> int:
+    """Blocks: every (M, N) tile, or for PERSIST at most as many as run at once."""
+    m, n, _ = gemm_shape(p)
+    tiles = ceil_div(m, cfg["BM"]) * ceil_div(n, cfg["BN"])
+    return min(tiles, sm_count() * blocks_per_sm(p, cfg)) if cfg["PERSIST"] else tiles
 
 
 def macros(p: ProblemDescription, cfg) -> dict:
@@ -115,7 +148,7 @@ def macros(p: ProblemDescription, cfg) -> dict:
         "XS_N": xs[0], "XS_C": xs[1], "XS_H": xs[3], "XS_W": xs[4],
         "WS_K": ws[0], "WS_C": ws[1], "WS_Y": ws[3], "WS_X": ws[4],
         "YS_N": ys[0], "YS_C": ys[1], "YS_H": ys[3], "YS_W": ys[4],
-        **{k: cfg[k] for k in KEYS}, "MIN_BLOCKS": min_blocks(cfg),
+        **{k: cfg[k] for k in KEYS}, "MIN_BLOCKS": blocks_per_sm(p, cfg),
     }
 
 
@@ -169,7 +202,7 @@ class ImplicitGemmHopperBase(Solver):
             return False
         if any(not isinstance(v, int) or isinstance(v, bool) for v in config.values()):
             return False
-        return config_ok(config)
+        return config_ok(problem.as_conv(), config)
 
     def get_solution(self, problem: ProblemDescription, config=None) -> ConvSolution:
         p = problem.as_conv()
@@ -178,8 +211,8 @@ class ImplicitGemmHopperBase(Solver):
             raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
         m, n, _ = gemm_shape(p)
         mac = tuple((k, str(v)) for k, v in macros(p, cfg).items())
-        smem = smem_bytes(cfg)
-        grid, block = (ceil_div(m, cfg["BM"]) * ceil_div(n, cfg["BN"]), 1, 1), (cfg["WGS"] * 128, 1, 1)
+        smem = smem_bytes(p, cfg)
+        grid, block = (grid_of(p, cfg), 1, 1), (cfg["WGS"] * 128, 1, 1)
         kernels = [KernelInfo(self.source, self.kernel_name, grid, block, macros=mac, options=(f"-arch={ARCH}",))]
         sid = self.id
 

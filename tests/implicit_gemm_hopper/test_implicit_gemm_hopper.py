@@ -81,10 +81,16 @@ def test_configs_valid_and_targeted():
     space = list(FWD.config_space(p))
     assert len(space) > 10 and FWD.default_config(p) in space
     for cfg in space:
-        assert FWD.is_valid_config(p, cfg) and hb.smem_bytes(cfg) <= hb.SMEM_LIMIT
+        assert FWD.is_valid_config(p, cfg) and hb.smem_bytes(p, cfg) <= hb.SMEM_LIMIT
     assert not FWD.is_valid_config(p, dict(space[0], BM=192))
     assert not FWD.is_valid_config(p, dict(space[0], STAGES=2))
-    assert not FWD.is_valid_config(p, {"BM": 128, "BN": 256, "WGS": 2, "STAGES": 6})  # shared memory
+    assert not FWD.is_valid_config(p, {"BM": 128, "BN": 256, "WGS": 2, "STAGES": 6, "PERSIST": 0})  # shared memory
+    assert not FWD.is_valid_config(p, {"BM": 128, "BN": 128, "WGS": 2, "STAGES": 4, "PERSIST": 1})  # N > BN
+    assert not any(c["PERSIST"] for c in space)       # B of 9 K tiles x 256 rows does not fit
+    p64 = _nhwc(n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
+    assert FWD.is_valid_config(p64, {"BM": 128, "BN": 64, "WGS": 2, "STAGES": 8, "PERSIST": 1})
+    big = _nhwc(n=120, c=64, k=64, in_size=(512, 512), filter_size=3, pads=1)
+    assert FWD.default_config(big)["PERSIST"] == 1 and FWD.get_solution(big).kernels[0].grid[0] <= 2 * 132
     k = FWD.get_solution(p).kernels[0]
     assert "-arch=sm_90a" in k.compile_options() and k.block[0] == FWD.default_config(p)["WGS"] * 128
     with pytest.raises(ValueError, match="config="):
@@ -104,16 +110,16 @@ def test_nvrtc_sm90a_configs():
         pytest.skip(f"NVRTC unavailable: {e}")
     from miofind.compile import nvrtc_compile
     seen = set()
-    for dt in ("FP16", "BF16"):
-        p = _nhwc(dt, n=2, c=40, k=264, in_size=(15, 13), filter_size=3, pads=1)
+    for dt, k in (("FP16", 264), ("BF16", 264), ("FP16", 64), ("BF16", 120)):
+        p = _nhwc(dt, n=2, c=40, k=k, in_size=(15, 13), filter_size=3, pads=1)
         for cfg in FWD.config_space(p):
-            shape = (dt, cfg["BM"], cfg["BN"], cfg["WGS"])
+            shape = (dt, cfg["BM"], cfg["BN"], cfg["WGS"], cfg["PERSIST"])
             if shape in seen:
                 continue
             seen.add(shape)
             cubin = nvrtc_compile(FWD.get_solution(p, cfg).kernels[0], arch="sm_90")
             assert cubin[:4] == b"\x7fELF"
-    assert len(seen) >= 10
+    assert len(seen) >= 20 and any(sh[-1] for sh in seen)
 
 
 # -- GPU -------------------------------------------------------------------------------------------
@@ -147,6 +153,28 @@ def test_hopper_config_sample(name, dt):
 def test_hopper_multi_wave():
     """A GEMM of many blocks in M and several in N (the pipeline wraps over 9 K tiles)."""
     p = _nhwc("FP16", n=4, c=64, k=384, in_size=(28, 28), filter_size=3, pads=1)
-    for cfg in (None, {"BM": 256, "BN": 128, "WGS": 2, "STAGES": 3}, {"BM": 64, "BN": 256, "WGS": 1, "STAGES": 3}):
+    for cfg in (None, {"BM": 256, "BN": 128, "WGS": 2, "STAGES": 3, "PERSIST": 0},
+                {"BM": 64, "BN": 256, "WGS": 1, "STAGES": 3, "PERSIST": 0}):
         err, tol = check_solver(FWD, p, seed=7, config=cfg)
         assert err <= tol, f"config={cfg}: relative error {err:.3g} > {tol:.1g}"
+
+
+PERSIST_CASES = [
+    # several M tiles per persistent block (tiles > blocks that fit), tails in M, N and K
+    (dict(n=7, c=24, k=40, in_size=(61, 67), filter_size=3, pads=1), {"BM": 64, "BN": 64, "WGS": 1, "STAGES": 8}),
+    (dict(n=10, c=64, k=64, in_size=(64, 64), filter_size=3, pads=1), {"BM": 128, "BN": 64, "WGS": 2, "STAGES": 8}),
+    (dict(n=10, c=64, k=64, in_size=(64, 64), filter_size=3, pads=1), {"BM": 128, "BN": 64, "WGS": 2, "STAGES": 3}),
+    (dict(n=4, c=32, k=120, in_size=(70, 66), filter_size=1), {"BM": 128, "BN": 128, "WGS": 2, "STAGES": 5}),
+    (TAILS["tail_mnk"], {"BM": 64, "BN": 128, "WGS": 1, "STAGES": 6}),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("kw,cfg", PERSIST_CASES, ids=[f"persist{i}" for i in range(len(PERSIST_CASES))])
+def test_hopper_persistent(kw, cfg, dt):
+    p = _nhwc(dt, **kw)
+    cfg = dict(cfg, PERSIST=1)
+    assert FWD.is_valid_config(p, cfg)
+    err, tol = check_solver(FWD, p, seed=11, config=cfg)
+    assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
