@@ -144,6 +144,13 @@ def macros(p: ProblemDescription, cfg) -> dict:
     }
 
 
+def forward_kernel(p: ProblemDescription, cfg, source: str, name: str) -> tuple[KernelInfo, int]:
+    """The wgmma kernel of forward problem ``p`` with a valid ``cfg``, and its dynamic shared memory."""
+    mac = tuple((k, str(v)) for k, v in macros(p, cfg).items())
+    grid, block = (grid_of(p, cfg), 1, 1), (cfg["WGS"] * 128, 1, 1)
+    return KernelInfo(source, name, grid, block, macros=mac, options=(f"-arch={ARCH}",)), smem_bytes(p, cfg)
+
+
 class ImplicitGemmHopperBase(Solver):
     """Common applicability, configs and launch of the Hopper implicit-GEMM solvers."""
 
@@ -156,6 +163,10 @@ class ImplicitGemmHopperBase(Solver):
     @property
     def kernel_files(self):
         return (self.source, HEADER)
+
+    def forward_problem(self, p: ProblemDescription) -> ProblemDescription:
+        """The forward problem the wgmma kernel is built for (``p`` itself for the forward solver)."""
+        return p
 
     def applicability(self, problem: ProblemDescription):
         base = super().applicability(problem)
@@ -173,10 +184,11 @@ class ImplicitGemmHopperBase(Solver):
             return not_applicable(f"groups={p.groups} not supported (1 only)")
         if p.c % 8 or p.k % 8:
             return not_applicable(f"C={p.c}, K={p.k}: both must be multiples of 8 (16-byte channel chunks)")
-        isz, osz, fsz, pads, strides, dils = dims3(p)
+        pf = self.forward_problem(p)
+        isz, osz, fsz, pads, strides, dils = dims3(pf)
         if max(isz) * max(strides) + max(pads) + max(d * f for d, f in zip(dils, fsz)) >= 2**28:
             return not_applicable(f"spatial size {p.in_size} with strides/dilations too large for 32-bit positions")
-        m, n, k = gemm_shape(p)
+        m, n, k = gemm_shape(pf)
         if k >= INT32_MAX:
             return not_applicable(f"GEMM K = C x taps = {k} exceeds 2^31")
         if ceil_div(m, 64) * ceil_div(n, 64) > INT32_MAX:
@@ -201,18 +213,15 @@ class ImplicitGemmHopperBase(Solver):
         cfg = dict(config) if config else self.default_config(p)
         if not self.is_valid_config(p, cfg):
             raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
-        m, n, _ = gemm_shape(p)
-        mac = tuple((k, str(v)) for k, v in macros(p, cfg).items())
-        smem = smem_bytes(p, cfg)
-        grid, block = (grid_of(p, cfg), 1, 1), (cfg["WGS"] * 128, 1, 1)
-        kernels = [KernelInfo(self.source, self.kernel_name, grid, block, macros=mac, options=(f"-arch={ARCH}",))]
+        kinfo, smem = forward_kernel(p, cfg, self.source, self.kernel_name)
+        kernels = [kinfo]
         sid = self.id
 
         def factory(kerns):
             kern = kerns[0]
             if smem > SMEM_STATIC:
                 kern.max_dynamic_shared_size_bytes = smem
-            launch = Launch(kern, grid, block, (PTR, PTR, PTR), shared_mem=smem)
+            launch = Launch(kern, kinfo.grid, kinfo.block, (PTR, PTR, PTR), shared_mem=smem)
 
             def invoker(a, b, out, workspace, stream):
                 if a % ALIGN or b % ALIGN or out % ALIGN:

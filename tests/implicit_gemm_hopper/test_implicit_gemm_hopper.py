@@ -16,6 +16,7 @@ from miofind.solvers import implicit_gemm_hopper_base as hb
 
 HOPPER = [s for s in solvers() if s.family == "implicit_gemm_hopper"]
 FWD = next(s for s in HOPPER if s.id == "ConvImplicitGemmHopperFwd")
+BWD = next(s for s in HOPPER if s.id == "ConvImplicitGemmHopperBwd")
 MODES = (("FP16", "strict"), ("BF16", "strict"))
 
 # tails: M, N (K) and the GEMM K (C*taps) not multiples of any tile; one tap of few channels; strides
@@ -28,8 +29,8 @@ TAILS = {
     "k320": dict(n=2, c=64, k=320, in_size=(12, 12), filter_size=3, pads=1),
 }
 GRID = claim_grid(HOPPER, {**SHAPES, **TAILS}, MODES)
-ACCEPTED = {"ConvImplicitGemmHopperFwd": 18}
-ACCEPTED_DIGEST = "cec23cb9"
+ACCEPTED = {"ConvImplicitGemmHopperFwd": 18, "ConvImplicitGemmHopperBwd": 14}
+ACCEPTED_DIGEST = "9cbb248e"
 
 
 def _nhwc(dt="FP16", **kw):
@@ -43,8 +44,9 @@ def no_gpu_arch(monkeypatch):
 
 def test_registered_after_existing():
     rows = {r.id: r.number for r in registry()}
-    assert rows["ConvImplicitGemmHopperFwd"] == 29 and max(n for i, n in rows.items() if "Hopper" not in i) == 28
-    assert [s.id for s in HOPPER] == ["ConvImplicitGemmHopperFwd"]
+    assert rows["ConvImplicitGemmHopperFwd"] == 29 and rows["ConvImplicitGemmHopperBwd"] == 30
+    assert max(n for i, n in rows.items() if "Hopper" not in i) == 28
+    assert [s.id for s in HOPPER] == ["ConvImplicitGemmHopperFwd", "ConvImplicitGemmHopperBwd"]
 
 
 def test_claims_pinned(no_gpu_arch):
@@ -180,3 +182,61 @@ def test_hopper_persistent(kw, cfg, dt):
     assert FWD.is_valid_config(p, cfg)
     err, tol = check_solver(FWD, p, seed=11, config=cfg)
     assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
+
+
+# -- backward data (stride 1): the forward kernel on dy with the flipped, transposed filter ---------
+
+BWD_CASES = {**{k: v for k, v in TAILS.items() if k not in ("wide_c", "1x1_s2")},
+             "r50_3x3": dict(n=2, c=64, k=64, in_size=(14, 14), filter_size=3, pads=1),
+             "1x7": dict(n=2, c=16, k=24, in_size=(9, 17), filter_size=(1, 7), pads=(0, 3))}
+
+
+def _flip_like_kernel(w):
+    """kernels_src/implicit_gemm_hopper_bwd.cu's index formula, element by element (KYXC -> CYXK)."""
+    fk, fy, fx, fc = w.shape
+    flat, out = w.reshape(-1), np.empty(w.size, w.dtype)
+    for i in range(w.size):
+        q = i
+        k = q % fk; q //= fk
+        s = q % fx; q //= fx
+        r = q % fy
+        c = q // fy
+        out[i] = flat[((k * fy + (fy - 1 - r)) * fx + (fx - 1 - s)) * fc + c]
+    return out.reshape(fc, fy, fx, fk)
+
+
+@pytest.mark.parametrize("name", sorted(BWD_CASES))
+def test_bwd_forward_view_matches_reference(no_gpu_arch, name):
+    """CPU: the forward problem of forward_view on the flipped filter gives the float64 dx."""
+    from miofind.reference import conv_reference
+    from miofind.solvers.implicit_gemm_hopper_bwd import forward_view
+
+    p = ProblemDescription.make("B", layout="NHWC", dtype="FP16", **BWD_CASES[name])
+    assert BWD.applicability(p), BWD.applicability(p).reason
+    pf = forward_view(p)
+    assert pf.y_shape == p.x_shape and pf.x_shape == p.y_shape
+    rng = np.random.default_rng(3)
+    dy, w = (rng.uniform(-1, 1, sh) for sh in p.io_shapes()[:2])
+    wf = _flip_like_kernel(w)
+    assert wf.shape == pf.w_shape
+    np.testing.assert_allclose(conv_reference(pf, dy, wf), conv_reference(p, dy, w), rtol=1e-12, atol=1e-12)
+
+
+def test_bwd_rejections(no_gpu_arch):
+    base = dict(n=2, c=16, k=24, in_size=(9, 9), filter_size=3, pads=1)
+    for kw, why in ((dict(strides=2), "strides"), (dict(filter_size=1), "pads"), (dict(c=12), "multiples of 8")):
+        a = BWD.applicability(ProblemDescription.make("B", layout="NHWC", dtype="FP16", **{**base, **kw}))
+        assert not a and why in a.reason
+    assert not BWD.applicability(ProblemDescription.make("F", layout="NHWC", dtype="FP16", **base))
+    sol = BWD.get_solution(ProblemDescription.make("B", layout="NHWC", dtype="BF16", **base))
+    assert [k.name for k in sol.kernels] == ["igemm_hopper_flip", "igemm_hopper_fwd"]
+    assert sol.workspace_bytes >= 16 * 24 * 9 * 2 and "-arch=sm_90a" in sol.kernels[1].compile_options()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("name", sorted(BWD_CASES))
+def test_hopper_bwd(name, dt):
+    p = ProblemDescription.make("B", layout="NHWC", dtype=dt, **BWD_CASES[name])
+    err, tol = check_solver(BWD, p, seed=5)
+    assert err <= tol, f"{p.key()}: relative error {err:.3g} > {tol:.1g}"
