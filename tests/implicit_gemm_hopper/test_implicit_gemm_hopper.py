@@ -240,3 +240,14 @@ def test_hopper_bwd(name, dt):
     p = ProblemDescription.make("B", layout="NHWC", dtype=dt, **BWD_CASES[name])
     err, tol = check_solver(BWD, p, seed=5)
     assert err <= tol, f"{p.key()}: relative error {err:.3g} > {tol:.1g}"
+
+
+def test_index_width_at_the_boundary(no_gpu_arch):
+    """32-bit offsets while every tensor has fewer than 2^31 - 1 elements, 64-bit from there (F and B)."""
+    # largest tensor: n x 256 x 256 x 64 elements (x for F; dy and dx alike for B)
+    for d, solver in (("F", FWD), ("B", BWD)):
+        for n, index_t in ((511, "int"), (512, "long long")):
+            p = ProblemDescription.make(d, n=n, c=64, k=64, in_size=(256, 256), filter_size=3, pads=1,
+                                        layout="NHWC", dtype="FP16")
+            assert solver.applicability(p)
+            assert {dict(k.macros)["INDEX_T"] for k in solver.get_solution(p).kernels if "INDEX_T" in dict(k.macros)} == {index_t}
