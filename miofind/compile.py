@@ -302,8 +302,10 @@ def nvrtc_compile(kinfo: KernelInfo, arch: str = "sm_90") -> bytes:
     t0 = time.perf_counter()
     prog = nvrtc.createProgram(src, kinfo.source, [], [])
     try:
+        # a kernel that names its own target (KernelInfo.options "-arch=sm_90a": wgmma) keeps it
+        target = [] if any(o.startswith("-arch=") for o in kinfo.options) else [f"-arch={arch}"]
         try:
-            nvrtc.compileProgram(prog, [f"-arch={arch}", *_options(kinfo)])
+            nvrtc.compileProgram(prog, [*target, *_options(kinfo)])
         except Exception as e:
             raise CompileError(f"{kinfo.source} ({' '.join(kinfo.compile_options())}): {e}\n"
                                f"{nvrtc.getProgramLog(prog).strip()[:4000]}") from None

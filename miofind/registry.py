@@ -42,6 +42,8 @@ _ROWS: tuple[tuple[int, str, str | None], ...] = (
     (26, "ConvImplicitGemmFwd", "implicit_gemm_fwd:ImplicitGemmFwd"),
     (27, "ConvImplicitGemmBwd", "implicit_gemm_bwd:ImplicitGemmBwd"),
     (28, "ConvImplicitGemmWrw", "implicit_gemm_wrw:ImplicitGemmWrw"),
+    (29, "ConvImplicitGemmHopperFwd", "implicit_gemm_hopper_fwd:ImplicitGemmHopperFwd"),
+    (30, "ConvImplicitGemmHopperBwd", "implicit_gemm_hopper_bwd:ImplicitGemmHopperBwd"),
 )
 
 

@@ -202,7 +202,8 @@ def test_shipped_library_keys_match_the_measuring_libraries():
 
 def test_migration_of_a_0_1_0_user_db(tmp_path):
     changes = legacy_trust_changes()
-    assert len(changes) == len(solvers())
+    # every solver of 0.1.0 (registry rows 1-28); later solvers have no legacy keys to migrate
+    assert {sid for sid, _ in changes} == {s.id for s in solvers()[:28]}
     (sid, old), new = next((k, v) for k, v in changes.items() if k[0] == "ConvImplicitGemmFwd")
     s = get_solver(sid)
     rec = Record(device="sm_90-132", device_name="", problem_key="k", solver_id=sid, algorithm="a", time_ms=1.0,

@@ -1,0 +1,151 @@
+"""Hopper implicit GEMM (issue 19) against the Ampere implicit GEMM and cuDNN's best plan, FP16 NHWC
+forward: ResNet-50's applicable layers at N=32 and the large layer -n 120 -c 64 -H 512 -W 512 -k 64 3x3.
+
+Every solution runs through miofind's prepared path on the same buffers and is timed with CUDA events
+(3 warm-ups, median of 20). The Hopper solver runs its default config and a few alternatives (the best
+is reported with its config); cuDNN runs the plan miofind's find picks. The Hopper output is checked
+against cuDNN's (relative L2). Prints a table; ``--json`` writes the rows."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+
+ALTS = tuple({"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": per} for bm, bn, wgs, st, per in (
+    (128, 64, 2, 4, 0), (128, 64, 2, 3, 0), (256, 64, 2, 4, 0), (128, 128, 2, 3, 0), (128, 128, 2, 4, 0),
+    (128, 256, 2, 3, 0), (64, 128, 1, 4, 0), (64, 64, 1, 4, 0), (128, 128, 1, 3, 0),
+    (128, 64, 2, 8, 1), (128, 64, 2, 6, 1), (128, 64, 2, 4, 1), (64, 64, 1, 8, 1), (128, 128, 2, 4, 1),
+    (64, 128, 1, 6, 1)))
+
+
+def timed(fn, iters=20, warm=3):
+    import cupy
+    for _ in range(warm):
+        fn()
+    s, e = cupy.cuda.Event(), cupy.cuda.Event()
+    ts = []
+    for _ in range(iters):
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        ts.append(cupy.cuda.get_elapsed_time(s, e))
+    ts.sort()
+    return ts[len(ts) // 2]
+
+
+def main():
+    import cupy
+
+    from miofind.api import find_solutions
+    from miofind.device import current_device
+    from miofind.invokers import prepare
+    from miofind.models import model_layers
+    from miofind.problem import ProblemDescription
+    from miofind.registry import get_solver
+    from miofind.tuning.precompile import precompile, solution_kernels
+    from miofind.verify import rel_error
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=32)
+    ap.add_argument("--large", action="store_true", help="also the large layer")
+    ap.add_argument("--only-large", action="store_true")
+    ap.add_argument("--alts", action="store_true", help="time the alternative configs too")
+    ap.add_argument("--deadline", type=float, default=1e9, help="stop starting layers after this many seconds")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    t_start = time.time()
+    dev = current_device()
+    hop = get_solver("ConvImplicitGemmHopperFwd")
+    probs = []
+    if args.large or args.only_large:
+        probs.append(("large 64->64 @512 3x3 n120", 1, ProblemDescription.make(
+            "F", n=120, c=64, k=64, in_size=(512, 512), filter_size=3, pads=1, layout="NHWC", dtype="FP16")))
+    if not args.only_large:
+        for la in model_layers("resnet50"):
+            probs.append((f"{la.c}->{la.k} @{la.in_size[0]} {la.filter_size[0]}x{la.filter_size[1]}/{la.strides[0]}",
+                          la.count, ProblemDescription.make("F", n=args.n, c=la.c, k=la.k, in_size=la.in_size,
+                                                            filter_size=la.filter_size, pads=la.pads,
+                                                            strides=la.strides, layout="NHWC", dtype="FP16")))
+    # compile every Hopper config of every layer up front, in parallel
+    todo = []
+    for _, _, p in probs:
+        if hop.applicability(p):
+            cfgs = [None] + ([c for c in ALTS if hop.is_valid_config(p, c)] if args.alts else [])
+            todo += solution_kernels(p, hop, cfgs)
+    t0 = time.time()
+    n_comp, errs = precompile(todo, dev.arch)
+    print(f"precompiled {n_comp} Hopper kernels in {time.time() - t0:.1f} s; errors: {errs or 'none'}", flush=True)
+    rows = []
+    for name, count, p in probs:
+        if time.time() - t_start > args.deadline:
+            print(f"deadline: skipping {name}", flush=True)
+            continue
+        rng = cupy.random.default_rng(1)
+        sa, sb, so = p.io_shapes()
+        x = rng.uniform(-1, 1, sa, dtype=cupy.float32).astype(cupy.float16)
+        w = rng.uniform(-1, 1, sb, dtype=cupy.float32).astype(cupy.float16)
+        y_ref, y = cupy.empty(so, cupy.float16), cupy.empty(so, cupy.float16)
+        flop = 2 * math.prod(so) * p.c * math.prod(p.filter_size)
+        row = {"layer": name, "count": count, "key": p.key()}
+        res = find_solutions(p, solvers=["ConvCudnnFwd"], mode="benchmark", store=False, verify=False)
+        # a find whose float64 reference does not fit the GPU (the large layer) keeps no plan: then
+        # cuDNN's heuristic first plan, unverified against the reference
+        plan = res[0].config if res else None
+        try:
+            pc = prepare(p, "ConvCudnnFwd", plan)
+            row["cudnn_ms"] = timed(lambda: pc(x, w, y_ref))
+            row["cudnn_plan"] = plan or "heuristic first plan"
+            res = True
+        except Exception as e:
+            print(f"cuDNN failed on {name}: {e}", flush=True)
+            res = False
+        pa = prepare(p, "ConvImplicitGemmFwd", None)
+        row["ampere_ms"] = timed(lambda: pa(x, w, y))
+        if not res:
+            y_ref[...] = y
+        if hop.applicability(p):
+            best = None
+            for cfg in [None] + ([c for c in ALTS if hop.is_valid_config(p, c)] if args.alts else []):
+                ph = prepare(p, hop.id, cfg)
+                y.fill(cupy.nan)
+                ph(x, w, y)
+                err = float(rel_error(y.astype(cupy.float64), y_ref.astype(cupy.float64)))
+                ms = timed(lambda: ph(x, w, y))
+                tag = cfg or hop.default_config(p)
+                row.setdefault("hopper_all", []).append({"config": tag, "ms": ms, "err": err})
+                if best is None or ms < best[0]:
+                    best = (ms, tag, err)
+            row["hopper_default_ms"] = row["hopper_all"][0]["ms"]
+            row["hopper_ms"], row["hopper_config"], row["hopper_err"] = best
+        row["tflop"] = flop / 1e12
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        del x, w, y, y_ref
+        cupy.get_default_memory_pool().free_all_blocks()
+    # table
+    print(f"\n{dev.name}: FP16 NHWC forward, ms (TFLOP/s); ratio = own / cuDNN")
+    print(f"{'layer':28s} {'cuDNN':>15s} {'Ampere igemm':>15s} {'Hopper dflt':>15s} {'Hopper best':>15s} "
+          f"{'H/cuDNN':>7s} {'A/cuDNN':>7s} err  best config")
+    lg = {"h": [], "hd": [], "a": []}
+    for r in rows:
+        f = lambda k: f"{r[k]:7.3f} ({r['tflop'] / r[k] * 1e3:5.0f})" if k in r else f"{'-':>15s}"
+        hr = r["hopper_ms"] / r["cudnn_ms"] if "hopper_ms" in r and "cudnn_ms" in r else None
+        ar = r["ampere_ms"] / r["cudnn_ms"] if "cudnn_ms" in r else None
+        if hr and "large" not in r["layer"]:
+            lg["h"].append(math.log(hr)); lg["a"].append(math.log(ar))
+            lg["hd"].append(math.log(r["hopper_default_ms"] / r["cudnn_ms"]))
+        print(f"{r['layer']:28s} {f('cudnn_ms')} {f('ampere_ms')} {f('hopper_default_ms')} {f('hopper_ms')} "
+              f"{hr or 0:7.2f} {ar or 0:7.2f} {r.get('hopper_err', 0):.1e} {r.get('hopper_config', '')}")
+    for k, lab in (("hd", "Hopper default"), ("h", "Hopper best of configs"), ("a", "Ampere igemm")):
+        if lg[k]:
+            print(f"geomean {lab} / cuDNN over {len(lg[k])} ResNet-50 layers (unweighted): {math.exp(sum(lg[k]) / len(lg[k])):.3f}")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"device": dev.name, "rows": rows}, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""Hopper implicit GEMM, backward data for stride 1: the forward wgmma kernel
+(kernels_src/implicit_gemm_hopper_fwd.cu) on dy with the flipped, transposed filter, which
+kernels_src/implicit_gemm_hopper_bwd.cu copies into the workspace first (C x Y x X x K elements).
+FP16/BF16, NHWC, groups = 1, C and K multiples of 8, pads at most the dilated filter extent."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from miofind.launch import PTR, Launch
+from miofind.problem import ProblemDescription
+from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_applicable
+from miofind.tensors import CUDA_TYPES
+
+from .implicit_gemm_hopper_base import ALIGN, ImplicitGemmHopperBase, forward_kernel
+
+FLIP_SRC = "implicit_gemm_hopper_bwd.cu"
+FLIP_BLOCK = 256
+WS_ALIGN = 256
+
+
+def forward_view(p: ProblemDescription) -> ProblemDescription:
+    """The forward problem whose output is this backward-data problem's dx (stride 1): input dy
+    (K channels, the output size), filter C x Y x X x K, pads (filter - 1) * dilation - pad."""
+    pads = tuple((f - 1) * d - q for f, d, q in zip(p.filter_size, p.dilations, p.pads))
+    return ProblemDescription.make("F", n=p.n, c=p.k, k=p.c, in_size=p.out_size, filter_size=p.filter_size,
+                                   pads=pads, strides=1, dilations=p.dilations, layout="NHWC", dtype=p.dtype)
+
+
+class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
+    id = "ConvImplicitGemmHopperBwd"
+    algorithm = "miopenConvolutionBwdDataAlgoImplicitGEMM"
+    directions = frozenset("B")
+    source = "implicit_gemm_hopper_fwd.cu"
+    kernel_name = "igemm_hopper_fwd"
+
+    @property
+    def kernel_files(self):
+        return (*super().kernel_files, FLIP_SRC)
+
+    def applicability(self, problem: ProblemDescription):
+        p = problem.as_conv()
+        if p.direction == "B" and p.solvable:
+            if any(s != 1 for s in p.strides):
+                return not_applicable(f"strides {p.strides} not supported (1 only)")
+            if any(q > (f - 1) * d for f, d, q in zip(p.filter_size, p.dilations, p.pads)):
+                return not_applicable(f"pads {p.pads} exceed the dilated filter extent")
+        base = super().applicability(problem)
+        if not base:
+            return base
+        if p.c * p.k * math.prod(p.filter_size) >= 2**31:
+            return not_applicable("filter of 2^31 elements or more")
+        return APPLICABLE
+
+    def forward_problem(self, p: ProblemDescription) -> ProblemDescription:
+        return forward_view(p)
+
+    def _fwd(self, problem: ProblemDescription) -> ProblemDescription:
+        return forward_view(problem.as_conv())
+
+    def default_config(self, problem: ProblemDescription) -> dict:
+        return super().default_config(self._fwd(problem))
+
+    def config_space(self, problem: ProblemDescription):
+        yield from super().config_space(self._fwd(problem))
+
+    def is_valid_config(self, problem: ProblemDescription, config) -> bool:
+        return super().is_valid_config(self._fwd(problem), config)
+
+    def workspace_bytes(self, problem: ProblemDescription, config=None) -> int:
+        p = problem.as_conv()
+        return ceil_div(p.c * p.k * math.prod(p.filter_size) * 2, WS_ALIGN) * WS_ALIGN
+
+    def get_solution(self, problem: ProblemDescription, config=None) -> ConvSolution:
+        p = problem.as_conv()
+        pf = forward_view(p)
+        cfg = dict(config) if config else self.default_config(p)
+        if not self.is_valid_config(p, cfg):
+            raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
+        main, smem = forward_kernel(pf, cfg, self.source, self.kernel_name)
+        total = p.c * p.k * math.prod(p.filter_size)
+        fy, fx = p.filter_size
+        flip = KernelInfo(FLIP_SRC, "igemm_hopper_flip", (min(ceil_div(total, FLIP_BLOCK), 65535), 1, 1),
+                          (FLIP_BLOCK, 1, 1),
+                          macros=(("DATA_T", CUDA_TYPES[p.dtype]), ("FK", str(p.k)), ("FY", str(fy)),
+                                  ("FX", str(fx)), ("FC", str(p.c))))
+        ws = self.workspace_bytes(p)
+        sid = self.id
+
+        def factory(kerns):
+            kflip, kmain = kerns
+            if smem > 48 * 1024:
+                kmain.max_dynamic_shared_size_bytes = smem
+            lflip = Launch(kflip, flip.grid, flip.block, (PTR, PTR))
+            lmain = Launch(kmain, main.grid, main.block, (PTR, PTR, PTR), shared_mem=smem)
+
+            def invoker(a, b, out, workspace, stream):
+                if a % ALIGN or out % ALIGN:
+                    for name, ptr in (("first input", a), ("output", out)):
+                        if ptr % ALIGN:
+                            raise ValueError(f"{sid}: {name} at address {ptr:#x} is not {ALIGN}-byte aligned, "
+                                             "as this solution's vector accesses need")
+                if not workspace:
+                    raise ValueError(f"{sid}: workspace of {ws} bytes required, got none")
+                lflip(stream, b, workspace)
+                lmain(stream, a, workspace, out)
+            return invoker
+
+        return ConvSolution(self.id, [flip, main], ws, factory, cfg)
