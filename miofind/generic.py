@@ -1,0 +1,225 @@
+"""Generic builds: one cubin per (kernel, config, data type, layout, index width) for every problem size.
+
+A specialised build (what ``Solver.get_solution`` describes) bakes the problem's sizes and strides
+into the kernel as macros, so every new shape compiles new kernels (0.3-1 s each with NVRTC). A
+generic build compiles the *same source* with those macros defined as ``MIOFIND_GP(i)``, a read of
+slot ``i`` of a ``__constant__`` parameter block declared in ``kernels_src/generic_prelude.cuh``
+(pre-included by NVRTC). The other macros (data type, tile config, layout flags, vector widths,
+index type) stay compile-time, so a generic build is shared by every problem with the same ones.
+Each problem loads its own module instance from that cubin (``cuModuleLoadData``, no compilation)
+and writes its sizes into that instance's parameter block once, so launches cost what they cost
+today and different problems never share a block.
+
+Which macros are read at run time is per kernel source (``RUNTIME``): a size used in ``#if``, in a
+template argument or in an array dimension must stay compile-time, and a source whose kernels
+need one of those for every problem (implicit GEMM backward data: ``out_pos<P_SH, P_HO>``) has no
+generic build. The solver's trust key and its specialised builds are untouched: this module only
+rewrites a ConvSolution's KernelInfos.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import threading
+
+from .solver import ConvSolution, KernelInfo
+
+__all__ = ["PRELUDE", "RUNTIME", "GenericKernel", "generic_kernel", "generic_kernels", "has_generic",
+           "load_generic", "build_generic_invoker", "generic_config"]
+
+PRELUDE = "generic_prelude.cuh"
+SLOTS = 64
+INT32_MAX = 2**31 - 1
+
+_IGEMM = ("P_N", "P_C", "P_K", "P_G", "P_DI", "P_HI", "P_WI", "P_DO", "P_HO", "P_WO", "P_Z", "P_Y", "P_X",
+          "P_PD", "P_PH", "P_PW", "P_SD", "P_SH", "P_SW", "P_DD", "P_DH", "P_DW",
+          "XS_N", "XS_C", "XS_D", "XS_H", "XS_W", "WS_K", "WS_C", "WS_Z", "WS_Y", "WS_X",
+          "YS_N", "YS_C", "YS_D", "YS_H", "YS_W", "KCHUNK")
+
+# Kernel source -> the macros its generic build reads at run time (slot i = position i). Sources
+# not listed have no generic build; kernels whose macros include none of these (the naive
+# reference, the implicit-GEMM transposes) are shape-free already and need none.
+#
+# Not listed: implicit_gemm_bwd.cu (output sizes and strides are template arguments of out_pos),
+# gemm_im2col.cu (C/G in a constexpr), the depthwise kernels (sizes in constexpr tile geometry),
+# winograd's WO (in #if) and the FFT sizes (array dimensions): these stay compile-time.
+_FFT_PACK = ("NB_", "CH")
+RUNTIME: dict[str, tuple[str, ...]] = {
+    "implicit_gemm_fwd.cu": _IGEMM,
+    "implicit_gemm_wrw.cu": _IGEMM,
+    "direct_tiled_fwd.cu": ("C_", "K_", "G_", "HI", "WI", "HO", "WO", "PH", "PW"),
+    "winograd_transforms.cu": ("N_", "CI", "CO", "G_", "HI", "WI", "HO", "PH", "PW", "TH", "TW", "P_"),
+    "fft_pack.cu": _FFT_PACK,
+    "fft_crop.cu": _FFT_PACK,
+    "fft_mac.cu": ("NB_", "NI", "NJ", "G_", "A_CH", "O_CH", "W_KS", "W_CS", "W_TS"),
+    "fft_wdft.cu": ("NB_", "G_", "W_KS", "W_CS", "W_TS", "KPG", "CPG"),
+}
+
+# Backward weights with split-K: SPLITK selects the kernel's epilogue in #if, so it stays
+# compile-time; the generic build rounds the default split down to one of these.
+GENERIC_SPLITS = (1, 4, 16, 64)
+
+
+@dataclasses.dataclass(frozen=True)
+class GenericKernel:
+    """A generic build (``kinfo``: runtime macros replaced by parameter-block reads) and one
+    problem's values for its parameter block, in slot order."""
+
+    kinfo: KernelInfo
+    values: tuple[int, ...]
+    wide: bool
+
+
+def _wide(k: KernelInfo) -> bool:
+    return dict(k.macros).get("INDEX_T", "int") != "int"
+
+
+def generic_kernel(k: KernelInfo) -> GenericKernel | None:
+    """The generic build of a specialised KernelInfo with this problem's parameter values, or None
+    when its source has no generic build (or it has no run-time macro: it is shape-free already)."""
+    names = RUNTIME.get(k.source)
+    if not names:
+        return None
+    slot = {n: i for i, n in enumerate(names)}
+    values = [0] * len(names)
+    macros, hit = [], False
+    for name, v in k.macros:
+        if name in slot:
+            values[slot[name]] = int(v)
+            hit = True
+            macros.append((name, f"MIOFIND_GP({slot[name]})"))
+        else:
+            macros.append((name, v))
+    if not hit:
+        return None
+    wide = _wide(k)
+    if not wide and any(abs(v) > INT32_MAX for v in values):
+        raise ValueError(f"{k.source}: a size exceeds the 32-bit parameter block of a 32-bit-index build")
+    opts = tuple(k.options) + (f"--pre-include={PRELUDE}", f"-DMIOFIND_GP_SLOTS={len(names)}")
+    return GenericKernel(dataclasses.replace(k, macros=tuple(macros), options=opts), tuple(values), wide)
+
+
+def generic_kernels(sol: ConvSolution) -> list[GenericKernel | None] | None:
+    """Per kernel of ``sol`` its GenericKernel, or None for a shape-free kernel (compiled as is);
+    None overall when some kernel is shape-specific and has no generic build (or none has one)."""
+    out = []
+    for k in sol.kernels:
+        try:
+            g = generic_kernel(k)
+        except ValueError:      # a size too large for a 32-bit parameter block
+            return None
+        if g is None and k.source in RUNTIME:
+            out.append(None)     # a kernel of a generic source that reads no size: as it is
+        elif g is None and not _shape_free(k):
+            return None
+        else:
+            out.append(g)
+    return out if any(g is not None for g in out) else None
+
+
+# Macros that never encode a problem's size: a kernel with only these is shared by every shape.
+_SHAPE_FREE = {"DATA_T", "ACC_T", "INDEX_T", "WRW_BLOCK"}
+
+
+def _shape_free(k: KernelInfo) -> bool:
+    return all(name in _SHAPE_FREE for name, _ in k.macros)
+
+
+def generic_config(solver, problem, config):
+    """The config a generic build of ``solver`` runs for ``problem``: ``config`` (default: the
+    solver's default), with backward weights' split-K rounded down to a GENERIC_SPLITS value so
+    that few binaries serve every shape."""
+    if config is None and solver.tunable:
+        config = solver.default_config(problem)
+    if isinstance(config, dict) and "SPLITK" in config:
+        config = dict(config, SPLITK=max(s for s in GENERIC_SPLITS if s <= max(1, config["SPLITK"])))
+    return config
+
+
+def has_generic(solver, problem, config=None) -> bool:
+    """Whether the solution of ``solver`` for ``problem`` has a generic build (CPU only, launches nothing)."""
+    if not any(f in RUNTIME for f in getattr(solver, "kernel_files", ())):
+        return False
+    try:
+        return generic_kernels(solver.get_solution(problem, generic_config(solver, problem, config))) is not None
+    except Exception:
+        return False
+
+
+# -- loading: one module instance per (build, values) ------------------------------------------
+
+class GenericFunction:
+    """One kernel of a module instance, standing where a ``cupy.RawKernel`` stands for the
+    invoker factories and ``launch.Launch`` (``.kernel.ptr``, ``max_dynamic_shared_size_bytes``,
+    a ``(grid, block, args)`` call)."""
+
+    def __init__(self, module, function) -> None:
+        self.module = module          # keeps the module instance loaded
+        self.kernel = function
+
+    @property
+    def max_dynamic_shared_size_bytes(self) -> int:
+        from cupy.cuda import driver
+        return driver.funcGetAttribute(driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, self.kernel.ptr)
+
+    @max_dynamic_shared_size_bytes.setter
+    def max_dynamic_shared_size_bytes(self, nbytes: int) -> None:
+        from cupy.cuda import driver
+        driver.funcSetAttribute(self.kernel.ptr, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(nbytes))
+
+    def __call__(self, grid, block, args, *, shared_mem: int = 0, stream=None):
+        self.kernel(tuple(grid), tuple(block), args, shared_mem, stream)
+
+
+_instances: dict[tuple, object] = {}
+_lock = threading.Lock()
+
+
+def _instance(gk: GenericKernel):
+    """The module instance of ``gk``'s build holding ``gk.values``, loaded and written once per
+    process and device."""
+    import cupy
+    from cupy.cuda import function
+
+    from .compile import binary_key, cubin_for, _device_arch
+
+    arch = _device_arch()
+    key = (binary_key(gk.kinfo, arch), gk.values, cupy.cuda.runtime.getDevice())
+    mod = _instances.get(key)
+    if mod is None:
+        with _lock:
+            mod = _instances.get(key)
+            if mod is None:
+                mod = function.Module()
+                mod.load(cubin_for(gk.kinfo, arch))
+                ctype = ctypes.c_int64 if gk.wide else ctypes.c_int32
+                block = (ctype * len(gk.values))(*gk.values)
+                mod.get_global_var("miofind_gp").copy_from_host(ctypes.addressof(block), ctypes.sizeof(block))
+                _instances[key] = mod
+    return mod
+
+
+def load_generic(gk: GenericKernel) -> GenericFunction:
+    """The kernel ``gk.kinfo.name`` of this problem's module instance (compiling the generic build
+    into the binary cache only if it is not there yet)."""
+    mod = _instance(gk)
+    return GenericFunction(mod, mod.get_function(gk.kinfo.name))
+
+
+def build_generic_invoker(sol: ConvSolution):
+    """The invoker of ``sol`` running its generic builds (shape-free kernels compiled as they are);
+    ValueError when ``sol`` has no generic build."""
+    from .compile import compile_kernel
+
+    gks = generic_kernels(sol)
+    if gks is None:
+        raise ValueError(f"{sol.solver_id}: no generic build")
+    kernels = [load_generic(g) if g is not None else compile_kernel(k) for g, k in zip(gks, sol.kernels)]
+    return sol.invoker_factory(kernels)
+
+
+def clear() -> None:
+    """Forget the loaded module instances (tests)."""
+    with _lock:
+        _instances.clear()

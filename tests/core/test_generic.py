@@ -1,0 +1,145 @@
+"""Generic builds (miofind.generic): they NVRTC-compile for sm_90, one build serves many shapes, and
+the specialised builds and trust keys are untouched. CPU only (NVRTC without a GPU)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from shapes import SHAPES, layouts_for
+from miofind import generic
+from miofind.compile import binary_key, kernel_source, nvrtc_compile, pre_includes
+from miofind.problem import ProblemDescription
+from miofind.registry import solvers
+from miofind.trust import parse_key, trust_key
+
+def _nvrtc_or_skip():
+    try:
+        from cupy_backends.cuda.libs import nvrtc  # noqa: F401
+        from miofind.compile import cuda_include_dirs
+        if not cuda_include_dirs():
+            raise ImportError("no cuda_fp16.h found")
+    except Exception as e:
+        if os.environ.get("CI"):
+            pytest.fail(f"NVRTC unavailable in CI: {e}")
+        pytest.skip(f"NVRTC unavailable: {e}")
+
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = ROOT / "finddb" / "sm_90-132.sqlite"
+
+
+def _matrix():
+    for kw in SHAPES.values():
+        for lay in layouts_for(kw):
+            for dt in ("FP32", "FP16", "BF16"):
+                for d in "FBW":
+                    yield ProblemDescription.make(d, layout=lay, dtype=dt, **kw)
+    for d in "FBW":   # 64-bit indexing
+        yield ProblemDescription.make(d, n=64, c=256, k=64, in_size=(384, 384), filter_size=3, pads=1)
+
+
+MAX_BUILDS_PER_SOURCE = 10   # bounds CI time; the 64-bit-index builds are always kept
+
+
+def _generic_builds():
+    """(solver id, problem key, GenericKernel) per distinct generic build of the matrix."""
+    seen, per = {}, {}
+    for p in _matrix():
+        for s in solvers():
+            if not any(f in generic.RUNTIME for f in getattr(s, "kernel_files", ())) or not s.applicability(p):
+                continue
+            sol = s.get_solution(p, generic.generic_config(s, p, None))
+            for g in generic.generic_kernels(sol) or ():
+                key = (g.kinfo.source, g.kinfo.name, g.kinfo.compile_options()) if g is not None else None
+                if g is not None and key not in seen and (per.get(g.kinfo.source, 0) < MAX_BUILDS_PER_SOURCE or g.wide):
+                    per[g.kinfo.source] = per.get(g.kinfo.source, 0) + 1
+                    seen.setdefault((g.kinfo.source, g.kinfo.name, g.kinfo.compile_options()), (s.id, p.key(), g))
+    return list(seen.values())
+
+
+BUILDS = _generic_builds()
+
+
+def test_every_generic_source_has_builds_and_specialised_ones_differ():
+    assert {g.kinfo.source for _, _, g in BUILDS} == set(generic.RUNTIME)
+    ids = {sid for sid, _, _ in BUILDS}
+    for sid in ("ConvImplicitGemmFwd", "ConvImplicitGemmWrw", "ConvDirectTiledFwd", "ConvWinograd3x3F43Fwd",
+                "ConvFFTFwd", "ConvFFTBwd"):
+        assert sid in ids
+    assert "ConvImplicitGemmBwd" not in ids    # out_pos<P_SH, P_HO>: sizes as template arguments
+    assert any(g.wide for _, _, g in BUILDS) and any(not g.wide for _, _, g in BUILDS)
+
+
+@pytest.mark.parametrize("sid,key,g", BUILDS, ids=[f"{sid}:{g.kinfo.name}:{i}" for i, (sid, _, g) in enumerate(BUILDS)])
+def test_generic_build_nvrtc_sm90(sid, key, g):
+    _nvrtc_or_skip()
+    cubin = nvrtc_compile(g.kinfo, "sm_90")
+    assert cubin[:4] == b"\x7fELF", f"{sid} on {key}: not a cubin"
+
+
+def test_one_build_serves_shapes_of_a_config():
+    s = next(s for s in solvers() if s.id == "ConvImplicitGemmFwd")
+    cfg = {"BM": 64, "BN": 64, "BK": 8, "TM": 4, "TN": 8, "STAGES": 3}
+    keys, values = set(), set()
+    for n, c, hw in ((1, 64, 14), (8, 64, 28), (32, 64, 56), (3, 64, 17)):
+        p = ProblemDescription.make("F", n=n, c=c, k=64, in_size=(hw, hw), filter_size=3, pads=1, layout="NHWC")
+        (g,) = generic.generic_kernels(s.get_solution(p, cfg))
+        keys.add(g.kinfo.compile_options())
+        values.add(g.values)
+        assert not any(str(v).isdigit() and int(v) == hw for k, v in g.kinfo.macros if k in ("P_HI", "P_WI"))
+    assert len(keys) == 1 and len(values) == 4
+
+
+def test_split_k_rounded_to_few_binaries():
+    s = next(s for s in solvers() if s.id == "ConvImplicitGemmWrw")
+    for n in (1, 4, 32, 128):
+        p = ProblemDescription.make("W", n=n, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
+        assert generic.generic_config(s, p, None)["SPLITK"] in generic.GENERIC_SPLITS
+
+
+def test_a_size_in_if_is_a_compile_error_not_a_silent_zero():
+    _nvrtc_or_skip()
+    from miofind.compile import CompileError
+    (sid, _, g) = next(b for b in BUILDS if b[2].kinfo.source == "implicit_gemm_wrw.cu")
+    # SPLITK selects the epilogue in #if: read at run time, it must fail to preprocess
+    bad = generic.dataclasses.replace(g.kinfo, macros=tuple((k, "MIOFIND_GP(0)" if k == "SPLITK" else v)
+                                                            for k, v in g.kinfo.macros))
+    with pytest.raises(CompileError):
+        nvrtc_compile(bad, "sm_90")
+
+
+def test_specialised_builds_unchanged():
+    """Specialised kernels pre-include nothing, their binary-cache key ignores the prelude, and a
+    generic build never reuses a specialised cache file."""
+    assert "miofind_gp" in kernel_source(generic.PRELUDE)
+    for sid, key, g in BUILDS[:20]:
+        p = ProblemDescription.from_key(key)
+        s = next(x for x in solvers() if x.id == sid)
+        for k in s.get_solution(p).kernels:
+            assert pre_includes(k) == () and not any("MIOFIND_GP" in v for _, v in k.macros)
+        assert pre_includes(g.kinfo) == (generic.PRELUDE,)
+    k0 = BUILDS[0][2].kinfo
+    assert binary_key(k0, "sm_90") != binary_key(generic.dataclasses.replace(k0, options=()), "sm_90")
+
+
+@pytest.mark.skipif(not SHIPPED.is_file(), reason="shipped FindDB not in this checkout")
+def test_specialised_trust_keys_match_the_shipped_db():
+    """Every solver's current trust key (kernel source digest and version) equals the one its records
+    in the shipped H100 DB carry: generic builds live in new files and new code paths only."""
+    with sqlite3.connect(f"file:{SHIPPED}?mode=ro", uri=True) as con:
+        stored = con.execute("SELECT DISTINCT solver_id, kernel_hash FROM find_records").fetchall()
+    by_solver: dict[str, set] = {}
+    for sid, kh in stored:
+        f = parse_key(kh)
+        by_solver.setdefault(sid, set()).add((f["src"], f["v"]))
+    current = {s.id: parse_key(trust_key(s)) for s in solvers()}
+    checked = 0
+    for sid, keys in by_solver.items():
+        if sid in current:
+            assert keys == {(current[sid]["src"], current[sid]["v"])}, sid
+            checked += 1
+    assert checked >= 20
