@@ -17,6 +17,7 @@ from pathlib import Path
 
 __all__ = ["VARIABLES", "EnvVar", "FIND_MODES", "FindEnforce", "find_mode", "find_enforce", "user_db_url",
            "system_db", "log_level", "kernel_cache_dir", "cudnn_plans", "cudnn_execute", "import_key", "isolate",
+           "specialize",
            "QUIET"]
 
 FIND_MODES = ("normal", "fast", "hybrid", "dynamic_hybrid", "benchmark")
@@ -82,6 +83,10 @@ VARIABLES: tuple[EnvVar, ...] = (
     EnvVar("MIOFIND_ISOLATE", "whether a find runs and verifies each candidate without a trusted record in a child "
            "process first (`miofind.isolate`), so that a sticky CUDA error cannot poison the finding process",
            "1 (always), 0 (never); unset: only for problems with a tensor of 2^30 elements or more", ""),
+    EnvVar("MIOFIND_SPECIALIZE", "how a find on a miss gets the shape-specialised kernels of solvers that have a "
+           "generic build (`miofind.tiered`)", "background (default: measure the generic build at once, compile "
+           "the specialised one in a background thread and keep it where faster), sync (compile the specialised "
+           "build before measuring, as before generic builds), off (generic builds only)", ""),
 )
 
 
@@ -238,6 +243,17 @@ def cudnn_execute() -> str:
 
 
 MIN_IMPORT_KEY = 16
+SPECIALIZE = ("off", "background", "sync")
+
+
+def specialize() -> str:
+    """``MIOFIND_SPECIALIZE``: ``background`` (default), ``sync`` or ``off`` (miofind.tiered)."""
+    raw = _get("MIOFIND_SPECIALIZE")
+    if raw is None:
+        return "background"
+    if raw.lower() not in SPECIALIZE:
+        raise ValueError(f"MIOFIND_SPECIALIZE={raw!r}: expected off, background or sync")
+    return raw.lower()
 
 
 def isolate() -> bool | None:

@@ -31,14 +31,13 @@ import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from . import __version__
+from . import __version__, tiered
 from .compile import is_compiled
 from .db import Record
 from .db.findb import FindFailure, config_key
 from .db.handles import open_dbs
 from .device import DeviceInfo, current_device
 from .harness import Harness, describe, failure_stage, reference_invoker_for
-from .invokers import build_invoker
 from .isolate import context_broken, names_sticky_error
 from .problem import ProblemDescription
 from .registry import get_solver, solvers as all_solvers
@@ -281,6 +280,7 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
     if store and not ws_skipped and sols:
         store_solutions(dbs.user, dev, problem, sols)
         stored = True
+    tiered.after_find(problem, sols, store=lambda s: store_solutions(dbs.user, dev, problem, [s]) if store else None)
     if store and not dbs.user.readonly:
         # solvers a workspace limit kept from running were not measured: their record stays as it was
         skipped = {f.solver_id for f in bench_failures if f.stage == "workspace"} - {s.solver_id for s in sols}
@@ -400,7 +400,7 @@ def _prepare(problem, solver, config=None):
     try:
         sol = solver.get_solution(problem, config)
         stage = "compile"
-        return sol, build_invoker(problem, sol)
+        return tiered.prepare(problem, solver, config, sol)   # a generic build on a miss (miofind.tiered)
     except Exception as e:
         return Failure(solver.id, stage, describe(e), config=config), None
 

@@ -1,0 +1,196 @@
+"""Tiered find: on a miss, measure generic builds at once and specialise in the background.
+
+A find candidate whose specialised kernels are not compiled yet, and whose solution has a generic
+build (``miofind.generic``), is measured with the generic build: no NVRTC wait when the generic
+cubin is in the binary cache (``miofind warmup``). ``MIOFIND_SPECIALIZE`` decides what happens to
+the specialised build:
+
+- ``background`` (default): it is compiled in a background thread (NVRTC runs without the GIL),
+  then verified and timed against the float64 reference; when it is verified and faster than the
+  generic measurement its record replaces the generic one in the user FindDB and its invoker is
+  what ``ready_invoker`` returns from then on;
+- ``sync``: find compiles and measures the specialised build, as before generic builds existed;
+- ``off``: generic builds only.
+
+The record of a generic measurement carries the solver's usual trust key (the same kernel source,
+compiled with the sizes read at run time).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from . import env, generic
+from .solver import ConvSolution
+
+log = logging.getLogger(__name__)
+
+__all__ = ["prepare", "after_find", "ready_invoker", "pending", "wait", "clear"]
+
+_pool: ThreadPoolExecutor | None = None
+_lock = threading.Lock()
+_pending: dict[tuple, Future] = {}     # (problem key, solver id, config key) -> background job
+_ready: dict[tuple, tuple] = {}        # (network config, solver id, config key) -> (invoker, workspace bytes)
+_generic_measured: dict[tuple, tuple] = {}   # (problem key, solver id) -> (solver, specialised config)
+
+
+def _key(problem, solver_id, config) -> tuple:
+    from .invokers import config_key
+    return problem.key(), solver_id, config_key(config)
+
+
+def prepare(problem, solver, config, sol: ConvSolution, *, mode: str | None = None):
+    """(ConvSolution, invoker) a find measures for (solver, config): the generic build when the
+    mode allows it, the solution has one and its specialised kernels are not compiled; else the
+    specialised ``sol`` compiled (``invokers.build_invoker``). Raises what compiling raises."""
+    from .compile import is_compiled
+    from .invokers import build_invoker
+
+    mode = mode or env.specialize()
+    if mode != "sync" and not all(is_compiled(k) for k in sol.kernels):
+        gsol = _generic_solution(problem, solver, config)
+        if gsol is not None:
+            inv = generic.build_generic_invoker(gsol)
+            with _lock:
+                _generic_measured[(problem.key(), solver.id)] = (solver, config)
+            return gsol, inv
+    return sol, build_invoker(problem, sol)
+
+
+def _generic_solution(problem, solver, config) -> ConvSolution | None:
+    try:
+        gsol = solver.get_solution(problem, generic.generic_config(solver, problem, config))
+    except Exception as e:      # the rounded config does not validate: no generic build
+        log.debug("no generic build of %s for %s: %s", solver.id, problem.key(), e)
+        return None
+    return gsol if generic.generic_kernels(gsol) is not None else None
+
+
+def after_find(problem, sols, *, store, mode: str | None = None, measure=None) -> list[Future]:
+    """After a find measured ``sols``: for each measured with a generic build, in ``background``
+    mode, compile its specialised build in the thread pool, measure it (``measure(problem, solver,
+    ConvSolution, invoker)`` -> Solution, default the find's harness) and, when verified and faster,
+    ``store(solution)`` it and make its invoker the one ``ready_invoker`` gives. Returns the jobs."""
+    mode = mode or env.specialize()
+    jobs = []
+    for s in sols:
+        with _lock:
+            entry = _generic_measured.pop((problem.key(), s.solver_id), None)
+        if entry is None or mode != "background":
+            continue
+        solver, config = entry
+        k = _key(problem, solver.id, config)
+        ex = _executor()
+        with _lock:
+            if k in _pending:
+                continue
+            _pending[k] = fut = ex.submit(_specialise, problem, solver, config, s, store, measure or _measure,
+                                                   _device())
+        jobs.append(fut)
+    return jobs
+
+
+_pool_lock = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="miofind-specialize")
+    return _pool
+
+
+class _Noop:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def _device():
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDevice()
+    except Exception:
+        return None
+
+
+def _specialise(problem, solver, config, generic_sol, store, measure, device):
+    """The background job: compile, measure, replace when faster. Returns the stored Solution or None."""
+    from .invokers import build_invoker
+
+    try:
+        ctx = _on_device(device)
+        with ctx:
+            sol = solver.get_solution(problem, config)
+            inv = build_invoker(problem, sol)
+            spec = measure(problem, solver, sol, inv)
+        if spec is None or not spec.verified or spec.time_ms >= generic_sol.time_ms:
+            log.info("specialised %s for %s: %s", solver.id, problem.key(),
+                     "not verified" if spec is None or not spec.verified else
+                     f"{spec.time_ms:.4f} ms, not faster than the generic build's {generic_sol.time_ms:.4f} ms")
+            return None
+        with _lock:
+            _ready[(problem.network_config(), solver.id, _key(problem, solver.id, config)[2])] = (inv, sol.workspace_bytes)
+        store(spec)
+        log.info("specialised %s for %s: %.4f ms replaces the generic build's %.4f ms", solver.id, problem.key(),
+                 spec.time_ms, generic_sol.time_ms)
+        return spec
+    except Exception as e:
+        log.warning("specialising %s for %s failed: %s", solver.id, problem.key(), e)
+        return None
+
+
+def _on_device(device):
+    if device is None:
+        return _Noop()
+    import cupy
+    return cupy.cuda.Device(device)
+
+
+def _measure(problem, solver, sol, inv):
+    """Verify and time a specialised build as the find does (miofind.harness); a Solution."""
+    from .find import FIND_TIME_BUDGET_MS
+    from .harness import Harness, reference_invoker_for
+    from .results import Solution
+
+    h = Harness(problem, verify=True, reference_invoker=reference_invoker_for(problem))
+    try:
+        m = h.measure(inv, h.workspace(sol.workspace_bytes), solver.family, 3, 10, FIND_TIME_BUDGET_MS)
+    finally:
+        h.release()
+    return Solution(solver.id, solver.algorithm, m.time_ms, sol.workspace_bytes, sol.config, True, problem,
+                    max_error=m.max_error, time_q20_ms=m.q20_ms, time_q80_ms=m.q80_ms)
+
+
+def ready_invoker(problem, solver_id: str, config=None):
+    """(invoker, workspace bytes) of a specialised build that replaced a generic one in this
+    process, or None (``invokers.get_invoker`` may consult it)."""
+    from .invokers import config_key
+    return _ready.get((problem.network_config(), solver_id, config_key(config)))
+
+
+def pending() -> int:
+    """How many background specialisations are still running."""
+    with _lock:
+        return sum(1 for f in _pending.values() if not f.done())
+
+
+def wait(timeout: float | None = None) -> None:
+    """Wait for every background specialisation (tests, and a process about to exit)."""
+    with _lock:
+        futs = list(_pending.values())
+    for f in futs:
+        f.result(timeout)
+
+
+def clear() -> None:
+    """Forget pending jobs' bookkeeping and ready invokers (the jobs themselves run on)."""
+    with _lock:
+        _pending.clear()
+        _ready.clear()
+        _generic_measured.clear()

@@ -1,0 +1,120 @@
+"""Tiered find (miofind.tiered) on the CPU: which build a find measures in each MIOFIND_SPECIALIZE
+mode, and the background specialisation's replace-if-faster rule, with compiling and measuring faked."""
+
+from __future__ import annotations
+
+import pytest
+
+import miofind.compile as compile_mod
+import miofind.generic as generic
+import miofind.invokers as invokers
+from miofind import env, tiered
+from miofind.problem import ProblemDescription
+from miofind.registry import get_solver
+from miofind.results import Solution
+
+P = ProblemDescription.make("F", n=8, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1)
+PW = ProblemDescription.make("W", n=8, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1)
+
+
+@pytest.fixture
+def fakes(monkeypatch):
+    built = []
+    monkeypatch.setattr(compile_mod, "is_compiled", lambda k: False)
+    monkeypatch.setattr(generic, "build_generic_invoker", lambda sol: built.append(("generic", sol)) or "GEN")
+    monkeypatch.setattr(invokers, "build_invoker", lambda p, sol: built.append(("spec", sol)) or "SPEC")
+    tiered.clear()
+    yield built
+    tiered.wait(10)
+    tiered.clear()
+
+
+def _prep(p, sid, mode, cfg=None):
+    s = get_solver(sid)
+    return tiered.prepare(p, s, cfg, s.get_solution(p, cfg), mode=mode)
+
+
+def test_a_miss_measures_the_generic_build(fakes):
+    sol, inv = _prep(P, "ConvImplicitGemmFwd", "background")
+    assert inv == "GEN" and fakes[-1][0] == "generic"
+    assert generic.generic_kernels(sol) is not None
+    sol, inv = _prep(P, "ConvImplicitGemmFwd", "off")
+    assert inv == "GEN"
+
+
+def test_sync_and_compiled_and_solvers_without_generic_builds_measure_the_specialised(fakes, monkeypatch):
+    assert _prep(P, "ConvImplicitGemmFwd", "sync")[1] == "SPEC"
+    assert _prep(P, "ConvDirectNaiveConvFwd", "background")[1] == "SPEC"   # sizes are arguments already
+    assert _prep(P, "GemmFwdRest", "background")[1] == "SPEC"              # im2col: no generic build
+    pb = ProblemDescription.make("B", n=8, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1)
+    assert _prep(pb, "ConvImplicitGemmBwd", "background")[1] == "SPEC"     # sizes as template arguments
+    monkeypatch.setattr(compile_mod, "is_compiled", lambda k: True)
+    assert _prep(P, "ConvImplicitGemmFwd", "background")[1] == "SPEC"
+
+
+def test_generic_wrw_runs_a_rounded_split(fakes):
+    sol, inv = _prep(PW, "ConvImplicitGemmWrw", "background")
+    assert inv == "GEN" and sol.config["SPLITK"] in generic.GENERIC_SPLITS
+
+
+def _gen_solution(p, sid, t):
+    s = get_solver(sid)
+    return Solution(sid, s.algorithm, t, 0, None, True, p)
+
+
+@pytest.mark.parametrize("spec_ms,replaced", [(0.5, True), (2.0, False)])
+def test_background_replaces_only_when_faster(fakes, spec_ms, replaced):
+    _prep(P, "ConvImplicitGemmFwd", "background")
+    stored = []
+    measured = []
+
+    def measure(problem, solver, sol, inv):
+        measured.append((solver.id, inv))
+        return Solution(solver.id, solver.algorithm, spec_ms, sol.workspace_bytes, sol.config, True, problem)
+
+    jobs = tiered.after_find(P, [_gen_solution(P, "ConvImplicitGemmFwd", 1.0)], store=stored.append,
+                             mode="background", measure=measure)
+    assert len(jobs) == 1
+    jobs[0].result(10)
+    assert measured == [("ConvImplicitGemmFwd", "SPEC")]
+    assert [s.time_ms for s in stored] == ([spec_ms] if replaced else [])
+    assert (tiered.ready_invoker(P, "ConvImplicitGemmFwd") is not None) == replaced
+
+
+def test_unverified_specialised_is_not_stored(fakes):
+    _prep(P, "ConvImplicitGemmFwd", "background")
+    stored = []
+    meas = lambda p, s, sol, inv: Solution(s.id, s.algorithm, 0.1, 0, None, False, p)  # noqa: E731
+    (job,) = tiered.after_find(P, [_gen_solution(P, "ConvImplicitGemmFwd", 1.0)], store=stored.append,
+                               mode="background", measure=meas)
+    assert job.result(10) is None and stored == []
+
+
+def test_no_background_job_when_off_or_sync_or_specialised(fakes):
+    _prep(P, "ConvImplicitGemmFwd", "off")
+    assert tiered.after_find(P, [_gen_solution(P, "ConvImplicitGemmFwd", 1.0)], store=print, mode="off") == []
+    # a candidate measured with its specialised build has nothing to specialise
+    _prep(P, "ConvImplicitGemmFwd", "sync")
+    assert tiered.after_find(P, [_gen_solution(P, "ConvImplicitGemmFwd", 1.0)], store=print, mode="background") == []
+
+
+def test_a_failing_specialisation_is_logged_not_raised(fakes, monkeypatch, caplog):
+    _prep(P, "ConvImplicitGemmFwd", "background")
+
+    def boom(p, sol):
+        raise compile_mod.CompileError("nvrtc says no")
+
+    monkeypatch.setattr(invokers, "build_invoker", boom)
+    (job,) = tiered.after_find(P, [_gen_solution(P, "ConvImplicitGemmFwd", 1.0)], store=print,
+                               mode="background", measure=lambda *a: None)
+    assert job.result(10) is None and "nvrtc says no" in caplog.text
+
+
+def test_env_specialize(monkeypatch):
+    monkeypatch.delenv("MIOFIND_SPECIALIZE", raising=False)
+    assert env.specialize() == "background"
+    monkeypatch.setenv("MIOFIND_SPECIALIZE", "SYNC")
+    assert env.specialize() == "sync"
+    monkeypatch.setenv("MIOFIND_SPECIALIZE", "later")
+    with pytest.raises(ValueError, match="MIOFIND_SPECIALIZE='later'"):
+        env.specialize()
