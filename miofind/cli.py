@@ -803,6 +803,37 @@ def run(db_url, driver_args):
         sys.exit(1)
 
 
+@main.command()
+@click.option("--arch", "archs", default="sm_80,sm_90,sm_100", show_default=True,
+              help="Target architectures, comma-separated (those this NVRTC cannot target are skipped).")
+@click.option("--jobs", type=int, default=None, help="Compiler processes (default: the CPU count, at most 32).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@verbosity_options
+def warmup(archs, jobs, as_json):
+    """Compile the generic kernel builds and the float64 reference into the kernel cache (once, at
+    install time; no GPU needed), so that a find of an unseen shape compiles nothing before it runs."""
+    from .warmup import warmup as run_warmup
+
+    if jobs is not None and jobs < 1:
+        _fail(f"--jobs={jobs}: expected a positive integer")
+    try:
+        summary = run_warmup(tuple(a.strip() for a in archs.split(",") if a.strip()), jobs)
+    except ValueError as e:
+        _fail(str(e))
+    if as_json:
+        print(json.dumps(summary, indent=1))
+    else:
+        built = ", ".join(f"{a}: {n} compiled" for a, n in summary["archs"].items()) or "no architecture"
+        console.print(f"warmup: {summary['kernels']} kernel build(s); {built} (the rest were cached) "
+                      f"in {summary['seconds']} s")
+        if summary["skipped_archs"]:
+            console.print(f"  not supported by this NVRTC: {', '.join(summary['skipped_archs'])}")
+        for k, v in summary["errors"].items():
+            console.print(f"  [red]failed[/red] {escape(k)}: {escape(v.splitlines()[0] if v else '')}")
+    if summary["errors"]:
+        sys.exit(1)
+
+
 from .cli_db import db  # noqa: E402  (the `miofind db ...` commands)
 
 main.add_command(db)

@@ -127,6 +127,7 @@ def _specialise(problem, solver, config, generic_sol, store, measure, device):
         ctx = _on_device(device)
         with ctx:
             sol = solver.get_solution(problem, config)
+            _compile_apart(sol.kernels)
             inv = build_invoker(problem, sol)
             spec = measure(problem, solver, sol, inv)
         if spec is None or not spec.verified or spec.time_ms >= generic_sol.time_ms:
@@ -143,6 +144,20 @@ def _specialise(problem, solver, config, generic_sol, store, measure, device):
     except Exception as e:
         log.warning("specialising %s for %s failed: %s", solver.id, problem.key(), e)
         return None
+
+
+def _compile_apart(kernels) -> None:
+    """Compile into the binary cache in the tuner's spawned process pool: CuPy's NVRTC binding holds
+    the GIL while it compiles, which would stall the caller's threads for the whole compile."""
+    from .compile import _device_arch, binary_key, cached_cubin, private_cache_dir
+    from .tuning import precompile as pc
+
+    arch = _device_arch()
+    cache = private_cache_dir()
+    todo = [(k, arch, str(cache / f"{binary_key(k, arch)}.cubin")) for k in kernels]
+    todo = [t for t in todo if cached_cubin(cache / f"{binary_key(t[0], arch)}.cubin") is None]
+    if todo:
+        list(pc._get_pool(pc._pool_size or 2).map(pc._compile_one, todo))
 
 
 def _on_device(device):

@@ -143,3 +143,37 @@ def test_specialised_trust_keys_match_the_shipped_db():
             assert keys == {(current[sid]["src"], current[sid]["v"])}, sid
             checked += 1
     assert checked >= 20
+
+
+def test_warmup_fills_the_kernel_cache(tmp_path, monkeypatch):
+    """`miofind warmup` compiles generic builds into the binary cache; a second run compiles nothing;
+    a bad --arch is a one-line error."""
+    _nvrtc_or_skip()
+    from click.testing import CliRunner
+
+    from miofind import warmup as wu
+    from miofind.cli import main
+    from miofind.compile import cached_cubin
+
+    monkeypatch.setenv("MIOFIND_KERNEL_CACHE", str(tmp_path / "cubin"))
+    picked = [g.kinfo for _, _, g in BUILDS if g.kinfo.source == "direct_tiled_fwd.cu"][:2]
+    monkeypatch.setattr(wu, "warmup_kernels", lambda *a, **k: picked)
+    r = CliRunner().invoke(main, ["warmup", "--arch", "sm_90", "--jobs", "1", "--json"])
+    assert r.exit_code == 0, r.output
+    assert '"sm_90": 2' in r.output
+    for k in picked:
+        assert cached_cubin(tmp_path / "cubin" / f"{binary_key(k, 'sm_90')}.cubin") is not None
+    r = CliRunner().invoke(main, ["warmup", "--arch", "sm_90", "--jobs", "1", "--json"])
+    assert '"sm_90": 0' in r.output
+    r = CliRunner().invoke(main, ["warmup", "--arch", "hopper"])
+    assert r.exit_code != 0 and "--arch='hopper'" in r.output and "Traceback" not in r.output
+
+
+def test_warmup_covers_generic_builds_and_the_reference():
+    from miofind.warmup import warmup_kernels
+
+    ks = warmup_kernels(models=("resnet50",), batches=(32,), dtypes=("FP32",), layouts=("NCHW",))
+    srcs = {k.source for k in ks}
+    assert {"implicit_gemm_fwd.cu", "implicit_gemm_wrw.cu", "direct_naive.cu"} <= srcs
+    assert any(dict(k.macros).get("DATA_T") == "double" for k in ks if k.source == "direct_naive.cu")
+    assert all(pre_includes(k) == (generic.PRELUDE,) for k in ks if k.source in generic.RUNTIME)

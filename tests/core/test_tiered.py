@@ -23,6 +23,7 @@ def fakes(monkeypatch):
     monkeypatch.setattr(compile_mod, "is_compiled", lambda k: False)
     monkeypatch.setattr(generic, "build_generic_invoker", lambda sol: built.append(("generic", sol)) or "GEN")
     monkeypatch.setattr(invokers, "build_invoker", lambda p, sol: built.append(("spec", sol)) or "SPEC")
+    monkeypatch.setattr(tiered, "_compile_apart", lambda kernels: built.append(("apart", kernels)))
     tiered.clear()
     yield built
     tiered.wait(10)
