@@ -5,7 +5,7 @@ build (``miofind.generic``), is measured with the generic build: no NVRTC wait w
 cubin is in the binary cache (``miofind warmup``). ``MIOFIND_SPECIALIZE`` decides what happens to
 the specialised build:
 
-- ``background`` (default): it is compiled in a background thread (NVRTC runs without the GIL),
+- ``background`` (default): it is compiled in the tuner's spawned process pool (CuPy's NVRTC binding holds the GIL),
   then verified and timed against the float64 reference; when it is verified and faster than the
   generic measurement its record replaces the generic one in the user FindDB and its invoker is
   what ``ready_invoker`` returns from then on;
