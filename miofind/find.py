@@ -346,7 +346,8 @@ def store_solutions(db, dev: DeviceInfo, problem, sols) -> None:
                    verified=s.verified, max_error=s.max_error if s.max_error is not None and math.isfinite(s.max_error) else None,
                    package_version=__version__, kernel_hash=trust_key(get_solver(s.solver_id)),
                    driver_version=dev.driver_version, cuda_version=dev.cuda_version, cupy_version=dev.cupy_version,
-                   created_at=now, time_q20_ms=s.time_q20_ms, time_q80_ms=s.time_q80_ms)
+                   created_at=now, time_q20_ms=s.time_q20_ms, time_q80_ms=s.time_q80_ms,
+                   build=tiered.measured_build(problem, s.solver_id))
             for s in sols]
     db.store(recs)
 

@@ -27,7 +27,7 @@ from .solver import ConvSolution
 
 log = logging.getLogger(__name__)
 
-__all__ = ["prepare", "after_find", "ready_invoker", "pending", "wait", "clear"]
+__all__ = ["prepare", "after_find", "measured_build", "ready_invoker", "pending", "wait", "clear"]
 
 _pool: ThreadPoolExecutor | None = None
 _lock = threading.Lock()
@@ -180,6 +180,13 @@ def _measure(problem, solver, sol, inv):
         h.release()
     return Solution(solver.id, solver.algorithm, m.time_ms, sol.workspace_bytes, sol.config, True, problem,
                     max_error=m.max_error, time_q20_ms=m.q20_ms, time_q80_ms=m.q80_ms)
+
+
+def measured_build(problem, solver_id: str) -> str:
+    """'generic' when this process's find of ``problem`` measured ``solver_id`` with a generic build
+    (until ``after_find`` takes it up), else 'specialized': the FindDB record's ``build``."""
+    with _lock:
+        return "generic" if (problem.key(), solver_id) in _generic_measured else "specialized"
 
 
 def ready_invoker(problem, solver_id: str, config=None):

@@ -119,3 +119,25 @@ def test_env_specialize(monkeypatch):
     monkeypatch.setenv("MIOFIND_SPECIALIZE", "later")
     with pytest.raises(ValueError, match="MIOFIND_SPECIALIZE='later'"):
         env.specialize()
+
+
+def test_the_record_names_the_build_measured(fakes, tmp_db, monkeypatch):
+    """find.store_solutions files a generic measurement as build='generic'; the background
+    specialisation that replaces it as 'specialized'."""
+    import miofind.find as find
+    from miofind.db import FindDB
+    from miofind.device import DeviceInfo
+
+    dev = DeviceInfo("NVIDIA H100 80GB HBM3", "sm_90", 132, "580.1", "13.0", "14.2.0")
+    _prep(P, "ConvImplicitGemmFwd", "background")
+    assert tiered.measured_build(P, "ConvImplicitGemmFwd") == "generic"
+    db = FindDB(tmp_db)
+    gen = _gen_solution(P, "ConvImplicitGemmFwd", 1.0)
+    find.store_solutions(db, dev, P, [gen])
+    assert [r.build for r in db.lookup(dev.db_name, P.key())] == ["generic"]
+    meas = lambda p, s, sol, inv: Solution(s.id, s.algorithm, 0.5, 0, sol.config, True, p)  # noqa: E731
+    (job,) = tiered.after_find(P, [gen], store=lambda s: find.store_solutions(db, dev, P, [s]), mode="background",
+                               measure=meas)
+    job.result(10)
+    (r,) = db.lookup(dev.db_name, P.key())
+    assert r.build == "specialized" and r.time_ms == 0.5
