@@ -280,7 +280,8 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
     if store and not ws_skipped and sols:
         store_solutions(dbs.user, dev, problem, sols)
         stored = True
-    tiered.after_find(problem, sols, store=lambda s: store_solutions(dbs.user, dev, problem, [s]) if store else None)
+    tiered.after_find(problem, sols, store=lambda s: store_solutions(dbs.user, dev, problem, [s]) if store else None,
+                      budget_ms=time_budget_ms)
     if store and not dbs.user.readonly:
         # solvers a workspace limit kept from running were not measured: their record stays as it was
         skipped = {f.solver_id for f in bench_failures if f.stage == "workspace"} - {s.solver_id for s in sols}

@@ -182,9 +182,10 @@ def _instance(gk: GenericKernel):
     import cupy
     from cupy.cuda import function
 
-    from .compile import binary_key, cubin_for, _device_arch
+    from .compile import binary_key, cubin_for
+    from .device import current_device
 
-    arch = _device_arch()
+    arch = current_device().arch
     key = (binary_key(gk.kinfo, arch), gk.values, cupy.cuda.runtime.getDevice())
     mod = _instances.get(key)
     if mod is None:

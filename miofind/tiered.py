@@ -68,10 +68,12 @@ def _generic_solution(problem, solver, config) -> ConvSolution | None:
     return gsol if generic.generic_kernels(gsol) is not None else None
 
 
-def after_find(problem, sols, *, store, mode: str | None = None, measure=None) -> list[Future]:
+def after_find(problem, sols, *, store, mode: str | None = None, measure=None,
+               budget_ms: float | None = None) -> list[Future]:
     """After a find measured ``sols``: for each measured with a generic build, in ``background``
-    mode, compile its specialised build in the thread pool, measure it (``measure(problem, solver,
-    ConvSolution, invoker)`` -> Solution, default the find's harness) and, when verified and faster,
+    mode, compile its specialised build in the background (a thread driving the spawned compile
+    pool), measure it (``measure(problem, solver, ConvSolution, invoker)`` -> Solution, default the
+    find's harness under ``budget_ms``) and, when verified and faster,
     ``store(solution)`` it and make its invoker the one ``ready_invoker`` gives. Returns the jobs."""
     mode = mode or env.specialize()
     jobs = []
@@ -86,8 +88,8 @@ def after_find(problem, sols, *, store, mode: str | None = None, measure=None) -
         with _lock:
             if k in _pending:
                 continue
-            _pending[k] = fut = ex.submit(_specialise, problem, solver, config, s, store, measure or _measure,
-                                                   _device())
+            meas = measure or (lambda p, sv, sol, inv: _measure(p, sv, sol, inv, budget_ms))
+            _pending[k] = fut = ex.submit(_specialise, problem, solver, config, s, store, meas, _device())
         jobs.append(fut)
     return jobs
 
@@ -146,18 +148,55 @@ def _specialise(problem, solver, config, generic_sol, store, measure, device):
         return None
 
 
-def _compile_apart(kernels) -> None:
-    """Compile into the binary cache in the tuner's spawned process pool: CuPy's NVRTC binding holds
-    the GIL while it compiles, which would stall the caller's threads for the whole compile."""
-    from .compile import _device_arch, binary_key, cached_cubin, private_cache_dir
-    from .tuning import precompile as pc
+_procs = None
 
-    arch = _device_arch()
+
+def _compile_one(args) -> None:
+    """In a spawned process: compile one kernel into the binary cache (errors surface when the
+    parent compiles it again in build_invoker)."""
+    from pathlib import Path
+
+    from .compile import CompileError, nvrtc_compile, store_cubin
+
+    kinfo, arch, path = args
+    try:
+        store_cubin(Path(path), nvrtc_compile(kinfo, arch))
+    except CompileError:
+        pass
+
+
+def _shutdown_procs() -> None:
+    global _procs
+    if _procs is not None:
+        _procs.shutdown(wait=True, cancel_futures=True)
+        _procs = None
+
+
+def _compile_apart(kernels) -> None:
+    """Compile into the binary cache in spawned processes (they never touch this process's CUDA
+    context): CuPy's NVRTC binding holds the GIL while it compiles, which would stall the caller's
+    threads for the whole compile."""
+    global _procs
+    from .compile import binary_key, cached_cubin, private_cache_dir
+    from .device import current_device
+
+    arch = current_device().arch
     cache = private_cache_dir()
     todo = [(k, arch, str(cache / f"{binary_key(k, arch)}.cubin")) for k in kernels]
     todo = [t for t in todo if cached_cubin(cache / f"{binary_key(t[0], arch)}.cubin") is None]
-    if todo:
-        list(pc._get_pool(pc._pool_size or 2).map(pc._compile_one, todo))
+    if not todo:
+        return
+    with _pool_lock:
+        if _procs is None:
+            import multiprocessing as mp
+            from concurrent.futures import ProcessPoolExecutor
+            from multiprocessing import util
+
+            # idle pool workers would keep this process from exiting (as miofind.tuning.precompile)
+            util.Finalize(None, _shutdown_procs, exitpriority=100)
+            _procs = ProcessPoolExecutor(max_workers=2, mp_context=mp.get_context("spawn"))
+        procs = _procs
+    list(procs.map(_compile_one, todo))
 
 
 def _on_device(device):
@@ -167,15 +206,14 @@ def _on_device(device):
     return cupy.cuda.Device(device)
 
 
-def _measure(problem, solver, sol, inv):
+def _measure(problem, solver, sol, inv, budget_ms):
     """Verify and time a specialised build as the find does (miofind.harness); a Solution."""
-    from .find import FIND_TIME_BUDGET_MS
     from .harness import Harness, reference_invoker_for
     from .results import Solution
 
     h = Harness(problem, verify=True, reference_invoker=reference_invoker_for(problem))
     try:
-        m = h.measure(inv, h.workspace(sol.workspace_bytes), solver.family, 3, 10, FIND_TIME_BUDGET_MS)
+        m = h.measure(inv, h.workspace(sol.workspace_bytes), solver.family, 3, 10, budget_ms)
     finally:
         h.release()
     return Solution(solver.id, solver.algorithm, m.time_ms, sol.workspace_bytes, sol.config, True, problem,
