@@ -27,7 +27,7 @@ from .solver import ConvSolution
 
 log = logging.getLogger(__name__)
 
-__all__ = ["prepare", "after_find", "measured_build", "ready_invoker", "pending", "wait", "clear"]
+__all__ = ["prepare", "after_find", "measured_build", "ready_invoker", "run_invoker", "pending", "wait", "clear"]
 
 _pool: ThreadPoolExecutor | None = None
 _lock = threading.Lock()
@@ -232,6 +232,26 @@ def ready_invoker(problem, solver_id: str, config=None):
     process, or None (``invokers.get_invoker`` may consult it)."""
     from .invokers import config_key
     return _ready.get((problem.network_config(), solver_id, config_key(config)))
+
+
+def run_invoker(problem, solver_id: str, config=None):
+    """(invoker, workspace bytes) to run a solution without waiting for NVRTC where possible: the
+    specialised build that replaced a generic one, else the specialised build when its kernels are
+    compiled (or the mode is ``sync``, or it has no generic build), else its generic build. A hook
+    for ``invokers.get_invoker``, which caches the result per (network config, solver, config)."""
+    from .compile import is_compiled
+    from .invokers import build_invoker
+    from .registry import get_solver
+
+    ready = ready_invoker(problem, solver_id, config)
+    if ready is not None:
+        return ready
+    solver = get_solver(solver_id)
+    sol = solver.get_solution(problem, config)
+    if env.specialize() != "sync" and not all(is_compiled(k) for k in sol.kernels) \
+            and generic.generic_kernels(sol) is not None:
+        return generic.build_generic_invoker(sol), sol.workspace_bytes
+    return build_invoker(problem, sol), sol.workspace_bytes
 
 
 def pending() -> int:

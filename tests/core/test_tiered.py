@@ -141,3 +141,17 @@ def test_the_record_names_the_build_measured(fakes, tmp_db, monkeypatch):
     job.result(10)
     (r,) = db.lookup(dev.db_name, P.key())
     assert r.build == "specialized" and r.time_ms == 0.5
+
+
+def test_run_invoker_prefers_ready_then_compiled_then_generic(fakes, monkeypatch):
+    from miofind.invokers import config_key
+
+    cfg = get_solver("ConvImplicitGemmFwd").default_config(P)
+    assert tiered.run_invoker(P, "ConvImplicitGemmFwd", cfg)[0] == "GEN"
+    monkeypatch.setenv("MIOFIND_SPECIALIZE", "sync")
+    assert tiered.run_invoker(P, "ConvImplicitGemmFwd", cfg)[0] == "SPEC"
+    monkeypatch.delenv("MIOFIND_SPECIALIZE")
+    monkeypatch.setattr(compile_mod, "is_compiled", lambda k: True)
+    assert tiered.run_invoker(P, "ConvImplicitGemmFwd", cfg)[0] == "SPEC"
+    tiered._ready[(P.network_config(), "ConvImplicitGemmFwd", config_key(cfg))] = ("READY", 0)
+    assert tiered.run_invoker(P, "ConvImplicitGemmFwd", cfg) == ("READY", 0)
