@@ -168,10 +168,11 @@ def from_db(dbs, dev: DeviceInfo, problem, cands, verify, workspace_limit):
 
 
 def needs_no_compilation(problem, solver: Solver, config) -> bool:
-    """Whether every kernel of the solver's solution is loaded or in the binary cache."""
+    """Whether every kernel of the solver's solution is loaded or in the binary cache (or, unless
+    MIOFIND_SPECIALIZE=sync, those of its generic build: miofind.tiered)."""
     try:
         sol = solver.get_solution(problem, config)
-        return all(is_compiled(k) for k in sol.kernels)
+        return all(is_compiled(k) for k in sol.kernels) or tiered.generic_compiled(problem, solver, config)
     except Exception:
         return False
 

@@ -27,7 +27,7 @@ from .solver import ConvSolution
 
 log = logging.getLogger(__name__)
 
-__all__ = ["prepare", "after_find", "measured_build", "ready_invoker", "run_invoker", "pending", "wait", "clear"]
+__all__ = ["prepare", "generic_compiled", "after_find", "measured_build", "ready_invoker", "run_invoker", "pending", "wait", "clear"]
 
 _pool: ThreadPoolExecutor | None = None
 _lock = threading.Lock()
@@ -57,6 +57,18 @@ def prepare(problem, solver, config, sol: ConvSolution, *, mode: str | None = No
                 _generic_measured[(problem.key(), solver.id)] = (solver, config)
             return gsol, inv
     return sol, build_invoker(problem, sol)
+
+
+def generic_compiled(problem, solver, config) -> bool:
+    """Whether a find (not in ``sync`` mode) could measure ``solver``'s generic build for ``problem``
+    without compiling: it has one and its kernels are in the binary cache (dynamic_hybrid mode)."""
+    from .compile import is_compiled
+
+    if env.specialize() == "sync":
+        return False
+    gsol = _generic_solution(problem, solver, config)
+    gks = generic.generic_kernels(gsol) if gsol is not None else None
+    return gks is not None and all(is_compiled(g.kinfo if g is not None else k) for g, k in zip(gks, gsol.kernels))
 
 
 def _generic_solution(problem, solver, config) -> ConvSolution | None:

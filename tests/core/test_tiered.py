@@ -155,3 +155,19 @@ def test_run_invoker_prefers_ready_then_compiled_then_generic(fakes, monkeypatch
     assert tiered.run_invoker(P, "ConvImplicitGemmFwd", cfg)[0] == "SPEC"
     tiered._ready[(P.network_config(), "ConvImplicitGemmFwd", config_key(cfg))] = ("READY", 0)
     assert tiered.run_invoker(P, "ConvImplicitGemmFwd", cfg) == ("READY", 0)
+
+
+def test_dynamic_hybrid_counts_a_compiled_generic_build(fakes, monkeypatch):
+    import miofind.find as find
+
+    s = get_solver("ConvImplicitGemmFwd")
+    generic_opts = {g.kinfo.compile_options() for g in generic.generic_kernels(
+        s.get_solution(P, generic.generic_config(s, P, None))) if g}
+    compiled = lambda k: k.compile_options() in generic_opts  # noqa: E731  (only the generic build is cached)
+    monkeypatch.setattr(compile_mod, "is_compiled", compiled)
+    monkeypatch.setattr(find, "is_compiled", compiled)
+    assert find.needs_no_compilation(P, s, None)
+    monkeypatch.setenv("MIOFIND_SPECIALIZE", "sync")
+    assert not find.needs_no_compilation(P, s, None)
+    monkeypatch.delenv("MIOFIND_SPECIALIZE")
+    assert not find.needs_no_compilation(P, get_solver("GemmFwdRest"), None)
