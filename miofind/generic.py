@@ -10,6 +10,12 @@ Each problem loads its own module instance from that cubin (``cuModuleLoadData``
 and writes its sizes into that instance's parameter block once, so launches cost what they cost
 today and different problems never share a block.
 
+Dividing by a run-time value is a full integer division where the specialised build multiplies by
+a compile-time magic number; the divisors that split indices in implicit GEMM's inner loops
+(``FASTDIV``) are therefore read as a small struct with their magic numbers, whose ``/`` and ``%``
+operators (generic_prelude.cuh) multiply and shift, and which converts to ``int`` everywhere else:
+the source text stays the same. Other divisions in generic builds stay plain.
+
 Which macros are read at run time is per kernel source (``RUNTIME``): a size used in ``#if``, in a
 template argument or in an array dimension must stay compile-time, and a source whose kernels
 need one of those for every problem (implicit GEMM backward data: ``out_pos<P_SH, P_HO>``) has no
@@ -56,6 +62,15 @@ RUNTIME: dict[str, tuple[str, ...]] = {
     "fft_wdft.cu": ("NB_", "G_", "W_KS", "W_CS", "W_TS", "KPG", "CPG"),
 }
 
+# Divisors of a source's 32-bit-index generic builds read with their fast-division magic numbers
+# (MIOFIND_FD(i) in generic_prelude.cuh): those that divide indices in the kernels' inner loops.
+# Every dividend is a non-negative 32-bit index there; 64-bit-index builds divide plainly.
+_IGEMM_DIVS = ("P_WO", "P_HO", "P_DO", "P_X", "P_Y", "P_G")
+FASTDIV: dict[str, tuple[str, ...]] = {
+    "implicit_gemm_fwd.cu": _IGEMM_DIVS,
+    "implicit_gemm_wrw.cu": _IGEMM_DIVS,
+}
+
 # Backward weights with split-K: SPLITK selects the kernel's epilogue in #if, so it stays
 # compile-time; the generic build rounds the default split down to one of these.
 GENERIC_SPLITS = (1, 4, 16, 64)
@@ -69,6 +84,18 @@ class GenericKernel:
     kinfo: KernelInfo
     values: tuple[int, ...]
     wide: bool
+    divisors: tuple[int, ...] = ()     # the FASTDIV divisors' values, in slot order
+
+
+def magic(d: int) -> tuple[int, int, int]:
+    """(d, multiplier, shift) of the fast division by ``d`` (CUTLASS's FastDivmod):
+    n // d == (n * multiplier >> 32) >> shift for 0 <= n < 2^31; multiplier 0 means d == 1."""
+    if not 1 <= d < 2**31:
+        raise ValueError(f"divisor {d}: expected 1 <= d < 2^31")
+    if d == 1:
+        return 1, 0, 0
+    p = 31 + (d - 1).bit_length()          # 31 + ceil(log2 d)
+    return d, -(-(1 << p) // d), p - 32
 
 
 def _wide(k: KernelInfo) -> bool:
@@ -81,23 +108,33 @@ def generic_kernel(k: KernelInfo) -> GenericKernel | None:
     names = RUNTIME.get(k.source)
     if not names:
         return None
+    wide = _wide(k)
+    divs = () if wide else FASTDIV.get(k.source, ())
     slot = {n: i for i, n in enumerate(names)}
-    values = [0] * len(names)
+    dslot = {n: i for i, n in enumerate(divs)}
+    values, dvalues = [0] * len(names), [1] * len(divs)
     macros, hit = [], False
     for name, v in k.macros:
+        if name in dslot:
+            dvalues[dslot[name]] = int(v)
+            macros.append((name, f"MIOFIND_FD({dslot[name]})"))
         if name in slot:
             values[slot[name]] = int(v)
             hit = True
-            macros.append((name, f"MIOFIND_GP({slot[name]})"))
-        else:
+            if name not in dslot:
+                macros.append((name, f"MIOFIND_GP({slot[name]})"))
+        elif name not in dslot:
             macros.append((name, v))
     if not hit:
         return None
-    wide = _wide(k)
     if not wide and any(abs(v) > INT32_MAX for v in values):
         raise ValueError(f"{k.source}: a size exceeds the 32-bit parameter block of a 32-bit-index build")
-    opts = tuple(k.options) + (f"--pre-include={PRELUDE}", f"-DMIOFIND_GP_SLOTS={len(names)}")
-    return GenericKernel(dataclasses.replace(k, macros=tuple(macros), options=opts), tuple(values), wide)
+    if any(not 1 <= d < 2**31 for d in dvalues):
+        raise ValueError(f"{k.source}: a divisor outside [1, 2^31)")
+    opts = tuple(k.options) + (f"--pre-include={PRELUDE}", f"-DMIOFIND_GP_SLOTS={len(names)}") \
+        + ((f"-DMIOFIND_FD_SLOTS={len(divs)}",) if divs else ())
+    return GenericKernel(dataclasses.replace(k, macros=tuple(macros), options=opts), tuple(values), wide,
+                         tuple(dvalues))
 
 
 def generic_kernels(sol: ConvSolution) -> list[GenericKernel | None] | None:
@@ -197,6 +234,9 @@ def _instance(gk: GenericKernel):
                 ctype = ctypes.c_int64 if gk.wide else ctypes.c_int32
                 block = (ctype * len(gk.values))(*gk.values)
                 mod.get_global_var("miofind_gp").copy_from_host(ctypes.addressof(block), ctypes.sizeof(block))
+                if gk.divisors:     # miofind_div {int d; unsigned mul, shr;} per divisor
+                    fd = (ctypes.c_uint32 * (3 * len(gk.divisors)))(*(x for d in gk.divisors for x in magic(d)))
+                    mod.get_global_var("miofind_fd").copy_from_host(ctypes.addressof(fd), ctypes.sizeof(fd))
                 _instances[key] = mod
     return mod
 

@@ -177,3 +177,32 @@ def test_warmup_covers_generic_builds_and_the_reference():
     assert {"implicit_gemm_fwd.cu", "implicit_gemm_wrw.cu", "direct_naive.cu"} <= srcs
     assert any(dict(k.macros).get("DATA_T") == "double" for k in ks if k.source == "direct_naive.cu")
     assert all(pre_includes(k) == (generic.PRELUDE,) for k in ks if k.source in generic.RUNTIME)
+
+
+def test_fast_division_magic_numbers():
+    """The device's n / d = umulhi(n, mul) >> shr (mul = 0: d == 1) equals n // d for every
+    dividend a 32-bit-index build divides (0 <= n < 2^31), over divisors 1..4096 and large ones."""
+    import random
+
+    rng = random.Random(0)
+    divisors = list(range(1, 4097)) + [rng.randrange(4097, 2**31) for _ in range(2000)] + [2**31 - 1, 2**30, 3 << 28]
+    for d in divisors:
+        dd, mul, shr = generic.magic(d)
+        assert dd == d and 0 <= mul < 2**32 and 0 <= shr < 32
+        ns = [0, 1, d - 1, d, d + 1, 2**31 - 1, 2**31 - 2] + [rng.randrange(2**31) for _ in range(40)]
+        for n in ns:
+            q = n if mul == 0 else ((n * mul) >> 32) >> shr
+            assert q == n // d, (n, d)
+    with pytest.raises(ValueError):
+        generic.magic(0)
+
+
+def test_fast_division_only_in_32_bit_builds():
+    fwd = [g for sid, _, g in BUILDS if g.kinfo.source == "implicit_gemm_fwd.cu"]
+    assert any(g.wide for g in fwd) and any(not g.wide for g in fwd)
+    for g in fwd:
+        m = dict(g.kinfo.macros)
+        if g.wide:
+            assert not g.divisors and all("MIOFIND_FD" not in v for v in m.values())
+        else:
+            assert m["P_WO"].startswith("MIOFIND_FD(") and len(g.divisors) == len(generic.FASTDIV[g.kinfo.source])
