@@ -164,11 +164,12 @@ def _shape_free(k: KernelInfo) -> bool:
 
 
 def generic_config(solver, problem, config):
-    """The config a generic build of ``solver`` runs for ``problem``: ``config`` (default: the
-    solver's default), with backward weights' split-K rounded down to a GENERIC_SPLITS value so
-    that few binaries serve every shape."""
-    if config is None and solver.tunable:
-        config = solver.default_config(problem)
+    """The config a generic build of ``solver`` runs for ``problem``: a given ``config`` as it is
+    (a tuned config is measured as tuned); else the solver's default, with backward weights'
+    split-K rounded down to a GENERIC_SPLITS value so that few binaries serve every shape."""
+    if config is not None or not solver.tunable:
+        return config
+    config = solver.default_config(problem)
     if isinstance(config, dict) and "SPLITK" in config:
         config = dict(config, SPLITK=max(s for s in GENERIC_SPLITS if s <= max(1, config["SPLITK"])))
     return config

@@ -206,3 +206,10 @@ def test_fast_division_only_in_32_bit_builds():
             assert not g.divisors and all("MIOFIND_FD" not in v for v in m.values())
         else:
             assert m["P_WO"].startswith("MIOFIND_FD(") and len(g.divisors) == len(generic.FASTDIV[g.kinfo.source])
+
+
+def test_a_given_config_is_kept():
+    s = next(s for s in solvers() if s.id == "ConvImplicitGemmWrw")
+    p = ProblemDescription.make("W", n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
+    tuned = dict(s.default_config(p), SPLITK=7)
+    assert generic.generic_config(s, p, tuned) == tuned
