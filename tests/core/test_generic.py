@@ -167,6 +167,8 @@ def test_warmup_fills_the_kernel_cache(tmp_path, monkeypatch):
     assert '"sm_90": 0' in r.output
     r = CliRunner().invoke(main, ["warmup", "--arch", "hopper"])
     assert r.exit_code != 0 and "--arch='hopper'" in r.output and "Traceback" not in r.output
+    r = CliRunner().invoke(main, ["warmup", "--model", "alexnet"])
+    assert r.exit_code != 0 and "model='alexnet'" in r.output and "Traceback" not in r.output
 
 
 def test_warmup_covers_generic_builds_and_the_reference():
