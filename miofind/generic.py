@@ -224,12 +224,14 @@ def _instance(gk: GenericKernel):
     from .device import current_device
 
     arch = current_device().arch
-    key = (binary_key(gk.kinfo, arch), gk.values, cupy.cuda.runtime.getDevice())
+    dev = cupy.cuda.runtime.getDevice()
+    key = (binary_key(gk.kinfo, arch), gk.values, dev)
     mod = _instances.get(key)
     if mod is None:
         with _lock:
             mod = _instances.get(key)
             if mod is None:
+                cupy.cuda.Device(dev).use()     # cudaSetDevice: the primary context current in this thread
                 mod = function.Module()
                 mod.load(cubin_for(gk.kinfo, arch))
                 ctype = ctypes.c_int64 if gk.wide else ctypes.c_int32
