@@ -63,12 +63,15 @@ RUNTIME: dict[str, tuple[str, ...]] = {
 }
 
 # Divisors of a source's 32-bit-index generic builds read with their fast-division magic numbers
-# (MIOFIND_FD(i) in generic_prelude.cuh): those that divide indices in the kernels' inner loops.
-# Every dividend is a non-negative 32-bit index there; 64-bit-index builds divide plainly.
+# (MIOFIND_FD(i) in generic_prelude.cuh): those that split thread and GEMM indices (implicit GEMM's
+# in its inner loops). Every dividend is a non-negative 32-bit index there (each source read for
+# it); 64-bit-index builds divide plainly.
 _IGEMM_DIVS = ("P_WO", "P_HO", "P_DO", "P_X", "P_Y", "P_G")
 FASTDIV: dict[str, tuple[str, ...]] = {
     "implicit_gemm_fwd.cu": _IGEMM_DIVS,
     "implicit_gemm_wrw.cu": _IGEMM_DIVS,
+    "winograd_transforms.cu": ("CI", "CO", "TW", "G_"),
+    "fft_mac.cu": ("G_",),
 }
 
 # Backward weights with split-K: SPLITK selects the kernel's epilogue in #if, so it stays
