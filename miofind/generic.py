@@ -47,13 +47,16 @@ _IGEMM = ("P_N", "P_C", "P_K", "P_G", "P_DI", "P_HI", "P_WI", "P_DO", "P_HO", "P
 # not listed have no generic build; kernels whose macros include none of these (the naive
 # reference, the implicit-GEMM transposes) are shape-free already and need none.
 #
-# Not listed: implicit_gemm_bwd.cu (output sizes and strides are template arguments of out_pos),
-# gemm_im2col.cu (C/G in a constexpr), the depthwise kernels (sizes in constexpr tile geometry),
+# implicit_gemm_bwd.cu keeps the strides and output sizes compile-time (template arguments of
+# out_pos<P_SH, P_HO>): one build serves the problems of a spatial geometry at every batch size,
+# channel count, group count and filter (a partial generic build).
+# Not listed: gemm_im2col.cu (C/G in a constexpr), the depthwise kernels (sizes in constexpr tile geometry),
 # winograd's WO (in #if) and the FFT sizes (array dimensions): these stay compile-time.
 _FFT_PACK = ("NB_", "CH")
 RUNTIME: dict[str, tuple[str, ...]] = {
     "implicit_gemm_fwd.cu": _IGEMM,
     "implicit_gemm_wrw.cu": _IGEMM,
+    "implicit_gemm_bwd.cu": tuple(n for n in _IGEMM if n not in ("P_SD", "P_SH", "P_SW", "P_DO", "P_HO", "P_WO")),
     "direct_tiled_fwd.cu": ("C_", "K_", "G_", "HI", "WI", "HO", "WO", "PH", "PW"),
     "winograd_transforms.cu": ("N_", "CI", "CO", "G_", "HI", "WI", "HO", "PH", "PW", "TH", "TW", "P_"),
     "fft_pack.cu": _FFT_PACK,
@@ -70,6 +73,7 @@ _IGEMM_DIVS = ("P_WO", "P_HO", "P_DO", "P_X", "P_Y", "P_G")
 FASTDIV: dict[str, tuple[str, ...]] = {
     "implicit_gemm_fwd.cu": _IGEMM_DIVS,
     "implicit_gemm_wrw.cu": _IGEMM_DIVS,
+    "implicit_gemm_bwd.cu": ("P_WI", "P_HI", "P_DI", "P_X", "P_Y", "P_G"),
     "winograd_transforms.cu": ("CI", "CO", "TW", "G_"),
     "fft_mac.cu": ("G_",),
 }

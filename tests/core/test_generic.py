@@ -70,7 +70,7 @@ def test_every_generic_source_has_builds_and_specialised_ones_differ():
     for sid in ("ConvImplicitGemmFwd", "ConvImplicitGemmWrw", "ConvDirectTiledFwd", "ConvWinograd3x3F43Fwd",
                 "ConvFFTFwd", "ConvFFTBwd"):
         assert sid in ids
-    assert "ConvImplicitGemmBwd" not in ids    # out_pos<P_SH, P_HO>: sizes as template arguments
+    assert "ConvImplicitGemmBwd" in ids        # partial: strides and output sizes stay compile-time
     assert any(g.wide for _, _, g in BUILDS) and any(not g.wide for _, _, g in BUILDS)
 
 
@@ -92,6 +92,21 @@ def test_one_build_serves_shapes_of_a_config():
         values.add(g.values)
         assert not any(str(v).isdigit() and int(v) == hw for k, v in g.kinfo.macros if k in ("P_HI", "P_WI"))
     assert len(keys) == 1 and len(values) == 4
+
+
+def test_backward_data_build_is_per_spatial_geometry():
+    """Implicit GEMM backward data: strides and output sizes stay compile-time (template arguments);
+    batch, channels and groups are read at run time."""
+    s = next(s for s in solvers() if s.id == "ConvImplicitGemmBwd")
+    cfg = {"BM": 64, "BN": 32, "BK": 8, "TM": 4, "TN": 4, "STAGES": 3}
+
+    def opts(n, c, hw):
+        p = ProblemDescription.make("B", n=n, c=c, k=32, in_size=(hw, hw), filter_size=3, pads=1, layout="NHWC")
+        (g,) = generic.generic_kernels(s.get_solution(p, cfg))
+        return g.kinfo.compile_options()
+
+    assert opts(1, 32, 14) == opts(16, 64, 14) == opts(3, 48, 14)
+    assert opts(1, 32, 14) != opts(1, 32, 28)
 
 
 def test_split_k_rounded_to_few_binaries():

@@ -48,7 +48,7 @@ def test_sync_and_compiled_and_solvers_without_generic_builds_measure_the_specia
     assert _prep(P, "ConvDirectNaiveConvFwd", "background")[1] == "SPEC"   # sizes are arguments already
     assert _prep(P, "GemmFwdRest", "background")[1] == "SPEC"              # im2col: no generic build
     pb = ProblemDescription.make("B", n=8, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1)
-    assert _prep(pb, "ConvImplicitGemmBwd", "background")[1] == "SPEC"     # sizes as template arguments
+    assert _prep(pb, "ConvImplicitGemmBwd", "sync")[1] == "SPEC"
     monkeypatch.setattr(compile_mod, "is_compiled", lambda k: True)
     assert _prep(P, "ConvImplicitGemmFwd", "background")[1] == "SPEC"
 

@@ -1,6 +1,6 @@
-"""Implicit GEMM's generic builds (miofind.generic: forward and backward weights; backward data
-has none) against the float64 reference, over tests/shapes.py, two shapes sharing one build, and
-one 64-bit-index problem (marker ``big``)."""
+"""Implicit GEMM's generic builds (miofind.generic: forward and backward weights; backward data per
+spatial geometry) against the float64 reference over tests/shapes.py, two shapes sharing one build,
+and one 64-bit-index problem (marker ``big``)."""
 
 import pytest
 
@@ -12,9 +12,9 @@ FAMILY = [s for s in solvers() if s.family == "implicit_gemm"]
 CASES = generic_cases(FAMILY)
 
 
-def test_cases_cover_f_and_w_only():
+def test_cases_cover_every_direction():
     dirs = {c.values[1].direction for c in CASES}
-    assert dirs == {"F", "W"} and len(CASES) > 100
+    assert dirs == {"F", "B", "W"} and len(CASES) > 150
 
 
 @pytest.mark.gpu
@@ -30,6 +30,14 @@ def test_two_shapes_one_build(d, sid):
     cfg_keys = dict(n=2, c=16, k=16, filter_size=3, pads=1, layout="NHWC")
     p1 = ProblemDescription.make(d, in_size=(13, 11), **cfg_keys)
     p2 = ProblemDescription.make(d, in_size=(9, 17), **cfg_keys)
+    check_two_shapes_share_a_build(s, p1, p2)
+
+
+@pytest.mark.gpu
+def test_backward_data_two_batches_one_build():
+    s = get_solver("ConvImplicitGemmBwd")
+    p1 = ProblemDescription.make("B", n=2, c=16, k=16, in_size=(13, 11), filter_size=3, pads=1, layout="NHWC")
+    p2 = ProblemDescription.make("B", n=5, c=16, k=16, in_size=(13, 11), filter_size=3, pads=1, layout="NHWC")
     check_two_shapes_share_a_build(s, p1, p2)
 
 
