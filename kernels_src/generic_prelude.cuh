@@ -35,3 +35,11 @@ __device__ __forceinline__ int& operator/=(int& n, const miofind_div& v) { retur
 __constant__ miofind_div miofind_fd[MIOFIND_FD_SLOTS];
 #define MIOFIND_FD(i) (miofind_fd[i])
 #endif
+
+#ifdef MIOFIND_RV
+// One size that an #if tests only modulo a compile-time value (winograd_transforms.cu: WO % WM):
+// the build defines it as (r + miofind_rv) with r its residue. In #if, miofind_rv is an identifier
+// that is not a macro, so it reads as 0 and the test sees r; in code the sum is the size, the
+// module instance holding size - r in miofind_rv.
+__constant__ INDEX_T miofind_rv;
+#endif

@@ -50,8 +50,8 @@ _IGEMM = ("P_N", "P_C", "P_K", "P_G", "P_DI", "P_HI", "P_WI", "P_DO", "P_HO", "P
 # implicit_gemm_bwd.cu keeps the strides and output sizes compile-time (template arguments of
 # out_pos<P_SH, P_HO>): one build serves the problems of a spatial geometry at every batch size,
 # channel count, group count and filter (a partial generic build).
-# Not listed: gemm_im2col.cu (C/G in a constexpr), the depthwise kernels (sizes in constexpr tile geometry),
-# winograd's WO (in #if) and the FFT sizes (array dimensions): these stay compile-time.
+# Not listed: gemm_im2col.cu (C/G and the output pixels in constexpr), the depthwise kernels (sizes
+# in constexpr tile geometry) and the FFT sizes (array dimensions): these stay compile-time.
 _FFT_PACK = ("NB_", "CH")
 RUNTIME: dict[str, tuple[str, ...]] = {
     "implicit_gemm_fwd.cu": _IGEMM,
@@ -78,6 +78,12 @@ FASTDIV: dict[str, tuple[str, ...]] = {
     "fft_mac.cu": ("G_",),
 }
 
+# A size that an #if tests only as ``size % modulus`` (modulus a compile-time macro): read at run
+# time as (residue + miofind_rv), so the #if sees the residue (generic_prelude.cuh) and one build
+# serves every size of that residue. tests/core/test_generic.py pins that the source's #if lines
+# use the size in no other way.
+RESIDUE: dict[str, tuple[str, str]] = {"winograd_transforms.cu": ("WO", "WM")}
+
 # Backward weights with split-K: SPLITK selects the kernel's epilogue in #if, so it stays
 # compile-time; the generic build rounds the default split down to one of these.
 GENERIC_SPLITS = (1, 4, 16, 64)
@@ -92,6 +98,7 @@ class GenericKernel:
     values: tuple[int, ...]
     wide: bool
     divisors: tuple[int, ...] = ()     # the FASTDIV divisors' values, in slot order
+    residue_rest: int | None = None    # RESIDUE: the size less its residue, for miofind_rv
 
 
 def magic(d: int) -> tuple[int, int, int]:
@@ -120,8 +127,15 @@ def generic_kernel(k: KernelInfo) -> GenericKernel | None:
     slot = {n: i for i, n in enumerate(names)}
     dslot = {n: i for i, n in enumerate(divs)}
     values, dvalues = [0] * len(names), [1] * len(divs)
-    macros, hit = [], False
+    macros, hit, rest = [], False, None
+    res_name, res_mod = RESIDUE.get(k.source, (None, None))
+    given = dict(k.macros)
     for name, v in k.macros:
+        if name == res_name and res_mod in given:
+            r = int(v) % int(given[res_mod])
+            rest = int(v) - r
+            macros.append((name, f"({r}+miofind_rv)"))
+            continue
         if name in dslot:
             dvalues[dslot[name]] = int(v)
             macros.append((name, f"MIOFIND_FD({dslot[name]})"))
@@ -139,9 +153,9 @@ def generic_kernel(k: KernelInfo) -> GenericKernel | None:
     if any(not 1 <= d < 2**31 for d in dvalues):
         raise ValueError(f"{k.source}: a divisor outside [1, 2^31)")
     opts = tuple(k.options) + (f"--pre-include={PRELUDE}", f"-DMIOFIND_GP_SLOTS={len(names)}") \
-        + ((f"-DMIOFIND_FD_SLOTS={len(divs)}",) if divs else ())
+        + ((f"-DMIOFIND_FD_SLOTS={len(divs)}",) if divs else ()) + (("-DMIOFIND_RV",) if rest is not None else ())
     return GenericKernel(dataclasses.replace(k, macros=tuple(macros), options=opts), tuple(values), wide,
-                         tuple(dvalues))
+                         tuple(dvalues), rest)
 
 
 def generic_kernels(sol: ConvSolution) -> list[GenericKernel | None] | None:
@@ -232,7 +246,7 @@ def _instance(gk: GenericKernel):
 
     arch = current_device().arch
     dev = cupy.cuda.runtime.getDevice()
-    key = (binary_key(gk.kinfo, arch), gk.values, dev)
+    key = (binary_key(gk.kinfo, arch), gk.values, gk.residue_rest, dev)
     mod = _instances.get(key)
     if mod is None:
         with _lock:
@@ -247,6 +261,9 @@ def _instance(gk: GenericKernel):
                 if gk.divisors:     # miofind_div {int d; unsigned mul, shr;} per divisor
                     fd = (ctypes.c_uint32 * (3 * len(gk.divisors)))(*(x for d in gk.divisors for x in magic(d)))
                     mod.get_global_var("miofind_fd").copy_from_host(ctypes.addressof(fd), ctypes.sizeof(fd))
+                if gk.residue_rest is not None:
+                    rv = ctype(gk.residue_rest)
+                    mod.get_global_var("miofind_rv").copy_from_host(ctypes.addressof(rv), ctypes.sizeof(rv))
                 _instances[key] = mod
     return mod
 

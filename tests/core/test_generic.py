@@ -230,3 +230,48 @@ def test_a_given_config_is_kept():
     p = ProblemDescription.make("W", n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
     tuned = dict(s.default_config(p), SPLITK=7)
     assert generic.generic_config(s, p, tuned) == tuned
+
+
+def test_residue_size_is_only_tested_modulo_in_if():
+    """A RESIDUE size may appear in the source's #if lines only as ``size % modulus``: anything else
+    would read the residue where the size is meant."""
+    import re
+
+    for src, (name, mod) in generic.RESIDUE.items():
+        text = kernel_source(src)
+        for line in text.splitlines():
+            if re.match(r"\s*#\s*(el)?if", line) and re.search(rf"\b{name}\b", line):
+                assert re.fullmatch(rf"\s*#\s*(el)?if\s+{name}\s*%\s*{mod}\s*(==|!=)\s*0\s*", line), line
+
+
+def test_winograd_builds_are_shared_by_output_widths_of_a_residue():
+    s = next(s for s in solvers() if s.id == "ConvWinograd3x3F43Fwd")
+
+    def build(w):
+        p = ProblemDescription.make("F", n=2, c=16, k=16, in_size=(12, w), filter_size=3, pads=1)
+        gks = [g for g in generic.generic_kernels(s.get_solution(p)) if g is not None and g.kinfo.name == "winograd_output"]
+        return gks[0]
+
+    a, b, c = build(12), build(20), build(13)      # WO = 12, 20 (0 mod 4) and 13 (1 mod 4)
+    assert a.kinfo.compile_options() == b.kinfo.compile_options() != c.kinfo.compile_options()
+    assert (a.residue_rest, b.residue_rest, c.residue_rest) == (12, 20, 12)
+
+
+@pytest.mark.parametrize("width,branch", [(12, "divisible"), (13, "remainder"), (16, "divisible"), (15, "remainder")])
+def test_residue_selects_the_same_if_branch_as_the_size(width, branch):
+    """Preprocessing (r + miofind_rv) % WM sees the residue r: the branch the specialised build takes."""
+    _nvrtc_or_skip()
+    from cupy_backends.cuda.libs import nvrtc
+
+    src = "#if WO % WM == 0\n#error divisible\n#else\n#error remainder\n#endif\n"
+    prelude = kernel_source(generic.PRELUDE).encode()
+    prog = nvrtc.createProgram(src, "t.cu", [prelude], [generic.PRELUDE.encode()])
+    try:
+        with pytest.raises(Exception):
+            nvrtc.compileProgram(prog, ["-arch=sm_90", f"--pre-include={generic.PRELUDE}", "-DMIOFIND_RV",
+                                        "-DMIOFIND_GP_SLOTS=1", "-DWM=4", f"-DWO=({width % 4}+miofind_rv)"])
+        log = nvrtc.getProgramLog(prog)
+    finally:
+        nvrtc.destroyProgram(prog)
+    expect = "divisible" if width % 4 == 0 else "remainder"
+    assert branch == expect and f"#error directive: {expect}" in log.replace('"', ""), log
