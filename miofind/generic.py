@@ -11,15 +11,16 @@ and writes its sizes into that instance's parameter block once, so launches cost
 today and different problems never share a block.
 
 Dividing by a run-time value is a full integer division where the specialised build multiplies by
-a compile-time magic number; the divisors that split indices in implicit GEMM's inner loops
-(``FASTDIV``) are therefore read as a small struct with their magic numbers, whose ``/`` and ``%``
+a compile-time magic number; the divisors that split indices (``FASTDIV``: implicit GEMM's inner
+loops, Winograd's and FFT's thread decoding) are therefore read as a small struct with their magic numbers, whose ``/`` and ``%``
 operators (generic_prelude.cuh) multiply and shift, and which converts to ``int`` everywhere else:
 the source text stays the same. Other divisions in generic builds stay plain.
 
 Which macros are read at run time is per kernel source (``RUNTIME``): a size used in ``#if``, in a
-template argument or in an array dimension must stay compile-time, and a source whose kernels
-need one of those for every problem (implicit GEMM backward data: ``out_pos<P_SH, P_HO>``) has no
-generic build. The solver's trust key and its specialised builds are untouched: this module only
+template argument, a ``constexpr`` or an array dimension stays compile-time (implicit GEMM backward
+data's strides and output sizes, ``out_pos<P_SH, P_HO>``: one build per spatial geometry), except a
+size an ``#if`` tests only modulo a compile-time value (``RESIDUE``). A compile-time use of a
+run-time macro is a compile error, never a silent change. The solver's trust key and its specialised builds are untouched: this module only
 rewrites a ConvSolution's KernelInfos.
 """
 
