@@ -281,13 +281,15 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
     if store and not ws_skipped and sols:
         store_solutions(dbs.user, dev, problem, sols)
         stored = True
-    tiered.after_find(problem, sols, store=lambda s: store_solutions(dbs.user, dev, problem, [s]) if store else None,
-                      budget_ms=time_budget_ms)
     if store and not dbs.user.readonly:
-        # solvers a workspace limit kept from running were not measured: their record stays as it was
+        # solvers a workspace limit kept from running were not measured: their record stays as it was;
+        # nor is a generic build's failure the solver's (miofind.tiered tries its specialised build)
         skipped = {f.solver_id for f in bench_failures if f.stage == "workspace"} - {s.solver_id for s in sols}
+        skipped |= tiered.generic_failures(problem, bench_failures)
         record_failures(dbs.user, dev, problem, [s for s in cands if s.id not in skipped], bench_failures,
                         {s.solver_id for s in sols})
+    tiered.after_find(problem, sols, bench_failures, budget_ms=time_budget_ms,
+                      store=lambda s: store_solutions(dbs.user, dev, problem, [s]) if store else None)
     return done(sols, source="find", failures=failures, stored=stored)
 
 

@@ -19,6 +19,7 @@ compiled with the sizes read at run time).
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -80,18 +81,27 @@ def _generic_solution(problem, solver, config) -> ConvSolution | None:
     return gsol if generic.generic_kernels(gsol) is not None else None
 
 
-def after_find(problem, sols, *, store, mode: str | None = None, measure=None,
+def generic_failures(problem, failures) -> set[str]:
+    """The solvers among ``failures`` that failed while this process's find measured their generic
+    build: not recorded as the solver's failure (``after_find`` tries the specialised build)."""
+    with _lock:
+        return {f.solver_id for f in failures if (problem.key(), f.solver_id) in _generic_measured}
+
+
+def after_find(problem, sols, failures=(), *, store, mode: str | None = None, measure=None,
                budget_ms: float | None = None) -> list[Future]:
-    """After a find measured ``sols``: for each measured with a generic build, in ``background``
-    mode, compile its specialised build in the background (a thread driving the spawned compile
-    pool), measure it (``measure(problem, solver, ConvSolution, invoker)`` -> Solution, default the
-    find's harness under ``budget_ms``) and, when verified and faster,
-    ``store(solution)`` it and make its invoker the one ``ready_invoker`` gives. Returns the jobs."""
+    """After a find measured ``sols`` (and ``failures``): for each measured with a generic build, in
+    ``background`` mode, compile its specialised build in the background (a thread driving the
+    spawned compile pool), measure it (``measure(problem, solver, ConvSolution, invoker)`` ->
+    Solution, default the find's harness under ``budget_ms``) and, when verified and faster than the
+    generic build (or the generic build failed), ``store(solution)`` it and make its invoker the one
+    ``ready_invoker`` gives. Returns the jobs."""
     mode = mode or env.specialize()
     jobs = []
-    for s in sols:
+    measured = [(s.solver_id, s) for s in sols] + [(f.solver_id, None) for f in failures]
+    for sid, s in measured:
         with _lock:
-            entry = _generic_measured.pop((problem.key(), s.solver_id), None)
+            entry = _generic_measured.pop((problem.key(), sid), None)
         if entry is None or mode != "background":
             continue
         solver, config = entry
@@ -134,7 +144,8 @@ def _device():
 
 
 def _specialise(problem, solver, config, generic_sol, store, measure, device):
-    """The background job: compile, measure, replace when faster. Returns the stored Solution or None."""
+    """The background job: compile, measure, replace when faster (or when ``generic_sol`` is None:
+    the generic build failed). Returns the stored Solution or None."""
     from .invokers import build_invoker
 
     try:
@@ -144,16 +155,17 @@ def _specialise(problem, solver, config, generic_sol, store, measure, device):
             _compile_apart(sol.kernels)
             inv = build_invoker(problem, sol)
             spec = measure(problem, solver, sol, inv)
-        if spec is None or not spec.verified or spec.time_ms >= generic_sol.time_ms:
+        gen_ms = generic_sol.time_ms if generic_sol is not None else math.inf
+        if spec is None or not spec.verified or spec.time_ms >= gen_ms:
             log.info("specialised %s for %s: %s", solver.id, problem.key(),
                      "not verified" if spec is None or not spec.verified else
-                     f"{spec.time_ms:.4f} ms, not faster than the generic build's {generic_sol.time_ms:.4f} ms")
+                     f"{spec.time_ms:.4f} ms, not faster than the generic build's {gen_ms:.4f} ms")
             return None
         with _lock:
             _ready[(problem.network_config(), solver.id, _key(problem, solver.id, config)[2])] = (inv, sol.workspace_bytes)
         store(spec)
-        log.info("specialised %s for %s: %.4f ms replaces the generic build's %.4f ms", solver.id, problem.key(),
-                 spec.time_ms, generic_sol.time_ms)
+        log.info("specialised %s for %s: %.4f ms replaces the generic build's %s", solver.id, problem.key(),
+                 spec.time_ms, f"{gen_ms:.4f} ms" if generic_sol is not None else "failure")
         return spec
     except Exception as e:
         log.warning("specialising %s for %s failed: %s", solver.id, problem.key(), e)

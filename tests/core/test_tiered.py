@@ -171,3 +171,19 @@ def test_dynamic_hybrid_counts_a_compiled_generic_build(fakes, monkeypatch):
     assert not find.needs_no_compilation(P, s, None)
     monkeypatch.delenv("MIOFIND_SPECIALIZE")
     assert not find.needs_no_compilation(P, get_solver("GemmFwdRest"), None)
+
+
+def test_a_failed_generic_build_is_not_the_solvers_failure(fakes):
+    """A generic build that fails is not recorded against the solver; its specialised build is
+    measured in the background and stored when it verifies, at any time."""
+    from miofind.results import Failure
+
+    _prep(P, "ConvImplicitGemmFwd", "background")
+    f = Failure("ConvImplicitGemmFwd", "verify", "rel err too large")
+    assert tiered.generic_failures(P, [f, Failure("GemmFwdRest", "verify", "x")]) == {"ConvImplicitGemmFwd"}
+    stored = []
+    meas = lambda p, s, sol, inv: Solution(s.id, s.algorithm, 5.0, 0, sol.config, True, p)  # noqa: E731
+    (job,) = tiered.after_find(P, [], [f], store=stored.append, mode="background", measure=meas)
+    job.result(10)
+    assert [s.time_ms for s in stored] == [5.0]
+    assert tiered.generic_failures(P, [f]) == set()     # taken up by after_find
