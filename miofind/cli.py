@@ -825,6 +825,8 @@ def warmup(archs, jobs, models, as_json):
         summary = run_warmup(tuple(a.strip() for a in archs.split(",") if a.strip()), jobs, kernels)
     except ValueError as e:
         _fail(str(e))
+    except ImportError as e:
+        _fail(f"warmup needs CuPy's NVRTC (pip install \".[cuda13]\"): {e}")
     if as_json:
         print(json.dumps(summary, indent=1))
     else:
