@@ -818,6 +818,44 @@ def run(db_url, driver_args):
         sys.exit(1)
 
 
+@main.command()
+@click.option("--arch", "archs", default="sm_80,sm_90,sm_100", show_default=True,
+              help="Target architectures, comma-separated (those this NVRTC cannot target are skipped).")
+@click.option("--jobs", type=int, default=None, help="Compiler processes (default: the CPU count, at most 32).")
+@click.option("--model", "models", multiple=True,
+              help="Only the builds these presets reach (repeatable; default all: resnet50, resnet101, vgg16, "
+                   "mobilenet_v2, inception_v3, unet).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@verbosity_options
+def warmup(archs, jobs, models, as_json):
+    """Compile the generic kernel builds and the float64 reference into the kernel cache (once, at
+    install time; no GPU needed), so that a find of an unseen shape compiles nothing before it runs."""
+    from .models import canonical_model
+    from .warmup import warmup as run_warmup, warmup_kernels
+
+    if jobs is not None and jobs < 1:
+        _fail(f"--jobs={jobs}: expected a positive integer")
+    try:
+        kernels = warmup_kernels(tuple(canonical_model(m) for m in models)) if models else None
+        summary = run_warmup(tuple(a.strip() for a in archs.split(",") if a.strip()), jobs, kernels)
+    except ValueError as e:
+        _fail(str(e))
+    except ImportError as e:
+        _fail(f"warmup needs CuPy's NVRTC (pip install \".[cuda13]\"): {e}")
+    if as_json:
+        print(json.dumps(summary, indent=1))
+    else:
+        built = ", ".join(f"{a}: {n} compiled" for a, n in summary["archs"].items()) or "no architecture"
+        console.print(f"warmup: {summary['kernels']} kernel build(s); {built} (the rest were cached) "
+                      f"in {summary['seconds']} s")
+        if summary["skipped_archs"]:
+            console.print(f"  not supported by this NVRTC: {', '.join(summary['skipped_archs'])}")
+        for k, v in summary["errors"].items():
+            console.print(f"  [red]failed[/red] {escape(k)}: {escape(v.splitlines()[0] if v else '')}")
+    if summary["errors"]:
+        sys.exit(1)
+
+
 from .cli_db import db  # noqa: E402  (the `miofind db ...` commands)
 
 main.add_command(db)

@@ -219,10 +219,21 @@ def _device_arch() -> str:
     return current_device().arch
 
 
+PRE_INCLUDE = "--pre-include="
+
+
+def pre_includes(kinfo: KernelInfo) -> tuple[str, ...]:
+    """The kernels_src headers a build pre-includes (``--pre-include=<name>`` options: the generic
+    builds' parameter block, miofind.generic); none for the specialised builds."""
+    return tuple(o[len(PRE_INCLUDE):] for o in kinfo.options if o.startswith(PRE_INCLUDE))
+
+
 def binary_key(kinfo: KernelInfo, arch: str) -> str:
-    """The binary-cache file name of a kernel: a hash of its expanded source, options, target and NVRTC."""
+    """The binary-cache file name of a kernel: a hash of its expanded source, options, target and NVRTC
+    (and of the text of any pre-included header)."""
     h = hashlib.sha256()
-    for part in (kernel_source(kinfo.source), "\0".join(_options(kinfo)), arch, _nvrtc_version()):
+    parts = (kernel_source(kinfo.source), "\0".join(_options(kinfo)), arch, _nvrtc_version())
+    for part in parts + tuple(kernel_source(n) for n in pre_includes(kinfo)):
         h.update(part.encode())
         h.update(b"\1")
     return h.hexdigest()[:32]
@@ -255,6 +266,18 @@ def _load(path: Path, name: str):
     mod = cupy.RawModule(path=str(path))
     mod.get_function(name)  # RawModule loads lazily: load now, so a bad cubin fails here
     return mod
+
+
+def cubin_for(kinfo: KernelInfo, arch: str | None = None) -> bytes:
+    """The verified cubin of ``kinfo`` for ``arch`` (default: this GPU's) from the binary cache,
+    compiled and stored there first when missing. CompileError as compile_kernel."""
+    arch = arch or _device_arch()
+    path = private_cache_dir() / f"{binary_key(kinfo, arch)}.cubin"
+    cubin = cached_cubin(path)
+    if cubin is None:
+        cubin = nvrtc_compile(kinfo, arch)
+        store_cubin(path, cubin)
+    return cubin
 
 
 def compile_kernel(kinfo: KernelInfo):
@@ -299,8 +322,9 @@ def nvrtc_compile(kinfo: KernelInfo, arch: str = "sm_90") -> bytes:
     from cupy_backends.cuda.libs import nvrtc
 
     src = kernel_source(kinfo.source)
+    pre = pre_includes(kinfo)
     t0 = time.perf_counter()
-    prog = nvrtc.createProgram(src, kinfo.source, [], [])
+    prog = nvrtc.createProgram(src, kinfo.source, [kernel_source(n).encode() for n in pre], [n.encode() for n in pre])
     try:
         # a kernel that names its own target (KernelInfo.options "-arch=sm_90a": wgmma) keeps it
         target = [] if any(o.startswith("-arch=") for o in kinfo.options) else [f"-arch={arch}"]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 __all__ = ["VARIABLES", "EnvVar", "FIND_MODES", "FindEnforce", "find_mode", "find_enforce", "user_db_url",
            "system_db", "log_level", "kernel_cache_dir", "cudnn_plans", "cudnn_execute", "import_key", "isolate",
-           "with_naive", "cut_factor", "DEFAULT_CUT_FACTOR", "QUIET"]
+           "with_naive", "cut_factor", "DEFAULT_CUT_FACTOR", "specialize", "QUIET"]
 
 FIND_MODES = ("normal", "fast", "hybrid", "dynamic_hybrid", "benchmark")
 
@@ -89,6 +89,10 @@ VARIABLES: tuple[EnvVar, ...] = (
            "least this many times the best median so far stops being timed; it is reported as cut, and recorded "
            "in the user FindDB as cut rather than as a measured record", "a number of at least 1 (default 3), or 0 to "
            "time every candidate fully", ""),
+    EnvVar("MIOFIND_SPECIALIZE", "how a find on a miss gets the shape-specialised kernels of solvers that have a "
+           "generic build (`miofind.tiered`)", "background (default: measure the generic build at once, compile "
+           "the specialised one in a background thread and keep it where faster), sync (compile the specialised "
+           "build before measuring, as before generic builds), off (generic builds only)", ""),
 )
 
 DEFAULT_CUT_FACTOR = 3.0
@@ -247,6 +251,17 @@ def cudnn_execute() -> str:
 
 
 MIN_IMPORT_KEY = 16
+SPECIALIZE = ("off", "background", "sync")
+
+
+def specialize() -> str:
+    """``MIOFIND_SPECIALIZE``: ``background`` (default), ``sync`` or ``off`` (miofind.tiered)."""
+    raw = _get("MIOFIND_SPECIALIZE")
+    if raw is None:
+        return "background"
+    if raw.lower() not in SPECIALIZE:
+        raise ValueError(f"MIOFIND_SPECIALIZE={raw!r}: expected off, background or sync")
+    return raw.lower()
 
 
 def isolate() -> bool | None:

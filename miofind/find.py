@@ -38,7 +38,7 @@ import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from . import __version__
+from . import __version__, tiered
 from .compile import is_compiled
 from .db import Record
 from .db.findb import FindFailure, config_key
@@ -46,7 +46,6 @@ from .db.handles import open_dbs
 from .device import DeviceInfo, current_device
 from .env import DEFAULT_CUT_FACTOR
 from .harness import Harness, describe, failure_stage, reference_invoker_for
-from .invokers import build_invoker
 from .isolate import context_broken, names_sticky_error
 from .problem import ProblemDescription
 from .registry import get_solver, solvers as all_solvers
@@ -236,10 +235,11 @@ def from_db(dbs, dev: DeviceInfo, problem, cands, verify, workspace_limit):
 
 
 def needs_no_compilation(problem, solver: Solver, config) -> bool:
-    """Whether every kernel of the solver's solution is loaded or in the binary cache."""
+    """Whether every kernel of the solver's solution is loaded or in the binary cache (or, unless
+    MIOFIND_SPECIALIZE=sync, those of its generic build: miofind.tiered)."""
     try:
         sol = solver.get_solution(problem, config)
-        return all(is_compiled(k) for k in sol.kernels)
+        return all(is_compiled(k) for k in sol.kernels) or tiered.generic_compiled(problem, solver, config)
     except Exception:
         return False
 
@@ -357,10 +357,14 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
         store_solutions(dbs.user, dev, problem, full)
         stored = True
     if store and not dbs.user.readonly:
-        # solvers a workspace limit kept from running were not measured: their record stays as it was
+        # solvers a workspace limit kept from running were not measured: their record stays as it was;
+        # nor is a generic build's failure the solver's (miofind.tiered tries its specialised build)
         skipped = {f.solver_id for f in bench_failures if f.stage == "workspace"} - {s.solver_id for s in sols}
+        skipped |= tiered.generic_failures(problem, bench_failures)
         record_failures(dbs.user, dev, problem, [s for s in cands if s.id not in skipped],
                         bench_failures + cuts, {s.solver_id for s in full})
+    tiered.after_find(problem, full, bench_failures, budget_ms=time_budget_ms,
+                      store=lambda s: store_solutions(dbs.user, dev, problem, [s]) if store else None)
     timing["store_ms"] = (time.perf_counter() - t_store) * 1e3
     res = done(sols, source="find", failures=failures, stored=stored, timing=timing)
     timing["total_ms"] = res.elapsed_ms
@@ -456,7 +460,8 @@ def store_solutions(db, dev: DeviceInfo, problem, sols) -> None:
                    verified=s.verified, max_error=s.max_error if s.max_error is not None and math.isfinite(s.max_error) else None,
                    package_version=__version__, kernel_hash=trust_key(get_solver(s.solver_id)),
                    driver_version=dev.driver_version, cuda_version=dev.cuda_version, cupy_version=dev.cupy_version,
-                   created_at=now, time_q20_ms=s.time_q20_ms, time_q80_ms=s.time_q80_ms)
+                   created_at=now, time_q20_ms=s.time_q20_ms, time_q80_ms=s.time_q80_ms,
+                   build=tiered.measured_build(problem, s.solver_id))
             for s in sols]
     db.store(recs)
 
@@ -512,7 +517,9 @@ def _prepare(problem, solver, config=None):
     try:
         sol = solver.get_solution(problem, config)
         stage = "compile"
-        return sol, build_invoker(problem, sol), (time.perf_counter() - t0) * 1e3
+        # a generic build on a miss (miofind.tiered)
+        sol, inv = tiered.prepare(problem, solver, config, sol)
+        return sol, inv, (time.perf_counter() - t0) * 1e3
     except Exception as e:
         return Failure(solver.id, stage, describe(e), config=config), None, (time.perf_counter() - t0) * 1e3
 

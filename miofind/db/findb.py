@@ -38,11 +38,12 @@ __all__ = ["FindDB", "Record", "PerfRecord", "TuneFailure", "FindFailure", "Find
            "sqlite_file", "readonly_sqlite_query",
            "config_key", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # The oldest schema a read-only handle reads as is: each later version only added tables, which read
 # as empty (a read-only open must not migrate; the shipped system DBs are version 2).
 _OLDEST_READABLE = 2
 _BUSY_TIMEOUT_MS = 30_000
+BUILDS = ("specialized", "generic")
 _WRITE_ATTEMPTS = 10
 _T = TypeVar("_T")
 _writes = [0]   # writes made by this process (any FindDB): caches of DB answers compare it
@@ -119,11 +120,15 @@ class Record:
     created_at: float = field(default_factory=time.time)
     time_q20_ms: float | None = None
     time_q80_ms: float | None = None
+    # which build was measured: the shape-specialised kernels, or a generic build (miofind.generic)
+    build: str = "specialized"
 
     def __post_init__(self) -> None:
         def put(name: str, value: Any) -> None:
             object.__setattr__(self, name, value)
 
+        if self.build not in BUILDS:
+            raise ValueError(f"build={self.build!r}: expected 'specialized' or 'generic'")
         for name in _STR_FIELDS:
             if not isinstance(getattr(self, name), str):
                 raise ValueError(f"{name}={getattr(self, name)!r}: expected a string")
@@ -301,6 +306,7 @@ _records = sa.Table(
     sa.Column("cuda_version", sa.String(32), nullable=False),
     sa.Column("cupy_version", sa.String(32), nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("build", sa.String(16), nullable=False, server_default="specialized"),
     sa.UniqueConstraint("device", "problem_key", "solver_id", name="uq_find_records_key"),
     sa.Index("ix_find_records_device_problem", "device", "problem_key"),
 )
@@ -355,6 +361,9 @@ _find_failures = sa.Table(
 # The schema version that added each table after version 1 (a read-only handle on an older schema
 # reads a newer table as empty).
 _TABLE_SINCE = {"find_failures": 3}
+# The schema version that added a column to an existing table (read-only handles on older schemas
+# read it as its default).
+_COLUMN_SINCE = {("find_records", "build"): 4}
 # The fleet's job queue (miofind.db.jobs): one row per problem to tune; workers claim rows with
 # SELECT ... FOR UPDATE SKIP LOCKED and hold them under a lease that a dead worker lets expire.
 jobs_table = sa.Table(
@@ -380,9 +389,11 @@ def _data_cols(table: sa.Table) -> tuple[str, ...]:
     return tuple(c.name for c in table.c if c.name != "id")
 
 
-def _raw_cols(table: sa.Table) -> list:
-    # Read columns untyped, so a malformed value reaches our validation instead of a driver converter.
-    return [sa.type_coerce(c, sa.types.NullType()).label(c.name) for c in table.c]
+def _raw_cols(table: sa.Table, version: int = SCHEMA_VERSION) -> list:
+    # Read columns untyped, so a malformed value reaches our validation instead of a driver converter;
+    # only the columns a database of schema ``version`` has.
+    return [sa.type_coerce(c, sa.types.NullType()).label(c.name) for c in table.c
+            if _COLUMN_SINCE.get((table.name, c.name), 0) <= version]
 
 
 _DATA_COLS = _data_cols(_records)
@@ -393,7 +404,16 @@ _KINDS: dict[type, tuple[sa.Table, tuple[str, ...]]] = {}
 # _MIGRATIONS[v] upgrades a schema from version v to v + 1 inside the open write transaction.
 # Version 2 added perf_records, tune_failures and tune_jobs, version 3 find_failures: create_all has
 # made them by then.
-_MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {1: lambda con: None, 2: lambda con: None}
+# Version 4 added find_records.build (every older record measured the specialised build).
+_MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {
+    1: lambda con: None, 2: lambda con: None,
+    3: lambda con: _add_column(con, "find_records", "build", "VARCHAR(16) NOT NULL DEFAULT 'specialized'"),
+}
+
+
+def _add_column(con: sa.Connection, table: str, name: str, ddl: str) -> None:
+    if name not in {c["name"] for c in sa.inspect(con).get_columns(table)}:
+        con.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN {name} {ddl}"))
 
 
 def _to_row(r: Any) -> dict[str, Any]:
@@ -411,7 +431,7 @@ def _to_row(r: Any) -> dict[str, Any]:
 def _from_row(row: sa.RowMapping, cls: type = None) -> Any:
     """Validate a raw row into a ``cls`` (default Record); ValueError/TypeError on anything malformed."""
     cls = cls or Record
-    vals = {name: row[name] for name in _data_cols(_KINDS[cls][0])}
+    vals = {name: row[name] for name in _data_cols(_KINDS[cls][0]) if name in row}   # a newer column may be absent
     cfg = vals["config"]
     if cfg is not None:
         if not isinstance(cfg, str):
@@ -846,7 +866,7 @@ class FindDB:
                     raise FindDBError(f"FindDB {self._where} (schema version {v}) lacks the table {t.name}; "
                                       "not a FindDB this miofind can use")
                 have = {c["name"] for c in insp.get_columns(t.name)}
-                missing = [c.name for c in t.c if c.name not in have]
+                missing = [c.name for c in t.c if c.name not in have and _COLUMN_SINCE.get((t.name, c.name), 0) <= v]
                 if missing:
                     raise FindDBError(f"FindDB {self._where} (schema version {v}): table {t.name} lacks the "
                                       f"column(s) {', '.join(missing)}; not a FindDB this miofind can use")
@@ -982,7 +1002,7 @@ class FindDB:
 
     def lookup(self, device: str | None, problem_key: str) -> list[Record]:
         """All valid records of one problem on one device (any device if None), fastest first."""
-        q = sa.select(*_RAW_COLS).where(_records.c.problem_key == problem_key)
+        q = sa.select(*_raw_cols(_records, self._version)).where(_records.c.problem_key == problem_key)
         if device is not None:
             q = q.where(_records.c.device == device)
         q = q.order_by(_records.c.time_ms, _records.c.solver_id)
@@ -1118,7 +1138,7 @@ class FindDB:
                      limit: int | None = None) -> Iterator[Record]:
         """Valid records, by device, problem and time, at most ``limit``; ``device`` is one device or
         several, ``problem_key_like`` a SQL LIKE pattern."""
-        q = self._record_filter(sa.select(*_RAW_COLS), device, problem_key_like)
+        q = self._record_filter(sa.select(*_raw_cols(_records, self._version)), device, problem_key_like)
         q = q.order_by(_records.c.device, _records.c.problem_key, _records.c.time_ms, _records.c.solver_id)
         if limit is not None:
             q = q.limit(limit)

@@ -80,7 +80,7 @@ def _read_rows(db: FindDB, kind: str) -> list[_Row]:
     table, cls = _TABLES[kind]
     if not db._has(table):
         return []   # a read-only handle on an older schema
-    q = sa.select(*_findb._raw_cols(table)).order_by(table.c.device, table.c.problem_key, table.c.solver_id,
+    q = sa.select(*_findb._raw_cols(table, db._version)).order_by(table.c.device, table.c.problem_key, table.c.solver_id,
                                                      table.c.id)
     rows = db._run(f"read the {table.name} table", lambda con: con.execute(q).mappings().all())
     out = []

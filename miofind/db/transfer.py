@@ -137,7 +137,9 @@ def amd_file_token(name: str) -> str | None:
 # -- export ----------------------------------------------------------------------------------------
 
 def _as_dict(obj: Any, names: tuple[str, ...]) -> dict[str, Any]:
-    return {name: getattr(obj, name) for name in names}
+    # a record of the specialised build leaves out ``build``: its line reads as before schema 4
+    return {name: getattr(obj, name) for name in names
+            if not (name == "build" and getattr(obj, name) == "specialized")}
 
 
 def export_records(db: FindDB, fh: TextIO, *, fmt: str = "miofind", device: str | None = None,

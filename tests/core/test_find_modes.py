@@ -510,7 +510,7 @@ def test_a_schema_2_file_reads_as_is_read_only_and_migrates_when_writable(tmp_pa
         assert d.stats()["schema_version"] == 2 and d.stats()["failed_find_candidates"] == 0
     assert path.read_bytes() == before
     with FindDB(str(path)) as d:
-        assert d.stats()["schema_version"] == findb_mod.SCHEMA_VERSION == 3
+        assert d.stats()["schema_version"] == findb_mod.SCHEMA_VERSION == 4
         assert len(d.lookup(DEV.db_name, P.key())) == len(cands())
         d.store_find_failures(DEV.db_name, P.key(), ["A"],
                               [FindFailure(DEV.db_name, P.key(), "A", None, "launch", "x")])

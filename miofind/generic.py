@@ -1,0 +1,294 @@
+"""Generic builds: one cubin per (kernel, config, data type, layout, index width) for every problem size.
+
+A specialised build (what ``Solver.get_solution`` describes) bakes the problem's sizes and strides
+into the kernel as macros, so every new shape compiles new kernels (0.3-1 s each with NVRTC). A
+generic build compiles the *same source* with those macros defined as ``MIOFIND_GP(i)``, a read of
+slot ``i`` of a ``__constant__`` parameter block declared in ``kernels_src/generic_prelude.cuh``
+(pre-included by NVRTC). The other macros (data type, tile config, layout flags, vector widths,
+index type) stay compile-time, so a generic build is shared by every problem with the same ones.
+Each problem loads its own module instance from that cubin (``cuModuleLoadData``, no compilation)
+and writes its sizes into that instance's parameter block once, so launches cost what they cost
+today and different problems never share a block.
+
+Dividing by a run-time value is a full integer division where the specialised build multiplies by
+a compile-time magic number; the divisors that split indices (``FASTDIV``: implicit GEMM's inner
+loops, Winograd's and FFT's thread decoding) are therefore read as a small struct with their magic numbers, whose ``/`` and ``%``
+operators (generic_prelude.cuh) multiply and shift, and which converts to ``int`` everywhere else:
+the source text stays the same. Other divisions in generic builds stay plain.
+
+Which macros are read at run time is per kernel source (``RUNTIME``): a size used in ``#if``, in a
+template argument, a ``constexpr`` or an array dimension stays compile-time (implicit GEMM backward
+data's strides and output sizes, ``out_pos<P_SH, P_HO>``: one build per spatial geometry), except a
+size an ``#if`` tests only modulo a compile-time value (``RESIDUE``). A compile-time use of a
+run-time macro is a compile error, never a silent change. The solver's trust key and its specialised builds are untouched: this module only
+rewrites a ConvSolution's KernelInfos.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import threading
+
+from .solver import ConvSolution, KernelInfo
+
+__all__ = ["PRELUDE", "RUNTIME", "GenericKernel", "generic_kernel", "generic_kernels", "has_generic",
+           "load_generic", "build_generic_invoker", "generic_config"]
+
+PRELUDE = "generic_prelude.cuh"
+SLOTS = 64
+INT32_MAX = 2**31 - 1
+
+_IGEMM = ("P_N", "P_C", "P_K", "P_G", "P_DI", "P_HI", "P_WI", "P_DO", "P_HO", "P_WO", "P_Z", "P_Y", "P_X",
+          "P_PD", "P_PH", "P_PW", "P_SD", "P_SH", "P_SW", "P_DD", "P_DH", "P_DW",
+          "XS_N", "XS_C", "XS_D", "XS_H", "XS_W", "WS_K", "WS_C", "WS_Z", "WS_Y", "WS_X",
+          "YS_N", "YS_C", "YS_D", "YS_H", "YS_W", "KCHUNK")
+
+# Kernel source -> the macros its generic build reads at run time (slot i = position i). Sources
+# not listed have no generic build; kernels whose macros include none of these (the naive
+# reference, the implicit-GEMM transposes) are shape-free already and need none.
+#
+# implicit_gemm_bwd.cu keeps the strides and output sizes compile-time (template arguments of
+# out_pos<P_SH, P_HO>): one build serves the problems of a spatial geometry at every batch size,
+# channel count, group count and filter (a partial generic build).
+# Not listed: gemm_im2col.cu (C/G and the output pixels in constexpr), the depthwise kernels (sizes
+# in constexpr tile geometry) and the FFT sizes (array dimensions): these stay compile-time.
+_FFT_PACK = ("NB_", "CH")
+RUNTIME: dict[str, tuple[str, ...]] = {
+    "implicit_gemm_fwd.cu": _IGEMM,
+    "implicit_gemm_wrw.cu": _IGEMM,
+    "implicit_gemm_bwd.cu": tuple(n for n in _IGEMM if n not in ("P_SD", "P_SH", "P_SW", "P_DO", "P_HO", "P_WO")),
+    "direct_tiled_fwd.cu": ("C_", "K_", "G_", "HI", "WI", "HO", "WO", "PH", "PW"),
+    "winograd_transforms.cu": ("N_", "CI", "CO", "G_", "HI", "WI", "HO", "PH", "PW", "TH", "TW", "P_"),
+    "fft_pack.cu": _FFT_PACK,
+    "fft_crop.cu": _FFT_PACK,
+    "fft_mac.cu": ("NB_", "NI", "NJ", "G_", "A_CH", "O_CH", "W_KS", "W_CS", "W_TS"),
+    "fft_wdft.cu": ("NB_", "G_", "W_KS", "W_CS", "W_TS", "KPG", "CPG"),
+}
+
+# Divisors of a source's 32-bit-index generic builds read with their fast-division magic numbers
+# (MIOFIND_FD(i) in generic_prelude.cuh): those that split thread and GEMM indices (implicit GEMM's
+# in its inner loops). Every dividend is a non-negative 32-bit index there (each source read for
+# it); 64-bit-index builds divide plainly.
+_IGEMM_DIVS = ("P_WO", "P_HO", "P_DO", "P_X", "P_Y", "P_G")
+FASTDIV: dict[str, tuple[str, ...]] = {
+    "implicit_gemm_fwd.cu": _IGEMM_DIVS,
+    "implicit_gemm_wrw.cu": _IGEMM_DIVS,
+    "implicit_gemm_bwd.cu": ("P_WI", "P_HI", "P_DI", "P_X", "P_Y", "P_G"),
+    "winograd_transforms.cu": ("CI", "CO", "TW", "G_"),
+    "fft_mac.cu": ("G_",),
+}
+
+# A size that an #if tests only as ``size % modulus`` (modulus a compile-time macro): read at run
+# time as (residue + miofind_rv), so the #if sees the residue (generic_prelude.cuh) and one build
+# serves every size of that residue. tests/core/test_generic.py pins that the source's #if lines
+# use the size in no other way.
+RESIDUE: dict[str, tuple[str, str]] = {"winograd_transforms.cu": ("WO", "WM")}
+
+# Backward weights with split-K: SPLITK selects the kernel's epilogue in #if, so it stays
+# compile-time; the generic build rounds the default split down to one of these.
+GENERIC_SPLITS = (1, 4, 16, 64)
+
+
+@dataclasses.dataclass(frozen=True)
+class GenericKernel:
+    """A generic build (``kinfo``: runtime macros replaced by parameter-block reads) and one
+    problem's values for its parameter block, in slot order."""
+
+    kinfo: KernelInfo
+    values: tuple[int, ...]
+    wide: bool
+    divisors: tuple[int, ...] = ()     # the FASTDIV divisors' values, in slot order
+    residue_rest: int | None = None    # RESIDUE: the size less its residue, for miofind_rv
+
+
+def magic(d: int) -> tuple[int, int, int]:
+    """(d, multiplier, shift) of the fast division by ``d`` (CUTLASS's FastDivmod):
+    n // d == (n * multiplier >> 32) >> shift for 0 <= n < 2^31; multiplier 0 means d == 1."""
+    if not 1 <= d < 2**31:
+        raise ValueError(f"divisor {d}: expected 1 <= d < 2^31")
+    if d == 1:
+        return 1, 0, 0
+    p = 31 + (d - 1).bit_length()          # 31 + ceil(log2 d)
+    return d, -(-(1 << p) // d), p - 32
+
+
+def _wide(k: KernelInfo) -> bool:
+    return dict(k.macros).get("INDEX_T", "int") != "int"
+
+
+def generic_kernel(k: KernelInfo) -> GenericKernel | None:
+    """The generic build of a specialised KernelInfo with this problem's parameter values, or None
+    when its source has no generic build (or it has no run-time macro: it is shape-free already)."""
+    names = RUNTIME.get(k.source)
+    if not names:
+        return None
+    wide = _wide(k)
+    divs = () if wide else FASTDIV.get(k.source, ())
+    slot = {n: i for i, n in enumerate(names)}
+    dslot = {n: i for i, n in enumerate(divs)}
+    values, dvalues = [0] * len(names), [1] * len(divs)
+    macros, hit, rest = [], False, None
+    res_name, res_mod = RESIDUE.get(k.source, (None, None))
+    given = dict(k.macros)
+    for name, v in k.macros:
+        if name == res_name and res_mod in given:
+            r = int(v) % int(given[res_mod])
+            rest = int(v) - r
+            macros.append((name, f"({r}+miofind_rv)"))
+            continue
+        if name in dslot:
+            dvalues[dslot[name]] = int(v)
+            macros.append((name, f"MIOFIND_FD({dslot[name]})"))
+        if name in slot:
+            values[slot[name]] = int(v)
+            hit = True
+            if name not in dslot:
+                macros.append((name, f"MIOFIND_GP({slot[name]})"))
+        elif name not in dslot:
+            macros.append((name, v))
+    if not hit:
+        return None
+    if not wide and any(abs(v) > INT32_MAX for v in values):
+        raise ValueError(f"{k.source}: a size exceeds the 32-bit parameter block of a 32-bit-index build")
+    if any(not 1 <= d < 2**31 for d in dvalues):
+        raise ValueError(f"{k.source}: a divisor outside [1, 2^31)")
+    opts = tuple(k.options) + (f"--pre-include={PRELUDE}", f"-DMIOFIND_GP_SLOTS={len(names)}") \
+        + ((f"-DMIOFIND_FD_SLOTS={len(divs)}",) if divs else ()) + (("-DMIOFIND_RV",) if rest is not None else ())
+    return GenericKernel(dataclasses.replace(k, macros=tuple(macros), options=opts), tuple(values), wide,
+                         tuple(dvalues), rest)
+
+
+def generic_kernels(sol: ConvSolution) -> list[GenericKernel | None] | None:
+    """Per kernel of ``sol`` its GenericKernel, or None for a shape-free kernel (compiled as is);
+    None overall when some kernel is shape-specific and has no generic build (or none has one)."""
+    out = []
+    for k in sol.kernels:
+        try:
+            g = generic_kernel(k)
+        except ValueError:      # a size too large for a 32-bit parameter block
+            return None
+        if g is None and k.source in RUNTIME:
+            out.append(None)     # a kernel of a generic source that reads no size: as it is
+        elif g is None and not _shape_free(k):
+            return None
+        else:
+            out.append(g)
+    return out if any(g is not None for g in out) else None
+
+
+# Macros that never encode a problem's size: a kernel with only these is shared by every shape.
+_SHAPE_FREE = {"DATA_T", "ACC_T", "INDEX_T", "WRW_BLOCK"}
+
+
+def _shape_free(k: KernelInfo) -> bool:
+    return all(name in _SHAPE_FREE for name, _ in k.macros)
+
+
+def generic_config(solver, problem, config):
+    """The config a generic build of ``solver`` runs for ``problem``: a given ``config`` as it is
+    (a tuned config is measured as tuned); else the solver's default, with backward weights'
+    split-K rounded down to a GENERIC_SPLITS value so that few binaries serve every shape."""
+    if config is not None or not solver.tunable:
+        return config
+    config = solver.default_config(problem)
+    if isinstance(config, dict) and "SPLITK" in config:
+        config = dict(config, SPLITK=max(s for s in GENERIC_SPLITS if s <= max(1, config["SPLITK"])))
+    return config
+
+
+def has_generic(solver, problem, config=None) -> bool:
+    """Whether the solution of ``solver`` for ``problem`` has a generic build (CPU only, launches nothing)."""
+    if not any(f in RUNTIME for f in getattr(solver, "kernel_files", ())):
+        return False
+    try:
+        return generic_kernels(solver.get_solution(problem, generic_config(solver, problem, config))) is not None
+    except Exception:
+        return False
+
+
+# -- loading: one module instance per (build, values) ------------------------------------------
+
+class GenericFunction:
+    """One kernel of a module instance, standing where a ``cupy.RawKernel`` stands for the
+    invoker factories and ``launch.Launch`` (``.kernel.ptr``, ``max_dynamic_shared_size_bytes``,
+    a ``(grid, block, args)`` call)."""
+
+    def __init__(self, module, function) -> None:
+        self.module = module          # keeps the module instance loaded
+        self.kernel = function
+
+    @property
+    def max_dynamic_shared_size_bytes(self) -> int:
+        from cupy.cuda import driver
+        return driver.funcGetAttribute(driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, self.kernel.ptr)
+
+    @max_dynamic_shared_size_bytes.setter
+    def max_dynamic_shared_size_bytes(self, nbytes: int) -> None:
+        from cupy.cuda import driver
+        driver.funcSetAttribute(self.kernel.ptr, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(nbytes))
+
+    def __call__(self, grid, block, args, *, shared_mem: int = 0, stream=None):
+        self.kernel(tuple(grid), tuple(block), args, shared_mem, stream)
+
+
+_instances: dict[tuple, object] = {}
+_lock = threading.Lock()
+
+
+def _instance(gk: GenericKernel):
+    """The module instance of ``gk``'s build holding ``gk.values``, loaded and written once per
+    process and device."""
+    import cupy
+    from cupy.cuda import function
+
+    from .compile import binary_key, cubin_for
+    from .device import current_device
+
+    arch = current_device().arch
+    dev = cupy.cuda.runtime.getDevice()
+    key = (binary_key(gk.kinfo, arch), gk.values, gk.residue_rest, dev)
+    mod = _instances.get(key)
+    if mod is None:
+        with _lock:
+            mod = _instances.get(key)
+            if mod is None:
+                cupy.cuda.Device(dev).use()     # cudaSetDevice: the primary context current in this thread
+                mod = function.Module()
+                mod.load(cubin_for(gk.kinfo, arch))
+                ctype = ctypes.c_int64 if gk.wide else ctypes.c_int32
+                block = (ctype * len(gk.values))(*gk.values)
+                mod.get_global_var("miofind_gp").copy_from_host(ctypes.addressof(block), ctypes.sizeof(block))
+                if gk.divisors:     # miofind_div {int d; unsigned mul, shr;} per divisor
+                    fd = (ctypes.c_uint32 * (3 * len(gk.divisors)))(*(x for d in gk.divisors for x in magic(d)))
+                    mod.get_global_var("miofind_fd").copy_from_host(ctypes.addressof(fd), ctypes.sizeof(fd))
+                if gk.residue_rest is not None:
+                    rv = ctype(gk.residue_rest)
+                    mod.get_global_var("miofind_rv").copy_from_host(ctypes.addressof(rv), ctypes.sizeof(rv))
+                _instances[key] = mod
+    return mod
+
+
+def load_generic(gk: GenericKernel) -> GenericFunction:
+    """The kernel ``gk.kinfo.name`` of this problem's module instance (compiling the generic build
+    into the binary cache only if it is not there yet)."""
+    mod = _instance(gk)
+    return GenericFunction(mod, mod.get_function(gk.kinfo.name))
+
+
+def build_generic_invoker(sol: ConvSolution):
+    """The invoker of ``sol`` running its generic builds (shape-free kernels compiled as they are);
+    ValueError when ``sol`` has no generic build."""
+    from .compile import compile_kernel
+
+    gks = generic_kernels(sol)
+    if gks is None:
+        raise ValueError(f"{sol.solver_id}: no generic build")
+    kernels = [load_generic(g) if g is not None else compile_kernel(k) for g, k in zip(gks, sol.kernels)]
+    return sol.invoker_factory(kernels)
+
+
+def clear() -> None:
+    """Forget the loaded module instances (tests)."""
+    with _lock:
+        _instances.clear()

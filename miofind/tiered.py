@@ -1,0 +1,300 @@
+"""Tiered find: on a miss, measure generic builds at once and specialise in the background.
+
+A find candidate whose specialised kernels are not compiled yet, and whose solution has a generic
+build (``miofind.generic``), is measured with the generic build: no NVRTC wait when the generic
+cubin is in the binary cache (``miofind warmup``). ``MIOFIND_SPECIALIZE`` decides what happens to
+the specialised build:
+
+- ``background`` (default): it is compiled in the tuner's spawned process pool (CuPy's NVRTC binding holds the GIL),
+  then verified and timed against the float64 reference; when it is verified and faster than the
+  generic measurement its record replaces the generic one in the user FindDB and its invoker is
+  what ``ready_invoker`` returns from then on;
+- ``sync``: find compiles and measures the specialised build, as before generic builds existed;
+- ``off``: generic builds only.
+
+The record of a generic measurement carries the solver's usual trust key (the same kernel source,
+compiled with the sizes read at run time).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from . import env, generic
+from .solver import ConvSolution
+
+log = logging.getLogger(__name__)
+
+__all__ = ["prepare", "generic_compiled", "after_find", "measured_build", "ready_invoker", "run_invoker", "pending", "wait", "clear"]
+
+_pool: ThreadPoolExecutor | None = None
+_lock = threading.Lock()
+_pending: dict[tuple, Future] = {}     # (problem key, solver id, config key) -> background job
+_ready: dict[tuple, tuple] = {}        # (network config, solver id, config key) -> (invoker, workspace bytes)
+_generic_measured: dict[tuple, tuple] = {}   # (problem key, solver id) -> (solver, specialised config)
+
+
+def _key(problem, solver_id, config) -> tuple:
+    from .invokers import config_key
+    return problem.key(), solver_id, config_key(config)
+
+
+def prepare(problem, solver, config, sol: ConvSolution, *, mode: str | None = None):
+    """(ConvSolution, invoker) a find measures for (solver, config): the generic build when the
+    mode allows it, the solution has one and its specialised kernels are not compiled; else the
+    specialised ``sol`` compiled (``invokers.build_invoker``). Raises what compiling raises."""
+    from .compile import is_compiled
+    from .invokers import build_invoker
+
+    mode = mode or env.specialize()
+    if mode != "sync" and not all(is_compiled(k) for k in sol.kernels):
+        gsol = _generic_solution(problem, solver, config)
+        if gsol is not None:
+            inv = generic.build_generic_invoker(gsol)
+            with _lock:
+                _generic_measured[(problem.key(), solver.id)] = (solver, config)
+            return gsol, inv
+    return sol, build_invoker(problem, sol)
+
+
+def generic_compiled(problem, solver, config) -> bool:
+    """Whether a find (not in ``sync`` mode) could measure ``solver``'s generic build for ``problem``
+    without compiling: it has one and its kernels are in the binary cache (dynamic_hybrid mode)."""
+    from .compile import is_compiled
+
+    if env.specialize() == "sync":
+        return False
+    gsol = _generic_solution(problem, solver, config)
+    gks = generic.generic_kernels(gsol) if gsol is not None else None
+    return gks is not None and all(is_compiled(g.kinfo if g is not None else k) for g, k in zip(gks, gsol.kernels))
+
+
+def _generic_solution(problem, solver, config) -> ConvSolution | None:
+    try:
+        gsol = solver.get_solution(problem, generic.generic_config(solver, problem, config))
+    except Exception as e:      # the rounded config does not validate: no generic build
+        log.debug("no generic build of %s for %s: %s", solver.id, problem.key(), e)
+        return None
+    return gsol if generic.generic_kernels(gsol) is not None else None
+
+
+def generic_failures(problem, failures) -> set[str]:
+    """The solvers among ``failures`` that failed while this process's find measured their generic
+    build: not recorded as the solver's failure (``after_find`` tries the specialised build)."""
+    with _lock:
+        return {f.solver_id for f in failures if (problem.key(), f.solver_id) in _generic_measured}
+
+
+def after_find(problem, sols, failures=(), *, store, mode: str | None = None, measure=None,
+               budget_ms: float | None = None) -> list[Future]:
+    """After a find measured ``sols`` (and ``failures``): for each measured with a generic build, in
+    ``background`` mode, compile its specialised build in the background (a thread driving the
+    spawned compile pool), measure it (``measure(problem, solver, ConvSolution, invoker)`` ->
+    Solution, default the find's harness under ``budget_ms``) and, when verified and faster than the
+    generic build (or the generic build failed), ``store(solution)`` it and make its invoker the one
+    ``ready_invoker`` gives. Returns the jobs."""
+    mode = mode or env.specialize()
+    jobs = []
+    measured = [(s.solver_id, s) for s in sols] + [(f.solver_id, None) for f in failures]
+    for sid, s in measured:
+        with _lock:
+            entry = _generic_measured.pop((problem.key(), sid), None)
+        if entry is None or mode != "background":
+            continue
+        solver, config = entry
+        k = _key(problem, solver.id, config)
+        ex = _executor()
+        with _lock:
+            if k in _pending:
+                continue
+            meas = measure or (lambda p, sv, sol, inv: _measure(p, sv, sol, inv, budget_ms))
+            _pending[k] = fut = ex.submit(_specialise, problem, solver, config, s, store, meas, _device())
+        jobs.append(fut)
+    return jobs
+
+
+_pool_lock = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="miofind-specialize")
+    return _pool
+
+
+class _Noop:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def _device():
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDevice()
+    except Exception:
+        return None
+
+
+def _specialise(problem, solver, config, generic_sol, store, measure, device):
+    """The background job: compile, measure, replace when faster (or when ``generic_sol`` is None:
+    the generic build failed). Returns the stored Solution or None."""
+    from .invokers import build_invoker
+
+    try:
+        ctx = _on_device(device)
+        with ctx:
+            sol = solver.get_solution(problem, config)
+            _compile_apart(sol.kernels)
+            inv = build_invoker(problem, sol)
+            spec = measure(problem, solver, sol, inv)
+        gen_ms = generic_sol.time_ms if generic_sol is not None else math.inf
+        if spec is None or not spec.verified or spec.time_ms >= gen_ms:
+            log.info("specialised %s for %s: %s", solver.id, problem.key(),
+                     "not verified" if spec is None or not spec.verified else
+                     f"{spec.time_ms:.4f} ms, not faster than the generic build's {gen_ms:.4f} ms")
+            return None
+        with _lock:
+            _ready[(problem.network_config(), solver.id, _key(problem, solver.id, config)[2])] = (inv, sol.workspace_bytes)
+        store(spec)
+        log.info("specialised %s for %s: %.4f ms replaces the generic build's %s", solver.id, problem.key(),
+                 spec.time_ms, f"{gen_ms:.4f} ms" if generic_sol is not None else "failure")
+        return spec
+    except Exception as e:
+        log.warning("specialising %s for %s failed: %s", solver.id, problem.key(), e)
+        return None
+
+
+_procs = None
+
+
+def _compile_one(args) -> None:
+    """In a spawned process: compile one kernel into the binary cache (errors surface when the
+    parent compiles it again in build_invoker)."""
+    from pathlib import Path
+
+    from .compile import CompileError, nvrtc_compile, store_cubin
+
+    kinfo, arch, path = args
+    try:
+        store_cubin(Path(path), nvrtc_compile(kinfo, arch))
+    except CompileError:
+        pass
+
+
+def _shutdown_procs() -> None:
+    global _procs
+    if _procs is not None:
+        _procs.shutdown(wait=True, cancel_futures=True)
+        _procs = None
+
+
+def _compile_apart(kernels) -> None:
+    """Compile into the binary cache in spawned processes (they never touch this process's CUDA
+    context): CuPy's NVRTC binding holds the GIL while it compiles, which would stall the caller's
+    threads for the whole compile."""
+    global _procs
+    from .compile import binary_key, cached_cubin, private_cache_dir
+    from .device import current_device
+
+    arch = current_device().arch
+    cache = private_cache_dir()
+    todo = [(k, arch, str(cache / f"{binary_key(k, arch)}.cubin")) for k in kernels]
+    todo = [t for t in todo if cached_cubin(cache / f"{binary_key(t[0], arch)}.cubin") is None]
+    if not todo:
+        return
+    with _pool_lock:
+        if _procs is None:
+            import multiprocessing as mp
+            from concurrent.futures import ProcessPoolExecutor
+            from multiprocessing import util
+
+            # idle pool workers would keep this process from exiting (as miofind.tuning.precompile)
+            util.Finalize(None, _shutdown_procs, exitpriority=100)
+            _procs = ProcessPoolExecutor(max_workers=2, mp_context=mp.get_context("spawn"))
+        procs = _procs
+    list(procs.map(_compile_one, todo))
+
+
+def _on_device(device):
+    if device is None:
+        return _Noop()
+    import cupy
+    return cupy.cuda.Device(device)
+
+
+def _measure(problem, solver, sol, inv, budget_ms):
+    """Verify and time a specialised build as the find does (miofind.harness); a Solution."""
+    from .harness import Harness, reference_invoker_for
+    from .results import Solution
+
+    h = Harness(problem, verify=True, reference_invoker=reference_invoker_for(problem))
+    try:
+        m = h.measure(inv, h.workspace(sol.workspace_bytes), solver.family, 3, 10, budget_ms)
+    finally:
+        h.release()
+    return Solution(solver.id, solver.algorithm, m.time_ms, sol.workspace_bytes, sol.config, True, problem,
+                    max_error=m.max_error, time_q20_ms=m.q20_ms, time_q80_ms=m.q80_ms)
+
+
+def measured_build(problem, solver_id: str) -> str:
+    """'generic' when this process's find of ``problem`` measured ``solver_id`` with a generic build
+    (until ``after_find`` takes it up), else 'specialized': the FindDB record's ``build``."""
+    with _lock:
+        return "generic" if (problem.key(), solver_id) in _generic_measured else "specialized"
+
+
+def ready_invoker(problem, solver_id: str, config=None):
+    """(invoker, workspace bytes) of a specialised build that replaced a generic one in this
+    process, or None (``invokers.get_invoker`` may consult it)."""
+    from .invokers import config_key
+    return _ready.get((problem.network_config(), solver_id, config_key(config)))
+
+
+def run_invoker(problem, solver_id: str, config=None):
+    """(invoker, workspace bytes) to run a solution without waiting for NVRTC where possible: the
+    specialised build that replaced a generic one, else the specialised build when its kernels are
+    compiled (or the mode is ``sync``, or it has no generic build), else its generic build. A hook
+    for ``invokers.get_invoker``, which caches the result per (network config, solver, config)."""
+    from .compile import is_compiled
+    from .invokers import build_invoker
+    from .registry import get_solver
+
+    ready = ready_invoker(problem, solver_id, config)
+    if ready is not None:
+        return ready
+    solver = get_solver(solver_id)
+    sol = solver.get_solution(problem, config)
+    if env.specialize() != "sync" and not all(is_compiled(k) for k in sol.kernels) \
+            and generic.generic_kernels(sol) is not None:
+        return generic.build_generic_invoker(sol), sol.workspace_bytes
+    return build_invoker(problem, sol), sol.workspace_bytes
+
+
+def pending() -> int:
+    """How many background specialisations are still running."""
+    with _lock:
+        return sum(1 for f in _pending.values() if not f.done())
+
+
+def wait(timeout: float | None = None) -> None:
+    """Wait for every background specialisation (tests, and a process about to exit)."""
+    with _lock:
+        futs = list(_pending.values())
+    for f in futs:
+        f.result(timeout)
+
+
+def clear() -> None:
+    """Forget pending jobs' bookkeeping and ready invokers (the jobs themselves run on)."""
+    with _lock:
+        _pending.clear()
+        _ready.clear()
+        _generic_measured.clear()

@@ -1,0 +1,88 @@
+"""``miofind warmup``: compile the generic builds and the float64 reference into the binary cache.
+
+Run once at install time (needs NVRTC, no GPU), so that a find of a shape never seen before compiles
+nothing before it measures: the generic builds (``miofind.generic``) of every solver that has one,
+for the configs and plan variants the model presets' problems reach, the shape-free kernels those
+solutions also launch, and the naive solvers' builds (the float64 verification reference among
+them). The builds go into the binary cache, keyed by source text, options, architecture and NVRTC
+version, so they survive a package upgrade exactly when the kernel sources are unchanged.
+
+Why a command rather than cubins inside the wheel: a cubin is tied to the NVRTC/driver line and
+the architecture (the wheel would carry sm_80, sm_90 and sm_100 builds of every variant for both
+CUDA 12 and 13: hundreds of MB), while compiling them takes a few minutes once per machine.
+"""
+
+from __future__ import annotations
+
+import time
+
+from . import generic
+from .models import MODELS, model_problems
+from .registry import solvers as all_solvers
+from .solver import KernelInfo
+
+DEFAULT_ARCHS = ("sm_80", "sm_90", "sm_100")
+
+
+def supported_archs(archs) -> tuple[str, ...]:
+    """``archs`` that this NVRTC can target (sm_100 needs CUDA 12.8 or newer); ValueError naming an
+    unknown one."""
+    from cupy_backends.cuda.libs import nvrtc
+
+    have = {f"sm_{a}" for a in nvrtc.getSupportedArchs()}
+    out = []
+    for a in archs:
+        if not a.startswith("sm_") or not a[3:].isdigit():
+            raise ValueError(f"--arch={a!r}: expected sm_<number>, e.g. sm_90")
+        if a in have:
+            out.append(a)
+    return tuple(out)
+
+
+def warmup_kernels(models=MODELS, batches=(32, 1), dtypes=("FP32", "FP16", "BF16"), layouts=("NCHW", "NHWC")) \
+        -> list[KernelInfo]:
+    """The distinct kernels to pre-build: generic builds (and the shape-free kernels of generic
+    solutions) for the presets' problems, and the naive solvers' builds with their float64 variant."""
+    seen: dict[tuple, KernelInfo] = {}
+    sols = [s for s in all_solvers() if getattr(s, "kernel_files", ())]
+    for model in models:
+        for batch in batches:
+            for p in model_problems(model, batch=batch, dtypes=dtypes, layouts=layouts):
+                for s in sols:
+                    if not s.applicability(p):
+                        continue
+                    variants = []
+                    if s.is_reference:
+                        variants = [s.get_solution(p), s.get_solution(p, reference=True)]
+                    elif any(f in generic.RUNTIME for f in s.kernel_files):
+                        try:
+                            variants = [s.get_solution(p, generic.generic_config(s, p, None))]
+                        except ValueError:
+                            continue
+                    for sol in variants:
+                        gks = generic.generic_kernels(sol) if not s.is_reference else [None] * len(sol.kernels)
+                        if gks is None:
+                            continue
+                        for g, k in zip(gks, sol.kernels):
+                            kk = g.kinfo if g is not None else k
+                            seen.setdefault((kk.source, kk.name, kk.compile_options()), kk)
+    return list(seen.values())
+
+
+def warmup(archs=DEFAULT_ARCHS, jobs: int | None = None, kernels: list[KernelInfo] | None = None) -> dict:
+    """Compile ``kernels`` (default ``warmup_kernels()``) for every supported arch of ``archs``
+    into the binary cache in a process pool; a summary dict (kernels, per-arch compiled counts,
+    errors, seconds)."""
+    from .tuning.precompile import precompile
+
+    t0 = time.perf_counter()
+    kernels = warmup_kernels() if kernels is None else kernels
+    archs_ok = supported_archs(archs)
+    out = {"kernels": len(kernels), "archs": {}, "skipped_archs": [a for a in archs if a not in archs_ok],
+           "errors": {}}
+    for a in archs_ok:
+        n, errors = precompile(kernels, a, jobs)
+        out["archs"][a] = n
+        out["errors"].update({f"{a} {k}": v for k, v in errors.items()})
+    out["seconds"] = round(time.perf_counter() - t0, 1)
+    return out

@@ -1,0 +1,189 @@
+"""Tiered find (miofind.tiered) on the CPU: which build a find measures in each MIOFIND_SPECIALIZE
+mode, and the background specialisation's replace-if-faster rule, with compiling and measuring faked."""
+
+from __future__ import annotations
+
+import pytest
+
+import miofind.compile as compile_mod
+import miofind.generic as generic
+import miofind.invokers as invokers
+from miofind import env, tiered
+from miofind.problem import ProblemDescription
+from miofind.registry import get_solver
+from miofind.results import Solution
+
+P = ProblemDescription.make("F", n=8, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1)
+PW = ProblemDescription.make("W", n=8, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1)
+
+
+@pytest.fixture
+def fakes(monkeypatch):
+    built = []
+    monkeypatch.setattr(compile_mod, "is_compiled", lambda k: False)
+    monkeypatch.setattr(generic, "build_generic_invoker", lambda sol: built.append(("generic", sol)) or "GEN")
+    monkeypatch.setattr(invokers, "build_invoker", lambda p, sol: built.append(("spec", sol)) or "SPEC")
+    monkeypatch.setattr(tiered, "_compile_apart", lambda kernels: built.append(("apart", kernels)))
+    tiered.clear()
+    yield built
+    tiered.wait(10)
+    tiered.clear()
+
+
+def _prep(p, sid, mode, cfg=None):
+    s = get_solver(sid)
+    return tiered.prepare(p, s, cfg, s.get_solution(p, cfg), mode=mode)
+
+
+def test_a_miss_measures_the_generic_build(fakes):
+    sol, inv = _prep(P, "ConvImplicitGemmFwd", "background")
+    assert inv == "GEN" and fakes[-1][0] == "generic"
+    assert generic.generic_kernels(sol) is not None
+    sol, inv = _prep(P, "ConvImplicitGemmFwd", "off")
+    assert inv == "GEN"
+
+
+def test_sync_and_compiled_and_solvers_without_generic_builds_measure_the_specialised(fakes, monkeypatch):
+    assert _prep(P, "ConvImplicitGemmFwd", "sync")[1] == "SPEC"
+    assert _prep(P, "ConvDirectNaiveConvFwd", "background")[1] == "SPEC"   # sizes are arguments already
+    assert _prep(P, "GemmFwdRest", "background")[1] == "SPEC"              # im2col: no generic build
+    pb = ProblemDescription.make("B", n=8, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1)
+    assert _prep(pb, "ConvImplicitGemmBwd", "sync")[1] == "SPEC"
+    monkeypatch.setattr(compile_mod, "is_compiled", lambda k: True)
+    assert _prep(P, "ConvImplicitGemmFwd", "background")[1] == "SPEC"
+
+
+def test_generic_wrw_runs_a_rounded_split(fakes):
+    sol, inv = _prep(PW, "ConvImplicitGemmWrw", "background")
+    assert inv == "GEN" and sol.config["SPLITK"] in generic.GENERIC_SPLITS
+
+
+def _gen_solution(p, sid, t):
+    s = get_solver(sid)
+    return Solution(sid, s.algorithm, t, 0, None, True, p)
+
+
+@pytest.mark.parametrize("spec_ms,replaced", [(0.5, True), (2.0, False)])
+def test_background_replaces_only_when_faster(fakes, spec_ms, replaced):
+    _prep(P, "ConvImplicitGemmFwd", "background")
+    stored = []
+    measured = []
+
+    def measure(problem, solver, sol, inv):
+        measured.append((solver.id, inv))
+        return Solution(solver.id, solver.algorithm, spec_ms, sol.workspace_bytes, sol.config, True, problem)
+
+    jobs = tiered.after_find(P, [_gen_solution(P, "ConvImplicitGemmFwd", 1.0)], store=stored.append,
+                             mode="background", measure=measure)
+    assert len(jobs) == 1
+    jobs[0].result(10)
+    assert measured == [("ConvImplicitGemmFwd", "SPEC")]
+    assert [s.time_ms for s in stored] == ([spec_ms] if replaced else [])
+    assert (tiered.ready_invoker(P, "ConvImplicitGemmFwd") is not None) == replaced
+
+
+def test_unverified_specialised_is_not_stored(fakes):
+    _prep(P, "ConvImplicitGemmFwd", "background")
+    stored = []
+    meas = lambda p, s, sol, inv: Solution(s.id, s.algorithm, 0.1, 0, None, False, p)  # noqa: E731
+    (job,) = tiered.after_find(P, [_gen_solution(P, "ConvImplicitGemmFwd", 1.0)], store=stored.append,
+                               mode="background", measure=meas)
+    assert job.result(10) is None and stored == []
+
+
+def test_no_background_job_when_off_or_sync_or_specialised(fakes):
+    _prep(P, "ConvImplicitGemmFwd", "off")
+    assert tiered.after_find(P, [_gen_solution(P, "ConvImplicitGemmFwd", 1.0)], store=print, mode="off") == []
+    # a candidate measured with its specialised build has nothing to specialise
+    _prep(P, "ConvImplicitGemmFwd", "sync")
+    assert tiered.after_find(P, [_gen_solution(P, "ConvImplicitGemmFwd", 1.0)], store=print, mode="background") == []
+
+
+def test_a_failing_specialisation_is_logged_not_raised(fakes, monkeypatch, caplog):
+    _prep(P, "ConvImplicitGemmFwd", "background")
+
+    def boom(p, sol):
+        raise compile_mod.CompileError("nvrtc says no")
+
+    monkeypatch.setattr(invokers, "build_invoker", boom)
+    (job,) = tiered.after_find(P, [_gen_solution(P, "ConvImplicitGemmFwd", 1.0)], store=print,
+                               mode="background", measure=lambda *a: None)
+    assert job.result(10) is None and "nvrtc says no" in caplog.text
+
+
+def test_env_specialize(monkeypatch):
+    monkeypatch.delenv("MIOFIND_SPECIALIZE", raising=False)
+    assert env.specialize() == "background"
+    monkeypatch.setenv("MIOFIND_SPECIALIZE", "SYNC")
+    assert env.specialize() == "sync"
+    monkeypatch.setenv("MIOFIND_SPECIALIZE", "later")
+    with pytest.raises(ValueError, match="MIOFIND_SPECIALIZE='later'"):
+        env.specialize()
+
+
+def test_the_record_names_the_build_measured(fakes, tmp_db, monkeypatch):
+    """find.store_solutions files a generic measurement as build='generic'; the background
+    specialisation that replaces it as 'specialized'."""
+    import miofind.find as find
+    from miofind.db import FindDB
+    from miofind.device import DeviceInfo
+
+    dev = DeviceInfo("NVIDIA H100 80GB HBM3", "sm_90", 132, "580.1", "13.0", "14.2.0")
+    _prep(P, "ConvImplicitGemmFwd", "background")
+    assert tiered.measured_build(P, "ConvImplicitGemmFwd") == "generic"
+    db = FindDB(tmp_db)
+    gen = _gen_solution(P, "ConvImplicitGemmFwd", 1.0)
+    find.store_solutions(db, dev, P, [gen])
+    assert [r.build for r in db.lookup(dev.db_name, P.key())] == ["generic"]
+    meas = lambda p, s, sol, inv: Solution(s.id, s.algorithm, 0.5, 0, sol.config, True, p)  # noqa: E731
+    (job,) = tiered.after_find(P, [gen], store=lambda s: find.store_solutions(db, dev, P, [s]), mode="background",
+                               measure=meas)
+    job.result(10)
+    (r,) = db.lookup(dev.db_name, P.key())
+    assert r.build == "specialized" and r.time_ms == 0.5
+
+
+def test_run_invoker_prefers_ready_then_compiled_then_generic(fakes, monkeypatch):
+    from miofind.invokers import config_key
+
+    cfg = get_solver("ConvImplicitGemmFwd").default_config(P)
+    assert tiered.run_invoker(P, "ConvImplicitGemmFwd", cfg)[0] == "GEN"
+    monkeypatch.setenv("MIOFIND_SPECIALIZE", "sync")
+    assert tiered.run_invoker(P, "ConvImplicitGemmFwd", cfg)[0] == "SPEC"
+    monkeypatch.delenv("MIOFIND_SPECIALIZE")
+    monkeypatch.setattr(compile_mod, "is_compiled", lambda k: True)
+    assert tiered.run_invoker(P, "ConvImplicitGemmFwd", cfg)[0] == "SPEC"
+    tiered._ready[(P.network_config(), "ConvImplicitGemmFwd", config_key(cfg))] = ("READY", 0)
+    assert tiered.run_invoker(P, "ConvImplicitGemmFwd", cfg) == ("READY", 0)
+
+
+def test_dynamic_hybrid_counts_a_compiled_generic_build(fakes, monkeypatch):
+    import miofind.find as find
+
+    s = get_solver("ConvImplicitGemmFwd")
+    generic_opts = {g.kinfo.compile_options() for g in generic.generic_kernels(
+        s.get_solution(P, generic.generic_config(s, P, None))) if g}
+    compiled = lambda k: k.compile_options() in generic_opts  # noqa: E731  (only the generic build is cached)
+    monkeypatch.setattr(compile_mod, "is_compiled", compiled)
+    monkeypatch.setattr(find, "is_compiled", compiled)
+    assert find.needs_no_compilation(P, s, None)
+    monkeypatch.setenv("MIOFIND_SPECIALIZE", "sync")
+    assert not find.needs_no_compilation(P, s, None)
+    monkeypatch.delenv("MIOFIND_SPECIALIZE")
+    assert not find.needs_no_compilation(P, get_solver("GemmFwdRest"), None)
+
+
+def test_a_failed_generic_build_is_not_the_solvers_failure(fakes):
+    """A generic build that fails is not recorded against the solver; its specialised build is
+    measured in the background and stored when it verifies, at any time."""
+    from miofind.results import Failure
+
+    _prep(P, "ConvImplicitGemmFwd", "background")
+    f = Failure("ConvImplicitGemmFwd", "verify", "rel err too large")
+    assert tiered.generic_failures(P, [f, Failure("GemmFwdRest", "verify", "x")]) == {"ConvImplicitGemmFwd"}
+    stored = []
+    meas = lambda p, s, sol, inv: Solution(s.id, s.algorithm, 5.0, 0, sol.config, True, p)  # noqa: E731
+    (job,) = tiered.after_find(P, [], [f], store=stored.append, mode="background", measure=meas)
+    job.result(10)
+    assert [s.time_ms for s in stored] == [5.0]
+    assert tiered.generic_failures(P, [f]) == set()     # taken up by after_find

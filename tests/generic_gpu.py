@@ -1,0 +1,64 @@
+"""Shared by the families' generic-build GPU tests (miofind.generic): the cases a family's generic
+builds serve over tests/shapes.py, and one run of a generic build against the float64 reference."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from shapes import DTYPES, SHAPES, layouts_for
+from miofind import generic
+from miofind.problem import ProblemDescription
+
+
+def generic_cases(family_solvers, shapes=SHAPES, dtypes=DTYPES):
+    """pytest params (solver, problem) for every case whose solution has a generic build (CPU check)."""
+    out = []
+    for s in family_solvers:
+        for name, kw in shapes.items():
+            for lay in layouts_for(kw):
+                for dt in dtypes:
+                    for d in "FBW":
+                        if d not in s.directions:
+                            continue
+                        p = ProblemDescription.make(d, layout=lay, dtype=dt, **kw)
+                        if s.applicability(p) and generic.has_generic(s, p):
+                            out.append(pytest.param(s, p, id=f"{s.id}-{d}-{name}-{dt}-{lay}"))
+    return out
+
+
+def check_generic(solver, problem, seed: int = 0) -> float:
+    """Run the generic build of ``solver`` on ``problem`` (random inputs, NaN-poisoned output) and
+    verify it against the float64 reference with the find's tolerance; returns the relative L2 error.
+    Asserts that the build really is generic: its options carry no problem size."""
+    from miofind.harness import Harness
+
+    sol = solver.get_solution(problem, generic.generic_config(solver, problem, None))
+    gks = generic.generic_kernels(sol)
+    assert gks is not None, f"{solver.id}: no generic build for {problem.key()}"
+    for g in gks:
+        if g is not None:
+            assert any("MIOFIND_GP" in v for _, v in g.kinfo.macros)
+    inv = generic.build_generic_invoker(sol)
+    h = Harness(problem, verify=True, seed=seed)
+    try:
+        return h.check(inv, h.workspace(sol.workspace_bytes), solver.family)
+    finally:
+        h.release()
+
+
+def check_two_shapes_share_a_build(solver, p1, p2) -> None:
+    """Two problems with the same generic build run from their own module instances: each verifies,
+    also after the other ran (neither's parameter block was overwritten)."""
+    k1 = [g.kinfo for g in generic.generic_kernels(solver.get_solution(p1, generic.generic_config(solver, p1, None))) if g]
+    k2 = [g.kinfo for g in generic.generic_kernels(solver.get_solution(p2, generic.generic_config(solver, p2, None))) if g]
+    assert [k.compile_options() for k in k1] == [k.compile_options() for k in k2], "not one build"
+    check_generic(solver, p1)
+    check_generic(solver, p2)
+    check_generic(solver, p1, seed=1)
+
+
+def big_selected(request):
+    if "big" not in (request.config.getoption("-m") or "") and os.environ.get("MIOFIND_BIG_TESTS") != "1":
+        pytest.skip("2^31-element problem: select it with -m big or MIOFIND_BIG_TESTS=1")
