@@ -236,6 +236,16 @@ _instances: dict[tuple, object] = {}
 _lock = threading.Lock()
 
 
+def _write_global(mod, name: str, value) -> None:
+    """Copy the ctypes object ``value`` into the module's ``__constant__`` variable ``name``
+    (``cuModuleGetGlobal`` gives its device address; a synchronous host-to-device copy)."""
+    import cupy
+
+    dst = mod.get_global_var(name)
+    dst = dst if isinstance(dst, int) else dst.ptr
+    cupy.cuda.runtime.memcpy(dst, ctypes.addressof(value), ctypes.sizeof(value), cupy.cuda.runtime.memcpyHostToDevice)
+
+
 def _instance(gk: GenericKernel):
     """The module instance of ``gk``'s build holding ``gk.values``, loaded and written once per
     process and device."""
@@ -258,13 +268,13 @@ def _instance(gk: GenericKernel):
                 mod.load(cubin_for(gk.kinfo, arch))
                 ctype = ctypes.c_int64 if gk.wide else ctypes.c_int32
                 block = (ctype * len(gk.values))(*gk.values)
-                mod.get_global_var("miofind_gp").copy_from_host(ctypes.addressof(block), ctypes.sizeof(block))
+                _write_global(mod, "miofind_gp", block)
                 if gk.divisors:     # miofind_div {int d; unsigned mul, shr;} per divisor
                     fd = (ctypes.c_uint32 * (3 * len(gk.divisors)))(*(x for d in gk.divisors for x in magic(d)))
-                    mod.get_global_var("miofind_fd").copy_from_host(ctypes.addressof(fd), ctypes.sizeof(fd))
+                    _write_global(mod, "miofind_fd", fd)
                 if gk.residue_rest is not None:
                     rv = ctype(gk.residue_rest)
-                    mod.get_global_var("miofind_rv").copy_from_host(ctypes.addressof(rv), ctypes.sizeof(rv))
+                    _write_global(mod, "miofind_rv", rv)
                 _instances[key] = mod
     return mod
 
