@@ -31,13 +31,27 @@ def build_invoker(problem: ProblemDescription, solution: ConvSolution):
     return solution.invoker_factory(kernels)
 
 
+# what builds a run's invoker: ``miofind.tiered.run_invoker`` installs itself here when imported
+# (a generic build where the specialised kernels are not compiled yet); else the specialised build
+_run_builder: list = []
+
+
+def set_run_builder(fn) -> None:
+    """Install ``fn(problem, solver_id, config) -> (invoker, workspace bytes)`` as what builds a run's
+    invoker (``miofind.tiered`` does, on import)."""
+    _run_builder[:] = [fn]
+
+
 def get_invoker(problem: ProblemDescription, solver_id: str, config=None):
     """(invoker, workspace bytes) of a solver for a problem, built once per process."""
     key = (problem.network_config(), solver_id, config_key(config))
     inv = _invokers.get(key)
     if inv is None:
-        sol = get_solver(solver_id).get_solution(problem, config)
-        inv = (build_invoker(problem, sol), sol.workspace_bytes)
+        if _run_builder:
+            inv = _run_builder[0](problem, solver_id, config)
+        else:
+            sol = get_solver(solver_id).get_solution(problem, config)
+            inv = (build_invoker(problem, sol), sol.workspace_bytes)
         with _lock:
             _invokers[key] = inv
     return inv

@@ -272,10 +272,21 @@ def run_invoker(problem, solver_id: str, config=None):
         return ready
     solver = get_solver(solver_id)
     sol = solver.get_solution(problem, config)
-    if env.specialize() != "sync" and not all(is_compiled(k) for k in sol.kernels) \
+    mode = env.specialize()
+    if mode != "sync" and not all(is_compiled(k) for k in sol.kernels) \
             and generic.generic_kernels(sol) is not None:
-        return generic.build_generic_invoker(sol), sol.workspace_bytes
+        inv = generic.build_generic_invoker(sol)
+        if mode == "background":
+            # this process keeps the generic build; the specialised kernels go to the binary cache
+            # for the next process (or after clear_caches)
+            _executor().submit(_compile_apart, [k for k in sol.kernels if not is_compiled(k)])
+        return inv, sol.workspace_bytes
     return build_invoker(problem, sol), sol.workspace_bytes
+
+
+def _install() -> None:
+    from .invokers import set_run_builder
+    set_run_builder(run_invoker)
 
 
 def pending() -> int:
@@ -298,3 +309,6 @@ def clear() -> None:
         _pending.clear()
         _ready.clear()
         _generic_measured.clear()
+
+
+_install()
