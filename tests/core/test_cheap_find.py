@@ -51,6 +51,15 @@ def fake(tmp_db, monkeypatch):
     does after three runs. Returns (times, measured order, shared() calls, url)."""
     monkeypatch.setattr(find, "current_device", lambda *a: DEV)
     monkeypatch.setattr(api, "current_device", lambda *a: DEV)
+    # own solvers only: cuDNN's candidacy depends on whether its frontend is installed, and its
+    # solution needs a GPU
+    real_candidates = find.candidates
+
+    def own(problem, solver_ids=None, **kw):
+        cands, skipped = real_candidates(problem, solver_ids, **kw)
+        return [c for c in cands if c.family != "cudnn"], skipped
+
+    monkeypatch.setattr(find, "candidates", own)
     times: dict[str, float] = {}
     order: list[str] = []
     made: list = []
