@@ -68,6 +68,8 @@ class ContextBrokenError(RuntimeError):
 def _sticky(reason: str) -> bool:
     """Whether this process's context is broken by the error ``reason`` names (a seam for tests)."""
     return context_broken(reason)
+
+
 SORT_KEYS = ("time", "workspace")
 # Timing budget per find candidate (harness.Harness.measure): one that fits keeps 3 warm-ups and 10
 # timed runs; a kernel slower than about 19 ms per run gets one warm-up and fewer timed runs (at
@@ -352,6 +354,9 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
         log.info("find %s: %s failed at %s: %s", problem.key(), f.solver_id, f.stage, f.reason)
     t_store = time.perf_counter()
     full = [s for s in sols if not s.cut]
+    # failures whose specialised build miofind.tiered may try in this process: never one that broke a
+    # child's context (stage isolate) or left a sticky error
+    retry = [f for f in bench_failures if f.stage != "isolate" and not _sticky(f.reason)]
     stored = False
     if store and not ws_skipped and full:
         store_solutions(dbs.user, dev, problem, full)
@@ -360,10 +365,10 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
         # solvers a workspace limit kept from running were not measured: their record stays as it was;
         # nor is a generic build's failure the solver's (miofind.tiered tries its specialised build)
         skipped = {f.solver_id for f in bench_failures if f.stage == "workspace"} - {s.solver_id for s in sols}
-        skipped |= tiered.generic_failures(problem, bench_failures)
+        skipped |= tiered.generic_failures(problem, retry)
         record_failures(dbs.user, dev, problem, [s for s in cands if s.id not in skipped],
                         bench_failures + cuts, {s.solver_id for s in full})
-    tiered.after_find(problem, full, bench_failures, budget_ms=time_budget_ms,
+    tiered.after_find(problem, full, retry, budget_ms=time_budget_ms,
                       store=lambda s: store_solutions(dbs.user, dev, problem, [s]) if store else None)
     timing["store_ms"] = (time.perf_counter() - t_store) * 1e3
     res = done(sols, source="find", failures=failures, stored=stored, timing=timing)

@@ -12,7 +12,7 @@ from miofind.db import FindDB
 from miofind.device import current_device
 from miofind.problem import ProblemDescription
 
-P = ProblemDescription.make("F", n=4, c=32, k=48, in_size=(19, 23), filter_size=3, pads=1, layout="NHWC")
+P = ProblemDescription.make("F", n=4, c=32, k=48, in_size=(19, 23), filter_size=3, pads=1)   # NCHW: both apply
 SOLVERS = ["ConvImplicitGemmFwd", "ConvDirectTiledFwd"]
 
 
