@@ -32,17 +32,17 @@ def alt_configs(hop, p):
     for W, a few tiles at the default split, half and twice it, and unsplit."""
     if p.direction != "W":
         return [c for c in ALTS if hop.is_valid_config(p, c)]
+    from miofind.solvers.implicit_gemm_hopper_wrw import default_split
     d = hop.default_config(p)
     out = []
-    for bm, bn, wgs, st in ((128, 128, 2, 4), (128, 256, 2, 3), (64, 256, 1, 4), (256, 128, 2, 3), (64, 128, 1, 6),
-                            (128, 64, 2, 4)):
-        base = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "SPLITK": 1}
-        from miofind.solvers.implicit_gemm_hopper_wrw import default_split
-        sk = default_split(p, base)
-        for s in (sk, max(1, sk // 2), 2 * sk):
-            c = dict(base, SPLITK=s)
-            if c != d and c not in out and hop.is_valid_config(p, c):
-                out.append(c)
+    for bm, bn, wgs in ((64, 128, 1), (64, 256, 1), (128, 128, 2), (128, 256, 2), (256, 128, 2)):
+        for st in (3, 5):
+            base = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "SPLITK": 1}
+            sk = default_split(p, base)
+            for s in (sk, max(1, sk // 2), 2 * sk):
+                c = dict(base, SPLITK=s)
+                if c != d and c not in out and hop.is_valid_config(p, c):
+                    out.append(c)
     return out
 
 

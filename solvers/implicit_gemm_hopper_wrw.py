@@ -56,10 +56,22 @@ def tiles(p: ProblemDescription, cfg) -> int:
 
 
 def default_split(p: ProblemDescription, cfg) -> int:
-    """Enough chunks for about two blocks per SM (132 SMs), each of at least MIN_JT_PER_SPLIT j tiles."""
-    jt = ceil_div(wrw_shape(p)[2], BJ)
-    want = ceil_div(2 * SM_COUNT, tiles(p, cfg))
-    return max(1, min(want, jt // MIN_JT_PER_SPLIT, MAX_SPLITK))
+    """The split with the least estimated time: waves of blocks (132 SMs x blocks_per_sm) times each
+    block's j tiles plus 2 tiles of pipeline fill, at about 2 TFLOP/s per SM (what the H100 runs showed),
+    plus the partial tiles' round trip (written and read back, 3 TB/s) and the reduce launch."""
+    m, n, j = wrw_shape(p)
+    jt = ceil_div(j, BJ)
+    bps = blocks_per_sm(cfg)
+    slots, nt = SM_COUNT * bps, tiles(p, cfg)
+    tile_us = cfg["BM"] * cfg["BN"] * BJ * 2 / 2e6 * bps
+    best = (math.inf, 1)
+    for s in range(1, max(1, min(jt // MIN_JT_PER_SPLIT, MAX_SPLITK)) + 1):
+        eff, per = split_geometry(p, s)
+        if eff != s:
+            continue
+        est = ceil_div(nt * eff, slots) * (per + 2) * tile_us + (eff * m * n * 8 / 3e6 + 3 if eff > 1 else 0)
+        best = min(best, (est, s))
+    return best[1]
 
 
 def config_ok(p: ProblemDescription, cfg) -> bool:
