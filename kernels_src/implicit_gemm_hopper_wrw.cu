@@ -12,8 +12,8 @@
 // descriptor the leading byte offset steps to the next 64-wide MN block (8192 bytes), the stride byte
 // offset to the next 8 j-rows (1024 bytes); a k16 step advances the start address by 16 rows.
 // Split-K: grid.y = SPLITK chunks of JT_PER 64-deep j tiles; with SPLITK > 1 each writes its FP32
-// partial tile to ws[split][k][col] and igemm_hopper_wrw_reduce sums the chunks in order (no atomics,
-// deterministic) and converts; with SPLITK = 1 the GEMM writes dw. Pipeline as the forward kernel
+// partial tile to ws[split][k][col] and igemm_hopper_wrw_reduce sums the chunks in a fixed order (no
+// atomics, deterministic) and converts; with SPLITK = 1 the GEMM writes dw. Pipeline as the forward kernel
 // (implicit_gemm_hopper_fwd.cu): STAGES buffers, prefetch distance STAGES - 2.
 #define WG_TRANS "1, 1"
 #include "implicit_gemm_hopper.cuh"
@@ -245,28 +245,49 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
         }
 }
 
-// dw = sum over the SPLITK partial tiles in split order, 4 elements per thread (GEMM_N % 8 == 0)
+// dw = sum over the SPLITK partial tiles in split order: a block covers RED_BLOCK / RED_GROUPS float4
+// columns (4 elements each, GEMM_N % 8 == 0); RED_GROUPS thread groups sum consecutive ranges of splits
+// (8 loads in flight each), and group 0 adds the group sums in order (deterministic).
+static_assert(RED_BLOCK % RED_GROUPS == 0, "reduce block of whole groups");
+#ifndef RED_GROUPS
+#define RED_GROUPS 4
+#endif
+#define RED_COLS (RED_BLOCK / RED_GROUPS)
 extern "C" __global__ void __launch_bounds__(RED_BLOCK)
 igemm_hopper_wrw_reduce(const float* __restrict__ ws, data_t* __restrict__ dw)
 {
-    const long long total4 = (long long)GEMM_M * GEMM_N / 4;
-    for(long long i = blockIdx.x * (long long)RED_BLOCK + threadIdx.x; i < total4; i += (long long)gridDim.x * RED_BLOCK)
+    __shared__ float4 part[RED_GROUPS - 1][RED_COLS];
+    constexpr long long total4 = (long long)GEMM_M * GEMM_N / 4;
+    constexpr int per = (SPLITK + RED_GROUPS - 1) / RED_GROUPS;
+    const int g = threadIdx.x / RED_COLS, col = threadIdx.x % RED_COLS;
+    const long long i = blockIdx.x * (long long)RED_COLS + col;
+    const int p0 = g * per, p1 = p0 + per < SPLITK ? p0 + per : SPLITK;
+    float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
+    if(i < total4)
     {
-        float4 s = reinterpret_cast<const float4*>(ws)[i];
-#pragma unroll 4
-        for(int p = 1; p < SPLITK; ++p)
+#pragma unroll 8
+        for(int p = p0; p < p1; ++p)
         {
             const float4 v = reinterpret_cast<const float4*>(ws)[p * total4 + i];
             s.x += v.x; s.y += v.y; s.z += v.z; s.w += v.w;
         }
-#if IS_BF16
-        __nv_bfloat162 lo = __floats2bfloat162_rn(s.x, s.y), hi = __floats2bfloat162_rn(s.z, s.w);
-#else
-        __half2 lo = __floats2half2_rn(s.x, s.y), hi = __floats2half2_rn(s.z, s.w);
-#endif
-        uint2 o;
-        o.x = *reinterpret_cast<unsigned*>(&lo);
-        o.y = *reinterpret_cast<unsigned*>(&hi);
-        reinterpret_cast<uint2*>(dw)[i] = o;
     }
+    if(g > 0) part[g - 1][col] = s;
+    __syncthreads();
+    if(g > 0 || i >= total4) return;
+#pragma unroll
+    for(int q = 0; q < RED_GROUPS - 1; ++q)
+    {
+        const float4 v = part[q][col];
+        s.x += v.x; s.y += v.y; s.z += v.z; s.w += v.w;
+    }
+#if IS_BF16
+    __nv_bfloat162 lo = __floats2bfloat162_rn(s.x, s.y), hi = __floats2bfloat162_rn(s.z, s.w);
+#else
+    __half2 lo = __floats2half2_rn(s.x, s.y), hi = __floats2half2_rn(s.z, s.w);
+#endif
+    uint2 o;
+    o.x = *reinterpret_cast<unsigned*>(&lo);
+    o.y = *reinterpret_cast<unsigned*>(&hi);
+    reinterpret_cast<uint2*>(dw)[i] = o;
 }

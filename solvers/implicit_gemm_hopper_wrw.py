@@ -23,6 +23,7 @@ BJ = 64                 # reduction (output pixel) rows per pipeline stage
 MAX_SPLITK = 256
 MIN_JT_PER_SPLIT = 4    # a chunk of the reduction spans at least 4 j tiles (256 pixels)
 RED_BLOCK = 256
+RED_GROUPS = 4          # thread groups of a reduce block summing ranges of the splits (the kernel's macro)
 WS_ALIGN = 256
 
 
@@ -172,6 +173,7 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
             "YS_N": ys[0], "YS_C": ys[1], "YS_H": ys[3], "YS_W": ys[4],
             "BM": cfg["BM"], "BN": cfg["BN"], "WGS": cfg["WGS"], "STAGES": cfg["STAGES"],
             "SPLITK": eff, "JT_PER": per, "MIN_BLOCKS": blocks_per_sm(cfg), "RED_BLOCK": RED_BLOCK,
+            "RED_GROUPS": RED_GROUPS,
         }
         mac = tuple((k, str(v)) for k, v in mac.items())
         smem = smem_bytes(cfg)
@@ -181,7 +183,7 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
         kernels = [main]
         if eff > 1:
             kernels.append(KernelInfo(self.source, "igemm_hopper_wrw_reduce",
-                                      (min(ceil_div(m * n // 4, RED_BLOCK), 4 * SM_COUNT * 8), 1, 1),
+                                      (ceil_div(m * n // 4, RED_BLOCK // RED_GROUPS), 1, 1),
                                       (RED_BLOCK, 1, 1), macros=mac, options=(f"-arch={ARCH}",)))
         ws_total = self.workspace_bytes(p, cfg)
         sid = self.id
