@@ -101,7 +101,8 @@ __device__ __forceinline__ void wgmma_tile(float* d, u64 da, u64 db)
 // byte offset of MN chunk cc (8 elements) of j-row r in an MN-major tile
 __device__ __forceinline__ u32 mn_off(int r, int cc) { return (u32)((cc >> 3) * MNBLK + r * 128 + (((cc & 7) ^ (r & 7)) << 4)); }
 
-// A tile jt: dy rows j, channels k0 + cc*8 .. +8 (one 16-byte run of dy per j)
+// A tile jt: dy rows j, channels k0 + cc*8 .. +8 (one 16-byte run of dy per j). Addresses are formed
+// branch-free from a clamped row (cp.async reads nothing when the size operand is 0).
 __device__ __forceinline__ void load_a(const data_t* __restrict__ dy, index_t jt, u32 sa, int kc, bool kok, int cc, int jr0)
 {
 #pragma unroll
@@ -110,9 +111,17 @@ __device__ __forceinline__ void load_a(const data_t* __restrict__ dy, index_t jt
         const int r = jr0 + i * JSTEP_A;
         const index_t j = jt * BJ + r;
         const bool ok = kok && j < GEMM_J;
-        cp_async16(sa + mn_off(r, cc), ok ? dy + j * P_K + kc : dy, ok);
+        const index_t jc = j < GEMM_J ? j : GEMM_J - 1;
+        cp_async16(sa + mn_off(r, cc), dy + jc * P_K + (kok ? kc : 0), ok);
     }
 }
+
+template <int S> struct UIdx { typedef unsigned type; };
+template <> struct UIdx<8> { typedef unsigned long long type; };
+
+// 1x1 filter, stride 1, no padding: pixel j of dy is pixel j of x (dense NHWC), no decode
+#define X_IS_Y (P_Y == 1 && P_X == 1 && P_SH == 1 && P_SW == 1 && P_PH == 0 && P_PW == 0 && \
+                P_HI == P_HO && P_WI == P_WO && XS_N == P_HI * XS_H)
 
 // B tile jt: for each j, the 8 channels of this thread's column chunk (one tap) of x, 0 outside the image
 __device__ __forceinline__ void load_b(const data_t* __restrict__ x, index_t jt, u32 sb, index_t coff, int hoff,
@@ -123,13 +132,23 @@ __device__ __forceinline__ void load_b(const data_t* __restrict__ x, index_t jt,
     {
         const int r = jr0 + i * JSTEP_B;
         const index_t j = jt * BJ + r;
-        index_t q = j;
-        const int ow = (int)(q % P_WO); q /= P_WO;
-        const int oh = (int)(q % P_HO);
-        const index_t n = q / P_HO;
-        const int ih = oh * P_SH + hoff, iw = ow * P_SW + woff;
+        const index_t jc = j < GEMM_J ? j : GEMM_J - 1;
+#if X_IS_Y
+        const bool ok = colok && j < GEMM_J;
+        cp_async16(sb + mn_off(r, cc), x + jc * XS_W + (colok ? coff : 0), ok);
+#else
+        // unsigned division by the compile-time output sizes (cheaper than signed)
+        typedef UIdx<sizeof(index_t)>::type uidx;
+        const uidx q = (uidx)jc;
+        const unsigned ow = (unsigned)(q % P_WO);
+        const uidx q2 = q / P_WO;
+        const unsigned oh = (unsigned)(q2 % P_HO);
+        const uidx n = q2 / P_HO;
+        const int ih = (int)oh * P_SH + hoff, iw = (int)ow * P_SW + woff;
         const bool ok = colok && j < GEMM_J && (unsigned)ih < (unsigned)P_HI && (unsigned)iw < (unsigned)P_WI;
-        cp_async16(sb + mn_off(r, cc), ok ? x + n * XS_N + (index_t)ih * XS_H + (index_t)iw * XS_W + coff : x, ok);
+        const index_t off = ok ? (index_t)n * XS_N + (index_t)ih * XS_H + (index_t)iw * XS_W + coff : 0;
+        cp_async16(sb + mn_off(r, cc), x + off, ok);
+#endif
     }
 }
 
