@@ -89,12 +89,16 @@ def config_ok(p: ProblemDescription, cfg) -> bool:
 
 
 def default_tile(p: ProblemDescription) -> dict:
-    """128 x 128 tiles of two warpgroups (64 rows of one for K <= 64), 5 stages, the default split: the
-    best tile family of the H100 sweep (bench/results/hopper-igemm/wrw-sweep: 1.03x the best config per
-    layer, geomean over ResNet-50's W layers; 4 stages 1.07x, 3 stages 1.18x)."""
+    """From the H100 sweep after the loader rewrite (bench/results/hopper-igemm/wrw-loaders): 1x1
+    stride-1 filters (x read without pixel decode) run best with one warpgroup of 64 x 128 tiles, other
+    filters with two warpgroups of 128 x 128 (64 x 128 for K <= 64); 5 stages; the estimated split
+    (default_split), which was the fastest of (it, half, twice it) on 19 of the 22 ResNet-50 layers."""
     m, n, _ = wrw_shape(p)
-    cfg = ({"BM": 64, "BN": 128 if n > 64 else 64, "WGS": 1, "STAGES": 5} if m <= 64 else
-           {"BM": 128, "BN": 128 if n > 64 else 64, "WGS": 2, "STAGES": 5})
+    light = math.prod(p.filter_size) == 1 and all(s == 1 for s in p.strides)
+    if light or m <= 64:
+        cfg = {"BM": 64, "BN": 128 if n > 64 else 64, "WGS": 1, "STAGES": 5}
+    else:
+        cfg = {"BM": 128, "BN": 128 if n > 64 else 64, "WGS": 2, "STAGES": 5}
     cfg["SPLITK"] = default_split(p, cfg)
     return cfg
 
