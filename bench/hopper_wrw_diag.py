@@ -12,6 +12,7 @@ sys.path.insert(0, "tests")
 
 def main():
     from gpu_helpers import check_solver
+    from miofind import clear_caches
     from miofind.problem import ProblemDescription
     from miofind.registry import get_solver
 
@@ -29,6 +30,7 @@ def main():
             sol.kernels = [dataclasses.replace(k, macros=k.macros + (("LBO_MN", _lbo),)) for k in sol.kernels]
             return sol
         type(wrw).get_solution = patched
+        clear_caches()      # else the prepared solutions of the first pass are reused
         for kw, cfg in cases:
             p = ProblemDescription.make("W", layout="NHWC", dtype="FP16", **kw)
             try:
