@@ -277,6 +277,12 @@ def test_wrw_configs_and_split():
     for sk in (1, 3, 7, 100, 256):
         eff, per = hw.split_geometry(p, sk)
         assert eff <= sk and (eff - 1) * per < jt <= eff * per
+    # the measured default rule: 1x1 stride 1 on one warpgroup, 3x3 on two; no split for a 1568-pixel reduction
+    d1 = WRW.default_config(_w(n=32, c=512, k=128, in_size=(28, 28), filter_size=1))
+    assert (d1["BM"], d1["WGS"]) == (64, 1) and 1 < d1["SPLITK"] <= 392 // hw.MIN_JT_PER_SPLIT
+    d3 = WRW.default_config(_w(n=32, c=256, k=256, in_size=(14, 14), filter_size=3, pads=1))
+    assert (d3["BM"], d3["BN"], d3["WGS"]) == (128, 128, 2)
+    assert WRW.default_config(_w(n=32, c=2048, k=512, in_size=(7, 7), filter_size=1))["SPLITK"] == 1
     sol = WRW.get_solution(p, dict(d, SPLITK=1))
     assert [k.name for k in sol.kernels] == ["igemm_hopper_wrw"] and sol.workspace_bytes == 0
     sol = WRW.get_solution(p, d)
