@@ -122,7 +122,7 @@ __device__ __forceinline__ void load_a(const data_t* __restrict__ x, const ARows
     for(int i = 0; i < AR; ++i)
     {
         const bool ok = kok && (unsigned)(ar.h0[i] + dy) < (unsigned)P_HI && (unsigned)(ar.w0[i] + dx) < (unsigned)P_WI;
-        cp_async16(sa + sw128(r0 + i * RSTEP, ch), ok ? x + ar.base[i] + coff : x, ok);
+        cp_async16(sa + sw128(r0 + i * RSTEP, ch), x + (ok ? ar.base[i] + coff : 0), ok);   // branch-free select
     }
 }
 
@@ -135,7 +135,7 @@ __device__ __forceinline__ void load_b(const data_t* __restrict__ w, int n0, int
     {
         const int k = n0 + r0 + i * RSTEP;
         const bool ok = kk < GEMM_K && k < GEMM_N;
-        cp_async16(sb + sw128(r0 + i * RSTEP, ch), ok ? w + (index_t)k * WS_K + kk : w, ok);
+        cp_async16(sb + sw128(r0 + i * RSTEP, ch), w + (ok ? (index_t)k * WS_K + kk : 0), ok);
     }
 }
 

@@ -44,6 +44,7 @@ _ROWS: tuple[tuple[int, str, str | None], ...] = (
     (28, "ConvImplicitGemmWrw", "implicit_gemm_wrw:ImplicitGemmWrw"),
     (29, "ConvImplicitGemmHopperFwd", "implicit_gemm_hopper_fwd:ImplicitGemmHopperFwd"),
     (30, "ConvImplicitGemmHopperBwd", "implicit_gemm_hopper_bwd:ImplicitGemmHopperBwd"),
+    (31, "ConvImplicitGemmHopperWrw", "implicit_gemm_hopper_wrw:ImplicitGemmHopperWrw"),
 )
 
 

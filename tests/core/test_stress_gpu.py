@@ -95,11 +95,13 @@ def problem_pool(seed: int, count: int = POOL_SIZE) -> list[P]:
                               dilations=dil, groups=groups, layout=layout, dtype=dtype))
         except ValueError:      # e.g. a dilated filter larger than the padded input
             continue
-    # claims a random draw may miss: the Hopper family's channels-last 16-bit F and B with C, K % 8 == 0
+    # claims a random draw may miss: the Hopper family's channels-last 16-bit F, B and W with C, K % 8 == 0
     out += [P.make("F", n=2, c=16, k=8, in_size=(9, 11), filter_size=3, pads=1, layout="NHWC", dtype="FP16"),
             P.make("F", n=1, c=8, k=24, in_size=(7, 6), filter_size=1, layout="NHWC", dtype="FP16"),
             P.make("B", n=2, c=8, k=16, in_size=(10, 7), filter_size=3, pads=1, layout="NHWC", dtype="FP16"),
-            P.make("B", n=1, c=24, k=8, in_size=(6, 9), filter_size=1, layout="NHWC", dtype="FP16")]
+            P.make("B", n=1, c=24, k=8, in_size=(6, 9), filter_size=1, layout="NHWC", dtype="FP16"),
+            P.make("W", n=2, c=16, k=8, in_size=(9, 11), filter_size=3, pads=1, layout="NHWC", dtype="FP16"),
+            P.make("W", n=1, c=8, k=24, in_size=(7, 6), filter_size=1, layout="NHWC", dtype="FP16")]
     return out
 
 

@@ -17,6 +17,7 @@ from miofind.solvers import implicit_gemm_hopper_base as hb
 HOPPER = [s for s in solvers() if s.family == "implicit_gemm_hopper"]
 FWD = next(s for s in HOPPER if s.id == "ConvImplicitGemmHopperFwd")
 BWD = next(s for s in HOPPER if s.id == "ConvImplicitGemmHopperBwd")
+WRW = next(s for s in HOPPER if s.id == "ConvImplicitGemmHopperWrw")
 MODES = (("FP16", "strict"), ("BF16", "strict"))
 
 # tails: M, N (K) and the GEMM K (C*taps) not multiples of any tile; one tap of few channels; strides
@@ -29,8 +30,8 @@ TAILS = {
     "k320": dict(n=2, c=64, k=320, in_size=(12, 12), filter_size=3, pads=1),
 }
 GRID = claim_grid(HOPPER, {**SHAPES, **TAILS}, MODES)
-ACCEPTED = {"ConvImplicitGemmHopperFwd": 18, "ConvImplicitGemmHopperBwd": 14}
-ACCEPTED_DIGEST = "9cbb248e"
+ACCEPTED = {"ConvImplicitGemmHopperFwd": 18, "ConvImplicitGemmHopperBwd": 14, "ConvImplicitGemmHopperWrw": 18}
+ACCEPTED_DIGEST = "a0f25076"
 
 
 def _nhwc(dt="FP16", **kw):
@@ -45,8 +46,10 @@ def no_gpu_arch(monkeypatch):
 def test_registered_after_existing():
     rows = {r.id: r.number for r in registry()}
     assert rows["ConvImplicitGemmHopperFwd"] == 29 and rows["ConvImplicitGemmHopperBwd"] == 30
+    assert rows["ConvImplicitGemmHopperWrw"] == 31
     assert max(n for i, n in rows.items() if "Hopper" not in i) == 28
-    assert [s.id for s in HOPPER] == ["ConvImplicitGemmHopperFwd", "ConvImplicitGemmHopperBwd"]
+    assert [s.id for s in HOPPER] == ["ConvImplicitGemmHopperFwd", "ConvImplicitGemmHopperBwd",
+                                      "ConvImplicitGemmHopperWrw"]
 
 
 def test_claims_pinned(no_gpu_arch):
@@ -245,9 +248,115 @@ def test_hopper_bwd(name, dt):
 def test_index_width_at_the_boundary(no_gpu_arch):
     """32-bit offsets while every tensor has fewer than 2^31 - 1 elements, 64-bit from there (F and B)."""
     # largest tensor: n x 256 x 256 x 64 elements (x for F; dy and dx alike for B)
-    for d, solver in (("F", FWD), ("B", BWD)):
+    for d, solver in (("F", FWD), ("B", BWD), ("W", WRW)):
         for n, index_t in ((511, "int"), (512, "long long")):
             p = ProblemDescription.make(d, n=n, c=64, k=64, in_size=(256, 256), filter_size=3, pads=1,
                                         layout="NHWC", dtype="FP16")
             assert solver.applicability(p)
             assert {dict(k.macros)["INDEX_T"] for k in solver.get_solution(p).kernels if "INDEX_T" in dict(k.macros)} == {index_t}
+
+
+# -- backward weights: MN-major wgmma operands, split-K over the output pixels ------------------------
+
+def _w(dt="FP16", **kw):
+    return ProblemDescription.make("W", layout="NHWC", dtype=dt, **kw)
+
+
+def test_wrw_configs_and_split():
+    from miofind.solvers import implicit_gemm_hopper_wrw as hw
+    p = _w(n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
+    d = WRW.default_config(p)
+    assert d == {"BM": 64, "BN": 128, "WGS": 1, "STAGES": 5, "SPLITK": d["SPLITK"]} and d["SPLITK"] > 8
+    space = list(WRW.config_space(p))
+    assert len(space) > 20 and d in space and all(WRW.is_valid_config(p, c) for c in space)
+    assert {c["SPLITK"] for c in space} >= {1, d["SPLITK"]}
+    assert not WRW.is_valid_config(p, dict(d, STAGES=7)) and not WRW.is_valid_config(p, dict(d, BN=96))
+    assert not WRW.is_valid_config(p, dict(d, SPLITK=0)) and not WRW.is_valid_config(p, dict(d, PERSIST=0))
+    # effective split: every chunk non-empty, chunks x tiles per chunk cover the 64-pixel tiles
+    jt = -(-32 * 56 * 56 // 64)
+    for sk in (1, 3, 7, 100, 256):
+        eff, per = hw.split_geometry(p, sk)
+        assert eff <= sk and (eff - 1) * per < jt <= eff * per
+    # the measured default rule: 1x1 stride 1 on one warpgroup, 3x3 on two; no split for a 1568-pixel reduction
+    d1 = WRW.default_config(_w(n=32, c=512, k=128, in_size=(28, 28), filter_size=1))
+    assert (d1["BM"], d1["WGS"]) == (64, 1) and 1 < d1["SPLITK"] <= 392 // hw.MIN_JT_PER_SPLIT
+    d3 = WRW.default_config(_w(n=32, c=256, k=256, in_size=(14, 14), filter_size=3, pads=1))
+    assert (d3["BM"], d3["BN"], d3["WGS"]) == (128, 128, 2)
+    assert WRW.default_config(_w(n=32, c=2048, k=512, in_size=(7, 7), filter_size=1))["SPLITK"] == 1
+    sol = WRW.get_solution(p, dict(d, SPLITK=1))
+    assert [k.name for k in sol.kernels] == ["igemm_hopper_wrw"] and sol.workspace_bytes == 0
+    sol = WRW.get_solution(p, d)
+    eff = hw.split_geometry(p, d["SPLITK"])[0]
+    assert [k.name for k in sol.kernels] == ["igemm_hopper_wrw", "igemm_hopper_wrw_reduce"]
+    assert sol.kernels[0].grid == (1 * 5, eff, 1) and sol.workspace_bytes >= eff * 64 * 576 * 4
+    assert "-arch=sm_90a" in sol.kernels[0].compile_options() and WRW.workspace_bytes(p, d) == sol.workspace_bytes
+
+
+def test_wrw_rejections(no_gpu_arch):
+    base = dict(n=2, c=16, k=24, in_size=(9, 9), filter_size=3, pads=1)
+    for kw, why in ((dict(c=12), "multiples of 8"), (dict(groups=2), "groups")):
+        a = WRW.applicability(_w(**{**base, **kw}))
+        assert not a and why in a.reason
+    assert not WRW.applicability(ProblemDescription.make("B", layout="NHWC", dtype="FP16", **base))
+    assert WRW.applicability(_w(**dict(base, strides=2)))
+
+
+def test_nvrtc_sm90a_wrw_configs():
+    """Every (BM, BN, WGS) shape of the backward-weights space builds for sm_90a (NVRTC, no GPU)."""
+    try:
+        from cupy_backends.cuda.libs import nvrtc  # noqa: F401
+        from miofind.compile import cuda_include_dirs
+        if not cuda_include_dirs():
+            raise ImportError("no cuda_fp16.h found")
+    except Exception as e:
+        if os.environ.get("CI"):
+            pytest.fail(f"NVRTC unavailable in CI: {e}")
+        pytest.skip(f"NVRTC unavailable: {e}")
+    from miofind.compile import nvrtc_compile
+    seen = set()
+    for dt in ("FP16", "BF16"):
+        p = _w(dt, n=4, c=64, k=256, in_size=(15, 13), filter_size=3, pads=1)
+        for cfg in WRW.config_space(p):
+            shape = (dt, cfg["BM"], cfg["BN"], cfg["WGS"], cfg["SPLITK"] > 1)
+            if shape in seen:
+                continue
+            seen.add(shape)
+            for k in WRW.get_solution(p, cfg).kernels:
+                assert nvrtc_compile(k, arch="sm_90")[:4] == b"\x7fELF"
+    assert len(seen) >= 20
+
+
+WRW_CASES = {**TAILS, "r50_1x1": dict(n=4, c=64, k=256, in_size=(14, 14), filter_size=1),
+             "1x7": dict(n=2, c=16, k=24, in_size=(9, 17), filter_size=(1, 7), pads=(0, 3))}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("name", sorted(WRW_CASES))
+def test_hopper_wrw(name, dt):
+    p = _w(dt, **WRW_CASES[name])
+    err, tol = check_solver(WRW, p, seed=9)
+    assert err <= tol, f"{p.key()}: relative error {err:.3g} > {tol:.1g}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name,dt", CFG_CASES, ids=[f"{n}-{d}" for n, d in CFG_CASES])
+def test_hopper_wrw_config_sample(name, dt):
+    """Sampled configs, the smallest and largest split of every sampled tile included."""
+    p = _w(dt, **TAILS[name])
+    space = list(WRW.config_space(p))
+    rng = np.random.default_rng(zlib.crc32(p.key().encode()))
+    picks = {0, len(space) - 1, *rng.choice(len(space), size=min(8, len(space)), replace=False).tolist()}
+    for cfg in [space[i] for i in sorted(picks)]:
+        err, tol = check_solver(WRW, p, seed=zlib.crc32(repr(cfg).encode()) & 0xFFFF, config=cfg)
+        assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
+
+
+@pytest.mark.gpu
+def test_hopper_wrw_long_reduction():
+    """A ResNet-sized reduction (25088 pixels), split and unsplit, several N and M tiles."""
+    p = _w("FP16", n=8, c=64, k=192, in_size=(56, 56), filter_size=3, pads=1)
+    for cfg in (None, {"BM": 128, "BN": 256, "WGS": 2, "STAGES": 3, "SPLITK": 1},
+                {"BM": 256, "BN": 128, "WGS": 2, "STAGES": 4, "SPLITK": 64}):
+        err, tol = check_solver(WRW, p, seed=13, config=cfg)
+        assert err <= tol, f"config={cfg}: relative error {err:.3g} > {tol:.1g}"

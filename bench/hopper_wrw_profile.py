@@ -1,0 +1,32 @@
+"""Runs one Hopper backward-weights solution a few times for a profiler (``ncu -k igemm_hopper_wrw``):
+``python3 bench/hopper_wrw_profile.py C K H FILTER STRIDE [N]`` (FP16 NHWC, pad FILTER // 2, default config)."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main():
+    import cupy
+
+    from miofind.invokers import prepare
+    from miofind.problem import ProblemDescription
+
+    c, k, h, f, s = (int(a) for a in sys.argv[1:6])
+    n = int(sys.argv[6]) if len(sys.argv) > 6 else 32
+    p = ProblemDescription.make("W", n=n, c=c, k=k, in_size=(h, h), filter_size=f, pads=f // 2, strides=s,
+                                layout="NHWC", dtype="FP16")
+    sa, sb, so = p.io_shapes()
+    rng = cupy.random.default_rng(0)
+    a = rng.uniform(-1, 1, sa, dtype=cupy.float32).astype(cupy.float16)
+    b = rng.uniform(-1, 1, sb, dtype=cupy.float32).astype(cupy.float16)
+    out = cupy.empty(so, cupy.float16)
+    run = prepare(p, "ConvImplicitGemmHopperWrw", None)
+    for _ in range(5):
+        run(a, b, out)
+    cupy.cuda.get_current_stream().synchronize()
+    print(p.key(), "done")
+
+
+if __name__ == "__main__":
+    main()

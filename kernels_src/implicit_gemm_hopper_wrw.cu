@@ -1,0 +1,312 @@
+// Implicit-GEMM convolution, backward weights, for Hopper: wgmma.mma_async (sm_90a), channels-last 16-bit.
+//
+// dw[k, col] = sum_j A[k, j] * B[col, j] (groups = 1, 2D) with
+//   k   = output channel               M = K,
+//   col = ((r, s), c)                   N = Y*X*C, channel-minor (dw is KYXC: row k of dw is contiguous),
+//   j   = (n, oh, ow)                   the reduction, N*Ho*Wo output pixels,
+//   A[k, j] = dy[n, oh, ow, k],  B[col, j] = x[n, oh*sh - ph + r*dh, ow*sw - pw + s*dw, c] (0 outside).
+// Neither operand is contiguous along j: both are staged MN-major (a 64-element, 128-byte run of k, or
+// of channels of one tap, per j) by 16-byte cp.async and multiplied with wgmma's transposed operands
+// (imm-trans-a = imm-trans-b = 1). Shared tile of R MN-rows x 64 j: R/64 blocks of 64 j-rows x 128
+// bytes, 16-byte chunk c of j-row r stored at chunk c ^ (r % 8) (the 128-byte swizzle); in the
+// descriptor the leading byte offset steps to the next 64-wide MN block (8192 bytes), the stride byte
+// offset to the next 8 j-rows (1024 bytes); a k16 step advances the start address by 16 rows.
+// Split-K: grid.y = SPLITK chunks of JT_PER 64-deep j tiles; with SPLITK > 1 each writes its FP32
+// partial tile to ws[split][k][col] and igemm_hopper_wrw_reduce sums the chunks in a fixed order (no
+// atomics, deterministic) and converts; with SPLITK = 1 the GEMM writes dw. Pipeline as the forward kernel
+// (implicit_gemm_hopper_fwd.cu): STAGES buffers, prefetch distance STAGES - 2.
+#define WG_TRANS "1, 1"
+#include "implicit_gemm_hopper.cuh"
+
+#ifndef BM
+#define BM 128
+#endif
+#ifndef BN
+#define BN 128
+#endif
+#ifndef WGS
+#define WGS 2
+#endif
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef SPLITK
+#define SPLITK 1        // effective split count (grid.y); the host derives it from the tunable
+#endif
+#ifndef JT_PER
+#define JT_PER JTILES   // 64-deep j tiles per split
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
+#ifndef RED_BLOCK
+#define RED_BLOCK 256
+#endif
+#ifndef LBO_MN
+#define LBO_MN 1        // 1: leading byte offset = MN-block stride, stride byte offset = 8 j-rows (CUTLASS's MN-major SW128)
+#endif
+
+#define BJ 64
+#define NT (WGS * 128)
+#define WG_M (BM / (64 * WGS))
+#define GEMM_M P_K
+#define GEMM_N (P_C * P_Y * P_X)
+#define GEMM_J ((index_t)P_N * P_HO * P_WO)
+#define JTILES ((GEMM_J + BJ - 1) / BJ)
+#define A_BYTES (BM * 128)
+#define B_BYTES (BN * 128)
+#define STAGE_BYTES (A_BYTES + B_BYTES)
+#define MNBLK (BJ * 128)         // bytes of one 64-wide MN block (64 j-rows)
+#define CPR_A (BM / 8)           // 16-byte chunks per j-row of A
+#define CPR_B (BN / 8)
+#define JSTEP_A (NT / CPR_A)
+#define JSTEP_B (NT / CPR_B)
+
+static_assert(BM % (64 * WGS) == 0 && (WG_M == 1 || WG_M == 2), "BM = 64 * WGS * (1 or 2)");
+static_assert(BN == 64 || BN == 128 || BN == 256, "BN in 64, 128, 256");
+static_assert(WG_M * BN <= 256, "at most 128 accumulators per thread");
+static_assert(STAGES >= 3, "prefetch distance STAGES - 2 >= 1");
+static_assert(NT % CPR_A == 0 && BJ % JSTEP_A == 0 && NT % CPR_B == 0 && BJ % JSTEP_B == 0, "loader rows");
+static_assert(P_C % 8 == 0 && P_K % 8 == 0, "16-byte chunks of channels");
+static_assert(XS_C == 1 && WS_C == 1 && YS_C == 1, "channels-last x, w and y");
+static_assert(YS_W == P_K && YS_H == P_WO * YS_W && YS_N == P_HO * YS_H, "dense NHWC dy");
+static_assert(WS_X == P_C && WS_Y == P_X * WS_X && WS_K == P_Y * WS_Y, "dense KYXC dw");
+
+// MN-major, 128-byte-swizzled operand descriptor
+__device__ __forceinline__ u64 desc_mn(u32 saddr)
+{
+    u64 d = (u64)((saddr & 0x3FFFF) >> 4);
+#if LBO_MN
+    d |= (u64)(MNBLK >> 4) << 16;     // leading byte offset: next 64-wide MN block
+    d |= (u64)(1024 >> 4) << 32;      // stride byte offset: next 8 j-rows
+#else
+    d |= (u64)(1024 >> 4) << 16;
+    d |= (u64)(MNBLK >> 4) << 32;
+#endif
+    d |= (u64)1 << 62;                // 128-byte swizzle
+    return d;
+}
+
+__device__ __forceinline__ void wgmma_tile(float* d, u64 da, u64 db)
+{
+#if BN == 64
+    wgmma_n64(d, da, db);
+#elif BN == 128
+    wgmma_n128(d, da, db);
+#else
+    wgmma_n256(d, da, db);
+#endif
+}
+
+// byte offset of MN chunk cc (8 elements) of j-row r in an MN-major tile
+__device__ __forceinline__ u32 mn_off(int r, int cc) { return (u32)((cc >> 3) * MNBLK + r * 128 + (((cc & 7) ^ (r & 7)) << 4)); }
+
+// A tile jt: dy rows j, channels k0 + cc*8 .. +8 (one 16-byte run of dy per j). Addresses are formed
+// branch-free from a clamped row (cp.async reads nothing when the size operand is 0).
+__device__ __forceinline__ void load_a(const data_t* __restrict__ dy, index_t jt, u32 sa, int kc, bool kok, int cc, int jr0)
+{
+#pragma unroll
+    for(int i = 0; i < BJ / JSTEP_A; ++i)
+    {
+        const int r = jr0 + i * JSTEP_A;
+        const index_t j = jt * BJ + r;
+        const bool ok = kok && j < GEMM_J;
+        const index_t jc = j < GEMM_J ? j : GEMM_J - 1;
+        cp_async16(sa + mn_off(r, cc), dy + jc * P_K + (kok ? kc : 0), ok);
+    }
+}
+
+template <int S> struct UIdx { typedef unsigned type; };
+template <> struct UIdx<8> { typedef unsigned long long type; };
+
+// 1x1 filter, stride 1, no padding: pixel j of dy is pixel j of x (dense NHWC), no decode
+#define X_IS_Y (P_Y == 1 && P_X == 1 && P_SH == 1 && P_SW == 1 && P_PH == 0 && P_PW == 0 && \
+                P_HI == P_HO && P_WI == P_WO && XS_N == P_HI * XS_H)
+
+// B tile jt: for each j, the 8 channels of this thread's column chunk (one tap) of x, 0 outside the image
+__device__ __forceinline__ void load_b(const data_t* __restrict__ x, index_t jt, u32 sb, index_t coff, int hoff,
+                                       int woff, bool colok, int cc, int jr0)
+{
+#pragma unroll
+    for(int i = 0; i < BJ / JSTEP_B; ++i)
+    {
+        const int r = jr0 + i * JSTEP_B;
+        const index_t j = jt * BJ + r;
+        const index_t jc = j < GEMM_J ? j : GEMM_J - 1;
+#if X_IS_Y
+        const bool ok = colok && j < GEMM_J;
+        cp_async16(sb + mn_off(r, cc), x + jc * XS_W + (colok ? coff : 0), ok);
+#else
+        // unsigned division by the compile-time output sizes (cheaper than signed)
+        typedef UIdx<sizeof(index_t)>::type uidx;
+        const uidx q = (uidx)jc;
+        const unsigned ow = (unsigned)(q % P_WO);
+        const uidx q2 = q / P_WO;
+        const unsigned oh = (unsigned)(q2 % P_HO);
+        const uidx n = q2 / P_HO;
+        const int ih = (int)oh * P_SH + hoff, iw = (int)ow * P_SW + woff;
+        const bool ok = colok && j < GEMM_J && (unsigned)ih < (unsigned)P_HI && (unsigned)iw < (unsigned)P_WI;
+        const index_t off = ok ? (index_t)n * XS_N + (index_t)ih * XS_H + (index_t)iw * XS_W + coff : 0;
+        cp_async16(sb + mn_off(r, cc), x + off, ok);
+#endif
+    }
+}
+
+// One 64-deep j tile: warpgroup wg's WG_M m64 blocks x BN, 4 k16 steps of 16 j-rows (2048 bytes)
+__device__ __forceinline__ void mma_tile(float (&acc)[WG_M][BN / 2], u32 sa, u32 sb, int wg)
+{
+    wgmma_fence();
+#pragma unroll
+    for(int k16 = 0; k16 < BJ / 16; ++k16)
+    {
+        const u64 db = desc_mn(sb + k16 * 2048);
+#pragma unroll
+        for(int i = 0; i < WG_M; ++i)
+            wgmma_tile(acc[i], desc_mn(sa + (wg * WG_M + i) * MNBLK + k16 * 2048), db);
+    }
+    wgmma_commit();
+}
+
+extern "C" __global__ void __launch_bounds__(NT, MIN_BLOCKS)
+igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, data_t* __restrict__ dw,
+                 float* __restrict__ ws)
+{
+    extern __shared__ unsigned char smem_raw[];
+    const u32 sbase = (smem_u32(smem_raw) + 1023u) & ~1023u;
+
+    const int t = threadIdx.x;
+    const int wg = t >> 7;
+    const int m0 = (int)(blockIdx.x / ((GEMM_N + BN - 1) / BN)) * BM;
+    const int n0 = (int)(blockIdx.x % ((GEMM_N + BN - 1) / BN)) * BN;
+    const index_t jt0 = (index_t)blockIdx.y * JT_PER;
+    const index_t jt1 = jt0 + JT_PER < JTILES ? jt0 + JT_PER : JTILES;
+    const int nt = (int)(jt1 - jt0);
+
+    // loader roles: a fixed 16-byte chunk of the MN rows, j-rows jr0 + i * JSTEP
+    const int cca = t % CPR_A, jra = t / CPR_A;
+    const int kc = m0 + cca * 8;
+    const bool kok = kc < GEMM_M;
+    const int ccb = t % CPR_B, jrb = t / CPR_B;
+    const int col = n0 + ccb * 8;
+    const bool colok = col < GEMM_N;
+    const int tap = colok ? col / P_C : 0;
+    const int c = col - tap * P_C;
+    const int hoff = (tap / P_X) * P_DH - P_PH, woff = (tap % P_X) * P_DW - P_PW;
+    const index_t coff = c;
+
+    float acc[WG_M][BN / 2];
+#pragma unroll
+    for(int i = 0; i < WG_M; ++i)
+#pragma unroll
+        for(int j = 0; j < BN / 2; ++j) acc[i][j] = 0.f;
+
+#pragma unroll
+    for(int s = 0; s < STAGES - 2; ++s)
+    {
+        if(s < nt)
+        {
+            load_a(dy, jt0 + s, sbase + s * STAGE_BYTES, kc, kok, cca, jra);
+            load_b(x, jt0 + s, sbase + s * STAGE_BYTES + A_BYTES, coff, hoff, woff, colok, ccb, jrb);
+        }
+        cp_async_commit();
+    }
+    for(int kt = 0; kt < nt; ++kt)
+    {
+        cp_async_wait<STAGES - 3>();
+        fence_proxy_async();
+        __syncthreads();
+        const u32 sa = sbase + (kt % STAGES) * STAGE_BYTES;
+        mma_tile(acc, sa, sa + A_BYTES, wg);
+        // refill the buffer of tile kt - 2: every warpgroup waited for its wgmma before the barrier above
+        const int nk = kt + STAGES - 2;
+        if(nk < nt)
+        {
+            const u32 sn = sbase + (nk % STAGES) * STAGE_BYTES;
+            load_a(dy, jt0 + nk, sn, kc, kok, cca, jra);
+            load_b(x, jt0 + nk, sn + A_BYTES, coff, hoff, woff, colok, ccb, jrb);
+        }
+        cp_async_commit();
+        wgmma_wait<1>();
+    }
+    wgmma_wait<0>();
+#pragma unroll
+    for(int i = 0; i < WG_M; ++i)
+#pragma unroll
+        for(int j = 0; j < BN / 2; ++j) reg_fence(acc[i][j]);
+    cp_async_wait<0>();
+
+    // accumulators straight to global: thread (warp wi, lane l) holds rows wi*16 + l/4 (+8) of its m64
+    // blocks, columns 8j + 2(l%4) (+1): a pair of consecutive columns of dw (or of the partial tile)
+    const int wi = (t & 127) >> 5, l = t & 31;
+#pragma unroll
+    for(int i = 0; i < WG_M; ++i)
+#pragma unroll
+        for(int h = 0; h < 2; ++h)
+        {
+            const int k = m0 + (wg * WG_M + i) * 64 + wi * 16 + (l >> 2) + h * 8;
+            if(k >= GEMM_M) continue;
+#pragma unroll
+            for(int j = 0; j < BN / 8; ++j)
+            {
+                const int cl = n0 + j * 8 + (l & 3) * 2;
+                if(cl >= GEMM_N) continue;
+                const float v0 = acc[i][4 * j + 2 * h], v1 = acc[i][4 * j + 2 * h + 1];
+#if SPLITK > 1
+                *reinterpret_cast<float2*>(ws + ((long long)blockIdx.y * GEMM_M + k) * GEMM_N + cl) = make_float2(v0, v1);
+#else
+#if IS_BF16
+                *reinterpret_cast<__nv_bfloat162*>(dw + (long long)k * GEMM_N + cl) = __floats2bfloat162_rn(v0, v1);
+#else
+                *reinterpret_cast<__half2*>(dw + (long long)k * GEMM_N + cl) = __floats2half2_rn(v0, v1);
+#endif
+#endif
+            }
+        }
+}
+
+// dw = sum over the SPLITK partial tiles in split order: a block covers RED_BLOCK / RED_GROUPS float4
+// columns (4 elements each, GEMM_N % 8 == 0); RED_GROUPS thread groups sum consecutive ranges of splits
+// (8 loads in flight each), and group 0 adds the group sums in order (deterministic).
+static_assert(RED_BLOCK % RED_GROUPS == 0, "reduce block of whole groups");
+#ifndef RED_GROUPS
+#define RED_GROUPS 4
+#endif
+#define RED_COLS (RED_BLOCK / RED_GROUPS)
+extern "C" __global__ void __launch_bounds__(RED_BLOCK)
+igemm_hopper_wrw_reduce(const float* __restrict__ ws, data_t* __restrict__ dw)
+{
+    __shared__ float4 part[RED_GROUPS - 1][RED_COLS];
+    constexpr long long total4 = (long long)GEMM_M * GEMM_N / 4;
+    constexpr int per = (SPLITK + RED_GROUPS - 1) / RED_GROUPS;
+    const int g = threadIdx.x / RED_COLS, col = threadIdx.x % RED_COLS;
+    const long long i = blockIdx.x * (long long)RED_COLS + col;
+    const int p0 = g * per, p1 = p0 + per < SPLITK ? p0 + per : SPLITK;
+    float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
+    if(i < total4)
+    {
+#pragma unroll 8
+        for(int p = p0; p < p1; ++p)
+        {
+            const float4 v = reinterpret_cast<const float4*>(ws)[p * total4 + i];
+            s.x += v.x; s.y += v.y; s.z += v.z; s.w += v.w;
+        }
+    }
+    if(g > 0) part[g - 1][col] = s;
+    __syncthreads();
+    if(g > 0 || i >= total4) return;
+#pragma unroll
+    for(int q = 0; q < RED_GROUPS - 1; ++q)
+    {
+        const float4 v = part[q][col];
+        s.x += v.x; s.y += v.y; s.z += v.z; s.w += v.w;
+    }
+#if IS_BF16
+    __nv_bfloat162 lo = __floats2bfloat162_rn(s.x, s.y), hi = __floats2bfloat162_rn(s.z, s.w);
+#else
+    __half2 lo = __floats2half2_rn(s.x, s.y), hi = __floats2half2_rn(s.z, s.w);
+#endif
+    uint2 o;
+    o.x = *reinterpret_cast<unsigned*>(&lo);
+    o.y = *reinterpret_cast<unsigned*>(&hi);
+    reinterpret_cast<uint2*>(dw)[i] = o;
+}

@@ -1,0 +1,217 @@
+"""Hopper implicit GEMM, backward weights (kernels_src/implicit_gemm_hopper_wrw.cu): M = K, N = Y*X*C,
+reduction over the N*Ho*Wo output pixels, both operands staged MN-major for wgmma's transposed
+operands (sm_90a), FP16/BF16, NHWC, groups = 1. The reduction is split over SPLITK chunks (grid.y)
+writing FP32 partial tiles to the workspace, summed in a fixed order by a second kernel.
+
+Tunables: BM (64 x WGS x 1 or 2), BN (64, 128, 256), WGS (1 or 2 warpgroups), STAGES (3-6),
+SPLITK (requested reduction chunks; the kernel runs ceil(tiles / ceil(tiles / SPLITK)) of them)."""
+
+from __future__ import annotations
+
+import math
+
+from miofind.launch import PTR, Launch
+from miofind.problem import ProblemDescription
+from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_applicable
+from miofind.tensors import CUDA_TYPES, needs_int64
+
+from .implicit_gemm_base import INT32_MAX, SM_COUNT, dims3, strides5
+from .implicit_gemm_hopper_base import ALIGN, ARCH, SMEM_LIMIT, SMEM_STATIC, ImplicitGemmHopperBase
+
+KEYS = ("BM", "BN", "WGS", "STAGES", "SPLITK")
+BJ = 64                 # reduction (output pixel) rows per pipeline stage
+MAX_SPLITK = 256
+MIN_JT_PER_SPLIT = 4    # a chunk of the reduction spans at least 4 j tiles (256 pixels)
+RED_BLOCK = 256
+RED_GROUPS = 4          # thread groups of a reduce block summing ranges of the splits (the kernel's macro)
+WS_ALIGN = 256
+
+
+def wrw_shape(p: ProblemDescription) -> tuple[int, int, int]:
+    """(M, N, J) = (K, Y*X*C, N*Ho*Wo)."""
+    return p.k, p.c * math.prod(p.filter_size), p.n * math.prod(p.out_size)
+
+
+def split_geometry(p: ProblemDescription, splitk: int) -> tuple[int, int]:
+    """(effective chunks, j tiles per chunk) for a requested SPLITK: no chunk is empty."""
+    jt = ceil_div(wrw_shape(p)[2], BJ)
+    per = ceil_div(jt, max(1, min(splitk, jt)))
+    return ceil_div(jt, per), per
+
+
+def smem_bytes(cfg) -> int:
+    """STAGES x (BM + BN) MN rows of 64 j (128 bytes), plus 1 KiB to align to the swizzle period."""
+    return cfg["STAGES"] * (cfg["BM"] + cfg["BN"]) * 128 + 1024
+
+
+def blocks_per_sm(cfg) -> int:
+    """2 when two blocks' shared memory fits an SM and the accumulators fit 128 registers a thread."""
+    acc = cfg["BM"] // (64 * cfg["WGS"]) * cfg["BN"] // 2
+    fits = 2 * (smem_bytes(cfg) + 1024) <= 228 * 1024
+    return 2 if fits and (cfg["WGS"] == 1 or acc <= 64) else 1
+
+
+def tiles(p: ProblemDescription, cfg) -> int:
+    m, n, _ = wrw_shape(p)
+    return ceil_div(m, cfg["BM"]) * ceil_div(n, cfg["BN"])
+
+
+def default_split(p: ProblemDescription, cfg) -> int:
+    """The split with the least estimated time: waves of blocks (132 SMs x blocks_per_sm) times each
+    block's j tiles plus 2 tiles of pipeline fill, at about 2 TFLOP/s per SM (what the H100 runs showed),
+    plus the partial tiles' round trip (written and read back, 3 TB/s) and the reduce launch."""
+    m, n, j = wrw_shape(p)
+    jt = ceil_div(j, BJ)
+    bps = blocks_per_sm(cfg)
+    slots, nt = SM_COUNT * bps, tiles(p, cfg)
+    tile_us = cfg["BM"] * cfg["BN"] * BJ * 2 / 2e6 * bps
+    best = (math.inf, 1)
+    for s in range(1, max(1, min(jt // MIN_JT_PER_SPLIT, MAX_SPLITK)) + 1):
+        eff, per = split_geometry(p, s)
+        if eff != s:
+            continue
+        est = ceil_div(nt * eff, slots) * (per + 2) * tile_us + (eff * m * n * 8 / 3e6 + 3 if eff > 1 else 0)
+        best = min(best, (est, s))
+    return best[1]
+
+
+def config_ok(p: ProblemDescription, cfg) -> bool:
+    bm, bn, wgs, st, sk = (cfg[k] for k in KEYS)
+    if wgs not in (1, 2) or bn not in (64, 128, 256) or st not in range(3, 7) or not 1 <= sk <= MAX_SPLITK:
+        return False
+    if bm % (64 * wgs) or bm // (64 * wgs) not in (1, 2) or (bm // (64 * wgs)) * bn > 256:
+        return False
+    eff, _ = split_geometry(p, sk)
+    m, n, _ = wrw_shape(p)
+    if eff > 1 and eff * m * n >= 2**40:
+        return False
+    return eff <= 65535 and smem_bytes(cfg) <= SMEM_LIMIT
+
+
+def default_tile(p: ProblemDescription) -> dict:
+    """From the H100 sweep after the loader rewrite (bench/results/hopper-igemm/wrw-loaders): 1x1
+    stride-1 filters (x read without pixel decode) run best with one warpgroup of 64 x 128 tiles, other
+    filters with two warpgroups of 128 x 128 (64 x 128 for K <= 64); 5 stages; the estimated split
+    (default_split), which was the fastest of (it, half, twice it) on 19 of the 22 ResNet-50 layers."""
+    m, n, _ = wrw_shape(p)
+    light = math.prod(p.filter_size) == 1 and all(s == 1 for s in p.strides)
+    if light or m <= 64:
+        cfg = {"BM": 64, "BN": 128 if n > 64 else 64, "WGS": 1, "STAGES": 5}
+    else:
+        cfg = {"BM": 128, "BN": 128 if n > 64 else 64, "WGS": 2, "STAGES": 5}
+    cfg["SPLITK"] = default_split(p, cfg)
+    return cfg
+
+
+class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
+    id = "ConvImplicitGemmHopperWrw"
+    algorithm = "miopenConvolutionBwdWeightsAlgoImplicitGEMM"
+    directions = frozenset("W")
+    source = "implicit_gemm_hopper_wrw.cu"
+    kernel_name = "igemm_hopper_wrw"
+
+    def applicability(self, problem: ProblemDescription):
+        base = super().applicability(problem)
+        if not base:
+            return base
+        p = problem.as_conv()
+        m, n, j = wrw_shape(p)
+        if m * n >= INT32_MAX:
+            return not_applicable(f"filter of {m * n} elements: 2^31 or more")
+        if ceil_div(j, BJ) >= INT32_MAX:
+            return not_applicable(f"reduction of {j} output pixels: 2^31 tiles of 64 or more")
+        return APPLICABLE
+
+    def default_config(self, problem: ProblemDescription) -> dict:
+        return default_tile(problem.as_conv())
+
+    def config_space(self, problem: ProblemDescription):
+        p = problem.as_conv()
+        m, n, _ = wrw_shape(p)
+        for bm in (64, 128, 256):
+            for bn in (64, 128, 256):
+                if bn > max(64, 2 * n) or bm > max(64, 2 * m):
+                    continue
+                for wgs in (1, 2):
+                    for st in range(3, 7):
+                        cfg = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "SPLITK": 1}
+                        d = default_split(p, cfg)
+                        seen = set()
+                        for s in sorted({1, max(1, d // 2), d, 2 * d}):
+                            c = dict(cfg, SPLITK=s)
+                            eff = split_geometry(p, s)[0]
+                            if eff not in seen and config_ok(p, c):
+                                seen.add(eff)
+                                yield c
+
+    def is_valid_config(self, problem: ProblemDescription, config) -> bool:
+        if not isinstance(config, dict) or set(config) != set(KEYS):
+            return False
+        if any(not isinstance(v, int) or isinstance(v, bool) for v in config.values()):
+            return False
+        return config_ok(problem.as_conv(), config)
+
+    def workspace_bytes(self, problem: ProblemDescription, config=None) -> int:
+        p = problem.as_conv()
+        cfg = dict(config) if config else self.default_config(p)
+        eff, _ = split_geometry(p, cfg["SPLITK"])
+        m, n, _ = wrw_shape(p)
+        return 0 if eff == 1 else ceil_div(eff * m * n * 4, WS_ALIGN) * WS_ALIGN
+
+    def get_solution(self, problem: ProblemDescription, config=None) -> ConvSolution:
+        p = problem.as_conv()
+        cfg = dict(config) if config else self.default_config(p)
+        if not self.is_valid_config(p, cfg):
+            raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
+        eff, per = split_geometry(p, cfg["SPLITK"])
+        isz, osz, fsz, pads, strides, dils = dims3(p)
+        xs, ws_, ys = (strides5(sh, lay) for sh, lay in zip((p.x_shape, p.w_shape, p.y_shape), p.layouts))
+        mac = {
+            "DATA_T": CUDA_TYPES[p.dtype], "INDEX_T": "long long" if needs_int64(p) else "int",
+            "IS_BF16": int(p.dtype == "BF16"),
+            "P_N": p.n, "P_C": p.c, "P_K": p.k,
+            "P_HI": isz[1], "P_WI": isz[2], "P_HO": osz[1], "P_WO": osz[2], "P_Y": fsz[1], "P_X": fsz[2],
+            "P_PH": pads[1], "P_PW": pads[2], "P_SH": strides[1], "P_SW": strides[2], "P_DH": dils[1], "P_DW": dils[2],
+            "XS_N": xs[0], "XS_C": xs[1], "XS_H": xs[3], "XS_W": xs[4],
+            "WS_K": ws_[0], "WS_C": ws_[1], "WS_Y": ws_[3], "WS_X": ws_[4],
+            "YS_N": ys[0], "YS_C": ys[1], "YS_H": ys[3], "YS_W": ys[4],
+            "BM": cfg["BM"], "BN": cfg["BN"], "WGS": cfg["WGS"], "STAGES": cfg["STAGES"],
+            "SPLITK": eff, "JT_PER": per, "MIN_BLOCKS": blocks_per_sm(cfg), "RED_BLOCK": RED_BLOCK,
+            "RED_GROUPS": RED_GROUPS,
+        }
+        mac = tuple((k, str(v)) for k, v in mac.items())
+        smem = smem_bytes(cfg)
+        m, n, _ = wrw_shape(p)
+        main = KernelInfo(self.source, self.kernel_name, (tiles(p, cfg), eff, 1), (cfg["WGS"] * 128, 1, 1),
+                          macros=mac, options=(f"-arch={ARCH}",))
+        kernels = [main]
+        if eff > 1:
+            kernels.append(KernelInfo(self.source, "igemm_hopper_wrw_reduce",
+                                      (ceil_div(m * n // 4, RED_BLOCK // RED_GROUPS), 1, 1),
+                                      (RED_BLOCK, 1, 1), macros=mac, options=(f"-arch={ARCH}",)))
+        ws_total = self.workspace_bytes(p, cfg)
+        sid = self.id
+
+        def factory(kerns):
+            kmain = kerns[0]
+            if smem > SMEM_STATIC:
+                kmain.max_dynamic_shared_size_bytes = smem
+            lmain = Launch(kmain, main.grid, main.block, (PTR, PTR, PTR, PTR), shared_mem=smem)
+            lred = Launch(kerns[1], kernels[1].grid, kernels[1].block, (PTR, PTR)) if eff > 1 else None
+
+            def invoker(a, b, out, workspace, stream):
+                if a % ALIGN or b % ALIGN or out % ALIGN:
+                    for name, ptr in (("first input", a), ("second input", b), ("output", out)):
+                        if ptr % ALIGN:
+                            raise ValueError(f"{sid}: {name} at address {ptr:#x} is not {ALIGN}-byte aligned, "
+                                             "as this solution's vector accesses need")
+                if lred is None:
+                    lmain(stream, a, b, out, out)
+                    return
+                if not workspace:
+                    raise ValueError(f"{sid}: workspace of {ws_total} bytes required, got none")
+                lmain(stream, a, b, out, workspace)
+                lred(stream, workspace, out)
+            return invoker
+
+        return ConvSolution(self.id, kernels, ws_total, factory, cfg)
