@@ -28,7 +28,8 @@ from .solver import ConvSolution
 
 log = logging.getLogger(__name__)
 
-__all__ = ["prepare", "generic_compiled", "after_find", "measured_build", "ready_invoker", "run_invoker", "pending", "wait", "clear"]
+__all__ = ["prepare", "generic_compiled", "after_find", "measured_build", "ready_invoker", "run_invoker", "Switching",
+           "pending", "wait", "clear"]
 
 _pool: ThreadPoolExecutor | None = None
 _lock = threading.Lock()
@@ -276,12 +277,49 @@ def run_invoker(problem, solver_id: str, config=None):
     if mode != "sync" and not all(is_compiled(k) for k in sol.kernels) \
             and generic.generic_kernels(sol) is not None:
         inv = generic.build_generic_invoker(sol)
-        if mode == "background":
-            # this process keeps the generic build; the specialised kernels go to the binary cache
-            # for the next process (or after clear_caches)
-            _executor().submit(_compile_apart, [k for k in sol.kernels if not is_compiled(k)])
-        return inv, sol.workspace_bytes
+        if mode != "background":
+            return inv, sol.workspace_bytes
+        # the specialised kernels compile in the spawned pool; once they are in the binary cache the
+        # invoker switches to them (same solution and config: same workspace and results)
+        sw = Switching(inv)
+        with _lock:
+            k = ("run",) + _key(problem, solver_id, config)
+            _pending[k] = _executor().submit(_switch_when_compiled, sw, problem, sol, _device())
+        return sw, sol.workspace_bytes
     return build_invoker(problem, sol), sol.workspace_bytes
+
+
+class Switching:
+    """An invoker that runs a solution's generic build until its specialised build is compiled, then
+    the specialised one. The generic invoker stays referenced, so that a CUDA graph captured with its
+    kernels keeps them loaded."""
+
+    __slots__ = ("current", "generic", "specialised")
+
+    def __init__(self, generic_invoker) -> None:
+        self.current = self.generic = generic_invoker
+        self.specialised = None
+
+    def __call__(self, a, b, out, workspace, stream) -> None:
+        self.current(a, b, out, workspace, stream)
+
+
+def _switch_when_compiled(sw: Switching, problem, sol: ConvSolution, device) -> None:
+    from .compile import is_compiled
+    from .invokers import build_invoker
+
+    try:
+        _compile_apart([k for k in sol.kernels if not is_compiled(k)])
+        if not all(is_compiled(k) for k in sol.kernels):
+            log.info("tiered: the specialised build of %s for %s did not compile; its generic build stays",
+                     sol.solver_id, problem.key())
+            return
+        with _on_device(device):
+            sw.specialised = build_invoker(problem, sol)     # loads the cached cubins, compiles nothing
+        sw.current = sw.specialised
+    except Exception as e:      # noqa: BLE001  the generic build keeps running
+        log.warning("tiered: switching %s for %s to its specialised build failed (%s: %s); its generic build "
+                    "stays", sol.solver_id, problem.key(), type(e).__name__, e)
 
 
 def _install() -> None:

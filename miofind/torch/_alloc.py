@@ -22,7 +22,10 @@ class _TorchBlock:
 
     def __del__(self) -> None:
         if self.ptr:
-            import torch
+            try:
+                import torch
+            except ImportError:     # interpreter shutdown: the process's memory goes with it
+                return
             torch.cuda.caching_allocator_delete(self.ptr)
 
 

@@ -147,6 +147,11 @@ def test_run_invoker_prefers_ready_then_compiled_then_generic(fakes, monkeypatch
     from miofind.invokers import config_key
 
     cfg = get_solver("ConvImplicitGemmFwd").default_config(P)
+    sw = tiered.run_invoker(P, "ConvImplicitGemmFwd", cfg)[0]
+    tiered.wait(10)
+    # background: the generic build, and it stays so when the specialised build did not compile
+    assert isinstance(sw, tiered.Switching) and sw.current == "GEN" and sw.specialised is None
+    monkeypatch.setenv("MIOFIND_SPECIALIZE", "off")
     assert tiered.run_invoker(P, "ConvImplicitGemmFwd", cfg)[0] == "GEN"
     monkeypatch.setenv("MIOFIND_SPECIALIZE", "sync")
     assert tiered.run_invoker(P, "ConvImplicitGemmFwd", cfg)[0] == "SPEC"
@@ -187,3 +192,18 @@ def test_a_failed_generic_build_is_not_the_solvers_failure(fakes):
     job.result(10)
     assert [s.time_ms for s in stored] == [5.0]
     assert tiered.generic_failures(P, [f]) == set()     # taken up by after_find
+
+
+def test_a_run_switches_to_the_specialised_build_once_it_is_compiled(fakes, monkeypatch):
+    compiled = []
+    monkeypatch.setattr(compile_mod, "is_compiled", lambda k: bool(compiled))
+    monkeypatch.setattr(tiered, "_compile_apart", lambda kernels: compiled.append(len(kernels)))
+    calls = []
+    monkeypatch.setattr(generic, "build_generic_invoker", lambda sol: lambda *a: calls.append("generic"))
+    monkeypatch.setattr(invokers, "build_invoker", lambda p, sol: lambda *a: calls.append("specialised"))
+    cfg = get_solver("ConvImplicitGemmFwd").default_config(P)
+    sw, ws = tiered.run_invoker(P, "ConvImplicitGemmFwd", cfg)
+    tiered.wait(10)
+    assert compiled and sw.current is sw.specialised and sw.generic is not None
+    sw(1, 2, 3, 0, 0)
+    assert calls == ["specialised"] and ws == get_solver("ConvImplicitGemmFwd").get_solution(P, cfg).workspace_bytes
