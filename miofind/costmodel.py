@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 FORMAT = 1
 MODEL_SUFFIX = ".model.npz"
 _FAMILIES = ("direct", "depthwise", "gemm", "winograd", "fft", "implicit_gemm", "cudnn", "")
+_FAMILY_COL = {f: i for i, f in enumerate(_FAMILIES)}
 _PROBLEM_FEATURES = (
     "dir", "low_precision", "bf16", "tf32", "nhwc", "log_n", "log_c", "log_k", "log_hi", "log_wi", "log_ho", "log_wo",
     "fy", "fx", "sy", "sx", "py", "px", "dil", "log_groups", "depthwise", "log_cpg", "log_kpg",
@@ -165,18 +166,43 @@ class _Trees:
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """Sum of the trees' leaf values per row of ``x`` [rows, features]."""
-        rows, nfeat = x.shape
-        node = np.tile(self.roots.astype(np.intp), rows)
-        base = np.repeat(np.arange(rows, dtype=np.intp) * nfeat, len(self.roots))
-        flat, feature, threshold, children = x.ravel(), self._feature, self.threshold, self._children
+        rows = x.shape[0]
+        trees = len(self.roots)
+        if rows == 0 or trees == 0:
+            return np.zeros(rows)
+        # every distinct (feature, threshold) split decided once per row: [rows, splits] flat
+        decide = (x[:, self._split_feature] > self._split_threshold).ravel()
+        inner = self._inner
+        # g: the heap node (global: tree * inner + position) of each (row, tree); rows major
+        g = np.tile(np.arange(trees, dtype=np.intp) * inner, rows)
+        rowbase = np.repeat(np.arange(rows, dtype=np.intp) * len(self._split_feature), trees)
+        step = np.tile(1 - np.arange(trees, dtype=np.intp) * inner, rows)   # child = 2g + step + decision
         for _ in range(self.depth):
-            right = flat.take(base + feature.take(node)) > threshold.take(node)
-            node = children.take(node + node + right)
-        return self.value.take(node).reshape(rows, -1).sum(axis=1)
+            right = decide.take(self._heap_split.take(g) + rowbase)
+            g += g
+            g += step
+            g += right
+        return self._heap_value.take(g + np.tile(np.arange(trees, dtype=np.intp) - inner, rows)).reshape(rows, -1).sum(axis=1)
 
     def __post_init__(self):
-        self._feature = self.feature.astype(np.intp)
-        self._children = self.children.astype(np.intp).ravel()
+        # Each tree as a complete binary tree of the deepest tree's depth, in heap order (children
+        # of position i at 2i+1, 2i+2): a leaf above the last level repeats itself below (its node
+        # points to itself with threshold +inf), so the descent needs no child table.
+        feature, threshold = self.feature.astype(np.intp), self.threshold
+        pairs = np.stack([feature.astype(np.float64), threshold], axis=1) if len(feature) else np.zeros((0, 2))
+        uniq, split_of_node = np.unique(pairs, axis=0, return_inverse=True)
+        self._split_feature = uniq[:, 0].astype(np.intp)
+        self._split_threshold = uniq[:, 1]
+        split_of_node = split_of_node.reshape(-1).astype(np.intp)
+        children = self.children.astype(np.intp)
+        self._inner = (1 << self.depth) - 1
+        level = self.roots.astype(np.intp)[:, None]
+        splits = []
+        for _ in range(self.depth):
+            splits.append(split_of_node[level])
+            level = children[level].reshape(len(self.roots), -1)
+        self._heap_split = (np.concatenate(splits, axis=1) if splits else np.zeros((len(self.roots), 0), np.intp)).ravel()
+        self._heap_value = self.value[level].ravel()
 
 
 class CostModel:
@@ -189,6 +215,7 @@ class CostModel:
         self.solver_ids: tuple[str, ...] = tuple(meta["solvers"])
         self.config_keys: tuple[str, ...] = tuple(meta["config_keys"])
         self._solver_col = {s: i for i, s in enumerate(self.solver_ids)}
+        self._config_col = {k: i for i, k in enumerate(self.config_keys)}
         self._support = frozenset(meta["support"])
         self.n_features = len(_PROBLEM_FEATURES) + 1 + len(self.solver_ids) + len(_FAMILIES) + len(self.config_keys)
 
@@ -209,26 +236,37 @@ class CostModel:
     def rows(self, problem: ProblemDescription, pairs, sm_count: int = 132) -> tuple[np.ndarray, np.ndarray]:
         """(feature rows, log10 roofline ms) for (solver, config) pairs on one problem."""
         pf = problem_features(problem)
-        x = np.full((len(pairs), self.n_features), 0.0)
-        base = np.empty(len(pairs))
+        n = len(pairs)
+        x = np.zeros((n, self.n_features))
         np_ = len(pf)
         x[:, :np_] = pf
         s0 = np_ + 1
         f0 = s0 + len(self.solver_ids)
         c0 = f0 + len(_FAMILIES)
+        x[:, c0:] = -1.0
         roofline: dict[tuple, float] = {}   # the roofline time depends on the family alone
+        base, solver_cols, family_cols = [], [], []
+        keypos = self._config_col
         for i, (solver, config) in enumerate(pairs):
             fk = (solver.family, solver.is_reference)
-            if fk not in roofline:
-                roofline[fk] = math.log10(model_time_ms(problem, solver, sm_count))
-            base[i] = roofline[fk]
-            x[i, np_] = base[i]
+            r = roofline.get(fk)
+            if r is None:
+                r = roofline[fk] = math.log10(model_time_ms(problem, solver, sm_count))
+            base.append(r)
             col = self._solver_col.get(solver.id)
             if col is not None:
-                x[i, s0 + col] = 1.0
-            fam = solver.family if solver.family in _FAMILIES else ""
-            x[i, f0 + _FAMILIES.index(fam)] = 1.0
-            x[i, c0:] = _config_values(config, self.config_keys)
+                solver_cols.append((i, s0 + col))
+            family_cols.append(f0 + _FAMILY_COL.get(solver.family, len(_FAMILIES) - 1))
+            if isinstance(config, dict):
+                for k, v in config.items():
+                    j = keypos.get(k)
+                    if j is not None and isinstance(v, (int, float)) and not isinstance(v, bool):
+                        x[i, c0 + j] = v
+        base = np.asarray(base)
+        x[:, np_] = base
+        if solver_cols:
+            x[tuple(np.asarray(solver_cols).T)] = 1.0
+        x[np.arange(n), family_cols] = 1.0
         return x, base
 
     def predict_ms(self, problem: ProblemDescription, pairs, sm_count: int = 132) -> list[float]:

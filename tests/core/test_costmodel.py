@@ -192,3 +192,38 @@ def test_shipped_model_loads_and_covers_the_shipped_solvers():
     assert model.supports(p, [s.id for s in cands])
     t = model.predict_ms(p, [(s, None) for s in cands])
     assert all(np.isfinite(t)) and min(t) > 0
+
+
+def _walk(trees, row) -> float:
+    """The plain reference: follow each tree's node table from its root to a leaf."""
+    total = 0.0
+    for node in trees.roots:
+        while trees.children[node, 0] != node:
+            node = trees.children[node, int(row[trees.feature[node]] > trees.threshold[node])]
+        total += trees.value[node]
+    return total
+
+
+def test_heap_evaluator_equals_a_node_by_node_walk_of_the_shipped_model():
+    from miofind.db.system import system_db_path
+
+    model = cm.model_for_db(system_db_path("sm_90", 132))
+    trees = model.trees
+    assert trees.depth >= 2 and len(trees.roots) > 100
+    rng = np.random.default_rng(3)
+    # rows whose values sit on, just above and away from the model's own thresholds, so that ties
+    # (x == threshold goes left) and both branches are hit, plus the feature rows of real problems
+    inner = trees.children[:, 0] != np.arange(len(trees.feature))
+    thr = trees.threshold[inner]
+    x = rng.choice(thr, size=(300, model.n_features))
+    x[100:200] = np.nextafter(x[100:200], np.inf)
+    x[200:] += rng.normal(size=(100, model.n_features))
+    from miofind.find import candidates
+    for n, c in ((1, 64), (32, 256)):
+        p = ProblemDescription.make("F", n=n, c=c, k=c, in_size=(28, 28), filter_size=3, pads=1)
+        x = np.vstack([x, model.rows(p, [(s, None) for s in candidates(p)[0]])[0]])
+    got = trees.predict(x)
+    want = np.array([_walk(trees, r) for r in x])
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+    assert np.ptp(want) > 0.1   # the rows do reach different leaves
+    assert trees.predict(x[:1]).shape == (1,) and trees.predict(x[:0]).shape == (0,)
