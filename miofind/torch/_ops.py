@@ -63,10 +63,6 @@ def out_size(x_shape, w_shape, stride, padding, dilation) -> list:
     return [x_shape[0], w_shape[0], *sp]
 
 
-def _tup(v) -> tuple:
-    return v if type(v) is tuple else tuple(v)
-
-
 def _stream(dev: int) -> int:
     return torch._C._cuda_getCurrentRawStream(dev)
 
@@ -82,13 +78,10 @@ def _run(direction: str, a: Tensor, b: Tensor, out_shape, x_shape, w_shape, stri
     if dtype not in _policy.SUPPORTED_DTYPES or b.dtype is not dtype:
         raise ValueError(f"miofind.torch: dtype={a.dtype}/{b.dtype}: expected float32, float16 or bfloat16, the same "
                          "for every input")
-    tf32 = dtype is torch.float32 and torch.backends.cudnn.allow_tf32
-    det = _policy.deterministic()
-    # torch.Size is a tuple; the custom ops pass lists
-    key = (direction, tuple(x_shape), tuple(w_shape), _tup(stride), _tup(padding), _tup(dilation), groups,
-           dtype, cl, tf32, det, dev)
+    key = _policy.table_key(direction, x_shape, w_shape, stride, padding, dilation, groups, dtype, cl, dev)
     e = _policy._table.get(key)
     if e is None:
+        tf32, det = key[9], key[10]
         e = _policy.lookup(key, lambda: _policy.problem_for(direction, x_shape, w_shape, stride, padding, dilation,
                                                             groups, dtype, cl, tf32), dev, det)
     out = torch.empty(out_shape, dtype=dtype, device=a.device, memory_format=fmt)
@@ -159,10 +152,13 @@ def _(dy, x, w_shape, stride, padding, dilation, groups):
 
 def _setup_context(ctx, inputs, output):
     x, w, stride, padding, dilation, groups = inputs
-    need_x, need_w = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-    # keep only what the asked-for gradients read: dx needs w, dw needs x
-    ctx.save_for_backward(x if need_w else None, w if need_x else None)
+    _save(ctx, x, w)
     ctx.conv = (list(x.shape), list(w.shape), list(stride), list(padding), list(dilation), groups)
+
+
+def _save(ctx, x, w) -> None:
+    """Keep only what the asked-for gradients read: dx needs w, dw needs x."""
+    ctx.save_for_backward(x if ctx.needs_input_grad[1] else None, w if ctx.needs_input_grad[0] else None)
 
 
 def _grads(ctx, dy, data, weight):
@@ -210,8 +206,7 @@ class PlannedConv(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, w, plan):
         y = plan.forward(x, w)
-        need_x, need_w = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-        ctx.save_for_backward(x if need_w else None, w if need_x else None)
+        _save(ctx, x, w)
         ctx.conv = plan.conv
         return y
 

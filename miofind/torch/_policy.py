@@ -60,6 +60,19 @@ def deterministic() -> bool:
     return torch.are_deterministic_algorithms_enabled() or torch.backends.cudnn.deterministic
 
 
+def _tup(v) -> tuple:
+    return v if type(v) is tuple else tuple(v)
+
+
+def table_key(direction: str, x_shape, w_shape, stride, padding, dilation, groups: int, dtype, channels_last: bool,
+              device: int) -> tuple:
+    """The key of a problem in the prepared table (shapes and parameters as tuples: torch.Size is one,
+    the custom ops pass lists), with the TF32 and deterministic settings as they are now."""
+    tf32 = dtype is torch.float32 and torch.backends.cudnn.allow_tf32
+    return (direction, tuple(x_shape), tuple(w_shape), _tup(stride), _tup(padding), _tup(dilation), groups, dtype,
+            channels_last, tf32, deterministic(), device)
+
+
 def problem_for(direction: str, x_shape, w_shape, stride, padding, dilation, groups: int, dtype,
                 channels_last: bool, tf32: bool) -> ProblemDescription:
     """The ProblemDescription of a torch convolution: ``x_shape``/``w_shape`` in torch's logical
@@ -98,12 +111,8 @@ class Entry:
         new; ``a``'s shape is checked here."""
         if stream in self.streams and a.shape == self.a_shape and self.invoker is not None:
             return self.run(a.data_ptr(), b.data_ptr(), out, stream)
-        ws = wst = None
-        if self.ws_bytes:
-            # stream-ordered: the block returns to the pool when ``wst`` is dropped after the launches
-            # are queued, and PyTorch reuses it only for work queued after them on this stream
-            wst = torch.empty(self.ws_bytes, dtype=torch.uint8, device=a.device)
-            ws = wst.data_ptr()
+        wst = self._workspace(out)
+        ws = wst.data_ptr() if wst is not None else None
         args = (a, b, out)
         if stream in self.streams:
             self.pr(*args, workspace=ws, stream=stream)
@@ -121,17 +130,17 @@ class Entry:
     def run(self, pa: int, pb: int, out, stream: int):
         """The hot path on a stream this Entry has run on: launch on device pointers (of arrays the
         caller has checked), the workspace from PyTorch's caching allocator; returns ``out``."""
-        if self.ws_bytes:
-            # stream-ordered: the block returns to the pool when ``wst`` is dropped after the launches
-            # are queued, and PyTorch reuses it only for work queued after them on this stream
-            wst = torch.empty(self.ws_bytes, dtype=torch.uint8, device=out.device)
-            pw = wst.data_ptr()
-        else:
-            pw = 0
+        wst = self._workspace(out)
         if self.swap:
             pa, pb = pb, pa
-        self.invoker(pa, pb, out.data_ptr(), pw, stream)
+        self.invoker(pa, pb, out.data_ptr(), wst.data_ptr() if wst is not None else 0, stream)
         return out
+
+    def _workspace(self, out):
+        """A workspace tensor from PyTorch's caching allocator on ``out``'s device, or None. Stream-ordered:
+        the block returns to the pool when the caller drops it after the launches are queued, and PyTorch
+        reuses it only for work queued after them on this stream."""
+        return torch.empty(self.ws_bytes, dtype=torch.uint8, device=out.device) if self.ws_bytes else None
 
 
 def lookup(key: tuple, make_problem, device: int, det: bool) -> Entry:

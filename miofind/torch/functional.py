@@ -127,16 +127,13 @@ class _Plan:
     def forward(self, x: Tensor, w: Tensor) -> Tensor:
         out = torch.empty(self.out_shape, dtype=self.dtype, device=self.device, memory_format=self.fmt)
         e = self.entry
-        stream = _raw_stream(self.dev)
+        stream = _ops._stream(self.dev)
         if stream in e.streams:
             return e.run(x.data_ptr(), w.data_ptr(), out, stream)
         return e(x, w, out, stream)
 
 
 _plans: dict[tuple, _Plan] = {}
-_raw_stream = torch._C._cuda_getCurrentRawStream if hasattr(torch._C, "_cuda_getCurrentRawStream") else \
-    (lambda dev: torch.cuda.current_stream(dev).cuda_stream)
-_cuda_device = torch._C._cuda_getDevice if hasattr(torch._C, "_cuda_getDevice") else torch.cuda.current_device
 
 
 def _plan_key(nd: int, x: Tensor, w: Tensor, stride, padding, dilation, groups) -> tuple:
@@ -147,15 +144,13 @@ def _plan_key(nd: int, x: Tensor, w: Tensor, stride, padding, dilation, groups) 
 def _make_plan(key: tuple, nd: int, x: Tensor, w: Tensor, stride, padding, dilation, groups) -> None:
     """After a first call of the slow path: keep a ``_Plan`` for ``key`` when the call qualifies (2-D
     or 3-D, explicit padding, both inputs dense in the chosen memory format, on the current device)."""
-    if nd == 1 or isinstance(padding, str) or x.dim() != nd + 2 or x.get_device() != _cuda_device():
+    if nd == 1 or isinstance(padding, str) or x.dim() != nd + 2 or x.get_device() != torch._C._cuda_getDevice():
         return
     fmt = _ops.memory_format(x, w)
     if not (x.is_contiguous(memory_format=fmt) and w.is_contiguous(memory_format=fmt)):
         return
-    cl = fmt is not torch.contiguous_format
-    tf32 = x.dtype is torch.float32 and torch.backends.cudnn.allow_tf32
-    entry = _policy._table.get(("F", tuple(x.shape), tuple(w.shape), tuple(stride), tuple(padding),
-                                tuple(dilation), groups, x.dtype, cl, tf32, _policy.deterministic(), x.get_device()))
+    entry = _policy._table.get(_policy.table_key("F", x.shape, w.shape, stride, padding, dilation, groups, x.dtype,
+                                                 fmt is not torch.contiguous_format, x.get_device()))
     if entry is None or entry.invoker is None:
         return
     out_shape = _ops.out_size(x.shape, w.shape, stride, padding, dilation)
@@ -179,7 +174,7 @@ def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilati
             x, w, bias = _autocast(x, w, bias)
         key = _plan_key(nd, x, w, stride, padding, dilation, groups)
         plan = _plans.get(key)
-        if plan is not None and plan.dev == _cuda_device():
+        if plan is not None and plan.dev == torch._C._cuda_getDevice():
             if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad):
                 y = _ops.PlannedConv.apply(x, w, plan)
             else:
