@@ -159,6 +159,8 @@ class ImplicitGemmHopperBase(Solver):
     tunable = True
     source = ""
     kernel_name = ""
+    config_keys = KEYS                      # a subclass with its own tunables names them and their check
+    tile_ok = staticmethod(config_ok)
 
     @property
     def kernel_files(self):
@@ -202,11 +204,11 @@ class ImplicitGemmHopperBase(Solver):
         yield from space(problem.as_conv())
 
     def is_valid_config(self, problem: ProblemDescription, config) -> bool:
-        if not isinstance(config, dict) or set(config) != set(KEYS):
+        if not isinstance(config, dict) or set(config) != set(self.config_keys):
             return False
         if any(not isinstance(v, int) or isinstance(v, bool) for v in config.values()):
             return False
-        return config_ok(problem.as_conv(), config)
+        return self.tile_ok(problem.as_conv(), config)
 
     def get_solution(self, problem: ProblemDescription, config=None) -> ConvSolution:
         p = problem.as_conv()

@@ -109,6 +109,8 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
     directions = frozenset("W")
     source = "implicit_gemm_hopper_wrw.cu"
     kernel_name = "igemm_hopper_wrw"
+    config_keys = KEYS
+    tile_ok = staticmethod(config_ok)
 
     def applicability(self, problem: ProblemDescription):
         base = super().applicability(problem)
@@ -143,13 +145,6 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
                             if eff not in seen and config_ok(p, c):
                                 seen.add(eff)
                                 yield c
-
-    def is_valid_config(self, problem: ProblemDescription, config) -> bool:
-        if not isinstance(config, dict) or set(config) != set(KEYS):
-            return False
-        if any(not isinstance(v, int) or isinstance(v, bool) for v in config.values()):
-            return False
-        return config_ok(problem.as_conv(), config)
 
     def workspace_bytes(self, problem: ProblemDescription, config=None) -> int:
         p = problem.as_conv()
