@@ -491,7 +491,7 @@ def test_find_failures_round_trip_and_replace_per_solver(tmp_path):
 def test_a_schema_2_file_reads_as_is_read_only_and_migrates_when_writable(tmp_path):
     """The shipped system DBs are schema version 2: a read-only open reads them unchanged (no failures
     recorded), a writable one adds the table of failed find candidates and keeps every record."""
-    import sqlite3
+    from db_files import downgrade_to_schema_2
 
     from miofind.db import findb as findb_mod
     from miofind.db.findb import FindFailure
@@ -499,11 +499,7 @@ def test_a_schema_2_file_reads_as_is_read_only_and_migrates_when_writable(tmp_pa
     path = tmp_path / "v2.sqlite"
     with FindDB(str(path)) as d:
         d.store(records())
-    con = sqlite3.connect(path)
-    con.execute("DROP TABLE find_failures")
-    con.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
-    con.commit()
-    con.close()
+    downgrade_to_schema_2(path)
     before = path.read_bytes()
     with FindDB(str(path), readonly=True) as d:
         assert d.find_failures(DEV.db_name, P.key()) == [] and len(d.lookup(DEV.db_name, P.key())) == len(cands())

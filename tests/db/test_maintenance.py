@@ -303,16 +303,12 @@ def test_prune_removes_find_failures_of_an_older_trust_key(anydb, monkeypatch, r
 def test_prune_dry_run_of_a_schema_2_file_read_only(tmp_path):
     """A read-only handle on a schema-2 file (no find_failures table) prunes dry without error and
     without writing."""
-    import sqlite3
+    from db_files import downgrade_to_schema_2
 
     path = tmp_path / "v2.sqlite"
     with FindDB(str(path)) as d:
         fill(d)
-    con = sqlite3.connect(path)
-    con.execute("DROP TABLE find_failures")
-    con.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
-    con.commit()
-    con.close()
+    downgrade_to_schema_2(path)
     before = path.read_bytes()
     with FindDB(str(path), readonly=True) as ro:
         rep = prune_db(ro, dry_run=True)
