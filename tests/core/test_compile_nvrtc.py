@@ -6,25 +6,13 @@ without querying a device, with NVRTC from pip (nvidia-cuda-nvrtc). Where CuPy's
 than skips when CI=true, so CI cannot pass without compiling the kernels.
 """
 
-import os
 
 import pytest
 
+from nvrtc_check import nvrtc_or_skip
 from shapes import DTYPES, SHAPES, layouts_for
 from miofind.problem import ProblemDescription
 from miofind.registry import solvers
-
-
-def _nvrtc_or_skip():
-    try:
-        from cupy_backends.cuda.libs import nvrtc  # noqa: F401
-        from miofind.compile import cuda_include_dirs
-        if not cuda_include_dirs():
-            raise ImportError("no cuda_fp16.h found (pip install 'cuda-toolkit[nvrtc,cudart]')")
-    except Exception as e:
-        if os.environ.get("CI"):
-            pytest.fail(f"NVRTC unavailable in CI: {e}")
-        pytest.skip(f"NVRTC unavailable: {e}")
 
 
 def _matrix():
@@ -77,7 +65,7 @@ def test_every_solver_has_kernels_in_matrix():
 
 @pytest.mark.parametrize("sid,key,kinfo", KERNELS, ids=[f"{sid}:{k.name}:{i}" for i, (sid, _, k) in enumerate(KERNELS)])
 def test_nvrtc_sm90(sid, key, kinfo):
-    _nvrtc_or_skip()
+    nvrtc_or_skip()
     from miofind.compile import nvrtc_compile
 
     cubin = nvrtc_compile(kinfo, arch="sm_90")
@@ -85,7 +73,7 @@ def test_nvrtc_sm90(sid, key, kinfo):
 
 
 def test_compile_error_is_reported():
-    _nvrtc_or_skip()
+    nvrtc_or_skip()
     from miofind.compile import CompileError, nvrtc_compile
     from miofind.solver import KernelInfo
 

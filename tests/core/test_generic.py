@@ -3,30 +3,18 @@ the specialised builds and trust keys are untouched. CPU only (NVRTC without a G
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from pathlib import Path
 
 import pytest
 
+from nvrtc_check import nvrtc_or_skip
 from shapes import SHAPES, layouts_for
 from miofind import generic
 from miofind.compile import binary_key, kernel_source, nvrtc_compile, pre_includes
 from miofind.problem import ProblemDescription
 from miofind.registry import solvers
 from miofind.trust import parse_key, trust_key
-
-def _nvrtc_or_skip():
-    try:
-        from cupy_backends.cuda.libs import nvrtc  # noqa: F401
-        from miofind.compile import cuda_include_dirs
-        if not cuda_include_dirs():
-            raise ImportError("no cuda_fp16.h found")
-    except Exception as e:
-        if os.environ.get("CI"):
-            pytest.fail(f"NVRTC unavailable in CI: {e}")
-        pytest.skip(f"NVRTC unavailable: {e}")
-
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "finddb" / "sm_90-132.sqlite"
@@ -76,7 +64,7 @@ def test_every_generic_source_has_builds_and_specialised_ones_differ():
 
 @pytest.mark.parametrize("sid,key,g", BUILDS, ids=[f"{sid}:{g.kinfo.name}:{i}" for i, (sid, _, g) in enumerate(BUILDS)])
 def test_generic_build_nvrtc_sm90(sid, key, g):
-    _nvrtc_or_skip()
+    nvrtc_or_skip()
     cubin = nvrtc_compile(g.kinfo, "sm_90")
     assert cubin[:4] == b"\x7fELF", f"{sid} on {key}: not a cubin"
 
@@ -117,7 +105,7 @@ def test_split_k_rounded_to_few_binaries():
 
 
 def test_a_size_in_if_is_a_compile_error_not_a_silent_zero():
-    _nvrtc_or_skip()
+    nvrtc_or_skip()
     from miofind.compile import CompileError
     (sid, _, g) = next(b for b in BUILDS if b[2].kinfo.source == "implicit_gemm_wrw.cu")
     # SPLITK selects the epilogue in #if: read at run time, it must fail to preprocess
@@ -163,7 +151,7 @@ def test_specialised_trust_keys_match_the_shipped_db():
 def test_warmup_fills_the_kernel_cache(tmp_path, monkeypatch):
     """`miofind warmup` compiles generic builds into the binary cache; a second run compiles nothing;
     a bad --arch is a one-line error."""
-    _nvrtc_or_skip()
+    nvrtc_or_skip()
     from click.testing import CliRunner
 
     from miofind import warmup as wu
@@ -260,7 +248,7 @@ def test_winograd_builds_are_shared_by_output_widths_of_a_residue():
 @pytest.mark.parametrize("width,branch", [(12, "divisible"), (13, "remainder"), (16, "divisible"), (15, "remainder")])
 def test_residue_selects_the_same_if_branch_as_the_size(width, branch):
     """Preprocessing (r + miofind_rv) % WM sees the residue r: the branch the specialised build takes."""
-    _nvrtc_or_skip()
+    nvrtc_or_skip()
     from cupy_backends.cuda.libs import nvrtc
 
     src = "#if WO % WM == 0\n#error divisible\n#else\n#error remainder\n#endif\n"

@@ -2,13 +2,13 @@
 for sm_90a (CPU), and on the GPU every claimed case and sampled tile configs against the float64
 reference with poisoned outputs, odd tails in M, N and K included."""
 
-import os
 import zlib
 
 import numpy as np
 import pytest
 
 from gpu_helpers import assert_claims_pinned, check_solver, claim_grid, params, accepted, check_claim
+from nvrtc_check import nvrtc_or_skip
 from shapes import SHAPES
 from miofind.problem import ProblemDescription
 from miofind.registry import registry, solvers
@@ -106,15 +106,7 @@ def test_configs_valid_and_targeted():
 
 def test_nvrtc_sm90a_configs():
     """Every (BM, BN, WGS) shape of the space builds for sm_90a, FP16 and BF16 (NVRTC, no GPU)."""
-    try:
-        from cupy_backends.cuda.libs import nvrtc  # noqa: F401
-        from miofind.compile import cuda_include_dirs
-        if not cuda_include_dirs():
-            raise ImportError("no cuda_fp16.h found")
-    except Exception as e:
-        if os.environ.get("CI"):
-            pytest.fail(f"NVRTC unavailable in CI: {e}")
-        pytest.skip(f"NVRTC unavailable: {e}")
+    nvrtc_or_skip()
     from miofind.compile import nvrtc_compile
     seen = set()
     for dt, k in (("FP16", 264), ("BF16", 264), ("FP16", 64), ("BF16", 120)):
@@ -303,15 +295,7 @@ def test_wrw_rejections(no_gpu_arch):
 
 def test_nvrtc_sm90a_wrw_configs():
     """Every (BM, BN, WGS) shape of the backward-weights space builds for sm_90a (NVRTC, no GPU)."""
-    try:
-        from cupy_backends.cuda.libs import nvrtc  # noqa: F401
-        from miofind.compile import cuda_include_dirs
-        if not cuda_include_dirs():
-            raise ImportError("no cuda_fp16.h found")
-    except Exception as e:
-        if os.environ.get("CI"):
-            pytest.fail(f"NVRTC unavailable in CI: {e}")
-        pytest.skip(f"NVRTC unavailable: {e}")
+    nvrtc_or_skip()
     from miofind.compile import nvrtc_compile
     seen = set()
     for dt in ("FP16", "BF16"):
