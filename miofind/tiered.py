@@ -303,6 +303,12 @@ class Switching:
     def __call__(self, a, b, out, workspace, stream) -> None:
         self.current(a, b, out, workspace, stream)
 
+    def __getattr__(self, name):
+        # what callers read from an invoker (its plans, private work size) comes from the running build
+        if name in Switching.__slots__:
+            raise AttributeError(name)
+        return getattr(self.current, name)
+
 
 def _switch_when_compiled(sw: Switching, problem, sol: ConvSolution, device) -> None:
     from .compile import is_compiled

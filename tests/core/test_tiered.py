@@ -207,3 +207,19 @@ def test_a_run_switches_to_the_specialised_build_once_it_is_compiled(fakes, monk
     assert compiled and sw.current is sw.specialised and sw.generic is not None
     sw(1, 2, 3, 0, 0)
     assert calls == ["specialised"] and ws == get_solver("ConvImplicitGemmFwd").get_solution(P, cfg).workspace_bytes
+
+
+def test_switching_reads_attributes_from_the_running_build():
+    class Inv:
+        def __init__(self, work):
+            self.private_work_bytes = work
+
+        def __call__(self, *args):
+            pass
+
+    sw = tiered.Switching(Inv(0))
+    assert sw.private_work_bytes == 0
+    sw.current = Inv(64)
+    assert sw.private_work_bytes == 64
+    with pytest.raises(AttributeError):
+        sw.no_such_attribute
