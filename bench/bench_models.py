@@ -159,6 +159,46 @@ def _first_main(name: str, config: str, backend: str) -> None:
     print(json.dumps(out))
 
 
+def profile(model, train: bool, amp: bool, xs, ys, steps: int = 5) -> dict:
+    """Where a side's step time goes: the GPU time of all its kernels per step (busy), the host time to
+    queue one step (no synchronize), the kernels by GPU time, and for miofind the chosen solver of
+    every prepared problem (by direction)."""
+    torch = _torch()
+    from torch.autograd import DeviceType
+
+    step = stepper(model, train, amp)
+    for i in range(3):
+        step(xs[i % len(xs)], ys[i % len(ys)])
+    torch.cuda.synchronize()
+    host = []
+    for i in range(steps):
+        t0 = time.perf_counter()
+        step(xs[i % len(xs)], ys[i % len(ys)])
+        host.append((time.perf_counter() - t0) * 1e3)
+        torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                            torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for i in range(steps):
+            step(xs[i % len(xs)], ys[i % len(ys)])
+        torch.cuda.synchronize()
+    kern = [e for e in prof.key_averages() if e.device_type == DeviceType.CUDA]
+    busy = sum(e.self_device_time_total for e in kern) / steps / 1e3
+    top = sorted(kern, key=lambda e: -e.self_device_time_total)[:25]
+    out = {"gpu_busy_ms": busy, "host_queue_ms": statistics.median(host),
+           "kernels": [{"name": e.key[:100], "per_step": e.count / steps,
+                        "ms_per_step": e.self_device_time_total / steps / 1e3} for e in top]}
+    try:
+        from miofind.torch import _policy
+        chosen: dict[str, dict[str, int]] = {}
+        for key, entry in _policy._table.items():
+            d = chosen.setdefault(key[0], {})
+            d[entry.solver_id] = d.get(entry.solver_id, 0) + 1
+        out["chosen"] = chosen
+    except ImportError:
+        pass
+    return out
+
+
 def run_config(name: str, config: str, args) -> dict:
     torch = _torch()
     train, batch, amp = parse(config)
@@ -166,7 +206,17 @@ def run_config(name: str, config: str, args) -> dict:
     row = {"model": name, "config": config}
     for backend in ("cudnn", "miofind"):
         model = prepare(build(name), train, amp, backend)
+        if backend == "miofind":
+            # one step makes every problem's choice; its specialised builds compile in the background
+            # (tiered find): time the steady state a long run reaches, with them in place
+            stepper(model, train, amp)(xs[0], ys[0])
+            from miofind import tiered
+            t0 = time.perf_counter()
+            tiered.wait(900)
+            row["specialise_wait_s"] = time.perf_counter() - t0
         row[f"{backend}_ms"] = median_ms(stepper(model, train, amp), xs, ys, args.warmup, args.iters)
+        if args.profile:
+            row[f"{backend}_profile"] = profile(model, train, amp, xs, ys)
         del model
         torch.cuda.empty_cache()
     row["speedup"] = row["cudnn_ms"] / row["miofind_ms"]
@@ -197,16 +247,18 @@ def markdown(rows, meta) -> str:
            "the shipped DB beneath an empty user DB; second process: finds run on that user DB.", "",
            "| model | config | cuDNN ms | miofind ms | speedup | first iter cuDNN s | first iter miofind s "
            "| first / steady | finds in 2nd process | loss max rel diff (cuDNN vs itself) "
-           "| grad max rel L2 (cuDNN vs itself) |",
-           "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
+           "| grad max rel L2 (cuDNN vs itself) | GPU busy ms cuDNN / miofind | host queue ms cuDNN / miofind |",
+           "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | --- |"]
     f = lambda v, p=3, unit="": "" if v is None else f"{v:.{p}f}{unit}"  # noqa: E731
     for r in rows:
         d, s = r.get("vs_cudnn", {}), r.get("cudnn_vs_cudnn", {})
         diff = lambda k: f"{d[k]:.1e} ({s[k]:.1e})" if d else ""  # noqa: E731
+        prof = lambda k: (f"{r['cudnn_profile'][k]:.2f} / {r['miofind_profile'][k]:.2f}"  # noqa: E731
+                          if "miofind_profile" in r else "")
         out.append(f"| {r['model']} | {r['config']} | {f(r['cudnn_ms'], 2)} | {f(r['miofind_ms'], 2)} | "
                    f"{f(r['speedup'], 2, 'x')} | {f(r.get('first_cudnn_s'), 2)} | {f(r.get('first_miofind_s'), 2)} | "
                    f"{f(r.get('first_over_steady'), 1, 'x')} | {r.get('second_process_finds_run', '')} | "
-                   f"{diff('loss_max_rel')} | {diff('grad_max_rel_l2')} |")
+                   f"{diff('loss_max_rel')} | {diff('grad_max_rel_l2')} | {prof('gpu_busy_ms')} | {prof('host_queue_ms')} |")
     return "\n".join(out) + "\n"
 
 
@@ -219,6 +271,8 @@ def main(argv=None) -> int:
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--steps", type=int, default=20, help="training steps compared against cuDNN (0: none)")
     ap.add_argument("--skip-first", action="store_true", help="no fresh-process first-iteration runs")
+    ap.add_argument("--profile", action="store_true",
+                    help="also profile each side (GPU busy time, host queue time, top kernels, chosen solvers)")
     ap.add_argument("--first", nargs=3, metavar=("MODEL", "CONFIG", "BACKEND"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.first:
