@@ -159,7 +159,7 @@ def _first_main(name: str, config: str, backend: str) -> None:
     print(json.dumps(out))
 
 
-def profile(model, train: bool, amp: bool, xs, ys, steps: int = 5) -> dict:
+def profile(model, train: bool, amp: bool, xs, ys, steps: int = 5, cprofile: bool = False) -> dict:
     """Where a side's step time goes: the GPU time of all its kernels per step (busy), the host time to
     queue one step (no synchronize), the kernels by GPU time, and for miofind the chosen solver of
     every prepared problem (by direction)."""
@@ -187,6 +187,20 @@ def profile(model, train: bool, amp: bool, xs, ys, steps: int = 5) -> dict:
     out = {"gpu_busy_ms": busy, "host_queue_ms": statistics.median(host),
            "kernels": [{"name": e.key[:100], "per_step": e.count / steps,
                         "ms_per_step": e.self_device_time_total / steps / 1e3} for e in top]}
+    if cprofile:
+        import cProfile
+        import io
+        import pstats
+
+        pr = cProfile.Profile()
+        pr.enable()
+        for i in range(steps):
+            step(xs[i % len(xs)], ys[i % len(ys)])
+        torch.cuda.synchronize()
+        pr.disable()
+        buf = io.StringIO()
+        pstats.Stats(pr, stream=buf).sort_stats("tottime").print_stats(30)
+        out["cprofile"] = buf.getvalue()
     try:
         from miofind.torch import _policy
         chosen: dict[str, dict[str, int]] = {}
@@ -216,7 +230,7 @@ def run_config(name: str, config: str, args) -> dict:
             row["specialise_wait_s"] = time.perf_counter() - t0
         row[f"{backend}_ms"] = median_ms(stepper(model, train, amp), xs, ys, args.warmup, args.iters)
         if args.profile:
-            row[f"{backend}_profile"] = profile(model, train, amp, xs, ys)
+            row[f"{backend}_profile"] = profile(model, train, amp, xs, ys, cprofile=not train and batch == 1)
         del model
         torch.cuda.empty_cache()
     row["speedup"] = row["cudnn_ms"] / row["miofind_ms"]
