@@ -7,8 +7,9 @@ the model and input in ``channels_last``. Both sides start from the same initial
 same process (cuDNN first, then miofind: ``miofind.torch.convert`` of a deep copy).
 
 Per configuration:
-- median step time over ``--iters`` steps after warm-up (CUDA events), both sides, and the ratio
-  cuDNN time / miofind time (above 1: miofind is faster);
+- median step time over ``--iters`` steps after warm-up (CUDA events), both sides, in ``--rounds``
+  alternating rounds (the median of the rounds' medians), and the ratio cuDNN time / miofind time
+  (above 1: miofind is faster); miofind's side after its background specialisations finished;
 - first iteration in a fresh process (``--first`` subprocesses: model built and on the GPU, CUDA
   up, then one step timed to its synchronize): cuDNN's benchmark-mode first step against
   miofind's with the shipped DB beneath a new, empty user DB; then a second miofind process on that
@@ -218,6 +219,7 @@ def run_config(name: str, config: str, args) -> dict:
     train, batch, amp = parse(config)
     xs, ys = inputs(name, batch, amp, max(args.steps, 4))
     row = {"model": name, "config": config}
+    sides = {}
     for backend in ("cudnn", "miofind"):
         model = prepare(build(name), train, amp, backend)
         if backend == "miofind":
@@ -228,11 +230,22 @@ def run_config(name: str, config: str, args) -> dict:
             t0 = time.perf_counter()
             tiered.wait(900)
             row["specialise_wait_s"] = time.perf_counter() - t0
-        row[f"{backend}_ms"] = median_ms(stepper(model, train, amp), xs, ys, args.warmup, args.iters)
+        sides[backend] = (model, stepper(model, train, amp))
+    # the two sides alternate, ``--rounds`` times: host time on these machines drifts by tens of
+    # percent within a minute, and the comparison must not depend on which side ran when
+    rounds = {b: [] for b in sides}
+    for r in range(args.rounds):
+        for backend, (model, step) in sides.items():
+            torch.backends.cudnn.benchmark = backend == "cudnn"
+            rounds[backend].append(median_ms(step, xs, ys, args.warmup if r == 0 else 2, args.iters))
+    for backend, (model, step) in sides.items():
+        torch.backends.cudnn.benchmark = backend == "cudnn"
+        row[f"{backend}_ms"] = statistics.median(rounds[backend])
+        row[f"{backend}_rounds_ms"] = rounds[backend]
         if args.profile:
-            row[f"{backend}_profile"] = profile(model, train, amp, xs, ys, cprofile=not train and batch == 1)
-        del model
-        torch.cuda.empty_cache()
+            row[f"{backend}_profile"] = profile(model, train, amp, xs, ys, cprofile=backend == "miofind")
+    del sides, model, step
+    torch.cuda.empty_cache()
     row["speedup"] = row["cudnn_ms"] / row["miofind_ms"]
     if not args.skip_first:
         env = {k: v for k, v in os.environ.items() if k not in ("MIOFIND_SYSTEM_DB",)}
@@ -283,6 +296,7 @@ def main(argv=None) -> int:
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--rounds", type=int, default=3, help="alternating timing rounds per side (median of rounds)")
     ap.add_argument("--steps", type=int, default=20, help="training steps compared against cuDNN (0: none)")
     ap.add_argument("--skip-first", action="store_true", help="no fresh-process first-iteration runs")
     ap.add_argument("--profile", action="store_true",

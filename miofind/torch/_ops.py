@@ -201,16 +201,19 @@ class EagerConv(torch.autograd.Function):
 
 class PlannedConv(torch.autograd.Function):
     """``EagerConv`` for a call with a forward plan (``functional._Plan``): the plan launches the
-    forward; backward is ``EagerConv``'s."""
+    forward, and the backward through the plan's learned B and W Entries."""
 
     @staticmethod
     def forward(ctx, x, w, plan):
         y = plan.forward(x, w)
         _save(ctx, x, w)
-        ctx.conv = plan.conv
+        ctx.plan = plan
         return y
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, dy):
-        return _grads(ctx, dy, _backward_data, _backward_weight)[:3]
+        x, w = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        dx, dw = ctx.plan.backward(dy, x, w, need[0], need[1])
+        return dx, dw, None

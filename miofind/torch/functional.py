@@ -115,14 +115,16 @@ class _Plan:
     """A forward call whose arguments (shapes, strides, dtypes, device, convolution parameters,
     deterministic and TF32 settings) were seen before with dense inputs: its output's shape and
     memory format, the bias view and the prepared F solution, so that a repeat costs one dict
-    lookup, one allocation and the launches."""
+    lookup, one allocation and the launches. Its backward learns the B and W Entries the same way,
+    per stride pattern of ``dy`` (``backward``)."""
 
-    __slots__ = ("entry", "out_shape", "fmt", "dtype", "device", "bias_shape", "conv", "dev")
+    __slots__ = ("entry", "out_shape", "fmt", "dtype", "device", "bias_shape", "conv", "dev", "bwd")
 
     def __init__(self, entry, out_shape, fmt, x: Tensor, w: Tensor, conv) -> None:
         self.entry, self.out_shape, self.fmt, self.conv = entry, out_shape, fmt, conv
         self.dtype, self.device, self.dev = x.dtype, x.device, x.get_device()
         self.bias_shape = (1, -1, *([1] * (x.dim() - 2)))
+        self.bwd: dict[tuple, tuple] = {}
 
     def forward(self, x: Tensor, w: Tensor) -> Tensor:
         out = torch.empty(self.out_shape, dtype=self.dtype, device=self.device, memory_format=self.fmt)
@@ -131,6 +133,57 @@ class _Plan:
         if stream in e.streams:
             return e.run(x.data_ptr(), w.data_ptr(), out, stream)
         return e(x, w, out, stream)
+
+    def backward(self, dy: Tensor, x, w, need_dx: bool, need_dw: bool):
+        """(dx, dw) of this call from ``dy`` (None where not asked). The first ``dy`` of a stride
+        pattern goes through ``_ops``' checked launches; when both gradients' problems then share
+        this plan's memory format (the usual case), their Entries are kept for that pattern and a
+        repeat launches them directly."""
+        sig = (dy.stride(), need_dx, need_dw)
+        known = self.bwd.get(sig)
+        if known is not None and torch._C._cuda_getDevice() == self.dev:
+            eb, ew = known
+            fmt = self.fmt
+            dy = dy.contiguous(memory_format=fmt)
+            stream = _ops._stream(self.dev)
+            dx = dw = None
+            if need_dx:
+                dx = torch.empty(self.conv[0], dtype=self.dtype, device=self.device, memory_format=fmt)
+                if stream in eb.streams:
+                    eb.run(dy.data_ptr(), w.data_ptr(), dx, stream)
+                else:
+                    eb(dy, w, dx, stream)
+            if need_dw:
+                dw = torch.empty(self.conv[1], dtype=self.dtype, device=self.device, memory_format=fmt)
+                if stream in ew.streams:
+                    ew.run(dy.data_ptr(), x.data_ptr(), dw, stream)
+                else:
+                    ew(dy, x, dw, stream)
+            return dx, dw
+        x_shape, w_shape, stride, padding, dilation, groups = self.conv
+        dx = _ops._backward_data(dy, w, x_shape, stride, padding, dilation, groups) if need_dx else None
+        dw = _ops._backward_weight(dy, x, w_shape, stride, padding, dilation, groups) if need_dw else None
+        if known is None and len(self.bwd) < 8:
+            self._learn(sig, dy, x, w, need_dx, need_dw)
+        return dx, dw
+
+    def _learn(self, sig, dy, x, w, need_dx, need_dw) -> None:
+        x_shape, w_shape, stride, padding, dilation, groups = self.conv
+        entries = []
+        for d, a, b, want in (("B", dy, w, need_dx), ("W", x, dy, need_dw)):
+            if not want:
+                entries.append(None)
+                continue
+            # the format _ops chose for this gradient must be the plan's, so that w (B) or x (W),
+            # dense in it, needs no copy
+            if _ops.memory_format(a, b) is not self.fmt:
+                return
+            e = _policy._table.get(_policy.table_key(d, x_shape, w_shape, stride, padding, dilation, groups,
+                                                     self.dtype, self.fmt is not torch.contiguous_format, self.dev))
+            if e is None or e.invoker is None:
+                return
+            entries.append(e)
+        self.bwd[sig] = tuple(entries)
 
 
 _plans: dict[tuple, _Plan] = {}
