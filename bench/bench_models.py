@@ -234,7 +234,9 @@ def run_config(name: str, config: str, args) -> dict:
     # the two sides alternate, ``--rounds`` times: host time on these machines drifts by tens of
     # percent within a minute, and the comparison must not depend on which side ran when
     rounds = {b: [] for b in sides}
+    row["loadavg_1min"] = []     # other work on the host's CPUs (background compiles, neighbours)
     for r in range(args.rounds):
+        row["loadavg_1min"].append(os.getloadavg()[0])
         for backend, (model, step) in sides.items():
             torch.backends.cudnn.benchmark = backend == "cudnn"
             rounds[backend].append(median_ms(step, xs, ys, args.warmup if r == 0 else 2, args.iters))
