@@ -35,7 +35,7 @@ def clear_caches() -> None:
 
 
 def _memo_get(key):
-    from .db.findb import write_generation
+    from .db.base import write_generation
 
     hit = _memo.get(key)
     if hit is not None and hit[0] == write_generation():
@@ -105,7 +105,7 @@ def find_solutions(problem_or_arrays, *, mode: str | None = None, sort_by: str =
         if hit is not None:
             hit.elapsed_ms = (time.perf_counter() - t0) * 1e3
             return hit
-    from .db.findb import write_generation
+    from .db.base import write_generation
 
     gen = write_generation()
     res = find(problem, mode=mode, sort_by=sort_by, workspace_limit=workspace_limit, solvers=solvers,
@@ -143,7 +143,7 @@ def get_solutions(problem_or_arrays, *, db=None, workspace_limit: int | None = N
     if hit is not None:
         hit.elapsed_ms = (time.perf_counter() - t0) * 1e3
         return hit
-    from .db.findb import write_generation
+    from .db.base import write_generation
 
     gen = write_generation()
     res = immediate(problem, dev=dev, db=db, workspace_limit=workspace_limit, solvers=solvers, with_naive=with_naive,

@@ -41,7 +41,8 @@ from concurrent.futures import ThreadPoolExecutor
 from . import __version__, tiered
 from .compile import is_compiled
 from .db import Record
-from .db.findb import FindFailure, config_key
+from .db.base import FindFailure, config_key
+from .db import fastread
 from .db.handles import open_dbs
 from .device import DeviceInfo, current_device
 from .env import DEFAULT_CUT_FACTOR
@@ -236,6 +237,24 @@ def from_db(dbs, dev: DeviceInfo, problem, cands, verify, workspace_limit):
     return partial or ([], False, None)
 
 
+def db_answer(db, dev: DeviceInfo, problem, cands, verify, workspace_limit, *, readonly: bool = False):
+    """(settled, (solutions, complete, layer)): ``settled_failures`` of the candidates, then ``from_db``
+    of the others, from the user FindDB ``db`` over the system FindDB, as ``open_dbs(db, dev,
+    readonly=readonly)`` would read them. Read through ``miofind.db.fastread`` (the stdlib sqlite3, no
+    SQLAlchemy) wherever it can, else, and on any error there, through ``open_dbs``."""
+    def answer(dbs):
+        settled = settled_failures(dbs, dev, problem, cands) if cands else {}
+        return settled, from_db(dbs, dev, problem, [s for s in cands if s.id not in settled], verify, workspace_limit)
+
+    dbs = fastread.overlay(db, dev, readonly=readonly)
+    if dbs is not None:
+        try:
+            return answer(dbs)
+        except fastread.Unusable:
+            pass
+    return answer(open_dbs(db, dev, readonly=readonly))
+
+
 def needs_no_compilation(problem, solver: Solver, config) -> bool:
     """Whether every kernel of the solver's solution is loaded or in the binary cache (or, unless
     MIOFIND_SPECIALIZE=sync, those of its generic build: miofind.tiered)."""
@@ -315,17 +334,16 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
     check_workspace_limit(workspace_limit)
     dev = current_device()
     cands, failures = candidates(problem, solvers, with_naive=with_naive)
-    dbs = open_dbs(db, dev)
     done = lambda sols, **kw: result(sols, problem=problem, t0=t0, sort_by=sort_by, mode=mode, **kw)  # noqa: E731
 
+    dbs = None
     if mode != "benchmark" and cands:
-        settled = settled_failures(dbs, dev, problem, cands)
         # a recorded failure also keeps the solver out of the DBs' answer (e.g. a system-DB record)
-        sols, complete, layer = from_db(dbs, dev, problem, [s for s in cands if s.id not in settled], verify,
-                                        workspace_limit)
+        settled, (sols, complete, layer) = db_answer(db, dev, problem, cands, verify, workspace_limit)
         if sols and (complete or mode != "normal"):
             log.debug("find %s: answered from the %s FindDB", problem.key(), layer)
             return done(sols, source="db", failures=failures + list(settled.values()), db_layer=layer)
+        dbs = open_dbs(db, dev)   # a miss goes on with the FindDBs that can store
         failures += settled.values()
         cands = [s for s in cands if s.id not in settled]
         if not cands:   # every candidate failed before, under the same code
@@ -340,6 +358,8 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
                 return predicted(problem, dbs, dev, cands, workspace_limit, failures, done)
             cands = ready
 
+    if dbs is None:
+        dbs = open_dbs(db, dev)
     cands = expected_order(problem, dbs, dev, cands)
     log.info("find %s: benchmarking %d candidate(s)", problem.key(), len(cands))
     timing = {"lookup_ms": (time.perf_counter() - t0) * 1e3}
@@ -390,15 +410,13 @@ def immediate(problem: ProblemDescription, *, dev: DeviceInfo, db=None, workspac
     t0 = time.perf_counter() if t0 is None else t0
     check_workspace_limit(workspace_limit)
     cands, failures = candidates(problem, solvers, with_naive=with_naive)
-    dbs = open_dbs(db, dev, readonly=True)
     done = lambda sols, **kw: result(sols, problem=problem, t0=t0, sort_by="time", mode="immediate", **kw)  # noqa: E731
-    settled = settled_failures(dbs, dev, problem, cands) if cands else {}
+    settled, (sols, _, layer) = db_answer(db, dev, problem, cands, False, workspace_limit, readonly=True)
     failures += settled.values()
     cands = [s for s in cands if s.id not in settled]
-    sols, _, layer = from_db(dbs, dev, problem, cands, False, workspace_limit)
     if sols:
         return done(sols, source="db", failures=failures, db_layer=layer)
-    return predicted(problem, dbs, dev, cands, workspace_limit, failures, done)
+    return predicted(problem, open_dbs(db, dev, readonly=True), dev, cands, workspace_limit, failures, done)
 
 
 def predicted(problem, dbs, dev: DeviceInfo, cands, workspace_limit, failures, done) -> FindResult:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 from ..device import DeviceInfo, current_device
-from .findb import FindDB, default_db_url, normalize_url, sqlite_file
+from .base import default_db_url, normalize_url
 from .system import Overlay, open_system_db
 
-_user_dbs: dict[tuple[str, bool], FindDB] = {}
+if TYPE_CHECKING:
+    from .findb import FindDB
+
+_user_dbs: dict[tuple[str, bool], "FindDB"] = {}
 _lock = threading.Lock()
 
 
@@ -16,6 +20,8 @@ def open_db(db=None, *, readonly: bool = False) -> FindDB | None:
     """The user FindDB: a FindDB, or a URL/path (default $MIOFIND_DB or the per-user file), opened
     once per process, URL and mode. ``readonly`` opens it so that nothing is written (no file, no
     -wal/-shm file), and gives None when its SQLite file does not exist."""
+    from .findb import FindDB, sqlite_file
+
     if isinstance(db, FindDB):
         return db
     if isinstance(db, Overlay):

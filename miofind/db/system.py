@@ -16,9 +16,13 @@ import warnings
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import env
-from .findb import FindDB, FindDBError, FindDBWarning
+from .base import FindDBError, FindDBWarning
+
+if TYPE_CHECKING:
+    from .findb import FindDB
 
 __all__ = ["system_db_files", "system_db_override", "system_db_path", "open_system_db", "Overlay"]
 
@@ -72,6 +76,8 @@ def open_system_db(arch: str, sm_count: int) -> FindDB | None:
                   " (MIOFIND_SYSTEM_DB=none)" if env.system_db() == "none" else "")
         return None
     if path not in _opened:
+        from .findb import FindDB
+
         _log.info("system FindDB for %s with %d SMs: %s%s", arch, sm_count, path,
                   " (MIOFIND_SYSTEM_DB)" if env.system_db() is not None else "")
         try:

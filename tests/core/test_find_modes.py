@@ -11,7 +11,7 @@ import miofind.api as api
 import miofind.find as find
 from miofind.trust import trust_key
 from miofind import __version__
-from miofind.db import FindDB, Record
+from miofind.db import FindDB, Record, fastread
 from miofind.device import DeviceInfo
 from miofind.harness import Measurement
 from miofind.problem import ProblemDescription
@@ -174,8 +174,9 @@ def test_repeated_find_is_memoised_until_this_process_writes(env):
     first = api.find_solutions(P, mode="normal")       # read back from the user DB
     assert first.source == "db"
     reads = []
-    real_lookup = FindDB.lookup
+    real_lookup, fast_lookup = FindDB.lookup, fastread.Reader.lookup   # reads through SQLAlchemy or sqlite3
     FindDB.lookup = lambda self, *a, **k: reads.append(a) or real_lookup(self, *a, **k)
+    fastread.Reader.lookup = lambda self, *a, **k: reads.append(a) or fast_lookup(self, *a, **k)
     try:
         again = api.find_solutions(P, mode="normal")
         assert reads == [] and again.source == "db" and [s.solver_id for s in again] == [s.solver_id for s in first]
@@ -195,7 +196,7 @@ def test_repeated_find_is_memoised_until_this_process_writes(env):
         api.find_solutions(P, mode="fast")
         assert len(reads) > m
     finally:
-        FindDB.lookup = real_lookup
+        FindDB.lookup, fastread.Reader.lookup = real_lookup, fast_lookup
     assert api.find_solutions(P, mode="benchmark").source == "find"   # benchmark mode always measures
 
 

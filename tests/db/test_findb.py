@@ -113,7 +113,9 @@ def test_env_url_and_bare_path(tmp_path, monkeypatch):
 
 def test_default_url_without_env(tmp_path, monkeypatch):
     monkeypatch.delenv("MIOFIND_DB", raising=False)
-    monkeypatch.setattr(findb_mod.platformdirs, "user_data_dir", lambda app: str(tmp_path / "data" / app))
+    import platformdirs
+
+    monkeypatch.setattr(platformdirs, "user_data_dir", lambda app: str(tmp_path / "data" / app))
     assert default_db_url() == f"sqlite:///{tmp_path / 'data' / 'miofind' / 'finddb.sqlite'}"
     assert not (tmp_path / "data").exists()  # naming the file creates nothing; the first writable open does
     with FindDB() as d:

@@ -1,0 +1,112 @@
+"""A new process answered from the FindDB (issue 14): importing miofind, then its first lookup of a problem
+the shipped FindDB holds, each the median of ``--runs`` fresh processes (after one untimed process, so
+that every run finds the bytecode and kernel caches warm).
+
+CuPy is imported first (untimed). Without ``--gpu`` (any machine): ``get_solutions(KEY,
+device="sm_90-132")``, immediate mode, over the shipped H100 DB beneath a user DB that does not exist. With ``--gpu``: CUDA is initialised first
+(untimed), then ``find_solutions(KEY)`` in normal mode beneath an empty user DB, and the first
+``run_solution`` on arrays made beforehand (targets: import + find + run <= 400 ms, find <= 30 ms).
+Each row says whether the process imported SQLAlchemy. ``--repo`` times another checkout (e.g. the
+commit before a change); bytecode goes to a temporary ``PYTHONPYCACHEPREFIX``, never into the checkout.
+
+    python bench/bench_cold_import.py [--runs 5] [--gpu] [--repo PATH] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KEY = "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F"
+TARGETS_MS = {"find_ms": 30.0, "total_ms": 400.0}
+
+CHILD = r"""
+import json, sys, time
+gpu, key = sys.argv[1] == "gpu", sys.argv[2]
+try:
+    import cupy   # as a process that has CUDA up (the GPU case) has CuPy imported
+except ImportError:
+    pass
+if gpu:
+    cupy.cuda.Device(0).use()
+    cupy.cuda.runtime.deviceSynchronize()
+    x = cupy.random.standard_normal((32, 64, 56, 56), dtype=cupy.float32)
+    w = cupy.random.standard_normal((64, 64, 3, 3), dtype=cupy.float32)
+    cupy.cuda.runtime.deviceSynchronize()
+t0 = time.perf_counter()
+import miofind
+from miofind import find_solutions, get_solutions, run_solution
+t1 = time.perf_counter()
+res = find_solutions(key) if gpu else get_solutions(key, device="sm_90-132")
+t2 = time.perf_counter()
+out = {"import_ms": (t1 - t0) * 1e3, "find_ms": (t2 - t1) * 1e3, "source": res.source,
+       "sqlalchemy": "sqlalchemy" in sys.modules}
+if gpu:
+    run_solution(res[0], x, w)
+    cupy.cuda.runtime.deviceSynchronize()
+    out["run_ms"] = (time.perf_counter() - t2) * 1e3
+out["total_ms"] = (time.perf_counter() - t0) * 1e3
+print(json.dumps(out))
+"""
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=5, help="timed processes (default 5)")
+    ap.add_argument("--gpu", action="store_true", help="find_solutions and the first run on the GPU")
+    ap.add_argument("--repo", default=ROOT, help="the checkout to time (default: this one)")
+    ap.add_argument("--json", help="write the figures to this file")
+    a = ap.parse_args(argv)
+    if a.runs < 1:
+        ap.error(f"--runs: {a.runs} is not a positive number")
+    if not os.path.isfile(os.path.join(a.repo, "miofind", "__init__.py")):
+        ap.error(f"--repo: {a.repo!r} is not a miofind checkout")
+    return a
+
+
+def run_child(a, env) -> dict:
+    t = time.perf_counter()
+    r = subprocess.run([sys.executable, "-c", CHILD, "gpu" if a.gpu else "cpu", KEY], capture_output=True,
+                       text=True, env=env, cwd=a.repo, timeout=600)
+    wall = (time.perf_counter() - t) * 1e3
+    if r.returncode != 0:
+        sys.exit(f"the child process failed:\n{r.stderr.strip()}")
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    out["process_ms"] = wall
+    return out
+
+
+def main(argv=None) -> None:
+    a = parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "MIOFIND_SYSTEM_DB")}
+        env.update(PYTHONPATH=a.repo, PYTHONPYCACHEPREFIX=os.path.join(tmp, "pycache"),
+                   MIOFIND_DB=os.path.join(tmp, "user", "finddb.sqlite"))
+        if a.gpu:   # an empty user DB, as a user's first process leaves it
+            subprocess.run([sys.executable, "-c", "from miofind.db import FindDB; FindDB().close()"], env=env,
+                           cwd=a.repo, check=True, timeout=300)
+        run_child(a, env)   # untimed: bytecode and kernel caches
+        runs = [run_child(a, env) for _ in range(a.runs)]
+    cols = ["import_ms", "find_ms"] + (["run_ms"] if a.gpu else []) + ["total_ms", "process_ms"]
+    med = {c: statistics.median(r[c] for r in runs) for c in cols}
+    print(f"{a.repo}: {'GPU find_solutions + first run' if a.gpu else 'CPU get_solutions --device sm_90-132'}, "
+          f"{KEY}, median of {a.runs} processes")
+    for c in cols:
+        target = f"  (target <= {TARGETS_MS[c]:.0f})" if a.gpu and c in TARGETS_MS else ""
+        print(f"  {c:<11} {med[c]:8.1f}   runs: {', '.join(f'{r[c]:.1f}' for r in runs)}{target}")
+    print(f"  answered from: {sorted({r['source'] for r in runs})}; SQLAlchemy imported: "
+          f"{sorted({r['sqlalchemy'] for r in runs})}")
+    if a.json:
+        with open(a.json, "w") as fh:
+            json.dump({"repo": a.repo, "gpu": a.gpu, "key": KEY, "median": med, "runs": runs}, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()

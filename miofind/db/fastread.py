@@ -1,0 +1,218 @@
+"""DB hits without SQLAlchemy: the SQLite FindDBs that a find or an immediate-mode lookup reads, through
+the stdlib ``sqlite3``, read-only.
+
+``overlay(db, dev)`` gives the user DB over the system DB (``miofind.db.system.Overlay``) with each
+layer a ``Reader`` where this module may read it, else the FindDB that ``open_db``/``open_system_db``
+give (which imports SQLAlchemy). A Reader has FindDB's read methods (``lookup``, ``lookup_perf``,
+``find_failures``) and returns the same records (``base.decode_rows``). A file is read here only where
+FindDB's open would change nothing and would accept it: a plain ``sqlite:///`` path, present, passing
+FindDB's checks (``PRAGMA quick_check``, ``base.check_schema``: no foreign or newer schema; a user DB
+opened for writing must be writable, with the current schema, since FindDB would otherwise create,
+migrate, move aside or open it read-only). Reading never writes: files open ``mode=ro``, with
+``immutable=1`` where ``readonly_sqlite_query`` says. A Reader that meets any SQLite error raises
+``Unusable`` and the file is left to FindDB for the rest of the process: the caller reads again
+through FindDB (``miofind.find.db_answer``), which reports or repairs what is wrong.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from pathlib import Path
+
+from .base import (BUSY_TIMEOUT_MS, OLDEST_READABLE, SCHEMA_VERSION, FindDBError, FindFailure, PerfRecord,
+                   Record, check_readable_wal, not_writable, sqlite_problem, sqlite_uri, TABLE_SINCE,
+                   check_schema, columns, decode_rows, default_db_url, normalize_url, readonly_sqlite_query)
+from .system import Overlay, system_db_path
+
+__all__ = ["Unusable", "Reader", "overlay", "plain_sqlite_path"]
+
+_log = logging.getLogger(__name__)
+# file identity (st_dev, st_ino) -> its schema version once FindDB's checks passed, None where they did
+# not (or a read failed): checked once per file and process, as a FindDB handle checks it once
+_checked: dict[tuple[int, int], int | None] = {}
+_system: dict[Path, "Reader"] = {}
+_lock = threading.Lock()
+
+
+class Unusable(Exception):
+    """A Reader cannot answer: read through miofind.db.findb.FindDB instead."""
+
+
+def plain_sqlite_path(url: str) -> Path | None:
+    """The file of a ``sqlite:///PATH`` URL whose PATH SQLAlchemy takes as it is (no query, no percent
+    escapes, no URI filename, not in-memory), absolute as FindDB takes it; None for any other URL."""
+    if not url.startswith("sqlite:///"):
+        return None
+    rest = url[len("sqlite:///"):]
+    if not rest or rest == ":memory:" or "?" in rest or "%" in rest or rest.startswith("file:"):
+        return None
+    return Path(rest).absolute()
+
+
+class Reader:
+    """One SQLite FindDB file (of schema ``version``, checked) read through ``sqlite3``: FindDB's read
+    methods, read-only. An ``immutable`` file (a system DB) keeps one connection for the process; any
+    other opens one per query, as ``readonly_sqlite_query`` says at that moment, and first checks that
+    the file still has the schema version it was checked with (else ``Unusable``, and it is checked
+    again on the next ``overlay``)."""
+
+    readonly = True
+
+    def __init__(self, path: Path, ident: tuple[int, int], version: int, *, immutable: bool) -> None:
+        self.path, self._ident, self._version, self._immutable = path, ident, version, immutable
+        self._where = str(path)
+        self._con: sqlite3.Connection | None = None
+        self._con_lock = threading.Lock()
+
+    def _rows(self, table: str, where: str, params: tuple, order: str) -> list[dict]:
+        cols = columns(table, self._version)
+        sql = f"SELECT {', '.join(cols)} FROM {table} WHERE {where} ORDER BY {order}"
+        try:
+            if self._immutable:
+                with self._con_lock:
+                    if self._con is None:
+                        self._con = self._connect()
+                    rows = self._con.execute(sql, params).fetchall()
+            else:
+                con = self._connect()
+                try:
+                    # the file checked may have been replaced by another at the same inode since
+                    v = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+                    if v is None or str(v[0]) != str(self._version):
+                        _checked.pop(self._ident, None)   # changed (e.g. migrated): checked again next time
+                        raise Unusable(f"FindDB {self._where}: schema version {v and v[0]!r}, not {self._version} "
+                                       "as checked")
+                    rows = con.execute(sql, params).fetchall()
+                finally:
+                    con.close()
+        except (sqlite3.Error, FindDBError) as e:
+            _checked[self._ident] = None
+            _log.info("FindDB %s: %s; read through SQLAlchemy from now on", self._where, e)
+            raise Unusable(f"FindDB {self._where}: {e}") from None
+        return [dict(zip(cols, r)) for r in rows]
+
+    def _connect(self) -> sqlite3.Connection:
+        query = readonly_sqlite_query(self.path, immutable=self._immutable)
+        check_readable_wal(self.path, query)
+        return sqlite3.connect(sqlite_uri(self.path, query), uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
+                               check_same_thread=False)
+
+    def lookup(self, device: str | None, problem_key: str) -> list[Record]:
+        """As ``FindDB.lookup``."""
+        where, params = _filter(("problem_key", problem_key), ("device", device))
+        return decode_rows(self._rows("find_records", where, params, "time_ms, solver_id"), Record, self._where,
+                           stacklevel=2)
+
+    def lookup_perf(self, device: str | None, problem_key: str, solver_id: str | None = None) -> list[PerfRecord]:
+        """As ``FindDB.lookup_perf``."""
+        where, params = _filter(("problem_key", problem_key), ("device", device), ("solver_id", solver_id))
+        return decode_rows(self._rows("perf_records", where, params, "created_at DESC, id DESC"), PerfRecord,
+                           self._where, stacklevel=2)
+
+    def find_failures(self, device: str, problem_key: str) -> list[FindFailure]:
+        """As ``FindDB.find_failures``."""
+        if TABLE_SINCE["find_failures"] > self._version:
+            return []
+        where, params = _filter(("device", device), ("problem_key", problem_key))
+        return decode_rows(self._rows("find_failures", where, params, "solver_id, config, id"), FindFailure,
+                           self._where, stacklevel=2)
+
+    def __repr__(self) -> str:
+        return f"Reader({self._where!r})"
+
+
+def _filter(*conds: tuple[str, str | None]) -> tuple[str, tuple]:
+    """A WHERE clause of equalities, leaving out the conditions whose value is None."""
+    given = [(c, v) for c, v in conds if v is not None]
+    return " AND ".join(f"{c} = ?" for c, _ in given), tuple(v for _, v in given)
+
+
+def _check(path: Path, immutable: bool) -> int | None:
+    """The schema version of the file after FindDB's checks of a read-only open (quick_check, then the
+    schema), or None where one fails (FindDB says why)."""
+    query = readonly_sqlite_query(path, immutable=immutable)
+    try:
+        check_readable_wal(path, query)
+        if sqlite_problem(path, query) is not None:
+            return None
+        con = sqlite3.connect(sqlite_uri(path, query), uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+            def table_columns(t: str) -> set[str]:
+                return {r[1] for r in con.execute(f'PRAGMA table_info("{t}")')}
+
+            def schema_version():
+                row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+                return None if row is None else row[0]
+
+            v = check_schema(str(path), tables, table_columns, schema_version, readonly=True)
+        finally:
+            con.close()
+    except (sqlite3.Error, FindDBError) as e:
+        _log.debug("FindDB %s: not read through sqlite3 (%s)", path, e)
+        return None
+    return v if OLDEST_READABLE <= v <= SCHEMA_VERSION else None
+
+
+def _reader(path: Path, *, writable: bool, immutable: bool = False) -> Reader | None:
+    """A Reader of ``path`` where a FindDB open (``writable``: for writing) would accept the file as it is
+    and change nothing; None where FindDB must open it."""
+    try:
+        st = path.stat()
+    except (OSError, ValueError):
+        return None   # missing (FindDB creates it, or says it is missing), or not even statable
+    if not path.is_file() or st.st_size == 0 or (writable and not_writable(path)):
+        return None
+    ident = (st.st_dev, st.st_ino)
+    with _lock:
+        if ident not in _checked:
+            _checked[ident] = _check(path, immutable)
+        v = _checked[ident]
+        if v is not None and writable and v != SCHEMA_VERSION:
+            del _checked[ident]   # FindDB migrates it now: checked again next time
+            return None
+    return None if v is None else Reader(path, ident, v, immutable=immutable)
+
+
+def overlay(db, dev, *, readonly: bool = False) -> Overlay | None:
+    """The user FindDB (``db``: a URL or path, default ``default_db_url()``; ``readonly`` as in
+    ``handles.open_db``) over the system FindDB of the device ``dev``, each layer a Reader where it can
+    be, else the FindDB of ``open_db``/``open_system_db``. None when ``db`` is a FindDB or an Overlay,
+    or a URL that only FindDB reads (another database, a SQLite URL with parameters...): then
+    ``open_dbs`` gives the layers. FindDBError as ``open_dbs`` raises it."""
+    if db is not None and not isinstance(db, str):
+        return None
+    try:
+        url = normalize_url(db) if db else default_db_url()
+    except (ValueError, FindDBError):
+        return None   # open_dbs reports it
+    path = plain_sqlite_path(url)
+    if path is None:
+        return None
+    user = _reader(path, writable=not readonly)
+    if user is None and not (readonly and not path.exists()):   # (read-only, a missing file is no layer)
+        from .handles import open_db
+        user = open_db(db, readonly=readonly)
+    return Overlay(user, _system_layer(dev))
+
+
+def _system_layer(dev):
+    """The system FindDB of ``dev`` as a Reader (cached per file), else as ``open_system_db`` gives it."""
+    from . import system
+
+    path = system_db_path(dev.arch, dev.sm_count)
+    if path is None:
+        return None
+    r = _system.get(path)
+    if r is not None and _checked.get(r._ident) is not None:
+        return r
+    if path not in system._opened:   # a FindDB opened already (or failed to, with a warning) is kept
+        r = _reader(path, writable=False, immutable=True)
+        if r is not None:
+            _system[path] = r
+            _log.debug("system FindDB %s read through sqlite3", path)
+            return r
+    return system.open_system_db(dev.arch, dev.sm_count)
