@@ -108,6 +108,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--resnet-configs", default="fp32",
                     help="comma-separated, of fp32 and amp (channels_last FP16 autocast)")
     ap.add_argument("--skip-layers", action="store_true", help="only --resnet50")
+    ap.add_argument("--installed-cache", metavar="DIR",
+                    help="the kernel cache `miofind warmup` filled: the empty-caches processes start from a copy "
+                         "of it (a fresh install that ran warmup)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per child process")
     ap.add_argument("--child", choices=("torch", "miofind"), help=argparse.SUPPRESS)
     ap.add_argument("--rows", help=argparse.SUPPRESS)
@@ -227,6 +230,16 @@ def child_env(**over) -> dict:
     return env
 
 
+def _fresh_cache(d: str, args) -> str:
+    """A new kernel cache under ``d``: empty, or a copy of ``--installed-cache`` (what ``miofind warmup``
+    leaves at install time)."""
+    path = os.path.join(d, "cubin")
+    if args.installed_cache:
+        import shutil
+        shutil.copytree(args.installed_cache, path)
+    return path
+
+
 def layers(args) -> list[dict]:
     """Every layer row: torch's first call, miofind's find with empty caches and with a warm kernel
     cache, each shape and data type in its own pair of child processes."""
@@ -236,7 +249,7 @@ def layers(args) -> list[dict]:
         for dtype in args.dtypes:
             mine = [r for r in rows if r[0] == shape and r[1] == dtype]
             with tempfile.TemporaryDirectory(prefix="bench_cold_") as d:
-                caches = dict(MIOFIND_KERNEL_CACHE=os.path.join(d, "cubin"), CUPY_CACHE_DIR=os.path.join(d, "cupy"))
+                caches = dict(MIOFIND_KERNEL_CACHE=_fresh_cache(d, args), CUPY_CACHE_DIR=os.path.join(d, "cupy"))
                 empty = run_child("miofind", mine, child_env(MIOFIND_DB=f"sqlite:///{d}/empty.sqlite", **caches),
                                   args.timeout)
                 warm = run_child("miofind", mine, child_env(MIOFIND_DB=f"sqlite:///{d}/warm.sqlite", **caches),
@@ -269,7 +282,7 @@ def resnet50(args) -> list[dict]:
                                                  child_env(MIOFIND_DB=f"sqlite:///{d}/warm.sqlite"))
             row["miofind_first_s"], row["miofind_stats"] = first["first_s"], first["stats"]
             empty = bench_models.first_iteration("resnet50", config, "miofind", child_env(
-                MIOFIND_DB=f"sqlite:///{d}/empty.sqlite", MIOFIND_KERNEL_CACHE=os.path.join(d, "cubin"),
+                MIOFIND_DB=f"sqlite:///{d}/empty.sqlite", MIOFIND_KERNEL_CACHE=_fresh_cache(d, args),
                 CUPY_CACHE_DIR=os.path.join(d, "cupy")))
             row["miofind_empty_caches_first_s"], row["miofind_empty_caches_stats"] = empty["first_s"], empty["stats"]
         print(json.dumps(row), flush=True)
@@ -294,7 +307,9 @@ def markdown(layer_rows: list[dict], resnet_rows: list[dict], meta: dict) -> str
            f"PyTorch {meta.get('torch', '?')}, cuDNN {meta.get('cudnn', '?')}, miofind {meta.get('miofind', '?')}. "
            "Find = `find_solutions` in normal mode on an empty user DB (shipped DB beneath), wall ms; torch = "
            "cuDNN benchmark mode's first call of the shape, synchronised, wall ms. Warm: kernel cache and "
-           "CuPy cache from an earlier process, after one untimed find of another shape; empty: fresh caches, "
+           "CuPy cache from an earlier process, after one untimed find of another shape; empty: fresh caches"
+           + (" (the kernel cache as `miofind warmup` left it: a fresh install that ran it)" if meta.get("installed_cache")
+              else "") + ", "
            f"the process's first finds. Targets: warm <= {TARGET_WARM_MS:g} ms and <= {TARGET_WARM_RATIO:g}x "
            f"torch; empty <= {TARGET_EMPTY_MS:g} ms.", ""]
     if layer_rows:
@@ -364,6 +379,7 @@ def main(argv=None) -> int:
 
     meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
             "miofind": miofind.__version__,
+            "installed_cache": bool(args.installed_cache),
             "command": "python bench/bench_cold.py " + " ".join(sys.argv[1:] if argv is None else argv)}
     layer_rows, resnet_rows = [], []
     if not args.skip_layers:
