@@ -46,6 +46,20 @@ def alt_configs(hop, p):
     return out
 
 
+def layer_set(which: str):
+    """(name, count in the network, ProblemDescription keywords without n) of a layer set."""
+    if which == "nonresnet":
+        import os
+        import sys
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+        from shapes import NON_RESNET
+        return [(name, 1, kw) for name, kw in NON_RESNET.items()]
+    from miofind.models import model_layers
+    return [(f"{la.c}->{la.k} @{la.in_size[0]} {la.filter_size[0]}x{la.filter_size[1]}/{la.strides[0]}", la.count,
+             dict(c=la.c, k=la.k, in_size=la.in_size, filter_size=la.filter_size, pads=la.pads, strides=la.strides))
+            for la in model_layers("resnet50")]
+
+
 def timed(fn, iters=20, warm=3):
     import cupy
     for _ in range(warm):
@@ -68,7 +82,6 @@ def main():
     from miofind.api import find_solutions
     from miofind.device import current_device
     from miofind.invokers import prepare
-    from miofind.models import model_layers
     from miofind.problem import ProblemDescription
     from miofind.registry import get_solver
     from miofind.tuning.precompile import precompile, solution_kernels
@@ -81,6 +94,8 @@ def main():
     ap.add_argument("--alts", action="store_true", help="time the alternative configs too")
     ap.add_argument("--deadline", type=float, default=1e9, help="stop starting layers after this many seconds")
     ap.add_argument("--dirs", default="F", help="directions, e.g. F,B,W")
+    ap.add_argument("--set", choices=("resnet50", "nonresnet"), default="resnet50",
+                    help="ResNet-50's layers, or tests/shapes.py's NON_RESNET (Inception, VGG, DenseNet)")
     ap.add_argument("--json")
     args = ap.parse_args()
     t_start = time.time()
@@ -92,14 +107,11 @@ def main():
             "F", n=120, c=64, k=64, in_size=(512, 512), filter_size=3, pads=1, layout="NHWC", dtype="FP16")))
     if not args.only_large:
         for d in dirs:
-            for la in model_layers("resnet50"):
-                p = ProblemDescription.make(d, n=args.n, c=la.c, k=la.k, in_size=la.in_size,
-                                            filter_size=la.filter_size, pads=la.pads,
-                                            strides=la.strides, layout="NHWC", dtype="FP16")
+            for name, count, kw in layer_set(args.set):
+                p = ProblemDescription.make(d, n=args.n, layout="NHWC", dtype="FP16", **kw)
                 if d != "F" and not get_solver(SOLVERS[d][2]).applicability(p):
                     continue
-                probs.append((f"{d} {la.c}->{la.k} @{la.in_size[0]} {la.filter_size[0]}x{la.filter_size[1]}/{la.strides[0]}",
-                              la.count, p))
+                probs.append((f"{d} {name}", count, p))
     # compile every Hopper config of every layer up front, in parallel
     todo = []
     for _, _, p in probs:
@@ -178,7 +190,7 @@ def main():
         for k, lab in (("hd", "Hopper default"), ("h", "Hopper best of configs"), ("own", "own best (Hopper or Ampere)"),
                        ("a", "Ampere igemm")):
             if lg[k]:
-                print(f"{d} geomean {lab} / cuDNN over {len(lg[k])} ResNet-50 layers (unweighted): "
+                print(f"{d} geomean {lab} / cuDNN over {len(lg[k])} {args.set} layers (unweighted): "
                       f"{math.exp(sum(lg[k]) / len(lg[k])):.3f}")
     if args.json:
         with open(args.json, "w") as fh:

@@ -39,3 +39,27 @@ def _resnet50(n=2):
 
 
 RESNET50_SMALL_N = _resnet50()
+
+
+# Real layers of networks other than ResNet (issue 19's non-ResNet benchmark set): name -> keywords at
+# batch 1 (callers set n). Inception-v3's asymmetric 1x7/7x1 and 5x5 and its stride-2 reductions,
+# VGG-16's 3x3 blocks, DenseNet-121's bottleneck 1x1 and growth 3x3. Too large for the float64 CPU
+# reference: benchmarks and GPU checks only.
+NON_RESNET = {
+    "inc_128to128_17_1x7": dict(c=128, k=128, in_size=(17, 17), filter_size=(1, 7), pads=(0, 3)),
+    "inc_128to192_17_7x1": dict(c=128, k=192, in_size=(17, 17), filter_size=(7, 1), pads=(3, 0)),
+    "inc_192to192_17_1x7": dict(c=192, k=192, in_size=(17, 17), filter_size=(1, 7), pads=(0, 3)),
+    "inc_48to64_35_5x5": dict(c=48, k=64, in_size=(35, 35), filter_size=5, pads=2),
+    "inc_64to96_35_3x3": dict(c=64, k=96, in_size=(35, 35), filter_size=3, pads=1),
+    "inc_288to384_35_3x3s2": dict(c=288, k=384, in_size=(35, 35), filter_size=3, strides=2),
+    "inc_192to320_17_3x3s2": dict(c=192, k=320, in_size=(17, 17), filter_size=3, strides=2),
+    "inc_448to384_8_3x3": dict(c=448, k=384, in_size=(8, 8), filter_size=3, pads=1),
+    "vgg_64to128_112_3x3": dict(c=64, k=128, in_size=(112, 112), filter_size=3, pads=1),
+    "vgg_256to256_56_3x3": dict(c=256, k=256, in_size=(56, 56), filter_size=3, pads=1),
+    "vgg_512to512_28_3x3": dict(c=512, k=512, in_size=(28, 28), filter_size=3, pads=1),
+    "vgg_512to512_14_3x3": dict(c=512, k=512, in_size=(14, 14), filter_size=3, pads=1),
+    "dense_256to128_28_1x1": dict(c=256, k=128, in_size=(28, 28), filter_size=1),
+    "dense_512to128_14_1x1": dict(c=512, k=128, in_size=(14, 14), filter_size=1),
+    "dense_128to32_28_3x3": dict(c=128, k=32, in_size=(28, 28), filter_size=3, pads=1),
+    "dense_128to32_7_3x3": dict(c=128, k=32, in_size=(7, 7), filter_size=3, pads=1),
+}
