@@ -327,7 +327,7 @@ def _instance(gk: GenericKernel):
 
     arch = current_device().arch
     dev = cupy.cuda.runtime.getDevice()
-    key = (binary_key(gk.kinfo, arch), gk.values, gk.residue_rest, dev)
+    key = (binary_key(gk.kinfo, arch), gk.values, gk.divisors, gk.residue_rest, dev)
     mod = _instances.get(key)
     if mod is None:
         with _lock:
