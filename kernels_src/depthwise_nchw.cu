@@ -15,6 +15,10 @@
 // backward pass, one phase each). The thread walks its footprint rows once, keeping one row's
 // values in registers and adding it to every (row, tap) pair that reads it.
 // Grid: x = ((n * GB + group block) * TILES_Y + tile row) * TILES_X + tile column.
+// Sizes: the image sizes, the group count and the batch (G_, SRC_*, DST_*, NB) are plain
+// expressions wherever they appear, so that a generic build (miofind/generic.py) reads them at
+// run time, with the tile counts below (#ifndef) precomputed; the stencil (filter, pads, strides,
+// dilations), the channels per group and the tile shape stay compile-time.
 #include "depthwise_common.cuh"
 
 #ifndef OPT
@@ -60,15 +64,23 @@ constexpr int COLS = AX::span(UX);                  // src columns one unit read
 constexpr int TSR = (NRY - 1) * RB + ROWS;
 constexpr int TSC = (NCX * VPT - 1) * AX::STEP + COLS;
 constexpr int NCHK = (TSC + 2 * VEC - 2) / VEC;     // staged chunks per row (start misaligned by < VEC)
-constexpr int TILES_X = (DST_W + TW - 1) / TW;
-constexpr int TILES_Y = (DST_H + TH - 1) / TH;
-constexpr int GB = (G_ + PPB - 1) / PPB;
+#ifndef TILES_X
+#define TILES_X ((DST_W + TW - 1) / TW)
+#endif
+#ifndef TILES_Y
+#define TILES_Y ((DST_H + TH - 1) / TH)
+#endif
+#ifndef GB
+#define GB ((G_ + PPB - 1) / PPB)
+#endif
 constexpr int STAGE_N = PPB * IPG * TSR * NCHK;   // chunks to stage
 constexpr int BATCH = (STAGE_N + NT - 1) / NT < 32 / VEC ? (STAGE_N + NT - 1) / NT : (32 / VEC > 0 ? 32 / VEC : 1);
 static_assert(RPT % AY::UNIT == 0, "RPT must be a multiple of the row unit");
 static_assert(OPG % OPT == 0, "OPT must divide OPG");
 static_assert(PITCH >= NCHK * VEC && PITCH % 4 == 0, "bad PITCH");
+#ifndef MIOFIND_GENERIC   // a generic build's SRC_W is a run-time value (the solver picks VEC dividing it)
 static_assert(VEC == 1 || SRC_W % VEC == 0, "VEC must divide SRC_W");
+#endif
 
 // weight of dst channel o and src channel i of group g at tap t (both channel indices group-local)
 __device__ __forceinline__ index_t wofs(int g, int o, int i, int t)

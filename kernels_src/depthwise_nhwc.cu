@@ -10,6 +10,10 @@
 // in registers when WREG).
 // Block: NCS group slots (fastest, for coalescing) x NPX x NPY patches.
 // Grid: x = ((n * CBLK + channel block) * TILES_Y + tile row) * TILES_X + tile column.
+// Sizes: the image sizes, the group count and the batch (G_, SRC_*, DST_*, NB) are plain
+// expressions wherever they appear, so that a generic build (miofind/generic.py) reads them at
+// run time, with the tile counts below (#ifndef) precomputed; the stencil (filter, pads, strides,
+// dilations), the channels per group and the tile shape stay compile-time.
 #include "depthwise_common.cuh"
 
 #ifndef GPT
@@ -51,12 +55,20 @@ constexpr int RB = RPT / AY::UNIT * AY::STEP;   // src rows between vertically a
 constexpr int CB = VC / AX::UNIT * AX::STEP;    // src columns between horizontally adjacent patches
 constexpr int ROWS = AY::span(RPT);
 constexpr int COLS = AX::span(VC);
-constexpr int NGS = G_ / GPT;
-constexpr int CBLK = (NGS + NCS - 1) / NCS;
+#define NGS (G_ / GPT)
+#ifndef CBLK
+#define CBLK ((NGS + NCS - 1) / NCS)
+#endif
 constexpr int SI = GPT * IPG, SO = GPT * OPG;
-constexpr int TILES_X = (DST_W + TW - 1) / TW;
-constexpr int TILES_Y = (DST_H + TH - 1) / TH;
+#ifndef TILES_X
+#define TILES_X ((DST_W + TW - 1) / TW)
+#endif
+#ifndef TILES_Y
+#define TILES_Y ((DST_H + TH - 1) / TH)
+#endif
+#ifndef MIOFIND_GENERIC   // a generic build's G_ is a run-time value (the solver's configs divide it)
 static_assert(G_ % GPT == 0, "GPT must divide G");
+#endif
 static_assert(RPT % AY::UNIT == 0 && VC % AX::UNIT == 0, "patch must be a multiple of the stride (bwd)");
 
 __device__ __forceinline__ index_t wofs(int g, int o, int i, int t)

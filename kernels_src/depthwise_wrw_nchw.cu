@@ -12,6 +12,10 @@
 // part[chunk][(k*IPG + i)*TAPS + tap]; depthwise_wrw_reduce.cu sums the chunks in order.
 // No atomics: the result is bitwise reproducible.
 // Thread order: spatial (cx fastest, then ry; NCX*NRY a multiple of 32), combination, pg.
+// Sizes: the image sizes, the group count and the batch (G_, SRC_*, DST_*, NB, NCHUNK) are plain
+// expressions wherever they appear, so that a generic build (miofind/generic.py) reads them at
+// run time, with the tile counts below (#ifndef) precomputed; the stencil (filter, pads, strides,
+// dilations), the channels per group and the tile shape stay compile-time.
 #include "depthwise_common.cuh"
 
 #ifndef OPT
@@ -65,16 +69,27 @@ constexpr int COLS = AX::span(1);
 constexpr int TSR = (NRY - 1) * RB + ROWS;
 constexpr int TSC = (NCX * VPT - 1) * SW + COLS;
 constexpr int NCHK = (TSC + 2 * VEC - 2) / VEC;
-constexpr int TILES_X = (DST_W + TW - 1) / TW;
-constexpr int TILES_Y = (DST_H + TH - 1) / TH;
-constexpr int GB = (G_ + PPB - 1) / PPB;
+#ifndef TILES_X
+#define TILES_X ((DST_W + TW - 1) / TW)
+#endif
+#ifndef TILES_Y
+#define TILES_Y ((DST_H + TH - 1) / TH)
+#endif
+#ifndef TILES_XY
+#define TILES_XY (TILES_X * TILES_Y)
+#endif
+#ifndef GB
+#define GB ((G_ + PPB - 1) / PPB)
+#endif
 constexpr int STAGE_N = PPB * IPG * TSR * NCHK;
 constexpr int BATCH = (STAGE_N + NT - 1) / NT < 32 / VEC ? (STAGE_N + NT - 1) / NT : (32 / VEC > 0 ? 32 / VEC : 1);
-constexpr long long ITEMS = (long long)NB * TILES_X * TILES_Y;
+#define ITEMS ((long long)NB * TILES_X * TILES_Y)
 static_assert(NSP % 32 == 0, "NCX*NRY must be a multiple of 32");
 static_assert(OPG % OPT == 0 && IPG % IPT == 0 && (NOC * NIC) % CIB == 0, "bad channel split");
 static_assert(PITCH >= NCHK * VEC && PITCH % 4 == 0, "bad PITCH");
+#ifndef MIOFIND_GENERIC   // a generic build's SRC_W is a run-time value (the solver picks VEC dividing it)
 static_assert(VEC == 1 || SRC_W % VEC == 0, "VEC must divide SRC_W");
+#endif
 
 extern "C" __global__ void __launch_bounds__(NT)
 dw_nchw_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, float* __restrict__ part)
@@ -107,7 +122,7 @@ dw_nchw_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, float* 
     {
         const int tcol = (int)(it % TILES_X);
         const int trow = (int)((it / TILES_X) % TILES_Y);
-        const index_t n = (index_t)(it / (TILES_X * TILES_Y));
+        const index_t n = (index_t)(it / TILES_XY);
         const int r0 = trow * TH, c0 = tcol * TW;
         const int rs0 = r0 * SH - PH, cs0 = c0 * SW - PW;
         const int csa = floordiv(cs0, VEC) * VEC;

@@ -13,6 +13,10 @@
 // per weight element to part[chunk][(k*IPG + i)*TAPS + tap]; depthwise_wrw_reduce.cu sums
 // the chunks in order. No atomics: the result is bitwise reproducible.
 // Thread order: group slot (fastest; NCS a power of two below 32 or a multiple of 32), px, py.
+// Sizes: the image sizes, the group count and the batch (G_, SRC_*, DST_*, NB, NCHUNK) are plain
+// expressions wherever they appear, so that a generic build (miofind/generic.py) reads them at
+// run time, with the tile counts below (#ifndef) precomputed; the stencil (filter, pads, strides,
+// dilations), the channels per group and the tile shape stay compile-time.
 #include "depthwise_common.cuh"
 
 #ifndef GPT
@@ -54,18 +58,29 @@ typedef Axis<0, PW, SW, DW, FX> AX;
 
 constexpr int ROWS = AY::span(RPT);
 constexpr int COLS = AX::span(VC);
-constexpr int NGS = G_ / GPT;
-constexpr int CBLK = (NGS + NCS - 1) / NCS;
+#define NGS (G_ / GPT)
+#ifndef CBLK
+#define CBLK ((NGS + NCS - 1) / NCS)
+#endif
 constexpr int SI = GPT * IPT, SO = GPT * OPT;
 constexpr int NOC = OPG / OPT, NIC = IPG / IPT;
 constexpr int ACC = TAPS * SO * SI / GPT;
 constexpr int LU = NCS < 32 ? NCS : 32;      // lanes of a warp that hold distinct slots
 constexpr int WPR = NCS < 32 ? 1 : NCS / 32; // warps per row of slots
 constexpr int ACC_BLK = ACC < 4096 / (NWARP * LU) ? ACC : (4096 / (NWARP * LU) > 0 ? 4096 / (NWARP * LU) : 1);
-constexpr int TILES_X = (DST_W + TW - 1) / TW;
-constexpr int TILES_Y = (DST_H + TH - 1) / TH;
-constexpr long long ITEMS = (long long)NB * TILES_X * TILES_Y;
+#ifndef TILES_X
+#define TILES_X ((DST_W + TW - 1) / TW)
+#endif
+#ifndef TILES_Y
+#define TILES_Y ((DST_H + TH - 1) / TH)
+#endif
+#ifndef TILES_XY
+#define TILES_XY (TILES_X * TILES_Y)
+#endif
+#define ITEMS ((long long)NB * TILES_X * TILES_Y)
+#ifndef MIOFIND_GENERIC   // a generic build's G_ is a run-time value (the solver's configs divide it)
 static_assert(G_ % GPT == 0, "GPT must divide G");
+#endif
 static_assert(NT % 32 == 0 && (NCS % 32 == 0 || 32 % NCS == 0), "bad thread shape");
 static_assert(OPG % OPT == 0 && IPG % IPT == 0 && (GPT == 1 || (OPT == OPG && IPT == IPG)), "bad channel split");
 
@@ -98,7 +113,7 @@ dw_nhwc_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, float* 
         {
             const int tcol = (int)(it % TILES_X);
             const int trow = (int)((it / TILES_X) % TILES_Y);
-            const index_t n = (index_t)(it / (TILES_X * TILES_Y));
+            const index_t n = (index_t)(it / TILES_XY);
             const int r0 = trow * TH + py * RPT, c0 = tcol * TW + px * VC;
 
             float dyv[RPT][VC][SO];

@@ -1,8 +1,11 @@
 // im2col / col2im and the layout helpers of the im2col + GEMM solvers (Caffe2's design).
 //
-// Problem sizes are compile-time macros (2D problems run with DI = DO = Z_ = 1); the batch chunk
-// nb is a run-time argument. Every kernel is a grid-stride loop over its OUTPUT in memory order,
-// so stores are coalesced; im2col moves raw bit patterns (elem_t) and needs no type conversion.
+// Problem sizes are macros (2D problems run with DI = DO = Z_ = 1); the batch chunk nb is a
+// run-time argument. A generic build (miofind/generic.py) reads the sizes but the depth axis's at
+// run time, and defines the derived sizes below (#ifndef) as precomputed values with fast-division
+// magic numbers: every index split divides by a named size. Every kernel is a grid-stride loop
+// over its OUTPUT in memory order, so stores are coalesced; im2col moves raw bit patterns (elem_t)
+// and needs no type conversion.
 //
 // Column layouts (T_ = Z_*Y_*X_ filter taps, P_ output pixels, tap = (z*Y_ + y)*X_ + x):
 //   NCHW, per image ("A"):   col[n][c][tap][p]     row c*T_+tap of image n's (C*T) x P matrix
@@ -27,10 +30,36 @@
 #define COL_CONCAT 0
 #endif
 
+#ifndef CPG
 #define CPG (C_ / G_)
+#endif
+#ifndef T_
 #define T_ (Z_ * Y_ * X_)
+#endif
+#ifndef Q_
 #define Q_ (DI * HI * WI)
+#endif
+#ifndef P_
 #define P_ (DO * HO * WO)
+#endif
+#ifndef PV_
+#define PV_ (P_ / VEC)    // VEC-pixel vectors per column row (NCHW)
+#endif
+#ifndef CV_
+#define CV_ (CPG / VEC)   // VEC-channel vectors per (pixel, group, tap) (NHWC)
+#endif
+#ifndef CT_
+#define CT_ (C_ * T_)
+#endif
+#ifndef XY_
+#define XY_ (X_ * Y_)
+#endif
+#ifndef HWO_
+#define HWO_ (WO * HO)
+#endif
+#ifndef HWI_
+#define HWI_ (WI * HI)
+#endif
 #define WSZ ((index_t)K_ * (CPG * T_))
 
 #if ELEM_BYTES == 4
@@ -56,28 +85,27 @@ typedef vec_t<VEC> vec_type;
 extern "C" __global__ void __launch_bounds__(256)
 im2col_nchw(const elem_t* __restrict__ x, elem_t* __restrict__ col, int nb)
 {
-    constexpr int PV = P_ / VEC;
-    const index_t total = (index_t)nb * (C_ * T_) * PV;
+    const index_t total = (index_t)nb * CT_ * PV_;
     GRID_LOOP(i, total)
     {
-        const int pv = (int)(i % PV);
-        const index_t r = i / PV;
+        const int pv = (int)(i % PV_);
+        const index_t r = i / PV_;
 #if COL_CONCAT
         const index_t n = r % nb;
         const int row = (int)(r / nb);
 #else
-        const int row = (int)(r % (C_ * T_));
-        const index_t n = r / (C_ * T_);
+        const int row = (int)(r % CT_);
+        const index_t n = r / CT_;
 #endif
         const int c = row / T_, tap = row % T_;
-        const int fx = tap % X_, fy = (tap / X_) % Y_, fz = tap / (X_ * Y_);
+        const int fx = tap % X_, fy = (tap / X_) % Y_, fz = tap / XY_;
         const elem_t* xc = x + (n * C_ + c) * (index_t)Q_;
         vec_type o;
 #pragma unroll
         for(int j = 0; j < VEC; ++j)
         {
             const int p = pv * VEC + j;
-            const int ow = p % WO, oh = (p / WO) % HO, od = p / (WO * HO);
+            const int ow = p % WO, oh = (p / WO) % HO, od = p / HWO_;
             const int id = od * SD - PD + fz * DD;
             const int ih = oh * SH - PH + fy * DH;
             const int iw = ow * SW - PW + fx * DW;
@@ -100,7 +128,7 @@ col2im_nchw(const data_t* __restrict__ dcol, data_t* __restrict__ dx, int nb)
     {
         const int iw = (int)(i % WI);
         const int ih = (int)((i / WI) % HI);
-        const int id = (int)((i / (WI * HI)) % DI);
+        const int id = (int)((i / HWI_) % DI);
         const index_t nc = i / Q_;
         const data_t* base = dcol + nc * ((index_t)T_ * P_);
         float acc = 0.f;
@@ -135,14 +163,13 @@ col2im_nchw(const data_t* __restrict__ dcol, data_t* __restrict__ dx, int nb)
 extern "C" __global__ void __launch_bounds__(256)
 nkp_to_knp(const elem_t* __restrict__ src, elem_t* __restrict__ dst, int nb, int vec_load)
 {
-    constexpr int PV = P_ / VEC;
-    const index_t total = (index_t)nb * K_ * PV;
+    const index_t total = (index_t)nb * K_ * PV_;
     GRID_LOOP(i, total)
     {
-        const int pv = (int)(i % PV);
-        const index_t r = i / PV;
+        const int pv = (int)(i % PV_);
+        const index_t r = i / PV_;
         const index_t n = r % nb, k = r / nb;
-        const index_t s = (n * K_ + k) * PV + pv;
+        const index_t s = (n * K_ + k) * PV_ + pv;
         vec_type o;
         if(vec_load)
             o = reinterpret_cast<const vec_type*>(src)[s];
@@ -161,20 +188,19 @@ nkp_to_knp(const elem_t* __restrict__ src, elem_t* __restrict__ dst, int nb, int
 extern "C" __global__ void __launch_bounds__(256)
 im2col_nhwc(const elem_t* __restrict__ x, elem_t* __restrict__ col, int nb, int vec_load)
 {
-    constexpr int CV = CPG / VEC;
-    const index_t total = (index_t)nb * P_ * (G_ * T_ * CV);
+    const index_t total = (index_t)nb * P_ * (G_ * T_ * CV_);
     GRID_LOOP(i, total)
     {
-        const int cv = (int)(i % CV);
-        index_t r = i / CV;
+        const int cv = (int)(i % CV_);
+        index_t r = i / CV_;
         const int tap = (int)(r % T_);
         r /= T_;
         const int g = (int)(r % G_);
         r /= G_;
         const int p = (int)(r % P_);
         const index_t n = r / P_;
-        const int fx = tap % X_, fy = (tap / X_) % Y_, fz = tap / (X_ * Y_);
-        const int ow = p % WO, oh = (p / WO) % HO, od = p / (WO * HO);
+        const int fx = tap % X_, fy = (tap / X_) % Y_, fz = tap / XY_;
+        const int ow = p % WO, oh = (p / WO) % HO, od = p / HWO_;
         const int id = od * SD - PD + fz * DD;
         const int ih = oh * SH - PH + fy * DH;
         const int iw = ow * SW - PW + fx * DW;
@@ -211,7 +237,7 @@ col2im_nhwc(const data_t* __restrict__ dcol, data_t* __restrict__ dx, int nb)
         const index_t pix = i / C_;
         const int iw = (int)(pix % WI);
         const int ih = (int)((pix / WI) % HI);
-        const int id = (int)((pix / (WI * HI)) % DI);
+        const int id = (int)((pix / HWI_) % DI);
         const index_t n = pix / Q_;
         const int g = c / CPG, cg = c % CPG;
         const data_t* base = dcol + n * P_ * ((index_t)C_ * T_) + g * (T_ * CPG) + cg;

@@ -3,7 +3,9 @@
 // One cubin then serves every problem of its (source, config, data type, layout, index width);
 // each problem loads its own module instance and writes its sizes into that instance's block
 // once. MIOFIND_GP(i) contains brackets on purpose: a size macro used in #if is then a
-// preprocessing error rather than a silent 0.
+// preprocessing error rather than a silent 0. MIOFIND_GENERIC lets a source leave out a
+// static_assert on a size that a generic build reads at run time (the solver checks it instead).
+#define MIOFIND_GENERIC 1
 #ifndef INDEX_T
 #define INDEX_T int
 #endif
@@ -32,6 +34,9 @@ __device__ __forceinline__ int operator%(int n, const miofind_div& v) { return n
 __device__ __forceinline__ unsigned operator/(unsigned n, const miofind_div& v) { return miofind_quo(n, v); }
 __device__ __forceinline__ unsigned operator%(unsigned n, const miofind_div& v) { return n - miofind_quo(n, v) * (unsigned)v.d; }
 __device__ __forceinline__ int& operator/=(int& n, const miofind_div& v) { return n = n / v; }
+// 64-bit dividends below 2^31 (a 64-bit loop counter bounded by a 32-bit-index build's sizes)
+__device__ __forceinline__ long long operator/(long long n, const miofind_div& v) { return (long long)miofind_quo((unsigned)n, v); }
+__device__ __forceinline__ long long operator%(long long n, const miofind_div& v) { return n - (long long)miofind_quo((unsigned)n, v) * v.d; }
 __constant__ miofind_div miofind_fd[MIOFIND_FD_SLOTS];
 #define MIOFIND_FD(i) (miofind_fd[i])
 #endif

@@ -586,7 +586,9 @@ def db_prune(db_url, dry_run, keep_stale):
 @click.option("--db", "db_url", default=None, help="FindDB SQLAlchemy URL or file (default: $MIOFIND_DB or the user DB).")
 def db_migrate_trust(db_url):
     """Give the records a miofind 0.1.0 wrote (kernel hashes) today's trust keys, for the solvers whose
-    kernel sources are unchanged since, so that they stay trusted; prints the rows changed per table."""
+    kernel sources are unchanged since, and those written before a source edit that left every
+    compiled kernel as it was (the generic builds of im2col-GEMM and depthwise) theirs, so that they
+    stay trusted; prints the rows changed per table."""
     from .db import FindDBError
     from .db.maintenance import migrate_trust_keys
 

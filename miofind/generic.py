@@ -12,9 +12,12 @@ today and different problems never share a block.
 
 Dividing by a run-time value is a full integer division where the specialised build multiplies by
 a compile-time magic number; the divisors that split indices (``FASTDIV``: implicit GEMM's inner
-loops, Winograd's and FFT's thread decoding) are therefore read as a small struct with their magic numbers, whose ``/`` and ``%``
+loops, Winograd's and FFT's thread decoding, im2col's element decoding, the depthwise kernels'
+block and work-item decoding) are therefore read as a small struct with their magic numbers, whose ``/`` and ``%``
 operators (generic_prelude.cuh) multiply and shift, and which converts to ``int`` everywhere else:
-the source text stays the same. Other divisions in generic builds stay plain.
+the source text stays the same. A divisor the source derives from its sizes (``DERIVED``: im2col's
+``P_ / VEC``, the depthwise tile counts) is a ``#ifndef``-guarded macro there, which a generic
+build defines as its precomputed value. Other divisions in generic builds stay plain.
 
 Which macros are read at run time is per kernel source (``RUNTIME``): a size used in ``#if``, in a
 template argument, a ``constexpr`` or an array dimension stays compile-time (implicit GEMM backward
@@ -29,10 +32,11 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import threading
+from collections.abc import Callable
 
 from .solver import ConvSolution, KernelInfo
 
-__all__ = ["PRELUDE", "RUNTIME", "GenericKernel", "generic_kernel", "generic_kernels", "has_generic",
+__all__ = ["PRELUDE", "RUNTIME", "FASTDIV", "DERIVED", "GenericKernel", "generic_kernel", "generic_kernels", "has_generic",
            "load_generic", "build_generic_invoker", "generic_config"]
 
 PRELUDE = "generic_prelude.cuh"
@@ -51,9 +55,15 @@ _IGEMM = ("P_N", "P_C", "P_K", "P_G", "P_DI", "P_HI", "P_WI", "P_DO", "P_HO", "P
 # implicit_gemm_bwd.cu keeps the strides and output sizes compile-time (template arguments of
 # out_pos<P_SH, P_HO>): one build serves the problems of a spatial geometry at every batch size,
 # channel count, group count and filter (a partial generic build).
-# Not listed: gemm_im2col.cu (C/G and the output pixels in constexpr), the depthwise kernels (sizes
-# in constexpr tile geometry) and the FFT sizes (array dimensions): these stay compile-time.
+# gemm_im2col.cu keeps the depth axis compile-time (DI, DO, Z_, PD, SD, DD): every 2D problem
+# (depth 1) shares its builds, which fold that axis away as the specialised ones do; a 3D problem's
+# build serves its depth geometry. The depthwise kernels keep the stencil (filter, pads, strides,
+# dilations: Axis<> template arguments), the channels per group and the tile shape (array
+# dimensions) compile-time; image sizes, groups, batch and chunk count are read at run time.
+# Not listed: the FFT sizes (array dimensions) stay compile-time.
 _FFT_PACK = ("NB_", "CH")
+_IM2COL = ("C_", "K_", "G_", "HI", "WI", "HO", "WO", "Y_", "X_", "PH", "PW", "SH", "SW", "DH", "DW")
+_DW = ("G_", "SRC_H", "SRC_W", "DST_H", "DST_W", "NB")
 RUNTIME: dict[str, tuple[str, ...]] = {
     "implicit_gemm_fwd.cu": _IGEMM,
     "implicit_gemm_wrw.cu": _IGEMM,
@@ -64,12 +74,20 @@ RUNTIME: dict[str, tuple[str, ...]] = {
     "fft_crop.cu": _FFT_PACK,
     "fft_mac.cu": ("NB_", "NI", "NJ", "G_", "A_CH", "O_CH", "W_KS", "W_CS", "W_TS"),
     "fft_wdft.cu": ("NB_", "G_", "W_KS", "W_CS", "W_TS", "KPG", "CPG"),
+    "gemm_im2col.cu": _IM2COL,
+    "depthwise_nchw.cu": _DW,
+    "depthwise_nhwc.cu": _DW,
+    "depthwise_wrw_nchw.cu": _DW + ("NCHUNK",),
+    "depthwise_wrw_nhwc.cu": _DW + ("NCHUNK",),
+    "depthwise_wrw_reduce.cu": ("WTOT", "NCHUNK"),
 }
 
 # Divisors of a source's 32-bit-index generic builds read with their fast-division magic numbers
 # (MIOFIND_FD(i) in generic_prelude.cuh): those that split thread and GEMM indices (implicit GEMM's
 # in its inner loops). Every dividend is a non-negative 32-bit index there (each source read for
-# it); 64-bit-index builds divide plainly.
+# it; the depthwise backward-weights loop counter is 64-bit but below the item count, itself below
+# a tensor's size); 64-bit-index builds divide plainly. Names of DERIVED are divisors the source
+# derives from its sizes.
 _IGEMM_DIVS = ("P_WO", "P_HO", "P_DO", "P_X", "P_Y", "P_G")
 FASTDIV: dict[str, tuple[str, ...]] = {
     "implicit_gemm_fwd.cu": _IGEMM_DIVS,
@@ -77,6 +95,53 @@ FASTDIV: dict[str, tuple[str, ...]] = {
     "implicit_gemm_bwd.cu": ("P_WI", "P_HI", "P_DI", "P_X", "P_Y", "P_G"),
     "winograd_transforms.cu": ("CI", "CO", "TW", "G_"),
     "fft_mac.cu": ("G_",),
+    "gemm_im2col.cu": ("C_", "G_", "HI", "WI", "HO", "WO", "Y_", "X_", "SH", "SW",
+                       "CPG", "T_", "Q_", "P_", "PV_", "CV_", "CT_", "XY_", "HWO_", "HWI_"),
+    "depthwise_nchw.cu": ("TILES_X", "TILES_Y", "GB"),
+    "depthwise_nhwc.cu": ("TILES_X", "TILES_Y", "CBLK"),
+    "depthwise_wrw_nchw.cu": ("TILES_X", "TILES_Y", "TILES_XY", "GB"),
+    "depthwise_wrw_nhwc.cu": ("TILES_X", "TILES_Y", "TILES_XY", "CBLK"),
+}
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _im2col_derived(m: dict[str, int]) -> dict[str, int]:
+    cpg, taps, pixels = m["C_"] // m["G_"], m["Z_"] * m["Y_"] * m["X_"], m["DO"] * m["HO"] * m["WO"]
+    out = {"CPG": cpg, "T_": taps, "Q_": m["DI"] * m["HI"] * m["WI"], "P_": pixels, "CT_": m["C_"] * taps,
+           "XY_": m["X_"] * m["Y_"], "HWO_": m["HO"] * m["WO"], "HWI_": m["HI"] * m["WI"]}
+    if m["CHANNELS_LAST"]:      # VEC divides the channels per group (NHWC) or the pixels (NCHW)
+        out["CV_"] = cpg // m["VEC"]
+    else:
+        out["PV_"] = pixels // m["VEC"]
+    return out
+
+
+def _tiles(m: dict[str, int], tw: int, th: int, xy: bool) -> dict[str, int]:
+    tx, ty = _cdiv(m["DST_W"], tw), _cdiv(m["DST_H"], th)
+    return {"TILES_X": tx, "TILES_Y": ty, **({"TILES_XY": tx * ty} if xy else {})}
+
+
+def _dw_nchw(m: dict[str, int], wrw: bool = False) -> dict[str, int]:
+    unit = m["SW"] if m.get("BWD") else 1       # backward data: a column unit of SW phases
+    return {**_tiles(m, m["NCX"] * m["VPT"] * unit, m["NRY"] * m["RPT"], wrw), "GB": _cdiv(m["G_"], m["PPB"])}
+
+
+def _dw_nhwc(m: dict[str, int], wrw: bool = False) -> dict[str, int]:
+    return {**_tiles(m, m["NPX"] * m["VC"], m["NPY"] * m["RPT"], wrw), "CBLK": _cdiv(m["G_"] // m["GPT"], m["NCS"])}
+
+
+# Source -> its derived divisors' values from the kernel's integer macros: the #ifndef-guarded
+# #defines of those names in the source, computed here (tests/core/test_generic.py compiles the
+# source with each value static_assert-ed equal to its definition there).
+DERIVED: dict[str, Callable[[dict[str, int]], dict[str, int]]] = {
+    "gemm_im2col.cu": _im2col_derived,
+    "depthwise_nchw.cu": _dw_nchw,
+    "depthwise_nhwc.cu": _dw_nhwc,
+    "depthwise_wrw_nchw.cu": lambda m: _dw_nchw(m, wrw=True),
+    "depthwise_wrw_nhwc.cu": lambda m: _dw_nhwc(m, wrw=True),
 }
 
 # A size that an #if tests only as ``size % modulus`` (modulus a compile-time macro): read at run
@@ -131,7 +196,12 @@ def generic_kernel(k: KernelInfo) -> GenericKernel | None:
     macros, hit, rest = [], False, None
     res_name, res_mod = RESIDUE.get(k.source, (None, None))
     given = dict(k.macros)
-    for name, v in k.macros:
+    derived = ()
+    if k.source in DERIVED:
+        ints = {n: int(v) for n, v in k.macros if v.lstrip("-").isdigit()}
+        derived = tuple((n, str(v)) for n, v in DERIVED[k.source](ints).items()
+                        if n not in given and (n in dslot or n in slot))
+    for name, v in k.macros + derived:
         if name == res_name and res_mod in given:
             r = int(v) % int(given[res_mod])
             rest = int(v) - r
@@ -257,7 +327,7 @@ def _instance(gk: GenericKernel):
 
     arch = current_device().arch
     dev = cupy.cuda.runtime.getDevice()
-    key = (binary_key(gk.kinfo, arch), gk.values, gk.residue_rest, dev)
+    key = (binary_key(gk.kinfo, arch), gk.values, gk.divisors, gk.residue_rest, dev)
     mod = _instances.get(key)
     if mod is None:
         with _lock:

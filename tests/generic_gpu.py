@@ -28,13 +28,14 @@ def generic_cases(family_solvers, shapes=SHAPES, dtypes=DTYPES):
     return out
 
 
-def check_generic(solver, problem, seed: int = 0) -> float:
+def check_generic(solver, problem, seed: int = 0, config=None) -> float:
     """Run the generic build of ``solver`` on ``problem`` (random inputs, NaN-poisoned output) and
     verify it against the float64 reference with the find's tolerance; returns the relative L2 error.
-    Asserts that the build really is generic: its options carry no problem size."""
+    Asserts that the build really is generic: its options carry no problem size. ``config``: a
+    tunable solver's config (default: the one find's generic build runs)."""
     from miofind.harness import Harness
 
-    sol = solver.get_solution(problem, generic.generic_config(solver, problem, None))
+    sol = solver.get_solution(problem, generic.generic_config(solver, problem, config))
     gks = generic.generic_kernels(sol)
     assert gks is not None, f"{solver.id}: no generic build for {problem.key()}"
     for g in gks:
@@ -48,15 +49,22 @@ def check_generic(solver, problem, seed: int = 0) -> float:
         h.release()
 
 
-def check_two_shapes_share_a_build(solver, p1, p2) -> None:
+def shared_build(solver, p1, p2, config=None) -> bool:
+    """Whether ``p1`` and ``p2`` run the same generic builds of ``solver`` (under ``config``, if given)."""
+    def options(p):
+        gks = generic.generic_kernels(solver.get_solution(p, generic.generic_config(solver, p, config)))
+        return [g.kinfo.compile_options() for g in gks or () if g]
+
+    return bool(options(p1)) and options(p1) == options(p2)
+
+
+def check_two_shapes_share_a_build(solver, p1, p2, config=None) -> None:
     """Two problems with the same generic build run from their own module instances: each verifies,
     also after the other ran (neither's parameter block was overwritten)."""
-    k1 = [g.kinfo for g in generic.generic_kernels(solver.get_solution(p1, generic.generic_config(solver, p1, None))) if g]
-    k2 = [g.kinfo for g in generic.generic_kernels(solver.get_solution(p2, generic.generic_config(solver, p2, None))) if g]
-    assert [k.compile_options() for k in k1] == [k.compile_options() for k in k2], "not one build"
-    check_generic(solver, p1)
-    check_generic(solver, p2)
-    check_generic(solver, p1, seed=1)
+    assert shared_build(solver, p1, p2, config), "not one build"
+    check_generic(solver, p1, config=config)
+    check_generic(solver, p2, config=config)
+    check_generic(solver, p1, seed=1, config=config)
 
 
 def big_selected(request):

@@ -321,10 +321,39 @@ def prune_db(db: FindDB, *, dry_run: bool = False, stale: bool = True) -> PruneR
 
 # -- trust keys ----------------------------------------------------------------------------------
 
+# Kernel-source digests that a source edit replaced while leaving every specialised build's code as
+# it was, old -> new: records under the old digest measured the same binaries. Issue 18's generic
+# builds of gemm_im2col.cu and the depthwise kernels (constexpr sizes became macros or consts): for
+# every specialised build of tests/shapes.py and of the shipped DB's (problem, config) pairs (1654
+# kernels, NVRTC 13.5, sm_90) the code, kernel attributes, shared memory and parameters of the
+# cubin are identical; only unreferenced global copies of the former namespace-scope constexprs
+# left the ELF. The shipped DB's records were re-keyed in place.
+SOURCE_RENAMES = {"88c4490855edbe3c": "932ecfdffa26fafc",     # gemm_im2col.cu
+                  "44d476d84375064b": "cec7fa95c3213d51"}     # depthwise_*.cu
+
+
+def renamed_trust_changes() -> dict[tuple[str, str], str]:
+    """The trust keys of records written before a SOURCE_RENAMES edit (same ``version``), mapped to
+    today's keys."""
+    from ..registry import registry
+    from ..trust import parse_key, trust_key
+
+    out = {}
+    for row in registry():
+        if row.solver is None:
+            continue
+        key = trust_key(row.solver)
+        for old, new in SOURCE_RENAMES.items():
+            if parse_key(key)["src"] == new:
+                out[(row.id, key.replace(f"src={new}", f"src={old}", 1))] = key
+    return out
+
+
 def legacy_trust_changes() -> dict[tuple[str, str], str]:
     """The kernel hashes miofind 0.1.0 wrote, mapped to today's trust keys, for the solvers whose
     kernel sources are unchanged since (legacy_trust.json: the hash, the source digest and library
-    versions the shipped records were measured with) and whose ``version`` is still 1."""
+    versions the shipped records were measured with; a digest SOURCE_RENAMES replaced counts as
+    unchanged) and whose ``version`` is still 1."""
     import json
     from importlib import resources
 
@@ -338,7 +367,7 @@ def legacy_trust_changes() -> dict[tuple[str, str], str]:
         if s is None or old is None or s.version != 1:
             continue
         src = source_digest(getattr(s, "kernel_files", ()))
-        if src != old["src"]:
+        if src != SOURCE_RENAMES.get(old["src"], old["src"]):
             continue
         key = ";".join([f"src={src}", "v=1"] + [f"{k}={v}" for k, v in sorted(old["libs"].items())])
         out[(row.id, old["kernel_hash"])] = key
@@ -347,8 +376,9 @@ def legacy_trust_changes() -> dict[tuple[str, str], str]:
 
 def migrate_trust_keys(db: FindDB) -> dict[str, int]:
     """Give the records a 0.1.0 miofind wrote (kernel hashes) today's trust keys where their kernel
-    sources are byte-identical to today's, so they stay trusted; returns the rows changed per table."""
-    return db.rekey(legacy_trust_changes())
+    sources are byte-identical to today's, and the records written before a SOURCE_RENAMES edit
+    theirs, so they stay trusted; returns the rows changed per table."""
+    return db.rekey({**legacy_trust_changes(), **renamed_trust_changes()})
 
 
 def trust_summary(db: FindDB) -> dict[str, dict[str, int]]:

@@ -30,12 +30,12 @@ def _matrix():
         yield ProblemDescription.make(d, n=64, c=256, k=64, in_size=(384, 384), filter_size=3, pads=1)
 
 
-MAX_BUILDS_PER_SOURCE = 10   # bounds CI time; the 64-bit-index builds are always kept
+MAX_BUILDS_PER_SOURCE = 10   # bounds CI time; the 64-bit-index builds and each kernel's first are always kept
 
 
 def _generic_builds():
     """(solver id, problem key, GenericKernel) per distinct generic build of the matrix."""
-    seen, per = {}, {}
+    seen, per, names = {}, {}, set()
     for p in _matrix():
         for s in solvers():
             if not any(f in generic.RUNTIME for f in getattr(s, "kernel_files", ())) or not s.applicability(p):
@@ -43,8 +43,10 @@ def _generic_builds():
             sol = s.get_solution(p, generic.generic_config(s, p, None))
             for g in generic.generic_kernels(sol) or ():
                 key = (g.kinfo.source, g.kinfo.name, g.kinfo.compile_options()) if g is not None else None
-                if g is not None and key not in seen and (per.get(g.kinfo.source, 0) < MAX_BUILDS_PER_SOURCE or g.wide):
+                if g is not None and key not in seen and (per.get(g.kinfo.source, 0) < MAX_BUILDS_PER_SOURCE or g.wide
+                                                          or (g.kinfo.source, g.kinfo.name) not in names):
                     per[g.kinfo.source] = per.get(g.kinfo.source, 0) + 1
+                    names.add((g.kinfo.source, g.kinfo.name))
                     seen.setdefault((g.kinfo.source, g.kinfo.name, g.kinfo.compile_options()), (s.id, p.key(), g))
     return list(seen.values())
 
@@ -56,8 +58,12 @@ def test_every_generic_source_has_builds_and_specialised_ones_differ():
     assert {g.kinfo.source for _, _, g in BUILDS} == set(generic.RUNTIME)
     ids = {sid for sid, _, _ in BUILDS}
     for sid in ("ConvImplicitGemmFwd", "ConvImplicitGemmWrw", "ConvDirectTiledFwd", "ConvWinograd3x3F43Fwd",
-                "ConvFFTFwd", "ConvFFTBwd"):
+                "ConvFFTFwd", "ConvFFTBwd", "GemmFwdRest", "GemmBwdRest", "GemmWrwUniversal",
+                "ConvGroupedDirectFwd", "ConvGroupedDirectBwd", "ConvGroupedDirectWrw"):
         assert sid in ids
+    kernels = {(g.kinfo.source, g.kinfo.name) for _, _, g in BUILDS}
+    for name in ("im2col_nchw", "im2col_nhwc", "col2im_nchw", "col2im_nhwc", "nkp_to_knp", "wrw_reduce"):
+        assert ("gemm_im2col.cu", name) in kernels, name
     assert "ConvImplicitGemmBwd" in ids        # partial: strides and output sizes stay compile-time
     assert any(g.wide for _, _, g in BUILDS) and any(not g.wide for _, _, g in BUILDS)
 
@@ -263,3 +269,130 @@ def test_residue_selects_the_same_if_branch_as_the_size(width, branch):
         nvrtc.destroyProgram(prog)
     expect = "divisible" if width % 4 == 0 else "remainder"
     assert branch == expect and f"#error directive: {expect}" in log.replace('"', ""), log
+
+
+# -- im2col-GEMM and depthwise: derived divisors, shared builds --------------------------------
+
+def _solver(sid):
+    return next(s for s in solvers() if s.id == sid)
+
+
+def _derived_names(src: str) -> set[str]:
+    return set(generic.FASTDIV.get(src, ())) - set(generic.RUNTIME[src])
+
+
+def test_derived_divisors_are_guarded_macros_of_their_source():
+    """Each DERIVED name is a fast-division divisor that its source #defines under #ifndef, so that a
+    generic build can define it as its precomputed value; the specialised builds never pass it."""
+    import re
+
+    assert set(generic.DERIVED) <= set(generic.FASTDIV)
+    for src in generic.DERIVED:
+        text = kernel_source(src)
+        names = _derived_names(src)
+        assert names, src
+        for name in names:
+            assert re.search(rf"#ifndef {name}\n#define {name} \(", text), (src, name)
+    for sid, key, g in BUILDS:
+        if g.kinfo.source in generic.DERIVED:
+            k = _specialised(sid, key, g.kinfo.name)
+            assert not {n for n, _ in k.macros} & _derived_names(k.source), (sid, k.name)
+
+
+def _specialised(sid, key, name):
+    s, p = _solver(sid), ProblemDescription.from_key(key)
+    return next(k for k in s.get_solution(p, generic.generic_config(s, p, None)).kernels if k.name == name)
+
+
+@pytest.mark.parametrize("src", sorted(generic.DERIVED))
+def test_derived_values_equal_the_kernels_own_definitions(src):
+    """generic.DERIVED computes, per problem, what the source's own #define of each derived divisor
+    gives in the specialised build: NVRTC checks it with static_asserts appended to the source."""
+    nvrtc_or_skip()
+    from cupy_backends.cuda.libs import nvrtc
+
+    from miofind.compile import cuda_include_dirs
+
+    picked = [(sid, key, g) for sid, key, g in BUILDS if g.kinfo.source == src and not g.wide][:3]
+    assert picked
+    for sid, key, g in picked:
+        k = _specialised(sid, key, g.kinfo.name)
+        ints = {n: int(v) for n, v in k.macros if v.lstrip("-").isdigit()}
+        values = generic.DERIVED[src](ints)
+        assert set(values) <= _derived_names(src)
+        asserts = "".join(f'static_assert(({n}) == {v}, "{n} != {v}");\n' for n, v in values.items())
+        text = kernel_source(src) + "\n" + asserts
+        prog = nvrtc.createProgram(text, src, [], [])
+        try:
+            opts = ["-arch=sm_90", "-std=c++17", "--fdevice-syntax-only",
+                    *(f"-I{d}" for d in cuda_include_dirs()), *k.compile_options()]
+            try:
+                nvrtc.compileProgram(prog, opts)
+            except Exception:
+                pytest.fail(f"{sid} on {key}: {nvrtc.getProgramLog(prog)[:2000]}")
+        finally:
+            nvrtc.destroyProgram(prog)
+
+
+def test_fast_division_of_im2col_and_depthwise_builds():
+    """32-bit-index builds read every FASTDIV divisor they define through MIOFIND_FD (derived ones
+    included, with their values); 64-bit-index builds read none."""
+    checked = 0
+    for sid, key, g in BUILDS:
+        src = g.kinfo.source
+        if src not in generic.DERIVED:
+            continue
+        m = dict(g.kinfo.macros)
+        if g.wide:
+            assert not g.divisors and all("MIOFIND_FD" not in v for v in m.values())
+            continue
+        k = _specialised(sid, key, g.kinfo.name)
+        ints = {n: int(v) for n, v in k.macros if v.lstrip("-").isdigit()}
+        expect = {**{n: ints[n] for n in generic.FASTDIV[src] if n in ints}, **generic.DERIVED[src](ints)}
+        for n, v in expect.items():
+            i = generic.FASTDIV[src].index(n)
+            assert m[n] == f"MIOFIND_FD({i})" and g.divisors[i] == v, (sid, n)
+        checked += 1
+    assert checked >= 40
+
+
+def test_one_im2col_build_serves_2d_shapes_and_keeps_depth_compile_time():
+    """Sizes, channels, groups, filter, pads, strides and dilations of 2D problems are read at run
+    time (same VEC: odd pixel counts); the depth axis stays compile-time: one build per depth geometry."""
+    s = _solver("GemmFwdRest")
+
+    def build(**kw):
+        p = ProblemDescription.make("F", **kw)
+        (g,) = generic.generic_kernels(s.get_solution(p))
+        return g.kinfo.compile_options(), g.values
+
+    a = build(n=2, c=5, k=7, in_size=(13, 11), filter_size=3, pads=1)
+    b = build(n=3, c=7, k=4, in_size=(17, 15), filter_size=(5, 3), pads=(2, 1), strides=(2, 1), dilations=(1, 2))
+    assert a[0] == b[0] and a[1] != b[1]
+    d1 = build(n=1, c=4, k=6, in_size=(5, 7, 6), filter_size=3, pads=1)     # 210 pixels: VEC 2
+    d2 = build(n=2, c=3, k=5, in_size=(5, 7, 10), filter_size=3, pads=1)    # 350 pixels: VEC 2
+    d3 = build(n=1, c=4, k=6, in_size=(7, 7, 6), filter_size=3, pads=1)     # another depth
+    assert d1[0] == d2[0] != d3[0]
+
+
+@pytest.mark.parametrize("sid,d,layout", [("ConvDepthwiseFwd", "F", "NCHW"), ("ConvDepthwiseBwd", "B", "NHWC"),
+                                          ("ConvDepthwiseWrw", "W", "NCHW"), ("ConvDepthwiseWrw", "W", "NHWC")])
+def test_one_depthwise_build_serves_shapes_of_a_config(sid, d, layout):
+    """Under one config, depthwise problems of other batch, channel and image sizes share the build
+    (widths 12 and 20: the same NCHW staging vector); another stride is another build."""
+    s = _solver(sid)
+
+    def builds(cfg, **kw):
+        p = ProblemDescription.make(d, filter_size=3, pads=1, layout=layout, **kw)
+        assert s.is_valid_config(p, cfg), (p.key(), cfg)
+        gks = [g for g in generic.generic_kernels(s.get_solution(p, cfg)) if g is not None]
+        return [g.kinfo.compile_options() for g in gks], [g.values for g in gks]
+
+    p1 = dict(n=2, c=16, k=16, groups=16, in_size=(12, 12))
+    cfg = s.default_config(ProblemDescription.make(d, filter_size=3, pads=1, layout=layout, **p1))
+    a = builds(cfg, **p1)
+    b = builds(cfg, n=5, c=24, k=24, groups=24, in_size=(17, 20))
+    assert a[0] == b[0] and a[1] != b[1]
+    if d != "B":        # backward data's strided pass needs another row unit: a config of its own
+        c = builds(cfg, n=2, c=16, k=16, groups=16, in_size=(24, 24), strides=2)
+        assert c[0] != a[0]

@@ -15,6 +15,7 @@ from miofind.results import Solution
 
 P = ProblemDescription.make("F", n=8, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1)
 PW = ProblemDescription.make("W", n=8, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1)
+DW = ProblemDescription.make("F", n=8, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1, groups=64)
 
 
 @pytest.fixture
@@ -46,11 +47,19 @@ def test_a_miss_measures_the_generic_build(fakes):
 def test_sync_and_compiled_and_solvers_without_generic_builds_measure_the_specialised(fakes, monkeypatch):
     assert _prep(P, "ConvImplicitGemmFwd", "sync")[1] == "SPEC"
     assert _prep(P, "ConvDirectNaiveConvFwd", "background")[1] == "SPEC"   # sizes are arguments already
-    assert _prep(P, "GemmFwdRest", "background")[1] == "SPEC"              # im2col: no generic build
+    ph = ProblemDescription.make("F", n=8, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1, layout="NHWC",
+                                 dtype="FP16")
+    assert _prep(ph, "ConvImplicitGemmHopperFwd", "background")[1] == "SPEC"   # wgmma: no generic build
     pb = ProblemDescription.make("B", n=8, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1)
     assert _prep(pb, "ConvImplicitGemmBwd", "sync")[1] == "SPEC"
     monkeypatch.setattr(compile_mod, "is_compiled", lambda k: True)
     assert _prep(P, "ConvImplicitGemmFwd", "background")[1] == "SPEC"
+
+
+@pytest.mark.parametrize("sid,p", [("GemmFwdRest", P), ("GemmWrwUniversal", PW), ("ConvDepthwiseFwd", DW)])
+def test_im2col_and_depthwise_misses_measure_generic_builds(fakes, sid, p):
+    sol, inv = _prep(p, sid, "background")
+    assert inv == "GEN" and generic.generic_kernels(sol) is not None
 
 
 def test_generic_wrw_runs_a_rounded_split(fakes):

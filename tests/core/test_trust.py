@@ -18,7 +18,8 @@ import pytest
 
 import miofind
 from miofind.db import FindDB, Record
-from miofind.db.maintenance import legacy_trust_changes, migrate_trust_keys, trust_summary, verify_db
+from miofind.db.maintenance import (SOURCE_RENAMES, legacy_trust_changes, migrate_trust_keys, renamed_trust_changes,
+                                    trust_summary, verify_db)
 from miofind.db.system import system_db_files
 from miofind.registry import get_solver, solvers
 from miofind.trust import compare, is_trusted, parse_key, trust_key
@@ -217,6 +218,29 @@ def test_migration_of_a_0_1_0_user_db(tmp_path):
         got = {r.solver_id: r for r in db.lookup(None, "k")}
         assert got[sid].kernel_hash == new == trust_key(s) and is_trusted(got[sid], s, "13.0")[0]
         assert got["ConvDirectTiledFwd"].kernel_hash == "0123456789abcdef"  # an unknown hash stays untrusted
+
+
+
+def test_migration_of_records_before_a_source_rename(tmp_path):
+    """Records keyed with a kernel-source digest that SOURCE_RENAMES replaced (the generic-build edit
+    of gemm_im2col.cu and the depthwise kernels, which left every specialised build's code as it was)
+    get today's key; a record of another solver with that old key, or of an unknown digest, stays."""
+    changes = renamed_trust_changes()
+    assert {sid for sid, _ in changes} == {s.id for s in solvers() if s.family in ("gemm", "depthwise")
+                                           and getattr(s, "kernel_files", ())}
+    for (sid, old), new in changes.items():
+        assert new == trust_key(get_solver(sid)) and parse_key(old)["src"] in SOURCE_RENAMES
+        assert compare(old, new)[0] == "no"
+    (sid, old), new = next((k, v) for k, v in changes.items() if k[0] == "ConvDepthwiseWrw")
+    rec = Record(device="sm_90-132", device_name="", problem_key="k", solver_id=sid, algorithm="a", time_ms=1.0,
+                 workspace_bytes=0, kernel_hash=old, cuda_version="13.0", created_at=time.time())
+    other = Record(**{**rec.__dict__, "solver_id": "ConvDirectTiledFwd"})
+    with FindDB(str(tmp_path / "u.sqlite")) as db:
+        db.store([rec, other])
+        assert migrate_trust_keys(db)["find"] == 1
+        got = {r.solver_id: r for r in db.lookup(None, "k")}
+        assert got[sid].kernel_hash == new and is_trusted(got[sid], get_solver(sid), "13.0")[0]
+        assert got["ConvDirectTiledFwd"].kernel_hash == old
 
 
 if __name__ == "__main__" and "--record" in sys.argv:
