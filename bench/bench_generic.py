@@ -1,6 +1,6 @@
 """Generic builds against specialised ones, on the GPU: kernel time and cold-start cost per family.
 
-For every ResNet-50 layer (N=32 and N=1 by default) and each solver with a generic build
+For every layer of a model preset (``--model``, default ResNet-50; N=32 and N=1 by default) and each solver with a generic build
 (miofind.generic) that applies, F and W (and B where a family has one): the kernel time of the
 generic build and of the specialised build of the same config (CUDA events, median of 10 runs after
 3 warm-ups, ``harness.Harness.time``), both verified against the float64 reference first, and the
@@ -10,6 +10,7 @@ parameter block; specialised: NVRTC compile, reported separately, cache bypassed
 direction: above 1, the generic build is slower) into ``--out``.
 
     python bench/bench_generic.py --out bench/results/generic-builds [--batches 32,1] [--dtypes FP32,FP16]
+        [--model mobilenet_v2] [--families gemm,depthwise]
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ def main() -> None:
     ap.add_argument("--batches", default="32,1")
     ap.add_argument("--dtypes", default="FP32,FP16")
     ap.add_argument("--layouts", default="NCHW,NHWC")
+    ap.add_argument("--model", default="resnet50", help="the preset whose layers are timed (mobilenet_v2: depthwise)")
+    ap.add_argument("--families", default="", help="only these solver families, comma-separated (default all)")
     args = ap.parse_args()
 
     from miofind import generic
@@ -40,8 +43,10 @@ def main() -> None:
     arch = current_device().arch
     rows = []
     cands = [s for s in solvers() if any(f in generic.RUNTIME for f in getattr(s, "kernel_files", ()))]
+    if args.families:
+        cands = [s for s in cands if s.family in args.families.split(",")]
     for batch in (int(b) for b in args.batches.split(",")):
-        probs = model_problems("resnet50", batch=batch, dtypes=args.dtypes.split(","), layouts=args.layouts.split(","))
+        probs = model_problems(args.model, batch=batch, dtypes=args.dtypes.split(","), layouts=args.layouts.split(","))
         for p in probs:
             for s in cands:
                 if not s.applicability(p) or not generic.has_generic(s, p):
