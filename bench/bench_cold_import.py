@@ -87,7 +87,9 @@ def main(argv=None) -> None:
     a = parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "MIOFIND_SYSTEM_DB")}
-        env.update(PYTHONPATH=a.repo, PYTHONPYCACHEPREFIX=os.path.join(tmp, "pycache"),
+        path = os.pathsep.join([a.repo] + [q for q in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                                           if q and os.path.abspath(q) != os.path.abspath(ROOT)])
+        env.update(PYTHONPATH=path, PYTHONPYCACHEPREFIX=os.path.join(tmp, "pycache"),
                    MIOFIND_DB=os.path.join(tmp, "user", "finddb.sqlite"))
         if a.gpu:   # an empty user DB, as a user's first process leaves it
             subprocess.run([sys.executable, "-c", "from miofind.db import FindDB; FindDB().close()"], env=env,
