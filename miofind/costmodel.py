@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .predict import model_time_ms, roofline_ms
+from .predict import Roofline, model_time_ms
 from .problem import ProblemDescription
 
 log = logging.getLogger(__name__)
@@ -64,20 +64,26 @@ def problem_features(p: ProblemDescription) -> list[float]:
     return _problem_parts(p)[0]
 
 
+def _last_two(v, pad) -> tuple:
+    """(H, W) of a size tuple: 1D problems get ``pad`` for H, 3D problems' D is dropped."""
+    return (v[-2], v[-1]) if len(v) >= 2 else (pad, v[0])
+
+
 def _problem_parts(p: ProblemDescription) -> tuple[list[float], ProblemDescription, int, int]:
     """(``problem_features``, the non-transposed problem, its FLOPs, the elements of x, w and y
     together): the sizes are computed once, for the features and the roofline time alike."""
     p = p.as_conv()
     ins, outs, filt = p.in_size, p.out_size, p.filter_size
-    two = lambda v, pad: ((pad,) + tuple(v))[-2:]  # noqa: E731  (H, W); 3D problems fold D into H
-    ho, wo = two(outs, 1)
-    hi, wi = two(ins, 1)
-    fy, fx = two(filt, 1)
-    sy, sx = two(p.strides, 1)
-    py, px = two(p.pads, 0)
-    depth_in = math.prod(ins[:-2]) if len(ins) > 2 else 1
-    depth_out = math.prod(outs[:-2]) if len(outs) > 2 else 1
-    low = p.dtype in ("FP16", "BF16")
+    ho, wo = _last_two(outs, 1)
+    hi, wi = _last_two(ins, 1)
+    fy, fx = _last_two(filt, 1)
+    sy, sx = _last_two(p.strides, 1)
+    py, px = _last_two(p.pads, 0)
+    if len(ins) > 2:   # 3D problems fold D into H
+        hi *= math.prod(ins[:-2])
+        ho *= math.prod(outs[:-2])
+    dtype, layout, direction = p.dtypes[0], p.layouts[0], p.direction
+    low = dtype in ("FP16", "BF16")
     n, c, k, groups = p.n, p.c, p.k, p.groups
     cpg, kpg = c // groups, k // groups
     taps = math.prod(filt)
@@ -88,20 +94,20 @@ def _problem_parts(p: ProblemDescription) -> tuple[list[float], ProblemDescripti
     nbytes = (2 if low else 4) * elements
     flops = 2 * n * k * out_sp * cpg * taps   # ProblemDescription.flops
     # the GEMM an implicit-GEMM kernel runs for this direction (per group)
-    if p.direction == "F":
+    if direction == "F":
         m, gn, gk = n * out_sp, kpg, cpg * taps
-    elif p.direction == "B":
+    elif direction == "B":
         m, gn, gk = n * in_sp, cpg, kpg * taps
     else:
         m, gn, gk = kpg, cpg * taps, n * out_sp
-    lg = _log2
+    log2 = math.log2
+    lg = [log2(v) if v > 0 else -1.0 for v in (n, c, k, hi, wi, ho, wo, groups, cpg, kpg, flops, nbytes,
+                                                 flops / max(1, nbytes), m, gn, gk, out_sp)]
     features = [
-        float("FBW".index(p.direction)), float(low), float(p.dtype == "BF16"), float(p.math == "tf32"),
-        float(p.layout.startswith("NHWC") or p.layout.startswith("NDHWC")),
-        lg(n), lg(c), lg(k), lg(hi * depth_in), lg(wi), lg(ho * depth_out), lg(wo),
-        float(fy), float(fx), float(sy), float(sx), float(py), float(px), float(max(p.dilations)), lg(groups),
-        float(groups > 1 and groups == c), lg(cpg), lg(kpg), lg(flops), lg(nbytes), lg(flops / max(1, nbytes)),
-        lg(m), lg(gn), lg(gk), lg(out_sp),
+        float("FBW".index(direction)), float(low), float(dtype == "BF16"), float(p.math == "tf32"),
+        float(layout.startswith("NHWC") or layout.startswith("NDHWC")),
+        *lg[:7], float(fy), float(fx), float(sy), float(sx), float(py), float(px), float(max(p.dilations)),
+        lg[7], float(groups > 1 and groups == c), *lg[8:],
     ]
     return features, p, flops, elements
 
@@ -327,13 +333,19 @@ class _Exits:
                 self._used += 1
             return self.joined_rows[key]
 
-    def score(self, rows, common) -> np.ndarray:
-        """Sum of the leaf values per row, for ``rows`` (per row, a list of table rows; the lists
-        of equal length) and the table rows ``common`` shared by all of them."""
-        wide = self.wide   # read after every ``joined`` row of ``rows`` was made
-        m = np.bitwise_and.reduce(wide.take(rows, axis=0), axis=1)
-        m &= np.bitwise_and.reduce(wide.take(common, axis=0), axis=0)
-        e = np.frexp(m.view(np.uint32)[:, :self.ntrees])[1]   # the highest set bit + 1
+    def score(self, joined, roof, common, more=None) -> np.ndarray:
+        """Sum of the leaf values per row of a problem: row i ANDs table rows ``joined[i]``,
+        ``roof[i]`` and (where given) the list ``more[i]`` (the lists of equal length), and every
+        row the table rows ``common``."""
+        n = len(joined)
+        wide = self.wide   # read after every ``joined`` row was made
+        g = wide.take(joined + roof + common, axis=0)
+        m = g[:n] & g[n:2 * n]
+        m &= np.bitwise_and.reduce(g[2 * n:], axis=0)
+        if more is not None:
+            m &= np.bitwise_and.reduce(wide.take(more, axis=0), axis=1)
+        m = m.view(np.uint32)
+        e = np.frexp(m if m.shape[1] == self.ntrees else m[:, :self.ntrees])[1]   # the highest set bit + 1
         return self.values.take(e + self.offset).sum(axis=1)
 
 
@@ -357,6 +369,7 @@ class CostModel:
             self._roofline_look = look(len(_PROBLEM_FEATURES))
             c0 = self.n_features - len(self.config_keys)
             self._config_feature = {k: c0 + j for j, k in enumerate(self.config_keys)}
+            self._known_rows: dict = {}   # predict_ms: (solver id, family, config items, types) -> joined row
 
     @property
     def version(self) -> str:
@@ -420,34 +433,57 @@ class CostModel:
         pf, conv, flops, elements = _problem_parts(problem)
         common = [rows[bisect_left(th, pf[f])] for f, th, rows in self._problem_look] or [0]
         # the rest of a row is its roofline time (one per family) and one joined table row of its
-        # solver, family and config (``_row_features``)
+        # solver, family and config (``_joined_row``), known by the config's items and their types
+        roof = Roofline(conv, flops, elements, sm_count)
         roof_th, roof_rows = self._roofline_look
-        config_col, joined_rows, lookup = self._config_feature, exits.joined_rows, exits.lookup
+        known = self._known_rows
         roofline: dict[tuple, float] = {}
-        base, rows = [], []
+        base, joined, roofs, more = [], [], [], []
         for solver, config in pairs:
             family, ref = solver.family, solver.is_reference
             r = roofline.get((family, ref))
             if r is None:
-                r = roofline[family, ref] = math.log10(roofline_ms(conv, flops, elements, family, ref, sm_count))
+                r = roofline[family, ref] = math.log10(roof.ms(family, ref))
             base.append(r)
-            key = (self._solver_col.get(solver.id, -1), _FAMILY_COL.get(family, len(_FAMILIES) - 1))
+            roofs.append(roof_rows[bisect_left(roof_th, r)])
             if isinstance(config, dict) and config:
-                key += tuple((col, float(v)) for k, v in config.items() if (col := config_col.get(k)) is not None
-                             and isinstance(v, (int, float)) and not isinstance(v, bool))
-            row = [joined_rows.get(key), roof_rows[bisect_left(roof_th, r)]]
-            if row[0] is None:
-                row[0] = exits.joined(key, self._row_features(*key), bounded=len(key) > 2)
-                if row[0] is None:   # too many configs: their columns' rows, the rest joined
-                    cols = tuple(c for c, _ in key[2:])
-                    row[0] = exits.joined(key[:2] + cols, self._row_features(*key[:2], *cols))
-                    row += (lookup[c][1][bisect_left(lookup[c][0], v)] for c, v in key[2:] if lookup[c])
-            rows.append(row)
-        width = max(map(len, rows))
-        if width > 2:   # pad with row 0 (all ones)
-            for row in rows:
-                row += [0] * (width - len(row))
-        return (10.0 ** (np.asarray(base) + exits.score(rows, common))).tolist()
+                key = (solver.id, family, tuple(config.items()), tuple(map(type, config.values())))
+            else:
+                key = (solver.id, family)
+            try:
+                row = known.get(key)
+            except TypeError:   # an unhashable config value
+                row = key = None
+            if row is None:
+                row, cols = self._joined_row(exits, solver.id, family, config)
+                if cols:
+                    more.append((len(joined), cols))
+                elif key is not None and len(known) < 4096:
+                    known[key] = row
+            joined.append(row)
+        if more:   # each row's config columns' table rows, padded with row 0 (all ones)
+            width = max(len(c) for _, c in more)
+            rows = [[0] * width for _ in joined]
+            for i, cols in more:
+                rows[i][:len(cols)] = cols
+            more = rows
+        s = exits.score(joined, roofs, common, more or None)
+        s += base
+        return np.power(10.0, s, out=s).tolist()
+
+    def _joined_row(self, exits: "_Exits", solver_id: str, family: str, config) -> tuple[int, list[int]]:
+        """The joined table row of a row's solver, family and config, and the table rows of its
+        config columns where the table has no room for another config (else none)."""
+        key = (self._solver_col.get(solver_id, -1), _FAMILY_COL.get(family, len(_FAMILIES) - 1))
+        if isinstance(config, dict):
+            cols = self._config_feature
+            key += tuple((cols[k], float(v)) for k, v in config.items()
+                         if k in cols and isinstance(v, (int, float)) and not isinstance(v, bool))
+        row = exits.joined(key, self._row_features(*key), bounded=len(key) > 2)
+        if row is not None:
+            return row, []
+        cols = tuple(c for c, _ in key[2:])   # too many configs: their columns' rows, the rest joined
+        return exits.joined(key[:2] + cols, self._row_features(*key[:2], *cols)), exits.rows_for(key[2:])
 
     def _row_features(self, scol: int, fcol: int, *config) -> list[tuple[int, float]]:
         """(feature, value) of a row's solver one-hot (``scol``; -1: an unknown solver), family
