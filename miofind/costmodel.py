@@ -8,7 +8,11 @@ solver's config (its numeric parameters; -1 where a solver has none). PerfDB ent
 default config's time next to the tuned one, so configs of one solver are told apart too.
 
 The trees are exported to flat numpy arrays (``CostModel.save``: one ``.npz``) and evaluated with
-numpy alone (``CostModel.predict``): loading and predicting need neither LightGBM nor a GPU. The
+numpy alone: loading and predicting need neither LightGBM nor a GPU. One problem's candidates
+(``CostModel.predict_ms``) are scored through QuickScorer-style bitmask tables built at load
+(``_Exits``: one table row per feature threshold, the exit leaf of each tree the highest set bit of
+an AND), without making the feature rows; feature matrices (training, cross-validation) and trees
+of more than 32 leaves take the heap descent (``_Trees.predict``). Both give the same leaves. The
 shipped model sits next to its system FindDB (``finddb/sm_90-132.model.npz``). A missing or
 unreadable model file leaves immediate mode with ``miofind.predict``'s nearest-problem predictor.
 """
@@ -422,8 +426,8 @@ class CostModel:
         return x, base
 
     def predict_ms(self, problem: ProblemDescription, pairs, sm_count: int = 132) -> list[float]:
-        """Predicted time in ms of each (solver, config) on ``problem``: the trees' sum over the
-        rows ``rows`` makes, scored without making them (``_Exits``) where the trees allow."""
+        """Predicted time in ms of each (solver, config) on ``problem``: the trees on the feature
+        rows ``rows`` makes, scored from the exit tables (``_Exits``) without making them."""
         if not pairs:
             return []
         exits = self.trees.exits
