@@ -6,11 +6,16 @@ Fixed before evaluation: groups = problems (find records and PerfDB default-conf
 problem); relevance 3 for the problem's fastest sample, 2 within 1.1x of it, 1 within 1.5x, else 0;
 ``miofind.costmodel.PARAMS`` with ``objective=lambdarank`` and the same rounds, plus LightGBM's
 defaults for the ranking parameters. Features are the regression model's (the log roofline time
-stays a feature). ``python bench/eval_costmodel_rank.py``.
+stays a feature). Also reported: "both", the two models shipped together (the LambdaRank model
+picks, the regression model states the times): top-1 and slowdown of the LambdaRank column with the
+regression column's median relative error. ``python bench/eval_costmodel_rank.py [--out FOLDER]``
+(``rank_eval.json`` in FOLDER).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -51,7 +56,10 @@ def train_rank(samples, sm_count=132):
     return cm.CostModel(cm._Trees.from_lightgbm(booster.dump_model()), meta)
 
 
-def main():
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=None, help="folder for rank_eval.json")
+    args = ap.parse_args(argv)
     db = FindDB(str(ROOT / "finddb" / "sm_90-132.sqlite"), readonly=True, immutable=True)
     samples = cm.samples_from_db(db)
     finds = defaultdict(list)
@@ -59,6 +67,7 @@ def main():
         finds[r.problem_key].append(r)
     cols = ("regression", "rank", "today")
     pooled = {k: [] for k in cols}
+    report = {}
     for held in MODELS:
         test = preset_keys(held) & set(finds)
         train = [s for s in samples if s.problem_key not in test]
@@ -78,13 +87,26 @@ def main():
                 per["rank"].append([(r[1], r[3]) for r in rows])
         for k in per:
             pooled[k] += per[k]
-        print(held, {k: _short(cm.ranking_metrics(v)) for k, v in per.items()}, flush=True)
-    print("pooled", {k: _short(cm.ranking_metrics(v)) for k, v in pooled.items()}, flush=True)
+        report[held] = _table(per)
+        print(held, report[held], flush=True)
+    report["pooled"] = _table(pooled)
+    print("pooled", report["pooled"], flush=True)
+    if args.out:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        (Path(args.out) / "rank_eval.json").write_text(json.dumps(report, indent=1) + "\n")
+
+
+def _table(per):
+    """Each column's metrics, and "both": the LambdaRank pick with the regression model's times."""
+    out = {k: _short(cm.ranking_metrics(v)) for k, v in per.items()}
+    out["rank"]["median_rel_err_pct"] = None   # exp(-score) is no time
+    out["both"] = dict(out["rank"], median_rel_err_pct=out["regression"]["median_rel_err_pct"])
+    return out
 
 
 def _short(m):
     return {"problems": m["problems"], "top1": round(100 * m["top1"], 1), "mean_slowdown_%": round(100 * m["mean_slowdown"], 2),
-            "worst": round(m["worst_slowdown"], 2)}
+            "worst": round(m["worst_slowdown"], 2), "median_rel_err_pct": round(100 * m["median_rel_err"], 1)}
 
 
 if __name__ == "__main__":

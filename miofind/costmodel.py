@@ -8,7 +8,11 @@ solver's config (its numeric parameters; -1 where a solver has none). PerfDB ent
 default config's time next to the tuned one, so configs of one solver are told apart too.
 
 The trees are exported to flat numpy arrays (``CostModel.save``: one ``.npz``) and evaluated with
-numpy alone (``CostModel.predict``): loading and predicting need neither LightGBM nor a GPU. The
+numpy alone: loading and predicting need neither LightGBM nor a GPU. One problem's candidates
+(``CostModel.predict_ms``) are scored through QuickScorer-style bitmask tables built at load
+(``_Exits``: one table row per feature threshold, the exit leaf of each tree the highest set bit of
+an AND), without making the feature rows; feature matrices (training, cross-validation) and trees
+of more than 32 leaves take the heap descent (``_Trees.predict``). Both give the same leaves. The
 shipped model sits next to its system FindDB (``finddb/sm_90-132.model.npz``). A missing or
 unreadable model file leaves immediate mode with ``miofind.predict``'s nearest-problem predictor.
 """
@@ -20,13 +24,15 @@ import hashlib
 import json
 import logging
 import math
+import threading
 import time
+from bisect import bisect_left
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from .predict import model_time_ms
+from .predict import Roofline, model_time_ms
 from .problem import ProblemDescription
 
 log = logging.getLogger(__name__)
@@ -59,39 +65,55 @@ def _log2(v: float) -> float:
 
 def problem_features(p: ProblemDescription) -> list[float]:
     """The problem's part of a feature row, in ``_PROBLEM_FEATURES`` order."""
+    return _problem_parts(p)[0]
+
+
+def _last_two(v, pad) -> tuple:
+    """(H, W) of a size tuple: 1D problems get ``pad`` for H, 3D problems' D is dropped."""
+    return (v[-2], v[-1]) if len(v) >= 2 else (pad, v[0])
+
+
+def _problem_parts(p: ProblemDescription) -> tuple[list[float], ProblemDescription, int, int]:
+    """(``problem_features``, the non-transposed problem, its FLOPs, the elements of x, w and y
+    together): the sizes are computed once, for the features and the roofline time alike."""
     p = p.as_conv()
-    two = lambda v, pad: ((pad,) + tuple(v))[-2:]  # noqa: E731  (H, W); 3D problems fold D into H
-    ho, wo = two(p.out_size, 1)
-    hi, wi = two(p.in_size, 1)
-    fy, fx = two(p.filter_size, 1)
-    sy, sx = two(p.strides, 1)
-    py, px = two(p.pads, 0)
-    depth_in = math.prod(p.in_size[:-2]) if len(p.in_size) > 2 else 1
-    depth_out = math.prod(p.out_size[:-2]) if len(p.out_size) > 2 else 1
-    low = p.dtype in ("FP16", "BF16")
-    esize = 2 if low else 4
-    a, b, o = p.io_shapes()
-    nbytes = esize * sum(math.prod(s) for s in (a, b, o))
-    flops = p.flops()
-    cpg, kpg = p.c // p.groups, p.k // p.groups
-    taps = math.prod(p.filter_size)
-    out_sp = math.prod(p.out_size)
-    in_sp = math.prod(p.in_size)
+    ins, outs, filt = p.in_size, p.out_size, p.filter_size
+    ho, wo = _last_two(outs, 1)
+    hi, wi = _last_two(ins, 1)
+    fy, fx = _last_two(filt, 1)
+    sy, sx = _last_two(p.strides, 1)
+    py, px = _last_two(p.pads, 0)
+    if len(ins) > 2:   # 3D problems fold D into H
+        hi *= math.prod(ins[:-2])
+        ho *= math.prod(outs[:-2])
+    dtype, layout, direction = p.dtypes[0], p.layouts[0], p.direction
+    low = dtype in ("FP16", "BF16")
+    n, c, k, groups = p.n, p.c, p.k, p.groups
+    cpg, kpg = c // groups, k // groups
+    taps = math.prod(filt)
+    out_sp = math.prod(outs)
+    in_sp = math.prod(ins)
+    # x, w (K x C/G x filter) and y: ProblemDescription.io_shapes in some order
+    elements = n * c * in_sp + k * cpg * taps + n * k * out_sp
+    nbytes = (2 if low else 4) * elements
+    flops = 2 * n * k * out_sp * cpg * taps   # ProblemDescription.flops
     # the GEMM an implicit-GEMM kernel runs for this direction (per group)
-    if p.direction == "F":
-        m, n, k = p.n * out_sp, kpg, cpg * taps
-    elif p.direction == "B":
-        m, n, k = p.n * in_sp, cpg, kpg * taps
+    if direction == "F":
+        m, gn, gk = n * out_sp, kpg, cpg * taps
+    elif direction == "B":
+        m, gn, gk = n * in_sp, cpg, kpg * taps
     else:
-        m, n, k = kpg, cpg * taps, p.n * out_sp
-    return [
-        "FBW".index(p.direction), float(low), float(p.dtype == "BF16"), float(p.math == "tf32"),
-        float(p.layout.startswith("NHWC") or p.layout.startswith("NDHWC")),
-        _log2(p.n), _log2(p.c), _log2(p.k), _log2(hi * depth_in), _log2(wi), _log2(ho * depth_out), _log2(wo),
-        fy, fx, sy, sx, py, px, max(p.dilations), _log2(p.groups), float(p.groups > 1 and p.groups == p.c),
-        _log2(cpg), _log2(kpg), _log2(flops), _log2(nbytes), _log2(flops / max(1, nbytes)),
-        _log2(m), _log2(n), _log2(k), _log2(out_sp),
+        m, gn, gk = kpg, cpg * taps, n * out_sp
+    log2 = math.log2
+    lg = [log2(v) if v > 0 else -1.0 for v in (n, c, k, hi, wi, ho, wo, groups, cpg, kpg, flops, nbytes,
+                                                 flops / max(1, nbytes), m, gn, gk, out_sp)]
+    features = [
+        float("FBW".index(direction)), float(low), float(dtype == "BF16"), float(p.math == "tf32"),
+        float(layout.startswith("NHWC") or layout.startswith("NDHWC")),
+        *lg[:7], float(fy), float(fx), float(sy), float(sx), float(py), float(px), float(max(p.dilations)),
+        lg[7], float(groups > 1 and groups == c), *lg[8:],
     ]
+    return features, p, flops, elements
 
 
 def support_class(p: ProblemDescription) -> str:
@@ -115,6 +137,18 @@ def numeric_config_keys(configs) -> tuple[str, ...]:
         if isinstance(c, dict):
             keys |= {k for k, v in c.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     return tuple(sorted(keys))
+
+
+def _unique_splits(feature: np.ndarray, threshold: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (feature, threshold) pairs sorted by feature, then threshold, as (features,
+    thresholds), and the index of each input pair among them."""
+    order = np.lexsort((threshold, feature))
+    f, t = feature[order], threshold[order]
+    new = np.ones(len(order), bool)
+    new[1:] = (f[1:] != f[:-1]) | (t[1:] != t[:-1])
+    index = np.empty(len(order), np.intp)
+    index[order] = np.cumsum(new) - 1
+    return f[new].astype(np.intp), t[new], index
 
 
 @dataclass
@@ -188,21 +222,135 @@ class _Trees:
         # Each tree as a complete binary tree of the deepest tree's depth, in heap order (children
         # of position i at 2i+1, 2i+2): a leaf above the last level repeats itself below (its node
         # points to itself with threshold +inf), so the descent needs no child table.
-        feature, threshold = self.feature.astype(np.intp), self.threshold
-        pairs = np.stack([feature.astype(np.float64), threshold], axis=1) if len(feature) else np.zeros((0, 2))
-        uniq, split_of_node = np.unique(pairs, axis=0, return_inverse=True)
-        self._split_feature = uniq[:, 0].astype(np.intp)
-        self._split_threshold = uniq[:, 1]
-        split_of_node = split_of_node.reshape(-1).astype(np.intp)
+        self._split_feature, self._split_threshold, split_of_node = _unique_splits(self.feature, self.threshold)
         children = self.children.astype(np.intp)
         self._inner = (1 << self.depth) - 1
         level = self.roots.astype(np.intp)[:, None]
-        splits = []
+        splits, levels = [], []
         for _ in range(self.depth):
+            levels.append(level)
             splits.append(split_of_node[level])
             level = children[level].reshape(len(self.roots), -1)
         self._heap_split = (np.concatenate(splits, axis=1) if splits else np.zeros((len(self.roots), 0), np.intp)).ravel()
         self._heap_value = self.value[level].ravel()
+        self.exits = _Exits.build(self, levels, level)
+
+
+class _Exits:
+    """QuickScorer's tables (Lucchese et al., SIGIR 2015) of a forest whose trees have at most 32
+    leaves: one problem's few rows are scored with a handful of numpy calls instead of a descent.
+
+    Leaf i of a tree (left to right) is bit 31 - i of a uint32. A node whose test x[f] > threshold
+    holds rules out the leaves of its left subtree; the tree's exit leaf is the leftmost leaf that
+    no true node rules out, i.e. the highest set bit of the AND of the true nodes' masks. The nodes
+    of one feature, sorted by threshold, are true for a value v exactly up to
+    ``bisect_left(thresholds, v)``, so one precomputed row per (feature, count) holds the AND per
+    tree of those nodes' masks, and a row's masks are the AND of one table row per feature. The
+    table is ANDed as uint64 (two trees per word; an odd forest gets an all-ones column)."""
+
+    MAX_BOUNDED = 1024   # joined rows of (solver, config values): 2.4 MB for 600 trees
+
+    def __init__(self, table, used, lookup, values, offset, ntrees):
+        self.table = table        # uint32 [table rows, trees (even)]; row 0: all ones (no node true)
+        self.wide = table.view(np.uint64)
+        self.lookup = lookup      # per feature: (sorted thresholds, table row per count), or None (unused)
+        self.values = values      # float64 [trees * 32]: leaf values by (tree, bit)
+        self.offset = offset      # intp [trees]: tree * 32 - 1, added to frexp's exponent (bit + 1)
+        self.ntrees = ntrees
+        self._used = self._first = used   # rows in use; ``joined`` fills the spare rows after them
+        self._bounded = 0
+        self.joined_rows: dict = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def build(cls, trees: "_Trees", levels, bottom) -> "_Exits | None":
+        """The tables from the heap layout (``levels[d]``: the node ids at depth d, ``bottom``: at
+        the last level, leaves repeated); None where a tree has more than 32 leaves."""
+        ntrees, depth = len(trees.roots), trees.depth
+        if ntrees == 0:
+            return None
+        nfeat = int(trees.feature.max()) + 1
+        # rank of each leaf, left to right, at every bottom position
+        starts = np.ones(bottom.shape, bool)
+        starts[:, 1:] = bottom[:, 1:] != bottom[:, :-1]
+        rank = np.cumsum(starts, axis=1) - 1
+        if rank[:, -1].max() >= 32:
+            return None
+        values = np.zeros((ntrees, 32))
+        values[np.repeat(np.arange(ntrees), bottom.shape[1]), 31 - rank.ravel()] = trees.value[bottom.ravel()]
+        low = np.array([(1 << h) - 1 for h in range(33)], np.uint64)   # low[h]: the lowest h bits set
+        children = trees.children
+        feat, thr, tree, mask = [np.zeros(0, np.int32)], [np.zeros(0)], [np.zeros(0, np.intp)], [np.zeros(0, np.uint32)]
+        for d, ids in enumerate(levels):
+            t, k = np.nonzero(children[ids, 0] != ids)   # real internal nodes (leaves point to themselves)
+            span = 1 << (depth - d)
+            lo = rank[t, k * span]                       # the left subtree's leaves: lo .. hi - 1
+            hi = rank[t, k * span + span // 2 - 1] + 1
+            node = ids[t, k]
+            feat.append(trees.feature[node])
+            thr.append(trees.threshold[node])
+            tree.append(t)
+            mask.append(~(low[32 - lo] ^ low[32 - hi]).astype(np.uint32))
+        feat, thr, tree, mask = (np.concatenate(a) for a in (feat, thr, tree, mask))
+        ufeat, uthr, split = _unique_splits(feat, thr)
+        used = 1 + len(ufeat)
+        table = np.full((used + 64, ntrees + ntrees % 2), 0xFFFFFFFF, np.uint32)   # 64 spare rows for ``joined``
+        np.bitwise_and.at(table, (1 + split, tree), mask)
+        lookup = [None] * nfeat
+        first = np.searchsorted(ufeat, np.arange(nfeat + 1))
+        for f in range(nfeat):
+            a, b = first[f], first[f + 1]
+            if a < b:   # rows 1 + a .. b: cumulative AND along the feature's thresholds
+                table[1 + a:1 + b] = np.bitwise_and.accumulate(table[1 + a:1 + b], axis=0)
+                lookup[f] = (uthr[a:b].tolist(), [0, *range(1 + a, 1 + b)])
+        return cls(table, used, lookup, values.ravel(), np.arange(ntrees, dtype=np.intp) * 32 - 1, ntrees)
+
+    def rows_for(self, features) -> list[int]:
+        """The table rows of a (feature index, value) sequence."""
+        out = []
+        lookup = self.lookup
+        for f, v in features:
+            look = lookup[f] if f < len(lookup) else None
+            if look is not None:
+                out.append(look[1][bisect_left(look[0], v)])
+        return out
+
+    def joined(self, key, features, *, bounded: bool = False) -> int | None:
+        """The table row that ANDs the rows of ``features`` (``rows_for``), made once per ``key``:
+        a kind of row's features other than the problem's and the roofline time (solver, family,
+        config). ``bounded`` rows (one per config) stop at ``MAX_BOUNDED`` (then None)."""
+        row = self.joined_rows.get(key)
+        if row is not None:
+            return row
+        with self._lock:
+            if key not in self.joined_rows:
+                if bounded and self._bounded >= self.MAX_BOUNDED:
+                    return None
+                self._bounded += bounded
+                mask = np.bitwise_and.reduce(self.table[[0, *self.rows_for(features)]], axis=0)
+                table = self.table
+                if self._used == len(table):   # grow; readers keep the old array
+                    table = np.concatenate([table, np.empty_like(table[:max(64, self._used - self._first)])])
+                table[self._used] = mask
+                self.table, self.wide = table, table.view(np.uint64)
+                self.joined_rows[key] = self._used   # published after the row is in self.table
+                self._used += 1
+            return self.joined_rows[key]
+
+    def score(self, joined, roof, common, more=None) -> np.ndarray:
+        """Sum of the leaf values per row of a problem: row i ANDs table rows ``joined[i]``,
+        ``roof[i]`` and (where given) the list ``more[i]`` (the lists of equal length), and every
+        row the table rows ``common``."""
+        n = len(joined)
+        wide = self.wide   # read after every ``joined`` row was made
+        g = wide.take(joined + roof + common, axis=0)
+        m = g[:n] & g[n:2 * n]
+        m &= np.bitwise_and.reduce(g[2 * n:], axis=0)
+        if more is not None:
+            m &= np.bitwise_and.reduce(wide.take(more, axis=0), axis=1)
+        m = m.view(np.uint32)
+        e = np.frexp(m if m.shape[1] == self.ntrees else m[:, :self.ntrees])[1]   # the highest set bit + 1
+        return self.values.take(e + self.offset).sum(axis=1)
 
 
 class CostModel:
@@ -218,6 +366,14 @@ class CostModel:
         self._config_col = {k: i for i, k in enumerate(self.config_keys)}
         self._support = frozenset(meta["support"])
         self.n_features = len(_PROBLEM_FEATURES) + 1 + len(self.solver_ids) + len(_FAMILIES) + len(self.config_keys)
+        exits = trees.exits
+        if exits is not None:   # predict_ms's lookups: (thresholds, table row per count) by feature
+            look = lambda f: exits.lookup[f] if f < len(exits.lookup) and exits.lookup[f] else ([], [0])  # noqa: E731
+            self._problem_look = [(f, *look(f)) for f in range(len(_PROBLEM_FEATURES)) if look(f)[0]]
+            self._roofline_look = look(len(_PROBLEM_FEATURES))
+            c0 = self.n_features - len(self.config_keys)
+            self._config_feature = {k: c0 + j for j, k in enumerate(self.config_keys)}
+            self._known_rows: dict = {}   # predict_ms: (solver id, family, config items, types) -> joined row
 
     @property
     def version(self) -> str:
@@ -270,11 +426,84 @@ class CostModel:
         return x, base
 
     def predict_ms(self, problem: ProblemDescription, pairs, sm_count: int = 132) -> list[float]:
-        """Predicted time in ms of each (solver, config) on ``problem``."""
+        """Predicted time in ms of each (solver, config) on ``problem``: the trees on the feature
+        rows ``rows`` makes, scored from the exit tables (``_Exits``) without making them."""
         if not pairs:
             return []
-        x, base = self.rows(problem, pairs, sm_count)
-        return list(10.0 ** (base + self.trees.predict(x)))
+        exits = self.trees.exits
+        if exits is None:   # trees of more than 32 leaves: the descent over the full feature rows
+            x, base = self.rows(problem, pairs, sm_count)
+            return (10.0 ** (base + self.trees.predict(x))).tolist()
+        pf, conv, flops, elements = _problem_parts(problem)
+        common = [rows[bisect_left(th, pf[f])] for f, th, rows in self._problem_look] or [0]
+        # the rest of a row is its roofline time (one per family) and one joined table row of its
+        # solver, family and config (``_joined_row``), known by the config's items and their types
+        roof = Roofline(conv, flops, elements, sm_count)
+        roof_th, roof_rows = self._roofline_look
+        known = self._known_rows
+        roofline: dict[tuple, float] = {}
+        base, joined, roofs, more = [], [], [], []
+        for solver, config in pairs:
+            family, ref = solver.family, solver.is_reference
+            r = roofline.get((family, ref))
+            if r is None:
+                r = roofline[family, ref] = math.log10(roof.ms(family, ref))
+            base.append(r)
+            roofs.append(roof_rows[bisect_left(roof_th, r)])
+            if isinstance(config, dict) and config:
+                key = (solver.id, family, tuple(config.items()), tuple(map(type, config.values())))
+            else:
+                key = (solver.id, family)
+            try:
+                row = known.get(key)
+            except TypeError:   # an unhashable config value
+                row = key = None
+            if row is None:
+                row, cols = self._joined_row(exits, solver.id, family, config)
+                if cols:
+                    more.append((len(joined), cols))
+                elif key is not None and len(known) < 4096:
+                    known[key] = row
+            joined.append(row)
+        if more:   # each row's config columns' table rows, padded with row 0 (all ones)
+            width = max(len(c) for _, c in more)
+            rows = [[0] * width for _ in joined]
+            for i, cols in more:
+                rows[i][:len(cols)] = cols
+            more = rows
+        s = exits.score(joined, roofs, common, more or None)
+        s += base
+        return np.power(10.0, s, out=s).tolist()
+
+    def _joined_row(self, exits: "_Exits", solver_id: str, family: str, config) -> tuple[int, list[int]]:
+        """The joined table row of a row's solver, family and config, and the table rows of its
+        config columns where the table has no room for another config (else none)."""
+        key = (self._solver_col.get(solver_id, -1), _FAMILY_COL.get(family, len(_FAMILIES) - 1))
+        if isinstance(config, dict):
+            cols = self._config_feature
+            key += tuple((cols[k], float(v)) for k, v in config.items()
+                         if k in cols and isinstance(v, (int, float)) and not isinstance(v, bool))
+        row = exits.joined(key, self._row_features(*key), bounded=len(key) > 2)
+        if row is not None:
+            return row, []
+        cols = tuple(c for c, _ in key[2:])   # too many configs: their columns' rows, the rest joined
+        return exits.joined(key[:2] + cols, self._row_features(*key[:2], *cols)), exits.rows_for(key[2:])
+
+    def _row_features(self, scol: int, fcol: int, *config) -> list[tuple[int, float]]:
+        """(feature, value) of a row's solver one-hot (``scol``; -1: an unknown solver), family
+        one-hot and config columns, as ``rows`` fills them: ``config`` holds (feature, value) of the
+        config's numeric parameters, or only the feature (its value left out); the rest are -1."""
+        s0 = len(_PROBLEM_FEATURES) + 1
+        f0 = s0 + len(self.solver_ids)
+        c0 = f0 + len(_FAMILIES)
+        given = {c[0] if isinstance(c, tuple) else c: c[1] if isinstance(c, tuple) else None for c in config}
+        out = [(s0 + i, float(i == scol)) for i in range(len(self.solver_ids))]
+        out += [(f0 + i, float(i == fcol)) for i in range(len(_FAMILIES))]
+        for col in range(c0, c0 + len(self.config_keys)):
+            v = given.get(col, -1.0)
+            if v is not None:
+                out.append((col, v))
+        return out
 
     # -- files -----------------------------------------------------------------------------------
 

@@ -45,19 +45,28 @@ class Prediction:
 def model_time_ms(problem: ProblemDescription, solver, sm_count: int = 132) -> float:
     """The cost model's time for ``solver`` on ``problem`` (see the module docstring)."""
     p = problem.as_conv()
-    low = p.dtype in ("FP16", "BF16")
-    peak_key = p.dtype if low else ("TF32" if p.math == "tf32" else "FP32")
-    peak = _PEAK_TFLOPS[peak_key] * 1e12 * sm_count / 132
-    if solver.is_reference:
-        eff = _NAIVE_EFFICIENCY
-    else:
-        eff = _EFFICIENCY["LOW" if low else "FP32"].get(solver.family, 0.1)
-    esize = 2 if low else 4
     a, b, o = p.io_shapes()
-    nbytes = esize * sum(math.prod(s) for s in (a, b, o))
-    compute = p.flops() / (peak * eff)
-    memory = nbytes / (0.7 * _BANDWIDTH)
-    return max(compute, memory) * 1e3 + _LAUNCH_MS
+    return Roofline(p, p.flops(), sum(math.prod(s) for s in (a, b, o)), sm_count).ms(solver.family, solver.is_reference)
+
+
+class Roofline:
+    """``model_time_ms`` of any solver on one non-transposed problem ``p`` whose FLOPs and element
+    count of x, w and y together are known (the learned cost model computes them once per problem)."""
+
+    __slots__ = ("flops", "peak", "memory", "eff")
+
+    def __init__(self, p: ProblemDescription, flops: int, elements: int, sm_count: int = 132):
+        low = p.dtype in ("FP16", "BF16")
+        peak_key = p.dtype if low else ("TF32" if p.math == "tf32" else "FP32")
+        self.flops = flops
+        self.peak = _PEAK_TFLOPS[peak_key] * 1e12 * sm_count / 132
+        self.memory = (2 if low else 4) * elements / (0.7 * _BANDWIDTH)
+        self.eff = _EFFICIENCY["LOW" if low else "FP32"]
+
+    def ms(self, family: str, is_reference: bool) -> float:
+        """The time in ms of a solver of ``family`` (a naive reference solver: ``is_reference``)."""
+        eff = _NAIVE_EFFICIENCY if is_reference else self.eff.get(family, 0.1)
+        return max(self.flops / (self.peak * eff), self.memory) * 1e3 + _LAUNCH_MS
 
 
 @functools.lru_cache(maxsize=8192)

@@ -5,6 +5,7 @@ next to the system DB, and what happens without LightGBM or without a model file
 from __future__ import annotations
 
 import logging
+import math
 import sys
 import time
 
@@ -227,3 +228,198 @@ def test_heap_evaluator_equals_a_node_by_node_walk_of_the_shipped_model():
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
     assert np.ptp(want) > 0.1   # the rows do reach different leaves
     assert trees.predict(x[:1]).shape == (1,) and trees.predict(x[:0]).shape == (0,)
+
+
+# -- the per-problem evaluator (predict_ms: bitmask tables, ``costmodel._Exits``) ---------------
+
+def _descent_ms(model, p, pairs):
+    """The times the feature rows and the heap descent give (the evaluator before ``_Exits``)."""
+    x, base = model.rows(p, pairs)
+    return 10.0 ** (base + model.trees.predict(x))
+
+
+def _shipped():
+    from miofind.db.system import system_db_path
+
+    path = system_db_path("sm_90", 132)
+    return FindDB(str(path), readonly=True, immutable=True), cm.CostModel.load(cm.model_path_for(path))
+
+
+def _default(s, p):
+    try:
+        return s.default_config(p.as_conv()) if s.tunable else None
+    except Exception:
+        return None
+
+
+def test_exit_tables_equal_the_descent_for_every_record_of_the_shipped_db():
+    db, model = _shipped()
+    assert model.trees.exits is not None   # the shipped model takes the fast path
+    by_key = {}
+    for r in db.iter_records(None):
+        by_key.setdefault(r.problem_key, []).append(r)
+    db.close()
+    assert len(by_key) > 2000
+    worst, identical, cases = 0.0, 0, 0
+    for key, recs in by_key.items():
+        p = cm._parse(key)
+        solvers = [get_solver(r.solver_id) for r in recs]
+        # as recorded (tuned configs) and as a miss (default configs)
+        for pairs in ([(s, r.config) for s, r in zip(solvers, recs)], [(s, _default(s, p)) for s in solvers]):
+            got, want = np.array(model.predict_ms(p, pairs)), _descent_ms(model, p, pairs)
+            worst = max(worst, float(np.max(np.abs(got / want - 1))))
+            identical += int(np.array_equal(got, want))
+            cases += 1
+    assert worst < 1e-12, worst
+    assert identical == cases   # the same leaves, summed in the same order
+
+
+def test_problem_parts_agree_with_the_problem_shapes():
+    from miofind.predict import Roofline, model_time_ms
+
+    probs = [ProblemDescription.make(d, n=2, c=6, k=4, in_size=(5, 7, 9), filter_size=(3, 1, 2), pads=(1, 0, 1),
+                                     strides=(2, 1, 1)) for d in "FBW"]
+    probs += [ProblemDescription.make(d, n=3, c=8, k=12, in_size=(17,), filter_size=(3,), pads=(1,)) for d in "FBW"]
+    probs += [ProblemDescription.make(d, n=3, c=8, k=12, in_size=(17, 19), filter_size=3, groups=4, dilations=2,
+                                      layout="NHWC", dtype="FP16") for d in "FBW"]
+    probs += [ProblemDescription.make(d, n=3, c=8, k=12, in_size=(17, 19), filter_size=3, transposed=True, strides=2)
+              for d in "FBW"]
+    names = list(cm._PROBLEM_FEATURES)
+    for p in probs:
+        feats, conv, flops, elements = cm._problem_parts(p)
+        a, b, o = conv.io_shapes()
+        assert flops == conv.flops() and elements == sum(math.prod(s) for s in (a, b, o)), p.key()
+        esize = 2 if conv.dtype in ("FP16", "BF16") else 4
+        assert feats[names.index("log_bytes")] == math.log2(esize * elements)
+        assert feats[names.index("log_flops")] == math.log2(flops)
+        for sid in (SLOW, FAST_SMALL, "ConvCudnnFwd"):
+            s = get_solver(sid)
+            assert Roofline(conv, flops, elements).ms(s.family, s.is_reference) == model_time_ms(p, s)
+
+
+@pytest.fixture(scope="module")
+def tuned_samples():
+    """Synthetic measured times of ConvImplicitGemmFwd at several configs, GemmFwdRest and the naive
+    solver: the model splits on config columns as well as on the problem and the solver."""
+    rng = np.random.default_rng(5)
+    out = []
+    for p in TRAIN[::2]:
+        for sid in (FAST_SMALL, SLOW):
+            out.append(cm.Sample(p.key(), sid, None, rule_time(p, sid)))
+        for _ in range(4):
+            cfg = {"BM": int(rng.choice([32, 64, 128])), "BN": int(rng.choice([32, 64])), "STAGES": int(rng.integers(2, 5))}
+            t = rule_time(p, FAST_LARGE) * (1 + abs(cfg["BM"] - 64) / 64) * (1.2 if cfg["STAGES"] == 2 else 1.0)
+            out.append(cm.Sample(p.key(), FAST_LARGE, cfg, t))
+    return out
+
+
+def _pairs_with_configs(rng, n):
+    big = get_solver(FAST_LARGE)
+    return [(get_solver(FAST_SMALL), None), (get_solver(SLOW), None)] + [
+        (big, {"BM": int(rng.choice([16, 32, 64, 96, 128, 256])), "BN": int(rng.choice([32, 64, 128])),
+               "STAGES": int(rng.integers(1, 6))}) for _ in range(n)]
+
+
+@pytest.mark.parametrize("rounds", [60, 61])   # an odd forest pads the uint64 table with a column
+def test_exit_tables_equal_lightgbm_predict(tuned_samples, monkeypatch, rounds):
+    lgb = pytest.importorskip("lightgbm")
+    boosters = []
+    real = lgb.train
+    monkeypatch.setattr(lgb, "train", lambda *a, **k: boosters.append(real(*a, **k)) or boosters[-1])
+    model = cm.train(tuned_samples, rounds=rounds)
+    assert model.trees.exits is not None and len(model.trees.roots) == rounds
+    assert {"BM", "BN", "STAGES"} <= set(model.config_keys)
+    rng = np.random.default_rng(7)
+    used = {int(f) for f in model.trees.feature}
+    assert any(f >= model.n_features - len(model.config_keys) for f in used)   # config splits exist
+    for p in TEST + TRAIN[::7]:
+        pairs = _pairs_with_configs(rng, 4)
+        x, base = model.rows(p, pairs)
+        want = 10.0 ** (base + boosters[0].predict(x))
+        np.testing.assert_allclose(model.predict_ms(p, pairs), want, rtol=1e-9)
+        np.testing.assert_allclose(model.predict_ms(p, pairs), _descent_ms(model, p, pairs), rtol=1e-12)
+
+
+def _balanced_tree_trees(depth: int) -> "cm._Trees":
+    """One complete tree of ``depth`` splitting on feature 0 at 0.5, 1.5, ... (2^depth leaves)."""
+    feature, threshold, children, value = [], [], [], []
+
+    def add(lo, hi, d):
+        i = len(feature)
+        feature.append(0), threshold.append(math.inf), children.append([i, i]), value.append(0.0)
+        if d == depth:
+            value[i] = float(lo)
+            return i
+        mid = (lo + hi) // 2
+        threshold[i] = mid - 0.5
+        children[i] = [add(lo, mid, d + 1), add(mid, hi, d + 1)]
+        return i
+
+    add(0, 1 << depth, 0)
+    return cm._Trees(np.asarray(feature, np.int32), np.asarray(threshold), np.asarray(children, np.int32),
+                     np.asarray(value), np.asarray([0], np.int32), depth)
+
+
+def test_exit_tables_leave_trees_of_more_than_32_leaves_to_the_descent():
+    small, big = _balanced_tree_trees(5), _balanced_tree_trees(6)
+    assert small.exits is not None and big.exits is None
+    x = np.arange(-1, 65, 0.5)[:, None]
+    want = np.clip(np.ceil(x[:, 0] - 0.5), 0, 63)   # the leaf holding x (x <= threshold goes left)
+    np.testing.assert_array_equal(big.predict(x), want)
+    np.testing.assert_array_equal(small.predict(x), np.minimum(want, 31))
+    rows = np.array([small.exits.rows_for([(0, v)]) for v in x[:, 0]])
+    np.testing.assert_array_equal(small.exits.score(list(rows[:, 0]), [0] * len(rows), [0]), np.minimum(want, 31))
+    # a model of such trees predicts through the feature rows
+    meta = {"solvers": [FAST_SMALL], "config_keys": [], "support": ["F-FP32-dense"], "version": "t"}
+    model = cm.CostModel(big, meta)
+    pairs = [(get_solver(FAST_SMALL), None)]
+    assert model.predict_ms(TEST[0], pairs) == list(_descent_ms(model, TEST[0], pairs))
+
+
+def test_config_rows_past_the_bound_and_odd_configs_predict_as_the_descent(monkeypatch):
+    db, model = _shipped()
+    db.close()
+    monkeypatch.setattr(cm._Exits, "MAX_BOUNDED", 3)
+    rng = np.random.default_rng(11)
+    p = ProblemDescription.make("F", n=16, c=96, k=96, in_size=(40, 40), filter_size=3, pads=1)
+    big = get_solver("ConvImplicitGemmFwd")
+    for i in range(12):   # 3 configs get a joined row, the rest their config columns' rows
+        pairs = [(get_solver("GemmFwdRest"), None), (big, {"BM": int(rng.choice([32, 64, 128])), "BN": 64,
+                                                          "BK": int(rng.choice([8, 16])), "STAGES": 3, "TN": 8, "TM": 8})]
+        if i % 3 == 1:   # values the model reads as -1 (bool, str), unknown keys, an unhashable value
+            pairs.append((big, {"BM": True, "BN": "64", "BK": 16.0, "XYZ": 3, "tags": [1, 2]}))
+        np.testing.assert_array_equal(model.predict_ms(p, pairs), _descent_ms(model, p, pairs))
+    assert model.trees.exits._bounded == 3
+
+
+def test_concurrent_predictions_growing_the_table_agree_with_sequential_ones():
+    import threading
+
+    db, shared = _shipped()
+    db.close()
+    _, reference = _shipped()
+    big = get_solver("ConvImplicitGemmFwd")
+    p = ProblemDescription.make("F", n=8, c=128, k=64, in_size=(28, 28), filter_size=3, pads=1)
+    configs = [{"BM": bm, "BN": bn, "BK": bk, "STAGES": st, "TN": 8, "TM": 8}
+               for bm in (32, 64, 128, 256) for bn in (32, 64, 128) for bk in (8, 16, 32) for st in (2, 3, 4)]
+    assert len(configs) > 64   # more joined rows than the table's spare rows: it grows while read
+    want = {i: reference.predict_ms(p, [(big, c)])[0] for i, c in enumerate(configs)}
+    got, errors = {}, []
+
+    def work(start):
+        try:
+            for i in range(start, start + len(configs)):
+                i %= len(configs)
+                got.setdefault(i, set()).add(shared.predict_ms(p, [(get_solver("GemmFwdRest"), None), (big, configs[i])])[1])
+        except Exception as e:   # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k * 17,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    exits = shared.trees.exits
+    assert exits._used - exits._first > 64 and len(exits.table) > exits._first + 64   # it grew
+    assert all(got[i] == {want[i]} for i in want)

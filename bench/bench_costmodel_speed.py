@@ -1,0 +1,183 @@
+"""Speed of the learned cost model on the CPU: loading the shipped model file, and answering one problem.
+
+One problem's answer is what immediate mode asks of the model on a miss: ``CostModel.predict_ms``
+(the feature extraction for each (solver, config) of the problem, then the trees) and the ranking
+of the solvers by the predicted times. For every problem of the FindDB (default: the shipped H100
+DB), its solvers are those the DB measured for it (what a find ran on the GPU, cuDNN and the naive
+reference solvers included), each at its default config (a miss has no tuned one; the default
+configs are made beforehand, as ``find.predicted`` makes them outside the model). Also timed: the
+same problems without the naive solvers (immediate mode's own candidate set), and the evaluator
+before the exit tables (``CostModel.rows`` + ``_Trees.predict``, the heap descent) on the same
+problems, for comparison.
+
+Each problem is timed ``--repeats`` times in turn; the table gives the median and p90 over
+problems of each problem's fastest repeat (the noise of a shared machine filtered out) and of every
+repeat. The load time is ``CostModel.load`` of the model file: the first in the process and the
+median of ``--loads`` more. No GPU. ``python bench/bench_costmodel_speed.py --out bench/results/costmodel-speed``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from miofind import costmodel as cm  # noqa: E402
+from miofind.db import FindDB  # noqa: E402
+from miofind.registry import get_solver  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def default_config(solver, problem):
+    try:
+        return solver.default_config(problem.as_conv()) if solver.tunable else None
+    except Exception:
+        return None
+
+
+def answer(model, problem, pairs):
+    """The model's answer for one problem: predicted times and the solvers ranked by them."""
+    times = model.predict_ms(problem, pairs)
+    return sorted(range(len(times)), key=times.__getitem__)
+
+
+def answer_before(model, problem, pairs):
+    """The same through the feature rows and the heap descent (the evaluator before the exit tables)."""
+    x, base = model.rows(problem, pairs)
+    times = (10.0 ** (base + model.trees.predict(x))).tolist()
+    return sorted(range(len(times)), key=times.__getitem__)
+
+
+def time_problems(fn, model, cases, repeats):
+    """Per problem, every repeat's time in µs: [problems, repeats]."""
+    for p, pairs in cases[:50]:
+        fn(model, p, pairs)   # warm: the joined table rows of each (solver, config) are made once
+    out = np.empty((len(cases), repeats))
+    clock = time.perf_counter_ns
+    for r in range(repeats):
+        for i, (p, pairs) in enumerate(cases):
+            t0 = clock()
+            fn(model, p, pairs)
+            out[i, r] = (clock() - t0) / 1e3
+    return out
+
+
+def summary(samples):
+    best = samples.min(axis=1)
+    return {"median_us": float(np.median(best)), "p90_us": float(np.percentile(best, 90)),
+            "median_us_all_repeats": float(np.median(samples)), "p90_us_all_repeats": float(np.percentile(samples, 90))}
+
+
+def cpu_name():
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--db", default=str(ROOT / "finddb" / "sm_90-132.sqlite"))
+    ap.add_argument("--model", default=None, help="model file (default: the one next to --db)")
+    ap.add_argument("--repeats", type=int, default=5, help="times each problem is answered (default 5)")
+    ap.add_argument("--loads", type=int, default=10, help="loads of the model file after the first (default 10)")
+    ap.add_argument("--before-repeats", type=int, default=3, help="repeats for the evaluator before (0: skip)")
+    ap.add_argument("--out", default=None, help="folder for speed.md and speed.json")
+    args = ap.parse_args(argv)
+    for name in ("repeats", "loads"):
+        if getattr(args, name) < 1:
+            ap.error(f"--{name} must be at least 1, got {getattr(args, name)}")
+    model_path = Path(args.model) if args.model else cm.model_path_for(args.db)
+    if not model_path.is_file():
+        ap.error(f"--model: no model file at {model_path}")
+
+    load_before = os.getloadavg()
+    t0 = time.perf_counter()
+    model = cm.CostModel.load(model_path)
+    first_load_ms = (time.perf_counter() - t0) * 1e3
+    loads = []
+    for _ in range(args.loads):
+        t0 = time.perf_counter()
+        cm.CostModel.load(model_path)
+        loads.append((time.perf_counter() - t0) * 1e3)
+
+    db = FindDB(args.db, readonly=True, immutable=True)
+    recorded = defaultdict(list)
+    for r in db.iter_records(None):
+        recorded[r.problem_key].append(r.solver_id)
+    db.close()
+    cases, cases_no_naive = [], []
+    for key in sorted(recorded):
+        p = cm._parse(key)
+        solvers = [get_solver(s) for s in recorded[key]]
+        pairs = [(s, default_config(s, p)) for s in solvers]
+        cases.append((p, pairs))
+        own = [(s, c) for s, c in pairs if not s.is_reference]
+        if own:
+            cases_no_naive.append((p, own))
+
+    rows = {}
+    rows["all measured solvers"] = (cases, summary(time_problems(answer, model, cases, args.repeats)))
+    rows["without the naive solvers"] = (cases_no_naive,
+                                         summary(time_problems(answer, model, cases_no_naive, args.repeats)))
+    if args.before_repeats > 0:
+        rows["all measured solvers, evaluator before"] = (
+            cases, summary(time_problems(answer_before, model, cases, args.before_repeats)))
+    load_after = os.getloadavg()
+
+    result = {
+        "model": str(model_path.relative_to(ROOT) if model_path.is_relative_to(ROOT) else model_path),
+        "model_version": model.version, "file_bytes": model_path.stat().st_size,
+        "trees": len(model.trees.roots), "depth": model.trees.depth,
+        "exit_tables": model.trees.exits is not None,
+        "first_load_ms": first_load_ms, "load_ms_median": statistics.median(loads), "load_ms_max": max(loads),
+        "repeats": args.repeats, "before_repeats": args.before_repeats,
+        "cpu": cpu_name(), "cpus": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,
+        "loadavg_before": load_before, "loadavg_after": load_after,
+        "sets": {name: {"problems": len(c), "mean_solvers": statistics.fmean(len(x[1]) for x in c), **s}
+                 for name, (c, s) in rows.items()},
+    }
+    lines = [
+        f"model {result['model']} (version {model.version}, {result['file_bytes'] / 1e6:.2f} MB, "
+        f"{result['trees']} trees of depth {result['depth']}); {result['cpu']}, {result['cpus']} CPUs, "
+        f"Python {result['python']}, numpy {result['numpy']}; load average {load_before[0]:.2f} before, "
+        f"{load_after[0]:.2f} after",
+        "",
+        f"load: first {first_load_ms:.1f} ms, median of {args.loads} more {result['load_ms_median']:.1f} ms "
+        f"(max {result['load_ms_max']:.1f} ms); target <= 100 ms",
+        "",
+        "| solvers per problem | problems | mean solvers | median µs | p90 µs | median µs, all repeats "
+        "| p90 µs, all repeats |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name, s in result["sets"].items():
+        lines.append(f"| {name} | {s['problems']} | {s['mean_solvers']:.2f} | {s['median_us']:.1f} | {s['p90_us']:.1f} "
+                     f"| {s['median_us_all_repeats']:.1f} | {s['p90_us_all_repeats']:.1f} |")
+    lines += ["", f"median and p90 over problems of each problem's fastest of {args.repeats} repeats "
+                  f"({args.before_repeats} for the evaluator before), and of every repeat; target <= 50 µs per problem"]
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "speed.md").write_text(f"# Cost model speed\n\n`python bench/bench_costmodel_speed.py --out {args.out}`\n\n"
+                                      + text + "\n")
+        (out / "speed.json").write_text(json.dumps(result, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
