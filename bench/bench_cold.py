@@ -111,6 +111,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--installed-cache", metavar="DIR",
                     help="the kernel cache `miofind warmup` filled: the empty-caches processes start from a copy "
                          "of it (a fresh install that ran warmup)")
+    ap.add_argument("--installed-cupy-cache", metavar="DIR",
+                    help="CuPy's kernel cache as `miofind warmup` on a GPU left it (CUPY_CACHE_DIR): the empty-caches "
+                         "processes start from a copy of it")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per child process")
     ap.add_argument("--child", choices=("torch", "miofind"), help=argparse.SUPPRESS)
     ap.add_argument("--rows", help=argparse.SUPPRESS)
@@ -230,13 +233,14 @@ def child_env(**over) -> dict:
     return env
 
 
-def _fresh_cache(d: str, args) -> str:
-    """A new kernel cache under ``d``: empty, or a copy of ``--installed-cache`` (what ``miofind warmup``
-    leaves at install time)."""
-    path = os.path.join(d, "cubin")
-    if args.installed_cache:
+def _fresh_cache(d: str, args, which: str = "cubin") -> str:
+    """A new kernel cache (``cubin``: miofind's, ``cupy``: CuPy's) under ``d``: empty, or a copy of
+    ``--installed-cache`` / ``--installed-cupy-cache`` (what ``miofind warmup`` leaves at install time)."""
+    path = os.path.join(d, which)
+    seed = args.installed_cache if which == "cubin" else args.installed_cupy_cache
+    if seed:
         import shutil
-        shutil.copytree(args.installed_cache, path)
+        shutil.copytree(seed, path)
     return path
 
 
@@ -249,7 +253,7 @@ def layers(args) -> list[dict]:
         for dtype in args.dtypes:
             mine = [r for r in rows if r[0] == shape and r[1] == dtype]
             with tempfile.TemporaryDirectory(prefix="bench_cold_") as d:
-                caches = dict(MIOFIND_KERNEL_CACHE=_fresh_cache(d, args), CUPY_CACHE_DIR=os.path.join(d, "cupy"))
+                caches = dict(MIOFIND_KERNEL_CACHE=_fresh_cache(d, args), CUPY_CACHE_DIR=_fresh_cache(d, args, "cupy"))
                 empty = run_child("miofind", mine, child_env(MIOFIND_DB=f"sqlite:///{d}/empty.sqlite", **caches),
                                   args.timeout)
                 warm = run_child("miofind", mine, child_env(MIOFIND_DB=f"sqlite:///{d}/warm.sqlite", **caches),
@@ -283,7 +287,7 @@ def resnet50(args) -> list[dict]:
             row["miofind_first_s"], row["miofind_stats"] = first["first_s"], first["stats"]
             empty = bench_models.first_iteration("resnet50", config, "miofind", child_env(
                 MIOFIND_DB=f"sqlite:///{d}/empty.sqlite", MIOFIND_KERNEL_CACHE=_fresh_cache(d, args),
-                CUPY_CACHE_DIR=os.path.join(d, "cupy")))
+                CUPY_CACHE_DIR=_fresh_cache(d, args, "cupy")))
             row["miofind_empty_caches_first_s"], row["miofind_empty_caches_stats"] = empty["first_s"], empty["stats"]
         print(json.dumps(row), flush=True)
         out.append(row)
@@ -309,7 +313,7 @@ def markdown(layer_rows: list[dict], resnet_rows: list[dict], meta: dict) -> str
            "cuDNN benchmark mode's first call of the shape, synchronised, wall ms. Warm: kernel cache and "
            "CuPy cache from an earlier process, after one untimed find of another shape; empty: fresh caches"
            + (" (the kernel cache as `miofind warmup` left it: a fresh install that ran it)" if meta.get("installed_cache")
-              else "") + ", "
+              else "") + (" (CuPy's cache too)" if meta.get("installed_cupy_cache") else "") + ", "
            f"the process's first finds. Targets: warm <= {TARGET_WARM_MS:g} ms and <= {TARGET_WARM_RATIO:g}x "
            f"torch; empty <= {TARGET_EMPTY_MS:g} ms.", ""]
     if layer_rows:
@@ -379,7 +383,7 @@ def main(argv=None) -> int:
 
     meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
             "miofind": miofind.__version__,
-            "installed_cache": bool(args.installed_cache),
+            "installed_cache": bool(args.installed_cache), "installed_cupy_cache": bool(args.installed_cupy_cache),
             "command": "python bench/bench_cold.py " + " ".join(sys.argv[1:] if argv is None else argv)}
     layer_rows, resnet_rows = [], []
     if not args.skip_layers:

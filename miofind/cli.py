@@ -825,9 +825,12 @@ def run(db_url, driver_args):
 @click.option("--model", "models", multiple=True,
               help="Only the builds these presets reach (repeatable; default all: resnet50, resnet101, vgg16, "
                    "mobilenet_v2, inception_v3, unet).")
+@click.option("--device/--no-device", "on_device", default=True, show_default=True,
+              help="Where a GPU is usable, also run a find's own GPU steps on tiny problems, so that CuPy's "
+                   "kernels for them are compiled into CuPy's cache.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @verbosity_options
-def warmup(archs, jobs, models, as_json):
+def warmup(archs, jobs, models, on_device, as_json):
     """Compile the generic kernel builds and the float64 reference into the kernel cache (once, at
     install time; no GPU needed), so that a find of an unseen shape compiles nothing before it runs."""
     from .models import canonical_model
@@ -838,6 +841,9 @@ def warmup(archs, jobs, models, as_json):
     try:
         kernels = warmup_kernels(tuple(canonical_model(m) for m in models)) if models else None
         summary = run_warmup(tuple(a.strip() for a in archs.split(",") if a.strip()), jobs, kernels)
+        if on_device and not summary["errors"]:
+            from .warmup import warm_device
+            summary["device"] = warm_device()
     except ValueError as e:
         _fail(str(e))
     except ImportError as e:
@@ -850,6 +856,11 @@ def warmup(archs, jobs, models, as_json):
                       f"in {summary['seconds']} s")
         if summary["skipped_archs"]:
             console.print(f"  not supported by this NVRTC: {', '.join(summary['skipped_archs'])}")
+        dev = summary.get("device")
+        if dev is not None:
+            console.print(f"  CuPy kernels of a find's steps: {dev['problems']} tiny problems in {dev['seconds']} s"
+                          if "skipped" not in dev else f"  CuPy kernels of a find's steps: skipped (no usable GPU: "
+                                                      f"{escape(dev['skipped'])})")
         for k, v in summary["errors"].items():
             console.print(f"  [red]failed[/red] {escape(k)}: {escape(v.splitlines()[0] if v else '')}")
     if summary["errors"]:

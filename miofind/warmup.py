@@ -7,6 +7,11 @@ solutions also launch, and the naive solvers' builds (the float64 verification r
 them). The builds go into the binary cache, keyed by source text, options, architecture and NVRTC
 version, so they survive a package upgrade exactly when the kernel sources are unchanged.
 
+Where a GPU is usable, it also runs the find's own GPU steps once on a tiny problem per data type,
+layout and direction (``warm_device``): random inputs, the float64 reference, poisoning and the
+verification's reductions are CuPy kernels that CuPy compiles on first use into its own cache
+(``CUPY_CACHE_DIR``), about half a second of a fresh install's first find otherwise.
+
 Why a command rather than cubins inside the wheel: a cubin is tied to the NVRTC/driver line and
 the architecture (the wheel would carry sm_80, sm_90 and sm_100 builds of every variant for both
 CUDA 12 and 13: hundreds of MB), while compiling them takes a few minutes once per machine.
@@ -86,3 +91,36 @@ def warmup(archs=DEFAULT_ARCHS, jobs: int | None = None, kernels: list[KernelInf
         out["errors"].update({f"{a} {k}": v for k, v in errors.items()})
     out["seconds"] = round(time.perf_counter() - t0, 1)
     return out
+
+
+def warm_device(dtypes=("FP32", "FP16", "BF16"), layouts=("NCHW", "NHWC")) -> dict:
+    """On a usable GPU: verify and time the naive solver of a tiny problem per data type, layout and
+    direction through ``harness.Harness``, as a find does, so that the CuPy kernels of a find's own
+    steps are in CuPy's kernel cache. ``{"problems": n, "seconds": s}``, or ``{"skipped": reason}``
+    when no GPU is usable."""
+    from .device import NoGPUError, current_device
+
+    try:
+        current_device()
+    except NoGPUError as e:
+        return {"skipped": str(e).splitlines()[0]}
+    from .harness import Harness, reference_invoker_for
+    from .invokers import build_invoker
+    from .problem import ProblemDescription
+    from .registry import reference_solver
+
+    t0 = time.perf_counter()
+    n = 0
+    for dt in dtypes:
+        for layout in layouts:
+            for d in "FBW":
+                p = ProblemDescription.make(d, n=2, c=8, k=8, in_size=(9, 9), filter_size=3, pads=1, layout=layout,
+                                            dtype=dt)
+                s = reference_solver(d)
+                if not s.applicability(p):
+                    continue
+                sol = s.get_solution(p, None)
+                h = Harness(p, verify=True, seed=0, reference_invoker=reference_invoker_for(p))
+                h.measure(build_invoker(p, sol), h.workspace(sol.workspace_bytes), s.family, 1, 2)
+                n += 1
+    return {"problems": n, "seconds": round(time.perf_counter() - t0, 1)}

@@ -167,13 +167,14 @@ def test_warmup_fills_the_kernel_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("MIOFIND_KERNEL_CACHE", str(tmp_path / "cubin"))
     picked = [g.kinfo for _, _, g in BUILDS if g.kinfo.source == "direct_tiled_fwd.cu"][:2]
     monkeypatch.setattr(wu, "warmup_kernels", lambda *a, **k: picked)
+    monkeypatch.setattr(wu, "warm_device", lambda: {"skipped": "no usable GPU (test)"})
     r = CliRunner().invoke(main, ["warmup", "--arch", "sm_90", "--jobs", "1", "--json"])
     assert r.exit_code == 0, r.output
-    assert '"sm_90": 2' in r.output
+    assert '"sm_90": 2' in r.output and '"skipped": "no usable GPU (test)"' in r.output
     for k in picked:
         assert cached_cubin(tmp_path / "cubin" / f"{binary_key(k, 'sm_90')}.cubin") is not None
-    r = CliRunner().invoke(main, ["warmup", "--arch", "sm_90", "--jobs", "1", "--json"])
-    assert '"sm_90": 0' in r.output
+    r = CliRunner().invoke(main, ["warmup", "--arch", "sm_90", "--jobs", "1", "--json", "--no-device"])
+    assert '"sm_90": 0' in r.output and '"device"' not in r.output
     r = CliRunner().invoke(main, ["warmup", "--arch", "hopper"])
     assert r.exit_code != 0 and "--arch='hopper'" in r.output and "Traceback" not in r.output
     r = CliRunner().invoke(main, ["warmup", "--model", "alexnet"])

@@ -56,3 +56,21 @@ def test_sync_measures_the_specialised_build(fresh, monkeypatch):
     recs = FindDB(fresh).lookup(current_device().db_name, P.key())
     assert recs and {r.build for r in recs} == {"specialized"}
     assert tiered.pending() == 0
+
+
+@pytest.mark.gpu
+def test_warm_device_fills_cupys_kernel_cache(tmp_path):
+    """`miofind warmup` on a GPU runs a find's steps on tiny problems: a fresh CuPy kernel cache
+    (a fresh install's) then holds the kernels of those steps."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, CUPY_CACHE_DIR=str(tmp_path / "cupy"))
+    r = subprocess.run([sys.executable, "-c", "import json; from miofind.warmup import warm_device; "
+                        "print(json.dumps(warm_device()))"], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out.get("problems") == 18, out
+    assert any((tmp_path / "cupy").rglob("*")), "CuPy's kernel cache is empty"
