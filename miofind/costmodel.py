@@ -3,9 +3,10 @@
 Trained from a FindDB's measured records (``train``): gradient-boosted trees (LightGBM, the optional
 ``model`` extra) regress log(measured time / roofline time) of each (problem, solver) record from
 features of the problem (sizes, FLOPs, bytes, arithmetic intensity, the implicit-GEMM dimensions,
-layout, data type, direction, groups, strides, filter), the solver (one-hot id and family) and the
-solver's config (its numeric parameters; -1 where a solver has none). PerfDB entries add the
-default config's time next to the tuned one, so configs of one solver are told apart too.
+layout, data type, direction, groups, strides, filter) and the solver (one-hot id and family). Trained
+with ``configs=True``, the solver's config is a feature too (its numeric parameters; -1 where a
+solver has none) and PerfDB entries add the default config's time next to the tuned one, so configs
+of one solver are told apart; the default (and shipped) model leaves configs out (``train``).
 
 The trees are exported to flat numpy arrays (``CostModel.save``: one ``.npz``) and evaluated with
 numpy alone: loading and predicting need neither LightGBM nor a GPU. One problem's candidates
@@ -603,18 +604,29 @@ def _lightgbm():
 
 
 def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUNDS, params: dict | None = None,
-          source: str = "") -> CostModel:
-    """A CostModel fitted to ``samples`` (CostModelError without LightGBM or samples)."""
+          source: str = "", configs: bool = False) -> CostModel:
+    """A CostModel fitted to ``samples`` (CostModelError without LightGBM or samples).
+
+    ``configs``: the solvers' numeric config parameters are features, and PerfDB default-config
+    samples are learnt next to the tuned ones. Off by default: an unseen problem has no tuned
+    config, and a model that learnt the tuned configs' times predicts a tunable solver at its
+    default config as slower than its tuned time (leave-one-preset-out over the shipped DB: top-1
+    71.3% with them, 77.9% without; ``bench/results/costmodel-v2/``). Without them the model
+    predicts each solver's time as the FindDB records it (tuned where it was tuned), from find
+    records alone, and ignores the config it is given."""
     from .registry import get_solver
 
     lgb = _lightgbm()
+    if not configs:
+        samples = [s for s in samples if not s.default]
     if not samples:
         raise CostModelError("no measured records to train on")
     solver_ids = tuple(sorted({s.solver_id for s in samples}))
-    meta = {"format": FORMAT, "solvers": list(solver_ids), "config_keys": list(numeric_config_keys(s.config for s in samples)),
+    keys = list(numeric_config_keys(s.config for s in samples)) if configs else []
+    meta = {"format": FORMAT, "solvers": list(solver_ids), "config_keys": keys,
             "sm_count": sm_count, "samples": len(samples), "problems": len({s.problem_key for s in samples}),
             "support": sorted({support_class(_parse(s.problem_key)) for s in samples}),
-            "source": source, "params": dict(PARAMS, **(params or {})), "rounds": rounds}
+            "source": source, "params": dict(PARAMS, **(params or {})), "rounds": rounds, "configs": configs}
     shell = CostModel(_Trees.empty(), dict(meta, version=""))
     x, base, y = _matrix(shell, samples, sm_count, get_solver)
     names = [*_PROBLEM_FEATURES, "log_roofline_ms", *(f"solver={s}" for s in solver_ids),
@@ -693,9 +705,10 @@ def ranking_metrics(problems) -> dict | None:
 
 
 def cross_validate(samples: list[Sample], folds: int = 5, *, sm_count: int = 132, rounds: int = NUM_ROUNDS,
-                   seed: int = 1) -> dict | None:
+                   seed: int = 1, configs: bool = False) -> dict | None:
     """``folds``-fold cross-validation over problems (a problem's records all fall in one fold):
-    ``ranking_metrics`` of the held-out folds' find records, each predicted at its recorded config."""
+    ``ranking_metrics`` of the held-out folds' find records, each predicted at its recorded config
+    by a model ``train`` fits (with ``configs``) to the other folds."""
     from .registry import get_solver
 
     keys = sorted({s.problem_key for s in samples})
@@ -705,7 +718,8 @@ def cross_validate(samples: list[Sample], folds: int = 5, *, sm_count: int = 132
     fold_of = {keys[i]: j % folds for j, i in enumerate(order)}
     problems = []
     for f in range(folds):
-        model = train([s for s in samples if fold_of[s.problem_key] != f], sm_count=sm_count, rounds=rounds)
+        model = train([s for s in samples if fold_of[s.problem_key] != f], sm_count=sm_count, rounds=rounds,
+                      configs=configs)
         test: dict[str, list[Sample]] = {}
         for s in samples:
             if fold_of[s.problem_key] == f and not s.default:
