@@ -326,7 +326,7 @@ def test_exit_tables_equal_lightgbm_predict(tuned_samples, monkeypatch, rounds):
     boosters = []
     real = lgb.train
     monkeypatch.setattr(lgb, "train", lambda *a, **k: boosters.append(real(*a, **k)) or boosters[-1])
-    model = cm.train(tuned_samples, rounds=rounds)
+    model = cm.train(tuned_samples, rounds=rounds, configs=True)
     assert model.trees.exits is not None and len(model.trees.roots) == rounds
     assert {"BM", "BN", "STAGES"} <= set(model.config_keys)
     rng = np.random.default_rng(7)
@@ -338,6 +338,23 @@ def test_exit_tables_equal_lightgbm_predict(tuned_samples, monkeypatch, rounds):
         want = 10.0 ** (base + boosters[0].predict(x))
         np.testing.assert_allclose(model.predict_ms(p, pairs), want, rtol=1e-9)
         np.testing.assert_allclose(model.predict_ms(p, pairs), _descent_ms(model, p, pairs), rtol=1e-12)
+
+
+def test_default_training_leaves_configs_and_default_config_samples_out(tuned_samples):
+    pytest.importorskip("lightgbm")
+    extra = [cm.Sample(s.problem_key, s.solver_id, s.config, s.time_ms * 3, default=True)
+             for s in tuned_samples if s.config]
+    model = cm.train(tuned_samples + extra, rounds=30)
+    assert model.config_keys == () and model.meta["configs"] is False
+    assert model.meta["samples"] == len(tuned_samples)   # the PerfDB default-config samples are not learnt
+    with_configs = cm.train(tuned_samples + extra, rounds=30, configs=True)
+    assert with_configs.meta["samples"] == len(tuned_samples) + len(extra) and with_configs.config_keys
+    rng = np.random.default_rng(3)
+    for p in TEST[:4]:
+        pairs = _pairs_with_configs(rng, 3)
+        t = model.predict_ms(p, pairs)
+        assert t[2] == t[3] == t[4]   # the same solver at any config: one time
+        assert t == list(_descent_ms(model, p, pairs))
 
 
 def _balanced_tree_trees(depth: int) -> "cm._Trees":
@@ -376,9 +393,44 @@ def test_exit_tables_leave_trees_of_more_than_32_leaves_to_the_descent():
     assert model.predict_ms(TEST[0], pairs) == list(_descent_ms(model, TEST[0], pairs))
 
 
-def test_config_rows_past_the_bound_and_odd_configs_predict_as_the_descent(monkeypatch):
-    db, model = _shipped()
+def _config_model(seed: int = 2, ntrees: int = 61, depth: int = 5) -> "cm.CostModel":
+    """A model of random trees (no LightGBM needed) over the shipped model's solvers and the implicit
+    GEMM config columns, half of whose splits are on config columns: the shipped model has none
+    (``train``'s ``configs`` is off), a model trained with ``configs=True`` has them."""
+    db, shipped = _shipped()
     db.close()
+    keys = ["BK", "BM", "BN", "STAGES", "TM", "TN"]
+    meta = {"solvers": list(shipped.solver_ids), "config_keys": keys, "support": shipped.meta["support"], "version": "t"}
+    nfeat = cm.CostModel(cm._Trees.empty(), meta).n_features
+    rng = np.random.default_rng(seed)
+    feature, threshold, children, value, roots = [], [], [], [], []
+
+    def add(d):
+        i = len(feature)
+        feature.append(0), threshold.append(math.inf), children.append([i, i]), value.append(0.0)
+        if d == depth or (d > 1 and rng.random() < 0.2):
+            value[i] = float(rng.normal(scale=0.05))
+            return i
+        if rng.random() < 0.5:
+            feature[i] = int(nfeat - len(keys) + rng.integers(len(keys)))
+            threshold[i] = float(rng.choice([4.5, 8.5, 16.5, 32.5, 64.5, 96.0, 128.5, 2.5, 3.5]))
+        else:
+            feature[i] = int(rng.integers(nfeat - len(keys)))
+            threshold[i] = float(rng.normal(scale=3.0))
+        children[i] = [add(d + 1), add(d + 1)]
+        return i
+
+    for _ in range(ntrees):
+        roots.append(add(0))
+    trees = cm._Trees(np.asarray(feature, np.int32), np.asarray(threshold), np.asarray(children, np.int32),
+                      np.asarray(value), np.asarray(roots, np.int32), depth)
+    model = cm.CostModel(trees, meta)
+    assert trees.exits is not None and any(f >= nfeat - len(keys) for f in feature)
+    return model
+
+
+def test_config_rows_past_the_bound_and_odd_configs_predict_as_the_descent(monkeypatch):
+    model = _config_model()
     monkeypatch.setattr(cm._Exits, "MAX_BOUNDED", 3)
     rng = np.random.default_rng(11)
     p = ProblemDescription.make("F", n=16, c=96, k=96, in_size=(40, 40), filter_size=3, pads=1)
@@ -395,9 +447,7 @@ def test_config_rows_past_the_bound_and_odd_configs_predict_as_the_descent(monke
 def test_concurrent_predictions_growing_the_table_agree_with_sequential_ones():
     import threading
 
-    db, shared = _shipped()
-    db.close()
-    _, reference = _shipped()
+    shared, reference = _config_model(), _config_model()
     big = get_solver("ConvImplicitGemmFwd")
     p = ProblemDescription.make("F", n=8, c=128, k=64, in_size=(28, 28), filter_size=3, pads=1)
     configs = [{"BM": bm, "BN": bn, "BK": bk, "STAGES": st, "TN": 8, "TM": 8}
