@@ -13,10 +13,10 @@ migrate, move aside or open it read-only). Reading never writes: files open ``mo
 ``Unusable`` and the file is left to FindDB for the rest of the process: the caller reads again
 through FindDB (``miofind.find.db_answer``), which reports or repairs what is wrong.
 
-``prefetch(dev)`` runs those checks of the system DB (a ``PRAGMA quick_check`` of megabytes) in a
-background thread while the caller does other work (the solvers' applicability): SQLite runs without
-Python's GIL, so the check costs a find no time where a second core is free. The checks are the same;
-the first read of the file waits for their result.
+``prefetch(db, dev)`` runs those checks (for the shipped system DB, a ``PRAGMA quick_check`` of
+megabytes) in a background thread while the caller does other work (the solvers' applicability):
+SQLite runs without Python's GIL, so the checks cost a find no time where a second core is free. The
+checks are the same; the first read of each file waits for their result.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ _log = logging.getLogger(__name__)
 # not (or a read failed): checked once per file and process, as a FindDB handle checks it once
 _checked: dict[tuple[int, int], int | None] = {}
 _system: dict[Path, "Reader"] = {}
-# file identity -> the result of _check(path, immutable=True) running in a prefetch thread
-_pending: dict[tuple[int, int], Future] = {}
+# file identity -> (immutable, the result of _check(path, immutable)) running in a prefetch thread
+_pending: dict[tuple[int, int], tuple[bool, Future]] = {}
 _lock = threading.Lock()
 
 
@@ -202,7 +202,7 @@ def _reader(path: Path, *, writable: bool, immutable: bool = False) -> Reader | 
     ident = (st.st_dev, st.st_ino)
     with _lock:
         if ident not in _checked:
-            v = _prefetched(ident) if immutable else _NOT_PREFETCHED
+            v = _prefetched(ident, immutable)
             _checked[ident] = _check(path, immutable) if v is _NOT_PREFETCHED else v
         v = _checked[ident]
         if v is not None and writable and v != SCHEMA_VERSION:
@@ -214,12 +214,14 @@ def _reader(path: Path, *, writable: bool, immutable: bool = False) -> Reader | 
 _NOT_PREFETCHED = object()
 
 
-def _prefetched(ident: tuple[int, int]):
-    """The result of a prefetch thread's check of the file (waiting for it), else _NOT_PREFETCHED (none ran,
-    or it failed unexpectedly: the caller checks it here, and meets the error itself)."""
-    fut = _pending.pop(ident, None)
-    if fut is None:
+def _prefetched(ident: tuple[int, int], immutable: bool):
+    """The result of a prefetch thread's check of the file opened as ``immutable`` says (waiting for it), else
+    _NOT_PREFETCHED (none ran, or it failed unexpectedly: the caller checks it here, and meets the error
+    itself)."""
+    got = _pending.pop(ident, None)
+    if got is None or got[0] != immutable:
         return _NOT_PREFETCHED
+    fut = got[1]
     try:
         return fut.result()
     except Exception:
@@ -227,33 +229,46 @@ def _prefetched(ident: tuple[int, int]):
 
 
 def prefetch(db, dev) -> None:
-    """Start FindDB's checks of the system FindDB of ``dev`` (``_check``) in a background thread, where a
-    read of it through ``overlay(db, dev)`` will need them and they have not run in this process; the
-    first such read waits for the result. Never raises: whatever goes wrong here is met again, and
+    """Start FindDB's checks (``_check``) of the files that ``overlay(db, dev)`` will read, the user DB and
+    the system FindDB of ``dev``, in a background thread, where they have not run in this process; the
+    first read of each waits for its result. Never raises: whatever goes wrong here is met again, and
     reported, by the read."""
     if db is not None and not isinstance(db, str):
         return   # a FindDB or an Overlay: its own handles read
+    todo = []
     try:
         from . import system
 
-        path = system_db_path(dev.arch, dev.sm_count)
-        if path is None or path in system._opened or path in _system:
-            return
-        st = path.stat()
+        user = plain_sqlite_path(normalize_url(db) if db else default_db_url())
+        sys_path = system_db_path(dev.arch, dev.sm_count)
+        if sys_path is not None and (sys_path in system._opened or sys_path in _system):
+            sys_path = None   # read already in this process
+        for path, immutable in ((sys_path, True), (user, False)):
+            if path is None:
+                continue
+            try:
+                st = path.stat()
+            except (OSError, ValueError):
+                continue
+            ident = (st.st_dev, st.st_ino)
+            if path.is_file() and st.st_size and all(ident != t[1] for t in todo):
+                todo.append((path, ident, immutable))
     except Exception:
         return
-    ident = (st.st_dev, st.st_ino)
     with _lock:
-        if ident in _checked or ident in _pending:
-            return
-        fut: Future = Future()
-        _pending[ident] = fut
+        todo = [(path, ident, immutable, Future()) for path, ident, immutable in todo
+                if ident not in _checked and ident not in _pending]
+        for _, ident, immutable, fut in todo:
+            _pending[ident] = (immutable, fut)
+    if not todo:
+        return
 
     def run() -> None:
-        try:
-            fut.set_result(_check(path, True))
-        except BaseException as e:   # _check returns None on the errors it expects
-            fut.set_exception(e)
+        for path, _, immutable, fut in todo:
+            try:
+                fut.set_result(_check(path, immutable))
+            except BaseException as e:   # _check returns None on the errors it expects
+                fut.set_exception(e)
 
     threading.Thread(target=run, name="miofind-finddb-check").start()
 

@@ -442,10 +442,23 @@ def test_a_failed_prefetch_thread_is_checked_again_by_the_read(tmp_path, monkeyp
     real = fastread._check
     monkeypatch.setattr(fastread, "_check", lambda *a: (_ for _ in ()).throw(MemoryError("boom")))
     fastread.prefetch(None, DEV)
-    fastread._pending[next(iter(fastread._pending))].exception(timeout=60)
+    fastread._pending[next(iter(fastread._pending))][1].exception(timeout=60)
     monkeypatch.setattr(fastread, "_check", real)
     assert isinstance(fastread.overlay(None, DEV, readonly=True).system, fastread.Reader)
     assert fastread._checked[(p.stat().st_dev, p.stat().st_ino)] == 2
+
+
+@pytest.mark.parametrize("readonly", [False, True])
+def test_prefetch_checks_the_user_db_too(user_db, monkeypatch, fresh_state, readonly):
+    calls, real = [], fastread._check
+    monkeypatch.setattr(fastread, "_check", lambda *a: calls.append(a) or real(*a))
+    fastread.prefetch(None, DEV)
+    fast, slow = both(None, readonly=readonly)
+    assert isinstance(fast.user, fastread.Reader) and isinstance(fast.system, fastread.Reader)
+    assert sorted(calls) == sorted([(SHIPPED, True), (user_db, False)]) and fastread._pending == {}
+    assert fast.lookup(DEV.db_name, P.key()) == slow.lookup(DEV.db_name, P.key())
+    fastread.prefetch(None, DEV)                      # both checked: nothing to do
+    assert fastread._pending == {} and len(calls) == 2
 
 
 def test_prefetch_leaves_findb_arguments_alone(tmp_path, monkeypatch, fresh_state):
