@@ -22,6 +22,7 @@ checks are the same; the first read of each file waits for their result.
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 from concurrent.futures import Future
@@ -42,6 +43,8 @@ _system: dict[Path, "Reader"] = {}
 # file identity -> (immutable, the result of _check(path, immutable)) running in a prefetch thread
 _pending: dict[tuple[int, int], tuple[bool, Future]] = {}
 _lock = threading.Lock()
+# a forked child has no prefetch thread: its reads check the files themselves (never wait forever)
+os.register_at_fork(after_in_child=lambda: _pending.clear())
 
 
 class Unusable(Exception):

@@ -461,6 +461,26 @@ def test_prefetch_checks_the_user_db_too(user_db, monkeypatch, fresh_state, read
     assert fastread._pending == {} and len(calls) == 2
 
 
+def test_a_child_forked_during_a_prefetch_checks_for_itself(tmp_path, monkeypatch, fresh_state):
+    _system_copy(tmp_path, monkeypatch)
+    release, real = threading.Event(), fastread._check
+    monkeypatch.setattr(fastread, "_check", lambda *a: (release.wait(60) if threading.current_thread().name ==
+                                                        "miofind-finddb-check" else None) or real(*a))
+    fastread.prefetch(None, DEV)
+    assert len(fastread._pending) == 1
+    pid = os.fork()
+    if pid == 0:   # the child: no prefetch thread here
+        try:
+            ok = fastread._pending == {} and isinstance(fastread.overlay(None, DEV, readonly=True).system,
+                                                        fastread.Reader)
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    release.set()
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert isinstance(fastread.overlay(None, DEV, readonly=True).system, fastread.Reader)
+
+
 def test_prefetch_leaves_findb_arguments_alone(tmp_path, monkeypatch, fresh_state):
     _system_copy(tmp_path, monkeypatch)
     with FindDB(str(tmp_path / "u.sqlite")) as d:
