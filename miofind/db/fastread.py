@@ -40,8 +40,8 @@ _log = logging.getLogger(__name__)
 # not (or a read failed): checked once per file and process, as a FindDB handle checks it once
 _checked: dict[tuple[int, int], int | None] = {}
 _system: dict[Path, "Reader"] = {}
-# file identity -> (immutable, the result of _check(path, immutable)) running in a prefetch thread
-_pending: dict[tuple[int, int], tuple[bool, Future]] = {}
+# file identity -> ((path, size, mtime_ns, immutable), the result of _check(path, immutable)) of a prefetch
+_pending: dict[tuple[int, int], tuple[tuple, Future]] = {}
 _lock = threading.Lock()
 # a forked child has no prefetch thread: its reads check the files themselves (never wait forever)
 os.register_at_fork(after_in_child=lambda: _pending.clear())
@@ -205,7 +205,7 @@ def _reader(path: Path, *, writable: bool, immutable: bool = False) -> Reader | 
     ident = (st.st_dev, st.st_ino)
     with _lock:
         if ident not in _checked:
-            v = _prefetched(ident, immutable)
+            v = _prefetched(ident, (path, st.st_size, st.st_mtime_ns, immutable))
             _checked[ident] = _check(path, immutable) if v is _NOT_PREFETCHED else v
         v = _checked[ident]
         if v is not None and writable and v != SCHEMA_VERSION:
@@ -217,12 +217,13 @@ def _reader(path: Path, *, writable: bool, immutable: bool = False) -> Reader | 
 _NOT_PREFETCHED = object()
 
 
-def _prefetched(ident: tuple[int, int], immutable: bool):
-    """The result of a prefetch thread's check of the file opened as ``immutable`` says (waiting for it), else
-    _NOT_PREFETCHED (none ran, or it failed unexpectedly: the caller checks it here, and meets the error
-    itself)."""
+def _prefetched(ident: tuple[int, int], what: tuple):
+    """The result of a prefetch thread's check of the file (waiting for it), else _NOT_PREFETCHED: none ran,
+    or of another file (``what``: path, size, mtime and ``immutable`` as the check saw them; a file deleted
+    since may have left its inode to another), or it failed unexpectedly. The caller then checks the file
+    itself (and meets the error itself)."""
     got = _pending.pop(ident, None)
-    if got is None or got[0] != immutable:
+    if got is None or got[0] != what:
         return _NOT_PREFETCHED
     fut = got[1]
     try:
@@ -255,21 +256,21 @@ def prefetch(db, dev) -> None:
                 continue
             ident = (st.st_dev, st.st_ino)
             if path.is_file() and st.st_size and all(ident != t[1] for t in todo):
-                todo.append((path, ident, immutable))
+                todo.append((path, ident, (path, st.st_size, st.st_mtime_ns, immutable)))
     except Exception:
         return
     with _lock:
-        todo = [(path, ident, immutable, Future()) for path, ident, immutable in todo
+        todo = [(path, ident, what, Future()) for path, ident, what in todo
                 if ident not in _checked and ident not in _pending]
-        for _, ident, immutable, fut in todo:
-            _pending[ident] = (immutable, fut)
+        for _, ident, what, fut in todo:
+            _pending[ident] = (what, fut)
     if not todo:
         return
 
     def run() -> None:
-        for path, _, immutable, fut in todo:
+        for path, _, what, fut in todo:
             try:
-                fut.set_result(_check(path, immutable))
+                fut.set_result(_check(path, what[-1]))
             except BaseException as e:   # _check returns None on the errors it expects
                 fut.set_exception(e)
 

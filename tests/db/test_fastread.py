@@ -481,6 +481,19 @@ def test_a_child_forked_during_a_prefetch_checks_for_itself(tmp_path, monkeypatc
     assert isinstance(fastread.overlay(None, DEV, readonly=True).system, fastread.Reader)
 
 
+def test_a_prefetch_of_a_file_changed_since_is_not_used(tmp_path, monkeypatch, fresh_state):
+    """The same inode with other contents (rewritten in place, or a new file on a freed inode): the read
+    checks it itself."""
+    p = _system_copy(tmp_path, monkeypatch)
+    fastread.prefetch(None, DEV)
+    assert fastread._pending[(p.stat().st_dev, p.stat().st_ino)][1].result(timeout=60) == 2
+    ino = p.stat().st_ino
+    p.write_bytes(SHIPPED.read_bytes()[:8192])          # truncated in place
+    assert p.stat().st_ino == ino
+    with pytest.warns(FindDBWarning, match="system FindDB not used"):
+        assert fastread.overlay(None, DEV, readonly=True).system is None
+
+
 def test_prefetch_leaves_findb_arguments_alone(tmp_path, monkeypatch, fresh_state):
     _system_copy(tmp_path, monkeypatch)
     with FindDB(str(tmp_path / "u.sqlite")) as d:
