@@ -42,7 +42,9 @@ class CompileError(RuntimeError):
     """A kernel failed to compile; the message carries NVRTC's log."""
 
 
+@functools.lru_cache(maxsize=1)
 def _kernels_dir() -> Path:
+    # once per process: importlib.resources costs about 0.1 ms a call, and a trust key reads many files
     return Path(str(resources.files("miofind.kernels_src")))
 
 

@@ -333,6 +333,8 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
         raise ValueError(f"sort_by={sort_by!r}: expected 'time' or 'workspace'")
     check_workspace_limit(workspace_limit)
     dev = current_device()
+    if mode != "benchmark":
+        fastread.prefetch(db, dev)   # the FindDBs' checks run in a thread while the candidates are found
     cands, failures = candidates(problem, solvers, with_naive=with_naive)
     done = lambda sols, **kw: result(sols, problem=problem, t0=t0, sort_by=sort_by, mode=mode, **kw)  # noqa: E731
 
@@ -409,6 +411,7 @@ def immediate(problem: ProblemDescription, *, dev: DeviceInfo, db=None, workspac
     (``settled_failures``) is offered by neither; the result's ``failures`` list it."""
     t0 = time.perf_counter() if t0 is None else t0
     check_workspace_limit(workspace_limit)
+    fastread.prefetch(db, dev)   # the FindDBs' checks run in a thread while the candidates are found
     cands, failures = candidates(problem, solvers, with_naive=with_naive)
     done = lambda sols, **kw: result(sols, problem=problem, t0=t0, sort_by="time", mode="immediate", **kw)  # noqa: E731
     settled, (sols, _, layer) = db_answer(db, dev, problem, cands, False, workspace_limit, readonly=True)

@@ -22,14 +22,16 @@ def candidates(stem: str, cupy_module: str, wheel_dirs: tuple[str, ...], sonames
         importlib.import_module(cupy_module)   # loads the library CuPy was built against
     except Exception:
         pass
+    mapped = re.compile(rf"/lib{stem}\.so(\.\d+)*$")
     try:
         with open("/proc/self/maps") as f:
-            for line in f:
-                path = line.rstrip("\n").split(" ")[-1]
-                if re.search(rf"/lib{stem}\.so(\.\d+)*$", path):
-                    yield path
+            maps = f.read()
     except OSError:
-        pass
+        maps = ""
+    for line in maps.splitlines() if f"/lib{stem}.so" in maps else ():
+        path = line.split(" ")[-1]
+        if mapped.search(path):
+            yield path
     for sp in sys.path:
         if not sp or not os.path.isabs(sp):
             continue

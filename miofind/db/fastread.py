@@ -12,13 +12,20 @@ migrate, move aside or open it read-only). Reading never writes: files open ``mo
 ``immutable=1`` where ``readonly_sqlite_query`` says. A Reader that meets any SQLite error raises
 ``Unusable`` and the file is left to FindDB for the rest of the process: the caller reads again
 through FindDB (``miofind.find.db_answer``), which reports or repairs what is wrong.
+
+``prefetch(db, dev)`` runs those checks (for the shipped system DB, a ``PRAGMA quick_check`` of
+megabytes) in a background thread while the caller does other work (the solvers' applicability):
+SQLite runs without Python's GIL, so the checks cost a find no time where a second core is free. The
+checks are the same; the first read of each file waits for their result.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
+from concurrent.futures import Future
 from pathlib import Path
 
 from .base import (BUSY_TIMEOUT_MS, OLDEST_READABLE, SCHEMA_VERSION, FindDBError, FindFailure, PerfRecord,
@@ -26,14 +33,18 @@ from .base import (BUSY_TIMEOUT_MS, OLDEST_READABLE, SCHEMA_VERSION, FindDBError
                    check_schema, columns, decode_rows, default_db_url, normalize_url, readonly_sqlite_query)
 from .system import Overlay, system_db_path
 
-__all__ = ["Unusable", "Reader", "overlay", "plain_sqlite_path"]
+__all__ = ["Unusable", "Reader", "overlay", "plain_sqlite_path", "prefetch"]
 
 _log = logging.getLogger(__name__)
 # file identity (st_dev, st_ino) -> its schema version once FindDB's checks passed, None where they did
 # not (or a read failed): checked once per file and process, as a FindDB handle checks it once
 _checked: dict[tuple[int, int], int | None] = {}
 _system: dict[Path, "Reader"] = {}
+# file identity -> ((path, size, mtime_ns, immutable), the result of _check(path, immutable)) of a prefetch
+_pending: dict[tuple[int, int], tuple[tuple, Future]] = {}
 _lock = threading.Lock()
+# a forked child has no prefetch thread: its reads check the files themselves (never wait forever)
+os.register_at_fork(after_in_child=lambda: _pending.clear())
 
 
 class Unusable(Exception):
@@ -65,8 +76,10 @@ class Reader:
         self._where = str(path)
         self._con: sqlite3.Connection | None = None
         self._con_lock = threading.Lock()
+        self._devices: dict[str, tuple[str, ...] | None] = {}   # table -> its devices (immutable file only)
 
-    def _rows(self, table: str, where: str, params: tuple, order: str) -> list[dict]:
+    def _rows(self, table: str, where: str, params: tuple, order: str, *, any_device: bool = False) -> list[dict]:
+        """The rows of ``table`` matching ``where``; ``any_device``: the query has no device condition."""
         cols = columns(table, self._version)
         sql = f"SELECT {', '.join(cols)} FROM {table} WHERE {where} ORDER BY {order}"
         try:
@@ -74,6 +87,14 @@ class Reader:
                 with self._con_lock:
                     if self._con is None:
                         self._con = self._connect()
+                    devices = self._all_devices(table) if any_device else None
+                    if devices is not None:
+                        # the same rows in the same order (a scan meets ties in id order), found through
+                        # the index that starts with device
+                        sql = (f"SELECT {', '.join(cols)} FROM {table} WHERE device IN "
+                               f"({', '.join('?' * len(devices))}) AND {where} ORDER BY {order}"
+                               f"{'' if order.endswith('id DESC') else ', id'}")
+                        params = (*devices, *params)
                     rows = self._con.execute(sql, params).fetchall()
             else:
                 con = self._connect()
@@ -93,6 +114,21 @@ class Reader:
             raise Unusable(f"FindDB {self._where}: {e}") from None
         return [dict(zip(cols, r)) for r in rows]
 
+    def _all_devices(self, table: str) -> tuple[str, ...] | None:
+        """Every device string of ``table`` in this immutable file (cached), so that a query for any device
+        may name them all and be answered from the index that starts with ``device`` rather than by a
+        scan of the table; None where a row has no device (such a row would be left out)."""
+        if table not in self._devices:
+            con = self._con
+            if con.execute(f"SELECT 1 FROM {table} WHERE device IS NULL LIMIT 1").fetchone() is not None:
+                self._devices[table] = None
+            else:   # one index seek per distinct device
+                self._devices[table] = tuple(r[0] for r in con.execute(
+                    f"WITH RECURSIVE d(x) AS (SELECT min(device) FROM {table} UNION ALL "
+                    f"SELECT (SELECT min(device) FROM {table} WHERE device > x) FROM d WHERE x IS NOT NULL) "
+                    "SELECT x FROM d WHERE x IS NOT NULL"))
+        return self._devices[table]
+
     def _connect(self) -> sqlite3.Connection:
         query = readonly_sqlite_query(self.path, immutable=self._immutable)
         check_readable_wal(self.path, query)
@@ -102,14 +138,14 @@ class Reader:
     def lookup(self, device: str | None, problem_key: str) -> list[Record]:
         """As ``FindDB.lookup``."""
         where, params = _filter(("problem_key", problem_key), ("device", device))
-        return decode_rows(self._rows("find_records", where, params, "time_ms, solver_id"), Record, self._where,
-                           stacklevel=2)
+        return decode_rows(self._rows("find_records", where, params, "time_ms, solver_id", any_device=device is None),
+                           Record, self._where, stacklevel=2)
 
     def lookup_perf(self, device: str | None, problem_key: str, solver_id: str | None = None) -> list[PerfRecord]:
         """As ``FindDB.lookup_perf``."""
         where, params = _filter(("problem_key", problem_key), ("device", device), ("solver_id", solver_id))
-        return decode_rows(self._rows("perf_records", where, params, "created_at DESC, id DESC"), PerfRecord,
-                           self._where, stacklevel=2)
+        return decode_rows(self._rows("perf_records", where, params, "created_at DESC, id DESC",
+                                      any_device=device is None), PerfRecord, self._where, stacklevel=2)
 
     def find_failures(self, device: str, problem_key: str) -> list[FindFailure]:
         """As ``FindDB.find_failures``."""
@@ -169,12 +205,76 @@ def _reader(path: Path, *, writable: bool, immutable: bool = False) -> Reader | 
     ident = (st.st_dev, st.st_ino)
     with _lock:
         if ident not in _checked:
-            _checked[ident] = _check(path, immutable)
+            v = _prefetched(ident, (path, st.st_size, st.st_mtime_ns, immutable))
+            _checked[ident] = _check(path, immutable) if v is _NOT_PREFETCHED else v
         v = _checked[ident]
         if v is not None and writable and v != SCHEMA_VERSION:
             del _checked[ident]   # FindDB migrates it now: checked again next time
             return None
     return None if v is None else Reader(path, ident, v, immutable=immutable)
+
+
+_NOT_PREFETCHED = object()
+
+
+def _prefetched(ident: tuple[int, int], what: tuple):
+    """The result of a prefetch thread's check of the file (waiting for it), else _NOT_PREFETCHED: none ran,
+    or of another file (``what``: path, size, mtime and ``immutable`` as the check saw them; a file deleted
+    since may have left its inode to another), or it failed unexpectedly. The caller then checks the file
+    itself (and meets the error itself)."""
+    got = _pending.pop(ident, None)
+    if got is None or got[0] != what:
+        return _NOT_PREFETCHED
+    fut = got[1]
+    try:
+        return fut.result()
+    except Exception:
+        return _NOT_PREFETCHED
+
+
+def prefetch(db, dev) -> None:
+    """Start FindDB's checks (``_check``) of the files that ``overlay(db, dev)`` will read, the user DB and
+    the system FindDB of ``dev``, in a background thread, where they have not run in this process; the
+    first read of each waits for its result. Never raises: whatever goes wrong here is met again, and
+    reported, by the read."""
+    if db is not None and not isinstance(db, str):
+        return   # a FindDB or an Overlay: its own handles read
+    todo = []
+    try:
+        from . import system
+
+        user = plain_sqlite_path(normalize_url(db) if db else default_db_url())
+        sys_path = system_db_path(dev.arch, dev.sm_count)
+        if sys_path is not None and (sys_path in system._opened or sys_path in _system):
+            sys_path = None   # read already in this process
+        for path, immutable in ((sys_path, True), (user, False)):
+            if path is None:
+                continue
+            try:
+                st = path.stat()
+            except (OSError, ValueError):
+                continue
+            ident = (st.st_dev, st.st_ino)
+            if path.is_file() and st.st_size and all(ident != t[1] for t in todo):
+                todo.append((path, ident, (path, st.st_size, st.st_mtime_ns, immutable)))
+    except Exception:
+        return
+    with _lock:
+        todo = [(path, ident, what, Future()) for path, ident, what in todo
+                if ident not in _checked and ident not in _pending]
+        for _, ident, what, fut in todo:
+            _pending[ident] = (what, fut)
+    if not todo:
+        return
+
+    def run() -> None:
+        for path, _, what, fut in todo:
+            try:
+                fut.set_result(_check(path, what[-1]))
+            except BaseException as e:   # _check returns None on the errors it expects
+                fut.set_exception(e)
+
+    threading.Thread(target=run, name="miofind-finddb-check").start()
 
 
 def overlay(db, dev, *, readonly: bool = False) -> Overlay | None:

@@ -12,6 +12,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -22,6 +23,7 @@ import miofind.find as find
 from miofind import __version__
 from miofind.db import FindDB, FindDBError, FindDBWarning, Record, base, fastread
 from miofind.db import findb as findb_mod
+from miofind.db import system as system_mod
 from miofind.db.findb import FindFailure, PerfRecord, sqlite_file
 from miofind.db.handles import open_dbs
 from miofind.db.system import Overlay, system_db_files
@@ -383,3 +385,148 @@ def test_importing_miofind_and_its_torch_module_imports_no_sqlalchemy():
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'sqlalchemy'))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300)
     assert r.returncode == 0 and r.stdout.strip() == "[]", r.stderr
+
+
+# -- the system DB's checks in a background thread (prefetch), any-device reads through the index --------
+
+@pytest.fixture
+def fresh_state(monkeypatch):
+    """fastread's and the system DB module's per-process caches, empty for this test."""
+    for mod, name in ((fastread, "_checked"), (fastread, "_pending"), (fastread, "_system"), (system_mod, "_opened")):
+        monkeypatch.setattr(mod, name, {})
+
+
+def _system_copy(tmp_path, monkeypatch, data=None):
+    p = tmp_path / "sm_90-132.sqlite"
+    p.write_bytes(SHIPPED.read_bytes() if data is None else data)
+    monkeypatch.setenv("MIOFIND_SYSTEM_DB", str(p))
+    monkeypatch.setenv("MIOFIND_DB", str(tmp_path / "no-user.sqlite"))
+    return p
+
+
+def test_prefetch_checks_the_system_db_once_in_a_thread(tmp_path, monkeypatch, fresh_state):
+    p = _system_copy(tmp_path, monkeypatch)
+    calls, real = [], fastread._check
+    monkeypatch.setattr(fastread, "_check", lambda *a: calls.append((a, threading.current_thread().name))
+                        or real(*a))
+    fastread.prefetch(None, DEV)
+    fastread.prefetch(None, DEV)                      # one check in flight: no second one
+    dbs = fastread.overlay(None, DEV, readonly=True)
+    assert isinstance(dbs.system, fastread.Reader) and dbs.user is None
+    assert calls == [((p, True), "miofind-finddb-check")] and fastread._pending == {}
+    fastread.prefetch(None, DEV)                      # checked already in this process
+    assert fastread.overlay(None, DEV, readonly=True).system is dbs.system and len(calls) == 1
+    with FindDB(str(SHIPPED), readonly=True, immutable=True) as d:
+        assert dbs.lookup(DEV.db_name, P.key()) == [("system", d.lookup(None, P.key()))]
+
+
+def test_prefetch_of_a_corrupt_system_db_leaves_it_to_findb(tmp_path, monkeypatch, fresh_state):
+    """A system DB that fails the checks in the prefetch thread is opened by FindDB, which warns and goes on
+    without it, exactly as without the prefetch."""
+    data = SHIPPED.read_bytes()
+    _system_copy(tmp_path, monkeypatch, data[:4096] + b"\xff" * 8192 + data[4096 + 8192:])
+    got = []
+    for pre in (True, False):
+        for mod, name in ((fastread, "_checked"), (fastread, "_system")):
+            monkeypatch.setattr(mod, name, {})
+        monkeypatch.setattr(system_mod, "_opened", {})
+        if pre:
+            fastread.prefetch(None, DEV)
+        with pytest.warns(FindDBWarning, match="system FindDB not used"):
+            got.append(fastread.overlay(None, DEV, readonly=True).system)
+    assert got == [None, None]
+
+
+def test_a_failed_prefetch_thread_is_checked_again_by_the_read(tmp_path, monkeypatch, fresh_state):
+    p = _system_copy(tmp_path, monkeypatch)
+    real = fastread._check
+    monkeypatch.setattr(fastread, "_check", lambda *a: (_ for _ in ()).throw(MemoryError("boom")))
+    fastread.prefetch(None, DEV)
+    fastread._pending[next(iter(fastread._pending))][1].exception(timeout=60)
+    monkeypatch.setattr(fastread, "_check", real)
+    assert isinstance(fastread.overlay(None, DEV, readonly=True).system, fastread.Reader)
+    assert fastread._checked[(p.stat().st_dev, p.stat().st_ino)] == 2
+
+
+@pytest.mark.parametrize("readonly", [False, True])
+def test_prefetch_checks_the_user_db_too(user_db, monkeypatch, fresh_state, readonly):
+    calls, real = [], fastread._check
+    monkeypatch.setattr(fastread, "_check", lambda *a: calls.append(a) or real(*a))
+    fastread.prefetch(None, DEV)
+    fast, slow = both(None, readonly=readonly)
+    assert isinstance(fast.user, fastread.Reader) and isinstance(fast.system, fastread.Reader)
+    assert sorted(calls) == sorted([(SHIPPED, True), (user_db, False)]) and fastread._pending == {}
+    assert fast.lookup(DEV.db_name, P.key()) == slow.lookup(DEV.db_name, P.key())
+    fastread.prefetch(None, DEV)                      # both checked: nothing to do
+    assert fastread._pending == {} and len(calls) == 2
+
+
+def test_a_child_forked_during_a_prefetch_checks_for_itself(tmp_path, monkeypatch, fresh_state):
+    _system_copy(tmp_path, monkeypatch)
+    release, real = threading.Event(), fastread._check
+    monkeypatch.setattr(fastread, "_check", lambda *a: (release.wait(60) if threading.current_thread().name ==
+                                                        "miofind-finddb-check" else None) or real(*a))
+    fastread.prefetch(None, DEV)
+    assert len(fastread._pending) == 1
+    pid = os.fork()
+    if pid == 0:   # the child: no prefetch thread here
+        try:
+            ok = fastread._pending == {} and isinstance(fastread.overlay(None, DEV, readonly=True).system,
+                                                        fastread.Reader)
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    release.set()
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert isinstance(fastread.overlay(None, DEV, readonly=True).system, fastread.Reader)
+
+
+def test_a_prefetch_of_a_file_changed_since_is_not_used(tmp_path, monkeypatch, fresh_state):
+    """The same inode with other contents (rewritten in place, or a new file on a freed inode): the read
+    checks it itself."""
+    p = _system_copy(tmp_path, monkeypatch)
+    fastread.prefetch(None, DEV)
+    assert fastread._pending[(p.stat().st_dev, p.stat().st_ino)][1].result(timeout=60) == 2
+    ino = p.stat().st_ino
+    p.write_bytes(SHIPPED.read_bytes()[:8192])          # truncated in place
+    assert p.stat().st_ino == ino
+    with pytest.warns(FindDBWarning, match="system FindDB not used"):
+        assert fastread.overlay(None, DEV, readonly=True).system is None
+
+
+def test_prefetch_leaves_findb_arguments_alone(tmp_path, monkeypatch, fresh_state):
+    _system_copy(tmp_path, monkeypatch)
+    with FindDB(str(tmp_path / "u.sqlite")) as d:
+        fastread.prefetch(d, DEV)
+    monkeypatch.setenv("MIOFIND_SYSTEM_DB", "none")
+    fastread.prefetch(None, DEV)
+    assert fastread._pending == {} and fastread._checked == {}
+
+
+def test_any_device_reads_of_an_immutable_db_are_findbs(tmp_path, fresh_state):
+    """A system DB of several devices read for any device (through the index of each device): the same
+    records in the same order as FindDB's scan, ties (time, solver) included."""
+    p = tmp_path / "multi.sqlite"
+    recs = user_records()
+    with FindDB(str(p)) as d:
+        for dev in ("sm_90-132-B", "sm_90-132-A"):   # ids of B first: id order is not device order
+            d.store([dataclasses.replace(r, device=dev, time_ms=1.0) for r in recs])
+        s = next(c for c in cands() if c.tunable)
+        for dev in ("sm_90-132-B", "sm_90-132-A"):
+            d.store_perf([PerfRecord(dev, P.key(), s.id, dict(s.default_config(P.as_conv())), 0.5,
+                                     kernel_hash=trust_key(s), cuda_version="13.0", created_at=5.0)])
+    r = fastread._reader(p, writable=False, immutable=True)
+    assert isinstance(r, fastread.Reader)
+    with FindDB(str(p), readonly=True, immutable=True) as d:
+        for dev in (None, "sm_90-132-A", "nope"):
+            assert r.lookup(dev, P.key()) == d.lookup(dev, P.key())
+            assert r.lookup_perf(dev, P.key()) == d.lookup_perf(dev, P.key())
+            assert r.lookup_perf(dev, P.key(), s.id) == d.lookup_perf(dev, P.key(), s.id)
+    assert [x.device for x in r.lookup(None, P.key())[:2]] == ["sm_90-132-B", "sm_90-132-A"]
+    assert r._devices == {"find_records": ("sm_90-132-A", "sm_90-132-B"),
+                          "perf_records": ("sm_90-132-A", "sm_90-132-B")}
+    con = sqlite3.connect(f"file:{p}?mode=ro&immutable=1", uri=True)
+    plan = con.execute("EXPLAIN QUERY PLAN SELECT id FROM find_records WHERE device IN (?, ?) AND problem_key = ?",
+                       ("a", "b", "c")).fetchall()
+    con.close()
+    assert "INDEX ix_find_records_device_problem (device=? AND problem_key=?)" in str(plan)
