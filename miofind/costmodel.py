@@ -20,7 +20,6 @@ unreadable model file leaves immediate mode with ``miofind.predict``'s nearest-p
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import logging
@@ -33,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .predict import Roofline, model_time_ms
+from .predict import Roofline, _parse, model_time_ms
 from .problem import ProblemDescription
 
 log = logging.getLogger(__name__)
@@ -585,14 +584,6 @@ def samples_from_db(db, device: str | None = None, *, with_defaults: bool = True
             if default and default != pr.config:
                 out.append(Sample(pr.problem_key, pr.solver_id, default, pr.default_time_ms, default=True))
     return out
-
-
-@functools.lru_cache(maxsize=16384)
-def _parse(key: str) -> ProblemDescription | None:
-    try:
-        return ProblemDescription.from_key(key)
-    except ValueError:
-        return None
 
 
 def _lightgbm():

@@ -69,8 +69,10 @@ class Roofline:
         return max(self.flops / (self.peak * eff), self.memory) * 1e3 + _LAUNCH_MS
 
 
-@functools.lru_cache(maxsize=8192)
+@functools.lru_cache(maxsize=16384)
 def _parse(key: str) -> ProblemDescription | None:
+    """The problem of a FindDB key, or None for a key that does not parse (cached: the cost model and
+    the nearest-problem predictor parse the same keys over and over)."""
     try:
         return ProblemDescription.from_key(key)
     except ValueError:
