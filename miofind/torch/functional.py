@@ -128,11 +128,7 @@ class _Plan:
 
     def forward(self, x: Tensor, w: Tensor) -> Tensor:
         out = torch.empty(self.out_shape, dtype=self.dtype, device=self.device, memory_format=self.fmt)
-        e = self.entry
-        stream = _ops._stream(self.dev)
-        if stream in e.streams:
-            return e.run(x.data_ptr(), w.data_ptr(), out, stream)
-        return e(x, w, out, stream)
+        return self.entry(x, w, out, _ops._stream(self.dev))
 
     def backward(self, dy: Tensor, x, w, need_dx: bool, need_dw: bool):
         """(dx, dw) of this call from ``dy`` (None where not asked). The first ``dy`` of a stride
@@ -146,19 +142,11 @@ class _Plan:
             fmt = self.fmt
             dy = dy.contiguous(memory_format=fmt)
             stream = _ops._stream(self.dev)
-            dx = dw = None
-            if need_dx:
-                dx = torch.empty(self.conv[0], dtype=self.dtype, device=self.device, memory_format=fmt)
-                if stream in eb.streams:
-                    eb.run(dy.data_ptr(), w.data_ptr(), dx, stream)
-                else:
-                    eb(dy, w, dx, stream)
-            if need_dw:
-                dw = torch.empty(self.conv[1], dtype=self.dtype, device=self.device, memory_format=fmt)
-                if stream in ew.streams:
-                    ew.run(dy.data_ptr(), x.data_ptr(), dw, stream)
-                else:
-                    ew(dy, x, dw, stream)
+            # Entry.__call__ takes the raw launch once it has run on this stream
+            dx = eb(dy, w, torch.empty(self.conv[0], dtype=self.dtype, device=self.device, memory_format=fmt),
+                    stream) if need_dx else None
+            dw = ew(dy, x, torch.empty(self.conv[1], dtype=self.dtype, device=self.device, memory_format=fmt),
+                    stream) if need_dw else None
             return dx, dw
         x_shape, w_shape, stride, padding, dilation, groups = self.conv
         dx = _ops._backward_data(dy, w, x_shape, stride, padding, dilation, groups) if need_dx else None
