@@ -128,7 +128,9 @@ def grid_of(p: ProblemDescription, cfg) -> int:
     return min(tiles, sm_count() * blocks_per_sm(p, cfg)) if cfg["PERSIST"] else tiles
 
 
-def macros(p: ProblemDescription, cfg) -> dict:
+def problem_macros(p: ProblemDescription) -> dict:
+    """The macros every Hopper kernel takes from problem ``p``: data and index types, sizes, pads,
+    strides, dilations, and the x/w/y element strides of its layouts."""
     isz, osz, fsz, pads, strides, dils = dims3(p)
     xs, ws, ys = (strides5(sh, lay) for sh, lay in zip((p.x_shape, p.w_shape, p.y_shape), p.layouts))
     return {
@@ -140,8 +142,11 @@ def macros(p: ProblemDescription, cfg) -> dict:
         "XS_N": xs[0], "XS_C": xs[1], "XS_H": xs[3], "XS_W": xs[4],
         "WS_K": ws[0], "WS_C": ws[1], "WS_Y": ws[3], "WS_X": ws[4],
         "YS_N": ys[0], "YS_C": ys[1], "YS_H": ys[3], "YS_W": ys[4],
-        **{k: cfg[k] for k in KEYS}, "MIN_BLOCKS": blocks_per_sm(p, cfg),
     }
+
+
+def macros(p: ProblemDescription, cfg) -> dict:
+    return {**problem_macros(p), **{k: cfg[k] for k in KEYS}, "MIN_BLOCKS": blocks_per_sm(p, cfg)}
 
 
 def forward_kernel(p: ProblemDescription, cfg, source: str, name: str) -> tuple[KernelInfo, int]:

@@ -13,10 +13,9 @@ import math
 from miofind.launch import PTR, Launch
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_applicable
-from miofind.tensors import CUDA_TYPES, needs_int64
 
-from .implicit_gemm_base import INT32_MAX, SM_COUNT, dims3, strides5
-from .implicit_gemm_hopper_base import ALIGN, ARCH, SMEM_LIMIT, SMEM_STATIC, ImplicitGemmHopperBase
+from .implicit_gemm_base import INT32_MAX, SM_COUNT
+from .implicit_gemm_hopper_base import ALIGN, ARCH, SMEM_LIMIT, SMEM_STATIC, ImplicitGemmHopperBase, problem_macros
 
 KEYS = ("BM", "BN", "WGS", "STAGES", "SPLITK")
 BJ = 64                 # reduction (output pixel) rows per pipeline stage
@@ -159,17 +158,8 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
         if not self.is_valid_config(p, cfg):
             raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
         eff, per = split_geometry(p, cfg["SPLITK"])
-        isz, osz, fsz, pads, strides, dils = dims3(p)
-        xs, ws_, ys = (strides5(sh, lay) for sh, lay in zip((p.x_shape, p.w_shape, p.y_shape), p.layouts))
         mac = {
-            "DATA_T": CUDA_TYPES[p.dtype], "INDEX_T": "long long" if needs_int64(p) else "int",
-            "IS_BF16": int(p.dtype == "BF16"),
-            "P_N": p.n, "P_C": p.c, "P_K": p.k,
-            "P_HI": isz[1], "P_WI": isz[2], "P_HO": osz[1], "P_WO": osz[2], "P_Y": fsz[1], "P_X": fsz[2],
-            "P_PH": pads[1], "P_PW": pads[2], "P_SH": strides[1], "P_SW": strides[2], "P_DH": dils[1], "P_DW": dils[2],
-            "XS_N": xs[0], "XS_C": xs[1], "XS_H": xs[3], "XS_W": xs[4],
-            "WS_K": ws_[0], "WS_C": ws_[1], "WS_Y": ws_[3], "WS_X": ws_[4],
-            "YS_N": ys[0], "YS_C": ys[1], "YS_H": ys[3], "YS_W": ys[4],
+            **problem_macros(p),
             "BM": cfg["BM"], "BN": cfg["BN"], "WGS": cfg["WGS"], "STAGES": cfg["STAGES"],
             "SPLITK": eff, "JT_PER": per, "MIN_BLOCKS": blocks_per_sm(cfg), "RED_BLOCK": RED_BLOCK,
             "RED_GROUPS": RED_GROUPS,
