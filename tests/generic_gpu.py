@@ -67,6 +67,16 @@ def check_two_shapes_share_a_build(solver, p1, p2, config=None) -> None:
     check_generic(solver, p1, seed=1, config=config)
 
 
+def check_wide_generic(solver, problem, builds: int | None = None) -> None:
+    """A problem past 2^31 elements runs the 64-bit-index generic builds (every generic kernel of
+    its solution wide, ``builds`` of them when given), and they verify."""
+    sol = solver.get_solution(problem, generic.generic_config(solver, problem, None))
+    gks = [g for g in generic.generic_kernels(sol) if g]
+    assert gks and all(g.wide for g in gks), gks
+    assert builds is None or len(gks) == builds, gks
+    check_generic(solver, problem)
+
+
 def big_selected(request):
     if "big" not in (request.config.getoption("-m") or "") and os.environ.get("MIOFIND_BIG_TESTS") != "1":
         pytest.skip("2^31-element problem: select it with -m big or MIOFIND_BIG_TESTS=1")

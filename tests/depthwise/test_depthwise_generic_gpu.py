@@ -5,8 +5,8 @@ one config, and one 64-bit-index problem (marker ``big``)."""
 
 import pytest
 
-from generic_gpu import big_selected, check_generic, check_two_shapes_share_a_build, generic_cases, shared_build
-from miofind import generic
+from generic_gpu import (big_selected, check_generic, check_wide_generic,
+                         check_two_shapes_share_a_build, generic_cases, shared_build)
 from miofind.problem import ProblemDescription
 from miofind.registry import get_solver, solvers
 
@@ -78,7 +78,4 @@ def test_generic_64bit_index(request, d):
     # x has 2^31 + 2^22 FP16 elements: the 64-bit-index generic builds
     p = ProblemDescription.make(d, n=2049, c=2, k=2, groups=2, in_size=(1024, 512), filter_size=3, pads=1,
                                 dtype="FP16")
-    s = get_solver("ConvDepthwiseFwd" if d == "F" else "ConvDepthwiseWrw")
-    gks = [g for g in generic.generic_kernels(s.get_solution(p, generic.generic_config(s, p, None))) if g]
-    assert gks and all(g.wide for g in gks)
-    check_generic(s, p)
+    check_wide_generic(get_solver("ConvDepthwiseFwd" if d == "F" else "ConvDepthwiseWrw"), p)

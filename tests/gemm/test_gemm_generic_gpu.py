@@ -5,8 +5,8 @@ tests/shapes.py, two 2D shapes sharing one build per direction, layout and type,
 
 import pytest
 
-from generic_gpu import big_selected, check_generic, check_two_shapes_share_a_build, generic_cases, shared_build
-from miofind import generic
+from generic_gpu import (big_selected, check_generic, check_wide_generic,
+                         check_two_shapes_share_a_build, generic_cases, shared_build)
 from miofind.problem import ProblemDescription
 from miofind.registry import get_solver, solvers
 
@@ -64,7 +64,4 @@ def test_generic_64bit_index(request):
     big_selected(request)
     # x has 2^31 + 2^22 FP16 elements: the 64-bit-index generic build of im2col
     p = ProblemDescription.make("F", n=2049, c=2, k=2, in_size=(1024, 512), filter_size=3, pads=1, dtype="FP16")
-    s = get_solver("GemmFwdRest")
-    (g,) = [g for g in generic.generic_kernels(s.get_solution(p)) if g]
-    assert g.wide
-    check_generic(s, p)
+    check_wide_generic(get_solver("GemmFwdRest"), p, builds=1)

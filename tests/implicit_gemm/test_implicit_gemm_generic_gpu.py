@@ -4,7 +4,7 @@ and one 64-bit-index problem (marker ``big``)."""
 
 import pytest
 
-from generic_gpu import big_selected, check_generic, check_two_shapes_share_a_build, generic_cases
+from generic_gpu import big_selected, check_generic, check_wide_generic, check_two_shapes_share_a_build, generic_cases
 from miofind.problem import ProblemDescription
 from miofind.registry import get_solver, solvers
 
@@ -47,8 +47,4 @@ def test_generic_64bit_index(request):
     big_selected(request)
     # x has 2^31 + 2^22 FP16 elements: the 64-bit-index generic build
     p = ProblemDescription.make("F", n=2049, c=2, k=2, in_size=(1024, 512), filter_size=3, pads=1, dtype="FP16")
-    s = get_solver("ConvImplicitGemmFwd")
-    from miofind import generic
-    (g,) = [g for g in generic.generic_kernels(s.get_solution(p, generic.generic_config(s, p, None))) if g]
-    assert g.wide
-    check_generic(s, p)
+    check_wide_generic(get_solver("ConvImplicitGemmFwd"), p, builds=1)
