@@ -122,7 +122,7 @@ def main(argv=None):
     db.close()
     cases, cases_no_naive = [], []
     for key in sorted(recorded):
-        p = cm._parse(key)
+        p = cm.parse_problem_key(key)
         solvers = [get_solver(s) for s in recorded[key]]
         pairs = [(s, default_config(s, p)) for s in solvers]
         cases.append((p, pairs))

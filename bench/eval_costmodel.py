@@ -59,7 +59,7 @@ def evaluate_split(test_keys, train_records, finds, model, sm_count):
         recs = finds.get(key)
         if not recs:
             continue
-        p = cm._parse(key)
+        p = cm.parse_problem_key(key)
         solvers = [get_solver(r.solver_id) for r in recs]
         pairs = [(s, default_config(s, p)) for s in solvers]
         suffix = key[key.rfind("-"):]
@@ -84,7 +84,7 @@ def timing(model_path, problems, sm_count):
     load_ms = (time.perf_counter() - t0) * 1e3
     cases = []
     for key, rows in problems:
-        p = cm._parse(key)
+        p = cm.parse_problem_key(key)
         cases.append((p, [(get_solver(r[0]), default_config(get_solver(r[0]), p)) for r in rows]))
     for p, pairs in cases[:20]:
         model.predict_ms(p, pairs, sm_count)   # warm caches
@@ -127,7 +127,7 @@ def main(argv=None):
         probs = evaluate_split(test, train_records, finds, model, sm_count)
         groups = defaultdict(list)
         for key, rows in probs:
-            p = cm._parse(key)
+            p = cm.parse_problem_key(key)
             groups[(p.dtype, p.direction)].append((key, rows))
         results[held] = {"train_problems": len(train_records), "train_samples": len(train_samples),
                          "train_seconds": secs, "all": {"model": metrics(probs, 2), "today": metrics(probs, 3)},

@@ -45,7 +45,7 @@ def train_rank(samples, sm_count=132):
     solver_ids = tuple(sorted({s.solver_id for s in samples}))
     meta = {"format": cm.FORMAT, "solvers": list(solver_ids), "version": "",
             "config_keys": list(cm.numeric_config_keys(s.config for s in samples)),
-            "support": sorted({cm.support_class(cm._parse(s.problem_key)) for s in samples})}
+            "support": sorted({cm.support_class(cm.parse_problem_key(s.problem_key)) for s in samples})}
     shell = cm.CostModel(cm._Trees.empty(), meta)
     x, _, y = cm._matrix(shell, samples, sm_count, get_solver)
     keys = [s.problem_key for s in samples]
@@ -76,7 +76,7 @@ def main(argv=None):
         per = {k: [] for k in cols}
         # eval_costmodel's own split: the regression model where it answers, else today's predictor
         for key, rows in evaluate_split(test, train_records, finds, reg, 132):
-            p = cm._parse(key)
+            p = cm.parse_problem_key(key)
             solvers = [get_solver(r[0]) for r in rows]
             per["regression"].append([(r[1], r[2]) for r in rows])
             per["today"].append([(r[1], r[3]) for r in rows])

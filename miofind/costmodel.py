@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .predict import Roofline, _parse, model_time_ms
+from .predict import Roofline, model_time_ms, parse_problem_key
 from .problem import ProblemDescription
 
 log = logging.getLogger(__name__)
@@ -569,12 +569,12 @@ def samples_from_db(db, device: str | None = None, *, with_defaults: bool = True
         return known[sid]
 
     for r in db.iter_records(device):
-        if r.time_ms > 0 and solver(r.solver_id) is not None and _parse(r.problem_key) is not None:
+        if r.time_ms > 0 and solver(r.solver_id) is not None and parse_problem_key(r.problem_key) is not None:
             out.append(Sample(r.problem_key, r.solver_id, r.config, r.time_ms))
     if with_defaults:
         for pr in db.iter_perf(device):
             s = solver(pr.solver_id)
-            p = _parse(pr.problem_key)
+            p = parse_problem_key(pr.problem_key)
             if s is None or p is None or not pr.default_time_ms or pr.default_time_ms <= 0:
                 continue
             try:
@@ -616,7 +616,7 @@ def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUND
     keys = list(numeric_config_keys(s.config for s in samples)) if configs else []
     meta = {"format": FORMAT, "solvers": list(solver_ids), "config_keys": keys,
             "sm_count": sm_count, "samples": len(samples), "problems": len({s.problem_key for s in samples}),
-            "support": sorted({support_class(_parse(s.problem_key)) for s in samples}),
+            "support": sorted({support_class(parse_problem_key(s.problem_key)) for s in samples}),
             "source": source, "params": dict(PARAMS, **(params or {})), "rounds": rounds, "configs": configs}
     shell = CostModel(_Trees.empty(), dict(meta, version=""))
     x, base, y = _matrix(shell, samples, sm_count, get_solver)
@@ -638,7 +638,7 @@ def _matrix(model: CostModel, samples, sm_count, get_solver):
     x = np.empty((len(samples), model.n_features))
     base = np.empty(len(samples))
     for key, idx in by_problem.items():
-        p = _parse(key)
+        p = parse_problem_key(key)
         xs, bs = model.rows(p, [(get_solver(samples[i].solver_id), samples[i].config) for i in idx], sm_count)
         x[idx], base[idx] = xs, bs
     y = np.log10([s.time_ms for s in samples])
@@ -717,8 +717,8 @@ def cross_validate(samples: list[Sample], folds: int = 5, *, sm_count: int = 132
                 test.setdefault(s.problem_key, []).append(s)
         for key, ss in test.items():
             solvers = [get_solver(s.solver_id) for s in ss]
-            if not model.supports(_parse(key), [s.id for s in solvers]):
+            if not model.supports(parse_problem_key(key), [s.id for s in solvers]):
                 continue
-            pred = model.predict_ms(_parse(key), [(sv, s.config) for sv, s in zip(solvers, ss)], sm_count)
+            pred = model.predict_ms(parse_problem_key(key), [(sv, s.config) for sv, s in zip(solvers, ss)], sm_count)
             problems.append([(s.time_ms, p) for s, p in zip(ss, pred)])
     return ranking_metrics(problems)

@@ -70,7 +70,7 @@ class Roofline:
 
 
 @functools.lru_cache(maxsize=16384)
-def _parse(key: str) -> ProblemDescription | None:
+def parse_problem_key(key: str) -> ProblemDescription | None:
     """The problem of a FindDB key, or None for a key that does not parse (cached: the cost model and
     the nearest-problem predictor parse the same keys over and over)."""
     try:
@@ -95,7 +95,7 @@ def nearest_problem(problem: ProblemDescription, keys) -> tuple[str, float] | No
     cls, here = _shape_class(problem), _sizes(problem)
     best = None
     for k in keys:
-        q = _parse(k)
+        q = parse_problem_key(k)
         if q is None or k == problem.key() or _shape_class(q) != cls:
             continue
         d = sum(abs(x - y) for x, y in zip(here, _sizes(q)))
@@ -111,7 +111,7 @@ def predict(problem: ProblemDescription, solvers, nearest: tuple[str, float] | N
     if nearest is None or not nearest_records:
         return {sid: Prediction(t, "model") for sid, t in model.items()}
     key, dist = nearest
-    q = _parse(key)
+    q = parse_problem_key(key)
     scale = problem.flops() / q.flops()
     by_solver = {r.solver_id: r for r in nearest_records}
     basis = f"nearest {key} (distance {dist:.2f})"

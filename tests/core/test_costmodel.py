@@ -262,7 +262,7 @@ def test_exit_tables_equal_the_descent_for_every_record_of_the_shipped_db():
     assert len(by_key) > 2000
     worst, identical, cases = 0.0, 0, 0
     for key, recs in by_key.items():
-        p = cm._parse(key)
+        p = cm.parse_problem_key(key)
         solvers = [get_solver(r.solver_id) for r in recs]
         # as recorded (tuned configs) and as a miss (default configs)
         for pairs in ([(s, r.config) for s, r in zip(solvers, recs)], [(s, _default(s, p)) for s in solvers]):
