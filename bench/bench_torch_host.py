@@ -1,0 +1,287 @@
+"""Where the host time of a PyTorch step goes: miofind.torch against cuDNN through PyTorch, on the GPU.
+
+1. Per layer (ResNet-50 layer shapes, N=32, answered from the FindDBs): one ``Conv2d`` module, host
+   microseconds to queue one call, forward only (``no_grad``) and forward + backward (dx and dw),
+   miofind against torch (``cudnn.benchmark``) in the same run; median over bursts of ``--calls``
+   calls, the GPU drained between bursts so that GPU time never shows as host time. AMP FP16
+   ``channels_last`` and FP32 (TF32 off).
+2. Per model step (torchvision ResNet-50, batch 32, training): host time to queue one step (no
+   synchronize), both sides; and for miofind the part of it spent in its forward calls, its backward
+   calls and its launches (``Entry.run``, per solver), and how many calls missed the planned path
+   (``functional._conv_slow``), from wrappers that add about 1 us per wrapped call.
+
+    python bench/bench_torch_host.py --out bench/results/torch-host [--configs amp,fp32] [--skip-model]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import copy
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+# (C, K, HxW, filter, stride, pad) of ResNet-50 layers
+LAYERS = {
+    "r50_64_64_56_3x3": (64, 64, 56, 3, 1, 1),
+    "r50_256_64_56_1x1": (256, 64, 56, 1, 1, 0),
+    "r50_128_128_28_3x3": (128, 128, 28, 3, 1, 1),
+    "r50_256_512_56_1x1_s2": (256, 512, 56, 1, 2, 0),
+    "r50_1024_256_14_1x1": (1024, 256, 14, 1, 1, 0),
+    "r50_512_512_7_3x3": (512, 512, 7, 3, 1, 1),
+}
+
+
+def _torch():
+    import torch
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return torch
+
+
+def burst_us(fn, bursts: int, calls: int) -> float:
+    """Median host microseconds per call of ``fn`` over ``bursts`` bursts of ``calls`` calls."""
+    torch = _torch()
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(bursts):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        times.append((time.perf_counter() - t0) / calls * 1e6)
+    torch.cuda.synchronize()
+    return statistics.median(times)
+
+
+def layer_rows(config: str, args) -> list[dict]:
+    torch = _torch()
+    import miofind.torch as mt
+    from miofind.torch import _policy
+
+    amp = config == "amp"
+    rows = []
+    for name, (c, k, hw, f, s, p) in LAYERS.items():
+        torch.manual_seed(0)
+        base = torch.nn.Conv2d(c, k, f, stride=s, padding=p, bias=False).cuda()
+        x = torch.randn(args.batch, c, hw, hw, device="cuda")
+        if amp:
+            base = base.to(memory_format=torch.channels_last)
+            x = x.to(memory_format=torch.channels_last)
+        ours = copy.deepcopy(base)
+        mt.convert(ours)
+        x.requires_grad_(True)
+        row = {"layer": name, "config": config}
+        for side, mod in (("cudnn", base), ("miofind", ours)):
+            torch.backends.cudnn.benchmark = side == "cudnn"
+            with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+                y0 = mod(x)
+            gy = torch.randn_like(y0)
+
+            def fwd():
+                with torch.no_grad(), torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+                    mod(x)
+
+            def train():
+                with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+                    y = mod(x)
+                y.backward(gy)
+
+            train()
+            if side == "miofind":
+                from miofind import tiered
+                tiered.wait(600)
+            row[f"{side}_fwd_us"] = burst_us(fwd, args.bursts, args.calls)
+            row[f"{side}_train_us"] = burst_us(train, args.bursts, args.calls)
+            mod.weight.grad = None
+            x.grad = None
+        row["chosen"] = {key[0]: e.solver_id for key, e in _policy._table.items()
+                         if key[1][1] == c and key[2][0] == k and key[2][2] == f and key[3][0] == s}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
+class _Acc:
+    """perf_counter wrappers: total seconds and calls per label."""
+
+    def __init__(self) -> None:
+        self.t = collections.defaultdict(float)
+        self.n = collections.defaultdict(int)
+        self.undo = []
+
+    def wrap(self, owner, attr: str, label) -> None:
+        orig = getattr(owner, attr)
+        t, n, pc = self.t, self.n, time.perf_counter
+
+        if callable(label):
+            def w(*a, **k):
+                t0 = pc()
+                try:
+                    return orig(*a, **k)
+                finally:
+                    lab = label(a)
+                    t[lab] += pc() - t0
+                    n[lab] += 1
+        else:
+            def w(*a, **k):
+                t0 = pc()
+                try:
+                    return orig(*a, **k)
+                finally:
+                    t[label] += pc() - t0
+                    n[label] += 1
+        setattr(owner, attr, w)
+        self.undo.append((owner, attr, orig))
+
+    def restore(self) -> None:
+        for owner, attr, orig in reversed(self.undo):
+            setattr(owner, attr, orig)
+        self.undo.clear()
+
+
+def model_rows(config: str, args) -> dict:
+    torch = _torch()
+    import torchvision
+
+    import miofind.torch as mt
+    from miofind import tiered
+    from miofind.torch import _policy, functional
+
+    amp = config == "amp"
+    torch.manual_seed(0)
+    base = torchvision.models.resnet50(weights=None).cuda()
+    g = torch.Generator(device="cuda").manual_seed(1)
+    x = torch.randn(32, 3, 224, 224, device="cuda", generator=g)
+    yl = torch.randint(0, 1000, (32,), device="cuda", generator=g)
+    if amp:
+        base = base.to(memory_format=torch.channels_last)
+        x = x.to(memory_format=torch.channels_last)
+    out = {"config": config}
+    for side in ("cudnn", "miofind"):
+        model = copy.deepcopy(base)
+        if side == "miofind":
+            mt.convert(model)
+        torch.backends.cudnn.benchmark = side == "cudnn"
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+                loss = torch.nn.functional.cross_entropy(model(x), yl)
+            loss.backward()
+            opt.step()
+
+        for _ in range(3):
+            step()
+        if side == "miofind":
+            tiered.wait(900)
+        for _ in range(3):
+            step()
+
+        def queue_ms(n):
+            hs = []
+            for _ in range(n):
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                step()
+                hs.append((time.perf_counter() - t0) * 1e3)
+            torch.cuda.synchronize()
+            return statistics.median(hs)
+
+        out[f"{side}_host_ms"] = queue_ms(args.steps)
+        if side == "miofind":
+            acc = _Acc()
+            acc.wrap(functional, "conv_normalized", "forward (conv_normalized)")
+            acc.wrap(functional._Plan, "backward", "backward (_Plan.backward)")
+            acc.wrap(functional, "_conv_slow", "slow path (_conv_slow)")
+            acc.wrap(_policy.Entry, "__call__", lambda a: f"Entry.__call__ {a[0].solver_id}")
+            acc.wrap(_policy.Entry, "run", lambda a: f"Entry.run {a[0].solver_id}")
+            try:
+                acc.t.clear(), acc.n.clear()
+                out["miofind_host_ms_instrumented"] = queue_ms(args.steps)
+            finally:
+                acc.restore()
+            k = args.steps
+            out["miofind_parts"] = {lab: {"ms_per_step": acc.t[lab] / k * 1e3, "calls_per_step": acc.n[lab] / k,
+                                          "us_per_call": acc.t[lab] / max(acc.n[lab], 1) * 1e6}
+                                    for lab in sorted(acc.t, key=lambda s: -acc.t[s])}
+            chosen: dict[str, dict[str, int]] = {}
+            for key, e in _policy._table.items():
+                d = chosen.setdefault(key[0], {})
+                d[e.solver_id] = d.get(e.solver_id, 0) + 1
+            out["chosen"] = chosen
+        # torch.profiler's CPU view of both sides: the autograd nodes and aten ops by inclusive time
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            for _ in range(3):
+                step()
+            torch.cuda.synchronize()
+        ev = sorted(prof.key_averages(), key=lambda e: -e.cpu_time_total)
+        out[f"{side}_profiler_top"] = [{"name": e.key[:90], "calls_per_step": e.count / 3,
+                                        "cpu_ms_per_step": e.cpu_time_total / 3 / 1e3,
+                                        "self_cpu_ms_per_step": e.self_cpu_time_total / 3 / 1e3} for e in ev[:30]]
+        del model, opt
+        torch.cuda.empty_cache()
+    print(json.dumps({k: v for k, v in out.items() if not k.endswith("profiler_top")}), flush=True)
+    return out
+
+
+def markdown(res: dict, cmd: str) -> str:
+    lines = [f"# miofind.torch host time against cuDNN through PyTorch ({res['meta']['device']})", "",
+             f"`{cmd}`", "",
+             "Per layer: host us to queue one call (median of bursts, GPU drained between bursts), N="
+             f"{res['meta']['batch']}.", "",
+             "| layer | config | F/B/W chosen | fwd cuDNN | fwd miofind | fwd+bwd cuDNN | fwd+bwd miofind |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: |"]
+    for r in res["layers"]:
+        ch = "/".join(r["chosen"].get(d, "?") for d in "FBW")
+        lines.append(f"| {r['layer']} | {r['config']} | {ch} | {r['cudnn_fwd_us']:.1f} | {r['miofind_fwd_us']:.1f} | "
+                     f"{r['cudnn_train_us']:.1f} | {r['miofind_train_us']:.1f} |")
+    for m in res["models"]:
+        lines += ["", f"## ResNet-50 batch 32 training step, {m['config']}: host ms to queue a step: cuDNN "
+                      f"{m['cudnn_host_ms']:.2f}, miofind {m['miofind_host_ms']:.2f} "
+                      f"(instrumented {m['miofind_host_ms_instrumented']:.2f})", "",
+                  "| miofind part | ms per step | calls per step | us per call |", "| --- | ---: | ---: | ---: |"]
+        for lab, v in m["miofind_parts"].items():
+            lines.append(f"| {lab} | {v['ms_per_step']:.2f} | {v['calls_per_step']:.0f} | {v['us_per_call']:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--configs", default="amp,fp32")
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--bursts", type=int, default=15)
+    ap.add_argument("--calls", type=int, default=10)
+    ap.add_argument("--steps", type=int, default=15)
+    ap.add_argument("--skip-model", action="store_true")
+    ap.add_argument("--skip-layers", action="store_true")
+    args = ap.parse_args(argv)
+    torch = _torch()
+    res = {"meta": {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+                    "cudnn": torch.backends.cudnn.version(), "batch": args.batch, "argv": sys.argv},
+           "layers": [], "models": []}
+    for config in args.configs.split(","):
+        if not args.skip_model:
+            res["models"].append(model_rows(config, args))
+        if not args.skip_layers:
+            res["layers"] += layer_rows(config, args)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "bench_torch_host.json"), "w") as f:
+        json.dump(res, f, indent=1)
+    md = markdown(res, "python " + " ".join(sys.argv))
+    with open(os.path.join(args.out, "bench_torch_host.md"), "w") as f:
+        f.write(md)
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
