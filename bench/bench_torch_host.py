@@ -232,6 +232,76 @@ def model_rows(config: str, args) -> dict:
     return out
 
 
+def parts_rows(config: str, args) -> list[dict]:
+    """Host us of each step of one planned call (``functional.conv_normalized`` on a prepared problem),
+    forward and backward, against torch's module call and backward, same tensors, bursts of 20 calls."""
+    torch = _torch()
+    from bench_overhead import host_us
+
+    import miofind.torch as mt
+    from miofind import tiered
+    from miofind.torch import _ops, _policy, functional
+
+    amp = config == "amp"
+    dt = torch.float16 if amp else torch.float32
+    fmt = torch.channels_last if amp else torch.contiguous_format
+    rows = []
+    for name in args.parts_layers.split(","):
+        c, k, hw, f, s, p = LAYERS[name]
+        torch.manual_seed(0)
+        base = torch.nn.Conv2d(c, k, f, stride=s, padding=p, bias=False).cuda().to(dt).to(memory_format=fmt)
+        ours = copy.deepcopy(base)
+        mt.convert(ours)
+        x = torch.randn(args.batch, c, hw, hw, device="cuda", dtype=dt).to(memory_format=fmt).requires_grad_(True)
+        w = ours.weight
+        sync = torch.cuda.synchronize
+        torch.backends.cudnn.benchmark = True
+        ours(x).sum().backward()       # the find (DB) and the plans
+        base(x).sum().backward()
+        tiered.wait(600)
+        ours(x).sum().backward()
+        st, pa, di, gr = ours._miofind_args()
+        key = functional._plan_key(2, x, w, st, pa, di, gr)
+        plan = functional._plans[key]
+        y = ours(x)
+        gy = torch.randn_like(y)
+        stream = _ops._stream(0)
+        out = torch.empty(plan.out_shape, dtype=dt, device="cuda", memory_format=fmt)
+        e = plan.entry
+        pw = w.data_ptr()
+        px, po = x.data_ptr(), out.data_ptr()
+        bk = next(iter(plan.bwd.values()), (None, None))
+        xd = x.detach()
+        row = {"layer": name, "config": config, "F": e.solver_id,
+               "B": bk[0].solver_id if bk[0] else None, "W": bk[1].solver_id if bk[1] else None}
+        steps = {
+            "torch module fwd (no_grad)": (lambda: base(xd)),
+            "miofind module fwd (no_grad)": (lambda: ours(xd)),
+            "conv_normalized (no_grad)": (lambda: functional.conv_normalized(2, xd, w, None, st, pa, di, gr)),
+            "module._miofind_args": ours._miofind_args,
+            "_plan_key": (lambda: functional._plan_key(2, xd, w, st, pa, di, gr)),
+            "plan.forward": (lambda: plan.forward(xd, w)),
+            "torch.empty(out)": (lambda: torch.empty(plan.out_shape, dtype=dt, device="cuda", memory_format=fmt)),
+            "Entry.__call__": (lambda: e(xd, w, out, stream)),
+            "invoker (pointers)": (lambda: e.invoker(px, pw, po, 0, stream)),
+            "torch module fwd (grad)": (lambda: base(x)),
+            "miofind module fwd (grad)": (lambda: ours(x)),
+            "PlannedConv.apply": (lambda: _ops.PlannedConv.apply(x, w, plan)),
+            "torch fwd+backward": (lambda: base(x).backward(gy)),
+            "miofind fwd+backward": (lambda: ours(x).backward(gy)),
+            "_Plan.backward (dx, dw)": (lambda: plan.backward(gy, xd, w, True, True)),
+        }
+        with torch.no_grad():
+            for lab in [k_ for k_ in steps if "grad)" not in k_ and "backward" not in k_ and "apply" not in k_]:
+                row[lab] = host_us(steps[lab], args.parts_calls, sync, burst=20)
+        for lab in [k_ for k_ in steps if k_ not in row and k_ not in ("layer", "config")]:
+            row[lab] = host_us(steps[lab], args.parts_calls, sync, burst=20)
+        base.weight.grad = ours.weight.grad = x.grad = None
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
 def markdown(res: dict, cmd: str) -> str:
     lines = [f"# miofind.torch host time against cuDNN through PyTorch ({res['meta']['device']})", "",
              f"`{cmd}`", "",
@@ -243,6 +313,10 @@ def markdown(res: dict, cmd: str) -> str:
         ch = "/".join(r["chosen"].get(d, "?") for d in "FBW")
         lines.append(f"| {r['layer']} | {r['config']} | {ch} | {r['cudnn_fwd_us']:.1f} | {r['miofind_fwd_us']:.1f} | "
                      f"{r['cudnn_train_us']:.1f} | {r['miofind_train_us']:.1f} |")
+    for r in res.get("parts", []):
+        lines += ["", f"## One planned call, {r['layer']} {r['config']} (F {r['F']}, B {r['B']}, W {r['W']}): "
+                      "host us per call, bursts of 20", "", "| step | us |", "| --- | ---: |"]
+        lines += [f"| {k} | {v:.1f} |" for k, v in r.items() if isinstance(v, float)]
     for m in res["models"]:
         lines += ["", f"## ResNet-50 batch 32 training step, {m['config']}: host ms to queue a step: cuDNN "
                       f"{m['cudnn_host_ms']:.2f}, miofind {m['miofind_host_ms']:.2f} "
@@ -263,12 +337,18 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=15)
     ap.add_argument("--skip-model", action="store_true")
     ap.add_argument("--skip-layers", action="store_true")
+    ap.add_argument("--parts", action="store_true", help="only the per-step breakdown of one planned call")
+    ap.add_argument("--parts-layers", default="r50_64_64_56_3x3,r50_512_512_7_3x3")
+    ap.add_argument("--parts-calls", type=int, default=2000)
     args = ap.parse_args(argv)
     torch = _torch()
     res = {"meta": {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
                     "cudnn": torch.backends.cudnn.version(), "batch": args.batch, "argv": sys.argv},
-           "layers": [], "models": []}
+           "layers": [], "models": [], "parts": []}
     for config in args.configs.split(","):
+        if args.parts:
+            res["parts"] += parts_rows(config, args)
+            continue
         if not args.skip_model:
             res["models"].append(model_rows(config, args))
         if not args.skip_layers:
