@@ -270,6 +270,8 @@ def parts_rows(config: str, args) -> list[dict]:
         e = plan.entry
         pw = w.data_ptr()
         px, po = x.data_ptr(), out.data_ptr()
+        wst = torch.empty(max(e.ws_bytes, 1), dtype=torch.uint8, device="cuda")
+        pws = wst.data_ptr() if e.ws_bytes else 0
         bk = next(iter(plan.bwd.values()), (None, None))
         xd = x.detach()
         row = {"layer": name, "config": config, "F": e.solver_id,
@@ -283,7 +285,7 @@ def parts_rows(config: str, args) -> list[dict]:
             "plan.forward": (lambda: plan.forward(xd, w)),
             "torch.empty(out)": (lambda: torch.empty(plan.out_shape, dtype=dt, device="cuda", memory_format=fmt)),
             "Entry.__call__": (lambda: e(xd, w, out, stream)),
-            "invoker (pointers)": (lambda: e.invoker(px, pw, po, 0, stream)),
+            "invoker (pointers)": (lambda: e.invoker(*((pw, px) if e.swap else (px, pw)), po, pws, stream)),
             "torch module fwd (grad)": (lambda: base(x)),
             "miofind module fwd (grad)": (lambda: ours(x)),
             "PlannedConv.apply": (lambda: _ops.PlannedConv.apply(x, w, plan)),
