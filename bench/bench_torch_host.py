@@ -307,6 +307,41 @@ def parts_rows(config: str, args) -> list[dict]:
             "miofind fwd+backward": (lambda: ours(x).backward(gy)),
             "_Plan.backward (dx, dw)": (lambda: plan.backward(gy, xd, w, True, True)),
         }
+        # conv_normalized's no-grad path, stage by stage (perf_counter between stages, summed)
+        stages = collections.defaultdict(float)
+        pc = time.perf_counter
+        PL = functional._PLAIN
+
+        def staged():
+            t0 = pc()
+            ok = type(xd) in PL and type(w) in PL and xd.is_cuda
+            t1 = pc()
+            ok = ok and not torch.compiler.is_compiling()
+            t2 = pc()
+            torch.is_autocast_enabled("cuda")
+            t3 = pc()
+            key = functional._plan_key(2, xd, w, st, pa, di, gr)
+            t4 = pc()
+            pl = functional._plans.get(key)
+            t5 = pc()
+            ok = pl is not None and pl.dev == torch._C._cuda_getDevice() and not torch.is_grad_enabled()
+            t6 = pc()
+            pl.forward(xd, w)
+            t7 = pc()
+            for lab_, a_, b_ in (("type checks", t0, t1), ("is_compiling", t1, t2), ("autocast check", t2, t3),
+                                 ("_plan_key", t3, t4), ("_plans.get", t4, t5), ("device/grad checks", t5, t6),
+                                 ("plan.forward", t6, t7)):
+                stages[lab_] += b_ - a_
+        with torch.no_grad():
+            for _ in range(200):
+                staged()
+            torch.cuda.synchronize()
+            stages.clear()
+            for _ in range(50):
+                for _ in range(20):
+                    staged()
+                torch.cuda.synchronize()
+        row["staged_us"] = {k_: v_ / 1000 * 1e6 for k_, v_ in stages.items()}
         with torch.no_grad():
             for lab in [k_ for k_ in steps if "grad)" not in k_ and "backward" not in k_ and "apply" not in k_]:
                 row[lab] = host_us(steps[lab], args.parts_calls, sync, burst=20)
@@ -333,6 +368,7 @@ def markdown(res: dict, cmd: str) -> str:
         lines += ["", f"## One planned call, {r['layer']} {r['config']} (F {r['F']}, B {r['B']}, W {r['W']}): "
                       "host us per call, bursts of 20", "", "| step | us |", "| --- | ---: |"]
         lines += [f"| {k} | {v:.1f} |" for k, v in r.items() if isinstance(v, float)]
+        lines += [f"| staged: {k} | {v:.2f} |" for k, v in r.get("staged_us", {}).items()]
     for m in res["models"]:
         lines += ["", f"## ResNet-50 batch 32 training step, {m['config']}: host ms to queue a step: cuDNN "
                       f"{m['cudnn_host_ms']:.2f}, miofind {m['miofind_host_ms']:.2f} "
