@@ -1,0 +1,92 @@
+"""Where the finds of a model's first training step spend their time, on the GPU.
+
+Runs one training step of torchvision ResNet-50 through ``miofind.torch`` at a batch size the
+shipped DB does not hold, on an empty user DB, and sums each find's ``FindResult.timing`` (lookup,
+compile, reference, verify, timing, store) and its candidates (solver, configs, runs, cut), so that a
+cheaper find knows what to cut.
+
+    python bench/find_breakdown.py --out DIR [--batch 48] [--amp]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import sys
+import tempfile
+import time
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--batch", type=int, default=48)
+    ap.add_argument("--amp", action="store_true")
+    args = ap.parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    tmp = tempfile.mkdtemp()
+    os.environ.setdefault("MIOFIND_DB", f"sqlite:///{tmp}/user.sqlite")
+
+    import torch
+    import torchvision
+
+    import miofind.torch as mt
+    from miofind.torch import _policy
+
+    torch.backends.cudnn.allow_tf32 = False
+    finds = []
+    orig = _policy._find
+
+    def recording(problem):
+        t0 = time.perf_counter()
+        res = orig(problem)
+        finds.append({"key": problem.key(), "wall_ms": (time.perf_counter() - t0) * 1e3,
+                      "source": getattr(res, "source", None), "timing": getattr(res, "timing", None) or {},
+                      "winner": res[0].solver_id if len(res) else None})
+        return res
+
+    _policy._find = recording
+    torch.manual_seed(0)
+    model = torchvision.models.resnet50(weights=None).cuda()
+    x = torch.randn(args.batch, 3, 224, 224, device="cuda")
+    if args.amp:
+        model = model.to(memory_format=torch.channels_last)
+        x = x.to(memory_format=torch.channels_last)
+    mt.convert(model)
+    y = torch.randint(0, 1000, (args.batch,), device="cuda")
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    with torch.autocast("cuda", dtype=torch.float16, enabled=args.amp):
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    torch.cuda.synchronize()
+    step_s = time.perf_counter() - t0
+
+    tot = collections.defaultdict(float)
+    by_solver = collections.defaultdict(lambda: collections.defaultdict(float))
+    for f in finds:
+        for k, v in f["timing"].items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                tot[k] += v
+        for c in f["timing"].get("candidates", ()):
+            d = by_solver[c["solver_id"]]
+            d["measured"] += 1
+            d["verify_ms"] += c["verify_ms"] or 0
+            d["timing_ms"] += c["timing_ms"] or 0
+            d["compile_ms"] += c["compile_ms"] or 0
+            d["cut"] += bool(c["cut"])
+        if f["winner"]:
+            by_solver[f["winner"]]["won"] += 1
+    summary = {"step_s": step_s, "finds": len(finds), "find_wall_ms": sum(f["wall_ms"] for f in finds),
+               "timing_totals_ms": dict(tot), "by_solver": {k: dict(v) for k, v in by_solver.items()},
+               "stats": mt.stats()}
+    with open(os.path.join(args.out, "find_breakdown.json"), "w") as fh:
+        json.dump({"summary": summary, "finds": finds}, fh, indent=1)
+    print(json.dumps(summary, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
