@@ -26,7 +26,9 @@ workspace-limit skips are not recorded (they depend on what else runs and on the
 What a benchmark spends: the naive reference solvers are candidates only when asked for
 (``with_naive``, or named in ``solvers``) or where nothing else applies; candidates are timed in
 order of expected time (``expected_order``) and one clearly slower than the best so far stops being
-timed (``FIND_CUT_FACTOR``; recorded as a failure of stage ``cut``, not as a record); the float64
+timed (``FIND_CUT_FACTOR``; recorded as a failure of stage ``cut``, not as a record), already in its
+warm-up runs when they are all that slow, and is not verified (``Harness.measure`` verifies the
+output after the timing, so a cut candidate costs no comparison with the reference); the float64
 reference is computed once per benchmark (``Harness.shared``); ``FindResult.timing`` says where the
 time went.
 """
@@ -651,7 +653,7 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
         per.append({"solver_id": s.id, "config": sol.config, "compile_ms": ctimes[i] if i < len(ctimes) else None,
                     "verify_ms": m.verify_ms, "timing_ms": m.timing_ms, "runs": m.runs, "time_ms": m.time_ms,
                     "cut": m.cut})
-        out = Solution(s.id, s.algorithm, m.time_ms, sol.workspace_bytes, sol.config, verify, problem,
+        out = Solution(s.id, s.algorithm, m.time_ms, sol.workspace_bytes, sol.config, verify and not m.cut, problem,
                        max_error=m.max_error, time_q20_ms=m.q20_ms, time_q80_ms=m.q80_ms, cut=m.cut, runs=m.runs)
         if m.cut:
             cut_listed[id(out)] = Failure(s.id, "cut", f"timing stopped early after {m.runs} timed run(s): "

@@ -84,7 +84,7 @@ def fake(tmp_db, monkeypatch):
             if isinstance(t, Measurement):
                 return t
             if cut_ms is not None and t >= cut_ms:
-                return Measurement(t, t, t, 1e-7, runs=3, cut=True, verify_ms=0.5, timing_ms=3 * t)
+                return Measurement(t, t, t, None, runs=3, cut=True, verify_ms=0.5, timing_ms=3 * t)   # not verified
             return Measurement(t, t, t, 1e-7, runs=iters, verify_ms=0.5, timing_ms=(warmup + iters) * t)
 
     monkeypatch.setattr(find, "Harness", H)
@@ -158,6 +158,7 @@ def test_benchmark_cuts_clearly_losing_candidates_and_reports_them(fake):
     sols, failures, _ = find.benchmark(P, cs, None, True, 3, 10, None, cut_factor=3.0, timing=timing)
     by = {s.solver_id: s for s in sols}
     assert [by[s.id].cut for s in cs] == [False, True, False, False]          # 5 >= 3 x 1; 2.9 < 3
+    assert [by[s.id].verified for s in cs] == [True, False, True, True]     # a cut one is not verified
     assert by[cs[1].id].time_ms == 5.0 and by[cs[1].id].runs == 3 and by[cs[0].id].runs == 10
     (f,) = failures
     assert (f.solver_id, f.stage, f.config) == (cs[1].id, "cut", None)      # the config as the find lists it

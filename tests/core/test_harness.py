@@ -5,7 +5,7 @@ import types
 
 import pytest
 
-from miofind.harness import CUT_AFTER_RUNS, MIN_TIMED_RUNS, Harness, plan_runs
+from miofind.harness import CUT_AFTER_RUNS, CUT_AFTER_WARMUPS, MIN_TIMED_RUNS, Harness, plan_runs
 from miofind.problem import ProblemDescription
 
 
@@ -103,18 +103,45 @@ def test_failure_stage_names_verify_and_launch():
 
 # -- early stop (find's cut) --------------------------------------------------------------------------
 
-def test_measure_cuts_a_clearly_slower_kernel_after_three_timed_runs(fake_gpu):
+def test_measure_cuts_a_clearly_slower_kernel_in_its_warmups(fake_gpu):
     h, inv, clock = fake_gpu
-    clock.durations = [10.0] * 14        # check, timed warm-up, 2 warm-ups, then timed runs
+    clock.durations = [10.0] * 14        # check, timed warm-up, then a second timed warm-up: cut
     m = h.measure(inv, None, "direct", 3, 10, budget_ms=250.0, cut_ms=9.0)
-    assert clock.launches == 1 + 3 + CUT_AFTER_RUNS and m.cut and m.runs == CUT_AFTER_RUNS == 3
+    assert clock.launches == 1 + CUT_AFTER_WARMUPS and m.cut and m.runs == CUT_AFTER_WARMUPS == 2
     assert (m.time_ms, m.q20_ms, m.q80_ms) == (10.0, 10.0, 10.0)
     assert m.verify_ms >= 0.0 and m.timing_ms >= 0.0
 
 
+def test_measure_cuts_after_three_timed_runs_when_a_warmup_was_under_the_cut(fake_gpu):
+    h, inv, clock = fake_gpu
+    clock.durations = [10.0, 10.0, 8.0] + [10.0] * 11    # check, warm-ups (one under the cut), timed runs
+    m = h.measure(inv, None, "direct", 3, 10, budget_ms=250.0, cut_ms=9.0)
+    assert clock.launches == 1 + 3 + CUT_AFTER_RUNS and m.cut and m.runs == CUT_AFTER_RUNS == 3
+
+
+def test_measure_verifies_after_timing_and_never_a_cut_kernel(fake_gpu):
+    h, inv, clock = fake_gpu
+    h.verify = True
+    seen = []
+
+    def verify_output(family):
+        seen.append(clock.launches)
+        return 0.0
+    h.verify_output = verify_output
+    clock.durations = [10.0] * 14
+    m = h.measure(inv, None, "direct", 3, 10, budget_ms=250.0, cut_ms=9.0)
+    assert m.cut and m.max_error is None and seen == []
+    clock.launches = 0
+    m = h.measure(inv, None, "direct", 3, 10, budget_ms=250.0, cut_ms=20.0)
+    assert not m.cut and m.max_error == 0.0 and seen == [14]     # the output of the last of 14 runs
+    clock.launches, clock.durations = 0, [1000.0]
+    m = h.measure(inv, None, "direct", 3, 10, budget_ms=250.0, cut_ms=9.0)
+    assert m.runs == 1 and m.max_error == 0.0 and seen == [14, 1]    # over budget: its one run, verified
+
+
 def test_measure_does_not_cut_when_one_of_the_first_runs_is_under_the_cut(fake_gpu):
     h, inv, clock = fake_gpu
-    clock.durations = [10.0] * 4 + [10.0, 8.0, 10.0] + [10.0] * 7
+    clock.durations = [10.0, 10.0, 8.0, 10.0] + [10.0, 8.0, 10.0] + [10.0] * 7
     m = h.measure(inv, None, "direct", 3, 10, budget_ms=250.0, cut_ms=9.0)
     assert clock.launches == 14 and not m.cut and m.runs == 10 and m.time_ms == 10.0
 
@@ -122,12 +149,12 @@ def test_measure_does_not_cut_when_one_of_the_first_runs_is_under_the_cut(fake_g
 def test_measure_cuts_later_once_the_fastest_run_is_over_the_cut(fake_gpu):
     """A run under the cut among the first three keeps the kernel timed; at a lower cut it is cut."""
     h, inv, clock = fake_gpu
-    clock.durations = [10.0] * 4 + [8.0] + [10.0] * 9
+    clock.durations = [10.0, 8.0, 10.0, 10.0] + [8.0] + [10.0] * 9
     m = h.measure(inv, None, "direct", 3, 10, cut_ms=9.0)
     assert not m.cut and clock.launches == 14
     clock.launches = 0
     m = h.measure(inv, None, "direct", 3, 10, cut_ms=7.0)
-    assert m.cut and m.runs == 3 and clock.launches == 1 + 3 + 3
+    assert m.cut and m.runs == 2 and clock.launches == 1 + 2
 
 
 def test_timed_runs_never_cuts_without_a_cut_or_with_too_few_runs(fake_gpu):
