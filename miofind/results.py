@@ -22,7 +22,8 @@ class Solution:
     max_error: float | None = None     # relative L2 error against the float64 reference
     time_q20_ms: float | None = None
     time_q80_ms: float | None = None
-    cut: bool = False                  # a find stopped timing it early: clearly slower than the best
+    cut: bool = False                  # a find stopped timing it early: clearly slower than the best, and
+                                       # not verified (``verified`` False; never stored as a record)
     runs: int | None = None            # timed runs behind time_ms, when measured now
 
     @property

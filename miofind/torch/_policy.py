@@ -196,7 +196,8 @@ def _choose(problem: ProblemDescription, det: bool) -> Entry:
     _stats[{"db": "db_hits", "find": "finds_run", "predicted": "predicted"}.get(src, "finds_run")] += 1
     if src == "find":
         _release_find_memory()
-    sols = [s for s in res if not det or get_solver(s.solver_id).deterministic]
+    # a candidate a find cut early (clearly slower, not verified) is never run here
+    sols = [s for s in res if not getattr(s, "cut", False) and (not det or get_solver(s.solver_id).deterministic)]
     if not sols:
         fails = "; ".join(f"{f.solver_id}: {f.reason}" for f in getattr(res, "failures", ())[:5])
         raise RuntimeError(f"miofind has no {'deterministic ' if det else ''}solution for {problem.key()}"

@@ -32,7 +32,8 @@ def test_find_each_direction_and_workspace_sort(tmp_db):
     for d in "FBW":
         p = ProblemDescription.make(d, n=1, c=4, k=4, in_size=(9, 9), filter_size=3, pads=1, dtype="FP16")
         res = find_solutions(p, db=tmp_db, sort_by="workspace")
-        assert res and all(s.verified for s in res)
+        # every fully timed solution is verified; one cut early (clearly slower) is listed unverified
+        assert res and all(s.verified != s.cut for s in res) and any(s.verified for s in res)
 
 
 @pytest.mark.gpu
