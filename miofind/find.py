@@ -86,6 +86,12 @@ FIND_TIME_BUDGET_MS = 250.0
 # code changes; benchmark mode measures it again, and ``cut_factor=0`` (what ``miofind tune`` uses)
 # times every candidate fully.
 FIND_CUT_FACTOR = DEFAULT_CUT_FACTOR
+# With early stop on, a solver's second and later configs (e.g. cuDNN's plans) are also cut at this
+# factor times that solver's best median so far: only a solver's fastest config becomes its record,
+# so a config clearly slower than one already measured cannot change what the find returns first
+# nor what it stores. It is listed as a cut solution, not recorded as a failure (its solver has a
+# fully timed config).
+CONFIG_CUT_FACTOR = 1.25
 
 
 # -- arguments ---------------------------------------------------------------------------------
@@ -623,6 +629,7 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
     per = timing["candidates"] = []
     sols, cut_listed = [], {}
     best_ms = math.inf
+    solver_best: dict[str, float] = {}    # each solver's best fully timed median so far
     for i, ((s, cfg), (sol, inv)) in enumerate(zip(todo, prepared)):
         if isinstance(sol, Failure):
             failures.append(sol)
@@ -633,6 +640,9 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
             ws_skipped = True
             continue
         cut_ms = cut_factor * best_ms if cut_factor and math.isfinite(best_ms) else None
+        own = solver_best.get(s.id)
+        if cut_factor and own is not None and (cut_ms is None or CONFIG_CUT_FACTOR * own < cut_ms):
+            cut_ms = CONFIG_CUT_FACTOR * own
         try:
             m = h.measure(inv, h.workspace(sol.workspace_bytes), s.family, warmup, iters, budget_ms, cut_ms=cut_ms)
         except Exception as e:
@@ -661,6 +671,7 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
                                           f"median so far ({best_ms:.4g} ms); not stored as a FindDB record", config=cfg)
         else:
             best_ms = min(best_ms, m.time_ms)
+            solver_best[s.id] = min(solver_best.get(s.id, math.inf), m.time_ms)
         sols.append(out)
     # a solver that offered several configs (e.g. one per cuDNN plan) keeps its fastest, as MIOpen
     # keeps the best per solver; a fully timed config beats a cut one

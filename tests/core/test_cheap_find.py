@@ -286,3 +286,27 @@ def test_tuner_leaves_naive_out_and_finds_without_early_stop(monkeypatch, tmp_db
     monkeypatch.setattr(api, "find_solutions", lambda p, **kw: calls.append(kw))
     t._find(P, ["ConvImplicitGemmFwd"])
     assert calls[0]["cut_factor"] == 0 and calls[0]["mode"] == "benchmark"
+
+
+def test_a_later_config_clearly_slower_than_its_solvers_best_is_cut(fake, monkeypatch):
+    """A solver's later configs (cuDNN's plans) are cut at CONFIG_CUT_FACTOR x that solver's best so
+    far, well under the find's factor: listed cut and unverified, no failure recorded (the solver has
+    a fully timed config); without early stop every config is timed fully."""
+    times, order, _, _ = fake
+    s0, s1 = find.candidates(P)[0][:2]
+    times.update({(s0.id, None): 1.0, (s1.id, "a"): 2.0, (s1.id, "b"): 2.4, (s1.id, "c"): 2.6})
+
+    def prep(problem, todo, verify=True, **k):
+        return [(type("S", (), {"workspace_bytes": 0, "config": c})(), (s.id, c)) for s, c in todo], None
+
+    monkeypatch.setattr(find, "prepare_all", prep)
+    assert find.CONFIG_CUT_FACTOR == 1.25
+    timing: dict = {}
+    sols, failures, _ = find.benchmark(P, [s0, s1], None, True, 3, 10, None, timing=timing,
+                                       configs=lambda s: [None] if s is s0 else ["a", "b", "c"], cut_factor=3.0)
+    assert [(c["config"], c["cut"]) for c in timing["candidates"]][1:] == [("a", False), ("b", False), ("c", True)]
+    best = {s.solver_id: s for s in sols}[s1.id]     # 2.4 < 1.25 x 2.0 <= 2.6
+    assert (best.config, best.cut, best.verified, best.time_ms) == ("a", False, True, 2.0) and failures == []
+    sols, failures, _ = find.benchmark(P, [s0, s1], None, True, 3, 10, None, timing=timing,
+                                       configs=lambda s: [None] if s is s0 else ["a", "b", "c"], cut_factor=0)
+    assert not any(c["cut"] for c in timing["candidates"]) and failures == []
