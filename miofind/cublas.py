@@ -15,7 +15,6 @@ calls miofind makes are bound.
 
 from __future__ import annotations
 
-import atexit
 import ctypes
 import threading
 
@@ -181,44 +180,6 @@ def _lt_handle(dev: int) -> int:
                 _check("cublasLtCreate", lib.cublasLtCreate(ctypes.byref(p)))
                 h = _lt_handles[dev] = p.value
     return h
-
-
-_prefetched: dict[int, threading.Thread] = {}
-
-
-def prefetch(dev: int) -> None:
-    """Initialise cuBLASLt for CUDA device ``dev`` in a background thread, once per process and
-    device: load it, make its handle and answer one heuristic query (that first query costs about
-    85 ms on an H100 host). A find calls this when cuBLAS-backed solvers are among its candidates,
-    so that the work overlaps the find instead of falling on the first run of its answer. The
-    ctypes calls release the GIL; a failure here is only logged (the run then pays it, or reports
-    it). The process waits for the thread at exit (``_join_prefetch``)."""
-    with _lock:
-        if dev in _prefetched:
-            return
-        t = _prefetched[dev] = threading.Thread(target=_prefetch, args=(dev,), name=f"miofind-cublaslt-{dev}",
-                                                daemon=True)
-    t.start()
-
-
-def _prefetch(dev: int) -> None:
-    try:
-        import cupy
-
-        with cupy.cuda.Device(dev):
-            g = LtGemm(OP["N"], OP["N"], 64, 64, 64, R_32F, 64, 0, 64, 0, R_32F, 64, 0, 1, COMPUTE_32F, 0, False)
-            g._plan((256, 256, 256))
-    except Exception as e:      # noqa: BLE001  a hint only: the first real call reports what fails
-        import logging
-        logging.getLogger(__name__).debug("cuBLASLt prefetch on device %d failed: %s: %s", dev, type(e).__name__, e)
-
-
-def _join_prefetch() -> None:
-    for t in list(_prefetched.values()):
-        t.join(5.0)
-
-
-atexit.register(_join_prefetch)
 
 
 def _set(setter, desc, attr: int, value, ctype) -> None:

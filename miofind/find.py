@@ -40,7 +40,7 @@ import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from . import __version__, cublas, tiered
+from . import __version__, tiered
 from .compile import is_compiled
 from .db import Record
 from .db.base import FindFailure, config_key
@@ -86,9 +86,6 @@ FIND_TIME_BUDGET_MS = 250.0
 # code changes; benchmark mode measures it again, and ``cut_factor=0`` (what ``miofind tune`` uses)
 # times every candidate fully.
 FIND_CUT_FACTOR = DEFAULT_CUT_FACTOR
-# solver families whose invokers call cuBLAS(Lt): a find with one among its candidates starts
-# cuBLASLt's initialisation in the background (``cublas.prefetch``)
-CUBLAS_FAMILIES = frozenset({"gemm", "winograd"})
 # With early stop on, a solver's second and later configs (e.g. cuDNN's plans) are also cut at this
 # factor times that solver's best median so far: only a solver's fastest config becomes its record,
 # so a config clearly slower than one already measured cannot change what the find returns first
@@ -98,15 +95,6 @@ CONFIG_CUT_FACTOR = 1.25
 
 
 # -- arguments ---------------------------------------------------------------------------------
-
-def _prefetch_cublas() -> None:
-    try:
-        import cupy
-        dev = cupy.cuda.runtime.getDevice()
-    except Exception:   # noqa: BLE001  no CUDA here (a faked device): nothing to prefetch
-        return
-    cublas.prefetch(dev)
-
 
 def resolve_problem(problem_or_arrays, conv_kwargs) -> ProblemDescription:
     """A ProblemDescription from a ProblemDescription, a FindDB key or ``(x, w)`` arrays."""
@@ -356,8 +344,6 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
     if mode != "benchmark":
         fastread.prefetch(db, dev)   # the FindDBs' checks run in a thread while the candidates are found
     cands, failures = candidates(problem, solvers, with_naive=with_naive)
-    if any(s.family in CUBLAS_FAMILIES for s in cands):
-        _prefetch_cublas()    # cuBLASLt's first-use cost overlaps the rest of the find
     done = lambda sols, **kw: result(sols, problem=problem, t0=t0, sort_by=sort_by, mode=mode, **kw)  # noqa: E731
 
     dbs = None

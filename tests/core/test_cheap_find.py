@@ -310,15 +310,3 @@ def test_a_later_config_clearly_slower_than_its_solvers_best_is_cut(fake, monkey
     sols, failures, _ = find.benchmark(P, [s0, s1], None, True, 3, 10, None, timing=timing,
                                        configs=lambda s: [None] if s is s0 else ["a", "b", "c"], cut_factor=0)
     assert not any(c["cut"] for c in timing["candidates"]) and failures == []
-
-
-def test_a_find_with_cublas_candidates_starts_cublaslt_in_the_background(fake, monkeypatch):
-    started = []
-    monkeypatch.setattr(find, "_prefetch_cublas", lambda: started.append(True))
-    fams = {s.family for s in find.candidates(P)[0]}
-    api.find_solutions(P, mode="benchmark", store=False)
-    assert fams & find.CUBLAS_FAMILIES and started == [True]
-    started.clear()
-    api.find_solutions(P, mode="benchmark", store=False, solvers=[s.id for s in find.candidates(P)[0]
-                                                                  if s.family not in find.CUBLAS_FAMILIES])
-    assert started == []
