@@ -85,10 +85,11 @@ VARIABLES: tuple[EnvVar, ...] = (
     EnvVar("MIOFIND_WITH_NAIVE", "whether a find without an explicit solver list also times the naive reference "
            "solvers (`--with-naive`, `with_naive=`), which otherwise only verify the others (and answer where "
            "nothing else applies)", "1 (time them), 0 (default: leave them out)", ""),
-    EnvVar("MIOFIND_CUT_FACTOR", "early stop of a find: a candidate whose fastest of its first 3 timed runs is at "
-           "least this many times the best median so far stops being timed; it is reported as cut, and recorded "
-           "in the user FindDB as cut rather than as a measured record", "a number of at least 1 (default 3), or 0 to "
-           "time every candidate fully", ""),
+    EnvVar("MIOFIND_CUT_FACTOR", "early stop of a find: a candidate whose first 2 warm-up runs, or else whose "
+           "first 3 timed runs, all take at least this many times the best median so far stops being timed (and, "
+           "while this is on, a solver's later config at 1.25x that solver's best); it is reported as cut and "
+           "unverified, and recorded in the user FindDB as cut rather than as a measured record",
+           "a number of at least 1 (default 3), or 0 to time every candidate fully", ""),
     EnvVar("MIOFIND_SPECIALIZE", "how a find on a miss gets the shape-specialised kernels of solvers that have a "
            "generic build (`miofind.tiered`)", "background (default: measure the generic build at once, compile "
            "the specialised one in a background thread and keep it where faster), sync (compile the specialised "
