@@ -35,7 +35,6 @@ time went.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 import time
@@ -185,81 +184,20 @@ def candidates(problem: ProblemDescription, solver_ids=None, *, with_naive: bool
     return cands, skipped
 
 
-def batch_neighbour(problem: ProblemDescription, dbs, dev: DeviceInfo):
-    """(its problem, its records, trusted or not) of the FindDB problem that differs from ``problem``
-    only in batch size N, the nearest in log2(N) over both layers (the user layer first on a tie);
-    None where neither layer has one. A hint for the order of a benchmark, never an answer: a
-    model run at a batch size the shipped DB lacks finds its layers at N=32 there."""
-    from .predict import parse_problem_key
+def expected_order(problem: ProblemDescription, dbs, dev: DeviceInfo, cands: list[Solver]) -> list[Solver]:
+    """``cands`` ordered by expected time, likely winners first, so that a benchmark's early stop
+    (``FIND_CUT_FACTOR``) bites: a record of this problem in either FindDB layer (trusted or not: it
+    only orders), else the per-solver cost model (``miofind.predict.model_time_ms``). Cheap: one
+    lookup of the problem's key, no search for a nearest problem."""
+    from .predict import model_time_ms
 
-    key = problem.key()
-    try:
-        a, b = key.split("-"), dataclasses.replace(problem, n=problem.n + 1).key().split("-")
-    except Exception:   # noqa: BLE001  a problem that does not take another N: no neighbour
-        return None
-    diff = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
-    if len(a) != len(b) or len(diff) != 1:
-        return None
-    i = diff[0]
-    head, tail = "-".join(a[:i]) + "-", "-" + "-".join(a[i + 1:])
-    best = None
-    for layer, db in dbs.layers:
-        device = dev.db_name if layer == "user" else None
-        try:
-            keys = db.problem_keys(device, suffix=tail)
-        except Exception as e:   # noqa: BLE001  a hint: a layer that cannot be read gives none
-            log.debug("find %s: no batch neighbour from the %s FindDB (%s)", key, layer, e)
-            continue
-        for k in keys:
-            n = k[len(head):len(k) - len(tail)] if k.startswith(head) and k != key else ""
-            if n.isdigit() and int(n) > 0:
-                d = abs(math.log2(int(n)) - math.log2(problem.n))
-                if best is None or d < best[0]:
-                    best = (d, k, db, device)
-    if best is None:
-        return None
-    _, k, db, device = best
-    q = parse_problem_key(k)
-    try:
-        recs = db.lookup(device, k)
-    except Exception:   # noqa: BLE001
-        return None
-    return (q, recs) if q is not None and recs else None
-
-
-def order_hints(problem: ProblemDescription, dbs, dev: DeviceInfo) -> tuple[dict[str, float], dict[str, object]]:
-    """({solver id: expected ms}, {solver id: config of that record}): the problem's own records in
-    either FindDB layer (trusted or not: they only order), else those of its ``batch_neighbour``
-    with times scaled by the FLOP ratio; each solver's fastest record."""
-    times: dict[str, float] = {}
-    cfgs: dict[str, object] = {}
+    seen: dict[str, float] = {}
     try:
         for _, records in dbs.lookup(dev.db_name, problem.key()):
             for r in records:
-                if r.solver_id not in times:
-                    times[r.solver_id], cfgs[r.solver_id] = r.time_ms, r.config
+                seen.setdefault(r.solver_id, r.time_ms)
     except Exception as e:   # ordering is a hint: a DB that cannot be read orders by the model
         log.debug("find %s: no DB order (%s)", problem.key(), e)
-    if not times:
-        near = batch_neighbour(problem, dbs, dev)
-        if near is not None:
-            q, recs = near
-            scale = problem.flops() / q.flops() if q.flops() else 1.0
-            for r in sorted(recs, key=lambda r: r.time_ms):
-                if r.solver_id not in times:
-                    times[r.solver_id], cfgs[r.solver_id] = r.time_ms * scale, r.config
-    return times, cfgs
-
-
-def expected_order(problem: ProblemDescription, dbs, dev: DeviceInfo, cands: list[Solver],
-                   hints: dict[str, float] | None = None) -> list[Solver]:
-    """``cands`` ordered by expected time, likely winners first, so that a benchmark's early stop
-    (``FIND_CUT_FACTOR``) bites: ``order_hints``' times (the problem's records, else its batch
-    neighbour's), else the per-solver cost model (``miofind.predict.model_time_ms``). Cheap: one
-    lookup of the problem's key, and on a miss one search of keys differing only in N."""
-    from .predict import model_time_ms
-
-    seen = order_hints(problem, dbs, dev)[0] if hints is None else hints
 
     def expected(s: Solver) -> float:
         if s.id in seen:
@@ -270,18 +208,6 @@ def expected_order(problem: ProblemDescription, dbs, dev: DeviceInfo, cands: lis
             return math.inf
 
     return sorted(cands, key=expected)   # stable: ties keep registry order
-
-
-def hinted_first(cfgs: list, hint) -> list:
-    """``cfgs`` with the config equal to ``hint`` (a record's, see ``order_hints``) moved first, so
-    that the per-config early stop (``CONFIG_CUT_FACTOR``) measures the likely best config first."""
-    if hint is None or len(cfgs) < 2:
-        return cfgs
-    want = config_key(hint)
-    for i, c in enumerate(cfgs):
-        if c is not None and config_key(c) == want:
-            return [c] + cfgs[:i] + cfgs[i + 1:]
-    return cfgs
 
 
 def trusted_solutions(records, dev: DeviceInfo, problem, cands, verify, workspace_limit):
@@ -444,13 +370,11 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
 
     if dbs is None:
         dbs = open_dbs(db, dev)
-    hint_times, hint_cfgs = order_hints(problem, dbs, dev)
-    cands = expected_order(problem, dbs, dev, cands, hint_times)
+    cands = expected_order(problem, dbs, dev, cands)
     log.info("find %s: benchmarking %d candidate(s)", problem.key(), len(cands))
     timing = {"lookup_ms": (time.perf_counter() - t0) * 1e3}
     sols, bench_failures, ws_skipped = benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed,
-                                                 configs=lambda s: hinted_first(find_configs(dbs, dev, problem, s),
-                                                                                hint_cfgs.get(s.id)),
+                                                 configs=lambda s: find_configs(dbs, dev, problem, s),
                                                  budget_ms=time_budget_ms, isolate=to_isolate(dbs, dev, problem, cands),
                                                  cut_factor=cut_factor, timing=timing)
     cuts = [f for f in bench_failures if f.stage == "cut"]   # reported as Solution.cut; recorded in the DB

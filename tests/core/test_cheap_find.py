@@ -310,33 +310,3 @@ def test_a_later_config_clearly_slower_than_its_solvers_best_is_cut(fake, monkey
     sols, failures, _ = find.benchmark(P, [s0, s1], None, True, 3, 10, None, timing=timing,
                                        configs=lambda s: [None] if s is s0 else ["a", "b", "c"], cut_factor=0)
     assert not any(c["cut"] for c in timing["candidates"]) and failures == []
-
-
-def test_an_unseen_problem_is_timed_in_its_batch_neighbours_order(fake):
-    """No record of the problem itself: those of the FindDB problem that differs from it only in N
-    order the benchmark (the nearest N; a problem differing in anything else is no neighbour)."""
-    import dataclasses
-
-    times, order, _, url = fake
-    cands = find.candidates(P)[0]
-    want = list(reversed([s.id for s in cands]))
-    db = FindDB(url)
-
-    def stored(p, ranks):
-        db.store([r.__class__(**{**vars(r), "time_ms": float(ranks.index(r.solver_id) + 1),
-                                 "kernel_hash": "src=0000000000000000;v=0"}) for r in records(p)])
-
-    stored(dataclasses.replace(P, n=16, k=32), [s.id for s in cands])     # not a neighbour: K differs
-    stored(dataclasses.replace(P, n=1), [s.id for s in cands])            # a farther neighbour
-    stored(dataclasses.replace(P, n=16), want)                            # the nearest
-    near = find.batch_neighbour(P, find.open_dbs(url, DEV), DEV)
-    assert near is not None and near[0] == dataclasses.replace(P, n=16)
-    api.find_solutions(P, mode="benchmark", store=False, cut_factor=0)
-    assert order == want
-
-
-def test_hinted_first_moves_the_records_config_to_the_front():
-    cfgs = [{"plan": "a"}, {"plan": "b"}, {"plan": "c"}]
-    assert find.hinted_first(cfgs, {"plan": "c"}) == [{"plan": "c"}, {"plan": "a"}, {"plan": "b"}]
-    assert find.hinted_first(cfgs, {"plan": "z"}) == cfgs and find.hinted_first(cfgs, None) == cfgs
-    assert find.hinted_first([None], {"plan": "a"}) == [None]
