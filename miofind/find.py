@@ -80,7 +80,8 @@ SORT_KEYS = ("time", "workspace")
 FIND_TIME_BUDGET_MS = 250.0
 # Early stop (MIOFIND_CUT_FACTOR, ``cut_factor=``): a candidate whose first harness.CUT_AFTER_WARMUPS
 # warm-up runs, or else whose first harness.CUT_AFTER_RUNS timed runs, all take at least this factor
-# times the best median measured so far in the find stops being timed (and is not verified). It is reported with the figures of its runs and ``Solution.cut``;
+# times the best median measured so far in the find stops being timed (and is not verified). It is
+# reported with the figures of its runs and ``Solution.cut``;
 # the user FindDB gets no record of it (its median is not a full one) but a find failure of stage
 # "cut", so that normal mode answers from the DB without it, as for any settled candidate, until its
 # code changes; benchmark mode measures it again, and ``cut_factor=0`` (what ``miofind tune`` uses)
