@@ -52,7 +52,8 @@ def default_config(solver, problem):
 
 
 def evaluate_split(test_keys, train_records, finds, model, sm_count):
-    """Per test problem: (key, [(solver id, measured, model pred, today pred)])."""
+    """Per test problem: (key, [(solver id, measured, model pred, today pred, model place)]): the model's
+    place is its ``CostModel.rank`` order (its ranking forest's where it has one), today's the time order."""
     train_keys = sorted(train_records)
     out = []
     for key in sorted(test_keys):
@@ -66,15 +67,20 @@ def evaluate_split(test_keys, train_records, finds, model, sm_count):
         near = nearest_problem(p, [k for k in train_keys if k.endswith(suffix)])
         today = predict(p, solvers, near, train_records.get(near[0], []) if near else [], sm_count)
         if model.supports(p, [s.id for s in solvers]):
-            mine = model.predict_ms(p, pairs, sm_count)
+            mine, order = model.rank(p, pairs, sm_count)
         else:   # as immediate mode: outside the model's training kinds, today's predictor answers
             mine = [today[s.id].time_ms for s in solvers]
-        out.append((key, [(r.solver_id, r.time_ms, m, today[r.solver_id].time_ms) for r, m in zip(recs, mine)]))
+            order = sorted(range(len(mine)), key=mine.__getitem__)
+        place = {i: j for j, i in enumerate(order)}
+        out.append((key, [(r.solver_id, r.time_ms, m, today[r.solver_id].time_ms, place[i])
+                          for i, (r, m) in enumerate(zip(recs, mine))]))
     return out
 
 
 def metrics(problems, which):
     """``costmodel.ranking_metrics`` of predictor column ``which`` (2: the model, 3: today's)."""
+    if which == 2:   # the model picks in its rank order
+        return cm.ranking_metrics([[(r[1], r[2], r[4]) for r in rows] for _, rows in problems])
     return cm.ranking_metrics([[(r[1], r[which]) for r in rows] for _, rows in problems])
 
 
@@ -105,7 +111,9 @@ def main(argv=None):
     ap.add_argument("--db", default=str(ROOT / "finddb" / "sm_90-132.sqlite"))
     ap.add_argument("--model", default=None, help="model file to time (default: the one next to --db)")
     ap.add_argument("--out", default=None, help="folder for costmodel_eval.md and .json")
-    ap.add_argument("--rounds", type=int, default=cm.NUM_ROUNDS)
+    ap.add_argument("--rounds", type=int, default=cm.NUM_ROUNDS, help="regression trees")
+    ap.add_argument("--rank-rounds", type=int, default=cm.RANK_ROUNDS, help="LambdaRank trees (0: none)")
+    ap.add_argument("--seed", type=int, default=cm.PARAMS["seed"], help="LightGBM seed")
     args = ap.parse_args(argv)
 
     db = FindDB(args.db, readonly=True, immutable=True)
@@ -122,7 +130,8 @@ def main(argv=None):
         train_samples = [s for s in samples if s.problem_key not in test]
         train_records = {k: v for k, v in finds.items() if k not in test}
         t0 = time.perf_counter()
-        model = cm.train(train_samples, sm_count=sm_count, rounds=args.rounds, source=f"all but {held}")
+        model = cm.train(train_samples, sm_count=sm_count, rounds=args.rounds, rank_rounds=args.rank_rounds,
+                         params={"seed": args.seed}, source=f"all but {held}")
         secs = time.perf_counter() - t0
         probs = evaluate_split(test, train_records, finds, model, sm_count)
         groups = defaultdict(list)
@@ -141,7 +150,8 @@ def main(argv=None):
     model_path = Path(args.model) if args.model else cm.model_path_for(args.db)
     tim = timing(model_path, all_rows["model"], sm_count) if model_path.is_file() else None
     report = {"db": str(Path(args.db).resolve().relative_to(ROOT)) if Path(args.db).resolve().is_relative_to(ROOT)
-              else args.db, "params": cm.PARAMS, "rounds": args.rounds, "targets": TARGETS,
+              else args.db, "params": dict(cm.PARAMS, seed=args.seed), "rounds": args.rounds,
+              "rank_rounds": args.rank_rounds, "targets": TARGETS,
               "pooled": pooled, "presets": results, "timing": tim}
     md = render(report)
     print(md)
