@@ -5,7 +5,8 @@ records of every problem that is NOT one of the held-out preset's (its layers at
 and FP16, NCHW and NHWC, F/B/W; a layer another preset shares is held out too), then asked to rank
 the held-out problems' measured solvers. Today's predictor (``miofind.predict``: the nearest known
 problem of the training keys, FLOP-scaled, else the per-solver roofline model) ranks the same
-problems from the same training records. Per held-out preset x dtype x direction: top-1 (the
+problems from the same training records. The model picks in ``CostModel.rank``'s order (its
+LambdaRank forest's where ``--rank-rounds`` > 0) and states its regression trees' times. Per held-out preset x dtype x direction: top-1 (the
 pick is the measured fastest), mean and worst slowdown of the pick against the measured fastest,
 and the median relative error |predicted/measured - 1| over every (problem, solver) record.
 
@@ -93,12 +94,12 @@ def timing(model_path, problems, sm_count):
         p = cm.parse_problem_key(key)
         cases.append((p, [(get_solver(r[0]), default_config(get_solver(r[0]), p)) for r in rows]))
     for p, pairs in cases[:20]:
-        model.predict_ms(p, pairs, sm_count)   # warm caches
+        model.rank(p, pairs, sm_count)   # warm caches
     per = []
     for _ in range(3):
         t0 = time.perf_counter()
         for p, pairs in cases:
-            model.predict_ms(p, pairs, sm_count)
+            model.rank(p, pairs, sm_count)
         per.append((time.perf_counter() - t0) / len(cases) * 1e6)
     return {"load_ms": load_ms, "us_per_problem": min(per), "problems_timed": len(cases),
             "mean_candidates": statistics.fmean(len(c[1]) for c in cases),
@@ -172,7 +173,9 @@ def _cells(m):
 def render(rep) -> str:
     lines = ["# Learned cost model: leave-one-preset-out", "",
              f"FindDB `{rep['db']}`; each preset held out in turn (train on the other five presets' problems, "
-             "test on the held-out one's). `model`: miofind.costmodel; `today`: miofind.predict (nearest "
+             f"test on the held-out one's). `model`: miofind.costmodel ({rep['rounds']} regression trees state the "
+             f"times; {rep.get('rank_rounds', 0)} LambdaRank trees pick, where > 0; LightGBM seed "
+             f"{rep['params'].get('seed')}); `today`: miofind.predict (nearest "
              "training problem FLOP-scaled, else the roofline model). Slowdown: measured time of the pick over the "
              "measured fastest. Rel. err.: median |predicted/measured - 1| over every record.", "",
              "Targets: top-1 >= 94%, mean slowdown <= 2.5%, worst <= 1.5x, median rel. err. <= 15%.", "",

@@ -6,7 +6,10 @@ features of the problem (sizes, FLOPs, bytes, arithmetic intensity, the implicit
 layout, data type, direction, groups, strides, filter) and the solver (one-hot id and family). Trained
 with ``configs=True``, the solver's config is a feature too (its numeric parameters; -1 where a
 solver has none) and PerfDB entries add the default config's time next to the tuned one, so configs
-of one solver are told apart; the default (and shipped) model leaves configs out (``train``).
+of one solver are told apart; the default (and shipped) model leaves configs out (``train``). A
+second forest, LambdaRank on the same features (``train(rank_rounds=...)``, format 2 files), orders a
+problem's solvers (``CostModel.rank``) while the regression trees state their times
+(``CostModel.predict_ms``): both sit in one tree table and are scored in one pass.
 
 The trees are exported to flat numpy arrays (``CostModel.save``: one ``.npz``) and evaluated with
 numpy alone: loading and predicting need neither LightGBM nor a GPU. One problem's candidates
@@ -54,7 +57,9 @@ PARAMS = {
     "use_missing": False, "verbosity": -1, "num_threads": 2, "deterministic": True, "seed": 1,
 }
 NUM_ROUNDS = 600
-RANK_ROUNDS = 0     # trees of the LambdaRank forest ``train`` adds (0: none)
+# trees of the LambdaRank forest ``train`` adds (0: none): 600 regression + 300 ranking trees keep one
+# problem within the 50 µs target on the CPU (bench/results/costmodel-v3/)
+RANK_ROUNDS = 300
 
 
 class CostModelError(RuntimeError):

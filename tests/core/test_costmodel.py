@@ -75,7 +75,7 @@ def trained(tmp_path_factory):
     store(db, TRAIN)
     samples = cm.samples_from_db(db)
     db.close()
-    return cm.train(samples, rounds=200), samples
+    return cm.train(samples, rounds=200, rank_rounds=0), samples   # the regression trees alone
 
 
 def test_trained_model_ranks_unseen_problems_by_the_rule(trained):
@@ -140,6 +140,7 @@ def test_cli_train_model_writes_next_to_the_db_and_reports_cross_validation(smal
     assert "3-fold cross-validation" in res.output and "top-1" in res.output
     m = cm.CostModel.load(cm.model_path_for(small_db))
     assert m.version in res.output and m.meta["problems"] == len(TRAIN)
+    assert m.rank_trees == cm.RANK_ROUNDS > 0 and f"{cm.RANK_ROUNDS} LambdaRank trees" in res.output
 
 
 def test_cli_train_model_bad_db_is_one_line(tmp_path):
@@ -326,7 +327,7 @@ def test_exit_tables_equal_lightgbm_predict(tuned_samples, monkeypatch, rounds):
     boosters = []
     real = lgb.train
     monkeypatch.setattr(lgb, "train", lambda *a, **k: boosters.append(real(*a, **k)) or boosters[-1])
-    model = cm.train(tuned_samples, rounds=rounds, configs=True)
+    model = cm.train(tuned_samples, rounds=rounds, configs=True, rank_rounds=0)
     assert model.trees.exits is not None and len(model.trees.roots) == rounds
     assert {"BM", "BN", "STAGES"} <= set(model.config_keys)
     rng = np.random.default_rng(7)
@@ -344,10 +345,10 @@ def test_default_training_leaves_configs_and_default_config_samples_out(tuned_sa
     pytest.importorskip("lightgbm")
     extra = [cm.Sample(s.problem_key, s.solver_id, s.config, s.time_ms * 3, default=True)
              for s in tuned_samples if s.config]
-    model = cm.train(tuned_samples + extra, rounds=30)
+    model = cm.train(tuned_samples + extra, rounds=30, rank_rounds=0)
     assert model.config_keys == () and model.meta["configs"] is False
     assert model.meta["samples"] == len(tuned_samples)   # the PerfDB default-config samples are not learnt
-    with_configs = cm.train(tuned_samples + extra, rounds=30, configs=True)
+    with_configs = cm.train(tuned_samples + extra, rounds=30, configs=True, rank_rounds=0)
     assert with_configs.meta["samples"] == len(tuned_samples) + len(extra) and with_configs.config_keys
     rng = np.random.default_rng(3)
     for p in TEST[:4]:
