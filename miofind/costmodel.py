@@ -266,7 +266,7 @@ class _Exits:
         self.wide = table.view(np.uint64)
         self.lookup = lookup      # per feature: (sorted thresholds, table row per count), or None (unused)
         self.values = values      # float64 [trees * 32]: leaf values by (tree, bit)
-        self.offset = offset      # intp [trees]: tree * 32 - 1, added to frexp's exponent (bit + 1)
+        self.offset = offset      # int32 [trees]: tree * 32 - 1, added to frexp's exponent (bit + 1)
         self.ntrees = ntrees
         self._used = self._first = used   # rows in use; ``joined`` fills the spare rows after them
         self._bounded = 0
@@ -314,7 +314,8 @@ class _Exits:
             if a < b:   # rows 1 + a .. b: cumulative AND along the feature's thresholds
                 table[1 + a:1 + b] = np.bitwise_and.accumulate(table[1 + a:1 + b], axis=0)
                 lookup[f] = (uthr[a:b].tolist(), [0, *range(1 + a, 1 + b)])
-        return cls(table, used, lookup, values.ravel(), np.arange(ntrees, dtype=np.intp) * 32 - 1, ntrees)
+        # int32 like frexp's exponents: the sum needs no cast
+        return cls(table, used, lookup, values.ravel(), np.arange(ntrees, dtype=np.int32) * 32 - 1, ntrees)
 
     def rows_for(self, features) -> list[int]:
         """The table rows of a (feature index, value) sequence."""
