@@ -115,6 +115,8 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=cm.NUM_ROUNDS, help="regression trees")
     ap.add_argument("--rank-rounds", type=int, default=cm.RANK_ROUNDS, help="LambdaRank trees (0: none)")
     ap.add_argument("--seed", type=int, default=cm.PARAMS["seed"], help="LightGBM seed")
+    ap.add_argument("--rank-learning-rate", type=float, default=None,
+                    help="learning rate of the LambdaRank trees (default: miofind.costmodel's)")
     args = ap.parse_args(argv)
 
     db = FindDB(args.db, readonly=True, immutable=True)
@@ -124,6 +126,7 @@ def main(argv=None):
     for r in db.iter_records(None):
         finds[r.problem_key].append(r)
     presets = {m: preset_keys(m) & set(finds) for m in MODELS}
+    rank_params = {} if args.rank_learning_rate is None else {"learning_rate": args.rank_learning_rate}
     results = {}
     all_rows = {"model": [], "today": []}
     for held in MODELS:
@@ -132,7 +135,7 @@ def main(argv=None):
         train_records = {k: v for k, v in finds.items() if k not in test}
         t0 = time.perf_counter()
         model = cm.train(train_samples, sm_count=sm_count, rounds=args.rounds, rank_rounds=args.rank_rounds,
-                         params={"seed": args.seed}, source=f"all but {held}")
+                         params={"seed": args.seed}, rank_params=rank_params, source=f"all but {held}")
         secs = time.perf_counter() - t0
         probs = evaluate_split(test, train_records, finds, model, sm_count)
         groups = defaultdict(list)
@@ -152,7 +155,8 @@ def main(argv=None):
     tim = timing(model_path, all_rows["model"], sm_count) if model_path.is_file() else None
     report = {"db": str(Path(args.db).resolve().relative_to(ROOT)) if Path(args.db).resolve().is_relative_to(ROOT)
               else args.db, "params": dict(cm.PARAMS, seed=args.seed), "rounds": args.rounds,
-              "rank_rounds": args.rank_rounds, "targets": TARGETS,
+              "rank_rounds": args.rank_rounds, "rank_params": dict(cm.PARAMS, seed=args.seed, **cm.RANK_PARAMS, **rank_params),
+              "targets": TARGETS,
               "pooled": pooled, "presets": results, "timing": tim}
     md = render(report)
     print(md)
@@ -174,7 +178,8 @@ def render(rep) -> str:
     lines = ["# Learned cost model: leave-one-preset-out", "",
              f"FindDB `{rep['db']}`; each preset held out in turn (train on the other five presets' problems, "
              f"test on the held-out one's). `model`: miofind.costmodel ({rep['rounds']} regression trees state the "
-             f"times; {rep.get('rank_rounds', 0)} LambdaRank trees pick, where > 0; LightGBM seed "
+             f"times; {rep.get('rank_rounds', 0)} LambdaRank trees pick, where > 0, at learning rate "
+             f"{rep.get('rank_params', {}).get('learning_rate')}; LightGBM seed "
              f"{rep['params'].get('seed')}); `today`: miofind.predict (nearest "
              "training problem FLOP-scaled, else the roofline model). Slowdown: measured time of the pick over the "
              "measured fastest. Rel. err.: median |predicted/measured - 1| over every record.", "",

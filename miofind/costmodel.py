@@ -57,9 +57,11 @@ PARAMS = {
     "use_missing": False, "verbosity": -1, "num_threads": 2, "deterministic": True, "seed": 1,
 }
 NUM_ROUNDS = 600
-# trees of the LambdaRank forest ``train`` adds (0: none): 600 regression + 300 ranking trees keep one
-# problem within the 50 µs target on the CPU (bench/results/costmodel-v3/)
-RANK_ROUNDS = 300
+# trees of the LambdaRank forest ``train`` adds (0: none), and its parameters over PARAMS: 150 trees at
+# twice the regression's learning rate (the boosting budget of 300 at 0.05, at half the evaluation
+# cost: 600 + 150 trees keep one problem within 50 µs on the CPU; bench/results/costmodel-v3/)
+RANK_ROUNDS = 150
+RANK_PARAMS = {"objective": "lambdarank", "learning_rate": 0.1}
 
 
 class CostModelError(RuntimeError):
@@ -453,25 +455,25 @@ class CostModel:
     def rank(self, problem: ProblemDescription, pairs, sm_count: int = 132) -> tuple[list[float], list[int]]:
         """(``predict_ms``'s times, the indices of ``pairs`` best first). A model with a ranking
         forest (``rank_trees``; ``train(rank_rounds=...)``) orders by its scores, highest first,
-        which need not be the order of the times; a model without one orders by the times. Both
+        which need not be the order of the times (equal scores: the order of ``pairs``); a model
+        without one orders by the times. Both
         forests are scored in one pass over the same tables."""
         if not pairs:
             return [], []
-        times, score = self._evaluate(problem, pairs, sm_count)
-        if score is None:
-            return times, sorted(range(len(times)), key=times.__getitem__)
-        return times, sorted(range(len(times)), key=lambda i: (-score[i], times[i]))
+        times, neg = self._evaluate(problem, pairs, sm_count)
+        # by the negated ranking scores where there are (equal ones keep the order of ``pairs``)
+        return times, sorted(range(len(times)), key=(times if neg is None else neg).__getitem__)
 
     def _evaluate(self, problem, pairs, sm_count):
-        """(times in ms, ranking scores or None) of non-empty ``pairs``."""
+        """(times in ms, negated ranking scores or None) of non-empty ``pairs``."""
         cut = self._cut
         exits = self.trees.exits
         if exits is None:   # trees of more than 32 leaves: the descent over the full feature rows
             x, base = self.rows(problem, pairs, sm_count)
             if cut is None:
                 return (10.0 ** (base + self.trees.predict(x))).tolist(), None
-            v = self.trees.leaves(x)
-            return (10.0 ** (base + v[:, :cut].sum(axis=1))).tolist(), v[:, cut:].sum(axis=1).tolist()
+            v = np.add.reduceat(self.trees.leaves(x), [0, cut], axis=1)   # summed as ``_Exits.score`` sums
+            return (10.0 ** (base + v[:, 0])).tolist(), (-v[:, 1]).tolist()
         pf, conv, flops, elements = _problem_parts(problem)
         common = [rows[bisect_left(th, pf[f])] for f, th, rows in self._problem_look] or [0]
         # the rest of a row is its roofline time (one per family) and one joined table row of its
@@ -514,7 +516,7 @@ class CostModel:
             score = None
         else:
             s, score = exits.score(joined, roofs, common, more or None, cut)
-            score = score.tolist()
+            score = np.negative(score).tolist()
         s += base
         return np.power(10.0, s, out=s).tolist(), score
 
@@ -648,11 +650,13 @@ def relevance(times) -> np.ndarray:
 
 
 def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUNDS, params: dict | None = None,
-          source: str = "", configs: bool = False, rank_rounds: int = RANK_ROUNDS) -> CostModel:
+          source: str = "", configs: bool = False, rank_rounds: int = RANK_ROUNDS,
+          rank_params: dict | None = None) -> CostModel:
     """A CostModel fitted to ``samples`` (CostModelError without LightGBM or samples).
 
     ``rounds`` regression trees state the times; ``rank_rounds`` > 0 adds a LambdaRank forest on
-    the same features (groups: problems; labels: ``relevance``) whose scores order a problem's
+    the same features (``params`` and ``rank_params`` over ``RANK_PARAMS``; groups: problems; labels:
+    ``relevance``) whose scores order a problem's
     solvers (``CostModel.rank``; leave-one-preset-out it picks the fastest more often than the
     times do, ``bench/results/costmodel-v3/``).
 
@@ -692,7 +696,7 @@ def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUND
         yo = y[order]
         label = np.concatenate([relevance(10.0 ** yo[a:b]) for a, b in zip(bounds, bounds[1:])])
         rank_ds = lgb.Dataset(x[order], label=label, group=np.diff(bounds), feature_name=names)
-        meta["rank_params"] = dict(meta["params"], objective="lambdarank")
+        meta["rank_params"] = dict(meta["params"], **RANK_PARAMS, **(rank_params or {}))
         ranker = lgb.train(meta["rank_params"], rank_ds, num_boost_round=rank_rounds).dump_model()
         meta["rank_trees"] = len(ranker["tree_info"])
         dump = dict(dump, tree_info=dump["tree_info"] + ranker["tree_info"])   # one forest, ranker last

@@ -234,9 +234,13 @@ def test_heap_evaluator_equals_a_node_by_node_walk_of_the_shipped_model():
 # -- the per-problem evaluator (predict_ms: bitmask tables, ``costmodel._Exits``) ---------------
 
 def _descent_ms(model, p, pairs):
-    """The times the feature rows and the heap descent give (the evaluator before ``_Exits``)."""
+    """The times the feature rows and the heap descent give (the evaluator before ``_Exits``): the
+    regression trees' leaves, summed as the exit tables sum them."""
     x, base = model.rows(p, pairs)
-    return 10.0 ** (base + model.trees.predict(x))
+    if not model.rank_trees:
+        return 10.0 ** (base + model.trees.predict(x))
+    cut = len(model.trees.roots) - model.rank_trees
+    return 10.0 ** (base + np.add.reduceat(model.trees.leaves(x), [0, cut], axis=1)[:, 0])
 
 
 def _shipped():
@@ -518,7 +522,7 @@ def test_ranking_forest_orders_unseen_problems_and_the_regression_trees_state_th
         right += int(order[0] == int(np.argmin(truth)))
         # the ranking scores from the exit tables are LightGBM's ranker's, and the descent's
         x, _ = model.rows(p, pairs)
-        score = model._evaluate(p, pairs, 132)[1]
+        score = -np.array(model._evaluate(p, pairs, 132)[1])
         np.testing.assert_allclose(score, boosters[1].predict(x), rtol=1e-9, atol=1e-9)
         np.testing.assert_allclose(score, model.trees.leaves(x)[:, 200:].sum(axis=1), rtol=1e-12, atol=1e-12)
         assert order == sorted(range(3), key=lambda i: -score[i])
@@ -591,8 +595,8 @@ def test_two_forests_in_one_table_score_as_each_alone(tmp_path):
     np.testing.assert_allclose(times, reg.predict_ms(p, pairs), rtol=1e-12)
     x, _ = ranker.rows(p, pairs)
     score = ranker.trees.predict(x)
-    np.testing.assert_allclose(both._evaluate(p, pairs, 132)[1], score, rtol=1e-12, atol=1e-12)
-    assert order == sorted(range(len(pairs)), key=lambda i: (-score[i], times[i]))
+    np.testing.assert_allclose(-np.array(both._evaluate(p, pairs, 132)[1]), score, rtol=1e-12, atol=1e-12)
+    assert order == sorted(range(len(pairs)), key=lambda i: -score[i])
     both.trees.exits = None   # as for trees of more than 32 leaves: the descent gives the same
     again, again_order = both.rank(p, pairs)
     np.testing.assert_allclose(again, times, rtol=1e-12)
