@@ -200,7 +200,8 @@ def main(argv=None):
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "speed.md").write_text(f"# Cost model speed\n\n`python bench/bench_costmodel_speed.py --out {args.out}`\n\n"
+        cmd = " ".join(["python bench/bench_costmodel_speed.py", *(argv if argv is not None else sys.argv[1:])])
+        (out / "speed.md").write_text(f"# Cost model speed\n\n`{cmd}`\n\n"
                                       + text + "\n")
         (out / "speed.json").write_text(json.dumps(result, indent=1) + "\n")
 
