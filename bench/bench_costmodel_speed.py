@@ -47,9 +47,9 @@ def default_config(solver, problem):
 
 
 def answer(model, problem, pairs):
-    """The model's answer for one problem: predicted times and the solvers ranked by them."""
-    times = model.predict_ms(problem, pairs)
-    return sorted(range(len(times)), key=times.__getitem__)
+    """The model's answer for one problem: predicted times and the solvers ranked (``CostModel.rank``:
+    by the ranking forest where the model has one, else by the times)."""
+    return model.rank(problem, pairs)[1]
 
 
 def answer_before(model, problem, pairs):
@@ -59,18 +59,23 @@ def answer_before(model, problem, pairs):
     return sorted(range(len(times)), key=times.__getitem__)
 
 
-def time_problems(fn, model, cases, repeats):
-    """Per problem, every repeat's time in µs: [problems, repeats]."""
-    for p, pairs in cases[:50]:
-        fn(model, p, pairs)   # warm: the joined table rows of each (solver, config) are made once
-    out = np.empty((len(cases), repeats))
+def time_problems(fn, model, cases, repeats, others=()):
+    """Per problem, every repeat's time in µs: [problems, repeats]; with ``others`` (more models),
+    each problem is answered by ``model`` and then by each of them in turn (the machine's load falls
+    on all alike), and a list of such arrays comes back, ``model``'s first."""
+    models = [model, *others]
+    for m in models:
+        for p, pairs in cases[:50]:
+            fn(m, p, pairs)   # warm: the joined table rows of each (solver, config) are made once
+    out = np.empty((len(models), len(cases), repeats))
     clock = time.perf_counter_ns
     for r in range(repeats):
         for i, (p, pairs) in enumerate(cases):
-            t0 = clock()
-            fn(model, p, pairs)
-            out[i, r] = (clock() - t0) / 1e3
-    return out
+            for j, m in enumerate(models):
+                t0 = clock()
+                fn(m, p, pairs)
+                out[j, i, r] = (clock() - t0) / 1e3
+    return list(out) if others else out[0]
 
 
 def summary(samples):
@@ -93,6 +98,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", default=str(ROOT / "finddb" / "sm_90-132.sqlite"))
     ap.add_argument("--model", default=None, help="model file (default: the one next to --db)")
+    ap.add_argument("--baseline", default=None,
+                    help="a second model file, loaded and timed alternately with --model in the same run")
     ap.add_argument("--repeats", type=int, default=5, help="times each problem is answered (default 5)")
     ap.add_argument("--loads", type=int, default=10, help="loads of the model file after the first (default 10)")
     ap.add_argument("--before-repeats", type=int, default=3, help="repeats for the evaluator before (0: skip)")
@@ -105,15 +112,22 @@ def main(argv=None):
     if not model_path.is_file():
         ap.error(f"--model: no model file at {model_path}")
 
+    base_path = Path(args.baseline) if args.baseline else None
+    if base_path is not None and not base_path.is_file():
+        ap.error(f"--baseline: no model file at {base_path}")
+
     load_before = os.getloadavg()
     t0 = time.perf_counter()
     model = cm.CostModel.load(model_path)
     first_load_ms = (time.perf_counter() - t0) * 1e3
-    loads = []
+    baseline = cm.CostModel.load(base_path) if base_path else None
+    loads, base_loads = [], []
     for _ in range(args.loads):
-        t0 = time.perf_counter()
-        cm.CostModel.load(model_path)
-        loads.append((time.perf_counter() - t0) * 1e3)
+        for path, into in ((model_path, loads), (base_path, base_loads)):
+            if path is not None:
+                t0 = time.perf_counter()
+                cm.CostModel.load(path)
+                into.append((time.perf_counter() - t0) * 1e3)
 
     db = FindDB(args.db, readonly=True, immutable=True)
     recorded = defaultdict(list)
@@ -131,9 +145,15 @@ def main(argv=None):
             cases_no_naive.append((p, own))
 
     rows = {}
-    rows["all measured solvers"] = (cases, summary(time_problems(answer, model, cases, args.repeats)))
-    rows["without the naive solvers"] = (cases_no_naive,
-                                         summary(time_problems(answer, model, cases_no_naive, args.repeats)))
+    if baseline is not None:
+        for name, c in (("all measured solvers", cases), ("without the naive solvers", cases_no_naive)):
+            mine, theirs = time_problems(answer, model, c, args.repeats, [baseline])
+            rows[name] = (c, summary(mine))
+            rows[f"{name}, baseline (alternating)"] = (c, summary(theirs))
+    else:
+        rows["all measured solvers"] = (cases, summary(time_problems(answer, model, cases, args.repeats)))
+        rows["without the naive solvers"] = (cases_no_naive,
+                                             summary(time_problems(answer, model, cases_no_naive, args.repeats)))
     if args.before_repeats > 0:
         rows["all measured solvers, evaluator before"] = (
             cases, summary(time_problems(answer_before, model, cases, args.before_repeats)))
@@ -142,7 +162,11 @@ def main(argv=None):
     result = {
         "model": str(model_path.relative_to(ROOT) if model_path.is_relative_to(ROOT) else model_path),
         "model_version": model.version, "file_bytes": model_path.stat().st_size,
-        "trees": len(model.trees.roots), "depth": model.trees.depth,
+        "trees": len(model.trees.roots), "rank_trees": model.rank_trees, "depth": model.trees.depth,
+        "baseline": str(base_path) if base_path else None,
+        "baseline_version": baseline.version if baseline else None,
+        "baseline_trees": len(baseline.trees.roots) if baseline else None,
+        "baseline_load_ms_median": statistics.median(base_loads) if base_loads else None,
         "exit_tables": model.trees.exits is not None,
         "first_load_ms": first_load_ms, "load_ms_median": statistics.median(loads), "load_ms_max": max(loads),
         "repeats": args.repeats, "before_repeats": args.before_repeats,
@@ -153,12 +177,14 @@ def main(argv=None):
     }
     lines = [
         f"model {result['model']} (version {model.version}, {result['file_bytes'] / 1e6:.2f} MB, "
-        f"{result['trees']} trees of depth {result['depth']}); {result['cpu']}, {result['cpus']} CPUs, "
+        f"{result['trees']} trees of depth {result['depth']}, {model.rank_trees} of them the ranking forest); {result['cpu']}, {result['cpus']} CPUs, "
         f"Python {result['python']}, numpy {result['numpy']}; load average {load_before[0]:.2f} before, "
         f"{load_after[0]:.2f} after",
         "",
         f"load: first {first_load_ms:.1f} ms, median of {args.loads} more {result['load_ms_median']:.1f} ms "
-        f"(max {result['load_ms_max']:.1f} ms); target <= 100 ms",
+        f"(max {result['load_ms_max']:.1f} ms); target <= 100 ms"
+        + (f"; baseline {base_path} (version {baseline.version}, {result['baseline_trees']} trees): median "
+           f"{result['baseline_load_ms_median']:.1f} ms, loaded alternately" if baseline else ""),
         "",
         "| solvers per problem | problems | mean solvers | median µs | p90 µs | median µs, all repeats "
         "| p90 µs, all repeats |",
@@ -174,7 +200,8 @@ def main(argv=None):
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "speed.md").write_text(f"# Cost model speed\n\n`python bench/bench_costmodel_speed.py --out {args.out}`\n\n"
+        cmd = " ".join(["python bench/bench_costmodel_speed.py", *(argv if argv is not None else sys.argv[1:])])
+        (out / "speed.md").write_text(f"# Cost model speed\n\n`{cmd}`\n\n"
                                       + text + "\n")
         (out / "speed.json").write_text(json.dumps(result, indent=1) + "\n")
 

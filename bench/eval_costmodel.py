@@ -5,7 +5,8 @@ records of every problem that is NOT one of the held-out preset's (its layers at
 and FP16, NCHW and NHWC, F/B/W; a layer another preset shares is held out too), then asked to rank
 the held-out problems' measured solvers. Today's predictor (``miofind.predict``: the nearest known
 problem of the training keys, FLOP-scaled, else the per-solver roofline model) ranks the same
-problems from the same training records. Per held-out preset x dtype x direction: top-1 (the
+problems from the same training records. The model picks in ``CostModel.rank``'s order (its
+LambdaRank forest's where ``--rank-rounds`` > 0) and states its regression trees' times. Per held-out preset x dtype x direction: top-1 (the
 pick is the measured fastest), mean and worst slowdown of the pick against the measured fastest,
 and the median relative error |predicted/measured - 1| over every (problem, solver) record.
 
@@ -52,7 +53,8 @@ def default_config(solver, problem):
 
 
 def evaluate_split(test_keys, train_records, finds, model, sm_count):
-    """Per test problem: (key, [(solver id, measured, model pred, today pred)])."""
+    """Per test problem: (key, [(solver id, measured, model pred, today pred, model place)]): the model's
+    place is its ``CostModel.rank`` order (its ranking forest's where it has one), today's the time order."""
     train_keys = sorted(train_records)
     out = []
     for key in sorted(test_keys):
@@ -66,15 +68,20 @@ def evaluate_split(test_keys, train_records, finds, model, sm_count):
         near = nearest_problem(p, [k for k in train_keys if k.endswith(suffix)])
         today = predict(p, solvers, near, train_records.get(near[0], []) if near else [], sm_count)
         if model.supports(p, [s.id for s in solvers]):
-            mine = model.predict_ms(p, pairs, sm_count)
+            mine, order = model.rank(p, pairs, sm_count)
         else:   # as immediate mode: outside the model's training kinds, today's predictor answers
             mine = [today[s.id].time_ms for s in solvers]
-        out.append((key, [(r.solver_id, r.time_ms, m, today[r.solver_id].time_ms) for r, m in zip(recs, mine)]))
+            order = sorted(range(len(mine)), key=mine.__getitem__)
+        place = {i: j for j, i in enumerate(order)}
+        out.append((key, [(r.solver_id, r.time_ms, m, today[r.solver_id].time_ms, place[i])
+                          for i, (r, m) in enumerate(zip(recs, mine))]))
     return out
 
 
 def metrics(problems, which):
     """``costmodel.ranking_metrics`` of predictor column ``which`` (2: the model, 3: today's)."""
+    if which == 2:   # the model picks in its rank order
+        return cm.ranking_metrics([[(r[1], r[2], r[4]) for r in rows] for _, rows in problems])
     return cm.ranking_metrics([[(r[1], r[which]) for r in rows] for _, rows in problems])
 
 
@@ -87,12 +94,12 @@ def timing(model_path, problems, sm_count):
         p = cm.parse_problem_key(key)
         cases.append((p, [(get_solver(r[0]), default_config(get_solver(r[0]), p)) for r in rows]))
     for p, pairs in cases[:20]:
-        model.predict_ms(p, pairs, sm_count)   # warm caches
+        model.rank(p, pairs, sm_count)   # warm caches
     per = []
     for _ in range(3):
         t0 = time.perf_counter()
         for p, pairs in cases:
-            model.predict_ms(p, pairs, sm_count)
+            model.rank(p, pairs, sm_count)
         per.append((time.perf_counter() - t0) / len(cases) * 1e6)
     return {"load_ms": load_ms, "us_per_problem": min(per), "problems_timed": len(cases),
             "mean_candidates": statistics.fmean(len(c[1]) for c in cases),
@@ -105,7 +112,11 @@ def main(argv=None):
     ap.add_argument("--db", default=str(ROOT / "finddb" / "sm_90-132.sqlite"))
     ap.add_argument("--model", default=None, help="model file to time (default: the one next to --db)")
     ap.add_argument("--out", default=None, help="folder for costmodel_eval.md and .json")
-    ap.add_argument("--rounds", type=int, default=cm.NUM_ROUNDS)
+    ap.add_argument("--rounds", type=int, default=cm.NUM_ROUNDS, help="regression trees")
+    ap.add_argument("--rank-rounds", type=int, default=cm.RANK_ROUNDS, help="LambdaRank trees (0: none)")
+    ap.add_argument("--seed", type=int, default=cm.PARAMS["seed"], help="LightGBM seed")
+    ap.add_argument("--rank-learning-rate", type=float, default=None,
+                    help="learning rate of the LambdaRank trees (default: miofind.costmodel's)")
     args = ap.parse_args(argv)
 
     db = FindDB(args.db, readonly=True, immutable=True)
@@ -115,6 +126,7 @@ def main(argv=None):
     for r in db.iter_records(None):
         finds[r.problem_key].append(r)
     presets = {m: preset_keys(m) & set(finds) for m in MODELS}
+    rank_params = {} if args.rank_learning_rate is None else {"learning_rate": args.rank_learning_rate}
     results = {}
     all_rows = {"model": [], "today": []}
     for held in MODELS:
@@ -122,7 +134,8 @@ def main(argv=None):
         train_samples = [s for s in samples if s.problem_key not in test]
         train_records = {k: v for k, v in finds.items() if k not in test}
         t0 = time.perf_counter()
-        model = cm.train(train_samples, sm_count=sm_count, rounds=args.rounds, source=f"all but {held}")
+        model = cm.train(train_samples, sm_count=sm_count, rounds=args.rounds, rank_rounds=args.rank_rounds,
+                         params={"seed": args.seed}, rank_params=rank_params, source=f"all but {held}")
         secs = time.perf_counter() - t0
         probs = evaluate_split(test, train_records, finds, model, sm_count)
         groups = defaultdict(list)
@@ -141,7 +154,9 @@ def main(argv=None):
     model_path = Path(args.model) if args.model else cm.model_path_for(args.db)
     tim = timing(model_path, all_rows["model"], sm_count) if model_path.is_file() else None
     report = {"db": str(Path(args.db).resolve().relative_to(ROOT)) if Path(args.db).resolve().is_relative_to(ROOT)
-              else args.db, "params": cm.PARAMS, "rounds": args.rounds, "targets": TARGETS,
+              else args.db, "params": dict(cm.PARAMS, seed=args.seed), "rounds": args.rounds,
+              "rank_rounds": args.rank_rounds, "rank_params": dict(cm.PARAMS, seed=args.seed, **cm.RANK_PARAMS, **rank_params),
+              "targets": TARGETS,
               "pooled": pooled, "presets": results, "timing": tim}
     md = render(report)
     print(md)
@@ -162,7 +177,10 @@ def _cells(m):
 def render(rep) -> str:
     lines = ["# Learned cost model: leave-one-preset-out", "",
              f"FindDB `{rep['db']}`; each preset held out in turn (train on the other five presets' problems, "
-             "test on the held-out one's). `model`: miofind.costmodel; `today`: miofind.predict (nearest "
+             f"test on the held-out one's). `model`: miofind.costmodel ({rep['rounds']} regression trees state the "
+             f"times; {rep.get('rank_rounds', 0)} LambdaRank trees pick, where > 0, at learning rate "
+             f"{rep.get('rank_params', {}).get('learning_rate')}; LightGBM seed "
+             f"{rep['params'].get('seed')}); `today`: miofind.predict (nearest "
              "training problem FLOP-scaled, else the roofline model). Slowdown: measured time of the pick over the "
              "measured fastest. Rel. err.: median |predicted/measured - 1| over every record.", "",
              "Targets: top-1 >= 94%, mean slowdown <= 2.5%, worst <= 1.5x, median rel. err. <= 15%.", "",

@@ -6,7 +6,10 @@ features of the problem (sizes, FLOPs, bytes, arithmetic intensity, the implicit
 layout, data type, direction, groups, strides, filter) and the solver (one-hot id and family). Trained
 with ``configs=True``, the solver's config is a feature too (its numeric parameters; -1 where a
 solver has none) and PerfDB entries add the default config's time next to the tuned one, so configs
-of one solver are told apart; the default (and shipped) model leaves configs out (``train``).
+of one solver are told apart; the default (and shipped) model leaves configs out (``train``). A
+second forest, LambdaRank on the same features (``train(rank_rounds=...)``, format 2 files), orders a
+problem's solvers (``CostModel.rank``) while the regression trees state their times
+(``CostModel.predict_ms``): both sit in one tree table and are scored in one pass.
 
 The trees are exported to flat numpy arrays (``CostModel.save``: one ``.npz``) and evaluated with
 numpy alone: loading and predicting need neither LightGBM nor a GPU. One problem's candidates
@@ -37,7 +40,8 @@ from .problem import ProblemDescription
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2          # 2: a ranking forest may follow the regression trees (meta "rank_trees")
+FORMATS = (1, 2)    # format 1 files (one regression forest) still load
 MODEL_SUFFIX = ".model.npz"
 _FAMILIES = ("direct", "depthwise", "gemm", "winograd", "fft", "implicit_gemm", "cudnn", "")
 _FAMILY_COL = {f: i for i, f in enumerate(_FAMILIES)}
@@ -53,6 +57,11 @@ PARAMS = {
     "use_missing": False, "verbosity": -1, "num_threads": 2, "deterministic": True, "seed": 1,
 }
 NUM_ROUNDS = 600
+# trees of the LambdaRank forest ``train`` adds (0: none), and its parameters over PARAMS: 150 trees at
+# twice the regression's learning rate (the boosting budget of 300 at 0.05, at half the evaluation
+# cost: 600 + 150 trees keep one problem within 50 µs on the CPU; bench/results/costmodel-v3/)
+RANK_ROUNDS = 150
+RANK_PARAMS = {"objective": "lambdarank", "learning_rate": 0.1}
 
 
 class CostModelError(RuntimeError):
@@ -200,10 +209,14 @@ class _Trees:
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """Sum of the trees' leaf values per row of ``x`` [rows, features]."""
+        return self.leaves(x).sum(axis=1)
+
+    def leaves(self, x: np.ndarray) -> np.ndarray:
+        """The leaf value of each tree per row of ``x``: [rows, trees]."""
         rows = x.shape[0]
         trees = len(self.roots)
         if rows == 0 or trees == 0:
-            return np.zeros(rows)
+            return np.zeros((rows, trees))
         # every distinct (feature, threshold) split decided once per row: [rows, splits] flat
         decide = (x[:, self._split_feature] > self._split_threshold).ravel()
         inner = self._inner
@@ -216,7 +229,7 @@ class _Trees:
             g += g
             g += step
             g += right
-        return self._heap_value.take(g + np.tile(np.arange(trees, dtype=np.intp) - inner, rows)).reshape(rows, -1).sum(axis=1)
+        return self._heap_value.take(g + np.tile(np.arange(trees, dtype=np.intp) - inner, rows)).reshape(rows, -1)
 
     def __post_init__(self):
         # Each tree as a complete binary tree of the deepest tree's depth, in heap order (children
@@ -255,7 +268,7 @@ class _Exits:
         self.wide = table.view(np.uint64)
         self.lookup = lookup      # per feature: (sorted thresholds, table row per count), or None (unused)
         self.values = values      # float64 [trees * 32]: leaf values by (tree, bit)
-        self.offset = offset      # intp [trees]: tree * 32 - 1, added to frexp's exponent (bit + 1)
+        self.offset = offset      # int32 [trees]: tree * 32 - 1, added to frexp's exponent (bit + 1)
         self.ntrees = ntrees
         self._used = self._first = used   # rows in use; ``joined`` fills the spare rows after them
         self._bounded = 0
@@ -303,7 +316,8 @@ class _Exits:
             if a < b:   # rows 1 + a .. b: cumulative AND along the feature's thresholds
                 table[1 + a:1 + b] = np.bitwise_and.accumulate(table[1 + a:1 + b], axis=0)
                 lookup[f] = (uthr[a:b].tolist(), [0, *range(1 + a, 1 + b)])
-        return cls(table, used, lookup, values.ravel(), np.arange(ntrees, dtype=np.intp) * 32 - 1, ntrees)
+        # int32 like frexp's exponents: the sum needs no cast
+        return cls(table, used, lookup, values.ravel(), np.arange(ntrees, dtype=np.int32) * 32 - 1, ntrees)
 
     def rows_for(self, features) -> list[int]:
         """The table rows of a (feature index, value) sequence."""
@@ -337,10 +351,11 @@ class _Exits:
                 self._used += 1
             return self.joined_rows[key]
 
-    def score(self, joined, roof, common, more=None) -> np.ndarray:
+    def score(self, joined, roof, common, more=None, cut=None):
         """Sum of the leaf values per row of a problem: row i ANDs table rows ``joined[i]``,
         ``roof[i]`` and (where given) the list ``more[i]`` (the lists of equal length), and every
-        row the table rows ``common``."""
+        row the table rows ``common``. With ``cut``: the sums over trees ``[:cut]`` and ``[cut:]``
+        apart (two forests in one table)."""
         n = len(joined)
         wide = self.wide   # read after every ``joined`` row was made
         g = wide.take(joined + roof + common, axis=0)
@@ -350,7 +365,11 @@ class _Exits:
             m &= np.bitwise_and.reduce(wide.take(more, axis=0), axis=1)
         m = m.view(np.uint32)
         e = np.frexp(m if m.shape[1] == self.ntrees else m[:, :self.ntrees])[1]   # the highest set bit + 1
-        return self.values.take(e + self.offset).sum(axis=1)
+        v = self.values.take(e + self.offset)
+        if cut is None:
+            return v.sum(axis=1)
+        v = np.add.reduceat(v, [0, cut], axis=1)
+        return v[:, 0], v[:, 1]
 
 
 class CostModel:
@@ -366,6 +385,9 @@ class CostModel:
         self._config_col = {k: i for i, k in enumerate(self.config_keys)}
         self._support = frozenset(meta["support"])
         self.n_features = len(_PROBLEM_FEATURES) + 1 + len(self.solver_ids) + len(_FAMILIES) + len(self.config_keys)
+        # a second forest (LambdaRank) after the regression trees: its scores order the solvers
+        self.rank_trees = int(meta.get("rank_trees", 0))
+        self._cut = len(trees.roots) - self.rank_trees if self.rank_trees else None
         exits = trees.exits
         if exits is not None:   # predict_ms's lookups: (thresholds, table row per count) by feature
             look = lambda f: exits.lookup[f] if f < len(exits.lookup) and exits.lookup[f] else ([], [0])  # noqa: E731
@@ -426,14 +448,32 @@ class CostModel:
         return x, base
 
     def predict_ms(self, problem: ProblemDescription, pairs, sm_count: int = 132) -> list[float]:
-        """Predicted time in ms of each (solver, config) on ``problem``: the trees on the feature
-        rows ``rows`` makes, scored from the exit tables (``_Exits``) without making them."""
+        """Predicted time in ms of each (solver, config) on ``problem``: the regression trees on the
+        feature rows ``rows`` makes, scored from the exit tables (``_Exits``) without making them."""
+        return self.rank(problem, pairs, sm_count)[0]
+
+    def rank(self, problem: ProblemDescription, pairs, sm_count: int = 132) -> tuple[list[float], list[int]]:
+        """(``predict_ms``'s times, the indices of ``pairs`` best first). A model with a ranking
+        forest (``rank_trees``; ``train(rank_rounds=...)``) orders by its scores, highest first,
+        which need not be the order of the times (equal scores: the order of ``pairs``); a model
+        without one orders by the times. Both
+        forests are scored in one pass over the same tables."""
         if not pairs:
-            return []
+            return [], []
+        times, neg = self._evaluate(problem, pairs, sm_count)
+        # by the negated ranking scores where there are (equal ones keep the order of ``pairs``)
+        return times, sorted(range(len(times)), key=(times if neg is None else neg).__getitem__)
+
+    def _evaluate(self, problem, pairs, sm_count):
+        """(times in ms, negated ranking scores or None) of non-empty ``pairs``."""
+        cut = self._cut
         exits = self.trees.exits
         if exits is None:   # trees of more than 32 leaves: the descent over the full feature rows
             x, base = self.rows(problem, pairs, sm_count)
-            return (10.0 ** (base + self.trees.predict(x))).tolist()
+            if cut is None:
+                return (10.0 ** (base + self.trees.predict(x))).tolist(), None
+            v = np.add.reduceat(self.trees.leaves(x), [0, cut], axis=1)   # summed as ``_Exits.score`` sums
+            return (10.0 ** (base + v[:, 0])).tolist(), (-v[:, 1]).tolist()
         pf, conv, flops, elements = _problem_parts(problem)
         common = [rows[bisect_left(th, pf[f])] for f, th, rows in self._problem_look] or [0]
         # the rest of a row is its roofline time (one per family) and one joined table row of its
@@ -471,9 +511,14 @@ class CostModel:
             for i, cols in more:
                 rows[i][:len(cols)] = cols
             more = rows
-        s = exits.score(joined, roofs, common, more or None)
+        if cut is None:
+            s = exits.score(joined, roofs, common, more or None)
+            score = None
+        else:
+            s, score = exits.score(joined, roofs, common, more or None, cut)
+            score = np.negative(score).tolist()
         s += base
-        return np.power(10.0, s, out=s).tolist()
+        return np.power(10.0, s, out=s).tolist(), score
 
     def _joined_row(self, exits: "_Exits", solver_id: str, family: str, config) -> tuple[int, list[int]]:
         """The joined table row of a row's solver, family and config, and the table rows of its
@@ -530,11 +575,14 @@ class CostModel:
                                z["roots"].astype(np.int32), int(z["depth"]))
         except (OSError, KeyError, ValueError) as e:
             raise CostModelError(f"cost model {path}: cannot be read ({e.__class__.__name__}: {e})") from None
-        if meta.get("format") != FORMAT:
-            raise CostModelError(f"cost model {path}: format {meta.get('format')!r}, expected {FORMAT}")
+        if meta.get("format") not in FORMATS:
+            raise CostModelError(f"cost model {path}: format {meta.get('format')!r}, expected one of {FORMATS}")
         model = cls(trees, meta, path)
         if trees.children.shape != (len(trees.feature), 2) or (trees.feature >= model.n_features).any():
             raise CostModelError(f"cost model {path}: tree arrays do not match its {model.n_features} features")
+        if not 0 <= model.rank_trees < len(trees.roots) or (model.rank_trees and meta["format"] < 2):
+            raise CostModelError(f"cost model {path}: rank_trees {model.rank_trees} does not fit its "
+                                 f"{len(trees.roots)} trees (format {meta['format']})")
         return model
 
 
@@ -594,9 +642,23 @@ def _lightgbm():
     return lightgbm
 
 
+def relevance(times) -> np.ndarray:
+    """LambdaRank labels of one problem's measured times: 3 for the fastest, 2 within 1.1x of it,
+    1 within 1.5x, else 0 (fixed in costmodel2, before any evaluation of the ranker)."""
+    r = np.asarray(times, float) / np.min(times)
+    return np.where(r <= 1.0, 3, np.where(r <= 1.1, 2, np.where(r <= 1.5, 1, 0)))
+
+
 def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUNDS, params: dict | None = None,
-          source: str = "", configs: bool = False) -> CostModel:
+          source: str = "", configs: bool = False, rank_rounds: int = RANK_ROUNDS,
+          rank_params: dict | None = None) -> CostModel:
     """A CostModel fitted to ``samples`` (CostModelError without LightGBM or samples).
+
+    ``rounds`` regression trees state the times; ``rank_rounds`` > 0 adds a LambdaRank forest on
+    the same features (``params`` and ``rank_params`` over ``RANK_PARAMS``; groups: problems; labels:
+    ``relevance``) whose scores order a problem's
+    solvers (``CostModel.rank``; leave-one-preset-out it picks the fastest more often than the
+    times do, ``bench/results/costmodel-v3/``).
 
     ``configs``: the solvers' numeric config parameters are features, and PerfDB default-config
     samples are learnt next to the tuned ones. Off by default: an unseen problem has no tuned
@@ -612,9 +674,11 @@ def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUND
         samples = [s for s in samples if not s.default]
     if not samples:
         raise CostModelError("no measured records to train on")
+    if rounds < 1 or rank_rounds < 0:
+        raise CostModelError(f"rounds {rounds}, rank_rounds {rank_rounds}: need rounds >= 1, rank_rounds >= 0")
     solver_ids = tuple(sorted({s.solver_id for s in samples}))
     keys = list(numeric_config_keys(s.config for s in samples)) if configs else []
-    meta = {"format": FORMAT, "solvers": list(solver_ids), "config_keys": keys,
+    meta = {"format": FORMAT if rank_rounds else 1, "solvers": list(solver_ids), "config_keys": keys,
             "sm_count": sm_count, "samples": len(samples), "problems": len({s.problem_key for s in samples}),
             "support": sorted({support_class(parse_problem_key(s.problem_key)) for s in samples}),
             "source": source, "params": dict(PARAMS, **(params or {})), "rounds": rounds, "configs": configs}
@@ -622,9 +686,21 @@ def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUND
     x, base, y = _matrix(shell, samples, sm_count, get_solver)
     names = [*_PROBLEM_FEATURES, "log_roofline_ms", *(f"solver={s}" for s in solver_ids),
              *(f"family={f or 'other'}" for f in _FAMILIES), *(f"cfg_{k}" for k in shell.config_keys)]
-    ds = lgb.Dataset(x, label=y - base, feature_name=names, free_raw_data=True)
-    booster = lgb.train(meta["params"], ds, num_boost_round=rounds)
-    trees = _Trees.from_lightgbm(booster.dump_model())
+    ds = lgb.Dataset(x, label=y - base, feature_name=names)
+    dump = lgb.train(meta["params"], ds, num_boost_round=rounds).dump_model()
+    if rank_rounds:
+        # a problem's samples together (stable: the regression keeps the given order): one ranking group
+        order = sorted(range(len(samples)), key=lambda i: samples[i].problem_key)
+        keys = [samples[i].problem_key for i in order]
+        bounds = [0, *(i for i in range(1, len(keys)) if keys[i] != keys[i - 1]), len(keys)]
+        yo = y[order]
+        label = np.concatenate([relevance(10.0 ** yo[a:b]) for a, b in zip(bounds, bounds[1:])])
+        rank_ds = lgb.Dataset(x[order], label=label, group=np.diff(bounds), feature_name=names)
+        meta["rank_params"] = dict(meta["params"], **RANK_PARAMS, **(rank_params or {}))
+        ranker = lgb.train(meta["rank_params"], rank_ds, num_boost_round=rank_rounds).dump_model()
+        meta["rank_trees"] = len(ranker["tree_info"])
+        dump = dict(dump, tree_info=dump["tree_info"] + ranker["tree_info"])   # one forest, ranker last
+    trees = _Trees.from_lightgbm(dump)
     digest = hashlib.sha256(trees.threshold.tobytes() + trees.value.tobytes() + json.dumps(meta, sort_keys=True).encode())
     meta["version"] = time.strftime("%Y%m%d", time.gmtime()) + "-" + digest.hexdigest()[:10]
     meta["feature_names"] = names
@@ -677,17 +753,18 @@ def model_for_db(db_path) -> CostModel | None:
 # -- accuracy ------------------------------------------------------------------------------------
 
 def ranking_metrics(problems) -> dict | None:
-    """Accuracy over ``problems``, each a list of (measured ms, predicted ms) of its candidates:
-    top-1 (the lowest prediction is the measured fastest), mean and worst slowdown of that pick
-    against the measured fastest (mean as a fraction: 0.05 = 5%), and the median relative error
-    |predicted/measured - 1| over every candidate. None for no problems."""
+    """Accuracy over ``problems``, each a list of (measured ms, predicted ms[, place]) of its
+    candidates: top-1 (the pick, the lowest place where given, else the lowest prediction, is the
+    measured fastest), mean and worst slowdown of that pick against the measured fastest (mean as
+    a fraction: 0.05 = 5%), and the median relative error |predicted/measured - 1| over every
+    candidate. None for no problems."""
     slow, rel = [], []
     for rows in problems:
         if not rows:
             continue
-        best = min(m for m, _ in rows)
-        slow.append(min(rows, key=lambda r: r[1])[0] / best)
-        rel += [abs(p / m - 1) for m, p in rows]
+        best = min(r[0] for r in rows)
+        slow.append(min(rows, key=lambda r: r[-1])[0] / best)
+        rel += [abs(r[1] / r[0] - 1) for r in rows]
     if not slow:
         return None
     return {"problems": len(slow), "top1": sum(s <= 1.0 + 1e-12 for s in slow) / len(slow),
@@ -696,10 +773,11 @@ def ranking_metrics(problems) -> dict | None:
 
 
 def cross_validate(samples: list[Sample], folds: int = 5, *, sm_count: int = 132, rounds: int = NUM_ROUNDS,
-                   seed: int = 1, configs: bool = False) -> dict | None:
+                   seed: int = 1, configs: bool = False, rank_rounds: int = RANK_ROUNDS) -> dict | None:
     """``folds``-fold cross-validation over problems (a problem's records all fall in one fold):
     ``ranking_metrics`` of the held-out folds' find records, each predicted at its recorded config
-    by a model ``train`` fits (with ``configs``) to the other folds."""
+    by a model ``train`` fits (with ``configs``, ``rank_rounds``) to the other folds, picked in the
+    order of ``CostModel.rank``."""
     from .registry import get_solver
 
     keys = sorted({s.problem_key for s in samples})
@@ -710,7 +788,7 @@ def cross_validate(samples: list[Sample], folds: int = 5, *, sm_count: int = 132
     problems = []
     for f in range(folds):
         model = train([s for s in samples if fold_of[s.problem_key] != f], sm_count=sm_count, rounds=rounds,
-                      configs=configs)
+                      configs=configs, rank_rounds=rank_rounds)
         test: dict[str, list[Sample]] = {}
         for s in samples:
             if fold_of[s.problem_key] == f and not s.default:
@@ -719,6 +797,7 @@ def cross_validate(samples: list[Sample], folds: int = 5, *, sm_count: int = 132
             solvers = [get_solver(s.solver_id) for s in ss]
             if not model.supports(parse_problem_key(key), [s.id for s in solvers]):
                 continue
-            pred = model.predict_ms(parse_problem_key(key), [(sv, s.config) for sv, s in zip(solvers, ss)], sm_count)
-            problems.append([(s.time_ms, p) for s, p in zip(ss, pred)])
+            pred, order = model.rank(parse_problem_key(key), [(sv, s.config) for sv, s in zip(solvers, ss)], sm_count)
+            place = {i: j for j, i in enumerate(order)}
+            problems.append([(s.time_ms, p, place[i]) for i, (s, p) in enumerate(zip(ss, pred))])
     return ranking_metrics(problems)

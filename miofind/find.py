@@ -155,8 +155,13 @@ def sort_key(sort_by):
     return lambda s: (s.time_ms, s.workspace_bytes)
 
 
-def result(sols, *, problem, t0, sort_by, mode, **kw) -> FindResult:
-    sols.sort(key=sort_key(sort_by))
+def result(sols, *, problem, t0, sort_by, mode, rank=None, **kw) -> FindResult:
+    """The FindResult of ``sols`` sorted by ``sort_by``; ``rank`` (solver id -> place, a cost model's
+    ranking of predicted solutions) replaces the time in the "time" order, the times staying as stated."""
+    if rank is not None and sort_by == "time":
+        sols.sort(key=lambda s: (rank[s.solver_id], s.workspace_bytes))
+    else:
+        sols.sort(key=sort_key(sort_by))
     return FindResult(sols, problem=problem, elapsed_ms=(time.perf_counter() - t0) * 1e3, mode=mode, **kw)
 
 
@@ -433,19 +438,23 @@ def immediate(problem: ProblemDescription, *, dev: DeviceInfo, db=None, workspac
 
 def predicted(problem, dbs, dev: DeviceInfo, cands, workspace_limit, failures, done) -> FindResult:
     """Solutions with predicted times: from the learned cost model shipped next to the system DB
-    (``miofind.costmodel``) where it covers the problem and every candidate, else scaled from the
-    nearest known problem, else a per-solver cost model."""
+    (``miofind.costmodel``) where it covers the problem and every candidate (in the model's ranking
+    order, which need not be the order of its stated times), else scaled from the nearest known
+    problem, else a per-solver cost model."""
     from .costmodel import model_for_db
     from .predict import nearest_problem, predict
 
     model = model_for_db(dbs.system.path) if dbs.system is not None else None
     if model is not None and cands and model.supports(problem, [s.id for s in cands]):
         cfgs = {s.id: tuned_config(dbs, dev, problem, s) if s.tunable else None for s in cands}
-        times = model.predict_ms(problem, [(s, cfgs[s.id] or _default_config(s, problem)) for s in cands],
-                                 dev.sm_count)
+        times, order = model.rank(problem, [(s, cfgs[s.id] or _default_config(s, problem)) for s in cands],
+                                  dev.sm_count)
         sols = _predicted_solutions(problem, cands, cfgs, dict(zip((s.id for s in cands), times)),
                                     workspace_limit, failures)
-        return done(sols, source="predicted", failures=failures, basis="model", model_version=model.version)
+        # ordered as the model ranks them (its ranking forest's order, where it has one), not by the times
+        rank = {cands[i].id: place for place, i in enumerate(order)}
+        return done(sols, source="predicted", failures=failures, basis="model", model_version=model.version,
+                    rank=rank)
 
     best = None  # the nearest known problem over both layers, with its trusted-or-not records
     key = problem.key()

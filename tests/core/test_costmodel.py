@@ -75,7 +75,7 @@ def trained(tmp_path_factory):
     store(db, TRAIN)
     samples = cm.samples_from_db(db)
     db.close()
-    return cm.train(samples, rounds=200), samples
+    return cm.train(samples, rounds=200, rank_rounds=0), samples   # the regression trees alone
 
 
 def test_trained_model_ranks_unseen_problems_by_the_rule(trained):
@@ -140,6 +140,7 @@ def test_cli_train_model_writes_next_to_the_db_and_reports_cross_validation(smal
     assert "3-fold cross-validation" in res.output and "top-1" in res.output
     m = cm.CostModel.load(cm.model_path_for(small_db))
     assert m.version in res.output and m.meta["problems"] == len(TRAIN)
+    assert m.rank_trees == cm.RANK_ROUNDS > 0 and f"{cm.RANK_ROUNDS} LambdaRank trees" in res.output
 
 
 def test_cli_train_model_bad_db_is_one_line(tmp_path):
@@ -233,9 +234,13 @@ def test_heap_evaluator_equals_a_node_by_node_walk_of_the_shipped_model():
 # -- the per-problem evaluator (predict_ms: bitmask tables, ``costmodel._Exits``) ---------------
 
 def _descent_ms(model, p, pairs):
-    """The times the feature rows and the heap descent give (the evaluator before ``_Exits``)."""
+    """The times the feature rows and the heap descent give (the evaluator before ``_Exits``): the
+    regression trees' leaves, summed as the exit tables sum them."""
     x, base = model.rows(p, pairs)
-    return 10.0 ** (base + model.trees.predict(x))
+    if not model.rank_trees:
+        return 10.0 ** (base + model.trees.predict(x))
+    cut = len(model.trees.roots) - model.rank_trees
+    return 10.0 ** (base + np.add.reduceat(model.trees.leaves(x), [0, cut], axis=1)[:, 0])
 
 
 def _shipped():
@@ -326,7 +331,7 @@ def test_exit_tables_equal_lightgbm_predict(tuned_samples, monkeypatch, rounds):
     boosters = []
     real = lgb.train
     monkeypatch.setattr(lgb, "train", lambda *a, **k: boosters.append(real(*a, **k)) or boosters[-1])
-    model = cm.train(tuned_samples, rounds=rounds, configs=True)
+    model = cm.train(tuned_samples, rounds=rounds, configs=True, rank_rounds=0)
     assert model.trees.exits is not None and len(model.trees.roots) == rounds
     assert {"BM", "BN", "STAGES"} <= set(model.config_keys)
     rng = np.random.default_rng(7)
@@ -344,10 +349,10 @@ def test_default_training_leaves_configs_and_default_config_samples_out(tuned_sa
     pytest.importorskip("lightgbm")
     extra = [cm.Sample(s.problem_key, s.solver_id, s.config, s.time_ms * 3, default=True)
              for s in tuned_samples if s.config]
-    model = cm.train(tuned_samples + extra, rounds=30)
+    model = cm.train(tuned_samples + extra, rounds=30, rank_rounds=0)
     assert model.config_keys == () and model.meta["configs"] is False
     assert model.meta["samples"] == len(tuned_samples)   # the PerfDB default-config samples are not learnt
-    with_configs = cm.train(tuned_samples + extra, rounds=30, configs=True)
+    with_configs = cm.train(tuned_samples + extra, rounds=30, configs=True, rank_rounds=0)
     assert with_configs.meta["samples"] == len(tuned_samples) + len(extra) and with_configs.config_keys
     rng = np.random.default_rng(3)
     for p in TEST[:4]:
@@ -473,3 +478,126 @@ def test_concurrent_predictions_growing_the_table_agree_with_sequential_ones():
     exits = shared.trees.exits
     assert exits._used - exits._first > 64 and len(exits.table) > exits._first + 64   # it grew
     assert all(got[i] == {want[i]} for i in want)
+
+
+# -- the ranking forest (``train(rank_rounds=...)``, ``CostModel.rank``) -------------------------
+
+RANK_ROUNDS = 60
+
+
+@pytest.fixture(scope="module")
+def ranked(trained):
+    """The small DB's model with a LambdaRank forest after the same 200 regression trees, and the
+    LightGBM boosters ``train`` made for it (regression, ranker)."""
+    lgb = pytest.importorskip("lightgbm")
+    _, samples = trained
+    boosters = []
+    real = lgb.train
+    lgb.train = lambda *a, **k: boosters.append(real(*a, **k)) or boosters[-1]
+    try:
+        model = cm.train(samples, rounds=200, rank_rounds=RANK_ROUNDS)
+    finally:
+        lgb.train = real
+    return model, boosters
+
+
+def _three():
+    return [(get_solver(s), None) for s in (FAST_SMALL, FAST_LARGE, SLOW)]
+
+
+def test_ranking_forest_orders_unseen_problems_and_the_regression_trees_state_the_times(trained, ranked):
+    reg, _ = trained
+    model, boosters = ranked
+    assert model.meta["format"] == 2 and model.rank_trees == RANK_ROUNDS
+    assert len(model.trees.roots) == 200 + RANK_ROUNDS and reg.meta["format"] == 1 and reg.rank_trees == 0
+    right = 0
+    for p in TEST:
+        pairs = _three()
+        times, order = model.rank(p, pairs)
+        # the same (deterministic) regression trees: the times are the regression-only model's
+        assert times == pytest.approx(reg.predict_ms(p, pairs), rel=1e-12)
+        assert model.predict_ms(p, pairs) == times
+        truth = [rule_time(p, s.id) for s, _ in pairs]
+        assert sorted(order) == [0, 1, 2] and order[-1] == 2   # the naive solver is ranked last
+        right += int(order[0] == int(np.argmin(truth)))
+        # the ranking scores from the exit tables are LightGBM's ranker's, and the descent's
+        x, _ = model.rows(p, pairs)
+        score = -np.array(model._evaluate(p, pairs, 132)[1])
+        np.testing.assert_allclose(score, boosters[1].predict(x), rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(score, model.trees.leaves(x)[:, 200:].sum(axis=1), rtol=1e-12, atol=1e-12)
+        assert order == sorted(range(3), key=lambda i: -score[i])
+    assert right >= len(TEST) - 2, right
+
+
+def test_ranked_model_file_round_trip_and_bad_rank_trees(ranked, tmp_path):
+    model, _ = ranked
+    again = cm.CostModel.load(model.save(tmp_path / "r.model.npz"))
+    assert again.version == model.version and again.rank_trees == RANK_ROUNDS
+    for p in TEST[:4]:
+        assert again.rank(p, _three()) == model.rank(p, _three())
+    for meta in (dict(model.meta, rank_trees=len(model.trees.roots)), dict(model.meta, format=1)):
+        cm.CostModel(model.trees, meta).save(tmp_path / "bad.model.npz")
+        with pytest.raises(cm.CostModelError, match="rank_trees"):
+            cm.CostModel.load(tmp_path / "bad.model.npz")
+    with pytest.raises(cm.CostModelError, match="format 3"):
+        cm.CostModel(model.trees, dict(model.meta, format=3)).save(tmp_path / "new.model.npz")
+        cm.CostModel.load(tmp_path / "new.model.npz")
+
+
+def test_format_1_model_orders_by_its_times(trained, tmp_path):
+    reg, _ = trained
+    old = cm.CostModel.load(reg.save(tmp_path / "old.model.npz"))
+    assert old.meta["format"] == 1 and old.rank_trees == 0
+    for p in TEST[:4]:
+        times, order = old.rank(p, _three())
+        assert order == sorted(range(3), key=times.__getitem__) and times == old.predict_ms(p, _three())
+
+
+def test_immediate_mode_orders_by_the_ranking_and_states_the_regression_times(ranked, small_db, tmp_db, monkeypatch):
+    model, _ = ranked
+    # the ranking forest negated: it now ranks the naive solver first, against the times
+    t = model.trees
+    value = t.value.copy()
+    value[t.roots[len(t.roots) - model.rank_trees]:] *= -1   # the ranker's nodes follow the regression's
+    flipped = cm.CostModel(cm._Trees(t.feature, t.threshold, t.children, value, t.roots, t.depth),
+                           dict(model.meta, version="flipped"))
+    flipped.save(cm.model_path_for(small_db))
+    p = TEST[0]
+    res = _immediate(small_db, monkeypatch, p)
+    assert res.predicted and res.basis == "model" and res.model_version == "flipped"
+    cands = [get_solver(s.solver_id) for s in res]
+    times, order = flipped.rank(p, [(s, None) for s in cands])
+    assert [s.time_ms for s in res] == pytest.approx(times)            # the regression trees' times
+    assert [cands[i].id for i in order] == [s.solver_id for s in res]  # in the ranking's order
+    assert res[0].solver_id == SLOW and res[0].time_ms == max(times)   # not the order of the times
+
+
+def _joined(a: "cm.CostModel", b: "cm.CostModel") -> "cm.CostModel":
+    """``a``'s trees then ``b``'s as one model whose ranking forest is ``b``'s (no LightGBM)."""
+    ta, tb = a.trees, b.trees
+    n = len(ta.feature)
+    trees = cm._Trees(np.concatenate([ta.feature, tb.feature]), np.concatenate([ta.threshold, tb.threshold]),
+                      np.concatenate([ta.children, tb.children + n]).astype(np.int32),
+                      np.concatenate([ta.value, tb.value]), np.concatenate([ta.roots, tb.roots + n]).astype(np.int32),
+                      max(ta.depth, tb.depth))
+    return cm.CostModel(trees, dict(a.meta, format=2, rank_trees=len(tb.roots)))
+
+
+def test_two_forests_in_one_table_score_as_each_alone(tmp_path):
+    reg, ranker = _config_model(seed=2, ntrees=61), _config_model(seed=4, ntrees=40)
+    both = cm.CostModel.load(_joined(reg, ranker).save(tmp_path / "both.model.npz"))   # numpy alone
+    assert both.trees.exits is not None and both.rank_trees == 40
+    p = ProblemDescription.make("F", n=16, c=96, k=96, in_size=(40, 40), filter_size=3, pads=1)
+    from miofind.find import candidates
+    pairs = [(s, _default(s, p)) for s in candidates(p, with_naive=True)[0]]
+    assert len(pairs) > 3
+    times, order = both.rank(p, pairs)
+    np.testing.assert_allclose(times, reg.predict_ms(p, pairs), rtol=1e-12)
+    x, _ = ranker.rows(p, pairs)
+    score = ranker.trees.predict(x)
+    np.testing.assert_allclose(-np.array(both._evaluate(p, pairs, 132)[1]), score, rtol=1e-12, atol=1e-12)
+    assert order == sorted(range(len(pairs)), key=lambda i: -score[i])
+    both.trees.exits = None   # as for trees of more than 32 leaves: the descent gives the same
+    again, again_order = both.rank(p, pairs)
+    np.testing.assert_allclose(again, times, rtol=1e-12)
+    assert again_order == order
