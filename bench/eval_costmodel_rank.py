@@ -34,11 +34,6 @@ from miofind.registry import get_solver  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def relevance(times: np.ndarray) -> np.ndarray:
-    r = times / times.min()
-    return np.where(r <= 1.0, 3, np.where(r <= 1.1, 2, np.where(r <= 1.5, 1, 0)))
-
-
 def train_rank(samples, sm_count=132):
     lgb = cm._lightgbm()
     samples = sorted(samples, key=lambda s: s.problem_key)
@@ -50,7 +45,7 @@ def train_rank(samples, sm_count=132):
     x, _, y = cm._matrix(shell, samples, sm_count, get_solver)
     keys = [s.problem_key for s in samples]
     bounds = [0] + [i for i in range(1, len(keys)) if keys[i] != keys[i - 1]] + [len(keys)]
-    label = np.concatenate([relevance(10.0 ** y[a:b]) for a, b in zip(bounds, bounds[1:])])
+    label = np.concatenate([cm.relevance(10.0 ** y[a:b]) for a, b in zip(bounds, bounds[1:])])
     ds = lgb.Dataset(x, label=label, group=np.diff(bounds))
     booster = lgb.train(dict(cm.PARAMS, objective="lambdarank"), ds, num_boost_round=cm.NUM_ROUNDS)
     return cm.CostModel(cm._Trees.from_lightgbm(booster.dump_model()), meta)
