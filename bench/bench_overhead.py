@@ -40,12 +40,13 @@ CALLS = {"ConvImplicitGemmFwd": 1, "ConvDirectTiledFwd": 1, "ConvDirectNaiveConv
          "GemmFwdRest": 2, "ConvWinograd3x3F23Fwd": 4, "ConvFFTFwd": 6, "ConvCudnnFwd": 1}
 
 
-def host_us(fn, calls: int, sync, burst: int = 100) -> float:
+def host_us(fn, calls: int, sync, burst: int = 100, warmup: int | None = None) -> float:
     """Host microseconds per call of ``fn``: the median over bursts of ``burst`` calls of the time to
-    queue them (``calls // burst`` bursts). The queue is drained (``sync``) between bursts, outside
+    queue them (``calls // burst`` bursts, at least 5), after ``warmup`` untimed calls (default
+    ``min(200, calls)``). The queue is drained (``sync``) between bursts, outside
     the timing, so that a kernel slower than its launch never fills CUDA's launch queue and turns the
     figure into GPU time (100 calls of a 6-launch solution stay well under the queue's depth)."""
-    for _ in range(min(200, calls)):
+    for _ in range(min(200, calls) if warmup is None else warmup):
         fn()
     sync()
     out = []

@@ -44,24 +44,10 @@ def _torch():
     return torch
 
 
-def burst_us(fn, bursts: int, calls: int) -> float:
-    """Median host microseconds per call of ``fn`` over ``bursts`` bursts of ``calls`` calls."""
-    torch = _torch()
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(bursts):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        times.append((time.perf_counter() - t0) / calls * 1e6)
-    torch.cuda.synchronize()
-    return statistics.median(times)
-
-
 def layer_rows(config: str, args) -> list[dict]:
     torch = _torch()
+    from bench_overhead import host_us
+
     import miofind.torch as mt
     from miofind.torch import _policy
 
@@ -97,8 +83,9 @@ def layer_rows(config: str, args) -> list[dict]:
             if side == "miofind":
                 from miofind import tiered
                 tiered.wait(600)
-            row[f"{side}_fwd_us"] = burst_us(fwd, args.bursts, args.calls)
-            row[f"{side}_train_us"] = burst_us(train, args.bursts, args.calls)
+            # bursts of ``--calls`` calls after 3 untimed ones
+            row[f"{side}_fwd_us"] = host_us(fwd, args.bursts * args.calls, torch.cuda.synchronize, args.calls, 3)
+            row[f"{side}_train_us"] = host_us(train, args.bursts * args.calls, torch.cuda.synchronize, args.calls, 3)
             mod.weight.grad = None
             x.grad = None
         row["chosen"] = {key[0]: e.solver_id for key, e in _policy._table.items()
