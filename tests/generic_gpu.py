@@ -67,6 +67,13 @@ def check_two_shapes_share_a_build(solver, p1, p2, config=None) -> None:
     check_generic(solver, p1, seed=1, config=config)
 
 
+def wide_problem(direction: str = "F", **kw) -> ProblemDescription:
+    """An FP16 3x3 problem whose x has 2049 * 2 * 1024 * 512 = 2^31 + 2^20 elements, past the 32-bit
+    index range (``kw``: e.g. ``groups=2`` for depthwise)."""
+    return ProblemDescription.make(direction, n=2049, c=2, k=2, in_size=(1024, 512), filter_size=3, pads=1,
+                                   dtype="FP16", **kw)
+
+
 def check_wide_generic(solver, problem, builds: int | None = None) -> None:
     """A problem past 2^31 elements runs the 64-bit-index generic builds (every generic kernel of
     its solution wide, ``builds`` of them when given), and they verify."""

@@ -5,7 +5,7 @@ one config, and one 64-bit-index problem (marker ``big``)."""
 
 import pytest
 
-from generic_gpu import (big_selected, check_generic, check_wide_generic,
+from generic_gpu import (big_selected, check_generic, check_wide_generic, wide_problem,
                          check_two_shapes_share_a_build, generic_cases, shared_build)
 from miofind.problem import ProblemDescription
 from miofind.registry import get_solver, solvers
@@ -75,7 +75,5 @@ def test_two_shapes_one_build(sid, d, lay, dt, pair):
 @pytest.mark.parametrize("d", ["F", "W"])
 def test_generic_64bit_index(request, d):
     big_selected(request)
-    # x has 2^31 + 2^22 FP16 elements: the 64-bit-index generic builds
-    p = ProblemDescription.make(d, n=2049, c=2, k=2, groups=2, in_size=(1024, 512), filter_size=3, pads=1,
-                                dtype="FP16")
-    check_wide_generic(get_solver("ConvDepthwiseFwd" if d == "F" else "ConvDepthwiseWrw"), p)
+    # the 64-bit-index generic builds
+    check_wide_generic(get_solver("ConvDepthwiseFwd" if d == "F" else "ConvDepthwiseWrw"), wide_problem(d, groups=2))

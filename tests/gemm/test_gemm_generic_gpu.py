@@ -5,7 +5,7 @@ tests/shapes.py, two 2D shapes sharing one build per direction, layout and type,
 
 import pytest
 
-from generic_gpu import (big_selected, check_generic, check_wide_generic,
+from generic_gpu import (big_selected, check_generic, check_wide_generic, wide_problem,
                          check_two_shapes_share_a_build, generic_cases, shared_build)
 from miofind.problem import ProblemDescription
 from miofind.registry import get_solver, solvers
@@ -62,6 +62,5 @@ def test_two_shapes_one_build(sid, d, lay, dt):
 @pytest.mark.big
 def test_generic_64bit_index(request):
     big_selected(request)
-    # x has 2^31 + 2^22 FP16 elements: the 64-bit-index generic build of im2col
-    p = ProblemDescription.make("F", n=2049, c=2, k=2, in_size=(1024, 512), filter_size=3, pads=1, dtype="FP16")
-    check_wide_generic(get_solver("GemmFwdRest"), p, builds=1)
+    # the 64-bit-index generic build of im2col
+    check_wide_generic(get_solver("GemmFwdRest"), wide_problem(), builds=1)

@@ -4,7 +4,8 @@ and one 64-bit-index problem (marker ``big``)."""
 
 import pytest
 
-from generic_gpu import big_selected, check_generic, check_wide_generic, check_two_shapes_share_a_build, generic_cases
+from generic_gpu import (big_selected, check_generic, check_wide_generic, wide_problem,
+                         check_two_shapes_share_a_build, generic_cases)
 from miofind.problem import ProblemDescription
 from miofind.registry import get_solver, solvers
 
@@ -45,6 +46,5 @@ def test_backward_data_two_batches_one_build():
 @pytest.mark.big
 def test_generic_64bit_index(request):
     big_selected(request)
-    # x has 2^31 + 2^22 FP16 elements: the 64-bit-index generic build
-    p = ProblemDescription.make("F", n=2049, c=2, k=2, in_size=(1024, 512), filter_size=3, pads=1, dtype="FP16")
-    check_wide_generic(get_solver("ConvImplicitGemmFwd"), p, builds=1)
+    # the 64-bit-index generic build
+    check_wide_generic(get_solver("ConvImplicitGemmFwd"), wide_problem(), builds=1)
