@@ -150,10 +150,22 @@ def _first_main(name: str, config: str, backend: str) -> None:
     xs, ys = inputs(name, batch, amp, 1)
     step = stepper(model, train, amp)
     torch.cuda.synchronize()
+    prof = os.environ.get("MIOFIND_BENCH_CPROFILE")   # a file: the first step's cProfile as text
+    if prof:
+        import cProfile
+        pr = cProfile.Profile()
+        pr.enable()
     t0 = time.perf_counter()
     step(xs[0], ys[0])
     torch.cuda.synchronize()
     out = {"first_s": time.perf_counter() - t0}
+    if prof:
+        import pstats
+        pr.disable()
+        with open(prof, "w") as fh:
+            fh.write(f"first step {out['first_s']:.3f} s (profiled)\n")
+            for order in ("cumulative", "tottime"):
+                pstats.Stats(pr, stream=fh).sort_stats(order).print_stats(70)
     if backend == "miofind":
         import miofind.torch as mt
         out["stats"] = mt.stats()
