@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable
 
 SCHEMA_VERSION = 4
 # The oldest schema a read-only handle reads as is: each later version only added tables, which read
-# as empty (a read-only open must not migrate; the shipped system DBs are version 2).
+# as empty (a read-only open must not migrate; the shipped system DB is version 4).
 OLDEST_READABLE = 2
 BUSY_TIMEOUT_MS = 30_000
 BUILDS = ("specialized", "generic")

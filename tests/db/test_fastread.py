@@ -138,7 +138,7 @@ def shipped_keys(n_per_dir=3):
 
 def test_same_records_as_findb_on_the_shipped_db():
     r = fastread._reader(SHIPPED, writable=False, immutable=True)
-    assert isinstance(r, fastread.Reader) and r._version == 2
+    assert isinstance(r, fastread.Reader) and r._version == base.SCHEMA_VERSION
     with FindDB(str(SHIPPED), readonly=True, immutable=True) as d:
         keys = shipped_keys()
         assert len(keys) >= 9
@@ -445,7 +445,7 @@ def test_a_failed_prefetch_thread_is_checked_again_by_the_read(tmp_path, monkeyp
     fastread._pending[next(iter(fastread._pending))][1].exception(timeout=60)
     monkeypatch.setattr(fastread, "_check", real)
     assert isinstance(fastread.overlay(None, DEV, readonly=True).system, fastread.Reader)
-    assert fastread._checked[(p.stat().st_dev, p.stat().st_ino)] == 2
+    assert fastread._checked[(p.stat().st_dev, p.stat().st_ino)] == base.SCHEMA_VERSION
 
 
 @pytest.mark.parametrize("readonly", [False, True])
@@ -486,7 +486,7 @@ def test_a_prefetch_of_a_file_changed_since_is_not_used(tmp_path, monkeypatch, f
     checks it itself."""
     p = _system_copy(tmp_path, monkeypatch)
     fastread.prefetch(None, DEV)
-    assert fastread._pending[(p.stat().st_dev, p.stat().st_ino)][1].result(timeout=60) == 2
+    assert fastread._pending[(p.stat().st_dev, p.stat().st_ino)][1].result(timeout=60) == base.SCHEMA_VERSION
     ino = p.stat().st_ino
     p.write_bytes(SHIPPED.read_bytes()[:8192])          # truncated in place
     assert p.stat().st_ino == ino
