@@ -293,7 +293,9 @@ def overlay(db, dev, *, readonly: bool = False) -> Overlay | None:
     if path is None:
         return None
     user = _reader(path, writable=not readonly)
-    if user is None and not (readonly and not path.exists()):   # (read-only, a missing file is no layer)
+    # a missing file is no layer: nothing to read, and a miss opens the DBs that store (``open_dbs``,
+    # which creates it) after this; SQLAlchemy's import (0.2-0.8 s) is not paid for an answer it cannot give
+    if user is None and path.exists():
         from .handles import open_db
         user = open_db(db, readonly=readonly)
     return Overlay(user, _system_layer(dev))

@@ -279,8 +279,31 @@ def test_missing_file(tmp_path, monkeypatch):
     p = tmp_path / "new" / "user.sqlite"
     dbs = fastread.overlay(str(p), DEV, readonly=True)
     assert dbs.user is None and isinstance(dbs.system, fastread.Reader) and not p.parent.exists()
-    dbs = fastread.overlay(str(p), DEV)
-    assert isinstance(dbs.user, FindDB) and p.exists()     # FindDB creates it, as before
+    dbs = fastread.overlay(str(p), DEV)      # for writing too: a read creates nothing (no SQLAlchemy)
+    assert dbs.user is None and isinstance(dbs.system, fastread.Reader) and not p.parent.exists()
+
+
+def test_missing_user_db_is_created_by_the_first_miss_only(tmp_path, monkeypatch):
+    """A DB hit from the system DB leaves a user DB that does not exist alone; a miss creates it (FindDB)
+    and stores there."""
+    monkeypatch.setenv("MIOFIND_SYSTEM_DB", str(SHIPPED))
+    monkeypatch.setattr(find, "current_device", lambda *a: DEV)
+    monkeypatch.setattr(api, "current_device", lambda *a: DEV)
+    measured = []
+
+    def fake_benchmark(problem, cs, *a, **k):
+        measured.append([s.id for s in cs])
+        return [api.Solution(s.id, s.algorithm, 1.0, 0, None, True, problem) for s in cs], [], False
+
+    monkeypatch.setattr(find, "benchmark", fake_benchmark)
+    p = tmp_path / "new" / "user.sqlite"
+    r = api.find_solutions(shipped_keys(1)[0], mode="fast", db=str(p))
+    assert r.source == "db" and r.db_layer == "system" and not p.parent.exists() and not measured
+    miss = ProblemDescription.make("F", n=3, c=5, k=7, in_size=(11, 13), filter_size=3, pads=1)
+    r = api.find_solutions(miss, mode="normal", db=str(p))
+    assert r.source == "find" and r.stored and measured and p.exists()
+    with FindDB(str(p), readonly=True) as d:
+        assert {x.solver_id for x in d.lookup(DEV.db_name, miss.key())} == set(measured[0])
 
 
 def test_readonly_directory(user_db, monkeypatch):
