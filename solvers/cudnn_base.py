@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import os
+import re
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -216,16 +217,18 @@ class CudnnPlan:
 
 
 class PlanGraph:
-    """A cuDNN graph for one problem on one device and its plans (deduplicated by name)."""
+    """A cuDNN graph for one problem on one device and its plans (deduplicated by name): every plan the
+    heuristics offer, or with ``replay`` only the plan of that name, appended by its engine id and knobs
+    (``create_execution_plan``) without running the heuristics (CudnnPlanError if it cannot be)."""
 
-    def __init__(self, problem: ProblemDescription, device: int):
+    def __init__(self, problem: ProblemDescription, device: int, replay: str | None = None):
         self.problem = problem
         self.device = device
         self.specs = tensor_specs(problem)
         self.plans: list[CudnnPlan] = []
         self.by_name: dict[str, CudnnPlan] = {}
         self.skipped: dict[str, str] = {}
-        self._build_graph()
+        self._build_graph(replay)
 
     # -- construction --
     def _fail(self, stage: str, e: Exception) -> CudnnPlanError:
@@ -233,7 +236,7 @@ class PlanGraph:
         return CudnnPlanError(f"{versions()}: {stage} failed for {self.problem.key()} ({desc}): "
                               f"{e.__class__.__name__}: {str(e).strip()}")
 
-    def _build_graph(self) -> None:
+    def _build_graph(self, replay: str | None = None) -> None:
         p = self.problem
         cudnn = _cudnn()
         stage = "creating the graph"
@@ -281,8 +284,13 @@ class PlanGraph:
             g.validate()
             stage = "build_operation_graph()"
             g.build_operation_graph()
-            stage = f"create_execution_plans(heur_mode {'+'.join(HEURISTIC_MODES)})"
-            g.create_execution_plans([getattr(cudnn.heur_mode, m) for m in HEURISTIC_MODES])
+            if replay is None:
+                stage = f"create_execution_plans(heur_mode {'+'.join(HEURISTIC_MODES)})"
+                g.create_execution_plans([getattr(cudnn.heur_mode, m) for m in HEURISTIC_MODES])
+            else:
+                stage = f"create_execution_plan({replay})"
+                engine, knobs = parse_plan_name(replay)
+                g.create_execution_plan(engine, {cudnn.knob_type(k): v for k, v in knobs.items()})
             stage = "deselect_numeric_notes"
             notes = []
             for n in excluded_notes(p):
@@ -306,6 +314,9 @@ class PlanGraph:
             raise
         except Exception as e:
             raise self._fail(stage, e) from e
+        if replay is not None and [pl.name for pl in self.plans] != [replay]:
+            raise CudnnPlanError(f"{versions()}: replaying plan {replay} for {self.problem.key()} gave "
+                                 f"{[pl.name for pl in self.plans]}")
         if not self.plans:
             raise CudnnPlanError(f"{versions()}: cuDNN heuristics offered no plan for {self.problem.key()}")
 
@@ -463,14 +474,65 @@ def plan_graph(problem: ProblemDescription) -> PlanGraph:
         return g
 
 
+def parse_plan_name(name: str) -> tuple[int, dict[int, int]]:
+    """(engine id, {knob type number: value}) of a cuDNN plan name such as ``eng67_k2=5_k3=0``;
+    ValueError for any other name."""
+    m = re.fullmatch(r"eng(\d+)((?:_k\d+=-?\d+)*)", name)
+    if m is None:
+        raise ValueError(f"plan={name!r}: not a cuDNN engine name (engN_kK=V...)")
+    knobs = {int(k): int(v) for k, v in re.findall(r"_k(\d+)=(-?\d+)", m.group(2))}
+    return int(m.group(1)), knobs
+
+
+# (device, problem, plan name) -> a graph holding only that plan, or None where replaying it failed
+_replays: collections.OrderedDict = collections.OrderedDict()
+
+
+def _replay(problem: ProblemDescription, name: str) -> tuple[PlanGraph, CudnnPlan] | None:
+    """The graph of ``problem`` with only the named plan, built, where no graph with the heuristics' plans
+    is cached (a find's candidates come from one): a stored record's plan prepared without running
+    cuDNN's heuristics, which list and create every plan (about 15 ms a graph). None where it cannot be
+    replayed (the caller takes the heuristics' graph)."""
+    p = problem.as_conv()
+    cudnn = _cudnn()
+    dev = _device_id()
+    if (dev, p) in _graphs or not hasattr(cudnn.pygraph, "create_execution_plan"):
+        return None
+    try:
+        parse_plan_name(name)
+    except ValueError:
+        return None
+    key = (dev, p, name)
+    if key in _replays:
+        g = _replays[key]
+        _replays.move_to_end(key)
+    else:
+        try:
+            g = PlanGraph(p, dev, replay=name)
+            if not g.build(g.plans[0]).usable:
+                g = None
+        except Exception:
+            g = None
+        _replays[key] = g
+        while len(_replays) > MAX_GRAPHS:
+            _replays.popitem(last=False)
+    return None if g is None else (g, g.plans[0])
+
+
 def clear_cache() -> None:
     with _LOCK:
         _graphs.clear()
+        _replays.clear()
 
 
 def resolve(problem: ProblemDescription, config=None) -> tuple[PlanGraph, CudnnPlan]:
-    """The graph and the built plan that ``config`` (None: the heuristics' first) names."""
+    """The graph and the built plan that ``config`` (None: the heuristics' first) names: replayed alone
+    where it can be (``_replay``), else from the graph of every plan the heuristics offer."""
     with _LOCK:
+        if config:
+            got = _replay(problem, config["plan"])
+            if got is not None:
+                return got
         g = plan_graph(problem)
         plan = g.default_plan() if not config else g.plan(config["plan"])
         return g, plan

@@ -502,3 +502,37 @@ def test_stated_output_size_becomes_post_padding(fake, direction):
     assert not a and "negative post-padding (-2, 0)" in a.reason
     plain = P(direction, n=2, c=8, k=8, in_size=(9, 9), filter_size=3, strides=2, pads=1)
     assert cudnn_base.paddings(plain) == ((1, 1), (1, 1))
+
+
+class ReplayGraph(FakeGraph):
+    """A frontend graph that can also append one plan by engine id and knobs (``create_execution_plan``)."""
+
+    def create_execution_plan(self, engine, knobs):
+        name = f"eng{engine}" + "".join(f"_k{k}={v}" for k, v in sorted(knobs.items()))
+        self.plans = [pl for pl in PLANS_A + PLANS_FALLBACK if pl[0] == name][:1] or [(name, set(), 0, False)]
+
+
+def test_parse_plan_name():
+    assert cudnn_base.parse_plan_name("eng67_k2=5_k3=0") == (67, {2: 5, 3: 0})
+    assert cudnn_base.parse_plan_name("eng0") == (0, {})
+    assert cudnn_base.parse_plan_name("eng12_k24=-1") == (12, {24: -1})
+    for bad in ("backend_heuristics", "eng3_fft", "eng", "eng1_k2", "xeng1"):
+        with pytest.raises(ValueError, match="not a cuDNN engine name"):
+            cudnn_base.parse_plan_name(bad)
+
+
+def test_a_named_plan_is_replayed_alone(fake, monkeypatch):
+    monkeypatch.setattr(sys.modules["cudnn"], "pygraph", ReplayGraph)
+    monkeypatch.setattr(sys.modules["cudnn"], "knob_type", int, raising=False)
+    p = P("F", n=2, c=4, k=4, in_size=(6, 6), filter_size=3, pads=1)
+    g, plan = cudnn_base.resolve(p, {"plan": "eng5"})
+    assert [pl.name for pl in g.plans] == ["eng5"] and plan.workspace == 256 and len(fake.graphs) == 1
+    assert cudnn_base.resolve(p, {"plan": "eng5"})[0] is g and len(fake.graphs) == 1      # cached
+    # a plan that does not build alone, or a name that is no engine's, comes from the heuristics' graph
+    with pytest.raises(ValueError, match="not offered"):
+        cudnn_base.resolve(p, {"plan": "eng7"})
+    assert len(fake.graphs) == 3 and len(fake.graphs[-1].plans) == len(PLANS_A + PLANS_FALLBACK)
+    assert cudnn_base.resolve(p, {"plan": "eng3_fft"})[1].workspace == 4096 and len(fake.graphs) == 3
+    # with the heuristics' graph of the problem cached (a find listed its plans), no replay
+    g2, plan = cudnn_base.resolve(p, {"plan": "eng1"})
+    assert len(fake.graphs) == 3 and len(g2.plans) > 1 and plan.name == "eng1"

@@ -250,6 +250,28 @@ def test_direct_and_public_execute_agree():
 
 @pytest.mark.gpu
 @needs_frontend
+@pytest.mark.parametrize("direction", "FBW")
+@pytest.mark.parametrize("dtype,layout", [("FP32", "NCHW"), ("FP16", "NHWC")])
+def test_named_plan_is_replayed_without_heuristics(direction, dtype, layout):
+    """A stored plan name (a DB hit) is prepared alone, by engine id and knobs, in a process that has not
+    listed the problem's plans: the same plan (name, workspace), correct, launched directly."""
+    p = P(direction, n=2, c=16, k=24, in_size=(10, 12), filter_size=3, pads=1, layout=layout, dtype=dtype)
+    solver = BY_DIR[direction]
+    offered = cudnn_base.list_plans(p)[:3]
+    assert offered
+    for name, ws in offered:
+        cudnn_base.clear_cache()
+        g, plan = cudnn_base.resolve(p, {"plan": name})
+        assert [pl.name for pl in g.plans] == [name] and plan.name == name and plan.workspace == ws, \
+            (name, [pl.name for pl in g.plans])
+        assert len(cudnn_base._graphs) == 0     # the heuristics' graph was never built
+        err, tol = check_solver(solver, p, seed=_seed("replay", direction, dtype, name), config={"plan": name})
+        assert err <= tol, (name, err, tol)
+        assert g.invoker(plan).path == "direct"
+
+
+@pytest.mark.gpu
+@needs_frontend
 def test_unknown_plan_is_explained():
     p = P("F", n=1, c=8, k=8, in_size=(9, 9), filter_size=3, pads=1)
     with pytest.raises(ValueError, match="not offered"):
