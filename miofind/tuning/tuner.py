@@ -331,7 +331,8 @@ class Tuner:
             budget.note(times)
             return times
 
-        STRATEGIES[self.opts.strategy](space, default, evaluate, budget, self.rng)
+        STRATEGIES[self.opts.strategy](space, default, evaluate, budget, self.rng, problem=problem, solver=solver,
+                                       dbs=self.dbs, sm_count=dev.sm_count)
         ok = sorted((t, k) for k, (_, t) in results.items() if t < INF)
         nfail = sum(1 for _, t in results.values() if t == INF)
         if not ok:
