@@ -237,7 +237,9 @@ def main(argv=None):
         dev = current_device().name
     else:
         dev = previous["device"] + " (replayed on the CPU)"
-    res = {"device": dev, "host": platform.node(), "model_file": args.model, "model_version": model.version,
+    model_file = Path(args.model).resolve()
+    model_file = model_file.relative_to(ROOT) if model_file.is_relative_to(ROOT) else model_file
+    res = {"device": dev, "host": platform.node(), "model_file": str(model_file), "model_version": model.version,
            "model_heldout_presets": model.meta.get("heldout_presets"), "warmup": args.warmup, "iters": args.iters,
            "seeds": args.seeds, "batches": batches, "budget": BUDGET, "entries": [], "stopped": "",
            "wall_seconds": 0.0}
