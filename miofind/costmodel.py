@@ -733,12 +733,9 @@ def model_path_for(db_path) -> Path:
 _loaded: dict[Path, CostModel | None] = {}
 
 
-def model_for_db(db_path) -> CostModel | None:
-    """The model shipped next to a system FindDB file (cached per process); None when there is none
-    or it cannot be read (logged once)."""
-    if db_path is None:
-        return None
-    path = model_path_for(db_path)
+def _load_once(path: Path, consequence: str) -> CostModel | None:
+    """The model file at ``path``, read once per process; None when there is none or it cannot be
+    read (logged once, with ``consequence``)."""
     if path not in _loaded:
         model = None
         if path.is_file():
@@ -746,9 +743,17 @@ def model_for_db(db_path) -> CostModel | None:
                 model = CostModel.load(path)
                 log.debug("cost model %s (version %s)", path, model.version)
             except CostModelError as e:
-                log.warning("%s; immediate mode predicts from the nearest known problem", e)
+                log.warning("%s; %s", e, consequence)
         _loaded[path] = model
     return _loaded[path]
+
+
+def model_for_db(db_path) -> CostModel | None:
+    """The model shipped next to a system FindDB file (cached per process); None when there is none
+    or it cannot be read (logged once)."""
+    if db_path is None:
+        return None
+    return _load_once(model_path_for(db_path), "immediate mode predicts from the nearest known problem")
 
 
 def tune_model_path_for(db_path) -> Path:
@@ -758,7 +763,7 @@ def tune_model_path_for(db_path) -> Path:
     return p.with_name(p.name.removesuffix(".sqlite") + TUNE_MODEL_SUFFIX)
 
 
-_loaded_tune: dict[Path, CostModel | None] = {}
+_without_configs: set[Path] = set()
 
 
 def tune_model_for_db(db_path) -> CostModel | None:
@@ -767,20 +772,13 @@ def tune_model_for_db(db_path) -> CostModel | None:
     if db_path is None:
         return None
     path = tune_model_path_for(db_path)
-    if path not in _loaded_tune:
-        model = None
-        if path.is_file():
-            try:
-                model = CostModel.load(path)
-                if not model.config_keys:
-                    log.warning("cost model %s has no config features; it cannot order configs", path)
-                    model = None
-                else:
-                    log.debug("config-aware cost model %s (version %s)", path, model.version)
-            except CostModelError as e:
-                log.warning("%s; the tuner's model strategy cannot use it", e)
-        _loaded_tune[path] = model
-    return _loaded_tune[path]
+    model = _load_once(path, "the tuner's model strategy cannot use it")
+    if model is not None and not model.config_keys:
+        if path not in _without_configs:
+            _without_configs.add(path)
+            log.warning("cost model %s has no config features; it cannot order configs", path)
+        return None
+    return model
 
 
 def config_order(model, problem: ProblemDescription, solver, configs, sm_count: int = 132) -> list[int] | None:
