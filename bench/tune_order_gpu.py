@@ -164,7 +164,8 @@ def markdown(res: dict) -> str:
             f = lambda s, m: "-" if r[s][m] is None else f"{r[s][m]:.1f}"  # noqa: E731
             sl = lambda s: "-" if r[s]["budget_slowdown"] is None else f"{r[s]['budget_slowdown']:.3f}x"  # noqa: E731
             mark = "" if e["complete"] else " (incomplete sweep)"
-            lines.append(f"| {e['problem']}{mark} | {e['solver']}{' (model fell back to guided)' if e['model_fallback'] else ''} "
+            fell = " (model fell back to guided)" if e["model_fallback"] else ""
+            lines.append(f"| {e['problem']}{mark} | {e['solver']}{fell} "
                          f"| {e['swept']}/{e['space']} | {e['failed']} | {e['held_out']} "
                          f"| {f('guided', 'best_batch')} / {f('random', 'best_batch')} / {f('model', 'best_batch')} "
                          f"| {f('guided', 'within_2pct_batch')} / {f('random', 'within_2pct_batch')} / "

@@ -650,10 +650,10 @@ def db_train_model(db_url, device, out_path, folds, sm_count, configs):
         _fail(str(e))
     path = model.save(Path(out_path))
     n_prob = model.meta["problems"]
+    features = f"; config features: {','.join(model.config_keys)}" if configs else ""
     click.echo(f"trained on {model.meta['samples']} measured times of {n_prob} problems; model {model.version} "
                f"({len(model.trees.roots) - model.rank_trees} regression trees state the times, {model.rank_trees} "
-               f"LambdaRank trees order the solvers{'; config features: ' + ','.join(model.config_keys) if configs else ''}"
-               f") -> {path}")
+               f"LambdaRank trees order the solvers{features}) -> {path}")
     if cv is None:
         click.echo("cross-validation: not run" + (" (fewer problems than folds)" if folds else ""))
     else:

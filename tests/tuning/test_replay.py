@@ -91,7 +91,8 @@ def test_gpu_script_replays_a_sweep_file_on_the_cpu(tmp_path):
     sweep = {"device": "synthetic", "sweeps": [
         {"problem": name, "key": p.key(), "solver": s.id, "space": space, "times": times, "swept": len(space),
          "stopped": ""},
-        {"problem": name, "key": p.key(), "solver": s.id, "space": space, "times": times[:10] + [None] * (len(space) - 10),
+        {"problem": name, "key": p.key(), "solver": s.id, "space": space,
+         "times": times[:10] + [None] * (len(space) - 10),
          "swept": 10, "stopped": "time cap"}]}
     src = tmp_path / "sweep.json"
     src.write_text(json.dumps(sweep))
