@@ -614,20 +614,25 @@ def db_migrate_trust(db_url):
               help="Cross-validation folds over problems for the printed accuracy (0: none).")
 @click.option("--sm-count", default=132, show_default=True, type=click.IntRange(1, 100000),
               help="SM count of the device (scales the roofline times the model learns from).")
-def db_train_model(db_url, device, out_path, folds, sm_count):
+@click.option("--configs", is_flag=True,
+              help="Train the config-aware model the tuner's 'model' strategy orders configs by (the solvers' "
+                   "numeric config parameters as features, PerfDB default-config times beside the tuned ones; "
+                   "regression trees only), written as <db file>.tune.model.npz by default.")
+def db_train_model(db_url, device, out_path, folds, sm_count, configs):
     """Train the learned cost model of immediate mode from a FindDB's records (needs the 'model' extra:
     pip install 'miofind[model]'), print its cross-validated accuracy, write the model file. Shipped
-    as finddb/<arch>-<SMs>.model.npz next to the system DB, it ranks solvers on a DB miss."""
+    as finddb/<arch>-<SMs>.model.npz next to the system DB, it ranks solvers on a DB miss. With
+    --configs, the config-aware model of `miofind tune --strategy model` (next to the user or system DB)."""
     from pathlib import Path
 
-    from .costmodel import CostModelError, cross_validate, model_path_for, samples_from_db, train
+    from .costmodel import CostModelError, cross_validate, model_path_for, samples_from_db, train, tune_model_path_for
     from .db import FindDBError
 
     h = _open_ro(db_url)
     if out_path is None:
         if h.path is None:
             _fail(f"--out: needed for a FindDB that is not a SQLite file ({h.url})")
-        out_path = model_path_for(h.path)
+        out_path = (tune_model_path_for if configs else model_path_for)(h.path)
     try:
         samples = samples_from_db(h, device)
     except FindDBError as e:
@@ -637,15 +642,18 @@ def db_train_model(db_url, device, out_path, folds, sm_count):
     if not samples:
         _fail(f"--db {db_url}: no records{f' of device {device}' if device else ''} to train on")
     try:
-        cv = cross_validate(samples, folds, sm_count=sm_count) if folds else None
-        model = train(samples, sm_count=sm_count, source=str(db_url))
+        # the tuner orders configs by the regression's times: the config-aware model has no ranker
+        kw = {"configs": True, "rank_rounds": 0} if configs else {}
+        cv = cross_validate(samples, folds, sm_count=sm_count, **kw) if folds else None
+        model = train(samples, sm_count=sm_count, source=str(db_url), **kw)
     except CostModelError as e:
         _fail(str(e))
     path = model.save(Path(out_path))
     n_prob = model.meta["problems"]
+    features = f"; config features: {','.join(model.config_keys)}" if configs else ""
     click.echo(f"trained on {model.meta['samples']} measured times of {n_prob} problems; model {model.version} "
                f"({len(model.trees.roots) - model.rank_trees} regression trees state the times, {model.rank_trees} "
-               f"LambdaRank trees order the solvers) -> {path}")
+               f"LambdaRank trees order the solvers{features}) -> {path}")
     if cv is None:
         click.echo("cross-validation: not run" + (" (fewer problems than folds)" if folds else ""))
     else:

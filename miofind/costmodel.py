@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 FORMAT = 2          # 2: a ranking forest may follow the regression trees (meta "rank_trees")
 FORMATS = (1, 2)    # format 1 files (one regression forest) still load
 MODEL_SUFFIX = ".model.npz"
+TUNE_MODEL_SUFFIX = ".tune.model.npz"   # the config-aware model the tuner's "model" strategy orders by
 _FAMILIES = ("direct", "depthwise", "gemm", "winograd", "fft", "implicit_gemm", "cudnn", "")
 _FAMILY_COL = {f: i for i, f in enumerate(_FAMILIES)}
 _PROBLEM_FEATURES = (
@@ -732,12 +733,9 @@ def model_path_for(db_path) -> Path:
 _loaded: dict[Path, CostModel | None] = {}
 
 
-def model_for_db(db_path) -> CostModel | None:
-    """The model shipped next to a system FindDB file (cached per process); None when there is none
-    or it cannot be read (logged once)."""
-    if db_path is None:
-        return None
-    path = model_path_for(db_path)
+def _load_once(path: Path, consequence: str) -> CostModel | None:
+    """The model file at ``path``, read once per process; None when there is none or it cannot be
+    read (logged once, with ``consequence``)."""
     if path not in _loaded:
         model = None
         if path.is_file():
@@ -745,9 +743,56 @@ def model_for_db(db_path) -> CostModel | None:
                 model = CostModel.load(path)
                 log.debug("cost model %s (version %s)", path, model.version)
             except CostModelError as e:
-                log.warning("%s; immediate mode predicts from the nearest known problem", e)
+                log.warning("%s; %s", e, consequence)
         _loaded[path] = model
     return _loaded[path]
+
+
+def model_for_db(db_path) -> CostModel | None:
+    """The model shipped next to a system FindDB file (cached per process); None when there is none
+    or it cannot be read (logged once)."""
+    if db_path is None:
+        return None
+    return _load_once(model_path_for(db_path), "immediate mode predicts from the nearest known problem")
+
+
+def tune_model_path_for(db_path) -> Path:
+    """Where the config-aware model of a FindDB file lives: next to it, ``<name>.tune.model.npz``
+    (``miofind db train-model --configs`` writes it there)."""
+    p = Path(db_path)
+    return p.with_name(p.name.removesuffix(".sqlite") + TUNE_MODEL_SUFFIX)
+
+
+_without_configs: set[Path] = set()
+
+
+def tune_model_for_db(db_path) -> CostModel | None:
+    """The config-aware model next to a FindDB file (cached per process); None when there is none,
+    it cannot be read, or it has no config features (each logged once)."""
+    if db_path is None:
+        return None
+    path = tune_model_path_for(db_path)
+    model = _load_once(path, "the tuner's model strategy cannot use it")
+    if model is not None and not model.config_keys:
+        if path not in _without_configs:
+            _without_configs.add(path)
+            log.warning("cost model %s has no config features; it cannot order configs", path)
+        return None
+    return model
+
+
+def config_order(model, problem: ProblemDescription, solver, configs, sm_count: int = 132) -> list[int] | None:
+    """Indices of ``configs`` (of ``solver`` on ``problem``), predicted fastest first by ``model``'s
+    times (``predict_ms``; equal times keep the given order), or None when the model cannot tell
+    them apart: none of the configs' numeric parameters is a config feature of the model, or it
+    does not know the solver, or was not trained on this kind of problem (``CostModel.supports``)."""
+    if model is None or not configs:
+        return None
+    keys = set(numeric_config_keys(configs))
+    if not keys & set(model.config_keys) or not model.supports(problem, [solver.id]):
+        return None
+    times = model.predict_ms(problem, [(solver, c) for c in configs], sm_count)
+    return sorted(range(len(configs)), key=times.__getitem__)
 
 
 # -- accuracy ------------------------------------------------------------------------------------

@@ -164,6 +164,21 @@ class GpuMeasurer:
         return out
 
 
+def config_space(problem: ProblemDescription, solver: Solver, failed=frozenset()) -> list[dict]:
+    """The solver's valid configs on ``problem`` whose ``config_key`` is not in ``failed``, each once,
+    the default first: the space a strategy searches."""
+    conv = problem.as_conv()
+    default = solver.default_config(conv)
+    seen, space = set(), []
+    for c in ([default] if default else []) + list(solver.config_space(conv)):
+        k = config_key(c)
+        if k in seen or k in failed or not solver.is_valid_config(conv, c):
+            continue
+        seen.add(k)
+        space.append(c)
+    return space
+
+
 class Tuner:
     """Tunes problems on one device into ``dbs.user`` (reading tuned configs from both layers).
     ``measurer(problem)`` times configs (GpuMeasurer); ``finder(problem, solver_ids)`` benchmarks
@@ -287,16 +302,7 @@ class Tuner:
         khash = self._trust_key(solver)
         failed = {config_key(f.config) for f in self.dbs.user.failures(self.dev.db_name, problem.key(), solver.id)
                   if f.kernel_hash == khash}
-        conv = problem.as_conv()
-        default = solver.default_config(conv)
-        seen, space = set(), []
-        for c in ([default] if default else []) + list(solver.config_space(conv)):
-            k = config_key(c)
-            if k in seen or k in failed or not solver.is_valid_config(conv, c):
-                continue
-            seen.add(k)
-            space.append(c)
-        return space, len(failed)
+        return config_space(problem, solver, failed), len(failed)
 
     def tune_solver(self, problem: ProblemDescription, solver: Solver, measurer) -> Outcome:
         t0 = time.monotonic()
@@ -331,7 +337,8 @@ class Tuner:
             budget.note(times)
             return times
 
-        STRATEGIES[self.opts.strategy](space, default, evaluate, budget, self.rng)
+        STRATEGIES[self.opts.strategy](space, default, evaluate, budget, self.rng, problem=problem, solver=solver,
+                                       dbs=self.dbs, sm_count=dev.sm_count)
         ok = sorted((t, k) for k, (_, t) in results.items() if t < INF)
         nfail = sum(1 for _, t in results.values() if t == INF)
         if not ok:

@@ -21,7 +21,7 @@ def _neighbours(cfg, space, tried):
     return [i for _, i in sorted(near)]
 
 
-def search(space, default, evaluate, budget, rng):
+def search(space, default, evaluate, budget, rng, **_context):
     tried: set[int] = set()
     times: dict[int, float] = {}
 

@@ -1,7 +1,7 @@
 """Configs drawn without replacement (the default first), batch by batch, until the budget ends."""
 
 
-def search(space, default, evaluate, budget, rng):
+def search(space, default, evaluate, budget, rng, **_context):
     rest = [c for c in space if c != default]
     rng.shuffle(rest)
     order = ([default] if default in space else []) + rest
