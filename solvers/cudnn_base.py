@@ -290,7 +290,10 @@ class PlanGraph:
             else:
                 stage = f"create_execution_plan({replay})"
                 engine, knobs = parse_plan_name(replay)
-                g.create_execution_plan(engine, {cudnn.knob_type(k): v for k, v in knobs.items()})
+                knobs = frontend_knobs(cudnn, knobs)
+                if knobs is None:
+                    raise CudnnPlanError(f"plan {replay}: a knob the frontend cannot name")
+                g.create_execution_plan(engine, knobs)
             stage = "deselect_numeric_notes"
             notes = []
             for n in excluded_notes(p):
@@ -484,6 +487,27 @@ def parse_plan_name(name: str) -> tuple[int, dict[int, int]]:
     return int(m.group(1)), knobs
 
 
+# cudnnBackendKnobType_t (cudnn_backend.h) by number, as plan names carry knobs (``_k14=4``: STAGES = 4);
+# the frontend's ``cudnn.knob_type`` numbers its members otherwise and lacks some (USE_TEX, LDGC...)
+BACKEND_KNOBS = ("SPLIT_K", "SWIZZLE", "TILE_SIZE", "USE_TEX", "EDGE", "KBLOCK", "LDGA", "LDGB", "CHUNK_K", "SPLIT_H",
+                 "WINO_TILE", "MULTIPLY", "SPLIT_K_BUF", "TILEK", "STAGES", "REDUCTION_MODE", "CTA_SPLIT_K_MODE",
+                 "SPLIT_K_SLC", "IDX_MODE", "SLICED", "SPLIT_RS", "SINGLEBUFFER", "LDGC", "SPECFILT", "KERNEL_CFG",
+                 "WORKSPACE", "TILE_CGA", "TILE_CGA_M", "TILE_CGA_N", "BLOCK_SIZE", "OCCUPANCY",
+                 "ARRAY_SIZE_PER_THREAD", "NUM_C_PER_BLOCK", "SPLIT_COLS", "TILE_ROWS", "TILE_COLS", "LOAD_SIZE")
+
+
+def frontend_knobs(cudnn, knobs: dict[int, int]) -> dict | None:
+    """``{cudnn.knob_type member: value}`` for a plan name's backend knob numbers, or None where the
+    frontend has no member for one of them (that plan cannot be replayed through it)."""
+    out = {}
+    for k, v in knobs.items():
+        member = getattr(cudnn.knob_type, BACKEND_KNOBS[k], None) if 0 <= k < len(BACKEND_KNOBS) else None
+        if member is None:
+            return None
+        out[member] = v
+    return out
+
+
 # (device, problem, plan name) -> a graph holding only that plan, or None where replaying it failed
 _replays: collections.OrderedDict = collections.OrderedDict()
 
@@ -499,7 +523,8 @@ def _replay(problem: ProblemDescription, name: str) -> tuple[PlanGraph, CudnnPla
     if (dev, p) in _graphs or not hasattr(cudnn.pygraph, "create_execution_plan"):
         return None
     try:
-        parse_plan_name(name)
+        if frontend_knobs(cudnn, parse_plan_name(name)[1]) is None:
+            return None
     except ValueError:
         return None
     key = (dev, p, name)

@@ -523,7 +523,7 @@ def test_parse_plan_name():
 
 def test_a_named_plan_is_replayed_alone(fake, monkeypatch):
     monkeypatch.setattr(sys.modules["cudnn"], "pygraph", ReplayGraph)
-    monkeypatch.setattr(sys.modules["cudnn"], "knob_type", int, raising=False)
+    monkeypatch.setattr(sys.modules["cudnn"], "knob_type", types.SimpleNamespace(SPLIT_K=0, SWIZZLE=1), raising=False)
     p = P("F", n=2, c=4, k=4, in_size=(6, 6), filter_size=3, pads=1)
     g, plan = cudnn_base.resolve(p, {"plan": "eng5"})
     assert [pl.name for pl in g.plans] == ["eng5"] and plan.workspace == 256 and len(fake.graphs) == 1
@@ -536,3 +536,12 @@ def test_a_named_plan_is_replayed_alone(fake, monkeypatch):
     # with the heuristics' graph of the problem cached (a find listed its plans), no replay
     g2, plan = cudnn_base.resolve(p, {"plan": "eng1"})
     assert len(fake.graphs) == 3 and len(g2.plans) > 1 and plan.name == "eng1"
+
+
+def test_frontend_knobs_by_backend_number():
+    kt = types.SimpleNamespace(TILE_SIZE="T", STAGES="S", IDX_MODE="I")
+    m = types.SimpleNamespace(knob_type=kt)
+    assert cudnn_base.frontend_knobs(m, {2: 12, 14: 4, 18: 0}) == {"T": 12, "S": 4, "I": 0}
+    assert cudnn_base.frontend_knobs(m, {22: 0}) is None        # LDGC: no frontend member
+    assert cudnn_base.frontend_knobs(m, {99: 1}) is None
+    assert cudnn_base.frontend_knobs(m, {}) == {}
