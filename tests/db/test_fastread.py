@@ -227,16 +227,23 @@ def test_find_and_get_answer_from_the_db_through_fastread(user_db, monkeypatch):
     assert used == []
 
 
-def test_a_miss_stores_through_findb_as_before(user_db, monkeypatch):
+@pytest.fixture
+def measured(monkeypatch):
+    """Finds on DEV with benchmarking replaced: each benchmark's candidate ids are appended to the list
+    returned, and every candidate is stored as measured in 1 ms."""
     monkeypatch.setattr(find, "current_device", lambda *a: DEV)
     monkeypatch.setattr(api, "current_device", lambda *a: DEV)
-    measured = []
+    got = []
 
     def fake_benchmark(problem, cs, *a, **k):
-        measured.append([s.id for s in cs])
+        got.append([s.id for s in cs])
         return [api.Solution(s.id, s.algorithm, 1.0, 0, None, True, problem) for s in cs], [], False
 
     monkeypatch.setattr(find, "benchmark", fake_benchmark)
+    return got
+
+
+def test_a_miss_stores_through_findb_as_before(user_db, measured):
     r = api.find_solutions(P, mode="normal")     # the user DB lacks trusted records of four candidates
     assert r.source == "find" and r.stored and measured
     with FindDB(str(user_db)) as d:
@@ -283,19 +290,10 @@ def test_missing_file(tmp_path, monkeypatch):
     assert dbs.user is None and isinstance(dbs.system, fastread.Reader) and not p.parent.exists()
 
 
-def test_missing_user_db_is_created_by_the_first_miss_only(tmp_path, monkeypatch):
+def test_missing_user_db_is_created_by_the_first_miss_only(tmp_path, monkeypatch, measured):
     """A DB hit from the system DB leaves a user DB that does not exist alone; a miss creates it (FindDB)
     and stores there."""
     monkeypatch.setenv("MIOFIND_SYSTEM_DB", str(SHIPPED))
-    monkeypatch.setattr(find, "current_device", lambda *a: DEV)
-    monkeypatch.setattr(api, "current_device", lambda *a: DEV)
-    measured = []
-
-    def fake_benchmark(problem, cs, *a, **k):
-        measured.append([s.id for s in cs])
-        return [api.Solution(s.id, s.algorithm, 1.0, 0, None, True, problem) for s in cs], [], False
-
-    monkeypatch.setattr(find, "benchmark", fake_benchmark)
     p = tmp_path / "new" / "user.sqlite"
     r = api.find_solutions(shipped_keys(1)[0], mode="fast", db=str(p))
     assert r.source == "db" and r.db_layer == "system" and not p.parent.exists() and not measured
