@@ -218,10 +218,11 @@ class CudnnPlan:
 
 class PlanGraph:
     """A cuDNN graph for one problem on one device and its plans (deduplicated by name): every plan the
-    heuristics offer, or with ``replay`` only the plan of that name, appended by its engine id and knobs
-    (``create_execution_plan``) without running the heuristics (CudnnPlanError if it cannot be)."""
+    heuristics offer, or with ``replay`` (plan name, engine id, ``frontend_knobs``) only that plan, appended
+    by its engine id and knobs (``create_execution_plan``) without running the heuristics (CudnnPlanError
+    if it cannot be)."""
 
-    def __init__(self, problem: ProblemDescription, device: int, replay: str | None = None):
+    def __init__(self, problem: ProblemDescription, device: int, replay: tuple[str, int, dict] | None = None):
         self.problem = problem
         self.device = device
         self.specs = tensor_specs(problem)
@@ -236,7 +237,7 @@ class PlanGraph:
         return CudnnPlanError(f"{versions()}: {stage} failed for {self.problem.key()} ({desc}): "
                               f"{e.__class__.__name__}: {str(e).strip()}")
 
-    def _build_graph(self, replay: str | None = None) -> None:
+    def _build_graph(self, replay: tuple[str, int, dict] | None = None) -> None:
         p = self.problem
         cudnn = _cudnn()
         stage = "creating the graph"
@@ -288,11 +289,8 @@ class PlanGraph:
                 stage = f"create_execution_plans(heur_mode {'+'.join(HEURISTIC_MODES)})"
                 g.create_execution_plans([getattr(cudnn.heur_mode, m) for m in HEURISTIC_MODES])
             else:
-                stage = f"create_execution_plan({replay})"
-                engine, knobs = parse_plan_name(replay)
-                knobs = frontend_knobs(cudnn, knobs)
-                if knobs is None:
-                    raise CudnnPlanError(f"plan {replay}: a knob the frontend cannot name")
+                name, engine, knobs = replay
+                stage = f"create_execution_plan({name})"
                 g.create_execution_plan(engine, knobs)
             stage = "deselect_numeric_notes"
             notes = []
@@ -317,8 +315,8 @@ class PlanGraph:
             raise
         except Exception as e:
             raise self._fail(stage, e) from e
-        if replay is not None and [pl.name for pl in self.plans] != [replay]:
-            raise CudnnPlanError(f"{versions()}: replaying plan {replay} for {self.problem.key()} gave "
+        if replay is not None and [pl.name for pl in self.plans] != [replay[0]]:
+            raise CudnnPlanError(f"{versions()}: replaying plan {replay[0]} for {self.problem.key()} gave "
                                  f"{[pl.name for pl in self.plans]}")
         if not self.plans:
             raise CudnnPlanError(f"{versions()}: cuDNN heuristics offered no plan for {self.problem.key()}")
@@ -466,15 +464,19 @@ def plan_graph(problem: ProblemDescription) -> PlanGraph:
     _cudnn()
     key = (_device_id(), p)
     with _LOCK:
-        g = _graphs.get(key)
-        if g is None:
-            g = PlanGraph(p, key[0])
-            _graphs[key] = g
-            while len(_graphs) > MAX_GRAPHS:
-                _graphs.popitem(last=False)
-        else:
-            _graphs.move_to_end(key)
-        return g
+        return _lru(_graphs, key, lambda: PlanGraph(p, key[0]))
+
+
+def _lru(cache: collections.OrderedDict, key, make):
+    """``cache[key]``, made by ``make()`` on a miss (nothing is stored if it raises); beyond MAX_GRAPHS
+    entries the least recently used goes."""
+    if key in cache:
+        cache.move_to_end(key)
+        return cache[key]
+    value = cache[key] = make()
+    while len(cache) > MAX_GRAPHS:
+        cache.popitem(last=False)
+    return value
 
 
 def parse_plan_name(name: str) -> tuple[int, dict[int, int]]:
@@ -520,28 +522,29 @@ def _replay(problem: ProblemDescription, name: str) -> tuple[PlanGraph, CudnnPla
     p = problem.as_conv()
     cudnn = _cudnn()
     dev = _device_id()
-    if (dev, p) in _graphs or not hasattr(cudnn.pygraph, "create_execution_plan"):
+    if (dev, p) in _graphs:
+        return None
+    g = _lru(_replays, (dev, p, name), lambda: _replayed_graph(cudnn, p, dev, name))
+    return None if g is None else (g, g.plans[0])
+
+
+def _replayed_graph(cudnn, p: ProblemDescription, dev: int, name: str) -> PlanGraph | None:
+    """A graph of ``p`` with only the plan ``name``, built, or None: the frontend cannot append a plan by
+    engine and knobs, the name is no engine's, a knob has no frontend name, or it does not build."""
+    if not hasattr(cudnn.pygraph, "create_execution_plan"):
         return None
     try:
-        if frontend_knobs(cudnn, parse_plan_name(name)[1]) is None:
-            return None
+        engine, knobs = parse_plan_name(name)
     except ValueError:
         return None
-    key = (dev, p, name)
-    if key in _replays:
-        g = _replays[key]
-        _replays.move_to_end(key)
-    else:
-        try:
-            g = PlanGraph(p, dev, replay=name)
-            if not g.build(g.plans[0]).usable:
-                g = None
-        except Exception:
-            g = None
-        _replays[key] = g
-        while len(_replays) > MAX_GRAPHS:
-            _replays.popitem(last=False)
-    return None if g is None else (g, g.plans[0])
+    knobs = frontend_knobs(cudnn, knobs)
+    if knobs is None:
+        return None
+    try:
+        g = PlanGraph(p, dev, replay=(name, engine, knobs))
+        return g if g.build(g.plans[0]).usable else None
+    except Exception:
+        return None
 
 
 def clear_cache() -> None:
