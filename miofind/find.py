@@ -173,7 +173,9 @@ def candidates(problem: ProblemDescription, solver_ids=None, *, with_naive: bool
     (``Solver.is_reference``) are left out unless ``with_naive``, as MIOpen leaves its naive solvers
     out unless enabled: they verify the others and are far slower; they stay in where no other
     solver applies, so that such a problem still has a solution."""
-    pool = all_solvers() if solver_ids is None else [get_solver(s) for s in solver_ids]
+    # only the problem's direction's solvers (their modules imported on first use): the others' first
+    # guard would refuse it
+    pool = all_solvers(problem.as_conv().direction) if solver_ids is None else [get_solver(s) for s in solver_ids]
     cands, skipped = [], []
     for s in pool:
         try:

@@ -12,69 +12,92 @@ import importlib
 from .problem import ProblemDescription
 from .solver import Applicability, Solver, SolverInfo
 
-# (number, DB name, "module:Class" under miofind.solvers, or None once retired)
-_ROWS: tuple[tuple[int, str, str | None], ...] = (
-    (1, "ConvDirectNaiveConvFwd", "direct_naive_fwd:DirectNaiveFwd"),
-    (2, "ConvDirectNaiveConvBwd", "direct_naive_bwd:DirectNaiveBwd"),
-    (3, "ConvDirectNaiveConvWrw", "direct_naive_wrw:DirectNaiveWrw"),
-    (4, "ConvDirectTiledFwd", "direct_tiled_fwd:DirectTiledFwd"),
-    (5, "ConvWinograd3x3F23Fwd", "winograd_f23_fwd:WinogradF23Fwd"),
-    (6, "ConvWinograd3x3F43Fwd", "winograd_f43_fwd:WinogradF43Fwd"),
-    (7, "ConvWinograd3x3F23Bwd", "winograd_f23_bwd:WinogradF23Bwd"),
-    (8, "ConvWinograd3x3F43Bwd", "winograd_f43_bwd:WinogradF43Bwd"),
-    (9, "GemmFwd1x1_0_1", "gemm_fwd1x1:GemmFwd1x1"),
-    (10, "GemmFwdRest", "gemm_fwd_rest:GemmFwdRest"),
-    (11, "GemmBwd1x1_stride1", "gemm_bwd1x1:GemmBwd1x1"),
-    (12, "GemmBwdRest", "gemm_bwd_rest:GemmBwdRest"),
-    (13, "GemmWrw1x1_stride1", "gemm_wrw1x1:GemmWrw1x1"),
-    (14, "GemmWrwUniversal", "gemm_wrw_universal:GemmWrwUniversal"),
-    (15, "ConvCudnnFwd", "cudnn_fwd:ConvCudnnFwd"),
-    (16, "ConvCudnnBwd", "cudnn_bwd:ConvCudnnBwd"),
-    (17, "ConvCudnnWrw", "cudnn_wrw:ConvCudnnWrw"),
-    (18, "ConvFFTFwd", "fft_fwd:ConvFFTFwd"),
-    (19, "ConvFFTBwd", "fft_bwd:ConvFFTBwd"),
-    (20, "ConvDepthwiseFwd", "depthwise_fwd:DepthwiseFwd"),
-    (21, "ConvDepthwiseBwd", "depthwise_bwd:DepthwiseBwd"),
-    (22, "ConvDepthwiseWrw", "depthwise_wrw:DepthwiseWrw"),
-    (23, "ConvGroupedDirectFwd", "depthwise_grouped_fwd:GroupedDirectFwd"),
-    (24, "ConvGroupedDirectBwd", "depthwise_grouped_bwd:GroupedDirectBwd"),
-    (25, "ConvGroupedDirectWrw", "depthwise_grouped_wrw:GroupedDirectWrw"),
-    (26, "ConvImplicitGemmFwd", "implicit_gemm_fwd:ImplicitGemmFwd"),
-    (27, "ConvImplicitGemmBwd", "implicit_gemm_bwd:ImplicitGemmBwd"),
-    (28, "ConvImplicitGemmWrw", "implicit_gemm_wrw:ImplicitGemmWrw"),
-    (29, "ConvImplicitGemmHopperFwd", "implicit_gemm_hopper_fwd:ImplicitGemmHopperFwd"),
-    (30, "ConvImplicitGemmHopperBwd", "implicit_gemm_hopper_bwd:ImplicitGemmHopperBwd"),
-    (31, "ConvImplicitGemmHopperWrw", "implicit_gemm_hopper_wrw:ImplicitGemmHopperWrw"),
+# (number, DB name, "module:Class" under miofind.solvers or None once retired, the directions it
+# solves: its class's ``directions``, so that a find imports only its direction's modules)
+_ROWS: tuple[tuple[int, str, str | None, str], ...] = (
+    (1, "ConvDirectNaiveConvFwd", "direct_naive_fwd:DirectNaiveFwd", "F"),
+    (2, "ConvDirectNaiveConvBwd", "direct_naive_bwd:DirectNaiveBwd", "B"),
+    (3, "ConvDirectNaiveConvWrw", "direct_naive_wrw:DirectNaiveWrw", "W"),
+    (4, "ConvDirectTiledFwd", "direct_tiled_fwd:DirectTiledFwd", "F"),
+    (5, "ConvWinograd3x3F23Fwd", "winograd_f23_fwd:WinogradF23Fwd", "F"),
+    (6, "ConvWinograd3x3F43Fwd", "winograd_f43_fwd:WinogradF43Fwd", "F"),
+    (7, "ConvWinograd3x3F23Bwd", "winograd_f23_bwd:WinogradF23Bwd", "B"),
+    (8, "ConvWinograd3x3F43Bwd", "winograd_f43_bwd:WinogradF43Bwd", "B"),
+    (9, "GemmFwd1x1_0_1", "gemm_fwd1x1:GemmFwd1x1", "F"),
+    (10, "GemmFwdRest", "gemm_fwd_rest:GemmFwdRest", "F"),
+    (11, "GemmBwd1x1_stride1", "gemm_bwd1x1:GemmBwd1x1", "B"),
+    (12, "GemmBwdRest", "gemm_bwd_rest:GemmBwdRest", "B"),
+    (13, "GemmWrw1x1_stride1", "gemm_wrw1x1:GemmWrw1x1", "W"),
+    (14, "GemmWrwUniversal", "gemm_wrw_universal:GemmWrwUniversal", "W"),
+    (15, "ConvCudnnFwd", "cudnn_fwd:ConvCudnnFwd", "F"),
+    (16, "ConvCudnnBwd", "cudnn_bwd:ConvCudnnBwd", "B"),
+    (17, "ConvCudnnWrw", "cudnn_wrw:ConvCudnnWrw", "W"),
+    (18, "ConvFFTFwd", "fft_fwd:ConvFFTFwd", "F"),
+    (19, "ConvFFTBwd", "fft_bwd:ConvFFTBwd", "B"),
+    (20, "ConvDepthwiseFwd", "depthwise_fwd:DepthwiseFwd", "F"),
+    (21, "ConvDepthwiseBwd", "depthwise_bwd:DepthwiseBwd", "B"),
+    (22, "ConvDepthwiseWrw", "depthwise_wrw:DepthwiseWrw", "W"),
+    (23, "ConvGroupedDirectFwd", "depthwise_grouped_fwd:GroupedDirectFwd", "F"),
+    (24, "ConvGroupedDirectBwd", "depthwise_grouped_bwd:GroupedDirectBwd", "B"),
+    (25, "ConvGroupedDirectWrw", "depthwise_grouped_wrw:GroupedDirectWrw", "W"),
+    (26, "ConvImplicitGemmFwd", "implicit_gemm_fwd:ImplicitGemmFwd", "F"),
+    (27, "ConvImplicitGemmBwd", "implicit_gemm_bwd:ImplicitGemmBwd", "B"),
+    (28, "ConvImplicitGemmWrw", "implicit_gemm_wrw:ImplicitGemmWrw", "W"),
+    (29, "ConvImplicitGemmHopperFwd", "implicit_gemm_hopper_fwd:ImplicitGemmHopperFwd", "F"),
+    (30, "ConvImplicitGemmHopperBwd", "implicit_gemm_hopper_bwd:ImplicitGemmHopperBwd", "B"),
+    (31, "ConvImplicitGemmHopperWrw", "implicit_gemm_hopper_wrw:ImplicitGemmHopperWrw", "W"),
 )
+
+
+_BY_NUMBER = {row[0]: row for row in _ROWS}
+
+
+@functools.lru_cache(maxsize=None)
+def _load(number: int) -> Solver | None:
+    """The solver of registry row ``number`` (None once retired), its module imported on first use."""
+    _, sid, target, dirs = _BY_NUMBER[number]
+    if target is None:
+        return None
+    mod, cls = target.split(":")
+    solver = getattr(importlib.import_module(f"miofind.solvers.{mod}"), cls)()
+    if solver.id != sid:
+        raise RuntimeError(f"registry row {number}: class {cls} has id {solver.id!r}, registered as {sid!r}")
+    if solver.directions != frozenset(dirs):
+        raise RuntimeError(f"registry row {number}: class {cls} solves {''.join(sorted(solver.directions))}, "
+                           f"registered for {dirs}")
+    return solver
 
 
 @functools.lru_cache(maxsize=None)
 def registry() -> tuple[SolverInfo, ...]:
-    rows = []
-    for number, sid, target in _ROWS:
-        solver = None
-        if target is not None:
-            mod, cls = target.split(":")
-            solver = getattr(importlib.import_module(f"miofind.solvers.{mod}"), cls)()
-            if solver.id != sid:
-                raise RuntimeError(f"registry row {number}: class {cls} has id {solver.id!r}, registered as {sid!r}")
-        rows.append(SolverInfo(number, sid, solver))
-    return tuple(rows)
+    """Every row, every live solver's module imported."""
+    return tuple(SolverInfo(number, sid, _load(number)) for number, sid, _, _ in _ROWS)
 
 
-def solvers() -> list[Solver]:
-    """Every live solver, in registry order."""
-    return [r.solver for r in registry() if r.solver is not None]
+@functools.lru_cache(maxsize=None)
+def _live(direction: str | None) -> tuple[Solver, ...]:
+    return tuple(s for number, _, target, dirs in _ROWS
+                 if target is not None and (direction is None or direction in dirs)
+                 for s in (_load(number),))
+
+
+def solvers(direction: str | None = None) -> list[Solver]:
+    """Every live solver in registry order; with ``direction`` ("F", "B" or "W") only those that solve
+    it, importing no other solver's module."""
+    if direction not in (None, "F", "B", "W"):
+        raise ValueError(f"direction={direction!r}: expected 'F', 'B' or 'W'")
+    return list(_live(direction))
 
 
 def get_solver(solver_id: str | int) -> Solver:
-    """Look a solver up by DB name or number; ValueError naming the id if unknown or retired."""
-    for r in registry():
-        if r.id == solver_id or str(r.number) == str(solver_id):
-            if r.solver is None:
+    """Look a solver up by DB name or number; ValueError naming the id if unknown or retired. Imports
+    only that solver's module."""
+    for number, sid, target, _ in _ROWS:
+        if sid == solver_id or str(number) == str(solver_id):
+            if target is None:
                 raise ValueError(f"solver={solver_id!r}: retired")
-            return r.solver
-    raise ValueError(f"solver={solver_id!r}: unknown (known: {', '.join(r.id for r in registry())})")
+            return _load(number)
+    raise ValueError(f"solver={solver_id!r}: unknown (known: {', '.join(r[1] for r in _ROWS)})")
 
 
 def applicability_table(problem: ProblemDescription) -> list[tuple[Solver, Applicability]]:

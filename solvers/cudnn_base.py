@@ -7,8 +7,8 @@ plans are built on demand and executed by index. Numerical-note filters keep the
 FP32 with math "strict" never runs a tensor-core (TF32) or input-down-converting engine, and no
 engine may reduce in less than FP32.
 
-Nothing here imports ``cudnn`` or touches the GPU before a solution is asked for, except the cached
-``import cudnn`` probe behind applicability.
+Nothing here imports ``cudnn`` or touches the GPU before a graph is built: applicability and the
+trust key read the installed package and libcudnn's version without the import.
 """
 
 from __future__ import annotations
@@ -37,29 +37,72 @@ class CudnnPlanError(RuntimeError):
     """cuDNN could not build or run a graph or plan; the message names the problem, stage and versions."""
 
 
-# -- is the frontend importable? (cached: applicability must stay fast) ------------------------
+# -- is the frontend there? (cached: applicability must stay fast) --------------------------------
+#
+# Applicability and the trust key need only whether the frontend is installed and the two versions.
+# A process answered from the FindDB never builds a graph, so neither imports ``cudnn`` (30 ms): the
+# installed package is found by its spec, its version read from its ``__init__.py``, and the backend
+# version asked of the libcudnn the frontend will load (its own search order, ``_backend_library``).
+# The first real use imports the frontend (``_cudnn``); should that fail, or report other versions,
+# the status and the versions are corrected there and the trust keys recomputed.
 
-_status: tuple[bool, str] | None = None
+_status: tuple[bool, str] | None = None        # from the spec (cheap) or the import (final)
+_imported: tuple[bool, str] | None = None      # from the import
+_versions: dict[str, str | None] | None = None
 _status_lock = threading.Lock()
+_VERSION_RE = re.compile(r"""^__version__\s*=\s*["']([^"']+)["']""", re.M)
 
 
 def frontend_status() -> tuple[bool, str]:
-    """(available, reason). The reason is exactly NOT_INSTALLED when there is no ``cudnn`` module."""
+    """(available, reason). The reason is exactly NOT_INSTALLED when there is no ``cudnn`` module.
+    Does not import the frontend unless a module named ``cudnn`` is already imported."""
     global _status
     st = _status
     if st is None:
         with _status_lock:
             if _status is None:
-                _status = _probe_frontend()
+                _status = _imported if _imported is not None else _probe_spec()
             st = _status
     return st
 
 
 def reset_frontend_status() -> None:
-    """Forget the cached import probe (tests; after installing the frontend in-process)."""
-    global _status
+    """Forget the cached probes and versions, and the trust keys made with them (tests; after
+    installing the frontend in-process)."""
+    global _status, _imported, _versions
+    from miofind import trust
     with _status_lock:
-        _status = None
+        _status = _imported = _versions = None
+    trust.trust_key.cache_clear()
+
+
+def _frontend_dir() -> str | None:
+    """The installed frontend package's folder, found without importing it (None: no regular
+    package named ``cudnn``)."""
+    import importlib.util
+    try:
+        spec = importlib.util.find_spec("cudnn")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or not spec.has_location or not spec.submodule_search_locations:
+        return None     # not installed, a namespace package (such as tests/cudnn) or a plain module
+    return os.path.dirname(spec.origin)
+
+
+def _probe_spec() -> tuple[bool, str]:
+    if "cudnn" in sys.modules:     # imported already (or blocked): the import's answer costs nothing
+        return _probe_frontend()
+    where = _frontend_dir()
+    if where is None:
+        return False, NOT_INSTALLED
+    try:
+        names = os.listdir(where)
+    except OSError as e:
+        return False, f"{NOT_INSTALLED} (cannot list {where}: {e})"
+    if not any(n.startswith("_compiled_module") for n in names):
+        return False, (f"{NOT_INSTALLED} (the package 'cudnn' at {where} has no compiled module; expected "
+                       "nvidia-cudnn-frontend)")
+    return True, ""
 
 
 def _probe_frontend() -> tuple[bool, str]:
@@ -83,25 +126,107 @@ def _probe_frontend() -> tuple[bool, str]:
 
 
 def _cudnn():
-    ok, why = frontend_status()
-    if not ok:
-        raise CudnnPlanError(why)
+    """The imported frontend (CudnnPlanError with the reason when it cannot be used)."""
+    global _status, _imported
+    st = _imported
+    if st is None:
+        with _status_lock:
+            if _imported is None:
+                _imported = _probe_frontend()
+                if _status != _imported:
+                    _status = _imported
+            st = _imported
+        if st[0]:
+            _check_versions()
+    if not st[0]:
+        raise CudnnPlanError(st[1])
     import cudnn
     return cudnn
 
 
-def library_versions() -> dict[str, str | None]:
-    """{"cudnn": backend version, "cudnn_frontend": frontend version}, None where unreadable
-    (never raises)."""
+def _backend_library():
+    """The libcudnn that ``import cudnn`` loads, by the frontend's own order (its ``_dlopen_cudnn``):
+    a libcudnn.so.9 or libcudnn.so in an LD_LIBRARY_PATH folder, the nvidia-cudnn wheel's in
+    site-packages, then the loader's search for libcudnn.so.9. None where none loads."""
+    import ctypes
+    import glob
+    import sysconfig
+    for folder in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep):
+        for name in ("libcudnn.so.9", "libcudnn.so") if folder else ():
+            path = os.path.join(folder, name)
+            if os.path.exists(path):
+                return ctypes.CDLL(path)
+    purelib = sysconfig.get_path("purelib")
+    for sub in ("nvidia/cudnn/lib", "nvidia/cudnn_jit/lib"):
+        found = glob.glob(os.path.join(purelib, sub, "libcudnn.so.*[0-9]"))
+        if found:
+            return ctypes.CDLL(found[0]) if len(found) == 1 else None
+    for name in ("libcudnn.so.9", "libcudnn.so"):
+        try:
+            return ctypes.CDLL(name)
+        except OSError:
+            continue
+    return None
+
+
+def _versions_unimported() -> dict[str, str | None]:
+    fe = be = None
+    where = _frontend_dir()
+    if where is not None:
+        try:
+            with open(os.path.join(where, "__init__.py"), encoding="utf-8") as fh:
+                m = _VERSION_RE.search(fh.read())
+            fe = m.group(1) if m else None
+        except OSError:
+            pass
     try:
-        cudnn = _cudnn()
-    except Exception:
-        return {"cudnn": None, "cudnn_frontend": None}
+        import ctypes
+        lib = _backend_library()
+        if lib is not None:
+            lib.cudnnGetVersion.restype = ctypes.c_size_t
+            be = str(int(lib.cudnnGetVersion()))
+    except (OSError, AttributeError):
+        pass
+    return {"cudnn": be, "cudnn_frontend": fe}
+
+
+def _versions_imported(cudnn) -> dict[str, str | None]:
     try:
         be = str(cudnn.backend_version())
     except Exception:
         be = None
     return {"cudnn": be, "cudnn_frontend": getattr(cudnn, "__version__", None)}
+
+
+def _check_versions() -> None:
+    """After the import: the versions the trust keys used must be the frontend's own; where they
+    were not, they are replaced and every cached trust key recomputed."""
+    global _versions
+    import cudnn
+    real = _versions_imported(cudnn)
+    if _versions is not None and _versions != real:
+        from miofind import trust
+        trust.trust_key.cache_clear()
+    _versions = real
+
+
+def library_versions() -> dict[str, str | None]:
+    """{"cudnn": backend version, "cudnn_frontend": frontend version}, None where unreadable
+    (never raises). Read without importing the frontend until something has imported it."""
+    global _versions
+    v = _versions
+    if v is None:
+        if not frontend_status()[0]:
+            v = {"cudnn": None, "cudnn_frontend": None}
+        elif _imported is not None or "cudnn" in sys.modules:
+            try:
+                v = _versions_imported(_cudnn())
+            except Exception:
+                v = {"cudnn": None, "cudnn_frontend": None}
+        else:
+            v = _versions_unimported()
+        _versions = v
+    return dict(v)
 
 
 def versions() -> str:

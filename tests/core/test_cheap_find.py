@@ -38,7 +38,7 @@ def test_naive_solvers_are_candidates_only_when_asked_for(direction):
 def test_naive_solver_stays_where_nothing_else_applies(monkeypatch):
     others = [s for s in find.all_solvers() if not s.is_reference]
     naive = get_solver(NAIVE["F"])
-    monkeypatch.setattr(find, "all_solvers", lambda: [naive] + [s for s in others if s.family == "fft"])
+    monkeypatch.setattr(find, "all_solvers", lambda direction=None: [naive] + [s for s in others if s.family == "fft"])
     q = ProblemDescription.make("F", n=2, c=8, k=8, in_size=(9, 9), filter_size=3, strides=2)  # FFT: stride 1 only
     assert not any(s.applicability(q) for s in others if s.family == "fft")
     assert [s.id for s in find.candidates(q)[0]] == [naive.id]

@@ -24,6 +24,36 @@ def test_lookup_by_name_and_number():
         get_solver("NoSuchSolver")
 
 
+def test_declared_directions_and_direction_lists():
+    # registry() checks each row's declared directions against its class (RuntimeError otherwise)
+    live = [r.solver for r in registry() if r.solver is not None]
+    for d in "FBW":
+        assert solvers(d) == [s for s in live if d in s.directions]
+    assert solvers() == live
+    with pytest.raises(ValueError, match="direction='X'"):
+        solvers("X")
+
+
+def test_candidates_import_only_their_direction(tmp_path):
+    """A new process listing the candidates of a W problem imports no forward or backward solver."""
+    import os
+    import subprocess
+    import sys
+
+    import miofind
+    root = os.path.dirname(os.path.dirname(os.path.abspath(miofind.__file__)))
+    code = ("import sys; from miofind.find import candidates; from miofind.problem import ProblemDescription as P\n"
+            "c, _ = candidates(P.make('W', n=2, c=8, k=8, in_size=(9, 9), pads=1))\n"
+            "mods = sorted(m for m in sys.modules if m.startswith('miofind.solvers.'))\n"
+            "print(len(c), ' '.join(mods))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=str(tmp_path), env={**os.environ, "PYTHONPATH": root}).stdout.split()
+    n, mods = int(out[0]), out[1:]
+    assert n >= 3
+    solver_mods = {m.rsplit(".", 1)[1] for m in mods} & {t.split(":")[0] for _, _, t, _ in _ROWS if t}
+    assert solver_mods and all(m.endswith(("_wrw", "wrw1x1", "wrw_universal")) for m in solver_mods), solver_mods
+
+
 def test_kernel_sources_exist():
     for s in solvers():
         files = getattr(s, "kernel_files", ())

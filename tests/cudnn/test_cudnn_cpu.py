@@ -103,6 +103,68 @@ def test_namespace_package_is_not_the_frontend(monkeypatch, tmp_path):
         cudnn_base.reset_frontend_status()
 
 
+def _installed(tmp_path, monkeypatch, body: str, compiled: bool = True):
+    """A package named cudnn on sys.path, as pip installs the frontend (``__init__.py``, a compiled
+    module beside it), not imported yet."""
+    pkg = tmp_path / "site" / "cudnn"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(body)
+    if compiled:
+        (pkg / "_compiled_module.cpython-312-x86_64-linux-gnu.so").write_bytes(b"")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.delitem(sys.modules, "cudnn", raising=False)
+    cudnn_base.reset_frontend_status()
+
+
+def test_installed_frontend_found_without_importing_it(monkeypatch, tmp_path):
+    _installed(tmp_path, monkeypatch, '__version__ = "9.8.7"\nraise RuntimeError("imported")\n')
+    monkeypatch.setattr(cudnn_base, "_backend_library", lambda: None)
+    try:
+        assert cudnn_base.frontend_status() == (True, "")
+        assert SOLVERS[0].applicability(P("F", n=1, c=4, k=4, in_size=(8, 8)))
+        assert cudnn_base.library_versions() == {"cudnn": None, "cudnn_frontend": "9.8.7"}
+        assert "cudnn" not in sys.modules
+        # the first real use imports it; the import's failure becomes the status, with its reason
+        with pytest.raises(cudnn_base.CudnnPlanError, match="import cudnn failed: RuntimeError: imported"):
+            cudnn_base._cudnn()
+        ok, why = cudnn_base.frontend_status()
+        assert not ok and "imported" in why
+        assert not SOLVERS[0].applicability(P("F", n=1, c=4, k=4, in_size=(8, 8)))
+    finally:
+        sys.modules.pop("cudnn", None)
+        cudnn_base.reset_frontend_status()
+
+
+def test_installed_package_without_compiled_module(monkeypatch, tmp_path):
+    _installed(tmp_path, monkeypatch, '__version__ = "1.0"\n', compiled=False)
+    try:
+        ok, why = cudnn_base.frontend_status()
+        assert not ok and why.startswith("cuDNN frontend not installed (") and "compiled module" in why
+        assert "cudnn" not in sys.modules
+    finally:
+        cudnn_base.reset_frontend_status()
+
+
+def test_versions_read_unimported_are_corrected_by_the_import(monkeypatch, tmp_path):
+    from miofind import trust
+    body = ('__version__ = "1.2.3"\nclass pygraph: pass\ndef backend_version():\n    return 91900\n')
+    _installed(tmp_path, monkeypatch, body)
+
+    # what ctypes loads reports another backend than the import does
+    lib = types.SimpleNamespace(cudnnGetVersion=lambda: 90100)
+    monkeypatch.setattr(cudnn_base, "_backend_library", lambda: lib)
+    try:
+        assert cudnn_base.library_versions() == {"cudnn": "90100", "cudnn_frontend": "1.2.3"}
+        before = trust.trust_key(SOLVERS[0])
+        assert "cudnn=90100" in before and "cudnn" not in sys.modules
+        cudnn_base._cudnn()
+        assert cudnn_base.library_versions() == {"cudnn": "91900", "cudnn_frontend": "1.2.3"}
+        assert "cudnn=91900" in trust.trust_key(SOLVERS[0])
+    finally:
+        sys.modules.pop("cudnn", None)
+        cudnn_base.reset_frontend_status()
+
+
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_tensor_specs_match_memory_layouts(shape):
     """dims are N,C,(D),H,W (weights K,C/G,(Z),Y,X); strides are those of the layout's dense array."""
