@@ -1,4 +1,10 @@
-"""Device probe: where the first find's time goes in a new process (not committed)."""
+"""Where the first find's time goes in a new process, on the GPU (issue 14): new processes with CUDA up,
+each printing one line: ``versions`` (cuDNN's versions read without importing the frontend, against
+the imported frontend's), ``cudnn`` (the frontend's import alone), ``plain`` (import miofind, then
+``find_solutions`` of one shipped-DB problem), ``prof`` (the same under cProfile, 45 entries).
+
+    python3 bench/firstfind_probe.py
+"""
 import cProfile, io, json, os, pstats, subprocess, sys, tempfile, time
 CHILD = r'''
 import sys, time, cProfile, pstats, io
