@@ -332,10 +332,22 @@ class ImplicitGemmHopperBase(Solver):
     def workspace_bytes(self, problem: ProblemDescription, config=None) -> int:
         """The FP32 partial planes of a split config (the default config when None); 0 unsplit."""
         p = problem.as_conv()
-        cfg = dict(config) if config else self.default_config(p)
+        cfg = self.config_of(p, config)
         return partial_bytes(self.forward_problem(p), cfg)
 
+    def legacy_config(self, config):
+        """A forward config written before split-K (no SPLITK: stored records, tuned PerfDB entries) as
+        the config it ran, SPLITK = 1; any other value unchanged."""
+        if isinstance(config, dict) and self.config_keys == KEYS and set(config) == set(KEYS) - {"SPLITK"}:
+            return {**config, "SPLITK": 1}
+        return config
+
+    def config_of(self, problem: ProblemDescription, config) -> dict:
+        """``config`` as given (legacy_config), or the default config of ``problem`` when None or empty."""
+        return dict(self.legacy_config(config)) if config else self.default_config(problem)
+
     def is_valid_config(self, problem: ProblemDescription, config) -> bool:
+        config = self.legacy_config(config)
         if not isinstance(config, dict) or set(config) != set(self.config_keys):
             return False
         if any(not isinstance(v, int) or isinstance(v, bool) for v in config.values()):
@@ -344,7 +356,7 @@ class ImplicitGemmHopperBase(Solver):
 
     def get_solution(self, problem: ProblemDescription, config=None) -> ConvSolution:
         p = problem.as_conv()
-        cfg = dict(config) if config else self.default_config(p)
+        cfg = self.config_of(p, config)
         if not self.is_valid_config(p, cfg):
             raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
         kernels, smem = forward_kernels(p, cfg, self.source, self.kernel_name)

@@ -76,13 +76,13 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
     def workspace_bytes(self, problem: ProblemDescription, config=None) -> int:
         """The flipped filter, then a split config's FP32 partial planes (the default config when None)."""
         p = problem.as_conv()
-        cfg = dict(config) if config else self.default_config(p)
+        cfg = self.config_of(p, config)
         return self.flip_bytes(p) + partial_bytes(forward_view(p), cfg)
 
     def get_solution(self, problem: ProblemDescription, config=None) -> ConvSolution:
         p = problem.as_conv()
         pf = forward_view(p)
-        cfg = dict(config) if config else self.default_config(p)
+        cfg = self.config_of(p, config)
         if not self.is_valid_config(p, cfg):
             raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
         fwd, smem = forward_kernels(pf, cfg, self.source, self.kernel_name)

@@ -371,7 +371,13 @@ def test_split_configs_valid():
     p64 = _nhwc(**R50_LARGE_3x3)
     per = {"BM": 128, "BN": 64, "WGS": 2, "STAGES": 8, "PERSIST": 1}
     assert FWD.is_valid_config(p64, dict(per, SPLITK=1)) and not FWD.is_valid_config(p64, dict(per, SPLITK=2))
-    assert not FWD.is_valid_config(p, {k: v for k, v in base.items() if k != "SPLITK"})     # SPLITK is required
+    # a config written before split-K (stored records, tuned PerfDB entries) reads as the unsplit kernel it ran
+    legacy = {k: v for k, v in base.items() if k != "SPLITK"}
+    assert FWD.is_valid_config(p, legacy) and BWD.is_valid_config(_b(**R50_SMALL_3x3), legacy)
+    sol = FWD.get_solution(p, legacy)
+    assert sol.config == base and len(sol.kernels) == 1 and FWD.workspace_bytes(p, legacy) == 0
+    assert not FWD.is_valid_config(p, {k: v for k, v in base.items() if k != "PERSIST"})
+    assert not WRW.is_valid_config(_w(**R50_SMALL_3x3), {"BM": 64, "BN": 128, "WGS": 1, "STAGES": 5})   # W's own keys
     # effective chunks: none empty, together they cover the 72 K tiles; odd counts where asked
     for sk in (1, 2, 3, 5, 7, 50, 72, 128):
         eff, per_ = hb.split_geometry(p, sk)
