@@ -14,11 +14,15 @@ import json
 import math
 import time
 
-ALTS = tuple({"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": per} for bm, bn, wgs, st, per in (
+ALTS = tuple({"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": per, "SPLITK": 1} for bm, bn, wgs, st, per in (
     (128, 64, 2, 4, 0), (128, 64, 2, 3, 0), (256, 64, 2, 4, 0), (128, 128, 2, 3, 0), (128, 128, 2, 4, 0),
     (128, 256, 2, 3, 0), (64, 128, 1, 4, 0), (64, 64, 1, 4, 0), (128, 128, 1, 3, 0),
     (128, 64, 2, 8, 1), (128, 64, 2, 6, 1), (128, 64, 2, 4, 1), (64, 64, 1, 8, 1), (128, 128, 2, 4, 1),
     (64, 128, 1, 6, 1)))
+# F and B split-K alternatives on small grids: these tiles at splits 2, 3, 4, 6 and the tile's default split,
+# half and twice it (implicit_gemm_hopper_base.default_split)
+SPLIT_TILES = ((128, 64, 2, 4), (128, 128, 2, 3), (64, 64, 1, 4), (64, 128, 1, 4))
+SPLITS = (2, 3, 4, 6)
 
 SOLVERS = {  # direction: (cuDNN, Ampere implicit GEMM, Hopper)
     "F": ("ConvCudnnFwd", "ConvImplicitGemmFwd", "ConvImplicitGemmHopperFwd"),
@@ -28,10 +32,28 @@ SOLVERS = {  # direction: (cuDNN, Ampere implicit GEMM, Hopper)
 
 
 def alt_configs(hop, p):
-    """Alternative configs timed with --alts: the forward list (F and B, B through its forward view);
-    for W, a few tiles at the default split, half and twice it, and unsplit."""
+    """Alternative configs timed with --alts: the forward list (F and B, B through its forward view) and,
+    where the grid of a split tile is small, its split variants; for W, a few tiles at the default split,
+    half and twice it, and unsplit."""
     if p.direction != "W":
-        return [c for c in ALTS if hop.is_valid_config(p, c)]
+        from miofind.solvers import implicit_gemm_hopper_base as hb
+        from miofind.solvers.implicit_gemm_hopper_bwd import forward_view
+        pf = forward_view(p) if p.direction == "B" else p
+        d = hop.default_config(p)
+        out = [c for c in ALTS if c != d and hop.is_valid_config(p, c)]
+        for bm, bn, wgs, st in SPLIT_TILES:
+            base = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": 0, "SPLITK": 1}
+            if not hop.is_valid_config(p, base) or not hb.small_grid(pf, base):
+                continue
+            ds = hb.default_split(pf, base)
+            effs = {hb.split_geometry(pf, c["SPLITK"])[0] for c in out if {**c, "SPLITK": 1} == base}
+            for s in (*SPLITS, ds, max(1, ds // 2), 2 * ds):
+                c = dict(base, SPLITK=s)
+                eff = hb.split_geometry(pf, s)[0]
+                if c != d and eff not in effs and hop.is_valid_config(p, c):
+                    effs.add(eff)
+                    out.append(c)
+        return out
     from miofind.solvers.implicit_gemm_hopper_wrw import default_split
     d = hop.default_config(p)
     out = []

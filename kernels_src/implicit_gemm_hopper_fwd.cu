@@ -18,6 +18,11 @@
 // goes through its own shared buffer while the next tile's loads are in flight.
 // Grid (PERSIST = 0): x = M tiles x N tiles, N tiles fastest. Output NHWC dense (y offset of (m, k) = m*K + k), FP32 rounded to data_t,
 // staged in shared memory and stored 16 bytes at a time (K % 8 == 0).
+// Split-K (PERSIST = 0 only): grid.y = SPLITK chunks of KT_PER consecutive K tiles (the last may be
+// shorter, none empty). With SPLITK > 1 a block stages its FP32 partial tile in shared memory and
+// stores it 16 bytes at a time to ws[chunk][m][k] (an M x K plane per chunk, 64-bit offsets), and
+// igemm_hopper_fwd_reduce sums the chunks in chunk order (deterministic, no atomics) and writes y.
+// SPLITK = 1 builds the unsplit kernel (chunk = all K tiles, direct epilogue; ws is not touched).
 #include "implicit_gemm_hopper.cuh"
 
 #ifndef BM
@@ -34,6 +39,16 @@
 #endif
 #ifndef PERSIST
 #define PERSIST 0       // 1: persistent blocks over M tiles, all of B resident in shared memory (N <= BN)
+#endif
+
+#ifndef SPLITK
+#define SPLITK 1        // effective reduction chunks (grid.y); the host derives it from the tunable
+#endif
+#ifndef KT_PER
+#define KT_PER KTILES   // 64-deep K tiles per chunk (SPLITK > 1)
+#endif
+#ifndef RED_BLOCK
+#define RED_BLOCK 256   // threads of a reduce block
 #endif
 
 #ifndef MIN_BLOCKS
@@ -62,6 +77,11 @@ static_assert(WG_M * BN <= 256, "at most 128 accumulators per thread");
 static_assert(STAGES >= 3, "prefetch distance STAGES - 2 >= 1");
 static_assert(PERSIST || BM * (BN + 8) * 2 <= STAGES * STAGE_BYTES, "the staged output tile fits the pipeline's buffers");
 static_assert(!PERSIST || NTILES_N == 1, "persistent blocks cover all of N");
+static_assert(SPLITK >= 1 && (SPLITK == 1 || !PERSIST), "split-K with non-persistent blocks only");
+static_assert(SPLITK == 1 || (KT_PER >= 1 && (SPLITK - 1) * KT_PER < KTILES && SPLITK * KT_PER >= KTILES),
+              "SPLITK chunks of KT_PER K tiles cover the K tiles, none empty");
+static_assert(SPLITK == 1 || BM * (BN + 8) * 4 <= STAGES * STAGE_BYTES, "the staged FP32 partial tile fits the pipeline's buffers");
+static_assert(P_K % 8 == 0, "16-byte chunks of output channels");
 static_assert(BM % RSTEP == 0 && BN % RSTEP == 0, "loader rows");
 static_assert(P_C % 8 == 0, "16-byte chunks of channels");
 static_assert(XS_C == 1 && WS_C == 1 && YS_C == 1, "channels-last x, w and y");
@@ -195,6 +215,40 @@ __device__ __forceinline__ void store_tile(data_t* __restrict__ y, const data_t*
     }
 }
 
+// Split-K: accumulators -> shared FP32 tile cf ([BM][BN + 8] floats; same fragment walk as acc_to_smem).
+// With the 8-float row padding the float2 stores of a half-warp (rows l/4 of 0..3) hit 32 distinct banks.
+#define LDF (BN + 8)
+__device__ __forceinline__ void acc_to_smem_f32(float (&acc)[WG_M][BN / 2], float* cf, int t)
+{
+    const int wg = t >> 7, wi = (t & 127) >> 5, l = t & 31;
+#pragma unroll
+    for(int i = 0; i < WG_M; ++i)
+#pragma unroll
+        for(int h = 0; h < 2; ++h)
+        {
+            const int r = (wg * WG_M + i) * 64 + wi * 16 + (l >> 2) + h * 8;
+#pragma unroll
+            for(int j = 0; j < BN / 8; ++j)
+                *reinterpret_cast<float2*>(cf + r * LDF + j * 8 + (l & 3) * 2) =
+                    make_float2(acc[i][4 * j + 2 * h], acc[i][4 * j + 2 * h + 1]);
+        }
+}
+
+// Shared FP32 tile -> this chunk's partial plane (M x K floats, row m at m * K), 16 bytes (4 channels)
+// per store: consecutive threads take consecutive 16-byte pieces of a row (BN / 4 per row).
+__device__ __forceinline__ void store_partial(float* __restrict__ part, const float* cf, index_t m0, int n0, int t)
+{
+    constexpr int CPR = BN / 4;
+#pragma unroll
+    for(int q = t; q < BM * CPR; q += NT)
+    {
+        const int r = q / CPR, c4 = (q % CPR) * 4;
+        const long long m = (long long)m0 + r;
+        if(m < GEMM_M && n0 + c4 < GEMM_N)
+            *reinterpret_cast<float4*>(part + m * GEMM_N + n0 + c4) = *reinterpret_cast<const float4*>(cf + r * LDF + c4);
+    }
+}
+
 __device__ __forceinline__ void zero_acc(float (&acc)[WG_M][BN / 2])
 {
 #pragma unroll
@@ -212,7 +266,8 @@ __device__ __forceinline__ void fence_acc(float (&acc)[WG_M][BN / 2])
 }
 
 extern "C" __global__ void __launch_bounds__(NT, MIN_BLOCKS)
-igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, data_t* __restrict__ y)
+igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, data_t* __restrict__ y,
+                 float* __restrict__ ws)
 {
     extern __shared__ unsigned char smem_raw[];
     const u32 sbase = (smem_u32(smem_raw) + 1023u) & ~1023u;
@@ -231,18 +286,26 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
     const int n0 = (int)(blockIdx.x % NTILES_N) * BN;
     ARows ar;
     ar.init(m0, r0);
+#if SPLITK > 1
+    // this block's chunk: K tiles [kt0, kt0 + nkt)
+    const int kt0 = (int)blockIdx.y * KT_PER;
+    const int nkt = KTILES - kt0 < KT_PER ? KTILES - kt0 : KT_PER;
+#else
+    constexpr int kt0 = 0;
+    constexpr int nkt = KTILES;
+#endif
 
 #pragma unroll
     for(int s = 0; s < STAGES - 2; ++s)
     {
-        if(s < KTILES)
+        if(s < nkt)
         {
-            load_a(x, ar, s, sbase + s * STAGE_BYTES, r0, ch);
-            load_b(w, n0, s, sbase + s * STAGE_BYTES + A_BYTES, r0, ch);
+            load_a(x, ar, kt0 + s, sbase + s * STAGE_BYTES, r0, ch);
+            load_b(w, n0, kt0 + s, sbase + s * STAGE_BYTES + A_BYTES, r0, ch);
         }
         cp_async_commit();
     }
-    for(int kt = 0; kt < KTILES; ++kt)
+    for(int kt = 0; kt < nkt; ++kt)
     {
         cp_async_wait<STAGES - 3>();
         fence_proxy_async();
@@ -251,11 +314,11 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
         mma_tile(acc, sa, sa + A_BYTES, wg);
         // refill the buffer of tile kt - 2: every warpgroup waited for its wgmma before the barrier above
         const int nk = kt + STAGES - 2;
-        if(nk < KTILES)
+        if(nk < nkt)
         {
             const u32 sn = sbase + (nk % STAGES) * STAGE_BYTES;
-            load_a(x, ar, nk, sn, r0, ch);
-            load_b(w, n0, nk, sn + A_BYTES, r0, ch);
+            load_a(x, ar, kt0 + nk, sn, r0, ch);
+            load_b(w, n0, kt0 + nk, sn + A_BYTES, r0, ch);
         }
         cp_async_commit();
         wgmma_wait<1>();
@@ -263,10 +326,17 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
     wgmma_wait<0>();
     fence_acc(acc);
     __syncthreads();   // every warpgroup's last wgmma has read its stage
+#if SPLITK > 1
+    float* cf = reinterpret_cast<float*>(sgen);
+    acc_to_smem_f32(acc, cf, t);
+    __syncthreads();
+    store_partial(ws + (long long)blockIdx.y * ((long long)GEMM_M * GEMM_N), cf, m0, n0, t);
+#else
     data_t* cs = reinterpret_cast<data_t*>(sgen);
     acc_to_smem(acc, cs, t);
     __syncthreads();
     store_tile(y, cs, m0, n0, t);
+#endif
 #else
     // shared memory: [B, all K tiles][A, STAGES buffers][output tile]
     const u32 sb0 = sbase;
@@ -330,3 +400,52 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
     cp_async_wait<0>();
 #endif
 }
+
+#if SPLITK > 1
+// y = sum of the SPLITK partial planes in chunk order, FP32 -> data_t. A warp covers 256 consecutive
+// floats of every plane: lane l loads float4 l and 32 + l (each load instruction reads 512 contiguous
+// bytes), sums over the chunks, then lanes 2i and 2i + 1 swap halves so that each holds 8 consecutive
+// sums and stores them as one 16-byte piece of y (dense NHWC: y's offset of (m, k) is the plane's).
+// M x K is a multiple of 8 (K % 8 == 0), so a lane pair's float4s are both in range or both past it.
+__device__ __forceinline__ void add4(float4& a, const float4 b) { a.x += b.x; a.y += b.y; a.z += b.z; a.w += b.w; }
+__device__ __forceinline__ float4 shfl_xor4(const float4 v, int mask)
+{
+    return make_float4(__shfl_xor_sync(0xffffffffu, v.x, mask), __shfl_xor_sync(0xffffffffu, v.y, mask),
+                       __shfl_xor_sync(0xffffffffu, v.z, mask), __shfl_xor_sync(0xffffffffu, v.w, mask));
+}
+__device__ __forceinline__ unsigned pack2(float a, float b)
+{
+#if IS_BF16
+    __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
+#else
+    __half2 v = __floats2half2_rn(a, b);
+#endif
+    return *reinterpret_cast<unsigned*>(&v);
+}
+
+static_assert(RED_BLOCK % 32 == 0, "reduce block of whole warps");
+extern "C" __global__ void __launch_bounds__(RED_BLOCK)
+igemm_hopper_fwd_reduce(const float* __restrict__ ws, data_t* __restrict__ y)
+{
+    constexpr long long total4 = (long long)GEMM_M * GEMM_N / 4;      // float4s of one plane (even)
+    const int l = threadIdx.x & 31;
+    const long long base = (blockIdx.x * (long long)RED_BLOCK + (threadIdx.x & ~31)) * 2;   // the warp's first float4
+    const long long i0 = base + l, i1 = base + 32 + l;
+    const bool ok0 = i0 < total4, ok1 = i1 < total4;
+    const float4* p = reinterpret_cast<const float4*>(ws);
+    float4 a = make_float4(0.f, 0.f, 0.f, 0.f), b = a;
+#pragma unroll 4
+    for(int s = 0; s < SPLITK; ++s)
+    {
+        if(ok0) add4(a, __ldcs(p + s * total4 + i0));     // read once: streaming loads
+        if(ok1) add4(b, __ldcs(p + s * total4 + i1));
+    }
+    // even lane 2i: floats 8i..8i+3 (a) + its partner's a; odd lane 2i + 1: its partner's b + its own b
+    const bool odd = l & 1;
+    const float4 got = shfl_xor4(odd ? a : b, 1);
+    const float4 lo = odd ? got : a, hi = odd ? b : got;
+    const long long o = odd ? (i1 - 1) / 2 : i0 / 2;                  // index of the 16-byte piece of y
+    if(odd ? ok1 : ok0)
+        reinterpret_cast<uint4*>(y)[o] = make_uint4(pack2(lo.x, lo.y), pack2(lo.z, lo.w), pack2(hi.x, hi.y), pack2(hi.z, hi.w));
+}
+#endif

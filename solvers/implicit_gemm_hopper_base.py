@@ -10,7 +10,10 @@ a visible GPU (CPU tools, CI's NVRTC compile) the device check is left to the ru
 
 Tunables: BM (block rows, 64 x WGS x 1 or 2), BN (64, 128, 256: the wgmma N), WGS (1 or 2 consumer
 warpgroups, every thread also loads), STAGES (shared-memory buffers, prefetch distance STAGES - 2),
-PERSIST (1: N <= BN, persistent blocks with all of B resident in shared memory, streaming A).
+PERSIST (1: N <= BN, persistent blocks with all of B resident in shared memory, streaming A), SPLITK
+(requested chunks of the K = C*Y*X reduction, grid.y; the kernel runs ceil(tiles / ceil(tiles / SPLITK))
+of them, each writing FP32 partial tiles to the workspace, summed and cast by a second kernel;
+PERSIST = 0 only).
 """
 
 from __future__ import annotations
@@ -30,8 +33,12 @@ ARCH = "sm_90a"
 SMEM_LIMIT = 227 * 1024
 SMEM_STATIC = 48 * 1024
 BK = 64
-KEYS = ("BM", "BN", "WGS", "STAGES", "PERSIST")
+KEYS = ("BM", "BN", "WGS", "STAGES", "PERSIST", "SPLITK")
 ALIGN = 16           # x and w are read, y written, in 16-byte chunks
+MAX_SPLITK = 128
+MIN_KT_PER_SPLIT = 4     # a chunk of the reduction spans at least 4 K tiles (256 deep)
+RED_BLOCK = 256
+WS_ALIGN = 256
 
 
 @functools.lru_cache(maxsize=1)
@@ -60,6 +67,8 @@ def smem_bytes(p: ProblemDescription, cfg) -> int:
     bm, bn, st = cfg["BM"], cfg["BN"], cfg["STAGES"]
     if cfg["PERSIST"]:
         return (ktiles(p) * bn + st * bm) * 128 + bm * (bn + 8) * 2 + 1024
+    if split_geometry(p, cfg["SPLITK"])[0] > 1:     # the FP32 partial tile (BM x (BN + 8)) reuses the buffers
+        return max(st * (bm + bn) * 128, bm * (bn + 8) * 4) + 1024
     return st * (bm + bn) * 128 + 1024
 
 
@@ -72,13 +81,25 @@ def blocks_per_sm(p: ProblemDescription, cfg) -> int:
     return 2 if fits and (cfg["WGS"] == 1 or acc <= 64) else 1
 
 
+def split_geometry(p: ProblemDescription, splitk: int) -> tuple[int, int]:
+    """(effective chunks, K tiles per chunk) for a requested SPLITK: no chunk is empty."""
+    kt = ktiles(p)
+    per = ceil_div(kt, max(1, min(splitk, kt)))
+    return ceil_div(kt, per), per
+
+
 def config_ok(p: ProblemDescription, cfg) -> bool:
-    bm, bn, wgs, st, per = (cfg[k] for k in KEYS)
+    bm, bn, wgs, st, per, sk = (cfg[k] for k in KEYS)
     if wgs not in (1, 2) or bn not in (64, 128, 256) or per not in (0, 1) or st not in range(3, 9 if per else 7):
         return False
     if bm % (64 * wgs) or bm // (64 * wgs) not in (1, 2) or (bm // (64 * wgs)) * bn > 256:
         return False
     if per and gemm_shape(p)[1] > bn:
+        return False
+    if not 1 <= sk <= MAX_SPLITK or (per and sk != 1):
+        return False
+    m, n, _ = gemm_shape(p)
+    if sk > 1 and split_geometry(p, sk)[0] * m * n >= 2**40:      # partial planes past 4 TiB
         return False
     return smem_bytes(p, cfg) <= SMEM_LIMIT
 
@@ -93,18 +114,91 @@ def sm_count() -> int:
         return SM_COUNT
 
 
+def tiles(p: ProblemDescription, cfg) -> int:
+    """Output tiles (M tiles x N tiles) of a config."""
+    m, n, _ = gemm_shape(p)
+    return ceil_div(m, cfg["BM"]) * ceil_div(n, cfg["BN"])
+
+
+def small_grid(p: ProblemDescription, cfg) -> bool:
+    """Whether the output tiles leave block slots of one wave (132 SMs x blocks_per_sm) idle, and the
+    reduction has K tiles for two chunks: the only case where a split can pay (non-persistent configs)."""
+    return (not cfg["PERSIST"] and tiles(p, cfg) < SM_COUNT * blocks_per_sm(p, cfg)
+            and ktiles(p) >= 2 * MIN_KT_PER_SPLIT)
+
+
+def block_us_per_ktile(cfg, blocks_on_sm: int) -> float:
+    """Estimated microseconds of one 64-deep K tile of a block sharing its SM with ``blocks_on_sm - 1``
+    others: the SM runs 0.9 TFLOP/s per resident warpgroup up to 2.25 (H100 runs, bench/results/
+    hopper-igemm/: 512->512 @7 3x3, one 2-warpgroup block per SM, 1.8 TFLOP/s; the large layer, two
+    per SM, 2.25), shared evenly by its blocks."""
+    sm_rate = min(2.25e6, 0.9e6 * cfg["WGS"] * blocks_on_sm)
+    return cfg["BM"] * cfg["BN"] * BK * 2 * blocks_on_sm / sm_rate
+
+
+def split_estimate_us(p: ProblemDescription, cfg, splitk: int) -> float:
+    """Estimated time of ``cfg`` at ``splitk`` (the form of implicit_gemm_hopper_wrw.default_split):
+    full waves of blocks (132 SMs x blocks_per_sm) and a last partial wave, each as long as a block's
+    K tiles plus 2 tiles of pipeline fill at the rate of the blocks sharing an SM; split, plus the
+    partial planes' round trip (written and read back, 3 TB/s) and the reduce launch (3 us)."""
+    m, n, _ = gemm_shape(p)
+    eff, per = split_geometry(p, splitk)
+    bps = blocks_per_sm(p, dict(cfg, SPLITK=1))
+    blocks = tiles(p, cfg) * eff
+    full, rem = divmod(blocks, SM_COUNT * bps)
+    est = full * (per + 2) * block_us_per_ktile(cfg, bps)
+    if rem:
+        est += (per + 2) * block_us_per_ktile(cfg, min(bps, ceil_div(rem, SM_COUNT)))
+    return est + (eff * m * n * 8 / 3e6 + 3 if eff > 1 else 0)
+
+
+def default_split(p: ProblemDescription, cfg) -> int:
+    """The split of ``cfg``'s tile with the least split_estimate_us: 1 unless the grid is small
+    (small_grid); chunks of at least MIN_KT_PER_SPLIT K tiles."""
+    if not small_grid(p, cfg):
+        return 1
+    best = (split_estimate_us(p, cfg, 1), 1)
+    for s in range(2, min(ktiles(p) // MIN_KT_PER_SPLIT, MAX_SPLITK) + 1):
+        if split_geometry(p, s)[0] == s:
+            best = min(best, (split_estimate_us(p, cfg, s), s))
+    return best[1]
+
+
 def default_tile(p: ProblemDescription) -> dict:
     """Measured on the H100 (bench/results/hopper-igemm/): 128-row tiles of two warpgroups; BN = 64
     for N <= 64, or when 128 x 128 tiles would leave over half the SMs idle; else BN = 128, with 4
     stages when the grid is at most one wave (one block per SM) and 3 (two blocks per SM) beyond.
-    PERSIST is left to tuning: it won by at most 6% where it applies, and lost on the large layer."""
+    PERSIST is left to tuning: it won by at most 6% where it applies, and lost on the large layer.
+    The split is default_split's (1 for grids that fill the GPU)."""
     m, n, _ = gemm_shape(p)
-    if m <= 64:
-        return {"BM": 64, "BN": 64 if n <= 64 else 128, "WGS": 1, "STAGES": 4, "PERSIST": 0}
     blocks = ceil_div(m, 128) * ceil_div(n, 128)
-    if n <= 64 or blocks < SM_COUNT // 2:
-        return {"BM": 128, "BN": 64, "WGS": 2, "STAGES": 4, "PERSIST": 0}
-    return {"BM": 128, "BN": 128, "WGS": 2, "STAGES": 4 if blocks <= SM_COUNT else 3, "PERSIST": 0}
+    if m <= 64:
+        cfg = {"BM": 64, "BN": 64 if n <= 64 else 128, "WGS": 1, "STAGES": 4, "PERSIST": 0}
+    elif n <= 64 or blocks < SM_COUNT // 2:
+        cfg = {"BM": 128, "BN": 64, "WGS": 2, "STAGES": 4, "PERSIST": 0}
+    else:
+        cfg = {"BM": 128, "BN": 128, "WGS": 2, "STAGES": 4 if blocks <= SM_COUNT else 3, "PERSIST": 0}
+    cfg["SPLITK"] = 1
+    cfg["SPLITK"] = default_split(p, cfg)
+    return cfg
+
+
+def split_variants(p: ProblemDescription, cfg):
+    """``cfg`` (any SPLITK) at the splits a tuning tries: unsplit, and for a small grid its default split,
+    half and twice it; one config per effective split, valid ones only."""
+    base = dict(cfg, SPLITK=1)
+    if not small_grid(p, base):
+        if config_ok(p, base):
+            yield base
+        return
+    d = default_split(p, base)
+    seen = set()
+    for s in sorted({1, max(1, d // 2), d, 2 * d}):
+        c = dict(base, SPLITK=s)
+        eff = split_geometry(p, s)[0]
+        if eff not in seen and config_ok(p, c):
+            seen.add(eff)
+            yield c
 
 
 def space(p: ProblemDescription):
@@ -116,16 +210,22 @@ def space(p: ProblemDescription):
             for wgs in (1, 2):
                 for per in (0, 1):
                     for st in range(3, 9 if per else 7):
-                        cfg = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": per}
-                        if config_ok(p, cfg):
-                            yield cfg
+                        yield from split_variants(p, {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": per})
 
 
-def grid_of(p: ProblemDescription, cfg) -> int:
-    """Blocks: every (M, N) tile, or for PERSIST at most as many as run at once."""
+def grid_of(p: ProblemDescription, cfg) -> tuple[int, int, int]:
+    """Blocks: every (M, N) tile x every K chunk, or for PERSIST at most as many as run at once."""
+    nt = tiles(p, cfg)
+    if cfg["PERSIST"]:
+        return min(nt, sm_count() * blocks_per_sm(p, cfg)), 1, 1
+    return nt, split_geometry(p, cfg["SPLITK"])[0], 1
+
+
+def partial_bytes(p: ProblemDescription, cfg) -> int:
+    """Workspace of the FP32 partial planes (chunks x M x N floats, 256-byte aligned); 0 unsplit."""
+    eff = split_geometry(p, cfg["SPLITK"])[0]
     m, n, _ = gemm_shape(p)
-    tiles = ceil_div(m, cfg["BM"]) * ceil_div(n, cfg["BN"])
-    return min(tiles, sm_count() * blocks_per_sm(p, cfg)) if cfg["PERSIST"] else tiles
+    return 0 if eff == 1 else ceil_div(eff * m * n * 4, WS_ALIGN) * WS_ALIGN
 
 
 def problem_macros(p: ProblemDescription) -> dict:
@@ -146,14 +246,35 @@ def problem_macros(p: ProblemDescription) -> dict:
 
 
 def macros(p: ProblemDescription, cfg) -> dict:
-    return {**problem_macros(p), **{k: cfg[k] for k in KEYS}, "MIN_BLOCKS": blocks_per_sm(p, cfg)}
+    """The forward kernel's macros: the problem's, the tile's, and the effective split (SPLITK chunks
+    of KT_PER K tiles; only SPLITK = 1 for an unsplit config)."""
+    mac = {**problem_macros(p), **{k: cfg[k] for k in KEYS if k != "SPLITK"}, "MIN_BLOCKS": blocks_per_sm(p, cfg)}
+    eff, per = split_geometry(p, cfg["SPLITK"])
+    mac["SPLITK"] = eff
+    if eff > 1:
+        mac.update(KT_PER=per, RED_BLOCK=RED_BLOCK)
+    return mac
 
 
-def forward_kernel(p: ProblemDescription, cfg, source: str, name: str) -> tuple[KernelInfo, int]:
-    """The wgmma kernel of forward problem ``p`` with a valid ``cfg``, and its dynamic shared memory."""
+def forward_kernels(p: ProblemDescription, cfg, source: str, name: str) -> tuple[list[KernelInfo], int]:
+    """The wgmma kernel of forward problem ``p`` with a valid ``cfg`` (then, when split, the reduce
+    kernel ``name``_reduce of the same source and macros), and the wgmma kernel's dynamic shared memory."""
     mac = tuple((k, str(v)) for k, v in macros(p, cfg).items())
-    grid, block = (grid_of(p, cfg), 1, 1), (cfg["WGS"] * 128, 1, 1)
-    return KernelInfo(source, name, grid, block, macros=mac, options=(f"-arch={ARCH}",)), smem_bytes(p, cfg)
+    main = KernelInfo(source, name, grid_of(p, cfg), (cfg["WGS"] * 128, 1, 1), macros=mac, options=(f"-arch={ARCH}",))
+    out = [main]
+    if main.grid[1] > 1:
+        m, n, _ = gemm_shape(p)
+        out.append(KernelInfo(source, f"{name}_reduce", (ceil_div(m * n, 8 * RED_BLOCK), 1, 1), (RED_BLOCK, 1, 1),
+                              macros=mac, options=(f"-arch={ARCH}",)))
+    return out, smem_bytes(p, cfg)
+
+
+def check_aligned(sid: str, ptrs) -> None:
+    """Raise a one-line ValueError naming the first (name, address) of ``ptrs`` not ALIGN-byte aligned."""
+    for name, ptr in ptrs:
+        if ptr % ALIGN:
+            raise ValueError(f"{sid}: {name} at address {ptr:#x} is not {ALIGN}-byte aligned, "
+                             "as this solution's vector accesses need")
 
 
 class ImplicitGemmHopperBase(Solver):
@@ -208,7 +329,25 @@ class ImplicitGemmHopperBase(Solver):
     def config_space(self, problem: ProblemDescription):
         yield from space(problem.as_conv())
 
+    def workspace_bytes(self, problem: ProblemDescription, config=None) -> int:
+        """The FP32 partial planes of a split config (the default config when None); 0 unsplit."""
+        p = problem.as_conv()
+        cfg = self.config_of(p, config)
+        return partial_bytes(self.forward_problem(p), cfg)
+
+    def legacy_config(self, config):
+        """A forward config written before split-K (no SPLITK: stored records, tuned PerfDB entries) as
+        the config it ran, SPLITK = 1; any other value unchanged."""
+        if isinstance(config, dict) and self.config_keys == KEYS and set(config) == set(KEYS) - {"SPLITK"}:
+            return {**config, "SPLITK": 1}
+        return config
+
+    def config_of(self, problem: ProblemDescription, config) -> dict:
+        """``config`` as given (legacy_config), or the default config of ``problem`` when None or empty."""
+        return dict(self.legacy_config(config)) if config else self.default_config(problem)
+
     def is_valid_config(self, problem: ProblemDescription, config) -> bool:
+        config = self.legacy_config(config)
         if not isinstance(config, dict) or set(config) != set(self.config_keys):
             return False
         if any(not isinstance(v, int) or isinstance(v, bool) for v in config.values()):
@@ -217,26 +356,30 @@ class ImplicitGemmHopperBase(Solver):
 
     def get_solution(self, problem: ProblemDescription, config=None) -> ConvSolution:
         p = problem.as_conv()
-        cfg = dict(config) if config else self.default_config(p)
+        cfg = self.config_of(p, config)
         if not self.is_valid_config(p, cfg):
             raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
-        kinfo, smem = forward_kernel(p, cfg, self.source, self.kernel_name)
-        kernels = [kinfo]
+        kernels, smem = forward_kernels(p, cfg, self.source, self.kernel_name)
+        ws = partial_bytes(p, cfg)
         sid = self.id
 
         def factory(kerns):
             kern = kerns[0]
             if smem > SMEM_STATIC:
                 kern.max_dynamic_shared_size_bytes = smem
-            launch = Launch(kern, kinfo.grid, kinfo.block, (PTR, PTR, PTR), shared_mem=smem)
+            launch = Launch(kern, kernels[0].grid, kernels[0].block, (PTR, PTR, PTR, PTR), shared_mem=smem)
+            red = Launch(kerns[1], kernels[1].grid, kernels[1].block, (PTR, PTR)) if ws else None
 
             def invoker(a, b, out, workspace, stream):
                 if a % ALIGN or b % ALIGN or out % ALIGN:
-                    for name, ptr, al in (("first input", a, ALIGN), ("second input", b, ALIGN), ("output", out, ALIGN)):
-                        if ptr % al:
-                            raise ValueError(f"{sid}: {name} at address {ptr:#x} is not {al}-byte aligned, "
-                                             "as this solution's vector accesses need")
-                launch(stream, a, b, out)
+                    check_aligned(sid, (("first input", a), ("second input", b), ("output", out)))
+                if red is None:
+                    launch(stream, a, b, out, out)          # unsplit: the partial pointer is not read
+                    return
+                if not workspace:
+                    raise ValueError(f"{sid}: workspace of {ws} bytes required, got none")
+                launch(stream, a, b, out, workspace)
+                red(stream, workspace, out)
             return invoker
 
-        return ConvSolution(self.id, kernels, 0, factory, cfg)
+        return ConvSolution(self.id, kernels, ws, factory, cfg)

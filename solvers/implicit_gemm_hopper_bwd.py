@@ -1,7 +1,7 @@
 """Hopper implicit GEMM, backward data for stride 1: the forward wgmma kernel
 (kernels_src/implicit_gemm_hopper_fwd.cu) on dy with the flipped, transposed filter, which
-kernels_src/implicit_gemm_hopper_bwd.cu copies into the workspace first (C x Y x X x K elements).
-FP16/BF16, NHWC, groups = 1, C and K multiples of 8, pads at most the dilated filter extent."""
+kernels_src/implicit_gemm_hopper_bwd.cu copies into the workspace first (C x Y x X x K elements;
+a split config's FP32 partial planes follow it, 256-byte aligned). FP16/BF16, NHWC, groups = 1, C and K multiples of 8, pads at most the dilated filter extent."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES
 
-from .implicit_gemm_hopper_base import ALIGN, ImplicitGemmHopperBase, forward_kernel
+from .implicit_gemm_hopper_base import (ALIGN, SMEM_STATIC, WS_ALIGN, ImplicitGemmHopperBase, check_aligned,
+                                        forward_kernels, partial_bytes)
 
 FLIP_SRC = "implicit_gemm_hopper_bwd.cu"
 FLIP_BLOCK = 256
-WS_ALIGN = 256
 
 
 def forward_view(p: ProblemDescription) -> ProblemDescription:
@@ -30,6 +30,7 @@ def forward_view(p: ProblemDescription) -> ProblemDescription:
 
 class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
     id = "ConvImplicitGemmHopperBwd"
+    version = 2                 # 2: split-K of the forward kernel (partial planes after the flipped filter)
     algorithm = "miopenConvolutionBwdDataAlgoImplicitGEMM"
     directions = frozenset("B")
     source = "implicit_gemm_hopper_fwd.cu"
@@ -68,43 +69,53 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
     def is_valid_config(self, problem: ProblemDescription, config) -> bool:
         return super().is_valid_config(self._fwd(problem), config)
 
-    def workspace_bytes(self, problem: ProblemDescription, config=None) -> int:
-        p = problem.as_conv()
+    def flip_bytes(self, p: ProblemDescription) -> int:
+        """The flipped filter's share of the workspace (256-byte aligned): the partial planes start there."""
         return ceil_div(p.c * p.k * math.prod(p.filter_size) * 2, WS_ALIGN) * WS_ALIGN
+
+    def workspace_bytes(self, problem: ProblemDescription, config=None) -> int:
+        """The flipped filter, then a split config's FP32 partial planes (the default config when None)."""
+        p = problem.as_conv()
+        cfg = self.config_of(p, config)
+        return self.flip_bytes(p) + partial_bytes(forward_view(p), cfg)
 
     def get_solution(self, problem: ProblemDescription, config=None) -> ConvSolution:
         p = problem.as_conv()
         pf = forward_view(p)
-        cfg = dict(config) if config else self.default_config(p)
+        cfg = self.config_of(p, config)
         if not self.is_valid_config(p, cfg):
             raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
-        main, smem = forward_kernel(pf, cfg, self.source, self.kernel_name)
+        fwd, smem = forward_kernels(pf, cfg, self.source, self.kernel_name)
+        main = fwd[0]
         total = p.c * p.k * math.prod(p.filter_size)
         fy, fx = p.filter_size
         flip = KernelInfo(FLIP_SRC, "igemm_hopper_flip", (min(ceil_div(total, FLIP_BLOCK), 65535), 1, 1),
                           (FLIP_BLOCK, 1, 1),
                           macros=(("DATA_T", CUDA_TYPES[p.dtype]), ("FK", str(p.k)), ("FY", str(fy)),
                                   ("FX", str(fx)), ("FC", str(p.c))))
-        ws = self.workspace_bytes(p)
+        ws = self.workspace_bytes(p, cfg)
+        part = self.flip_bytes(p)            # offset of the partial planes (split configs)
         sid = self.id
 
         def factory(kerns):
-            kflip, kmain = kerns
-            if smem > 48 * 1024:
+            kflip, kmain = kerns[:2]
+            if smem > SMEM_STATIC:
                 kmain.max_dynamic_shared_size_bytes = smem
             lflip = Launch(kflip, flip.grid, flip.block, (PTR, PTR))
-            lmain = Launch(kmain, main.grid, main.block, (PTR, PTR, PTR), shared_mem=smem)
+            lmain = Launch(kmain, main.grid, main.block, (PTR, PTR, PTR, PTR), shared_mem=smem)
+            lred = Launch(kerns[2], fwd[1].grid, fwd[1].block, (PTR, PTR)) if len(fwd) > 1 else None
 
             def invoker(a, b, out, workspace, stream):
                 if a % ALIGN or out % ALIGN:
-                    for name, ptr in (("first input", a), ("output", out)):
-                        if ptr % ALIGN:
-                            raise ValueError(f"{sid}: {name} at address {ptr:#x} is not {ALIGN}-byte aligned, "
-                                             "as this solution's vector accesses need")
+                    check_aligned(sid, (("first input", a), ("output", out)))
                 if not workspace:
                     raise ValueError(f"{sid}: workspace of {ws} bytes required, got none")
                 lflip(stream, b, workspace)
-                lmain(stream, a, workspace, out)
+                if lred is None:
+                    lmain(stream, a, workspace, out, out)       # unsplit: the partial pointer is not read
+                    return
+                lmain(stream, a, workspace, out, workspace + part)
+                lred(stream, workspace + part, out)
             return invoker
 
-        return ConvSolution(self.id, [flip, main], ws, factory, cfg)
+        return ConvSolution(self.id, [flip, *fwd], ws, factory, cfg)

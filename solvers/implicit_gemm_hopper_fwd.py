@@ -1,5 +1,6 @@
 """Hopper implicit GEMM, forward (kernels_src/implicit_gemm_hopper_fwd.cu): M = N*Ho*Wo output pixels,
-N = K, K = Y*X*C, x gathered on the fly; wgmma (sm_90a), FP16/BF16, NHWC."""
+N = K, K = Y*X*C, x gathered on the fly; wgmma (sm_90a), FP16/BF16, NHWC. Small grids split the K
+reduction over grid.y (FP32 partials in the workspace, summed by igemm_hopper_fwd_reduce)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from .implicit_gemm_hopper_base import ImplicitGemmHopperBase
 
 class ImplicitGemmHopperFwd(ImplicitGemmHopperBase):
     id = "ConvImplicitGemmHopperFwd"
+    version = 2                 # 2: split-K (SPLITK tunable, partial planes in the workspace, reduce kernel)
     algorithm = "miopenConvolutionFwdAlgoImplicitGEMM"
     directions = frozenset("F")
     source = "implicit_gemm_hopper_fwd.cu"
