@@ -138,10 +138,7 @@ def test_specialised_builds_unchanged():
 @pytest.mark.skipif(not SHIPPED.is_file(), reason="shipped FindDB not in this checkout")
 def test_specialised_trust_keys_match_the_shipped_db():
     """Every solver's current trust key (kernel source digest and version) equals the one its records
-    in the shipped H100 DB carry: generic builds live in new files and new code paths only. (Solvers
-    whose code changed since, test_trust.REMEASURE, carry the older key until re-measured.)"""
-    from test_trust import REMEASURE
-
+    in the shipped H100 DB carry: generic builds live in new files and new code paths only."""
     with sqlite3.connect(f"file:{SHIPPED}?mode=ro", uri=True) as con:
         stored = con.execute("SELECT DISTINCT solver_id, kernel_hash FROM find_records").fetchall()
     by_solver: dict[str, set] = {}
@@ -151,7 +148,7 @@ def test_specialised_trust_keys_match_the_shipped_db():
     current = {s.id: parse_key(trust_key(s)) for s in solvers()}
     checked = 0
     for sid, keys in by_solver.items():
-        if sid in current and sid not in REMEASURE:
+        if sid in current:
             assert keys == {(current[sid]["src"], current[sid]["v"])}, sid
             checked += 1
     assert checked >= 20

@@ -165,36 +165,27 @@ def test_fingerprint_ignores_docstrings_but_not_code():
 
 # -- the shipped DB and the migration from 0.1.0 kernel hashes ----------------------------------
 
-# Solvers whose code changed after their shipped records were measured: those records are distrusted (a
-# find measures them again) until the H100 re-measures them. Hopper F and B: split-K (issue 19).
-REMEASURE = {"ConvImplicitGemmHopperFwd", "ConvImplicitGemmHopperBwd"}
-
-
 def test_every_shipped_record_is_trusted():
     """Every record of the shipped DB is trusted by the installed code, except where a library
     installed here (cuDNN, cuFFT) is another version than the one the H100 measured with: those
-    records are re-measured on a machine with other libraries, as they must be; and REMEASURE's,
-    whose kernel code changed."""
+    records are re-measured on a machine with other libraries, as they must be."""
     (path,) = [p for (arch, sms), p in system_db_files().items() if (arch, sms) == ("sm_90", 132)]
     with FindDB(str(path), readonly=True, immutable=True) as db:
         assert not verify_db(db)
         rows = [(r.solver_id, r.kernel_hash) for r in db.iter_records()]
         rows += [(r.solver_id, r.kernel_hash) for r in db.iter_perf()]
-    assert len(rows) == 14916 + 4424
+    assert len(rows) == 18258 + 4544
     verdicts = {}
     for sid, key in set(rows):
         verdict, why = compare(key, trust_key(get_solver(sid)))
         verdicts[sid, key] = (verdict, why)
-        if verdict == "no" and sid in REMEASURE:
-            assert why == "kernel source changed since the record was written", (sid, why)
-        elif verdict == "no":
+        if verdict == "no":
             assert why.startswith("written with cu"), (sid, why)          # a library version, not code
         if verdict == "unknown":
             assert "?" in trust_key(get_solver(sid)), sid                 # unreadable here
-    untouched = {sid for (sid, _), (v, _) in verdicts.items() if not get_solver(sid).library_versions()} - REMEASURE
+    untouched = {sid for (sid, _), (v, _) in verdicts.items() if not get_solver(sid).library_versions()}
     assert all(verdicts[k][0] == "yes" for k in verdicts if k[0] in untouched)
-    assert REMEASURE <= {sid for sid, _ in verdicts}
-    assert len(untouched) == 23 - len(REMEASURE)   # the solvers with shipped records that run no library
+    assert len(untouched) == 23   # the solvers with shipped records that run no library (the Hopper three included)
 
 
 def test_shipped_library_keys_match_the_measuring_libraries():
