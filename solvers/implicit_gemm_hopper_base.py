@@ -81,11 +81,28 @@ def blocks_per_sm(p: ProblemDescription, cfg) -> int:
     return 2 if fits and (cfg["WGS"] == 1 or acc <= 64) else 1
 
 
+def split_chunks(tiles_total: int, splitk: int) -> tuple[int, int]:
+    """(effective chunks, tiles per chunk) of a reduction of ``tiles_total`` tiles for a requested
+    SPLITK: equal chunks of consecutive tiles, the last possibly shorter, none empty."""
+    per = ceil_div(tiles_total, max(1, min(splitk, tiles_total)))
+    return ceil_div(tiles_total, per), per
+
+
 def split_geometry(p: ProblemDescription, splitk: int) -> tuple[int, int]:
     """(effective chunks, K tiles per chunk) for a requested SPLITK: no chunk is empty."""
-    kt = ktiles(p)
-    per = ceil_div(kt, max(1, min(splitk, kt)))
-    return ceil_div(kt, per), per
+    return split_chunks(ktiles(p), splitk)
+
+
+def split_tries(cfg, default: int, effective, ok):
+    """``cfg`` at the splits a tuning tries, unsplit and the default split, half and twice it: one
+    config per effective split (``effective(s)``), valid ones (``ok(config)``) only."""
+    seen = set()
+    for s in sorted({1, max(1, default // 2), default, 2 * default}):
+        c = dict(cfg, SPLITK=s)
+        eff = effective(s)
+        if eff not in seen and ok(c):
+            seen.add(eff)
+            yield c
 
 
 def config_ok(p: ProblemDescription, cfg) -> bool:
@@ -191,14 +208,8 @@ def split_variants(p: ProblemDescription, cfg):
         if config_ok(p, base):
             yield base
         return
-    d = default_split(p, base)
-    seen = set()
-    for s in sorted({1, max(1, d // 2), d, 2 * d}):
-        c = dict(base, SPLITK=s)
-        eff = split_geometry(p, s)[0]
-        if eff not in seen and config_ok(p, c):
-            seen.add(eff)
-            yield c
+    yield from split_tries(base, default_split(p, base), lambda s: split_geometry(p, s)[0],
+                           lambda c: config_ok(p, c))
 
 
 def space(p: ProblemDescription):

@@ -15,7 +15,8 @@ from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_applicable
 
 from .implicit_gemm_base import INT32_MAX, SM_COUNT
-from .implicit_gemm_hopper_base import ALIGN, ARCH, SMEM_LIMIT, SMEM_STATIC, ImplicitGemmHopperBase, problem_macros
+from .implicit_gemm_hopper_base import (ALIGN, ARCH, SMEM_LIMIT, SMEM_STATIC, ImplicitGemmHopperBase, problem_macros,
+                                        split_chunks, split_tries)
 
 KEYS = ("BM", "BN", "WGS", "STAGES", "SPLITK")
 BJ = 64                 # reduction (output pixel) rows per pipeline stage
@@ -33,9 +34,7 @@ def wrw_shape(p: ProblemDescription) -> tuple[int, int, int]:
 
 def split_geometry(p: ProblemDescription, splitk: int) -> tuple[int, int]:
     """(effective chunks, j tiles per chunk) for a requested SPLITK: no chunk is empty."""
-    jt = ceil_div(wrw_shape(p)[2], BJ)
-    per = ceil_div(jt, max(1, min(splitk, jt)))
-    return ceil_div(jt, per), per
+    return split_chunks(ceil_div(wrw_shape(p)[2], BJ), splitk)
 
 
 def smem_bytes(cfg) -> int:
@@ -136,14 +135,8 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
                 for wgs in (1, 2):
                     for st in range(3, 7):
                         cfg = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "SPLITK": 1}
-                        d = default_split(p, cfg)
-                        seen = set()
-                        for s in sorted({1, max(1, d // 2), d, 2 * d}):
-                            c = dict(cfg, SPLITK=s)
-                            eff = split_geometry(p, s)[0]
-                            if eff not in seen and config_ok(p, c):
-                                seen.add(eff)
-                                yield c
+                        yield from split_tries(cfg, default_split(p, cfg), lambda s: split_geometry(p, s)[0],
+                                               lambda c: config_ok(p, c))
 
     def workspace_bytes(self, problem: ProblemDescription, config=None) -> int:
         p = problem.as_conv()
