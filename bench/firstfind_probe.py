@@ -3,7 +3,7 @@ each printing one line: ``versions`` (cuDNN's versions read without importing th
 the imported frontend's), ``cudnn`` (the frontend's import alone), ``plain`` (import miofind, then
 ``find_solutions`` of one shipped-DB problem), ``prof`` (the same under cProfile, 45 entries).
 
-    python3 bench/firstfind_probe.py
+    python3 bench/firstfind_probe.py [MODE,MODE,...]   (also ``stages``: the find's stages, wall ms)
 """
 import cProfile, io, json, os, pstats, subprocess, sys, tempfile, time
 CHILD = r'''
@@ -30,6 +30,37 @@ if mode == "cudnn":
 import miofind
 from miofind import find_solutions
 t1 = time.perf_counter()
+if mode == "stages":
+    # inclusive wall ms of the find's stages (nested: each figure includes the ones it calls)
+    import functools, importlib
+    spent = {}
+    def wrap(modname, attr):
+        mod = importlib.import_module(modname)
+        f = getattr(mod, attr)
+        @functools.wraps(f)
+        def w(*a, **k):
+            s0 = time.perf_counter()
+            try:
+                return f(*a, **k)
+            finally:
+                spent[f"{modname}.{attr}"] = spent.get(f"{modname}.{attr}", 0.0) + (time.perf_counter() - s0) * 1e3
+        setattr(mod, attr, w)
+    for m, a in [("miofind.find", "candidates"), ("miofind.find", "db_answer"), ("miofind.find", "trusted_solutions"),
+                 ("miofind.db.fastread", "overlay"), ("miofind.db.fastread", "_prefetched"), ("miofind.db.fastread", "_check"),
+                 ("miofind.find", "open_dbs"), ("miofind.trust", "source_digest"), ("solvers.fft_cufft", "version"),
+                 ("miofind.nvlib", "load"), ("miofind.registry", "_load")]:
+        wrap(m, a)
+    import miofind.trust as _t
+    _tk = _t.trust_key
+    def tk(s, _tk=_tk):
+        s0 = time.perf_counter()
+        try:
+            return _tk(s)
+        finally:
+            spent["trust_key"] = spent.get("trust_key", 0.0) + (time.perf_counter() - s0) * 1e3
+    _t.trust_key = tk
+    import miofind.find as _f
+    t1 = time.perf_counter()
 key = "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F"
 if mode == "prof":
     pr = cProfile.Profile(); pr.enable()
@@ -38,11 +69,14 @@ t2 = time.perf_counter()
 if mode == "prof":
     pr.disable(); s = io.StringIO(); pstats.Stats(pr, stream=s).sort_stats("cumulative").print_stats(45); print(s.getvalue())
 print(f"import {1e3*(t1-t0):.1f} ms, find {1e3*(t2-t1):.1f} ms, source {res.source}, cudnn imported: {'cudnn' in sys.modules}")
+if mode == "stages":
+    print("  stages (inclusive ms): " + ", ".join(f"{k} {v:.1f}" for k, v in spent.items()))
 '''
 env = dict(os.environ)
 tmp = tempfile.mkdtemp()
 env["MIOFIND_DB"] = os.path.join(tmp, "u.sqlite")
 subprocess.run([sys.executable, "-c", "from miofind.db import FindDB; FindDB().close()"], env=env, check=True)
-for mode in ["versions", "versions", "plain", "plain", "cudnn", "plain", "plain", "prof"]:
+modes = sys.argv[1].split(",") if len(sys.argv) > 1 else ["versions", "versions", "plain", "plain", "cudnn", "plain", "plain", "prof"]
+for mode in modes:
     r = subprocess.run([sys.executable, "-X", "importtime", "-c", CHILD, mode] if mode == "x" else [sys.executable, "-c", CHILD, mode], env=env, capture_output=True, text=True)
     print(f"== {mode}\n{r.stdout}{r.stderr[-3000:]}", flush=True)

@@ -71,7 +71,7 @@ def run(model_name: str, config: str, rounds: int, steps: int, variants: list[st
     if amp:
         base = base.to(memory_format=torch.channels_last)
         x = x.to(memory_format=torch.channels_last)
-    sides = {}
+    sides, fwd_bwd = {}, {}
     for side in ("cudnn", "miofind"):
         model = copy.deepcopy(base)
         if side == "miofind":
@@ -88,6 +88,21 @@ def run(model_name: str, config: str, rounds: int, steps: int, variants: list[st
             loss.backward()
             opt.step()
 
+        def halves(model=model, opt=opt):
+            opt.zero_grad(set_to_none=True)
+            t0 = time.perf_counter()
+            with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+                out = model(x)
+                if isinstance(out, tuple):
+                    out = out[0]
+                loss = torch.nn.functional.cross_entropy(out, yl)
+            t1 = time.perf_counter()
+            loss.backward()
+            t2 = time.perf_counter()
+            opt.step()
+            return t1 - t0, t2 - t1
+
+        fwd_bwd[side] = halves
         torch.backends.cudnn.benchmark = side == "cudnn"
         for _ in range(3):
             step()
@@ -126,6 +141,9 @@ def run(model_name: str, config: str, rounds: int, steps: int, variants: list[st
         res["variants"][v] = row
         print(json.dumps({"config": config, "variant": v, **row}), flush=True)
 
+    res["split"] = split(sides, fwd_bwd, rounds)
+    print(json.dumps({"config": config, "split": res["split"]}), flush=True)
+
     # miofind's Python, backward included (multithreading off puts it on this thread)
     torch.backends.cudnn.benchmark = False
     prof = cProfile.Profile()
@@ -141,6 +159,53 @@ def run(model_name: str, config: str, rounds: int, steps: int, variants: list[st
     st.sort_stats("cumulative").print_stats(45)
     res["cprofile_10_steps"] = s.getvalue()
     return res
+
+
+def split(sides, fwd_bwd, rounds: int, steps: int = 10) -> dict:
+    """Per side and autograd threading mode: the host ms of the forward and of ``loss.backward()``
+    (no synchronize inside a step; drained between steps), and for miofind the ms per step inside
+    its Python backward (``PlannedConv.backward``) with its call count."""
+    import torch
+
+    from miofind.torch import _ops
+
+    inner = {"t": 0.0, "n": 0}
+    orig = _ops.PlannedConv.backward
+
+    def timed(ctx, dy):
+        t0 = time.perf_counter()
+        try:
+            return orig(ctx, dy)
+        finally:
+            inner["t"] += time.perf_counter() - t0
+            inner["n"] += 1
+
+    out: dict = {}
+    _ops.PlannedConv.backward = staticmethod(timed)
+    try:
+        for _ in range(rounds):
+            for mt_on in (True, False):
+                for side, halves in fwd_bwd.items():
+                    torch.backends.cudnn.benchmark = side == "cudnn"
+                    with torch.autograd.set_multithreading_enabled(mt_on):
+                        halves()
+                        torch.cuda.synchronize()
+                        inner["t"], inner["n"] = 0.0, 0
+                        fs, bs = [], []
+                        for _ in range(steps):
+                            f, b = halves()
+                            torch.cuda.synchronize()
+                            fs.append(f * 1e3)
+                            bs.append(b * 1e3)
+                    key = f"{side} mt-{'on' if mt_on else 'off'}"
+                    r = out.setdefault(key, {"fwd_ms": [], "bwd_ms": [], "py_backward_ms": [], "py_backward_calls": 0})
+                    r["fwd_ms"].append(statistics.median(fs))
+                    r["bwd_ms"].append(statistics.median(bs))
+                    r["py_backward_ms"].append(inner["t"] / steps * 1e3)
+                    r["py_backward_calls"] = inner["n"] / steps
+    finally:
+        _ops.PlannedConv.backward = orig
+    return {k: {kk: (statistics.median(v) if isinstance(v, list) else v) for kk, v in r.items()} for k, r in out.items()}
 
 
 def alloc_costs(calls: int = 3000) -> dict:
