@@ -282,10 +282,10 @@ def batch_neighbour(problem: ProblemDescription, dbs, dev: DeviceInfo):
 
 def apply_shortlist(problem, dbs, dev: DeviceInfo, cands: list[Solver], k: int, configs):
     """(candidates, configs, left out) of a shortlisted find: the ``k`` candidates fastest in the
-    batch neighbour's records (``batch_neighbour``), each at the neighbour's config first, then at
-    the first of its usual find configs (so a cuDNN candidate times two plans, not its list);
-    every other candidate is left out as a Failure of stage ``shortlist``. Unchanged where no
-    neighbour has a record of at least one candidate."""
+    batch neighbour's records (``batch_neighbour``), each at the configs a full find would measure,
+    preceded by the neighbour's config where that needs no new compilation; every other candidate
+    is left out as a Failure of stage ``shortlist``. Unchanged where no neighbour has a record of
+    at least one candidate."""
     nb = batch_neighbour(problem, dbs, dev)
     if nb is None:
         return cands, configs, []
@@ -300,18 +300,16 @@ def apply_shortlist(problem, dbs, dev: DeviceInfo, cands: list[Solver], k: int, 
     conv = problem.as_conv()
 
     def short_configs(s):
+        # the neighbour's config first (an early best sharpens the config cut) where it runs without
+        # a new compilation, then the configs a full find measures
         out = []
         cfg = best[s.id].config
         try:
-            if cfg is not None and s.is_valid_config(conv, cfg):
+            if cfg is not None and s.is_valid_config(conv, cfg) and needs_no_compilation(problem, s, cfg):
                 out.append(cfg)
         except Exception:   # a config this problem cannot take: the usual ones only
             pass
-        for c in configs(s):
-            if c not in out:
-                out.append(c)
-                break
-        return out
+        return out + [c for c in configs(s) if c not in out]
 
     left = [Failure(s.id, SHORTLIST_STAGE, f"not measured: outside the {len(keep)} fastest of the batch "
                     f"neighbour {nkey} ({', '.join(keep)}); a find without a shortlist measures it")
