@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -109,10 +108,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--resnet-configs", default="fp32",
                     help="comma-separated, of fp32 and amp (channels_last FP16 autocast)")
     ap.add_argument("--skip-layers", action="store_true", help="only --resnet50")
-    ap.add_argument("--skip-own-cache", action="store_true",
-                    help="--resnet50: skip the run with the kernel cache as it is (only the fresh-cache runs)")
-    ap.add_argument("--compare-full", action="store_true",
-                    help="--resnet50: also the first step with MIOFIND_FIND_SHORTLIST=0, and the two DBs compared")
     ap.add_argument("--installed-cache", metavar="DIR",
                     help="the kernel cache `miofind warmup` filled: the empty-caches processes start from a copy "
                          "of it (a fresh install that ran warmup)")
@@ -276,11 +271,8 @@ def layers(args) -> list[dict]:
 
 def resnet50(args) -> list[dict]:
     """The first training step of ResNet-50 at batch RESNET_BATCH in fresh processes: cuDNN's
-    benchmark mode, then miofind.torch on an empty user DB with the kernel cache as it is (unless
-    ``--skip-own-cache``), and with empty caches (a copy of ``--installed-cache`` where given).
-    miofind.torch shortlists its misses from the shipped DB's batch neighbours (its default); with
-    ``--compare-full`` the empty-caches run is repeated with ``MIOFIND_FIND_SHORTLIST=0`` (every
-    candidate timed), and the two user DBs are compared problem by problem (``compare_dbs``)."""
+    benchmark mode, then miofind.torch on an empty user DB with the kernel cache as it is, and with
+    empty caches."""
     sys.path.insert(0, HERE)
     import bench_models
 
@@ -290,56 +282,16 @@ def resnet50(args) -> list[dict]:
         row = {"model": "resnet50", "config": config}
         row["cudnn_first_s"] = bench_models.first_iteration("resnet50", config, "cudnn", child_env())["first_s"]
         with tempfile.TemporaryDirectory(prefix="bench_cold_r50_") as d:
-            if not args.skip_own_cache:
-                first = bench_models.first_iteration("resnet50", config, "miofind",
-                                                     child_env(MIOFIND_DB=f"sqlite:///{d}/warm.sqlite"))
-                row["miofind_first_s"], row["miofind_stats"] = first["first_s"], first["stats"]
+            first = bench_models.first_iteration("resnet50", config, "miofind",
+                                                 child_env(MIOFIND_DB=f"sqlite:///{d}/warm.sqlite"))
+            row["miofind_first_s"], row["miofind_stats"] = first["first_s"], first["stats"]
             empty = bench_models.first_iteration("resnet50", config, "miofind", child_env(
                 MIOFIND_DB=f"sqlite:///{d}/empty.sqlite", MIOFIND_KERNEL_CACHE=_fresh_cache(d, args),
                 CUPY_CACHE_DIR=_fresh_cache(d, args, "cupy")))
             row["miofind_empty_caches_first_s"], row["miofind_empty_caches_stats"] = empty["first_s"], empty["stats"]
-            if args.compare_full:
-                full_dir = os.path.join(d, "full")
-                os.makedirs(full_dir)
-                full = bench_models.first_iteration("resnet50", config, "miofind", child_env(
-                    MIOFIND_DB=f"sqlite:///{d}/full.sqlite", MIOFIND_FIND_SHORTLIST="0",
-                    MIOFIND_KERNEL_CACHE=_fresh_cache(full_dir, args),
-                    CUPY_CACHE_DIR=_fresh_cache(full_dir, args, "cupy")))
-                row["miofind_full_find_first_s"], row["miofind_full_find_stats"] = full["first_s"], full["stats"]
-                row["shortlist_vs_full"] = compare_dbs(os.path.join(d, "empty.sqlite"), os.path.join(d, "full.sqlite"))
         print(json.dumps(row), flush=True)
         out.append(row)
     return out
-
-
-def compare_dbs(short: str, full: str) -> dict:
-    """Per problem in both user DBs: the best stored time of the shortlisted find against the best of
-    the full find (each its own process: run-to-run noise included), and whether the winner (solver
-    and config) is the same."""
-    import sqlite3
-
-    def best(path):
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            rows = con.execute("SELECT problem_key, solver_id, config, time_ms FROM find_records").fetchall()
-        finally:
-            con.close()
-        out: dict = {}
-        for key, sid, cfg, t in rows:
-            if key not in out or t < out[key][2]:
-                out[key] = (sid, cfg, t)
-        return out
-
-    a, b = best(short), best(full)
-    common = sorted(set(a) & set(b))
-    ratios = [a[k][2] / b[k][2] for k in common]
-    if not ratios:
-        return {"problems": 0}
-    return {"problems": len(common), "same_winner": sum(a[k][:2] == b[k][:2] for k in common),
-            "same_solver": sum(a[k][0] == b[k][0] for k in common),
-            "geomean_ratio": statistics.geometric_mean(ratios), "worst_ratio": max(ratios),
-            "over_1.10": sum(r > 1.10 for r in ratios),
-            "worst": [(k, a[k][0], b[k][0], round(r, 3)) for r, k in sorted(zip(ratios, common))[-5:]]}
 
 
 # -- report ----------------------------------------------------------------------------------------
@@ -394,32 +346,16 @@ def markdown(layer_rows: list[dict], resnet_rows: list[dict], meta: dict) -> str
                        f"{parts(r.get('empty', {}).get('timing'))} |")
     if resnet_rows:
         out += ["", f"ResNet-50 first training step at batch {RESNET_BATCH}, fresh process (s); target <= "
-                f"{TARGET_RESNET_S:g} s. miofind: empty user DB over the shipped DB, its misses shortlisted from "
-                "the shipped DB's batch neighbours (miofind.torch's default); full find: the same with "
-                "MIOFIND_FIND_SHORTLIST=0 (every candidate timed).", "",
-                "| config | cuDNN benchmark s | miofind s (own cache) | finds run | find s | miofind s (fresh caches) "
-                "| target | finds run | find s | full find s (fresh caches) | find s |",
-                "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |"]
+                f"{TARGET_RESNET_S:g} s. miofind: empty user DB over the shipped DB.", "",
+                "| config | cuDNN benchmark s | miofind s | target | finds run | find s | miofind empty caches s | "
+                "target |", "| --- | ---: | ---: | --- | ---: | ---: | ---: | --- |"]
         for r in resnet_rows:
             st = r.get("miofind_stats") or {}
-            se = r.get("miofind_empty_caches_stats") or {}
-            sf = r.get("miofind_full_find_stats") or {}
             out.append(f"| {r['config']} | {f(r.get('cudnn_first_s'), 2)} | {f(r.get('miofind_first_s'), 2)} | "
-                       f"{st.get('finds_run', '')} | {f(st.get('find_ms', 0) / 1e3 if st else None, 2)} | "
+                       f"{_ok(r.get('miofind_first_s'), TARGET_RESNET_S)} | {st.get('finds_run', '')} | "
+                       f"{f(st.get('find_ms', 0) / 1e3 if st else None, 2)} | "
                        f"{f(r.get('miofind_empty_caches_first_s'), 2)} | "
-                       f"{_ok(r.get('miofind_empty_caches_first_s'), TARGET_RESNET_S)} | {se.get('finds_run', '')} | "
-                       f"{f(se.get('find_ms', 0) / 1e3 if se else None, 2)} | "
-                       f"{f(r.get('miofind_full_find_first_s'), 2)} | {f(sf.get('find_ms', 0) / 1e3 if sf else None, 2)} |")
-        cmp_rows = [r for r in resnet_rows if r.get("shortlist_vs_full", {}).get("problems")]
-        if cmp_rows:
-            out += ["", "Shortlisted against full find, per problem (best stored time of each, two processes: "
-                    "run-to-run noise included):", "",
-                    "| config | problems | same winner (solver and config) | same solver | geomean time ratio | "
-                    "worst | > 1.10x |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-            for r in cmp_rows:
-                c = r["shortlist_vs_full"]
-                out.append(f"| {r['config']} | {c['problems']} | {c['same_winner']} | {c['same_solver']} | "
-                           f"{c['geomean_ratio']:.3f} | {c['worst_ratio']:.2f} | {c['over_1.10']} |")
+                       f"{_ok(r.get('miofind_empty_caches_first_s'), TARGET_RESNET_S)} |")
     return "\n".join(out) + "\n"
 
 

@@ -10,8 +10,7 @@ import os
 import time
 
 from .device import DeviceInfo, current_device
-from .find import (FIND_TIME_BUDGET_MS, check_cut_factor, check_mode, check_shortlist, check_with_naive, find, immediate,
-                   resolve_problem)
+from .find import FIND_TIME_BUDGET_MS, check_cut_factor, check_mode, check_with_naive, find, immediate, resolve_problem
 from .invokers import current_stream, stream_handle
 from .registry import solvers as all_solvers
 from .results import Failure, FindResult, Solution
@@ -74,7 +73,7 @@ def find_solutions(problem_or_arrays, *, mode: str | None = None, sort_by: str =
                    workspace_limit: int | None = None, solvers=None, verify: bool = True, db=None,
                    store: bool = True, warmup: int = 3, iters: int = 10, seed: int | None = None,
                    time_budget_ms: float | None = FIND_TIME_BUDGET_MS, with_naive: bool | None = None,
-                   cut_factor: float | None = None, shortlist: int | None = None, **conv_kwargs) -> FindResult:
+                   cut_factor: float | None = None, **conv_kwargs) -> FindResult:
     """Find, verify and time every applicable solver for a problem, fastest first.
 
     ``problem_or_arrays`` is a ProblemDescription, a FindDB key, or ``(x, w)`` arrays with
@@ -89,11 +88,7 @@ def find_solutions(problem_or_arrays, *, mode: str | None = None, sort_by: str =
     unless ``with_naive`` (default $MIOFIND_WITH_NAIVE, else False) or nothing else applies; a
     ``solvers`` list runs what it names. ``cut_factor`` (default $MIOFIND_CUT_FACTOR, else
     ``miofind.find.FIND_CUT_FACTOR``; 0: off) stops timing a candidate clearly slower than that
-    factor times the best so far (``Solution.cut``; see ``miofind.find``). ``shortlist`` (default
-    $MIOFIND_FIND_SHORTLIST, else 0: off) > 0: on a miss where the FindDBs know the problem at
-    another batch size, time only that many of that neighbour's fastest solvers; the others are
-    listed as failures of stage ``shortlist`` and recorded so, and a find without a shortlist
-    measures them (``miofind.find.apply_shortlist``). A benchmarked result's
+    factor times the best so far (``Solution.cut``; see ``miofind.find``). A benchmarked result's
     ``timing`` says where the time went. Raises NoGPUError without a GPU and ValueError for bad
     arguments.
     """
@@ -102,11 +97,10 @@ def find_solutions(problem_or_arrays, *, mode: str | None = None, sort_by: str =
     mode = check_mode(mode)
     with_naive = check_with_naive(with_naive)
     cut_factor = check_cut_factor(cut_factor)
-    shortlist = check_shortlist(shortlist)
     key = None
     if mode != "benchmark":
         key = _memo_key("find", problem, db, solvers, mode, sort_by, workspace_limit, verify, with_naive,
-                        shortlist > 0, current_device())
+                        current_device())
         hit = _memo_get(key)
         if hit is not None:
             hit.elapsed_ms = (time.perf_counter() - t0) * 1e3
@@ -116,8 +110,7 @@ def find_solutions(problem_or_arrays, *, mode: str | None = None, sort_by: str =
     gen = write_generation()
     res = find(problem, mode=mode, sort_by=sort_by, workspace_limit=workspace_limit, solvers=solvers,
                verify=verify, db=db, store=store, warmup=warmup, iters=iters, seed=seed,
-               time_budget_ms=time_budget_ms, with_naive=with_naive, cut_factor=cut_factor, t0=t0,
-               shortlist=shortlist)
+               time_budget_ms=time_budget_ms, with_naive=with_naive, cut_factor=cut_factor, t0=t0)
     if key is not None and res.source in ("db", "predicted"):   # a measured answer is memoised once read back
         _memo_put(key, gen, res)
     return res

@@ -17,7 +17,7 @@ from pathlib import Path
 
 __all__ = ["VARIABLES", "EnvVar", "FIND_MODES", "FindEnforce", "find_mode", "find_enforce", "user_db_url",
            "system_db", "log_level", "kernel_cache_dir", "cudnn_plans", "cudnn_execute", "import_key", "isolate",
-           "with_naive", "cut_factor", "DEFAULT_CUT_FACTOR", "find_shortlist", "specialize", "QUIET"]
+           "with_naive", "cut_factor", "DEFAULT_CUT_FACTOR", "specialize", "QUIET"]
 
 FIND_MODES = ("normal", "fast", "hybrid", "dynamic_hybrid", "benchmark")
 
@@ -90,11 +90,6 @@ VARIABLES: tuple[EnvVar, ...] = (
            "while this is on, a solver's later config at 1.25x that solver's best); it is reported as cut and "
            "unverified, and recorded in the user FindDB as cut rather than as a measured record",
            "a number of at least 1 (default 3), or 0 to time every candidate fully", ""),
-    EnvVar("MIOFIND_FIND_SHORTLIST", "on a miss, how many solvers a find times when the FindDBs know the same "
-           "problem at another batch size (the batch neighbour): that many of the neighbour's fastest, at the "
-           "neighbour's configs; the others are recorded as not measured (stage `shortlist`) and a find without "
-           "a shortlist measures them", "a whole number (0: time every candidate; default 0 for "
-           "`find_solutions` and the CLI, 4 for `miofind.torch`)", ""),
     EnvVar("MIOFIND_SPECIALIZE", "how a find on a miss gets the shape-specialised kernels of solvers that have a "
            "generic build (`miofind.tiered`)", "background (default: measure the generic build at once, compile "
            "the specialised one in a background thread and keep it where faster), sync (compile the specialised "
@@ -102,18 +97,6 @@ VARIABLES: tuple[EnvVar, ...] = (
 )
 
 DEFAULT_CUT_FACTOR = 3.0
-
-
-def find_shortlist(default: int = 0) -> int:
-    """``MIOFIND_FIND_SHORTLIST``: how many of a batch neighbour's fastest solvers a find on a miss
-    times (0: every candidate); ``default`` where unset."""
-    raw = _get("MIOFIND_FIND_SHORTLIST")
-    if raw is None:
-        return default
-    if not raw.strip().isdigit():
-        raise ValueError(f"MIOFIND_FIND_SHORTLIST={raw!r}: expected a whole number of solvers (0: time every "
-                         "candidate)")
-    return int(raw)
 
 
 def _get(name: str) -> str | None:

@@ -35,7 +35,6 @@ time went.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 import time
@@ -144,16 +143,6 @@ def check_with_naive(with_naive) -> bool:
     return bool(with_naive)
 
 
-def check_shortlist(shortlist) -> int:
-    """``shortlist``, else $MIOFIND_FIND_SHORTLIST, else 0; ValueError naming a bad one."""
-    if shortlist is None:
-        from .env import find_shortlist
-        return find_shortlist()
-    if isinstance(shortlist, bool) or not isinstance(shortlist, int) or shortlist < 0:
-        raise ValueError(f"shortlist={shortlist!r}: expected a whole number of solvers (0: time every candidate)")
-    return shortlist
-
-
 def check_workspace_limit(workspace_limit) -> None:
     if workspace_limit is not None and (isinstance(workspace_limit, bool) or not isinstance(workspace_limit, int)
                                         or workspace_limit < 0):
@@ -229,95 +218,6 @@ def expected_order(problem: ProblemDescription, dbs, dev: DeviceInfo, cands: lis
     return sorted(cands, key=expected)   # stable: ties keep registry order
 
 
-# (id of a layer's FindDB, device, key suffix) -> (write generation, {batch-free key: [(n, key)]}, the FindDB)
-_neighbours: dict[tuple, tuple] = {}
-
-
-def _batch_free(problem: ProblemDescription) -> str:
-    return dataclasses.replace(problem, n=1).key()
-
-
-def _by_batch(db, device, suffix: str, immutable: bool) -> dict[str, list[tuple[int, str]]]:
-    """{the key with N = 1: [(N, key)]} of the layer's problems ending in ``suffix``, cached per
-    process (a writable layer until this process writes to a FindDB again)."""
-    from .db.base import write_generation
-
-    gen = None if immutable else write_generation()
-    ck = (id(db), device, suffix)
-    hit = _neighbours.get(ck)
-    if hit is not None and hit[0] == gen and hit[2] is db:
-        return hit[1]
-    idx: dict[str, list[tuple[int, str]]] = {}
-    for k in db.problem_keys(device, suffix=suffix):
-        try:
-            q = ProblemDescription.from_key(k)
-        except ValueError:
-            continue
-        idx.setdefault(_batch_free(q), []).append((q.n, k))
-    _neighbours[ck] = (gen, idx, db)
-    return idx
-
-
-def batch_neighbour(problem: ProblemDescription, dbs, dev: DeviceInfo):
-    """(key, records) of the problem nearest in batch size (|log N ratio|, the user layer first on
-    ties) that differs from ``problem`` only in N and has records in either FindDB layer; None
-    if there is none. Its records are a ranking hint, read trusted or not."""
-    key = problem.key()
-    suffix = key[key.rfind("-"):]
-    base = _batch_free(problem)
-    best = None
-    for layer, db in dbs.layers:
-        device = dev.db_name if layer == "user" else None
-        for n, k in _by_batch(db, device, suffix, immutable=layer == "system").get(base, ()):
-            if n == problem.n:
-                continue
-            d = abs(math.log(n / problem.n))
-            if best is None or d < best[0]:
-                best = (d, db, device, k)
-    if best is None:
-        return None
-    _, db, device, k = best
-    return k, db.lookup(device, k)
-
-
-def apply_shortlist(problem, dbs, dev: DeviceInfo, cands: list[Solver], k: int, configs):
-    """(candidates, configs, left out) of a shortlisted find: the ``k`` candidates fastest in the
-    batch neighbour's records (``batch_neighbour``), each at the configs a full find would measure,
-    preceded by the neighbour's config where that needs no new compilation; every other candidate
-    is left out as a Failure of stage ``shortlist``. Unchanged where no neighbour has a record of
-    at least one candidate."""
-    nb = batch_neighbour(problem, dbs, dev)
-    if nb is None:
-        return cands, configs, []
-    nkey, recs = nb
-    best: dict[str, object] = {}
-    for r in sorted(recs, key=lambda r: r.time_ms):
-        best.setdefault(r.solver_id, r)
-    by_id = {s.id: s for s in cands}
-    keep = [sid for sid in best if sid in by_id][:k]
-    if not keep:
-        return cands, configs, []
-    conv = problem.as_conv()
-
-    def short_configs(s):
-        # the neighbour's config first (an early best sharpens the config cut) where it runs without
-        # a new compilation, then the configs a full find measures
-        out = []
-        cfg = best[s.id].config
-        try:
-            if cfg is not None and s.is_valid_config(conv, cfg) and needs_no_compilation(problem, s, cfg):
-                out.append(cfg)
-        except Exception:   # a config this problem cannot take: the usual ones only
-            pass
-        return out + [c for c in configs(s) if c not in out]
-
-    left = [Failure(s.id, SHORTLIST_STAGE, f"not measured: outside the {len(keep)} fastest of the batch "
-                    f"neighbour {nkey} ({', '.join(keep)}); a find without a shortlist measures it")
-            for s in cands if s.id not in keep]
-    log.info("find %s: shortlist from %s: %s", problem.key(), nkey, ", ".join(keep))
-    return [by_id[sid] for sid in keep], short_configs, left
-
-
 def trusted_solutions(records, dev: DeviceInfo, problem, cands, verify, workspace_limit):
     """Solutions from one DB layer's records for the candidates whose record is trusted, and
     whether every candidate had one (the caller leaves out candidates with a recorded failure)."""
@@ -353,15 +253,13 @@ def from_db(dbs, dev: DeviceInfo, problem, cands, verify, workspace_limit):
     return partial or ([], False, None)
 
 
-def db_answer(db, dev: DeviceInfo, problem, cands, verify, workspace_limit, *, readonly: bool = False,
-              shortlist: bool = False):
+def db_answer(db, dev: DeviceInfo, problem, cands, verify, workspace_limit, *, readonly: bool = False):
     """(settled, (solutions, complete, layer)): ``settled_failures`` of the candidates, then ``from_db``
     of the others, from the user FindDB ``db`` over the system FindDB, as ``open_dbs(db, dev,
     readonly=readonly)`` would read them. Read through ``miofind.db.fastread`` (the stdlib sqlite3, no
-    SQLAlchemy) wherever it can, else, and on any error there, through ``open_dbs``. ``shortlist``: a
-    solver a shortlisted find left out counts as settled (``settled_failures``)."""
+    SQLAlchemy) wherever it can, else, and on any error there, through ``open_dbs``."""
     def answer(dbs):
-        settled = settled_failures(dbs, dev, problem, cands, shortlist=shortlist) if cands else {}
+        settled = settled_failures(dbs, dev, problem, cands) if cands else {}
         return settled, from_db(dbs, dev, problem, [s for s in cands if s.id not in settled], verify, workspace_limit)
 
     dbs = fastread.overlay(db, dev, readonly=readonly)
@@ -392,23 +290,18 @@ def find_configs(dbs, dev: DeviceInfo, problem, solver: Solver) -> list:
 # -- failures recorded by earlier finds --------------------------------------------------------
 
 # stages a later find would fail at again with the same code; OOM is about what else ran
-_RECORDED_STAGES = ("solution", "compile", "launch", "verify", "isolate", "cut", "shortlist")
-SHORTLIST_STAGE = "shortlist"
+_RECORDED_STAGES = ("solution", "compile", "launch", "verify", "isolate", "cut")
 _TRANSIENT = ("OutOfMemory", "out of memory", "OUT_OF_MEMORY", "ALLOC_FAILED", "MemoryAllocation",
               "not checked:", "timed out")
 
 
-def settled_failures(dbs, dev: DeviceInfo, problem, cands, *, shortlist: bool = False) -> dict[str, Failure]:
+def settled_failures(dbs, dev: DeviceInfo, problem, cands) -> dict[str, Failure]:
     """{solver id: Failure} of the candidates a find need not measure again: their latest find failed
     under their current trust key and this CUDA major version, for every config a find would measure
     now (the tuned PerfDB config, else the default; for a solver that lists its configs at find time,
-    such as cuDNN's plans, any recorded one). A solver a shortlisted find left out (stage
-    ``shortlist``) counts only for a find that shortlists too (``shortlist``). Read from the user
-    FindDB."""
+    such as cuDNN's plans, any recorded one). Read from the user FindDB."""
     user = dbs.user
     rows = user.find_failures(dev.db_name, problem.key()) if user is not None else []
-    if not shortlist:
-        rows = [f for f in rows if f.stage != SHORTLIST_STAGE]
     if not rows:
         return {}
     out = {}
@@ -435,14 +328,13 @@ def settled_failures(dbs, dev: DeviceInfo, problem, cands, *, shortlist: bool = 
 def record_failures(db, dev: DeviceInfo, problem, measured, failures, succeeded) -> None:
     """Store in ``db`` the failures of the solvers ``measured`` by a benchmark, replacing what their
     earlier finds left (a solver that succeeded now has none; one that failed and is not in
-    ``succeeded`` loses its find record of this problem, except one a shortlist left out, which was not
-    run). Out-of-memory failures are left out."""
+    ``succeeded`` loses its find record of this problem). Out-of-memory failures are left out."""
     keep = [FindFailure(dev.db_name, problem.key(), f.solver_id, f.config, f.stage, f.reason[:4000],
                         kernel_hash=trust_key(s), cuda_version=dev.cuda_version, package_version=__version__)
             for f in failures for s in measured
             if s.id == f.solver_id and f.stage in _RECORDED_STAGES and not any(t in f.reason for t in _TRANSIENT)]
     db.store_find_failures(dev.db_name, problem.key(), [s.id for s in measured], keep,
-                           failed={f.solver_id for f in keep if f.stage != SHORTLIST_STAGE} - set(succeeded))
+                           failed={f.solver_id for f in keep} - set(succeeded))
 
 
 # -- the procedure -----------------------------------------------------------------------------
@@ -450,10 +342,8 @@ def record_failures(db, dev: DeviceInfo, problem, measured, failures, succeeded)
 def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", workspace_limit=None, solvers=None,
          verify: bool = True, db=None, store: bool = True, warmup: int = 3, iters: int = 10, seed=None,
          time_budget_ms: float | None = FIND_TIME_BUDGET_MS, with_naive: bool = False,
-         cut_factor: float = FIND_CUT_FACTOR, t0: float | None = None, shortlist: int = 0) -> FindResult:
-    """The find of ``miofind.find_solutions`` on a resolved problem and checked mode and options.
-    ``shortlist`` > 0: on a miss, time only that many of a batch neighbour's fastest solvers
-    (``apply_shortlist``), unless ``solvers`` names the candidates."""
+         cut_factor: float = FIND_CUT_FACTOR, t0: float | None = None) -> FindResult:
+    """The find of ``miofind.find_solutions`` on a resolved problem and checked mode and options."""
     t0 = time.perf_counter() if t0 is None else t0
     if sort_by not in SORT_KEYS:
         raise ValueError(f"sort_by={sort_by!r}: expected 'time' or 'workspace'")
@@ -467,8 +357,7 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
     dbs = None
     if mode != "benchmark" and cands:
         # a recorded failure also keeps the solver out of the DBs' answer (e.g. a system-DB record)
-        settled, (sols, complete, layer) = db_answer(db, dev, problem, cands, verify, workspace_limit,
-                                                     shortlist=shortlist > 0 and not solvers)
+        settled, (sols, complete, layer) = db_answer(db, dev, problem, cands, verify, workspace_limit)
         if sols and (complete or mode != "normal"):
             log.debug("find %s: answered from the %s FindDB", problem.key(), layer)
             return done(sols, source="db", failures=failures + list(settled.values()), db_layer=layer)
@@ -490,15 +379,10 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
     if dbs is None:
         dbs = open_dbs(db, dev)
     cands = expected_order(problem, dbs, dev, cands)
-    configs = lambda s: find_configs(dbs, dev, problem, s)  # noqa: E731
-    left_out: list[Failure] = []
-    if shortlist > 0 and mode != "benchmark" and not solvers:
-        cands, configs, left_out = apply_shortlist(problem, dbs, dev, cands, shortlist, configs)
-        failures += left_out
     log.info("find %s: benchmarking %d candidate(s)", problem.key(), len(cands))
     timing = {"lookup_ms": (time.perf_counter() - t0) * 1e3}
     sols, bench_failures, ws_skipped = benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed,
-                                                 configs=configs,
+                                                 configs=lambda s: find_configs(dbs, dev, problem, s),
                                                  budget_ms=time_budget_ms, isolate=to_isolate(dbs, dev, problem, cands),
                                                  cut_factor=cut_factor, timing=timing)
     cuts = [f for f in bench_failures if f.stage == "cut"]   # reported as Solution.cut; recorded in the DB
@@ -508,10 +392,6 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
         log.info("find %s: %s failed at %s: %s", problem.key(), f.solver_id, f.stage, f.reason)
     t_store = time.perf_counter()
     full = [s for s in sols if not s.cut]
-    # the shortlist's left-out solvers are recorded only beside a stored answer: otherwise the next
-    # find would skip them with nothing measured in their place
-    shortlisted_out = [get_solver(f.solver_id) for f in left_out] if full and not ws_skipped else []
-    left_out = left_out if shortlisted_out else []
     # failures whose specialised build miofind.tiered may try in this process: never one that broke a
     # child's context (stage isolate) or left a sticky error
     retry = [f for f in bench_failures if f.stage != "isolate" and not _sticky(f.reason)]
@@ -524,8 +404,8 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
         # nor is a generic build's failure the solver's (miofind.tiered tries its specialised build)
         skipped = {f.solver_id for f in bench_failures if f.stage == "workspace"} - {s.solver_id for s in sols}
         skipped |= tiered.generic_failures(problem, retry)
-        record_failures(dbs.user, dev, problem, [s for s in cands if s.id not in skipped] + shortlisted_out,
-                        bench_failures + cuts + left_out, {s.solver_id for s in full})
+        record_failures(dbs.user, dev, problem, [s for s in cands if s.id not in skipped],
+                        bench_failures + cuts, {s.solver_id for s in full})
     tiered.after_find(problem, full, retry, budget_ms=time_budget_ms,
                       store=lambda s: store_solutions(dbs.user, dev, problem, [s]) if store else None)
     timing["store_ms"] = (time.perf_counter() - t_store) * 1e3
@@ -550,8 +430,7 @@ def immediate(problem: ProblemDescription, *, dev: DeviceInfo, db=None, workspac
     fastread.prefetch(db, dev)   # the FindDBs' checks run in a thread while the candidates are found
     cands, failures = candidates(problem, solvers, with_naive=with_naive)
     done = lambda sols, **kw: result(sols, problem=problem, t0=t0, sort_by="time", mode="immediate", **kw)  # noqa: E731
-    settled, (sols, _, layer) = db_answer(db, dev, problem, cands, False, workspace_limit, readonly=True,
-                                          shortlist=True)
+    settled, (sols, _, layer) = db_answer(db, dev, problem, cands, False, workspace_limit, readonly=True)
     failures += settled.values()
     cands = [s for s in cands if s.id not in settled]
     if sols:

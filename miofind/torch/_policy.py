@@ -3,9 +3,7 @@
 The first time a process meets a problem (shapes, strides, pads, dilations, groups, data type,
 layout, direction, math mode, deterministic or not, device), it asks ``miofind.find_solutions``
 in the find mode of ``MIOFIND_FIND_MODE`` (default normal): the FindDBs (user over shipped) answer
-when they know the problem, else the problem is benchmarked and stored; where the FindDBs know it
-at another batch size, only that neighbour's ``TORCH_SHORTLIST`` fastest solvers are timed
-(``MIOFIND_FIND_SHORTLIST``; ``miofind.find.apply_shortlist``). The fastest solution
+when they know the problem, else the problem is benchmarked and stored. The fastest solution
 (among the deterministic ones under ``torch.use_deterministic_algorithms(True)``) is prepared and
 kept. Every later call is one dict lookup. ``stats()`` counts what the misses cost.
 """
@@ -181,16 +179,10 @@ def _release_find_memory() -> None:
     cupy.get_default_memory_pool().free_all_blocks()
 
 
-TORCH_SHORTLIST = 4   # a miss times this many of a batch neighbour's fastest solvers (MIOFIND_FIND_SHORTLIST)
-
-
-def _find(problem: ProblemDescription, shortlist: int | None = None):
-    """``miofind.find_solutions`` in the environment's find mode, shortlisting a miss from a batch
-    neighbour (``shortlist``, else ``MIOFIND_FIND_SHORTLIST``, else ``TORCH_SHORTLIST``) so that a
-    new batch size costs a first step a fraction of a full find (a hook for tests)."""
+def _find(problem: ProblemDescription):
+    """``miofind.find_solutions`` in the environment's find mode (a hook for tests)."""
     from ..api import find_solutions
-    from ..env import find_shortlist
-    return find_solutions(problem, shortlist=find_shortlist(TORCH_SHORTLIST) if shortlist is None else shortlist)
+    return find_solutions(problem)
 
 
 def _choose(problem: ProblemDescription, det: bool) -> Entry:
@@ -206,13 +198,6 @@ def _choose(problem: ProblemDescription, det: bool) -> Entry:
         _release_find_memory()
     # a candidate a find cut early (clearly slower, not verified) is never run here
     sols = [s for s in res if not getattr(s, "cut", False) and (not det or get_solver(s.solver_id).deterministic)]
-    if not sols and det and any(f.stage == "shortlist" for f in getattr(res, "failures", ())):
-        # the shortlist held no deterministic solver: measure the rest
-        t1 = time.perf_counter()
-        res = _find(problem, shortlist=0)
-        _stats["find_ms"] += (time.perf_counter() - t1) * 1e3
-        _stats["finds_run"] += getattr(res, "source", "find") == "find"
-        sols = [s for s in res if not getattr(s, "cut", False) and get_solver(s.solver_id).deterministic]
     if not sols:
         fails = "; ".join(f"{f.solver_id}: {f.reason}" for f in getattr(res, "failures", ())[:5])
         raise RuntimeError(f"miofind has no {'deterministic ' if det else ''}solution for {problem.key()}"

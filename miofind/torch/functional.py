@@ -118,17 +118,24 @@ class _Plan:
     lookup, one allocation and the launches. Its backward learns the B and W Entries the same way,
     per stride pattern of ``dy`` (``backward``)."""
 
-    __slots__ = ("entry", "out_shape", "fmt", "dtype", "device", "bias_shape", "conv", "dev", "bwd")
+    __slots__ = ("entry", "out_shape", "fmt", "dtype", "device", "bias_shape", "conv", "dev", "bwd", "_dense")
 
     def __init__(self, entry, out_shape, fmt, x: Tensor, w: Tensor, conv) -> None:
         self.entry, self.out_shape, self.fmt, self.conv = entry, out_shape, fmt, conv
         self.dtype, self.device, self.dev = x.dtype, x.device, x.get_device()
         self.bias_shape = (1, -1, *([1] * (x.dim() - 2)))
         self.bwd: dict[tuple, tuple] = {}
+        # (shape, strides) of y, dx and dw dense in ``fmt``: torch.empty_strided of them costs less
+        # host time than torch.empty with a memory format (bench/results/torch-host/probe-step/)
+        self._dense = tuple((tuple(s), torch.empty(s, device="meta", memory_format=fmt).stride())
+                            for s in (out_shape, conv[0], conv[1]))
+
+    def _empty(self, i: int) -> Tensor:
+        shape, strides = self._dense[i]
+        return torch.empty_strided(shape, strides, dtype=self.dtype, device=self.device)
 
     def forward(self, x: Tensor, w: Tensor) -> Tensor:
-        out = torch.empty(self.out_shape, dtype=self.dtype, device=self.device, memory_format=self.fmt)
-        return self.entry(x, w, out, _ops._stream(self.dev))
+        return self.entry(x, w, self._empty(0), _ops._stream(self.dev))
 
     def backward(self, dy: Tensor, x, w, need_dx: bool, need_dw: bool):
         """(dx, dw) of this call from ``dy`` (None where not asked). The first ``dy`` of a stride
@@ -143,10 +150,8 @@ class _Plan:
             dy = dy.contiguous(memory_format=fmt)
             stream = _ops._stream(self.dev)
             # Entry.__call__ takes the raw launch once it has run on this stream
-            dx = eb(dy, w, torch.empty(self.conv[0], dtype=self.dtype, device=self.device, memory_format=fmt),
-                    stream) if need_dx else None
-            dw = ew(dy, x, torch.empty(self.conv[1], dtype=self.dtype, device=self.device, memory_format=fmt),
-                    stream) if need_dw else None
+            dx = eb(dy, w, self._empty(1), stream) if need_dx else None
+            dw = ew(dy, x, self._empty(2), stream) if need_dw else None
             return dx, dw
         x_shape, w_shape, stride, padding, dilation, groups = self.conv
         dx = _ops._backward_data(dy, w, x_shape, stride, padding, dilation, groups) if need_dx else None
