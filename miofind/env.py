@@ -241,14 +241,13 @@ def cudnn_plans(default: int = 8) -> int:
 
 
 def cudnn_execute() -> str:
-    """``MIOFIND_CUDNN_EXECUTE``: ``direct`` (default; the frontend's C++ binding with the pointers in
-    one array, falling back to the public call), ``map`` (the C++ binding with a uid map, as before
-    the array path; kept for comparison) or ``public`` (always the public call)."""
+    """``MIOFIND_CUDNN_EXECUTE``: ``direct`` (default; the frontend's C++ binding, falling back to the
+    public call) or ``public`` (always the public call)."""
     raw = _get("MIOFIND_CUDNN_EXECUTE")
     if raw is None:
         return "direct"
-    if raw.lower() not in ("direct", "map", "public"):
-        raise ValueError(f"MIOFIND_CUDNN_EXECUTE={raw!r}: expected direct, map or public")
+    if raw.lower() not in ("direct", "public"):
+        raise ValueError(f"MIOFIND_CUDNN_EXECUTE={raw!r}: expected direct or public")
     return raw.lower()
 
 

@@ -514,9 +514,8 @@ class PlanGraph:
         index, need, name, key = plan.index, plan.workspace, plan.name, self.problem.key()
         path = "public"
         if direct:
-            direct = _direct_executor(graph, handle, index, roles, raw=env.cudnn_execute() == "direct")
-            path = ("public (no direct binding in this frontend)" if direct is None else
-                    "direct (pointer array)" if hasattr(direct, "slots") else "direct (uid map)")
+            direct = _direct_executor(graph, handle, index, roles)
+            path = "direct" if direct is not None else "public (no direct binding in this frontend)"
         else:
             direct = None
 
@@ -549,15 +548,12 @@ class PlanGraph:
         return invoker
 
 
-def _direct_executor(graph, handle, index: int, roles, raw: bool = True):
-    """fn(ptrs, workspace) calling the C++ binding for one plan directly, or None.
+def _direct_executor(graph, handle, index: int, roles):
+    """fn(ptrs, workspace) calling the C++ binding's _execute_plan_at_index for one plan, or None.
 
     Frontend >= 1.29: ``cudnn.pygraph`` is Python over a lowered C++ graph; a backend plan's C++
-    index is its PlanConfig.cpp_index and IR uids are pushed to C++ unchanged. There, with ``raw``,
-    the pointers go in one ctypes array in the variant pack's slot order (ascending uid,
-    ``_execute_with_raw_ptrs``: no uid map to build and convert per call); otherwise, or when that
-    binding is missing, as a uid map (``_execute_plan_at_index``). Up to 1.28 the pybind pygraph
-    itself has ``_execute_plan_at_index`` and takes the graph's own plan index.
+    index is its PlanConfig.cpp_index and IR uids are pushed to C++ unchanged. Up to 1.28 the
+    pybind pygraph itself has the method and takes the graph's own plan index.
     """
     d = getattr(graph, "__dict__", None) or {}
     lowered = d.get("_lowered_graph")
@@ -571,10 +567,6 @@ def _direct_executor(graph, handle, index: int, roles, raw: bool = True):
         if fn is None or not isinstance(cpp, int) or not isinstance(bh, int) or \
                 not all(isinstance(u, int) and u > 0 for u in uids) or len(set(uids)) != 3:
             return None
-        if raw:
-            fast = _raw_pointer_executor(lowered, bh, cpp, uids)
-            if fast is not None:
-                return fast
         return lambda ptrs, ws: fn(dict(zip(uids, ptrs)), ws, cpp, bh)
     fn = getattr(graph, "_execute_plan_at_index", None)
     if fn is None or not isinstance(handle, int):
@@ -586,38 +578,6 @@ def _direct_executor(graph, handle, index: int, roles, raw: bool = True):
     if not all(u > 0 for u in uids) or len(set(uids)) != 3:
         return None
     return lambda ptrs, ws: fn(dict(zip(uids, ptrs)), ws, index, handle)
-
-
-def _raw_pointer_executor(lowered, bh: int, cpp: int, uids):
-    """fn(ptrs, workspace) through ``_execute_with_raw_ptrs(address, n, workspace, handle, index)``
-    with the three pointers written into a ctypes array whose slots follow the graph's variant-pack
-    order, or None when the binding or that order is not available. The array is the invoker's own;
-    callers hold ``_LOCK`` between the writes and the execute."""
-    import ctypes
-
-    exe = getattr(lowered, "_execute_with_raw_ptrs", None)
-    order_of = getattr(lowered, "_get_variant_pack_uids_sorted", None)
-    if exe is None or order_of is None:
-        return None
-    try:
-        prepare = getattr(lowered, "_prepare_variant_pack_template", None)
-        if prepare is not None:
-            prepare()
-        order = [int(u) for u in order_of()]
-    except Exception:
-        return None
-    if sorted(order) != sorted(uids):
-        return None
-    slots = (ctypes.c_void_p * len(order))()
-    addr, n = ctypes.addressof(slots), len(order)
-    i0, i1, i2 = (order.index(u) for u in uids)
-
-    def run(ptrs, ws):
-        slots[i0], slots[i1], slots[i2] = ptrs
-        exe(addr, n, ws, bh, cpp)
-
-    run.slots = slots      # keeps the array alive with the closure (and lets tests read it)
-    return run
 
 
 _graphs: collections.OrderedDict = collections.OrderedDict()

@@ -205,7 +205,7 @@ def test_cudnn_variables(monkeypatch):
         with pytest.raises(ValueError, match=rf"^MIOFIND_CUDNN_PLANS={re.escape(repr(bad))}: expected a positive"):
             env.cudnn_plans()
     monkeypatch.setenv("MIOFIND_CUDNN_EXECUTE", "fast")
-    with pytest.raises(ValueError, match=r"^MIOFIND_CUDNN_EXECUTE='fast': expected direct, map or public$"):
+    with pytest.raises(ValueError, match=r"^MIOFIND_CUDNN_EXECUTE='fast': expected direct or public$"):
         env.cudnn_execute()
 
 

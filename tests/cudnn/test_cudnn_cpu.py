@@ -468,12 +468,8 @@ def _creates(handle):
     return create_handle
 
 
-def _problem_once(direction):
-    return P(direction, n=2, c=4, k=4, in_size=(6, 6), filter_size=3, pads=1)
-
-
 def _run_once(direction="F", plan="eng3_fft"):
-    p = _problem_once(direction)
+    p = P(direction, n=2, c=4, k=4, in_size=(6, 6), filter_size=3, pads=1)
     sol = DIR[direction].get_solution(p, {"plan": plan})
     inv = sol.invoker_factory([])
     inv(0x10, 0x20, 0x30, 0x40, 0xABC)
@@ -493,7 +489,7 @@ def test_direct_binding_classic_frontend(fake, monkeypatch):
     monkeypatch.setattr(mod, "pygraph", Classic)
     monkeypatch.setattr(mod, "create_handle", _creates(77))
     g, pl, inv = _run_once("W")
-    assert inv.path == "direct (uid map)" and pl.path == "direct (uid map)" and not g.executed
+    assert inv.path == "direct" and pl.path == "direct" and not g.executed
     dy, x, dw = (t.uid for t in (g.tensors[0], g.tensors[1], g.ops[0][2]))
     assert calls == [({dy: 0x10, x: 0x20, dw: 0x30}, 0x40, pl.index, 77)]
     assert FAKE.stream_of[77] == 0xABC
@@ -518,59 +514,10 @@ def test_direct_binding_python_pygraph(fake, monkeypatch):
     monkeypatch.setattr(mod, "pygraph", New)
     monkeypatch.setattr(mod, "create_handle", _creates(h))
     g, pl, inv = _run_once("B")
-    assert inv.path == "direct (uid map)" and not g.executed
+    assert inv.path == "direct" and not g.executed
     dy, w, dx = (t.uid for t in (g.tensors[0], g.tensors[1], g.ops[0][2]))
     assert calls == [({dy: 0x10, w: 0x20, dx: 0x30}, 0x40, 100 + pl.index, 55)]
     assert FAKE.stream_of[h] == 0xABC
-
-
-@pytest.mark.parametrize("direction", "FBW")
-def test_direct_binding_pointer_array(fake, monkeypatch, direction):
-    """With ``_execute_with_raw_ptrs`` the pointers go in one array in the variant pack's (ascending
-    uid) slot order, whatever the roles' order; MIOFIND_CUDNN_EXECUTE=map keeps the uid map."""
-    import ctypes
-
-    calls, maps = [], []
-
-    class Lowered:
-        def __init__(self, order):
-            self.order = order
-
-        def _prepare_variant_pack_template(self):
-            pass
-
-        def _get_variant_pack_uids_sorted(self):
-            return list(self.order)
-
-        def _execute_with_raw_ptrs(self, addr, n, ws, handle, index):
-            calls.append((list((ctypes.c_uint64 * n).from_address(addr)), ws, handle, index))
-
-        def _execute_plan_at_index(self, var_pack, ws, index, handle):
-            maps.append((dict(var_pack), ws, index, handle))
-
-    class New(FakeGraph):
-        def create_execution_plans(self, modes):
-            super().create_execution_plans(modes)
-            uids = sorted({t.uid for t in self.tensors} | {op[2].uid for op in self.ops})
-            self._lowered_graph = Lowered(uids)
-            self._plans = [types.SimpleNamespace(cpp_index=200 + i) for i in range(len(self.plans))]
-
-    h = FakeHandle(56)
-    mod = sys.modules["cudnn"]
-    monkeypatch.setattr(mod, "pygraph", New)
-    monkeypatch.setattr(mod, "create_handle", _creates(h))
-    g, pl, inv = _run_once(direction)
-    assert inv.path == "direct (pointer array)" and not g.executed and not maps
-    a, b, out = (t.uid for t in (g.tensors[0], g.tensors[1], g.ops[0][2]))
-    by_uid = {a: 0x10, b: 0x20, out: 0x30}
-    assert calls == [([by_uid[u] for u in sorted(by_uid)], 0x40, 56, 200 + pl.index)]
-    inv(0x11, 0x21, 0x31, 0x41, 0xABC)
-    assert calls[-1][0] == [{a: 0x11, b: 0x21, out: 0x31}[u] for u in sorted(by_uid)] and calls[-1][1] == 0x41
-    monkeypatch.setenv("MIOFIND_CUDNN_EXECUTE", "map")
-    inv2 = cudnn_base.resolve(_problem_once(direction), {"plan": "eng3_fft"})[0].make_invoker(pl, direct=True)
-    assert inv2.path == "direct (uid map)"
-    inv2(0x10, 0x20, 0x30, 0x40, 0xABC)
-    assert maps == [(by_uid, 0x40, 200 + pl.index, 56)]
 
 
 def test_direct_failure_falls_back_to_public(fake, monkeypatch):
