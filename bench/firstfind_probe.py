@@ -59,7 +59,6 @@ if mode == "stages":
         finally:
             spent["trust_key"] = spent.get("trust_key", 0.0) + (time.perf_counter() - s0) * 1e3
     _t.trust_key = tk
-    import miofind.find as _f
     t1 = time.perf_counter()
 key = "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F"
 if mode == "prof":

@@ -78,17 +78,8 @@ def run(model_name: str, config: str, rounds: int, steps: int, variants: list[st
             mt.convert(model)
         opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
-        def step(model=model, opt=opt):
-            opt.zero_grad(set_to_none=True)
-            with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
-                out = model(x)
-                if isinstance(out, tuple):
-                    out = out[0]
-                loss = torch.nn.functional.cross_entropy(out, yl)
-            loss.backward()
-            opt.step()
-
         def halves(model=model, opt=opt):
+            """One training step; returns the host seconds of its forward and of loss.backward()."""
             opt.zero_grad(set_to_none=True)
             t0 = time.perf_counter()
             with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
@@ -101,6 +92,9 @@ def run(model_name: str, config: str, rounds: int, steps: int, variants: list[st
             t2 = time.perf_counter()
             opt.step()
             return t1 - t0, t2 - t1
+
+        def step(halves=halves):
+            halves()
 
         fwd_bwd[side] = halves
         torch.backends.cudnn.benchmark = side == "cudnn"
