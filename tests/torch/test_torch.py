@@ -408,9 +408,12 @@ def test_entry_passes_workspace_stream_and_square_channels_last(monkeypatch):
     monkeypatch.setattr(_alloc, "torch_allocator", lambda: (first.append(1), contextlib.nullcontext())[1])
     # C == H == W in NHWC: the channels_last tensors go to Prepared as they are (it tells them from
     # contiguous ones by memory format)
+    asked = []
+    monkeypatch.setattr(_policy, "workspace", lambda n, dev, stream: (asked.append((n, dev, stream)),
+                                                                      torch.empty(n, dtype=torch.uint8))[1])
     p = _policy.problem_for("F", (2, 5, 5, 5), (5, 5, 3, 3), (1, 1), (1, 1), (1, 1), 1, torch.float32, True, False)
     pr = FakePrepared(p, "ConvDirectNaiveConvFwd", ws=64)
-    e = _policy.Entry(pr, pr.solver_id, "db")
+    e = _policy.Entry(pr, pr.solver_id, "db", 3)
     assert e.ws_bytes == 64
     x = torch.randn(2, 5, 5, 5).to(memory_format=torch.channels_last)
     w = torch.randn(5, 5, 3, 3).to(memory_format=torch.channels_last)
@@ -419,6 +422,31 @@ def test_entry_passes_workspace_stream_and_square_channels_last(monkeypatch):
     assert first == [1]                                   # CuPy routed to torch's allocator on a stream's first call
     (shape, oshape, contig, ws, stream), _ = pr.calls
     assert shape == (2, 5, 5, 5) and not contig and isinstance(ws, int) and ws and stream == 7
+    assert asked == [(64, 3, 7)] * 2
+
+
+def test_workspace_kept_per_stream_grown_and_never_kept_in_capture(monkeypatch):
+    made, capturing = [], [False]
+    monkeypatch.setattr(_policy, "_new_workspace", lambda n, dev: (made.append((n, dev)), torch.empty(n, dtype=torch.uint8))[1])
+    monkeypatch.setattr(_policy, "_capturing_stream", lambda: capturing[0])
+    monkeypatch.setattr(_policy, "_workspaces", {})
+    a = _policy.workspace(100, 0, 5)
+    assert _policy.workspace(60, 0, 5) is a and _policy.workspace(100, 0, 5) is a   # shared, no new allocation
+    b = _policy.workspace(100, 0, 6)                      # another stream: its own buffer
+    c = _policy.workspace(100, 1, 5)                      # another device: its own buffer
+    assert b is not a and c is not a and c is not b
+    big = _policy.workspace(200, 0, 5)                    # grows: the larger one is kept from now on
+    assert big is not a and big.numel() == 200 and _policy.workspace(150, 0, 5) is big
+    capturing[0] = True                                   # during capture: a new one per call, none kept
+    g1, g2 = _policy.workspace(10, 0, 5), _policy.workspace(10, 0, 5)
+    assert g1 is not big and g2 is not g1 and _policy._workspaces[(0, 5)] is big
+    capturing[0] = False
+    over = _policy.KEEP_WORKSPACE_BYTES + 1              # too large to keep: per call
+    assert _policy.workspace(over, 0, 5) is not _policy.workspace(over, 0, 5)
+    assert _policy._workspaces[(0, 5)] is big
+    assert made == [(100, 0), (100, 0), (100, 1), (200, 0), (10, 0), (10, 0), (over, 0), (over, 0)]
+    _policy.clear()
+    assert _policy._workspaces == {}
 
 
 def test_dynamo_sees_no_graph_break_and_aot_autograd_runs(cpu_custom_ops):

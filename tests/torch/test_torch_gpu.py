@@ -241,6 +241,45 @@ def test_cuda_graph_capture_and_replay(mt):
         assert float((gr - p.grad).abs().max()) <= 1e-6 * top
 
 
+def test_workspace_kept_per_stream_and_fresh_in_capture(mt, monkeypatch):
+    from miofind.torch import _policy
+
+    # a shipped-DB problem whose pick (Winograd F(4x4)) takes a workspace
+    torch.manual_seed(0)
+    x = torch.randn(32, 64, 56, 56, device="cuda")
+    w = torch.randn(64, 64, 3, 3, device="cuda") / 24
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        y1 = mt.conv2d(x, w, padding=1)
+        y2 = mt.conv2d(x, w, padding=1)
+    torch.cuda.current_stream().wait_stream(s)
+    (e,) = [e for k, e in _policy._table.items() if k[0] == "F"]
+    if not e.ws_bytes:
+        pytest.skip(f"the pick {e.solver_id} takes no workspace here")
+    kept = _policy._workspaces[(torch.cuda.current_device(), s.cuda_stream)]
+    assert kept.numel() >= e.ws_bytes
+    ref = F.conv2d(x, w, padding=1)
+    assert rel(y1, ref) < 1e-4 and rel(y2, ref) < 1e-4       # Winograd/FFT FP32: up to ~3e-5 (verify.py)
+    given = []
+    real = _policy.workspace
+    monkeypatch.setattr(_policy, "workspace", lambda *a: (given.append(real(*a)), given[-1])[1])
+    g = torch.cuda.CUDAGraph()
+    static_x = x.clone()
+    with torch.cuda.graph(g, stream=s):
+        static_y = mt.conv2d(static_x, w, padding=1)
+    assert given and all(t.data_ptr() != kept.data_ptr() for t in given)   # the graph owns its workspace
+    assert _policy._workspaces[(torch.cuda.current_device(), s.cuda_stream)] is kept
+    new_x = torch.randn_like(x)
+    static_x.copy_(new_x)
+    g.replay()
+    with torch.cuda.stream(s):                                   # eager on the same stream, kept buffer
+        y3 = mt.conv2d(new_x, w, padding=1)
+    torch.cuda.synchronize()
+    ref2 = F.conv2d(new_x, w, padding=1)
+    assert rel(static_y, ref2) < 1e-4 and rel(y3, ref2) < 1e-4
+
+
 def test_compile_reduce_overhead(mt):
     torch._dynamo.reset()
     torch.manual_seed(0)
