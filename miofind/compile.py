@@ -67,6 +67,26 @@ def kernel_source(name: str) -> str:
     return f"// miofind kernel {name}\n" + _INCLUDE_RE.sub(expand, text)
 
 
+def kernel_path(name: str) -> str:
+    """The absolute path of kernels_src/<name>."""
+    return str(_kernels_dir() / name)
+
+
+def kernel_deps(name: str) -> list[str]:
+    """The absolute paths of the files ``kernel_source(name)`` reads: the source and every header it
+    includes, directly or not."""
+    out, todo = [], [name]
+    while todo:
+        n = todo.pop()
+        path = kernel_path(n)
+        if path in out:
+            continue
+        out.append(path)
+        with open(path, encoding="utf-8") as f:
+            todo.extend(_INCLUDE_RE.findall(f.read()))
+    return out
+
+
 @functools.lru_cache(maxsize=None)
 def source_hash(*names: str) -> str:
     h = hashlib.sha256()

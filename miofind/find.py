@@ -173,9 +173,14 @@ def candidates(problem: ProblemDescription, solver_ids=None, *, with_naive: bool
     (``Solver.is_reference``) are left out unless ``with_naive``, as MIOpen leaves its naive solvers
     out unless enabled: they verify the others and are far slower; they stay in where no other
     solver applies, so that such a problem still has a solution."""
+    direction = problem.as_conv().direction
+    if solver_ids is None and direction in ("F", "B"):
+        # the FFT solvers' trust keys need cuFFT's version: its library loads beside the imports
+        from miofind.solvers import fft_cufft
+        fft_cufft.prefetch_version()
     # only the problem's direction's solvers (their modules imported on first use): the others' first
     # guard would refuse it
-    pool = all_solvers(problem.as_conv().direction) if solver_ids is None else [get_solver(s) for s in solver_ids]
+    pool = all_solvers(direction) if solver_ids is None else [get_solver(s) for s in solver_ids]
     cands, skipped = [], []
     for s in pool:
         try:

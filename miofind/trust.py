@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
+import os
 import re
 
 from .solver import Solver
@@ -49,11 +51,65 @@ def _strip_comments(src: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _file_digest(name: str) -> str:
-    from .compile import kernel_source
+    from .compile import kernel_deps, kernel_path, kernel_source
 
-    body = kernel_source(name)
+    known, key = _digest_cache(), kernel_path(name)    # keyed by path: two installs share one cache
+    hit = known.get(key)
+    if hit is not None and hit.get("deps") and all(_stamp(d) == st for d, st in hit["deps"].items()):
+        return hit["digest"]
+    paths = kernel_deps(name)
+    before = [_stamp(p) for p in paths]
     # kernel_source prefixes a "// miofind kernel <name>" line: a comment, so stripped with the rest
-    return hashlib.sha256(_strip_comments(body).encode()).hexdigest()
+    digest = hashlib.sha256(_strip_comments(kernel_source.__wrapped__(name)).encode()).hexdigest()
+    if all(before) and before == [_stamp(p) for p in paths]:   # no file changed while it was read
+        known[key] = {"deps": dict(zip(paths, before)), "digest": digest}
+        _unsaved.add(key)
+    return digest
+
+
+# Digests of kernel sources carry over between processes in ``<kernel cache>/source-digests.json``,
+# each valid while every file it read (the source and the headers it includes) has the size,
+# modification and change times and inode it had then; the change time moves on any write and no
+# tool can set it back, so a restored modification time does not revive a stale digest. Reading the
+# file and stat-ing the sources costs well under a millisecond; stripping and hashing every source
+# of a direction's solvers costs 4-5 ms of a first find (bench/results/hot-path/first-find-stages/).
+_DIGESTS_FILE = "source-digests.json"
+_unsaved: set[str] = set()     # entries computed by this process, not yet written
+
+
+def _stamp(path: str) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+@functools.lru_cache(maxsize=1)
+def _digest_cache() -> dict:
+    try:
+        from .compile import kernel_cache_dir
+
+        with open(os.path.join(kernel_cache_dir(), _DIGESTS_FILE), encoding="utf-8") as f:
+            data = json.load(f)
+        return data["files"] if data.get("v") == 1 and isinstance(data.get("files"), dict) else {}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def _store_digests(known: dict) -> None:
+    """Write the digests back (best effort: a cache directory that cannot be used leaves every later
+    process computing them, as before)."""
+    try:
+        from .compile import CompileError, private_cache_dir
+        from .fileio import atomic_write
+
+        d = private_cache_dir(create=False)
+        if d is not None:
+            atomic_write(os.path.join(d, _DIGESTS_FILE), json.dumps({"v": 1, "files": known}))
+    except (OSError, CompileError, ValueError, RuntimeError):
+        pass
+    _unsaved.clear()
 
 
 def source_digest(files) -> str:
@@ -63,6 +119,8 @@ def source_digest(files) -> str:
     h = hashlib.sha256()
     for d in sorted({_file_digest(f) for f in files}):
         h.update(d.encode())
+    if _unsaved:
+        _store_digests(_digest_cache())
     return h.hexdigest()[:16]
 
 

@@ -18,7 +18,7 @@ import os
 import re
 import sys
 import threading
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from miofind import env
 from miofind.problem import ProblemDescription
@@ -272,8 +272,7 @@ def _handle(cudnn, dev: int):
 
 # -- tensor descriptions -------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class TensorSpec:
+class TensorSpec(NamedTuple):
     """A graph tensor: logical dims N, C, (D), H, W (weights K, C/G, (Z), Y, X), element strides."""
 
     name: str
@@ -322,14 +321,22 @@ def excluded_notes(problem: ProblemDescription) -> tuple[str, ...]:
 
 # -- one graph per (device, problem), its plans built on demand --------------------------------
 
-@dataclass
 class CudnnPlan:
-    index: int                       # position in the graph's plan list (heuristic order)
-    name: str
-    built: bool = False
-    workspace: int = 0
-    reason: str = ""                 # why it cannot run (deselected by a note filter, build failure)
-    invoker: object = field(default=None, repr=False)
+    """One plan of a graph: ``index`` (its position in the graph's plan list, heuristic order),
+    ``name``, whether it is ``built``, its ``workspace`` bytes, the ``reason`` it cannot run (deselected
+    by a note filter, build failure) and its ``invoker``. A plain class: a dataclass costs a
+    millisecond of import time (bench/results/hot-path/first-find-stages/)."""
+
+    __slots__ = ("index", "name", "built", "workspace", "reason", "invoker")
+
+    def __init__(self, index: int, name: str, built: bool = False, workspace: int = 0, reason: str = "",
+                 invoker: object = None) -> None:
+        self.index, self.name, self.built, self.workspace, self.reason, self.invoker = \
+            index, name, built, workspace, reason, invoker
+
+    def __repr__(self) -> str:
+        return (f"CudnnPlan(index={self.index!r}, name={self.name!r}, built={self.built!r}, "
+                f"workspace={self.workspace!r}, reason={self.reason!r})")
 
     @property
     def path(self) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from miofind.launch import PTR, Launch
 from miofind.problem import ProblemDescription
@@ -40,8 +40,7 @@ ELEM_BYTES = {"FP32": 4, "FP16": 2, "BF16": 2}
 
 # -- index algebra (mirrors Axis in depthwise_common.cuh) --------------------------------
 
-@dataclass(frozen=True)
-class Axis:
+class Axis(NamedTuple):
     bwd: int
     p: int
     s: int
@@ -81,8 +80,7 @@ def _span(bwd, p, s, d, f, T) -> int:
     return max((a.off(j, t) + 1 for j in range(T) for t in range(f) if a.hit(j, t)), default=1)
 
 
-@dataclass(frozen=True)
-class Pass:
+class Pass(NamedTuple):
     """The stencil pass of a problem: dst <- src, in the forward view for W."""
 
     direction: str
@@ -166,8 +164,7 @@ NCHW_KEYS = ("VPT", "RPT", "NCX", "NRY", "PPB", "OPT")
 NCHW_WRW_KEYS = NCHW_KEYS + ("IPT", "CIB")
 
 
-@dataclass(frozen=True)
-class NchwGeom:
+class NchwGeom(NamedTuple):
     th: int
     tw: int
     rows: int         # src rows one thread reads
@@ -340,8 +337,7 @@ NHWC_KEYS = ("GPT", "NCS", "RPT", "VC", "NPX", "NPY")
 NHWC_WRW_KEYS = NHWC_KEYS + ("OPT", "IPT")
 
 
-@dataclass(frozen=True)
-class NhwcGeom:
+class NhwcGeom(NamedTuple):
     si: int
     so: int
     rows: int

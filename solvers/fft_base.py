@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from miofind.launch import PTR, Launch, cupy_stream
 from miofind.problem import ProblemDescription
@@ -80,8 +80,7 @@ def smooth_size(m: int, even: bool = False) -> int:
     return best
 
 
-@dataclass(frozen=True)
-class Geometry:
+class Geometry(NamedTuple):
     """Sizes, kernel parameters and workspace layout of one FFT convolution (3D view: D = 1 in 2D).
 
     ``a`` is the transformed input (x forward, dy backward), ``o`` the output (y, dx).

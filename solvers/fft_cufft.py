@@ -33,11 +33,42 @@ def library():
         if _lib is not None:
             return _lib
         lib = nvlib.load("cufft", "cufftMakePlanMany64", "cupy.cuda.cufft", ("cu*", "cufft"),
-                         ("libcufft.so.12", "libcufft.so.11", "libcufft.so"),
+                         _SONAMES,
                          "install the nvidia-cufft wheel, e.g. pip install 'cuda-toolkit[cufft]'")
         _set_prototypes(lib)
         _lib = lib
         return lib
+
+
+_SONAMES = ("libcufft.so.12", "libcufft.so.11", "libcufft.so")
+_prefetching: list[threading.Thread] = []
+
+
+def prefetch_version() -> None:
+    """Start reading ``version()`` in a background thread, once per process, so that a first find's
+    trust key of the FFT solvers waits for little of libcufft's load (about 7 ms on an H100 host:
+    bench/results/hot-path/first-find-stages/). The thread first opens the library by its soname, as
+    the dynamic loader resolves CuPy's cufft module's dependency (the module has no RUNPATH), inside
+    ctypes' dlopen, which releases the GIL: the caller's thread runs on meanwhile. Where no soname
+    opens, nothing starts (``version()`` then searches as before, in the caller's thread)."""
+    if _prefetching or _lib is not None:
+        return
+    t = threading.Thread(target=_prefetch, name="miofind-cufft-version", daemon=True)
+    _prefetching.append(t)
+    t.start()
+
+
+def _prefetch() -> None:
+    for soname in _SONAMES:
+        try:
+            ctypes.CDLL(soname)
+        except OSError:
+            continue
+        try:
+            version()
+        except Exception:   # met again, and reported, by the find's own call
+            pass
+        return
 
 
 @functools.lru_cache(maxsize=1)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -95,8 +96,7 @@ def _align(nbytes: int) -> int:
     return ceil_div(nbytes, ALIGN) * ALIGN
 
 
-@dataclasses.dataclass(frozen=True)
-class Xpose:
+class Xpose(NamedTuple):
     """One channels-first -> channels-last copy: input 'a' or 'b' as [batch][rows][cols]."""
 
     operand: str

@@ -116,6 +116,55 @@ def test_edits_that_keep_and_change_the_key(tmp_path):
     assert changed == {"ConvImplicitGemmFwd", "ConvImplicitGemmBwd", "ConvImplicitGemmWrw"}
 
 
+def test_source_digests_carry_over_between_processes_until_a_file_is_written(tmp_path, monkeypatch):
+    from miofind import compile as mc
+    from miofind import trust
+
+    src, cache = tmp_path / "k", tmp_path / "cache"
+    src.mkdir()
+    cache.mkdir(mode=0o700)
+    (src / "h.cuh").write_text("#pragma once\n__device__ int h() { return 1; }\n")
+    (src / "a.cu").write_text('#include "h.cuh"\n__global__ void a() { h(); }\n')
+    monkeypatch.setenv("MIOFIND_KERNEL_CACHE", str(cache))
+    monkeypatch.setattr(mc, "_kernels_dir", lambda: src)
+    strips = []
+    real_strip = trust._strip_comments
+    monkeypatch.setattr(trust, "_strip_comments", lambda text: (strips.append(1), real_strip(text))[1])
+
+    def new_process():
+        for f in (trust._file_digest, trust._digest_cache, mc.kernel_source):
+            f.cache_clear()
+
+    new_process()
+    d1 = trust.source_digest(["a.cu"])
+    stored = json.loads((cache / "source-digests.json").read_text())["files"]
+    assert set(stored) == {str(src / "a.cu")} and set(stored[str(src / "a.cu")]["deps"]) == {str(src / "a.cu"), str(src / "h.cuh")}
+    assert len(strips) == 1
+    new_process()
+    assert trust.source_digest(["a.cu"]) == d1 and len(strips) == 1        # read from the file: nothing hashed
+
+    # the header rewritten with code of the same size, its modification time set back: the change
+    # time still moved, so the digest is computed again, and it is the one a cold cache gives
+    h = src / "h.cuh"
+    st = os.stat(h)
+    time.sleep(0.01)
+    h.write_text(h.read_text().replace("return 1", "return 2"))
+    os.utime(h, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(h).st_size == st.st_size and os.stat(h).st_mtime_ns == st.st_mtime_ns
+    new_process()
+    d2 = trust.source_digest(["a.cu"])
+    assert d2 != d1 and len(strips) == 2
+    (cache / "source-digests.json").unlink()
+    new_process()
+    assert trust.source_digest(["a.cu"]) == d2 and len(strips) == 3
+
+    # an unreadable cache file is ignored (and replaced), never an error
+    (cache / "source-digests.json").write_text("{not json")
+    new_process()
+    assert trust.source_digest(["a.cu"]) == d2 and len(strips) == 4
+    assert json.loads((cache / "source-digests.json").read_text())["v"] == 1
+
+
 # -- the fingerprint guard: code changes must bump `version` or be re-recorded ------------------
 
 def _strip_docstrings(tree: ast.AST) -> ast.AST:
