@@ -104,7 +104,7 @@ def _store_digests(known: dict) -> None:
         from .compile import CompileError, private_cache_dir
         from .fileio import atomic_write
 
-        d = private_cache_dir(create=False)
+        d = private_cache_dir(create=True)
         if d is not None:
             atomic_write(os.path.join(d, _DIGESTS_FILE), json.dumps({"v": 1, "files": known}))
     except (OSError, CompileError, ValueError, RuntimeError):
