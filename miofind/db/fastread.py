@@ -17,10 +17,18 @@ through FindDB (``miofind.find.db_answer``), which reports or repairs what is wr
 megabytes) in a background thread while the caller does other work (the solvers' applicability):
 SQLite runs without Python's GIL, so the checks cost a find no time where a second core is free. The
 checks are the same; the first read of each file waits for their result.
+
+An immutable file's passed checks (the shipped system DB's) carry over between processes in
+``<kernel cache>/finddb-checks.json``, valid while the file keeps its path, size, modification and
+change times and inode, and for the miofind and schema versions that checked it (``_kept_verdict``).
+A file damaged since without a write (the change time moves on every write) is then caught at its
+first read, not at the open: the Reader raises ``Unusable``, the verdict is dropped, and FindDB opens
+the file, checks it and reports it, as it does for a file damaged while a process reads it.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sqlite3
@@ -45,6 +53,87 @@ _pending: dict[tuple[int, int], tuple[tuple, Future]] = {}
 _lock = threading.Lock()
 # a forked child has no prefetch thread: its reads check the files themselves (never wait forever)
 os.register_at_fork(after_in_child=lambda: _pending.clear())
+
+_VERDICTS_FILE = "finddb-checks.json"
+# path -> {"stamp": _stamp, "version": schema version}: immutable files whose checks passed, as read from
+# and written to _VERDICTS_FILE (None: not read yet)
+_kept: dict[str, dict] | None = None
+_kept_lock = threading.RLock()
+
+
+def _stamp(st: os.stat_result) -> list[int]:
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+
+def _verdict_tag() -> dict:
+    from .. import __version__
+    return {"v": 1, "miofind": __version__, "schema": SCHEMA_VERSION}
+
+
+def _verdicts() -> dict[str, dict]:
+    global _kept
+    if _kept is not None:
+        return _kept
+    with _kept_lock:
+        if _kept is not None:
+            return _kept
+        try:
+            from ..compile import kernel_cache_dir
+
+            with open(os.path.join(kernel_cache_dir(), _VERDICTS_FILE), encoding="utf-8") as f:
+                data = json.load(f)
+            tag = _verdict_tag()
+            _kept = data["files"] if all(data.get(k) == v for k, v in tag.items()) \
+                and isinstance(data.get("files"), dict) else {}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            _kept = {}
+        return _kept
+
+
+def _kept_verdict(path: Path, st: os.stat_result) -> int | None:
+    """The schema version an earlier process's checks gave the immutable file ``path`` (stat ``st``), if
+    the file is unchanged since; else None (check it)."""
+    e = _verdicts().get(str(path))
+    if not isinstance(e, dict) or e.get("stamp") != _stamp(st):
+        return None
+    v = e.get("version")
+    return v if isinstance(v, int) and OLDEST_READABLE <= v <= SCHEMA_VERSION else None
+
+
+def _keep_verdict(path: Path, st: os.stat_result, version: int | None) -> None:
+    """Keep the passed checks (``version``) of the immutable file ``path`` whose stat before the checks was
+    ``st``, if it is still unchanged (best effort: a cache directory that cannot be written leaves
+    later processes checking, as before)."""
+    try:
+        if version is None or _stamp(os.stat(path)) != _stamp(st):
+            return
+        entry = {"stamp": _stamp(st), "version": version}
+        with _kept_lock:
+            known = _verdicts()
+            if known.get(str(path)) != entry:
+                known[str(path)] = entry
+                _store_verdicts(known)
+    except Exception as e:   # never fails a read
+        _log.debug("FindDB %s: checks not kept (%s)", path, e)
+
+
+def _forget_verdict(path: Path) -> None:
+    with _kept_lock:
+        known = _verdicts()
+        if known.pop(str(path), None) is not None:
+            try:
+                _store_verdicts(known)
+            except Exception as e:
+                _log.debug("FindDB %s: kept checks not dropped (%s)", path, e)
+
+
+def _store_verdicts(known: dict) -> None:
+    from ..compile import private_cache_dir
+    from ..fileio import atomic_write
+
+    d = private_cache_dir(create=True)
+    if d is not None:
+        atomic_write(os.path.join(d, _VERDICTS_FILE), json.dumps({**_verdict_tag(), "files": known}))
 
 
 class Unusable(Exception):
@@ -110,6 +199,8 @@ class Reader:
                     con.close()
         except (sqlite3.Error, FindDBError) as e:
             _checked[self._ident] = None
+            if self._immutable:
+                _forget_verdict(self.path)
             _log.info("FindDB %s: %s; read through SQLAlchemy from now on", self._where, e)
             raise Unusable(f"FindDB {self._where}: {e}") from None
         return [dict(zip(cols, r)) for r in rows]
@@ -206,7 +297,13 @@ def _reader(path: Path, *, writable: bool, immutable: bool = False) -> Reader | 
     with _lock:
         if ident not in _checked:
             v = _prefetched(ident, (path, st.st_size, st.st_mtime_ns, immutable))
-            _checked[ident] = _check(path, immutable) if v is _NOT_PREFETCHED else v
+            if v is _NOT_PREFETCHED:
+                v = _kept_verdict(path, st) if immutable else None
+                if v is None:
+                    v = _check(path, immutable)
+                    if immutable:
+                        _keep_verdict(path, st, v)
+            _checked[ident] = v
         v = _checked[ident]
         if v is not None and writable and v != SCHEMA_VERSION:
             del _checked[ident]   # FindDB migrates it now: checked again next time
@@ -255,22 +352,31 @@ def prefetch(db, dev) -> None:
             except (OSError, ValueError):
                 continue
             ident = (st.st_dev, st.st_ino)
-            if path.is_file() and st.st_size and all(ident != t[1] for t in todo):
-                todo.append((path, ident, (path, st.st_size, st.st_mtime_ns, immutable)))
+            if not path.is_file() or not st.st_size or any(ident == t[1] for t in todo):
+                continue
+            v = _kept_verdict(path, st) if immutable else None
+            if v is not None:   # passed in an earlier process, unchanged since: no check to run
+                with _lock:
+                    _checked.setdefault(ident, v)
+                continue
+            todo.append((path, ident, (path, st.st_size, st.st_mtime_ns, immutable), st))
     except Exception:
         return
     with _lock:
-        todo = [(path, ident, what, Future()) for path, ident, what in todo
+        todo = [(path, ident, what, st, Future()) for path, ident, what, st in todo
                 if ident not in _checked and ident not in _pending]
-        for _, ident, what, fut in todo:
+        for _, ident, what, _, fut in todo:
             _pending[ident] = (what, fut)
     if not todo:
         return
 
     def run() -> None:
-        for path, _, what, fut in todo:
+        for path, _, what, st, fut in todo:
             try:
-                fut.set_result(_check(path, what[-1]))
+                v = _check(path, what[-1])
+                if what[-1]:
+                    _keep_verdict(path, st, v)
+                fut.set_result(v)
             except BaseException as e:   # _check returns None on the errors it expects
                 fut.set_exception(e)
 

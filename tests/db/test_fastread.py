@@ -413,7 +413,8 @@ def test_importing_miofind_and_its_torch_module_imports_no_sqlalchemy():
 @pytest.fixture
 def fresh_state(monkeypatch):
     """fastread's and the system DB module's per-process caches, empty for this test."""
-    for mod, name in ((fastread, "_checked"), (fastread, "_pending"), (fastread, "_system"), (system_mod, "_opened")):
+    for mod, name in ((fastread, "_checked"), (fastread, "_pending"), (fastread, "_system"), (system_mod, "_opened"),
+                      (fastread, "_kept")):
         monkeypatch.setattr(mod, name, {})
 
 
@@ -513,6 +514,86 @@ def test_a_prefetch_of_a_file_changed_since_is_not_used(tmp_path, monkeypatch, f
     assert p.stat().st_ino == ino
     with pytest.warns(FindDBWarning, match="system FindDB not used"):
         assert fastread.overlay(None, DEV, readonly=True).system is None
+
+
+def _new_process(monkeypatch, kernel_cache):
+    """This process's caches as a new process finds them, with ``kernel_cache`` as its kernel cache."""
+    monkeypatch.setenv("MIOFIND_KERNEL_CACHE", str(kernel_cache))
+    for mod, name in ((fastread, "_checked"), (fastread, "_pending"), (fastread, "_system"), (system_mod, "_opened")):
+        monkeypatch.setattr(mod, name, {})
+    monkeypatch.setattr(fastread, "_kept", None)
+
+
+@pytest.mark.parametrize("pre", [True, False])
+def test_passed_checks_of_the_system_db_carry_over_to_the_next_process(tmp_path, monkeypatch, fresh_state, pre):
+    p = _system_copy(tmp_path, monkeypatch)
+    calls, real = [], fastread._check
+    monkeypatch.setattr(fastread, "_check", lambda *a: calls.append(a) or real(*a))
+    for run in range(3):
+        _new_process(monkeypatch, tmp_path / "cache")
+        if pre:
+            fastread.prefetch(None, DEV)
+        dbs = fastread.overlay(None, DEV, readonly=True)
+        assert isinstance(dbs.system, fastread.Reader), run
+        with FindDB(str(SHIPPED), readonly=True, immutable=True) as d:
+            assert dbs.lookup(DEV.db_name, P.key()) == [("system", d.lookup(None, P.key()))]
+        # checked by the first process only; the later ones start no thread
+        assert calls == [(p, True)] and fastread._pending == {}, run
+    kept = json.loads((tmp_path / "cache" / fastread._VERDICTS_FILE).read_text())
+    assert kept["miofind"] == __version__ and kept["schema"] == base.SCHEMA_VERSION
+    assert kept["files"][str(p)]["version"] == base.SCHEMA_VERSION
+
+    # a new miofind (or schema) version checks again
+    f = tmp_path / "cache" / fastread._VERDICTS_FILE
+    f.write_text(json.dumps({**kept, "miofind": "0.0.0"}))
+    _new_process(monkeypatch, tmp_path / "cache")
+    assert isinstance(fastread.overlay(None, DEV, readonly=True).system, fastread.Reader) and len(calls) == 2
+
+
+def test_kept_checks_are_not_used_for_a_file_written_since(tmp_path, monkeypatch, fresh_state):
+    """Rewritten in place with contents of the same size and its modification time set back: the change
+    time moved, so the next process checks it, and a damaged file is reported as before."""
+    p = _system_copy(tmp_path, monkeypatch)
+    _new_process(monkeypatch, tmp_path / "cache")
+    assert isinstance(fastread.overlay(None, DEV, readonly=True).system, fastread.Reader)
+    st, data = p.stat(), SHIPPED.read_bytes()
+    time.sleep(0.01)
+    with open(p, "r+b") as fh:     # the same inode and size
+        fh.write(data[:4096] + b"\xff" * 8192)
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (p.stat().st_ino, p.stat().st_size, p.stat().st_mtime_ns) == (st.st_ino, st.st_size, st.st_mtime_ns)
+    _new_process(monkeypatch, tmp_path / "cache")
+    with pytest.warns(FindDBWarning, match="system FindDB not used"):
+        assert fastread.overlay(None, DEV, readonly=True).system is None
+
+
+def test_a_file_damaged_behind_kept_checks_is_caught_at_its_read(tmp_path, monkeypatch, fresh_state):
+    """Kept checks of a file damaged without any visible change (here: the kept stamp forged to match):
+    the first read fails, the Reader gives the file to FindDB, which reports it, and the kept checks are
+    dropped, so the next process checks the file."""
+    p = _system_copy(tmp_path, monkeypatch)
+    data = SHIPPED.read_bytes()
+    p.write_bytes(data[:4096] + b"\xff" * (len(data) - 4096))
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    (cache / fastread._VERDICTS_FILE).write_text(json.dumps(
+        {**fastread._verdict_tag(), "files": {str(p): {"stamp": fastread._stamp(p.stat()),
+                                                       "version": base.SCHEMA_VERSION}}}))
+    _new_process(monkeypatch, cache)
+    calls, real = [], fastread._check
+    monkeypatch.setattr(fastread, "_check", lambda *a: calls.append(a) or real(*a))
+    fastread.prefetch(None, DEV)
+    dbs = fastread.overlay(None, DEV, readonly=True)
+    assert isinstance(dbs.system, fastread.Reader) and calls == []     # taken on the kept checks
+    with pytest.raises(fastread.Unusable):
+        dbs.system.lookup(DEV.db_name, P.key())
+    assert str(p) not in json.loads((cache / fastread._VERDICTS_FILE).read_text())["files"]
+    with pytest.warns(FindDBWarning, match="system FindDB not used"):
+        assert fastread.overlay(None, DEV, readonly=True).system is None
+    _new_process(monkeypatch, cache)
+    with pytest.warns(FindDBWarning, match="system FindDB not used"):
+        assert fastread.overlay(None, DEV, readonly=True).system is None
+    assert calls == [(p, True)]
 
 
 def test_prefetch_leaves_findb_arguments_alone(tmp_path, monkeypatch, fresh_state):
