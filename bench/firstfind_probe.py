@@ -1,7 +1,9 @@
 """Where the first find's time goes in a new process, on the GPU (issue 14): new processes with CUDA up,
 each printing one line: ``versions`` (cuDNN's versions read without importing the frontend, against
 the imported frontend's), ``cudnn`` (the frontend's import alone), ``plain`` (import miofind, then
-``find_solutions`` of one shipped-DB problem), ``prof`` (the same under cProfile, 45 entries).
+``find_solutions`` of one shipped-DB problem), ``prof`` (the same under cProfile, 45 entries),
+``run`` (plain, then the first ``run_solution`` of the answer on arrays made beforehand, to its
+synchronize), ``runprof`` (that first run under cProfile, 45 entries).
 
     python3 bench/firstfind_probe.py [MODE,MODE,...]   (also ``stages``: the find's stages, wall ms)
 """
@@ -11,6 +13,10 @@ import sys, time, cProfile, pstats, io
 import cupy
 cupy.cuda.Device(0).use(); cupy.cuda.runtime.deviceSynchronize()
 mode = sys.argv[1]
+if mode in ("run", "runprof"):
+    x = cupy.random.standard_normal((32, 64, 56, 56), dtype=cupy.float32)
+    w = cupy.random.standard_normal((64, 64, 3, 3), dtype=cupy.float32)
+    cupy.cuda.runtime.deviceSynchronize()
 t0 = time.perf_counter()
 if mode == "versions":
     from miofind.solvers import cudnn_base
@@ -70,6 +76,17 @@ if mode == "prof":
 print(f"import {1e3*(t1-t0):.1f} ms, find {1e3*(t2-t1):.1f} ms, source {res.source}, cudnn imported: {'cudnn' in sys.modules}")
 if mode == "stages":
     print("  stages (inclusive ms): " + ", ".join(f"{k} {v:.1f}" for k, v in spent.items()))
+if mode in ("run", "runprof"):
+    from miofind import run_solution
+    if mode == "runprof":
+        pr = cProfile.Profile(); pr.enable()
+    t3 = time.perf_counter()
+    run_solution(res[0], x, w)
+    cupy.cuda.runtime.deviceSynchronize()
+    t4 = time.perf_counter()
+    if mode == "runprof":
+        pr.disable(); s = io.StringIO(); pstats.Stats(pr, stream=s).sort_stats("cumulative").print_stats(45); print(s.getvalue())
+    print(f"  first run {1e3*(t4-t3):.1f} ms ({res[0].solver_id})")
 '''
 env = dict(os.environ)
 tmp = tempfile.mkdtemp()
