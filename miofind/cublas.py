@@ -309,36 +309,3 @@ class LtGemm:
         gemm_strided_batched_ex(h, ta, tb, m, n, k, self._alpha, a, ab, lda, sa, b, ab, ldb, sb, self._beta,
                                 c, ct, ldc, sc, batch, compute)
 
-
-# -- first-use initialisation in the background ----------------------------------------------------
-
-_warming: dict[int, threading.Thread] = {}
-
-
-def prefetch(dev: int) -> None:
-    """Start cuBLASLt's first-use initialisation on CUDA device ``dev`` in a background thread, once per
-    device and process: the first heuristic query or matmul of a process costs ~77 ms of cuBLASLt's own
-    set-up whatever the shape (bench/results/first-iter-diag/printed.txt), which a find overlaps this
-    way with its own work, so that the first run of a GEMM-backed solution (Winograd, im2col) does not
-    pay it all. The thread loads the libraries, makes the device's handle and runs one heuristic query
-    of a small GEMM; ctypes releases the GIL in each call, so the caller's thread runs on meanwhile. It
-    is not a daemon: the interpreter waits for it before exiting, never tearing CUDA down under it. Never
-    raises: what fails here is met again, and reported, by the solution that needs cuBLAS."""
-    if dev in _warming or dev in _lt_handles:
-        return
-    with _lock:
-        if dev in _warming:
-            return
-        t = _warming[dev] = threading.Thread(target=_warm, args=(dev,), name="miofind-cublaslt-init")
-    t.start()
-
-
-def _warm(dev: int) -> None:
-    try:
-        import cupy
-
-        cupy.cuda.runtime.setDevice(dev)    # this thread's current device
-        g = LtGemm(OP["N"], OP["N"], 16, 16, 16, R_32F, 16, 256, 16, 256, R_32F, 16, 256, 1, COMPUTE_32F, 0, False)
-        g._plan((256, 256, 256))
-    except Exception:
-        pass

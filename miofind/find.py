@@ -356,7 +356,6 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
     dev = current_device()
     if mode != "benchmark":
         fastread.prefetch(db, dev)   # the FindDBs' checks run in a thread while the candidates are found
-    _prefetch_libraries()
     cands, failures = candidates(problem, solvers, with_naive=with_naive)
     done = lambda sols, **kw: result(sols, problem=problem, t0=t0, sort_by=sort_by, mode=mode, **kw)  # noqa: E731
 
@@ -424,19 +423,6 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
              timing.get("timing_ms", 0.0), timing["store_ms"], sum(1 for c in timing.get("candidates", ()) if c["cut"]),
              len(timing.get("candidates", ())))
     return res
-
-
-def _prefetch_libraries() -> None:
-    """cuBLASLt's first-use set-up, in a thread (``cublas.prefetch``), where a find on the GPU runs:
-    the first run of the solution it returns, or its own timing of GEMM-backed candidates, then waits
-    for less of it."""
-    try:
-        import cupy
-
-        from . import cublas
-        cublas.prefetch(cupy.cuda.runtime.getDevice())
-    except Exception:   # met again, and reported, where cuBLAS is called
-        pass
 
 
 def immediate(problem: ProblemDescription, *, dev: DeviceInfo, db=None, workspace_limit=None, solvers=None,
