@@ -308,4 +308,3 @@ class LtGemm:
         h = handle(stream, mode)
         gemm_strided_batched_ex(h, ta, tb, m, n, k, self._alpha, a, ab, lda, sa, b, ab, ldb, sb, self._beta,
                                 c, ct, ldc, sc, batch, compute)
-
