@@ -51,10 +51,22 @@ def _kernels_dir() -> Path:
 @functools.lru_cache(maxsize=None)
 def kernel_source(name: str) -> str:
     """The source of kernels_src/<name> with our own ``#include "..."`` headers expanded."""
+    return expand_source(name)[0]
+
+
+def expand_source(name: str, stamp=None) -> tuple[str, dict[str, object]]:
+    """(``kernel_source(name)``, {absolute path: ``stamp(path)`` taken just before the file was read, or
+    None without ``stamp``}) for the source and every header it includes, directly or not, each file
+    read once."""
     path = _kernels_dir() / name
     if not path.is_file():
         raise FileNotFoundError(f"kernel source {name!r} not found in {_kernels_dir()}")
-    text = path.read_text()
+    files: dict[str, object] = {}
+
+    def read(p: Path) -> str:
+        files[str(p)] = stamp(str(p)) if stamp is not None else None
+        return p.read_text()
+
     seen: set[str] = set()
 
     def expand(m):
@@ -62,29 +74,15 @@ def kernel_source(name: str) -> str:
         if inc in seen:
             return ""
         seen.add(inc)
-        return _INCLUDE_RE.sub(expand, (_kernels_dir() / inc).read_text().replace("#pragma once", ""))
+        return _INCLUDE_RE.sub(expand, read(_kernels_dir() / inc).replace("#pragma once", ""))
 
-    return f"// miofind kernel {name}\n" + _INCLUDE_RE.sub(expand, text)
+    text = f"// miofind kernel {name}\n" + _INCLUDE_RE.sub(expand, read(path))
+    return text, files
 
 
 def kernel_path(name: str) -> str:
     """The absolute path of kernels_src/<name>."""
     return str(_kernels_dir() / name)
-
-
-def kernel_deps(name: str) -> list[str]:
-    """The absolute paths of the files ``kernel_source(name)`` reads: the source and every header it
-    includes, directly or not."""
-    out, todo = [], [name]
-    while todo:
-        n = todo.pop()
-        path = kernel_path(n)
-        if path in out:
-            continue
-        out.append(path)
-        with open(path, encoding="utf-8") as f:
-            todo.extend(_INCLUDE_RE.findall(f.read()))
-    return out
 
 
 @functools.lru_cache(maxsize=None)

@@ -51,18 +51,18 @@ def _strip_comments(src: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _file_digest(name: str) -> str:
-    from .compile import kernel_deps, kernel_path, kernel_source
+    from .compile import expand_source, kernel_path
 
     known, key = _digest_cache(), kernel_path(name)    # keyed by path: two installs share one cache
     hit = known.get(key)
     if hit is not None and hit.get("deps") and all(_stamp(d) == st for d, st in hit["deps"].items()):
         return hit["digest"]
-    paths = kernel_deps(name)
-    before = [_stamp(p) for p in paths]
-    # kernel_source prefixes a "// miofind kernel <name>" line: a comment, so stripped with the rest
-    digest = hashlib.sha256(_strip_comments(kernel_source.__wrapped__(name)).encode()).hexdigest()
-    if all(before) and before == [_stamp(p) for p in paths]:   # no file changed while it was read
-        known[key] = {"deps": dict(zip(paths, before)), "digest": digest}
+    # each file stamped just before its read, and all again after: kept only if no file changed meanwhile
+    text, before = expand_source(name, _stamp)
+    # the expansion prefixes a "// miofind kernel <name>" line: a comment, so stripped with the rest
+    digest = hashlib.sha256(_strip_comments(text).encode()).hexdigest()
+    if all(before.values()) and all(_stamp(p) == st for p, st in before.items()):
+        known[key] = {"deps": before, "digest": digest}
         _unsaved.add(key)
     return digest
 
