@@ -26,6 +26,17 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+def warm_up(step, side: str) -> None:
+    """Three steps, then (miofind) the background specialisations compiled, then three more."""
+    for _ in range(3):
+        step()
+    if side == "miofind":
+        from miofind import tiered
+        tiered.wait(900)
+    for _ in range(3):
+        step()
+
+
 # (C, K, HxW, filter, stride, pad) of ResNet-50 layers
 LAYERS = {
     "r50_64_64_56_3x3": (64, 64, 56, 3, 1, 1),
@@ -138,7 +149,6 @@ def model_rows(config: str, args) -> dict:
     import torchvision
 
     import miofind.torch as mt
-    from miofind import tiered
     from miofind.torch import _policy, functional
 
     amp = config == "amp"
@@ -165,12 +175,7 @@ def model_rows(config: str, args) -> dict:
             loss.backward()
             opt.step()
 
-        for _ in range(3):
-            step()
-        if side == "miofind":
-            tiered.wait(900)
-        for _ in range(3):
-            step()
+        warm_up(step, side)
 
         def queue_ms(n):
             hs = []

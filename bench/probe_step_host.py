@@ -31,6 +31,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from bench_torch_host import warm_up  # noqa: E402
+
 
 def _variant(name: str):
     import torch
@@ -57,7 +59,6 @@ def run(model_name: str, config: str, rounds: int, steps: int, variants: list[st
     import torchvision
 
     import miofind.torch as mt
-    from miofind import tiered
 
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -98,12 +99,7 @@ def run(model_name: str, config: str, rounds: int, steps: int, variants: list[st
 
         fwd_bwd[side] = halves
         torch.backends.cudnn.benchmark = side == "cudnn"
-        for _ in range(3):
-            step()
-        if side == "miofind":
-            tiered.wait(900)
-        for _ in range(3):
-            step()
+        warm_up(step, side)
         torch.cuda.synchronize()
         sides[side] = step
 
