@@ -131,6 +131,8 @@ def _store_verdicts(known: dict) -> None:
     from ..compile import private_cache_dir
     from ..fileio import atomic_write
 
+    for gone in [p for p in known if not os.path.exists(p)]:   # files deleted since: no entry kept for them
+        del known[gone]
     d = private_cache_dir(create=True)
     if d is not None:
         atomic_write(os.path.join(d, _VERDICTS_FILE), json.dumps({**_verdict_tag(), "files": known}))

@@ -411,8 +411,10 @@ def test_importing_miofind_and_its_torch_module_imports_no_sqlalchemy():
 # -- the system DB's checks in a background thread (prefetch), any-device reads through the index --------
 
 @pytest.fixture
-def fresh_state(monkeypatch):
-    """fastread's and the system DB module's per-process caches, empty for this test."""
+def fresh_state(monkeypatch, tmp_path):
+    """fastread's and the system DB module's per-process caches, empty for this test, and a kernel cache of its
+    own (where passed checks are kept)."""
+    monkeypatch.setenv("MIOFIND_KERNEL_CACHE", str(tmp_path / "kernel-cache"))
     for mod, name in ((fastread, "_checked"), (fastread, "_pending"), (fastread, "_system"), (system_mod, "_opened"),
                       (fastread, "_kept")):
         monkeypatch.setattr(mod, name, {})
@@ -542,6 +544,11 @@ def test_passed_checks_of_the_system_db_carry_over_to_the_next_process(tmp_path,
     kept = json.loads((tmp_path / "cache" / fastread._VERDICTS_FILE).read_text())
     assert kept["miofind"] == __version__ and kept["schema"] == base.SCHEMA_VERSION
     assert kept["files"][str(p)]["version"] == base.SCHEMA_VERSION
+    # an entry of a file deleted since is dropped at the next write
+    with fastread._kept_lock:
+        fastread._verdicts()[str(tmp_path / "gone.sqlite")] = {"stamp": [1, 2, 3, 4, 5], "version": 4}
+        fastread._store_verdicts(fastread._verdicts())
+    assert list(json.loads((tmp_path / "cache" / fastread._VERDICTS_FILE).read_text())["files"]) == [str(p)]
 
     # a new miofind (or schema) version checks again
     f = tmp_path / "cache" / fastread._VERDICTS_FILE
