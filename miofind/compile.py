@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import glob
 import hashlib
+import json
 import logging
 import os
 import re
@@ -158,6 +159,29 @@ def kernel_cache_dir() -> Path:
         import platformdirs
         d = Path(platformdirs.user_cache_dir("miofind")) / "cubin"
     return d
+
+
+def read_cache_json(name: str) -> dict | None:
+    """The JSON object in ``<kernel cache>/<name>`` (a small file that carries work over between
+    processes), None where it is missing, unreadable or not an object."""
+    try:
+        with open(os.path.join(kernel_cache_dir(), name), encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def write_cache_json(name: str, data: dict) -> None:
+    """Replace ``<kernel cache>/<name>`` with ``data`` as JSON, atomically, in the private cache directory
+    (``private_cache_dir``). Best effort: where the directory cannot be used nothing is written, and
+    later processes redo the work the file would have saved."""
+    try:
+        d = private_cache_dir(create=True)
+        if d is not None:
+            atomic_write(os.path.join(d, name), json.dumps(data))
+    except (OSError, RuntimeError, ValueError, TypeError) as e:   # RuntimeError: CompileError among them
+        _log.debug("kernel cache %s not written (%s)", name, e)
 
 
 def private_cache_dir(create: bool = True) -> Path | None:

@@ -9,7 +9,21 @@ from __future__ import annotations
 import os
 import tempfile
 
-__all__ = ["atomic_write", "default_file_mode"]
+__all__ = ["atomic_write", "default_file_mode", "stamp"]
+
+
+def stamp(path_or_stat) -> list[int] | None:
+    """[size, mtime_ns, ctime_ns, inode, device] of a file (a path, or its ``os.stat`` result), None where it
+    cannot be stat-ed: equal only while nothing wrote to the file, since the change time moves on any
+    write and no tool can set it back (a restored modification time does not hide a write)."""
+    if isinstance(path_or_stat, os.stat_result):
+        st = path_or_stat
+    else:
+        try:
+            st = os.stat(path_or_stat)
+        except (OSError, ValueError):
+            return None
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
 
 
 def default_file_mode() -> int:

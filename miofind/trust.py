@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
-import os
 import re
 
 from .solver import Solver
@@ -52,63 +50,46 @@ def _strip_comments(src: str) -> str:
 @functools.lru_cache(maxsize=None)
 def _file_digest(name: str) -> str:
     from .compile import expand_source, kernel_path
+    from .fileio import stamp
 
     known, key = _digest_cache(), kernel_path(name)    # keyed by path: two installs share one cache
     hit = known.get(key)
-    if hit is not None and hit.get("deps") and all(_stamp(d) == st for d, st in hit["deps"].items()):
+    if hit is not None and hit.get("deps") and all(stamp(d) == st for d, st in hit["deps"].items()):
         return hit["digest"]
     # each file stamped just before its read, and all again after: kept only if no file changed meanwhile
-    text, before = expand_source(name, _stamp)
+    text, before = expand_source(name, stamp)
     # the expansion prefixes a "// miofind kernel <name>" line: a comment, so stripped with the rest
     digest = hashlib.sha256(_strip_comments(text).encode()).hexdigest()
-    if all(before.values()) and all(_stamp(p) == st for p, st in before.items()):
+    if all(before.values()) and all(stamp(p) == st for p, st in before.items()):
         known[key] = {"deps": before, "digest": digest}
         _unsaved.add(key)
     return digest
 
 
 # Digests of kernel sources carry over between processes in ``<kernel cache>/source-digests.json``,
-# each valid while every file it read (the source and the headers it includes) has the size,
-# modification and change times and inode it had then; the change time moves on any write and no
-# tool can set it back, so a restored modification time does not revive a stale digest. Reading the
-# file and stat-ing the sources costs well under a millisecond; stripping and hashing every source
-# of a direction's solvers costs 4-5 ms of a first find (bench/results/hot-path/first-find-stages/).
+# each valid while every file it read (the source and the headers it includes) has the stamp
+# (``fileio.stamp``: size, modification and change times, inode, device) it had then, so a restored
+# modification time does not revive a stale digest. Reading the file and stat-ing the sources costs
+# well under a millisecond; stripping and hashing every source of a direction's solvers costs 4-5 ms
+# of a first find (bench/results/hot-path/first-find-stages/).
 _DIGESTS_FILE = "source-digests.json"
 _unsaved: set[str] = set()     # entries computed by this process, not yet written
 
 
-def _stamp(path: str) -> list[int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
-
-
 @functools.lru_cache(maxsize=1)
 def _digest_cache() -> dict:
-    try:
-        from .compile import kernel_cache_dir
+    from .compile import read_cache_json
 
-        with open(os.path.join(kernel_cache_dir(), _DIGESTS_FILE), encoding="utf-8") as f:
-            data = json.load(f)
-        return data["files"] if data.get("v") == 1 and isinstance(data.get("files"), dict) else {}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return {}
+    data = read_cache_json(_DIGESTS_FILE) or {}
+    return data["files"] if data.get("v") == 1 and isinstance(data.get("files"), dict) else {}
 
 
 def _store_digests(known: dict) -> None:
     """Write the digests back (best effort: a cache directory that cannot be used leaves every later
     process computing them, as before)."""
-    try:
-        from .compile import CompileError, private_cache_dir
-        from .fileio import atomic_write
+    from .compile import write_cache_json
 
-        d = private_cache_dir(create=True)
-        if d is not None:
-            atomic_write(os.path.join(d, _DIGESTS_FILE), json.dumps({"v": 1, "files": known}))
-    except (OSError, CompileError, ValueError, RuntimeError):
-        pass
+    write_cache_json(_DIGESTS_FILE, {"v": 1, "files": known})
     _unsaved.clear()
 
 

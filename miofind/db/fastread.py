@@ -28,7 +28,6 @@ the file, checks it and reports it, as it does for a file damaged while a proces
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sqlite3
@@ -36,6 +35,7 @@ import threading
 from concurrent.futures import Future
 from pathlib import Path
 
+from ..fileio import stamp
 from .base import (BUSY_TIMEOUT_MS, OLDEST_READABLE, SCHEMA_VERSION, FindDBError, FindFailure, PerfRecord,
                    Record, check_readable_wal, not_writable, sqlite_problem, sqlite_uri, TABLE_SINCE,
                    check_schema, columns, decode_rows, default_db_url, normalize_url, readonly_sqlite_query)
@@ -55,14 +55,10 @@ _lock = threading.Lock()
 os.register_at_fork(after_in_child=lambda: _pending.clear())
 
 _VERDICTS_FILE = "finddb-checks.json"
-# path -> {"stamp": _stamp, "version": schema version}: immutable files whose checks passed, as read from
+# path -> {"stamp": fileio.stamp, "version": schema version}: immutable files whose checks passed, as read from
 # and written to _VERDICTS_FILE (None: not read yet)
 _kept: dict[str, dict] | None = None
 _kept_lock = threading.RLock()
-
-
-def _stamp(st: os.stat_result) -> list[int]:
-    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
 
 
 def _verdict_tag() -> dict:
@@ -75,18 +71,12 @@ def _verdicts() -> dict[str, dict]:
     if _kept is not None:
         return _kept
     with _kept_lock:
-        if _kept is not None:
-            return _kept
-        try:
-            from ..compile import kernel_cache_dir
+        if _kept is None:
+            from ..compile import read_cache_json
 
-            with open(os.path.join(kernel_cache_dir(), _VERDICTS_FILE), encoding="utf-8") as f:
-                data = json.load(f)
-            tag = _verdict_tag()
-            _kept = data["files"] if all(data.get(k) == v for k, v in tag.items()) \
+            data = read_cache_json(_VERDICTS_FILE) or {}
+            _kept = data["files"] if all(data.get(k) == v for k, v in _verdict_tag().items()) \
                 and isinstance(data.get("files"), dict) else {}
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            _kept = {}
         return _kept
 
 
@@ -94,7 +84,7 @@ def _kept_verdict(path: Path, st: os.stat_result) -> int | None:
     """The schema version an earlier process's checks gave the immutable file ``path`` (stat ``st``), if
     the file is unchanged since; else None (check it)."""
     e = _verdicts().get(str(path))
-    if not isinstance(e, dict) or e.get("stamp") != _stamp(st):
+    if not isinstance(e, dict) or e.get("stamp") != stamp(st):
         return None
     v = e.get("version")
     return v if isinstance(v, int) and OLDEST_READABLE <= v <= SCHEMA_VERSION else None
@@ -104,38 +94,30 @@ def _keep_verdict(path: Path, st: os.stat_result, version: int | None) -> None:
     """Keep the passed checks (``version``) of the immutable file ``path`` whose stat before the checks was
     ``st``, if it is still unchanged (best effort: a cache directory that cannot be written leaves
     later processes checking, as before)."""
-    try:
-        if version is None or _stamp(os.stat(path)) != _stamp(st):
-            return
-        entry = {"stamp": _stamp(st), "version": version}
-        with _kept_lock:
-            known = _verdicts()
-            if known.get(str(path)) != entry:
-                known[str(path)] = entry
-                _store_verdicts(known)
-    except Exception as e:   # never fails a read
-        _log.debug("FindDB %s: checks not kept (%s)", path, e)
+    if version is None or stamp(path) != stamp(st):
+        return
+    entry = {"stamp": stamp(st), "version": version}
+    with _kept_lock:
+        known = _verdicts()
+        if known.get(str(path)) != entry:
+            known[str(path)] = entry
+            _store_verdicts(known)
 
 
 def _forget_verdict(path: Path) -> None:
     with _kept_lock:
         known = _verdicts()
         if known.pop(str(path), None) is not None:
-            try:
-                _store_verdicts(known)
-            except Exception as e:
-                _log.debug("FindDB %s: kept checks not dropped (%s)", path, e)
+            _store_verdicts(known)
 
 
 def _store_verdicts(known: dict) -> None:
-    from ..compile import private_cache_dir
-    from ..fileio import atomic_write
+    """Write the kept checks back (best effort, ``compile.write_cache_json``)."""
+    from ..compile import write_cache_json
 
     for gone in [p for p in known if not os.path.exists(p)]:   # files deleted since: no entry kept for them
         del known[gone]
-    d = private_cache_dir(create=True)
-    if d is not None:
-        atomic_write(os.path.join(d, _VERDICTS_FILE), json.dumps({**_verdict_tag(), "files": known}))
+    write_cache_json(_VERDICTS_FILE, {**_verdict_tag(), "files": known})
 
 
 class Unusable(Exception):

@@ -584,7 +584,7 @@ def test_a_file_damaged_behind_kept_checks_is_caught_at_its_read(tmp_path, monke
     cache = tmp_path / "cache"
     cache.mkdir(mode=0o700)
     (cache / fastread._VERDICTS_FILE).write_text(json.dumps(
-        {**fastread._verdict_tag(), "files": {str(p): {"stamp": fastread._stamp(p.stat()),
+        {**fastread._verdict_tag(), "files": {str(p): {"stamp": fastread.stamp(p.stat()),
                                                        "version": base.SCHEMA_VERSION}}}))
     _new_process(monkeypatch, cache)
     calls, real = [], fastread._check
