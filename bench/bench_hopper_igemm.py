@@ -32,13 +32,12 @@ SOLVERS = {  # direction: (cuDNN, Ampere implicit GEMM, Hopper)
 
 
 def alt_configs(hop, p):
-    """Alternative configs timed with --alts: the forward list (F and B, B through its forward view) and,
+    """Alternative configs timed with --alts: the forward list (F and B, B through the forward view of its largest stride phase) and,
     where the grid of a split tile is small, its split variants; for W, a few tiles at the default split,
     half and twice it, and unsplit."""
     if p.direction != "W":
         from miofind.solvers import implicit_gemm_hopper_base as hb
-        from miofind.solvers.implicit_gemm_hopper_bwd import forward_view
-        pf = forward_view(p) if p.direction == "B" else p
+        pf = hop.forward_problem(p)           # B: the forward view of its largest stride phase
         d = hop.default_config(p)
         out = [c for c in ALTS if c != d and hop.is_valid_config(p, c)]
         for bm, bn, wgs, st in SPLIT_TILES:

@@ -6,7 +6,7 @@ Inputs and the NaN-poisoned output are copied from the host on the side stream, 
 launched are the solvers' own (and the libraries' they call). CuPy's memory pool is off unless
 ``--pool``: every buffer is its own cudaMalloc, so memcheck sees each buffer's exact bounds.
 
-    python bench/sanitize_driver.py [--solvers ID,ID,...] [--families direct,fft,...] [--pool]
+    python bench/sanitize_driver.py [--solvers ID,ID,...] [--families direct,fft,...] [--pool] [--every]
 
 Prints one line per solution and a summary; exits 1 when an output mismatches or a solution fails,
 2 when a selected solver applies to none of the tiny problems.
@@ -26,11 +26,16 @@ TINY = {
     "1x1": dict(n=1, c=8, k=8, in_size=(6, 6), filter_size=1),
     "grouped": dict(n=1, c=8, k=8, in_size=(8, 8), filter_size=3, pads=1, groups=2),
     "depthwise": dict(n=1, c=8, k=8, in_size=(8, 8), filter_size=3, pads=1, groups=8),
+    # FP16 channels-last (the Hopper family): strided, so that backward data runs its stride phases
+    "nhwc_s2": dict(n=1, c=16, k=24, in_size=(9, 9), filter_size=3, pads=1, strides=2, layout="NHWC", dtype="FP16"),
+    "nhwc_1x1s2": dict(n=2, c=16, k=8, in_size=(7, 6), filter_size=1, strides=2, layout="NHWC", dtype="FP16"),
 }
+NP_DTYPES = {"FP32": np.float32, "FP16": np.float16}
 
 
-def cases(solver_ids=None, families=None):
-    """[(solver, problem name, problem)] for the selected solvers, and the ids that fit none."""
+def cases(solver_ids=None, families=None, every=False):
+    """[(solver, problem name, problem)] for the selected solvers (the first tiny problem each claims per
+    direction, or with ``every`` all it claims), and the ids that fit none."""
     from miofind.problem import ProblemDescription as P
     from miofind.registry import solvers
     from miofind.solvers.cudnn_base import frontend_status
@@ -43,13 +48,11 @@ def cases(solver_ids=None, families=None):
             print(f"skip {s.id}: {frontend_status()[1]}")
             continue
         for d in sorted(s.directions, key="FBW".index):
-            for name, kw in TINY.items():
-                p = P.make(d, **kw)
-                if s.applicability(p):
-                    out.append((s, name, p))
-                    break
-            else:
+            mine = [(s, name, P.make(d, **kw)) for name, kw in TINY.items()]
+            mine = [c for c in mine if c[0].applicability(c[2])]
+            if not mine:
                 unfit.append(f"{s.id} ({d})")
+            out += mine if every else mine[:1]
     return out, unfit
 
 
@@ -62,21 +65,21 @@ def run_one(solver, p, stream, seed: int) -> float:
 
     rng = np.random.default_rng(seed)
     sa, sb, so = p.io_shapes()
-    a_h = rng.uniform(-1, 1, sa).astype(np.float32)
-    b_h = rng.uniform(-1, 1, sb).astype(np.float32)
+    a_h = rng.uniform(-1, 1, sa).astype(NP_DTYPES[p.dtype])
+    b_h = rng.uniform(-1, 1, sb).astype(NP_DTYPES[p.dtype])
     sol = Solution(solver.id, solver.algorithm, 0.0, solver.workspace_bytes(p),
                    solver.default_config(p.as_conv()), False, p)
     pr = sol.prepare()
     with stream:                        # every buffer made and filled on the launch stream
         a, b = cupy.asarray(a_h), cupy.asarray(b_h)
-        out = cupy.asarray(np.full(so, np.nan, dtype=np.float32))
+        out = cupy.asarray(np.full(so, np.nan, dtype=NP_DTYPES[p.dtype]))
         pr(a, b, out, stream=stream)
         got = cupy.asnumpy(out, stream=stream)
     stream.synchronize()
     ref = conv_reference(p, a_h.astype(np.float64), b_h.astype(np.float64))
     if not np.isfinite(got).all():
         return float("inf")
-    return float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
+    return float(np.linalg.norm(got.astype(np.float64) - ref) / np.linalg.norm(ref))
 
 
 def main(argv=None) -> int:
@@ -84,6 +87,7 @@ def main(argv=None) -> int:
     ap.add_argument("--solvers", default="", help="comma-separated solver ids (default: all)")
     ap.add_argument("--families", default="", help="comma-separated families (default: all)")
     ap.add_argument("--pool", action="store_true", help="keep CuPy's memory pool (default: off, for memcheck)")
+    ap.add_argument("--every", action="store_true", help="every tiny problem a solver claims (default: the first)")
     args = ap.parse_args(argv)
 
     import cupy
@@ -109,7 +113,7 @@ def main(argv=None) -> int:
     if not args.pool:
         cupy.cuda.set_allocator(None)
 
-    todo, unfit = cases(ids, want)
+    todo, unfit = cases(ids, want, args.every)
     stream = cupy.cuda.Stream(non_blocking=True)
     bad, t0 = [], time.perf_counter()
     for i, (s, name, p) in enumerate(todo):

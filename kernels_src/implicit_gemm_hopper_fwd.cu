@@ -16,8 +16,10 @@
 // of B (KTILES x BN x 64) into shared memory once, then streams A through STAGES buffers over its M
 // tiles (blockIdx.x, + gridDim.x, ...) without draining the pipeline between tiles; a tile's output
 // goes through its own shared buffer while the next tile's loads are in flight.
-// Grid (PERSIST = 0): x = M tiles x N tiles, N tiles fastest. Output NHWC dense (y offset of (m, k) = m*K + k), FP32 rounded to data_t,
-// staged in shared memory and stored 16 bytes at a time (K % 8 == 0).
+// Grid (PERSIST = 0): x = M tiles x N tiles, N tiles fastest. Output channels-last, FP32 rounded to data_t,
+// staged in shared memory and stored 16 bytes at a time (K % 8 == 0): dense NHWC (y offset of (m, k) =
+// m*K + k), or with pixel strides YS_N/YS_H/YS_W of a larger tensor (y_offset: one stride phase of a
+// strided backward-data problem's dx, solvers/implicit_gemm_hopper_bwd.py).
 // Split-K (PERSIST = 0 only): grid.y = SPLITK chunks of KT_PER consecutive K tiles (the last may be
 // shorter, none empty). With SPLITK > 1 a block stages its FP32 partial tile in shared memory and
 // stores it 16 bytes at a time to ws[chunk][m][k] (an M x K plane per chunk, 64-bit offsets), and
@@ -85,8 +87,22 @@ static_assert(P_K % 8 == 0, "16-byte chunks of output channels");
 static_assert(BM % RSTEP == 0 && BN % RSTEP == 0, "loader rows");
 static_assert(P_C % 8 == 0, "16-byte chunks of channels");
 static_assert(XS_C == 1 && WS_C == 1 && YS_C == 1, "channels-last x, w and y");
-static_assert(YS_W == P_K && YS_H == P_WO * YS_W && YS_N == P_HO * YS_H, "dense NHWC y");
+static_assert(YS_W >= P_K && YS_W % 8 == 0 && YS_H % 8 == 0 && YS_N % 8 == 0, "16-byte aligned channels-last y pixels");
 static_assert(WS_X == P_C && WS_Y == P_X * WS_X && WS_K == P_Y * WS_Y, "dense KYXC w");
+
+#define Y_DENSE (YS_W == P_K && YS_H == P_WO * YS_W && YS_N == P_HO * YS_H)
+
+// y offset of output pixel m = (n, oh, ow)
+__device__ __forceinline__ index_t y_offset(index_t m)
+{
+#if Y_DENSE
+    return m * P_K;
+#else
+    const int ow = (int)(m % P_WO); m /= P_WO;
+    const int oh = (int)(m % P_HO);
+    return (m / P_HO) * YS_N + (index_t)oh * YS_H + (index_t)ow * YS_W;
+#endif
+}
 
 __device__ __forceinline__ void wgmma_tile(float* d, u64 da, u64 db)
 {
@@ -211,7 +227,7 @@ __device__ __forceinline__ void store_tile(data_t* __restrict__ y, const data_t*
         const int r = q / CPR, c8 = (q % CPR) * 8;
         const index_t m = m0 + r;
         if(m < GEMM_M && n0 + c8 < GEMM_N)
-            *reinterpret_cast<uint4*>(y + m * YS_W + n0 + c8) = *reinterpret_cast<const uint4*>(cs + r * LDC + c8);
+            *reinterpret_cast<uint4*>(y + y_offset(m) + n0 + c8) = *reinterpret_cast<const uint4*>(cs + r * LDC + c8);
     }
 }
 
@@ -405,7 +421,7 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
 // y = sum of the SPLITK partial planes in chunk order, FP32 -> data_t. A warp covers 256 consecutive
 // floats of every plane: lane l loads float4 l and 32 + l (each load instruction reads 512 contiguous
 // bytes), sums over the chunks, then lanes 2i and 2i + 1 swap halves so that each holds 8 consecutive
-// sums and stores them as one 16-byte piece of y (dense NHWC: y's offset of (m, k) is the plane's).
+// sums and stores them as one 16-byte piece of y (element e = m*K + k of the plane goes to y_offset(m) + k).
 // M x K is a multiple of 8 (K % 8 == 0), so a lane pair's float4s are both in range or both past it.
 __device__ __forceinline__ void add4(float4& a, const float4 b) { a.x += b.x; a.y += b.y; a.z += b.z; a.w += b.w; }
 __device__ __forceinline__ float4 shfl_xor4(const float4 v, int mask)
@@ -444,8 +460,9 @@ igemm_hopper_fwd_reduce(const float* __restrict__ ws, data_t* __restrict__ y)
     const bool odd = l & 1;
     const float4 got = shfl_xor4(odd ? a : b, 1);
     const float4 lo = odd ? got : a, hi = odd ? b : got;
-    const long long o = odd ? (i1 - 1) / 2 : i0 / 2;                  // index of the 16-byte piece of y
+    const long long e = (odd ? (i1 - 1) / 2 : i0 / 2) * 8;            // first plane element of the 16-byte piece
     if(odd ? ok1 : ok0)
-        reinterpret_cast<uint4*>(y)[o] = make_uint4(pack2(lo.x, lo.y), pack2(lo.z, lo.w), pack2(hi.x, hi.y), pack2(hi.z, hi.w));
+        *reinterpret_cast<uint4*>(y + y_offset((index_t)(e / P_K)) + (int)(e % P_K)) =
+            make_uint4(pack2(lo.x, lo.y), pack2(lo.z, lo.w), pack2(hi.x, hi.y), pack2(hi.z, hi.w));
 }
 #endif

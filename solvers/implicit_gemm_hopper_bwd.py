@@ -1,7 +1,11 @@
-"""Hopper implicit GEMM, backward data for stride 1: the forward wgmma kernel
-(kernels_src/implicit_gemm_hopper_fwd.cu) on dy with the flipped, transposed filter, which
-kernels_src/implicit_gemm_hopper_bwd.cu copies into the workspace first (C x Y x X x K elements;
-a split config's FP32 partial planes follow it, 256-byte aligned). FP16/BF16, NHWC, groups = 1, C and K multiples of 8, pads at most the dilated filter extent."""
+"""Hopper implicit GEMM, backward data by stride phases (kernels_src/implicit_gemm_hopper_bwd.cu): dx
+splits into strides[0] x strides[1] phases, each a stride-1 forward convolution of dy with the sub-filter
+of the taps that reach it, reversed (kernels_src/implicit_gemm_hopper_fwd.cu, writing that phase's
+pixels of dx in place). The flip kernel first copies every phase's sub-filter into the workspace
+(C x Y x X x K elements in all), a split config's FP32 partial planes follow it (256-byte aligned,
+reused phase after phase), and the pixels of phases no tap reaches (a filter narrower than the stride)
+are zeroed. Stride 1 is one phase of all the taps. FP16/BF16, NHWC, groups = 1, C and K multiples of 8,
+dilation 1 with strides above 1."""
 
 from __future__ import annotations
 
@@ -11,26 +15,94 @@ import math
 from miofind.launch import PTR, Launch
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_applicable
-from miofind.tensors import CUDA_TYPES
+from miofind.tensors import CUDA_TYPES, needs_int64
 
 from .implicit_gemm_hopper_base import (ALIGN, SMEM_STATIC, WS_ALIGN, ImplicitGemmHopperBase, check_aligned,
-                                        forward_kernels, partial_bytes)
+                                        default_tile, forward_kernels, partial_bytes, sm_count, space)
 
 FLIP_SRC = "implicit_gemm_hopper_bwd.cu"
 FLIP_BLOCK = 256
+ZERO_BLOCK = 256
+
+
+@dataclasses.dataclass(frozen=True)
+class Phase:
+    """Phase (a, b) of dx, the pixels hi = hq*sh + a, wi = wq*sw + b (hq < size[0], wq < size[1]), reached
+    by taps[0] x taps[1] filter taps from (r0, s0) on; ``fwd`` is its forward view (None when no tap
+    reaches it or it has no pixel), ``y_offset`` the dx element of its first pixel and ``w_offset`` the
+    workspace element of its sub-filter."""
+    a: int
+    b: int
+    r0: int
+    s0: int
+    taps: tuple[int, int]
+    size: tuple[int, int]
+    fwd: ProblemDescription | None
+    y_offset: int
+    w_offset: int
+
+
+def phases(p: ProblemDescription) -> list[Phase]:
+    """The stride phases of backward-data problem ``p`` (2D, NHWC), in the flip kernel's order of first
+    taps (r0, s0). Phase a's first tap is r0 = (a + pad) % stride, its dy row ho = hq + (a + pad) // stride
+    - t for tap r0 + t*stride; as a forward convolution with the taps reversed (t' = taps - 1 - t) that
+    is input row hq - pad' + t' with pad' = (taps - 1) * dilation - (a + pad) // stride (stride 1:
+    pad' = (Y - 1) * dilation - pad). Its output size is stated (out_size_override): ceil((Hi - a) / sh)."""
+    (sh, sw), (fy, fx), (hi, wi), (ho, wo) = p.strides, p.filter_size, p.in_size, p.out_size
+    out, woff = [], 0
+    for r0 in range(sh):
+        for s0 in range(sw):
+            a, b = (r0 - p.pads[0]) % sh, (s0 - p.pads[1]) % sw
+            th, tw = ceil_div(fy - r0, sh), ceil_div(fx - s0, sw)
+            size = (ceil_div(hi - a, sh), ceil_div(wi - b, sw))
+            fwd = None
+            if th > 0 and tw > 0 and min(size) > 0:
+                pads = tuple((t - 1) * d - (q + pad) // s for t, d, q, pad, s in
+                             zip((th, tw), p.dilations, (a, b), p.pads, p.strides))
+                if min(pads) >= 0:
+                    # dy's size where the sub-filter fits it (the kernel reads dy's real size: phase_overrides)
+                    isz = tuple(max(i, (t - 1) * d + 1 - 2 * q) for i, t, d, q in zip((ho, wo), (th, tw), p.dilations, pads))
+                    fwd = dataclasses.replace(
+                        ProblemDescription.make("F", n=p.n, c=p.k, k=p.c, in_size=isz, filter_size=(th, tw),
+                                                pads=pads, strides=1, dilations=p.dilations, layout="NHWC",
+                                                dtype=p.dtype),
+                        out_size_override=size)
+            out.append(Phase(a, b, r0, s0, (th, tw), size, fwd, (a * wi + b) * p.c, woff))
+            woff += p.c * p.k * th * tw
+    return out
+
+
+def runs(p: ProblemDescription) -> list[Phase]:
+    """The phases with work: a forward view."""
+    return [ph for ph in phases(p) if ph.fwd is not None]
+
+
+def main_view(p: ProblemDescription) -> ProblemDescription:
+    """The forward view of the phase with the most MMA work (the first of equals): the one the default
+    config is chosen for."""
+    return max(runs(p), key=lambda ph: (math.prod(ph.size) * math.prod(ph.taps), -ph.r0, -ph.s0)).fwd
 
 
 def forward_view(p: ProblemDescription) -> ProblemDescription:
-    """The forward problem whose output is this backward-data problem's dx (stride 1): input dy
-    (K channels, the output size), filter C x Y x X x K, pads (filter - 1) * dilation - pad."""
-    pads = tuple((f - 1) * d - q for f, d, q in zip(p.filter_size, p.dilations, p.pads))
-    return ProblemDescription.make("F", n=p.n, c=p.k, k=p.c, in_size=p.out_size, filter_size=p.filter_size,
-                                   pads=pads, strides=1, dilations=p.dilations, layout="NHWC", dtype=p.dtype)
+    """The forward problem whose output is dx for stride 1 (the single phase): input dy (K channels, the
+    output size), filter C x Y x X x K, pads (filter - 1) * dilation - pad."""
+    (one,) = runs(p)
+    return one.fwd
+
+
+def phase_overrides(p: ProblemDescription, ph: Phase) -> dict:
+    """Macros of a phase's forward kernel that differ from its view's: dy's real size and pixel strides
+    (the view states only the output size), dx's pixel strides, and the index width of dy and dx."""
+    (hi, wi), (ho, wo) = p.in_size, p.out_size
+    sh, sw = p.strides
+    return {"P_HI": ho, "P_WI": wo, "XS_N": ho * wo * p.k, "XS_H": wo * p.k, "XS_W": p.k,
+            "YS_N": hi * wi * p.c, "YS_H": sh * wi * p.c, "YS_W": sw * p.c,
+            "INDEX_T": "long long" if needs_int64(p) or needs_int64(ph.fwd) else "int"}
 
 
 class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
     id = "ConvImplicitGemmHopperBwd"
-    version = 2                 # 2: split-K of the forward kernel (partial planes after the flipped filter)
+    version = 3                 # 2: split-K of the forward kernel; 3: strides above 1 by stride phases
     algorithm = "miopenConvolutionBwdDataAlgoImplicitGEMM"
     directions = frozenset("B")
     source = "implicit_gemm_hopper_fwd.cu"
@@ -42,11 +114,16 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
 
     def applicability(self, problem: ProblemDescription):
         p = problem.as_conv()
-        if p.direction == "B" and p.solvable:
-            if any(s != 1 for s in p.strides):
-                return not_applicable(f"strides {p.strides} not supported (1 only)")
-            if any(q > (f - 1) * d for f, d, q in zip(p.filter_size, p.dilations, p.pads)):
+        if p.direction == "B" and p.solvable and p.spatial_dims == 2:
+            if any(s != 1 for s in p.strides) and any(d != 1 for d in p.dilations):
+                return not_applicable(f"dilations {p.dilations} with strides {p.strides} not supported "
+                                      "(dilation 1 when strided)")
+            if any(s > 8 for s in p.strides):
+                return not_applicable(f"strides {p.strides} not supported (8 at most)")
+            if any(ph.fwd is None and min(ph.taps) > 0 and min(ph.size) > 0 for ph in phases(p)):
                 return not_applicable(f"pads {p.pads} exceed the dilated filter extent")
+            if not runs(p):
+                return not_applicable("no filter tap reaches dx")
         base = super().applicability(problem)
         if not base:
             return base
@@ -55,55 +132,73 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
         return APPLICABLE
 
     def forward_problem(self, p: ProblemDescription) -> ProblemDescription:
-        return forward_view(p)
-
-    def _fwd(self, problem: ProblemDescription) -> ProblemDescription:
-        return forward_view(problem.as_conv())
+        return main_view(p) if p.spatial_dims == 2 and runs(p) else p
 
     def default_config(self, problem: ProblemDescription) -> dict:
-        return super().default_config(self._fwd(problem))
+        return default_tile(main_view(problem.as_conv()))
 
     def config_space(self, problem: ProblemDescription):
-        yield from super().config_space(self._fwd(problem))
+        p = problem.as_conv()
+        for cfg in space(main_view(p)):
+            if self.is_valid_config(p, cfg):
+                yield cfg
 
     def is_valid_config(self, problem: ProblemDescription, config) -> bool:
-        return super().is_valid_config(self._fwd(problem), config)
+        """Valid for every phase's forward view."""
+        p = problem.as_conv()
+        views = [ph.fwd for ph in runs(p)] if p.spatial_dims == 2 else []
+        return bool(views) and all(super(ImplicitGemmHopperBwd, self).is_valid_config(v, config) for v in views)
 
     def flip_bytes(self, p: ProblemDescription) -> int:
-        """The flipped filter's share of the workspace (256-byte aligned): the partial planes start there."""
+        """The sub-filters' share of the workspace (256-byte aligned): the partial planes start there."""
         return ceil_div(p.c * p.k * math.prod(p.filter_size) * 2, WS_ALIGN) * WS_ALIGN
 
     def workspace_bytes(self, problem: ProblemDescription, config=None) -> int:
-        """The flipped filter, then a split config's FP32 partial planes (the default config when None)."""
+        """The sub-filters, then a split config's FP32 partial planes for the largest phase (the default
+        config when None)."""
         p = problem.as_conv()
         cfg = self.config_of(p, config)
-        return self.flip_bytes(p) + partial_bytes(forward_view(p), cfg)
+        return self.flip_bytes(p) + max(partial_bytes(ph.fwd, cfg) for ph in runs(p))
 
     def get_solution(self, problem: ProblemDescription, config=None) -> ConvSolution:
         p = problem.as_conv()
-        pf = forward_view(p)
         cfg = self.config_of(p, config)
         if not self.is_valid_config(p, cfg):
             raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
-        fwd, smem = forward_kernels(pf, cfg, self.source, self.kernel_name)
-        main = fwd[0]
-        total = p.c * p.k * math.prod(p.filter_size)
-        fy, fx = p.filter_size
-        flip = KernelInfo(FLIP_SRC, "igemm_hopper_flip", (min(ceil_div(total, FLIP_BLOCK), 65535), 1, 1),
-                          (FLIP_BLOCK, 1, 1),
-                          macros=(("DATA_T", CUDA_TYPES[p.dtype]), ("FK", str(p.k)), ("FY", str(fy)),
-                                  ("FX", str(fx)), ("FC", str(p.c))))
+        (sh, sw), (fy, fx) = p.strides, p.filter_size
+        geo = (("FY", str(fy)), ("FX", str(fx)), ("FC", str(p.c)), ("SH", str(sh)), ("SW", str(sw)))
+        dt = ("DATA_T", CUDA_TYPES[p.dtype])
+        total = p.c * p.k * fy * fx
+        kernels = [KernelInfo(FLIP_SRC, "igemm_hopper_flip", (min(ceil_div(total, FLIP_BLOCK), 65535), 1, 1),
+                              (FLIP_BLOCK, 1, 1), macros=(dt, ("FK", str(p.k)), *geo))]
+        if len(runs(p)) < sum(min(ph.size) > 0 for ph in phases(p)):        # phases no tap reaches
+            chunks = p.n * math.prod(p.in_size) * p.c // 8
+            kernels.append(KernelInfo(FLIP_SRC, "igemm_hopper_bwd_zero",
+                                      (max(1, min(ceil_div(chunks, ZERO_BLOCK), sm_count() * 16)), 1, 1),
+                                      (ZERO_BLOCK, 1, 1),
+                                      macros=(dt, ("FK", str(p.k)), *geo, ("PADH", str(p.pads[0])),
+                                              ("PADW", str(p.pads[1])), ("ZN", str(p.n)),
+                                              ("ZH", str(p.in_size[0])), ("ZW", str(p.in_size[1])))))
+        zero = len(kernels) == 2
+        plan = []                                 # per phase: its kernels' indices, smem, offsets
+        for ph in runs(p):
+            fwd, smem = forward_kernels(ph.fwd, cfg, self.source, self.kernel_name, phase_overrides(p, ph))
+            plan.append((len(kernels), len(fwd), smem, ph.y_offset * 2, ph.w_offset * 2))
+            kernels.extend(fwd)
         ws = self.workspace_bytes(p, cfg)
         part = self.flip_bytes(p)            # offset of the partial planes (split configs)
         sid = self.id
 
         def factory(kerns):
-            kflip, kmain = kerns[:2]
-            if smem > SMEM_STATIC:
-                kmain.max_dynamic_shared_size_bytes = smem
-            lflip = Launch(kflip, flip.grid, flip.block, (PTR, PTR))
-            lmain = Launch(kmain, main.grid, main.block, (PTR, PTR, PTR, PTR), shared_mem=smem)
-            lred = Launch(kerns[2], fwd[1].grid, fwd[1].block, (PTR, PTR)) if len(fwd) > 1 else None
+            lflip = Launch(kerns[0], kernels[0].grid, kernels[0].block, (PTR, PTR))
+            lzero = Launch(kerns[1], kernels[1].grid, kernels[1].block, (PTR,)) if zero else None
+            steps = []
+            for i, nk, smem, yoff, woff in plan:
+                if smem > SMEM_STATIC:
+                    kerns[i].max_dynamic_shared_size_bytes = smem
+                lmain = Launch(kerns[i], kernels[i].grid, kernels[i].block, (PTR, PTR, PTR, PTR), shared_mem=smem)
+                lred = Launch(kerns[i + 1], kernels[i + 1].grid, kernels[i + 1].block, (PTR, PTR)) if nk > 1 else None
+                steps.append((lmain, lred, yoff, woff))
 
             def invoker(a, b, out, workspace, stream):
                 if a % ALIGN or out % ALIGN:
@@ -111,11 +206,14 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
                 if not workspace:
                     raise ValueError(f"{sid}: workspace of {ws} bytes required, got none")
                 lflip(stream, b, workspace)
-                if lred is None:
-                    lmain(stream, a, workspace, out, out)       # unsplit: the partial pointer is not read
-                    return
-                lmain(stream, a, workspace, out, workspace + part)
-                lred(stream, workspace + part, out)
+                if lzero is not None:
+                    lzero(stream, out)
+                for lmain, lred, yoff, woff in steps:
+                    if lred is None:        # unsplit: the partial pointer is not read
+                        lmain(stream, a, workspace + woff, out + yoff, out + yoff)
+                    else:                   # the phases run in stream order: one set of partial planes serves all
+                        lmain(stream, a, workspace + woff, out + yoff, workspace + part)
+                        lred(stream, workspace + part, out + yoff)
             return invoker
 
-        return ConvSolution(self.id, [flip, *fwd], ws, factory, cfg)
+        return ConvSolution(self.id, kernels, ws, factory, cfg)

@@ -3,6 +3,7 @@ for sm_90a (CPU), and on the GPU every claimed case and sampled tile configs aga
 reference with poisoned outputs, odd tails in M, N and K included; split-K of the forward kernel (F
 and B): its rule, workspace and builds (CPU), and 2, 3 and odd chunk counts on the GPU."""
 
+import math
 import zlib
 
 import numpy as np
@@ -31,8 +32,8 @@ TAILS = {
     "k320": dict(n=2, c=64, k=320, in_size=(12, 12), filter_size=3, pads=1),
 }
 GRID = claim_grid(HOPPER, {**SHAPES, **TAILS}, MODES)
-ACCEPTED = {"ConvImplicitGemmHopperFwd": 18, "ConvImplicitGemmHopperBwd": 14, "ConvImplicitGemmHopperWrw": 18}
-ACCEPTED_DIGEST = "a0f25076"
+ACCEPTED = {"ConvImplicitGemmHopperFwd": 18, "ConvImplicitGemmHopperBwd": 18, "ConvImplicitGemmHopperWrw": 18}
+ACCEPTED_DIGEST = "8a20d329"
 
 
 def _nhwc(dt="FP16", **kw):
@@ -180,53 +181,135 @@ def test_hopper_persistent(kw, cfg, dt):
     assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
 
 
-# -- backward data (stride 1): the forward kernel on dy with the flipped, transposed filter ---------
+# -- backward data by stride phases: the forward kernel on dy with each phase's reversed sub-filter -----
 
-BWD_CASES = {**{k: v for k, v in TAILS.items() if k not in ("wide_c", "1x1_s2")},
+BWD_CASES = {**{k: v for k, v in TAILS.items() if k != "wide_c"},
+             "wide_c_s2": TAILS["wide_c"],
              "r50_3x3": dict(n=2, c=64, k=64, in_size=(14, 14), filter_size=3, pads=1),
+             "r50_3x3s2": dict(n=2, c=64, k=64, in_size=(14, 14), filter_size=3, pads=1, strides=2),
+             "odd_3x3s2": dict(n=3, c=24, k=40, in_size=(13, 11), filter_size=3, pads=1, strides=2),
+             "7x7s2": dict(n=2, c=16, k=64, in_size=(23, 22), filter_size=7, pads=3, strides=2),
+             "3x3s3_p0": dict(n=2, c=32, k=16, in_size=(12, 14), filter_size=3, strides=3),
+             "1x1_s3": dict(n=2, c=16, k=24, in_size=(10, 11), filter_size=1, strides=3),
+             "5x3_s2x1": dict(n=2, c=16, k=32, in_size=(12, 9), filter_size=(5, 3), pads=(2, 1), strides=(2, 1)),
              "1x7": dict(n=2, c=16, k=24, in_size=(9, 17), filter_size=(1, 7), pads=(0, 3))}
 
 
-def _flip_like_kernel(w):
-    """kernels_src/implicit_gemm_hopper_bwd.cu's index formula, element by element (KYXC -> CYXK)."""
+def _flip_like_kernel(w, strides):
+    """kernels_src/implicit_gemm_hopper_bwd.cu's igemm_hopper_flip, element by element: every phase's
+    reversed sub-filter (KYXC in, C x TH x TW x K per phase, phases by first tap) in one flat array."""
     fk, fy, fx, fc = w.shape
+    sh, sw = strides
     flat, out = w.reshape(-1), np.empty(w.size, w.dtype)
     for i in range(w.size):
         q = i
-        k = q % fk; q //= fk
-        s = q % fx; q //= fx
-        r = q % fy
-        c = q // fy
-        out[i] = flat[((k * fy + (fy - 1 - r)) * fx + (fx - 1 - s)) * fc + c]
-    return out.reshape(fc, fy, fx, fk)
+        for ph in range(sh * sw):
+            r0, s0 = divmod(ph, sw)
+            th, tw = (fy - r0 + sh - 1) // sh, (fx - s0 + sw - 1) // sw
+            size = fc * th * tw * fk
+            if q < size:
+                k = q % fk; q //= fk
+                b = q % tw; q //= tw
+                a = q % th
+                c = q // th
+                r, s = r0 + (th - 1 - a) * sh, s0 + (tw - 1 - b) * sw
+                out[i] = flat[((k * fy + r) * fx + s) * fc + c]
+                break
+            q -= size
+    return out
+
+
+def _phases_like_kernels(p, dy, w):
+    """dx as the solution's kernels compute it, in float64: the flip, then each phase's forward view on
+    its sub-filter written to that phase's pixels (dy read at its real size: zero beyond it), the
+    rest zero (the zero kernel)."""
+    from miofind.reference import conv_reference
+    from miofind.solvers.implicit_gemm_hopper_bwd import phases
+    wf = _flip_like_kernel(w, p.strides)
+    dx = np.full(p.x_shape, np.nan)
+    zero = np.ones(p.x_shape, bool)
+    for ph in phases(p):
+        if ph.fwd is None:
+            continue
+        v = ph.fwd
+        sub = wf[ph.w_offset:ph.w_offset + v.c * v.k * math.prod(v.filter_size)].reshape(v.w_shape)
+        x = np.zeros(v.x_shape)
+        x[:, :dy.shape[1], :dy.shape[2], :] = dy
+        y = conv_reference(v, x, sub)
+        assert y.shape == (p.n, *ph.size, p.c)
+        sl = (slice(None), slice(ph.a, None, p.strides[0]), slice(ph.b, None, p.strides[1]), slice(None))
+        assert dx[sl].shape == y.shape
+        dx[sl] = y
+        zero[sl] = False
+        off = np.zeros(p.x_shape, bool)
+        off.reshape(-1)[ph.y_offset] = True             # the phase's first pixel, channel 0
+        assert off[0, ph.a, ph.b, 0]
+    hi, wi = np.arange(p.in_size[0]), np.arange(p.in_size[1])        # igemm_hopper_bwd_zero's predicate
+    zeroed = ((hi + p.pads[0]) % p.strides[0] >= p.filter_size[0])[:, None] | \
+             ((wi + p.pads[1]) % p.strides[1] >= p.filter_size[1])[None, :]
+    assert np.array_equal(zero, np.broadcast_to(zeroed[None, :, :, None], zero.shape))
+    dx[zero] = 0.0
+    return dx
 
 
 @pytest.mark.parametrize("name", sorted(BWD_CASES))
-def test_bwd_forward_view_matches_reference(no_gpu_arch, name):
-    """CPU: the forward problem of forward_view on the flipped filter gives the float64 dx."""
+def test_bwd_phases_match_reference(no_gpu_arch, name):
+    """CPU: the stride phases' forward views on the flipped sub-filters give the float64 dx."""
     from miofind.reference import conv_reference
-    from miofind.solvers.implicit_gemm_hopper_bwd import forward_view
 
     p = ProblemDescription.make("B", layout="NHWC", dtype="FP16", **BWD_CASES[name])
     assert BWD.applicability(p), BWD.applicability(p).reason
-    pf = forward_view(p)
-    assert pf.y_shape == p.x_shape and pf.x_shape == p.y_shape
     rng = np.random.default_rng(3)
     dy, w = (rng.uniform(-1, 1, sh) for sh in p.io_shapes()[:2])
-    wf = _flip_like_kernel(w)
-    assert wf.shape == pf.w_shape
-    np.testing.assert_allclose(conv_reference(pf, dy, wf), conv_reference(p, dy, w), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(_phases_like_kernels(p, dy, w), conv_reference(p, dy, w), rtol=1e-12, atol=1e-12)
+
+
+def test_bwd_phase_geometry(no_gpu_arch):
+    """3x3 stride 2 pad 1: four phases of 1, 2, 2 and 4 taps (9 in all, none wasted); 1x1 stride 2: one
+    phase of work and a zero kernel for the other three; stride 1: one dense phase, as before phases."""
+    from miofind.solvers.implicit_gemm_hopper_bwd import phases, runs
+    p = _b(n=2, c=64, k=64, in_size=(14, 14), filter_size=3, pads=1, strides=2)
+    ph = phases(p)
+    assert [(x.a, x.b, x.taps) for x in ph] == [(1, 1, (2, 2)), (1, 0, (2, 1)), (0, 1, (1, 2)), (0, 0, (1, 1))]
+    assert sum(math.prod(x.taps) for x in ph) == 9 and all(x.size == (7, 7) for x in ph)
+    assert [x.w_offset for x in ph] == [0, 64 * 64 * 4, 64 * 64 * 6, 64 * 64 * 8]
+    assert [x.fwd.pads for x in ph] == [(0, 0), (0, 0), (0, 0), (0, 0)] and ph[0].fwd.out_size == (7, 7)
+    sol = BWD.get_solution(p)
+    assert [k.name for k in sol.kernels] == ["igemm_hopper_flip"] + ["igemm_hopper_fwd"] * 4
+    mac = dict(sol.kernels[1].macros)
+    assert (mac["P_HI"], mac["P_HO"], mac["YS_W"], mac["YS_H"], mac["YS_N"]) == ("7", "7", "128", str(2 * 14 * 64), str(14 * 14 * 64))
+    one = _b(n=2, c=96, k=136, in_size=(14, 13), filter_size=1, strides=2)
+    assert len(runs(one)) == 1 and [k.name for k in BWD.get_solution(one).kernels] == [
+        "igemm_hopper_flip", "igemm_hopper_bwd_zero", "igemm_hopper_fwd"]
+    s1 = _b(n=2, c=64, k=64, in_size=(14, 14), filter_size=3, pads=1)
+    (only,) = phases(s1)
+    assert only.fwd.out_size_override is None and only.fwd.pads == (1, 1) and only.fwd.in_size == (14, 14)
+    assert [k.name for k in BWD.get_solution(s1).kernels] == ["igemm_hopper_flip", "igemm_hopper_fwd"]
 
 
 def test_bwd_rejections(no_gpu_arch):
     base = dict(n=2, c=16, k=24, in_size=(9, 9), filter_size=3, pads=1)
-    for kw, why in ((dict(strides=2), "strides"), (dict(filter_size=1), "pads"), (dict(c=12), "multiples of 8")):
+    for kw, why in ((dict(strides=2, dilations=2), "dilation"), (dict(filter_size=1), "pads"),
+                    (dict(c=12), "multiples of 8"), (dict(strides=9, filter_size=9, in_size=(20, 20)), "strides")):
         a = BWD.applicability(ProblemDescription.make("B", layout="NHWC", dtype="FP16", **{**base, **kw}))
         assert not a and why in a.reason
     assert not BWD.applicability(ProblemDescription.make("F", layout="NHWC", dtype="FP16", **base))
     sol = BWD.get_solution(ProblemDescription.make("B", layout="NHWC", dtype="BF16", **base))
     assert [k.name for k in sol.kernels] == ["igemm_hopper_flip", "igemm_hopper_fwd"]
     assert sol.workspace_bytes >= 16 * 24 * 9 * 2 and "-arch=sm_90a" in sol.kernels[1].compile_options()
+
+
+def test_nvrtc_sm90a_bwd_phases():
+    """Every strided case's kernels (flip, zero, each phase's forward build, split too) compile for sm_90a."""
+    nvrtc_or_skip()
+    from miofind.compile import nvrtc_compile
+    for name in ("r50_3x3s2", "1x1_s2", "7x7s2", "5x3_s2x1"):
+        p = _b("BF16" if name == "7x7s2" else "FP16", **BWD_CASES[name])
+        for cfg in (None, _cfg(128, 64, 2, 4, 3)):
+            if cfg is not None and not BWD.is_valid_config(p, cfg):
+                continue
+            for k in BWD.get_solution(p, cfg).kernels:
+                assert nvrtc_compile(k, arch="sm_90")[:4] == b"\x7fELF", (name, k.name)
 
 
 @pytest.mark.gpu
