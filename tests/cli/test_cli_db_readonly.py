@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from db_files import row_counts
 from miofind import __version__, cli, cli_db
 from miofind.trust import trust_key as kernel_hash
 from miofind.db import FindDB
@@ -23,6 +24,7 @@ from miofind.device import NoGPUError, device_from_string
 from miofind.registry import get_solver
 
 SHIPPED = system_db_files()[("sm_90", 132)]
+SHIPPED_RECORDS = row_counts(SHIPPED)[0]
 # a long key: the old table cut it to "1024-14-14-1x1-2048-7-7-1-0x0-2x2-1x1-0-NCHW-…"
 LONG_KEY = "1024-14-14-1x1-2048-7-7-1-0x0-2x2-1x1-0-NCHW-FP16-F"
 KEY = "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F"
@@ -100,7 +102,7 @@ READ_ONLY = [
 ]
 
 
-# export, verify and prune read all 18258 records: on the shipped copy once each, below
+# export, verify and prune read all the shipped records (SHIPPED_RECORDS): on the shipped copy once each, below
 @pytest.mark.parametrize("target,cmd", [(t, c) for c in READ_ONLY for t in ("system", "user")
                                         if t == "user" or c[1] not in ("export", "verify", "prune")],
                          ids=lambda x: x if isinstance(x, str) else " ".join(x[1:]))
@@ -132,7 +134,7 @@ def test_shipped_file_itself_unchanged(tmp_path, monkeypatch, no_gpu):
                 ["db", "show", "--system", "--json", "--limit", "2"]):
         r = run(*cmd, "--device", "sm_90-132")
         assert r.exit_code == 0, r.output
-    assert r.stdout and json.loads(r.stdout)["total"] == 18258
+    assert r.stdout and json.loads(r.stdout)["total"] == SHIPPED_RECORDS
     assert snapshot(SHIPPED.parent) == before
     assert not (tmp_path / "u.sqlite").exists()
 
@@ -175,7 +177,7 @@ def test_read_only_directory(dbs):
             assert len(list(h.iter_records())) == 3
         with FindDB(str(system), readonly=True) as h:
             assert "mode=ro" in h.connect_url and "immutable" not in h.connect_url  # rollback journal
-            assert h.count_records() == 18258
+            assert h.count_records() == SHIPPED_RECORDS
         for db in (user, system):
             for cmd in (["db", "show"], ["db", "stats", "--json"], ["db", "verify"] if db == user else ["db", "path"]):
                 r = run(*cmd, "--db", db)
@@ -353,7 +355,7 @@ def test_show_says_when_the_limit_leaves_records_out(dbs):
     r = run("db", "show", "--db", user, "--limit", "0", "--key", KEY)
     assert len(tsv(r)) == 3 + n_sys and "showing" not in r.stderr
     r = run("db", "show", "--db", user, "--system", "--limit", "50")
-    assert len(tsv(r)) == 50 and "showing 50 of 18258 records" in r.stderr
+    assert len(tsv(r)) == 50 and f"showing 50 of {SHIPPED_RECORDS} records" in r.stderr
     assert run("db", "show", "--limit", "-1").exit_code == 2
 
 
@@ -376,12 +378,12 @@ def test_stats_layers_and_json(dbs):
     d = json.loads(r.stdout)
     assert set(d) == {"user", "system"}
     assert d["user"]["records"] == 3 and d["user"]["path"] == str(user)
-    assert d["system"]["records"] == 18258 and d["system"]["path"] == str(system)
+    assert d["system"]["records"] == SHIPPED_RECORDS and d["system"]["path"] == str(system)
     assert d["system"]["solvers"][NAIVE] == 960
     d = json.loads(run("db", "stats", "--system", "--json").stdout)
     assert list(d) == ["system"]
     r = run("db", "stats", "--db", user)
-    assert "│ user   │ records" in r.stdout and "│ system │ records" in r.stdout and "18258" in r.stdout
+    assert "│ user   │ records" in r.stdout and "│ system │ records" in r.stdout and str(SHIPPED_RECORDS) in r.stdout
     # the default user DB does not exist: reported, not created
     d = json.loads(run("db", "stats", "--json").stdout)
     assert d["user"] == {"exists": False, "path": os.environ["MIOFIND_DB"]}
