@@ -1,12 +1,16 @@
 """Side-by-side benchmark on the GPU: our best own solver (cuDNN-backed solvers excluded) against
 cuDNN's best (PyTorch, cudnn.benchmark=True, TF32 off), in one process, for every ResNet-50 v1.5
-shape at N=32 x {F, B, W} x {FP32 strict, FP16}.
+shape at N=32 x {F, B, W} x {FP32 strict, FP16, BF16} x {NCHW, NHWC}. With ``--cudnn-harness`` the find
+also times the cuDNN-backed solvers (every engine config cuDNN offers, on the same buffers as ours):
+that best plan is the primary baseline, PyTorch's the secondary. Tuned configs come from the FindDBs
+(the shipped one included), as a user's find would use them.
 
 Each row records every verified solver's median time (CUDA events, via find_solutions in
 benchmark mode), the best own solver, cuDNN's time, achieved TFLOP/s and the fraction of the
 roofline (max of FLOPs over the measured FP32/FP16 ceilings and bytes over 3.0 TB/s).
 
     python bench/bench_convs.py --dtype FP32 --out bench/results/resnet50-vs-cudnn [--dirs FBW] [--limit N]
+        [--layout NHWC] [--cudnn-harness]
 """
 
 from __future__ import annotations
@@ -30,8 +34,10 @@ BYTES = {"FP32": 4, "FP16": 2, "BF16": 2}
 
 def cudnn_ms(p, torch):
     dt = {"FP32": torch.float32, "FP16": torch.float16, "BF16": torch.bfloat16}[p.dtype]
-    x = torch.randn(p.x_shape, device="cuda", dtype=dt)
-    w = torch.randn(p.w_shape, device="cuda", dtype=dt)
+    mf = torch.channels_last if p.layouts[0] == "NHWC" else torch.contiguous_format
+    nchw = lambda shape: (shape[0], shape[-1], *shape[1:-1]) if p.layouts[0] == "NHWC" else shape
+    x = torch.randn(nchw(p.x_shape), device="cuda", dtype=dt).contiguous(memory_format=mf)
+    w = torch.randn(nchw(p.w_shape), device="cuda", dtype=dt).contiguous(memory_format=mf)
     kw = dict(stride=p.strides, padding=p.pads, dilation=p.dilations, groups=p.groups)
     y = torch.nn.functional.conv2d(x, w, **kw)
     dy = torch.randn_like(y)
@@ -65,6 +71,9 @@ def main():
     ap.add_argument("--limit", type=int, default=None, help="only the first N shapes")
     ap.add_argument("--out", required=True)
     ap.add_argument("--with-naive", action="store_true", help="also time the naive reference solvers")
+    ap.add_argument("--layout", default="NCHW", choices=["NCHW", "NHWC"])
+    ap.add_argument("--cudnn-harness", action="store_true",
+                    help="also time the cuDNN-backed solvers in the find (the primary baseline)")
     a = ap.parse_args()
 
     import torch
@@ -78,17 +87,20 @@ def main():
     # our own solvers: cuDNN-backed ones excluded, and the naive references (timed separately below
     # only where asked, they are orders of magnitude slower)
     own = [s.id for s in solvers() if s.family != "cudnn" and (a.with_naive or not s.is_reference)]
+    cudnn_ids = [s.id for s in solvers() if s.family == "cudnn"] if a.cudnn_harness else []
     rows = []
     t0 = time.time()
     os.makedirs(a.out, exist_ok=True)
-    out = os.path.join(a.out, f"bench_{a.dtype}_{a.dirs}.json")
+    out = os.path.join(a.out, f"bench_{a.dtype}_{a.dirs}{'_' + a.layout if a.layout != 'NCHW' else ''}.json")
     for layer in model_layers("resnet50")[: a.limit]:
         c, k, hw, f, st, count = layer.c, layer.k, layer.in_size[0], layer.filter_size[0], layer.strides[0], layer.count
         for d in a.dirs:
             p = ProblemDescription.make(d, n=a.n, c=c, k=k, in_size=layer.in_size, filter_size=layer.filter_size,
-                                        pads=layer.pads, strides=layer.strides, dtype=a.dtype)
-            res = find_solutions(p, mode="benchmark", solvers=own, store=False, warmup=3, iters=10)
-            per = {s.solver_id: s.time_ms for s in res}
+                                        pads=layer.pads, strides=layer.strides, dtype=a.dtype, layout=a.layout)
+            allres = find_solutions(p, mode="benchmark", solvers=own + cudnn_ids, store=False, warmup=3, iters=10)
+            per = {s.solver_id: s.time_ms for s in allres}
+            harness = min((s.time_ms for s in allres if s.solver_id in cudnn_ids), default=None)
+            res = [s for s in allres if s.solver_id not in cudnn_ids]
             fam = {}
             for s in res:
                 fam.setdefault(s.solver.family, (s.solver_id, s.time_ms))
@@ -100,16 +112,19 @@ def main():
                 print("cuDNN failed:", e)
             row = {"key": p.key(), "direction": d, "dtype": a.dtype, "shape": f"{c}->{k} @{hw} {f}x{f}/{st}",
                    "count": count, "solvers_ms": per, "families_best": fam,
-                   "failures": [f"{x.solver_id}({x.stage}): {x.reason[:200]}" for x in res.failures],
+                   "failures": [f"{x.solver_id}({x.stage}): {x.reason[:200]}" for x in allres.failures],
                    "best_own": best.solver_id if best else None, "best_own_ms": best.time_ms if best else None,
                    "cudnn_ms": cud, "ratio": (best.time_ms / cud) if best and cud == cud else None,
+                   "cudnn_harness_ms": harness, "ratio_harness": (best.time_ms / harness) if best and harness else None,
                    "tflops": p.flops() / (best.time_ms * 1e-3) / 1e12 if best else None,
                    "roofline_fraction": roofline_ms(p) / best.time_ms if best else None}
             rows.append(row)
             json.dump({"command": " ".join(sys.argv), "elapsed_s": time.time() - t0, "rows": rows},
                       open(out, "w"), indent=1)   # after every row: a run cut short keeps what it measured
             print(f"{row['shape']:<24}{d} {a.dtype}  own {row['best_own']} {row['best_own_ms'] or float('nan'):.4f} ms"
-                  f"  cuDNN {cud:.4f} ms  ratio {row['ratio'] or float('nan'):.2f}", flush=True)
+                  f"  cuDNN {cud:.4f} ms  ratio {row['ratio'] or float('nan'):.2f}"
+                  + (f"  cuDNN in harness {harness:.4f} ms  ratio {row['ratio_harness']:.2f}" if harness and best else ""),
+                  flush=True)
     print(summarize(rows))
 
 
@@ -119,7 +134,11 @@ def summarize(rows) -> str:
         rs = [r for r in rows if r["direction"] == d and r["ratio"]]
         if rs:
             gm = gmean([r["ratio"] for r in rs])
-            lines.append(f"{d} {rs[0]['dtype']}: own-best / cuDNN-best geometric mean {gm:.2f} over {len(rs)} shapes")
+            lines.append(f"{d} {rs[0]['dtype']}: own-best / cuDNN-best (PyTorch) geometric mean {gm:.3f} over {len(rs)} shapes")
+        rh = [r for r in rows if r["direction"] == d and r.get("ratio_harness")]
+        if rh:
+            lines.append(f"{d} {rh[0]['dtype']}: own-best / cuDNN's best plan in our harness, geometric mean "
+                         f"{gmean([r['ratio_harness'] for r in rh]):.3f} over {len(rh)} shapes")
     return "\n".join(lines)
 
 
