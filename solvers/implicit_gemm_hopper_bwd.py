@@ -10,6 +10,7 @@ dilation 1 with strides above 1."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 from miofind.launch import PTR, Launch
@@ -42,7 +43,8 @@ class Phase:
     w_offset: int
 
 
-def phases(p: ProblemDescription) -> list[Phase]:
+@functools.lru_cache(maxsize=512)
+def phases(p: ProblemDescription) -> tuple[Phase, ...]:
     """The stride phases of backward-data problem ``p`` (2D, NHWC), in the flip kernel's order of first
     taps (r0, s0). Phase a's first tap is r0 = (a + pad) % stride, its dy row ho = hq + (a + pad) // stride
     - t for tap r0 + t*stride; as a forward convolution with the taps reversed (t' = taps - 1 - t) that
@@ -69,7 +71,7 @@ def phases(p: ProblemDescription) -> list[Phase]:
                         out_size_override=size)
             out.append(Phase(a, b, r0, s0, (th, tw), size, fwd, (a * wi + b) * p.c, woff))
             woff += p.c * p.k * th * tw
-    return out
+    return tuple(out)
 
 
 def runs(p: ProblemDescription) -> list[Phase]:

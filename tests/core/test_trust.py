@@ -16,8 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from db_files import row_counts
-
 import miofind
 from miofind.db import FindDB, Record
 from miofind.db.maintenance import (SOURCE_RENAMES, legacy_trust_changes, migrate_trust_keys, renamed_trust_changes,
@@ -225,6 +223,7 @@ def test_every_shipped_record_is_trusted():
         assert not verify_db(db)
         rows = [(r.solver_id, r.kernel_hash) for r in db.iter_records()]
         rows += [(r.solver_id, r.kernel_hash) for r in db.iter_perf()]
+    from db_files import row_counts
     assert len(rows) == sum(row_counts(path)) and len(rows) > 20000
     verdicts = {}
     for sid, key in set(rows):

@@ -31,12 +31,17 @@ def gm(r):
     return math.exp(sum(math.log(v) for v in r.values()) / len(r)) if r else float("nan")
 
 
-for db in sys.argv[1:]:
-    c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    for dt in ("FP16", "BF16"):
-        for d in "FBW":
-            ks = keys(dt, d)
-            r, rh = ratios(c, ks), ratios(c, ks, True)
-            if r:
-                print(f"{os.path.basename(db)} {dt} {d}: {len(r)} problems, own best / cuDNN {gm(r):.3f}, "
-                      f"Hopper / cuDNN {gm(rh):.3f} ({len(rh)} layers)")
+def main(dbs):
+    for db in dbs:
+        c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        for dt in ("FP16", "BF16"):
+            for d in "FBW":
+                ks = keys(dt, d)
+                r, rh = ratios(c, ks), ratios(c, ks, True)
+                if r:
+                    print(f"{os.path.basename(db)} {dt} {d}: {len(r)} problems, own best / cuDNN {gm(r):.3f}, "
+                          f"Hopper / cuDNN {gm(rh):.3f} ({len(rh)} layers)")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -3,17 +3,17 @@ cuDNN's best plan, with the own winner, before and after (the keys of ../../ship
 
     python bench/results/session-phases/shipped-db/per_layer.py BEFORE.sqlite AFTER.sqlite [FP16|BF16] [B|F|W]
 """
-import glob, json, math, os, sqlite3, sys
+import importlib.util
+import math
+import os
+import sqlite3
+import sys
 
-KEYS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shipped-db-hopper-tuned")
-
-
-def keys(dtype, d):
-    for f in sorted(glob.glob(os.path.join(KEYS, "tune_*.json"))):
-        ks = [o["key"] for o in json.load(open(f))["outcomes"] if o["key"].endswith("-" + d)]
-        if ks:
-            return [k.replace("-FP16-", f"-{dtype}-").replace("-BF16-", f"-{dtype}-") for k in ks]
-    return []
+_spec = importlib.util.spec_from_file_location(
+    "ratio", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shipped-db-hopper-tuned", "ratio.py"))
+_ratio = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_ratio)
+keys = _ratio.keys           # the ResNet-50 N=32 keys of ../../shipped-db-hopper-tuned/tune_*.json
 
 
 def best(c, k):
