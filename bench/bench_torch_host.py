@@ -26,6 +26,20 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+def queue_ms(step, n: int) -> float:
+    """Median host ms to queue one ``step`` (each started on an idle GPU, not waited for), over ``n``."""
+    import torch
+
+    hs = []
+    for _ in range(n):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        step()
+        hs.append((time.perf_counter() - t0) * 1e3)
+    torch.cuda.synchronize()
+    return statistics.median(hs)
+
+
 def warm_up(step, side: str) -> None:
     """Three steps, then (miofind) the background specialisations compiled, then three more."""
     for _ in range(3):
@@ -177,17 +191,7 @@ def model_rows(config: str, args) -> dict:
 
         warm_up(step, side)
 
-        def queue_ms(n):
-            hs = []
-            for _ in range(n):
-                torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                step()
-                hs.append((time.perf_counter() - t0) * 1e3)
-            torch.cuda.synchronize()
-            return statistics.median(hs)
-
-        out[f"{side}_host_ms"] = queue_ms(args.steps)
+        out[f"{side}_host_ms"] = queue_ms(step, args.steps)
         if side == "miofind":
             acc = _Acc()
             acc.wrap(functional, "conv_normalized", "forward (conv_normalized)")
@@ -197,7 +201,7 @@ def model_rows(config: str, args) -> dict:
             acc.wrap(_policy.Entry, "run", lambda a: f"Entry.run {a[0].solver_id}")
             try:
                 acc.t.clear(), acc.n.clear()
-                out["miofind_host_ms_instrumented"] = queue_ms(args.steps)
+                out["miofind_host_ms_instrumented"] = queue_ms(step, args.steps)
             finally:
                 acc.restore()
             k = args.steps

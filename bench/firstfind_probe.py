@@ -40,39 +40,34 @@ if mode == "stages":
     # inclusive wall ms of the find's stages (nested: each figure includes the ones it calls)
     import functools, importlib
     spent = {}
-    def wrap(modname, attr):
+    def wrap(modname, attr, label=None):
         mod = importlib.import_module(modname)
         f = getattr(mod, attr)
+        label = label or f"{modname}.{attr}"
         @functools.wraps(f)
         def w(*a, **k):
             s0 = time.perf_counter()
             try:
                 return f(*a, **k)
             finally:
-                spent[f"{modname}.{attr}"] = spent.get(f"{modname}.{attr}", 0.0) + (time.perf_counter() - s0) * 1e3
+                spent[label] = spent.get(label, 0.0) + (time.perf_counter() - s0) * 1e3
         setattr(mod, attr, w)
     for m, a in [("miofind.find", "candidates"), ("miofind.find", "db_answer"), ("miofind.find", "trusted_solutions"),
                  ("miofind.db.fastread", "overlay"), ("miofind.db.fastread", "_prefetched"), ("miofind.db.fastread", "_check"),
                  ("miofind.find", "open_dbs"), ("miofind.trust", "source_digest"), ("solvers.fft_cufft", "version"),
                  ("miofind.nvlib", "load"), ("miofind.registry", "_load")]:
         wrap(m, a)
-    import miofind.trust as _t
-    _tk = _t.trust_key
-    def tk(s, _tk=_tk):
-        s0 = time.perf_counter()
-        try:
-            return _tk(s)
-        finally:
-            spent["trust_key"] = spent.get("trust_key", 0.0) + (time.perf_counter() - s0) * 1e3
-    _t.trust_key = tk
+    wrap("miofind.trust", "trust_key", "trust_key")
     t1 = time.perf_counter()
 key = "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F"
 if mode == "prof":
     pr = cProfile.Profile(); pr.enable()
 res = find_solutions(key)
 t2 = time.perf_counter()
-if mode == "prof":
+def top(pr):
     pr.disable(); s = io.StringIO(); pstats.Stats(pr, stream=s).sort_stats("cumulative").print_stats(45); print(s.getvalue())
+if mode == "prof":
+    top(pr)
 print(f"import {1e3*(t1-t0):.1f} ms, find {1e3*(t2-t1):.1f} ms, source {res.source}, cudnn imported: {'cudnn' in sys.modules}")
 if mode == "stages":
     print("  stages (inclusive ms): " + ", ".join(f"{k} {v:.1f}" for k, v in spent.items()))
@@ -85,7 +80,7 @@ if mode in ("run", "runprof"):
     cupy.cuda.runtime.deviceSynchronize()
     t4 = time.perf_counter()
     if mode == "runprof":
-        pr.disable(); s = io.StringIO(); pstats.Stats(pr, stream=s).sort_stats("cumulative").print_stats(45); print(s.getvalue())
+        top(pr)
     print(f"  first run {1e3*(t4-t3):.1f} ms ({res[0].solver_id})")
 '''
 env = dict(os.environ)

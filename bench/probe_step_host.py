@@ -31,7 +31,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_torch_host import warm_up  # noqa: E402
+from bench_torch_host import queue_ms, warm_up  # noqa: E402
 
 
 def _variant(name: str):
@@ -112,20 +112,14 @@ def run(model_name: str, config: str, rounds: int, steps: int, variants: list[st
                 with _variant(v):
                     step()
                     torch.cuda.synchronize()
-                    t, q = [], []
+                    t = []
                     for _ in range(steps):
                         t0 = time.perf_counter()
                         step()
                         torch.cuda.synchronize()
                         t.append((time.perf_counter() - t0) * 1e3)
-                    for _ in range(steps):
-                        torch.cuda.synchronize()
-                        t0 = time.perf_counter()
-                        step()
-                        q.append((time.perf_counter() - t0) * 1e3)
-                    torch.cuda.synchronize()
+                    acc[side]["queue_ms"].append(queue_ms(step, steps))
                 acc[side]["step_ms"].append(statistics.median(t))
-                acc[side]["queue_ms"].append(statistics.median(q))
         row = {s: {k: statistics.median(vals) for k, vals in a.items()} for s, a in acc.items()}
         row["speed"] = row["cudnn"]["step_ms"] / row["miofind"]["step_ms"]
         res["variants"][v] = row

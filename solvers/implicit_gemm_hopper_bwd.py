@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from typing import NamedTuple
 
 from miofind.launch import PTR, Launch
 from miofind.problem import ProblemDescription
@@ -26,8 +27,7 @@ FLIP_BLOCK = 256
 ZERO_BLOCK = 256
 
 
-@dataclasses.dataclass(frozen=True)
-class Phase:
+class Phase(NamedTuple):
     """Phase (a, b) of dx, the pixels hi = hq*sh + a, wi = wq*sw + b (hq < size[0], wq < size[1]), reached
     by taps[0] x taps[1] filter taps from (r0, s0) on; ``fwd`` is its forward view (None when no tap
     reaches it or it has no pixel), ``y_offset`` the dx element of its first pixel and ``w_offset`` the
@@ -83,13 +83,6 @@ def main_view(p: ProblemDescription) -> ProblemDescription:
     """The forward view of the phase with the most MMA work (the first of equals): the one the default
     config is chosen for."""
     return max(runs(p), key=lambda ph: (math.prod(ph.size) * math.prod(ph.taps), -ph.r0, -ph.s0)).fwd
-
-
-def forward_view(p: ProblemDescription) -> ProblemDescription:
-    """The forward problem whose output is dx for stride 1 (the single phase): input dy (K channels, the
-    output size), filter C x Y x X x K, pads (filter - 1) * dilation - pad."""
-    (one,) = runs(p)
-    return one.fwd
 
 
 def phase_overrides(p: ProblemDescription, ph: Phase) -> dict:
@@ -173,7 +166,8 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
         total = p.c * p.k * fy * fx
         kernels = [KernelInfo(FLIP_SRC, "igemm_hopper_flip", (min(ceil_div(total, FLIP_BLOCK), 65535), 1, 1),
                               (FLIP_BLOCK, 1, 1), macros=(dt, ("FK", str(p.k)), *geo))]
-        if len(runs(p)) < sum(min(ph.size) > 0 for ph in phases(p)):        # phases no tap reaches
+        zero = any(min(ph.taps) == 0 and min(ph.size) > 0 for ph in phases(p))   # pixels no tap reaches
+        if zero:
             chunks = p.n * math.prod(p.in_size) * p.c // 8
             kernels.append(KernelInfo(FLIP_SRC, "igemm_hopper_bwd_zero",
                                       (max(1, min(ceil_div(chunks, ZERO_BLOCK), sm_count() * 16)), 1, 1),
@@ -181,7 +175,6 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
                                       macros=(dt, ("FK", str(p.k)), *geo, ("PADH", str(p.pads[0])),
                                               ("PADW", str(p.pads[1])), ("ZN", str(p.n)),
                                               ("ZH", str(p.in_size[0])), ("ZW", str(p.in_size[1])))))
-        zero = len(kernels) == 2
         plan = []                                 # per phase: its kernels' indices, smem, offsets
         for ph in runs(p):
             fwd, smem = forward_kernels(ph.fwd, cfg, self.source, self.kernel_name, phase_overrides(p, ph))

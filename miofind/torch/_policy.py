@@ -155,10 +155,12 @@ def workspace(nbytes: int, dev: int, stream: int) -> "torch.Tensor":
     ``KEEP_WORKSPACE_BYTES`` (it would sit idle beside PyTorch's pool), and any workspace asked for
     during CUDA-graph capture, which comes from the graph's own pool per call, so that a graph never
     holds a buffer that eager launches or a later growth could touch."""
+    if _capturing_stream():
+        return _new_workspace(nbytes, dev)
     t = _workspaces.get((dev, stream))
-    if t is not None and t.numel() >= nbytes and not _capturing_stream():
+    if t is not None and t.numel() >= nbytes:
         return t
-    if nbytes > KEEP_WORKSPACE_BYTES or _capturing_stream():
+    if nbytes > KEEP_WORKSPACE_BYTES:
         return _new_workspace(nbytes, dev)
     t = _workspaces[(dev, stream)] = _new_workspace(nbytes, dev)
     return t

@@ -414,10 +414,7 @@ def test_importing_miofind_and_its_torch_module_imports_no_sqlalchemy():
 def fresh_state(monkeypatch, tmp_path):
     """fastread's and the system DB module's per-process caches, empty for this test, and a kernel cache of its
     own (where passed checks are kept)."""
-    monkeypatch.setenv("MIOFIND_KERNEL_CACHE", str(tmp_path / "kernel-cache"))
-    for mod, name in ((fastread, "_checked"), (fastread, "_pending"), (fastread, "_system"), (system_mod, "_opened"),
-                      (fastread, "_kept")):
-        monkeypatch.setattr(mod, name, {})
+    _new_process(monkeypatch, tmp_path / "kernel-cache")
 
 
 def _system_copy(tmp_path, monkeypatch, data=None):

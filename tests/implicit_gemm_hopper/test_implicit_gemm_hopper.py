@@ -500,7 +500,6 @@ def test_default_split_rule(no_gpu_arch):
 
 
 def test_split_solution_and_workspace(no_gpu_arch):
-    from miofind.solvers.implicit_gemm_hopper_bwd import forward_view
     p = _nhwc(**R50_SMALL_3x3)
     m, n = 32 * 49, 512
     cfg = _cfg(128, 64, 2, 4, 5)
@@ -516,7 +515,7 @@ def test_split_solution_and_workspace(no_gpu_arch):
     assert FWD.workspace_bytes(p) == FWD.get_solution(p).workspace_bytes > 0                # the default splits
     # B: the flipped filter, then the partial planes from a 256-byte boundary
     b = _b(dt="BF16", n=2, c=40, k=72, in_size=(15, 13), filter_size=3, pads=1)            # filter 25920 bytes
-    pf = forward_view(b)
+    pf = BWD.forward_problem(b)
     cfg = _cfg(128, 64, 2, 4, 3)
     eff = hb.split_geometry(pf, 3)[0]
     assert eff == 3
@@ -586,12 +585,11 @@ def _split_cases(cases, direction):
 @pytest.mark.parametrize("direction,cases", [("F", SPLIT_F), ("B", SPLIT_B)])
 def test_split_cases_exact(no_gpu_arch, direction, cases):
     """CPU: every GPU split case is applicable, valid, and runs exactly the chunk count it names."""
-    from miofind.solvers.implicit_gemm_hopper_bwd import forward_view
     solver = FWD if direction == "F" else BWD
     for kw, tile, splits in cases:
         p = ProblemDescription.make(direction, layout="NHWC", dtype="BF16", **kw)
         assert solver.applicability(p), p.key()
-        pf = p if direction == "F" else forward_view(p)
+        pf = p if direction == "F" else BWD.forward_problem(p)
         for sk in splits:
             assert solver.is_valid_config(p, _cfg(*tile, sk)) and hb.split_geometry(pf, sk)[0] == sk, (p.key(), tile, sk)
             assert solver.get_solution(p, _cfg(*tile, sk)).kernels[-1].name == "igemm_hopper_fwd_reduce"
@@ -601,8 +599,7 @@ def test_split_cases_exact(no_gpu_arch, direction, cases):
 
 
 def _check_splits(solver, p, tile, splits):
-    from miofind.solvers.implicit_gemm_hopper_bwd import forward_view
-    pf = p if p.direction == "F" else forward_view(p)
+    pf = p if p.direction == "F" else BWD.forward_problem(p)
     for sk in splits:
         cfg = _cfg(*tile, sk)
         assert solver.is_valid_config(p, cfg) and hb.split_geometry(pf, sk)[0] == sk, cfg
