@@ -25,6 +25,17 @@
 // stores it 16 bytes at a time to ws[chunk][m][k] (an M x K plane per chunk, 64-bit offsets), and
 // igemm_hopper_fwd_reduce sums the chunks in chunk order (deterministic, no atomics) and writes y.
 // SPLITK = 1 builds the unsplit kernel (chunk = all K tiles, direct epilogue; ws is not touched).
+// B_MN = 1 (a stride phase of backward data): w is the backward-data filter itself, P_C x BW_FY x BW_FX
+// x P_K (KYXC: dy's channels, its taps, dx's channels = the GEMM's N), and B[kk, n] = w[k, r, s, n] for kk = (tap (a, b), k) with
+// r = BW_R0 + (P_Y-1-a)*BW_SH, s = BW_S0 + (P_X-1-b)*BW_SW (the phase's taps, reversed). Rows kk are
+// then contiguous along n, so the B tile is staged MN-major (64-wide n blocks of 64 kk rows x 128 bytes,
+// 8192 bytes apart, 128-byte swizzle) and multiplied with imm-trans-b = 1: no flipped copy of w.
+#ifndef B_MN
+#define B_MN 0
+#endif
+#if B_MN
+#define WG_TRANS "0, 1"
+#endif
 #include "implicit_gemm_hopper.cuh"
 
 #ifndef BM
@@ -88,7 +99,7 @@ static_assert(BM % RSTEP == 0 && BN % RSTEP == 0, "loader rows");
 static_assert(P_C % 8 == 0, "16-byte chunks of channels");
 static_assert(XS_C == 1 && WS_C == 1 && YS_C == 1, "channels-last x, w and y");
 static_assert(YS_W >= P_K && YS_W % 8 == 0 && YS_H % 8 == 0 && YS_N % 8 == 0, "16-byte aligned channels-last y pixels");
-static_assert(WS_X == P_C && WS_Y == P_X * WS_X && WS_K == P_Y * WS_Y, "dense KYXC w");
+static_assert(B_MN || (WS_X == P_C && WS_Y == P_X * WS_X && WS_K == P_Y * WS_Y), "dense KYXC w");
 
 #define Y_DENSE (YS_W == P_K && YS_H == P_WO * YS_W && YS_N == P_HO * YS_H)
 
@@ -162,6 +173,49 @@ __device__ __forceinline__ void load_a(const data_t* __restrict__ x, const ARows
     }
 }
 
+#if B_MN
+#define MNBLK (BK * 128)        // bytes of one 64-wide n block (64 kk rows)
+#define CPR_B (BN / 8)          // 16-byte chunks per kk row
+#define KSTEP_B (NT / CPR_B)    // kk rows per pass of the loaders
+static_assert(NT % CPR_B == 0 && BK % KSTEP_B == 0, "MN-major B loader rows");
+#define BW_WS_K ((index_t)BW_FY * BW_FX * P_K)
+
+// byte offset of n chunk cc (8 elements) of kk row r in the MN-major tile
+__device__ __forceinline__ u32 mn_off(int r, int cc) { return (u32)((cc >> 3) * MNBLK + r * 128 + (((cc & 7) ^ (r & 7)) << 4)); }
+
+// MN-major, 128-byte-swizzled descriptor: leading byte offset = next 64-wide n block, stride byte
+// offset = next 8 kk rows (as implicit_gemm_hopper_wrw.cu's operands)
+__device__ __forceinline__ u64 desc_mn(u32 saddr)
+{
+    u64 d = (u64)((saddr & 0x3FFFF) >> 4);
+    d |= (u64)(MNBLK >> 4) << 16;
+    d |= (u64)(1024 >> 4) << 32;
+    d |= (u64)1 << 62;
+    return d;
+}
+
+// B tile kt (64 kk rows x BN n from n0) read in place from the backward-data filter: each kk row is
+// one (tap, k), a run of BN channels of w; chunk cc = t % CPR_B of rows t / CPR_B + i * KSTEP_B.
+__device__ __forceinline__ void load_b(const data_t* __restrict__ w, int n0, int kt, u32 sb, int r0, int ch)
+{
+    const int t = r0 * 8 + ch;
+    const int cc = t % CPR_B;
+    const int n = n0 + cc * 8;
+    const bool nok = n < GEMM_N;
+#pragma unroll
+    for(int i = 0; i < BK / KSTEP_B; ++i)
+    {
+        const int row = t / CPR_B + i * KSTEP_B;
+        const int kk = kt * BK + row;
+        const bool ok = nok && kk < GEMM_K;
+        const int tap = kk / P_C;
+        const int k = kk - tap * P_C;
+        const int a = tap / P_X, b = tap - (tap / P_X) * P_X;
+        const int r = BW_R0 + (P_Y - 1 - a) * BW_SH, s = BW_S0 + (P_X - 1 - b) * BW_SW;
+        cp_async16(sb + mn_off(row, cc), w + (ok ? (index_t)k * BW_WS_K + (index_t)(r * BW_FX + s) * P_K + n : 0), ok);
+    }
+}
+#else
 // B tile kt (BN rows k from n0 x 64 kk) into the swizzled buffer at sb.
 __device__ __forceinline__ void load_b(const data_t* __restrict__ w, int n0, int kt, u32 sb, int r0, int ch)
 {
@@ -174,6 +228,7 @@ __device__ __forceinline__ void load_b(const data_t* __restrict__ w, int n0, int
         cp_async16(sb + sw128(r0 + i * RSTEP, ch), w + (ok ? (index_t)k * WS_K + kk : 0), ok);
     }
 }
+#endif
 
 // One 64-deep K tile: warpgroup wg's WG_M m64 blocks x BN, 4 k16 steps (asynchronous; the caller commits).
 __device__ __forceinline__ void mma_tile(float (&acc)[WG_M][BN / 2], u32 sa, u32 sb, int wg)
@@ -182,7 +237,11 @@ __device__ __forceinline__ void mma_tile(float (&acc)[WG_M][BN / 2], u32 sa, u32
 #pragma unroll
     for(int k16 = 0; k16 < BK / 16; ++k16)
     {
+#if B_MN
+        const u64 db = desc_mn(sb + k16 * 16 * 128);      // 16 kk rows further
+#else
         const u64 db = desc_sw128(sb + k16 * 32);
+#endif
 #pragma unroll
         for(int i = 0; i < WG_M; ++i)
             wgmma_tile(acc[i], desc_sw128(sa + (wg * WG_M + i) * 64 * 128 + k16 * 32), db);

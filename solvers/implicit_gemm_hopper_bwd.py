@@ -1,11 +1,10 @@
-"""Hopper implicit GEMM, backward data by stride phases (kernels_src/implicit_gemm_hopper_bwd.cu): dx
-splits into strides[0] x strides[1] phases, each a stride-1 forward convolution of dy with the sub-filter
-of the taps that reach it, reversed (kernels_src/implicit_gemm_hopper_fwd.cu, writing that phase's
-pixels of dx in place). The flip kernel first copies every phase's sub-filter into the workspace
-(C x Y x X x K elements in all), a split config's FP32 partial planes follow it (256-byte aligned,
-reused phase after phase), and the pixels of phases no tap reaches (a filter narrower than the stride)
-are zeroed. Stride 1 is one phase of all the taps. FP16/BF16, NHWC, groups = 1, C and K multiples of 8,
-dilation 1 with strides above 1."""
+"""Hopper implicit GEMM, backward data by stride phases: dx splits into strides[0] x strides[1] phases,
+each a stride-1 forward convolution of dy with the sub-filter of the taps that reach it, reversed
+(kernels_src/implicit_gemm_hopper_fwd.cu built with B_MN = 1: it reads those taps of w in place,
+MN-major, and writes that phase's pixels of dx). A split config's FP32 partial planes are the workspace
+(reused phase after phase); the pixels of phases no tap reaches (a filter narrower than the stride) are
+zeroed by kernels_src/implicit_gemm_hopper_bwd.cu. Stride 1 is one phase of all the taps. FP16/BF16,
+NHWC, groups = 1, C and K multiples of 8, dilation 1 with strides above 1."""
 
 from __future__ import annotations
 
@@ -19,19 +18,17 @@ from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES, needs_int64
 
-from .implicit_gemm_hopper_base import (ALIGN, SMEM_STATIC, WS_ALIGN, ImplicitGemmHopperBase, check_aligned,
+from .implicit_gemm_hopper_base import (ALIGN, SMEM_STATIC, ImplicitGemmHopperBase, check_aligned,
                                         default_tile, forward_kernels, partial_bytes, sm_count, space)
 
-FLIP_SRC = "implicit_gemm_hopper_bwd.cu"
-FLIP_BLOCK = 256
+ZERO_SRC = "implicit_gemm_hopper_bwd.cu"
 ZERO_BLOCK = 256
 
 
 class Phase(NamedTuple):
     """Phase (a, b) of dx, the pixels hi = hq*sh + a, wi = wq*sw + b (hq < size[0], wq < size[1]), reached
     by taps[0] x taps[1] filter taps from (r0, s0) on; ``fwd`` is its forward view (None when no tap
-    reaches it or it has no pixel), ``y_offset`` the dx element of its first pixel and ``w_offset`` the
-    workspace element of its sub-filter."""
+    reaches it or it has no pixel) and ``y_offset`` the dx element of its first pixel."""
     a: int
     b: int
     r0: int
@@ -40,18 +37,17 @@ class Phase(NamedTuple):
     size: tuple[int, int]
     fwd: ProblemDescription | None
     y_offset: int
-    w_offset: int
 
 
 @functools.lru_cache(maxsize=512)
 def phases(p: ProblemDescription) -> tuple[Phase, ...]:
-    """The stride phases of backward-data problem ``p`` (2D, NHWC), in the flip kernel's order of first
-    taps (r0, s0). Phase a's first tap is r0 = (a + pad) % stride, its dy row ho = hq + (a + pad) // stride
+    """The stride phases of backward-data problem ``p`` (2D, NHWC), in the order of their first taps
+    (r0, s0). Phase a's first tap is r0 = (a + pad) % stride, its dy row ho = hq + (a + pad) // stride
     - t for tap r0 + t*stride; as a forward convolution with the taps reversed (t' = taps - 1 - t) that
     is input row hq - pad' + t' with pad' = (taps - 1) * dilation - (a + pad) // stride (stride 1:
     pad' = (Y - 1) * dilation - pad). Its output size is stated (out_size_override): ceil((Hi - a) / sh)."""
     (sh, sw), (fy, fx), (hi, wi), (ho, wo) = p.strides, p.filter_size, p.in_size, p.out_size
-    out, woff = [], 0
+    out = []
     for r0 in range(sh):
         for s0 in range(sw):
             a, b = (r0 - p.pads[0]) % sh, (s0 - p.pads[1]) % sw
@@ -69,8 +65,7 @@ def phases(p: ProblemDescription) -> tuple[Phase, ...]:
                                                 pads=pads, strides=1, dilations=p.dilations, layout="NHWC",
                                                 dtype=p.dtype),
                         out_size_override=size)
-            out.append(Phase(a, b, r0, s0, (th, tw), size, fwd, (a * wi + b) * p.c, woff))
-            woff += p.c * p.k * th * tw
+            out.append(Phase(a, b, r0, s0, (th, tw), size, fwd, (a * wi + b) * p.c))
     return tuple(out)
 
 
@@ -87,17 +82,20 @@ def main_view(p: ProblemDescription) -> ProblemDescription:
 
 def phase_overrides(p: ProblemDescription, ph: Phase) -> dict:
     """Macros of a phase's forward kernel that differ from its view's: dy's real size and pixel strides
-    (the view states only the output size), dx's pixel strides, and the index width of dy and dx."""
+    (the view states only the output size), dx's pixel strides, the index width of dy and dx, and w read
+    in place (B_MN): its filter size, the phase's first tap and the step between its taps' indices."""
     (hi, wi), (ho, wo) = p.in_size, p.out_size
     sh, sw = p.strides
     return {"P_HI": ho, "P_WI": wo, "XS_N": ho * wo * p.k, "XS_H": wo * p.k, "XS_W": p.k,
             "YS_N": hi * wi * p.c, "YS_H": sh * wi * p.c, "YS_W": sw * p.c,
-            "INDEX_T": "long long" if needs_int64(p) or needs_int64(ph.fwd) else "int"}
+            "INDEX_T": "long long" if needs_int64(p) or needs_int64(ph.fwd) else "int",
+            "B_MN": 1, "BW_FY": p.filter_size[0], "BW_FX": p.filter_size[1], "BW_R0": ph.r0, "BW_S0": ph.s0,
+            "BW_SH": sh, "BW_SW": sw}
 
 
 class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
     id = "ConvImplicitGemmHopperBwd"
-    version = 3                 # 2: split-K of the forward kernel; 3: strides above 1 by stride phases
+    version = 4                 # 2: split-K of the forward kernel; 3: strides above 1 by stride phases; 4: w read in place (no flip kernel)
     algorithm = "miopenConvolutionBwdDataAlgoImplicitGEMM"
     directions = frozenset("B")
     source = "implicit_gemm_hopper_fwd.cu"
@@ -105,7 +103,7 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
 
     @property
     def kernel_files(self):
-        return (*super().kernel_files, FLIP_SRC)
+        return (*super().kernel_files, ZERO_SRC)
 
     def applicability(self, problem: ProblemDescription):
         p = problem.as_conv()
@@ -144,16 +142,12 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
         views = [ph.fwd for ph in runs(p)] if p.spatial_dims == 2 else []
         return bool(views) and all(super(ImplicitGemmHopperBwd, self).is_valid_config(v, config) for v in views)
 
-    def flip_bytes(self, p: ProblemDescription) -> int:
-        """The sub-filters' share of the workspace (256-byte aligned): the partial planes start there."""
-        return ceil_div(p.c * p.k * math.prod(p.filter_size) * 2, WS_ALIGN) * WS_ALIGN
-
     def workspace_bytes(self, problem: ProblemDescription, config=None) -> int:
-        """The sub-filters, then a split config's FP32 partial planes for the largest phase (the default
-        config when None)."""
+        """A split config's FP32 partial planes for the largest phase (the default config when None);
+        0 unsplit."""
         p = problem.as_conv()
         cfg = self.config_of(p, config)
-        return self.flip_bytes(p) + max(partial_bytes(ph.fwd, cfg) for ph in runs(p))
+        return max(partial_bytes(ph.fwd, cfg) for ph in runs(p))
 
     def get_solution(self, problem: ProblemDescription, config=None) -> ConvSolution:
         p = problem.as_conv()
@@ -161,54 +155,49 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
         if not self.is_valid_config(p, cfg):
             raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
         (sh, sw), (fy, fx) = p.strides, p.filter_size
-        geo = (("FY", str(fy)), ("FX", str(fx)), ("FC", str(p.c)), ("SH", str(sh)), ("SW", str(sw)))
-        dt = ("DATA_T", CUDA_TYPES[p.dtype])
-        total = p.c * p.k * fy * fx
-        kernels = [KernelInfo(FLIP_SRC, "igemm_hopper_flip", (min(ceil_div(total, FLIP_BLOCK), 65535), 1, 1),
-                              (FLIP_BLOCK, 1, 1), macros=(dt, ("FK", str(p.k)), *geo))]
+        kernels = []
         zero = any(min(ph.taps) == 0 and min(ph.size) > 0 for ph in phases(p))   # pixels no tap reaches
         if zero:
             chunks = p.n * math.prod(p.in_size) * p.c // 8
-            kernels.append(KernelInfo(FLIP_SRC, "igemm_hopper_bwd_zero",
+            kernels.append(KernelInfo(ZERO_SRC, "igemm_hopper_bwd_zero",
                                       (max(1, min(ceil_div(chunks, ZERO_BLOCK), sm_count() * 16)), 1, 1),
                                       (ZERO_BLOCK, 1, 1),
-                                      macros=(dt, ("FK", str(p.k)), *geo, ("PADH", str(p.pads[0])),
-                                              ("PADW", str(p.pads[1])), ("ZN", str(p.n)),
-                                              ("ZH", str(p.in_size[0])), ("ZW", str(p.in_size[1])))))
-        plan = []                                 # per phase: its kernels' indices, smem, offsets
+                                      macros=(("DATA_T", CUDA_TYPES[p.dtype]), ("FY", str(fy)), ("FX", str(fx)),
+                                              ("FC", str(p.c)), ("SH", str(sh)), ("SW", str(sw)),
+                                              ("PADH", str(p.pads[0])), ("PADW", str(p.pads[1])),
+                                              ("ZN", str(p.n)), ("ZH", str(p.in_size[0])),
+                                              ("ZW", str(p.in_size[1])))))
+        plan = []                                 # per phase: its kernels' indices, smem, dx offset
         for ph in runs(p):
             fwd, smem = forward_kernels(ph.fwd, cfg, self.source, self.kernel_name, phase_overrides(p, ph))
-            plan.append((len(kernels), len(fwd), smem, ph.y_offset * 2, ph.w_offset * 2))
+            plan.append((len(kernels), len(fwd), smem, ph.y_offset * 2))
             kernels.extend(fwd)
         ws = self.workspace_bytes(p, cfg)
-        part = self.flip_bytes(p)            # offset of the partial planes (split configs)
         sid = self.id
 
         def factory(kerns):
-            lflip = Launch(kerns[0], kernels[0].grid, kernels[0].block, (PTR, PTR))
-            lzero = Launch(kerns[1], kernels[1].grid, kernels[1].block, (PTR,)) if zero else None
+            lzero = Launch(kerns[0], kernels[0].grid, kernels[0].block, (PTR,)) if zero else None
             steps = []
-            for i, nk, smem, yoff, woff in plan:
+            for i, nk, smem, yoff in plan:
                 if smem > SMEM_STATIC:
                     kerns[i].max_dynamic_shared_size_bytes = smem
                 lmain = Launch(kerns[i], kernels[i].grid, kernels[i].block, (PTR, PTR, PTR, PTR), shared_mem=smem)
                 lred = Launch(kerns[i + 1], kernels[i + 1].grid, kernels[i + 1].block, (PTR, PTR)) if nk > 1 else None
-                steps.append((lmain, lred, yoff, woff))
+                steps.append((lmain, lred, yoff))
 
             def invoker(a, b, out, workspace, stream):
-                if a % ALIGN or out % ALIGN:
-                    check_aligned(sid, (("first input", a), ("output", out)))
-                if not workspace:
+                if a % ALIGN or b % ALIGN or out % ALIGN:
+                    check_aligned(sid, (("first input", a), ("second input", b), ("output", out)))
+                if ws and not workspace:
                     raise ValueError(f"{sid}: workspace of {ws} bytes required, got none")
-                lflip(stream, b, workspace)
                 if lzero is not None:
                     lzero(stream, out)
-                for lmain, lred, yoff, woff in steps:
+                for lmain, lred, yoff in steps:
                     if lred is None:        # unsplit: the partial pointer is not read
-                        lmain(stream, a, workspace + woff, out + yoff, out + yoff)
+                        lmain(stream, a, b, out + yoff, out + yoff)
                     else:                   # the phases run in stream order: one set of partial planes serves all
-                        lmain(stream, a, workspace + woff, out + yoff, workspace + part)
-                        lred(stream, workspace + part, out + yoff)
+                        lmain(stream, a, b, out + yoff, workspace)
+                        lred(stream, workspace, out + yoff)
             return invoker
 
         return ConvSolution(self.id, kernels, ws, factory, cfg)

@@ -195,44 +195,38 @@ BWD_CASES = {**{k: v for k, v in TAILS.items() if k != "wide_c"},
              "1x7": dict(n=2, c=16, k=24, in_size=(9, 17), filter_size=(1, 7), pads=(0, 3))}
 
 
-def _flip_like_kernel(w, strides):
-    """kernels_src/implicit_gemm_hopper_bwd.cu's igemm_hopper_flip, element by element: every phase's
-    reversed sub-filter (KYXC in, C x TH x TW x K per phase, phases by first tap) in one flat array."""
-    fk, fy, fx, fc = w.shape
-    sh, sw = strides
-    flat, out = w.reshape(-1), np.empty(w.size, w.dtype)
-    for i in range(w.size):
-        q = i
-        for ph in range(sh * sw):
-            r0, s0 = divmod(ph, sw)
-            th, tw = (fy - r0 + sh - 1) // sh, (fx - s0 + sw - 1) // sw
-            size = fc * th * tw * fk
-            if q < size:
-                k = q % fk; q //= fk
-                b = q % tw; q //= tw
-                a = q % th
-                c = q // th
-                r, s = r0 + (th - 1 - a) * sh, s0 + (tw - 1 - b) * sw
-                out[i] = flat[((k * fy + r) * fx + s) * fc + c]
-                break
-            q -= size
-    return out
+def _sub_filter_like_load_b(w, mac):
+    """The B operand that kernels_src/implicit_gemm_hopper_fwd.cu's load_b reads in place with B_MN = 1,
+    row by row with its index algebra and the phase build's macros, as the view's KYXC filter: row
+    kk = (tap, k) of the GEMM, tap = (a, b), is the run of channels at w's flat offset
+    k*BW_FY*BW_FX*P_K + (r*BW_FX + s)*P_K, r = BW_R0 + (P_Y-1-a)*BW_SH, s = BW_S0 + (P_X-1-b)*BW_SW."""
+    g = {k: int(mac[k]) for k in ("P_Y", "P_X", "P_C", "P_K", "BW_R0", "BW_S0", "BW_SH", "BW_SW", "BW_FY", "BW_FX")}
+    assert mac["B_MN"] == "1" and w.shape == (g["P_C"], g["BW_FY"], g["BW_FX"], g["P_K"])
+    flat = w.reshape(-1)
+    sub = np.full((g["P_K"], g["P_Y"], g["P_X"], g["P_C"]), np.nan)
+    for kk in range(g["P_Y"] * g["P_X"] * g["P_C"]):
+        tap, k = divmod(kk, g["P_C"])
+        a, b = divmod(tap, g["P_X"])
+        r, s = g["BW_R0"] + (g["P_Y"] - 1 - a) * g["BW_SH"], g["BW_S0"] + (g["P_X"] - 1 - b) * g["BW_SW"]
+        off = k * g["BW_FY"] * g["BW_FX"] * g["P_K"] + (r * g["BW_FX"] + s) * g["P_K"]
+        sub[:, a, b, k] = flat[off:off + g["P_K"]]
+    return sub
 
 
 def _phases_like_kernels(p, dy, w):
-    """dx as the solution's kernels compute it, in float64: the flip, then each phase's forward view on
-    its sub-filter written to that phase's pixels (dy read at its real size: zero beyond it), the
-    rest zero (the zero kernel)."""
+    """dx as the solution's kernels compute it, in float64: each phase's forward view on the sub-filter
+    its build reads from w written to that phase's pixels (dy read at its real size: zero beyond it),
+    the rest zero (the zero kernel)."""
     from miofind.reference import conv_reference
-    from miofind.solvers.implicit_gemm_hopper_bwd import phases
-    wf = _flip_like_kernel(w, p.strides)
+    from miofind.solvers.implicit_gemm_hopper_bwd import runs
+    builds = [dict(k.macros) for k in BWD.get_solution(p).kernels if k.name == "igemm_hopper_fwd"]
+    assert len(builds) == len(runs(p))
     dx = np.full(p.x_shape, np.nan)
     zero = np.ones(p.x_shape, bool)
-    for ph in phases(p):
-        if ph.fwd is None:
-            continue
+    for ph, mac in zip(runs(p), builds):
         v = ph.fwd
-        sub = wf[ph.w_offset:ph.w_offset + v.c * v.k * math.prod(v.filter_size)].reshape(v.w_shape)
+        sub = _sub_filter_like_load_b(w, mac)
+        assert sub.shape == v.w_shape and not np.isnan(sub).any()
         x = np.zeros(v.x_shape)
         x[:, :dy.shape[1], :dy.shape[2], :] = dy
         y = conv_reference(v, x, sub)
@@ -254,7 +248,7 @@ def _phases_like_kernels(p, dy, w):
 
 @pytest.mark.parametrize("name", sorted(BWD_CASES))
 def test_bwd_phases_match_reference(no_gpu_arch, name):
-    """CPU: the stride phases' forward views on the flipped sub-filters give the float64 dx."""
+    """CPU: the stride phases' forward views on the sub-filters their builds read give the float64 dx."""
     from miofind.reference import conv_reference
 
     p = ProblemDescription.make("B", layout="NHWC", dtype="FP16", **BWD_CASES[name])
@@ -272,19 +266,21 @@ def test_bwd_phase_geometry(no_gpu_arch):
     ph = phases(p)
     assert [(x.a, x.b, x.taps) for x in ph] == [(1, 1, (2, 2)), (1, 0, (2, 1)), (0, 1, (1, 2)), (0, 0, (1, 1))]
     assert sum(math.prod(x.taps) for x in ph) == 9 and all(x.size == (7, 7) for x in ph)
-    assert [x.w_offset for x in ph] == [0, 64 * 64 * 4, 64 * 64 * 6, 64 * 64 * 8]
+    assert [(x.r0, x.s0) for x in ph] == [(0, 0), (0, 1), (1, 0), (1, 1)]
     assert [x.fwd.pads for x in ph] == [(0, 0), (0, 0), (0, 0), (0, 0)] and ph[0].fwd.out_size == (7, 7)
     sol = BWD.get_solution(p)
-    assert [k.name for k in sol.kernels] == ["igemm_hopper_flip"] + ["igemm_hopper_fwd"] * 4
-    mac = dict(sol.kernels[1].macros)
+    assert [k.name for k in sol.kernels] == ["igemm_hopper_fwd"] * 4 and sol.workspace_bytes == 0
+    mac = dict(sol.kernels[0].macros)
     assert (mac["P_HI"], mac["P_HO"], mac["YS_W"], mac["YS_H"], mac["YS_N"]) == ("7", "7", "128", str(2 * 14 * 64), str(14 * 14 * 64))
+    assert [(m["B_MN"], m["BW_R0"], m["BW_S0"], m["BW_SH"], m["BW_FY"]) for m in (dict(k.macros) for k in sol.kernels)] == [
+        ("1", "0", "0", "2", "3"), ("1", "0", "1", "2", "3"), ("1", "1", "0", "2", "3"), ("1", "1", "1", "2", "3")]
     one = _b(n=2, c=96, k=136, in_size=(14, 13), filter_size=1, strides=2)
     assert len(runs(one)) == 1 and [k.name for k in BWD.get_solution(one).kernels] == [
-        "igemm_hopper_flip", "igemm_hopper_bwd_zero", "igemm_hopper_fwd"]
+        "igemm_hopper_bwd_zero", "igemm_hopper_fwd"]
     s1 = _b(n=2, c=64, k=64, in_size=(14, 14), filter_size=3, pads=1)
     (only,) = phases(s1)
     assert only.fwd.out_size_override is None and only.fwd.pads == (1, 1) and only.fwd.in_size == (14, 14)
-    assert [k.name for k in BWD.get_solution(s1).kernels] == ["igemm_hopper_flip", "igemm_hopper_fwd"]
+    assert [k.name for k in BWD.get_solution(s1).kernels] == ["igemm_hopper_fwd"]
 
 
 def test_bwd_rejections(no_gpu_arch):
@@ -295,12 +291,12 @@ def test_bwd_rejections(no_gpu_arch):
         assert not a and why in a.reason
     assert not BWD.applicability(ProblemDescription.make("F", layout="NHWC", dtype="FP16", **base))
     sol = BWD.get_solution(ProblemDescription.make("B", layout="NHWC", dtype="BF16", **base))
-    assert [k.name for k in sol.kernels] == ["igemm_hopper_flip", "igemm_hopper_fwd"]
-    assert sol.workspace_bytes >= 16 * 24 * 9 * 2 and "-arch=sm_90a" in sol.kernels[1].compile_options()
+    assert [k.name for k in sol.kernels] == ["igemm_hopper_fwd"] and dict(sol.kernels[0].macros)["B_MN"] == "1"
+    assert "-arch=sm_90a" in sol.kernels[0].compile_options()
 
 
 def test_nvrtc_sm90a_bwd_phases():
-    """Every strided case's kernels (flip, zero, each phase's forward build, split too) compile for sm_90a."""
+    """Every strided case's kernels (zero, each phase's forward build, split too) compile for sm_90a."""
     nvrtc_or_skip()
     from miofind.compile import nvrtc_compile
     for name in ("r50_3x3s2", "1x1_s2", "7x7s2", "5x3_s2x1"):
@@ -513,19 +509,17 @@ def test_split_solution_and_workspace(no_gpu_arch):
     assert [k.name for k in unsplit.kernels] == ["igemm_hopper_fwd"] and unsplit.workspace_bytes == 0
     assert unsplit.kernels[0].grid == (13 * 8, 1, 1) and "KT_PER" not in dict(unsplit.kernels[0].macros)
     assert FWD.workspace_bytes(p) == FWD.get_solution(p).workspace_bytes > 0                # the default splits
-    # B: the flipped filter, then the partial planes from a 256-byte boundary
-    b = _b(dt="BF16", n=2, c=40, k=72, in_size=(15, 13), filter_size=3, pads=1)            # filter 25920 bytes
+    # B: w read in place, so only a split config's partial planes
+    b = _b(dt="BF16", n=2, c=40, k=72, in_size=(15, 13), filter_size=3, pads=1)
     pf = BWD.forward_problem(b)
     cfg = _cfg(128, 64, 2, 4, 3)
     eff = hb.split_geometry(pf, 3)[0]
     assert eff == 3
-    flip = -(-40 * 72 * 9 * 2 // 256) * 256
     sol = BWD.get_solution(b, cfg)
-    assert [k.name for k in sol.kernels] == ["igemm_hopper_flip", "igemm_hopper_fwd", "igemm_hopper_fwd_reduce"]
-    assert BWD.flip_bytes(b) == flip and flip % 256 == 0 and flip >= 40 * 72 * 9 * 2
-    assert sol.workspace_bytes == BWD.workspace_bytes(b, cfg) == flip + -(-3 * 2 * 15 * 13 * 40 * 4 // 256) * 256
-    assert BWD.workspace_bytes(b, dict(cfg, SPLITK=1)) == flip
-    assert [k.name for k in BWD.get_solution(b, dict(cfg, SPLITK=1)).kernels] == ["igemm_hopper_flip", "igemm_hopper_fwd"]
+    assert [k.name for k in sol.kernels] == ["igemm_hopper_fwd", "igemm_hopper_fwd_reduce"]
+    assert sol.workspace_bytes == BWD.workspace_bytes(b, cfg) == -(-3 * 2 * 15 * 13 * 40 * 4 // 256) * 256
+    assert BWD.workspace_bytes(b, dict(cfg, SPLITK=1)) == 0
+    assert [k.name for k in BWD.get_solution(b, dict(cfg, SPLITK=1)).kernels] == ["igemm_hopper_fwd"]
 
 
 def test_nvrtc_sm90a_split_configs():
