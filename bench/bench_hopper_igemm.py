@@ -34,7 +34,7 @@ SOLVERS = {  # direction: (cuDNN, Ampere implicit GEMM, Hopper)
 def alt_configs(hop, p):
     """Alternative configs timed with --alts: the forward list (F and B, B through the forward view of its largest stride phase) and,
     where the grid of a split tile is small, its split variants; for W, a few tiles at the default split,
-    half and twice it, and unsplit."""
+    half and twice it, unsplit, and split over clusters of 2 and 4 blocks."""
     if p.direction != "W":
         from miofind.solvers import implicit_gemm_hopper_base as hb
         pf = hop.forward_problem(p)           # B: the forward view of its largest stride phase
@@ -61,8 +61,12 @@ def alt_configs(hop, p):
             base = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "SPLITK": 1}
             sk = default_split(p, base)
             for s in (sk, max(1, sk // 2), 2 * sk):
-                c = dict(base, SPLITK=s)
+                c = dict(base, SPLITK=s, CLUSTER=1)
                 if c != d and c not in out and hop.is_valid_config(p, c):
+                    out.append(c)
+            for cl in (2, 4):                      # the cluster split (no workspace, no reduce launch)
+                c = dict(base, SPLITK=1, CLUSTER=cl)
+                if c not in out and hop.is_valid_config(p, c):
                     out.append(c)
     return out
 

@@ -15,6 +15,10 @@
 // partial tile to ws[split][k][col] and igemm_hopper_wrw_reduce sums the chunks in a fixed order (no
 // atomics, deterministic) and converts; with SPLITK = 1 the GEMM writes dw. Pipeline as the forward kernel
 // (implicit_gemm_hopper_fwd.cu): STAGES buffers, prefetch distance STAGES - 2.
+// Cluster split (CLUSTER > 1, SPLITK = 1): grid.y = CLUSTER blocks of one thread-block cluster take
+// JT_PER j tiles each; ranks 1.. stage their FP32 tiles in shared memory, and rank 0 adds them to its
+// accumulators through distributed shared memory in rank order (deterministic) and writes dw: no
+// workspace, no partial round trip through global memory, no second launch.
 #define WG_TRANS "1, 1"
 #include "implicit_gemm_hopper.cuh"
 
@@ -41,6 +45,9 @@
 #endif
 #ifndef RED_BLOCK
 #define RED_BLOCK 256
+#endif
+#ifndef CLUSTER
+#define CLUSTER 1
 #endif
 #ifndef LBO_MN
 #define LBO_MN 1        // 1: leading byte offset = MN-block stride, stride byte offset = 8 j-rows (CUTLASS's MN-major SW128)
@@ -71,6 +78,9 @@ static_assert(P_C % 8 == 0 && P_K % 8 == 0, "16-byte chunks of channels");
 static_assert(XS_C == 1 && WS_C == 1 && YS_C == 1, "channels-last x, w and y");
 static_assert(YS_W == P_K && YS_H == P_WO * YS_W && YS_N == P_HO * YS_H, "dense NHWC dy");
 static_assert(WS_X == P_C && WS_Y == P_X * WS_X && WS_K == P_Y * WS_Y, "dense KYXC dw");
+static_assert(CLUSTER == 1 || (SPLITK == 1 && CLUSTER <= 8), "a cluster split or a global split");
+#define LDF (BN + 8)            // FP32 staging row (floats): 8 rows of a warp's float2 stores 8 banks apart
+static_assert(CLUSTER == 1 || BM * LDF * 4 <= STAGES * STAGE_BYTES, "the FP32 tile fits the pipeline's buffers");
 
 // MN-major, 128-byte-swizzled operand descriptor
 __device__ __forceinline__ u64 desc_mn(u32 saddr)
@@ -167,7 +177,31 @@ __device__ __forceinline__ void mma_tile(float (&acc)[WG_M][BN / 2], u32 sa, u32
     wgmma_commit();
 }
 
-extern "C" __global__ void __launch_bounds__(NT, MIN_BLOCKS)
+#if CLUSTER > 1
+__device__ __forceinline__ u32 cluster_rank() { u32 r; asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r)); return r; }
+__device__ __forceinline__ void cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+// the address of shared location saddr in the block of cluster rank r
+__device__ __forceinline__ u32 peer_addr(u32 saddr, u32 r)
+{
+    u32 out;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(out) : "r"(saddr), "r"(r));
+    return out;
+}
+__device__ __forceinline__ float2 ld_peer2(u32 addr)
+{
+    float2 v;
+    asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(addr) : "memory");
+    return v;
+}
+#define CLUSTER_DIMS __cluster_dims__(1, CLUSTER, 1)
+#else
+#define CLUSTER_DIMS
+#endif
+
+extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(NT, MIN_BLOCKS)
 igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, data_t* __restrict__ dw,
                  float* __restrict__ ws)
 {
@@ -235,9 +269,56 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
         for(int j = 0; j < BN / 2; ++j) reg_fence(acc[i][j]);
     cp_async_wait<0>();
 
-    // accumulators straight to global: thread (warp wi, lane l) holds rows wi*16 + l/4 (+8) of its m64
-    // blocks, columns 8j + 2(l%4) (+1): a pair of consecutive columns of dw (or of the partial tile)
+    // thread (warp wi, lane l) holds rows wi*16 + l/4 (+8) of its m64 blocks, columns 8j + 2(l%4) (+1):
+    // a pair of consecutive columns of dw (or of the partial tile)
     const int wi = (t & 127) >> 5, l = t & 31;
+#if CLUSTER > 1
+    {
+        // every rank's tile at the same place of its shared memory: [BM][LDF] floats from sbase
+        const u32 rank = cluster_rank();
+        __syncthreads();       // the pipeline's buffers are free (each thread waited for its copies above)
+        if(rank != 0)
+        {
+#pragma unroll
+            for(int i = 0; i < WG_M; ++i)
+#pragma unroll
+                for(int h = 0; h < 2; ++h)
+                {
+                    const int r = (wg * WG_M + i) * 64 + wi * 16 + (l >> 2) + h * 8;
+#pragma unroll
+                    for(int j = 0; j < BN / 8; ++j)
+                        asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(sbase + (u32)(r * LDF + j * 8 + (l & 3) * 2) * 4),
+                                     "f"(acc[i][4 * j + 2 * h]), "f"(acc[i][4 * j + 2 * h + 1]) : "memory");
+                }
+        }
+        cluster_sync();        // the ranks' tiles are written and visible cluster-wide
+        if(rank == 0)
+        {
+#pragma unroll 1
+            for(u32 q = 1; q < CLUSTER; ++q)
+            {
+                const u32 base = peer_addr(sbase, q);
+#pragma unroll
+                for(int i = 0; i < WG_M; ++i)
+#pragma unroll
+                    for(int h = 0; h < 2; ++h)
+                    {
+                        const int r = (wg * WG_M + i) * 64 + wi * 16 + (l >> 2) + h * 8;
+#pragma unroll
+                        for(int j = 0; j < BN / 8; ++j)
+                        {
+                            const float2 v = ld_peer2(base + (u32)(r * LDF + j * 8 + (l & 3) * 2) * 4);
+                            acc[i][4 * j + 2 * h] += v.x;
+                            acc[i][4 * j + 2 * h + 1] += v.y;
+                        }
+                    }
+            }
+        }
+        cluster_sync();        // rank 0 has read every tile: the other blocks may exit
+        if(rank != 0)
+            return;
+    }
+#endif
 #pragma unroll
     for(int i = 0; i < WG_M; ++i)
 #pragma unroll

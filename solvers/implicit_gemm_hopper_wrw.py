@@ -1,10 +1,12 @@
 """Hopper implicit GEMM, backward weights (kernels_src/implicit_gemm_hopper_wrw.cu): M = K, N = Y*X*C,
 reduction over the N*Ho*Wo output pixels, both operands staged MN-major for wgmma's transposed
 operands (sm_90a), FP16/BF16, NHWC, groups = 1. The reduction is split over SPLITK chunks (grid.y)
-writing FP32 partial tiles to the workspace, summed in a fixed order by a second kernel.
+writing FP32 partial tiles to the workspace, summed in a fixed order by a second kernel, or over the
+CLUSTER blocks of a thread-block cluster, summed through distributed shared memory by its first block.
 
 Tunables: BM (64 x WGS x 1 or 2), BN (64, 128, 256), WGS (1 or 2 warpgroups), STAGES (3-6),
-SPLITK (requested reduction chunks; the kernel runs ceil(tiles / ceil(tiles / SPLITK)) of them)."""
+SPLITK (requested reduction chunks; the kernel runs ceil(tiles / ceil(tiles / SPLITK)) of them),
+CLUSTER (1, 2 or 4 blocks of a cluster sharing the reduction; above 1 only with SPLITK = 1)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ from .implicit_gemm_base import INT32_MAX, SM_COUNT
 from .implicit_gemm_hopper_base import (ALIGN, ARCH, SMEM_LIMIT, SMEM_STATIC, ImplicitGemmHopperBase, problem_macros,
                                         split_chunks, split_tries)
 
-KEYS = ("BM", "BN", "WGS", "STAGES", "SPLITK")
+KEYS = ("BM", "BN", "WGS", "STAGES", "SPLITK", "CLUSTER")
+CLUSTERS = (1, 2, 4)
 BJ = 64                 # reduction (output pixel) rows per pipeline stage
 MAX_SPLITK = 256
 MIN_JT_PER_SPLIT = 4    # a chunk of the reduction spans at least 4 j tiles (256 pixels)
@@ -73,12 +76,22 @@ def default_split(p: ProblemDescription, cfg) -> int:
     return best[1]
 
 
+def cluster_geometry(p: ProblemDescription, cluster: int) -> tuple[int, int]:
+    """(blocks of a cluster, j tiles per block) of a cluster split."""
+    return cluster, ceil_div(ceil_div(wrw_shape(p)[2], BJ), cluster)
+
+
 def config_ok(p: ProblemDescription, cfg) -> bool:
-    bm, bn, wgs, st, sk = (cfg[k] for k in KEYS)
+    bm, bn, wgs, st, sk, cl = (cfg[k] for k in KEYS)
     if wgs not in (1, 2) or bn not in (64, 128, 256) or st not in range(3, 7) or not 1 <= sk <= MAX_SPLITK:
         return False
     if bm % (64 * wgs) or bm // (64 * wgs) not in (1, 2) or (bm // (64 * wgs)) * bn > 256:
         return False
+    if cl not in CLUSTERS:
+        return False
+    if cl > 1:       # each block of the cluster at least 2 j tiles; the FP32 tile fits its pipeline buffers
+        return (sk == 1 and ceil_div(wrw_shape(p)[2], BJ) >= 2 * cl and bm * (bn + 8) * 4 <= st * (bm + bn) * 128
+                and smem_bytes(cfg) <= SMEM_LIMIT)
     eff, _ = split_geometry(p, sk)
     m, n, _ = wrw_shape(p)
     if eff > 1 and eff * m * n >= 2**40:
@@ -98,11 +111,13 @@ def default_tile(p: ProblemDescription) -> dict:
     else:
         cfg = {"BM": 128, "BN": 128 if n > 64 else 64, "WGS": 2, "STAGES": 5}
     cfg["SPLITK"] = default_split(p, cfg)
+    cfg["CLUSTER"] = 1
     return cfg
 
 
 class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
     id = "ConvImplicitGemmHopperWrw"
+    version = 2                 # 2: the cluster split (CLUSTER)
     algorithm = "miopenConvolutionBwdWeightsAlgoImplicitGEMM"
     directions = frozenset("W")
     source = "implicit_gemm_hopper_wrw.cu"
@@ -125,6 +140,13 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
     def default_config(self, problem: ProblemDescription) -> dict:
         return default_tile(problem.as_conv())
 
+    def legacy_config(self, config):
+        """A config written before the cluster split (no CLUSTER: stored records, tuned PerfDB entries) as
+        the config it ran, CLUSTER = 1; any other value unchanged."""
+        if isinstance(config, dict) and set(config) == set(KEYS) - {"CLUSTER"}:
+            return {**config, "CLUSTER": 1}
+        return config
+
     def config_space(self, problem: ProblemDescription):
         p = problem.as_conv()
         m, n, _ = wrw_shape(p)
@@ -134,33 +156,39 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
                     continue
                 for wgs in (1, 2):
                     for st in range(3, 7):
-                        cfg = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "SPLITK": 1}
+                        cfg = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "SPLITK": 1, "CLUSTER": 1}
                         yield from split_tries(cfg, default_split(p, cfg), lambda s: split_geometry(p, s)[0],
                                                lambda c: config_ok(p, c))
+                        for cl in CLUSTERS[1:]:
+                            if config_ok(p, dict(cfg, CLUSTER=cl)):
+                                yield dict(cfg, CLUSTER=cl)
 
     def workspace_bytes(self, problem: ProblemDescription, config=None) -> int:
         p = problem.as_conv()
-        cfg = dict(config) if config else self.default_config(p)
+        cfg = self.config_of(p, config)
         eff, _ = split_geometry(p, cfg["SPLITK"])
         m, n, _ = wrw_shape(p)
         return 0 if eff == 1 else ceil_div(eff * m * n * 4, WS_ALIGN) * WS_ALIGN
 
     def get_solution(self, problem: ProblemDescription, config=None) -> ConvSolution:
         p = problem.as_conv()
-        cfg = dict(config) if config else self.default_config(p)
+        cfg = self.config_of(p, config)
         if not self.is_valid_config(p, cfg):
             raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
         eff, per = split_geometry(p, cfg["SPLITK"])
+        ny, cl = eff, cfg["CLUSTER"]
+        if cl > 1:           # grid.y = the cluster's blocks, one global chunk
+            ny, per = cluster_geometry(p, cl)
         mac = {
             **problem_macros(p),
             "BM": cfg["BM"], "BN": cfg["BN"], "WGS": cfg["WGS"], "STAGES": cfg["STAGES"],
             "SPLITK": eff, "JT_PER": per, "MIN_BLOCKS": blocks_per_sm(cfg), "RED_BLOCK": RED_BLOCK,
-            "RED_GROUPS": RED_GROUPS,
+            "RED_GROUPS": RED_GROUPS, **({"CLUSTER": cl} if cl > 1 else {}),
         }
         mac = tuple((k, str(v)) for k, v in mac.items())
         smem = smem_bytes(cfg)
         m, n, _ = wrw_shape(p)
-        main = KernelInfo(self.source, self.kernel_name, (tiles(p, cfg), eff, 1), (cfg["WGS"] * 128, 1, 1),
+        main = KernelInfo(self.source, self.kernel_name, (tiles(p, cfg), ny, 1), (cfg["WGS"] * 128, 1, 1),
                           macros=mac, options=(f"-arch={ARCH}",))
         kernels = [main]
         if eff > 1:

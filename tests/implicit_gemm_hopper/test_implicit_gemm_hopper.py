@@ -338,7 +338,7 @@ def test_wrw_configs_and_split():
     from miofind.solvers import implicit_gemm_hopper_wrw as hw
     p = _w(n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
     d = WRW.default_config(p)
-    assert d == {"BM": 64, "BN": 128, "WGS": 1, "STAGES": 5, "SPLITK": d["SPLITK"]} and d["SPLITK"] > 8
+    assert d == {"BM": 64, "BN": 128, "WGS": 1, "STAGES": 5, "SPLITK": d["SPLITK"], "CLUSTER": 1} and d["SPLITK"] > 8
     space = list(WRW.config_space(p))
     assert len(space) > 20 and d in space and all(WRW.is_valid_config(p, c) for c in space)
     assert {c["SPLITK"] for c in space} >= {1, d["SPLITK"]}
@@ -364,6 +364,27 @@ def test_wrw_configs_and_split():
     assert "-arch=sm_90a" in sol.kernels[0].compile_options() and WRW.workspace_bytes(p, d) == sol.workspace_bytes
 
 
+def test_wrw_cluster_split():
+    """The cluster split: grid.y = the cluster's blocks, each ceil(j tiles / CLUSTER) tiles, no workspace and no
+    reduce kernel; only with SPLITK = 1, 2 or 4 blocks, 2 j tiles a block at least; a config stored before it
+    (no CLUSTER key) is read as CLUSTER = 1."""
+    p = _w(n=32, c=512, k=512, in_size=(7, 7), filter_size=3, pads=1)        # 1568 pixels: 25 j tiles
+    cfg = {"BM": 128, "BN": 128, "WGS": 2, "STAGES": 4, "SPLITK": 1, "CLUSTER": 4}
+    assert WRW.is_valid_config(p, cfg)
+    sol = WRW.get_solution(p, cfg)
+    mac = dict(sol.kernels[0].macros)
+    assert [k.name for k in sol.kernels] == ["igemm_hopper_wrw"] and sol.workspace_bytes == 0
+    assert sol.kernels[0].grid == (4 * 36, 4, 1) and (mac["CLUSTER"], mac["JT_PER"], mac["SPLITK"]) == ("4", "7", "1")
+    assert "CLUSTER" not in dict(WRW.get_solution(p, dict(cfg, CLUSTER=1)).kernels[0].macros)
+    for bad in (dict(cfg, SPLITK=2), dict(cfg, CLUSTER=3), dict(cfg, CLUSTER=8)):
+        assert not WRW.is_valid_config(p, bad)
+    tiny = _w(n=1, c=64, k=64, in_size=(8, 8), filter_size=3, pads=1)         # 1 j tile: no cluster
+    assert not WRW.is_valid_config(tiny, dict(cfg, BM=64, BN=64, WGS=1))
+    assert {c["CLUSTER"] for c in WRW.config_space(p)} == {1, 2, 4}
+    legacy = {k: v for k, v in cfg.items() if k != "CLUSTER"}
+    assert WRW.is_valid_config(p, legacy) and WRW.get_solution(p, legacy).config == dict(cfg, CLUSTER=1)
+
+
 def test_wrw_rejections(no_gpu_arch):
     base = dict(n=2, c=16, k=24, in_size=(9, 9), filter_size=3, pads=1)
     for kw, why in ((dict(c=12), "multiples of 8"), (dict(groups=2), "groups")):
@@ -381,7 +402,7 @@ def test_nvrtc_sm90a_wrw_configs():
     for dt in ("FP16", "BF16"):
         p = _w(dt, n=4, c=64, k=256, in_size=(15, 13), filter_size=3, pads=1)
         for cfg in WRW.config_space(p):
-            shape = (dt, cfg["BM"], cfg["BN"], cfg["WGS"], cfg["SPLITK"] > 1)
+            shape = (dt, cfg["BM"], cfg["BN"], cfg["WGS"], cfg["SPLITK"] > 1, cfg["CLUSTER"])
             if shape in seen:
                 continue
             seen.add(shape)
@@ -421,9 +442,33 @@ def test_hopper_wrw_long_reduction():
     """A ResNet-sized reduction (25088 pixels), split and unsplit, several N and M tiles."""
     p = _w("FP16", n=8, c=64, k=192, in_size=(56, 56), filter_size=3, pads=1)
     for cfg in (None, {"BM": 128, "BN": 256, "WGS": 2, "STAGES": 3, "SPLITK": 1},
-                {"BM": 256, "BN": 128, "WGS": 2, "STAGES": 4, "SPLITK": 64}):
+                {"BM": 256, "BN": 128, "WGS": 2, "STAGES": 4, "SPLITK": 64},
+                {"BM": 128, "BN": 128, "WGS": 2, "STAGES": 4, "SPLITK": 1, "CLUSTER": 4}):
         err, tol = check_solver(WRW, p, seed=13, config=cfg)
         assert err <= tol, f"config={cfg}: relative error {err:.3g} > {tol:.1g}"
+
+
+WRW_CLUSTER_CASES = {"r50_512_7_3x3": dict(n=32, c=512, k=512, in_size=(7, 7), filter_size=3, pads=1),
+                     "odd_3x3s2": dict(n=3, c=24, k=40, in_size=(13, 11), filter_size=3, pads=1, strides=2),
+                     "1x1": dict(n=4, c=64, k=256, in_size=(14, 14), filter_size=1)}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("name", sorted(WRW_CLUSTER_CASES))
+def test_hopper_wrw_cluster(name, dt):
+    """The cluster split at 2 and 4 blocks, on every tile shape that allows it (a last block with fewer tiles
+    included: the 7x7 layer's 25 tiles over 4 blocks), against the float64 reference."""
+    p = _w(dt, **WRW_CLUSTER_CASES[name])
+    seen = set()
+    for cfg in WRW.config_space(p):
+        shape = (cfg["BM"], cfg["BN"], cfg["WGS"], cfg["CLUSTER"])
+        if cfg["CLUSTER"] == 1 or shape in seen:
+            continue
+        seen.add(shape)
+        err, tol = check_solver(WRW, p, seed=zlib.crc32(repr(cfg).encode()) & 0xFFFF, config=cfg)
+        assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
+    assert seen
 
 
 # -- split-K of the forward kernel (F, and B through its forward view) -------------------------------
