@@ -449,7 +449,7 @@ def test_hopper_wrw_long_reduction():
 
 
 WRW_CLUSTER_CASES = {"r50_512_7_3x3": dict(n=32, c=512, k=512, in_size=(7, 7), filter_size=3, pads=1),
-                     "odd_3x3s2": dict(n=3, c=24, k=40, in_size=(13, 11), filter_size=3, pads=1, strides=2),
+                     "odd_3x3s2": dict(n=8, c=24, k=40, in_size=(27, 25), filter_size=3, pads=1, strides=2),
                      "1x1": dict(n=4, c=64, k=256, in_size=(14, 14), filter_size=1)}
 
 
