@@ -9,6 +9,8 @@ in (float64, complex, integers), run PyTorch's own convolution unchanged.
 
 from __future__ import annotations
 
+import weakref
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -68,13 +70,47 @@ def same_padding(w_shape, dilation) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return tuple(t // 2 for t in total), tuple(t - t // 2 - t // 2 for t in total)
 
 
+_casts: dict[int, tuple] = {}      # id(tensor) -> (weakref, version, data_ptr, dtype, its cast)
+_MAX_CASTS = 4096
+
+
+def _forget_cast(key: int, ref) -> None:
+    e = _casts.get(key)
+    if e is not None and e[0] is ref:
+        del _casts[key]
+
+
+def _cast_param(t: Tensor, dt: torch.dtype) -> Tensor:
+    """``t.to(dt)``. With autograd off (``torch.no_grad``, ``torch.inference_mode``) the cast of a leaf
+    tensor (a weight, a bias) is kept while that tensor is unchanged (the same object, storage and
+    version counter: an in-place update or a new ``.data`` makes a new cast), so inference under
+    autocast casts each weight once, not once per call as PyTorch's autocast (whose cache lives for
+    one autocast region). With autograd on, a fresh cast, so that the gradient reaches ``t``."""
+    if t.dtype == dt:
+        return t
+    if torch.is_grad_enabled() or not t.is_leaf:
+        return t.to(dt)
+    key = id(t)
+    e = _casts.get(key)
+    if e is not None and e[0]() is t and e[1] == t._version and e[2] == t.data_ptr() and e[3] == dt:
+        return e[4]
+    c = t.to(dt)
+    if len(_casts) < _MAX_CASTS or key in _casts:
+        ref = weakref.ref(t, lambda r, k=key: _forget_cast(k, r))
+        _casts[key] = (ref, t._version, t.data_ptr(), dt, c)
+    return c
+
+
 def _autocast(x: Tensor, w: Tensor, bias):
-    """Cast as autocast casts ``torch.nn.functional.conv*`` (to the autocast dtype, CUDA tensors)."""
+    """Cast as autocast casts ``torch.nn.functional.conv*`` (to the autocast dtype, CUDA tensors);
+    the weight and bias through ``_cast_param``."""
     if x.is_cuda and torch.is_autocast_enabled("cuda"):
         dt = torch.get_autocast_dtype("cuda")
-        x, w = x.to(dt), w.to(dt)
+        if x.dtype != dt:
+            x = x.to(dt)
+        w = _cast_param(w, dt)
         if bias is not None:
-            bias = bias.to(dt)
+            bias = _cast_param(bias, dt)
     return x, w, bias
 
 
@@ -210,6 +246,7 @@ def clear_plans() -> None:
 
 
 _policy._on_clear.append(clear_plans)
+_policy._on_clear.append(_casts.clear)
 
 
 def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilation, groups) -> Tensor:

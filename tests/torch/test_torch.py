@@ -120,6 +120,33 @@ def test_converted_model_computes_what_torch_computes_on_cpu():
     assert torch.equal(m(x), ref)
 
 
+def test_inference_weight_cast_kept_until_the_weight_changes():
+    """Autocast's weight cast with autograd off: one cast per weight while it is unchanged; an in-place
+    update, a new .data or a new dtype gives a new cast; with autograd on, a fresh cast on the graph."""
+    w = nn.Parameter(torch.randn(8, 4, 3, 3))
+    with torch.no_grad():
+        a, b = MF._cast_param(w, torch.float16), MF._cast_param(w, torch.float16)
+        assert a is b and a.dtype == torch.float16 and torch.equal(a, w.half())
+        w.add_(1.0)                                        # version counter bumped
+        c = MF._cast_param(w, torch.float16)
+        assert c is not a and torch.equal(c, w.half())
+        w.data = torch.randn(8, 4, 3, 3)                   # new storage
+        d = MF._cast_param(w, torch.float16)
+        assert d is not c and torch.equal(d, w.half())
+        assert MF._cast_param(w, torch.bfloat16).dtype == torch.bfloat16
+        assert MF._cast_param(w, torch.float32) is w       # already that dtype
+    e = MF._cast_param(w, torch.float16)                   # autograd on: on the graph, not kept
+    assert e.grad_fn is not None and e is not MF._cast_param(w, torch.float16)
+    e.float().sum().backward()
+    assert w.grad is not None and torch.equal(w.grad, torch.ones_like(w))
+    key = id(w)
+    assert key in MF._casts
+    del w, a, b, c, d, e
+    import gc
+    gc.collect()
+    assert key not in MF._casts                           # a dead weight leaves no cast behind
+
+
 def test_state_dict_round_trip():
     plain = _model()
     swapped = _model()
