@@ -177,6 +177,23 @@ __device__ __forceinline__ void mma_tile(float (&acc)[WG_M][BN / 2], u32 sa, u32
     wgmma_commit();
 }
 
+// f(row, col, a0, a1) for each accumulator pair of thread t: it holds rows wi*16 + l/4 (+8) of its
+// warpgroup's m64 blocks (warp wi, lane l), columns 8j + 2(l%4) (+1), a pair of consecutive columns of
+// the tile (of dw, of a partial tile, of a rank's staged tile)
+template <class F>
+__device__ __forceinline__ void for_each_pair(float (&acc)[WG_M][BN / 2], int t, F f)
+{
+    const int wg = t >> 7, wi = (t & 127) >> 5, l = t & 31;
+#pragma unroll
+    for(int i = 0; i < WG_M; ++i)
+#pragma unroll
+        for(int h = 0; h < 2; ++h)
+#pragma unroll
+            for(int j = 0; j < BN / 8; ++j)
+                f((wg * WG_M + i) * 64 + wi * 16 + (l >> 2) + h * 8, j * 8 + (l & 3) * 2, acc[i][4 * j + 2 * h],
+                  acc[i][4 * j + 2 * h + 1]);
+}
+
 #if CLUSTER > 1
 __device__ __forceinline__ u32 cluster_rank() { u32 r; asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r)); return r; }
 __device__ __forceinline__ void cluster_sync()
@@ -269,28 +286,16 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
         for(int j = 0; j < BN / 2; ++j) reg_fence(acc[i][j]);
     cp_async_wait<0>();
 
-    // thread (warp wi, lane l) holds rows wi*16 + l/4 (+8) of its m64 blocks, columns 8j + 2(l%4) (+1):
-    // a pair of consecutive columns of dw (or of the partial tile)
-    const int wi = (t & 127) >> 5, l = t & 31;
 #if CLUSTER > 1
     {
         // every rank's tile at the same place of its shared memory: [BM][LDF] floats from sbase
         const u32 rank = cluster_rank();
         __syncthreads();       // the pipeline's buffers are free (each thread waited for its copies above)
         if(rank != 0)
-        {
-#pragma unroll
-            for(int i = 0; i < WG_M; ++i)
-#pragma unroll
-                for(int h = 0; h < 2; ++h)
-                {
-                    const int r = (wg * WG_M + i) * 64 + wi * 16 + (l >> 2) + h * 8;
-#pragma unroll
-                    for(int j = 0; j < BN / 8; ++j)
-                        asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(sbase + (u32)(r * LDF + j * 8 + (l & 3) * 2) * 4),
-                                     "f"(acc[i][4 * j + 2 * h]), "f"(acc[i][4 * j + 2 * h + 1]) : "memory");
-                }
-        }
+            for_each_pair(acc, t, [&](int r, int c, float& a0, float& a1) {
+                asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(sbase + (u32)(r * LDF + c) * 4), "f"(a0), "f"(a1)
+                             : "memory");
+            });
         cluster_sync();        // the ranks' tiles are written and visible cluster-wide
         if(rank == 0)
         {
@@ -298,20 +303,11 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
             for(u32 q = 1; q < CLUSTER; ++q)
             {
                 const u32 base = peer_addr(sbase, q);
-#pragma unroll
-                for(int i = 0; i < WG_M; ++i)
-#pragma unroll
-                    for(int h = 0; h < 2; ++h)
-                    {
-                        const int r = (wg * WG_M + i) * 64 + wi * 16 + (l >> 2) + h * 8;
-#pragma unroll
-                        for(int j = 0; j < BN / 8; ++j)
-                        {
-                            const float2 v = ld_peer2(base + (u32)(r * LDF + j * 8 + (l & 3) * 2) * 4);
-                            acc[i][4 * j + 2 * h] += v.x;
-                            acc[i][4 * j + 2 * h + 1] += v.y;
-                        }
-                    }
+                for_each_pair(acc, t, [&](int r, int c, float& a0, float& a1) {
+                    const float2 v = ld_peer2(base + (u32)(r * LDF + c) * 4);
+                    a0 += v.x;
+                    a1 += v.y;
+                });
             }
         }
         cluster_sync();        // rank 0 has read every tile: the other blocks may exit
@@ -319,30 +315,18 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
             return;
     }
 #endif
-#pragma unroll
-    for(int i = 0; i < WG_M; ++i)
-#pragma unroll
-        for(int h = 0; h < 2; ++h)
-        {
-            const int k = m0 + (wg * WG_M + i) * 64 + wi * 16 + (l >> 2) + h * 8;
-            if(k >= GEMM_M) continue;
-#pragma unroll
-            for(int j = 0; j < BN / 8; ++j)
-            {
-                const int cl = n0 + j * 8 + (l & 3) * 2;
-                if(cl >= GEMM_N) continue;
-                const float v0 = acc[i][4 * j + 2 * h], v1 = acc[i][4 * j + 2 * h + 1];
+    for_each_pair(acc, t, [&](int r, int c, float& v0, float& v1) {
+        const int k = m0 + r, cl = n0 + c;
+        if(k >= GEMM_M || cl >= GEMM_N)
+            return;
 #if SPLITK > 1
-                *reinterpret_cast<float2*>(ws + ((long long)blockIdx.y * GEMM_M + k) * GEMM_N + cl) = make_float2(v0, v1);
+        *reinterpret_cast<float2*>(ws + ((long long)blockIdx.y * GEMM_M + k) * GEMM_N + cl) = make_float2(v0, v1);
+#elif IS_BF16
+        *reinterpret_cast<__nv_bfloat162*>(dw + (long long)k * GEMM_N + cl) = __floats2bfloat162_rn(v0, v1);
 #else
-#if IS_BF16
-                *reinterpret_cast<__nv_bfloat162*>(dw + (long long)k * GEMM_N + cl) = __floats2bfloat162_rn(v0, v1);
-#else
-                *reinterpret_cast<__half2*>(dw + (long long)k * GEMM_N + cl) = __floats2half2_rn(v0, v1);
+        *reinterpret_cast<__half2*>(dw + (long long)k * GEMM_N + cl) = __floats2half2_rn(v0, v1);
 #endif
-#endif
-            }
-        }
+    });
 }
 
 // dw = sum over the SPLITK partial tiles in split order: a block covers RED_BLOCK / RED_GROUPS float4
