@@ -51,8 +51,8 @@ def reset_stats() -> None:
 
 
 def clear() -> None:
-    """Forget every prepared problem (the next call of each asks the FindDBs again) and give the
-    kept workspaces back to PyTorch's caching allocator."""
+    """Forget every prepared problem (the next call of each asks the FindDBs again), give the kept
+    workspaces back to PyTorch's caching allocator, and drop the kept autocast weight casts."""
     with _lock:
         _table.clear()
         _workspaces.clear()
