@@ -271,7 +271,8 @@ def forward_kernels(p: ProblemDescription, cfg, source: str, name: str,
                     overrides: dict | None = None) -> tuple[list[KernelInfo], int]:
     """The wgmma kernel of forward problem ``p`` with a valid ``cfg`` (then, when split, the reduce
     kernel ``name``_reduce of the same source and macros), and the wgmma kernel's dynamic shared memory.
-    ``overrides`` replaces problem macros (a backward-data phase: dy's size and strides, dx's strides)."""
+    ``overrides`` replaces and adds macros (a backward-data phase: dy's size and strides, dx's strides, and
+    the geometry of the filter read in place)."""
     mac = tuple((k, str(v)) for k, v in {**macros(p, cfg), **(overrides or {})}.items())
     main = KernelInfo(source, name, grid_of(p, cfg), (cfg["WGS"] * 128, 1, 1), macros=mac, options=(f"-arch={ARCH}",))
     out = [main]

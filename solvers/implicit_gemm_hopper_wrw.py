@@ -35,9 +35,14 @@ def wrw_shape(p: ProblemDescription) -> tuple[int, int, int]:
     return p.k, p.c * math.prod(p.filter_size), p.n * math.prod(p.out_size)
 
 
+def j_tiles(p: ProblemDescription) -> int:
+    """The 64-pixel tiles of the reduction."""
+    return ceil_div(wrw_shape(p)[2], BJ)
+
+
 def split_geometry(p: ProblemDescription, splitk: int) -> tuple[int, int]:
     """(effective chunks, j tiles per chunk) for a requested SPLITK: no chunk is empty."""
-    return split_chunks(ceil_div(wrw_shape(p)[2], BJ), splitk)
+    return split_chunks(j_tiles(p), splitk)
 
 
 def smem_bytes(cfg) -> int:
@@ -61,8 +66,8 @@ def default_split(p: ProblemDescription, cfg) -> int:
     """The split with the least estimated time: waves of blocks (132 SMs x blocks_per_sm) times each
     block's j tiles plus 2 tiles of pipeline fill, at about 2 TFLOP/s per SM (what the H100 runs showed),
     plus the partial tiles' round trip (written and read back, 3 TB/s) and the reduce launch."""
-    m, n, j = wrw_shape(p)
-    jt = ceil_div(j, BJ)
+    m, n, _ = wrw_shape(p)
+    jt = j_tiles(p)
     bps = blocks_per_sm(cfg)
     slots, nt = SM_COUNT * bps, tiles(p, cfg)
     tile_us = cfg["BM"] * cfg["BN"] * BJ * 2 / 2e6 * bps
@@ -76,9 +81,9 @@ def default_split(p: ProblemDescription, cfg) -> int:
     return best[1]
 
 
-def cluster_geometry(p: ProblemDescription, cluster: int) -> tuple[int, int]:
-    """(blocks of a cluster, j tiles per block) of a cluster split."""
-    return cluster, ceil_div(ceil_div(wrw_shape(p)[2], BJ), cluster)
+def cluster_tiles(p: ProblemDescription, cluster: int) -> int:
+    """The j tiles each block of a cluster split takes (the last block may take fewer)."""
+    return ceil_div(j_tiles(p), cluster)
 
 
 def config_ok(p: ProblemDescription, cfg) -> bool:
@@ -89,9 +94,9 @@ def config_ok(p: ProblemDescription, cfg) -> bool:
         return False
     if cl not in CLUSTERS:
         return False
-    if cl > 1:       # each block of the cluster at least 2 j tiles; the FP32 tile fits its pipeline buffers
-        return (sk == 1 and ceil_div(wrw_shape(p)[2], BJ) >= 2 * cl and bm * (bn + 8) * 4 <= st * (bm + bn) * 128
-                and smem_bytes(cfg) <= SMEM_LIMIT)
+    # a cluster split: no global split, each block at least 2 j tiles, the FP32 tile fits its pipeline buffers
+    if cl > 1 and not (sk == 1 and j_tiles(p) >= 2 * cl and bm * (bn + 8) * 4 <= st * (bm + bn) * 128):
+        return False
     eff, _ = split_geometry(p, sk)
     m, n, _ = wrw_shape(p)
     if eff > 1 and eff * m * n >= 2**40:
@@ -178,7 +183,7 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
         eff, per = split_geometry(p, cfg["SPLITK"])
         ny, cl = eff, cfg["CLUSTER"]
         if cl > 1:           # grid.y = the cluster's blocks, one global chunk
-            ny, per = cluster_geometry(p, cl)
+            ny, per = cl, cluster_tiles(p, cl)
         mac = {
             **problem_macros(p),
             "BM": cfg["BM"], "BN": cfg["BN"], "WGS": cfg["WGS"], "STAGES": cfg["STAGES"],
