@@ -26,10 +26,11 @@
 // igemm_hopper_fwd_reduce sums the chunks in chunk order (deterministic, no atomics) and writes y.
 // SPLITK = 1 builds the unsplit kernel (chunk = all K tiles, direct epilogue; ws is not touched).
 // B_MN = 1 (a stride phase of backward data): w is the backward-data filter itself, P_C x BW_FY x BW_FX
-// x P_K (KYXC: dy's channels, its taps, dx's channels = the GEMM's N), and B[kk, n] = w[k, r, s, n] for kk = (tap (a, b), k) with
-// r = BW_R0 + (P_Y-1-a)*BW_SH, s = BW_S0 + (P_X-1-b)*BW_SW (the phase's taps, reversed). Rows kk are
-// then contiguous along n, so the B tile is staged MN-major (64-wide n blocks of 64 kk rows x 128 bytes,
-// 8192 bytes apart, 128-byte swizzle) and multiplied with imm-trans-b = 1: no flipped copy of w.
+// x P_K (KYXC: dy's channels, its taps, dx's channels = the GEMM's N), and B[kk, n] = w[k, r, s, n]
+// for kk = (tap (a, b), k) with r = BW_R0 + (P_Y-1-a)*BW_SH, s = BW_S0 + (P_X-1-b)*BW_SW (the phase's
+// taps, reversed). Rows kk are then contiguous along n, so the B tile is staged MN-major (64-wide n
+// blocks of 64 kk rows x 128 bytes, 8192 bytes apart, 128-byte swizzle) and multiplied with
+// imm-trans-b = 1: no flipped copy of w.
 #ifndef B_MN
 #define B_MN 0
 #endif
