@@ -34,7 +34,8 @@ SOLVERS = {  # direction: (cuDNN, Ampere implicit GEMM, Hopper)
 def alt_configs(hop, p):
     """Alternative configs timed with --alts: the forward list (F and B, B through the forward view of its largest stride phase) and,
     where the grid of a split tile is small, its split variants; for W, a few tiles at the default split,
-    half and twice it, unsplit, and split over clusters of 2 and 4 blocks."""
+    half and twice it, unsplit, and split over clusters of 2 and 4 blocks, each also with the producer
+    warpgroup (WSPEC = 1)."""
     if p.direction != "W":
         from miofind.solvers import implicit_gemm_hopper_base as hb
         pf = hop.forward_problem(p)           # B: the forward view of its largest stride phase
@@ -68,6 +69,11 @@ def alt_configs(hop, p):
                 c = dict(base, SPLITK=1, CLUSTER=cl)
                 if c not in out and hop.is_valid_config(p, c):
                     out.append(c)
+    # each of them (and the default) with the producer warpgroup as well
+    for c in [d, *out]:
+        c = dict(c, CLUSTER=c.get("CLUSTER", 1), WSPEC=1)
+        if c not in out and hop.is_valid_config(p, c):
+            out.append(c)
     return out
 
 

@@ -19,6 +19,12 @@
 // JT_PER j tiles each; ranks 1.. stage their FP32 tiles in shared memory, and rank 0 adds them to its
 // accumulators through distributed shared memory in rank order (deterministic) and writes dw: no
 // workspace, no partial round trip through global memory, no second launch.
+// Warp specialisation (WSPEC = 1): one more warpgroup, the producer, issues every cp.async; the WGS
+// consumer warpgroups only wait and multiply. Stage s has two mbarriers: full[s] (the 128 producer
+// threads arrive once their copies of the stage completed, after fence.proxy.async: writer-side
+// ordering of the cp.async writes before wgmma reads them) and empty[s] (each consumer thread arrives
+// once its wgmma that read the stage has completed). The producer keeps LAG = STAGES - 2 stages of
+// copies in flight before it signals the oldest; no block-wide barrier in the mainloop.
 #define WG_TRANS "1, 1"
 #include "implicit_gemm_hopper.cuh"
 
@@ -49,12 +55,18 @@
 #ifndef CLUSTER
 #define CLUSTER 1
 #endif
+#ifndef WSPEC
+#define WSPEC 0     // 1: a producer warpgroup loads, the WGS consumer warpgroups multiply
+#endif
 #ifndef LBO_MN
 #define LBO_MN 1        // 1: leading byte offset = MN-block stride, stride byte offset = 8 j-rows (CUTLASS's MN-major SW128)
 #endif
 
 #define BJ 64
-#define NT (WGS * 128)
+#define NT_MMA (WGS * 128)              // the consumer (wgmma) threads: warpgroups 0 .. WGS - 1
+#define NT (NT_MMA + WSPEC * 128)       // block threads; with WSPEC, warpgroup WGS is the producer
+#define NT_LOAD (WSPEC ? 128 : NT)      // the threads that issue cp.async
+#define LAG (STAGES - 2)                // WSPEC: stages of copies in flight before the oldest is signalled
 #define WG_M (BM / (64 * WGS))
 #define GEMM_M P_K
 #define GEMM_N (P_C * P_Y * P_X)
@@ -66,14 +78,14 @@
 #define MNBLK (BJ * 128)         // bytes of one 64-wide MN block (64 j-rows)
 #define CPR_A (BM / 8)           // 16-byte chunks per j-row of A
 #define CPR_B (BN / 8)
-#define JSTEP_A (NT / CPR_A)
-#define JSTEP_B (NT / CPR_B)
+#define JSTEP_A (NT_LOAD / CPR_A)
+#define JSTEP_B (NT_LOAD / CPR_B)
 
 static_assert(BM % (64 * WGS) == 0 && (WG_M == 1 || WG_M == 2), "BM = 64 * WGS * (1 or 2)");
 static_assert(BN == 64 || BN == 128 || BN == 256, "BN in 64, 128, 256");
 static_assert(WG_M * BN <= 256, "at most 128 accumulators per thread");
 static_assert(STAGES >= 3, "prefetch distance STAGES - 2 >= 1");
-static_assert(NT % CPR_A == 0 && BJ % JSTEP_A == 0 && NT % CPR_B == 0 && BJ % JSTEP_B == 0, "loader rows");
+static_assert(NT_LOAD % CPR_A == 0 && BJ % JSTEP_A == 0 && NT_LOAD % CPR_B == 0 && BJ % JSTEP_B == 0, "loader rows");
 static_assert(P_C % 8 == 0 && P_K % 8 == 0, "16-byte chunks of channels");
 static_assert(XS_C == 1 && WS_C == 1 && YS_C == 1, "channels-last x, w and y");
 static_assert(YS_W == P_K && YS_H == P_WO * YS_W && YS_N == P_HO * YS_H, "dense NHWC dy");
@@ -194,6 +206,28 @@ __device__ __forceinline__ void for_each_pair(float (&acc)[WG_M][BN / 2], int t,
                   acc[i][4 * j + 2 * h + 1]);
 }
 
+#if WSPEC
+__device__ __forceinline__ void mbar_init(u32 bar, u32 count)
+{
+    asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+// arrive with release semantics (the default .release.cta)
+__device__ __forceinline__ void mbar_arrive(u32 bar)
+{
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared.b64 st, [%0];\n}\n" ::"r"(bar) : "memory");
+}
+// wait (acquire) until the phase of the given parity has completed
+__device__ __forceinline__ void mbar_wait(u32 bar, u32 parity)
+{
+    u32 done;
+    do
+    {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while(!done);
+}
+#endif
+
 #if CLUSTER > 1
 __device__ __forceinline__ u32 cluster_rank() { u32 r; asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r)); return r; }
 __device__ __forceinline__ void cluster_sync()
@@ -233,11 +267,12 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
     const index_t jt1 = jt0 + JT_PER < JTILES ? jt0 + JT_PER : JTILES;
     const int nt = (int)(jt1 - jt0);
 
-    // loader roles: a fixed 16-byte chunk of the MN rows, j-rows jr0 + i * JSTEP
-    const int cca = t % CPR_A, jra = t / CPR_A;
+    // loader roles: a fixed 16-byte chunk of the MN rows, j-rows jr0 + i * JSTEP (WSPEC: the producer's threads)
+    const int tl = WSPEC ? t - NT_MMA : t;
+    const int cca = tl % CPR_A, jra = tl / CPR_A;
     const int kc = m0 + cca * 8;
     const bool kok = kc < GEMM_M;
-    const int ccb = t % CPR_B, jrb = t / CPR_B;
+    const int ccb = tl % CPR_B, jrb = tl / CPR_B;
     const int col = n0 + ccb * 8;
     const bool colok = col < GEMM_N;
     const int tap = colok ? col / P_C : 0;
@@ -251,6 +286,64 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
 #pragma unroll
         for(int j = 0; j < BN / 2; ++j) acc[i][j] = 0.f;
 
+#if WSPEC
+    __shared__ __align__(8) u64 bars[2 * STAGES];    // full[0 .. STAGES), empty[0 .. STAGES)
+    const u32 full0 = smem_u32(bars), empty0 = full0 + STAGES * 8;
+    if(t == 0)
+    {
+#pragma unroll
+        for(int s = 0; s < STAGES; ++s)
+        {
+            mbar_init(full0 + s * 8, NT_LOAD);
+            mbar_init(empty0 + s * 8, NT_MMA);
+        }
+    }
+    __syncthreads();
+    const bool producer = wg == WGS;
+    if(producer)
+    {
+        // tile i goes to stage i % STAGES, filled for the (i / STAGES)-th time: it waits for the consumers'
+        // release of the previous filling (phase i / STAGES - 1 of empty)
+#pragma unroll 1
+        for(int i = 0; i < nt; ++i)
+        {
+            const int s = i % STAGES;
+            if(i >= STAGES)
+                mbar_wait(empty0 + s * 8, (u32)((i / STAGES - 1) & 1));
+            const u32 sn = sbase + s * STAGE_BYTES;
+            load_a(dy, jt0 + i, sn, kc, kok, cca, jra);
+            load_b(x, jt0 + i, sn + A_BYTES, coff, hoff, woff, colok, ccb, jrb);
+            cp_async_commit();
+            if(i >= LAG)
+            {
+                cp_async_wait<LAG>();        // tile i - LAG's copies (this thread's) have landed
+                fence_proxy_async();
+                mbar_arrive(full0 + ((i - LAG) % STAGES) * 8);
+            }
+        }
+        cp_async_wait<0>();
+        fence_proxy_async();
+#pragma unroll 1
+        for(int i = nt - LAG > 0 ? nt - LAG : 0; i < nt; ++i)
+            mbar_arrive(full0 + (i % STAGES) * 8);
+    }
+    else
+    {
+#pragma unroll 1
+        for(int kt = 0; kt < nt; ++kt)
+        {
+            const int s = kt % STAGES;
+            mbar_wait(full0 + s * 8, (u32)((kt / STAGES) & 1));
+            const u32 sa = sbase + s * STAGE_BYTES;
+            mma_tile(acc, sa, sa + A_BYTES, wg);
+            wgmma_wait<1>();                 // tile kt - 1's wgmma has completed: release its stage
+            if(kt > 0)
+                mbar_arrive(empty0 + ((kt - 1) % STAGES) * 8);
+        }
+        wgmma_wait<0>();
+    }
+#else
+    const bool producer = false;
 #pragma unroll
     for(int s = 0; s < STAGES - 2; ++s)
     {
@@ -280,24 +373,25 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
         wgmma_wait<1>();
     }
     wgmma_wait<0>();
+    cp_async_wait<0>();
+#endif
 #pragma unroll
     for(int i = 0; i < WG_M; ++i)
 #pragma unroll
         for(int j = 0; j < BN / 2; ++j) reg_fence(acc[i][j]);
-    cp_async_wait<0>();
 
 #if CLUSTER > 1
     {
         // every rank's tile at the same place of its shared memory: [BM][LDF] floats from sbase
         const u32 rank = cluster_rank();
         __syncthreads();       // the pipeline's buffers are free (each thread waited for its copies above)
-        if(rank != 0)
+        if(rank != 0 && !producer)
             for_each_pair(acc, t, [&](int r, int c, float& a0, float& a1) {
                 asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(sbase + (u32)(r * LDF + c) * 4), "f"(a0), "f"(a1)
                              : "memory");
             });
         cluster_sync();        // the ranks' tiles are written and visible cluster-wide
-        if(rank == 0)
+        if(rank == 0 && !producer)
         {
 #pragma unroll 1
             for(u32 q = 1; q < CLUSTER; ++q)
@@ -315,6 +409,8 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
             return;
     }
 #endif
+    if(producer)
+        return;
     for_each_pair(acc, t, [&](int r, int c, float& v0, float& v1) {
         const int k = m0 + r, cl = n0 + c;
         if(k >= GEMM_M || cl >= GEMM_N)

@@ -6,7 +6,8 @@ CLUSTER blocks of a thread-block cluster, summed through distributed shared memo
 
 Tunables: BM (64 x WGS x 1 or 2), BN (64, 128, 256), WGS (1 or 2 warpgroups), STAGES (3-6),
 SPLITK (requested reduction chunks; the kernel runs ceil(tiles / ceil(tiles / SPLITK)) of them),
-CLUSTER (1, 2 or 4 blocks of a cluster sharing the reduction; above 1 only with SPLITK = 1)."""
+CLUSTER (1, 2 or 4 blocks of a cluster sharing the reduction; above 1 only with SPLITK = 1), WSPEC (1: a
+producer warpgroup issues the loads, the WGS warpgroups only multiply, stages handed over by mbarriers)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from .implicit_gemm_base import INT32_MAX, SM_COUNT
 from .implicit_gemm_hopper_base import (ALIGN, ARCH, SMEM_LIMIT, SMEM_STATIC, ImplicitGemmHopperBase, problem_macros,
                                         split_chunks, split_tries)
 
-KEYS = ("BM", "BN", "WGS", "STAGES", "SPLITK", "CLUSTER")
+KEYS = ("BM", "BN", "WGS", "STAGES", "SPLITK", "CLUSTER", "WSPEC")
 CLUSTERS = (1, 2, 4)
 BJ = 64                 # reduction (output pixel) rows per pipeline stage
 MAX_SPLITK = 256
@@ -50,8 +51,16 @@ def smem_bytes(cfg) -> int:
     return cfg["STAGES"] * (cfg["BM"] + cfg["BN"]) * 128 + 1024
 
 
+def threads(cfg) -> int:
+    """Block threads: the WGS consumer warpgroups, and the producer warpgroup with WSPEC."""
+    return (cfg["WGS"] + cfg.get("WSPEC", 0)) * 128
+
+
 def blocks_per_sm(cfg) -> int:
-    """2 when two blocks' shared memory fits an SM and the accumulators fit 128 registers a thread."""
+    """2 when two blocks' shared memory fits an SM and the accumulators fit 128 registers a thread; 1 with
+    WSPEC (three warpgroups: the consumers' accumulators would not fit two blocks' registers)."""
+    if cfg.get("WSPEC", 0):
+        return 1
     acc = cfg["BM"] // (64 * cfg["WGS"]) * cfg["BN"] // 2
     fits = 2 * (smem_bytes(cfg) + 1024) <= 228 * 1024
     return 2 if fits and (cfg["WGS"] == 1 or acc <= 64) else 1
@@ -87,8 +96,10 @@ def cluster_tiles(p: ProblemDescription, cluster: int) -> int:
 
 
 def config_ok(p: ProblemDescription, cfg) -> bool:
-    bm, bn, wgs, st, sk, cl = (cfg[k] for k in KEYS)
+    bm, bn, wgs, st, sk, cl, ws = (cfg[k] for k in KEYS)
     if wgs not in (1, 2) or bn not in (64, 128, 256) or st not in range(3, 7) or not 1 <= sk <= MAX_SPLITK:
+        return False
+    if ws not in (0, 1):
         return False
     if bm % (64 * wgs) or bm // (64 * wgs) not in (1, 2) or (bm // (64 * wgs)) * bn > 256:
         return False
@@ -101,7 +112,8 @@ def config_ok(p: ProblemDescription, cfg) -> bool:
     m, n, _ = wrw_shape(p)
     if eff > 1 and eff * m * n >= 2**40:
         return False
-    return eff <= 65535 and smem_bytes(cfg) <= SMEM_LIMIT
+    # WSPEC's 2 x STAGES mbarriers are static shared memory beside the dynamic buffers
+    return eff <= 65535 and smem_bytes(cfg) + 16 * st * ws <= SMEM_LIMIT
 
 
 def default_tile(p: ProblemDescription) -> dict:
@@ -117,12 +129,13 @@ def default_tile(p: ProblemDescription) -> dict:
         cfg = {"BM": 128, "BN": 128 if n > 64 else 64, "WGS": 2, "STAGES": 5}
     cfg["SPLITK"] = default_split(p, cfg)
     cfg["CLUSTER"] = 1
+    cfg["WSPEC"] = 0
     return cfg
 
 
 class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
     id = "ConvImplicitGemmHopperWrw"
-    version = 2                 # 2: the cluster split (CLUSTER)
+    version = 3                 # 2: the cluster split (CLUSTER); 3: the producer warpgroup (WSPEC)
     algorithm = "miopenConvolutionBwdWeightsAlgoImplicitGEMM"
     directions = frozenset("W")
     source = "implicit_gemm_hopper_wrw.cu"
@@ -146,10 +159,10 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
         return default_tile(problem.as_conv())
 
     def legacy_config(self, config):
-        """A config written before the cluster split (no CLUSTER: stored records, tuned PerfDB entries) as
-        the config it ran, CLUSTER = 1; any other value unchanged."""
-        if isinstance(config, dict) and set(config) == set(KEYS) - {"CLUSTER"}:
-            return {**config, "CLUSTER": 1}
+        """A config written before the cluster split or the producer warpgroup (no CLUSTER, no WSPEC: stored
+        records, tuned PerfDB entries) as the config it ran, CLUSTER = 1, WSPEC = 0; any other value unchanged."""
+        if isinstance(config, dict) and set(KEYS) - {"CLUSTER", "WSPEC"} <= set(config) < set(KEYS):
+            return {"CLUSTER": 1, "WSPEC": 0, **config}
         return config
 
     def config_space(self, problem: ProblemDescription):
@@ -161,12 +174,14 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
                     continue
                 for wgs in (1, 2):
                     for st in range(3, 7):
-                        cfg = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "SPLITK": 1, "CLUSTER": 1}
-                        yield from split_tries(cfg, default_split(p, cfg), lambda s: split_geometry(p, s)[0],
-                                               lambda c: config_ok(p, c))
-                        for cl in CLUSTERS[1:]:
-                            if config_ok(p, dict(cfg, CLUSTER=cl)):
-                                yield dict(cfg, CLUSTER=cl)
+                        for ws in (0, 1):
+                            cfg = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "SPLITK": 1, "CLUSTER": 1,
+                                   "WSPEC": ws}
+                            yield from split_tries(cfg, default_split(p, cfg), lambda s: split_geometry(p, s)[0],
+                                                   lambda c: config_ok(p, c))
+                            for cl in CLUSTERS[1:]:
+                                if config_ok(p, dict(cfg, CLUSTER=cl)):
+                                    yield dict(cfg, CLUSTER=cl)
 
     def workspace_bytes(self, problem: ProblemDescription, config=None) -> int:
         p = problem.as_conv()
@@ -189,11 +204,12 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
             "BM": cfg["BM"], "BN": cfg["BN"], "WGS": cfg["WGS"], "STAGES": cfg["STAGES"],
             "SPLITK": eff, "JT_PER": per, "MIN_BLOCKS": blocks_per_sm(cfg), "RED_BLOCK": RED_BLOCK,
             "RED_GROUPS": RED_GROUPS, **({"CLUSTER": cl} if cl > 1 else {}),
+            **({"WSPEC": 1} if cfg["WSPEC"] else {}),
         }
         mac = tuple((k, str(v)) for k, v in mac.items())
         smem = smem_bytes(cfg)
         m, n, _ = wrw_shape(p)
-        main = KernelInfo(self.source, self.kernel_name, (tiles(p, cfg), ny, 1), (cfg["WGS"] * 128, 1, 1),
+        main = KernelInfo(self.source, self.kernel_name, (tiles(p, cfg), ny, 1), (threads(cfg), 1, 1),
                           macros=mac, options=(f"-arch={ARCH}",))
         kernels = [main]
         if eff > 1:

@@ -338,7 +338,8 @@ def test_wrw_configs_and_split():
     from miofind.solvers import implicit_gemm_hopper_wrw as hw
     p = _w(n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
     d = WRW.default_config(p)
-    assert d == {"BM": 64, "BN": 128, "WGS": 1, "STAGES": 5, "SPLITK": d["SPLITK"], "CLUSTER": 1} and d["SPLITK"] > 8
+    assert d == {"BM": 64, "BN": 128, "WGS": 1, "STAGES": 5, "SPLITK": d["SPLITK"], "CLUSTER": 1, "WSPEC": 0} \
+        and d["SPLITK"] > 8
     space = list(WRW.config_space(p))
     assert len(space) > 20 and d in space and all(WRW.is_valid_config(p, c) for c in space)
     assert {c["SPLITK"] for c in space} >= {1, d["SPLITK"]}
@@ -382,7 +383,7 @@ def test_wrw_cluster_split():
     assert not WRW.is_valid_config(tiny, dict(cfg, BM=64, BN=64, WGS=1))
     assert {c["CLUSTER"] for c in WRW.config_space(p)} == {1, 2, 4}
     legacy = {k: v for k, v in cfg.items() if k != "CLUSTER"}
-    assert WRW.is_valid_config(p, legacy) and WRW.get_solution(p, legacy).config == dict(cfg, CLUSTER=1)
+    assert WRW.is_valid_config(p, legacy) and WRW.get_solution(p, legacy).config == dict(cfg, CLUSTER=1, WSPEC=0)
 
 
 def test_wrw_rejections(no_gpu_arch):
@@ -402,7 +403,7 @@ def test_nvrtc_sm90a_wrw_configs():
     for dt in ("FP16", "BF16"):
         p = _w(dt, n=4, c=64, k=256, in_size=(15, 13), filter_size=3, pads=1)
         for cfg in WRW.config_space(p):
-            shape = (dt, cfg["BM"], cfg["BN"], cfg["WGS"], cfg["SPLITK"] > 1, cfg["CLUSTER"])
+            shape = (dt, cfg["BM"], cfg["BN"], cfg["WGS"], cfg["SPLITK"] > 1, cfg["CLUSTER"], cfg["WSPEC"])
             if shape in seen:
                 continue
             seen.add(shape)
@@ -443,7 +444,10 @@ def test_hopper_wrw_long_reduction():
     p = _w("FP16", n=8, c=64, k=192, in_size=(56, 56), filter_size=3, pads=1)
     for cfg in (None, {"BM": 128, "BN": 256, "WGS": 2, "STAGES": 3, "SPLITK": 1},
                 {"BM": 256, "BN": 128, "WGS": 2, "STAGES": 4, "SPLITK": 64},
-                {"BM": 128, "BN": 128, "WGS": 2, "STAGES": 4, "SPLITK": 1, "CLUSTER": 4}):
+                {"BM": 128, "BN": 128, "WGS": 2, "STAGES": 4, "SPLITK": 1, "CLUSTER": 4},
+                {"BM": 128, "BN": 256, "WGS": 2, "STAGES": 4, "SPLITK": 1, "CLUSTER": 1, "WSPEC": 1},
+                {"BM": 64, "BN": 128, "WGS": 1, "STAGES": 3, "SPLITK": 16, "CLUSTER": 1, "WSPEC": 1},
+                {"BM": 128, "BN": 128, "WGS": 2, "STAGES": 5, "SPLITK": 1, "CLUSTER": 2, "WSPEC": 1}):
         err, tol = check_solver(WRW, p, seed=13, config=cfg)
         assert err <= tol, f"config={cfg}: relative error {err:.3g} > {tol:.1g}"
 
@@ -469,6 +473,31 @@ def test_hopper_wrw_cluster(name, dt):
         err, tol = check_solver(WRW, p, seed=zlib.crc32(repr(cfg).encode()) & 0xFFFF, config=cfg)
         assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
     assert seen
+
+
+WSPEC_TILES = ((64, 64, 1), (64, 128, 1), (64, 256, 1), (128, 64, 2), (128, 128, 2), (128, 256, 2), (256, 128, 2),
+               (128, 128, 1), (128, 64, 1))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("name", sorted({**TAILS, **WRW_CLUSTER_CASES}))
+def test_hopper_wrw_producer_warpgroup(name, dt):
+    """WSPEC = 1 (a producer warpgroup, mbarrier hand-over) on every tile shape at 3 and 6 stages (one and four
+    stages of copies in flight), unsplit; two tiles also split and over a cluster where valid; against the float64
+    reference."""
+    p = _w(dt, **{**TAILS, **WRW_CLUSTER_CASES}[name])
+    ran = 0
+    for bm, bn, wgs in WSPEC_TILES:
+        variants = ((3, 1, 1), (6, 1, 1)) + (((4, 3, 1), (4, 1, 2)) if (bm, bn) in ((64, 128), (128, 128)) else ())
+        for st, sk, cl in variants:
+            cfg = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "SPLITK": sk, "CLUSTER": cl, "WSPEC": 1}
+            if not WRW.is_valid_config(p, cfg):
+                continue
+            err, tol = check_solver(WRW, p, seed=zlib.crc32(repr(cfg).encode()) & 0xFFFF, config=cfg)
+            assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
+            ran += 1
+    assert ran >= 8
 
 
 # -- split-K of the forward kernel (F, and B through its forward view) -------------------------------
