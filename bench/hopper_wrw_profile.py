@@ -1,8 +1,10 @@
 """Runs one Hopper backward-weights solution a few times for a profiler (``ncu -k igemm_hopper_wrw``):
-``python3 bench/hopper_wrw_profile.py C K H FILTER STRIDE [N]`` (FP16 NHWC, pad FILTER // 2, default config)."""
+``python3 bench/hopper_wrw_profile.py C K H FILTER STRIDE [N] [CONFIG_JSON]`` (FP16 NHWC, pad FILTER // 2; the
+default config unless CONFIG_JSON names one, e.g. '{"BM": 128, ..., "WSPEC": 1}')."""
 
 from __future__ import annotations
 
+import json
 import sys
 
 
@@ -21,7 +23,8 @@ def main():
     a = rng.uniform(-1, 1, sa, dtype=cupy.float32).astype(cupy.float16)
     b = rng.uniform(-1, 1, sb, dtype=cupy.float32).astype(cupy.float16)
     out = cupy.empty(so, cupy.float16)
-    run = prepare(p, "ConvImplicitGemmHopperWrw", None)
+    cfg = json.loads(sys.argv[7]) if len(sys.argv) > 7 else None
+    run = prepare(p, "ConvImplicitGemmHopperWrw", cfg)
     for _ in range(5):
         run(a, b, out)
     cupy.cuda.get_current_stream().synchronize()
