@@ -14,11 +14,11 @@ import json
 import math
 import time
 
-ALTS = tuple({"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": per, "SPLITK": 1} for bm, bn, wgs, st, per in (
+ALTS = tuple({"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": per, "SPLITK": 1, "WSPEC": 0} for bm, bn, wgs, st, per in (
     (128, 64, 2, 4, 0), (128, 64, 2, 3, 0), (256, 64, 2, 4, 0), (128, 128, 2, 3, 0), (128, 128, 2, 4, 0),
     (128, 256, 2, 3, 0), (64, 128, 1, 4, 0), (64, 64, 1, 4, 0), (128, 128, 1, 3, 0),
     (128, 64, 2, 8, 1), (128, 64, 2, 6, 1), (128, 64, 2, 4, 1), (64, 64, 1, 8, 1), (128, 128, 2, 4, 1),
-    (64, 128, 1, 6, 1)))
+    (64, 128, 1, 6, 1), (256, 64, 2, 3, 1)))
 # F and B split-K alternatives on small grids: these tiles at splits 2, 3, 4, 6 and the tile's default split,
 # half and twice it (implicit_gemm_hopper_base.default_split)
 SPLIT_TILES = ((128, 64, 2, 4), (128, 128, 2, 3), (64, 64, 1, 4), (64, 128, 1, 4))
@@ -31,9 +31,10 @@ SOLVERS = {  # direction: (cuDNN, Ampere implicit GEMM, Hopper)
 }
 
 
-def alt_configs(hop, p):
+def alt_configs(hop, p, wspec=True):
     """Alternative configs timed with --alts: the forward list (F and B, B through the forward view of its largest stride phase) and,
-    where the grid of a split tile is small, its split variants; for W, a few tiles at the default split,
+    where the grid of a split tile is small, its split variants, each also with the producer warpgroup
+    (WSPEC = 1) unless ``wspec`` is false; for W, a few tiles at the default split,
     half and twice it, unsplit, and split over clusters of 2 and 4 blocks, each also with the producer
     warpgroup (WSPEC = 1)."""
     if p.direction != "W":
@@ -42,7 +43,7 @@ def alt_configs(hop, p):
         d = hop.default_config(p)
         out = [c for c in ALTS if c != d and hop.is_valid_config(p, c)]
         for bm, bn, wgs, st in SPLIT_TILES:
-            base = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": 0, "SPLITK": 1}
+            base = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": 0, "SPLITK": 1, "WSPEC": 0}
             if not hop.is_valid_config(p, base) or not hb.small_grid(pf, base):
                 continue
             ds = hb.default_split(pf, base)
@@ -52,6 +53,11 @@ def alt_configs(hop, p):
                 eff = hb.split_geometry(pf, s)[0]
                 if c != d and eff not in effs and hop.is_valid_config(p, c):
                     effs.add(eff)
+                    out.append(c)
+        if wspec:                                  # each of them (and the default) with the producer warpgroup
+            for c in [d, *out]:
+                c = dict(c, WSPEC=1)
+                if c not in out and hop.is_valid_config(p, c):
                     out.append(c)
         return out
     from miofind.solvers.implicit_gemm_hopper_wrw import default_split

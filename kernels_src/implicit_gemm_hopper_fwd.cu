@@ -31,6 +31,15 @@
 // taps, reversed). Rows kk are then contiguous along n, so the B tile is staged MN-major (64-wide n
 // blocks of 64 kk rows x 128 bytes, 8192 bytes apart, 128-byte swizzle) and multiplied with
 // imm-trans-b = 1: no flipped copy of w.
+// Warp specialisation (WSPEC = 1): one more warpgroup, the producer, issues every cp.async; the WGS
+// consumer warpgroups only wait and multiply, with no block-wide barrier in the mainloop. Stage s has a
+// full and an empty mbarrier (implicit_gemm_hopper_mbar.cuh): the 128 producer threads arrive on full[s]
+// once their copies of the stage have landed, after fence.proxy.async (writer-side ordering of the
+// cp.async writes before wgmma reads them); each consumer thread arrives on empty[s] once its wgmma that
+// read the stage has completed. The producer keeps LAG = STAGES - 2 stages of copies in flight before it
+// signals the oldest. PERSIST: the stages carry one stream of (tile, K tile) positions, the resident B is
+// in the producer's first copy group, and the consumers alone stage and store each output tile, between
+// two named barriers of their NT_MMA threads.
 #ifndef B_MN
 #define B_MN 0
 #endif
@@ -38,6 +47,12 @@
 #define WG_TRANS "0, 1"
 #endif
 #include "implicit_gemm_hopper.cuh"
+#ifndef WSPEC
+#define WSPEC 0         // 1: a producer warpgroup loads, the WGS consumer warpgroups multiply
+#endif
+#if WSPEC
+#include "implicit_gemm_hopper_mbar.cuh"
+#endif
 
 #ifndef BM
 #define BM 128
@@ -70,7 +85,10 @@
 #endif
 
 #define BK 64
-#define NT (WGS * 128)
+#define NT_MMA (WGS * 128)              // the consumer (wgmma) threads: warpgroups 0 .. WGS - 1
+#define NT (NT_MMA + WSPEC * 128)       // block threads; with WSPEC, warpgroup WGS is the producer
+#define NT_LOAD (WSPEC ? 128 : NT)      // the threads that issue cp.async
+#define LAG (STAGES - 2)                // WSPEC: stages of copies in flight before the oldest is signalled
 #define WG_M (BM / (64 * WGS))
 #define GEMM_M ((index_t)P_N * P_HO * P_WO)
 #define GEMM_N P_K
@@ -80,7 +98,7 @@
 #define A_BYTES (BM * 128)
 #define B_BYTES (BN * 128)
 #define STAGE_BYTES (A_BYTES + B_BYTES)
-#define RSTEP (NT / 8)          // rows covered by one pass of the loaders (8 chunks per row)
+#define RSTEP (NT_LOAD / 8)     // rows covered by one pass of the loaders (8 chunks per row)
 #define AR (BM / RSTEP)
 #define BR (BN / RSTEP)
 #define BIG (1 << 29)
@@ -177,8 +195,8 @@ __device__ __forceinline__ void load_a(const data_t* __restrict__ x, const ARows
 #if B_MN
 #define MNBLK (BK * 128)        // bytes of one 64-wide n block (64 kk rows)
 #define CPR_B (BN / 8)          // 16-byte chunks per kk row
-#define KSTEP_B (NT / CPR_B)    // kk rows per pass of the loaders
-static_assert(NT % CPR_B == 0 && BK % KSTEP_B == 0, "MN-major B loader rows");
+#define KSTEP_B (NT_LOAD / CPR_B)    // kk rows per pass of the loaders
+static_assert(NT_LOAD % CPR_B == 0 && BK % KSTEP_B == 0, "MN-major B loader rows");
 #define BW_WS_K ((index_t)BW_FY * BW_FX * P_K)
 
 // byte offset of n chunk cc (8 elements) of kk row r in the MN-major tile
@@ -278,11 +296,12 @@ __device__ __forceinline__ void acc_to_smem(float (&acc)[WG_M][BN / 2], data_t* 
 }
 
 // Shared output tile -> y, 16 bytes (8 channels) per store.
+template <int THREADS>
 __device__ __forceinline__ void store_tile(data_t* __restrict__ y, const data_t* cs, index_t m0, int n0, int t)
 {
     constexpr int CPR = BN / 8;
 #pragma unroll
-    for(int q = t; q < BM * CPR; q += NT)
+    for(int q = t; q < BM * CPR; q += THREADS)
     {
         const int r = q / CPR, c8 = (q % CPR) * 8;
         const index_t m = m0 + r;
@@ -341,6 +360,11 @@ __device__ __forceinline__ void fence_acc(float (&acc)[WG_M][BN / 2])
         for(int j = 0; j < BN / 2; ++j) reg_fence(acc[i][j]);
 }
 
+#if WSPEC
+// the NT_MMA consumer threads only (named barrier 1; the producer warpgroup keeps loading)
+__device__ __forceinline__ void consumer_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(NT_MMA) : "memory"); }
+#endif
+
 extern "C" __global__ void __launch_bounds__(NT, MIN_BLOCKS)
 igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, data_t* __restrict__ y,
                  float* __restrict__ ws)
@@ -350,18 +374,32 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
     unsigned char* sgen = smem_raw + (sbase - smem_u32(smem_raw));   // generic pointer to sbase
 
     const int t = threadIdx.x;
-    const int ch = t & 7;        // this thread's 16-byte chunk of every row it loads
-    const int r0 = t >> 3;
+    const int tl = WSPEC ? t - NT_MMA : t;      // this thread's place among the loaders (WSPEC: the producer's)
+    const int ch = tl & 7;       // its 16-byte chunk of every row it loads
+    const int r0 = tl >> 3;
     const int wg = t >> 7;
     float acc[WG_M][BN / 2];
     zero_acc(acc);
+#if WSPEC
+    __shared__ __align__(8) u64 bars[2 * STAGES];    // full[0 .. STAGES), empty[0 .. STAGES)
+    const u32 full0 = smem_u32(bars), empty0 = full0 + STAGES * 8;
+    if(t == 0)
+    {
+#pragma unroll
+        for(int s = 0; s < STAGES; ++s)
+        {
+            mbar_init(full0 + s * 8, NT_LOAD);
+            mbar_init(empty0 + s * 8, NT_MMA);
+        }
+    }
+    __syncthreads();
+    const bool producer = wg == WGS;
+#endif
 
 #if !PERSIST
     // N tiles vary fastest: blocks running together share their A rows (the large operand) in L2
     const index_t m0 = (index_t)(blockIdx.x / NTILES_N) * BM;
     const int n0 = (int)(blockIdx.x % NTILES_N) * BN;
-    ARows ar;
-    ar.init(m0, r0);
 #if SPLITK > 1
     // this block's chunk: K tiles [kt0, kt0 + nkt)
     const int kt0 = (int)blockIdx.y * KT_PER;
@@ -371,6 +409,54 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
     constexpr int nkt = KTILES;
 #endif
 
+#if WSPEC
+    if(producer)
+    {
+        ARows ar;
+        ar.init(m0, r0);
+        // K tile i goes to stage i % STAGES, filled for the (i / STAGES)-th time: it waits for the
+        // consumers' release of the previous filling (phase i / STAGES - 1 of empty)
+#pragma unroll 1
+        for(int i = 0; i < nkt; ++i)
+        {
+            const int s = i % STAGES;
+            if(i >= STAGES)
+                mbar_wait(empty0 + s * 8, (u32)((i / STAGES - 1) & 1));
+            const u32 sn = sbase + s * STAGE_BYTES;
+            load_a(x, ar, kt0 + i, sn, r0, ch);
+            load_b(w, n0, kt0 + i, sn + A_BYTES, r0, ch);
+            cp_async_commit();
+            if(i >= LAG)
+            {
+                cp_async_wait<LAG>();        // K tile i - LAG's copies (this thread's) have landed
+                fence_proxy_async();
+                mbar_arrive(full0 + ((i - LAG) % STAGES) * 8);
+            }
+        }
+        cp_async_wait<0>();
+        fence_proxy_async();
+#pragma unroll 1
+        for(int i = nkt - LAG > 0 ? nkt - LAG : 0; i < nkt; ++i)
+            mbar_arrive(full0 + (i % STAGES) * 8);
+    }
+    else
+    {
+#pragma unroll 1
+        for(int kt = 0; kt < nkt; ++kt)
+        {
+            const int s = kt % STAGES;
+            mbar_wait(full0 + s * 8, (u32)((kt / STAGES) & 1));
+            const u32 sa = sbase + s * STAGE_BYTES;
+            mma_tile(acc, sa, sa + A_BYTES, wg);
+            wgmma_wait<1>();                 // K tile kt - 1's wgmma has completed: release its stage
+            if(kt > 0)
+                mbar_arrive(empty0 + ((kt - 1) % STAGES) * 8);
+        }
+        wgmma_wait<0>();
+    }
+#else
+    ARows ar;
+    ar.init(m0, r0);
 #pragma unroll
     for(int s = 0; s < STAGES - 2; ++s)
     {
@@ -400,18 +486,21 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
         wgmma_wait<1>();
     }
     wgmma_wait<0>();
+#endif
     fence_acc(acc);
-    __syncthreads();   // every warpgroup's last wgmma has read its stage
+    __syncthreads();   // every warpgroup's last wgmma has read its stage (WSPEC: every copy has landed)
 #if SPLITK > 1
     float* cf = reinterpret_cast<float*>(sgen);
-    acc_to_smem_f32(acc, cf, t);
+    if(t < NT_MMA)
+        acc_to_smem_f32(acc, cf, t);
     __syncthreads();
     store_partial(ws + (long long)blockIdx.y * ((long long)GEMM_M * GEMM_N), cf, m0, n0, t);
 #else
     data_t* cs = reinterpret_cast<data_t*>(sgen);
-    acc_to_smem(acc, cs, t);
+    if(t < NT_MMA)
+        acc_to_smem(acc, cs, t);
     __syncthreads();
-    store_tile(y, cs, m0, n0, t);
+    store_tile<NT>(y, cs, m0, n0, t);
 #endif
 #else
     // shared memory: [B, all K tiles][A, STAGES buffers][output tile]
@@ -422,6 +511,66 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
     const index_t mine = (index_t)blockIdx.x < mtiles ? (mtiles - 1 - blockIdx.x) / gridDim.x + 1 : 0;
     const index_t total = mine * KTILES;      // this block's (tile, kt) stream
 
+#if WSPEC
+    if(producer)
+    {
+        // loader position in the stream: (its tile's rows, kt), advanced one K tile per load
+        ARows ar;
+        index_t ltile = blockIdx.x;
+        int lkt = 0;
+        ar.init(ltile * BM, r0);
+        for(int kt = 0; kt < KTILES; ++kt) load_b(w, 0, kt, sb0 + kt * B_BYTES, r0, ch);   // in the first group
+#pragma unroll 1
+        for(index_t i = 0; i < total; ++i)
+        {
+            const int s = (int)(i % STAGES);
+            if(i >= STAGES)
+                mbar_wait(empty0 + s * 8, (u32)((i / STAGES - 1) & 1));
+            load_a(x, ar, lkt, sa0 + s * A_BYTES, r0, ch);
+            if(++lkt == KTILES)
+            {
+                lkt = 0;
+                ltile += gridDim.x;
+                ar.init(ltile * BM, r0);
+            }
+            cp_async_commit();
+            if(i >= LAG)
+            {
+                cp_async_wait<LAG>();        // position i - LAG's copies (and B's, older) have landed
+                fence_proxy_async();
+                mbar_arrive(full0 + (int)((i - LAG) % STAGES) * 8);
+            }
+        }
+        cp_async_wait<0>();
+        fence_proxy_async();
+#pragma unroll 1
+        for(index_t i = total - LAG > 0 ? total - LAG : 0; i < total; ++i)
+            mbar_arrive(full0 + (int)(i % STAGES) * 8);
+        return;
+    }
+    index_t pos = 0;                           // stream position of the consumers
+    for(index_t tile = blockIdx.x; tile < mtiles; tile += gridDim.x)
+    {
+#pragma unroll 1
+        for(int kt = 0; kt < KTILES; ++kt, ++pos)
+        {
+            const int s = (int)(pos % STAGES);
+            mbar_wait(full0 + s * 8, (u32)((pos / STAGES) & 1));
+            mma_tile(acc, sa0 + s * A_BYTES, sb0 + kt * B_BYTES, wg);
+            wgmma_wait<1>();                 // position pos - 1's wgmma has completed: release its stage
+            if(kt > 0)
+                mbar_arrive(empty0 + (int)((pos - 1) % STAGES) * 8);
+        }
+        wgmma_wait<0>();
+        mbar_arrive(empty0 + (int)((pos - 1) % STAGES) * 8);
+        fence_acc(acc);
+        consumer_sync();                      // the previous tile's stores have read the output buffer
+        acc_to_smem(acc, cs, t);
+        consumer_sync();
+        store_tile<NT_MMA>(y, cs, tile * BM, 0, t);
+        zero_acc(acc);
+    }
+#else
     // loader position in the stream: (its tile's rows, kt), advanced one K tile per load
     ARows ar;
     index_t ltile = blockIdx.x;
@@ -470,10 +619,11 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
         fence_acc(acc);
         acc_to_smem(acc, cs, t);
         __syncthreads();
-        store_tile(y, cs, tile * BM, 0, t);
+        store_tile<NT>(y, cs, tile * BM, 0, t);
         zero_acc(acc);
     }
     cp_async_wait<0>();
+#endif
 #endif
 }
 

@@ -13,7 +13,8 @@ warpgroups, every thread also loads), STAGES (shared-memory buffers, prefetch di
 PERSIST (1: N <= BN, persistent blocks with all of B resident in shared memory, streaming A), SPLITK
 (requested chunks of the K = C*Y*X reduction, grid.y; the kernel runs ceil(tiles / ceil(tiles / SPLITK))
 of them, each writing FP32 partial tiles to the workspace, summed and cast by a second kernel;
-PERSIST = 0 only).
+PERSIST = 0 only), WSPEC (1: one more warpgroup, the producer, issues every load; the WGS warpgroups
+only multiply, stages handed over by mbarriers).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ ARCH = "sm_90a"
 SMEM_LIMIT = 227 * 1024
 SMEM_STATIC = 48 * 1024
 BK = 64
-KEYS = ("BM", "BN", "WGS", "STAGES", "PERSIST", "SPLITK")
+KEYS = ("BM", "BN", "WGS", "STAGES", "PERSIST", "SPLITK", "WSPEC")
 ALIGN = 16           # x and w are read, y written, in 16-byte chunks
 MAX_SPLITK = 128
 MIN_KT_PER_SPLIT = 4     # a chunk of the reduction spans at least 4 K tiles (256 deep)
@@ -72,12 +73,20 @@ def smem_bytes(p: ProblemDescription, cfg) -> int:
     return st * (bm + bn) * 128 + 1024
 
 
+def threads(cfg) -> int:
+    """Block threads: the WGS consumer warpgroups, and the producer warpgroup with WSPEC."""
+    return (cfg["WGS"] + cfg.get("WSPEC", 0)) * 128
+
+
 def blocks_per_sm(p: ProblemDescription, cfg) -> int:
     """Blocks per SM the kernel's register allocation must allow (``__launch_bounds__``): 2 when two
     blocks' shared memory fits an SM (228 KiB, 1 KiB reserved per block) and the accumulators
-    leave room under the 128-register cap that two 256-thread blocks impose."""
+    leave room under the 128-register cap that two 256-thread blocks impose. With WSPEC (a third
+    warpgroup; two 384-thread blocks cap a thread at 80 registers) only for 32 accumulators a thread."""
     acc = cfg["BM"] // (64 * cfg["WGS"]) * cfg["BN"] // 2
     fits = 2 * (smem_bytes(p, cfg) + 1024) <= 228 * 1024
+    if cfg.get("WSPEC", 0):
+        return 2 if fits and acc <= 32 else 1
     return 2 if fits and (cfg["WGS"] == 1 or acc <= 64) else 1
 
 
@@ -106,8 +115,10 @@ def split_tries(cfg, default: int, effective, ok):
 
 
 def config_ok(p: ProblemDescription, cfg) -> bool:
-    bm, bn, wgs, st, per, sk = (cfg[k] for k in KEYS)
+    bm, bn, wgs, st, per, sk, wsp = (cfg[k] for k in KEYS)
     if wgs not in (1, 2) or bn not in (64, 128, 256) or per not in (0, 1) or st not in range(3, 9 if per else 7):
+        return False
+    if wsp not in (0, 1):
         return False
     if bm % (64 * wgs) or bm // (64 * wgs) not in (1, 2) or (bm // (64 * wgs)) * bn > 256:
         return False
@@ -118,7 +129,8 @@ def config_ok(p: ProblemDescription, cfg) -> bool:
     m, n, _ = gemm_shape(p)
     if sk > 1 and split_geometry(p, sk)[0] * m * n >= 2**40:      # partial planes past 4 TiB
         return False
-    return smem_bytes(p, cfg) <= SMEM_LIMIT
+    # WSPEC's 2 x STAGES mbarriers are static shared memory beside the dynamic buffers
+    return smem_bytes(p, cfg) + 16 * st * wsp <= SMEM_LIMIT
 
 
 @functools.lru_cache(maxsize=1)
@@ -196,6 +208,7 @@ def default_tile(p: ProblemDescription) -> dict:
     else:
         cfg = {"BM": 128, "BN": 128, "WGS": 2, "STAGES": 4 if blocks <= SM_COUNT else 3, "PERSIST": 0}
     cfg["SPLITK"] = 1
+    cfg["WSPEC"] = 0
     cfg["SPLITK"] = default_split(p, cfg)
     return cfg
 
@@ -204,6 +217,7 @@ def split_variants(p: ProblemDescription, cfg):
     """``cfg`` (any SPLITK) at the splits a tuning tries: unsplit, and for a small grid its default split,
     half and twice it; one config per effective split, valid ones only."""
     base = dict(cfg, SPLITK=1)
+    base.setdefault("WSPEC", 0)
     if not small_grid(p, base):
         if config_ok(p, base):
             yield base
@@ -221,7 +235,9 @@ def space(p: ProblemDescription):
             for wgs in (1, 2):
                 for per in (0, 1):
                     for st in range(3, 9 if per else 7):
-                        yield from split_variants(p, {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": per})
+                        for wsp in (0, 1):
+                            yield from split_variants(p, {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st,
+                                                          "PERSIST": per, "WSPEC": wsp})
 
 
 def grid_of(p: ProblemDescription, cfg) -> tuple[int, int, int]:
@@ -258,8 +274,11 @@ def problem_macros(p: ProblemDescription) -> dict:
 
 def macros(p: ProblemDescription, cfg) -> dict:
     """The forward kernel's macros: the problem's, the tile's, and the effective split (SPLITK chunks
-    of KT_PER K tiles; only SPLITK = 1 for an unsplit config)."""
-    mac = {**problem_macros(p), **{k: cfg[k] for k in KEYS if k != "SPLITK"}, "MIN_BLOCKS": blocks_per_sm(p, cfg)}
+    of KT_PER K tiles; only SPLITK = 1 for an unsplit config; WSPEC only when 1)."""
+    mac = {**problem_macros(p), **{k: cfg[k] for k in KEYS if k not in ("SPLITK", "WSPEC")},
+           "MIN_BLOCKS": blocks_per_sm(p, cfg)}
+    if cfg["WSPEC"]:
+        mac["WSPEC"] = 1
     eff, per = split_geometry(p, cfg["SPLITK"])
     mac["SPLITK"] = eff
     if eff > 1:
@@ -274,7 +293,7 @@ def forward_kernels(p: ProblemDescription, cfg, source: str, name: str,
     ``overrides`` replaces and adds macros (a backward-data phase: dy's size and strides, dx's strides, and
     the geometry of the filter read in place)."""
     mac = tuple((k, str(v)) for k, v in {**macros(p, cfg), **(overrides or {})}.items())
-    main = KernelInfo(source, name, grid_of(p, cfg), (cfg["WGS"] * 128, 1, 1), macros=mac, options=(f"-arch={ARCH}",))
+    main = KernelInfo(source, name, grid_of(p, cfg), (threads(cfg), 1, 1), macros=mac, options=(f"-arch={ARCH}",))
     out = [main]
     if main.grid[1] > 1:
         m, n, _ = gemm_shape(p)
@@ -350,10 +369,12 @@ class ImplicitGemmHopperBase(Solver):
         return partial_bytes(self.forward_problem(p), cfg)
 
     def legacy_config(self, config):
-        """A forward config written before split-K (no SPLITK: stored records, tuned PerfDB entries) as
-        the config it ran, SPLITK = 1; any other value unchanged."""
-        if isinstance(config, dict) and self.config_keys == KEYS and set(config) == set(KEYS) - {"SPLITK"}:
-            return {**config, "SPLITK": 1}
+        """A forward config written before split-K or the producer warpgroup (no SPLITK, no WSPEC: stored
+        records, tuned PerfDB entries) as the config it ran, SPLITK = 1, WSPEC = 0; any other value
+        unchanged."""
+        if (isinstance(config, dict) and self.config_keys == KEYS
+                and set(KEYS) - {"SPLITK", "WSPEC"} <= set(config) < set(KEYS)):
+            return {"SPLITK": 1, "WSPEC": 0, **config}
         return config
 
     def config_of(self, problem: ProblemDescription, config) -> dict:

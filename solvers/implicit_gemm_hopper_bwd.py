@@ -95,7 +95,7 @@ def phase_overrides(p: ProblemDescription, ph: Phase) -> dict:
 
 class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
     id = "ConvImplicitGemmHopperBwd"
-    version = 4                 # 2: split-K of the forward kernel; 3: strides above 1 by stride phases; 4: w read in place (no flip kernel)
+    version = 5                 # 2: split-K of the forward kernel; 3: strides above 1 by stride phases; 4: w read in place (no flip kernel); 5: WSPEC
     algorithm = "miopenConvolutionBwdDataAlgoImplicitGEMM"
     directions = frozenset("B")
     source = "implicit_gemm_hopper_fwd.cu"

@@ -9,7 +9,7 @@ from .implicit_gemm_hopper_base import ImplicitGemmHopperBase
 
 class ImplicitGemmHopperFwd(ImplicitGemmHopperBase):
     id = "ConvImplicitGemmHopperFwd"
-    version = 2                 # 2: split-K (SPLITK tunable, partial planes in the workspace, reduce kernel)
+    version = 3                 # 2: split-K (SPLITK tunable, partial planes in the workspace, reduce kernel); 3: WSPEC
     algorithm = "miopenConvolutionFwdAlgoImplicitGEMM"
     directions = frozenset("F")
     source = "implicit_gemm_hopper_fwd.cu"

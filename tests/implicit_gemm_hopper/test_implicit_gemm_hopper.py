@@ -97,7 +97,7 @@ def test_configs_valid_and_targeted():
     p64 = _nhwc(n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
     assert FWD.is_valid_config(p64, {"BM": 128, "BN": 64, "WGS": 2, "STAGES": 8, "PERSIST": 1, "SPLITK": 1})
     big = _nhwc(n=120, c=64, k=64, in_size=(512, 512), filter_size=3, pads=1)
-    per = {"BM": 128, "BN": 64, "WGS": 2, "STAGES": 8, "PERSIST": 1, "SPLITK": 1}
+    per = {"BM": 128, "BN": 64, "WGS": 2, "STAGES": 8, "PERSIST": 1, "SPLITK": 1, "WSPEC": 0}
     assert FWD.default_config(big) == dict(per, STAGES=4, PERSIST=0)
     assert FWD.get_solution(big, per).kernels[0].grid[0] <= 2 * 132       # persistent: the blocks that fit
     k = FWD.get_solution(p).kernels[0]
@@ -114,13 +114,13 @@ def test_nvrtc_sm90a_configs():
     for dt, k in (("FP16", 264), ("BF16", 264), ("FP16", 64), ("BF16", 120)):
         p = _nhwc(dt, n=2, c=40, k=k, in_size=(15, 13), filter_size=3, pads=1)
         for cfg in FWD.config_space(p):
-            shape = (dt, cfg["BM"], cfg["BN"], cfg["WGS"], cfg["PERSIST"])
+            shape = (dt, cfg["BM"], cfg["BN"], cfg["WGS"], cfg["PERSIST"], cfg["WSPEC"])
             if shape in seen:
                 continue
             seen.add(shape)
             cubin = nvrtc_compile(FWD.get_solution(p, cfg).kernels[0], arch="sm_90")
             assert cubin[:4] == b"\x7fELF"
-    assert len(seen) >= 20 and any(sh[-1] for sh in seen)
+    assert len(seen) >= 40 and any(sh[-2] for sh in seen) and any(sh[-2] and sh[-1] for sh in seen)
 
 
 # -- GPU -------------------------------------------------------------------------------------------
@@ -179,6 +179,87 @@ def test_hopper_persistent(kw, cfg, dt):
     assert FWD.is_valid_config(p, cfg)
     err, tol = check_solver(FWD, p, seed=11, config=cfg)
     assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
+
+
+# -- the producer warpgroup of the forward kernel (WSPEC = 1; F, and B through its phases) --------------
+
+FWD_WSPEC_TILES = ((64, 64, 1), (64, 128, 1), (64, 256, 1), (128, 64, 2), (128, 128, 2), (128, 256, 2), (256, 128, 2),
+                   (128, 128, 1), (256, 64, 2))
+
+
+def test_fwd_producer_warpgroup_builds(no_gpu_arch):
+    """WSPEC = 1: one more warpgroup in the block and the WSPEC macro; two blocks per SM only for 32 accumulators a
+    thread (three warpgroups cap a thread at 80 registers); the mbarriers' static shared memory counted; every
+    tile shape, persistent, split and a B phase compile for sm_90a (NVRTC, no GPU)."""
+    p = _nhwc(**R50_LARGE_3x3)
+    for (bm, bn, wgs), per in ((t, 0) for t in FWD_WSPEC_TILES):
+        cfg = dict(_cfg(bm, bn, wgs, 4, wspec=1), PERSIST=per)
+        k = FWD.get_solution(p, cfg).kernels[0]
+        assert k.block == ((wgs + 1) * 128, 1, 1) and dict(k.macros)["WSPEC"] == "1"
+        acc = bm // (64 * wgs) * bn // 2
+        assert dict(k.macros)["MIN_BLOCKS"] == ("2" if acc <= 32 and 2 * (hb.smem_bytes(p, cfg) + 1024) <= 228 * 1024
+                                                else "1")
+    per = {"BM": 256, "BN": 64, "WGS": 2, "STAGES": 3, "PERSIST": 1, "SPLITK": 1, "WSPEC": 1}
+    assert FWD.is_valid_config(p, per) and not FWD.is_valid_config(p, dict(per, BM=256, STAGES=4))   # smem
+    nvrtc_or_skip()
+    from miofind.compile import nvrtc_compile
+    builds = [FWD.get_solution(p, per).kernels[0], *FWD.get_solution(_nhwc(**R50_SMALL_3x3), _cfg(128, 128, 2, 4, 3, 1)).kernels,
+              *BWD.get_solution(_b("BF16", **BWD_CASES["r50_3x3s2"]), _cfg(128, 64, 2, 3, 1, 1)).kernels]
+    for bm, bn, wgs in FWD_WSPEC_TILES:
+        builds.append(FWD.get_solution(_nhwc("BF16", **TAILS["k320"]), _cfg(bm, bn, wgs, 3, 1, 1)).kernels[0])
+    for k in builds:
+        assert nvrtc_compile(k, arch="sm_90")[:4] == b"\x7fELF", (k.name, dict(k.macros))
+
+
+def _wspec_variants(solver, p, tiles, extra=True):
+    """WSPEC = 1 configs of ``p``: each tile at 3 and 6 stages (one and four stages of copies in flight),
+    unsplit; with ``extra``, two tiles also split in 3 and persistent where valid."""
+    out = []
+    for bm, bn, wgs in tiles:
+        cfgs = [_cfg(bm, bn, wgs, 3, 1, 1), _cfg(bm, bn, wgs, 6, 1, 1)]
+        if extra and (bm, bn) in ((64, 128), (128, 64)):
+            cfgs += [_cfg(bm, bn, wgs, 4, 3, 1), dict(_cfg(bm, bn, wgs, 5, 1, 1), PERSIST=1)]
+        out += [c for c in cfgs if solver.is_valid_config(p, c)]
+    return out
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("name", sorted(TAILS))
+def test_hopper_fwd_producer_warpgroup(name, dt):
+    """WSPEC = 1 on every tile shape, against the float64 reference with poisoned outputs."""
+    p = _nhwc(dt, **TAILS[name])
+    cfgs = _wspec_variants(FWD, p, FWD_WSPEC_TILES)
+    assert len(cfgs) >= 8
+    for cfg in cfgs:
+        err, tol = check_solver(FWD, p, seed=zlib.crc32(repr(cfg).encode()) & 0xFFFF, config=cfg)
+        assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("kw,cfg", PERSIST_CASES, ids=[f"persist{i}" for i in range(len(PERSIST_CASES))])
+def test_hopper_persistent_producer_warpgroup(kw, cfg, dt):
+    """Persistent blocks with the producer warpgroup: several M tiles per block, the stage stream crossing
+    tiles, the consumers' own epilogue barriers."""
+    p = _nhwc(dt, **kw)
+    cfg = dict(cfg, PERSIST=1, SPLITK=1, WSPEC=1)
+    assert FWD.is_valid_config(p, cfg)
+    err, tol = check_solver(FWD, p, seed=13, config=cfg)
+    assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("name", ("r50_3x3s2", "7x7s2", "5x3_s2x1", "tail_mnk", "1x7", "wide_c_s2"))
+def test_hopper_bwd_producer_warpgroup(name, dt):
+    """B through its stride phases (w read in place, MN-major) with WSPEC = 1."""
+    p = _b(dt, **BWD_CASES[name])
+    cfgs = _wspec_variants(BWD, p, ((64, 128, 1), (128, 64, 2), (128, 256, 2), (256, 128, 2)))
+    assert cfgs
+    for cfg in cfgs:
+        err, tol = check_solver(BWD, p, seed=zlib.crc32(repr(cfg).encode()) & 0xFFFF, config=cfg)
+        assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
 
 
 # -- backward data by stride phases: the forward kernel on dy with each phase's reversed sub-filter -----
@@ -502,8 +583,8 @@ def test_hopper_wrw_producer_warpgroup(name, dt):
 
 # -- split-K of the forward kernel (F, and B through its forward view) -------------------------------
 
-def _cfg(bm, bn, wgs, st, sk=1):
-    return {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": 0, "SPLITK": sk}
+def _cfg(bm, bn, wgs, st, sk=1, wspec=0):
+    return {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": 0, "SPLITK": sk, "WSPEC": wspec}
 
 
 def _b(dt="FP16", **kw):
@@ -524,11 +605,15 @@ def test_split_configs_valid():
     p64 = _nhwc(**R50_LARGE_3x3)
     per = {"BM": 128, "BN": 64, "WGS": 2, "STAGES": 8, "PERSIST": 1}
     assert FWD.is_valid_config(p64, dict(per, SPLITK=1)) and not FWD.is_valid_config(p64, dict(per, SPLITK=2))
-    # a config written before split-K (stored records, tuned PerfDB entries) reads as the unsplit kernel it ran
-    legacy = {k: v for k, v in base.items() if k != "SPLITK"}
-    assert FWD.is_valid_config(p, legacy) and BWD.is_valid_config(_b(**R50_SMALL_3x3), legacy)
-    sol = FWD.get_solution(p, legacy)
-    assert sol.config == base and len(sol.kernels) == 1 and FWD.workspace_bytes(p, legacy) == 0
+    # a config written before split-K or the producer warpgroup (stored records, tuned PerfDB entries) reads as
+    # the unsplit kernel without a producer that it ran
+    for legacy in ({k: v for k, v in base.items() if k != "SPLITK"},
+                   {k: v for k, v in base.items() if k not in ("SPLITK", "WSPEC")}):
+        assert FWD.is_valid_config(p, legacy) and BWD.is_valid_config(_b(**R50_SMALL_3x3), legacy)
+        sol = FWD.get_solution(p, legacy)
+        assert sol.config == base and len(sol.kernels) == 1 and FWD.workspace_bytes(p, legacy) == 0
+        assert sol.kernels[0].block == (256, 1, 1) and "WSPEC" not in dict(sol.kernels[0].macros)
+    assert FWD.is_valid_config(p, dict(base, SPLITK=3, WSPEC=1)) and not FWD.is_valid_config(p, dict(base, WSPEC=2))
     assert not FWD.is_valid_config(p, {k: v for k, v in base.items() if k != "PERSIST"})
     assert not WRW.is_valid_config(_w(**R50_SMALL_3x3), {"BM": 64, "BN": 128, "WGS": 1, "STAGES": 5})   # W's own keys
     # effective chunks: none empty, together they cover the 72 K tiles; odd counts where asked
@@ -560,8 +645,8 @@ def test_default_split_rule(no_gpu_arch):
     # the space holds the unsplit tile, the default split, half and twice it (one config per effective split)
     space = list(FWD.config_space(small))
     assert d in space and all(FWD.is_valid_config(small, c) for c in space)
-    mine = {c["SPLITK"] for c in space if {k: c[k] for k in ("BM", "BN", "WGS", "STAGES")} ==
-            {k: d[k] for k in ("BM", "BN", "WGS", "STAGES")} and not c["PERSIST"]}
+    mine = {c["SPLITK"] for c in space if {k: c[k] for k in ("BM", "BN", "WGS", "STAGES", "WSPEC")} ==
+            {k: d[k] for k in ("BM", "BN", "WGS", "STAGES", "WSPEC")} and not c["PERSIST"]}
     assert mine == {1, max(1, d["SPLITK"] // 2), d["SPLITK"], 2 * d["SPLITK"]}
     assert not any(c["PERSIST"] and c["SPLITK"] != 1 for c in space)
     # B: its forward view decides (dy 7x7 x 512 channels, filter 512 -> 512)
