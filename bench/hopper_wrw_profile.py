@@ -1,7 +1,8 @@
 """Runs one Hopper implicit-GEMM solution a few times for a profiler or a sanitizer (``ncu -k igemm_hopper_wrw``):
 ``python3 bench/hopper_wrw_profile.py [F|B|W] C K H FILTER STRIDE [N] [CONFIG_JSON]`` (backward weights unless a
 direction comes first; FP16 NHWC, pad FILTER // 2; the default config unless CONFIG_JSON names one, e.g.
-'{"BM": 128, ..., "WSPEC": 1}')."""
+'{"BM": 128, ..., "WSPEC": 1}'). ``--solver ID`` runs another solver of that direction (e.g. ConvCudnnFwd, its
+heuristic plan) on the same problem."""
 
 from __future__ import annotations
 
@@ -16,6 +17,11 @@ def main():
     from miofind.problem import ProblemDescription
 
     args = sys.argv[1:]
+    solver = None
+    if "--solver" in args:
+        i = args.index("--solver")
+        solver = args[i + 1]
+        del args[i:i + 2]
     d = args.pop(0) if args and args[0] in ("F", "B", "W") else "W"
     c, k, h, f, s = (int(a) for a in args[:5])
     n = int(args[5]) if len(args) > 5 else 32
@@ -27,7 +33,7 @@ def main():
     b = rng.uniform(-1, 1, sb, dtype=cupy.float32).astype(cupy.float16)
     out = cupy.empty(so, cupy.float16)
     cfg = json.loads(args[6]) if len(args) > 6 else None
-    run = prepare(p, {"F": "ConvImplicitGemmHopperFwd", "B": "ConvImplicitGemmHopperBwd", "W": "ConvImplicitGemmHopperWrw"}[d], cfg)
+    run = prepare(p, solver or {"F": "ConvImplicitGemmHopperFwd", "B": "ConvImplicitGemmHopperBwd", "W": "ConvImplicitGemmHopperWrw"}[d], cfg)
     for _ in range(5):
         run(a, b, out)
     cupy.cuda.get_current_stream().synchronize()
