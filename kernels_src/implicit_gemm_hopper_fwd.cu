@@ -10,8 +10,9 @@
 // past M, N or K. STAGES buffers, prefetch distance STAGES - 2: the wgmma of tile kt - 1 may still
 // run while tile kt is issued, so a buffer is refilled only after the barrier that follows every
 // warpgroup's wgmma_wait<1> of the tile two back.
-// WGS warpgroups (128 threads each) all load; warpgroup g multiplies rows [g*64*WG_M, (g+1)*64*WG_M)
-// of the block tile against all BN columns (WG_M m64 blocks of one m64nBNk16 each per k16 step).
+// WGS warpgroups (128 threads each) all load (unless WSPEC, below); warpgroup g multiplies rows
+// [g*64*WG_M, (g+1)*64*WG_M) of the block tile against all BN columns (WG_M m64 blocks of one
+// m64nBNk16 each per k16 step).
 // PERSIST = 1 (N <= BN): the grid is at most the blocks that fit the GPU at once; each block loads all
 // of B (KTILES x BN x 64) into shared memory once, then streams A through STAGES buffers over its M
 // tiles (blockIdx.x, + gridDim.x, ...) without draining the pipeline between tiles; a tile's output

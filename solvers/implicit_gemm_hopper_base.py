@@ -9,7 +9,7 @@ build per problem, as the Ampere family, solvers/implicit_gemm_base.py). The ker
 a visible GPU (CPU tools, CI's NVRTC compile) the device check is left to the run.
 
 Tunables: BM (block rows, 64 x WGS x 1 or 2), BN (64, 128, 256: the wgmma N), WGS (1 or 2 consumer
-warpgroups, every thread also loads), STAGES (shared-memory buffers, prefetch distance STAGES - 2),
+warpgroups; each also loads unless WSPEC), STAGES (shared-memory buffers, prefetch distance STAGES - 2),
 PERSIST (1: N <= BN, persistent blocks with all of B resident in shared memory, streaming A), SPLITK
 (requested chunks of the K = C*Y*X reduction, grid.y; the kernel runs ceil(tiles / ceil(tiles / SPLITK))
 of them, each writing FP32 partial tiles to the workspace, summed and cast by a second kernel;
