@@ -320,6 +320,8 @@ class ImplicitGemmHopperBase(Solver):
     kernel_name = ""
     config_keys = KEYS                      # a subclass with its own tunables names them and their check
     tile_ok = staticmethod(config_ok)
+    # tunables added after records were stored, at the value a stored config without them ran
+    legacy_defaults = {"SPLITK": 1, "WSPEC": 0}
 
     @property
     def kernel_files(self):
@@ -369,12 +371,12 @@ class ImplicitGemmHopperBase(Solver):
         return partial_bytes(self.forward_problem(p), cfg)
 
     def legacy_config(self, config):
-        """A forward config written before split-K or the producer warpgroup (no SPLITK, no WSPEC: stored
-        records, tuned PerfDB entries) as the config it ran, SPLITK = 1, WSPEC = 0; any other value
-        unchanged."""
-        if (isinstance(config, dict) and self.config_keys == KEYS
-                and set(KEYS) - {"SPLITK", "WSPEC"} <= set(config) < set(KEYS)):
-            return {"SPLITK": 1, "WSPEC": 0, **config}
+        """A config written before some of ``legacy_defaults``' tunables existed (stored records, tuned
+        PerfDB entries: forward configs without SPLITK or WSPEC) as the config it ran, the missing ones at
+        their ``legacy_defaults`` value; any other value unchanged."""
+        keys = set(self.config_keys)
+        if isinstance(config, dict) and keys - set(self.legacy_defaults) <= set(config) < keys:
+            return {**self.legacy_defaults, **config}
         return config
 
     def config_of(self, problem: ProblemDescription, config) -> dict:

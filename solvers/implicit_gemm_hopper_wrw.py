@@ -18,8 +18,8 @@ from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_applicable
 
 from .implicit_gemm_base import INT32_MAX, SM_COUNT
-from .implicit_gemm_hopper_base import (ALIGN, ARCH, SMEM_LIMIT, SMEM_STATIC, ImplicitGemmHopperBase, problem_macros,
-                                        split_chunks, split_tries)
+from .implicit_gemm_hopper_base import (ALIGN, ARCH, SMEM_LIMIT, SMEM_STATIC, ImplicitGemmHopperBase, check_aligned,
+                                        problem_macros, split_chunks, split_tries, threads)
 
 KEYS = ("BM", "BN", "WGS", "STAGES", "SPLITK", "CLUSTER", "WSPEC")
 CLUSTERS = (1, 2, 4)
@@ -49,11 +49,6 @@ def split_geometry(p: ProblemDescription, splitk: int) -> tuple[int, int]:
 def smem_bytes(cfg) -> int:
     """STAGES x (BM + BN) MN rows of 64 j (128 bytes), plus 1 KiB to align to the swizzle period."""
     return cfg["STAGES"] * (cfg["BM"] + cfg["BN"]) * 128 + 1024
-
-
-def threads(cfg) -> int:
-    """Block threads: the WGS consumer warpgroups, and the producer warpgroup with WSPEC."""
-    return (cfg["WGS"] + cfg.get("WSPEC", 0)) * 128
 
 
 def blocks_per_sm(cfg) -> int:
@@ -142,6 +137,7 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
     kernel_name = "igemm_hopper_wrw"
     config_keys = KEYS
     tile_ok = staticmethod(config_ok)
+    legacy_defaults = {"CLUSTER": 1, "WSPEC": 0}     # configs stored before the cluster split or WSPEC
 
     def applicability(self, problem: ProblemDescription):
         base = super().applicability(problem)
@@ -157,13 +153,6 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
 
     def default_config(self, problem: ProblemDescription) -> dict:
         return default_tile(problem.as_conv())
-
-    def legacy_config(self, config):
-        """A config written before the cluster split or the producer warpgroup (no CLUSTER, no WSPEC: stored
-        records, tuned PerfDB entries) as the config it ran, CLUSTER = 1, WSPEC = 0; any other value unchanged."""
-        if isinstance(config, dict) and set(KEYS) - {"CLUSTER", "WSPEC"} <= set(config) < set(KEYS):
-            return {"CLUSTER": 1, "WSPEC": 0, **config}
-        return config
 
     def config_space(self, problem: ProblemDescription):
         p = problem.as_conv()
@@ -228,10 +217,7 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
 
             def invoker(a, b, out, workspace, stream):
                 if a % ALIGN or b % ALIGN or out % ALIGN:
-                    for name, ptr in (("first input", a), ("second input", b), ("output", out)):
-                        if ptr % ALIGN:
-                            raise ValueError(f"{sid}: {name} at address {ptr:#x} is not {ALIGN}-byte aligned, "
-                                             "as this solution's vector accesses need")
+                    check_aligned(sid, (("first input", a), ("second input", b), ("output", out)))
                 if lred is None:
                     lmain(stream, a, b, out, out)
                     return
