@@ -29,6 +29,9 @@ TINY = {
     # FP16 channels-last (the Hopper family): strided, so that backward data runs its stride phases
     "nhwc_s2": dict(n=1, c=16, k=24, in_size=(9, 9), filter_size=3, pads=1, strides=2, layout="NHWC", dtype="FP16"),
     "nhwc_1x1s2": dict(n=2, c=16, k=8, in_size=(7, 6), filter_size=1, strides=2, layout="NHWC", dtype="FP16"),
+    # a fused forward (bias + GELU in the epilogue): the solvers with a fused epilogue
+    "nhwc_fused": dict(n=2, c=16, k=24, in_size=(9, 7), filter_size=3, pads=1, layout="NHWC", dtype="FP16", bias=1,
+                       activation="gelu"),
 }
 NP_DTYPES = {"FP32": np.float32, "FP16": np.float16}
 
@@ -67,16 +70,19 @@ def run_one(solver, p, stream, seed: int) -> float:
     sa, sb, so = p.io_shapes()
     a_h = rng.uniform(-1, 1, sa).astype(NP_DTYPES[p.dtype])
     b_h = rng.uniform(-1, 1, sb).astype(NP_DTYPES[p.dtype])
+    bias_h = rng.uniform(-4, 4, (p.k,)).astype(NP_DTYPES[p.dtype]) if p.bias else None
     sol = Solution(solver.id, solver.algorithm, 0.0, solver.workspace_bytes(p),
                    solver.default_config(p.as_conv()), False, p)
     pr = sol.prepare()
     with stream:                        # every buffer made and filled on the launch stream
         a, b = cupy.asarray(a_h), cupy.asarray(b_h)
         out = cupy.asarray(np.full(so, np.nan, dtype=NP_DTYPES[p.dtype]))
-        pr(a, b, out, stream=stream)
+        bias = None if bias_h is None else cupy.asarray(bias_h)
+        pr(a, b, out, stream=stream, bias=bias)
         got = cupy.asnumpy(out, stream=stream)
     stream.synchronize()
-    ref = conv_reference(p, a_h.astype(np.float64), b_h.astype(np.float64))
+    ref = conv_reference(p, a_h.astype(np.float64), b_h.astype(np.float64),
+                         None if bias_h is None else bias_h.astype(np.float64))
     if not np.isfinite(got).all():
         return float("inf")
     return float(np.linalg.norm(got.astype(np.float64) - ref) / np.linalg.norm(ref))

@@ -41,6 +41,9 @@
 // signals the oldest. PERSIST: the stages carry one stream of (tile, K tile) positions, the resident B is
 // in the producer's first copy group, and the consumers alone stage and store each output tile, between
 // two named barriers of their NT_MMA threads.
+// Fused epilogue (ConvImplicitGemmHopperFwdFused): EPI_BIAS = 1 adds bias[k] (data_t, one per output
+// channel) to the FP32 sum, EPI_ACT then applies ReLU (1) or the exact GELU v * Phi(v) (2), before the
+// rounding to data_t; split, the reduce kernel applies it. The kernels then take the bias pointer last.
 #ifndef B_MN
 #define B_MN 0
 #endif
@@ -79,6 +82,24 @@
 #endif
 #ifndef RED_BLOCK
 #define RED_BLOCK 256   // threads of a reduce block
+#endif
+
+#ifndef EPI_BIAS
+#define EPI_BIAS 0
+#endif
+#ifndef EPI_ACT
+#define EPI_ACT 0       // 0 none, 1 ReLU, 2 GELU (erf)
+#endif
+#define EPI (EPI_BIAS || EPI_ACT)
+#if EPI
+// the fused kernels' extra argument and its use in the epilogue helpers
+#define EPI_PARAM , const data_t* __restrict__ bias
+#define EPI_ARGS , const data_t* __restrict__ bias, int n0
+#define EPI_PASS(n0) , bias, n0
+#else
+#define EPI_PARAM
+#define EPI_ARGS
+#define EPI_PASS(n0)
 #endif
 
 #ifndef MIN_BLOCKS
@@ -269,11 +290,30 @@ __device__ __forceinline__ void mma_tile(float (&acc)[WG_M][BN / 2], u32 sa, u32
     wgmma_commit();
 }
 
+#if EPI
+// v + bias[k] (k < GEMM_N: bias has GEMM_N elements), then the activation, in FP32
+__device__ __forceinline__ float epi(float v, const data_t* __restrict__ bias, int k)
+{
+#if EPI_BIAS
+    if(k < GEMM_N) v += (float)bias[k];
+#endif
+#if EPI_ACT == 1
+    v = fmaxf(v, 0.f);
+#elif EPI_ACT == 2
+    v = 0.5f * v * (1.f + erff(v * 0.70710678118654752f));
+#endif
+    return v;
+}
+#define EPI_V(v, k) epi(v, bias, k)
+#else
+#define EPI_V(v, k) (v)
+#endif
+
 // Accumulators -> shared output tile cs ([BM][BN + 8] data_t): thread (warp wi, lane l) holds rows
 // wi*16 + l/4 (+8) of its m64 blocks, columns 8j + 2(l%4) (+1); the 16-byte row padding puts the
 // 8 rows of a warp's stores in distinct banks.
 #define LDC (BN + 8)
-__device__ __forceinline__ void acc_to_smem(float (&acc)[WG_M][BN / 2], data_t* cs, int t)
+__device__ __forceinline__ void acc_to_smem(float (&acc)[WG_M][BN / 2], data_t* cs, int t EPI_ARGS)
 {
     const int wg = t >> 7, wi = (t & 127) >> 5, l = t & 31;
 #pragma unroll
@@ -287,10 +327,12 @@ __device__ __forceinline__ void acc_to_smem(float (&acc)[WG_M][BN / 2], data_t* 
             {
 #if IS_BF16
                 *reinterpret_cast<__nv_bfloat162*>(cs + r * LDC + j * 8 + (l & 3) * 2) =
-                    __floats2bfloat162_rn(acc[i][4 * j + 2 * h], acc[i][4 * j + 2 * h + 1]);
+                    __floats2bfloat162_rn(EPI_V(acc[i][4 * j + 2 * h], n0 + j * 8 + (l & 3) * 2),
+                                          EPI_V(acc[i][4 * j + 2 * h + 1], n0 + j * 8 + (l & 3) * 2 + 1));
 #else
                 *reinterpret_cast<__half2*>(cs + r * LDC + j * 8 + (l & 3) * 2) =
-                    __floats2half2_rn(acc[i][4 * j + 2 * h], acc[i][4 * j + 2 * h + 1]);
+                    __floats2half2_rn(EPI_V(acc[i][4 * j + 2 * h], n0 + j * 8 + (l & 3) * 2),
+                                      EPI_V(acc[i][4 * j + 2 * h + 1], n0 + j * 8 + (l & 3) * 2 + 1));
 #endif
             }
         }
@@ -368,7 +410,7 @@ __device__ __forceinline__ void consumer_sync() { asm volatile("bar.sync 1, %0;\
 
 extern "C" __global__ void __launch_bounds__(NT, MIN_BLOCKS)
 igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, data_t* __restrict__ y,
-                 float* __restrict__ ws)
+                 float* __restrict__ ws EPI_PARAM)
 {
     extern __shared__ unsigned char smem_raw[];
     const u32 sbase = (smem_u32(smem_raw) + 1023u) & ~1023u;
@@ -499,7 +541,7 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
 #else
     data_t* cs = reinterpret_cast<data_t*>(sgen);
     if(t < NT_MMA)
-        acc_to_smem(acc, cs, t);
+        acc_to_smem(acc, cs, t EPI_PASS(n0));
     __syncthreads();
     store_tile<NT>(y, cs, m0, n0, t);
 #endif
@@ -566,7 +608,7 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
         mbar_arrive(empty0 + (int)((pos - 1) % STAGES) * 8);
         fence_acc(acc);
         consumer_sync();                      // the previous tile's stores have read the output buffer
-        acc_to_smem(acc, cs, t);
+        acc_to_smem(acc, cs, t EPI_PASS(0));
         consumer_sync();
         store_tile<NT_MMA>(y, cs, tile * BM, 0, t);
         zero_acc(acc);
@@ -618,7 +660,7 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
         // tile done: the output buffer's last reads (the previous tile's stores) precede the barriers above
         wgmma_wait<0>();
         fence_acc(acc);
-        acc_to_smem(acc, cs, t);
+        acc_to_smem(acc, cs, t EPI_PASS(0));
         __syncthreads();
         store_tile<NT>(y, cs, tile * BM, 0, t);
         zero_acc(acc);
@@ -652,7 +694,7 @@ __device__ __forceinline__ unsigned pack2(float a, float b)
 
 static_assert(RED_BLOCK % 32 == 0, "reduce block of whole warps");
 extern "C" __global__ void __launch_bounds__(RED_BLOCK)
-igemm_hopper_fwd_reduce(const float* __restrict__ ws, data_t* __restrict__ y)
+igemm_hopper_fwd_reduce(const float* __restrict__ ws, data_t* __restrict__ y EPI_PARAM)
 {
     constexpr long long total4 = (long long)GEMM_M * GEMM_N / 4;      // float4s of one plane (even)
     const int l = threadIdx.x & 31;
@@ -672,8 +714,16 @@ igemm_hopper_fwd_reduce(const float* __restrict__ ws, data_t* __restrict__ y)
     const float4 got = shfl_xor4(odd ? a : b, 1);
     const float4 lo = odd ? got : a, hi = odd ? b : got;
     const long long e = (odd ? (i1 - 1) / 2 : i0 / 2) * 8;            // first plane element of the 16-byte piece
+#if EPI
+    const int k0 = (int)(e % P_K);
+    if(odd ? ok1 : ok0)
+        *reinterpret_cast<uint4*>(y + y_offset((index_t)(e / P_K)) + k0) =
+            make_uint4(pack2(epi(lo.x, bias, k0), epi(lo.y, bias, k0 + 1)), pack2(epi(lo.z, bias, k0 + 2), epi(lo.w, bias, k0 + 3)),
+                       pack2(epi(hi.x, bias, k0 + 4), epi(hi.y, bias, k0 + 5)), pack2(epi(hi.z, bias, k0 + 6), epi(hi.w, bias, k0 + 7)));
+#else
     if(odd ? ok1 : ok0)
         *reinterpret_cast<uint4*>(y + y_offset((index_t)(e / P_K)) + (int)(e % P_K)) =
             make_uint4(pack2(lo.x, lo.y), pack2(lo.z, lo.w), pack2(hi.x, hi.y), pack2(hi.z, hi.w));
+#endif
 }
 #endif

@@ -152,7 +152,7 @@ def get_solutions(problem_or_arrays, *, db=None, workspace_limit: int | None = N
     return res
 
 
-def run_solution(solution: Solution, x, w, y=None, *, workspace=None, stream=None):
+def run_solution(solution: Solution, x, w, y=None, *, workspace=None, stream=None, bias=None):
     """Run one solution on the caller's arrays and return the output.
 
     The positional arrays follow the solution's direction: F computes y from (x, w); B computes dx
@@ -162,6 +162,7 @@ def run_solution(solution: Solution, x, w, y=None, *, workspace=None, stream=Non
     device, dense in the problem's layout. ``y`` is allocated when None (a torch tensor for torch
     inputs, in their memory format), otherwise written in place. ``stream`` is a CuPy stream, a
     torch.cuda.Stream or a raw handle; default the current stream (torch's for torch inputs).
+    ``bias``: the bias (k elements) of a fused forward problem with ``bias=1``.
 
     Streams, as in CUDA: the caller orders inputs (and a ``y`` or ``workspace`` it passes) written
     on another stream with an event, and reads the output on the launch stream (or after an event);
@@ -184,7 +185,7 @@ def run_solution(solution: Solution, x, w, y=None, *, workspace=None, stream=Non
         s, own = stream_handle(stream), False
     if y is None:
         y = _allocate_output(pr, x, s, own)
-    return pr(x, w, y, workspace=workspace, stream=s)
+    return pr(x, w, y, workspace=workspace, stream=s, bias=bias)
 
 
 def _allocate_output(pr, x, stream: int, current: bool):

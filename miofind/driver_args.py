@@ -13,7 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from .problem import MAX_INT, ProblemDescription, iter_directions, show
+from .problem import ACTIVATIONS, MAX_INT, ProblemDescription, iter_directions, show
 
 # command word -> (x/in dtype, w dtype, y/out dtype)
 COMMANDS = {
@@ -80,6 +80,8 @@ FLAGS: dict[str, tuple[str, str, str]] = {
     "wei_cast_type": ("R", "-1", "str"),
     # miofind's own: allow TF32 tensor-core math for FP32 data (MIOpenDriver has no such flag)
     "tf32": ("", "0", "int"),
+    # miofind's own: a fused forward activation after the bias (none, relu, gelu); F problems only
+    "activation": ("", "none", "str"),
 }
 SHORT = {v[0]: k for k, v in FLAGS.items() if v[0]}
 
@@ -262,6 +264,11 @@ def problems_from_options(opts: DriverOptions) -> list[ProblemDescription]:
     casts = (_cast("in_cast_type", v["in_cast_type"]), _cast("wei_cast_type", v["wei_cast_type"]),
              _cast("out_cast_type", v["out_cast_type"]))
     bias = v["bias"]
+    act = v["activation"]
+    if act not in ACTIVATIONS:
+        raise ValueError(f"driver flag --activation={show(act)}: expected one of {', '.join(ACTIVATIONS)}")
+    if act != "none" and mode == "trans":
+        raise ValueError(f"driver flag --activation={act}: a fused activation needs --mode conv (forward only)")
     problems = []
     for d in iter_directions(forw):
         try:
@@ -270,7 +277,7 @@ def problems_from_options(opts: DriverOptions) -> list[ProblemDescription]:
                 pads=tuple(pads), strides=tuple(strides), dilations=tuple(dils), groups=groups,
                 layouts=(in_l, fil_l, out_l), dtypes=dt, math="tf32" if v["tf32"] else "strict",
                 transposed=(mode == "trans"), output_padding=tuple(out_pad) if mode == "trans" else (0,) * nd,
-                bias=bias, cast_types=casts))
+                bias=bias, activation=act if d == "F" else "none", cast_types=casts))
         except ValueError as e:
             raise ValueError(f"driver args: {e}") from None
     return problems

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from .invokers import build_invoker, call
 from .problem import ProblemDescription
+from .reference import apply_epilogue
 from .registry import reference_solver
 
 
@@ -140,6 +141,7 @@ class Harness:
     inputs and reference are made once."""
 
     _live: weakref.WeakValueDictionary
+    bias = None     # a fused problem's bias (k elements), made in __init__
 
     def __init__(self, problem: ProblemDescription, *, verify: bool = True, seed: int | None = None,
                  reference_invoker=None) -> None:
@@ -155,6 +157,8 @@ class Harness:
         self.a = random_array(a_shape, dt, rng)
         self.b = random_array(b_shape, dt, rng)
         self.out = cupy.empty(out_shape, dtype=self.a.dtype)
+        # a fused problem's bias (k elements; None without one)
+        self.bias = random_array((problem.k,), dt, rng, scale=4.0) if problem.bias else None
         self.check_ms = float("nan")
         self.errors = None
         self.ref = None
@@ -164,7 +168,9 @@ class Harness:
             ref_inv = reference_invoker if reference_invoker is not None else reference_invoker_for(problem)
             self.ref = cupy.empty(out_shape, dtype=cupy.float64)
             self.ref.fill(cupy.nan)
-            call(ref_inv, problem, to_float64(self.a, dt), to_float64(self.b, dt), self.ref, None)
+            call(ref_inv, problem.unfused(), to_float64(self.a, dt), to_float64(self.b, dt), self.ref, None)
+            if problem.fused:
+                apply_epilogue(self.ref, problem, None if self.bias is None else to_float64(self.bias, dt))
             cupy.cuda.get_current_stream().synchronize()
             self.reference_ms = (_time.perf_counter() - t0) * 1e3
             self.release()   # the float64 input copies are gone: give their memory back for the candidates
@@ -214,7 +220,7 @@ class Harness:
         poison(self.out, p.dtype)
         start, stop = cupy.cuda.Event(), cupy.cuda.Event()
         start.record()
-        call(invoker, p, self.a, self.b, self.out, workspace)
+        call(invoker, p, self.a, self.b, self.out, workspace, bias=self.bias)
         stop.record()
         stop.synchronize()
         self.check_ms = cupy.cuda.get_elapsed_time(start, stop)
@@ -235,7 +241,7 @@ class Harness:
 
     def time(self, invoker, workspace, warmup: int = 3, iters: int = 10,
              budget_ms: float | None = None) -> tuple[float, float, float]:
-        return time_ms(lambda: call(invoker, self.problem, self.a, self.b, self.out, workspace), warmup, iters,
+        return time_ms(lambda: call(invoker, self.problem, self.a, self.b, self.out, workspace, bias=self.bias), warmup, iters,
                        budget_ms)
 
     def measure(self, invoker, workspace, family: str, warmup: int = 3, iters: int = 10,
@@ -253,7 +259,7 @@ class Harness:
             err = self.verify_output(family)
             return Measurement(self.check_ms, self.check_ms, self.check_ms, err, 1, False,
                                (_time.perf_counter() - t0) * 1e3, 0.0)
-        t = timed_runs(lambda: call(invoker, self.problem, self.a, self.b, self.out, workspace), warmup, iters,
+        t = timed_runs(lambda: call(invoker, self.problem, self.a, self.b, self.out, workspace, bias=self.bias), warmup, iters,
                        budget_ms, cut_ms)
         t2 = _time.perf_counter()
         err = None if t.cut else self.verify_output(family)
@@ -265,6 +271,7 @@ Harness._live = weakref.WeakValueDictionary()
 
 
 def reference_invoker_for(problem: ProblemDescription):
-    """The float64 naive solver's invoker for the problem's direction."""
-    conv = problem.as_conv()
+    """The float64 naive solver's invoker for the problem's direction (a fused problem: of the plain
+    convolution under its epilogue; ``apply_epilogue`` adds the rest)."""
+    conv = problem.unfused().as_conv()
     return build_invoker(conv, reference_solver(conv.direction).get_solution(conv, None, reference=True))

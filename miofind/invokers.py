@@ -1,7 +1,8 @@
 """Invokers: a solution's kernels compiled and bound, cached per (network_config, solver, config).
 
 An invoker runs one solution: ``invoker(a, b, out, workspace, stream)`` with device pointers in
-the order of ``ProblemDescription.io_shapes()`` and a raw stream handle (``miofind.solver``).
+the order of ``ProblemDescription.io_shapes()`` and a raw stream handle (``miofind.solver``), and
+for a fused problem the bias pointer as a sixth argument.
 ``call`` runs one on arrays (CuPy, torch, ``__cuda_array_interface__``) on CuPy's current stream
 and applies the one argument swap a problem needs (a transposed problem's weights gradient).
 """
@@ -64,8 +65,9 @@ def clear() -> None:
         _prepared.clear()
 
 
-def call(invoker, problem: ProblemDescription, a, b, out, workspace, stream: int | None = None) -> None:
-    """Run ``invoker`` on arrays (or pointers) on ``stream`` (default: CuPy's current stream)."""
+def call(invoker, problem: ProblemDescription, a, b, out, workspace, stream: int | None = None, bias=None) -> None:
+    """Run ``invoker`` on arrays (or pointers) on ``stream`` (default: CuPy's current stream);
+    ``bias`` (k elements) for a fused problem with a bias."""
     import cupy
 
     # A transposed problem's weights gradient is the ordinary one with the activations swapped.
@@ -73,6 +75,11 @@ def call(invoker, problem: ProblemDescription, a, b, out, workspace, stream: int
         a, b = b, a
     if stream is None:
         stream = cupy.cuda.get_current_stream().ptr
+    if problem.fused:
+        if problem.bias and bias is None:
+            raise ValueError(f"bias: {problem.key()} has a fused bias; pass a bias of k={problem.k} elements")
+        invoker(ptr(a), ptr(b), ptr(out), ptr(workspace), stream, ptr(bias) if problem.bias else 0)
+        return
     invoker(ptr(a), ptr(b), ptr(out), ptr(workspace), stream)
 
 
@@ -134,6 +141,7 @@ class Prepared:
         import cupy
         self.device = cupy.cuda.runtime.getDevice()     # the kernels are loaded for this device
         self.names = {"F": ("x", "w", "y"), "B": ("dy", "w", "dx"), "W": ("dy", "x", "dw")}[d]
+        self._fused, self._has_bias = problem.fused, bool(problem.bias)
 
     # -- pointers --------------------------------------------------------------------------------
     def _torch_info(self):
@@ -217,9 +225,38 @@ class Prepared:
         return buf.data.ptr
 
     # -- the call --------------------------------------------------------------------------------
-    def __call__(self, a, b, out, *, workspace=None, stream=None):
+    def _bias_ptr(self, bias) -> int:
+        """The device pointer of a fused problem's bias: k elements of the data type, dense, on this
+        device (a torch tensor, a CuPy array or ``__cuda_array_interface__``); 0 without a bias."""
+        if not self._has_bias:
+            if bias is not None:
+                raise ValueError(f"bias: {self.problem.key()} has no fused bias (bias=0); pass none")
+            return 0
+        if bias is None:
+            raise ValueError(f"bias: {self.problem.key()} has a fused bias; pass a bias of k={self.problem.k} elements")
+        k = self.problem.k
+        mod = type(bias).__module__
+        if mod.startswith("torch"):
+            dt = self._torch[0] if self._torch is not None else self._torch_info()[0]
+            if bias.dtype is dt and bias.get_device() == self.device and tuple(bias.shape) == (k,) \
+                    and bias.is_contiguous():
+                return bias.data_ptr()
+        elif mod.startswith("cupy"):
+            if tuple(bias.shape) == (k,) and (bias.dtype == self._np or (self._bf16 and bias.dtype.itemsize == 2)) \
+                    and bias.flags.c_contiguous and bias.device.id == self.device:
+                return bias.data.ptr
+        else:
+            iface = getattr(bias, "__cuda_array_interface__", None)
+            if iface is not None and tuple(iface["shape"]) == (k,) and iface.get("strides") is None:
+                return iface["data"][0]
+        raise ValueError(f"bias: got shape {tuple(getattr(bias, 'shape', ()))} dtype {getattr(bias, 'dtype', None)}; "
+                         f"{self.solver_id} for {self.problem.key()} expects a dense {self.problem.dtype} vector of "
+                         f"{k} elements on device {self.device}")
+
+    def __call__(self, a, b, out, *, workspace=None, stream=None, bias=None):
         """Run on (a, b) into ``out`` (the io order of ``ProblemDescription.io_shapes``: F (x, w) -> y,
-        B (dy, w) -> dx, W (dy, x) -> dw) and return ``out``. ``workspace``: an array of at least
+        B (dy, w) -> dx, W (dy, x) -> dw) and return ``out``. ``bias``: a fused problem's bias (k
+        elements of the data type; see ``ProblemDescription.fused``). ``workspace``: an array of at least
         ``workspace_bytes`` (or a device address), default this Prepared's own for the stream;
         ``stream``: a raw handle, a CuPy or torch stream; default the current stream (torch's for a
         torch ``a``, else CuPy's). The launches are queued, not waited for (see the class's streams
@@ -233,15 +270,19 @@ class Prepared:
             s = stream_handle(stream)
         if self._swap:
             pa, pb = pb, pa
+        extra = (self._bias_ptr(bias),) if self._fused else ()
+        if bias is not None and not self._fused:
+            raise ValueError(f"bias: {self.problem.key()} is not a fused problem; pass none (or prepare the "
+                             "problem with bias=1)")
         if workspace is None and self.workspace_bytes:
             pw = self.workspace_for(s)
             # several threads may launch on one stream: the launches of one call carry data through
             # this stream's workspace, so another thread's launches must not come between them
             with self._stream_locks[s]:
-                self.invoker(pa, pb, po, pw, s)
+                self.invoker(pa, pb, po, pw, s, *extra)
             return out
         pw = 0 if workspace is None else _workspace_ptr(workspace, self.workspace_bytes, self.solver_id)
-        self.invoker(pa, pb, po, pw, s)
+        self.invoker(pa, pb, po, pw, s, *extra)
         return out
 
 

@@ -28,6 +28,8 @@ SOLVABLE_DTYPES = ("FP32", "FP16", "BF16")
 SUPPORTED_LAYOUTS = {2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
 DEFAULT_LAYOUT = {2: "NCHW", 3: "NCDHW"}
 MATH_MODES = ("strict", "tf32")
+# the activation a fused forward applies after the bias (miofind's own key suffix _relu / _gelu)
+ACTIVATIONS = ("none", "relu", "gelu")
 
 _LAYOUT_RE = re.compile(r"^[A-Za-z]+$")
 _INT_RE = re.compile(r"^(0|[1-9][0-9]*)$")  # canonical decimal, as MIOpen writes it (so keys round-trip)
@@ -177,7 +179,10 @@ class ProblemDescription:
     ``layouts``, ``dtypes`` and ``cast_types`` are (x, w, y), whatever the direction (the key lists
     them in MIOpen's in-weights-out order, i.e. reversed for B and W). ``math`` is "strict" (true FP32) or "tf32" (TF32
     tensor-core math allowed for FP32 data). ``transposed`` selects conv-transpose, whose output
-    size grows with the stride; ``output_padding`` then adds to it.
+    size grows with the stride; ``output_padding`` then adds to it. ``bias`` (MIOpen's key field) and
+    ``activation`` ("none", "relu" or "gelu": PyTorch's exact, erf-based GELU) make a fused forward
+    problem: ``y = act(conv(x, w) + bias)`` with a bias of ``k`` elements in the data type, the sum
+    and activation in FP32 before the output's rounding.
     """
 
     direction: str
@@ -196,6 +201,7 @@ class ProblemDescription:
     transposed: bool = False
     output_padding: tuple[int, ...] = (0, 0)
     bias: int = 0
+    activation: str = "none"
     cast_types: tuple[str | None, str | None, str | None] = (None, None, None)
     # An output size stated by a MIOpen key that the formula does not give (MIOpen's "same" and
     # "valid" padding modes size the output as ceil(in / stride) and ceil((in - fil + 1) / stride)).
@@ -235,6 +241,7 @@ class ProblemDescription:
         transposed: bool = False,
         output_padding: Sequence[int] | int = 0,
         bias: int = 0,
+        activation: str = "none",
     ) -> "ProblemDescription":
         """Build and validate a problem from keywords; scalars broadcast over spatial dims."""
         try:
@@ -274,6 +281,7 @@ class ProblemDescription:
             transposed=bool(transposed) if isinstance(transposed, int) and transposed in (0, 1) else transposed,
             output_padding=_as_tuple("output_padding", output_padding, nd),
             bias=bias,
+            activation=activation,
         )
 
     def __post_init__(self):
@@ -316,6 +324,11 @@ class ProblemDescription:
             raise _field_error("k", self.k, f"output channels must be divisible by groups={self.groups}")
         if isinstance(self.bias, bool) or not isinstance(self.bias, int) or self.bias not in (0, 1):
             raise _field_error("bias", self.bias, "expected the integer 0 or 1")
+        if not isinstance(self.activation, str) or self.activation not in ACTIVATIONS:
+            raise _field_error("activation", self.activation, f"expected one of {ACTIVATIONS}")
+        if self.activation != "none" and (self.direction != "F" or self.transposed):
+            raise _field_error("activation", self.activation,
+                               "a fused activation applies only to a forward (F), non-transposed problem")
         if not isinstance(self.transposed, bool):
             raise _field_error("transposed", self.transposed, "expected True or False")
         for name, items in _FIELDS3.items():
@@ -468,7 +481,21 @@ class ProblemDescription:
         return self.unsolvable_reason is None
 
     def with_direction(self, direction: str) -> "ProblemDescription":
-        return dataclasses.replace(self, direction=direction)
+        """The same convolution in another direction (a fused activation stays with F only)."""
+        act = self.activation if direction == "F" else "none"
+        return dataclasses.replace(self, direction=direction, activation=act)
+
+    @property
+    def fused(self) -> bool:
+        """Whether the forward output has a fused epilogue (bias and/or activation): the invoker then
+        takes the bias pointer as a sixth argument (see ``miofind.invokers``)."""
+        return bool(self.bias) or self.activation != "none"
+
+    def unfused(self) -> "ProblemDescription":
+        """The plain convolution under the epilogue (bias 0, no activation)."""
+        if not self.fused:
+            return self
+        return dataclasses.replace(self, bias=0, activation="none")
 
     def as_conv(self) -> "ProblemDescription":
         """The equivalent non-transposed problem (what solvers see).
@@ -485,6 +512,7 @@ class ProblemDescription:
             filter_size=self.filter_size, pads=self.pads, strides=self.strides, dilations=self.dilations,
             groups=self.groups, layouts=(self.layouts[2], self.layouts[1], self.layouts[0]),
             dtypes=(self.dtypes[2], self.dtypes[1], self.dtypes[0]), math=self.math, bias=self.bias,
+            activation=self.activation,
             output_padding=(0,) * self.spatial_dims,
             cast_types=(self.cast_types[2], self.cast_types[1], self.cast_types[0]),
         )
@@ -563,7 +591,8 @@ class ProblemDescription:
         """MIOpen's FindDB key, e.g. ``64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F``.
 
         Our own attributes follow MIOpen's optional part: ``_trans`` for a transposed problem
-        (written as its equivalent ordinary problem, as MIOpen stores it) and ``_tf32``.
+        (written as its equivalent ordinary problem, as MIOpen stores it), ``_tf32``, and the fused
+        activation ``_relu`` / ``_gelu``.
         """
         p = self.as_conv()
         (ci, isz), (co, osz), layouts, dtypes, casts = p._key_view()
@@ -578,6 +607,8 @@ class ProblemDescription:
             s += "_trans"
         if self.math == "tf32":
             s += "_tf32"
+        if self.activation != "none":
+            s += "_" + self.activation
         return s
 
     def network_config(self) -> str:
@@ -595,6 +626,10 @@ class ProblemDescription:
             parts.append("trans")
         if self.math == "tf32":
             parts.append("tf32")
+        if self.bias:
+            parts.append("bias")
+        if self.activation != "none":
+            parts.append(self.activation)
         return "x".join(parts)
 
     @classmethod
@@ -793,6 +828,7 @@ def _parse_key(key: str) -> ProblemDescription:
     casts: dict[str, str] = {}
     transposed = False
     tf32 = False
+    activation = "none"
     order = []
     for o in opts:
         if o.startswith("g") and _INT_RE.fullmatch(o[1:] or "x"):
@@ -803,10 +839,14 @@ def _parse_key(key: str) -> ProblemDescription:
             transposed = True; order.append(4)
         elif o == "tf32":
             tf32 = True; order.append(5)
+        elif o in ACTIVATIONS[1:]:
+            activation = o; order.append(6)
         else:
-            raise ValueError(f"key suffix _{show(o)} is not one of _g<groups>, _ci/_cw/_co<type>, _trans, _tf32 (key {show(key)})")
+            raise ValueError(f"key suffix _{show(o)} is not one of _g<groups>, _ci/_cw/_co<type>, _trans, _tf32, "
+                             f"_relu, _gelu (key {show(key)})")
     if order != sorted(set(order)) or len(order) != len(set(order)):
-        raise ValueError(f"key={show(key)}: optional suffixes repeated or out of MIOpen's order (_g, _ci, _cw, _co, _trans, _tf32)")
+        raise ValueError(f"key={show(key)}: optional suffixes repeated or out of order (_g, _ci, _cw, _co, _trans, _tf32, "
+                         "then _relu or _gelu)")
     if groups == 1 and 0 in order:
         raise ValueError(f"key={show(key)}: MIOpen omits _g1; groups=1 must not be written")
 
@@ -826,7 +866,8 @@ def _parse_key(key: str) -> ProblemDescription:
         # and layout names of 3D keys; ProblemDescription drops key_layouts when they are canonical
         p = ProblemDescription(direction=dir_tok, n=n, c=c, k=k, in_size=in_size, filter_size=filt, pads=pads,
                                strides=strides, dilations=dils, groups=groups, layouts=layouts, dtypes=dtypes,
-                               math="tf32" if tf32 else "strict", bias=bias, output_padding=(0,) * nd,
+                               math="tf32" if tf32 else "strict", bias=bias, activation=activation,
+                               output_padding=(0,) * nd,
                                cast_types=cast_types, out_size_override=tuple(out_k), key_pads=key_pads,
                                key_layouts=stated_layouts)
     except ValueError as e:

@@ -44,8 +44,38 @@ def _tap_slices(o, taps, strides, dils):
     return tuple(slice(t * d, t * d + s * (oo - 1) + 1, s) for t, s, d, oo in zip(taps, strides, dils, o))
 
 
-def conv_reference(problem: ProblemDescription, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The output of ``problem`` for inputs in the order of ``problem.io_shapes()``, in float64."""
+_SQRT2 = 2.0 ** 0.5
+
+
+def apply_epilogue(out, problem: ProblemDescription, bias=None) -> None:
+    """A fused problem's epilogue (``ProblemDescription.fused``) on its float64 output, in place, numpy
+    or CuPy: + bias (k elements, along the y layout's channel axis), then ReLU or the exact GELU
+    v * Phi(v) = v / 2 * (1 + erf(v / sqrt(2)))."""
+    xp = np
+    if type(out).__module__.startswith("cupy"):
+        import cupy as xp
+    if problem.bias:
+        shape = [1] * out.ndim
+        shape[out.ndim - 1 if problem.layouts[2] in ("NHWC", "NDHWC") else 1] = problem.k
+        out += xp.asarray(bias, dtype=xp.float64).reshape(shape)
+    if problem.activation == "relu":
+        xp.maximum(out, 0.0, out=out)
+    elif problem.activation == "gelu":
+        if xp is np:
+            import math
+            erf = np.vectorize(math.erf, otypes=[np.float64])
+        else:
+            from cupyx.scipy.special import erf
+        out *= 0.5 * (1.0 + erf(out / _SQRT2))
+
+
+def conv_reference(problem: ProblemDescription, a: np.ndarray, b: np.ndarray, bias=None) -> np.ndarray:
+    """The output of ``problem`` for inputs in the order of ``problem.io_shapes()``, in float64; a fused
+    problem's epilogue with ``bias`` (float64-convertible, k elements) when it has one."""
+    if problem.fused:
+        y = conv_reference(problem.unfused(), a, b)
+        apply_epilogue(y, problem, bias)
+        return y
     p = problem
     if p.transposed:
         conv = p.as_conv()

@@ -46,6 +46,7 @@ _ROWS: tuple[tuple[int, str, str | None, str], ...] = (
     (29, "ConvImplicitGemmHopperFwd", "implicit_gemm_hopper_fwd:ImplicitGemmHopperFwd", "F"),
     (30, "ConvImplicitGemmHopperBwd", "implicit_gemm_hopper_bwd:ImplicitGemmHopperBwd", "B"),
     (31, "ConvImplicitGemmHopperWrw", "implicit_gemm_hopper_wrw:ImplicitGemmHopperWrw", "W"),
+    (32, "ConvImplicitGemmHopperFwdBiasActiv", "implicit_gemm_hopper_fwd_bias_activ:ImplicitGemmHopperFwdBiasActiv", "F"),
 )
 
 

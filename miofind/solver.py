@@ -49,7 +49,9 @@ class KernelInfo:
 # An invoker runs one solution: invoker(a, b, out, workspace, stream). a, b, out are device
 # pointers (ints) to dense tensors in the order of ProblemDescription.io_shapes(), workspace a
 # device pointer to the solution's workspace_bytes (0 when it needs none), stream a raw
-# cudaStream_t handle; every launch and library call goes to that stream (miofind.launch).
+# cudaStream_t handle; every launch and library call goes to that stream (miofind.launch). For a
+# fused problem (ProblemDescription.fused) a sixth argument follows: the bias's device pointer (k
+# elements of the data type; 0 when the problem has no bias).
 Invoker = Callable[..., None]
 InvokerFactory = Callable[[Sequence[Any]], Invoker]
 
@@ -83,6 +85,9 @@ class Solver:
     # True when repeated runs give bitwise-equal results (no atomics, a fixed summation order): what
     # torch.use_deterministic_algorithms(True) may run (miofind.torch)
     deterministic: bool = True
+    # True when the solver computes fused forward problems (``ProblemDescription.fused``: bias and/or
+    # activation in the epilogue); its invoker then takes the bias pointer as a sixth argument
+    fused_epilogue: bool = False
 
     # -- applicability ------------------------------------------------------------------------
     def applicability(self, problem: ProblemDescription) -> Applicability:
@@ -100,8 +105,9 @@ class Solver:
                                   + (" with cast types" if any(p.cast_types) else "") + " not supported")
         if p.dtype not in self.dtypes:
             return not_applicable(f"data type {p.dtype} not supported (supports {', '.join(sorted(self.dtypes))})")
-        if p.bias:
-            return not_applicable("fused bias not supported")
+        if p.fused and not self.fused_epilogue:
+            parts = (["bias"] if p.bias else []) + ([p.activation] if p.activation != "none" else [])
+            return not_applicable(f"fused epilogue ({' + '.join(parts)}) not supported")
         if p.out_size_override is not None and not self.arbitrary_out_size:
             return not_applicable(f"output size {p.out_size} differs from the convolution formula "
                                   "(same/valid padding mode) and is not supported")

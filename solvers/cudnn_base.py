@@ -400,7 +400,27 @@ class PlanGraph:
 
             stage = "adding the convolution node"
             # roles in the invoker's argument order: F (x, w) -> y, B (dy, w) -> dx, W (dy, x) -> dw
-            if p.direction == "F":
+            if p.direction == "F" and p.fused:
+                # the fused epilogue: y = act(conv + bias), the intermediate in FP32 (runtime fusion)
+                x, w = tensor("x", "x"), tensor("w", "w")
+                t = g.conv_fprop(image=x, weight=w, name="conv_fprop", **conv)
+                roles = [x, w]
+                if p.bias:
+                    ys = self.specs["y"]
+                    # (1, K, 1, ...) with y's channel stride: per output channel, broadcast elsewhere
+                    bdim = [1, p.k] + [1] * (len(ys.dim) - 2)
+                    bstride = [p.k, 1] + [p.k] * (len(ys.dim) - 2) if ys.stride[1] == 1 else [p.k] + [1] * (len(ys.dim) - 1)
+                    b = g.tensor(name="bias", dim=bdim, stride=bstride, data_type=dt)
+                    t = g.bias(input=t, bias=b, name="bias")
+                    roles.append(b)
+                if p.activation == "relu":
+                    t = g.relu(input=t, name="relu")
+                elif p.activation == "gelu":
+                    t = g.gelu(input=t, name="gelu")
+                y = output(t, "y")
+                # roles in the fused invoker's order: x, w, y, then the bias
+                self.roles = (x, w, y, *roles[2:])
+            elif p.direction == "F":
                 x, w = tensor("x", "x"), tensor("w", "w")
                 y = output(g.conv_fprop(image=x, weight=w, name="conv_fprop", **conv), "y")
                 self.roles = (x, w, y)
@@ -536,13 +556,16 @@ class PlanGraph:
                     invoker.path = f"public (direct call failed: {e.__class__.__name__}: {' '.join(str(e).split())[:300]})"
             graph.execute_plan_at_index(dict(zip(roles, ptrs)), ws, index)
 
-        def invoker(a, b, out, workspace, stream):
+        nroles = len(roles)
+
+        def invoker(a, b, out, workspace, stream, bias=0):
             ws = 0
             if need:
                 if not workspace:
                     raise ValueError(f"cuDNN plan {name} needs {need} workspace bytes, got none")
                 ws = _ptr(workspace)
-            ptrs = (_ptr(a), _ptr(b), _ptr(out))
+            # a fused graph with a bias has a fourth role: the bias's pointer
+            ptrs = (_ptr(a), _ptr(b), _ptr(out)) if nroles == 3 else (_ptr(a), _ptr(b), _ptr(out), _ptr(bias))
             with _LOCK:
                 try:
                     cudnn.set_stream(handle, stream)
@@ -572,7 +595,7 @@ def _direct_executor(graph, handle, index: int, roles):
         bh = getattr(handle, "backend_handle", None)
         uids = [getattr(t, "uid", None) for t in roles]
         if fn is None or not isinstance(cpp, int) or not isinstance(bh, int) or \
-                not all(isinstance(u, int) and u > 0 for u in uids) or len(set(uids)) != 3:
+                not all(isinstance(u, int) and u > 0 for u in uids) or len(set(uids)) != len(roles):
             return None
         return lambda ptrs, ws: fn(dict(zip(uids, ptrs)), ws, cpp, bh)
     fn = getattr(graph, "_execute_plan_at_index", None)
@@ -582,7 +605,7 @@ def _direct_executor(graph, handle, index: int, roles):
         uids = [int(t.get_uid()) for t in roles]
     except Exception:
         return None
-    if not all(u > 0 for u in uids) or len(set(uids)) != 3:
+    if not all(u > 0 for u in uids) or len(set(uids)) != len(roles):
         return None
     return lambda ptrs, ws: fn(dict(zip(uids, ptrs)), ws, index, handle)
 

@@ -100,13 +100,16 @@ def check_solver(solver, problem, seed=0, config=None):
     sa, sb, so = problem.io_shapes()
     dt = problem.dtype
     a, b = random_array(sa, dt, rng), random_array(sb, dt, rng)
+    # a fused problem's bias (k elements), scaled like the outputs so that it moves them
+    bias = random_array((problem.k,), dt, rng, scale=4.0) if problem.bias else None
     out = cupy.empty(so, dtype=a.dtype)
     poison(out, dt)
     cfg = config if config is not None else solver.default_config(problem.as_conv())
     sol = Solution(solver.id, solver.algorithm, 0.0, solver.workspace_bytes(problem), cfg, False, problem)
-    run_solution(sol, a, b, out)
+    run_solution(sol, a, b, out, bias=bias)
     cupy.cuda.get_current_stream().synchronize()
-    ref = conv_reference(problem, cupy.asnumpy(to_float64(a, dt)), cupy.asnumpy(to_float64(b, dt)))
+    ref = conv_reference(problem, cupy.asnumpy(to_float64(a, dt)), cupy.asnumpy(to_float64(b, dt)),
+                         None if bias is None else cupy.asnumpy(to_float64(bias, dt)))
     err = rel_error(to_float64(out, dt), cupy.asarray(ref))
     tol = tolerance(dt, solver.family, problem.as_conv().direction, problem.math)
     assert np.isfinite(err), f"{solver.id}: non-finite output (unwritten elements or overflow)"

@@ -329,7 +329,12 @@ def prune_db(db: FindDB, *, dry_run: bool = False, stale: bool = True) -> PruneR
 # cubin are identical; only unreferenced global copies of the former namespace-scope constexprs
 # left the ELF. The shipped DB's records were re-keyed in place.
 SOURCE_RENAMES = {"88c4490855edbe3c": "932ecfdffa26fafc",     # gemm_im2col.cu
-                  "44d476d84375064b": "cec7fa95c3213d51"}     # depthwise_*.cu
+                  "44d476d84375064b": "cec7fa95c3213d51",     # depthwise_*.cu
+                  # implicit_gemm_hopper_fwd.cu's fused epilogue (EPI_BIAS/EPI_ACT, off by default): the Hopper
+                  # F and B builds of every stored config compile to byte-identical cubins (bench/results/
+                  # session-fused/cubins_identical.txt)
+                  "e441f17ba9b54075": "014572832c77b32c",     # Hopper F
+                  "52f6cba2317015bb": "78707bc1105e721f"}     # Hopper B
 
 
 def renamed_trust_changes() -> dict[tuple[str, str], str]:

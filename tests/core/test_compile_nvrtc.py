@@ -26,6 +26,12 @@ def _matrix():
     for d in "FBW":
         probs.append(ProblemDescription.make(d, n=64, c=256, k=64, in_size=(384, 384), filter_size=3, pads=1))
     probs.append(ProblemDescription.make("F", n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1))
+    # fused forward problems (bias, activation): the solvers with a fused epilogue
+    for kw in SHAPES.values():
+        for lay in layouts_for(kw):
+            for dt in DTYPES:
+                for bias, act in ((1, "none"), (1, "relu"), (0, "gelu"), (1, "gelu")):
+                    probs.append(ProblemDescription.make("F", layout=lay, dtype=dt, bias=bias, activation=act, **kw))
     return probs
 
 

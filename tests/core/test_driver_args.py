@@ -318,6 +318,20 @@ def test_bad_cast_type():
         problems_from_driver_args("conv --in_cast_type fp7 -F 1")
 
 
+def test_activation_flag():
+    """miofind's own --activation: a fused forward problem (with -b 1, bias + activation); the B and W
+    problems of the same line are the plain ones; a transposed line is refused."""
+    p = one("convfp16 -n 2 -c 8 -k 16 -H 8 -W 8 -b 1 --activation relu -F 1 --in_layout NHWC --fil_layout NHWC "
+            "--out_layout NHWC")
+    assert p.bias == 1 and p.activation == "relu" and p.key().endswith("-F_relu")
+    ps = problems_from_driver_args("conv -n 2 -c 8 -k 16 -H 8 -W 8 --activation gelu -F 0")
+    assert [(q.direction, q.activation) for q in ps] == [("F", "gelu"), ("B", "none"), ("W", "none")]
+    with pytest.raises(ValueError, match=r"--activation='swish': expected one of none, relu, gelu"):
+        one("conv --activation swish -F 1")
+    with pytest.raises(ValueError, match=r"--activation=relu: a fused activation needs --mode conv"):
+        one("conv --activation relu -m trans -F 1")
+
+
 def test_tf32_flag():
     p = one("conv --tf32 1 -F 1")
     assert p.math == "tf32" and p.key().endswith("_tf32")

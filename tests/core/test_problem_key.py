@@ -71,7 +71,7 @@ def test_key_shape_follows_miopen(p):
 def test_network_config_is_deterministic_and_distinct_per_direction(p):
     assert p.network_config() == P.from_key(p.key()).network_config()
     nc = p.network_config().split("x")
-    assert nc[-1 - (p.transposed) - (p.math == "tf32")] == "Default"
+    assert nc[-1 - (p.transposed) - (p.math == "tf32") - p.bias - (p.activation != "none")] == "Default"
     others = {d for d in "FBW" if d != p.direction}
     for d in others:
         assert p.with_direction(d).key() != p.key()
@@ -131,6 +131,9 @@ LITERAL_KEYS = [
     "64-28-28-3x3-32-56-56-16-1x1-2x2-1x1-0-NCHW-FP32-B_g2_trans_tf32",
     "32-56-56-4x4-64-28-28-16-1x1-2x2-1x1-0-NCHW-FP16-F_ciFP8_trans",
     "64-28-28-4x4-32-56-56-16-1x1-2x2-1x1-0-NHWC-NHWC-NHWC-FP16-W_g4_trans",
+    "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-1-NHWC-NHWC-NHWC-FP16-F_relu",
+    "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F_tf32_gelu",
+    "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-1-NCHW-FP16-F_g2_gelu",
 ]
 
 
@@ -219,6 +222,28 @@ def test_tf32_key_and_default_key_differ():
     assert P.from_key(t.key()).math == "tf32"
 
 
+def test_fused_epilogue_keys():
+    """A fused forward (bias and/or activation) has its own key and invoker-cache key; the activation is F
+    only, and the other directions of a fused problem are the plain convolution's."""
+    s = P.make(n=2, c=8, k=16, in_size=(8, 8), layout="NHWC", dtype="FP16")
+    b = P.make(n=2, c=8, k=16, in_size=(8, 8), layout="NHWC", dtype="FP16", bias=1)
+    r = P.make(n=2, c=8, k=16, in_size=(8, 8), layout="NHWC", dtype="FP16", bias=1, activation="relu")
+    g = P.make(n=2, c=8, k=16, in_size=(8, 8), layout="NHWC", dtype="FP16", activation="gelu")
+    assert not s.fused and b.fused and r.fused and g.fused
+    assert r.key() == b.key() + "_relu" and g.key() == s.key() + "_gelu"
+    assert len({s.network_config(), b.network_config(), r.network_config(), g.network_config()}) == 4
+    assert all(P.from_key(p.key()) == p for p in (b, r, g))
+    assert r.unfused() == s and g.unfused() == s and s.unfused() is s
+    assert r.with_direction("B").activation == "none" and r.with_direction("F") == r
+    for d in "BW":
+        with pytest.raises(ValueError, match=r"activation='relu': a fused activation applies only to a forward"):
+            P.make(d, n=2, c=8, k=16, in_size=(8, 8), activation="relu")
+    with pytest.raises(ValueError, match=r"activation='tanh': expected one of"):
+        P.make(n=2, c=8, k=16, in_size=(8, 8), activation="tanh")
+    with pytest.raises(ValueError, match=r"activation='relu'.*non-transposed"):
+        P.make(n=2, c=8, k=16, in_size=(8, 8), activation="relu", transposed=True)
+
+
 @pytest.mark.parametrize("d", "FBW")
 def test_legacy_single_non_default_layout_token_is_read_as_uniform_and_kept(d):
     """Old MIOpen wrote only the in-layout; such a key reads as that layout on all three tensors and
@@ -286,11 +311,14 @@ BAD_KEYS = [
     (GOOD + "_g1", r"_g1"),
     (GOOD + "_g0", r"groups=0"),
     (GOOD + "_g032", r"suffix _'g032'"),
-    (GOOD + "_g2_g2", r"repeated or out of MIOpen's order"),
-    (GOOD + "_ciFP8_g2", r"repeated or out of MIOpen's order"),
-    (GOOD + "_coFP8_ciFP8", r"repeated or out of MIOpen's order"),
-    (GOOD + "_tf32_trans", r"repeated or out of MIOpen's order"),
-    (GOOD + "_trans_trans", r"repeated or out of MIOpen's order"),
+    (GOOD + "_g2_g2", r"repeated or out of order"),
+    (GOOD + "_ciFP8_g2", r"repeated or out of order"),
+    (GOOD + "_coFP8_ciFP8", r"repeated or out of order"),
+    (GOOD + "_tf32_trans", r"repeated or out of order"),
+    (GOOD + "_trans_trans", r"repeated or out of order"),
+    (GOOD + "_relu_tf32", r"repeated or out of order"),
+    (GOOD + "_relu_gelu", r"repeated or out of order"),
+    (GOOD + "_silu", r"suffix _'silu'"),
     # layouts
     ("64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-NCHW-NCHW-FP32-F", r"default layout once"),
     ("1-1-161-700-1x5x20-32-1-157-681-1-0x0x0-1x1x1-1x1x1-0-NCHW-NCHW-NCHW-FP16-F", r"default layout once"),

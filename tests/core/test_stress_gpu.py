@@ -101,7 +101,12 @@ def problem_pool(seed: int, count: int = POOL_SIZE) -> list[P]:
             P.make("B", n=2, c=8, k=16, in_size=(10, 7), filter_size=3, pads=1, layout="NHWC", dtype="FP16"),
             P.make("B", n=1, c=24, k=8, in_size=(6, 9), filter_size=1, layout="NHWC", dtype="FP16"),
             P.make("W", n=2, c=16, k=8, in_size=(9, 11), filter_size=3, pads=1, layout="NHWC", dtype="FP16"),
-            P.make("W", n=1, c=8, k=24, in_size=(7, 6), filter_size=1, layout="NHWC", dtype="FP16")]
+            P.make("W", n=1, c=8, k=24, in_size=(7, 6), filter_size=1, layout="NHWC", dtype="FP16"),
+            # the fused forward's: an activation epilogue (no bias: the runs here pass none; the bias has its own
+            # tests, tests/implicit_gemm_hopper/test_fused_epilogue.py)
+            P.make("F", n=2, c=16, k=8, in_size=(9, 11), filter_size=3, pads=1, layout="NHWC", dtype="FP16",
+                   activation="relu"),
+            P.make("F", n=1, c=8, k=24, in_size=(7, 6), filter_size=1, layout="NHWC", dtype="FP16", activation="gelu")]
     return out
 
 

@@ -351,7 +351,7 @@ def test_applicability_with_frontend(fake):
                 assert "direction" in a.reason
     bad = [
         (ProblemDescription.from_key("64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-INT8INT8INT32-F"), "INT8"),
-        (ProblemDescription.from_key("64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-1-NCHW-FP32-F"), "bias"),
+
         (ProblemDescription.from_key("64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHWc-NCHWc-NCHWc-FP32-F"), "layout"),
         (P("F", n=1, c=4, k=4, in_size=(8, 8), layout="NCHW", w_layout="HWNC"), "layout w=HWNC"),
     ]
@@ -359,6 +359,12 @@ def test_applicability_with_frontend(fake):
         a = SOLVERS[0].applicability(p)
         assert not a and why in a.reason, (p.key(), a.reason)
     assert SOLVERS[0].applicability(P("F", n=1, c=4, k=4, in_size=(8, 8), layout="NCHW", w_layout="NHWC"))
+    # a fused forward (bias, activation) is one graph; B and W keep refusing a bias
+    assert SOLVERS[0].applicability(ProblemDescription.from_key("64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-1-NCHW-FP32-F_relu"))
+    for s, key in ((SOLVERS[1], "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-1-NCHW-FP32-B"),
+                   (SOLVERS[2], "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-1-NCHW-FP32-W")):
+        a = s.applicability(ProblemDescription.from_key(key))
+        assert not a and "fused epilogue (bias)" in a.reason
 
 
 @pytest.mark.parametrize("math,expect", [

@@ -202,6 +202,24 @@ def test_stated_output_size(direction):
     assert err <= tol, (direction, err)
 
 
+FUSED_CASES = [("FP16", "NHWC", 1, "relu"), ("BF16", "NHWC", 1, "gelu"), ("FP16", "NHWC", 0, "gelu"),
+               ("FP32", "NCHW", 1, "none"), ("FP32", "NCHW", 1, "relu"), ("FP16", "NCHW", 1, "relu")]
+
+
+@pytest.mark.gpu
+@needs_frontend
+@pytest.mark.parametrize("dtype,layout,bias,act", FUSED_CASES, ids=[f"{d}-{l}-b{b}-{a}" for d, l, b, a in FUSED_CASES])
+def test_fused_epilogue_graph(dtype, layout, bias, act):
+    """A fused forward problem is one graph conv_fprop -> bias -> activation (the baseline of the Hopper fused
+    forward): its default plan against the float64 reference with a random bias."""
+    p = P("F", n=2, c=24, k=40, in_size=(11, 13), filter_size=3, pads=1, layout=layout, dtype=dtype, bias=bias,
+          activation=act)
+    solver = BY_DIR["F"]
+    assert solver.applicability(p) and not BY_DIR["B"].applicability(P("B", n=2, c=24, k=40, in_size=(11, 13), bias=1))
+    err, tol = check_solver(solver, p, seed=5)
+    assert err <= tol, (p.key(), err)
+
+
 @pytest.mark.gpu
 @needs_frontend
 def test_mixed_layouts():
