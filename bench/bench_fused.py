@@ -1,10 +1,10 @@
 """Fused forward epilogue (issue 19): y = act(conv(x, w) + bias), FP16/BF16 NHWC, N=32.
 
 Per layer, on one Harness (the same x, w, bias and output buffers; each candidate verified against the
-float64 reference of the fused problem before it is timed). Two timings, the same for every candidate and
-for PyTorch, each the median of 3 rounds of ``--iters`` calls between two CUDA events, per call:
-  gpu    the calls captured in one CUDA graph, replayed: the kernels' time without host launch costs
-         (every solution is capturable, issue 14);
+float64 reference of the fused problem before it is timed). Two timings (bench/kernel_timing.py), the same
+for every candidate and for PyTorch, per call:
+  gpu    ``--iters`` calls captured in one CUDA graph, replayed: the kernels' time without host launch
+         costs (every solution is capturable, issue 14);
   eager  the calls queued back to back from Python: host launch costs count wherever the host is slower
          than the GPU (small layers).
 Candidates:
@@ -17,9 +17,8 @@ Candidates:
   cudnn_unfused  cuDNN's fastest plain plan, then the same pass;
   torch          torch.nn.functional.conv2d(x, w, bias) then relu/gelu, channels_last, cudnn.benchmark.
 With ``--plain`` also the plain convolution alone (its own Harness): ours_plain (the plain Hopper forward) and
-cudnn_plain (cuDNN's fastest plain plan), timed three ways: gpu, eager, and find (the find's own harness:
-one call between two events and a synchronisation per run, median of ``--iters``, so each call's host time
-before its kernel starts counts in full, as a find ranks solvers).
+cudnn_plain (cuDNN's fastest plain plan), timed all four ways of bench/kernel_timing.py (gpu, eager, find,
+isolated).
 Prints a table and geomeans; ``--json`` writes the rows."""
 
 from __future__ import annotations
@@ -34,6 +33,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import kernel_timing  # noqa: E402
 
 EPI_SRC = r"""
 #include <cuda_fp16.h>
@@ -144,45 +146,14 @@ def main():
         torch.backends.cudnn.benchmark = True
         torch.backends.cudnn.allow_tf32 = False
 
-    def queued_ms(fn, rounds=3):
-        """Eager: fn(stream) ``iters`` times back to back on CuPy's current stream, per call (median of rounds)."""
-        st = cupy.cuda.get_current_stream()
-        for _ in range(5):
-            fn(st.ptr)
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        out = []
-        for _ in range(rounds):
-            st.synchronize()
-            start.record()
-            for _ in range(a.iters):
-                fn(st.ptr)
-            stop.record()
-            stop.synchronize()
-            out.append(cupy.cuda.get_elapsed_time(start, stop) / a.iters)
-        return sorted(out)[rounds // 2]
+    def queued_ms(fn):
+        return kernel_timing.queued_ms(fn, a.iters)
 
-    def graph_ms(fn, rounds=3):
-        """GPU: ``iters`` calls of fn(stream) captured in one CUDA graph on a side stream, replayed (median of rounds)."""
-        st = cupy.cuda.Stream(non_blocking=True)
-        with st:
-            fn(st.ptr)                          # warm (lazy loads, plans) outside the capture
-            st.synchronize()
-            st.begin_capture()
-            for _ in range(a.iters):
-                fn(st.ptr)
-            g = st.end_capture()
-            g.upload(st)
-            g.launch(st)
-            start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-            out = []
-            for _ in range(rounds):
-                st.synchronize()
-                start.record(st)
-                g.launch(st)
-                stop.record(st)
-                stop.synchronize()
-                out.append(cupy.cuda.get_elapsed_time(start, stop) / a.iters)
-        return sorted(out)[rounds // 2]
+    def graph_ms(fn):
+        return kernel_timing.graph_ms(fn, a.iters)
+
+    def isolated_ms(fn):
+        return kernel_timing.isolated_ms(fn, a.iters)
 
     def best_of(h, p, solver, configs, family, epi=None, find_timing=False):
         """(ms, config, error) of the fastest verified config; epi: run the plain solution then the pass."""
@@ -210,7 +181,7 @@ def main():
                     call = lambda s_: inv(pa, pb, po, pw, s_)  # noqa: E731
                 ms = (graph_ms(call), queued_ms(call))
                 if find_timing:
-                    ms += (h.time(inv, ws, warmup=3, iters=a.iters)[0],)
+                    ms += (h.time(inv, ws, warmup=3, iters=a.iters)[0], isolated_ms(call))
             except Exception as e:          # a failed build, launch or verification scores as infinite time
                 print(f"    {solver.id} {c}: {type(e).__name__}: {str(e)[:200]}", flush=True)
                 continue
@@ -255,7 +226,8 @@ def main():
                                          ("cudnn_plain", cud, plans(p.unfused()), "cudnn")):
                 r = best_of(hp, p.unfused(), solver, cs, fam, find_timing=True)
                 if r:
-                    row.update({f"{lab}_ms": r[0][0], f"{lab}_eager_ms": r[0][1], f"{lab}_find_ms": r[0][2]})
+                    row.update({f"{lab}_ms": r[0][0], f"{lab}_eager_ms": r[0][1], f"{lab}_find_ms": r[0][2],
+                                f"{lab}_isolated_ms": r[0][3]})
             del hp
         if torch is not None:
             x = torch.as_tensor(h.a, device="cuda").view(torch.bfloat16 if p.dtype == "BF16" else torch.float16)
@@ -311,8 +283,9 @@ def main():
                 print("  ".join(out))
     if a.plain:
         for dt in a.dtypes.split(","):
-            g, k = gm("ours_plain_find_ms", "cudnn_plain_find_ms", lambda r, dt=dt: r["dtype"] == dt)
-            print(f"find {dt}: ours_plain/cudnn_plain {g:.3f} ({k})")
+            for mode in ("find", "isolated"):
+                g, k = gm(f"ours_plain_{mode}_ms", f"cudnn_plain_{mode}_ms", lambda r, dt=dt: r["dtype"] == dt)
+                print(f"{mode} {dt}: ours_plain/cudnn_plain {g:.3f} ({k})")
 
 
 if __name__ == "__main__":

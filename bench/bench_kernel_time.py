@@ -1,0 +1,145 @@
+"""Our Hopper kernels against cuDNN's plans, timed four ways (bench/kernel_timing.py): isolated, gpu, eager and
+find. The find's own timing charges each call's host time before its kernel starts; the other three do not,
+or only where the host is the bottleneck. This benchmark says how much of a same-run ratio is kernel time.
+
+Per layer and direction (FP16/BF16 NHWC, ResNet-50's layers at N=32 or tests/shapes.py's NON_RESNET), on one
+Harness (same buffers; every candidate verified against the float64 reference first):
+  ours   the Hopper solver of the direction at its default config, the shipped DB's tuned config for the
+         layer where there is one, and with ``--alts`` bench_hopper_igemm's alternative configs;
+  cudnn  every plan cuDNN's heuristics offer (up to MIOFIND_CUDNN_PLANS).
+For each timing, each side's fastest candidate under that timing; the geomean of ours / cudnn per direction.
+
+    python bench/bench_kernel_time.py --dirs F,B,W --dtypes FP16 [--set nonresnet] [--alts] --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sqlite3
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import kernel_timing  # noqa: E402
+
+HOPPER = {"F": "ConvImplicitGemmHopperFwd", "B": "ConvImplicitGemmHopperBwd", "W": "ConvImplicitGemmHopperWrw"}
+CUDNN = {"F": "ConvCudnnFwd", "B": "ConvCudnnBwd", "W": "ConvCudnnWrw"}
+MODES = ("isolated", "gpu", "eager", "find")
+
+
+def tuned_config(key: str, sid: str):
+    db = sqlite3.connect(f"file:{ROOT / 'finddb' / 'sm_90-132.sqlite'}?mode=ro", uri=True)
+    row = db.execute("select config from perf_records where problem_key=? and solver_id=?", (key, sid)).fetchone()
+    return json.loads(row[0]) if row and row[0] else None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--set", default="resnet50", choices=("resnet50", "nonresnet"))
+    ap.add_argument("--n", type=int, default=32)
+    ap.add_argument("--dirs", default="F,B,W")
+    ap.add_argument("--dtypes", default="FP16")
+    ap.add_argument("--alts", action="store_true")
+    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--deadline", type=float, default=1e9)
+    ap.add_argument("--json", default="")
+    a = ap.parse_args()
+
+    import cupy
+
+    from miofind.device import current_device
+    from miofind.harness import Harness
+    from miofind.invokers import build_invoker
+    from miofind.problem import ProblemDescription
+    from miofind.registry import get_solver
+    from miofind.tuning.precompile import precompile
+    from shapes import NON_RESNET, _resnet50
+
+    t_start = time.time()
+    dev = current_device()
+    layers = _resnet50(a.n) if a.set == "resnet50" else {k: dict(v, n=a.n) for k, v in NON_RESNET.items()}
+    cases, todo = [], []
+    for d in a.dirs.split(","):
+        hop = get_solver(HOPPER[d])
+        for dt in a.dtypes.split(","):
+            for name, kw in layers.items():
+                p = ProblemDescription.make(d, layout="NHWC", dtype=dt, **kw)
+                if not hop.applicability(p):
+                    continue
+                cfgs = [hop.default_config(p)]
+                t = tuned_config(p.key(), hop.id)
+                if t and hop.is_valid_config(p, t) and hop.legacy_config(t) not in cfgs:
+                    cfgs.append(hop.legacy_config(t))
+                if a.alts:
+                    from bench_hopper_igemm import alt_configs
+                    cfgs += [c for c in alt_configs(hop, p) if c not in cfgs]
+                cases.append((name, p, hop, cfgs))
+                for c in cfgs:
+                    todo += hop.get_solution(p, c).kernels
+    t0 = time.time()
+    n_comp, errs = precompile(todo, dev.arch)
+    print(f"precompiled {n_comp} kernels in {time.time() - t0:.1f} s; errors: {errs or 'none'}", flush=True)
+
+    rows = []
+    for name, p, hop, cfgs in cases:
+        if time.time() - t_start > a.deadline:
+            print(f"deadline: stopped before {name} {p.direction}", flush=True)
+            break
+        cud = get_solver(CUDNN[p.direction])
+        h = Harness(p, verify=True, seed=0)
+        row = {"layer": name, "key": p.key(), "direction": p.direction, "dtype": p.dtype}
+        for side, solver, configs, fam in (("ours", hop, cfgs, "implicit_gemm_hopper"), ("cudnn", cud, None, "cudnn")):
+            if configs is None:
+                try:
+                    configs = cud.find_configs(p)
+                except Exception as e:
+                    print(f"    cuDNN: {type(e).__name__}: {str(e)[:200]}", flush=True)
+                    configs = []
+            best = {}
+            for c in configs:
+                try:
+                    sol = solver.get_solution(p, c)
+                    inv = build_invoker(p, sol)
+                    ws = h.workspace(sol.workspace_bytes)
+                    h.check(inv, ws, fam)
+                    pw = 0 if ws is None else ws.data.ptr
+                    pa, pb, po = h.a.data.ptr, h.b.data.ptr, h.out.data.ptr
+                    call = lambda s_: inv(pa, pb, po, pw, s_)  # noqa: E731
+                    t = {"isolated": kernel_timing.isolated_ms(call, a.iters), "gpu": kernel_timing.graph_ms(call, a.iters),
+                         "eager": kernel_timing.queued_ms(call, a.iters), "find": h.time(inv, ws, warmup=3, iters=a.iters)[0]}
+                except Exception as e:      # a failed build, launch or verification scores as infinite time
+                    print(f"    {solver.id} {c}: {type(e).__name__}: {str(e)[:200]}", flush=True)
+                    continue
+                for m in MODES:
+                    if m not in best or t[m] < best[m][0]:
+                        best[m] = (t[m], sol.config)
+            for m, (ms, cfg) in best.items():
+                row[f"{side}_{m}_ms"] = ms
+                row[f"{side}_{m}_cfg"] = cfg
+        rows.append(row)
+        f = lambda s, m: f"{row[f'{s}_{m}_ms'] * 1e3:7.1f}" if f"{s}_{m}_ms" in row else "      -"  # noqa: E731
+        print(f"{name:28s} {p.direction} {p.dtype} " + "  ".join(f"{m} {f('ours', m)} {f('cudnn', m)}" for m in MODES)
+              + " us (ours cudnn)", flush=True)
+        del h
+        if a.json:
+            Path(a.json).write_text(json.dumps({"rows": rows, "device": dev.name}, indent=1))
+
+    print("\ngeomean ours / cudnn (layers)")
+    for d in a.dirs.split(","):
+        for dt in a.dtypes.split(","):
+            out = [f"{d} {dt}:"]
+            for m in MODES:
+                v = [math.log(r[f"ours_{m}_ms"] / r[f"cudnn_{m}_ms"]) for r in rows if r["direction"] == d
+                     and r["dtype"] == dt and f"ours_{m}_ms" in r and f"cudnn_{m}_ms" in r]
+                out.append(f"{m} {math.exp(sum(v) / len(v)):.3f} ({len(v)})" if v else f"{m} -")
+            print("  ".join(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""Four ways to time one solution's call ``fn(stream)`` (a raw stream handle), shared by the benchmarks that
+set our kernels beside cuDNN's (bench_fused.py, bench_kernel_time.py). Each returns milliseconds per call:
+
+  isolated  one call captured in a CUDA graph, replayed ``iters`` times, each between two events and a
+            synchronisation: the kernels alone (no host launch cost but the graph launch's constant one, no
+            overlap with a neighbouring call); the median.
+  gpu       ``iters`` calls captured in one graph, replayed: back-to-back kernel time (a neighbour's tail may
+            overlap the next call's start); the median of 3 rounds of the mean.
+  eager     ``iters`` calls queued from Python back to back: host launch costs count wherever the host is
+            slower than the GPU (what an eager framework sees); the median of 3 rounds of the mean.
+  find      (not here: ``Harness.time``) one call between two events and a synchronisation per run, so the
+            call's host time before its kernel starts counts in full: how a find ranks solvers.
+"""
+
+from __future__ import annotations
+
+
+def isolated_ms(fn, iters: int = 50) -> float:
+    import cupy
+
+    st = cupy.cuda.Stream(non_blocking=True)
+    with st:
+        fn(st.ptr)                              # warm (lazy loads, plans) outside the capture
+        st.synchronize()
+        st.begin_capture()
+        fn(st.ptr)
+        g = st.end_capture()
+        g.upload(st)
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        out = []
+        for _ in range(iters):
+            st.synchronize()
+            start.record(st)
+            g.launch(st)
+            stop.record(st)
+            stop.synchronize()
+            out.append(cupy.cuda.get_elapsed_time(start, stop))
+    return sorted(out)[len(out) // 2]
+
+
+def graph_ms(fn, iters: int = 50, rounds: int = 3) -> float:
+    import cupy
+
+    st = cupy.cuda.Stream(non_blocking=True)
+    with st:
+        fn(st.ptr)
+        st.synchronize()
+        st.begin_capture()
+        for _ in range(iters):
+            fn(st.ptr)
+        g = st.end_capture()
+        g.upload(st)
+        g.launch(st)
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        out = []
+        for _ in range(rounds):
+            st.synchronize()
+            start.record(st)
+            g.launch(st)
+            stop.record(st)
+            stop.synchronize()
+            out.append(cupy.cuda.get_elapsed_time(start, stop) / iters)
+    return sorted(out)[rounds // 2]
+
+
+def queued_ms(fn, iters: int = 50, rounds: int = 3) -> float:
+    import cupy
+
+    st = cupy.cuda.get_current_stream()
+    for _ in range(5):
+        fn(st.ptr)
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    out = []
+    for _ in range(rounds):
+        st.synchronize()
+        start.record()
+        for _ in range(iters):
+            fn(st.ptr)
+        stop.record()
+        stop.synchronize()
+        out.append(cupy.cuda.get_elapsed_time(start, stop) / iters)
+    return sorted(out)[rounds // 2]
