@@ -82,6 +82,9 @@ VARIABLES: tuple[EnvVar, ...] = (
     EnvVar("MIOFIND_ISOLATE", "whether a find runs and verifies each candidate without a trusted record in a child "
            "process first (`miofind.isolate`), so that a sticky CUDA error cannot poison the finding process",
            "1 (always), 0 (never); unset: only for problems with a tensor of 2^30 elements or more", ""),
+    EnvVar("MIOFIND_TORCH_FUSE_BIAS", "whether miofind.torch puts a convolution's bias into the forward solution's "
+           "epilogue where one of miofind's own solvers fuses it (channels_last FP16/BF16; the find then chooses "
+           "among the fusing solvers), or adds it with one PyTorch op", "1 (default: fuse), 0 (add)", ""),
     EnvVar("MIOFIND_WITH_NAIVE", "whether a find without an explicit solver list also times the naive reference "
            "solvers (`--with-naive`, `with_naive=`), which otherwise only verify the others (and answer where "
            "nothing else applies)", "1 (time them), 0 (default: leave them out)", ""),
@@ -286,6 +289,17 @@ def import_key() -> bytes | None:
     if len(key) < MIN_IMPORT_KEY:
         raise ValueError(f"MIOFIND_IMPORT_KEY: {len(key)} bytes; expected a secret of at least {MIN_IMPORT_KEY}")
     return key
+
+
+def torch_fuse_bias() -> bool:
+    """``MIOFIND_TORCH_FUSE_BIAS``: whether miofind.torch fuses a bias into the forward (1, unset) or adds it (0)."""
+    raw = _get("MIOFIND_TORCH_FUSE_BIAS")
+    if raw is None:
+        return True
+    if raw not in ("0", "1"):
+        raise ValueError(f"MIOFIND_TORCH_FUSE_BIAS={raw!r}: expected 1 (the bias in the forward's epilogue where a "
+                         "solver of miofind's fuses it) or 0 (one PyTorch add)")
+    return raw == "1"
 
 
 def with_naive() -> bool:

@@ -68,8 +68,9 @@ def _stream(dev: int) -> int:
 
 
 def _run(direction: str, a: Tensor, b: Tensor, out_shape, x_shape, w_shape, stride, padding, dilation,
-         groups: int, fmt) -> Tensor:
-    """Launch the ``direction`` solution on (a, b) (already in ``fmt``) into a new output."""
+         groups: int, fmt, bias: Tensor | None = None) -> Tensor:
+    """Launch the ``direction`` solution on (a, b) (already in ``fmt``) into a new output; with ``bias``
+    (F only, a dense vector of K elements of the data type) the fused forward problem's."""
     if not a.is_cuda:
         raise ValueError(f"miofind.torch: expected CUDA tensors, got a tensor on {a.device}")
     dev = a.device.index
@@ -78,17 +79,18 @@ def _run(direction: str, a: Tensor, b: Tensor, out_shape, x_shape, w_shape, stri
     if dtype not in _policy.SUPPORTED_DTYPES or b.dtype is not dtype:
         raise ValueError(f"miofind.torch: dtype={a.dtype}/{b.dtype}: expected float32, float16 or bfloat16, the same "
                          "for every input")
-    key = _policy.table_key(direction, x_shape, w_shape, stride, padding, dilation, groups, dtype, cl, dev)
+    fused = bias is not None
+    key = _policy.table_key(direction, x_shape, w_shape, stride, padding, dilation, groups, dtype, cl, dev, fused)
     e = _policy._table.get(key)
     if e is None:
         tf32, det = key[9], key[10]
         e = _policy.lookup(key, lambda: _policy.problem_for(direction, x_shape, w_shape, stride, padding, dilation,
-                                                            groups, dtype, cl, tf32), dev, det)
+                                                            groups, dtype, cl, tf32, bias=int(fused)), dev, det)
     out = torch.empty(out_shape, dtype=dtype, device=a.device, memory_format=fmt)
     if dev != torch._C._cuda_getDevice():
         with torch.cuda.device(dev):
-            return e(a, b, out, _stream(dev))
-    return e(a, b, out, _stream(dev))
+            return e(a, b, out, _stream(dev), bias)
+    return e(a, b, out, _stream(dev), bias)
 
 
 # -- forward --------------------------------------------------------------------------------------
@@ -96,10 +98,18 @@ def _run(direction: str, a: Tensor, b: Tensor, out_shape, x_shape, w_shape, stri
 def _forward(x: Tensor, w: Tensor, stride: list[int], padding: list[int], dilation: list[int],
              groups: int) -> Tensor:
     """y = conv(x, w) through the problem's chosen F solution."""
+    return forward_bias(x, w, stride, padding, dilation, groups, None)
+
+
+def forward_bias(x: Tensor, w: Tensor, stride, padding, dilation, groups: int, bias: Tensor | None) -> Tensor:
+    """``_forward``, and with ``bias`` (dense, K elements of x's type; ``functional`` passes one only
+    where ``_policy.fused_bias``) y = conv(x, w) + bias through the fused forward problem's solution."""
     fmt = memory_format(x, w)
     x, w = x.contiguous(memory_format=fmt), w.contiguous(memory_format=fmt)
-    return _run("F", x, w, out_size(x.shape, w.shape, stride, padding, dilation), x.shape, w.shape, stride,
-                padding, dilation, groups, fmt)
+    out_shape = out_size(x.shape, w.shape, stride, padding, dilation)
+    if bias is None:
+        return _run("F", x, w, out_shape, x.shape, w.shape, stride, padding, dilation, groups, fmt)
+    return _run("F", x, w, out_shape, x.shape, w.shape, stride, padding, dilation, groups, fmt, bias=bias)
 
 
 conv_forward = torch.library.custom_op("miofind::conv_forward", _forward, mutates_args=())
@@ -199,13 +209,37 @@ class EagerConv(torch.autograd.Function):
         return _grads(ctx, dy, _backward_data, _backward_weight)
 
 
-class PlannedConv(torch.autograd.Function):
-    """``EagerConv`` for a call with a forward plan (``functional._Plan``): the plan launches the
-    forward, and the backward through the plan's learned B and W Entries."""
+def bias_grad(dy: Tensor) -> Tensor:
+    """The gradient of a bias added along dy's channel dimension: the sum over every other one."""
+    return dy.sum(dim=[0, *range(2, dy.dim())])
+
+
+class EagerConvBias(torch.autograd.Function):
+    """``EagerConv`` with the bias in the forward solution's epilogue (a fused problem; ``functional``
+    takes it where ``_policy.fused_bias``): dx and dw as ``EagerConv``, the bias's gradient one sum."""
 
     @staticmethod
-    def forward(ctx, x, w, plan):
-        y = plan.forward(x, w)
+    def forward(ctx, x, w, bias, stride, padding, dilation, groups):
+        y = forward_bias(x, w, stride, padding, dilation, groups, bias)
+        ctx.save_for_backward(x if ctx.needs_input_grad[1] else None, w if ctx.needs_input_grad[0] else None)
+        ctx.conv = (list(x.shape), list(w.shape), list(stride), list(padding), list(dilation), groups)
+        return y
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, dy):
+        dx, dw = _grads(ctx, dy, _backward_data, _backward_weight)[:2]
+        return dx, dw, bias_grad(dy) if ctx.needs_input_grad[2] else None, None, None, None, None
+
+
+class PlannedConv(torch.autograd.Function):
+    """``EagerConv`` for a call with a forward plan (``functional._Plan``): the plan launches the
+    forward (with ``bias`` in its epilogue for a fused plan, else ``bias`` is None), and the backward
+    through the plan's learned B and W Entries."""
+
+    @staticmethod
+    def forward(ctx, x, w, bias, plan):
+        y = plan.forward(x, w, bias)
         _save(ctx, x, w)
         ctx.plan = plan
         return y
@@ -216,4 +250,4 @@ class PlannedConv(torch.autograd.Function):
         x, w = ctx.saved_tensors
         need = ctx.needs_input_grad
         dx, dw = ctx.plan.backward(dy, x, w, need[0], need[1])
-        return dx, dw, None
+        return dx, dw, bias_grad(dy) if need[2] else None, None

@@ -56,6 +56,7 @@ def clear() -> None:
     with _lock:
         _table.clear()
         _workspaces.clear()
+        _fusable.clear()
         for hook in _on_clear:
             hook()
 
@@ -71,18 +72,46 @@ def _tup(v) -> tuple:
 
 
 def table_key(direction: str, x_shape, w_shape, stride, padding, dilation, groups: int, dtype, channels_last: bool,
-              device: int) -> tuple:
+              device: int, bias: bool = False) -> tuple:
     """The key of a problem in the prepared table (shapes and parameters as tuples: torch.Size is one,
-    the custom ops pass lists), with the TF32 and deterministic settings as they are now."""
+    the custom ops pass lists), with the TF32 and deterministic settings as they are now; ``bias``: the
+    fused forward problem with a bias (``fused_bias``)."""
     tf32 = dtype is torch.float32 and torch.backends.cudnn.allow_tf32
-    return (direction, tuple(x_shape), tuple(w_shape), _tup(stride), _tup(padding), _tup(dilation), groups, dtype,
-            channels_last, tf32, deterministic(), device)
+    key = (direction, tuple(x_shape), tuple(w_shape), _tup(stride), _tup(padding), _tup(dilation), groups, dtype,
+           channels_last, tf32, deterministic(), device)
+    return key + (True,) if bias else key
+
+
+_fusable: dict[tuple, bool] = {}
+
+
+def fused_bias(key: tuple) -> bool:
+    """Whether the forward of ``key`` (a ``table_key`` without bias) runs its bias in the solution's
+    epilogue: when one of miofind's own solvers with a fused epilogue claims the fused problem (then
+    the find chooses among the solvers that fuse: ours and cuDNN's fused graph). Otherwise the bias is
+    one PyTorch add after the convolution. Answered once per key (applicability only, no GPU work)."""
+    hit = _fusable.get(key)
+    if hit is None:
+        from ..registry import solvers
+        d, xs, ws, stride, padding, dilation, groups, dtype, cl, tf32 = key[:10]
+        from .. import env
+        if dtype not in _DTYPES or key[11] < 0 or not env.torch_fuse_bias():   # not ours to compute, CPU, or off
+            _fusable[key] = False
+            return False
+        try:
+            p = problem_for(d, xs, ws, stride, padding, dilation, groups, dtype, cl, tf32, bias=1)
+            hit = any(s.fused_epilogue and s.family != "cudnn" and s.applicability(p) for s in solvers("F"))
+        except ValueError:
+            hit = False
+        _fusable[key] = hit
+    return hit
 
 
 def problem_for(direction: str, x_shape, w_shape, stride, padding, dilation, groups: int, dtype,
-                channels_last: bool, tf32: bool) -> ProblemDescription:
+                channels_last: bool, tf32: bool, bias: int = 0) -> ProblemDescription:
     """The ProblemDescription of a torch convolution: ``x_shape``/``w_shape`` in torch's logical
-    order (N, C, *spatial) and (K, C/groups, *filter), 2 or 3 spatial dims."""
+    order (N, C, *spatial) and (K, C/groups, *filter), 2 or 3 spatial dims; ``bias=1``: the fused
+    forward with a bias."""
     nd = len(x_shape) - 2
     dt = _DTYPES[dtype]
     layout = ("NHWC" if nd == 2 else "NDHWC") if channels_last else ("NCHW" if nd == 2 else "NCDHW")
@@ -90,13 +119,14 @@ def problem_for(direction: str, x_shape, w_shape, stride, padding, dilation, gro
                                    in_size=tuple(int(v) for v in x_shape[2:]),
                                    filter_size=tuple(int(v) for v in w_shape[2:]), pads=tuple(padding),
                                    strides=tuple(stride), dilations=tuple(dilation), groups=int(groups),
-                                   layout=layout, dtype=dt, math="tf32" if tf32 and dt == "FP32" else "strict")
+                                   layout=layout, dtype=dt, math="tf32" if tf32 and dt == "FP32" else "strict",
+                                   bias=bias)
 
 
 class Entry:
     """A problem's prepared solution and how to call it with torch tensors."""
 
-    __slots__ = ("pr", "ws_bytes", "streams", "solver_id", "source", "a_shape", "invoker", "swap", "dev")
+    __slots__ = ("pr", "ws_bytes", "streams", "solver_id", "source", "a_shape", "invoker", "swap", "dev", "fused")
 
     def __init__(self, pr, solver_id: str, source: str, dev: int) -> None:
         self.pr, self.dev = pr, dev
@@ -109,37 +139,43 @@ class Entry:
         self.invoker = getattr(pr, "invoker", None)
         self.a_shape = (pr._logical[0] if pr._cl[0] else pr._shapes[0]) if self.invoker else None
         self.swap = getattr(pr, "_swap", False)
+        self.fused = bool(getattr(pr, "_fused", False))     # a fused problem: the bias goes with every call
 
-    def __call__(self, a, b, out, stream: int):
+    def __call__(self, a, b, out, stream: int, bias=None):
         """Run on torch tensors in the problem's layout (torch's logical shapes) on ``stream``, with
         a workspace from ``workspace``; returns ``out``. The callers (``_ops``) make ``a`` and ``b``
         dense in the problem's memory format, ``b`` of the key's shape and ``out`` new; ``a``'s
         shape is checked here."""
         if stream in self.streams and a.shape == self.a_shape and self.invoker is not None:
-            return self.run(a.data_ptr(), b.data_ptr(), out, stream)
+            return self.run(a.data_ptr(), b.data_ptr(), out, stream, bias)
         wst = workspace(self.ws_bytes, self.dev, stream) if self.ws_bytes else None
         ws = wst.data_ptr() if wst is not None else None
         args = (a, b, out)
+        kw = {"bias": bias} if self.fused else {}
         if stream in self.streams:
-            self.pr(*args, workspace=ws, stream=stream)
+            self.pr(*args, workspace=ws, stream=stream, **kw)
             del wst
             return out
         # first call on this stream: a solution may make per-stream state (cuBLAS workspace, cuFFT
         # work area) through CuPy: take it from PyTorch's allocator
         from ._alloc import torch_allocator
         with torch_allocator():
-            self.pr(*args, workspace=ws, stream=stream)
+            self.pr(*args, workspace=ws, stream=stream, **kw)
         self.streams.add(stream)
         del wst
         return out
 
-    def run(self, pa: int, pb: int, out, stream: int):
+    def run(self, pa: int, pb: int, out, stream: int, bias=None):
         """The hot path on a stream this Entry has run on: launch on device pointers (of arrays the
-        caller has checked), the workspace from ``workspace``; returns ``out``."""
+        caller has checked; a fused Entry's ``bias`` a dense vector of k elements), the workspace from
+        ``workspace``; returns ``out``."""
         if self.swap:
             pa, pb = pb, pa
         pw = workspace(self.ws_bytes, self.dev, stream).data_ptr() if self.ws_bytes else 0
-        self.invoker(pa, pb, out.data_ptr(), pw, stream)
+        if self.fused:
+            self.invoker(pa, pb, out.data_ptr(), pw, stream, bias.data_ptr())
+        else:
+            self.invoker(pa, pb, out.data_ptr(), pw, stream)
         return out
 
 
@@ -217,6 +253,12 @@ def _find(problem: ProblemDescription):
     return find_solutions(problem)
 
 
+def _find_among(problem: ProblemDescription, ids: list[str]):
+    """``miofind.find_solutions`` timing only the solvers ``ids`` (a hook for tests)."""
+    from ..api import find_solutions
+    return find_solutions(problem, solvers=ids)
+
+
 def _choose(problem: ProblemDescription, det: bool, dev: int) -> Entry:
     from ..registry import get_solver
 
@@ -230,6 +272,14 @@ def _choose(problem: ProblemDescription, det: bool, dev: int) -> Entry:
         _release_find_memory()
     # a candidate a find cut early (clearly slower, not verified) is never run here
     sols = [s for s in res if not getattr(s, "cut", False) and (not det or get_solver(s.solver_id).deterministic)]
+    if not sols and det:
+        # every deterministic candidate was cut (clearly slower than a nondeterministic one) or not in the
+        # DB's answer: a find among the deterministic solvers that apply
+        from ..registry import solvers as registered
+        ids = [s.id for s in registered(problem.direction) if s.deterministic and s.applicability(problem)]
+        if ids:
+            res = _find_among(problem, ids)
+            sols = [s for s in res if not getattr(s, "cut", False) and get_solver(s.solver_id).deterministic]
     if not sols:
         fails = "; ".join(f"{f.solver_id}: {f.reason}" for f in getattr(res, "failures", ())[:5])
         raise RuntimeError(f"miofind has no {'deterministic ' if det else ''}solution for {problem.key()}"

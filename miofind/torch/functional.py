@@ -1,10 +1,13 @@
 """``conv1d``/``conv2d``/``conv3d`` with the semantics of ``torch.nn.functional``, run by miofind.
 
 Forward runs the problem's F solution, backward the B solution for dx and the W solution for dw,
-each only when autograd asks for it (``_ops``). The bias is one PyTorch op on the output (an
-in-place add of a broadcast view; autograd reduces its gradient with one sum): no miofind solver
-fuses a bias into its epilogue yet. Inputs on the CPU, or of a data type miofind does not compute
-in (float64, complex, integers), run PyTorch's own convolution unchanged.
+each only when autograd asks for it (``_ops``). The bias goes into the forward solution's epilogue
+where one of miofind's own solvers fuses it for the problem (``_policy.fused_bias``: the Hopper
+forward, channels_last FP16/BF16; the find then chooses among the fusing solvers, ours and cuDNN's
+fused graph), in eager mode; elsewhere (and under ``torch.compile``) it is one PyTorch op on the
+output (an in-place add of a broadcast view). Either way autograd reduces its gradient with one sum.
+Inputs on the CPU, or of a data type miofind does not compute in (float64, complex, integers), run
+PyTorch's own convolution unchanged.
 """
 
 from __future__ import annotations
@@ -154,10 +157,11 @@ class _Plan:
     lookup, one allocation and the launches. Its backward learns the B and W Entries the same way,
     per stride pattern of ``dy`` (``backward``)."""
 
-    __slots__ = ("entry", "out_shape", "fmt", "dtype", "device", "bias_shape", "conv", "dev", "bwd", "_dense")
+    __slots__ = ("entry", "out_shape", "fmt", "dtype", "device", "bias_shape", "conv", "dev", "bwd", "_dense", "fused")
 
-    def __init__(self, entry, out_shape, fmt, x: Tensor, w: Tensor, conv) -> None:
+    def __init__(self, entry, out_shape, fmt, x: Tensor, w: Tensor, conv, fused: bool = False) -> None:
         self.entry, self.out_shape, self.fmt, self.conv = entry, out_shape, fmt, conv
+        self.fused = fused              # the entry is the fused forward's: the bias goes into its epilogue
         self.dtype, self.device, self.dev = x.dtype, x.device, x.get_device()
         self.bias_shape = (1, -1, *([1] * (x.dim() - 2)))
         self.bwd: dict[tuple, tuple] = {}
@@ -170,8 +174,8 @@ class _Plan:
         shape, strides = self._dense[i]
         return torch.empty_strided(shape, strides, dtype=self.dtype, device=self.device)
 
-    def forward(self, x: Tensor, w: Tensor) -> Tensor:
-        return self.entry(x, w, self._empty(0), _ops._stream(self.dev))
+    def forward(self, x: Tensor, w: Tensor, bias: Tensor | None = None) -> Tensor:
+        return self.entry(x, w, self._empty(0), _ops._stream(self.dev), bias)
 
     def backward(self, dy: Tensor, x, w, need_dx: bool, need_dw: bool):
         """(dx, dw) of this call from ``dy`` (None where not asked). The first ``dy`` of a stride
@@ -218,26 +222,40 @@ class _Plan:
 _plans: dict[tuple, _Plan] = {}
 
 
-def _plan_key(nd: int, x: Tensor, w: Tensor, stride, padding, dilation, groups) -> tuple:
+def _plan_key(nd: int, x: Tensor, w: Tensor, stride, padding, dilation, groups, bias) -> tuple:
+    # the bias: whether there is one of x's type (a candidate for the fused forward)
     return (nd, x.shape, x.stride(), w.shape, w.stride(), x.dtype, w.dtype, x.get_device(), w.get_device(),
-            stride, padding, dilation, groups, torch.backends.cudnn.allow_tf32, _policy.deterministic())
+            stride, padding, dilation, groups, torch.backends.cudnn.allow_tf32, _policy.deterministic(),
+            bias is not None and bias.dtype is x.dtype)
 
 
-def _make_plan(key: tuple, nd: int, x: Tensor, w: Tensor, stride, padding, dilation, groups) -> None:
+def _fuse_bias(x: Tensor, w: Tensor, bias, stride, padding, dilation, groups) -> bool:
+    """Whether this call's bias goes into the forward solution's epilogue (``_policy.fused_bias``): a
+    vector of K elements of x's type, and a fusing solver of miofind's own claims the problem."""
+    if bias is None or bias.dtype is not x.dtype or bias.dim() != 1 or bias.shape[0] != w.shape[0]:
+        return False
+    cl = _ops.memory_format(x, w) is not torch.contiguous_format
+    return _policy.fused_bias(_policy.table_key("F", x.shape, w.shape, stride, padding, dilation, groups, x.dtype, cl,
+                                                x.get_device()))
+
+
+def _make_plan(key: tuple, nd: int, x: Tensor, w: Tensor, stride, padding, dilation, groups, bias) -> None:
     """After a first call of the slow path: keep a ``_Plan`` for ``key`` when the call qualifies (2-D
-    or 3-D, explicit padding, both inputs dense in the chosen memory format, on the current device)."""
+    or 3-D, explicit padding, both inputs dense in the chosen memory format, on the current device); a
+    fused plan when the bias went into the forward's epilogue."""
     if nd == 1 or isinstance(padding, str) or x.dim() != nd + 2 or x.get_device() != torch._C._cuda_getDevice():
         return
     fmt = _ops.memory_format(x, w)
     if not (x.is_contiguous(memory_format=fmt) and w.is_contiguous(memory_format=fmt)):
         return
+    fused = _fuse_bias(x, w, bias, stride, padding, dilation, groups)
     entry = _policy._table.get(_policy.table_key("F", x.shape, w.shape, stride, padding, dilation, groups, x.dtype,
-                                                 fmt is not torch.contiguous_format, x.get_device()))
+                                                 fmt is not torch.contiguous_format, x.get_device(), fused))
     if entry is None or entry.invoker is None:
         return
     out_shape = _ops.out_size(x.shape, w.shape, stride, padding, dilation)
     conv = (list(x.shape), list(w.shape), list(stride), list(padding), list(dilation), groups)
-    _plans[key] = _Plan(entry, out_shape, fmt, x, w, conv)
+    _plans[key] = _Plan(entry, out_shape, fmt, x, w, conv, fused)
 
 
 def clear_plans() -> None:
@@ -255,19 +273,22 @@ def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilati
     if type(x) in _PLAIN and type(w) in _PLAIN and x.is_cuda and not torch.compiler.is_compiling():
         if torch.is_autocast_enabled("cuda"):
             x, w, bias = _autocast(x, w, bias)
-        key = _plan_key(nd, x, w, stride, padding, dilation, groups)
+        key = _plan_key(nd, x, w, stride, padding, dilation, groups, bias)
         plan = _plans.get(key)
         if plan is not None and plan.dev == torch._C._cuda_getDevice():
-            if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad):
-                y = _ops.PlannedConv.apply(x, w, plan)
+            fb = None
+            if plan.fused:
+                fb = bias if bias.is_contiguous() else bias.contiguous()
+            if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or (fb is not None and fb.requires_grad)):
+                y = _ops.PlannedConv.apply(x, w, fb, plan)
             else:
-                y = plan.forward(x, w)
-            if bias is not None:
+                y = plan.forward(x, w, fb)
+            if bias is not None and fb is None:
                 y = y.add_(bias.view(plan.bias_shape))
             return y
     y = _conv_slow(nd, x, w, bias, stride, padding, dilation, groups)
     if key is not None and x.dtype in _policy.SUPPORTED_DTYPES:
-        _make_plan(key, nd, x, w, stride, padding, dilation, groups)
+        _make_plan(key, nd, x, w, stride, padding, dilation, groups, bias)
     return y
 
 
@@ -298,7 +319,14 @@ def _conv_slow(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilation, g
                          f"(groups={groups}), got x.shape={tuple(x.shape)}")
     if w.shape[0] % groups:
         raise ValueError(f"w.shape={tuple(w.shape)}: {w.shape[0]} output channels are not divisible by groups={groups}")
-    if _eager(x, w):
+    if _eager(x, w) and _fuse_bias(x, w, bias, stride, padding, dilation, groups):
+        b = bias if bias.is_contiguous() else bias.contiguous()
+        bias = None                 # in the forward's epilogue
+        if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or b.requires_grad):
+            y = _ops.EagerConvBias.apply(x, w, b, list(stride), list(padding), list(dilation), groups)
+        else:
+            y = _ops.forward_bias(x, w, stride, padding, dilation, groups, b)
+    elif _eager(x, w):
         if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad):
             y = _ops.EagerConv.apply(x, w, list(stride), list(padding), list(dilation), groups)
         else:   # inference: no autograd node to record (Function.apply costs ~10 us of host time)

@@ -217,11 +217,14 @@ def _cpu_ops(monkeypatch, eager: bool):
     nd_fns = {4: (F.conv2d, torch.nn.grad.conv2d_input, torch.nn.grad.conv2d_weight),
               5: (F.conv3d, torch.nn.grad.conv3d_input, torch.nn.grad.conv3d_weight)}
 
-    def run(direction, a, b, out_shape, x_shape, w_shape, stride, padding, dilation, groups, fmt):
+    def run(direction, a, b, out_shape, x_shape, w_shape, stride, padding, dilation, groups, fmt, bias=None):
         assert a.is_contiguous(memory_format=fmt) and b.is_contiguous(memory_format=fmt)
+        assert bias is None or (direction == "F" and bias.is_contiguous())
         fwd, bwd, wrw = nd_fns[a.dim()]
         if direction == "F":
-            y = fwd(a, b, None, stride, padding, dilation, groups)
+            y = fwd(a, b, bias, stride, padding, dilation, groups)
+            if bias is not None:
+                direction = "F+bias"
         elif direction == "B":
             y = bwd(list(x_shape), b, a, stride, padding, dilation, groups)
         else:
@@ -270,6 +273,36 @@ def test_functional_matches_torch(cpu_ops, nd, kw):
     for a, e in zip(got, want):
         assert torch.allclose(a, e)
     assert cpu_ops == ["F", "B", "W"]
+
+
+def test_fused_bias_eager_path(monkeypatch):
+    """Where a solver fuses the bias (``_policy.fused_bias``), eager calls pass it to the forward launch (one
+    launch, no add) and its gradient is one sum; the first layer (no dx) launches F with the bias and W only."""
+    calls = _cpu_ops(monkeypatch, True)
+    monkeypatch.setattr(mt._policy, "fused_bias", lambda key: True)
+    torch.manual_seed(1)
+    x = torch.randn(2, 4, 9, 8, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(6, 4, 3, 3, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(6, dtype=torch.float64, requires_grad=True)
+    ours = mt.conv2d(x, w, b, stride=2, padding=1)
+    ref = F.conv2d(x, w, b, stride=2, padding=1)
+    assert torch.allclose(ours, ref)
+    g = torch.randn_like(ref)
+    for a, e in zip(torch.autograd.grad(ours, (x, w, b), g), torch.autograd.grad(ref, (x, w, b), g)):
+        assert torch.allclose(a, e)
+    assert calls == ["F+bias", "B", "W"]
+    calls.clear()
+    x0 = x.detach()
+    ours = mt.conv2d(x0, w, b[::1], padding=1)
+    torch.autograd.grad(ours.sum(), (w, b))
+    assert calls == ["F+bias", "W"]
+    calls.clear()
+    with torch.no_grad():
+        assert torch.allclose(mt.conv2d(x0, w, b, padding=1), F.conv2d(x0, w, b, padding=1))
+    assert calls == ["F+bias"]
+    calls.clear()
+    torch.autograd.grad(mt.conv2d(x0, w, None, padding=1).sum(), w)     # no bias: the plain forward
+    assert calls == ["F", "W"]
 
 
 def test_unbatched_and_gradcheck(cpu_ops):
@@ -386,6 +419,9 @@ def fake_find(monkeypatch):
 
     released = []
     monkeypatch.setattr(_policy, "_find", find)
+    # the deterministic fallback's find: answers nothing unless a test says otherwise
+    monkeypatch.setattr(_policy, "_find_among",
+                        lambda problem, ids: FindResult([], problem=problem, source="find", elapsed_ms=1.0))
     monkeypatch.setattr(_policy, "_on_device", lambda d: contextlib.nullcontext())
     monkeypatch.setattr(_policy, "_release_find_memory", lambda: released.append(1))
     monkeypatch.setattr(_policy, "_table", {})
@@ -431,6 +467,30 @@ def test_deterministic_mode_skips_cudnn(fake_find):
         assert _policy.deterministic()
     finally:
         torch.use_deterministic_algorithms(old)
+
+
+def test_deterministic_mode_finds_among_deterministic_solvers(fake_find, monkeypatch):
+    """When the find's answer has no deterministic solution left (each one cut as clearly slower than a cuDNN
+    plan, say), a find among the deterministic solvers that apply answers (on the GPU this came up for an FP32
+    W problem)."""
+    from miofind.registry import get_solver
+
+    answers, _, _ = fake_find
+    p = _policy.problem_for("W", (8, 32, 14, 14), (64, 32, 3, 3), (1, 1), (1, 1), (1, 1), 1, torch.float32, False, False)
+    answers[p.key()] = ("find", ["ConvCudnnWrw"])
+    seen = []
+
+    def among(problem, ids):
+        seen.append(ids)
+        s = Solution(ids[-1], "a", 2.0, 0, None, True, problem, source="find")
+        s.prepare = lambda: FakePrepared(problem, ids[-1])
+        return FindResult([s], problem=problem, source="find", elapsed_ms=1.0)
+
+    monkeypatch.setattr(_policy, "_find_among", among)
+    e = _policy.lookup(_key(p, True), lambda: p, 0, True)
+    assert len(seen) == 1 and "ConvCudnnWrw" not in seen[0] and len(seen[0]) >= 2
+    assert all(get_solver(i).deterministic and get_solver(i).applicability(p) for i in seen[0])
+    assert e.solver_id == seen[0][-1]
 
 
 def test_entry_passes_workspace_stream_and_square_channels_last(monkeypatch):

@@ -138,6 +138,39 @@ def test_conv2d_fp16_channels_last_against_cudnn(mt):
     assert {e.pr.problem.layout for e in _policy._table.values()} == {"NHWC"}
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_bias_in_the_forward_epilogue(mt, dtype):
+    """channels_last 16-bit with a bias: the forward is the fused problem (bias in the epilogue of the chosen
+    fusing solution, no add), on the first call and through the forward plan after it; y, dx, dw and db match
+    cuDNN's; an NCHW call of the same layer keeps the plain forward and one add."""
+    from miofind.torch import _policy
+    from miofind.torch import functional as MF
+
+    cl = torch.channels_last
+    torch.manual_seed(3)
+    w = (torch.randn(40, 24, 3, 3, device="cuda", dtype=dtype) * 0.1).to(memory_format=cl)
+    b = torch.randn(40, device="cuda", dtype=dtype)
+    for i in range(4):
+        x = torch.randn(4, 24, 13, 11, device="cuda", dtype=dtype).to(memory_format=cl)
+        torch.manual_seed(10 + i)
+        ours = _fbw(mt.conv2d, x, w, b, padding=1, stride=(1, 2))
+        torch.manual_seed(10 + i)
+        ref = _fbw(F.conv2d, x, w, b, padding=1, stride=(1, 2))
+        for name, o, r in zip(("y", "dx", "dw", "db"), ours[:4], ref[:4]):
+            assert rel(o, r) < 2e-2, (i, name, rel(o, r))
+        with torch.no_grad():
+            assert rel(mt.conv2d(x, w, b, padding=1, stride=(1, 2)), F.conv2d(x, w, b, padding=1, stride=(1, 2))) < 2e-2
+    fused = {k: e for k, e in _policy._table.items() if k[0] == "F"}
+    assert len(fused) == 1 and next(iter(fused))[-1] is True, list(fused)
+    e = next(iter(fused.values()))
+    assert e.fused and e.pr.problem.bias == 1 and e.solver_id in ("ConvImplicitGemmHopperFwdBiasActiv", "ConvCudnnFwd")
+    assert any(p.fused for p in MF._plans.values())
+    # NCHW: no fusing solver of ours claims it, so the plain forward and one add
+    x = torch.randn(4, 24, 13, 11, device="cuda", dtype=dtype)
+    assert rel(mt.conv2d(x, w.contiguous(), b, padding=1), F.conv2d(x, w.contiguous(), b, padding=1)) < 2e-2
+    assert any(k[0] == "F" and len(k) == 12 for k in _policy._table)
+
+
 def test_conv1d_conv3d_and_autocast(mt):
     torch.manual_seed(0)
     x1, w1 = torch.randn(4, 8, 50, device="cuda"), torch.randn(16, 8, 5, device="cuda")
