@@ -15,51 +15,48 @@ set our kernels beside cuDNN's (bench_fused.py, bench_kernel_time.py). Each retu
 from __future__ import annotations
 
 
-def isolated_ms(fn, iters: int = 50) -> float:
+def _captured(fn, calls: int):
+    """(stream, graph): ``calls`` calls of fn(stream) captured in one CUDA graph on a new non-blocking stream,
+    after one call outside the capture (lazy loads, plans), uploaded."""
     import cupy
 
     st = cupy.cuda.Stream(non_blocking=True)
     with st:
-        fn(st.ptr)                              # warm (lazy loads, plans) outside the capture
+        fn(st.ptr)
         st.synchronize()
         st.begin_capture()
-        fn(st.ptr)
+        for _ in range(calls):
+            fn(st.ptr)
         g = st.end_capture()
         g.upload(st)
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        out = []
-        for _ in range(iters):
-            st.synchronize()
-            start.record(st)
-            g.launch(st)
-            stop.record(st)
-            stop.synchronize()
-            out.append(cupy.cuda.get_elapsed_time(start, stop))
+    return st, g
+
+
+def _replays(st, g, count: int) -> list[float]:
+    """Milliseconds of ``count`` replays of graph ``g`` on ``st``, each between two events and a synchronisation."""
+    import cupy
+
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    out = []
+    for _ in range(count):
+        st.synchronize()
+        start.record(st)
+        g.launch(st)
+        stop.record(st)
+        stop.synchronize()
+        out.append(cupy.cuda.get_elapsed_time(start, stop))
+    return out
+
+
+def isolated_ms(fn, iters: int = 50) -> float:
+    out = _replays(*_captured(fn, 1), iters)
     return sorted(out)[len(out) // 2]
 
 
 def graph_ms(fn, iters: int = 50, rounds: int = 3) -> float:
-    import cupy
-
-    st = cupy.cuda.Stream(non_blocking=True)
-    with st:
-        fn(st.ptr)
-        st.synchronize()
-        st.begin_capture()
-        for _ in range(iters):
-            fn(st.ptr)
-        g = st.end_capture()
-        g.upload(st)
-        g.launch(st)
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        out = []
-        for _ in range(rounds):
-            st.synchronize()
-            start.record(st)
-            g.launch(st)
-            stop.record(st)
-            stop.synchronize()
-            out.append(cupy.cuda.get_elapsed_time(start, stop) / iters)
+    st, g = _captured(fn, iters)
+    g.launch(st)
+    out = [t / iters for t in _replays(st, g, rounds)]
     return sorted(out)[rounds // 2]
 
 

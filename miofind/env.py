@@ -291,25 +291,25 @@ def import_key() -> bytes | None:
     return key
 
 
+def _switch(name: str, default: bool, meaning: str) -> bool:
+    """A 0/1 variable: ``default`` when unset; ValueError naming it (and what 1 means) otherwise."""
+    raw = _get(name)
+    if raw is None:
+        return default
+    if raw not in ("0", "1"):
+        raise ValueError(f"{name}={raw!r}: expected 1 ({meaning}) or 0")
+    return raw == "1"
+
+
 def torch_fuse_bias() -> bool:
     """``MIOFIND_TORCH_FUSE_BIAS``: whether miofind.torch fuses a bias into the forward (1, unset) or adds it (0)."""
-    raw = _get("MIOFIND_TORCH_FUSE_BIAS")
-    if raw is None:
-        return True
-    if raw not in ("0", "1"):
-        raise ValueError(f"MIOFIND_TORCH_FUSE_BIAS={raw!r}: expected 1 (the bias in the forward's epilogue where a "
-                         "solver of miofind's fuses it) or 0 (one PyTorch add)")
-    return raw == "1"
+    return _switch("MIOFIND_TORCH_FUSE_BIAS", True,
+                   "the bias in the forward's epilogue where a solver of miofind's fuses it; 0: one PyTorch add")
 
 
 def with_naive() -> bool:
     """``MIOFIND_WITH_NAIVE``: whether finds time the naive reference solvers too (1), or not (0, unset)."""
-    raw = _get("MIOFIND_WITH_NAIVE")
-    if raw is None:
-        return False
-    if raw not in ("0", "1"):
-        raise ValueError(f"MIOFIND_WITH_NAIVE={raw!r}: expected 1 (time the naive solvers too) or 0")
-    return raw == "1"
+    return _switch("MIOFIND_WITH_NAIVE", False, "time the naive solvers too")
 
 
 def cut_factor() -> float:

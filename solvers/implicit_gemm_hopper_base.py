@@ -391,32 +391,43 @@ class ImplicitGemmHopperBase(Solver):
             return False
         return self.tile_ok(problem.as_conv(), config)
 
+    def epilogue(self, p: ProblemDescription) -> dict | None:
+        """The macros of a fused epilogue (EPI_BIAS, EPI_ACT: the fused forward's), or None for the plain
+        kernel. With them the kernels take the bias pointer last, and so does the invoker."""
+        return None
+
     def get_solution(self, problem: ProblemDescription, config=None) -> ConvSolution:
         p = problem.as_conv()
         cfg = self.config_of(p, config)
         if not self.is_valid_config(p, cfg):
             raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
-        kernels, smem = forward_kernels(p, cfg, self.source, self.kernel_name)
+        epi = self.epilogue(p)
+        kernels, smem = forward_kernels(p, cfg, self.source, self.kernel_name, overrides=epi)
         ws = partial_bytes(p, cfg)
-        sid = self.id
+        sid, key = self.id, p.key()
+        nb = 1 if epi else 0                            # the bias pointer, last
+        need_bias = bool(epi and epi["EPI_BIAS"])
 
         def factory(kerns):
             kern = kerns[0]
             if smem > SMEM_STATIC:
                 kern.max_dynamic_shared_size_bytes = smem
-            launch = Launch(kern, kernels[0].grid, kernels[0].block, (PTR, PTR, PTR, PTR), shared_mem=smem)
-            red = Launch(kerns[1], kernels[1].grid, kernels[1].block, (PTR, PTR)) if ws else None
+            launch = Launch(kern, kernels[0].grid, kernels[0].block, (PTR,) * (4 + nb), shared_mem=smem)
+            red = Launch(kerns[1], kernels[1].grid, kernels[1].block, (PTR,) * (2 + nb)) if ws else None
 
-            def invoker(a, b, out, workspace, stream):
+            def invoker(a, b, out, workspace, stream, *bias):
                 if a % ALIGN or b % ALIGN or out % ALIGN:
                     check_aligned(sid, (("first input", a), ("second input", b), ("output", out)))
+                if len(bias) != nb or (need_bias and not bias[0]):
+                    raise ValueError(f"{sid}: {key} " + ("needs the bias pointer" if need_bias else
+                                                         "takes a bias pointer (0: none)" if nb else "takes no bias"))
                 if red is None:
-                    launch(stream, a, b, out, out)          # unsplit: the partial pointer is not read
+                    launch(stream, a, b, out, out, *bias)   # unsplit: the partial pointer is not read
                     return
                 if not workspace:
                     raise ValueError(f"{sid}: workspace of {ws} bytes required, got none")
-                launch(stream, a, b, out, workspace)
-                red(stream, workspace, out)
+                launch(stream, a, b, out, workspace, *bias)
+                red(stream, workspace, out, *bias)
             return invoker
 
         return ConvSolution(self.id, kernels, ws, factory, cfg)
