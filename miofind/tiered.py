@@ -120,11 +120,27 @@ def after_find(problem, sols, failures=(), *, store, mode: str | None = None, me
 _pool_lock = threading.Lock()
 
 
+def _relaxed_capture_mode() -> None:
+    """Run in each background thread at its start: its CUDA calls (module loads, allocations) in the
+    relaxed stream-capture mode (``cuThreadExchangeStreamCaptureMode``), so that they neither fail nor
+    invalidate a CUDA-graph capture another thread (the user's) runs meanwhile in the default, global
+    mode, as PyTorch's allocator does for its own calls. Where the driver has no such call, nothing."""
+    import ctypes
+
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        mode = ctypes.c_int(2)              # CU_STREAM_CAPTURE_MODE_RELAXED
+        lib.cuThreadExchangeStreamCaptureMode(ctypes.byref(mode))
+    except (OSError, AttributeError):
+        pass
+
+
 def _executor() -> ThreadPoolExecutor:
     global _pool
     with _pool_lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="miofind-specialize")
+            _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="miofind-specialize",
+                                       initializer=_relaxed_capture_mode)
     return _pool
 
 
@@ -151,7 +167,7 @@ def _specialise(problem, solver, config, generic_sol, store, measure, device):
 
     try:
         ctx = _on_device(device)
-        with ctx:
+        with ctx, _own_stream():
             sol = solver.get_solution(problem, config)
             _compile_apart(sol.kernels)
             inv = build_invoker(problem, sol)
@@ -222,6 +238,17 @@ def _compile_apart(kernels) -> None:
             _procs = ProcessPoolExecutor(max_workers=2, mp_context=mp.get_context("spawn"))
         procs = _procs
     list(procs.map(_compile_one, todo))
+
+
+def _own_stream():
+    """A new non-blocking CuPy stream as the background job's current one: its inputs, runs and events
+    never touch the legacy default stream, which would wait on (and break the capture of) a blocking
+    stream another thread captures."""
+    try:
+        import cupy
+        return cupy.cuda.Stream(non_blocking=True)
+    except Exception:
+        return _Noop()
 
 
 def _on_device(device):

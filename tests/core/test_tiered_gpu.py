@@ -74,3 +74,58 @@ def test_warm_device_fills_cupys_kernel_cache(tmp_path):
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out.get("problems") == 18, out
     assert any((tmp_path / "cupy").rglob("*")), "CuPy's kernel cache is empty"
+
+
+@pytest.mark.gpu
+def test_background_work_leaves_another_threads_capture_valid():
+    """A job of the specialisation pool (its threads in the relaxed capture mode, its work on its own
+    non-blocking stream) allocates, loads a module and launches while the main thread captures a CUDA graph
+    in the default global mode (as torch.cuda.graph does): the capture stays valid and its replay is right."""
+    import threading
+
+    import cupy
+
+    from miofind.harness import Harness
+    from miofind.invokers import build_invoker
+    from miofind.registry import get_solver
+
+    solver = get_solver("ConvDirectNaiveConvFwd")
+    plain = ProblemDescription.make("F", n=1, c=8, k=8, in_size=(9, 9), filter_size=3, pads=1)
+    inv = build_invoker(plain, solver.get_solution(plain))
+    other = ProblemDescription.make("F", n=2, c=8, k=16, in_size=(7, 11), filter_size=3, pads=1)
+    capturing, worked = threading.Event(), threading.Event()
+    errors = []
+
+    def job():
+        try:
+            capturing.wait(30)
+            with tiered._own_stream():
+                h = Harness(other, verify=True, seed=4)        # allocations, a module load, launches
+                h.check(build_invoker(other, solver.get_solution(other)), None, solver.family)
+                cupy.cuda.get_current_stream().synchronize()
+        except Exception as e:      # reported below
+            errors.append(e)
+        finally:
+            worked.set()
+
+    fut = tiered._executor().submit(job)
+    x = cupy.random.default_rng(1).uniform(-1, 1, plain.x_shape, dtype=cupy.float32)
+    w = cupy.random.default_rng(2).uniform(-1, 1, plain.w_shape, dtype=cupy.float32)
+    y = cupy.full(plain.y_shape, cupy.nan, dtype=cupy.float32)
+    st = cupy.cuda.Stream(non_blocking=False)
+    with st:
+        inv(x.data.ptr, w.data.ptr, y.data.ptr, 0, st.ptr)      # warm outside the capture
+        st.synchronize()
+        y.fill(cupy.nan)
+        st.begin_capture(cupy.cuda.runtime.streamCaptureModeGlobal)
+        capturing.set()
+        worked.wait(60)
+        inv(x.data.ptr, w.data.ptr, y.data.ptr, 0, st.ptr)
+        g = st.end_capture()
+        g.launch(st)
+        st.synchronize()
+    fut.result(60)
+    assert not errors, errors
+    from miofind.reference import conv_reference
+    ref = conv_reference(plain, cupy.asnumpy(x).astype("float64"), cupy.asnumpy(w).astype("float64"))
+    assert float(abs(cupy.asnumpy(y) - ref).max()) < 1e-4
