@@ -82,6 +82,8 @@ def prepare(model, train: bool, amp: bool, backend: str):
     if backend == "miofind":
         import miofind.torch as mt
         mt.convert(model)
+        if os.environ.get("MIOFIND_BENCH_FUSE") == "1":     # --fuse (set by main, seen by the --first children too)
+            mt.fuse(model)
     return model
 
 
@@ -316,8 +318,12 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-first", action="store_true", help="no fresh-process first-iteration runs")
     ap.add_argument("--profile", action="store_true",
                     help="also profile each side (GPU busy time, host queue time, top kernels, chosen solvers)")
+    ap.add_argument("--fuse", action="store_true",
+                    help="miofind's side also runs miofind.torch.fuse (each conv + ReLU/GELU of a Sequential fused)")
     ap.add_argument("--first", nargs=3, metavar=("MODEL", "CONFIG", "BACKEND"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.fuse:
+        os.environ["MIOFIND_BENCH_FUSE"] = "1"
     if args.first:
         _first_main(*args.first)
         return 0

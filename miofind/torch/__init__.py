@@ -3,6 +3,7 @@ in the FindDB, so that a new process runs no benchmark (``pip install "miofind[t
 
     import miofind.torch
     miofind.torch.convert(model)          # every nn.Conv1d/2d/3d, in place
+    miofind.torch.fuse(model)             # optional: each conv + ReLU/GELU of a Sequential as one problem
 
 or ``miofind.torch.conv2d(x, w, bias, stride, padding, dilation, groups)`` as
 ``torch.nn.functional.conv2d``. The launches are ``torch.library`` custom ops (``torch.compile``
@@ -25,8 +26,8 @@ if getattr(_torch, "__file__", None) is None or not hasattr(_torch, "library"):
 
 from ._policy import clear, reset_stats, stats  # noqa: E402
 from .functional import conv1d, conv2d, conv3d  # noqa: E402
-from .modules import Conv1d, Conv2d, Conv3d, Converted, convert, revert  # noqa: E402
+from .modules import Conv1d, Conv2d, Conv3d, Converted, convert, fuse, revert  # noqa: E402
 from .problems import model_problems  # noqa: E402
 
-__all__ = ["conv1d", "conv2d", "conv3d", "Conv1d", "Conv2d", "Conv3d", "convert", "revert", "Converted",
+__all__ = ["conv1d", "conv2d", "conv3d", "Conv1d", "Conv2d", "Conv3d", "convert", "fuse", "revert", "Converted",
            "stats", "reset_stats", "clear", "model_problems"]

@@ -68,9 +68,10 @@ def _stream(dev: int) -> int:
 
 
 def _run(direction: str, a: Tensor, b: Tensor, out_shape, x_shape, w_shape, stride, padding, dilation,
-         groups: int, fmt, bias: Tensor | None = None) -> Tensor:
+         groups: int, fmt, bias: Tensor | None = None, activation: str = "none") -> Tensor:
     """Launch the ``direction`` solution on (a, b) (already in ``fmt``) into a new output; with ``bias``
-    (F only, a dense vector of K elements of the data type) the fused forward problem's."""
+    (F only, a dense vector of K elements of the data type) and/or an ``activation`` the fused forward
+    problem's."""
     if not a.is_cuda:
         raise ValueError(f"miofind.torch: expected CUDA tensors, got a tensor on {a.device}")
     dev = a.device.index
@@ -79,13 +80,15 @@ def _run(direction: str, a: Tensor, b: Tensor, out_shape, x_shape, w_shape, stri
     if dtype not in _policy.SUPPORTED_DTYPES or b.dtype is not dtype:
         raise ValueError(f"miofind.torch: dtype={a.dtype}/{b.dtype}: expected float32, float16 or bfloat16, the same "
                          "for every input")
-    fused = bias is not None
-    key = _policy.table_key(direction, x_shape, w_shape, stride, padding, dilation, groups, dtype, cl, dev, fused)
+    has_bias = bias is not None
+    key = _policy.table_key(direction, x_shape, w_shape, stride, padding, dilation, groups, dtype, cl, dev, has_bias,
+                            activation)
     e = _policy._table.get(key)
     if e is None:
         tf32, det = key[9], key[10]
         e = _policy.lookup(key, lambda: _policy.problem_for(direction, x_shape, w_shape, stride, padding, dilation,
-                                                            groups, dtype, cl, tf32, bias=int(fused)), dev, det)
+                                                            groups, dtype, cl, tf32, bias=int(has_bias),
+                                                            activation=activation), dev, det)
     out = torch.empty(out_shape, dtype=dtype, device=a.device, memory_format=fmt)
     if dev != torch._C._cuda_getDevice():
         with torch.cuda.device(dev):
@@ -98,18 +101,21 @@ def _run(direction: str, a: Tensor, b: Tensor, out_shape, x_shape, w_shape, stri
 def _forward(x: Tensor, w: Tensor, stride: list[int], padding: list[int], dilation: list[int],
              groups: int) -> Tensor:
     """y = conv(x, w) through the problem's chosen F solution."""
-    return forward_bias(x, w, stride, padding, dilation, groups, None)
+    return forward_fused(x, w, stride, padding, dilation, groups, None)
 
 
-def forward_bias(x: Tensor, w: Tensor, stride, padding, dilation, groups: int, bias: Tensor | None) -> Tensor:
-    """``_forward``, and with ``bias`` (dense, K elements of x's type; ``functional`` passes one only
-    where ``_policy.fused_bias``) y = conv(x, w) + bias through the fused forward problem's solution."""
+def forward_fused(x: Tensor, w: Tensor, stride, padding, dilation, groups: int, bias: Tensor | None,
+                  activation: str = "none") -> Tensor:
+    """``_forward``, and with ``bias`` (dense, K elements of x's type) and/or an ``activation``
+    (``functional`` passes them only where ``_policy.fusable``) y = act(conv(x, w) + bias) through the
+    fused forward problem's solution."""
     fmt = memory_format(x, w)
     x, w = x.contiguous(memory_format=fmt), w.contiguous(memory_format=fmt)
     out_shape = out_size(x.shape, w.shape, stride, padding, dilation)
-    if bias is None:
+    if bias is None and activation == "none":
         return _run("F", x, w, out_shape, x.shape, w.shape, stride, padding, dilation, groups, fmt)
-    return _run("F", x, w, out_shape, x.shape, w.shape, stride, padding, dilation, groups, fmt, bias=bias)
+    return _run("F", x, w, out_shape, x.shape, w.shape, stride, padding, dilation, groups, fmt, bias=bias,
+                activation=activation)
 
 
 conv_forward = torch.library.custom_op("miofind::conv_forward", _forward, mutates_args=())
@@ -171,8 +177,8 @@ def _save(ctx, x, w) -> None:
     ctx.save_for_backward(x if ctx.needs_input_grad[1] else None, w if ctx.needs_input_grad[0] else None)
 
 
-def _grads(ctx, dy, data, weight):
-    x, w = ctx.saved_tensors
+def _grads(ctx, dy, data, weight, saved=None):
+    x, w = ctx.saved_tensors if saved is None else saved
     x_shape, w_shape, stride, padding, dilation, groups = ctx.conv
     dx = dw = None
     if ctx.needs_input_grad[0]:
@@ -214,40 +220,57 @@ def bias_grad(dy: Tensor) -> Tensor:
     return dy.sum(dim=[0, *range(2, dy.dim())])
 
 
-class EagerConvBias(torch.autograd.Function):
-    """``EagerConv`` with the bias in the forward solution's epilogue (a fused problem; ``functional``
-    takes it where ``_policy.fused_bias``): dx and dw as ``EagerConv``, the bias's gradient one sum."""
+def relu_mask(dy: Tensor, y: Tensor) -> Tensor:
+    """dy through a ReLU whose output was ``y``: zero where y is not positive."""
+    return dy.masked_fill(y <= 0, 0)
+
+
+class EagerConvFused(torch.autograd.Function):
+    """``EagerConv`` with an epilogue in the forward solution (a fused problem; ``functional`` takes it
+    where ``_policy.fusable``): the bias (or None) and ReLU (or none; GELU only without autograd, as its
+    gradient needs the values before it). Backward: dy through the ReLU's mask (its output kept), then dx
+    and dw as ``EagerConv``, the bias's gradient one sum."""
 
     @staticmethod
-    def forward(ctx, x, w, bias, stride, padding, dilation, groups):
-        y = forward_bias(x, w, stride, padding, dilation, groups, bias)
-        ctx.save_for_backward(x if ctx.needs_input_grad[1] else None, w if ctx.needs_input_grad[0] else None)
+    def forward(ctx, x, w, bias, activation, stride, padding, dilation, groups):
+        y = forward_fused(x, w, stride, padding, dilation, groups, bias, activation)
+        ctx.relu = activation == "relu"
+        keep = (x if ctx.needs_input_grad[1] else None, w if ctx.needs_input_grad[0] else None)
+        ctx.save_for_backward(*keep, *((y,) if ctx.relu else ()))
         ctx.conv = (list(x.shape), list(w.shape), list(stride), list(padding), list(dilation), groups)
         return y
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, dy):
-        dx, dw = _grads(ctx, dy, _backward_data, _backward_weight)[:2]
-        return dx, dw, bias_grad(dy) if ctx.needs_input_grad[2] else None, None, None, None, None
+        saved = ctx.saved_tensors
+        if ctx.relu:
+            dy = relu_mask(dy, saved[2])
+        dx, dw = _grads(ctx, dy, _backward_data, _backward_weight, saved[:2])[:2]
+        return dx, dw, bias_grad(dy) if ctx.needs_input_grad[2] else None, None, None, None, None, None
 
 
 class PlannedConv(torch.autograd.Function):
     """``EagerConv`` for a call with a forward plan (``functional._Plan``): the plan launches the
-    forward (with ``bias`` in its epilogue for a fused plan, else ``bias`` is None), and the backward
-    through the plan's learned B and W Entries."""
+    forward (with ``bias`` in its epilogue for a plan that fuses it, else ``bias`` is None; ReLU too
+    where the plan fuses it, its output then kept for the mask), and the backward through the plan's
+    learned B and W Entries."""
 
     @staticmethod
     def forward(ctx, x, w, bias, plan):
         y = plan.forward(x, w, bias)
-        _save(ctx, x, w)
         ctx.plan = plan
+        keep = (x if ctx.needs_input_grad[1] else None, w if ctx.needs_input_grad[0] else None)
+        ctx.save_for_backward(*keep, *((y,) if plan.act == "relu" else ()))
         return y
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, dy):
-        x, w = ctx.saved_tensors
+        saved = ctx.saved_tensors
+        x, w = saved[:2]
+        if ctx.plan.act == "relu":
+            dy = relu_mask(dy, saved[2])
         need = ctx.needs_input_grad
         dx, dw = ctx.plan.backward(dy, x, w, need[0], need[1])
         return dx, dw, bias_grad(dy) if need[2] else None, None

@@ -72,46 +72,50 @@ def _tup(v) -> tuple:
 
 
 def table_key(direction: str, x_shape, w_shape, stride, padding, dilation, groups: int, dtype, channels_last: bool,
-              device: int, bias: bool = False) -> tuple:
+              device: int, bias: bool = False, activation: str = "none") -> tuple:
     """The key of a problem in the prepared table (shapes and parameters as tuples: torch.Size is one,
-    the custom ops pass lists), with the TF32 and deterministic settings as they are now; ``bias``: the
-    fused forward problem with a bias (``fused_bias``)."""
+    the custom ops pass lists), with the TF32 and deterministic settings as they are now; ``bias`` and
+    ``activation``: the fused forward problem with that epilogue (``fusable``), keyed by (bias, activation)."""
     tf32 = dtype is torch.float32 and torch.backends.cudnn.allow_tf32
     key = (direction, tuple(x_shape), tuple(w_shape), _tup(stride), _tup(padding), _tup(dilation), groups, dtype,
            channels_last, tf32, deterministic(), device)
-    return key + (True,) if bias else key
+    return key + ((bool(bias), activation),) if bias or activation != "none" else key
 
 
 _fusable: dict[tuple, bool] = {}
 
 
-def fused_bias(key: tuple) -> bool:
-    """Whether the forward of ``key`` (a ``table_key`` without bias) runs its bias in the solution's
-    epilogue: when one of miofind's own solvers with a fused epilogue claims the fused problem (then
-    the find chooses among the solvers that fuse: ours and cuDNN's fused graph). Otherwise the bias is
-    one PyTorch add after the convolution. Answered once per key (applicability only, no GPU work)."""
-    hit = _fusable.get(key)
+def fusable(key: tuple, bias: bool, activation: str = "none") -> bool:
+    """Whether the forward of ``key`` (a plain ``table_key``) runs the epilogue (``bias``, then
+    ``activation``) in its solution: when one of miofind's own solvers with a fused epilogue claims that
+    fused problem (the find then chooses among the solvers that fuse: ours and cuDNN's fused graph).
+    Otherwise the bias is one PyTorch add after the convolution and the activation one op after that.
+    ``MIOFIND_TORCH_FUSE_BIAS=0`` turns off every epilogue with a bias. Answered once per key and
+    epilogue (applicability only, no GPU work)."""
+    ck = (key, bool(bias), activation)
+    hit = _fusable.get(ck)
     if hit is None:
+        from .. import env
         from ..registry import solvers
         d, xs, ws, stride, padding, dilation, groups, dtype, cl, tf32 = key[:10]
-        from .. import env
-        if dtype not in _DTYPES or key[11] < 0 or not env.torch_fuse_bias():   # not ours to compute, CPU, or off
-            _fusable[key] = False
+        if dtype not in _DTYPES or key[11] < 0 or (bias and not env.torch_fuse_bias()):   # not ours, CPU, or off
+            _fusable[ck] = False
             return False
         try:
-            p = problem_for(d, xs, ws, stride, padding, dilation, groups, dtype, cl, tf32, bias=1)
+            p = problem_for(d, xs, ws, stride, padding, dilation, groups, dtype, cl, tf32, bias=int(bool(bias)),
+                            activation=activation)
             hit = any(s.fused_epilogue and s.family != "cudnn" and s.applicability(p) for s in solvers("F"))
         except ValueError:
             hit = False
-        _fusable[key] = hit
+        _fusable[ck] = hit
     return hit
 
 
 def problem_for(direction: str, x_shape, w_shape, stride, padding, dilation, groups: int, dtype,
-                channels_last: bool, tf32: bool, bias: int = 0) -> ProblemDescription:
+                channels_last: bool, tf32: bool, bias: int = 0, activation: str = "none") -> ProblemDescription:
     """The ProblemDescription of a torch convolution: ``x_shape``/``w_shape`` in torch's logical
-    order (N, C, *spatial) and (K, C/groups, *filter), 2 or 3 spatial dims; ``bias=1``: the fused
-    forward with a bias."""
+    order (N, C, *spatial) and (K, C/groups, *filter), 2 or 3 spatial dims; ``bias=1`` and/or an
+    ``activation``: the fused forward with that epilogue."""
     nd = len(x_shape) - 2
     dt = _DTYPES[dtype]
     layout = ("NHWC" if nd == 2 else "NDHWC") if channels_last else ("NCHW" if nd == 2 else "NCDHW")
@@ -120,7 +124,7 @@ def problem_for(direction: str, x_shape, w_shape, stride, padding, dilation, gro
                                    filter_size=tuple(int(v) for v in w_shape[2:]), pads=tuple(padding),
                                    strides=tuple(stride), dilations=tuple(dilation), groups=int(groups),
                                    layout=layout, dtype=dt, math="tf32" if tf32 and dt == "FP32" else "strict",
-                                   bias=bias)
+                                   bias=bias, activation=activation)
 
 
 class Entry:
@@ -172,8 +176,8 @@ class Entry:
         if self.swap:
             pa, pb = pb, pa
         pw = workspace(self.ws_bytes, self.dev, stream).data_ptr() if self.ws_bytes else 0
-        if self.fused:
-            self.invoker(pa, pb, out.data_ptr(), pw, stream, bias.data_ptr())
+        if self.fused:      # an activation-only epilogue has no bias: a null pointer
+            self.invoker(pa, pb, out.data_ptr(), pw, stream, bias.data_ptr() if bias is not None else 0)
         else:
             self.invoker(pa, pb, out.data_ptr(), pw, stream)
         return out

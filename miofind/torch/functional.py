@@ -2,10 +2,12 @@
 
 Forward runs the problem's F solution, backward the B solution for dx and the W solution for dw,
 each only when autograd asks for it (``_ops``). The bias goes into the forward solution's epilogue
-where one of miofind's own solvers fuses it for the problem (``_policy.fused_bias``: the Hopper
+where one of miofind's own solvers fuses it for the problem (``_policy.fusable``: the Hopper
 forward, channels_last FP16/BF16; the find then chooses among the fusing solvers, ours and cuDNN's
 fused graph), in eager mode; elsewhere (and under ``torch.compile``) it is one PyTorch op on the
 output (an in-place add of a broadcast view). Either way autograd reduces its gradient with one sum.
+A module that ``modules.fuse`` paired with its ReLU (or GELU) passes it as ``activation``: it goes into
+the same epilogue where a solver fuses it (GELU only without autograd), else it is one PyTorch op.
 Inputs on the CPU, or of a data type miofind does not compute in (float64, complex, integers), run
 PyTorch's own convolution unchanged.
 """
@@ -157,11 +159,13 @@ class _Plan:
     lookup, one allocation and the launches. Its backward learns the B and W Entries the same way,
     per stride pattern of ``dy`` (``backward``)."""
 
-    __slots__ = ("entry", "out_shape", "fmt", "dtype", "device", "bias_shape", "conv", "dev", "bwd", "_dense", "fused")
+    __slots__ = ("entry", "out_shape", "fmt", "dtype", "device", "bias_shape", "conv", "dev", "bwd", "_dense", "fused",
+                 "act")
 
-    def __init__(self, entry, out_shape, fmt, x: Tensor, w: Tensor, conv, fused: bool = False) -> None:
+    def __init__(self, entry, out_shape, fmt, x: Tensor, w: Tensor, conv, fused: bool = False, act: str = "none") -> None:
         self.entry, self.out_shape, self.fmt, self.conv = entry, out_shape, fmt, conv
-        self.fused = fused              # the entry is the fused forward's: the bias goes into its epilogue
+        # the entry is a fused forward's: the bias (fused) and the activation (act) are in its epilogue
+        self.fused, self.act = fused, act
         self.dtype, self.device, self.dev = x.dtype, x.device, x.get_device()
         self.bias_shape = (1, -1, *([1] * (x.dim() - 2)))
         self.bwd: dict[tuple, tuple] = {}
@@ -222,40 +226,58 @@ class _Plan:
 _plans: dict[tuple, _Plan] = {}
 
 
-def _plan_key(nd: int, x: Tensor, w: Tensor, stride, padding, dilation, groups, bias) -> tuple:
-    # the bias: whether there is one of x's type (a candidate for the fused forward)
+def _plan_key(nd: int, x: Tensor, w: Tensor, stride, padding, dilation, groups, bias, act: str) -> tuple:
+    # the bias: whether there is one of x's type (a candidate for the fused forward); the activation the
+    # epilogue may take (``_fusable_act``)
     return (nd, x.shape, x.stride(), w.shape, w.stride(), x.dtype, w.dtype, x.get_device(), w.get_device(),
             stride, padding, dilation, groups, torch.backends.cudnn.allow_tf32, _policy.deterministic(),
-            bias is not None and bias.dtype is x.dtype)
+            bias is not None and bias.dtype is x.dtype, act)
 
 
-def _fuse_bias(x: Tensor, w: Tensor, bias, stride, padding, dilation, groups) -> bool:
-    """Whether this call's bias goes into the forward solution's epilogue (``_policy.fused_bias``): a
-    vector of K elements of x's type, and a fusing solver of miofind's own claims the problem."""
-    if bias is None or bias.dtype is not x.dtype or bias.dim() != 1 or bias.shape[0] != w.shape[0]:
-        return False
+def _fusable_act(activation: str, grad: bool) -> str:
+    """The part of ``activation`` an epilogue may take: ReLU always (its gradient needs only its output),
+    GELU only without autograd (its gradient needs the values before it)."""
+    return activation if activation == "relu" or not grad else "none"
+
+
+def _epilogue(x: Tensor, w: Tensor, bias, act: str, stride, padding, dilation, groups) -> tuple[bool, str]:
+    """(bias fused, activation fused) of this call's forward (``_policy.fusable``): the bias when it is a
+    vector of K elements of x's type, and ``act``, when a fusing solver of miofind's own claims that fused
+    problem; (False, "none") otherwise, also when a bias that cannot be fused would have to come first."""
+    has_b = bias is not None
+    if has_b and (bias.dtype is not x.dtype or bias.dim() != 1 or bias.shape[0] != w.shape[0]):
+        return False, "none"
+    if not has_b and act == "none":
+        return False, "none"
     cl = _ops.memory_format(x, w) is not torch.contiguous_format
-    return _policy.fused_bias(_policy.table_key("F", x.shape, w.shape, stride, padding, dilation, groups, x.dtype, cl,
-                                                x.get_device()))
+    key = _policy.table_key("F", x.shape, w.shape, stride, padding, dilation, groups, x.dtype, cl, x.get_device())
+    if _policy.fusable(key, has_b, act):
+        return has_b, act
+    return False, "none"
 
 
-def _make_plan(key: tuple, nd: int, x: Tensor, w: Tensor, stride, padding, dilation, groups, bias) -> None:
+def _activate(y: Tensor, act: str) -> Tensor:
+    """The activation an epilogue did not take, as one PyTorch op."""
+    return torch.relu(y) if act == "relu" else F.gelu(y) if act == "gelu" else y
+
+
+def _make_plan(key: tuple, nd: int, x: Tensor, w: Tensor, stride, padding, dilation, groups, bias, act: str) -> None:
     """After a first call of the slow path: keep a ``_Plan`` for ``key`` when the call qualifies (2-D
     or 3-D, explicit padding, both inputs dense in the chosen memory format, on the current device); a
-    fused plan when the bias went into the forward's epilogue."""
+    fused plan when the bias or ``act`` (``_fusable_act``'s) went into the forward's epilogue."""
     if nd == 1 or isinstance(padding, str) or x.dim() != nd + 2 or x.get_device() != torch._C._cuda_getDevice():
         return
     fmt = _ops.memory_format(x, w)
     if not (x.is_contiguous(memory_format=fmt) and w.is_contiguous(memory_format=fmt)):
         return
-    fused = _fuse_bias(x, w, bias, stride, padding, dilation, groups)
+    fused, fact = _epilogue(x, w, bias, act, stride, padding, dilation, groups)
     entry = _policy._table.get(_policy.table_key("F", x.shape, w.shape, stride, padding, dilation, groups, x.dtype,
-                                                 fmt is not torch.contiguous_format, x.get_device(), fused))
+                                                 fmt is not torch.contiguous_format, x.get_device(), fused, fact))
     if entry is None or entry.invoker is None:
         return
     out_shape = _ops.out_size(x.shape, w.shape, stride, padding, dilation)
     conv = (list(x.shape), list(w.shape), list(stride), list(padding), list(dilation), groups)
-    _plans[key] = _Plan(entry, out_shape, fmt, x, w, conv, fused)
+    _plans[key] = _Plan(entry, out_shape, fmt, x, w, conv, fused, fact)
 
 
 def clear_plans() -> None:
@@ -267,36 +289,42 @@ _policy._on_clear.append(clear_plans)
 _policy._on_clear.append(_casts.clear)
 
 
-def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilation, groups) -> Tensor:
-    """The convolution with arguments already through ``normalize`` (modules keep theirs)."""
+def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilation, groups,
+                    activation: str = "none") -> Tensor:
+    """The convolution with arguments already through ``normalize`` (modules keep theirs), then
+    ``activation`` ("none", "relu" or "gelu": a module ``fuse`` paired with its activation)."""
     key = None
     if type(x) in _PLAIN and type(w) in _PLAIN and x.is_cuda and not torch.compiler.is_compiling():
         if torch.is_autocast_enabled("cuda"):
             x, w, bias = _autocast(x, w, bias)
-        key = _plan_key(nd, x, w, stride, padding, dilation, groups, bias)
+        grad = torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or
+                                            (bias is not None and bias.requires_grad))
+        act = _fusable_act(activation, grad)
+        key = _plan_key(nd, x, w, stride, padding, dilation, groups, bias, act)
         plan = _plans.get(key)
         if plan is not None and plan.dev == torch._C._cuda_getDevice():
             fb = None
             if plan.fused:
                 fb = bias if bias.is_contiguous() else bias.contiguous()
-            if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or (fb is not None and fb.requires_grad)):
+            if grad:
                 y = _ops.PlannedConv.apply(x, w, fb, plan)
             else:
                 y = plan.forward(x, w, fb)
             if bias is not None and fb is None:
                 y = y.add_(bias.view(plan.bias_shape))
-            return y
-    y = _conv_slow(nd, x, w, bias, stride, padding, dilation, groups)
+            return _activate(y, activation) if plan.act == "none" else y
+    y = _conv_slow(nd, x, w, bias, stride, padding, dilation, groups, activation)
     if key is not None and x.dtype in _policy.SUPPORTED_DTYPES:
-        _make_plan(key, nd, x, w, stride, padding, dilation, groups, bias)
+        _make_plan(key, nd, x, w, stride, padding, dilation, groups, bias, act)
     return y
 
 
-def _conv_slow(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilation, groups) -> Tensor:
+def _conv_slow(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilation, groups,
+               activation: str = "none") -> Tensor:
     x, w, bias = _autocast(x, w, bias)
     if not supported(x, w) or x.dim() not in (nd + 1, nd + 2) or w.dim() != nd + 2:
         # PyTorch's own convolution (and its error messages for wrong ranks)
-        return _TORCH[nd](x, w, bias, stride, padding, dilation, groups)
+        return _activate(_TORCH[nd](x, w, bias, stride, padding, dilation, groups), activation)
     unbatched = x.dim() == nd + 1
     if unbatched:
         x = x.unsqueeze(0)
@@ -319,13 +347,20 @@ def _conv_slow(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilation, g
                          f"(groups={groups}), got x.shape={tuple(x.shape)}")
     if w.shape[0] % groups:
         raise ValueError(f"w.shape={tuple(w.shape)}: {w.shape[0]} output channels are not divisible by groups={groups}")
-    if _eager(x, w) and _fuse_bias(x, w, bias, stride, padding, dilation, groups):
-        b = bias if bias.is_contiguous() else bias.contiguous()
-        bias = None                 # in the forward's epilogue
-        if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or b.requires_grad):
-            y = _ops.EagerConvBias.apply(x, w, b, list(stride), list(padding), list(dilation), groups)
+    grad = torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad))
+    fused, fact = (_epilogue(x, w, bias, _fusable_act(activation, grad), stride, padding, dilation, groups)
+                   if _eager(x, w) else (False, "none"))
+    if fused or fact != "none":
+        b = None
+        if fused:
+            b = bias if bias.is_contiguous() else bias.contiguous()
+            bias = None             # in the forward's epilogue
+        if fact != "none":
+            activation = "none"     # in the forward's epilogue too
+        if grad:
+            y = _ops.EagerConvFused.apply(x, w, b, fact, list(stride), list(padding), list(dilation), groups)
         else:
-            y = _ops.forward_bias(x, w, stride, padding, dilation, groups, b)
+            y = _ops.forward_fused(x, w, stride, padding, dilation, groups, b, fact)
     elif _eager(x, w):
         if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad):
             y = _ops.EagerConv.apply(x, w, list(stride), list(padding), list(dilation), groups)
@@ -335,6 +370,7 @@ def _conv_slow(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilation, g
         y = _ops.conv_forward(x, w, list(stride), list(padding), list(dilation), groups)
     if bias is not None:
         y = y.add_(bias.view(1, -1, *([1] * (y.dim() - 2))))
+    y = _activate(y, activation)
     if nd == 1:
         y = y.squeeze(2)
     return y.squeeze(0) if unbatched else y

@@ -1,5 +1,6 @@
 """``Conv1d``/``Conv2d``/``Conv3d``: the ``torch.nn`` modules with their convolution run by miofind,
-and ``convert(model)``, which swaps a model's ``nn.ConvNd`` modules in place.
+and ``convert(model)``, which swaps a model's ``nn.ConvNd`` modules in place; ``fuse(model)`` then
+pairs each with the ReLU or GELU that follows it in a Sequential (their fused forward problem).
 
 The classes add no state: parameters, buffers, ``state_dict`` keys, ``repr`` and initialisation are
 ``torch.nn``'s. ``convert`` changes each module's class in place (the same objects, so optimizers
@@ -37,7 +38,9 @@ class _Miofind:
     def _conv_forward(self, input, weight, bias):
         if self.padding_mode != "zeros":
             input = nn.functional.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
-        return MF.conv_normalized(self._nd, input, weight, bias, *self._miofind_args())
+        fused = self.__dict__.get("_miofind_fused")     # (its activation, the module it replaced): ``fuse``
+        return MF.conv_normalized(self._nd, input, weight, bias, *self._miofind_args(),
+                                  activation=fused[0] if fused else "none")
 
 
 class Conv1d(_Miofind, nn.Conv1d):
@@ -105,13 +108,51 @@ def convert(model: nn.Module) -> Converted:
     return Converted(swapped, left)
 
 
+def _activation_of(m: nn.Module) -> str | None:
+    """The activation ``fuse`` takes into a convolution: "relu" (nn.ReLU), "gelu" (nn.GELU, exact), else None."""
+    if type(m) is nn.ReLU:
+        return "relu"
+    if type(m) is nn.GELU and m.approximate == "none":
+        return "gelu"
+    return None
+
+
+def fuse(model: nn.Module) -> int:
+    """After ``convert``: each miofind convolution directly followed by an ``nn.ReLU`` or exact ``nn.GELU``
+    in an ``nn.Sequential`` computes that activation itself, and the activation module in the Sequential
+    becomes ``nn.Identity`` (as ``torch.ao.quantization.fuse_modules`` does; ``revert`` puts it back). The
+    convolution then runs y = act(conv(x) + bias) as one fused forward problem wherever a solver of
+    miofind's fuses it (``channels_last`` FP16/BF16; GELU only without autograd), else the activation is
+    one PyTorch op after it: the results are those of the unfused model. ``state_dict`` is unchanged (the
+    activations have no state). Returns how many pairs it fused; pairs fused before are not counted."""
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
+    n = 0
+    for seq in list(model.modules()):
+        if not isinstance(seq, nn.Sequential):
+            continue
+        names = list(seq._modules)
+        for a, b in zip(names, names[1:]):
+            conv, act = seq._modules[a], seq._modules[b]
+            kind = _activation_of(act) if act is not None else None
+            if type(conv) in _BACK and kind is not None and "_miofind_fused" not in conv.__dict__:
+                conv.__dict__["_miofind_fused"] = (kind, seq, b, act)
+                seq._modules[b] = nn.Identity()
+                n += 1
+    return n
+
+
 def revert(model: nn.Module) -> int:
-    """Undo ``convert``: give every miofind convolution module of ``model`` back its ``torch.nn``
-    class, in place; returns how many."""
+    """Undo ``convert`` (and ``fuse``): give every miofind convolution module of ``model`` back its
+    ``torch.nn`` class, and each activation ``fuse`` took its place, in place; returns how many modules."""
     n = 0
     for m in model.modules():
         back = _BACK.get(type(m))
         if back is not None:
+            fused = m.__dict__.pop("_miofind_fused", None)
+            if fused is not None:
+                _, seq, name, act = fused
+                seq._modules[name] = act
             m.__class__ = back
             n += 1
     return n

@@ -217,14 +217,15 @@ def _cpu_ops(monkeypatch, eager: bool):
     nd_fns = {4: (F.conv2d, torch.nn.grad.conv2d_input, torch.nn.grad.conv2d_weight),
               5: (F.conv3d, torch.nn.grad.conv3d_input, torch.nn.grad.conv3d_weight)}
 
-    def run(direction, a, b, out_shape, x_shape, w_shape, stride, padding, dilation, groups, fmt, bias=None):
+    def run(direction, a, b, out_shape, x_shape, w_shape, stride, padding, dilation, groups, fmt, bias=None,
+            activation="none"):
         assert a.is_contiguous(memory_format=fmt) and b.is_contiguous(memory_format=fmt)
         assert bias is None or (direction == "F" and bias.is_contiguous())
         fwd, bwd, wrw = nd_fns[a.dim()]
         if direction == "F":
             y = fwd(a, b, bias, stride, padding, dilation, groups)
-            if bias is not None:
-                direction = "F+bias"
+            y = torch.relu(y) if activation == "relu" else F.gelu(y) if activation == "gelu" else y
+            direction += "+bias" * (bias is not None) + ("" if activation == "none" else f"+{activation}")
         elif direction == "B":
             y = bwd(list(x_shape), b, a, stride, padding, dilation, groups)
         else:
@@ -279,7 +280,7 @@ def test_fused_bias_eager_path(monkeypatch):
     """Where a solver fuses the bias (``_policy.fused_bias``), eager calls pass it to the forward launch (one
     launch, no add) and its gradient is one sum; the first layer (no dx) launches F with the bias and W only."""
     calls = _cpu_ops(monkeypatch, True)
-    monkeypatch.setattr(mt._policy, "fused_bias", lambda key: True)
+    monkeypatch.setattr(mt._policy, "fusable", lambda key, bias, act="none": True)
     torch.manual_seed(1)
     x = torch.randn(2, 4, 9, 8, dtype=torch.float64, requires_grad=True)
     w = torch.randn(6, 4, 3, 3, dtype=torch.float64, requires_grad=True)
@@ -303,6 +304,40 @@ def test_fused_bias_eager_path(monkeypatch):
     calls.clear()
     torch.autograd.grad(mt.conv2d(x0, w, None, padding=1).sum(), w)     # no bias: the plain forward
     assert calls == ["F", "W"]
+
+
+def test_fuse_pairs_convolutions_with_their_activations(monkeypatch):
+    """``fuse`` after ``convert``: Conv2d + ReLU and Conv2d + GELU of a Sequential become one fused forward each
+    (ReLU also under autograd, its mask from the output; GELU only without autograd, else one op after), the
+    activation modules become Identity, the results and gradients are the unfused model's, and ``revert`` puts
+    the activations back."""
+    calls = _cpu_ops(monkeypatch, True)
+    monkeypatch.setattr(mt._policy, "fusable", lambda key, bias, act="none": True)
+    torch.manual_seed(3)
+    ref = nn.Sequential(nn.Conv2d(4, 6, 3, padding=1), nn.ReLU(inplace=True), nn.Conv2d(6, 6, 1, bias=False),
+                        nn.GELU(), nn.Conv2d(6, 2, 3), nn.ReLU()).double()
+    model = copy.deepcopy(ref)
+    for m in model:                 # convert() leaves float64 modules as they are; the fake ops run them
+        if type(m) is nn.Conv2d:
+            m.__class__ = mt.Conv2d
+    assert mt.fuse(model) == 3 and mt.fuse(model) == 0
+    assert [type(m).__name__ for m in model] == ["Conv2d", "Identity", "Conv2d", "Identity", "Conv2d", "Identity"]
+    assert model.state_dict().keys() == ref.state_dict().keys()
+    x = torch.randn(2, 4, 9, 8, dtype=torch.float64, requires_grad=True)
+    ours, want = model(x), ref(x)
+    assert torch.allclose(ours, want)
+    assert calls == ["F+bias+relu", "F", "F+bias+relu"]       # GELU under autograd: one op after the forward
+    g = torch.randn_like(want)
+    got = torch.autograd.grad(ours, [x, *model.parameters()], g)
+    exp = torch.autograd.grad(want, [x, *ref.parameters()], g)
+    for a, e in zip(got, exp):
+        assert torch.allclose(a, e)
+    calls.clear()
+    with torch.no_grad():
+        assert torch.allclose(model(x), ref(x))
+    assert calls == ["F+bias+relu", "F+gelu", "F+bias+relu"]
+    assert mt.revert(model) == 3
+    assert [type(m) for m in model] == [type(m) for m in ref] and model[1].inplace
 
 
 def test_unbatched_and_gradcheck(cpu_ops):

@@ -161,7 +161,7 @@ def test_bias_in_the_forward_epilogue(mt, dtype):
         with torch.no_grad():
             assert rel(mt.conv2d(x, w, b, padding=1, stride=(1, 2)), F.conv2d(x, w, b, padding=1, stride=(1, 2))) < 2e-2
     fused = {k: e for k, e in _policy._table.items() if k[0] == "F"}
-    assert len(fused) == 1 and next(iter(fused))[-1] is True, list(fused)
+    assert len(fused) == 1 and next(iter(fused))[-1] == (True, "none"), list(fused)
     e = next(iter(fused.values()))
     assert e.fused and e.pr.problem.bias == 1 and e.solver_id in ("ConvImplicitGemmHopperFwdBiasActiv", "ConvCudnnFwd")
     assert any(p.fused for p in MF._plans.values())
@@ -169,6 +169,37 @@ def test_bias_in_the_forward_epilogue(mt, dtype):
     x = torch.randn(4, 24, 13, 11, device="cuda", dtype=dtype)
     assert rel(mt.conv2d(x, w.contiguous(), b, padding=1), F.conv2d(x, w.contiguous(), b, padding=1)) < 2e-2
     assert any(k[0] == "F" and len(k) == 12 for k in _policy._table)
+
+
+def test_fused_relu_and_gelu_modules(mt):
+    """``fuse`` on a channels_last FP16 Sequential: conv + bias + ReLU as one fused forward problem, under autograd
+    (ReLU's mask from the output) and without; conv + GELU fused without autograd only; outputs and gradients match
+    the unfused model on cuDNN, through the first call and the forward plans."""
+    from miofind.torch import _policy
+
+    cl = torch.channels_last
+    torch.manual_seed(5)
+    ref = nn.Sequential(nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(inplace=True), nn.Conv2d(32, 24, 1),
+                        nn.GELU()).cuda().half().to(memory_format=cl)
+    model = copy.deepcopy(ref)
+    mt.convert(model)
+    assert mt.fuse(model) == 2
+    for i in range(3):
+        x = torch.randn(4, 16, 12, 10, device="cuda", dtype=torch.float16).to(memory_format=cl)
+        xr, xm = x.clone().requires_grad_(), x.clone().requires_grad_()
+        want, got = ref(xr), model(xm)
+        assert rel(got, want) < 2e-2, (i, rel(got, want))
+        g = torch.randn_like(want)
+        want.backward(g)
+        got.backward(g)
+        assert rel(xm.grad, xr.grad) < 3e-2, (i, rel(xm.grad, xr.grad))
+        for pm, pr in zip(model.parameters(), ref.parameters()):
+            assert rel(pm.grad, pr.grad) < 3e-2, i
+            pm.grad = pr.grad = None
+        with torch.no_grad():
+            assert rel(model(x), ref(x)) < 2e-2, i
+    keys = {k[-1] for k in _policy._table if k[0] == "F" and len(k) == 13}
+    assert (True, "relu") in keys and (True, "gelu") in keys and (True, "none") in keys, keys
 
 
 def test_conv1d_conv3d_and_autocast(mt):
