@@ -221,8 +221,9 @@ def bias_grad(dy: Tensor) -> Tensor:
 
 
 def relu_mask(dy: Tensor, y: Tensor) -> Tensor:
-    """dy through a ReLU whose output was ``y``: zero where y is not positive."""
-    return dy.masked_fill(y <= 0, 0)
+    """dy through a ReLU whose output was ``y``: zero where y is not positive (PyTorch's own ReLU backward,
+    one pass in dy's memory format)."""
+    return torch.ops.aten.threshold_backward(dy, y, 0)
 
 
 class EagerConvFused(torch.autograd.Function):
