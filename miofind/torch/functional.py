@@ -302,7 +302,9 @@ def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilati
         act = _fusable_act(activation, grad)
         key = _plan_key(nd, x, w, stride, padding, dilation, groups, bias, act)
         plan = _plans.get(key)
-        if plan is not None and plan.dev == torch._C._cuda_getDevice():
+        # a fused plan reads K bias elements: any other bias takes the slow path (PyTorch's error)
+        if plan is not None and plan.dev == torch._C._cuda_getDevice() and \
+                not (plan.fused and (bias.dim() != 1 or bias.shape[0] != plan.out_shape[1])):
             fb = None
             if plan.fused:
                 fb = bias if bias.is_contiguous() else bias.contiguous()
