@@ -340,6 +340,27 @@ def test_fuse_pairs_convolutions_with_their_activations(monkeypatch):
     assert [type(m) for m in model] == [type(m) for m in ref] and model[1].inplace
 
 
+def test_fused_activation_where_no_solver_fuses_it(monkeypatch):
+    """``fuse`` where no solver of ours claims the fused problem (``_policy.fusable`` false: NCHW, FP32, another
+    GPU): the plain forward, the bias added, then the activation as one PyTorch op; the unfused model's results."""
+    calls = _cpu_ops(monkeypatch, True)
+    monkeypatch.setattr(mt._policy, "fusable", lambda key, bias, act="none": False)
+    torch.manual_seed(4)
+    ref = nn.Sequential(nn.Conv2d(3, 5, 3, padding=1), nn.ReLU(), nn.Conv2d(5, 4, 1), nn.GELU()).double()
+    model = copy.deepcopy(ref)
+    for m in model:
+        if type(m) is nn.Conv2d:
+            m.__class__ = mt.Conv2d
+    assert mt.fuse(model) == 2
+    x = torch.randn(2, 3, 7, 6, dtype=torch.float64, requires_grad=True)
+    ours, want = model(x), ref(x)
+    assert torch.allclose(ours, want) and calls == ["F", "F"]
+    g = torch.randn_like(want)
+    for a, e in zip(torch.autograd.grad(ours, [x, *model.parameters()], g),
+                    torch.autograd.grad(want, [x, *ref.parameters()], g)):
+        assert torch.allclose(a, e)
+
+
 def test_unbatched_and_gradcheck(cpu_ops):
     x = torch.randn(3, 6, 7, dtype=torch.float64, requires_grad=True)
     w = torch.randn(2, 3, 3, 2, dtype=torch.float64, requires_grad=True)
