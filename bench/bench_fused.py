@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -36,6 +35,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import kernel_timing  # noqa: E402
+from bench_kernel_time import tuned_config  # noqa: E402   the shipped DB's tuned config of a layer
 
 EPI_SRC = r"""
 #include <cuda_fp16.h>
@@ -70,12 +70,6 @@ def epi_kernel(dt: str, act: str):
     import cupy
     t = {"FP16": "__half", "BF16": "__nv_bfloat16"}[dt]
     return cupy.RawModule(code=EPI_SRC, options=(f"-DDATA_T={t}", f"-DACT={ACT[act]}", "-std=c++17")).get_function("epi")
-
-
-def tuned_config(key: str, sid: str):
-    db = sqlite3.connect(f"file:{ROOT / 'finddb' / 'sm_90-132.sqlite'}?mode=ro", uri=True)
-    row = db.execute("select config from perf_records where problem_key=? and solver_id=?", (key, sid)).fetchone()
-    return json.loads(row[0]) if row and row[0] else None
 
 
 def layers(which: str, n: int):
