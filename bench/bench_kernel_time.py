@@ -7,9 +7,12 @@ Harness (same buffers; every candidate verified against the float64 reference fi
   ours   the Hopper solver of the direction at its default config, the shipped DB's tuned config for the
          layer where there is one, and with ``--alts`` bench_hopper_igemm's alternative configs;
   cudnn  every plan cuDNN's heuristics offer (up to MIOFIND_CUDNN_PLANS).
+  tma    with ``--tma``: each of ours' configs with the copy-engine loads (WSPEC = 1, TMA = 1, PERSIST = 0) where
+         valid, a side of its own; "ours" stays the configs without TMA, and "best" is the faster of the two.
 For each timing, each side's fastest candidate under that timing; the geomean of ours / cudnn per direction.
+``--set large``: issue 19's large layer (N=120, 64 -> 64 channels, 512 x 512, 3x3).
 
-    python bench/bench_kernel_time.py --dirs F,B,W --dtypes FP16 [--set nonresnet] [--alts] --json out.json
+    python bench/bench_kernel_time.py --dirs F,B,W --dtypes FP16 [--set nonresnet] [--alts] [--tma] --json out.json
 """
 
 from __future__ import annotations
@@ -41,11 +44,12 @@ def tuned_config(key: str, sid: str):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--set", default="resnet50", choices=("resnet50", "nonresnet"))
+    ap.add_argument("--set", default="resnet50", choices=("resnet50", "nonresnet", "large"))
     ap.add_argument("--n", type=int, default=32)
     ap.add_argument("--dirs", default="F,B,W")
     ap.add_argument("--dtypes", default="FP16")
     ap.add_argument("--alts", action="store_true")
+    ap.add_argument("--tma", action="store_true")
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--deadline", type=float, default=1e9)
     ap.add_argument("--json", default="")
@@ -63,7 +67,10 @@ def main():
 
     t_start = time.time()
     dev = current_device()
-    layers = _resnet50(a.n) if a.set == "resnet50" else {k: dict(v, n=a.n) for k, v in NON_RESNET.items()}
+    if a.set == "large":
+        layers = {"large_64_512_3x3": dict(n=120, c=64, k=64, in_size=(512, 512), filter_size=3, pads=1)}
+    else:
+        layers = _resnet50(a.n) if a.set == "resnet50" else {k: dict(v, n=a.n) for k, v in NON_RESNET.items()}
     cases, todo = [], []
     for d in a.dirs.split(","):
         hop = get_solver(HOPPER[d])
@@ -79,6 +86,11 @@ def main():
                 if a.alts:
                     from bench_hopper_igemm import alt_configs
                     cfgs += [c for c in alt_configs(hop, p) if c not in cfgs]
+                if a.tma:
+                    for c in list(cfgs):
+                        v = dict(c, WSPEC=1, TMA=1, **({"PERSIST": 0} if "PERSIST" in c else {}))
+                        if hop.is_valid_config(p, v) and v not in cfgs:
+                            cfgs.append(v)
                 cases.append((name, p, hop, cfgs))
                 for c in cfgs:
                     todo += hop.get_solution(p, c).kernels
@@ -94,7 +106,9 @@ def main():
         cud = get_solver(CUDNN[p.direction])
         h = Harness(p, verify=True, seed=0)
         row = {"layer": name, "key": p.key(), "direction": p.direction, "dtype": p.dtype}
-        for side, solver, configs, fam in (("ours", hop, cfgs, "implicit_gemm_hopper"), ("cudnn", cud, None, "cudnn")):
+        sides = (("ours", hop, [c for c in cfgs if not c.get("TMA")], "implicit_gemm_hopper"),
+                 ("tma", hop, [c for c in cfgs if c.get("TMA")], "implicit_gemm_hopper"), ("cudnn", cud, None, "cudnn"))
+        for side, solver, configs, fam in sides:
             if configs is None:
                 try:
                     configs = cud.find_configs(p)
@@ -122,23 +136,29 @@ def main():
             for m, (ms, cfg) in best.items():
                 row[f"{side}_{m}_ms"] = ms
                 row[f"{side}_{m}_cfg"] = cfg
+        for m in MODES:
+            got = [(row[f"{sd}_{m}_ms"], row[f"{sd}_{m}_cfg"]) for sd in ("ours", "tma") if f"{sd}_{m}_ms" in row]
+            if got:
+                row[f"best_{m}_ms"], row[f"best_{m}_cfg"] = min(got, key=lambda t: t[0])
         rows.append(row)
         f = lambda s, m: f"{row[f'{s}_{m}_ms'] * 1e3:7.1f}" if f"{s}_{m}_ms" in row else "      -"  # noqa: E731
-        print(f"{name:28s} {p.direction} {p.dtype} " + "  ".join(f"{m} {f('ours', m)} {f('cudnn', m)}" for m in MODES)
-              + " us (ours cudnn)", flush=True)
+        print(f"{name:28s} {p.direction} {p.dtype} " + "  ".join(f"{m} {f('ours', m)} {f('tma', m)} {f('cudnn', m)}"
+                                                                 for m in MODES)
+              + " us (ours tma cudnn)", flush=True)
         del h
         if a.json:
             Path(a.json).write_text(json.dumps({"rows": rows, "device": dev.name}, indent=1))
 
-    print("\ngeomean ours / cudnn (layers)")
-    for d in a.dirs.split(","):
-        for dt in a.dtypes.split(","):
-            out = [f"{d} {dt}:"]
-            for m in MODES:
-                v = [math.log(r[f"ours_{m}_ms"] / r[f"cudnn_{m}_ms"]) for r in rows if r["direction"] == d
-                     and r["dtype"] == dt and f"ours_{m}_ms" in r and f"cudnn_{m}_ms" in r]
-                out.append(f"{m} {math.exp(sum(v) / len(v)):.3f} ({len(v)})" if v else f"{m} -")
-            print("  ".join(out))
+    for side in ("ours", "tma", "best") if a.tma else ("ours",):
+        print(f"\ngeomean {side} / cudnn (layers)")
+        for d in a.dirs.split(","):
+            for dt in a.dtypes.split(","):
+                out = [f"{d} {dt}:"]
+                for m in MODES:
+                    v = [math.log(r[f"{side}_{m}_ms"] / r[f"cudnn_{m}_ms"]) for r in rows if r["direction"] == d
+                         and r["dtype"] == dt and f"{side}_{m}_ms" in r and f"cudnn_{m}_ms" in r]
+                    out.append(f"{m} {math.exp(sum(v) / len(v)):.3f} ({len(v)})" if v else f"{m} -")
+                print("  ".join(out))
 
 
 if __name__ == "__main__":

@@ -41,6 +41,11 @@
 // signals the oldest. PERSIST: the stages carry one stream of (tile, K tile) positions, the resident B is
 // in the producer's first copy group, and the consumers alone stage and store each output tile, between
 // two named barriers of their NT_MMA threads.
+// Copy engine (TMA = 1; WSPEC, PERSIST = 0, B_MN = 0, C % 64 == 0): one producer thread fills a stage with
+// two tensor-map copies (implicit_gemm_hopper_tma.cuh): the A tile as an im2col box of x (BM consecutive
+// output pixels m0 .. m0 + BM - 1 as filter bases from m0's (ow*sw - pw, oh*sh - ph, n), the K tile's tap as
+// the filter offset, its 64 channels; zeros outside the image and past M) and the B tile as a 64 x BN box of
+// w's KYXC rows; the stage's full mbarrier completes on their bytes. The maps are the last two arguments.
 // Fused epilogue (ConvImplicitGemmHopperFwdFused): EPI_BIAS = 1 adds bias[k] (data_t, one per output
 // channel) to the FP32 sum, EPI_ACT then applies ReLU (1) or the exact GELU v * Phi(v) (2), before the
 // rounding to data_t; split, the reduce kernel applies it. The kernels then take the bias pointer last.
@@ -56,6 +61,15 @@
 #endif
 #if WSPEC
 #include "implicit_gemm_hopper_mbar.cuh"
+#endif
+#ifndef TMA
+#define TMA 0           // 1: the producer's copies by the copy engine (tensor maps, last two arguments)
+#endif
+#if TMA
+#include "implicit_gemm_hopper_tma.cuh"
+#define TMA_PARAM , const __grid_constant__ TmaMap tmx, const __grid_constant__ TmaMap tmw
+#else
+#define TMA_PARAM
 #endif
 
 #ifndef BM
@@ -141,6 +155,7 @@ static_assert(P_C % 8 == 0, "16-byte chunks of channels");
 static_assert(XS_C == 1 && WS_C == 1 && YS_C == 1, "channels-last x, w and y");
 static_assert(YS_W >= P_K && YS_W % 8 == 0 && YS_H % 8 == 0 && YS_N % 8 == 0, "16-byte aligned channels-last y pixels");
 static_assert(B_MN || (WS_X == P_C && WS_Y == P_X * WS_X && WS_K == P_Y * WS_Y), "dense KYXC w");
+static_assert(!TMA || (WSPEC && !PERSIST && !B_MN && P_C % BK == 0), "TMA: a producer warpgroup, K tiles of one tap");
 
 #define Y_DENSE (YS_W == P_K && YS_H == P_WO * YS_W && YS_N == P_HO * YS_H)
 
@@ -410,7 +425,7 @@ __device__ __forceinline__ void consumer_sync() { asm volatile("bar.sync 1, %0;\
 
 extern "C" __global__ void __launch_bounds__(NT, MIN_BLOCKS)
 igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, data_t* __restrict__ y,
-                 float* __restrict__ ws EPI_PARAM)
+                 float* __restrict__ ws EPI_PARAM TMA_PARAM)
 {
     extern __shared__ unsigned char smem_raw[];
     const u32 sbase = (smem_u32(smem_raw) + 1023u) & ~1023u;
@@ -431,9 +446,12 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
 #pragma unroll
         for(int s = 0; s < STAGES; ++s)
         {
-            mbar_init(full0 + s * 8, NT_LOAD);
+            mbar_init(full0 + s * 8, TMA ? 1 : NT_LOAD);
             mbar_init(empty0 + s * 8, NT_MMA);
         }
+#if TMA
+        fence_mbar_init();
+#endif
     }
     __syncthreads();
     const bool producer = wg == WGS;
@@ -455,6 +473,30 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
 #if WSPEC
     if(producer)
     {
+#if TMA
+        if(tl == 0)
+        {
+            // the tile's first output pixel (n, oh, ow) as the first filter base (ow*sw - pw, oh*sh - ph, n)
+            const index_t q = m0 / P_WO;
+            const int wb = (int)(m0 - q * P_WO) * P_SW - P_PW;
+            const int hb = (int)(q % P_HO) * P_SH - P_PH;
+            const int nb = (int)(q / P_HO);
+#pragma unroll 1
+            for(int i = 0; i < nkt; ++i)
+            {
+                const int s = i % STAGES;
+                if(i >= STAGES)
+                    mbar_wait(empty0 + s * 8, (u32)((i / STAGES - 1) & 1));
+                const u32 sn = sbase + s * STAGE_BYTES, bar = full0 + s * 8;
+                const int kk = (kt0 + i) * BK;          // tap (kk / C) = (r, s), channels c .. c + 63
+                const int tap = kk / P_C, c = kk - tap * P_C;
+                mbar_expect_tx(bar, STAGE_BYTES);
+                tma_im2col_4d(sn, &tmx, c, wb, hb, nb, (unsigned short)((tap % P_X) * P_DW),
+                              (unsigned short)((tap / P_X) * P_DH), bar);
+                tma_tile_2d(sn + A_BYTES, &tmw, kk, n0, bar);
+            }
+        }
+#else
         ARows ar;
         ar.init(m0, r0);
         // K tile i goes to stage i % STAGES, filled for the (i / STAGES)-th time: it waits for the
@@ -481,6 +523,7 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
 #pragma unroll 1
         for(int i = nkt - LAG > 0 ? nkt - LAG : 0; i < nkt; ++i)
             mbar_arrive(full0 + (i % STAGES) * 8);
+#endif
     }
     else
     {

@@ -25,6 +25,11 @@
 // ordering of the cp.async writes before wgmma reads them) and empty[s] (each consumer thread arrives
 // once its wgmma that read the stage has completed). The producer keeps LAG = STAGES - 2 stages of
 // copies in flight before it signals the oldest; no block-wide barrier in the mainloop.
+// Copy engine (TMA = 1; WSPEC, C % 64 == 0): one producer thread fills a stage with tensor-map copies
+// (implicit_gemm_hopper_tma.cuh): each 64-wide block of A as a 64 x 64 box of dy (channels k, pixels j:
+// dy is a dense J x K matrix) and each 64-wide block of B as an im2col box of x (the j tile's 64 output
+// pixels as filter bases from its first pixel's (ow*sw - pw, oh*sh - ph, n), the block's tap as the filter
+// offset, its 64 channels); zeros outside the image and past J, K. The maps are the last two arguments.
 #define WG_TRANS "1, 1"
 #include "implicit_gemm_hopper.cuh"
 
@@ -209,6 +214,16 @@ __device__ __forceinline__ void for_each_pair(float (&acc)[WG_M][BN / 2], int t,
 #if WSPEC
 #include "implicit_gemm_hopper_mbar.cuh"
 #endif
+#ifndef TMA
+#define TMA 0           // 1: the producer's copies by the copy engine (tensor maps, last two arguments)
+#endif
+#if TMA
+#include "implicit_gemm_hopper_tma.cuh"
+static_assert(WSPEC && P_C % 64 == 0, "TMA: a producer warpgroup, 64-wide column blocks of one tap");
+#define TMA_PARAM , const __grid_constant__ TmaMap tmdy, const __grid_constant__ TmaMap tmx
+#else
+#define TMA_PARAM
+#endif
 
 #if CLUSTER > 1
 __device__ __forceinline__ u32 cluster_rank() { u32 r; asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r)); return r; }
@@ -236,7 +251,7 @@ __device__ __forceinline__ float2 ld_peer2(u32 addr)
 
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(NT, MIN_BLOCKS)
 igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, data_t* __restrict__ dw,
-                 float* __restrict__ ws)
+                 float* __restrict__ ws TMA_PARAM)
 {
     extern __shared__ unsigned char smem_raw[];
     const u32 sbase = (smem_u32(smem_raw) + 1023u) & ~1023u;
@@ -276,14 +291,49 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
 #pragma unroll
         for(int s = 0; s < STAGES; ++s)
         {
-            mbar_init(full0 + s * 8, NT_LOAD);
+            mbar_init(full0 + s * 8, TMA ? 1 : NT_LOAD);
             mbar_init(empty0 + s * 8, NT_MMA);
         }
+#if TMA
+        fence_mbar_init();
+#endif
     }
     __syncthreads();
     const bool producer = wg == WGS;
     if(producer)
     {
+#if TMA
+        if(tl == 0)
+        {
+#pragma unroll 1
+            for(int i = 0; i < nt; ++i)
+            {
+                const int s = i % STAGES;
+                if(i >= STAGES)
+                    mbar_wait(empty0 + s * 8, (u32)((i / STAGES - 1) & 1));
+                const u32 sn = sbase + s * STAGE_BYTES, bar = full0 + s * 8;
+                // the j tile's first output pixel (n, oh, ow) as the first filter base (ow*sw - pw, oh*sh - ph, n)
+                const index_t j0 = (jt0 + i) * BJ;
+                const index_t q = j0 / P_WO;
+                const int wb = (int)(j0 - q * P_WO) * P_SW - P_PW;
+                const int hb = (int)(q % P_HO) * P_SH - P_PH;
+                const int nb = (int)(q / P_HO);
+                mbar_expect_tx(bar, STAGE_BYTES);
+#pragma unroll
+                for(int a = 0; a < BM / 64; ++a)
+                    tma_tile_2d(sn + a * MNBLK, &tmdy, m0 + a * 64, (int)j0, bar);
+#pragma unroll
+                for(int b = 0; b < BN / 64; ++b)
+                {
+                    // a block past GEMM_N (never stored) reads tap 0 instead
+                    const int colb = n0 + b * 64 < GEMM_N ? n0 + b * 64 : 0;
+                    const int tap = colb / P_C, c = colb - tap * P_C;
+                    tma_im2col_4d(sn + A_BYTES + b * MNBLK, &tmx, c, wb, hb, nb, (unsigned short)((tap % P_X) * P_DW),
+                                  (unsigned short)((tap / P_X) * P_DH), bar);
+                }
+            }
+        }
+#else
         // tile i goes to stage i % STAGES, filled for the (i / STAGES)-th time: it waits for the consumers'
         // release of the previous filling (phase i / STAGES - 1 of empty)
 #pragma unroll 1
@@ -308,6 +358,7 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
 #pragma unroll 1
         for(int i = nt - LAG > 0 ? nt - LAG : 0; i < nt; ++i)
             mbar_arrive(full0 + (i % STAGES) * 8);
+#endif
     }
     else
     {

@@ -5,9 +5,10 @@ packs the kernel's argument block once (ctypes values in the layout ``cuLaunchKe
 per call writes the pointer slots and calls the driver directly: about a microsecond of host time,
 against several for CuPy's ``RawKernel.__call__``, which re-inspects every argument.
 
-Arguments are given in kernel order: ``PTR`` for a device pointer passed at call time, or a numpy
-scalar (``np.int32``, ``np.int64``, ``np.uint64``, ``np.float32``, ``np.float64``) fixed for every
-launch. Invokers use the protocol ``invoker(a, b, out, workspace, stream)`` with integer device
+Arguments are given in kernel order: ``PTR`` for a device pointer passed at call time, ``MAP`` for a
+by-value tensor map (``miofind.tma``) whose host address is passed at call time (``Launch.with_maps``),
+or a numpy scalar (``np.int32``, ``np.int64``, ``np.uint64``, ``np.float32``, ``np.float64``) fixed for
+every launch. Invokers use the protocol ``invoker(a, b, out, workspace, stream)`` with integer device
 pointers (``workspace`` 0 when there is none) and a raw ``cudaStream_t`` handle (0: the legacy
 default stream).
 """
@@ -19,7 +20,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["PTR", "Launch", "Launcher", "ptr", "cupy_stream"]
+__all__ = ["PTR", "MAP", "Launch", "Launcher", "ptr", "cupy_stream"]
 
 _driver = None
 
@@ -38,6 +39,14 @@ class _Ptr:
 
 
 PTR = _Ptr()
+
+
+class _Map:
+    def __repr__(self) -> str:
+        return "MAP"
+
+
+MAP = _Map()
 
 _CTYPES = {np.dtype(np.int32): ctypes.c_int32, np.dtype(np.int64): ctypes.c_int64,
            np.dtype(np.uint32): ctypes.c_uint32, np.dtype(np.uint64): ctypes.c_uint64,
@@ -67,7 +76,7 @@ class Launch:
     ``stream``; a failed launch raises CuPy's CUDADriverError."""
 
     __slots__ = ("kernel", "grid", "block", "shared_mem", "_fn", "_vals", "_slots", "_params", "_addr", "_lock",
-                 "_launch", "_g")
+                 "_launch", "_g", "_maps")
 
     def __init__(self, kernel, grid, block, args, shared_mem: int = 0) -> None:
         self.kernel = kernel
@@ -75,9 +84,12 @@ class Launch:
         self.block = tuple(int(b) for b in block)
         self.shared_mem = int(shared_mem)
         self._fn = None
-        vals, slots = [], []
+        vals, slots, maps = [], [], []
         for a in args:
-            if a is PTR:
+            if a is MAP:                        # the parameter's address entry is set per call
+                maps.append(len(vals))
+                v = ctypes.c_uint64(0)          # placeholder until the first call
+            elif a is PTR:
                 v = ctypes.c_uint64(0)
                 slots.append(v)
             else:
@@ -90,6 +102,7 @@ class Launch:
             vals.append(v)
         self._vals = vals
         self._slots = tuple(slots)
+        self._maps = tuple(maps)
         self._params = (ctypes.c_void_p * max(1, len(vals)))(*[ctypes.addressof(v) for v in vals])
         self._addr = ctypes.addressof(self._params)
         # the driver copies the argument block at launch; the lock keeps another thread's pointers
@@ -112,6 +125,23 @@ class Launch:
             self.function()
         g = self._g
         with self._lock:
+            for slot, p in zip(self._slots, pointers):
+                slot.value = p
+            launch(self._fn, g[0], g[1], g[2], g[3], g[4], g[5], self.shared_mem, stream, self._addr, 0)
+
+    def with_maps(self, stream: int, maps: tuple, *pointers: int) -> None:
+        """``__call__`` for a kernel with ``MAP`` arguments: ``maps`` are their 128-byte tensor maps in
+        order, each as (host address, the object) (``tma.MapCache``'s entries); the driver copies them
+        into the argument block at the launch."""
+        launch = self._launch
+        if launch is None:
+            launch = self._launch = _launch_kernel()
+            self.function()
+        g = self._g
+        params = self._params
+        with self._lock:
+            for i, a in zip(self._maps, maps):
+                params[i] = a[0]
             for slot, p in zip(self._slots, pointers):
                 slot.value = p
             launch(self._fn, g[0], g[1], g[2], g[3], g[4], g[5], self.shared_mem, stream, self._addr, 0)

@@ -14,7 +14,9 @@ PERSIST (1: N <= BN, persistent blocks with all of B resident in shared memory, 
 (requested chunks of the K = C*Y*X reduction, grid.y; the kernel runs ceil(tiles / ceil(tiles / SPLITK))
 of them, each writing FP32 partial tiles to the workspace, summed and cast by a second kernel;
 PERSIST = 0 only), WSPEC (1: one more warpgroup, the producer, issues every load; the WGS warpgroups
-only multiply, stages handed over by mbarriers).
+only multiply, stages handed over by mbarriers), TMA (1, with WSPEC, PERSIST = 0 and C % 64 == 0: the
+producer's one thread copies each stage's tiles with the copy engine, tensor maps of x (im2col) and w
+(tiled) passed by value, ``miofind.tma``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from __future__ import annotations
 import functools
 import math
 
-from miofind.launch import PTR, Launch
+from miofind import tma
+from miofind.launch import MAP, PTR, Launch
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES, needs_int64
@@ -34,7 +37,7 @@ ARCH = "sm_90a"
 SMEM_LIMIT = 227 * 1024
 SMEM_STATIC = 48 * 1024
 BK = 64
-KEYS = ("BM", "BN", "WGS", "STAGES", "PERSIST", "SPLITK", "WSPEC")
+KEYS = ("BM", "BN", "WGS", "STAGES", "PERSIST", "SPLITK", "WSPEC", "TMA")
 ALIGN = 16           # x and w are read, y written, in 16-byte chunks
 MAX_SPLITK = 128
 MIN_KT_PER_SPLIT = 4     # a chunk of the reduction spans at least 4 K tiles (256 deep)
@@ -114,11 +117,29 @@ def split_tries(cfg, default: int, effective, ok):
             yield c
 
 
+def tma_fits(p: ProblemDescription) -> bool:
+    """Whether copy-engine loads (TMA) can serve problem ``p``'s x: K tiles of one tap (C % 64 == 0: a tile
+    is one tap's 64 channels, one im2col box), and corners and filter offsets within the 4-D im2col fields."""
+    isz, osz, fsz, pads, strides, dils = dims3(p)
+    return p.c % BK == 0 and tma.im2col_fits(isz[1:], osz[1:], pads[1:], strides[1:], fsz[1:], dils[1:])
+
+
+def x_im2col(p: ProblemDescription, pixels: int) -> tma.Im2colSpec:
+    """The im2col map of x (C, W, H, N) for boxes of ``pixels`` output pixels x 64 channels."""
+    isz, osz, fsz, pads, strides, dils = dims3(p)
+    xs = strides5(p.x_shape, p.layouts[0])
+    lower, upper = tma.im2col_corners(isz[1:], osz[1:], pads[1:], strides[1:])
+    return tma.Im2colSpec(p.dtype, (p.c, isz[2], isz[1], p.n), (xs[4] * 2, xs[3] * 2, xs[0] * 2), lower, upper,
+                          BK, pixels, (strides[2], strides[1]))
+
+
 def config_ok(p: ProblemDescription, cfg) -> bool:
-    bm, bn, wgs, st, per, sk, wsp = (cfg[k] for k in KEYS)
+    bm, bn, wgs, st, per, sk, wsp, tm = (cfg[k] for k in KEYS)
     if wgs not in (1, 2) or bn not in (64, 128, 256) or per not in (0, 1) or st not in range(3, 9 if per else 7):
         return False
-    if wsp not in (0, 1):
+    if wsp not in (0, 1) or tm not in (0, 1):
+        return False
+    if tm and not (wsp and not per and tma_fits(p)):
         return False
     if bm % (64 * wgs) or bm // (64 * wgs) not in (1, 2) or (bm // (64 * wgs)) * bn > 256:
         return False
@@ -209,6 +230,7 @@ def default_tile(p: ProblemDescription) -> dict:
         cfg = {"BM": 128, "BN": 128, "WGS": 2, "STAGES": 4 if blocks <= SM_COUNT else 3, "PERSIST": 0}
     cfg["SPLITK"] = 1
     cfg["WSPEC"] = 0
+    cfg["TMA"] = 0
     cfg["SPLITK"] = default_split(p, cfg)
     return cfg
 
@@ -218,6 +240,7 @@ def split_variants(p: ProblemDescription, cfg):
     half and twice it; one config per effective split, valid ones only."""
     base = dict(cfg, SPLITK=1)
     base.setdefault("WSPEC", 0)
+    base.setdefault("TMA", 0)
     if not small_grid(p, base):
         if config_ok(p, base):
             yield base
@@ -236,8 +259,9 @@ def space(p: ProblemDescription):
                 for per in (0, 1):
                     for st in range(3, 9 if per else 7):
                         for wsp in (0, 1):
-                            yield from split_variants(p, {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st,
-                                                          "PERSIST": per, "WSPEC": wsp})
+                            for tm in ((0, 1) if wsp and not per else (0,)):
+                                yield from split_variants(p, {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st,
+                                                              "PERSIST": per, "WSPEC": wsp, "TMA": tm})
 
 
 def grid_of(p: ProblemDescription, cfg) -> tuple[int, int, int]:
@@ -274,11 +298,13 @@ def problem_macros(p: ProblemDescription) -> dict:
 
 def macros(p: ProblemDescription, cfg) -> dict:
     """The forward kernel's macros: the problem's, the tile's, and the effective split (SPLITK chunks
-    of KT_PER K tiles; only SPLITK = 1 for an unsplit config; WSPEC only when 1)."""
-    mac = {**problem_macros(p), **{k: cfg[k] for k in KEYS if k not in ("SPLITK", "WSPEC")},
+    of KT_PER K tiles; only SPLITK = 1 for an unsplit config; WSPEC and TMA only when 1)."""
+    mac = {**problem_macros(p), **{k: cfg[k] for k in KEYS if k not in ("SPLITK", "WSPEC", "TMA")},
            "MIN_BLOCKS": blocks_per_sm(p, cfg)}
     if cfg["WSPEC"]:
         mac["WSPEC"] = 1
+    if cfg.get("TMA"):
+        mac["TMA"] = 1
     eff, per = split_geometry(p, cfg["SPLITK"])
     mac["SPLITK"] = eff
     if eff > 1:
@@ -321,7 +347,7 @@ class ImplicitGemmHopperBase(Solver):
     config_keys = KEYS                      # a subclass with its own tunables names them and their check
     tile_ok = staticmethod(config_ok)
     # tunables added after records were stored, at the value a stored config without them ran
-    legacy_defaults = {"SPLITK": 1, "WSPEC": 0}
+    legacy_defaults = {"SPLITK": 1, "WSPEC": 0, "TMA": 0}
 
     @property
     def kernel_files(self):
@@ -408,12 +434,25 @@ class ImplicitGemmHopperBase(Solver):
         nb = 1 if epi else 0                            # the bias pointer, last
         need_bias = bool(epi and epi["EPI_BIAS"])
 
+        maps = None
+        if cfg["TMA"]:      # x's im2col map (BM pixels a box) and w's tiled map (64 x BN boxes of its rows)
+            m, n, k = gemm_shape(p)
+            maps = (tma.MapCache(x_im2col(p, cfg["BM"])),
+                    tma.MapCache(tma.TiledSpec(p.dtype, (k, n), (strides5(p.w_shape, p.layouts[1])[0] * 2,),
+                                               (BK, cfg["BN"]))))
+
         def factory(kerns):
             kern = kerns[0]
             if smem > SMEM_STATIC:
                 kern.max_dynamic_shared_size_bytes = smem
-            launch = Launch(kern, kernels[0].grid, kernels[0].block, (PTR,) * (4 + nb), shared_mem=smem)
+            launch = Launch(kern, kernels[0].grid, kernels[0].block, (PTR,) * (4 + nb) + (MAP,) * (2 if maps else 0),
+                            shared_mem=smem)
             red = Launch(kerns[1], kernels[1].grid, kernels[1].block, (PTR,) * (2 + nb)) if ws else None
+            if maps is not None:
+                mx, mw = maps
+                main = lambda stream, a, b, *rest: launch.with_maps(stream, (mx(a), mw(b)), a, b, *rest)  # noqa: E731
+            else:
+                main = launch
 
             def invoker(a, b, out, workspace, stream, *bias):
                 if a % ALIGN or b % ALIGN or out % ALIGN:
@@ -422,11 +461,11 @@ class ImplicitGemmHopperBase(Solver):
                     raise ValueError(f"{sid}: {key} " + ("needs the bias pointer" if need_bias else
                                                          "takes a bias pointer (0: none)" if nb else "takes no bias"))
                 if red is None:
-                    launch(stream, a, b, out, out, *bias)   # unsplit: the partial pointer is not read
+                    main(stream, a, b, out, out, *bias)   # unsplit: the partial pointer is not read
                     return
                 if not workspace:
                     raise ValueError(f"{sid}: workspace of {ws} bytes required, got none")
-                launch(stream, a, b, out, workspace, *bias)
+                main(stream, a, b, out, workspace, *bias)
                 red(stream, workspace, out, *bias)
             return invoker
 

@@ -7,21 +7,24 @@ CLUSTER blocks of a thread-block cluster, summed through distributed shared memo
 Tunables: BM (64 x WGS x 1 or 2), BN (64, 128, 256), WGS (1 or 2 warpgroups), STAGES (3-6),
 SPLITK (requested reduction chunks; the kernel runs ceil(tiles / ceil(tiles / SPLITK)) of them),
 CLUSTER (1, 2 or 4 blocks of a cluster sharing the reduction; above 1 only with SPLITK = 1), WSPEC (1: a
-producer warpgroup issues the loads, the WGS warpgroups only multiply, stages handed over by mbarriers)."""
+producer warpgroup issues the loads, the WGS warpgroups only multiply, stages handed over by mbarriers),
+TMA (1, with WSPEC and C % 64 == 0: the producer's one thread copies each stage's tiles with the copy
+engine, tensor maps of dy (tiled) and x (im2col) passed by value, ``miofind.tma``)."""
 
 from __future__ import annotations
 
 import math
 
-from miofind.launch import PTR, Launch
+from miofind import tma
+from miofind.launch import MAP, PTR, Launch
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_applicable
 
 from .implicit_gemm_base import INT32_MAX, SM_COUNT
 from .implicit_gemm_hopper_base import (ALIGN, ARCH, SMEM_LIMIT, SMEM_STATIC, ImplicitGemmHopperBase, check_aligned,
-                                        problem_macros, split_chunks, split_tries, threads)
+                                        problem_macros, split_chunks, split_tries, threads, tma_fits, x_im2col)
 
-KEYS = ("BM", "BN", "WGS", "STAGES", "SPLITK", "CLUSTER", "WSPEC")
+KEYS = ("BM", "BN", "WGS", "STAGES", "SPLITK", "CLUSTER", "WSPEC", "TMA")
 CLUSTERS = (1, 2, 4)
 BJ = 64                 # reduction (output pixel) rows per pipeline stage
 MAX_SPLITK = 256
@@ -91,10 +94,13 @@ def cluster_tiles(p: ProblemDescription, cluster: int) -> int:
 
 
 def config_ok(p: ProblemDescription, cfg) -> bool:
-    bm, bn, wgs, st, sk, cl, ws = (cfg[k] for k in KEYS)
+    bm, bn, wgs, st, sk, cl, ws, tm = (cfg[k] for k in KEYS)
     if wgs not in (1, 2) or bn not in (64, 128, 256) or st not in range(3, 7) or not 1 <= sk <= MAX_SPLITK:
         return False
-    if ws not in (0, 1):
+    if ws not in (0, 1) or tm not in (0, 1):
+        return False
+    # TMA: dy's rows (the J pixels) are 32-bit box coordinates
+    if tm and not (ws and tma_fits(p) and wrw_shape(p)[2] < INT32_MAX):
         return False
     if bm % (64 * wgs) or bm // (64 * wgs) not in (1, 2) or (bm // (64 * wgs)) * bn > 256:
         return False
@@ -125,6 +131,7 @@ def default_tile(p: ProblemDescription) -> dict:
     cfg["SPLITK"] = default_split(p, cfg)
     cfg["CLUSTER"] = 1
     cfg["WSPEC"] = 0
+    cfg["TMA"] = 0
     return cfg
 
 
@@ -137,7 +144,7 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
     kernel_name = "igemm_hopper_wrw"
     config_keys = KEYS
     tile_ok = staticmethod(config_ok)
-    legacy_defaults = {"CLUSTER": 1, "WSPEC": 0}     # configs stored before the cluster split or WSPEC
+    legacy_defaults = {"CLUSTER": 1, "WSPEC": 0, "TMA": 0}     # configs stored before the cluster split, WSPEC, TMA
 
     def applicability(self, problem: ProblemDescription):
         base = super().applicability(problem)
@@ -163,9 +170,9 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
                     continue
                 for wgs in (1, 2):
                     for st in range(3, 7):
-                        for ws in (0, 1):
+                        for ws, tm in ((0, 0), (1, 0), (1, 1)):
                             cfg = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "SPLITK": 1, "CLUSTER": 1,
-                                   "WSPEC": ws}
+                                   "WSPEC": ws, "TMA": tm}
                             yield from split_tries(cfg, default_split(p, cfg), lambda s: split_geometry(p, s)[0],
                                                    lambda c: config_ok(p, c))
                             for cl in CLUSTERS[1:]:
@@ -193,7 +200,7 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
             "BM": cfg["BM"], "BN": cfg["BN"], "WGS": cfg["WGS"], "STAGES": cfg["STAGES"],
             "SPLITK": eff, "JT_PER": per, "MIN_BLOCKS": blocks_per_sm(cfg), "RED_BLOCK": RED_BLOCK,
             "RED_GROUPS": RED_GROUPS, **({"CLUSTER": cl} if cl > 1 else {}),
-            **({"WSPEC": 1} if cfg["WSPEC"] else {}),
+            **({"WSPEC": 1} if cfg["WSPEC"] else {}), **({"TMA": 1} if cfg["TMA"] else {}),
         }
         mac = tuple((k, str(v)) for k, v in mac.items())
         smem = smem_bytes(cfg)
@@ -207,12 +214,21 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
                                       (RED_BLOCK, 1, 1), macros=mac, options=(f"-arch={ARCH}",)))
         ws_total = self.workspace_bytes(p, cfg)
         sid = self.id
+        maps = None
+        if cfg["TMA"]:      # dy as a dense J x K matrix (64 x 64 boxes), x's im2col map (64 pixels a box)
+            maps = (tma.MapCache(tma.TiledSpec(p.dtype, (m, wrw_shape(p)[2]), (m * 2,), (64, BJ))),
+                    tma.MapCache(x_im2col(p, BJ)))
 
         def factory(kerns):
             kmain = kerns[0]
             if smem > SMEM_STATIC:
                 kmain.max_dynamic_shared_size_bytes = smem
-            lmain = Launch(kmain, main.grid, main.block, (PTR, PTR, PTR, PTR), shared_mem=smem)
+            lmain = Launch(kmain, main.grid, main.block, (PTR, PTR, PTR, PTR) + (MAP, MAP) * bool(maps),
+                           shared_mem=smem)
+            if maps is not None:
+                mdy, mx = maps
+                lplain = lmain
+                lmain = lambda stream, a, b, *rest: lplain.with_maps(stream, (mdy(a), mx(b)), a, b, *rest)  # noqa: E731
             lred = Launch(kerns[1], kernels[1].grid, kernels[1].block, (PTR, PTR)) if eff > 1 else None
 
             def invoker(a, b, out, workspace, stream):

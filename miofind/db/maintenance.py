@@ -332,9 +332,14 @@ SOURCE_RENAMES = {"88c4490855edbe3c": "932ecfdffa26fafc",     # gemm_im2col.cu
                   "44d476d84375064b": "cec7fa95c3213d51",     # depthwise_*.cu
                   # implicit_gemm_hopper_fwd.cu's fused epilogue (EPI_BIAS/EPI_ACT, off by default): the Hopper
                   # F and B builds of every stored config compile to byte-identical cubins (bench/results/
-                  # session-fused/cubins_identical.txt)
-                  "e441f17ba9b54075": "014572832c77b32c",     # Hopper F
-                  "52f6cba2317015bb": "78707bc1105e721f"}     # Hopper B
+                  # session-fused/cubins_identical.txt); then the copy-engine loads (TMA, off by default) of the
+                  # forward and W kernels: every stored Hopper F/B/W config's cubins byte-identical again
+                  # (bench/results/session-tma/cubins_identical.txt)
+                  "e441f17ba9b54075": "aff7ee6f69feadba",     # Hopper F (before the fused epilogue)
+                  "52f6cba2317015bb": "b64b2f6e5900b567",     # Hopper B (before the fused epilogue)
+                  "014572832c77b32c": "aff7ee6f69feadba",     # Hopper F
+                  "78707bc1105e721f": "b64b2f6e5900b567",     # Hopper B
+                  "980f773c631b2d33": "20b8aab89e54083d"}     # Hopper W
 
 
 def renamed_trust_changes() -> dict[tuple[str, str], str]:

@@ -31,7 +31,7 @@ def _p(dt="FP16", bias=1, act="relu", **kw):
 
 
 def _cfg(bm, bn, wgs, st, sk=1, wspec=0, per=0):
-    return {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": per, "SPLITK": sk, "WSPEC": wspec}
+    return {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": per, "SPLITK": sk, "WSPEC": wspec, "TMA": 0}
 
 
 @pytest.fixture

@@ -99,7 +99,7 @@ def test_configs_valid_and_targeted():
     p64 = _nhwc(n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
     assert FWD.is_valid_config(p64, {"BM": 128, "BN": 64, "WGS": 2, "STAGES": 8, "PERSIST": 1, "SPLITK": 1})
     big = _nhwc(n=120, c=64, k=64, in_size=(512, 512), filter_size=3, pads=1)
-    per = {"BM": 128, "BN": 64, "WGS": 2, "STAGES": 8, "PERSIST": 1, "SPLITK": 1, "WSPEC": 0}
+    per = {"BM": 128, "BN": 64, "WGS": 2, "STAGES": 8, "PERSIST": 1, "SPLITK": 1, "WSPEC": 0, "TMA": 0}
     assert FWD.default_config(big) == dict(per, STAGES=4, PERSIST=0)
     assert FWD.get_solution(big, per).kernels[0].grid[0] <= 2 * 132       # persistent: the blocks that fit
     k = FWD.get_solution(p).kernels[0]
@@ -201,7 +201,7 @@ def test_fwd_producer_warpgroup_builds(no_gpu_arch):
         acc = bm // (64 * wgs) * bn // 2
         assert dict(k.macros)["MIN_BLOCKS"] == ("2" if acc <= 32 and 2 * (hb.smem_bytes(p, cfg) + 1024) <= 228 * 1024
                                                 else "1")
-    per = {"BM": 256, "BN": 64, "WGS": 2, "STAGES": 3, "PERSIST": 1, "SPLITK": 1, "WSPEC": 1}
+    per = {"BM": 256, "BN": 64, "WGS": 2, "STAGES": 3, "PERSIST": 1, "SPLITK": 1, "WSPEC": 1, "TMA": 0}
     assert FWD.is_valid_config(p, per) and not FWD.is_valid_config(p, dict(per, BM=256, STAGES=4))   # smem
     nvrtc_or_skip()
     from miofind.compile import nvrtc_compile
@@ -421,7 +421,7 @@ def test_wrw_configs_and_split():
     from miofind.solvers import implicit_gemm_hopper_wrw as hw
     p = _w(n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
     d = WRW.default_config(p)
-    assert d == {"BM": 64, "BN": 128, "WGS": 1, "STAGES": 5, "SPLITK": d["SPLITK"], "CLUSTER": 1, "WSPEC": 0} \
+    assert d == {"BM": 64, "BN": 128, "WGS": 1, "STAGES": 5, "SPLITK": d["SPLITK"], "CLUSTER": 1, "WSPEC": 0, "TMA": 0} \
         and d["SPLITK"] > 8
     space = list(WRW.config_space(p))
     assert len(space) > 20 and d in space and all(WRW.is_valid_config(p, c) for c in space)
@@ -466,7 +466,7 @@ def test_wrw_cluster_split():
     assert not WRW.is_valid_config(tiny, dict(cfg, BM=64, BN=64, WGS=1))
     assert {c["CLUSTER"] for c in WRW.config_space(p)} == {1, 2, 4}
     legacy = {k: v for k, v in cfg.items() if k != "CLUSTER"}
-    assert WRW.is_valid_config(p, legacy) and WRW.get_solution(p, legacy).config == dict(cfg, CLUSTER=1, WSPEC=0)
+    assert WRW.is_valid_config(p, legacy) and WRW.get_solution(p, legacy).config == dict(cfg, CLUSTER=1, WSPEC=0, TMA=0)
 
 
 def test_wrw_rejections(no_gpu_arch):
@@ -528,9 +528,9 @@ def test_hopper_wrw_long_reduction():
     for cfg in (None, {"BM": 128, "BN": 256, "WGS": 2, "STAGES": 3, "SPLITK": 1},
                 {"BM": 256, "BN": 128, "WGS": 2, "STAGES": 4, "SPLITK": 64},
                 {"BM": 128, "BN": 128, "WGS": 2, "STAGES": 4, "SPLITK": 1, "CLUSTER": 4},
-                {"BM": 128, "BN": 256, "WGS": 2, "STAGES": 4, "SPLITK": 1, "CLUSTER": 1, "WSPEC": 1},
-                {"BM": 64, "BN": 128, "WGS": 1, "STAGES": 3, "SPLITK": 16, "CLUSTER": 1, "WSPEC": 1},
-                {"BM": 128, "BN": 128, "WGS": 2, "STAGES": 5, "SPLITK": 1, "CLUSTER": 2, "WSPEC": 1}):
+                {"BM": 128, "BN": 256, "WGS": 2, "STAGES": 4, "SPLITK": 1, "CLUSTER": 1, "WSPEC": 1, "TMA": 0},
+                {"BM": 64, "BN": 128, "WGS": 1, "STAGES": 3, "SPLITK": 16, "CLUSTER": 1, "WSPEC": 1, "TMA": 0},
+                {"BM": 128, "BN": 128, "WGS": 2, "STAGES": 5, "SPLITK": 1, "CLUSTER": 2, "WSPEC": 1, "TMA": 0}):
         err, tol = check_solver(WRW, p, seed=13, config=cfg)
         assert err <= tol, f"config={cfg}: relative error {err:.3g} > {tol:.1g}"
 
@@ -574,7 +574,7 @@ def test_hopper_wrw_producer_warpgroup(name, dt):
     for bm, bn, wgs in WSPEC_TILES:
         variants = ((3, 1, 1), (6, 1, 1)) + (((4, 3, 1), (4, 1, 2)) if (bm, bn) in ((64, 128), (128, 128)) else ())
         for st, sk, cl in variants:
-            cfg = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "SPLITK": sk, "CLUSTER": cl, "WSPEC": 1}
+            cfg = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "SPLITK": sk, "CLUSTER": cl, "WSPEC": 1, "TMA": 0}
             if not WRW.is_valid_config(p, cfg):
                 continue
             err, tol = check_solver(WRW, p, seed=zlib.crc32(repr(cfg).encode()) & 0xFFFF, config=cfg)
@@ -586,7 +586,7 @@ def test_hopper_wrw_producer_warpgroup(name, dt):
 # -- split-K of the forward kernel (F, and B through its forward view) -------------------------------
 
 def _cfg(bm, bn, wgs, st, sk=1, wspec=0):
-    return {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": 0, "SPLITK": sk, "WSPEC": wspec}
+    return {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": 0, "SPLITK": sk, "WSPEC": wspec, "TMA": 0}
 
 
 def _b(dt="FP16", **kw):

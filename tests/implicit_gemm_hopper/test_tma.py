@@ -1,0 +1,170 @@
+"""Copy-engine (TMA) loads of the Hopper implicit GEMM (TMA = 1; F and W): which configs may use them (CPU),
+the im2col corners (CPU, the PTX ISA's examples), the NVRTC builds for sm_90a (CPU), and on the GPU every
+tile shape, split and cluster against the float64 reference with poisoned outputs, on problems whose
+tensor-map boxes cross image rows, images, padding and the ends of M, N and J."""
+
+import zlib
+
+import pytest
+
+from gpu_helpers import check_solver
+from nvrtc_check import nvrtc_or_skip
+from miofind import tma
+from miofind.problem import ProblemDescription
+from miofind.registry import solvers
+from miofind.solvers import implicit_gemm_hopper_base as hb
+
+HOPPER = {s.id: s for s in solvers() if s.family == "implicit_gemm_hopper"}
+FWD, BWD, WRW = (HOPPER[f"ConvImplicitGemmHopper{d}"] for d in ("Fwd", "Bwd", "Wrw"))
+
+# C % 64 == 0 (a K tile is one tap's 64 channels); boxes past the last image (M, J tails), K and the
+# filter columns past a tile (N tails), padding on every side, strides, dilation, a 7x7 image under 128-pixel
+# boxes (several images a box), a 1x1 stride-2 filter and a filter larger than the image's padding
+CASES = {
+    "tail_mn": dict(n=3, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1),
+    "s2": dict(n=2, c=128, k=64, in_size=(14, 14), filter_size=3, pads=1, strides=2),
+    "1x1_s2": dict(n=2, c=64, k=136, in_size=(14, 13), filter_size=1, strides=2),
+    "dil2": dict(n=2, c=64, k=40, in_size=(17, 16), filter_size=3, pads=2, dilations=2),
+    "7x7img": dict(n=5, c=192, k=128, in_size=(7, 7), filter_size=3, pads=1),
+    "7x7s2": dict(n=2, c=64, k=64, in_size=(23, 21), filter_size=7, pads=3, strides=2),
+    "5x3_s2x1": dict(n=2, c=64, k=96, in_size=(12, 17), filter_size=(5, 3), pads=(2, 0), strides=(2, 1)),
+}
+FWD_TILES = ((64, 64, 1), (64, 128, 1), (64, 256, 1), (128, 64, 2), (128, 128, 2), (128, 256, 2), (256, 128, 2),
+             (128, 128, 1), (256, 64, 2))
+WRW_TILES = ((64, 64, 1), (64, 128, 1), (128, 128, 2), (128, 256, 2), (256, 64, 2), (64, 256, 1))
+
+
+def _p(d, dt="FP16", **kw):
+    return ProblemDescription.make(d, layout="NHWC", dtype=dt, **kw)
+
+
+def _fcfg(bm, bn, wgs, st, sk=1, tm=1):
+    return {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": 0, "SPLITK": sk, "WSPEC": 1, "TMA": tm}
+
+
+def _wcfg(bm, bn, wgs, st, sk=1, cl=1, tm=1):
+    return {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "SPLITK": sk, "CLUSTER": cl, "WSPEC": 1, "TMA": tm}
+
+
+@pytest.fixture
+def no_gpu_arch(monkeypatch):
+    monkeypatch.setattr(hb, "device_arch", lambda: None)
+
+
+def test_corners_match_the_ptx_examples():
+    """PTX ISA 5.5.4.1: 9 x 14 image, 3x3 filter: padding 1 gives corners -1/-1, no padding 0/-2."""
+    assert tma.im2col_corners((14, 9), (14, 9), (1, 1), (1, 1)) == ([-1, -1], [-1, -1])
+    assert tma.im2col_corners((14, 9), (12, 7), (0, 0), (1, 1)) == ([0, 0], [-2, -2])
+    # stride 2: the last base is (out - 1) * 2 - pad, whatever the stride leaves of the image
+    assert tma.im2col_corners((14, 14), (7, 7), (1, 1), (2, 2)) == ([-1, -1], [-2, -2])
+    assert not tma.im2col_fits((300, 300), (300, 300), (130, 130), (1, 1), (261, 261), (1, 1))
+
+
+def test_which_configs_may_use_tma(no_gpu_arch):
+    p = _p("F", **CASES["s2"])
+    assert FWD.is_valid_config(p, _fcfg(128, 64, 2, 4))
+    assert not FWD.is_valid_config(p, dict(_fcfg(128, 64, 2, 4), WSPEC=0))       # the producer issues the copies
+    assert not FWD.is_valid_config(p, dict(_fcfg(128, 64, 2, 4), PERSIST=1))
+    assert not FWD.is_valid_config(_p("F", n=2, c=96, k=64, in_size=(9, 9), filter_size=3, pads=1),
+                                   _fcfg(128, 64, 2, 4))                           # C % 64: a K tile is one tap
+    assert not BWD.is_valid_config(_p("B", **CASES["s2"]), _fcfg(128, 64, 2, 4))  # B's phases read w in place
+    w = _p("W", **CASES["s2"])
+    assert WRW.is_valid_config(w, _wcfg(128, 128, 2, 5))
+    assert not WRW.is_valid_config(w, dict(_wcfg(128, 128, 2, 5), WSPEC=0))
+    # the configs stored before TMA run without it; tuning reaches TMA through the spaces
+    old = {k: v for k, v in FWD.default_config(p).items() if k != "TMA"}
+    assert FWD.legacy_config(old)["TMA"] == 0 and FWD.default_config(p)["TMA"] == 0
+    assert any(c["TMA"] for c in FWD.config_space(p)) and not any(c["TMA"] for c in BWD.config_space(_p("B", **CASES["s2"])))
+    assert any(c["TMA"] for c in WRW.config_space(w))
+
+
+def test_tma_builds(no_gpu_arch):
+    """TMA = 1: the macro, the same block and shared memory; every tile, a split and a cluster compile for
+    sm_90a (NVRTC, no GPU), and the TMA = 0 build of the same config stays the build without maps."""
+    p = _p("F", **CASES["tail_mn"])
+    k = FWD.get_solution(p, _fcfg(128, 128, 2, 4)).kernels[0]
+    k0 = FWD.get_solution(p, _fcfg(128, 128, 2, 4, tm=0)).kernels[0]
+    assert dict(k.macros)["TMA"] == "1" and "TMA" not in dict(k0.macros) and k.block == k0.block == (384, 1, 1)
+    nvrtc_or_skip()
+    from miofind.compile import nvrtc_compile
+    builds = [FWD.get_solution(p, _fcfg(bm, bn, wgs, 3)).kernels[0] for bm, bn, wgs in FWD_TILES]
+    builds += FWD.get_solution(_p("F", "BF16", **CASES["7x7img"]), _fcfg(128, 64, 2, 4, sk=3)).kernels
+    w = _p("W", **CASES["tail_mn"])
+    builds += [WRW.get_solution(w, _wcfg(bm, bn, wgs, 4)).kernels[0] for bm, bn, wgs in WRW_TILES]
+    builds += WRW.get_solution(w, _wcfg(128, 128, 2, 4, sk=3)).kernels
+    builds += WRW.get_solution(w, _wcfg(128, 128, 2, 4, cl=2)).kernels
+    for kern in builds:
+        assert nvrtc_compile(kern, arch="sm_90")[:4] == b"\x7fELF", (kern.name, dict(kern.macros))
+
+
+def _check_all(solver, p, cfgs):
+    assert cfgs
+    for cfg in cfgs:
+        assert solver.is_valid_config(p, cfg), cfg
+        err, tol = check_solver(solver, p, seed=zlib.crc32(repr(cfg).encode()) & 0xFFFF, config=cfg)
+        assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_fwd_tma(name, dt):
+    """F with TMA loads on every tile shape at 3 and 6 stages, and split in 3, against the float64 reference."""
+    p = _p("F", dt, **CASES[name])
+    cfgs = [c for bm, bn, wgs in FWD_TILES for c in (_fcfg(bm, bn, wgs, 3), _fcfg(bm, bn, wgs, 6))
+            if FWD.is_valid_config(p, c)]
+    cfgs += [c for c in (_fcfg(128, 64, 2, 4, sk=3), _fcfg(64, 128, 1, 4, sk=2)) if FWD.is_valid_config(p, c)]
+    _check_all(FWD, p, cfgs)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_wrw_tma(name, dt):
+    """W with TMA loads on every tile shape, split in 3 and as a cluster of 2, against the float64 reference."""
+    p = _p("W", dt, **CASES[name])
+    cfgs = [c for bm, bn, wgs in WRW_TILES for c in (_wcfg(bm, bn, wgs, 3), _wcfg(bm, bn, wgs, 6))]
+    cfgs += [_wcfg(128, 128, 2, 4, sk=3), _wcfg(64, 128, 1, 5, cl=2)]
+    _check_all(WRW, p, [c for c in cfgs if WRW.is_valid_config(p, c)])
+
+
+@pytest.mark.gpu
+def test_tma_maps_follow_the_pointers():
+    """One prepared TMA invoker on two sets of buffers (a map per pointer), then captured in a CUDA graph and
+    replayed on new data written into the captured buffers: each output against the float64 reference."""
+    import cupy
+
+    from miofind.api import Solution
+    from miofind.reference import conv_reference
+    from miofind.verify import poison, random_array, rel_error, to_float64, tolerance
+
+    p = _p("F", **CASES["s2"])
+    cfg = _fcfg(128, 64, 2, 4)
+    run = Solution(FWD.id, FWD.algorithm, 0.0, 0, cfg, False, p).prepare()
+    rng = cupy.random.default_rng(5)
+    sa, sb, so = p.io_shapes()
+    tol = tolerance("FP16", FWD.family, "F", p.math)
+
+    def check(a, b, out):
+        ref = conv_reference(p, cupy.asnumpy(to_float64(a, "FP16")), cupy.asnumpy(to_float64(b, "FP16")))
+        assert rel_error(to_float64(out, "FP16"), cupy.asarray(ref)) <= tol
+
+    sets = [(random_array(sa, "FP16", rng), random_array(sb, "FP16", rng), cupy.empty(so, cupy.float16))
+            for _ in range(2)]
+    for a, b, out in sets:
+        poison(out, "FP16")
+        run(a, b, out)
+        cupy.cuda.get_current_stream().synchronize()
+        check(a, b, out)
+    a, b, out = sets[0]
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        stream.begin_capture()
+        run(a, b, out)
+        graph = stream.end_capture()
+    a[...] = random_array(sa, "FP16", rng)
+    b[...] = random_array(sb, "FP16", rng)
+    poison(out, "FP16")
+    graph.launch(stream)
+    stream.synchronize()
+    check(a, b, out)
