@@ -128,7 +128,7 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
         return main_view(p) if p.spatial_dims == 2 and runs(p) else p
 
     def default_config(self, problem: ProblemDescription) -> dict:
-        return default_tile(main_view(problem.as_conv()))
+        return default_tile(main_view(problem.as_conv()), copy_engine=False)
 
     def config_space(self, problem: ProblemDescription):
         p = problem.as_conv()

@@ -30,8 +30,8 @@ def _p(dt="FP16", bias=1, act="relu", **kw):
     return ProblemDescription.make("F", layout="NHWC", dtype=dt, bias=bias, activation=act, **kw)
 
 
-def _cfg(bm, bn, wgs, st, sk=1, wspec=0, per=0):
-    return {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": per, "SPLITK": sk, "WSPEC": wspec, "TMA": 0}
+def _cfg(bm, bn, wgs, st, sk=1, wspec=0, per=0, tma=0):
+    return {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": per, "SPLITK": sk, "WSPEC": wspec, "TMA": tma}
 
 
 @pytest.fixture
@@ -86,7 +86,8 @@ def test_nvrtc_sm90a_fused_builds(no_gpu_arch):
 
 def _configs(p):
     out = [None, _cfg(64, 64, 1, 3), _cfg(128, 256, 2, 3), _cfg(128, 128, 2, 4, wspec=1), _cfg(64, 128, 1, 4, sk=3),
-           _cfg(128, 64, 2, 4, sk=2, wspec=1), _cfg(64, 128, 1, 5, per=1), _cfg(128, 128, 2, 4, per=1, wspec=1)]
+           _cfg(128, 64, 2, 4, sk=2, wspec=1), _cfg(64, 128, 1, 5, per=1), _cfg(128, 128, 2, 4, per=1, wspec=1),
+           _cfg(128, 128, 2, 4, wspec=1, tma=1), _cfg(128, 64, 2, 4, sk=2, wspec=1, tma=1)]    # TMA: C % 64 only
     return [c for c in out if c is None or FUSED.is_valid_config(p, c)]
 
 

@@ -100,10 +100,11 @@ def test_configs_valid_and_targeted():
     assert FWD.is_valid_config(p64, {"BM": 128, "BN": 64, "WGS": 2, "STAGES": 8, "PERSIST": 1, "SPLITK": 1})
     big = _nhwc(n=120, c=64, k=64, in_size=(512, 512), filter_size=3, pads=1)
     per = {"BM": 128, "BN": 64, "WGS": 2, "STAGES": 8, "PERSIST": 1, "SPLITK": 1, "WSPEC": 0, "TMA": 0}
-    assert FWD.default_config(big) == dict(per, STAGES=4, PERSIST=0)
+    assert FWD.default_config(big) == dict(per, STAGES=4, PERSIST=0, WSPEC=1, TMA=1)   # 3x3: the copy engine
     assert FWD.get_solution(big, per).kernels[0].grid[0] <= 2 * 132       # persistent: the blocks that fit
     k = FWD.get_solution(p).kernels[0]
-    assert "-arch=sm_90a" in k.compile_options() and k.block[0] == FWD.default_config(p)["WGS"] * 128
+    d = FWD.default_config(p)
+    assert "-arch=sm_90a" in k.compile_options() and k.block[0] == (d["WGS"] + d["WSPEC"]) * 128
     with pytest.raises(ValueError, match="config="):
         FWD.get_solution(p, dict(space[0], BN=96))
 
@@ -421,8 +422,11 @@ def test_wrw_configs_and_split():
     from miofind.solvers import implicit_gemm_hopper_wrw as hw
     p = _w(n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
     d = WRW.default_config(p)
-    assert d == {"BM": 64, "BN": 128, "WGS": 1, "STAGES": 5, "SPLITK": d["SPLITK"], "CLUSTER": 1, "WSPEC": 0, "TMA": 0} \
+    assert d == {"BM": 64, "BN": 128, "WGS": 1, "STAGES": 5, "SPLITK": d["SPLITK"], "CLUSTER": 1, "WSPEC": 1, "TMA": 1} \
         and d["SPLITK"] > 8
+    # the copy engine needs C % 64: otherwise the cp.async default of the same tile and split
+    d40 = WRW.default_config(_w(n=32, c=40, k=64, in_size=(56, 56), filter_size=3, pads=1))
+    assert (d40["WSPEC"], d40["TMA"]) == (0, 0)
     space = list(WRW.config_space(p))
     assert len(space) > 20 and d in space and all(WRW.is_valid_config(p, c) for c in space)
     assert {c["SPLITK"] for c in space} >= {1, d["SPLITK"]}

@@ -69,11 +69,15 @@ def test_which_configs_may_use_tma(no_gpu_arch):
                                    _fcfg(128, 64, 2, 4))                           # C % 64: a K tile is one tap
     assert not BWD.is_valid_config(_p("B", **CASES["s2"]), _fcfg(128, 64, 2, 4))  # B's phases read w in place
     w = _p("W", **CASES["s2"])
+    assert WRW.is_valid_config(w, WRW.default_config(w))
     assert WRW.is_valid_config(w, _wcfg(128, 128, 2, 5))
     assert not WRW.is_valid_config(w, dict(_wcfg(128, 128, 2, 5), WSPEC=0))
-    # the configs stored before TMA run without it; tuning reaches TMA through the spaces
-    old = {k: v for k, v in FWD.default_config(p).items() if k != "TMA"}
-    assert FWD.legacy_config(old)["TMA"] == 0 and FWD.default_config(p)["TMA"] == 0
+    # the configs stored before TMA run without it; defaults take it for filters above 1x1 (F) and wherever it
+    # applies (W), never for B; tuning reaches it through the spaces
+    old = {k: v for k, v in FWD.default_config(p).items() if k not in ("TMA", "WSPEC")}
+    assert FWD.legacy_config(old)["TMA"] == 0 and (FWD.default_config(p)["TMA"], FWD.default_config(p)["WSPEC"]) == (1, 1)
+    assert FWD.default_config(_p("F", **CASES["1x1_s2"]))["TMA"] == 0 and WRW.default_config(w)["TMA"] == 1
+    assert BWD.default_config(_p("B", **CASES["s2"]))["TMA"] == 0
     assert any(c["TMA"] for c in FWD.config_space(p)) and not any(c["TMA"] for c in BWD.config_space(_p("B", **CASES["s2"])))
     assert any(c["TMA"] for c in WRW.config_space(w))
 
