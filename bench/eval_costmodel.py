@@ -52,9 +52,10 @@ def default_config(solver, problem):
         return None
 
 
-def evaluate_split(test_keys, train_records, finds, model, sm_count):
+def evaluate_split(test_keys, train_records, finds, model, sm_count, fallback=None):
     """Per test problem: (key, [(solver id, measured, model pred, today pred, model place)]): the model's
-    place is its ``CostModel.rank`` order (its ranking forest's where it has one), today's the time order."""
+    place is its ``CostModel.rank`` order (its ranking forest's where it has one), today's the time order.
+    ``fallback`` (a set), where given, gets the keys the model did not answer (today's predictor did)."""
     train_keys = sorted(train_records)
     out = []
     for key in sorted(test_keys):
@@ -70,6 +71,8 @@ def evaluate_split(test_keys, train_records, finds, model, sm_count):
         if model.supports(p, [s.id for s in solvers]):
             mine, order = model.rank(p, pairs, sm_count)
         else:   # as immediate mode: outside the model's training kinds, today's predictor answers
+            if fallback is not None:
+                fallback.add(key)
             mine = [today[s.id].time_ms for s in solvers]
             order = sorted(range(len(mine)), key=mine.__getitem__)
         place = {i: j for j, i in enumerate(order)}
@@ -115,6 +118,9 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=cm.NUM_ROUNDS, help="regression trees")
     ap.add_argument("--rank-rounds", type=int, default=cm.RANK_ROUNDS, help="LambdaRank trees (0: none)")
     ap.add_argument("--seed", type=int, default=cm.PARAMS["seed"], help="LightGBM seed")
+    ap.add_argument("--rows", default=None,
+                    help="also write every held-out problem's rows (solver, measured, model, today, model place, "
+                         "whether today's predictor answered for the model) to this JSON file")
     ap.add_argument("--rank-learning-rate", type=float, default=None,
                     help="learning rate of the LambdaRank trees (default: miofind.costmodel's)")
     args = ap.parse_args(argv)
@@ -129,6 +135,7 @@ def main(argv=None):
     rank_params = {} if args.rank_learning_rate is None else {"learning_rate": args.rank_learning_rate}
     results = {}
     all_rows = {"model": [], "today": []}
+    dump = []
     for held in MODELS:
         test = presets[held]
         train_samples = [s for s in samples if s.problem_key not in test]
@@ -137,7 +144,9 @@ def main(argv=None):
         model = cm.train(train_samples, sm_count=sm_count, rounds=args.rounds, rank_rounds=args.rank_rounds,
                          params={"seed": args.seed}, rank_params=rank_params, source=f"all but {held}")
         secs = time.perf_counter() - t0
-        probs = evaluate_split(test, train_records, finds, model, sm_count)
+        fell_back = set()
+        probs = evaluate_split(test, train_records, finds, model, sm_count, fell_back)
+        dump += [{"held": held, "key": key, "fallback": key in fell_back, "rows": rows} for key, rows in probs]
         groups = defaultdict(list)
         for key, rows in probs:
             p = cm.parse_problem_key(key)
@@ -150,6 +159,9 @@ def main(argv=None):
         print(f"{held}: {len(probs)} problems, trained on {len(train_records)} problems in {secs:.1f} s; "
               f"model {results[held]['all']['model']}; today {results[held]['all']['today']}", file=sys.stderr)
     pooled = {"model": metrics(all_rows["model"], 2), "today": metrics(all_rows["model"], 3)}
+    if args.rows:
+        Path(args.rows).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.rows).write_text(json.dumps(dump) + "\n")
 
     model_path = Path(args.model) if args.model else cm.model_path_for(args.db)
     tim = timing(model_path, all_rows["model"], sm_count) if model_path.is_file() else None
