@@ -34,7 +34,17 @@ def kind(p) -> str:
     return "depthwise" if p.groups > 1 and p.groups == p.c else ("grouped" if p.groups > 1 else "dense")
 
 
-def analyse(dump):
+def perf_times(db_path):
+    """(problem key, solver id) -> the PerfDB's tuned time where its config is the find record's."""
+    from miofind.db import FindDB
+    db = FindDB(db_path, readonly=True, immutable=True)
+    configs = {(r.problem_key, r.solver_id): r.config for r in db.iter_records(None)}
+    return {(p.problem_key, p.solver_id): p.time_ms for p in db.iter_perf(None)
+            if configs.get((p.problem_key, p.solver_id)) == p.config}
+
+
+def analyse(dump, perf=None):
+    perf = perf or {}
     probs = []
     for d in dump:
         if d["held"] == "resnet101":   # the same split as resnet50
@@ -53,6 +63,8 @@ def analyse(dump):
             "second_slow": min(r[1] for r in order[:2]) / best[1],
             "cudnn_slow": min((r[1] for r in rows if get_solver(r[0]).family == "cudnn"), default=float("nan")) / best[1],
             "pred_ratio_pick_best": pick[2] / best[2] if pick is not best else 1.0,
+            # the pick's time as the PerfDB (its tuner) measured the same config, over the fastest find time
+            "pick_perf_slow": perf[(d["key"], pick[0])] / best[1] if (d["key"], pick[0]) in perf else None,
         })
     return probs
 
@@ -126,9 +138,17 @@ def render(probs):
 
     worst = sorted(probs, key=lambda q: -q["slow"])[:30]
     rows = [[q["held"], q["key"], q["kind"], "yes" if q["fallback"] else "", short(q["pick"]), short(q["best"]),
-             f"{q['slow']:.2f}x", f"{q['today_slow']:.2f}x", f"{q['cudnn_slow']:.2f}x"] for q in worst]
-    table(lines, "The 30 worst picks", rows, ["held out", "problem", "kind", "fallback", "picked", "fastest",
-                                              "slowdown", "today's", "cuDNN's"])
+             f"{q['slow']:.2f}x", f"{q['today_slow']:.2f}x", f"{q['cudnn_slow']:.2f}x",
+             "" if q.get("pick_perf_slow") is None else f"{q['pick_perf_slow']:.2f}x"] for q in worst]
+    table(lines, "The 30 worst picks (PerfDB: the pick's time as the PerfDB measured the same config while tuning, "
+          "over the fastest find record; empty where the PerfDB has no entry of that config)", rows,
+          ["held out", "problem", "kind", "fallback", "picked", "fastest", "slowdown", "today's", "cuDNN's", "PerfDB"])
+    big = [q for q in probs if q["slow"] > 1.5]
+    contra = [q for q in big if q.get("pick_perf_slow") is not None and q["pick_perf_slow"] <= 1.1]
+    lines.append(f"\nOf the {len(big)} picks over 1.5x, {len(contra)} are picks whose find record the PerfDB contradicts: "
+                 "the same config measured within 1.1x of the fastest while tuning ("
+                 + ", ".join(f"{q['key']} {short(q['pick'])} {q['slow']:.2f}x -> {q['pick_perf_slow']:.2f}x"
+                             for q in contra) + ").")
 
     # what simple rules would give on the same problems (for reference, not a model)
     def summary(slows):
@@ -147,15 +167,17 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("rows", help="JSON written by eval_costmodel.py --rows")
     ap.add_argument("--out", default=None, help="folder for misses.md and misses.json")
+    ap.add_argument("--db", default=str(Path(__file__).resolve().parents[1] / "finddb" / "sm_90-132.sqlite"),
+                    help="FindDB whose PerfDB annotates the worst picks")
     args = ap.parse_args(argv)
-    probs = analyse(json.loads(Path(args.rows).read_text()))
+    probs = analyse(json.loads(Path(args.rows).read_text()), perf_times(args.db))
     md = render(probs)
     print(md)
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         (out / "misses.md").write_text(md)
-        (out / "misses.json").write_text(json.dumps(probs, indent=0) + "\n")
+        (out / "misses.json").write_text(json.dumps(probs) + "\n")
 
 
 if __name__ == "__main__":

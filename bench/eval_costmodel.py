@@ -118,6 +118,8 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=cm.NUM_ROUNDS, help="regression trees")
     ap.add_argument("--rank-rounds", type=int, default=cm.RANK_ROUNDS, help="LambdaRank trees (0: none)")
     ap.add_argument("--seed", type=int, default=cm.PARAMS["seed"], help="LightGBM seed")
+    ap.add_argument("--rank-labels", default="bands", choices=sorted(cm.RANK_LABELS),
+                    help="LambdaRank labels: bands (costmodel.relevance) or graded (costmodel.graded_relevance)")
     ap.add_argument("--rows", default=None,
                     help="also write every held-out problem's rows (solver, measured, model, today, model place, "
                          "whether today's predictor answered for the model) to this JSON file")
@@ -142,7 +144,8 @@ def main(argv=None):
         train_records = {k: v for k, v in finds.items() if k not in test}
         t0 = time.perf_counter()
         model = cm.train(train_samples, sm_count=sm_count, rounds=args.rounds, rank_rounds=args.rank_rounds,
-                         params={"seed": args.seed}, rank_params=rank_params, source=f"all but {held}")
+                         params={"seed": args.seed}, rank_params=rank_params, source=f"all but {held}",
+                         rank_labels=args.rank_labels)
         secs = time.perf_counter() - t0
         fell_back = set()
         probs = evaluate_split(test, train_records, finds, model, sm_count, fell_back)
@@ -167,7 +170,7 @@ def main(argv=None):
     tim = timing(model_path, all_rows["model"], sm_count) if model_path.is_file() else None
     report = {"db": str(Path(args.db).resolve().relative_to(ROOT)) if Path(args.db).resolve().is_relative_to(ROOT)
               else args.db, "params": dict(cm.PARAMS, seed=args.seed), "rounds": args.rounds,
-              "rank_rounds": args.rank_rounds, "rank_params": dict(cm.PARAMS, seed=args.seed, **cm.RANK_PARAMS, **rank_params),
+              "rank_rounds": args.rank_rounds, "rank_labels": args.rank_labels, "rank_params": dict(cm.PARAMS, seed=args.seed, **cm.RANK_PARAMS, **rank_params),
               "targets": TARGETS,
               "pooled": pooled, "presets": results, "timing": tim}
     md = render(report)
