@@ -170,7 +170,7 @@ def main(argv=None):
     tim = timing(model_path, all_rows["model"], sm_count) if model_path.is_file() else None
     report = {"db": str(Path(args.db).resolve().relative_to(ROOT)) if Path(args.db).resolve().is_relative_to(ROOT)
               else args.db, "params": dict(cm.PARAMS, seed=args.seed), "rounds": args.rounds,
-              "rank_rounds": args.rank_rounds, "rank_labels": args.rank_labels, "rank_params": dict(cm.PARAMS, seed=args.seed, **cm.RANK_PARAMS, **rank_params),
+              "rank_rounds": args.rank_rounds, "rank_labels": args.rank_labels, "rank_params": {**cm.PARAMS, "seed": args.seed, **cm.RANK_PARAMS, **rank_params},
               "targets": TARGETS,
               "pooled": pooled, "presets": results, "timing": tim}
     md = render(report)
