@@ -32,7 +32,7 @@ from miofind.models import MODELS  # noqa: E402
 from miofind.predict import model_time_ms, nearest_problem, predict  # noqa: E402
 from miofind.registry import get_solver  # noqa: E402
 
-from eval_costmodel import ROOT, default_config, preset_keys  # noqa: E402
+from eval_costmodel import ROOT, default_config, held_out_keys, preset_keys  # noqa: E402
 
 SPLITS = {"resnet50": ("resnet50", "resnet101"), "vgg16": ("vgg16",), "mobilenet_v2": ("mobilenet_v2",),
           "inception_v3": ("inception_v3",), "unet": ("unet",)}
@@ -114,6 +114,8 @@ def main(argv=None):
         finds[r.problem_key].append(r)
     presets = {m: preset_keys(m) & set(finds) for m in MODELS}
     split_keys = {s: set().union(*(presets[m] for m in ms)) for s, ms in SPLITS.items()}
+    # never trained on: the split's problems and their BF16 twins (as eval_costmodel.py)
+    excluded = {s: set().union(*(held_out_keys(m) for m in ms)) for s, ms in SPLITS.items()}
 
     def value(v):
         for conv in (int, float):
@@ -155,13 +157,14 @@ def main(argv=None):
     for outer in (args.only.split(",") if args.only else SPLITS):
         t0 = time.perf_counter()
         test = split_keys[outer]
-        train_records = {k: v for k, v in finds.items() if k not in test}
-        model = fit(test, f"all but {outer}")
-        res = {"test": answer(test, train_records, finds, model, sm_count, outer, fit_rel(test, outer)), "oof": []}
+        train_records = {k: v for k, v in finds.items() if k not in excluded[outer]}
+        model = fit(excluded[outer], f"all but {outer}")
+        res = {"test": answer(test, train_records, finds, model, sm_count, outer, fit_rel(excluded[outer], outer)),
+               "oof": []}
         for inner in SPLITS:
             if inner == outer:
                 continue
-            ex = test | split_keys[inner]
+            ex = excluded[outer] | excluded[inner]
             inner_records = {k: v for k, v in finds.items() if k not in ex}
             m = fit(ex, f"all but {outer}, {inner}")
             res["oof"] += answer(split_keys[inner], inner_records, finds, m, sm_count, inner, fit_rel(ex, inner))

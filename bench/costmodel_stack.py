@@ -130,12 +130,50 @@ def arbiter_pick(beta):
     return pick
 
 
+def unseen_filter_rule(oof, train_filters_of):
+    """For problems whose filter shape no training problem has: which pick (the ranking's, the
+    regression's, cuDNN's, today's predictor's) has the lowest mean slowdown on such oof problems
+    (None where the oof rows have fewer than 50 of them: the model's pick stays)."""
+    qs = [q for q in oof if not q["fallback"] and parse_problem_key(q["key"]).filter_size
+          not in train_filters_of(q)]
+    if len(qs) < 50:
+        return None, len(qs), {}
+    scores = {name: metrics(qs, f)["mean_slowdown"] for name, f in FALLBACK_PICKS.items()}
+    return min(scores, key=scores.get), len(qs), scores
+
+
+def cudnn_pick(q):
+    c = [i for i, r in enumerate(q["rows"]) if get_solver(r[0]).family == "cudnn"]
+    return c[0] if c else by_rank(q)
+
+
+def today_pick(q):
+    return min(range(len(q["rows"])), key=lambda i: q["rows"][i][4])
+
+
+FALLBACK_PICKS = {"rank": by_rank, "regression": by_regression, "cudnn": cudnn_pick, "today": today_pick}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("nested")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     data = pickle.loads(Path(args.nested).read_bytes())
+    from miofind.db import FindDB
+    db_keys = {r.problem_key for r in FindDB(str(Path(__file__).resolve().parents[1] / "finddb" / "sm_90-132.sqlite"),
+                                             readonly=True, immutable=True).iter_records(None)}
+    held_keys = defaultdict(set)
+    for outer, d in data.items():
+        if outer.startswith("_"):
+            continue
+        for q in d["test"]:
+            held_keys[outer].add(q["key"])
+    filters = {k: parse_problem_key(k).filter_size for k in db_keys}
+
+    def filters_without(*held):
+        ex = set().union(*(held_keys[h] for h in held))
+        return {f for k, f in filters.items() if k not in ex}
     tests, report = [], {"rules": {}, "fitted": {}, "args": data.pop("_args", None)}
     picks = defaultdict(list)   # rule -> [(problem, pick index)]
     cal_times = {1: [], 2: []}
@@ -149,8 +187,19 @@ def main(argv=None):
         report.setdefault("oof_rank", {})[outer] = metrics([q for q in oof if not q["fallback"]], by_rank)
         report["fitted"][outer] = {"blend_lambda": lam, "blend_oof_mean_slowdown": lam_scores,
                                    "arbiter_beta": beta.tolist(), "oof_problems": len(oof)}
+        inner_filters = {h: filters_without(outer, h) for h in held_keys if h != outer}
+        choice, n_unseen, uscores = unseen_filter_rule(oof, lambda q: inner_filters[q["held"]])
+        outer_filters = filters_without(outer)
+        report["fitted"][outer]["unseen_filter"] = {"choice": choice, "oof_problems": n_unseen, "oof_mean_slowdown": uscores,
+                                                    "test_problems": sum(parse_problem_key(q["key"]).filter_size not in outer_filters for q in test)}
+
+        def unseen_rule(q, choice=choice, outer_filters=outer_filters):
+            if choice and parse_problem_key(q["key"]).filter_size not in outer_filters:
+                return FALLBACK_PICKS[choice](q)
+            return by_rank(q)
         rules = {
             "rank (shipped)": by_rank,
+            "rank; unseen filter shape: the pick chosen on oof": unseen_rule,
             "regression": by_regression,
             "blend rank - lambda*log10 t (lambda by oof)": blend_pick(lam),
             "arbiter on rank's top two (logistic, oof)": arbiter_pick(beta),
