@@ -163,12 +163,9 @@ def main(argv=None):
     from miofind.db import FindDB
     db_keys = {r.problem_key for r in FindDB(str(Path(__file__).resolve().parents[1] / "finddb" / "sm_90-132.sqlite"),
                                              readonly=True, immutable=True).iter_records(None)}
-    held_keys = defaultdict(set)
-    for outer, d in data.items():
-        if outer.startswith("_"):
-            continue
-        for q in d["test"]:
-            held_keys[outer].add(q["key"])
+    from costmodel_nested import SPLITS
+    from eval_costmodel import held_out_keys
+    held_keys = {s: set().union(*(held_out_keys(m) for m in ms)) for s, ms in SPLITS.items()}
     filters = {k: parse_problem_key(k).filter_size for k in db_keys}
 
     def filters_without(*held):
