@@ -2,7 +2,9 @@
 
 For each of the six model presets (``miofind.models.MODELS``), the model is trained on the FindDB's
 records of every problem that is NOT one of the held-out preset's (its layers at N=1 and N=32, FP32
-and FP16, NCHW and NHWC, F/B/W; a layer another preset shares is held out too), then asked to rank
+and FP16, NCHW and NHWC, F/B/W; a layer another preset shares is held out too; nor their BF16 NHWC
+twins, which are not tested: ``held_out_keys``; ``--train-bf16-twins`` trains on them, as before
+costmodel6), then asked to rank
 the held-out problems' measured solvers. Today's predictor (``miofind.predict``: the nearest known
 problem of the training keys, FLOP-scaled, else the per-solver roofline model) ranks the same
 problems from the same training records. The model picks in ``CostModel.rank``'s order (its
@@ -40,9 +42,16 @@ ROOT = Path(__file__).resolve().parents[1]
 TARGETS = {"top1": 0.94, "mean_slowdown": 0.025, "worst_slowdown": 1.5, "median_rel_err": 0.15}
 
 
-def preset_keys(model: str) -> set[str]:
-    return {p.key() for b in (1, 32) for p in model_problems(model, batch=b, dtypes=("FP32", "FP16"),
+def preset_keys(model: str, dtypes=("FP32", "FP16")) -> set[str]:
+    return {p.key() for b in (1, 32) for p in model_problems(model, batch=b, dtypes=dtypes,
                                                              layouts=("NCHW", "NHWC"))}
+
+
+def held_out_keys(model: str) -> set[str]:
+    """Every key of the preset's layers, BF16 included: the FindDB holds each preset's layers at BF16
+    NHWC too (720 problems), and those twins of the held-out layers must not be trained on either.
+    (Before costmodel6 they were: the test set is the same, the training set now lacks them.)"""
+    return preset_keys(model, ("FP32", "FP16", "BF16"))
 
 
 def default_config(solver, problem):
@@ -52,9 +61,10 @@ def default_config(solver, problem):
         return None
 
 
-def evaluate_split(test_keys, train_records, finds, model, sm_count):
+def evaluate_split(test_keys, train_records, finds, model, sm_count, fallback=None):
     """Per test problem: (key, [(solver id, measured, model pred, today pred, model place)]): the model's
-    place is its ``CostModel.rank`` order (its ranking forest's where it has one), today's the time order."""
+    place is its ``CostModel.rank`` order (its ranking forest's where it has one), today's the time order.
+    ``fallback`` (a set), where given, gets the keys the model did not answer (today's predictor did)."""
     train_keys = sorted(train_records)
     out = []
     for key in sorted(test_keys):
@@ -70,6 +80,8 @@ def evaluate_split(test_keys, train_records, finds, model, sm_count):
         if model.supports(p, [s.id for s in solvers]):
             mine, order = model.rank(p, pairs, sm_count)
         else:   # as immediate mode: outside the model's training kinds, today's predictor answers
+            if fallback is not None:
+                fallback.add(key)
             mine = [today[s.id].time_ms for s in solvers]
             order = sorted(range(len(mine)), key=mine.__getitem__)
         place = {i: j for j, i in enumerate(order)}
@@ -115,6 +127,14 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=cm.NUM_ROUNDS, help="regression trees")
     ap.add_argument("--rank-rounds", type=int, default=cm.RANK_ROUNDS, help="LambdaRank trees (0: none)")
     ap.add_argument("--seed", type=int, default=cm.PARAMS["seed"], help="LightGBM seed")
+    ap.add_argument("--rank-labels", default="bands", choices=sorted(cm.RANK_LABELS),
+                    help="LambdaRank labels: bands (costmodel.relevance) or graded (costmodel.graded_relevance)")
+    ap.add_argument("--train-bf16-twins", action="store_true",
+                    help="train on the held-out preset's BF16 problems (the evaluation before costmodel6; "
+                         "a leak: they are the held-out layers at another dtype)")
+    ap.add_argument("--rows", default=None,
+                    help="also write every held-out problem's rows (solver, measured, model, today, model place, "
+                         "whether today's predictor answered for the model) to this JSON file")
     ap.add_argument("--rank-learning-rate", type=float, default=None,
                     help="learning rate of the LambdaRank trees (default: miofind.costmodel's)")
     args = ap.parse_args(argv)
@@ -129,15 +149,20 @@ def main(argv=None):
     rank_params = {} if args.rank_learning_rate is None else {"learning_rate": args.rank_learning_rate}
     results = {}
     all_rows = {"model": [], "today": []}
+    dump = []
     for held in MODELS:
         test = presets[held]
-        train_samples = [s for s in samples if s.problem_key not in test]
-        train_records = {k: v for k, v in finds.items() if k not in test}
+        excluded = test if args.train_bf16_twins else held_out_keys(held)
+        train_samples = [s for s in samples if s.problem_key not in excluded]
+        train_records = {k: v for k, v in finds.items() if k not in excluded}
         t0 = time.perf_counter()
         model = cm.train(train_samples, sm_count=sm_count, rounds=args.rounds, rank_rounds=args.rank_rounds,
-                         params={"seed": args.seed}, rank_params=rank_params, source=f"all but {held}")
+                         params={"seed": args.seed}, rank_params=rank_params, source=f"all but {held}",
+                         rank_labels=args.rank_labels)
         secs = time.perf_counter() - t0
-        probs = evaluate_split(test, train_records, finds, model, sm_count)
+        fell_back = set()
+        probs = evaluate_split(test, train_records, finds, model, sm_count, fell_back)
+        dump += [{"held": held, "key": key, "fallback": key in fell_back, "rows": rows} for key, rows in probs]
         groups = defaultdict(list)
         for key, rows in probs:
             p = cm.parse_problem_key(key)
@@ -150,12 +175,16 @@ def main(argv=None):
         print(f"{held}: {len(probs)} problems, trained on {len(train_records)} problems in {secs:.1f} s; "
               f"model {results[held]['all']['model']}; today {results[held]['all']['today']}", file=sys.stderr)
     pooled = {"model": metrics(all_rows["model"], 2), "today": metrics(all_rows["model"], 3)}
+    if args.rows:
+        Path(args.rows).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.rows).write_text(json.dumps(dump) + "\n")
 
     model_path = Path(args.model) if args.model else cm.model_path_for(args.db)
     tim = timing(model_path, all_rows["model"], sm_count) if model_path.is_file() else None
     report = {"db": str(Path(args.db).resolve().relative_to(ROOT)) if Path(args.db).resolve().is_relative_to(ROOT)
               else args.db, "params": dict(cm.PARAMS, seed=args.seed), "rounds": args.rounds,
-              "rank_rounds": args.rank_rounds, "rank_params": dict(cm.PARAMS, seed=args.seed, **cm.RANK_PARAMS, **rank_params),
+              "rank_rounds": args.rank_rounds, "rank_labels": args.rank_labels,
+              "train_bf16_twins": args.train_bf16_twins, "rank_params": {**cm.PARAMS, "seed": args.seed, **cm.RANK_PARAMS, **rank_params},
               "targets": TARGETS,
               "pooled": pooled, "presets": results, "timing": tim}
     md = render(report)
@@ -182,7 +211,11 @@ def render(rep) -> str:
              f"{rep.get('rank_params', {}).get('learning_rate')}; LightGBM seed "
              f"{rep['params'].get('seed')}); `today`: miofind.predict (nearest "
              "training problem FLOP-scaled, else the roofline model). Slowdown: measured time of the pick over the "
-             "measured fastest. Rel. err.: median |predicted/measured - 1| over every record.", "",
+             "measured fastest. Rel. err.: median |predicted/measured - 1| over every record. "
+             + ("The held-out preset's BF16 problems (its layers at BF16 NHWC) WERE trained on (the evaluation "
+                "before costmodel6)." if rep.get("train_bf16_twins") else
+                "Neither the held-out preset's problems nor their BF16 twins (its layers at BF16 NHWC, not "
+                "tested) are trained on."), "",
              "Targets: top-1 >= 94%, mean slowdown <= 2.5%, worst <= 1.5x, median rel. err. <= 15%.", "",
              "| held out | dtype-dir | problems | top-1 model | top-1 today | mean slowdown model | today | "
              "worst model | today | rel. err. model | today |",

@@ -650,9 +650,25 @@ def relevance(times) -> np.ndarray:
     return np.where(r <= 1.0, 3, np.where(r <= 1.1, 2, np.where(r <= 1.5, 1, 0)))
 
 
+GRADED_TOP, GRADED_STEPS = 30, 10
+
+
+def graded_relevance(times) -> np.ndarray:
+    """LambdaRank labels graded by the log of the slowdown: ``GRADED_TOP`` for the fastest, one less
+    per 1/``GRADED_STEPS`` of a doubling (about 7% per step), at least 0 (8x slower or more). With the
+    linear gains ``train`` sets for them, a swap of two solvers weighs in proportion to log2 of their
+    time ratio, so a costly swap weighs more than a near-tie (the bands of ``relevance`` do not tell a
+    1.6x pick from a 7x one)."""
+    r = np.log2(np.asarray(times, float) / np.min(times))
+    return np.clip(GRADED_TOP - np.rint(GRADED_STEPS * r), 0, GRADED_TOP).astype(int)
+
+
+RANK_LABELS = {"bands": relevance, "graded": graded_relevance}
+
+
 def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUNDS, params: dict | None = None,
           source: str = "", configs: bool = False, rank_rounds: int = RANK_ROUNDS,
-          rank_params: dict | None = None) -> CostModel:
+          rank_params: dict | None = None, rank_labels: str = "bands") -> CostModel:
     """A CostModel fitted to ``samples`` (CostModelError without LightGBM or samples).
 
     ``rounds`` regression trees state the times; ``rank_rounds`` > 0 adds a LambdaRank forest on
@@ -695,9 +711,13 @@ def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUND
         keys = [samples[i].problem_key for i in order]
         bounds = [0, *(i for i in range(1, len(keys)) if keys[i] != keys[i - 1]), len(keys)]
         yo = y[order]
-        label = np.concatenate([relevance(10.0 ** yo[a:b]) for a, b in zip(bounds, bounds[1:])])
+        labeller = RANK_LABELS[rank_labels]
+        label = np.concatenate([labeller(10.0 ** yo[a:b]) for a, b in zip(bounds, bounds[1:])])
         rank_ds = lgb.Dataset(x[order], label=label, group=np.diff(bounds), feature_name=names)
-        meta["rank_params"] = dict(meta["params"], **RANK_PARAMS, **(rank_params or {}))
+        meta["rank_params"] = {**meta["params"], **RANK_PARAMS, **(rank_params or {})}
+        meta["rank_labels"] = rank_labels
+        if rank_labels == "graded":
+            meta["rank_params"]["label_gain"] = list(range(GRADED_TOP + 1))
         ranker = lgb.train(meta["rank_params"], rank_ds, num_boost_round=rank_rounds).dump_model()
         meta["rank_trees"] = len(ranker["tree_info"])
         dump = dict(dump, tree_info=dump["tree_info"] + ranker["tree_info"])   # one forest, ranker last
