@@ -169,6 +169,7 @@ def test_tma_maps_follow_the_pointers():
     a[...] = random_array(sa, "FP16", rng)
     b[...] = random_array(sb, "FP16", rng)
     poison(out, "FP16")
+    cupy.cuda.get_current_stream().synchronize()     # the writes (CuPy's stream) before the replay (``stream``)
     graph.launch(stream)
     stream.synchronize()
     check(a, b, out)
