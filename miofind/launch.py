@@ -146,6 +146,13 @@ class Launch:
                 slot.value = p
             launch(self._fn, g[0], g[1], g[2], g[3], g[4], g[5], self.shared_mem, stream, self._addr, 0)
 
+    def bind_maps(self, caches):
+        """A launcher ``(stream, *pointers)`` for a kernel with ``MAP`` arguments whose i-th map is that of
+        the i-th pointer: ``caches[i](pointer)`` (``tma.MapCache``)."""
+        def run(stream: int, *pointers: int) -> None:
+            self.with_maps(stream, [c(p) for c, p in zip(caches, pointers)], *pointers)
+        return run
+
 
 class Launcher:
     """Launches of one kernel whose arguments are device pointers followed by int32 scalars, and

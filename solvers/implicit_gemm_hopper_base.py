@@ -451,14 +451,10 @@ class ImplicitGemmHopperBase(Solver):
             kern = kerns[0]
             if smem > SMEM_STATIC:
                 kern.max_dynamic_shared_size_bytes = smem
-            launch = Launch(kern, kernels[0].grid, kernels[0].block, (PTR,) * (4 + nb) + (MAP,) * (2 if maps else 0),
+            launch = Launch(kern, kernels[0].grid, kernels[0].block, (PTR,) * (4 + nb) + (MAP,) * len(maps or ()),
                             shared_mem=smem)
             red = Launch(kerns[1], kernels[1].grid, kernels[1].block, (PTR,) * (2 + nb)) if ws else None
-            if maps is not None:
-                mx, mw = maps
-                main = lambda stream, a, b, *rest: launch.with_maps(stream, (mx(a), mw(b)), a, b, *rest)  # noqa: E731
-            else:
-                main = launch
+            main = launch.bind_maps(maps) if maps else launch      # the maps of x (a) and w (b)
 
             def invoker(a, b, out, workspace, stream, *bias):
                 if a % ALIGN or b % ALIGN or out % ALIGN:

@@ -140,7 +140,7 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
         """Valid for every phase's forward view, with the phases' cp.async loads (TMA = 0: a phase reads
         the filter in place, MN-major, which no tiled box of the forward kernel covers)."""
         p = problem.as_conv()
-        if self.legacy_config(config).get("TMA", 0) if isinstance(config, dict) else False:
+        if isinstance(config, dict) and self.legacy_config(config).get("TMA"):
             return False
         views = [ph.fwd for ph in runs(p)] if p.spatial_dims == 2 else []
         return bool(views) and all(super(ImplicitGemmHopperBwd, self).is_valid_config(v, config) for v in views)

@@ -226,12 +226,10 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
             kmain = kerns[0]
             if smem > SMEM_STATIC:
                 kmain.max_dynamic_shared_size_bytes = smem
-            lmain = Launch(kmain, main.grid, main.block, (PTR, PTR, PTR, PTR) + (MAP, MAP) * bool(maps),
+            lmain = Launch(kmain, main.grid, main.block, (PTR, PTR, PTR, PTR) + (MAP,) * len(maps or ()),
                            shared_mem=smem)
-            if maps is not None:
-                mdy, mx = maps
-                lplain = lmain
-                lmain = lambda stream, a, b, *rest: lplain.with_maps(stream, (mdy(a), mx(b)), a, b, *rest)  # noqa: E731
+            if maps:
+                lmain = lmain.bind_maps(maps)       # the maps of dy (a) and x (b)
             lred = Launch(kerns[1], kernels[1].grid, kernels[1].block, (PTR, PTR)) if eff > 1 else None
 
             def invoker(a, b, out, workspace, stream):
