@@ -54,11 +54,7 @@ def held_out_keys(model: str) -> set[str]:
     return preset_keys(model, ("FP32", "FP16", "BF16"))
 
 
-def default_config(solver, problem):
-    try:
-        return solver.default_config(problem.as_conv()) if solver.tunable else None
-    except Exception:
-        return None
+default_config = cm.default_config   # a tunable solver's default config on the problem, else None
 
 
 def evaluate_split(test_keys, train_records, finds, model, sm_count, fallback=None):
@@ -135,6 +131,10 @@ def main(argv=None):
     ap.add_argument("--rows", default=None,
                     help="also write every held-out problem's rows (solver, measured, model, today, model place, "
                          "whether today's predictor answered for the model) to this JSON file")
+    ap.add_argument("--default-configs", action="store_true",
+                    help="train with config features, each find record given its solver's default config on its "
+                         "problem (costmodel.train(default_configs=True)); held-out problems are asked with default "
+                         "configs either way")
     ap.add_argument("--rank-learning-rate", type=float, default=None,
                     help="learning rate of the LambdaRank trees (default: miofind.costmodel's)")
     args = ap.parse_args(argv)
@@ -158,7 +158,7 @@ def main(argv=None):
         t0 = time.perf_counter()
         model = cm.train(train_samples, sm_count=sm_count, rounds=args.rounds, rank_rounds=args.rank_rounds,
                          params={"seed": args.seed}, rank_params=rank_params, source=f"all but {held}",
-                         rank_labels=args.rank_labels)
+                         rank_labels=args.rank_labels, default_configs=args.default_configs)
         secs = time.perf_counter() - t0
         fell_back = set()
         probs = evaluate_split(test, train_records, finds, model, sm_count, fell_back)
@@ -184,7 +184,7 @@ def main(argv=None):
     report = {"db": str(Path(args.db).resolve().relative_to(ROOT)) if Path(args.db).resolve().is_relative_to(ROOT)
               else args.db, "params": dict(cm.PARAMS, seed=args.seed), "rounds": args.rounds,
               "rank_rounds": args.rank_rounds, "rank_labels": args.rank_labels,
-              "train_bf16_twins": args.train_bf16_twins, "rank_params": {**cm.PARAMS, "seed": args.seed, **cm.RANK_PARAMS, **rank_params},
+              "train_bf16_twins": args.train_bf16_twins, "default_configs": args.default_configs, "rank_params": {**cm.PARAMS, "seed": args.seed, **cm.RANK_PARAMS, **rank_params},
               "targets": TARGETS,
               "pooled": pooled, "presets": results, "timing": tim}
     md = render(report)
@@ -209,7 +209,9 @@ def render(rep) -> str:
              f"test on the held-out one's). `model`: miofind.costmodel ({rep['rounds']} regression trees state the "
              f"times; {rep.get('rank_rounds', 0)} LambdaRank trees pick, where > 0, at learning rate "
              f"{rep.get('rank_params', {}).get('learning_rate')}; LightGBM seed "
-             f"{rep['params'].get('seed')}); `today`: miofind.predict (nearest "
+             f"{rep['params'].get('seed')}"
+             + ("; config features: each solver's default config on the problem" if rep.get("default_configs") else "")
+             + "); `today`: miofind.predict (nearest "
              "training problem FLOP-scaled, else the roofline model). Slowdown: measured time of the pick over the "
              "measured fastest. Rel. err.: median |predicted/measured - 1| over every record. "
              + ("The held-out preset's BF16 problems (its layers at BF16 NHWC) WERE trained on (the evaluation "

@@ -618,7 +618,11 @@ def db_migrate_trust(db_url):
               help="Train the config-aware model the tuner's 'model' strategy orders configs by (the solvers' "
                    "numeric config parameters as features, PerfDB default-config times beside the tuned ones; "
                    "regression trees only), written as <db file>.tune.model.npz by default.")
-def db_train_model(db_url, device, out_path, folds, sm_count, configs):
+@click.option("--default-configs/--no-default-configs", default=None,
+              help="Immediate-mode model: the solvers' numeric config parameters as features, each find record "
+                   "given its solver's default config on its problem (what an unseen problem is asked with). "
+                   "The default without --configs; --no-default-configs: no config features.")
+def db_train_model(db_url, device, out_path, folds, sm_count, configs, default_configs):
     """Train the learned cost model of immediate mode from a FindDB's records (needs the 'model' extra:
     pip install 'miofind[model]'), print its cross-validated accuracy, write the model file. Shipped
     as finddb/<arch>-<SMs>.model.npz next to the system DB, it ranks solvers on a DB miss. With
@@ -628,6 +632,9 @@ def db_train_model(db_url, device, out_path, folds, sm_count, configs):
     from .costmodel import CostModelError, cross_validate, model_path_for, samples_from_db, train, tune_model_path_for
     from .db import FindDBError
 
+    if configs and default_configs:
+        _fail("--configs and --default-configs: choose one (the tuner's model learns the tuned configs)")
+    default_configs = not configs if default_configs is None else default_configs
     h = _open_ro(db_url)
     if out_path is None:
         if h.path is None:
@@ -643,14 +650,15 @@ def db_train_model(db_url, device, out_path, folds, sm_count, configs):
         _fail(f"--db {db_url}: no records{f' of device {device}' if device else ''} to train on")
     try:
         # the tuner orders configs by the regression's times: the config-aware model has no ranker
-        kw = {"configs": True, "rank_rounds": 0} if configs else {}
+        kw = {"configs": True, "rank_rounds": 0} if configs else {"default_configs": default_configs}
         cv = cross_validate(samples, folds, sm_count=sm_count, **kw) if folds else None
         model = train(samples, sm_count=sm_count, source=str(db_url), **kw)
     except CostModelError as e:
         _fail(str(e))
     path = model.save(Path(out_path))
     n_prob = model.meta["problems"]
-    features = f"; config features: {','.join(model.config_keys)}" if configs else ""
+    features = (f"; config features ({'default configs' if default_configs else 'tuned configs'}): "
+                f"{','.join(model.config_keys)}" if model.config_keys else "")
     click.echo(f"trained on {model.meta['samples']} measured times of {n_prob} problems; model {model.version} "
                f"({len(model.trees.roots) - model.rank_trees} regression trees state the times, {model.rank_trees} "
                f"LambdaRank trees order the solvers{features}) -> {path}")

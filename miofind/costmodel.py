@@ -399,6 +399,13 @@ class CostModel:
             self._known_rows: dict = {}   # predict_ms: (solver id, family, config items, types) -> joined row
 
     @property
+    def config_basis(self) -> str:
+        """What its config features were trained on: "none" (no config features; the config given
+        is ignored), "tuned" (recorded and PerfDB configs: the tuner's model) or "default" (each
+        solver's default config on the problem: ask it with default configs)."""
+        return self.meta.get("config_basis") or ("tuned" if self.config_keys else "none")
+
+    @property
     def version(self) -> str:
         """``<trained date>-<content hash>``: names the model a prediction came from."""
         return self.meta["version"]
@@ -635,6 +642,37 @@ def samples_from_db(db, device: str | None = None, *, with_defaults: bool = True
     return out
 
 
+def default_config_samples(samples: list[Sample]) -> list[Sample]:
+    """The find records of ``samples`` (PerfDB default-config samples dropped), each given its
+    solver's *default* config on its problem in place of the recorded one: the config a tunable
+    solver would run on an unseen problem, a function of the problem (its tile and split choice).
+    A model trained on them (``train(default_configs=True)``) sees the same features for a known
+    problem as for an unseen one; the recorded time stays the FindDB's (tuned where it was tuned).
+    Solvers that are not tunable, or cannot name a default here, get None."""
+    from .registry import get_solver
+
+    memo: dict[tuple[str, str], dict | None] = {}
+    out = []
+    for s in samples:
+        if s.default:
+            continue
+        k = (s.problem_key, s.solver_id)
+        if k not in memo:
+            memo[k] = default_config(get_solver(s.solver_id), parse_problem_key(s.problem_key))
+        out.append(Sample(s.problem_key, s.solver_id, memo[k], s.time_ms))
+    return out
+
+
+def default_config(solver, problem: ProblemDescription):
+    """``solver``'s default config on ``problem`` (None where it is not tunable or names none)."""
+    if not solver.tunable:
+        return None
+    try:
+        return solver.default_config(problem.as_conv())
+    except Exception:   # a solver that cannot name its default here: no config features
+        return None
+
+
 def _lightgbm():
     try:
         import lightgbm
@@ -668,7 +706,7 @@ RANK_LABELS = {"bands": relevance, "graded": graded_relevance}
 
 def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUNDS, params: dict | None = None,
           source: str = "", configs: bool = False, rank_rounds: int = RANK_ROUNDS,
-          rank_params: dict | None = None, rank_labels: str = "bands") -> CostModel:
+          rank_params: dict | None = None, rank_labels: str = "bands", default_configs: bool = False) -> CostModel:
     """A CostModel fitted to ``samples`` (CostModelError without LightGBM or samples).
 
     ``rounds`` regression trees state the times; ``rank_rounds`` > 0 adds a LambdaRank forest on
@@ -683,11 +721,20 @@ def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUND
     default config as slower than its tuned time (leave-one-preset-out over the shipped DB: top-1
     71.3% with them, 77.9% without; ``bench/results/costmodel-v2/``). Without them the model
     predicts each solver's time as the FindDB records it (tuned where it was tuned), from find
-    records alone, and ignores the config it is given."""
+    records alone, and ignores the config it is given.
+
+    ``default_configs``: config features, each find record given its solver's default config on
+    its problem (``default_config_samples``), not its tuned one; no PerfDB samples. Such a model is
+    asked with default configs (``CostModel.config_basis`` "default"; ``find.predicted`` does so):
+    what a tunable solver's heuristic picks is a feature of every problem, known or unseen
+    (leave-one-preset-out: ``bench/results/costmodel-v7/``)."""
     from .registry import get_solver
 
     lgb = _lightgbm()
-    if not configs:
+    if default_configs:
+        samples = default_config_samples(samples)
+        configs = True
+    elif not configs:
         samples = [s for s in samples if not s.default]
     if not samples:
         raise CostModelError("no measured records to train on")
@@ -698,7 +745,8 @@ def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUND
     meta = {"format": FORMAT if rank_rounds else 1, "solvers": list(solver_ids), "config_keys": keys,
             "sm_count": sm_count, "samples": len(samples), "problems": len({s.problem_key for s in samples}),
             "support": sorted({support_class(parse_problem_key(s.problem_key)) for s in samples}),
-            "source": source, "params": dict(PARAMS, **(params or {})), "rounds": rounds, "configs": configs}
+            "source": source, "params": dict(PARAMS, **(params or {})), "rounds": rounds, "configs": configs,
+            "config_basis": "default" if default_configs else ("tuned" if configs else "none")}
     shell = CostModel(_Trees.empty(), dict(meta, version=""))
     x, base, y = _matrix(shell, samples, sm_count, get_solver)
     names = [*_PROBLEM_FEATURES, "log_roofline_ms", *(f"solver={s}" for s in solver_ids),
@@ -838,13 +886,16 @@ def ranking_metrics(problems) -> dict | None:
 
 
 def cross_validate(samples: list[Sample], folds: int = 5, *, sm_count: int = 132, rounds: int = NUM_ROUNDS,
-                   seed: int = 1, configs: bool = False, rank_rounds: int = RANK_ROUNDS) -> dict | None:
+                   seed: int = 1, configs: bool = False, rank_rounds: int = RANK_ROUNDS,
+                   default_configs: bool = False) -> dict | None:
     """``folds``-fold cross-validation over problems (a problem's records all fall in one fold):
     ``ranking_metrics`` of the held-out folds' find records, each predicted at its recorded config
-    by a model ``train`` fits (with ``configs``, ``rank_rounds``) to the other folds, picked in the
-    order of ``CostModel.rank``."""
+    (its default config with ``default_configs``) by a model ``train`` fits (with ``configs``,
+    ``rank_rounds``, ``default_configs``) to the other folds, picked in the order of
+    ``CostModel.rank``."""
     from .registry import get_solver
 
+    asked = default_config_samples(samples) if default_configs else samples   # the test folds' configs
     keys = sorted({s.problem_key for s in samples})
     if folds < 2 or len(keys) < folds:
         return None
@@ -853,9 +904,9 @@ def cross_validate(samples: list[Sample], folds: int = 5, *, sm_count: int = 132
     problems = []
     for f in range(folds):
         model = train([s for s in samples if fold_of[s.problem_key] != f], sm_count=sm_count, rounds=rounds,
-                      configs=configs, rank_rounds=rank_rounds)
+                      configs=configs, rank_rounds=rank_rounds, default_configs=default_configs)
         test: dict[str, list[Sample]] = {}
-        for s in samples:
+        for s in asked:
             if fold_of[s.problem_key] == f and not s.default:
                 test.setdefault(s.problem_key, []).append(s)
         for key, ss in test.items():

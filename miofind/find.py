@@ -448,14 +448,16 @@ def predicted(problem, dbs, dev: DeviceInfo, cands, workspace_limit, failures, d
     (``miofind.costmodel``) where it covers the problem and every candidate (in the model's ranking
     order, which need not be the order of its stated times), else scaled from the nearest known
     problem, else a per-solver cost model."""
-    from .costmodel import model_for_db
+    from .costmodel import default_config, model_for_db
     from .predict import nearest_problem, predict
 
     model = model_for_db(dbs.system.path) if dbs.system is not None else None
     if model is not None and cands and model.supports(problem, [s.id for s in cands]):
         cfgs = {s.id: tuned_config(dbs, dev, problem, s) if s.tunable else None for s in cands}
-        times, order = model.rank(problem, [(s, cfgs[s.id] or _default_config(s, problem)) for s in cands],
-                                  dev.sm_count)
+        # a model trained on default configs is asked with them (the solutions keep the tuned ones)
+        asked = {s.id: default_config(s, problem) for s in cands} if model.config_basis == "default" else \
+            {s.id: cfgs[s.id] or default_config(s, problem) for s in cands}
+        times, order = model.rank(problem, [(s, asked[s.id]) for s in cands], dev.sm_count)
         sols = _predicted_solutions(problem, cands, cfgs, dict(zip((s.id for s in cands), times)),
                                     workspace_limit, failures)
         # ordered as the model ranks them (its ranking forest's order, where it has one), not by the times
@@ -479,13 +481,6 @@ def predicted(problem, dbs, dev: DeviceInfo, cands, workspace_limit, failures, d
     if near is not None:
         basis = f"nearest known problem {near[0]} (log2 distance {near[1]:.2f}), FLOP-scaled"
     return done(sols, source="predicted", failures=failures, basis=basis)
-
-
-def _default_config(solver, problem):
-    try:
-        return solver.default_config(problem.as_conv())
-    except Exception:   # no default here: the model sees the solver without config parameters
-        return None
 
 
 def _predicted_solutions(problem, cands, cfgs, times, workspace_limit, failures) -> list[Solution]:

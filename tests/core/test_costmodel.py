@@ -606,3 +606,76 @@ def test_two_forests_in_one_table_score_as_each_alone(tmp_path):
     again, again_order = both.rank(p, pairs)
     np.testing.assert_allclose(again, times, rtol=1e-12)
     assert again_order == order
+
+
+# -- default-config features: the solvers' heuristic configs as features of any problem ------------
+
+def test_default_config_samples_give_each_find_record_its_solvers_default_config(tuned_samples):
+    extra = [cm.Sample(s.problem_key, s.solver_id, s.config, s.time_ms * 3, default=True)
+             for s in tuned_samples if s.config]
+    out = cm.default_config_samples(tuned_samples + extra)
+    assert len(out) == len(tuned_samples)   # PerfDB default-config samples are dropped
+    replaced = 0
+    for s, o in zip(tuned_samples, out):
+        solver, p = get_solver(s.solver_id), cm.parse_problem_key(s.problem_key)
+        assert (o.problem_key, o.solver_id, o.time_ms, o.default) == (s.problem_key, s.solver_id, s.time_ms, False)
+        assert o.config == (solver.default_config(p.as_conv()) if solver.tunable else None)
+        replaced += o.config != s.config
+    assert replaced >= len([s for s in tuned_samples if s.config]) // 2   # the recorded configs are gone
+
+
+def test_default_config_model_trains_config_features_and_is_asked_with_default_configs(small_db, tmp_db,
+                                                                                        monkeypatch):
+    pytest.importorskip("lightgbm")
+    from miofind.db.base import PerfRecord
+
+    db = FindDB(str(small_db))
+    model = cm.train(cm.samples_from_db(db), rounds=80, rank_rounds=20, default_configs=True)
+    assert model.config_basis == "default" and model.meta["configs"] is True
+    big = get_solver(FAST_LARGE)
+    assert set(model.config_keys) >= set(big.default_config(TRAIN[0]))   # its default config's parameters
+    # a trusted tuned config of the implicit GEMM for the asked problem, unlike its default
+    p = TEST[0]
+    default = cm.default_config(big, p)
+    tuned = dict(default, BM=128 if default["BM"] != 128 else 64)
+    db.store_perf([PerfRecord(DEV.db_name, p.key(), FAST_LARGE, tuned, 1.0, package_version=__version__,
+                              kernel_hash=trust_key(big), cuda_version="13.0")])
+    db.close()
+    model.save(cm.model_path_for(small_db))
+    asked, rank = [], cm.CostModel.rank
+    monkeypatch.setattr(cm.CostModel, "rank", lambda self, q, pairs, *a: asked.append(pairs) or rank(self, q, pairs, *a))
+    res = _immediate(small_db, monkeypatch, p)
+    assert res.predicted and res.basis == "model" and res.model_version == model.version
+    assert [c for s, c in asked[0] if s.id == FAST_LARGE] == [default]   # asked with the default config
+    by_id = {s.solver_id: s for s in res}
+    assert by_id[FAST_LARGE].config == tuned   # the solution runs the tuned config ...
+    cands = [get_solver(s) for s in by_id]
+    times, order = model.rank(p, [(s, cm.default_config(s, p)) for s in cands])   # ... the model saw the default
+    assert [by_id[s.id].time_ms for s in cands] == pytest.approx(times)
+    assert [s.solver_id for s in res] == [cands[i].id for i in order]
+
+
+def test_cli_train_model_learns_default_configs_unless_told_not_to(small_db):
+    pytest.importorskip("lightgbm")
+    res = CliRunner().invoke(cli, ["db", "train-model", "--db", str(small_db), "--folds", "3"])
+    assert res.exit_code == 0, res.output
+    assert "config features (default configs)" in res.output and "3-fold cross-validation" in res.output
+    m = cm.CostModel.load(cm.model_path_for(small_db))
+    assert m.config_basis == "default" and m.config_keys and m.rank_trees == cm.RANK_ROUNDS
+    res = CliRunner().invoke(cli, ["db", "train-model", "--db", str(small_db), "--folds", "0", "--no-default-configs"])
+    assert res.exit_code == 0 and "config features" not in res.output, res.output
+    assert cm.CostModel.load(cm.model_path_for(small_db)).config_basis == "none"
+    both = CliRunner().invoke(cli, ["db", "train-model", "--db", str(small_db), "--configs", "--default-configs"])
+    assert both.exit_code != 0 and "choose one" in both.output and "Traceback" not in both.output
+
+
+def test_config_basis_of_older_model_files(trained, tuned_samples):
+    model, _ = trained
+    assert model.config_basis == "none"
+    meta = {k: v for k, v in model.meta.items() if k != "config_basis"}   # files before the field
+    assert cm.CostModel(model.trees, meta).config_basis == "none"
+    pytest.importorskip("lightgbm")
+    tuner = cm.train(tuned_samples, rounds=10, configs=True, rank_rounds=0)
+    assert tuner.config_basis == "tuned"
+    del tuner.meta["config_basis"]
+    assert tuner.config_basis == "tuned"

@@ -201,7 +201,7 @@ def test_train_model_configs_trains_the_config_aware_model_next_to_the_db(tmp_pa
     _small_tuned_db(path)
     r = CliRunner().invoke(cli, ["db", "train-model", "--configs", "--db", str(path), "--folds", "0"])
     assert r.exit_code == 0, r.output
-    assert "config features: BK,BM,BN,STAGES,TM,TN" in r.output and "fleet.tune.model.npz" in r.output
+    assert "config features (tuned configs): BK,BM,BN,STAGES,TM,TN" in r.output and "fleet.tune.model.npz" in r.output
     assert not cm.model_path_for(path).exists()   # immediate mode's model is not touched
     model = cm.tune_model_for_db(path)
     assert model is not None and model.meta["configs"] is True and model.rank_trees == 0
