@@ -484,9 +484,7 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
 #pragma unroll 1
             for(int i = 0; i < nkt; ++i)
             {
-                const int s = i % STAGES;
-                if(i >= STAGES)
-                    mbar_wait(empty0 + s * 8, (u32)((i / STAGES - 1) & 1));
+                const int s = producer_stage<STAGES>(empty0, i);
                 const u32 sn = sbase + s * STAGE_BYTES, bar = full0 + s * 8;
                 const int kk = (kt0 + i) * BK;          // tap (kk / C) = (r, s), channels c .. c + 63
                 const int tap = kk / P_C, c = kk - tap * P_C;
@@ -499,14 +497,10 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
 #else
         ARows ar;
         ar.init(m0, r0);
-        // K tile i goes to stage i % STAGES, filled for the (i / STAGES)-th time: it waits for the
-        // consumers' release of the previous filling (phase i / STAGES - 1 of empty)
 #pragma unroll 1
         for(int i = 0; i < nkt; ++i)
         {
-            const int s = i % STAGES;
-            if(i >= STAGES)
-                mbar_wait(empty0 + s * 8, (u32)((i / STAGES - 1) & 1));
+            const int s = producer_stage<STAGES>(empty0, i);
             const u32 sn = sbase + s * STAGE_BYTES;
             load_a(x, ar, kt0 + i, sn, r0, ch);
             load_b(w, n0, kt0 + i, sn + A_BYTES, r0, ch);
@@ -609,9 +603,7 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
 #pragma unroll 1
         for(index_t i = 0; i < total; ++i)
         {
-            const int s = (int)(i % STAGES);
-            if(i >= STAGES)
-                mbar_wait(empty0 + s * 8, (u32)((i / STAGES - 1) & 1));
+            const int s = producer_stage<STAGES>(empty0, i);
             load_a(x, ar, lkt, sa0 + s * A_BYTES, r0, ch);
             if(++lkt == KTILES)
             {

@@ -21,3 +21,13 @@ __device__ __forceinline__ void mbar_wait(u32 bar, u32 parity)
                      : "=r"(done) : "r"(bar), "r"(parity) : "memory");
     } while(!done);
 }
+// the producer's turn at a stage: K tile i goes to stage i % S, filled for the (i / S)-th time, so it first
+// waits for the consumers' release of the previous filling (phase i / S - 1 of the stage's "empty" barrier)
+template <int S, typename I>
+__device__ __forceinline__ int producer_stage(u32 empty0, I i)
+{
+    const int s = (int)(i % S);
+    if(i >= S)
+        mbar_wait(empty0 + s * 8, (u32)((i / S - 1) & 1));
+    return s;
+}

@@ -308,9 +308,7 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
 #pragma unroll 1
             for(int i = 0; i < nt; ++i)
             {
-                const int s = i % STAGES;
-                if(i >= STAGES)
-                    mbar_wait(empty0 + s * 8, (u32)((i / STAGES - 1) & 1));
+                const int s = producer_stage<STAGES>(empty0, i);
                 const u32 sn = sbase + s * STAGE_BYTES, bar = full0 + s * 8;
                 // the j tile's first output pixel (n, oh, ow) as the first filter base (ow*sw - pw, oh*sh - ph, n)
                 const index_t j0 = (jt0 + i) * BJ;
@@ -339,9 +337,7 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
 #pragma unroll 1
         for(int i = 0; i < nt; ++i)
         {
-            const int s = i % STAGES;
-            if(i >= STAGES)
-                mbar_wait(empty0 + s * 8, (u32)((i / STAGES - 1) & 1));
+            const int s = producer_stage<STAGES>(empty0, i);
             const u32 sn = sbase + s * STAGE_BYTES;
             load_a(dy, jt0 + i, sn, kc, kok, cca, jra);
             load_b(x, jt0 + i, sn + A_BYTES, coff, hoff, woff, colok, ccb, jrb);

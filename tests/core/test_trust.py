@@ -275,8 +275,8 @@ def test_migration_of_records_before_a_source_rename(tmp_path):
     """Records keyed with a kernel-source digest that SOURCE_RENAMES replaced (the generic-build edit
     of gemm_im2col.cu and the depthwise kernels, which left every specialised build's code as it was)
     get today's key, as do the Hopper F/B records before the fused epilogue and the F/B/W records before the
-    copy-engine loads (their cubins are identical); a record of another solver with that old key, or of an
-    unknown digest, stays."""
+    copy-engine loads and before the producers' stage wait became one helper (their cubins are identical);
+    a record of another solver with that old key, or of an unknown digest, stays."""
     changes = renamed_trust_changes()
     # the generic-build edit (gemm, depthwise), the Hopper forward kernel's fused-epilogue edit (its F and B
     # builds, and the fused solver that shares the forward's source) and the TMA edit (those and W)
