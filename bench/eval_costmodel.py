@@ -135,6 +135,9 @@ def main(argv=None):
                     help="train with config features, each find record given its solver's default config on its "
                          "problem (costmodel.train(default_configs=True)); held-out problems are asked with default "
                          "configs either way")
+    ap.add_argument("--tile-features", action="store_true",
+                    help="with --default-configs: also the blocks a BM x BN config launches and their wave efficiency "
+                         "(costmodel.train(tile_features=True))")
     ap.add_argument("--rank-learning-rate", type=float, default=None,
                     help="learning rate of the LambdaRank trees (default: miofind.costmodel's)")
     args = ap.parse_args(argv)
@@ -158,7 +161,8 @@ def main(argv=None):
         t0 = time.perf_counter()
         model = cm.train(train_samples, sm_count=sm_count, rounds=args.rounds, rank_rounds=args.rank_rounds,
                          params={"seed": args.seed}, rank_params=rank_params, source=f"all but {held}",
-                         rank_labels=args.rank_labels, default_configs=args.default_configs)
+                         rank_labels=args.rank_labels, default_configs=args.default_configs,
+                         tile_features=args.tile_features)
         secs = time.perf_counter() - t0
         fell_back = set()
         probs = evaluate_split(test, train_records, finds, model, sm_count, fell_back)
@@ -184,7 +188,8 @@ def main(argv=None):
     report = {"db": str(Path(args.db).resolve().relative_to(ROOT)) if Path(args.db).resolve().is_relative_to(ROOT)
               else args.db, "params": dict(cm.PARAMS, seed=args.seed), "rounds": args.rounds,
               "rank_rounds": args.rank_rounds, "rank_labels": args.rank_labels,
-              "train_bf16_twins": args.train_bf16_twins, "default_configs": args.default_configs, "rank_params": {**cm.PARAMS, "seed": args.seed, **cm.RANK_PARAMS, **rank_params},
+              "train_bf16_twins": args.train_bf16_twins, "default_configs": args.default_configs,
+              "tile_features": args.tile_features, "rank_params": {**cm.PARAMS, "seed": args.seed, **cm.RANK_PARAMS, **rank_params},
               "targets": TARGETS,
               "pooled": pooled, "presets": results, "timing": tim}
     md = render(report)
@@ -211,6 +216,7 @@ def render(rep) -> str:
              f"{rep.get('rank_params', {}).get('learning_rate')}; LightGBM seed "
              f"{rep['params'].get('seed')}"
              + ("; config features: each solver's default config on the problem" if rep.get("default_configs") else "")
+             + ("; tile features: blocks and wave efficiency" if rep.get("tile_features") else "")
              + "); `today`: miofind.predict (nearest "
              "training problem FLOP-scaled, else the roofline model). Slowdown: measured time of the pick over the "
              "measured fastest. Rel. err.: median |predicted/measured - 1| over every record. "

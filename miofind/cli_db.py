@@ -622,7 +622,10 @@ def db_migrate_trust(db_url):
               help="Immediate-mode model: the solvers' numeric config parameters as features, each find record "
                    "given its solver's default config on its problem (what an unseen problem is asked with). "
                    "The default without --configs; --no-default-configs: no config features.")
-def db_train_model(db_url, device, out_path, folds, sm_count, configs, default_configs):
+@click.option("--tile-features", is_flag=True,
+              help="With default configs: also the blocks a BM x BN config launches and their wave efficiency as "
+                   "features (evaluated, not the shipped recipe: bench/results/costmodel-v7/NOTES.md).")
+def db_train_model(db_url, device, out_path, folds, sm_count, configs, default_configs, tile_features):
     """Train the learned cost model of immediate mode from a FindDB's records (needs the 'model' extra:
     pip install 'miofind[model]'), print its cross-validated accuracy, write the model file. Shipped
     as finddb/<arch>-<SMs>.model.npz next to the system DB, it ranks solvers on a DB miss. With
@@ -635,6 +638,8 @@ def db_train_model(db_url, device, out_path, folds, sm_count, configs, default_c
     if configs and default_configs:
         _fail("--configs and --default-configs: choose one (the tuner's model learns the tuned configs)")
     default_configs = not configs if default_configs is None else default_configs
+    if tile_features and not default_configs:
+        _fail("--tile-features: needs the default-config features (not --configs or --no-default-configs)")
     h = _open_ro(db_url)
     if out_path is None:
         if h.path is None:
@@ -650,7 +655,8 @@ def db_train_model(db_url, device, out_path, folds, sm_count, configs, default_c
         _fail(f"--db {db_url}: no records{f' of device {device}' if device else ''} to train on")
     try:
         # the tuner orders configs by the regression's times: the config-aware model has no ranker
-        kw = {"configs": True, "rank_rounds": 0} if configs else {"default_configs": default_configs}
+        kw = {"configs": True, "rank_rounds": 0} if configs else \
+            {"default_configs": default_configs, "tile_features": tile_features}
         cv = cross_validate(samples, folds, sm_count=sm_count, **kw) if folds else None
         model = train(samples, sm_count=sm_count, source=str(db_url), **kw)
     except CostModelError as e:
@@ -658,7 +664,8 @@ def db_train_model(db_url, device, out_path, folds, sm_count, configs, default_c
     path = model.save(Path(out_path))
     n_prob = model.meta["problems"]
     features = (f"; config features ({'default configs' if default_configs else 'tuned configs'}): "
-                f"{','.join(model.config_keys)}" if model.config_keys else "")
+                f"{','.join(model.config_keys)}" if model.config_keys else "") + \
+        ("; tile features: blocks and wave efficiency" if tile_features else "")
     click.echo(f"trained on {model.meta['samples']} measured times of {n_prob} problems; model {model.version} "
                f"({len(model.trees.roots) - model.rank_trees} regression trees state the times, {model.rank_trees} "
                f"LambdaRank trees order the solvers{features}) -> {path}")

@@ -51,6 +51,9 @@ _PROBLEM_FEATURES = (
     "fy", "fx", "sy", "sx", "py", "px", "dil", "log_groups", "depthwise", "log_cpg", "log_kpg",
     "log_flops", "log_bytes", "log_intensity", "log_gemm_m", "log_gemm_n", "log_gemm_k", "log_out_per_n",
 )
+# per-row features of a (problem, config) with a BM x BN tiling (``_tile_values``), after the config columns
+_TILE_FEATURES = ("log_tiles", "wave_eff")
+_NO_TILING = (-1.0, -1.0)
 # LightGBM parameters, fixed before any evaluation (bench/eval_costmodel.py does not tune them)
 PARAMS = {
     "objective": "regression", "learning_rate": 0.05, "num_leaves": 31, "max_depth": 8, "min_data_in_leaf": 5,
@@ -83,9 +86,10 @@ def _last_two(v, pad) -> tuple:
     return (v[-2], v[-1]) if len(v) >= 2 else (pad, v[0])
 
 
-def _problem_parts(p: ProblemDescription) -> tuple[list[float], ProblemDescription, int, int]:
+def _problem_parts(p: ProblemDescription) -> tuple[list[float], ProblemDescription, int, int, tuple[int, int, int]]:
     """(``problem_features``, the non-transposed problem, its FLOPs, the elements of x, w and y
-    together): the sizes are computed once, for the features and the roofline time alike."""
+    together, the implicit GEMM's (M, N per group, groups) for ``_tile_values``): the sizes are
+    computed once, for the features, the roofline time and the tiling alike."""
     p = p.as_conv()
     ins, outs, filt = p.in_size, p.out_size, p.filter_size
     ho, wo = _last_two(outs, 1)
@@ -123,7 +127,22 @@ def _problem_parts(p: ProblemDescription) -> tuple[list[float], ProblemDescripti
         *lg[:7], float(fy), float(fx), float(sy), float(sx), float(py), float(px), float(max(p.dilations)),
         lg[7], float(groups > 1 and groups == c), *lg[8:],
     ]
-    return features, p, flops, elements
+    return features, p, flops, elements, (m, gn, groups)
+
+
+def _tile_values(tiling, config, sm_count) -> tuple[float, float]:
+    """``_TILE_FEATURES`` of a config on a problem (``tiling``: its implicit GEMM's M, N per group and
+    groups, ``_problem_parts``): log2 of the blocks a BM x BN tiling of M x N launches (times SPLITK and
+    the groups), and their wave efficiency, blocks / (waves x SMs), where a wave is ``sm_count``
+    blocks; (-1, -1) for a config without integer BM and BN. Whether a kernel tiles M by BM or by BN
+    is the trees' to learn per solver."""
+    if not isinstance(config, dict) or type(config.get("BM")) is not int or type(config.get("BN")) is not int:
+        return _NO_TILING
+    m, n, g = tiling
+    split = config.get("SPLITK", 1)
+    split = split if isinstance(split, int) and split > 0 else 1
+    tiles = g * -(-m // config["BM"]) * -(-n // config["BN"]) * split
+    return math.log2(tiles), tiles / (-(-tiles // sm_count) * sm_count)
 
 
 def support_class(p: ProblemDescription) -> str:
@@ -352,16 +371,23 @@ class _Exits:
                 self._used += 1
             return self.joined_rows[key]
 
-    def score(self, joined, roof, common, more=None, cut=None):
-        """Sum of the leaf values per row of a problem: row i ANDs table rows ``joined[i]``,
-        ``roof[i]`` and (where given) the list ``more[i]`` (the lists of equal length), and every
-        row the table rows ``common``. With ``cut``: the sums over trees ``[:cut]`` and ``[cut:]``
-        apart (two forests in one table)."""
-        n = len(joined)
-        wide = self.wide   # read after every ``joined`` row was made
-        g = wide.take(joined + roof + common, axis=0)
+    def score(self, per_row, common, more=None, cut=None):
+        """Sum of the leaf values per row of a problem: row i ANDs table rows ``per_row[j][i]`` for
+        each j (at least two lists: the joined row, the roofline time's row, then any per-row
+        feature's), where given the list ``more[i]`` (the lists of equal length), and every row the
+        table rows ``common``. With ``cut``: the sums over trees ``[:cut]`` and ``[cut:]`` apart (two
+        forests in one table)."""
+        n = len(per_row[0])
+        k = len(per_row)
+        wide = self.wide   # read after every joined row was made
+        flat = per_row[0] + per_row[1]
+        for rows in per_row[2:]:
+            flat += rows
+        g = wide.take(flat + common, axis=0)
         m = g[:n] & g[n:2 * n]
-        m &= np.bitwise_and.reduce(g[2 * n:], axis=0)
+        for j in range(2, k):
+            m &= g[j * n:(j + 1) * n]
+        m &= np.bitwise_and.reduce(g[k * n:], axis=0)
         if more is not None:
             m &= np.bitwise_and.reduce(wide.take(more, axis=0), axis=1)
         m = m.view(np.uint32)
@@ -385,7 +411,9 @@ class CostModel:
         self._solver_col = {s: i for i, s in enumerate(self.solver_ids)}
         self._config_col = {k: i for i, k in enumerate(self.config_keys)}
         self._support = frozenset(meta["support"])
-        self.n_features = len(_PROBLEM_FEATURES) + 1 + len(self.solver_ids) + len(_FAMILIES) + len(self.config_keys)
+        self.tile_features = bool(meta.get("tile_features"))
+        self._tile_col = len(_PROBLEM_FEATURES) + 1 + len(self.solver_ids) + len(_FAMILIES) + len(self.config_keys)
+        self.n_features = self._tile_col + (len(_TILE_FEATURES) if self.tile_features else 0)
         # a second forest (LambdaRank) after the regression trees: its scores order the solvers
         self.rank_trees = int(meta.get("rank_trees", 0))
         self._cut = len(trees.roots) - self.rank_trees if self.rank_trees else None
@@ -394,9 +422,11 @@ class CostModel:
             look = lambda f: exits.lookup[f] if f < len(exits.lookup) and exits.lookup[f] else ([], [0])  # noqa: E731
             self._problem_look = [(f, *look(f)) for f in range(len(_PROBLEM_FEATURES)) if look(f)[0]]
             self._roofline_look = look(len(_PROBLEM_FEATURES))
-            c0 = self.n_features - len(self.config_keys)
+            c0 = len(_PROBLEM_FEATURES) + 1 + len(self.solver_ids) + len(_FAMILIES)
             self._config_feature = {k: c0 + j for j, k in enumerate(self.config_keys)}
             self._known_rows: dict = {}   # predict_ms: (solver id, family, config items, types) -> joined row
+            self._tile_look = [look(self._tile_col + j) for j in range(len(_TILE_FEATURES))]
+            self._tile_rows: dict = {}   # ``_tile_row``: tile feature values -> joined row
 
     @property
     def config_basis(self) -> str:
@@ -430,6 +460,11 @@ class CostModel:
         f0 = s0 + len(self.solver_ids)
         c0 = f0 + len(_FAMILIES)
         x[:, c0:] = -1.0
+        if self.tile_features:
+            tiling = _problem_parts(problem)[4]
+            t0 = self._tile_col
+            for i, (_, config) in enumerate(pairs):
+                x[i, t0:t0 + len(_TILE_FEATURES)] = _tile_values(tiling, config, sm_count)
         roofline: dict[tuple, float] = {}   # the roofline time depends on the family alone
         base, solver_cols, family_cols = [], [], []
         keypos = self._config_col
@@ -482,7 +517,7 @@ class CostModel:
                 return (10.0 ** (base + self.trees.predict(x))).tolist(), None
             v = np.add.reduceat(self.trees.leaves(x), [0, cut], axis=1)   # summed as ``_Exits.score`` sums
             return (10.0 ** (base + v[:, 0])).tolist(), (-v[:, 1]).tolist()
-        pf, conv, flops, elements = _problem_parts(problem)
+        pf, conv, flops, elements, tiling = _problem_parts(problem)
         common = [rows[bisect_left(th, pf[f])] for f, th, rows in self._problem_look] or [0]
         # the rest of a row is its roofline time (one per family) and one joined table row of its
         # solver, family and config (``_joined_row``), known by the config's items and their types
@@ -491,6 +526,7 @@ class CostModel:
         known = self._known_rows
         roofline: dict[tuple, float] = {}
         base, joined, roofs, more = [], [], [], []
+        tiles = [] if self.tile_features else None   # each row's joined row of its tile features
         for solver, config in pairs:
             family, ref = solver.family, solver.is_reference
             r = roofline.get((family, ref))
@@ -498,6 +534,9 @@ class CostModel:
                 r = roofline[family, ref] = math.log10(roof.ms(family, ref))
             base.append(r)
             roofs.append(roof_rows[bisect_left(roof_th, r)])
+            if tiles is not None:   # (-1, -1) unless the config has a tiling: its row made once
+                tiles.append(self._tile_row(exits, _tile_values(tiling, config, sm_count) if isinstance(config, dict)
+                                            and "BN" in config else _NO_TILING))
             if isinstance(config, dict) and config:
                 key = (solver.id, family, tuple(config.items()), tuple(map(type, config.values())))
             else:
@@ -519,14 +558,26 @@ class CostModel:
             for i, cols in more:
                 rows[i][:len(cols)] = cols
             more = rows
+        per_row = [joined, roofs] if tiles is None else [joined, roofs, tiles]
         if cut is None:
-            s = exits.score(joined, roofs, common, more or None)
+            s = exits.score(per_row, common, more or None)
             score = None
         else:
-            s, score = exits.score(joined, roofs, common, more or None, cut)
+            s, score = exits.score(per_row, common, more or None, cut)
             score = np.negative(score).tolist()
         s += base
         return np.power(10.0, s, out=s).tolist(), score
+
+    def _tile_row(self, exits: "_Exits", values) -> int:
+        """The table row that ANDs the rows of a row's ``_TILE_FEATURES`` ``values``: one joined row
+        per combination of their table rows (few: the trees' thresholds on two features)."""
+        row = self._tile_rows.get(values)
+        if row is None:
+            rows = tuple(trows[bisect_left(th, v)] for (th, trows), v in zip(self._tile_look, values))
+            row = exits.joined(("tile", *rows), list(zip(range(self._tile_col, self.n_features), values)))
+            if len(self._tile_rows) < 4096:
+                self._tile_rows[values] = row
+        return row
 
     def _joined_row(self, exits: "_Exits", solver_id: str, family: str, config) -> tuple[int, list[int]]:
         """The joined table row of a row's solver, family and config, and the table rows of its
@@ -706,7 +757,8 @@ RANK_LABELS = {"bands": relevance, "graded": graded_relevance}
 
 def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUNDS, params: dict | None = None,
           source: str = "", configs: bool = False, rank_rounds: int = RANK_ROUNDS,
-          rank_params: dict | None = None, rank_labels: str = "bands", default_configs: bool = False) -> CostModel:
+          rank_params: dict | None = None, rank_labels: str = "bands", default_configs: bool = False,
+          tile_features: bool = False) -> CostModel:
     """A CostModel fitted to ``samples`` (CostModelError without LightGBM or samples).
 
     ``rounds`` regression trees state the times; ``rank_rounds`` > 0 adds a LambdaRank forest on
@@ -727,7 +779,10 @@ def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUND
     its problem (``default_config_samples``), not its tuned one; no PerfDB samples. Such a model is
     asked with default configs (``CostModel.config_basis`` "default"; ``find.predicted`` does so):
     what a tunable solver's heuristic picks is a feature of every problem, known or unseen
-    (leave-one-preset-out: ``bench/results/costmodel-v7/``)."""
+    (leave-one-preset-out: ``bench/results/costmodel-v7/``).
+
+    ``tile_features``: two more per-row features of a config with a BM x BN tiling on its problem,
+    the blocks it launches and their wave efficiency on ``sm_count`` SMs (``_tile_values``)."""
     from .registry import get_solver
 
     lgb = _lightgbm()
@@ -746,11 +801,13 @@ def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUND
             "sm_count": sm_count, "samples": len(samples), "problems": len({s.problem_key for s in samples}),
             "support": sorted({support_class(parse_problem_key(s.problem_key)) for s in samples}),
             "source": source, "params": dict(PARAMS, **(params or {})), "rounds": rounds, "configs": configs,
-            "config_basis": "default" if default_configs else ("tuned" if configs else "none")}
+            "config_basis": "default" if default_configs else ("tuned" if configs else "none"),
+            "tile_features": tile_features}
     shell = CostModel(_Trees.empty(), dict(meta, version=""))
     x, base, y = _matrix(shell, samples, sm_count, get_solver)
     names = [*_PROBLEM_FEATURES, "log_roofline_ms", *(f"solver={s}" for s in solver_ids),
-             *(f"family={f or 'other'}" for f in _FAMILIES), *(f"cfg_{k}" for k in shell.config_keys)]
+             *(f"family={f or 'other'}" for f in _FAMILIES), *(f"cfg_{k}" for k in shell.config_keys),
+             *(_TILE_FEATURES if tile_features else ())]
     ds = lgb.Dataset(x, label=y - base, feature_name=names)
     dump = lgb.train(meta["params"], ds, num_boost_round=rounds).dump_model()
     if rank_rounds:
@@ -887,12 +944,12 @@ def ranking_metrics(problems) -> dict | None:
 
 def cross_validate(samples: list[Sample], folds: int = 5, *, sm_count: int = 132, rounds: int = NUM_ROUNDS,
                    seed: int = 1, configs: bool = False, rank_rounds: int = RANK_ROUNDS,
-                   default_configs: bool = False) -> dict | None:
+                   default_configs: bool = False, tile_features: bool = False) -> dict | None:
     """``folds``-fold cross-validation over problems (a problem's records all fall in one fold):
     ``ranking_metrics`` of the held-out folds' find records, each predicted at its recorded config
     (its default config with ``default_configs``) by a model ``train`` fits (with ``configs``,
-    ``rank_rounds``, ``default_configs``) to the other folds, picked in the order of
-    ``CostModel.rank``."""
+    ``rank_rounds``, ``default_configs``, ``tile_features``) to the other folds, picked in the order
+    of ``CostModel.rank``."""
     from .registry import get_solver
 
     asked = default_config_samples(samples) if default_configs else samples   # the test folds' configs
@@ -904,7 +961,8 @@ def cross_validate(samples: list[Sample], folds: int = 5, *, sm_count: int = 132
     problems = []
     for f in range(folds):
         model = train([s for s in samples if fold_of[s.problem_key] != f], sm_count=sm_count, rounds=rounds,
-                      configs=configs, rank_rounds=rank_rounds, default_configs=default_configs)
+                      configs=configs, rank_rounds=rank_rounds, default_configs=default_configs,
+                      tile_features=tile_features)
         test: dict[str, list[Sample]] = {}
         for s in asked:
             if fold_of[s.problem_key] == f and not s.default:

@@ -141,6 +141,8 @@ def test_cli_train_model_writes_next_to_the_db_and_reports_cross_validation(smal
     m = cm.CostModel.load(cm.model_path_for(small_db))
     assert m.version in res.output and m.meta["problems"] == len(TRAIN)
     assert m.rank_trees == cm.RANK_ROUNDS > 0 and f"{cm.RANK_ROUNDS} LambdaRank trees" in res.output
+    # the immediate-mode model learns the solvers' default configs unless told not to
+    assert "config features (default configs)" in res.output and m.config_basis == "default" and m.config_keys
 
 
 def test_cli_train_model_bad_db_is_one_line(tmp_path):
@@ -296,9 +298,13 @@ def test_problem_parts_agree_with_the_problem_shapes():
               for d in "FBW"]
     names = list(cm._PROBLEM_FEATURES)
     for p in probs:
-        feats, conv, flops, elements = cm._problem_parts(p)
+        feats, conv, flops, elements, (m, n, g) = cm._problem_parts(p)
         a, b, o = conv.io_shapes()
         assert flops == conv.flops() and elements == sum(math.prod(s) for s in (a, b, o)), p.key()
+        cpg, kpg, taps = conv.c // conv.groups, conv.k // conv.groups, math.prod(conv.filter_size)
+        assert g == conv.groups and (m, n) == {"F": (conv.n * math.prod(conv.out_size), kpg),   # the implicit
+                                               "B": (conv.n * math.prod(conv.in_size), cpg),    # GEMM of the
+                                               "W": (kpg, cpg * taps)}[conv.direction], p.key()   # direction
         esize = 2 if conv.dtype in ("FP16", "BF16") else 4
         assert feats[names.index("log_bytes")] == math.log2(esize * elements)
         assert feats[names.index("log_flops")] == math.log2(flops)
@@ -330,18 +336,22 @@ def _pairs_with_configs(rng, n):
                "STAGES": int(rng.integers(1, 6))}) for _ in range(n)]
 
 
-@pytest.mark.parametrize("rounds", [60, 61])   # an odd forest pads the uint64 table with a column
-def test_exit_tables_equal_lightgbm_predict(tuned_samples, monkeypatch, rounds):
+@pytest.mark.parametrize("rounds,tile", [(60, False), (61, False), (60, True)])   # an odd forest pads the uint64
+def test_exit_tables_equal_lightgbm_predict(tuned_samples, monkeypatch, rounds, tile):   # table with a column
     lgb = pytest.importorskip("lightgbm")
     boosters = []
     real = lgb.train
     monkeypatch.setattr(lgb, "train", lambda *a, **k: boosters.append(real(*a, **k)) or boosters[-1])
-    model = cm.train(tuned_samples, rounds=rounds, configs=True, rank_rounds=0)
+    model = cm.train(tuned_samples, rounds=rounds, configs=True, rank_rounds=0, tile_features=tile)
     assert model.trees.exits is not None and len(model.trees.roots) == rounds
     assert {"BM", "BN", "STAGES"} <= set(model.config_keys)
     rng = np.random.default_rng(7)
     used = {int(f) for f in model.trees.feature}
-    assert any(f >= model.n_features - len(model.config_keys) for f in used)   # config splits exist
+    c0 = model._tile_col - len(model.config_keys)
+    assert any(c0 <= f < model._tile_col for f in used)   # config splits exist
+    assert model.tile_features == tile and model.n_features == model._tile_col + 2 * tile
+    if tile:   # and tile-count splits: the per-row features take their own table rows
+        assert any(f >= model._tile_col for f in used)
     for p in TEST + TRAIN[::7]:
         pairs = _pairs_with_configs(rng, 4)
         x, base = model.rows(p, pairs)
@@ -395,7 +405,7 @@ def test_exit_tables_leave_trees_of_more_than_32_leaves_to_the_descent():
     np.testing.assert_array_equal(big.predict(x), want)
     np.testing.assert_array_equal(small.predict(x), np.minimum(want, 31))
     rows = np.array([small.exits.rows_for([(0, v)]) for v in x[:, 0]])
-    np.testing.assert_array_equal(small.exits.score(list(rows[:, 0]), [0] * len(rows), [0]), np.minimum(want, 31))
+    np.testing.assert_array_equal(small.exits.score([list(rows[:, 0]), [0] * len(rows)], [0]), np.minimum(want, 31))
     # a model of such trees predicts through the feature rows
     meta = {"solvers": [FAST_SMALL], "config_keys": [], "support": ["F-FP32-dense"], "version": "t"}
     model = cm.CostModel(big, meta)
@@ -655,18 +665,18 @@ def test_default_config_model_trains_config_features_and_is_asked_with_default_c
     assert [s.solver_id for s in res] == [cands[i].id for i in order]
 
 
-def test_cli_train_model_learns_default_configs_unless_told_not_to(small_db):
+def test_cli_train_model_without_config_features_and_conflicting_flags(small_db):
     pytest.importorskip("lightgbm")
-    res = CliRunner().invoke(cli, ["db", "train-model", "--db", str(small_db), "--folds", "3"])
-    assert res.exit_code == 0, res.output
-    assert "config features (default configs)" in res.output and "3-fold cross-validation" in res.output
-    m = cm.CostModel.load(cm.model_path_for(small_db))
-    assert m.config_basis == "default" and m.config_keys and m.rank_trees == cm.RANK_ROUNDS
     res = CliRunner().invoke(cli, ["db", "train-model", "--db", str(small_db), "--folds", "0", "--no-default-configs"])
     assert res.exit_code == 0 and "config features" not in res.output, res.output
     assert cm.CostModel.load(cm.model_path_for(small_db)).config_basis == "none"
     both = CliRunner().invoke(cli, ["db", "train-model", "--db", str(small_db), "--configs", "--default-configs"])
     assert both.exit_code != 0 and "choose one" in both.output and "Traceback" not in both.output
+    tiles = CliRunner().invoke(cli, ["db", "train-model", "--db", str(small_db), "--folds", "0", "--tile-features"])
+    assert tiles.exit_code == 0 and "tile features" in tiles.output, tiles.output
+    assert cm.CostModel.load(cm.model_path_for(small_db)).tile_features
+    bad = CliRunner().invoke(cli, ["db", "train-model", "--db", str(small_db), "--configs", "--tile-features"])
+    assert bad.exit_code != 0 and "--tile-features" in bad.output and "Traceback" not in bad.output
 
 
 def test_config_basis_of_older_model_files(trained, tuned_samples):
@@ -679,3 +689,19 @@ def test_config_basis_of_older_model_files(trained, tuned_samples):
     assert tuner.config_basis == "tuned"
     del tuner.meta["config_basis"]
     assert tuner.config_basis == "tuned"
+
+
+def test_tile_values_count_the_blocks_and_their_waves():
+    # F: M = N*Ho*Wo = 8*14*14 = 1568, N = K = 96; BM 64 x BN 64: 25 x 2 = 50 blocks, one wave of 132
+    p = ProblemDescription.make("F", n=8, c=64, k=96, in_size=(14, 14), filter_size=3, pads=1)
+    tiling = cm._problem_parts(p)[4]
+    assert tiling == (1568, 96, 1)
+    assert cm._tile_values(tiling, {"BM": 64, "BN": 64}, 132) == (math.log2(50), 50 / 132)
+    assert cm._tile_values(tiling, {"BM": 64, "BN": 64, "SPLITK": 4}, 132) == (math.log2(200), 200 / 264)
+    assert cm._tile_values(tiling, {"BM": 64}, 132) == cm._tile_values(tiling, None, 132) == (-1.0, -1.0)
+    assert cm._tile_values(tiling, {"BM": 64.0, "BN": 64}, 132) == (-1.0, -1.0)   # not an integer tiling
+    # W: M = K/G, N = C/G * taps; 4 groups of 24 -> 16 outputs: 1 x 4 blocks per group (BN 64 of 216)
+    w = ProblemDescription.make("W", n=8, c=96, k=64, in_size=(14, 14), filter_size=3, pads=1, groups=4)
+    tiling = cm._problem_parts(w)[4]
+    assert tiling == (16, 24 * 9, 4)
+    assert cm._tile_values(tiling, {"BM": 64, "BN": 64}, 132) == (math.log2(16), 16 / 132)
