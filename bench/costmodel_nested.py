@@ -105,10 +105,8 @@ def main(argv=None):
     db = FindDB(args.db, readonly=True, immutable=True)
     sm_count = 132
     samples = cm.samples_from_db(db, with_defaults=not args.default_configs)
-    if args.default_configs:
-        samples = [cm.Sample(s.problem_key, s.solver_id, default_config(get_solver(s.solver_id),
-                                                                         cm.parse_problem_key(s.problem_key)),
-                             s.time_ms) for s in samples]
+    if args.default_configs:   # as costmodel.train(default_configs=True) learns them
+        samples = cm.default_config_samples(samples)
     finds = defaultdict(list)
     for r in db.iter_records(None):
         finds[r.problem_key].append(r)
