@@ -4,9 +4,11 @@ Trained from a FindDB's measured records (``train``): gradient-boosted trees (Li
 ``model`` extra) regress log(measured time / roofline time) of each (problem, solver) record from
 features of the problem (sizes, FLOPs, bytes, arithmetic intensity, the implicit-GEMM dimensions,
 layout, data type, direction, groups, strides, filter) and the solver (one-hot id and family). Trained
-with ``configs=True``, the solver's config is a feature too (its numeric parameters; -1 where a
-solver has none) and PerfDB entries add the default config's time next to the tuned one, so configs
-of one solver are told apart; the default (and shipped) model leaves configs out (``train``). A
+with ``configs=True`` (the tuner's model), the solver's config is a feature too (its numeric
+parameters; -1 where a solver has none) and PerfDB entries add the default config's time next to the
+tuned one, so configs of one solver are told apart. The shipped immediate-mode model
+(``default_configs=True``) has config features too, but learns and is asked with each solver's
+default config on the problem, the same for a known problem as for an unseen one (``train``). A
 second forest, LambdaRank on the same features (``train(rank_rounds=...)``, format 2 files), orders a
 problem's solvers (``CostModel.rank``) while the regression trees state their times
 (``CostModel.predict_ms``): both sit in one tree table and are scored in one pass.
