@@ -33,6 +33,8 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
 MODELS = ("resnet50", "mobilenet_v2", "inception_v3")
 OTHER_MODELS = ("vgg16",)        # on request: conv layers with a bias (the fused forward epilogue)
 CONFIGS = ("train32-fp32", "train32-amp", "infer1-fp32", "infer1-amp", "infer32-fp32", "infer32-amp")
@@ -248,22 +250,38 @@ def run_config(name: str, config: str, args) -> dict:
         sides[backend] = (model, stepper(model, train, amp))
     # the two sides alternate, ``--rounds`` times: host time on these machines drifts by tens of
     # percent within a minute, and the comparison must not depend on which side ran when
+    if args.python_path:
+        # miofind once more, its launches through ctypes and CuPy (MIOFIND_NATIVE=0): the native launcher's
+        # effect, timed in the same rounds; the path switches before each miofind side's round
+        model = prepare(build(name), train, amp, "miofind")
+        sides["miofind-python"] = (model, stepper(model, train, amp))
+    from launch_paths import set_path
     rounds = {b: [] for b in sides}
     row["loadavg_1min"] = []     # other work on the host's CPUs (background compiles, neighbours)
+    path = "native"
     for r in range(args.rounds):
         row["loadavg_1min"].append(os.getloadavg()[0])
         for backend, (model, step) in sides.items():
             torch.backends.cudnn.benchmark = backend == "cudnn"
-            rounds[backend].append(median_ms(step, xs, ys, args.warmup if r == 0 else 2, args.iters))
+            warm = args.warmup if r == 0 else 2
+            want = "python" if backend == "miofind-python" else "native"
+            if args.python_path and backend != "cudnn" and want != path:
+                set_path(want)          # every problem is looked up and prepared again: warm-up steps
+                path, warm = want, max(warm, 3)
+            rounds[backend].append(median_ms(step, xs, ys, warm, args.iters))
+    if path != "native":
+        set_path("native")
     for backend, (model, step) in sides.items():
         torch.backends.cudnn.benchmark = backend == "cudnn"
         row[f"{backend}_ms"] = statistics.median(rounds[backend])
         row[f"{backend}_rounds_ms"] = rounds[backend]
-        if args.profile:
+        if args.profile and backend != "miofind-python":
             row[f"{backend}_profile"] = profile(model, train, amp, xs, ys, cprofile=backend == "miofind")
     del sides, model, step
     torch.cuda.empty_cache()
     row["speedup"] = row["cudnn_ms"] / row["miofind_ms"]
+    if "miofind-python_ms" in row:
+        row["speedup_python_path"] = row["cudnn_ms"] / row["miofind-python_ms"]
     if not args.skip_first:
         env = {k: v for k, v in os.environ.items() if k not in ("MIOFIND_SYSTEM_DB",)}
         with tempfile.TemporaryDirectory() as d:
@@ -303,6 +321,16 @@ def markdown(rows, meta) -> str:
                    f"{f(r['speedup'], 2, 'x')} | {f(r.get('first_cudnn_s'), 2)} | {f(r.get('first_miofind_s'), 2)} | "
                    f"{f(r.get('first_over_steady'), 1, 'x')} | {r.get('second_process_finds_run', '')} | "
                    f"{diff('loss_max_rel')} | {diff('grad_max_rel_l2')} | {prof('gpu_busy_ms')} | {prof('host_queue_ms')} |")
+    py = [r for r in rows if "miofind-python_ms" in r]
+    if py:
+        out += ["", "The native launcher (`miofind._native`) against ctypes and CuPy (`MIOFIND_NATIVE=0`), both sides of "
+                "miofind timed in the same alternating rounds as cuDNN:", "",
+                "| model | config | cuDNN ms | miofind ms, native | miofind ms, ctypes/CuPy | speedup native "
+                "| speedup ctypes/CuPy |", "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+        for r in py:
+            out.append(f"| {r['model']} | {r['config']} | {f(r['cudnn_ms'], 2)} | {f(r['miofind_ms'], 2)} | "
+                       f"{f(r['miofind-python_ms'], 2)} | {f(r['speedup'], 2, 'x')} | "
+                       f"{f(r['speedup_python_path'], 2, 'x')} |")
     return "\n".join(out) + "\n"
 
 
@@ -316,6 +344,9 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3, help="alternating timing rounds per side (median of rounds)")
     ap.add_argument("--steps", type=int, default=20, help="training steps compared against cuDNN (0: none)")
     ap.add_argument("--skip-first", action="store_true", help="no fresh-process first-iteration runs")
+    ap.add_argument("--python-path", action="store_true",
+                    help="also time miofind with its launches through ctypes and CuPy (MIOFIND_NATIVE=0), in the "
+                         "same alternating rounds: the native launcher's effect")
     ap.add_argument("--profile", action="store_true",
                     help="also profile each side (GPU busy time, host queue time, top kernels, chosen solvers)")
     ap.add_argument("--fuse", action="store_true",

@@ -6,7 +6,8 @@
    same run with ``torch.nn.functional.conv2d`` and one bare CuPy ``RawKernel`` launch:
    prepared solutions (``Solution.prepare()``) of single- and multi-launch solvers with torch and
    CuPy arrays, ``run_solution`` allocating its output, and where the time goes per call
-   (argument checks and pointers, stream query, the launches).
+   (argument checks and pointers, stream query, the launches); each launch path of ``--paths``
+   (the native extension, ctypes and CuPy) in alternating rounds in one process.
 2. ResNet-50 at N=32, every layer F/B/W, FP32 NCHW, FP16 NCHW and FP16 NHWC (channels_last
    tensors): the solution find picks (from the FindDBs) and the best own solution through the
    prepared path, against cuDNN's best plan through the same prepared path on the same buffers
@@ -17,6 +18,7 @@
    ``miofind find`` CLI on a DB hit, each in a fresh interpreter.
 
     python bench/bench_overhead.py --out bench/results/hot-path [--calls 20000] [--skip-resnet] [--configs FP32:NCHW,...]
+        [--paths native,python] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from launch_paths import set_path  # noqa: E402
 
 TINY = dict(n=1, c=8, k=8, in_size=(8, 8), filter_size=3, pads=1)
 SINGLE = ("ConvImplicitGemmFwd", "ConvDirectTiledFwd", "ConvDirectNaiveConvFwd")
@@ -59,45 +63,31 @@ def host_us(fn, calls: int, sync, burst: int = 100, warmup: int | None = None) -
     return statistics.median(out)
 
 
-def tiny(calls: int) -> dict:
+def tiny_round(calls: int, p, sols: dict, x, w, y, cx, cw, cy) -> dict:
+    """One round of the tiny problem's rows on the current path (``set_path``)."""
     import cupy
     import torch
 
     import miofind
-    from miofind.problem import ProblemDescription
+    from miofind.invokers import current_stream
+    from miofind.launch import PTR, Launch
 
-    torch.backends.cudnn.benchmark = True
     sync = torch.cuda.synchronize
-    p = ProblemDescription.make("F", **TINY)
-    x = torch.randn(p.x_shape, device="cuda")
-    w = torch.randn(p.w_shape, device="cuda")
-    y = torch.empty(p.y_shape, device="cuda")
-    cx, cw, cy = cupy.asarray(x), cupy.asarray(w), cupy.asarray(y)
     rows = {}
     rows["torch.nn.functional.conv2d"] = host_us(lambda: torch.nn.functional.conv2d(x, w, padding=1), calls, sync)
     k = cupy.RawKernel(r'extern "C" __global__ void k(const float* a, const float* b, float* c, int n)'
                        r'{ int i = threadIdx.x; if (i < n) c[i] = a[i] + b[i]; }', "k")
     n = cupy.int32(8)
     rows["CuPy RawKernel launch (4 args)"] = host_us(lambda: k((1,), (32,), (cx, cw, cy, n)), calls, sync)
-    from miofind.launch import PTR, Launch
     lk = Launch(k, (1, 1, 1), (32, 1, 1), (PTR, PTR, PTR, n))
     s0 = torch.cuda.current_stream().cuda_stream
     px, pw, py = x.data_ptr(), w.data_ptr(), y.data_ptr()
     rows["miofind Launch (4 args, packed)"] = host_us(lambda: lk(s0, px, pw, py), calls, sync)
-
-    res = miofind.find_solutions(p, mode="benchmark", store=False)
-    by = {s.solver_id: s for s in res}
-    sols = {}
-    for sid in SINGLE + MULTI:
-        if sid in by:
-            sols[sid] = by[sid]
-    out = {"problem": p.key(), "anchors_us": rows, "solutions": {}}
-    # a repeated find / get in one process: measured and stored once, read back once, then memoised
-    miofind.find_solutions(p)
-    assert miofind.find_solutions(p).source == "db"
+    out = {"anchors_us": rows, "solutions": {}}
     out["repeated_find_us"] = host_us(lambda: miofind.find_solutions(p), calls, lambda: None)
     out["repeated_get_us"] = host_us(lambda: miofind.get_solutions(p), calls, lambda: None)
     for sid, sol in sols.items():
+        sol._prepared = None                   # run_solution's kept Prepared: bound on this path anew
         pr = sol.prepare()
         ws = torch.empty(max(1, pr.workspace_bytes), dtype=torch.uint8, device="cuda")
         r = {"launches": CALLS.get(sid)}
@@ -108,16 +98,63 @@ def tiny(calls: int) -> dict:
         r["run_solution_into_us"] = host_us(lambda: miofind.run_solution(sol, x, w, y), calls, sync)
         # where the time goes
         r["part_checks_pointers_us"] = host_us(lambda: (pr._ptr(x, 0), pr._ptr(w, 1), pr._ptr(y, 2)), calls, lambda: None)
-        from miofind.invokers import current_stream
         r["part_stream_query_us"] = host_us(lambda: current_stream(x), calls, lambda: None)
         pws = pr.workspace_for(s0)
         r["part_invoker_us"] = host_us(lambda: pr.invoker(px, pw, py, pws, s0), calls, sync)
-        # the output is right (float64 reference on the CPU)
+        # the output is right (float64 reference on the CPU), on fresh inputs and a poisoned output
+        x.normal_()
+        w.normal_()
+        y.fill_(float("nan"))
         pr(x, w, y)
         sync()
         ref = torch.nn.functional.conv2d(x.double().cpu(), w.double().cpu(), padding=1)
         r["rel_err"] = float((y.double().cpu() - ref).norm() / ref.norm())
         out["solutions"][sid] = r
+    return out
+
+
+def _median_rows(rounds: list[dict]) -> dict:
+    """The per-key median over rounds of nested dicts of numbers (other values from the first round)."""
+    first = rounds[0]
+    if isinstance(first, dict):
+        return {k: _median_rows([r[k] for r in rounds]) for k in first}
+    if isinstance(first, (int, float)) and not isinstance(first, bool):
+        return statistics.median(rounds)
+    return first
+
+
+def tiny(calls: int, paths=("native",), rounds: int = 1) -> dict:
+    """The tiny problem on each launch path in ``paths``, ``rounds`` alternating rounds of them in this
+    process; per path, each figure's median over its rounds (``rounds`` keeps them all)."""
+    import cupy
+    import torch
+
+    import miofind
+    from miofind.problem import ProblemDescription
+
+    torch.backends.cudnn.benchmark = True
+    p = ProblemDescription.make("F", **TINY)
+    x = torch.randn(p.x_shape, device="cuda")
+    w = torch.randn(p.w_shape, device="cuda")
+    y = torch.empty(p.y_shape, device="cuda")
+    cx, cw, cy = cupy.asarray(x), cupy.asarray(w), cupy.asarray(y)
+    res = miofind.find_solutions(p, mode="benchmark", store=False)
+    by = {s.solver_id: s for s in res}
+    sols = {sid: by[sid] for sid in SINGLE + MULTI if sid in by}
+    # a repeated find / get in one process: measured and stored once, read back once, then memoised
+    miofind.find_solutions(p)
+    assert miofind.find_solutions(p).source == "db"
+    per = {path: [] for path in paths}
+    for _ in range(rounds):
+        for path in paths:
+            set_path(path)
+            per[path].append(tiny_round(calls, p, sols, x, w, y, cx, cw, cy))
+    set_path(paths[0])
+    out = {"problem": p.key(), "paths": list(paths), "rounds": per}
+    for path in paths:
+        out[path] = _median_rows(per[path])
+    # the first path's figures also at the top level (the layout of earlier results)
+    out.update({k: v for k, v in out[paths[0]].items()})
     return out
 
 
@@ -261,29 +298,54 @@ def main():
     ap.add_argument("--skip-cold", action="store_true")
     ap.add_argument("--configs", default="FP32:NCHW,FP16:NCHW,FP16:NHWC",
                     help="ResNet-50 comparisons to run, dtype:layout comma-separated")
+    ap.add_argument("--paths", default="native,python",
+                    help="launch paths of the tiny problem, comma-separated: native (miofind._native), python "
+                         "(ctypes and CuPy); the first one runs the rest of the benchmark")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of the paths (median reported)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    result = {"tiny": tiny(a.calls)}
+    paths = tuple(a.paths.split(","))
+    result = {"tiny": tiny(a.calls, paths, a.rounds)}
     if not a.skip_cold:
         result["cold"] = cold()
     if not a.skip_resnet:
         result["resnet50"] = [resnet50(*c.split(":")) for c in a.configs.split(",")]
     with open(os.path.join(a.out, "bench_overhead.json"), "w") as fh:
         json.dump(result, fh, indent=1)
-    lines = ["# Host time of the run path (H100)", "", f"Tiny problem `{result['tiny']['problem']}`, host µs per call:", "",
-             "| call | µs |", "| --- | ---: |"]
-    for k, v in result["tiny"]["anchors_us"].items():
-        lines.append(f"| {k} | {v:.2f} |")
-    lines.append(f"| find_solutions, repeated (memo) | {result['tiny']['repeated_find_us']:.2f} |")
-    lines.append(f"| get_solutions, repeated (memo) | {result['tiny']['repeated_get_us']:.2f} |")
-    lines += ["", "| solution | launches | prepared (torch) | prepared (torch, stream+ws given) | prepared (CuPy) | "
-              "run_solution (allocating) | run_solution (into y) | checks+pointers | stream query | invoker | rel err |",
-              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for sid, r in result["tiny"]["solutions"].items():
-        lines.append(f"| {sid} | {r['launches']} | {r['prepared_torch_us']:.2f} | {r['prepared_torch_stream_ws_us']:.2f} | "
-                     f"{r['prepared_cupy_us']:.2f} | {r['run_solution_alloc_us']:.2f} | {r['run_solution_into_us']:.2f} | "
-                     f"{r['part_checks_pointers_us']:.2f} | {r['part_stream_query_us']:.2f} | {r['part_invoker_us']:.2f} | "
-                     f"{r['rel_err']:.1e} |")
+    t = result["tiny"]
+    lines = ["# Host time of the run path (H100)", "",
+             f"Tiny problem `{t['problem']}`, host µs per call, median over {a.rounds} alternating round(s) of the "
+             f"launch paths {', '.join(paths)} in one process (native: `miofind._native`; python: ctypes and CuPy)."]
+    for path in paths:
+        r0 = t[path]
+        lines += ["", f"**{path}**", "", "| call | µs |", "| --- | ---: |"]
+        for k, v in r0["anchors_us"].items():
+            lines.append(f"| {k} | {v:.2f} |")
+        lines.append(f"| find_solutions, repeated (memo) | {r0['repeated_find_us']:.2f} |")
+        lines.append(f"| get_solutions, repeated (memo) | {r0['repeated_get_us']:.2f} |")
+        lines += ["", "| solution | launches | prepared (torch) | prepared (torch, stream+ws given) | prepared (CuPy) | "
+                  "run_solution (allocating) | run_solution (into y) | checks+pointers | stream query | invoker | rel err |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for sid, r in r0["solutions"].items():
+            lines.append(f"| {sid} | {r['launches']} | {r['prepared_torch_us']:.2f} | "
+                         f"{r['prepared_torch_stream_ws_us']:.2f} | {r['prepared_cupy_us']:.2f} | "
+                         f"{r['run_solution_alloc_us']:.2f} | {r['run_solution_into_us']:.2f} | "
+                         f"{r['part_checks_pointers_us']:.2f} | {r['part_stream_query_us']:.2f} | "
+                         f"{r['part_invoker_us']:.2f} | {r['rel_err']:.1e} |")
+    if len(paths) > 1:
+        a0, a1 = paths[0], paths[1]
+        lines += ["", f"Prepared call with torch tensors, {a0} against {a1} (µs; each extra call: (time - the "
+                  "solution's single-call figure) / (calls - 1), against the single-launch tiled direct of the same path):",
+                  "", f"| solution | calls | {a0} | {a1} | {a0} per extra call | {a1} per extra call |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: |"]
+        base = {pa: t[pa]["solutions"].get("ConvDirectTiledFwd", {}).get("prepared_torch_us") for pa in (a0, a1)}
+        for sid in t[a0]["solutions"]:
+            r0, r1 = t[a0]["solutions"][sid], t[a1]["solutions"].get(sid, {})
+            n = r0["launches"] or 1
+            ex = lambda pa, r: ((r["prepared_torch_us"] - base[pa]) / (n - 1)  # noqa: E731
+                                if n > 1 and base[pa] and r else float("nan"))
+            lines.append(f"| {sid} | {n} | {r0['prepared_torch_us']:.2f} | {r1.get('prepared_torch_us', float('nan')):.2f} | "
+                         f"{ex(a0, r0):.2f} | {ex(a1, r1):.2f} |")
     if "cold" in result and "median" in result["cold"]:
         c = result["cold"]
         m = c["median"]

@@ -1,14 +1,15 @@
-"""cuBLAS and cuBLASLt through ctypes: our own handles, bound to the launching stream on every call.
+"""cuBLAS and cuBLASLt through ctypes (the hot call through ``miofind._native`` where it is built): our own
+handles, bound to the launching stream on every call.
 
 CuPy's cuBLAS binding refuses to run during stream capture, and its handle is shared with the rest of
 the process. Solutions that call cuBLAS (im2col + GEMM, Winograd) use this module instead.
 
 ``LtGemm`` is the hot path: one strided-batched GEMM shape planned once with cuBLASLt (descriptors
 made and the heuristic's algorithm chosen at build time, per pointer alignment), so that a call only
-writes the three data pointers, the stream and that stream's workspace into a prebuilt argument
-block and calls ``cublasLtMatmul``: about a third of the host time of ``cublasGemmStridedBatchedEx``,
-which re-runs the heuristic on every call. Where cuBLASLt offers no algorithm for a shape, the
-classic API runs it (one handle per (device, thread), bound to the stream, with that stream's
+writes the three data pointers into a prebuilt argument block (one per stream, with that stream's
+workspace) and calls ``cublasLtMatmul``: about a third of the host time of
+``cublasGemmStridedBatchedEx``, which re-runs the heuristic on every call. Where cuBLASLt offers no
+algorithm for a shape, the classic API runs it (one handle per (device, thread), bound to the stream, with that stream's
 workspace). Workspaces are made before any capture, so that a captured GEMM never allocates. Only the
 calls miofind makes are bound.
 """
@@ -19,6 +20,7 @@ import ctypes
 import threading
 
 from . import nvlib
+from .launch import native, native_function
 
 _lib = None
 _lt = None
@@ -283,7 +285,12 @@ class LtGemm:
         block = [vp(self.h), vp(self.desc), vp(self._alpha), a, vp(self.adesc), b, vp(self.bdesc), vp(self._beta),
                  c, vp(self.cdesc), c, vp(self.cdesc), ctypes.cast(algo, vp), vp(ws),
                  ctypes.c_size_t(need if ws else 0), vp(stream)]
-        return block, a, b, c, algo
+        fast = None
+        nat = native()
+        if nat is not None:     # the same argument list, packed in C: a call writes A, B, C and D
+            values = [v.value or 0 for v in block]
+            fast = nat.caller(native_function(self.lib.cublasLtMatmul), values, (3, 5, 8, 10))
+        return block, a, b, c, algo, fast
 
     def call(self, stream: int, a: int, b: int, c: int) -> None:
         # pointers from a caching allocator are 256-byte aligned: that case keys on the stream alone
@@ -294,11 +301,14 @@ class LtGemm:
                 blk = self._args[key] = self._block(stream, (256, 256, 256) if key is stream else key[1:])
         if blk is None:
             return self._classic(stream, a, b, c)
-        block, pa, pb, pc, _ = blk
-        # the argument values are read when the call starts: the lock keeps another thread's pointers out
-        with self._call_lock:
-            pa.value, pb.value, pc.value = a, b, c
-            st = self.lib.cublasLtMatmul(*block)
+        block, pa, pb, pc, _, fast = blk
+        if fast is not None:
+            st = fast(a, b, c, c)
+        else:
+            # the argument values are read when the call starts: the lock keeps another thread's pointers out
+            with self._call_lock:
+                pa.value, pb.value, pc.value = a, b, c
+                st = self.lib.cublasLtMatmul(*block)
         if st:
             raise RuntimeError(f"cublasLtMatmul failed with cuBLAS status {st}")
 

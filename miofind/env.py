@@ -17,7 +17,7 @@ from pathlib import Path
 
 __all__ = ["VARIABLES", "EnvVar", "FIND_MODES", "FindEnforce", "find_mode", "find_enforce", "user_db_url",
            "system_db", "log_level", "kernel_cache_dir", "cudnn_plans", "cudnn_execute", "import_key", "isolate",
-           "with_naive", "cut_factor", "DEFAULT_CUT_FACTOR", "specialize", "QUIET"]
+           "with_naive", "native", "cut_factor", "DEFAULT_CUT_FACTOR", "specialize", "QUIET"]
 
 FIND_MODES = ("normal", "fast", "hybrid", "dynamic_hybrid", "benchmark")
 
@@ -97,6 +97,9 @@ VARIABLES: tuple[EnvVar, ...] = (
            "generic build (`miofind.tiered`)", "background (default: measure the generic build at once, compile "
            "the specialised one in a background thread and keep it where faster), sync (compile the specialised "
            "build before measuring, as before generic builds), off (generic builds only)", ""),
+    EnvVar("MIOFIND_NATIVE", "whether kernel launches and the cuBLASLt/cuFFT calls of a prepared solution go through "
+           "miofind's native extension (`miofind._native`, built at install where a C compiler is found) or through "
+           "ctypes and CuPy", "1 (default: native where built), 0 (the pure-Python path)", ""),
 )
 
 DEFAULT_CUT_FACTOR = 3.0
@@ -305,6 +308,11 @@ def torch_fuse_bias() -> bool:
     """``MIOFIND_TORCH_FUSE_BIAS``: whether miofind.torch fuses a bias into the forward (1, unset) or adds it (0)."""
     return _switch("MIOFIND_TORCH_FUSE_BIAS", True,
                    "the bias in the forward's epilogue where a solver of miofind's fuses it; 0: one PyTorch add")
+
+
+def native() -> bool:
+    """``MIOFIND_NATIVE``: whether the hot path may use the native extension (1, unset) or stays in Python (0)."""
+    return _switch("MIOFIND_NATIVE", True, "launches through miofind._native where it is built")
 
 
 def with_naive() -> bool:

@@ -1,9 +1,12 @@
 """Kernel launches with their arguments packed once.
 
 An invoker runs thousands of times with the same sizes and only new data pointers, so a ``Launch``
-packs the kernel's argument block once (ctypes values in the layout ``cuLaunchKernel`` reads) and
-per call writes the pointer slots and calls the driver directly: about a microsecond of host time,
-against several for CuPy's ``RawKernel.__call__``, which re-inspects every argument.
+packs the kernel's argument block once and per call only writes the pointer slots and calls the
+driver. Where the native extension is built (``miofind._native``, and ``MIOFIND_NATIVE`` is not 0), a
+call is one C function that copies the block, writes the pointers and calls ``cuLaunchKernel``; else
+ctypes values in the layout ``cuLaunchKernel`` reads, written under a lock and launched through
+CuPy's ``launchKernel``. Either is far cheaper than CuPy's ``RawKernel.__call__``, which re-inspects
+every argument.
 
 Arguments are given in kernel order: ``PTR`` for a device pointer passed at call time, ``MAP`` for a
 by-value tensor map (``miofind.tma``) whose host address is passed at call time (``Launch.with_maps``),
@@ -20,7 +23,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["PTR", "MAP", "Launch", "Launcher", "ptr", "cupy_stream"]
+__all__ = ["PTR", "MAP", "Launch", "Launcher", "ptr", "cupy_stream", "native", "native_function"]
 
 _driver = None
 
@@ -31,6 +34,46 @@ def _launch_kernel():
         from cupy.cuda import driver
         _driver = driver
     return _driver.launchKernel
+
+
+_native = None          # miofind._native, or False where it is not built or turned off
+_cu_launch = None       # the address of libcuda's cuLaunchKernel
+
+
+def native():
+    """The native extension ``miofind._native``, or None where it is not built or ``MIOFIND_NATIVE=0``
+    (read once per process)."""
+    global _native
+    if _native is None:
+        from . import env
+        mod = False
+        if env.native():
+            try:
+                from . import _native as mod
+            except ImportError:
+                mod = False
+        _native = mod
+    return _native or None
+
+
+def native_function(fn) -> int:
+    """The address of a ctypes foreign function (``native().caller``'s first argument)."""
+    return ctypes.cast(fn, ctypes.c_void_p).value
+
+
+def _cu_launch_kernel() -> int:
+    """The address of ``cuLaunchKernel`` in the driver (``libcuda.so.1``, which CuPy has loaded)."""
+    global _cu_launch
+    if _cu_launch is None:
+        _cu_launch = native_function(ctypes.CDLL("libcuda.so.1").cuLaunchKernel)
+    return _cu_launch
+
+
+def _launch_failed(rc: int) -> None:
+    """Raise CuPy's CUDADriverError for a launch's CUresult, as CuPy's own launch does."""
+    from cupy_backends.cuda.api.driver import check_status
+    check_status(rc)
+    raise RuntimeError(f"cuLaunchKernel failed with CUresult {rc}")
 
 
 class _Ptr:
@@ -76,7 +119,7 @@ class Launch:
     ``stream``; a failed launch raises CuPy's CUDADriverError."""
 
     __slots__ = ("kernel", "grid", "block", "shared_mem", "_fn", "_vals", "_slots", "_params", "_addr", "_lock",
-                 "_launch", "_g", "_maps")
+                 "_launch", "_g", "_maps", "_fast")
 
     def __init__(self, kernel, grid, block, args, shared_mem: int = 0) -> None:
         self.kernel = kernel
@@ -106,10 +149,12 @@ class Launch:
         self._params = (ctypes.c_void_p * max(1, len(vals)))(*[ctypes.addressof(v) for v in vals])
         self._addr = ctypes.addressof(self._params)
         # the driver copies the argument block at launch; the lock keeps another thread's pointers
-        # out of it between the writes and the launch
+        # out of it between the writes and the launch (the Python path only: the native one copies
+        # the block per call)
         self._lock = threading.Lock()
         self._launch = None
         self._g = (*self.grid, *self.block)
+        self._fast = None
 
     def function(self) -> int:
         """The CUfunction of the kernel for the current device (loaded on first use)."""
@@ -118,39 +163,63 @@ class Launch:
             fn = self._fn = self.kernel.kernel.ptr
         return fn
 
-    def __call__(self, stream: int, *pointers: int) -> None:
+    def packed(self) -> tuple[list[int], list[int], list[int]]:
+        """(each parameter's bytes as a little-endian int, the PTR parameters' indices, the MAP
+        parameters' indices): the block ``miofind._native.launcher`` packs."""
+        slot_ids = {id(v) for v in self._slots}
+        values = [int.from_bytes(bytes(v), "little") for v in self._vals]
+        return (values, [i for i, v in enumerate(self._vals) if id(v) in slot_ids], list(self._maps))
+
+    def _bind(self):
+        """The launch callable ``(stream, *map_addresses, *pointers) -> CUresult``: the native launcher
+        where the extension is available, else the ctypes block and CuPy's launchKernel."""
+        nat = native()
+        fn = self.function()
+        if nat is not None:
+            values, slots, maps = self.packed()
+            fast = nat.launcher(_cu_launch_kernel(), fn, self.grid, self.block, self.shared_mem, values, slots,
+                                maps)
+        else:
+            fast = self._python_launch
+        self._fast = fast
+        return fast
+
+    def _python_launch(self, stream: int, *args: int) -> int:
         launch = self._launch
         if launch is None:
             launch = self._launch = _launch_kernel()
-            self.function()
         g = self._g
+        nm = len(self._maps)
+        params = self._params
         with self._lock:
-            for slot, p in zip(self._slots, pointers):
+            for i, a in zip(self._maps, args):
+                params[i] = a
+            for slot, p in zip(self._slots, args[nm:]):
                 slot.value = p
             launch(self._fn, g[0], g[1], g[2], g[3], g[4], g[5], self.shared_mem, stream, self._addr, 0)
+        return 0
 
-    def with_maps(self, stream: int, maps: tuple, *pointers: int) -> None:
+    def __call__(self, stream: int, *pointers: int) -> None:
+        rc = (self._fast or self._bind())(stream, *pointers)
+        if rc:
+            _launch_failed(rc)
+
+    def with_maps(self, stream: int, maps, *pointers: int) -> None:
         """``__call__`` for a kernel with ``MAP`` arguments: ``maps`` are their 128-byte tensor maps in
         order, each as (host address, the object) (``tma.MapCache``'s entries); the driver copies them
         into the argument block at the launch."""
-        launch = self._launch
-        if launch is None:
-            launch = self._launch = _launch_kernel()
-            self.function()
-        g = self._g
-        params = self._params
-        with self._lock:
-            for i, a in zip(self._maps, maps):
-                params[i] = a[0]
-            for slot, p in zip(self._slots, pointers):
-                slot.value = p
-            launch(self._fn, g[0], g[1], g[2], g[3], g[4], g[5], self.shared_mem, stream, self._addr, 0)
+        rc = (self._fast or self._bind())(stream, *[a[0] for a in maps], *pointers)
+        if rc:
+            _launch_failed(rc)
 
     def bind_maps(self, caches):
         """A launcher ``(stream, *pointers)`` for a kernel with ``MAP`` arguments whose i-th map is that of
         the i-th pointer: ``caches[i](pointer)`` (``tma.MapCache``)."""
         def run(stream: int, *pointers: int) -> None:
-            self.with_maps(stream, [c(p) for c, p in zip(caches, pointers)], *pointers)
+            maps = [c(p) for c, p in zip(caches, pointers)]     # held: a cache may drop an entry meanwhile
+            rc = (self._fast or self._bind())(stream, *[m[0] for m in maps], *pointers)
+            if rc:
+                _launch_failed(rc)
         return run
 
 

@@ -3,7 +3,8 @@ area is a pointer the caller supplies (a slice of the solution's workspace), on 
 
 CuPy's own plans allocate their work area from CuPy's memory pool and expose no way to move it, so
 the plan is made here with auto-allocation off (cufftMakePlanMany64 reports the work size) and
-cufftSetWorkArea points it into the workspace at run time. The library is the libcufft CuPy loaded,
+cufftSetWorkArea points it into the workspace at run time. An execute goes through miofind's native
+caller where it is built (``miofind.launch.native``), else through ctypes. The library is the libcufft CuPy loaded,
 else one from the pip wheels (nvidia-cufft) or the CUDA toolkit, searched at absolute paths only
 (never the current directory, which '' on sys.path stands for).
 """
@@ -15,6 +16,7 @@ import functools
 import threading
 
 from miofind import nvlib
+from miofind.launch import native, native_function
 
 CUFFT_R2C = 0x2A
 CUFFT_C2R = 0x2C
@@ -138,6 +140,10 @@ class InPlacePlan:
         self._stream = None
         self._work = None
         self._lock = threading.Lock()
+        nat = native()
+        fn = self.lib.cufftExecR2C if kind == CUFFT_R2C else self.lib.cufftExecC2R
+        # in place: the input and output pointers are the one the call gives
+        self._exec = nat.caller(native_function(fn), [self.handle, 0, 0], (1, 2)) if nat is not None else None
 
     def execute(self, data_ptr: int, work_ptr: int, stream_ptr: int) -> None:
         """Transform in place at ``data_ptr`` on ``stream_ptr``, with the work area at ``work_ptr``."""
@@ -149,6 +155,9 @@ class InPlacePlan:
             if self.work_bytes and work_ptr != self._work:
                 _check("cufftSetWorkArea", lib.cufftSetWorkArea(self.handle, ctypes.c_void_p(work_ptr)))
                 self._work = work_ptr
+            if self._exec is not None:
+                _check("cufftExecR2C" if self.kind == CUFFT_R2C else "cufftExecC2R", self._exec(data_ptr, data_ptr))
+                return
             ptr = ctypes.c_void_p(data_ptr)
             if self.kind == CUFFT_R2C:
                 _check("cufftExecR2C", lib.cufftExecR2C(self.handle, ptr, ptr))

@@ -195,6 +195,21 @@ def _backward(ctx, dy):
 conv_forward.register_autograd(_backward, setup_context=_setup_context)
 
 
+def _once_differentiable(fn):
+    """``torch.autograd.function.once_differentiable`` without its cost where it does nothing: a backward
+    that autograd runs with grad mode off (no ``create_graph``, the usual case) is called directly;
+    with grad mode on, once_differentiable's own wrapper (outputs that raise on a double backward)."""
+    wrapped = torch.autograd.function.once_differentiable(fn)
+    grad_enabled = torch.is_grad_enabled
+
+    def backward(ctx, *args):
+        if grad_enabled():
+            return wrapped(ctx, *args)
+        return fn(ctx, *args)
+    backward.__name__, backward.__doc__ = fn.__name__, fn.__doc__
+    return backward
+
+
 class EagerConv(torch.autograd.Function):
     """The same three launches for eager mode, without the custom ops' dispatch (tens of microseconds
     of host time per call): ``functional`` takes this path for plain CUDA tensors outside
@@ -210,7 +225,7 @@ class EagerConv(torch.autograd.Function):
         return y
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
+    @_once_differentiable
     def backward(ctx, dy):
         return _grads(ctx, dy, _backward_data, _backward_weight)
 
@@ -242,7 +257,7 @@ class EagerConvFused(torch.autograd.Function):
         return y
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
+    @_once_differentiable
     def backward(ctx, dy):
         saved = ctx.saved_tensors
         if ctx.relu:
@@ -266,7 +281,7 @@ class PlannedConv(torch.autograd.Function):
         return y
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
+    @_once_differentiable
     def backward(ctx, dy):
         saved = ctx.saved_tensors
         x, w = saved[:2]

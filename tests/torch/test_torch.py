@@ -697,3 +697,34 @@ def test_a_miss_during_graph_capture_is_a_clear_error(fake_find, monkeypatch):
     with pytest.raises(RuntimeError, match="during CUDA-graph capture.*warm-up iteration"):
         _policy.lookup(_key(p), lambda: p, 0, False)
     assert mt.stats()["lookups"] == 0
+
+
+# -- the backward wrapper --------------------------------------------------------------------------
+
+def test_once_differentiable_wrapper_keeps_the_double_backward_error():
+    """``_ops._once_differentiable`` calls a backward directly when grad mode is off (the usual backward)
+    and keeps once_differentiable's error for a double backward (``create_graph=True``)."""
+    calls = []
+
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        @_ops._once_differentiable
+        def backward(ctx, dy):
+            calls.append(torch.is_grad_enabled())
+            x, = ctx.saved_tensors
+            return 2 * x * dy
+
+    x = torch.randn(5, dtype=torch.float64, requires_grad=True)
+    Square.apply(x).sum().backward()
+    assert torch.allclose(x.grad, 2 * x.detach()) and calls == [False]
+    x.grad = None
+    v = torch.ones(5, dtype=torch.float64, requires_grad=True)    # a grad output that itself needs a gradient
+    g, = torch.autograd.grad(Square.apply(x), x, grad_outputs=v, create_graph=True)
+    assert torch.allclose(g, 2 * x.detach()) and calls == [False, False]    # run under once_differentiable's no_grad
+    with pytest.raises(RuntimeError, match="once_differentiable"):
+        g.sum().backward()

@@ -1,0 +1,283 @@
+/* miofind._native: the hot path's two foreign calls without ctypes' or CuPy's per-call argument handling.
+ *
+ * launcher(): a kernel launch with its argument block packed once. A call writes the device pointers of
+ * that launch into a copy of the block on the C stack and calls cuLaunchKernel through the function
+ * pointer it was given, with the GIL released, as CuPy's launchKernel and ctypes do. Nothing is shared
+ * between calls, so concurrent calls from several threads need no lock.
+ *
+ * caller(): any C function whose arguments are all 64-bit integers or pointers (cublasLtMatmul,
+ * cufftExecR2C, ...) with its argument list packed once; a call writes the arguments that change.
+ *
+ * Both return the callee's status (CUresult, cublasStatus_t, cufftResult) as an int: the Python side
+ * raises its own error for it. Built against the limited API (abi3) of Python 3.10, so one binary
+ * serves every later CPython.
+ */
+#define Py_LIMITED_API 0x030A0000
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_PARAMS 128
+#define MAX_CALL_ARGS 16
+
+typedef uint64_t u64;
+typedef int (*launch_fn)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *,
+                         void **, void **);
+
+typedef struct {
+    launch_fn fn;
+    void *func;
+    unsigned dims[6];
+    unsigned smem;
+    int nparams, nslots, nmaps;
+    u64 vals[MAX_PARAMS];        /* each parameter's bytes, little-endian in an 8-byte cell */
+    int slots[MAX_PARAMS];       /* parameters filled per call with device pointers, in call order */
+    int maps[MAX_PARAMS];        /* parameters passed by the host address given per call (tensor maps) */
+} launch_t;
+
+typedef struct {
+    void *fn;
+    int nargs, nslots;
+    u64 vals[MAX_CALL_ARGS];
+    int slots[MAX_CALL_ARGS];
+} call_t;
+
+static const char LAUNCH_CAPSULE[] = "miofind._native.launch";
+static const char CALL_CAPSULE[] = "miofind._native.call";
+
+static void free_capsule_launch(PyObject *cap) { free(PyCapsule_GetPointer(cap, LAUNCH_CAPSULE)); }
+static void free_capsule_call(PyObject *cap) { free(PyCapsule_GetPointer(cap, CALL_CAPSULE)); }
+
+/* An int argument as 64 bits (a pointer, a stream handle, a size): TypeError for anything else, OverflowError
+ * out of range; a negative int is taken modulo 2^64 (a signed scalar's bit pattern). */
+static int as_u64(PyObject *o, u64 *out) {
+    if (!PyLong_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "expected an int (a device pointer, handle or size), got %R", (PyObject *)Py_TYPE(o));
+        return -1;
+    }
+    unsigned long long v = PyLong_AsUnsignedLongLong(o);
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        long long s = PyLong_AsLongLong(o);
+        if (s == -1 && PyErr_Occurred()) return -1;
+        v = (unsigned long long)s;
+    }
+    *out = (u64)v;
+    return 0;
+}
+
+/* A sequence of ints into out[0..n): its length in *n (at most cap). */
+static int int_list(PyObject *seq, u64 *out, int *n, int cap, const char *what) {
+    PyObject *fast = PySequence_Tuple(seq);
+    if (!fast) return -1;
+    Py_ssize_t len = PyTuple_Size(fast);
+    if (len > cap) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd entries, at most %d", what, len, cap);
+        Py_DECREF(fast);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < len; i++) {
+        if (as_u64(PyTuple_GetItem(fast, i), &out[i]) < 0) {
+            Py_DECREF(fast);
+            return -1;
+        }
+    }
+    *n = (int)len;
+    Py_DECREF(fast);
+    return 0;
+}
+
+static int index_list(PyObject *seq, int *out, int *n, int bound, const char *what) {
+    u64 tmp[MAX_PARAMS];
+    if (int_list(seq, tmp, n, MAX_PARAMS, what) < 0) return -1;
+    for (int i = 0; i < *n; i++) {
+        if (tmp[i] >= (u64)bound) {
+            PyErr_Format(PyExc_ValueError, "%s: index %llu out of range (%d entries)", what, (unsigned long long)tmp[i], bound);
+            return -1;
+        }
+        out[i] = (int)tmp[i];
+    }
+    return 0;
+}
+
+/* launch(stream, map addresses..., pointers...) -> CUresult */
+static PyObject *launch_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    const launch_t *L = (const launch_t *)PyCapsule_GetPointer(self, LAUNCH_CAPSULE);
+    if (!L) return NULL;
+    if (nargs != 1 + L->nmaps + L->nslots) {
+        PyErr_Format(PyExc_TypeError, "launch takes a stream, %d tensor-map address(es) and %d pointer(s): %zd "
+                     "argument(s) given", L->nmaps, L->nslots, nargs);
+        return NULL;
+    }
+    u64 stream, vals[MAX_PARAMS];
+    void *params[MAX_PARAMS];
+    if (as_u64(args[0], &stream) < 0) return NULL;
+    const int np = L->nparams;
+    memcpy(vals, L->vals, sizeof(u64) * (size_t)np);
+    for (int i = 0; i < np; i++) params[i] = &vals[i];
+    for (int j = 0; j < L->nmaps; j++) {
+        u64 addr;
+        if (as_u64(args[1 + j], &addr) < 0) return NULL;
+        params[L->maps[j]] = (void *)(uintptr_t)addr;
+    }
+    PyObject *const *ptrs = args + 1 + L->nmaps;
+    for (int j = 0; j < L->nslots; j++) {
+        if (as_u64(ptrs[j], &vals[L->slots[j]]) < 0) return NULL;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = L->fn(L->func, L->dims[0], L->dims[1], L->dims[2], L->dims[3], L->dims[4], L->dims[5], L->smem,
+               (void *)(uintptr_t)stream, params, NULL);
+    Py_END_ALLOW_THREADS
+    return PyLong_FromLong(rc);
+}
+
+static PyMethodDef launch_def = {"launch", (PyCFunction)(void (*)(void))launch_call, METH_FASTCALL,
+                                 "launch(stream, *map_addresses, *pointers) -> CUresult"};
+
+/* launcher(fn, func, grid, block, shared_mem, values, slots, maps) -> launch */
+static PyObject *make_launcher(PyObject *mod, PyObject *args) {
+    PyObject *fn_o, *func_o, *grid, *block, *smem_o, *values, *slots, *maps;
+    if (!PyArg_ParseTuple(args, "OOOOOOOO:launcher", &fn_o, &func_o, &grid, &block, &smem_o, &values, &slots, &maps))
+        return NULL;
+    launch_t *L = (launch_t *)calloc(1, sizeof(launch_t));
+    if (!L) return PyErr_NoMemory();
+    u64 fn, func, smem, g[3], b[3];
+    int ng, nb;
+    if (as_u64(fn_o, &fn) < 0 || as_u64(func_o, &func) < 0 || as_u64(smem_o, &smem) < 0 ||
+        int_list(grid, g, &ng, 3, "grid") < 0 || int_list(block, b, &nb, 3, "block") < 0 ||
+        int_list(values, L->vals, &L->nparams, MAX_PARAMS, "values") < 0 ||
+        index_list(slots, L->slots, &L->nslots, L->nparams, "slots") < 0 ||
+        index_list(maps, L->maps, &L->nmaps, L->nparams, "maps") < 0)
+        goto fail;
+    if (ng != 3 || nb != 3) {
+        PyErr_SetString(PyExc_ValueError, "grid and block take 3 dimensions each");
+        goto fail;
+    }
+    if (!fn || !func) {
+        PyErr_SetString(PyExc_ValueError, "launcher: null launch function or kernel");
+        goto fail;
+    }
+    for (int i = 0; i < 3; i++) {
+        if (!g[i] || !b[i] || g[i] > 0xffffffffu || b[i] > 0xffffffffu) {
+            PyErr_SetString(PyExc_ValueError, "grid and block dimensions must be in 1..2^32-1");
+            goto fail;
+        }
+        L->dims[i] = (unsigned)g[i];
+        L->dims[3 + i] = (unsigned)b[i];
+    }
+    L->fn = (launch_fn)(uintptr_t)fn;
+    L->func = (void *)(uintptr_t)func;
+    L->smem = (unsigned)smem;
+    PyObject *cap = PyCapsule_New(L, LAUNCH_CAPSULE, free_capsule_launch);
+    if (!cap) goto fail;
+    PyObject *f = PyCFunction_NewEx(&launch_def, cap, NULL);
+    Py_DECREF(cap);
+    return f;
+fail:
+    free(L);
+    return NULL;
+}
+
+typedef int (*f1)(u64);
+typedef int (*f2)(u64, u64);
+typedef int (*f3)(u64, u64, u64);
+typedef int (*f4)(u64, u64, u64, u64);
+typedef int (*f5)(u64, u64, u64, u64, u64);
+typedef int (*f6)(u64, u64, u64, u64, u64, u64);
+typedef int (*f7)(u64, u64, u64, u64, u64, u64, u64);
+typedef int (*f8)(u64, u64, u64, u64, u64, u64, u64, u64);
+typedef int (*f16)(u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64);
+
+/* call(changing arguments...) -> the function's int status */
+static PyObject *call_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    const call_t *C = (const call_t *)PyCapsule_GetPointer(self, CALL_CAPSULE);
+    if (!C) return NULL;
+    if (nargs != C->nslots) {
+        PyErr_Format(PyExc_TypeError, "call takes %d argument(s): %zd given", C->nslots, nargs);
+        return NULL;
+    }
+    u64 v[MAX_CALL_ARGS];
+    memcpy(v, C->vals, sizeof v);
+    for (int j = 0; j < C->nslots; j++) {
+        if (as_u64(args[j], &v[C->slots[j]]) < 0) return NULL;
+    }
+    int rc;
+    void *fn = C->fn;
+    /* x86-64 and AArch64 pass integers and pointers of up to 64 bits in one register or one 8-byte stack slot
+     * each, so a function of n such arguments is called correctly through a prototype of n u64s; arities
+     * 9-15 go through the 16-argument prototype (the callee ignores the extra trailing arguments). */
+    Py_BEGIN_ALLOW_THREADS
+    switch (C->nargs) {
+    case 1: rc = ((f1)fn)(v[0]); break;
+    case 2: rc = ((f2)fn)(v[0], v[1]); break;
+    case 3: rc = ((f3)fn)(v[0], v[1], v[2]); break;
+    case 4: rc = ((f4)fn)(v[0], v[1], v[2], v[3]); break;
+    case 5: rc = ((f5)fn)(v[0], v[1], v[2], v[3], v[4]); break;
+    case 6: rc = ((f6)fn)(v[0], v[1], v[2], v[3], v[4], v[5]); break;
+    case 7: rc = ((f7)fn)(v[0], v[1], v[2], v[3], v[4], v[5], v[6]); break;
+    case 8: rc = ((f8)fn)(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]); break;
+    default:
+        rc = ((f16)fn)(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13],
+                       v[14], v[15]);
+    }
+    Py_END_ALLOW_THREADS
+    return PyLong_FromLong(rc);
+}
+
+static PyMethodDef call_def = {"call", (PyCFunction)(void (*)(void))call_call, METH_FASTCALL,
+                               "call(*changing_arguments) -> status"};
+
+/* caller(fn, values, slots) -> call */
+static PyObject *make_caller(PyObject *mod, PyObject *args) {
+    PyObject *fn_o, *values, *slots;
+    if (!PyArg_ParseTuple(args, "OOO:caller", &fn_o, &values, &slots)) return NULL;
+    call_t *C = (call_t *)calloc(1, sizeof(call_t));
+    if (!C) return PyErr_NoMemory();
+    u64 fn;
+    if (as_u64(fn_o, &fn) < 0 || int_list(values, C->vals, &C->nargs, MAX_CALL_ARGS, "values") < 0 ||
+        index_list(slots, C->slots, &C->nslots, C->nargs, "slots") < 0)
+        goto fail;
+    if (!fn || C->nargs < 1) {
+        PyErr_SetString(PyExc_ValueError, "caller: a null function, or no arguments");
+        goto fail;
+    }
+    C->fn = (void *)(uintptr_t)fn;
+    PyObject *cap = PyCapsule_New(C, CALL_CAPSULE, free_capsule_call);
+    if (!cap) goto fail;
+    PyObject *f = PyCFunction_NewEx(&call_def, cap, NULL);
+    Py_DECREF(cap);
+    return f;
+fail:
+    free(C);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"launcher", make_launcher, METH_VARARGS,
+     "launcher(fn, func, grid, block, shared_mem, values, slots, maps) -> launch(stream, *map_addresses, *pointers)\n\n"
+     "fn: the address of cuLaunchKernel; func: the CUfunction; values: each kernel parameter's bytes as an int\n"
+     "(little-endian, at most 8 bytes); slots: the parameters that take the call's pointers, in order; maps: the\n"
+     "parameters passed by a host address given per call (tensor maps). The launch returns the CUresult."},
+    {"caller", make_caller, METH_VARARGS,
+     "caller(fn, values, slots) -> call(*changing)\n\n"
+     "fn: the address of a C function of len(values) 64-bit integer or pointer arguments returning int;\n"
+     "slots: the argument positions that each call passes, in order. The call returns the function's status."},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native",
+                                    "miofind's native hot path: packed kernel launches and library calls", -1,
+                                    methods};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    if (PyModule_AddIntConstant(m, "MAX_PARAMS", MAX_PARAMS) < 0 ||
+        PyModule_AddIntConstant(m, "MAX_CALL_ARGS", MAX_CALL_ARGS) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

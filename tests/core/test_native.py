@@ -1,0 +1,216 @@
+"""The native hot path (miofind._native) without a GPU: fake cuLaunchKernel and library functions made
+with ctypes receive what the launcher and the caller pass, and must receive what the pure-Python path
+(ctypes block + CuPy's launchKernel) passes. CPU only; the GPU tests run every solver through it."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+
+import numpy as np
+import pytest
+
+from miofind import launch as L
+
+try:
+    from miofind import _native
+except ImportError:             # not built (no C compiler at install)
+    _native = None
+
+needs_native = pytest.mark.skipif(_native is None, reason="miofind._native is not built here (no C compiler at "
+                                                          "install time); the Python path runs instead")
+
+LAUNCH_T = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p,
+                            ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p))
+
+
+def test_native_is_built_where_ci_installs():
+    """CI installs with gcc present: the extension must be there (else every figure of the hot path is the
+    Python one). Elsewhere a missing build is allowed and this says so."""
+    if os.environ.get("CI") != "true":
+        pytest.skip("outside CI a machine without a C compiler installs the pure-Python path")
+    assert _native is not None, "miofind._native was not built by the install: is a C compiler missing?"
+    assert _native.MAX_PARAMS >= 64
+
+
+class _FakeKernel:
+    """What Launch reads of a cupy.RawKernel: ``.kernel.ptr``, the CUfunction."""
+
+    class kernel:           # noqa: N801
+        ptr = 0xF00D
+
+
+def _spec():
+    """Every argument kind a solver passes: pointers between scalars of each width and a tensor map."""
+    return (L.PTR, np.int32(-7), L.PTR, np.float32(1.5), np.int64(-(1 << 40)), np.uint64((1 << 63) + 5),
+            np.float64(-2.25), L.MAP, np.uint32(0xFFFFFFFF), L.PTR)
+
+
+def _read(params, spec, maps_seen):
+    """The values the driver would read from ``params`` for ``spec``."""
+    out = []
+    for i, a in enumerate(spec):
+        addr = params[i]
+        if a is L.MAP:
+            maps_seen.append(addr)
+            out.append(("map", bytes((ctypes.c_ubyte * 16).from_address(addr))))
+        elif a is L.PTR:
+            out.append(ctypes.c_uint64.from_address(addr).value)
+        else:
+            ct = L._CTYPES[np.asarray(a).dtype]
+            out.append(ct.from_address(addr).value)
+    return out
+
+
+class _Recorder:
+    def __init__(self, spec, rc=0):
+        self.spec, self.rc, self.calls, self.maps = spec, rc, [], []
+
+        def fake(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+            self.calls.append(((f, gx, gy, gz, bx, by, bz, smem, stream or 0, bool(extra)),
+                               _read(params, self.spec, self.maps)))
+            return self.rc
+        self.fn = LAUNCH_T(fake)
+        self.addr = ctypes.cast(self.fn, ctypes.c_void_p).value
+
+
+@pytest.fixture
+def paths(monkeypatch):
+    """Run a Launch through the native launcher ('native') or the Python block ('python'), both into a
+    recording fake driver."""
+    def make(kind, spec, rc=0):
+        rec = _Recorder(spec, rc)
+        if kind == "native":
+            monkeypatch.setattr(L, "_native", _native)
+            monkeypatch.setattr(L, "_cu_launch", rec.addr)
+        else:
+            monkeypatch.setattr(L, "_native", False)
+
+            def launch_kernel(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+                p = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
+                rc = rec.fn(f, gx, gy, gz, bx, by, bz, smem, stream, p, None)
+                if rc:
+                    raise RuntimeError(f"driver {rc}")
+            monkeypatch.setattr(L, "_launch_kernel", lambda: launch_kernel)
+        return rec
+    return make
+
+
+@needs_native
+def test_native_launch_passes_what_the_python_block_passes(paths):
+    spec = _spec()
+    maps = [(ctypes.create_string_buffer(bytes(range(i, i + 16)) * 8, 128)) for i in range(3)]
+    got = {}
+    for kind in ("native", "python"):
+        rec = paths(kind, spec)
+        lk = L.Launch(_FakeKernel, (5, 6, 7), (128, 2, 1), spec, shared_mem=4096)
+        for j, m in enumerate(maps):
+            lk.with_maps(0xABC + j, [(ctypes.addressof(m), m)], 0x1000 + j, 0x2000 + j, 0x3000 + j)
+        got[kind] = rec.calls
+        assert rec.maps == [ctypes.addressof(m) for m in maps]      # by address, not copied
+    assert got["native"] == got["python"]
+    (head, vals), = got["native"][:1]
+    assert head == (0xF00D, 5, 6, 7, 128, 2, 1, 4096, 0xABC, False)
+    assert vals[0] == 0x1000 and vals[2] == 0x2000 and vals[9] == 0x3000
+    assert vals[1] == -7 and vals[3] == 1.5 and vals[4] == -(1 << 40) and vals[5] == (1 << 63) + 5
+    assert vals[6] == -2.25 and vals[8] == 0xFFFFFFFF and vals[7][0] == "map"
+
+
+@needs_native
+def test_native_launch_plain_and_bound_maps(paths):
+    spec = (L.PTR, L.MAP, L.PTR, np.int32(3))
+    rec = paths("native", spec)
+    lk = L.Launch(_FakeKernel, (1, 1, 1), (32, 1, 1), spec)
+    bufs = {p: ctypes.create_string_buffer(128) for p in (0x10, 0x20)}
+
+    class Cache:
+        def __call__(self, p):
+            return (ctypes.addressof(bufs[p]), bufs[p])
+    run = lk.bind_maps([Cache()])
+    run(9, 0x10, 0x99)
+    run(9, 0x20, 0x98)
+    assert [c[1][0] for c in rec.calls] == [0x10, 0x20] and [c[1][2] for c in rec.calls] == [0x99, 0x98]
+    assert rec.maps == [ctypes.addressof(bufs[0x10]), ctypes.addressof(bufs[0x20])]
+
+
+@needs_native
+def test_native_launch_errors(paths, monkeypatch):
+    rec = paths("native", (L.PTR,), rc=700)
+    failed = []
+    monkeypatch.setattr(L, "_launch_failed", failed.append)
+    lk = L.Launch(_FakeKernel, (1, 1, 1), (32, 1, 1), (L.PTR,))
+    lk(0, 0x40)
+    assert failed == [700] and len(rec.calls) == 1
+    fast = lk._fast
+    with pytest.raises(TypeError, match="1 pointer"):
+        fast(0, 1, 2)
+    with pytest.raises(TypeError, match="expected an int"):
+        fast(0, 1.5)
+    with pytest.raises(TypeError, match="expected an int"):
+        fast(None, 1)
+    with pytest.raises(ValueError, match="grid and block"):
+        _native.launcher(rec.addr, 1, (0, 1, 1), (1, 1, 1), 0, [0], [0], [])
+    with pytest.raises(ValueError, match="out of range"):
+        _native.launcher(rec.addr, 1, (1, 1, 1), (1, 1, 1), 0, [0], [1], [])
+    with pytest.raises(ValueError, match="at most"):
+        _native.launcher(rec.addr, 1, (1, 1, 1), (1, 1, 1), 0, [0] * (_native.MAX_PARAMS + 1), [], [])
+
+
+@needs_native
+def test_native_launch_from_many_threads(paths):
+    """Each call copies the block: concurrent calls (the GIL released in the driver call) never see
+    another call's pointers."""
+    spec = (L.PTR, np.int32(1), L.PTR)
+    rec = paths("native", spec)
+    lk = L.Launch(_FakeKernel, (1, 1, 1), (32, 1, 1), spec)
+
+    def worker(t):
+        for i in range(300):
+            v = (t << 20) | i
+            lk(v, v + 1, v + 2)
+    ts = [threading.Thread(target=worker, args=(t,)) for t in range(1, 9)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert len(rec.calls) == 8 * 300
+    for head, vals in rec.calls:
+        s = head[8]
+        assert vals == [s + 1, 1, s + 2]
+
+
+CALL16_T = ctypes.CFUNCTYPE(ctypes.c_int, *[ctypes.c_uint64] * 16)
+CALL3_T = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+
+
+@needs_native
+def test_native_caller_arities_and_slots():
+    seen = []
+    f16 = CALL16_T(lambda *a: seen.append(a) or 0)
+    call = _native.caller(ctypes.cast(f16, ctypes.c_void_p).value, list(range(100, 116)), (3, 5, 8, 10))
+    assert call(1, 2, 3, 4) == 0
+    exp = list(range(100, 116))
+    exp[3], exp[5], exp[8], exp[10] = 1, 2, 3, 4
+    assert list(seen[-1]) == exp
+    # a function of 3 arguments, the first a 32-bit int (cufftExecR2C(handle, in, out))
+    seen3 = []
+    f3 = CALL3_T(lambda h, a, b: seen3.append((h, a, b)) or 7)
+    call3 = _native.caller(ctypes.cast(f3, ctypes.c_void_p).value, [42, 0, 0], (1, 2))
+    assert call3(0xDEAD0000, 0xBEEF0000) == 7
+    assert seen3 == [(42, 0xDEAD0000, 0xBEEF0000)]
+    with pytest.raises(TypeError, match="2 argument"):
+        call3(1)
+    with pytest.raises(ValueError):
+        _native.caller(0, [1], ())
+
+
+def test_python_path_when_turned_off(monkeypatch):
+    """MIOFIND_NATIVE=0 keeps the ctypes/CuPy path (the comparison the benchmark makes)."""
+    monkeypatch.setenv("MIOFIND_NATIVE", "0")
+    monkeypatch.setattr(L, "_native", None)
+    assert L.native() is None
+    monkeypatch.setenv("MIOFIND_NATIVE", "2")
+    monkeypatch.setattr(L, "_native", None)
+    with pytest.raises(ValueError, match="MIOFIND_NATIVE"):
+        L.native()
