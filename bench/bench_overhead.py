@@ -139,6 +139,8 @@ def tiny(calls: int, paths=("native",), rounds: int = 1) -> dict:
     y = torch.empty(p.y_shape, device="cuda")
     cx, cw, cy = cupy.asarray(x), cupy.asarray(w), cupy.asarray(y)
     res = miofind.find_solutions(p, mode="benchmark", store=False)
+    from miofind import tiered
+    tiered.wait(300)        # the specialised builds, compiled in the background, are what runs from now on
     by = {s.solver_id: s for s in res}
     sols = {sid: by[sid] for sid in SINGLE + MULTI if sid in by}
     # a repeated find / get in one process: measured and stored once, read back once, then memoised

@@ -17,7 +17,7 @@ if not _os.path.isdir(_os.path.join(_here, "solvers")) and _os.path.isfile(_os.p
 from .problem import ProblemDescription  # noqa: E402
 from .device import NoGPUError  # noqa: E402
 
-_API = ("find_solutions", "get_solutions", "run_solution", "Solution", "FindResult")
+_API = ("find_solutions", "get_solutions", "run_solution", "clear_caches", "Solution", "FindResult")
 
 __all__ = ["ProblemDescription", "NoGPUError", *_API, "__version__"]
 

@@ -12,7 +12,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def _modules() -> dict[str, Path]:
     out = {}
     for base, pkg in ((ROOT / "miofind", "miofind"), (ROOT / "solvers", "miofind.solvers")):
-        for f in base.rglob("*.py"):
+        # a C extension's source (miofind/_native.c builds miofind._native) is a module like the .py files
+        for f in [*base.rglob("*.py"), *base.rglob("*.c")]:
             rel = f.relative_to(base).with_suffix("")
             parts = [p for p in rel.parts if p != "__init__"]
             out[".".join([pkg, *parts])] = f
@@ -33,6 +34,8 @@ def _resolve(mod: str, is_pkg: bool, level: int, name: str | None) -> str:
 def imports(mod: str) -> list[tuple[str, str | None]]:
     """(imported module, imported name or None) for every import anywhere in ``mod``."""
     path = MODULES[mod]
+    if path.suffix != ".py":        # a C extension imports no miofind module
+        return []
     is_pkg = path.name == "__init__.py"
     out = []
     for node in ast.walk(ast.parse(path.read_text())):

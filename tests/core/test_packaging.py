@@ -59,6 +59,8 @@ def test_readme_api_names_import():
     assert get_solutions is api.get_solutions and find_solutions is api.find_solutions
     assert run_solution is api.run_solution and Solution is api.Solution and FindResult is api.FindResult
     assert all(callable(f) for f in (get_solutions, find_solutions, run_solution))
+    # README's hot-path section: ``miofind.clear_caches()`` empties the find memo and the prepared solutions
+    assert miofind.clear_caches is api.clear_caches
 
 
 def test_all_names_resolve():
