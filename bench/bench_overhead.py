@@ -44,72 +44,128 @@ CALLS = {"ConvImplicitGemmFwd": 1, "ConvDirectTiledFwd": 1, "ConvDirectNaiveConv
          "GemmFwdRest": 2, "ConvWinograd3x3F23Fwd": 4, "ConvFFTFwd": 6, "ConvCudnnFwd": 1}
 
 
-def host_us(fn, calls: int, sync, burst: int = 100, warmup: int | None = None) -> float:
-    """Host microseconds per call of ``fn``: the median over bursts of ``burst`` calls of the time to
-    queue them (``calls // burst`` bursts, at least 5), after ``warmup`` untimed calls (default
-    ``min(200, calls)``). The queue is drained (``sync``) between bursts, outside
-    the timing, so that a kernel slower than its launch never fills CUDA's launch queue and turns the
-    figure into GPU time (100 calls of a 6-launch solution stay well under the queue's depth)."""
-    for _ in range(min(200, calls) if warmup is None else warmup):
-        fn()
-    sync()
-    out = []
-    for _ in range(max(5, calls // burst)):
-        t0 = time.perf_counter()
-        for _ in range(burst):
+def host_us(fns, calls: int, sync, burst: int = 100, warmup: int | None = None):
+    """Host microseconds per call: the median over bursts of ``burst`` calls of the time to queue them
+    (``calls // burst`` bursts, at least 5), after ``warmup`` untimed calls (default ``min(200, calls)``).
+    ``fns`` is one callable (returns its figure) or a dict of them (returns a dict): their bursts are
+    interleaved, each burst index timing every callable in turn (the order reversed every other
+    index), so that a host whose speed drifts during the run favours none of them. The queue is
+    drained (``sync``) between bursts, outside the timing, so that a kernel slower than its launch
+    never fills CUDA's launch queue and turns the figure into GPU time (100 calls of a 6-launch
+    solution stay well under the queue's depth)."""
+    one = callable(fns)
+    if one:
+        fns = {"": fns}
+    for fn in fns.values():
+        for _ in range(min(200, calls) if warmup is None else warmup):
             fn()
-        out.append((time.perf_counter() - t0) / burst * 1e6)
-        sync()
-    return statistics.median(out)
+    sync()
+    names = list(fns)
+    out = {k: [] for k in names}
+    for b in range(max(5, calls // burst)):
+        for k in (names if b % 2 == 0 else names[::-1]):
+            fn = fns[k]
+            t0 = time.perf_counter()
+            for _ in range(burst):
+                fn()
+            out[k].append((time.perf_counter() - t0) / burst * 1e6)
+            sync()
+    med = {k: statistics.median(v) for k, v in out.items()}
+    return med[""] if one else med
 
 
-def tiny_round(calls: int, p, sols: dict, x, w, y, cx, cw, cy) -> dict:
-    """One round of the tiny problem's rows on the current path (``set_path``)."""
-    import cupy
+def _bound(paths, sols: dict, kernel, n, x, w, y, cx, cw, cy) -> dict:
+    """Per launch path: a packed ``Launch`` of ``kernel`` and, per solution, its own copy of the Solution,
+    its Prepared and a workspace, each called once so that its launches are bound on that path (a
+    bound launch keeps its path after ``set_path`` switches)."""
+    import copy
+
+    import torch
+
+    import miofind
+    from miofind.launch import PTR, Launch
+
+    s0 = torch.cuda.current_stream().cuda_stream
+    objs = {}
+    for path in paths:
+        set_path(path)
+        lk = Launch(kernel, (1, 1, 1), (32, 1, 1), (PTR, PTR, PTR, n))
+        lk(s0, x.data_ptr(), w.data_ptr(), y.data_ptr())
+        per = {}
+        for sid, sol in sols.items():
+            s2 = copy.copy(sol)
+            s2._prepared = None
+            pr = s2.prepare()
+            ws = torch.empty(max(1, pr.workspace_bytes), dtype=torch.uint8, device="cuda")
+            pr(x, w, y)
+            pr(x, w, y, workspace=ws, stream=s0)
+            pr(cx, cw, cy)
+            miofind.run_solution(s2, x, w, y)
+            assert s2._prepared is pr
+            per[sid] = (s2, pr, ws)
+        objs[path] = (lk, per)
+    torch.cuda.synchronize()
+    return objs
+
+
+def _invoke(pr, px: int, pw: int, py: int, stream: int):
+    """A call of ``pr``'s bare invoker on raw pointers and its own workspace (the launches alone)."""
+    pws = pr.workspace_for(stream)
+    inv = pr.invoker
+    return lambda: inv(px, pw, py, pws, stream)
+
+
+def tiny_round(calls: int, paths, objs: dict, sols: dict, k, n, x, w, y, cx, cw, cy) -> dict:
+    """One round of the tiny problem's rows, each launch path's figures interleaved burst by burst."""
     import torch
 
     import miofind
     from miofind.invokers import current_stream
-    from miofind.launch import PTR, Launch
 
+    p = next(iter(sols.values())).problem
     sync = torch.cuda.synchronize
-    rows = {}
-    rows["torch.nn.functional.conv2d"] = host_us(lambda: torch.nn.functional.conv2d(x, w, padding=1), calls, sync)
-    k = cupy.RawKernel(r'extern "C" __global__ void k(const float* a, const float* b, float* c, int n)'
-                       r'{ int i = threadIdx.x; if (i < n) c[i] = a[i] + b[i]; }', "k")
-    n = cupy.int32(8)
-    rows["CuPy RawKernel launch (4 args)"] = host_us(lambda: k((1,), (32,), (cx, cw, cy, n)), calls, sync)
-    lk = Launch(k, (1, 1, 1), (32, 1, 1), (PTR, PTR, PTR, n))
+    nosync = lambda: None  # noqa: E731
     s0 = torch.cuda.current_stream().cuda_stream
     px, pw, py = x.data_ptr(), w.data_ptr(), y.data_ptr()
-    rows["miofind Launch (4 args, packed)"] = host_us(lambda: lk(s0, px, pw, py), calls, sync)
-    out = {"anchors_us": rows, "solutions": {}}
-    out["repeated_find_us"] = host_us(lambda: miofind.find_solutions(p), calls, lambda: None)
-    out["repeated_get_us"] = host_us(lambda: miofind.get_solutions(p), calls, lambda: None)
-    for sid, sol in sols.items():
-        sol._prepared = None                   # run_solution's kept Prepared: bound on this path anew
-        pr = sol.prepare()
-        ws = torch.empty(max(1, pr.workspace_bytes), dtype=torch.uint8, device="cuda")
-        r = {"launches": CALLS.get(sid)}
-        r["prepared_torch_us"] = host_us(lambda: pr(x, w, y), calls, sync)
-        r["prepared_torch_stream_ws_us"] = host_us(lambda: pr(x, w, y, workspace=ws, stream=s0), calls, sync)
-        r["prepared_cupy_us"] = host_us(lambda: pr(cx, cw, cy), calls, sync)
-        r["run_solution_alloc_us"] = host_us(lambda: miofind.run_solution(sol, x, w), calls, sync)
-        r["run_solution_into_us"] = host_us(lambda: miofind.run_solution(sol, x, w, y), calls, sync)
-        # where the time goes
-        r["part_checks_pointers_us"] = host_us(lambda: (pr._ptr(x, 0), pr._ptr(w, 1), pr._ptr(y, 2)), calls, lambda: None)
-        r["part_stream_query_us"] = host_us(lambda: current_stream(x), calls, lambda: None)
-        pws = pr.workspace_for(s0)
-        r["part_invoker_us"] = host_us(lambda: pr.invoker(px, pw, py, pws, s0), calls, sync)
-        # the output is right (float64 reference on the CPU), on fresh inputs and a poisoned output
-        x.normal_()
-        w.normal_()
-        y.fill_(float("nan"))
-        pr(x, w, y)
-        sync()
-        ref = torch.nn.functional.conv2d(x.double().cpu(), w.double().cpu(), padding=1)
-        r["rel_err"] = float((y.double().cpu() - ref).norm() / ref.norm())
-        out["solutions"][sid] = r
+    out = {path: {"anchors_us": {}, "solutions": {}} for path in paths}
+    shared = {"torch.nn.functional.conv2d": host_us(lambda: torch.nn.functional.conv2d(x, w, padding=1), calls, sync),
+              "CuPy RawKernel launch (4 args)": host_us(lambda: k((1,), (32,), (cx, cw, cy, n)), calls, sync)}
+    launch = host_us({pa: (lambda lk=objs[pa][0]: lk(s0, px, pw, py)) for pa in paths}, calls, sync)
+    find = host_us(lambda: miofind.find_solutions(p), calls, nosync)
+    get = host_us(lambda: miofind.get_solutions(p), calls, nosync)
+    for pa in paths:
+        out[pa]["anchors_us"] = {**shared, "miofind Launch (4 args, packed)": launch[pa]}
+        out[pa]["repeated_find_us"], out[pa]["repeated_get_us"] = find, get
+    for sid in sols:
+        per = {pa: objs[pa][1][sid] for pa in paths}
+        pr0 = per[paths[0]][1]
+        rows = {
+            "prepared_torch_us": (lambda o: lambda: o[1](x, w, y), sync),
+            "prepared_torch_stream_ws_us": (lambda o: lambda: o[1](x, w, y, workspace=o[2], stream=s0), sync),
+            "prepared_cupy_us": (lambda o: lambda: o[1](cx, cw, cy), sync),
+            "run_solution_alloc_us": (lambda o: lambda: miofind.run_solution(o[0], x, w), sync),
+            "run_solution_into_us": (lambda o: lambda: miofind.run_solution(o[0], x, w, y), sync),
+            "part_invoker_us": (lambda o: _invoke(o[1], px, pw, py, s0), sync),
+        }
+        res = {pa: {"launches": CALLS.get(sid)} for pa in paths}
+        for name, (make, sy) in rows.items():
+            got = host_us({pa: make(per[pa]) for pa in paths}, calls, sy)
+            for pa in paths:
+                res[pa][name] = got[pa]
+        # where the time goes, apart from the launches (the same code on every path)
+        checks = host_us(lambda: (pr0._ptr(x, 0), pr0._ptr(w, 1), pr0._ptr(y, 2)), calls, nosync)
+        squery = host_us(lambda: current_stream(x), calls, nosync)
+        for pa in paths:
+            res[pa]["part_checks_pointers_us"], res[pa]["part_stream_query_us"] = checks, squery
+            # the output is right (float64 reference on the CPU), on fresh inputs and a poisoned output
+            x.normal_()
+            w.normal_()
+            y.fill_(float("nan"))
+            per[pa][1](x, w, y)
+            sync()
+            ref = torch.nn.functional.conv2d(x.double().cpu(), w.double().cpu(), padding=1)
+            res[pa]["rel_err"] = float((y.double().cpu() - ref).norm() / ref.norm())
+            out[pa]["solutions"][sid] = res[pa]
     return out
 
 
@@ -124,8 +180,8 @@ def _median_rows(rounds: list[dict]) -> dict:
 
 
 def tiny(calls: int, paths=("native",), rounds: int = 1) -> dict:
-    """The tiny problem on each launch path in ``paths``, ``rounds`` alternating rounds of them in this
-    process; per path, each figure's median over its rounds (``rounds`` keeps them all)."""
+    """The tiny problem on each launch path in ``paths`` (their figures interleaved burst by burst),
+    ``rounds`` times; per path, each figure's median over the rounds (``rounds`` keeps them all)."""
     import cupy
     import torch
 
@@ -146,11 +202,15 @@ def tiny(calls: int, paths=("native",), rounds: int = 1) -> dict:
     # a repeated find / get in one process: measured and stored once, read back once, then memoised
     miofind.find_solutions(p)
     assert miofind.find_solutions(p).source == "db"
+    k = cupy.RawKernel(r'extern "C" __global__ void k(const float* a, const float* b, float* c, int n)'
+                       r'{ int i = threadIdx.x; if (i < n) c[i] = a[i] + b[i]; }', "k")
+    n = cupy.int32(8)
+    objs = _bound(paths, sols, k, n, x, w, y, cx, cw, cy)
     per = {path: [] for path in paths}
     for _ in range(rounds):
+        r = tiny_round(calls, paths, objs, sols, k, n, x, w, y, cx, cw, cy)
         for path in paths:
-            set_path(path)
-            per[path].append(tiny_round(calls, p, sols, x, w, y, cx, cw, cy))
+            per[path].append(r[path])
     set_path(paths[0])
     out = {"problem": p.key(), "paths": list(paths), "rounds": per}
     for path in paths:
