@@ -16,11 +16,14 @@ def set_path(path: str) -> None:
     if path not in PATHS:
         raise SystemExit(f"launch path {path!r}: expected one of {', '.join(PATHS)}")
     import miofind
-    from miofind import launch
+    from miofind import launch, tiered
 
     os.environ["MIOFIND_NATIVE"] = "1" if path == "native" else "0"
     launch._native = None
     miofind.clear_caches()
+    # the specialised invokers that replaced generic ones during a find are kept apart from the invoker
+    # cache: drop them too (call after tiered.wait), or they keep the path they were bound on
+    tiered.clear()
     if "miofind.torch" in sys.modules:
         sys.modules["miofind.torch"].clear()
     if path == "native" and launch.native() is None:

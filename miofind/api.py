@@ -196,14 +196,14 @@ def _allocate_output(pr, x, stream: int, current: bool):
 
         dt = (pr._torch or pr._torch_info())[0]
         dev = x.get_device()
-        if pr._cl[2] and tuple(x.shape) == pr._logical[0] and not (x.shape == pr._shapes[0] and x.is_contiguous()):
-            shape, fmt = pr._logical[2], torch.channels_last if len(pr._logical[2]) == 4 else torch.channels_last_3d
-        else:
-            shape, fmt = pr._shapes[2], torch.contiguous_format
+        # (shape, strides) of the output, dense: torch's channels_last view where the input is one
+        # (torch.empty_strided costs less host time than torch.empty with a memory format)
+        shape, strides = pr.torch_output(pr._cl[2] and x.shape == pr._logical[0]
+                                         and not (x.shape == pr._shapes[0] and x.is_contiguous()))
         if current:
-            return torch.empty(shape, dtype=dt, device=dev, memory_format=fmt)
+            return torch.empty_strided(shape, strides, dtype=dt, device=dev)
         with torch.cuda.stream(torch.cuda.ExternalStream(stream, device=dev)):
-            return torch.empty(shape, dtype=dt, device=dev, memory_format=fmt)
+            return torch.empty_strided(shape, strides, dtype=dt, device=dev)
     import cupy
 
     from .launch import cupy_stream

@@ -93,6 +93,19 @@ def _logical(shape: tuple[int, ...], layout: str) -> tuple[int, ...]:
     return (shape[0], shape[-1], *shape[1:-1]) if _CL.get(layout) else shape
 
 
+def _dense(shape: tuple[int, ...], channels_last: bool = False) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(shape, element strides) of a dense tensor of ``shape``: row-major, or with ``channels_last`` torch's
+    channels_last(_3d) order of an (N, C, *spatial) shape (C fastest, then the spatial dims)."""
+    shape = tuple(int(v) for v in shape)
+    order = (0, *range(2, len(shape)), 1) if channels_last else tuple(range(len(shape)))
+    strides = [0] * len(shape)
+    step = 1
+    for d in reversed(order):
+        strides[d] = step
+        step *= max(shape[d], 1)
+    return shape, tuple(strides)
+
+
 class Prepared:
     """One solution bound to its problem, ready to run many times (``Solution.prepare()``).
 
@@ -142,6 +155,7 @@ class Prepared:
         self.device = cupy.cuda.runtime.getDevice()     # the kernels are loaded for this device
         self.names = {"F": ("x", "w", "y"), "B": ("dy", "w", "dx"), "W": ("dy", "x", "dw")}[d]
         self._fused, self._has_bias = problem.fused, bool(problem.bias)
+        self._out_torch = None                  # torch_output's two (shape, strides), made on first use
 
     # -- pointers --------------------------------------------------------------------------------
     def _torch_info(self):
@@ -201,6 +215,15 @@ class Prepared:
                          f"{self.solver_id} for {self.problem.key()} expects a dense {self.problem.dtype} tensor of shape "
                          f"{self._shapes[i]} in layout {self._layouts[i]}"
                          + (f" (or torch shape {self._logical[i]} in channels_last)" if self._cl[i] else ""))
+
+    def torch_output(self, channels_last: bool) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """(shape, strides) of a dense output tensor as torch names it: the problem's shape, or with
+        ``channels_last`` (a channels-last problem given torch's (N, C, *spatial) view) that view in
+        channels_last memory format."""
+        out = self._out_torch
+        if out is None:
+            out = self._out_torch = (_dense(self._shapes[2]), _dense(self._logical[2], channels_last=True))
+        return out[bool(channels_last)]
 
     # -- workspace -------------------------------------------------------------------------------
     def workspace_for(self, stream: int) -> int:

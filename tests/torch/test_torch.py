@@ -728,3 +728,15 @@ def test_once_differentiable_wrapper_keeps_the_double_backward_error():
     assert torch.allclose(g, 2 * x.detach()) and calls == [False, False]    # run under once_differentiable's no_grad
     with pytest.raises(RuntimeError, match="once_differentiable"):
         g.sum().backward()
+
+
+def test_dense_output_strides_are_torchs():
+    """``run_solution`` allocates outputs with ``torch.empty_strided`` of ``invokers._dense``: the strides torch
+    gives a dense tensor of that shape, contiguous or channels_last(_3d), size-1 dims included."""
+    from miofind.invokers import _dense
+
+    for shape in ((2, 3, 4, 5), (1, 8, 1, 1), (3, 1, 7, 1), (2, 3, 4, 5, 6), (1, 16, 1, 2, 1)):
+        for cl in (False, True):
+            fmt = (torch.channels_last if len(shape) == 4 else torch.channels_last_3d) if cl else torch.contiguous_format
+            t = torch.empty(shape, memory_format=fmt)
+            assert _dense(shape, cl) == (tuple(t.shape), t.stride()), (shape, cl)
