@@ -50,6 +50,19 @@ static const char CALL_CAPSULE[] = "miofind._native.call";
 static void free_capsule_launch(PyObject *cap) { free(PyCapsule_GetPointer(cap, LAUNCH_CAPSULE)); }
 static void free_capsule_call(PyObject *cap) { free(PyCapsule_GetPointer(cap, CALL_CAPSULE)); }
 
+/* The builtin function of ``def`` bound to ``state`` through a capsule that frees it with the function;
+ * NULL (``state`` freed) on failure. */
+static PyObject *bind_state(void *state, const char *name, PyCapsule_Destructor destructor, PyMethodDef *def) {
+    PyObject *cap = PyCapsule_New(state, name, destructor);
+    if (!cap) {
+        free(state);
+        return NULL;
+    }
+    PyObject *f = PyCFunction_NewEx(def, cap, NULL);
+    Py_DECREF(cap);
+    return f;
+}
+
 /* An int argument as 64 bits (a pointer, a stream handle, a size): TypeError for anything else, OverflowError
  * out of range; a negative int is taken modulo 2^64 (a signed scalar's bit pattern). */
 static int as_u64(PyObject *o, u64 *out) {
@@ -139,6 +152,7 @@ static PyMethodDef launch_def = {"launch", (PyCFunction)(void (*)(void))launch_c
 
 /* launcher(fn, func, grid, block, shared_mem, values, slots, maps) -> launch */
 static PyObject *make_launcher(PyObject *mod, PyObject *args) {
+    (void)mod;
     PyObject *fn_o, *func_o, *grid, *block, *smem_o, *values, *slots, *maps;
     if (!PyArg_ParseTuple(args, "OOOOOOOO:launcher", &fn_o, &func_o, &grid, &block, &smem_o, &values, &slots, &maps))
         return NULL;
@@ -171,11 +185,7 @@ static PyObject *make_launcher(PyObject *mod, PyObject *args) {
     L->fn = (launch_fn)(uintptr_t)fn;
     L->func = (void *)(uintptr_t)func;
     L->smem = (unsigned)smem;
-    PyObject *cap = PyCapsule_New(L, LAUNCH_CAPSULE, free_capsule_launch);
-    if (!cap) goto fail;
-    PyObject *f = PyCFunction_NewEx(&launch_def, cap, NULL);
-    Py_DECREF(cap);
-    return f;
+    return bind_state(L, LAUNCH_CAPSULE, free_capsule_launch, &launch_def);
 fail:
     free(L);
     return NULL;
@@ -232,6 +242,7 @@ static PyMethodDef call_def = {"call", (PyCFunction)(void (*)(void))call_call, M
 
 /* caller(fn, values, slots) -> call */
 static PyObject *make_caller(PyObject *mod, PyObject *args) {
+    (void)mod;
     PyObject *fn_o, *values, *slots;
     if (!PyArg_ParseTuple(args, "OOO:caller", &fn_o, &values, &slots)) return NULL;
     call_t *C = (call_t *)calloc(1, sizeof(call_t));
@@ -245,11 +256,7 @@ static PyObject *make_caller(PyObject *mod, PyObject *args) {
         goto fail;
     }
     C->fn = (void *)(uintptr_t)fn;
-    PyObject *cap = PyCapsule_New(C, CALL_CAPSULE, free_capsule_call);
-    if (!cap) goto fail;
-    PyObject *f = PyCFunction_NewEx(&call_def, cap, NULL);
-    Py_DECREF(cap);
-    return f;
+    return bind_state(C, CALL_CAPSULE, free_capsule_call, &call_def);
 fail:
     free(C);
     return NULL;

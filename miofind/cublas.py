@@ -9,9 +9,9 @@ made and the heuristic's algorithm chosen at build time, per pointer alignment),
 writes the three data pointers into a prebuilt argument block (one per stream, with that stream's
 workspace) and calls ``cublasLtMatmul``: about a third of the host time of
 ``cublasGemmStridedBatchedEx``, which re-runs the heuristic on every call. Where cuBLASLt offers no
-algorithm for a shape, the classic API runs it (one handle per (device, thread), bound to the stream, with that stream's
-workspace). Workspaces are made before any capture, so that a captured GEMM never allocates. Only the
-calls miofind makes are bound.
+algorithm for a shape, the classic API runs it (one handle per (device, thread), bound to the stream,
+with that stream's workspace). Workspaces are made before any capture, so that a captured GEMM never
+allocates. Only the calls miofind makes are bound.
 """
 
 from __future__ import annotations
