@@ -102,9 +102,10 @@ static int int_list(PyObject *seq, u64 *out, int *n, int cap, const char *what) 
     return 0;
 }
 
-static int index_list(PyObject *seq, int *out, int *n, int bound, const char *what) {
+/* A sequence of at most cap indices below bound into out[0..n). */
+static int index_list(PyObject *seq, int *out, int *n, int cap, int bound, const char *what) {
     u64 tmp[MAX_PARAMS];
-    if (int_list(seq, tmp, n, MAX_PARAMS, what) < 0) return -1;
+    if (int_list(seq, tmp, n, cap, what) < 0) return -1;
     for (int i = 0; i < *n; i++) {
         if (tmp[i] >= (u64)bound) {
             PyErr_Format(PyExc_ValueError, "%s: index %llu out of range (%d entries)", what, (unsigned long long)tmp[i], bound);
@@ -163,8 +164,8 @@ static PyObject *make_launcher(PyObject *mod, PyObject *args) {
     if (as_u64(fn_o, &fn) < 0 || as_u64(func_o, &func) < 0 || as_u64(smem_o, &smem) < 0 ||
         int_list(grid, g, &ng, 3, "grid") < 0 || int_list(block, b, &nb, 3, "block") < 0 ||
         int_list(values, L->vals, &L->nparams, MAX_PARAMS, "values") < 0 ||
-        index_list(slots, L->slots, &L->nslots, L->nparams, "slots") < 0 ||
-        index_list(maps, L->maps, &L->nmaps, L->nparams, "maps") < 0)
+        index_list(slots, L->slots, &L->nslots, MAX_PARAMS, L->nparams, "slots") < 0 ||
+        index_list(maps, L->maps, &L->nmaps, MAX_PARAMS, L->nparams, "maps") < 0)
         goto fail;
     if (ng != 3 || nb != 3) {
         PyErr_SetString(PyExc_ValueError, "grid and block take 3 dimensions each");
@@ -249,7 +250,7 @@ static PyObject *make_caller(PyObject *mod, PyObject *args) {
     if (!C) return PyErr_NoMemory();
     u64 fn;
     if (as_u64(fn_o, &fn) < 0 || int_list(values, C->vals, &C->nargs, MAX_CALL_ARGS, "values") < 0 ||
-        index_list(slots, C->slots, &C->nslots, C->nargs, "slots") < 0)
+        index_list(slots, C->slots, &C->nslots, MAX_CALL_ARGS, C->nargs, "slots") < 0)
         goto fail;
     if (!fn || C->nargs < 1) {
         PyErr_SetString(PyExc_ValueError, "caller: a null function, or no arguments");

@@ -203,6 +203,9 @@ def test_native_caller_arities_and_slots():
         call3(1)
     with pytest.raises(ValueError):
         _native.caller(0, [1], ())
+    # more slots than a call has arguments is refused, not written past the caller's slot table
+    with pytest.raises(ValueError, match="at most"):
+        _native.caller(ctypes.cast(f16, ctypes.c_void_p).value, list(range(16)), [0] * (_native.MAX_CALL_ARGS + 1))
 
 
 def test_python_path_when_turned_off(monkeypatch):
