@@ -94,16 +94,14 @@ def _logical(shape: tuple[int, ...], layout: str) -> tuple[int, ...]:
 
 
 def _dense(shape: tuple[int, ...], channels_last: bool = False) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """(shape, element strides) of a dense tensor of ``shape``: row-major, or with ``channels_last`` torch's
-    channels_last(_3d) order of an (N, C, *spatial) shape (C fastest, then the spatial dims)."""
+    """(shape, strides) torch gives a dense tensor of ``shape``, contiguous or channels_last(_3d) (a meta
+    tensor's, as ``miofind.torch``'s forward plans take theirs)."""
+    import torch
+
     shape = tuple(int(v) for v in shape)
-    order = (0, *range(2, len(shape)), 1) if channels_last else tuple(range(len(shape)))
-    strides = [0] * len(shape)
-    step = 1
-    for d in reversed(order):
-        strides[d] = step
-        step *= max(shape[d], 1)
-    return shape, tuple(strides)
+    fmt = (torch.channels_last if len(shape) == 4 else torch.channels_last_3d) if channels_last else \
+        torch.contiguous_format
+    return shape, torch.empty(shape, device="meta", memory_format=fmt).stride()
 
 
 class Prepared:

@@ -732,7 +732,7 @@ def test_once_differentiable_wrapper_keeps_the_double_backward_error():
 
 def test_dense_output_strides_are_torchs():
     """``run_solution`` allocates outputs with ``torch.empty_strided`` of ``invokers._dense``: the strides torch
-    gives a dense tensor of that shape, contiguous or channels_last(_3d), size-1 dims included."""
+    gives an allocated dense tensor of that shape, contiguous or channels_last(_3d), size-1 dims included."""
     from miofind.invokers import _dense
 
     for shape in ((2, 3, 4, 5), (1, 8, 1, 1), (3, 1, 7, 1), (2, 3, 4, 5, 6), (1, 16, 1, 2, 1)):
