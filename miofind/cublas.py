@@ -12,6 +12,12 @@ workspace) and calls ``cublasLtMatmul``: about a third of the host time of
 algorithm for a shape, the classic API runs it (one handle per (device, thread), bound to the stream,
 with that stream's workspace). Workspaces are made before any capture, so that a captured GEMM never
 allocates. Only the calls miofind makes are bound.
+
+The heuristic's choice is kept between processes (``AlgoCache``): cuBLASLt documents its algorithm
+structure as serialisable for reuse with the same library version, and the first heuristic query of a
+process costs tens of milliseconds (its tables loaded). A file in the kernel cache, keyed by the library
+version, the device and the GEMM's whole description, spares a new process that query, as the cached
+cubins spare it NVRTC.
 """
 
 from __future__ import annotations
@@ -164,7 +170,9 @@ def lt_library():
             "cublasLtMatmulAlgoGetHeuristic": [vp, vp, vp, vp, vp, vp, vp, i, ctypes.POINTER(_HeuristicResult),
                                                ctypes.POINTER(i)],
             "cublasLtMatmul": [vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, sz, vp],
+            "cublasLtMatmulAlgoCheck": [vp, vp, vp, vp, vp, vp, vp, ctypes.POINTER(_HeuristicResult)],
         })
+        _lt.cublasLtGetVersion.argtypes, _lt.cublasLtGetVersion.restype = [], ctypes.c_size_t
         return _lt
 
 
@@ -195,6 +203,65 @@ def _align_of(p: int) -> int:
         if p % a == 0:
             return a
     return 2
+
+
+class AlgoCache:
+    """The heuristic's algorithm per GEMM description, kept in ``<kernel cache>/<name>`` (one JSON file per
+    cuBLASLt version and device) between processes. ``get`` answers from the file as read once per
+    process; ``put`` merges into the file as it is now and replaces it atomically (best effort: a
+    lost write only means a later process asks the heuristic again). ``MIOFIND_CUBLASLT_CACHE=0``
+    turns it off."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._name: str | None = None
+        self._entries: dict | None = None
+
+    def _file(self) -> str:
+        if self._name is None:
+            from .device import current_device
+            dev = current_device()
+            ver = int(lt_library().cublasLtGetVersion())
+            slug = "".join(ch if ch.isalnum() else "_" for ch in dev.db_name)
+            self._name = f"cublaslt-algos-{ver}-{slug}.json"
+        return self._name
+
+    def _load(self) -> dict:
+        if self._entries is None:
+            from .compile import read_cache_json
+            data = read_cache_json(self._file()) or {}
+            self._entries = {k: v for k, v in data.items() if _valid_entry(v)}
+        return self._entries
+
+    def get(self, key: str):
+        """(algo as 8 uint64, workspace bytes) stored for ``key``, or None."""
+        from . import env
+        if not env.cublaslt_cache():
+            return None
+        with self._lock:
+            v = self._load().get(key)
+        return (v[0], v[1]) if v is not None else None
+
+    def put(self, key: str, algo, workspace: int) -> None:
+        from . import env
+        if not env.cublaslt_cache():
+            return
+        from .compile import read_cache_json, write_cache_json
+        entry = [[int(a) for a in algo], int(workspace)]
+        with self._lock:
+            self._load()[key] = entry
+            now = {k: v for k, v in (read_cache_json(self._file()) or {}).items() if _valid_entry(v)}
+            now[key] = entry
+            write_cache_json(self._file(), now)
+
+
+def _valid_entry(v) -> bool:
+    return (isinstance(v, list) and len(v) == 2 and isinstance(v[0], list) and len(v[0]) == 8
+            and all(isinstance(a, int) and 0 <= a < 1 << 64 for a in v[0])
+            and isinstance(v[1], int) and 0 <= v[1] <= WORKSPACE_BYTES)
+
+
+algo_cache = AlgoCache()
 
 
 class LtGemm:
@@ -247,8 +314,32 @@ class LtGemm:
             _set(lib.cublasLtMatrixLayoutSetAttribute, lay, _LAYOUT_STRIDED_BATCH_OFFSET, stride, ctypes.c_int64)
         return lay.value
 
+    def _cache_key(self, align: tuple[int, int, int]) -> str:
+        return "-".join(str(v) for v in (*self.shape, *align, int(self.no_reduced_precision), WORKSPACE_BYTES))
+
     def _plan(self, align: tuple[int, int, int]):
-        """(algo buffer, workspace bytes it needs) for pointers of these alignments, or None."""
+        """(algo buffer, workspace bytes it needs) for pointers of these alignments, or None: the
+        heuristic's first algorithm, from ``algo_cache`` where an earlier process stored it."""
+        key = self._cache_key(align)
+        hit = algo_cache.get(key)
+        if hit is not None:
+            algo = (ctypes.c_uint64 * 8)(*hit[0])
+            if self._algo_ok(algo, hit[1]):
+                return algo, hit[1]
+        plan = self._heuristic(align)
+        if plan is not None:
+            algo_cache.put(key, plan[0], plan[1])
+        return plan
+
+    def _algo_ok(self, algo, workspace: int) -> bool:
+        """Whether cuBLASLt accepts a stored ``algo`` for this GEMM (``cublasLtMatmulAlgoCheck``) within
+        ``workspace`` bytes: a file from another build of the same version, or a damaged one, is not used."""
+        res = _HeuristicResult()
+        st = self.lib.cublasLtMatmulAlgoCheck(self.h, self.desc, self.adesc, self.bdesc, self.cdesc, self.cdesc,
+                                              ctypes.cast(algo, ctypes.c_void_p), ctypes.byref(res))
+        return st == 0 and res.workspaceSize <= workspace
+
+    def _heuristic(self, align: tuple[int, int, int]):
         lib = self.lib
         pref = ctypes.c_void_p()
         _check("cublasLtMatmulPreferenceCreate", lib.cublasLtMatmulPreferenceCreate(ctypes.byref(pref)))

@@ -740,3 +740,70 @@ def test_dense_output_strides_are_torchs():
             fmt = (torch.channels_last if len(shape) == 4 else torch.channels_last_3d) if cl else torch.contiguous_format
             t = torch.empty(shape, memory_format=fmt)
             assert _dense(shape, cl) == (tuple(t.shape), t.stride()), (shape, cl)
+
+
+# -- the host-aware choice -----------------------------------------------------------------------------
+
+def _answer_with_times(monkeypatch, times_ms: dict, source="db"):
+    """_policy's find answering every problem with ``times_ms`` (solver id -> GPU ms), fastest first."""
+    def find(problem):
+        sols = []
+        for sid, t in sorted(times_ms.items(), key=lambda kv: kv[1]):
+            s = Solution(sid, "a", t, 0, None, True, problem, source=source)
+            s.prepare = (lambda s=s: FakePrepared(s.problem, s.solver_id))
+            sols.append(s)
+        return FindResult(sols, problem=problem, source=source, elapsed_ms=1.0)
+    monkeypatch.setattr(_policy, "_find", find)
+
+
+def test_host_aware_choice_weighs_host_time(fake_find, monkeypatch):
+    from miofind.torch import _hostcost
+    monkeypatch.setattr(_hostcost, "table", lambda: ({"GemmFwdRest": 40.0, "ConvImplicitGemmFwd": 8.0,
+                                                      "ConvCudnnFwd": 20.0}, 20.0, 10.0))
+    monkeypatch.delenv("MIOFIND_TORCH_HOST_AWARE", raising=False)
+    # a small layer: the GEMM's 20 us kernel costs 50 us of host per call, the implicit GEMM's 24 us kernel 18
+    _answer_with_times(monkeypatch, {"GemmFwdRest": 0.020, "ConvImplicitGemmFwd": 0.024, "ConvCudnnFwd": 0.300})
+    p = _policy.problem_for("F", (1, 8, 6, 6), (4, 8, 3, 3), (1, 1), (1, 1), (1, 1), 1, torch.float32, False, False)
+    assert _policy.lookup(_key(p), lambda: p, 0, False).solver_id == "ConvImplicitGemmFwd"
+    assert mt.stats()["host_aware_picks"] == 1
+    # a large layer: GPU time dominates every cost, the find's order stands
+    q = p.with_direction("B")
+    _answer_with_times(monkeypatch, {"GemmFwdRest": 0.400, "ConvImplicitGemmFwd": 0.420})
+    assert _policy.lookup(_key(q), lambda: q, 0, False).solver_id == "GemmFwdRest"
+    # switched off: GPU time alone
+    monkeypatch.setenv("MIOFIND_TORCH_HOST_AWARE", "0")
+    _answer_with_times(monkeypatch, {"GemmFwdRest": 0.020, "ConvImplicitGemmFwd": 0.024})
+    r = p.with_direction("W")
+    assert _policy.lookup(_key(r), lambda: r, 0, False).solver_id == "GemmFwdRest"
+    assert mt.stats()["host_aware_picks"] == 1
+
+
+def test_host_cost_order_is_stable_and_falls_back(monkeypatch):
+    from types import SimpleNamespace
+
+    from miofind.torch import _hostcost
+    sols = [SimpleNamespace(solver_id=s, time_ms=t) for s, t in (("A", 0.005), ("B", 0.006), ("C", 0.007))]
+    monkeypatch.setattr(_hostcost, "table", lambda: ({"A": 30.0, "B": 30.0}, 30.0, 0.0))
+    assert [s.solver_id for s in _hostcost.order(sols)] == ["A", "B", "C"]     # equal costs: the find's order
+    assert _hostcost.host_us("unknown") == 30.0                                # the median for a missing solver
+    monkeypatch.setattr(_hostcost, "table", lambda: ({}, 0.0, 0.0))
+    assert _hostcost.order(sols) == sols
+
+
+def test_host_cost_table_file(tmp_path, monkeypatch):
+    from miofind.registry import get_solver
+    from miofind.torch import _hostcost
+    per, median, overhead = _hostcost.table()
+    assert per, "miofind/torch/host_us.json is missing or malformed"
+    for sid, us in per.items():
+        get_solver(sid)                     # every id is a registered solver's
+        assert 0 < us < 1000
+    assert 0 <= overhead < 1000 and min(per.values()) <= median <= max(per.values())
+    bad = tmp_path / "host_us.json"
+    bad.write_text("{\"host_us\": [1, 2]}")
+    monkeypatch.setattr(_hostcost, "TABLE", str(bad))
+    _hostcost.table.cache_clear()
+    try:
+        assert _hostcost.table() == ({}, 0.0, 0.0)
+    finally:
+        _hostcost.table.cache_clear()
