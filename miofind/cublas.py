@@ -23,11 +23,13 @@ cubins spare it NVRTC.
 from __future__ import annotations
 
 import ctypes
+import logging
 import threading
 
 from . import nvlib
 from .launch import native, native_function
 
+_log = logging.getLogger(__name__)
 _lib = None
 _lt = None
 _lock = threading.Lock()
@@ -170,7 +172,6 @@ def lt_library():
             "cublasLtMatmulAlgoGetHeuristic": [vp, vp, vp, vp, vp, vp, vp, i, ctypes.POINTER(_HeuristicResult),
                                                ctypes.POINTER(i)],
             "cublasLtMatmul": [vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, sz, vp],
-            "cublasLtMatmulAlgoCheck": [vp, vp, vp, vp, vp, vp, vp, ctypes.POINTER(_HeuristicResult)],
         })
         _lt.cublasLtGetVersion.argtypes, _lt.cublasLtGetVersion.restype = [], ctypes.c_size_t
         return _lt
@@ -318,26 +319,19 @@ class LtGemm:
         return "-".join(str(v) for v in (*self.shape, *align, int(self.no_reduced_precision), WORKSPACE_BYTES))
 
     def _plan(self, align: tuple[int, int, int]):
-        """(algo buffer, workspace bytes it needs) for pointers of these alignments, or None: the
-        heuristic's first algorithm, from ``algo_cache`` where an earlier process stored it."""
+        """(algo buffer, workspace bytes it needs, whether it came from ``algo_cache``) for pointers of these
+        alignments, or None: the heuristic's first algorithm, from ``algo_cache`` where an earlier process
+        stored it. A stored algorithm is not checked here (``cublasLtMatmulAlgoCheck`` costs as much as the
+        heuristic's first query): ``call`` asks the heuristic again if cuBLASLt refuses it."""
         key = self._cache_key(align)
         hit = algo_cache.get(key)
         if hit is not None:
-            algo = (ctypes.c_uint64 * 8)(*hit[0])
-            if self._algo_ok(algo, hit[1]):
-                return algo, hit[1]
+            return (ctypes.c_uint64 * 8)(*hit[0]), hit[1], True
         plan = self._heuristic(align)
-        if plan is not None:
-            algo_cache.put(key, plan[0], plan[1])
-        return plan
-
-    def _algo_ok(self, algo, workspace: int) -> bool:
-        """Whether cuBLASLt accepts a stored ``algo`` for this GEMM (``cublasLtMatmulAlgoCheck``) within
-        ``workspace`` bytes: a file from another build of the same version, or a damaged one, is not used."""
-        res = _HeuristicResult()
-        st = self.lib.cublasLtMatmulAlgoCheck(self.h, self.desc, self.adesc, self.bdesc, self.cdesc, self.cdesc,
-                                              ctypes.cast(algo, ctypes.c_void_p), ctypes.byref(res))
-        return st == 0 and res.workspaceSize <= workspace
+        if plan is None:
+            return None
+        algo_cache.put(key, plan[0], plan[1])
+        return (*plan, False)
 
     def _heuristic(self, align: tuple[int, int, int]):
         lib = self.lib
@@ -369,7 +363,7 @@ class LtGemm:
             plan = self._plans[align] = self._plan(align)
         if plan is None:
             return None
-        algo, need = plan
+        algo, need, stored = plan
         ws = _workspace(self.dev, stream) if need else 0
         vp = ctypes.c_void_p
         a, b, c = vp(0), vp(0), vp(0)
@@ -381,7 +375,7 @@ class LtGemm:
         if nat is not None:     # the same argument list, packed in C: a call writes A, B, C and D
             values = [v.value or 0 for v in block]
             fast = nat.caller(native_function(self.lib.cublasLtMatmul), values, (3, 5, 8, 10))
-        return block, a, b, c, algo, fast
+        return block, a, b, c, algo, fast, (align if stored else None)
 
     def call(self, stream: int, a: int, b: int, c: int) -> None:
         # pointers from a caching allocator are 256-byte aligned: that case keys on the stream alone
@@ -392,7 +386,7 @@ class LtGemm:
                 blk = self._args[key] = self._block(stream, (256, 256, 256) if key is stream else key[1:])
         if blk is None:
             return self._classic(stream, a, b, c)
-        block, pa, pb, pc, _, fast = blk
+        block, pa, pb, pc, _, fast, stored = blk
         if fast is not None:
             st = fast(a, b, c, c)
         else:
@@ -400,6 +394,18 @@ class LtGemm:
             with self._call_lock:
                 pa.value, pb.value, pc.value = a, b, c
                 st = self.lib.cublasLtMatmul(*block)
+        if st and stored is not None:
+            # cuBLASLt refused the stored algorithm (it validates one against the descriptors before any
+            # launch): the heuristic chooses again, its answer replaces the stored one, and the call is redone
+            _log.warning("cuBLASLt refused the stored algorithm for GEMM %s (status %d): asking its heuristic",
+                         self.shape, st)
+            with self._call_lock:
+                plan = self._heuristic(stored)
+                if plan is not None:
+                    algo_cache.put(self._cache_key(stored), plan[0], plan[1])
+                self._plans[stored] = None if plan is None else (*plan, False)
+                self._args = {}
+            return self.call(stream, a, b, c)
         if st:
             raise RuntimeError(f"cublasLtMatmul failed with cuBLAS status {st}")
 

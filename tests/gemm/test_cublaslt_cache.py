@@ -90,3 +90,41 @@ def test_planned_gemm_reused_from_the_file(tmp_path, monkeypatch):
     got = run(make())
     assert not asked, "the stored algorithm was not reused"
     assert cupy.allclose(got, want, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.gpu
+def test_a_refused_stored_algorithm_is_asked_again(tmp_path, monkeypatch):
+    """cuBLASLt refusing a stored algorithm (a status from cublasLtMatmul, here injected once) makes the
+    heuristic choose again; the call is redone and its result is right."""
+    import cupy
+
+    monkeypatch.setenv("MIOFIND_KERNEL_CACHE", str(tmp_path / "kc"))
+    monkeypatch.setattr(cublas, "algo_cache", cublas.AlgoCache())
+    m, n, k = 64, 48, 32
+    a = cupy.random.standard_normal((k, m), dtype=cupy.float32)
+    b = cupy.random.standard_normal((n, k), dtype=cupy.float32)
+    want = b.astype(cupy.float64) @ a.astype(cupy.float64)
+
+    def make():
+        return cublas.LtGemm(0, 0, m, n, k, cublas.R_32F, m, 0, k, 0, cublas.R_32F, m, 0, 1, cublas.COMPUTE_32F, 0,
+                             False)
+    c = cupy.empty((n, m), dtype=cupy.float32)
+    make().call(cupy.cuda.get_current_stream().ptr, a.data.ptr, b.data.ptr, c.data.ptr)    # stores it
+    monkeypatch.setattr(cublas, "algo_cache", cublas.AlgoCache())
+    g = make()
+    real_block, refused, asked = cublas.LtGemm._block, [], []
+
+    def block(self, stream, align):
+        blk = real_block(self, stream, align)
+        if blk is not None and blk[6] is not None and not refused:          # from the file: refuse it once
+            refused.append(align)
+            return (*blk[:5], (lambda *ptrs: 15), blk[6])                     # CUBLAS_STATUS_NOT_SUPPORTED
+        return blk
+    monkeypatch.setattr(cublas.LtGemm, "_block", block)
+    real_h = cublas.LtGemm._heuristic
+    monkeypatch.setattr(cublas.LtGemm, "_heuristic", lambda self, al: asked.append(al) or real_h(self, al))
+    c.fill(cupy.nan)
+    g.call(cupy.cuda.get_current_stream().ptr, a.data.ptr, b.data.ptr, c.data.ptr)
+    cupy.cuda.runtime.deviceSynchronize()
+    assert refused and asked == refused
+    assert cupy.allclose(c, want, rtol=1e-4, atol=1e-3)
