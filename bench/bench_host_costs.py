@@ -1,6 +1,5 @@
 """Host time per call of every verified solution of real layers, through miofind.torch's ``Entry`` (the
-call a PyTorch model makes per convolution): the table of miofind.torch's host-aware choice
-(``miofind/torch/host_us.json``, read by ``miofind/torch/_hostcost.py``).
+call a PyTorch model makes per convolution): where a model's host time goes, per solver.
 
 For each config (data type, layout, batch), each chosen layer of ``--model`` and each direction, the
 FindDBs' verified solutions are prepared and called with torch tensors (a new output per call, as
@@ -10,7 +9,7 @@ host_us``), all solutions of a problem interleaved burst by burst, beside ``torc
 ``miofind.torch.conv2d`` call minus the Entry call of the solution it chose, on the F problems.
 
     python bench/bench_host_costs.py --out DIR [--model resnet50] [--configs FP32:NCHW:1,FP16:NHWC:32]
-        [--layers 6] [--calls 2000] [--deadline 240] [--write-table miofind/torch/host_us.json]
+        [--layers 6] [--calls 2000] [--deadline 240]
 """
 
 from __future__ import annotations
@@ -143,12 +142,14 @@ def main(argv=None) -> int:
     ap.add_argument("--directions", default="F,B,W")
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--deadline", type=float, default=240.0, help="seconds; problems after it are skipped")
-    ap.add_argument("--write-table", help="also write the summary as miofind.torch's table (host_us.json)")
     args = ap.parse_args(argv)
     import torch
 
     from miofind.models import model_layers
 
+    # FP32 without TF32, as bench_models times it (and as the problems above are keyed): miofind.torch's own
+    # path then looks up the same problems
+    torch.backends.cudnn.allow_tf32 = False
     t0 = time.monotonic()
     os.makedirs(args.out, exist_ok=True)
     meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
@@ -170,12 +171,6 @@ def main(argv=None) -> int:
         json.dump({"meta": meta, "summary": summary, "rows": rows}, f, indent=1)
     with open(os.path.join(args.out, "host_costs.md"), "w") as f:
         f.write(markdown(summary, rows, meta))
-    if args.write_table:
-        with open(args.write_table, "w") as f:
-            json.dump({"about": "host us per call of each solver through miofind.torch (miofind/torch/_hostcost.py)",
-                       "device": meta["device"], "command": meta["command"],
-                       "call_overhead_us": summary["call_overhead_us"], "host_us": summary["host_us"]}, f, indent=1)
-            f.write("\n")
     print(markdown(summary, [], meta))
     return 0
 

@@ -236,7 +236,6 @@ def run_config(name: str, config: str, args) -> dict:
     train, batch, amp = parse(config)
     xs, ys = inputs(name, batch, amp, max(args.steps, 4))
     row = {"model": name, "config": config}
-    picks0 = _picks()
     sides = {}
     for backend in ("cudnn", "miofind"):
         model = prepare(build(name), train, amp, backend)
@@ -256,15 +255,10 @@ def run_config(name: str, config: str, args) -> dict:
         # effect, timed in the same rounds; the path switches before each miofind side's round
         model = prepare(build(name), train, amp, "miofind")
         sides["miofind-python"] = (model, stepper(model, train, amp))
-    if args.compare_gpu_choice:
-        # miofind once more, choosing each problem's solution by GPU time alone (MIOFIND_TORCH_HOST_AWARE=0):
-        # the host-aware choice's effect, timed in the same rounds; the choice switches before each side's round
-        model = prepare(build(name), train, amp, "miofind")
-        sides["miofind-gpu-choice"] = (model, stepper(model, train, amp))
     from launch_paths import set_path
     rounds = {b: [] for b in sides}
     row["loadavg_1min"] = []     # other work on the host's CPUs (background compiles, neighbours)
-    path, choice = "native", "host"
+    path = "native"
     for r in range(args.rounds):
         row["loadavg_1min"].append(os.getloadavg()[0])
         for backend, (model, step) in sides.items():
@@ -274,17 +268,9 @@ def run_config(name: str, config: str, args) -> dict:
             if args.python_path and backend != "cudnn" and want != path:
                 set_path(want)          # every problem is looked up and prepared again: warm-up steps
                 path, warm = want, max(warm, 3)
-            want_choice = "gpu" if backend == "miofind-gpu-choice" else "host"
-            if args.compare_gpu_choice and backend != "cudnn" and want_choice != choice:
-                set_choice(want_choice)
-                choice, warm = want_choice, max(warm, 3)
             rounds[backend].append(median_ms(step, xs, ys, warm, args.iters))
-            if backend == "miofind" and r == 0:
-                row["host_aware_picks"] = _picks() - picks0     # of the problems this model's step prepared
     if path != "native":
         set_path("native")
-    if choice != "host":
-        set_choice("host")
     for backend, (model, step) in sides.items():
         torch.backends.cudnn.benchmark = backend == "cudnn"
         row[f"{backend}_ms"] = statistics.median(rounds[backend])
@@ -296,8 +282,6 @@ def run_config(name: str, config: str, args) -> dict:
     row["speedup"] = row["cudnn_ms"] / row["miofind_ms"]
     if "miofind-python_ms" in row:
         row["speedup_python_path"] = row["cudnn_ms"] / row["miofind-python_ms"]
-    if "miofind-gpu-choice_ms" in row:
-        row["speedup_gpu_choice"] = row["cudnn_ms"] / row["miofind-gpu-choice_ms"]
     if not args.skip_first:
         env = {k: v for k, v in os.environ.items() if k not in ("MIOFIND_SYSTEM_DB",)}
         with tempfile.TemporaryDirectory() as d:
@@ -315,20 +299,6 @@ def run_config(name: str, config: str, args) -> dict:
         row["vs_cudnn"] = differences(trajectory(name, train, amp, "miofind", xs, ys, args.steps), ref)
         row["cudnn_vs_cudnn"] = differences(trajectory(name, train, amp, "cudnn", xs, ys, args.steps), ref)
     return row
-
-
-def set_choice(choice: str) -> None:
-    """miofind.torch's choice from now on: host-aware ("host") or by GPU time alone ("gpu"); every problem
-    is looked up again (FindDB hits) and its solution prepared (invokers stay cached)."""
-    import miofind.torch
-    os.environ["MIOFIND_TORCH_HOST_AWARE"] = "1" if choice == "host" else "0"
-    miofind.torch.clear()
-
-
-def _picks() -> int:
-    """How many of the problems miofind.torch prepared so far it chose by host time (``stats``)."""
-    import miofind.torch
-    return miofind.torch.stats()["host_aware_picks"]
 
 
 def markdown(rows, meta) -> str:
@@ -361,16 +331,6 @@ def markdown(rows, meta) -> str:
             out.append(f"| {r['model']} | {r['config']} | {f(r['cudnn_ms'], 2)} | {f(r['miofind_ms'], 2)} | "
                        f"{f(r['miofind-python_ms'], 2)} | {f(r['speedup'], 2, 'x')} | "
                        f"{f(r['speedup_python_path'], 2, 'x')} |")
-    gc = [r for r in rows if "miofind-gpu-choice_ms" in r]
-    if gc:
-        out += ["", "The host-aware choice (default) against the choice by GPU time alone (`MIOFIND_TORCH_HOST_AWARE=0`), "
-                "both sides of miofind timed in the same alternating rounds as cuDNN:", "",
-                "| model | config | cuDNN ms | miofind ms, host-aware | miofind ms, GPU time alone | speedup host-aware "
-                "| speedup GPU time alone |", "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
-        for r in gc:
-            out.append(f"| {r['model']} | {r['config']} | {f(r['cudnn_ms'], 2)} | {f(r['miofind_ms'], 2)} | "
-                       f"{f(r['miofind-gpu-choice_ms'], 2)} | {f(r['speedup'], 2, 'x')} | "
-                       f"{f(r['speedup_gpu_choice'], 2, 'x')} |")
     return "\n".join(out) + "\n"
 
 
@@ -387,9 +347,6 @@ def main(argv=None) -> int:
     ap.add_argument("--python-path", action="store_true",
                     help="also time miofind with its launches through ctypes and CuPy (MIOFIND_NATIVE=0), in the "
                          "same alternating rounds: the native launcher's effect")
-    ap.add_argument("--compare-gpu-choice", action="store_true",
-                    help="also time miofind choosing by GPU time alone (MIOFIND_TORCH_HOST_AWARE=0), in the same "
-                         "alternating rounds: the host-aware choice's effect")
     ap.add_argument("--profile", action="store_true",
                     help="also profile each side (GPU busy time, host queue time, top kernels, chosen solvers)")
     ap.add_argument("--fuse", action="store_true",

@@ -12,24 +12,16 @@ workspace) and calls ``cublasLtMatmul``: about a third of the host time of
 algorithm for a shape, the classic API runs it (one handle per (device, thread), bound to the stream,
 with that stream's workspace). Workspaces are made before any capture, so that a captured GEMM never
 allocates. Only the calls miofind makes are bound.
-
-The heuristic's choice is kept between processes (``AlgoCache``): cuBLASLt documents its algorithm
-structure as serialisable for reuse with the same library version, and the first heuristic query of a
-process costs tens of milliseconds (its tables loaded). A file in the kernel cache, keyed by the library
-version, the device and the GEMM's whole description, spares a new process that query, as the cached
-cubins spare it NVRTC.
 """
 
 from __future__ import annotations
 
 import ctypes
-import logging
 import threading
 
 from . import nvlib
 from .launch import native, native_function
 
-_log = logging.getLogger(__name__)
 _lib = None
 _lt = None
 _lock = threading.Lock()
@@ -173,7 +165,6 @@ def lt_library():
                                                ctypes.POINTER(i)],
             "cublasLtMatmul": [vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, sz, vp],
         })
-        _lt.cublasLtGetVersion.argtypes, _lt.cublasLtGetVersion.restype = [], ctypes.c_size_t
         return _lt
 
 
@@ -204,65 +195,6 @@ def _align_of(p: int) -> int:
         if p % a == 0:
             return a
     return 2
-
-
-class AlgoCache:
-    """The heuristic's algorithm per GEMM description, kept in ``<kernel cache>/<name>`` (one JSON file per
-    cuBLASLt version and device) between processes. ``get`` answers from the file as read once per
-    process; ``put`` merges into the file as it is now and replaces it atomically (best effort: a
-    lost write only means a later process asks the heuristic again). ``MIOFIND_CUBLASLT_CACHE=0``
-    turns it off."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._name: str | None = None
-        self._entries: dict | None = None
-
-    def _file(self) -> str:
-        if self._name is None:
-            from .device import current_device
-            dev = current_device()
-            ver = int(lt_library().cublasLtGetVersion())
-            slug = "".join(ch if ch.isalnum() else "_" for ch in dev.db_name)
-            self._name = f"cublaslt-algos-{ver}-{slug}.json"
-        return self._name
-
-    def _load(self) -> dict:
-        if self._entries is None:
-            from .compile import read_cache_json
-            data = read_cache_json(self._file()) or {}
-            self._entries = {k: v for k, v in data.items() if _valid_entry(v)}
-        return self._entries
-
-    def get(self, key: str):
-        """(algo as 8 uint64, workspace bytes) stored for ``key``, or None."""
-        from . import env
-        if not env.cublaslt_cache():
-            return None
-        with self._lock:
-            v = self._load().get(key)
-        return (v[0], v[1]) if v is not None else None
-
-    def put(self, key: str, algo, workspace: int) -> None:
-        from . import env
-        if not env.cublaslt_cache():
-            return
-        from .compile import read_cache_json, write_cache_json
-        entry = [[int(a) for a in algo], int(workspace)]
-        with self._lock:
-            self._load()[key] = entry
-            now = {k: v for k, v in (read_cache_json(self._file()) or {}).items() if _valid_entry(v)}
-            now[key] = entry
-            write_cache_json(self._file(), now)
-
-
-def _valid_entry(v) -> bool:
-    return (isinstance(v, list) and len(v) == 2 and isinstance(v[0], list) and len(v[0]) == 8
-            and all(isinstance(a, int) and 0 <= a < 1 << 64 for a in v[0])
-            and isinstance(v[1], int) and 0 <= v[1] <= WORKSPACE_BYTES)
-
-
-algo_cache = AlgoCache()
 
 
 class LtGemm:
@@ -315,25 +247,8 @@ class LtGemm:
             _set(lib.cublasLtMatrixLayoutSetAttribute, lay, _LAYOUT_STRIDED_BATCH_OFFSET, stride, ctypes.c_int64)
         return lay.value
 
-    def _cache_key(self, align: tuple[int, int, int]) -> str:
-        return "-".join(str(v) for v in (*self.shape, *align, int(self.no_reduced_precision), WORKSPACE_BYTES))
-
     def _plan(self, align: tuple[int, int, int]):
-        """(algo buffer, workspace bytes it needs, whether it came from ``algo_cache``) for pointers of these
-        alignments, or None: the heuristic's first algorithm, from ``algo_cache`` where an earlier process
-        stored it. A stored algorithm is not checked here (``cublasLtMatmulAlgoCheck`` costs as much as the
-        heuristic's first query): ``call`` asks the heuristic again if cuBLASLt refuses it."""
-        key = self._cache_key(align)
-        hit = algo_cache.get(key)
-        if hit is not None:
-            return (ctypes.c_uint64 * 8)(*hit[0]), hit[1], True
-        plan = self._heuristic(align)
-        if plan is None:
-            return None
-        algo_cache.put(key, plan[0], plan[1])
-        return (*plan, False)
-
-    def _heuristic(self, align: tuple[int, int, int]):
+        """(algo buffer, workspace bytes it needs) for pointers of these alignments, or None."""
         lib = self.lib
         pref = ctypes.c_void_p()
         _check("cublasLtMatmulPreferenceCreate", lib.cublasLtMatmulPreferenceCreate(ctypes.byref(pref)))
@@ -363,7 +278,7 @@ class LtGemm:
             plan = self._plans[align] = self._plan(align)
         if plan is None:
             return None
-        algo, need, stored = plan
+        algo, need = plan
         ws = _workspace(self.dev, stream) if need else 0
         vp = ctypes.c_void_p
         a, b, c = vp(0), vp(0), vp(0)
@@ -375,7 +290,7 @@ class LtGemm:
         if nat is not None:     # the same argument list, packed in C: a call writes A, B, C and D
             values = [v.value or 0 for v in block]
             fast = nat.caller(native_function(self.lib.cublasLtMatmul), values, (3, 5, 8, 10))
-        return block, a, b, c, algo, fast, (align if stored else None)
+        return block, a, b, c, algo, fast
 
     def call(self, stream: int, a: int, b: int, c: int) -> None:
         # pointers from a caching allocator are 256-byte aligned: that case keys on the stream alone
@@ -386,7 +301,7 @@ class LtGemm:
                 blk = self._args[key] = self._block(stream, (256, 256, 256) if key is stream else key[1:])
         if blk is None:
             return self._classic(stream, a, b, c)
-        block, pa, pb, pc, _, fast, stored = blk
+        block, pa, pb, pc, _, fast = blk
         if fast is not None:
             st = fast(a, b, c, c)
         else:
@@ -394,18 +309,6 @@ class LtGemm:
             with self._call_lock:
                 pa.value, pb.value, pc.value = a, b, c
                 st = self.lib.cublasLtMatmul(*block)
-        if st and stored is not None:
-            # cuBLASLt refused the stored algorithm (it validates one against the descriptors before any
-            # launch): the heuristic chooses again, its answer replaces the stored one, and the call is redone
-            _log.warning("cuBLASLt refused the stored algorithm for GEMM %s (status %d): asking its heuristic",
-                         self.shape, st)
-            with self._call_lock:
-                plan = self._heuristic(stored)
-                if plan is not None:
-                    algo_cache.put(self._cache_key(stored), plan[0], plan[1])
-                self._plans[stored] = None if plan is None else (*plan, False)
-                self._args = {}
-            return self.call(stream, a, b, c)
         if st:
             raise RuntimeError(f"cublasLtMatmul failed with cuBLAS status {st}")
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 __all__ = ["VARIABLES", "EnvVar", "FIND_MODES", "FindEnforce", "find_mode", "find_enforce", "user_db_url",
            "system_db", "log_level", "kernel_cache_dir", "cudnn_plans", "cudnn_execute", "import_key", "isolate",
-           "with_naive", "native", "cut_factor", "cublaslt_cache", "torch_host_aware", "DEFAULT_CUT_FACTOR", "specialize", "QUIET"]
+           "with_naive", "native", "cut_factor", "DEFAULT_CUT_FACTOR", "specialize", "QUIET"]
 
 FIND_MODES = ("normal", "fast", "hybrid", "dynamic_hybrid", "benchmark")
 
@@ -100,14 +100,6 @@ VARIABLES: tuple[EnvVar, ...] = (
     EnvVar("MIOFIND_NATIVE", "whether kernel launches and the cuBLASLt/cuFFT calls of a prepared solution go through "
            "miofind's native extension (`miofind._native`, built at install where a C compiler is found) or through "
            "ctypes and CuPy", "1 (default: native where built), 0 (the pure-Python path)", ""),
-    EnvVar("MIOFIND_CUBLASLT_CACHE", "whether the algorithm cuBLASLt's heuristic picks for a GEMM of an im2col-GEMM "
-           "or Winograd solution is kept in the kernel cache directory (one file per cuBLASLt version and device), "
-           "so that a new process skips the heuristic's first query", "1 (default: keep and reuse), 0 (ask the "
-           "heuristic in every process)", ""),
-    EnvVar("MIOFIND_TORCH_HOST_AWARE", "whether miofind.torch chooses each problem's solution by its estimated "
-           "cost per call in a model, the larger of its GPU time and its host time (the host time of each solver's "
-           "call, measured by `bench/bench_host_costs.py`), or by GPU time alone as a find ranks them",
-           "1 (default: host-aware), 0 (GPU time alone)", ""),
 )
 
 DEFAULT_CUT_FACTOR = 3.0
@@ -321,16 +313,6 @@ def torch_fuse_bias() -> bool:
 def native() -> bool:
     """``MIOFIND_NATIVE``: whether the hot path may use the native extension (1, unset) or stays in Python (0)."""
     return _switch("MIOFIND_NATIVE", True, "launches through miofind._native where it is built")
-
-
-def cublaslt_cache() -> bool:
-    """``MIOFIND_CUBLASLT_CACHE``: whether cuBLASLt's chosen algorithms are kept between processes (1, unset)."""
-    return _switch("MIOFIND_CUBLASLT_CACHE", True, "keep the heuristic's algorithms in the kernel cache")
-
-
-def torch_host_aware() -> bool:
-    """``MIOFIND_TORCH_HOST_AWARE``: whether miofind.torch weighs host time into its choice (1, unset) or not (0)."""
-    return _switch("MIOFIND_TORCH_HOST_AWARE", True, "choose by the larger of GPU and host time per call")
 
 
 def with_naive() -> bool:

@@ -3,11 +3,9 @@
 The first time a process meets a problem (shapes, strides, pads, dilations, groups, data type,
 layout, direction, math mode, deterministic or not, device), it asks ``miofind.find_solutions``
 in the find mode of ``MIOFIND_FIND_MODE`` (default normal): the FindDBs (user over shipped) answer
-when they know the problem, else the problem is benchmarked and stored. The cheapest solution per
-call in a model (``_hostcost``: the larger of its GPU time and its host time; GPU time alone with
-``MIOFIND_TORCH_HOST_AWARE=0``), among the deterministic ones under
-``torch.use_deterministic_algorithms(True)``, is prepared and kept. Every later call is one dict
-lookup. ``stats()`` counts what the misses cost.
+when they know the problem, else the problem is benchmarked and stored. The fastest solution
+(among the deterministic ones under ``torch.use_deterministic_algorithms(True)``) is prepared and
+kept. Every later call is one dict lookup. ``stats()`` counts what the misses cost.
 """
 
 from __future__ import annotations
@@ -25,7 +23,7 @@ log = logging.getLogger(__name__)
 _DTYPES = {torch.float32: "FP32", torch.float16: "FP16", torch.bfloat16: "BF16"}
 SUPPORTED_DTYPES = frozenset(_DTYPES)
 
-_stats = {"lookups": 0, "db_hits": 0, "finds_run": 0, "predicted": 0, "find_ms": 0.0, "host_aware_picks": 0}
+_stats = {"lookups": 0, "db_hits": 0, "finds_run": 0, "predicted": 0, "find_ms": 0.0}
 _table: dict[tuple, "Entry"] = {}
 _lock = threading.Lock()
 _on_clear: list = []     # callables run by ``clear`` (functional's forward plans hold Entries)
@@ -39,9 +37,8 @@ def stats() -> dict:
     """Counters since the start (or ``reset_stats``): ``lookups`` (problems this process met for the
     first time, each one ``find_solutions`` call), ``db_hits`` (of those, answered from a FindDB),
     ``finds_run`` (benchmarked: the FindDBs did not know them), ``predicted`` (fast mode's
-    predictions), ``find_ms`` (wall time of those calls, milliseconds), ``host_aware_picks`` (problems
-    whose solution is not the GPU-fastest because its host time per call is lower: ``_hostcost``), and
-    ``problems`` (how many are prepared now)."""
+    predictions), ``find_ms`` (wall time of those calls, milliseconds), and ``problems`` (how many
+    are prepared now)."""
     out = dict(_stats)
     out["problems"] = len(_table)
     return out
@@ -50,7 +47,7 @@ def stats() -> dict:
 def reset_stats() -> None:
     """Zero the counters (the prepared problems stay)."""
     with _lock:
-        _stats.update(lookups=0, db_hits=0, finds_run=0, predicted=0, find_ms=0.0, host_aware_picks=0)
+        _stats.update(lookups=0, db_hits=0, finds_run=0, predicted=0, find_ms=0.0)
 
 
 def clear() -> None:
@@ -291,18 +288,8 @@ def _choose(problem: ProblemDescription, det: bool, dev: int) -> Entry:
         fails = "; ".join(f"{f.solver_id}: {f.reason}" for f in getattr(res, "failures", ())[:5])
         raise RuntimeError(f"miofind has no {'deterministic ' if det else ''}solution for {problem.key()}"
                            + (f" ({fails})" if fails else ""))
-    from .. import env
-    if env.torch_host_aware():
-        from . import _hostcost
-        ordered = _hostcost.order(sols)
-        if ordered[0] is not sols[0]:
-            _stats["host_aware_picks"] += 1
-            log.info("miofind.torch: %s for %s (%.1f us GPU, cheaper per call than %s at %.1f us GPU)",
-                     ordered[0].solver_id, problem.key(), ordered[0].time_ms * 1e3, sols[0].solver_id,
-                     sols[0].time_ms * 1e3)
-        sols = ordered
     errors = []
-    for s in sols:   # cheapest first; one that cannot be prepared here (e.g. a cuDNN plan) yields to the next
+    for s in sols:   # fastest first; one that cannot be prepared here (e.g. a cuDNN plan) yields to the next
         try:
             return Entry(s.prepare(), s.solver_id, src, dev)
         except Exception as e:
