@@ -93,6 +93,12 @@ FIND_CUT_FACTOR = DEFAULT_CUT_FACTOR
 # nor what it stores. It is listed as a cut solution, not recorded as a failure (its solver has a
 # fully timed config).
 CONFIG_CUT_FACTOR = 1.25
+# And once a solver has a fully timed config, CONFIG_STOP_AFTER_CUTS of its later configs cut in a row
+# end its configs: the rest are not measured (counted in the timing breakdown's ``configs_stopped``).
+# cuDNN's plans come in its heuristic's order, and in the finds of ResNet-50's first training step
+# (bench/results/cold-find/, 408 finds) no plan after three such cuts was the find's winner by more than
+# 0.2%, while those plans cost 11-30% of cuDNN's verify and timing time (slow fallback engines among them).
+CONFIG_STOP_AFTER_CUTS = 3
 
 
 # -- arguments ---------------------------------------------------------------------------------
@@ -605,8 +611,10 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
     ``compile_ms`` (wall time of the parallel compilation, ``reference_compile_ms`` its reference
     part), ``isolate_ms``, ``reference_ms`` (computing the float64 reference; 0 with
     ``reference_shared`` when a live harness of the problem had it), ``verify_ms``, ``timing_ms``
-    (sums over the candidates) and ``candidates``: per measured (solver, config), its compile,
-    verify and timing wall times, timed runs, median and whether it was cut."""
+    (sums over the candidates), ``configs_stopped`` (configs not measured: their solver had a fully
+    timed config and then CONFIG_STOP_AFTER_CUTS cut ones in a row) and ``candidates``: per measured
+    (solver, config), its compile, verify and timing wall times, timed runs, median and whether it was
+    cut."""
     failures: list[Failure] = []
     ws_skipped = False
     todo = []
@@ -638,10 +646,12 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
     timing["reference_ms"] = h.reference_ms if fresh else 0.0
     timing["reference_shared"] = not fresh
     timing["verify_ms"] = timing["timing_ms"] = 0.0
+    timing["configs_stopped"] = 0
     per = timing["candidates"] = []
     sols, cut_listed = [], {}
     best_ms = math.inf
     solver_best: dict[str, float] = {}    # each solver's best fully timed median so far
+    cuts_since: dict[str, int] = {}       # each solver's configs cut in a row since its last fully timed one
     for i, ((s, cfg), (sol, inv)) in enumerate(zip(todo, prepared)):
         if isinstance(sol, Failure):
             failures.append(sol)
@@ -651,8 +661,11 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
                                     f"workspace, limit {workspace_limit}"))
             ws_skipped = True
             continue
-        cut_ms = cut_factor * best_ms if cut_factor and math.isfinite(best_ms) else None
         own = solver_best.get(s.id)
+        if cut_factor and own is not None and cuts_since.get(s.id, 0) >= CONFIG_STOP_AFTER_CUTS:
+            timing["configs_stopped"] += 1
+            continue
+        cut_ms = cut_factor * best_ms if cut_factor and math.isfinite(best_ms) else None
         if cut_factor and own is not None and (cut_ms is None or CONFIG_CUT_FACTOR * own < cut_ms):
             cut_ms = CONFIG_CUT_FACTOR * own
         try:
@@ -684,6 +697,7 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
         else:
             best_ms = min(best_ms, m.time_ms)
             solver_best[s.id] = min(solver_best.get(s.id, math.inf), m.time_ms)
+        cuts_since[s.id] = cuts_since.get(s.id, 0) + 1 if m.cut else 0
         sols.append(out)
     # a solver that offered several configs (e.g. one per cuDNN plan) keeps its fastest, as MIOpen
     # keeps the best per solver; a fully timed config beats a cut one

@@ -310,3 +310,32 @@ def test_a_later_config_clearly_slower_than_its_solvers_best_is_cut(fake, monkey
     sols, failures, _ = find.benchmark(P, [s0, s1], None, True, 3, 10, None, timing=timing,
                                        configs=lambda s: [None] if s is s0 else ["a", "b", "c"], cut_factor=0)
     assert not any(c["cut"] for c in timing["candidates"]) and failures == []
+
+
+def test_a_solvers_configs_stop_after_three_cut_in_a_row(fake, monkeypatch):
+    """Once a solver has a fully timed config, CONFIG_STOP_AFTER_CUTS of its later configs cut in a row
+    end its configs (cuDNN's plans come in its heuristic's order): the rest are not measured and are
+    counted in ``configs_stopped``. Cuts before its first fully timed config do not count; without early
+    stop every config is timed."""
+    times, order, _, _ = fake
+    s0, s1 = find.candidates(P)[0][:2]
+    cfgs = ["c0", "a", "c1", "c2", "b", "c3", "c4", "c5", "late"]
+    times.update({(s0.id, None): 1.0, (s1.id, "a"): 2.0, (s1.id, "b"): 2.2, (s1.id, "late"): 1.5,
+                  **{(s1.id, c): 9.0 for c in cfgs if c.startswith("c")}})
+
+    def prep(problem, todo, verify=True, **k):
+        return [(type("S", (), {"workspace_bytes": 0, "config": c})(), (s.id, c)) for s, c in todo], None
+
+    monkeypatch.setattr(find, "prepare_all", prep)
+    assert find.CONFIG_STOP_AFTER_CUTS == 3
+    timing: dict = {}
+    sols, failures, _ = find.benchmark(P, [s0, s1], None, True, 3, 10, None, timing=timing,
+                                       configs=lambda s: [None] if s is s0 else cfgs, cut_factor=3.0)
+    # c0 is cut before any config of s1 is timed; b resets the run after c1, c2; c3-c5 end it
+    assert [c["config"] for c in timing["candidates"]][1:] == ["c0", "a", "c1", "c2", "b", "c3", "c4", "c5"]
+    assert timing["configs_stopped"] == 1 and order[-1] == (s1.id, "c5")
+    best = {s.solver_id: s for s in sols}[s1.id]
+    assert (best.config, best.time_ms, best.cut) == ("a", 2.0, False) and failures == []
+    sols, _, _ = find.benchmark(P, [s0, s1], None, True, 3, 10, None, timing=timing,
+                                configs=lambda s: [None] if s is s0 else cfgs, cut_factor=0)
+    assert timing["configs_stopped"] == 0 and {s.solver_id: s for s in sols}[s1.id].config == "late"
