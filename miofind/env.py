@@ -90,7 +90,8 @@ VARIABLES: tuple[EnvVar, ...] = (
            "nothing else applies)", "1 (time them), 0 (default: leave them out)", ""),
     EnvVar("MIOFIND_CUT_FACTOR", "early stop of a find: a candidate whose first 2 warm-up runs, or else whose "
            "first 3 timed runs, all take at least this many times the best median so far stops being timed (and, "
-           "while this is on, a solver's later config at 1.25x that solver's best); it is reported as cut and "
+           "while this is on, a solver's later config at 1.25x that solver's best; after three such cuts in a row its "
+           "remaining configs, e.g. cuDNN's later plans, are not measured); it is reported as cut and "
            "unverified, and recorded in the user FindDB as cut rather than as a measured record",
            "a number of at least 1 (default 3), or 0 to time every candidate fully", ""),
     EnvVar("MIOFIND_SPECIALIZE", "how a find on a miss gets the shape-specialised kernels of solvers that have a "
