@@ -174,6 +174,11 @@ def test_benchmark_cuts_clearly_losing_candidates_and_reports_them(fake):
     assert not any(s.cut for s in sols) and failures == [] and len(made) == 2
 
 
+def _prepare_configs(problem, todo, verify=True, **k):
+    """``find.prepare_all`` for the fake harness: each (solver, config) prepared, its invoker the pair."""
+    return [(type("S", (), {"workspace_bytes": 0, "config": c})(), (s.id, c)) for s, c in todo], None
+
+
 def test_a_fully_timed_config_beats_a_cut_one_of_the_same_solver(fake, monkeypatch):
     """What the FindDB can store wins: config b, fully timed (its fastest run under the cut, a noisy
     median of 5 ms), over config a, cut at a 4 ms median."""
@@ -182,10 +187,7 @@ def test_a_fully_timed_config_beats_a_cut_one_of_the_same_solver(fake, monkeypat
     times.update({(s0.id, None): 1.0, (s1.id, "a"): 4.0,
                   (s1.id, "b"): Measurement(5.0, 2.0, 6.0, 1e-7, runs=10)})
 
-    def prep(problem, todo, verify=True, **k):
-        return [(type("S", (), {"workspace_bytes": 0, "config": c})(), (s.id, c)) for s, c in todo], None
-
-    monkeypatch.setattr(find, "prepare_all", prep)
+    monkeypatch.setattr(find, "prepare_all", _prepare_configs)
     sols, failures, _ = find.benchmark(P, [s0, s1], None, True, 3, 10, None,
                                        configs=lambda s: [None] if s is s0 else ["a", "b"], cut_factor=3.0)
     best = {s.solver_id: s for s in sols}[s1.id]
@@ -296,10 +298,7 @@ def test_a_later_config_clearly_slower_than_its_solvers_best_is_cut(fake, monkey
     s0, s1 = find.candidates(P)[0][:2]
     times.update({(s0.id, None): 1.0, (s1.id, "a"): 2.0, (s1.id, "b"): 2.4, (s1.id, "c"): 2.6})
 
-    def prep(problem, todo, verify=True, **k):
-        return [(type("S", (), {"workspace_bytes": 0, "config": c})(), (s.id, c)) for s, c in todo], None
-
-    monkeypatch.setattr(find, "prepare_all", prep)
+    monkeypatch.setattr(find, "prepare_all", _prepare_configs)
     assert find.CONFIG_CUT_FACTOR == 1.25
     timing: dict = {}
     sols, failures, _ = find.benchmark(P, [s0, s1], None, True, 3, 10, None, timing=timing,
@@ -323,10 +322,7 @@ def test_a_solvers_configs_stop_after_three_cut_in_a_row(fake, monkeypatch):
     times.update({(s0.id, None): 1.0, (s1.id, "a"): 2.0, (s1.id, "b"): 2.2, (s1.id, "late"): 1.5,
                   **{(s1.id, c): 9.0 for c in cfgs if c.startswith("c")}})
 
-    def prep(problem, todo, verify=True, **k):
-        return [(type("S", (), {"workspace_bytes": 0, "config": c})(), (s.id, c)) for s, c in todo], None
-
-    monkeypatch.setattr(find, "prepare_all", prep)
+    monkeypatch.setattr(find, "prepare_all", _prepare_configs)
     assert find.CONFIG_STOP_AFTER_CUTS == 3
     timing: dict = {}
     sols, failures, _ = find.benchmark(P, [s0, s1], None, True, 3, 10, None, timing=timing,
