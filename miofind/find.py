@@ -96,8 +96,8 @@ CONFIG_CUT_FACTOR = 1.25
 # And once a solver has a fully timed config, CONFIG_STOP_AFTER_CUTS of its later configs cut in a row
 # end its configs: the rest are not measured (counted in the timing breakdown's ``configs_stopped``).
 # cuDNN's plans come in its heuristic's order, and in the finds of ResNet-50's first training step
-# (bench/results/cold-find/, 408 finds) no plan after three such cuts was the find's winner by more than
-# 0.2%, while those plans cost 11-30% of cuDNN's verify and timing time (slow fallback engines among them).
+# (bench/results/cold-find/, 408 finds) stopping there moved no find's winning time by more than 0.2%, while
+# those plans cost 11-30% of cuDNN's verify and timing time (slow fallback engines among them).
 CONFIG_STOP_AFTER_CUTS = 3
 
 
