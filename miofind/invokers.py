@@ -93,9 +93,9 @@ def _logical(shape: tuple[int, ...], layout: str) -> tuple[int, ...]:
     return (shape[0], shape[-1], *shape[1:-1]) if _CL.get(layout) else shape
 
 
-def _dense(shape: tuple[int, ...], channels_last: bool = False) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """(shape, strides) torch gives a dense tensor of ``shape``, contiguous or channels_last(_3d) (a meta
-    tensor's, as ``miofind.torch``'s forward plans take theirs)."""
+def dense_layout(shape: tuple[int, ...], channels_last: bool = False) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(shape, strides) torch gives a dense tensor of ``shape``, contiguous or channels_last(_3d), read from a
+    meta tensor (``Prepared.torch_output`` and ``miofind.torch``'s forward plans allocate with them)."""
     import torch
 
     shape = tuple(int(v) for v in shape)
@@ -220,7 +220,8 @@ class Prepared:
         channels_last memory format."""
         out = self._out_torch
         if out is None:
-            out = self._out_torch = (_dense(self._shapes[2]), _dense(self._logical[2], channels_last=True))
+            out = self._out_torch = (dense_layout(self._shapes[2]),
+                                     dense_layout(self._logical[2], channels_last=True))
         return out[bool(channels_last)]
 
     # -- workspace -------------------------------------------------------------------------------

@@ -207,7 +207,8 @@ class Launch:
     def with_maps(self, stream: int, maps, *pointers: int) -> None:
         """``__call__`` for a kernel with ``MAP`` arguments: ``maps`` are their 128-byte tensor maps in
         order, each as (host address, the object) (``tma.MapCache``'s entries); the driver copies them
-        into the argument block at the launch."""
+        into the argument block at the launch (``maps`` holds the objects until then: a cache may drop
+        an entry meanwhile)."""
         rc = (self._fast or self._bind())(stream, *[a[0] for a in maps], *pointers)
         if rc:
             _launch_failed(rc)
@@ -216,10 +217,7 @@ class Launch:
         """A launcher ``(stream, *pointers)`` for a kernel with ``MAP`` arguments whose i-th map is that of
         the i-th pointer: ``caches[i](pointer)`` (``tma.MapCache``)."""
         def run(stream: int, *pointers: int) -> None:
-            maps = [c(p) for c, p in zip(caches, pointers)]     # held: a cache may drop an entry meanwhile
-            rc = (self._fast or self._bind())(stream, *[m[0] for m in maps], *pointers)
-            if rc:
-                _launch_failed(rc)
+            self.with_maps(stream, [c(p) for c, p in zip(caches, pointers)], *pointers)
         return run
 
 

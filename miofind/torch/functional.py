@@ -171,8 +171,9 @@ class _Plan:
         self.bwd: dict[tuple, tuple] = {}
         # (shape, strides) of y, dx and dw dense in ``fmt``: torch.empty_strided of them costs less
         # host time than torch.empty with a memory format (bench/results/torch-host/probe-step/)
-        self._dense = tuple((tuple(s), torch.empty(s, device="meta", memory_format=fmt).stride())
-                            for s in (out_shape, conv[0], conv[1]))
+        from ..invokers import dense_layout
+        cl = fmt is not torch.contiguous_format
+        self._dense = tuple(dense_layout(s, cl) for s in (out_shape, conv[0], conv[1]))
 
     def _empty(self, i: int) -> Tensor:
         shape, strides = self._dense[i]

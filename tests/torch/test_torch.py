@@ -731,12 +731,13 @@ def test_once_differentiable_wrapper_keeps_the_double_backward_error():
 
 
 def test_dense_output_strides_are_torchs():
-    """``run_solution`` allocates outputs with ``torch.empty_strided`` of ``invokers._dense``: the strides torch
-    gives an allocated dense tensor of that shape, contiguous or channels_last(_3d), size-1 dims included."""
-    from miofind.invokers import _dense
+    """``run_solution`` and the forward plans allocate with ``torch.empty_strided`` of ``invokers.dense_layout``:
+    the strides torch gives an allocated dense tensor of that shape, contiguous or channels_last(_3d), size-1
+    dims included."""
+    from miofind.invokers import dense_layout
 
     for shape in ((2, 3, 4, 5), (1, 8, 1, 1), (3, 1, 7, 1), (2, 3, 4, 5, 6), (1, 16, 1, 2, 1)):
         for cl in (False, True):
             fmt = (torch.channels_last if len(shape) == 4 else torch.channels_last_3d) if cl else torch.contiguous_format
             t = torch.empty(shape, memory_format=fmt)
-            assert _dense(shape, cl) == (tuple(t.shape), t.stride()), (shape, cl)
+            assert dense_layout(shape, cl) == (tuple(t.shape), t.stride()), (shape, cl)
