@@ -609,8 +609,10 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
     failures with stage ``cut`` (the config as listed, the figures in its reason), which
     ``find`` records in place of a FindDB record. ``timing``, a dict, receives the breakdown:
     ``compile_ms`` (wall time of the parallel compilation, ``reference_compile_ms`` its reference
-    part), ``isolate_ms``, ``reference_ms`` (computing the float64 reference; 0 with
-    ``reference_shared`` when a live harness of the problem had it), ``verify_ms``, ``timing_ms``
+    part), ``isolate_ms``, ``reference_ms`` (computing the float64 reference: its GPU time when it
+    overlapped the candidates' preparation, with ``reference_wait_ms`` the host time then still spent
+    waiting for it; 0 with ``reference_shared`` when a live harness of the problem had it),
+    ``verify_ms``, ``timing_ms``
     (sums over the candidates), ``configs_stopped`` (configs not measured: their solver had a fully
     timed config and then CONFIG_STOP_AFTER_CUTS cut ones in a row) and ``candidates``: per measured
     (solver, config), its compile, verify and timing wall times, timed runs, median and whether it was
@@ -618,6 +620,16 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
     failures: list[Failure] = []
     ws_skipped = False
     todo = []
+    timing = {} if timing is None else timing
+    compile_times: dict = {}
+    h = None
+    if verify and not isolate:
+        # the harness's inputs and float64 reference are queued on the GPU first, so that they overlap
+        # the host work of listing and preparing the candidates (``Harness.ready`` waits for them);
+        # with child-process checks they wait, to leave the GPU's memory to the child
+        _, ref_inv = prepare_all(problem, [], verify=True, times=compile_times)
+        timing["reference_compile_ms"] = compile_times.get("reference_compile_ms", 0.0)
+        h, fresh = Harness.shared(problem, verify=verify, seed=seed, reference_invoker=ref_inv, wait=False)
     for s in cands:
         ws = s.workspace_bytes(problem)
         if workspace_limit is not None and ws > workspace_limit:
@@ -631,19 +643,21 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
             continue
         todo += [(s, cfg) for cfg in cfgs]
 
-    timing = {} if timing is None else timing
-    compile_times: dict = {}
     t0 = time.perf_counter()
-    prepared, ref_inv = prepare_all(problem, todo, verify=verify, times=compile_times)
+    prepared, ref_prepared = prepare_all(problem, todo, verify=verify and h is None, times=compile_times)
     t1 = time.perf_counter()
     timing["compile_ms"] = (t1 - t0) * 1e3
-    timing["reference_compile_ms"] = compile_times.get("reference_compile_ms", 0.0)
+    if h is None:
+        timing["reference_compile_ms"] = compile_times.get("reference_compile_ms", 0.0)
     if isolate:
         isolate_candidates(problem, todo, prepared, isolate)
     t2 = time.perf_counter()
     timing["isolate_ms"] = (t2 - t1) * 1e3
-    h, fresh = Harness.shared(problem, verify=verify, seed=seed, reference_invoker=ref_inv)
+    if h is None:
+        h, fresh = Harness.shared(problem, verify=verify, seed=seed, reference_invoker=ref_prepared)
+    h.ready()
     timing["reference_ms"] = h.reference_ms if fresh else 0.0
+    timing["reference_wait_ms"] = h.reference_wait_ms if fresh else 0.0
     timing["reference_shared"] = not fresh
     timing["verify_ms"] = timing["timing_ms"] = 0.0
     timing["configs_stopped"] = 0

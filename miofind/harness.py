@@ -135,16 +135,20 @@ class Measurement:
 class Harness:
     """Inputs, reference and output buffer for one problem on the current GPU.
 
-    The float64 reference is computed once per harness (``reference_ms`` is its host wall time,
-    synchronised, with the float64 input copies). ``Harness.shared`` hands a find the live harness
-    of the same problem when one exists (e.g. the tuner's, while it tunes that problem), so its
-    inputs and reference are made once."""
+    The float64 reference is computed once per harness (``reference_ms`` is its time, with the
+    float64 input copies: host wall time, synchronised; with ``wait=False`` the launches are only
+    queued, ``ready()`` waits for them, and ``reference_ms`` is their GPU time by CUDA events, which
+    the caller's host work meanwhile overlapped, and ``reference_wait_ms`` the host time ``ready()``
+    still waited). ``Harness.shared`` hands a find the live harness of the same problem when one
+    exists (e.g. the tuner's, while it tunes that problem), so its inputs and reference are made once."""
 
     _live: weakref.WeakValueDictionary
     bias = None     # a fused problem's bias (k elements), made in __init__
+    _pending = None   # (start, stop) CUDA events of a reference not waited for yet
+    reference_wait_ms = 0.0
 
     def __init__(self, problem: ProblemDescription, *, verify: bool = True, seed: int | None = None,
-                 reference_invoker=None) -> None:
+                 reference_invoker=None, wait: bool = True) -> None:
         import cupy
 
         from .verify import random_array, to_float64
@@ -166,25 +170,45 @@ class Harness:
         if verify:
             t0 = _time.perf_counter()
             ref_inv = reference_invoker if reference_invoker is not None else reference_invoker_for(problem)
+            start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record()
             self.ref = cupy.empty(out_shape, dtype=cupy.float64)
             self.ref.fill(cupy.nan)
             call(ref_inv, problem.unfused(), to_float64(self.a, dt), to_float64(self.b, dt), self.ref, None)
             if problem.fused:
                 apply_epilogue(self.ref, problem, None if self.bias is None else to_float64(self.bias, dt))
-            cupy.cuda.get_current_stream().synchronize()
-            self.reference_ms = (_time.perf_counter() - t0) * 1e3
-            self.release()   # the float64 input copies are gone: give their memory back for the candidates
+            stop.record()
+            self._pending = (start, stop)
+            if wait:
+                self.ready()
+                self.reference_ms = (_time.perf_counter() - t0) * 1e3
+
+    def ready(self) -> None:
+        """Wait for a reference queued by ``wait=False`` (no-op otherwise): its GPU time goes to
+        ``reference_ms``, the host time spent waiting here to ``reference_wait_ms``."""
+        if self._pending is None:
+            return
+        import cupy
+
+        start, stop = self._pending
+        t0 = _time.perf_counter()
+        stop.synchronize()
+        self.reference_wait_ms = (_time.perf_counter() - t0) * 1e3
+        self.reference_ms = cupy.cuda.get_elapsed_time(start, stop)
+        self._pending = None
+        self.release()   # the float64 input copies are gone: give their memory back for the candidates
 
     @classmethod
     def shared(cls, problem: ProblemDescription, *, verify: bool = True, seed: int | None = None,
-               reference_invoker=None) -> tuple["Harness", bool]:
+               reference_invoker=None, wait: bool = True) -> tuple["Harness", bool]:
         """(harness, made now): the live harness of ``problem``, ``seed`` and ``verify`` in this
-        process when there is one, else a new one, registered until it is garbage."""
+        process when there is one, else a new one (``wait`` as for the constructor), registered until
+        it is garbage."""
         key = (problem, seed, verify)
         h = cls._live.get(key)
         if h is not None:
             return h, False
-        h = cls(problem, verify=verify, seed=seed, reference_invoker=reference_invoker)
+        h = cls(problem, verify=verify, seed=seed, reference_invoker=reference_invoker, wait=wait)
         cls._live[key] = h
         return h, True
 
@@ -216,6 +240,7 @@ class Harness:
 
         from .verify import poison
 
+        self.ready()
         p = self.problem
         poison(self.out, p.dtype)
         start, stop = cupy.cuda.Event(), cupy.cuda.Event()

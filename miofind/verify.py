@@ -80,6 +80,7 @@ tune and ``miofind run -V 1`` check ``tolerance_for`` through ``Harness.check``.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -203,6 +204,16 @@ def to_float64(a, dt: str):
     return a.astype(xp.float64)
 
 
+def _storage_dtype(dt: str):
+    """The numpy dtype an array of ``dt`` is stored in (FP64 included), or None for other names."""
+    from .tensors import numpy_dtype
+
+    try:
+        return numpy_dtype(dt)
+    except ValueError:
+        return None
+
+
 def poison(a, dt: str) -> None:
     """Fill with NaN (quiet-NaN bit pattern for 16-bit storage)."""
     if dt == "BF16" and a.dtype.itemsize == 2 and a.dtype.kind in "ui":
@@ -212,13 +223,54 @@ def poison(a, dt: str) -> None:
 
 
 CHUNK = 1 << 26   # elements per step of errors_of (512 MiB of float64)
+ERR_BLOCK = 256   # threads per block of the error kernel (kernels_src/verify_errors.cu)
+ERR_GRID = 1024   # at most this many blocks: the host sums that many partials
+ERR_SOURCE = "verify_errors.cu"
+
+
+def error_kernel_info(dt: str):
+    """The ``KernelInfo`` of the one-pass error kernel for outputs stored as ``dt`` (FP32, FP16,
+    BF16, FP64); its launch geometry is set per call."""
+    from .solver import KernelInfo
+    from .tensors import CUDA_TYPES
+
+    return KernelInfo(ERR_SOURCE, "output_errors", (1, 1, 1), (ERR_BLOCK, 1, 1),
+                      macros=(("DATA_T", CUDA_TYPES[dt]), ("ACC_T", "double"), ("ERR_BLOCK", str(ERR_BLOCK))))
+
+
+@functools.lru_cache(maxsize=None)
+def _error_kernel(dt: str, device: int):
+    from .compile import compile_kernel
+
+    return compile_kernel(error_kernel_info(dt))
+
+
+def _errors_on_gpu(out, dt: str, ref64) -> Errors:
+    """``errors_of`` for contiguous CuPy arrays: one kernel over both (no temporaries), then one copy
+    of its per-block partials (one synchronisation), summed on the host in float64."""
+    import cupy
+
+    n = out.size
+    blocks = max(1, min(ERR_GRID, -(-n // (ERR_BLOCK * 8))))
+    part = cupy.empty((blocks, 4), dtype=cupy.float64)
+    _error_kernel(dt, cupy.cuda.Device().id)((blocks,), (ERR_BLOCK,), (out, ref64, np.int64(n), part))
+    p = part.get()
+    sq_err = float(p[:, 0].sum())
+    if not math.isfinite(sq_err):         # an unwritten (NaN) or overflowed element
+        return INFINITE
+    return _errors(sq_err, float(p[:, 2].sum()), float(p[:, 1].max()), float(p[:, 3].max()), n)
 
 
 def errors_of(out, dt: str, ref64) -> Errors:
-    """``Errors`` of ``out`` (storage type of ``dt``) against the float64 ``ref64``, computed in
-    chunks with one float64 temporary of a chunk's size (not full-size copies). numpy or CuPy."""
+    """``Errors`` of ``out`` (storage type of ``dt``) against the float64 ``ref64``. CuPy arrays,
+    both contiguous and of one shape: one pass of the error kernel (``kernels_src/verify_errors.cu``).
+    Else (numpy, or strided views) in chunks with one float64 temporary of a chunk's size (not
+    full-size copies)."""
     xp = _xp(out)
     n = out.size
+    if xp is not np and n and out.shape == ref64.shape and ref64.dtype == np.float64 \
+            and out.flags.c_contiguous and ref64.flags.c_contiguous and out.dtype == _storage_dtype(dt):
+        return _errors_on_gpu(out, dt, ref64)
     o, r = out.reshape(-1), ref64.reshape(-1)
     sq_err = sq_ref = max_err = max_ref = 0.0
     for i in range(0, n, CHUNK):

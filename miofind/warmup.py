@@ -25,6 +25,7 @@ from . import generic
 from .models import MODELS, model_problems
 from .registry import solvers as all_solvers
 from .solver import KernelInfo
+from .verify import error_kernel_info
 
 DEFAULT_ARCHS = ("sm_80", "sm_90", "sm_100")
 
@@ -47,7 +48,8 @@ def supported_archs(archs) -> tuple[str, ...]:
 def warmup_kernels(models=MODELS, batches=(32, 1), dtypes=("FP32", "FP16", "BF16"), layouts=("NCHW", "NHWC")) \
         -> list[KernelInfo]:
     """The distinct kernels to pre-build: generic builds (and the shape-free kernels of generic
-    solutions) for the presets' problems, and the naive solvers' builds with their float64 variant."""
+    solutions) for the presets' problems, the naive solvers' builds with their float64 variant, and
+    verification's error kernel per storage type."""
     seen: dict[tuple, KernelInfo] = {}
     sols = [s for s in all_solvers() if getattr(s, "kernel_files", ())]
     for model in models:
@@ -71,6 +73,9 @@ def warmup_kernels(models=MODELS, batches=(32, 1), dtypes=("FP32", "FP16", "BF16
                         for g, k in zip(gks, sol.kernels):
                             kk = g.kinfo if g is not None else k
                             seen.setdefault((kk.source, kk.name, kk.compile_options()), kk)
+    for dt in ("FP32", "FP16", "BF16", "FP64"):    # verification's error kernel (verify.errors_of)
+        kk = error_kernel_info(dt)
+        seen.setdefault((kk.source, kk.name, kk.compile_options()), kk)
     return list(seen.values())
 
 

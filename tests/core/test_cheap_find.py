@@ -260,7 +260,7 @@ def test_find_result_carries_the_timing_breakdown(fake):
 def test_harness_shared_hands_out_the_live_harness_of_the_same_problem(monkeypatch):
     built = []
 
-    def init(self, problem, *, verify=True, seed=None, reference_invoker=None):
+    def init(self, problem, *, verify=True, seed=None, reference_invoker=None, wait=True):
         built.append(problem)
         self.problem, self.verify, self.reference_ms = problem, verify, 7.0
 
@@ -335,3 +335,44 @@ def test_a_solvers_configs_stop_after_three_cut_in_a_row(fake, monkeypatch):
     sols, _, _ = find.benchmark(P, [s0, s1], None, True, 3, 10, None, timing=timing,
                                 configs=lambda s: [None] if s is s0 else cfgs, cut_factor=0)
     assert timing["configs_stopped"] == 0 and {s.solver_id: s for s in sols}[s1.id].config == "late"
+
+
+def test_the_reference_is_queued_before_the_candidates_are_prepared(fake, monkeypatch):
+    """Without child-process checks the harness (inputs, float64 reference) is made first without
+    waiting, the candidates are prepared while the GPU computes, and ``ready()`` waits before the
+    first measurement; with them the harness is made after the checks, waited for at once."""
+    events = []
+
+    class H(_FakeHarness):
+        reference_ms, reference_wait_ms = 9.0, 2.0
+
+        @classmethod
+        def shared(cls, *a, wait=True, **k):
+            events.append(("harness", wait))
+            return cls(), True
+
+        def ready(self):
+            events.append(("ready",))
+
+        def measure(self, inv, *a, **k):
+            events.append(("measure",))
+            return Measurement(1.0, 1.0, 1.0, 1e-7, runs=10)
+
+    def prepare(problem, todo, verify=True, times=None, **k):
+        events.append(("prepare", len(todo), verify))
+        if times is not None and verify:
+            times["reference_compile_ms"] = 0.25
+        return _prepare_configs(problem, todo)[0], ("ref" if verify else None)
+
+    monkeypatch.setattr(find, "Harness", H)
+    monkeypatch.setattr(find, "prepare_all", prepare)
+    s0 = find.candidates(P)[0][0]
+    timing: dict = {}
+    find.benchmark(P, [s0], None, True, 3, 10, None, configs=lambda s: [None], cut_factor=3.0, timing=timing)
+    assert events == [("prepare", 0, True), ("harness", False), ("prepare", 1, False), ("ready",), ("measure",)]
+    assert (timing["reference_ms"], timing["reference_wait_ms"], timing["reference_compile_ms"]) == (9.0, 2.0, 0.25)
+    events.clear()
+    monkeypatch.setattr(find, "isolate_candidates", lambda *a: events.append(("isolate",)))
+    find.benchmark(P, [s0], None, True, 3, 10, None, configs=lambda s: [None], isolate=frozenset({s0.id}),
+                   timing=timing)
+    assert events == [("prepare", 1, True), ("isolate",), ("harness", True), ("ready",), ("measure",)]

@@ -54,6 +54,7 @@ class _FakeHarness:
     """Stands in for miofind.harness.Harness in find.benchmark; tests define ``measure``."""
 
     reference_ms = 0.0
+    reference_wait_ms = 0.0
 
     def __init__(self, *a, **k):
         pass
@@ -66,6 +67,9 @@ class _FakeHarness:
         return None
 
     def release(self):
+        pass
+
+    def ready(self):
         pass
 
 

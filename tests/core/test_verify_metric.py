@@ -264,3 +264,15 @@ def main() -> None:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+@pytest.mark.parametrize("dt", ["FP32", "FP16", "BF16", "FP64"])
+def test_the_error_kernel_compiles_for_sm90(dt):
+    """The one-pass error kernel of CuPy outputs (``verify.errors_of``) builds for every storage type."""
+    from nvrtc_check import nvrtc_or_skip
+
+    nvrtc_or_skip()
+    from miofind.compile import nvrtc_compile
+    from miofind.verify import error_kernel_info
+
+    assert nvrtc_compile(error_kernel_info(dt), arch="sm_90")[:4] == b"\x7fELF"
