@@ -48,15 +48,18 @@ class Timing:
     cut: bool = False
 
 
-def timed_runs(fn, warmup: int, iters: int, budget_ms: float | None = None, cut_ms: float | None = None) -> Timing:
+def timed_runs(fn, warmup: int, iters: int, budget_ms: float | None = None, cut_ms: float | None = None,
+               first_ms: float | None = None) -> Timing:
     """Time ``fn`` with CUDA events: ``warmup`` runs, then ``iters`` timed runs.
 
-    With ``budget_ms``, the first warm-up run is timed and a slow kernel gets fewer runs
-    (``plan_runs``): a 100 ms kernel takes 4 runs here instead of 13. With ``cut_ms`` (early stop),
-    the warm-up runs are timed too (they never enter the figures of a kernel that is kept): once
-    CUT_AFTER_WARMUPS of them ran and even the fastest took ``cut_ms`` or more, timing ends there;
-    else it ends once CUT_AFTER_RUNS runs are timed and the fastest of them took ``cut_ms`` or more.
-    The figures are then those of the runs made, and ``cut`` is True."""
+    ``first_ms``: a run of ``fn`` already made and timed (the verification run), counted as the
+    first warm-up. With ``budget_ms``, the first warm-up run made here is timed and a slow kernel gets
+    fewer runs (``plan_runs``): a 100 ms kernel takes 4 runs here instead of 13. With ``cut_ms``
+    (early stop), the warm-up runs are timed too (they never enter the figures of a kernel that is
+    kept): once CUT_AFTER_WARMUPS of them ran and even the fastest took ``cut_ms`` or more, timing
+    ends there; else it ends once CUT_AFTER_RUNS runs are timed and the fastest of them took
+    ``cut_ms`` or more. The figures are then those of the runs made, and ``cut`` is True. The fastest
+    is what decides, so a first run slowed by one-time work (a module load) cannot cut a kernel."""
     import cupy
 
     start, stop = cupy.cuda.Event(), cupy.cuda.Event()
@@ -73,17 +76,26 @@ def timed_runs(fn, warmup: int, iters: int, budget_ms: float | None = None, cut_
         q = lambda f: times[min(len(times) - 1, int(round(f * (len(times) - 1))))]  # noqa: E731
         return Timing(q(0.5), q(0.2), q(0.8), len(times), cut)
 
+    def cut_in_warmups() -> bool:
+        return cut_ms is not None and len(warm) >= CUT_AFTER_WARMUPS and min(warm) >= cut_ms
+
     warm: list[float] = []
-    if budget_ms is not None and warmup > 0:
+    done = 0                          # warm-up runs made
+    if first_ms is not None and warmup > 0:
+        warm.append(first_ms)
+        done = 1
+    if budget_ms is not None and warmup > done:
         warm.append(timed())
-        warmup, iters = plan_runs(warm[0], warmup, iters, budget_ms)
-        warmup -= 1
-    for _ in range(warmup):
+        done += 1
+        if cut_in_warmups():
+            return figures(warm, True)
+        warmup, iters = plan_runs(warm[-1], warmup, iters, budget_ms)
+    for _ in range(warmup - done):
         if cut_ms is None:
             fn()
             continue
         warm.append(timed())
-        if len(warm) >= CUT_AFTER_WARMUPS and min(warm) >= cut_ms:
+        if cut_in_warmups():
             return figures(warm, True)
     times, cut = [], False
     for _ in range(max(1, iters)):
@@ -275,7 +287,8 @@ class Harness:
         output (``verify_output``). With ``budget_ms``, a kernel whose verification run alone took
         longer is recorded from that one run (median = q20 = q80): at that length one sample ranks
         it, and a 10 s naive kernel costs 10 s rather than 50. Otherwise ``timed_runs`` with the same
-        budget and early stop at ``cut_ms``: a kernel cut there (the result's ``cut``) is not
+        budget and early stop at ``cut_ms``, the verification run counting as the first of the
+        ``warmup`` runs: a kernel cut there (the result's ``cut``) is not
         verified (``max_error`` None): find neither stores nor offers it as a verified solution."""
         t0 = _time.perf_counter()
         self.run_poisoned(invoker, workspace)
@@ -285,7 +298,7 @@ class Harness:
             return Measurement(self.check_ms, self.check_ms, self.check_ms, err, 1, False,
                                (_time.perf_counter() - t0) * 1e3, 0.0)
         t = timed_runs(lambda: call(invoker, self.problem, self.a, self.b, self.out, workspace, bias=self.bias), warmup, iters,
-                       budget_ms, cut_ms)
+                       budget_ms, cut_ms, first_ms=self.check_ms)
         t2 = _time.perf_counter()
         err = None if t.cut else self.verify_output(family)
         return Measurement(t.median_ms, t.q20_ms, t.q80_ms, err, t.runs, t.cut,

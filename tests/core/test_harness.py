@@ -67,7 +67,7 @@ def test_measure_fast_kernel_runs_all_requested(fake_gpu):
     h, inv, clock = fake_gpu
     clock.durations = [2.0] * 14
     m = h.measure(inv, None, "direct", 3, 10, budget_ms=250.0)
-    assert clock.launches == 1 + 3 + 10 and m.time_ms == 2.0
+    assert clock.launches == 1 + 2 + 10 and m.time_ms == 2.0   # the verification run is the first warm-up
 
 
 def test_measure_slow_kernel_gets_fewer_runs(fake_gpu):
@@ -90,7 +90,7 @@ def test_measure_without_budget_always_runs_all_requested(fake_gpu):
     h, inv, clock = fake_gpu
     clock.durations = [1000.0] * 14
     h.measure(inv, None, "direct", 3, 10)
-    assert clock.launches == 14
+    assert clock.launches == 13
 
 
 def test_failure_stage_names_verify_and_launch():
@@ -105,18 +105,27 @@ def test_failure_stage_names_verify_and_launch():
 
 def test_measure_cuts_a_clearly_slower_kernel_in_its_warmups(fake_gpu):
     h, inv, clock = fake_gpu
-    clock.durations = [10.0] * 14        # check, timed warm-up, then a second timed warm-up: cut
+    clock.durations = [10.0] * 14        # check (the first warm-up), then a second timed warm-up: cut
     m = h.measure(inv, None, "direct", 3, 10, budget_ms=250.0, cut_ms=9.0)
-    assert clock.launches == 1 + CUT_AFTER_WARMUPS and m.cut and m.runs == CUT_AFTER_WARMUPS == 2
+    assert clock.launches == CUT_AFTER_WARMUPS == 2 and m.cut and m.runs == 2
     assert (m.time_ms, m.q20_ms, m.q80_ms) == (10.0, 10.0, 10.0)
     assert m.verify_ms >= 0.0 and m.timing_ms >= 0.0
 
 
 def test_measure_cuts_after_three_timed_runs_when_a_warmup_was_under_the_cut(fake_gpu):
     h, inv, clock = fake_gpu
-    clock.durations = [10.0, 10.0, 8.0] + [10.0] * 11    # check, warm-ups (one under the cut), timed runs
+    clock.durations = [10.0, 8.0, 10.0] + [10.0] * 11    # check, warm-ups (one under the cut), timed runs
     m = h.measure(inv, None, "direct", 3, 10, budget_ms=250.0, cut_ms=9.0)
-    assert clock.launches == 1 + 3 + CUT_AFTER_RUNS and m.cut and m.runs == CUT_AFTER_RUNS == 3
+    assert clock.launches == 1 + 2 + CUT_AFTER_RUNS and m.cut and m.runs == CUT_AFTER_RUNS == 3
+
+
+def test_a_slow_first_run_cannot_cut_a_kernel(fake_gpu):
+    """The verification run counts as a warm-up, but one-time work (a module load) in it cannot cut:
+    the fastest warm-up decides, and a slow first run does not shorten the budget's plan."""
+    h, inv, clock = fake_gpu
+    clock.durations = [60.0] + [1.0] * 13
+    m = h.measure(inv, None, "direct", 3, 10, budget_ms=250.0, cut_ms=9.0)
+    assert not m.cut and m.runs == 10 and m.time_ms == 1.0 and clock.launches == 13
 
 
 def test_measure_verifies_after_timing_and_never_a_cut_kernel(fake_gpu):
@@ -133,28 +142,28 @@ def test_measure_verifies_after_timing_and_never_a_cut_kernel(fake_gpu):
     assert m.cut and m.max_error is None and seen == []
     clock.launches = 0
     m = h.measure(inv, None, "direct", 3, 10, budget_ms=250.0, cut_ms=20.0)
-    assert not m.cut and m.max_error == 0.0 and seen == [14]     # the output of the last of 14 runs
+    assert not m.cut and m.max_error == 0.0 and seen == [13]     # the output of the last of 13 runs
     clock.launches, clock.durations = 0, [1000.0]
     m = h.measure(inv, None, "direct", 3, 10, budget_ms=250.0, cut_ms=9.0)
-    assert m.runs == 1 and m.max_error == 0.0 and seen == [14, 1]    # over budget: its one run, verified
+    assert m.runs == 1 and m.max_error == 0.0 and seen == [13, 1]    # over budget: its one run, verified
 
 
 def test_measure_does_not_cut_when_one_of_the_first_runs_is_under_the_cut(fake_gpu):
     h, inv, clock = fake_gpu
-    clock.durations = [10.0, 10.0, 8.0, 10.0] + [10.0, 8.0, 10.0] + [10.0] * 7
+    clock.durations = [10.0, 8.0, 10.0] + [10.0, 8.0, 10.0] + [10.0] * 7
     m = h.measure(inv, None, "direct", 3, 10, budget_ms=250.0, cut_ms=9.0)
-    assert clock.launches == 14 and not m.cut and m.runs == 10 and m.time_ms == 10.0
+    assert clock.launches == 13 and not m.cut and m.runs == 10 and m.time_ms == 10.0
 
 
 def test_measure_cuts_later_once_the_fastest_run_is_over_the_cut(fake_gpu):
     """A run under the cut among the first three keeps the kernel timed; at a lower cut it is cut."""
     h, inv, clock = fake_gpu
-    clock.durations = [10.0, 8.0, 10.0, 10.0] + [8.0] + [10.0] * 9
+    clock.durations = [10.0, 8.0, 10.0] + [8.0] + [10.0] * 9
     m = h.measure(inv, None, "direct", 3, 10, cut_ms=9.0)
-    assert not m.cut and clock.launches == 14
+    assert not m.cut and clock.launches == 13
     clock.launches = 0
     m = h.measure(inv, None, "direct", 3, 10, cut_ms=7.0)
-    assert m.cut and m.runs == 2 and clock.launches == 1 + 2
+    assert m.cut and m.runs == 2 and clock.launches == 2
 
 
 def test_timed_runs_never_cuts_without_a_cut_or_with_too_few_runs(fake_gpu):
