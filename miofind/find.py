@@ -612,6 +612,7 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
     part), ``isolate_ms``, ``reference_ms`` (computing the float64 reference: its GPU time when it
     overlapped the candidates' preparation, with ``reference_wait_ms`` the host time then still spent
     waiting for it; 0 with ``reference_shared`` when a live harness of the problem had it),
+    ``configs_ms`` (listing each candidate's workspace and configs: cuDNN builds its plans there),
     ``verify_ms``, ``timing_ms``
     (sums over the candidates), ``configs_stopped`` (configs not measured: their solver had a fully
     timed config and then CONFIG_STOP_AFTER_CUTS cut ones in a row) and ``candidates``: per measured
@@ -630,6 +631,7 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
         _, ref_inv = prepare_all(problem, [], verify=True, times=compile_times)
         timing["reference_compile_ms"] = compile_times.get("reference_compile_ms", 0.0)
         h, fresh = Harness.shared(problem, verify=verify, seed=seed, reference_invoker=ref_inv, wait=False)
+    tc = time.perf_counter()
     for s in cands:
         ws = s.workspace_bytes(problem)
         if workspace_limit is not None and ws > workspace_limit:
@@ -644,6 +646,7 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
         todo += [(s, cfg) for cfg in cfgs]
 
     t0 = time.perf_counter()
+    timing["configs_ms"] = (t0 - tc) * 1e3
     prepared, ref_prepared = prepare_all(problem, todo, verify=verify and h is None, times=compile_times)
     t1 = time.perf_counter()
     timing["compile_ms"] = (t1 - t0) * 1e3
