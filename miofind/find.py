@@ -45,7 +45,7 @@ from .compile import is_compiled
 from .db import Record
 from .db.base import FindFailure, config_key
 from .db import fastread
-from .db.handles import open_dbs
+from .db.handles import open_dbs, preload_store
 from .device import DeviceInfo, current_device
 from .env import DEFAULT_CUT_FACTOR
 from .harness import Harness, describe, failure_stage, reference_invoker_for
@@ -282,6 +282,15 @@ def db_answer(db, dev: DeviceInfo, problem, cands, verify, workspace_limit, *, r
     return answer(open_dbs(db, dev, readonly=readonly))
 
 
+def _fast_reads(db, dev: DeviceInfo):
+    """The user FindDB over the system FindDB, read-only through ``miofind.db.fastread`` (no SQLAlchemy),
+    or None where fastread cannot read them (``open_dbs`` then does)."""
+    try:
+        return fastread.overlay(db, dev, readonly=True)
+    except Exception:
+        return None
+
+
 def needs_no_compilation(problem, solver: Solver, config) -> bool:
     """Whether every kernel of the solver's solution is loaded or in the binary cache (or, unless
     MIOFIND_SPECIALIZE=sync, those of its generic build: miofind.tiered)."""
@@ -372,30 +381,40 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
         if sols and (complete or mode != "normal"):
             log.debug("find %s: answered from the %s FindDB", problem.key(), layer)
             return done(sols, source="db", failures=failures + list(settled.values()), db_layer=layer)
-        dbs = open_dbs(db, dev)   # a miss goes on with the FindDBs that can store
         failures += settled.values()
         cands = [s for s in cands if s.id not in settled]
         if not cands:   # every candidate failed before, under the same code
             log.debug("find %s: every candidate failed in an earlier find", problem.key())
             return done([], source="db", failures=failures, db_layer="user")
         if mode == "fast":
-            return predicted(problem, dbs, dev, cands, workspace_limit, failures, done)
+            return predicted(problem, open_dbs(db, dev), dev, cands, workspace_limit, failures, done)
         if mode == "dynamic_hybrid":
+            dbs = open_dbs(db, dev)
             ready = [s for s in cands if needs_no_compilation(problem, s, tuned_config(dbs, dev, problem, s))]
             failures += [Failure(s.id, "dynamic_hybrid", "needs a new compilation") for s in cands if s not in ready]
             if not ready:
                 return predicted(problem, dbs, dev, cands, workspace_limit, failures, done)
             cands = ready
 
-    if dbs is None:
-        dbs = open_dbs(db, dev)
-    cands = expected_order(problem, dbs, dev, cands)
+    # A miss reads the DBs (order, tuned configs) through fastread where it can, and opens the FindDBs
+    # that store (SQLAlchemy: 0.2-0.8 s to import in a new process) after the benchmark, their import
+    # started now in a thread, so that it overlaps the benchmark's waits on the GPU.
+    reads = dbs
+    if reads is None:
+        if store:
+            preload_store()
+        reads = _fast_reads(db, dev)
+        if reads is None:
+            reads = dbs = open_dbs(db, dev)
+    cands = expected_order(problem, reads, dev, cands)
     log.info("find %s: benchmarking %d candidate(s)", problem.key(), len(cands))
     timing = {"lookup_ms": (time.perf_counter() - t0) * 1e3}
     sols, bench_failures, ws_skipped = benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed,
-                                                 configs=lambda s: find_configs(dbs, dev, problem, s),
-                                                 budget_ms=time_budget_ms, isolate=to_isolate(dbs, dev, problem, cands),
+                                                 configs=lambda s: find_configs(reads, dev, problem, s),
+                                                 budget_ms=time_budget_ms, isolate=to_isolate(reads, dev, problem, cands),
                                                  cut_factor=cut_factor, timing=timing)
+    if dbs is None:
+        dbs = open_dbs(db, dev)
     cuts = [f for f in bench_failures if f.stage == "cut"]   # reported as Solution.cut; recorded in the DB
     bench_failures = [f for f in bench_failures if f.stage != "cut"]
     failures += bench_failures

@@ -721,10 +721,20 @@ def resolve(problem: ProblemDescription, config=None) -> tuple[PlanGraph, CudnnP
         return g, plan
 
 
-def list_plans(problem: ProblemDescription) -> list[tuple[str, int]]:
-    """[(plan name, workspace bytes)] for every plan that builds, in heuristic order (builds them all)."""
+def list_plans(problem: ProblemDescription, limit: int | None = None) -> list[tuple[str, int]]:
+    """[(plan name, workspace bytes)] for every plan that builds, in heuristic order (builds them all),
+    or for the first ``limit`` of them (building plans only until that many built)."""
     with _LOCK:
-        return [(pl.name, pl.workspace) for pl in plan_graph(problem).build_all()]
+        if limit is None:
+            return [(pl.name, pl.workspace) for pl in plan_graph(problem).build_all()]
+        g = plan_graph(problem)
+        out = []
+        for pl in g.plans:
+            if len(out) >= limit:
+                break
+            if g.build(pl).usable:
+                out.append((pl.name, pl.workspace))
+        return out
 
 
 def plan_table(problem: ProblemDescription) -> list[dict]:
@@ -814,7 +824,7 @@ class CudnnSolverBase(Solver):
         import os
 
         cap = env.cudnn_plans()
-        return [{"plan": name} for name, _ in list_plans(problem)[:cap]] or [None]
+        return [{"plan": name} for name, _ in list_plans(problem, cap)] or [None]
 
     def workspace_bytes(self, problem: ProblemDescription, config=None) -> int:
         """The plan's workspace (builds the graph); 0 when it cannot be built (get_solution then says why)."""

@@ -43,6 +43,30 @@ def open_db(db=None, *, readonly: bool = False) -> FindDB | None:
     return h
 
 
+_preload: threading.Thread | None = None
+
+
+def preload_store() -> None:
+    """Import the FindDB layer (SQLAlchemy: 0.2-0.8 s in a new process) in a background thread, once per
+    process, so that a find that stores after benchmarking finds it imported (Python imports wait for
+    each other: ``open_dbs`` then waits for the rest of it, never imports it twice). Never raises."""
+    global _preload
+    import sys
+
+    if _preload is not None or "miofind.db.findb" in sys.modules:
+        return
+
+    def load() -> None:
+        try:
+            from . import findb  # noqa: F401
+        except Exception:
+            pass   # the import on the main thread meets it again and reports it
+    with _lock:
+        if _preload is None:
+            _preload = threading.Thread(target=load, name="miofind-db-import", daemon=True)
+            _preload.start()
+
+
 def open_dbs(db=None, dev: DeviceInfo | None = None, *, readonly: bool = False) -> Overlay:
     """The user FindDB over the system FindDB shipped for this GPU (if any); ``readonly`` as in
     ``open_db`` (immediate mode: nothing written, a missing user DB is no layer)."""

@@ -376,3 +376,35 @@ def test_the_reference_is_queued_before_the_candidates_are_prepared(fake, monkey
     find.benchmark(P, [s0], None, True, 3, 10, None, configs=lambda s: [None], isolate=frozenset({s0.id}),
                    timing=timing)
     assert events == [("prepare", 1, True), ("isolate",), ("harness", True), ("ready",), ("measure",)]
+
+
+def test_a_miss_opens_the_storing_dbs_after_the_benchmark_and_imports_them_in_a_thread(fake, monkeypatch):
+    """The reads before and during the benchmark go through fastread; ``open_dbs`` (SQLAlchemy) comes
+    after the last measurement, its import started in a thread when the miss was known."""
+    times, order, _, url = fake
+    events = []
+    real_open = find.open_dbs
+    monkeypatch.setattr(find, "open_dbs", lambda *a, **k: events.append("open") or real_open(*a, **k))
+    monkeypatch.setattr(find, "preload_store", lambda: events.append("preload"))
+    real_measure = find.Harness.measure
+
+    def measure(self, *a, **k):
+        events.append("measure")
+        return real_measure(self, *a, **k)
+    monkeypatch.setattr(find.Harness, "measure", measure)
+    r = api.find_solutions(P, mode="normal")
+    assert r.source == "find" and r.stored
+    assert events[0] == "preload" and events.count("open") == 1 and "measure" in events
+    assert events.index("open") > max(i for i, e in enumerate(events) if e == "measure")
+
+
+def test_preload_store_imports_the_findb_layer_in_a_thread_once():
+    import subprocess
+    import sys
+
+    code = ("import sys, threading; import miofind.db.handles as h; assert 'sqlalchemy' not in sys.modules; "
+            "h.preload_store(); t = h._preload; h.preload_store(); assert h._preload is t; t.join(60); "
+            "print(t.name, 'miofind.db.findb' in sys.modules, 'sqlalchemy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["miofind-db-import", "True", "True"]

@@ -386,6 +386,17 @@ def test_plan_bookkeeping(fake, math, expect):
     assert table["eng1"]["index"] == 1, "duplicates across heuristic modes keep their first position"
 
 
+def test_a_find_lists_the_first_usable_plans_and_builds_no_further(fake, monkeypatch):
+    """``find_configs`` takes MIOFIND_CUDNN_PLANS plans: the same first ones the full list gives, with the
+    plans after them left unbuilt."""
+    p = P("F", n=2, c=8, k=12, in_size=(10, 9), filter_size=3, pads=1, groups=2, layout="NHWC", math="tf32")
+    monkeypatch.setenv("MIOFIND_CUDNN_PLANS", "2")
+    assert SOLVERS[0].find_configs(p) == [{"plan": "eng0_tc"}, {"plan": "eng1"}]
+    g = fake.graphs[0]
+    assert max(g.built) < len(g.plans) - 1 and cudnn_base.list_plans(p, 2) == cudnn_base.list_plans(p)[:2]
+    assert cudnn_base.list_plans(p, 100) == cudnn_base.list_plans(p)
+
+
 def test_default_plan_and_solution(fake):
     p = P("F", n=2, c=8, k=12, in_size=(10, 9), filter_size=3, pads=1)
     s = SOLVERS[0]
