@@ -75,8 +75,9 @@ def _sticky(reason: str) -> bool:
 
 SORT_KEYS = ("time", "workspace")
 # Timing budget per find candidate (harness.Harness.measure): one that fits keeps 3 warm-ups (the
-# verification run the first) and 10 timed runs; a kernel slower than about 19 ms per run gets one warm-up and fewer timed runs (at
-# least 3); one whose verification run alone exceeds the budget is recorded from that run.
+# verification run the first) and 10 timed runs; a kernel slower than about 19 ms per run gets one
+# warm-up and fewer timed runs (at least 3); one whose verification run alone exceeds the budget is
+# recorded from that run.
 FIND_TIME_BUDGET_MS = 250.0
 # Early stop (MIOFIND_CUT_FACTOR, ``cut_factor=``): a candidate whose first harness.CUT_AFTER_WARMUPS
 # warm-up runs, or else whose first harness.CUT_AFTER_RUNS timed runs, all take at least this factor
