@@ -62,13 +62,24 @@ def _get_pool(jobs: int) -> ProcessPoolExecutor:
     return _pool
 
 
-def shutdown_pool(wait: bool = False) -> None:
+def shutdown_pool(wait: bool = False, terminate: bool = False) -> None:
     """Stop the compile pool, dropping queued work (an interrupted tune must not wait for it);
-    ``wait`` waits for the compiles under way (done at every process's exit)."""
+    ``wait`` waits for the compiles under way (done at every process's exit); ``terminate`` ends
+    them instead (their cubins are written atomically with their digests after, so a killed compile
+    leaves nothing a later read trusts)."""
     global _pool
     if _pool is not None:
-        _pool.shutdown(wait=wait, cancel_futures=True)
-        _pool = None
+        pool, _pool = _pool, None
+        procs = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=wait, cancel_futures=True)
+        if terminate:
+            stop = getattr(pool, "terminate_workers", None)   # Python 3.14
+            if stop is not None:
+                stop()
+            else:
+                for proc in procs:
+                    if proc.is_alive():
+                        proc.terminate()
 
 
 def default_jobs() -> int:
@@ -165,5 +176,8 @@ class Prefetcher:
         self.next = i
 
     def close(self) -> None:
+        """Stop prefetching: queued compiles are dropped and those under way ended (they are ahead of
+        the measuring loop, which compiles what it still needs itself), so an interrupted tune exits
+        without waiting for a long NVRTC compile."""
         self._stop.set()
-        shutdown_pool()
+        shutdown_pool(terminate=True)

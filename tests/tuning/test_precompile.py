@@ -82,3 +82,21 @@ def test_ctrl_c_during_prefetch_exits_promptly_without_a_traceback(tmp_path):
     assert pr.returncode == 130 and "closed" in out, (pr.returncode, out, err)
     assert "Traceback" not in err, err
     assert time.time() - t0 < 30
+
+
+def test_a_terminated_pool_does_not_wait_for_a_compile_under_way():
+    """``shutdown_pool(terminate=True)`` (what an interrupted tune's Prefetcher.close does) ends the
+    workers' work under way, so the process exits without waiting for a long compile (here a 120 s
+    sleep stands for one); without ``terminate`` the exit would wait for it."""
+    import subprocess
+    import sys
+    import time
+
+    code = ("import time; from miofind.tuning import precompile as pc; pool = pc._get_pool(1); "
+            "f = pool.submit(time.sleep, 120); time.sleep(0.5); "
+            "[time.sleep(0.1) for _ in range(300) if not f.running()]; assert f.running(); "
+            "pc.shutdown_pool(terminate=True); print('closed', flush=True)")
+    t0 = time.time()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=90)
+    assert out.returncode == 0 and "closed" in out.stdout, (out.returncode, out.stdout, out.stderr)
+    assert time.time() - t0 < 60
