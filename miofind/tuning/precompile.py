@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -21,6 +22,9 @@ from ..solver import KernelInfo
 _log = logging.getLogger(__name__)
 _pool: ProcessPoolExecutor | None = None
 _pool_size = 0
+# held while a Prefetcher's compiles are submitted and while it is closed, so that no compile is
+# submitted to a new pool after its close (the process's exit would wait for that compile)
+_submit_lock = threading.Lock()
 
 
 def _compile_one(args) -> str | None:
@@ -86,9 +90,14 @@ def default_jobs() -> int:
     return max(1, min(32, (os.cpu_count() or 2)))
 
 
-def precompile(kernels: list[KernelInfo], arch: str, jobs: int | None = None) -> tuple[int, dict[str, str]]:
+def precompile(kernels: list[KernelInfo], arch: str, jobs: int | None = None,
+               stop: threading.Event | None = None) -> tuple[int, dict[str, str]]:
     """Compile the kernels missing from the binary cache; returns (how many were compiled, errors by
-    kernel description). Failures are left for the measuring process to report per candidate."""
+    kernel description). Failures are left for the measuring process to report per candidate.
+
+    With ``stop`` (a Prefetcher's), every compile goes to the process pool, never this thread (CuPy's
+    NVRTC binding holds the GIL, which the measuring thread needs), and nothing is submitted once
+    ``stop`` is set; compiles cancelled or ended by ``shutdown_pool`` raise here."""
     cache = private_cache_dir()
     todo, seen = [], set()
     for k in kernels:
@@ -102,10 +111,17 @@ def precompile(kernels: list[KernelInfo], arch: str, jobs: int | None = None) ->
         return 0, {}
     jobs = jobs or default_jobs()
     t0 = time.perf_counter()
-    if jobs == 1 or len(todo) == 1:
+    if stop is None and (jobs == 1 or len(todo) == 1):
         results = [_compile_one(t) for t in todo]
-    else:
+    elif stop is None:
         results = list(_get_pool(jobs).map(_compile_one, todo, chunksize=1))
+    else:
+        with _submit_lock:
+            if stop.is_set():
+                return 0, {}
+            pool = _get_pool(jobs)
+            futures = [pool.submit(_compile_one, t) for t in todo]
+        results = [f.result() for f in futures]
     errors = {f"{k.source}:{k.name} {' '.join(k.compile_options())}": r for (k, _, _), r in zip(todo, results) if r}
     _log.debug("precompiled %d kernel(s) for %s in %.1f s with %d process(es), %d failed (%d already cached)",
                len(todo), arch, time.perf_counter() - t0, min(jobs, len(todo)), len(errors), len(kernels) - len(todo))
@@ -167,7 +183,7 @@ class Prefetcher:
                 continue
             if i % self.ahead == self.ahead - 1 or i == len(self.problems) - 1:
                 try:
-                    self.errors.update(precompile(chunk, self.arch, self.jobs)[1])
+                    self.errors.update(precompile(chunk, self.arch, self.jobs, stop=self._stop)[1])
                 except BaseException:  # the pool was shut down (tune finished or interrupted)
                     return
                 chunk = []
@@ -179,5 +195,6 @@ class Prefetcher:
         """Stop prefetching: queued compiles are dropped and those under way ended (they are ahead of
         the measuring loop, which compiles what it still needs itself), so an interrupted tune exits
         without waiting for a long NVRTC compile."""
-        self._stop.set()
-        shutdown_pool(terminate=True)
+        with _submit_lock:
+            self._stop.set()
+            shutdown_pool(terminate=True)
