@@ -725,12 +725,10 @@ def list_plans(problem: ProblemDescription, limit: int | None = None) -> list[tu
     """[(plan name, workspace bytes)] for every plan that builds, in heuristic order (builds them all),
     or for the first ``limit`` of them (building plans only until that many built)."""
     with _LOCK:
-        if limit is None:
-            return [(pl.name, pl.workspace) for pl in plan_graph(problem).build_all()]
         g = plan_graph(problem)
         out = []
         for pl in g.plans:
-            if len(out) >= limit:
+            if limit is not None and len(out) >= limit:
                 break
             if g.build(pl).usable:
                 out.append((pl.name, pl.workspace))

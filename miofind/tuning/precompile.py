@@ -113,11 +113,9 @@ def precompile(kernels: list[KernelInfo], arch: str, jobs: int | None = None,
     t0 = time.perf_counter()
     if stop is None and (jobs == 1 or len(todo) == 1):
         results = [_compile_one(t) for t in todo]
-    elif stop is None:
-        results = list(_get_pool(jobs).map(_compile_one, todo, chunksize=1))
     else:
         with _submit_lock:
-            if stop.is_set():
+            if stop is not None and stop.is_set():
                 return 0, {}
             pool = _get_pool(jobs)
             futures = [pool.submit(_compile_one, t) for t in todo]
