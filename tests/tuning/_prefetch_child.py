@@ -6,6 +6,11 @@ import time
 
 
 def main() -> int:
+    # Ctrl-C as a terminal delivers it: a process started with SIGINT ignored (a background job of a
+    # non-interactive shell, such as CI run with `&`) inherits that, and Python then installs no handler
+    import signal
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
     from miofind.models import model_problems
     from miofind.tuning.precompile import Prefetcher
 
