@@ -5,7 +5,11 @@ shipped DB does not hold, on an empty user DB, and sums each find's ``FindResult
 compile, reference, verify, timing, store) and its candidates (solver, configs, runs, cut), so that a
 cheaper find knows what to cut.
 
-    python bench/find_breakdown.py --out DIR [--batch 48] [--amp]
+    python bench/find_breakdown.py --out DIR [--batch 48] [--amp] [--steady N]
+
+With ``--steady N`` it then times a second step at once, waits for the background work the finds
+left (``miofind.tiered``: specialised builds, deferred solvers; ``background_wait_s``), and times N
+more steps (median ``steady_ms``), listing the solver each problem runs then (``chosen``).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--batch", type=int, default=48)
     ap.add_argument("--amp", action="store_true")
+    ap.add_argument("--steady", type=int, default=0, help="then time N steps after the background work")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     tmp = tempfile.mkdtemp()
@@ -56,13 +61,38 @@ def main(argv=None) -> int:
         x = x.to(memory_format=torch.channels_last)
     mt.convert(model)
     y = torch.randint(0, 1000, (args.batch,), device="cuda")
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    with torch.autocast("cuda", dtype=torch.float16, enabled=args.amp):
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-    loss.backward()
-    torch.cuda.synchronize()
-    step_s = time.perf_counter() - t0
+
+    def step() -> float:
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        with torch.autocast("cuda", dtype=torch.float16, enabled=args.amp):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        torch.cuda.synchronize()
+        return time.perf_counter() - t0
+
+    step_s = step()
+    after = {}
+    write(args.out, finds, step_s, after)
+    if args.steady:
+        from miofind import tiered
+        after["second_step_s"] = step()
+        t0 = time.perf_counter()
+        tiered.wait(1800)
+        after["background_wait_s"] = time.perf_counter() - t0
+        step()      # applies what the background work replaced
+        times = sorted(step() * 1e3 for _ in range(args.steady))
+        after["steady_ms"] = times[len(times) // 2]
+        after["steady_all_ms"] = times
+        after["chosen"] = sorted(f"{k[0]} {e.pr.problem.key()}: {e.solver_id}" for k, e in _policy._table.items())
+
+    print(json.dumps(write(args.out, finds, step_s, after), indent=1))
+    return 0
+
+
+def write(out: str, finds: list, step_s: float, after: dict) -> dict:
+    """Sum the finds' breakdowns into find_breakdown.json in ``out``; returns the summary."""
+    import miofind.torch as mt
 
     tot = collections.defaultdict(float)
     by_solver = collections.defaultdict(lambda: collections.defaultdict(float))
@@ -81,11 +111,10 @@ def main(argv=None) -> int:
             by_solver[f["winner"]]["won"] += 1
     summary = {"step_s": step_s, "finds": len(finds), "find_wall_ms": sum(f["wall_ms"] for f in finds),
                "timing_totals_ms": dict(tot), "by_solver": {k: dict(v) for k, v in by_solver.items()},
-               "stats": mt.stats()}
-    with open(os.path.join(args.out, "find_breakdown.json"), "w") as fh:
+               "stats": mt.stats(), **after}
+    with open(os.path.join(out, "find_breakdown.json"), "w") as fh:
         json.dump({"summary": summary, "finds": finds}, fh, indent=1)
-    print(json.dumps(summary, indent=1))
-    return 0
+    return summary
 
 
 if __name__ == "__main__":

@@ -73,7 +73,7 @@ def find_solutions(problem_or_arrays, *, mode: str | None = None, sort_by: str =
                    workspace_limit: int | None = None, solvers=None, verify: bool = True, db=None,
                    store: bool = True, warmup: int = 3, iters: int = 10, seed: int | None = None,
                    time_budget_ms: float | None = FIND_TIME_BUDGET_MS, with_naive: bool | None = None,
-                   cut_factor: float | None = None, **conv_kwargs) -> FindResult:
+                   cut_factor: float | None = None, defer: bool | None = None, **conv_kwargs) -> FindResult:
     """Find, verify and time every applicable solver for a problem, fastest first.
 
     ``problem_or_arrays`` is a ProblemDescription, a FindDB key, or ``(x, w)`` arrays with
@@ -88,7 +88,11 @@ def find_solutions(problem_or_arrays, *, mode: str | None = None, sort_by: str =
     unless ``with_naive`` (default $MIOFIND_WITH_NAIVE, else False) or nothing else applies; a
     ``solvers`` list runs what it names. ``cut_factor`` (default $MIOFIND_CUT_FACTOR, else
     ``miofind.find.FIND_CUT_FACTOR``; 0: off) stops timing a candidate clearly slower than that
-    factor times the best so far (``Solution.cut``; see ``miofind.find``). A benchmarked result's
+    factor times the best so far (``Solution.cut``; see ``miofind.find``). ``defer`` (default: True
+    when no ``solvers`` are named) lets a benchmark leave a solver whose kernels are not compiled and
+    that has no generic build to the background in MIOFIND_SPECIALIZE=background mode (a failure of
+    stage ``deferred``; it is measured and stored when compiled: ``miofind.tiered``), as long as
+    another solver is measured at once. A benchmarked result's
     ``timing`` says where the time went. Raises NoGPUError without a GPU and ValueError for bad
     arguments.
     """
@@ -110,7 +114,7 @@ def find_solutions(problem_or_arrays, *, mode: str | None = None, sort_by: str =
     gen = write_generation()
     res = find(problem, mode=mode, sort_by=sort_by, workspace_limit=workspace_limit, solvers=solvers,
                verify=verify, db=db, store=store, warmup=warmup, iters=iters, seed=seed,
-               time_budget_ms=time_budget_ms, with_naive=with_naive, cut_factor=cut_factor, t0=t0)
+               time_budget_ms=time_budget_ms, with_naive=with_naive, cut_factor=cut_factor, t0=t0, defer=defer)
     if key is not None and res.source in ("db", "predicted"):   # a measured answer is memoised once read back
         _memo_put(key, gen, res)
     return res

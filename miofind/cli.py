@@ -322,9 +322,10 @@ def find(mode, immediate, device_spec, sort_by, workspace_limit, solver_ids, no_
                 res = get_solutions(p, workspace_limit=workspace_limit, solvers=list(solver_ids) or None, db=db_url,
                                     device=dev, with_naive=with_naive or None)
             else:
+                # the table lists every solver: none is left to the background (the process would wait for it)
                 res = find_solutions(p, mode=mode, sort_by=sort_by, workspace_limit=workspace_limit,
                                      solvers=list(solver_ids) or None, verify=not no_verify, db=db_url,
-                                     with_naive=with_naive or None)
+                                     with_naive=with_naive or None, defer=False)
         except (ValueError, FindDBError) as e:
             _fail(str(e))
         except ContextBrokenError as e:

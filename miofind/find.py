@@ -363,7 +363,7 @@ def record_failures(db, dev: DeviceInfo, problem, measured, failures, succeeded)
 def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", workspace_limit=None, solvers=None,
          verify: bool = True, db=None, store: bool = True, warmup: int = 3, iters: int = 10, seed=None,
          time_budget_ms: float | None = FIND_TIME_BUDGET_MS, with_naive: bool = False,
-         cut_factor: float = FIND_CUT_FACTOR, t0: float | None = None) -> FindResult:
+         cut_factor: float = FIND_CUT_FACTOR, t0: float | None = None, defer: bool | None = None) -> FindResult:
     """The find of ``miofind.find_solutions`` on a resolved problem and checked mode and options."""
     t0 = time.perf_counter() if t0 is None else t0
     if sort_by not in SORT_KEYS:
@@ -410,10 +410,23 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
     cands = expected_order(problem, reads, dev, cands)
     log.info("find %s: benchmarking %d candidate(s)", problem.key(), len(cands))
     timing = {"lookup_ms": (time.perf_counter() - t0) * 1e3}
+    # a find of every applicable solver may leave those that would wait for NVRTC to the background
+    deferred = {} if (solvers is None if defer is None else defer) else None
+    isolate = to_isolate(reads, dev, problem, cands)
     sols, bench_failures, ws_skipped = benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed,
                                                  configs=lambda s: find_configs(reads, dev, problem, s),
-                                                 budget_ms=time_budget_ms, isolate=to_isolate(reads, dev, problem, cands),
-                                                 cut_factor=cut_factor, timing=timing)
+                                                 budget_ms=time_budget_ms, isolate=isolate,
+                                                 cut_factor=cut_factor, timing=timing, deferred=deferred)
+    if deferred and not any(not s.cut for s in sols):
+        # nothing measured now verified: the deferred solvers are measured now after all
+        log.info("find %s: no solution measured at once; measuring the deferred %s", problem.key(), sorted(deferred))
+        more, more_failures, more_ws = benchmark(problem, [s for s, _ in deferred.values()], workspace_limit, verify,
+                                                 warmup, iters, seed, configs=lambda s: deferred[s.id][1],
+                                                 budget_ms=time_budget_ms, isolate=isolate, cut_factor=cut_factor)
+        sols += more
+        bench_failures = [f for f in bench_failures if f.stage != "deferred"] + more_failures
+        ws_skipped |= more_ws
+        deferred = {}
     if dbs is None:
         dbs = open_dbs(db, dev)
     cuts = [f for f in bench_failures if f.stage == "cut"]   # reported as Solution.cut; recorded in the DB
@@ -435,10 +448,12 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
         # nor is a generic build's failure the solver's (miofind.tiered tries its specialised build)
         skipped = {f.solver_id for f in bench_failures if f.stage == "workspace"} - {s.solver_id for s in sols}
         skipped |= tiered.generic_failures(problem, retry)
+        skipped |= set(deferred or ())      # measured later (miofind.tiered): their records stay as they are
         record_failures(dbs.user, dev, problem, [s for s in cands if s.id not in skipped],
                         bench_failures + cuts, {s.solver_id for s in full})
-    tiered.after_find(problem, full, retry, budget_ms=time_budget_ms,
-                      store=lambda s: store_solutions(dbs.user, dev, problem, [s]) if store else None)
+    tiered.after_find(problem, full, [f for f in retry if f.stage != "deferred"], budget_ms=time_budget_ms,
+                      store=lambda s: store_solutions(dbs.user, dev, problem, [s]) if store else None,
+                      deferred=deferred)
     timing["store_ms"] = (time.perf_counter() - t_store) * 1e3
     res = done(sols, source="find", failures=failures, stored=stored, timing=timing)
     timing["total_ms"] = res.elapsed_ms
@@ -596,6 +611,10 @@ def _prepare(problem, solver, config=None):
         return Failure(solver.id, stage, describe(e), config=config), None, (time.perf_counter() - t0) * 1e3
 
 
+DEFERRED_REASON = ("not compiled yet and no generic build: compiling in the background (MIOFIND_SPECIALIZE=background), "
+                   "then verified, timed and stored in the user FindDB; MIOFIND_SPECIALIZE=sync measures it now")
+
+
 def _timed_reference(problem):
     t0 = time.perf_counter()
     return reference_invoker_for(problem), (time.perf_counter() - t0) * 1e3
@@ -617,8 +636,20 @@ def prepare_all(problem, todo, *, verify=True, threads=8, times=None):
     return [(sol, inv) for sol, inv, _ in prepared], ref
 
 
+def defer_candidates(problem, todo, isolate=frozenset()) -> dict:
+    """{solver id: (solver, [configs])} of the solvers in ``todo`` ([(solver, config)]) a find leaves to the
+    background (``tiered.deferrable`` for every config of the solver, not checked in a child process),
+    as long as another solver is measured at once; {} otherwise."""
+    by_solver: dict[str, tuple] = {}
+    for s, cfg in todo:
+        by_solver.setdefault(s.id, (s, []))[1].append(cfg)
+    out = {sid: (s, cfgs) for sid, (s, cfgs) in by_solver.items()
+           if sid not in isolate and all(tiered.deferrable(problem, s, c) for c in cfgs)}
+    return out if len(out) < len(by_solver) else {}
+
+
 def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, configs=None, budget_ms=None,
-              isolate=frozenset(), cut_factor: float = 0.0, timing: dict | None = None):
+              isolate=frozenset(), cut_factor: float = 0.0, timing: dict | None = None, deferred: dict | None = None):
     """Verify and time every candidate (each of its ``configs(solver)``, default its find configs),
     in the order given; returns (the fastest Solution per solver, failures, whether a workspace limit
     skipped any). The solvers named in ``isolate`` are first run and verified in a child process
@@ -638,7 +669,10 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
     (sums over the candidates), ``configs_stopped`` (configs not measured: their solver had a fully
     timed config and then CONFIG_STOP_AFTER_CUTS cut ones in a row) and ``candidates``: per measured
     (solver, config), its compile, verify and timing wall times, timed runs, median and whether it was
-    cut."""
+    cut.
+
+    With a ``deferred`` dict, the solvers ``defer_candidates`` picks are not measured: they are listed among
+    the failures with stage ``deferred`` and put in that dict for ``tiered.after_find``."""
     failures: list[Failure] = []
     ws_skipped = False
     todo = []
@@ -664,6 +698,12 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
             failures.append(Failure(s.id, "solution", describe(e)))
             continue
         todo += [(s, cfg) for cfg in cfgs]
+    if deferred is not None:
+        deferred.update(defer_candidates(problem, todo, isolate))
+        for sid, (s, cfgs) in deferred.items():
+            failures += [Failure(sid, "deferred", DEFERRED_REASON, config=cfg) for cfg in cfgs]
+        todo = [(s, cfg) for s, cfg in todo if s.id not in deferred]
+        timing["deferred"] = len(deferred)
 
     t0 = time.perf_counter()
     timing["configs_ms"] = (t0 - tc) * 1e3

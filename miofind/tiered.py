@@ -12,6 +12,13 @@ the specialised build:
 - ``sync``: find compiles and measures the specialised build, as before generic builds existed;
 - ``off``: generic builds only.
 
+A candidate with no generic build (the Hopper family: wgmma tiles and TMA boxes are compile-time)
+whose kernels are not compiled is **deferred** in ``background`` mode, when the find measures another
+solver at once (``deferrable``, ``find.benchmark``): its kernels compile in the spawned pool, then
+all its configs are verified and timed, and its fastest verified one is stored in the user FindDB
+(``after_find``). Functions registered with ``on_deferred`` hear of each stored one, so that a caller
+holding the find's answer (``miofind.torch``) can switch to it when it is faster.
+
 The record of a generic measurement carries the solver's usual trust key (the same kernel source,
 compiled with the sizes read at run time).
 """
@@ -28,14 +35,15 @@ from .solver import ConvSolution
 
 log = logging.getLogger(__name__)
 
-__all__ = ["prepare", "generic_compiled", "after_find", "measured_build", "ready_invoker", "run_invoker", "Switching",
-           "pending", "wait", "clear"]
+__all__ = ["prepare", "generic_compiled", "deferrable", "after_find", "on_deferred", "measured_build", "ready_invoker",
+           "run_invoker", "Switching", "pending", "wait", "clear"]
 
 _pool: ThreadPoolExecutor | None = None
 _lock = threading.Lock()
 _pending: dict[tuple, Future] = {}     # (problem key, solver id, config key) -> background job
 _ready: dict[tuple, tuple] = {}        # (network config, solver id, config key) -> (invoker, workspace bytes)
 _generic_measured: dict[tuple, tuple] = {}   # (problem key, solver id) -> (solver, specialised config)
+_listeners: list = []                  # on_deferred's callables
 
 
 def _key(problem, solver_id, config) -> tuple:
@@ -73,6 +81,31 @@ def generic_compiled(problem, solver, config) -> bool:
     return gks is not None and all(is_compiled(g.kinfo if g is not None else k) for g, k in zip(gks, gsol.kernels))
 
 
+def deferrable(problem, solver, config, *, mode: str | None = None) -> bool:
+    """Whether a find may defer (solver, config) to the background (``background`` mode only): its
+    specialised kernels are not compiled and it has no generic build, so measuring it now would wait
+    for NVRTC. CPU only (the binary cache's files), launches nothing."""
+    from .compile import is_compiled
+
+    if (mode or env.specialize()) != "background":
+        return False
+    try:
+        sol = solver.get_solution(problem, config)
+        if not sol.kernels or all(is_compiled(k) for k in sol.kernels):
+            return False
+        return _generic_solution(problem, solver, config) is None
+    except Exception:       # noqa: BLE001  the find reports it when it prepares the candidate
+        return False
+
+
+def on_deferred(fn) -> None:
+    """Call ``fn(problem, solution)`` (from a background thread) each time a deferred solver's fastest
+    verified config has been stored: a ``miofind.results.Solution`` of ``problem``."""
+    with _lock:
+        if fn not in _listeners:
+            _listeners.append(fn)
+
+
 def _generic_solution(problem, solver, config) -> ConvSolution | None:
     try:
         gsol = solver.get_solution(problem, generic.generic_config(solver, problem, config))
@@ -90,15 +123,26 @@ def generic_failures(problem, failures) -> set[str]:
 
 
 def after_find(problem, sols, failures=(), *, store, mode: str | None = None, measure=None,
-               budget_ms: float | None = None) -> list[Future]:
+               budget_ms: float | None = None, deferred=None) -> list[Future]:
     """After a find measured ``sols`` (and ``failures``): for each measured with a generic build, in
     ``background`` mode, compile its specialised build in the background (a thread driving the
     spawned compile pool), measure it (``measure(problem, solver, ConvSolution, invoker)`` ->
     Solution, default the find's harness under ``budget_ms``) and, when verified and faster than the
     generic build (or the generic build failed), ``store(solution)`` it and make its invoker the one
-    ``ready_invoker`` gives. Returns the jobs."""
+    ``ready_invoker`` gives. ``deferred``: {solver id: (solver, [configs])} the find left to the
+    background (``deferrable``): each solver's configs compiled and measured, its fastest verified one
+    stored and told to the ``on_deferred`` listeners. Returns the jobs."""
     mode = mode or env.specialize()
     jobs = []
+    for sid, (solver, configs) in (deferred or {}).items():
+        k = ("deferred", problem.key(), sid)
+        with _lock:
+            if k in _pending and not _pending[k].done():
+                continue
+            meas = measure or (lambda p, sv, sol, inv: _measure(p, sv, sol, inv, budget_ms))
+            _pending[k] = fut = _executor().submit(_measure_deferred, problem, solver, list(configs), store, meas,
+                                                   _device())
+        jobs.append(fut)
     measured = [(s.solver_id, s) for s in sols] + [(f.solver_id, None) for f in failures]
     for sid, s in measured:
         with _lock:
@@ -186,6 +230,52 @@ def _specialise(problem, solver, config, generic_sol, store, measure, device):
         return spec
     except Exception as e:
         log.warning("specialising %s for %s failed: %s", solver.id, problem.key(), e)
+        return None
+
+
+def _measure_deferred(problem, solver, configs, store, measure, device):
+    """The background job of a deferred solver: compile every config's kernels (spawned pool), verify and
+    time each, store the fastest verified one and tell the listeners. Returns it, or None."""
+    from .invokers import build_invoker
+
+    try:
+        ctx = _on_device(device)
+        with ctx, _own_stream():
+            built = []
+            for cfg in configs:
+                try:
+                    built.append((cfg, solver.get_solution(problem, cfg)))
+                except Exception as e:      # noqa: BLE001  an invalid config: the others go on
+                    log.info("deferred %s for %s: config %s: %s", solver.id, problem.key(), cfg, e)
+            _compile_apart([k for _, sol in built for k in sol.kernels])
+            best = None
+            for cfg, sol in built:
+                try:
+                    inv = build_invoker(problem, sol)
+                    m = measure(problem, solver, sol, inv)
+                except Exception as e:      # noqa: BLE001  a failed config is not stored
+                    log.info("deferred %s for %s: config %s failed: %s", solver.id, problem.key(), cfg, e)
+                    continue
+                if m is not None and m.verified and (best is None or m.time_ms < best[0].time_ms):
+                    best = (m, cfg, inv, sol.workspace_bytes)
+        if best is None:
+            log.info("deferred %s for %s: no config verified", solver.id, problem.key())
+            return None
+        spec, cfg, inv, ws = best
+        with _lock:
+            _ready[(problem.network_config(), solver.id, _key(problem, solver.id, cfg)[2])] = (inv, ws)
+        store(spec)
+        log.info("deferred %s for %s: %.4f ms stored", solver.id, problem.key(), spec.time_ms)
+        with _lock:
+            listeners = list(_listeners)
+        for fn in listeners:
+            try:
+                fn(problem, spec)
+            except Exception as e:      # noqa: BLE001  a listener's failure is its own
+                log.warning("deferred %s for %s: listener %r failed: %s", solver.id, problem.key(), fn, e)
+        return spec
+    except Exception as e:      # noqa: BLE001
+        log.warning("deferred %s for %s failed: %s", solver.id, problem.key(), e)
         return None
 
 

@@ -6,6 +6,11 @@ in the find mode of ``MIOFIND_FIND_MODE`` (default normal): the FindDBs (user ov
 when they know the problem, else the problem is benchmarked and stored. The fastest solution
 (among the deterministic ones under ``torch.use_deterministic_algorithms(True)``) is prepared and
 kept. Every later call is one dict lookup. ``stats()`` counts what the misses cost.
+
+A find may leave a solver whose kernels are not compiled yet to the background (``miofind.tiered``:
+deferred). When its measurement is stored and beats the prepared solution, the problem's Entry is
+replaced by one running it, on the next call from a thread that is not capturing a CUDA graph
+(``_apply_swaps``; functional's forward plans follow through ``_on_swap``).
 """
 
 from __future__ import annotations
@@ -23,10 +28,12 @@ log = logging.getLogger(__name__)
 _DTYPES = {torch.float32: "FP32", torch.float16: "FP16", torch.bfloat16: "BF16"}
 SUPPORTED_DTYPES = frozenset(_DTYPES)
 
-_stats = {"lookups": 0, "db_hits": 0, "finds_run": 0, "predicted": 0, "find_ms": 0.0}
+_stats = {"lookups": 0, "db_hits": 0, "finds_run": 0, "predicted": 0, "find_ms": 0.0, "replaced": 0}
 _table: dict[tuple, "Entry"] = {}
 _lock = threading.Lock()
 _on_clear: list = []     # callables run by ``clear`` (functional's forward plans hold Entries)
+_on_swap: list = []      # callables (old Entry, new Entry) run when a deferred solution replaces an Entry
+_swaps: list = []        # (problem key, Solution) stored by deferred measurements, not yet applied
 # (device, stream) -> the workspace every Entry launched on that stream shares (``workspace``)
 _workspaces: dict[tuple[int, int], "torch.Tensor"] = {}
 # a workspace larger than this is allocated per call and given back after it, not kept
@@ -37,8 +44,9 @@ def stats() -> dict:
     """Counters since the start (or ``reset_stats``): ``lookups`` (problems this process met for the
     first time, each one ``find_solutions`` call), ``db_hits`` (of those, answered from a FindDB),
     ``finds_run`` (benchmarked: the FindDBs did not know them), ``predicted`` (fast mode's
-    predictions), ``find_ms`` (wall time of those calls, milliseconds), and ``problems`` (how many
-    are prepared now)."""
+    predictions), ``find_ms`` (wall time of those calls, milliseconds), ``replaced`` (Entries replaced
+    by a faster solution a find had deferred to the background), and ``problems`` (how many are
+    prepared now)."""
     out = dict(_stats)
     out["problems"] = len(_table)
     return out
@@ -47,7 +55,7 @@ def stats() -> dict:
 def reset_stats() -> None:
     """Zero the counters (the prepared problems stay)."""
     with _lock:
-        _stats.update(lookups=0, db_hits=0, finds_run=0, predicted=0, find_ms=0.0)
+        _stats.update(lookups=0, db_hits=0, finds_run=0, predicted=0, find_ms=0.0, replaced=0)
 
 
 def clear() -> None:
@@ -55,6 +63,7 @@ def clear() -> None:
     workspaces back to PyTorch's caching allocator, and drop the kept autocast weight casts."""
     with _lock:
         _table.clear()
+        _swaps.clear()
         _workspaces.clear()
         _fusable.clear()
         for hook in _on_clear:
@@ -130,10 +139,13 @@ def problem_for(direction: str, x_shape, w_shape, stride, padding, dilation, gro
 class Entry:
     """A problem's prepared solution and how to call it with torch tensors."""
 
-    __slots__ = ("pr", "ws_bytes", "streams", "solver_id", "source", "a_shape", "invoker", "swap", "dev", "fused")
+    __slots__ = ("pr", "ws_bytes", "streams", "solver_id", "source", "a_shape", "invoker", "swap", "dev", "fused",
+                 "problem_key", "time_ms")
 
-    def __init__(self, pr, solver_id: str, source: str, dev: int) -> None:
+    def __init__(self, pr, solver_id: str, source: str, dev: int, problem_key: str | None = None,
+                 time_ms: float = float("inf")) -> None:
         self.pr, self.dev = pr, dev
+        self.problem_key, self.time_ms = problem_key, time_ms     # what a deferred solution must beat
         self.ws_bytes = int(pr.workspace_bytes)
         self.solver_id, self.source = solver_id, source
         self.streams: set[int] = set()
@@ -150,6 +162,8 @@ class Entry:
         a workspace from ``workspace``; returns ``out``. The callers (``_ops``) make ``a`` and ``b``
         dense in the problem's memory format, ``b`` of the key's shape and ``out`` new; ``a``'s
         shape is checked here."""
+        if _swaps:
+            _apply_swaps()
         if stream in self.streams and a.shape == self.a_shape and self.invoker is not None:
             return self.run(a.data_ptr(), b.data_ptr(), out, stream, bias)
         wst = workspace(self.ws_bytes, self.dev, stream) if self.ws_bytes else None
@@ -231,7 +245,46 @@ def lookup(key: tuple, make_problem, device: int, det: bool) -> Entry:
             with _on_device(device):
                 e = _choose(make_problem(), det, device)
             _table[key] = e
+    if _swaps:
+        _apply_swaps()
+        e = _table.get(key, e)
     return e
+
+
+def _heard(problem, sol) -> None:
+    """``tiered.on_deferred``'s listener (a background thread): note the stored solution."""
+    with _lock:
+        _swaps.append((problem.key(), sol))
+
+
+def _apply_swaps() -> None:
+    """Replace each Entry whose problem a deferred measurement solved faster (deterministic keys only by a
+    deterministic solver) with an Entry of that solution; never during CUDA-graph capture."""
+    if _capturing_stream():
+        return
+    from ..registry import get_solver
+
+    with _lock:
+        todo, _swaps[:] = list(_swaps), []
+        for pkey, sol in todo:
+            for tkey, old in list(_table.items()):
+                if old.problem_key != pkey or sol.time_ms >= old.time_ms:
+                    continue
+                if tkey[10] and not get_solver(sol.solver_id).deterministic:    # table_key's deterministic flag
+                    continue
+                try:
+                    with _on_device(old.dev):
+                        new = Entry(sol.prepare(), sol.solver_id, "deferred", old.dev, pkey, sol.time_ms)
+                except Exception as e:      # noqa: BLE001  the Entry it would replace keeps running
+                    log.warning("miofind.torch: %s for %s could not be prepared (%s: %s); keeping %s", sol.solver_id,
+                                pkey, type(e).__name__, e, old.solver_id)
+                    continue
+                _table[tkey] = new
+                for hook in _on_swap:
+                    hook(old, new)
+                _stats["replaced"] += 1
+                log.info("miofind.torch: %s for %s: %s (%.4f ms) replaces %s (%.4f ms)", "deferred", pkey,
+                         sol.solver_id, sol.time_ms, old.solver_id, old.time_ms)
 
 
 def _capturing() -> bool:
@@ -264,8 +317,10 @@ def _find_among(problem: ProblemDescription, ids: list[str]):
 
 
 def _choose(problem: ProblemDescription, det: bool, dev: int) -> Entry:
+    from .. import tiered
     from ..registry import get_solver
 
+    tiered.on_deferred(_heard)
     t0 = time.perf_counter()
     res = _find(problem)
     _stats["lookups"] += 1
@@ -291,7 +346,7 @@ def _choose(problem: ProblemDescription, det: bool, dev: int) -> Entry:
     errors = []
     for s in sols:   # fastest first; one that cannot be prepared here (e.g. a cuDNN plan) yields to the next
         try:
-            return Entry(s.prepare(), s.solver_id, src, dev)
+            return Entry(s.prepare(), s.solver_id, src, dev, problem.key(), s.time_ms)
         except Exception as e:
             log.warning("miofind.torch: %s for %s could not be prepared (%s: %s); trying the next solution",
                         s.solver_id, problem.key(), e.__class__.__name__, e)

@@ -286,7 +286,18 @@ def clear_plans() -> None:
     _plans.clear()
 
 
+def _swap_entry(old, new) -> None:
+    """A deferred solution replaced ``old`` (``_policy._apply_swaps``): the plans holding it run ``new``."""
+    for plan in list(_plans.values()):
+        if plan.entry is old:
+            plan.entry = new
+        for sig, entries in list(plan.bwd.items()):
+            if any(e is old for e in entries):
+                plan.bwd[sig] = tuple(new if e is old else e for e in entries)
+
+
 _policy._on_clear.append(clear_plans)
+_policy._on_swap.append(_swap_entry)
 _policy._on_clear.append(_casts.clear)
 
 

@@ -73,7 +73,7 @@ def test_every_find_option_after_driver_args(fake_find, tmp_path):
     (p, kw), = fake_find
     assert p.key() == KEY_F
     assert kw == {"mode": "fast", "sort_by": "workspace", "workspace_limit": 1000, "solvers": ["A", "B"],
-                  "verify": False, "db": "x.sqlite", "with_naive": True}
+                  "verify": False, "db": "x.sqlite", "with_naive": True, "defer": False}   # the table lists every solver
     run("find", *ARGS, "-F", "1", "--json")
     assert fake_find[1][1]["with_naive"] is None     # not given: the environment decides
     assert json.loads(out.read_text())[0]["key"] == KEY_F

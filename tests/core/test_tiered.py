@@ -232,3 +232,66 @@ def test_switching_reads_attributes_from_the_running_build():
     assert sw.private_work_bytes == 64
     with pytest.raises(AttributeError):
         sw.no_such_attribute
+
+
+PH = ProblemDescription.make("F", n=8, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1, layout="NHWC", dtype="FP16")
+
+
+def test_only_an_uncompiled_solver_without_generic_build_is_deferrable(fakes, monkeypatch):
+    hop, igemm = get_solver("ConvImplicitGemmHopperFwd"), get_solver("ConvImplicitGemmFwd")
+    assert tiered.deferrable(PH, hop, None, mode="background")
+    assert not tiered.deferrable(PH, hop, None, mode="sync")
+    assert not tiered.deferrable(PH, hop, None, mode="off")
+    assert not tiered.deferrable(PH, igemm, None, mode="background")      # measured with its generic build
+    assert not tiered.deferrable(PH, get_solver("ConvCudnnFwd"), None, mode="background")   # no kernels of ours
+    monkeypatch.setattr(compile_mod, "is_compiled", lambda k: True)
+    assert not tiered.deferrable(PH, hop, None, mode="background")
+
+
+def test_defer_candidates_keeps_one_solver_measured_at_once(monkeypatch):
+    import miofind.find as find
+
+    hop, igemm = get_solver("ConvImplicitGemmHopperFwd"), get_solver("ConvImplicitGemmFwd")
+    monkeypatch.setattr(tiered, "deferrable", lambda p, s, c, mode=None: s is hop or c == "uncompiled")
+    todo = [(igemm, None), (hop, None), (hop, {"BM": 128})]
+    assert find.defer_candidates(PH, todo) == {hop.id: (hop, [None, {"BM": 128}])}
+    assert find.defer_candidates(PH, todo, isolate=frozenset({hop.id})) == {}     # checked in a child: now
+    assert find.defer_candidates(PH, [(hop, None)]) == {}                          # nothing else to measure
+    # a solver is deferred with all of its configs or not at all
+    assert find.defer_candidates(PH, [(igemm, None), (igemm, "uncompiled"), (hop, None)]) == {hop.id: (hop, [None])}
+
+
+def test_a_deferred_solver_stores_its_fastest_verified_config_and_tells_listeners(fakes):
+    hop = get_solver("ConvImplicitGemmHopperFwd")
+    base = hop.default_config(PH)
+    cfgs = [base, dict(base, STAGES=3), dict(base, STAGES=5)]
+    times = {3: 0.4, 5: 0.2}        # STAGES=5 is fastest but fails verification
+
+    def measure(problem, solver, sol, inv):
+        t = times.get(sol.config["STAGES"], 0.9)
+        return Solution(solver.id, solver.algorithm, t, 0, sol.config, sol.config["STAGES"] != 5, problem)
+
+    stored, heard = [], []
+    tiered.on_deferred(lambda p, s: heard.append((p.key(), s.time_ms)))
+    (job,) = tiered.after_find(PH, [], store=stored.append, mode="background", measure=measure,
+                               deferred={hop.id: (hop, cfgs)})
+    best = job.result(10)
+    assert best.time_ms == 0.4 and best.config["STAGES"] == 3
+    assert [s.time_ms for s in stored] == [0.4]
+    assert (PH.key(), 0.4) in heard
+    assert tiered.ready_invoker(PH, hop.id, best.config) == ("SPEC", 0)
+    # every config's kernels went to the spawned compile pool in one batch, before any measurement
+    aparts = [b for b in fakes if b[0] == "apart"]
+    assert len(aparts) == 1 and len(aparts[0][1]) >= 3
+    tiered._listeners.clear()
+
+
+def test_a_deferred_solver_with_no_verified_config_stores_nothing(fakes):
+    hop = get_solver("ConvImplicitGemmHopperFwd")
+    stored, heard = [], []
+    tiered.on_deferred(lambda p, s: heard.append(s))
+    meas = lambda p, s, sol, inv: Solution(s.id, s.algorithm, 0.1, 0, sol.config, False, p)  # noqa: E731
+    (job,) = tiered.after_find(PH, [], store=stored.append, mode="background", measure=meas,
+                               deferred={hop.id: (hop, [None])})
+    assert job.result(10) is None and stored == [] and heard == []
+    tiered._listeners.clear()

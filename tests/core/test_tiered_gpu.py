@@ -58,6 +58,47 @@ def test_sync_measures_the_specialised_build(fresh, monkeypatch):
     assert tiered.pending() == 0
 
 
+PH = ProblemDescription.make("F", n=4, c=64, k=64, in_size=(20, 20), filter_size=3, pads=1, layout="NHWC", dtype="FP16")
+HOPPER = "ConvImplicitGemmHopperFwd"
+
+
+def _hopper_device():
+    if current_device().arch != "sm_90":
+        pytest.skip("the Hopper family (no generic build) applies on sm_90 only")
+
+
+@pytest.mark.gpu
+def test_an_uncompiled_solver_without_generic_build_is_deferred_then_stored(fresh, monkeypatch):
+    """With an empty kernel cache, a find measures the Ampere implicit GEMM's generic build at once and
+    leaves the Hopper solver (no generic build) to the background: a failure of stage 'deferred', then a
+    verified record in the user FindDB, told to the listeners; a normal-mode find then answers from the DB."""
+    _hopper_device()
+    monkeypatch.setenv("MIOFIND_SPECIALIZE", "background")
+    heard = []
+    tiered.on_deferred(lambda p, s: heard.append((p.key(), s.solver_id, s.verified)))
+    both = ["ConvImplicitGemmFwd", HOPPER]
+    res = find_solutions(PH, mode="benchmark", solvers=both, cut_factor=0, defer=True)
+    assert [s.solver_id for s in res] == ["ConvImplicitGemmFwd"], (res, res.failures)
+    assert [(f.solver_id, f.stage) for f in res.failures] == [(HOPPER, "deferred")]
+    assert res.timing["deferred"] == 1
+    tiered.wait(600)
+    recs = {r.solver_id: r for r in FindDB(fresh).lookup(current_device().db_name, PH.key())}
+    assert recs[HOPPER].verified and recs[HOPPER].build == "specialized" and recs[HOPPER].time_ms > 0
+    assert (PH.key(), HOPPER, True) in heard
+    again = find_solutions(PH, solvers=both)
+    assert again.source == "db" and {s.solver_id for s in again} == set(both)
+    tiered._listeners.clear()
+
+
+@pytest.mark.gpu
+def test_a_find_with_only_deferrable_solvers_measures_them_now(fresh, monkeypatch):
+    _hopper_device()
+    monkeypatch.setenv("MIOFIND_SPECIALIZE", "background")
+    res = find_solutions(PH, mode="benchmark", solvers=[HOPPER], defer=True)
+    assert [s.solver_id for s in res] == [HOPPER] and res[0].verified
+    assert not [f for f in res.failures if f.stage == "deferred"]
+
+
 @pytest.mark.gpu
 def test_warm_device_fills_cupys_kernel_cache(tmp_path):
     """`miofind warmup` on a GPU runs a find's steps on tiny problems: a fresh CuPy kernel cache

@@ -101,6 +101,42 @@ def test_repeated_calls_take_the_forward_plan_and_match_cudnn(mt, dtype, cl):
     assert mt.stats()["lookups"] <= 6
 
 
+def test_a_deferred_solution_replaces_a_slower_entry(mt):
+    """A faster solution that a find left to the background (``miofind.tiered``), once stored, replaces the
+    problem's Entry and the forward plan holding it on the next call; the results still match cuDNN."""
+    from miofind.api import find_solutions
+    from miofind.torch import _policy
+    from miofind.torch import functional as MF
+
+    torch.manual_seed(0)
+    cl = torch.channels_last
+    x = torch.randn(8, 32, 20, 20, device="cuda", dtype=torch.float16).to(memory_format=cl)
+    w = (torch.randn(64, 32, 3, 3, device="cuda", dtype=torch.float16) * 0.1).to(memory_format=cl)
+    for _ in range(2):
+        mt.conv2d(x, w, padding=1)
+    ((key, old),) = [(k, e) for k, e in _policy._table.items() if k[0] == "F"]
+    assert any(p.entry is old for p in MF._plans.values())
+    others = [s for s in find_solutions(old.pr.problem) if s.solver_id != old.solver_id and not s.cut]
+    if not others:
+        pytest.skip("one solution only")
+    old.time_ms = float("inf")          # as if the deferred solution were faster
+    _policy._heard(old.pr.problem, others[0])
+    mt.conv2d(x, w, padding=1)          # applies the replacement (this call still runs the old Entry)
+    new = _policy._table[key]
+    assert mt.stats()["replaced"] == 1 and new is not old
+    assert new.solver_id == others[0].solver_id and new.source == "deferred"
+    assert not any(p.entry is old for p in MF._plans.values())
+    assert any(p.entry is new for p in MF._plans.values())
+    for _ in range(2):      # the first call on a stream takes the checked launch, the second the raw one
+        x = torch.randn(8, 32, 20, 20, device="cuda", dtype=torch.float16).to(memory_format=cl)
+        y = mt.conv2d(x, w, padding=1)
+        assert rel(y, F.conv2d(x, w, padding=1)) < 2e-2
+    # the same solution again is not faster than the Entry it made: nothing is replaced
+    _policy._heard(old.pr.problem, others[0])
+    mt.conv2d(x, w, padding=1)
+    assert mt.stats()["replaced"] == 1
+
+
 def test_conv2d_fbw_fp32_against_cudnn(mt):
     torch.manual_seed(0)
     x = torch.randn(4, 16, 14, 14, device="cuda")
