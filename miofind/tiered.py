@@ -12,11 +12,12 @@ the specialised build:
 - ``sync``: find compiles and measures the specialised build, as before generic builds existed;
 - ``off``: generic builds only.
 
-A candidate with no generic build (the Hopper family: wgmma tiles and TMA boxes are compile-time)
-whose kernels are not compiled is **deferred** in ``background`` mode, when the find measures another
-solver at once (``deferrable``, ``find.benchmark``): its kernels compile in the spawned pool, then
-all its configs are verified and timed, and its fastest verified one is stored in the user FindDB
-(``after_find``). Functions registered with ``on_deferred`` hear of each stored one, so that a caller
+A candidate that would wait for NVRTC however it is measured (its specialised kernels are not
+compiled, and it has no generic build, as the Hopper family, whose wgmma tiles and TMA boxes are
+compile-time, or its generic build is not in the binary cache either) is **deferred** in
+``background`` mode when the find measures another solver at once (``deferrable``,
+``find.benchmark``): its specialised kernels compile in the spawned pool, then all its configs are
+verified and timed, and its fastest verified one is stored in the user FindDB (``after_find``). Functions registered with ``on_deferred`` hear of each stored one, so that a caller
 holding the find's answer (``miofind.torch``) can switch to it when it is faster.
 
 The record of a generic measurement carries the solver's usual trust key (the same kernel source,
@@ -83,8 +84,8 @@ def generic_compiled(problem, solver, config) -> bool:
 
 def deferrable(problem, solver, config, *, mode: str | None = None) -> bool:
     """Whether a find may defer (solver, config) to the background (``background`` mode only): its
-    specialised kernels are not compiled and it has no generic build, so measuring it now would wait
-    for NVRTC. CPU only (the binary cache's files), launches nothing."""
+    specialised kernels are not compiled and it has no generic build in the binary cache, so measuring
+    it now would wait for NVRTC. CPU only (the binary cache's files), launches nothing."""
     from .compile import is_compiled
 
     if (mode or env.specialize()) != "background":
@@ -93,7 +94,7 @@ def deferrable(problem, solver, config, *, mode: str | None = None) -> bool:
         sol = solver.get_solution(problem, config)
         if not sol.kernels or all(is_compiled(k) for k in sol.kernels):
             return False
-        return _generic_solution(problem, solver, config) is None
+        return not generic_compiled(problem, solver, config)
     except Exception:       # noqa: BLE001  the find reports it when it prepares the candidate
         return False
 
@@ -262,8 +263,9 @@ def _measure_deferred(problem, solver, configs, store, measure, device):
             log.info("deferred %s for %s: no config verified", solver.id, problem.key())
             return None
         spec, cfg, inv, ws = best
-        with _lock:
-            _ready[(problem.network_config(), solver.id, _key(problem, solver.id, cfg)[2])] = (inv, ws)
+        with _lock:     # under the config as listed and as resolved (the Solution's, which prepare() asks for)
+            for c in (cfg, spec.config):
+                _ready[(problem.network_config(), solver.id, _key(problem, solver.id, c)[2])] = (inv, ws)
         store(spec)
         log.info("deferred %s for %s: %.4f ms stored", solver.id, problem.key(), spec.time_ms)
         with _lock:
@@ -350,10 +352,12 @@ def _on_device(device):
 
 def _measure(problem, solver, sol, inv, budget_ms):
     """Verify and time a specialised build as the find does (miofind.harness); a Solution."""
-    from .harness import Harness, reference_invoker_for
+    from .harness import TIMING_LOCK, Harness, reference_invoker_for
     from .results import Solution
 
-    h = Harness(problem, verify=True, reference_invoker=reference_invoker_for(problem))
+    ref = reference_invoker_for(problem)
+    with TIMING_LOCK:       # the float64 reference is long GPU work: never beside a find's timing
+        h = Harness(problem, verify=True, reference_invoker=ref)
     try:
         m = h.measure(inv, h.workspace(sol.workspace_bytes), solver.family, 3, 10, budget_ms)
     finally:

@@ -237,13 +237,18 @@ def test_switching_reads_attributes_from_the_running_build():
 PH = ProblemDescription.make("F", n=8, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1, layout="NHWC", dtype="FP16")
 
 
-def test_only_an_uncompiled_solver_without_generic_build_is_deferrable(fakes, monkeypatch):
+def test_only_a_solver_that_would_wait_for_nvrtc_is_deferrable(fakes, monkeypatch):
     hop, igemm = get_solver("ConvImplicitGemmHopperFwd"), get_solver("ConvImplicitGemmFwd")
-    assert tiered.deferrable(PH, hop, None, mode="background")
+    assert tiered.deferrable(PH, hop, None, mode="background")         # no generic build
+    assert tiered.deferrable(PH, igemm, None, mode="background")       # its generic build is not compiled either
     assert not tiered.deferrable(PH, hop, None, mode="sync")
     assert not tiered.deferrable(PH, hop, None, mode="off")
-    assert not tiered.deferrable(PH, igemm, None, mode="background")      # measured with its generic build
     assert not tiered.deferrable(PH, get_solver("ConvCudnnFwd"), None, mode="background")   # no kernels of ours
+    generic_opts = {g.kinfo.compile_options() for g in generic.generic_kernels(
+        igemm.get_solution(PH, generic.generic_config(igemm, PH, None))) if g}
+    monkeypatch.setattr(compile_mod, "is_compiled", lambda k: k.compile_options() in generic_opts)
+    assert not tiered.deferrable(PH, igemm, None, mode="background")   # measured at once with its generic build
+    assert tiered.deferrable(PH, hop, None, mode="background")
     monkeypatch.setattr(compile_mod, "is_compiled", lambda k: True)
     assert not tiered.deferrable(PH, hop, None, mode="background")
 
