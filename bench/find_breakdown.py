@@ -29,6 +29,9 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, default=48)
     ap.add_argument("--amp", action="store_true")
     ap.add_argument("--steady", type=int, default=0, help="then time N steps after the background work")
+    ap.add_argument("--rechoose", action="store_true",
+                    help="with --steady: then forget the prepared problems (miofind.torch.clear) and time N steps "
+                         "again on Entries made from the FindDB's records")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     tmp = tempfile.mkdtemp()
@@ -85,9 +88,24 @@ def main(argv=None) -> int:
         after["steady_ms"] = times[len(times) // 2]
         after["steady_all_ms"] = times
         after["chosen"] = sorted(f"{k[0]} {e.pr.problem.key()}: {e.solver_id}" for k, e in _policy._table.items())
+        after["entries"] = entries(_policy)
+        if args.rechoose:
+            mt.clear()
+            step(), step()
+            times = sorted(step() * 1e3 for _ in range(args.steady))
+            after["rechosen_ms"] = times[len(times) // 2]
+            after["rechosen_all_ms"] = times
+            after["rechosen_entries"] = entries(_policy)
 
     print(json.dumps(write(args.out, finds, step_s, after), indent=1))
     return 0
+
+
+def entries(policy) -> dict:
+    """Per prepared problem: the solver, where its Entry came from, its invoker's type, workspace bytes."""
+    return {f"{k[0]} {e.pr.problem.key()}": [e.solver_id, e.source, type(e.invoker).__name__, e.ws_bytes,
+                                              sorted(e.streams)]
+            for k, e in policy._table.items()}
 
 
 def write(out: str, finds: list, step_s: float, after: dict) -> dict:

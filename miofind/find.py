@@ -453,7 +453,9 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
                         bench_failures + cuts, {s.solver_id for s in full})
     tiered.after_find(problem, full, [f for f in retry if f.stage != "deferred"], budget_ms=time_budget_ms,
                       store=lambda s: store_solutions(dbs.user, dev, problem, [s]) if store else None,
-                      deferred=deferred)
+                      deferred=deferred,
+                      fail=lambda solver, fs: record_failures(dbs.user, dev, problem, [solver], fs, set())
+                      if store and not dbs.user.readonly else None)
     timing["store_ms"] = (time.perf_counter() - t_store) * 1e3
     res = done(sols, source="find", failures=failures, stored=stored, timing=timing)
     timing["total_ms"] = res.elapsed_ms

@@ -124,7 +124,7 @@ def generic_failures(problem, failures) -> set[str]:
 
 
 def after_find(problem, sols, failures=(), *, store, mode: str | None = None, measure=None,
-               budget_ms: float | None = None, deferred=None) -> list[Future]:
+               budget_ms: float | None = None, deferred=None, fail=None) -> list[Future]:
     """After a find measured ``sols`` (and ``failures``): for each measured with a generic build, in
     ``background`` mode, compile its specialised build in the background (a thread driving the
     spawned compile pool), measure it (``measure(problem, solver, ConvSolution, invoker)`` ->
@@ -132,7 +132,8 @@ def after_find(problem, sols, failures=(), *, store, mode: str | None = None, me
     generic build (or the generic build failed), ``store(solution)`` it and make its invoker the one
     ``ready_invoker`` gives. ``deferred``: {solver id: (solver, [configs])} the find left to the
     background (``deferrable``): each solver's configs compiled and measured, its fastest verified one
-    stored and told to the ``on_deferred`` listeners. Returns the jobs."""
+    stored and told to the ``on_deferred`` listeners; where none verified, ``fail(solver, [Failure])``
+    (the find records them, as it records its own). Returns the jobs."""
     mode = mode or env.specialize()
     jobs = []
     for sid, (solver, configs) in (deferred or {}).items():
@@ -142,7 +143,7 @@ def after_find(problem, sols, failures=(), *, store, mode: str | None = None, me
                 continue
             meas = measure or (lambda p, sv, sol, inv: _measure(p, sv, sol, inv, budget_ms))
             _pending[k] = fut = _executor().submit(_measure_deferred, problem, solver, list(configs), store, meas,
-                                                   _device())
+                                                   _device(), fail)
         jobs.append(fut)
     measured = [(s.solver_id, s) for s in sols] + [(f.solver_id, None) for f in failures]
     for sid, s in measured:
@@ -234,11 +235,16 @@ def _specialise(problem, solver, config, generic_sol, store, measure, device):
         return None
 
 
-def _measure_deferred(problem, solver, configs, store, measure, device):
+def _measure_deferred(problem, solver, configs, store, measure, device, fail=None):
     """The background job of a deferred solver: compile every config's kernels (spawned pool), verify and
-    time each, store the fastest verified one and tell the listeners. Returns it, or None."""
+    time each, store the fastest verified one and tell the listeners; else ``fail`` its failures. Returns
+    the stored Solution, or None."""
+    from .compile import CompileError
+    from .harness import describe, failure_stage
     from .invokers import build_invoker
+    from .results import Failure
 
+    failures = []
     try:
         ctx = _on_device(device)
         with ctx, _own_stream():
@@ -247,7 +253,7 @@ def _measure_deferred(problem, solver, configs, store, measure, device):
                 try:
                     built.append((cfg, solver.get_solution(problem, cfg)))
                 except Exception as e:      # noqa: BLE001  an invalid config: the others go on
-                    log.info("deferred %s for %s: config %s: %s", solver.id, problem.key(), cfg, e)
+                    failures.append(Failure(solver.id, "solution", describe(e), config=cfg))
             _compile_apart([k for _, sol in built for k in sol.kernels])
             best = None
             for cfg, sol in built:
@@ -255,12 +261,20 @@ def _measure_deferred(problem, solver, configs, store, measure, device):
                     inv = build_invoker(problem, sol)
                     m = measure(problem, solver, sol, inv)
                 except Exception as e:      # noqa: BLE001  a failed config is not stored
-                    log.info("deferred %s for %s: config %s failed: %s", solver.id, problem.key(), cfg, e)
+                    stage, reason = ("compile", describe(e)) if isinstance(e, CompileError) else failure_stage(e)
+                    failures.append(Failure(solver.id, stage, reason, config=cfg))
+                    log.info("deferred %s for %s: config %s failed at %s: %s", solver.id, problem.key(), cfg, stage,
+                             reason.splitlines()[0] if reason else "")
                     continue
-                if m is not None and m.verified and (best is None or m.time_ms < best[0].time_ms):
+                if m is None or not m.verified:
+                    failures.append(Failure(solver.id, "verify", "not verified against the float64 reference",
+                                            config=cfg))
+                elif best is None or m.time_ms < best[0].time_ms:
                     best = (m, cfg, inv, sol.workspace_bytes)
         if best is None:
             log.info("deferred %s for %s: no config verified", solver.id, problem.key())
+            if fail is not None and failures:
+                fail(solver, failures)
             return None
         spec, cfg, inv, ws = best
         with _lock:     # under the config as listed and as resolved (the Solution's, which prepare() asks for)
@@ -329,7 +343,11 @@ def _compile_apart(kernels) -> None:
             util.Finalize(None, _shutdown_procs, exitpriority=100)
             _procs = ProcessPoolExecutor(max_workers=2, mp_context=mp.get_context("spawn"))
         procs = _procs
-    list(procs.map(_compile_one, todo))
+    try:
+        list(procs.map(_compile_one, todo))
+    except RuntimeError:    # the interpreter is exiting (the pool takes no new work) or the pool broke: here
+        for t in todo:
+            _compile_one(t)
 
 
 def _own_stream():

@@ -300,3 +300,40 @@ def test_a_deferred_solver_with_no_verified_config_stores_nothing(fakes):
                                deferred={hop.id: (hop, [None])})
     assert job.result(10) is None and stored == [] and heard == []
     tiered._listeners.clear()
+
+
+def test_a_deferred_solvers_failures_go_to_fail(fakes, monkeypatch):
+    """What the find would have recorded (a compile error, a wrong result) is handed to ``fail``."""
+    hop = get_solver("ConvImplicitGemmHopperFwd")
+    base = hop.default_config(PH)
+
+    def build(p, sol):
+        if sol.config["STAGES"] == 3:
+            raise compile_mod.CompileError("nvrtc says no")
+        return "SPEC"
+
+    monkeypatch.setattr(invokers, "build_invoker", build)
+    meas = lambda p, s, sol, inv: Solution(s.id, s.algorithm, 0.1, 0, sol.config, False, p)  # noqa: E731
+    failed = []
+    (job,) = tiered.after_find(PH, [], store=print, mode="background", measure=meas,
+                               deferred={hop.id: (hop, [base, dict(base, STAGES=3)])},
+                               fail=lambda solver, fs: failed.append((solver.id, [(f.stage, f.config) for f in fs])))
+    assert job.result(10) is None
+    assert failed == [(hop.id, [("verify", base), ("compile", dict(base, STAGES=3))])]
+
+
+def test_compile_apart_compiles_here_when_the_pool_takes_no_work(monkeypatch, tmp_path):
+    """At interpreter exit the spawned pool refuses new work; a deferred job then compiles in its thread."""
+    class Refusing:
+        def map(self, fn, items):
+            raise RuntimeError("cannot schedule new futures after interpreter shutdown")
+
+    done = []
+    monkeypatch.setenv("MIOFIND_KERNEL_CACHE", str(tmp_path))
+    monkeypatch.setattr(tiered, "_procs", Refusing())
+    monkeypatch.setattr(tiered, "_compile_one", lambda t: done.append(t[0].name))
+    import miofind.device as device
+    monkeypatch.setattr(device, "current_device", lambda *a: type("D", (), {"arch": "sm_90"})())
+    sol = get_solver("ConvImplicitGemmHopperFwd").get_solution(PH, None)
+    tiered._compile_apart(sol.kernels)
+    assert done == [k.name for k in sol.kernels]
