@@ -10,7 +10,8 @@ kept. Every later call is one dict lookup. ``stats()`` counts what the misses co
 A find may leave a solver whose kernels are not compiled yet to the background (``miofind.tiered``:
 deferred). When its measurement is stored and beats the prepared solution, the problem's Entry is
 replaced by one running it, on the next call from a thread that is not capturing a CUDA graph
-(``_apply_swaps``; functional's forward plans follow through ``_on_swap``).
+(``_apply_swaps``; functional's forward plans follow through ``_on_swap``), except under deterministic
+algorithms, where a process keeps its first choice.
 """
 
 from __future__ import annotations
@@ -258,19 +259,19 @@ def _heard(problem, sol) -> None:
 
 
 def _apply_swaps() -> None:
-    """Replace each Entry whose problem a deferred measurement solved faster (deterministic keys only by a
-    deterministic solver) with an Entry of that solution; never during CUDA-graph capture."""
+    """Replace each Entry whose problem a deferred measurement solved faster with an Entry of that solution;
+    never during CUDA-graph capture, and never an Entry of a deterministic key (under
+    ``torch.use_deterministic_algorithms(True)`` a process keeps its first choice, so that its runs repeat
+    bit for bit; the next process reads the FindDB with the deferred record in it)."""
     if _capturing_stream():
         return
-    from ..registry import get_solver
-
     with _lock:
         todo, _swaps[:] = list(_swaps), []
         for pkey, sol in todo:
             for tkey, old in list(_table.items()):
                 if old.problem_key != pkey or sol.time_ms >= old.time_ms:
                     continue
-                if tkey[10] and not get_solver(sol.solver_id).deterministic:    # table_key's deterministic flag
+                if tkey[10]:    # table_key's deterministic flag: the same algorithm for the whole process
                     continue
                 try:
                     with _on_device(old.dev):

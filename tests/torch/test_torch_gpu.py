@@ -135,6 +135,17 @@ def test_a_deferred_solution_replaces_a_slower_entry(mt):
     _policy._heard(old.pr.problem, others[0])
     mt.conv2d(x, w, padding=1)
     assert mt.stats()["replaced"] == 1
+    # under deterministic algorithms a process keeps its first choice
+    torch.use_deterministic_algorithms(True)
+    try:
+        mt.conv2d(x, w, padding=1)
+        ((dkey, det),) = [(k, e) for k, e in _policy._table.items() if k[0] == "F" and k[10]]
+        det.time_ms = float("inf")
+        _policy._heard(det.pr.problem, others[0])
+        mt.conv2d(x, w, padding=1)
+        assert _policy._table[dkey] is det and mt.stats()["replaced"] == 1
+    finally:
+        torch.use_deterministic_algorithms(False)
 
 
 def test_conv2d_fbw_fp32_against_cudnn(mt):
