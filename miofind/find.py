@@ -377,11 +377,15 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
 
     dbs = None
     if mode != "benchmark" and cands:
-        # a recorded failure also keeps the solver out of the DBs' answer (e.g. a system-DB record)
-        settled, (sols, complete, layer) = db_answer(db, dev, problem, cands, verify, workspace_limit)
+        # a recorded failure also keeps the solver out of the DBs' answer (e.g. a system-DB record); a solver an
+        # earlier find of this process deferred, still measured in the background, is not waited for
+        waiting = tiered.deferred_pending(problem)
+        known = [s for s in cands if s.id not in waiting]
+        settled, (sols, complete, layer) = db_answer(db, dev, problem, known, verify, workspace_limit)
         if sols and (complete or mode != "normal"):
             log.debug("find %s: answered from the %s FindDB", problem.key(), layer)
-            return done(sols, source="db", failures=failures + list(settled.values()), db_layer=layer)
+            pending = [Failure(sid, "deferred", DEFERRED_REASON) for sid in sorted(waiting)]
+            return done(sols, source="db", failures=failures + list(settled.values()) + pending, db_layer=layer)
         failures += settled.values()
         cands = [s for s in cands if s.id not in settled]
         if not cands:   # every candidate failed before, under the same code

@@ -36,7 +36,8 @@ from .solver import ConvSolution
 
 log = logging.getLogger(__name__)
 
-__all__ = ["prepare", "generic_compiled", "deferrable", "after_find", "on_deferred", "measured_build", "ready_invoker",
+__all__ = ["prepare", "generic_compiled", "deferrable", "after_find", "deferred_pending", "on_deferred", "measured_build",
+           "ready_invoker",
            "run_invoker", "Switching", "pending", "wait", "clear"]
 
 _pool: ThreadPoolExecutor | None = None
@@ -97,6 +98,13 @@ def deferrable(problem, solver, config, *, mode: str | None = None) -> bool:
         return not generic_compiled(problem, solver, config)
     except Exception:       # noqa: BLE001  the find reports it when it prepares the candidate
         return False
+
+
+def deferred_pending(problem) -> set[str]:
+    """The solvers of ``problem`` whose deferred job (``after_find``) is still running in this process."""
+    key = problem.key()
+    with _lock:
+        return {k[2] for k, f in _pending.items() if k[0] == "deferred" and k[1] == key and not f.done()}
 
 
 def on_deferred(fn) -> None:

@@ -13,7 +13,7 @@ from miofind import ProblemDescription, find_solutions, run_solution
 @pytest.mark.gpu
 def test_find_then_db(tmp_db):
     p = ProblemDescription.make("F", n=2, c=8, k=8, in_size=(12, 12), filter_size=3, pads=1)
-    first = find_solutions(p, db=tmp_db, with_naive=True, cut_factor=0)   # every candidate gets a record
+    first = find_solutions(p, db=tmp_db, with_naive=True, cut_factor=0, defer=False)   # every candidate gets a record
     assert first.source == "find" and first.stored
     assert {"ConvDirectNaiveConvFwd", "ConvDirectTiledFwd"} <= {s.solver_id for s in first}
     assert all(s.verified and s.max_error < 1e-5 for s in first)

@@ -83,6 +83,9 @@ def test_an_uncompiled_solver_without_generic_build_is_deferred_then_stored(fres
     assert [s.solver_id for s in res] == ["ConvImplicitGemmFwd"], (res, res.failures)
     assert [(f.solver_id, f.stage) for f in res.failures] == [(HOPPER, "deferred")]
     assert res.timing["deferred"] == 1
+    # a normal-mode find meanwhile answers from the DB: the deferred solver is not waited for (or already stored)
+    mid = find_solutions(PH, solvers=both)
+    assert mid.source == "db" and "ConvImplicitGemmFwd" in {s.solver_id for s in mid}, (mid, mid.failures)
     tiered.wait(600)
     recs = {r.solver_id: r for r in FindDB(fresh).lookup(current_device().db_name, PH.key())}
     assert recs[HOPPER].verified and recs[HOPPER].build == "specialized" and recs[HOPPER].time_ms > 0

@@ -115,7 +115,7 @@ def test_fused_find_and_prepared(tmp_db):
     from miofind.verify import random_array
 
     p = _p("FP16", bias=1, act="relu", **CASES["k320"])
-    sols = find_solutions(p, db=tmp_db, cut_factor=0)
+    sols = find_solutions(p, db=tmp_db, cut_factor=0, defer=False)
     ids = {s.solver_id for s in sols}
     again = find_solutions(p, db=tmp_db)
     assert again.source == "db" and {s.solver_id for s in again} == ids
