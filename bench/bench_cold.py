@@ -213,6 +213,10 @@ def _miofind_child(rows, warmup: bool) -> None:
                           "best_ms": res[0].time_ms if len(res) else None,
                           "failures": [f"{f.solver_id}: {f.stage}" for f in res.failures],
                           "timing": res.timing}), flush=True)
+    # the background work the finds left (specialisations, deferred solvers: miofind.tiered) would be waited
+    # for at exit; its records would go to this scratch user DB, so the child leaves at once
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def run_child(kind: str, rows, env: dict, timeout: float, warmup: bool = False) -> list[dict]:
