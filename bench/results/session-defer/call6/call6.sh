@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # After the fixes: the tiered and miofind.torch GPU tests; `miofind warmup`; unseen layers' cold finds
 # (bench_cold) before (a14c42f: the tree with ab.patch reversed) and after; a second round of ResNet-50's first
-# AMP and FP32 step at batch 48 before and after (as ../call2).
+# AMP step at batch 48 before and after (as ../call2).
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 python3 -m compileall -q -j 16 /tmp/site > /dev/null 2>&1
@@ -40,6 +40,4 @@ PY
 cp bench/find_breakdown.py /tmp/before/bench/find_breakdown.py
 run_fb after amp-after --amp
 run_fb before amp-before --amp
-run_fb after fp32-after
-run_fb before fp32-before
 cd $OUT && tar czf r6.tgz r6 && rm -rf r6
