@@ -214,7 +214,12 @@ def _miofind_child(rows, warmup: bool) -> None:
                           "failures": [f"{f.solver_id}: {f.stage}" for f in res.failures],
                           "timing": res.timing}), flush=True)
     # the background work the finds left (specialisations, deferred solvers: miofind.tiered) would be waited
-    # for at exit; its records would go to this scratch user DB, so the child leaves at once
+    # for at exit; its records would go to this scratch user DB, so the child leaves at once, its spawned
+    # compile workers first (they hold the parent's pipes open)
+    import multiprocessing
+
+    for proc in multiprocessing.active_children():
+        proc.kill()
     sys.stderr.flush()
     os._exit(0)
 
