@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Unseen layers' cold finds (bench_cold) before (a14c42f: the tree with ab.patch reversed) and after, from
-# `miofind warmup`'s caches (call6's run of this had too short a child timeout, 45 s).
+# `miofind warmup`'s caches (call6 and the first run of this timed out: the quick exit left the compile workers holding the pipes).
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 python3 -m compileall -q -j 16 /tmp/site > /dev/null 2>&1
