@@ -441,8 +441,8 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
     t_store = time.perf_counter()
     full = [s for s in sols if not s.cut]
     # failures whose specialised build miofind.tiered may try in this process: never one that broke a
-    # child's context (stage isolate) or left a sticky error
-    retry = [f for f in bench_failures if f.stage != "isolate" and not _sticky(f.reason)]
+    # child's context (stage isolate) or left a sticky error; a deferred one goes to after_find apart
+    retry = [f for f in bench_failures if f.stage not in ("isolate", "deferred") and not _sticky(f.reason)]
     stored = False
     if store and not ws_skipped and full:
         store_solutions(dbs.user, dev, problem, full)
@@ -455,7 +455,7 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
         skipped |= set(deferred or ())      # measured later (miofind.tiered): their records stay as they are
         record_failures(dbs.user, dev, problem, [s for s in cands if s.id not in skipped],
                         bench_failures + cuts, {s.solver_id for s in full})
-    tiered.after_find(problem, full, [f for f in retry if f.stage != "deferred"], budget_ms=time_budget_ms,
+    tiered.after_find(problem, full, retry, budget_ms=time_budget_ms,
                       store=lambda s: store_solutions(dbs.user, dev, problem, [s]) if store else None,
                       deferred=deferred,
                       fail=lambda solver, fs: record_failures(dbs.user, dev, problem, [solver], fs, set())
@@ -617,8 +617,9 @@ def _prepare(problem, solver, config=None):
         return Failure(solver.id, stage, describe(e), config=config), None, (time.perf_counter() - t0) * 1e3
 
 
-DEFERRED_REASON = ("not compiled yet and no generic build: compiling in the background (MIOFIND_SPECIALIZE=background), "
-                   "then verified, timed and stored in the user FindDB; MIOFIND_SPECIALIZE=sync measures it now")
+DEFERRED_REASON = ("its kernels are not compiled, nor a generic build of them: compiling in the background "
+                   "(MIOFIND_SPECIALIZE=background), then verified, timed and stored in the user FindDB; "
+                   "MIOFIND_SPECIALIZE=sync or defer=False measures it now")
 
 
 def _timed_reference(problem):

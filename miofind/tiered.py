@@ -17,8 +17,9 @@ compiled, and it has no generic build, as the Hopper family, whose wgmma tiles a
 compile-time, or its generic build is not in the binary cache either) is **deferred** in
 ``background`` mode when the find measures another solver at once (``deferrable``,
 ``find.benchmark``): its specialised kernels compile in the spawned pool, then all its configs are
-verified and timed, and its fastest verified one is stored in the user FindDB (``after_find``). Functions registered with ``on_deferred`` hear of each stored one, so that a caller
-holding the find's answer (``miofind.torch``) can switch to it when it is faster.
+verified and timed, and its fastest verified one is stored in the user FindDB (``after_find``).
+Functions registered with ``on_deferred`` hear of each stored one, so that a caller holding the
+find's answer (``miofind.torch``) can switch to it when it is faster.
 
 The record of a generic measurement carries the solver's usual trust key (the same kernel source,
 compiled with the sizes read at run time).
@@ -37,8 +38,7 @@ from .solver import ConvSolution
 log = logging.getLogger(__name__)
 
 __all__ = ["prepare", "generic_compiled", "deferrable", "after_find", "deferred_pending", "on_deferred", "measured_build",
-           "ready_invoker",
-           "run_invoker", "Switching", "pending", "wait", "clear"]
+           "ready_invoker", "run_invoker", "Switching", "pending", "wait", "clear"]
 
 _pool: ThreadPoolExecutor | None = None
 _lock = threading.Lock()

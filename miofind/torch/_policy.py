@@ -284,8 +284,8 @@ def _apply_swaps() -> None:
                 for hook in _on_swap:
                     hook(old, new)
                 _stats["replaced"] += 1
-                log.info("miofind.torch: %s for %s: %s (%.4f ms) replaces %s (%.4f ms)", "deferred", pkey,
-                         sol.solver_id, sol.time_ms, old.solver_id, old.time_ms)
+                log.info("miofind.torch: %s: the deferred %s (%.4f ms) replaces %s (%.4f ms)", pkey, sol.solver_id,
+                         sol.time_ms, old.solver_id, old.time_ms)
 
 
 def _capturing() -> bool:
