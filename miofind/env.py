@@ -272,6 +272,21 @@ def specialize() -> str:
     return raw.lower()
 
 
+REFERENCES = ("auto", "gemm", "naive")
+
+
+def reference() -> str:
+    """``MIOFIND_REFERENCE``: how a harness computes its float64 reference (``miofind.harness.Reference``):
+    ``auto`` (default: float64 GEMMs per filter tap for problems large enough to gain, else the naive
+    kernel), ``gemm`` or ``naive``."""
+    raw = _get("MIOFIND_REFERENCE")
+    if raw is None:
+        return "auto"
+    if raw.lower() not in REFERENCES:
+        raise ValueError(f"MIOFIND_REFERENCE={raw!r}: expected auto, gemm or naive")
+    return raw.lower()
+
+
 def isolate() -> bool | None:
     """``MIOFIND_ISOLATE``: True (1), False (0), or None when unset (the problem's size decides)."""
     raw = _get("MIOFIND_ISOLATE")

@@ -306,14 +306,36 @@ _instances: dict[tuple, object] = {}
 _lock = threading.Lock()
 
 
+_copy_streams = threading.local()
+
+
+def _copy_stream():
+    """This thread's non-blocking stream on the current device, for ``_write_global``."""
+    import cupy
+
+    dev = cupy.cuda.runtime.getDevice()
+    streams = getattr(_copy_streams, "by_device", None)
+    if streams is None:
+        streams = _copy_streams.by_device = {}
+    s = streams.get(dev)
+    if s is None:
+        s = streams[dev] = cupy.cuda.Stream(non_blocking=True)
+    return s
+
+
 def _write_global(mod, name: str, value) -> None:
     """Copy the ctypes object ``value`` into the module's ``__constant__`` variable ``name``
-    (``cuModuleGetGlobal`` gives its device address; a synchronous host-to-device copy)."""
+    (``cuModuleGetGlobal`` gives its device address) and wait for that copy alone: on a non-blocking
+    stream, so that it does not wait for the GPU work queued before it (a find's float64 reference,
+    which the candidates' preparation overlaps) as a copy on the legacy default stream would."""
     import cupy
 
     dst = mod.get_global_var(name)
     dst = dst if isinstance(dst, int) else dst.ptr
-    cupy.cuda.runtime.memcpy(dst, ctypes.addressof(value), ctypes.sizeof(value), cupy.cuda.runtime.memcpyHostToDevice)
+    s = _copy_stream()
+    cupy.cuda.runtime.memcpyAsync(dst, ctypes.addressof(value), ctypes.sizeof(value),
+                                  cupy.cuda.runtime.memcpyHostToDevice, s.ptr)
+    s.synchronize()
 
 
 def _instance(gk: GenericKernel):

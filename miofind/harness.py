@@ -3,7 +3,8 @@ problem, a float64 reference output, and per-solution verify-then-time.
 
 Inputs are random (never zeros) and made once per harness; the output is poisoned with NaN before
 every verification run, so a kernel that skips elements cannot pass. Verification compares
-against the float64 naive GPU solver with the bounds of ``verify.tolerance_for`` (data type,
+against a float64 reference computed on the GPU (``Reference``: float64 GEMMs per filter tap, or the
+naive solver's float64 kernel) with the bounds of ``verify.tolerance_for`` (data type,
 family, direction, math mode and reduction length): an RMS error and a per-element error. Timing
 takes CUDA events around each launch: warm-ups, then the median with 20%/80% quantiles; under a
 time budget (find's), slow kernels get fewer runs.
@@ -182,14 +183,11 @@ class Harness:
         self.reference_ms = 0.0
         if verify:
             t0 = _time.perf_counter()
-            ref_inv = reference_invoker if reference_invoker is not None else reference_invoker_for(problem)
+            ref = reference_invoker if reference_invoker is not None else reference_invoker_for(problem)
             start, stop = cupy.cuda.Event(), cupy.cuda.Event()
             start.record()
-            self.ref = cupy.empty(out_shape, dtype=cupy.float64)
-            self.ref.fill(cupy.nan)
-            call(ref_inv, problem.unfused(), to_float64(self.a, dt), to_float64(self.b, dt), self.ref, None)
-            if problem.fused:
-                apply_epilogue(self.ref, problem, None if self.bias is None else to_float64(self.bias, dt))
+            self.ref = ref.output(problem, to_float64(self.a, dt), to_float64(self.b, dt),
+                                  None if self.bias is None else to_float64(self.bias, dt))
             stop.record()
             self._pending = (start, stop)
             if wait:
@@ -316,8 +314,75 @@ Harness._live = weakref.WeakValueDictionary()
 TIMING_LOCK = threading.Lock()
 
 
-def reference_invoker_for(problem: ProblemDescription):
-    """The float64 naive solver's invoker for the problem's direction (a fused problem: of the plain
-    convolution under its epilogue; ``apply_epilogue`` adds the rest)."""
+# The GEMM reference holds float64 temporaries of at most this many bytes (a batch chunk's); a problem one
+# of whose samples needs more gets the naive kernel, which needs none.
+REFERENCE_TEMP_BYTES = 1 << 30
+# Below this many FLOPs the naive kernel takes well under a millisecond, and a process whose finds
+# are all that small never loads cuBLAS for its reference.
+REFERENCE_GEMM_MIN_FLOPS = 2e8
+
+
+class Reference:
+    """How a harness computes its float64 reference output.
+
+    ``kind`` is ``gemm``: ``miofind.reference.conv_reference`` on the GPU, one float64 GEMM (cuBLAS DGEMM
+    through CuPy) per filter tap batched over the groups, in batch chunks of at most REFERENCE_TEMP_BYTES
+    of temporaries; or ``naive``: the naive solver's float64 kernel (``invoker``), one thread per output
+    element. Neither shares code with the solvers it verifies. ``output`` only queues GPU work."""
+
+    def __init__(self, kind: str, invoker=None) -> None:
+        self.kind = kind
+        self.invoker = invoker
+
+    def output(self, problem: ProblemDescription, a64, b64, bias64=None):
+        """The float64 output (CuPy, in the output's layout) of ``problem`` for float64 inputs in the
+        order of ``problem.io_shapes()``, a fused problem's epilogue applied with ``bias64``."""
+        import cupy
+
+        from .reference import conv_reference
+
+        if self.kind == "gemm":
+            return conv_reference(problem, a64, b64, bias64, max_bytes=REFERENCE_TEMP_BYTES)
+        out = cupy.empty(problem.io_shapes()[2], dtype=cupy.float64)
+        out.fill(cupy.nan)
+        call(self.invoker, problem.unfused(), a64, b64, out, None)
+        if problem.fused:
+            apply_epilogue(out, problem, bias64)
+        return out
+
+    def __repr__(self) -> str:
+        return f"<float64 reference: {self.kind}>"
+
+
+def reference_kind(problem: ProblemDescription) -> str:
+    """``gemm`` or ``naive`` for ``problem`` (``Reference``): $MIOFIND_REFERENCE, where ``auto`` (the
+    default) takes the GEMMs for a problem of at least REFERENCE_GEMM_MIN_FLOPS whose one sample's
+    temporaries fit REFERENCE_TEMP_BYTES. ``gemm`` too falls back to the naive kernel where they do not."""
+    from . import env
+    from .reference import reference_bytes_per_sample
+
+    choice = env.reference()
+    if choice == "naive":
+        return "naive"
     conv = problem.unfused().as_conv()
-    return build_invoker(conv, reference_solver(conv.direction).get_solution(conv, None, reference=True))
+    if reference_bytes_per_sample(conv) > REFERENCE_TEMP_BYTES:
+        return "naive"
+    if choice == "auto" and conv.flops() < REFERENCE_GEMM_MIN_FLOPS:
+        return "naive"
+    return "gemm"
+
+
+def reference_invoker_for(problem: ProblemDescription) -> Reference:
+    """The float64 reference of ``problem`` (``Reference``, of ``reference_kind``), compiled where it is
+    the naive kernel (of the plain convolution under a fused problem's epilogue, which ``output``
+    adds)."""
+    return reference_invoker_for_kind(problem, reference_kind(problem))
+
+
+def reference_invoker_for_kind(problem: ProblemDescription, kind: str) -> Reference:
+    """``reference_invoker_for`` with the kind (``gemm`` or ``naive``) given."""
+    if kind == "gemm":
+        return Reference("gemm")
+    conv = problem.unfused().as_conv()
+    return Reference("naive", build_invoker(conv, reference_solver(conv.direction).get_solution(conv, None,
+                                                                                                  reference=True)))

@@ -1,7 +1,10 @@
-"""A float64 numpy reference for convolution F, B and W (CPU), independent of every kernel.
+"""The float64 reference for convolution F, B and W, independent of every solver's kernels.
 
 Tensors are in the forward view's memory layout of ``problem`` (NCHW/NHWC, NCDHW/NDHWC); the
-computation runs in channels-first float64 and loops only over filter taps.
+computation runs in channels-first float64 and loops only over filter taps, each tap one product of
+the tap's strided input view with the tap's weights, batched over the groups. With numpy arrays it
+runs on the CPU (tests); with CuPy arrays on the GPU, where each product is a float64 GEMM (cuBLAS
+DGEMM), the harness's reference for verification (``miofind.harness.Reference``).
 """
 
 from __future__ import annotations
@@ -13,19 +16,21 @@ import numpy as np
 from .problem import ProblemDescription
 
 
-def _to_cf(a: np.ndarray, layout: str) -> np.ndarray:
-    """Channels-first view of an array stored in ``layout``; 2D arrays gain a depth axis of 1."""
+def _to_cf(a, layout: str):
+    """Channels-first view of an array (numpy or CuPy) stored in ``layout``; 2D arrays gain a depth
+    axis of 1."""
     if layout in ("NHWC", "NDHWC"):
-        a = np.moveaxis(a, -1, 1)
+        a = _xp(a).moveaxis(a, -1, 1)
     return a[:, :, None] if a.ndim == 4 else a
 
 
-def _from_cf(a: np.ndarray, layout: str, nd: int) -> np.ndarray:
+def _from_cf(a, layout: str, nd: int):
+    xp = _xp(a)
     if nd == 2:
         a = a[:, :, 0]
     if layout in ("NHWC", "NDHWC"):
-        a = np.moveaxis(a, 1, -1)
-    return np.ascontiguousarray(a)
+        a = xp.moveaxis(a, 1, -1)
+    return xp.ascontiguousarray(a)
 
 
 def _dims3(p: ProblemDescription):
@@ -69,11 +74,23 @@ def apply_epilogue(out, problem: ProblemDescription, bias=None) -> None:
         out *= 0.5 * (1.0 + erf(out / _SQRT2))
 
 
-def conv_reference(problem: ProblemDescription, a: np.ndarray, b: np.ndarray, bias=None) -> np.ndarray:
+def _xp(a):
+    if type(a).__module__.startswith("cupy"):
+        import cupy
+        return cupy
+    return np
+
+
+def conv_reference(problem: ProblemDescription, a, b, bias=None, *, max_bytes: int | None = None):
     """The output of ``problem`` for inputs in the order of ``problem.io_shapes()``, in float64; a fused
-    problem's epilogue with ``bias`` (float64-convertible, k elements) when it has one."""
+    problem's epilogue with ``bias`` (float64-convertible, k elements) when it has one.
+
+    numpy inputs give a numpy result (CPU); CuPy inputs a CuPy result on their device, where each filter
+    tap is one float64 GEMM per group batch (cuBLAS DGEMM through ``cupy.einsum``). ``max_bytes`` bounds
+    the temporaries (padded input, one tap's patch and product): the batch is then taken in chunks of
+    at least one sample (``reference_chunk``), W summing over them."""
     if problem.fused:
-        y = conv_reference(problem.unfused(), a, b)
+        y = conv_reference(problem.unfused(), a, b, max_bytes=max_bytes)
         apply_epilogue(y, problem, bias)
         return y
     p = problem
@@ -81,40 +98,102 @@ def conv_reference(problem: ProblemDescription, a: np.ndarray, b: np.ndarray, bi
         conv = p.as_conv()
         if p.direction == "W":
             a, b = b, a
-        return conv_reference(conv, a, b)
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
+        return conv_reference(conv, a, b, max_bytes=max_bytes)
+    xp = _xp(a)
+    a = xp.asarray(a, dtype=xp.float64)
+    b = xp.asarray(b, dtype=xp.float64)
+    n = a.shape[0]
+    step = n if max_bytes is None else max(1, min(n, max_bytes // max(1, reference_bytes_per_sample(p))))
+    if step >= n:
+        return _conv(p, a, b, xp)
+    if p.direction == "W":        # dw sums over the batch: add the chunks' sums
+        out = None
+        for i in range(0, n, step):
+            part = _conv(p, a[i:i + step], b[i:i + step], xp)
+            if out is None:
+                out = part
+            else:
+                out += part
+        return out
+    out = xp.empty((n, *_conv_shape_tail(p)), dtype=xp.float64)
+    for i in range(0, n, step):
+        out[i:i + step] = _conv(p, a[i:i + step], b, xp)
+    return out
+
+
+def _conv_shape_tail(p: ProblemDescription) -> tuple:
+    """The output's shape after the batch axis, in its layout (F: y, B: dx)."""
+    return tuple(p.io_shapes()[2][1:])
+
+
+def reference_bytes_per_sample(p: ProblemDescription) -> int:
+    """Bytes of float64 temporaries ``conv_reference`` holds per batch sample (padded input, a tap's
+    patch and its product, the output), an upper bound used to size its chunks."""
+    p = p.as_conv()
+    isz, osz, fsz, pads, strides, dils = _dims3(p)
+    padded = 1
+    for i, (lo, hi) in zip(isz, _pad_widths(isz, osz, fsz, pads, strides, dils)):
+        padded *= i + lo + hi
+    o = int(np.prod(osz))
+    return 8 * (p.c * padded + p.c * o + 2 * p.k * o + p.c * int(np.prod(isz)))
+
+
+def _einsum(xp, spec: str, x, y):
+    """A two-operand contraction: CuPy's einsum runs it as (batched) GEMMs; numpy's as BLAS with
+    ``optimize``."""
+    return np.einsum(spec, x, y, optimize=True) if xp is np else xp.einsum(spec, x, y)
+
+
+def _taps(fsz):
+    return itertools.product(*(range(f) for f in fsz))
+
+
+def _conv(p: ProblemDescription, a, b, xp):
+    """F, B or W of a plain (not transposed, not fused) problem on float64 arrays of ``xp``, for the
+    batch of ``a`` (its first axis)."""
     isz, osz, fsz, pads, strides, dils = _dims3(p)
     g, cpg, kpg = p.groups, p.c // p.groups, p.k // p.groups
     wl = p.layouts[1]
     nd = p.spatial_dims
+    n = a.shape[0]
+    widths = _pad_widths(isz, osz, fsz, pads, strides, dils)
     if p.direction == "F":
+        # y[n, g, k] += sum_c x_tap[n, g, c] w_tap[g, k, c] per filter tap: one batched GEMM over the groups
         x, w = _to_cf(a, p.layouts[0]), _to_cf(b, wl)
-        xp = np.pad(x, [(0, 0), (0, 0)] + _pad_widths(isz, osz, fsz, pads, strides, dils))
-        y = np.zeros((p.n, p.k, *osz))
-        for tap in itertools.product(*(range(f) for f in fsz)):
-            patch = xp[(slice(None), slice(None)) + _tap_slices(osz, tap, strides, dils)]
-            for gi in range(g):
-                y[:, gi * kpg:(gi + 1) * kpg] += np.einsum(
-                    "ncdhw,kc->nkdhw", patch[:, gi * cpg:(gi + 1) * cpg], w[gi * kpg:(gi + 1) * kpg, :, tap[0], tap[1], tap[2]])
+        xpad = xp.pad(x, [(0, 0), (0, 0)] + widths)
+        y = xp.zeros((n, p.k, *osz))
+        for tap in _taps(fsz):
+            patch = xpad[(slice(None), slice(None)) + _tap_slices(osz, tap, strides, dils)]
+            wt = w[:, :, tap[0], tap[1], tap[2]].reshape(g, kpg, cpg)
+            pg = patch.reshape(n, g, cpg, *osz)
+            if cpg == 1:
+                r = pg * wt[None, :, :, 0, None, None, None]
+            else:
+                r = _einsum(xp, "ngcdhw,gkc->ngkdhw", pg, wt)
+            y += r.reshape(n, p.k, *osz)
         return _from_cf(y, p.layouts[2], nd)
     if p.direction == "B":
+        # dx_tap[n, g, c] += sum_k dy[n, g, k] w_tap[g, k, c], scattered back through the tap's strided view
         dy, w = _to_cf(a, p.layouts[2]), _to_cf(b, wl)
-        dxp = np.zeros((p.n, p.c, *(i + lo + hi for i, (lo, hi) in zip(isz, _pad_widths(isz, osz, fsz, pads, strides, dils)))))
-        for tap in itertools.product(*(range(f) for f in fsz)):
-            sl = (slice(None), slice(None)) + _tap_slices(osz, tap, strides, dils)
-            view = dxp[sl]
-            for gi in range(g):
-                view[:, gi * cpg:(gi + 1) * cpg] += np.einsum(
-                    "nkdhw,kc->ncdhw", dy[:, gi * kpg:(gi + 1) * kpg], w[gi * kpg:(gi + 1) * kpg, :, tap[0], tap[1], tap[2]])
+        dxp = xp.zeros((n, p.c, *(i + lo + hi for i, (lo, hi) in zip(isz, widths))))
+        dyg = dy.reshape(n, g, kpg, *osz)
+        for tap in _taps(fsz):
+            view = dxp[(slice(None), slice(None)) + _tap_slices(osz, tap, strides, dils)]
+            wt = w[:, :, tap[0], tap[1], tap[2]].reshape(g, kpg, cpg)
+            if kpg == 1:
+                r = dyg * wt[None, :, 0, :, None, None, None]
+            else:
+                r = _einsum(xp, "ngkdhw,gkc->ngcdhw", dyg, wt)
+            view += r.reshape(n, p.c, *osz)
         crop = (slice(None), slice(None)) + tuple(slice(q, q + i) for q, i in zip(pads, isz))
         return _from_cf(dxp[crop], p.layouts[0], nd)
+    # dw_tap[g, k, c] = sum_{n, o} dy[n, g, k, o] x_tap[n, g, c, o]
     dy, x = _to_cf(a, p.layouts[2]), _to_cf(b, p.layouts[0])
-    xp = np.pad(x, [(0, 0), (0, 0)] + _pad_widths(isz, osz, fsz, pads, strides, dils))
-    dw = np.zeros((p.k, cpg, *fsz))
-    for tap in itertools.product(*(range(f) for f in fsz)):
-        patch = xp[(slice(None), slice(None)) + _tap_slices(osz, tap, strides, dils)]
-        for gi in range(g):
-            dw[gi * kpg:(gi + 1) * kpg, :, tap[0], tap[1], tap[2]] = np.einsum(
-                "nkdhw,ncdhw->kc", dy[:, gi * kpg:(gi + 1) * kpg], patch[:, gi * cpg:(gi + 1) * cpg])
+    xpad = xp.pad(x, [(0, 0), (0, 0)] + widths)
+    dw = xp.zeros((p.k, cpg, *fsz))
+    dyg = dy.reshape(n, g, kpg, *osz)
+    for tap in _taps(fsz):
+        patch = xpad[(slice(None), slice(None)) + _tap_slices(osz, tap, strides, dils)]
+        r = _einsum(xp, "ngkdhw,ngcdhw->gkc", dyg, patch.reshape(n, g, cpg, *osz))
+        dw[:, :, tap[0], tap[1], tap[2]] = r.reshape(p.k, cpg)
     return _from_cf(dw, wl, nd)

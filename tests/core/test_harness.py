@@ -1,4 +1,4 @@
-"""The harness's run planning: slow candidates get fewer timed runs, never fewer than three."""
+"""The harness's run planning (slow candidates get fewer timed runs, never fewer than three) and its choice of float64 reference."""
 
 import sys
 import types
@@ -175,3 +175,26 @@ def test_timed_runs_never_cuts_without_a_cut_or_with_too_few_runs(fake_gpu):
     assert not t.cut and t.runs == 3          # three runs were asked for: all made, nothing cut short
     t = timed_runs(lambda: inv(None, None, None, None, None), 0, 10)
     assert not t.cut and t.runs == 10
+
+
+def test_reference_kind_takes_the_gemms_where_they_gain(monkeypatch):
+    """auto: the naive kernel for a tiny problem, the GEMMs per tap for a ResNet-sized one, the naive kernel
+    again where one sample's float64 temporaries would not fit; MIOFIND_REFERENCE overrides, within that
+    memory bound."""
+    from miofind.harness import REFERENCE_TEMP_BYTES, reference_kind
+    from miofind.problem import ProblemDescription
+    from miofind.reference import reference_bytes_per_sample
+
+    tiny = ProblemDescription.from_key("16-8-8-3x3-16-8-8-2-1x1-1x1-1x1-0-NCHW-FP32-F")
+    r50 = ProblemDescription.from_key("64-56-56-3x3-64-56-56-48-1x1-1x1-1x1-0-NCHW-FP16-W")
+    huge = ProblemDescription.make("B", n=1, c=256, k=256, in_size=(1024, 1024), filter_size=3, pads=1)
+    assert reference_bytes_per_sample(huge) > REFERENCE_TEMP_BYTES
+    monkeypatch.delenv("MIOFIND_REFERENCE", raising=False)
+    assert [reference_kind(p) for p in (tiny, r50, huge)] == ["naive", "gemm", "naive"]
+    monkeypatch.setenv("MIOFIND_REFERENCE", "gemm")
+    assert [reference_kind(p) for p in (tiny, r50, huge)] == ["gemm", "gemm", "naive"]
+    monkeypatch.setenv("MIOFIND_REFERENCE", "naive")
+    assert [reference_kind(p) for p in (tiny, r50, huge)] == ["naive"] * 3
+    monkeypatch.setenv("MIOFIND_REFERENCE", "fast")
+    with pytest.raises(ValueError, match="MIOFIND_REFERENCE='fast'"):
+        reference_kind(tiny)

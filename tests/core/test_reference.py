@@ -14,7 +14,10 @@ CASES = [
     dict(n=1, c=3, k=3, in_size=(6, 6), filter_size=3, pads=1, groups=3),
     dict(n=2, c=2, k=4, in_size=(4, 5, 6), filter_size=(2, 3, 3), pads=(0, 1, 1), strides=(1, 2, 1)),
     dict(n=1, c=2, k=2, in_size=(9,), filter_size=(3,), pads=(1,), strides=(2,)),
+    dict(n=3, c=3, k=6, in_size=(6, 7), filter_size=3, pads=1, strides=(1, 2), groups=3),   # depthwise x2
+    dict(n=2, c=6, k=3, in_size=(5, 5), filter_size=(2, 3), pads=(1, 1), dilations=(2, 1), groups=3),
 ]
+CASES_2D = [c for c in CASES if len(c["in_size"]) == 2]
 
 
 def brute_forward(x, w, pads, strides, dils, groups):
@@ -33,9 +36,10 @@ def brute_forward(x, w, pads, strides, dils, groups):
     return y
 
 
-def test_forward_matches_brute_force():
+@pytest.mark.parametrize("case", CASES_2D)
+def test_forward_matches_brute_force(case):
     rng = np.random.default_rng(0)
-    p = ProblemDescription.make("F", **CASES[0])
+    p = ProblemDescription.make("F", **case)
     x, w = rng.standard_normal(p.x_shape), rng.standard_normal(p.w_shape)
     ref = brute_forward(x, w, p.pads, p.strides, p.dilations, p.groups)
     np.testing.assert_allclose(conv_reference(p, x, w), ref, rtol=1e-12, atol=1e-12)
@@ -84,3 +88,20 @@ def test_stated_output_size_larger_than_formula():
     dx = conv_reference(p.with_direction("B"), dy, w)
     dw = conv_reference(p.with_direction("W"), dy, x)
     assert np.vdot(y, dy) == pytest.approx(np.vdot(x, dx)) == pytest.approx(np.vdot(w, dw))
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("direction", "FBW")
+def test_batch_chunks_give_the_whole_batch_result(case, direction):
+    """A bound on the temporaries takes the batch in chunks (the GPU reference of large problems): the same
+    result, W summed over the chunks."""
+    from miofind.reference import reference_bytes_per_sample
+
+    rng = np.random.default_rng(4)
+    p = ProblemDescription.make(direction, **dict(case, n=5))
+    a_shape, b_shape, _ = p.io_shapes()
+    a, b = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
+    whole = conv_reference(p, a, b)
+    for per in (1, 2):
+        chunked = conv_reference(p, a, b, max_bytes=per * reference_bytes_per_sample(p))
+        np.testing.assert_allclose(chunked, whole, rtol=1e-12, atol=1e-12)
