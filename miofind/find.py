@@ -40,7 +40,7 @@ import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from . import __version__, tiered
+from . import __version__, env, tiered
 from .compile import is_compiled
 from .db import Record
 from .db.base import FindFailure, config_key
@@ -302,10 +302,13 @@ def needs_no_compilation(problem, solver: Solver, config) -> bool:
         return False
 
 
-def find_configs(dbs, dev: DeviceInfo, problem, solver: Solver) -> list:
-    """The configs a find measures for a solver: its tuned PerfDB config, else its find configs."""
+def find_configs(dbs, dev: DeviceInfo, problem, solver: Solver, limit: int | None = None) -> list:
+    """The configs a find measures for a solver: its tuned PerfDB config, else its find configs (the
+    first ``limit`` of them when given)."""
     cfg = tuned_config(dbs, dev, problem, solver)
-    return [cfg] if cfg is not None else list(solver.find_configs(problem))
+    if cfg is not None:
+        return [cfg]
+    return list(solver.find_configs(problem, limit)) if limit else list(solver.find_configs(problem))
 
 
 # -- failures recorded by earlier finds --------------------------------------------------------
@@ -360,11 +363,17 @@ def record_failures(db, dev: DeviceInfo, problem, measured, failures, succeeded)
 
 # -- the procedure -----------------------------------------------------------------------------
 
-def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", workspace_limit=None, solvers=None,
-         verify: bool = True, db=None, store: bool = True, warmup: int = 3, iters: int = 10, seed=None,
-         time_budget_ms: float | None = FIND_TIME_BUDGET_MS, with_naive: bool = False,
-         cut_factor: float = FIND_CUT_FACTOR, t0: float | None = None, defer: bool | None = None) -> FindResult:
-    """The find of ``miofind.find_solutions`` on a resolved problem and checked mode and options."""
+def find(problem: ProblemDescription, **options) -> FindResult:
+    """The find of ``miofind.find_solutions`` on a resolved problem and checked mode and options (those of
+    ``_find``), marked as a find for the background work of ``miofind.tiered``, which waits for it."""
+    with tiered.foreground():
+        return _find(problem, **options)
+
+
+def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", workspace_limit=None, solvers=None,
+          verify: bool = True, db=None, store: bool = True, warmup: int = 3, iters: int = 10, seed=None,
+          time_budget_ms: float | None = FIND_TIME_BUDGET_MS, with_naive: bool = False,
+          cut_factor: float = FIND_CUT_FACTOR, t0: float | None = None, defer: bool | None = None) -> FindResult:
     t0 = time.perf_counter() if t0 is None else t0
     if sort_by not in SORT_KEYS:
         raise ValueError(f"sort_by={sort_by!r}: expected 'time' or 'workspace'")
@@ -414,12 +423,22 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
     cands = expected_order(problem, reads, dev, cands)
     log.info("find %s: benchmarking %d candidate(s)", problem.key(), len(cands))
     timing = {"lookup_ms": (time.perf_counter() - t0) * 1e3}
-    # a find of every applicable solver may leave those that would wait for NVRTC to the background
+    # a find of every applicable solver may leave those that would wait for NVRTC to the background, and
+    # the configs of a solver after its first ``configs_now`` (``later``: measured once no find runs)
     deferred = {} if (solvers is None if defer is None else defer) else None
+    later = {} if (deferred is not None and store and workspace_limit is None
+                   and env.specialize() == "background") else None
+
+    def configs(s):
+        limit = s.configs_now if later is not None else None
+        cfgs = find_configs(reads, dev, problem, s, limit)
+        if limit and len(cfgs) >= limit:
+            later[s.id] = (s, cfgs)
+        return cfgs
+
     isolate = to_isolate(reads, dev, problem, cands)
     sols, bench_failures, ws_skipped = benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed,
-                                                 configs=lambda s: find_configs(reads, dev, problem, s),
-                                                 budget_ms=time_budget_ms, isolate=isolate,
+                                                 configs=configs, budget_ms=time_budget_ms, isolate=isolate,
                                                  cut_factor=cut_factor, timing=timing, deferred=deferred)
     if deferred and not any(not s.cut for s in sols):
         # nothing measured now verified: the deferred solvers are measured now after all
@@ -455,9 +474,16 @@ def find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", works
         skipped |= set(deferred or ())      # measured later (miofind.tiered): their records stay as they are
         record_failures(dbs.user, dev, problem, [s for s in cands if s.id not in skipped],
                         bench_failures + cuts, {s.solver_id for s in full})
+    if later and stored:
+        # each such solver's remaining configs, against its best verified time of this find
+        best_now = {s.solver_id: s.time_ms for s in full}
+        later = {sid: (s, cfgs, best_now.get(sid, math.inf)) for sid, (s, cfgs) in later.items()}
+        timing["configs_later"] = len(later)
+    else:
+        later = None
     tiered.after_find(problem, full, retry, budget_ms=time_budget_ms,
                       store=lambda s: store_solutions(dbs.user, dev, problem, [s]) if store else None,
-                      deferred=deferred,
+                      deferred=deferred, later=later,
                       fail=lambda solver, fs: record_failures(dbs.user, dev, problem, [solver], fs, set())
                       if store and not dbs.user.readonly else None)
     timing["store_ms"] = (time.perf_counter() - t_store) * 1e3

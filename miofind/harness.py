@@ -320,6 +320,9 @@ REFERENCE_TEMP_BYTES = 1 << 30
 # Below this many FLOPs the naive kernel takes well under a millisecond, and a process whose finds
 # are all that small never loads cuBLAS for its reference.
 REFERENCE_GEMM_MIN_FLOPS = 2e8
+# ... nor where a group's input or output channels are fewer than this: each tap's GEMM is then too thin
+# to gain (a network's 7x7 stem over 3 channels: 6.5 ms naive against 25 ms in GEMMs; depthwise)
+REFERENCE_GEMM_MIN_CHANNELS = 8
 
 
 class Reference:
@@ -356,8 +359,9 @@ class Reference:
 
 def reference_kind(problem: ProblemDescription) -> str:
     """``gemm`` or ``naive`` for ``problem`` (``Reference``): $MIOFIND_REFERENCE, where ``auto`` (the
-    default) takes the GEMMs for a problem of at least REFERENCE_GEMM_MIN_FLOPS whose one sample's
-    temporaries fit REFERENCE_TEMP_BYTES. ``gemm`` too falls back to the naive kernel where they do not."""
+    default) takes the GEMMs for a problem of at least REFERENCE_GEMM_MIN_FLOPS with at least
+    REFERENCE_GEMM_MIN_CHANNELS input and output channels per group, whose one sample's temporaries fit
+    REFERENCE_TEMP_BYTES. ``gemm`` too falls back to the naive kernel where they do not fit."""
     from . import env
     from .reference import reference_bytes_per_sample
 
@@ -367,7 +371,8 @@ def reference_kind(problem: ProblemDescription) -> str:
     conv = problem.unfused().as_conv()
     if reference_bytes_per_sample(conv) > REFERENCE_TEMP_BYTES:
         return "naive"
-    if choice == "auto" and conv.flops() < REFERENCE_GEMM_MIN_FLOPS:
+    if choice == "auto" and (conv.flops() < REFERENCE_GEMM_MIN_FLOPS
+                             or min(conv.c, conv.k) // conv.groups < REFERENCE_GEMM_MIN_CHANNELS):
         return "naive"
     return "gemm"
 

@@ -88,6 +88,10 @@ class Solver:
     # True when the solver computes fused forward problems (``ProblemDescription.fused``: bias and/or
     # activation in the epilogue); its invoker then takes the bias pointer as a sixth argument
     fused_epilogue: bool = False
+    # How many of ``find_configs`` a find that may leave work to the background (``miofind.tiered``,
+    # ``MIOFIND_SPECIALIZE=background``) measures at once, the first ones; the others are measured in the
+    # background and replace the solver's record where faster. None: all of them at once
+    configs_now: int | None = None
 
     # -- applicability ------------------------------------------------------------------------
     def applicability(self, problem: ProblemDescription) -> Applicability:
@@ -131,9 +135,10 @@ class Solver:
     def config_space(self, problem: ProblemDescription) -> Iterable[dict]:
         return ()
 
-    def find_configs(self, problem: ProblemDescription) -> list:
-        """The configs a find measures (the fastest is kept): by default only the default config
-        (None lets get_solution choose it; a tuned config from a PerfDB comes later)."""
+    def find_configs(self, problem: ProblemDescription, limit: int | None = None) -> list:
+        """The configs a find measures (the fastest is kept), at most ``limit`` (the first ones) when
+        given: by default only the default config (None lets get_solution choose it; a tuned config
+        from a PerfDB comes later)."""
         return [None]
 
     def is_valid_config(self, problem: ProblemDescription, config: Mapping) -> bool:

@@ -27,9 +27,11 @@ compiled with the sizes read at run time).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from . import env, generic
@@ -38,7 +40,7 @@ from .solver import ConvSolution
 log = logging.getLogger(__name__)
 
 __all__ = ["prepare", "generic_compiled", "deferrable", "after_find", "deferred_pending", "on_deferred", "measured_build",
-           "ready_invoker", "run_invoker", "Switching", "pending", "wait", "clear"]
+           "ready_invoker", "run_invoker", "Switching", "pending", "wait", "clear", "foreground"]
 
 _pool: ThreadPoolExecutor | None = None
 _lock = threading.Lock()
@@ -131,8 +133,60 @@ def generic_failures(problem, failures) -> set[str]:
         return {f.solver_id for f in failures if (problem.key(), f.solver_id) in _generic_measured}
 
 
+# -- the GPU for finds first ---------------------------------------------------------------------
+
+# A background measurement starts once no find has run for this long (a model's first step finds layer
+# after layer, a few milliseconds apart) ...
+IDLE_GRACE_S = 0.25
+# ... or once it has waited this long (a process that finds without pause still gets its background work)
+IDLE_MAX_WAIT_S = 20.0
+_fg = threading.Condition()
+_fg_state = {"active": 0, "last": 0.0}
+_fg_local = threading.local()
+
+
+@contextlib.contextmanager
+def foreground():
+    """Mark a find: background measurements (``_measure``) wait while one runs and for IDLE_GRACE_S after
+    the last ended, so that the work a model's first step leaves to the background does not slow that
+    step's own finds (it would hold the GPU, and ``harness.TIMING_LOCK``, between them)."""
+    _fg_local.depth = getattr(_fg_local, "depth", 0) + 1
+    with _fg:
+        _fg_state["active"] += 1
+    try:
+        yield
+    finally:
+        _fg_local.depth -= 1
+        with _fg:
+            _fg_state["active"] -= 1
+            _fg_state["last"] = time.monotonic()
+            _fg.notify_all()
+
+
+def _wait_idle() -> float:
+    """Wait until no find runs and the last ended IDLE_GRACE_S ago, at most IDLE_MAX_WAIT_S; the seconds
+    waited. At once in a thread that is inside a find itself."""
+    if getattr(_fg_local, "depth", 0):
+        return 0.0
+    t0 = time.monotonic()
+    deadline = t0 + IDLE_MAX_WAIT_S
+    with _fg:
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                break
+            if _fg_state["active"]:
+                _fg.wait(deadline - now)
+                continue
+            left = _fg_state["last"] + IDLE_GRACE_S - now
+            if left <= 0:
+                break
+            _fg.wait(min(left, deadline - now))
+    return time.monotonic() - t0
+
+
 def after_find(problem, sols, failures=(), *, store, mode: str | None = None, measure=None,
-               budget_ms: float | None = None, deferred=None, fail=None) -> list[Future]:
+               budget_ms: float | None = None, deferred=None, fail=None, later=None) -> list[Future]:
     """After a find measured ``sols`` (and ``failures``): for each measured with a generic build, in
     ``background`` mode, compile its specialised build in the background (a thread driving the
     spawned compile pool), measure it (``measure(problem, solver, ConvSolution, invoker)`` ->
@@ -141,17 +195,25 @@ def after_find(problem, sols, failures=(), *, store, mode: str | None = None, me
     ``ready_invoker`` gives. ``deferred``: {solver id: (solver, [configs])} the find left to the
     background (``deferrable``): each solver's configs compiled and measured, its fastest verified one
     stored and told to the ``on_deferred`` listeners; where none verified, ``fail(solver, [Failure])``
-    (the find records them, as it records its own). Returns the jobs."""
+    (the find records them, as it records its own). ``later``: {solver id: (solver, [configs measured],
+    the find's best time of the solver)} for the solvers the find measured only the first configs of
+    (``Solver.configs_now``): their other find configs are listed and measured once no find runs, and the
+    fastest verified one is stored and told to the listeners where it beats that time. Returns the jobs."""
     mode = mode or env.specialize()
     jobs = []
-    for sid, (solver, configs) in (deferred or {}).items():
-        k = ("deferred", problem.key(), sid)
+    work = [("deferred", sid, solver, list(configs), fail, math.inf)
+            for sid, (solver, configs) in (deferred or {}).items()]
+    work += [("later", sid, solver, _other_configs(problem, solver, measured), None, best_ms)
+             for sid, (solver, measured, best_ms) in (later or {}).items()]
+    for kind, sid, solver, configs, on_fail, best_ms in work:
+        k = (kind, problem.key(), sid)
         with _lock:
             if k in _pending and not _pending[k].done():
                 continue
-            meas = measure or (lambda p, sv, sol, inv: _measure(p, sv, sol, inv, budget_ms))
-            _pending[k] = fut = _executor().submit(_measure_deferred, problem, solver, list(configs), store, meas,
-                                                   _device(), fail)
+            box: dict = {}      # the job's harness, shared by its configs
+            meas = measure or (lambda p, sv, sol, inv, box=box: _measure(p, sv, sol, inv, budget_ms, box))
+            _pending[k] = fut = _executor().submit(_measure_deferred, problem, solver, configs, store, meas,
+                                                   _device(), on_fail, box, best_ms)
         jobs.append(fut)
     measured = [(s.solver_id, s) for s in sols] + [(f.solver_id, None) for f in failures]
     for sid, s in measured:
@@ -243,9 +305,20 @@ def _specialise(problem, solver, config, generic_sol, store, measure, device):
         return None
 
 
-def _measure_deferred(problem, solver, configs, store, measure, device, fail=None):
-    """The background job of a deferred solver: compile every config's kernels (spawned pool), verify and
-    time each, store the fastest verified one and tell the listeners; else ``fail`` its failures. Returns
+def _other_configs(problem, solver, measured):
+    """A callable listing ``solver``'s find configs of ``problem`` other than ``measured`` (run in the
+    background job: listing cuDNN's plans builds them)."""
+    from .invokers import config_key
+
+    done = {config_key(c) for c in measured}
+    return lambda: [c for c in solver.find_configs(problem) if config_key(c) not in done]
+
+
+def _measure_deferred(problem, solver, configs, store, measure, device, fail=None, box=None, best_ms=math.inf):
+    """The background job of a deferred solver, or of a solver's later configs: compile every config's
+    kernels (spawned pool), verify and time each, store the fastest verified one where it beats
+    ``best_ms`` and tell the listeners; where none verified, ``fail`` its failures. ``configs`` is a list,
+    or a callable giving it once no find runs. ``box`` (the job's harness) is emptied at the end. Returns
     the stored Solution, or None."""
     from .compile import CompileError
     from .harness import describe, failure_stage
@@ -253,9 +326,13 @@ def _measure_deferred(problem, solver, configs, store, measure, device, fail=Non
     from .results import Failure
 
     failures = []
+    what = "later configs of" if callable(configs) else "deferred"
     try:
         ctx = _on_device(device)
         with ctx, _own_stream():
+            if callable(configs):
+                _wait_idle()
+                configs = configs()
             built = []
             for cfg in configs:
                 try:
@@ -271,7 +348,7 @@ def _measure_deferred(problem, solver, configs, store, measure, device, fail=Non
                 except Exception as e:      # noqa: BLE001  a failed config is not stored
                     stage, reason = ("compile", describe(e)) if isinstance(e, CompileError) else failure_stage(e)
                     failures.append(Failure(solver.id, stage, reason, config=cfg))
-                    log.info("deferred %s for %s: config %s failed at %s: %s", solver.id, problem.key(), cfg, stage,
+                    log.info("%s %s for %s: config %s failed at %s: %s", what, solver.id, problem.key(), cfg, stage,
                              reason.splitlines()[0] if reason else "")
                     continue
                 if m is None or not m.verified:
@@ -280,16 +357,20 @@ def _measure_deferred(problem, solver, configs, store, measure, device, fail=Non
                 elif best is None or m.time_ms < best[0].time_ms:
                     best = (m, cfg, inv, sol.workspace_bytes)
         if best is None:
-            log.info("deferred %s for %s: no config verified", solver.id, problem.key())
+            log.info("%s %s for %s: no config verified", what, solver.id, problem.key())
             if fail is not None and failures:
                 fail(solver, failures)
             return None
         spec, cfg, inv, ws = best
+        if spec.time_ms >= best_ms:
+            log.info("%s %s for %s: %.4f ms, not faster than the find's %.4f ms", what, solver.id, problem.key(),
+                     spec.time_ms, best_ms)
+            return None
         with _lock:     # under the config as listed and as resolved (the Solution's, which prepare() asks for)
             for c in (cfg, spec.config):
                 _ready[(problem.network_config(), solver.id, _key(problem, solver.id, c)[2])] = (inv, ws)
         store(spec)
-        log.info("deferred %s for %s: %.4f ms stored", solver.id, problem.key(), spec.time_ms)
+        log.info("%s %s for %s: %.4f ms stored", what, solver.id, problem.key(), spec.time_ms)
         with _lock:
             listeners = list(_listeners)
         for fn in listeners:
@@ -299,8 +380,11 @@ def _measure_deferred(problem, solver, configs, store, measure, device, fail=Non
                 log.warning("deferred %s for %s: listener %r failed: %s", solver.id, problem.key(), fn, e)
         return spec
     except Exception as e:      # noqa: BLE001
-        log.warning("deferred %s for %s failed: %s", solver.id, problem.key(), e)
+        log.warning("%s %s for %s failed: %s", what, solver.id, problem.key(), e)
         return None
+    finally:
+        if box is not None:
+            box.clear()
 
 
 _procs = None
@@ -376,15 +460,23 @@ def _on_device(device):
     return cupy.cuda.Device(device)
 
 
-def _measure(problem, solver, sol, inv, budget_ms):
-    """Verify and time a specialised build as the find does (miofind.harness); a Solution."""
+def _measure(problem, solver, sol, inv, budget_ms, box: dict | None = None):
+    """Verify and time a build as the find does (miofind.harness), once no find runs (``_wait_idle``); a
+    Solution. ``box``, a dict, keeps the harness (inputs and float64 reference) for the job's next
+    configs."""
     from .harness import TIMING_LOCK, Harness, reference_invoker_for
     from .results import Solution
 
-    ref = reference_invoker_for(problem)
-    with TIMING_LOCK:       # the float64 reference is long GPU work: never beside a find's timing
-        h = Harness(problem, verify=True, reference_invoker=ref)
+    h = None if box is None else box.get("harness")
+    if h is None:
+        ref = reference_invoker_for(problem)
+        _wait_idle()
+        with TIMING_LOCK:       # the float64 reference is GPU work: never beside a find's timing
+            h = Harness(problem, verify=True, reference_invoker=ref)
+        if box is not None:
+            box["harness"] = h
     try:
+        _wait_idle()
         m = h.measure(inv, h.workspace(sol.workspace_bytes), solver.family, 3, 10, budget_ms)
     finally:
         h.release()

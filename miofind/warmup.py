@@ -100,7 +100,8 @@ def warmup(archs=DEFAULT_ARCHS, jobs: int | None = None, kernels: list[KernelInf
 
 def warm_device(dtypes=("FP32", "FP16", "BF16"), layouts=("NCHW", "NHWC")) -> dict:
     """On a usable GPU: verify and time the naive solver of a tiny problem per data type, layout and
-    direction through ``harness.Harness``, as a find does, so that the CuPy kernels of a find's own
+    direction through ``harness.Harness``, as a find does, and compute the GEMM reference of small
+    problems of each structure (``_warm_gemm_reference``), so that the CuPy kernels of a find's own
     steps are in CuPy's kernel cache. ``{"problems": n, "seconds": s}``, or ``{"skipped": reason}``
     when no GPU is usable."""
     from .device import NoGPUError, current_device
@@ -128,4 +129,43 @@ def warm_device(dtypes=("FP32", "FP16", "BF16"), layouts=("NCHW", "NHWC")) -> di
                 h = Harness(p, verify=True, seed=0, reference_invoker=reference_invoker_for(p))
                 h.measure(build_invoker(p, sol), h.workspace(sol.workspace_bytes), s.family, 1, 2)
                 n += 1
+    n += _warm_gemm_reference(layouts)
     return {"problems": n, "seconds": round(time.perf_counter() - t0, 1)}
+
+
+# the GEMM reference's structural variants (miofind.harness.Reference): 1x1 and 3x3 at strides 1 and 2,
+# asymmetric filters, groups, each F/B/W per layout, one in batch chunks; their CuPy kernels (padding,
+# strided copies and adds, the layout moves) depend on these shapes' ranks and strides, not their sizes
+_GEMM_REFERENCE_SHAPES = (
+    dict(n=2, c=16, k=24, in_size=(6, 7), filter_size=1),
+    dict(n=2, c=16, k=24, in_size=(9, 8), filter_size=1, strides=2),
+    dict(n=2, c=16, k=24, in_size=(6, 7), filter_size=3, pads=1),
+    dict(n=3, c=16, k=24, in_size=(9, 10), filter_size=3, pads=1, strides=2),
+    dict(n=2, c=16, k=16, in_size=(7, 9), filter_size=(1, 7), pads=(0, 3)),
+    dict(n=2, c=32, k=32, in_size=(6, 6), filter_size=3, pads=1, groups=2),
+)
+
+
+def _warm_gemm_reference(layouts) -> int:
+    """The GEMM reference of ``_GEMM_REFERENCE_SHAPES`` per layout and direction, whole and in batch chunks,
+    so that its CuPy kernels are in CuPy's cache (a find compiles none of them: they cost 100-300 ms each
+    at their first use); the number of references computed."""
+    import cupy
+
+    from .harness import reference_invoker_for_kind
+    from .problem import ProblemDescription
+    from .reference import conv_reference, reference_bytes_per_sample
+
+    rng = cupy.random.default_rng(0)
+    n = 0
+    for layout in layouts:
+        for kw in _GEMM_REFERENCE_SHAPES:
+            for d in "FBW":
+                p = ProblemDescription.make(d, layout=layout, dtype="FP32", **kw)
+                a_shape, b_shape, _ = p.io_shapes()
+                a, b = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
+                reference_invoker_for_kind(p, "gemm").output(p, a, b)
+                conv_reference(p, a, b, max_bytes=reference_bytes_per_sample(p))
+                n += 1
+    cupy.cuda.get_current_stream().synchronize()
+    return n

@@ -408,3 +408,39 @@ def test_preload_store_imports_the_findb_layer_in_a_thread_once():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["miofind-db-import", "True", "True"]
+
+
+def test_a_background_find_measures_a_solvers_first_configs_and_leaves_the_others(fake, monkeypatch):
+    """A solver with ``configs_now`` (cuDNN's plans) has only its first configs measured by a find that may
+    leave work to the background; the others go to ``tiered.after_find`` as ``later``, with the solver's
+    best time of the find. Without deferral, without storing, or outside background mode, every config is
+    measured now."""
+    from miofind import tiered
+
+    times, order, _, _ = fake
+    s1 = find.candidates(P)[0][1]
+    cfgs = [{"p": "a"}, {"p": "b"}, {"p": "c"}, {"p": "d"}]
+    times.update({(s1.id, "a"): 2.0, (s1.id, "b"): 1.5})
+    monkeypatch.setattr(type(s1), "configs_now", 2, raising=False)
+    monkeypatch.setattr(type(s1), "find_configs", lambda self, p, limit=None: cfgs[:limit] if limit else cfgs)
+    # the fake harness times each (solver id, config name) pair
+    monkeypatch.setattr(find, "prepare_all", lambda problem, todo, verify=True, **k: (
+        [(type("S", (), {"workspace_bytes": 0, "config": c})(), (s.id, c["p"] if c else c)) for s, c in todo], None))
+    seen = []
+    monkeypatch.setattr(tiered, "after_find", lambda *a, **kw: seen.append(kw.get("later")) or [])
+
+    def measured():
+        return [c for sid, c in (x for x in order if isinstance(x, tuple)) if sid == s1.id]
+
+    r = api.find_solutions(P, mode="benchmark", cut_factor=0)
+    assert measured() == ["a", "b"] and r.timing["configs_later"] == 1
+    (later,) = seen
+    assert list(later) == [s1.id] and later[s1.id][1:] == (cfgs[:2], 1.5)
+    for kw in (dict(defer=False), dict(store=False)):
+        order.clear()
+        api.find_solutions(P, mode="benchmark", cut_factor=0, **kw)
+        assert measured() == ["a", "b", "c", "d"] and seen[-1] is None
+    monkeypatch.setenv("MIOFIND_SPECIALIZE", "sync")
+    order.clear()
+    api.find_solutions(P, mode="benchmark", cut_factor=0)
+    assert measured() == ["a", "b", "c", "d"] and seen[-1] is None

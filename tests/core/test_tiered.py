@@ -337,3 +337,80 @@ def test_compile_apart_compiles_here_when_the_pool_takes_no_work(monkeypatch, tm
     sol = get_solver("ConvImplicitGemmHopperFwd").get_solution(PH, None)
     tiered._compile_apart(sol.kernels)
     assert done == [k.name for k in sol.kernels]
+
+
+def test_background_measurements_wait_for_finds(monkeypatch):
+    """``_wait_idle`` returns once no find runs and the last ended IDLE_GRACE_S ago; at once inside a find;
+    and after IDLE_MAX_WAIT_S of finds without pause."""
+    import threading
+    import time
+
+    monkeypatch.setattr(tiered, "IDLE_GRACE_S", 0.1)
+    tiered._wait_idle()                       # no find since long ago (or since the grace): at once
+    done = {}
+
+    def background():
+        done["waited"] = tiered._wait_idle()
+        done["at"] = time.monotonic()
+
+    with tiered.foreground():
+        assert tiered._wait_idle() == 0.0     # a find's own thread never waits for itself
+        t = threading.Thread(target=background)
+        t.start()
+        time.sleep(0.2)
+        assert "at" not in done               # held while the find runs
+        ended = time.monotonic()
+    t.join(5)
+    assert done["at"] - ended >= 0.09         # ... and for the grace after it
+    monkeypatch.setattr(tiered, "IDLE_MAX_WAIT_S", 0.15)
+    with tiered.foreground():
+        t0 = time.monotonic()
+        t = threading.Thread(target=background)
+        t.start()
+        t.join(5)
+        assert 0.14 <= done["at"] - t0 < 2.0  # a find that never ends holds it no longer than the bound
+
+
+class _Plans:
+    """A solver listing five configs (cuDNN's plans), the first ``configs_now`` measured by the find."""
+
+    id, algorithm, family, configs_now = "ConvFakePlans", "miopenConvolutionFwdAlgoDirect", "cudnn", 2
+
+    def __init__(self):
+        self.listed = []
+
+    def find_configs(self, problem, limit=None):
+        self.listed.append(limit)
+        cfgs = [{"plan": f"p{i}"} for i in range(5)]
+        return cfgs[:limit] if limit else cfgs
+
+    def get_solution(self, problem, config=None):
+        from miofind.solver import ConvSolution
+        return ConvSolution(self.id, [], 0, lambda kernels: "INV", config, prebuilt=True)
+
+
+@pytest.mark.parametrize("best_now,stored_ms", [(0.5, 0.4), (0.35, None)])
+def test_later_configs_are_measured_in_the_background_and_stored_when_faster(fakes, best_now, stored_ms):
+    """The configs after the find's first ones are listed in the background job, each measured, and the
+    fastest verified stored (and told to the listeners) only where it beats the find's best of the solver."""
+    s = _Plans()
+    times = {"p2": 0.6, "p3": 0.3, "p4": 0.4}         # p3 is fastest but fails verification
+    measured = []
+
+    def measure(problem, solver, sol, inv):
+        measured.append(sol.config["plan"])
+        return Solution(solver.id, solver.algorithm, times[sol.config["plan"]], 0, sol.config,
+                        sol.config["plan"] != "p3", problem)
+
+    stored, heard = [], []
+    tiered.on_deferred(lambda p, sol: heard.append(sol.time_ms))
+    try:
+        (job,) = tiered.after_find(P, [], store=stored.append, mode="background", measure=measure,
+                                   later={s.id: (s, [{"plan": "p0"}, {"plan": "p1"}], best_now)})
+        job.result(10)
+    finally:
+        tiered._listeners.clear()
+    assert s.listed == [None] and measured == ["p2", "p3", "p4"]
+    assert [x.time_ms for x in stored] == ([] if stored_ms is None else [stored_ms])
+    assert heard == ([] if stored_ms is None else [stored_ms])
+    assert tiered.deferred_pending(P) == set()        # a normal-mode find does not leave the solver out

@@ -181,3 +181,30 @@ def test_background_work_leaves_another_threads_capture_valid():
     from miofind.reference import conv_reference
     ref = conv_reference(plain, cupy.asnumpy(x).astype("float64"), cupy.asnumpy(w).astype("float64"))
     assert float(abs(cupy.asnumpy(y) - ref).max()) < 1e-4
+
+
+@pytest.mark.gpu
+def test_cudnn_plans_after_the_first_three_are_measured_in_the_background(fresh, monkeypatch):
+    """A find that may defer measures cuDNN's first three plans (``configs_now``) and leaves the others to
+    the background, which stores a verified record only where one of them beats the find's; defer=False
+    measures every plan at once."""
+    from miofind.registry import get_solver
+
+    monkeypatch.setenv("MIOFIND_SPECIALIZE", "background")
+    cudnn = get_solver("ConvCudnnFwd")
+    if not cudnn.applicability(P):
+        pytest.skip(f"cuDNN does not apply: {cudnn.applicability(P).reason}")
+    n_plans = len(cudnn.find_configs(P))
+    if n_plans <= cudnn.configs_now:
+        pytest.skip(f"cuDNN offers only {n_plans} plans here")
+    both = ["ConvCudnnFwd", "ConvImplicitGemmFwd"]
+    res = find_solutions(P, mode="benchmark", solvers=both, cut_factor=0, defer=True)
+    now = [c for c in res.timing["candidates"] if c["solver_id"] == "ConvCudnnFwd"]
+    assert len(now) == cudnn.configs_now and res.timing["configs_later"] == 1, res.timing
+    found = {s.solver_id: s for s in res}["ConvCudnnFwd"]
+    tiered.wait(300)
+    rec = {r.solver_id: r for r in FindDB(fresh).lookup(current_device().db_name, P.key())}["ConvCudnnFwd"]
+    assert rec.verified and (rec.config == found.config or rec.time_ms < found.time_ms), (rec, found)
+    every = find_solutions(P, mode="benchmark", solvers=both, cut_factor=0, defer=False)
+    assert len([c for c in every.timing["candidates"] if c["solver_id"] == "ConvCudnnFwd"]) == n_plans
+    assert "configs_later" not in every.timing
