@@ -109,19 +109,44 @@ def test_a_find_with_only_deferrable_solvers_measures_them_now(fresh, monkeypatc
 @pytest.mark.gpu
 def test_warm_device_fills_cupys_kernel_cache(tmp_path):
     """`miofind warmup` on a GPU runs a find's steps on tiny problems: a fresh CuPy kernel cache
-    (a fresh install's) then holds the kernels of those steps."""
+    (a fresh install's) then holds the kernels of those steps, the GEMM reference's of larger layers too."""
     import json
     import os
     import subprocess
     import sys
 
+    from miofind.warmup import _GEMM_REFERENCE_SHAPES
+
     env = dict(os.environ, CUPY_CACHE_DIR=str(tmp_path / "cupy"))
-    r = subprocess.run([sys.executable, "-c", "import json; from miofind.warmup import warm_device; "
-                        "print(json.dumps(warm_device()))"], env=env, capture_output=True, text=True, timeout=600)
+    # then the GEMM reference of ResNet-like layers of other sizes: CuPy compiles nothing more for them
+    code = """
+import json, os, cupy
+from miofind.warmup import warm_device
+from miofind.harness import reference_invoker_for_kind
+from miofind.problem import ProblemDescription
+out = warm_device()
+cache = os.environ["CUPY_CACHE_DIR"]
+files = lambda: sorted(os.path.join(d, f) for d, _, fs in os.walk(cache) for f in fs)
+before = files()
+rng = cupy.random.default_rng(1)
+for layout in ("NCHW", "NHWC"):
+    for kw in (dict(c=64, k=64, in_size=(28, 28), filter_size=3, pads=1), dict(c=64, k=256, in_size=(28, 28), filter_size=1),
+               dict(c=128, k=128, in_size=(29, 29), filter_size=3, pads=1, strides=2),
+               dict(c=256, k=512, in_size=(14, 14), filter_size=1, strides=2)):
+        for d in "FBW":
+            p = ProblemDescription.make(d, n=4, layout=layout, **kw)
+            a_shape, b_shape, _ = p.io_shapes()
+            reference_invoker_for_kind(p, "gemm").output(p, rng.standard_normal(a_shape), rng.standard_normal(b_shape))
+cupy.cuda.Device().synchronize()
+out["new_files"] = [f for f in files() if f not in before]
+print(json.dumps(out))
+"""
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     out = json.loads(r.stdout.strip().splitlines()[-1])
-    assert out.get("problems") == 18, out
+    assert out.get("problems") == 18 + 2 * 3 * len(_GEMM_REFERENCE_SHAPES), out
     assert any((tmp_path / "cupy").rglob("*")), "CuPy's kernel cache is empty"
+    assert out["new_files"] == [], out["new_files"]
 
 
 @pytest.mark.gpu
