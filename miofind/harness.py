@@ -317,12 +317,30 @@ TIMING_LOCK = threading.Lock()
 # The GEMM reference holds float64 temporaries of at most this many bytes (a batch chunk's); a problem one
 # of whose samples needs more gets the naive kernel, which needs none.
 REFERENCE_TEMP_BYTES = 1 << 30
-# Below this many FLOPs the naive kernel takes well under a millisecond, and a process whose finds
-# are all that small never loads cuBLAS for its reference.
-REFERENCE_GEMM_MIN_FLOPS = 2e8
-# ... nor where a group's input or output channels are fewer than this: each tap's GEMM is then too thin
-# to gain (a network's 7x7 stem over 3 channels: 6.5 ms naive against 25 ms in GEMMs; depthwise)
+# The naive float64 kernel's rate in FLOP/s per direction on an H100 (ResNet-50's layers at batch 48,
+# bench/bench_reference.py; backward data divides it by the stride product: its threads skip the taps a
+# stride leaves out one by one), to estimate what it would take.
+NAIVE_REFERENCE_FLOPS = {"F": 1.2e12, "B": 0.6e12, "W": 0.45e12}
+# The GEMM reference's first use in a process costs 70-100 ms (cuBLAS sets itself up): it is taken first
+# for a problem whose naive reference would take about this long, so that a process finding a few small
+# layers never pays it ...
+REFERENCE_GEMM_FIRST_MS = 30.0
+# ... and from then on wherever the naive kernel would take longer than this
+REFERENCE_GEMM_MIN_MS = 2.0
+# ... but never where a group's input or output channels are fewer than this: each tap's GEMM is then too
+# thin to gain (a network's 7x7 stem over 3 channels: 6.5 ms naive against 25 ms in GEMMs; depthwise)
 REFERENCE_GEMM_MIN_CHANNELS = 8
+_gemm_used = False      # whether this process has run a GEMM reference
+
+
+def naive_reference_ms(problem: ProblemDescription) -> float:
+    """The naive float64 kernel's estimated time for ``problem`` (``NAIVE_REFERENCE_FLOPS``), in ms."""
+    conv = problem.unfused().as_conv()
+    rate = NAIVE_REFERENCE_FLOPS[conv.direction]
+    if conv.direction == "B":
+        for s in conv.strides:
+            rate /= s
+    return conv.flops() / rate * 1e3
 
 
 class Reference:
@@ -345,6 +363,8 @@ class Reference:
         from .reference import conv_reference
 
         if self.kind == "gemm":
+            global _gemm_used
+            _gemm_used = True
             return conv_reference(problem, a64, b64, bias64, max_bytes=REFERENCE_TEMP_BYTES)
         out = cupy.empty(problem.io_shapes()[2], dtype=cupy.float64)
         out.fill(cupy.nan)
@@ -359,9 +379,10 @@ class Reference:
 
 def reference_kind(problem: ProblemDescription) -> str:
     """``gemm`` or ``naive`` for ``problem`` (``Reference``): $MIOFIND_REFERENCE, where ``auto`` (the
-    default) takes the GEMMs for a problem of at least REFERENCE_GEMM_MIN_FLOPS with at least
-    REFERENCE_GEMM_MIN_CHANNELS input and output channels per group, whose one sample's temporaries fit
-    REFERENCE_TEMP_BYTES. ``gemm`` too falls back to the naive kernel where they do not fit."""
+    default) takes the GEMMs where the naive kernel would take at least REFERENCE_GEMM_FIRST_MS
+    (``naive_reference_ms``), or REFERENCE_GEMM_MIN_MS once this process has run a GEMM reference, for a
+    problem with at least REFERENCE_GEMM_MIN_CHANNELS input and output channels per group; both only
+    where one sample's temporaries fit REFERENCE_TEMP_BYTES (``gemm`` too)."""
     from . import env
     from .reference import reference_bytes_per_sample
 
@@ -371,9 +392,11 @@ def reference_kind(problem: ProblemDescription) -> str:
     conv = problem.unfused().as_conv()
     if reference_bytes_per_sample(conv) > REFERENCE_TEMP_BYTES:
         return "naive"
-    if choice == "auto" and (conv.flops() < REFERENCE_GEMM_MIN_FLOPS
-                             or min(conv.c, conv.k) // conv.groups < REFERENCE_GEMM_MIN_CHANNELS):
-        return "naive"
+    if choice == "auto":
+        if min(conv.c, conv.k) // conv.groups < REFERENCE_GEMM_MIN_CHANNELS:
+            return "naive"
+        if naive_reference_ms(conv) < (REFERENCE_GEMM_MIN_MS if _gemm_used else REFERENCE_GEMM_FIRST_MS):
+            return "naive"
     return "gemm"
 
 

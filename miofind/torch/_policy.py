@@ -258,12 +258,33 @@ def _heard(problem, sol) -> None:
         _swaps.append((problem.key(), sol))
 
 
+def _graph_trees_in_use() -> bool:
+    """Whether ``torch.compile``'s CUDA-graph trees (``mode="reduce-overhead"``) run in this process: their
+    warm-up runs route the allocations of their stream to a graph pool, where a replacement Entry's
+    workspace and per-stream state must not land (torch then refuses the pool's untracked tensor)."""
+    import sys
+
+    mod = sys.modules.get("torch._inductor.cudagraph_trees")
+    if mod is None:
+        return False
+    try:
+        containers = mod.get_obj(mod.local, "tree_manager_containers")
+        return any(getattr(c, "tree_manager", None) is not None for c in containers.values())
+    except Exception:       # noqa: BLE001  another torch: assume they run
+        return True
+
+
 def _apply_swaps() -> None:
     """Replace each Entry whose problem a deferred measurement solved faster with an Entry of that solution;
     never during CUDA-graph capture, and never an Entry of a deterministic key (under
     ``torch.use_deterministic_algorithms(True)`` a process keeps its first choice, so that its runs repeat
-    bit for bit; the next process reads the FindDB with the deferred record in it)."""
+    bit for bit; the next process reads the FindDB with the deferred record in it), nor in a process that
+    runs CUDA-graph trees (``_graph_trees_in_use``), which also keeps its first choices."""
     if _capturing_stream():
+        return
+    if _graph_trees_in_use():
+        with _lock:
+            _swaps.clear()
         return
     with _lock:
         todo, _swaps[:] = list(_swaps), []

@@ -178,27 +178,36 @@ def test_timed_runs_never_cuts_without_a_cut_or_with_too_few_runs(fake_gpu):
 
 
 def test_reference_kind_takes_the_gemms_where_they_gain(monkeypatch):
-    """auto: the naive kernel for a tiny problem, the GEMMs per tap for a ResNet-sized one, the naive kernel
-    again where one sample's float64 temporaries would not fit, and for thin groups (a 7x7 stem over 3
-    channels, depthwise); MIOFIND_REFERENCE overrides, within that memory bound."""
-    from miofind.harness import REFERENCE_TEMP_BYTES, reference_kind
+    """auto: the naive kernel where it is quick, the GEMMs per tap where it would be slow (a lower bar once
+    the process has run a GEMM reference, whose first use sets cuBLAS up), the naive kernel where one
+    sample's float64 temporaries would not fit and for thin groups (a 7x7 stem over 3 channels, depthwise);
+    MIOFIND_REFERENCE overrides, within that memory bound."""
+    from miofind import harness
+    from miofind.harness import REFERENCE_TEMP_BYTES, naive_reference_ms, reference_kind
     from miofind.problem import ProblemDescription
     from miofind.reference import reference_bytes_per_sample
 
     tiny = ProblemDescription.from_key("16-8-8-3x3-16-8-8-2-1x1-1x1-1x1-0-NCHW-FP32-F")
-    r50 = ProblemDescription.from_key("64-56-56-3x3-64-56-56-48-1x1-1x1-1x1-0-NCHW-FP16-W")
+    mid = ProblemDescription.from_key("64-56-56-3x3-64-56-56-48-1x1-1x1-1x1-0-NCHW-FP32-F")      # ~9 ms naive
+    slow = ProblemDescription.make("W", n=96, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
+    strided_b = ProblemDescription.from_key("512-28-28-1x1-256-56-56-48-0x0-2x2-1x1-0-NCHW-FP32-B")
     huge = ProblemDescription.make("B", n=1, c=256, k=256, in_size=(1024, 1024), filter_size=3, pads=1)
-    stem = ProblemDescription.from_key("3-224-224-7x7-64-112-112-48-3x3-2x2-1x1-0-NCHW-FP32-F")
-    depthwise = ProblemDescription.make("F", n=48, c=192, k=192, in_size=(56, 56), filter_size=3, pads=1, groups=192)
+    stem = ProblemDescription.make("F", n=256, c=3, k=64, in_size=(224, 224), filter_size=7, pads=3, strides=2)
+    depthwise = ProblemDescription.make("F", n=256, c=192, k=192, in_size=(56, 56), filter_size=3, pads=1, groups=192)
     assert reference_bytes_per_sample(huge) > REFERENCE_TEMP_BYTES
-    assert min(p.flops() for p in (r50, stem, depthwise)) > 2e8
-    every = (tiny, r50, huge, stem, depthwise)
+    assert naive_reference_ms(mid) < 30 <= min(naive_reference_ms(p) for p in (slow, strided_b, stem))
+    # backward data at stride 2x2: four times slower per FLOP than stride 1, and B half F's rate
+    assert naive_reference_ms(strided_b) == pytest.approx(8 * naive_reference_ms(strided_b.with_direction("F")))
+    every = (tiny, mid, slow, strided_b, huge, stem, depthwise)
     monkeypatch.delenv("MIOFIND_REFERENCE", raising=False)
-    assert [reference_kind(p) for p in every] == ["naive", "gemm", "naive", "naive", "naive"]
+    monkeypatch.setattr(harness, "_gemm_used", False)
+    assert [reference_kind(p) for p in every] == ["naive", "naive", "gemm", "gemm", "naive", "naive", "naive"]
+    monkeypatch.setattr(harness, "_gemm_used", True)
+    assert [reference_kind(p) for p in every] == ["naive", "gemm", "gemm", "gemm", "naive", "naive", "naive"]
     monkeypatch.setenv("MIOFIND_REFERENCE", "gemm")
-    assert [reference_kind(p) for p in every] == ["gemm", "gemm", "naive", "gemm", "gemm"]
+    assert [reference_kind(p) for p in every] == ["gemm", "gemm", "gemm", "gemm", "naive", "gemm", "gemm"]
     monkeypatch.setenv("MIOFIND_REFERENCE", "naive")
-    assert [reference_kind(p) for p in every] == ["naive"] * 5
+    assert [reference_kind(p) for p in every] == ["naive"] * 7
     monkeypatch.setenv("MIOFIND_REFERENCE", "fast")
     with pytest.raises(ValueError, match="MIOFIND_REFERENCE='fast'"):
         reference_kind(tiny)

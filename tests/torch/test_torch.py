@@ -741,3 +741,22 @@ def test_dense_output_strides_are_torchs():
             fmt = (torch.channels_last if len(shape) == 4 else torch.channels_last_3d) if cl else torch.contiguous_format
             t = torch.empty(shape, memory_format=fmt)
             assert dense_layout(shape, cl) == (tuple(t.shape), t.stride()), (shape, cl)
+
+
+def test_no_replacement_while_cuda_graph_trees_run(monkeypatch):
+    """A process running torch.compile's CUDA-graph trees keeps its first choices: their warm-up routes its
+    stream's allocations to a graph pool, which a replacement Entry's workspace must not enter. Pending
+    replacements are dropped there (the FindDB holds them for the next process)."""
+    import types
+
+    fake = types.SimpleNamespace(local=types.SimpleNamespace(), get_obj=lambda local, name: containers)
+    containers: dict = {}
+    monkeypatch.setitem(sys.modules, "torch._inductor.cudagraph_trees", fake)
+    monkeypatch.setattr(_policy, "_capturing_stream", lambda: False)
+    assert not _policy._graph_trees_in_use()
+    containers[0] = types.SimpleNamespace(tree_manager=object())
+    assert _policy._graph_trees_in_use()
+    sol = types.SimpleNamespace(prepare=lambda: pytest.fail("no Entry may be prepared"), time_ms=0.1, solver_id="X")
+    monkeypatch.setattr(_policy, "_swaps", [("key", sol)])
+    _policy._apply_swaps()
+    assert _policy._swaps == []
