@@ -176,10 +176,15 @@ class Entry:
             del wst
             return out
         # first call on this stream: a solution may make per-stream state (cuBLAS workspace, cuFFT
-        # work area) through CuPy: take it from PyTorch's allocator
-        from ._alloc import torch_allocator
-        with torch_allocator():
+        # work area) through CuPy: take it from PyTorch's allocator, except in a process running
+        # CUDA-graph trees, whose warm-up runs send this thread's allocations to a graph pool that
+        # must hold no tensor but the graph's outputs (CuPy's own pool then keeps that state)
+        if _graph_trees_in_use():
             self.pr(*args, workspace=ws, stream=stream, **kw)
+        else:
+            from ._alloc import torch_allocator
+            with torch_allocator():
+                self.pr(*args, workspace=ws, stream=stream, **kw)
         self.streams.add(stream)
         del wst
         return out
@@ -209,13 +214,15 @@ def workspace(nbytes: int, dev: int, stream: int) -> "torch.Tensor":
     launches that used it. ``clear()`` gives the kept buffers back. Not kept: a workspace above
     ``KEEP_WORKSPACE_BYTES`` (it would sit idle beside PyTorch's pool), and any workspace asked for
     during CUDA-graph capture, which comes from the graph's own pool per call, so that a graph never
-    holds a buffer that eager launches or a later growth could touch."""
+    holds a buffer that eager launches or a later growth could touch. Nor is a new one kept in a
+    process running CUDA-graph trees (``_graph_trees_in_use``): their warm-up runs allocate from a graph
+    pool, and a kept buffer there is a live tensor the trees do not track (torch refuses to record)."""
     if _capturing_stream():
         return _new_workspace(nbytes, dev)
     t = _workspaces.get((dev, stream))
     if t is not None and t.numel() >= nbytes:
         return t
-    if nbytes > KEEP_WORKSPACE_BYTES:
+    if nbytes > KEEP_WORKSPACE_BYTES or _graph_trees_in_use():
         return _new_workspace(nbytes, dev)
     t = _workspaces[(dev, stream)] = _new_workspace(nbytes, dev)
     return t
