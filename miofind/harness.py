@@ -321,16 +321,24 @@ REFERENCE_TEMP_BYTES = 1 << 30
 # bench/bench_reference.py; backward data divides it by the stride product: its threads skip the taps a
 # stride leaves out one by one), to estimate what it would take.
 NAIVE_REFERENCE_FLOPS = {"F": 1.2e12, "B": 0.6e12, "W": 0.45e12}
-# The GEMM reference's first use in a process costs 70-100 ms (cuBLAS sets itself up): it is taken first
-# for a problem whose naive reference would take about this long, so that a process finding a few small
-# layers never pays it ...
-REFERENCE_GEMM_FIRST_MS = 30.0
-# ... and from then on wherever the naive kernel would take longer than this
+# The GEMM reference's first use in a process costs 70-100 ms (cuBLAS sets itself up). As in ski rental, a
+# process takes the naive kernel until the naive references it has run, with the one at hand, would have
+# taken about that long (a few small cold finds never pay it; a network's first step pays it after a few
+# layers) ...
+REFERENCE_GEMM_SETUP_MS = 60.0
+# ... counting only the problems where the naive kernel would take at least this long, where the GEMMs
+# are then taken
 REFERENCE_GEMM_MIN_MS = 2.0
 # ... but never where a group's input or output channels are fewer than this: each tap's GEMM is then too
 # thin to gain (a network's 7x7 stem over 3 channels: 6.5 ms naive against 25 ms in GEMMs; depthwise)
 REFERENCE_GEMM_MIN_CHANNELS = 8
 _gemm_used = False      # whether this process has run a GEMM reference
+_naive_spent_ms = 0.0   # the estimated time of the naive references it has run where the GEMMs could gain
+
+
+def _gemm_could_gain(conv: ProblemDescription) -> bool:
+    return (min(conv.c, conv.k) // conv.groups >= REFERENCE_GEMM_MIN_CHANNELS
+            and naive_reference_ms(conv) >= REFERENCE_GEMM_MIN_MS)
 
 
 def naive_reference_ms(problem: ProblemDescription) -> float:
@@ -366,6 +374,7 @@ class Reference:
             global _gemm_used
             _gemm_used = True
             return conv_reference(problem, a64, b64, bias64, max_bytes=REFERENCE_TEMP_BYTES)
+        self._count(problem)
         out = cupy.empty(problem.io_shapes()[2], dtype=cupy.float64)
         out.fill(cupy.nan)
         call(self.invoker, problem.unfused(), a64, b64, out, None)
@@ -373,16 +382,25 @@ class Reference:
             apply_epilogue(out, problem, bias64)
         return out
 
+    @staticmethod
+    def _count(problem: ProblemDescription) -> None:
+        """Adds a naive reference run of ``problem`` to ``_naive_spent_ms`` where the GEMMs could gain."""
+        global _naive_spent_ms
+        conv = problem.unfused().as_conv()
+        if _gemm_could_gain(conv):
+            _naive_spent_ms += naive_reference_ms(conv)
+
     def __repr__(self) -> str:
         return f"<float64 reference: {self.kind}>"
 
 
 def reference_kind(problem: ProblemDescription) -> str:
     """``gemm`` or ``naive`` for ``problem`` (``Reference``): $MIOFIND_REFERENCE, where ``auto`` (the
-    default) takes the GEMMs where the naive kernel would take at least REFERENCE_GEMM_FIRST_MS
-    (``naive_reference_ms``), or REFERENCE_GEMM_MIN_MS once this process has run a GEMM reference, for a
-    problem with at least REFERENCE_GEMM_MIN_CHANNELS input and output channels per group; both only
-    where one sample's temporaries fit REFERENCE_TEMP_BYTES (``gemm`` too)."""
+    default) takes the GEMMs for a problem with at least REFERENCE_GEMM_MIN_CHANNELS input and output
+    channels per group whose naive reference would take at least REFERENCE_GEMM_MIN_MS
+    (``naive_reference_ms``), once this process has run a GEMM reference or once its naive references of
+    such problems, with this one, add up to REFERENCE_GEMM_SETUP_MS; both only where one sample's
+    temporaries fit REFERENCE_TEMP_BYTES (``gemm`` too)."""
     from . import env
     from .reference import reference_bytes_per_sample
 
@@ -393,9 +411,9 @@ def reference_kind(problem: ProblemDescription) -> str:
     if reference_bytes_per_sample(conv) > REFERENCE_TEMP_BYTES:
         return "naive"
     if choice == "auto":
-        if min(conv.c, conv.k) // conv.groups < REFERENCE_GEMM_MIN_CHANNELS:
+        if not _gemm_could_gain(conv):
             return "naive"
-        if naive_reference_ms(conv) < (REFERENCE_GEMM_MIN_MS if _gemm_used else REFERENCE_GEMM_FIRST_MS):
+        if not _gemm_used and _naive_spent_ms + naive_reference_ms(conv) < REFERENCE_GEMM_SETUP_MS:
             return "naive"
     return "gemm"
 

@@ -178,8 +178,9 @@ def test_timed_runs_never_cuts_without_a_cut_or_with_too_few_runs(fake_gpu):
 
 
 def test_reference_kind_takes_the_gemms_where_they_gain(monkeypatch):
-    """auto: the naive kernel where it is quick, the GEMMs per tap where it would be slow (a lower bar once
-    the process has run a GEMM reference, whose first use sets cuBLAS up), the naive kernel where one
+    """auto: the naive kernel where it is quick; where it would be slow, the GEMMs per tap once the process
+    has run a GEMM reference or once its naive references of such problems would have taken about as long as
+    the GEMMs' first use (which sets cuBLAS up); the naive kernel where one
     sample's float64 temporaries would not fit and for thin groups (a 7x7 stem over 3 channels, depthwise);
     MIOFIND_REFERENCE overrides, within that memory bound."""
     from miofind import harness
@@ -195,13 +196,22 @@ def test_reference_kind_takes_the_gemms_where_they_gain(monkeypatch):
     stem = ProblemDescription.make("F", n=256, c=3, k=64, in_size=(224, 224), filter_size=7, pads=3, strides=2)
     depthwise = ProblemDescription.make("F", n=256, c=192, k=192, in_size=(56, 56), filter_size=3, pads=1, groups=192)
     assert reference_bytes_per_sample(huge) > REFERENCE_TEMP_BYTES
-    assert naive_reference_ms(mid) < 30 <= min(naive_reference_ms(p) for p in (slow, strided_b, stem))
+    assert 2 < naive_reference_ms(mid) < 30 < naive_reference_ms(slow) < 60 < naive_reference_ms(strided_b)
     # backward data at stride 2x2: four times slower per FLOP than stride 1, and B half F's rate
     assert naive_reference_ms(strided_b) == pytest.approx(8 * naive_reference_ms(strided_b.with_direction("F")))
     every = (tiny, mid, slow, strided_b, huge, stem, depthwise)
     monkeypatch.delenv("MIOFIND_REFERENCE", raising=False)
     monkeypatch.setattr(harness, "_gemm_used", False)
+    monkeypatch.setattr(harness, "_naive_spent_ms", 0.0)
+    assert [reference_kind(p) for p in every] == ["naive", "naive", "naive", "gemm", "naive", "naive", "naive"]
+    # the naive references run count: the tiny problem's does not (the GEMMs would not gain there), mid's does
+    harness.Reference("naive", invoker=None)._count(tiny)
+    assert harness._naive_spent_ms == 0.0
+    harness.Reference("naive", invoker=None)._count(mid)
+    assert harness._naive_spent_ms == pytest.approx(naive_reference_ms(mid))
+    monkeypatch.setattr(harness, "_naive_spent_ms", 30.0)
     assert [reference_kind(p) for p in every] == ["naive", "naive", "gemm", "gemm", "naive", "naive", "naive"]
+    monkeypatch.setattr(harness, "_naive_spent_ms", 0.0)
     monkeypatch.setattr(harness, "_gemm_used", True)
     assert [reference_kind(p) for p in every] == ["naive", "gemm", "gemm", "gemm", "naive", "naive", "naive"]
     monkeypatch.setenv("MIOFIND_REFERENCE", "gemm")
