@@ -48,7 +48,7 @@ from .db import fastread
 from .db.handles import open_dbs, preload_store
 from .device import DeviceInfo, current_device
 from .env import DEFAULT_CUT_FACTOR
-from .harness import Harness, describe, failure_stage, reference_invoker_for
+from .harness import SETTLE_SPREAD, Harness, describe, failure_stage, reference_invoker_for
 from .isolate import context_broken, names_sticky_error
 from .problem import ProblemDescription
 from .registry import get_solver, solvers as all_solvers
@@ -689,7 +689,8 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
     (``isolate_candidates``); those that fail there are not run here.
 
     With ``cut_factor`` (early stop; 0: off), a candidate clearly slower than ``cut_factor`` x the
-    best median so far stops being timed (``Harness.measure``'s ``cut_ms``); a solver whose best
+    best median so far stops being timed (``Harness.measure``'s ``cut_ms``), and a candidate's timing ends
+    once its runs agree (``settle``: harness.SETTLE_SPREAD); a solver whose best
     solution is such a cut one is returned with ``Solution.cut`` set and also listed among the
     failures with stage ``cut`` (the config as listed, the figures in its reason), which
     ``find`` records in place of a FindDB record. ``timing``, a dict, receives the breakdown:
@@ -778,7 +779,8 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
         if cut_factor and own is not None and (cut_ms is None or CONFIG_CUT_FACTOR * own < cut_ms):
             cut_ms = CONFIG_CUT_FACTOR * own
         try:
-            m = h.measure(inv, h.workspace(sol.workspace_bytes), s.family, warmup, iters, budget_ms, cut_ms=cut_ms)
+            m = h.measure(inv, h.workspace(sol.workspace_bytes), s.family, warmup, iters, budget_ms, cut_ms=cut_ms,
+                          settle=SETTLE_SPREAD if cut_factor else None)
         except Exception as e:
             h.release()
             stage, reason = failure_stage(e)

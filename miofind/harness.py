@@ -51,7 +51,7 @@ class Timing:
 
 
 def timed_runs(fn, warmup: int, iters: int, budget_ms: float | None = None, cut_ms: float | None = None,
-               first_ms: float | None = None) -> Timing:
+               first_ms: float | None = None, settle: float | None = None) -> Timing:
     """Time ``fn`` with CUDA events: ``warmup`` runs, then ``iters`` timed runs.
 
     ``first_ms``: a run of ``fn`` already made and timed (the verification run), counted as the
@@ -61,7 +61,9 @@ def timed_runs(fn, warmup: int, iters: int, budget_ms: float | None = None, cut_
     kept): once CUT_AFTER_WARMUPS of them ran and even the fastest took ``cut_ms`` or more, timing
     ends there; else it ends once CUT_AFTER_RUNS runs are timed and the fastest of them took
     ``cut_ms`` or more. The figures are then those of the runs made, and ``cut`` is True. The fastest
-    is what decides, so a first run slowed by one-time work (a module load) cannot cut a kernel."""
+    is what decides, so a first run slowed by one-time work (a module load) cannot cut a kernel.
+    With ``settle``, timing also ends (not cut) once SETTLE_AFTER_RUNS runs are timed and all lie within
+    ``settle`` x their median of each other: the median is then known as well as more runs would tell."""
     import cupy
 
     start, stop = cupy.cuda.Event(), cupy.cuda.Event()
@@ -105,6 +107,9 @@ def timed_runs(fn, warmup: int, iters: int, budget_ms: float | None = None, cut_
         if cut_ms is not None and len(times) >= CUT_AFTER_RUNS and len(times) < iters and min(times) >= cut_ms:
             cut = True
             break
+        if (settle is not None and SETTLE_AFTER_RUNS <= len(times) < iters
+                and max(times) - min(times) <= settle * sorted(times)[len(times) // 2]):
+            break
     return figures(times, cut)
 
 
@@ -122,6 +127,11 @@ CUT_AFTER_RUNS = 3
 # ... and a kernel whose warm-up runs (after the verification run) are all that slow is cut before its
 # timed runs: at the default factor of 3 a kept kernel is never that far behind in two runs
 CUT_AFTER_WARMUPS = 2
+# a find's timing (``timed_runs``' ``settle``) ends after this many timed runs when they all lie within
+# SETTLE_SPREAD x their median: at ResNet-50's FP32 layers most kernels' runs do, and their other five runs
+# were a third of a cold training step's timing (bench/results/session-ref/call5)
+SETTLE_AFTER_RUNS = 5
+SETTLE_SPREAD = 0.03
 
 
 def plan_runs(first_ms: float, warmup: int, iters: int, budget_ms: float) -> tuple[int, int]:
@@ -281,12 +291,13 @@ class Harness:
                        budget_ms)
 
     def measure(self, invoker, workspace, family: str, warmup: int = 3, iters: int = 10,
-                budget_ms: float | None = None, cut_ms: float | None = None) -> Measurement:
+                budget_ms: float | None = None, cut_ms: float | None = None,
+                settle: float | None = None) -> Measurement:
         """The verification run on a poisoned output, the timing, then the verification of the
         output (``verify_output``). With ``budget_ms``, a kernel whose verification run alone took
         longer is recorded from that one run (median = q20 = q80): at that length one sample ranks
         it, and a 10 s naive kernel costs 10 s rather than 50. Otherwise ``timed_runs`` with the same
-        budget and early stop at ``cut_ms``, the verification run counting as the first of the
+        budget, early stop at ``cut_ms`` and ``settle``, the verification run counting as the first of the
         ``warmup`` runs: a kernel cut there (the result's ``cut``) is not
         verified (``max_error`` None): find neither stores nor offers it as a verified solution."""
         with TIMING_LOCK:
@@ -296,7 +307,7 @@ class Harness:
             once = budget_ms is not None and self.check_ms > budget_ms
             if not once:
                 t = timed_runs(lambda: call(invoker, self.problem, self.a, self.b, self.out, workspace, bias=self.bias),
-                               warmup, iters, budget_ms, cut_ms, first_ms=self.check_ms)
+                               warmup, iters, budget_ms, cut_ms, first_ms=self.check_ms, settle=settle)
             t2 = _time.perf_counter()
         if once:
             err = self.verify_output(family)

@@ -11,7 +11,7 @@ import pytest
 
 import miofind.api as api
 import miofind.find as find
-from miofind import env
+from miofind import env, harness
 from miofind.db import FindDB
 from miofind.harness import Harness, Measurement
 from miofind.problem import ProblemDescription
@@ -72,14 +72,16 @@ def fake(tmp_db, monkeypatch):
 
     class H(_FakeHarness):
         reference_ms = 12.5
+        settles: list = []
 
         @classmethod
         def shared(cls, *a, **k):
             made.append(a)
             return cls(), True
 
-        def measure(self, inv, ws, family, warmup=3, iters=10, budget_ms=None, cut_ms=None):
+        def measure(self, inv, ws, family, warmup=3, iters=10, budget_ms=None, cut_ms=None, settle=None):
             order.append(inv)
+            self.settles.append(settle)
             t = times.get(inv, 1.0)
             if isinstance(t, Measurement):
                 return t
@@ -169,9 +171,13 @@ def test_benchmark_cuts_clearly_losing_candidates_and_reports_them(fake):
     assert timing["verify_ms"] == pytest.approx(4 * 0.5)
     assert timing["timing_ms"] == pytest.approx(13 * (1.0 + 2.0 + 2.9) + 3 * 5.0)
     assert {"compile_ms", "reference_compile_ms", "isolate_ms"} <= set(timing)
+    # early stop also ends a candidate's timing once its runs agree
+    assert find.Harness.settles == [harness.SETTLE_SPREAD] * 4
     # off: every candidate is timed fully
+    find.Harness.settles.clear()
     sols, failures, _ = find.benchmark(P, cs, None, True, 3, 10, None, cut_factor=0)
     assert not any(s.cut for s in sols) and failures == [] and len(made) == 2
+    assert find.Harness.settles == [None] * 4
 
 
 def _prepare_configs(problem, todo, verify=True, **k):

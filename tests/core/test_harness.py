@@ -177,6 +177,26 @@ def test_timed_runs_never_cuts_without_a_cut_or_with_too_few_runs(fake_gpu):
     assert not t.cut and t.runs == 10
 
 
+def test_settle_ends_timing_once_the_runs_agree(fake_gpu):
+    """With ``settle``, timing ends after SETTLE_AFTER_RUNS timed runs that lie within the spread of
+    their median (not a cut: the kernel is verified and kept); runs that disagree keep it timed to the
+    end; without ``settle`` (``miofind tune``) every run is made."""
+    from miofind.harness import SETTLE_AFTER_RUNS, SETTLE_SPREAD
+
+    h, inv, clock = fake_gpu
+    clock.durations = [1.0, 1.0, 1.0] + [1.0, 1.01, 0.99, 1.0, 1.01] + [5.0] * 5
+    m = h.measure(inv, None, "direct", 3, 10, budget_ms=250.0, settle=SETTLE_SPREAD)
+    assert not m.cut and m.runs == SETTLE_AFTER_RUNS == 5 and clock.launches == 3 + 5 and m.time_ms == 1.0
+    clock.launches = 0
+    clock.durations = [1.0, 1.0, 1.0] + [1.0, 1.2, 0.9, 1.0, 1.1] + [1.0] * 5
+    m = h.measure(inv, None, "direct", 3, 10, budget_ms=250.0, settle=SETTLE_SPREAD)
+    assert not m.cut and m.runs == 10 and clock.launches == 13
+    clock.launches = 0
+    clock.durations = [1.0] * 13
+    m = h.measure(inv, None, "direct", 3, 10, budget_ms=250.0)
+    assert m.runs == 10 and clock.launches == 13
+
+
 def test_reference_kind_takes_the_gemms_where_they_gain(monkeypatch):
     """auto: the naive kernel where it is quick; where it would be slow, the GEMMs per tap once the process
     has run a GEMM reference or once its naive references of such problems would have taken about as long as
