@@ -17,7 +17,7 @@ from pathlib import Path
 
 __all__ = ["VARIABLES", "EnvVar", "FIND_MODES", "FindEnforce", "find_mode", "find_enforce", "user_db_url",
            "system_db", "log_level", "kernel_cache_dir", "cudnn_plans", "cudnn_execute", "import_key", "isolate",
-           "with_naive", "native", "cut_factor", "DEFAULT_CUT_FACTOR", "specialize", "QUIET"]
+           "with_naive", "native", "cut_factor", "DEFAULT_CUT_FACTOR", "specialize", "reference", "QUIET"]
 
 FIND_MODES = ("normal", "fast", "hybrid", "dynamic_hybrid", "benchmark")
 
@@ -98,6 +98,12 @@ VARIABLES: tuple[EnvVar, ...] = (
            "generic build (`miofind.tiered`)", "background (default: measure the generic build at once, compile "
            "the specialised one in a background thread and keep it where faster), sync (compile the specialised "
            "build before measuring, as before generic builds), off (generic builds only)", ""),
+    EnvVar("MIOFIND_REFERENCE", "how a find computes its float64 reference output (`miofind.harness.Reference`)",
+           "auto (default: the naive float64 kernel until this process's naive references, where GEMMs would gain, "
+           "add up to 60 ms, then float64 GEMMs per filter tap wherever the naive kernel would take 2 ms or more; "
+           "the naive kernel for groups of fewer than 8 channels), gemm (always the GEMMs), naive (always the naive "
+           "kernel); both GEMM choices fall back to the naive kernel where one sample's float64 temporaries exceed "
+           "1 GiB", ""),
     EnvVar("MIOFIND_NATIVE", "whether kernel launches and the cuBLASLt/cuFFT calls of a prepared solution go through "
            "miofind's native extension (`miofind._native`, built at install where a C compiler is found) or through "
            "ctypes and CuPy", "1 (default: native where built), 0 (the pure-Python path)", ""),
@@ -110,6 +116,16 @@ def _get(name: str) -> str | None:
     """The variable's value stripped, or None when unset or blank."""
     v = os.environ.get(name)
     return v.strip() if v is not None and v.strip() else None
+
+
+def _one_of(name: str, choices: tuple[str, ...], default: str) -> str:
+    """The variable's value, lower-cased, which must be one of ``choices``; ``default`` when unset."""
+    raw = _get(name)
+    if raw is None:
+        return default
+    if raw.lower() not in choices:
+        raise ValueError(f"{name}={raw!r}: expected {', '.join(choices[:-1])} or {choices[-1]}")
+    return raw.lower()
 
 
 def _parse_find_mode(name: str, raw: str, names: tuple[str, ...]) -> str:
@@ -250,12 +266,7 @@ def cudnn_plans(default: int = 8) -> int:
 def cudnn_execute() -> str:
     """``MIOFIND_CUDNN_EXECUTE``: ``direct`` (default; the frontend's C++ binding, falling back to the
     public call) or ``public`` (always the public call)."""
-    raw = _get("MIOFIND_CUDNN_EXECUTE")
-    if raw is None:
-        return "direct"
-    if raw.lower() not in ("direct", "public"):
-        raise ValueError(f"MIOFIND_CUDNN_EXECUTE={raw!r}: expected direct or public")
-    return raw.lower()
+    return _one_of("MIOFIND_CUDNN_EXECUTE", ("direct", "public"), "direct")
 
 
 MIN_IMPORT_KEY = 16
@@ -264,12 +275,7 @@ SPECIALIZE = ("off", "background", "sync")
 
 def specialize() -> str:
     """``MIOFIND_SPECIALIZE``: ``background`` (default), ``sync`` or ``off`` (miofind.tiered)."""
-    raw = _get("MIOFIND_SPECIALIZE")
-    if raw is None:
-        return "background"
-    if raw.lower() not in SPECIALIZE:
-        raise ValueError(f"MIOFIND_SPECIALIZE={raw!r}: expected off, background or sync")
-    return raw.lower()
+    return _one_of("MIOFIND_SPECIALIZE", SPECIALIZE, "background")
 
 
 REFERENCES = ("auto", "gemm", "naive")
@@ -277,14 +283,9 @@ REFERENCES = ("auto", "gemm", "naive")
 
 def reference() -> str:
     """``MIOFIND_REFERENCE``: how a harness computes its float64 reference (``miofind.harness.Reference``):
-    ``auto`` (default: float64 GEMMs per filter tap for problems large enough to gain, else the naive
-    kernel), ``gemm`` or ``naive``."""
-    raw = _get("MIOFIND_REFERENCE")
-    if raw is None:
-        return "auto"
-    if raw.lower() not in REFERENCES:
-        raise ValueError(f"MIOFIND_REFERENCE={raw!r}: expected auto, gemm or naive")
-    return raw.lower()
+    ``auto`` (default: the naive kernel, or float64 GEMMs per filter tap where they gain: ``reference_kind``),
+    ``gemm`` or ``naive``."""
+    return _one_of("MIOFIND_REFERENCE", REFERENCES, "auto")
 
 
 def isolate() -> bool | None:
