@@ -1,6 +1,7 @@
 """Winners of call 7's first-step finds compared run against run: per pair, how many of the 68 problems
 chose the same solver (fastest verified, uncut candidate) and the geomean ratio of the chosen times.
-Usage: tar xzf r7.tgz -C /tmp && python winners.py /tmp/r7 > winners.txt"""
+Usage: tar xzf r7.tgz -C /tmp && python winners.py /tmp/r7 [A:B ...] > winners.txt (A, B: fb-* run names; by
+default call 7's pairs)."""
 import json
 import math
 import sys
@@ -17,7 +18,7 @@ def load(root, name):
 
 
 root = sys.argv[1]
-pairs = [("fp32-before", "fp32-before2"), ("fp32-after", "fp32-after2"), ("fp32-before", "fp32-after"),
+pairs = [tuple(a.split(":")) for a in sys.argv[2:]] or [("fp32-before", "fp32-before2"), ("fp32-after", "fp32-after2"), ("fp32-before", "fp32-after"),
          ("fp32-before2", "fp32-after2"), ("fp32-before", "fp32-after2"), ("fp32-before2", "fp32-after"),
          ("amp-before", "amp-after")]
 for a, b in pairs:
