@@ -816,11 +816,12 @@ class CudnnSolverBase(Solver):
         for name, _ in list_plans(problem):
             yield {"plan": name}
 
-    # a find measures the heuristics' first three plans at once and the others in the background: on
+    # a find measures the heuristics' first two plans at once and the others in the background: on
     # ResNet-50's 68 problems at batch 48 the fastest plan was among the first three in 70-81% of them,
-    # and the find's answer without the others was 0-1.1% slower in geomean, 14% at worst
-    # (bench/results/README.md, session-ref)
-    configs_now = 3
+    # and the find's answer without the others was 0-1.1% slower in geomean, 14% at worst; the third plan
+    # then made no FP32 find's answer faster and AMP's by 0.18% in geomean, 3.1% at worst, for 0.15-0.3 s
+    # of verify and timing per first step (bench/results/README.md, session-ref)
+    configs_now = 2
 
     def find_configs(self, problem: ProblemDescription, limit: int | None = None) -> list:
         """Each plan is its own candidate in a find (engine + knobs name, up to MIOFIND_CUDNN_PLANS

@@ -209,8 +209,8 @@ def test_background_work_leaves_another_threads_capture_valid():
 
 
 @pytest.mark.gpu
-def test_cudnn_plans_after_the_first_three_are_measured_in_the_background(fresh, monkeypatch):
-    """A find that may defer measures cuDNN's first three plans (``configs_now``) and leaves the others to
+def test_cudnn_plans_after_the_first_ones_are_measured_in_the_background(fresh, monkeypatch):
+    """A find that may defer measures cuDNN's first plans (``configs_now``) and leaves the others to
     the background, which stores a verified record only where one of them beats the find's; defer=False
     measures every plan at once."""
     from miofind.registry import get_solver
