@@ -71,7 +71,8 @@ VARIABLES: tuple[EnvVar, ...] = (
            "a directory (default: `miofind/cubin` in the user cache directory)", "MIOPEN_CUSTOM_CACHE_DIR"),
     EnvVar("MIOPEN_CUSTOM_CACHE_DIR", "MIOpen's binary cache directory, used when MIOFIND_KERNEL_CACHE is unset",
            "a directory; miofind keeps its cubins in `miofind-cubin` inside it", ""),
-    EnvVar("MIOFIND_CUDNN_PLANS", "how many cuDNN plans (in cuDNN's heuristic order) each find measures",
+    EnvVar("MIOFIND_CUDNN_PLANS", "how many cuDNN plans (in cuDNN's heuristic order) each find measures (a find "
+           "that may leave work to the background measures the first two at once and the others once no find runs)",
            "a positive integer (default 8)", ""),
     EnvVar("MIOFIND_CUDNN_EXECUTE", "how cuDNN plans are launched",
            "direct (default: the frontend's C++ binding, falling back to the public call on failure) or public "
