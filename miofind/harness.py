@@ -348,9 +348,19 @@ _gemm_used = False      # whether this process has run a GEMM reference
 _naive_spent_ms = 0.0   # the estimated time of the naive references it has run where the GEMMs could gain
 
 
-def _gemm_could_gain(conv: ProblemDescription) -> bool:
-    return (min(conv.c, conv.k) // conv.groups >= REFERENCE_GEMM_MIN_CHANNELS
-            and naive_reference_ms(conv) >= REFERENCE_GEMM_MIN_MS)
+def _gemm_gain_ms(conv: ProblemDescription) -> float:
+    """The naive reference's estimated ms (``naive_reference_ms``) of a plain convolution where the GEMMs
+    could gain (at least REFERENCE_GEMM_MIN_CHANNELS per group, at least REFERENCE_GEMM_MIN_MS), else 0."""
+    if min(conv.c, conv.k) // conv.groups < REFERENCE_GEMM_MIN_CHANNELS:
+        return 0.0
+    ms = naive_reference_ms(conv)
+    return ms if ms >= REFERENCE_GEMM_MIN_MS else 0.0
+
+
+def _count_naive(problem: ProblemDescription) -> None:
+    """Adds a naive reference run of ``problem`` to ``_naive_spent_ms`` where the GEMMs could gain."""
+    global _naive_spent_ms
+    _naive_spent_ms += _gemm_gain_ms(problem.unfused().as_conv())
 
 
 def naive_reference_ms(problem: ProblemDescription) -> float:
@@ -386,21 +396,13 @@ class Reference:
             global _gemm_used
             _gemm_used = True
             return conv_reference(problem, a64, b64, bias64, max_bytes=REFERENCE_TEMP_BYTES)
-        self._count(problem)
+        _count_naive(problem)
         out = cupy.empty(problem.io_shapes()[2], dtype=cupy.float64)
         out.fill(cupy.nan)
         call(self.invoker, problem.unfused(), a64, b64, out, None)
         if problem.fused:
             apply_epilogue(out, problem, bias64)
         return out
-
-    @staticmethod
-    def _count(problem: ProblemDescription) -> None:
-        """Adds a naive reference run of ``problem`` to ``_naive_spent_ms`` where the GEMMs could gain."""
-        global _naive_spent_ms
-        conv = problem.unfused().as_conv()
-        if _gemm_could_gain(conv):
-            _naive_spent_ms += naive_reference_ms(conv)
 
     def __repr__(self) -> str:
         return f"<float64 reference: {self.kind}>"
@@ -423,9 +425,8 @@ def reference_kind(problem: ProblemDescription) -> str:
     if reference_bytes_per_sample(conv) > REFERENCE_TEMP_BYTES:
         return "naive"
     if choice == "auto":
-        if not _gemm_could_gain(conv):
-            return "naive"
-        if not _gemm_used and _naive_spent_ms + naive_reference_ms(conv) < REFERENCE_GEMM_SETUP_MS:
+        gain_ms = _gemm_gain_ms(conv)
+        if not gain_ms or (not _gemm_used and _naive_spent_ms + gain_ms < REFERENCE_GEMM_SETUP_MS):
             return "naive"
     return "gemm"
 
