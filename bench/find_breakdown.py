@@ -5,7 +5,11 @@ shipped DB does not hold, on an empty user DB, and sums each find's ``FindResult
 compile, reference, verify, timing, store) and its candidates (solver, configs, runs, cut), so that a
 cheaper find knows what to cut.
 
-    python bench/find_breakdown.py --out DIR [--batch 48] [--amp] [--steady N]
+    python bench/find_breakdown.py --out DIR [--batch 48] [--amp] [--steady N] [--profile] [--cudnn]
+
+With ``--profile`` the step runs under cProfile (``profile.txt``: cumulative and own time, the main
+thread only). With ``--cudnn`` the same step runs without miofind, in cuDNN's benchmark mode: the
+baseline's first step, for the same process set-up.
 
 With ``--steady N`` it then times a second step at once, waits for the background work the finds
 left (``miofind.tiered``: specialised builds, deferred solvers; ``background_wait_s``), and times N
@@ -29,6 +33,8 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, default=48)
     ap.add_argument("--amp", action="store_true")
     ap.add_argument("--steady", type=int, default=0, help="then time N steps after the background work")
+    ap.add_argument("--profile", action="store_true", help="the step under cProfile (profile.txt)")
+    ap.add_argument("--cudnn", action="store_true", help="the step in cuDNN's benchmark mode, without miofind")
     ap.add_argument("--rechoose", action="store_true",
                     help="with --steady: then forget the prepared problems (miofind.torch.clear) and time N steps "
                          "again on Entries made from the FindDB's records")
@@ -62,7 +68,10 @@ def main(argv=None) -> int:
     if args.amp:
         model = model.to(memory_format=torch.channels_last)
         x = x.to(memory_format=torch.channels_last)
-    mt.convert(model)
+    if args.cudnn:
+        torch.backends.cudnn.benchmark = True
+    else:
+        mt.convert(model)
     y = torch.randint(0, 1000, (args.batch,), device="cuda")
 
     def step() -> float:
@@ -74,7 +83,17 @@ def main(argv=None) -> int:
         torch.cuda.synchronize()
         return time.perf_counter() - t0
 
-    step_s = step()
+    if args.profile:
+        import cProfile
+        import pstats
+
+        prof = cProfile.Profile()
+        step_s = prof.runcall(step)
+        with open(os.path.join(args.out, "profile.txt"), "w") as fh:
+            for order in ("cumulative", "tottime"):
+                pstats.Stats(prof, stream=fh).sort_stats(order).print_stats(120)
+    else:
+        step_s = step()
     after = {}
     write(args.out, finds, step_s, after)
     if args.steady:
