@@ -17,7 +17,8 @@ from pathlib import Path
 
 __all__ = ["VARIABLES", "EnvVar", "FIND_MODES", "FindEnforce", "find_mode", "find_enforce", "user_db_url",
            "system_db", "log_level", "kernel_cache_dir", "cudnn_plans", "cudnn_execute", "import_key", "isolate",
-           "with_naive", "native", "cut_factor", "DEFAULT_CUT_FACTOR", "specialize", "reference", "QUIET"]
+           "with_naive", "native", "cut_factor", "DEFAULT_CUT_FACTOR", "predict_defer", "DEFAULT_PREDICT_DEFER",
+           "specialize", "reference", "QUIET"]
 
 FIND_MODES = ("normal", "fast", "hybrid", "dynamic_hybrid", "benchmark")
 
@@ -95,6 +96,11 @@ VARIABLES: tuple[EnvVar, ...] = (
            "remaining configs, e.g. cuDNN's later plans, are not measured); it is reported as cut and "
            "unverified, and recorded in the user FindDB as cut rather than as a measured record",
            "a number of at least 1 (default 3), or 0 to time every candidate fully", ""),
+    EnvVar("MIOFIND_PREDICT_DEFER", "a find on a miss leaves to the background the candidates that the learned cost "
+           "model shipped next to the system DB predicts at least this many times slower than the candidate it "
+           "predicts fastest (where it covers the problem and every candidate): they are measured once no find "
+           "runs, stored, and replace the answer in miofind.torch where faster (`miofind.tiered`)",
+           "a number of at least 1 (default 2), or 0 to measure every candidate at once", ""),
     EnvVar("MIOFIND_SPECIALIZE", "how a find on a miss gets the shape-specialised kernels of solvers that have a "
            "generic build (`miofind.tiered`)", "background (default: measure the generic build at once, compile "
            "the specialised one in a background thread and keep it where faster), sync (compile the specialised "
@@ -111,6 +117,7 @@ VARIABLES: tuple[EnvVar, ...] = (
 )
 
 DEFAULT_CUT_FACTOR = 3.0
+DEFAULT_PREDICT_DEFER = 2.0
 
 
 def _get(name: str) -> str | None:
@@ -338,15 +345,26 @@ def with_naive() -> bool:
     return _switch("MIOFIND_WITH_NAIVE", False, "time the naive solvers too")
 
 
-def cut_factor() -> float:
-    """``MIOFIND_CUT_FACTOR``: the early-stop factor of a find (``DEFAULT_CUT_FACTOR`` when unset; 0: off)."""
-    raw = _get("MIOFIND_CUT_FACTOR")
+def _factor(name: str, default: float, off: str) -> float:
+    """A factor variable: a number of at least 1, or 0 (``off``); ``default`` when unset."""
+    raw = _get(name)
     if raw is None:
-        return DEFAULT_CUT_FACTOR
+        return default
     try:
         v = float(raw)
     except ValueError:
         v = float("nan")
     if not (v == 0 or 1 <= v < float("inf")):
-        raise ValueError(f"MIOFIND_CUT_FACTOR={raw!r}: expected a number of at least 1, or 0 (no early stop)")
+        raise ValueError(f"{name}={raw!r}: expected a number of at least 1, or 0 ({off})")
     return v
+
+
+def cut_factor() -> float:
+    """``MIOFIND_CUT_FACTOR``: the early-stop factor of a find (``DEFAULT_CUT_FACTOR`` when unset; 0: off)."""
+    return _factor("MIOFIND_CUT_FACTOR", DEFAULT_CUT_FACTOR, "no early stop")
+
+
+def predict_defer() -> float:
+    """``MIOFIND_PREDICT_DEFER``: how many times slower than the predicted best a find's candidate must be
+    predicted to be measured in the background (``DEFAULT_PREDICT_DEFER`` when unset; 0: off)."""
+    return _factor("MIOFIND_PREDICT_DEFER", DEFAULT_PREDICT_DEFER, "measure every candidate at once")

@@ -28,9 +28,10 @@ What a benchmark spends: the naive reference solvers are candidates only when as
 order of expected time (``expected_order``) and one clearly slower than the best so far stops being
 timed (``FIND_CUT_FACTOR``; recorded as a failure of stage ``cut``, not as a record), already in its
 warm-up runs when they are all that slow, and is not verified (``Harness.measure`` verifies the
-output after the timing, so a cut candidate costs no comparison with the reference); the float64
-reference is computed once per benchmark (``Harness.shared``); ``FindResult.timing`` says where the
-time went.
+output after the timing, so a cut candidate costs no comparison with the reference); a miss that may
+leave work to the background leaves there the candidates the learned cost model predicts clearly slower
+(``predicted_losers``, ``MIOFIND_PREDICT_DEFER``); the float64 reference is computed once per benchmark
+(``Harness.shared``); ``FindResult.timing`` says where the time went.
 """
 
 from __future__ import annotations
@@ -228,6 +229,51 @@ def expected_order(problem: ProblemDescription, dbs, dev: DeviceInfo, cands: lis
             return math.inf
 
     return sorted(cands, key=expected)   # stable: ties keep registry order
+
+
+def predicted_losers(problem: ProblemDescription, dbs, dev: DeviceInfo, cands: list[Solver],
+                     factor: float) -> dict[str, float]:
+    """{solver id: predicted time / the fastest candidate's} of the ``cands`` that the learned cost model
+    shipped next to the system DB (``miofind.costmodel``) predicts at least ``factor`` times slower than the
+    candidate it predicts fastest. {} where ``factor`` is 0, there is no such model, it does not cover the
+    problem and every candidate, or a DB layer holds a time of a candidate on this problem (measured times
+    order such a find, not predictions). CPU only."""
+    if not factor or len(cands) < 2:
+        return {}
+    path = getattr(getattr(dbs, "system", None), "path", None)
+    if path is None:
+        return {}
+    from .costmodel import default_config, model_for_db
+
+    ids = {s.id for s in cands}
+    try:
+        model = model_for_db(path)
+        if model is None or not model.supports(problem, ids):
+            return {}
+        if any(r.solver_id in ids for _, records in dbs.lookup(dev.db_name, problem.key()) for r in records):
+            return {}
+        by_default = model.config_basis == "default"
+        asked = [(s, default_config(s, problem) if by_default or not s.tunable
+                  else tuned_config(dbs, dev, problem, s) or default_config(s, problem)) for s in cands]
+        times = model.predict_ms(problem, asked, dev.sm_count)
+    except Exception as e:      # noqa: BLE001  a hint: without it every candidate is measured now
+        log.debug("find %s: no prediction to defer by (%s: %s)", problem.key(), type(e).__name__, e)
+        return {}
+    best = min(times)
+    if not best > 0:
+        return {}
+    return {s.id: t / best for s, t in zip(cands, times) if t >= factor * best}
+
+
+PREDICTED_REASON = ("predicted {ratio:.1f}x slower than the fastest candidate by the cost model (MIOFIND_PREDICT_DEFER="
+                    "{factor:g}): measured in the background once no find runs, then stored in the user FindDB; "
+                    "MIOFIND_PREDICT_DEFER=0 or defer=False measures it now")
+
+
+def _listing(problem, solver: Solver):
+    """A callable listing ``solver``'s find configs of ``problem``, for a background job (listing cuDNN's
+    plans builds them)."""
+    return lambda: list(solver.find_configs(problem))
 
 
 def trusted_solutions(records, dev: DeviceInfo, problem, cands, verify, workspace_limit):
@@ -428,6 +474,17 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
     deferred = {} if (solvers is None if defer is None else defer) else None
     later = {} if (deferred is not None and store and workspace_limit is None
                    and env.specialize() == "background") else None
+    if later is not None:
+        # candidates the cost model predicts clearly slower are measured in the background (as deferred ones)
+        factor = env.predict_defer()
+        losers = predicted_losers(problem, reads, dev, cands, factor)
+        for s in cands:
+            if s.id in losers:
+                tuned = tuned_config(reads, dev, problem, s)
+                deferred[s.id] = (s, [tuned] if tuned is not None else _listing(problem, s))
+                failures.append(Failure(s.id, "deferred", PREDICTED_REASON.format(ratio=losers[s.id], factor=factor)))
+        cands = [s for s in cands if s.id not in losers]
+        timing["predicted_deferred"] = len(losers)
 
     def configs(s):
         limit = s.configs_now if later is not None else None
@@ -444,7 +501,7 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
         # nothing measured now verified: the deferred solvers are measured now after all
         log.info("find %s: no solution measured at once; measuring the deferred %s", problem.key(), sorted(deferred))
         more, more_failures, more_ws = benchmark(problem, [s for s, _ in deferred.values()], workspace_limit, verify,
-                                                 warmup, iters, seed, configs=lambda s: deferred[s.id][1],
+                                                 warmup, iters, seed, configs=lambda s: _listed(deferred[s.id][1]),
                                                  budget_ms=time_budget_ms, isolate=isolate, cut_factor=cut_factor)
         sols += more
         bench_failures = [f for f in bench_failures if f.stage != "deferred"] + more_failures
@@ -648,6 +705,11 @@ DEFERRED_REASON = ("its kernels are not compiled, nor a generic build of them: c
                    "MIOFIND_SPECIALIZE=sync or defer=False measures it now")
 
 
+def _listed(configs) -> list:
+    """A deferred solver's configs: a list, or a callable giving it (``_listing``)."""
+    return configs() if callable(configs) else list(configs)
+
+
 def _timed_reference(problem):
     t0 = time.perf_counter()
     return reference_invoker_for(problem), (time.perf_counter() - t0) * 1e3
@@ -733,11 +795,12 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
             continue
         todo += [(s, cfg) for cfg in cfgs]
     if deferred is not None:
-        deferred.update(defer_candidates(problem, todo, isolate))
-        for sid, (s, cfgs) in deferred.items():
+        now = defer_candidates(problem, todo, isolate)
+        deferred.update(now)
+        for sid, (s, cfgs) in now.items():
             failures += [Failure(sid, "deferred", DEFERRED_REASON, config=cfg) for cfg in cfgs]
-        todo = [(s, cfg) for s, cfg in todo if s.id not in deferred]
-        timing["deferred"] = len(deferred)
+        todo = [(s, cfg) for s, cfg in todo if s.id not in now]
+        timing["deferred"] = len(now)
 
     t0 = time.perf_counter()
     timing["configs_ms"] = (t0 - tc) * 1e3

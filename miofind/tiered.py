@@ -192,8 +192,8 @@ def after_find(problem, sols, failures=(), *, store, mode: str | None = None, me
     spawned compile pool), measure it (``measure(problem, solver, ConvSolution, invoker)`` ->
     Solution, default the find's harness under ``budget_ms``) and, when verified and faster than the
     generic build (or the generic build failed), ``store(solution)`` it and make its invoker the one
-    ``ready_invoker`` gives. ``deferred``: {solver id: (solver, [configs])} the find left to the
-    background (``deferrable``): each solver's configs compiled and measured, its fastest verified one
+    ``ready_invoker`` gives. ``deferred``: {solver id: (solver, [configs], or a callable listing them once no
+    find runs)} the find left to the background (``deferrable``, or predicted clearly slower): each solver's configs compiled and measured, its fastest verified one
     stored and told to the ``on_deferred`` listeners; where none verified, ``fail(solver, [Failure])``
     (the find records them, as it records its own). ``later``: {solver id: (solver, [configs measured],
     the find's best time of the solver)} for the solvers the find measured only the first configs of
@@ -201,7 +201,7 @@ def after_find(problem, sols, failures=(), *, store, mode: str | None = None, me
     fastest verified one is stored and told to the listeners where it beats that time. Returns the jobs."""
     mode = mode or env.specialize()
     jobs = []
-    work = [("deferred", sid, solver, list(configs), fail, math.inf)
+    work = [("deferred", sid, solver, configs if callable(configs) else list(configs), fail, math.inf)
             for sid, (solver, configs) in (deferred or {}).items()]
     work += [("later", sid, solver, _other_configs(problem, solver, measured), None, best_ms)
              for sid, (solver, measured, best_ms) in (later or {}).items()]
@@ -213,7 +213,7 @@ def after_find(problem, sols, failures=(), *, store, mode: str | None = None, me
             box: dict = {}      # the job's harness, shared by its configs
             meas = measure or (lambda p, sv, sol, inv, box=box: _measure(p, sv, sol, inv, budget_ms, box))
             _pending[k] = fut = _executor().submit(_measure_deferred, problem, solver, configs, store, meas,
-                                                   _device(), on_fail, box, best_ms)
+                                                   _device(), on_fail, box, best_ms, kind)
         jobs.append(fut)
     measured = [(s.solver_id, s) for s in sols] + [(f.solver_id, None) for f in failures]
     for sid, s in measured:
@@ -314,19 +314,20 @@ def _other_configs(problem, solver, measured):
     return lambda: [c for c in solver.find_configs(problem) if config_key(c) not in done]
 
 
-def _measure_deferred(problem, solver, configs, store, measure, device, fail=None, box=None, best_ms=math.inf):
+def _measure_deferred(problem, solver, configs, store, measure, device, fail=None, box=None, best_ms=math.inf,
+                      kind: str = "deferred"):
     """The background job of a deferred solver, or of a solver's later configs: compile every config's
     kernels (spawned pool), verify and time each, store the fastest verified one where it beats
     ``best_ms`` and tell the listeners; where none verified, ``fail`` its failures. ``configs`` is a list,
-    or a callable giving it once no find runs. ``box`` (the job's harness) is emptied at the end. Returns
-    the stored Solution, or None."""
+    or a callable giving it once no find runs. ``box`` (the job's harness) is emptied at the end; ``kind``
+    ("deferred" or "later") names the job in the log. Returns the stored Solution, or None."""
     from .compile import CompileError
     from .harness import describe, failure_stage
     from .invokers import build_invoker
     from .results import Failure
 
     failures = []
-    what = "later configs of" if callable(configs) else "deferred"
+    what = "later configs of" if kind == "later" else "deferred"
     try:
         ctx = _on_device(device)
         with ctx, _own_stream():

@@ -266,8 +266,20 @@ _handles: dict[int, object] = {}
 def _handle(cudnn, dev: int):
     h = _handles.get(dev)
     if h is None:
-        h = _handles[dev] = cudnn.create_handle()  # binds the calling thread's current device (dev)
+        h = _handles[dev] = _new_handle(cudnn, dev)  # binds the calling thread's current device (dev)
     return h
+
+
+def _new_handle(cudnn, dev: int):
+    """A cuDNN handle on the current device ``dev``. ``cudnn.create_handle()`` asks cuda-python which device
+    is current, importing ``cuda.bindings`` (0.2-0.4 s in a new process) to learn what we know already; so
+    the backend handle is wrapped as the frontend documents for a foreign one, ``cudnn.Handle(backend_handle,
+    ordinal, stream)``, where this frontend has the parts (else ``create_handle``)."""
+    mod = getattr(cudnn, "_pybind_module", None)
+    if isinstance(getattr(cudnn, "Handle", None), type) and hasattr(mod, "create_handle") and hasattr(mod, "get_stream"):
+        raw = mod.create_handle()
+        return cudnn.Handle(raw, dev, mod.get_stream(raw))
+    return cudnn.create_handle()
 
 
 # -- tensor descriptions -------------------------------------------------------------------------

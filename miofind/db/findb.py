@@ -17,6 +17,7 @@ The records, their decoding, the schema check and the SQLite file checks live in
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -293,6 +294,15 @@ def _make_parent(path: Path) -> None:
 
 # -- the database ----------------------------------------------------------------------------------
 
+
+@functools.lru_cache(maxsize=None)
+def _upsert_statement(dialect: str, table: sa.Table, keys: tuple, data: tuple):
+    """INSERT ... ON CONFLICT (keys) DO UPDATE of ``data``'s other columns, built once per dialect and table: a
+    statement is immutable, and building its ``excluded`` columns anew costs more than the insert of a find."""
+    ins = dialect_insert(dialect)(table)
+    return ins.on_conflict_do_update(index_elements=list(keys), set_={c: ins.excluded[c] for c in data if c not in keys})
+
+
 class FindDB:
     """A FindDB at a SQLAlchemy URL (default: ``default_db_url()``).
 
@@ -538,10 +548,7 @@ class FindDB:
 
         def upsert(con: sa.Connection) -> None:
             if dialect in ("sqlite", "postgresql"):
-                ins = dialect_insert(dialect)(table)
-                stmt = ins.on_conflict_do_update(index_elements=list(keys),
-                                                 set_={c: ins.excluded[c] for c in data if c not in keys})
-                con.execute(stmt, rows)
+                con.execute(_upsert_statement(dialect, table, keys, data), rows)
                 return
             for row in rows:
                 cond = sa.and_(*(table.c[c] == row[c] for c in keys))

@@ -450,3 +450,87 @@ def test_a_background_find_measures_a_solvers_first_configs_and_leaves_the_other
     order.clear()
     api.find_solutions(P, mode="benchmark", cut_factor=0)
     assert measured() == ["a", "b", "c", "d"] and seen[-1] is None
+
+
+# -- candidates the cost model predicts clearly slower --------------------------------------------
+
+class _StubModel:
+    """A learned cost model's interface (``miofind.costmodel.CostModel``) with given times per solver."""
+    config_basis = "default"
+
+    def __init__(self, times, covers=True):
+        self.times, self.covers, self.asked = times, covers, []
+
+    def supports(self, problem, ids):
+        return self.covers
+
+    def predict_ms(self, problem, pairs, sm_count=132):
+        self.asked.append([s.id for s, _ in pairs])
+        return [self.times.get(s.id, 1.0) for s, _ in pairs]
+
+
+def _system_with_model(monkeypatch, tmp_path, model):
+    """A system DB file named as the device's, and ``model`` as the cost model shipped next to it."""
+    import miofind.costmodel as cm
+
+    sysdb = tmp_path / "sm_90-132.sqlite"
+    FindDB(str(sysdb)).close()
+    monkeypatch.setenv("MIOFIND_SYSTEM_DB", str(sysdb))
+    monkeypatch.setattr(cm, "model_for_db", lambda path: model if str(path) == str(sysdb) else None)
+
+
+def test_predicted_losers_by_the_model_where_it_covers_the_problem(fake, tmp_path, monkeypatch):
+    from miofind.db.handles import open_dbs
+
+    cands = find.candidates(P)[0][:4]
+    model = _StubModel({cands[0].id: 1.0, cands[1].id: 2.0, cands[2].id: 1.9, cands[3].id: 7.0})
+    _system_with_model(monkeypatch, tmp_path, model)
+    dbs = open_dbs(None, DEV)
+    assert find.predicted_losers(P, dbs, DEV, cands, 2.0) == {cands[1].id: 2.0, cands[3].id: 7.0}
+    assert find.predicted_losers(P, dbs, DEV, cands, 3.0) == {cands[3].id: 7.0}
+    assert model.asked[-1] == [s.id for s in cands]
+    assert find.predicted_losers(P, dbs, DEV, cands, 0) == {}                # off
+    assert find.predicted_losers(P, dbs, DEV, cands[:1], 2.0) == {}          # nothing to compare with
+    model.covers = False
+    assert find.predicted_losers(P, dbs, DEV, cands, 2.0) == {}              # outside the model's training kinds
+    model.covers = True
+    # a time of any candidate of this problem in a DB layer: measured times order the find, not predictions
+    dbs.user.store(records(solvers=cands[2:3]))
+    assert find.predicted_losers(P, dbs, DEV, cands, 2.0) == {}
+    monkeypatch.setenv("MIOFIND_SYSTEM_DB", "none")
+    assert find.predicted_losers(P, open_dbs(None, DEV), DEV, cands, 2.0) == {}    # no system DB, no model
+
+
+def test_a_find_leaves_predicted_losers_to_the_background(fake, tmp_path, monkeypatch):
+    """A miss measures the candidates the model does not predict at least MIOFIND_PREDICT_DEFER x slower than its
+    fastest; the others are listed as deferred, with the predicted ratio, and go to ``tiered.after_find`` as
+    deferred solvers, their configs listed there (a callable; a PerfDB-tuned config as a list). Off with the
+    variable at 0, ``defer=False``, ``store=False`` or MIOFIND_SPECIALIZE=sync."""
+    from miofind import tiered
+
+    times, order, _, _ = fake
+    cands = find.candidates(P)[0]
+    slow = cands[-1]
+    _system_with_model(monkeypatch, tmp_path, _StubModel({slow.id: 5.0}))
+    seen = []
+    monkeypatch.setattr(tiered, "after_find", lambda *a, **kw: seen.append(kw.get("deferred")) or [])
+    r = api.find_solutions(P, mode="benchmark", cut_factor=0)
+    assert slow.id not in order and set(order) == {s.id for s in cands[:-1]}
+    (f,) = [f for f in r.failures if f.solver_id == slow.id]
+    assert f.stage == "deferred" and "predicted 5.0x slower" in f.reason and "MIOFIND_PREDICT_DEFER=2" in f.reason
+    assert r.timing["predicted_deferred"] == 1
+    (deferred,) = seen
+    (s, configs), = deferred.values()
+    assert s is slow and callable(configs) and configs() == list(slow.find_configs(P))
+    for kw, var in ((dict(defer=False), {}), (dict(store=False), {}), ({}, {"MIOFIND_PREDICT_DEFER": "0"}),
+                    ({}, {"MIOFIND_SPECIALIZE": "sync"})):
+        for k, v in var.items():
+            monkeypatch.setenv(k, v)
+        order.clear()
+        api.find_solutions(P, mode="benchmark", cut_factor=0, **kw)
+        assert slow.id in order, (kw, var)
+        for k in var:
+            monkeypatch.delenv(k)
+    monkeypatch.setenv("MIOFIND_PREDICT_DEFER", "0.5")
+    with pytest.raises(ValueError, match=r"^MIOFIND_PREDICT_DEFER='0.5': expected a number of at least 1, or 0"):
+        api.find_solutions(P, mode="benchmark", cut_factor=0)

@@ -105,3 +105,15 @@ def test_batch_chunks_give_the_whole_batch_result(case, direction):
     for per in (1, 2):
         chunked = conv_reference(p, a, b, max_bytes=per * reference_bytes_per_sample(p))
         np.testing.assert_allclose(chunked, whole, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("widths", [[(1, 1), (1, 1)], [(0, 0), (3, 2)], [(2, 0), (0, 1)], [(1, 1), (0, 0), (2, 3)]])
+def test_padded_is_numpys_pad_and_x_itself_without_padding(widths):
+    from miofind.reference import _padded
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3) + (4, 5, 3)[:len(widths)])
+    got = _padded(np, x, widths)
+    assert got.shape == tuple(s + lo + hi for s, (lo, hi) in zip(x.shape, [(0, 0), (0, 0)] + widths))
+    assert np.array_equal(got, np.pad(x, [(0, 0), (0, 0)] + widths))
+    assert _padded(np, x, [(0, 0)] * len(widths)) is x

@@ -414,3 +414,22 @@ def test_later_configs_are_measured_in_the_background_and_stored_when_faster(fak
     assert [x.time_ms for x in stored] == ([] if stored_ms is None else [stored_ms])
     assert heard == ([] if stored_ms is None else [stored_ms])
     assert tiered.deferred_pending(P) == set()        # a normal-mode find does not leave the solver out
+
+
+def test_a_deferred_solvers_configs_may_be_listed_in_the_background(fakes):
+    """A solver deferred by prediction gets its configs listed by its job (a callable: listing cuDNN's plans
+    builds them), once no find runs; the fastest verified one is stored, as for any deferred solver."""
+    hop = get_solver("ConvImplicitGemmHopperFwd")
+    base = hop.default_config(PH)
+    listed = []
+
+    def listing():
+        listed.append(1)
+        return [base, dict(base, STAGES=3)]
+
+    meas = lambda p, s, sol, inv: Solution(s.id, s.algorithm, 0.3 if sol.config["STAGES"] == 3 else 0.6, 0,  # noqa: E731
+                                           sol.config, True, p)
+    stored = []
+    (job,) = tiered.after_find(PH, [], store=stored.append, mode="background", measure=meas,
+                               deferred={hop.id: (hop, listing)})
+    assert job.result(10).time_ms == 0.3 and listed == [1] and [s.time_ms for s in stored] == [0.3]

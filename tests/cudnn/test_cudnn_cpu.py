@@ -624,3 +624,27 @@ def test_frontend_knobs_by_backend_number():
     assert cudnn_base.frontend_knobs(m, {22: 0}) is None        # LDGC: no frontend member
     assert cudnn_base.frontend_knobs(m, {99: 1}) is None
     assert cudnn_base.frontend_knobs(m, {}) == {}
+
+
+def test_handle_wraps_the_backend_handle_without_asking_cuda_python(monkeypatch):
+    """Where the frontend has them, the backend handle is wrapped as ``cudnn.Handle(raw, ordinal, stream)``
+    (the frontend's documented form for a foreign handle), so ``create_handle``'s device query, which imports
+    cuda-python, is not made; a frontend without them gets ``create_handle()``."""
+    m = _fake_module()
+    made = []
+
+    class Handle:
+        def __init__(self, backend_handle, ordinal=None, stream=None):
+            self.backend_handle, self.ordinal, self.stream = backend_handle, ordinal, stream
+
+    m.Handle = Handle
+    m._pybind_module = types.SimpleNamespace(create_handle=lambda: made.append(1) or 0xBEEF,
+                                             get_stream=lambda raw: 0)
+    m.create_handle = lambda: pytest.fail("create_handle asks cuda-python for the device")
+    monkeypatch.setattr(cudnn_base, "_handles", {})
+    h = cudnn_base._handle(m, 3)
+    assert (type(h), h.backend_handle, h.ordinal, h.stream, made) == (Handle, 0xBEEF, 3, 0, [1])
+    assert cudnn_base._handle(m, 3) is h    # one per device
+    old = _fake_module()     # no Handle, no _pybind_module: the frontend's own create_handle
+    monkeypatch.setattr(cudnn_base, "_handles", {})
+    assert cudnn_base._handle(old, 0) == "handle0"

@@ -80,6 +80,19 @@ def test_delete_iter_and_stats(anydb):
     assert db.stats()["records"] == 0
 
 
+def test_upsert_statement_built_once_per_table(anydb):
+    """The upsert is built once per dialect and table (its ``excluded`` columns cost more than a find's insert),
+    and the one statement serves every later store, replacing and inserting as before."""
+    findb_mod._upsert_statement.cache_clear()
+    anydb.store([rec("S1", 2.0)])
+    anydb.store([rec("S1", 1.0), rec("S2", 3.0)])
+    anydb.store([rec("S3", 4.0, key="k2")])
+    info = findb_mod._upsert_statement.cache_info()
+    assert (info.currsize, info.hits) == (1, 2)
+    assert [(r.solver_id, r.time_ms) for r in anydb.lookup(DEV, KEY)] == [("S1", 1.0), ("S2", 3.0)]
+    assert [r.solver_id for r in anydb.lookup(DEV, "k2")] == ["S3"]
+
+
 def test_generic_upsert_fallback(anydb, monkeypatch):
     monkeypatch.setattr(anydb._engine.dialect, "name", "somedb")
     anydb.store([rec("S1", 2.0), rec("S2", 3.0)])
