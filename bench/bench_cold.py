@@ -26,7 +26,9 @@ torch's first call; <= 500 ms with empty caches; ResNet-50's first step <= 5 s.
     python bench/bench_cold.py --out bench/results/cold-find [--shapes a,b] [--dtypes fp32,fp16]
         [--dirs FBW] [--resnet50] [--skip-layers]
 
-Writes ``bench_cold.json`` and ``bench_cold.md`` under ``--out``. Needs a GPU, PyTorch and CuPy.
+Writes ``bench_cold.json`` and ``bench_cold.md`` under ``--out``. Needs a GPU, PyTorch and CuPy. With
+BENCH_COLD_PROFILE=DIR each of miofind's finds runs under cProfile, its stats written to DIR (a diagnosis:
+the times it reports are then inflated).
 """
 
 from __future__ import annotations
@@ -202,11 +204,24 @@ def _miofind_child(rows, warmup: bool) -> None:
         for dtype in sorted({r[1] for r in rows}):
             for d in DIRECTIONS:
                 find_solutions(problem("warmup", dtype, d), mode="normal")
-    for shape, dtype, d in rows:
+    prof_dir = os.environ.get("BENCH_COLD_PROFILE")    # a folder: each find under cProfile, its stats there
+    for i, (shape, dtype, d) in enumerate(rows):
         p = problem(shape, dtype, d)
+        if prof_dir:
+            import cProfile
+            import pstats
+
+            prof = cProfile.Profile()
+            prof.enable()
         t0 = time.perf_counter()
         res = find_solutions(p, mode="normal")
         wall = (time.perf_counter() - t0) * 1e3
+        if prof_dir:
+            prof.disable()
+            os.makedirs(prof_dir, exist_ok=True)
+            with open(os.path.join(prof_dir, f"{os.getpid()}-{i}-{shape}-{dtype}-{d}.txt"), "w") as fh:
+                for order in ("cumulative", "tottime"):
+                    pstats.Stats(prof, stream=fh).sort_stats(order).print_stats(80)
         print(json.dumps({"shape": shape, "dtype": dtype, "direction": d, "key": p.key(), "find_ms": wall,
                           "source": res.source, "solutions": len(res), "cut": sum(1 for s in res if s.cut),
                           "best": res[0].solver_id if len(res) else None,
