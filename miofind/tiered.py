@@ -193,9 +193,9 @@ def after_find(problem, sols, failures=(), *, store, mode: str | None = None, me
     Solution, default the find's harness under ``budget_ms``) and, when verified and faster than the
     generic build (or the generic build failed), ``store(solution)`` it and make its invoker the one
     ``ready_invoker`` gives. ``deferred``: {solver id: (solver, [configs], or a callable listing them once no
-    find runs)} the find left to the background (``deferrable``, or predicted clearly slower): each solver's configs compiled and measured, its fastest verified one
-    stored and told to the ``on_deferred`` listeners; where none verified, ``fail(solver, [Failure])``
-    (the find records them, as it records its own). ``later``: {solver id: (solver, [configs measured],
+    find runs)} the find left to the background (``deferrable``, or predicted clearly slower): each solver's
+    configs compiled and measured, its fastest verified one stored and told to the ``on_deferred`` listeners;
+    where none verified, ``fail(solver, [Failure])`` (the find records them, as it records its own). ``later``: {solver id: (solver, [configs measured],
     the find's best time of the solver)} for the solvers the find measured only the first configs of
     (``Solver.configs_now``): their other find configs are listed and measured once no find runs, and the
     fastest verified one is stored and told to the listeners where it beats that time. Returns the jobs."""
