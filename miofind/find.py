@@ -205,20 +205,30 @@ def candidates(problem: ProblemDescription, solver_ids=None, *, with_naive: bool
     return cands, skipped
 
 
-def expected_order(problem: ProblemDescription, dbs, dev: DeviceInfo, cands: list[Solver]) -> list[Solver]:
-    """``cands`` ordered by expected time, likely winners first, so that a benchmark's early stop
-    (``FIND_CUT_FACTOR``) bites: a record of this problem in either FindDB layer (trusted or not: it
-    only orders), else the per-solver cost model (``miofind.predict.model_time_ms``). Cheap: one
-    lookup of the problem's key, no search for a nearest problem."""
-    from .predict import model_time_ms
-
+def recorded_times(problem: ProblemDescription, dbs, dev: DeviceInfo) -> dict[str, float] | None:
+    """{solver id: time in ms} of this problem's records in the FindDB layers (user first, trusted or
+    not), or None where they cannot be read. One lookup of the problem's key."""
     seen: dict[str, float] = {}
     try:
         for _, records in dbs.lookup(dev.db_name, problem.key()):
             for r in records:
                 seen.setdefault(r.solver_id, r.time_ms)
-    except Exception as e:   # ordering is a hint: a DB that cannot be read orders by the model
-        log.debug("find %s: no DB order (%s)", problem.key(), e)
+    except Exception as e:
+        log.debug("find %s: the DBs' records cannot be read (%s)", problem.key(), e)
+        return None
+    return seen
+
+
+def expected_order(problem: ProblemDescription, dbs, dev: DeviceInfo, cands: list[Solver],
+                   recorded: dict[str, float] | None = None) -> list[Solver]:
+    """``cands`` ordered by expected time, likely winners first, so that a benchmark's early stop
+    (``FIND_CUT_FACTOR``) bites: a record of this problem in either FindDB layer (trusted or not: it
+    only orders; ``recorded``, else ``recorded_times``), else the per-solver cost model
+    (``miofind.predict.model_time_ms``). Cheap: no search for a nearest problem."""
+    from .predict import model_time_ms
+
+    # ordering is a hint: DBs that cannot be read order by the model
+    seen = (recorded_times(problem, dbs, dev) if recorded is None else recorded) or {}
 
     def expected(s: Solver) -> float:
         if s.id in seen:
@@ -231,14 +241,14 @@ def expected_order(problem: ProblemDescription, dbs, dev: DeviceInfo, cands: lis
     return sorted(cands, key=expected)   # stable: ties keep registry order
 
 
-def predicted_losers(problem: ProblemDescription, dbs, dev: DeviceInfo, cands: list[Solver],
-                     factor: float) -> dict[str, float]:
+def predicted_losers(problem: ProblemDescription, dbs, dev: DeviceInfo, cands: list[Solver], factor: float,
+                     recorded: dict[str, float] | None) -> dict[str, float]:
     """{solver id: predicted time / the fastest candidate's} of the ``cands`` that the learned cost model
     shipped next to the system DB (``miofind.costmodel``) predicts at least ``factor`` times slower than the
     candidate it predicts fastest. {} where ``factor`` is 0, there is no such model, it does not cover the
-    problem and every candidate, or a DB layer holds a time of a candidate on this problem (measured times
-    order such a find, not predictions). CPU only."""
-    if not factor or len(cands) < 2:
+    problem and every candidate, or ``recorded`` (``recorded_times``) is None or holds a time of a candidate
+    (measured times order such a find, not predictions). CPU only."""
+    if not factor or len(cands) < 2 or recorded is None:
         return {}
     path = getattr(getattr(dbs, "system", None), "path", None)
     if path is None:
@@ -250,7 +260,7 @@ def predicted_losers(problem: ProblemDescription, dbs, dev: DeviceInfo, cands: l
         model = model_for_db(path)
         if model is None or not model.supports(problem, ids):
             return {}
-        if any(r.solver_id in ids for _, records in dbs.lookup(dev.db_name, problem.key()) for r in records):
+        if ids & recorded.keys():
             return {}
         by_default = model.config_basis == "default"
         asked = [(s, default_config(s, problem) if by_default or not s.tunable
@@ -268,12 +278,6 @@ def predicted_losers(problem: ProblemDescription, dbs, dev: DeviceInfo, cands: l
 PREDICTED_REASON = ("predicted {ratio:.1f}x slower than the fastest candidate by the cost model (MIOFIND_PREDICT_DEFER="
                     "{factor:g}): measured in the background once no find runs, then stored in the user FindDB; "
                     "MIOFIND_PREDICT_DEFER=0 or defer=False measures it now")
-
-
-def _listing(problem, solver: Solver):
-    """A callable listing ``solver``'s find configs of ``problem``, for a background job (listing cuDNN's
-    plans builds them)."""
-    return lambda: list(solver.find_configs(problem))
 
 
 def trusted_solutions(records, dev: DeviceInfo, problem, cands, verify, workspace_limit):
@@ -466,7 +470,8 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
         reads = _fast_reads(db, dev)
         if reads is None:
             reads = dbs = open_dbs(db, dev)
-    cands = expected_order(problem, reads, dev, cands)
+    recorded = recorded_times(problem, reads, dev)
+    cands = expected_order(problem, reads, dev, cands, recorded)
     log.info("find %s: benchmarking %d candidate(s)", problem.key(), len(cands))
     timing = {"lookup_ms": (time.perf_counter() - t0) * 1e3}
     # a find of every applicable solver may leave those that would wait for NVRTC to the background, and
@@ -477,11 +482,11 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
     if later is not None:
         # candidates the cost model predicts clearly slower are measured in the background (as deferred ones)
         factor = env.predict_defer()
-        losers = predicted_losers(problem, reads, dev, cands, factor)
+        losers = predicted_losers(problem, reads, dev, cands, factor, recorded)
         for s in cands:
             if s.id in losers:
                 tuned = tuned_config(reads, dev, problem, s)
-                deferred[s.id] = (s, [tuned] if tuned is not None else _listing(problem, s))
+                deferred[s.id] = (s, [tuned] if tuned is not None else tiered.config_listing(problem, s))
                 failures.append(Failure(s.id, "deferred", PREDICTED_REASON.format(ratio=losers[s.id], factor=factor)))
         cands = [s for s in cands if s.id not in losers]
         timing["predicted_deferred"] = len(losers)
@@ -706,7 +711,7 @@ DEFERRED_REASON = ("its kernels are not compiled, nor a generic build of them: c
 
 
 def _listed(configs) -> list:
-    """A deferred solver's configs: a list, or a callable giving it (``_listing``)."""
+    """A deferred solver's configs: a list, or a callable giving it (``tiered.config_listing``)."""
     return configs() if callable(configs) else list(configs)
 
 

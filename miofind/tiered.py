@@ -203,7 +203,7 @@ def after_find(problem, sols, failures=(), *, store, mode: str | None = None, me
     jobs = []
     work = [("deferred", sid, solver, configs if callable(configs) else list(configs), fail, math.inf)
             for sid, (solver, configs) in (deferred or {}).items()]
-    work += [("later", sid, solver, _other_configs(problem, solver, measured), None, best_ms)
+    work += [("later", sid, solver, config_listing(problem, solver, measured), None, best_ms)
              for sid, (solver, measured, best_ms) in (later or {}).items()]
     for kind, sid, solver, configs, on_fail, best_ms in work:
         k = (kind, problem.key(), sid)
@@ -305,7 +305,7 @@ def _specialise(problem, solver, config, generic_sol, store, measure, device):
         return None
 
 
-def _other_configs(problem, solver, measured):
+def config_listing(problem, solver, measured=()):
     """A callable listing ``solver``'s find configs of ``problem`` other than ``measured`` (run in the
     background job: listing cuDNN's plans builds them)."""
     from .invokers import config_key

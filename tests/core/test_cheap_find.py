@@ -486,19 +486,21 @@ def test_predicted_losers_by_the_model_where_it_covers_the_problem(fake, tmp_pat
     model = _StubModel({cands[0].id: 1.0, cands[1].id: 2.0, cands[2].id: 1.9, cands[3].id: 7.0})
     _system_with_model(monkeypatch, tmp_path, model)
     dbs = open_dbs(None, DEV)
-    assert find.predicted_losers(P, dbs, DEV, cands, 2.0) == {cands[1].id: 2.0, cands[3].id: 7.0}
-    assert find.predicted_losers(P, dbs, DEV, cands, 3.0) == {cands[3].id: 7.0}
+    losers = lambda dbs, cs, f: find.predicted_losers(P, dbs, DEV, cs, f, find.recorded_times(P, dbs, DEV))  # noqa: E731
+    assert find.predicted_losers(P, dbs, DEV, cands, 2.0, None) == {}   # the DBs' records could not be read
+    assert losers(dbs, cands, 2.0) == {cands[1].id: 2.0, cands[3].id: 7.0}
+    assert losers(dbs, cands, 3.0) == {cands[3].id: 7.0}
     assert model.asked[-1] == [s.id for s in cands]
-    assert find.predicted_losers(P, dbs, DEV, cands, 0) == {}                # off
-    assert find.predicted_losers(P, dbs, DEV, cands[:1], 2.0) == {}          # nothing to compare with
+    assert losers(dbs, cands, 0) == {}                # off
+    assert losers(dbs, cands[:1], 2.0) == {}          # nothing to compare with
     model.covers = False
-    assert find.predicted_losers(P, dbs, DEV, cands, 2.0) == {}              # outside the model's training kinds
+    assert losers(dbs, cands, 2.0) == {}              # outside the model's training kinds
     model.covers = True
     # a time of any candidate of this problem in a DB layer: measured times order the find, not predictions
     dbs.user.store(records(solvers=cands[2:3]))
-    assert find.predicted_losers(P, dbs, DEV, cands, 2.0) == {}
+    assert losers(dbs, cands, 2.0) == {}
     monkeypatch.setenv("MIOFIND_SYSTEM_DB", "none")
-    assert find.predicted_losers(P, open_dbs(None, DEV), DEV, cands, 2.0) == {}    # no system DB, no model
+    assert losers(open_dbs(None, DEV), cands, 2.0) == {}    # no system DB, no model
 
 
 def test_a_find_leaves_predicted_losers_to_the_background(fake, tmp_path, monkeypatch):
