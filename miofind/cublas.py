@@ -184,6 +184,44 @@ def _lt_handle(dev: int) -> int:
     return h
 
 
+_setup: threading.Thread | None = None
+
+
+def prefetch_lt() -> None:
+    """Start cuBLASLt's set-up for this process on the current device in a background thread, once. The first
+    heuristic query of a process costs about 100 ms of the library's own set-up whatever the shape (a kept
+    algorithm does not avoid it: ``bench/results/session-hostaware/``); its ctypes calls release the GIL, so a
+    find that will plan a cuBLASLt GEMM starts it first and lists its other candidates' configs (cuDNN's
+    planning) meanwhile. A later ``LtGemm`` finds the library set up, or waits inside cuBLASLt for the rest.
+    Never raises: a failure here is met again, and reported, by the GEMM that needs the library."""
+    global _setup
+    if _setup is not None or _lt_handles:
+        return
+    try:
+        import cupy
+        dev = cupy.cuda.runtime.getDevice()
+    except Exception:
+        return
+    with _lock:
+        if _setup is not None:
+            return
+        _setup = threading.Thread(target=_set_up_lt, args=(dev,), name="miofind-cublaslt-setup", daemon=True)
+    _setup.start()
+
+
+def _set_up_lt(dev: int) -> None:
+    try:
+        import cupy
+        from .nvlib import relaxed_capture_mode
+
+        relaxed_capture_mode()
+        cupy.cuda.runtime.setDevice(dev)
+        g = LtGemm(OP["N"], OP["N"], 64, 64, 64, R_32F, 64, 0, 64, 0, R_32F, 64, 0, 1, COMPUTE_32F, 0, False)
+        g._plan((256, 256, 256))
+    except Exception:
+        pass
+
+
 def _set(setter, desc, attr: int, value, ctype) -> None:
     v = ctype(value)
     _check(setter.__name__, setter(desc, attr, ctypes.byref(v), ctypes.sizeof(v)))

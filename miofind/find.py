@@ -45,8 +45,9 @@ from . import __version__, env, tiered
 from .compile import is_compiled
 from .db import Record
 from .db.base import FindFailure, config_key
-from .db import fastread
+from .db import fastread, fastwrite
 from .db.handles import open_dbs, preload_store
+from .db.system import Overlay
 from .device import DeviceInfo, current_device
 from .env import DEFAULT_CUT_FACTOR
 from .harness import SETTLE_SPREAD, Harness, describe, failure_stage, reference_invoker_for
@@ -67,6 +68,10 @@ class ContextBrokenError(RuntimeError):
     find stops there, names the candidate, and stores nothing; the process must be restarted. Also
     raised, with the finding process unharmed, when a risky problem's float64 reference broke the
     context of the child process that checks candidates (``miofind.isolate``): nothing can be verified."""
+
+
+# families whose solutions plan GEMMs with cuBLASLt (miofind.cublas.LtGemm)
+LT_FAMILIES = frozenset({"gemm", "winograd"})
 
 
 def _sticky(reason: str) -> bool:
@@ -342,6 +347,15 @@ def _fast_reads(db, dev: DeviceInfo):
         return None
 
 
+def store_dbs(db, dev: DeviceInfo, reads=None) -> Overlay:
+    """The DBs a miss stores in: the user FindDB through ``miofind.db.fastwrite`` where it may write it (a
+    SQLite file, no SQLAlchemy), over ``reads``' system layer; else ``open_dbs``'."""
+    w = fastwrite.writer(db)
+    if w is not None:
+        return Overlay(w, reads.system if reads is not None else None)
+    return open_dbs(db, dev)
+
+
 def needs_no_compilation(problem, solver: Solver, config) -> bool:
     """Whether every kernel of the solver's solution is loaded or in the binary cache (or, unless
     MIOFIND_SPECIALIZE=sync, those of its generic build: miofind.tiered)."""
@@ -460,14 +474,17 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
                 return predicted(problem, dbs, dev, cands, workspace_limit, failures, done)
             cands = ready
 
-    # A miss reads the DBs (order, tuned configs) through fastread where it can, and opens the FindDBs
-    # that store (SQLAlchemy: 0.2-0.8 s to import in a new process) after the benchmark, their import
-    # started now in a thread, so that it overlaps the benchmark's waits on the GPU.
+    # A miss reads the DBs (order, tuned configs) through fastread where it can, and writes a SQLite user DB
+    # through fastwrite (neither imports SQLAlchemy); where FindDB must write, it opens the FindDBs that store
+    # after the benchmark, their import started now in a thread.
+    if any(s.family in LT_FAMILIES for s in cands):
+        from . import cublas
+        cublas.prefetch_lt()   # cuBLASLt's once-per-process set-up overlaps the rest of the miss
     reads = dbs
     if reads is None:
-        if store:
-            preload_store()
         reads = _fast_reads(db, dev)
+        if store and fastwrite.writer(db) is None:
+            preload_store()
         if reads is None:
             reads = dbs = open_dbs(db, dev)
     recorded = recorded_times(problem, reads, dev)
@@ -513,7 +530,7 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
         ws_skipped |= more_ws
         deferred = {}
     if dbs is None:
-        dbs = open_dbs(db, dev)
+        dbs = store_dbs(db, dev, reads)
     cuts = [f for f in bench_failures if f.stage == "cut"]   # reported as Solution.cut; recorded in the DB
     bench_failures = [f for f in bench_failures if f.stage != "cut"]
     failures += bench_failures

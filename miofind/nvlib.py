@@ -1,4 +1,5 @@
-"""Loading an NVIDIA library (cuFFT, cuBLAS) for a ctypes binding, at absolute paths only.
+"""Loading an NVIDIA library (cuFFT, cuBLAS) for a ctypes binding, at absolute paths only; and the
+stream-capture mode of miofind's own background threads (``relaxed_capture_mode``).
 
 The candidates, in order: the copy the process already has mapped (after importing the CuPy module
 built against it), the pip wheels' ``nvidia/*/lib`` folders on ``sys.path`` (absolute entries only:
@@ -57,3 +58,17 @@ def load(stem: str, probe: str, cupy_module: str, wheel_dirs: tuple[str, ...], s
             continue
         return lib
     raise RuntimeError(f"lib{stem} not found ({hint}); tried: " + "; ".join(tried[-6:]))
+
+
+def relaxed_capture_mode() -> None:
+    """Run in each background thread of miofind's at its start: its CUDA calls (module loads, allocations,
+    library set-up) in the relaxed stream-capture mode (``cuThreadExchangeStreamCaptureMode``), so that they
+    neither fail nor invalidate a CUDA-graph capture another thread (the user's) runs meanwhile in the
+    default, global mode, as PyTorch's allocator does for its own calls. Where the driver has no such call,
+    nothing."""
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        mode = ctypes.c_int(2)              # CU_STREAM_CAPTURE_MODE_RELAXED
+        lib.cuThreadExchangeStreamCaptureMode(ctypes.byref(mode))
+    except (OSError, AttributeError):
+        pass

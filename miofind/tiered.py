@@ -35,6 +35,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from . import env, generic
+from .nvlib import relaxed_capture_mode
 from .solver import ConvSolution
 
 log = logging.getLogger(__name__)
@@ -236,27 +237,12 @@ def after_find(problem, sols, failures=(), *, store, mode: str | None = None, me
 _pool_lock = threading.Lock()
 
 
-def _relaxed_capture_mode() -> None:
-    """Run in each background thread at its start: its CUDA calls (module loads, allocations) in the
-    relaxed stream-capture mode (``cuThreadExchangeStreamCaptureMode``), so that they neither fail nor
-    invalidate a CUDA-graph capture another thread (the user's) runs meanwhile in the default, global
-    mode, as PyTorch's allocator does for its own calls. Where the driver has no such call, nothing."""
-    import ctypes
-
-    try:
-        lib = ctypes.CDLL("libcuda.so.1")
-        mode = ctypes.c_int(2)              # CU_STREAM_CAPTURE_MODE_RELAXED
-        lib.cuThreadExchangeStreamCaptureMode(ctypes.byref(mode))
-    except (OSError, AttributeError):
-        pass
-
-
 def _executor() -> ThreadPoolExecutor:
     global _pool
     with _pool_lock:
         if _pool is None:
             _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="miofind-specialize",
-                                       initializer=_relaxed_capture_mode)
+                                       initializer=relaxed_capture_mode)
     return _pool
 
 

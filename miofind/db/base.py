@@ -555,3 +555,16 @@ def check_readable_wal(path: Path, query: dict[str, str]) -> None:
                           f"{path.name}-shm file it cannot create there; open it once where the directory "
                           "is writable (which folds the log into the file)")
 
+
+def make_parent(path: Path) -> None:
+    """Make the directory of a new SQLite file, or FindDBError saying why it cannot be made there."""
+    d = path.parent
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        blocker = next((a for a in (d, *d.parents) if os.path.lexists(a) and not a.is_dir()), d)
+        raise FindDBError(f"FindDB {path} cannot be created: {blocker} is a file, not a directory") from None
+    except OSError as e:
+        raise FindDBError(f"FindDB {path} cannot be created: cannot make the directory {d} ({e.strerror})") from None
+    if not os.access(d, os.W_OK | os.X_OK):
+        raise FindDBError(f"FindDB {path} cannot be created: the directory {d} is not writable")

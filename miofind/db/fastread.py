@@ -41,7 +41,7 @@ from .base import (BUSY_TIMEOUT_MS, OLDEST_READABLE, SCHEMA_VERSION, FindDBError
                    check_schema, columns, decode_rows, default_db_url, normalize_url, readonly_sqlite_query)
 from .system import Overlay, system_db_path
 
-__all__ = ["Unusable", "Reader", "overlay", "plain_sqlite_path", "prefetch"]
+__all__ = ["Unusable", "Reader", "overlay", "plain_sqlite_path", "prefetch", "writable_as_is"]
 
 _log = logging.getLogger(__name__)
 # file identity (st_dev, st_ino) -> its schema version once FindDB's checks passed, None where they did
@@ -293,6 +293,12 @@ def _reader(path: Path, *, writable: bool, immutable: bool = False) -> Reader | 
             del _checked[ident]   # FindDB migrates it now: checked again next time
             return None
     return None if v is None else Reader(path, ident, v, immutable=immutable)
+
+
+def writable_as_is(path: Path) -> bool:
+    """Whether FindDB's writable open would take the SQLite file ``path`` as it is (it exists, this process may
+    write it, it passes FindDB's checks and has the current schema): ``fastwrite`` then writes it."""
+    return _reader(path, writable=True) is not None
 
 
 _NOT_PREFETCHED = object()

@@ -41,6 +41,7 @@ from .base import OLDEST_READABLE as _OLDEST_READABLE, TABLE_SINCE as _TABLE_SIN
 from .base import check_readable_wal as _check_readable_wal, not_writable as _not_writable  # noqa: F401
 from .base import in_wal_mode as _in_wal_mode, is_corruption as _is_corruption  # noqa: F401
 from .base import sqlite_problem as _sqlite_problem, sqlite_uri as _sqlite_uri  # noqa: F401
+from .base import make_parent as _make_parent  # noqa: F401
 
 __all__ = ["FindDB", "Record", "PerfRecord", "TuneFailure", "FindFailure", "FindDBError", "FindDBWarning",
            "default_db_url",
@@ -274,21 +275,6 @@ def _quarantine(path: Path) -> Path | None:
             raise FindDBError(f"FindDB {path} is corrupt: moved it to {dest.name} but cannot move {path.name}{suffix} "
                               f"({e.strerror}); move or remove it yourself") from None
     return dest
-
-
-
-def _make_parent(path: Path) -> None:
-    """Make the directory of a new SQLite file, or FindDBError saying why it cannot be made there."""
-    d = path.parent
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        blocker = next((a for a in (d, *d.parents) if os.path.lexists(a) and not a.is_dir()), d)
-        raise FindDBError(f"FindDB {path} cannot be created: {blocker} is a file, not a directory") from None
-    except OSError as e:
-        raise FindDBError(f"FindDB {path} cannot be created: cannot make the directory {d} ({e.strerror})") from None
-    if not os.access(d, os.W_OK | os.X_OK):
-        raise FindDBError(f"FindDB {path} cannot be created: the directory {d} is not writable")
 
 
 

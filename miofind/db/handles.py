@@ -43,6 +43,12 @@ def open_db(db=None, *, readonly: bool = False) -> FindDB | None:
     return h
 
 
+def opened(url: str) -> FindDB | None:
+    """The writable FindDB this process opened at ``url`` (normalised), if it is open."""
+    h = _user_dbs.get((url, False))
+    return h if h is not None and not h.closed else None
+
+
 _preload: threading.Thread | None = None
 
 

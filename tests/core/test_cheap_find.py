@@ -384,23 +384,45 @@ def test_the_reference_is_queued_before_the_candidates_are_prepared(fake, monkey
     assert events == [("prepare", 1, True), ("isolate",), ("harness", True), ("ready",), ("measure",)]
 
 
-def test_a_miss_opens_the_storing_dbs_after_the_benchmark_and_imports_them_in_a_thread(fake, monkeypatch):
-    """The reads before and during the benchmark go through fastread; ``open_dbs`` (SQLAlchemy) comes
-    after the last measurement, its import started in a thread when the miss was known."""
-    times, order, _, url = fake
+def _miss_events(monkeypatch) -> list:
+    """What a miss does, in order: "preload" (SQLAlchemy's import started), "open" (``open_dbs``), "measure",
+    "store" (records written through ``fastwrite``)."""
+    from miofind.db import fastwrite
+
     events = []
     real_open = find.open_dbs
     monkeypatch.setattr(find, "open_dbs", lambda *a, **k: events.append("open") or real_open(*a, **k))
     monkeypatch.setattr(find, "preload_store", lambda: events.append("preload"))
+    real_store = fastwrite.Writer.store
+    monkeypatch.setattr(fastwrite.Writer, "store", lambda self, recs: events.append("store") or real_store(self, recs))
     real_measure = find.Harness.measure
 
     def measure(self, *a, **k):
         events.append("measure")
         return real_measure(self, *a, **k)
     monkeypatch.setattr(find.Harness, "measure", measure)
+    return events
+
+
+def test_a_miss_stores_through_sqlite3_after_the_benchmark(fake, monkeypatch):
+    """A miss into a SQLite user DB reads through fastread and writes through fastwrite after the last
+    measurement: no FindDB is opened and SQLAlchemy's import is not started beside the finds."""
+    events = _miss_events(monkeypatch)
     r = api.find_solutions(P, mode="normal")
     assert r.source == "find" and r.stored
-    assert events[0] == "preload" and events.count("open") == 1 and "measure" in events
+    assert "preload" not in events and "open" not in events and events.count("store") == 1
+    assert events.index("store") > max(i for i, e in enumerate(events) if e == "measure")
+    assert api.find_solutions(P, mode="normal").source == "db"
+
+
+def test_a_miss_that_findb_must_store_opens_it_after_the_benchmark_and_imports_it_in_a_thread(fake, monkeypatch):
+    """Where fastwrite may not write the user DB (here: said so), ``open_dbs`` (SQLAlchemy) comes after the last
+    measurement, its import started in a thread when the miss was known."""
+    events = _miss_events(monkeypatch)
+    monkeypatch.setattr(find.fastwrite, "writer", lambda db=None: None)
+    r = api.find_solutions(P, mode="normal")
+    assert r.source == "find" and r.stored
+    assert events[0] == "preload" and events.count("open") == 1 and "measure" in events and "store" not in events
     assert events.index("open") > max(i for i, e in enumerate(events) if e == "measure")
 
 
