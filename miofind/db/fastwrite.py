@@ -28,6 +28,7 @@ import random
 import sqlite3
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -128,6 +129,13 @@ class Writer:
         self._where = str(path)
         self._findb = None
         self._fb_lock = threading.Lock()
+        # one connection, kept (as FindDB's pool keeps its own): closing the last connection of a WAL file
+        # checkpoints the log into it, which cost each write milliseconds (session-store call 2); writes of
+        # this process go through it one at a time (SQLite takes one writer at a time anyway)
+        self._con: sqlite3.Connection | None = None
+        self._con_file: tuple[int, int] | None = None
+        self._con_lock = threading.Lock()
+        _live.add(self)
 
     # -- the fallback ------------------------------------------------------------------------------
 
@@ -143,12 +151,38 @@ class Writer:
 
     # -- one transaction ---------------------------------------------------------------------------
 
-    def _connect(self) -> sqlite3.Connection:
-        con = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                              check_same_thread=False)
-        con.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        con.execute("PRAGMA synchronous=NORMAL")
-        return con
+    def _connection(self) -> sqlite3.Connection:
+        """The kept connection (under ``_con_lock``), opened anew where the file at ``path`` is not the one it
+        was opened on (moved aside or replaced by another process since, or not made yet)."""
+        try:
+            st = self.path.stat()
+            ident = (st.st_dev, st.st_ino) if st.st_size else None
+        except FileNotFoundError:
+            ident = None
+        if self._con is not None and (ident is None or ident != self._con_file):
+            self._drop()
+        if self._con is None:
+            if ident is None:
+                make_parent(self.path)
+            con = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                                  check_same_thread=False)
+            try:
+                con.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+                con.execute("PRAGMA synchronous=NORMAL")
+            except BaseException:
+                con.close()
+                raise
+            self._con = con
+            self._con_file = None
+        return self._con
+
+    def _drop(self) -> None:
+        con, self._con, self._con_file = self._con, None, None
+        if con is not None:
+            try:
+                con.close()
+            except sqlite3.Error:
+                pass
 
     def _schema(self, con: sqlite3.Connection) -> None:
         """Under the write lock: the current schema, created where the database is empty; _Fallback for any
@@ -169,36 +203,41 @@ class Writer:
         """fn(connection) in one BEGIN IMMEDIATE transaction, as FindDB's ``_run(write=True)``: retried on lock
         errors, FindDBError when they last; _Fallback on any other SQLite error (FindDB meets it again)."""
         count_write()
-        for attempt in range(_WRITE_ATTEMPTS):
-            con = None
-            try:
-                if not self.path.exists() or self.path.stat().st_size == 0:
-                    make_parent(self.path)
-                con = self._connect()
-                # WAL before the transaction (as FindDB: switched on by the first write, then kept by the file)
-                con.execute("PRAGMA journal_mode=WAL")
-                con.execute("BEGIN IMMEDIATE")
+        with self._con_lock:
+            for attempt in range(_WRITE_ATTEMPTS):
                 try:
-                    self._schema(con)
-                    out = fn(con)
-                    con.execute("COMMIT")
+                    con = self._connection()
+                    if self._con_file is None:
+                        # WAL before the first transaction (as FindDB: switched on by the first write, then kept
+                        # by the file)
+                        con.execute("PRAGMA journal_mode=WAL")
+                    con.execute("BEGIN IMMEDIATE")
+                    try:
+                        self._schema(con)
+                        out = fn(con)
+                        con.execute("COMMIT")
+                    except BaseException:
+                        if con.in_transaction:
+                            con.execute("ROLLBACK")
+                        raise
+                    if self._con_file is None:
+                        st = self.path.stat()
+                        self._con_file = (st.st_dev, st.st_ino)
                     return out
-                except BaseException:
-                    if con.in_transaction:
-                        con.execute("ROLLBACK")
+                except sqlite3.Error as e:
+                    if _is_lock_error(e):
+                        if attempt < _WRITE_ATTEMPTS - 1:
+                            time.sleep(min(1.0, 0.02 * 2 ** attempt) * (0.5 + random.random()))
+                            continue
+                        raise FindDBError(f"FindDB {self._where}: cannot {what}: {_first_line(e)}") from None
+                    self._drop()
+                    raise _Fallback(f"{what}: {_first_line(e)}") from None
+                except _Fallback:
+                    self._drop()
                     raise
-            except sqlite3.Error as e:
-                if _is_lock_error(e):
-                    if attempt < _WRITE_ATTEMPTS - 1:
-                        time.sleep(min(1.0, 0.02 * 2 ** attempt) * (0.5 + random.random()))
-                        continue
-                    raise FindDBError(f"FindDB {self._where}: cannot {what}: {_first_line(e)}") from None
-                raise _Fallback(f"{what}: {_first_line(e)}") from None
-            except OSError as e:
-                raise _Fallback(f"{what}: {e}") from None
-            finally:
-                if con is not None:
-                    con.close()
+                except OSError as e:
+                    self._drop()
+                    raise _Fallback(f"{what}: {e}") from None
         raise AssertionError("unreachable")
 
     # -- FindDB's write methods --------------------------------------------------------------------
@@ -287,6 +326,17 @@ class Writer:
 
 
 _writers: dict[str, Writer] = {}
+_live: "weakref.WeakSet[Writer]" = weakref.WeakSet()
+
+
+def _forget_connections() -> None:
+    """In a forked child: the parent's kept connections are not this process's to use (SQLite's rule), so each
+    Writer opens its own on its next write."""
+    for w in list(_live):
+        w._con, w._con_file, w._con_lock = None, None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_connections)
 
 
 def writer(db=None) -> Writer | None:
