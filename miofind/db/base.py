@@ -568,3 +568,21 @@ def make_parent(path: Path) -> None:
         raise FindDBError(f"FindDB {path} cannot be created: cannot make the directory {d} ({e.strerror})") from None
     if not os.access(d, os.W_OK | os.X_OK):
         raise FindDBError(f"FindDB {path} cannot be created: the directory {d} is not writable")
+
+
+def collect_find_failures(where: str, device: str, problem_key: str, solver_ids: Iterable[str],
+                          failures: Iterable[Any], row_of: Callable[[Any], Any]) -> tuple[dict, set[str]]:
+    """What a ``store_find_failures`` call writes: (the rows ``row_of(failure)`` by (solver id, config text),
+    the last of duplicates kept; every solver concerned: ``solver_ids`` and the failures' own). FindDBError
+    naming ``where`` for an item that is no FindFailure, or one of another device or problem."""
+    rows: dict[tuple, Any] = {}
+    solvers = set(solver_ids)
+    for f in failures:
+        if not isinstance(f, FindFailure):
+            raise FindDBError(f"FindDB {where}: expected FindFailure objects, got {type(f).__name__}")
+        if (f.device, f.problem_key) != (device, problem_key):
+            raise FindDBError(f"FindDB {where}: find failure of {f.device} {f.problem_key} stored under "
+                              f"{device} {problem_key}")
+        rows[(f.solver_id, config_key(f.config) or "null")] = row_of(f)
+        solvers.add(f.solver_id)
+    return rows, solvers

@@ -32,8 +32,8 @@ import weakref
 from pathlib import Path
 from typing import Any, Iterable
 
-from .base import (BUSY_TIMEOUT_MS, SCHEMA_VERSION, FindDBError, FindFailure, Record, columns, config_key,
-                   count_write, default_db_url, make_parent, normalize_url, not_writable)
+from .base import (BUSY_TIMEOUT_MS, SCHEMA_VERSION, FindDBError, FindFailure, Record, collect_find_failures, columns,
+                   config_key, count_write, default_db_url, make_parent, normalize_url, not_writable)
 from . import fastread
 
 __all__ = ["Writer", "writer", "SQLITE_SCHEMA"]
@@ -272,17 +272,7 @@ class Writer:
         failures, failed, solver_ids = list(failures), list(failed), list(solver_ids)
         if self._findb is not None:
             return self._findb.store_find_failures(device, problem_key, solver_ids, failures, failed=failed)
-        rows: dict[tuple, tuple] = {}
-        solvers = set(solver_ids)
-        for f in failures:
-            if not isinstance(f, FindFailure):
-                raise FindDBError(f"FindDB {self._where}: expected FindFailure objects, got {type(f).__name__}")
-            if (f.device, f.problem_key) != (device, problem_key):
-                raise FindDBError(f"FindDB {self._where}: find failure of {f.device} {f.problem_key} stored under "
-                                  f"{device} {problem_key}")
-            row = _failure_row(f)
-            rows[(f.solver_id, row[_FAILURE_COLS.index("config")])] = row   # the last of duplicates wins
-            solvers.add(f.solver_id)
+        rows, solvers = collect_find_failures(self._where, device, problem_key, solver_ids, failures, _failure_row)
         gone = sorted(set(failed))
         if not solvers and not gone:
             return 0
@@ -308,18 +298,17 @@ class Writer:
         return len(rows)
 
     def _has_failures(self, mine: str, args: tuple) -> bool:
-        """Whether find failures match (a read, no write lock); True where the file cannot be read here (the
-        write then decides)."""
-        if not self.path.exists() or self.path.stat().st_size == 0:
-            return False
-        try:
-            con = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000)
+        """Whether find failures match (a read through the kept connection, no write lock); True where the file
+        cannot be read here (the write then decides)."""
+        with self._con_lock:
+            if not self.path.exists() or self.path.stat().st_size == 0:
+                return False
             try:
-                return con.execute(f"SELECT id FROM find_failures WHERE {mine} LIMIT 1", args).fetchone() is not None
-            finally:
-                con.close()
-        except sqlite3.Error:
-            return True
+                return self._connection().execute(f"SELECT id FROM find_failures WHERE {mine} LIMIT 1",
+                                                  args).fetchone() is not None
+            except (sqlite3.Error, OSError, FindDBError):
+                self._drop()
+                return True
 
     def __repr__(self) -> str:
         return f"Writer({self._where!r})"

@@ -42,6 +42,7 @@ from .base import check_readable_wal as _check_readable_wal, not_writable as _no
 from .base import in_wal_mode as _in_wal_mode, is_corruption as _is_corruption  # noqa: F401
 from .base import sqlite_problem as _sqlite_problem, sqlite_uri as _sqlite_uri  # noqa: F401
 from .base import make_parent as _make_parent  # noqa: F401
+from .base import collect_find_failures
 
 __all__ = ["FindDB", "Record", "PerfRecord", "TuneFailure", "FindFailure", "FindDBError", "FindDBWarning",
            "default_db_url",
@@ -601,17 +602,7 @@ class FindDB:
         ``failed`` (which produced no solution) are deleted with it. Returns how many were stored."""
         if self.readonly:
             self._refuse_write()
-        rows: dict[tuple, dict[str, Any]] = {}
-        solvers = set(solver_ids)
-        for f in failures:
-            if not isinstance(f, FindFailure):
-                raise FindDBError(f"FindDB {self._where}: expected FindFailure objects, got {type(f).__name__}")
-            if (f.device, f.problem_key) != (device, problem_key):
-                raise FindDBError(f"FindDB {self._where}: find failure of {f.device} {f.problem_key} stored under "
-                                  f"{device} {problem_key}")
-            row = _to_row(f)
-            rows[(f.solver_id, row["config"])] = row   # the last of duplicates wins
-            solvers.add(f.solver_id)
+        rows, solvers = collect_find_failures(self._where, device, problem_key, solver_ids, failures, _to_row)
         failed = sorted(set(failed))
         if not solvers and not failed:
             return 0

@@ -194,26 +194,42 @@ def test_other_urls_are_findbs(tmp_path):
 def _child_store(path: str, prefix: str, n: int, kind: str) -> None:
     from miofind.db import FindDB, fastwrite as fw
     from records import rec as r
-    db = FindDB(f"sqlite:///{path}") if kind == "findb" else fw.writer(f"sqlite:///{path}")
-    assert db is not None
+    u = f"sqlite:///{path}"
+    if kind == "findb":
+        db = FindDB(u)
+    elif kind == "fast":
+        db = fw.writer(u)
+        assert isinstance(db, fw.Writer)
+    else:   # as a find takes it (find.store_dbs): a Writer, or FindDB while the file is not one a Writer takes as is
+        db = fw.writer(u) or FindDB(u)
     for i in range(n):
         db.store([r(f"{prefix}{i}", float(i))])
         db.store_find_failures(DEV, KEY, [f"{prefix}{i}"], [], failed=())
 
 
-def test_concurrent_writers_lose_nothing(tmp_path):
-    p = tmp_path / "shared.sqlite"
+def _run_children(p: Path, kinds: tuple[str, ...], n: int = 40) -> None:
     ctx = multiprocessing.get_context("spawn")
     sys.path.insert(0, str(Path(__file__).parent))
-    procs = [ctx.Process(target=_child_store, args=(str(p), f"{k}{j}-", 40, k))
-             for j in range(2) for k in ("fast", "findb")]
+    procs = [ctx.Process(target=_child_store, args=(str(p), f"{k}{j}-", n, k)) for j in range(2) for k in kinds]
     for q in procs:
         q.start()
     for q in procs:
         q.join(120)
         assert q.exitcode == 0
     got = {r[3] for r in table(p, "find_records")}
-    assert got == {f"{k}{j}-{i}" for j in range(2) for k in ("fast", "findb") for i in range(40)}
+    assert got == {f"{k}{j}-{i}" for j in range(2) for k in kinds for i in range(n)}
+
+
+def test_concurrent_writers_lose_nothing(tmp_path):
+    """Writers and FindDBs in four processes on one existing file."""
+    p = tmp_path / "shared.sqlite"
+    fastwrite.writer(url(p)).store_find_failures(DEV, KEY, ["X"], failures(("X",)))    # the file, made
+    _run_children(p, ("fast", "findb"))
+
+
+def test_concurrent_first_writers_of_a_new_file_lose_nothing(tmp_path):
+    """Four processes make the same new file at once, each as a find would write it."""
+    _run_children(tmp_path / "d" / "new.sqlite", ("find", "findb"))
 
 
 def test_a_miss_stores_without_sqlalchemy(tmp_path):
