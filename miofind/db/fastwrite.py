@@ -120,7 +120,8 @@ def _failure_row(f: Any) -> tuple:
 
 class Writer:
     """The write methods of ``FindDB`` a find uses (``store``, ``store_find_failures``) on one SQLite file,
-    through ``sqlite3``; see the module docstring. Thread-safe: each write opens its own connection."""
+    through ``sqlite3``; see the module docstring. Thread-safe: this process's writes go one at a time through one
+    kept connection."""
 
     readonly = False
 
