@@ -347,12 +347,12 @@ def _fast_reads(db, dev: DeviceInfo):
         return None
 
 
-def store_dbs(db, dev: DeviceInfo, reads=None) -> Overlay:
-    """The DBs a miss stores in: the user FindDB through ``miofind.db.fastwrite`` where it may write it (a
-    SQLite file, no SQLAlchemy), over ``reads``' system layer; else ``open_dbs``'."""
-    w = fastwrite.writer(db)
-    if w is not None:
-        return Overlay(w, reads.system if reads is not None else None)
+def store_dbs(db, dev: DeviceInfo, reads, writer) -> Overlay:
+    """The DBs a miss stores in: ``writer`` (``fastwrite.writer(db)``, found when the miss was known: the user
+    FindDB written through ``sqlite3``, no SQLAlchemy) over ``reads``' system layer; where it is None,
+    ``open_dbs``'."""
+    if writer is not None:
+        return Overlay(writer, reads.system if reads is not None else None)
     return open_dbs(db, dev)
 
 
@@ -480,10 +480,11 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
     if any(s.family in LT_FAMILIES for s in cands):
         from . import cublas
         cublas.prefetch_lt()   # cuBLASLt's once-per-process set-up overlaps the rest of the miss
-    reads = dbs
+    reads, writer = dbs, None
     if reads is None:
         reads = _fast_reads(db, dev)
-        if store and fastwrite.writer(db) is None:
+        writer = fastwrite.writer(db)
+        if store and writer is None:
             preload_store()
         if reads is None:
             reads = dbs = open_dbs(db, dev)
@@ -530,7 +531,7 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
         ws_skipped |= more_ws
         deferred = {}
     if dbs is None:
-        dbs = store_dbs(db, dev, reads)
+        dbs = store_dbs(db, dev, reads, writer)
     cuts = [f for f in bench_failures if f.stage == "cut"]   # reported as Solution.cut; recorded in the DB
     bench_failures = [f for f in bench_failures if f.stage != "cut"]
     failures += bench_failures

@@ -570,6 +570,19 @@ def make_parent(path: Path) -> None:
         raise FindDBError(f"FindDB {path} cannot be created: the directory {d} is not writable")
 
 
+def latest_rows(where: str, cls: type, items: Iterable[Any], row_of: Callable[[Any], Any],
+                key_of: Callable[[Any, Any], tuple]) -> list:
+    """The rows ``row_of(item)`` an upsert of ``items`` writes, one per identity ``key_of(item, row)`` (the last of
+    duplicates wins), in first-seen order; FindDBError naming ``where`` for an item that is no ``cls``."""
+    latest: dict[tuple, Any] = {}
+    for r in items:
+        if not isinstance(r, cls):
+            raise FindDBError(f"FindDB {where}: expected {cls.__name__} objects, got {type(r).__name__}")
+        row = row_of(r)
+        latest[key_of(r, row)] = row
+    return list(latest.values())
+
+
 def collect_find_failures(where: str, device: str, problem_key: str, solver_ids: Iterable[str],
                           failures: Iterable[Any], row_of: Callable[[Any], Any]) -> tuple[dict, set[str]]:
     """What a ``store_find_failures`` call writes: (the rows ``row_of(failure)`` by (solver id, config text),

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .base import (BUSY_TIMEOUT_MS, SCHEMA_VERSION, FindDBError, FindFailure, Record, collect_find_failures, columns,
-                   config_key, count_write, default_db_url, make_parent, normalize_url, not_writable)
+                   config_key, count_write, default_db_url, latest_rows, make_parent, normalize_url, not_writable)
 from . import fastread
 
 __all__ = ["Writer", "writer", "SQLITE_SCHEMA"]
@@ -106,9 +106,7 @@ def _first_line(e: BaseException) -> str:
     return s[0] if s else e.__class__.__name__
 
 
-def _record_row(r: Any) -> tuple:
-    if not isinstance(r, Record):
-        raise TypeError(type(r).__name__)
+def _record_row(r: Record) -> tuple:
     config = None if r.config is None else json.dumps(r.config, sort_keys=True, allow_nan=False)
     return tuple(config if c == "config" else getattr(r, c) for c in _RECORD_COLS)
 
@@ -249,14 +247,7 @@ class Writer:
         if self._findb is not None:
             return self._findb.store(records)
         records = list(records)
-        latest: dict[tuple, tuple] = {}
-        for r in records:
-            try:
-                row = _record_row(r)
-            except TypeError:
-                raise FindDBError(f"FindDB {self._where}: expected Record objects, got {type(r).__name__}") from None
-            latest[r.db_key] = row   # the last of duplicates wins
-        rows = list(latest.values())
+        rows = latest_rows(self._where, Record, records, _record_row, lambda r, row: r.db_key)
         if not rows:
             return 0
         try:

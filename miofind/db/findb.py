@@ -42,7 +42,7 @@ from .base import check_readable_wal as _check_readable_wal, not_writable as _no
 from .base import in_wal_mode as _in_wal_mode, is_corruption as _is_corruption  # noqa: F401
 from .base import sqlite_problem as _sqlite_problem, sqlite_uri as _sqlite_uri  # noqa: F401
 from .base import make_parent as _make_parent  # noqa: F401
-from .base import collect_find_failures
+from .base import collect_find_failures, latest_rows
 
 __all__ = ["FindDB", "Record", "PerfRecord", "TuneFailure", "FindFailure", "FindDBError", "FindDBWarning",
            "default_db_url",
@@ -521,13 +521,7 @@ class FindDB:
         if self.readonly:
             self._refuse_write()
         table, keys = _KINDS[cls]
-        latest: dict[tuple, Any] = {}
-        for r in items:
-            if not isinstance(r, cls):
-                raise FindDBError(f"FindDB {self._where}: expected {cls.__name__} objects, got {type(r).__name__}")
-            row = _to_row(r)
-            latest[tuple(row[k] for k in keys)] = row  # the last of duplicates wins
-        rows = list(latest.values())
+        rows = latest_rows(self._where, cls, items, _to_row, lambda r, row: tuple(row[k] for k in keys))
         if not rows:
             return 0
         dialect = self._engine.dialect.name

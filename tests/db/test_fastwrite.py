@@ -132,7 +132,7 @@ def test_older_schema_goes_to_findb_which_migrates(tmp_path):
         db.store([rec("A")])
     downgrade_to_schema_2(p)
     assert fastwrite.writer(url(p)) is None     # FindDB migrates it
-    stored = find.store_dbs(url(p), H100)
+    stored = find.store_dbs(url(p), H100, None, fastwrite.writer(url(p)))
     assert isinstance(stored.user, FindDB)
     stored.user.store([rec("B")])
     assert table(p, "meta", ()) == [("schema_version", str(base.SCHEMA_VERSION))]
@@ -155,7 +155,7 @@ def test_corrupt_file_is_findbs_to_move_aside(tmp_path):
     assert fastwrite.writer(url(p)) is None
     with warnings.catch_warnings(record=True) as got:
         warnings.simplefilter("always")
-        find.store_dbs(url(p), H100).user.store([rec()])
+        find.store_dbs(url(p), H100, None, fastwrite.writer(url(p))).user.store([rec()])
     assert any(issubclass(x.category, FindDBWarning) and "corrupt" in str(x.message) for x in got)
     assert any(q.name.startswith("bad.sqlite.corrupt-") for q in tmp_path.iterdir())
 
@@ -168,7 +168,7 @@ def test_foreign_file_is_refused_by_findb(tmp_path):
     con.close()
     assert fastwrite.writer(url(p)) is None
     with pytest.raises(FindDBError, match="not a FindDB"):
-        find.store_dbs(url(p), H100)
+        find.store_dbs(url(p), H100, None, fastwrite.writer(url(p)))
     assert table(p, "notes", ()) == []
 
 
@@ -238,7 +238,7 @@ def test_a_miss_stores_without_sqlalchemy(tmp_path):
     p = tmp_path / "new" / "user.sqlite"
     code = f"""
 import sys
-from miofind.db import fastread
+from miofind.db import fastread, fastwrite
 import miofind.find as find
 from miofind.device import DeviceInfo
 sys.path.insert(0, {str(Path(__file__).parent)!r})
@@ -249,7 +249,7 @@ u = {url(p)!r}
 for i in range(2):
     reads = find._fast_reads(u, dev)
     assert reads is not None and reads.system is not None, reads
-    dbs = find.store_dbs(u, dev, reads)
+    dbs = find.store_dbs(u, dev, reads, fastwrite.writer(u))
     dbs.user.store([rec("S%d" % i)])
     dbs.user.store_find_failures(rec().device, rec().problem_key, ["T"],
                                  [FindFailure(rec().device, rec().problem_key, "T", None, "verify", "wrong")])
@@ -269,5 +269,5 @@ def test_store_dbs_keeps_an_open_findb(tmp_path):
     from miofind.db.handles import open_db
     u = url(tmp_path / "x.sqlite")
     h = open_db(u)
-    assert fastwrite.writer(u) is None and find.store_dbs(u, H100).user is h
-    assert isinstance(find.store_dbs(u, H100), Overlay)
+    assert fastwrite.writer(u) is None and find.store_dbs(u, H100, None, fastwrite.writer(u)).user is h
+    assert isinstance(find.store_dbs(u, H100, None, fastwrite.writer(u)), Overlay)
