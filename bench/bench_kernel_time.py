@@ -9,10 +9,12 @@ Harness (same buffers; every candidate verified against the float64 reference fi
   cudnn  every plan cuDNN's heuristics offer (up to MIOFIND_CUDNN_PLANS).
   tma    with ``--tma``: each of ours' configs with the copy-engine loads (WSPEC = 1, TMA = 1, PERSIST = 0) where
          valid, a side of its own; "ours" stays the configs without TMA, and "best" is the faster of the two.
+  ptma   with ``--persist`` (F): persistent copy-engine configs (PERSIST = 1, TMA = 1): each unsplit "tma" config
+         made persistent, and PERSIST_TILES at 3 and 4 stages, where valid; "best" is then the fastest of the three.
 For each timing, each side's fastest candidate under that timing; the geomean of ours / cudnn per direction.
 ``--set large``: issue 19's large layer (N=120, 64 -> 64 channels, 512 x 512, 3x3).
 
-    python bench/bench_kernel_time.py --dirs F,B,W --dtypes FP16 [--set nonresnet] [--alts] [--tma] --json out.json
+    python bench/bench_kernel_time.py --dirs F,B,W --dtypes FP16 [--set nonresnet] [--alts] [--tma [--persist]] --json out.json
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import kernel_timing  # noqa: E402
 HOPPER = {"F": "ConvImplicitGemmHopperFwd", "B": "ConvImplicitGemmHopperBwd", "W": "ConvImplicitGemmHopperWrw"}
 CUDNN = {"F": "ConvCudnnFwd", "B": "ConvCudnnBwd", "W": "ConvCudnnWrw"}
 MODES = ("isolated", "gpu", "eager", "find")
+PERSIST_TILES = ((128, 64, 2), (256, 64, 2), (128, 128, 2), (128, 256, 2), (64, 128, 1), (64, 256, 1))
 
 
 def tuned_config(key: str, sid: str):
@@ -50,6 +53,7 @@ def main():
     ap.add_argument("--dtypes", default="FP16")
     ap.add_argument("--alts", action="store_true")
     ap.add_argument("--tma", action="store_true")
+    ap.add_argument("--persist", action="store_true")
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--deadline", type=float, default=1e9)
     ap.add_argument("--json", default="")
@@ -91,6 +95,14 @@ def main():
                         v = dict(c, WSPEC=1, TMA=1, **({"PERSIST": 0} if "PERSIST" in c else {}))
                         if hop.is_valid_config(p, v) and v not in cfgs:
                             cfgs.append(v)
+                if a.persist and "PERSIST" in cfgs[0]:
+                    base = [c for c in cfgs if c.get("TMA") and c["SPLITK"] == 1]
+                    base += [{"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": 0, "SPLITK": 1, "WSPEC": 1, "TMA": 1}
+                             for bm, bn, wgs in PERSIST_TILES for st in (3, 4)]
+                    for c in base:
+                        v = dict(c, PERSIST=1)
+                        if hop.is_valid_config(p, v) and v not in cfgs:
+                            cfgs.append(v)
                 cases.append((name, p, hop, cfgs))
                 for c in cfgs:
                     todo += hop.get_solution(p, c).kernels
@@ -107,7 +119,9 @@ def main():
         h = Harness(p, verify=True, seed=0)
         row = {"layer": name, "key": p.key(), "direction": p.direction, "dtype": p.dtype}
         sides = (("ours", hop, [c for c in cfgs if not c.get("TMA")], "implicit_gemm_hopper"),
-                 ("tma", hop, [c for c in cfgs if c.get("TMA")], "implicit_gemm_hopper"), ("cudnn", cud, None, "cudnn"))
+                 ("tma", hop, [c for c in cfgs if c.get("TMA") and not c.get("PERSIST")], "implicit_gemm_hopper"),
+                 ("ptma", hop, [c for c in cfgs if c.get("TMA") and c.get("PERSIST")], "implicit_gemm_hopper"),
+                 ("cudnn", cud, None, "cudnn"))
         for side, solver, configs, fam in sides:
             if configs is None:
                 try:
@@ -137,19 +151,19 @@ def main():
                 row[f"{side}_{m}_ms"] = ms
                 row[f"{side}_{m}_cfg"] = cfg
         for m in MODES:
-            got = [(row[f"{sd}_{m}_ms"], row[f"{sd}_{m}_cfg"]) for sd in ("ours", "tma") if f"{sd}_{m}_ms" in row]
+            got = [(row[f"{sd}_{m}_ms"], row[f"{sd}_{m}_cfg"]) for sd in ("ours", "tma", "ptma") if f"{sd}_{m}_ms" in row]
             if got:
                 row[f"best_{m}_ms"], row[f"best_{m}_cfg"] = min(got, key=lambda t: t[0])
         rows.append(row)
         f = lambda s, m: f"{row[f'{s}_{m}_ms'] * 1e3:7.1f}" if f"{s}_{m}_ms" in row else "      -"  # noqa: E731
-        print(f"{name:28s} {p.direction} {p.dtype} " + "  ".join(f"{m} {f('ours', m)} {f('tma', m)} {f('cudnn', m)}"
-                                                                 for m in MODES)
-              + " us (ours tma cudnn)", flush=True)
+        print(f"{name:28s} {p.direction} {p.dtype} " + "  ".join(f"{m} {f('ours', m)} {f('tma', m)} {f('ptma', m)} "
+                                                                 f"{f('cudnn', m)}" for m in MODES)
+              + " us (ours tma ptma cudnn)", flush=True)
         del h
         if a.json:
             Path(a.json).write_text(json.dumps({"rows": rows, "device": dev.name}, indent=1))
 
-    for side in ("ours", "tma", "best") if a.tma else ("ours",):
+    for side in ("ours", "tma", "ptma", "best") if a.persist else ("ours", "tma", "best") if a.tma else ("ours",):
         print(f"\ngeomean {side} / cudnn (layers)")
         for d in a.dirs.split(","):
             for dt in a.dtypes.split(","):

@@ -46,6 +46,11 @@
 // output pixels m0 .. m0 + BM - 1 as filter bases from m0's (ow*sw - pw, oh*sh - ph, n), the K tile's tap as
 // the filter offset, its 64 channels; zeros outside the image and past M) and the B tile as a 64 x BN box of
 // w's KYXC rows; the stage's full mbarrier completes on their bytes. The maps are the last two arguments.
+// Persistent copy engine (TMA = 1, PERSIST = 1; any N): the grid is at most the blocks that fit the GPU at
+// once; block b takes output tiles b, b + gridDim.x, ... (N tiles fastest) and its producer thread streams
+// every (tile, K tile) position's A and B boxes through the STAGES buffers without draining between tiles,
+// while the consumers stage and store each finished tile through a shared output tile of its own
+// ([BM][BN + 8] after the stages): the next tile's copies overlap that epilogue.
 // Fused epilogue (ConvImplicitGemmHopperFwdFused): EPI_BIAS = 1 adds bias[k] (data_t, one per output
 // channel) to the FP32 sum, EPI_ACT then applies ReLU (1) or the exact GELU v * Phi(v) (2), before the
 // rounding to data_t; split, the reduce kernel applies it. The kernels then take the bias pointer last.
@@ -144,7 +149,7 @@ static_assert(BN == 64 || BN == 128 || BN == 256, "BN in 64, 128, 256");
 static_assert(WG_M * BN <= 256, "at most 128 accumulators per thread");
 static_assert(STAGES >= 3, "prefetch distance STAGES - 2 >= 1");
 static_assert(PERSIST || BM * (BN + 8) * 2 <= STAGES * STAGE_BYTES, "the staged output tile fits the pipeline's buffers");
-static_assert(!PERSIST || NTILES_N == 1, "persistent blocks cover all of N");
+static_assert(!PERSIST || TMA || NTILES_N == 1, "persistent blocks with resident B cover all of N");
 static_assert(SPLITK >= 1 && (SPLITK == 1 || !PERSIST), "split-K with non-persistent blocks only");
 static_assert(SPLITK == 1 || (KT_PER >= 1 && (SPLITK - 1) * KT_PER < KTILES && SPLITK * KT_PER >= KTILES),
               "SPLITK chunks of KT_PER K tiles cover the K tiles, none empty");
@@ -155,7 +160,7 @@ static_assert(P_C % 8 == 0, "16-byte chunks of channels");
 static_assert(XS_C == 1 && WS_C == 1 && YS_C == 1, "channels-last x, w and y");
 static_assert(YS_W >= P_K && YS_W % 8 == 0 && YS_H % 8 == 0 && YS_N % 8 == 0, "16-byte aligned channels-last y pixels");
 static_assert(B_MN || (WS_X == P_C && WS_Y == P_X * WS_X && WS_K == P_Y * WS_Y), "dense KYXC w");
-static_assert(!TMA || (WSPEC && !PERSIST && !B_MN && P_C % BK == 0), "TMA: a producer warpgroup, K tiles of one tap");
+static_assert(!TMA || (WSPEC && !B_MN && P_C % BK == 0), "TMA: a producer warpgroup, K tiles of one tap");
 
 #define Y_DENSE (YS_W == P_K && YS_H == P_WO * YS_W && YS_N == P_HO * YS_H)
 
@@ -582,6 +587,65 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
     __syncthreads();
     store_tile<NT>(y, cs, m0, n0, t);
 #endif
+#elif TMA
+    // shared memory: [STAGES x (A tile, B tile)][output tile]
+    data_t* cs = reinterpret_cast<data_t*>(sgen + STAGES * STAGE_BYTES);
+    const index_t ntiles = (index_t)((GEMM_M + BM - 1) / BM) * NTILES_N;
+    if(producer)
+    {
+        if(tl == 0)
+        {
+            index_t i = 0;                     // stream position: (tile, K tile)
+            for(index_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x)
+            {
+                const index_t m0 = (tile / NTILES_N) * BM;
+                const int n0 = (int)(tile % NTILES_N) * BN;
+                // the tile's first output pixel (n, oh, ow) as the first filter base (ow*sw - pw, oh*sh - ph, n)
+                const index_t q = m0 / P_WO;
+                const int wb = (int)(m0 - q * P_WO) * P_SW - P_PW;
+                const int hb = (int)(q % P_HO) * P_SH - P_PH;
+                const int nb = (int)(q / P_HO);
+#pragma unroll 1
+                for(int kt = 0; kt < KTILES; ++kt, ++i)
+                {
+                    const int s = producer_stage<STAGES>(empty0, i);
+                    const u32 sn = sbase + s * STAGE_BYTES, bar = full0 + s * 8;
+                    const int kk = kt * BK;             // tap (kk / C) = (r, s), channels c .. c + 63
+                    const int tap = kk / P_C, c = kk - tap * P_C;
+                    mbar_expect_tx(bar, STAGE_BYTES);
+                    tma_im2col_4d(sn, &tmx, c, wb, hb, nb, (unsigned short)((tap % P_X) * P_DW),
+                                  (unsigned short)((tap / P_X) * P_DH), bar);
+                    tma_tile_2d(sn + A_BYTES, &tmw, kk, n0, bar);
+                }
+            }
+        }
+        return;
+    }
+    index_t pos = 0;                           // stream position of the consumers
+    for(index_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x)
+    {
+        const index_t m0 = (tile / NTILES_N) * BM;
+        const int n0 = (int)(tile % NTILES_N) * BN;
+#pragma unroll 1
+        for(int kt = 0; kt < KTILES; ++kt, ++pos)
+        {
+            const int s = (int)(pos % STAGES);
+            mbar_wait(full0 + s * 8, (u32)((pos / STAGES) & 1));
+            const u32 sa = sbase + s * STAGE_BYTES;
+            mma_tile(acc, sa, sa + A_BYTES, wg);
+            wgmma_wait<1>();                 // position pos - 1's wgmma has completed: release its stage
+            if(kt > 0)
+                mbar_arrive(empty0 + (int)((pos - 1) % STAGES) * 8);
+        }
+        wgmma_wait<0>();
+        mbar_arrive(empty0 + (int)((pos - 1) % STAGES) * 8);
+        fence_acc(acc);
+        consumer_sync();                      // the previous tile's stores have read the output buffer
+        acc_to_smem(acc, cs, t EPI_PASS(n0));
+        consumer_sync();
+        store_tile<NT_MMA>(y, cs, m0, n0, t);
+        zero_acc(acc);
+    }
 #else
     // shared memory: [B, all K tiles][A, STAGES buffers][output tile]
     const u32 sb0 = sbase;

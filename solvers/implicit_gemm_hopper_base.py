@@ -10,13 +10,15 @@ a visible GPU (CPU tools, CI's NVRTC compile) the device check is left to the ru
 
 Tunables: BM (block rows, 64 x WGS x 1 or 2), BN (64, 128, 256: the wgmma N), WGS (1 or 2 consumer
 warpgroups; each also loads unless WSPEC), STAGES (shared-memory buffers, prefetch distance STAGES - 2),
-PERSIST (1: N <= BN, persistent blocks with all of B resident in shared memory, streaming A), SPLITK
+PERSIST (1: persistent blocks; without TMA N <= BN, all of B resident in shared memory, streaming A), SPLITK
 (requested chunks of the K = C*Y*X reduction, grid.y; the kernel runs ceil(tiles / ceil(tiles / SPLITK))
 of them, each writing FP32 partial tiles to the workspace, summed and cast by a second kernel;
 PERSIST = 0 only), WSPEC (1: one more warpgroup, the producer, issues every load; the WGS warpgroups
-only multiply, stages handed over by mbarriers), TMA (1, with WSPEC, PERSIST = 0 and C % 64 == 0: the
+only multiply, stages handed over by mbarriers), TMA (1, with WSPEC and C % 64 == 0: the
 producer's one thread copies each stage's tiles with the copy engine, tensor maps of x (im2col) and w
-(tiled) passed by value, ``miofind.tma``).
+(tiled) passed by value, ``miofind.tma``). TMA with PERSIST (any N): persistent blocks over every output
+tile, the producer streaming each tile's A and B boxes through the stages without draining between tiles, and
+the consumers' epilogue through its own output tile, overlapped with the next tile's copies.
 """
 
 from __future__ import annotations
@@ -67,8 +69,11 @@ def ktiles(p: ProblemDescription) -> int:
 def smem_bytes(p: ProblemDescription, cfg) -> int:
     """The kernel's dynamic shared memory, plus 1 KiB to align the first tile to the swizzle's
     1024-byte period: STAGES x (BM + BN) rows of 128 bytes; PERSIST: all K tiles of B, STAGES
-    A buffers and the output tile (BM x (BN + 8) elements)."""
+    A buffers and the output tile (BM x (BN + 8) elements); PERSIST with TMA: STAGES x (BM + BN) rows
+    and the output tile."""
     bm, bn, st = cfg["BM"], cfg["BN"], cfg["STAGES"]
+    if cfg["PERSIST"] and cfg.get("TMA", 0):
+        return st * (bm + bn) * 128 + bm * (bn + 8) * 2 + 1024
     if cfg["PERSIST"]:
         return (ktiles(p) * bn + st * bm) * 128 + bm * (bn + 8) * 2 + 1024
     if split_geometry(p, cfg["SPLITK"])[0] > 1:     # the FP32 partial tile (BM x (BN + 8)) reuses the buffers
@@ -139,11 +144,11 @@ def config_ok(p: ProblemDescription, cfg) -> bool:
         return False
     if wsp not in (0, 1) or tm not in (0, 1):
         return False
-    if tm and not (wsp and not per and tma_fits(p)):
+    if tm and not (wsp and tma_fits(p)):
         return False
     if bm % (64 * wgs) or bm // (64 * wgs) not in (1, 2) or (bm // (64 * wgs)) * bn > 256:
         return False
-    if per and gemm_shape(p)[1] > bn:
+    if per and not tm and gemm_shape(p)[1] > bn:     # resident B: all of N in one tile
         return False
     if not 1 <= sk <= MAX_SPLITK or (per and sk != 1):
         return False
@@ -265,7 +270,7 @@ def space(p: ProblemDescription):
                 for per in (0, 1):
                     for st in range(3, 9 if per else 7):
                         for wsp in (0, 1):
-                            for tm in ((0, 1) if wsp and not per else (0,)):
+                            for tm in ((0, 1) if wsp else (0,)):
                                 yield from split_variants(p, {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st,
                                                               "PERSIST": per, "WSPEC": wsp, "TMA": tm})
 

@@ -95,7 +95,7 @@ def test_configs_valid_and_targeted():
     assert not FWD.is_valid_config(p, dict(space[0], STAGES=2))
     assert not FWD.is_valid_config(p, {"BM": 128, "BN": 256, "WGS": 2, "STAGES": 6, "PERSIST": 0, "SPLITK": 1})  # smem
     assert not FWD.is_valid_config(p, {"BM": 128, "BN": 128, "WGS": 2, "STAGES": 4, "PERSIST": 1, "SPLITK": 1})  # N > BN
-    assert not any(c["PERSIST"] for c in space)       # B of 9 K tiles x 256 rows does not fit
+    assert not any(c["PERSIST"] and not c["TMA"] for c in space)       # B of 9 K tiles x 256 rows does not fit
     p64 = _nhwc(n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
     assert FWD.is_valid_config(p64, {"BM": 128, "BN": 64, "WGS": 2, "STAGES": 8, "PERSIST": 1, "SPLITK": 1})
     big = _nhwc(n=120, c=64, k=64, in_size=(512, 512), filter_size=3, pads=1)

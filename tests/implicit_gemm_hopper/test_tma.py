@@ -1,7 +1,8 @@
 """Copy-engine (TMA) loads of the Hopper implicit GEMM (TMA = 1; F and W): which configs may use them (CPU),
 the im2col corners (CPU, the PTX ISA's examples), the NVRTC builds for sm_90a (CPU), and on the GPU every
-tile shape, split and cluster against the float64 reference with poisoned outputs, on problems whose
-tensor-map boxes cross image rows, images, padding and the ends of M, N and J."""
+tile shape, split, cluster and (F) persistent config against the float64 reference with poisoned outputs, on
+problems whose tensor-map boxes cross image rows, images, padding and the ends of M, N and J, and one whose
+persistent blocks each walk several output tiles."""
 
 import zlib
 
@@ -29,6 +30,8 @@ CASES = {
     "7x7s2": dict(n=2, c=64, k=64, in_size=(23, 21), filter_size=7, pads=3, strides=2),
     "5x3_s2x1": dict(n=2, c=64, k=96, in_size=(12, 17), filter_size=(5, 3), pads=(2, 0), strides=(2, 1)),
 }
+# persistent F: 512 M tiles of 128 (the last short) x 2 N tiles (K = 80), over a grid of at most 2 x 132 blocks
+MANY_TILES = dict(n=16, c=64, k=80, in_size=(63, 65), filter_size=3, pads=1)
 FWD_TILES = ((64, 64, 1), (64, 128, 1), (64, 256, 1), (128, 64, 2), (128, 128, 2), (128, 256, 2), (256, 128, 2),
              (128, 128, 1), (256, 64, 2))
 WRW_TILES = ((64, 64, 1), (64, 128, 1), (128, 128, 2), (128, 256, 2), (256, 64, 2), (64, 256, 1))
@@ -38,8 +41,8 @@ def _p(d, dt="FP16", **kw):
     return ProblemDescription.make(d, layout="NHWC", dtype=dt, **kw)
 
 
-def _fcfg(bm, bn, wgs, st, sk=1, tm=1):
-    return {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": 0, "SPLITK": sk, "WSPEC": 1, "TMA": tm}
+def _fcfg(bm, bn, wgs, st, sk=1, tm=1, per=0):
+    return {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": per, "SPLITK": sk, "WSPEC": 1, "TMA": tm}
 
 
 def _wcfg(bm, bn, wgs, st, sk=1, cl=1, tm=1):
@@ -64,7 +67,14 @@ def test_which_configs_may_use_tma(no_gpu_arch):
     p = _p("F", **CASES["s2"])
     assert FWD.is_valid_config(p, _fcfg(128, 64, 2, 4))
     assert not FWD.is_valid_config(p, dict(_fcfg(128, 64, 2, 4), WSPEC=0))       # the producer issues the copies
-    assert not FWD.is_valid_config(p, dict(_fcfg(128, 64, 2, 4), PERSIST=1))
+    # persistent with TMA: B streams with A, so any N (without TMA, PERSIST keeps all of B and needs N <= BN)
+    assert FWD.is_valid_config(p, _fcfg(128, 64, 2, 4, per=1))
+    wide = _p("F", **CASES["tail_mn"])          # N = 72 > BN = 64
+    assert FWD.is_valid_config(wide, _fcfg(128, 64, 2, 4, per=1))
+    assert not FWD.is_valid_config(wide, _fcfg(128, 64, 2, 4, per=1, tm=0))
+    assert not FWD.is_valid_config(p, _fcfg(128, 64, 2, 4, sk=2, per=1))               # no split when persistent
+    assert hb.smem_bytes(p, _fcfg(128, 64, 2, 4, per=1)) == 4 * 192 * 128 + 128 * 72 * 2 + 1024
+    assert FWD.get_solution(wide, _fcfg(128, 64, 2, 3, per=1)).kernels[0].grid == (hb.tiles(wide, _fcfg(128, 64, 2, 3)), 1, 1)
     assert not FWD.is_valid_config(_p("F", n=2, c=96, k=64, in_size=(9, 9), filter_size=3, pads=1),
                                    _fcfg(128, 64, 2, 4))                           # C % 64: a K tile is one tap
     assert not BWD.is_valid_config(_p("B", **CASES["s2"]), _fcfg(128, 64, 2, 4))  # B's phases read w in place
@@ -79,6 +89,7 @@ def test_which_configs_may_use_tma(no_gpu_arch):
     assert FWD.default_config(_p("F", **CASES["1x1_s2"]))["TMA"] == 0 and WRW.default_config(w)["TMA"] == 1
     assert BWD.default_config(_p("B", **CASES["s2"]))["TMA"] == 0
     assert any(c["TMA"] for c in FWD.config_space(p)) and not any(c["TMA"] for c in BWD.config_space(_p("B", **CASES["s2"])))
+    assert any(c["TMA"] and c["PERSIST"] for c in FWD.config_space(p))
     assert any(c["TMA"] for c in WRW.config_space(w))
 
 
@@ -93,6 +104,7 @@ def test_tma_builds(no_gpu_arch):
     from miofind.compile import nvrtc_compile
     builds = [FWD.get_solution(p, _fcfg(bm, bn, wgs, 3)).kernels[0] for bm, bn, wgs in FWD_TILES]
     builds += FWD.get_solution(_p("F", "BF16", **CASES["7x7img"]), _fcfg(128, 64, 2, 4, sk=3)).kernels
+    builds += [FWD.get_solution(p, _fcfg(bm, bn, wgs, 3, per=1)).kernels[0] for bm, bn, wgs in FWD_TILES]
     w = _p("W", **CASES["tail_mn"])
     builds += [WRW.get_solution(w, _wcfg(bm, bn, wgs, 4)).kernels[0] for bm, bn, wgs in WRW_TILES]
     builds += WRW.get_solution(w, _wcfg(128, 128, 2, 4, sk=3)).kernels
@@ -118,6 +130,20 @@ def test_fwd_tma(name, dt):
     cfgs = [c for bm, bn, wgs in FWD_TILES for c in (_fcfg(bm, bn, wgs, 3), _fcfg(bm, bn, wgs, 6))
             if FWD.is_valid_config(p, c)]
     cfgs += [c for c in (_fcfg(128, 64, 2, 4, sk=3), _fcfg(64, 128, 1, 4, sk=2)) if FWD.is_valid_config(p, c)]
+    cfgs += [c for bm, bn, wgs in FWD_TILES for c in (_fcfg(bm, bn, wgs, 3, per=1),) if FWD.is_valid_config(p, c)]
+    _check_all(FWD, p, cfgs)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+def test_fwd_tma_persistent_walks_tiles(dt):
+    """Persistent F with TMA where every block walks several output tiles (N tiles fastest, an M tail and an N
+    tail), one and two blocks per SM, the stream wrapping the stages many times, against the float64 reference."""
+    p = _p("F", dt, **MANY_TILES)
+    cfgs = [_fcfg(128, 64, 2, 3, per=1), _fcfg(128, 64, 2, 4, per=1), _fcfg(64, 128, 1, 5, per=1),
+            _fcfg(256, 64, 2, 4, per=1), _fcfg(128, 128, 2, 4, per=1)]
+    for c in cfgs:
+        assert hb.tiles(p, c) >= 2 * FWD.get_solution(p, c).kernels[0].grid[0], c
     _check_all(FWD, p, cfgs)
 
 
