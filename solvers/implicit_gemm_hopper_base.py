@@ -223,10 +223,10 @@ def default_tile(p: ProblemDescription, copy_engine: bool = True) -> dict:
     """Measured on the H100 (bench/results/hopper-igemm/): 128-row tiles of two warpgroups; BN = 64
     for N <= 64, or when 128 x 128 tiles would leave over half the SMs idle; else BN = 128, with 4
     stages when the grid is at most one wave (one block per SM) and 3 (two blocks per SM) beyond.
-    PERSIST is left to tuning: it won by at most 6% where it applies, and lost on the large layer.
-    The split is default_split's (1 for grids that fill the GPU). With ``copy_engine``, filters larger
-    than 1x1 load through the copy engine (WSPEC = 1, TMA = 1, the same tile and split) where it applies:
-    faster on all 7 such ResNet-50 layers, while 1x1 layers went either way (bench/results/session-tma/)."""
+    PERSIST without the copy engine is left to tuning: it won by at most 6% where it applies, and lost on
+    the large layer. The split is default_split's (1 for grids that fill the GPU). With ``copy_engine``,
+    wherever the copy engine serves x (tma_fits), persistent_tile's config instead, unless the config above
+    is split and the persistent tiles would not give half the SMs one (a batch-1 layer of few tiles)."""
     m, n, _ = gemm_shape(p)
     blocks = ceil_div(m, 128) * ceil_div(n, 128)
     if m <= 64:
@@ -239,11 +239,31 @@ def default_tile(p: ProblemDescription, copy_engine: bool = True) -> dict:
     cfg["WSPEC"] = 0
     cfg["TMA"] = 0
     cfg["SPLITK"] = default_split(p, cfg)
-    if copy_engine and math.prod(p.filter_size) > 1:
+    if copy_engine:
+        per = persistent_tile(p)
+        # a split of a small grid stays where the persistent tiles would leave over half the SMs idle
+        if config_ok(p, per) and (cfg["SPLITK"] == 1 or tiles(p, per) >= SM_COUNT // 2):
+            return per
+        # else filters larger than 1x1 load through the copy engine (the same tile and split): faster on all 7
+        # such ResNet-50 layers, while 1x1 layers went either way (bench/results/session-tma/)
         tm = dict(cfg, WSPEC=1, TMA=1)
-        if config_ok(p, tm):
+        if math.prod(p.filter_size) > 1 and config_ok(p, tm):
             return tm
     return cfg
+
+
+def persistent_tile(p: ProblemDescription) -> dict:
+    """The persistent copy-engine config (PERSIST = 1, TMA = 1, 4 stages): 128 x 128 tiles of two warpgroups
+    (128 x 64 for N <= 64), or 64 x 128 (64 x 64) tiles of one where 128 x 128 tiles would not give every SM
+    one. Measured on the H100 against the non-persistent copy-engine and cp.async configs (bench/results/
+    session-ptma/): the persistent configs were the fastest of the three on 17 of ResNet-50's 22 FP16 F layers,
+    1x1 ones included, and on the large layer; on 512 -> 512 @7 3x3 (N = 32, 100 tiles of 64 x 128) they also
+    beat the split."""
+    m, n, _ = gemm_shape(p)
+    bn = 64 if n <= 64 else 128
+    if ceil_div(m, 128) * ceil_div(n, 128) < SM_COUNT:
+        return {"BM": 64, "BN": bn, "WGS": 1, "STAGES": 4, "PERSIST": 1, "SPLITK": 1, "WSPEC": 1, "TMA": 1}
+    return {"BM": 128, "BN": bn, "WGS": 2, "STAGES": 4, "PERSIST": 1, "SPLITK": 1, "WSPEC": 1, "TMA": 1}
 
 
 def split_variants(p: ProblemDescription, cfg):

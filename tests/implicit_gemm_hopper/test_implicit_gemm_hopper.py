@@ -100,7 +100,7 @@ def test_configs_valid_and_targeted():
     assert FWD.is_valid_config(p64, {"BM": 128, "BN": 64, "WGS": 2, "STAGES": 8, "PERSIST": 1, "SPLITK": 1})
     big = _nhwc(n=120, c=64, k=64, in_size=(512, 512), filter_size=3, pads=1)
     per = {"BM": 128, "BN": 64, "WGS": 2, "STAGES": 8, "PERSIST": 1, "SPLITK": 1, "WSPEC": 0, "TMA": 0}
-    assert FWD.default_config(big) == dict(per, STAGES=4, PERSIST=0, WSPEC=1, TMA=1)   # 3x3: the copy engine
+    assert FWD.default_config(big) == dict(per, STAGES=4, PERSIST=1, WSPEC=1, TMA=1)   # persistent, the copy engine
     assert FWD.get_solution(big, per).kernels[0].grid[0] <= 2 * 132       # persistent: the blocks that fit
     k = FWD.get_solution(p).kernels[0]
     d = FWD.default_config(p)
@@ -636,8 +636,14 @@ def test_default_split_rule(no_gpu_arch):
     """Small grid with a long reduction: split (the estimate beats the unsplit one); a grid that fills
     the GPU, or a reduction too short for two chunks of MIN_KT_PER_SPLIT K tiles: unsplit."""
     small = _nhwc(**R50_SMALL_3x3)
-    d = FWD.default_config(small)
+    d = hb.default_tile(small, copy_engine=False)
     assert (d["BM"], d["BN"], d["PERSIST"]) == (128, 64, 0) and d["SPLITK"] > 1
+    # with the copy engine: its 100 persistent 64 x 128 tiles give over half the SMs one, so no split; at
+    # batch 1 (8 such tiles) the split stays
+    assert FWD.default_config(small) == hb.persistent_tile(small) and hb.tiles(small, hb.persistent_tile(small)) == 100
+    one = _nhwc(**dict(R50_SMALL_3x3, n=1))
+    assert FWD.default_config(one) == dict(hb.default_tile(one, copy_engine=False), WSPEC=1, TMA=1)
+    assert FWD.default_config(one)["SPLITK"] > 1 and not FWD.default_config(one)["PERSIST"]
     tile = dict(d, SPLITK=1)
     assert hb.small_grid(small, tile)
     assert hb.split_estimate_us(small, tile, d["SPLITK"]) < hb.split_estimate_us(small, tile, 1)
@@ -673,7 +679,8 @@ def test_split_solution_and_workspace(no_gpu_arch):
     unsplit = FWD.get_solution(p, dict(cfg, SPLITK=1))
     assert [k.name for k in unsplit.kernels] == ["igemm_hopper_fwd"] and unsplit.workspace_bytes == 0
     assert unsplit.kernels[0].grid == (13 * 8, 1, 1) and "KT_PER" not in dict(unsplit.kernels[0].macros)
-    assert FWD.workspace_bytes(p) == FWD.get_solution(p).workspace_bytes > 0                # the default splits
+    one = _nhwc(**dict(R50_SMALL_3x3, n=1))
+    assert FWD.workspace_bytes(one) == FWD.get_solution(one).workspace_bytes > 0            # the default splits
     # B: w read in place, so only a split config's partial planes
     b = _b(dt="BF16", n=2, c=40, k=72, in_size=(15, 13), filter_size=3, pads=1)
     pf = BWD.forward_problem(b)

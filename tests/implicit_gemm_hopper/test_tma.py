@@ -82,11 +82,13 @@ def test_which_configs_may_use_tma(no_gpu_arch):
     assert WRW.is_valid_config(w, WRW.default_config(w))
     assert WRW.is_valid_config(w, _wcfg(128, 128, 2, 5))
     assert not WRW.is_valid_config(w, dict(_wcfg(128, 128, 2, 5), WSPEC=0))
-    # the configs stored before TMA run without it; defaults take it for filters above 1x1 (F) and wherever it
-    # applies (W), never for B; tuning reaches it through the spaces
+    # the configs stored before TMA run without it; defaults take it wherever it applies (F persistent, W),
+    # never for B; tuning reaches it through the spaces
     old = {k: v for k, v in FWD.default_config(p).items() if k not in ("TMA", "WSPEC")}
     assert FWD.legacy_config(old)["TMA"] == 0 and (FWD.default_config(p)["TMA"], FWD.default_config(p)["WSPEC"]) == (1, 1)
-    assert FWD.default_config(_p("F", **CASES["1x1_s2"]))["TMA"] == 0 and WRW.default_config(w)["TMA"] == 1
+    # since the persistent copy-engine configs (bench/results/session-ptma/), 1x1 filters take them too
+    assert FWD.default_config(_p("F", **CASES["1x1_s2"])) == hb.persistent_tile(_p("F", **CASES["1x1_s2"]))
+    assert hb.persistent_tile(p)["TMA"] == hb.persistent_tile(p)["PERSIST"] == 1 and WRW.default_config(w)["TMA"] == 1
     assert BWD.default_config(_p("B", **CASES["s2"]))["TMA"] == 0
     assert any(c["TMA"] for c in FWD.config_space(p)) and not any(c["TMA"] for c in BWD.config_space(_p("B", **CASES["s2"])))
     assert any(c["TMA"] and c["PERSIST"] for c in FWD.config_space(p))
