@@ -335,14 +335,18 @@ SOURCE_RENAMES = {"88c4490855edbe3c": "932ecfdffa26fafc",     # gemm_im2col.cu
                   # session-fused/cubins_identical.txt); then the copy-engine loads (TMA, off by default) of the
                   # forward and W kernels: every stored Hopper F/B/W config's cubins byte-identical again
                   # (bench/results/session-tma/cubins_identical.txt); then the producers' stage wait as one
-                  # helper (producer_stage): byte-identical again (bench/results/session-cpu/cubins_identical.txt)
-                  "e441f17ba9b54075": "7ba9a9588f0da422",     # Hopper F (before the fused epilogue)
-                  "52f6cba2317015bb": "812acdeea5d96990",     # Hopper B (before the fused epilogue)
-                  "014572832c77b32c": "7ba9a9588f0da422",     # Hopper F (before TMA)
-                  "78707bc1105e721f": "812acdeea5d96990",     # Hopper B (before TMA)
+                  # helper (producer_stage): byte-identical again (bench/results/session-cpu/cubins_identical.txt);
+                  # then the persistent copy-engine forward (PERSIST with TMA): every stored Hopper F/B config's
+                  # cubins byte-identical again (bench/results/session-ptma/cubins_identical.txt)
+                  "e441f17ba9b54075": "5443a5728c287b7b",     # Hopper F (before the fused epilogue)
+                  "52f6cba2317015bb": "6dc9123e93d0beb8",     # Hopper B (before the fused epilogue)
+                  "014572832c77b32c": "5443a5728c287b7b",     # Hopper F (before TMA)
+                  "78707bc1105e721f": "6dc9123e93d0beb8",     # Hopper B (before TMA)
                   "980f773c631b2d33": "2ad580b225e57106",     # Hopper W (before TMA)
-                  "aff7ee6f69feadba": "7ba9a9588f0da422",     # Hopper F
-                  "b64b2f6e5900b567": "812acdeea5d96990",     # Hopper B
+                  "aff7ee6f69feadba": "5443a5728c287b7b",     # Hopper F (before the producers' stage wait)
+                  "b64b2f6e5900b567": "6dc9123e93d0beb8",     # Hopper B (before the producers' stage wait)
+                  "7ba9a9588f0da422": "5443a5728c287b7b",     # Hopper F
+                  "812acdeea5d96990": "6dc9123e93d0beb8",     # Hopper B
                   "20b8aab89e54083d": "2ad580b225e57106"}     # Hopper W
 
 
