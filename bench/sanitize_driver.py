@@ -29,6 +29,9 @@ TINY = {
     # FP16 channels-last (the Hopper family): strided, so that backward data runs its stride phases
     "nhwc_s2": dict(n=1, c=16, k=24, in_size=(9, 9), filter_size=3, pads=1, strides=2, layout="NHWC", dtype="FP16"),
     "nhwc_1x1s2": dict(n=2, c=16, k=8, in_size=(7, 6), filter_size=1, strides=2, layout="NHWC", dtype="FP16"),
+    # the Hopper forward's persistent copy-engine default (C % 64 == 0): 256 tiles of 64 x 128 over 132 blocks, so
+    # that each block walks two tiles through its stages and its output buffer (with --every)
+    "nhwc_tma_walk": dict(n=4, c=64, k=80, in_size=(63, 65), filter_size=3, pads=1, layout="NHWC", dtype="FP16"),
     # a fused forward (bias + GELU in the epilogue): the solvers with a fused epilogue
     "nhwc_fused": dict(n=2, c=16, k=24, in_size=(9, 7), filter_size=3, pads=1, layout="NHWC", dtype="FP16", bias=1,
                        activation="gelu"),
