@@ -428,6 +428,21 @@ __device__ __forceinline__ void fence_acc(float (&acc)[WG_M][BN / 2])
 __device__ __forceinline__ void consumer_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(NT_MMA) : "memory"); }
 #endif
 
+#if TMA
+// Stage sn's two copies of the K tile at kk (tap kk / C = (r, s), channels c .. c + 63), completing on bar: A as
+// the im2col box from the tile's first filter base (wb, hb, nb) at the tap's filter offset, B as the 64 x BN box of
+// w's rows n0 .. n0 + BN - 1.
+__device__ __forceinline__ void tma_fill(u32 sn, u32 bar, const TmaMap* tmx, const TmaMap* tmw, int wb, int hb, int nb,
+                                         int kk, int n0)
+{
+    const int tap = kk / P_C, c = kk - tap * P_C;
+    mbar_expect_tx(bar, STAGE_BYTES);
+    tma_im2col_4d(sn, tmx, c, wb, hb, nb, (unsigned short)((tap % P_X) * P_DW), (unsigned short)((tap / P_X) * P_DH),
+                  bar);
+    tma_tile_2d(sn + A_BYTES, tmw, kk, n0, bar);
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(NT, MIN_BLOCKS)
 igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, data_t* __restrict__ y,
                  float* __restrict__ ws EPI_PARAM TMA_PARAM)
@@ -490,13 +505,7 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
             for(int i = 0; i < nkt; ++i)
             {
                 const int s = producer_stage<STAGES>(empty0, i);
-                const u32 sn = sbase + s * STAGE_BYTES, bar = full0 + s * 8;
-                const int kk = (kt0 + i) * BK;          // tap (kk / C) = (r, s), channels c .. c + 63
-                const int tap = kk / P_C, c = kk - tap * P_C;
-                mbar_expect_tx(bar, STAGE_BYTES);
-                tma_im2col_4d(sn, &tmx, c, wb, hb, nb, (unsigned short)((tap % P_X) * P_DW),
-                              (unsigned short)((tap / P_X) * P_DH), bar);
-                tma_tile_2d(sn + A_BYTES, &tmw, kk, n0, bar);
+                tma_fill(sbase + s * STAGE_BYTES, full0 + s * 8, &tmx, &tmw, wb, hb, nb, (kt0 + i) * BK, n0);
             }
         }
 #else
@@ -587,12 +596,25 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
     __syncthreads();
     store_tile<NT>(y, cs, m0, n0, t);
 #endif
-#elif TMA
+#else
+    const index_t mtiles = (GEMM_M + BM - 1) / BM;
+    const index_t ntiles = mtiles * NTILES_N;  // block b takes tiles b, b + gridDim.x, ...; N tiles fastest
+#if TMA
     // shared memory: [STAGES x (A tile, B tile)][output tile]
     data_t* cs = reinterpret_cast<data_t*>(sgen + STAGES * STAGE_BYTES);
-    const index_t ntiles = (index_t)((GEMM_M + BM - 1) / BM) * NTILES_N;
+#else
+    // shared memory: [B, all K tiles][A, STAGES buffers][output tile]; N = one tile (NTILES_N = 1)
+    const u32 sb0 = sbase;
+    const u32 sa0 = sbase + KTILES * B_BYTES;
+    data_t* cs = reinterpret_cast<data_t*>(sgen + KTILES * B_BYTES + STAGES * A_BYTES);
+    const index_t mine = (index_t)blockIdx.x < mtiles ? (mtiles - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+    const index_t total = mine * KTILES;      // this block's (tile, kt) stream
+#endif
+
+#if WSPEC
     if(producer)
     {
+#if TMA
         if(tl == 0)
         {
             index_t i = 0;                     // stream position: (tile, K tile)
@@ -609,55 +631,11 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
                 for(int kt = 0; kt < KTILES; ++kt, ++i)
                 {
                     const int s = producer_stage<STAGES>(empty0, i);
-                    const u32 sn = sbase + s * STAGE_BYTES, bar = full0 + s * 8;
-                    const int kk = kt * BK;             // tap (kk / C) = (r, s), channels c .. c + 63
-                    const int tap = kk / P_C, c = kk - tap * P_C;
-                    mbar_expect_tx(bar, STAGE_BYTES);
-                    tma_im2col_4d(sn, &tmx, c, wb, hb, nb, (unsigned short)((tap % P_X) * P_DW),
-                                  (unsigned short)((tap / P_X) * P_DH), bar);
-                    tma_tile_2d(sn + A_BYTES, &tmw, kk, n0, bar);
+                    tma_fill(sbase + s * STAGE_BYTES, full0 + s * 8, &tmx, &tmw, wb, hb, nb, kt * BK, n0);
                 }
             }
         }
-        return;
-    }
-    index_t pos = 0;                           // stream position of the consumers
-    for(index_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x)
-    {
-        const index_t m0 = (tile / NTILES_N) * BM;
-        const int n0 = (int)(tile % NTILES_N) * BN;
-#pragma unroll 1
-        for(int kt = 0; kt < KTILES; ++kt, ++pos)
-        {
-            const int s = (int)(pos % STAGES);
-            mbar_wait(full0 + s * 8, (u32)((pos / STAGES) & 1));
-            const u32 sa = sbase + s * STAGE_BYTES;
-            mma_tile(acc, sa, sa + A_BYTES, wg);
-            wgmma_wait<1>();                 // position pos - 1's wgmma has completed: release its stage
-            if(kt > 0)
-                mbar_arrive(empty0 + (int)((pos - 1) % STAGES) * 8);
-        }
-        wgmma_wait<0>();
-        mbar_arrive(empty0 + (int)((pos - 1) % STAGES) * 8);
-        fence_acc(acc);
-        consumer_sync();                      // the previous tile's stores have read the output buffer
-        acc_to_smem(acc, cs, t EPI_PASS(n0));
-        consumer_sync();
-        store_tile<NT_MMA>(y, cs, m0, n0, t);
-        zero_acc(acc);
-    }
 #else
-    // shared memory: [B, all K tiles][A, STAGES buffers][output tile]
-    const u32 sb0 = sbase;
-    const u32 sa0 = sbase + KTILES * B_BYTES;
-    data_t* cs = reinterpret_cast<data_t*>(sgen + KTILES * B_BYTES + STAGES * A_BYTES);
-    const index_t mtiles = (GEMM_M + BM - 1) / BM;
-    const index_t mine = (index_t)blockIdx.x < mtiles ? (mtiles - 1 - blockIdx.x) / gridDim.x + 1 : 0;
-    const index_t total = mine * KTILES;      // this block's (tile, kt) stream
-
-#if WSPEC
-    if(producer)
-    {
         // loader position in the stream: (its tile's rows, kt), advanced one K tile per load
         ARows ar;
         index_t ltile = blockIdx.x;
@@ -688,17 +666,24 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
 #pragma unroll 1
         for(index_t i = total - LAG > 0 ? total - LAG : 0; i < total; ++i)
             mbar_arrive(full0 + (int)(i % STAGES) * 8);
+#endif
         return;
     }
     index_t pos = 0;                           // stream position of the consumers
-    for(index_t tile = blockIdx.x; tile < mtiles; tile += gridDim.x)
+    for(index_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x)
     {
+        const index_t m0 = (tile / NTILES_N) * BM;
+        const int n0 = (int)(tile % NTILES_N) * BN;
 #pragma unroll 1
         for(int kt = 0; kt < KTILES; ++kt, ++pos)
         {
             const int s = (int)(pos % STAGES);
             mbar_wait(full0 + s * 8, (u32)((pos / STAGES) & 1));
+#if TMA
+            mma_tile(acc, sbase + s * STAGE_BYTES, sbase + s * STAGE_BYTES + A_BYTES, wg);
+#else
             mma_tile(acc, sa0 + s * A_BYTES, sb0 + kt * B_BYTES, wg);
+#endif
             wgmma_wait<1>();                 // position pos - 1's wgmma has completed: release its stage
             if(kt > 0)
                 mbar_arrive(empty0 + (int)((pos - 1) % STAGES) * 8);
@@ -707,9 +692,9 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
         mbar_arrive(empty0 + (int)((pos - 1) % STAGES) * 8);
         fence_acc(acc);
         consumer_sync();                      // the previous tile's stores have read the output buffer
-        acc_to_smem(acc, cs, t EPI_PASS(0));
+        acc_to_smem(acc, cs, t EPI_PASS(n0));
         consumer_sync();
-        store_tile<NT_MMA>(y, cs, tile * BM, 0, t);
+        store_tile<NT_MMA>(y, cs, m0, n0, t);
         zero_acc(acc);
     }
 #else

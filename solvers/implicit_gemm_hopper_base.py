@@ -260,10 +260,9 @@ def persistent_tile(p: ProblemDescription) -> dict:
     1x1 ones included, and on the large layer; on 512 -> 512 @7 3x3 (N = 32, 100 tiles of 64 x 128) they also
     beat the split."""
     m, n, _ = gemm_shape(p)
-    bn = 64 if n <= 64 else 128
-    if ceil_div(m, 128) * ceil_div(n, 128) < SM_COUNT:
-        return {"BM": 64, "BN": bn, "WGS": 1, "STAGES": 4, "PERSIST": 1, "SPLITK": 1, "WSPEC": 1, "TMA": 1}
-    return {"BM": 128, "BN": bn, "WGS": 2, "STAGES": 4, "PERSIST": 1, "SPLITK": 1, "WSPEC": 1, "TMA": 1}
+    wgs = 1 if ceil_div(m, 128) * ceil_div(n, 128) < SM_COUNT else 2
+    return {"BM": 64 * wgs, "BN": 64 if n <= 64 else 128, "WGS": wgs, "STAGES": 4, "PERSIST": 1, "SPLITK": 1,
+            "WSPEC": 1, "TMA": 1}
 
 
 def split_variants(p: ProblemDescription, cfg):

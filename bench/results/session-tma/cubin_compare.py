@@ -1,11 +1,12 @@
-"""Cubins of every stored Hopper F/B/W config (shipped DB records and tuned configs), built from TREE."""
+"""Cubins of every stored Hopper F/B/W config (shipped DB records and tuned configs), built from TREE; SOLVERS
+(comma-separated ids, default the three) narrows the solvers."""
 import sys, hashlib, sqlite3, json, os
 sys.path.insert(0, os.environ["TREE"])
 from miofind.problem import ProblemDescription as P
 from miofind.registry import get_solver
 from miofind.compile import nvrtc_compile
 db = sqlite3.connect("file:/work/main/finddb/sm_90-132.sqlite?mode=ro", uri=True)
-ids = ('ConvImplicitGemmHopperFwd', 'ConvImplicitGemmHopperBwd', 'ConvImplicitGemmHopperWrw')
+ids = tuple(os.environ.get('SOLVERS', 'ConvImplicitGemmHopperFwd,ConvImplicitGemmHopperBwd,ConvImplicitGemmHopperWrw').split(','))
 q = ",".join("?" * len(ids))
 rows = db.execute(f"select problem_key, solver_id, config from find_records where solver_id in ({q}) union "
                   f"select problem_key, solver_id, config from perf_records where solver_id in ({q})", ids + ids).fetchall()
