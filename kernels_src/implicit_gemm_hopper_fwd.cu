@@ -41,11 +41,13 @@
 // signals the oldest. PERSIST: the stages carry one stream of (tile, K tile) positions, the resident B is
 // in the producer's first copy group, and the consumers alone stage and store each output tile, between
 // two named barriers of their NT_MMA threads.
-// Copy engine (TMA = 1; WSPEC, PERSIST = 0, B_MN = 0, C % 64 == 0): one producer thread fills a stage with
-// two tensor-map copies (implicit_gemm_hopper_tma.cuh): the A tile as an im2col box of x (BM consecutive
-// output pixels m0 .. m0 + BM - 1 as filter bases from m0's (ow*sw - pw, oh*sh - ph, n), the K tile's tap as
-// the filter offset, its 64 channels; zeros outside the image and past M) and the B tile as a 64 x BN box of
-// w's KYXC rows; the stage's full mbarrier completes on their bytes. The maps are the last two arguments.
+// Copy engine (TMA = 1; WSPEC, C % 64 == 0): one producer thread fills a stage with tensor-map copies
+// (implicit_gemm_hopper_tma.cuh): the A tile as an im2col box of x (BM consecutive output pixels
+// m0 .. m0 + BM - 1 as filter bases from m0's (ow*sw - pw, oh*sh - ph, n), the K tile's tap as the filter
+// offset, its 64 channels; zeros outside the image and past M) and the B tile as a 64 x BN box of w's KYXC
+// rows, or with B_MN as BN / 64 boxes of 64 n x 64 kk rows of the reversed tap's (n, k) plane of the
+// backward-data filter, each landing as one MN-major block; the stage's full mbarrier completes on their
+// bytes. The maps are the last two arguments.
 // Persistent copy engine (TMA = 1, PERSIST = 1; any N): the grid is at most the blocks that fit the GPU at
 // once; block b takes output tiles b, b + gridDim.x, ... (N tiles fastest) and its producer thread streams
 // every (tile, K tile) position's A and B boxes through the STAGES buffers without draining between tiles,
@@ -160,7 +162,7 @@ static_assert(P_C % 8 == 0, "16-byte chunks of channels");
 static_assert(XS_C == 1 && WS_C == 1 && YS_C == 1, "channels-last x, w and y");
 static_assert(YS_W >= P_K && YS_W % 8 == 0 && YS_H % 8 == 0 && YS_N % 8 == 0, "16-byte aligned channels-last y pixels");
 static_assert(B_MN || (WS_X == P_C && WS_Y == P_X * WS_X && WS_K == P_Y * WS_Y), "dense KYXC w");
-static_assert(!TMA || (WSPEC && !B_MN && P_C % BK == 0), "TMA: a producer warpgroup, K tiles of one tap");
+static_assert(!TMA || (WSPEC && P_C % BK == 0), "TMA: a producer warpgroup, K tiles of one tap");
 
 #define Y_DENSE (YS_W == P_K && YS_H == P_WO * YS_W && YS_N == P_HO * YS_H)
 
@@ -429,9 +431,10 @@ __device__ __forceinline__ void consumer_sync() { asm volatile("bar.sync 1, %0;\
 #endif
 
 #if TMA
-// Stage sn's two copies of the K tile at kk (tap kk / C = (r, s), channels c .. c + 63), completing on bar: A as
-// the im2col box from the tile's first filter base (wb, hb, nb) at the tap's filter offset, B as the 64 x BN box of
-// w's rows n0 .. n0 + BN - 1.
+// Stage sn's copies of the K tile at kk (tap kk / C = (r, s), channels c .. c + 63), completing on bar: A as the
+// im2col box from the tile's first filter base (wb, hb, nb) at the tap's filter offset; B as the 64 x BN box of w's
+// rows n0 .. n0 + BN - 1, or (B_MN) as BN / 64 boxes of 64 n x 64 kk rows of the reversed tap's plane of the
+// backward-data filter (a 3-D map: n, filter tap, k), each one MN-major block of MNBLK bytes.
 __device__ __forceinline__ void tma_fill(u32 sn, u32 bar, const TmaMap* tmx, const TmaMap* tmw, int wb, int hb, int nb,
                                          int kk, int n0)
 {
@@ -439,7 +442,15 @@ __device__ __forceinline__ void tma_fill(u32 sn, u32 bar, const TmaMap* tmx, con
     mbar_expect_tx(bar, STAGE_BYTES);
     tma_im2col_4d(sn, tmx, c, wb, hb, nb, (unsigned short)((tap % P_X) * P_DW), (unsigned short)((tap / P_X) * P_DH),
                   bar);
+#if B_MN
+    const int a = tap / P_X, b = tap - a * P_X;
+    const int wt = (BW_R0 + (P_Y - 1 - a) * BW_SH) * BW_FX + BW_S0 + (P_X - 1 - b) * BW_SW;
+#pragma unroll
+    for(int j = 0; j < BN / 64; ++j)
+        tma_tile_3d(sn + A_BYTES + j * MNBLK, tmw, n0 + 64 * j, wt, c, bar);
+#else
     tma_tile_2d(sn + A_BYTES, tmw, kk, n0, bar);
+#endif
 }
 #endif
 

@@ -28,6 +28,14 @@ __device__ __forceinline__ void tma_tile_2d(u32 dst, const TmaMap* map, int c0, 
                  : "memory");
 }
 
+// tiled box at coordinates (c0 innermost, c1, c2) of a 3-D map
+__device__ __forceinline__ void tma_tile_3d(u32 dst, const TmaMap* map, int c0, int c1, int c2, u32 bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n"
+                 ::"r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+                 : "memory");
+}
+
 // im2col box of a (C, W, H, N) map: the map's pixels-per-column filter bases from (w, h, n) in W, H, N order
 // (traversal strides the convolution's), channels c .. c + channels-per-pixel of each base shifted by the
 // filter offsets (ow, oh) = (s * dw, r * dh)

@@ -4,7 +4,9 @@ each a stride-1 forward convolution of dy with the sub-filter of the taps that r
 MN-major, and writes that phase's pixels of dx). A split config's FP32 partial planes are the workspace
 (reused phase after phase); the pixels of phases no tap reaches (a filter narrower than the stride) are
 zeroed by kernels_src/implicit_gemm_hopper_bwd.cu. Stride 1 is one phase of all the taps. FP16/BF16,
-NHWC, groups = 1, C and K multiples of 8, dilation 1 with strides above 1."""
+NHWC, groups = 1, C and K multiples of 8, dilation 1 with strides above 1. With TMA (K % 64 == 0) each
+phase's producer copies dy as im2col boxes around that phase's pixels and w as boxes of the reversed tap's
+(C, K) plane, MN-major (``dy_im2col``, ``w_planes``); the default is the forward's rule on the main phase."""
 
 from __future__ import annotations
 
@@ -13,12 +15,13 @@ import functools
 import math
 from typing import NamedTuple
 
-from miofind.launch import PTR, Launch
+from miofind import tma
+from miofind.launch import MAP, PTR, Launch
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES, needs_int64
 
-from .implicit_gemm_hopper_base import (ALIGN, SMEM_STATIC, ImplicitGemmHopperBase, check_aligned,
+from .implicit_gemm_hopper_base import (ALIGN, BK, SMEM_STATIC, ImplicitGemmHopperBase, check_aligned,
                                         default_tile, forward_kernels, partial_bytes, sm_count, space)
 
 ZERO_SRC = "implicit_gemm_hopper_bwd.cu"
@@ -93,6 +96,29 @@ def phase_overrides(p: ProblemDescription, ph: Phase) -> dict:
             "BW_SH": sh, "BW_SW": sw}
 
 
+def phase_tma_fits(p: ProblemDescription, ph: Phase) -> bool:
+    """Whether copy-engine loads serve phase ``ph``: K tiles of one tap (K % 64 == 0, dy's channels), and the
+    im2col corners of dy's real size around the phase's output pixels and its filter offsets within the 4-D
+    fields."""
+    return p.k % BK == 0 and tma.im2col_fits(p.out_size, ph.size, ph.fwd.pads, (1, 1), ph.taps, p.dilations)
+
+
+def dy_im2col(p: ProblemDescription, ph: Phase, pixels: int) -> tma.Im2colSpec:
+    """Phase ``ph``'s im2col map of dy (K, Wo, Ho, N) for boxes of ``pixels`` of its output pixels x 64
+    channels: filter bases hq - pad' (its forward view's), stride 1, over dy's real size."""
+    (ho, wo), k = p.out_size, p.k
+    lower, upper = tma.im2col_corners(p.out_size, ph.size, ph.fwd.pads, (1, 1))
+    return tma.Im2colSpec(p.dtype, (k, wo, ho, p.n), (k * 2, wo * k * 2, ho * wo * k * 2), lower, upper, BK, pixels,
+                          (1, 1))
+
+
+def w_planes(p: ProblemDescription) -> tma.TiledSpec:
+    """w (K x Y x X x C, KYXC) as a 3-D map (C, Y*X, K) of boxes of 64 of dx's channels x one tap x 64 of dy's:
+    a stage's B tile, MN-major, one box per 64-wide block of its BN columns."""
+    taps = math.prod(p.filter_size)
+    return tma.TiledSpec(p.dtype, (p.c, taps, p.k), (p.c * 2, taps * p.c * 2), (BK, 1, BK))
+
+
 class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
     id = "ConvImplicitGemmHopperBwd"
     version = 5                 # 2: split-K of the forward kernel; 3: strides above 1 by stride phases; 4: w read in place (no flip kernel); 5: WSPEC
@@ -128,7 +154,13 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
         return main_view(p) if p.spatial_dims == 2 and runs(p) else p
 
     def default_config(self, problem: ProblemDescription) -> dict:
-        return default_tile(main_view(problem.as_conv()), copy_engine=False)
+        """default_tile of the main phase's view (the forward's rule: the persistent copy-engine config where
+        the copy engine serves every phase), else its config without the copy engine."""
+        p = problem.as_conv()
+        cfg = default_tile(main_view(p))
+        if cfg["TMA"] and not self.is_valid_config(p, cfg):
+            cfg = default_tile(main_view(p), copy_engine=False)
+        return cfg
 
     def config_space(self, problem: ProblemDescription):
         p = problem.as_conv()
@@ -137,13 +169,14 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
                 yield cfg
 
     def is_valid_config(self, problem: ProblemDescription, config) -> bool:
-        """Valid for every phase's forward view, with the phases' cp.async loads (TMA = 0: a phase reads
-        the filter in place, MN-major, which no tiled box of the forward kernel covers)."""
+        """Valid for every phase's forward view; with TMA, the copy engine serves every phase (phase_tma_fits)."""
         p = problem.as_conv()
-        if isinstance(config, dict) and self.legacy_config(config).get("TMA"):
+        if p.spatial_dims != 2 or not runs(p):
             return False
-        views = [ph.fwd for ph in runs(p)] if p.spatial_dims == 2 else []
-        return bool(views) and all(super(ImplicitGemmHopperBwd, self).is_valid_config(v, config) for v in views)
+        if isinstance(config, dict) and self.legacy_config(config).get("TMA") and \
+                not all(phase_tma_fits(p, ph) for ph in runs(p)):
+            return False
+        return all(super(ImplicitGemmHopperBwd, self).is_valid_config(ph.fwd, config) for ph in runs(p))
 
     def workspace_bytes(self, problem: ProblemDescription, config=None) -> int:
         """A split config's FP32 partial planes for the largest phase (the default config when None);
@@ -170,10 +203,12 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
                                               ("PADH", str(p.pads[0])), ("PADW", str(p.pads[1])),
                                               ("ZN", str(p.n)), ("ZH", str(p.in_size[0])),
                                               ("ZW", str(p.in_size[1])))))
-        plan = []                                 # per phase: its kernels' indices, smem, dx offset
+        plan = []                                 # per phase: its kernels' indices, smem, dx offset, maps
+        wmaps = tma.MapCache(w_planes(p)) if cfg["TMA"] else None     # one map of w serves every phase
         for ph in runs(p):
             fwd, smem = forward_kernels(ph.fwd, cfg, self.source, self.kernel_name, phase_overrides(p, ph))
-            plan.append((len(kernels), len(fwd), smem, ph.y_offset * 2))
+            maps = (tma.MapCache(dy_im2col(p, ph, cfg["BM"])), wmaps) if wmaps else None
+            plan.append((len(kernels), len(fwd), smem, ph.y_offset * 2, maps))
             kernels.extend(fwd)
         ws = self.workspace_bytes(p, cfg)
         sid = self.id
@@ -181,10 +216,13 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
         def factory(kerns):
             lzero = Launch(kerns[0], kernels[0].grid, kernels[0].block, (PTR,)) if zero else None
             steps = []
-            for i, nk, smem, yoff in plan:
+            for i, nk, smem, yoff, maps in plan:
                 if smem > SMEM_STATIC:
                     kerns[i].max_dynamic_shared_size_bytes = smem
-                lmain = Launch(kerns[i], kernels[i].grid, kernels[i].block, (PTR, PTR, PTR, PTR), shared_mem=smem)
+                lmain = Launch(kerns[i], kernels[i].grid, kernels[i].block, (PTR,) * 4 + (MAP,) * len(maps or ()),
+                               shared_mem=smem)
+                if maps:            # the phase's map of dy (a) and w's (b)
+                    lmain = lmain.bind_maps(maps)
                 lred = Launch(kerns[i + 1], kernels[i + 1].grid, kernels[i + 1].block, (PTR, PTR)) if nk > 1 else None
                 steps.append((lmain, lred, yoff))
 

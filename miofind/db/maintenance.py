@@ -339,19 +339,24 @@ SOURCE_RENAMES = {"88c4490855edbe3c": "932ecfdffa26fafc",     # gemm_im2col.cu
                   # then the persistent copy-engine forward (PERSIST with TMA): every stored Hopper F/B config's
                   # cubins byte-identical again (bench/results/session-ptma/cubins_identical.txt); then the TMA
                   # producers' stage copies as one helper (tma_fill) and one consumer loop for both persistent kinds:
-                  # byte-identical again, the persistent TMA configs included (session-ptma/cubins_identical_review.txt)
-                  "e441f17ba9b54075": "dc3b407d736d3a77",     # Hopper F (before the fused epilogue)
-                  "52f6cba2317015bb": "53a711548c45f073",     # Hopper B (before the fused epilogue)
-                  "014572832c77b32c": "dc3b407d736d3a77",     # Hopper F (before TMA)
-                  "78707bc1105e721f": "53a711548c45f073",     # Hopper B (before TMA)
-                  "980f773c631b2d33": "2ad580b225e57106",     # Hopper W (before TMA)
-                  "aff7ee6f69feadba": "dc3b407d736d3a77",     # Hopper F (before the producers' stage wait)
-                  "b64b2f6e5900b567": "53a711548c45f073",     # Hopper B (before the producers' stage wait)
-                  "7ba9a9588f0da422": "dc3b407d736d3a77",     # Hopper F (before the persistent copy engine)
-                  "812acdeea5d96990": "53a711548c45f073",     # Hopper B (before the persistent copy engine)
-                  "5443a5728c287b7b": "dc3b407d736d3a77",     # Hopper F
-                  "6dc9123e93d0beb8": "53a711548c45f073",     # Hopper B
-                  "20b8aab89e54083d": "2ad580b225e57106"}     # Hopper W
+                  # byte-identical again, the persistent TMA configs included (session-ptma/cubins_identical_review.txt);
+                  # then the copy engine for backward data (B_MN with TMA) and a 3-D box helper in the TMA header:
+                  # every stored Hopper F/B/W config's cubins byte-identical again (session-btma/cubins_identical.txt)
+                  "e441f17ba9b54075": "41be1c4ec06e49b9",     # Hopper F (before the fused epilogue)
+                  "52f6cba2317015bb": "ebf66703f4b2b8a4",     # Hopper B (before the fused epilogue)
+                  "014572832c77b32c": "41be1c4ec06e49b9",     # Hopper F (before TMA)
+                  "78707bc1105e721f": "ebf66703f4b2b8a4",     # Hopper B (before TMA)
+                  "980f773c631b2d33": "8ac71d3052dc77f2",     # Hopper W (before TMA)
+                  "aff7ee6f69feadba": "41be1c4ec06e49b9",     # Hopper F (before the producers' stage wait)
+                  "b64b2f6e5900b567": "ebf66703f4b2b8a4",     # Hopper B (before the producers' stage wait)
+                  "7ba9a9588f0da422": "41be1c4ec06e49b9",     # Hopper F (before the persistent copy engine)
+                  "812acdeea5d96990": "ebf66703f4b2b8a4",     # Hopper B (before the persistent copy engine)
+                  "5443a5728c287b7b": "41be1c4ec06e49b9",     # Hopper F (before tma_fill)
+                  "6dc9123e93d0beb8": "ebf66703f4b2b8a4",     # Hopper B (before tma_fill)
+                  "20b8aab89e54083d": "8ac71d3052dc77f2",     # Hopper W (before the persistent copy engine)
+                  "dc3b407d736d3a77": "41be1c4ec06e49b9",     # Hopper F
+                  "53a711548c45f073": "ebf66703f4b2b8a4",     # Hopper B
+                  "2ad580b225e57106": "8ac71d3052dc77f2"}     # Hopper W
 
 
 def renamed_trust_changes() -> dict[tuple[str, str], str]:

@@ -661,9 +661,13 @@ def test_default_split_rule(no_gpu_arch):
             {k: d[k] for k in ("BM", "BN", "WGS", "STAGES", "WSPEC")} and not c["PERSIST"]}
     assert mine == {1, max(1, d["SPLITK"] // 2), d["SPLITK"], 2 * d["SPLITK"]}
     assert not any(c["PERSIST"] and c["SPLITK"] != 1 for c in space)
-    # B: its forward view decides (dy 7x7 x 512 channels, filter 512 -> 512)
+    # B: its forward view decides (dy 7x7 x 512 channels, filter 512 -> 512), by the forward's rule: persistent
+    # copy-engine tiles where the copy engine serves every phase, and the split without it (K = 520: no TMA)
     db = BWD.default_config(_b(**R50_SMALL_3x3))
-    assert db["SPLITK"] > 1 and BWD.is_valid_config(_b(**R50_SMALL_3x3), db)
+    assert db == hb.persistent_tile(small) and BWD.is_valid_config(_b(**R50_SMALL_3x3), db)
+    b40 = _b(**dict(R50_SMALL_3x3, k=520))
+    db40 = BWD.default_config(b40)
+    assert db40["SPLITK"] > 1 and db40["TMA"] == 0 and BWD.is_valid_config(b40, db40)
 
 
 def test_split_solution_and_workspace(no_gpu_arch):

@@ -1,8 +1,8 @@
-"""Copy-engine (TMA) loads of the Hopper implicit GEMM (TMA = 1; F and W): which configs may use them (CPU),
+"""Copy-engine (TMA) loads of the Hopper implicit GEMM (TMA = 1; F, B and W): which configs may use them (CPU),
 the im2col corners (CPU, the PTX ISA's examples), the NVRTC builds for sm_90a (CPU), and on the GPU every
-tile shape, split, cluster and (F) persistent config against the float64 reference with poisoned outputs, on
-problems whose tensor-map boxes cross image rows, images, padding and the ends of M, N and J, and one whose
-persistent blocks each walk several output tiles."""
+tile shape, split, cluster and (F, B) persistent config against the float64 reference with poisoned outputs, on
+problems whose tensor-map boxes cross image rows, images, padding and the ends of M, N and J (B: every stride
+phase, phases no tap reaches, dilation), and ones whose persistent blocks each walk several output tiles."""
 
 import zlib
 
@@ -30,8 +30,23 @@ CASES = {
     "7x7s2": dict(n=2, c=64, k=64, in_size=(23, 21), filter_size=7, pads=3, strides=2),
     "5x3_s2x1": dict(n=2, c=64, k=96, in_size=(12, 17), filter_size=(5, 3), pads=(2, 0), strides=(2, 1)),
 }
+# B (dy's channels K % 64 == 0; dx's channels C the GEMM's N, with tails): stride-1 tails, 3x3 and 7x7 stride 2
+# (four phases, unequal sizes), a 1x1 stride-2 filter (three phases no tap reaches, zeroed), strides (2, 1),
+# dilation 2, a 7x7 image under 128-pixel boxes
+BWD_CASES = {
+    "b_tail_mn": dict(n=3, c=72, k=64, in_size=(15, 13), filter_size=3, pads=1),
+    "b_s2": dict(n=2, c=136, k=128, in_size=(14, 15), filter_size=3, pads=1, strides=2),
+    "b_1x1_s2": dict(n=2, c=64, k=64, in_size=(14, 13), filter_size=1, strides=2),
+    "b_7x7s2": dict(n=2, c=64, k=64, in_size=(23, 21), filter_size=7, pads=3, strides=2),
+    "b_5x3_s2x1": dict(n=2, c=96, k=64, in_size=(12, 17), filter_size=(5, 3), pads=(2, 0), strides=(2, 1)),
+    "b_dil2": dict(n=2, c=40, k=64, in_size=(17, 16), filter_size=3, pads=2, dilations=2),
+    "b_7x7img": dict(n=5, c=128, k=192, in_size=(7, 7), filter_size=3, pads=1),
+}
 # persistent F: 512 M tiles of 128 (the last short) x 2 N tiles (K = 80), over a grid of at most 2 x 132 blocks
 MANY_TILES = dict(n=16, c=64, k=80, in_size=(63, 65), filter_size=3, pads=1)
+# persistent B: the same as dx (N = 80 channels), and at stride 2 four phases of about 128 M tiles each
+BWD_MANY_TILES = {"s1": dict(n=16, c=80, k=64, in_size=(63, 65), filter_size=3, pads=1),
+                  "s2": dict(n=32, c=80, k=64, in_size=(63, 65), filter_size=3, pads=1, strides=2)}
 FWD_TILES = ((64, 64, 1), (64, 128, 1), (64, 256, 1), (128, 64, 2), (128, 128, 2), (128, 256, 2), (256, 128, 2),
              (128, 128, 1), (256, 64, 2))
 WRW_TILES = ((64, 64, 1), (64, 128, 1), (128, 128, 2), (128, 256, 2), (256, 64, 2), (64, 256, 1))
@@ -77,20 +92,26 @@ def test_which_configs_may_use_tma(no_gpu_arch):
     assert FWD.get_solution(wide, _fcfg(128, 64, 2, 3, per=1)).kernels[0].grid == (hb.tiles(wide, _fcfg(128, 64, 2, 3)), 1, 1)
     assert not FWD.is_valid_config(_p("F", n=2, c=96, k=64, in_size=(9, 9), filter_size=3, pads=1),
                                    _fcfg(128, 64, 2, 4))                           # C % 64: a K tile is one tap
-    assert not BWD.is_valid_config(_p("B", **CASES["s2"]), _fcfg(128, 64, 2, 4))  # B's phases read w in place
+    # B: the copy engine serves every phase where dy's channels K % 64 == 0 (a K tile is one tap's 64 of them)
+    b = _p("B", **CASES["s2"])
+    assert BWD.is_valid_config(b, _fcfg(128, 64, 2, 4)) and BWD.is_valid_config(b, _fcfg(128, 64, 2, 4, per=1))
+    assert not BWD.is_valid_config(b, dict(_fcfg(128, 64, 2, 4), WSPEC=0))
+    assert not BWD.is_valid_config(_p("B", **CASES["tail_mn"]), _fcfg(128, 64, 2, 4))       # K = 72
     w = _p("W", **CASES["s2"])
     assert WRW.is_valid_config(w, WRW.default_config(w))
     assert WRW.is_valid_config(w, _wcfg(128, 128, 2, 5))
     assert not WRW.is_valid_config(w, dict(_wcfg(128, 128, 2, 5), WSPEC=0))
-    # the configs stored before TMA run without it; defaults take it wherever it applies (F persistent, W),
-    # never for B; tuning reaches it through the spaces
+    # the configs stored before TMA run without it; defaults take it wherever it applies (F and B persistent,
+    # W); tuning reaches it through the spaces
     old = {k: v for k, v in FWD.default_config(p).items() if k not in ("TMA", "WSPEC")}
     assert FWD.legacy_config(old)["TMA"] == 0 and (FWD.default_config(p)["TMA"], FWD.default_config(p)["WSPEC"]) == (1, 1)
     # since the persistent copy-engine configs (bench/results/session-ptma/), 1x1 filters take them too
     assert FWD.default_config(_p("F", **CASES["1x1_s2"])) == hb.persistent_tile(_p("F", **CASES["1x1_s2"]))
     assert hb.persistent_tile(p)["TMA"] == hb.persistent_tile(p)["PERSIST"] == 1 and WRW.default_config(w)["TMA"] == 1
-    assert BWD.default_config(_p("B", **CASES["s2"]))["TMA"] == 0
-    assert any(c["TMA"] for c in FWD.config_space(p)) and not any(c["TMA"] for c in BWD.config_space(_p("B", **CASES["s2"])))
+    assert BWD.default_config(b) == hb.persistent_tile(BWD.forward_problem(b))
+    assert BWD.default_config(_p("B", **CASES["tail_mn"]))["TMA"] == 0
+    assert any(c["TMA"] for c in FWD.config_space(p)) and any(c["TMA"] and c["PERSIST"] for c in BWD.config_space(b))
+    assert not any(c["TMA"] for c in BWD.config_space(_p("B", **CASES["tail_mn"])))
     assert any(c["TMA"] and c["PERSIST"] for c in FWD.config_space(p))
     assert any(c["TMA"] for c in WRW.config_space(w))
 
@@ -111,6 +132,10 @@ def test_tma_builds(no_gpu_arch):
     builds += [WRW.get_solution(w, _wcfg(bm, bn, wgs, 4)).kernels[0] for bm, bn, wgs in WRW_TILES]
     builds += WRW.get_solution(w, _wcfg(128, 128, 2, 4, sk=3)).kernels
     builds += WRW.get_solution(w, _wcfg(128, 128, 2, 4, cl=2)).kernels
+    b = _p("B", **BWD_CASES["b_s2"])
+    builds += [k for bm, bn, wgs in FWD_TILES for per in (0, 1)
+               for k in BWD.get_solution(b, _fcfg(bm, bn, wgs, 3, per=per)).kernels]
+    builds += BWD.get_solution(b, _fcfg(128, 64, 2, 4, sk=3)).kernels
     for kern in builds:
         assert nvrtc_compile(kern, arch="sm_90")[:4] == b"\x7fELF", (kern.name, dict(kern.macros))
 
@@ -147,6 +172,32 @@ def test_fwd_tma_persistent_walks_tiles(dt):
     for c in cfgs:
         assert hb.tiles(p, c) >= 2 * FWD.get_solution(p, c).kernels[0].grid[0], c
     _check_all(FWD, p, cfgs)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("name", sorted(BWD_CASES))
+def test_bwd_tma(name, dt):
+    """B with TMA loads (each stride phase's dy as im2col boxes, w's reversed taps as MN-major boxes) on every
+    tile shape at 3 and 6 stages, persistent, and split in 3, against the float64 reference."""
+    p = _p("B", dt, **BWD_CASES[name])
+    cfgs = [c for bm, bn, wgs in FWD_TILES for c in (_fcfg(bm, bn, wgs, 3), _fcfg(bm, bn, wgs, 6),
+                                                     _fcfg(bm, bn, wgs, 4, per=1))]
+    cfgs += [_fcfg(128, 64, 2, 4, sk=3), _fcfg(64, 128, 1, 4, sk=2), BWD.default_config(p)]
+    _check_all(BWD, p, [c for c in cfgs if BWD.is_valid_config(p, c) and c["TMA"]])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("name", sorted(BWD_MANY_TILES))
+def test_bwd_tma_persistent_walks_tiles(name, dt):
+    """Persistent B with TMA where every block walks several output tiles of its phase, one and two blocks per
+    SM, against the float64 reference."""
+    p = _p("B", dt, **BWD_MANY_TILES[name])
+    cfgs = [_fcfg(128, 64, 2, 3, per=1), _fcfg(128, 128, 2, 4, per=1), _fcfg(64, 128, 1, 5, per=1)]
+    for c in cfgs:
+        assert hb.tiles(BWD.forward_problem(p), c) >= 2 * BWD.get_solution(p, c).kernels[-1].grid[0], c
+    _check_all(BWD, p, cfgs)
 
 
 @pytest.mark.gpu
