@@ -32,6 +32,10 @@ TINY = {
     # the Hopper forward's persistent copy-engine default (C % 64 == 0): 256 tiles of 64 x 128 over 132 blocks, so
     # that each block walks two tiles through its stages and its output buffer (with --every)
     "nhwc_tma_walk": dict(n=4, c=64, k=80, in_size=(63, 65), filter_size=3, pads=1, layout="NHWC", dtype="FP16"),
+    # the Hopper backward data's persistent copy-engine default (K % 64 == 0) over its four stride phases: each about
+    # 165 tiles of 128 x 128 over at most 132 blocks, so that blocks walk tiles of each phase (with --every)
+    "nhwc_tma_b_s2": dict(n=20, c=80, k=64, in_size=(63, 65), filter_size=3, pads=1, strides=2, layout="NHWC",
+                          dtype="FP16"),
     # a fused forward (bias + GELU in the epilogue): the solvers with a fused epilogue
     "nhwc_fused": dict(n=2, c=16, k=24, in_size=(9, 7), filter_size=3, pads=1, layout="NHWC", dtype="FP16", bias=1,
                        activation="gelu"),
