@@ -58,8 +58,14 @@ def cases(solver_ids=None, families=None, every=False):
             print(f"skip {s.id}: {frontend_status()[1]}")
             continue
         for d in sorted(s.directions, key="FBW".index):
-            mine = [(s, name, P.make(d, **kw)) for name, kw in TINY.items()]
-            mine = [c for c in mine if c[0].applicability(c[2])]
+            mine = []
+            for name, kw in TINY.items():
+                try:
+                    p = P.make(d, **kw)
+                except ValueError:          # a fused problem in another direction than F
+                    continue
+                if s.applicability(p):
+                    mine.append((s, name, p))
             if not mine:
                 unfit.append(f"{s.id} ({d})")
             out += mine if every else mine[:1]
