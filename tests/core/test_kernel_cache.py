@@ -269,7 +269,10 @@ def test_the_binary_cache_on_the_gpu(monkeypatch, tmp_path):
     kinfo = get_solver("ConvDirectNaiveConvFwd").get_solution(p).kernels[0]
     calls = []
     real = comp.nvrtc_compile
-    monkeypatch.setattr(comp, "nvrtc_compile", lambda k, arch="sm_90": (calls.append(k), real(k, arch))[1])
+    # only this kernel's compiles count: another test's background thread in this worker (a deferred candidate,
+    # the float64 reference) may compile its own kernels meanwhile (bench/results/session-btma/call5/)
+    monkeypatch.setattr(comp, "nvrtc_compile",
+                        lambda k, arch="sm_90": (k == kinfo and calls.append(k), real(k, arch))[1])
     k1 = comp.compile_kernel(kinfo)
     path = tmp_path / "cubin" / f"{comp.binary_key(kinfo, comp._device_arch())}.cubin"
     good = path.read_bytes()
