@@ -1,0 +1,131 @@
+"""Every config of one Hopper solver's space on chosen layers, timed beside cuDNN's plans (bench/kernel_timing.py):
+what the best config of today's space reaches, per layer, before a kernel change is planned.
+
+Per layer (FP16 NHWC, ResNet-50 at N=32 or tests/shapes.py's NON_RESNET), on one Harness (same buffers, every
+candidate verified against the float64 reference first): the configs of ``config_space`` that match ``--where``
+(e.g. ``TMA=1,STAGES=4|6``), each timed isolated and back to back in a graph ("gpu"); cuDNN's offered plans the
+same way. Prints each layer's five fastest configs by isolated time and the geomean of best / cuDNN's best.
+
+    python bench/sweep_configs.py --dir W --layers r50_2048to512_7_1x1s1,... --where TMA=1 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import kernel_timing  # noqa: E402
+from bench_kernel_time import CUDNN, HOPPER  # noqa: E402
+
+
+def matches(cfg: dict, where: dict) -> bool:
+    return all(cfg.get(k) in vals for k, vals in where.items())
+
+
+def parse_where(s: str) -> dict:
+    out = {}
+    for part in filter(None, s.split(",")):
+        k, v = part.split("=")
+        out[k] = {int(x) for x in v.split("|")}
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", default="W")
+    ap.add_argument("--dtype", default="FP16")
+    ap.add_argument("--set", default="resnet50", choices=("resnet50", "nonresnet"))
+    ap.add_argument("--layers", required=True)
+    ap.add_argument("--where", default="")
+    ap.add_argument("--extra", default="", help="a JSON list of further configs to time where valid")
+    ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--deadline", type=float, default=1e9)
+    ap.add_argument("--json", default="")
+    a = ap.parse_args()
+
+    from miofind.device import current_device
+    from miofind.harness import Harness
+    from miofind.invokers import build_invoker
+    from miofind.problem import ProblemDescription
+    from miofind.registry import get_solver
+    from miofind.tuning.precompile import precompile
+    from shapes import NON_RESNET, _resnet50
+
+    t_start = time.time()
+    dev = current_device()
+    layers = _resnet50(32) if a.set == "resnet50" else {k: dict(v, n=32) for k, v in NON_RESNET.items()}
+    hop, cud = get_solver(HOPPER[a.dir]), get_solver(CUDNN[a.dir])
+    where = parse_where(a.where)
+    extra = json.loads(a.extra) if a.extra else []
+    cases, todo = [], []
+    for name in a.layers.split(","):
+        p = ProblemDescription.make(a.dir, layout="NHWC", dtype=a.dtype, **layers[name])
+        cfgs = [hop.default_config(p)]
+        cfgs += [c for c in hop.config_space(p) if matches(c, where) and c not in cfgs]
+        cfgs += [c for c in extra if hop.is_valid_config(p, c) and c not in cfgs]
+        cases.append((name, p, cfgs))
+        for c in cfgs:
+            todo += hop.get_solution(p, c).kernels
+    t0 = time.time()
+    n_comp, errs = precompile(todo, dev.arch)
+    print(f"precompiled {n_comp} kernels in {time.time() - t0:.1f} s; errors: {len(errs) if errs else 'none'}", flush=True)
+
+    rows = []
+    for name, p, cfgs in cases:
+        if time.time() - t_start > a.deadline:
+            print(f"deadline: stopped before {name}", flush=True)
+            break
+        h = Harness(p, verify=True, seed=0)
+        row = {"layer": name, "key": p.key(), "ours": [], "cudnn": []}
+        for side, solver, configs, fam in (("ours", hop, cfgs, "implicit_gemm_hopper"), ("cudnn", cud, None, "cudnn")):
+            if configs is None:
+                try:
+                    configs = cud.find_configs(p)
+                except Exception as e:
+                    print(f"    cuDNN: {type(e).__name__}: {str(e)[:200]}", flush=True)
+                    configs = []
+            for c in configs:
+                if time.time() - t_start > a.deadline:
+                    break
+                try:
+                    sol = solver.get_solution(p, c)
+                    inv = build_invoker(p, sol)
+                    ws = h.workspace(sol.workspace_bytes)
+                    h.check(inv, ws, fam)
+                    pw = 0 if ws is None else ws.data.ptr
+                    pa, pb, po = h.a.data.ptr, h.b.data.ptr, h.out.data.ptr
+                    call = lambda s_: inv(pa, pb, po, pw, s_)  # noqa: E731
+                    row[side].append({"cfg": sol.config, "isolated_ms": kernel_timing.isolated_ms(call, a.iters),
+                                      "gpu_ms": kernel_timing.graph_ms(call, a.iters)})
+                except Exception as e:      # a failed build, launch or verification scores as infinite time
+                    print(f"    {solver.id} {c}: {type(e).__name__}: {str(e)[:200]}", flush=True)
+        rows.append(row)
+        if row["ours"] and row["cudnn"]:
+            cb = min(r["isolated_ms"] for r in row["cudnn"])
+            cg = min(r["gpu_ms"] for r in row["cudnn"])
+            dflt = row["ours"][0] if row["ours"][0]["cfg"] == hop.default_config(p) else None
+            print(f"\n{name}: cuDNN isolated {cb * 1e3:.1f} us, gpu {cg * 1e3:.1f} us; {len(row['ours'])} configs"
+                  + (f"; default {dflt['isolated_ms'] / cb:.3f} / {dflt['gpu_ms'] / cg:.3f}" if dflt else ""), flush=True)
+            for r in sorted(row["ours"], key=lambda r: r["isolated_ms"])[:5]:
+                print(f"  {r['isolated_ms'] / cb:.3f} iso  {r['gpu_ms'] / cg:.3f} gpu  {r['cfg']}", flush=True)
+        del h
+        if a.json:
+            Path(a.json).write_text(json.dumps({"rows": rows, "device": dev.name}, indent=1))
+
+    for m in ("isolated_ms", "gpu_ms"):
+        v = [math.log(min(r[m] for r in row["ours"]) / min(r[m] for r in row["cudnn"])) for row in rows
+             if row["ours"] and row["cudnn"]]
+        if v:
+            print(f"geomean best / cuDNN, {m[:-3]}: {math.exp(sum(v) / len(v)):.3f} ({len(v)} layers)")
+
+
+if __name__ == "__main__":
+    main()
