@@ -11,16 +11,16 @@ gcc -O2 -shared -fPIC -I$inc miofind/_native.c -o miofind/_native.abi3.so
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader > $OUT/device.txt
 ROOT=$PWD
 rm -rf /tmp/before && mkdir /tmp/before && cp -r . /tmp/before/ && (cd /tmp/before && patch -s -R -p1 < $ROOT/bench/results/session-wrw/call2/ab.patch) && echo "before tree ok"
-PYTHONPATH=$ROOT:/tmp/site timeout 200 python3 -m pytest -v -m gpu -p no:cacheprovider -n 8 tests/implicit_gemm_hopper/test_tma.py \
+PYTHONPATH=$ROOT:/tmp/site timeout 120 python3 -m pytest -v -m gpu -p no:cacheprovider -n 8 tests/implicit_gemm_hopper/test_tma.py \
   -k "dense or maps_follow" > $OUT/tests.log 2>&1
 echo "tests rc=$?"; tail -1 $OUT/tests.log; grep -E "FAILED|ERROR" $OUT/tests.log | head
 L=r50_64to64_56_1x1s1,r50_64to256_56_1x1s1,r50_256to64_56_1x1s1,r50_256to128_56_1x1s1,r50_128to512_28_1x1s1,r50_512to128_28_1x1s1,r50_512to256_28_1x1s1,r50_256to1024_14_1x1s1,r50_1024to256_14_1x1s1,r50_1024to512_14_1x1s1,r50_512to2048_7_1x1s1,r50_2048to512_7_1x1s1
 for side in before after; do
   dir=$ROOT; [ $side = before ] && dir=/tmp/before
   for d in W F; do
-    w="TMA=1,STAGES=4|6"; [ $d = W ] && w="TMA=1,STAGES=4|6,CLUSTER=1|2"
-    (cd $dir && PYTHONPATH=$dir:/tmp/site timeout 170 python3 bench/sweep_configs.py --dir $d --layers $L --where "$w" \
-      --iters 20 --deadline 150 --json $OUT/sweep_${d}_$side.json > $OUT/sweep_${d}_$side.log 2>&1)
+    w="TMA=1,STAGES=4|6"; dl=70; [ $d = W ] && w="TMA=1,STAGES=4|6,CLUSTER=1|2" && dl=140
+    (cd $dir && PYTHONPATH=$dir:/tmp/site timeout $((dl + 20)) python3 bench/sweep_configs.py --dir $d --layers $L --where "$w" \
+      --iters 20 --deadline $dl --json $OUT/sweep_${d}_$side.json > $OUT/sweep_${d}_$side.log 2>&1)
     echo "$side $d rc=$?"; grep -E "geomean|precompiled|deadline" $OUT/sweep_${d}_$side.log
   done
 done
