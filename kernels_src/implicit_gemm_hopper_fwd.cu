@@ -48,8 +48,6 @@
 // rows, or with B_MN as BN / 64 boxes of 64 n x 64 kk rows of the reversed tap's (n, k) plane of the
 // backward-data filter, each landing as one MN-major block; the stage's full mbarrier completes on their
 // bytes. The maps are the last two arguments.
-// X_DENSE (1x1 filter, stride 1, no padding: x is a dense M x C matrix): the A tile is a tiled BM x 64 box of
-// x's rows m0 .. m0 + BM - 1, plain row copies in place of the im2col mode's per-pixel gathers.
 // Persistent copy engine (TMA = 1, PERSIST = 1; any N): the grid is at most the blocks that fit the GPU at
 // once; block b takes output tiles b, b + gridDim.x, ... (N tiles fastest) and its producer thread streams
 // every (tile, K tile) position's A and B boxes through the STAGES buffers without draining between tiles,
@@ -79,9 +77,6 @@
 #define TMA_PARAM , const __grid_constant__ TmaMap tmx, const __grid_constant__ TmaMap tmw
 #else
 #define TMA_PARAM
-#endif
-#ifndef X_DENSE
-#define X_DENSE 0       // 1 (TMA, 1x1 filter, stride 1, no padding): x's map is tiled over the dense M x C matrix
 #endif
 
 #ifndef BM
@@ -445,12 +440,8 @@ __device__ __forceinline__ void tma_fill(u32 sn, u32 bar, const TmaMap* tmx, con
 {
     const int tap = kk / P_C, c = kk - tap * P_C;
     mbar_expect_tx(bar, STAGE_BYTES);
-#if X_DENSE
-    tma_tile_2d(sn, tmx, c, wb, bar);     // rows wb .. wb + BM - 1 of x as a dense pixels x channels matrix
-#else
     tma_im2col_4d(sn, tmx, c, wb, hb, nb, (unsigned short)((tap % P_X) * P_DW), (unsigned short)((tap / P_X) * P_DH),
                   bar);
-#endif
 #if B_MN
     const int a = tap / P_X, b = tap - a * P_X;
     const int wt = (BW_R0 + (P_Y - 1 - a) * BW_SH) * BW_FX + BW_S0 + (P_X - 1 - b) * BW_SW;
@@ -516,15 +507,11 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
 #if TMA
         if(tl == 0)
         {
-#if X_DENSE
-            const int wb = (int)m0, hb = 0, nb = 0;     // the tile's first row of x
-#else
             // the tile's first output pixel (n, oh, ow) as the first filter base (ow*sw - pw, oh*sh - ph, n)
             const index_t q = m0 / P_WO;
             const int wb = (int)(m0 - q * P_WO) * P_SW - P_PW;
             const int hb = (int)(q % P_HO) * P_SH - P_PH;
             const int nb = (int)(q / P_HO);
-#endif
 #pragma unroll 1
             for(int i = 0; i < nkt; ++i)
             {
@@ -646,15 +633,11 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
             {
                 const index_t m0 = (tile / NTILES_N) * BM;
                 const int n0 = (int)(tile % NTILES_N) * BN;
-#if X_DENSE
-                const int wb = (int)m0, hb = 0, nb = 0;     // the tile's first row of x
-#else
                 // the tile's first output pixel (n, oh, ow) as the first filter base (ow*sw - pw, oh*sh - ph, n)
                 const index_t q = m0 / P_WO;
                 const int wb = (int)(m0 - q * P_WO) * P_SW - P_PW;
                 const int hb = (int)(q % P_HO) * P_SH - P_PH;
                 const int nb = (int)(q / P_HO);
-#endif
 #pragma unroll 1
                 for(int kt = 0; kt < KTILES; ++kt, ++i)
                 {

@@ -30,8 +30,6 @@
 // dy is a dense J x K matrix) and each 64-wide block of B as an im2col box of x (the j tile's 64 output
 // pixels as filter bases from its first pixel's (ow*sw - pw, oh*sh - ph, n), the block's tap as the filter
 // offset, its 64 channels); zeros outside the image and past J, K. The maps are the last two arguments.
-// X_DENSE (1x1 filter, stride 1, no padding: x is a dense J x C matrix, as dy is J x K): B's blocks are tiled
-// 64 x 64 boxes of x as well, plain row copies in place of the im2col mode's per-pixel gathers.
 #define WG_TRANS "1, 1"
 #include "implicit_gemm_hopper.cuh"
 
@@ -226,9 +224,6 @@ static_assert(WSPEC && P_C % 64 == 0, "TMA: a producer warpgroup, 64-wide column
 #else
 #define TMA_PARAM
 #endif
-#ifndef X_DENSE
-#define X_DENSE 0       // 1 (TMA, 1x1 filter, stride 1, no padding): x's map is tiled over the dense J x C matrix
-#endif
 
 #if CLUSTER > 1
 __device__ __forceinline__ u32 cluster_rank() { u32 r; asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r)); return r; }
@@ -317,12 +312,10 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
                 const u32 sn = sbase + s * STAGE_BYTES, bar = full0 + s * 8;
                 // the j tile's first output pixel (n, oh, ow) as the first filter base (ow*sw - pw, oh*sh - ph, n)
                 const index_t j0 = (jt0 + i) * BJ;
-#if !X_DENSE
                 const index_t q = j0 / P_WO;
                 const int wb = (int)(j0 - q * P_WO) * P_SW - P_PW;
                 const int hb = (int)(q % P_HO) * P_SH - P_PH;
                 const int nb = (int)(q / P_HO);
-#endif
                 mbar_expect_tx(bar, STAGE_BYTES);
 #pragma unroll
                 for(int a = 0; a < BM / 64; ++a)
@@ -332,13 +325,9 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
                 {
                     // a block past GEMM_N (never stored) reads tap 0 instead
                     const int colb = n0 + b * 64 < GEMM_N ? n0 + b * 64 : 0;
-#if X_DENSE
-                    tma_tile_2d(sn + A_BYTES + b * MNBLK, &tmx, colb, (int)j0, bar);    // pixels j0 .. j0 + 63 of x
-#else
                     const int tap = colb / P_C, c = colb - tap * P_C;
                     tma_im2col_4d(sn + A_BYTES + b * MNBLK, &tmx, c, wb, hb, nb, (unsigned short)((tap % P_X) * P_DW),
                                   (unsigned short)((tap / P_X) * P_DH), bar);
-#endif
                 }
             }
         }

@@ -15,8 +15,8 @@ PERSIST (1: persistent blocks; without TMA N <= BN, all of B resident in shared 
 of them, each writing FP32 partial tiles to the workspace, summed and cast by a second kernel;
 PERSIST = 0 only), WSPEC (1: one more warpgroup, the producer, issues every load; the WGS warpgroups
 only multiply, stages handed over by mbarriers), TMA (1, with WSPEC and C % 64 == 0: the
-producer's one thread copies each stage's tiles with the copy engine, tensor maps of x (im2col, or tiled
-where x is a dense pixels x channels matrix: x_dense) and w (tiled) passed by value, ``miofind.tma``). TMA with PERSIST (any N): persistent blocks over every output
+producer's one thread copies each stage's tiles with the copy engine, tensor maps of x (im2col) and w
+(tiled) passed by value, ``miofind.tma``). TMA with PERSIST (any N): persistent blocks over every output
 tile, the producer streaming each tile's A and B boxes through the stages without draining between tiles, and
 the consumers' epilogue through its own output tile, overlapped with the next tile's copies.
 """
@@ -136,25 +136,6 @@ def x_im2col(p: ProblemDescription, pixels: int) -> tma.Im2colSpec:
     lower, upper = tma.im2col_corners(isz[1:], osz[1:], pads[1:], strides[1:])
     return tma.Im2colSpec(p.dtype, (p.c, isz[2], isz[1], p.n), (xs[4] * 2, xs[3] * 2, xs[0] * 2), lower, upper,
                           BK, pixels, (strides[2], strides[1]))
-
-
-def x_dense(p: ProblemDescription) -> bool:
-    """Whether x is a dense (N*H*W) x C matrix whose rows are the GEMM's pixels (a 1x1 filter, stride 1, no
-    padding, packed NHWC) with 32-bit row coordinates: copy-engine configs then copy it by tiled boxes (X_DENSE),
-    plain row copies, not the im2col mode's per-pixel gathers."""
-    isz, osz, fsz, pads, strides, dils = dims3(p)
-    xs = strides5(p.x_shape, p.layouts[0])
-    return (all(f == 1 for f in fsz) and all(s == 1 for s in strides) and all(q == 0 for q in pads)
-            and xs[3] == isz[2] * xs[4] and xs[0] == isz[1] * xs[3] and p.n * math.prod(isz) < INT32_MAX)
-
-
-def x_map(p: ProblemDescription, rows: int):
-    """The map of x for boxes of ``rows`` pixels x 64 channels: tiled over the dense matrix where x_dense holds,
-    else x_im2col's."""
-    if not x_dense(p):
-        return x_im2col(p, rows)
-    xs = strides5(p.x_shape, p.layouts[0])
-    return tma.TiledSpec(p.dtype, (p.c, p.n * math.prod(p.in_size)), (xs[4] * 2,), (BK, rows))
 
 
 def config_ok(p: ProblemDescription, cfg) -> bool:
@@ -477,18 +458,16 @@ class ImplicitGemmHopperBase(Solver):
         if not self.is_valid_config(p, cfg):
             raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
         epi = self.epilogue(p)
-        dense = bool(cfg["TMA"]) and x_dense(p)
-        over = {**(epi or {}), **({"X_DENSE": 1} if dense else {})}
-        kernels, smem = forward_kernels(p, cfg, self.source, self.kernel_name, overrides=over or None)
+        kernels, smem = forward_kernels(p, cfg, self.source, self.kernel_name, overrides=epi)
         ws = partial_bytes(p, cfg)
         sid, key = self.id, p.key()
         nb = 1 if epi else 0                            # the bias pointer, last
         need_bias = bool(epi and epi["EPI_BIAS"])
 
         maps = None
-        if cfg["TMA"]:      # x's im2col or dense map (BM pixels a box) and w's tiled map (64 x BN boxes of its rows)
+        if cfg["TMA"]:      # x's im2col map (BM pixels a box) and w's tiled map (64 x BN boxes of its rows)
             m, n, k = gemm_shape(p)
-            maps = (tma.MapCache(x_map(p, cfg["BM"])),
+            maps = (tma.MapCache(x_im2col(p, cfg["BM"])),
                     tma.MapCache(tma.TiledSpec(p.dtype, (k, n), (strides5(p.w_shape, p.layouts[1])[0] * 2,),
                                                (BK, cfg["BN"]))))
 

@@ -9,8 +9,7 @@ SPLITK (requested reduction chunks; the kernel runs ceil(tiles / ceil(tiles / SP
 CLUSTER (1, 2 or 4 blocks of a cluster sharing the reduction; above 1 only with SPLITK = 1), WSPEC (1: a
 producer warpgroup issues the loads, the WGS warpgroups only multiply, stages handed over by mbarriers),
 TMA (1, with WSPEC and C % 64 == 0: the producer's one thread copies each stage's tiles with the copy
-engine, tensor maps of dy (tiled) and x (im2col, or tiled where x is a dense J x C matrix: X_DENSE) passed by
-value, ``miofind.tma``)."""
+engine, tensor maps of dy (tiled) and x (im2col) passed by value, ``miofind.tma``)."""
 
 from __future__ import annotations
 
@@ -23,7 +22,7 @@ from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_a
 
 from .implicit_gemm_base import INT32_MAX, SM_COUNT
 from .implicit_gemm_hopper_base import (ALIGN, ARCH, SMEM_LIMIT, SMEM_STATIC, ImplicitGemmHopperBase, check_aligned,
-                                        problem_macros, split_chunks, split_tries, threads, tma_fits, x_dense, x_map)
+                                        problem_macros, split_chunks, split_tries, threads, tma_fits, x_im2col)
 
 KEYS = ("BM", "BN", "WGS", "STAGES", "SPLITK", "CLUSTER", "WSPEC", "TMA")
 CLUSTERS = (1, 2, 4)
@@ -205,7 +204,6 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
             "SPLITK": eff, "JT_PER": per, "MIN_BLOCKS": blocks_per_sm(cfg), "RED_BLOCK": RED_BLOCK,
             "RED_GROUPS": RED_GROUPS, **({"CLUSTER": cl} if cl > 1 else {}),
             **({"WSPEC": 1} if cfg["WSPEC"] else {}), **({"TMA": 1} if cfg["TMA"] else {}),
-            **({"X_DENSE": 1} if cfg["TMA"] and x_dense(p) else {}),
         }
         mac = tuple((k, str(v)) for k, v in mac.items())
         smem = smem_bytes(cfg)
@@ -220,9 +218,9 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
         ws_total = self.workspace_bytes(p, cfg)
         sid = self.id
         maps = None
-        if cfg["TMA"]:      # dy as a dense J x K matrix (64 x 64 boxes), x's im2col or dense map (64 pixels a box)
+        if cfg["TMA"]:      # dy as a dense J x K matrix (64 x 64 boxes), x's im2col map (64 pixels a box)
             maps = (tma.MapCache(tma.TiledSpec(p.dtype, (m, wrw_shape(p)[2]), (m * 2,), (64, BJ))),
-                    tma.MapCache(x_map(p, BJ)))
+                    tma.MapCache(x_im2col(p, BJ)))
 
         def factory(kerns):
             kmain = kerns[0]

@@ -30,8 +30,6 @@ CASES = {
     "7x7img": dict(n=5, c=192, k=128, in_size=(7, 7), filter_size=3, pads=1),
     "7x7s2": dict(n=2, c=64, k=64, in_size=(23, 21), filter_size=7, pads=3, strides=2),
     "5x3_s2x1": dict(n=2, c=64, k=96, in_size=(12, 17), filter_size=(5, 3), pads=(2, 0), strides=(2, 1)),
-    # 1x1, stride 1, no padding: x as a dense matrix (X_DENSE), 585 pixels (tails at 64, 128 and 256), C = 192
-    "1x1_dense": dict(n=3, c=192, k=72, in_size=(15, 13), filter_size=1),
 }
 # B (dy's channels K % 64 == 0; dx's channels C the GEMM's N, with tails): stride-1 tails, 3x3 and 7x7 stride 2
 # (four phases, unequal sizes), a 1x1 stride-2 filter (three phases no tap reaches, zeroed), strides (2, 1),
@@ -119,26 +117,6 @@ def test_which_configs_may_use_tma(no_gpu_arch):
     assert any(c["TMA"] for c in WRW.config_space(w))
 
 
-def test_dense_x_only_where_x_is_a_matrix(no_gpu_arch):
-    """X_DENSE (tiled boxes of x) for F and W copy-engine configs of 1x1 stride-1 unpadded problems only, with a
-    tiled map of x's (pixels, C) matrix; never for cp.async configs, other filters, padding or strides, nor for B
-    (its maps are dy's per phase)."""
-    d = CASES["1x1_dense"]
-    for solver, cfg in ((FWD, _fcfg(128, 64, 2, 4)), (FWD, _fcfg(128, 64, 2, 4, per=1)), (WRW, _wcfg(64, 128, 1, 4))):
-        p = _p("F" if solver is FWD else "W", **d)
-        assert hb.x_dense(p)
-        assert dict(solver.get_solution(p, cfg).kernels[0].macros).get("X_DENSE") == "1", cfg
-        cp = dict(cfg, WSPEC=0, TMA=0, **({"PERSIST": 0} if "PERSIST" in cfg else {}))
-        assert "X_DENSE" not in dict(solver.get_solution(p, cp).kernels[0].macros)
-    spec = hb.x_map(_p("F", **d), 128)
-    assert isinstance(spec, tma.TiledSpec) and "dims=[192, 585]" in spec.desc and "box=[64, 128]" in spec.desc
-    for kw in (dict(pads=1), dict(strides=2), dict(filter_size=3, pads=1)):
-        q = _p("F", **dict(d, **kw))
-        assert not hb.x_dense(q) and isinstance(hb.x_map(q, 128), tma.Im2colSpec), kw
-    b = _p("B", **dict(d, c=64, k=128))
-    assert all("X_DENSE" not in dict(k.macros) for k in BWD.get_solution(b, _fcfg(128, 64, 2, 4)).kernels)
-
-
 def test_tma_builds(no_gpu_arch):
     """TMA = 1: the macro, the same block and shared memory; every tile, a split and a cluster compile for
     sm_90a (NVRTC, no GPU), and the TMA = 0 build of the same config stays the build without maps."""
@@ -155,10 +133,6 @@ def test_tma_builds(no_gpu_arch):
     builds += [WRW.get_solution(w, _wcfg(bm, bn, wgs, 4)).kernels[0] for bm, bn, wgs in WRW_TILES]
     builds += WRW.get_solution(w, _wcfg(128, 128, 2, 4, sk=3)).kernels
     builds += WRW.get_solution(w, _wcfg(128, 128, 2, 4, cl=2)).kernels
-    dense = [_p(d, **CASES["1x1_dense"]) for d in "FW"]
-    builds += [FWD.get_solution(dense[0], c).kernels[0] for bm, bn, wgs in FWD_TILES for per in (0, 1)
-               if FWD.is_valid_config(dense[0], c := _fcfg(bm, bn, wgs, 4, per=per))]
-    builds += [WRW.get_solution(dense[1], _wcfg(bm, bn, wgs, 4)).kernels[0] for bm, bn, wgs in WRW_TILES]
     b = _p("B", **BWD_CASES["b_s2"])
     builds += [k for bm, bn, wgs in FWD_TILES for per in (0, 1)
                for k in BWD.get_solution(b, _fcfg(bm, bn, wgs, 3, per=per)).kernels]
