@@ -16,9 +16,9 @@
 // atomics, deterministic) and converts; with SPLITK = 1 the GEMM writes dw. Pipeline as the forward kernel
 // (implicit_gemm_hopper_fwd.cu): STAGES buffers, prefetch distance STAGES - 2.
 // Cluster split (CLUSTER > 1, SPLITK = 1): grid.y = CLUSTER blocks of one thread-block cluster take
-// JT_PER j tiles each; ranks 1.. stage their FP32 tiles in shared memory, and rank 0 adds them to its
-// accumulators through distributed shared memory in rank order (deterministic) and writes dw: no
-// workspace, no partial round trip through global memory, no second launch.
+// JT_PER j tiles each; every rank stages its FP32 tile in shared memory, and rank q sums its BM / CLUSTER
+// rows of all the ranks' tiles through distributed shared memory in rank order (deterministic) and writes
+// them to dw (a reduce-scatter): no workspace, no partial round trip through global memory, no second launch.
 // Warp specialisation (WSPEC = 1): one more warpgroup, the producer, issues every cp.async; the WGS
 // consumer warpgroups only wait and multiply. Stage s has two mbarriers: full[s] (the 128 producer
 // threads arrive once their copies of the stage completed, after fence.proxy.async: writer-side
@@ -95,7 +95,7 @@ static_assert(P_C % 8 == 0 && P_K % 8 == 0, "16-byte chunks of channels");
 static_assert(XS_C == 1 && WS_C == 1 && YS_C == 1, "channels-last x, w and y");
 static_assert(YS_W == P_K && YS_H == P_WO * YS_W && YS_N == P_HO * YS_H, "dense NHWC dy");
 static_assert(WS_X == P_C && WS_Y == P_X * WS_X && WS_K == P_Y * WS_Y, "dense KYXC dw");
-static_assert(CLUSTER == 1 || (SPLITK == 1 && CLUSTER <= 8), "a cluster split or a global split");
+static_assert(CLUSTER == 1 || (SPLITK == 1 && CLUSTER <= 8 && BM % CLUSTER == 0), "a cluster split or a global split");
 #define LDF (BN + 8)            // FP32 staging row (floats): 8 rows of a warp's float2 stores 8 banks apart
 static_assert(CLUSTER == 1 || BM * LDF * 4 <= STAGES * STAGE_BYTES, "the FP32 tile fits the pipeline's buffers");
 
@@ -411,31 +411,50 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
 
 #if CLUSTER > 1
     {
-        // every rank's tile at the same place of its shared memory: [BM][LDF] floats from sbase
+        // every rank stages its FP32 tile at the same place of its shared memory ([BM][LDF] floats from sbase); then
+        // rank q sums rows [q * BM / CLUSTER, (q + 1) * BM / CLUSTER) of the CLUSTER tiles in rank order
+        // (deterministic) through distributed shared memory and writes them to dw: each block reads 1 / CLUSTER
+        // of the tiles (a reduce-scatter), all blocks at once
+        constexpr int ROWS = BM / CLUSTER;
+        constexpr int ITEMS = ROWS * BN / 2;       // float2 pairs of the block's rows
         const u32 rank = cluster_rank();
         __syncthreads();       // the pipeline's buffers are free (each thread waited for its copies above)
-        if(rank != 0 && !producer)
+        if(!producer)
             for_each_pair(acc, t, [&](int r, int c, float& a0, float& a1) {
                 asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(sbase + (u32)(r * LDF + c) * 4), "f"(a0), "f"(a1)
                              : "memory");
             });
         cluster_sync();        // the ranks' tiles are written and visible cluster-wide
-        if(rank == 0 && !producer)
+        if(!producer)
         {
+            u32 base[CLUSTER];
+#pragma unroll
+            for(int q = 0; q < CLUSTER; ++q)
+                base[q] = peer_addr(sbase, (u32)q);
 #pragma unroll 1
-            for(u32 q = 1; q < CLUSTER; ++q)
+            for(int it = t; it < ITEMS; it += NT_MMA)
             {
-                const u32 base = peer_addr(sbase, q);
-                for_each_pair(acc, t, [&](int r, int c, float& a0, float& a1) {
-                    const float2 v = ld_peer2(base + (u32)(r * LDF + c) * 4);
-                    a0 += v.x;
-                    a1 += v.y;
-                });
+                const int r = (int)rank * ROWS + it / (BN / 2), c = (it % (BN / 2)) * 2;
+                const u32 off = (u32)(r * LDF + c) * 4;
+                float2 v = ld_peer2(base[0] + off);
+#pragma unroll
+                for(int q = 1; q < CLUSTER; ++q)
+                {
+                    const float2 u = ld_peer2(base[q] + off);
+                    v.x += u.x;
+                    v.y += u.y;
+                }
+                const int k = m0 + r, cl = n0 + c;
+                if(k < GEMM_M && cl < GEMM_N)
+#if IS_BF16
+                    *reinterpret_cast<__nv_bfloat162*>(dw + (long long)k * GEMM_N + cl) = __floats2bfloat162_rn(v.x, v.y);
+#else
+                    *reinterpret_cast<__half2*>(dw + (long long)k * GEMM_N + cl) = __floats2half2_rn(v.x, v.y);
+#endif
             }
         }
-        cluster_sync();        // rank 0 has read every tile: the other blocks may exit
-        if(rank != 0)
-            return;
+        cluster_sync();        // every rank has read its rows of every tile: the blocks may exit
+        return;
     }
 #endif
     if(producer)

@@ -2,11 +2,12 @@
 reduction over the N*Ho*Wo output pixels, both operands staged MN-major for wgmma's transposed
 operands (sm_90a), FP16/BF16, NHWC, groups = 1. The reduction is split over SPLITK chunks (grid.y)
 writing FP32 partial tiles to the workspace, summed in a fixed order by a second kernel, or over the
-CLUSTER blocks of a thread-block cluster, summed through distributed shared memory by its first block.
+CLUSTER blocks of a thread-block cluster, each summing its share of the rows through distributed shared memory.
 
 Tunables: BM (64 x WGS x 1 or 2), BN (64, 128, 256), WGS (1 or 2 warpgroups), STAGES (3-6),
 SPLITK (requested reduction chunks; the kernel runs ceil(tiles / ceil(tiles / SPLITK)) of them),
-CLUSTER (1, 2 or 4 blocks of a cluster sharing the reduction; above 1 only with SPLITK = 1), WSPEC (1: a
+CLUSTER (1, 2, 4 or 8 blocks of a cluster sharing the reduction, each summing 1 / CLUSTER of the tiles'
+rows through distributed shared memory; above 1 only with SPLITK = 1), WSPEC (1: a
 producer warpgroup issues the loads, the WGS warpgroups only multiply, stages handed over by mbarriers),
 TMA (1, with WSPEC and C % 64 == 0: the producer's one thread copies each stage's tiles with the copy
 engine, tensor maps of dy (tiled) and x (im2col) passed by value, ``miofind.tma``)."""
@@ -25,7 +26,7 @@ from .implicit_gemm_hopper_base import (ALIGN, ARCH, SMEM_LIMIT, SMEM_STATIC, Im
                                         problem_macros, split_chunks, split_tries, threads, tma_fits, x_im2col)
 
 KEYS = ("BM", "BN", "WGS", "STAGES", "SPLITK", "CLUSTER", "WSPEC", "TMA")
-CLUSTERS = (1, 2, 4)
+CLUSTERS = (1, 2, 4, 8)
 BJ = 64                 # reduction (output pixel) rows per pipeline stage
 MAX_SPLITK = 256
 MIN_JT_PER_SPLIT = 4    # a chunk of the reduction spans at least 4 j tiles (256 pixels)

@@ -133,6 +133,7 @@ def test_tma_builds(no_gpu_arch):
     builds += [WRW.get_solution(w, _wcfg(bm, bn, wgs, 4)).kernels[0] for bm, bn, wgs in WRW_TILES]
     builds += WRW.get_solution(w, _wcfg(128, 128, 2, 4, sk=3)).kernels
     builds += WRW.get_solution(w, _wcfg(128, 128, 2, 4, cl=2)).kernels
+    builds += WRW.get_solution(_p("W", **MANY_TILES), _wcfg(64, 128, 1, 4, cl=8)).kernels
     b = _p("B", **BWD_CASES["b_s2"])
     builds += [k for bm, bn, wgs in FWD_TILES for per in (0, 1)
                for k in BWD.get_solution(b, _fcfg(bm, bn, wgs, 3, per=per)).kernels]
