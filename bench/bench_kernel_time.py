@@ -63,7 +63,6 @@ def main():
 
     from miofind.device import current_device
     from miofind.harness import Harness
-    from miofind.invokers import build_invoker
     from miofind.problem import ProblemDescription
     from miofind.registry import get_solver
     from miofind.tuning.precompile import precompile
@@ -122,31 +121,15 @@ def main():
                  ("tma", hop, [c for c in cfgs if c.get("TMA") and not c.get("PERSIST")], "implicit_gemm_hopper"),
                  ("ptma", hop, [c for c in cfgs if c.get("TMA") and c.get("PERSIST")], "implicit_gemm_hopper"),
                  ("cudnn", cud, None, "cudnn"))
+        timings = lambda call, inv, ws: {  # noqa: E731
+            "isolated": kernel_timing.isolated_ms(call, a.iters), "gpu": kernel_timing.graph_ms(call, a.iters),
+            "eager": kernel_timing.queued_ms(call, a.iters), "find": h.time(inv, ws, warmup=3, iters=a.iters)[0]}
         for side, solver, configs, fam in sides:
-            if configs is None:
-                try:
-                    configs = cud.find_configs(p)
-                except Exception as e:
-                    print(f"    cuDNN: {type(e).__name__}: {str(e)[:200]}", flush=True)
-                    configs = []
             best = {}
-            for c in configs:
-                try:
-                    sol = solver.get_solution(p, c)
-                    inv = build_invoker(p, sol)
-                    ws = h.workspace(sol.workspace_bytes)
-                    h.check(inv, ws, fam)
-                    pw = 0 if ws is None else ws.data.ptr
-                    pa, pb, po = h.a.data.ptr, h.b.data.ptr, h.out.data.ptr
-                    call = lambda s_: inv(pa, pb, po, pw, s_)  # noqa: E731
-                    t = {"isolated": kernel_timing.isolated_ms(call, a.iters), "gpu": kernel_timing.graph_ms(call, a.iters),
-                         "eager": kernel_timing.queued_ms(call, a.iters), "find": h.time(inv, ws, warmup=3, iters=a.iters)[0]}
-                except Exception as e:      # a failed build, launch or verification scores as infinite time
-                    print(f"    {solver.id} {c}: {type(e).__name__}: {str(e)[:200]}", flush=True)
-                    continue
+            for cfg, t in kernel_timing.timed_configs(h, p, solver, configs, fam, timings):
                 for m in MODES:
                     if m not in best or t[m] < best[m][0]:
-                        best[m] = (t[m], sol.config)
+                        best[m] = (t[m], cfg)
             for m, (ms, cfg) in best.items():
                 row[f"{side}_{m}_ms"] = ms
                 row[f"{side}_{m}_cfg"] = cfg

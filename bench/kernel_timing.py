@@ -77,3 +77,35 @@ def queued_ms(fn, iters: int = 50, rounds: int = 3) -> float:
         stop.synchronize()
         out.append(cupy.cuda.get_elapsed_time(start, stop) / iters)
     return sorted(out)[rounds // 2]
+
+
+def timed_configs(h, p, solver, configs, family: str, timings, stop_at: float | None = None) -> list[tuple[dict, dict]]:
+    """(solution config, ``timings(call, invoker, workspace)``) for each of ``configs`` of ``solver`` on Harness ``h``
+    of problem ``p`` (None: the solver's own ``find_configs``), each built and verified against the float64
+    reference first, until ``time.time()`` passes ``stop_at``. A failed build, launch or verification is printed
+    and scores as infinite time (no entry)."""
+    import time
+
+    from miofind.invokers import build_invoker
+
+    if configs is None:
+        try:
+            configs = solver.find_configs(p)
+        except Exception as e:
+            print(f"    {solver.id}: {type(e).__name__}: {str(e)[:200]}", flush=True)
+            configs = []
+    out = []
+    for c in configs:
+        if stop_at is not None and time.time() > stop_at:
+            break
+        try:
+            sol = solver.get_solution(p, c)
+            inv = build_invoker(p, sol)
+            ws = h.workspace(sol.workspace_bytes)
+            h.check(inv, ws, family)
+            pw = 0 if ws is None else ws.data.ptr
+            pa, pb, po = h.a.data.ptr, h.b.data.ptr, h.out.data.ptr
+            out.append((sol.config, timings(lambda s_: inv(pa, pb, po, pw, s_), inv, ws)))
+        except Exception as e:
+            print(f"    {solver.id} {c}: {type(e).__name__}: {str(e)[:200]}", flush=True)
+    return out

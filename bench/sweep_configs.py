@@ -53,7 +53,6 @@ def main():
 
     from miofind.device import current_device
     from miofind.harness import Harness
-    from miofind.invokers import build_invoker
     from miofind.problem import ProblemDescription
     from miofind.registry import get_solver
     from miofind.tuning.precompile import precompile
@@ -85,28 +84,11 @@ def main():
             break
         h = Harness(p, verify=True, seed=0)
         row = {"layer": name, "key": p.key(), "ours": [], "cudnn": []}
+        timings = lambda call, inv, ws: {"isolated_ms": kernel_timing.isolated_ms(call, a.iters),  # noqa: E731
+                                         "gpu_ms": kernel_timing.graph_ms(call, a.iters)}
         for side, solver, configs, fam in (("ours", hop, cfgs, "implicit_gemm_hopper"), ("cudnn", cud, None, "cudnn")):
-            if configs is None:
-                try:
-                    configs = cud.find_configs(p)
-                except Exception as e:
-                    print(f"    cuDNN: {type(e).__name__}: {str(e)[:200]}", flush=True)
-                    configs = []
-            for c in configs:
-                if time.time() - t_start > a.deadline:
-                    break
-                try:
-                    sol = solver.get_solution(p, c)
-                    inv = build_invoker(p, sol)
-                    ws = h.workspace(sol.workspace_bytes)
-                    h.check(inv, ws, fam)
-                    pw = 0 if ws is None else ws.data.ptr
-                    pa, pb, po = h.a.data.ptr, h.b.data.ptr, h.out.data.ptr
-                    call = lambda s_: inv(pa, pb, po, pw, s_)  # noqa: E731
-                    row[side].append({"cfg": sol.config, "isolated_ms": kernel_timing.isolated_ms(call, a.iters),
-                                      "gpu_ms": kernel_timing.graph_ms(call, a.iters)})
-                except Exception as e:      # a failed build, launch or verification scores as infinite time
-                    print(f"    {solver.id} {c}: {type(e).__name__}: {str(e)[:200]}", flush=True)
+            got = kernel_timing.timed_configs(h, p, solver, configs, fam, timings, stop_at=t_start + a.deadline)
+            row[side] = [{"cfg": c, **t} for c, t in got]
         rows.append(row)
         if row["ours"] and row["cudnn"]:
             cb = min(r["isolated_ms"] for r in row["cudnn"])
