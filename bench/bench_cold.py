@@ -353,18 +353,26 @@ def markdown(layer_rows: list[dict], resnet_rows: list[dict], meta: dict) -> str
                        f"{f(w.get('find_ms'))} | {f(ratio, 2)} | {warm_ok or ''} | {f(e.get('find_ms'))} | "
                        f"{_ok(e.get('find_ms'), TARGET_EMPTY_MS)} | {w.get('solutions', '')} ({w.get('cut', '')}) | "
                        f"{w.get('best') or ''} |")
-        out += ["", "Where the time went (warm, then empty caches; ms): lookup, compile (wall, of which the "
-                "reference's compile), float64 reference, verify, timing, store.", "",
-                "| layer | type | dir | warm: lookup / compile (ref) / reference / verify / timing / store | "
-                "empty: lookup / compile (ref) / reference / verify / timing / store |",
+        out += ["", "Where the time went (warm, then empty caches; ms): lookup (DBs read, candidates listed), select "
+                "(predicted losers, child-process checks), setup (inputs made, reference queued), configs (cuDNN builds "
+                "its plans there), compile (wall, of which the reference's compile), float64 reference (GPU time), "
+                "measure (wall; of it verify + timing), store, other (the rest of the find's wall time).", "",
+                "| layer | type | dir | warm: lookup / select / setup / configs / compile (ref) / reference / measure "
+                "(verify + timing) / store / other | empty: the same |",
                 "| --- | --- | --- | --- | --- |"]
 
         def parts(t):
             if not t:
                 return "(answered without a benchmark)"
-            return (f"{f(t.get('lookup_ms'))} / {f(t.get('compile_ms'))} ({f(t.get('reference_compile_ms'))}) / "
-                    f"{f(t.get('reference_ms'))} / {f(t.get('verify_ms'))} / {f(t.get('timing_ms'))} / "
-                    f"{f(t.get('store_ms'))}")
+            other = None
+            if all(k in t for k in ("total_ms", "lookup_ms", "select_ms", "benchmark_ms", "store_ms", "setup_ms",
+                                    "configs_ms", "compile_ms", "isolate_ms", "measure_ms")):
+                other = (t["total_ms"] - t["lookup_ms"] - t["select_ms"] - t["setup_ms"] - t["configs_ms"]
+                         - t["compile_ms"] - t["isolate_ms"] - t["measure_ms"] - t["store_ms"])
+            return (f"{f(t.get('lookup_ms'))} / {f(t.get('select_ms'))} / {f(t.get('setup_ms'))} / "
+                    f"{f(t.get('configs_ms'))} / {f(t.get('compile_ms'))} ({f(t.get('reference_compile_ms'))}) / "
+                    f"{f(t.get('reference_ms'))} / {f(t.get('measure_ms'))} ({f(t.get('verify_ms'))} + "
+                    f"{f(t.get('timing_ms'))}) / {f(t.get('store_ms'))} / {f(other)}")
         for r in layer_rows:
             out.append(f"| {r['shape']} | {r['dtype']} | {r['direction']} | {parts(r.get('warm', {}).get('timing'))} | "
                        f"{parts(r.get('empty', {}).get('timing'))} |")

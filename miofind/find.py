@@ -517,6 +517,8 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
         return cfgs
 
     isolate = to_isolate(reads, dev, problem, cands)
+    t_bench = time.perf_counter()
+    timing["select_ms"] = (t_bench - t0) * 1e3 - timing["lookup_ms"]
     sols, bench_failures, ws_skipped = benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed,
                                                  configs=configs, budget_ms=time_budget_ms, isolate=isolate,
                                                  cut_factor=cut_factor, timing=timing, deferred=deferred)
@@ -530,6 +532,7 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
         bench_failures = [f for f in bench_failures if f.stage != "deferred"] + more_failures
         ws_skipped |= more_ws
         deferred = {}
+    timing["benchmark_ms"] = (time.perf_counter() - t_bench) * 1e3
     if dbs is None:
         dbs = store_dbs(db, dev, reads, writer)
     cuts = [f for f in bench_failures if f.stage == "cut"]   # reported as Solution.cut; recorded in the DB
@@ -783,9 +786,10 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
     part), ``isolate_ms``, ``reference_ms`` (computing the float64 reference: its GPU time when it
     overlapped the candidates' preparation, with ``reference_wait_ms`` the host time then still spent
     waiting for it; 0 with ``reference_shared`` when a live harness of the problem had it),
-    ``configs_ms`` (listing each candidate's workspace and configs: cuDNN builds its plans there),
-    ``verify_ms``, ``timing_ms``
-    (sums over the candidates), ``configs_stopped`` (configs not measured: their solver had a fully
+    ``setup_ms`` (the harness: inputs made and the reference queued), ``configs_ms`` (listing each
+    candidate's workspace and configs: cuDNN builds its plans there), ``verify_ms``, ``timing_ms``
+    (sums over the candidates), ``measure_ms`` (their measurements' wall time, of which verify and timing
+    are parts), ``configs_stopped`` (configs not measured: their solver had a fully
     timed config and then CONFIG_STOP_AFTER_CUTS cut ones in a row) and ``candidates``: per measured
     (solver, config), its compile, verify and timing wall times, timed runs, median and whether it was
     cut.
@@ -798,6 +802,7 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
     timing = {} if timing is None else timing
     compile_times: dict = {}
     h = None
+    t_setup = time.perf_counter()
     if verify and not isolate:
         # the harness's inputs and float64 reference are queued on the GPU first, so that they overlap
         # the host work of listing and preparing the candidates (``Harness.ready`` waits for them);
@@ -805,6 +810,7 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
         _, ref_inv = prepare_all(problem, [], verify=True, times=compile_times)
         h, fresh = Harness.shared(problem, verify=verify, seed=seed, reference_invoker=ref_inv, wait=False)
     tc = time.perf_counter()
+    timing["setup_ms"] = (tc - t_setup) * 1e3
     for s in cands:
         ws = s.workspace_bytes(problem)
         if workspace_limit is not None and ws > workspace_limit:
@@ -841,7 +847,7 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
     timing["reference_ms"] = h.reference_ms if fresh else 0.0
     timing["reference_wait_ms"] = h.reference_wait_ms if fresh else 0.0
     timing["reference_shared"] = not fresh
-    timing["verify_ms"] = timing["timing_ms"] = 0.0
+    timing["verify_ms"] = timing["timing_ms"] = timing["measure_ms"] = 0.0
     timing["configs_stopped"] = 0
     per = timing["candidates"] = []
     sols, cut_listed = [], {}
@@ -864,10 +870,12 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
         cut_ms = cut_factor * best_ms if cut_factor and math.isfinite(best_ms) else None
         if cut_factor and own is not None and (cut_ms is None or CONFIG_CUT_FACTOR * own < cut_ms):
             cut_ms = CONFIG_CUT_FACTOR * own
+        tm = time.perf_counter()
         try:
             m = h.measure(inv, h.workspace(sol.workspace_bytes), s.family, warmup, iters, budget_ms, cut_ms=cut_ms,
                           settle=SETTLE_SPREAD if cut_factor else None)
         except Exception as e:
+            timing["measure_ms"] += (time.perf_counter() - tm) * 1e3
             h.release()
             stage, reason = failure_stage(e)
             if _sticky(reason):
@@ -879,6 +887,7 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
             failures.append(Failure(s.id, stage, reason, config=cfg))
             continue
         h.release()
+        timing["measure_ms"] += (time.perf_counter() - tm) * 1e3
         timing["verify_ms"] += m.verify_ms
         timing["timing_ms"] += m.timing_ms
         ctimes = compile_times.get("candidates") or []

@@ -60,8 +60,9 @@ def test_the_layers_are_unseen(bc, monkeypatch):
 
 
 def test_report_marks_the_targets(bc):
-    t = {"lookup_ms": 1.0, "compile_ms": 50.0, "reference_compile_ms": 5.0, "reference_ms": 8.0, "verify_ms": 3.0,
-         "timing_ms": 20.0, "store_ms": 2.0}
+    t = {"lookup_ms": 1.0, "select_ms": 0.5, "setup_ms": 1.5, "configs_ms": 4.0, "compile_ms": 50.0,
+         "reference_compile_ms": 5.0, "isolate_ms": 0.0, "reference_ms": 8.0, "measure_ms": 25.0, "verify_ms": 3.0,
+         "timing_ms": 20.0, "benchmark_ms": 81.0, "store_ms": 2.0, "total_ms": 90.0}
     rows = [{"shape": "a", "dtype": "fp32", "direction": "F", "torch_first_ms": 30.0, "ratio_warm_vs_torch": 4.0,
              "warm": {"find_ms": 120.0, "solutions": 6, "cut": 2, "best": "X", "timing": t},
              "empty": {"find_ms": 450.0, "timing": t}},
@@ -76,7 +77,8 @@ def test_report_marks_the_targets(bc):
     b = next(ln for ln in lines if ln.startswith("| b | fp16 | W | 60.0 | 120.0 | 2.00 |"))
     assert a.split("|")[7].strip() == "**no**" and a.split("|")[9].strip() == "yes"    # 4x torch; 450 <= 500
     assert b.split("|")[7].strip() == "yes" and b.split("|")[9].strip() == "**no**"    # 900 > 500
-    assert "| a | fp32 | F | 1.0 / 50.0 (5.0) / 8.0 / 3.0 / 20.0 / 2.0 |" in md
+    # other = 90 - 1 - 0.5 - 1.5 - 4 - 50 - 0 - 25 - 2
+    assert "| a | fp32 | F | 1.0 / 0.5 / 1.5 / 4.0 / 50.0 (5.0) / 8.0 / 25.0 (3.0 + 20.0) / 2.0 / 6.0 |" in md
     assert "(answered without a benchmark)" in md
     r50 = next(ln for ln in lines if ln.startswith("| train48-fp32 |"))
     assert r50 == "| train48-fp32 | 3.00 | 6.50 | **no** | 60 | 5.00 | 4.00 | yes |"
