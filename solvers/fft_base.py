@@ -365,57 +365,91 @@ class FFTBase(Solver):
         return ConvSolution(self.id, kinfos, geo.total_bytes, _factory(p, geo, kinfos), cfg)
 
 
+# every SPACE tile as columns (itertools.product order), for the vectorised ranking below
+_TILES = None
+
+
+def _tiles():
+    global _TILES
+    if _TILES is None:
+        import numpy as np
+
+        grid = np.array(list(itertools.product(*SPACE.values())), dtype=np.int64)
+        _TILES = {k: grid[:, i] for i, k in enumerate(SPACE)}
+    return _TILES
+
+
+def _cdiv(a, b):
+    return -(-a // b)
+
+
 @functools.lru_cache(maxsize=256)
 def _ranked_configs(p: ProblemDescription) -> tuple:
-    """Every valid MAC tile that fits the problem, best first by the time model (read-only dicts)."""
+    """Every valid MAC tile that fits the problem, best first by the time model (``_cost``), as dicts."""
+    import numpy as np
+
     geo = geometry(p)
-    nb_max, ib_max = _pow2_at_least(p.n), _pow2_at_least(geo.ni)
-    valid = [cfg for cfg in (dict(zip(SPACE, vals)) for vals in itertools.product(*SPACE.values()))
-             if _valid(geo, cfg)]
+    t = _tiles()
+    ft, tn, ti, gn, gi, jc = (t[k] for k in ("FT", "TN", "TI", "GN", "GI", "JC"))
+    nt = ft * gn * gi
+    smem = _smem_of(geo, ft, tn, ti, gn, gi, jc)
+    valid = (64 <= nt) & (nt <= 256) & (tn * ti <= 32) & (smem <= SMEM_LIMIT) & (geo.FP % ft == 0)
     # a tile larger than the problem only adds idle lanes (but tiny problems may need one)
-    out = [cfg for cfg in valid if cfg["GN"] * cfg["TN"] <= nb_max and cfg["GI"] * cfg["TI"] <= ib_max] or valid
-    out.sort(key=lambda cfg: _cost(p, geo, cfg))  # stable: ties keep the SPACE order
-    return tuple(out)
+    fits = valid & (gn * tn <= _pow2_at_least(p.n)) & (gi * ti <= _pow2_at_least(geo.ni))
+    idx = np.flatnonzero(fits if fits.any() else valid)
+    cost = _cost(p, geo, ft[idx], tn[idx], ti[idx], gn[idx], gi[idx], jc[idx], smem[idx])
+    order = idx[np.argsort(cost, kind="stable")]       # stable: ties keep the SPACE order
+    names = tuple(SPACE)
+    return tuple(dict(zip(names, row)) for row in np.stack([t[k] for k in names], axis=1)[order].tolist())
 
 
-def _cost(p: ProblemDescription, geo: Geometry, cfg) -> float:
-    """A rough time model of the MAC kernel (seconds) to pick the default tile."""
-    nb, ib = cfg["GN"] * cfg["TN"], cfg["GI"] * cfg["TI"]
-    nt = cfg["FT"] * cfg["GN"] * cfg["GI"]
-    tn, ti, jc = cfg["TN"], cfg["TI"], cfg["JC"]
-    n_pad, i_pad, j_pad = ceil_div(p.n, nb) * nb, ceil_div(geo.ni, ib) * ib, ceil_div(geo.nj, jc) * jc
-    blocks = geo.FP // cfg["FT"] * p.groups * (n_pad // nb) * (i_pad // ib)
+def _smem_of(geo: Geometry, ft, tn, ti, gn, gi, jc):
+    """``_smem`` over arrays of tiles."""
+    ib = gi * ti
+    b = jc * (gn * tn + ib) * ft * 8
+    return b + (jc * ib * _tp(geo) * 4 if geo.fused else 0)
+
+
+def _cost(p: ProblemDescription, geo: Geometry, ft, tn, ti, gn, gi, jc, smem):
+    """A rough time model of the MAC kernel (seconds) to pick the default tile, over numpy arrays of
+    tiles (one element per tile; ``smem`` their shared memory bytes)."""
+    import numpy as np
+
+    nb, ib = gn * tn, gi * ti
+    nt = ft * gn * gi
+    n_pad, i_pad, j_pad = _cdiv(p.n, nb) * nb, _cdiv(geo.ni, ib) * ib, _cdiv(geo.nj, jc) * jc
+    blocks = geo.FP // ft * p.groups * (n_pad // nb) * (i_pad // ib)
     taps = geo.taps[0] * geo.taps[1] * geo.taps[2]
     # Per channel and warp: TN*TI SM-cycles of FMA (4*TN*TI complex-MAC FMAs, 4 warp-FMAs per cycle)
     # against the shared-memory wavefronts of the TN + TI float2 loads. With FT = 16 a warp holds two
     # thread groups at the same 16 frequencies: the operand they share is one broadcast wavefront.
-    if cfg["FT"] == 16:
-        waves = tn + 2 * ti if cfg["GI"] >= 2 else 2 * tn + ti
-    else:
-        waves = 2 * (tn + ti)
+    waves = np.where(ft == 16, np.where(gi >= 2, tn + 2 * ti, 2 * tn + ti), 2 * (tn + ti))
     # plus a barrier pair (three when fused) per JC-channel chunk
-    eff = tn * ti / max(tn * ti, waves) * jc / (jc + (1.0 if geo.fused else 0.5))
+    eff = tn * ti / np.maximum(tn * ti, waves) * jc / (jc + (1.0 if geo.fused else 0.5))
     fmas = 4.0 * geo.FP * p.groups * n_pad * i_pad * j_pad / eff
     l2_rows = nb + (0 if geo.fused else ib)
     if geo.fused:  # 2*taps FMAs per generated value, regenerated for every image tile
-        fmas += 2.0 * taps * geo.FP * p.groups * (n_pad // nb) * i_pad * j_pad / 0.8
+        fmas = fmas + 2.0 * taps * geo.FP * p.groups * (n_pad // nb) * i_pad * j_pad / 0.8
     compute = fmas / 25e12
-    l2 = blocks * j_pad * l2_rows * cfg["FT"] * 8 / 7e12
+    l2 = blocks * j_pad * l2_rows * ft * 8 / 7e12
     w_bytes = 0 if geo.fused else p.k * (p.c // p.groups) * geo.FP * 8
     dram = (p.n * (geo.a_ch + geo.o_ch) * geo.FP * 8 + w_bytes) / 3e12
     # registers: accumulators, operands, prefetch (and, fused, taps, twiddles and the unrolled generation)
-    regs = 2 * tn * ti + 2 * (tn + ti) + ceil_div(jc * nb * cfg["FT"] // 2, nt) * 4 + 24
+    regs = 2 * tn * ti + 2 * (tn + ti) + _cdiv(jc * nb * ft // 2, nt) * 4 + 24
     if geo.fused:
-        regs += ceil_div(jc * ib * _tp(geo), nt) + 2 * taps + 4 * ceil_div(jc * ib * cfg["FT"], nt)
+        regs = regs + _cdiv(jc * ib * _tp(geo), nt) + 2 * taps + 4 * _cdiv(jc * ib * ft, nt)
     else:
-        regs += ceil_div(jc * ib * cfg["FT"] // 2, nt) * 4
-    per_sm = max(1, min(2048 // nt, 65536 // (nt * min(255, regs)), (228 * 1024) // (_smem(geo, cfg) + 1024), 32))
+        regs = regs + _cdiv(jc * ib * ft // 2, nt) * 4
+    per_sm = np.maximum(1, np.minimum(np.minimum(np.minimum(2048 // nt, 65536 // (nt * np.minimum(255, regs))),
+                                                 (228 * 1024) // (smem + 1024)), 32))
     waves_blocks = blocks / (SM_COUNT * per_sm)
-    tail = max(1.0, (int(waves_blocks) + 1) / waves_blocks) if waves_blocks < 4 else 1.0
-    occupancy = min(1.0, per_sm * nt / 512)  # too few warps per SM cannot hide latency
+    with np.errstate(divide="ignore"):
+        tail = np.where(waves_blocks < 4, np.maximum(1.0, (np.floor(waves_blocks) + 1) / waves_blocks), 1.0)
+    occupancy = np.minimum(1.0, per_sm * nt / 512)  # too few warps per SM cannot hide latency
     memory = l2 + dram
-    spill = 1.5 if regs > 168 else 1.0  # ptxas starts to spill around here
-    return (max(compute, memory) + 0.25 * min(compute, memory)) * tail * spill / occupancy  # partial overlap
+    spill = np.where(regs > 168, 1.5, 1.0)  # ptxas starts to spill around here
+    return (np.maximum(compute, memory) + 0.25 * np.minimum(compute, memory)) * tail * spill / occupancy
+
 
 
 _NO_LOCK = contextlib.nullcontext()
