@@ -497,9 +497,6 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
     deferred = {} if (solvers is None if defer is None else defer) else None
     later = {} if (deferred is not None and store and workspace_limit is None
                    and env.specialize() == "background") else None
-    for s in cands:
-        # cuDNN builds its graph and first plans in a worker thread while the rest of the miss runs
-        s.prefetch(problem, s.configs_now if later is not None else None)
     if later is not None:
         # candidates the cost model predicts clearly slower are measured in the background (as deferred ones)
         factor = env.predict_defer()

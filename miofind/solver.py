@@ -144,12 +144,6 @@ class Solver:
     def is_valid_config(self, problem: ProblemDescription, config: Mapping) -> bool:
         return config is None or not config
 
-    def prefetch(self, problem: ProblemDescription, limit: int | None = None) -> None:
-        """Start, in a worker thread, the host work that ``find_configs(problem, limit)`` and
-        ``workspace_bytes(problem)`` would otherwise do when a find reaches this solver (cuDNN: its graph,
-        heuristics and first plans), so that it overlaps the find's other host work; returns at once and
-        launches nothing. No-op by default."""
-
     def __repr__(self) -> str:
         return f"<solver {self.id}>"
 

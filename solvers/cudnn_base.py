@@ -747,36 +747,6 @@ def list_plans(problem: ProblemDescription, limit: int | None = None) -> list[tu
         return out
 
 
-_prefetcher = None     # one worker thread: prefetch_plans
-
-
-def prefetch_plans(problem: ProblemDescription, limit: int | None) -> None:
-    """Build ``problem``'s graph and its first ``limit`` plans (``list_plans``) in a worker thread on the
-    calling thread's device; returns at once. The find's own ``list_plans`` and ``resolve`` then wait on
-    ``_LOCK`` for what is under way and find the rest built; a failure here is theirs to report."""
-    global _prefetcher
-    from concurrent.futures import ThreadPoolExecutor
-
-    try:
-        dev = _device_id()
-    except Exception:     # noqa: BLE001  no usable device: the find's own listing says so
-        return
-    with _LOCK:
-        if _prefetcher is None:
-            _prefetcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="miofind-cudnn-plans")
-    _prefetcher.submit(_prefetch, problem, dev, limit)
-
-
-def _prefetch(problem: ProblemDescription, dev: int, limit: int | None) -> None:
-    try:
-        import cupy
-
-        cupy.cuda.Device(dev).use()
-        list_plans(problem, limit)
-    except Exception:     # noqa: BLE001  the find's own listing raises it where it matters
-        pass
-
-
 def plan_table(problem: ProblemDescription) -> list[dict]:
     """Every offered plan with whether it runs and why not (builds them all); for diagnostics."""
     with _LOCK:
@@ -870,11 +840,6 @@ class CudnnSolverBase(Solver):
         of them in cuDNN's heuristic order, default 8, or ``limit``); the fastest is kept and stored."""
         cap = env.cudnn_plans() if limit is None else min(limit, env.cudnn_plans())
         return [{"plan": name} for name, _ in list_plans(problem, cap)] or [None]
-
-    def prefetch(self, problem: ProblemDescription, limit: int | None = None) -> None:
-        """The graph and the plans ``find_configs(problem, limit)`` lists, built in a worker thread."""
-        if self.applicability(problem):
-            prefetch_plans(problem, env.cudnn_plans() if limit is None else min(limit, env.cudnn_plans()))
 
     def workspace_bytes(self, problem: ProblemDescription, config=None) -> int:
         """The plan's workspace (builds the graph); 0 when it cannot be built (get_solution then says why)."""
