@@ -341,6 +341,11 @@ REFERENCE_GEMM_SETUP_MS = 60.0
 # ... counting only the problems where the naive kernel would take at least this long, where the GEMMs
 # are then taken
 REFERENCE_GEMM_MIN_MS = 2.0
+# ... plus this much per filter tap and batch chunk: each tap's GEMM is a CuPy einsum with a strided patch
+# copy, 0.33-0.7 ms of host time per tap on the H100 host, which its GPU time follows (a find's warm process,
+# bench/results/session-warmfind/call3/: an Inception 5x5 layer's GEMM reference cost 8-15 ms of host time
+# where the naive kernel takes about 2.5 ms of GPU time, overlapped by the find's host work)
+REFERENCE_GEMM_TAP_MS = 0.5
 # ... but never where a group's input or output channels are fewer than this: each tap's GEMM is then too
 # thin to gain (a network's 7x7 stem over 3 channels: 6.5 ms naive against 25 ms in GEMMs; depthwise)
 REFERENCE_GEMM_MIN_CHANNELS = 8
@@ -350,11 +355,19 @@ _naive_spent_ms = 0.0   # the estimated time of the naive references it has run 
 
 def _gemm_gain_ms(conv: ProblemDescription) -> float:
     """The naive reference's estimated ms (``naive_reference_ms``) of a plain convolution where the GEMMs
-    could gain (at least REFERENCE_GEMM_MIN_CHANNELS per group, at least REFERENCE_GEMM_MIN_MS), else 0."""
+    could gain (at least REFERENCE_GEMM_MIN_CHANNELS per group, at least REFERENCE_GEMM_MIN_MS plus
+    REFERENCE_GEMM_TAP_MS per filter tap and batch chunk), else 0."""
     if min(conv.c, conv.k) // conv.groups < REFERENCE_GEMM_MIN_CHANNELS:
         return 0.0
+    from .reference import reference_bytes_per_sample
+
     ms = naive_reference_ms(conv)
-    return ms if ms >= REFERENCE_GEMM_MIN_MS else 0.0
+    taps = 1
+    for f in conv.filter_size:
+        taps *= f
+    step = max(1, min(conv.n, REFERENCE_TEMP_BYTES // max(1, reference_bytes_per_sample(conv))))
+    chunks = -(-conv.n // step)
+    return ms if ms >= REFERENCE_GEMM_MIN_MS + REFERENCE_GEMM_TAP_MS * taps * chunks else 0.0
 
 
 def _count_naive(problem: ProblemDescription) -> None:

@@ -215,6 +215,13 @@ def test_reference_kind_takes_the_gemms_where_they_gain(monkeypatch):
     huge = ProblemDescription.make("B", n=1, c=256, k=256, in_size=(1024, 1024), filter_size=3, pads=1)
     stem = ProblemDescription.make("F", n=256, c=3, k=64, in_size=(224, 224), filter_size=7, pads=3, strides=2)
     depthwise = ProblemDescription.make("F", n=256, c=192, k=192, in_size=(56, 56), filter_size=3, pads=1, groups=192)
+    # 25 taps: over 2 ms naive, but under the 25 GEMMs' host time
+    many_taps = ProblemDescription.make("F", n=16, c=48, k=64, in_size=(35, 35), filter_size=5, pads=2)
+    assert 2 < naive_reference_ms(many_taps) < 0.5 * 25
+    monkeypatch.setattr(harness, "_gemm_used", True)
+    assert reference_kind(many_taps) == "naive"
+    assert reference_kind(ProblemDescription.make("F", n=128, c=48, k=64, in_size=(35, 35), filter_size=5,
+                                                  pads=2)) == "gemm"     # 8x the work: ~20 ms naive
     assert reference_bytes_per_sample(huge) > REFERENCE_TEMP_BYTES
     assert 2 < naive_reference_ms(mid) < 30 < naive_reference_ms(slow) < 60 < naive_reference_ms(strided_b)
     # backward data at stride 2x2: four times slower per FLOP than stride 1, and B half F's rate
