@@ -275,9 +275,15 @@ def pre_includes(kinfo: KernelInfo) -> tuple[str, ...]:
 def binary_key(kinfo: KernelInfo, arch: str) -> str:
     """The binary-cache file name of a kernel: a hash of its expanded source, options, target and NVRTC
     (and of the text of any pre-included header)."""
+    return _binary_key(kinfo, arch, kernel_source(kinfo.source), tuple(kernel_source(n) for n in pre_includes(kinfo)),
+                       _nvrtc_version())
+
+
+@functools.lru_cache(maxsize=8192)
+def _binary_key(kinfo: KernelInfo, arch: str, source: str, pre_included: tuple[str, ...], nvrtc: str) -> str:
+    # memoised on the texts themselves (a str caches its hash): a find asks for the same keys many times
     h = hashlib.sha256()
-    parts = (kernel_source(kinfo.source), "\0".join(_options(kinfo)), arch, _nvrtc_version())
-    for part in parts + tuple(kernel_source(n) for n in pre_includes(kinfo)):
+    for part in (source, "\0".join(_options(kinfo)), arch, nvrtc) + pre_included:
         h.update(part.encode())
         h.update(b"\1")
     return h.hexdigest()[:32]
