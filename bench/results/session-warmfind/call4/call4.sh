@@ -21,7 +21,7 @@ export PYTHONPATH=$PWD:/tmp/site
 WPID=$!
 MIOFIND_DB=sqlite:////tmp/t-user.sqlite MIOFIND_KERNEL_CACHE=/tmp/t-kc timeout 150 python3 -m pytest -q -m gpu \
   -p no:cacheprovider -n 8 tests/core/test_reference_gpu.py tests/core/test_api_gpu.py tests/core/test_tiered_gpu.py \
-  tests/core/test_harness.py tests/core/test_generic_gpu.py > $R/tests.log 2>&1
+  tests/core/test_harness.py tests/fft/test_fft_generic_gpu.py > $R/tests.log 2>&1
 tail -1 $R/tests.log
 wait $WPID; tail -2 $R/warmup.log
 ROWS=$(python3 -c "import json,sys; sys.path.insert(0,'bench'); import bench_cold as b; print(json.dumps([[s,'fp32',d] for s in b.SHAPES for d in 'FBW']))")
