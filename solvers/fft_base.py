@@ -226,16 +226,22 @@ def _tp(geo: Geometry) -> int:
     return ceil_div(t, 4) * 4
 
 
-def _smem(geo: Geometry, cfg) -> int:
-    ib = cfg["GI"] * cfg["TI"]
-    b = cfg["JC"] * (cfg["GN"] * cfg["TN"] + ib) * cfg["FT"] * 8
-    return b + (cfg["JC"] * ib * _tp(geo) * 4 if geo.fused else 0)
+def _smem(geo: Geometry, ft, tn, ti, gn, gi, jc):
+    """Shared memory bytes of MAC tiles: ints, or numpy arrays of tiles."""
+    ib = gi * ti
+    b = jc * (gn * tn + ib) * ft * 8
+    return b + (jc * ib * _tp(geo) * 4 if geo.fused else 0)
+
+
+def _valid_tiles(geo: Geometry, ft, tn, ti, gn, gi, jc, smem):
+    """Which MAC tiles the kernel can run: ints (a bool), or numpy arrays of tiles (a mask)."""
+    nt = ft * gn * gi
+    return (64 <= nt) & (nt <= 256) & (tn * ti <= 32) & (smem <= SMEM_LIMIT) & (geo.FP % ft == 0)
 
 
 def _valid(geo: Geometry, cfg) -> bool:
-    nt = cfg["FT"] * cfg["GN"] * cfg["GI"]
-    return (64 <= nt <= 256 and cfg["TN"] * cfg["TI"] <= 32 and _smem(geo, cfg) <= SMEM_LIMIT
-            and geo.FP % cfg["FT"] == 0)
+    tile = tuple(cfg[k] for k in ("FT", "TN", "TI", "GN", "GI", "JC"))
+    return bool(_valid_tiles(geo, *tile, _smem(geo, *tile)))
 
 
 class FFTBase(Solver):
@@ -379,10 +385,6 @@ def _tiles():
     return _TILES
 
 
-def _cdiv(a, b):
-    return -(-a // b)
-
-
 @functools.lru_cache(maxsize=256)
 def _ranked_configs(p: ProblemDescription) -> tuple:
     """Every valid MAC tile that fits the problem, best first by the time model (``_cost``), as dicts."""
@@ -391,9 +393,8 @@ def _ranked_configs(p: ProblemDescription) -> tuple:
     geo = geometry(p)
     t = _tiles()
     ft, tn, ti, gn, gi, jc = (t[k] for k in ("FT", "TN", "TI", "GN", "GI", "JC"))
-    nt = ft * gn * gi
-    smem = _smem_of(geo, ft, tn, ti, gn, gi, jc)
-    valid = (64 <= nt) & (nt <= 256) & (tn * ti <= 32) & (smem <= SMEM_LIMIT) & (geo.FP % ft == 0)
+    smem = _smem(geo, ft, tn, ti, gn, gi, jc)
+    valid = _valid_tiles(geo, ft, tn, ti, gn, gi, jc, smem)
     # a tile larger than the problem only adds idle lanes (but tiny problems may need one)
     fits = valid & (gn * tn <= _pow2_at_least(p.n)) & (gi * ti <= _pow2_at_least(geo.ni))
     idx = np.flatnonzero(fits if fits.any() else valid)
@@ -403,13 +404,6 @@ def _ranked_configs(p: ProblemDescription) -> tuple:
     return tuple(dict(zip(names, row)) for row in np.stack([t[k] for k in names], axis=1)[order].tolist())
 
 
-def _smem_of(geo: Geometry, ft, tn, ti, gn, gi, jc):
-    """``_smem`` over arrays of tiles."""
-    ib = gi * ti
-    b = jc * (gn * tn + ib) * ft * 8
-    return b + (jc * ib * _tp(geo) * 4 if geo.fused else 0)
-
-
 def _cost(p: ProblemDescription, geo: Geometry, ft, tn, ti, gn, gi, jc, smem):
     """A rough time model of the MAC kernel (seconds) to pick the default tile, over numpy arrays of
     tiles (one element per tile; ``smem`` their shared memory bytes)."""
@@ -417,7 +411,7 @@ def _cost(p: ProblemDescription, geo: Geometry, ft, tn, ti, gn, gi, jc, smem):
 
     nb, ib = gn * tn, gi * ti
     nt = ft * gn * gi
-    n_pad, i_pad, j_pad = _cdiv(p.n, nb) * nb, _cdiv(geo.ni, ib) * ib, _cdiv(geo.nj, jc) * jc
+    n_pad, i_pad, j_pad = ceil_div(p.n, nb) * nb, ceil_div(geo.ni, ib) * ib, ceil_div(geo.nj, jc) * jc
     blocks = geo.FP // ft * p.groups * (n_pad // nb) * (i_pad // ib)
     taps = geo.taps[0] * geo.taps[1] * geo.taps[2]
     # Per channel and warp: TN*TI SM-cycles of FMA (4*TN*TI complex-MAC FMAs, 4 warp-FMAs per cycle)
@@ -435,11 +429,11 @@ def _cost(p: ProblemDescription, geo: Geometry, ft, tn, ti, gn, gi, jc, smem):
     w_bytes = 0 if geo.fused else p.k * (p.c // p.groups) * geo.FP * 8
     dram = (p.n * (geo.a_ch + geo.o_ch) * geo.FP * 8 + w_bytes) / 3e12
     # registers: accumulators, operands, prefetch (and, fused, taps, twiddles and the unrolled generation)
-    regs = 2 * tn * ti + 2 * (tn + ti) + _cdiv(jc * nb * ft // 2, nt) * 4 + 24
+    regs = 2 * tn * ti + 2 * (tn + ti) + ceil_div(jc * nb * ft // 2, nt) * 4 + 24
     if geo.fused:
-        regs = regs + _cdiv(jc * ib * _tp(geo), nt) + 2 * taps + 4 * _cdiv(jc * ib * ft, nt)
+        regs = regs + ceil_div(jc * ib * _tp(geo), nt) + 2 * taps + 4 * ceil_div(jc * ib * ft, nt)
     else:
-        regs = regs + _cdiv(jc * ib * ft // 2, nt) * 4
+        regs = regs + ceil_div(jc * ib * ft // 2, nt) * 4
     per_sm = np.maximum(1, np.minimum(np.minimum(np.minimum(2048 // nt, 65536 // (nt * np.minimum(255, regs))),
                                                  (228 * 1024) // (smem + 1024)), 32))
     waves_blocks = blocks / (SM_COUNT * per_sm)
@@ -449,7 +443,6 @@ def _cost(p: ProblemDescription, geo: Geometry, ft, tn, ti, gn, gi, jc, smem):
     memory = l2 + dram
     spill = np.where(regs > 168, 1.5, 1.0)  # ptxas starts to spill around here
     return (np.maximum(compute, memory) + 0.25 * np.minimum(compute, memory)) * tail * spill / occupancy
-
 
 
 _NO_LOCK = contextlib.nullcontext()
