@@ -12,6 +12,7 @@ time budget (find's), slow kernels get fewer runs.
 
 from __future__ import annotations
 
+import math
 import threading
 import time as _time
 import weakref
@@ -359,15 +360,11 @@ def _gemm_gain_ms(conv: ProblemDescription) -> float:
     REFERENCE_GEMM_TAP_MS per filter tap and batch chunk), else 0."""
     if min(conv.c, conv.k) // conv.groups < REFERENCE_GEMM_MIN_CHANNELS:
         return 0.0
-    from .reference import reference_bytes_per_sample
+    from .reference import reference_chunk
 
     ms = naive_reference_ms(conv)
-    taps = 1
-    for f in conv.filter_size:
-        taps *= f
-    step = max(1, min(conv.n, REFERENCE_TEMP_BYTES // max(1, reference_bytes_per_sample(conv))))
-    chunks = -(-conv.n // step)
-    return ms if ms >= REFERENCE_GEMM_MIN_MS + REFERENCE_GEMM_TAP_MS * taps * chunks else 0.0
+    chunks = -(-conv.n // reference_chunk(conv, conv.n, REFERENCE_TEMP_BYTES))
+    return ms if ms >= REFERENCE_GEMM_MIN_MS + REFERENCE_GEMM_TAP_MS * math.prod(conv.filter_size) * chunks else 0.0
 
 
 def _count_naive(problem: ProblemDescription) -> None:

@@ -114,7 +114,7 @@ def conv_reference(problem: ProblemDescription, a, b, bias=None, *, max_bytes: i
     a = xp.asarray(a, dtype=xp.float64)
     b = xp.asarray(b, dtype=xp.float64)
     n = a.shape[0]
-    step = n if max_bytes is None else max(1, min(n, max_bytes // max(1, reference_bytes_per_sample(p))))
+    step = reference_chunk(p, n, max_bytes)
     if step >= n:
         return _conv(p, a, b, xp)
     if p.direction == "W":        # dw sums over the batch: add the chunks' sums
@@ -135,6 +135,12 @@ def conv_reference(problem: ProblemDescription, a, b, bias=None, *, max_bytes: i
 def _conv_shape_tail(p: ProblemDescription) -> tuple:
     """The output's shape after the batch axis, in its layout (F: y, B: dx)."""
     return tuple(p.io_shapes()[2][1:])
+
+
+def reference_chunk(p: ProblemDescription, n: int, max_bytes: int | None) -> int:
+    """The batch samples ``conv_reference`` takes at once out of ``n``: all of them without ``max_bytes``,
+    else as many as fit it (``reference_bytes_per_sample``), at least one."""
+    return n if max_bytes is None else max(1, min(n, max_bytes // max(1, reference_bytes_per_sample(p))))
 
 
 def reference_bytes_per_sample(p: ProblemDescription) -> int:
