@@ -371,18 +371,13 @@ class FFTBase(Solver):
         return ConvSolution(self.id, kinfos, geo.total_bytes, _factory(p, geo, kinfos), cfg)
 
 
-# every SPACE tile as columns (itertools.product order), for the vectorised ranking below
-_TILES = None
+@functools.lru_cache(maxsize=1)
+def _tiles() -> dict:
+    """Every SPACE tile as columns (itertools.product order), for the vectorised ranking below."""
+    import numpy as np
 
-
-def _tiles():
-    global _TILES
-    if _TILES is None:
-        import numpy as np
-
-        grid = np.array(list(itertools.product(*SPACE.values())), dtype=np.int64)
-        _TILES = {k: grid[:, i] for i, k in enumerate(SPACE)}
-    return _TILES
+    grid = np.array(list(itertools.product(*SPACE.values())), dtype=np.int64)
+    return {k: grid[:, i] for i, k in enumerate(SPACE)}
 
 
 @functools.lru_cache(maxsize=256)
