@@ -886,8 +886,8 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
                     f"(exclude it with --solver/solvers=)") from None
             failures.append(Failure(s.id, stage, reason, config=cfg))
             continue
-        h.release()
         timing["measure_ms"] += (time.perf_counter() - tm) * 1e3
+        h.release()
         timing["verify_ms"] += m.verify_ms
         timing["timing_ms"] += m.timing_ms
         ctimes = compile_times.get("candidates") or []
