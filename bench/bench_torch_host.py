@@ -159,22 +159,31 @@ class _Acc:
 
 
 def model_rows(config: str, args) -> dict:
+    """``config``: "amp"/"fp32" (a batch ``--batch`` training step) or bench_models' names
+    ("train32-amp", "infer1-fp32", ...): training or ``no_grad`` inference at that batch."""
     torch = _torch()
     import torchvision
 
     import miofind.torch as mt
     from miofind.torch import _policy, functional
 
-    amp = config == "amp"
+    if "-" in config:
+        mode, prec = config.split("-")
+        train, batch = mode.startswith("train"), int(mode.lstrip("trainfe"))
+    else:
+        prec, train, batch = config, True, args.batch
+    amp = prec == "amp"
     torch.manual_seed(0)
     base = torchvision.models.resnet50(weights=None).cuda()
+    if not train:
+        base.eval()
     g = torch.Generator(device="cuda").manual_seed(1)
-    x = torch.randn(32, 3, 224, 224, device="cuda", generator=g)
-    yl = torch.randint(0, 1000, (32,), device="cuda", generator=g)
+    x = torch.randn(batch, 3, 224, 224, device="cuda", generator=g)
+    yl = torch.randint(0, 1000, (batch,), device="cuda", generator=g)
     if amp:
         base = base.to(memory_format=torch.channels_last)
         x = x.to(memory_format=torch.channels_last)
-    out = {"config": config}
+    out = {"config": config if "-" in config else f"train{batch}-{prec}"}
     for side in ("cudnn", "miofind"):
         model = copy.deepcopy(base)
         if side == "miofind":
@@ -183,6 +192,10 @@ def model_rows(config: str, args) -> dict:
         opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
         def step():
+            if not train:
+                with torch.no_grad(), torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+                    model(x)
+                return
             opt.zero_grad(set_to_none=True)
             with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
                 loss = torch.nn.functional.cross_entropy(model(x), yl)
@@ -257,7 +270,7 @@ def parts_rows(config: str, args) -> list[dict]:
         tiered.wait(600)
         ours(x).sum().backward()
         st, pa, di, gr = ours._miofind_args()
-        key = functional._plan_key(2, x, w, st, pa, di, gr)
+        key = functional._plan_key(2, x, w, st, pa, di, gr, None, "none")
         plan = functional._plans[key]
         y = ours(x)
         gy = torch.randn_like(y)
@@ -291,14 +304,14 @@ def parts_rows(config: str, args) -> list[dict]:
             "torch.empty(bytes)": (lambda: torch.empty(1 << 20, dtype=torch.uint8, device="cuda")),
             "x.data_ptr()": xd.data_ptr,
             "module._miofind_args": ours._miofind_args,
-            "_plan_key": (lambda: functional._plan_key(2, xd, w, st, pa, di, gr)),
+            "_plan_key": (lambda: functional._plan_key(2, xd, w, st, pa, di, gr, None, "none")),
             "plan.forward": (lambda: plan.forward(xd, w)),
             "torch.empty(out)": (lambda: torch.empty(plan.out_shape, dtype=dt, device="cuda", memory_format=fmt)),
             "Entry.__call__": (lambda: e(xd, w, out, stream)),
             "invoker (pointers)": (lambda: e.invoker(*((pw, px) if e.swap else (px, pw)), po, pws, stream)),
             "torch module fwd (grad)": (lambda: base(x)),
             "miofind module fwd (grad)": (lambda: ours(x)),
-            "PlannedConv.apply": (lambda: _ops.PlannedConv.apply(x, w, plan)),
+            "PlannedConv.apply": (lambda: _ops.PlannedConv.apply(x, w, None, plan)),
             "torch fwd+backward": (lambda: base(x).backward(gy)),
             "miofind fwd+backward": (lambda: ours(x).backward(gy)),
             "_Plan.backward (dx, dw)": (lambda: plan.backward(gy, xd, w, True, True)),
@@ -316,7 +329,7 @@ def parts_rows(config: str, args) -> list[dict]:
             t2 = pc()
             torch.is_autocast_enabled("cuda")
             t3 = pc()
-            key = functional._plan_key(2, xd, w, st, pa, di, gr)
+            key = functional._plan_key(2, xd, w, st, pa, di, gr, None, "none")
             t4 = pc()
             pl = functional._plans.get(key)
             t5 = pc()
@@ -366,7 +379,7 @@ def markdown(res: dict, cmd: str) -> str:
         lines += [f"| {k} | {v:.1f} |" for k, v in r.items() if isinstance(v, float)]
         lines += [f"| staged: {k} | {v:.2f} |" for k, v in r.get("staged_us", {}).items()]
     for m in res["models"]:
-        lines += ["", f"## ResNet-50 batch 32 training step, {m['config']}: host ms to queue a step: cuDNN "
+        lines += ["", f"## ResNet-50 {m['config']} step: host ms to queue a step: cuDNN "
                       f"{m['cudnn_host_ms']:.2f}, miofind {m['miofind_host_ms']:.2f} "
                       f"(instrumented {m['miofind_host_ms_instrumented']:.2f})", "",
                   "| miofind part | ms per step | calls per step | us per call |", "| --- | ---: | ---: | ---: |"]
@@ -379,6 +392,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--configs", default="amp,fp32")
+    ap.add_argument("--model-configs", default=None,
+                    help="model steps instead of --configs': e.g. train32-amp,infer1-fp32 (bench_models' names)")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--bursts", type=int, default=15)
     ap.add_argument("--calls", type=int, default=10)
@@ -393,7 +408,10 @@ def main(argv=None) -> int:
     res = {"meta": {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
                     "cudnn": torch.backends.cudnn.version(), "batch": args.batch, "argv": sys.argv},
            "layers": [], "models": [], "parts": []}
-    for config in args.configs.split(","):
+    if args.model_configs:
+        for config in args.model_configs.split(","):
+            res["models"].append(model_rows(config, args))
+    for config in args.configs.split(",") if not args.model_configs else []:
         if args.parts:
             res["parts"] += parts_rows(config, args)
             continue
