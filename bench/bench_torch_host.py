@@ -311,7 +311,7 @@ def parts_rows(config: str, args) -> list[dict]:
             "invoker (pointers)": (lambda: e.invoker(*((pw, px) if e.swap else (px, pw)), po, pws, stream)),
             "torch module fwd (grad)": (lambda: base(x)),
             "miofind module fwd (grad)": (lambda: ours(x)),
-            "PlannedConv.apply": (lambda: _ops.PlannedConv.apply(x, w, None, plan)),
+            "PlannedConv.apply": (lambda: _ops.PlannedConv.apply(x, w, None, plan, w)),
             "torch fwd+backward": (lambda: base(x).backward(gy)),
             "miofind fwd+backward": (lambda: ours(x).backward(gy)),
             "_Plan.backward (dx, dw)": (lambda: plan.backward(gy, xd, w, True, True)),

@@ -216,9 +216,21 @@ class Launch:
     def bind_maps(self, caches):
         """A launcher ``(stream, *pointers)`` for a kernel with ``MAP`` arguments whose i-th map is that of
         the i-th pointer: ``caches[i](pointer)`` (``tma.MapCache``)."""
-        def run(stream: int, *pointers: int) -> None:
-            self.with_maps(stream, [c(p) for c, p in zip(caches, pointers)], *pointers)
-        return run
+        if len(caches) != 2:
+            def run(stream: int, *pointers: int) -> None:
+                self.with_maps(stream, [c(p) for c, p in zip(caches, pointers)], *pointers)
+            return run
+        # two maps (the Hopper kernels' x and w, or dy and x): their caches' dicts read in place, one call
+        c0, c1 = caches
+        m0, m1 = c0.maps, c1.maps
+
+        def run2(stream: int, a: int, b: int, *rest: int) -> None:
+            e0 = m0.get(a) or c0(a)
+            e1 = m1.get(b) or c1(b)     # e0 and e1 hold the maps until the driver has copied them
+            rc = (self._fast or self._bind())(stream, e0[0], e1[0], a, b, *rest)
+            if rc:
+                _launch_failed(rc)
+        return run2
 
 
 class Launcher:

@@ -129,16 +129,17 @@ class MapCache:
     """Encoded maps of one spec by data pointer (at most ``limit``; emptied when full): ``cache(ptr)`` is
     (host address of the map, the map), ``Launch.with_maps``' argument; holding it keeps the map alive."""
 
-    __slots__ = ("spec", "limit", "_maps")
+    __slots__ = ("spec", "limit", "maps")
 
     def __init__(self, spec, limit: int = 64) -> None:
-        self.spec, self.limit, self._maps = spec, limit, {}
+        # ``maps``: pointer -> entry, the same dict for the cache's life (``Launch.bind_maps`` reads it)
+        self.spec, self.limit, self.maps = spec, limit, {}
 
     def __call__(self, ptr: int) -> tuple[int, TensorMap]:
-        e = self._maps.get(ptr)
+        e = self.maps.get(ptr)
         if e is None:
-            if len(self._maps) >= self.limit:
-                self._maps = {}
+            if len(self.maps) >= self.limit:
+                self.maps.clear()
             m = self.spec.encode(ptr)
-            e = self._maps[ptr] = (ctypes.addressof(m), m)
+            e = self.maps[ptr] = (ctypes.addressof(m), m)
         return e

@@ -270,13 +270,18 @@ class PlannedConv(torch.autograd.Function):
     """``EagerConv`` for a call with a forward plan (``functional._Plan``): the plan launches the
     forward (with ``bias`` in its epilogue for a plan that fuses it, else ``bias`` is None; ReLU too
     where the plan fuses it, its output then kept for the mask), and the backward through the plan's
-    learned B and W Entries."""
+    learned B and W Entries.
+
+    ``wc`` is ``w`` in the plan's data type: ``w`` itself, or (under autocast) its cast made outside
+    autograd, whose gradient the backward casts back to ``w``'s type. That is what autocast's recorded
+    cast and its ToCopyBackward node give, without the extra autograd node per convolution."""
 
     @staticmethod
-    def forward(ctx, x, w, bias, plan):
-        y = plan.forward(x, w, bias)
+    def forward(ctx, x, w, bias, plan, wc):
+        y = plan.forward(x, wc, bias)
         ctx.plan = plan
-        keep = (x if ctx.needs_input_grad[1] else None, w if ctx.needs_input_grad[0] else None)
+        ctx.w_dtype = w.dtype if wc.dtype is not w.dtype else None
+        keep = (x if ctx.needs_input_grad[1] else None, wc if ctx.needs_input_grad[0] else None)
         ctx.save_for_backward(*keep, *((y,) if plan.act == "relu" else ()))
         return y
 
@@ -289,4 +294,22 @@ class PlannedConv(torch.autograd.Function):
             dy = relu_mask(dy, saved[2])
         need = ctx.needs_input_grad
         dx, dw = ctx.plan.backward(dy, x, w, need[0], need[1])
-        return dx, dw, bias_grad(dy) if need[2] else None, None
+        if dw is not None and ctx.w_dtype is not None:
+            dw = dw.to(ctx.w_dtype)
+        return dx, dw, bias_grad(dy) if need[2] else None, None, None
+
+
+_raw_apply = torch._C._FunctionBase.__dict__["apply"].__get__(None, PlannedConv) \
+    if "apply" in getattr(torch._C._FunctionBase, "__dict__", {}) else None
+_unwrap = getattr(getattr(torch._C, "_functorch", None), "unwrap_if_dead", None)
+_transforms_active = getattr(torch._C, "_are_functorch_transforms_active", None)
+
+
+def planned_apply(x: Tensor, w: Tensor, bias, plan, wc: Tensor) -> Tensor:
+    """``PlannedConv.apply(x, w, bias, plan, wc)``. Where no functorch transform is active it calls the C
+    ``apply`` directly with the tensors through ``unwrap_if_dead``, which is what ``Function.apply`` does
+    then, without its per-call Python (about 1.5 us)."""
+    if _raw_apply is None or _unwrap is None or _transforms_active is None or _transforms_active():
+        return PlannedConv.apply(x, w, bias, plan, wc)
+    x, uw = _unwrap(x), _unwrap(w)
+    return _raw_apply(x, uw, None if bias is None else _unwrap(bias), plan, uw if wc is w else _unwrap(wc))

@@ -74,7 +74,14 @@ def clear() -> None:
 def deterministic() -> bool:
     """Whether PyTorch asks for deterministic algorithms (``torch.use_deterministic_algorithms(True)``
     or ``torch.backends.cudnn.deterministic``)."""
-    return torch.are_deterministic_algorithms_enabled() or torch.backends.cudnn.deterministic
+    return _det_algorithms() or _det_cudnn()
+
+
+# the settings' C getters (what ``torch.are_deterministic_algorithms_enabled``, ``cudnn.deterministic`` and
+# ``cudnn.allow_tf32`` read, without their Python property chains: a key is made per call)
+_det_algorithms = getattr(torch._C, "_get_deterministic_algorithms", None) or torch.are_deterministic_algorithms_enabled
+_det_cudnn = getattr(torch._C, "_get_cudnn_deterministic", None) or (lambda: torch.backends.cudnn.deterministic)
+allow_tf32 = getattr(torch._C, "_get_cudnn_allow_tf32", None) or (lambda: torch.backends.cudnn.allow_tf32)
 
 
 def _tup(v) -> tuple:
@@ -86,7 +93,7 @@ def table_key(direction: str, x_shape, w_shape, stride, padding, dilation, group
     """The key of a problem in the prepared table (shapes and parameters as tuples: torch.Size is one,
     the custom ops pass lists), with the TF32 and deterministic settings as they are now; ``bias`` and
     ``activation``: the fused forward problem with that epilogue (``fusable``), keyed by (bias, activation)."""
-    tf32 = dtype is torch.float32 and torch.backends.cudnn.allow_tf32
+    tf32 = dtype is torch.float32 and allow_tf32()
     key = (direction, tuple(x_shape), tuple(w_shape), _tup(stride), _tup(padding), _tup(dilation), groups, dtype,
            channels_last, tf32, deterministic(), device)
     return key + ((bool(bias), activation),) if bias or activation != "none" else key

@@ -180,7 +180,14 @@ class _Plan:
         return torch.empty_strided(shape, strides, dtype=self.dtype, device=self.device)
 
     def forward(self, x: Tensor, w: Tensor, bias: Tensor | None = None) -> Tensor:
-        return self.entry(x, w, self._empty(0), _ops._stream(self.dev), bias)
+        e = self.entry
+        shape, strides = self._dense[0]
+        out = torch.empty_strided(shape, strides, dtype=self.dtype, device=self.device)
+        stream = _ops._stream(self.dev)
+        # the key fixed x's shape: a stream the Entry has run on takes its raw launch directly
+        if stream in e.streams and e.invoker is not None and not _policy._swaps:
+            return e.run(x.data_ptr(), w.data_ptr(), out, stream, bias)
+        return e(x, w, out, stream, bias)
 
     def backward(self, dy: Tensor, x, w, need_dx: bool, need_dw: bool):
         """(dx, dw) of this call from ``dy`` (None where not asked). The first ``dy`` of a stride
@@ -190,9 +197,9 @@ class _Plan:
         sig = (dy.stride(), need_dx, need_dw)
         known = self.bwd.get(sig)
         if known is not None and torch._C._cuda_getDevice() == self.dev:
-            eb, ew = known
-            fmt = self.fmt
-            dy = dy.contiguous(memory_format=fmt)
+            eb, ew, dense = known
+            if not dense:       # the strides of the signature: dy is not dense in the plan's format
+                dy = dy.contiguous(memory_format=self.fmt)
             stream = _ops._stream(self.dev)
             # Entry.__call__ takes the raw launch once it has run on this stream
             dx = eb(dy, w, self._empty(1), stream) if need_dx else None
@@ -221,7 +228,7 @@ class _Plan:
             if e is None or e.invoker is None:
                 return
             entries.append(e)
-        self.bwd[sig] = tuple(entries)
+        self.bwd[sig] = (*entries, dy.is_contiguous(memory_format=self.fmt))
 
 
 _plans: dict[tuple, _Plan] = {}
@@ -231,7 +238,7 @@ def _plan_key(nd: int, x: Tensor, w: Tensor, stride, padding, dilation, groups, 
     # the bias: whether there is one of x's type (a candidate for the fused forward); the activation the
     # epilogue may take (``_fusable_act``)
     return (nd, x.shape, x.stride(), w.shape, w.stride(), x.dtype, w.dtype, x.get_device(), w.get_device(),
-            stride, padding, dilation, groups, torch.backends.cudnn.allow_tf32, _policy.deterministic(),
+            stride, padding, dilation, groups, _policy.allow_tf32(), _policy.deterministic(),
             bias is not None and bias.dtype is x.dtype, act)
 
 
@@ -307,12 +314,22 @@ def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilati
     ``activation`` ("none", "relu" or "gelu": a module ``fuse`` paired with its activation)."""
     key = None
     if type(x) in _PLAIN and type(w) in _PLAIN and x.is_cuda and not torch.compiler.is_compiling():
-        if torch.is_autocast_enabled("cuda"):
-            x, w, bias = _autocast(x, w, bias)
         grad = torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or
                                             (bias is not None and bias.requires_grad))
+        wc = w      # the weight in the computing type
+        if torch.is_autocast_enabled("cuda"):
+            dt = torch.get_autocast_dtype("cuda")
+            if x.dtype != dt:
+                x = x.to(dt)
+            if w.dtype != dt:
+                # with autograd, cast outside it: PlannedConv casts dw back (no ToCopy node per call)
+                wc = w.detach().to(dt) if grad and w.requires_grad else _cast_param(w, dt)
+                if not grad or not w.requires_grad:
+                    w = wc
+            if bias is not None:
+                bias = _cast_param(bias, dt)
         act = _fusable_act(activation, grad)
-        key = _plan_key(nd, x, w, stride, padding, dilation, groups, bias, act)
+        key = _plan_key(nd, x, wc, stride, padding, dilation, groups, bias, act)
         plan = _plans.get(key)
         # a fused plan reads K bias elements: any other bias takes the slow path (PyTorch's error)
         if plan is not None and plan.dev == torch._C._cuda_getDevice() and \
@@ -321,15 +338,16 @@ def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilati
             if plan.fused:
                 fb = bias if bias.is_contiguous() else bias.contiguous()
             if grad:
-                y = _ops.PlannedConv.apply(x, w, fb, plan)
+                y = _ops.planned_apply(x, w, fb, plan, wc)
             else:
-                y = plan.forward(x, w, fb)
+                y = plan.forward(x, wc, fb)
             if bias is not None and fb is None:
                 y = y.add_(bias.view(plan.bias_shape))
             return _activate(y, activation) if plan.act == "none" else y
+    # the slow path casts w under autograd (``_autocast``), as PyTorch's autocast does
     y = _conv_slow(nd, x, w, bias, stride, padding, dilation, groups, activation)
     if key is not None and x.dtype in _policy.SUPPORTED_DTYPES:
-        _make_plan(key, nd, x, w, stride, padding, dilation, groups, bias, act)
+        _make_plan(key, nd, x, wc, stride, padding, dilation, groups, bias, act)
     return y
 
 

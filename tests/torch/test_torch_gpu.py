@@ -98,7 +98,21 @@ def test_repeated_calls_take_the_forward_plan_and_match_cudnn(mt, dtype, cl):
                 y = mt.conv2d(x, w, b, padding=1)
                 ref = F.conv2d(x, w, b, padding=1)
                 assert y.dtype is torch.float16 and rel(y, ref) < 2e-3
-    assert mt.stats()["lookups"] <= 6
+        # autocast with autograd: a planned call casts w outside autograd and its gradient back to FP32 (no
+        # ToCopyBackward node per call); dw as eager autocast's
+        for i in range(3):
+            x = torch.randn(3, 16, 17, 15, device="cuda")
+            wr, wr2 = w.clone().requires_grad_(), w.clone().requires_grad_()
+            with torch.autocast("cuda", dtype=torch.float16):
+                y = mt.conv2d(x, wr, None, padding=1)
+                ref = F.conv2d(x, wr2, None, padding=1)
+            g = torch.randn_like(y)
+            y.backward(g)
+            ref.backward(g)
+            assert wr.grad.dtype is torch.float32 and rel(wr.grad, wr2.grad) < 2e-2, i
+        nodes = {type(f).__name__ for f, _ in y.grad_fn.next_functions if f is not None}
+        assert type(y.grad_fn).__name__ == "PlannedConvBackward" and nodes == {"AccumulateGrad"}, nodes
+    assert mt.stats()["lookups"] <= 8
 
 
 def test_a_deferred_solution_replaces_a_slower_entry(mt):
