@@ -5,12 +5,14 @@
    miofind against torch (``cudnn.benchmark``) in the same run; median over bursts of ``--calls``
    calls, the GPU drained between bursts so that GPU time never shows as host time. AMP FP16
    ``channels_last`` and FP32 (TF32 off).
-2. Per model step (torchvision ResNet-50, batch 32, training): host time to queue one step (no
+2. Per model step (torchvision ResNet-50 or ``--model``, batch 32 training, or ``--model-configs``: training or
+   ``no_grad`` inference at any batch): host time to queue one step (no
    synchronize), both sides; and for miofind the part of it spent in its forward calls, its backward
    calls and its launches (``Entry.run``, per solver), and how many calls missed the planned path
    (``functional._conv_slow``), from wrappers that add about 1 us per wrapped call.
 
     python bench/bench_torch_host.py --out bench/results/torch-host [--configs amp,fp32] [--skip-model]
+    python bench/bench_torch_host.py --out DIR --model inception_v3 --model-configs train32-amp,infer1-amp
 """
 
 from __future__ import annotations
@@ -174,16 +176,18 @@ def model_rows(config: str, args) -> dict:
         prec, train, batch = config, True, args.batch
     amp = prec == "amp"
     torch.manual_seed(0)
-    base = torchvision.models.resnet50(weights=None).cuda()
+    kw = dict(aux_logits=False, init_weights=True) if args.model == "inception_v3" else {}
+    base = getattr(torchvision.models, args.model)(weights=None, **kw).cuda()
     if not train:
         base.eval()
     g = torch.Generator(device="cuda").manual_seed(1)
-    x = torch.randn(batch, 3, 224, 224, device="cuda", generator=g)
+    size = 299 if args.model == "inception_v3" else 224
+    x = torch.randn(batch, 3, size, size, device="cuda", generator=g)
     yl = torch.randint(0, 1000, (batch,), device="cuda", generator=g)
     if amp:
         base = base.to(memory_format=torch.channels_last)
         x = x.to(memory_format=torch.channels_last)
-    out = {"config": config if "-" in config else f"train{batch}-{prec}"}
+    out = {"config": config if "-" in config else f"train{batch}-{prec}", "model": args.model}
     for side in ("cudnn", "miofind"):
         model = copy.deepcopy(base)
         if side == "miofind":
@@ -379,7 +383,7 @@ def markdown(res: dict, cmd: str) -> str:
         lines += [f"| {k} | {v:.1f} |" for k, v in r.items() if isinstance(v, float)]
         lines += [f"| staged: {k} | {v:.2f} |" for k, v in r.get("staged_us", {}).items()]
     for m in res["models"]:
-        lines += ["", f"## ResNet-50 {m['config']} step: host ms to queue a step: cuDNN "
+        lines += ["", f"## {m.get('model', 'resnet50')} {m['config']} step: host ms to queue a step: cuDNN "
                       f"{m['cudnn_host_ms']:.2f}, miofind {m['miofind_host_ms']:.2f} "
                       f"(instrumented {m['miofind_host_ms_instrumented']:.2f})", "",
                   "| miofind part | ms per step | calls per step | us per call |", "| --- | ---: | ---: | ---: |"]
@@ -394,6 +398,7 @@ def main(argv=None) -> int:
     ap.add_argument("--configs", default="amp,fp32")
     ap.add_argument("--model-configs", default=None,
                     help="model steps instead of --configs': e.g. train32-amp,infer1-fp32 (bench_models' names)")
+    ap.add_argument("--model", default="resnet50", help="the torchvision model of --model-configs")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--bursts", type=int, default=15)
     ap.add_argument("--calls", type=int, default=10)
