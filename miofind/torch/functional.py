@@ -85,13 +85,18 @@ def _forget_cast(key: int, ref) -> None:
         del _casts[key]
 
 
+# what autocast casts: floating tensors other than float64 (PyTorch's ``is_eligible``; float8 aside)
+_AUTOCAST_FROM = frozenset((torch.float32, torch.float16, torch.bfloat16))
+
+
 def _cast_param(t: Tensor, dt: torch.dtype) -> Tensor:
     """``t.to(dt)``. With autograd off (``torch.no_grad``, ``torch.inference_mode``) the cast of a leaf
     tensor (a weight, a bias) is kept while that tensor is unchanged (the same object, storage and
     version counter: an in-place update or a new ``.data`` makes a new cast), so inference under
     autocast casts each weight once, not once per call as PyTorch's autocast (whose cache lives for
-    one autocast region). With autograd on, a fresh cast, so that the gradient reaches ``t``."""
-    if t.dtype == dt:
+    one autocast region). With autograd on, a fresh cast, so that the gradient reaches ``t``. A tensor
+    autocast leaves alone (float64) is returned as it is."""
+    if t.dtype == dt or t.dtype not in _AUTOCAST_FROM:
         return t
     if torch.is_grad_enabled() or not t.is_leaf:
         return t.to(dt)
@@ -111,7 +116,7 @@ def _autocast(x: Tensor, w: Tensor, bias):
     the weight and bias through ``_cast_param``."""
     if x.is_cuda and torch.is_autocast_enabled("cuda"):
         dt = torch.get_autocast_dtype("cuda")
-        if x.dtype != dt:
+        if x.dtype != dt and x.dtype in _AUTOCAST_FROM:
             x = x.to(dt)
         w = _cast_param(w, dt)
         if bias is not None:
@@ -319,9 +324,9 @@ def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilati
         wc = w      # the weight in the computing type
         if torch.is_autocast_enabled("cuda"):
             dt = torch.get_autocast_dtype("cuda")
-            if x.dtype != dt:
+            if x.dtype != dt and x.dtype in _AUTOCAST_FROM:
                 x = x.to(dt)
-            if w.dtype != dt:
+            if w.dtype != dt and w.dtype in _AUTOCAST_FROM:
                 # with autograd, cast outside it: PlannedConv casts dw back (no ToCopy node per call)
                 wc = w.detach().to(dt) if grad and w.requires_grad else _cast_param(w, dt)
                 if not grad or not w.requires_grad:

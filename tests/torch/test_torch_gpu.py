@@ -279,6 +279,11 @@ def test_conv1d_conv3d_and_autocast(mt):
         with torch.autocast("cuda", dtype=dt):
             y, ref = mt.conv2d(x, w, padding=1), F.conv2d(x, w, padding=1)
         assert y.dtype == ref.dtype == dt and rel(y, ref) < 2e-2
+    # autocast leaves float64 alone (PyTorch's rule): torch's own float64 convolution, not an FP16 one
+    x64, w64 = x.double(), w.double()
+    with torch.autocast("cuda", dtype=torch.float16):
+        y, ref = mt.conv2d(x64, w64, padding=1), F.conv2d(x64, w64, padding=1)
+    assert y.dtype == ref.dtype == torch.float64 and rel(y, ref) < 1e-12
 
 
 class TinyCNN(nn.Module):
