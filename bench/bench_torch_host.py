@@ -164,30 +164,22 @@ def model_rows(config: str, args) -> dict:
     """``config``: "amp"/"fp32" (a batch ``--batch`` training step) or bench_models' names
     ("train32-amp", "infer1-fp32", ...): training or ``no_grad`` inference at that batch."""
     torch = _torch()
-    import torchvision
+    from bench_models import build, inputs, parse
 
     import miofind.torch as mt
     from miofind.torch import _policy, functional
 
-    if "-" in config:
-        mode, prec = config.split("-")
-        train, batch = mode.startswith("train"), int(mode.lstrip("trainfe"))
-    else:
-        prec, train, batch = config, True, args.batch
-    amp = prec == "amp"
-    torch.manual_seed(0)
-    kw = dict(aux_logits=False, init_weights=True) if args.model == "inception_v3" else {}
-    base = getattr(torchvision.models, args.model)(weights=None, **kw).cuda()
+    if "-" not in config:
+        config = f"train{args.batch}-{config}"
+    train, batch, amp = parse(config)
+    base = build(args.model)
     if not train:
         base.eval()
-    g = torch.Generator(device="cuda").manual_seed(1)
-    size = 299 if args.model == "inception_v3" else 224
-    x = torch.randn(batch, 3, size, size, device="cuda", generator=g)
-    yl = torch.randint(0, 1000, (batch,), device="cuda", generator=g)
+    xs, ys = inputs(args.model, batch, amp, 1)
+    x, yl = xs[0], ys[0]
     if amp:
         base = base.to(memory_format=torch.channels_last)
-        x = x.to(memory_format=torch.channels_last)
-    out = {"config": config if "-" in config else f"train{batch}-{prec}", "model": args.model}
+    out = {"config": config, "model": args.model}
     for side in ("cudnn", "miofind"):
         model = copy.deepcopy(base)
         if side == "miofind":

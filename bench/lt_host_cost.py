@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
+import os
 import sys
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 # (m, n, k) column-major, A m x k, B k x n: the tiny problem's GEMM and im2col GEMMs of ResNet-50 layers at N=1
 SHAPES = {"tiny 8x64x72": (8, 64, 72), "r50 64x3136x576": (3136, 64, 576), "r50 256x196x2304": (196, 256, 2304)}
@@ -24,6 +25,8 @@ def main(argv=None) -> int:
     ap.add_argument("--bursts", type=int, default=60)
     a = ap.parse_args(argv)
     import cupy
+
+    from bench_overhead import host_us
 
     from miofind import cublas
     from miofind.launch import PTR, Launch, native
@@ -48,20 +51,7 @@ def main(argv=None) -> int:
             fns = {"cublasLtMatmul (packed C caller)": lambda: lt_fast(pa, pb, pc, pc),
                    "LtGemm.call (its Python)": lambda: g.call(stream, pa, pb, pc),
                    "kernel launch (packed C launcher)": lambda: launch_fast(stream, pa, pb, pc, pc)}
-            for fn in fns.values():
-                for _ in range(300):
-                    fn()
-            sync()
-            ts = {lab: [] for lab in fns}
-            for i in range(a.bursts):
-                for lab in (list(fns) if i % 2 == 0 else list(fns)[::-1]):
-                    fn = fns[lab]
-                    t0 = time.perf_counter()
-                    for _ in range(100):
-                        fn()
-                    ts[lab].append((time.perf_counter() - t0) / 100 * 1e6)
-                    sync()
-            row = {"gemm": name, "math": label, **{lab: statistics.median(v) for lab, v in ts.items()}}
+            row = {"gemm": name, "math": label, **host_us(fns, a.bursts * 100, sync, burst=100, warmup=300)}
             rows.append(row)
             print(json.dumps(row), flush=True)
     if a.out:

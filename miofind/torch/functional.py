@@ -185,14 +185,7 @@ class _Plan:
         return torch.empty_strided(shape, strides, dtype=self.dtype, device=self.device)
 
     def forward(self, x: Tensor, w: Tensor, bias: Tensor | None = None) -> Tensor:
-        e = self.entry
-        shape, strides = self._dense[0]
-        out = torch.empty_strided(shape, strides, dtype=self.dtype, device=self.device)
-        stream = _ops._stream(self.dev)
-        # the key fixed x's shape: a stream the Entry has run on takes its raw launch directly
-        if stream in e.streams and e.invoker is not None and not _policy._swaps:
-            return e.run(x.data_ptr(), w.data_ptr(), out, stream, bias)
-        return e(x, w, out, stream, bias)
+        return self.entry(x, w, self._empty(0), _ops._stream(self.dev), bias)
 
     def backward(self, dy: Tensor, x, w, need_dx: bool, need_dw: bool):
         """(dx, dw) of this call from ``dy`` (None where not asked). The first ``dy`` of a stride
@@ -323,16 +316,11 @@ def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilati
                                             (bias is not None and bias.requires_grad))
         wc = w      # the weight in the computing type
         if torch.is_autocast_enabled("cuda"):
-            dt = torch.get_autocast_dtype("cuda")
-            if x.dtype != dt and x.dtype in _AUTOCAST_FROM:
-                x = x.to(dt)
-            if w.dtype != dt and w.dtype in _AUTOCAST_FROM:
-                # with autograd, cast outside it: PlannedConv casts dw back (no ToCopy node per call)
-                wc = w.detach().to(dt) if grad and w.requires_grad else _cast_param(w, dt)
-                if not grad or not w.requires_grad:
-                    w = wc
-            if bias is not None:
-                bias = _cast_param(bias, dt)
+            # with autograd, the weight is cast outside it: PlannedConv casts dw back (no ToCopy node per call)
+            detach = grad and w.requires_grad and w.dtype is not torch.get_autocast_dtype("cuda")
+            x, wc, bias = _autocast(x, w.detach() if detach else w, bias)
+            if not detach:
+                w = wc
         act = _fusable_act(activation, grad)
         key = _plan_key(nd, x, wc, stride, padding, dilation, groups, bias, act)
         plan = _plans.get(key)
