@@ -114,6 +114,11 @@ VARIABLES: tuple[EnvVar, ...] = (
     EnvVar("MIOFIND_NATIVE", "whether kernel launches and the cuBLASLt/cuFFT calls of a prepared solution go through "
            "miofind's native extension (`miofind._native`, built at install where a C compiler is found) or through "
            "ctypes and CuPy", "1 (default: native where built), 0 (the pure-Python path)", ""),
+    EnvVar("MIOFIND_TORCH_CPP", "whether miofind.torch's planned convolutions run their forward, and their backward "
+           "as a C++ autograd node, through its C++ extension (`miofind/torch/_fast.cpp`, built against the installed "
+           "PyTorch with the C++ compiler into the kernel cache: by `miofind warmup`, or on first use)",
+           "background (default: use the built extension; if none is built, build it in a background process and "
+           "use it once loaded), sync (build it at first use and wait), off (the Python path)", ""),
 )
 
 DEFAULT_CUT_FACTOR = 3.0
@@ -284,6 +289,14 @@ SPECIALIZE = ("off", "background", "sync")
 def specialize() -> str:
     """``MIOFIND_SPECIALIZE``: ``background`` (default), ``sync`` or ``off`` (miofind.tiered)."""
     return _one_of("MIOFIND_SPECIALIZE", SPECIALIZE, "background")
+
+
+TORCH_CPP = ("background", "sync", "off")
+
+
+def torch_cpp() -> str:
+    """``MIOFIND_TORCH_CPP``: ``background`` (default), ``sync`` or ``off`` (miofind.torch._fast)."""
+    return _one_of("MIOFIND_TORCH_CPP", TORCH_CPP, "background")
 
 
 REFERENCES = ("auto", "gemm", "naive")

@@ -23,7 +23,8 @@ import threading
 
 import numpy as np
 
-__all__ = ["PTR", "MAP", "Launch", "Launcher", "ptr", "cupy_stream", "native", "native_function"]
+__all__ = ["PTR", "MAP", "Launch", "Launcher", "ptr", "cupy_stream", "native", "native_function", "cu_launch_kernel", "with_recipe", "A", "B",
+           "OUT", "WS"]
 
 _driver = None
 
@@ -61,7 +62,7 @@ def native_function(fn) -> int:
     return ctypes.cast(fn, ctypes.c_void_p).value
 
 
-def _cu_launch_kernel() -> int:
+def cu_launch_kernel() -> int:
     """The address of ``cuLaunchKernel`` in the driver (``libcuda.so.1``, which CuPy has loaded)."""
     global _cu_launch
     if _cu_launch is None:
@@ -177,7 +178,7 @@ class Launch:
         fn = self.function()
         if nat is not None:
             values, slots, maps = self.packed()
-            fast = nat.launcher(_cu_launch_kernel(), fn, self.grid, self.block, self.shared_mem, values, slots,
+            fast = nat.launcher(cu_launch_kernel(), fn, self.grid, self.block, self.shared_mem, values, slots,
                                 maps)
         else:
             fast = self._python_launch
@@ -231,6 +232,20 @@ class Launch:
             if rc:
                 _launch_failed(rc)
         return run2
+
+
+A, B, OUT, WS = 0, 1, 2, 3      # the roles of an invoker's pointers: invoker(a, b, out, workspace, stream)
+
+
+def with_recipe(invoker, steps, align=(1, 1, 1, 1), workspace: bool = False):
+    """Mark ``invoker`` as exactly ``steps`` and return it: ``[(launch, ((role, byte offset), ...)), ...]`` in
+    launch order, each ``PTR`` argument of each ``Launch`` (no ``MAP``) named as a role of the invoker protocol
+    (``A``, ``B``, ``OUT``, ``WS``) plus an offset; ``align``: what each role's address must be a multiple of
+    (the invoker's own check raises otherwise); ``workspace``: whether it needs one. A caller that launches the
+    packed blocks itself (miofind.torch's C++ path, ``miofind.torch._fast``) then runs the same launches."""
+    invoker.recipe = (tuple((launch, tuple(roles)) for launch, roles in steps), tuple(int(a) for a in align),
+                      bool(workspace))
+    return invoker
 
 
 class Launcher:

@@ -15,7 +15,7 @@ import functools
 import itertools
 from typing import NamedTuple
 
-from miofind.launch import PTR, Launch
+from miofind.launch import A, B, OUT, PTR, WS, Launch, with_recipe
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES, needs_int64
@@ -619,7 +619,7 @@ class DepthwiseBase(Solver):
                 if (a | b | out) & 15:
                     _check_aligned(a, b, out)
                 launch(stream, a, b, out)
-            return invoker
+            return with_recipe(invoker, [(launch, ((A, 0), (B, 0), (OUT, 0)))], (16, 16, 16, 1))
 
         return ConvSolution(self.id, [kinfo], 0, factory, cfg)
 
@@ -651,7 +651,8 @@ class DepthwiseBase(Solver):
                     _check_aligned(a, b, out, workspace)
                 stage1(stream, a, b, workspace)
                 stage2(stream, workspace, out)
-            return invoker
+            return with_recipe(invoker, [(stage1, ((A, 0), (B, 0), (WS, 0))), (stage2, ((WS, 0), (OUT, 0)))],
+                               (16, 16, 16, 16), True)
 
         return ConvSolution(self.id, [k1, k2], ws_bytes, factory, cfg)
 

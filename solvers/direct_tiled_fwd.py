@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 
-from miofind.launch import PTR, Launch
+from miofind.launch import A, B, OUT, PTR, Launch, with_recipe
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES, index_overflow, wide_index
@@ -118,7 +118,7 @@ class DirectTiledFwd(Solver):
 
             def invoker(a, b, out, workspace, stream):
                 launch(stream, a, b, out)
-            return invoker
+            return with_recipe(invoker, [(launch, ((A, 0), (B, 0), (OUT, 0)))])
 
         return ConvSolution(self.id, [kinfo], 0, factory, cfg)
 

@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from miofind.launch import PTR, Launch
+from miofind.launch import A, B, OUT, PTR, WS, Launch, with_recipe
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES, needs_int64
@@ -577,7 +577,7 @@ class ImplicitGemmBase(Solver):
                     if a % al0 or b % al1:
                         check_alignment(sid, align, a, b)
                     lmain(stream, a, b, out)
-                return invoker
+                return with_recipe(invoker, [(lmain, ((A, 0), (B, 0), (OUT, 0)))], (al0, al1, 1, 1))
 
             def invoker(a, b, out, workspace, stream):
                 if a % al0 or b % al1:
@@ -595,6 +595,16 @@ class ImplicitGemmBase(Solver):
                     lmain(stream, ins["a"], ins["b"], out)
                 if lred is not None:
                     lred(stream, workspace + part_off, out)
-            return invoker
+            # the same launches with each pointer as (role, offset)
+            src = {"a": (A, 0), "b": (B, 0)}
+            steps = []
+            for lk, (op, _, _, off) in zip(lx, xps):
+                steps.append((lk, (src[op], (WS, off))))
+                src[op] = (WS, off)
+            last = (WS, part_off) if wrw and eff > 1 else (OUT, 0)
+            steps.append((lmain, (src["a"], src["b"], (OUT, 0)) + ((last,) if wrw else ())))
+            if lred is not None:
+                steps.append((lred, ((WS, part_off), (OUT, 0))))
+            return with_recipe(invoker, steps, (al0, al1, 1, 1), need_ws)
 
         return ConvSolution(self.id, kernels, ws_total, factory, cfg)

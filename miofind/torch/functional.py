@@ -14,13 +14,17 @@ PyTorch's own convolution unchanged.
 
 from __future__ import annotations
 
+import logging
+import sys
 import weakref
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from . import _ops, _policy
+from . import _fast, _ops, _policy
+
+log = logging.getLogger(__name__)
 
 _TORCH = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
 
@@ -165,7 +169,7 @@ class _Plan:
     per stride pattern of ``dy`` (``backward``)."""
 
     __slots__ = ("entry", "out_shape", "fmt", "dtype", "device", "bias_shape", "conv", "dev", "bwd", "_dense", "fused",
-                 "act")
+                 "act", "fast")
 
     def __init__(self, entry, out_shape, fmt, x: Tensor, w: Tensor, conv, fused: bool = False, act: str = "none") -> None:
         self.entry, self.out_shape, self.fmt, self.conv = entry, out_shape, fmt, conv
@@ -174,6 +178,8 @@ class _Plan:
         self.dtype, self.device, self.dev = x.dtype, x.device, x.get_device()
         self.bias_shape = (1, -1, *([1] * (x.dim() - 2)))
         self.bwd: dict[tuple, tuple] = {}
+        # the C++ hot path's plan id (``_fast``): None until made (or while it cannot be made yet), False never
+        self.fast = None if not fused and act == "none" else False
         # (shape, strides) of y, dx and dw dense in ``fmt``: torch.empty_strided of them costs less
         # host time than torch.empty with a memory format (bench/results/torch-host/probe-step/)
         from ..invokers import dense_layout
@@ -196,6 +202,8 @@ class _Plan:
         known = self.bwd.get(sig)
         if known is not None and torch._C._cuda_getDevice() == self.dev:
             eb, ew, dense = known
+            if self.fast is None:
+                self.make_fast()
             if not dense:       # the strides of the signature: dy is not dense in the plan's format
                 dy = dy.contiguous(memory_format=self.fmt)
             stream = _ops._stream(self.dev)
@@ -227,9 +235,40 @@ class _Plan:
                 return
             entries.append(e)
         self.bwd[sig] = (*entries, dy.is_contiguous(memory_format=self.fmt))
+        if self.fast is not False:
+            self.fast = None        # a C++ plan with this signature's Entries too
+            self.make_fast()
+
+    def make_fast(self) -> None:
+        """Make the C++ plan (``_fast.make_plan``) of this plan and the backward Entries learned so far: ``fast``
+        becomes its id; stays None while the extension is building or an Entry still runs a generic build
+        (tried again on a later backward); False where the extension is off or cannot be had."""
+        eb = next((v[0] for v in self.bwd.values() if v[0] is not None), None)
+        ew = next((v[1] for v in self.bwd.values() if v[1] is not None), None)
+        try:
+            fid = _fast.make_plan(self, eb, ew)
+        except _fast.NotReady:
+            return
+        except Exception as e:      # noqa: BLE001  the Python path stays
+            log.warning("miofind.torch: no C++ plan for %s (%s: %s)", self.entry.problem_key, type(e).__name__, e)
+            self.fast = False
+            return
+        if fid is None:
+            if _fast._module is False:
+                self.fast = False
+            return
+        self.fast = fid
 
 
 _plans: dict[tuple, _Plan] = {}
+_modules = sys.modules
+
+
+def _fast_ok() -> bool:
+    """Whether a planned call may take the C++ path now: no deferred solution waits to replace an Entry
+    (``_policy._apply_swaps`` runs first, through the Python path), and no CUDA-graph trees run in this
+    process (their warm-up runs route allocations to a graph pool, which the Python path knows about)."""
+    return not _policy._swaps and _modules.get("torch._inductor.cudagraph_trees") is None
 
 
 def _plan_key(nd: int, x: Tensor, w: Tensor, stride, padding, dilation, groups, bias, act: str) -> tuple:
@@ -292,13 +331,18 @@ def clear_plans() -> None:
 
 
 def _swap_entry(old, new) -> None:
-    """A deferred solution replaced ``old`` (``_policy._apply_swaps``): the plans holding it run ``new``."""
+    """A deferred solution replaced ``old`` (``_policy._apply_swaps``): the plans holding it run ``new`` (a new C++
+    plan is made at their next backward)."""
     for plan in list(_plans.values()):
-        if plan.entry is old:
+        hit = plan.entry is old
+        if hit:
             plan.entry = new
         for sig, entries in list(plan.bwd.items()):
             if any(e is old for e in entries):
+                hit = True
                 plan.bwd[sig] = tuple(new if e is old else e for e in entries)
+        if hit and plan.fast is not False:
+            plan.fast = None
 
 
 _policy._on_clear.append(clear_plans)
@@ -330,9 +374,17 @@ def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilati
             fb = None
             if plan.fused:
                 fb = bias if bias.is_contiguous() else bias.contiguous()
-            if grad:
+            fid = plan.fast
+            if type(fid) is int and _fast_ok():
+                # the C++ hot path: forward launched from C++, backward a C++ autograd node
+                mod = _fast._module
+                y = mod.apply(x, w, wc, fid, _ops._stream(plan.dev)) if grad else \
+                    mod.forward(x, wc, fid, _ops._stream(plan.dev))
+            elif grad:
                 y = _ops.planned_apply(x, w, fb, plan, wc)
             else:
+                if fid is None and plan.bwd == {}:
+                    plan.make_fast()    # inference: a C++ plan of the forward alone (a backward remakes it)
                 y = plan.forward(x, wc, fb)
             if bias is not None and fb is None:
                 y = y.add_(bias.view(plan.bias_shape))

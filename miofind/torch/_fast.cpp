@@ -1,0 +1,282 @@
+// miofind.torch's C++ hot path: a planned convolution's forward and its backward as a C++ autograd Function.
+//
+// A FastPlan holds, per direction (F, B, W), either a recipe (the solution's kernel launches with their argument
+// blocks packed once, each pointer argument named as a role: a, b, out or workspace, plus a byte offset) or
+// nothing. A direction with a recipe launches from C++: the output from PyTorch's caching allocator, the
+// workspace one kept buffer per (device, stream), cuLaunchKernel through the driver's function pointer. A
+// direction without one (a cuDNN plan, a cuBLASLt call, a kernel taking tensor maps), a misaligned pointer, a
+// stream under CUDA-graph capture, or a plan turned off calls the Python fallback given at construction
+// (functional._Plan's own forward and backward), so every call gets the answer the Python path gives.
+//
+// Backward runs on the stream of its forward (PyTorch runs each backward op on its forward op's stream), which
+// the forward keeps in the autograd context.
+#include <torch/extension.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace py = pybind11;
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+using u64 = uint64_t;
+
+typedef int (*launch_fn)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *,
+                         void **, void **);
+typedef int (*capturing_fn)(void *, int *);     // cuStreamIsCapturing(CUstream, CUstreamCaptureStatus *)
+
+static launch_fn g_launch = nullptr;
+static capturing_fn g_capturing = nullptr;
+static std::atomic<bool> g_enabled{true};
+
+struct Kernel {
+    void *func = nullptr;
+    unsigned dims[6] = {1, 1, 1, 1, 1, 1};
+    unsigned smem = 0;
+    std::vector<u64> vals;              // each parameter's bytes, little-endian in an 8-byte cell
+    std::vector<int> slot_param;        // the parameters that take pointers
+    std::vector<int> slot_role;         // 0 a, 1 b, 2 out, 3 workspace
+    std::vector<int64_t> slot_off;      // byte offset added to the role's pointer
+};
+
+struct Recipe {
+    std::vector<Kernel> kernels;
+    int64_t ws_bytes = 0;
+    bool swap = false;                  // the solution takes (b, a): a transposed W problem
+    int64_t align[4] = {1, 1, 1, 1};    // what each role's address must be a multiple of, else the fallback
+    bool present = false;
+};
+
+struct FastPlan {
+    Recipe dir[3];                      // F, B, W
+    std::vector<int64_t> shape[3], strides[3];  // y, dx, dw as torch tensors
+    at::ScalarType dtype;
+    int64_t device;
+    at::MemoryFormat fmt;
+    PyObject *fwd_fallback;             // fwd(x, wc) -> y
+    PyObject *bwd_fallback;             // bwd(dy, x, wc, need_dx, need_dw) -> (dx, dw)
+    std::atomic<int64_t> fast_calls{0}, fallback_calls{0};
+};
+
+// every plan ever made stays alive for the process (an autograd graph may outlive the Python plan); the Python
+// fallbacks are kept with it, which keeps the kernels' modules loaded
+static std::mutex g_plans_mutex;
+static std::vector<std::shared_ptr<FastPlan>> g_plans;
+
+static std::mutex g_ws_mutex;
+static std::map<std::pair<int64_t, int64_t>, at::Tensor> g_ws;
+static const int64_t KEEP_WORKSPACE_BYTES = 64ll << 20;
+
+static bool capturing(int64_t stream) {
+    if (!g_capturing) return true;      // unknown: take the Python path, which knows
+    int status = 0;
+    if (g_capturing(reinterpret_cast<void *>(stream), &status) != 0) return true;
+    return status != 0;
+}
+
+static at::Tensor workspace(int64_t nbytes, int64_t dev, int64_t stream, at::Tensor &scratch) {
+    if (nbytes > KEEP_WORKSPACE_BYTES) {
+        scratch = at::empty({nbytes}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA, dev));
+        return scratch;
+    }
+    std::lock_guard<std::mutex> g(g_ws_mutex);
+    auto &t = g_ws[{dev, stream}];
+    if (!t.defined() || t.numel() < nbytes)
+        t = at::empty({nbytes}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA, dev));
+    return t;
+}
+
+// Launch one direction's recipe on (a, b) into a new output of plan shape i; false (nothing launched) where an
+// address is misaligned, so the caller takes the fallback. Throws on a failed launch.
+static bool run(const FastPlan &P, int i, const at::Tensor &a, const at::Tensor &b, int64_t stream, at::Tensor &out) {
+    const Recipe &R = P.dir[i];
+    u64 ptr[4];
+    ptr[0] = reinterpret_cast<u64>(a.data_ptr());
+    ptr[1] = reinterpret_cast<u64>(b.data_ptr());
+    if (R.swap) std::swap(ptr[0], ptr[1]);
+    if (ptr[0] % R.align[0] || ptr[1] % R.align[1]) return false;
+    out = at::empty_strided(P.shape[i], P.strides[i], at::TensorOptions().dtype(P.dtype).device(at::kCUDA, P.device));
+    ptr[2] = reinterpret_cast<u64>(out.data_ptr());
+    at::Tensor scratch, ws;
+    ptr[3] = 0;
+    if (R.ws_bytes > 0) {
+        ws = workspace(R.ws_bytes, P.device, stream, scratch);
+        ptr[3] = reinterpret_cast<u64>(ws.data_ptr());
+    }
+    if (ptr[2] % R.align[2] || ptr[3] % R.align[3]) return false;
+    u64 vals[128];
+    void *params[128];
+    for (const Kernel &K : R.kernels) {
+        const size_t np = K.vals.size();
+        std::copy(K.vals.begin(), K.vals.end(), vals);
+        for (size_t j = 0; j < np; j++) params[j] = &vals[j];
+        for (size_t j = 0; j < K.slot_param.size(); j++)
+            vals[K.slot_param[j]] = ptr[K.slot_role[j]] + static_cast<u64>(K.slot_off[j]);
+        int rc = g_launch(K.func, K.dims[0], K.dims[1], K.dims[2], K.dims[3], K.dims[4], K.dims[5], K.smem,
+                          reinterpret_cast<void *>(stream), params, nullptr);
+        TORCH_CHECK(rc == 0, "miofind.torch: cuLaunchKernel failed with CUresult ", rc);
+    }
+    return true;
+}
+
+static FastPlan &plan_of(int64_t id) {
+    std::lock_guard<std::mutex> g(g_plans_mutex);
+    TORCH_CHECK(id >= 0 && id < static_cast<int64_t>(g_plans.size()), "miofind.torch: no fast plan ", id);
+    return *g_plans[id];
+}
+
+static at::Tensor forward_impl(FastPlan &P, const at::Tensor &x, const at::Tensor &wc, int64_t stream) {
+    at::Tensor y;
+    if (g_launch && P.dir[0].present && g_enabled.load(std::memory_order_relaxed) && !capturing(stream) &&
+        run(P, 0, x, wc, stream, y)) {
+        P.fast_calls.fetch_add(1, std::memory_order_relaxed);
+        return y;
+    }
+    P.fallback_calls.fetch_add(1, std::memory_order_relaxed);
+    py::gil_scoped_acquire gil;
+    py::object r = py::reinterpret_borrow<py::object>(P.fwd_fallback)(x, wc);
+    return r.cast<at::Tensor>();
+}
+
+struct FastConv : public torch::autograd::Function<FastConv> {
+    // inputs: x, w (the parameter), wc (w in the computing type: w itself, or its cast made outside autograd,
+    // whose gradient goes back to w's type); plan id; stream
+    static at::Tensor forward(AutogradContext *ctx, at::Tensor x, at::Tensor w, at::Tensor wc, int64_t id,
+                              int64_t stream) {
+        FastPlan &P = plan_of(id);
+        at::Tensor y = forward_impl(P, x, wc, stream);
+        bool need_dx = ctx->needs_input_grad(0), need_dw = ctx->needs_input_grad(1);
+        ctx->save_for_backward({need_dw ? x : at::Tensor(), need_dx ? wc : at::Tensor()});
+        ctx->saved_data["id"] = id;
+        ctx->saved_data["stream"] = stream;
+        ctx->saved_data["cast"] = wc.scalar_type() != w.scalar_type();
+        ctx->saved_data["wtype"] = static_cast<int64_t>(w.scalar_type());
+        return y;
+    }
+
+    static variable_list backward(AutogradContext *ctx, variable_list grads) {
+        at::Tensor dy = grads[0];
+        auto saved = ctx->get_saved_variables();
+        at::Tensor x = saved[0], wc = saved[1];
+        bool need_dx = ctx->needs_input_grad(0), need_dw = ctx->needs_input_grad(1);
+        FastPlan &P = plan_of(ctx->saved_data["id"].toInt());
+        int64_t stream = ctx->saved_data["stream"].toInt();
+        at::Tensor dx, dw;
+        bool done = false;
+        if (g_launch && dy.defined() && g_enabled.load(std::memory_order_relaxed) && (!need_dx || P.dir[1].present) &&
+            (!need_dw || P.dir[2].present) && dy.scalar_type() == P.dtype && dy.sizes().equals(P.shape[0]) &&
+            !capturing(stream)) {
+            at::Tensor d = dy.is_contiguous(P.fmt) ? dy : dy.contiguous(P.fmt);
+            done = (!need_dx || run(P, 1, d, wc, stream, dx)) && (!need_dw || run(P, 2, d, x, stream, dw));
+        }
+        if (done) {
+            P.fast_calls.fetch_add(1, std::memory_order_relaxed);
+        } else if (dy.defined()) {
+            P.fallback_calls.fetch_add(1, std::memory_order_relaxed);
+            py::gil_scoped_acquire gil;
+            py::tuple r = py::reinterpret_borrow<py::object>(P.bwd_fallback)(dy, x, wc, need_dx, need_dw);
+            dx = r[0].is_none() ? at::Tensor() : r[0].cast<at::Tensor>();
+            dw = r[1].is_none() ? at::Tensor() : r[1].cast<at::Tensor>();
+        }
+        if (dw.defined() && ctx->saved_data["cast"].toBool())
+            dw = dw.to(static_cast<at::ScalarType>(ctx->saved_data["wtype"].toInt()));
+        return {dx, dw, at::Tensor(), at::Tensor(), at::Tensor()};
+    }
+};
+
+static Recipe make_recipe(py::object spec) {
+    // spec: None, or (kernels, ws_bytes, swap, align[4]); each kernel (func, grid[3], block[3], smem, values,
+    // slot params, slot roles, slot offsets)
+    Recipe R;
+    if (spec.is_none()) return R;
+    py::tuple t = spec.cast<py::tuple>();
+    TORCH_CHECK(t.size() == 4, "recipe: expected (kernels, ws_bytes, swap, align)");
+    for (py::handle kh : t[0].cast<py::list>()) {
+        py::tuple k = kh.cast<py::tuple>();
+        TORCH_CHECK(k.size() == 8, "recipe kernel: expected 8 fields");
+        Kernel K;
+        K.func = reinterpret_cast<void *>(k[0].cast<u64>());
+        auto grid = k[1].cast<std::vector<int64_t>>(), block = k[2].cast<std::vector<int64_t>>();
+        TORCH_CHECK(grid.size() == 3 && block.size() == 3, "recipe kernel: grid and block take 3 dimensions");
+        for (int i = 0; i < 3; i++) {
+            TORCH_CHECK(grid[i] >= 1 && grid[i] <= 0xffffffffll && block[i] >= 1 && block[i] <= 1024,
+                        "recipe kernel: bad launch dimensions");
+            K.dims[i] = static_cast<unsigned>(grid[i]);
+            K.dims[3 + i] = static_cast<unsigned>(block[i]);
+        }
+        K.smem = k[3].cast<unsigned>();
+        K.vals = k[4].cast<std::vector<u64>>();
+        K.slot_param = k[5].cast<std::vector<int>>();
+        K.slot_role = k[6].cast<std::vector<int>>();
+        K.slot_off = k[7].cast<std::vector<int64_t>>();
+        TORCH_CHECK(K.func != nullptr, "recipe kernel: null function");
+        TORCH_CHECK(K.vals.size() <= 128 && K.slot_param.size() == K.slot_role.size() &&
+                    K.slot_param.size() == K.slot_off.size(), "recipe kernel: inconsistent argument slots");
+        for (size_t j = 0; j < K.slot_param.size(); j++)
+            TORCH_CHECK(K.slot_param[j] >= 0 && static_cast<size_t>(K.slot_param[j]) < K.vals.size() &&
+                        K.slot_role[j] >= 0 && K.slot_role[j] < 4, "recipe kernel: slot out of range");
+        R.kernels.push_back(std::move(K));
+    }
+    TORCH_CHECK(!R.kernels.empty(), "recipe: no kernels");
+    R.ws_bytes = t[1].cast<int64_t>();
+    R.swap = t[2].cast<bool>();
+    auto al = t[3].cast<std::vector<int64_t>>();
+    TORCH_CHECK(al.size() == 4, "recipe: align takes 4 values (a, b, out, workspace)");
+    for (int i = 0; i < 4; i++) {
+        TORCH_CHECK(al[i] >= 1, "recipe: align must be positive");
+        R.align[i] = al[i];
+    }
+    R.present = true;
+    return R;
+}
+
+static int64_t new_plan(py::object f, py::object b, py::object w, py::list shapes, py::list strides,
+                        at::ScalarType dtype, int64_t device, bool channels_last, py::object fwd, py::object bwd) {
+    auto P = std::make_shared<FastPlan>();
+    P->dir[0] = make_recipe(f);
+    P->dir[1] = make_recipe(b);
+    P->dir[2] = make_recipe(w);
+    TORCH_CHECK(shapes.size() == 3 && strides.size() == 3, "new_plan: three shapes and strides (y, dx, dw)");
+    for (int i = 0; i < 3; i++) {
+        P->shape[i] = shapes[i].cast<std::vector<int64_t>>();
+        P->strides[i] = strides[i].cast<std::vector<int64_t>>();
+    }
+    const size_t nd = P->shape[0].size();
+    P->dtype = dtype;
+    P->device = device;
+    P->fmt = !channels_last ? at::MemoryFormat::Contiguous
+                            : nd == 5 ? at::MemoryFormat::ChannelsLast3d : at::MemoryFormat::ChannelsLast;
+    P->fwd_fallback = fwd.release().ptr();      // kept for the process, as the plan is
+    P->bwd_fallback = bwd.release().ptr();
+    std::lock_guard<std::mutex> g(g_plans_mutex);
+    g_plans.push_back(P);
+    return static_cast<int64_t>(g_plans.size()) - 1;
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+    m.doc() = "miofind.torch's C++ hot path (see _fast.py)";
+    m.def("init", [](u64 launch, u64 is_capturing) {
+        g_launch = reinterpret_cast<launch_fn>(launch);
+        g_capturing = reinterpret_cast<capturing_fn>(is_capturing);
+    }, "init(cuLaunchKernel address, cuStreamIsCapturing address)");
+    m.def("set_enabled", [](bool on) { g_enabled.store(on); }, "turn the C++ launches on or off (off: every call "
+          "takes its Python fallback)");
+    m.def("new_plan", &new_plan, "new_plan(F, B, W recipes or None, [y, dx, dw shapes], [their strides], dtype, "
+          "device, channels_last, fwd_fallback, bwd_fallback) -> plan id");
+    m.def("apply", [](const at::Tensor &x, const at::Tensor &w, const at::Tensor &wc, int64_t id, int64_t stream) {
+        return FastConv::apply(x, w, wc, id, stream);
+    }, "y = conv(x, w) of plan ``id`` recorded for autograd (wc: w in the computing type)");
+    m.def("forward", [](const at::Tensor &x, const at::Tensor &wc, int64_t id, int64_t stream) {
+        return forward_impl(plan_of(id), x, wc, stream);
+    }, "y = conv(x, wc) of plan ``id`` without autograd");
+    m.def("counts", [](int64_t id) {
+        FastPlan &P = plan_of(id);
+        return std::make_pair(P.fast_calls.load(), P.fallback_calls.load());
+    }, "(calls launched from C++, calls that took the Python fallback) of plan ``id``");
+}

@@ -1,0 +1,236 @@
+"""The C++ hot path of miofind.torch (``_fast.cpp``): building it, loading it, and giving it a plan.
+
+A planned convolution (``functional._Plan``) whose forward, backward-data and backward-weights solutions are
+kernel launches (``launch.recipe``: implicit GEMM, depthwise, tiled direct) hands their packed launches to the
+extension, which then runs the forward and, as a C++ autograd node, the backward: no Python frame, no GIL
+hand-over to the autograd thread, per call. A direction it cannot launch itself (a cuDNN plan, cuBLASLt, a
+kernel taking tensor maps) calls back the plan's Python path, so the answers are the Python path's.
+
+The extension is compiled against the installed PyTorch with the C++ compiler (``$CXX``, else ``c++``/``g++``)
+into the kernel cache, under a name keyed by the source, PyTorch's version and the Python ABI, so an upgrade of
+either builds a new one and never loads a stale one. ``MIOFIND_TORCH_CPP`` says when (``env.torch_cpp``);
+``miofind warmup`` builds it at install time. Without a compiler, or with a failed build (its log is kept
+beside it), miofind.torch stays on the Python path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+NAME = "miofind_torch_fast"
+SOURCE = Path(__file__).with_name("_fast.cpp")
+
+_lock = threading.Lock()
+_module = None          # the loaded extension, or False once it cannot be had in this process
+_building: threading.Thread | None = None
+_error: str | None = None
+
+
+def compiler() -> str | None:
+    """The C++ compiler: ``$CXX``, else ``c++`` or ``g++`` on PATH; None if there is none."""
+    cxx = os.environ.get("CXX")
+    if cxx:
+        return shutil.which(cxx) or cxx
+    return shutil.which("c++") or shutil.which("g++")
+
+
+def _digest() -> str:
+    import torch
+    h = hashlib.sha256(SOURCE.read_bytes())
+    h.update(f"{torch.__version__}|{sysconfig.get_config_var('EXT_SUFFIX')}|{sys.version_info[:2]}".encode())
+    return h.hexdigest()[:20]
+
+
+def library_path() -> Path:
+    """Where the extension for this PyTorch and Python lives (built or not)."""
+    from ..compile import kernel_cache_dir
+    return kernel_cache_dir() / "torch-ext" / _digest() / (NAME + (sysconfig.get_config_var("EXT_SUFFIX") or ".so"))
+
+
+def build_command(out: Path, cxx: str) -> list[str]:
+    """The compiler command that builds the extension into ``out``."""
+    import torch
+    from torch.utils import cpp_extension
+    lib = os.path.join(os.path.dirname(torch.__file__), "lib")
+    abi = int(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True))
+    cmd = [cxx, "-O2", "-std=c++17", "-w", "-shared", "-fPIC", f"-DTORCH_EXTENSION_NAME={NAME}",
+           "-DTORCH_API_INCLUDE_EXTENSION_H", f"-D_GLIBCXX_USE_CXX11_ABI={abi}"]
+    cmd += [f"-I{p}" for p in cpp_extension.include_paths()]
+    cmd += [f"-I{sysconfig.get_paths()['include']}", str(SOURCE), f"-L{lib}", "-lc10", "-ltorch", "-ltorch_cpu",
+            "-ltorch_python", f"-Wl,-rpath,{lib}", "-o", str(out)]
+    return cmd
+
+
+def build(timeout: float = 600) -> Path:
+    """Compile the extension into the kernel cache (a no-op where it is there); its path. RuntimeError with the
+    compiler's output when there is no compiler or the build fails (the log stays beside the library)."""
+    out = library_path()
+    if out.exists():
+        return out
+    cxx = compiler()
+    if cxx is None:
+        raise RuntimeError("miofind.torch C++ extension: no C++ compiler found (set CXX, or install g++)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=NAME, suffix=".so.tmp", dir=out.parent)
+    os.close(fd)
+    try:
+        r = subprocess.run(build_command(Path(tmp), cxx), capture_output=True, text=True, timeout=timeout)
+        if r.returncode != 0:
+            (out.parent / "build.log").write_text(r.stdout + r.stderr)
+            raise RuntimeError(f"miofind.torch C++ extension: {cxx} failed (exit {r.returncode}); log in "
+                               f"{out.parent / 'build.log'}: {(r.stderr or r.stdout).strip()[-600:]}")
+        os.replace(tmp, out)        # atomic: a concurrent builder's result is the same file
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return out
+
+
+def _load(path: Path):
+    loader = importlib.machinery.ExtensionFileLoader(NAME, str(path))
+    spec = importlib.util.spec_from_file_location(NAME, str(path), loader=loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    import ctypes
+
+    from ..launch import cu_launch_kernel
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:         # no driver: every call takes the Python path (which reports it)
+        return mod
+    mod.init(cu_launch_kernel(), ctypes.cast(cuda.cuStreamIsCapturing, ctypes.c_void_p).value)
+    return mod
+
+
+def _background() -> None:
+    global _module, _error
+    try:
+        path = build()
+        mod = _load(path)
+    except Exception as e:      # noqa: BLE001  the Python path stays
+        _error = f"{type(e).__name__}: {e}"
+        log.warning("miofind.torch: the C++ hot path is not available (%s); using the Python path", _error)
+        with _lock:
+            _module = False
+        return
+    with _lock:
+        _module = mod
+
+
+def module():
+    """The loaded extension, or None (off, not built yet, or unavailable: ``status()`` says which)."""
+    global _module, _building, _error
+    m = _module
+    if m is not None:
+        return m or None
+    if _building is not None:       # building in the background: it sets _module when done
+        return None
+    from .. import env
+    mode = env.torch_cpp()
+    with _lock:
+        if _module is not None:
+            return _module or None
+        if mode == "off":
+            _module, _error = False, "MIOFIND_TORCH_CPP=off"
+            return None
+        try:
+            path = library_path()
+            if path.exists():
+                _module = _load(path)
+                return _module
+        except Exception as e:      # noqa: BLE001
+            _module, _error = False, f"{type(e).__name__}: {e}"
+            return None
+        if mode == "background":
+            if _building is None:
+                _building = threading.Thread(target=_background, name="miofind-torch-cpp", daemon=True)
+                _building.start()
+            return None
+    _background()       # sync
+    return _module or None
+
+
+def wait(timeout: float | None = None) -> bool:
+    """Wait for a background build; whether the extension is loaded."""
+    t = _building
+    if t is not None:
+        t.join(timeout)
+    return bool(_module)
+
+
+def status() -> str:
+    """One line: loaded (and from where), building, off, or why not."""
+    if _module:
+        return f"loaded ({_module.__file__})"
+    if _module is None:
+        return "building" if _building is not None and _building.is_alive() else "not loaded yet"
+    return f"not available: {_error}"
+
+
+# -- plans ----------------------------------------------------------------------------------------------------------
+
+class NotReady(Exception):
+    """An Entry still runs a generic build while its specialised one compiles (``tiered.Switching``)."""
+
+
+def recipe(entry) -> tuple | None:
+    """An Entry's launches as the extension takes them, or None when its invoker is not kernel launches only;
+    NotReady while it runs a generic build that a specialised one will replace."""
+    inv = getattr(entry, "invoker", None)
+    if type(inv).__name__ == "Switching":
+        if inv.specialised is None:
+            raise NotReady(entry.solver_id)
+        inv = inv.specialised
+    spec = getattr(inv, "recipe", None)
+    if spec is None or getattr(entry, "fused", False):
+        return None
+    steps, align, ws_needed = spec
+    kernels = []
+    for launch, roles in steps:
+        if launch._maps:
+            return None
+        values, slots, _ = launch.packed()
+        if len(slots) != len(roles):
+            return None
+        kernels.append((launch.function(), launch.grid, launch.block, launch.shared_mem, values, slots,
+                        [r for r, _ in roles], [o for _, o in roles]))
+    ws = int(entry.ws_bytes)
+    if ws_needed and not ws:
+        return None
+    return kernels, ws, bool(entry.swap), list(align)
+
+
+def make_plan(plan, eb, ew) -> int | None:
+    """The extension's plan for ``functional._Plan`` ``plan`` with its learned backward Entries ``eb``/``ew`` (None
+    where not learned): its id, or None when the extension is not loaded. NotReady: try again later."""
+    mod = module()
+    if mod is None:
+        return None
+    import torch
+
+    specs = [recipe(plan.entry) if not plan.fused and plan.act == "none" else None,
+             recipe(eb) if eb is not None else None, recipe(ew) if ew is not None else None]
+    keep = (plan.entry, eb, ew)     # the Entries' kernels stay loaded while the C++ plan may launch them
+
+    def fwd(x, wc, _keep=keep):
+        return plan.forward(x, wc)
+
+    def bwd(dy, x, w, need_dx, need_dw, _keep=keep):
+        return plan.backward(dy, x, w, need_dx, need_dw)
+    shapes = [list(s) for s, _ in plan._dense]
+    strides = [list(t) for _, t in plan._dense]
+    return mod.new_plan(*specs, shapes, strides, plan.dtype, plan.dev, plan.fmt is not torch.contiguous_format,
+                        fwd, bwd)

@@ -1,0 +1,227 @@
+"""miofind.torch's C++ hot path (``miofind/torch/_fast.cpp``): it builds against the installed PyTorch and
+checks the recipes it is given (CPU); on the GPU, a planned network's forward, dx and dw through it equal the
+Python path's bit for bit (the same kernels), it is really taken, and what it cannot launch (tensor-map kernels,
+cuDNN plans, CUDA-graph capture) goes through the Python path with the same results."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+_spec = importlib.util.find_spec("torch")
+if _spec is None or _spec.origin is None:
+    pytest.skip("PyTorch is not installed (pip install \"miofind[torch]\")", allow_module_level=True)
+torch = pytest.importorskip("torch")
+
+import torch.nn as nn  # noqa: E402
+
+from miofind.torch import _fast  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def ext(tmp_path_factory):
+    """The extension built into a fresh kernel cache and loaded (skipped without a C++ compiler)."""
+    if _fast.compiler() is None:
+        pytest.skip("no C++ compiler: miofind.torch stays on its Python path")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("MIOFIND_KERNEL_CACHE", str(tmp_path_factory.mktemp("cache")))
+    try:
+        path = _fast.build()
+        yield _fast._load(path)
+    finally:
+        mp.undo()
+
+
+def _kernel(**kw):
+    k = dict(func=0x1000, grid=[1, 1, 1], block=[32, 1, 1], smem=0, values=[0, 0, 7], slots=[0, 1], roles=[0, 2],
+             offs=[0, 0])
+    k.update(kw)
+    return (k["func"], k["grid"], k["block"], k["smem"], k["values"], k["slots"], k["roles"], k["offs"])
+
+
+def _plan(ext, recipe):
+    shapes = [[2, 4, 5, 5], [2, 3, 5, 5], [4, 3, 1, 1]]
+    strides = [[100, 25, 5, 1], [75, 25, 5, 1], [3, 1, 1, 1]]
+    return ext.new_plan(recipe, None, None, shapes, strides, torch.float32, 0, False, lambda *a: None,
+                        lambda *a: (None, None))
+
+
+def test_extension_builds_loads_and_keys_its_library(ext):
+    """It compiles against this PyTorch into the kernel cache under a name keyed by the source, PyTorch's
+    version and the Python ABI, and loads; a plan is numbered and counts its calls."""
+    assert _fast.library_path().exists()
+    assert _fast._digest() in str(_fast.library_path())
+    pid = _plan(ext, ([_kernel()], 0, False, [16, 16, 16, 1]))
+    assert isinstance(pid, int) and ext.counts(pid) == (0, 0)
+    assert _plan(ext, None) == pid + 1
+
+
+@pytest.mark.parametrize("bad,match", [
+    (dict(slots=[0, 5]), "slot out of range"),
+    (dict(roles=[0, 4]), "slot out of range"),
+    (dict(roles=[0]), "inconsistent argument slots"),
+    (dict(func=0), "null function"),
+    (dict(grid=[0, 1, 1]), "bad launch dimensions"),
+    (dict(block=[2048, 1, 1]), "bad launch dimensions"),
+])
+def test_a_bad_recipe_is_refused_by_name(ext, bad, match):
+    with pytest.raises(RuntimeError, match=match):
+        _plan(ext, ([_kernel(**bad)], 0, False, [1, 1, 1, 1]))
+
+
+def test_align_must_name_four_roles(ext):
+    with pytest.raises(RuntimeError, match="align takes 4 values"):
+        _plan(ext, ([_kernel()], 0, False, [1, 1]))
+
+
+def test_off_means_the_python_path(monkeypatch):
+    monkeypatch.setenv("MIOFIND_TORCH_CPP", "off")
+    monkeypatch.setattr(_fast, "_module", None)
+    monkeypatch.setattr(_fast, "_building", None)
+    assert _fast.module() is None and "MIOFIND_TORCH_CPP=off" in _fast.status()
+
+
+def test_a_bad_setting_is_named(monkeypatch):
+    from miofind import env
+    monkeypatch.setenv("MIOFIND_TORCH_CPP", "maybe")
+    with pytest.raises(ValueError, match="MIOFIND_TORCH_CPP='maybe'"):
+        env.torch_cpp()
+
+
+# -- GPU ------------------------------------------------------------------------------------------------------------
+
+class _Net(nn.Module):
+    """A stem without dx (its input needs no gradient), a strided 3x3, a depthwise 3x3 (W through a workspace),
+    1x1s with and without bias."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 16, 3, stride=2, padding=1, bias=False)
+        self.c2 = nn.Conv2d(16, 32, 3, padding=1)
+        self.dw = nn.Conv2d(32, 32, 3, padding=1, groups=32, bias=False)
+        self.pw = nn.Conv2d(32, 24, 1, bias=False)
+
+    def forward(self, x):
+        x = torch.relu(self.c1(x))
+        x = torch.relu(self.c2(x))
+        x = torch.relu(self.dw(x))
+        return self.pw(x)
+
+
+def _run(net, xs, amp=False):
+    outs = []
+    for x in xs:
+        net.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+            y = net(x)
+        y.float().square().mean().backward()
+        outs.append((y.detach().clone(), [p.grad.clone() for p in net.parameters()]))
+    return outs
+
+
+@pytest.fixture
+def gpu_mt(tmp_db, monkeypatch):
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch sees no CUDA device")
+    import miofind.torch as mt
+    monkeypatch.setenv("MIOFIND_TORCH_CPP", "sync")
+    monkeypatch.setenv("MIOFIND_SPECIALIZE", "sync")
+    tf32 = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    mt.clear()
+    yield mt
+    torch.backends.cudnn.allow_tf32 = tf32
+    _fast._module and _fast._module.set_enabled(True)
+    mt.clear()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("amp,cl", [(False, False), (False, True), (True, True)], ids=["fp32", "fp32-cl", "amp-cl"])
+def test_cpp_path_equals_python_path(gpu_mt, amp, cl):
+    """Four steps of a small network on new data: forward, dx and dw through the C++ path equal the Python path's
+    bit for bit; in FP32 the C++ launches are really taken (its call counters), under AMP the tensor-map kernels
+    and cuDNN plans go through its Python fallback."""
+    from miofind.torch import functional as MF
+
+    mt = gpu_mt
+    torch.manual_seed(0)
+    net = _Net().cuda()
+    fmt = torch.channels_last if cl else torch.contiguous_format
+    net = net.to(memory_format=fmt)
+    mt.convert(net)
+    xs = [torch.randn(4, 3, 20, 18, device="cuda").contiguous(memory_format=fmt) for _ in range(4)]
+    _run(net, xs[:2], amp)           # finds, plans, learned backwards, C++ plans
+    assert _fast.module() is not None, _fast.status()
+    plans = [p for p in MF._plans.values() if type(p.fast) is int]
+    assert plans, [p.fast for p in MF._plans.values()]
+    mod = _fast.module()
+    before = {p.fast: mod.counts(p.fast) for p in plans}
+    fast = _run(net, xs, amp)
+    after = {p.fast: mod.counts(p.fast) for p in plans}
+    calls = [(after[i][0] - before[i][0], after[i][1] - before[i][1]) for i in before]
+    assert all(f + b > 0 for f, b in calls), calls
+    if not amp:
+        assert sum(f for f, _ in calls) >= 2 * len(xs) * len(plans) * 0.5, calls
+    mod.set_enabled(False)           # every call through the Python fallback: the same kernels
+    slow = _run(net, xs, amp)
+    mod.set_enabled(True)
+    for (yf, gf), (ys, gs) in zip(fast, slow):
+        assert torch.equal(yf, ys)
+        for a, b in zip(gf, gs):
+            assert a.dtype == b.dtype and torch.equal(a, b)
+
+
+@pytest.mark.gpu
+def test_cpp_path_matches_cudnn(gpu_mt):
+    """The C++ path's forward and gradients against PyTorch's cuDNN convolution on the same network (FP32, TF32
+    off)."""
+    import copy
+
+    mt = gpu_mt
+    torch.manual_seed(1)
+    ref = _Net().cuda()
+    net = copy.deepcopy(ref)
+    mt.convert(net)
+    xs = [torch.randn(4, 3, 20, 18, device="cuda") for _ in range(3)]
+    _run(net, xs[:2])
+    got = _run(net, xs)
+    want = _run(ref, xs)
+    for (yg, gg), (yw, gw) in zip(got, want):
+        assert float((yg - yw).norm() / yw.norm()) < 1e-5
+        for a, b in zip(gg, gw):
+            assert float((a - b).norm() / b.norm()) < 1e-4
+
+
+@pytest.mark.gpu
+def test_cpp_plans_under_cuda_graph_capture(gpu_mt):
+    """A captured forward and backward (the C++ path sees the capture and takes the Python path, which allocates
+    nothing it keeps) replays on new data like eager."""
+    mt = gpu_mt
+    torch.manual_seed(3)
+    net = _Net().cuda()
+    mt.convert(net)
+    x = torch.randn(4, 3, 20, 18, device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            net.zero_grad(set_to_none=False)
+            net(x).square().mean().backward()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    net.zero_grad(set_to_none=False)
+    with torch.cuda.graph(g):
+        y = net(x)
+        y.square().mean().backward()
+    x2 = torch.randn_like(x)
+    x.copy_(x2)
+    g.replay()
+    torch.cuda.synchronize()
+    yg, gg = y.clone(), [p.grad.clone() for p in net.parameters()]
+    net.zero_grad(set_to_none=True)
+    ye = net(x2)
+    ye.square().mean().backward()
+    assert torch.equal(yg, ye)
+    for a, p in zip(gg, net.parameters()):
+        assert torch.allclose(a, p.grad, rtol=1e-5, atol=1e-6)
