@@ -255,7 +255,12 @@ def run_config(name: str, config: str, args) -> dict:
         # effect, timed in the same rounds; the path switches before each miofind side's round
         model = prepare(build(name), train, amp, "miofind")
         sides["miofind-python"] = (model, stepper(model, train, amp))
+    if args.cpp_ab:
+        # miofind once more with the C++ hot path switched off (miofind.torch._fast.use): the same model and plans,
+        # the Python path's PlannedConv; the switch flips before each miofind side's round
+        sides["miofind-py"] = sides["miofind"]
     from launch_paths import set_path
+    from miofind.torch import _fast
     rounds = {b: [] for b in sides}
     row["loadavg_1min"] = []     # other work on the host's CPUs (background compiles, neighbours)
     path = "native"
@@ -268,20 +273,25 @@ def run_config(name: str, config: str, args) -> dict:
             if args.python_path and backend != "cudnn" and want != path:
                 set_path(want)          # every problem is looked up and prepared again: warm-up steps
                 path, warm = want, max(warm, 3)
+            _fast.use = backend != "miofind-py"
             rounds[backend].append(median_ms(step, xs, ys, warm, args.iters))
+    _fast.use = True
     if path != "native":
         set_path("native")
     for backend, (model, step) in sides.items():
         torch.backends.cudnn.benchmark = backend == "cudnn"
         row[f"{backend}_ms"] = statistics.median(rounds[backend])
         row[f"{backend}_rounds_ms"] = rounds[backend]
-        if args.profile and backend != "miofind-python":
+        if args.profile and backend not in ("miofind-python", "miofind-py"):
             row[f"{backend}_profile"] = profile(model, train, amp, xs, ys, cprofile=backend == "miofind")
     del sides, model, step
     torch.cuda.empty_cache()
     row["speedup"] = row["cudnn_ms"] / row["miofind_ms"]
     if "miofind-python_ms" in row:
         row["speedup_python_path"] = row["cudnn_ms"] / row["miofind-python_ms"]
+    if "miofind-py_ms" in row:
+        row["speedup_cpp_off"] = row["cudnn_ms"] / row["miofind-py_ms"]
+        row["cpp_status"] = _fast.status()
     if not args.skip_first:
         env = {k: v for k, v in os.environ.items() if k not in ("MIOFIND_SYSTEM_DB",)}
         with tempfile.TemporaryDirectory() as d:
@@ -331,6 +341,17 @@ def markdown(rows, meta) -> str:
             out.append(f"| {r['model']} | {r['config']} | {f(r['cudnn_ms'], 2)} | {f(r['miofind_ms'], 2)} | "
                        f"{f(r['miofind-python_ms'], 2)} | {f(r['speedup'], 2, 'x')} | "
                        f"{f(r['speedup_python_path'], 2, 'x')} |")
+    ab = [r for r in rows if "miofind-py_ms" in r]
+    if ab:
+        out += ["", "miofind.torch's C++ hot path (`MIOFIND_TORCH_CPP`) against its Python path (`_fast.use` off), both "
+                "timed in the same alternating rounds as cuDNN, the same model and plans:", "",
+                "| model | config | cuDNN ms | miofind ms, C++ path | miofind ms, Python path | speedup C++ "
+                "| speedup Python | rounds cuDNN / C++ / Python |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+        for r in ab:
+            rr = " / ".join(",".join(f"{v:.2f}" for v in r[f"{b}_rounds_ms"]) for b in ("cudnn", "miofind", "miofind-py"))
+            out.append(f"| {r['model']} | {r['config']} | {f(r['cudnn_ms'], 2)} | {f(r['miofind_ms'], 2)} | "
+                       f"{f(r['miofind-py_ms'], 2)} | {f(r['speedup'], 2, 'x')} | {f(r['speedup_cpp_off'], 2, 'x')} | "
+                       f"{rr} |")
     return "\n".join(out) + "\n"
 
 
@@ -344,6 +365,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3, help="alternating timing rounds per side (median of rounds)")
     ap.add_argument("--steps", type=int, default=20, help="training steps compared against cuDNN (0: none)")
     ap.add_argument("--skip-first", action="store_true", help="no fresh-process first-iteration runs")
+    ap.add_argument("--cpp-ab", action="store_true",
+                    help="also time miofind with miofind.torch's C++ hot path off, in the same rounds")
     ap.add_argument("--python-path", action="store_true",
                     help="also time miofind with its launches through ctypes and CuPy (MIOFIND_NATIVE=0), in the "
                          "same alternating rounds: the native launcher's effect")

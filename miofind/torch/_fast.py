@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 NAME = "miofind_torch_fast"
 SOURCE = Path(__file__).with_name("_fast.cpp")
 
+use = True              # the C++ path's switch (``functional._fast_ok``): benchmarks time both paths in one process
 _lock = threading.Lock()
 _module = None          # the loaded extension, or False once it cannot be had in this process
 _building: threading.Thread | None = None

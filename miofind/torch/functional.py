@@ -268,7 +268,7 @@ def _fast_ok() -> bool:
     """Whether a planned call may take the C++ path now: no deferred solution waits to replace an Entry
     (``_policy._apply_swaps`` runs first, through the Python path), and no CUDA-graph trees run in this
     process (their warm-up runs route allocations to a graph pool, which the Python path knows about)."""
-    return not _policy._swaps and _modules.get("torch._inductor.cudagraph_trees") is None
+    return _fast.use and not _policy._swaps and _modules.get("torch._inductor.cudagraph_trees") is None
 
 
 def _plan_key(nd: int, x: Tensor, w: Tensor, stride, padding, dilation, groups, bias, act: str) -> tuple:
