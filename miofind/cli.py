@@ -846,6 +846,8 @@ def warmup(archs, jobs, models, on_device, as_json):
         if on_device and not summary["errors"]:
             from .warmup import warm_device
             summary["device"] = warm_device()
+        from .warmup import warm_torch_cpp
+        summary["torch_cpp"] = warm_torch_cpp()
     except ValueError as e:
         _fail(str(e))
     except ImportError as e:
@@ -863,6 +865,10 @@ def warmup(archs, jobs, models, on_device, as_json):
             console.print(f"  CuPy kernels of a find's steps: {dev['problems']} tiny problems in {dev['seconds']} s"
                           if "skipped" not in dev else f"  CuPy kernels of a find's steps: skipped (no usable GPU: "
                                                       f"{escape(dev['skipped'])})")
+        tc = summary["torch_cpp"]
+        console.print(f"  miofind.torch C++ hot path: built in {tc['seconds']} s ({escape(tc['built'])})" if "built" in tc
+                      else f"  miofind.torch C++ hot path: {'skipped' if 'skipped' in tc else '[red]failed[/red]'} "
+                           f"({escape(tc.get('skipped') or tc.get('failed', ''))})")
         for k, v in summary["errors"].items():
             console.print(f"  [red]failed[/red] {escape(k)}: {escape(v.splitlines()[0] if v else '')}")
     if summary["errors"]:

@@ -19,6 +19,7 @@ CUDA 12 and 13: hundreds of MB), while compiling them takes a few minutes once p
 
 from __future__ import annotations
 
+import subprocess
 import time
 
 from . import generic
@@ -96,6 +97,28 @@ def warmup(archs=DEFAULT_ARCHS, jobs: int | None = None, kernels: list[KernelInf
         out["errors"].update({f"{a} {k}": v for k, v in errors.items()})
     out["seconds"] = round(time.perf_counter() - t0, 1)
     return out
+
+
+def warm_torch_cpp() -> dict:
+    """Build miofind.torch's C++ hot path (``miofind.torch._fast``) against the installed PyTorch into the kernel
+    cache: ``{"built": path, "seconds": s}``, or ``{"skipped": reason}`` (no PyTorch, ``MIOFIND_TORCH_CPP=off``,
+    no C++ compiler), or ``{"failed": reason}`` (miofind.torch then stays on its Python path)."""
+    import importlib.util
+
+    from . import env
+    if importlib.util.find_spec("torch") is None:
+        return {"skipped": "PyTorch is not installed"}
+    if env.torch_cpp() == "off":
+        return {"skipped": "MIOFIND_TORCH_CPP=off"}
+    from .torch import _fast
+    if _fast.compiler() is None:
+        return {"skipped": "no C++ compiler (set CXX, or install g++)"}
+    t0 = time.perf_counter()
+    try:
+        path = _fast.build()
+    except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+        return {"failed": str(e)}
+    return {"built": str(path), "seconds": round(time.perf_counter() - t0, 1)}
 
 
 def warm_device(dtypes=("FP32", "FP16", "BF16"), layouts=("NCHW", "NHWC")) -> dict:

@@ -168,6 +168,7 @@ def test_warmup_fills_the_kernel_cache(tmp_path, monkeypatch):
     picked = [g.kinfo for _, _, g in BUILDS if g.kinfo.source == "direct_tiled_fwd.cu"][:2]
     monkeypatch.setattr(wu, "warmup_kernels", lambda *a, **k: picked)
     monkeypatch.setattr(wu, "warm_device", lambda: {"skipped": "no usable GPU (test)"})
+    monkeypatch.setattr(wu, "warm_torch_cpp", lambda: {"skipped": "test (tests/torch/test_fast.py builds it)"})
     r = CliRunner().invoke(main, ["warmup", "--arch", "sm_90", "--jobs", "1", "--json"])
     assert r.exit_code == 0, r.output
     assert '"sm_90": 2' in r.output and '"skipped": "no usable GPU (test)"' in r.output
