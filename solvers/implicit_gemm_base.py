@@ -579,23 +579,8 @@ class ImplicitGemmBase(Solver):
                     lmain(stream, a, b, out)
                 return with_recipe(invoker, [(lmain, ((A, 0), (B, 0), (OUT, 0)))], (al0, al1, 1, 1))
 
-            def invoker(a, b, out, workspace, stream):
-                if a % al0 or b % al1:
-                    check_alignment(sid, align, a, b)
-                if need_ws and not workspace:
-                    raise ValueError(f"{sid}: workspace of {ws_total} bytes required, got none")
-                ins = {"a": a, "b": b}
-                for lk, (op, _, _, off) in zip(lx, xps):
-                    buf = workspace + off
-                    lk(stream, ins[op], buf)
-                    ins[op] = buf
-                if wrw:
-                    lmain(stream, ins["a"], ins["b"], out, workspace + part_off if eff > 1 else out)
-                else:
-                    lmain(stream, ins["a"], ins["b"], out)
-                if lred is not None:
-                    lred(stream, workspace + part_off, out)
-            # the same launches with each pointer as (role, offset)
+            # the launches, each pointer as (role, byte offset): operands transposed into the workspace, the
+            # main kernel (W: into FP32 partials when split), the split reduction
             src = {"a": (A, 0), "b": (B, 0)}
             steps = []
             for lk, (op, _, _, off) in zip(lx, xps):
@@ -605,6 +590,15 @@ class ImplicitGemmBase(Solver):
             steps.append((lmain, (src["a"], src["b"], (OUT, 0)) + ((last,) if wrw else ())))
             if lred is not None:
                 steps.append((lred, ((WS, part_off), (OUT, 0))))
+
+            def invoker(a, b, out, workspace, stream):
+                if a % al0 or b % al1:
+                    check_alignment(sid, align, a, b)
+                if need_ws and not workspace:
+                    raise ValueError(f"{sid}: workspace of {ws_total} bytes required, got none")
+                p = (a, b, out, workspace)
+                for lk, roles in steps:
+                    lk(stream, *[p[r] + o for r, o in roles])
             return with_recipe(invoker, steps, (al0, al1, 1, 1), need_ws)
 
         return ConvSolution(self.id, kernels, ws_total, factory, cfg)

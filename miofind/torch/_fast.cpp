@@ -80,11 +80,11 @@ static bool capturing(int64_t stream) {
     return status != 0;
 }
 
-static at::Tensor workspace(int64_t nbytes, int64_t dev, int64_t stream, at::Tensor &scratch) {
-    if (nbytes > KEEP_WORKSPACE_BYTES) {
-        scratch = at::empty({nbytes}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA, dev));
-        return scratch;
-    }
+// the workspace of a launch on ``stream``: the kept buffer of (dev, stream), grown as needed, or one above
+// KEEP_WORKSPACE_BYTES made for this launch alone (the caller's reference holds it until the launches are queued)
+static at::Tensor workspace(int64_t nbytes, int64_t dev, int64_t stream) {
+    if (nbytes > KEEP_WORKSPACE_BYTES)
+        return at::empty({nbytes}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA, dev));
     std::lock_guard<std::mutex> g(g_ws_mutex);
     auto &t = g_ws[{dev, stream}];
     if (!t.defined() || t.numel() < nbytes)
@@ -103,10 +103,10 @@ static bool run(const FastPlan &P, int i, const at::Tensor &a, const at::Tensor 
     if (ptr[0] % R.align[0] || ptr[1] % R.align[1]) return false;
     out = at::empty_strided(P.shape[i], P.strides[i], at::TensorOptions().dtype(P.dtype).device(at::kCUDA, P.device));
     ptr[2] = reinterpret_cast<u64>(out.data_ptr());
-    at::Tensor scratch, ws;
+    at::Tensor ws;
     ptr[3] = 0;
     if (R.ws_bytes > 0) {
-        ws = workspace(R.ws_bytes, P.device, stream, scratch);
+        ws = workspace(R.ws_bytes, P.device, stream);
         ptr[3] = reinterpret_cast<u64>(ws.data_ptr());
     }
     if (ptr[2] % R.align[2] || ptr[3] % R.align[3]) return false;

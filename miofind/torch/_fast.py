@@ -215,15 +215,17 @@ def recipe(entry) -> tuple | None:
 
 
 def make_plan(plan, eb, ew) -> int | None:
-    """The extension's plan for ``functional._Plan`` ``plan`` with its learned backward Entries ``eb``/``ew`` (None
-    where not learned): its id, or None when the extension is not loaded. NotReady: try again later."""
+    """The extension's plan for ``functional._Plan`` ``plan`` (one without an epilogue) with its learned backward
+    Entries ``eb``/``ew`` (None where not learned): its id, or None when the extension cannot be had in this
+    process. NotReady while it builds in the background or an Entry runs a generic build: try again later."""
     mod = module()
     if mod is None:
+        if _module is None:         # building
+            raise NotReady("the C++ extension is building")
         return None
     import torch
 
-    specs = [recipe(plan.entry) if not plan.fused and plan.act == "none" else None,
-             recipe(eb) if eb is not None else None, recipe(ew) if ew is not None else None]
+    specs = [recipe(e) if e is not None else None for e in (plan.entry, eb, ew)]
     keep = (plan.entry, eb, ew)     # the Entries' kernels stay loaded while the C++ plan may launch them
 
     def fwd(x, wc, _keep=keep):

@@ -17,6 +17,7 @@ algorithms, where a process keeps its first choice.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 
@@ -276,8 +277,6 @@ def _graph_trees_in_use() -> bool:
     """Whether ``torch.compile``'s CUDA-graph trees (``mode="reduce-overhead"``) run in this process: their
     warm-up runs route the allocations of their stream to a graph pool, where a replacement Entry's
     workspace and per-stream state must not land (torch then refuses the pool's untracked tensor)."""
-    import sys
-
     mod = sys.modules.get("torch._inductor.cudagraph_trees")
     if mod is None:
         return False

@@ -15,7 +15,6 @@ PyTorch's own convolution unchanged.
 from __future__ import annotations
 
 import logging
-import sys
 import weakref
 
 import torch
@@ -253,22 +252,18 @@ class _Plan:
             log.warning("miofind.torch: no C++ plan for %s (%s: %s)", self.entry.problem_key, type(e).__name__, e)
             self.fast = False
             return
-        if fid is None:
-            if _fast._module is False:
-                self.fast = False
-            return
-        self.fast = fid
+        self.fast = False if fid is None else fid
 
 
 _plans: dict[tuple, _Plan] = {}
-_modules = sys.modules
 
 
 def _fast_ok() -> bool:
     """Whether a planned call may take the C++ path now: no deferred solution waits to replace an Entry
     (``_policy._apply_swaps`` runs first, through the Python path), and no CUDA-graph trees run in this
-    process (their warm-up runs route allocations to a graph pool, which the Python path knows about)."""
-    return _fast.use and not _policy._swaps and _modules.get("torch._inductor.cudagraph_trees") is None
+    process (``_policy._graph_trees_in_use``: their warm-up runs route allocations to a graph pool, which the
+    Python path knows about)."""
+    return _fast.use and not _policy._swaps and not _policy._graph_trees_in_use()
 
 
 def _plan_key(nd: int, x: Tensor, w: Tensor, stride, padding, dilation, groups, bias, act: str) -> tuple:
