@@ -238,13 +238,21 @@ A, B, OUT, WS = 0, 1, 2, 3      # the roles of an invoker's pointers: invoker(a,
 
 
 def with_recipe(invoker, steps, align=(1, 1, 1, 1), workspace: bool = False):
-    """Mark ``invoker`` as exactly ``steps`` and return it: ``[(launch, ((role, byte offset), ...)), ...]`` in
-    launch order, each ``PTR`` argument of each ``Launch`` (no ``MAP``) named as a role of the invoker protocol
-    (``A``, ``B``, ``OUT``, ``WS``) plus an offset; ``align``: what each role's address must be a multiple of
-    (the invoker's own check raises otherwise); ``workspace``: whether it needs one. A caller that launches the
-    packed blocks itself (miofind.torch's C++ path, ``miofind.torch._fast``) then runs the same launches."""
-    invoker.recipe = (tuple((launch, tuple(roles)) for launch, roles in steps), tuple(int(a) for a in align),
-                      bool(workspace))
+    """Mark ``invoker`` as exactly ``steps`` and return it: ``[(launch, ((role, byte offset), ...)[, maps]), ...]``
+    in launch order, each ``PTR`` argument of each ``Launch`` named as a role of the invoker protocol (``A``,
+    ``B``, ``OUT``, ``WS``) plus an offset, and each ``MAP`` argument, in order, as ``(role, byte offset, spec)``:
+    the tensor map (``miofind.tma`` ``TiledSpec``/``Im2colSpec``) of that role's address; ``align``: what each
+    role's address must be a multiple of (the invoker's own check raises otherwise); ``workspace``: whether it
+    needs one. A caller that launches the packed blocks itself (miofind.torch's C++ path, ``miofind.torch._fast``)
+    then runs the same launches, encoding the maps of its own pointers."""
+    out = []
+    for step in steps:
+        launch, roles, maps = (*step, ())[:3]
+        if len(maps) != len(launch._maps):
+            raise ValueError(f"with_recipe: a launch with {len(launch._maps)} tensor-map argument(s) given "
+                             f"{len(maps)} map role(s)")
+        out.append((launch, tuple(roles), tuple(maps)))
+    invoker.recipe = (tuple(out), tuple(int(a) for a in align), bool(workspace))
     return invoker
 
 

@@ -26,6 +26,12 @@ CORNER_RANGE_4D = (-128, 127)      # im2col bounding-box corners of a 4-D tensor
 OFFSET_RANGE_4D = (0, 255)         # im2col offsets of a 4-D tensor
 
 
+# a spec's ``fields``: what cuTensorMapEncodeTiled (kind 0) or cuTensorMapEncodeIm2col (kind 1) takes besides the
+# address, for a caller that encodes maps itself (miofind.torch's C++ path, with the same swizzle and promotion)
+FIELDS = ("kind", "dtype", "rank", "dims", "strides", "box", "lower", "upper", "channels", "pixels",
+          "element_strides", "swizzle", "l2_promotion")
+
+
 class TensorMap(ctypes.Structure):
     """CUtensorMap: 128 opaque bytes, 64-byte aligned in the kernel's parameter space."""
     _fields_ = [("opaque", ctypes.c_uint64 * 16)]
@@ -74,6 +80,9 @@ class TiledSpec:
         self.args = (_arr(ctypes.c_uint64, dims), _arr(ctypes.c_uint64, strides), _arr(ctypes.c_uint32, box),
                      _arr(ctypes.c_uint32, [1] * len(dims)))
         self.desc = f"tiled dims={list(dims)} strides={list(strides)} box={list(box)}"
+        # what a C++ caller passes to the same encode call (miofind.torch._fast): ``FIELDS``' order
+        self.fields = (0, self.dtype, self.rank, [int(d) for d in dims], [int(s) for s in strides],
+                       [int(b) for b in box], [], [], 0, 0, [1] * len(dims), SWIZZLE_128B, L2_PROMOTION_128B)
 
     def encode(self, ptr: int) -> TensorMap:
         m = TensorMap()
@@ -95,6 +104,9 @@ class Im2colSpec:
         self.args = (_arr(ctypes.c_uint64, dims), _arr(ctypes.c_uint64, strides), _arr(ctypes.c_int, lower),
                      _arr(ctypes.c_int, upper), _arr(ctypes.c_uint32, [1, *steps, 1]))
         self.channels, self.pixels = channels, pixels
+        self.fields = (1, self.dtype, 4, [int(d) for d in dims], [int(s) for s in strides], [],
+                       [int(v) for v in lower], [int(v) for v in upper], int(channels), int(pixels), [1, *steps, 1],
+                       SWIZZLE_128B, L2_PROMOTION_128B)
         self.desc = (f"im2col dims={list(dims)} strides={list(strides)} corners={list(lower)}/{list(upper)} "
                      f"channels={channels} pixels={pixels} steps={list(steps)}")
 

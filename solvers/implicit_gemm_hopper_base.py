@@ -27,7 +27,7 @@ import functools
 import math
 
 from miofind import tma
-from miofind.launch import MAP, PTR, Launch
+from miofind.launch import A, B, MAP, OUT, PTR, WS, Launch, with_recipe
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES, needs_int64
@@ -479,6 +479,7 @@ class ImplicitGemmHopperBase(Solver):
                             shared_mem=smem)
             red = Launch(kerns[1], kernels[1].grid, kernels[1].block, (PTR,) * (2 + nb)) if ws else None
             main = launch.bind_maps(maps) if maps else launch      # the maps of x (a) and w (b)
+            mroles = ((A, 0, maps[0].spec), (B, 0, maps[1].spec)) if maps else ()
 
             def invoker(a, b, out, workspace, stream, *bias):
                 if a % ALIGN or b % ALIGN or out % ALIGN:
@@ -493,6 +494,12 @@ class ImplicitGemmHopperBase(Solver):
                     raise ValueError(f"{sid}: workspace of {ws} bytes required, got none")
                 main(stream, a, b, out, workspace, *bias)
                 red(stream, workspace, out, *bias)
-            return invoker
+            if nb:
+                return invoker
+            if red is None:
+                steps = [(launch, ((A, 0), (B, 0), (OUT, 0), (OUT, 0)), mroles)]
+            else:
+                steps = [(launch, ((A, 0), (B, 0), (OUT, 0), (WS, 0)), mroles), (red, ((WS, 0), (OUT, 0)))]
+            return with_recipe(invoker, steps, (ALIGN, ALIGN, ALIGN, 1), red is not None)
 
         return ConvSolution(self.id, kernels, ws, factory, cfg)

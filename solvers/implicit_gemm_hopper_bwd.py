@@ -16,7 +16,7 @@ import math
 from typing import NamedTuple
 
 from miofind import tma
-from miofind.launch import MAP, PTR, Launch
+from miofind.launch import A, B, MAP, OUT, PTR, WS, Launch, with_recipe
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES, needs_int64
@@ -216,15 +216,20 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
         def factory(kerns):
             lzero = Launch(kerns[0], kernels[0].grid, kernels[0].block, (PTR,)) if zero else None
             steps = []
+            recipe = [(lzero, ((OUT, 0),))] if zero else []
             for i, nk, smem, yoff, maps in plan:
                 if smem > SMEM_STATIC:
                     kerns[i].max_dynamic_shared_size_bytes = smem
-                lmain = Launch(kerns[i], kernels[i].grid, kernels[i].block, (PTR,) * 4 + (MAP,) * len(maps or ()),
-                               shared_mem=smem)
-                if maps:            # the phase's map of dy (a) and w's (b)
-                    lmain = lmain.bind_maps(maps)
+                raw = Launch(kerns[i], kernels[i].grid, kernels[i].block, (PTR,) * 4 + (MAP,) * len(maps or ()),
+                             shared_mem=smem)
+                lmain = raw.bind_maps(maps) if maps else raw      # the phase's map of dy (a) and w's (b)
                 lred = Launch(kerns[i + 1], kernels[i + 1].grid, kernels[i + 1].block, (PTR, PTR)) if nk > 1 else None
                 steps.append((lmain, lred, yoff))
+                mroles = ((A, 0, maps[0].spec), (B, 0, maps[1].spec)) if maps else ()
+                if lred is None:
+                    recipe.append((raw, ((A, 0), (B, 0), (OUT, yoff), (OUT, yoff)), mroles))
+                else:
+                    recipe += [(raw, ((A, 0), (B, 0), (OUT, yoff), (WS, 0)), mroles), (lred, ((WS, 0), (OUT, yoff)))]
 
             def invoker(a, b, out, workspace, stream):
                 if a % ALIGN or b % ALIGN or out % ALIGN:
@@ -239,6 +244,6 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
                     else:                   # the phases run in stream order: one set of partial planes serves all
                         lmain(stream, a, b, out + yoff, workspace)
                         lred(stream, workspace, out + yoff)
-            return invoker
+            return with_recipe(invoker, recipe, (ALIGN, ALIGN, ALIGN, 1), bool(ws))
 
         return ConvSolution(self.id, kernels, ws, factory, cfg)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 
 from miofind import tma
-from miofind.launch import MAP, PTR, Launch
+from miofind.launch import A, B, MAP, OUT, PTR, WS, Launch, with_recipe
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_applicable
 
@@ -229,8 +229,10 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
                 kmain.max_dynamic_shared_size_bytes = smem
             lmain = Launch(kmain, main.grid, main.block, (PTR, PTR, PTR, PTR) + (MAP,) * len(maps or ()),
                            shared_mem=smem)
+            raw = lmain
             if maps:
                 lmain = lmain.bind_maps(maps)       # the maps of dy (a) and x (b)
+            mroles = ((A, 0, maps[0].spec), (B, 0, maps[1].spec)) if maps else ()
             lred = Launch(kerns[1], kernels[1].grid, kernels[1].block, (PTR, PTR)) if eff > 1 else None
 
             def invoker(a, b, out, workspace, stream):
@@ -243,6 +245,10 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
                     raise ValueError(f"{sid}: workspace of {ws_total} bytes required, got none")
                 lmain(stream, a, b, out, workspace)
                 lred(stream, workspace, out)
-            return invoker
+            if lred is None:
+                steps = [(raw, ((A, 0), (B, 0), (OUT, 0), (OUT, 0)), mroles)]
+            else:
+                steps = [(raw, ((A, 0), (B, 0), (OUT, 0), (WS, 0)), mroles), (lred, ((WS, 0), (OUT, 0)))]
+            return with_recipe(invoker, steps, (ALIGN, ALIGN, ALIGN, 1), lred is not None)
 
         return ConvSolution(self.id, kernels, ws_total, factory, cfg)

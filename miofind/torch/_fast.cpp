@@ -1,12 +1,14 @@
 // miofind.torch's C++ hot path: a planned convolution's forward and its backward as a C++ autograd Function.
 //
 // A FastPlan holds, per direction (F, B, W), either a recipe (the solution's kernel launches with their argument
-// blocks packed once, each pointer argument named as a role: a, b, out or workspace, plus a byte offset) or
-// nothing. A direction with a recipe launches from C++: the output from PyTorch's caching allocator, the
-// workspace one kept buffer per (device, stream), cuLaunchKernel through the driver's function pointer. A
-// direction without one (a cuDNN plan, a cuBLASLt call, a kernel taking tensor maps), a misaligned pointer, a
-// stream under CUDA-graph capture, or a plan turned off calls the Python fallback given at construction
-// (functional._Plan's own forward and backward), so every call gets the answer the Python path gives.
+// blocks packed once, each pointer argument named as a role: a, b, out or workspace, plus a byte offset; each
+// tensor-map argument as the map of a role's address, from its encode fields) or nothing. A direction with a
+// recipe launches from C++: the output from PyTorch's caching allocator, the workspace one kept buffer per
+// (device, stream), tensor maps encoded once per (spec, pointer) and kept, cuLaunchKernel through the driver's
+// function pointer. A direction without one (a cuDNN plan, a cuBLASLt call), a misaligned pointer, a map the
+// driver will not encode, a stream under CUDA-graph capture, or a plan turned off calls the Python fallback given
+// at construction (functional._Plan's own forward and backward; in backward, for that direction alone), so every
+// call gets the answer the Python path gives.
 //
 // Backward runs on the stream of its forward (PyTorch runs each backward op on its forward op's stream), which
 // the forward keeps in the autograd context.
@@ -19,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -30,9 +33,62 @@ using u64 = uint64_t;
 typedef int (*launch_fn)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *,
                          void **, void **);
 typedef int (*capturing_fn)(void *, int *);     // cuStreamIsCapturing(CUstream, CUstreamCaptureStatus *)
+// cuTensorMapEncodeTiled(map, dtype, rank, address, dims, strides, box, element strides, interleave, swizzle,
+// L2 promotion, OOB fill) and cuTensorMapEncodeIm2col(map, dtype, rank, address, dims, strides, lower corner,
+// upper corner, channels per pixel, pixels per column, element strides, interleave, swizzle, L2 promotion, OOB fill)
+typedef int (*encode_tiled_fn)(void *, int, unsigned, void *, const u64 *, const u64 *, const unsigned *,
+                               const unsigned *, int, int, int, int);
+typedef int (*encode_im2col_fn)(void *, int, unsigned, void *, const u64 *, const u64 *, const int *, const int *,
+                                unsigned, unsigned, const unsigned *, int, int, int, int);
 
 static launch_fn g_launch = nullptr;
 static capturing_fn g_capturing = nullptr;
+static encode_tiled_fn g_encode_tiled = nullptr;
+static encode_im2col_fn g_encode_im2col = nullptr;
+
+static const int MAX_PARAMS = 128;
+static const int MAX_MAPS = 16;                 // tensor maps of one direction's launches (_fast.py's MAX_MAPS)
+static const size_t MAP_CACHE_LIMIT = 64;       // maps kept per spec (pointers), as miofind.tma.MapCache
+
+struct alignas(64) TensorMap {                  // CUtensorMap: 128 opaque bytes
+    u64 opaque[16];
+};
+
+// One tensor map without its address (miofind.tma's TiledSpec / Im2colSpec ``fields``) and its encoded maps by
+// address. A training loop's caching allocator hands the same addresses back step after step.
+struct MapSpec {
+    int kind = 0;                       // 0 tiled, 1 im2col
+    int dtype = 0, swizzle = 0, l2 = 0;
+    unsigned rank = 0, channels = 0, pixels = 0;
+    std::vector<u64> dims, strides;
+    std::vector<unsigned> box, estr;
+    std::vector<int> lower, upper;
+    std::mutex mu;
+    std::unordered_map<u64, TensorMap> maps;
+
+    // the map of ``address`` into ``out``; false where the driver refuses it (the caller takes the fallback,
+    // whose own encode reports why)
+    bool get(u64 address, TensorMap &out) {
+        std::lock_guard<std::mutex> g(mu);
+        auto it = maps.find(address);
+        if (it != maps.end()) {
+            out = it->second;
+            return true;
+        }
+        TensorMap m;
+        void *a = reinterpret_cast<void *>(address);
+        int rc = kind == 0
+            ? (g_encode_tiled ? g_encode_tiled(&m, dtype, rank, a, dims.data(), strides.data(), box.data(),
+                                               estr.data(), 0, swizzle, l2, 0) : -1)
+            : (g_encode_im2col ? g_encode_im2col(&m, dtype, rank, a, dims.data(), strides.data(), lower.data(),
+                                                 upper.data(), channels, pixels, estr.data(), 0, swizzle, l2, 0) : -1);
+        if (rc != 0) return false;
+        if (maps.size() >= MAP_CACHE_LIMIT) maps.clear();
+        maps.emplace(address, m);
+        out = m;
+        return true;
+    }
+};
 static std::atomic<bool> g_enabled{true};
 
 struct Kernel {
@@ -43,10 +99,13 @@ struct Kernel {
     std::vector<int> slot_param;        // the parameters that take pointers
     std::vector<int> slot_role;         // 0 a, 1 b, 2 out, 3 workspace
     std::vector<int64_t> slot_off;      // byte offset added to the role's pointer
+    std::vector<int> map_param, map_role, map_spec;     // the parameters that take tensor maps: whose, which spec
+    std::vector<int64_t> map_off;
 };
 
 struct Recipe {
     std::vector<Kernel> kernels;
+    std::vector<std::shared_ptr<MapSpec>> specs;
     int64_t ws_bytes = 0;
     bool swap = false;                  // the solution takes (b, a): a transposed W problem
     int64_t align[4] = {1, 1, 1, 1};    // what each role's address must be a multiple of, else the fallback
@@ -110,14 +169,22 @@ static bool run(const FastPlan &P, int i, const at::Tensor &a, const at::Tensor 
         ptr[3] = reinterpret_cast<u64>(ws.data_ptr());
     }
     if (ptr[2] % R.align[2] || ptr[3] % R.align[3]) return false;
-    u64 vals[128];
-    void *params[128];
+    TensorMap maps[MAX_MAPS];           // every map before any launch: a refused one leaves nothing half done
+    int nm = 0;
+    for (const Kernel &K : R.kernels)
+        for (size_t j = 0; j < K.map_param.size(); j++)
+            if (!R.specs[K.map_spec[j]]->get(ptr[K.map_role[j]] + static_cast<u64>(K.map_off[j]), maps[nm++]))
+                return false;
+    u64 vals[MAX_PARAMS];
+    void *params[MAX_PARAMS];
+    nm = 0;
     for (const Kernel &K : R.kernels) {
         const size_t np = K.vals.size();
         std::copy(K.vals.begin(), K.vals.end(), vals);
         for (size_t j = 0; j < np; j++) params[j] = &vals[j];
         for (size_t j = 0; j < K.slot_param.size(); j++)
             vals[K.slot_param[j]] = ptr[K.slot_role[j]] + static_cast<u64>(K.slot_off[j]);
+        for (size_t j = 0; j < K.map_param.size(); j++) params[K.map_param[j]] = &maps[nm++];
         int rc = g_launch(K.func, K.dims[0], K.dims[1], K.dims[2], K.dims[3], K.dims[4], K.dims[5], K.smem,
                           reinterpret_cast<void *>(stream), params, nullptr);
         TORCH_CHECK(rc == 0, "miofind.torch: cuLaunchKernel failed with CUresult ", rc);
@@ -168,21 +235,23 @@ struct FastConv : public torch::autograd::Function<FastConv> {
         FastPlan &P = plan_of(ctx->saved_data["id"].toInt());
         int64_t stream = ctx->saved_data["stream"].toInt();
         at::Tensor dx, dw;
-        bool done = false;
-        if (g_launch && dy.defined() && g_enabled.load(std::memory_order_relaxed) && (!need_dx || P.dir[1].present) &&
-            (!need_dw || P.dir[2].present) && dy.scalar_type() == P.dtype && dy.sizes().equals(P.shape[0]) &&
-            !capturing(stream)) {
+        // each of dx and dw from C++ where its direction has a recipe, the rest through the Python fallback
+        bool fdx = false, fdw = false;
+        if (g_launch && dy.defined() && g_enabled.load(std::memory_order_relaxed) &&
+            ((need_dx && P.dir[1].present) || (need_dw && P.dir[2].present)) && dy.scalar_type() == P.dtype &&
+            dy.sizes().equals(P.shape[0]) && !capturing(stream)) {
             at::Tensor d = dy.is_contiguous(P.fmt) ? dy : dy.contiguous(P.fmt);
-            done = (!need_dx || run(P, 1, d, wc, stream, dx)) && (!need_dw || run(P, 2, d, x, stream, dw));
+            fdx = need_dx && P.dir[1].present && run(P, 1, d, wc, stream, dx);
+            fdw = need_dw && P.dir[2].present && run(P, 2, d, x, stream, dw);
         }
-        if (done) {
-            P.fast_calls.fetch_add(1, std::memory_order_relaxed);
-        } else if (dy.defined()) {
+        if (fdx || fdw) P.fast_calls.fetch_add(1, std::memory_order_relaxed);
+        const bool rest_dx = need_dx && !fdx, rest_dw = need_dw && !fdw;
+        if ((rest_dx || rest_dw) && dy.defined()) {
             P.fallback_calls.fetch_add(1, std::memory_order_relaxed);
             py::gil_scoped_acquire gil;
-            py::tuple r = py::reinterpret_borrow<py::object>(P.bwd_fallback)(dy, x, wc, need_dx, need_dw);
-            dx = r[0].is_none() ? at::Tensor() : r[0].cast<at::Tensor>();
-            dw = r[1].is_none() ? at::Tensor() : r[1].cast<at::Tensor>();
+            py::tuple r = py::reinterpret_borrow<py::object>(P.bwd_fallback)(dy, x, wc, rest_dx, rest_dw);
+            if (rest_dx) dx = r[0].is_none() ? at::Tensor() : r[0].cast<at::Tensor>();
+            if (rest_dw) dw = r[1].is_none() ? at::Tensor() : r[1].cast<at::Tensor>();
         }
         if (dw.defined() && ctx->saved_data["cast"].toBool())
             dw = dw.to(static_cast<at::ScalarType>(ctx->saved_data["wtype"].toInt()));
@@ -190,16 +259,49 @@ struct FastConv : public torch::autograd::Function<FastConv> {
     }
 };
 
+static std::shared_ptr<MapSpec> make_spec(py::handle h) {
+    // miofind.tma's ``fields``: (kind, dtype, rank, dims, strides, box, lower, upper, channels, pixels,
+    // element strides, swizzle, L2 promotion)
+    py::tuple t = h.cast<py::tuple>();
+    TORCH_CHECK(t.size() == 13, "recipe map: expected the 13 encode fields of miofind.tma");
+    auto S = std::make_shared<MapSpec>();
+    S->kind = t[0].cast<int>();
+    S->dtype = t[1].cast<int>();
+    S->rank = t[2].cast<unsigned>();
+    S->dims = t[3].cast<std::vector<u64>>();
+    S->strides = t[4].cast<std::vector<u64>>();
+    S->box = t[5].cast<std::vector<unsigned>>();
+    S->lower = t[6].cast<std::vector<int>>();
+    S->upper = t[7].cast<std::vector<int>>();
+    S->channels = t[8].cast<unsigned>();
+    S->pixels = t[9].cast<unsigned>();
+    S->estr = t[10].cast<std::vector<unsigned>>();
+    S->swizzle = t[11].cast<int>();
+    S->l2 = t[12].cast<int>();
+    TORCH_CHECK(S->kind == 0 || S->kind == 1, "recipe map: kind must be 0 (tiled) or 1 (im2col)");
+    TORCH_CHECK(S->rank >= 1 && S->rank <= 5 && S->dims.size() == S->rank && S->strides.size() + 1 == S->rank &&
+                S->estr.size() == S->rank, "recipe map: dims, strides and element strides must match the rank");
+    if (S->kind == 0) {
+        TORCH_CHECK(S->box.size() == S->rank, "recipe map: a tiled map's box takes one size per dimension");
+    } else {
+        TORCH_CHECK(S->lower.size() + 2 == S->rank && S->upper.size() + 2 == S->rank,
+                    "recipe map: an im2col map's corners take rank - 2 values");
+    }
+    return S;
+}
+
 static Recipe make_recipe(py::object spec) {
-    // spec: None, or (kernels, ws_bytes, swap, align[4]); each kernel (func, grid[3], block[3], smem, values,
-    // slot params, slot roles, slot offsets)
+    // spec: None, or (kernels, ws_bytes, swap, align[4], map specs); each kernel (func, grid[3], block[3], smem,
+    // values, slot params, slot roles, slot offsets, maps: [(param, role, offset, spec index)])
     Recipe R;
     if (spec.is_none()) return R;
     py::tuple t = spec.cast<py::tuple>();
-    TORCH_CHECK(t.size() == 4, "recipe: expected (kernels, ws_bytes, swap, align)");
+    TORCH_CHECK(t.size() == 5, "recipe: expected (kernels, ws_bytes, swap, align, map specs)");
+    for (py::handle h : t[4].cast<py::list>()) R.specs.push_back(make_spec(h));
+    size_t nmaps = 0;
     for (py::handle kh : t[0].cast<py::list>()) {
         py::tuple k = kh.cast<py::tuple>();
-        TORCH_CHECK(k.size() == 8, "recipe kernel: expected 8 fields");
+        TORCH_CHECK(k.size() == 9, "recipe kernel: expected 9 fields");
         Kernel K;
         K.func = reinterpret_cast<void *>(k[0].cast<u64>());
         auto grid = k[1].cast<std::vector<int64_t>>(), block = k[2].cast<std::vector<int64_t>>();
@@ -216,14 +318,29 @@ static Recipe make_recipe(py::object spec) {
         K.slot_role = k[6].cast<std::vector<int>>();
         K.slot_off = k[7].cast<std::vector<int64_t>>();
         TORCH_CHECK(K.func != nullptr, "recipe kernel: null function");
-        TORCH_CHECK(K.vals.size() <= 128 && K.slot_param.size() == K.slot_role.size() &&
+        TORCH_CHECK(K.vals.size() <= static_cast<size_t>(MAX_PARAMS) && K.slot_param.size() == K.slot_role.size() &&
                     K.slot_param.size() == K.slot_off.size(), "recipe kernel: inconsistent argument slots");
         for (size_t j = 0; j < K.slot_param.size(); j++)
             TORCH_CHECK(K.slot_param[j] >= 0 && static_cast<size_t>(K.slot_param[j]) < K.vals.size() &&
                         K.slot_role[j] >= 0 && K.slot_role[j] < 4, "recipe kernel: slot out of range");
+        for (py::handle mh : k[8].cast<py::list>()) {
+            py::tuple m = mh.cast<py::tuple>();
+            TORCH_CHECK(m.size() == 4, "recipe kernel map: expected (param, role, offset, spec)");
+            int param = m[0].cast<int>(), role = m[1].cast<int>(), sp = m[3].cast<int>();
+            TORCH_CHECK(param >= 0 && static_cast<size_t>(param) < K.vals.size() && role >= 0 && role < 4 &&
+                        sp >= 0 && static_cast<size_t>(sp) < R.specs.size(), "recipe kernel map: out of range");
+            for (int q : K.slot_param) TORCH_CHECK(q != param, "recipe kernel map: parameter ", param,
+                                                   " is also a pointer slot");
+            K.map_param.push_back(param);
+            K.map_role.push_back(role);
+            K.map_off.push_back(m[2].cast<int64_t>());
+            K.map_spec.push_back(sp);
+        }
+        nmaps += K.map_param.size();
         R.kernels.push_back(std::move(K));
     }
     TORCH_CHECK(!R.kernels.empty(), "recipe: no kernels");
+    TORCH_CHECK(nmaps <= static_cast<size_t>(MAX_MAPS), "recipe: more than ", MAX_MAPS, " tensor maps");
     R.ws_bytes = t[1].cast<int64_t>();
     R.swap = t[2].cast<bool>();
     auto al = t[3].cast<std::vector<int64_t>>();
@@ -261,10 +378,13 @@ static int64_t new_plan(py::object f, py::object b, py::object w, py::list shape
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.doc() = "miofind.torch's C++ hot path (see _fast.py)";
-    m.def("init", [](u64 launch, u64 is_capturing) {
+    m.def("init", [](u64 launch, u64 is_capturing, u64 encode_tiled, u64 encode_im2col) {
         g_launch = reinterpret_cast<launch_fn>(launch);
         g_capturing = reinterpret_cast<capturing_fn>(is_capturing);
-    }, "init(cuLaunchKernel address, cuStreamIsCapturing address)");
+        g_encode_tiled = reinterpret_cast<encode_tiled_fn>(encode_tiled);
+        g_encode_im2col = reinterpret_cast<encode_im2col_fn>(encode_im2col);
+    }, "init(the driver's cuLaunchKernel, cuStreamIsCapturing, cuTensorMapEncodeTiled and cuTensorMapEncodeIm2col "
+       "addresses; 0: not there)");
     m.def("set_enabled", [](bool on) { g_enabled.store(on); }, "turn the C++ launches on or off (off: every call "
           "takes its Python fallback)");
     m.def("new_plan", &new_plan, "new_plan(F, B, W recipes or None, [y, dx, dw shapes], [their strides], dtype, "
@@ -278,5 +398,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.def("counts", [](int64_t id) {
         FastPlan &P = plan_of(id);
         return std::make_pair(P.fast_calls.load(), P.fallback_calls.load());
-    }, "(calls launched from C++, calls that took the Python fallback) of plan ``id``");
+    }, "(calls with a launch from C++, calls with a Python fallback) of plan ``id``: a backward whose dx is "
+       "launched from C++ and dw through Python counts in both");
 }

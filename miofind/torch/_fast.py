@@ -1,10 +1,12 @@
 """The C++ hot path of miofind.torch (``_fast.cpp``): building it, loading it, and giving it a plan.
 
 A planned convolution (``functional._Plan``) whose forward, backward-data and backward-weights solutions are
-kernel launches (``launch.recipe``: implicit GEMM, depthwise, tiled direct) hands their packed launches to the
-extension, which then runs the forward and, as a C++ autograd node, the backward: no Python frame, no GIL
-hand-over to the autograd thread, per call. A direction it cannot launch itself (a cuDNN plan, cuBLASLt, a
-kernel taking tensor maps) calls back the plan's Python path, so the answers are the Python path's.
+kernel launches (``launch.recipe``: implicit GEMM, the Hopper family with its tensor maps, depthwise, tiled
+direct) hands their packed launches to the extension, which then runs the forward and, as a C++ autograd node,
+the backward: no Python frame, no GIL hand-over to the autograd thread, per call. It encodes the Hopper kernels'
+tensor maps itself (``miofind.tma``'s specs, one map per pointer, kept). A direction it cannot launch itself (a
+cuDNN plan, cuBLASLt) calls back the plan's Python path for that direction alone, so the answers are the Python
+path's.
 
 The extension is compiled against the installed PyTorch with the C++ compiler (``$CXX``, else ``c++``/``g++``)
 into the kernel cache, under a name keyed by the source, PyTorch's version and the Python ABI, so an upgrade of
@@ -112,7 +114,11 @@ def _load(path: Path):
         cuda = ctypes.CDLL("libcuda.so.1")
     except OSError:         # no driver: every call takes the Python path (which reports it)
         return mod
-    mod.init(cu_launch_kernel(), ctypes.cast(cuda.cuStreamIsCapturing, ctypes.c_void_p).value)
+    def address(name):      # 0 where the driver lacks it (tensor maps: before CUDA 12): the Python path then
+        f = getattr(cuda, name, None)
+        return ctypes.cast(f, ctypes.c_void_p).value or 0 if f is not None else 0
+    mod.init(cu_launch_kernel(), *[address(f) for f in ("cuStreamIsCapturing", "cuTensorMapEncodeTiled",
+                                                         "cuTensorMapEncodeIm2col")])
     return mod
 
 
@@ -183,6 +189,9 @@ def status() -> str:
 
 # -- plans ----------------------------------------------------------------------------------------------------------
 
+MAX_MAPS = 16          # tensor maps one direction's launches may take (_fast.cpp's MAX_MAPS)
+
+
 class NotReady(Exception):
     """An Entry still runs a generic build while its specialised one compiles (``tiered.Switching``)."""
 
@@ -199,19 +208,25 @@ def recipe(entry) -> tuple | None:
     if spec is None or getattr(entry, "fused", False):
         return None
     steps, align, ws_needed = spec
-    kernels = []
-    for launch, roles in steps:
-        if launch._maps:
+    kernels, specs, spec_ids = [], [], {}
+    for launch, roles, maps in steps:
+        values, slots, map_params = launch.packed()
+        if len(slots) != len(roles) or len(map_params) != len(maps):
             return None
-        values, slots, _ = launch.packed()
-        if len(slots) != len(roles):
-            return None
+        mp = []
+        for param, (role, off, ms) in zip(map_params, maps):
+            if id(ms) not in spec_ids:      # one map per (spec, pointer), shared by the launches that read it
+                spec_ids[id(ms)] = len(specs)
+                specs.append(ms.fields)
+            mp.append((param, role, off, spec_ids[id(ms)]))
         kernels.append((launch.function(), launch.grid, launch.block, launch.shared_mem, values, slots,
-                        [r for r, _ in roles], [o for _, o in roles]))
+                        [r for r, _ in roles], [o for _, o in roles], mp))
+    if sum(len(k[8]) for k in kernels) > MAX_MAPS:
+        return None
     ws = int(entry.ws_bytes)
     if ws_needed and not ws:
         return None
-    return kernels, ws, bool(entry.swap), list(align)
+    return kernels, ws, bool(entry.swap), list(align), specs
 
 
 def make_plan(plan, eb, ew) -> int | None:

@@ -1,7 +1,7 @@
 """miofind.torch's C++ hot path (``miofind/torch/_fast.cpp``): it builds against the installed PyTorch and
 checks the recipes it is given (CPU); on the GPU, a planned network's forward, dx and dw through it equal the
-Python path's bit for bit (the same kernels), it is really taken, and what it cannot launch (tensor-map kernels,
-cuDNN plans, CUDA-graph capture) goes through the Python path with the same results."""
+Python path's bit for bit (the same kernels, the Hopper family's tensor maps encoded in C++), it is really taken,
+and what it cannot launch (cuDNN plans, CUDA-graph capture) goes through the Python path with the same results."""
 
 from __future__ import annotations
 
@@ -35,9 +35,19 @@ def ext(tmp_path_factory):
 
 def _kernel(**kw):
     k = dict(func=0x1000, grid=[1, 1, 1], block=[32, 1, 1], smem=0, values=[0, 0, 7], slots=[0, 1], roles=[0, 2],
-             offs=[0, 0])
+             offs=[0, 0], maps=[])
     k.update(kw)
-    return (k["func"], k["grid"], k["block"], k["smem"], k["values"], k["slots"], k["roles"], k["offs"])
+    return (k["func"], k["grid"], k["block"], k["smem"], k["values"], k["slots"], k["roles"], k["offs"], k["maps"])
+
+
+def _tiled():
+    from miofind import tma
+    return tma.TiledSpec("FP16", (64, 32), (128,), (64, 32)).fields
+
+
+def _im2col():
+    from miofind import tma
+    return tma.Im2colSpec("FP16", (16, 9, 9, 2), (32, 288, 2592), [-1, -1], [-1, -1], 16, 64, (1, 1)).fields
 
 
 def _plan(ext, recipe):
@@ -52,9 +62,16 @@ def test_extension_builds_loads_and_keys_its_library(ext):
     version and the Python ABI, and loads; a plan is numbered and counts its calls."""
     assert _fast.library_path().exists()
     assert _fast._digest() in str(_fast.library_path())
-    pid = _plan(ext, ([_kernel()], 0, False, [16, 16, 16, 1]))
+    pid = _plan(ext, ([_kernel()], 0, False, [16, 16, 16, 1], []))
     assert isinstance(pid, int) and ext.counts(pid) == (0, 0)
     assert _plan(ext, None) == pid + 1
+
+
+def test_a_recipe_takes_tensor_maps(ext):
+    """The Hopper kernels' recipes: tensor-map parameters, each the map of a role's address from one of the
+    recipe's specs (tiled or im2col, miofind.tma's encode fields)."""
+    k = _kernel(values=[0, 0, 7, 0, 0], maps=[(3, 0, 0, 1), (4, 1, 0, 0)])
+    assert isinstance(_plan(ext, ([k], 0, False, [16, 16, 16, 1], [_tiled(), _im2col()])), int)
 
 
 @pytest.mark.parametrize("bad,match", [
@@ -67,12 +84,44 @@ def test_extension_builds_loads_and_keys_its_library(ext):
 ])
 def test_a_bad_recipe_is_refused_by_name(ext, bad, match):
     with pytest.raises(RuntimeError, match=match):
-        _plan(ext, ([_kernel(**bad)], 0, False, [1, 1, 1, 1]))
+        _plan(ext, ([_kernel(**bad)], 0, False, [1, 1, 1, 1], []))
+
+
+@pytest.mark.parametrize("maps,specs,match", [
+    ([(1, 0, 0, 0)], "tiled", "also a pointer slot"),
+    ([(2, 0, 0, 1)], "tiled", "map: out of range"),
+    ([(2, 5, 0, 0)], "tiled", "map: out of range"),
+    ([(9, 0, 0, 0)], "tiled", "map: out of range"),
+    ([(2, 0, 0)], "tiled", "expected \\(param, role, offset, spec\\)"),
+    ([(2, 0, 0, 0)] * 17, "tiled", "more than 16 tensor maps"),
+    ([], "short", "13 encode fields"),
+    ([], "rank", "must match the rank"),
+    ([], "kind", "kind must be 0"),
+])
+def test_a_bad_map_is_refused_by_name(ext, maps, specs, match):
+    t = _tiled()
+    spec = {"tiled": t, "short": t[:5], "rank": (t[0], t[1], 3, *t[3:]), "kind": (7, *t[1:])}[specs]
+    with pytest.raises(RuntimeError, match=match):
+        _plan(ext, ([_kernel(maps=maps)], 0, False, [1, 1, 1, 1], [spec]))
 
 
 def test_align_must_name_four_roles(ext):
     with pytest.raises(RuntimeError, match="align takes 4 values"):
-        _plan(ext, ([_kernel()], 0, False, [1, 1]))
+        _plan(ext, ([_kernel()], 0, False, [1, 1], []))
+
+
+def test_with_recipe_names_every_tensor_map():
+    """A launch's MAP arguments each need a (role, offset, spec) in its recipe step."""
+    import numpy as np
+
+    from miofind import launch, tma
+    spec = tma.TiledSpec("FP16", (64, 32), (128,), (64, 32))
+    lk = launch.Launch(object(), (1, 1, 1), (32, 1, 1), (launch.PTR, launch.MAP, np.int32(3)))
+    inv = launch.with_recipe(lambda *a: None, [(lk, ((launch.A, 0),), ((launch.B, 0, spec),))], (16, 16, 16, 1))
+    (step,), align, ws = inv.recipe
+    assert step == (lk, ((launch.A, 0),), ((launch.B, 0, spec),)) and align == (16, 16, 16, 1) and not ws
+    with pytest.raises(ValueError, match="1 tensor-map argument\\(s\\) given 0 map role"):
+        launch.with_recipe(lambda *a: None, [(lk, ((launch.A, 0),))])
 
 
 def test_off_means_the_python_path(monkeypatch):
@@ -140,14 +189,28 @@ def gpu_mt(tmp_db, monkeypatch):
 @pytest.mark.parametrize("amp,cl", [(False, False), (False, True), (True, True)], ids=["fp32", "fp32-cl", "amp-cl"])
 def test_cpp_path_equals_python_path(gpu_mt, amp, cl):
     """Four steps of a small network on new data: forward, dx and dw through the C++ path equal the Python path's
-    bit for bit; in FP32 the C++ launches are really taken (its call counters), under AMP the tensor-map kernels
-    go through its Python fallback. Under deterministic algorithms, so that every pick is one of our
+    bit for bit; the C++ launches are really taken (its call counters; under AMP the Hopper family's, with
+    their tensor maps). Under deterministic algorithms, so that every pick is one of our
     deterministic solvers (a cuDNN plan may sum with atomics: two runs of it need not agree bit for bit)."""
     torch.use_deterministic_algorithms(True, warn_only=True)
     try:
         _equal_paths(gpu_mt, amp, cl)
     finally:
         torch.use_deterministic_algorithms(False)
+
+
+@pytest.mark.gpu
+def test_backward_splits_between_cpp_and_python(gpu_mt, monkeypatch):
+    """A backward whose dw solution has no recipe (as a cuDNN plan's) launches dx from C++ and asks the Python
+    path for dw alone: the same gradients as the Python path, both counters moving."""
+    real = _fast.recipe
+    monkeypatch.setattr(_fast, "recipe", lambda e: None if e.pr.problem.direction == "W" else real(e))
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        calls = _equal_paths(gpu_mt, True, True)
+    finally:
+        torch.use_deterministic_algorithms(False)
+    assert sum(b for _, b in calls) > 0, calls
 
 
 def _equal_paths(mt, amp, cl):
@@ -169,8 +232,8 @@ def _equal_paths(mt, amp, cl):
     after = {p.fast: mod.counts(p.fast) for p in plans}
     calls = [(after[i][0] - before[i][0], after[i][1] - before[i][1]) for i in before]
     assert all(f + b > 0 for f, b in calls), calls
-    if not amp:     # FP32: some of the picks are implicit GEMM or depthwise, launched from C++
-        assert sum(f for f, _ in calls) > 0, calls
+    # some of the picks (implicit GEMM, the Hopper family under AMP, depthwise) launch from C++
+    assert sum(f for f, _ in calls) > 0, calls
     mod.set_enabled(False)           # every call through the Python fallback: the same kernels
     slow = _run(net, xs, amp)
     mod.set_enabled(True)
@@ -179,6 +242,7 @@ def _equal_paths(mt, amp, cl):
         assert torch.equal(yf, ys), (step, picks)
         for (name, _), a, b in zip(net.named_parameters(), gf, gs):
             assert a.dtype == b.dtype and torch.equal(a, b), (step, name, picks)
+    return calls
 
 
 @pytest.mark.gpu
@@ -234,3 +298,79 @@ def test_cpp_plans_under_cuda_graph_capture(gpu_mt):
     assert torch.equal(yg, ye)
     for a, p in zip(gg, net.parameters()):
         assert torch.allclose(a, p.grad, rtol=1e-5, atol=1e-6)
+
+
+# the Hopper family's tensor-map kernels through the C++ path: (direction, problem, what the config must have)
+HOPPER_CASES = [
+    ("F", dict(n=2, c=64, k=128, in_size=(14, 12), filter_size=3, pads=1), dict(TMA=1, SPLITK=1)),
+    ("F", dict(n=2, c=128, k=64, in_size=(7, 7), filter_size=3, pads=1), dict(TMA=1, split=True)),
+    ("B", dict(n=2, c=64, k=128, in_size=(14, 12), filter_size=3, pads=1, strides=2), dict(TMA=1)),
+    ("B", dict(n=2, c=64, k=64, in_size=(9, 9), filter_size=1), dict(TMA=1)),
+    ("W", dict(n=2, c=64, k=128, in_size=(14, 12), filter_size=3, pads=1), dict(TMA=1, SPLITK=1, CLUSTER=1)),
+    ("W", dict(n=4, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1), dict(TMA=1, split=True)),
+]
+
+
+def _hopper_case(direction, kw, want):
+    from miofind.problem import ProblemDescription
+    from miofind.registry import solvers
+
+    p = ProblemDescription.make(direction, layout="NHWC", dtype="FP16", **kw)
+    s = next(s for s in solvers() if s.id == {"F": "ConvImplicitGemmHopperFwd", "B": "ConvImplicitGemmHopperBwd",
+                                              "W": "ConvImplicitGemmHopperWrw"}[direction])
+    assert s.applicability(p), s.applicability(p).reason
+    split = want.pop("split", None)
+    for cfg in s.config_space(p):
+        if all(cfg.get(k) == v for k, v in want.items()) and (split is None or (s.workspace_bytes(p, cfg) > 0)
+                                                            == split):
+            return p, s, cfg
+    pytest.skip(f"no config of {s.id} with {want} split={split} on {p.key()}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("direction,kw,want", HOPPER_CASES, ids=[f"{d}{i}" for i, (d, _, _) in
+                                                                 enumerate(HOPPER_CASES)])
+def test_hopper_tensor_map_kernels_launch_from_cpp(ext, direction, kw, want):
+    """A Hopper solution with tensor maps (TMA configs; split ones through the workspace; backward-data by stride
+    phase) launched by the extension from its recipe, the maps encoded in C++: bit for bit the Python invoker's
+    output, on poisoned memory, on new contents of the same buffers (maps kept by address) and on new buffers."""
+    import types
+
+    from miofind.invokers import build_invoker
+    from miofind.launch import A, B, OUT, WS
+
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the Hopper family runs on sm_90 only")
+    mod = ext
+    p, s, cfg = _hopper_case(direction, kw, dict(want))
+    sol = s.get_solution(p, cfg)
+    inv = build_invoker(p, sol)
+    spec = _fast.recipe(types.SimpleNamespace(invoker=inv, ws_bytes=sol.workspace, swap=False, fused=False))
+    assert spec is not None and spec[4], "a TMA config's recipe names its tensor maps"
+    assert any(m for k in spec[0] for m in k[8]) and {A, B} <= {m[1] for k in spec[0] for m in k[8]}
+    assert all(r in (A, B, OUT, WS) for k in spec[0] for r in k[6])
+    sa, sb, so = p.io_shapes()
+    strides = [torch.empty(so).stride()] * 3
+
+    def fallback(*a):
+        raise AssertionError("the C++ path took its Python fallback")
+    pid = mod.new_plan(spec, None, None, [list(so)] * 3, [list(t) for t in strides], torch.float16, 0, False,
+                       fallback, fallback)
+    ws = torch.empty(max(sol.workspace, 1), dtype=torch.uint8, device="cuda")
+    stream = torch.cuda.current_stream().cuda_stream
+    a = torch.randn(sa, device="cuda", dtype=torch.float16)
+    b = torch.randn(sb, device="cuda", dtype=torch.float16)
+    for step in range(3):
+        if step == 1:                        # new contents, the same addresses: the kept maps
+            a.normal_(), b.normal_()
+        if step == 2:                        # new buffers: new maps
+            a, b = torch.randn_like(a), torch.randn_like(b)
+        want_out = torch.full(so, float("nan"), device="cuda", dtype=torch.float16)
+        inv(a.data_ptr(), b.data_ptr(), want_out.data_ptr(), ws.data_ptr() if sol.workspace else 0, stream)
+        poison = torch.full(so, float("nan"), device="cuda", dtype=torch.float16)
+        del poison                          # the C++ output likely gets this poisoned block back
+        got = mod.forward(a, b, pid, stream)
+        torch.cuda.synchronize()
+        assert not want_out.isnan().any(), "the Python invoker left elements unwritten"
+        assert torch.equal(got, want_out), (step, s.id, cfg, float((got.float() - want_out.float()).abs().max()))
+    assert mod.counts(pid) == (3, 0)
