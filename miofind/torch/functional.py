@@ -168,7 +168,7 @@ class _Plan:
     per stride pattern of ``dy`` (``backward``)."""
 
     __slots__ = ("entry", "out_shape", "fmt", "dtype", "device", "bias_shape", "conv", "dev", "bwd", "_dense", "fused",
-                 "act", "fast")
+                 "act", "fast", "_fast_with")
 
     def __init__(self, entry, out_shape, fmt, x: Tensor, w: Tensor, conv, fused: bool = False, act: str = "none") -> None:
         self.entry, self.out_shape, self.fmt, self.conv = entry, out_shape, fmt, conv
@@ -179,6 +179,7 @@ class _Plan:
         self.bwd: dict[tuple, tuple] = {}
         # the C++ hot path's plan id (``_fast``): None until made (or while it cannot be made yet), False never
         self.fast = None if not fused and act == "none" else False
+        self._fast_with = None          # the backward Entries the C++ plan was made with
         # (shape, strides) of y, dx and dw dense in ``fmt``: torch.empty_strided of them costs less
         # host time than torch.empty with a memory format (bench/results/torch-host/probe-step/)
         from ..invokers import dense_layout
@@ -234,16 +235,21 @@ class _Plan:
                 return
             entries.append(e)
         self.bwd[sig] = (*entries, dy.is_contiguous(memory_format=self.fmt))
-        if self.fast is not False:
+        if self.fast is not False and self._backward_entries() != self._fast_with:
             self.fast = None        # a C++ plan with this signature's Entries too
             self.make_fast()
+
+    def _backward_entries(self) -> tuple:
+        """(dx's Entry, dw's Entry) learned so far (None where not learned), as a C++ plan takes them."""
+        eb = next((v[0] for v in self.bwd.values() if v[0] is not None), None)
+        ew = next((v[1] for v in self.bwd.values() if v[1] is not None), None)
+        return eb, ew
 
     def make_fast(self) -> None:
         """Make the C++ plan (``_fast.make_plan``) of this plan and the backward Entries learned so far: ``fast``
         becomes its id; stays None while the extension is building or an Entry still runs a generic build
         (tried again on a later backward); False where the extension is off or cannot be had."""
-        eb = next((v[0] for v in self.bwd.values() if v[0] is not None), None)
-        ew = next((v[1] for v in self.bwd.values() if v[1] is not None), None)
+        eb, ew = self._backward_entries()
         try:
             fid = _fast.make_plan(self, eb, ew)
         except _fast.NotReady:
@@ -253,6 +259,7 @@ class _Plan:
             self.fast = False
             return
         self.fast = False if fid is None else fid
+        self._fast_with = (eb, ew)
 
 
 _plans: dict[tuple, _Plan] = {}
