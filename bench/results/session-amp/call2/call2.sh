@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # Session amp, call 2: the mended tests; Inception-v3 AMP and ResNet-50 (AMP again, FP32) in-process A/B.
-# C++ path (test_fast: Hopper TMA configs bit for bit, the split backward; test_torch_gpu), then the AMP training
-# steps in-process A/B (bench_models --cpp-ab: C++ path on and off in alternating rounds with cuDNN benchmark mode).
+# (bench_models --cpp-ab: C++ path on and off in alternating rounds with cuDNN benchmark mode).
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 python3 -m compileall -q -j 16 /tmp/site > /dev/null 2>&1
