@@ -119,6 +119,11 @@ VARIABLES: tuple[EnvVar, ...] = (
            "PyTorch with the C++ compiler into the kernel cache: by `miofind warmup`, or on first use)",
            "background (default: use the built extension; if none is built, build it in a background process and "
            "use it once loaded), sync (build it at first use and wait), off (the Python path)", ""),
+    EnvVar("MIOFIND_TORCH_HOST_US", "the host time, in microseconds, miofind.torch charges a solution its C++ path "
+           "cannot launch (cuDNN plans, cuBLASLt, FFT, Winograd: each call goes through Python) when it chooses a "
+           "problem's solution: a solution the C++ path launches is chosen over a faster one of those when its "
+           "measured time is within this much (only where the C++ path is on)",
+           "a number of microseconds >= 0 (default 30; 0: the fastest by measured time alone)", ""),
 )
 
 DEFAULT_CUT_FACTOR = 3.0
@@ -297,6 +302,21 @@ TORCH_CPP = ("background", "sync", "off")
 def torch_cpp() -> str:
     """``MIOFIND_TORCH_CPP``: ``background`` (default), ``sync`` or ``off`` (miofind.torch._fast)."""
     return _one_of("MIOFIND_TORCH_CPP", TORCH_CPP, "background")
+
+
+def torch_host_us(default: float = 30.0) -> float:
+    """``MIOFIND_TORCH_HOST_US``: microseconds of host time charged to a solution miofind.torch's C++ path cannot
+    launch (miofind.torch._policy's choice)."""
+    raw = _get("MIOFIND_TORCH_HOST_US")
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        v = float(raw)
+    except ValueError:
+        v = -1.0
+    if not v >= 0 or v == float("inf"):
+        raise ValueError(f"MIOFIND_TORCH_HOST_US={raw!r}: expected a number of microseconds >= 0")
+    return v
 
 
 REFERENCES = ("auto", "gemm", "naive")

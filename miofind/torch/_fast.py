@@ -170,6 +170,26 @@ def module():
     return _module or None
 
 
+def possible() -> bool:
+    """Whether planned calls in this process may take the C++ path: it is switched on (``use``, not
+    ``MIOFIND_TORCH_CPP=off``) and loaded, building, or buildable (a C++ compiler), not failed."""
+    if not use or _module is False:
+        return False
+    if _module:
+        return True
+    from .. import env
+    return env.torch_cpp() != "off" and compiler() is not None
+
+
+def launches(entry) -> bool:
+    """Whether the C++ path launches ``entry`` itself (``recipe``; an Entry waiting for its specialised build
+    counts where its generic build is launches too: both are the same solver's)."""
+    try:
+        return recipe(entry) is not None
+    except NotReady:
+        return getattr(entry.invoker.generic, "recipe", None) is not None
+
+
 def wait(timeout: float | None = None) -> bool:
     """Wait for a background build; whether the extension is loaded."""
     t = _building

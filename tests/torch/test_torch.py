@@ -549,6 +549,63 @@ def test_deterministic_mode_finds_among_deterministic_solvers(fake_find, monkeyp
     assert e.solver_id == seen[0][-1]
 
 
+class FakeLaunches(FakePrepared):
+    """A prepared solution whose invoker is kernel launches only (a recipe): the C++ path launches it."""
+
+    def __init__(self, problem, solver_id, ws=0):
+        super().__init__(problem, solver_id, ws)
+        self.invoker = lambda *a: None
+        self.invoker.recipe = ((), (1, 1, 1, 1), False)
+        self._cl, self._shapes = (False,) * 3, problem.io_shapes()
+
+
+@pytest.mark.parametrize("env,times,cpp,want", [
+    ({}, (1.0, 1.02, 1.04), "background", "ConvImplicitGemmWrw"),       # within 30 us: the C++ path's
+    ({}, (1.0, 1.05, 1.06), "background", "ConvCudnnWrw"),              # 50 us slower: the fastest
+    ({"MIOFIND_TORCH_HOST_US": "0"}, (1.0, 1.02, 1.04), "background", "ConvCudnnWrw"),
+    ({"MIOFIND_TORCH_HOST_US": "80"}, (1.0, 1.05, 1.06), "background", "ConvImplicitGemmWrw"),
+    ({}, (1.0, 1.02, 1.04), "off", "ConvCudnnWrw"),                     # no C++ path: nothing to gain
+])
+def test_host_aware_choice(fake_find, monkeypatch, env, times, cpp, want):
+    """Where the C++ path is on, a solution it launches is chosen over a faster one that goes through Python per
+    call (a cuDNN plan) when within MIOFIND_TORCH_HOST_US (default 30 us) of it; the chosen Entry keeps the fastest
+    time as the one a deferred solution must beat."""
+    from miofind.torch import _fast
+
+    answers, _, _ = fake_find
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("MIOFIND_TORCH_CPP", cpp)
+    monkeypatch.setattr(_fast, "_module", None)
+    monkeypatch.setattr(_fast, "compiler", lambda: "/usr/bin/c++")
+    p = _policy.problem_for("W", (32, 96, 14, 14), (576, 96, 1, 1), (1, 1), (0, 0), (1, 1), 1, torch.float16, True,
+                            False)
+
+    def find(problem):
+        sols = []
+        for sid, t, kind in zip(("ConvCudnnWrw", "ConvImplicitGemmWrw", "ConvDepthwiseWrw"), times,
+                                (FakePrepared, FakeLaunches, FakeLaunches)):
+            s = Solution(sid, "a", t, 0, None, True, problem, source="db")
+            s.prepare = (lambda s=s, kind=kind: kind(s.problem, s.solver_id))
+            sols.append(s)
+        return FindResult(sols, problem=problem, source="db", elapsed_ms=1.0)
+
+    monkeypatch.setattr(_policy, "_find", find)
+    e = _policy.lookup(_key(p), lambda: p, 0, False)
+    assert e.solver_id == want and e.time_ms == 1.0
+    assert mt.stats()["host_aware"] == (want != "ConvCudnnWrw")
+
+
+def test_host_us_setting_is_checked(monkeypatch):
+    from miofind import env
+    for bad in ("-1", "fast", "inf", "nan"):
+        monkeypatch.setenv("MIOFIND_TORCH_HOST_US", bad)
+        with pytest.raises(ValueError, match=f"MIOFIND_TORCH_HOST_US='{bad}'"):
+            env.torch_host_us()
+    monkeypatch.setenv("MIOFIND_TORCH_HOST_US", "12.5")
+    assert env.torch_host_us() == 12.5
+
+
 def test_entry_passes_workspace_stream_and_square_channels_last(monkeypatch):
     from miofind.torch import _alloc
 
