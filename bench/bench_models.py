@@ -259,9 +259,15 @@ def run_config(name: str, config: str, args) -> dict:
         # miofind once more with the C++ hot path switched off (miofind.torch._fast.use): the same model and plans,
         # the Python path's PlannedConv; the switch flips before each miofind side's round
         sides["miofind-py"] = sides["miofind"]
+    if args.host_ab:
+        # miofind once more choosing by measured GPU time alone (MIOFIND_TORCH_HOST_US=0): the same model, its
+        # problems chosen again (miofind.torch.clear, then warm-up steps) whenever the setting flips
+        sides["miofind-gpu"] = sides["miofind"]
     from launch_paths import set_path
     from miofind.torch import _fast
     rounds = {b: [] for b in sides}
+    host_us = os.environ.get("MIOFIND_TORCH_HOST_US")
+    chosen_by = "host"
     row["loadavg_1min"] = []     # other work on the host's CPUs (background compiles, neighbours)
     path = "native"
     for r in range(args.rounds):
@@ -274,7 +280,25 @@ def run_config(name: str, config: str, args) -> dict:
                 set_path(want)          # every problem is looked up and prepared again: warm-up steps
                 path, warm = want, max(warm, 3)
             _fast.use = backend != "miofind-py"
+            by = "gpu" if backend == "miofind-gpu" else "host"
+            if args.host_ab and backend != "cudnn" and by != chosen_by:
+                import miofind.torch as mt
+                if by == "gpu":
+                    os.environ["MIOFIND_TORCH_HOST_US"] = "0"
+                elif host_us is None:
+                    os.environ.pop("MIOFIND_TORCH_HOST_US", None)
+                else:
+                    os.environ["MIOFIND_TORCH_HOST_US"] = host_us
+                mt.clear()
+                mt.reset_stats()
+                chosen_by, warm = by, max(warm, 4)
+                step(xs[0], ys[0])      # the choices made again; their specialised builds (cached) switched in
+                from miofind import tiered
+                tiered.wait(300)
             rounds[backend].append(median_ms(step, xs, ys, warm, args.iters))
+            if args.host_ab and backend != "cudnn":
+                import miofind.torch as mt
+                row.setdefault(f"{backend}_host_aware_picks", []).append(mt.stats()["host_aware"])
     _fast.use = True
     if path != "native":
         set_path("native")
@@ -289,6 +313,8 @@ def run_config(name: str, config: str, args) -> dict:
     row["speedup"] = row["cudnn_ms"] / row["miofind_ms"]
     if "miofind-python_ms" in row:
         row["speedup_python_path"] = row["cudnn_ms"] / row["miofind-python_ms"]
+    if "miofind-gpu_ms" in row:
+        row["speedup_gpu_choice"] = row["cudnn_ms"] / row["miofind-gpu_ms"]
     if "miofind-py_ms" in row:
         row["speedup_cpp_off"] = row["cudnn_ms"] / row["miofind-py_ms"]
         row["cpp_status"] = _fast.status()
@@ -352,6 +378,20 @@ def markdown(rows, meta) -> str:
             out.append(f"| {r['model']} | {r['config']} | {f(r['cudnn_ms'], 2)} | {f(r['miofind_ms'], 2)} | "
                        f"{f(r['miofind-py_ms'], 2)} | {f(r['speedup'], 2, 'x')} | {f(r['speedup_cpp_off'], 2, 'x')} | "
                        f"{rr} |")
+    hab = [r for r in rows if "miofind-gpu_ms" in r]
+    if hab:
+        out += ["", "miofind.torch's host-aware choice (`MIOFIND_TORCH_HOST_US`, default 30 us) against the choice by "
+                "measured GPU time alone (`MIOFIND_TORCH_HOST_US=0`), the same model, its problems chosen again "
+                "(`miofind.torch.clear`) whenever the setting flips, timed in the same alternating rounds as cuDNN:", "",
+                "| model | config | cuDNN ms | miofind ms, host-aware | miofind ms, GPU time alone | speedup host-aware "
+                "| speedup GPU time alone | host-aware picks per re-choice | rounds cuDNN / host-aware / GPU alone |",
+                "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
+        for r in hab:
+            rr = " / ".join(",".join(f"{v:.2f}" for v in r[f"{b}_rounds_ms"]) for b in ("cudnn", "miofind", "miofind-gpu"))
+            picks = ",".join(str(v) for v in r.get("miofind_host_aware_picks", []))
+            out.append(f"| {r['model']} | {r['config']} | {f(r['cudnn_ms'], 2)} | {f(r['miofind_ms'], 2)} | "
+                       f"{f(r['miofind-gpu_ms'], 2)} | {f(r['speedup'], 2, 'x')} | {f(r['speedup_gpu_choice'], 2, 'x')} | "
+                       f"{picks} | {rr} |")
     return "\n".join(out) + "\n"
 
 
@@ -367,6 +407,9 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-first", action="store_true", help="no fresh-process first-iteration runs")
     ap.add_argument("--cpp-ab", action="store_true",
                     help="also time miofind with miofind.torch's C++ hot path off, in the same rounds")
+    ap.add_argument("--host-ab", action="store_true",
+                    help="also time miofind choosing by measured GPU time alone (MIOFIND_TORCH_HOST_US=0) in the same "
+                         "rounds: the host-aware choice's effect")
     ap.add_argument("--python-path", action="store_true",
                     help="also time miofind with its launches through ctypes and CuPy (MIOFIND_NATIVE=0), in the "
                          "same alternating rounds: the native launcher's effect")
