@@ -15,7 +15,7 @@ R=$OUT/c5; mkdir -p $R
 /usr/bin/time -f "extension build %e s" python3 -c "from miofind.torch import _fast; print(_fast.build())" > $R/build.log 2>&1; tail -1 $R/build.log
 run() {
   timeout $1 python3 bench/bench_models.py --out $R/$2 --models $3 --configs $4 --skip-first --steps 0 --iters 10 \
-    --rounds 5 --host-ab > $R/$2.log 2>&1; echo "$2 rc=$?"; grep -A12 "host-aware choice" $R/$2/bench_models.md | grep "^| [a-z]"
+    --rounds 4 --host-ab > $R/$2.log 2>&1; echo "$2 rc=$?"; grep -A12 "host-aware choice" $R/$2/bench_models.md | grep "^| [a-z]"
 }
 timeout 120 python3 -m pytest -m gpu tests/torch/test_torch_gpu.py tests/torch/test_fast.py -q -p no:cacheprovider -rfE -n 6 \
   > $R/tests.log 2>&1; echo "tests rc=$?"; grep -E "passed|failed|^FAILED|^ERROR" $R/tests.log | tail -8
