@@ -365,8 +365,8 @@ def _host_aware(e: Entry, rest, problem: ProblemDescription, src: str, dev: int)
     keeps ``e``'s time as the one a deferred solution must beat."""
     from .. import env
     us = env.torch_host_us()
-    if us <= 0 or not _fast.possible() or _fast.launches(e):
-        return e
+    if us <= 0 or problem.fused or not _fast.possible() or _fast.launches(e):
+        return e            # a fused problem's Entry runs through Python whichever solver it is
     limit = e.time_ms + us / 1e3
     for s in rest[:HOST_AWARE_TRIES]:
         if s.time_ms > limit:

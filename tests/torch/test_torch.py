@@ -565,6 +565,7 @@ class FakeLaunches(FakePrepared):
     ({"MIOFIND_TORCH_HOST_US": "0"}, (1.0, 1.02, 1.04), "background", "ConvCudnnWrw"),
     ({"MIOFIND_TORCH_HOST_US": "80"}, (1.0, 1.05, 1.06), "background", "ConvImplicitGemmWrw"),
     ({}, (1.0, 1.02, 1.04), "off", "ConvCudnnWrw"),                     # no C++ path: nothing to gain
+    ({"fused": "1"}, (1.0, 1.02, 1.04), "background", "ConvCudnnWrw"),  # a fused Entry runs through Python anyway
 ])
 def test_host_aware_choice(fake_find, monkeypatch, env, times, cpp, want):
     """Where the C++ path is on, a solution it launches is chosen over a faster one that goes through Python per
@@ -573,6 +574,8 @@ def test_host_aware_choice(fake_find, monkeypatch, env, times, cpp, want):
     from miofind.torch import _fast
 
     answers, _, _ = fake_find
+    env = dict(env)
+    fused = env.pop("fused", None)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     monkeypatch.setenv("MIOFIND_TORCH_CPP", cpp)
@@ -580,6 +583,10 @@ def test_host_aware_choice(fake_find, monkeypatch, env, times, cpp, want):
     monkeypatch.setattr(_fast, "compiler", lambda: "/usr/bin/c++")
     p = _policy.problem_for("W", (32, 96, 14, 14), (576, 96, 1, 1), (1, 1), (0, 0), (1, 1), 1, torch.float16, True,
                             False)
+    if fused:
+        p = _policy.problem_for("F", (32, 96, 14, 14), (576, 96, 1, 1), (1, 1), (0, 0), (1, 1), 1, torch.float16,
+                                True, False, bias=1)
+        assert p.fused
 
     def find(problem):
         sols = []
