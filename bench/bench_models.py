@@ -264,6 +264,8 @@ def run_config(name: str, config: str, args) -> dict:
         # problems chosen again (miofind.torch.clear, then warm-up steps) whenever the setting flips
         sides["miofind-gpu"] = sides["miofind"]
     from launch_paths import set_path
+    import miofind.torch as mt
+    from miofind import tiered
     from miofind.torch import _fast
     rounds = {b: [] for b in sides}
     host_us = os.environ.get("MIOFIND_TORCH_HOST_US")
@@ -282,7 +284,6 @@ def run_config(name: str, config: str, args) -> dict:
             _fast.use = backend != "miofind-py"
             by = "gpu" if backend == "miofind-gpu" else "host"
             if args.host_ab and backend != "cudnn" and by != chosen_by:
-                import miofind.torch as mt
                 if by == "gpu":
                     os.environ["MIOFIND_TORCH_HOST_US"] = "0"
                 elif host_us is None:
@@ -293,11 +294,9 @@ def run_config(name: str, config: str, args) -> dict:
                 mt.reset_stats()
                 chosen_by, warm = by, max(warm, 4)
                 step(xs[0], ys[0])      # the choices made again; their specialised builds (cached) switched in
-                from miofind import tiered
                 tiered.wait(300)
             rounds[backend].append(median_ms(step, xs, ys, warm, args.iters))
             if args.host_ab and backend != "cudnn":
-                import miofind.torch as mt
                 row.setdefault(f"{backend}_host_aware_picks", []).append(mt.stats()["host_aware"])
     _fast.use = True
     if path != "native":

@@ -307,16 +307,8 @@ def torch_cpp() -> str:
 def torch_host_us(default: float = 30.0) -> float:
     """``MIOFIND_TORCH_HOST_US``: microseconds of host time charged to a solution miofind.torch's C++ path cannot
     launch (miofind.torch._policy's choice)."""
-    raw = _get("MIOFIND_TORCH_HOST_US")
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        v = float(raw)
-    except ValueError:
-        v = -1.0
-    if not v >= 0 or v == float("inf"):
-        raise ValueError(f"MIOFIND_TORCH_HOST_US={raw!r}: expected a number of microseconds >= 0")
-    return v
+    return _number("MIOFIND_TORCH_HOST_US", default, lambda v: 0 <= v < float("inf"),
+                   "a number of microseconds >= 0")
 
 
 REFERENCES = ("auto", "gemm", "naive")
@@ -378,8 +370,9 @@ def with_naive() -> bool:
     return _switch("MIOFIND_WITH_NAIVE", False, "time the naive solvers too")
 
 
-def _factor(name: str, default: float, off: str) -> float:
-    """A factor variable: a number of at least 1, or 0 (``off``); ``default`` when unset."""
+def _number(name: str, default: float, ok, expected: str) -> float:
+    """A numeric variable: its value where ``ok(value)`` holds, ``default`` when unset; otherwise a ValueError
+    naming the variable, its value and what is ``expected``."""
     raw = _get(name)
     if raw is None:
         return default
@@ -387,9 +380,14 @@ def _factor(name: str, default: float, off: str) -> float:
         v = float(raw)
     except ValueError:
         v = float("nan")
-    if not (v == 0 or 1 <= v < float("inf")):
-        raise ValueError(f"{name}={raw!r}: expected a number of at least 1, or 0 ({off})")
+    if not ok(v):
+        raise ValueError(f"{name}={raw!r}: expected {expected}")
     return v
+
+
+def _factor(name: str, default: float, off: str) -> float:
+    """A factor variable: a number of at least 1, or 0 (``off``); ``default`` when unset."""
+    return _number(name, default, lambda v: v == 0 or 1 <= v < float("inf"), f"a number of at least 1, or 0 ({off})")
 
 
 def cut_factor() -> float:

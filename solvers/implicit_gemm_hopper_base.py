@@ -358,6 +358,16 @@ def forward_kernels(p: ProblemDescription, cfg, source: str, name: str,
     return out, smem_bytes(p, cfg)
 
 
+def recipe_steps(main: Launch, red: Launch | None, maps, out_off: int = 0) -> list:
+    """``launch.with_recipe``'s steps of a wgmma launch ``main`` (pointers a, b, the output at ``out_off`` bytes,
+    the partial planes: the output itself unsplit, else the workspace; ``maps``: the ``tma.MapCache`` of a and b,
+    or None) and its split reduction ``red`` (None unsplit)."""
+    mroles = ((A, 0, maps[0].spec), (B, 0, maps[1].spec)) if maps else ()
+    if red is None:
+        return [(main, ((A, 0), (B, 0), (OUT, out_off), (OUT, out_off)), mroles)]
+    return [(main, ((A, 0), (B, 0), (OUT, out_off), (WS, 0)), mroles), (red, ((WS, 0), (OUT, out_off)))]
+
+
 def check_aligned(sid: str, ptrs) -> None:
     """Raise a one-line ValueError naming the first (name, address) of ``ptrs`` not ALIGN-byte aligned."""
     for name, ptr in ptrs:
@@ -479,7 +489,6 @@ class ImplicitGemmHopperBase(Solver):
                             shared_mem=smem)
             red = Launch(kerns[1], kernels[1].grid, kernels[1].block, (PTR,) * (2 + nb)) if ws else None
             main = launch.bind_maps(maps) if maps else launch      # the maps of x (a) and w (b)
-            mroles = ((A, 0, maps[0].spec), (B, 0, maps[1].spec)) if maps else ()
 
             def invoker(a, b, out, workspace, stream, *bias):
                 if a % ALIGN or b % ALIGN or out % ALIGN:
@@ -496,10 +505,6 @@ class ImplicitGemmHopperBase(Solver):
                 red(stream, workspace, out, *bias)
             if nb:
                 return invoker
-            if red is None:
-                steps = [(launch, ((A, 0), (B, 0), (OUT, 0), (OUT, 0)), mroles)]
-            else:
-                steps = [(launch, ((A, 0), (B, 0), (OUT, 0), (WS, 0)), mroles), (red, ((WS, 0), (OUT, 0)))]
-            return with_recipe(invoker, steps, (ALIGN, ALIGN, ALIGN, 1), red is not None)
+            return with_recipe(invoker, recipe_steps(launch, red, maps), (ALIGN, ALIGN, ALIGN, 1), red is not None)
 
         return ConvSolution(self.id, kernels, ws, factory, cfg)

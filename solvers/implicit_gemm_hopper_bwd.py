@@ -16,13 +16,14 @@ import math
 from typing import NamedTuple
 
 from miofind import tma
-from miofind.launch import A, B, MAP, OUT, PTR, WS, Launch, with_recipe
+from miofind.launch import MAP, OUT, PTR, Launch, with_recipe
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES, needs_int64
 
 from .implicit_gemm_hopper_base import (ALIGN, BK, SMEM_STATIC, ImplicitGemmHopperBase, check_aligned,
-                                        default_tile, forward_kernels, partial_bytes, sm_count, space)
+                                        default_tile, forward_kernels, partial_bytes, recipe_steps, sm_count,
+                                        space)
 
 ZERO_SRC = "implicit_gemm_hopper_bwd.cu"
 ZERO_BLOCK = 256
@@ -225,11 +226,7 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
                 lmain = raw.bind_maps(maps) if maps else raw      # the phase's map of dy (a) and w's (b)
                 lred = Launch(kerns[i + 1], kernels[i + 1].grid, kernels[i + 1].block, (PTR, PTR)) if nk > 1 else None
                 steps.append((lmain, lred, yoff))
-                mroles = ((A, 0, maps[0].spec), (B, 0, maps[1].spec)) if maps else ()
-                if lred is None:
-                    recipe.append((raw, ((A, 0), (B, 0), (OUT, yoff), (OUT, yoff)), mroles))
-                else:
-                    recipe += [(raw, ((A, 0), (B, 0), (OUT, yoff), (WS, 0)), mroles), (lred, ((WS, 0), (OUT, yoff)))]
+                recipe += recipe_steps(raw, lred, maps, yoff)
 
             def invoker(a, b, out, workspace, stream):
                 if a % ALIGN or b % ALIGN or out % ALIGN:

@@ -17,13 +17,14 @@ from __future__ import annotations
 import math
 
 from miofind import tma
-from miofind.launch import A, B, MAP, OUT, PTR, WS, Launch, with_recipe
+from miofind.launch import MAP, PTR, Launch, with_recipe
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_applicable
 
 from .implicit_gemm_base import INT32_MAX, SM_COUNT
 from .implicit_gemm_hopper_base import (ALIGN, ARCH, SMEM_LIMIT, SMEM_STATIC, ImplicitGemmHopperBase, check_aligned,
-                                        problem_macros, split_chunks, split_tries, threads, tma_fits, x_im2col)
+                                        problem_macros, recipe_steps, split_chunks, split_tries, threads,
+                                        tma_fits, x_im2col)
 
 KEYS = ("BM", "BN", "WGS", "STAGES", "SPLITK", "CLUSTER", "WSPEC", "TMA")
 CLUSTERS = (1, 2, 4, 8)
@@ -227,12 +228,9 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
             kmain = kerns[0]
             if smem > SMEM_STATIC:
                 kmain.max_dynamic_shared_size_bytes = smem
-            lmain = Launch(kmain, main.grid, main.block, (PTR, PTR, PTR, PTR) + (MAP,) * len(maps or ()),
-                           shared_mem=smem)
-            raw = lmain
-            if maps:
-                lmain = lmain.bind_maps(maps)       # the maps of dy (a) and x (b)
-            mroles = ((A, 0, maps[0].spec), (B, 0, maps[1].spec)) if maps else ()
+            raw = Launch(kmain, main.grid, main.block, (PTR, PTR, PTR, PTR) + (MAP,) * len(maps or ()),
+                         shared_mem=smem)
+            lmain = raw.bind_maps(maps) if maps else raw       # the maps of dy (a) and x (b)
             lred = Launch(kerns[1], kernels[1].grid, kernels[1].block, (PTR, PTR)) if eff > 1 else None
 
             def invoker(a, b, out, workspace, stream):
@@ -245,10 +243,6 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
                     raise ValueError(f"{sid}: workspace of {ws_total} bytes required, got none")
                 lmain(stream, a, b, out, workspace)
                 lred(stream, workspace, out)
-            if lred is None:
-                steps = [(raw, ((A, 0), (B, 0), (OUT, 0), (OUT, 0)), mroles)]
-            else:
-                steps = [(raw, ((A, 0), (B, 0), (OUT, 0), (WS, 0)), mroles), (lred, ((WS, 0), (OUT, 0)))]
-            return with_recipe(invoker, steps, (ALIGN, ALIGN, ALIGN, 1), lred is not None)
+            return with_recipe(invoker, recipe_steps(raw, lred, maps), (ALIGN, ALIGN, ALIGN, 1), lred is not None)
 
         return ConvSolution(self.id, kernels, ws_total, factory, cfg)

@@ -116,7 +116,7 @@ def _load(path: Path):
         return mod
     def address(name):      # 0 where the driver lacks it (tensor maps: before CUDA 12): the Python path then
         f = getattr(cuda, name, None)
-        return ctypes.cast(f, ctypes.c_void_p).value or 0 if f is not None else 0
+        return (ctypes.cast(f, ctypes.c_void_p).value or 0) if f is not None else 0
     mod.init(cu_launch_kernel(), *[address(f) for f in ("cuStreamIsCapturing", "cuTensorMapEncodeTiled",
                                                          "cuTensorMapEncodeIm2col")])
     return mod
