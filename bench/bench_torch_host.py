@@ -61,6 +61,9 @@ LAYERS = {
     "r50_256_512_56_1x1_s2": (256, 512, 56, 1, 2, 0),
     "r50_1024_256_14_1x1": (1024, 256, 14, 1, 1, 0),
     "r50_512_512_7_3x3": (512, 512, 7, 3, 1, 1),
+    # MobileNetV2's inverted residual at 56x56: its depthwise 3x3 (groups = channels) and its 1x1 projection
+    "mnv2_dw_144_56": (144, 144, 56, 3, 1, 1, 144),
+    "mnv2_pw_144_24_56": (144, 24, 56, 1, 1, 0),
 }
 
 
@@ -80,9 +83,9 @@ def layer_rows(config: str, args) -> list[dict]:
 
     amp = config == "amp"
     rows = []
-    for name, (c, k, hw, f, s, p) in LAYERS.items():
+    for name, (c, k, hw, f, s, p, *g) in LAYERS.items():
         torch.manual_seed(0)
-        base = torch.nn.Conv2d(c, k, f, stride=s, padding=p, bias=False).cuda()
+        base = torch.nn.Conv2d(c, k, f, stride=s, padding=p, groups=g[0] if g else 1, bias=False).cuda()
         x = torch.randn(args.batch, c, hw, hw, device="cuda")
         if amp:
             base = base.to(memory_format=torch.channels_last)
@@ -245,16 +248,17 @@ def parts_rows(config: str, args) -> list[dict]:
 
     import miofind.torch as mt
     from miofind import tiered
-    from miofind.torch import _ops, _policy, functional
+    from miofind.torch import _fast, _ops, _policy, functional
 
     amp = config == "amp"
     dt = torch.float16 if amp else torch.float32
     fmt = torch.channels_last if amp else torch.contiguous_format
     rows = []
     for name in args.parts_layers.split(","):
-        c, k, hw, f, s, p = LAYERS[name]
+        c, k, hw, f, s, p, *g = LAYERS[name]
         torch.manual_seed(0)
-        base = torch.nn.Conv2d(c, k, f, stride=s, padding=p, bias=False).cuda().to(dt).to(memory_format=fmt)
+        base = torch.nn.Conv2d(c, k, f, stride=s, padding=p, groups=g[0] if g else 1,
+                               bias=False).cuda().to(dt).to(memory_format=fmt)
         ours = copy.deepcopy(base)
         mt.convert(ours)
         x = torch.randn(args.batch, c, hw, hw, device="cuda", dtype=dt).to(memory_format=fmt).requires_grad_(True)
@@ -279,6 +283,9 @@ def parts_rows(config: str, args) -> list[dict]:
         pws = wst.data_ptr() if e.ws_bytes else 0
         bk = next(iter(plan.bwd.values()), (None, None))
         xd = x.detach()
+        if plan.fast is None:
+            plan.make_fast()
+        fid, cpp = plan.fast, _fast._module
         row = {"layer": name, "config": config, "F": e.solver_id,
                "B": bk[0].solver_id if bk[0] else None, "W": bk[1].solver_id if bk[1] else None}
         steps = {
@@ -312,6 +319,11 @@ def parts_rows(config: str, args) -> list[dict]:
             "miofind fwd+backward": (lambda: ours(x).backward(gy)),
             "_Plan.backward (dx, dw)": (lambda: plan.backward(gy, xd, w, True, True)),
         }
+        if type(fid) is int and cpp:    # the C++ path's calls alone, without conv_normalized's Python
+            steps["C++ forward (no_grad)"] = lambda: cpp.forward(xd, w, fid, stream)
+            steps["C++ apply (grad)"] = lambda: cpp.apply(x, w, w, fid, stream)
+            steps["C++ apply+backward"] = lambda: cpp.apply(x, w, w, fid, stream).backward(gy)
+        row["cpp_plan"] = fid if type(fid) is int else None
         # conv_normalized's no-grad path, stage by stage (perf_counter between stages, summed)
         stages = collections.defaultdict(float)
         pc = time.perf_counter
@@ -348,7 +360,7 @@ def parts_rows(config: str, args) -> list[dict]:
                 torch.cuda.synchronize()
         row["staged_us"] = {k_: v_ / 1000 * 1e6 for k_, v_ in stages.items()}
         with torch.no_grad():
-            for lab in [k_ for k_ in steps if "grad)" not in k_ and "backward" not in k_ and "apply" not in k_]:
+            for lab in [k_ for k_ in steps if "(grad)" not in k_ and "backward" not in k_ and "apply" not in k_]:
                 row[lab] = host_us(steps[lab], args.parts_calls, sync, burst=20)
         for lab in [k_ for k_ in steps if k_ not in row and k_ not in ("layer", "config")]:
             row[lab] = host_us(steps[lab], args.parts_calls, sync, burst=20)

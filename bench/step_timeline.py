@@ -87,7 +87,8 @@ def analyse(trace: dict, steps: int) -> dict:
                     bl, bh = t0 + wall * b / 10, t0 + wall * (b + 1) / 10
                     bins[b] += max(0.0, min(hi, bh) - max(lo, bl))
             cur_end = new_end
-        apis = [e for e in api.values() if t0 <= e["ts"] < min(t_next, end)]
+        # the step's own calls (the mark's range: not the synchronize between steps)
+        apis = [e for e in api.values() if t0 <= e["ts"] < min(t_next, t0 + m["dur"])]
         host_end = max((e["ts"] + e["dur"] for e in apis), default=t0)
         for e in apis:
             n = e.get("name", "")
