@@ -123,13 +123,33 @@ def side(name: str, config: str, backend: str, steps: int, out: str) -> dict:
     for i in range(5):
         step(xs[i % 4], ys[i % 4])
     torch.cuda.synchronize()
-    times = []
-    for i in range(10):
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        step(xs[i % 4], ys[i % 4])
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - t) * 1e3)
+
+    def timed():
+        times = []
+        for i in range(10):
+            torch.cuda.synchronize()
+            t = time.perf_counter()
+            step(xs[i % 4], ys[i % 4])
+            torch.cuda.synchronize()
+            times.append((time.perf_counter() - t) * 1e3)
+        return statistics.median(times)
+    import gc
+    gc_ms, gc_n, gc_t0 = [0.0, 0.0, 0.0], [0, 0, 0], [0.0]
+
+    def on_gc(phase, info):     # Python's cyclic collections during the timed steps: count and time per generation
+        if phase == "start":
+            gc_t0[0] = time.perf_counter()
+        else:
+            g = info["generation"]
+            gc_n[g] += 1
+            gc_ms[g] += (time.perf_counter() - gc_t0[0]) * 1e3
+    gc.callbacks.append(on_gc)
+    before = timed()
+    gc.callbacks.remove(on_gc)
+    tracked = len(gc.get_objects())
+    gc.disable()
+    no_gc = timed()
+    gc.enable()
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
                                             torch.profiler.ProfilerActivity.CUDA]) as prof:
         for i in range(steps):
@@ -144,7 +164,10 @@ def side(name: str, config: str, backend: str, steps: int, out: str) -> dict:
         trace = json.load(fh)
     os.unlink(path)
     res = analyse(trace, steps)
-    res["unprofiled_step_ms"] = statistics.median(times)
+    res["unprofiled_step_ms"] = before
+    res["gc_per_10_steps"] = {"collections": gc_n, "ms": gc_ms, "tracked_objects": tracked}
+    res["unprofiled_gc_off_ms"] = no_gc
+    res["unprofiled_after_profile_ms"] = timed()     # the same steps once a profiler session has run
     return res
 
 
@@ -155,22 +178,43 @@ def main(argv=None) -> int:
     ap.add_argument("--config", default="train32-fp32")
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--backends", default="cudnn,miofind")
+    ap.add_argument("--side-json", default=None, help=argparse.SUPPRESS)     # a child: one side, into this file
     args = ap.parse_args(argv)
+    if args.side_json:
+        with open(args.side_json, "w") as fh:
+            json.dump(side(args.model, args.config, args.backends, args.steps, args.out), fh)
+        return 0
     os.makedirs(args.out, exist_ok=True)
     res = {"model": args.model, "config": args.config}
+    import subprocess
     for b in args.backends.split(","):
-        res[b] = side(args.model, args.config, b, args.steps, args.out)
+        # each side in its own process: after a profiler session CUPTI stays subscribed to the driver's
+        # launches, which would slow the next side's unprofiled steps (seen as miofind 7.4 ms against 3.8)
+        with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+            child = f.name
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--out", args.out, "--model", args.model,
+                        "--config", args.config, "--steps", str(args.steps), "--backends", b, "--side-json", child],
+                       check=True)
+        with open(child) as fh:
+            res[b] = json.load(fh)
+        os.unlink(child)
     with open(os.path.join(args.out, f"timeline_{args.model}_{args.config}.json"), "w") as fh:
         json.dump(res, fh, indent=1)
     lines = [f"# {args.model} {args.config}: step timeline (median of {args.steps} profiled steps, ms)", "",
-             "| side | unprofiled step | wall | GPU busy | idle, host late | idle, other | lead | last launch |",
+             "| side | unprofiled step (after profiling) | wall | GPU busy | idle, host late | idle, other | lead | last launch |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for b in args.backends.split(","):
         m = res[b]["median"]
-        lines.append(f"| {b} | {res[b]['unprofiled_step_ms']:.2f} | {m['wall_ms']:.2f} | {m['busy_ms']:.2f} | "
+        lines.append(f"| {b} | {res[b]['unprofiled_step_ms']:.2f} ({res[b]['unprofiled_after_profile_ms']:.2f}) | "
+                     f"{m['wall_ms']:.2f} | {m['busy_ms']:.2f} | "
                      f"{m['idle_host_ms']:.2f} | {m['idle_other_ms']:.2f} | {m['lead_ms']:.2f} | "
                      f"{m['last_launch_ms']:.2f} |")
     lines.append("")
+    for b in args.backends.split(","):
+        g = res[b]["gc_per_10_steps"]
+        lines.append(f"{b}: Python GC in 10 timed steps: collections by generation {g['collections']}, "
+                     f"ms {[round(v, 2) for v in g['ms']]}, {g['tracked_objects']} tracked objects; "
+                     f"step with GC off {res[b]['unprofiled_gc_off_ms']:.2f} ms")
     for b in args.backends.split(","):
         s = res[b]["steps"]
         if s:
