@@ -24,6 +24,7 @@ import threading
 import numpy as np
 
 __all__ = ["PTR", "MAP", "Launch", "Launcher", "ptr", "cupy_stream", "native", "native_function", "cu_launch_kernel", "with_recipe", "A", "B",
+           "trace", "trace_call", "mark_traceable", "NotTraceable", "TRACE_ALIGN",
            "OUT", "WS"]
 
 _driver = None
@@ -201,6 +202,9 @@ class Launch:
         return 0
 
     def __call__(self, stream: int, *pointers: int) -> None:
+        if _tracer is not None and _tracer.mine():
+            _tracer.steps.append(("launch", self, pointers))
+            return
         rc = (self._fast or self._bind())(stream, *pointers)
         if rc:
             _launch_failed(rc)
@@ -210,6 +214,8 @@ class Launch:
         order, each as (host address, the object) (``tma.MapCache``'s entries); the driver copies them
         into the argument block at the launch (``maps`` holds the objects until then: a cache may drop
         an entry meanwhile)."""
+        if _tracer is not None and _tracer.mine():
+            raise NotTraceable("a launch with tensor maps")
         rc = (self._fast or self._bind())(stream, *[a[0] for a in maps], *pointers)
         if rc:
             _launch_failed(rc)
@@ -226,6 +232,8 @@ class Launch:
         m0, m1 = c0.maps, c1.maps
 
         def run2(stream: int, a: int, b: int, *rest: int) -> None:
+            if _tracer is not None and _tracer.mine():
+                raise NotTraceable("a launch with tensor maps")
             e0 = m0.get(a) or c0(a)
             e1 = m1.get(b) or c1(b)     # e0 and e1 hold the maps until the driver has copied them
             rc = (self._fast or self._bind())(stream, e0[0], e1[0], a, b, *rest)
@@ -254,6 +262,107 @@ def with_recipe(invoker, steps, align=(1, 1, 1, 1), workspace: bool = False):
         out.append((launch, tuple(roles), tuple(maps)))
     invoker.recipe = (tuple(out), tuple(int(a) for a in align), bool(workspace))
     return invoker
+
+
+# -- traced recipes -------------------------------------------------------------------------------------------------
+# An invoker marked ``traceable`` (``mark_traceable``) is one whose every call is the same sequence of ``Launch``
+# calls (no tensor maps) and ``miofind.cublas.LtGemm`` calls, whose pointers are its own arguments plus offsets fixed
+# by the problem, and whose scalars depend on those pointers only through their alignment. ``trace`` runs it once on
+# stand-in addresses (far outside any real address space: role r at (0xA + r) << 52) with nothing launched, and
+# reads each pointer back as (role, offset): the recipe a caller that launches by itself (miofind.torch's C++ path)
+# replays on its own pointers, each of them 256-byte aligned as the stand-ins are.
+
+_ROLE_SHIFT = 52
+_ROLE_TAG = 0xA
+TRACE_ALIGN = 256
+
+
+def _stand_in(role: int) -> int:
+    return (_ROLE_TAG + role) << _ROLE_SHIFT
+
+
+def _role_of(p: int):
+    """(role, offset) of a traced pointer, or None for a pointer that is none of the invoker's arguments."""
+    r = (p >> _ROLE_SHIFT) - _ROLE_TAG
+    return (r, p & ((1 << _ROLE_SHIFT) - 1)) if 0 <= r < 4 else None
+
+
+class NotTraceable(Exception):
+    """An invoker's call did something a recipe cannot replay (a tensor-map launch, a cuBLAS call without a
+    cuBLASLt plan)."""
+
+
+class _Tracer:
+    def __init__(self) -> None:
+        self.thread = threading.get_ident()
+        self.steps: list = []
+
+    def mine(self) -> bool:
+        return threading.get_ident() == self.thread
+
+
+_tracer: _Tracer | None = None
+_trace_lock = threading.Lock()
+
+
+def mark_traceable(invoker):
+    """Mark ``invoker`` as traceable (see above) and return it."""
+    invoker.traceable = True
+    return invoker
+
+
+def trace(invoker, workspace: bool, stream: int) -> list[tuple]:
+    """The calls of traceable ``invoker`` on ``stream``, nothing launched: a list of ``("launch", func, grid, block,
+    shared_mem, values, slots)`` and ``("call", func, values, slots)`` (a C function of 64-bit arguments, returning 0
+    on success), each ``slots`` a list of (parameter index, role, byte offset) for the pointers the replay writes
+    (pointers that are none of the invoker's arguments stay in ``values``). NotTraceable where it cannot be replayed."""
+    global _tracer
+    with _trace_lock:
+        t = _Tracer()
+        _tracer = t
+        try:
+            invoker(_stand_in(A), _stand_in(B), _stand_in(OUT), _stand_in(WS) if workspace else 0, stream)
+        finally:
+            _tracer = None
+    out = []
+    for step in t.steps:
+        if step[0] == "launch":
+            launch, pointers = step[1], step[2]
+            values, slot_ids, maps = launch.packed()
+            if maps:
+                raise NotTraceable("a launch with tensor maps")
+            if len(slot_ids) != len(pointers):
+                raise NotTraceable("a launch given the wrong number of pointers")
+            slots = []
+            for i, p in zip(slot_ids, pointers):
+                ro = _role_of(int(p))
+                if ro is None:
+                    values[i] = int(p)
+                else:
+                    slots.append((i, *ro))
+            out.append(("launch", launch.function(), launch.grid, launch.block, launch.shared_mem, values, slots))
+        else:
+            _, func, values, ptr_params = step
+            values, slots = list(values), []
+            for i, p in ptr_params:
+                ro = _role_of(int(p))
+                if ro is None:
+                    values[i] = int(p)
+                else:
+                    slots.append((i, *ro))
+            out.append(("call", func, values, slots))
+    return out
+
+
+def trace_call(func: int, values, ptr_params) -> bool:
+    """For a library call made during ``trace`` on this thread: record it (``func`` the C function's address,
+    ``values`` its 64-bit arguments, ``ptr_params`` (index, pointer) of the pointers written per call) and return
+    True; False when no trace runs here (the caller makes the call)."""
+    t = _tracer
+    if t is None or not t.mine():
+        return False
+    t.steps.append(("call", func, values, ptr_params))
+    return True
 
 
 class Launcher:

@@ -20,7 +20,7 @@ import math
 import threading
 
 
-from miofind.launch import Launcher
+from miofind.launch import Launcher, mark_traceable
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES
@@ -351,7 +351,7 @@ class GemmFwdBase(GemmBase):
                                          col, geo.P, geo.ct * geo.P, geo.cgt * geo.P,
                                          w, geo.cgt, 0, geo.kg * geo.cgt,
                                          y + n0 * geo.k * geo.P * E, geo.P, geo.k * geo.P, geo.kg * geo.P)
-            return invoker
+            return mark_traceable(invoker)
 
         return kernels, factory
 
@@ -406,7 +406,7 @@ class GemmBwdBase(GemmBase):
                                          dst, geo.P, geo.ct * geo.P, geo.cgt * geo.P)
                         if col2im is not None:
                             launch(col2im, nb * geo.c * geo.Q, (dst, dxp), (nb,), stream)
-            return invoker
+            return mark_traceable(invoker)
 
         return kernels, factory
 
@@ -518,6 +518,6 @@ class GemmWrwBase(GemmBase):
                                       acc, geo.cgt, geo.kg * geo.cgt, batch=G, beta=not first, c_f32=use_acc)
                     if use_acc and mode != "batched":
                         launch(k_["f32_to_data"], wsz, (acc, dw), (), stream)
-            return invoker
+            return mark_traceable(invoker)
 
         return kernels, factory

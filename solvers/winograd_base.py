@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from miofind.launch import PTR, Launch
+from miofind.launch import PTR, Launch, mark_traceable
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES, needs_int64
@@ -177,7 +177,7 @@ class WinogradBase(Solver):
                 li(stream, a, v)
                 mm(stream, u, v, m)
                 lo[int(out % vec_bytes == 0)](stream, m, out)
-            return invoker
+            return mark_traceable(invoker)
 
         return ConvSolution(self.id, [kf, ki, ko], geo.workspace, factory, None)
 

@@ -5,8 +5,11 @@
 // tensor-map argument as the map of a role's address, from its encode fields) or nothing. A direction with a
 // recipe launches from C++: the output from PyTorch's caching allocator, the workspace one kept buffer per
 // (device, stream), tensor maps encoded once per (spec, pointer) and kept, cuLaunchKernel through the driver's
-// function pointer. A direction without one (a cuDNN plan, a cuBLASLt call), a misaligned pointer, a map the
-// driver will not encode, a stream under CUDA-graph capture, or a plan turned off calls the Python fallback given
+// function pointer. A traced recipe (GEMM, Winograd) may also hold library calls (cublasLtMatmul, through its
+// function pointer, its argument block packed as a launch's), which carry the stream they were traced on: it runs
+// on that stream alone. A direction without a recipe (a cuDNN plan, cuFFT), another stream, a misaligned pointer,
+// a map the driver will not encode, a stream under CUDA-graph capture, or a plan turned off calls the Python
+// fallback given
 // at construction (functional._Plan's own forward and backward; in backward, for that direction alone), so every
 // call gets the answer the Python path gives.
 //
@@ -33,6 +36,9 @@ using u64 = uint64_t;
 typedef int (*launch_fn)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *,
                          void **, void **);
 typedef int (*capturing_fn)(void *, int *);     // cuStreamIsCapturing(CUstream, CUstreamCaptureStatus *)
+// a library call of a traced recipe (cublasLtMatmul): a C function of 64-bit integer and pointer arguments that
+// returns 0 on success (the SysV x86-64 ABI passes them in order, unused trailing ones are ignored)
+typedef int (*call_fn)(u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64);
 // cuTensorMapEncodeTiled(map, dtype, rank, address, dims, strides, box, element strides, interleave, swizzle,
 // L2 promotion, OOB fill) and cuTensorMapEncodeIm2col(map, dtype, rank, address, dims, strides, lower corner,
 // upper corner, channels per pixel, pixels per column, element strides, interleave, swizzle, L2 promotion, OOB fill)
@@ -48,6 +54,7 @@ static encode_im2col_fn g_encode_im2col = nullptr;
 
 static const int MAX_PARAMS = 128;
 static const int MAX_MAPS = 16;                 // tensor maps of one direction's launches (_fast.py's MAX_MAPS)
+static const int MAX_CALL_ARGS = 16;            // a library call's arguments (_fast.py's MAX_CALL_ARGS)
 static const size_t MAP_CACHE_LIMIT = 64;       // maps kept per spec (pointers), as miofind.tma.MapCache
 
 struct alignas(64) TensorMap {                  // CUtensorMap: 128 opaque bytes
@@ -92,6 +99,7 @@ struct MapSpec {
 static std::atomic<bool> g_enabled{true};
 
 struct Kernel {
+    int kind = 0;                       // 0 a kernel launch, 1 a library call (func a call_fn; dims and smem unused)
     void *func = nullptr;
     unsigned dims[6] = {1, 1, 1, 1, 1, 1};
     unsigned smem = 0;
@@ -109,6 +117,7 @@ struct Recipe {
     int64_t ws_bytes = 0;
     bool swap = false;                  // the solution takes (b, a): a transposed W problem
     int64_t align[4] = {1, 1, 1, 1};    // what each role's address must be a multiple of, else the fallback
+    int64_t stream = -1;                // >= 0: the only stream it runs on (its library calls carry that stream)
     bool present = false;
 };
 
@@ -155,6 +164,7 @@ static at::Tensor workspace(int64_t nbytes, int64_t dev, int64_t stream) {
 // address is misaligned, so the caller takes the fallback. Throws on a failed launch.
 static bool run(const FastPlan &P, int i, const at::Tensor &a, const at::Tensor &b, int64_t stream, at::Tensor &out) {
     const Recipe &R = P.dir[i];
+    if (R.stream >= 0 && R.stream != stream) return false;
     u64 ptr[4];
     ptr[0] = reinterpret_cast<u64>(a.data_ptr());
     ptr[1] = reinterpret_cast<u64>(b.data_ptr());
@@ -184,6 +194,14 @@ static bool run(const FastPlan &P, int i, const at::Tensor &a, const at::Tensor 
         for (size_t j = 0; j < np; j++) params[j] = &vals[j];
         for (size_t j = 0; j < K.slot_param.size(); j++)
             vals[K.slot_param[j]] = ptr[K.slot_role[j]] + static_cast<u64>(K.slot_off[j]);
+        if (K.kind == 1) {
+            for (size_t j = np; j < static_cast<size_t>(MAX_CALL_ARGS); j++) vals[j] = 0;
+            int rc = reinterpret_cast<call_fn>(K.func)(vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], vals[6],
+                                                       vals[7], vals[8], vals[9], vals[10], vals[11], vals[12],
+                                                       vals[13], vals[14], vals[15]);
+            TORCH_CHECK(rc == 0, "miofind.torch: a library call of a traced recipe failed with status ", rc);
+            continue;
+        }
         for (size_t j = 0; j < K.map_param.size(); j++) params[K.map_param[j]] = &maps[nm++];
         int rc = g_launch(K.func, K.dims[0], K.dims[1], K.dims[2], K.dims[3], K.dims[4], K.dims[5], K.smem,
                           reinterpret_cast<void *>(stream), params, nullptr);
@@ -291,18 +309,21 @@ static std::shared_ptr<MapSpec> make_spec(py::handle h) {
 }
 
 static Recipe make_recipe(py::object spec) {
-    // spec: None, or (kernels, ws_bytes, swap, align[4], map specs); each kernel (func, grid[3], block[3], smem,
-    // values, slot params, slot roles, slot offsets, maps: [(param, role, offset, spec index)])
+    // spec: None, or (kernels, ws_bytes, swap, align[4], map specs, stream: -1 any); each kernel (func, grid[3],
+    // block[3], smem, values, slot params, slot roles, slot offsets, maps: [(param, role, offset, spec index)],
+    // kind: 0 a launch, 1 a library call)
     Recipe R;
     if (spec.is_none()) return R;
     py::tuple t = spec.cast<py::tuple>();
-    TORCH_CHECK(t.size() == 5, "recipe: expected (kernels, ws_bytes, swap, align, map specs)");
+    TORCH_CHECK(t.size() == 6, "recipe: expected (kernels, ws_bytes, swap, align, map specs, stream)");
     for (py::handle h : t[4].cast<py::list>()) R.specs.push_back(make_spec(h));
     size_t nmaps = 0;
     for (py::handle kh : t[0].cast<py::list>()) {
         py::tuple k = kh.cast<py::tuple>();
-        TORCH_CHECK(k.size() == 9, "recipe kernel: expected 9 fields");
+        TORCH_CHECK(k.size() == 10, "recipe kernel: expected 10 fields");
         Kernel K;
+        K.kind = k[9].cast<int>();
+        TORCH_CHECK(K.kind == 0 || K.kind == 1, "recipe kernel: kind must be 0 (launch) or 1 (library call)");
         K.func = reinterpret_cast<void *>(k[0].cast<u64>());
         auto grid = k[1].cast<std::vector<int64_t>>(), block = k[2].cast<std::vector<int64_t>>();
         TORCH_CHECK(grid.size() == 3 && block.size() == 3, "recipe kernel: grid and block take 3 dimensions");
@@ -318,6 +339,8 @@ static Recipe make_recipe(py::object spec) {
         K.slot_role = k[6].cast<std::vector<int>>();
         K.slot_off = k[7].cast<std::vector<int64_t>>();
         TORCH_CHECK(K.func != nullptr, "recipe kernel: null function");
+        TORCH_CHECK(K.kind == 0 || K.vals.size() <= static_cast<size_t>(MAX_CALL_ARGS),
+                    "recipe kernel: a library call takes at most ", MAX_CALL_ARGS, " arguments");
         TORCH_CHECK(K.vals.size() <= static_cast<size_t>(MAX_PARAMS) && K.slot_param.size() == K.slot_role.size() &&
                     K.slot_param.size() == K.slot_off.size(), "recipe kernel: inconsistent argument slots");
         for (size_t j = 0; j < K.slot_param.size(); j++)
@@ -336,6 +359,7 @@ static Recipe make_recipe(py::object spec) {
             K.map_off.push_back(m[2].cast<int64_t>());
             K.map_spec.push_back(sp);
         }
+        TORCH_CHECK(K.kind == 0 || K.map_param.empty(), "recipe kernel: a library call takes no tensor maps");
         nmaps += K.map_param.size();
         R.kernels.push_back(std::move(K));
     }
@@ -349,6 +373,7 @@ static Recipe make_recipe(py::object spec) {
         TORCH_CHECK(al[i] >= 1, "recipe: align must be positive");
         R.align[i] = al[i];
     }
+    R.stream = t[5].cast<int64_t>();
     R.present = true;
     return R;
 }

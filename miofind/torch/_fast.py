@@ -4,9 +4,10 @@ A planned convolution (``functional._Plan``) whose forward, backward-data and ba
 kernel launches (``launch.recipe``: implicit GEMM, the Hopper family with its tensor maps, depthwise, tiled
 direct) hands their packed launches to the extension, which then runs the forward and, as a C++ autograd node,
 the backward: no Python frame, no GIL hand-over to the autograd thread, per call. It encodes the Hopper kernels'
-tensor maps itself (``miofind.tma``'s specs, one map per pointer, kept). A direction it cannot launch itself (a
-cuDNN plan, cuBLASLt) calls back the plan's Python path for that direction alone, so the answers are the Python
-path's.
+tensor maps itself (``miofind.tma``'s specs, one map per pointer, kept). A traceable invoker (GEMM, Winograd: kernel
+launches and cuBLASLt matmuls, ``launch.trace``) is replayed the same way, its matmuls called through their function
+pointer, on the stream it was traced on. A direction it cannot launch itself (a cuDNN plan, cuFFT) calls back the
+plan's Python path for that direction alone, so the answers are the Python path's.
 
 The extension is compiled against the installed PyTorch with the C++ compiler (``$CXX``, else ``c++``/``g++``)
 into the kernel cache, under a name keyed by the source, PyTorch's version and the Python ABI, so an upgrade of
@@ -187,7 +188,8 @@ def launches(entry) -> bool:
     try:
         return recipe(entry) is not None
     except NotReady:
-        return getattr(entry.invoker.generic, "recipe", None) is not None
+        g = entry.invoker.generic
+        return getattr(g, "recipe", None) is not None or getattr(g, "traceable", False)
 
 
 def wait(timeout: float | None = None) -> bool:
@@ -216,17 +218,66 @@ class NotReady(Exception):
     """An Entry still runs a generic build while its specialised one compiles (``tiered.Switching``)."""
 
 
-def recipe(entry) -> tuple | None:
-    """An Entry's launches as the extension takes them, or None when its invoker is not kernel launches only;
-    NotReady while it runs a generic build that a specialised one will replace."""
+def _traced(inv, entry, stream: int) -> tuple | None:
+    """The C++ recipe of a traceable invoker (``launch.trace``: kernel launches and cuBLASLt matmuls) on ``stream``,
+    kept on the invoker per stream; None where it cannot be traced. Its cuBLASLt calls carry that stream and its
+    workspace, so the extension replays it on that stream alone (the Python path elsewhere)."""
+    from .. import launch as L
+    cache = getattr(inv, "_fast_traced", None)
+    if cache is None:
+        cache = inv._fast_traced = {}
+    if stream in cache:
+        return cache[stream]
+    try:
+        steps = L.trace(inv, bool(entry.ws_bytes), stream)
+    except L.NotTraceable as e:
+        log.info("miofind.torch: %s is not replayed from C++ (%s)", entry.solver_id, e)
+        steps = None
+    out = None
+    if steps:
+        kernels = []
+        for st in steps:
+            if st[0] == "launch":
+                _, func, grid, block, smem, values, slots = st
+                kind = 0
+            else:
+                _, func, values, slots = st
+                grid, block, smem, kind = (1, 1, 1), (1, 1, 1), 0, 1
+                if len(values) > MAX_CALL_ARGS:
+                    kernels = None
+                    break
+            kernels.append((func, grid, block, smem, values, [i for i, _, _ in slots], [r for _, r, _ in slots],
+                            [o for _, _, o in slots], [], kind))
+        if kernels:
+            has_call = any(k[9] for k in kernels)
+            out = (kernels, int(entry.ws_bytes), bool(entry.swap), [L.TRACE_ALIGN] * 4, [],
+                   int(stream) if has_call else -1)
+    cache[stream] = out
+    return out
+
+
+MAX_CALL_ARGS = 16     # a library call's 64-bit arguments (_fast.cpp's MAX_CALL_ARGS)
+
+
+def recipe(entry, stream: int | None = None) -> tuple | None:
+    """An Entry's launches as the extension takes them, or None when its invoker is not kernel launches only (or
+    cuBLASLt matmuls besides, traced on ``stream``: the current one when None); NotReady while it runs a generic
+    build that a specialised one will replace."""
     inv = getattr(entry, "invoker", None)
     if type(inv).__name__ == "Switching":
         if inv.specialised is None:
             raise NotReady(entry.solver_id)
         inv = inv.specialised
-    spec = getattr(inv, "recipe", None)
-    if spec is None or getattr(entry, "fused", False):
+    if getattr(entry, "fused", False):
         return None
+    spec = getattr(inv, "recipe", None)
+    if spec is None:
+        if not getattr(inv, "traceable", False):
+            return None
+        if stream is None:
+            import torch
+            stream = torch._C._cuda_getCurrentRawStream(entry.dev)
+        return _traced(inv, entry, stream)
     steps, align, ws_needed = spec
     kernels, specs, spec_ids = [], [], {}
     for launch, roles, maps in steps:
@@ -240,13 +291,13 @@ def recipe(entry) -> tuple | None:
                 specs.append(ms.fields)
             mp.append((param, role, off, spec_ids[id(ms)]))
         kernels.append((launch.function(), launch.grid, launch.block, launch.shared_mem, values, slots,
-                        [r for r, _ in roles], [o for _, o in roles], mp))
+                        [r for r, _ in roles], [o for _, o in roles], mp, 0))
     if sum(len(k[8]) for k in kernels) > MAX_MAPS:
         return None
     ws = int(entry.ws_bytes)
     if ws_needed and not ws:
         return None
-    return kernels, ws, bool(entry.swap), list(align), specs
+    return kernels, ws, bool(entry.swap), list(align), specs, -1
 
 
 def make_plan(plan, eb, ew) -> int | None:
@@ -260,7 +311,8 @@ def make_plan(plan, eb, ew) -> int | None:
         return None
     import torch
 
-    specs = [recipe(e) if e is not None else None for e in (plan.entry, eb, ew)]
+    stream = torch._C._cuda_getCurrentRawStream(plan.dev)
+    specs = [recipe(e, stream) if e is not None else None for e in (plan.entry, eb, ew)]
     keep = (plan.entry, eb, ew)     # the Entries' kernels stay loaded while the C++ plan may launch them
 
     def fwd(x, wc, _keep=keep):

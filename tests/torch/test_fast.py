@@ -35,9 +35,10 @@ def ext(tmp_path_factory):
 
 def _kernel(**kw):
     k = dict(func=0x1000, grid=[1, 1, 1], block=[32, 1, 1], smem=0, values=[0, 0, 7], slots=[0, 1], roles=[0, 2],
-             offs=[0, 0], maps=[])
+             offs=[0, 0], maps=[], kind=0)
     k.update(kw)
-    return (k["func"], k["grid"], k["block"], k["smem"], k["values"], k["slots"], k["roles"], k["offs"], k["maps"])
+    return (k["func"], k["grid"], k["block"], k["smem"], k["values"], k["slots"], k["roles"], k["offs"], k["maps"],
+            k["kind"])
 
 
 def _tiled():
@@ -62,7 +63,7 @@ def test_extension_builds_loads_and_keys_its_library(ext):
     version and the Python ABI, and loads; a plan is numbered and counts its calls."""
     assert _fast.library_path().exists()
     assert _fast._digest() in str(_fast.library_path())
-    pid = _plan(ext, ([_kernel()], 0, False, [16, 16, 16, 1], []))
+    pid = _plan(ext, ([_kernel()], 0, False, [16, 16, 16, 1], [], -1))
     assert isinstance(pid, int) and ext.counts(pid) == (0, 0)
     assert _plan(ext, None) == pid + 1
 
@@ -71,7 +72,7 @@ def test_a_recipe_takes_tensor_maps(ext):
     """The Hopper kernels' recipes: tensor-map parameters, each the map of a role's address from one of the
     recipe's specs (tiled or im2col, miofind.tma's encode fields)."""
     k = _kernel(values=[0, 0, 7, 0, 0], maps=[(3, 0, 0, 1), (4, 1, 0, 0)])
-    assert isinstance(_plan(ext, ([k], 0, False, [16, 16, 16, 1], [_tiled(), _im2col()])), int)
+    assert isinstance(_plan(ext, ([k], 0, False, [16, 16, 16, 1], [_tiled(), _im2col()], -1)), int)
 
 
 @pytest.mark.parametrize("bad,match", [
@@ -81,10 +82,23 @@ def test_a_recipe_takes_tensor_maps(ext):
     (dict(func=0), "null function"),
     (dict(grid=[0, 1, 1]), "bad launch dimensions"),
     (dict(block=[2048, 1, 1]), "bad launch dimensions"),
+    (dict(kind=2), "kind must be 0 \\(launch\\) or 1"),
+    (dict(kind=1, values=[0] * 17, slots=[0], roles=[0], offs=[0]), "at most 16 arguments"),
+    (dict(kind=1, values=[0] * 4, maps=[(3, 0, 0, 0)]), "takes no tensor maps"),
 ])
 def test_a_bad_recipe_is_refused_by_name(ext, bad, match):
     with pytest.raises(RuntimeError, match=match):
-        _plan(ext, ([_kernel(**bad)], 0, False, [1, 1, 1, 1], []))
+        _plan(ext, ([_kernel(**bad)], 0, False, [1, 1, 1, 1], [_tiled()], -1))
+
+
+def test_a_recipe_takes_library_calls_and_its_stream(ext):
+    """A traced recipe (GEMM, Winograd): kernel launches and library calls (cublasLtMatmul's 16 arguments, four of
+    them pointers), pinned to the stream its calls carry; the recipe names that stream (-1: any)."""
+    call = _kernel(kind=1, grid=[1, 1, 1], block=[1, 1, 1], values=[0] * 16, slots=[3, 5, 8, 10], roles=[1, 0, 2, 2],
+                   offs=[0, 256, 0, 0])
+    assert isinstance(_plan(ext, ([_kernel(), call], 0, False, [256] * 4, [], 12345)), int)
+    with pytest.raises(RuntimeError, match="expected \\(kernels, ws_bytes, swap, align, map specs, stream\\)"):
+        _plan(ext, ([_kernel()], 0, False, [1, 1, 1, 1], []))
 
 
 @pytest.mark.parametrize("maps,specs,match", [
@@ -102,12 +116,12 @@ def test_a_bad_map_is_refused_by_name(ext, maps, specs, match):
     t = _tiled()
     spec = {"tiled": t, "short": t[:5], "rank": (t[0], t[1], 3, *t[3:]), "kind": (7, *t[1:])}[specs]
     with pytest.raises(RuntimeError, match=match):
-        _plan(ext, ([_kernel(maps=maps)], 0, False, [1, 1, 1, 1], [spec]))
+        _plan(ext, ([_kernel(maps=maps)], 0, False, [1, 1, 1, 1], [spec], -1))
 
 
 def test_align_must_name_four_roles(ext):
     with pytest.raises(RuntimeError, match="align takes 4 values"):
-        _plan(ext, ([_kernel()], 0, False, [1, 1], []))
+        _plan(ext, ([_kernel()], 0, False, [1, 1], [], -1))
 
 
 def test_with_recipe_names_every_tensor_map():
@@ -122,6 +136,76 @@ def test_with_recipe_names_every_tensor_map():
     assert step == (lk, ((launch.A, 0),), ((launch.B, 0, spec),)) and align == (16, 16, 16, 1) and not ws
     with pytest.raises(ValueError, match="1 tensor-map argument\\(s\\) given 0 map role"):
         launch.with_recipe(lambda *a: None, [(lk, ((launch.A, 0),))])
+
+
+class _Kern:
+    """A stand-in for a compiled kernel: ``Launch.function()`` reads ``kernel.kernel.ptr``."""
+
+    def __init__(self, ptr):
+        self.kernel = type("K", (), {"ptr": ptr})()
+
+
+def test_trace_reads_each_pointer_back_as_a_role_and_offset():
+    """``launch.trace`` runs a traceable invoker on stand-in addresses with nothing launched: each pointer comes
+    back as (role, byte offset), a pointer that is none of its arguments stays a value, library calls keep their
+    argument blocks; a tensor-map launch is refused."""
+    import numpy as np
+
+    from miofind import launch as L
+
+    k1 = L.Launch(_Kern(0x10), (3, 1, 1), (64, 1, 1), (L.PTR, L.PTR, np.int32(5)))
+    k2 = L.Launch(_Kern(0x20), (1, 1, 1), (32, 1, 1), (L.PTR, L.PTR, L.PTR))
+    const = 0x7F0000001000          # a buffer of the solver's own (not an argument)
+    seen = []
+
+    def inv(a, b, out, ws, stream):
+        seen.append(stream)
+        k1(stream, a + 512, ws + 256)
+        assert L.trace_call(0x99, [1, 2, 3, 0, 5, 0, 7, 8, 0, 10, 0, 12], ((3, ws + 256), (5, b), (8, out), (10, out)))
+        k2(stream, out, const, a)
+    steps = L.trace(L.mark_traceable(inv), True, 77)
+    assert seen == [77] and len(steps) == 3
+    kind, func, grid, block, smem, values, slots = steps[0]
+    assert (kind, func, grid, block) == ("launch", 0x10, (3, 1, 1), (64, 1, 1))
+    assert slots == [(0, L.A, 512), (1, L.WS, 256)] and values[2] == 5
+    assert steps[1] == ("call", 0x99, [1, 2, 3, 0, 5, 0, 7, 8, 0, 10, 0, 12],
+                        [(3, L.WS, 256), (5, L.B, 0), (8, L.OUT, 0), (10, L.OUT, 0)])
+    assert steps[2][6] == [(0, L.OUT, 0), (2, L.A, 0)] and steps[2][5][1] == const
+    assert not L.trace_call(0x99, [], ())      # no trace runs now: the caller makes the call
+
+    m = L.Launch(_Kern(0x30), (1, 1, 1), (32, 1, 1), (L.MAP, L.PTR))
+
+    def with_map(a, b, out, ws, stream):
+        m.with_maps(stream, [(0, None)], a)
+    with pytest.raises(L.NotTraceable, match="tensor maps"):
+        L.trace(with_map, False, 0)
+
+
+def test_a_traced_recipe_is_pinned_to_its_stream_when_it_calls_a_library():
+    """``_fast.recipe`` of a traceable invoker: 256-byte alignment for every role, the launches' and calls' kinds,
+    and the stream only when a library call carries it; kept per stream on the invoker."""
+    import types
+
+    import numpy as np
+
+    from miofind import launch as L
+
+    k1 = L.Launch(_Kern(0x10), (3, 1, 1), (64, 1, 1), (L.PTR, L.PTR, np.int32(5)))
+
+    def plain(a, b, out, ws, stream):
+        k1(stream, a, out)
+
+    def calls(a, b, out, ws, stream):
+        k1(stream, a, out)
+        L.trace_call(0x99, [0] * 16, ((3, a), (5, b), (8, out), (10, out)))
+    for inv, want_stream in ((plain, -1), (calls, 42)):
+        e = types.SimpleNamespace(invoker=L.mark_traceable(inv), ws_bytes=0, swap=False, fused=False, dev=0,
+                                  solver_id="X")
+        kernels, ws, swap, align, specs, stream = _fast.recipe(e, 42)
+        assert align == [256] * 4 and stream == want_stream and specs == []
+        assert [k[9] for k in kernels] == ([0] if inv is plain else [0, 1])
+        assert kernels[0][5:8] == ([0, 1], [L.A, L.OUT], [0, 0])
+        assert _fast.recipe(e, 42) is inv._fast_traced[42]
 
 
 def test_off_means_the_python_path(monkeypatch):
@@ -204,7 +288,7 @@ def test_backward_splits_between_cpp_and_python(gpu_mt, monkeypatch):
     """A backward whose dw solution has no recipe (as a cuDNN plan's) launches dx from C++ and asks the Python
     path for dw alone: the same gradients as the Python path, both counters moving."""
     real = _fast.recipe
-    monkeypatch.setattr(_fast, "recipe", lambda e: None if e.pr.problem.direction == "W" else real(e))
+    monkeypatch.setattr(_fast, "recipe", lambda e, *a: None if e.pr.problem.direction == "W" else real(e, *a))
     torch.use_deterministic_algorithms(True, warn_only=True)
     try:
         calls = _equal_paths(gpu_mt, True, True)
@@ -375,3 +459,85 @@ def test_hopper_tensor_map_kernels_launch_from_cpp(ext, direction, kw, want):
         assert not want_out.isnan().any(), "the Python invoker left elements unwritten"
         assert torch.equal(got, want_out), (step, s.id, cfg, float((got.float() - want_out.float()).abs().max()))
     assert mod.counts(pid) == (3, 0)
+
+
+# traced recipes (kernel launches and cuBLASLt matmuls): (solver, direction, problem, layout, data type)
+TRACED_CASES = [
+    ("GemmFwd1x1_0_1", "F", dict(n=2, c=64, k=96, in_size=(9, 7), filter_size=1), "NCHW", "FP32"),
+    ("GemmFwdRest", "F", dict(n=3, c=32, k=48, in_size=(11, 9), filter_size=3, pads=1, strides=2), "NCHW", "FP32"),
+    ("GemmFwdRest", "F", dict(n=2, c=32, k=64, in_size=(10, 10), filter_size=3, pads=1), "NHWC", "FP16"),
+    ("GemmBwd1x1_stride1", "B", dict(n=2, c=64, k=96, in_size=(9, 7), filter_size=1), "NCHW", "FP32"),
+    ("GemmBwdRest", "B", dict(n=2, c=32, k=48, in_size=(11, 9), filter_size=3, pads=1, strides=2), "NCHW", "FP32"),
+    ("GemmWrw1x1_stride1", "W", dict(n=2, c=64, k=96, in_size=(9, 7), filter_size=1), "NCHW", "FP32"),
+    ("GemmWrwUniversal", "W", dict(n=3, c=32, k=48, in_size=(11, 9), filter_size=3, pads=1), "NCHW", "FP32"),
+    ("GemmWrwUniversal", "W", dict(n=2, c=32, k=64, in_size=(10, 10), filter_size=3, pads=1), "NHWC", "FP16"),
+    ("ConvWinograd3x3F43Fwd", "F", dict(n=2, c=64, k=64, in_size=(14, 14), filter_size=3, pads=1), "NCHW", "FP32"),
+    ("ConvWinograd3x3F23Fwd", "F", dict(n=1, c=256, k=256, in_size=(14, 14), filter_size=3, pads=1), "NCHW", "FP32"),
+    ("ConvWinograd3x3F43Bwd", "B", dict(n=2, c=64, k=64, in_size=(14, 14), filter_size=3, pads=1), "NCHW", "FP32"),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("sid,direction,kw,layout,dtype", TRACED_CASES,
+                         ids=[f"{c[0]}-{c[3]}-{c[4]}-{i}" for i, c in enumerate(TRACED_CASES)])
+def test_traced_gemm_and_winograd_recipes_launch_from_cpp(ext, sid, direction, kw, layout, dtype):
+    """A GEMM or Winograd solution (kernel launches and cuBLASLt matmuls, traced) replayed by the extension: bit
+    for bit the Python invoker's output, on poisoned memory, new contents and new buffers, with its C++ workspace;
+    on another stream (its matmuls carry the traced one) it takes the Python fallback."""
+    import types
+
+    from miofind.invokers import build_invoker
+    from miofind.problem import ProblemDescription
+    from miofind.registry import solvers
+
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch sees no CUDA device")
+    p = ProblemDescription.make(direction, layout=layout, dtype=dtype, **kw)
+    s = next(s for s in solvers() if s.id == sid)
+    assert s.applicability(p), (sid, p.key(), s.applicability(p).reason)
+    sol = s.get_solution(p)
+    inv = build_invoker(p, sol)
+    stream = torch.cuda.current_stream().cuda_stream
+    tdt = {"FP32": torch.float32, "FP16": torch.float16}[dtype]
+    sa, sb, so = p.io_shapes()
+    a = torch.randn(sa, device="cuda", dtype=tdt)
+    b = torch.randn(sb, device="cuda", dtype=tdt)
+    ws = torch.empty(max(sol.workspace_bytes, 1), dtype=torch.uint8, device="cuda")
+    warm = torch.empty(so, device="cuda", dtype=tdt)
+    inv(a.data_ptr(), b.data_ptr(), warm.data_ptr(), ws.data_ptr() if sol.workspace_bytes else 0, stream)
+    e = types.SimpleNamespace(invoker=inv, ws_bytes=sol.workspace_bytes, swap=False, fused=False, dev=0, solver_id=sid)
+    spec = _fast.recipe(e, stream)
+    assert spec is not None, f"{sid}: not traced ({_fast.status()})"
+    kinds = [k[9] for k in spec[0]]
+    assert 1 in kinds and spec[5] == stream, "its cuBLASLt matmuls are library calls pinned to the traced stream"
+    strides = [torch.empty(so).stride()] * 3
+    fallbacks = []
+
+    def fallback(x, w):
+        fallbacks.append(1)
+        out = torch.empty(so, device="cuda", dtype=tdt)
+        inv(x.data_ptr(), w.data_ptr(), out.data_ptr(), ws.data_ptr() if sol.workspace_bytes else 0,
+            torch.cuda.current_stream().cuda_stream)
+        return out
+    pid = ext.new_plan(spec, None, None, [list(so)] * 3, [list(t) for t in strides], tdt, 0, False, fallback,
+                       lambda *x: (None, None))
+    for step in range(3):
+        if step == 1:
+            a.normal_(), b.normal_()
+        if step == 2:
+            a, b = torch.randn_like(a), torch.randn_like(b)
+        want = torch.full(so, float("nan"), device="cuda", dtype=tdt)
+        inv(a.data_ptr(), b.data_ptr(), want.data_ptr(), ws.data_ptr() if sol.workspace_bytes else 0, stream)
+        poison = torch.full(so, float("nan"), device="cuda", dtype=tdt)
+        del poison                          # the C++ output likely gets this poisoned block back
+        got = ext.forward(a, b, pid, stream)
+        torch.cuda.synchronize()
+        assert not want.isnan().any(), "the Python invoker left elements unwritten"
+        assert torch.equal(got, want), (step, sid, float((got.float() - want.float()).abs().max()))
+    assert ext.counts(pid) == (3, 0) and not fallbacks
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        got = ext.forward(a, b, pid, side.cuda_stream)
+    side.synchronize()
+    assert fallbacks == [1] and ext.counts(pid) == (3, 1)
+    assert torch.equal(got, want)
