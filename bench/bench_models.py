@@ -231,6 +231,13 @@ def profile(model, train: bool, amp: bool, xs, ys, steps: int = 5, cprofile: boo
     return out
 
 
+def _cpp_plans() -> list[int]:
+    """(forward plans with a C++ plan, all forward plans) of miofind.torch now."""
+    from miofind.torch import functional as MF
+    plans = list(MF._plans.values())
+    return [sum(type(p.fast) is int for p in plans), len(plans)]
+
+
 def run_config(name: str, config: str, args) -> dict:
     torch = _torch()
     train, batch, amp = parse(config)
@@ -259,6 +266,10 @@ def run_config(name: str, config: str, args) -> dict:
         # miofind once more with the C++ hot path switched off (miofind.torch._fast.use): the same model and plans,
         # the Python path's PlannedConv; the switch flips before each miofind side's round
         sides["miofind-py"] = sides["miofind"]
+    if args.trace_ab:
+        # miofind once more without the traced recipes (GEMM, Winograd through Python: miofind.torch._fast.trace_recipes),
+        # its problems chosen again (miofind.torch.clear, then warm-up steps) whenever the setting flips
+        sides["miofind-notrace"] = sides["miofind"]
     if args.host_ab:
         # miofind once more choosing by measured GPU time alone (MIOFIND_TORCH_HOST_US=0): the same model, its
         # problems chosen again (miofind.torch.clear, then warm-up steps) whenever the setting flips
@@ -295,10 +306,20 @@ def run_config(name: str, config: str, args) -> dict:
                 chosen_by, warm = by, max(warm, 4)
                 step(xs[0], ys[0])      # the choices made again; their specialised builds (cached) switched in
                 tiered.wait(300)
+            if args.trace_ab and backend != "cudnn" and _fast.trace_recipes != (backend != "miofind-notrace"):
+                _fast.trace_recipes = backend != "miofind-notrace"
+                mt.clear()
+                mt.reset_stats()
+                warm = max(warm, 4)
+                step(xs[0], ys[0])
+                tiered.wait(300)
             rounds[backend].append(median_ms(step, xs, ys, warm, args.iters))
+            if args.trace_ab and backend != "cudnn":
+                row.setdefault(f"{backend}_cpp_plans", []).append(_cpp_plans())
             if args.host_ab and backend != "cudnn":
                 row.setdefault(f"{backend}_host_aware_picks", []).append(mt.stats()["host_aware"])
     _fast.use = True
+    _fast.trace_recipes = True
     if path != "native":
         set_path("native")
     for backend, (model, step) in sides.items():
@@ -314,6 +335,8 @@ def run_config(name: str, config: str, args) -> dict:
         row["speedup_python_path"] = row["cudnn_ms"] / row["miofind-python_ms"]
     if "miofind-gpu_ms" in row:
         row["speedup_gpu_choice"] = row["cudnn_ms"] / row["miofind-gpu_ms"]
+    if "miofind-notrace_ms" in row:
+        row["speedup_no_trace"] = row["cudnn_ms"] / row["miofind-notrace_ms"]
     if "miofind-py_ms" in row:
         row["speedup_cpp_off"] = row["cudnn_ms"] / row["miofind-py_ms"]
         row["cpp_status"] = _fast.status()
@@ -391,6 +414,22 @@ def markdown(rows, meta) -> str:
             out.append(f"| {r['model']} | {r['config']} | {f(r['cudnn_ms'], 2)} | {f(r['miofind_ms'], 2)} | "
                        f"{f(r['miofind-gpu_ms'], 2)} | {f(r['speedup'], 2, 'x')} | {f(r['speedup_gpu_choice'], 2, 'x')} | "
                        f"{picks} | {rr} |")
+    tab = [r for r in rows if "miofind-notrace_ms" in r]
+    if tab:
+        out += ["", "miofind.torch with the traced recipes (GEMM and Winograd replayed by the C++ path, "
+                "`miofind.torch._fast.trace_recipes`) against without them (through Python), the same model, its "
+                "problems chosen again (`miofind.torch.clear`) whenever the setting flips, timed in the same "
+                "alternating rounds as cuDNN:", "",
+                "| model | config | cuDNN ms | miofind ms, traced | miofind ms, not traced | speedup traced "
+                "| speedup not traced | forward plans in C++ (traced / not) | rounds cuDNN / traced / not traced |",
+                "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
+        for r in tab:
+            rr = " / ".join(",".join(f"{v:.2f}" for v in r[f"{b}_rounds_ms"])
+                            for b in ("cudnn", "miofind", "miofind-notrace"))
+            cp = " / ".join("{}/{}".format(*r[f"{b}_cpp_plans"][-1]) for b in ("miofind", "miofind-notrace"))
+            out.append(f"| {r['model']} | {r['config']} | {f(r['cudnn_ms'], 2)} | {f(r['miofind_ms'], 2)} | "
+                       f"{f(r['miofind-notrace_ms'], 2)} | {f(r['speedup'], 2, 'x')} | "
+                       f"{f(r['speedup_no_trace'], 2, 'x')} | {cp} | {rr} |")
     return "\n".join(out) + "\n"
 
 
@@ -409,6 +448,9 @@ def main(argv=None) -> int:
     ap.add_argument("--host-ab", action="store_true",
                     help="also time miofind choosing by measured GPU time alone (MIOFIND_TORCH_HOST_US=0) in the same "
                          "rounds: the host-aware choice's effect")
+    ap.add_argument("--trace-ab", action="store_true",
+                    help="also time miofind without the traced recipes (GEMM and Winograd through Python, "
+                         "miofind.torch._fast.trace_recipes off) in the same rounds: their effect")
     ap.add_argument("--python-path", action="store_true",
                     help="also time miofind with its launches through ctypes and CuPy (MIOFIND_NATIVE=0), in the "
                          "same alternating rounds: the native launcher's effect")

@@ -37,6 +37,7 @@ NAME = "miofind_torch_fast"
 SOURCE = Path(__file__).with_name("_fast.cpp")
 
 use = True              # the C++ path's switch (``functional._fast_ok``): benchmarks time both paths in one process
+trace_recipes = True    # whether traceable invokers (GEMM, Winograd) get recipes: benchmarks time both in one process
 _lock = threading.Lock()
 _module = None          # the loaded extension, or False once it cannot be had in this process
 _building: threading.Thread | None = None
@@ -272,7 +273,7 @@ def recipe(entry, stream: int | None = None) -> tuple | None:
         return None
     spec = getattr(inv, "recipe", None)
     if spec is None:
-        if not getattr(inv, "traceable", False):
+        if not trace_recipes or not getattr(inv, "traceable", False):
             return None
         if stream is None:
             import torch
