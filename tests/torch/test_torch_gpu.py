@@ -89,7 +89,13 @@ def test_repeated_calls_take_the_forward_plan_and_match_cudnn(mt, dtype, cl):
     assert len(MF._plans) >= 1
     # the backward learned its B and W Entries (i = 1, then launched directly at i = 3) and the dw-only ones
     learned = [sig[1:] for p in MF._plans.values() for sig in p.bwd]
-    assert (True, True) in learned and (False, True) in learned, learned
+    assert (True, True) in learned, learned
+    # the dw-only calls (i = 5, 7): learned by the Python path, or launched by a C++ plan made from the (True, True)
+    # Entries whose dw has a recipe (then no Python backward runs to learn them)
+    from miofind.torch import _fast
+    cpp = [p for p in MF._plans.values() if type(p.fast) is int and p._fast_with and p._fast_with[1] is not None]
+    assert (False, True) in learned or (cpp and any(_fast._module.counts(p.fast)[0] > 0 for p in cpp)), \
+        (learned, [(p.entry.solver_id, p.fast) for p in MF._plans.values()])
     if dtype is torch.float32:
         # autocast: FP32 inputs cast to FP16 before the plan's key, as nn.Conv2d casts
         with torch.autocast("cuda", dtype=torch.float16):
