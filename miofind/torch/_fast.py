@@ -230,7 +230,15 @@ def _traced(inv, entry, stream: int) -> tuple | None:
     if stream in cache:
         return cache[stream]
     try:
-        steps = L.trace(inv, bool(entry.ws_bytes), stream)
+        # a first trace on a stream plans its matmuls and may make that stream's cuBLASLt workspace: from PyTorch's
+        # allocator, as an Entry's first call makes it (CuPy's pool in a process running CUDA-graph trees)
+        from . import _policy
+        from ._alloc import torch_allocator
+        if _policy._graph_trees_in_use():
+            steps = L.trace(inv, bool(entry.ws_bytes), stream)
+        else:
+            with torch_allocator():
+                steps = L.trace(inv, bool(entry.ws_bytes), stream)
     except L.NotTraceable as e:
         log.info("miofind.torch: %s is not replayed from C++ (%s)", entry.solver_id, e)
         steps = None
