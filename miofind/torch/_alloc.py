@@ -10,6 +10,7 @@ capture, where PyTorch's allocator serves the graph's private pool).
 from __future__ import annotations
 
 import contextlib
+import sys
 
 
 class _TorchBlock:
@@ -55,3 +56,17 @@ def release_find_memory():
     finally:
         import cupy
         cupy.get_default_memory_pool().free_all_blocks()
+
+
+def graph_trees_in_use() -> bool:
+    """Whether ``torch.compile``'s CUDA-graph trees (``mode="reduce-overhead"``) run in this process: their
+    warm-up runs route the allocations of their stream to a graph pool, where a replacement Entry's
+    workspace and per-stream state must not land (torch then refuses the pool's untracked tensor)."""
+    mod = sys.modules.get("torch._inductor.cudagraph_trees")
+    if mod is None:
+        return False
+    try:
+        containers = mod.get_obj(mod.local, "tree_manager_containers")
+        return any(getattr(c, "tree_manager", None) is not None for c in containers.values())
+    except Exception:       # noqa: BLE001  another torch: assume they run
+        return True

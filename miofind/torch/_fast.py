@@ -232,9 +232,8 @@ def _traced(inv, entry, stream: int) -> tuple | None:
     try:
         # a first trace on a stream plans its matmuls and may make that stream's cuBLASLt workspace: from PyTorch's
         # allocator, as an Entry's first call makes it (CuPy's pool in a process running CUDA-graph trees)
-        from . import _policy
-        from ._alloc import torch_allocator
-        if _policy._graph_trees_in_use():
+        from ._alloc import graph_trees_in_use, torch_allocator
+        if graph_trees_in_use():
             steps = L.trace(inv, bool(entry.ws_bytes), stream)
         else:
             with torch_allocator():

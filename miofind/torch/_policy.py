@@ -17,7 +17,6 @@ algorithms, where a process keeps its first choice.
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 import time
 
@@ -25,6 +24,7 @@ import torch
 
 from ..problem import ProblemDescription
 from . import _fast
+from ._alloc import graph_trees_in_use as _graph_trees_in_use
 
 log = logging.getLogger(__name__)
 
@@ -274,20 +274,6 @@ def _heard(problem, sol) -> None:
     """``tiered.on_deferred``'s listener (a background thread): note the stored solution."""
     with _lock:
         _swaps.append((problem.key(), sol))
-
-
-def _graph_trees_in_use() -> bool:
-    """Whether ``torch.compile``'s CUDA-graph trees (``mode="reduce-overhead"``) run in this process: their
-    warm-up runs route the allocations of their stream to a graph pool, where a replacement Entry's
-    workspace and per-stream state must not land (torch then refuses the pool's untracked tensor)."""
-    mod = sys.modules.get("torch._inductor.cudagraph_trees")
-    if mod is None:
-        return False
-    try:
-        containers = mod.get_obj(mod.local, "tree_manager_containers")
-        return any(getattr(c, "tree_manager", None) is not None for c in containers.values())
-    except Exception:       # noqa: BLE001  another torch: assume they run
-        return True
 
 
 def _apply_swaps() -> None:
