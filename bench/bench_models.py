@@ -282,6 +282,14 @@ def run_config(name: str, config: str, args) -> dict:
     host_us = os.environ.get("MIOFIND_TORCH_HOST_US")
     chosen_by = "host"
     row["loadavg_1min"] = []     # other work on the host's CPUs (background compiles, neighbours)
+
+    def rechoose(step):
+        """After a setting that changes miofind's choices flipped: every problem chosen again, its specialised builds
+        (cached) switched in."""
+        mt.clear()
+        mt.reset_stats()
+        step(xs[0], ys[0])
+        tiered.wait(300)
     path = "native"
     for r in range(args.rounds):
         row["loadavg_1min"].append(os.getloadavg()[0])
@@ -301,18 +309,12 @@ def run_config(name: str, config: str, args) -> dict:
                     os.environ.pop("MIOFIND_TORCH_HOST_US", None)
                 else:
                     os.environ["MIOFIND_TORCH_HOST_US"] = host_us
-                mt.clear()
-                mt.reset_stats()
                 chosen_by, warm = by, max(warm, 4)
-                step(xs[0], ys[0])      # the choices made again; their specialised builds (cached) switched in
-                tiered.wait(300)
+                rechoose(step)
             if args.trace_ab and backend != "cudnn" and _fast.trace_recipes != (backend != "miofind-notrace"):
                 _fast.trace_recipes = backend != "miofind-notrace"
-                mt.clear()
-                mt.reset_stats()
                 warm = max(warm, 4)
-                step(xs[0], ys[0])
-                tiered.wait(300)
+                rechoose(step)
             rounds[backend].append(median_ms(step, xs, ys, warm, args.iters))
             if args.trace_ab and backend != "cudnn":
                 row.setdefault(f"{backend}_cpp_plans", []).append(_cpp_plans())
@@ -389,48 +391,48 @@ def markdown(rows, meta) -> str:
             out.append(f"| {r['model']} | {r['config']} | {f(r['cudnn_ms'], 2)} | {f(r['miofind_ms'], 2)} | "
                        f"{f(r['miofind-python_ms'], 2)} | {f(r['speedup'], 2, 'x')} | "
                        f"{f(r['speedup_python_path'], 2, 'x')} |")
-    ab = [r for r in rows if "miofind-py_ms" in r]
-    if ab:
-        out += ["", "miofind.torch's C++ hot path (`MIOFIND_TORCH_CPP`) against its Python path (`_fast.use` off), both "
-                "timed in the same alternating rounds as cuDNN, the same model and plans:", "",
-                "| model | config | cuDNN ms | miofind ms, C++ path | miofind ms, Python path | speedup C++ "
-                "| speedup Python | rounds cuDNN / C++ / Python |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
-        for r in ab:
-            rr = " / ".join(",".join(f"{v:.2f}" for v in r[f"{b}_rounds_ms"]) for b in ("cudnn", "miofind", "miofind-py"))
-            out.append(f"| {r['model']} | {r['config']} | {f(r['cudnn_ms'], 2)} | {f(r['miofind_ms'], 2)} | "
-                       f"{f(r['miofind-py_ms'], 2)} | {f(r['speedup'], 2, 'x')} | {f(r['speedup_cpp_off'], 2, 'x')} | "
-                       f"{rr} |")
-    hab = [r for r in rows if "miofind-gpu_ms" in r]
-    if hab:
-        out += ["", "miofind.torch's host-aware choice (`MIOFIND_TORCH_HOST_US`, default 30 us) against the choice by "
-                "measured GPU time alone (`MIOFIND_TORCH_HOST_US=0`), the same model, its problems chosen again "
-                "(`miofind.torch.clear`) whenever the setting flips, timed in the same alternating rounds as cuDNN:", "",
-                "| model | config | cuDNN ms | miofind ms, host-aware | miofind ms, GPU time alone | speedup host-aware "
-                "| speedup GPU time alone | host-aware picks per re-choice | rounds cuDNN / host-aware / GPU alone |",
-                "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
-        for r in hab:
-            rr = " / ".join(",".join(f"{v:.2f}" for v in r[f"{b}_rounds_ms"]) for b in ("cudnn", "miofind", "miofind-gpu"))
-            picks = ",".join(str(v) for v in r.get("miofind_host_aware_picks", []))
-            out.append(f"| {r['model']} | {r['config']} | {f(r['cudnn_ms'], 2)} | {f(r['miofind_ms'], 2)} | "
-                       f"{f(r['miofind-gpu_ms'], 2)} | {f(r['speedup'], 2, 'x')} | {f(r['speedup_gpu_choice'], 2, 'x')} | "
-                       f"{picks} | {rr} |")
-    tab = [r for r in rows if "miofind-notrace_ms" in r]
-    if tab:
-        out += ["", "miofind.torch with the traced recipes (GEMM and Winograd replayed by the C++ path, "
-                "`miofind.torch._fast.trace_recipes`) against without them (through Python), the same model, its "
-                "problems chosen again (`miofind.torch.clear`) whenever the setting flips, timed in the same "
-                "alternating rounds as cuDNN:", "",
-                "| model | config | cuDNN ms | miofind ms, traced | miofind ms, not traced | speedup traced "
-                "| speedup not traced | forward plans in C++ (traced / not) | rounds cuDNN / traced / not traced |",
-                "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
-        for r in tab:
-            rr = " / ".join(",".join(f"{v:.2f}" for v in r[f"{b}_rounds_ms"])
-                            for b in ("cudnn", "miofind", "miofind-notrace"))
-            cp = " / ".join("{}/{}".format(*r[f"{b}_cpp_plans"][-1]) for b in ("miofind", "miofind-notrace"))
-            out.append(f"| {r['model']} | {r['config']} | {f(r['cudnn_ms'], 2)} | {f(r['miofind_ms'], 2)} | "
-                       f"{f(r['miofind-notrace_ms'], 2)} | {f(r['speedup'], 2, 'x')} | "
-                       f"{f(r['speedup_no_trace'], 2, 'x')} | {cp} | {rr} |")
+    out += _ab_table(rows, "miofind-py", "speedup_cpp_off",
+                     "miofind.torch's C++ hot path (`MIOFIND_TORCH_CPP`) against its Python path (`_fast.use` off), both "
+                     "timed in the same alternating rounds as cuDNN, the same model and plans:",
+                     ("C++ path", "Python path"), ("C++", "Python"), ("C++", "Python"))
+    out += _ab_table(rows, "miofind-gpu", "speedup_gpu_choice",
+                     "miofind.torch's host-aware choice (`MIOFIND_TORCH_HOST_US`, default 30 us) against the choice by "
+                     "measured GPU time alone (`MIOFIND_TORCH_HOST_US=0`), the same model, its problems chosen again "
+                     "(`miofind.torch.clear`) whenever the setting flips, timed in the same alternating rounds as cuDNN:",
+                     ("host-aware", "GPU time alone"), ("host-aware", "GPU time alone"), ("host-aware", "GPU alone"),
+                     ("host-aware picks per re-choice",
+                      lambda r: ",".join(str(v) for v in r.get("miofind_host_aware_picks", []))))
+    out += _ab_table(rows, "miofind-notrace", "speedup_no_trace",
+                     "miofind.torch with the traced recipes (GEMM and Winograd replayed by the C++ path, "
+                     "`miofind.torch._fast.trace_recipes`) against without them (through Python), the same model, its "
+                     "problems chosen again (`miofind.torch.clear`) whenever the setting flips, timed in the same "
+                     "alternating rounds as cuDNN:",
+                     ("traced", "not traced"), ("traced", "not traced"), ("traced", "not traced"),
+                     ("forward plans in C++ (traced / not)",
+                      lambda r: " / ".join("{}/{}".format(*r[f"{b}_cpp_plans"][-1]) for b in ("miofind", "miofind-notrace"))))
     return "\n".join(out) + "\n"
+
+
+def _ab_table(rows, other: str, speed_key: str, intro: str, ms_labels, speed_labels, round_labels,
+              extra=None) -> list[str]:
+    """The markdown table of an in-process A/B (``--cpp-ab``, ``--host-ab``, ``--trace-ab``): each row with
+    ``{other}_ms`` (miofind's B side), both sides' times and speedups, ``extra`` (header, row -> cell) if given,
+    and every round of cuDNN, A and B; no lines where no row has it."""
+    ab = [r for r in rows if f"{other}_ms" in r]
+    if not ab:
+        return []
+    f = lambda v, p=3, unit="": "" if v is None else f"{v:.{p}f}{unit}"  # noqa: E731
+    head = (f"| model | config | cuDNN ms | miofind ms, {ms_labels[0]} | miofind ms, {ms_labels[1]} | speedup "
+            f"{speed_labels[0]} | speedup {speed_labels[1]} |" + (f" {extra[0]} |" if extra else "")
+            + f" rounds cuDNN / {round_labels[0]} / {round_labels[1]} |")
+    out = ["", intro, "", head, "| --- | --- | ---: | ---: | ---: | ---: | ---: |" + (" --- |" if extra else "")
+           + " --- |"]
+    for r in ab:
+        rr = " / ".join(",".join(f"{v:.2f}" for v in r[f"{b}_rounds_ms"]) for b in ("cudnn", "miofind", other))
+        out.append(f"| {r['model']} | {r['config']} | {f(r['cudnn_ms'], 2)} | {f(r['miofind_ms'], 2)} | "
+                   f"{f(r[f'{other}_ms'], 2)} | {f(r['speedup'], 2, 'x')} | {f(r[speed_key], 2, 'x')} |"
+                   + (f" {extra[1](r)} |" if extra else "") + f" {rr} |")
+    return out
 
 
 def main(argv=None) -> int:

@@ -338,13 +338,13 @@ class LtGemm:
         if blk is None:
             with self._call_lock:
                 blk = self._args[key] = self._block(stream, (256, 256, 256) if key is stream else key[1:])
-        if launch._tracer is not None:      # a recipe's trace (``miofind.launch.trace``): the call recorded, not made
+        t = launch._tracer
+        if t is not None and t.mine():      # a recipe's trace (``miofind.launch.trace``): the call recorded, not made
             if blk is None:
-                if launch._tracer.mine():
-                    raise launch.NotTraceable("a GEMM without a cuBLASLt plan (the classic cuBLAS call)")
-            elif launch.trace_call(native_function(self.lib.cublasLtMatmul), [v.value or 0 for v in blk[0]],
-                                   ((3, a), (5, b), (8, c), (10, c))):
-                return
+                raise launch.NotTraceable("a GEMM without a cuBLASLt plan (the classic cuBLAS call)")
+            launch.trace_call(native_function(self.lib.cublasLtMatmul), [v.value or 0 for v in blk[0]],
+                              ((3, a), (5, b), (8, c), (10, c)))
+            return
         if blk is None:
             return self._classic(stream, a, b, c)
         block, pa, pb, pc, _, fast = blk

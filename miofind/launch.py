@@ -333,25 +333,26 @@ def trace(invoker, workspace: bool, stream: int) -> list[tuple]:
                 raise NotTraceable("a launch with tensor maps")
             if len(slot_ids) != len(pointers):
                 raise NotTraceable("a launch given the wrong number of pointers")
-            slots = []
-            for i, p in zip(slot_ids, pointers):
-                ro = _role_of(int(p))
-                if ro is None:
-                    values[i] = int(p)
-                else:
-                    slots.append((i, *ro))
+            slots = _slots(values, zip(slot_ids, pointers))
             out.append(("launch", launch.function(), launch.grid, launch.block, launch.shared_mem, values, slots))
         else:
             _, func, values, ptr_params = step
-            values, slots = list(values), []
-            for i, p in ptr_params:
-                ro = _role_of(int(p))
-                if ro is None:
-                    values[i] = int(p)
-                else:
-                    slots.append((i, *ro))
-            out.append(("call", func, values, slots))
+            values = list(values)
+            out.append(("call", func, values, _slots(values, ptr_params)))
     return out
+
+
+def _slots(values: list, ptr_params) -> list[tuple]:
+    """(parameter index, role, offset) of each traced pointer ``ptr_params`` (index, pointer) that is one of the
+    invoker's arguments; a pointer that is none of them is written into ``values`` as it is."""
+    slots = []
+    for i, p in ptr_params:
+        ro = _role_of(int(p))
+        if ro is None:
+            values[i] = int(p)
+        else:
+            slots.append((i, *ro))
+    return slots
 
 
 def trace_call(func: int, values, ptr_params) -> bool:

@@ -70,3 +70,11 @@ def graph_trees_in_use() -> bool:
         return any(getattr(c, "tree_manager", None) is not None for c in containers.values())
     except Exception:       # noqa: BLE001  another torch: assume they run
         return True
+
+
+def first_call_allocator():
+    """The allocator context of a solution's first call on a stream (per-stream state it makes through CuPy): PyTorch's
+    (``torch_allocator``), except in a process running CUDA-graph trees (``graph_trees_in_use``), whose warm-up
+    runs send this thread's allocations to a graph pool that must hold no tensor but the graph's outputs: CuPy's
+    own pool keeps that state then."""
+    return contextlib.nullcontext() if graph_trees_in_use() else torch_allocator()

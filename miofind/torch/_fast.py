@@ -190,7 +190,7 @@ def launches(entry) -> bool:
         return recipe(entry) is not None
     except NotReady:
         g = entry.invoker.generic
-        return getattr(g, "recipe", None) is not None or getattr(g, "traceable", False)
+        return getattr(g, "recipe", None) is not None or (trace_recipes and getattr(g, "traceable", False))
 
 
 def wait(timeout: float | None = None) -> bool:
@@ -230,14 +230,11 @@ def _traced(inv, entry, stream: int) -> tuple | None:
     if stream in cache:
         return cache[stream]
     try:
-        # a first trace on a stream plans its matmuls and may make that stream's cuBLASLt workspace: from PyTorch's
-        # allocator, as an Entry's first call makes it (CuPy's pool in a process running CUDA-graph trees)
-        from ._alloc import graph_trees_in_use, torch_allocator
-        if graph_trees_in_use():
+        # a first trace on a stream plans its matmuls and may make that stream's cuBLASLt workspace, as an Entry's
+        # first call does
+        from ._alloc import first_call_allocator
+        with first_call_allocator():
             steps = L.trace(inv, bool(entry.ws_bytes), stream)
-        else:
-            with torch_allocator():
-                steps = L.trace(inv, bool(entry.ws_bytes), stream)
     except L.NotTraceable as e:
         log.info("miofind.torch: %s is not replayed from C++ (%s)", entry.solver_id, e)
         steps = None

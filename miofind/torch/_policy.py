@@ -24,7 +24,7 @@ import torch
 
 from ..problem import ProblemDescription
 from . import _fast
-from ._alloc import graph_trees_in_use as _graph_trees_in_use
+from ._alloc import first_call_allocator, graph_trees_in_use as _graph_trees_in_use
 
 log = logging.getLogger(__name__)
 
@@ -187,15 +187,9 @@ class Entry:
             del wst
             return out
         # first call on this stream: a solution may make per-stream state (cuBLAS workspace, cuFFT
-        # work area) through CuPy: take it from PyTorch's allocator, except in a process running
-        # CUDA-graph trees, whose warm-up runs send this thread's allocations to a graph pool that
-        # must hold no tensor but the graph's outputs (CuPy's own pool then keeps that state)
-        if _graph_trees_in_use():
+        # work area) through CuPy
+        with first_call_allocator():
             self.pr(*args, workspace=ws, stream=stream, **kw)
-        else:
-            from ._alloc import torch_allocator
-            with torch_allocator():
-                self.pr(*args, workspace=ws, stream=stream, **kw)
         self.streams.add(stream)
         del wst
         return out
