@@ -7,7 +7,8 @@
    prepared solutions (``Solution.prepare()``) of single- and multi-launch solvers with torch and
    CuPy arrays, ``run_solution`` allocating its output, and where the time goes per call
    (argument checks and pointers, stream query, the launches); each launch path of ``--paths``
-   (the native extension, ctypes and CuPy) in alternating rounds in one process.
+   (the native extension replaying a whole solution, the extension call by call, ctypes and CuPy) in
+   alternating rounds in one process.
 2. ResNet-50 at N=32, every layer F/B/W, FP32 NCHW, FP16 NCHW and FP16 NHWC (channels_last
    tensors): the solution find picks (from the FindDBs) and the best own solution through the
    prepared path, against cuDNN's best plan through the same prepared path on the same buffers
@@ -18,7 +19,7 @@
    ``miofind find`` CLI on a DB hit, each in a fresh interpreter.
 
     python bench/bench_overhead.py --out bench/results/hot-path [--calls 20000] [--skip-resnet] [--configs FP32:NCHW,...]
-        [--paths native,python] [--rounds 3]
+        [--paths native,stepwise,python] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -360,9 +361,10 @@ def main():
     ap.add_argument("--skip-cold", action="store_true")
     ap.add_argument("--configs", default="FP32:NCHW,FP16:NCHW,FP16:NHWC",
                     help="ResNet-50 comparisons to run, dtype:layout comma-separated")
-    ap.add_argument("--paths", default="native,python",
-                    help="launch paths of the tiny problem, comma-separated: native (miofind._native), python "
-                         "(ctypes and CuPy); the first one runs the rest of the benchmark")
+    ap.add_argument("--paths", default="native,stepwise,python",
+                    help="launch paths of the tiny problem, comma-separated: native (miofind._native, a solution of "
+                         "several calls replayed as one native call), stepwise (miofind._native, each call its own), "
+                         "python (ctypes and CuPy); the first one runs the rest of the benchmark")
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of the paths (median reported)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -377,7 +379,9 @@ def main():
     t = result["tiny"]
     lines = ["# Host time of the run path (H100)", "",
              f"Tiny problem `{t['problem']}`, host µs per call, median over {a.rounds} alternating round(s) of the "
-             f"launch paths {', '.join(paths)} in one process (native: `miofind._native`; python: ctypes and CuPy)."]
+             f"launch paths {', '.join(paths)} in one process (native: `miofind._native`, a prepared solution replayed as "
+             "one native call; stepwise: `miofind._native`, each launch or library call its own call; python: ctypes and "
+             "CuPy)."]
     for path in paths:
         r0 = t[path]
         lines += ["", f"**{path}**", "", "| call | µs |", "| --- | ---: |"]
@@ -395,19 +399,18 @@ def main():
                          f"{r['part_checks_pointers_us']:.2f} | {r['part_stream_query_us']:.2f} | "
                          f"{r['part_invoker_us']:.2f} | {r['rel_err']:.1e} |")
     if len(paths) > 1:
-        a0, a1 = paths[0], paths[1]
-        lines += ["", f"Prepared call with torch tensors, {a0} against {a1} (µs; each extra call: (time - the "
-                  "solution's single-call figure) / (calls - 1), against the single-launch tiled direct of the same path):",
-                  "", f"| solution | calls | {a0} | {a1} | {a0} per extra call | {a1} per extra call |",
-                  "| --- | ---: | ---: | ---: | ---: | ---: |"]
-        base = {pa: t[pa]["solutions"].get("ConvDirectTiledFwd", {}).get("prepared_torch_us") for pa in (a0, a1)}
-        for sid in t[a0]["solutions"]:
-            r0, r1 = t[a0]["solutions"][sid], t[a1]["solutions"].get(sid, {})
-            n = r0["launches"] or 1
+        lines += ["", "Prepared call with torch tensors per launch path (µs; each extra call: (time - the path's "
+                  "single-launch tiled direct) / (calls - 1)):", "",
+                  "| solution | calls | " + " | ".join(paths) + " | " + " | ".join(f"{pa} per extra call" for pa in paths)
+                  + " |", "| --- | ---: |" + " ---: |" * (2 * len(paths))]
+        base = {pa: t[pa]["solutions"].get("ConvDirectTiledFwd", {}).get("prepared_torch_us") for pa in paths}
+        for sid in t[paths[0]]["solutions"]:
+            rs = [t[pa]["solutions"].get(sid, {}) for pa in paths]
+            n = rs[0]["launches"] or 1
             ex = lambda pa, r: ((r["prepared_torch_us"] - base[pa]) / (n - 1)  # noqa: E731
                                 if n > 1 and base[pa] and r else float("nan"))
-            lines.append(f"| {sid} | {n} | {r0['prepared_torch_us']:.2f} | {r1.get('prepared_torch_us', float('nan')):.2f} | "
-                         f"{ex(a0, r0):.2f} | {ex(a1, r1):.2f} |")
+            lines.append(f"| {sid} | {n} | " + " | ".join(f"{r.get('prepared_torch_us', float('nan')):.2f}" for r in rs)
+                         + " | " + " | ".join(f"{ex(pa, r):.2f}" for pa, r in zip(paths, rs)) + " |")
     if "cold" in result and "median" in result["cold"]:
         c = result["cold"]
         m = c["median"]

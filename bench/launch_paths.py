@@ -1,12 +1,14 @@
-"""Switch the launch path of the benchmarks in one process: the native extension (``miofind._native``) or
-ctypes and CuPy (``MIOFIND_NATIVE=0``), so that both are timed in alternating rounds on one host."""
+"""Switch the launch path of the benchmarks in one process, so that each is timed in alternating rounds on one host:
+``native`` (the extension ``miofind._native``, a prepared solution of several launches or library calls replayed as
+one native call), ``stepwise`` (the extension, each launch and library call its own native call from the invoker's
+Python) or ``python`` (ctypes and CuPy, ``MIOFIND_NATIVE=0``)."""
 
 from __future__ import annotations
 
 import os
 import sys
 
-PATHS = ("native", "python")
+PATHS = ("native", "stepwise", "python")
 
 
 def set_path(path: str) -> None:
@@ -16,9 +18,10 @@ def set_path(path: str) -> None:
     if path not in PATHS:
         raise SystemExit(f"launch path {path!r}: expected one of {', '.join(PATHS)}")
     import miofind
-    from miofind import launch, tiered
+    from miofind import invokers, launch, tiered
 
-    os.environ["MIOFIND_NATIVE"] = "1" if path == "native" else "0"
+    os.environ["MIOFIND_NATIVE"] = "0" if path == "python" else "1"
+    invokers.replay = path == "native"
     launch._native = None
     miofind.clear_caches()
     # the specialised invokers that replaced generic ones during a find are kept apart from the invoker
@@ -26,6 +29,6 @@ def set_path(path: str) -> None:
     tiered.clear()
     if "miofind.torch" in sys.modules:
         sys.modules["miofind.torch"].clear()
-    if path == "native" and launch.native() is None:
-        raise SystemExit("launch path native: miofind._native is not built (pip install ., or gcc as in "
+    if path != "python" and launch.native() is None:
+        raise SystemExit(f"launch path {path}: miofind._native is not built (pip install ., or gcc as in "
                          "scripts/gpu-check)")

@@ -9,7 +9,12 @@
  * cufftExecR2C, ...) with its argument list packed once; a call writes the arguments that change.
  *
  * Both return the callee's status (CUresult, cublasStatus_t, cufftResult) as an int: the Python side
- * raises its own error for it. Built against the limited API (abi3) of Python 3.10, so one binary
+ * raises its own error for it.
+ *
+ * recipe(): a whole solution in one call: the kernel launches and library calls that ``miofind.launch.trace``
+ * read from an invoker, each pointer named as one of the invoker's four (a, b, out, workspace) plus a byte offset.
+ * A call adds the offsets, checks the four addresses' alignment (refusing, with nothing launched, where one is off)
+ * and runs every step in order with the GIL released once. Built against the limited API (abi3) of Python 3.10, so one binary
  * serves every later CPython.
  */
 #define Py_LIMITED_API 0x030A0000
@@ -44,11 +49,34 @@ typedef struct {
     int slots[MAX_CALL_ARGS];
 } call_t;
 
+typedef struct {
+    int kind;                    /* 0 a kernel launch, 1 a library call (func a C function of nparams u64s) */
+    void *func;
+    unsigned dims[6];
+    unsigned smem;
+    int nparams, nslots;
+    u64 vals[MAX_PARAMS];
+    int slot_param[MAX_PARAMS];
+    int slot_role[MAX_PARAMS];   /* 0 a, 1 b, 2 out, 3 workspace */
+    u64 slot_off[MAX_PARAMS];    /* byte offset added to the role's address */
+} step_t;
+
+typedef struct {
+    launch_fn fn;
+    u64 align[4];                /* what each role's address must be a multiple of */
+    int nsteps;
+    step_t steps[];
+} recipe_t;
+
+#define MAX_STEPS 64
+
 static const char LAUNCH_CAPSULE[] = "miofind._native.launch";
 static const char CALL_CAPSULE[] = "miofind._native.call";
+static const char RECIPE_CAPSULE[] = "miofind._native.recipe";
 
 static void free_capsule_launch(PyObject *cap) { free(PyCapsule_GetPointer(cap, LAUNCH_CAPSULE)); }
 static void free_capsule_call(PyObject *cap) { free(PyCapsule_GetPointer(cap, CALL_CAPSULE)); }
+static void free_capsule_recipe(PyObject *cap) { free(PyCapsule_GetPointer(cap, RECIPE_CAPSULE)); }
 
 /* The builtin function of ``def`` bound to ``state`` through a capsule that frees it with the function;
  * NULL (``state`` freed) on failure. */
@@ -202,6 +230,26 @@ typedef int (*f7)(u64, u64, u64, u64, u64, u64, u64);
 typedef int (*f8)(u64, u64, u64, u64, u64, u64, u64, u64);
 typedef int (*f16)(u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64);
 
+/* fn(v[0..nargs)) -> its int status. x86-64 and AArch64 pass integers and pointers of up to 64 bits in one
+ * register or one 8-byte stack slot each, so a function of n such arguments is called correctly through a
+ * prototype of n u64s; arities 9-15 go through the 16-argument prototype (the callee ignores the extra trailing
+ * arguments). Called without the GIL. */
+static int call_arity(void *fn, int nargs, const u64 *v) {
+    switch (nargs) {
+    case 1: return ((f1)fn)(v[0]);
+    case 2: return ((f2)fn)(v[0], v[1]);
+    case 3: return ((f3)fn)(v[0], v[1], v[2]);
+    case 4: return ((f4)fn)(v[0], v[1], v[2], v[3]);
+    case 5: return ((f5)fn)(v[0], v[1], v[2], v[3], v[4]);
+    case 6: return ((f6)fn)(v[0], v[1], v[2], v[3], v[4], v[5]);
+    case 7: return ((f7)fn)(v[0], v[1], v[2], v[3], v[4], v[5], v[6]);
+    case 8: return ((f8)fn)(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+    default:
+        return ((f16)fn)(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13],
+                         v[14], v[15]);
+    }
+}
+
 /* call(changing arguments...) -> the function's int status */
 static PyObject *call_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     const call_t *C = (const call_t *)PyCapsule_GetPointer(self, CALL_CAPSULE);
@@ -216,24 +264,8 @@ static PyObject *call_call(PyObject *self, PyObject *const *args, Py_ssize_t nar
         if (as_u64(args[j], &v[C->slots[j]]) < 0) return NULL;
     }
     int rc;
-    void *fn = C->fn;
-    /* x86-64 and AArch64 pass integers and pointers of up to 64 bits in one register or one 8-byte stack slot
-     * each, so a function of n such arguments is called correctly through a prototype of n u64s; arities
-     * 9-15 go through the 16-argument prototype (the callee ignores the extra trailing arguments). */
     Py_BEGIN_ALLOW_THREADS
-    switch (C->nargs) {
-    case 1: rc = ((f1)fn)(v[0]); break;
-    case 2: rc = ((f2)fn)(v[0], v[1]); break;
-    case 3: rc = ((f3)fn)(v[0], v[1], v[2]); break;
-    case 4: rc = ((f4)fn)(v[0], v[1], v[2], v[3]); break;
-    case 5: rc = ((f5)fn)(v[0], v[1], v[2], v[3], v[4]); break;
-    case 6: rc = ((f6)fn)(v[0], v[1], v[2], v[3], v[4], v[5]); break;
-    case 7: rc = ((f7)fn)(v[0], v[1], v[2], v[3], v[4], v[5], v[6]); break;
-    case 8: rc = ((f8)fn)(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]); break;
-    default:
-        rc = ((f16)fn)(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13],
-                       v[14], v[15]);
-    }
+    rc = call_arity(C->fn, C->nargs, v);
     Py_END_ALLOW_THREADS
     return PyLong_FromLong(rc);
 }
@@ -263,6 +295,158 @@ fail:
     return NULL;
 }
 
+/* run(stream, a, b, out, workspace) -> 0 when every step ran; -1 when an address is not a multiple of its role's
+ * alignment (nothing launched: the caller runs the invoker instead); else (step index, status) of the first
+ * step that failed (the steps before it ran). */
+static PyObject *recipe_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    const recipe_t *R = (const recipe_t *)PyCapsule_GetPointer(self, RECIPE_CAPSULE);
+    if (!R) return NULL;
+    if (nargs != 5) {
+        PyErr_Format(PyExc_TypeError, "run takes a stream and 4 addresses (a, b, out, workspace): %zd given", nargs);
+        return NULL;
+    }
+    u64 stream, role[4];
+    if (as_u64(args[0], &stream) < 0) return NULL;
+    for (int r = 0; r < 4; r++) {
+        if (as_u64(args[1 + r], &role[r]) < 0) return NULL;
+        if (role[r] % R->align[r]) return PyLong_FromLong(-1);
+    }
+    int rc = 0, failed = -1;
+    Py_BEGIN_ALLOW_THREADS
+    u64 vals[MAX_PARAMS];
+    void *params[MAX_PARAMS];
+    for (int i = 0; i < R->nsteps && !rc; i++) {
+        const step_t *S = &R->steps[i];
+        memcpy(vals, S->vals, sizeof(u64) * (size_t)S->nparams);
+        for (int j = 0; j < S->nslots; j++) vals[S->slot_param[j]] = role[S->slot_role[j]] + S->slot_off[j];
+        if (S->kind == 1) {
+            for (int j = S->nparams; j < MAX_CALL_ARGS; j++) vals[j] = 0;
+            rc = call_arity(S->func, S->nparams, vals);
+        } else {
+            for (int j = 0; j < S->nparams; j++) params[j] = &vals[j];
+            rc = R->fn(S->func, S->dims[0], S->dims[1], S->dims[2], S->dims[3], S->dims[4], S->dims[5], S->smem,
+                       (void *)(uintptr_t)stream, params, NULL);
+        }
+        if (rc) failed = i;
+    }
+    Py_END_ALLOW_THREADS
+    if (!rc) return PyLong_FromLong(0);
+    return Py_BuildValue("(ii)", failed, rc);
+}
+
+static PyMethodDef recipe_def = {"run", (PyCFunction)(void (*)(void))recipe_call, METH_FASTCALL,
+                                 "run(stream, a, b, out, workspace) -> 0 | -1 (misaligned, nothing run) | "
+                                 "(step, status)"};
+
+/* One step (kind, func, grid, block, shared_mem, values, slots) into S; slots: (parameter, role, offset)s. */
+static int parse_step(PyObject *t, step_t *S, int i) {
+    PyObject *kind_o, *func_o, *grid, *block, *smem_o, *values, *slots;
+    if (!PyTuple_Check(t) || PyTuple_Size(t) != 7) {
+        PyErr_Format(PyExc_TypeError, "recipe step %d: expected (kind, func, grid, block, shared_mem, values, slots)", i);
+        return -1;
+    }
+    kind_o = PyTuple_GetItem(t, 0); func_o = PyTuple_GetItem(t, 1); grid = PyTuple_GetItem(t, 2);
+    block = PyTuple_GetItem(t, 3); smem_o = PyTuple_GetItem(t, 4); values = PyTuple_GetItem(t, 5);
+    slots = PyTuple_GetItem(t, 6);
+    u64 kind, func, smem, g[3], b[3];
+    int ng, nb;
+    if (as_u64(kind_o, &kind) < 0 || as_u64(func_o, &func) < 0 || as_u64(smem_o, &smem) < 0 ||
+        int_list(grid, g, &ng, 3, "grid") < 0 || int_list(block, b, &nb, 3, "block") < 0)
+        return -1;
+    if (kind > 1 || !func) {
+        PyErr_Format(PyExc_ValueError, "recipe step %d: kind must be 0 (launch) or 1 (call), func non-null", i);
+        return -1;
+    }
+    S->kind = (int)kind;
+    S->func = (void *)(uintptr_t)func;
+    S->smem = (unsigned)smem;
+    if (int_list(values, S->vals, &S->nparams, kind ? MAX_CALL_ARGS : MAX_PARAMS, "values") < 0) return -1;
+    if (kind == 1 && S->nparams < 1) {
+        PyErr_Format(PyExc_ValueError, "recipe step %d: a call takes at least one argument", i);
+        return -1;
+    }
+    if (kind == 0) {
+        if (ng != 3 || nb != 3) {
+            PyErr_SetString(PyExc_ValueError, "grid and block take 3 dimensions each");
+            return -1;
+        }
+        for (int k = 0; k < 3; k++) {
+            if (!g[k] || !b[k] || g[k] > 0xffffffffu || b[k] > 0xffffffffu) {
+                PyErr_SetString(PyExc_ValueError, "grid and block dimensions must be in 1..2^32-1");
+                return -1;
+            }
+            S->dims[k] = (unsigned)g[k];
+            S->dims[3 + k] = (unsigned)b[k];
+        }
+    }
+    PyObject *fast = PySequence_Tuple(slots);
+    if (!fast) return -1;
+    Py_ssize_t n = PyTuple_Size(fast);
+    if (n > S->nparams) {
+        PyErr_Format(PyExc_ValueError, "recipe step %d: %zd slots for %d parameters", i, n, S->nparams);
+        Py_DECREF(fast);
+        return -1;
+    }
+    for (Py_ssize_t j = 0; j < n; j++) {
+        u64 trip[3];
+        int k3;
+        if (int_list(PyTuple_GetItem(fast, j), trip, &k3, 3, "slot") < 0) { Py_DECREF(fast); return -1; }
+        if (k3 != 3 || trip[0] >= (u64)S->nparams || trip[1] > 3) {
+            PyErr_Format(PyExc_ValueError, "recipe step %d: a slot is (parameter < %d, role 0-3, offset)", i,
+                         S->nparams);
+            Py_DECREF(fast);
+            return -1;
+        }
+        S->slot_param[j] = (int)trip[0];
+        S->slot_role[j] = (int)trip[1];
+        S->slot_off[j] = trip[2];
+    }
+    S->nslots = (int)n;
+    Py_DECREF(fast);
+    return 0;
+}
+
+/* recipe(fn, steps, align) -> run */
+static PyObject *make_recipe(PyObject *mod, PyObject *args) {
+    (void)mod;
+    PyObject *fn_o, *steps, *align_o;
+    if (!PyArg_ParseTuple(args, "OOO:recipe", &fn_o, &steps, &align_o)) return NULL;
+    u64 fn, align[4];
+    int na;
+    if (as_u64(fn_o, &fn) < 0 || int_list(align_o, align, &na, 4, "align") < 0) return NULL;
+    if (!fn || na != 4) {
+        PyErr_SetString(PyExc_ValueError, "recipe: a null launch function, or align not 4 entries");
+        return NULL;
+    }
+    PyObject *fast = PySequence_Tuple(steps);
+    if (!fast) return NULL;
+    Py_ssize_t n = PyTuple_Size(fast);
+    if (n < 1 || n > MAX_STEPS) {
+        PyErr_Format(PyExc_ValueError, "recipe: %zd steps, expected 1 to %d", n, MAX_STEPS);
+        Py_DECREF(fast);
+        return NULL;
+    }
+    recipe_t *R = (recipe_t *)calloc(1, sizeof(recipe_t) + sizeof(step_t) * (size_t)n);
+    if (!R) { Py_DECREF(fast); return PyErr_NoMemory(); }
+    R->fn = (launch_fn)(uintptr_t)fn;
+    R->nsteps = (int)n;
+    for (int r = 0; r < 4; r++) {
+        if (!align[r]) {
+            PyErr_SetString(PyExc_ValueError, "recipe: an alignment of 0");
+            goto fail;
+        }
+        R->align[r] = align[r];
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (parse_step(PyTuple_GetItem(fast, i), &R->steps[i], (int)i) < 0) goto fail;
+    Py_DECREF(fast);
+    return bind_state(R, RECIPE_CAPSULE, free_capsule_recipe, &recipe_def);
+fail:
+    Py_DECREF(fast);
+    free(R);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"launcher", make_launcher, METH_VARARGS,
      "launcher(fn, func, grid, block, shared_mem, values, slots, maps) -> launch(stream, *map_addresses, *pointers)\n\n"
@@ -273,6 +457,13 @@ static PyMethodDef methods[] = {
      "caller(fn, values, slots) -> call(*changing)\n\n"
      "fn: the address of a C function of len(values) 64-bit integer or pointer arguments returning int;\n"
      "slots: the argument positions that each call passes, in order. The call returns the function's status."},
+    {"recipe", make_recipe, METH_VARARGS,
+     "recipe(fn, steps, align) -> run(stream, a, b, out, workspace)\n\n"
+     "fn: the address of cuLaunchKernel; steps: (kind, func, grid, block, shared_mem, values, slots) each, kind 0 a\n"
+     "kernel launch (func the CUfunction), 1 a library call (func a C function of len(values) 64-bit arguments);\n"
+     "slots: (parameter, role, byte offset) of each pointer written per call, role 0-3 the run's a, b, out,\n"
+     "workspace; align: what each role's address must be a multiple of. run returns 0, -1 (an address misaligned:\n"
+     "nothing ran) or (step, status) of the step that failed."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native",
@@ -283,7 +474,8 @@ PyMODINIT_FUNC PyInit__native(void) {
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     if (PyModule_AddIntConstant(m, "MAX_PARAMS", MAX_PARAMS) < 0 ||
-        PyModule_AddIntConstant(m, "MAX_CALL_ARGS", MAX_CALL_ARGS) < 0) {
+        PyModule_AddIntConstant(m, "MAX_CALL_ARGS", MAX_CALL_ARGS) < 0 ||
+        PyModule_AddIntConstant(m, "MAX_STEPS", MAX_STEPS) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -120,7 +120,8 @@ VARIABLES: tuple[EnvVar, ...] = (
            "background (default: use the built extension; if none is built, build it in a background process and "
            "use it once loaded), sync (build it at first use and wait), off (the Python path)", ""),
     EnvVar("MIOFIND_TORCH_HOST_US", "the host time, in microseconds, miofind.torch charges a solution its C++ path "
-           "cannot launch (cuDNN plans, cuBLASLt, FFT, Winograd: each call goes through Python) when it chooses a "
+           "cannot launch (cuDNN plans; GEMM, Winograd and FFT off the stream they were traced on: each call goes through "
+           "Python) when it chooses a "
            "problem's solution: a solution the C++ path launches is chosen over a faster one of those when its "
            "measured time is within this much (only where the C++ path is on)",
            "a number of microseconds >= 0 (default 30; 0: the fastest by measured time alone)", ""),

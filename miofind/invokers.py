@@ -13,7 +13,7 @@ import json
 import threading
 
 from .compile import compile_kernel
-from .launch import ptr
+from .launch import ptr, replay_failed, replayer
 from .problem import ProblemDescription
 from .registry import get_solver
 from .solver import ConvSolution
@@ -87,6 +87,10 @@ def call(invoker, problem: ProblemDescription, a, b, out, workspace, stream: int
 
 _CL = {"NHWC": True, "NDHWC": True}
 
+# whether a Prepared made from now on runs a solution of several launches or library calls as one native call
+# (``miofind.launch.replayer``) where it can; the benchmarks turn it off to time the step-by-step path beside it
+replay = True
+
 
 def _logical(shape: tuple[int, ...], layout: str) -> tuple[int, ...]:
     """A channels-last layout's shape as torch names it (N, C, *spatial); others unchanged."""
@@ -154,6 +158,11 @@ class Prepared:
         self.names = {"F": ("x", "w", "y"), "B": ("dy", "w", "dx"), "W": ("dy", "x", "dw")}[d]
         self._fused, self._has_bias = problem.fused, bool(problem.bias)
         self._out_torch = None                  # torch_output's two (shape, strides), made on first use
+        # per stream: (the invoker it replays, the native run or None, its steps' kinds); a Switching invoker's
+        # run is remade when it switches to its specialised build
+        self._replay = replay and not self._fused
+        self._sw = invoker if type(invoker).__name__ == "Switching" else None
+        self._runs: dict[int, tuple] = {}
 
     # -- pointers --------------------------------------------------------------------------------
     def _torch_info(self):
@@ -246,6 +255,28 @@ class Prepared:
                     self._ws[stream] = buf
         return buf.data.ptr
 
+    # -- the native replay ------------------------------------------------------------------------
+    def _replay_of(self, stream: int) -> tuple:
+        """(invoker, run, kinds) of ``stream``: the invoker now running and its native replay there (None where
+        it has none); made at the stream's first call, not while the stream captures a graph (a first trace
+        may plan library calls: the call then takes the invoker, and the next one tries again)."""
+        cur = self._sw.current if self._sw is not None else self.invoker
+        rec = self._runs.get(stream)
+        if rec is not None and rec[0] is cur:
+            return rec
+        import cupy
+
+        if cupy.cuda.runtime.streamIsCapturing(stream):
+            return (cur, None, None)
+        got = replayer(cur, bool(self.workspace_bytes), stream)
+        rec = (cur, *got) if got else (cur, None, None)
+        self._runs[stream] = rec
+        return rec
+
+    def replays(self, stream: int) -> bool:
+        """Whether a call on ``stream`` runs as one native call (``miofind.launch.replayer``)."""
+        return self._replay and self._replay_of(stream)[1] is not None
+
     # -- the call --------------------------------------------------------------------------------
     def _bias_ptr(self, bias) -> int:
         """The device pointer of a fused problem's bias: k elements of the data type, dense, on this
@@ -296,14 +327,31 @@ class Prepared:
         if bias is not None and not self._fused:
             raise ValueError(f"bias: {self.problem.key()} is not a fused problem; pass none (or prepare the "
                              "problem with bias=1)")
+        rec = None
+        if self._replay:
+            rec = self._runs.get(s)
+            if rec is None or (self._sw is not None and rec[0] is not self._sw.current):
+                rec = self._replay_of(s)
         if workspace is None and self.workspace_bytes:
             pw = self.workspace_for(s)
             # several threads may launch on one stream: the launches of one call carry data through
             # this stream's workspace, so another thread's launches must not come between them
             with self._stream_locks[s]:
+                if rec is not None and rec[1] is not None:
+                    r = rec[1](s, pa, pb, po, pw)
+                    if not r:
+                        return out
+                    if r != -1:
+                        replay_failed(r, rec[2])
                 self.invoker(pa, pb, po, pw, s, *extra)
             return out
         pw = 0 if workspace is None else _workspace_ptr(workspace, self.workspace_bytes, self.solver_id)
+        if rec is not None and rec[1] is not None:
+            r = rec[1](s, pa, pb, po, pw)
+            if not r:
+                return out
+            if r != -1:
+                replay_failed(r, rec[2])
         self.invoker(pa, pb, po, pw, s, *extra)
         return out
 

@@ -25,7 +25,7 @@ import numpy as np
 
 __all__ = ["PTR", "MAP", "Launch", "Launcher", "ptr", "cupy_stream", "native", "native_function", "cu_launch_kernel", "with_recipe", "A", "B",
            "trace", "trace_call", "mark_traceable", "NotTraceable", "TRACE_ALIGN",
-           "OUT", "WS"]
+           "OUT", "WS", "replayer"]
 
 _driver = None
 
@@ -364,6 +364,69 @@ def trace_call(func: int, values, ptr_params) -> bool:
         return False
     t.steps.append(("call", func, values, ptr_params))
     return True
+
+
+def _native_steps(invoker, workspace: bool, stream: int):
+    """(steps, align) of ``invoker`` as ``miofind._native.recipe`` takes them: its declared recipe (``with_recipe``)
+    where it has one without tensor maps, else its trace on ``stream`` where it is traceable; None otherwise."""
+    spec = getattr(invoker, "recipe", None)
+    if spec is not None:
+        steps, align, ws_needed = spec
+        if ws_needed and not workspace:
+            return None
+        out = []
+        for launch, roles, maps in steps:
+            if maps:
+                return None
+            values, slot_ids, _ = launch.packed()
+            if len(slot_ids) != len(roles):
+                return None
+            out.append((0, launch.function(), launch.grid, launch.block, launch.shared_mem, values,
+                        [(i, r, o) for i, (r, o) in zip(slot_ids, roles)]))
+        return out, list(align)
+    if not getattr(invoker, "traceable", False):
+        return None
+    out = []
+    for st in trace(invoker, workspace, stream):
+        if st[0] == "launch":
+            _, func, grid, block, smem, values, slots = st
+            out.append((0, func, grid, block, smem, values, slots))
+        else:
+            _, func, values, slots = st
+            out.append((1, func, (1, 1, 1), (1, 1, 1), 0, values, slots))
+    return out, [TRACE_ALIGN] * 4
+
+
+def replayer(invoker, workspace: bool, stream: int):
+    """(run, kinds): one native call that runs ``invoker``'s whole sequence of launches and library calls on
+    ``stream``, ``run(stream, a, b, out, workspace) -> 0 | -1 | (step, status)`` (``miofind._native.recipe``; -1: an
+    address misaligned for the recipe, nothing ran, call the invoker), and each step's kind (0 a launch, 1 a
+    library call) for ``replay_failed``; or None where the native extension is absent or
+    the invoker is neither a declared recipe without tensor maps nor traceable. A traced recipe's library calls
+    carry ``stream`` (and its cuBLASLt workspace), so the run serves that stream alone."""
+    nat = native()
+    if nat is None or not hasattr(nat, "recipe"):
+        return None
+    try:
+        got = _native_steps(invoker, workspace, stream)
+    except NotTraceable as e:
+        import logging
+        logging.getLogger(__name__).info("launch: an invoker is not replayed natively (%s)", e)
+        return None
+    if not got or len(got[0]) > nat.MAX_STEPS:
+        return None
+    steps, align = got
+    return nat.recipe(cu_launch_kernel(), steps, align), tuple(st[0] for st in steps)
+
+
+def replay_failed(result, kinds) -> None:
+    """Raise for a failed native replay: ``result`` is (step, status) of its first failed step (the steps before it
+    ran), ``kinds`` the steps' kinds (``replayer``): a launch's CUresult as CuPy's CUDADriverError."""
+    step, rc = result
+    if kinds[step] == 0:
+        _launch_failed(rc)
+    else:
+        raise RuntimeError(f"step {step} of a replayed solution, a library call, failed with status {rc}")
 
 
 class Launcher:

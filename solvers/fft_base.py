@@ -27,7 +27,8 @@ import functools
 import itertools
 from typing import NamedTuple
 
-from miofind.launch import PTR, Launch, cupy_stream
+from miofind import launch as _launch
+from miofind.launch import PTR, Launch, NotTraceable, cupy_stream, mark_traceable
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES, needs_int64
@@ -495,6 +496,8 @@ def _factory(p: ProblemDescription, geo: Geometry, kinfos):
             if not workspace:
                 raise ValueError(f"workspace of {geo.total_bytes} bytes required, got none")
             r2c, c2r, r2c_work, c2r_work, private, lock = states.get(stream) or state(stream)
+            if private and _launch._tracer is not None and _launch._tracer.mine():
+                raise NotTraceable("cuFFT's work area is a private buffer")
             base = workspace
             pa, po = base + off_a, base + off_o
             # a private work buffer is this stream's: threads sharing the stream take turns on it
@@ -514,6 +517,6 @@ def _factory(p: ProblemDescription, geo: Geometry, kinfos):
         invoker.plans = first[:2]
         # 0 unless cuFFT asked for more work area than the idle regions the workspace reserves
         invoker.private_work_bytes = sum(int(b.nbytes) for b in first[4])
-        return invoker
+        return mark_traceable(invoker)
 
     return factory

@@ -15,7 +15,7 @@ import ctypes
 import functools
 import threading
 
-from miofind import nvlib
+from miofind import launch, nvlib
 from miofind.launch import native, native_function
 
 CUFFT_R2C = 0x2A
@@ -139,6 +139,7 @@ class InPlacePlan:
         self.work_bytes = int(work.value)
         self._stream = None
         self._work = None
+        self._traced = False        # once traced, a replay may set stream and work area behind this object's back
         self._lock = threading.Lock()
         nat = native()
         fn = self.lib.cufftExecR2C if kind == CUFFT_R2C else self.lib.cufftExecC2R
@@ -146,9 +147,14 @@ class InPlacePlan:
         self._exec = nat.caller(native_function(fn), [self.handle, 0, 0], (1, 2)) if nat is not None else None
 
     def execute(self, data_ptr: int, work_ptr: int, stream_ptr: int) -> None:
-        """Transform in place at ``data_ptr`` on ``stream_ptr``, with the work area at ``work_ptr``."""
+        """Transform in place at ``data_ptr`` on ``stream_ptr``, with the work area at ``work_ptr``. Under
+        ``miofind.launch.trace`` it records its three calls (stream, work area, execute) instead."""
         lib = self.lib
+        if launch._tracer is not None and self._trace(data_ptr, work_ptr, stream_ptr):
+            return
         with self._lock:  # stream and work area are plan state: set and launch atomically
+            if self._traced:
+                self._stream = self._work = None
             if stream_ptr != self._stream:
                 _check("cufftSetStream", lib.cufftSetStream(self.handle, ctypes.c_void_p(stream_ptr)))
                 self._stream = stream_ptr
@@ -163,6 +169,19 @@ class InPlacePlan:
                 _check("cufftExecR2C", lib.cufftExecR2C(self.handle, ptr, ptr))
             else:
                 _check("cufftExecC2R", lib.cufftExecC2R(self.handle, ptr, ptr))
+
+    def _trace(self, data_ptr: int, work_ptr: int, stream_ptr: int) -> bool:
+        """Record this execute's calls in the trace running on this thread, if one does: the replay sets the stream
+        and the work area on every run (another path's call may have moved them), then transforms."""
+        lib, h = self.lib, self.handle
+        ex = lib.cufftExecR2C if self.kind == CUFFT_R2C else lib.cufftExecC2R
+        if not launch.trace_call(native_function(lib.cufftSetStream), [h, stream_ptr], []):
+            return False
+        self._traced = True
+        if self.work_bytes:
+            launch.trace_call(native_function(lib.cufftSetWorkArea), [h, work_ptr], [(1, work_ptr)])
+        launch.trace_call(native_function(ex), [h, data_ptr, data_ptr], [(1, data_ptr), (2, data_ptr)])
+        return True
 
     def __del__(self):
         h = getattr(self, "handle", None)

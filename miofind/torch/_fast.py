@@ -4,9 +4,10 @@ A planned convolution (``functional._Plan``) whose forward, backward-data and ba
 kernel launches (``launch.recipe``: implicit GEMM, the Hopper family with its tensor maps, depthwise, tiled
 direct) hands their packed launches to the extension, which then runs the forward and, as a C++ autograd node,
 the backward: no Python frame, no GIL hand-over to the autograd thread, per call. It encodes the Hopper kernels'
-tensor maps itself (``miofind.tma``'s specs, one map per pointer, kept). A traceable invoker (GEMM, Winograd: kernel
-launches and cuBLASLt matmuls, ``launch.trace``) is replayed the same way, its matmuls called through their function
-pointer, on the stream it was traced on. A direction it cannot launch itself (a cuDNN plan, cuFFT) calls back the
+tensor maps itself (``miofind.tma``'s specs, one map per pointer, kept). A traceable invoker (GEMM, Winograd, FFT:
+kernel launches and cuBLASLt matmuls or cuFFT calls, ``launch.trace``) is replayed the same way, its library calls
+made through their function pointers, on the stream it was traced on. A direction it cannot launch itself (a cuDNN
+plan) calls back the
 plan's Python path for that direction alone, so the answers are the Python path's.
 
 The extension is compiled against the installed PyTorch with the C++ compiler (``$CXX``, else ``c++``/``g++``)
@@ -37,7 +38,7 @@ NAME = "miofind_torch_fast"
 SOURCE = Path(__file__).with_name("_fast.cpp")
 
 use = True              # the C++ path's switch (``functional._fast_ok``): benchmarks time both paths in one process
-trace_recipes = True    # whether traceable invokers (GEMM, Winograd) get recipes: benchmarks time both in one process
+trace_recipes = True    # whether traceable invokers (GEMM, Winograd, FFT) get recipes: benchmarks time both in one process
 _lock = threading.Lock()
 _module = None          # the loaded extension, or False once it cannot be had in this process
 _building: threading.Thread | None = None

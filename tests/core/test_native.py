@@ -217,3 +217,133 @@ def test_python_path_when_turned_off(monkeypatch):
     monkeypatch.setattr(L, "_native", None)
     with pytest.raises(ValueError, match="MIOFIND_NATIVE"):
         L.native()
+
+
+# -- whole-solution replays (miofind._native.recipe) -------------------------------------------------------------
+
+CALL4_T = ctypes.CFUNCTYPE(ctypes.c_int, *[ctypes.c_uint64] * 4)
+
+
+def _solution(lib_addr):
+    """A traceable invoker of three launches and one library call between them (as an im2col GEMM or a Winograd
+    solution is): pointers at offsets into its workspace, a scalar that depends on nothing, a pointer that is none
+    of its arguments (a library's own buffer)."""
+    l1 = L.Launch(_FakeKernel, (4, 1, 1), (128, 1, 1), (L.PTR, np.int32(5), L.PTR))
+    l2 = L.Launch(_FakeKernel, (2, 3, 1), (64, 1, 1), (L.PTR, L.PTR, np.float32(0.5), L.PTR), shared_mem=512)
+    l3 = L.Launch(_FakeKernel, (1, 1, 1), (32, 1, 1), (L.PTR,))
+    own = 0x7000_0000
+
+    def invoker(a, b, out, ws, stream):
+        l1(stream, a, ws + 64)
+        if not L.trace_call(lib_addr, [11, ws + 64, b, stream], [(1, ws + 64), (2, b)]):
+            _LIB_CALLS.append((11, ws + 64, b, stream))
+        l2(stream, ws + 64, b + 32, out)
+        l3(stream, own)
+    return L.mark_traceable(invoker)
+
+
+_LIB_CALLS: list = []
+_CELLS = {128: 3, 64: 4, 32: 1}     # each of _solution's launches, told apart by its block: its parameter count
+
+
+class _CellRecorder:
+    """A fake cuLaunchKernel recording each launch's head and its parameters' 8-byte cells (the float32 one as
+    its bits)."""
+
+    def __init__(self):
+        self.calls, self.rc = [], 0
+
+        def fake(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+            cells = [ctypes.c_uint64.from_address(params[i]).value & (0xFFFFFFFF if (bx, i) == (64, 2) else ~0)
+                     for i in range(_CELLS[bx])]
+            self.calls.append(((f, gx, gy, gz, bx, by, bz, smem, stream or 0), cells))
+            return self.rc
+        self.fn = LAUNCH_T(fake)
+        self.addr = ctypes.cast(self.fn, ctypes.c_void_p).value
+
+
+@pytest.fixture
+def cells(monkeypatch):
+    rec = _CellRecorder()
+    monkeypatch.setattr(L, "_native", _native)
+    monkeypatch.setattr(L, "_cu_launch", rec.addr)
+    return rec
+
+
+@needs_native
+def test_native_replay_runs_what_the_invoker_runs(cells):
+    """A traced solution replayed by one native call passes the driver and the library exactly what the invoker's
+    own calls pass, on new pointers; a misaligned address runs nothing (-1)."""
+    replayed = []
+    lib = CALL4_T(lambda *a: replayed.append(a) or 0)
+    lib_addr = ctypes.cast(lib, ctypes.c_void_p).value
+    rec = cells
+    inv = _solution(lib_addr)
+    run, kinds = L.replayer(inv, True, 0x55)
+    assert kinds == (0, 1, 0, 0)
+    a, b, out, ws = 0x1_0000_0000, 0x2_0000_0100, 0x3_0000_0000, 0x4_0000_0000
+    _LIB_CALLS.clear()
+    inv(a, b, out, ws, 0x55)
+    direct = list(rec.calls)
+    rec.calls.clear()
+    assert run(0x55, a, b, out, ws) == 0
+    assert rec.calls == direct
+    # the cells each launch's parameters hold: pointers plus offsets, scalars as packed
+    heads = [h for h, _ in rec.calls]
+    assert heads[0][:8] == (0xF00D, 4, 1, 1, 128, 1, 1, 0) and heads[1][7] == 512
+    got = [v for _, v in rec.calls]
+    assert got[0] == [a, 5, ws + 64]
+    assert got[1] == [ws + 64, b + 32, int.from_bytes(np.float32(0.5).tobytes(), "little"), out]
+    assert got[2][0] == 0x7000_0000
+    assert replayed == [(11, ws + 64, b, 0x55)] and _LIB_CALLS == [(11, ws + 64, b, 0x55)]
+    # -1 for an address off the trace's alignment: nothing launched, nothing called
+    rec.calls.clear()
+    assert run(0x55, a + 4, b, out, ws) == -1 and not rec.calls and len(replayed) == 1
+
+
+@needs_native
+def test_native_replay_reports_the_failed_step(cells, monkeypatch):
+    lib = CALL4_T(lambda *a: 13)
+    rec = cells
+    run, kinds = L.replayer(_solution(ctypes.cast(lib, ctypes.c_void_p).value), True, 0)
+    assert run(0, 0, 0, 0, 0) == (1, 13) and len(rec.calls) == 1      # the launch before it ran, none after
+    with pytest.raises(RuntimeError, match="step 1 .*library call.*13"):
+        L.replay_failed((1, 13), kinds)
+    failed = []
+    monkeypatch.setattr(L, "_launch_failed", failed.append)
+    rec.rc = 700
+    assert run(0, 0, 0, 0, 0) == (0, 700)
+    L.replay_failed((0, 700), kinds)
+    assert failed == [700]
+
+
+@needs_native
+def test_native_replay_of_a_declared_recipe_and_refusals(paths):
+    rec = paths("native", (L.PTR, L.PTR, L.PTR))
+    lk = L.Launch(_FakeKernel, (1, 1, 1), (32, 1, 1), (L.PTR, np.int32(3), L.PTR, L.PTR))
+
+    def invoker(a, b, out, ws, stream):
+        lk(stream, a, b + 8, out)
+    L.with_recipe(invoker, [(lk, ((L.A, 0), (L.B, 8), (L.OUT, 0)))], (16, 16, 16, 1))
+    run, kinds = L.replayer(invoker, False, 0)
+    assert kinds == (0,)
+    assert run(3, 0x100, 0x200, 0x300, 0) == 0
+    assert rec.calls[-1][1] == [0x100, 3, 0x208]
+    assert run(3, 0x108, 0x200, 0x300, 0) == -1
+    # not replayable: a plain invoker, a recipe needing a workspace it is not given, too few arguments
+    assert L.replayer(lambda *a: None, False, 0) is None
+    L.with_recipe(invoker, [(lk, ((L.A, 0), (L.B, 8), (L.OUT, 0)))], (1, 1, 1, 1), workspace=True)
+    assert L.replayer(invoker, False, 0) is None
+    with pytest.raises(TypeError, match="4 addresses"):
+        run(0, 1, 2)
+    with pytest.raises(ValueError, match="steps"):
+        _native.recipe(rec.addr, [], (1, 1, 1, 1))
+    with pytest.raises(ValueError, match="slot"):
+        _native.recipe(rec.addr, [(0, 1, (1, 1, 1), (1, 1, 1), 0, [0], [(0, 4, 0)])], (1, 1, 1, 1))
+    with pytest.raises(ValueError, match="alignment"):
+        _native.recipe(rec.addr, [(0, 1, (1, 1, 1), (1, 1, 1), 0, [0], [])], (1, 0, 1, 1))
+
+
+def test_no_replay_without_the_extension(monkeypatch):
+    monkeypatch.setattr(L, "_native", False)
+    assert L.replayer(L.mark_traceable(lambda *a: None), False, 0) is None

@@ -158,3 +158,62 @@ def test_square_channels_last_tensors_are_told_from_contiguous_ones():
     pr(x.permute(0, 2, 3, 1).contiguous(), w.permute(0, 2, 3, 1).contiguous(), yd)
     torch.cuda.synchronize()
     assert _rel(yd.permute(0, 3, 1, 2), ref) < 1e-5
+
+
+# the families whose every solution runs as one native call (launch.replayer): declared recipes without tensor maps
+# and traced invokers (their cuBLASLt matmuls and cuFFT calls included); the naive solvers and cuDNN's plans do not
+REPLAYED = {"gemm", "winograd", "fft", "implicit_gemm", "depthwise"}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("p,sid", CASES)
+def test_replayed_call_equals_the_step_by_step_call(p, sid):
+    """A prepared call replayed as one native call (``Prepared.replays``) writes what the invoker's own
+    step-by-step launches write, bit for bit, on fresh inputs and poisoned outputs, on the current and a side
+    stream; its output matches the float64 reference; an address off the recipe's alignment takes the invoker."""
+    torch = pytest.importorskip("torch")
+    from miofind import find_solutions, launch
+    from miofind.invokers import Prepared
+    from miofind.registry import get_solver
+
+    if launch.native() is None:
+        pytest.skip("miofind._native is not built: nothing is replayed")
+    (sol,) = [s for s in find_solutions(p, mode="benchmark", solvers=[sid], store=False) if s.solver_id == sid]
+    pr = sol.prepare()
+    fam = get_solver(sid).family
+    s0 = torch.cuda.current_stream().cuda_stream
+    step = Prepared(pr.problem, pr.solver_id, pr.config, pr.invoker, pr.workspace_bytes)
+    step._replay = False
+    a, b, out = _torch_io(p, torch, 11)
+    out2 = out.clone()
+    pr(a, b, out)
+    replays = pr.replays(s0)
+    expect = (fam in REPLAYED or sid == "ConvDirectTiledFwd") and not getattr(pr.invoker, "private_work_bytes", 0)
+    assert replays == expect, (fam, replays)
+    step(a, b, out2)
+    torch.cuda.synchronize()
+    tol = 5e-3 if sid.startswith(("ConvWinograd", "ConvFFT", "ConvCudnn")) else 1e-4
+    assert torch.isfinite(out).all() and _rel(out, _reference(p, a, b, torch)) < tol
+    assert torch.equal(out, out2), f"replayed and step-by-step differ: {_rel(out, out2.double())}"
+    # a side stream: its own replay (a traced one's library calls carry their stream)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    out3 = torch.full_like(out, float("nan"))
+    with torch.cuda.stream(side):
+        pr(a, b, out3)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    assert pr.replays(side.cuda_stream) == expect and torch.equal(out3, out2)
+    # inputs 4 bytes off a 256-byte boundary: the replay refuses (-1) and the invoker runs (or raises its own error)
+    if replays:
+        buf = torch.empty(a.numel() + 64, device="cuda")
+        a_off = buf[1:1 + a.numel()].view(a.shape)
+        a_off.copy_(a)
+        out4 = torch.full_like(out, float("nan"))
+        try:
+            pr(a_off, b, out4)
+        except Exception as e:      # noqa: BLE001  a vectorised kernel's own alignment check
+            assert "align" in str(e).lower(), e
+        else:
+            torch.cuda.synchronize()
+            assert _rel(out4, _reference(p, a, b, torch)) < tol
