@@ -270,13 +270,17 @@ def run_config(name: str, config: str, args) -> dict:
         # miofind once more without the traced recipes (GEMM, Winograd through Python: miofind.torch._fast.trace_recipes),
         # its problems chosen again (miofind.torch.clear, then warm-up steps) whenever the setting flips
         sides["miofind-notrace"] = sides["miofind"]
+    if args.capture_ab:
+        # miofind once more with each cuBLASLt matmul of a traced recipe replayed as a library call rather than as
+        # its kernels read from a graph capture (miofind.cublas.capture_kernels), chosen again whenever it flips
+        sides["miofind-ltcall"] = sides["miofind"]
     if args.host_ab:
         # miofind once more choosing by measured GPU time alone (MIOFIND_TORCH_HOST_US=0): the same model, its
         # problems chosen again (miofind.torch.clear, then warm-up steps) whenever the setting flips
         sides["miofind-gpu"] = sides["miofind"]
     from launch_paths import set_path
     import miofind.torch as mt
-    from miofind import tiered
+    from miofind import cublas, tiered
     from miofind.torch import _fast
     rounds = {b: [] for b in sides}
     host_us = os.environ.get("MIOFIND_TORCH_HOST_US")
@@ -315,6 +319,10 @@ def run_config(name: str, config: str, args) -> dict:
                 _fast.trace_recipes = backend != "miofind-notrace"
                 warm = max(warm, 4)
                 rechoose(step)
+            if args.capture_ab and backend != "cudnn" and cublas.capture_kernels != (backend != "miofind-ltcall"):
+                cublas.capture_kernels = backend != "miofind-ltcall"
+                warm = max(warm, 4)
+                rechoose(step)
             rounds[backend].append(median_ms(step, xs, ys, warm, args.iters))
             if args.trace_ab and backend != "cudnn":
                 row.setdefault(f"{backend}_cpp_plans", []).append(_cpp_plans())
@@ -322,13 +330,14 @@ def run_config(name: str, config: str, args) -> dict:
                 row.setdefault(f"{backend}_host_aware_picks", []).append(mt.stats()["host_aware"])
     _fast.use = True
     _fast.trace_recipes = True
+    cublas.capture_kernels = True
     if path != "native":
         set_path("native")
     for backend, (model, step) in sides.items():
         torch.backends.cudnn.benchmark = backend == "cudnn"
         row[f"{backend}_ms"] = statistics.median(rounds[backend])
         row[f"{backend}_rounds_ms"] = rounds[backend]
-        if args.profile and backend not in ("miofind-python", "miofind-py"):
+        if args.profile and backend not in ("miofind-python", "miofind-py", "miofind-ltcall"):
             row[f"{backend}_profile"] = profile(model, train, amp, xs, ys, cprofile=backend == "miofind")
     del sides, model, step
     torch.cuda.empty_cache()
@@ -339,6 +348,8 @@ def run_config(name: str, config: str, args) -> dict:
         row["speedup_gpu_choice"] = row["cudnn_ms"] / row["miofind-gpu_ms"]
     if "miofind-notrace_ms" in row:
         row["speedup_no_trace"] = row["cudnn_ms"] / row["miofind-notrace_ms"]
+    if "miofind-ltcall_ms" in row:
+        row["speedup_lt_call"] = row["cudnn_ms"] / row["miofind-ltcall_ms"]
     if "miofind-py_ms" in row:
         row["speedup_cpp_off"] = row["cudnn_ms"] / row["miofind-py_ms"]
         row["cpp_status"] = _fast.status()
@@ -410,6 +421,12 @@ def markdown(rows, meta) -> str:
                      ("traced", "not traced"), ("traced", "not traced"), ("traced", "not traced"),
                      ("forward plans in C++ (traced / not)",
                       lambda r: " / ".join("{}/{}".format(*r[f"{b}_cpp_plans"][-1]) for b in ("miofind", "miofind-notrace"))))
+    out += _ab_table(rows, "miofind-ltcall", "speedup_lt_call",
+                     "miofind.torch with each cuBLASLt matmul of a traced recipe replayed as the kernels read from a "
+                     "graph capture of it (`miofind.capture`) against as a `cublasLtMatmul` call "
+                     "(`miofind.cublas.capture_kernels` off), the same model, its problems chosen again whenever the "
+                     "setting flips, timed in the same alternating rounds as cuDNN:",
+                     ("captured kernels", "cuBLASLt calls"), ("kernels", "calls"), ("kernels", "calls"))
     return "\n".join(out) + "\n"
 
 
@@ -453,6 +470,9 @@ def main(argv=None) -> int:
     ap.add_argument("--trace-ab", action="store_true",
                     help="also time miofind without the traced recipes (GEMM and Winograd through Python, "
                          "miofind.torch._fast.trace_recipes off) in the same rounds: their effect")
+    ap.add_argument("--capture-ab", action="store_true",
+                    help="also time miofind with each traced cuBLASLt matmul replayed as a library call, not as its "
+                         "captured kernels (miofind.cublas.capture_kernels off), in the same rounds: their effect")
     ap.add_argument("--python-path", action="store_true",
                     help="also time miofind with its launches through ctypes and CuPy (MIOFIND_NATIVE=0), in the "
                          "same alternating rounds: the native launcher's effect")

@@ -195,7 +195,10 @@ def tiny(calls: int, paths=("native",), rounds: int = 1) -> dict:
     w = torch.randn(p.w_shape, device="cuda")
     y = torch.empty(p.y_shape, device="cuda")
     cx, cw, cy = cupy.asarray(x), cupy.asarray(w), cupy.asarray(y)
+    # every solution timed fully: one clearly losing on this tiny problem is still a row here (not cut)
+    os.environ["MIOFIND_CUT_FACTOR"] = "0"
     res = miofind.find_solutions(p, mode="benchmark", store=False)
+    del os.environ["MIOFIND_CUT_FACTOR"]
     from miofind import tiered
     tiered.wait(300)        # the specialised builds, compiled in the background, are what runs from now on
     by = {s.solver_id: s for s in res}
@@ -363,7 +366,8 @@ def main():
                     help="ResNet-50 comparisons to run, dtype:layout comma-separated")
     ap.add_argument("--paths", default="native,stepwise,python",
                     help="launch paths of the tiny problem, comma-separated: native (miofind._native, a solution of "
-                         "several calls replayed as one native call), stepwise (miofind._native, each call its own), "
+                         "several calls replayed as one native call, cuBLASLt matmuls as their captured kernels), "
+                         "replay-calls (the same, each matmul a cuBLASLt call), stepwise (miofind._native, each call its own), "
                          "python (ctypes and CuPy); the first one runs the rest of the benchmark")
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of the paths (median reported)")
     a = ap.parse_args()
@@ -380,7 +384,8 @@ def main():
     lines = ["# Host time of the run path (H100)", "",
              f"Tiny problem `{t['problem']}`, host µs per call, median over {a.rounds} alternating round(s) of the "
              f"launch paths {', '.join(paths)} in one process (native: `miofind._native`, a prepared solution replayed as "
-             "one native call; stepwise: `miofind._native`, each launch or library call its own call; python: ctypes and "
+             "one native call, cuBLASLt's matmuls as their captured kernels; replay-calls: the same with each matmul a "
+             "cuBLASLt call; stepwise: `miofind._native`, each launch or library call its own call; python: ctypes and "
              "CuPy)."]
     for path in paths:
         r0 = t[path]

@@ -1,6 +1,7 @@
 """Switch the launch path of the benchmarks in one process, so that each is timed in alternating rounds on one host:
 ``native`` (the extension ``miofind._native``, a prepared solution of several launches or library calls replayed as
-one native call), ``stepwise`` (the extension, each launch and library call its own native call from the invoker's
+one native call, cuBLASLt's matmuls as the kernels read from a graph capture of them, ``miofind.capture``),
+``replay-calls`` (the same replay with each cuBLASLt matmul a call of the library), ``stepwise`` (the extension, each launch and library call its own native call from the invoker's
 Python) or ``python`` (ctypes and CuPy, ``MIOFIND_NATIVE=0``)."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
-PATHS = ("native", "stepwise", "python")
+PATHS = ("native", "replay-calls", "stepwise", "python")
 
 
 def set_path(path: str) -> None:
@@ -18,10 +19,11 @@ def set_path(path: str) -> None:
     if path not in PATHS:
         raise SystemExit(f"launch path {path!r}: expected one of {', '.join(PATHS)}")
     import miofind
-    from miofind import invokers, launch, tiered
+    from miofind import cublas, invokers, launch, tiered
 
     os.environ["MIOFIND_NATIVE"] = "0" if path == "python" else "1"
-    invokers.replay = path == "native"
+    invokers.replay = path in ("native", "replay-calls")
+    cublas.capture_kernels = path == "native"
     launch._native = None
     miofind.clear_caches()
     # the specialised invokers that replaced generic ones during a find are kept apart from the invoker

@@ -49,16 +49,20 @@ typedef struct {
     int slots[MAX_CALL_ARGS];
 } call_t;
 
+#define MAX_CELLS 512             /* a kind-2 step's parameter buffer in 8-byte cells: 4 KiB */
+
 typedef struct {
-    int kind;                    /* 0 a kernel launch, 1 a library call (func a C function of nparams u64s) */
+    int kind;                    /* 0 a kernel launch, 1 a library call (func a C function of nparams u64s), 2 a
+                                    kernel launch whose parameters are one buffer of nbytes (a library's kernel) */
     void *func;
     unsigned dims[6];
     unsigned smem;
-    int nparams, nslots;
-    u64 vals[MAX_PARAMS];
-    int slot_param[MAX_PARAMS];
-    int slot_role[MAX_PARAMS];   /* 0 a, 1 b, 2 out, 3 workspace */
-    u64 slot_off[MAX_PARAMS];    /* byte offset added to the role's address */
+    int nparams, nslots;         /* parameters (kind 0, 1) or buffer cells (kind 2) */
+    size_t nbytes;
+    u64 vals[MAX_CELLS];
+    int slot_param[MAX_CELLS];
+    int slot_role[MAX_CELLS];    /* 0 a, 1 b, 2 out, 3 workspace */
+    u64 slot_off[MAX_CELLS];     /* byte offset added to the role's address */
 } step_t;
 
 typedef struct {
@@ -313,7 +317,7 @@ static PyObject *recipe_call(PyObject *self, PyObject *const *args, Py_ssize_t n
     }
     int rc = 0, failed = -1;
     Py_BEGIN_ALLOW_THREADS
-    u64 vals[MAX_PARAMS];
+    u64 vals[MAX_CELLS] __attribute__((aligned(64)));
     void *params[MAX_PARAMS];
     for (int i = 0; i < R->nsteps && !rc; i++) {
         const step_t *S = &R->steps[i];
@@ -322,6 +326,12 @@ static PyObject *recipe_call(PyObject *self, PyObject *const *args, Py_ssize_t n
         if (S->kind == 1) {
             for (int j = S->nparams; j < MAX_CALL_ARGS; j++) vals[j] = 0;
             rc = call_arity(S->func, S->nparams, vals);
+        } else if (S->kind == 2) {
+            size_t nb = S->nbytes;
+            /* CU_LAUNCH_PARAM_BUFFER_POINTER, the buffer, CU_LAUNCH_PARAM_BUFFER_SIZE, its size, CU_LAUNCH_PARAM_END */
+            void *extra[5] = {(void *)1, vals, (void *)2, &nb, (void *)0};
+            rc = R->fn(S->func, S->dims[0], S->dims[1], S->dims[2], S->dims[3], S->dims[4], S->dims[5], S->smem,
+                       (void *)(uintptr_t)stream, NULL, extra);
         } else {
             for (int j = 0; j < S->nparams; j++) params[j] = &vals[j];
             rc = R->fn(S->func, S->dims[0], S->dims[1], S->dims[2], S->dims[3], S->dims[4], S->dims[5], S->smem,
@@ -338,11 +348,14 @@ static PyMethodDef recipe_def = {"run", (PyCFunction)(void (*)(void))recipe_call
                                  "run(stream, a, b, out, workspace) -> 0 | -1 (misaligned, nothing run) | "
                                  "(step, status)"};
 
-/* One step (kind, func, grid, block, shared_mem, values, slots) into S; slots: (parameter, role, offset)s. */
+/* One step (kind, func, grid, block, shared_mem, values, slots[, nbytes]) into S; slots: (parameter, role,
+ * offset)s; nbytes: a kind-2 step's buffer size (its values are the buffer's 8-byte cells). */
 static int parse_step(PyObject *t, step_t *S, int i) {
     PyObject *kind_o, *func_o, *grid, *block, *smem_o, *values, *slots;
-    if (!PyTuple_Check(t) || PyTuple_Size(t) != 7) {
-        PyErr_Format(PyExc_TypeError, "recipe step %d: expected (kind, func, grid, block, shared_mem, values, slots)", i);
+    Py_ssize_t tn = PyTuple_Check(t) ? PyTuple_Size(t) : -1;
+    if (tn != 7 && tn != 8) {
+        PyErr_Format(PyExc_TypeError, "recipe step %d: expected (kind, func, grid, block, shared_mem, values, slots"
+                     "[, nbytes])", i);
         return -1;
     }
     kind_o = PyTuple_GetItem(t, 0); func_o = PyTuple_GetItem(t, 1); grid = PyTuple_GetItem(t, 2);
@@ -353,19 +366,34 @@ static int parse_step(PyObject *t, step_t *S, int i) {
     if (as_u64(kind_o, &kind) < 0 || as_u64(func_o, &func) < 0 || as_u64(smem_o, &smem) < 0 ||
         int_list(grid, g, &ng, 3, "grid") < 0 || int_list(block, b, &nb, 3, "block") < 0)
         return -1;
-    if (kind > 1 || !func) {
-        PyErr_Format(PyExc_ValueError, "recipe step %d: kind must be 0 (launch) or 1 (call), func non-null", i);
+    if (kind > 2 || !func) {
+        PyErr_Format(PyExc_ValueError, "recipe step %d: kind must be 0 (launch), 1 (call) or 2 (buffer launch), "
+                     "func non-null", i);
         return -1;
     }
     S->kind = (int)kind;
     S->func = (void *)(uintptr_t)func;
     S->smem = (unsigned)smem;
-    if (int_list(values, S->vals, &S->nparams, kind ? MAX_CALL_ARGS : MAX_PARAMS, "values") < 0) return -1;
+    int cap = kind == 1 ? MAX_CALL_ARGS : kind == 2 ? MAX_CELLS : MAX_PARAMS;
+    if (int_list(values, S->vals, &S->nparams, cap, "values") < 0) return -1;
+    if (kind == 2) {
+        u64 nbytes = 0;
+        if (tn != 8 || as_u64(PyTuple_GetItem(t, 7), &nbytes) < 0) {
+            if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "recipe step %d: a buffer launch takes nbytes", i);
+            return -1;
+        }
+        if (nbytes > 8 * (u64)S->nparams || nbytes + 8 <= 8 * (u64)S->nparams) {
+            PyErr_Format(PyExc_ValueError, "recipe step %d: %llu bytes in %d cells", i, (unsigned long long)nbytes,
+                         S->nparams);
+            return -1;
+        }
+        S->nbytes = (size_t)nbytes;
+    }
     if (kind == 1 && S->nparams < 1) {
         PyErr_Format(PyExc_ValueError, "recipe step %d: a call takes at least one argument", i);
         return -1;
     }
-    if (kind == 0) {
+    if (kind != 1) {
         if (ng != 3 || nb != 3) {
             PyErr_SetString(PyExc_ValueError, "grid and block take 3 dimensions each");
             return -1;
@@ -473,7 +501,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native",
 PyMODINIT_FUNC PyInit__native(void) {
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
-    if (PyModule_AddIntConstant(m, "MAX_PARAMS", MAX_PARAMS) < 0 ||
+    if (PyModule_AddIntConstant(m, "MAX_PARAMS", MAX_PARAMS) < 0 || PyModule_AddIntConstant(m, "MAX_CELLS", MAX_CELLS) < 0 ||
         PyModule_AddIntConstant(m, "MAX_CALL_ARGS", MAX_CALL_ARGS) < 0 ||
         PyModule_AddIntConstant(m, "MAX_STEPS", MAX_STEPS) < 0) {
         Py_DECREF(m);

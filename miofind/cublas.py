@@ -17,11 +17,18 @@ allocates. Only the calls miofind makes are bound.
 from __future__ import annotations
 
 import ctypes
+import logging
 import threading
 
 from . import nvlib
 from . import launch
 from .launch import native, native_function
+
+log = logging.getLogger(__name__)
+
+# whether a traced matmul records its kernel launches (``miofind.capture``) rather than the cuBLASLt call itself;
+# the benchmarks turn it off to time both
+capture_kernels = True
 
 _lib = None
 _lt = None
@@ -342,8 +349,10 @@ class LtGemm:
         if t is not None and t.mine():      # a recipe's trace (``miofind.launch.trace``): the call recorded, not made
             if blk is None:
                 raise launch.NotTraceable("a GEMM without a cuBLASLt plan (the classic cuBLAS call)")
-            launch.trace_call(native_function(self.lib.cublasLtMatmul), [v.value or 0 for v in blk[0]],
-                              ((3, a), (5, b), (8, c), (10, c)))
+            values = [v.value or 0 for v in blk[0]]
+            if capture_kernels and self._trace_kernels(values, a, b, c):
+                return
+            launch.trace_call(native_function(self.lib.cublasLtMatmul), values, ((3, a), (5, b), (8, c), (10, c)))
             return
         if blk is None:
             return self._classic(stream, a, b, c)
@@ -357,6 +366,31 @@ class LtGemm:
                 st = self.lib.cublasLtMatmul(*block)
         if st:
             raise RuntimeError(f"cublasLtMatmul failed with cuBLAS status {st}")
+
+    def _trace_kernels(self, values: list, a: int, b: int, c: int) -> bool:
+        """Record the matmul's kernel launches in the running trace (``miofind.capture``: read from a graph capture
+        of this call on the traced pointers, with this call's plan and workspace), so that a replay launches them
+        without cuBLASLt's host work; False (nothing recorded) where they cannot be replayed."""
+        from . import capture
+
+        lib = self.lib
+
+        def issue(stream: int, ptrs: tuple) -> None:
+            v = list(values)
+            v[3], v[5], v[8], v[10], v[15] = ptrs[0], ptrs[1], ptrs[2], ptrs[2], stream
+            args = [ctypes.c_void_p(x) for x in v]
+            args[14] = ctypes.c_size_t(v[14])
+            st = lib.cublasLtMatmul(*args)
+            if st:
+                raise launch.NotTraceable(f"cublasLtMatmul under capture: cuBLAS status {st}")
+        try:
+            steps = capture.launches(issue, (a, b, c), self.dev)
+        except launch.NotTraceable as e:
+            log.info("cuBLASLt matmul %s: its kernels are not replayed (%s); the call is", self.shape, e)
+            return False
+        for st in steps:
+            launch.trace_raw(*st)
+        return True
 
     def _classic(self, stream: int, a: int, b: int, c: int) -> None:
         ta, tb, m, n, k, ab, lda, sa, ldb, sb, ct, ldc, sc, batch, compute = self.shape

@@ -25,7 +25,7 @@ import numpy as np
 
 __all__ = ["PTR", "MAP", "Launch", "Launcher", "ptr", "cupy_stream", "native", "native_function", "cu_launch_kernel", "with_recipe", "A", "B",
            "trace", "trace_call", "mark_traceable", "NotTraceable", "TRACE_ALIGN",
-           "OUT", "WS", "replayer"]
+           "OUT", "WS", "replayer", "replay_failed", "role_of", "trace_raw"]
 
 _driver = None
 
@@ -281,7 +281,7 @@ def _stand_in(role: int) -> int:
     return (_ROLE_TAG + role) << _ROLE_SHIFT
 
 
-def _role_of(p: int):
+def role_of(p: int):
     """(role, offset) of a traced pointer, or None for a pointer that is none of the invoker's arguments."""
     r = (p >> _ROLE_SHIFT) - _ROLE_TAG
     return (r, p & ((1 << _ROLE_SHIFT) - 1)) if 0 <= r < 4 else None
@@ -313,9 +313,11 @@ def mark_traceable(invoker):
 
 def trace(invoker, workspace: bool, stream: int) -> list[tuple]:
     """The calls of traceable ``invoker`` on ``stream``, nothing launched: a list of ``("launch", func, grid, block,
-    shared_mem, values, slots)`` and ``("call", func, values, slots)`` (a C function of 64-bit arguments, returning 0
-    on success), each ``slots`` a list of (parameter index, role, byte offset) for the pointers the replay writes
-    (pointers that are none of the invoker's arguments stay in ``values``). NotTraceable where it cannot be replayed."""
+    shared_mem, values, slots)``, ``("call", func, values, slots)`` (a C function of 64-bit arguments, returning 0
+    on success) and ``("raw", func, grid, block, shared_mem, nbytes, cells, slots)`` (a library's kernel launch, its
+    parameters one buffer: ``trace_raw``), each ``slots`` a list of (parameter or cell index, role, byte offset) for
+    the pointers the replay writes (pointers that are none of the invoker's arguments stay in ``values``).
+    NotTraceable where it cannot be replayed."""
     global _tracer
     with _trace_lock:
         t = _Tracer()
@@ -335,6 +337,8 @@ def trace(invoker, workspace: bool, stream: int) -> list[tuple]:
                 raise NotTraceable("a launch given the wrong number of pointers")
             slots = _slots(values, zip(slot_ids, pointers))
             out.append(("launch", launch.function(), launch.grid, launch.block, launch.shared_mem, values, slots))
+        elif step[0] == "raw":
+            out.append(step)
         else:
             _, func, values, ptr_params = step
             values = list(values)
@@ -347,12 +351,20 @@ def _slots(values: list, ptr_params) -> list[tuple]:
     invoker's arguments; a pointer that is none of them is written into ``values`` as it is."""
     slots = []
     for i, p in ptr_params:
-        ro = _role_of(int(p))
+        ro = role_of(int(p))
         if ro is None:
             values[i] = int(p)
         else:
             slots.append((i, *ro))
     return slots
+
+
+def trace_raw(func: int, grid, block, shared_mem: int, nbytes: int, cells, slots) -> None:
+    """For a library's kernel launch read during ``trace`` on this thread (``miofind.capture.launches``): record it,
+    its parameters one buffer of ``nbytes`` bytes as 8-byte ``cells``, ``slots`` (cell, role, offset) of the
+    invoker's addresses in it."""
+    _tracer.steps.append(("raw", func, tuple(grid), tuple(block), int(shared_mem), int(nbytes), list(cells),
+                          list(slots)))
 
 
 def trace_call(func: int, values, ptr_params) -> bool:
@@ -391,6 +403,9 @@ def _native_steps(invoker, workspace: bool, stream: int):
         if st[0] == "launch":
             _, func, grid, block, smem, values, slots = st
             out.append((0, func, grid, block, smem, values, slots))
+        elif st[0] == "raw":
+            _, func, grid, block, smem, nbytes, cells, slots = st
+            out.append((2, func, grid, block, smem, cells, slots, nbytes))
         else:
             _, func, values, slots = st
             out.append((1, func, (1, 1, 1), (1, 1, 1), 0, values, slots))
@@ -401,7 +416,7 @@ def replayer(invoker, workspace: bool, stream: int):
     """(run, kinds): one native call that runs ``invoker``'s whole sequence of launches and library calls on
     ``stream``, ``run(stream, a, b, out, workspace) -> 0 | -1 | (step, status)`` (``miofind._native.recipe``; -1: an
     address misaligned for the recipe, nothing ran, call the invoker), and each step's kind (0 a launch, 1 a
-    library call) for ``replay_failed``; or None where the native extension is absent or
+    library call, 2 a library's kernel launched from its parameter buffer) for ``replay_failed``; or None where the native extension is absent or
     the invoker is neither a declared recipe without tensor maps nor traceable. A traced recipe's library calls
     carry ``stream`` (and its cuBLASLt workspace), so the run serves that stream alone."""
     nat = native()
@@ -423,7 +438,7 @@ def replay_failed(result, kinds) -> None:
     """Raise for a failed native replay: ``result`` is (step, status) of its first failed step (the steps before it
     ran), ``kinds`` the steps' kinds (``replayer``): a launch's CUresult as CuPy's CUDADriverError."""
     step, rc = result
-    if kinds[step] == 0:
+    if kinds[step] != 1:
         _launch_failed(rc)
     else:
         raise RuntimeError(f"step {step} of a replayed solution, a library call, failed with status {rc}")

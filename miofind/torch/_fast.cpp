@@ -55,6 +55,7 @@ static encode_im2col_fn g_encode_im2col = nullptr;
 static const int MAX_PARAMS = 128;
 static const int MAX_MAPS = 16;                 // tensor maps of one direction's launches (_fast.py's MAX_MAPS)
 static const int MAX_CALL_ARGS = 16;            // a library call's arguments (_fast.py's MAX_CALL_ARGS)
+static const int MAX_CELLS = 512;               // a library kernel's parameter buffer, 8-byte cells (_fast.py's)
 static const size_t MAP_CACHE_LIMIT = 64;       // maps kept per spec (pointers), as miofind.tma.MapCache
 
 struct alignas(64) TensorMap {                  // CUtensorMap: 128 opaque bytes
@@ -99,7 +100,9 @@ struct MapSpec {
 static std::atomic<bool> g_enabled{true};
 
 struct Kernel {
-    int kind = 0;                       // 0 a kernel launch, 1 a library call (func a call_fn; dims and smem unused)
+    int kind = 0;                       // 0 a kernel launch, 1 a library call (func a call_fn; dims and smem unused),
+                                        // 2 a library's kernel launched from one parameter buffer of nbytes
+    size_t nbytes = 0;
     void *func = nullptr;
     unsigned dims[6] = {1, 1, 1, 1, 1, 1};
     unsigned smem = 0;
@@ -185,13 +188,12 @@ static bool run(const FastPlan &P, int i, const at::Tensor &a, const at::Tensor 
         for (size_t j = 0; j < K.map_param.size(); j++)
             if (!R.specs[K.map_spec[j]]->get(ptr[K.map_role[j]] + static_cast<u64>(K.map_off[j]), maps[nm++]))
                 return false;
-    u64 vals[MAX_PARAMS];
+    alignas(64) u64 vals[MAX_CELLS];
     void *params[MAX_PARAMS];
     nm = 0;
     for (const Kernel &K : R.kernels) {
         const size_t np = K.vals.size();
         std::copy(K.vals.begin(), K.vals.end(), vals);
-        for (size_t j = 0; j < np; j++) params[j] = &vals[j];
         for (size_t j = 0; j < K.slot_param.size(); j++)
             vals[K.slot_param[j]] = ptr[K.slot_role[j]] + static_cast<u64>(K.slot_off[j]);
         if (K.kind == 1) {
@@ -202,6 +204,16 @@ static bool run(const FastPlan &P, int i, const at::Tensor &a, const at::Tensor 
             TORCH_CHECK(rc == 0, "miofind.torch: a library call of a traced recipe failed with status ", rc);
             continue;
         }
+        if (K.kind == 2) {
+            size_t nb = K.nbytes;
+            // CU_LAUNCH_PARAM_BUFFER_POINTER, the buffer, CU_LAUNCH_PARAM_BUFFER_SIZE, its size, CU_LAUNCH_PARAM_END
+            void *extra[5] = {reinterpret_cast<void *>(1), vals, reinterpret_cast<void *>(2), &nb, nullptr};
+            int rc = g_launch(K.func, K.dims[0], K.dims[1], K.dims[2], K.dims[3], K.dims[4], K.dims[5], K.smem,
+                              reinterpret_cast<void *>(stream), nullptr, extra);
+            TORCH_CHECK(rc == 0, "miofind.torch: cuLaunchKernel of a library's kernel failed with CUresult ", rc);
+            continue;
+        }
+        for (size_t j = 0; j < np; j++) params[j] = &vals[j];
         for (size_t j = 0; j < K.map_param.size(); j++) params[K.map_param[j]] = &maps[nm++];
         int rc = g_launch(K.func, K.dims[0], K.dims[1], K.dims[2], K.dims[3], K.dims[4], K.dims[5], K.smem,
                           reinterpret_cast<void *>(stream), params, nullptr);
@@ -320,10 +332,12 @@ static Recipe make_recipe(py::object spec) {
     size_t nmaps = 0;
     for (py::handle kh : t[0].cast<py::list>()) {
         py::tuple k = kh.cast<py::tuple>();
-        TORCH_CHECK(k.size() == 10, "recipe kernel: expected 10 fields");
+        TORCH_CHECK(k.size() == 10 || k.size() == 11, "recipe kernel: expected 10 or 11 fields");
         Kernel K;
         K.kind = k[9].cast<int>();
-        TORCH_CHECK(K.kind == 0 || K.kind == 1, "recipe kernel: kind must be 0 (launch) or 1 (library call)");
+        TORCH_CHECK(K.kind >= 0 && K.kind <= 2, "recipe kernel: kind must be 0 (launch), 1 (library call) or 2 "
+                    "(buffer launch)");
+        if (k.size() == 11) K.nbytes = k[10].cast<size_t>();
         K.func = reinterpret_cast<void *>(k[0].cast<u64>());
         auto grid = k[1].cast<std::vector<int64_t>>(), block = k[2].cast<std::vector<int64_t>>();
         TORCH_CHECK(grid.size() == 3 && block.size() == 3, "recipe kernel: grid and block take 3 dimensions");
@@ -339,9 +353,12 @@ static Recipe make_recipe(py::object spec) {
         K.slot_role = k[6].cast<std::vector<int>>();
         K.slot_off = k[7].cast<std::vector<int64_t>>();
         TORCH_CHECK(K.func != nullptr, "recipe kernel: null function");
-        TORCH_CHECK(K.kind == 0 || K.vals.size() <= static_cast<size_t>(MAX_CALL_ARGS),
+        TORCH_CHECK(K.kind != 1 || K.vals.size() <= static_cast<size_t>(MAX_CALL_ARGS),
                     "recipe kernel: a library call takes at most ", MAX_CALL_ARGS, " arguments");
-        TORCH_CHECK(K.vals.size() <= static_cast<size_t>(MAX_PARAMS) && K.slot_param.size() == K.slot_role.size() &&
+        TORCH_CHECK(K.kind != 2 || (K.nbytes <= 8 * K.vals.size() && K.nbytes + 8 > 8 * K.vals.size()),
+                    "recipe kernel: a buffer launch's nbytes does not fit its cells");
+        TORCH_CHECK(K.vals.size() <= static_cast<size_t>(K.kind == 2 ? MAX_CELLS : MAX_PARAMS) &&
+                    K.slot_param.size() == K.slot_role.size() &&
                     K.slot_param.size() == K.slot_off.size(), "recipe kernel: inconsistent argument slots");
         for (size_t j = 0; j < K.slot_param.size(); j++)
             TORCH_CHECK(K.slot_param[j] >= 0 && static_cast<size_t>(K.slot_param[j]) < K.vals.size() &&
@@ -359,7 +376,7 @@ static Recipe make_recipe(py::object spec) {
             K.map_off.push_back(m[2].cast<int64_t>());
             K.map_spec.push_back(sp);
         }
-        TORCH_CHECK(K.kind == 0 || K.map_param.empty(), "recipe kernel: a library call takes no tensor maps");
+        TORCH_CHECK(K.kind == 0 || K.map_param.empty(), "recipe kernel: only a plain launch takes tensor maps");
         nmaps += K.map_param.size();
         R.kernels.push_back(std::move(K));
     }

@@ -225,11 +225,13 @@ def _traced(inv, entry, stream: int) -> tuple | None:
     kept on the invoker per stream; None where it cannot be traced. Its cuBLASLt calls carry that stream and its
     workspace, so the extension replays it on that stream alone (the Python path elsewhere)."""
     from .. import launch as L
+    from .. import cublas
     cache = getattr(inv, "_fast_traced", None)
     if cache is None:
         cache = inv._fast_traced = {}
-    if stream in cache:
-        return cache[stream]
+    key = (stream, cublas.capture_kernels)     # matmuls as their captured kernels, or as cuBLASLt calls
+    if key in cache:
+        return cache[key]
     try:
         # a first trace on a stream plans its matmuls and may make that stream's cuBLASLt workspace, as an Entry's
         # first call does
@@ -243,9 +245,16 @@ def _traced(inv, entry, stream: int) -> tuple | None:
     if steps:
         kernels = []
         for st in steps:
+            nbytes = 0
             if st[0] == "launch":
                 _, func, grid, block, smem, values, slots = st
                 kind = 0
+            elif st[0] == "raw":        # a library's kernel, its parameters one buffer of 8-byte cells
+                _, func, grid, block, smem, nbytes, values, slots = st
+                kind = 2
+                if len(values) > MAX_CELLS:
+                    kernels = None
+                    break
             else:
                 _, func, values, slots = st
                 grid, block, smem, kind = (1, 1, 1), (1, 1, 1), 0, 1
@@ -253,16 +262,17 @@ def _traced(inv, entry, stream: int) -> tuple | None:
                     kernels = None
                     break
             kernels.append((func, grid, block, smem, values, [i for i, _, _ in slots], [r for _, r, _ in slots],
-                            [o for _, _, o in slots], [], kind))
+                            [o for _, _, o in slots], [], kind, nbytes))
         if kernels:
             has_call = any(k[9] for k in kernels)
             out = (kernels, int(entry.ws_bytes), bool(entry.swap), [L.TRACE_ALIGN] * 4, [],
                    int(stream) if has_call else -1)
-    cache[stream] = out
+    cache[key] = out
     return out
 
 
 MAX_CALL_ARGS = 16     # a library call's 64-bit arguments (_fast.cpp's MAX_CALL_ARGS)
+MAX_CELLS = 512        # a library kernel's parameter buffer in 8-byte cells (_fast.cpp's MAX_CELLS)
 
 
 def recipe(entry, stream: int | None = None) -> tuple | None:

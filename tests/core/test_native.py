@@ -347,3 +347,61 @@ def test_native_replay_of_a_declared_recipe_and_refusals(paths):
 def test_no_replay_without_the_extension(monkeypatch):
     monkeypatch.setattr(L, "_native", False)
     assert L.replayer(L.mark_traceable(lambda *a: None), False, 0) is None
+
+
+@needs_native
+def test_native_replay_of_a_library_kernel_from_its_parameter_buffer(monkeypatch):
+    """A kind-2 step (a library's kernel read from a graph capture, ``miofind.capture``) passes its parameters as one
+    buffer (cuLaunchKernel's ``extra``: the buffer and its exact size), the role addresses written into their
+    cells."""
+    seen = []
+
+    def fake(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        assert not params
+        ptr, size_p = extra[1], extra[3]
+        assert extra[0] == 1 and extra[2] == 2 and not extra[4]
+        size = ctypes.c_size_t.from_address(size_p).value
+        seen.append((f, gx, bx, smem, stream, size, ctypes.string_at(ptr, size)))
+        return 0
+    fn = LAUNCH_T(fake)
+    cells = [0x1111, 0, 0x2222, 7]
+    run = _native.recipe(ctypes.cast(fn, ctypes.c_void_p).value,
+                         [(2, 0xBEEF, (3, 1, 1), (96, 1, 1), 1024, cells, [(1, L.B, 0x40), (3, L.OUT, 0)], 28)],
+                         (1, 1, 1, 1))
+    assert run(9, 0xA000, 0xB000, 0xC000, 0) == 0
+    (f, gx, bx, smem, stream, size, buf), = seen
+    assert (f, gx, bx, smem, stream, size) == (0xBEEF, 3, 96, 1024, 9, 28)
+    want = b"".join(v.to_bytes(8, "little") for v in (0x1111, 0xB040, 0x2222, 0xC000))[:28]
+    assert buf == want
+    with pytest.raises(ValueError, match="bytes in"):
+        _native.recipe(1, [(2, 1, (1, 1, 1), (1, 1, 1), 0, [0, 0], [], 3)], (1, 1, 1, 1))
+    with pytest.raises(ValueError, match="nbytes"):
+        _native.recipe(1, [(2, 1, (1, 1, 1), (1, 1, 1), 0, [0], [])], (1, 1, 1, 1))
+
+
+def test_capture_finds_the_addresses_and_refuses_transformed_ones(monkeypatch):
+    """``miofind.capture.launches`` on fake captures: the stand-in addresses are found in the parameter buffers and
+    become slots; a buffer byte that changes between the two captures other than at a found address (an address
+    the library transformed, e.g. into a tensor map) refuses the replay, as does a launch that changes."""
+    from miofind import capture
+
+    a, w = L._stand_in(L.A) + 0x80, L._stand_in(L.WS) + 0x1000
+
+    def fake_capture(mode):
+        def cap(issue, dev, ptrs):
+            pa, pw = ptrs
+            buf = (5).to_bytes(4, "little") + b"\0" * 4 + pa.to_bytes(8, "little") + (0x7777).to_bytes(8, "little")
+            buf += pw.to_bytes(8, "little") + (9).to_bytes(4, "little")
+            if mode == "transformed":
+                buf += ((pa >> 4) & 0xFFFFFFFF).to_bytes(4, "little")
+            grid = (pa & 0xFFFF0 if mode == "geometry" else 2, 1, 1)
+            return [(0xF00, grid, (128, 1, 1), 0, buf)]
+        return cap
+    monkeypatch.setattr(capture, "_capture", fake_capture("plain"))
+    (func, grid, block, smem, nbytes, cells, slots), = capture.launches(None, (a, w), 0)
+    assert (func, grid, nbytes) == (0xF00, (2, 1, 1), 36)
+    assert slots == [(1, L.A, 0x80), (3, L.WS, 0x1000)] and cells[0] == 5 and cells[2] == 0x7777 and cells[4] == 9
+    for mode in ("transformed", "geometry"):
+        monkeypatch.setattr(capture, "_capture", fake_capture(mode))
+        with pytest.raises(L.NotTraceable):
+            capture.launches(None, (a, w), 0)

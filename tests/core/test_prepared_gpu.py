@@ -217,3 +217,36 @@ def test_replayed_call_equals_the_step_by_step_call(p, sid):
         else:
             torch.cuda.synchronize()
             assert _rel(out4, _reference(p, a, b, torch)) < tol
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("sid,d", [("GemmFwdRest", "F"), ("GemmBwdRest", "B"), ("GemmWrwUniversal", "W"),
+                                   ("GemmFwd1x1_0_1", "F"), ("GemmBwd1x1_stride1", "B"), ("GemmWrw1x1_stride1", "W")])
+def test_gemm_replays_cublaslt_kernels_not_the_library_call(sid, d):
+    """FP32 im2col-GEMM: the replay launches the kernels read from a graph capture of its cuBLASLt matmul (kind 2
+    steps, no library call left), and writes what the cuBLASLt call writes, bit for bit, on new buffers."""
+    torch = pytest.importorskip("torch")
+    from miofind import find_solutions, launch
+    from miofind.invokers import Prepared
+
+    if launch.native() is None:
+        pytest.skip("miofind._native is not built: nothing is replayed")
+    kw = dict(DENSE, filter_size=1, pads=0) if "1x1" in sid else DENSE
+    p = P.make(d, **kw)
+    (sol,) = [s for s in find_solutions(p, mode="benchmark", solvers=[sid], store=False) if s.solver_id == sid]
+    pr = sol.prepare()
+    s0 = torch.cuda.current_stream().cuda_stream
+    a, b, out = _torch_io(p, torch, 21)
+    pr(a, b, out)
+    kinds = pr._runs[s0][2]
+    assert 2 in kinds and 1 not in kinds, kinds
+    step = Prepared(pr.problem, pr.solver_id, pr.config, pr.invoker, pr.workspace_bytes)
+    step._replay = False
+    for seed in (22, 23):
+        a, b, out = _torch_io(p, torch, seed)
+        out2 = out.clone()
+        pr(a, b, out)
+        step(a, b, out2)
+        torch.cuda.synchronize()
+        assert torch.isfinite(out).all() and torch.equal(out, out2)
+        assert _rel(out, _reference(p, a, b, torch)) < 1e-4

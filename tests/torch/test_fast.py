@@ -38,7 +38,7 @@ def _kernel(**kw):
              offs=[0, 0], maps=[], kind=0)
     k.update(kw)
     return (k["func"], k["grid"], k["block"], k["smem"], k["values"], k["slots"], k["roles"], k["offs"], k["maps"],
-            k["kind"])
+            k["kind"]) + ((k["nbytes"],) if "nbytes" in k else ())
 
 
 def _tiled():
@@ -82,13 +82,23 @@ def test_a_recipe_takes_tensor_maps(ext):
     (dict(func=0), "null function"),
     (dict(grid=[0, 1, 1]), "bad launch dimensions"),
     (dict(block=[2048, 1, 1]), "bad launch dimensions"),
-    (dict(kind=2), "kind must be 0 \\(launch\\) or 1"),
+    (dict(kind=3), "kind must be 0 \\(launch\\), 1"),
+    (dict(kind=2), "nbytes does not fit its cells"),
+    (dict(kind=2, values=[0] * 4, nbytes=33), "nbytes does not fit its cells"),
+    (dict(kind=2, values=[0] * 4, nbytes=28, maps=[(2, 0, 0, 0)]), "only a plain launch takes tensor maps"),
     (dict(kind=1, values=[0] * 17, slots=[0], roles=[0], offs=[0]), "at most 16 arguments"),
-    (dict(kind=1, values=[0] * 4, maps=[(3, 0, 0, 0)]), "takes no tensor maps"),
+    (dict(kind=1, values=[0] * 4, maps=[(3, 0, 0, 0)]), "only a plain launch takes tensor maps"),
 ])
 def test_a_bad_recipe_is_refused_by_name(ext, bad, match):
     with pytest.raises(RuntimeError, match=match):
         _plan(ext, ([_kernel(**bad)], 0, False, [1, 1, 1, 1], [_tiled()], -1))
+
+
+def test_a_recipe_takes_a_library_kernel_as_one_parameter_buffer(ext):
+    """A cuBLASLt matmul's kernel read from a graph capture (miofind.capture): its parameters one buffer of nbytes in
+    8-byte cells, up to 4 KiB, the role addresses written into cells."""
+    k = _kernel(kind=2, values=[0] * 512, nbytes=4093, slots=[1, 300], roles=[1, 2], offs=[64, 0])
+    assert isinstance(_plan(ext, ([_kernel(), k], 0, False, [256] * 4, [], 7)), int)
 
 
 def test_a_recipe_takes_library_calls_and_its_stream(ext):
@@ -205,7 +215,7 @@ def test_a_traced_recipe_is_pinned_to_its_stream_when_it_calls_a_library():
         assert align == [256] * 4 and stream == want_stream and specs == []
         assert [k[9] for k in kernels] == ([0] if inv is plain else [0, 1])
         assert kernels[0][5:8] == ([0, 1], [L.A, L.OUT], [0, 0])
-        assert _fast.recipe(e, 42) is inv._fast_traced[42]
+        assert _fast.recipe(e, 42) is inv._fast_traced[(42, True)]
 
 
 def test_off_means_the_python_path(monkeypatch):
