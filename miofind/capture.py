@@ -62,9 +62,13 @@ def _capture_stream(dev: int) -> int:
 
 
 def _edges(cu, graph, src, dst, n) -> int:
-    fn = getattr(cu, "cuGraphGetEdges_v2", None)        # (graph, from, to, edge data, count): CUDA 12.3 on
+    # (graph, from, to, edge data, count), CUDA 12.3 on: the edge data (8 bytes each) is asked for, since a graph
+    # with programmatic (PDL) edges refuses a query without it; a replay runs the nodes in order on one stream,
+    # which orders them at least as strictly as any edge type
+    fn = getattr(cu, "cuGraphGetEdges_v2", None)
     if fn is not None:
-        return fn(graph, src, dst, None, n)
+        data = (ctypes.c_uint64 * max(1, len(src) if src is not None else 0))() if src is not None else None
+        return fn(graph, src, dst, data, n)
     return cu.cuGraphGetEdges(graph, src, dst, n)
 
 
