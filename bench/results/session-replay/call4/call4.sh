@@ -17,6 +17,11 @@ tab() {
   timeout $1 python3 bench/bench_models.py --out $R/$2 --models $3 --configs $4 --skip-first --steps 0 --iters $5 \
     --rounds $6 --capture-ab > $R/$2.log 2>&1; echo "$2 rc=$?"; grep -A6 "graph capture" $R/$2/bench_models.md | grep "^| [a-z]" | cut -c1-500; save
 }
-tab 200 r50i resnet50 infer1-fp32 15 9
-tab 230 r50t resnet50 train32-fp32 10 5
+tab 170 r50i resnet50 infer1-fp32 15 7
+tab 200 r50t resnet50 train32-fp32 10 5
+# then bench_overhead's tiny problem again with every single- and multi-call solver asked for by name (call3's find
+# returned neither the tiled direct nor the FFT solution), two rounds
+timeout 110 python3 bench/bench_overhead.py --out $R/overhead --skip-resnet --skip-cold --rounds 2 --calls 3000 \
+  --paths native,replay-calls,stepwise,python > $R/overhead.log 2>&1
+echo "overhead rc=$?"; grep -A10 "per launch path" $R/overhead/bench_overhead.md; tail -3 $R/overhead.log | cut -c1-300
 save; rm -rf $R
