@@ -287,6 +287,10 @@ def run_config(name: str, config: str, args) -> dict:
     chosen_by = "host"
     row["loadavg_1min"] = []     # other work on the host's CPUs (background compiles, neighbours)
 
+    # module switches flipped for one miofind side, the problems chosen again on each flip: (on, side, module, name)
+    switches = [(args.trace_ab, "miofind-notrace", _fast, "trace_recipes"),
+                (args.capture_ab, "miofind-ltcall", cublas, "capture_kernels")]
+
     def rechoose(step):
         """After a setting that changes miofind's choices flipped: every problem chosen again, its specialised builds
         (cached) switched in."""
@@ -315,22 +319,19 @@ def run_config(name: str, config: str, args) -> dict:
                     os.environ["MIOFIND_TORCH_HOST_US"] = host_us
                 chosen_by, warm = by, max(warm, 4)
                 rechoose(step)
-            if args.trace_ab and backend != "cudnn" and _fast.trace_recipes != (backend != "miofind-notrace"):
-                _fast.trace_recipes = backend != "miofind-notrace"
-                warm = max(warm, 4)
-                rechoose(step)
-            if args.capture_ab and backend != "cudnn" and cublas.capture_kernels != (backend != "miofind-ltcall"):
-                cublas.capture_kernels = backend != "miofind-ltcall"
-                warm = max(warm, 4)
-                rechoose(step)
+            for on, side, mod, name in switches:
+                if on and backend != "cudnn" and getattr(mod, name) != (backend != side):
+                    setattr(mod, name, backend != side)
+                    warm = max(warm, 4)
+                    rechoose(step)
             rounds[backend].append(median_ms(step, xs, ys, warm, args.iters))
             if args.trace_ab and backend != "cudnn":
                 row.setdefault(f"{backend}_cpp_plans", []).append(_cpp_plans())
             if args.host_ab and backend != "cudnn":
                 row.setdefault(f"{backend}_host_aware_picks", []).append(mt.stats()["host_aware"])
     _fast.use = True
-    _fast.trace_recipes = True
-    cublas.capture_kernels = True
+    for _, _, mod, name in switches:
+        setattr(mod, name, True)
     if path != "native":
         set_path("native")
     for backend, (model, step) in sides.items():

@@ -196,11 +196,17 @@ def tiny(calls: int, paths=("native",), rounds: int = 1) -> dict:
     y = torch.empty(p.y_shape, device="cuda")
     cx, cw, cy = cupy.asarray(x), cupy.asarray(w), cupy.asarray(y)
     # every solution timed fully: one clearly losing on this tiny problem is still a row here (not cut)
-    os.environ["MIOFIND_CUT_FACTOR"] = "0"
     from miofind.find import candidates
     ids = [s.id for s in candidates(p, with_naive=True)[0] if s.id in SINGLE + MULTI]
-    res = miofind.find_solutions(p, mode="benchmark", store=False, solvers=ids)
-    del os.environ["MIOFIND_CUT_FACTOR"]
+    cut = os.environ.get("MIOFIND_CUT_FACTOR")
+    os.environ["MIOFIND_CUT_FACTOR"] = "0"
+    try:
+        res = miofind.find_solutions(p, mode="benchmark", store=False, solvers=ids)
+    finally:
+        if cut is None:
+            del os.environ["MIOFIND_CUT_FACTOR"]
+        else:
+            os.environ["MIOFIND_CUT_FACTOR"] = cut
     from miofind import tiered
     tiered.wait(300)        # the specialised builds, compiled in the background, are what runs from now on
     by = {s.solver_id: s for s in res}

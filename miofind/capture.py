@@ -67,8 +67,7 @@ def _edges(cu, graph, src, dst, n) -> int:
     # which orders them at least as strictly as any edge type
     fn = getattr(cu, "cuGraphGetEdges_v2", None)
     if fn is not None:
-        data = (ctypes.c_uint64 * max(1, len(src) if src is not None else 0))() if src is not None else None
-        return fn(graph, src, dst, data, n)
+        return fn(graph, src, dst, (ctypes.c_uint64 * len(src))() if src is not None else None, n)
     return cu.cuGraphGetEdges(graph, src, dst, n)
 
 

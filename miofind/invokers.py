@@ -277,6 +277,25 @@ class Prepared:
         """Whether a call on ``stream`` runs as one native call (``miofind.launch.replayer``)."""
         return self._replay and self._replay_of(stream)[1] is not None
 
+    def replay(self, stream: int, a: int, b: int, out: int, workspace: int, make: bool = True) -> bool:
+        """Run on raw pointers (the invoker's order, swaps applied) as the native replay of ``stream``: True when it
+        ran; False where there is none (nor is one made, unless ``make``) or an address is misaligned for it
+        (nothing ran): the caller then runs the invoker. A failed step raises."""
+        if not self._replay:
+            return False
+        rec = self._runs.get(stream)
+        if rec is None or (self._sw is not None and rec[0] is not self._sw.current):
+            if not make:
+                return False
+            rec = self._replay_of(stream)
+        run = rec[1]
+        if run is None:
+            return False
+        r = run(stream, a, b, out, workspace)
+        if r and r != -1:
+            replay_failed(r, rec[2])
+        return not r
+
     # -- the call --------------------------------------------------------------------------------
     def _bias_ptr(self, bias) -> int:
         """The device pointer of a fused problem's bias: k elements of the data type, dense, on this
@@ -327,32 +346,17 @@ class Prepared:
         if bias is not None and not self._fused:
             raise ValueError(f"bias: {self.problem.key()} is not a fused problem; pass none (or prepare the "
                              "problem with bias=1)")
-        rec = None
-        if self._replay:
-            rec = self._runs.get(s)
-            if rec is None or (self._sw is not None and rec[0] is not self._sw.current):
-                rec = self._replay_of(s)
         if workspace is None and self.workspace_bytes:
             pw = self.workspace_for(s)
             # several threads may launch on one stream: the launches of one call carry data through
             # this stream's workspace, so another thread's launches must not come between them
             with self._stream_locks[s]:
-                if rec is not None and rec[1] is not None:
-                    r = rec[1](s, pa, pb, po, pw)
-                    if not r:
-                        return out
-                    if r != -1:
-                        replay_failed(r, rec[2])
-                self.invoker(pa, pb, po, pw, s, *extra)
+                if not self.replay(s, pa, pb, po, pw):
+                    self.invoker(pa, pb, po, pw, s, *extra)
             return out
         pw = 0 if workspace is None else _workspace_ptr(workspace, self.workspace_bytes, self.solver_id)
-        if rec is not None and rec[1] is not None:
-            r = rec[1](s, pa, pb, po, pw)
-            if not r:
-                return out
-            if r != -1:
-                replay_failed(r, rec[2])
-        self.invoker(pa, pb, po, pw, s, *extra)
+        if not self.replay(s, pa, pb, po, pw):
+            self.invoker(pa, pb, po, pw, s, *extra)
         return out
 
 

@@ -19,13 +19,16 @@ default stream).
 from __future__ import annotations
 
 import ctypes
+import logging
 import threading
 
 import numpy as np
 
 __all__ = ["PTR", "MAP", "Launch", "Launcher", "ptr", "cupy_stream", "native", "native_function", "cu_launch_kernel", "with_recipe", "A", "B",
            "trace", "trace_call", "mark_traceable", "NotTraceable", "TRACE_ALIGN",
-           "OUT", "WS", "replayer", "replay_failed", "role_of", "trace_raw"]
+           "OUT", "WS", "replayer", "replay_failed", "role_of", "trace_raw", "traced_steps"]
+
+log = logging.getLogger(__name__)
 
 _driver = None
 
@@ -378,6 +381,25 @@ def trace_call(func: int, values, ptr_params) -> bool:
     return True
 
 
+def traced_steps(invoker, workspace: bool, stream: int) -> list[tuple]:
+    """``trace``'s calls as ``(kind, func, grid, block, shared_mem, values, slots, nbytes)`` each, the form both
+    replayers take (``miofind._native.recipe``, miofind.torch's ``_fast``): kind 0 a kernel launch, 1 a library
+    call (grid and block 1, no shared memory), 2 a library's kernel from its parameter buffer of ``nbytes`` bytes
+    (``values`` its 8-byte cells; ``nbytes`` 0 for the other kinds)."""
+    out = []
+    for st in trace(invoker, workspace, stream):
+        if st[0] == "launch":
+            _, func, grid, block, smem, values, slots = st
+            out.append((0, func, grid, block, smem, values, slots, 0))
+        elif st[0] == "raw":
+            _, func, grid, block, smem, nbytes, cells, slots = st
+            out.append((2, func, grid, block, smem, cells, slots, nbytes))
+        else:
+            _, func, values, slots = st
+            out.append((1, func, (1, 1, 1), (1, 1, 1), 0, values, slots, 0))
+    return out
+
+
 def _native_steps(invoker, workspace: bool, stream: int):
     """(steps, align) of ``invoker`` as ``miofind._native.recipe`` takes them: its declared recipe (``with_recipe``)
     where it has one without tensor maps, else its trace on ``stream`` where it is traceable; None otherwise."""
@@ -394,30 +416,19 @@ def _native_steps(invoker, workspace: bool, stream: int):
             if len(slot_ids) != len(roles):
                 return None
             out.append((0, launch.function(), launch.grid, launch.block, launch.shared_mem, values,
-                        [(i, r, o) for i, (r, o) in zip(slot_ids, roles)]))
+                        [(i, r, o) for i, (r, o) in zip(slot_ids, roles)], 0))
         return out, list(align)
     if not getattr(invoker, "traceable", False):
         return None
-    out = []
-    for st in trace(invoker, workspace, stream):
-        if st[0] == "launch":
-            _, func, grid, block, smem, values, slots = st
-            out.append((0, func, grid, block, smem, values, slots))
-        elif st[0] == "raw":
-            _, func, grid, block, smem, nbytes, cells, slots = st
-            out.append((2, func, grid, block, smem, cells, slots, nbytes))
-        else:
-            _, func, values, slots = st
-            out.append((1, func, (1, 1, 1), (1, 1, 1), 0, values, slots))
-    return out, [TRACE_ALIGN] * 4
+    return traced_steps(invoker, workspace, stream), [TRACE_ALIGN] * 4
 
 
 def replayer(invoker, workspace: bool, stream: int):
     """(run, kinds): one native call that runs ``invoker``'s whole sequence of launches and library calls on
     ``stream``, ``run(stream, a, b, out, workspace) -> 0 | -1 | (step, status)`` (``miofind._native.recipe``; -1: an
     address misaligned for the recipe, nothing ran, call the invoker), and each step's kind (0 a launch, 1 a
-    library call, 2 a library's kernel launched from its parameter buffer) for ``replay_failed``; or None where the native extension is absent or
-    the invoker is neither a declared recipe without tensor maps nor traceable. A traced recipe's library calls
+    library call, 2 a library's kernel launched from its parameter buffer) for ``replay_failed``; or None where the
+    native extension is absent or the invoker is neither a declared recipe without tensor maps nor traceable. A traced recipe's library calls
     carry ``stream`` (and its cuBLASLt workspace), so the run serves that stream alone."""
     nat = native()
     if nat is None or not hasattr(nat, "recipe"):
@@ -425,8 +436,7 @@ def replayer(invoker, workspace: bool, stream: int):
     try:
         got = _native_steps(invoker, workspace, stream)
     except NotTraceable as e:
-        import logging
-        logging.getLogger(__name__).info("launch: an invoker is not replayed natively (%s)", e)
+        log.info("launch: an invoker is not replayed natively (%s)", e)
         return None
     if not got or len(got[0]) > nat.MAX_STEPS:
         return None

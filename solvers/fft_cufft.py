@@ -142,7 +142,7 @@ class InPlacePlan:
         self._traced = False        # once traced, a replay may set stream and work area behind this object's back
         self._lock = threading.Lock()
         nat = native()
-        fn = self.lib.cufftExecR2C if kind == CUFFT_R2C else self.lib.cufftExecC2R
+        fn = self._exec_fn = self.lib.cufftExecR2C if kind == CUFFT_R2C else self.lib.cufftExecC2R
         # in place: the input and output pointers are the one the call gives
         self._exec = nat.caller(native_function(fn), [self.handle, 0, 0], (1, 2)) if nat is not None else None
 
@@ -174,13 +174,12 @@ class InPlacePlan:
         """Record this execute's calls in the trace running on this thread, if one does: the replay sets the stream
         and the work area on every run (another path's call may have moved them), then transforms."""
         lib, h = self.lib, self.handle
-        ex = lib.cufftExecR2C if self.kind == CUFFT_R2C else lib.cufftExecC2R
         if not launch.trace_call(native_function(lib.cufftSetStream), [h, stream_ptr], []):
             return False
         self._traced = True
         if self.work_bytes:
             launch.trace_call(native_function(lib.cufftSetWorkArea), [h, work_ptr], [(1, work_ptr)])
-        launch.trace_call(native_function(ex), [h, data_ptr, data_ptr], [(1, data_ptr), (2, data_ptr)])
+        launch.trace_call(native_function(self._exec_fn), [h, data_ptr, data_ptr], [(1, data_ptr), (2, data_ptr)])
         return True
 
     def __del__(self):

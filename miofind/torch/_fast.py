@@ -221,9 +221,10 @@ class NotReady(Exception):
 
 
 def _traced(inv, entry, stream: int) -> tuple | None:
-    """The C++ recipe of a traceable invoker (``launch.trace``: kernel launches and cuBLASLt matmuls) on ``stream``,
-    kept on the invoker per stream; None where it cannot be traced. Its cuBLASLt calls carry that stream and its
-    workspace, so the extension replays it on that stream alone (the Python path elsewhere)."""
+    """The C++ recipe of a traceable invoker (``launch.traced_steps``: kernel launches, library calls and library
+    kernels read from a graph capture) on ``stream``, kept on the invoker per stream; None where it cannot be
+    traced. Its library calls and kernels use that stream's cuBLASLt workspace (and the calls carry the stream), so
+    the extension replays it on that stream alone (the Python path elsewhere)."""
     from .. import launch as L
     from .. import cublas
     cache = getattr(inv, "_fast_traced", None)
@@ -237,36 +238,20 @@ def _traced(inv, entry, stream: int) -> tuple | None:
         # first call does
         from ._alloc import first_call_allocator
         with first_call_allocator():
-            steps = L.trace(inv, bool(entry.ws_bytes), stream)
+            steps = L.traced_steps(inv, bool(entry.ws_bytes), stream)
     except L.NotTraceable as e:
         log.info("miofind.torch: %s is not replayed from C++ (%s)", entry.solver_id, e)
         steps = None
     out = None
-    if steps:
-        kernels = []
-        for st in steps:
-            nbytes = 0
-            if st[0] == "launch":
-                _, func, grid, block, smem, values, slots = st
-                kind = 0
-            elif st[0] == "raw":        # a library's kernel, its parameters one buffer of 8-byte cells
-                _, func, grid, block, smem, nbytes, values, slots = st
-                kind = 2
-                if len(values) > MAX_CELLS:
-                    kernels = None
-                    break
-            else:
-                _, func, values, slots = st
-                grid, block, smem, kind = (1, 1, 1), (1, 1, 1), 0, 1
-                if len(values) > MAX_CALL_ARGS:
-                    kernels = None
-                    break
-            kernels.append((func, grid, block, smem, values, [i for i, _, _ in slots], [r for _, r, _ in slots],
-                            [o for _, _, o in slots], [], kind, nbytes))
-        if kernels:
-            has_call = any(k[9] for k in kernels)
-            out = (kernels, int(entry.ws_bytes), bool(entry.swap), [L.TRACE_ALIGN] * 4, [],
-                   int(stream) if has_call else -1)
+    # refused: a library call with more arguments, or a library kernel with a larger parameter buffer, than the
+    # extension holds
+    if steps and all(st[0] == 0 or len(st[5]) <= (MAX_CALL_ARGS if st[0] == 1 else MAX_CELLS) for st in steps):
+        kernels = [(func, grid, block, smem, values, [i for i, _, _ in slots], [r for _, r, _ in slots],
+                    [o for _, _, o in slots], [], kind, nbytes)
+                   for kind, func, grid, block, smem, values, slots, nbytes in steps]
+        has_call = any(k[9] for k in kernels)
+        out = (kernels, int(entry.ws_bytes), bool(entry.swap), [L.TRACE_ALIGN] * 4, [],
+               int(stream) if has_call else -1)
     cache[key] = out
     return out
 

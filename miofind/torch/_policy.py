@@ -22,7 +22,6 @@ import time
 
 import torch
 
-from ..launch import replay_failed
 from ..problem import ProblemDescription
 from . import _fast
 from ._alloc import first_call_allocator, graph_trees_in_use as _graph_trees_in_use
@@ -153,7 +152,7 @@ class Entry:
     """A problem's prepared solution and how to call it with torch tensors."""
 
     __slots__ = ("pr", "ws_bytes", "streams", "solver_id", "source", "a_shape", "invoker", "swap", "dev", "fused",
-                 "problem_key", "time_ms", "runs")
+                 "problem_key", "time_ms", "replay")
 
     def __init__(self, pr, solver_id: str, source: str, dev: int, problem_key: str | None = None,
                  time_ms: float = float("inf")) -> None:
@@ -169,8 +168,8 @@ class Entry:
         self.a_shape = (pr._logical[0] if pr._cl[0] else pr._shapes[0]) if self.invoker else None
         self.swap = getattr(pr, "_swap", False)
         self.fused = bool(getattr(pr, "_fused", False))     # a fused problem: the bias goes with every call
-        # the Prepared's native replays per stream (``Prepared._replay_of``: made by its first call on a stream)
-        self.runs = getattr(pr, "_runs", None)
+        # the Prepared's native replay of a stream (``Prepared.replay``: made by its first call on that stream)
+        self.replay = getattr(pr, "replay", None)
 
     def __call__(self, a, b, out, stream: int, bias=None):
         """Run on torch tensors in the problem's layout (torch's logical shapes) on ``stream``, with
@@ -204,15 +203,7 @@ class Entry:
         if self.swap:
             pa, pb = pb, pa
         pw = workspace(self.ws_bytes, self.dev, stream).data_ptr() if self.ws_bytes else 0
-        rec = self.runs.get(stream) if self.runs is not None else None
-        if rec is not None and rec[1] is not None and (self.pr._sw is None or rec[0] is self.pr._sw.current):
-            po = out.data_ptr()
-            r = rec[1](stream, pa, pb, po, pw)
-            if not r:
-                return out
-            if r != -1:
-                replay_failed(r, rec[2])
-            self.invoker(pa, pb, po, pw, stream)
+        if self.replay is not None and self.replay(stream, pa, pb, out.data_ptr(), pw, make=False):
             return out
         if self.fused:      # an activation-only epilogue has no bias: a null pointer
             self.invoker(pa, pb, out.data_ptr(), pw, stream, bias.data_ptr() if bias is not None else 0)

@@ -165,6 +165,15 @@ def test_square_channels_last_tensors_are_told_from_contiguous_ones():
 REPLAYED = {"gemm", "winograd", "fft", "implicit_gemm", "depthwise"}
 
 
+def _stepwise(pr):
+    """A second Prepared of ``pr``'s invoker that runs it step by step (no native replay)."""
+    from miofind.invokers import Prepared
+
+    step = Prepared(pr.problem, pr.solver_id, pr.config, pr.invoker, pr.workspace_bytes)
+    step._replay = False
+    return step
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("p,sid", CASES)
 def test_replayed_call_equals_the_step_by_step_call(p, sid):
@@ -173,7 +182,6 @@ def test_replayed_call_equals_the_step_by_step_call(p, sid):
     stream; its output matches the float64 reference; an address off the recipe's alignment takes the invoker."""
     torch = pytest.importorskip("torch")
     from miofind import find_solutions, launch
-    from miofind.invokers import Prepared
     from miofind.registry import get_solver
 
     if launch.native() is None:
@@ -182,8 +190,7 @@ def test_replayed_call_equals_the_step_by_step_call(p, sid):
     pr = sol.prepare()
     fam = get_solver(sid).family
     s0 = torch.cuda.current_stream().cuda_stream
-    step = Prepared(pr.problem, pr.solver_id, pr.config, pr.invoker, pr.workspace_bytes)
-    step._replay = False
+    step = _stepwise(pr)
     a, b, out = _torch_io(p, torch, 11)
     out2 = out.clone()
     pr(a, b, out)
@@ -227,7 +234,6 @@ def test_gemm_replays_cublaslt_kernels_not_the_library_call(sid, d):
     steps, no library call left), and writes what the cuBLASLt call writes, bit for bit, on new buffers."""
     torch = pytest.importorskip("torch")
     from miofind import find_solutions, launch
-    from miofind.invokers import Prepared
 
     if launch.native() is None:
         pytest.skip("miofind._native is not built: nothing is replayed")
@@ -240,8 +246,7 @@ def test_gemm_replays_cublaslt_kernels_not_the_library_call(sid, d):
     pr(a, b, out)
     kinds = pr._runs[s0][2]
     assert 2 in kinds and 1 not in kinds, kinds
-    step = Prepared(pr.problem, pr.solver_id, pr.config, pr.invoker, pr.workspace_bytes)
-    step._replay = False
+    step = _stepwise(pr)
     for seed in (22, 23):
         a, b, out = _torch_io(p, torch, seed)
         out2 = out.clone()
