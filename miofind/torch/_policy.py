@@ -341,22 +341,34 @@ def _find_among(problem: ProblemDescription, ids: list[str]):
 HOST_AWARE_TRIES = 3     # the next solutions _host_aware prepares at most
 
 
+def _host_aware_on(problem: ProblemDescription) -> bool:
+    """Whether the host-aware choice applies to ``problem``'s Entries (see ``_host_aware``)."""
+    from .. import env
+    return env.torch_host_us() > 0 and not problem.fused and _fast.possible()
+
+
 def _host_aware(e: Entry, rest, problem: ProblemDescription, src: str, dev: int) -> Entry:
     """``e`` (the fastest solution that prepared), or, where the C++ path is on and cannot launch ``e`` (each call
     through Python: tens of microseconds of host time more), the fastest of the next solutions ``rest`` that it
     launches and that is within ``MIOFIND_TORCH_HOST_US`` of ``e``'s measured time. A framework's step is
     host-bound wherever its layers are small, and that host time is what such a layer costs it. The Entry chosen
     keeps ``e``'s time as the one a deferred solution must beat."""
-    from .. import env
-    us = env.torch_host_us()
-    if us <= 0 or problem.fused or not _fast.possible() or _fast.launches(e):
+    if not _host_aware_on(problem) or _fast.launches(e):
         return e            # a fused problem's Entry runs through Python whichever solver it is
-    limit = e.time_ms + us / 1e3
+    return _alternative(e.solver_id, e.time_ms, rest, problem, src, dev) or e
+
+
+def _alternative(solver_id: str, time_ms: float, rest, problem: ProblemDescription, src: str,
+                 dev: int) -> Entry | None:
+    """The host-aware choice's Entry among ``rest`` for a fastest solution (``solver_id``, ``time_ms``) that the
+    C++ path does not launch, or None."""
+    from .. import env
+    limit = time_ms + env.torch_host_us() / 1e3
     for s in rest[:HOST_AWARE_TRIES]:
         if s.time_ms > limit:
             break
         try:
-            alt = Entry(s.prepare(), s.solver_id, src, dev, problem.key(), e.time_ms)
+            alt = Entry(s.prepare(), s.solver_id, src, dev, problem.key(), time_ms)
         except Exception as x:      # noqa: BLE001  e stays
             log.info("miofind.torch: %s for %s could not be prepared (%s: %s)", s.solver_id, problem.key(),
                      x.__class__.__name__, x)
@@ -364,9 +376,9 @@ def _host_aware(e: Entry, rest, problem: ProblemDescription, src: str, dev: int)
         if _fast.launches(alt):
             _stats["host_aware"] += 1
             log.info("miofind.torch: %s for %s (%.4f ms) over %s (%.4f ms, each call through Python)",
-                     s.solver_id, problem.key(), s.time_ms, e.solver_id, e.time_ms)
+                     s.solver_id, problem.key(), s.time_ms, solver_id, time_ms)
             return alt
-    return e
+    return None
 
 
 def _choose(problem: ProblemDescription, det: bool, dev: int) -> Entry:
@@ -398,6 +410,14 @@ def _choose(problem: ProblemDescription, det: bool, dev: int) -> Entry:
                            + (f" ({fails})" if fails else ""))
     errors = []
     for i, s in enumerate(sols):   # fastest first; one that cannot be prepared here (e.g. a cuDNN plan) yields
+        tried = False
+        if get_solver(s.solver_id).family == "cudnn" and _host_aware_on(problem):
+            # the C++ path never launches a cuDNN plan: its host-aware alternative first, so that a plan the
+            # choice would set aside is not built (a cuDNN graph costs 5-40 ms of host time)
+            alt = _alternative(s.solver_id, s.time_ms, sols[i + 1:], problem, src, dev)
+            if alt is not None:
+                return alt
+            tried = True
         try:
             e = Entry(s.prepare(), s.solver_id, src, dev, problem.key(), s.time_ms)
         except Exception as e:
@@ -405,5 +425,5 @@ def _choose(problem: ProblemDescription, det: bool, dev: int) -> Entry:
                         s.solver_id, problem.key(), e.__class__.__name__, e)
             errors.append(f"{s.solver_id}: {e.__class__.__name__}: {e}")
             continue
-        return _host_aware(e, sols[i + 1:], problem, src, dev)
+        return e if tried else _host_aware(e, sols[i + 1:], problem, src, dev)
     raise RuntimeError(f"miofind could not prepare any solution for {problem.key()}: " + "; ".join(errors[:3]))

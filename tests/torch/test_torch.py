@@ -588,12 +588,14 @@ def test_host_aware_choice(fake_find, monkeypatch, env, times, cpp, want):
                                 True, False, bias=1)
         assert p.fused
 
+    prepared = []
+
     def find(problem):
         sols = []
         for sid, t, kind in zip(("ConvCudnnWrw", "ConvImplicitGemmWrw", "ConvDepthwiseWrw"), times,
                                 (FakePrepared, FakeLaunches, FakeLaunches)):
             s = Solution(sid, "a", t, 0, None, True, problem, source="db")
-            s.prepare = (lambda s=s, kind=kind: kind(s.problem, s.solver_id))
+            s.prepare = (lambda s=s, kind=kind: (prepared.append(s.solver_id), kind(s.problem, s.solver_id))[1])
             sols.append(s)
         return FindResult(sols, problem=problem, source="db", elapsed_ms=1.0)
 
@@ -601,6 +603,10 @@ def test_host_aware_choice(fake_find, monkeypatch, env, times, cpp, want):
     e = _policy.lookup(_key(p), lambda: p, 0, False)
     assert e.solver_id == want and e.time_ms == 1.0
     assert mt.stats()["host_aware"] == (want != "ConvCudnnWrw")
+    # a cuDNN plan the choice sets aside is never built (its graph costs 5-40 ms of host time), and nothing is
+    # prepared twice
+    assert ("ConvCudnnWrw" in prepared) == (want == "ConvCudnnWrw")
+    assert len(prepared) == len(set(prepared))
 
 
 def test_host_us_setting_is_checked(monkeypatch):
