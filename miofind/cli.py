@@ -310,11 +310,12 @@ def find(mode, immediate, device_spec, sort_by, workspace_limit, solver_ids, no_
         for p in problems:
             _print_applicability(p, err=not is_terminal())
     dev = _offline_device(device_spec) if device_spec is not None else _device()
-    from .api import find_solutions, get_solutions, warm_up
+    from .api import find_solutions, get_solutions
     from .db import FindDBError
     from .find import ContextBrokenError
 
-    warm_up()
+    # no ``warm_up()``: importing every direction's solvers and computing every trust key costs a one-problem
+    # process more than the find it answers (a DB hit imports and keys only its direction's candidates)
     out, rows = [], []
     for p in problems:
         try:
