@@ -21,7 +21,7 @@ cat $R/bytecode_env.txt
 SP=$(python3 -c "import numpy,os;print(os.path.dirname(os.path.dirname(numpy.__file__)))")
 export PYTHONPYCACHEPREFIX=/tmp/pyc
 s=$(date +%s)
-python3 -m compileall -q -j 16 $SP $PWD/miofind $PWD/solvers $PWD/bench /tmp/site > /dev/null 2>&1
+timeout 200 python3 -m compileall -q -j 16 $SP $PWD/miofind $PWD/solvers $PWD/bench /tmp/site > /dev/null 2>&1
 echo "bytecode compiled into $PYTHONPYCACHEPREFIX in $(( $(date +%s) - s )) s" | tee $R/compile.txt
 /usr/bin/time -f "extension build %e s" python3 -c "from miofind.torch import _fast; print(_fast.build())" > $R/build.log 2>&1 &
 BUILD=$!
@@ -44,5 +44,5 @@ timeout 120 python3 bench/bench_cold_import.py --runs 7 --gpu --json $R/cold_imp
 echo "cold_import rc=$?"; tail -8 $R/cold_import.log; save
 timeout 140 python3 bench/first_step.py --out $R/fill --configs train32-fp32,train32-amp --backends miofind --rounds 1 > $R/fill.log 2>&1
 echo "fill rc=$?"; save
-timeout 230 python3 bench/first_step.py --out $R/fs --configs train32-fp32,train32-amp --backends heuristic,miofind --rounds 3 > $R/fs.log 2>&1
+timeout 230 python3 bench/first_step.py --out $R/fs --configs train32-fp32,train32-amp --backends heuristic,miofind --rounds 2 > $R/fs.log 2>&1
 echo "fs rc=$?"; grep "^round" $R/fs.log | cut -c1-120; sed -n '/^| model/,/^$/p' $R/fs/first_step.md; save
