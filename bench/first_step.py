@@ -6,7 +6,12 @@ each phase to its synchronize. Backends:
 
 - ``heuristic``: PyTorch with ``cudnn.benchmark=False`` (cuDNN's heuristics pick; nothing is measured),
 - ``cudnn``: PyTorch with ``cudnn.benchmark=True`` (issue 17's baseline),
-- ``miofind``: ``miofind.torch`` with the shipped DB beneath a new, empty user DB in each process.
+- ``miofind``: ``miofind.torch`` with the shipped DB beneath a new, empty user DB in each process;
+- ``miofind-nopreload``: the same with ``MIOFIND_TORCH_PRELOAD=0`` (nothing imported in the background after
+  ``convert``).
+
+``--setup-ms N`` waits N ms between the set-up (model, ``convert``, optimizer, inputs) and the step, as a script's
+own set-up would (a data loader's first batch, a checkpoint): ``convert``'s background preload runs meanwhile.
 
 ``--prewarm`` first runs a few tiny PyTorch ops (a cuDNN convolution forward and backward, batch norm, a linear
 layer and its backward) on shapes the model does not have, outside the timing: the libraries' own set-up in a
@@ -16,7 +21,7 @@ the prepare (``choose_ms``), the solution's first call (``first_call_ms``), and 
 (``python -X importtime``, summed over the top-level modules imported between the step's start and end).
 
     python bench/first_step.py --out DIR [--model resnet50] [--configs train32-fp32,train32-amp]
-        [--backends heuristic,miofind] [--rounds 3] [--prewarm]
+        [--backends heuristic,miofind] [--rounds 3] [--prewarm] [--setup-ms 0]
 """
 
 from __future__ import annotations
@@ -102,7 +107,7 @@ def _instrument():
     return rec, calls, tot
 
 
-def _child(model_name: str, config: str, backend: str, prewarm: bool) -> None:
+def _child(model_name: str, config: str, backend: str, prewarm: bool, setup_ms: float = 0.0) -> None:
     import bench_models as bm
     torch = bm._torch()
     import torch.nn.functional as F
@@ -112,13 +117,15 @@ def _child(model_name: str, config: str, backend: str, prewarm: bool) -> None:
         raise SystemExit("first_step.py times training steps (train32-fp32, train32-amp)")
     if prewarm:
         _prewarm(torch)
-    side = "miofind" if backend == "miofind" else "cudnn"
+    side = "miofind" if backend.startswith("miofind") else "cudnn"
     model = bm.prepare(bm.build(model_name), train, amp, side)
     torch.backends.cudnn.benchmark = backend == "cudnn"
     xs, ys = bm.inputs(model_name, batch, amp, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    inst = _instrument() if backend == "miofind" else None
+    inst = _instrument() if side == "miofind" else None
     torch.cuda.synchronize()
+    if setup_ms:
+        time.sleep(setup_ms / 1e3)
     print(MARK_START, file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     opt.zero_grad(set_to_none=True)
@@ -159,12 +166,15 @@ def _imports(stderr: str) -> dict:
     return got
 
 
-def run_one(model: str, config: str, backend: str, prewarm: bool, env: dict) -> dict:
-    cmd = [sys.executable, "-X", "importtime", os.path.abspath(__file__), "--child", model, config, backend]
+def run_one(model: str, config: str, backend: str, prewarm: bool, env: dict, setup_ms: float = 0.0) -> dict:
+    cmd = [sys.executable, "-X", "importtime", os.path.abspath(__file__), "--child", model, config, backend,
+           "--setup-ms", str(setup_ms)]
     if prewarm:
         cmd.append("--prewarm")
     with tempfile.TemporaryDirectory() as d:    # a new, empty user DB above the shipped one, every process
         env = dict(env, MIOFIND_DB=f"sqlite:///{os.path.join(d, 'finddb.sqlite')}")
+        if backend == "miofind-nopreload":
+            env["MIOFIND_TORCH_PRELOAD"] = "0"
         r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
     if r.returncode:
         tail = "\n".join(ln for ln in r.stderr.splitlines() if not ln.startswith("import time:"))[-3000:]
@@ -200,7 +210,7 @@ def summary(runs: list[dict]) -> dict:
 
 
 def markdown(res: dict, cmd: str) -> str:
-    out = [f"# First training step in a fresh process, phase by phase", "", f"`{cmd}`", "",
+    out = ["# First training step in a fresh process, phase by phase", "", f"`{cmd}`", "",
            "| model | config | backend | prewarm | first step s | forward | backward | optimizer | imports in step ms "
            "| miofind: choices (lookup + prepare) ms | of which lookup ms | first calls ms | runs |",
            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -243,10 +253,12 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3, help="processes per (config, backend), alternating")
     ap.add_argument("--prewarm", action="store_true", help="library set-up outside the timing (see the docstring)")
     ap.add_argument("--both", action="store_true", help="with and without --prewarm, alternating")
+    ap.add_argument("--setup-ms", type=float, default=0.0,
+                    help="wait this long between the set-up and the step (a script's own set-up after convert)")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        _child(*args.child, args.prewarm)
+        _child(*args.child, args.prewarm, args.setup_ms)
         return 0
     if not args.out:
         ap.error("--out is required")
@@ -262,7 +274,7 @@ def main(argv=None) -> int:
                     row = res.setdefault(key, {"model": args.model, "config": config, "backend": backend,
                                                "prewarm": pw, "runs": []})
                     t = time.perf_counter()
-                    one = run_one(args.model, config, backend, pw, env)
+                    one = run_one(args.model, config, backend, pw, env, args.setup_ms)
                     row["runs"].append(one)
                     print(f"round {r} {key}: first step {one['first_s']:.3f} s (process {time.perf_counter() - t:.1f} s)"
                           + (f", stats {one['stats']}" if "stats" in one else ""), flush=True)

@@ -125,6 +125,10 @@ VARIABLES: tuple[EnvVar, ...] = (
            "problem's solution: a solution the C++ path launches is chosen over a faster one of those when its "
            "measured time is within this much (only where the C++ path is on)",
            "a number of microseconds >= 0 (default 30; 0: the fastest by measured time alone)", ""),
+    EnvVar("MIOFIND_TORCH_PRELOAD", "whether `miofind.torch.convert` starts a background thread that imports what a "
+           "model's first convolution would (CuPy, the find, every solver module, the built C++ extension), so that "
+           "the script's set-up after it overlaps that work (no GPU work; only where PyTorch sees a CUDA device)",
+           "1 (default: preload), 0 (everything at the first convolution)", ""),
 )
 
 DEFAULT_CUT_FACTOR = 3.0
@@ -359,6 +363,11 @@ def torch_fuse_bias() -> bool:
     """``MIOFIND_TORCH_FUSE_BIAS``: whether miofind.torch fuses a bias into the forward (1, unset) or adds it (0)."""
     return _switch("MIOFIND_TORCH_FUSE_BIAS", True,
                    "the bias in the forward's epilogue where a solver of miofind's fuses it; 0: one PyTorch add")
+
+
+def torch_preload() -> bool:
+    """``MIOFIND_TORCH_PRELOAD``: whether ``miofind.torch.convert`` preloads in the background (1, unset) or not (0)."""
+    return _switch("MIOFIND_TORCH_PRELOAD", True, "imports preloaded in a background thread after convert")
 
 
 def native() -> bool:

@@ -16,7 +16,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from . import functional as MF
+from . import _preload, functional as MF
 
 
 class _Miofind:
@@ -105,6 +105,8 @@ def convert(model: nn.Module) -> Converted:
             continue
         m.__class__ = _SWAP[type(m)]
         swapped += 1
+    if swapped:
+        _preload.start()    # what the first convolution would import, meanwhile (MIOFIND_TORCH_PRELOAD)
     return Converted(swapped, left)
 
 

@@ -190,6 +190,48 @@ def test_import_loads_neither_cupy_nor_sqlalchemy():
     assert out.stdout.strip() == "[]"
 
 
+def test_convert_preloads_once_in_the_background_only_with_a_cuda_device(monkeypatch):
+    """convert() starts one background thread per process that imports what the first convolution would; none
+    without a CUDA device, with MIOFIND_TORCH_PRELOAD=0, or when nothing was swapped."""
+    from miofind.torch import _preload
+
+    ran = []
+    monkeypatch.setattr(_preload, "_thread", None)
+    monkeypatch.setattr(_preload, "_run", lambda: ran.append(1))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    mt.convert(nn.Sequential(nn.Conv2d(2, 3, 3)))
+    assert _preload._thread is None and not ran
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setenv("MIOFIND_TORCH_PRELOAD", "0")
+    mt.convert(nn.Sequential(nn.Conv2d(2, 3, 3)))
+    assert _preload._thread is None
+    monkeypatch.delenv("MIOFIND_TORCH_PRELOAD")
+    mt.convert(nn.Sequential(nn.Linear(2, 3)))           # nothing swapped
+    assert _preload._thread is None
+    mt.convert(nn.Sequential(nn.Conv2d(2, 3, 3)))
+    t = _preload._thread
+    t.join(10)
+    mt.convert(nn.Sequential(nn.Conv2d(2, 3, 3)))
+    assert _preload._thread is t and ran == [1]
+    monkeypatch.setenv("MIOFIND_TORCH_PRELOAD", "yes")
+    monkeypatch.setattr(_preload, "_thread", None)
+    with pytest.raises(ValueError, match="MIOFIND_TORCH_PRELOAD='yes'"):
+        mt.convert(nn.Sequential(nn.Conv2d(2, 3, 3)))
+
+
+def test_preload_imports_and_never_builds_the_extension(monkeypatch):
+    """The preload's work: imports, and the C++ extension only where it is built; nothing raises out of it."""
+    from miofind.torch import _fast, _preload
+
+    monkeypatch.setattr(_fast, "build", lambda *a, **k: pytest.fail("the preload built the C++ extension"))
+    monkeypatch.setattr(_fast, "_module", None)
+    monkeypatch.setattr(_fast, "library_path", lambda: Path("/nonexistent/miofind_torch_fast.so"))
+    _preload._run()
+    assert "miofind.find" in sys.modules and _fast._module is None
+    monkeypatch.setattr(_fast, "library_path", lambda: (_ for _ in ()).throw(RuntimeError("broken")))
+    _preload._run()         # an error is left for the first convolution
+
+
 # -- arguments ---------------------------------------------------------------------------------------
 
 def test_normalize_arguments():
