@@ -11,7 +11,7 @@ without graph breaks, CUDA graphs), on the current torch stream, with outputs an
 PyTorch's caching allocator. ``stats()`` counts FindDB lookups and finds.
 
 Importing this module imports torch, but neither CuPy nor the databases: they load when the first
-convolution runs on the GPU.
+convolution runs on the GPU, or in a background thread that ``convert`` starts (``MIOFIND_TORCH_PRELOAD``).
 """
 
 from __future__ import annotations
