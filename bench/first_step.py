@@ -117,9 +117,8 @@ def _child(model_name: str, config: str, backend: str, prewarm: bool, setup_ms: 
         raise SystemExit("first_step.py times training steps (train32-fp32, train32-amp)")
     if prewarm:
         _prewarm(torch)
-    side = "miofind" if backend.startswith("miofind") else "cudnn"
+    side = "miofind" if backend.startswith("miofind") else backend      # prepare: benchmark mode for "cudnn" only
     model = bm.prepare(bm.build(model_name), train, amp, side)
-    torch.backends.cudnn.benchmark = backend == "cudnn"
     xs, ys = bm.inputs(model_name, batch, amp, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     inst = _instrument() if side == "miofind" else None

@@ -63,8 +63,8 @@ def _memo_key(what, problem, db, solvers, *options):
 
 def warm_up() -> None:
     """Import every solver module and compute every trust key once: start-up work that a
-    long-running process pays once, kept out of the first find's lookup time. The CLI calls it
-    before its first find."""
+    long-running process pays once, kept out of the first find's lookup time. ``miofind tune`` calls it
+    before its first find (a one-problem ``miofind find`` does not: it needs only its direction's solvers)."""
     for s in all_solvers():
         trust_key(s)
 

@@ -314,8 +314,6 @@ def find(mode, immediate, device_spec, sort_by, workspace_limit, solver_ids, no_
     from .db import FindDBError
     from .find import ContextBrokenError
 
-    # no ``warm_up()``: importing every direction's solvers and computing every trust key costs a one-problem
-    # process more than the find it answers (a DB hit imports and keys only its direction's candidates)
     out, rows = [], []
     for p in problems:
         try:

@@ -342,7 +342,8 @@ HOST_AWARE_TRIES = 3     # the next solutions _host_aware prepares at most
 
 
 def _host_aware_on(problem: ProblemDescription) -> bool:
-    """Whether the host-aware choice applies to ``problem``'s Entries (see ``_host_aware``)."""
+    """Whether the host-aware choice applies to ``problem``'s Entries (see ``_host_aware``): not to a fused problem,
+    whose Entry runs through Python whichever solver it is."""
     from .. import env
     return env.torch_host_us() > 0 and not problem.fused and _fast.possible()
 
@@ -354,7 +355,7 @@ def _host_aware(e: Entry, rest, problem: ProblemDescription, src: str, dev: int)
     host-bound wherever its layers are small, and that host time is what such a layer costs it. The Entry chosen
     keeps ``e``'s time as the one a deferred solution must beat."""
     if not _host_aware_on(problem) or _fast.launches(e):
-        return e            # a fused problem's Entry runs through Python whichever solver it is
+        return e
     return _alternative(e.solver_id, e.time_ms, rest, problem, src, dev) or e
 
 
