@@ -13,6 +13,8 @@ Harness (same buffers; every candidate verified against the float64 reference fi
          made persistent, and PERSIST_TILES at 3 and 4 stages, where valid; "best" is then the fastest of the three.
 For each timing, each side's fastest candidate under that timing; the geomean of ours / cudnn per direction.
 ``--set large``: issue 19's large layer (N=120, 64 -> 64 channels, 512 x 512, 3x3).
+``--pdl-ab``: a side "plain": every config of ours again, its invokers bound with MIOFIND_PDL=0 (each launch a plain
+one; the other sides run with programmatic dependent launches, the default), and the geomeans of best / plain.
 
     python bench/bench_kernel_time.py --dirs F,B,W --dtypes FP16 [--set nonresnet] [--alts] [--tma [--persist]] --json out.json
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sqlite3
 import sys
 import time
@@ -56,6 +59,7 @@ def main():
     ap.add_argument("--persist", action="store_true")
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--deadline", type=float, default=1e9)
+    ap.add_argument("--pdl-ab", action="store_true")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
 
@@ -120,16 +124,21 @@ def main():
         sides = (("ours", hop, [c for c in cfgs if not c.get("TMA")], "implicit_gemm_hopper"),
                  ("tma", hop, [c for c in cfgs if c.get("TMA") and not c.get("PERSIST")], "implicit_gemm_hopper"),
                  ("ptma", hop, [c for c in cfgs if c.get("TMA") and c.get("PERSIST")], "implicit_gemm_hopper"),
-                 ("cudnn", cud, None, "cudnn"))
+                 ("cudnn", cud, None, "cudnn")) + ((("plain", hop, cfgs, "implicit_gemm_hopper"),) if a.pdl_ab else ())
         timings = lambda call, inv, ws: {  # noqa: E731
             "isolated": kernel_timing.isolated_ms(call, a.iters), "gpu": kernel_timing.graph_ms(call, a.iters),
             "eager": kernel_timing.queued_ms(call, a.iters), "find": h.time(inv, ws, warmup=3, iters=a.iters)[0]}
         for side, solver, configs, fam in sides:
             best = {}
-            for cfg, t in kernel_timing.timed_configs(h, p, solver, configs, fam, timings):
-                for m in MODES:
-                    if m not in best or t[m] < best[m][0]:
-                        best[m] = (t[m], cfg)
+            if side == "plain":
+                os.environ["MIOFIND_PDL"] = "0"     # read when each invoker's launches are first bound
+            try:
+                for cfg, t in kernel_timing.timed_configs(h, p, solver, configs, fam, timings):
+                    for m in MODES:
+                        if m not in best or t[m] < best[m][0]:
+                            best[m] = (t[m], cfg)
+            finally:
+                os.environ.pop("MIOFIND_PDL", None)
             for m, (ms, cfg) in best.items():
                 row[f"{side}_{m}_ms"] = ms
                 row[f"{side}_{m}_cfg"] = cfg
@@ -139,14 +148,17 @@ def main():
                 row[f"best_{m}_ms"], row[f"best_{m}_cfg"] = min(got, key=lambda t: t[0])
         rows.append(row)
         f = lambda s, m: f"{row[f'{s}_{m}_ms'] * 1e3:7.1f}" if f"{s}_{m}_ms" in row else "      -"  # noqa: E731
+        pl = a.pdl_ab
         print(f"{name:28s} {p.direction} {p.dtype} " + "  ".join(f"{m} {f('ours', m)} {f('tma', m)} {f('ptma', m)} "
-                                                                 f"{f('cudnn', m)}" for m in MODES)
-              + " us (ours tma ptma cudnn)", flush=True)
+                                                                 f"{f('cudnn', m)}" + (f" {f('plain', m)}" if pl else "")
+                                                                 for m in MODES)
+              + f" us (ours tma ptma cudnn{' plain' if pl else ''})", flush=True)
         del h
         if a.json:
             Path(a.json).write_text(json.dumps({"rows": rows, "device": dev.name}, indent=1))
 
-    for side in ("ours", "tma", "ptma", "best") if a.persist else ("ours", "tma", "best") if a.tma else ("ours",):
+    sides = ("ours", "tma", "ptma", "best") if a.persist else ("ours", "tma", "best") if a.tma else ("ours",)
+    for side in sides + (("plain",) if a.pdl_ab else ()):
         print(f"\ngeomean {side} / cudnn (layers)")
         for d in a.dirs.split(","):
             for dt in a.dtypes.split(","):
@@ -154,6 +166,18 @@ def main():
                 for m in MODES:
                     v = [math.log(r[f"{side}_{m}_ms"] / r[f"cudnn_{m}_ms"]) for r in rows if r["direction"] == d
                          and r["dtype"] == dt and f"{side}_{m}_ms" in r and f"cudnn_{m}_ms" in r]
+                    out.append(f"{m} {math.exp(sum(v) / len(v)):.3f} ({len(v)})" if v else f"{m} -")
+                print("  ".join(out))
+
+    if a.pdl_ab:
+        # the best of ours with programmatic dependent launches against the same configs launched plainly
+        print("\ngeomean best / plain (layers)")
+        for d in a.dirs.split(","):
+            for dt in a.dtypes.split(","):
+                out = [f"{d} {dt}:"]
+                for m in MODES:
+                    v = [math.log(r[f"best_{m}_ms"] / r[f"plain_{m}_ms"]) for r in rows if r["direction"] == d
+                         and r["dtype"] == dt and f"best_{m}_ms" in r and f"plain_{m}_ms" in r]
                     out.append(f"{m} {math.exp(sum(v) / len(v)):.3f} ({len(v)})" if v else f"{m} -")
                 print("  ".join(out))
 

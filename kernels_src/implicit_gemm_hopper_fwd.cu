@@ -462,6 +462,7 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
     const u32 sbase = (smem_u32(smem_raw) + 1023u) & ~1023u;
     unsigned char* sgen = smem_raw + (sbase - smem_u32(smem_raw));   // generic pointer to sbase
 
+    grid_dep_launch();      // a programmatic dependent (the next stride phase, the reduce) may start
     const int t = threadIdx.x;
     const int tl = WSPEC ? t - NT_MMA : t;      // this thread's place among the loaders (WSPEC: the producer's)
     const int ch = tl & 7;       // its 16-byte chunk of every row it loads
@@ -763,6 +764,9 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
     cp_async_wait<0>();
 #endif
 #endif
+    // launched as the programmatic dependent of the stride phase before (its pixels disjoint from this one's):
+    // this grid completes only after that one, so stream order holds for whatever follows
+    grid_dep_wait();
 }
 
 #if SPLITK > 1
@@ -791,6 +795,7 @@ static_assert(RED_BLOCK % 32 == 0, "reduce block of whole warps");
 extern "C" __global__ void __launch_bounds__(RED_BLOCK)
 igemm_hopper_fwd_reduce(const float* __restrict__ ws, data_t* __restrict__ y EPI_PARAM)
 {
+    grid_dep_wait();        // launched as the programmatic dependent of the partials' kernel
     constexpr long long total4 = (long long)GEMM_M * GEMM_N / 4;      // float4s of one plane (even)
     const int l = threadIdx.x & 31;
     const long long base = (blockIdx.x * (long long)RED_BLOCK + (threadIdx.x & ~31)) * 2;   // the warp's first float4

@@ -255,6 +255,7 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
 {
     extern __shared__ unsigned char smem_raw[];
     const u32 sbase = (smem_u32(smem_raw) + 1023u) & ~1023u;
+    grid_dep_launch();      // the split's reduce (a programmatic dependent) may start: it waits for this grid
 
     const int t = threadIdx.x;
     const int wg = t >> 7;
@@ -484,6 +485,7 @@ static_assert(RED_BLOCK % RED_GROUPS == 0, "reduce block of whole groups");
 extern "C" __global__ void __launch_bounds__(RED_BLOCK)
 igemm_hopper_wrw_reduce(const float* __restrict__ ws, data_t* __restrict__ dw)
 {
+    grid_dep_wait();        // launched as the programmatic dependent of the partials' kernel
     __shared__ float4 part[RED_GROUPS - 1][RED_COLS];
     constexpr long long total4 = (long long)GEMM_M * GEMM_N / 4;
     constexpr int per = (SPLITK + RED_GROUPS - 1) / RED_GROUPS;

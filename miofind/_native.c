@@ -8,6 +8,9 @@
  * caller(): any C function whose arguments are all 64-bit integers or pointers (cublasLtMatmul,
  * cufftExecR2C, ...) with its argument list packed once; a call writes the arguments that change.
  *
+ * pdl_launcher(): the address of a function of cuLaunchKernel's signature that launches through cuLaunchKernelEx as
+ * the programmatic dependent of the work before it in the stream (given to launcher() as its fn).
+ *
  * Both return the callee's status (CUresult, cublasStatus_t, cufftResult) as an int: the Python side
  * raises its own error for it.
  *
@@ -31,6 +34,45 @@ typedef uint64_t u64;
 typedef int (*launch_fn)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *,
                          void **, void **);
 
+/* cuLaunchKernelEx's CUlaunchConfig and CUlaunchAttribute (cuda.h's layout: the attribute's value is a 64-byte union
+ * after the 4-byte id and 4 bytes of padding) */
+typedef struct {
+    int id;
+    char pad[4];
+    union {
+        char bytes[64];
+        int i;
+    } value;
+} cu_launch_attribute;
+
+typedef struct {
+    unsigned grid[3], block[3], smem;
+    void *stream;
+    cu_launch_attribute *attrs;
+    unsigned nattrs;
+} cu_launch_config;
+
+_Static_assert(sizeof(cu_launch_attribute) == 72, "CUlaunchAttribute is 72 bytes");
+_Static_assert(sizeof(void *) != 8 || sizeof(cu_launch_config) == 56, "CUlaunchConfig is 56 bytes on 64-bit hosts");
+
+typedef int (*launch_ex_fn)(const cu_launch_config *, void *, void **, void **);
+
+#define CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION 6
+
+static launch_ex_fn g_launch_ex = NULL;
+
+/* cuLaunchKernel's signature, launched as the programmatic dependent of the stream's work before it: the kernel may
+ * start once every block of the grid before it has issued griddepcontrol.launch_dependents (or exited). */
+static int pdl_launch(void *func, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                      unsigned smem, void *stream, void **params, void **extra) {
+    cu_launch_attribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.i = 1;
+    cu_launch_config cfg = {{gx, gy, gz}, {bx, by, bz}, smem, stream, &attr, 1};
+    return g_launch_ex(&cfg, func, params, extra);
+}
+
 typedef struct {
     launch_fn fn;
     void *func;
@@ -53,7 +95,9 @@ typedef struct {
 
 typedef struct {
     int kind;                    /* 0 a kernel launch, 1 a library call (func a C function of nparams u64s), 2 a
-                                    kernel launch whose parameters are one buffer of nbytes (a library's kernel) */
+                                    kernel launch whose parameters are one buffer of nbytes (a library's kernel),
+                                    3 a kernel launch as the programmatic dependent of the step before (a plain
+                                    one until pdl_launcher has been called) */
     void *func;
     unsigned dims[6];
     unsigned smem;
@@ -334,8 +378,9 @@ static PyObject *recipe_call(PyObject *self, PyObject *const *args, Py_ssize_t n
                        (void *)(uintptr_t)stream, NULL, extra);
         } else {
             for (int j = 0; j < S->nparams; j++) params[j] = &vals[j];
-            rc = R->fn(S->func, S->dims[0], S->dims[1], S->dims[2], S->dims[3], S->dims[4], S->dims[5], S->smem,
-                       (void *)(uintptr_t)stream, params, NULL);
+            launch_fn fn = S->kind == 3 && g_launch_ex ? pdl_launch : R->fn;
+            rc = fn(S->func, S->dims[0], S->dims[1], S->dims[2], S->dims[3], S->dims[4], S->dims[5], S->smem,
+                    (void *)(uintptr_t)stream, params, NULL);
         }
         if (rc) failed = i;
     }
@@ -366,9 +411,9 @@ static int parse_step(PyObject *t, step_t *S, int i) {
     if (as_u64(kind_o, &kind) < 0 || as_u64(func_o, &func) < 0 || as_u64(smem_o, &smem) < 0 ||
         int_list(grid, g, &ng, 3, "grid") < 0 || int_list(block, b, &nb, 3, "block") < 0)
         return -1;
-    if (kind > 2 || !func) {
-        PyErr_Format(PyExc_ValueError, "recipe step %d: kind must be 0 (launch), 1 (call) or 2 (buffer launch), "
-                     "func non-null", i);
+    if (kind > 3 || !func) {
+        PyErr_Format(PyExc_ValueError, "recipe step %d: kind must be 0 (launch), 1 (call), 2 (buffer launch) or 3 "
+                     "(a launch as the programmatic dependent of the one before), func non-null", i);
         return -1;
     }
     S->kind = (int)kind;
@@ -475,12 +520,29 @@ fail:
     return NULL;
 }
 
+/* pdl_launcher(ex) -> the address of pdl_launch, launching through ``ex`` (cuLaunchKernelEx's address) */
+static PyObject *make_pdl_launcher(PyObject *mod, PyObject *arg) {
+    (void)mod;
+    u64 ex;
+    if (as_u64(arg, &ex) < 0) return NULL;
+    if (!ex) {
+        PyErr_SetString(PyExc_ValueError, "pdl_launcher: null cuLaunchKernelEx");
+        return NULL;
+    }
+    g_launch_ex = (launch_ex_fn)(uintptr_t)ex;
+    return PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)&pdl_launch);
+}
+
 static PyMethodDef methods[] = {
     {"launcher", make_launcher, METH_VARARGS,
      "launcher(fn, func, grid, block, shared_mem, values, slots, maps) -> launch(stream, *map_addresses, *pointers)\n\n"
      "fn: the address of cuLaunchKernel; func: the CUfunction; values: each kernel parameter's bytes as an int\n"
      "(little-endian, at most 8 bytes); slots: the parameters that take the call's pointers, in order; maps: the\n"
      "parameters passed by a host address given per call (tensor maps). The launch returns the CUresult."},
+    {"pdl_launcher", make_pdl_launcher, METH_O,
+     "pdl_launcher(ex) -> fn\n\n"
+     "ex: the address of cuLaunchKernelEx; fn: the address of a function of cuLaunchKernel's signature that launches\n"
+     "through it as the programmatic dependent of the stream's work before (launcher()'s fn)."},
     {"caller", make_caller, METH_VARARGS,
      "caller(fn, values, slots) -> call(*changing)\n\n"
      "fn: the address of a C function of len(values) 64-bit integer or pointer arguments returning int;\n"
@@ -488,7 +550,8 @@ static PyMethodDef methods[] = {
     {"recipe", make_recipe, METH_VARARGS,
      "recipe(fn, steps, align) -> run(stream, a, b, out, workspace)\n\n"
      "fn: the address of cuLaunchKernel; steps: (kind, func, grid, block, shared_mem, values, slots) each, kind 0 a\n"
-     "kernel launch (func the CUfunction), 1 a library call (func a C function of len(values) 64-bit arguments);\n"
+     "kernel launch (func the CUfunction), 1 a library call (func a C function of len(values) 64-bit arguments),\n"
+     "3 a kernel launch as the programmatic dependent of the step before (see pdl_launcher);\n"
      "slots: (parameter, role, byte offset) of each pointer written per call, role 0-3 the run's a, b, out,\n"
      "workspace; align: what each role's address must be a multiple of. run returns 0, -1 (an address misaligned:\n"
      "nothing ran) or (step, status) of the step that failed."},

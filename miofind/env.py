@@ -375,6 +375,12 @@ def native() -> bool:
     return _switch("MIOFIND_NATIVE", True, "launches through miofind._native where it is built")
 
 
+def pdl() -> bool:
+    """``MIOFIND_PDL``: whether a solution's later kernel launches that may overlap the one before (a split's reduce,
+    the next stride phase) go as programmatic dependent launches (1, unset) or as plain launches (0)."""
+    return _switch("MIOFIND_PDL", True, "programmatic dependent launches within a solution")
+
+
 def with_naive() -> bool:
     """``MIOFIND_WITH_NAIVE``: whether finds time the naive reference solvers too (1), or not (0, unset)."""
     return _switch("MIOFIND_WITH_NAIVE", False, "time the naive solvers too")

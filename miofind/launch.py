@@ -43,6 +43,8 @@ def _launch_kernel():
 
 _native = None          # miofind._native, or False where it is not built or turned off
 _cu_launch = None       # the address of libcuda's cuLaunchKernel
+_pdl_fn = None          # the native PDL launch function's address, or 0 where there is none
+_launch_ex = None       # libcuda's cuLaunchKernelEx through ctypes (the Python path), or False
 
 
 def native():
@@ -72,6 +74,46 @@ def cu_launch_kernel() -> int:
     if _cu_launch is None:
         _cu_launch = native_function(ctypes.CDLL("libcuda.so.1").cuLaunchKernel)
     return _cu_launch
+
+
+def _driver_launch_ex():
+    """libcuda's ``cuLaunchKernelEx`` as a ctypes function, or None where the driver lacks it."""
+    global _launch_ex
+    if _launch_ex is None:
+        try:
+            f = ctypes.CDLL("libcuda.so.1").cuLaunchKernelEx
+            f.restype = ctypes.c_int
+            f.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+            _launch_ex = f
+        except (OSError, AttributeError):
+            _launch_ex = False
+    return _launch_ex or None
+
+
+def pdl_launch_kernel() -> int:
+    """The address of the native launch function of ``cuLaunchKernel``'s signature that launches through
+    ``cuLaunchKernelEx`` as a programmatic dependent (``_native.pdl_launcher``), or 0 where the extension (or
+    the driver) has none."""
+    global _pdl_fn
+    if _pdl_fn is None:
+        nat, ex = native(), _driver_launch_ex()
+        fn = 0
+        if nat is not None and ex is not None and hasattr(nat, "pdl_launcher"):
+            fn = nat.pdl_launcher(native_function(ex))
+        _pdl_fn = fn
+    return _pdl_fn
+
+
+class _LaunchAttribute(ctypes.Structure):       # CUlaunchAttribute: an id, then a 64-byte union at offset 8
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_int), ("rest", ctypes.c_char * 60)]
+
+
+class _LaunchConfig(ctypes.Structure):          # CUlaunchConfig
+    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("smem", ctypes.c_uint),
+                ("stream", ctypes.c_void_p), ("attrs", ctypes.POINTER(_LaunchAttribute)), ("nattrs", ctypes.c_uint)]
+
+
+PROGRAMMATIC_STREAM_SERIALIZATION = 6           # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
 
 
 def _launch_failed(rc: int) -> None:
@@ -121,16 +163,24 @@ def ptr(a) -> int:
 class Launch:
     """One kernel (a ``cupy.RawKernel``) with grid, block, dynamic shared memory and its argument
     block packed. ``launch(stream, *pointers)`` fills the ``PTR`` slots in order and launches on
-    ``stream``; a failed launch raises CuPy's CUDADriverError."""
+    ``stream``; a failed launch raises CuPy's CUDADriverError.
 
-    __slots__ = ("kernel", "grid", "block", "shared_mem", "_fn", "_vals", "_slots", "_params", "_addr", "_lock",
-                 "_launch", "_g", "_maps", "_fast")
+    ``pdl``: launch it as the programmatic dependent of the stream's work before it (``cuLaunchKernelEx`` with
+    programmatic stream serialization; ``MIOFIND_PDL=0`` turns it off): it may start once every block of the
+    grid before has issued ``griddepcontrol.launch_dependents``. Only for a launch within a solution whose
+    kernel either waits (``griddepcontrol.wait``) before it reads what the grid before wrote, or reads nothing
+    of it and waits before it exits, and whose grid before is that solution's own (never its first launch)."""
 
-    def __init__(self, kernel, grid, block, args, shared_mem: int = 0) -> None:
+    __slots__ = ("kernel", "grid", "block", "shared_mem", "pdl", "_fn", "_vals", "_slots", "_params", "_addr",
+                 "_lock", "_launch", "_g", "_maps", "_fast", "_cfg")
+
+    def __init__(self, kernel, grid, block, args, shared_mem: int = 0, pdl: bool = False) -> None:
         self.kernel = kernel
         self.grid = tuple(int(g) for g in grid)
         self.block = tuple(int(b) for b in block)
         self.shared_mem = int(shared_mem)
+        self.pdl = bool(pdl)
+        self._cfg = None
         self._fn = None
         vals, slots, maps = [], [], []
         for a in args:
@@ -175,19 +225,44 @@ class Launch:
         values = [int.from_bytes(bytes(v), "little") for v in self._vals]
         return (values, [i for i, v in enumerate(self._vals) if id(v) in slot_ids], list(self._maps))
 
+    def dependent(self) -> bool:
+        """Whether this launch goes as a programmatic dependent: ``pdl`` and ``MIOFIND_PDL`` on."""
+        from . import env
+        return self.pdl and env.pdl()
+
     def _bind(self):
         """The launch callable ``(stream, *map_addresses, *pointers) -> CUresult``: the native launcher
-        where the extension is available, else the ctypes block and CuPy's launchKernel."""
+        where the extension is available, else the ctypes block and CuPy's launchKernel (``cuLaunchKernelEx``
+        through ctypes for a programmatic dependent; a plain launch where the driver has no such call)."""
         nat = native()
         fn = self.function()
-        if nat is not None:
+        dep = self.dependent()
+        if nat is not None and (not dep or pdl_launch_kernel()):
             values, slots, maps = self.packed()
-            fast = nat.launcher(cu_launch_kernel(), fn, self.grid, self.block, self.shared_mem, values, slots,
-                                maps)
+            fast = nat.launcher(pdl_launch_kernel() if dep else cu_launch_kernel(), fn, self.grid, self.block,
+                                self.shared_mem, values, slots, maps)
+        elif dep and _driver_launch_ex() is not None:
+            attr = _LaunchAttribute(id=PROGRAMMATIC_STREAM_SERIALIZATION, value=1)
+            cfg = _LaunchConfig((ctypes.c_uint * 3)(*self.grid), (ctypes.c_uint * 3)(*self.block), self.shared_mem,
+                                None, ctypes.pointer(attr), 1)
+            self._cfg = (cfg, attr)
+            fast = self._python_launch_ex
         else:
             fast = self._python_launch
         self._fast = fast
         return fast
+
+    def _python_launch_ex(self, stream: int, *args: int) -> int:
+        cfg = self._cfg[0]
+        nm = len(self._maps)
+        params = self._params
+        with self._lock:
+            for i, a in zip(self._maps, args):
+                params[i] = a
+            for slot, p in zip(self._slots, args[nm:]):
+                slot.value = p
+            cfg.stream = stream or None
+            return _launch_ex(ctypes.byref(cfg), self._fn, self._addr, None)
 
     def _python_launch(self, stream: int, *args: int) -> int:
         launch = self._launch
@@ -415,7 +490,8 @@ def _native_steps(invoker, workspace: bool, stream: int):
             values, slot_ids, _ = launch.packed()
             if len(slot_ids) != len(roles):
                 return None
-            out.append((0, launch.function(), launch.grid, launch.block, launch.shared_mem, values,
+            kind = 3 if launch.dependent() and pdl_launch_kernel() else 0
+            out.append((kind, launch.function(), launch.grid, launch.block, launch.shared_mem, values,
                         [(i, r, o) for i, (r, o) in zip(slot_ids, roles)], 0))
         return out, list(align)
     if not getattr(invoker, "traceable", False):
@@ -427,7 +503,8 @@ def replayer(invoker, workspace: bool, stream: int):
     """(run, kinds): one native call that runs ``invoker``'s whole sequence of launches and library calls on
     ``stream``, ``run(stream, a, b, out, workspace) -> 0 | -1 | (step, status)`` (``miofind._native.recipe``; -1: an
     address misaligned for the recipe, nothing ran, call the invoker), and each step's kind (0 a launch, 1 a
-    library call, 2 a library's kernel launched from its parameter buffer) for ``replay_failed``; or None where the
+    library call, 2 a library's kernel launched from its parameter buffer, 3 a launch as a programmatic dependent)
+    for ``replay_failed``; or None where the
     native extension is absent or the invoker is neither a declared recipe without tensor maps nor traceable. A traced recipe's library calls
     carry ``stream`` (and its cuBLASLt workspace), so the run serves that stream alone."""
     nat = native()

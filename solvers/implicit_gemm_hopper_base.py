@@ -487,7 +487,7 @@ class ImplicitGemmHopperBase(Solver):
                 kern.max_dynamic_shared_size_bytes = smem
             launch = Launch(kern, kernels[0].grid, kernels[0].block, (PTR,) * (4 + nb) + (MAP,) * len(maps or ()),
                             shared_mem=smem)
-            red = Launch(kerns[1], kernels[1].grid, kernels[1].block, (PTR,) * (2 + nb)) if ws else None
+            red = Launch(kerns[1], kernels[1].grid, kernels[1].block, (PTR,) * (2 + nb), pdl=True) if ws else None
             main = launch.bind_maps(maps) if maps else launch      # the maps of x (a) and w (b)
 
             def invoker(a, b, out, workspace, stream, *bias):

@@ -122,7 +122,7 @@ def w_planes(p: ProblemDescription) -> tma.TiledSpec:
 
 class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
     id = "ConvImplicitGemmHopperBwd"
-    version = 5                 # 2: split-K of the forward kernel; 3: strides above 1 by stride phases; 4: w read in place (no flip kernel); 5: WSPEC
+    version = 6                 # 2: split-K of the forward kernel; 3: strides above 1 by stride phases; 4: w read in place (no flip kernel); 5: WSPEC; 6: later phases and reduces as programmatic dependent launches
     algorithm = "miopenConvolutionBwdDataAlgoImplicitGEMM"
     directions = frozenset("B")
     source = "implicit_gemm_hopper_fwd.cu"
@@ -221,10 +221,16 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
             for i, nk, smem, yoff, maps in plan:
                 if smem > SMEM_STATIC:
                     kerns[i].max_dynamic_shared_size_bytes = smem
+                # an unsplit phase writes pixels of dx no launch before it in this solution writes, and reads
+                # dy and w only: it may start while the phase (or zeroing) before it ends, and waits for that
+                # grid before it exits. A split phase's partial planes are the ones the reduce before it reads:
+                # it waits in stream order.
+                dep = (zero or i > 0) and nk == 1
                 raw = Launch(kerns[i], kernels[i].grid, kernels[i].block, (PTR,) * 4 + (MAP,) * len(maps or ()),
-                             shared_mem=smem)
+                             shared_mem=smem, pdl=dep)
                 lmain = raw.bind_maps(maps) if maps else raw      # the phase's map of dy (a) and w's (b)
-                lred = Launch(kerns[i + 1], kernels[i + 1].grid, kernels[i + 1].block, (PTR, PTR)) if nk > 1 else None
+                lred = Launch(kerns[i + 1], kernels[i + 1].grid, kernels[i + 1].block, (PTR, PTR),
+                              pdl=True) if nk > 1 else None
                 steps.append((lmain, lred, yoff))
                 recipe += recipe_steps(raw, lred, maps, yoff)
 

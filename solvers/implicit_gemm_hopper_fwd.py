@@ -9,7 +9,7 @@ from .implicit_gemm_hopper_base import ImplicitGemmHopperBase
 
 class ImplicitGemmHopperFwd(ImplicitGemmHopperBase):
     id = "ConvImplicitGemmHopperFwd"
-    version = 3                 # 2: split-K (SPLITK tunable, partial planes in the workspace, reduce kernel); 3: WSPEC
+    version = 4                 # 2: split-K (SPLITK tunable, partial planes in the workspace, reduce kernel); 3: WSPEC; 4: the reduce as a programmatic dependent launch
     algorithm = "miopenConvolutionFwdAlgoImplicitGEMM"
     directions = frozenset("F")
     source = "implicit_gemm_hopper_fwd.cu"

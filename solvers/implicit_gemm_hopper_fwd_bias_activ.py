@@ -15,7 +15,7 @@ ACT_CODES = {"none": 0, "relu": 1, "gelu": 2}
 
 class ImplicitGemmHopperFwdBiasActiv(ImplicitGemmHopperFwd):
     id = "ConvImplicitGemmHopperFwdBiasActiv"
-    version = 1
+    version = 2                 # 2: the reduce as a programmatic dependent launch
     fused_epilogue = True
 
     def applicability(self, problem):

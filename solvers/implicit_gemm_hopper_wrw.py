@@ -142,7 +142,7 @@ def default_tile(p: ProblemDescription) -> dict:
 
 class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
     id = "ConvImplicitGemmHopperWrw"
-    version = 3                 # 2: the cluster split (CLUSTER); 3: the producer warpgroup (WSPEC)
+    version = 4                 # 2: the cluster split (CLUSTER); 3: the producer warpgroup (WSPEC); 4: the reduce as a programmatic dependent launch
     algorithm = "miopenConvolutionBwdWeightsAlgoImplicitGEMM"
     directions = frozenset("W")
     source = "implicit_gemm_hopper_wrw.cu"
@@ -231,7 +231,8 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
             raw = Launch(kmain, main.grid, main.block, (PTR, PTR, PTR, PTR) + (MAP,) * len(maps or ()),
                          shared_mem=smem)
             lmain = raw.bind_maps(maps) if maps else raw       # the maps of dy (a) and x (b)
-            lred = Launch(kerns[1], kernels[1].grid, kernels[1].block, (PTR, PTR)) if eff > 1 else None
+            # the reduce waits on the device for the partials (griddepcontrol.wait): a programmatic dependent
+            lred = Launch(kerns[1], kernels[1].grid, kernels[1].block, (PTR, PTR), pdl=True) if eff > 1 else None
 
             def invoker(a, b, out, workspace, stream):
                 if a % ALIGN or b % ALIGN or out % ALIGN:

@@ -47,7 +47,26 @@ typedef int (*encode_tiled_fn)(void *, int, unsigned, void *, const u64 *, const
 typedef int (*encode_im2col_fn)(void *, int, unsigned, void *, const u64 *, const u64 *, const int *, const int *,
                                 unsigned, unsigned, const unsigned *, int, int, int, int);
 
+// cuLaunchKernelEx(config, func, params, extra) with CUlaunchConfig / CUlaunchAttribute in cuda.h's layout
+struct LaunchAttribute {
+    int id;
+    char pad[4];
+    union {
+        char bytes[64];
+        int i;
+    } value;
+};
+struct LaunchConfig {
+    unsigned grid[3], block[3], smem;
+    void *stream;
+    LaunchAttribute *attrs;
+    unsigned nattrs;
+};
+static_assert(sizeof(LaunchAttribute) == 72 && sizeof(LaunchConfig) == 56, "cuda.h's launch config layout");
+typedef int (*launch_ex_fn)(const LaunchConfig *, void *, void **, void **);
+
 static launch_fn g_launch = nullptr;
+static launch_ex_fn g_launch_ex = nullptr;      // null: a kind-3 launch goes as a plain one
 static capturing_fn g_capturing = nullptr;
 static encode_tiled_fn g_encode_tiled = nullptr;
 static encode_im2col_fn g_encode_im2col = nullptr;
@@ -215,8 +234,18 @@ static bool run(const FastPlan &P, int i, const at::Tensor &a, const at::Tensor 
         }
         for (size_t j = 0; j < np; j++) params[j] = &vals[j];
         for (size_t j = 0; j < K.map_param.size(); j++) params[K.map_param[j]] = &maps[nm++];
-        int rc = g_launch(K.func, K.dims[0], K.dims[1], K.dims[2], K.dims[3], K.dims[4], K.dims[5], K.smem,
+        int rc;
+        if (K.kind == 3 && g_launch_ex) {       // the programmatic dependent of the launch before it
+            LaunchAttribute attr{};
+            attr.id = 6;                        // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+            attr.value.i = 1;
+            LaunchConfig cfg{{K.dims[0], K.dims[1], K.dims[2]}, {K.dims[3], K.dims[4], K.dims[5]}, K.smem,
+                             reinterpret_cast<void *>(stream), &attr, 1};
+            rc = g_launch_ex(&cfg, K.func, params, nullptr);
+        } else {
+            rc = g_launch(K.func, K.dims[0], K.dims[1], K.dims[2], K.dims[3], K.dims[4], K.dims[5], K.smem,
                           reinterpret_cast<void *>(stream), params, nullptr);
+        }
         TORCH_CHECK(rc == 0, "miofind.torch: cuLaunchKernel failed with CUresult ", rc);
     }
     return true;
@@ -323,7 +352,8 @@ static std::shared_ptr<MapSpec> make_spec(py::handle h) {
 static Recipe make_recipe(py::object spec) {
     // spec: None, or (kernels, ws_bytes, swap, align[4], map specs, stream: -1 any); each kernel (func, grid[3],
     // block[3], smem, values, slot params, slot roles, slot offsets, maps: [(param, role, offset, spec index)],
-    // kind: 0 a launch, 1 a library call)
+    // kind: 0 a launch, 1 a library call, 2 a buffer launch, 3 a launch as the programmatic dependent of the one
+    // before)
     Recipe R;
     if (spec.is_none()) return R;
     py::tuple t = spec.cast<py::tuple>();
@@ -335,8 +365,8 @@ static Recipe make_recipe(py::object spec) {
         TORCH_CHECK(k.size() == 10 || k.size() == 11, "recipe kernel: expected 10 or 11 fields");
         Kernel K;
         K.kind = k[9].cast<int>();
-        TORCH_CHECK(K.kind >= 0 && K.kind <= 2, "recipe kernel: kind must be 0 (launch), 1 (library call) or 2 "
-                    "(buffer launch)");
+        TORCH_CHECK(K.kind >= 0 && K.kind <= 3, "recipe kernel: kind must be 0 (launch), 1 (library call), 2 "
+                    "(buffer launch) or 3 (a launch as the programmatic dependent of the one before)");
         if (k.size() == 11) K.nbytes = k[10].cast<size_t>();
         K.func = reinterpret_cast<void *>(k[0].cast<u64>());
         auto grid = k[1].cast<std::vector<int64_t>>(), block = k[2].cast<std::vector<int64_t>>();
@@ -376,7 +406,8 @@ static Recipe make_recipe(py::object spec) {
             K.map_off.push_back(m[2].cast<int64_t>());
             K.map_spec.push_back(sp);
         }
-        TORCH_CHECK(K.kind == 0 || K.map_param.empty(), "recipe kernel: only a plain launch takes tensor maps");
+        TORCH_CHECK(K.kind == 0 || K.kind == 3 || K.map_param.empty(),
+                    "recipe kernel: only a kernel launch of its own (kind 0 or 3) takes tensor maps");
         nmaps += K.map_param.size();
         R.kernels.push_back(std::move(K));
     }
@@ -420,13 +451,16 @@ static int64_t new_plan(py::object f, py::object b, py::object w, py::list shape
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.doc() = "miofind.torch's C++ hot path (see _fast.py)";
-    m.def("init", [](u64 launch, u64 is_capturing, u64 encode_tiled, u64 encode_im2col) {
+    m.def("init", [](u64 launch, u64 is_capturing, u64 encode_tiled, u64 encode_im2col, u64 launch_ex) {
         g_launch = reinterpret_cast<launch_fn>(launch);
         g_capturing = reinterpret_cast<capturing_fn>(is_capturing);
         g_encode_tiled = reinterpret_cast<encode_tiled_fn>(encode_tiled);
         g_encode_im2col = reinterpret_cast<encode_im2col_fn>(encode_im2col);
-    }, "init(the driver's cuLaunchKernel, cuStreamIsCapturing, cuTensorMapEncodeTiled and cuTensorMapEncodeIm2col "
-       "addresses; 0: not there)");
+        g_launch_ex = reinterpret_cast<launch_ex_fn>(launch_ex);
+    }, py::arg("launch"), py::arg("is_capturing"), py::arg("encode_tiled"), py::arg("encode_im2col"),
+       py::arg("launch_ex") = 0,
+       "init(the driver's cuLaunchKernel, cuStreamIsCapturing, cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col and "
+       "cuLaunchKernelEx addresses; 0: not there)");
     m.def("set_enabled", [](bool on) { g_enabled.store(on); }, "turn the C++ launches on or off (off: every call "
           "takes its Python fallback)");
     m.def("new_plan", &new_plan, "new_plan(F, B, W recipes or None, [y, dx, dw shapes], [their strides], dtype, "

@@ -121,7 +121,7 @@ def _load(path: Path):
         f = getattr(cuda, name, None)
         return (ctypes.cast(f, ctypes.c_void_p).value or 0) if f is not None else 0
     mod.init(cu_launch_kernel(), *[address(f) for f in ("cuStreamIsCapturing", "cuTensorMapEncodeTiled",
-                                                         "cuTensorMapEncodeIm2col")])
+                                                         "cuTensorMapEncodeIm2col", "cuLaunchKernelEx")])
     return mod
 
 
@@ -292,7 +292,7 @@ def recipe(entry, stream: int | None = None) -> tuple | None:
                 specs.append(ms.fields)
             mp.append((param, role, off, spec_ids[id(ms)]))
         kernels.append((launch.function(), launch.grid, launch.block, launch.shared_mem, values, slots,
-                        [r for r, _ in roles], [o for _, o in roles], mp, 0))
+                        [r for r, _ in roles], [o for _, o in roles], mp, 3 if launch.dependent() else 0))
     if sum(len(k[8]) for k in kernels) > MAX_MAPS:
         return None
     ws = int(entry.ws_bytes)

@@ -405,3 +405,99 @@ def test_capture_finds_the_addresses_and_refuses_transformed_ones(monkeypatch):
         monkeypatch.setattr(capture, "_capture", fake_capture(mode))
         with pytest.raises(L.NotTraceable):
             capture.launches(None, (a, w), 0)
+
+
+# -- programmatic dependent launches (Launch(pdl=True)) ---------------------------------------------------------------
+
+LAUNCH_EX_T = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+
+
+class _ExRecorder:
+    """A fake cuLaunchKernelEx: records the launch config (grid, block, shared memory, stream, attributes) and the
+    parameters the driver would read."""
+
+    def __init__(self, spec):
+        self.spec, self.calls, self.maps = spec, [], []
+
+        def fake(cfg, f, params, extra):
+            c = L._LaunchConfig.from_address(cfg)
+            params = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
+            attrs = [(c.attrs[i].id, c.attrs[i].value) for i in range(c.nattrs)]
+            self.calls.append(((f, *c.grid, *c.block, c.smem, c.stream or 0, bool(extra)), attrs,
+                               _read(params, self.spec, self.maps)))
+            return 0
+        self.fn = LAUNCH_EX_T(fake)
+        self.addr = ctypes.cast(self.fn, ctypes.c_void_p).value
+
+
+@pytest.fixture
+def pdl_paths(monkeypatch, paths):
+    """A Launch's path as in ``paths``, with a recording fake cuLaunchKernelEx beside the fake cuLaunchKernel."""
+    def make(kind, spec):
+        rec = paths(kind, spec)
+        ex = _ExRecorder(spec)
+        monkeypatch.setattr(L, "_launch_ex", ex.fn)
+        monkeypatch.setattr(L, "_pdl_fn", None)
+        return rec, ex
+    return make
+
+
+@pytest.mark.parametrize("kind", ["native", "python"])
+def test_pdl_launch_goes_through_launch_ex_with_the_attribute(pdl_paths, kind, monkeypatch):
+    if kind == "native" and _native is None:
+        pytest.skip("miofind._native is not built here")
+    monkeypatch.delenv("MIOFIND_PDL", raising=False)
+    spec = _spec()
+    rec, ex = pdl_paths(kind, spec)
+    m = ctypes.create_string_buffer(bytes(range(16)) * 8, 128)
+    plain = L.Launch(_FakeKernel, (5, 6, 7), (128, 2, 1), spec, shared_mem=4096)
+    dep = L.Launch(_FakeKernel, (5, 6, 7), (128, 2, 1), spec, shared_mem=4096, pdl=True)
+    plain.with_maps(0xABC, [(ctypes.addressof(m), m)], 0x1000, 0x2000, 0x3000)
+    dep.with_maps(0xABC, [(ctypes.addressof(m), m)], 0x1000, 0x2000, 0x3000)
+    assert len(rec.calls) == 1 and len(ex.calls) == 1       # the plain launch through cuLaunchKernel, the other not
+    (head, vals), (xhead, attrs, xvals) = rec.calls[0], ex.calls[0]
+    assert xhead == head == (0xF00D, 5, 6, 7, 128, 2, 1, 4096, 0xABC, False)
+    assert attrs == [(L.PROGRAMMATIC_STREAM_SERIALIZATION, 1)] and L.PROGRAMMATIC_STREAM_SERIALIZATION == 6
+    assert xvals == vals and ex.maps == rec.maps == [ctypes.addressof(m)]
+
+
+@pytest.mark.parametrize("kind", ["native", "python"])
+def test_pdl_off_launches_plainly(pdl_paths, kind, monkeypatch):
+    if kind == "native" and _native is None:
+        pytest.skip("miofind._native is not built here")
+    monkeypatch.setenv("MIOFIND_PDL", "0")
+    rec, ex = pdl_paths(kind, (L.PTR,))
+    lk = L.Launch(_FakeKernel, (1, 1, 1), (32, 1, 1), (L.PTR,), pdl=True)
+    assert not lk.dependent()
+    lk(7, 0x40)
+    assert len(rec.calls) == 1 and ex.calls == []
+
+
+def test_pdl_without_the_driver_call_launches_plainly(paths, monkeypatch):
+    """A driver without cuLaunchKernelEx (before CUDA 12): the launch goes as a plain one, correct and ordered."""
+    monkeypatch.delenv("MIOFIND_PDL", raising=False)
+    rec = paths("python", (L.PTR,))
+    monkeypatch.setattr(L, "_launch_ex", False)
+    monkeypatch.setattr(L, "_pdl_fn", None)
+    L.Launch(_FakeKernel, (1, 1, 1), (32, 1, 1), (L.PTR,), pdl=True)(7, 0x40)
+    assert len(rec.calls) == 1 and rec.calls[0][1] == [0x40]
+
+
+@needs_native
+def test_native_replay_of_a_dependent_launch(pdl_paths, monkeypatch):
+    """A declared recipe's pdl launch replays as step kind 3, through cuLaunchKernelEx; the first one plainly."""
+    monkeypatch.delenv("MIOFIND_PDL", raising=False)
+    rec, ex = pdl_paths("native", (L.PTR, L.PTR))
+    first = L.Launch(_FakeKernel, (2, 1, 1), (64, 1, 1), (L.PTR, L.PTR))
+    second = L.Launch(_FakeKernel, (3, 1, 1), (64, 1, 1), (L.PTR, L.PTR), pdl=True)
+
+    def inv(a, b, out, workspace, stream):
+        first(stream, a, workspace)
+        second(stream, workspace, out)
+    inv = L.with_recipe(inv, [(first, ((L.A, 0), (L.WS, 0))), (second, ((L.WS, 0), (L.OUT, 16)))], workspace=True)
+    run, kinds = L.replayer(inv, True, 5)
+    assert kinds == (0, 3)
+    assert run(5, 0x1000, 0x2000, 0x3000, 0x4000) == 0
+    assert [c[1] for c in rec.calls] == [[0x1000, 0x4000]]
+    assert [(c[1], c[2]) for c in ex.calls] == [([(6, 1)], [0x4000, 0x3010])]
+    assert ex.calls[0][0][:4] == (0xF00D, 3, 1, 1)

@@ -33,6 +33,9 @@ def ext(tmp_path_factory):
         mp.undo()
 
 
+ONLY_LAUNCHES_TAKE_MAPS = "only a kernel launch of its own \\(kind 0 or 3\\) takes tensor maps"
+
+
 def _kernel(**kw):
     k = dict(func=0x1000, grid=[1, 1, 1], block=[32, 1, 1], smem=0, values=[0, 0, 7], slots=[0, 1], roles=[0, 2],
              offs=[0, 0], maps=[], kind=0)
@@ -82,12 +85,12 @@ def test_a_recipe_takes_tensor_maps(ext):
     (dict(func=0), "null function"),
     (dict(grid=[0, 1, 1]), "bad launch dimensions"),
     (dict(block=[2048, 1, 1]), "bad launch dimensions"),
-    (dict(kind=3), "kind must be 0 \\(launch\\), 1"),
+    (dict(kind=4), "kind must be 0 \\(launch\\), 1"),
     (dict(kind=2), "nbytes does not fit its cells"),
     (dict(kind=2, values=[0] * 4, nbytes=33), "nbytes does not fit its cells"),
-    (dict(kind=2, values=[0] * 4, nbytes=28, maps=[(2, 0, 0, 0)]), "only a plain launch takes tensor maps"),
+    (dict(kind=2, values=[0] * 4, nbytes=28, maps=[(2, 0, 0, 0)]), ONLY_LAUNCHES_TAKE_MAPS),
     (dict(kind=1, values=[0] * 17, slots=[0], roles=[0], offs=[0]), "at most 16 arguments"),
-    (dict(kind=1, values=[0] * 4, maps=[(3, 0, 0, 0)]), "only a plain launch takes tensor maps"),
+    (dict(kind=1, values=[0] * 4, maps=[(3, 0, 0, 0)]), ONLY_LAUNCHES_TAKE_MAPS),
 ])
 def test_a_bad_recipe_is_refused_by_name(ext, bad, match):
     with pytest.raises(RuntimeError, match=match):
