@@ -195,8 +195,8 @@ def test_an_op_queued_after_reads_the_finished_output(name, solver, p, cfg, monk
     cfg = _config(solver, p, cfg)
     s = cupy.cuda.Stream(non_blocking=True)
     for i in range(20):
-        a, b = _inputs(p, 100 + i)
-        with s:
+        with s:     # the inputs made on s too: a non-blocking stream does not wait for the legacy default stream
+            a, b = _inputs(p, 100 + i)
             ref, _, _, _ = _invoke(solver, p, cfg, a, b, False, monkeypatch, stream=s)
             out, inv, ws, sol = _invoke(solver, p, cfg, a, b, True, monkeypatch, stream=s)
             for _ in range(3):
@@ -217,9 +217,9 @@ def test_captured_in_a_cuda_graph(name, solver, p, cfg, monkeypatch):
     from miofind.verify import poison, random_array
 
     cfg = _config(solver, p, cfg)
-    a, b = _inputs(p, 21)
     s = cupy.cuda.Stream(non_blocking=True)
     with s:
+        a, b = _inputs(p, 21)
         out, inv, ws, sol = _invoke(solver, p, cfg, a, b, True, monkeypatch, stream=s)
         wsp = ws.data.ptr if sol.workspace_bytes else 0
         poison(out, p.dtype)
