@@ -274,16 +274,12 @@ def test_migration_of_a_0_1_0_user_db(tmp_path):
 def test_migration_of_records_before_a_source_rename(tmp_path):
     """Records keyed with a kernel-source digest that SOURCE_RENAMES replaced (the generic-build edit
     of gemm_im2col.cu and the depthwise kernels, which left every specialised build's code as it was)
-    get today's key, as do the Hopper F/B records before the fused epilogue and the F/B/W records before the
-    copy-engine loads and before the producers' stage wait became one helper (their cubins are identical);
-    a record of another solver with that old key, or of an unknown digest, stays."""
+    get today's key; a record of another solver with that old key, or of an unknown digest, stays. The Hopper
+    family's earlier digests no longer rename: the programmatic dependent launches changed its binaries."""
     changes = renamed_trust_changes()
-    # the generic-build edit (gemm, depthwise), the Hopper forward kernel's fused-epilogue edit (its F and B
-    # builds, and the fused solver that shares the forward's source) and the TMA edit (those; W's old digests no longer
-    # rename: its cluster configs' binaries changed since)
+    # the generic-build edit (gemm, depthwise); none of the Hopper family's (its F/B/W binaries changed since)
     assert {sid for sid, _ in changes} == {s.id for s in solvers() if s.family in ("gemm", "depthwise")
-                                           and getattr(s, "kernel_files", ())} | \
-        {"ConvImplicitGemmHopperFwd", "ConvImplicitGemmHopperBwd", "ConvImplicitGemmHopperFwdBiasActiv"}
+                                           and getattr(s, "kernel_files", ())}
     for (sid, old), new in changes.items():
         assert new == trust_key(get_solver(sid)) and parse_key(old)["src"] in SOURCE_RENAMES
         assert compare(old, new)[0] == "no"
