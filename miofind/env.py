@@ -114,6 +114,10 @@ VARIABLES: tuple[EnvVar, ...] = (
     EnvVar("MIOFIND_NATIVE", "whether kernel launches and the cuBLASLt/cuFFT calls of a prepared solution go through "
            "miofind's native extension (`miofind._native`, built at install where a C compiler is found) or through "
            "ctypes and CuPy", "1 (default: native where built), 0 (the pure-Python path)", ""),
+    EnvVar("MIOFIND_PDL", "whether the launches of a Hopper implicit-GEMM solution that may start before the one "
+           "before them ends (a split's reduce kernel, waiting on the device for the partials; the next stride phase "
+           "of backward data, whose pixels are disjoint) go as programmatic dependent launches (`cuLaunchKernelEx`, "
+           "Hopper) or as plain launches; read when a solution's launches are first bound", "1 (default), 0", ""),
     EnvVar("MIOFIND_TORCH_CPP", "whether miofind.torch's planned convolutions run their forward, and their backward "
            "as a C++ autograd node, through its C++ extension (`miofind/torch/_fast.cpp`, built against the installed "
            "PyTorch with the C++ compiler into the kernel cache: by `miofind warmup`, or on first use)",
