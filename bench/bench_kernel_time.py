@@ -157,30 +157,24 @@ def main():
         if a.json:
             Path(a.json).write_text(json.dumps({"rows": rows, "device": dev.name}, indent=1))
 
+    def geomeans(title: str, num: str, den: str) -> None:
+        """Per direction and data type, the geomean over layers of side ``num``'s time / side ``den``'s, each mode."""
+        print(f"\ngeomean {title} (layers)")
+        for d in a.dirs.split(","):
+            for dt in a.dtypes.split(","):
+                out = [f"{d} {dt}:"]
+                for m in MODES:
+                    v = [math.log(r[f"{num}_{m}_ms"] / r[f"{den}_{m}_ms"]) for r in rows if r["direction"] == d
+                         and r["dtype"] == dt and f"{num}_{m}_ms" in r and f"{den}_{m}_ms" in r]
+                    out.append(f"{m} {math.exp(sum(v) / len(v)):.3f} ({len(v)})" if v else f"{m} -")
+                print("  ".join(out))
+
     sides = ("ours", "tma", "ptma", "best") if a.persist else ("ours", "tma", "best") if a.tma else ("ours",)
     for side in sides + (("plain",) if a.pdl_ab else ()):
-        print(f"\ngeomean {side} / cudnn (layers)")
-        for d in a.dirs.split(","):
-            for dt in a.dtypes.split(","):
-                out = [f"{d} {dt}:"]
-                for m in MODES:
-                    v = [math.log(r[f"{side}_{m}_ms"] / r[f"cudnn_{m}_ms"]) for r in rows if r["direction"] == d
-                         and r["dtype"] == dt and f"{side}_{m}_ms" in r and f"cudnn_{m}_ms" in r]
-                    out.append(f"{m} {math.exp(sum(v) / len(v)):.3f} ({len(v)})" if v else f"{m} -")
-                print("  ".join(out))
-
+        geomeans(f"{side} / cudnn", side, "cudnn")
     if a.pdl_ab:
         # the best of ours with programmatic dependent launches against the same configs launched plainly
-        print("\ngeomean best / plain (layers)")
-        for d in a.dirs.split(","):
-            for dt in a.dtypes.split(","):
-                out = [f"{d} {dt}:"]
-                for m in MODES:
-                    v = [math.log(r[f"best_{m}_ms"] / r[f"plain_{m}_ms"]) for r in rows if r["direction"] == d
-                         and r["dtype"] == dt and f"best_{m}_ms" in r and f"plain_{m}_ms" in r]
-                    out.append(f"{m} {math.exp(sum(v) / len(v)):.3f} ({len(v)})" if v else f"{m} -")
-                print("  ".join(out))
-
+        geomeans("best / plain", "best", "plain")
 
 if __name__ == "__main__":
     main()

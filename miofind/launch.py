@@ -237,10 +237,10 @@ class Launch:
         nat = native()
         fn = self.function()
         dep = self.dependent()
-        if nat is not None and (not dep or pdl_launch_kernel()):
+        via = (pdl_launch_kernel() if dep else cu_launch_kernel()) if nat is not None else 0
+        if via:
             values, slots, maps = self.packed()
-            fast = nat.launcher(pdl_launch_kernel() if dep else cu_launch_kernel(), fn, self.grid, self.block,
-                                self.shared_mem, values, slots, maps)
+            fast = nat.launcher(via, fn, self.grid, self.block, self.shared_mem, values, slots, maps)
         elif dep and _driver_launch_ex() is not None:
             attr = _LaunchAttribute(id=PROGRAMMATIC_STREAM_SERIALIZATION, value=1)
             cfg = _LaunchConfig((ctypes.c_uint * 3)(*self.grid), (ctypes.c_uint * 3)(*self.block), self.shared_mem,
@@ -252,15 +252,19 @@ class Launch:
         self._fast = fast
         return fast
 
-    def _python_launch_ex(self, stream: int, *args: int) -> int:
-        cfg = self._cfg[0]
+    def _write(self, args) -> None:
+        """The call's map addresses and pointers into the ctypes block (under ``_lock``)."""
         nm = len(self._maps)
         params = self._params
+        for i, a in zip(self._maps, args):
+            params[i] = a
+        for slot, p in zip(self._slots, args[nm:]):
+            slot.value = p
+
+    def _python_launch_ex(self, stream: int, *args: int) -> int:
+        cfg = self._cfg[0]
         with self._lock:
-            for i, a in zip(self._maps, args):
-                params[i] = a
-            for slot, p in zip(self._slots, args[nm:]):
-                slot.value = p
+            self._write(args)
             cfg.stream = stream or None
             return _launch_ex(ctypes.byref(cfg), self._fn, self._addr, None)
 
@@ -269,13 +273,8 @@ class Launch:
         if launch is None:
             launch = self._launch = _launch_kernel()
         g = self._g
-        nm = len(self._maps)
-        params = self._params
         with self._lock:
-            for i, a in zip(self._maps, args):
-                params[i] = a
-            for slot, p in zip(self._slots, args[nm:]):
-                slot.value = p
+            self._write(args)
             launch(self._fn, g[0], g[1], g[2], g[3], g[4], g[5], self.shared_mem, stream, self._addr, 0)
         return 0
 

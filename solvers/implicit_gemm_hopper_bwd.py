@@ -223,9 +223,10 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
                     kerns[i].max_dynamic_shared_size_bytes = smem
                 # an unsplit phase writes pixels of dx no launch before it in this solution writes, and reads
                 # dy and w only: it may start while the phase (or zeroing) before it ends, and waits for that
-                # grid before it exits. A split phase's partial planes are the ones the reduce before it reads:
-                # it waits in stream order.
-                dep = (zero or i > 0) and nk == 1
+                # grid before it exits (i: its index among the solution's kernels, the zeroing first where there
+                # is one). A split phase's partial planes are the ones the reduce before it reads: it waits in
+                # stream order.
+                dep = i > 0 and nk == 1
                 raw = Launch(kerns[i], kernels[i].grid, kernels[i].block, (PTR,) * 4 + (MAP,) * len(maps or ()),
                              shared_mem=smem, pdl=dep)
                 lmain = raw.bind_maps(maps) if maps else raw      # the phase's map of dy (a) and w's (b)
