@@ -11,12 +11,6 @@ __device__ __forceinline__ void mbar_arrive(u32 bar)
 {
     asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared.b64 st, [%0];\n}\n" ::"r"(bar) : "memory");
 }
-// arrive (release at cluster scope) on the mbarrier at shared offset bar of the cluster's block of rank r
-__device__ __forceinline__ void mbar_arrive_peer(u32 bar, u32 r)
-{
-    asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\nmbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n"
-                 ::"r"(bar), "r"(r) : "memory");
-}
 // wait (acquire) until the phase of the given parity has completed
 __device__ __forceinline__ void mbar_wait(u32 bar, u32 parity)
 {
@@ -27,28 +21,13 @@ __device__ __forceinline__ void mbar_wait(u32 bar, u32 parity)
                      : "=r"(done) : "r"(bar), "r"(parity) : "memory");
     } while(!done);
 }
-// mbar_wait at cluster scope: the phase's arrivals include other blocks' (mbar_arrive_peer)
-__device__ __forceinline__ void mbar_wait_cluster(u32 bar, u32 parity)
-{
-    u32 done;
-    do
-    {
-        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    } while(!done);
-}
 // the producer's turn at a stage: K tile i goes to stage i % S, filled for the (i / S)-th time, so it first
 // waits for the consumers' release of the previous filling (phase i / S - 1 of the stage's "empty" barrier)
-template <int S, typename I, bool CLUSTER_SCOPE = false>
+template <int S, typename I>
 __device__ __forceinline__ int producer_stage(u32 empty0, I i)
 {
     const int s = (int)(i % S);
     if(i >= S)
-    {
-        if(CLUSTER_SCOPE)
-            mbar_wait_cluster(empty0 + s * 8, (u32)((i / S - 1) & 1));
-        else
-            mbar_wait(empty0 + s * 8, (u32)((i / S - 1) & 1));
-    }
+        mbar_wait(empty0 + s * 8, (u32)((i / S - 1) & 1));
     return s;
 }

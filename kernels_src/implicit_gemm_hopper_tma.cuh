@@ -47,22 +47,3 @@ __device__ __forceinline__ void tma_im2col_4d(u32 dst, const TmaMap* map, int c,
                  "h"(ow), "h"(oh)
                  : "memory");
 }
-
-// Multicast forms (a cluster sharing operand tiles, MC_M x MC_N in implicit_gemm_hopper_wrw.cu): the box lands at the
-// same shared-memory offset of every block of the cluster whose bit is set in mask, and completes the bytes on the
-// mbarrier at bar's offset in each of them
-__device__ __forceinline__ void tma_tile_2d_mc(u32 dst, const TmaMap* map, int c0, int c1, u32 bar, unsigned short mask)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n"
-                 ::"r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(mask)
-                 : "memory");
-}
-
-__device__ __forceinline__ void tma_im2col_4d_mc(u32 dst, const TmaMap* map, int c, int w, int h, int n,
-                                                 unsigned short ow, unsigned short oh, u32 bar, unsigned short mask)
-{
-    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8}, %9;\n"
-                 ::"r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c), "r"(w), "r"(h), "r"(n), "r"(bar),
-                 "h"(ow), "h"(oh), "h"(mask)
-                 : "memory");
-}

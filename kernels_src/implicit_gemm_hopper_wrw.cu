@@ -239,6 +239,9 @@ __device__ __forceinline__ void for_each_pair(float (&acc)[WG_M][BN / 2], int t,
 #include "implicit_gemm_hopper_tma.cuh"
 static_assert(WSPEC && P_C % 64 == 0, "TMA: a producer warpgroup, 64-wide column blocks of one tap");
 #define TMA_PARAM , const __grid_constant__ TmaMap tmdy, const __grid_constant__ TmaMap tmx
+#if MCS > 1
+#include "implicit_gemm_hopper_multicast.cuh"
+#endif
 #else
 static_assert(MCS == 1, "multicast: copies by the copy engine");
 #define TMA_PARAM
@@ -344,7 +347,11 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
 #pragma unroll 1
             for(int i = 0; i < nt; ++i)
             {
-                const int s = producer_stage<STAGES, int, (MCS > 1)>(empty0, i);
+#if MCS > 1
+                const int s = producer_stage_cluster<STAGES>(empty0, i);
+#else
+                const int s = producer_stage<STAGES>(empty0, i);
+#endif
                 const u32 sn = sbase + s * STAGE_BYTES, bar = full0 + s * 8;
                 // the j tile's first output pixel (n, oh, ow) as the first filter base (ow*sw - pw, oh*sh - ph, n)
                 const index_t j0 = (jt0 + i) * BJ;
