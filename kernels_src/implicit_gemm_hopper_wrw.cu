@@ -77,6 +77,12 @@
 #define MC_N 1      // blocks along N sharing A
 #endif
 #define MCS (MC_M * MC_N)
+#ifndef MC_DBG
+#define MC_DBG 0
+#endif
+#define MC_COPY_M (MC_M > 1 && !(MC_DBG & 1))
+#define MC_COPY_N (MC_N > 1 && !(MC_DBG & 1))
+#define MC_REMOTE (MCS > 1 && !(MC_DBG & 2))
 #ifndef LBO_MN
 #define LBO_MN 1        // 1: leading byte offset = MN-block stride, stride byte offset = 8 j-rows (CUTLASS's MN-major SW128)
 #endif
@@ -327,7 +333,7 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
         for(int s = 0; s < STAGES; ++s)
         {
             mbar_init(full0 + s * 8, TMA ? 1 : NT_LOAD);
-            mbar_init(empty0 + s * 8, MCS > 1 ? NT_MMA / 32 * (MC_M + MC_N - 1) : NT_MMA);
+            mbar_init(empty0 + s * 8, MC_REMOTE ? NT_MMA / 32 * (MC_M + MC_N - 1) : NT_MMA);
         }
 #if TMA
         fence_mbar_init();
@@ -363,7 +369,7 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
 #pragma unroll
                 for(int a = 0; a < BM / 64; ++a)
                 {
-#if MC_N > 1
+#if MC_COPY_N
                     if(a % MC_N == rn)
                         tma_tile_2d_mc(sn + a * MNBLK, &tmdy, m0 + a * 64, (int)j0, bar,
                                        (unsigned short)(((1u << MC_N) - 1u) << (rm * MC_N)));
@@ -377,7 +383,7 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
                     // a block past GEMM_N (never stored) reads tap 0 instead
                     const int colb = n0 + b * 64 < GEMM_N ? n0 + b * 64 : 0;
                     const int tap = colb / P_C, c = colb - tap * P_C;
-#if MC_M > 1
+#if MC_COPY_M
                     if(b % MC_M == rm)
                     {
                         unsigned short mask = 0;
@@ -429,7 +435,7 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
             const u32 sa = sbase + s * STAGE_BYTES;
             mma_tile(acc, sa, sa + A_BYTES, wg);
             wgmma_wait<1>();                 // tile kt - 1's wgmma has completed: release its stage
-#if MCS > 1
+#if MC_REMOTE
             // the warp's lane q releases it in block q of its row or column (whose producers write into this block)
             const int q = t & 31;
             if(kt > 0 && q < MCS && (q / MC_N == rm || q % MC_N == rn))
