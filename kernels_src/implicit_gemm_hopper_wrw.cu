@@ -30,13 +30,6 @@
 // dy is a dense J x K matrix) and each 64-wide block of B as an im2col box of x (the j tile's 64 output
 // pixels as filter bases from its first pixel's (ow*sw - pw, oh*sh - ph, n), the block's tap as the filter
 // offset, its 64 channels); zeros outside the image and past J, K. The maps are the last two arguments.
-// Multicast (MC_M x MC_N > 1, TMA, CLUSTER = 1): a cluster of MC_M x MC_N blocks covers that patch of output tiles
-// (rank = rm * MC_N + rn). The MC_N blocks of a row share A (the same k rows), the MC_M blocks of a column B (the
-// same columns): each block copies only the 64-wide MN blocks a with a % MC_N == rn of A and b with b % MC_M == rm
-// of B and multicasts them to the blocks sharing them, so L2 serves each operand box once per cluster row or
-// column. full[s] still expects the whole stage's bytes (its own and the peers' copies complete on it); empty[s]
-// counts one arrival per consumer warp of every block it writes into (its row and column: MC_M + MC_N - 1 blocks),
-// and the producer waits on it at cluster scope before overwriting a stage in any of them.
 #define WG_TRANS "1, 1"
 #include "implicit_gemm_hopper.cuh"
 
@@ -70,19 +63,6 @@
 #ifndef WSPEC
 #define WSPEC 0     // 1: a producer warpgroup loads, the WGS consumer warpgroups multiply
 #endif
-#ifndef MC_M
-#define MC_M 1      // multicast cluster: blocks along M sharing B
-#endif
-#ifndef MC_N
-#define MC_N 1      // blocks along N sharing A
-#endif
-#define MCS (MC_M * MC_N)
-#ifndef MC_DBG
-#define MC_DBG 0
-#endif
-#define MC_COPY_M (MC_M > 1 && !(MC_DBG & 1))
-#define MC_COPY_N (MC_N > 1 && !(MC_DBG & 1))
-#define MC_REMOTE (MCS > 1 && !(MC_DBG & 2))
 #ifndef LBO_MN
 #define LBO_MN 1        // 1: leading byte offset = MN-block stride, stride byte offset = 8 j-rows (CUTLASS's MN-major SW128)
 #endif
@@ -118,10 +98,6 @@ static_assert(WS_X == P_C && WS_Y == P_X * WS_X && WS_K == P_Y * WS_Y, "dense KY
 static_assert(CLUSTER == 1 || (SPLITK == 1 && CLUSTER <= 8 && BM % CLUSTER == 0), "a cluster split or a global split");
 #define LDF (BN + 8)            // FP32 staging row (floats): 8 rows of a warp's float2 stores 8 banks apart
 static_assert(CLUSTER == 1 || BM * LDF * 4 <= STAGES * STAGE_BYTES, "the FP32 tile fits the pipeline's buffers");
-#define NTM ((GEMM_M + BM - 1) / BM)
-#define NTN ((GEMM_N + BN - 1) / BN)
-static_assert(MCS == 1 || (CLUSTER == 1 && MCS <= 8 && (BM / 64) % MC_N == 0 && (BN / 64) % MC_M == 0 &&
-                           NTM % MC_M == 0 && NTN % MC_N == 0), "a multicast cluster: whole MN blocks, whole patches of tiles");
 
 // MN-major, 128-byte-swizzled operand descriptor
 __device__ __forceinline__ u64 desc_mn(u32 saddr)
@@ -245,22 +221,16 @@ __device__ __forceinline__ void for_each_pair(float (&acc)[WG_M][BN / 2], int t,
 #include "implicit_gemm_hopper_tma.cuh"
 static_assert(WSPEC && P_C % 64 == 0, "TMA: a producer warpgroup, 64-wide column blocks of one tap");
 #define TMA_PARAM , const __grid_constant__ TmaMap tmdy, const __grid_constant__ TmaMap tmx
-#if MCS > 1
-#include "implicit_gemm_hopper_multicast.cuh"
-#endif
 #else
-static_assert(MCS == 1, "multicast: copies by the copy engine");
 #define TMA_PARAM
 #endif
 
-#if CLUSTER > 1 || MCS > 1
+#if CLUSTER > 1
 __device__ __forceinline__ u32 cluster_rank() { u32 r; asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r)); return r; }
 __device__ __forceinline__ void cluster_sync()
 {
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
-#endif
-#if CLUSTER > 1
 // the address of shared location saddr in the block of cluster rank r
 __device__ __forceinline__ u32 peer_addr(u32 saddr, u32 r)
 {
@@ -275,8 +245,6 @@ __device__ __forceinline__ float2 ld_peer2(u32 addr)
     return v;
 }
 #define CLUSTER_DIMS __cluster_dims__(1, CLUSTER, 1)
-#elif MCS > 1
-#define CLUSTER_DIMS __cluster_dims__(MCS, 1, 1)
 #else
 #define CLUSTER_DIMS
 #endif
@@ -291,16 +259,8 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
 
     const int t = threadIdx.x;
     const int wg = t >> 7;
-#if MCS > 1
-    // cluster ci of the grid covers the MC_M x MC_N patch of tiles (ci / (NTN / MC_N), ci % (NTN / MC_N))
-    const int rank = (int)cluster_rank(), rm = rank / MC_N, rn = rank % MC_N;
-    const int ci = (int)(blockIdx.x / MCS);
-    const int m0 = ((ci / (NTN / MC_N)) * MC_M + rm) * BM;
-    const int n0 = ((ci % (NTN / MC_N)) * MC_N + rn) * BN;
-#else
-    const int m0 = (int)(blockIdx.x / NTN) * BM;
-    const int n0 = (int)(blockIdx.x % NTN) * BN;
-#endif
+    const int m0 = (int)(blockIdx.x / ((GEMM_N + BN - 1) / BN)) * BM;
+    const int n0 = (int)(blockIdx.x % ((GEMM_N + BN - 1) / BN)) * BN;
     const index_t jt0 = (index_t)blockIdx.y * JT_PER;
     const index_t jt1 = jt0 + JT_PER < JTILES ? jt0 + JT_PER : JTILES;
     const int nt = (int)(jt1 - jt0);
@@ -333,17 +293,13 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
         for(int s = 0; s < STAGES; ++s)
         {
             mbar_init(full0 + s * 8, TMA ? 1 : NT_LOAD);
-            mbar_init(empty0 + s * 8, MC_REMOTE ? NT_MMA / 32 * (MC_M + MC_N - 1) : NT_MMA);
+            mbar_init(empty0 + s * 8, NT_MMA);
         }
 #if TMA
         fence_mbar_init();
 #endif
     }
-#if MCS > 1
-    cluster_sync();         // every block's barriers are initialised before any peer copies or arrives on them
-#else
     __syncthreads();
-#endif
     const bool producer = wg == WGS;
     if(producer)
     {
@@ -353,11 +309,7 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
 #pragma unroll 1
             for(int i = 0; i < nt; ++i)
             {
-#if MCS > 1
-                const int s = producer_stage_cluster<STAGES>(empty0, i);
-#else
                 const int s = producer_stage<STAGES>(empty0, i);
-#endif
                 const u32 sn = sbase + s * STAGE_BYTES, bar = full0 + s * 8;
                 // the j tile's first output pixel (n, oh, ow) as the first filter base (ow*sw - pw, oh*sh - ph, n)
                 const index_t j0 = (jt0 + i) * BJ;
@@ -368,35 +320,15 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
                 mbar_expect_tx(bar, STAGE_BYTES);
 #pragma unroll
                 for(int a = 0; a < BM / 64; ++a)
-                {
-#if MC_COPY_N
-                    if(a % MC_N == rn)
-                        tma_tile_2d_mc(sn + a * MNBLK, &tmdy, m0 + a * 64, (int)j0, bar,
-                                       (unsigned short)(((1u << MC_N) - 1u) << (rm * MC_N)));
-#else
                     tma_tile_2d(sn + a * MNBLK, &tmdy, m0 + a * 64, (int)j0, bar);
-#endif
-                }
 #pragma unroll
                 for(int b = 0; b < BN / 64; ++b)
                 {
                     // a block past GEMM_N (never stored) reads tap 0 instead
                     const int colb = n0 + b * 64 < GEMM_N ? n0 + b * 64 : 0;
                     const int tap = colb / P_C, c = colb - tap * P_C;
-#if MC_COPY_M
-                    if(b % MC_M == rm)
-                    {
-                        unsigned short mask = 0;
-#pragma unroll
-                        for(int q = 0; q < MC_M; ++q)
-                            mask |= (unsigned short)(1u << (q * MC_N + rn));
-                        tma_im2col_4d_mc(sn + A_BYTES + b * MNBLK, &tmx, c, wb, hb, nb, (unsigned short)((tap % P_X) * P_DW),
-                                         (unsigned short)((tap / P_X) * P_DH), bar, mask);
-                    }
-#else
                     tma_im2col_4d(sn + A_BYTES + b * MNBLK, &tmx, c, wb, hb, nb, (unsigned short)((tap % P_X) * P_DW),
                                   (unsigned short)((tap / P_X) * P_DH), bar);
-#endif
                 }
             }
         }
@@ -435,15 +367,8 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
             const u32 sa = sbase + s * STAGE_BYTES;
             mma_tile(acc, sa, sa + A_BYTES, wg);
             wgmma_wait<1>();                 // tile kt - 1's wgmma has completed: release its stage
-#if MC_REMOTE
-            // the warp's lane q releases it in block q of its row or column (whose producers write into this block)
-            const int q = t & 31;
-            if(kt > 0 && q < MCS && (q / MC_N == rm || q % MC_N == rn))
-                mbar_arrive_peer(empty0 + ((kt - 1) % STAGES) * 8, (u32)q);
-#else
             if(kt > 0)
                 mbar_arrive(empty0 + ((kt - 1) % STAGES) * 8);
-#endif
         }
         wgmma_wait<0>();
     }
@@ -484,10 +409,6 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
     for(int i = 0; i < WG_M; ++i)
 #pragma unroll
         for(int j = 0; j < BN / 2; ++j) reg_fence(acc[i][j]);
-#if MCS > 1
-    __syncwarp();
-    cluster_sync();         // no block exits while a peer may still arrive on its barriers
-#endif
 
 #if CLUSTER > 1
     {

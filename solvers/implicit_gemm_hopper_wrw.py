@@ -10,9 +10,7 @@ CLUSTER (1, 2, 4 or 8 blocks of a cluster sharing the reduction, each summing 1 
 rows through distributed shared memory; above 1 only with SPLITK = 1), WSPEC (1: a
 producer warpgroup issues the loads, the WGS warpgroups only multiply, stages handed over by mbarriers),
 TMA (1, with WSPEC and C % 64 == 0: the producer's one thread copies each stage's tiles with the copy
-engine, tensor maps of dy (tiled) and x (im2col) passed by value, ``miofind.tma``), MC_M x MC_N (a multicast
-cluster, TMA and CLUSTER = 1 only: the blocks of an MC_M x MC_N patch of output tiles copy each 64-wide block of
-their shared A (a row) or B (a column) once and multicast it to the others, cutting the L2 reads per FLOP)."""
+engine, tensor maps of dy (tiled) and x (im2col) passed by value, ``miofind.tma``)."""
 
 from __future__ import annotations
 
@@ -28,9 +26,8 @@ from .implicit_gemm_hopper_base import (ALIGN, ARCH, SMEM_LIMIT, SMEM_STATIC, Im
                                         problem_macros, recipe_steps, split_chunks, split_tries, threads,
                                         tma_fits, x_im2col)
 
-KEYS = ("BM", "BN", "WGS", "STAGES", "SPLITK", "CLUSTER", "WSPEC", "TMA", "MC_M", "MC_N")
+KEYS = ("BM", "BN", "WGS", "STAGES", "SPLITK", "CLUSTER", "WSPEC", "TMA")
 CLUSTERS = (1, 2, 4, 8)
-MCASTS = ((1, 1), (2, 1), (1, 2), (2, 2), (4, 1), (1, 4))      # (MC_M, MC_N) multicast cluster shapes
 BJ = 64                 # reduction (output pixel) rows per pipeline stage
 MAX_SPLITK = 256
 MIN_JT_PER_SPLIT = 4    # a chunk of the reduction spans at least 4 j tiles (256 pixels)
@@ -98,19 +95,8 @@ def cluster_tiles(p: ProblemDescription, cluster: int) -> int:
     return ceil_div(j_tiles(p), cluster)
 
 
-def multicast_ok(p: ProblemDescription, cfg) -> bool:
-    """A multicast cluster (MC_M x MC_N blocks): copy-engine loads, no cluster split, each block copying whole
-    64-wide MN blocks (BN / 64 shared by MC_M, BM / 64 by MC_N), the tile grid made of whole patches."""
-    mm, mn = cfg["MC_M"], cfg["MC_N"]
-    if (mm, mn) == (1, 1):
-        return True
-    m, n, _ = wrw_shape(p)
-    return ((mm, mn) in MCASTS and cfg["TMA"] == 1 and cfg["CLUSTER"] == 1 and (cfg["BM"] // 64) % mn == 0
-            and (cfg["BN"] // 64) % mm == 0 and ceil_div(m, cfg["BM"]) % mm == 0 and ceil_div(n, cfg["BN"]) % mn == 0)
-
-
 def config_ok(p: ProblemDescription, cfg) -> bool:
-    bm, bn, wgs, st, sk, cl, ws, tm = (cfg[k] for k in KEYS[:8])
+    bm, bn, wgs, st, sk, cl, ws, tm = (cfg[k] for k in KEYS)
     if wgs not in (1, 2) or bn not in (64, 128, 256) or st not in range(3, 7) or not 1 <= sk <= MAX_SPLITK:
         return False
     if ws not in (0, 1) or tm not in (0, 1):
@@ -120,7 +106,7 @@ def config_ok(p: ProblemDescription, cfg) -> bool:
         return False
     if bm % (64 * wgs) or bm // (64 * wgs) not in (1, 2) or (bm // (64 * wgs)) * bn > 256:
         return False
-    if cl not in CLUSTERS or not multicast_ok(p, cfg):
+    if cl not in CLUSTERS:
         return False
     # a cluster split: no global split, each block at least 2 j tiles, the FP32 tile fits its pipeline buffers
     if cl > 1 and not (sk == 1 and j_tiles(p) >= 2 * cl and bm * (bn + 8) * 4 <= st * (bm + bn) * 128):
@@ -150,21 +136,20 @@ def default_tile(p: ProblemDescription) -> dict:
     cfg["CLUSTER"] = 1
     cfg["WSPEC"] = 0
     cfg["TMA"] = 0
-    cfg["MC_M"] = cfg["MC_N"] = 1
     tm = dict(cfg, WSPEC=1, TMA=1)
     return tm if config_ok(p, tm) else cfg
 
 
 class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
     id = "ConvImplicitGemmHopperWrw"
-    version = 5                 # 2: the cluster split (CLUSTER); 3: the producer warpgroup (WSPEC); 4: the reduce as a programmatic dependent launch; 5: multicast clusters (MC_M, MC_N)
+    version = 4                 # 2: the cluster split (CLUSTER); 3: the producer warpgroup (WSPEC); 4: the reduce as a programmatic dependent launch
     algorithm = "miopenConvolutionBwdWeightsAlgoImplicitGEMM"
     directions = frozenset("W")
     source = "implicit_gemm_hopper_wrw.cu"
     kernel_name = "igemm_hopper_wrw"
     config_keys = KEYS
     tile_ok = staticmethod(config_ok)
-    legacy_defaults = {"CLUSTER": 1, "WSPEC": 0, "TMA": 0, "MC_M": 1, "MC_N": 1}     # configs stored before the cluster split, WSPEC, TMA, multicast
+    legacy_defaults = {"CLUSTER": 1, "WSPEC": 0, "TMA": 0}     # configs stored before the cluster split, WSPEC, TMA
 
     def applicability(self, problem: ProblemDescription):
         base = super().applicability(problem)
@@ -192,11 +177,9 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
                     for st in range(3, 7):
                         for ws, tm in ((0, 0), (1, 0), (1, 1)):
                             cfg = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "SPLITK": 1, "CLUSTER": 1,
-                                   "WSPEC": ws, "TMA": tm, "MC_M": 1, "MC_N": 1}
-                            for mm, mn in MCASTS if tm else MCASTS[:1]:
-                                mc = dict(cfg, MC_M=mm, MC_N=mn)
-                                yield from split_tries(mc, default_split(p, mc), lambda s: split_geometry(p, s)[0],
-                                                       lambda c: config_ok(p, c))
+                                   "WSPEC": ws, "TMA": tm}
+                            yield from split_tries(cfg, default_split(p, cfg), lambda s: split_geometry(p, s)[0],
+                                                   lambda c: config_ok(p, c))
                             for cl in CLUSTERS[1:]:
                                 if config_ok(p, dict(cfg, CLUSTER=cl)):
                                     yield dict(cfg, CLUSTER=cl)
@@ -222,7 +205,6 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
             "BM": cfg["BM"], "BN": cfg["BN"], "WGS": cfg["WGS"], "STAGES": cfg["STAGES"],
             "SPLITK": eff, "JT_PER": per, "MIN_BLOCKS": blocks_per_sm(cfg), "RED_BLOCK": RED_BLOCK,
             "RED_GROUPS": RED_GROUPS, **({"CLUSTER": cl} if cl > 1 else {}),
-            **({"MC_M": cfg["MC_M"], "MC_N": cfg["MC_N"]} if cfg["MC_M"] * cfg["MC_N"] > 1 else {}),
             **({"WSPEC": 1} if cfg["WSPEC"] else {}), **({"TMA": 1} if cfg["TMA"] else {}),
         }
         mac = tuple((k, str(v)) for k, v in mac.items())

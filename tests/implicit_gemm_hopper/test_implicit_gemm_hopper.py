@@ -422,8 +422,7 @@ def test_wrw_configs_and_split():
     from miofind.solvers import implicit_gemm_hopper_wrw as hw
     p = _w(n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
     d = WRW.default_config(p)
-    assert d == {"BM": 64, "BN": 128, "WGS": 1, "STAGES": 5, "SPLITK": d["SPLITK"], "CLUSTER": 1, "WSPEC": 1, "TMA": 1,
-                 "MC_M": 1, "MC_N": 1} \
+    assert d == {"BM": 64, "BN": 128, "WGS": 1, "STAGES": 5, "SPLITK": d["SPLITK"], "CLUSTER": 1, "WSPEC": 1, "TMA": 1} \
         and d["SPLITK"] > 8
     # the copy engine needs C % 64: otherwise the cp.async default of the same tile and split
     d40 = WRW.default_config(_w(n=32, c=40, k=64, in_size=(56, 56), filter_size=3, pads=1))
@@ -474,7 +473,7 @@ def test_wrw_cluster_split():
     assert not WRW.is_valid_config(tiny, dict(cfg, BM=64, BN=64, WGS=1))
     assert {c["CLUSTER"] for c in WRW.config_space(p)} == {1, 2, 4, 8}
     legacy = {k: v for k, v in cfg.items() if k != "CLUSTER"}
-    assert WRW.is_valid_config(p, legacy) and WRW.get_solution(p, legacy).config == dict(cfg, CLUSTER=1, WSPEC=0, TMA=0, MC_M=1, MC_N=1)
+    assert WRW.is_valid_config(p, legacy) and WRW.get_solution(p, legacy).config == dict(cfg, CLUSTER=1, WSPEC=0, TMA=0)
 
 
 def test_wrw_rejections(no_gpu_arch):

@@ -15,7 +15,6 @@ from miofind.problem import ProblemDescription
 from miofind.registry import solvers
 from miofind.solvers import implicit_gemm_hopper_base as hb
 from miofind.solvers.implicit_gemm_hopper_bwd import runs
-from miofind.solvers.implicit_gemm_hopper_wrw import MCASTS
 
 HOPPER = {s.id: s for s in solvers() if s.family == "implicit_gemm_hopper"}
 FWD, BWD, WRW = (HOPPER[f"ConvImplicitGemmHopper{d}"] for d in ("Fwd", "Bwd", "Wrw"))
@@ -62,19 +61,8 @@ def _fcfg(bm, bn, wgs, st, sk=1, tm=1, per=0):
     return {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": per, "SPLITK": sk, "WSPEC": 1, "TMA": tm}
 
 
-def _wcfg(bm, bn, wgs, st, sk=1, cl=1, tm=1, mm=1, mn=1):
-    return {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "SPLITK": sk, "CLUSTER": cl, "WSPEC": 1, "TMA": tm,
-            "MC_M": mm, "MC_N": mn}
-
-
-def _multicast_cfgs(p, per_shape=3):
-    """Up to ``per_shape`` valid multicast configs of each cluster shape (MC_M, MC_N): the tiles of WRW_TILES at 3
-    and 5 stages, unsplit and split in 3."""
-    out = []
-    for mm, mn in MCASTS[1:]:
-        cands = [_wcfg(bm, bn, wgs, st, sk, mm=mm, mn=mn) for sk in (1, 3) for bm, bn, wgs in WRW_TILES for st in (3, 5)]
-        out += [c for c in cands if WRW.is_valid_config(p, c)][:per_shape]
-    return out
+def _wcfg(bm, bn, wgs, st, sk=1, cl=1, tm=1):
+    return {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "SPLITK": sk, "CLUSTER": cl, "WSPEC": 1, "TMA": tm}
 
 
 @pytest.fixture
@@ -146,8 +134,6 @@ def test_tma_builds(no_gpu_arch):
     builds += WRW.get_solution(w, _wcfg(128, 128, 2, 4, sk=3)).kernels
     builds += WRW.get_solution(w, _wcfg(128, 128, 2, 4, cl=2)).kernels
     builds += WRW.get_solution(_p("W", **MANY_TILES), _wcfg(64, 128, 1, 4, cl=8)).kernels
-    builds += [k for c in _multicast_cfgs(_p("W", **MULTICAST_CASES["r50_2048_7"]), 1)
-               for k in WRW.get_solution(_p("W", **MULTICAST_CASES["r50_2048_7"]), c).kernels]
     b = _p("B", **BWD_CASES["b_s2"])
     builds += [k for bm, bn, wgs in FWD_TILES for per in (0, 1)
                for k in BWD.get_solution(b, _fcfg(bm, bn, wgs, 3, per=per)).kernels]
@@ -226,49 +212,6 @@ def test_wrw_tma(name, dt):
     cfgs = [c for bm, bn, wgs in WRW_TILES for c in (_wcfg(bm, bn, wgs, 3), _wcfg(bm, bn, wgs, 6))]
     cfgs += [_wcfg(128, 128, 2, 4, sk=3), _wcfg(64, 128, 1, 5, cl=2)]
     _check_all(WRW, p, [c for c in cfgs if WRW.is_valid_config(p, c)])
-
-
-# W multicast clusters: ResNet-50's 2048 -> 512 @7 1x1 and 512 -> 512 @7 3x3 (a J tail: 1568 pixels), a strided 3x3
-MULTICAST_CASES = {"r50_2048_7": dict(n=32, c=2048, k=512, in_size=(7, 7), filter_size=1),
-                   "r50_512_7_3x3": dict(n=32, c=512, k=512, in_size=(7, 7), filter_size=3, pads=1),
-                   "s2_3x3": dict(n=3, c=128, k=256, in_size=(15, 13), filter_size=3, pads=1, strides=2)}
-
-
-def test_which_configs_may_multicast(no_gpu_arch):
-    """A multicast cluster: copy-engine loads only, no cluster split, whole 64-wide MN blocks per block (BN / 64
-    divisible by MC_M, BM / 64 by MC_N), the tile grid made of whole patches; the grid stays one block per tile
-    (the cluster is the kernel's ``__cluster_dims__``), the macros only where the cluster has more than one block;
-    configs stored before multicast read as (1, 1); the space has every shape."""
-    p = _p("W", **MULTICAST_CASES["r50_2048_7"])          # M = 512, N = 2048
-    ok = _wcfg(64, 128, 1, 4, mm=2)
-    assert WRW.is_valid_config(p, ok) and WRW.is_valid_config(p, _wcfg(128, 128, 2, 4, mm=2, mn=2))
-    for bad in (dict(ok, TMA=0), dict(ok, CLUSTER=2), _wcfg(64, 64, 1, 4, mm=2), _wcfg(64, 128, 1, 4, mn=2),
-                _wcfg(64, 128, 1, 4, mm=3), _wcfg(128, 256, 2, 4, mm=4, mn=2)):
-        assert not WRW.is_valid_config(p, bad), bad
-    assert not WRW.is_valid_config(_p("W", **CASES["tail_mn"]), _wcfg(128, 128, 2, 4, mn=2))   # 5 N tiles of 128
-    k = WRW.get_solution(p, ok).kernels[0]
-    assert k.grid == (hb.ceil_div(512, 64) * hb.ceil_div(2048, 128), 1, 1)
-    assert (dict(k.macros)["MC_M"], dict(k.macros)["MC_N"]) == ("2", "1")
-    assert "MC_M" not in dict(WRW.get_solution(p, _wcfg(64, 128, 1, 4)).kernels[0].macros)
-    legacy = {key: v for key, v in ok.items() if key not in ("MC_M", "MC_N")}
-    assert WRW.get_solution(p, legacy).config == dict(ok, MC_M=1, MC_N=1)
-    assert {(c["MC_M"], c["MC_N"]) for c in WRW.config_space(p)} == set(MCASTS)
-    assert all(c["TMA"] for c in WRW.config_space(p) if c["MC_M"] * c["MC_N"] > 1)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("dt", ("FP16", "BF16"))
-@pytest.mark.parametrize("name", sorted({**CASES, **MULTICAST_CASES}))
-def test_wrw_tma_multicast(name, dt):
-    """W multicast clusters of every shape (2 x 1, 1 x 2, 2 x 2, 4 x 1, 1 x 4) wherever the problem's tile grid
-    allows them, unsplit and split in 3, against the float64 reference."""
-    p = _p("W", dt, **{**CASES, **MULTICAST_CASES}[name])
-    cfgs = _multicast_cfgs(p)
-    if name in MULTICAST_CASES:
-        assert len({(c["MC_M"], c["MC_N"]) for c in cfgs}) >= 3, cfgs
-    if not cfgs:
-        pytest.skip(f"no tile grid of {p.key()} divides into multicast patches")
-    _check_all(WRW, p, cfgs)
 
 
 @pytest.mark.gpu
