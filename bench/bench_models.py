@@ -3,7 +3,9 @@
 Models: torchvision ResNet-50, MobileNetV2, Inception-v3 (299x299, no aux head). Configurations:
 batch-32 training step (forward, cross-entropy, backward, SGD with momentum) and batch-1 and
 batch-32 inference (``no_grad``, eval), each in FP32 with TF32 off and in AMP FP16 (autocast) with
-the model and input in ``channels_last``. Both sides start from the same initial weights, in the
+the model and input in ``channels_last``; on request (``--configs train32-tf32,...``) also FP32 NCHW with
+TF32 convolutions, PyTorch's own default (``torch.backends.cudnn.allow_tf32 = True``; matmuls stay FP32,
+as PyTorch's default ``matmul.allow_tf32 = False``), which miofind.torch runs as ``math="tf32"`` problems. Both sides start from the same initial weights, in the
 same process (cuDNN first, then miofind: ``miofind.torch.convert`` of a deep copy).
 
 Per configuration:
@@ -38,11 +40,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 MODELS = ("resnet50", "mobilenet_v2", "inception_v3")
 OTHER_MODELS = ("vgg16",)        # on request: conv layers with a bias (the fused forward epilogue)
 CONFIGS = ("train32-fp32", "train32-amp", "infer1-fp32", "infer1-amp", "infer32-fp32", "infer32-amp")
+TF32_CONFIGS = ("train32-tf32", "infer1-tf32", "infer32-tf32")     # on request
+_TF32 = [False]     # cuDNN's TF32 convolutions, set by ``parse`` for a -tf32 configuration
 
 
 def _torch():
     import torch
-    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = _TF32[0]
     torch.backends.cuda.matmul.allow_tf32 = False
     return torch
 
@@ -58,8 +62,10 @@ def build(name: str, seed: int = 0):
 
 
 def parse(config: str):
-    """(train, batch, amp) of a configuration name."""
+    """(train, batch, amp) of a configuration name; it also sets TF32 convolutions on for a -tf32 one, off otherwise."""
     kind, prec = config.split("-")
+    _TF32[0] = prec == "tf32"
+    _torch()
     return kind.startswith("train"), int(kind.lstrip("trainfer")), prec == "amp"
 
 
@@ -496,8 +502,8 @@ def main(argv=None) -> int:
         if m not in MODELS + OTHER_MODELS:
             ap.error(f"--models: {m!r} is not one of {', '.join(MODELS + OTHER_MODELS)}")
     for c in configs:
-        if c not in CONFIGS:
-            ap.error(f"--configs: {c!r} is not one of {', '.join(CONFIGS)}")
+        if c not in CONFIGS + TF32_CONFIGS:
+            ap.error(f"--configs: {c!r} is not one of {', '.join(CONFIGS + TF32_CONFIGS)}")
     torch = _torch()
     import torchvision
 

@@ -585,7 +585,8 @@ def _devices(spec):
               help="--torch-model's input spatial size: H (square), HxW or DxHxW (default 224; 299 for inception_v3).")
 @click.option("--channels-last", is_flag=True, help="--torch-model in channels_last (NHWC problems).")
 @click.option("--tf32/--no-tf32", default=None,
-              help="--torch-model FP32 problems with TF32 math (default: torch.backends.cudnn.allow_tf32, on in PyTorch).")
+              help="FP32 problems with TF32 math: --torch-model's default is torch.backends.cudnn.allow_tf32 (on in "
+                   "PyTorch), --model's is off (--tf32: the preset's FP32 problems as PyTorch runs them by default).")
 @click.option("--batch", "batches", type=int, multiple=True, help="Batch size(s) for --model/--torch-model (repeatable; default 32).")
 @click.option("--dtype", "dtypes", multiple=True, help="fp32, fp16, bf16 for --model/--torch-model (repeatable; default fp32).")
 @click.option("--layout", "layouts", multiple=True, help="NCHW, NHWC for --model (repeatable; default NCHW).")
@@ -625,7 +626,7 @@ def tune(torch_model, input_size, channels_last, tf32, model, batches, dtypes, l
             for b in batches or (32,):
                 problems += model_problems(model, batch=b, dtypes=tuple(d.upper() for d in dtypes) or ("FP32",),
                                            layouts=tuple(x.upper() for x in layouts) or ("NCHW",),
-                                           directions=_directions(direction, forw))
+                                           directions=_directions(direction, forw), tf32=bool(tf32))
         except ValueError as e:
             _fail(str(e))
     if torch_model:
@@ -635,8 +636,10 @@ def tune(torch_model, input_size, channels_last, tf32, model, batches, dtypes, l
             _fail("--layout is for --model; with --torch-model use --channels-last")
         problems += _torch_model_problems(torch_model, input_size, channels_last, tf32, batches, dtypes,
                                           _directions(direction, forw))
-    elif input_size or channels_last or tf32 is not None:
-        _fail("--input-size, --channels-last and --tf32 select problems of a --torch-model")
+    elif input_size or channels_last:
+        _fail("--input-size and --channels-last select problems of a --torch-model")
+    elif tf32 is not None and not model:
+        _fail("--tf32/--no-tf32 select problems of a --model or --torch-model")
     if not (model or torch_model) and (batches or dtypes or layouts):
         _fail("--batch, --dtype and --layout select problems of a --model")
     if file_:

@@ -282,8 +282,10 @@ def _choices(field: str, values, allowed, split=lambda s: s.split(",")) -> tuple
 
 
 def model_problems(name: str, *, batch: int = 32, dtypes=("FP32",), layouts=("NCHW",),
-                   directions="FBW") -> list[ProblemDescription]:
-    """One problem per unique (layer, dtype, layout, direction), in that nesting order, deduplicated by key."""
+                   directions="FBW", tf32: bool = False) -> list[ProblemDescription]:
+    """One problem per unique (layer, dtype, layout, direction), in that nesting order, deduplicated by key.
+    ``tf32``: the FP32 problems with TF32 math (``math="tf32"``, PyTorch's default for FP32 convolutions:
+    ``torch.backends.cudnn.allow_tf32``); the 16-bit ones are unchanged."""
     layers = model_layers(name)
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ValueError(f"batch={batch!r}: expected a positive integer")
@@ -299,7 +301,8 @@ def model_problems(name: str, *, batch: int = 32, dtypes=("FP32",), layouts=("NC
                 for d in directions:
                     p = ProblemDescription.make(
                         d, n=batch, c=layer.c, k=layer.k, in_size=layer.in_size, filter_size=layer.filter_size,
-                        pads=layer.pads, strides=layer.strides, groups=layer.groups, layout=layout, dtype=dtype)
+                        pads=layer.pads, strides=layer.strides, groups=layer.groups, layout=layout, dtype=dtype,
+                        math="tf32" if tf32 and dtype == "FP32" else "strict")
                     key = p.key()
                     if key not in seen:
                         seen.add(key)

@@ -55,7 +55,10 @@ def warmup_kernels(models=MODELS, batches=(32, 1), dtypes=("FP32", "FP16", "BF16
     sols = [s for s in all_solvers() if getattr(s, "kernel_files", ())]
     for model in models:
         for batch in batches:
-            for p in model_problems(model, batch=batch, dtypes=dtypes, layouts=layouts):
+            problems = model_problems(model, batch=batch, dtypes=dtypes, layouts=layouts)
+            if "FP32" in dtypes:    # and as PyTorch runs FP32 convolutions by default: TF32 math
+                problems += model_problems(model, batch=batch, dtypes=("FP32",), layouts=layouts, tf32=True)
+            for p in problems:
                 for s in sols:
                     if not s.applicability(p):
                         continue

@@ -130,6 +130,23 @@ def test_tune_options_after_driver_args_and_find_enforce(tmp_db, monkeypatch):
     assert r.exit_code == 1 and r.output.startswith("miofind: MIOPEN_FIND_ENFORCE='DB_CLEAN': DB_CLEAN is not supported")
 
 
+def test_tune_model_tf32_enqueues_the_tf32_problems(tmp_db):
+    """`tune --model ... --tf32`: the preset's FP32 problems with TF32 math, as PyTorch runs them by default
+    (the shipped DB's TF32 groups are built this way); the 16-bit ones unchanged; --tf32 needs a model."""
+    from miofind.db import FindDB
+    from miofind.db.jobs import JobQueue
+    from miofind.models import model_problems
+
+    r = run("tune", "--model", "resnet50", "--batch", "4", "--dtype", "fp32", "--dtype", "fp16", "--tf32", "-F", "1",
+            "--enqueue", "--db", tmp_db)
+    assert r.exit_code == 0, r.output
+    want = {p.key() for p in model_problems("resnet50", batch=4, dtypes=("FP32", "FP16"), directions="F", tf32=True)}
+    got = {j.problem_key for j in JobQueue(FindDB(tmp_db)).jobs()}
+    assert got == want and any(k.endswith("-FP32-F_tf32") for k in got) and any(k.endswith("-FP16-F") for k in got)
+    r = run("tune", "--tf32", "--enqueue", "--db", tmp_db, *ARGS, "-F", "1")
+    assert r.exit_code == 1 and "--tf32/--no-tf32 select problems of a --model or --torch-model" in r.output
+
+
 # -- find mode from the environment -------------------------------------------------------------------
 
 @pytest.mark.parametrize("var,value,mode", [

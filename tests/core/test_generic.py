@@ -190,6 +190,9 @@ def test_warmup_covers_generic_builds_and_the_reference():
     assert {"implicit_gemm_fwd.cu", "implicit_gemm_wrw.cu", "direct_naive.cu"} <= srcs
     assert any(dict(k.macros).get("DATA_T") == "double" for k in ks if k.source == "direct_naive.cu")
     assert all(pre_includes(k) == (generic.PRELUDE,) for k in ks if k.source in generic.RUNTIME)
+    # FP32 problems also as PyTorch runs them by default, with TF32 math: the TF32 mma builds (MATH 2)
+    maths = {dict(k.macros).get("MATH") for k in ks if k.source == "implicit_gemm_fwd.cu"}
+    assert {"0", "2"} <= maths, maths
 
 
 def test_fast_division_magic_numbers():

@@ -117,6 +117,18 @@ def test_problems_round_trip_and_dedup(model):
         assert p.n == 8
 
 
+def test_tf32_problems_are_the_fp32_ones_with_tf32_math():
+    fp32 = model_problems("resnet50", batch=4, dtypes=("FP32", "FP16"))
+    tf32 = model_problems("resnet50", batch=4, dtypes=("FP32", "FP16"), tf32=True)
+    assert len(tf32) == len(fp32)
+    for a, b in zip(fp32, tf32):
+        if a.dtype == "FP32":
+            assert b.math == "tf32" and b.key() == a.key() + "_tf32" and replace(b, math="strict") == a
+        else:   # 16-bit problems have no TF32 variant
+            assert b == a
+        assert ProblemDescription.from_key(b.key()) == b
+
+
 def test_problem_order_and_fields():
     layer = model_layers("vgg16")[0]
     probs = model_problems("vgg16", batch=4, dtypes=("FP16", "BF16"), layouts=("NHWC",), directions="WF")
