@@ -15,7 +15,7 @@ cp finddb/sm_90-132.sqlite /tmp/base.sqlite
 G="resnet50:32:tf32:NCHW resnet50:1:tf32:NCHW mobilenet_v2:32:tf32:NCHW inception_v3:32:tf32:NCHW"
 G="$G mobilenet_v2:1:tf32:NCHW inception_v3:1:tf32:NCHW vgg16:32:tf32:NCHW vgg16:1:tf32:NCHW unet:1:tf32:NCHW unet:32:tf32:NCHW"
 t0=$(date +%s)
-MIOFIND_SPECIALIZE=sync OUT=$OUT/build FINDDB_GROUPS="$G" timeout 560 scripts/build-finddb 500 /tmp/base.sqlite \
+MIOFIND_SPECIALIZE=sync OUT=$OUT/build FINDDB_GROUPS="$G" timeout 530 scripts/build-finddb 470 /tmp/base.sqlite \
   > $OUT/build.log 2>&1
 echo "build rc=$? $(( $(date +%s) - t0 )) s"; grep -E "^==|budget" $OUT/build.log; tail -25 $OUT/build.log | grep -E '"|}' | head -30
 cp /tmp/miofind-ship/*.json $OUT/build/ 2>/dev/null
