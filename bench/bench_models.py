@@ -325,9 +325,9 @@ def run_config(name: str, config: str, args) -> dict:
                     os.environ["MIOFIND_TORCH_HOST_US"] = host_us
                 chosen_by, warm = by, max(warm, 4)
                 rechoose(step)
-            for on, side, mod, name in switches:
-                if on and backend != "cudnn" and getattr(mod, name) != (backend != side):
-                    setattr(mod, name, backend != side)
+            for on, side, mod, attr in switches:
+                if on and backend != "cudnn" and getattr(mod, attr) != (backend != side):
+                    setattr(mod, attr, backend != side)
                     warm = max(warm, 4)
                     rechoose(step)
             rounds[backend].append(median_ms(step, xs, ys, warm, args.iters))
@@ -336,8 +336,8 @@ def run_config(name: str, config: str, args) -> dict:
             if args.host_ab and backend != "cudnn":
                 row.setdefault(f"{backend}_host_aware_picks", []).append(mt.stats()["host_aware"])
     _fast.use = True
-    for _, _, mod, name in switches:
-        setattr(mod, name, True)
+    for _, _, mod, attr in switches:
+        setattr(mod, attr, True)
     if path != "native":
         set_path("native")
     for backend, (model, step) in sides.items():
