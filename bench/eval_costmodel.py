@@ -2,8 +2,8 @@
 
 For each of the six model presets (``miofind.models.MODELS``), the model is trained on the FindDB's
 records of every problem that is NOT one of the held-out preset's (its layers at N=1 and N=32, FP32
-and FP16, NCHW and NHWC, F/B/W; a layer another preset shares is held out too; nor their BF16 NHWC
-twins, which are not tested: ``held_out_keys``; ``--train-bf16-twins`` trains on them, as before
+and FP16, NCHW and NHWC, F/B/W; a layer another preset shares is held out too; nor their BF16 NHWC and
+TF32 twins, which are not tested: ``held_out_keys``; ``--train-bf16-twins`` trains on them, as before
 costmodel6), then asked to rank
 the held-out problems' measured solvers. Today's predictor (``miofind.predict``: the nearest known
 problem of the training keys, FLOP-scaled, else the per-solver roofline model) ranks the same
@@ -48,10 +48,14 @@ def preset_keys(model: str, dtypes=("FP32", "FP16")) -> set[str]:
 
 
 def held_out_keys(model: str) -> set[str]:
-    """Every key of the preset's layers, BF16 included: the FindDB holds each preset's layers at BF16
-    NHWC too (720 problems), and those twins of the held-out layers must not be trained on either.
-    (Before costmodel6 they were: the test set is the same, the training set now lacks them.)"""
-    return preset_keys(model, ("FP32", "FP16", "BF16"))
+    """Every key of the preset's layers, BF16 and TF32 included: the FindDB holds each preset's layers at
+    BF16 NHWC and at FP32 NCHW with TF32 math too (720 problems each), and those twins of the held-out
+    layers must not be trained on either. (Before costmodel6 the BF16 ones were, and the TF32 ones before
+    session-tf32's fix, where a held-out FP32 W problem's TF32 twin led the model to a 36.75x pick: the test
+    set is the same, the training set now lacks them.)"""
+    tf32 = {p.key() for b in (1, 32) for p in model_problems(model, batch=b, dtypes=("FP32",),
+                                                             layouts=("NCHW", "NHWC"), tf32=True)}
+    return preset_keys(model, ("FP32", "FP16", "BF16")) | tf32
 
 
 default_config = cm.default_config   # a tunable solver's default config on the problem, else None
@@ -222,8 +226,8 @@ def render(rep) -> str:
              "measured fastest. Rel. err.: median |predicted/measured - 1| over every record. "
              + ("The held-out preset's BF16 problems (its layers at BF16 NHWC) WERE trained on (the evaluation "
                 "before costmodel6)." if rep.get("train_bf16_twins") else
-                "Neither the held-out preset's problems nor their BF16 twins (its layers at BF16 NHWC, not "
-                "tested) are trained on."), "",
+                "Neither the held-out preset's problems nor their BF16 and TF32 twins (its layers at BF16 NHWC and "
+                "FP32 with TF32 math, not tested) are trained on."), "",
              "Targets: top-1 >= 94%, mean slowdown <= 2.5%, worst <= 1.5x, median rel. err. <= 15%.", "",
              "| held out | dtype-dir | problems | top-1 model | top-1 today | mean slowdown model | today | "
              "worst model | today | rel. err. model | today |",
