@@ -48,8 +48,11 @@ def load(stem: str, probe: str, cupy_module: str, wheel_dirs: tuple[str, ...], s
          hint: str) -> ctypes.CDLL:
     """The first candidate that loads and has the symbol ``probe``; RuntimeError naming ``hint`` and
     what was tried otherwise."""
-    tried = []
-    for path in dict.fromkeys(candidates(stem, cupy_module, wheel_dirs, sonames)):
+    tried, seen = [], set()
+    for path in candidates(stem, cupy_module, wheel_dirs, sonames):   # lazily: no folder is searched
+        if path in seen:                                               # once an earlier candidate loads
+            continue
+        seen.add(path)
         try:
             lib = ctypes.CDLL(path)
             getattr(lib, probe)
