@@ -1,0 +1,100 @@
+"""Re-measure the FindDB records of solvers whose measured time has drifted from what today's code measures (issue
+20's noise-ceiling run, session-sweep call 1: the GEMM and Winograd solvers, whose host path changed after their
+records were made, measured 0.59-0.87x of their shipped times at N=1 while the own single-kernel solvers stayed
+within 1-3%).
+
+``prepare``: a copy of the DB without those solvers' find records (and their recorded find failures) for the
+problems of the given data types, and the MIOpenDriver lines of those problems (``miofind tune --no-tune --file``
+then finds only the solvers that lost their record: ``Tuner.stale``), in a seeded random order per data-type
+group so that a run stopped by its time budget has refreshed a sample of every preset.
+``compare``: per solver, the median and spread of the new time over the old; how many problems' fastest solver
+changed.
+
+    python bench/refresh_records.py prepare --db finddb/sm_90-132.sqlite --out /tmp/refresh.sqlite --lines refresh.txt
+    python bench/refresh_records.py compare --before finddb/sm_90-132.sqlite --after /tmp/refresh.sqlite
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import sqlite3
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+STALE = ("GemmFwd1x1_0_1", "GemmFwdRest", "GemmBwd1x1_stride1", "GemmBwdRest", "GemmWrw1x1_stride1", "GemmWrwUniversal",
+         "ConvWinograd3x3F23Fwd", "ConvWinograd3x3F43Fwd", "ConvWinograd3x3F23Bwd", "ConvWinograd3x3F43Bwd")
+
+
+def prepare(db, out, lines, dtypes, solvers, seed):
+    from miofind.problem import ProblemDescription
+    from sweep_problems import driver_line
+
+    shutil.copyfile(db, out)
+    c = sqlite3.connect(out)
+    marks = ",".join("?" * len(solvers))
+    keys = [k for (k,) in c.execute(f"select distinct problem_key from find_records where solver_id in ({marks})", solvers)]
+    keys = [k for k in keys if ProblemDescription.from_key(k).dtype in dtypes and ProblemDescription.from_key(k).math != "tf32"]
+    with c:
+        for k in keys:
+            c.execute(f"delete from find_records where problem_key=? and solver_id in ({marks})", (k, *solvers))
+            c.execute(f"delete from find_failures where problem_key=? and solver_id in ({marks})", (k, *solvers))
+    c.execute("VACUUM")
+    c.close()
+    rng = random.Random(seed)
+    order = []
+    for group in (set(dtypes) - {"BF16"}, {"BF16"}):   # BF16 last: the LOPO test set is FP32 and FP16
+        ks = sorted(k for k in keys if ProblemDescription.from_key(k).dtype in group)
+        rng.shuffle(ks)
+        order += ks
+    Path(lines).write_text(f"# bench/refresh_records.py prepare: {len(order)} problems\n" + "\n".join(
+        driver_line(ProblemDescription.from_key(k), ProblemDescription.from_key(k).direction) for k in order) + "\n")
+    print(f"{len(keys)} problems, their records of {len(solvers)} solvers removed; lines in {lines}")
+
+
+def compare(before, after, solvers):
+    from noise_ceiling import times
+
+    a, b = times(before), times(after)
+    ratio = defaultdict(list)
+    changed = kept = 0
+    for k in set(a) & set(b):
+        new = [s for s in solvers if s in b[k] and s in a[k] and b[k][s] != a[k][s]]
+        if not new:
+            continue
+        n = int(k.split("-")[7])
+        for s in new:
+            ratio[(s, 1 if n == 1 else 32)].append(b[k][s] / a[k][s])
+        same = min(a[k], key=a[k].get) == min(b[k], key=b[k].get)
+        changed += not same
+        kept += same
+    for (s, n), v in sorted(ratio.items()):
+        q = statistics.quantiles(v, n=10) if len(v) > 1 else [v[0]] * 9
+        print(f"{s:24s} N={n:<2d} {len(v):4d} new/old median {statistics.median(v):.3f}  p10 {q[0]:.3f}  p90 {q[-1]:.3f}")
+    print(f"problems re-measured: {changed + kept}; fastest solver changed in {changed}")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("what", choices=["prepare", "compare"])
+    ap.add_argument("--db", default="finddb/sm_90-132.sqlite")
+    ap.add_argument("--out")
+    ap.add_argument("--lines")
+    ap.add_argument("--before")
+    ap.add_argument("--after")
+    ap.add_argument("--dtypes", default="FP32,FP16,BF16")
+    ap.add_argument("--seed", type=int, default=20)
+    args = ap.parse_args(argv)
+    if args.what == "prepare":
+        prepare(args.db, args.out, args.lines, set(args.dtypes.split(",")), STALE, args.seed)
+    else:
+        compare(args.before, args.after, STALE)
+
+
+if __name__ == "__main__":
+    main()
