@@ -7,10 +7,13 @@ within 1-3%).
 problems of the given data types, and the MIOpenDriver lines of those problems (``miofind tune --no-tune --file``
 then finds only the solvers that lost their record: ``Tuner.stale``), in a seeded random order per data-type
 group so that a run stopped by its time budget has refreshed a sample of every preset.
+``merge``: the refreshed copy, with the old records and failures of those solvers put back for the problems a run
+stopped by its budget did not reach (no record or failure of any of those solvers), so that no problem loses them.
 ``compare``: per solver, the median and spread of the new time over the old; how many problems' fastest solver
 changed.
 
     python bench/refresh_records.py prepare --db finddb/sm_90-132.sqlite --out /tmp/refresh.sqlite --lines refresh.txt
+    python bench/refresh_records.py merge --before finddb/sm_90-132.sqlite --after /tmp/refresh.sqlite --out merged.sqlite
     python bench/refresh_records.py compare --before finddb/sm_90-132.sqlite --after /tmp/refresh.sqlite
 """
 from __future__ import annotations
@@ -57,6 +60,30 @@ def prepare(db, out, lines, dtypes, solvers, seed):
     print(f"{len(keys)} problems, their records of {len(solvers)} solvers removed; lines in {lines}")
 
 
+def merge(before, after, out, solvers):
+    shutil.copyfile(after, out)
+    c = sqlite3.connect(out)
+    c.execute("attach database ? as old", (str(before),))
+    marks = ",".join("?" * len(solvers))
+    had = {k for (k,) in c.execute(f"select distinct problem_key from old.find_records where solver_id in ({marks})", solvers)}
+    has = {k for (k,) in c.execute(f"select distinct problem_key from main.find_records where solver_id in ({marks}) "
+                                   f"union select distinct problem_key from main.find_failures where solver_id in ({marks})",
+                                   (*solvers, *solvers))}
+    missing = sorted(had - has)
+    cols = {t: [r[1] for r in c.execute(f"pragma main.table_info({t})") if r[1] != "id"] for t in ("find_records", "find_failures")}
+    with c:
+        for k in missing:
+            for t, names in cols.items():
+                n = ",".join(names)
+                c.execute(f"insert into main.{t} ({n}) select {n} from old.{t} where problem_key=? and solver_id in ({marks})",
+                          (k, *solvers))
+    c.execute("detach database old")
+    c.execute("VACUUM")
+    print(f"{len(had)} problems held records of the {len(solvers)} solvers; {len(missing)} of them lacked those after the "
+          f"run (not reached) and got their old records back")
+    c.close()
+
+
 def compare(before, after, solvers):
     from noise_ceiling import times
 
@@ -81,7 +108,7 @@ def compare(before, after, solvers):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=["prepare", "compare"])
+    ap.add_argument("what", choices=["prepare", "merge", "compare"])
     ap.add_argument("--db", default="finddb/sm_90-132.sqlite")
     ap.add_argument("--out")
     ap.add_argument("--lines")
@@ -92,6 +119,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.what == "prepare":
         prepare(args.db, args.out, args.lines, set(args.dtypes.split(",")), STALE, args.seed)
+    elif args.what == "merge":
+        merge(args.before, args.after, args.out, STALE)
     else:
         compare(args.before, args.after, STALE)
 
