@@ -129,6 +129,11 @@ VARIABLES: tuple[EnvVar, ...] = (
            "problem's solution: a solution the C++ path launches is chosen over a faster one of those when its "
            "measured time is within this much (only where the C++ path is on)",
            "a number of microseconds >= 0 (default 30; 0: the fastest by measured time alone)", ""),
+    EnvVar("MIOFIND_COMPILE_NICE", "how much lower the scheduling priority of miofind's compile processes is (the "
+           "pool of `miofind tune`'s ahead-of-time compiles and of `miofind warmup`, the background specialised builds' "
+           "pool): a find times each call with its host time, and a training step's host thread launches the "
+           "kernels, so compiles running beside them must not take their CPU", "a niceness increment from 0 to 19 "
+           "(default 10; 0: the same priority as the process that starts them)", ""),
     EnvVar("MIOFIND_TORCH_PRELOAD", "whether `miofind.torch.convert` starts a background thread that imports what a "
            "model's first convolution would (CuPy, the find, every solver module, the built C++ extension), so that "
            "the script's set-up after it overlaps that work (no GPU work; only where PyTorch sees a CUDA device)",
@@ -408,6 +413,16 @@ def _number(name: str, default: float, ok, expected: str) -> float:
 def _factor(name: str, default: float, off: str) -> float:
     """A factor variable: a number of at least 1, or 0 (``off``); ``default`` when unset."""
     return _number(name, default, lambda v: v == 0 or 1 <= v < float("inf"), f"a number of at least 1, or 0 ({off})")
+
+
+DEFAULT_COMPILE_NICE = 10
+
+
+def compile_nice() -> int:
+    """``MIOFIND_COMPILE_NICE``: the niceness increment of miofind's compile processes (0 to 19; default
+    ``DEFAULT_COMPILE_NICE``)."""
+    return int(_number("MIOFIND_COMPILE_NICE", DEFAULT_COMPILE_NICE, lambda v: 0 <= v <= 19 and v == int(v),
+                       "an integer from 0 to 19"))
 
 
 def cut_factor() -> float:

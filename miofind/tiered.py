@@ -420,7 +420,12 @@ def _compile_apart(kernels) -> None:
 
             # idle pool workers would keep this process from exiting (as miofind.tuning.precompile)
             util.Finalize(None, _shutdown_procs, exitpriority=100)
-            _procs = ProcessPoolExecutor(max_workers=2, mp_context=mp.get_context("spawn"))
+            from .env import compile_nice
+            from .compile import lower_priority
+
+            # below the training step's or the find's own thread, which launch and time the kernels
+            _procs = ProcessPoolExecutor(max_workers=2, mp_context=mp.get_context("spawn"),
+                                         initializer=lower_priority, initargs=(compile_nice(),))
         procs = _procs
     try:
         list(procs.map(_compile_one, todo))

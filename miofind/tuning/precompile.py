@@ -16,7 +16,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from ..compile import CompileError, binary_key, cached_cubin, nvrtc_compile, private_cache_dir, store_cubin
+from ..compile import (CompileError, binary_key, cached_cubin, lower_priority, nvrtc_compile, private_cache_dir,
+                       store_cubin)
 from ..solver import KernelInfo
 
 _log = logging.getLogger(__name__)
@@ -46,6 +47,11 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def _worker_init(nice: int) -> None:
+    _ignore_sigint()
+    lower_priority(nice)
+
+
 def _get_pool(jobs: int) -> ProcessPoolExecutor:
     global _pool, _pool_size
     if _pool is None or _pool_size != jobs:
@@ -60,8 +66,10 @@ def _get_pool(jobs: int) -> ProcessPoolExecutor:
             # Finalizers of priority >= 0 run before that join, in every process, highest first;
             # this one runs before the pool's queues close (priority 10), or no worker hears it.
             util.Finalize(None, shutdown_pool, kwargs={"wait": True}, exitpriority=100)
+        from ..env import compile_nice
+
         _pool = ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"),
-                                    initializer=_ignore_sigint)
+                                    initializer=_worker_init, initargs=(compile_nice(),))
         _pool_size = jobs
     return _pool
 

@@ -100,3 +100,47 @@ def test_a_terminated_pool_does_not_wait_for_a_compile_under_way():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=90)
     assert out.returncode == 0 and "closed" in out.stdout, (out.returncode, out.stdout, out.stderr)
     assert time.time() - t0 < 60
+
+
+def _worker_niceness_in_child(nice: str, out) -> None:
+    # A fresh process, so that the module's pool is made under this MIOFIND_COMPILE_NICE
+    import os
+
+    os.environ["MIOFIND_COMPILE_NICE"] = nice
+    from miofind.tuning import precompile
+    try:
+        out.put((os.nice(0), precompile._get_pool(1).submit(os.nice, 0).result(timeout=60)))
+    finally:
+        precompile.shutdown_pool(wait=True)
+
+
+def _pool_niceness(nice: str) -> tuple[int, int]:
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    pr = ctx.Process(target=_worker_niceness_in_child, args=(nice, q))
+    pr.start()
+    got = q.get(timeout=120)
+    pr.join(timeout=60)
+    return got
+
+
+def test_compile_workers_run_below_the_measuring_process():
+    # A find's timings include its host time: NVRTC workers must yield the CPU to the process that measures
+    parent, worker = _pool_niceness("10")
+    assert worker == min(19, parent + 10)
+    parent, worker = _pool_niceness("0")
+    assert worker == parent
+
+
+def test_compile_nice_rejects_what_is_not_a_niceness(monkeypatch):
+    import pytest
+
+    from miofind.env import compile_nice
+    for bad in ("-1", "20", "2.5", "high"):
+        monkeypatch.setenv("MIOFIND_COMPILE_NICE", bad)
+        with pytest.raises(ValueError, match=f"MIOFIND_COMPILE_NICE='{bad}'"):
+            compile_nice()
+    monkeypatch.delenv("MIOFIND_COMPILE_NICE")
+    assert compile_nice() == 10
