@@ -7,12 +7,19 @@ within 1-3%).
 problems of the given data types, and the MIOpenDriver lines of those problems (``miofind tune --no-tune --file``
 then finds only the solvers that lost their record: ``Tuner.stale``), in a seeded random order per data-type
 group so that a run stopped by its time budget has refreshed a sample of every preset.
+``contradicted``: as ``prepare``, for the find records whose PerfDB entry holds the same config at a time more
+than ``--ratio`` away (the tune and the find measured the same kernel and disagree): only those records are removed,
+and they are listed with both times.
+``agreement``: over the find records of ``--db`` whose PerfDB entry holds the same config (those made since
+``--since``, a Unix time, where given), how far the two times are apart: median and 90th percentile of
+max(find/tune, tune/find), how many beyond ``--ratio``.
 ``merge``: the refreshed copy, with the old records and failures of those solvers put back for the problems a run
 stopped by its budget did not reach (no record or failure of any of those solvers), so that no problem loses them.
 ``compare``: per solver, the median and spread of the new time over the old; how many problems' fastest solver
 changed.
 
     python bench/refresh_records.py prepare --db finddb/sm_90-132.sqlite --out /tmp/refresh.sqlite --lines refresh.txt
+    python bench/refresh_records.py contradicted --db finddb/sm_90-132.sqlite --out /tmp/refresh.sqlite --lines c.txt
     python bench/refresh_records.py merge --before finddb/sm_90-132.sqlite --after /tmp/refresh.sqlite --out merged.sqlite
     python bench/refresh_records.py compare --before finddb/sm_90-132.sqlite --after /tmp/refresh.sqlite
 """
@@ -58,6 +65,60 @@ def prepare(db, out, lines, dtypes, solvers, seed):
     Path(lines).write_text(f"# bench/refresh_records.py prepare: {len(order)} problems\n" + "\n".join(
         driver_line(ProblemDescription.from_key(k), ProblemDescription.from_key(k).direction) for k in order) + "\n")
     print(f"{len(keys)} problems, their records of {len(solvers)} solvers removed; lines in {lines}")
+
+
+def contradicted(db, out, lines, ratio):
+    """The (problem, solver) pairs whose find record and PerfDB entry are the same config and whose times differ by
+    more than ``ratio``, removed from a copy; their problems' driver lines written. Returns the pairs."""
+    import json
+
+    from miofind.problem import ProblemDescription
+    from sweep_problems import driver_line
+
+    c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    pairs = []
+    for key, sid, ft, pt, fc, pc in c.execute(
+            "select f.problem_key, f.solver_id, f.time_ms, p.time_ms, f.config, p.config from find_records f "
+            "join perf_records p on f.device = p.device and f.problem_key = p.problem_key and f.solver_id = p.solver_id"):
+        if json.loads(fc or "{}") == json.loads(pc) and max(ft / pt, pt / ft) > ratio:
+            pairs.append((key, sid, ft, pt))
+    c.close()
+    shutil.copyfile(db, out)
+    c = sqlite3.connect(out)
+    with c:
+        for key, sid, _, _ in pairs:
+            c.execute("delete from find_records where problem_key=? and solver_id=?", (key, sid))
+    c.execute("VACUUM")
+    c.close()
+    keys = sorted({p[0] for p in pairs})
+    Path(lines).write_text(f"# bench/refresh_records.py contradicted --ratio {ratio}: {len(keys)} problems\n" + "\n".join(
+        driver_line(ProblemDescription.from_key(k), ProblemDescription.from_key(k).direction) for k in keys) + "\n")
+    for key, sid, ft, pt in sorted(pairs, key=lambda p: -max(p[2] / p[3], p[3] / p[2])):
+        print(f"{key} {sid}: find {ft:.4f} ms, tune {pt:.4f} ms ({ft / pt:.2f}x)")
+    print(f"{len(pairs)} find records of {len(keys)} problems contradicted by their PerfDB entry beyond {ratio}x, "
+          f"removed from {out}; lines in {lines}")
+    return pairs
+
+
+def agreement(db, ratio, since=0.0):
+    import json
+    import math
+
+    c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    r = []
+    for ft, pt, fc, pc in c.execute(
+            "select f.time_ms, p.time_ms, f.config, p.config from find_records f join perf_records p on "
+            "f.device = p.device and f.problem_key = p.problem_key and f.solver_id = p.solver_id "
+            "where f.created_at >= ?", (since,)):
+        if json.loads(fc or "{}") == json.loads(pc) and ft > 0 and pt > 0:
+            r.append(math.exp(abs(math.log(ft / pt))))
+    c.close()
+    if not r:
+        print("no find record with a PerfDB entry of the same config")
+        return
+    q = statistics.quantiles(r, n=10) if len(r) > 1 else [r[0]] * 9
+    print(f"{len(r)} find records with a PerfDB entry of the same config: apart by median {statistics.median(r):.3f}x, "
+          f"p90 {q[-1]:.3f}x, max {max(r):.2f}x; beyond {ratio}x: {sum(x > ratio for x in r)}")
 
 
 def merge(before, after, out, solvers):
@@ -108,7 +169,7 @@ def compare(before, after, solvers):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=["prepare", "merge", "compare"])
+    ap.add_argument("what", choices=["prepare", "contradicted", "agreement", "merge", "compare"])
     ap.add_argument("--db", default="finddb/sm_90-132.sqlite")
     ap.add_argument("--out")
     ap.add_argument("--lines")
@@ -116,9 +177,15 @@ def main(argv=None):
     ap.add_argument("--after")
     ap.add_argument("--dtypes", default="FP32,FP16,BF16")
     ap.add_argument("--seed", type=int, default=20)
+    ap.add_argument("--ratio", type=float, default=1.5, help="contradicted: find time over tuned time (or under)")
+    ap.add_argument("--since", type=float, default=0.0, help="agreement: records made at or after this Unix time")
     args = ap.parse_args(argv)
     if args.what == "prepare":
         prepare(args.db, args.out, args.lines, set(args.dtypes.split(",")), STALE, args.seed)
+    elif args.what == "contradicted":
+        contradicted(args.db, args.out, args.lines, args.ratio)
+    elif args.what == "agreement":
+        agreement(args.db, args.ratio, args.since)
     elif args.what == "merge":
         merge(args.before, args.after, args.out, STALE)
     else:

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Session sweep, call 3 (written for the next device session; not run yet). Does compile contention skew a
+# tune's find records? 46 of the shipped DB's 4556 tuned configs have a find record of the same config
+# 1.5-8.9x away from the PerfDB's time, mostly N=1 problems whose tune and find ran in the same second
+# while the prefetch pool (one NVRTC process per core, at the measuring process's priority) compiled ahead.
+# Each arm re-tunes those 45 problems' solvers into a copy of the shipped DB without the contradicted
+# records, with its own empty kernel cache (so the prefetch pool compiles throughout), at
+# MIOFIND_COMPILE_NICE=0 (as the shipped DB was built) or 10 (the default since 0dbcdfd), in alternating
+# order; `refresh_records.py agreement --since <arm start>` then says how far each arm's find records are
+# from its own tuned times (median, p90, beyond 1.5x).
+set -uo pipefail
+T0=$(date +%s)
+python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:/tmp/site MIOFIND_SYSTEM_DB=none MIOFIND_SPECIALIZE=sync
+inc=$(python3 -c "import sysconfig;print(sysconfig.get_paths()['include'])")
+gcc -O2 -shared -fPIC -I$inc miofind/_native.c -o miofind/_native.abi3.so
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > $OUT/device.txt
+python3 bench/refresh_records.py contradicted --db finddb/sm_90-132.sqlite --out /tmp/contra.sqlite \
+  --lines /tmp/contra.txt > $OUT/contradicted.txt
+SOLVERS=$(awk '/ms, tune/{print $2}' $OUT/contradicted.txt | tr -d ':' | sort -u | sed 's/^/--tune-solver /' | tr '\n' ' ')
+echo "setup $(( $(date +%s) - T0 )) s; $SOLVERS"
+i=0
+for nice in ${ORDER:-0 10 10 0}; do
+  i=$((i + 1))
+  cp /tmp/contra.sqlite /tmp/arm$i.sqlite
+  t0=$(date +%s)
+  MIOFIND_COMPILE_NICE=$nice MIOFIND_KERNEL_CACHE=/tmp/kc-arm$i MIOFIND_DB=/tmp/arm$i.sqlite \
+    timeout -k 15 -s INT ${ARM_SECONDS:-80} python3 -m miofind.cli tune --file /tmp/contra.txt --retune \
+    $SOLVERS --max-configs 8 > $OUT/arm$i-nice$nice.log 2>&1
+  echo "arm $i nice $nice rc=$? $(( $(date +%s) - t0 )) s: $(grep -v '━' $OUT/arm$i-nice$nice.log | tail -1 | cut -c1-160)"
+  python3 bench/refresh_records.py agreement --db /tmp/arm$i.sqlite --since $t0 | tee -a $OUT/agreement.txt
+done
+echo "total $(( $(date +%s) - T0 )) s"
