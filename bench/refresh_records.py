@@ -13,6 +13,8 @@ and they are listed with both times.
 ``agreement``: over the find records of ``--db`` whose PerfDB entry holds the same config (those made since
 ``--since``, a Unix time, where given), how far the two times are apart: median and 90th percentile of
 max(find/tune, tune/find), how many beyond ``--ratio``.
+``union``: a copy of ``--before`` with every find record and find failure of ``--after`` added (problems the
+first lacks, e.g. the random layers of ``bench/sweep_problems.py layers``), for training and evaluating on both.
 ``merge``: the refreshed copy, with the old records and failures of those solvers put back for the problems a run
 stopped by its budget did not reach (no record or failure of any of those solvers), so that no problem loses them.
 ``compare``: per solver, the median and spread of the new time over the old; how many problems' fastest solver
@@ -121,6 +123,21 @@ def agreement(db, ratio, since=0.0):
           f"p90 {q[-1]:.3f}x, max {max(r):.2f}x; beyond {ratio}x: {sum(x > ratio for x in r)}")
 
 
+def union(before, after, out):
+    shutil.copyfile(before, out)
+    c = sqlite3.connect(out)
+    c.execute("attach database ? as other", (str(after),))
+    with c:
+        for t in ("find_records", "find_failures"):
+            names = ",".join(r[1] for r in c.execute(f"pragma main.table_info({t})") if r[1] != "id")
+            c.execute(f"insert or ignore into main.{t} ({names}) select {names} from other.{t}")
+    c.execute("detach database other")
+    c.execute("VACUUM")
+    print(out, "find records", c.execute("select count(*) from find_records").fetchone()[0], "problems",
+          c.execute("select count(distinct problem_key) from find_records").fetchone()[0])
+    c.close()
+
+
 def merge(before, after, out, solvers):
     shutil.copyfile(after, out)
     c = sqlite3.connect(out)
@@ -169,7 +186,7 @@ def compare(before, after, solvers):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=["prepare", "contradicted", "agreement", "merge", "compare"])
+    ap.add_argument("what", choices=["prepare", "contradicted", "agreement", "union", "merge", "compare"])
     ap.add_argument("--db", default="finddb/sm_90-132.sqlite")
     ap.add_argument("--out")
     ap.add_argument("--lines")
@@ -186,6 +203,8 @@ def main(argv=None):
         contradicted(args.db, args.out, args.lines, args.ratio)
     elif args.what == "agreement":
         agreement(args.db, args.ratio, args.since)
+    elif args.what == "union":
+        union(args.before, args.after, args.out)
     elif args.what == "merge":
         merge(args.before, args.after, args.out, STALE)
     else:
