@@ -63,6 +63,8 @@ PROBLEMS = [
      (IGEMM["W"],)),
 ]
 BUDGET = {"max_configs": 16, "patience": 8}   # the `miofind tune` defaults
+SEEDED = ("guided", "random")                  # replayed per seed; the model-ordered strategies are deterministic
+STRATS = ("guided", "random", "model", "model_guided")
 
 
 def problems(names=None) -> list[tuple[str, ProblemDescription, tuple[str, ...]]]:
@@ -99,10 +101,10 @@ def replays(space, times, *, problem, solver, model, seeds: int, batches) -> dic
     out = {}
     for b in batches:
         per = {}
-        for strat in ("guided", "random", "model"):
+        for strat in STRATS:
             runs = []
-            for seed in (range(seeds) if strat != "model" else [0]):
-                kw = ctx if strat == "model" else {}
+            for seed in (range(seeds) if strat in SEEDED else [0]):
+                kw = ctx if strat not in SEEDED else {}
                 full = replay(strat, space, times, batch=b, seed=seed, **kw)
                 budgeted = replay(strat, space, times, batch=b, seed=seed, **BUDGET, **kw)
                 got = [times[i] for bb in budgeted for i in bb]
@@ -133,11 +135,12 @@ def totals(entries: list[dict], batches) -> dict:
     for b in map(str, batches):
         row = {}
         for metric in ("best_batch", "within_2pct_batch", "best_config", "within_2pct_config"):
-            row[metric] = {s: sum(e["replay"][b][s][metric] for e in done) for s in ("guided", "random", "model")}
-            row[metric]["model_not_worse"] = sum(e["replay"][b]["model"][metric] <= e["replay"][b]["guided"][metric]
-                                                 for e in done)
-        row["budget_slowdown_mean"] = {s: _mean_value([e["replay"][b][s]["budget_slowdown"] for e in done])
-                                       for s in ("guided", "random", "model")}
+            row[metric] = {s: sum(e["replay"][b][s][metric] for e in done if s in e["replay"][b]) for s in STRATS}
+            for s in ("model", "model_guided"):
+                row[metric][f"{s}_not_worse"] = sum(e["replay"][b][s][metric] <= e["replay"][b]["guided"][metric]
+                                                    for e in done if s in e["replay"][b])
+        row["budget_slowdown_mean"] = {s: _mean_value([e["replay"][b][s]["budget_slowdown"] for e in done
+                                                       if s in e["replay"][b]]) for s in STRATS}
         out[b] = row
     return out
 
@@ -152,8 +155,8 @@ def markdown(res: dict) -> str:
              "the sweep's best.", ""]
     for b in res["batches"]:
         lines += [f"## batch {b}", "",
-                  "| problem | solver | space | failed | held out | to best: guided / random / model "
-                  "| to 2%: guided / random / model | slow@16: guided / model |",
+                  "| problem | solver | space | failed | held out | to best: guided / random / model / model_guided "
+                  "| to 2%: guided / random / model / model_guided | slow@16: guided / model / model_guided |",
                   "| --- | --- | ---: | ---: | --- | --- | --- | --- |"]
         for e in res["entries"]:
             r = e.get("replay", {}).get(str(b))
@@ -161,25 +164,30 @@ def markdown(res: dict) -> str:
                 lines.append(f"| {e['problem']} | {e['solver']} | {e['space']} | {e['failed']} | "
                              f"{e['held_out']} | {e.get('note', 'no replay')} | | |")
                 continue
-            f = lambda s, m: "-" if r[s][m] is None else f"{r[s][m]:.1f}"  # noqa: E731
-            sl = lambda s: "-" if r[s]["budget_slowdown"] is None else f"{r[s]['budget_slowdown']:.3f}x"  # noqa: E731
+            f = lambda s, m: "-" if s not in r or r[s][m] is None else f"{r[s][m]:.1f}"  # noqa: E731
+            sl = lambda s: "-" if s not in r or r[s]["budget_slowdown"] is None else f"{r[s]['budget_slowdown']:.3f}x"  # noqa: E731
             mark = "" if e["complete"] else " (incomplete sweep)"
             fell = " (model fell back to guided)" if e["model_fallback"] else ""
             lines.append(f"| {e['problem']}{mark} | {e['solver']}{fell} "
                          f"| {e['swept']}/{e['space']} | {e['failed']} | {e['held_out']} "
-                         f"| {f('guided', 'best_batch')} / {f('random', 'best_batch')} / {f('model', 'best_batch')} "
+                         f"| {f('guided', 'best_batch')} / {f('random', 'best_batch')} / {f('model', 'best_batch')} / "
+                         f"{f('model_guided', 'best_batch')} "
                          f"| {f('guided', 'within_2pct_batch')} / {f('random', 'within_2pct_batch')} / "
-                         f"{f('model', 'within_2pct_batch')} | {sl('guided')} / {sl('model')} |")
+                         f"{f('model', 'within_2pct_batch')} / {f('model_guided', 'within_2pct_batch')} "
+                         f"| {sl('guided')} / {sl('model')} / {sl('model_guided')} |")
         t = res["totals"].get(str(b))
         if t:
             lines += ["", f"Total over {res['totals']['solvers']} complete sweeps (batch {b}): to best guided "
                       f"{t['best_batch']['guided']:.1f}, random {t['best_batch']['random']:.1f}, model "
-                      f"{t['best_batch']['model']:.1f} (model not worse than guided's mean in "
-                      f"{t['best_batch']['model_not_worse']}); to 2% guided {t['within_2pct_batch']['guided']:.1f}, "
-                      f"random {t['within_2pct_batch']['random']:.1f}, model {t['within_2pct_batch']['model']:.1f} "
-                      f"(not worse in {t['within_2pct_batch']['model_not_worse']}). Per config (batch 1 "
-                      f"granularity) to best: guided {t['best_config']['guided']:.1f}, model "
-                      f"{t['best_config']['model']:.1f}. Mean slowdown at the default budget: "
+                      f"{t['best_batch']['model']:.1f}, model_guided {t['best_batch']['model_guided']:.1f} (not worse "
+                      f"than guided's mean in {t['best_batch']['model_not_worse']} / "
+                      f"{t['best_batch']['model_guided_not_worse']}); to 2% guided "
+                      f"{t['within_2pct_batch']['guided']:.1f}, random {t['within_2pct_batch']['random']:.1f}, model "
+                      f"{t['within_2pct_batch']['model']:.1f}, model_guided {t['within_2pct_batch']['model_guided']:.1f} "
+                      f"(not worse in {t['within_2pct_batch']['model_not_worse']} / "
+                      f"{t['within_2pct_batch']['model_guided_not_worse']}). Per config (batch 1 granularity) to best: "
+                      f"guided {t['best_config']['guided']:.1f}, model {t['best_config']['model']:.1f}, model_guided "
+                      f"{t['best_config']['model_guided']:.1f}. Mean slowdown at the default budget: "
                       + ", ".join(f"{s} {v:.3f}x" for s, v in t["budget_slowdown_mean"].items() if v is not None), ""]
     lines.append(f"Wall time {res['wall_seconds']:.0f} s; stopped early: {res['stopped'] or 'no'}.")
     return "\n".join(lines) + "\n"

@@ -594,10 +594,11 @@ def _devices(spec):
 @click.option("-F", "--forw", type=int, default=None, help="MIOpenDriver's direction mask: 1 F, 2 B, 4 W, 0 all.")
 @click.option("--file", "file_", type=click.Path(exists=True, dir_okay=False), default=None,
               help="A file of MIOpenDriver lines, one problem spec per line (# comments allowed).")
-@click.option("--strategy", type=click.Choice(["guided", "random", "exhaustive", "model"]), default="guided", show_default=True,
+@click.option("--strategy", type=click.Choice(["guided", "random", "exhaustive", "model", "model_guided"]), default="guided", show_default=True,
               help="How configs are chosen: guided (neighbours of the best so far, random restarts), random, "
-                   "exhaustive (every config in order), or model (the order a config-aware cost model predicts, "
-                   "fastest first: `miofind db train-model --configs`; guided where none answers).")
+                   "exhaustive (every config in order), model (the order a config-aware cost model predicts, "
+                   "fastest first: `miofind db train-model --configs`; guided where none answers), or model_guided "
+                   "(the model's first picks, then guided's descent, restarted in the model's order).")
 @click.option("--max-configs", type=int, default=16, show_default=True, help="At most this many configs per solver and problem.")
 @click.option("--max-seconds", type=float, default=None, help="At most this long per solver and problem.")
 @click.option("--patience", type=int, default=8, show_default=True, help="Stop a search after this many configs without improvement.")

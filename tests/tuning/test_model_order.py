@@ -1,4 +1,4 @@
-"""The "model" tuning strategy on the CPU: the order a config-aware model gives, batches and budgets,
+"""The "model" and "model_guided" tuning strategies on the CPU: the order a config-aware model gives, batches and budgets,
 guided's search where no model answers, and a config-aware model trained on a small DB made here,
 loaded next to the DB and used by the tuner."""
 
@@ -24,7 +24,7 @@ from miofind.problem import ProblemDescription
 from miofind.registry import get_solver
 from miofind.trust import trust_key
 from miofind.tuning import Budget, Tuner, TuneOptions
-from miofind.tuning.strategies import STRATEGIES, guided, model_order
+from miofind.tuning.strategies import STRATEGIES, guided, model_guided, model_order
 
 P = ProblemDescription.make("F", n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
 IGEMM = get_solver("ConvImplicitGemmFwd")
@@ -116,12 +116,57 @@ def test_a_model_that_cannot_order_the_solvers_configs_falls_back_to_guided(mode
     assert got == ref and "cannot order its configs; guided search instead" in caplog.text
 
 
+def test_model_guided_starts_with_the_models_picks_then_descends_from_the_best_measured():
+    # the model's first batch lands near the best (a=16, b=16 is predicted fastest, a=16, b=128 is): the
+    # descent then measures the neighbours of the best so far (one parameter changed, nearest first)
+    pred = lambda c: abs(math.log2(c["a"] / 16)) + abs(math.log2(c["b"] / 16))   # noqa: E731
+    batches, seen = run("model_guided", SPACE, true_time, StandIn(pred), batch=3)
+    order = model_order.order(SPACE, DEFAULT, StandIn(pred), P, IGEMM)
+    assert batches[0] == [SPACE[i] for i in order[:3]] and batches[0][0] == DEFAULT
+    best_after_first = min(batches[0], key=true_time)
+    assert best_after_first == {"a": 16, "b": 16}
+    want = [SPACE[i] for i in guided._neighbours(best_after_first, SPACE,
+                                                 {SPACE.index(c) for c in batches[0]})][:3]
+    assert batches[1] == want and {"a": 16, "b": 32} in batches[1]
+    assert seen.index({"a": 16, "b": 128}) < len(SPACE) - 1
+    assert len({str(c) for c in seen}) == len(seen) == len(SPACE)   # the whole space, each config once
+
+
+def test_model_guided_restarts_from_the_models_order_not_at_random():
+    # every neighbour step fails (the default is the fastest): each restart is the next batch of the
+    # model's order, the same for every seed
+    pred = lambda c: -c["a"] * 1000 - c["b"]   # noqa: E731
+    slow_but_default = lambda c: 0.0 if c == DEFAULT else 1.0 + c["a"] + c["b"]   # noqa: E731
+    a, seen_a = run("model_guided", SPACE, slow_but_default, StandIn(pred), seed=1, batch=4)
+    b, seen_b = run("model_guided", SPACE, slow_but_default, StandIn(pred), seed=7, batch=4)
+    assert a == b
+    order = [SPACE[i] for i in model_order.order(SPACE, DEFAULT, StandIn(pred), P, IGEMM)]
+    near = [SPACE[i] for i in guided._neighbours(DEFAULT, SPACE, {SPACE.index(c) for c in a[0]})]
+    assert a[1] == near[:4]                                  # the descent's step from the default
+    assert a[2] == [c for c in order if c not in a[0] + a[1]][:4]   # then the model's next picks
+
+
+def test_model_guided_without_a_model_is_guided(caplog):
+    caplog.set_level(logging.INFO, logger="miofind.tuning.strategies.model_guided")
+    ref, _ = run("guided", SPACE, true_time, seed=2, batch=4, max_configs=12)
+    got, _ = run("model_guided", SPACE, true_time, seed=2, batch=4, max_configs=12)
+    assert got == ref and "guided search instead" in caplog.text
+
+
+@pytest.mark.parametrize("opts,most", [({"max_configs": 7, "batch": 3}, 7), ({"patience": 4, "batch": 1}, 5)])
+def test_budget_rules_stop_model_guided(opts, most):
+    _, seen = run("model_guided", SPACE, lambda c: c["a"] + c["b"] / 1000 + (0 if c == DEFAULT else 100),
+                  StandIn(lambda c: -c["a"]), **opts)
+    assert len(seen) == most and len({str(c) for c in seen}) == len(seen)
+
+
 def test_options_and_cli_accept_the_model_strategy():
     assert TuneOptions(strategy="model").strategy == "model"
+    assert TuneOptions(strategy="model_guided").strategy == "model_guided"
     with pytest.raises(ValueError, match="strategy='modle'"):
         TuneOptions(strategy="modle")
     out = CliRunner().invoke(cli, ["tune", "--help"])
-    assert out.exit_code == 0 and "model" in out.output
+    assert out.exit_code == 0 and "model" in out.output and "model_guided" in out.output
 
 
 # -- a real model file: hand-made trees (no LightGBM) and one trained on a small DB -----------------

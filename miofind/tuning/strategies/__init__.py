@@ -6,10 +6,10 @@
 ``evaluate(batch)`` measures a batch of configs (compiled in parallel) and returns their times
 (``inf`` for a failure); ``budget.exhausted()`` says when to stop. The tuner keeps the results.
 ``context``: keywords ``problem``, ``solver``, ``dbs`` (the Overlay) and ``sm_count``, which the
-``model`` strategy orders by and the others ignore.
+``model`` and ``model_guided`` strategies order by and the others ignore.
 """
 
-from . import exhaustive, guided, model_order, random_sample
+from . import exhaustive, guided, model_guided, model_order, random_sample
 
 STRATEGIES = {"exhaustive": exhaustive.search, "random": random_sample.search, "guided": guided.search,
-              "model": model_order.search}
+              "model": model_order.search, "model_guided": model_guided.search}
