@@ -7,7 +7,7 @@
 # records, with its own empty kernel cache (so the prefetch pool compiles throughout), at
 # MIOFIND_COMPILE_NICE=0 (as the shipped DB was built) or 10 (the default since 0dbcdfd), in alternating
 # order; `refresh_records.py agreement --since <arm start>` then says how far each arm's find records are
-# from its own tuned times (median, p90, beyond 1.5x).
+# from its own tuned times (median, p90, beyond 1.5x). First the tuner's GPU tests (tests/tuning, marker gpu).
 set -uo pipefail
 T0=$(date +%s)
 python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
@@ -19,6 +19,9 @@ python3 bench/refresh_records.py contradicted --db finddb/sm_90-132.sqlite --out
   --lines /tmp/contra.txt > $OUT/contradicted.txt
 SOLVERS=$(awk '/ms, tune/{print $2}' $OUT/contradicted.txt | tr -d ':' | sort -u | sed 's/^/--tune-solver /' | tr '\n' ' ')
 echo "setup $(( $(date +%s) - T0 )) s; $SOLVERS"
+# the tuner's GPU tests with the niced compile pool (and the model_guided strategy's CLI path)
+MIOFIND_KERNEL_CACHE=/tmp/kc-tests timeout 150 python3 -m pytest -q -m gpu tests/tuning -n 4 -p no:cacheprovider \
+  > $OUT/tuning-tests.log 2>&1; echo "tuning tests rc=$?: $(tail -1 $OUT/tuning-tests.log)"
 i=0
 for nice in ${ORDER:-0 10 10 0}; do
   i=$((i + 1))
