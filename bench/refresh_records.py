@@ -182,6 +182,19 @@ def compare(before, after, solvers):
         q = statistics.quantiles(v, n=10) if len(v) > 1 else [v[0]] * 9
         print(f"{s:24s} N={n:<2d} {len(v):4d} new/old median {statistics.median(v):.3f}  p10 {q[0]:.3f}  p90 {q[-1]:.3f}")
     print(f"problems re-measured: {changed + kept}; fastest solver changed in {changed}")
+    groups = defaultdict(list)   # (N, dtype) -> the new fastest's time over the old pick's, both as re-measured
+    for k in set(a) & set(b):
+        if not any(s in b[k] and s in a[k] and b[k][s] != a[k][s] for s in solvers):
+            continue
+        old_pick, new_pick = min(a[k], key=a[k].get), min(b[k], key=b[k].get)
+        parts = k.split("-")
+        g = (1 if parts[7] == "1" else 32, parts[-2])
+        groups[g].append(b[k][new_pick] / b[k][old_pick] if old_pick != new_pick and old_pick in b[k] else None)
+    for (n, dt), v in sorted(groups.items()):
+        gains = [x for x in v if x is not None]
+        print(f"N={n:<2d} {dt}: {len(v)} problems, fastest changed in {len(gains)}"
+              + (f"; the new fastest over the old pick, both as re-measured: median {statistics.median(gains):.3f}"
+                 if gains else ""))
 
 
 def main(argv=None):
