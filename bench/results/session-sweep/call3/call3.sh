@@ -8,8 +8,8 @@
 # MIOFIND_COMPILE_NICE=0 (as the shipped DB was built) or 10 (the default since 0dbcdfd), in alternating
 # order; `refresh_records.py agreement --since <arm start>` then says how far each arm's find records are
 # from its own tuned times (median, p90, beyond 1.5x). First the tuner's GPU tests (tests/tuning, marker gpu); last,
-# call 1's resample again (the noise ceiling with niced compiles). About 7 minutes with the defaults
-# (ARM_SECONDS=80 x 4 arms, RESAMPLE_SECONDS=120).
+# call 1's resample again (the noise ceiling with niced compiles). About 8 minutes with the defaults
+# (tests <= 120 s, ARM_SECONDS=60 x 4 arms, RESAMPLE_SECONDS=100).
 set -uo pipefail
 T0=$(date +%s)
 python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
@@ -22,7 +22,7 @@ python3 bench/refresh_records.py contradicted --db finddb/sm_90-132.sqlite --out
 SOLVERS=$(awk '/ms, tune/{print $2}' $OUT/contradicted.txt | tr -d ':' | sort -u | sed 's/^/--tune-solver /' | tr '\n' ' ')
 echo "setup $(( $(date +%s) - T0 )) s; $SOLVERS"
 # the tuner's GPU tests with the niced compile pool (and the model_guided strategy's CLI path)
-MIOFIND_KERNEL_CACHE=/tmp/kc-tests timeout 150 python3 -m pytest -q -m gpu tests/tuning -n 4 -p no:cacheprovider \
+MIOFIND_KERNEL_CACHE=/tmp/kc-tests timeout 120 python3 -m pytest -q -m gpu tests/tuning -n 4 -p no:cacheprovider \
   > $OUT/tuning-tests.log 2>&1; echo "tuning tests rc=$?: $(tail -1 $OUT/tuning-tests.log)"
 i=0
 for nice in ${ORDER:-0 10 10 0}; do
@@ -30,7 +30,7 @@ for nice in ${ORDER:-0 10 10 0}; do
   cp /tmp/contra.sqlite /tmp/arm$i.sqlite
   t0=$(date +%s)
   MIOFIND_COMPILE_NICE=$nice MIOFIND_KERNEL_CACHE=/tmp/kc-arm$i MIOFIND_DB=/tmp/arm$i.sqlite \
-    timeout -k 15 -s INT ${ARM_SECONDS:-80} python3 -m miofind.cli tune --file /tmp/contra.txt --retune \
+    timeout -k 15 -s INT ${ARM_SECONDS:-60} python3 -m miofind.cli tune --file /tmp/contra.txt --retune \
     $SOLVERS --max-configs 8 > $OUT/arm$i-nice$nice.log 2>&1
   echo "arm $i nice $nice rc=$? $(( $(date +%s) - t0 )) s: $(grep -v '━' $OUT/arm$i-nice$nice.log | tail -1 | cut -c1-160)"
   python3 bench/refresh_records.py agreement --db /tmp/arm$i.sqlite --since $t0 | tee -a $OUT/agreement.txt
@@ -39,7 +39,7 @@ done
 # over the shipped (refreshed) one, as call 1 did; their agreement with the shipped DB against call 1's 84.2%.
 t0=$(date +%s)
 env -u MIOFIND_SYSTEM_DB MIOFIND_KERNEL_CACHE=/tmp/kc-resample MIOFIND_DB=/tmp/resample2.sqlite \
-  timeout -k 15 -s INT ${RESAMPLE_SECONDS:-120} python3 -m miofind.cli tune \
+  timeout -k 15 -s INT ${RESAMPLE_SECONDS:-100} python3 -m miofind.cli tune \
   --file bench/results/session-sweep/resample.txt --no-tune > $OUT/resample2.log 2>&1
 echo "resample rc=$? $(( $(date +%s) - t0 )) s: $(grep -v '━' $OUT/resample2.log | tail -1 | cut -c1-160)"
 python3 bench/noise_ceiling.py --again /tmp/resample2.sqlite > $OUT/noise_resample2.txt 2>&1; grep pooled $OUT/noise_resample2.txt
