@@ -10,6 +10,9 @@
 # from its own tuned times (median, p90, beyond 1.5x). First the tuner's GPU tests (tests/tuning, marker gpu); last,
 # call 1's resample again (the noise ceiling with niced compiles). About 8 minutes with the defaults
 # (tests <= 120 s, ARM_SECONDS=60 x 4 arms, RESAMPLE_SECONDS=100).
+# The tree is over the device's 64 MiB with bench/results and the wheels: before the call, here,
+#   find bench/results -mindepth 1 -maxdepth 1 ! -name session-sweep -exec rm -rf {} +
+# (and `git checkout -- bench/results` after); carry .whl (../shared/tools/device-wheels, plus platformdirs).
 set -uo pipefail
 T0=$(date +%s)
 python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
