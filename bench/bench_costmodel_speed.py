@@ -59,23 +59,35 @@ def answer_before(model, problem, pairs):
     return sorted(range(len(times)), key=times.__getitem__)
 
 
-def time_problems(fn, model, cases, repeats, others=()):
+def time_problems(fn, model, cases, repeats, others=(), fns=None):
     """Per problem, every repeat's time in µs: [problems, repeats]; with ``others`` (more models),
     each problem is answered by ``model`` and then by each of them in turn (the machine's load falls
-    on all alike), and a list of such arrays comes back, ``model``'s first."""
+    on all alike), and a list of such arrays comes back, ``model``'s first. ``fns``: one answering
+    function per model (default ``fn`` for all)."""
     models = [model, *others]
-    for m in models:
+    fns = fns or [fn] * len(models)
+    for f, m in zip(fns, models):
         for p, pairs in cases[:50]:
-            fn(m, p, pairs)   # warm: the joined table rows of each (solver, config) are made once
+            f(m, p, pairs)   # warm: the joined table rows of each (solver, config) are made once
     out = np.empty((len(models), len(cases), repeats))
     clock = time.perf_counter_ns
     for r in range(repeats):
         for i, (p, pairs) in enumerate(cases):
-            for j, m in enumerate(models):
+            for j, (f, m) in enumerate(zip(fns, models)):
                 t0 = clock()
-                fn(m, p, pairs)
+                f(m, p, pairs)
                 out[j, i, r] = (clock() - t0) / 1e3
-    return list(out) if others else out[0]
+    return list(out) if len(models) > 1 else out[0]
+
+
+def scorer(native: bool):
+    """``answer`` with the exit tables scored by miofind._native.qs_exits (``native``) or by numpy alone."""
+    fn = cm._qs_exits() if native else False
+
+    def run(model, problem, pairs):
+        cm._QS_EXITS = fn
+        return answer(model, problem, pairs)
+    return run
 
 
 def summary(samples):
@@ -103,6 +115,9 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=5, help="times each problem is answered (default 5)")
     ap.add_argument("--loads", type=int, default=10, help="loads of the model file after the first (default 10)")
     ap.add_argument("--before-repeats", type=int, default=3, help="repeats for the evaluator before (0: skip)")
+    ap.add_argument("--numpy-ab", action="store_true",
+                    help="answer each problem alternately with the native scorer (miofind._native.qs_exits) and "
+                         "numpy's (the same model); needs the native extension built")
     ap.add_argument("--out", default=None, help="folder for speed.md and speed.json")
     args = ap.parse_args(argv)
     for name in ("repeats", "loads"):
@@ -145,7 +160,15 @@ def main(argv=None):
             cases_no_naive.append((p, own))
 
     rows = {}
-    if baseline is not None:
+    if args.numpy_ab:
+        if cm._qs_exits() is None:
+            ap.error("--numpy-ab: miofind._native.qs_exits is not built here (or MIOFIND_NATIVE=0)")
+        for name, c in (("all measured solvers", cases), ("without the naive solvers", cases_no_naive)):
+            nat, num = time_problems(None, model, c, args.repeats, [model], fns=[scorer(True), scorer(False)])
+            rows[f"{name}, native scorer"] = (c, summary(nat))
+            rows[f"{name}, numpy scorer (alternating)"] = (c, summary(num))
+        cm._QS_EXITS = None
+    elif baseline is not None:
         for name, c in (("all measured solvers", cases), ("without the naive solvers", cases_no_naive)):
             mine, theirs = time_problems(answer, model, c, args.repeats, [baseline])
             rows[name] = (c, summary(mine))
