@@ -59,35 +59,23 @@ def answer_before(model, problem, pairs):
     return sorted(range(len(times)), key=times.__getitem__)
 
 
-def time_problems(fn, model, cases, repeats, others=(), fns=None):
+def time_problems(fn, model, cases, repeats, others=()):
     """Per problem, every repeat's time in µs: [problems, repeats]; with ``others`` (more models),
     each problem is answered by ``model`` and then by each of them in turn (the machine's load falls
-    on all alike), and a list of such arrays comes back, ``model``'s first. ``fns``: one answering
-    function per model (default ``fn`` for all)."""
+    on all alike), and a list of such arrays comes back, ``model``'s first."""
     models = [model, *others]
-    fns = fns or [fn] * len(models)
-    for f, m in zip(fns, models):
+    for m in models:
         for p, pairs in cases[:50]:
-            f(m, p, pairs)   # warm: the joined table rows of each (solver, config) are made once
+            fn(m, p, pairs)   # warm: the joined table rows of each (solver, config) are made once
     out = np.empty((len(models), len(cases), repeats))
     clock = time.perf_counter_ns
     for r in range(repeats):
         for i, (p, pairs) in enumerate(cases):
-            for j, (f, m) in enumerate(zip(fns, models)):
+            for j, m in enumerate(models):
                 t0 = clock()
-                f(m, p, pairs)
+                fn(m, p, pairs)
                 out[j, i, r] = (clock() - t0) / 1e3
-    return list(out) if len(models) > 1 else out[0]
-
-
-def scorer(native: bool):
-    """``answer`` with the exit tables scored by miofind._native.qs_exits (``native``) or by numpy alone."""
-    fn = cm._qs_exits() if native else False
-
-    def run(model, problem, pairs):
-        cm._QS_EXITS = fn
-        return answer(model, problem, pairs)
-    return run
+    return list(out) if others else out[0]
 
 
 def summary(samples):
@@ -115,9 +103,6 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=5, help="times each problem is answered (default 5)")
     ap.add_argument("--loads", type=int, default=10, help="loads of the model file after the first (default 10)")
     ap.add_argument("--before-repeats", type=int, default=3, help="repeats for the evaluator before (0: skip)")
-    ap.add_argument("--numpy-ab", action="store_true",
-                    help="answer each problem alternately with the native scorer (miofind._native.qs_exits) and "
-                         "numpy's (the same model); needs the native extension built")
     ap.add_argument("--out", default=None, help="folder for speed.md and speed.json")
     args = ap.parse_args(argv)
     for name in ("repeats", "loads"):
@@ -160,15 +145,7 @@ def main(argv=None):
             cases_no_naive.append((p, own))
 
     rows = {}
-    if args.numpy_ab:
-        if cm._qs_exits() is None:
-            ap.error("--numpy-ab: miofind._native.qs_exits is not built here (or MIOFIND_NATIVE=0)")
-        for name, c in (("all measured solvers", cases), ("without the naive solvers", cases_no_naive)):
-            nat, num = time_problems(None, model, c, args.repeats, [model], fns=[scorer(True), scorer(False)])
-            rows[f"{name}, native scorer"] = (c, summary(nat))
-            rows[f"{name}, numpy scorer (alternating)"] = (c, summary(num))
-        cm._QS_EXITS = None
-    elif baseline is not None:
+    if baseline is not None:
         for name, c in (("all measured solvers", cases), ("without the naive solvers", cases_no_naive)):
             mine, theirs = time_problems(answer, model, c, args.repeats, [baseline])
             rows[name] = (c, summary(mine))

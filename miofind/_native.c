@@ -14,10 +14,6 @@
  * Both return the callee's status (CUresult, cublasStatus_t, cufftResult) as an int: the Python side
  * raises its own error for it.
  *
- * qs_exits(): the learned cost model's tree exits (miofind.costmodel._Exits.score, QuickScorer): per row of a problem
- * the AND of its table rows' leaf masks and the problem's common rows', and per tree the index of its exit leaf's
- * value; what numpy does with a gather, ANDs and frexp, here without temporaries. No GPU.
- *
  * recipe(): a whole solution in one call: the kernel launches and library calls that ``miofind.launch.trace``
  * read from an invoker, each pointer named as one of the invoker's four (a, b, out, workspace) plus a byte offset.
  * A call adds the offsets, checks the four addresses' alignment (refusing, with nothing launched, where one is off)
@@ -537,118 +533,7 @@ static PyObject *make_pdl_launcher(PyObject *mod, PyObject *arg) {
     return PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)&pdl_launch);
 }
 
-/* qs_exits(table, nrows, words, ntrees, per_row, common, more) -> bytes of n x ntrees int64 leaf-value indices.
- * table: the address of a C-contiguous uint64 array [nrows][words] (a uint32 table of the trees' leaf masks viewed two
- * trees a word, little-endian: tree 2w in the low half); per_row: k >= 1 lists of n row indices each; common: a list of
- * row indices ANDed into every row; more: None or n lists of row indices, one list per row. The index of tree t's exit
- * leaf is t * 32 + the highest set bit of its 32-bit mask (t * 32 - 1 for an empty mask, as numpy's frexp gives). */
-#define QS_STACK_WORDS 1024
-
-static int qs_row(PyObject *list, Py_ssize_t i, Py_ssize_t nrows, Py_ssize_t *out) {
-    PyObject *item = PyList_GetItem(list, i);
-    if (!item) return -1;
-    PyObject *index = PyNumber_Index(item);   /* a Python or numpy integer */
-    if (!index) return -1;
-    Py_ssize_t r = PyLong_AsSsize_t(index);
-    Py_DECREF(index);
-    if (r == -1 && PyErr_Occurred()) return -1;
-    if (r < 0 || r >= nrows) {
-        PyErr_Format(PyExc_IndexError, "qs_exits: table row %zd outside 0..%zd", r, nrows - 1);
-        return -1;
-    }
-    *out = r;
-    return 0;
-}
-
-static PyObject *qs_exits(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
-    (void)mod;
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "qs_exits(table, nrows, words, ntrees, per_row, common, more)");
-        return NULL;
-    }
-    u64 addr;
-    if (as_u64(args[0], &addr) < 0) return NULL;
-    Py_ssize_t nrows = PyLong_AsSsize_t(args[1]), words = PyLong_AsSsize_t(args[2]), ntrees = PyLong_AsSsize_t(args[3]);
-    if (PyErr_Occurred()) return NULL;
-    PyObject *per_row = args[4], *common = args[5], *more = args[6];
-    if (!addr || nrows < 1 || words < 1 || ntrees < 1 || ntrees > 2 * words || !PyList_Check(per_row) ||
-        !PyList_Check(common) || (more != Py_None && !PyList_Check(more))) {
-        PyErr_SetString(PyExc_ValueError, "qs_exits: bad table, sizes or row lists");
-        return NULL;
-    }
-    const u64 *table = (const u64 *)(uintptr_t)addr;
-    Py_ssize_t k = PyList_Size(per_row);
-    if (k < 1) {
-        PyErr_SetString(PyExc_ValueError, "qs_exits: no per-row lists");
-        return NULL;
-    }
-    Py_ssize_t n = PyList_Size(PyList_GetItem(per_row, 0));
-    for (Py_ssize_t j = 0; j < k; j++) {
-        PyObject *rows = PyList_GetItem(per_row, j);
-        if (!PyList_Check(rows) || PyList_Size(rows) != n) {
-            PyErr_SetString(PyExc_ValueError, "qs_exits: per-row lists of unequal length");
-            return NULL;
-        }
-    }
-    if (more != Py_None && PyList_Size(more) != n) {
-        PyErr_SetString(PyExc_ValueError, "qs_exits: more: one list per row");
-        return NULL;
-    }
-    PyObject *out = PyBytes_FromStringAndSize(NULL, n * ntrees * (Py_ssize_t)sizeof(int64_t));
-    if (!out) return NULL;
-    int64_t *idx = (int64_t *)PyBytes_AsString(out);
-    u64 stack[2 * QS_STACK_WORDS];
-    u64 *cm = words <= QS_STACK_WORDS ? stack : (u64 *)malloc(2 * (size_t)words * sizeof(u64));
-    if (!cm) {
-        Py_DECREF(out);
-        return PyErr_NoMemory();
-    }
-    u64 *m = cm + words;
-    Py_ssize_t r;
-    for (Py_ssize_t w = 0; w < words; w++) cm[w] = ~(u64)0;
-    for (Py_ssize_t c = 0, nc = PyList_Size(common); c < nc; c++) {
-        if (qs_row(common, c, nrows, &r) < 0) goto fail;
-        const u64 *src = table + r * words;
-        for (Py_ssize_t w = 0; w < words; w++) cm[w] &= src[w];
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        memcpy(m, cm, (size_t)words * sizeof(u64));
-        for (Py_ssize_t j = 0; j < k; j++) {
-            if (qs_row(PyList_GetItem(per_row, j), i, nrows, &r) < 0) goto fail;
-            const u64 *src = table + r * words;
-            for (Py_ssize_t w = 0; w < words; w++) m[w] &= src[w];
-        }
-        if (more != Py_None) {
-            PyObject *extra = PyList_GetItem(more, i);
-            if (!PyList_Check(extra)) {
-                PyErr_SetString(PyExc_ValueError, "qs_exits: more: lists of rows");
-                goto fail;
-            }
-            for (Py_ssize_t c = 0, ne = PyList_Size(extra); c < ne; c++) {
-                if (qs_row(extra, c, nrows, &r) < 0) goto fail;
-                const u64 *src = table + r * words;
-                for (Py_ssize_t w = 0; w < words; w++) m[w] &= src[w];
-            }
-        }
-        int64_t *o = idx + i * ntrees;
-        for (Py_ssize_t t = 0; t < ntrees; t++) {
-            uint32_t v = (uint32_t)(m[t >> 1] >> (32 * (t & 1)));
-            o[t] = (int64_t)t * 32 + (v ? 31 - __builtin_clz(v) : -1);
-        }
-    }
-    if (cm != stack) free(cm);
-    return out;
-fail:
-    if (cm != stack) free(cm);
-    Py_DECREF(out);
-    return NULL;
-}
-
 static PyMethodDef methods[] = {
-    {"qs_exits", (PyCFunction)(void (*)(void))qs_exits, METH_FASTCALL,
-     "qs_exits(table, nrows, words, ntrees, per_row, common, more) -> bytes\n\n"
-     "The learned cost model's tree exits (miofind.costmodel._Exits): n x ntrees int64 indices of the exit leaves'\n"
-     "values, for the rows that AND per_row[j][i] (and more[i]) with the common rows of a uint64 table at address table."},
     {"launcher", make_launcher, METH_VARARGS,
      "launcher(fn, func, grid, block, shared_mem, values, slots, maps) -> launch(stream, *map_addresses, *pointers)\n\n"
      "fn: the address of cuLaunchKernel; func: the CUfunction; values: each kernel parameter's bytes as an int\n"

@@ -29,7 +29,6 @@ import hashlib
 import json
 import logging
 import math
-import sys
 import threading
 import time
 from bisect import bisect_left
@@ -272,27 +271,6 @@ class _Trees:
         self.exits = _Exits.build(self, levels, level)
 
 
-_QS_EXITS = None   # miofind._native.qs_exits, or False where it is not built, turned off or the host is big-endian
-
-
-def _qs_exits():
-    """``miofind._native.qs_exits`` where the native extension is built (and ``MIOFIND_NATIVE`` is not 0) on a
-    little-endian host (the table's two trees per uint64 word), else None: ``_Exits.score`` then uses numpy alone.
-    Both give the same exit leaves, summed by the same numpy calls (read once per process)."""
-    global _QS_EXITS
-    if _QS_EXITS is None:
-        fn = False
-        if sys.byteorder == "little":
-            from . import env
-            if env.native():
-                try:
-                    from ._native import qs_exits as fn
-                except ImportError:
-                    fn = False
-        _QS_EXITS = fn
-    return _QS_EXITS or None
-
-
 class _Exits:
     """QuickScorer's tables (Lucchese et al., SIGIR 2015) of a forest whose trees have at most 32
     leaves: one problem's few rows are scored with a handful of numpy calls instead of a descent.
@@ -310,7 +288,6 @@ class _Exits:
     def __init__(self, table, used, lookup, values, offset, ntrees):
         self.table = table        # uint32 [table rows, trees (even)]; row 0: all ones (no node true)
         self.wide = table.view(np.uint64)
-        self._wide = (self.wide, self.wide.__array_interface__["data"][0])   # with its address, for qs_exits
         self.lookup = lookup      # per feature: (sorted thresholds, table row per count), or None (unused)
         self.values = values      # float64 [trees * 32]: leaf values by (tree, bit)
         self.offset = offset      # int32 [trees]: tree * 32 - 1, added to frexp's exponent (bit + 1)
@@ -392,7 +369,6 @@ class _Exits:
                     table = np.concatenate([table, np.empty_like(table[:max(64, self._used - self._first)])])
                 table[self._used] = mask
                 self.table, self.wide = table, table.view(np.uint64)
-                self._wide = (self.wide, self.wide.__array_interface__["data"][0])
                 self.joined_rows[key] = self._used   # published after the row is in self.table
                 self._used += 1
             return self.joined_rows[key]
@@ -405,15 +381,6 @@ class _Exits:
         forests in one table)."""
         n = len(per_row[0])
         k = len(per_row)
-        qs = _qs_exits()
-        if qs is not None:   # the same exits from the native extension: no gather, no temporaries
-            wide, addr = self._wide   # read after every joined row was made
-            e = np.frombuffer(qs(addr, len(wide), wide.shape[1], self.ntrees, per_row, common, more), np.int64)
-            v = self.values.take(e.reshape(n, self.ntrees))
-            if cut is None:
-                return v.sum(axis=1)
-            v = np.add.reduceat(v, [0, cut], axis=1)
-            return v[:, 0], v[:, 1]
         wide = self.wide   # read after every joined row was made
         flat = per_row[0] + per_row[1]
         for rows in per_row[2:]:

@@ -286,55 +286,6 @@ def test_exit_tables_equal_the_descent_for_every_record_of_the_shipped_db():
     assert identical == cases   # the same leaves, summed in the same order
 
 
-def _native_qs():
-    try:
-        from miofind._native import qs_exits
-    except ImportError:
-        pytest.skip("miofind._native is not built with qs_exits here (no C compiler at install)")
-    return qs_exits
-
-
-def test_native_exits_equal_numpys_for_every_problem_of_the_shipped_db(monkeypatch):
-    # miofind._native.qs_exits finds the same exit leaves as numpy's gather, ANDs and frexp, and the sums are the
-    # same numpy calls: times and orders identical, as recorded and as a miss
-    qs = _native_qs()
-    db, model = _shipped()
-    by_key = {}
-    for r in db.iter_records(None):
-        by_key.setdefault(r.problem_key, []).append(r)
-    db.close()
-    cases = []
-    for key, recs in by_key.items():
-        p = cm.parse_problem_key(key)
-        solvers = [get_solver(r.solver_id) for r in recs]
-        cases += [(p, [(s, r.config) for s, r in zip(solvers, recs)]), (p, [(s, _default(s, p)) for s in solvers])]
-    got = {}
-    for name, fn in (("numpy", False), ("native", qs)):
-        monkeypatch.setattr(cm, "_QS_EXITS", fn)
-        assert (cm._qs_exits() is qs) == (name == "native")
-        got[name] = [model.rank(p, pairs) for p, pairs in cases]
-    assert len(cases) > 4000 and got["native"] == got["numpy"]
-
-
-def test_native_exits_refuse_rows_outside_the_table():
-    qs = _native_qs()
-    table = np.full((4, 3), 0xFFFFFFFFFFFFFFFF, np.uint64)
-    addr = table.__array_interface__["data"][0]
-    out = np.frombuffer(qs(addr, 4, 3, 5, [[0, 1], [2, 3]], [1], None), np.int64).reshape(2, 5)
-    assert out.tolist() == [[t * 32 + 31 for t in range(5)]] * 2   # no node true: every tree's leftmost leaf
-    table[2, 1] = 0x0000000100000000 | 0x80   # row 2: tree 2's mask 0x80 (bit 7), tree 3's 1 (bit 0)
-    out = np.frombuffer(qs(addr, 4, 3, 5, [[0, 2], [3, 3]], [], [[], [1]]), np.int64).reshape(2, 5)
-    assert out[0].tolist() == [31, 63, 95, 127, 159] and out[1].tolist() == [31, 63, 64 + 7, 96 + 0, 159]
-    with pytest.raises(IndexError, match="table row 4 outside 0..3"):
-        qs(addr, 4, 3, 5, [[0, 4]], [], None)
-    with pytest.raises(IndexError, match="table row -1"):
-        qs(addr, 4, 3, 5, [[0]], [-1], None)
-    with pytest.raises(ValueError, match="unequal length"):
-        qs(addr, 4, 3, 5, [[0, 1], [2]], [], None)
-    with pytest.raises(ValueError, match="bad table"):
-        qs(addr, 4, 3, 7, [[0]], [], None)   # 7 trees need 4 words
-
-
 def test_problem_parts_agree_with_the_problem_shapes():
     from miofind.predict import Roofline, model_time_ms
 
