@@ -21,7 +21,10 @@ def _neighbours(cfg, space, tried):
     return [i for _, i in sorted(near)]
 
 
-def search(space, default, evaluate, budget, rng, **_context):
+def descend(space, evaluate, budget, first, restart) -> None:
+    """Measure ``first`` (indices of ``space``, one batch), then step to the untried neighbours of the
+    best so far while a step improves on it; after a step that does not, measure ``restart(tried)``
+    (indices; the untried among them, one batch)."""
     tried: set[int] = set()
     times: dict[int, float] = {}
 
@@ -33,14 +36,20 @@ def search(space, default, evaluate, budget, rng, **_context):
         times.update(zip(idx, got))
         return idx
 
-    start = space.index(default) if default in space else 0
-    run([start])
+    run(first)
     while not budget.exhausted() and len(tried) < len(space):
         best = min(times, key=times.get)
         before = times[best]
         step = run(_neighbours(space[best], space, tried))
         if step and min(times[i] for i in step) < before:
             continue
+        run(restart(tried))
+
+
+def search(space, default, evaluate, budget, rng, **_context):
+    def at_random(tried):
         rest = [i for i in range(len(space)) if i not in tried]
         rng.shuffle(rest)
-        run(rest)
+        return rest
+
+    descend(space, evaluate, budget, [space.index(default) if default in space else 0], at_random)

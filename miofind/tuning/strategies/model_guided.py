@@ -27,22 +27,4 @@ def search(space, default, evaluate, budget, rng, *, problem=None, solver=None, 
         _log.info("%s %s: no config-aware model orders its configs; guided search instead",
                   getattr(solver, "id", "?"), problem.key() if problem is not None else "?")
         return guided.search(space, default, evaluate, budget, rng)
-    tried: set[int] = set()
-    times: dict[int, float] = {}
-
-    def run(idx):
-        idx = [i for i in idx if i not in tried][:budget.batch]
-        got = evaluate([space[i] for i in idx])
-        idx = idx[:len(got)]  # the budget may cut a batch short
-        tried.update(idx)
-        times.update(zip(idx, got))
-        return idx
-
-    run(order)
-    while not budget.exhausted() and len(tried) < len(space):
-        best = min(times, key=times.get)
-        before = times[best]
-        step = run(guided._neighbours(space[best], space, tried))
-        if step and min(times[i] for i in step) < before:
-            continue
-        run(order)
+    guided.descend(space, evaluate, budget, order, lambda tried: order)
