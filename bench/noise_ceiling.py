@@ -64,10 +64,12 @@ def summary(rows) -> dict:
 def score_picks(first, again, model_places) -> dict:
     """The three pickers of ``--rows`` against the three truths (see the module docstring)."""
     picks = {"model (leave one preset out)": {}, "DB record": {}, "second measurement": {}}
+    commons = {}   # per problem, the solvers all three measured or ranked
     for key in sorted(set(first) & set(again) & set(model_places)):
         common = sorted(set(first[key]) & set(again[key]) & set(model_places[key]))
         if len(common) < 2:
             continue
+        commons[key] = common
         picks["model (leave one preset out)"][key] = min(common, key=model_places[key].get)
         picks["DB record"][key] = min(common, key=lambda s: first[key][s])
         picks["second measurement"][key] = min(common, key=lambda s: again[key][s])
@@ -77,9 +79,8 @@ def score_picks(first, again, model_places) -> dict:
         for truth in ("db", "again", "geomean"):
             slow = []
             for key, pick in chosen.items():
-                common = sorted(set(first[key]) & set(again[key]) & set(model_places[key]))
                 t = {s: (first[key][s] if truth == "db" else again[key][s] if truth == "again"
-                         else math.sqrt(first[key][s] * again[key][s])) for s in common}
+                         else math.sqrt(first[key][s] * again[key][s])) for s in commons[key]}
                 slow.append(t[pick] / min(t.values()))
             out[name][truth] = {"problems": len(slow), "top1": sum(x <= 1 + 1e-12 for x in slow) / len(slow),
                                 "within_3pct": sum(x <= 1.03 for x in slow) / len(slow),

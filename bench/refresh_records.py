@@ -43,15 +43,45 @@ STALE = ("GemmFwd1x1_0_1", "GemmFwdRest", "GemmBwd1x1_stride1", "GemmBwdRest", "
          "ConvWinograd3x3F23Fwd", "ConvWinograd3x3F43Fwd", "ConvWinograd3x3F23Bwd", "ConvWinograd3x3F43Bwd")
 
 
-def prepare(db, out, lines, dtypes, solvers, seed):
+def _write_lines(path, header, keys) -> None:
+    """MIOpenDriver lines of the problems ``keys``, after a ``# header`` line (``miofind tune --file``)."""
     from miofind.problem import ProblemDescription
     from sweep_problems import driver_line
+
+    problems = [ProblemDescription.from_key(k) for k in keys]
+    Path(path).write_text(f"# {header}\n" + "\n".join(driver_line(p, p.direction) for p in problems) + "\n")
+
+
+def _columns(c, table) -> str:
+    """The table's columns but its row id, comma-separated (rows copied between attached DBs get new ids)."""
+    return ",".join(r[1] for r in c.execute(f"pragma main.table_info({table})") if r[1] != "id")
+
+
+def _same_config(db, since=0.0):
+    """(problem key, solver id, find ms, tuned ms) of the find records of ``db`` made at or after ``since`` whose
+    PerfDB entry holds the same config (the tune and the find measured the same kernel)."""
+    import json
+
+    c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        for key, sid, ft, pt, fc, pc in c.execute(
+                "select f.problem_key, f.solver_id, f.time_ms, p.time_ms, f.config, p.config from find_records f "
+                "join perf_records p on f.device = p.device and f.problem_key = p.problem_key "
+                "and f.solver_id = p.solver_id where f.created_at >= ?", (since,)):
+            if json.loads(fc or "{}") == json.loads(pc) and ft > 0 and pt > 0:
+                yield key, sid, ft, pt
+    finally:
+        c.close()
+
+
+def prepare(db, out, lines, dtypes, solvers, seed):
+    from miofind.problem import ProblemDescription
 
     shutil.copyfile(db, out)
     c = sqlite3.connect(out)
     marks = ",".join("?" * len(solvers))
     keys = [k for (k,) in c.execute(f"select distinct problem_key from find_records where solver_id in ({marks})", solvers)]
-    keys = [k for k in keys if ProblemDescription.from_key(k).dtype in dtypes and ProblemDescription.from_key(k).math != "tf32"]
+    keys = [k for k in keys if (p := ProblemDescription.from_key(k)).dtype in dtypes and p.math != "tf32"]
     with c:
         for k in keys:
             c.execute(f"delete from find_records where problem_key=? and solver_id in ({marks})", (k, *solvers))
@@ -64,27 +94,14 @@ def prepare(db, out, lines, dtypes, solvers, seed):
         ks = sorted(k for k in keys if ProblemDescription.from_key(k).dtype in group)
         rng.shuffle(ks)
         order += ks
-    Path(lines).write_text(f"# bench/refresh_records.py prepare: {len(order)} problems\n" + "\n".join(
-        driver_line(ProblemDescription.from_key(k), ProblemDescription.from_key(k).direction) for k in order) + "\n")
+    _write_lines(lines, f"bench/refresh_records.py prepare: {len(order)} problems", order)
     print(f"{len(keys)} problems, their records of {len(solvers)} solvers removed; lines in {lines}")
 
 
 def contradicted(db, out, lines, ratio):
     """The (problem, solver) pairs whose find record and PerfDB entry are the same config and whose times differ by
     more than ``ratio``, removed from a copy; their problems' driver lines written. Returns the pairs."""
-    import json
-
-    from miofind.problem import ProblemDescription
-    from sweep_problems import driver_line
-
-    c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    pairs = []
-    for key, sid, ft, pt, fc, pc in c.execute(
-            "select f.problem_key, f.solver_id, f.time_ms, p.time_ms, f.config, p.config from find_records f "
-            "join perf_records p on f.device = p.device and f.problem_key = p.problem_key and f.solver_id = p.solver_id"):
-        if json.loads(fc or "{}") == json.loads(pc) and max(ft / pt, pt / ft) > ratio:
-            pairs.append((key, sid, ft, pt))
-    c.close()
+    pairs = [(key, sid, ft, pt) for key, sid, ft, pt in _same_config(db) if max(ft / pt, pt / ft) > ratio]
     shutil.copyfile(db, out)
     c = sqlite3.connect(out)
     with c:
@@ -93,8 +110,7 @@ def contradicted(db, out, lines, ratio):
     c.execute("VACUUM")
     c.close()
     keys = sorted({p[0] for p in pairs})
-    Path(lines).write_text(f"# bench/refresh_records.py contradicted --ratio {ratio}: {len(keys)} problems\n" + "\n".join(
-        driver_line(ProblemDescription.from_key(k), ProblemDescription.from_key(k).direction) for k in keys) + "\n")
+    _write_lines(lines, f"bench/refresh_records.py contradicted --ratio {ratio}: {len(keys)} problems", keys)
     for key, sid, ft, pt in sorted(pairs, key=lambda p: -max(p[2] / p[3], p[3] / p[2])):
         print(f"{key} {sid}: find {ft:.4f} ms, tune {pt:.4f} ms ({ft / pt:.2f}x)")
     print(f"{len(pairs)} find records of {len(keys)} problems contradicted by their PerfDB entry beyond {ratio}x, "
@@ -103,18 +119,9 @@ def contradicted(db, out, lines, ratio):
 
 
 def agreement(db, ratio, since=0.0):
-    import json
     import math
 
-    c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    r = []
-    for ft, pt, fc, pc in c.execute(
-            "select f.time_ms, p.time_ms, f.config, p.config from find_records f join perf_records p on "
-            "f.device = p.device and f.problem_key = p.problem_key and f.solver_id = p.solver_id "
-            "where f.created_at >= ?", (since,)):
-        if json.loads(fc or "{}") == json.loads(pc) and ft > 0 and pt > 0:
-            r.append(math.exp(abs(math.log(ft / pt))))
-    c.close()
+    r = [math.exp(abs(math.log(ft / pt))) for _, _, ft, pt in _same_config(db, since)]
     if not r:
         print("no find record with a PerfDB entry of the same config")
         return
@@ -129,7 +136,7 @@ def union(before, after, out):
     c.execute("attach database ? as other", (str(after),))
     with c:
         for t in ("find_records", "find_failures"):
-            names = ",".join(r[1] for r in c.execute(f"pragma main.table_info({t})") if r[1] != "id")
+            names = _columns(c, t)
             c.execute(f"insert or ignore into main.{t} ({names}) select {names} from other.{t}")
     c.execute("detach database other")
     c.execute("VACUUM")
@@ -148,11 +155,10 @@ def merge(before, after, out, solvers):
                                    f"union select distinct problem_key from main.find_failures where solver_id in ({marks})",
                                    (*solvers, *solvers))}
     missing = sorted(had - has)
-    cols = {t: [r[1] for r in c.execute(f"pragma main.table_info({t})") if r[1] != "id"] for t in ("find_records", "find_failures")}
+    cols = {t: _columns(c, t) for t in ("find_records", "find_failures")}
     with c:
         for k in missing:
-            for t, names in cols.items():
-                n = ",".join(names)
+            for t, n in cols.items():
                 c.execute(f"insert into main.{t} ({n}) select {n} from old.{t} where problem_key=? and solver_id in ({marks})",
                           (k, *solvers))
     c.execute("detach database old")
@@ -167,29 +173,25 @@ def compare(before, after, solvers):
 
     a, b = times(before), times(after)
     ratio = defaultdict(list)
+    groups = defaultdict(list)   # (N, dtype) -> the new fastest's time over the old pick's, both as re-measured
     changed = kept = 0
     for k in set(a) & set(b):
         new = [s for s in solvers if s in b[k] and s in a[k] and b[k][s] != a[k][s]]
         if not new:
             continue
-        n = int(k.split("-")[7])
+        parts = k.split("-")
+        n = 1 if parts[7] == "1" else 32
         for s in new:
-            ratio[(s, 1 if n == 1 else 32)].append(b[k][s] / a[k][s])
-        same = min(a[k], key=a[k].get) == min(b[k], key=b[k].get)
-        changed += not same
-        kept += same
+            ratio[(s, n)].append(b[k][s] / a[k][s])
+        old_pick, new_pick = min(a[k], key=a[k].get), min(b[k], key=b[k].get)
+        changed += old_pick != new_pick
+        kept += old_pick == new_pick
+        groups[(n, parts[-2])].append(b[k][new_pick] / b[k][old_pick] if old_pick != new_pick and old_pick in b[k]
+                                      else None)
     for (s, n), v in sorted(ratio.items()):
         q = statistics.quantiles(v, n=10) if len(v) > 1 else [v[0]] * 9
         print(f"{s:24s} N={n:<2d} {len(v):4d} new/old median {statistics.median(v):.3f}  p10 {q[0]:.3f}  p90 {q[-1]:.3f}")
     print(f"problems re-measured: {changed + kept}; fastest solver changed in {changed}")
-    groups = defaultdict(list)   # (N, dtype) -> the new fastest's time over the old pick's, both as re-measured
-    for k in set(a) & set(b):
-        if not any(s in b[k] and s in a[k] and b[k][s] != a[k][s] for s in solvers):
-            continue
-        old_pick, new_pick = min(a[k], key=a[k].get), min(b[k], key=b[k].get)
-        parts = k.split("-")
-        g = (1 if parts[7] == "1" else 32, parts[-2])
-        groups[g].append(b[k][new_pick] / b[k][old_pick] if old_pick != new_pick and old_pick in b[k] else None)
     for (n, dt), v in sorted(groups.items()):
         gains = [x for x in v if x is not None]
         print(f"N={n:<2d} {dt}: {len(v)} problems, fastest changed in {len(gains)}"

@@ -24,7 +24,7 @@ from miofind.problem import ProblemDescription
 from miofind.registry import get_solver
 from miofind.trust import trust_key
 from miofind.tuning import Budget, Tuner, TuneOptions
-from miofind.tuning.strategies import STRATEGIES, guided, model_guided, model_order
+from miofind.tuning.strategies import STRATEGIES, guided, model_order
 
 P = ProblemDescription.make("F", n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
 IGEMM = get_solver("ConvImplicitGemmFwd")
@@ -147,7 +147,7 @@ def test_model_guided_restarts_from_the_models_order_not_at_random():
 
 
 def test_model_guided_without_a_model_is_guided(caplog):
-    caplog.set_level(logging.INFO, logger="miofind.tuning.strategies.model_guided")
+    caplog.set_level(logging.INFO, logger="miofind.tuning.strategies.model_order")
     ref, _ = run("guided", SPACE, true_time, seed=2, batch=4, max_configs=12)
     got, _ = run("model_guided", SPACE, true_time, seed=2, batch=4, max_configs=12)
     assert got == ref and "guided search instead" in caplog.text

@@ -12,19 +12,12 @@ ranking alone reaches late (tiled direct: after 112-128 configs against guided's
 
 from __future__ import annotations
 
-import logging
-
 from . import guided, model_order
-
-_log = logging.getLogger(__name__)
 
 
 def search(space, default, evaluate, budget, rng, *, problem=None, solver=None, dbs=None, sm_count=132,
            model=None, **_):
-    model = model if model is not None else (model_order.find_model(dbs) if dbs is not None else None)
-    order = model_order.order(space, default, model, problem, solver, sm_count)
+    order = model_order.ordered(space, default, problem, solver, dbs, sm_count, model)
     if order is None:
-        _log.info("%s %s: no config-aware model orders its configs; guided search instead",
-                  getattr(solver, "id", "?"), problem.key() if problem is not None else "?")
         return guided.search(space, default, evaluate, budget, rng)
     guided.descend(space, evaluate, budget, order, lambda tried: order)

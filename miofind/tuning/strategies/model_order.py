@@ -73,20 +73,29 @@ def order(space, default, model, problem, solver, sm_count: int = 132) -> list[i
     return out
 
 
-def search(space, default, evaluate, budget, rng, *, problem=None, solver=None, dbs=None, sm_count=132,
-           model=None, **_):
-    """Measure ``space`` in ``order``'s order, ``budget.batch`` configs at a time, until the budget
-    ends; ``guided.search`` where no model answers. ``model``: a CostModel (or stand-in with
-    ``config_keys``, ``supports`` and ``predict_ms``) to use instead of ``find_model(dbs)``."""
+def ordered(space, default, problem, solver, dbs, sm_count, model) -> list[int] | None:
+    """``order`` by ``model`` (a CostModel, or a stand-in with ``config_keys``, ``supports`` and
+    ``predict_ms``), else by ``find_model(dbs)``; None, with the reason logged, where no model orders the
+    solver's configs (the strategies of this order then search as ``guided``)."""
     model = model if model is not None else (find_model(dbs) if dbs is not None else None)
     idx = order(space, default, model, problem, solver, sm_count)
     if idx is None:
         why = "no config-aware model" if model is None else "the config-aware model cannot order its configs"
         _log.info("%s %s: %s; guided search instead", getattr(solver, "id", "?"),
                   problem.key() if problem is not None else "?", why)
+    else:
+        _log.debug("%s %s: %d config(s) in the model's order (model %s)", solver.id, problem.key(), len(idx),
+                   getattr(model, "meta", {}).get("version", "?"))
+    return idx
+
+
+def search(space, default, evaluate, budget, rng, *, problem=None, solver=None, dbs=None, sm_count=132,
+           model=None, **_):
+    """Measure ``space`` in ``ordered``'s order, ``budget.batch`` configs at a time, until the
+    budget ends; ``guided.search`` where no model answers."""
+    idx = ordered(space, default, problem, solver, dbs, sm_count, model)
+    if idx is None:
         return guided.search(space, default, evaluate, budget, rng)
-    _log.debug("%s %s: %d config(s) in the model's order (model %s)", solver.id, problem.key(), len(idx),
-               getattr(model, "meta", {}).get("version", "?"))
     for i in range(0, len(idx), budget.batch):
         if budget.exhausted():
             return
