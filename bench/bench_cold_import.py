@@ -12,6 +12,11 @@ commit before a change); bytecode goes to a temporary ``PYTHONPYCACHEPREFIX``, n
 
     python bench/bench_cold_import.py [--runs 5] [--gpu] [--repo PATH] [--key KEY] [--json OUT]
 
+``--bridge-ab`` (with ``--gpu``): the timed processes alternate ``MIOFIND_LT_BRIDGE=0`` and ``1`` (``--runs`` of each;
+the first run of a cuBLASLt-backed answer waits for cuBLASLt's set-up, or runs on miofind's bridge GEMM meanwhile:
+``miofind.lt_bridge``), and the untimed process is followed by a wait (up to 60 s) until the bridge's binary, which
+it compiles in the background, is in the kernel cache. Each row reports the matmuls the bridge ran (``bridged``).
+
 ``--key`` times another 2-D NCHW problem of the shipped DB (default: a ResNet-50 3x3 layer whose answer,
 Winograd F(4x4), runs a cuBLASLt GEMM: its first run pays cuBLASLt's own set-up, ~77 ms).
 """
@@ -29,7 +34,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KEY = "64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F"
-TARGETS_MS = {"find_ms": 30.0, "total_ms": 400.0}
+TARGETS_MS = {"find_ms": 30.0, "run_ms": 50.0, "total_ms": 400.0}
 
 CHILD = r"""
 import json, sys, time
@@ -56,8 +61,21 @@ if gpu:
     run_solution(res[0], x, w)
     cupy.cuda.runtime.deviceSynchronize()
     out["run_ms"] = (time.perf_counter() - t2) * 1e3
+    out["solver"] = res[0].solver_id
+    lb = sys.modules.get("miofind.lt_bridge")
+    out["bridged"] = lb.calls if lb is not None else 0
 out["total_ms"] = (time.perf_counter() - t0) * 1e3
 print(json.dumps(out))
+"""
+
+
+WAIT_BRIDGE = r"""
+import time
+from miofind import compile as C, lt_bridge
+t0 = time.time()
+while not C.is_compiled(lt_bridge.kernel_info()) and time.time() - t0 < 60:
+    time.sleep(0.2)
+print(f"bridge binary cached: {C.is_compiled(lt_bridge.kernel_info())} after {time.time() - t0:.1f} s")
 """
 
 
@@ -68,7 +86,10 @@ def parse_args(argv=None):
     ap.add_argument("--repo", default=ROOT, help="the checkout to time (default: this one)")
     ap.add_argument("--json", help="write the figures to this file")
     ap.add_argument("--key", default=KEY, help="the problem (a 2-D NCHW FP32 key of the shipped DB)")
+    ap.add_argument("--bridge-ab", action="store_true", help="alternate MIOFIND_LT_BRIDGE=0 and 1 (with --gpu)")
     a = ap.parse_args(argv)
+    if a.bridge_ab and not a.gpu:
+        ap.error("--bridge-ab needs --gpu")
     if a.runs < 1:
         ap.error(f"--runs: {a.runs} is not a positive number")
     if not os.path.isfile(os.path.join(a.repo, "miofind", "__init__.py")):
@@ -108,19 +129,36 @@ def main(argv=None) -> None:
             subprocess.run([sys.executable, "-c", "from miofind.db import FindDB; FindDB().close()"], env=env,
                            cwd=a.repo, check=True, timeout=300)
         run_child(a, env)   # untimed: bytecode and kernel caches
-        runs = [run_child(a, env) for _ in range(a.runs)]
+        arms = {"": env}
+        if a.bridge_ab:
+            subprocess.run([sys.executable, "-c", WAIT_BRIDGE], env=env, cwd=a.repo, timeout=120)
+            arms = {"MIOFIND_LT_BRIDGE=0": {**env, "MIOFIND_LT_BRIDGE": "0"},
+                    "MIOFIND_LT_BRIDGE=1": {**env, "MIOFIND_LT_BRIDGE": "1"}}
+        runs = {name: [] for name in arms}
+        for _ in range(a.runs):
+            for name, e in arms.items():
+                runs[name].append(run_child(a, e))
     cols = ["import_ms", "find_ms", "find_cpu_ms"] + (["run_ms"] if a.gpu else []) + ["total_ms", "process_ms"]
-    med = {c: statistics.median(r[c] for r in runs) for c in cols}
-    print(f"{a.repo}: {'GPU find_solutions + first run' if a.gpu else 'CPU get_solutions --device sm_90-132'}, "
-          f"{a.key}, median of {a.runs} processes")
-    for c in cols:
-        target = f"  (target <= {TARGETS_MS[c]:.0f})" if a.gpu and c in TARGETS_MS else ""
-        print(f"  {c:<11} {med[c]:8.1f}   runs: {', '.join(f'{r[c]:.1f}' for r in runs)}{target}")
-    print(f"  answered from: {sorted({r['source'] for r in runs})}; SQLAlchemy imported: "
-          f"{sorted({r['sqlalchemy'] for r in runs})}")
+    meds = {}
+    for name, rs in runs.items():
+        med = meds[name] = {c: statistics.median(r[c] for r in rs) for c in cols}
+        print(f"{a.repo}: {'GPU find_solutions + first run' if a.gpu else 'CPU get_solutions --device sm_90-132'}, "
+              f"{a.key}, median of {a.runs} processes{' with ' + name if name else ''}")
+        for c in cols:
+            target = f"  (target <= {TARGETS_MS[c]:.0f})" if a.gpu and c in TARGETS_MS else ""
+            print(f"  {c:<11} {med[c]:8.1f}   runs: {', '.join(f'{r[c]:.1f}' for r in rs)}{target}")
+        print(f"  answered from: {sorted({r['source'] for r in rs})}; SQLAlchemy imported: "
+              f"{sorted({r['sqlalchemy'] for r in rs})}"
+              + (f"; solver {sorted({r['solver'] for r in rs})}, bridged matmuls {[r['bridged'] for r in rs]}"
+                 if a.gpu else ""))
     if a.json:
+        out = {"repo": a.repo, "gpu": a.gpu, "key": a.key}
+        if a.bridge_ab:
+            out["arms"] = {name: {"median": meds[name], "runs": runs[name]} for name in runs}
+        else:
+            out.update(median=meds[""], runs=runs[""])
         with open(a.json, "w") as fh:
-            json.dump({"repo": a.repo, "gpu": a.gpu, "key": a.key, "median": med, "runs": runs}, fh, indent=1)
+            json.dump(out, fh, indent=1)
 
 
 if __name__ == "__main__":

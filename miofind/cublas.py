@@ -193,6 +193,7 @@ def _lt_handle(dev: int) -> int:
 
 
 _setup: threading.Thread | None = None
+_lt_ready = False       # a heuristic query has returned in this process (or the set-up thread ended): no bridge
 
 
 def prefetch_lt() -> None:
@@ -202,13 +203,20 @@ def prefetch_lt() -> None:
     find that will plan a cuBLASLt GEMM starts it first and lists its other candidates' configs (cuDNN's
     planning) meanwhile. A later ``LtGemm`` finds the library set up, or waits inside cuBLASLt for the rest.
     Never raises: a failure here is met again, and reported, by the GEMM that needs the library."""
-    global _setup
-    if _setup is not None or _lt_handles:
+    if _setup is not None or _lt_ready:
         return
     try:
         import cupy
         dev = cupy.cuda.runtime.getDevice()
     except Exception:
+        return
+    start_setup(dev)
+
+
+def start_setup(dev: int) -> None:
+    """Start the set-up thread on device ``dev`` unless it was started or a query already returned."""
+    global _setup
+    if _setup is not None or _lt_ready:
         return
     with _lock:
         if _setup is not None:
@@ -218,6 +226,7 @@ def prefetch_lt() -> None:
 
 
 def _set_up_lt(dev: int) -> None:
+    global _lt_ready
     try:
         import cupy
         from .nvlib import relaxed_capture_mode
@@ -228,6 +237,8 @@ def _set_up_lt(dev: int) -> None:
         g._plan((256, 256, 256))
     except Exception:
         pass
+    finally:
+        _lt_ready = True
 
 
 def _set(setter, desc, attr: int, value, ctype) -> None:
@@ -266,6 +277,8 @@ class LtGemm:
         self.dev = cupy.cuda.runtime.getDevice()
         self.lib = lt_library()
         self.h = _lt_handle(self.dev)
+        self.beta = beta
+        self._br = None         # the bridge GEMM (``miofind.lt_bridge.Bridge``), made at the first unplanned call
         self._scalars = np.array([1.0, float(beta)], np.float32)     # alpha, beta (kept alive here)
         self._alpha = self._scalars.ctypes.data
         self._beta = self._alpha + 4
@@ -295,6 +308,7 @@ class LtGemm:
 
     def _plan(self, align: tuple[int, int, int]):
         """(algo buffer, workspace bytes it needs) for pointers of these alignments, or None."""
+        global _lt_ready
         lib = self.lib
         pref = ctypes.c_void_p()
         _check("cublasLtMatmulPreferenceCreate", lib.cublasLtMatmulPreferenceCreate(ctypes.byref(pref)))
@@ -309,6 +323,7 @@ class LtGemm:
             res, count = _HeuristicResult(), ctypes.c_int(0)
             st = lib.cublasLtMatmulAlgoGetHeuristic(self.h, self.desc, self.adesc, self.bdesc, self.cdesc, self.cdesc,
                                                     pref, 1, ctypes.byref(res), ctypes.byref(count))
+            _lt_ready = True
         finally:
             lib.cublasLtMatmulPreferenceDestroy(pref)
         if st or count.value < 1 or res.state:
@@ -343,6 +358,11 @@ class LtGemm:
         key = stream if not (a | b | c) & 255 else (stream, _align_of(a), _align_of(b), _align_of(c))
         blk = self._args.get(key)
         if blk is None:
+            if not _lt_ready and self._bridging(stream):
+                t = launch._tracer
+                if t is not None and t.mine():
+                    raise launch.NotYet("cuBLASLt sets itself up in this process (the bridge GEMM runs meanwhile)")
+                return self._br(stream, a, b, c)
             with self._call_lock:
                 blk = self._args[key] = self._block(stream, (256, 256, 256) if key is stream else key[1:])
         t = launch._tracer
@@ -366,6 +386,25 @@ class LtGemm:
                 st = self.lib.cublasLtMatmul(*block)
         if st:
             raise RuntimeError(f"cublasLtMatmul failed with cuBLAS status {st}")
+
+    def _bridging(self, stream: int) -> bool:
+        """Whether this unplanned call runs on the bridge GEMM (``miofind.lt_bridge``), starting cuBLASLt's set-up
+        in the background if it is not under way."""
+        from . import env, lt_bridge
+
+        if lt_bridge.measuring() or not env.lt_bridge():
+            return False
+        br = self._br
+        if br is None:
+            br = self._br = lt_bridge.Bridge(self.shape, self.beta)
+        if not br.ok:
+            return False
+        import cupy
+
+        if cupy.cuda.runtime.streamIsCapturing(stream):
+            return False
+        start_setup(self.dev)
+        return not _lt_ready
 
     def _trace_kernels(self, values: list, a: int, b: int, c: int) -> bool:
         """Record the matmul's kernel launches in the running trace (``miofind.capture``: read from a graph capture

@@ -17,7 +17,7 @@ from pathlib import Path
 
 __all__ = ["VARIABLES", "EnvVar", "FIND_MODES", "FindEnforce", "find_mode", "find_enforce", "user_db_url",
            "system_db", "log_level", "kernel_cache_dir", "cudnn_plans", "cudnn_execute", "import_key", "isolate",
-           "with_naive", "native", "cut_factor", "DEFAULT_CUT_FACTOR", "predict_defer", "DEFAULT_PREDICT_DEFER",
+           "with_naive", "lt_bridge", "native", "cut_factor", "DEFAULT_CUT_FACTOR", "predict_defer", "DEFAULT_PREDICT_DEFER",
            "specialize", "reference", "QUIET"]
 
 FIND_MODES = ("normal", "fast", "hybrid", "dynamic_hybrid", "benchmark")
@@ -118,6 +118,11 @@ VARIABLES: tuple[EnvVar, ...] = (
            "before them ends (a split's reduce kernel, waiting on the device for the partials; the next stride phase "
            "of backward data, whose pixels are disjoint) go as programmatic dependent launches (`cuLaunchKernelEx`, "
            "Hopper) or as plain launches; read when a solution's launches are first bound", "1 (default), 0", ""),
+    EnvVar("MIOFIND_LT_BRIDGE", "whether a cuBLASLt-backed solution (im2col GEMM, Winograd) run before cuBLASLt "
+           "has set itself up in the process (its first call costs about 100 ms) runs its matmuls with miofind's own "
+           "plain GEMM kernel (`kernels_src/gemm_bridge.cu`, only where its binary is in the kernel cache) while a "
+           "background thread sets cuBLASLt up, or waits for cuBLASLt; never in a find's or the tuner's timing or "
+           "verification, nor under a stream capture", "1 (default: bridge), 0 (wait for cuBLASLt)", ""),
     EnvVar("MIOFIND_TORCH_CPP", "whether miofind.torch's planned convolutions run their forward, and their backward "
            "as a C++ autograd node, through its C++ extension (`miofind/torch/_fast.cpp`, built against the installed "
            "PyTorch with the C++ compiler into the kernel cache: by `miofind warmup`, or on first use)",
@@ -388,6 +393,12 @@ def pdl() -> bool:
     """``MIOFIND_PDL``: whether a solution's later kernel launches that may overlap the one before (a split's reduce,
     the next stride phase) go as programmatic dependent launches (1, unset) or as plain launches (0)."""
     return _switch("MIOFIND_PDL", True, "programmatic dependent launches within a solution")
+
+
+def lt_bridge() -> bool:
+    """``MIOFIND_LT_BRIDGE``: whether a cuBLASLt matmul asked for before cuBLASLt is set up in the process runs on the
+    bridge GEMM meanwhile (1, unset) or waits for cuBLASLt (0)."""
+    return _switch("MIOFIND_LT_BRIDGE", True, "the bridge GEMM while cuBLASLt sets itself up")
 
 
 def with_naive() -> bool:

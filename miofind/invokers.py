@@ -269,6 +269,8 @@ class Prepared:
         if cupy.cuda.runtime.streamIsCapturing(stream):
             return (cur, None, None)
         got = replayer(cur, bool(self.workspace_bytes), stream)
+        if got is False:        # cuBLASLt sets itself up: the invoker runs (on the bridge GEMM), a later call traces
+            return (cur, None, None)
         rec = (cur, *got) if got else (cur, None, None)
         self._runs[stream] = rec
         return rec

@@ -25,7 +25,7 @@ import threading
 import numpy as np
 
 __all__ = ["PTR", "MAP", "Launch", "Launcher", "ptr", "cupy_stream", "native", "native_function", "cu_launch_kernel", "with_recipe", "A", "B",
-           "trace", "trace_call", "mark_traceable", "NotTraceable", "TRACE_ALIGN",
+           "trace", "trace_call", "mark_traceable", "NotTraceable", "NotYet", "TRACE_ALIGN",
            "OUT", "WS", "replayer", "replay_failed", "role_of", "trace_raw", "traced_steps"]
 
 log = logging.getLogger(__name__)
@@ -369,6 +369,11 @@ class NotTraceable(Exception):
     cuBLASLt plan)."""
 
 
+class NotYet(NotTraceable):
+    """Not traceable for now: a cuBLASLt matmul while the library sets itself up (``miofind.lt_bridge``); a trace
+    after the set-up succeeds."""
+
+
 class _Tracer:
     def __init__(self) -> None:
         self.thread = threading.get_ident()
@@ -505,12 +510,15 @@ def replayer(invoker, workspace: bool, stream: int):
     library call, 2 a library's kernel launched from its parameter buffer, 3 a launch as a programmatic dependent)
     for ``replay_failed``; or None where the
     native extension is absent or the invoker is neither a declared recipe without tensor maps nor traceable. A traced recipe's library calls
-    carry ``stream`` (and its cuBLASLt workspace), so the run serves that stream alone."""
+    carry ``stream`` (and its cuBLASLt workspace), so the run serves that stream alone. False (not None) while a
+    cuBLASLt matmul of the invoker cannot be traced yet (``NotYet``): ask again later."""
     nat = native()
     if nat is None or not hasattr(nat, "recipe"):
         return None
     try:
         got = _native_steps(invoker, workspace, stream)
+    except NotYet:
+        return False
     except NotTraceable as e:
         log.info("launch: an invoker is not replayed natively (%s)", e)
         return None

@@ -190,7 +190,7 @@ def launches(entry) -> bool:
     try:
         return recipe(entry) is not None
     except NotReady:
-        g = entry.invoker.generic
+        g = getattr(entry.invoker, "generic", entry.invoker)
         return getattr(g, "recipe", None) is not None or (trace_recipes and getattr(g, "traceable", False))
 
 
@@ -239,6 +239,8 @@ def _traced(inv, entry, stream: int) -> tuple | None:
         from ._alloc import first_call_allocator
         with first_call_allocator():
             steps = L.traced_steps(inv, bool(entry.ws_bytes), stream)
+    except L.NotYet as e:       # cuBLASLt sets itself up (the bridge GEMM runs meanwhile): traced on a later call
+        raise NotReady(f"{entry.solver_id}: {e}") from None
     except L.NotTraceable as e:
         log.info("miofind.torch: %s is not replayed from C++ (%s)", entry.solver_id, e)
         steps = None

@@ -1,0 +1,276 @@
+"""The bridge GEMM (``miofind.lt_bridge``): cuBLASLt-backed solutions run before cuBLASLt has set itself up.
+
+CPU: the kernel compiles for sm_90, the switch parses, measuring contexts nest, unsupported shapes are refused.
+GPU: the kernel against a float64 product for every type pair, transpose and beta; and in fresh processes (the
+bridge only acts before a process's first cuBLASLt query): a Winograd and two GEMM solutions' first runs go
+through the bridge while cuBLASLt sets up, then through cuBLASLt and its native replay, both within the solver's
+tolerance of the float64 reference; a run inside a stream capture, a find's timing and ``MIOFIND_LT_BRIDGE=0``
+never take the bridge.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from miofind import lt_bridge
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_bridge_kernels_compile_for_sm90():
+    from nvrtc_check import nvrtc_or_skip
+
+    nvrtc_or_skip()
+    from miofind.compile import nvrtc_compile
+
+    cubin = nvrtc_compile(lt_bridge.kernel_info(), arch="sm_90")
+    assert cubin[:4] == b"\x7fELF"
+    for name in lt_bridge.KERNELS.values():       # one module holds every type pair's kernel
+        assert name.encode() in cubin, name
+
+
+def test_switch_and_measuring_contexts(monkeypatch):
+    from miofind import env
+
+    monkeypatch.delenv("MIOFIND_LT_BRIDGE", raising=False)
+    assert env.lt_bridge() is True
+    monkeypatch.setenv("MIOFIND_LT_BRIDGE", "0")
+    assert env.lt_bridge() is False
+    monkeypatch.setenv("MIOFIND_LT_BRIDGE", "yes")
+    with pytest.raises(ValueError, match="MIOFIND_LT_BRIDGE='yes'"):
+        env.lt_bridge()
+    assert not lt_bridge.measuring()
+    with lt_bridge.direct():
+        assert lt_bridge.measuring()
+        with lt_bridge.direct():
+            assert lt_bridge.measuring()
+        assert lt_bridge.measuring()
+    assert not lt_bridge.measuring()
+
+
+@pytest.mark.parametrize("shape", [
+    (0, 0, 64, 64, 64, 0, 64, 0, 64, 0, 2, 64, 0, 1, 68),               # FP32 in, FP16 out: no such kernel
+    (0, 0, 64, 64 * 65536, 64, 0, 64, 0, 64, 0, 0, 64, 0, 1, 68),       # n over 65535 tiles of grid.y
+    (0, 0, 0, 64, 64, 0, 64, 0, 64, 0, 0, 64, 0, 1, 68),                # an empty matmul
+])
+def test_shapes_the_kernel_does_not_take_are_refused(shape):
+    assert not lt_bridge.Bridge(shape, 0).ok
+
+
+def _colmajor(rng, rows, cols, ld, batch, stride, np_t):
+    """A batch of column-major rows x cols matrices at leading dimension ld and element stride, as a flat array."""
+    flat = np.full(stride * (batch - 1) + ld * cols, np.nan, np.float64)
+    for b in range(batch):
+        m = rng.uniform(-1, 1, (cols, rows))
+        for j in range(cols):
+            flat[b * stride + j * ld: b * stride + j * ld + rows] = m[j]
+    return flat.astype(np_t)
+
+
+def _read(flat, rows, cols, ld, batch, stride):
+    return np.stack([np.stack([flat[b * stride + j * ld: b * stride + j * ld + rows] for j in range(cols)], axis=1)
+                     for b in range(batch)]).astype(np.float64)
+
+
+_TYPES = {0: np.float32, 2: np.float16}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("ab,ct", sorted(lt_bridge.KERNELS))
+@pytest.mark.parametrize("ta,tb", [(0, 0), (1, 0), (0, 1), (1, 1)])
+@pytest.mark.parametrize("beta", [0, 1])
+def test_the_kernel_against_a_float64_product(ab, ct, ta, tb, beta):
+    import cupy
+
+    from miofind.compile import compile_kernel
+    from miofind.verify import f32_to_bf16_bits
+
+    compile_kernel(lt_bridge.kernel_info())          # in the kernel cache, as the bridge requires
+    m, n, k, batch = 70, 33, 37, 3                     # partial tiles in every dimension, K not a multiple of 16
+    a_rows, a_cols = (m, k) if ta == 0 else (k, m)
+    b_rows, b_cols = (k, n) if tb == 0 else (n, k)
+    lda, ldb, ldc = a_rows + 3, b_rows + 5, m + 2
+    sa, sb, sc = lda * a_cols + 7, ldb * b_cols + 1, ldc * n + 11
+    rng = np.random.default_rng(ab * 100 + ct * 10 + ta * 4 + tb * 2 + beta)
+
+    def dev(flat, t):
+        if t == 14:       # BF16: the bits of the rounded float32 values, kept for the reference
+            bits = cupy.asnumpy(f32_to_bf16_bits(flat.astype(np.float32)))
+            back = (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+            return cupy.asarray(bits), back
+        host = flat.astype(_TYPES[t])
+        return cupy.asarray(host), host.astype(np.float64)
+
+    A, a64 = dev(_colmajor(rng, a_rows, a_cols, lda, batch, sa, np.float64), ab)
+    B, b64 = dev(_colmajor(rng, b_rows, b_cols, ldb, batch, sb, np.float64), ab)
+    C, c64 = dev(_colmajor(rng, m, n, ldc, batch, sc, np.float64), ct)
+    br = lt_bridge.Bridge((ta, tb, m, n, k, ab, lda, sa, ldb, sb, ct, ldc, sc, batch, 68), beta)
+    assert br.ok
+    before = lt_bridge.calls
+    br(0, A.data.ptr, B.data.ptr, C.data.ptr)
+    cupy.cuda.runtime.deviceSynchronize()
+    assert lt_bridge.calls == before + 1
+    opa = _read(a64, a_rows, a_cols, lda, batch, sa)
+    opb = _read(b64, b_rows, b_cols, ldb, batch, sb)
+    if ta:
+        opa = opa.transpose(0, 2, 1)
+    if tb:
+        opb = opb.transpose(0, 2, 1)
+    ref = opa @ opb + (_read(c64, m, n, ldc, batch, sc) if beta else 0)
+    out = cupy.asnumpy(C)
+    if ct == 14:
+        out = (out.astype(np.uint32) << 16).view(np.float32)
+    got = _read(out.astype(np.float64), m, n, ldc, batch, sc)
+    # float sums of k = 37 products of |x| <= 1: float32 output within 1e-5 of max |ref|; 16-bit outputs round once
+    tol = {0: 1e-5, 2: 2e-3, 14: 1.6e-2}[ct]
+    err = np.abs(got - ref).max() / np.abs(ref).max()
+    assert err < tol, (err, tol)
+    # the gaps between columns and between batches (NaN before the call) are untouched
+    mask = np.ones(out.shape, bool)
+    for b in range(batch):
+        for j in range(n):
+            mask[b * sc + j * ldc: b * sc + j * ldc + m] = False
+    assert np.isnan(out[mask].astype(np.float64)).all()
+
+
+CHILD = r"""
+import json, os, sys, time
+import cupy, numpy as np
+from miofind import cublas, lt_bridge
+from miofind.invokers import prepare
+from miofind.problem import ProblemDescription as P
+from miofind.registry import get_solver
+from miofind.harness import reference_invoker_for
+from miofind.verify import errors_of, random_array, to_float64, tolerance_for
+
+case = sys.argv[1]
+cases = [
+    ("ConvWinograd3x3F43Fwd", P.make("F", n=2, c=32, k=48, in_size=(14, 14), filter_size=3, pads=1)),
+    ("GemmFwdRest", P.make("F", n=2, c=24, k=40, in_size=(12, 12), filter_size=3, pads=1, dtype="FP16")),
+    ("GemmWrwUniversal", P.make("W", n=2, c=16, k=32, in_size=(10, 10), filter_size=3, pads=1, dtype="BF16")),
+]
+rng = cupy.random.default_rng(7)
+st = cupy.cuda.Stream(non_blocking=True)
+out = {}
+if case.startswith("runs:"):       # one solution's first two runs (the bridge acts before a process's first query)
+    for sid, p in [cases[int(case[5:])]]:
+        pr = prepare(p, sid)
+        a_s, b_s, o_s = p.io_shapes()
+        a, b = random_array(a_s, p.dtype, rng), random_array(b_s, p.dtype, rng)
+        ref = reference_invoker_for(p).output(p, to_float64(a, p.dtype), to_float64(b, p.dtype))
+        cupy.cuda.runtime.deviceSynchronize()
+        res = []
+        for i in range(2):
+            y = cupy.full(o_s, cupy.nan, dtype=a.dtype) if p.dtype != "BF16" else cupy.full(o_s, 0xFFFF, cupy.uint16)
+            before = lt_bridge.calls
+            t0 = time.perf_counter()
+            pr(a, b, y, stream=st)
+            st.synchronize()
+            ms = (time.perf_counter() - t0) * 1e3
+            e = errors_of(y, p.dtype, ref)
+            why = tolerance_for(p, get_solver(sid).family).failure(e)
+            res.append({"bridged": lt_bridge.calls - before, "ms": ms, "rel_l2": e.rel_l2, "fail": why})
+            if i == 0 and cublas._setup is not None:
+                cublas._setup.join(60)    # the set-up ends: the next call goes to cuBLASLt
+        res[-1]["replays"] = pr.replays(st.ptr)
+        out[sid] = res
+    from miofind.launch import native
+    out["native"] = native() is not None
+elif case == "capture":
+    sid, p = cases[0]
+    pr = prepare(p, sid)
+    a_s, b_s, o_s = p.io_shapes()
+    a, b = random_array(a_s, p.dtype, rng), random_array(b_s, p.dtype, rng)
+    ref = reference_invoker_for(p).output(p, to_float64(a, p.dtype), to_float64(b, p.dtype))
+    y = cupy.full(o_s, cupy.nan, dtype=a.dtype)
+    pr.workspace_for(st.ptr)
+    cupy.cuda.runtime.deviceSynchronize()
+    st.begin_capture()
+    pr(a, b, y, stream=st)
+    g = st.end_capture()
+    g.launch(st)
+    st.synchronize()
+    e = errors_of(y, p.dtype, ref)
+    out = {"bridged": lt_bridge.calls, "rel_l2": e.rel_l2, "fail": tolerance_for(p, "winograd").failure(e)}
+elif case == "find":
+    from miofind import find_solutions
+    sid, p = cases[0]
+    res = find_solutions(p, solvers=[sid])
+    out = {"bridged": lt_bridge.calls, "solvers": [s.solver_id for s in res]}
+print("RESULT " + json.dumps(out))
+"""
+
+
+def _child(case: str, **env) -> dict:
+    import json
+
+    full = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]), **env}
+    out = subprocess.run([sys.executable, "-c", CHILD, case], capture_output=True, text=True, cwd=REPO, timeout=300,
+                         env=full)
+    assert out.returncode == 0, out.stderr[-3000:]
+    line = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert line, out.stdout[-2000:]
+    return json.loads(line[-1][7:])
+
+
+@pytest.fixture
+def bridge_cached(tmp_path):
+    """A kernel cache holding the bridge's module (the bridge runs only where its binary is cached)."""
+    from miofind.compile import compile_kernel
+
+    compile_kernel(lt_bridge.kernel_info())
+    return {}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", [0, 1, 2])
+def test_first_runs_bridge_then_cublaslt_and_its_replay(bridge_cached, tmp_db, case):
+    got = _child(f"runs:{case}", MIOFIND_LT_BRIDGE="1")
+    native = got.pop("native")
+    (sid, (first, second)), = got.items()
+    assert first["bridged"] >= 1, (sid, first)             # the first run's matmuls took the bridge
+    assert second["bridged"] == 0, (sid, second)           # after the set-up: cuBLASLt
+    assert first["fail"] is None and second["fail"] is None, (sid, first, second)
+    assert second["replays"] or not native, sid             # traced once cuBLASLt is set up
+
+
+@pytest.mark.gpu
+def test_switched_off_no_run_takes_the_bridge(bridge_cached, tmp_db):
+    got = _child("runs:0", MIOFIND_LT_BRIDGE="0")
+    got.pop("native")
+    (sid, (first, second)), = got.items()
+    assert first["bridged"] == 0 and second["bridged"] == 0, sid
+    assert first["fail"] is None and second["fail"] is None, sid
+
+
+@pytest.mark.gpu
+def test_a_first_run_inside_a_capture_runs_cublaslt(bridge_cached, tmp_db):
+    got = _child("capture", MIOFIND_LT_BRIDGE="1")
+    assert got["bridged"] == 0
+    assert got["fail"] is None
+
+
+@pytest.mark.gpu
+def test_a_find_times_and_verifies_cublaslt_not_the_bridge(bridge_cached, tmp_db):
+    got = _child("find", MIOFIND_LT_BRIDGE="1", MIOFIND_SYSTEM_DB="none")
+    assert got["solvers"] == ["ConvWinograd3x3F43Fwd"]
+    assert got["bridged"] == 0
+
+
+def test_the_detached_compile_fills_the_kernel_cache(tmp_path, monkeypatch):
+    """What a process without the bridge's binary leaves for the next one (``_compile_here``, run detached)."""
+    from nvrtc_check import nvrtc_or_skip
+
+    nvrtc_or_skip()
+    from miofind import compile as C
+
+    monkeypatch.setenv("MIOFIND_KERNEL_CACHE", str(tmp_path / "kc"))
+    lt_bridge._compile_here("sm_90")
+    path = C.private_cache_dir() / f"{C.binary_key(lt_bridge.kernel_info(), 'sm_90')}.cubin"
+    assert C.cached_cubin(path)[:4] == b"\x7fELF"
