@@ -111,7 +111,7 @@ def run_child(a, env) -> dict:
                        text=True, env=env, cwd=a.repo, timeout=600)
     wall = (time.perf_counter() - t) * 1e3
     if r.returncode != 0:
-        sys.exit(f"the child process failed:\n{r.stderr.strip()}")
+        sys.exit(f"the child process failed (exit status {r.returncode}):\n{r.stderr.strip()}\n{r.stdout.strip()}")
     out = json.loads(r.stdout.strip().splitlines()[-1])
     out["process_ms"] = wall
     return out

@@ -222,7 +222,17 @@ def start_setup(dev: int) -> None:
         if _setup is not None:
             return
         _setup = threading.Thread(target=_set_up_lt, args=(dev,), name="miofind-cublaslt-setup", daemon=True)
+    import atexit
+
+    atexit.register(_join_setup)
     _setup.start()
+
+
+def _join_setup() -> None:
+    """At exit: a process must not tear CUDA down while the set-up thread is inside cuBLASLt (a crash at exit)."""
+    t = _setup
+    if t is not None and t.is_alive():
+        t.join(30)
 
 
 def _set_up_lt(dev: int) -> None:

@@ -101,7 +101,7 @@ def test_the_kernel_against_a_float64_product(ab, ct, ta, tb, beta):
 
     def dev(flat, t):
         if t == 14:       # BF16: the bits of the rounded float32 values, kept for the reference
-            bits = cupy.asnumpy(f32_to_bf16_bits(flat.astype(np.float32)))
+            bits = cupy.asnumpy(f32_to_bf16_bits(cupy.asarray(flat, dtype=cupy.float32)))
             back = (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
             return cupy.asarray(bits), back
         host = flat.astype(_TYPES[t])
