@@ -8,7 +8,9 @@ each phase to its synchronize. Backends:
 - ``cudnn``: PyTorch with ``cudnn.benchmark=True`` (issue 17's baseline),
 - ``miofind``: ``miofind.torch`` with the shipped DB beneath a new, empty user DB in each process;
 - ``miofind-nopreload``: the same with ``MIOFIND_TORCH_PRELOAD=0`` (nothing imported in the background after
-  ``convert``).
+  ``convert``);
+- ``miofind-nobridge``: ``miofind`` with ``MIOFIND_LT_BRIDGE=0`` (cuBLASLt-backed picks wait for cuBLASLt's set-up
+  instead of running on the bridge GEMM meanwhile: ``miofind.lt_bridge``).
 
 ``--setup-ms N`` waits N ms between the set-up (model, ``convert``, optimizer, inputs) and the step, as a script's
 own set-up would (a data loader's first batch, a checkpoint): ``convert``'s background preload runs meanwhile.
@@ -174,6 +176,8 @@ def run_one(model: str, config: str, backend: str, prewarm: bool, env: dict, set
         env = dict(env, MIOFIND_DB=f"sqlite:///{os.path.join(d, 'finddb.sqlite')}")
         if backend == "miofind-nopreload":
             env["MIOFIND_TORCH_PRELOAD"] = "0"
+        if backend == "miofind-nobridge":
+            env["MIOFIND_LT_BRIDGE"] = "0"
         r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
     if r.returncode:
         tail = "\n".join(ln for ln in r.stderr.splitlines() if not ln.startswith("import time:"))[-3000:]
