@@ -125,10 +125,36 @@ def _load(path: Path):
     return mod
 
 
+def build_detached(timeout: float = 900) -> Path:
+    """``build()`` in a detached child process, waited for: the compile survives this process's exit (a short
+    process leaves the extension built for the next), and PyTorch's ``cpp_extension`` module (half a second to
+    import, holding the GIL) is imported there, not here. RuntimeError with the child's output when it fails."""
+    out = library_path()
+    if out.exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+    fd, log_path = tempfile.mkstemp(prefix="builder", suffix=".log", dir=out.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            r = subprocess.Popen([sys.executable, "-c", "from miofind.torch._fast import build; build()"],
+                                 stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT, env=env,
+                                 start_new_session=True)
+            rc = r.wait(timeout)
+        if rc != 0 or not out.exists():
+            tail = Path(log_path).read_text(errors="replace").strip()[-800:]
+            raise RuntimeError(f"miofind.torch C++ extension: the build process failed (exit {rc}): {tail}")
+    finally:
+        if os.path.exists(log_path):
+            os.unlink(log_path)
+    return out
+
+
 def _background() -> None:
     global _module, _error
     try:
-        path = build()
+        path = build_detached()
         mod = _load(path)
     except Exception as e:      # noqa: BLE001  the Python path stays
         _error = f"{type(e).__name__}: {e}"
