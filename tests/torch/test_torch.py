@@ -224,6 +224,7 @@ def test_preload_imports_and_never_builds_the_extension(monkeypatch):
     from miofind.torch import _fast, _preload
 
     monkeypatch.setattr(_fast, "build", lambda *a, **k: pytest.fail("the preload built the C++ extension"))
+    monkeypatch.setattr(_fast, "build_detached", lambda *a, **k: pytest.fail("the preload built the C++ extension"))
     monkeypatch.setattr(_fast, "_module", None)
     monkeypatch.setattr(_fast, "library_path", lambda: Path("/nonexistent/miofind_torch_fast.so"))
     _preload._run()
