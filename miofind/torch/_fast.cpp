@@ -20,6 +20,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
+#include <stdexcept>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -74,6 +76,15 @@ static encode_im2col_fn g_encode_im2col = nullptr;
 static const int MAX_PARAMS = 128;
 static const int MAX_MAPS = 16;                 // tensor maps of one direction's launches (_fast.py's MAX_MAPS)
 static const int MAX_CALL_ARGS = 16;            // a library call's arguments (_fast.py's MAX_CALL_ARGS)
+
+// A failure whose message carries a number: a RuntimeError in Python through std::runtime_error. TORCH_CHECK with
+// more than a literal message builds it through c10::str and crashed the process on the device's PyTorch
+// (session-bridge/call6: the refusal tests of a library call's arguments, a pointer-slot map, 17 maps).
+[[noreturn]] static void fail(const char *fmt, long long v) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, fmt, v);
+    throw std::runtime_error(buf);
+}
 static const int MAX_CELLS = 512;               // a library kernel's parameter buffer, 8-byte cells (_fast.py's)
 static const size_t MAP_CACHE_LIMIT = 64;       // maps kept per spec (pointers), as miofind.tma.MapCache
 
@@ -220,7 +231,7 @@ static bool run(const FastPlan &P, int i, const at::Tensor &a, const at::Tensor 
             int rc = reinterpret_cast<call_fn>(K.func)(vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], vals[6],
                                                        vals[7], vals[8], vals[9], vals[10], vals[11], vals[12],
                                                        vals[13], vals[14], vals[15]);
-            TORCH_CHECK(rc == 0, "miofind.torch: a library call of a traced recipe failed with status ", rc);
+            if (rc != 0) fail("miofind.torch: a library call of a traced recipe failed with status %lld", rc);
             continue;
         }
         if (K.kind == 2) {
@@ -229,7 +240,7 @@ static bool run(const FastPlan &P, int i, const at::Tensor &a, const at::Tensor 
             void *extra[5] = {reinterpret_cast<void *>(1), vals, reinterpret_cast<void *>(2), &nb, nullptr};
             int rc = g_launch(K.func, K.dims[0], K.dims[1], K.dims[2], K.dims[3], K.dims[4], K.dims[5], K.smem,
                               reinterpret_cast<void *>(stream), nullptr, extra);
-            TORCH_CHECK(rc == 0, "miofind.torch: cuLaunchKernel of a library's kernel failed with CUresult ", rc);
+            if (rc != 0) fail("miofind.torch: cuLaunchKernel of a library's kernel failed with CUresult %lld", rc);
             continue;
         }
         for (size_t j = 0; j < np; j++) params[j] = &vals[j];
@@ -246,14 +257,14 @@ static bool run(const FastPlan &P, int i, const at::Tensor &a, const at::Tensor 
             rc = g_launch(K.func, K.dims[0], K.dims[1], K.dims[2], K.dims[3], K.dims[4], K.dims[5], K.smem,
                           reinterpret_cast<void *>(stream), params, nullptr);
         }
-        TORCH_CHECK(rc == 0, "miofind.torch: cuLaunchKernel failed with CUresult ", rc);
+        if (rc != 0) fail("miofind.torch: cuLaunchKernel failed with CUresult %lld", rc);
     }
     return true;
 }
 
 static FastPlan &plan_of(int64_t id) {
     std::lock_guard<std::mutex> g(g_plans_mutex);
-    TORCH_CHECK(id >= 0 && id < static_cast<int64_t>(g_plans.size()), "miofind.torch: no fast plan ", id);
+    if (id < 0 || id >= static_cast<int64_t>(g_plans.size())) fail("miofind.torch: no fast plan %lld", id);
     return *g_plans[id];
 }
 
@@ -383,8 +394,8 @@ static Recipe make_recipe(py::object spec) {
         K.slot_role = k[6].cast<std::vector<int>>();
         K.slot_off = k[7].cast<std::vector<int64_t>>();
         TORCH_CHECK(K.func != nullptr, "recipe kernel: null function");
-        TORCH_CHECK(K.kind != 1 || K.vals.size() <= static_cast<size_t>(MAX_CALL_ARGS),
-                    "recipe kernel: a library call takes at most ", MAX_CALL_ARGS, " arguments");
+        if (K.kind == 1 && K.vals.size() > static_cast<size_t>(MAX_CALL_ARGS))
+            fail("recipe kernel: a library call takes at most %lld arguments", MAX_CALL_ARGS);
         TORCH_CHECK(K.kind != 2 || (K.nbytes <= 8 * K.vals.size() && K.nbytes + 8 > 8 * K.vals.size()),
                     "recipe kernel: a buffer launch's nbytes does not fit its cells");
         TORCH_CHECK(K.vals.size() <= static_cast<size_t>(K.kind == 2 ? MAX_CELLS : MAX_PARAMS) &&
@@ -399,8 +410,8 @@ static Recipe make_recipe(py::object spec) {
             int param = m[0].cast<int>(), role = m[1].cast<int>(), sp = m[3].cast<int>();
             TORCH_CHECK(param >= 0 && static_cast<size_t>(param) < K.vals.size() && role >= 0 && role < 4 &&
                         sp >= 0 && static_cast<size_t>(sp) < R.specs.size(), "recipe kernel map: out of range");
-            for (int q : K.slot_param) TORCH_CHECK(q != param, "recipe kernel map: parameter ", param,
-                                                   " is also a pointer slot");
+            for (int q : K.slot_param)
+                if (q == param) fail("recipe kernel map: parameter %lld is also a pointer slot", param);
             K.map_param.push_back(param);
             K.map_role.push_back(role);
             K.map_off.push_back(m[2].cast<int64_t>());
@@ -412,7 +423,7 @@ static Recipe make_recipe(py::object spec) {
         R.kernels.push_back(std::move(K));
     }
     TORCH_CHECK(!R.kernels.empty(), "recipe: no kernels");
-    TORCH_CHECK(nmaps <= static_cast<size_t>(MAX_MAPS), "recipe: more than ", MAX_MAPS, " tensor maps");
+    if (nmaps > static_cast<size_t>(MAX_MAPS)) fail("recipe: more than %lld tensor maps", MAX_MAPS);
     R.ws_bytes = t[1].cast<int64_t>();
     R.swap = t[2].cast<bool>();
     auto al = t[3].cast<std::vector<int64_t>>();
