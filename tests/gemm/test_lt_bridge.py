@@ -290,3 +290,88 @@ def test_settle_sets_cublaslt_up_before_a_first_run(bridge_cached, tmp_db):
     """What the steady-state benchmarks start with: no timed call on the bridge."""
     got = _child("settle", MIOFIND_LT_BRIDGE="1")
     assert got == {"bridged": 0, "ready": True}
+
+
+class _FakeBridge:
+    def __init__(self, shape, beta):
+        self.ok, self.calls = True, []
+
+    def __call__(self, stream, a, b, c):
+        self.calls.append((stream, a, b, c))
+
+
+@pytest.fixture
+def unplanned(monkeypatch):
+    """An LtGemm that no call has planned, in a process where cuBLASLt is not set up (no GPU needed): the bridge
+    and the planning path replaced by recorders."""
+    import threading
+
+    cupy = pytest.importorskip("cupy")
+    from miofind import cublas
+
+    g = object.__new__(cublas.LtGemm)
+    g.shape, g.beta, g._br, g._args, g.dev = (0,) * 15, 0, None, {}, 0
+    g._call_lock = threading.Lock()
+    planned = []
+    monkeypatch.setattr(g, "_block", lambda stream, align: planned.append(stream))    # no plan: the classic call
+    monkeypatch.setattr(g, "_classic", lambda stream, a, b, c: planned.append(("classic", stream)))
+    monkeypatch.setattr(lt_bridge, "Bridge", _FakeBridge)
+    monkeypatch.setattr(cublas, "_lt_ready", False)
+    started = []
+    monkeypatch.setattr(cublas, "start_setup", lambda dev: started.append(dev))
+    capturing = {"on": False}
+    monkeypatch.setattr(cupy.cuda.runtime, "streamIsCapturing", lambda s: capturing["on"])
+    monkeypatch.setenv("MIOFIND_LT_BRIDGE", "1")
+    return g, planned, started, capturing
+
+
+def test_an_unplanned_call_takes_the_bridge_and_starts_the_setup(unplanned):
+    g, planned, started, _ = unplanned
+    g.call(7, 256, 512, 768)
+    assert g._br.calls == [(7, 256, 512, 768)] and planned == [] and started == [0]
+
+
+@pytest.mark.parametrize("why", ["measuring", "switched off", "capturing", "ready", "no binary"])
+def test_the_bridge_is_not_taken(unplanned, monkeypatch, why):
+    from miofind import cublas
+
+    g, planned, started, capturing = unplanned
+    if why == "switched off":
+        monkeypatch.setenv("MIOFIND_LT_BRIDGE", "0")
+    elif why == "capturing":
+        capturing["on"] = True
+    elif why == "ready":
+        monkeypatch.setattr(cublas, "_lt_ready", True)
+    elif why == "no binary":
+        monkeypatch.setattr(_FakeBridge, "__init__", lambda self, shape, beta: setattr(self, "ok", False))
+    with (lt_bridge.direct() if why == "measuring" else _nothing()):
+        g.call(7, 256, 512, 768)
+    assert planned == [7, ("classic", 7)], why            # planned through cuBLASLt (here: its classic fallback)
+    assert g._br is None or not getattr(g._br, "calls", []), why
+
+
+def test_a_trace_during_the_setup_is_not_yet(unplanned):
+    """A recipe's trace (the native replay, miofind.torch's C++ path) waits for cuBLASLt: NotYet, nothing planned."""
+    from miofind import launch
+
+    g, planned, _, _ = unplanned
+    t = launch._Tracer()
+    launch._tracer = t
+    try:
+        with pytest.raises(launch.NotYet):
+            g.call(7, 256, 512, 768)
+    finally:
+        launch._tracer = None
+    assert planned == [] and not g._br.calls
+    # the native replay's maker says "not yet" (False: ask again), not "never" (None), where the extension is built
+    got = launch.replayer(launch.mark_traceable(lambda a, b, o, w, s: g.call(s, a, b, o)), False, 7)
+    nat = launch.native()
+    assert got is (False if nat is not None and hasattr(nat, "recipe") else None)
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
