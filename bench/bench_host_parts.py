@@ -199,8 +199,8 @@ def main():
     ap.add_argument("--parts", default="launch,gemm,torch,cold")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    from miofind import lt_bridge
-    lt_bridge.settle()      # steady-state calls: none of them on the bridge GEMM (cuBLASLt set up first)
+    from miofind import cublas
+    cublas.settle()         # steady-state calls: none of them on the bridge GEMM (cuBLASLt set up first)
     res = {}
     parts = a.parts.split(",")
     for name, fn in (("launch", launches), ("gemm", gemm), ("torch", lambda: torch_path(a.out))):

@@ -380,8 +380,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of the paths (median reported)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    from miofind import lt_bridge
-    lt_bridge.settle()      # steady-state calls: none of them on the bridge GEMM (cuBLASLt set up first)
+    from miofind import cublas
+    cublas.settle()         # steady-state calls: none of them on the bridge GEMM (cuBLASLt set up first)
     paths = tuple(a.paths.split(","))
     result = {"tiny": tiny(a.calls, paths, a.rounds)}
     if not a.skip_cold:

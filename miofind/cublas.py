@@ -215,17 +215,29 @@ def prefetch_lt() -> None:
 
 def start_setup(dev: int) -> None:
     """Start the set-up thread on device ``dev`` unless it was started or a query already returned."""
-    global _setup
+    global _setup, _lt_ready
     if _setup is not None or _lt_ready:
         return
     with _lock:
         if _setup is not None:
             return
         _setup = threading.Thread(target=_set_up_lt, args=(dev,), name="miofind-cublaslt-setup", daemon=True)
-    import atexit
+    try:
+        import atexit
 
-    atexit.register(_join_setup)
-    _setup.start()
+        atexit.register(_join_setup)
+        _setup.start()
+    except Exception:   # no thread (interpreter shutdown): calls plan cuBLASLt themselves, none waits on the bridge
+        _lt_ready = True
+
+
+def settle(timeout: float = 60.0) -> None:
+    """Set cuBLASLt up now (in its thread) and wait for it: from here every matmul runs cuBLASLt itself, never the
+    bridge GEMM (``miofind.lt_bridge``). Benchmarks of steady-state calls start with this."""
+    prefetch_lt()
+    t = _setup
+    if t is not None:
+        t.join(timeout)
 
 
 def _join_setup() -> None:
@@ -402,16 +414,16 @@ class LtGemm:
         in the background if it is not under way."""
         from . import env, lt_bridge
 
-        if lt_bridge.measuring() or not env.lt_bridge():
+        if lt_bridge.measuring() or not env.lt_bridge() or lt_bridge.vetoed():
+            return False
+        import cupy
+
+        if cupy.cuda.runtime.streamIsCapturing(stream):     # a capture keeps cuBLASLt's kernels
             return False
         br = self._br
         if br is None:
             br = self._br = lt_bridge.Bridge(self.shape, self.beta)
         if not br.ok:
-            return False
-        import cupy
-
-        if cupy.cuda.runtime.streamIsCapturing(stream):
             return False
         start_setup(self.dev)
         return not _lt_ready

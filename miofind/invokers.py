@@ -163,6 +163,7 @@ class Prepared:
         self._replay = replay and not self._fused
         self._sw = invoker if type(invoker).__name__ == "Switching" else None
         self._runs: dict[int, tuple] = {}
+        self._pending: set[int] = set()         # streams whose replay waits for cuBLASLt's set-up (launch.NotYet)
 
     # -- pointers --------------------------------------------------------------------------------
     def _torch_info(self):
@@ -270,7 +271,9 @@ class Prepared:
             return (cur, None, None)
         got = replayer(cur, bool(self.workspace_bytes), stream)
         if got is False:        # cuBLASLt sets itself up: the invoker runs (on the bridge GEMM), a later call traces
+            self._pending.add(stream)
             return (cur, None, None)
+        self._pending.discard(stream)
         rec = (cur, *got) if got else (cur, None, None)
         self._runs[stream] = rec
         return rec
@@ -281,13 +284,14 @@ class Prepared:
 
     def replay(self, stream: int, a: int, b: int, out: int, workspace: int, make: bool = True) -> bool:
         """Run on raw pointers (the invoker's order, swaps applied) as the native replay of ``stream``: True when it
-        ran; False where there is none (nor is one made, unless ``make``) or an address is misaligned for it
-        (nothing ran): the caller then runs the invoker. A failed step raises."""
+        ran; False where there is none (nor is one made, unless ``make`` or an earlier trace was told to wait for
+        cuBLASLt's set-up) or an address is misaligned for it (nothing ran): the caller then runs the invoker. A
+        failed step raises."""
         if not self._replay:
             return False
         rec = self._runs.get(stream)
         if rec is None or (self._sw is not None and rec[0] is not self._sw.current):
-            if not make:
+            if not make and stream not in self._pending:
                 return False
             rec = self._replay_of(stream)
         run = rec[1]

@@ -37,6 +37,7 @@ KERNELS = {(_R_32F, _R_32F): "gemm_bridge_f32_f32", (_R_16F, _R_16F): "gemm_brid
            (_R_16BF, _R_32F): "gemm_bridge_bf16_f32"}
 
 _local = threading.local()
+_vetoes: list = []      # callables; any true: no bridge (``veto``)
 _compile_started = False
 _lock = threading.Lock()
 calls = 0           # matmuls the bridge ran in this process (tests and benchmarks read it)
@@ -66,6 +67,18 @@ def measuring() -> bool:
     return bool(getattr(_local, "depth", 0))
 
 
+def veto(check) -> None:
+    """Register ``check()``: while it returns true, no matmul takes the bridge (miofind.torch registers PyTorch's
+    deterministic settings: which calls take the bridge depends on the set-up thread's timing, and the bridge's
+    sums differ from cuBLASLt's in the last bits, so first iterations would not repeat run to run)."""
+    if check not in _vetoes:
+        _vetoes.append(check)
+
+
+def vetoed() -> bool:
+    return any(check() for check in _vetoes)
+
+
 def _compile_for_next_process() -> None:
     """Compile the bridge's module into the kernel cache for the processes after this one, once per process, in a
     detached child process at the compile pool's lower priority: this process goes on without it (CuPy's NVRTC
@@ -85,20 +98,28 @@ def _compile_for_next_process() -> None:
         arch = C._device_arch()
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
-        subprocess.Popen([sys.executable, "-c", f"from miofind.lt_bridge import _compile_here; _compile_here({arch!r})"],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                         start_new_session=True)
+        proc = subprocess.Popen([sys.executable, "-c",
+                                 f"from miofind.lt_bridge import _compile_here; _compile_here({arch!r})"],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                                start_new_session=True)
+        threading.Thread(target=proc.wait, name="miofind-bridge-compile", daemon=True).start()    # reaped
     except Exception as e:      # this process waits for cuBLASLt, as it would without the bridge
         log.info("bridge GEMM: no background compile (%s)", e)
 
 
 def _compile_here(arch: str) -> None:
-    """The detached child's work: the module's cubin for ``arch`` into the kernel cache (no GPU needed)."""
+    """The detached child's work: the module's cubin for ``arch`` into the kernel cache (no GPU needed). One
+    compile at a time per cache (a lock file): processes started together (the ranks of a job) wait for the first
+    and then find the cubin cached."""
+    import fcntl
+
     from . import compile as C
     from .env import compile_nice
 
     C.lower_priority(compile_nice())
-    C.cubin_for(kernel_info(), arch)
+    with open(C.private_cache_dir() / "gemm_bridge.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        C.cubin_for(kernel_info(), arch)
 
 
 class Bridge:
@@ -138,13 +159,3 @@ class Bridge:
         self.launch(stream, a, b, c)
         calls += 1
 
-
-def settle(timeout: float = 60.0) -> None:
-    """Set cuBLASLt up now (in its thread) and wait for it: from here every matmul runs cuBLASLt itself (benchmarks
-    of steady-state calls start with this, so that no timed call runs on the bridge)."""
-    from . import cublas
-
-    cublas.prefetch_lt()
-    t = cublas._setup
-    if t is not None:
-        t.join(timeout)

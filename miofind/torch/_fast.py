@@ -90,6 +90,16 @@ def build(timeout: float = 600) -> Path:
     if cxx is None:
         raise RuntimeError("miofind.torch C++ extension: no C++ compiler found (set CXX, or install g++)")
     out.parent.mkdir(parents=True, exist_ok=True)
+    import fcntl
+
+    with open(out.parent / "build.lock", "w") as lock:   # one build at a time: the others then find it built
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if out.exists():
+            return out
+        return _build(out, cxx, timeout)
+
+
+def _build(out: Path, cxx: str, timeout: float) -> Path:
     fd, tmp = tempfile.mkstemp(prefix=NAME, suffix=".so.tmp", dir=out.parent)
     os.close(fd)
     try:
@@ -128,26 +138,26 @@ def _load(path: Path):
 def build_detached(timeout: float = 900) -> Path:
     """``build()`` in a detached child process, waited for: the compile survives this process's exit (a short
     process leaves the extension built for the next), and PyTorch's ``cpp_extension`` module (half a second to
-    import, holding the GIL) is imported there, not here. RuntimeError with the child's output when it fails."""
+    import, holding the GIL) is imported there, not here. The child's output goes to ``builder.log`` beside the
+    library (one file, rewritten by each build). ``build()`` in this process where there is no interpreter to
+    start (an embedded one). RuntimeError with the child's output when it fails."""
     out = library_path()
     if out.exists():
         return out
+    if not sys.executable:
+        return build(timeout)
     out.parent.mkdir(parents=True, exist_ok=True)
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
-    fd, log_path = tempfile.mkstemp(prefix="builder", suffix=".log", dir=out.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            r = subprocess.Popen([sys.executable, "-c", "from miofind.torch._fast import build; build()"],
-                                 stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT, env=env,
-                                 start_new_session=True)
-            rc = r.wait(timeout)
-        if rc != 0 or not out.exists():
-            tail = Path(log_path).read_text(errors="replace").strip()[-800:]
-            raise RuntimeError(f"miofind.torch C++ extension: the build process failed (exit {rc}): {tail}")
-    finally:
-        if os.path.exists(log_path):
-            os.unlink(log_path)
+    log_path = out.parent / "builder.log"
+    with open(log_path, "w") as fh:
+        r = subprocess.Popen([sys.executable, "-c", "from miofind.torch._fast import build; build()"],
+                             stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT, env=env,
+                             start_new_session=True)
+    rc = r.wait(timeout)
+    if rc != 0 or not out.exists():
+        tail = log_path.read_text(errors="replace").strip()[-800:]
+        raise RuntimeError(f"miofind.torch C++ extension: the build process failed (exit {rc}; {log_path}): {tail}")
     return out
 
 

@@ -22,6 +22,7 @@ import time
 
 import torch
 
+from .. import lt_bridge
 from ..problem import ProblemDescription
 from . import _fast
 from ._alloc import first_call_allocator, graph_trees_in_use as _graph_trees_in_use
@@ -86,6 +87,7 @@ def deterministic() -> bool:
 _det_algorithms = getattr(torch._C, "_get_deterministic_algorithms", None) or torch.are_deterministic_algorithms_enabled
 _det_cudnn = getattr(torch._C, "_get_cudnn_deterministic", None) or (lambda: torch.backends.cudnn.deterministic)
 allow_tf32 = getattr(torch._C, "_get_cudnn_allow_tf32", None) or (lambda: torch.backends.cudnn.allow_tf32)
+lt_bridge.veto(deterministic)   # deterministic runs: cuBLASLt itself from the first call (see lt_bridge.veto)
 
 
 def _tup(v) -> tuple:
