@@ -44,6 +44,7 @@ def library():
 
 _SONAMES = ("libcufft.so.12", "libcufft.so.11", "libcufft.so")
 _prefetching: list[threading.Thread] = []
+_soname_version: int | None = None     # cufftGetVersion of the library opened by soname (``_prefetch``)
 
 
 def prefetch_version() -> None:
@@ -61,14 +62,20 @@ def prefetch_version() -> None:
 
 
 def _prefetch() -> None:
+    """Open the library by soname and read its version there: the library CuPy's cufft module maps (it resolves
+    its dependency by soname) and the one ``library()`` then finds mapped first, so the same version, without
+    importing that module here (Python work that would take the GIL from the find)."""
+    global _soname_version
     for soname in _SONAMES:
         try:
-            ctypes.CDLL(soname)
+            lib = ctypes.CDLL(soname)
         except OSError:
             continue
         try:
-            version()
-        except Exception:   # met again, and reported, by the find's own call
+            v = ctypes.c_int(0)
+            if lib.cufftGetVersion(ctypes.byref(v)) == 0:
+                _soname_version = v.value
+        except Exception:   # no version here: ``version()`` reads it through ``library()``
             pass
         return
 
@@ -76,6 +83,10 @@ def _prefetch() -> None:
 @functools.lru_cache(maxsize=1)
 def version() -> int | None:
     """cuFFT's version (e.g. 12500), or None where no libcufft loads."""
+    if _lib is None and _prefetching:
+        _prefetching[0].join()      # ctypes' calls release the GIL: a wait, not work
+        if _soname_version is not None:
+            return _soname_version
     try:
         lib = library()
     except RuntimeError:

@@ -1,9 +1,9 @@
-"""The cuFFT binding's version prefetch (solvers/fft_cufft.py): a background read that starts only
-where the library opens by its soname, once per process, and that a find starts for F and B. CPU only."""
+"""The cuFFT binding's version prefetch (solvers/fft_cufft.py): a background read, once per process, of the
+version of the library that opens by its soname, which ``version()`` then answers without loading the binding
+(CuPy's cufft module); a find starts it for F and B. CPU only."""
 
 from __future__ import annotations
 
-import threading
 
 import pytest
 
@@ -16,7 +16,21 @@ from miofind.solvers import fft_cufft
 def fresh(monkeypatch):
     monkeypatch.setattr(fft_cufft, "_prefetching", [])
     monkeypatch.setattr(fft_cufft, "_lib", None)
-    return fft_cufft
+    monkeypatch.setattr(fft_cufft, "_soname_version", None)
+    fft_cufft.version.cache_clear()
+    yield fft_cufft
+    fft_cufft.version.cache_clear()
+
+
+class _Lib:
+    """A libcufft stand-in: cufftGetVersion writes ``v``."""
+
+    def __init__(self, v, opened):
+        self.v, self.opened = v, opened
+
+    def cufftGetVersion(self, ptr):
+        ptr._obj.value = self.v
+        return 0
 
 
 def test_no_soname_opens_no_thread(fresh, monkeypatch):
@@ -27,22 +41,22 @@ def test_no_soname_opens_no_thread(fresh, monkeypatch):
         raise OSError(f"{name}: cannot open shared object file")
 
     monkeypatch.setattr(fresh.ctypes, "CDLL", cdll)
-    monkeypatch.setattr(fresh, "version", lambda: pytest.fail("version() read without a library"))
     fresh.prefetch_version()
     fresh._prefetching[0].join(5)
-    assert tried == list(fresh._SONAMES)
+    assert tried == list(fresh._SONAMES) and fresh._soname_version is None
+    # version() then reads it through the binding, as before the prefetch existed
+    monkeypatch.setattr(fresh, "library", lambda: _Lib(11900, []))
+    assert fresh.version() == 11900
 
 
 def test_prefetch_reads_the_version_once_per_process(fresh, monkeypatch):
-    read, opened = [], []
-    done = threading.Event()
-    monkeypatch.setattr(fresh.ctypes, "CDLL", lambda name: opened.append(name))
-    monkeypatch.setattr(fresh, "version", lambda: (read.append(1), done.set(), 12000)[2])
+    opened = []
+    monkeypatch.setattr(fresh.ctypes, "CDLL", lambda name: (opened.append(name), _Lib(12000, opened))[1])
+    monkeypatch.setattr(fresh, "library", lambda: pytest.fail("the binding loaded for the version alone"))
     fresh.prefetch_version()
     fresh.prefetch_version()
-    assert done.wait(5)
-    fresh._prefetching[0].join(5)
-    assert opened == [fresh._SONAMES[0]] and read == [1] and len(fresh._prefetching) == 1
+    assert fresh.version() == 12000          # waits for the thread; no binding loaded
+    assert opened == [fresh._SONAMES[0]] and len(fresh._prefetching) == 1 and fresh._soname_version == 12000
 
 
 @pytest.mark.parametrize("direction,starts", [("F", True), ("B", True), ("W", False)])
