@@ -3,7 +3,8 @@
 # review mends of 26d466c on the GPU: the bridge's tests (the find with the set-up thread held back, settle), the
 # prepared path and miofind.torch with the bridge on in their processes (the hot path's retried replay), the
 # torch tests (the locked, detached build), gemm + winograd; then bench_cold_import --bridge-ab and the
-# first-step A/B as in call 5. About 7 minutes.
+# first-step A/B as in call 5; the first find's stages (fft_cufft's version without the binding, also untested on
+# a GPU). About 8 minutes.
 set -uo pipefail
 T0=$(date +%s)
 R=$OUT/r; mkdir -p $R
@@ -21,6 +22,9 @@ MIOFIND_LT_BRIDGE=1 timeout 200 python3 -m pytest -q -n 8 -p no:cacheprovider te
   > $R/on.log 2>&1; echo "prepared + torch, bridge on, rc=$?: $(tail -1 $R/on.log)"; grep -E "^(FAILED|ERROR)|crashed" $R/on.log | head
 timeout 150 python3 -m pytest -q -m gpu -n 8 -p no:cacheprovider tests/gemm tests/winograd > $R/gemm-wino.log 2>&1
 echo "gemm + winograd rc=$?: $(tail -1 $R/gemm-wino.log)"
+# the first find's stages (fft_cufft: cuFFT's version from the soname-opened library, no binding import)
+timeout 60 python3 bench/firstfind_probe.py plain,stages,stages,stages,plain,plain > $R/probe.txt 2>&1
+grep -E "stages \(inclusive" $R/probe.txt | head -3 | cut -c1-250
 timeout 120 python3 bench/bench_cold_import.py --runs 7 --gpu --bridge-ab --json $R/cold_bridge.json > $R/cold_bridge.log 2>&1
 echo "cold rc=$?"; grep -E "median of|  (find|run|total)_ms" $R/cold_bridge.log
 MIOFIND_SPECIALIZE=sync timeout 120 python3 bench/first_step.py --out $R/fill --configs train32-fp32 --backends miofind \
