@@ -18,7 +18,7 @@ from pathlib import Path
 __all__ = ["VARIABLES", "EnvVar", "FIND_MODES", "FindEnforce", "find_mode", "find_enforce", "user_db_url",
            "system_db", "log_level", "kernel_cache_dir", "cudnn_plans", "cudnn_execute", "import_key", "isolate",
            "with_naive", "lt_bridge", "native", "cut_factor", "DEFAULT_CUT_FACTOR", "predict_defer", "DEFAULT_PREDICT_DEFER",
-           "specialize", "reference", "QUIET"]
+           "specialize", "reference", "child_env", "QUIET"]
 
 FIND_MODES = ("normal", "fast", "hybrid", "dynamic_hybrid", "benchmark")
 
@@ -147,6 +147,15 @@ VARIABLES: tuple[EnvVar, ...] = (
 
 DEFAULT_CUT_FACTOR = 3.0
 DEFAULT_PREDICT_DEFER = 2.0
+
+
+def child_env() -> dict[str, str]:
+    """This process's environment for a child Python process, with this miofind's folder first on its path (the
+    child imports the same miofind, installed or from a checkout)."""
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
 
 
 def _get(name: str) -> str | None:

@@ -6,10 +6,22 @@ user can guess the temporary name to plant a file or link there first.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 
-__all__ = ["atomic_write", "default_file_mode", "stamp"]
+__all__ = ["atomic_write", "default_file_mode", "exclusive", "stamp"]
+
+
+@contextlib.contextmanager
+def exclusive(path: str | os.PathLike):
+    """Within: this process holds the exclusive ``flock`` of the lock file ``path`` (made if missing), waiting for
+    any other holder first; released on leaving (or when the process ends)."""
+    import fcntl
+
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
 
 
 def stamp(path_or_stat) -> list[int] | None:

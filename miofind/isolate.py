@@ -89,9 +89,9 @@ def current_device_id() -> int:
 
 def _child_env() -> dict[str, str]:
     """The parent's environment, with this miofind's directory first on the child's path."""
-    env = dict(os.environ)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    from .env import child_env
+
+    env = child_env()
     env["MIOFIND_ISOLATE"] = "0"    # a child never isolates again
     return env
 

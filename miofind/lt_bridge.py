@@ -89,19 +89,17 @@ def _compile_for_next_process() -> None:
             return
         _compile_started = True
     try:
-        import os
         import subprocess
         import sys
 
         from . import compile as C
+        from .env import child_env
 
         arch = C._device_arch()
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
         proc = subprocess.Popen([sys.executable, "-c",
                                  f"from miofind.lt_bridge import _compile_here; _compile_here({arch!r})"],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                                start_new_session=True)
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env=child_env(), start_new_session=True)
         threading.Thread(target=proc.wait, name="miofind-bridge-compile", daemon=True).start()    # reaped
     except Exception as e:      # this process waits for cuBLASLt, as it would without the bridge
         log.info("bridge GEMM: no background compile (%s)", e)
@@ -111,14 +109,12 @@ def _compile_here(arch: str) -> None:
     """The detached child's work: the module's cubin for ``arch`` into the kernel cache (no GPU needed). One
     compile at a time per cache (a lock file): processes started together (the ranks of a job) wait for the first
     and then find the cubin cached."""
-    import fcntl
-
     from . import compile as C
     from .env import compile_nice
+    from .fileio import exclusive
 
     C.lower_priority(compile_nice())
-    with open(C.private_cache_dir() / "gemm_bridge.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with exclusive(C.private_cache_dir() / "gemm_bridge.lock"):
         C.cubin_for(kernel_info(), arch)
 
 

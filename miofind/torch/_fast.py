@@ -90,10 +90,9 @@ def build(timeout: float = 600) -> Path:
     if cxx is None:
         raise RuntimeError("miofind.torch C++ extension: no C++ compiler found (set CXX, or install g++)")
     out.parent.mkdir(parents=True, exist_ok=True)
-    import fcntl
+    from ..fileio import exclusive
 
-    with open(out.parent / "build.lock", "w") as lock:   # one build at a time: the others then find it built
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with exclusive(out.parent / "build.lock"):   # one build at a time: the others then find it built
         if out.exists():
             return out
         return _build(out, cxx, timeout)
@@ -147,12 +146,12 @@ def build_detached(timeout: float = 900) -> Path:
     if not sys.executable:
         return build(timeout)
     out.parent.mkdir(parents=True, exist_ok=True)
-    root = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+    from ..env import child_env
+
     log_path = out.parent / "builder.log"
     with open(log_path, "w") as fh:
         r = subprocess.Popen([sys.executable, "-c", "from miofind.torch._fast import build; build()"],
-                             stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT, env=env,
+                             stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT, env=child_env(),
                              start_new_session=True)
     rc = r.wait(timeout)
     if rc != 0 or not out.exists():

@@ -10,6 +10,7 @@ never take the bridge.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -385,7 +386,7 @@ def test_the_bridge_is_not_taken(unplanned, monkeypatch, why):
         monkeypatch.setattr(cublas, "_lt_ready", True)
     elif why == "no binary":
         monkeypatch.setattr(_FakeBridge, "__init__", lambda self, shape, beta: setattr(self, "ok", False))
-    with (lt_bridge.direct() if why == "measuring" else _nothing()):
+    with (lt_bridge.direct() if why == "measuring" else contextlib.nullcontext()):
         g.call(7, 256, 512, 768)
     assert planned == [7, ("classic", 7)], why            # planned through cuBLASLt (here: its classic fallback)
     assert g._br is None or not getattr(g._br, "calls", []), why
@@ -408,14 +409,6 @@ def test_a_trace_during_the_setup_is_not_yet(unplanned):
     got = launch.replayer(launch.mark_traceable(lambda a, b, o, w, s: g.call(s, a, b, o)), False, 7)
     nat = launch.native()
     assert got is (False if nat is not None and hasattr(nat, "recipe") else None)
-
-
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *a):
-        return False
 
 
 def test_a_replay_told_not_yet_is_tried_again_on_the_hot_path(monkeypatch):
