@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session bridge, call 8 (written at the end of the session, NOT RUN: its device time was spent). It verifies the
-# review mends of 26d466c on the GPU: the bridge's tests (the find with the set-up thread held back, settle), the
+# review mends of 26d466c and 62845a0 (the shared child environment of isolate and the detached builds) on the GPU: the bridge's tests (the find with the set-up thread held back, settle), the
 # prepared path and miofind.torch with the bridge on in their processes (the hot path's retried replay), the
 # torch tests (the locked, detached build), gemm + winograd; then bench_cold_import --bridge-ab and the
 # first-step A/B as in call 5; the first find's stages (fft_cufft's version without the binding, also untested on
@@ -18,7 +18,7 @@ gcc -O2 -shared -fPIC -I$inc miofind/_native.c -o miofind/_native.abi3.so
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > $R/device.txt
 timeout 150 python3 -m pytest -q -n 8 -p no:cacheprovider tests/gemm/test_lt_bridge.py tests/gemm/test_cublaslt_setup_gpu.py \
   > $R/bridge.log 2>&1; echo "bridge tests rc=$?: $(tail -1 $R/bridge.log)"; grep -E "^(FAILED|ERROR)" $R/bridge.log | head
-MIOFIND_LT_BRIDGE=1 timeout 200 python3 -m pytest -q -n 8 -p no:cacheprovider tests/core/test_prepared_gpu.py tests/torch \
+MIOFIND_LT_BRIDGE=1 timeout 200 python3 -m pytest -q -n 8 -p no:cacheprovider tests/core/test_prepared_gpu.py tests/core/test_isolate_gpu.py tests/torch \
   > $R/on.log 2>&1; echo "prepared + torch, bridge on, rc=$?: $(tail -1 $R/on.log)"; grep -E "^(FAILED|ERROR)|crashed" $R/on.log | head
 timeout 150 python3 -m pytest -q -m gpu -n 8 -p no:cacheprovider tests/gemm tests/winograd > $R/gemm-wino.log 2>&1
 echo "gemm + winograd rc=$?: $(tail -1 $R/gemm-wino.log)"
