@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session bridge, call 8 (written at the end of the session, NOT RUN: its device time was spent). It verifies the
+# Session bridge, call 8 (written at the end of the session bridge, run at the start of the next on an H200 host). It verifies the
 # review mends of 26d466c and 62845a0 (the shared child environment of isolate and the detached builds) on the GPU: the bridge's tests (the find with the set-up thread held back, settle), the
 # prepared path and miofind.torch with the bridge on in their processes (the hot path's retried replay), the
 # torch tests (the locked, detached build), gemm + winograd; then bench_cold_import --bridge-ab and the
