@@ -24,6 +24,25 @@ __device__ __forceinline__ float br_load(const float* p) { return *p; }
 __device__ __forceinline__ float br_load(const __half* p) { return __half2float(*p); }
 __device__ __forceinline__ float br_load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
 
+// One operand's K-slab into shared memory: Xs[l][p] = X(p0 + p, l0 + l) for p < BR_TILE, l < BR_K, zero
+// outside extent x k, where X(p, l) = x[p + l ld] when p is the contiguous index (A untransposed, B
+// transposed), else x[l + p ld]; consecutive threads walk the contiguous index (coalesced reads).
+template <typename T>
+__device__ __forceinline__ void br_tile(float (*Xs)[BR_TILE + 1], const T* __restrict__ x, long long ld, bool p_contig,
+                                        int p0, int extent, int l0, int k)
+{
+    const int t = threadIdx.x;
+    #pragma unroll
+    for(int e = 0; e < 4; ++e)
+    {
+        int pp, ll;
+        if(p_contig) { pp = t % BR_TILE; ll = t / BR_TILE + 4 * e; }
+        else         { ll = t % BR_K;    pp = t / BR_K + 16 * e; }
+        const int p = p0 + pp, l = l0 + ll;
+        Xs[ll][pp] = (p < extent && l < k) ? br_load(x + (p_contig ? p + l * ld : l + p * ld)) : 0.f;
+    }
+}
+
 template <typename TA, typename TC>
 __device__ __forceinline__ void bridge_gemm(int ta, int tb, int m, int n, int k, const TA* __restrict__ A,
                                             long long lda, long long sa, const TA* __restrict__ B, long long ldb,
@@ -42,26 +61,9 @@ __device__ __forceinline__ void bridge_gemm(int ta, int tb, int m, int n, int k,
         float acc[4][4] = {};
         for(int l0 = 0; l0 < k; l0 += BR_K)
         {
-            // A(i, l) = a[i + l lda] (N) or a[l + i lda] (T); consecutive threads walk the contiguous index
-            #pragma unroll
-            for(int e = 0; e < 4; ++e)
-            {
-                int ii, ll;
-                if(ta == 0) { ii = t % BR_TILE; ll = t / BR_TILE + 4 * e; }
-                else        { ll = t % BR_K;    ii = t / BR_K + 16 * e; }
-                const int i = i0 + ii, l = l0 + ll;
-                As[ll][ii] = (i < m && l < k) ? br_load(a + (ta == 0 ? i + l * lda : l + i * lda)) : 0.f;
-            }
-            // B(l, j) = b[l + j ldb] (N) or b[j + l ldb] (T)
-            #pragma unroll
-            for(int e = 0; e < 4; ++e)
-            {
-                int jj, ll;
-                if(tb == 0) { ll = t % BR_K;    jj = t / BR_K + 16 * e; }
-                else        { jj = t % BR_TILE; ll = t / BR_TILE + 4 * e; }
-                const int j = j0 + jj, l = l0 + ll;
-                Bs[ll][jj] = (j < n && l < k) ? br_load(b + (tb == 0 ? l + j * ldb : j + l * ldb)) : 0.f;
-            }
+            // A(i, l) = a[i + l lda] (N) or a[l + i lda] (T); B(l, j) = b[l + j ldb] (N) or b[j + l ldb] (T)
+            br_tile(As, a, lda, ta == 0, i0, m, l0, k);
+            br_tile(Bs, b, ldb, tb != 0, j0, n, l0, k);
             __syncthreads();
             #pragma unroll
             for(int l = 0; l < BR_K; ++l)
