@@ -2,8 +2,10 @@
 the shipped FindDB holds, each the median of ``--runs`` fresh processes (after one untimed process, so
 that every run finds the bytecode and kernel caches warm).
 
-CuPy is imported first (untimed). Without ``--gpu`` (any machine): ``get_solutions(KEY,
-device="sm_90-132")``, immediate mode, over the shipped H100 DB beneath a user DB that does not exist. With ``--gpu``: CUDA is initialised first
+CuPy is imported first (untimed; ``--first torch``: PyTorch instead, with CUDA up through it and torch tensors,
+as in a PyTorch process, which has not imported CuPy; ``--first none``: nothing, on the CPU). Without ``--gpu``
+(any machine): ``get_solutions(KEY, device="sm_90-132")``, immediate mode, over the shipped H100 DB beneath a user
+DB that does not exist. With ``--gpu``: CUDA is initialised first
 (untimed), then ``find_solutions(KEY)`` in normal mode beneath an empty user DB, and the first
 ``run_solution`` on arrays made beforehand (targets: import + find + run <= 400 ms, find <= 30 ms).
 ``find_cpu_ms`` is the calling thread's CPU time in the find: below ``find_ms`` where work ran
@@ -38,17 +40,24 @@ TARGETS_MS = {"find_ms": 30.0, "run_ms": 50.0, "total_ms": 400.0}
 
 CHILD = r"""
 import json, sys, time
-gpu, key, shapes = sys.argv[1] == "gpu", sys.argv[2], json.loads(sys.argv[3])
-try:
-    import cupy   # as a process that has CUDA up (the GPU case) has CuPy imported
-except ImportError:
-    pass
-if gpu:
+gpu, key, shapes, first = sys.argv[1] == "gpu", sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
+if first == "cupy":
+    try:
+        import cupy   # as a process that has CUDA up through CuPy has it imported
+    except ImportError:
+        pass
+if gpu and first == "cupy":
     cupy.cuda.Device(0).use()
     cupy.cuda.runtime.deviceSynchronize()
     x = cupy.random.standard_normal(shapes[0], dtype=cupy.float32)
     w = cupy.random.standard_normal(shapes[1], dtype=cupy.float32)
     cupy.cuda.runtime.deviceSynchronize()
+elif gpu:         # a PyTorch process: CUDA up through torch, CuPy not imported
+    import torch
+    x = torch.randn(shapes[0], device="cuda")
+    w = torch.randn(shapes[1], device="cuda")
+    torch.cuda.synchronize()
+sync = (lambda: cupy.cuda.runtime.deviceSynchronize()) if first == "cupy" else (lambda: torch.cuda.synchronize())
 t0 = time.perf_counter()
 import miofind
 from miofind import find_solutions, get_solutions, run_solution
@@ -56,10 +65,10 @@ t1, c1 = time.perf_counter(), time.thread_time()
 res = find_solutions(key) if gpu else get_solutions(key, device="sm_90-132")
 t2, c2 = time.perf_counter(), time.thread_time()
 out = {"import_ms": (t1 - t0) * 1e3, "find_ms": (t2 - t1) * 1e3, "find_cpu_ms": (c2 - c1) * 1e3,
-       "source": res.source, "sqlalchemy": "sqlalchemy" in sys.modules}
+       "source": res.source, "sqlalchemy": "sqlalchemy" in sys.modules, "cupy_in_find": "cupy" in sys.modules}
 if gpu:
     run_solution(res[0], x, w)
-    cupy.cuda.runtime.deviceSynchronize()
+    sync()
     out["run_ms"] = (time.perf_counter() - t2) * 1e3
     out["solver"] = res[0].solver_id
     lb = sys.modules.get("miofind.lt_bridge")
@@ -87,9 +96,15 @@ def parse_args(argv=None):
     ap.add_argument("--json", help="write the figures to this file")
     ap.add_argument("--key", default=KEY, help="the problem (a 2-D NCHW FP32 key of the shipped DB)")
     ap.add_argument("--bridge-ab", action="store_true", help="alternate MIOFIND_LT_BRIDGE=0 and 1 (with --gpu)")
+    ap.add_argument("--first", choices=("cupy", "torch", "none"), default="cupy",
+                    help="what the process has up before miofind (untimed): CuPy (default; with --gpu CUDA through "
+                         "CuPy, CuPy arrays), torch (--gpu only: CUDA through PyTorch, torch tensors, CuPy not "
+                         "imported), none (CPU only: nothing)")
     a = ap.parse_args(argv)
     if a.bridge_ab and not a.gpu:
         ap.error("--bridge-ab needs --gpu")
+    if (a.first == "torch") != (a.gpu and a.first != "cupy"):
+        ap.error(f"--first {a.first}: torch needs --gpu, none is for the CPU run")
     if a.runs < 1:
         ap.error(f"--runs: {a.runs} is not a positive number")
     if not os.path.isfile(os.path.join(a.repo, "miofind", "__init__.py")):
@@ -107,7 +122,8 @@ def key_shapes(key: str) -> list[list[int]]:
 
 def run_child(a, env) -> dict:
     t = time.perf_counter()
-    r = subprocess.run([sys.executable, "-c", CHILD, "gpu" if a.gpu else "cpu", a.key, json.dumps(a.shapes)], capture_output=True,
+    r = subprocess.run([sys.executable, "-c", CHILD, "gpu" if a.gpu else "cpu", a.key, json.dumps(a.shapes),
+                        a.first], capture_output=True,
                        text=True, env=env, cwd=a.repo, timeout=600)
     wall = (time.perf_counter() - t) * 1e3
     if r.returncode != 0:
@@ -143,16 +159,17 @@ def main(argv=None) -> None:
     for name, rs in runs.items():
         med = meds[name] = {c: statistics.median(r[c] for r in rs) for c in cols}
         print(f"{a.repo}: {'GPU find_solutions + first run' if a.gpu else 'CPU get_solutions --device sm_90-132'}, "
-              f"{a.key}, median of {a.runs} processes{' with ' + name if name else ''}")
+              f"{a.key}, {a.first} first, median of {a.runs} processes{' with ' + name if name else ''}")
         for c in cols:
             target = f"  (target <= {TARGETS_MS[c]:.0f})" if a.gpu and c in TARGETS_MS else ""
             print(f"  {c:<11} {med[c]:8.1f}   runs: {', '.join(f'{r[c]:.1f}' for r in rs)}{target}")
         print(f"  answered from: {sorted({r['source'] for r in rs})}; SQLAlchemy imported: "
-              f"{sorted({r['sqlalchemy'] for r in rs})}"
+              f"{sorted({r['sqlalchemy'] for r in rs})}; CuPy imported after the find: "
+              f"{sorted({r['cupy_in_find'] for r in rs})}"
               + (f"; solver {sorted({r['solver'] for r in rs})}, bridged matmuls {[r['bridged'] for r in rs]}"
                  if a.gpu else ""))
     if a.json:
-        out = {"repo": a.repo, "gpu": a.gpu, "key": a.key}
+        out = {"repo": a.repo, "gpu": a.gpu, "key": a.key, "first": a.first}
         if a.bridge_ab:
             out["arms"] = {name: {"median": meds[name], "runs": runs[name]} for name in runs}
         else:

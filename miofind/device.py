@@ -7,7 +7,9 @@ GPU-less queries of the shipped FindDB (``miofind db ... --device``, ``get_solut
 from __future__ import annotations
 
 import functools
+import importlib.util
 import re
+import sys
 from dataclasses import dataclass
 
 
@@ -63,9 +65,7 @@ def device_from_string(spec: str, *, option: str = "--device") -> DeviceInfo:
 def _cupy_versions() -> dict[str, str]:
     """The CUDA runtime version CuPy was built for and CuPy's version, read without touching a GPU."""
     try:
-        import cupy
-
-        return {"cuda_version": version_string(cupy.cuda.runtime.runtimeGetVersion()), "cupy_version": cupy.__version__}
+        return {"cuda_version": version_string(_runtime().runtimeGetVersion()), "cupy_version": _cupy_version()}
     except Exception:
         return {"cuda_version": "", "cupy_version": ""}
 
@@ -81,6 +81,45 @@ def _cupy():
     return cupy
 
 
+def require_cupy():
+    """CuPy, imported; NoGPUError with a one-line reason where it is missing or does not import."""
+    return _cupy()
+
+
+def _runtime():
+    """CUDA's runtime API as CuPy binds it, without importing CuPy's package where it is not imported yet:
+    ``cupy.cuda.runtime`` re-exports ``cupy_backends.cuda.api.runtime``, so the calls and their answers are
+    the same, and a find answered from a FindDB, which needs only the device's identity, does not pay CuPy's
+    import (60 ms on the H100 host, 0.3-0.6 s on a 2-core CPU). Where that module does not import, CuPy's own
+    import gives the error (``_cupy``)."""
+    if "cupy" not in sys.modules and importlib.util.find_spec("cupy") is not None:
+        try:
+            from cupy_backends.cuda.api import runtime
+
+            return runtime
+        except Exception:
+            pass
+    return _cupy().cuda.runtime
+
+
+def _cupy_version() -> str:
+    """``cupy.__version__`` (which CuPy takes from ``cupy/_version.py``), read from that file where CuPy is not
+    imported yet."""
+    mod = sys.modules.get("cupy")
+    if mod is not None:
+        return mod.__version__
+    spec = importlib.util.find_spec("cupy")
+    for d in (spec.submodule_search_locations or []) if spec is not None else []:
+        try:
+            with open(f"{d}/_version.py", encoding="utf-8") as fh:
+                m = re.search(r"""^__version__\s*=\s*['"]([^'"]+)['"]""", fh.read(), re.M)
+        except OSError:
+            continue
+        if m:
+            return m.group(1)
+    return _cupy().__version__
+
+
 def version_string(v: int) -> str:
     """A CUDA version integer (13020) as "13.2"."""
     return f"{v // 1000}.{(v % 1000) // 10}"
@@ -89,9 +128,8 @@ def version_string(v: int) -> str:
 @functools.lru_cache(maxsize=None)
 def current_device(device_id: int | None = None) -> DeviceInfo:
     """Identity of the current (or given) CUDA device; raises NoGPUError without one."""
-    cupy = _cupy()
+    rt = _runtime()
     try:
-        rt = cupy.cuda.runtime
         n = rt.getDeviceCount()
         if n < 1:
             raise _no_gpu("no CUDA device is visible")
@@ -105,7 +143,7 @@ def current_device(device_id: int | None = None) -> DeviceInfo:
             sm_count=int(props["multiProcessorCount"]),
             driver_version=version_string(rt.driverGetVersion()),
             cuda_version=version_string(rt.runtimeGetVersion()),
-            cupy_version=cupy.__version__,
+            cupy_version=_cupy_version(),
         )
     except NoGPUError:
         raise

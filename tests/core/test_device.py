@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -76,7 +78,7 @@ def _fake_cupy(count):
     (0, "no CUDA device is visible"),
 ])
 def test_no_gpu_message_says_what_works(monkeypatch, count, reason):
-    monkeypatch.setattr(device, "_cupy", lambda: _fake_cupy(count))
+    monkeypatch.setattr(device, "_runtime", lambda: _fake_cupy(count).cuda.runtime)
     device.current_device.cache_clear()
     try:
         with pytest.raises(NoGPUError) as e:
@@ -94,3 +96,54 @@ def test_no_gpu_message_without_cupy(monkeypatch):
     with pytest.raises(NoGPUError, match=r"^no usable GPU \(CuPy is not installed; install "
                                          r"miofind\[cuda13\] or miofind\[cuda12\]\); without a GPU, `miofind solvers`"):
         device._cupy()
+
+
+def test_no_gpu_message_without_cupy_from_current_device(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    device.current_device.cache_clear()
+    try:
+        with pytest.raises(NoGPUError, match=r"^no usable GPU \(CuPy is not installed"):
+            device.current_device()
+    finally:
+        device.current_device.cache_clear()
+
+
+def test_a_run_without_cupy_says_so(monkeypatch):
+    """A find may answer without importing CuPy; the first run needs it and names what is missing."""
+    from miofind import invokers
+    from miofind.problem import ProblemDescription
+
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    p = ProblemDescription.make("F", n=1, c=8, k=8, in_size=(8, 8), filter_size=3, pads=1)
+    with pytest.raises(NoGPUError, match=r"^no usable GPU \(CuPy is not installed"):
+        invokers.get_invoker(p, "ConvDirectNaiveConvFwd")
+
+
+def test_cupy_version_is_read_from_its_version_file(monkeypatch, tmp_path):
+    pkg = tmp_path / "cupy"
+    pkg.mkdir()
+    (pkg / "_version.py").write_text("from __future__ import annotations\n\n__version__ = '99.1.0rc2'\n")
+    spec = types.SimpleNamespace(submodule_search_locations=[str(pkg)])
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    monkeypatch.setattr(device.importlib.util, "find_spec", lambda name: spec if name == "cupy" else None)
+    assert device._cupy_version() == "99.1.0rc2"
+    (pkg / "_version.py").write_text("__version__ = compute()\n")   # not a literal: CuPy's own import answers
+    monkeypatch.setattr(device, "_cupy", lambda: types.SimpleNamespace(__version__="99.2"))
+    assert device._cupy_version() == "99.2"
+
+
+@pytest.mark.skipif(device.importlib.util.find_spec("cupy") is None, reason="CuPy is not installed")
+def test_identity_without_importing_cupy_matches_cupys():
+    """device_from_string reads CuPy's CUDA runtime version and its version without importing CuPy's package (its
+    runtime module is the one cupy.cuda.runtime re-exports); both equal what the imported CuPy says."""
+    code = ("import sys\n"
+            "from miofind.device import device_from_string, version_string\n"
+            "d = device_from_string('sm_90-132')\n"
+            "before = 'cupy' in sys.modules\n"
+            "import cupy\n"
+            "print(before, d.cuda_version == version_string(cupy.cuda.runtime.runtimeGetVersion()),"
+            " d.cupy_version == cupy.__version__, d.cupy_version != '')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       cwd=Path(__file__).resolve().parents[2])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False", "True", "True", "True"], r.stdout
