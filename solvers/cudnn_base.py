@@ -144,17 +144,6 @@ def _cudnn():
     return cudnn
 
 
-def preload_frontend() -> None:
-    """Import the frontend where it is installed, as the first cuDNN plan would (``miofind.torch``'s background
-    preload: the import takes 20-180 ms on the H100 hosts, dlopen and Python, and touches no GPU). Never raises:
-    whatever fails is met again, and reported, by the first plan."""
-    try:
-        if frontend_status()[0]:
-            _cudnn()
-    except Exception:
-        pass
-
-
 def _backend_library():
     """The libcudnn that ``import cudnn`` loads, by the frontend's own order (its ``_dlopen_cudnn``):
     a libcudnn.so.9 or libcudnn.so in an LD_LIBRARY_PATH folder, the nvidia-cudnn wheel's in

@@ -2,8 +2,7 @@
 model's convolutions (``MIOFIND_TORCH_PRELOAD``, default on).
 
 A first training step otherwise imports CuPy (80-130 ms on an H100 host after PyTorch), miofind's find and
-registry with every solver module, loads the built C++ extension, and, where an answer is a cuDNN plan, imports
-the cuDNN frontend (90-180 ms), all inside its convolutions
+registry with every solver module, and loads the built C++ extension, all inside its first convolution
 (``bench/results/session-first/``). A training script's set-up after ``convert`` (the optimizer, a data loader's
 first batch, a checkpoint) then overlaps that work. Nothing here touches the GPU: no device is asked (a thread's
 current CUDA device is not the caller's), no context made, no library set up; a C++ extension that is not built
@@ -45,7 +44,5 @@ def _run() -> None:
         from . import _fast
         if _fast.use and _fast.library_path().exists():
             _fast.module()  # loads the built extension (never builds it here)
-        from ..solvers import cudnn_base
-        cudnn_base.preload_frontend()   # where a DB answer is a cuDNN plan (last: mostly a backward pass's)
     except Exception as e:      # noqa: BLE001  the first convolution meets it again and reports it
         log.debug("miofind.torch: preload stopped (%s: %s)", type(e).__name__, e)

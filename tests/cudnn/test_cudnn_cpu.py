@@ -165,32 +165,6 @@ def test_versions_read_unimported_are_corrected_by_the_import(monkeypatch, tmp_p
         cudnn_base.reset_frontend_status()
 
 
-def test_preload_frontend_imports_it_where_installed_and_never_raises(monkeypatch, tmp_path):
-    body = '__version__ = "1.2.3"\nclass pygraph: pass\ndef backend_version():\n    return 91900\n'
-    _installed(tmp_path, monkeypatch, body)
-    try:
-        cudnn_base.preload_frontend()
-        assert "cudnn" in sys.modules and cudnn_base.frontend_status() == (True, "")
-        assert cudnn_base.library_versions() == {"cudnn": "91900", "cudnn_frontend": "1.2.3"}
-    finally:
-        sys.modules.pop("cudnn", None)
-        cudnn_base.reset_frontend_status()
-    # a frontend whose import fails: no exception here, the status says why (the first plan reports it)
-    _installed(tmp_path / "broken", monkeypatch, '__version__ = "1.0"\nraise RuntimeError("boom")\n')
-    try:
-        cudnn_base.preload_frontend()
-        ok, why = cudnn_base.frontend_status()
-        assert not ok and "boom" in why
-    finally:
-        sys.modules.pop("cudnn", None)
-        cudnn_base.reset_frontend_status()
-
-
-def test_preload_frontend_without_it_imports_nothing(no_frontend, monkeypatch):
-    monkeypatch.setattr(cudnn_base, "_cudnn", lambda: pytest.fail("imported where not installed"))
-    cudnn_base.preload_frontend()
-
-
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_tensor_specs_match_memory_layouts(shape):
     """dims are N,C,(D),H,W (weights K,C/G,(Z),Y,X); strides are those of the layout's dense array."""
