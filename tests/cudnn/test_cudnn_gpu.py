@@ -325,7 +325,7 @@ def test_find_uses_cudnn():
 @pytest.mark.parametrize("dtype,ref_us", [("FP32", 241.0), ("FP16", 58.0)])
 def test_fastest_plan_matches_reference_time(dtype, ref_us):
     """3x3 64->64 @56 N=32 forward (cuDNN 9.19 through PyTorch, benchmark mode, measured on this H100: 241 us FP32, 58 us FP16): the fastest plan, timed
-    over 20 back-to-back calls, should be within 1.5x. Prints every plan's time."""
+    over 20 back-to-back calls (the best of 5 such bursts), should be within 1.5x. Prints every plan's time."""
     import cupy
 
     from miofind.invokers import call, get_invoker
@@ -343,12 +343,15 @@ def test_fastest_plan_matches_reference_time(dtype, ref_us):
         buf = cupy.empty(need, dtype=cupy.uint8) if need else None
         call(inv, p, a, b, out, buf)
         start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        for _ in range(20):
-            call(inv, p, a, b, out, buf)
-        stop.record()
-        stop.synchronize()
-        times[name] = cupy.cuda.get_elapsed_time(start, stop) * 1e3 / 20
+        reps = []
+        for _ in range(5):      # the best of 5 bursts: the suite's other workers share the GPU
+            start.record()
+            for _ in range(20):
+                call(inv, p, a, b, out, buf)
+            stop.record()
+            stop.synchronize()
+            reps.append(cupy.cuda.get_elapsed_time(start, stop) * 1e3 / 20)
+        times[name] = min(reps)
     best = min(times, key=times.get)
     print(f"{dtype}: " + ", ".join(f"{n} {t:.0f}us" for n, t in sorted(times.items(), key=lambda kv: kv[1])))
     assert times[best] <= 1.5 * ref_us, f"fastest cuDNN plan {best} takes {times[best]:.0f} us (reference {ref_us} us)"
