@@ -70,6 +70,7 @@ if gpu:
     run_solution(res[0], x, w)
     sync()
     out["run_ms"] = (time.perf_counter() - t2) * 1e3
+    out["cupy_after_run"] = "cupy" in sys.modules
     out["solver"] = res[0].solver_id
     lb = sys.modules.get("miofind.lt_bridge")
     out["bridged"] = lb.calls if lb is not None else 0
@@ -166,8 +167,8 @@ def main(argv=None) -> None:
         print(f"  answered from: {sorted({r['source'] for r in rs})}; SQLAlchemy imported: "
               f"{sorted({r['sqlalchemy'] for r in rs})}; CuPy imported after the find: "
               f"{sorted({r['cupy_in_find'] for r in rs})}"
-              + (f"; solver {sorted({r['solver'] for r in rs})}, bridged matmuls {[r['bridged'] for r in rs]}"
-                 if a.gpu else ""))
+              + (f"; solver {sorted({r['solver'] for r in rs})}, bridged matmuls {[r['bridged'] for r in rs]}, "
+                 f"CuPy imported after the run: {sorted({r['cupy_after_run'] for r in rs})}" if a.gpu else ""))
     if a.json:
         out = {"repo": a.repo, "gpu": a.gpu, "key": a.key, "first": a.first}
         if a.bridge_ab:

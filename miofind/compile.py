@@ -323,6 +323,12 @@ def is_compiled(kinfo: KernelInfo) -> bool:
 
 
 def _load(path: Path, name: str):
+    if "cupy" not in sys.modules:   # a PyTorch process that has not imported CuPy: the driver's module load
+        from .cumodule import DriverModule
+
+        mod = DriverModule(path=str(path))
+        mod.get_function(name).kernel   # load now, so a bad cubin fails here
+        return mod
     import cupy
 
     mod = cupy.RawModule(path=str(path))
@@ -344,7 +350,7 @@ def cubin_for(kinfo: KernelInfo, arch: str | None = None) -> bytes:
 
 def compile_kernel(kinfo: KernelInfo):
     """Compile (or fetch from the in-process or binary cache) and return the cupy.RawKernel for
-    ``kinfo``. A cached cubin is loaded only after its digest check; one that fails the check, or
+    ``kinfo`` (a ``cumodule.DriverKernel`` where CuPy is not imported: the same interface for launches). A cached cubin is loaded only after its digest check; one that fails the check, or
     passes it but cannot be loaded, is compiled again and replaced atomically. CompileError when
     compiling or loading fails or the cache directory is not private."""
     arch = _device_arch()

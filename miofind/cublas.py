@@ -21,6 +21,7 @@ import logging
 import threading
 
 from . import nvlib
+from .device import runtime
 from . import launch
 from .launch import native, native_function
 
@@ -89,25 +90,20 @@ def _check(name: str, status: int) -> None:
 def _workspace(dev: int, stream: int) -> int:
     ws = _workspaces.get((dev, stream))
     if ws is None:
-        import cupy
-
-        from .launch import cupy_stream
+        from .launch import scratch
 
         with _lock:
             ws = _workspaces.get((dev, stream))
             if ws is None:
-                with cupy_stream(stream):
-                    ws = _workspaces[(dev, stream)] = cupy.empty(WORKSPACE_BYTES, dtype=cupy.uint8)
-    return ws.data.ptr
+                ws = _workspaces[(dev, stream)] = scratch(WORKSPACE_BYTES, stream)     # (owner, address)
+    return ws[1]
 
 
 def handle(stream: int, math_mode: int) -> int:
     """This thread's handle on the current device, bound to ``stream`` with that stream's workspace,
     host pointer mode and ``math_mode``."""
-    import cupy
-
     lib = library()
-    dev = cupy.cuda.runtime.getDevice()
+    dev = runtime().getDevice()
     handles = getattr(_tls, "handles", None)
     if handles is None:
         handles = _tls.handles = {}
@@ -206,8 +202,7 @@ def prefetch_lt() -> None:
     if _setup is not None or _lt_ready:
         return
     try:
-        import cupy
-        dev = cupy.cuda.runtime.getDevice()
+        dev = runtime().getDevice()
     except Exception:
         return
     start_setup(dev)
@@ -250,11 +245,10 @@ def _join_setup() -> None:
 def _set_up_lt(dev: int) -> None:
     global _lt_ready
     try:
-        import cupy
         from .nvlib import relaxed_capture_mode
 
         relaxed_capture_mode()
-        cupy.cuda.runtime.setDevice(dev)
+        runtime().setDevice(dev)
         g = LtGemm(OP["N"], OP["N"], 64, 64, 64, R_32F, 64, 0, 64, 0, R_32F, 64, 0, 1, COMPUTE_32F, 0, False)
         g._plan((256, 256, 256))
     except Exception:
@@ -290,13 +284,12 @@ class LtGemm:
     def __init__(self, ta: int, tb: int, m: int, n: int, k: int, ab_type: int, lda: int, sa: int, ldb: int, sb: int,
                  c_type: int, ldc: int, sc: int, batch: int, compute: int, beta: int, no_reduced_precision: bool,
                  math_mode: int = DEFAULT_MATH) -> None:
-        import cupy
         import numpy as np
 
         self.shape = (ta, tb, m, n, k, ab_type, lda, sa, ldb, sb, c_type, ldc, sc, batch, compute)
         self.math_mode = math_mode
         self.no_reduced_precision = no_reduced_precision
-        self.dev = cupy.cuda.runtime.getDevice()
+        self.dev = runtime().getDevice()
         self.lib = lt_library()
         self.h = _lt_handle(self.dev)
         self.beta = beta
@@ -416,9 +409,7 @@ class LtGemm:
 
         if lt_bridge.measuring() or not env.lt_bridge() or lt_bridge.vetoed():
             return False
-        import cupy
-
-        if cupy.cuda.runtime.streamIsCapturing(stream):     # a capture keeps cuBLASLt's kernels
+        if runtime().streamIsCapturing(stream):     # a capture keeps cuBLASLt's kernels
             return False
         br = self._br
         if br is None:

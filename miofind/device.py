@@ -89,9 +89,9 @@ def require_cupy():
 def _runtime():
     """CUDA's runtime API as CuPy binds it, without importing CuPy's package where it is not imported yet:
     ``cupy.cuda.runtime`` re-exports ``cupy_backends.cuda.api.runtime``, so the calls and their answers are
-    the same, and a find answered from a FindDB, which needs only the device's identity, does not pay CuPy's
-    import (60 ms on the H100 host, 0.3-0.6 s on a 2-core CPU). Where that module does not import, CuPy's own
-    import gives the error (``_cupy``)."""
+    the same, and a find answered from a FindDB, or a run in a PyTorch process, does not pay CuPy's import
+    (about 60 ms on the H100 host, 0.3-0.6 s on a 2-core CPU) for them. Where that module does not import,
+    CuPy's own import gives the error (``_cupy``)."""
     if "cupy" not in sys.modules and importlib.util.find_spec("cupy") is not None:
         try:
             from cupy_backends.cuda.api import runtime
@@ -100,6 +100,25 @@ def _runtime():
         except Exception:
             pass
     return _cupy().cuda.runtime
+
+
+def runtime():
+    """CUDA's runtime API (``cupy.cuda.runtime``'s functions: ``getDevice``, ``setDevice``,
+    ``streamIsCapturing``, ...) without importing CuPy; NoGPUError where CuPy is not installed. Cheap enough
+    for a per-call path once loaded."""
+    rt = sys.modules.get("cupy_backends.cuda.api.runtime")
+    return rt if rt is not None else _runtime()
+
+
+def driver():
+    """CUDA's driver API as CuPy binds it (``cupy.cuda.driver``'s functions: ``moduleLoad``, ``moduleGetFunction``,
+    ``funcSetAttribute``, ``launchKernel``, ...), without importing CuPy's package."""
+    runtime()
+    try:
+        from cupy_backends.cuda.api import driver as drv
+    except Exception:
+        from cupy.cuda import driver as drv
+    return drv
 
 
 def _cupy_version() -> str:

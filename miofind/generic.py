@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import sys
 import threading
 from collections.abc import Callable
 
@@ -290,13 +291,15 @@ class GenericFunction:
 
     @property
     def max_dynamic_shared_size_bytes(self) -> int:
-        from cupy.cuda import driver
-        return driver.funcGetAttribute(driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, self.kernel.ptr)
+        from .device import driver
+        drv = driver()
+        return drv.funcGetAttribute(drv.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, self.kernel.ptr)
 
     @max_dynamic_shared_size_bytes.setter
     def max_dynamic_shared_size_bytes(self, nbytes: int) -> None:
-        from cupy.cuda import driver
-        driver.funcSetAttribute(self.kernel.ptr, driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(nbytes))
+        from .device import driver
+        drv = driver()
+        drv.funcSetAttribute(self.kernel.ptr, drv.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(nbytes))
 
     def __call__(self, grid, block, args, *, shared_mem: int = 0, stream=None):
         self.kernel(tuple(grid), tuple(block), args, shared_mem, stream)
@@ -309,17 +312,18 @@ _lock = threading.Lock()
 _copy_streams = threading.local()
 
 
-def _copy_stream():
-    """This thread's non-blocking stream on the current device, for ``_write_global``."""
-    import cupy
+def _copy_stream() -> int:
+    """This thread's non-blocking stream on the current device (a raw handle, kept), for ``_write_global``."""
+    from .device import runtime
 
-    dev = cupy.cuda.runtime.getDevice()
+    rt = runtime()
+    dev = rt.getDevice()
     streams = getattr(_copy_streams, "by_device", None)
     if streams is None:
         streams = _copy_streams.by_device = {}
     s = streams.get(dev)
     if s is None:
-        s = streams[dev] = cupy.cuda.Stream(non_blocking=True)
+        s = streams[dev] = rt.streamCreateWithFlags(rt.streamNonBlocking)
     return s
 
 
@@ -328,36 +332,41 @@ def _write_global(mod, name: str, value) -> None:
     (``cuModuleGetGlobal`` gives its device address) and wait for that copy alone: on a non-blocking
     stream, so that it does not wait for the GPU work queued before it (a find's float64 reference,
     which the candidates' preparation overlaps) as a copy on the legacy default stream would."""
-    import cupy
+    from .device import runtime
 
+    rt = runtime()
     dst = mod.get_global_var(name)
     dst = dst if isinstance(dst, int) else dst.ptr
     s = _copy_stream()
-    cupy.cuda.runtime.memcpyAsync(dst, ctypes.addressof(value), ctypes.sizeof(value),
-                                  cupy.cuda.runtime.memcpyHostToDevice, s.ptr)
-    s.synchronize()
+    rt.memcpyAsync(dst, ctypes.addressof(value), ctypes.sizeof(value), rt.memcpyHostToDevice, s)
+    rt.streamSynchronize(s)
 
 
 def _instance(gk: GenericKernel):
     """The module instance of ``gk``'s build holding ``gk.values``, loaded and written once per
     process and device."""
-    import cupy
-    from cupy.cuda import function
-
     from .compile import binary_key, cubin_for
-    from .device import current_device
+    from .device import current_device, runtime
 
     arch = current_device().arch
-    dev = cupy.cuda.runtime.getDevice()
+    rt = runtime()
+    dev = rt.getDevice()
     key = (binary_key(gk.kinfo, arch), gk.values, gk.divisors, gk.residue_rest, dev)
     mod = _instances.get(key)
     if mod is None:
         with _lock:
             mod = _instances.get(key)
             if mod is None:
-                cupy.cuda.Device(dev).use()     # cudaSetDevice: the primary context current in this thread
-                mod = function.Module()
-                mod.load(cubin_for(gk.kinfo, arch))
+                rt.setDevice(dev)       # cudaSetDevice: the primary context current in this thread
+                if "cupy" in sys.modules:
+                    from cupy.cuda import function
+
+                    mod = function.Module()
+                    mod.load(cubin_for(gk.kinfo, arch))
+                else:                   # a PyTorch process that has not imported CuPy: the driver's module load
+                    from .cumodule import DriverModule
+
+                    mod = DriverModule(data=cubin_for(gk.kinfo, arch))
                 ctype = ctypes.c_int64 if gk.wide else ctypes.c_int32
                 block = (ctype * len(gk.values))(*gk.values)
                 _write_global(mod, "miofind_gp", block)

@@ -13,8 +13,8 @@ import json
 import threading
 
 from .compile import compile_kernel
-from .device import require_cupy
-from .launch import ptr, replay_failed, replayer
+from .device import require_cupy, runtime
+from .launch import ptr, replay_failed, replayer, scratch
 from .problem import ProblemDescription
 from .registry import get_solver
 from .solver import ConvSolution
@@ -155,8 +155,7 @@ class Prepared:
         self._ws: dict[int, object] = {}
         self._stream_locks: dict[int, threading.Lock] = {}
         self._ws_lock = threading.Lock()
-        import cupy
-        self.device = cupy.cuda.runtime.getDevice()     # the kernels are loaded for this device
+        self.device = runtime().getDevice()     # the kernels are loaded for this device
         self.names = {"F": ("x", "w", "y"), "B": ("dy", "w", "dx"), "W": ("dy", "x", "dw")}[d]
         self._fused, self._has_bias = problem.fused, bool(problem.bias)
         self._out_torch = None                  # torch_output's two (shape, strides), made on first use
@@ -245,18 +244,13 @@ class Prepared:
             return 0
         buf = self._ws.get(stream)
         if buf is None:
-            import cupy
-
-            from .launch import cupy_stream
-
             with self._ws_lock:
                 buf = self._ws.get(stream)
                 if buf is None:
-                    with cupy_stream(stream):
-                        buf = cupy.empty(self.workspace_bytes, dtype=cupy.uint8)
+                    buf = scratch(self.workspace_bytes, stream)     # (owner, address)
                     self._stream_locks[stream] = threading.Lock()
                     self._ws[stream] = buf
-        return buf.data.ptr
+        return buf[1]
 
     # -- the native replay ------------------------------------------------------------------------
     def _replay_of(self, stream: int) -> tuple:
@@ -267,9 +261,7 @@ class Prepared:
         rec = self._runs.get(stream)
         if rec is not None and rec[0] is cur:
             return rec
-        import cupy
-
-        if cupy.cuda.runtime.streamIsCapturing(stream):
+        if runtime().streamIsCapturing(stream):
             return (cur, None, None)
         got = replayer(cur, bool(self.workspace_bytes), stream)
         if got is False:        # cuBLASLt sets itself up: the invoker runs (on the bridge GEMM), a later call traces

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import sys
 import threading
 
 import numpy as np
@@ -36,8 +37,8 @@ _driver = None
 def _launch_kernel():
     global _driver
     if _driver is None:
-        from cupy.cuda import driver
-        _driver = driver
+        from .device import driver
+        _driver = driver()
     return _driver.launchKernel
 
 
@@ -572,3 +573,24 @@ def cupy_stream(stream: int):
     if s is None:
         s = _streams[(dev, stream)] = cupy.cuda.ExternalStream(stream, dev)
     return s
+
+
+def scratch(nbytes: int, stream: int):
+    """(owner, device address) of a new buffer of ``nbytes`` bytes made on the raw stream ``stream`` of the current
+    device, kept alive by ``owner``: from CuPy's memory pool where CuPy is imported (or PyTorch is not), else
+    from PyTorch's caching allocator, as a PyTorch process that has not imported CuPy has it (no second pool, and
+    no CuPy import for a workspace)."""
+    if "cupy" not in sys.modules and "torch" in sys.modules:
+        import torch
+
+        from .device import runtime
+
+        dev = runtime().getDevice()
+        with torch.cuda.stream(torch.cuda.ExternalStream(stream, device=dev)):
+            buf = torch.empty(nbytes, dtype=torch.uint8, device=dev)
+        return buf, buf.data_ptr()
+    import cupy
+
+    with cupy_stream(stream):
+        buf = cupy.empty(nbytes, dtype=cupy.uint8)
+    return buf, buf.data.ptr

@@ -256,8 +256,8 @@ class _Noop:
 
 def _device():
     try:
-        import cupy
-        return cupy.cuda.runtime.getDevice()
+        from .device import runtime
+        return runtime().getDevice()
     except Exception:
         return None
 
