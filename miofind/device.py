@@ -81,11 +81,6 @@ def _cupy():
     return cupy
 
 
-def require_cupy():
-    """CuPy, imported; NoGPUError with a one-line reason where it is missing or does not import."""
-    return _cupy()
-
-
 def _runtime():
     """CUDA's runtime API as CuPy binds it, without importing CuPy's package where it is not imported yet:
     ``cupy.cuda.runtime`` re-exports ``cupy_backends.cuda.api.runtime``, so the calls and their answers are

@@ -13,7 +13,7 @@ import json
 import threading
 
 from .compile import compile_kernel
-from .device import require_cupy, runtime
+from .device import runtime
 from .launch import ptr, replay_failed, replayer, scratch
 from .problem import ProblemDescription
 from .registry import get_solver
@@ -52,7 +52,7 @@ def get_invoker(problem: ProblemDescription, solver_id: str, config=None):
         if _run_builder:
             inv = _run_builder[0](problem, solver_id, config)
         else:
-            require_cupy()   # a clear NoGPUError where CuPy is missing or broken (a find may not have imported it)
+            runtime()   # a clear NoGPUError where CuPy is not installed (a find may not have imported it)
             sol = get_solver(solver_id).get_solution(problem, config)
             inv = (build_invoker(problem, sol), sol.workspace_bytes)
         with _lock:

@@ -113,7 +113,9 @@ def test_a_run_without_cupy_says_so(monkeypatch):
     from miofind import invokers
     from miofind.problem import ProblemDescription
 
-    monkeypatch.setitem(sys.modules, "cupy", None)
+    monkeypatch.setitem(sys.modules, "cupy", None)          # neither CuPy nor its runtime module imports
+    monkeypatch.setitem(sys.modules, "cupy_backends", None)
+    monkeypatch.delitem(sys.modules, "cupy_backends.cuda.api.runtime", raising=False)
     p = ProblemDescription.make("F", n=1, c=8, k=8, in_size=(8, 8), filter_size=3, pads=1)
     with pytest.raises(NoGPUError, match=r"^no usable GPU \(CuPy is not installed"):
         invokers.get_invoker(p, "ConvDirectNaiveConvFwd")

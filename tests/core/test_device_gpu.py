@@ -60,7 +60,15 @@ def test_a_db_answer_needs_no_cupy_and_the_same_identity(first, tmp_path):
 
 
 RUN_CHILD = r"""
-import json, sys
+import json, sys, traceback
+first_cupy = []
+class _Watch:       # where CuPy is first imported, if it is (every import route passes sys.meta_path)
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name == "cupy" and not first_cupy:
+            first_cupy.append("".join(traceback.format_stack(limit=14)[:-1]))
+        return None
+sys.meta_path.insert(0, _Watch)
 import torch
 torch.backends.cudnn.allow_tf32 = False
 torch.backends.cuda.matmul.allow_tf32 = False
@@ -83,7 +91,7 @@ else:
     ref = torch.nn.grad.conv2d_weight(B, p.io_shapes()[2], A, **kw)
 errs = [float((o.double() - ref).abs().max() / ref.abs().max()) for o in outs]
 print(json.dumps({"source": res.source, "solver": res[0].solver_id, "cupy_after_runs": cupy_after_runs,
-                  "errs": errs}))
+                  "errs": errs, "first_cupy_import": first_cupy[0] if first_cupy else None}))
 """
 
 # (key, solver): the shipped DB's answers for these ResNet-50 layers, or one of its records
@@ -118,5 +126,5 @@ def test_a_pytorch_process_runs_without_importing_cupy(key, solver, specialize, 
     assert r.returncode == 0, r.stderr[-3000:]
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert (out["source"], out["solver"]) == ("db", solver)
-    assert out["cupy_after_runs"] is False
+    assert out["cupy_after_runs"] is False, out["first_cupy_import"]
     assert max(out["errs"]) < 1e-4, out["errs"]

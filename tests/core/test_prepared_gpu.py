@@ -201,7 +201,11 @@ def test_replayed_call_equals_the_step_by_step_call(p, sid):
     torch.cuda.synchronize()
     tol = 5e-3 if sid.startswith(("ConvWinograd", "ConvFFT", "ConvCudnn")) else 1e-4
     assert torch.isfinite(out).all() and _rel(out, _reference(p, a, b, torch)) < tol
-    assert torch.equal(out, out2), f"replayed and step-by-step differ: {_rel(out, out2.double())}"
+    # bit for bit where the solver is deterministic; cuDNN's plans are not all (split-K engines with atomics:
+    # two calls of one plan differed by 7e-9 in session-suite call 5), so theirs agree within the tolerance
+    det = get_solver(sid).deterministic
+    same = (lambda x, y: torch.equal(x, y)) if det else (lambda x, y: _rel(x, y.double()) < tol)
+    assert same(out, out2), f"replayed and step-by-step differ: {_rel(out, out2.double())}"
     # a side stream: its own replay (a traced one's library calls carry their stream)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
@@ -210,7 +214,7 @@ def test_replayed_call_equals_the_step_by_step_call(p, sid):
         pr(a, b, out3)
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
-    assert pr.replays(side.cuda_stream) == expect and torch.equal(out3, out2)
+    assert pr.replays(side.cuda_stream) == expect and same(out3, out2)
     # inputs 4 bytes off a 256-byte boundary: the replay refuses (-1) and the invoker runs (or raises its own error)
     if replays:
         buf = torch.empty(a.numel() + 64, device="cuda")
