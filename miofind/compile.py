@@ -109,9 +109,9 @@ def _loaded_library(pattern: str) -> str | None:
 
 
 def nvrtc_library_path() -> str | None:
-    """The file of the NVRTC library CuPy loaded (None without CuPy's NVRTC or off Linux)."""
+    """The file of the NVRTC library CuPy loaded, or would load (None without CuPy's NVRTC or off Linux)."""
     try:
-        _nvrtc_version()  # makes CuPy load libnvrtc
+        _nvrtc_version()  # loads libnvrtc (CuPy's binding, or cuda.pathfinder as it does)
     except Exception:
         return None
     return _loaded_library(r"^libnvrtc\.so(\.\d+)*$")
@@ -266,8 +266,30 @@ def lower_priority(nice: int) -> None:
 
 @functools.lru_cache(maxsize=None)
 def _nvrtc_version() -> str:
+    if "cupy" not in sys.modules:       # CuPy's NVRTC binding imports CuPy to find its library
+        v = _nvrtc_version_unimported()
+        if v is not None:
+            return v
     from cupy_backends.cuda.libs import nvrtc
     return "%d.%d" % nvrtc.getVersion()
+
+
+def _nvrtc_version_unimported() -> str | None:
+    """NVRTC's version, from the library ``cuda.pathfinder`` loads, which is where CuPy's NVRTC binding finds its
+    own, without importing CuPy (60 ms on the H100 host: a PyTorch process's first run asks this for its binary
+    cache keys); None where that does not work (the binding then answers)."""
+    try:
+        import ctypes
+
+        from cuda.pathfinder import load_nvidia_dynamic_lib
+
+        lib = ctypes.CDLL(load_nvidia_dynamic_lib("nvrtc").abs_path)
+        major, minor = ctypes.c_int(), ctypes.c_int()
+        if lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor)) != 0:
+            return None
+        return f"{major.value}.{minor.value}"
+    except Exception:
+        return None
 
 
 def _device_arch() -> str:

@@ -1,8 +1,9 @@
-"""CUDA modules loaded through the driver API as CuPy binds it (``cupy_backends``), standing where ``cupy.RawModule``
-and ``cupy.RawKernel`` stand for the invoker factories and ``launch.Launch`` (``get_function``, ``.kernel.ptr``,
+"""CUDA modules loaded through the driver API (libcuda through ctypes), standing where ``cupy.RawModule`` and
+``cupy.RawKernel`` stand for the invoker factories and ``launch.Launch`` (``get_function``, ``.kernel.ptr``,
 ``max_dynamic_shared_size_bytes``, ``get_global_var``), so that a PyTorch process that has not imported CuPy loads
-and runs miofind's kernels without that import (about 60 ms on the H100 host). ``miofind.compile`` and
-``miofind.generic`` use them only where CuPy is not imported; a process with CuPy keeps CuPy's own.
+and runs miofind's kernels without that import (about 60 ms on the H100 host; CuPy's own driver binding imports
+CuPy at its first call). ``miofind.compile`` and ``miofind.generic`` use them only where CuPy is not imported; a
+process with CuPy keeps CuPy's own.
 
 As CuPy's, a module is loaded once per device, at its first use on that device, into the device's primary
 context (made current in the calling thread first).
@@ -10,9 +11,65 @@ context (made current in the calling thread first).
 
 from __future__ import annotations
 
+import ctypes
 import threading
 
-from .device import driver, runtime
+from .device import runtime
+
+MAX_DYNAMIC_SHARED_SIZE_BYTES = 8       # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+
+_cu = None
+_cu_lock = threading.Lock()
+
+
+class CUDADriverError(RuntimeError):
+    """A driver call that failed: its name and CUresult."""
+
+
+def libcuda():
+    """libcuda with the prototypes of the calls used here (loaded once)."""
+    global _cu
+    with _cu_lock:
+        if _cu is None:
+            lib = ctypes.CDLL("libcuda.so.1")
+            vp, pvp = ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)
+            for name, args in (("cuCtxGetCurrent", [pvp]),
+                               ("cuModuleLoad", [pvp, ctypes.c_char_p]),
+                               ("cuModuleLoadData", [pvp, ctypes.c_char_p]),
+                               ("cuModuleGetFunction", [pvp, vp, ctypes.c_char_p]),
+                               ("cuModuleGetGlobal_v2", [ctypes.POINTER(ctypes.c_uint64),
+                                                         ctypes.POINTER(ctypes.c_size_t), vp, ctypes.c_char_p]),
+                               ("cuFuncGetAttribute", [ctypes.POINTER(ctypes.c_int), ctypes.c_int, vp]),
+                               ("cuFuncSetAttribute", [vp, ctypes.c_int, ctypes.c_int]),
+                               ("cuGetErrorName", [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)])):
+                fn = getattr(lib, name)
+                fn.argtypes, fn.restype = args, ctypes.c_int
+            _cu = lib
+    return _cu
+
+
+def check(name: str, result: int) -> None:
+    """CUDADriverError naming the call and its CUresult unless ``result`` is CUDA_SUCCESS."""
+    if result:
+        s = ctypes.c_char_p()
+        libcuda().cuGetErrorName(result, ctypes.byref(s))
+        raise CUDADriverError(f"{name} failed: {(s.value or b'CUresult %d' % result).decode()}")
+
+
+def context_current() -> bool:
+    h = ctypes.c_void_p()
+    check("cuCtxGetCurrent", libcuda().cuCtxGetCurrent(ctypes.byref(h)))
+    return bool(h.value)
+
+
+def get_attribute(fn: int, attr: int) -> int:
+    v = ctypes.c_int()
+    check("cuFuncGetAttribute", libcuda().cuFuncGetAttribute(ctypes.byref(v), attr, fn))
+    return v.value
+
+
+def set_attribute(fn: int, attr: int, value: int) -> None:
+    check("cuFuncSetAttribute", libcuda().cuFuncSetAttribute(fn, attr, int(value)))
 
 
 class DriverModule:
@@ -34,11 +91,14 @@ class DriverModule:
             with self._lock:
                 h = self._handles.get(dev)
                 if h is None:
-                    if not driver().ctxGetCurrent():
+                    if not context_current():
                         rt.setDevice(dev)       # the device's primary context, current in this thread
-                    drv = driver()
-                    h = drv.moduleLoad(self.path) if self.path is not None else drv.moduleLoadData(self.data)
-                    self._handles[dev] = h
+                    mod = ctypes.c_void_p()
+                    if self.path is not None:
+                        check("cuModuleLoad", libcuda().cuModuleLoad(ctypes.byref(mod), self.path.encode()))
+                    else:
+                        check("cuModuleLoadData", libcuda().cuModuleLoadData(ctypes.byref(mod), self.data))
+                    h = self._handles[dev] = mod.value
         return h
 
     def get_function(self, name: str) -> "DriverKernel":
@@ -46,7 +106,10 @@ class DriverModule:
 
     def get_global_var(self, name: str) -> int:
         """The device address of the module's global ``name`` on the current device."""
-        return driver().moduleGetGlobal(self.handle(), name)
+        ptr, size = ctypes.c_uint64(), ctypes.c_size_t()
+        check("cuModuleGetGlobal", libcuda().cuModuleGetGlobal_v2(ctypes.byref(ptr), ctypes.byref(size),
+                                                                   self.handle(), name.encode()))
+        return ptr.value
 
 
 class _Function:
@@ -57,7 +120,7 @@ class _Function:
 
 
 class DriverKernel:
-    """One kernel of a DriverModule: ``.kernel.ptr`` is its CUfunction on the current device."""
+    """One kernel of a DriverModule: ``.kernel.ptr`` (and ``.ptr``) is its CUfunction on the current device."""
 
     def __init__(self, module: DriverModule, name: str) -> None:
         self.module, self.name = module, name
@@ -68,15 +131,20 @@ class DriverKernel:
         dev = runtime().getDevice()
         fn = self._fns.get(dev)
         if fn is None:
-            fn = self._fns[dev] = _Function(driver().moduleGetFunction(self.module.handle(), self.name))
+            h = ctypes.c_void_p()
+            check("cuModuleGetFunction", libcuda().cuModuleGetFunction(ctypes.byref(h), self.module.handle(),
+                                                                         self.name.encode()))
+            fn = self._fns[dev] = _Function(h.value)
         return fn
 
     @property
+    def ptr(self) -> int:
+        return self.kernel.ptr
+
+    @property
     def max_dynamic_shared_size_bytes(self) -> int:
-        drv = driver()
-        return drv.funcGetAttribute(drv.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, self.kernel.ptr)
+        return get_attribute(self.kernel.ptr, MAX_DYNAMIC_SHARED_SIZE_BYTES)
 
     @max_dynamic_shared_size_bytes.setter
     def max_dynamic_shared_size_bytes(self, nbytes: int) -> None:
-        drv = driver()
-        drv.funcSetAttribute(self.kernel.ptr, drv.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(nbytes))
+        set_attribute(self.kernel.ptr, MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)

@@ -291,15 +291,13 @@ class GenericFunction:
 
     @property
     def max_dynamic_shared_size_bytes(self) -> int:
-        from .device import driver
-        drv = driver()
-        return drv.funcGetAttribute(drv.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, self.kernel.ptr)
+        from .cumodule import MAX_DYNAMIC_SHARED_SIZE_BYTES, get_attribute
+        return get_attribute(self.kernel.ptr, MAX_DYNAMIC_SHARED_SIZE_BYTES)
 
     @max_dynamic_shared_size_bytes.setter
     def max_dynamic_shared_size_bytes(self, nbytes: int) -> None:
-        from .device import driver
-        drv = driver()
-        drv.funcSetAttribute(self.kernel.ptr, drv.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(nbytes))
+        from .cumodule import MAX_DYNAMIC_SHARED_SIZE_BYTES, set_attribute
+        set_attribute(self.kernel.ptr, MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
 
     def __call__(self, grid, block, args, *, shared_mem: int = 0, stream=None):
         self.kernel(tuple(grid), tuple(block), args, shared_mem, stream)
