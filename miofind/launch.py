@@ -31,15 +31,20 @@ __all__ = ["PTR", "MAP", "Launch", "Launcher", "ptr", "cupy_stream", "native", "
 
 log = logging.getLogger(__name__)
 
-_driver = None
+_driver = None          # libcuda's cuLaunchKernel through ctypes (the Python path), once asked for
 
 
 def _launch_kernel():
+    """libcuda's ``cuLaunchKernel`` as a ctypes function returning its CUresult (the Python path; CuPy's driver
+    binding would import CuPy at its first call)."""
     global _driver
     if _driver is None:
-        from .device import driver
-        _driver = driver()
-    return _driver.launchKernel
+        f = ctypes.CDLL("libcuda.so.1").cuLaunchKernel
+        u = ctypes.c_uint
+        f.restype = ctypes.c_int
+        f.argtypes = (ctypes.c_void_p, u, u, u, u, u, u, u, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+        _driver = f
+    return _driver
 
 
 _native = None          # miofind._native, or False where it is not built or turned off
@@ -276,8 +281,8 @@ class Launch:
         g = self._g
         with self._lock:
             self._write(args)
-            launch(self._fn, g[0], g[1], g[2], g[3], g[4], g[5], self.shared_mem, stream, self._addr, 0)
-        return 0
+            return launch(self._fn, g[0], g[1], g[2], g[3], g[4], g[5], self.shared_mem, stream or None, self._addr,
+                          None)
 
     def __call__(self, stream: int, *pointers: int) -> None:
         if _tracer is not None and _tracer.mine():
