@@ -105,17 +105,6 @@ def runtime():
     return rt if rt is not None else _runtime()
 
 
-def driver():
-    """CUDA's driver API as CuPy binds it (``cupy.cuda.driver``'s functions: ``moduleLoad``, ``moduleGetFunction``,
-    ``funcSetAttribute``, ``launchKernel``, ...), without importing CuPy's package."""
-    runtime()
-    try:
-        from cupy_backends.cuda.api import driver as drv
-    except Exception:
-        from cupy.cuda import driver as drv
-    return drv
-
-
 def _cupy_version() -> str:
     """``cupy.__version__`` (which CuPy takes from ``cupy/_version.py``), read from that file where CuPy is not
     imported yet."""
