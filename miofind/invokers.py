@@ -153,7 +153,6 @@ class Prepared:
         self._torch = None                      # (torch dtype, channels_last formats) on first torch call
         self._ttype = None                      # torch.Tensor, once a torch tensor was seen
         self._ws: dict[int, object] = {}
-        self._stream_locks: dict[int, threading.Lock] = {}
         self._ws_lock = threading.Lock()
         self.device = runtime().getDevice()     # the kernels are loaded for this device
         self.names = {"F": ("x", "w", "y"), "B": ("dy", "w", "dx"), "W": ("dy", "x", "dw")}[d]
@@ -248,7 +247,6 @@ class Prepared:
                 buf = self._ws.get(stream)
                 if buf is None:
                     buf = scratch(self.workspace_bytes, stream)     # (owner, address)
-                    self._stream_locks[stream] = threading.Lock()
                     self._ws[stream] = buf
         return buf[1]
 
@@ -346,17 +344,16 @@ class Prepared:
         if bias is not None and not self._fused:
             raise ValueError(f"bias: {self.problem.key()} is not a fused problem; pass none (or prepare the "
                              "problem with bias=1)")
-        if workspace is None and self.workspace_bytes:
-            pw = self.workspace_for(s)
-            # several threads may launch on one stream: the launches of one call carry data through
-            # this stream's workspace, so another thread's launches must not come between them
-            with self._stream_locks[s]:
-                if not self.replay(s, pa, pb, po, pw):
-                    self.invoker(pa, pb, po, pw, s, *extra)
-            return out
-        pw = 0 if workspace is None else _workspace_ptr(workspace, self.workspace_bytes, self.solver_id)
-        if not self.replay(s, pa, pb, po, pw):
-            self.invoker(pa, pb, po, pw, s, *extra)
+        if workspace is None:
+            pw = self.workspace_for(s) if self.workspace_bytes else 0
+        else:
+            pw = _workspace_ptr(workspace, self.workspace_bytes, self.solver_id)
+        # several threads may launch on one stream: the launches of one call carry data through this stream's
+        # state (this solution's workspace, cuBLAS's workspace of the stream, which every solution on it shares),
+        # so another thread's launches on the stream must not come between them
+        with stream_lock(s):
+            if not self.replay(s, pa, pb, po, pw):
+                self.invoker(pa, pb, po, pw, s, *extra)
         return out
 
 
@@ -404,6 +401,16 @@ def _workspace_ptr(workspace, need: int, solver_id: str) -> int:
 
 
 _prepared: dict[tuple, Prepared] = {}
+_stream_locks: dict[int, threading.RLock] = {}
+
+
+def stream_lock(stream: int) -> threading.RLock:
+    """The process-wide lock of a raw stream, held while one prepared call queues its launches on it."""
+    lk = _stream_locks.get(stream)
+    if lk is None:
+        with _lock:
+            lk = _stream_locks.setdefault(stream, threading.RLock())
+    return lk
 
 
 def prepare(problem: ProblemDescription, solver_id: str, config=None) -> Prepared:
