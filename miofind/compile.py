@@ -372,7 +372,8 @@ def cubin_for(kinfo: KernelInfo, arch: str | None = None) -> bytes:
 
 def compile_kernel(kinfo: KernelInfo):
     """Compile (or fetch from the in-process or binary cache) and return the cupy.RawKernel for
-    ``kinfo`` (a ``cumodule.DriverKernel`` where CuPy is not imported: the same interface for launches). A cached cubin is loaded only after its digest check; one that fails the check, or
+    ``kinfo`` (a ``cumodule.DriverKernel`` where CuPy is not imported: the same interface for launches).
+    A cached cubin is loaded only after its digest check; one that fails the check, or
     passes it but cannot be loaded, is compiled again and replaced atomically. CompileError when
     compiling or loading fails or the cache directory is not private."""
     arch = _device_arch()
