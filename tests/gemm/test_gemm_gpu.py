@@ -244,7 +244,8 @@ def test_gemm_workspace_reported_and_chunked():
 
 @pytest.mark.gpu
 def test_gemm_1x1_speed_near_cublas():
-    """GemmFwd1x1 (NCHW, 1x1 64->256 @56, N=32, FP32) against cupy.matmul of the same batched GEMM."""
+    """GemmFwd1x1 (NCHW, 1x1 64->256 @56, N=32, FP32) against cupy.matmul of the same batched GEMM, the best of 5
+    interleaved bursts of 20 calls each (it failed once at 247 against 147 us with 14 workers sharing the GPU)."""
     import cupy
 
     from miofind.invokers import build_invoker, call
@@ -258,8 +259,6 @@ def test_gemm_1x1_speed_near_cublas():
     wm, xm = w.reshape(256, 64), x.reshape(32, 64, 56 * 56)
 
     def timed(fn, iters=20):
-        for _ in range(3):
-            fn()
         e0, e1 = cupy.cuda.Event(), cupy.cuda.Event()
         e0.record()
         for _ in range(iters):
@@ -268,8 +267,17 @@ def test_gemm_1x1_speed_near_cublas():
         e1.synchronize()
         return cupy.cuda.get_elapsed_time(e0, e1) / iters
 
-    ours = timed(lambda: call(inv, p, x, w, y, None))
-    ref = timed(lambda: cupy.matmul(wm, xm))
+    def ours_fn():
+        call(inv, p, x, w, y, None)
+
+    def ref_fn():
+        cupy.matmul(wm, xm)
+
+    for _ in range(3):
+        ours_fn(), ref_fn()
+    # the best of 5 interleaved bursts each: the suite's other workers share the GPU
+    bursts = [(timed(ours_fn), timed(ref_fn)) for _ in range(5)]
+    ours, ref = min(b[0] for b in bursts), min(b[1] for b in bursts)
     print(f"GemmFwd1x1 {ours * 1e3:.1f} us, cupy.matmul {ref * 1e3:.1f} us")
     np.testing.assert_allclose(cupy.asnumpy(y.reshape(32, 256, -1)), cupy.asnumpy(cupy.matmul(wm, xm)),
                                rtol=1e-4, atol=1e-4)
