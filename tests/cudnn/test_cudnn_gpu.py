@@ -355,3 +355,70 @@ def test_fastest_plan_matches_reference_time(dtype, ref_us):
     best = min(times, key=times.get)
     print(f"{dtype}: " + ", ".join(f"{n} {t:.0f}us" for n, t in sorted(times.items(), key=lambda kv: kv[1])))
     assert times[best] <= 1.5 * ref_us, f"fastest cuDNN plan {best} takes {times[best]:.0f} us (reference {ref_us} us)"
+
+
+@pytest.mark.gpu
+@needs_frontend
+@pytest.mark.parametrize("direction", "FBW")
+@pytest.mark.parametrize("dtype,layout", [("FP32", "NCHW"), ("FP16", "NHWC")])
+def test_hinted_plans_replay_verify_and_outlive_the_heuristics_listing(direction, dtype, layout):
+    """Plans listed for a near problem of the same kind (what ``miofind.plan_hints`` offers from a DB) replay for
+    an unseen problem without cuDNN's heuristics and verify against the float64 reference; once the heuristics'
+    graph of the problem is listed (the find's background job lists it), they still resolve to themselves,
+    whether the heuristics offer them or not, and a find takes the listing instead."""
+    near = P(direction, n=4, c=16, k=24, in_size=(12, 12), filter_size=3, pads=1, layout=layout, dtype=dtype)
+    p = P(direction, n=2, c=24, k=16, in_size=(10, 14), filter_size=3, pads=1, layout=layout, dtype=dtype)
+    solver = BY_DIR[direction]
+    cudnn_base.clear_cache()
+    names = [n for n, _ in cudnn_base.list_plans(near)]
+    cudnn_base.clear_cache()
+    cfgs = solver.hinted_configs(p, names, 2)
+    assert len(cfgs) == 2 and all(c["plan"] in names for c in cfgs), names
+    assert len(cudnn_base._graphs) == 0         # no heuristics ran for p
+    for cfg in cfgs:
+        err, tol = check_solver(solver, p, seed=_seed("hint", direction, dtype, cfg["plan"]), config=cfg)
+        assert err <= tol, (cfg, err, tol)
+    offered = {n for n, _ in cudnn_base.list_plans(p)}
+    assert solver.hinted_configs(p, names, 2) == []
+    for cfg in cfgs:
+        g, plan = cudnn_base.resolve(p, cfg)
+        assert plan.name == cfg["plan"] and plan.usable, (cfg, sorted(offered))
+        assert (g is cudnn_base.plan_graph(p)) == (cfg["plan"] in offered)
+
+
+@pytest.mark.gpu
+@needs_frontend
+def test_a_find_of_an_unseen_problem_measures_hinted_plans_then_the_heuristics(tmp_db, monkeypatch):
+    """With the shipped DB beneath an empty user DB, a find of a problem neither holds measures the cuDNN plans
+    recorded for the nearest problems of its kind (``timing["hinted"]``), and the background job measures the
+    heuristics' plans after it: the stored record stays verified and only gets faster, and runs correctly."""
+    from miofind import plan_hints, tiered
+    from miofind.api import clear_caches, find_solutions
+    from miofind.db import FindDB
+    from miofind.db.system import system_db_files
+    from miofind.device import current_device
+
+    monkeypatch.setenv("MIOFIND_SYSTEM_DB", str(system_db_files()[("sm_90", 132)]))
+    monkeypatch.setenv("MIOFIND_SPECIALIZE", "background")
+    monkeypatch.delenv("MIOFIND_CUDNN_HINTS", raising=False)
+    monkeypatch.setenv("MIOFIND_PREDICT_DEFER", "0")     # cuDNN measured by the find, not left to the background
+    p = P("F", n=8, c=40, k=72, in_size=(21, 21), filter_size=3, pads=1)     # FP32 NCHW 3x3: a shipped kind
+    cudnn_base.clear_cache()
+    plan_hints.clear()
+    tiered.clear()
+    clear_caches()
+    try:
+        res = find_solutions(p, mode="benchmark", cut_factor=0)
+        assert res.timing and res.timing.get("hinted") == 1, res.timing
+        (found,) = [s for s in res if s.solver_id == "ConvCudnnFwd"]
+        assert found.verified and found.config["plan"]
+        tiered.wait(300)
+        dev = current_device().db_name
+        (rec,) = [r for r in FindDB(tmp_db).lookup(dev, p.key()) if r.solver_id == "ConvCudnnFwd"]
+        assert rec.verified and rec.time_ms <= found.time_ms, (rec, found)
+        err, tol = check_solver(BY_DIR["F"], p, seed=_seed("hinted find"), config=rec.config)
+        assert err <= tol, (rec.config, err, tol)
+    finally:
+        tiered.wait(300)
+        tiered.clear()
+        clear_caches()
