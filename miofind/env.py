@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["VARIABLES", "EnvVar", "FIND_MODES", "FindEnforce", "find_mode", "find_enforce", "user_db_url",
-           "system_db", "log_level", "kernel_cache_dir", "cudnn_plans", "cudnn_hints", "cudnn_execute", "import_key",
-           "isolate",
+           "system_db", "log_level", "kernel_cache_dir", "cudnn_plans", "cudnn_execute", "import_key", "isolate",
            "with_naive", "lt_bridge", "native", "cut_factor", "DEFAULT_CUT_FACTOR", "predict_defer", "DEFAULT_PREDICT_DEFER",
            "specialize", "reference", "child_env", "QUIET"]
 
@@ -76,10 +75,6 @@ VARIABLES: tuple[EnvVar, ...] = (
     EnvVar("MIOFIND_CUDNN_PLANS", "how many cuDNN plans (in cuDNN's heuristic order) each find measures (a find "
            "that may leave work to the background measures the first two at once and the others once no find runs)",
            "a positive integer (default 8)", ""),
-    EnvVar("MIOFIND_CUDNN_HINTS", "whether a find of a problem no DB holds measures at once the cuDNN plans that the "
-           "DBs recorded for the nearest problems of the same kind (replayed by engine and knobs, without cuDNN's "
-           "heuristics; the heuristics' plans follow once no find runs), or the heuristics' first plans",
-           "1 (default: hinted plans), 0 (the heuristics' plans)", ""),
     EnvVar("MIOFIND_CUDNN_EXECUTE", "how cuDNN plans are launched",
            "direct (default: the frontend's C++ binding, falling back to the public call on failure) or public "
            "(always the public `execute_plan_at_index`)", ""),
@@ -407,12 +402,6 @@ def pdl() -> bool:
     """``MIOFIND_PDL``: whether a solution's later kernel launches that may overlap the one before (a split's reduce,
     the next stride phase) go as programmatic dependent launches (1, unset) or as plain launches (0)."""
     return _switch("MIOFIND_PDL", True, "programmatic dependent launches within a solution")
-
-
-def cudnn_hints() -> bool:
-    """``MIOFIND_CUDNN_HINTS``: whether a find's first cuDNN plans of an unseen problem are the plans recorded for
-    the nearest problems of its kind (1, unset; ``miofind.plan_hints``) or the heuristics' first (0)."""
-    return _switch("MIOFIND_CUDNN_HINTS", True, "hinted plans: those recorded for the nearest problems of the kind")
 
 
 def lt_bridge() -> bool:

@@ -375,26 +375,6 @@ def find_configs(dbs, dev: DeviceInfo, problem, solver: Solver, limit: int | Non
     return list(solver.find_configs(problem, limit)) if limit else list(solver.find_configs(problem))
 
 
-def hinted_configs(dbs, dev: DeviceInfo, problem, solver: Solver, limit: int, timing: dict | None = None) -> list:
-    """The first ``limit`` configs a find measures now for a solver that takes plan hints (``hinted_configs``:
-    cuDNN's directions), from the plans the DBs recorded for the nearest problems of the same kind
-    (``miofind.plan_hints``), where it has no tuned PerfDB config and ``limit`` of them replay; else []
-    (the solver's own find configs then). Counted in ``timing["hinted"]``."""
-    take = getattr(solver, "hinted_configs", None)
-    if take is None or not env.cudnn_hints() or tuned_config(dbs, dev, problem, solver) is not None:
-        return []
-    from .plan_hints import plan_hints
-
-    try:
-        cfgs = take(problem, plan_hints(dbs, dev.db_name, problem, solver.id, limit + 2), limit)
-    except Exception as e:      # noqa: BLE001  a hint: the solver's own listing follows
-        log.debug("find %s: no plan hints for %s (%s: %s)", problem.key(), solver.id, type(e).__name__, e)
-        return []
-    if cfgs and timing is not None:
-        timing["hinted"] = timing.get("hinted", 0) + 1
-    return cfgs
-
-
 # -- failures recorded by earlier finds --------------------------------------------------------
 
 # stages a later find would fail at again with the same code; OOM is about what else ran
@@ -531,8 +511,7 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
 
     def configs(s):
         limit = s.configs_now if later is not None else None
-        cfgs = hinted_configs(reads, dev, problem, s, limit, timing) if limit else []
-        cfgs = cfgs or find_configs(reads, dev, problem, s, limit)
+        cfgs = find_configs(reads, dev, problem, s, limit)
         if limit and len(cfgs) >= limit:
             later[s.id] = (s, cfgs)
         return cfgs

@@ -682,15 +682,14 @@ _replays: collections.OrderedDict = collections.OrderedDict()
 
 
 def _replay(problem: ProblemDescription, name: str) -> tuple[PlanGraph, CudnnPlan] | None:
-    """The graph of ``problem`` with only the named plan, built, where no cached graph of the heuristics' plans
-    offers it (a find's candidates come from one, a hinted plan need not be among them): a stored record's plan prepared without running
+    """The graph of ``problem`` with only the named plan, built, where no graph with the heuristics' plans
+    is cached (a find's candidates come from one): a stored record's plan prepared without running
     cuDNN's heuristics, which list and create every plan (about 15 ms a graph). None where it cannot be
     replayed (the caller takes the heuristics' graph)."""
     p = problem.as_conv()
     cudnn = _cudnn()
     dev = _device_id()
-    listed = _graphs.get((dev, p))
-    if listed is not None and name in listed.by_name:
+    if (dev, p) in _graphs:
         return None
     g = _lru(_replays, (dev, p, name), lambda: _replayed_graph(cudnn, p, dev, name))
     return None if g is None else (g, g.plans[0])
@@ -841,23 +840,6 @@ class CudnnSolverBase(Solver):
         of them in cuDNN's heuristic order, default 8, or ``limit``); the fastest is kept and stored."""
         cap = env.cudnn_plans() if limit is None else min(limit, env.cudnn_plans())
         return [{"plan": name} for name, _ in list_plans(problem, cap)] or [None]
-
-    def hinted_configs(self, problem: ProblemDescription, names, limit: int) -> list:
-        """The first ``limit`` configs among the plan ``names`` (``miofind.plan_hints``: plans recorded for
-        problems of the same kind) that replay for ``problem`` by engine and knobs and build, without cuDNN's
-        heuristics; [] where fewer do, or where the heuristics' plans of ``problem`` are listed already
-        (``find_configs`` then costs nothing)."""
-        p = problem.as_conv()
-        out = []
-        with _LOCK:
-            if (_device_id(), p) in _graphs:
-                return []
-            for name in names:
-                if _replay(p, name) is not None:
-                    out.append({"plan": name})
-                    if len(out) == limit:
-                        return out
-        return []
 
     def workspace_bytes(self, problem: ProblemDescription, config=None) -> int:
         """The plan's workspace (builds the graph); 0 when it cannot be built (get_solution then says why)."""

@@ -151,11 +151,9 @@ class Reader:
         self._con_lock = threading.Lock()
         self._devices: dict[str, tuple[str, ...] | None] = {}   # table -> its devices (immutable file only)
 
-    def _rows(self, table: str, where: str, params: tuple, order: str, *, any_device: bool = False,
-              cols: tuple[str, ...] | None = None) -> list[dict]:
-        """The rows of ``table`` matching ``where`` (every column, or ``cols``); ``any_device``: the query has no
-        device condition."""
-        cols = cols or columns(table, self._version)
+    def _rows(self, table: str, where: str, params: tuple, order: str, *, any_device: bool = False) -> list[dict]:
+        """The rows of ``table`` matching ``where``; ``any_device``: the query has no device condition."""
+        cols = columns(table, self._version)
         sql = f"SELECT {', '.join(cols)} FROM {table} WHERE {where} ORDER BY {order}"
         try:
             if self._immutable:
@@ -223,12 +221,6 @@ class Reader:
         where, params = _filter(("problem_key", problem_key), ("device", device), ("solver_id", solver_id))
         return decode_rows(self._rows("perf_records", where, params, "created_at DESC, id DESC",
                                       any_device=device is None), PerfRecord, self._where, stacklevel=2)
-
-    def solver_configs(self, device: str | None, solver_id: str) -> list[tuple[str, str | None]]:
-        """As ``FindDB.solver_configs``."""
-        where, params = _filter(("solver_id", solver_id), ("device", device))
-        rows = self._rows("find_records", where, params, "id", any_device=device is None, cols=("problem_key", "config"))
-        return [(r["problem_key"], r["config"]) for r in rows]
 
     def find_failures(self, device: str, problem_key: str) -> list[FindFailure]:
         """As ``FindDB.find_failures``."""

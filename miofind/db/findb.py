@@ -549,16 +549,6 @@ class FindDB:
         q = q.order_by(_records.c.time_ms, _records.c.solver_id)
         return self._records(self._run("look up records", lambda con: con.execute(q).mappings().all()))
 
-    def solver_configs(self, device: str | None, solver_id: str) -> list[tuple[str, str | None]]:
-        """(problem key, config as stored: JSON text or None) of every find record of one solver on one device
-        (any if None), in insertion order; not checked for trust (a hint's source, ``miofind.plan_hints``)."""
-        t = _records.c
-        q = sa.select(t.problem_key, t.config).where(t.solver_id == solver_id)
-        if device is not None:
-            q = q.where(t.device == device)
-        q = q.order_by(t.id)
-        return [tuple(r) for r in self._run("list a solver's configs", lambda con: con.execute(q).all())]
-
     def lookup_perf(self, device: str | None, problem_key: str, solver_id: str | None = None) -> list[PerfRecord]:
         """PerfDB entries of one problem (one solver if given) on one device (any if None), newest first."""
         t = _perf.c
