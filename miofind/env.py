@@ -100,7 +100,7 @@ VARIABLES: tuple[EnvVar, ...] = (
            "model shipped next to the system DB predicts at least this many times slower than the candidate it "
            "predicts fastest (where it covers the problem and every candidate): they are measured once no find "
            "runs, stored, and replace the answer in miofind.torch where faster (`miofind.tiered`)",
-           "a number of at least 1 (default 1.6), or 0 to measure every candidate at once", ""),
+           "a number of at least 1 (default 2), or 0 to measure every candidate at once", ""),
     EnvVar("MIOFIND_SPECIALIZE", "how a find on a miss gets the shape-specialised kernels of solvers that have a "
            "generic build (`miofind.tiered`)", "background (default: measure the generic build at once, compile "
            "the specialised one in a background thread and keep it where faster), sync (compile the specialised "
@@ -146,7 +146,7 @@ VARIABLES: tuple[EnvVar, ...] = (
 )
 
 DEFAULT_CUT_FACTOR = 3.0
-DEFAULT_PREDICT_DEFER = 1.6
+DEFAULT_PREDICT_DEFER = 2.0
 
 
 def child_env() -> dict[str, str]:

@@ -541,7 +541,7 @@ def test_a_find_leaves_predicted_losers_to_the_background(fake, tmp_path, monkey
     r = api.find_solutions(P, mode="benchmark", cut_factor=0)
     assert slow.id not in order and set(order) == {s.id for s in cands[:-1]}
     (f,) = [f for f in r.failures if f.solver_id == slow.id]
-    assert f.stage == "deferred" and "predicted 5.0x slower" in f.reason and "MIOFIND_PREDICT_DEFER=1.6" in f.reason
+    assert f.stage == "deferred" and "predicted 5.0x slower" in f.reason and "MIOFIND_PREDICT_DEFER=2" in f.reason
     assert r.timing["predicted_deferred"] == 1
     (deferred,) = seen
     (s, configs), = deferred.values()
