@@ -1,5 +1,5 @@
-"""A training step captured whole in one CUDA graph (PyTorch's "whole-network capture"), cuDNN benchmark mode
-against miofind.torch: what a host-bound model's step costs once the host is out of it.
+"""A training step (or an inference forward) captured whole in one CUDA graph (PyTorch's "whole-network capture"),
+cuDNN benchmark mode against miofind.torch: what a host-bound model's step costs once the host is out of it.
 
 An eager step of a small model (MobileNetV2 at batch 32) is bound by the host's launch work on both sides
 (``bench/results/README.md``, session-timeline), so it hides what the kernels save. Captured, a step is one
@@ -10,9 +10,10 @@ loss, backward and the optimizer step. Timed: the median of ``--iters`` replays 
 alternating rounds, the median of rounds; speedup = cuDNN ms / miofind ms. Also reported: the eager step on the
 same models in the same rounds, and the losses of the first replays on fresh batches on each side (both sides
 train the same model on the same batches from the same weights after one eager step each, so they should
-agree to within nondeterminism).
+agree to within nondeterminism). An inference configuration (``infer1-fp32``...) captures the forward without
+autograd and reports the largest relative L2 difference of the two sides' logits on the fresh batches.
 
-    python bench/bench_graph_step.py --out DIR [--models mobilenet_v2,resnet50] [--configs train32-fp32,train32-amp]
+    python bench/bench_graph_step.py --out DIR [--models mobilenet_v2,resnet50] [--configs train32-fp32,infer1-amp]
 """
 
 from __future__ import annotations
@@ -31,16 +32,20 @@ import bench_models as bm  # noqa: E402  (build, parse, inputs, prepare: the mod
 
 
 def captured(model, train: bool, amp: bool, x, y):
-    """(replay(), eager step(xb, yb), static x, static y, static loss) of ``model`` with SGD with momentum."""
+    """(replay(), eager step(xb, yb), static x, static y, static output) of ``model``: a training step with SGD
+    with momentum (the output: the loss), or an inference forward without autograd (the output: the logits)."""
     torch = bm._torch()
     import torch.nn.functional as F
 
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9) if train else None
     sx, sy = x.clone(), y.clone()
 
     def body(xb, yb):
-        opt.zero_grad(set_to_none=False)
         # the autocast cache must be off under capture: its cast weights would be captured once
+        if not train:
+            with torch.no_grad(), torch.autocast("cuda", dtype=torch.float16, enabled=amp, cache_enabled=False):
+                return model(xb)
+        opt.zero_grad(set_to_none=False)
         with torch.autocast("cuda", dtype=torch.float16, enabled=amp, cache_enabled=False):
             loss = F.cross_entropy(model(xb), yb)
         loss.backward()
@@ -77,27 +82,34 @@ def median_ms(fn, iters: int) -> float:
 def run(name: str, config: str, args) -> dict:
     torch = bm._torch()
     train, batch, amp = bm.parse(config)
-    if not train:
-        raise SystemExit(f"{config}: only training configurations are captured here")
     xs, ys = bm.inputs(name, batch, amp, 4)
     row = {"model": name, "config": config}
     sides = {}
     for backend in ("cudnn", "miofind"):
         model = bm.prepare(bm.build(name), train, amp, backend)
         torch.backends.cudnn.benchmark = backend == "cudnn"
-        bm.stepper(model, train, amp)(xs[0], ys[0])         # both sides: one eager step (its own SGD) first
+        bm.stepper(model, train, amp)(xs[0], ys[0])         # both sides: one eager step (training: its own SGD) first
         if backend == "miofind":
             from miofind import tiered
             tiered.wait(900)                                # every problem chosen, the specialised builds in
         replay, body, sx, sy, sloss = captured(model, train, amp, xs[0], ys[0])
-        losses = []
+        losses, outs = [], []
         for i in range(1, 4):                               # fresh batches through the static tensors
             sx.copy_(xs[i])
             sy.copy_(ys[i])
             replay()
-            losses.append(float(sloss))
-        row[f"{backend}_replay_losses"] = losses
+            if train:
+                losses.append(float(sloss))
+            else:
+                outs.append(sloss.float().clone())
+        if train:
+            row[f"{backend}_replay_losses"] = losses
+        else:
+            row[f"{backend}_replay_outputs"] = outs
         sides[backend] = (replay, lambda body=body, sx=sx, sy=sy: body(sx, sy))
+    if not train:   # the largest relative L2 difference of the replays' logits between the sides
+        a, b = row.pop("cudnn_replay_outputs"), row.pop("miofind_replay_outputs")
+        row["replay_output_rel_l2"] = max(float((p - q).norm() / q.norm()) for p, q in zip(b, a))
     graph = {b: [] for b in sides}
     eager = {b: [] for b in sides}
     for r in range(args.rounds):
@@ -152,11 +164,12 @@ def main(argv=None) -> int:
     meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
             "cudnn": torch.backends.cudnn.version(), "argv": sys.argv, "rounds": args.rounds, "iters": args.iters}
     (out / "bench_graph_step.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
-    lines = [f"# Training step captured in one CUDA graph, cuDNN benchmark mode against miofind.torch ({meta['device']})",
+    lines = [f"# A step captured in one CUDA graph, cuDNN benchmark mode against miofind.torch ({meta['device']})",
              "", f"`{' '.join(sys.argv)}`; torch {meta['torch']}, cuDNN {meta['cudnn']}; median of {args.iters} "
              f"steps per round, median of {args.rounds} alternating rounds; speedup = cuDNN ms / miofind ms.", "",
-             "| model | config | graph cuDNN ms | graph miofind ms | graph speedup | eager cuDNN ms | eager miofind ms | "
-             "eager speedup | replay losses cuDNN / miofind |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+             "| model | config | graph cuDNN ms | graph miofind ms | graph speedup | eager cuDNN ms | eager miofind ms "
+             "| eager speedup | replays: losses cuDNN / miofind, or logits' difference |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['model']} | {r['config']} | {r['error']} | | | | | | |")
@@ -164,7 +177,11 @@ def main(argv=None) -> int:
         cells = [f"{r['cudnn_graph_ms']:.2f}", f"{r['miofind_graph_ms']:.2f}", f"{r['speedup_graph']:.3f}"]
         cells += ([f"{r['cudnn_eager_ms']:.2f}", f"{r['miofind_eager_ms']:.2f}", f"{r['speedup_eager']:.3f}"]
                   if "speedup_eager" in r else ["", "", ""])
-        cells.append(" / ".join(", ".join(f"{v:.4f}" for v in r[f"{b}_replay_losses"]) for b in ("cudnn", "miofind")))
+        if "cudnn_replay_losses" in r:
+            cells.append(" / ".join(", ".join(f"{v:.4f}" for v in r[f"{b}_replay_losses"])
+                                    for b in ("cudnn", "miofind")))
+        else:
+            cells.append(f"logits rel. L2 {r['replay_output_rel_l2']:.2e}")
         lines.append(f"| {r['model']} | {r['config']} | " + " | ".join(cells) + " |")
     (out / "bench_graph_step.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
