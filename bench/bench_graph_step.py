@@ -109,6 +109,10 @@ def run(name: str, config: str, args) -> dict:
         sides[backend] = (replay, lambda body=body, sx=sx, sy=sy: body(sx, sy))
     if not train:   # the largest relative L2 difference of the replays' logits between the sides
         a, b = row.pop("cudnn_replay_outputs"), row.pop("miofind_replay_outputs")
+        for side, outs in (("cudnn", a), ("miofind", b)):
+            # non-finite logits on a side: FP16 overflow of the seeded untrained weights, or a wrong kernel
+            row[f"{side}_replay_nonfinite"] = [int((~torch.isfinite(o)).sum()) for o in outs]
+            row[f"{side}_replay_absmax"] = [float(o.abs().nan_to_num(nan=float("inf")).max()) for o in outs]
         row["replay_output_rel_l2"] = max(float((p - q).norm() / q.norm()) for p, q in zip(b, a))
     graph = {b: [] for b in sides}
     eager = {b: [] for b in sides}
@@ -181,7 +185,8 @@ def main(argv=None) -> int:
             cells.append(" / ".join(", ".join(f"{v:.4f}" for v in r[f"{b}_replay_losses"])
                                     for b in ("cudnn", "miofind")))
         else:
-            cells.append(f"logits rel. L2 {r['replay_output_rel_l2']:.2e}")
+            cells.append(f"logits rel. L2 {r['replay_output_rel_l2']:.2e}; non-finite cuDNN "
+                         f"{sum(r['cudnn_replay_nonfinite'])} / miofind {sum(r['miofind_replay_nonfinite'])}")
         lines.append(f"| {r['model']} | {r['config']} | " + " | ".join(cells) + " |")
     (out / "bench_graph_step.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
