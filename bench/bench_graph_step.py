@@ -11,7 +11,8 @@ alternating rounds, the median of rounds; speedup = cuDNN ms / miofind ms. Also 
 same models in the same rounds, and the losses of the first replays on fresh batches on each side (both sides
 train the same model on the same batches from the same weights after one eager step each, so they should
 agree to within nondeterminism). An inference configuration (``infer1-fp32``...) captures the forward without
-autograd and reports the largest relative L2 difference of the two sides' logits on the fresh batches.
+autograd, its batch-norm statistics first computed from a seeded batch (``calibrate``), and reports the largest
+relative L2 difference of the two sides' logits on the fresh batches.
 
     python bench/bench_graph_step.py --out DIR [--models mobilenet_v2,resnet50] [--configs train32-fp32,infer1-amp]
 """
@@ -66,6 +67,20 @@ def captured(model, train: bool, amp: bool, x, y):
     return g.replay, body, sx, sy, sloss
 
 
+def calibrate(name: str, model) -> None:
+    """Batch-norm statistics from three training-mode forwards of one seeded batch of 8 (FP32, no autograd), as a
+    trained model has them: an untrained one evaluates with its initial statistics (mean 0, variance 1), and
+    its activations then grow layer by layer (Inception-v3's past 1e12: an FP16 forward overflows on both sides)."""
+    torch = bm._torch()
+    g = torch.Generator(device="cuda").manual_seed(2)
+    size = 299 if name == "inception_v3" else 224
+    xb = torch.randn(8, 3, size, size, device="cuda", generator=g)
+    model.train()
+    with torch.no_grad():
+        for _ in range(3):
+            model(xb)
+
+
 def median_ms(fn, iters: int) -> float:
     torch = bm._torch()
     times = []
@@ -86,7 +101,10 @@ def run(name: str, config: str, args) -> dict:
     row = {"model": name, "config": config}
     sides = {}
     for backend in ("cudnn", "miofind"):
-        model = bm.prepare(bm.build(name), train, amp, backend)
+        model = bm.build(name)
+        if not train:
+            calibrate(name, model)
+        model = bm.prepare(model, train, amp, backend)
         torch.backends.cudnn.benchmark = backend == "cudnn"
         bm.stepper(model, train, amp)(xs[0], ys[0])         # both sides: one eager step (training: its own SGD) first
         if backend == "miofind":
