@@ -27,7 +27,7 @@ class CUDADriverError(RuntimeError):
 
 
 def libcuda():
-    """libcuda with the prototypes of the calls used here (loaded once)."""
+    """libcuda with the prototypes of the calls used here and by ``launch``'s Python path (loaded once)."""
     global _cu
     with _cu_lock:
         if _cu is None:
@@ -41,6 +41,7 @@ def libcuda():
                                                          ctypes.POINTER(ctypes.c_size_t), vp, ctypes.c_char_p]),
                                ("cuFuncGetAttribute", [ctypes.POINTER(ctypes.c_int), ctypes.c_int, vp]),
                                ("cuFuncSetAttribute", [vp, ctypes.c_int, ctypes.c_int]),
+                               ("cuLaunchKernel", [vp, *[ctypes.c_uint] * 7, vp, vp, vp]),
                                ("cuGetErrorName", [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)])):
                 fn = getattr(lib, name)
                 fn.argtypes, fn.restype = args, ctypes.c_int

@@ -812,12 +812,13 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
     tc = time.perf_counter()
     timing["setup_ms"] = (tc - t_setup) * 1e3
     for s in cands:
-        # only under a limit: cuDNN's workspace of its default plan lists the heuristics' plans
-        ws = s.workspace_bytes(problem) if workspace_limit is not None else 0
-        if workspace_limit is not None and ws > workspace_limit:
-            failures.append(Failure(s.id, "workspace", f"needs {ws} bytes of workspace, limit {workspace_limit}"))
-            ws_skipped = True
-            continue
+        # asked only under a limit: cuDNN's workspace of its default plan lists the heuristics' plans
+        if workspace_limit is not None:
+            ws = s.workspace_bytes(problem)
+            if ws > workspace_limit:
+                failures.append(Failure(s.id, "workspace", f"needs {ws} bytes of workspace, limit {workspace_limit}"))
+                ws_skipped = True
+                continue
         try:
             cfgs = configs(s) if configs is not None else list(s.find_configs(problem))
         except Exception as e:

@@ -31,20 +31,11 @@ __all__ = ["PTR", "MAP", "Launch", "Launcher", "ptr", "cupy_stream", "native", "
 
 log = logging.getLogger(__name__)
 
-_driver = None          # libcuda's cuLaunchKernel through ctypes (the Python path), once asked for
-
-
 def _launch_kernel():
     """libcuda's ``cuLaunchKernel`` as a ctypes function returning its CUresult (the Python path; CuPy's driver
     binding would import CuPy at its first call)."""
-    global _driver
-    if _driver is None:
-        f = ctypes.CDLL("libcuda.so.1").cuLaunchKernel
-        u = ctypes.c_uint
-        f.restype = ctypes.c_int
-        f.argtypes = (ctypes.c_void_p, u, u, u, u, u, u, u, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
-        _driver = f
-    return _driver
+    from .cumodule import libcuda
+    return libcuda().cuLaunchKernel
 
 
 _native = None          # miofind._native, or False where it is not built or turned off
@@ -78,7 +69,8 @@ def cu_launch_kernel() -> int:
     """The address of ``cuLaunchKernel`` in the driver (``libcuda.so.1``, which CuPy has loaded)."""
     global _cu_launch
     if _cu_launch is None:
-        _cu_launch = native_function(ctypes.CDLL("libcuda.so.1").cuLaunchKernel)
+        from .cumodule import libcuda
+        _cu_launch = native_function(libcuda().cuLaunchKernel)
     return _cu_launch
 
 
@@ -87,7 +79,8 @@ def _driver_launch_ex():
     global _launch_ex
     if _launch_ex is None:
         try:
-            f = ctypes.CDLL("libcuda.so.1").cuLaunchKernelEx
+            from .cumodule import libcuda
+            f = libcuda().cuLaunchKernelEx         # absent from older drivers: not among libcuda()'s prototypes
             f.restype = ctypes.c_int
             f.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
             _launch_ex = f
