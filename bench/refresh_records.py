@@ -21,6 +21,7 @@ stopped by its budget did not reach (no record or failure of any of those solver
 changed.
 
     python bench/refresh_records.py prepare --db finddb/sm_90-132.sqlite --out /tmp/refresh.sqlite --lines refresh.txt
+    python bench/refresh_records.py prepare --all-solvers --models resnet50 --batches 32 --dtypes FP16 --layouts NHWC ...
     python bench/refresh_records.py contradicted --db finddb/sm_90-132.sqlite --out /tmp/refresh.sqlite --lines c.txt
     python bench/refresh_records.py merge --before finddb/sm_90-132.sqlite --after /tmp/refresh.sqlite --out merged.sqlite
     python bench/refresh_records.py compare --before finddb/sm_90-132.sqlite --after /tmp/refresh.sqlite
@@ -74,14 +75,18 @@ def _same_config(db, since=0.0):
         c.close()
 
 
-def prepare(db, out, lines, dtypes, solvers, seed):
+def prepare(db, out, lines, dtypes, solvers, seed, only=None):
+    """``solvers`` None: every solver's records; ``only`` (a set of keys), where given: those problems alone."""
     from miofind.problem import ProblemDescription
 
     shutil.copyfile(db, out)
     c = sqlite3.connect(out)
+    if solvers is None:
+        solvers = tuple(sid for (sid,) in c.execute("select distinct solver_id from find_records"))
     marks = ",".join("?" * len(solvers))
     keys = [k for (k,) in c.execute(f"select distinct problem_key from find_records where solver_id in ({marks})", solvers)]
-    keys = [k for k in keys if (p := ProblemDescription.from_key(k)).dtype in dtypes and p.math != "tf32"]
+    keys = [k for k in keys if (p := ProblemDescription.from_key(k)).dtype in dtypes and p.math != "tf32"
+            and (only is None or k in only)]
     with c:
         for k in keys:
             c.execute(f"delete from find_records where problem_key=? and solver_id in ({marks})", (k, *solvers))
@@ -211,9 +216,22 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=20)
     ap.add_argument("--ratio", type=float, default=1.5, help="contradicted: find time over tuned time (or under)")
     ap.add_argument("--since", type=float, default=0.0, help="agreement: records made at or after this Unix time")
+    ap.add_argument("--all-solvers", action="store_true",
+                    help="prepare: every solver's records, not only the GEMM and Winograd ones (STALE)")
+    ap.add_argument("--models", default=None,
+                    help="prepare: only the problems of these presets (comma-separated), at --batches and --layouts")
+    ap.add_argument("--batches", default="32")
+    ap.add_argument("--layouts", default="NCHW,NHWC")
     args = ap.parse_args(argv)
     if args.what == "prepare":
-        prepare(args.db, args.out, args.lines, set(args.dtypes.split(",")), STALE, args.seed)
+        only = None
+        if args.models:
+            from miofind.models import model_problems
+            only = {p.key() for m in args.models.split(",") for b in args.batches.split(",")
+                    for p in model_problems(m, batch=int(b), dtypes=tuple(args.dtypes.split(",")),
+                                            layouts=tuple(args.layouts.split(",")))}
+        prepare(args.db, args.out, args.lines, set(args.dtypes.split(",")), None if args.all_solvers else STALE,
+                args.seed, only)
     elif args.what == "contradicted":
         contradicted(args.db, args.out, args.lines, args.ratio)
     elif args.what == "agreement":

@@ -26,6 +26,7 @@ from . import generic, lt_bridge
 from .models import MODELS, model_problems
 from .registry import solvers as all_solvers
 from .solver import KernelInfo
+from .harness import hold_kernel_info
 from .verify import error_kernel_info
 
 DEFAULT_ARCHS = ("sm_80", "sm_90", "sm_100")
@@ -50,7 +51,7 @@ def warmup_kernels(models=MODELS, batches=(32, 1), dtypes=("FP32", "FP16", "BF16
         -> list[KernelInfo]:
     """The distinct kernels to pre-build: generic builds (and the shape-free kernels of generic
     solutions) for the presets' problems, the naive solvers' builds with their float64 variant,
-    verification's error kernel per storage type, and the bridge GEMM's module."""
+    verification's error kernel per storage type, the timing hold, and the bridge GEMM's module."""
     seen: dict[tuple, KernelInfo] = {}
     sols = [s for s in all_solvers() if getattr(s, "kernel_files", ())]
     for model in models:
@@ -80,6 +81,8 @@ def warmup_kernels(models=MODELS, batches=(32, 1), dtypes=("FP32", "FP16", "BF16
     for dt in ("FP32", "FP16", "BF16", "FP64"):    # verification's error kernel (verify.errors_of)
         kk = error_kernel_info(dt)
         seen.setdefault((kk.source, kk.name, kk.compile_options()), kk)
+    kk = hold_kernel_info()     # the timing hold of a find's timed runs (MIOFIND_FIND_TIMING=device)
+    seen.setdefault((kk.source, kk.name, kk.compile_options()), kk)
     kk = lt_bridge.kernel_info()    # the bridge GEMM's module (cuBLASLt-backed first runs: miofind.lt_bridge)
     seen.setdefault((kk.source, kk.name, kk.compile_options()), kk)
     return list(seen.values())

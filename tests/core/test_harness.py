@@ -54,6 +54,7 @@ def fake_gpu(monkeypatch):
                                  get_current_stream=lambda: types.SimpleNamespace(ptr=0))
     monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=cuda))
     monkeypatch.setattr("miofind.verify.poison", lambda a, dt: None)
+    monkeypatch.setenv("MIOFIND_FIND_TIMING", "wall")    # the hold's kernel needs a GPU (test_timing_gpu.py runs it)
     h = object.__new__(Harness)
     h.problem = ProblemDescription.from_key("64-56-56-3x3-64-56-56-32-1x1-1x1-1x1-0-NCHW-FP32-F")
     h.verify, h.a, h.b, h.out, h.ref, h.check_ms = False, None, None, None, None, float("nan")
@@ -248,3 +249,76 @@ def test_reference_kind_takes_the_gemms_where_they_gain(monkeypatch):
     monkeypatch.setenv("MIOFIND_REFERENCE", "fast")
     with pytest.raises(ValueError, match="MIOFIND_REFERENCE='fast'"):
         reference_kind(tiny)
+
+
+# -- the timing hold (MIOFIND_FIND_TIMING=device), its kernel faked ---------------------------------
+
+@pytest.fixture
+def fake_hold(monkeypatch, fake_gpu):
+    """fake_gpu with device timing: the hold's kernel records the microseconds of each launch."""
+    holds = []
+    monkeypatch.setenv("MIOFIND_FIND_TIMING", "device")
+    monkeypatch.setattr("miofind.compile.compile_kernel",
+                        lambda kinfo: lambda grid, block, args: holds.append(int(args[0]) / 1e3))
+    return fake_gpu, holds
+
+
+def test_hold_sizes_the_next_hold_from_the_longest_enqueue(fake_hold):
+    from miofind.harness import HOLD_MAX_US, HOLD_MIN_US, HOLD_PAD_US, HOLD_START_US, Hold
+
+    _, holds = fake_hold
+    h = Hold()
+    h.launch()
+    assert holds == [HOLD_START_US]
+    assert h.enqueued(40e-6)                        # covered: 40 us of enqueueing under a 100 us hold
+    assert h.us == 2 * 40 + HOLD_PAD_US
+    assert h.enqueued(5e-6) and h.us == 2 * 40 + HOLD_PAD_US    # the longest seen decides
+    h.launch()
+    assert not h.enqueued(120e-6)                   # the host outran the 90 us hold
+    assert h.us == 2 * 120 + HOLD_PAD_US
+    h.enqueued(0.5)
+    assert h.us == HOLD_MAX_US
+    assert Hold().us == HOLD_START_US and HOLD_MIN_US <= HOLD_PAD_US
+
+
+def test_timed_runs_hold_the_gpu_before_each_timed_run(fake_hold):
+    from miofind.harness import timed_runs
+
+    (_, _, clock), holds = fake_hold
+    clock.durations = [0.01]
+    t = timed_runs(lambda: None, 2, 5)
+    assert t.runs == 5 and t.median_ms == 0.01
+    assert len(holds) == 5      # one per timed run, none for the untimed warm-ups
+
+
+def test_timed_runs_time_again_where_the_host_outran_the_hold(fake_hold, monkeypatch):
+    import miofind.harness as harness
+
+    (_, _, clock), holds = fake_hold
+    clock.durations = [0.01]
+    now = iter(range(10**6))
+    monkeypatch.setattr(harness._time, "perf_counter", lambda: next(now) * 1e-3)   # each call's enqueue: 1 ms
+    t = harness.timed_runs(lambda: None, 0, 3)
+    assert t.runs == 3
+    # the first hold (HOLD_START_US) was outrun and its run timed again under a 2 ms hold; the rest covered
+    assert holds[:2] == [harness.HOLD_START_US, harness.HOLD_MAX_US] and len(holds) == 4
+
+
+def test_the_timing_hold_compiles_for_sm90():
+    from nvrtc_check import nvrtc_or_skip
+
+    nvrtc_or_skip()
+    from miofind.compile import nvrtc_compile
+    from miofind.harness import hold_kernel_info
+
+    assert nvrtc_compile(hold_kernel_info(), arch="sm_90")[:4] == b"\x7fELF"
+
+
+def test_find_timing_names_the_variable_and_value(monkeypatch):
+    from miofind import env
+
+    monkeypatch.setenv("MIOFIND_FIND_TIMING", "Wall")
+    assert env.find_timing() == "wall"
+    monkeypatch.setenv("MIOFIND_FIND_TIMING", "kernel")
+    with pytest.raises(ValueError, match="MIOFIND_FIND_TIMING='kernel'"):
+        env.find_timing()

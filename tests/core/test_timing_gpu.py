@@ -1,0 +1,65 @@
+"""A find's timed runs under MIOFIND_FIND_TIMING: ``device`` times a call's GPU work alone, ``wall`` also its
+host time before the first kernel starts (GPU)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from miofind.harness import timed_runs
+
+pytestmark = pytest.mark.gpu
+
+
+def _slow_host_call(host_us: float):
+    """A call that spends ``host_us`` on the host before it launches two small kernels (about 5 us of GPU work)."""
+    import cupy
+
+    x = cupy.arange(1 << 16, dtype=cupy.float32)
+    (x * 2).sum()
+    cupy.cuda.get_current_stream().synchronize()
+
+    def fn():
+        t0 = time.perf_counter()
+        while (time.perf_counter() - t0) * 1e6 < host_us:
+            pass
+        (x * 2).sum()
+    return fn
+
+
+@pytest.mark.parametrize("host_us", [300.0, 1000.0])
+def test_device_timing_leaves_out_the_host_and_wall_timing_counts_it(monkeypatch, host_us):
+    fn = _slow_host_call(host_us)
+    monkeypatch.setenv("MIOFIND_FIND_TIMING", "device")
+    device = timed_runs(fn, 2, 9).median_ms * 1e3
+    monkeypatch.setenv("MIOFIND_FIND_TIMING", "wall")
+    wall = timed_runs(fn, 2, 9).median_ms * 1e3
+    assert wall >= 0.9 * host_us, (device, wall)
+    assert device < 0.25 * host_us, (device, wall)
+
+
+def test_device_timing_equals_back_to_back_gpu_time_for_a_kernel_bound_call(monkeypatch):
+    """Where the GPU's work outlasts the host's, both modes time the same work: within 10% of each other."""
+    import cupy
+
+    a = cupy.random.default_rng(1).standard_normal((2048, 2048), dtype=cupy.float32)
+    fn = lambda: a @ a      # noqa: E731  about 0.1 ms on an H100
+    fn()
+    monkeypatch.setenv("MIOFIND_FIND_TIMING", "device")
+    device = min(timed_runs(fn, 2, 9).median_ms for _ in range(3))
+    monkeypatch.setenv("MIOFIND_FIND_TIMING", "wall")
+    wall = min(timed_runs(fn, 2, 9).median_ms for _ in range(3))
+    assert abs(device / wall - 1) < 0.1, (device, wall)
+
+
+def test_a_find_records_solutions_under_device_timing(monkeypatch, tmp_db):
+    """A find on an unseen problem with device timing (the default) verifies and times its candidates."""
+    from miofind.api import find_solutions
+    from miofind.problem import ProblemDescription
+
+    monkeypatch.setenv("MIOFIND_FIND_TIMING", "device")
+    p = ProblemDescription.from_key("24-13-13-3x3-40-13-13-4-1x1-1x1-1x1-0-NCHW-FP32-F")
+    sols = find_solutions(p, db=tmp_db, mode="benchmark", defer=False)
+    assert sols and all(s.time_ms > 0 for s in sols)
+    assert any(s.verified for s in sols)
