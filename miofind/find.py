@@ -163,9 +163,11 @@ def check_workspace_limit(workspace_limit) -> None:
 
 
 def sort_key(sort_by):
+    """The order of a find's or a DB's answer; equal times and workspaces (device timing gives tiny kernels equal
+    medians at the events' resolution) by solver id, so that both answers list them alike."""
     if sort_by == "workspace":
-        return lambda s: (s.workspace_bytes, s.time_ms)
-    return lambda s: (s.time_ms, s.workspace_bytes)
+        return lambda s: (s.workspace_bytes, s.time_ms, s.solver_id)
+    return lambda s: (s.time_ms, s.workspace_bytes, s.solver_id)
 
 
 def result(sols, *, problem, t0, sort_by, mode, rank=None, **kw) -> FindResult:
