@@ -208,8 +208,8 @@ def test_replayed_call_equals_the_step_by_step_call(p, sid):
     assert same(out, out2), f"replayed and step-by-step differ: {_rel(out, out2.double())}"
     # a side stream: its own replay (a traced one's library calls carry their stream)
     side = torch.cuda.Stream()
+    out3 = torch.full_like(out, float("nan"))      # before the wait: the side stream must see it filled
     side.wait_stream(torch.cuda.current_stream())
-    out3 = torch.full_like(out, float("nan"))
     with torch.cuda.stream(side):
         pr(a, b, out3)
     torch.cuda.current_stream().wait_stream(side)
