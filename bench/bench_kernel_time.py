@@ -1,6 +1,7 @@
 """Our Hopper kernels against cuDNN's plans, timed four ways (bench/kernel_timing.py): isolated, gpu, eager and
-find. The find's own timing charges each call's host time before its kernel starts; the other three do not,
-or only where the host is the bottleneck. This benchmark says how much of a same-run ratio is kernel time.
+find. The find's own timing charged each call's host time before its kernel starts (``MIOFIND_FIND_TIMING=wall``,
+its only timing before 2026-11-26; the default ``device`` times the call's GPU work); the other three do not, or
+only where the host is the bottleneck. This benchmark says how much of a same-run ratio is kernel time.
 
 Per layer and direction (FP16/BF16 NHWC, ResNet-50's layers at N=32 or tests/shapes.py's NON_RESNET), on one
 Harness (same buffers; every candidate verified against the float64 reference first):

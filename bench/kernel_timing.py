@@ -8,8 +8,10 @@ set our kernels beside cuDNN's (bench_fused.py, bench_kernel_time.py). Each retu
             overlap the next call's start); the median of 3 rounds of the mean.
   eager     ``iters`` calls queued from Python back to back: host launch costs count wherever the host is
             slower than the GPU (what an eager framework sees); the median of 3 rounds of the mean.
-  find      (not here: ``Harness.time``) one call between two events and a synchronisation per run, so the
-            call's host time before its kernel starts counts in full: how a find ranks solvers.
+  find      (not here: ``Harness.time``) one call between two events and a synchronisation per run: how a find
+            ranks solvers. Under ``MIOFIND_FIND_TIMING=wall`` (the only timing before 2026-11-26) the call's host
+            time before its kernel starts counts in full; under ``device`` (the default since) a spin kernel holds
+            the GPU while the host enqueues the call, so it is the call's GPU time.
 """
 
 from __future__ import annotations
