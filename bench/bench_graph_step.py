@@ -87,19 +87,6 @@ def calibrate(name: str, model) -> None:
         m.momentum = k
 
 
-def median_ms(fn, iters: int) -> float:
-    torch = bm._torch()
-    times = []
-    for _ in range(iters):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
-
-
 def run(name: str, config: str, args) -> dict:
     torch = bm._torch()
     train, batch, amp = bm.parse(config)
@@ -145,11 +132,11 @@ def run(name: str, config: str, args) -> dict:
             torch.backends.cudnn.benchmark = backend == "cudnn"
             for _ in range(3 if r == 0 else 1):
                 replay()
-            graph[backend].append(median_ms(replay, args.iters))
+            graph[backend].append(bm.event_median_ms(lambda i: replay(), args.iters))
             if args.eager:
                 for _ in range(2):
                     step()
-                eager[backend].append(median_ms(step, args.iters))
+                eager[backend].append(bm.event_median_ms(lambda i: step(), args.iters))
     for backend in sides:
         row[f"{backend}_graph_ms"] = statistics.median(graph[backend])
         row[f"{backend}_graph_rounds_ms"] = graph[backend]

@@ -115,19 +115,24 @@ def stepper(model, train: bool, amp: bool):
     return step
 
 
-def median_ms(step, xs, ys, warmup: int, iters: int) -> float:
+def event_median_ms(call, iters: int) -> float:
+    """The median over ``iters`` runs of ``call(i)``, each between two CUDA events and a synchronisation."""
     torch = _torch()
-    for i in range(warmup):
-        step(xs[i % len(xs)], ys[i % len(ys)])
     times = []
     for i in range(iters):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
-        step(xs[i % len(xs)], ys[i % len(ys)])
+        call(i)
         b.record()
         b.synchronize()
         times.append(a.elapsed_time(b))
     return statistics.median(times)
+
+
+def median_ms(step, xs, ys, warmup: int, iters: int) -> float:
+    for i in range(warmup):
+        step(xs[i % len(xs)], ys[i % len(ys)])
+    return event_median_ms(lambda i: step(xs[i % len(xs)], ys[i % len(ys)]), iters)
 
 
 def trajectory(name, train, amp, backend, xs, ys, steps):

@@ -224,14 +224,12 @@ def main(argv=None):
     ap.add_argument("--layouts", default="NCHW,NHWC")
     args = ap.parse_args(argv)
     if args.what == "prepare":
-        only = None
+        dtypes, only = tuple(args.dtypes.split(",")), None
         if args.models:
             from miofind.models import model_problems
             only = {p.key() for m in args.models.split(",") for b in args.batches.split(",")
-                    for p in model_problems(m, batch=int(b), dtypes=tuple(args.dtypes.split(",")),
-                                            layouts=tuple(args.layouts.split(",")))}
-        prepare(args.db, args.out, args.lines, set(args.dtypes.split(",")), None if args.all_solvers else STALE,
-                args.seed, only)
+                    for p in model_problems(m, batch=int(b), dtypes=dtypes, layouts=tuple(args.layouts.split(",")))}
+        prepare(args.db, args.out, args.lines, set(dtypes), None if args.all_solvers else STALE, args.seed, only)
     elif args.what == "contradicted":
         contradicted(args.db, args.out, args.lines, args.ratio)
     elif args.what == "agreement":

@@ -18,6 +18,8 @@ import time as _time
 import weakref
 from dataclasses import dataclass
 
+import numpy as np
+
 from .invokers import build_invoker, call
 from .problem import ProblemDescription
 from .reference import apply_epilogue
@@ -162,19 +164,16 @@ class Hold:
     call's work was queued, so the events timed the GPU's work alone)."""
 
     def __init__(self) -> None:
-        import numpy as np
-
         from .compile import compile_kernel
 
         self._kernel = compile_kernel(hold_kernel_info())
-        self._np = np
         self.us = HOLD_START_US
         self._held_us = 0.0
         self._longest_us = 0.0
 
     def launch(self) -> None:
         self._held_us = self.us
-        self._kernel((1,), (1,), (self._np.uint64(int(self.us * 1e3)),))
+        self._kernel((1,), (1,), (np.uint64(int(self.us * 1e3)),))
 
     def enqueued(self, seconds: float) -> bool:
         us = seconds * 1e6
