@@ -16,7 +16,8 @@ max(find/tune, tune/find), how many beyond ``--ratio``.
 ``union``: a copy of ``--before`` with every find record and find failure of ``--after`` added (problems the
 first lacks, e.g. the random layers of ``bench/sweep_problems.py layers``), for training and evaluating on both.
 ``merge``: the refreshed copy, with the old records and failures of those solvers put back for the problems a run
-stopped by its budget did not reach (no record or failure of any of those solvers), so that no problem loses them.
+stopped by its budget did not reach (no record or failure of any of those solvers), so that no problem loses them;
+with ``--all-solvers``, every old (problem, solver) record or failure the copy lacks.
 ``compare``: per solver, the median and spread of the new time over the old; how many problems' fastest solver
 changed.
 
@@ -24,6 +25,8 @@ changed.
     python bench/refresh_records.py prepare --all-solvers --models resnet50 --batches 32 --dtypes FP16 --layouts NHWC ...
     python bench/refresh_records.py contradicted --db finddb/sm_90-132.sqlite --out /tmp/refresh.sqlite --lines c.txt
     python bench/refresh_records.py merge --before finddb/sm_90-132.sqlite --after /tmp/refresh.sqlite --out merged.sqlite
+    python bench/refresh_records.py prepare --all-solvers --tf32 --older-than 1764133200 ...   (every record, once)
+    python bench/refresh_records.py merge --all-solvers ...   (old records back per problem and solver)
     python bench/refresh_records.py compare --before finddb/sm_90-132.sqlite --after /tmp/refresh.sqlite
 """
 from __future__ import annotations
@@ -42,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 STALE = ("GemmFwd1x1_0_1", "GemmFwdRest", "GemmBwd1x1_stride1", "GemmBwdRest", "GemmWrw1x1_stride1", "GemmWrwUniversal",
          "ConvWinograd3x3F23Fwd", "ConvWinograd3x3F43Fwd", "ConvWinograd3x3F23Bwd", "ConvWinograd3x3F43Bwd")
+NAIVE = "ConvDirectNaive"
 
 
 def _write_lines(path, header, keys) -> None:
@@ -75,17 +79,23 @@ def _same_config(db, since=0.0):
         c.close()
 
 
-def prepare(db, out, lines, dtypes, solvers, seed, only=None):
-    """``solvers`` None: every solver's records; ``only`` (a set of keys), where given: those problems alone."""
+def prepare(db, out, lines, dtypes, solvers, seed, only=None, tf32=False, older_than=None):
+    """``solvers`` None: every solver's records but the naive ones' (the verification reference, which a find does
+    not time unless asked: their records stay); ``only`` (a set of keys), where given: those problems alone;
+    ``tf32``: FP32 problems with TF32 math too (last, with BF16); ``older_than`` (a Unix time), where given: only
+    problems with a record of those solvers made before it (a run that refreshed some problems is not repeated)."""
     from miofind.problem import ProblemDescription
 
     shutil.copyfile(db, out)
     c = sqlite3.connect(out)
     if solvers is None:
-        solvers = tuple(sid for (sid,) in c.execute("select distinct solver_id from find_records"))
+        solvers = tuple(sid for (sid,) in c.execute("select distinct solver_id from find_records")
+                        if not sid.startswith(NAIVE))
     marks = ",".join("?" * len(solvers))
-    keys = [k for (k,) in c.execute(f"select distinct problem_key from find_records where solver_id in ({marks})", solvers)]
-    keys = [k for k in keys if (p := ProblemDescription.from_key(k)).dtype in dtypes and p.math != "tf32"
+    keys = [k for (k,) in c.execute(f"select distinct problem_key from find_records where solver_id in ({marks})"
+                                    + (" and created_at < ?" if older_than is not None else ""),
+                                    (*solvers, *(() if older_than is None else (older_than,))))]
+    keys = [k for k in keys if (p := ProblemDescription.from_key(k)).dtype in dtypes and (tf32 or p.math != "tf32")
             and (only is None or k in only)]
     with c:
         for k in keys:
@@ -95,8 +105,9 @@ def prepare(db, out, lines, dtypes, solvers, seed, only=None):
     c.close()
     rng = random.Random(seed)
     order = []
-    for group in (set(dtypes) - {"BF16"}, {"BF16"}):   # BF16 last: the LOPO test set is FP32 and FP16
-        ks = sorted(k for k in keys if ProblemDescription.from_key(k).dtype in group)
+    last = lambda p: p.dtype == "BF16" or p.math == "tf32"   # noqa: E731  the LOPO test set is FP32 and FP16
+    for group in (False, True):   # BF16 and TF32 last
+        ks = sorted(k for k in keys if last(ProblemDescription.from_key(k)) == group)
         rng.shuffle(ks)
         order += ks
     _write_lines(lines, f"bench/refresh_records.py prepare: {len(order)} problems", order)
@@ -150,6 +161,33 @@ def union(before, after, out):
     c.close()
 
 
+def merge_pairs(before, after, out):
+    """Every (problem, solver) record or failure of ``before`` that ``after`` lacks (neither a record nor a failure
+    of that pair: a problem the run did not reach, a naive solver the find did not time) put back; counted per
+    solver."""
+    shutil.copyfile(after, out)
+    c = sqlite3.connect(out)
+    c.execute("attach database ? as old", (str(before),))
+    cols = {t: _columns(c, t) for t in ("find_records", "find_failures")}
+    has = set(c.execute("select problem_key, solver_id from main.find_records "
+                        "union select problem_key, solver_id from main.find_failures"))
+    back = defaultdict(int)
+    with c:
+        for t, n in cols.items():
+            for key, sid in c.execute(f"select problem_key, solver_id from old.{t}").fetchall():
+                if (key, sid) in has:
+                    continue
+                c.execute(f"insert into main.{t} ({n}) select {n} from old.{t} where problem_key=? and solver_id=?",
+                          (key, sid))
+                back[(t, sid)] += 1
+    c.execute("detach database old")
+    c.execute("VACUUM")
+    for (t, sid), n in sorted(back.items()):
+        print(f"{t:13s} {sid:28s} {n:5d} put back")
+    print(f"{sum(back.values())} old records and failures put back")
+    c.close()
+
+
 def merge(before, after, out, solvers):
     shutil.copyfile(after, out)
     c = sqlite3.connect(out)
@@ -181,7 +219,7 @@ def compare(before, after, solvers):
     groups = defaultdict(list)   # (N, dtype) -> the new fastest's time over the old pick's, both as re-measured
     changed = kept = 0
     for k in set(a) & set(b):
-        new = [s for s in solvers if s in b[k] and s in a[k] and b[k][s] != a[k][s]]
+        new = [s for s in (solvers or sorted(b[k])) if s in b[k] and s in a[k] and b[k][s] != a[k][s]]
         if not new:
             continue
         parts = k.split("-")
@@ -222,6 +260,9 @@ def main(argv=None):
                     help="prepare: only the problems of these presets (comma-separated), at --batches and --layouts")
     ap.add_argument("--batches", default="32")
     ap.add_argument("--layouts", default="NCHW,NHWC")
+    ap.add_argument("--tf32", action="store_true", help="prepare: FP32 problems with TF32 math too (last, with BF16)")
+    ap.add_argument("--older-than", type=float, default=None,
+                    help="prepare: only problems with a record made before this Unix time")
     args = ap.parse_args(argv)
     if args.what == "prepare":
         dtypes, only = tuple(args.dtypes.split(",")), None
@@ -229,7 +270,8 @@ def main(argv=None):
             from miofind.models import model_problems
             only = {p.key() for m in args.models.split(",") for b in args.batches.split(",")
                     for p in model_problems(m, batch=int(b), dtypes=dtypes, layouts=tuple(args.layouts.split(",")))}
-        prepare(args.db, args.out, args.lines, set(dtypes), None if args.all_solvers else STALE, args.seed, only)
+        prepare(args.db, args.out, args.lines, set(dtypes), None if args.all_solvers else STALE, args.seed, only,
+                args.tf32, args.older_than)
     elif args.what == "contradicted":
         contradicted(args.db, args.out, args.lines, args.ratio)
     elif args.what == "agreement":
@@ -237,9 +279,12 @@ def main(argv=None):
     elif args.what == "union":
         union(args.before, args.after, args.out)
     elif args.what == "merge":
-        merge(args.before, args.after, args.out, STALE)
+        if args.all_solvers:
+            merge_pairs(args.before, args.after, args.out)
+        else:
+            merge(args.before, args.after, args.out, STALE)
     else:
-        compare(args.before, args.after, STALE)
+        compare(args.before, args.after, None if args.all_solvers else STALE)
 
 
 if __name__ == "__main__":

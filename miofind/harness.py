@@ -16,6 +16,7 @@ import math
 import threading
 import time as _time
 import weakref
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -159,9 +160,11 @@ def hold_kernel_info():
 class Hold:
     """The GPU held while the host enqueues a timed call (``MIOFIND_FIND_TIMING=device``): ``launch`` queues a
     spin of ``us`` microseconds on the current stream before the start event; ``enqueued`` takes the host's
-    enqueue time of the call that followed, sizes the next hold to twice the longest seen plus HOLD_PAD_US
-    (HOLD_MIN_US to HOLD_MAX_US), and says whether this one covered it (the GPU was still held when the
-    call's work was queued, so the events timed the GPU's work alone)."""
+    enqueue time of the call that followed, sizes the next hold to twice the longest of the last HOLD_RECENT
+    plus HOLD_PAD_US (HOLD_MIN_US to HOLD_MAX_US), and says whether this one covered it (the GPU was still held
+    when the call's work was queued, so the events timed the GPU's work alone). Only recent calls size it: one
+    slow early call (a module's first load) would otherwise hold every later run for up to HOLD_MAX_US, and a
+    run the host outruns is timed again anyway."""
 
     def __init__(self) -> None:
         from .compile import compile_kernel
@@ -169,7 +172,7 @@ class Hold:
         self._kernel = compile_kernel(hold_kernel_info())
         self.us = HOLD_START_US
         self._held_us = 0.0
-        self._longest_us = 0.0
+        self._recent: deque[float] = deque(maxlen=HOLD_RECENT)
 
     def launch(self) -> None:
         self._held_us = self.us
@@ -177,8 +180,8 @@ class Hold:
 
     def enqueued(self, seconds: float) -> bool:
         us = seconds * 1e6
-        self._longest_us = max(self._longest_us, us)
-        self.us = min(HOLD_MAX_US, max(HOLD_MIN_US, 2.0 * self._longest_us + HOLD_PAD_US))
+        self._recent.append(us)
+        self.us = min(HOLD_MAX_US, max(HOLD_MIN_US, 2.0 * max(self._recent) + HOLD_PAD_US))
         return us <= self._held_us
 
 
@@ -187,6 +190,7 @@ HOLD_START_US = 100.0
 HOLD_MIN_US = 10.0
 HOLD_MAX_US = 2000.0
 HOLD_PAD_US = 25.0   # the hold's own launch and the two event records, which a warm-up's enqueue time lacks
+HOLD_RECENT = 4      # enqueues that size the next hold
 
 
 def time_ms(fn, warmup: int, iters: int, budget_ms: float | None = None) -> tuple[float, float, float]:

@@ -263,8 +263,8 @@ def fake_hold(monkeypatch, fake_gpu):
     return fake_gpu, holds
 
 
-def test_hold_sizes_the_next_hold_from_the_longest_enqueue(fake_hold):
-    from miofind.harness import HOLD_MAX_US, HOLD_MIN_US, HOLD_PAD_US, HOLD_START_US, Hold
+def test_hold_sizes_the_next_hold_from_the_longest_recent_enqueue(fake_hold):
+    from miofind.harness import HOLD_MAX_US, HOLD_MIN_US, HOLD_PAD_US, HOLD_RECENT, HOLD_START_US, Hold
 
     _, holds = fake_hold
     h = Hold()
@@ -272,20 +272,28 @@ def test_hold_sizes_the_next_hold_from_the_longest_enqueue(fake_hold):
     assert holds == [HOLD_START_US]
     assert h.enqueued(40e-6)                        # covered: 40 us of enqueueing under a 100 us hold
     assert h.us == 2 * 40 + HOLD_PAD_US
-    assert h.enqueued(5e-6) and h.us == 2 * 40 + HOLD_PAD_US    # the longest seen decides
+    assert h.enqueued(5e-6) and h.us == 2 * 40 + HOLD_PAD_US    # the longest recent one decides
     h.launch()
     assert not h.enqueued(120e-6)                   # the host outran the 90 us hold
     assert h.us == 2 * 120 + HOLD_PAD_US
     h.enqueued(0.5)
     assert h.us == HOLD_MAX_US
+    for _ in range(HOLD_RECENT - 1):                # a slow call keeps deciding while it is recent ...
+        h.enqueued(5e-6)
+        assert h.us == HOLD_MAX_US
+    h.enqueued(5e-6)                                # ... and no longer once HOLD_RECENT later calls were quick
+    assert h.us == max(HOLD_MIN_US, 2 * 5 + HOLD_PAD_US)
     assert Hold().us == HOLD_START_US and HOLD_MIN_US <= HOLD_PAD_US
 
 
-def test_timed_runs_hold_the_gpu_before_each_timed_run(fake_hold):
+def test_timed_runs_hold_the_gpu_before_each_timed_run(fake_hold, monkeypatch):
+    import miofind.harness as harness
     from miofind.harness import timed_runs
 
     (_, _, clock), holds = fake_hold
     clock.durations = [0.01]
+    now = iter(range(10**6))
+    monkeypatch.setattr(harness._time, "perf_counter", lambda: next(now) * 1e-5)   # each enqueue: 10 us, covered
     t = timed_runs(lambda: None, 2, 5)
     assert t.runs == 5 and t.median_ms == 0.01
     assert len(holds) == 5      # one per timed run, none for the untimed warm-ups
