@@ -92,9 +92,10 @@ def prepare(db, out, lines, dtypes, solvers, seed, only=None, tf32=False, older_
         solvers = tuple(sid for (sid,) in c.execute("select distinct solver_id from find_records")
                         if not sid.startswith(NAIVE))
     marks = ",".join("?" * len(solvers))
-    keys = [k for (k,) in c.execute(f"select distinct problem_key from find_records where solver_id in ({marks})"
-                                    + (" and created_at < ?" if older_than is not None else ""),
-                                    (*solvers, *(() if older_than is None else (older_than,))))]
+    where, params = f"solver_id in ({marks})", list(solvers)
+    if older_than is not None:
+        where, params = where + " and created_at < ?", [*params, older_than]
+    keys = [k for (k,) in c.execute(f"select distinct problem_key from find_records where {where}", params)]
     keys = [k for k in keys if (p := ProblemDescription.from_key(k)).dtype in dtypes and (tf32 or p.math != "tf32")
             and (only is None or k in only)]
     with c:

@@ -78,13 +78,11 @@ def warmup_kernels(models=MODELS, batches=(32, 1), dtypes=("FP32", "FP16", "BF16
                         for g, k in zip(gks, sol.kernels):
                             kk = g.kinfo if g is not None else k
                             seen.setdefault((kk.source, kk.name, kk.compile_options()), kk)
-    for dt in ("FP32", "FP16", "BF16", "FP64"):    # verification's error kernel (verify.errors_of)
-        kk = error_kernel_info(dt)
+    # the shape-free kernels: verification's error kernel per storage type (verify.errors_of), the timing hold of a
+    # find's timed runs (MIOFIND_FIND_TIMING=device), the bridge GEMM's module (miofind.lt_bridge)
+    for kk in (*(error_kernel_info(dt) for dt in ("FP32", "FP16", "BF16", "FP64")), hold_kernel_info(),
+               lt_bridge.kernel_info()):
         seen.setdefault((kk.source, kk.name, kk.compile_options()), kk)
-    kk = hold_kernel_info()     # the timing hold of a find's timed runs (MIOFIND_FIND_TIMING=device)
-    seen.setdefault((kk.source, kk.name, kk.compile_options()), kk)
-    kk = lt_bridge.kernel_info()    # the bridge GEMM's module (cuBLASLt-backed first runs: miofind.lt_bridge)
-    seen.setdefault((kk.source, kk.name, kk.compile_options()), kk)
     return list(seen.values())
 
 
