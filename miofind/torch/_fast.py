@@ -360,5 +360,7 @@ def make_plan(plan, eb, ew) -> int | None:
         return plan.backward(dy, x, w, need_dx, need_dw)
     shapes = [list(s) for s, _ in plan._dense]
     strides = [list(t) for _, t in plan._dense]
+    # a recipe that calls a library carries the stream it was traced on: the plan runs from C++ there alone
+    plan.pinned = stream if any(r is not None and r[5] >= 0 for r in specs) else None
     return mod.new_plan(*specs, shapes, strides, plan.dtype, plan.dev, plan.fmt is not torch.contiguous_format,
                         fwd, bwd)

@@ -168,7 +168,7 @@ class _Plan:
     per stride pattern of ``dy`` (``backward``)."""
 
     __slots__ = ("entry", "out_shape", "fmt", "dtype", "device", "bias_shape", "conv", "dev", "bwd", "_dense", "fused",
-                 "act", "fast", "_fast_with")
+                 "act", "fast", "_fast_with", "pinned", "remade")
 
     def __init__(self, entry, out_shape, fmt, x: Tensor, w: Tensor, conv, fused: bool = False, act: str = "none") -> None:
         self.entry, self.out_shape, self.fmt, self.conv = entry, out_shape, fmt, conv
@@ -180,6 +180,9 @@ class _Plan:
         # the C++ hot path's plan id (``_fast``): None until made (or while it cannot be made yet), False never
         self.fast = None if not fused and act == "none" else False
         self._fast_with = None          # the backward Entries the C++ plan was made with
+        # the stream the C++ plan runs on alone (a recipe calling a library: ``_fast.make_plan``), or None; and how
+        # many times the plan was remade for another stream (``conv_normalized``)
+        self.pinned, self.remade = None, 0
         # (shape, strides) of y, dx and dw dense in ``fmt``: torch.empty_strided of them costs less
         # host time than torch.empty with a memory format (bench/results/torch-host/probe-step/)
         from ..invokers import dense_layout
@@ -327,6 +330,21 @@ def _make_plan(key: tuple, nd: int, x: Tensor, w: Tensor, stride, padding, dilat
     _plans[key] = _Plan(entry, out_shape, fmt, x, w, conv, fused, fact)
 
 
+REPIN_MAX = 4       # how many times a plan is remade for another stream at most
+
+
+def _repin(plan: _Plan):
+    """A C++ plan pinned to one stream (its library calls carry it) called on another: remade for the current stream
+    (as when warm-up calls ran on a side stream and the model then runs on the default one), at most ``REPIN_MAX``
+    times, never under CUDA-graph capture (where the Python path runs anyway); its id then, or the old one."""
+    if plan.remade >= REPIN_MAX or _policy._capturing():
+        return plan.fast
+    plan.remade += 1
+    plan.fast = None
+    plan.make_fast()
+    return plan.fast
+
+
 def clear_plans() -> None:
     """Forget the forward plans (``miofind.torch.clear`` calls this with the prepared table)."""
     _plans.clear()
@@ -377,6 +395,8 @@ def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilati
             if plan.fused:
                 fb = bias if bias.is_contiguous() else bias.contiguous()
             fid = plan.fast
+            if plan.pinned is not None and type(fid) is int and plan.pinned != _ops._stream(plan.dev):
+                fid = _repin(plan)
             if type(fid) is int and _fast_ok():
                 # the C++ hot path: forward launched from C++, backward a C++ autograd node
                 mod = _fast._module

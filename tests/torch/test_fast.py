@@ -398,6 +398,50 @@ def test_cpp_plans_under_cuda_graph_capture(gpu_mt):
         assert torch.allclose(a, p.grad, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.gpu
+def test_plans_warmed_on_a_side_stream_launch_from_cpp_on_the_default_stream(gpu_mt, monkeypatch):
+    """Warm-up calls on a side stream (as before a CUDA-graph capture), then the default stream: a cuBLASLt GEMM's
+    C++ plan, whose library calls carry the stream they were traced on, is remade there and launched from C++ (it
+    fell back to Python on every call before), and its output equals the reference."""
+    from miofind.results import FindResult
+    from miofind.torch import _policy, functional as MF
+
+    orig = _policy._find
+
+    def find(problem):
+        res = orig(problem)
+        sols = [s for s in res if s.solver_id == "GemmFwd1x1_0_1"]
+        assert sols, sorted(s.solver_id for s in res)
+        return FindResult(sols, problem=problem, source=res.source, elapsed_ms=res.elapsed_ms)
+
+    monkeypatch.setattr(_policy, "_find", find)
+    torch.manual_seed(6)
+    x = torch.randn(1, 96, 14, 14, device="cuda", dtype=torch.float16).contiguous(memory_format=torch.channels_last)
+    w = (torch.randn(576, 96, 1, 1, device="cuda", dtype=torch.float16) * 0.1).contiguous(
+        memory_format=torch.channels_last)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.no_grad():
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                MF.conv2d(x, w)
+        torch.cuda.current_stream().wait_stream(s)
+        (plan,) = MF._plans.values()
+        assert type(plan.fast) is int, plan.fast
+        pinned = plan.pinned
+        MF.conv2d(x, w)                          # the first call on the default stream remakes a pinned plan
+        mod = _fast.module()
+        f0, b0 = mod.counts(plan.fast)
+        ref = torch.nn.functional.conv2d(x.double(), w.double())
+        for _ in range(3):
+            y = MF.conv2d(x, w)
+        f1, b1 = mod.counts(plan.fast)
+    torch.cuda.synchronize()
+    assert (f1 - f0, b1 - b0) == (3, 0), (pinned, plan.pinned, plan.remade)
+    assert plan.remade == (1 if pinned is not None else 0)
+    assert float((y.double() - ref).norm() / ref.norm()) < 2e-3
+
+
 # the Hopper family's tensor-map kernels through the C++ path: (direction, problem, what the config must have)
 HOPPER_CASES = [
     ("F", dict(n=2, c=64, k=128, in_size=(14, 12), filter_size=3, pads=1), dict(TMA=1, SPLITK=1)),
