@@ -2,9 +2,10 @@
 model's convolutions (``MIOFIND_TORCH_PRELOAD``, default on).
 
 A first training step otherwise imports CuPy (80-130 ms on an H100 host after PyTorch), miofind's find and
-registry with every solver module, and loads the built C++ extension, all inside its first convolution
-(``bench/results/session-first/``). A training script's set-up after ``convert`` (the optimizer, a data loader's
-first batch, a checkpoint) then overlaps that work. Nothing here touches the GPU: no device is asked (a thread's
+registry with every solver module, the cuDNN frontend (18-200 ms, where a pick is a cuDNN plan: ResNet-50 FP32's
+first step imported it inside one backward-weights choice, ``bench/results/session-floor/``), and loads the built
+C++ extension, all inside its first convolution (``bench/results/session-first/``). A training script's set-up
+after ``convert`` (the optimizer, a data loader's first batch, a checkpoint) then overlaps that work. Nothing here touches the GPU: no device is asked (a thread's
 current CUDA device is not the caller's), no context made, no library set up; a C++ extension that is not built
 is not built here. Only where PyTorch sees a CUDA device. Errors are left for the first convolution to meet.
 """
@@ -41,6 +42,9 @@ def _run() -> None:
         from .. import api, find, tiered  # noqa: F401
         from ..registry import solvers
         solvers()           # every direction's solver modules
+        from ..solvers import cudnn_base
+        if cudnn_base.frontend_status()[0]:
+            cudnn_base._cudnn()     # ``import cudnn``: the frontend and libcudnn's loader, no handle, no GPU work
         from . import _fast
         if _fast.use and _fast.library_path().exists():
             _fast.module()  # loads the built extension (never builds it here)

@@ -233,6 +233,23 @@ def test_preload_imports_and_never_builds_the_extension(monkeypatch):
     _preload._run()         # an error is left for the first convolution
 
 
+def test_preload_imports_the_cudnn_frontend_where_it_is_installed(monkeypatch):
+    """The preload imports the cuDNN frontend (a cuDNN pick's first choice otherwise imports it inside the first
+    step) where it is installed, through cudnn_base's checked import; nothing where it is not."""
+    from miofind.solvers import cudnn_base
+    from miofind.torch import _fast, _preload
+
+    monkeypatch.setattr(_fast, "library_path", lambda: Path("/nonexistent/miofind_torch_fast.so"))
+    imported = []
+    monkeypatch.setattr(cudnn_base, "_cudnn", lambda: imported.append(1))
+    monkeypatch.setattr(cudnn_base, "frontend_status", lambda: (False, cudnn_base.NOT_INSTALLED))
+    _preload._run()
+    assert imported == []
+    monkeypatch.setattr(cudnn_base, "frontend_status", lambda: (True, ""))
+    _preload._run()
+    assert imported == [1]
+
+
 # -- arguments ---------------------------------------------------------------------------------------
 
 def test_normalize_arguments():
