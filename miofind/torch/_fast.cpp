@@ -15,8 +15,16 @@
 //
 // Backward runs on the stream of its forward (PyTorch runs each backward op on its forward op's stream), which
 // the forward keeps in the autograd context.
+//
+// A module's armed call (``hot``): the key its last call through Python took the C++ path with (x's and w's sizes,
+// strides, data type and device, the bias, TF32 and determinism, the plan's pinned stream), checked here, so a
+// repeat skips the Python key; anything else (another key, autocast, another device or stream, a generation bumped
+// by a plan made, remade or forgotten in Python) answers None and the caller takes its Python path, which arms the
+// module again.
 #include <torch/extension.h>
 #include <torch/csrc/autograd/custom_function.h>
+#include <ATen/autocast_mode.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
 
 #include <atomic>
 #include <cstdint>
@@ -329,6 +337,71 @@ struct FastConv : public torch::autograd::Function<FastConv> {
     }
 };
 
+// -- armed module calls ------------------------------------------------------------------------------------------
+
+struct Hot {
+    int64_t id = -1, dev = 0, pinned = -1;      // pinned: the stream the plan runs on alone, -1 any
+    uint64_t token = 0, gen = 0;                // token: the arming module's; gen: g_gen when armed
+    std::vector<int64_t> xs, xst, ws, wst, bshape;
+    at::ScalarType dtype = at::kFloat;
+    bool tf32 = false, det = false, bias = false;
+};
+static std::mutex g_hot_mutex;
+static std::vector<std::shared_ptr<const Hot>> g_hots;
+static std::atomic<uint64_t> g_gen{1};
+static const size_t MAX_HOTS = 1 << 16;
+
+static int64_t new_hot() {
+    std::lock_guard<std::mutex> g(g_hot_mutex);
+    if (g_hots.size() >= MAX_HOTS) return -1;
+    g_hots.emplace_back();
+    return static_cast<int64_t>(g_hots.size()) - 1;
+}
+
+static void arm(int64_t slot, uint64_t token, uint64_t gen, int64_t id, std::vector<int64_t> xs,
+                std::vector<int64_t> xst, std::vector<int64_t> ws, std::vector<int64_t> wst, at::ScalarType dtype,
+                int64_t dev, bool tf32, bool det, bool bias, std::vector<int64_t> bshape, int64_t pinned) {
+    plan_of(id);                                // an unknown plan fails here, not at a call
+    auto H = std::make_shared<Hot>();
+    H->id = id, H->dev = dev, H->pinned = pinned, H->token = token, H->gen = gen;
+    H->xs = std::move(xs), H->xst = std::move(xst), H->ws = std::move(ws), H->wst = std::move(wst);
+    H->bshape = std::move(bshape);
+    H->dtype = dtype, H->tf32 = tf32, H->det = det, H->bias = bias;
+    std::lock_guard<std::mutex> g(g_hot_mutex);
+    if (slot < 0 || slot >= static_cast<int64_t>(g_hots.size())) fail("miofind.torch: no hot slot %lld", slot);
+    g_hots[slot] = std::move(H);
+}
+
+// y of the armed call, or None where anything differs from the armed key (the caller takes its Python path)
+static py::object hot(int64_t slot, uint64_t token, const at::Tensor &x, const at::Tensor &w,
+                      const c10::optional<at::Tensor> &bias, bool tf32, bool det) {
+    std::shared_ptr<const Hot> H;
+    {
+        std::lock_guard<std::mutex> g(g_hot_mutex);
+        if (slot >= 0 && slot < static_cast<int64_t>(g_hots.size())) H = g_hots[slot];
+    }
+    if (!H || H->token != token || H->gen != g_gen.load(std::memory_order_acquire)) return py::none();
+    if (!x.defined() || !w.defined() || !x.is_cuda() || !w.is_cuda() || x.get_device() != H->dev ||
+        w.get_device() != H->dev || x.scalar_type() != H->dtype || w.scalar_type() != H->dtype)
+        return py::none();
+    if (!x.sizes().equals(H->xs) || !x.strides().equals(H->xst) || !w.sizes().equals(H->ws) ||
+        !w.strides().equals(H->wst) || tf32 != H->tf32 || det != H->det)
+        return py::none();
+    const bool b = bias.has_value() && bias->defined();
+    if ((b && bias->scalar_type() == H->dtype) != H->bias) return py::none();
+    if (at::autocast::is_autocast_enabled(at::kCUDA)) return py::none();
+    c10::impl::VirtualGuardImpl guard{c10::DeviceType::CUDA};
+    if (guard.getDevice().index() != H->dev) return py::none();
+    const int64_t stream = reinterpret_cast<int64_t>(
+        guard.getStream(c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(H->dev))).native_handle());
+    if (H->pinned >= 0 && H->pinned != stream) return py::none();
+    const bool grad = at::GradMode::is_enabled() &&
+        (x.requires_grad() || w.requires_grad() || (b && bias->requires_grad()));
+    at::Tensor y = grad ? FastConv::apply(x, w, w, H->id, stream) : forward_impl(plan_of(H->id), x, w, stream);
+    if (b) y.add_(bias->view(H->bshape));
+    return py::cast(y);
+}
+
 static std::shared_ptr<MapSpec> make_spec(py::handle h) {
     // miofind.tma's ``fields``: (kind, dtype, rank, dims, strides, box, lower, upper, channels, pixels,
     // element strides, swizzle, L2 promotion)
@@ -482,6 +555,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.def("forward", [](const at::Tensor &x, const at::Tensor &wc, int64_t id, int64_t stream) {
         return forward_impl(plan_of(id), x, wc, stream);
     }, "y = conv(x, wc) of plan ``id`` without autograd");
+    m.def("new_hot", &new_hot, "a new slot for one module's armed call (-1: no more slots)");
+    m.def("arm", &arm, "arm(slot, token, gen, plan id, x sizes, x strides, w sizes, w strides, dtype, device, tf32, "
+          "deterministic, bias (of x's type), bias view shape, pinned stream or -1)");
+    m.def("hot", &hot, "hot(slot, token, x, w, bias or None, tf32, deterministic) -> y of the armed call, or None");
+    m.def("gen", []() { return g_gen.load(std::memory_order_acquire); }, "the armed calls' generation");
+    m.def("bump", []() { g_gen.fetch_add(1, std::memory_order_acq_rel); }, "disarm every armed call");
     m.def("counts", [](int64_t id) {
         FastPlan &P = plan_of(id);
         return std::make_pair(P.fast_calls.load(), P.fallback_calls.load());

@@ -39,6 +39,7 @@ SOURCE = Path(__file__).with_name("_fast.cpp")
 
 use = True              # the C++ path's switch (``functional._fast_ok``): benchmarks time both paths in one process
 trace_recipes = True    # whether traceable invokers (GEMM, Winograd, FFT) get recipes: benchmarks time both in one process
+arm_modules = True      # whether modules arm repeat calls (``modules._Miofind``): benchmarks time both
 _lock = threading.Lock()
 _module = None          # the loaded extension, or False once it cannot be had in this process
 _building: threading.Thread | None = None
@@ -336,6 +337,14 @@ def recipe(entry, stream: int | None = None) -> tuple | None:
     if ws_needed and not ws:
         return None
     return kernels, ws, bool(entry.swap), list(align), specs, -1
+
+
+def bump() -> None:
+    """Disarm every module's armed call (``modules._Miofind``; the extension's ``hot``): a plan was made, remade or
+    forgotten, so an armed key may now map to another plan."""
+    mod = _module
+    if mod:
+        mod.bump()
 
 
 def make_plan(plan, eb, ew) -> int | None:

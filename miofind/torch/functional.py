@@ -253,6 +253,7 @@ class _Plan:
         becomes its id; stays None while the extension is building or an Entry still runs a generic build
         (tried again on a later backward); False where the extension is off or cannot be had."""
         eb, ew = self._backward_entries()
+        _fast.bump()        # armed module calls of the plan's old id ask Python again
         try:
             fid = _fast.make_plan(self, eb, ew)
         except _fast.NotReady:
@@ -263,6 +264,7 @@ class _Plan:
             return
         self.fast = False if fid is None else fid
         self._fast_with = (eb, ew)
+        _fast.bump()        # and a module armed meanwhile with the old id
 
 
 _plans: dict[tuple, _Plan] = {}
@@ -348,6 +350,7 @@ def _repin(plan: _Plan):
 def clear_plans() -> None:
     """Forget the forward plans (``miofind.torch.clear`` calls this with the prepared table)."""
     _plans.clear()
+    _fast.bump()
 
 
 def _swap_entry(old, new) -> None:
@@ -363,6 +366,7 @@ def _swap_entry(old, new) -> None:
                 plan.bwd[sig] = tuple(new if e is old else e for e in entries)
         if hit and plan.fast is not False:
             plan.fast = None
+            _fast.bump()
 
 
 _policy._on_clear.append(clear_plans)
@@ -371,15 +375,18 @@ _policy._on_clear.append(_casts.clear)
 
 
 def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilation, groups,
-                    activation: str = "none") -> Tensor:
+                    activation: str = "none", arm: list | None = None) -> Tensor:
     """The convolution with arguments already through ``normalize`` (modules keep theirs), then
-    ``activation`` ("none", "relu" or "gelu": a module ``fuse`` paired with its activation)."""
+    ``activation`` ("none", "relu" or "gelu": a module ``fuse`` paired with its activation). ``arm``: a list
+    that gets (plan, C++ plan id, key) where this call launched from C++ without autocast, bias fusion or
+    activation, the key a module's armed call repeats (``modules._Miofind``)."""
     key = None
     if type(x) in _PLAIN and type(w) in _PLAIN and x.is_cuda and not torch.compiler.is_compiling():
         grad = torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or
                                             (bias is not None and bias.requires_grad))
         wc = w      # the weight in the computing type
-        if torch.is_autocast_enabled("cuda"):
+        autocast = torch.is_autocast_enabled("cuda")
+        if autocast:
             # with autograd, the weight is cast outside it: PlannedConv casts dw back (no ToCopy node per call)
             detach = grad and w.requires_grad and w.dtype is not torch.get_autocast_dtype("cuda")
             x, wc, bias = _autocast(x, w.detach() if detach else w, bias)
@@ -402,6 +409,8 @@ def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilati
                 mod = _fast._module
                 y = mod.apply(x, w, wc, fid, _ops._stream(plan.dev)) if grad else \
                     mod.forward(x, wc, fid, _ops._stream(plan.dev))
+                if arm is not None and not autocast and not plan.fused and plan.act == "none" and activation == "none":
+                    arm.append((plan, fid, key))
             elif grad:
                 y = _ops.planned_apply(x, w, fb, plan, wc)
             else:

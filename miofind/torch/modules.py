@@ -11,12 +11,13 @@ without padding (here miofind's).
 
 from __future__ import annotations
 
+import random
 from typing import NamedTuple
 
 import torch
 from torch import nn
 
-from . import _preload, functional as MF
+from . import _fast, _policy, _preload, functional as MF
 
 
 class _Miofind:
@@ -36,11 +37,48 @@ class _Miofind:
         return cached[1]
 
     def _conv_forward(self, input, weight, bias):
+        d = self.__dict__
+        hot = d.get("_miofind_hot")     # (slot, token, stride, padding, dilation, groups) of the armed call
+        mod = _fast._module
+        if hot is not None and mod and _fast.arm_modules and type(input) in MF._PLAIN and \
+                type(weight) in MF._PLAIN and hot[2] is self.stride and hot[3] is self.padding and \
+                hot[4] is self.dilation and hot[5] == self.groups and self.padding_mode == "zeros" and \
+                not torch.compiler.is_compiling() and MF._fast_ok():
+            y = mod.hot(hot[0], hot[1], input, weight, bias, _policy.allow_tf32(), _policy.deterministic())
+            if y is not None:
+                return y
         if self.padding_mode != "zeros":
             input = nn.functional.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
-        fused = self.__dict__.get("_miofind_fused")     # (its activation, the module it replaced): ``fuse``
-        return MF.conv_normalized(self._nd, input, weight, bias, *self._miofind_args(),
-                                  activation=fused[0] if fused else "none")
+        fused = d.get("_miofind_fused")     # (its activation, the module it replaced): ``fuse``
+        if fused is not None or self.padding_mode != "zeros" or not mod or not _fast.arm_modules or \
+                torch.compiler.is_compiling():
+            return MF.conv_normalized(self._nd, input, weight, bias, *self._miofind_args(),
+                                      activation=fused[0] if fused else "none")
+        arm, gen = [], mod.gen()
+        y = MF.conv_normalized(self._nd, input, weight, bias, *self._miofind_args(), arm=arm)
+        if arm:
+            self._miofind_arm(mod, gen, *arm[0])
+        return y
+
+    def _miofind_arm(self, mod, gen: int, plan, fid: int, key: tuple) -> None:
+        """Arm this module's next calls with the key its call just launched from C++ (``_fast.cpp``'s ``hot``):
+        a repeat with the same arguments skips ``conv_normalized``'s Python. The token ties the slot to this
+        module (a copy or an unpickled module in another process does not match it)."""
+        hot = self.__dict__.get("_miofind_hot")
+        slot = hot[0] if hot is not None else mod.new_hot()
+        if slot < 0:
+            return
+        x_shape, x_stride, w_shape, w_stride = key[1], key[2], key[3], key[4]
+        token = random.getrandbits(63)
+        mod.arm(slot, token, gen, fid, list(x_shape), list(x_stride), list(w_shape), list(w_stride), plan.dtype,
+                plan.dev, key[13], key[14], key[15], list(plan.bias_shape), -1 if plan.pinned is None else plan.pinned)
+        self.__dict__["_miofind_hot"] = (slot, token, self.stride, self.padding, self.dilation, self.groups)
+
+    def __getstate__(self):
+        # the armed call is this process's (a slot of the loaded extension): copies and pickles arm their own
+        state = super().__getstate__()
+        state.pop("_miofind_hot", None)
+        return state
 
 
 class Conv1d(_Miofind, nn.Conv1d):
@@ -151,6 +189,7 @@ def revert(model: nn.Module) -> int:
     for m in model.modules():
         back = _BACK.get(type(m))
         if back is not None:
+            m.__dict__.pop("_miofind_hot", None)
             fused = m.__dict__.pop("_miofind_fused", None)
             if fused is not None:
                 _, seq, name, act = fused

@@ -71,6 +71,28 @@ def test_extension_builds_loads_and_keys_its_library(ext):
     assert _plan(ext, None) == pid + 1
 
 
+def test_armed_calls_answer_none_unless_every_part_of_the_key_holds(ext):
+    """A module's armed call (``hot``): an empty slot, another token, a bumped generation or a CPU tensor answer
+    None (the caller's Python path); arming names an unknown plan."""
+    pid = _plan(ext, None)
+    slot = ext.new_hot()
+    assert isinstance(slot, int) and slot >= 0 and ext.new_hot() == slot + 1
+    x, w = torch.randn(2, 3, 5, 5), torch.randn(4, 3, 1, 1)
+    assert ext.hot(slot, 7, x, w, None, False, False) is None          # nothing armed
+    with pytest.raises(RuntimeError, match="no fast plan"):
+        ext.arm(slot, 7, ext.gen(), 10 ** 6, [2, 3, 5, 5], [75, 25, 5, 1], [4, 3, 1, 1], [3, 1, 1, 1], torch.float32,
+                0, False, False, False, [1, -1, 1, 1], -1)
+    g = ext.gen()
+    ext.arm(slot, 7, g, pid, [2, 3, 5, 5], [75, 25, 5, 1], [4, 3, 1, 1], [3, 1, 1, 1], torch.float32, 0, False, False,
+            False, [1, -1, 1, 1], -1)
+    assert ext.hot(slot, 7, x, w, None, False, False) is None          # CPU tensors
+    assert ext.hot(slot, 8, x, w, None, False, False) is None          # another module's token
+    ext.bump()
+    assert ext.gen() == g + 1
+    with pytest.raises(RuntimeError, match="no hot slot"):
+        ext.arm(10 ** 6, 7, g, pid, [1], [1], [1], [1], torch.float32, 0, False, False, False, [1], -1)
+
+
 def test_a_recipe_takes_tensor_maps(ext):
     """The Hopper kernels' recipes: tensor-map parameters, each the map of a role's address from one of the
     recipe's specs (tiled or im2col, miofind.tma's encode fields)."""
@@ -440,6 +462,80 @@ def test_plans_warmed_on_a_side_stream_launch_from_cpp_on_the_default_stream(gpu
     assert (f1 - f0, b1 - b0) == (3, 0), (pinned, plan.pinned, plan.remade)
     assert plan.remade == (1 if pinned is not None else 0)
     assert float((y.double() - ref).norm() / ref.norm()) < 2e-3
+
+
+@pytest.mark.gpu
+def test_armed_module_calls_skip_the_python_key_and_equal_the_python_path(gpu_mt, monkeypatch):
+    """A module whose call launched from C++ arms its next calls (``modules._Miofind``): repeats with the same
+    arguments never reach ``conv_normalized``, in training and in inference, and give the Python path's outputs and
+    gradients bit for bit (deterministic algorithms: our own deterministic solvers). Another input shape, TF32 on,
+    autocast, or forgotten plans (``clear``) go through Python again, with answers that match cuDNN."""
+    from miofind.torch import functional as MF
+
+    mt = gpu_mt
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        torch.manual_seed(7)
+        net = _Net().cuda()
+        mt.convert(net)
+        convs = [m for m in net.modules() if isinstance(m, nn.Conv2d)]
+        xs = [torch.randn(4, 3, 20, 18, device="cuda") for _ in range(4)]
+        _run(net, xs[:3])                   # finds, plans, learned backwards, C++ plans, then armed calls
+        armed = [m for m in convs if "_miofind_hot" in m.__dict__]
+        assert armed, [type(p.fast) for p in MF._plans.values()]
+        seen = []
+        real = MF.conv_normalized
+        monkeypatch.setattr(MF, "conv_normalized", lambda *a, **k: seen.append(a[2].shape) or real(*a, **k))
+        fast = _run(net, xs)
+        assert len(seen) == 4 * (len(convs) - len(armed)), (len(seen), len(armed), len(convs))
+        with torch.no_grad():
+            net(xs[0])
+            seen.clear()
+            yf = [net(x) for x in xs]
+        assert len(seen) == 4 * (len(convs) - len(armed)), (len(seen), len(armed))
+        monkeypatch.setattr(_fast, "arm_modules", False)
+        slow = _run(net, xs)
+        with torch.no_grad():
+            ys = [net(x) for x in xs]
+        monkeypatch.setattr(_fast, "arm_modules", True)
+        for step, ((a, ga), (b, gb)) in enumerate(zip(fast, slow)):
+            assert torch.equal(a, b), step
+            for (name, _), p, q in zip(net.named_parameters(), ga, gb):
+                assert torch.equal(p, q), (step, name)
+        assert all(torch.equal(a, b) for a, b in zip(yf, ys))
+    finally:
+        torch.use_deterministic_algorithms(False)
+    import copy
+
+    ref = copy.deepcopy(net)
+    mt.revert(ref)
+    assert not any("_miofind_hot" in m.__dict__ for m in ref.modules())
+
+    def check(x, **kw):
+        seen.clear()
+        with torch.no_grad(), torch.autocast("cuda", dtype=torch.float16, enabled=kw.get("amp", False)):
+            got, want = net(x), ref(x)
+        assert seen, "an armed call took a changed key"
+        assert float((got.float() - want.float()).norm() / want.float().norm()) < kw.get("tol", 1e-5)
+
+    with torch.no_grad():
+        net(xs[0])
+        net(xs[0])
+    check(torch.randn(2, 3, 16, 16, device="cuda"))                  # another shape
+    with torch.no_grad():
+        net(xs[0])
+    torch.backends.cudnn.allow_tf32 = True
+    try:
+        check(xs[0], tol=1e-2)                                       # TF32: another key
+    finally:
+        torch.backends.cudnn.allow_tf32 = False
+    with torch.no_grad():
+        net(xs[0])
+    check(xs[0], amp=True, tol=2e-2)                                 # autocast
+    with torch.no_grad():
+        net(xs[0])
+    mt.clear()
+    check(xs[0])                                                     # plans forgotten
 
 
 # the Hopper family's tensor-map kernels through the C++ path: (direction, problem, what the config must have)

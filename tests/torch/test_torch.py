@@ -233,6 +233,23 @@ def test_preload_imports_and_never_builds_the_extension(monkeypatch):
     _preload._run()         # an error is left for the first convolution
 
 
+def test_copies_and_pickles_drop_the_armed_call():
+    """An armed call (``_miofind_hot``: a slot of this process's C++ extension) never travels with a copy, a pickle or
+    a reverted module; the rest of the module does."""
+    import copy
+    import pickle
+
+    m = nn.Sequential(nn.Conv2d(2, 3, 3))
+    mt.convert(m)
+    m[0].__dict__["_miofind_hot"] = (0, 1, m[0].stride, m[0].padding, m[0].dilation, m[0].groups)
+    for other in (copy.deepcopy(m), pickle.loads(pickle.dumps(m))):
+        assert "_miofind_hot" not in other[0].__dict__
+        assert type(other[0]) is type(m[0]) and torch.equal(other[0].weight, m[0].weight)
+    assert "_miofind_hot" in m[0].__dict__
+    mt.revert(m)
+    assert "_miofind_hot" not in m[0].__dict__ and type(m[0]) is nn.Conv2d
+
+
 def test_preload_imports_the_cudnn_frontend_where_it_is_installed(monkeypatch):
     """The preload imports the cuDNN frontend (a cuDNN pick's first choice otherwise imports it inside the first
     step) where it is installed, through cudnn_base's checked import; nothing where it is not."""
