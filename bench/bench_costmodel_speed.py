@@ -14,6 +14,12 @@ Each problem is timed ``--repeats`` times in turn; the table gives the median an
 problems of each problem's fastest repeat (the noise of a shared machine filtered out) and of every
 repeat. The load time is ``CostModel.load`` of the model file: the first in the process and the
 median of ``--loads`` more. No GPU. ``python bench/bench_costmodel_speed.py --out bench/results/costmodel-speed``.
+
+``--scorer``: the exit tables scored in C (``native``: ``miofind._native``'s ``qs_score`` and
+``qs_lookup``, the default where the extension is built) or with numpy alone (``numpy``: the model
+loaded with ``MIOFIND_NATIVE=0``), or ``both``: one model of each, answering each problem in turn,
+and a check that both give every problem (as the bench asks it, and at the DB's recorded configs)
+the same times and the same order.
 """
 
 from __future__ import annotations
@@ -50,6 +56,38 @@ def answer(model, problem, pairs):
     """The model's answer for one problem: predicted times and the solvers ranked (``CostModel.rank``:
     by the ranking forest where the model has one, else by the times)."""
     return model.rank(problem, pairs)[1]
+
+
+def native_built() -> bool:
+    """Whether ``miofind._native`` is built with the exit tables' functions."""
+    try:
+        from miofind import _native
+    except ImportError:
+        return False
+    return hasattr(_native, "qs_score") and hasattr(_native, "qs_lookup")
+
+
+def load(path, scorer):
+    """``CostModel.load`` of ``path`` scoring in C (``native``) or with numpy (``MIOFIND_NATIVE=0`` while it loads)."""
+    if scorer == "native":
+        model = cm.CostModel.load(path)
+        if model.trees.exits is not None and model.trees.exits.native is None:
+            sys.exit("--scorer native: miofind._native is not built with qs_score (or MIOFIND_NATIVE=0)")
+        return model
+    old = os.environ.get("MIOFIND_NATIVE")
+    os.environ["MIOFIND_NATIVE"] = "0"
+    try:
+        return cm.CostModel.load(path)
+    finally:
+        if old is None:
+            del os.environ["MIOFIND_NATIVE"]
+        else:
+            os.environ["MIOFIND_NATIVE"] = old
+
+
+def same_answers(a, b, cases) -> int:
+    """How many of ``cases`` models ``a`` and ``b`` answer with equal times and the same order."""
+    return sum(a.rank(p, pairs) == b.rank(p, pairs) for p, pairs in cases)
 
 
 def answer_before(model, problem, pairs):
@@ -103,8 +141,14 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=5, help="times each problem is answered (default 5)")
     ap.add_argument("--loads", type=int, default=10, help="loads of the model file after the first (default 10)")
     ap.add_argument("--before-repeats", type=int, default=3, help="repeats for the evaluator before (0: skip)")
+    ap.add_argument("--scorer", choices=("native", "numpy", "both"), default=None,
+                    help="the exit tables scored in C, with numpy, or both alternately (default: native where "
+                         "miofind._native is built, else numpy)")
     ap.add_argument("--out", default=None, help="folder for speed.md and speed.json")
     args = ap.parse_args(argv)
+    if args.scorer is None:
+        args.scorer = "native" if native_built() else "numpy"
+    scorers = ("native", "numpy") if args.scorer == "both" else (args.scorer,)
     for name in ("repeats", "loads"):
         if getattr(args, name) < 1:
             ap.error(f"--{name} must be at least 1, got {getattr(args, name)}")
@@ -118,42 +162,50 @@ def main(argv=None):
 
     load_before = os.getloadavg()
     t0 = time.perf_counter()
-    model = cm.CostModel.load(model_path)
+    model = load(model_path, scorers[0])
     first_load_ms = (time.perf_counter() - t0) * 1e3
-    baseline = cm.CostModel.load(base_path) if base_path else None
+    baseline = load(base_path, scorers[0]) if base_path else None
     loads, base_loads = [], []
     for _ in range(args.loads):
         for path, into in ((model_path, loads), (base_path, base_loads)):
             if path is not None:
                 t0 = time.perf_counter()
-                cm.CostModel.load(path)
+                load(path, scorers[0])
                 into.append((time.perf_counter() - t0) * 1e3)
+    # the models timed in turn: (row suffix, model); the first is ``model``
+    label = {"native": "C scorer", "numpy": "numpy scorer"}
+    timed = [("" if len(scorers) == 1 else f", {label[scorers[0]]}", model)]
+    timed += [(f", {label[s]} (alternating)", load(model_path, s)) for s in scorers[1:]]
+    if baseline is not None:
+        timed += [(f", baseline{'' if len(scorers) == 1 else ' ' + label[s]} (alternating)",
+                   baseline if s == scorers[0] else load(base_path, s)) for s in scorers]
 
     db = FindDB(args.db, readonly=True, immutable=True)
     recorded = defaultdict(list)
     for r in db.iter_records(None):
-        recorded[r.problem_key].append(r.solver_id)
+        recorded[r.problem_key].append((r.solver_id, r.config))
     db.close()
-    cases, cases_no_naive = [], []
+    cases, cases_no_naive, cases_recorded = [], [], []
     for key in sorted(recorded):
         p = cm.parse_problem_key(key)
-        solvers = [get_solver(s) for s in recorded[key]]
+        solvers = [get_solver(s) for s, _ in recorded[key]]
         pairs = [(s, default_config(s, p)) for s in solvers]
         cases.append((p, pairs))
+        cases_recorded.append((p, [(s, c) for s, (_, c) in zip(solvers, recorded[key])]))
         own = [(s, c) for s, c in pairs if not s.is_reference]
         if own:
             cases_no_naive.append((p, own))
 
+    agree = None
+    if args.scorer == "both":   # the C scorer's answers against numpy's: times and order alike
+        agree = {name: [same_answers(timed[0][1], timed[1][1], c), len(c)] for name, c in (
+            ("all measured solvers", cases), ("without the naive solvers", cases_no_naive),
+            ("all measured solvers at their recorded configs", cases_recorded))}
     rows = {}
-    if baseline is not None:
-        for name, c in (("all measured solvers", cases), ("without the naive solvers", cases_no_naive)):
-            mine, theirs = time_problems(answer, model, c, args.repeats, [baseline])
-            rows[name] = (c, summary(mine))
-            rows[f"{name}, baseline (alternating)"] = (c, summary(theirs))
-    else:
-        rows["all measured solvers"] = (cases, summary(time_problems(answer, model, cases, args.repeats)))
-        rows["without the naive solvers"] = (cases_no_naive,
-                                             summary(time_problems(answer, model, cases_no_naive, args.repeats)))
+    for name, c in (("all measured solvers", cases), ("without the naive solvers", cases_no_naive)):
+        got = time_problems(answer, timed[0][1], c, args.repeats, [m for _, m in timed[1:]])
+        for (suffix, _), samples in zip(timed, got if len(timed) > 1 else [got]):
+            rows[name + suffix] = (c, summary(samples))
     if args.before_repeats > 0:
         rows["all measured solvers, evaluator before"] = (
             cases, summary(time_problems(answer_before, model, cases, args.before_repeats)))
@@ -168,6 +220,7 @@ def main(argv=None):
         "baseline_trees": len(baseline.trees.roots) if baseline else None,
         "baseline_load_ms_median": statistics.median(base_loads) if base_loads else None,
         "exit_tables": model.trees.exits is not None,
+        "scorer": args.scorer, "native_built": native_built(), "same_answers": agree,
         "first_load_ms": first_load_ms, "load_ms_median": statistics.median(loads), "load_ms_max": max(loads),
         "repeats": args.repeats, "before_repeats": args.before_repeats,
         "cpu": cpu_name(), "cpus": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,
@@ -195,6 +248,10 @@ def main(argv=None):
                      f"| {s['median_us_all_repeats']:.1f} | {s['p90_us_all_repeats']:.1f} |")
     lines += ["", f"median and p90 over problems of each problem's fastest of {args.repeats} repeats "
                   f"({args.before_repeats} for the evaluator before), and of every repeat; target <= 50 µs per problem"]
+    lines += ["", f"scorer: {args.scorer} (miofind._native with qs_score {'built' if native_built() else 'not built'})"]
+    if agree:
+        lines += [f"C and numpy scorers, equal times and order: {a} of {n} problems ({name})"
+                  for name, (a, n) in agree.items()]
     text = "\n".join(lines)
     print(text)
     if args.out:

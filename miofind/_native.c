@@ -1,4 +1,5 @@
-/* miofind._native: the hot path's two foreign calls without ctypes' or CuPy's per-call argument handling.
+/* miofind._native: the hot path's two foreign calls without ctypes' or CuPy's per-call argument handling, and the
+ * learned cost model's exit-table scorer.
  *
  * launcher(): a kernel launch with its argument block packed once. A call writes the device pointers of
  * that launch into a copy of the block on the C stack and calls cuLaunchKernel through the function
@@ -17,8 +18,14 @@
  * recipe(): a whole solution in one call: the kernel launches and library calls that ``miofind.launch.trace``
  * read from an invoker, each pointer named as one of the invoker's four (a, b, out, workspace) plus a byte offset.
  * A call adds the offsets, checks the four addresses' alignment (refusing, with nothing launched, where one is off)
- * and runs every step in order with the GIL released once. Built against the limited API (abi3) of Python 3.10, so one binary
- * serves every later CPython.
+ * and runs every step in order with the GIL released once.
+ *
+ * qs_lookup(), qs_score(): miofind.costmodel._Exits (QuickScorer tables) in C: a problem's table rows by bisection of its
+ * feature values, and the AND of table rows, the exit leaf of each tree (the highest set bit) and the sums of the leaf
+ * values per row, added in numpy's order so that both paths give the same times. The limited API of 3.10 has no buffer
+ * protocol: the table and the leaf values come as addresses, their arrays kept alive by the caller.
+ *
+ * Built against the limited API (abi3) of Python 3.10, so one binary serves every later CPython.
  */
 #define Py_LIMITED_API 0x030A0000
 #define PY_SSIZE_T_CLEAN
@@ -533,6 +540,408 @@ static PyObject *make_pdl_launcher(PyObject *mod, PyObject *arg) {
     return PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)&pdl_launch);
 }
 
+/* -- the learned cost model's exit tables (miofind.costmodel._Exits) ------------------------------------------ */
+
+/* numpy's pairwise sum of a[0..n) (loops_utils.h: below 8 values in turn from 0.0; up to 128 in 8 partial sums;
+ * above, the two halves, the first a multiple of 8): the order in which ndarray.sum and ufunc.reduceat add along a
+ * contiguous axis, so qs_score's sums equal the numpy scorer's bit for bit (IEEE doubles, no -ffast-math). */
+static double pairwise_sum(const double *a, Py_ssize_t n) {
+    if (n < 8) {
+        double res = 0.;
+        for (Py_ssize_t i = 0; i < n; i++) res += a[i];
+        return res;
+    }
+    if (n <= 128) {   /* eight named partial sums: an array of them is kept in memory at -O2, three times slower */
+        double r0 = a[0], r1 = a[1], r2 = a[2], r3 = a[3], r4 = a[4], r5 = a[5], r6 = a[6], r7 = a[7];
+        Py_ssize_t i;
+        for (i = 8; i < n - (n % 8); i += 8) {
+            r0 += a[i]; r1 += a[i + 1]; r2 += a[i + 2]; r3 += a[i + 3];
+            r4 += a[i + 4]; r5 += a[i + 5]; r6 += a[i + 6]; r7 += a[i + 7];
+        }
+        double res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7));
+        for (; i < n; i++) res += a[i];
+        return res;
+    }
+    Py_ssize_t n2 = n / 2;
+    n2 -= n2 % 8;
+    return pairwise_sum(a, n2) + pairwise_sum(a + n2, n - n2);
+}
+
+/* Four masks at a time (SSE2, NEON or plain registers: GCC's and Clang's vector extension); loads and stores
+ * through memcpy, as table rows are aligned to 8 bytes only. */
+typedef uint32_t v4u __attribute__((vector_size(16)));
+
+static inline v4u load4(const uint32_t *p) {
+    v4u x;
+    memcpy(&x, p, sizeof x);
+    return x;
+}
+
+/* dst[0..n) = a[0..n) & b[0..n) */
+static void and_rows(uint32_t *dst, const uint32_t *a, const uint32_t *b, Py_ssize_t n) {
+    Py_ssize_t t = 0;
+    for (; t + 4 <= n; t += 4) {
+        v4u x = load4(a + t) & load4(b + t);
+        memcpy(dst + t, &x, sizeof x);
+    }
+    for (; t < n; t++) dst[t] = a[t] & b[t];
+}
+
+/* dst[0..n) &= the AND of rows r[0..4) */
+static void and_four(uint32_t *dst, const uint32_t *const r[4], Py_ssize_t n) {
+    Py_ssize_t t = 0;
+    for (; t + 4 <= n; t += 4) {
+        v4u x = load4(dst + t) & load4(r[0] + t) & load4(r[1] + t) & load4(r[2] + t) & load4(r[3] + t);
+        memcpy(dst + t, &x, sizeof x);
+    }
+    for (; t < n; t++) dst[t] &= r[0][t] & r[1][t] & r[2][t] & r[3][t];
+}
+
+/* A list or tuple (any other sequence copied into a tuple): a new reference, its length in *n. */
+static PyObject *open_seq(PyObject *o, Py_ssize_t *n) {
+    PyObject *s;
+    if (PyList_Check(o) || PyTuple_Check(o)) {
+        Py_INCREF(o);
+        s = o;
+    } else if (!(s = PySequence_Tuple(o))) {
+        return NULL;
+    }
+    *n = PyList_Check(s) ? PyList_Size(s) : PyTuple_Size(s);
+    return s;
+}
+
+/* Item i of open_seq's result as a table row below nrows into *out (IndexError out of range). */
+static int row_at(PyObject *s, Py_ssize_t i, u64 nrows, uint32_t *out) {
+    PyObject *o = PyList_Check(s) ? PyList_GetItem(s, i) : PyTuple_GetItem(s, i);
+    if (!o) return -1;
+    long long v = PyLong_AsLongLong(o);   /* ints, and anything with __index__ (numpy integers) */
+    if (v == -1 && PyErr_Occurred()) return -1;
+    if (v < 0 || (u64)v >= nrows) {
+        PyErr_Format(PyExc_IndexError, "table row %lld out of range (%llu rows)", v, (unsigned long long)nrows);
+        return -1;
+    }
+    *out = (uint32_t)v;
+    return 0;
+}
+
+/* The table rows of each pair, flat: pair i's are idx[start[i] .. start[i + 1]), per_row's then more's. */
+static int pair_rows(PyObject *per_row, PyObject *more, u64 nrows, Py_ssize_t *np_out, uint32_t **idx_out,
+                     Py_ssize_t **start_out) {
+    Py_ssize_t k, n = -1, nm = 0, total;
+    PyObject *lists = open_seq(per_row, &k), *ms = NULL;
+    PyObject *cols[8] = {NULL};
+    uint32_t *idx = NULL;
+    Py_ssize_t *start = NULL;
+    int rc = -1;
+    if (!lists) return -1;
+    if (k < 1 || k > 8) {
+        PyErr_Format(PyExc_ValueError, "qs_score: 1 to 8 per-row lists, got %zd", k);
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < k; j++) {
+        Py_ssize_t len;
+        PyObject *item = PyList_Check(lists) ? PyList_GetItem(lists, j) : PyTuple_GetItem(lists, j);
+        if (!item || !(cols[j] = open_seq(item, &len))) goto done;
+        if (n >= 0 && len != n) {
+            PyErr_SetString(PyExc_ValueError, "qs_score: per-row lists of unequal length");
+            goto done;
+        }
+        n = len;
+    }
+    total = n * k;
+    if (more != Py_None) {
+        if (!(ms = open_seq(more, &nm))) goto done;
+        if (nm != n) {
+            PyErr_Format(PyExc_ValueError, "qs_score: %zd lists in more for %zd rows", nm, n);
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *item = PyList_Check(ms) ? PyList_GetItem(ms, i) : PyTuple_GetItem(ms, i);
+            Py_ssize_t len = item ? PySequence_Size(item) : -1;
+            if (len < 0) goto done;
+            total += len;
+        }
+    }
+    idx = (uint32_t *)PyMem_Malloc(sizeof(uint32_t) * (size_t)(total + 1));
+    start = (Py_ssize_t *)PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n + 1));
+    if (!idx || !start) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t at = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        start[i] = at;
+        for (Py_ssize_t j = 0; j < k; j++)
+            if (row_at(cols[j], i, nrows, &idx[at++]) < 0) goto done;
+        if (ms) {
+            Py_ssize_t len;
+            PyObject *item = PyList_Check(ms) ? PyList_GetItem(ms, i) : PyTuple_GetItem(ms, i);
+            PyObject *s = open_seq(item, &len);
+            if (!s) goto done;
+            if (at + len > total) {   /* a list that grew since it was counted */
+                PyErr_SetString(PyExc_RuntimeError, "qs_score: more changed size");
+                Py_DECREF(s);
+                goto done;
+            }
+            for (Py_ssize_t j = 0; j < len; j++) {
+                if (row_at(s, j, nrows, &idx[at++]) < 0) {
+                    Py_DECREF(s);
+                    goto done;
+                }
+            }
+            Py_DECREF(s);
+        }
+    }
+    start[n] = at;
+    *np_out = n;
+    *idx_out = idx;
+    *start_out = start;
+    idx = NULL;
+    start = NULL;
+    rc = 0;
+done:
+    for (int j = 0; j < 8; j++) Py_XDECREF(cols[j]);
+    Py_XDECREF(ms);
+    Py_DECREF(lists);
+    PyMem_Free(idx);
+    PyMem_Free(start);
+    return rc;
+}
+
+/* qs_score(table, nrows, width, values, ntrees, cut, common, per_row, more) -> bytearray of doubles.
+ *
+ * What costmodel._Exits.score computes with numpy, for a table and leaf values passed by address (the limited API of
+ * 3.10 has no buffer protocol; the caller keeps both arrays alive). Row i ANDs the table rows per_row[j][i] for each
+ * j, those of more[i] (more: None or a list per row) and the common rows (ANDed once); tree t's exit leaf is the
+ * highest set bit b of its 32-bit mask, its value values[32 t + b]. Per row, the sum over the trees (cut None), or the
+ * sums over trees [0, cut) and [cut, ntrees) (n of each, the first n then the second), in numpy's order. */
+static PyObject *qs_score(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    (void)mod;
+    if (nargs != 9) {
+        PyErr_Format(PyExc_TypeError, "qs_score takes 9 arguments (table, nrows, width, values, ntrees, cut, common, "
+                     "per_row, more): %zd given", nargs);
+        return NULL;
+    }
+    u64 table_a, nrows, width, values_a, ntrees, cut = 0;
+    if (as_u64(args[0], &table_a) < 0 || as_u64(args[1], &nrows) < 0 || as_u64(args[2], &width) < 0 ||
+        as_u64(args[3], &values_a) < 0 || as_u64(args[4], &ntrees) < 0 ||
+        (args[5] != Py_None && as_u64(args[5], &cut) < 0))
+        return NULL;
+    const int with_cut = args[5] != Py_None;
+    if (!table_a || !values_a || !nrows || !ntrees || width < ntrees || width > (1u << 24) || nrows > (1u << 30) ||
+        (with_cut && (cut < 1 || cut >= ntrees))) {
+        PyErr_SetString(PyExc_ValueError, "qs_score: a null table or values, no rows or trees, width < ntrees, "
+                        "or a cut outside 1 .. ntrees - 1");
+        return NULL;
+    }
+    const uint32_t *table = (const uint32_t *)(uintptr_t)table_a;
+    const double *values = (const double *)(uintptr_t)values_a;
+    const Py_ssize_t nt = (Py_ssize_t)ntrees, w = (Py_ssize_t)width;
+
+    Py_ssize_t n = 0, nc;
+    uint32_t *idx = NULL, *common_rows = NULL;
+    Py_ssize_t *start = NULL;
+    PyObject *common = open_seq(args[6], &nc);
+    if (!common) return NULL;
+    PyObject *out = NULL;
+    uint32_t *masks = NULL;
+    common_rows = (uint32_t *)PyMem_Malloc(sizeof(uint32_t) * (size_t)(nc + 1));
+    if (!common_rows) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < nc; j++)
+        if (row_at(common, j, nrows, &common_rows[j]) < 0) goto done;
+    if (pair_rows(args[7], args[8], nrows, &n, &idx, &start) < 0) goto done;
+    /* the common rows' AND and one row's, then that row's leaf values */
+    masks = (uint32_t *)PyMem_Malloc(sizeof(uint32_t) * 2 * (size_t)nt + sizeof(double) * (size_t)nt);
+    out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)sizeof(double) * n * (with_cut ? 2 : 1));
+    if (!masks || !out) {
+        if (!masks) PyErr_NoMemory();
+        Py_CLEAR(out);
+        goto done;
+    }
+    double *res = (double *)PyByteArray_AsString(out);
+    Py_BEGIN_ALLOW_THREADS
+    uint32_t *cm = masks, *m = masks + nt;
+    double *v = (double *)(masks + 2 * nt);
+    for (Py_ssize_t t = 0; t < nt; t++) cm[t] = 0xFFFFFFFFu;
+    Py_ssize_t j = 0;
+    for (; j + 4 <= nc; j += 4) {
+        const uint32_t *r[4];
+        for (int q = 0; q < 4; q++) r[q] = table + (size_t)common_rows[j + q] * (size_t)w;
+        and_four(cm, r, nt);
+    }
+    for (; j < nc; j++) and_rows(cm, cm, table + (size_t)common_rows[j] * (size_t)w, nt);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        /* the rows before the last two into m; the last two ANDed as the leaves are read */
+        const Py_ssize_t first = start[i], last = start[i + 1] - 1;
+        const uint32_t *base = cm;
+        for (Py_ssize_t a = first; a < last - 1; a++, base = m)
+            and_rows(m, base, table + (size_t)idx[a] * (size_t)w, nt);
+        const uint32_t *ra = table + (size_t)idx[last > first ? last - 1 : last] * (size_t)w;
+        const uint32_t *rb = table + (size_t)idx[last] * (size_t)w;
+        for (Py_ssize_t t = 0; t < nt; t++) {
+            /* the exit leaf: the highest set bit (never none in a built table: a tree's rightmost leaf is ruled
+               out by no node; numpy's frexp would give exponent 0 there, the index 32 t - 1, wrapping at t = 0) */
+            const uint32_t x = base[t] & ra[t] & rb[t];
+            v[t] = values[x ? 32 * t + 31 - __builtin_clz(x) : (t ? 32 * t - 1 : 32 * nt - 1)];
+        }
+        if (!with_cut) {
+            res[i] = 0. + pairwise_sum(v, nt);   /* ndarray.sum: the identity, then the pairwise sum */
+        } else {   /* ufunc.reduceat: each part's first value, then the pairwise sum of the rest */
+            const Py_ssize_t c = (Py_ssize_t)cut;
+            res[i] = v[0] + pairwise_sum(v + 1, c - 1);
+            res[n + i] = v[c] + pairwise_sum(v + c + 1, nt - c - 1);
+        }
+    }
+    Py_END_ALLOW_THREADS
+done:
+    Py_DECREF(common);
+    PyMem_Free(common_rows);
+    PyMem_Free(idx);
+    PyMem_Free(start);
+    PyMem_Free(masks);
+    return out;
+}
+
+/* qs_lookup's state: per feature, its position in the values and its count of sorted thresholds, which start at thr
+ * in the flat threshold array and are followed by count + 1 table rows from row on in the flat row array. */
+typedef struct {
+    Py_ssize_t index, count, thr, row;
+} look_feature_t;
+
+typedef struct {
+    Py_ssize_t nfeat, need;      /* need: the values' least length (the highest index + 1) */
+    look_feature_t *feat;
+    double *thr;
+    long long *rows;
+} lookup_t;
+
+static const char LOOKUP_CAPSULE[] = "miofind._native.lookup";
+
+static void free_capsule_lookup(PyObject *cap) { free(PyCapsule_GetPointer(cap, LOOKUP_CAPSULE)); }
+
+/* rows(values) -> [rows[bisect_left(thresholds, values[index])] for each feature]: bisect.bisect_left on doubles */
+static PyObject *lookup_call(PyObject *self, PyObject *arg) {
+    const lookup_t *L = (const lookup_t *)PyCapsule_GetPointer(self, LOOKUP_CAPSULE);
+    if (!L) return NULL;
+    Py_ssize_t nv;
+    PyObject *vals = open_seq(arg, &nv);
+    if (!vals) return NULL;
+    PyObject *out = NULL;
+    if (nv < L->need) {
+        PyErr_Format(PyExc_ValueError, "rows: %zd values, expected at least %zd", nv, L->need);
+        goto done;
+    }
+    if (!(out = PyList_New(L->nfeat))) goto done;
+    for (Py_ssize_t j = 0; j < L->nfeat; j++) {
+        const look_feature_t *F = &L->feat[j];
+        PyObject *o = PyList_Check(vals) ? PyList_GetItem(vals, F->index) : PyTuple_GetItem(vals, F->index);
+        double x = o ? PyFloat_AsDouble(o) : -1.0;
+        if (x == -1.0 && PyErr_Occurred()) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        const double *th = L->thr + F->thr;
+        Py_ssize_t lo = 0, hi = F->count;
+        while (lo < hi) {
+            Py_ssize_t mid = (lo + hi) / 2;
+            if (th[mid] < x) lo = mid + 1;
+            else hi = mid;
+        }
+        PyObject *row = PyLong_FromLongLong(L->rows[F->row + lo]);
+        if (!row || PyList_SetItem(out, j, row) < 0) {
+            Py_CLEAR(out);
+            goto done;
+        }
+    }
+done:
+    Py_DECREF(vals);
+    return out;
+}
+
+static PyMethodDef lookup_def = {"rows", lookup_call, METH_O,
+                                 "rows(values) -> [rows[bisect_left(thresholds, values[index])] per feature]"};
+
+/* qs_lookup(features) -> rows; features: (index, sorted thresholds, table row per count) each */
+static PyObject *make_lookup(PyObject *mod, PyObject *arg) {
+    (void)mod;
+    Py_ssize_t nf, nthr = 0;
+    PyObject *feats = open_seq(arg, &nf), *parts[3] = {NULL, NULL, NULL};
+    if (!feats) return NULL;
+    lookup_t *L = NULL;
+    /* first pass: the sizes */
+    for (Py_ssize_t j = 0; j < nf; j++) {
+        PyObject *f = PyList_Check(feats) ? PyList_GetItem(feats, j) : PyTuple_GetItem(feats, j);
+        Py_ssize_t n = f ? PySequence_Size(f) : -1, nt;
+        if (n != 3) {
+            if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "qs_lookup: feature %zd is not (index, thresholds, "
+                                                "rows)", j);
+            goto fail;
+        }
+        PyObject *th = PySequence_GetItem(f, 1);
+        nt = th ? PySequence_Size(th) : -1;
+        Py_XDECREF(th);
+        if (nt < 0) goto fail;
+        nthr += nt;
+    }
+    size_t head = sizeof(lookup_t) + sizeof(look_feature_t) * (size_t)nf;
+    head = (head + 7) & ~(size_t)7;
+    L = (lookup_t *)calloc(1, head + sizeof(double) * (size_t)nthr + sizeof(long long) * (size_t)(nthr + nf));
+    if (!L) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    L->nfeat = nf;
+    L->feat = (look_feature_t *)(L + 1);
+    L->thr = (double *)((char *)L + head);
+    L->rows = (long long *)(L->thr + nthr);
+    Py_ssize_t at = 0;
+    for (Py_ssize_t j = 0; j < nf; j++) {
+        PyObject *f = PyList_Check(feats) ? PyList_GetItem(feats, j) : PyTuple_GetItem(feats, j);
+        Py_ssize_t nt, nr;
+        for (int q = 0; q < 3; q++)
+            if (!(parts[q] = PySequence_GetItem(f, q))) goto fail;
+        look_feature_t *F = &L->feat[j];
+        F->index = PyLong_AsSsize_t(parts[0]);
+        if (F->index == -1 && PyErr_Occurred()) goto fail;
+        nt = PySequence_Size(parts[1]);
+        nr = PySequence_Size(parts[2]);
+        if (F->index < 0 || nt < 0 || nr != nt + 1 || at + nt > nthr) {
+            if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "qs_lookup: feature %zd: a negative index, or not "
+                                                "one more row than thresholds", j);
+            goto fail;
+        }
+        F->count = nt;
+        F->thr = at;
+        F->row = at + j;
+        for (Py_ssize_t q = 0; q <= nt; q++) {
+            PyObject *o;
+            if (q < nt) {
+                if (!(o = PySequence_GetItem(parts[1], q))) goto fail;
+                L->thr[at + q] = PyFloat_AsDouble(o);
+                Py_DECREF(o);
+                if (L->thr[at + q] == -1.0 && PyErr_Occurred()) goto fail;
+            }
+            if (!(o = PySequence_GetItem(parts[2], q))) goto fail;
+            L->rows[at + j + q] = PyLong_AsLongLong(o);
+            Py_DECREF(o);
+            if (L->rows[at + j + q] == -1 && PyErr_Occurred()) goto fail;
+        }
+        at += nt;
+        if (F->index + 1 > L->need) L->need = F->index + 1;
+        for (int q = 0; q < 3; q++) Py_CLEAR(parts[q]);
+    }
+    Py_DECREF(feats);
+    return bind_state(L, LOOKUP_CAPSULE, free_capsule_lookup, &lookup_def);
+fail:
+    for (int q = 0; q < 3; q++) Py_XDECREF(parts[q]);
+    Py_DECREF(feats);
+    free(L);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"launcher", make_launcher, METH_VARARGS,
      "launcher(fn, func, grid, block, shared_mem, values, slots, maps) -> launch(stream, *map_addresses, *pointers)\n\n"
@@ -555,10 +964,22 @@ static PyMethodDef methods[] = {
      "slots: (parameter, role, byte offset) of each pointer written per call, role 0-3 the run's a, b, out,\n"
      "workspace; align: what each role's address must be a multiple of. run returns 0, -1 (an address misaligned:\n"
      "nothing ran) or (step, status) of the step that failed."},
+    {"qs_score", (PyCFunction)(void (*)(void))qs_score, METH_FASTCALL,
+     "qs_score(table, nrows, width, values, ntrees, cut, common, per_row, more) -> bytearray of doubles\n\n"
+     "The learned cost model's exit-table scorer (miofind.costmodel._Exits.score): table, the address of a\n"
+     "C-contiguous uint32 [nrows, width] table; values, of float64 [ntrees * 32] leaf values (both kept alive by the caller);\n"
+     "common: table rows ANDed into every row; per_row: lists of one table row per row; more: None or a list of table\n"
+     "rows per row. Per row, the sum of its trees' exit leaf values (cut None), or the sums over trees [0, cut) and\n"
+     "[cut, ntrees) (all rows' first sums, then their second), added in numpy's order."},
+    {"qs_lookup", make_lookup, METH_O,
+     "qs_lookup(features) -> rows(values)\n\n"
+     "features: (index, sorted thresholds, table row per count) each, with one more row than thresholds;\n"
+     "rows(values) gives [rows[bisect.bisect_left(thresholds, values[index])] for each feature] (values: floats)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native",
-                                    "miofind's native hot path: packed kernel launches and library calls", -1,
+                                    "miofind's native hot path: packed kernel launches and library calls, and the "
+                                    "cost model's exit-table scorer", -1,
                                     methods};
 
 PyMODINIT_FUNC PyInit__native(void) {

@@ -13,12 +13,14 @@ second forest, LambdaRank on the same features (``train(rank_rounds=...)``, form
 problem's solvers (``CostModel.rank``) while the regression trees state their times
 (``CostModel.predict_ms``): both sit in one tree table and are scored in one pass.
 
-The trees are exported to flat numpy arrays (``CostModel.save``: one ``.npz``) and evaluated with
-numpy alone: loading and predicting need neither LightGBM nor a GPU. One problem's candidates
-(``CostModel.predict_ms``) are scored through QuickScorer-style bitmask tables built at load
-(``_Exits``: one table row per feature threshold, the exit leaf of each tree the highest set bit of
-an AND), without making the feature rows; feature matrices (training, cross-validation) and trees
-of more than 32 leaves take the heap descent (``_Trees.predict``). Both give the same leaves. The
+The trees are exported to flat numpy arrays (``CostModel.save``: one ``.npz``); loading and
+predicting need neither LightGBM nor a GPU. One problem's candidates (``CostModel.predict_ms``) are
+scored through QuickScorer-style bitmask tables built at load (``_Exits``: one table row per feature
+threshold, the exit leaf of each tree the highest set bit of an AND), without making the feature
+rows: in C where miofind's optional extension is built (``miofind._native``'s ``qs_lookup`` and
+``qs_score``; ``MIOFIND_NATIVE=0`` when a model loads keeps it off), else with numpy, the same leaves
+added in the same order either way. Feature matrices (training, cross-validation) and trees of more
+than 32 leaves take the heap descent (``_Trees.predict``, numpy). All give the same leaves. The
 shipped model sits next to its system FindDB (``finddb/sm_90-132.model.npz``). A missing or
 unreadable model file leaves immediate mode with ``miofind.predict``'s nearest-problem predictor.
 """
@@ -68,6 +70,26 @@ NUM_ROUNDS = 600
 # cost: 600 + 150 trees keep one problem within 50 µs on the CPU; bench/results/costmodel-v3/)
 RANK_ROUNDS = 150
 RANK_PARAMS = {"objective": "lambdarank", "learning_rate": 0.1}
+
+
+def _native_scorer():
+    """``miofind._native`` where it is built with the exit tables' functions (``qs_score``, ``qs_lookup``) and
+    ``MIOFIND_NATIVE`` is not 0 (read when a model's tables are built); else None."""
+    from . import env
+
+    if not env.native():
+        return None
+    try:
+        from . import _native
+    except ImportError:
+        return None
+    return _native if hasattr(_native, "qs_score") and hasattr(_native, "qs_lookup") else None
+
+
+def _address(a: np.ndarray) -> int:
+    """The address of a C-contiguous array's first element."""
+    assert a.flags.c_contiguous
+    return a.__array_interface__["data"][0]
 
 
 class CostModelError(RuntimeError):
@@ -273,7 +295,8 @@ class _Trees:
 
 class _Exits:
     """QuickScorer's tables (Lucchese et al., SIGIR 2015) of a forest whose trees have at most 32
-    leaves: one problem's few rows are scored with a handful of numpy calls instead of a descent.
+    leaves: one problem's few rows are scored with a handful of numpy calls (or one C call,
+    ``native``) instead of a descent.
 
     Leaf i of a tree (left to right) is bit 31 - i of a uint32. A node whose test x[f] > threshold
     holds rules out the leaves of its left subtree; the tree's exit leaf is the leftmost leaf that
@@ -286,12 +309,14 @@ class _Exits:
     MAX_BOUNDED = 1024   # joined rows of (solver, config values): 2.4 MB for 600 trees
 
     def __init__(self, table, used, lookup, values, offset, ntrees):
-        self.table = table        # uint32 [table rows, trees (even)]; row 0: all ones (no node true)
-        self.wide = table.view(np.uint64)
         self.lookup = lookup      # per feature: (sorted thresholds, table row per count), or None (unused)
         self.values = values      # float64 [trees * 32]: leaf values by (tree, bit)
         self.offset = offset      # int32 [trees]: tree * 32 - 1, added to frexp's exponent (bit + 1)
         self.ntrees = ntrees
+        native = _native_scorer()
+        self.native = native.qs_score if native else None   # ``score`` in C, or None: with numpy
+        self._native_lookup = native.qs_lookup if native else None
+        self._publish(table)      # self.table: uint32 [table rows, trees (even)]; row 0: all ones (no node true)
         self._used = self._first = used   # rows in use; ``joined`` fills the spare rows after them
         self._bounded = 0
         self.joined_rows: dict = {}
@@ -341,6 +366,21 @@ class _Exits:
         # int32 like frexp's exponents: the sum needs no cast
         return cls(table, used, lookup, values.ravel(), np.arange(ntrees, dtype=np.int32) * 32 - 1, ntrees)
 
+    def _publish(self, table):
+        """Make ``table`` the one scored: as uint64 words for numpy, and with its address and shape for
+        qs_score in one tuple (read at once, it keeps the array it names alive through the call)."""
+        values = np.ascontiguousarray(self.values, np.float64)
+        self.table, self.wide = table, table.view(np.uint64)
+        self._native_args = (table, values, _address(table), len(table), table.shape[1], _address(values))
+
+    def lookup_rows(self, look):
+        """A function of a feature row (a list of floats) to its table rows: one per (feature index,
+        sorted thresholds, table row per count) of ``look``, the row of the count of thresholds below
+        the feature's value (bisect_left), in C with ``native``."""
+        if self.native is not None:
+            return self._native_lookup(look)
+        return lambda values: [rows[bisect_left(th, values[f])] for f, th, rows in look]
+
     def rows_for(self, features) -> list[int]:
         """The table rows of a (feature index, value) sequence."""
         out = []
@@ -368,7 +408,8 @@ class _Exits:
                 if self._used == len(table):   # grow; readers keep the old array
                     table = np.concatenate([table, np.empty_like(table[:max(64, self._used - self._first)])])
                 table[self._used] = mask
-                self.table, self.wide = table, table.view(np.uint64)
+                if table is not self.table:
+                    self._publish(table)
                 self.joined_rows[key] = self._used   # published after the row is in self.table
                 self._used += 1
             return self.joined_rows[key]
@@ -378,8 +419,16 @@ class _Exits:
         each j (at least two lists: the joined row, the roofline time's row, then any per-row
         feature's), where given the list ``more[i]`` (the lists of equal length), and every row the
         table rows ``common``. With ``cut``: the sums over trees ``[:cut]`` and ``[cut:]`` apart (two
-        forests in one table)."""
+        forests in one table). Through ``native`` where there is one (the same leaves, summed in
+        numpy's order), else numpy."""
         n = len(per_row[0])
+        if self.native is not None:
+            # read after every joined row was made; table and values hold the arrays whose addresses C
+            # reads through the call (it releases the GIL: ``joined`` may publish a grown table meanwhile)
+            table, values, table_at, rows, width, values_at = self._native_args
+            v = np.frombuffer(self.native(table_at, rows, width, values_at, self.ntrees, cut, common, per_row, more),
+                              np.float64)
+            return v if cut is None else (v[:n], v[n:])
         k = len(per_row)
         wide = self.wide   # read after every joined row was made
         flat = per_row[0] + per_row[1]
@@ -423,6 +472,7 @@ class CostModel:
         if exits is not None:   # predict_ms's lookups: (thresholds, table row per count) by feature
             look = lambda f: exits.lookup[f] if f < len(exits.lookup) and exits.lookup[f] else ([], [0])  # noqa: E731
             self._problem_look = [(f, *look(f)) for f in range(len(_PROBLEM_FEATURES)) if look(f)[0]]
+            self._problem_rows = exits.lookup_rows(self._problem_look)
             self._roofline_look = look(len(_PROBLEM_FEATURES))
             c0 = len(_PROBLEM_FEATURES) + 1 + len(self.solver_ids) + len(_FAMILIES)
             self._config_feature = {k: c0 + j for j, k in enumerate(self.config_keys)}
@@ -520,7 +570,7 @@ class CostModel:
             v = np.add.reduceat(self.trees.leaves(x), [0, cut], axis=1)   # summed as ``_Exits.score`` sums
             return (10.0 ** (base + v[:, 0])).tolist(), (-v[:, 1]).tolist()
         pf, conv, flops, elements, tiling = _problem_parts(problem)
-        common = [rows[bisect_left(th, pf[f])] for f, th, rows in self._problem_look] or [0]
+        common = self._problem_rows(pf) or [0]
         # the rest of a row is its roofline time (one per family) and one joined table row of its
         # solver, family and config (``_joined_row``), known by the config's items and their types
         roof = Roofline(conv, flops, elements, sm_count)

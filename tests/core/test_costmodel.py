@@ -705,3 +705,159 @@ def test_tile_values_count_the_blocks_and_their_waves():
     tiling = cm._problem_parts(w)[4]
     assert tiling == (16, 24 * 9, 4)
     assert cm._tile_values(tiling, {"BM": 64, "BN": 64}, 132) == (math.log2(16), 16 / 132)
+
+
+# -- the exit tables in C (``miofind._native``'s qs_score and qs_lookup) against numpy ---------------------------
+
+@pytest.fixture
+def native(monkeypatch):
+    """``miofind._native`` with the exit tables' functions (MIOFIND_NATIVE unset: models made in the test use
+    them), or a skip saying why there is none."""
+    try:
+        from miofind import _native
+    except ImportError:
+        pytest.skip("miofind._native is not built (no C compiler at install)")
+    if not (hasattr(_native, "qs_score") and hasattr(_native, "qs_lookup")):
+        pytest.skip("miofind._native is built without qs_score and qs_lookup (an older build)")
+    monkeypatch.delenv("MIOFIND_NATIVE", raising=False)
+    return _native
+
+
+def _twins(model: "cm.CostModel", monkeypatch) -> tuple["cm.CostModel", "cm.CostModel"]:
+    """``model``'s trees and meta as two models, the first scoring in C, the second with numpy
+    (``MIOFIND_NATIVE=0`` while it is made)."""
+    t = model.trees
+    out = []
+    for switch in ("1", "0"):
+        with monkeypatch.context() as m:
+            m.setenv("MIOFIND_NATIVE", switch)
+            trees = cm._Trees(t.feature, t.threshold, t.children, t.value, t.roots, t.depth)
+            out.append(cm.CostModel(trees, model.meta))
+    assert out[0].trees.exits.native is not None and out[1].trees.exits.native is None
+    return out[0], out[1]
+
+
+def _same_answers(a: "cm.CostModel", b: "cm.CostModel", p, pairs):
+    """``a`` (C) and ``b`` (numpy) answer ``p`` alike: equal times and order, and ranking scores within 1e-9.
+
+    qs_score adds each row's leaf values in numpy's pairwise order (ndarray.sum, ufunc.reduceat), so the sums
+    are equal bit for bit and so are the times; 1e-9 relative is the contract (another summation order of the
+    same 750 leaves rounds within it)."""
+    ta, oa = a.rank(p, pairs)
+    tb, ob = b.rank(p, pairs)
+    assert ta == tb and oa == ob, p.key()
+    if a.rank_trees:
+        np.testing.assert_allclose(a._evaluate(p, pairs, 132)[1], b._evaluate(p, pairs, 132)[1], rtol=1e-9, atol=0)
+
+
+def test_c_scorer_equals_numpy_on_trained_models(native, trained, ranked, monkeypatch):
+    for model in (trained[0], ranked[0]):   # the regression trees alone (no cut), and with a ranking forest
+        c, twin = _twins(model, monkeypatch)
+        for p in TEST + TRAIN:
+            _same_answers(c, twin, p, _three())
+            _same_answers(c, twin, p, _three()[1:])
+            assert c.rank(p, _three()) == model.rank(p, _three())
+
+
+def test_c_scorer_equals_numpy_with_config_rows_and_tile_rows(native, tuned_samples, monkeypatch):
+    pytest.importorskip("lightgbm")
+    c, twin = _twins(cm.train(tuned_samples, rounds=61, configs=True, rank_rounds=20, tile_features=True), monkeypatch)
+    # 4 configs get a joined row each, the rest their config columns' rows (``more``)
+    monkeypatch.setattr(cm._Exits, "MAX_BOUNDED", 4)
+    rng = np.random.default_rng(9)
+    for p in TEST + TRAIN[::5]:
+        pairs = _pairs_with_configs(rng, 5)
+        _same_answers(c, twin, p, pairs)
+        assert c.predict_ms(p, pairs) == list(_descent_ms(c, p, pairs))
+    assert c.trees.exits._bounded == 4 and twin.trees.exits._bounded == 4
+
+
+def test_c_scorer_equals_numpy_on_the_shipped_db(native, monkeypatch):
+    db, model = _shipped()
+    c, twin = _twins(model, monkeypatch)
+    by_key = {}
+    for r in db.iter_records(None):
+        by_key.setdefault(r.problem_key, []).append(r)
+    db.close()
+    keys = sorted(by_key)[::10]
+    assert len(keys) >= 300
+    for key in keys:
+        p, recs = cm.parse_problem_key(key), by_key[key]
+        solvers = [get_solver(r.solver_id) for r in recs]
+        # as a miss (default configs), as recorded, and immediate mode's candidates without the naive solvers
+        _same_answers(c, twin, p, [(s, _default(s, p)) for s in solvers])
+        _same_answers(c, twin, p, [(s, r.config) for s, r in zip(solvers, recs)])
+        own = [(s, _default(s, p)) for s in solvers if not s.is_reference]
+        if own:
+            _same_answers(c, twin, p, own)
+
+
+def test_qs_score_equals_the_numpy_score_on_random_rows_and_refuses_bad_rows(native):
+    model = _config_model(ntrees=61)   # an odd forest: the table has a padding column
+    exits = model.trees.exits
+    assert exits.native is not None and exits.table.shape[1] == 62
+    rng = np.random.default_rng(4)
+    rows = exits._used
+    for n, k, width in ((1, 2, 0), (7, 2, 3), (5, 3, 0), (3, 1, 2)):
+        per_row = [rng.integers(0, rows, n).tolist() for _ in range(k)]
+        common = rng.integers(0, rows, 9).tolist()
+        more = rng.integers(0, rows, (n, width)).tolist() if width else None
+        for cut in (None, 1, 30, 60):
+            got = exits.score(per_row, common, more, cut)
+            exits.native = None   # numpy takes at least two per-row lists: the one again
+            try:
+                want = exits.score(per_row + [per_row[0]] if k == 1 else per_row, common, more, cut)
+            finally:
+                exits.native = native.qs_score
+            np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    table, values, table_at, nrows, width, values_at = exits._native_args
+    args = [table_at, nrows, width, values_at, exits.ntrees, None, [0], [[1], [2]], None]
+    with pytest.raises(IndexError, match="out of range"):
+        native.qs_score(*args[:6], [nrows], *args[7:])
+    with pytest.raises(IndexError, match="out of range"):
+        native.qs_score(*args[:7], [[1], [-1]], None)
+    with pytest.raises(ValueError, match="cut"):
+        native.qs_score(*args[:5], exits.ntrees, *args[6:])
+    with pytest.raises(ValueError, match="unequal"):
+        native.qs_score(*args[:7], [[1, 2], [2]], None)
+    with pytest.raises(TypeError, match="9 arguments"):
+        native.qs_score(*args[:8])
+
+
+def test_qs_lookup_is_bisect_left(native):
+    from bisect import bisect_left
+
+    rng = np.random.default_rng(6)
+    look = []
+    for f in (0, 3, 4, 9):
+        th = sorted(rng.choice([-2.0, -0.5, 0.0, 0.5, 1.0, 2.5, 7.0], size=int(rng.integers(1, 6))).tolist())
+        look.append((f, th, rng.integers(0, 1000, len(th) + 1).tolist()))
+    rows = native.qs_lookup(look)
+    for values in ([float(v) for v in rng.choice([-3.0, -2.0, -0.5, 0.0, 0.25, 1.0, 2.5, 7.0, 9.0], 10)]
+                   for _ in range(200)):
+        values[int(rng.integers(10))] = float(rng.choice([math.inf, -math.inf, math.nan]))
+        assert rows(values) == [r[bisect_left(th, values[f])] for f, th, r in look]
+    with pytest.raises(ValueError, match="at least 10"):
+        rows([0.0] * 9)
+    with pytest.raises(ValueError, match="one more row"):
+        native.qs_lookup([(0, [1.0, 2.0], [0, 1])])
+
+
+def test_native_off_scores_with_numpy(native, monkeypatch):
+    on = _config_model()
+    monkeypatch.setenv("MIOFIND_NATIVE", "0")
+    off = _config_model()
+    exits = off.trees.exits
+    assert on.trees.exits.native is not None and exits.native is None and exits._native_lookup is None
+
+    def refuse(*_):
+        raise AssertionError("the C scorer was called with MIOFIND_NATIVE=0")
+
+    monkeypatch.setattr(native, "qs_score", refuse)   # a model made before keeps the one it took
+    monkeypatch.setattr(native, "qs_lookup", refuse)
+    p = ProblemDescription.make("F", n=16, c=96, k=96, in_size=(40, 40), filter_size=3, pads=1)
+    from miofind.find import candidates
+    pairs = [(s, _default(s, p)) for s in candidates(p, with_naive=True)[0]]
+    assert off.rank(p, pairs)[0] == list(_descent_ms(off, p, pairs))
+    _same_answers(on, off, p, pairs)
+    assert cm.CostModel(off.trees, off.meta).rank(p, pairs) == off.rank(p, pairs)   # no C lookup either
