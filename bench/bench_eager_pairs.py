@@ -4,8 +4,8 @@ noisy host's drifts do not decide.
 A batch-1 inference step (or a small model's training step) is bound by the host on both sides, and an H100 host's
 speed drifts by tens of percent over seconds (``bench/results/session-floor/``: the same configuration's eager step
 3.1 to 9.8 ms between processes). ``bench_graph_step`` alternates rounds of 20 steps, which such a drift can still
-split. Here the two sides alternate every step, in ABBA order, for ``--pairs`` pairs after a warm-up, each step timed
-from its start to a synchronisation (the wall time a framework's loop sees). Reported per configuration: each side's
+split. Here the sides alternate every step (two sides in ABBA order; more in every order in turn), for ``--pairs``
+rounds after a warm-up, each step timed from its start to a synchronisation (the wall time a framework's loop sees). Reported per configuration: each side's
 median step, the speed ratio of the medians (the first side's ms / the side's), the median of the per-pair ratios,
 and the share of pairs the side won. ``--sides`` may add ``miofind-noarm``: miofind.torch with the modules' armed
 calls off (``_fast.arm_modules``), its own model, toggled per step in the same process.
@@ -17,6 +17,7 @@ calls off (``_fast.arm_modules``), its own model, toggled per step in the same p
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import sys
@@ -64,9 +65,13 @@ def run(name: str, config: str, pairs: int, sides: list[str]) -> dict:
         torch.cuda.synchronize()
         return (time.perf_counter() - t0) * 1e3
 
+    # every order of the sides in turn (two sides: ABBA), so that each side follows each other side equally often
+    # (a step after another side's runs colder code: with three sides in ABBA order the middle one alone followed
+    # cuDNN's steps, session-floor call 3)
+    orders = list(itertools.permutations(sides))
     ms = {s: [] for s in sides}
     for i in range(pairs):
-        for side in (sides if i % 2 == 0 else sides[::-1]):     # ABBA
+        for side in orders[i % len(orders)]:
             ms[side].append(timed(side, i))
     _fast.arm_modules = True
     import miofind.torch as mt
@@ -110,7 +115,7 @@ def main(argv=None) -> int:
     (out / "bench_eager_pairs.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     lines = [f"# Eager steps, {' / '.join(sides)} alternating step by step ({meta['device']})", "",
              f"`{' '.join(sys.argv)}`; torch {meta['torch']}, cuDNN {meta['cudnn']}; each step timed to a "
-             f"synchronisation, ABBA order; speed = {sides[0]} ms / side ms; median pair ratio: of the per-pair "
+             f"synchronisation, every order of the sides in turn; speed = {sides[0]} ms / side ms; median pair ratio: of the per-pair "
              f"ratios; won: the share of pairs the side was faster than {sides[0]}.", "",
              "| model | config | pairs | " + " | ".join(f"{s} ms (p10-p90)" for s in sides) + " | " +
              " | ".join(f"{s}: speed, median pair ratio, won" for s in sides[1:]) + " |",
