@@ -17,10 +17,10 @@
 // the forward keeps in the autograd context.
 //
 // A module's armed call (``hot``): the key its last call through Python took the C++ path with (x's and w's sizes,
-// strides, data type and device, the bias, TF32 and determinism, the plan's pinned stream), checked here, so a
-// repeat skips the Python key; anything else (another key, autocast, another device or stream, a generation bumped
-// by a plan made, remade or forgotten in Python) answers None and the caller takes its Python path, which arms the
-// module again.
+// strides, data type and device, the bias, TF32 and determinism, autocast and its type, the plan's pinned stream),
+// checked here, so a repeat skips the Python key; anything else (another key, another device or stream, a generation
+// bumped by a plan made, remade or forgotten in Python) answers None and the caller takes its Python path, which arms
+// the module again.
 #include <torch/extension.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <ATen/autocast_mode.h>
@@ -343,8 +343,16 @@ struct Hot {
     int64_t id = -1, dev = 0, pinned = -1;      // pinned: the stream the plan runs on alone, -1 any
     uint64_t token = 0, gen = 0;                // token: the arming module's; gen: g_gen when armed
     std::vector<int64_t> xs, xst, ws, wst, bshape;
-    at::ScalarType dtype = at::kFloat;
+    at::ScalarType dtype = at::kFloat;          // the computing type (x's, the plan's)
+    at::ScalarType wdtype = at::kFloat;         // w's own (another under autocast: w is cast to dtype per call)
     bool tf32 = false, det = false, bias = false;
+    bool autocast = false;                      // armed under autocast (to dtype), without a bias
+    // w's cast without autograd, kept while w is the same tensor (held: its address cannot be reused), at the same
+    // version and address, as functional._cast_param keeps it
+    mutable std::mutex cast_mu;
+    mutable at::Tensor cast_of, cast;
+    mutable int64_t cast_version = -1;
+    mutable const void *cast_ptr = nullptr;
 };
 static std::mutex g_hot_mutex;
 static std::vector<std::shared_ptr<const Hot>> g_hots;
@@ -360,13 +368,16 @@ static int64_t new_hot() {
 
 static void arm(int64_t slot, uint64_t token, uint64_t gen, int64_t id, std::vector<int64_t> xs,
                 std::vector<int64_t> xst, std::vector<int64_t> ws, std::vector<int64_t> wst, at::ScalarType dtype,
-                int64_t dev, bool tf32, bool det, bool bias, std::vector<int64_t> bshape, int64_t pinned) {
+                int64_t dev, bool tf32, bool det, bool bias, std::vector<int64_t> bshape, int64_t pinned,
+                bool autocast, at::ScalarType wdtype) {
     plan_of(id);                                // an unknown plan fails here, not at a call
+    if (autocast && bias) fail("miofind.torch: an armed call under autocast takes no bias (%lld)", 0);
     auto H = std::make_shared<Hot>();
     H->id = id, H->dev = dev, H->pinned = pinned, H->token = token, H->gen = gen;
     H->xs = std::move(xs), H->xst = std::move(xst), H->ws = std::move(ws), H->wst = std::move(wst);
     H->bshape = std::move(bshape);
     H->dtype = dtype, H->tf32 = tf32, H->det = det, H->bias = bias;
+    H->autocast = autocast, H->wdtype = wdtype;
     std::lock_guard<std::mutex> g(g_hot_mutex);
     if (slot < 0 || slot >= static_cast<int64_t>(g_hots.size())) fail("miofind.torch: no hot slot %lld", slot);
     g_hots[slot] = std::move(H);
@@ -382,14 +393,16 @@ static py::object hot(int64_t slot, uint64_t token, const at::Tensor &x, const a
     }
     if (!H || H->token != token || H->gen != g_gen.load(std::memory_order_acquire)) return py::none();
     if (!x.defined() || !w.defined() || !x.is_cuda() || !w.is_cuda() || x.get_device() != H->dev ||
-        w.get_device() != H->dev || x.scalar_type() != H->dtype || w.scalar_type() != H->dtype)
+        w.get_device() != H->dev || x.scalar_type() != H->dtype || w.scalar_type() != H->wdtype)
         return py::none();
     if (!x.sizes().equals(H->xs) || !x.strides().equals(H->xst) || !w.sizes().equals(H->ws) ||
         !w.strides().equals(H->wst) || tf32 != H->tf32 || det != H->det)
         return py::none();
     const bool b = bias.has_value() && bias->defined();
-    if ((b && bias->scalar_type() == H->dtype) != H->bias) return py::none();
-    if (at::autocast::is_autocast_enabled(at::kCUDA)) return py::none();
+    if ((b && bias->scalar_type() == H->dtype) != H->bias || (b && H->autocast)) return py::none();
+    if (at::autocast::is_autocast_enabled(at::kCUDA) != H->autocast ||
+        (H->autocast && at::autocast::get_autocast_dtype(at::kCUDA) != H->dtype))
+        return py::none();
     c10::impl::VirtualGuardImpl guard{c10::DeviceType::CUDA};
     if (guard.getDevice().index() != H->dev) return py::none();
     const int64_t stream = reinterpret_cast<int64_t>(
@@ -397,7 +410,27 @@ static py::object hot(int64_t slot, uint64_t token, const at::Tensor &x, const a
     if (H->pinned >= 0 && H->pinned != stream) return py::none();
     const bool grad = at::GradMode::is_enabled() &&
         (x.requires_grad() || w.requires_grad() || (b && bias->requires_grad()));
-    at::Tensor y = grad ? FastConv::apply(x, w, w, H->id, stream) : forward_impl(plan_of(H->id), x, w, stream);
+    // w in the computing type (wc) and the w autograd sees (wp), as functional.conv_normalized casts them under
+    // autocast: a weight that needs its gradient is cast outside autograd (FastConv casts dw back); with autograd on
+    // otherwise, a fresh cast; without it, the kept cast
+    at::Tensor wc = w, wp = w;
+    if (w.scalar_type() != H->dtype) {
+        if (grad && w.requires_grad()) {
+            wc = w.detach().to(H->dtype);
+        } else if (at::GradMode::is_enabled() || !w.is_leaf()) {
+            wc = wp = w.to(H->dtype);
+        } else {
+            std::lock_guard<std::mutex> g(H->cast_mu);
+            if (!H->cast.defined() || !H->cast_of.is_same(w) || H->cast_version != w._version() ||
+                H->cast_ptr != w.data_ptr()) {
+                H->cast = w.to(H->dtype);
+                H->cast_of = w, H->cast_version = w._version(), H->cast_ptr = w.data_ptr();
+            }
+            wc = wp = H->cast;
+        }
+        if (!wc.strides().equals(H->wst)) return py::none();
+    }
+    at::Tensor y = grad ? FastConv::apply(x, wp, wc, H->id, stream) : forward_impl(plan_of(H->id), x, wc, stream);
     if (b) y.add_(bias->view(H->bshape));
     return py::cast(y);
 }
@@ -557,7 +590,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     }, "y = conv(x, wc) of plan ``id`` without autograd");
     m.def("new_hot", &new_hot, "a new slot for one module's armed call (-1: no more slots)");
     m.def("arm", &arm, "arm(slot, token, gen, plan id, x sizes, x strides, w sizes, w strides, dtype, device, tf32, "
-          "deterministic, bias (of x's type), bias view shape, pinned stream or -1)");
+          "deterministic, bias (of x's type), bias view shape, pinned stream or -1, autocast, w's dtype)");
     m.def("hot", &hot, "hot(slot, token, x, w, bias or None, tf32, deterministic) -> y of the armed call, or None");
     m.def("gen", []() { return g_gen.load(std::memory_order_acquire); }, "the armed calls' generation");
     m.def("bump", []() { g_gen.fetch_add(1, std::memory_order_acq_rel); }, "disarm every armed call");

@@ -60,18 +60,19 @@ class _Miofind:
             self._miofind_arm(mod, gen, *arm[0])
         return y
 
-    def _miofind_arm(self, mod, gen: int, plan, fid: int, key: tuple) -> None:
+    def _miofind_arm(self, mod, gen: int, plan, fid: int, key: tuple, autocast: bool, w) -> None:
         """Arm this module's next calls with the key its call just launched from C++ (``_fast.cpp``'s ``hot``):
-        a repeat with the same arguments skips ``conv_normalized``'s Python. The token ties the slot to this
-        module (a copy or an unpickled module in another process does not match it)."""
+        a repeat with the same arguments skips ``conv_normalized``'s Python (under autocast the weight's cast is
+        made in C++ as ``conv_normalized`` makes it). The token ties the slot to this module (a copy or an
+        unpickled module in another process does not match it)."""
         hot = self.__dict__.get("_miofind_hot")
         slot = hot[0] if hot is not None else mod.new_hot()
         if slot < 0:
             return
-        x_shape, x_stride, w_shape, w_stride = key[1], key[2], key[3], key[4]
         token = random.getrandbits(63)
-        mod.arm(slot, token, gen, fid, list(x_shape), list(x_stride), list(w_shape), list(w_stride), plan.dtype,
-                plan.dev, key[13], key[14], key[15], list(plan.bias_shape), -1 if plan.pinned is None else plan.pinned)
+        mod.arm(slot, token, gen, fid, list(key[1]), list(key[2]), list(w.shape), list(w.stride()), plan.dtype,
+                plan.dev, key[13], key[14], key[15], list(plan.bias_shape), -1 if plan.pinned is None else plan.pinned,
+                autocast, w.dtype)
         self.__dict__["_miofind_hot"] = (slot, token, self.stride, self.padding, self.dilation, self.groups)
 
     def __getstate__(self):

@@ -79,18 +79,20 @@ def test_armed_calls_answer_none_unless_every_part_of_the_key_holds(ext):
     assert isinstance(slot, int) and slot >= 0 and ext.new_hot() == slot + 1
     x, w = torch.randn(2, 3, 5, 5), torch.randn(4, 3, 1, 1)
     assert ext.hot(slot, 7, x, w, None, False, False) is None          # nothing armed
+    key = ([2, 3, 5, 5], [75, 25, 5, 1], [4, 3, 1, 1], [3, 1, 1, 1], torch.float32, 0, False, False)
     with pytest.raises(RuntimeError, match="no fast plan"):
-        ext.arm(slot, 7, ext.gen(), 10 ** 6, [2, 3, 5, 5], [75, 25, 5, 1], [4, 3, 1, 1], [3, 1, 1, 1], torch.float32,
-                0, False, False, False, [1, -1, 1, 1], -1)
+        ext.arm(slot, 7, ext.gen(), 10 ** 6, *key, False, [1, -1, 1, 1], -1, False, torch.float32)
+    with pytest.raises(RuntimeError, match="under autocast takes no bias"):
+        ext.arm(slot, 7, ext.gen(), pid, *key, True, [1, -1, 1, 1], -1, True, torch.float32)
     g = ext.gen()
-    ext.arm(slot, 7, g, pid, [2, 3, 5, 5], [75, 25, 5, 1], [4, 3, 1, 1], [3, 1, 1, 1], torch.float32, 0, False, False,
-            False, [1, -1, 1, 1], -1)
+    ext.arm(slot, 7, g, pid, *key, False, [1, -1, 1, 1], -1, False, torch.float32)
     assert ext.hot(slot, 7, x, w, None, False, False) is None          # CPU tensors
     assert ext.hot(slot, 8, x, w, None, False, False) is None          # another module's token
     ext.bump()
     assert ext.gen() == g + 1
     with pytest.raises(RuntimeError, match="no hot slot"):
-        ext.arm(10 ** 6, 7, g, pid, [1], [1], [1], [1], torch.float32, 0, False, False, False, [1], -1)
+        ext.arm(10 ** 6, 7, g, pid, [1], [1], [1], [1], torch.float32, 0, False, False, False, [1], -1, False,
+                torch.float32)
 
 
 def test_a_recipe_takes_tensor_maps(ext):
@@ -465,46 +467,55 @@ def test_plans_warmed_on_a_side_stream_launch_from_cpp_on_the_default_stream(gpu
 
 
 @pytest.mark.gpu
-def test_armed_module_calls_skip_the_python_key_and_equal_the_python_path(gpu_mt, monkeypatch):
+@pytest.mark.parametrize("amp", [False, True], ids=["fp32", "amp-cl"])
+def test_armed_module_calls_skip_the_python_key_and_equal_the_python_path(gpu_mt, monkeypatch, amp):
     """A module whose call launched from C++ arms its next calls (``modules._Miofind``): repeats with the same
     arguments never reach ``conv_normalized``, in training and in inference, and give the Python path's outputs and
-    gradients bit for bit (deterministic algorithms: our own deterministic solvers). Another input shape, TF32 on,
-    autocast, or forgotten plans (``clear``) go through Python again, with answers that match cuDNN."""
+    gradients bit for bit (deterministic algorithms: our own deterministic solvers). Under autocast the weight's cast
+    is made in C++ (a module with a bias, or whose input needs a cast, is not armed). In FP32 also: another input
+    shape, TF32 on, autocast, or forgotten plans (``clear``) go through Python again, with answers that match cuDNN."""
     from miofind.torch import functional as MF
 
     mt = gpu_mt
+    fmt = torch.channels_last if amp else torch.contiguous_format
     torch.use_deterministic_algorithms(True, warn_only=True)
     try:
         torch.manual_seed(7)
-        net = _Net().cuda()
+        net = _Net().cuda().to(memory_format=fmt)
         mt.convert(net)
         convs = [m for m in net.modules() if isinstance(m, nn.Conv2d)]
-        xs = [torch.randn(4, 3, 20, 18, device="cuda") for _ in range(4)]
-        _run(net, xs[:3])                   # finds, plans, learned backwards, C++ plans, then armed calls
+        xs = [torch.randn(4, 3, 20, 18, device="cuda").contiguous(memory_format=fmt) for _ in range(4)]
+        _run(net, xs[:3], amp)              # finds, plans, learned backwards, C++ plans, then armed calls
         armed = [m for m in convs if "_miofind_hot" in m.__dict__]
         assert armed, [type(p.fast) for p in MF._plans.values()]
+        if amp:     # c1's input is cast, c2 has a bias
+            assert net.c1 not in armed and net.c2 not in armed, [m.weight.shape for m in armed]
         seen = []
         real = MF.conv_normalized
         monkeypatch.setattr(MF, "conv_normalized", lambda *a, **k: seen.append(a[2].shape) or real(*a, **k))
-        fast = _run(net, xs)
+        fast = _run(net, xs, amp)
         assert len(seen) == 4 * (len(convs) - len(armed)), (len(seen), len(armed), len(convs))
-        with torch.no_grad():
-            net(xs[0])
-            seen.clear()
-            yf = [net(x) for x in xs]
+
+        def infer():
+            with torch.no_grad(), torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+                return [net(x) for x in xs]
+        infer()
+        seen.clear()
+        yf = infer()
         assert len(seen) == 4 * (len(convs) - len(armed)), (len(seen), len(armed))
         monkeypatch.setattr(_fast, "arm_modules", False)
-        slow = _run(net, xs)
-        with torch.no_grad():
-            ys = [net(x) for x in xs]
+        slow = _run(net, xs, amp)
+        ys = infer()
         monkeypatch.setattr(_fast, "arm_modules", True)
         for step, ((a, ga), (b, gb)) in enumerate(zip(fast, slow)):
             assert torch.equal(a, b), step
             for (name, _), p, q in zip(net.named_parameters(), ga, gb):
-                assert torch.equal(p, q), (step, name)
+                assert p.dtype == q.dtype and torch.equal(p, q), (step, name)
         assert all(torch.equal(a, b) for a, b in zip(yf, ys))
     finally:
         torch.use_deterministic_algorithms(False)
+    if amp:
+        return
     import copy
 
     ref = copy.deepcopy(net)
