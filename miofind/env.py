@@ -118,7 +118,8 @@ VARIABLES: tuple[EnvVar, ...] = (
            "1 GiB", ""),
     EnvVar("MIOFIND_NATIVE", "whether kernel launches and the cuBLASLt/cuFFT calls of a prepared solution go through "
            "miofind's native extension (`miofind._native`, built at install where a C compiler is found) or through "
-           "ctypes and CuPy", "1 (default: native where built), 0 (the pure-Python path)", ""),
+           "ctypes and CuPy; also whether a cost model loaded meanwhile scores its trees there or with numpy",
+           "1 (default: native where built), 0 (the pure-Python path)", ""),
     EnvVar("MIOFIND_PDL", "whether the launches of a Hopper implicit-GEMM solution that may start before the one "
            "before them ends (a split's reduce kernel, waiting on the device for the partials; the next stride phase "
            "of backward data, whose pixels are disjoint) go as programmatic dependent launches (`cuLaunchKernelEx`, "
