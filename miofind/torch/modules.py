@@ -37,21 +37,22 @@ class _Miofind:
         return cached[1]
 
     def _conv_forward(self, input, weight, bias):
+        compiling = torch.compiler.is_compiling()   # traced: the custom ops, never the armed call
         d = self.__dict__
-        hot = d.get("_miofind_hot")     # (slot, token, stride, padding, dilation, groups) of the armed call
         mod = _fast._module
-        if hot is not None and mod and _fast.arm_modules and type(input) in MF._PLAIN and \
-                type(weight) in MF._PLAIN and hot[2] is self.stride and hot[3] is self.padding and \
-                hot[4] is self.dilation and hot[5] == self.groups and self.padding_mode == "zeros" and \
-                not torch.compiler.is_compiling() and MF._fast_ok():
-            y = mod.hot(hot[0], hot[1], input, weight, bias, _policy.allow_tf32(), _policy.deterministic())
-            if y is not None:
-                return y
+        if not compiling:
+            hot = d.get("_miofind_hot")     # (slot, token, stride, padding, dilation, groups) of the armed call
+            if hot is not None and mod and _fast.arm_modules and type(input) in MF._PLAIN and \
+                    type(weight) in MF._PLAIN and hot[2] is self.stride and hot[3] is self.padding and \
+                    hot[4] is self.dilation and hot[5] == self.groups and self.padding_mode == "zeros" and \
+                    MF._fast_ok():
+                y = mod.hot(hot[0], hot[1], input, weight, bias, _policy.allow_tf32(), _policy.deterministic())
+                if y is not None:
+                    return y
         if self.padding_mode != "zeros":
             input = nn.functional.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
         fused = d.get("_miofind_fused")     # (its activation, the module it replaced): ``fuse``
-        if fused is not None or self.padding_mode != "zeros" or not mod or not _fast.arm_modules or \
-                torch.compiler.is_compiling():
+        if compiling or fused is not None or self.padding_mode != "zeros" or not mod or not _fast.arm_modules:
             return MF.conv_normalized(self._nd, input, weight, bias, *self._miofind_args(),
                                       activation=fused[0] if fused else "none")
         arm, gen = [], mod.gen()

@@ -25,7 +25,7 @@ import torch.nn.functional as F  # noqa: E402
 import miofind.torch as mt  # noqa: E402
 from miofind.problem import ProblemDescription  # noqa: E402
 from miofind.results import FindResult, Solution  # noqa: E402
-from miofind.torch import _ops, _policy  # noqa: E402
+from miofind.torch import _fast, _ops, _policy  # noqa: E402
 from miofind.torch import functional as MF  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -764,6 +764,26 @@ def test_dynamo_sees_no_graph_break_and_aot_autograd_runs(cpu_custom_ops):
     ref(x).sum().backward()
     assert torch.allclose(y, ref(x), atol=1e-5) and torch.allclose(gx, x.grad, atol=1e-5)
     assert {"F", "B", "W"} <= set(cpu_custom_ops)
+    torch._dynamo.reset()
+
+
+def test_dynamo_traces_armed_modules_without_a_graph_break(cpu_custom_ops, monkeypatch):
+    """A model armed in eager mode (``_miofind_hot``, the C++ extension loaded) and then compiled: Dynamo traces the
+    custom ops, never the armed call, with no graph break."""
+    import types
+
+    torch._dynamo.reset()
+    m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 8, 1))
+    mt.convert(m)
+    fail = lambda *a, **k: pytest.fail("the armed call was reached under torch.compile")  # noqa: E731
+    monkeypatch.setattr(_fast, "_module", types.SimpleNamespace(hot=fail, gen=fail, new_hot=fail, arm=fail,
+                                                                bump=lambda: None))
+    for c in (m[0], m[2]):
+        c.__dict__["_miofind_hot"] = (0, 1, c.stride, c.padding, c.dilation, c.groups)
+    x = torch.randn(2, 3, 10, 10)
+    ex = torch._dynamo.explain(m)(x)
+    assert ex.graph_break_count == 0 and ex.graph_count == 1
+    assert "miofind.conv_forward" in str(ex.graphs[0].graph)
     torch._dynamo.reset()
 
 
