@@ -356,14 +356,29 @@ struct Hot {
 };
 static std::mutex g_hot_mutex;
 static std::vector<std::shared_ptr<const Hot>> g_hots;
+static std::vector<int64_t> g_free_hots;       // slots of modules that were collected, for the next new_hot
 static std::atomic<uint64_t> g_gen{1};
 static const size_t MAX_HOTS = 1 << 16;
 
 static int64_t new_hot() {
     std::lock_guard<std::mutex> g(g_hot_mutex);
+    if (!g_free_hots.empty()) {
+        int64_t slot = g_free_hots.back();
+        g_free_hots.pop_back();
+        return slot;
+    }
     if (g_hots.size() >= MAX_HOTS) return -1;
     g_hots.emplace_back();
     return static_cast<int64_t>(g_hots.size()) - 1;
+}
+
+// the slot of a collected module: its armed call (and the weight and cast it holds) released, the slot reused
+static void free_hot(int64_t slot) {
+    std::shared_ptr<const Hot> old;
+    std::lock_guard<std::mutex> g(g_hot_mutex);
+    if (slot < 0 || slot >= static_cast<int64_t>(g_hots.size())) return;
+    old.swap(g_hots[slot]);
+    g_free_hots.push_back(slot);
 }
 
 static void arm(int64_t slot, uint64_t token, uint64_t gen, int64_t id, std::vector<int64_t> xs,
@@ -589,6 +604,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         return forward_impl(plan_of(id), x, wc, stream);
     }, "y = conv(x, wc) of plan ``id`` without autograd");
     m.def("new_hot", &new_hot, "a new slot for one module's armed call (-1: no more slots)");
+    m.def("free_hot", &free_hot, "free_hot(slot): release a collected module's slot");
     m.def("arm", &arm, "arm(slot, token, gen, plan id, x sizes, x strides, w sizes, w strides, dtype, device, tf32, "
           "deterministic, bias (of x's type), bias view shape, pinned stream or -1, autocast, w's dtype)");
     m.def("hot", &hot, "hot(slot, token, x, w, bias or None, tf32, deterministic) -> y of the armed call, or None");

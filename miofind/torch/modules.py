@@ -12,6 +12,7 @@ without padding (here miofind's).
 from __future__ import annotations
 
 import random
+import weakref
 from typing import NamedTuple
 
 import torch
@@ -67,9 +68,14 @@ class _Miofind:
         made in C++ as ``conv_normalized`` makes it). The token ties the slot to this module (a copy or an
         unpickled module in another process does not match it)."""
         hot = self.__dict__.get("_miofind_hot")
-        slot = hot[0] if hot is not None else mod.new_hot()
-        if slot < 0:
-            return
+        if hot is not None:
+            slot = hot[0]
+        else:
+            slot = mod.new_hot()
+            if slot < 0:
+                return
+            # the slot holds the weight and its cast (autocast): released with the module
+            weakref.finalize(self, mod.free_hot, slot).atexit = False
         token = random.getrandbits(63)
         mod.arm(slot, token, gen, fid, list(key[1]), list(key[2]), list(w.shape), list(w.stride()), plan.dtype,
                 plan.dev, key[13], key[14], key[15], list(plan.bias_shape), -1 if plan.pinned is None else plan.pinned,

@@ -90,6 +90,9 @@ def test_armed_calls_answer_none_unless_every_part_of_the_key_holds(ext):
     assert ext.hot(slot, 8, x, w, None, False, False) is None          # another module's token
     ext.bump()
     assert ext.gen() == g + 1
+    ext.free_hot(slot)
+    assert ext.hot(slot, 7, x, w, None, False, False) is None          # released
+    assert ext.new_hot() == slot                                        # and reused
     with pytest.raises(RuntimeError, match="no hot slot"):
         ext.arm(10 ** 6, 7, g, pid, [1], [1], [1], [1], torch.float32, 0, False, False, False, [1], -1, False,
                 torch.float32)
@@ -547,6 +550,34 @@ def test_armed_module_calls_skip_the_python_key_and_equal_the_python_path(gpu_mt
         net(xs[0])
     mt.clear()
     check(xs[0])                                                     # plans forgotten
+
+
+@pytest.mark.gpu
+def test_a_collected_module_releases_its_armed_slot(gpu_mt):
+    """An armed module's slot (which holds its weight and, under autocast, the weight's cast) is released when the
+    module is collected, and the next module takes it."""
+    import gc
+
+    mt = gpu_mt
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        torch.manual_seed(8)
+        conv = nn.Conv2d(8, 8, 3, padding=1, bias=False).cuda()
+        mt.convert(conv)
+        x = torch.randn(2, 8, 12, 12, device="cuda")
+        with torch.no_grad():
+            for _ in range(3):
+                conv(x)
+    finally:
+        torch.use_deterministic_algorithms(False)
+    from miofind.torch import functional as MF
+
+    hot = conv.__dict__.get("_miofind_hot")
+    assert hot is not None, [type(p.fast) for p in MF._plans.values()]
+    slot = hot[0]
+    del conv
+    gc.collect()
+    assert _fast.module().new_hot() == slot
 
 
 # the Hopper family's tensor-map kernels through the C++ path: (direction, problem, what the config must have)
