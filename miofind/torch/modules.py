@@ -53,11 +53,12 @@ class _Miofind:
         if self.padding_mode != "zeros":
             input = nn.functional.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
         fused = d.get("_miofind_fused")     # (its activation, the module it replaced): ``fuse``
-        if compiling or fused is not None or self.padding_mode != "zeros" or not mod or not _fast.arm_modules:
-            return MF.conv_normalized(self._nd, input, weight, bias, *self._miofind_args(),
-                                      activation=fused[0] if fused else "none")
-        arm, gen = [], mod.gen()
-        y = MF.conv_normalized(self._nd, input, weight, bias, *self._miofind_args(), arm=arm)
+        # where this call may arm the next ones, the generation before the Python path decides
+        armable = not (compiling or fused is not None or self.padding_mode != "zeros" or not mod or
+                       not _fast.arm_modules)
+        arm, gen = ([], mod.gen()) if armable else (None, 0)
+        y = MF.conv_normalized(self._nd, input, weight, bias, *self._miofind_args(),
+                               activation=fused[0] if fused else "none", arm=arm)
         if arm:
             self._miofind_arm(mod, gen, *arm[0])
         return y
