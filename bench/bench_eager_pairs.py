@@ -46,9 +46,7 @@ def run(name: str, config: str, pairs: int, sides: list[str]) -> dict:
         step = bm.stepper(model, train, amp)
         step(xs[0], ys[0])
         if backend == "miofind":
-            from miofind import tiered
-            tiered.wait(900)
-            _fast.wait(900)
+            bm.settle(900)
         steps[side] = step
     for i in range(10):
         for side, step in steps.items():

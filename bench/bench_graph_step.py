@@ -101,10 +101,7 @@ def run(name: str, config: str, args) -> dict:
         torch.backends.cudnn.benchmark = backend == "cudnn"
         bm.stepper(model, train, amp)(xs[0], ys[0])         # both sides: one eager step (training: its own SGD) first
         if backend == "miofind":
-            from miofind import tiered
-            from miofind.torch import _fast
-            tiered.wait(900)                                # every problem chosen, the specialised builds in
-            _fast.wait(900)     # the C++ extension built, as `miofind warmup` leaves an install (first model only)
+            bm.settle(900)      # every problem chosen, the specialised builds in, the C++ extension built
         replay, body, sx, sy, sloss = captured(model, train, amp, xs[0], ys[0])
         losses, outs = [], []
         for i in range(1, 4):                               # fresh batches through the static tensors

@@ -91,8 +91,7 @@ def launches(entry) -> str:
 def run(name: str, config: str, args) -> list[dict]:
     torch = bm._torch()
     _, _, amp = bm.parse(config)
-    from miofind import tiered
-    from miofind.torch import _fast, _policy, functional as Fm
+    from miofind.torch import _policy, functional as Fm
 
     dt = torch.float16 if amp else torch.float32
     orig = _policy._find
@@ -117,8 +116,7 @@ def run(name: str, config: str, args) -> list[dict]:
             with torch.no_grad():
                 for _ in range(4):
                     fwd()
-                tiered.wait(600)
-                _fast.wait(600)     # the C++ extension built: else the first layers are timed on the Python path
+                bm.settle(600)      # the C++ extension built too: else the first layers are timed on the Python path
                 for _ in range(4):
                     fwd()
             torch.cuda.synchronize()

@@ -102,10 +102,7 @@ def run(name: str, config: str, args) -> dict:
         step = bm.stepper(model, train, amp)
         step(xs[0], ys[0])
         if side == "miofind":
-            from miofind import tiered
-            from miofind.torch import _fast
-            tiered.wait(900)
-            _fast.wait(900)
+            bm.settle(900)
         for i in range(5):
             step(xs[i % 4], ys[i % 4])
         steps[side] = step
