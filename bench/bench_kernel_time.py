@@ -6,7 +6,8 @@ only where the host is the bottleneck. This benchmark says how much of a same-ru
 Per layer and direction (FP16/BF16 NHWC, ResNet-50's layers at N=32 or tests/shapes.py's NON_RESNET), on one
 Harness (same buffers; every candidate verified against the float64 reference first):
   ours   the Hopper solver of the direction at its default config, the shipped DB's tuned config for the
-         layer where there is one, and with ``--alts`` bench_hopper_igemm's alternative configs;
+         layer where there is one, with ``--alts`` bench_hopper_igemm's alternative configs, and with
+         ``--find-configs`` the other configs a find of the layer measures (the solver's find_configs);
   cudnn  every plan cuDNN's heuristics offer (up to MIOFIND_CUDNN_PLANS).
   tma    with ``--tma``: each of ours' configs with the copy-engine loads (WSPEC = 1, TMA = 1, PERSIST = 0) where
          valid, a side of its own; "ours" stays the configs without TMA, and "best" is the faster of the two.
@@ -56,6 +57,7 @@ def main():
     ap.add_argument("--dirs", default="F,B,W")
     ap.add_argument("--dtypes", default="FP16")
     ap.add_argument("--alts", action="store_true")
+    ap.add_argument("--find-configs", action="store_true", help="also the solver's find_configs (a find's alternatives)")
     ap.add_argument("--tma", action="store_true")
     ap.add_argument("--persist", action="store_true")
     ap.add_argument("--iters", type=int, default=50)
@@ -94,6 +96,8 @@ def main():
                 if a.alts:
                     from bench_hopper_igemm import alt_configs
                     cfgs += [c for c in alt_configs(hop, p) if c not in cfgs]
+                if a.find_configs:
+                    cfgs += [c for c in hop.find_configs(p) if c and c not in cfgs]
                 if a.tma:
                     for c in list(cfgs):
                         v = dict(c, WSPEC=1, TMA=1, **({"PERSIST": 0} if "PERSIST" in c else {}))

@@ -476,6 +476,38 @@ def test_wrw_cluster_split():
     assert WRW.is_valid_config(p, legacy) and WRW.get_solution(p, legacy).config == dict(cfg, CLUSTER=1, WSPEC=0, TMA=0)
 
 
+def test_wrw_find_configs_alternates():
+    """A find measures the default (None) at once and ALTERNATES configs later: the 4-stage configs of the default's
+    loads with the least estimate_us, each valid, none the default, in estimate order; limits give the first ones."""
+    import json
+
+    from miofind.solvers import implicit_gemm_hopper_wrw as hw
+    p = _w(n=32, c=512, k=512, in_size=(14, 14), filter_size=3, pads=1)       # 144 tiles of 128 x 128: two waves
+    d = WRW.default_config(p)
+    cfgs = WRW.find_configs(p)
+    alts = cfgs[1:]
+    assert cfgs[0] is None and len(alts) == hw.ALTERNATES and WRW.configs_now == 1
+    assert all(WRW.is_valid_config(p, c) and c != d and c["STAGES"] == 4 and (c["WSPEC"], c["TMA"]) == (1, 1)
+               for c in alts)
+    assert len({json.dumps(c, sort_keys=True) for c in alts}) == len(alts)
+    est = [hw.estimate_us(p, c) for c in alts]
+    rest = [hw.estimate_us(p, c) for c in hw.space(p, stages=(4,), loads=((1, 1),)) if c not in alts and c != d]
+    assert est == sorted(est) and est[-1] <= min(rest)
+    assert WRW.find_configs(p, 1) == [None] and WRW.find_configs(p, 2) == cfgs[:2]
+    # the model: a second wave of the same blocks costs more; a global split pays its partial planes and reduce
+    one = dict(d, BM=128, BN=256, SPLITK=1, CLUSTER=1, STAGES=4)      # 72 tiles: one wave
+    two = dict(one, BM=64, BN=128, WGS=1)                            # 288 tiles: three waves
+    assert hw.estimate_terms(p, one)[2] == 1 and hw.estimate_terms(p, two)[2] == 3
+    split = dict(one, SPLITK=2)
+    t = hw.estimate_terms(p, split)
+    assert t[3] == 2 * 512 * 4608 * 8 / 1e6 and t[4] == 1 and hw.estimate_us(p, split) > 0
+    # where the copy engine cannot serve x (C % 64 != 0), the producer warpgroup's cp.async configs
+    p40 = _w(n=32, c=40, k=64, in_size=(56, 56), filter_size=3, pads=1)
+    assert all((c["WSPEC"], c["TMA"]) == (1, 0) and WRW.is_valid_config(p40, c) for c in WRW.find_configs(p40)[1:])
+    # the space is the same enumeration as before the alternates (config_space = space(p))
+    assert list(WRW.config_space(p)) == list(hw.space(p)) and len(list(hw.space(p))) > 100
+
+
 def test_wrw_rejections(no_gpu_arch):
     base = dict(n=2, c=16, k=24, in_size=(9, 9), filter_size=3, pads=1)
     for kw, why in ((dict(c=12), "multiples of 8"), (dict(groups=2), "groups")):
@@ -513,6 +545,17 @@ def test_hopper_wrw(name, dt):
     p = _w(dt, **WRW_CASES[name])
     err, tol = check_solver(WRW, p, seed=9)
     assert err <= tol, f"{p.key()}: relative error {err:.3g} > {tol:.1g}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("name", ("tail_mnk", "wide_c", "k320", "r50_1x1"))
+def test_hopper_wrw_find_configs(name, dt):
+    """Every config a find measures (the default and the alternates) against the float64 reference."""
+    p = _w(dt, **WRW_CASES[name])
+    for cfg in WRW.find_configs(p):
+        err, tol = check_solver(WRW, p, seed=zlib.crc32(repr(cfg).encode()) & 0xFFFF, config=cfg)
+        assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
 
 
 @pytest.mark.gpu
