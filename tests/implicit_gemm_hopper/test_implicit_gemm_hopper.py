@@ -109,6 +109,25 @@ def test_configs_valid_and_targeted():
         FWD.get_solution(p, dict(space[0], BN=96))
 
 
+def test_fwd_find_configs_alternates():
+    """A find of the forward measures the default (None) at once, then, where the default is a persistent
+    copy-engine config, the valid ALTERNATE_TILES other than it; elsewhere (and for backward data) the default alone."""
+    from miofind.solvers import implicit_gemm_hopper_fwd as hf
+    p = _nhwc(n=32, c=512, k=512, in_size=(14, 14), filter_size=3, pads=1)
+    d = FWD.default_config(p)
+    cfgs = FWD.find_configs(p)
+    alts = cfgs[1:]
+    assert (d["PERSIST"], d["TMA"]) == (1, 1) and cfgs[0] is None and FWD.configs_now == 1
+    assert 1 <= len(alts) <= len(hf.ALTERNATE_TILES) and d not in alts
+    assert all(FWD.is_valid_config(p, c) and (c["PERSIST"], c["TMA"], c["SPLITK"]) == (1, 1, 1) for c in alts)
+    assert [(c["BM"], c["BN"], c["WGS"], c["STAGES"]) for c in alts] == \
+        [t for t in hf.ALTERNATE_TILES if t != (d["BM"], d["BN"], d["WGS"], d["STAGES"])]
+    assert FWD.find_configs(p, 1) == [None] and FWD.find_configs(p, 2) == cfgs[:2]
+    assert FWD.find_configs(_nhwc(n=32, c=40, k=64, in_size=(14, 14), filter_size=3, pads=1)) == [None]
+    assert BWD.find_configs(ProblemDescription.make("B", layout="NHWC", dtype="FP16", n=32, c=512, k=512,
+                                                    in_size=(14, 14), filter_size=3, pads=1)) == [None]
+
+
 def test_nvrtc_sm90a_configs():
     """Every (BM, BN, WGS) shape of the space builds for sm_90a, FP16 and BF16 (NVRTC, no GPU)."""
     nvrtc_or_skip()
@@ -149,6 +168,20 @@ CFG_CASES = [(name, dt) for name in ("tail_mnk", "k320", "wide_c") for dt in ("F
 def test_hopper_config_sample(name, dt):
     p = _nhwc(dt, **TAILS[name])
     for cfg in _sample(p):
+        err, tol = check_solver(FWD, p, seed=zlib.crc32(repr(cfg).encode()) & 0xFFFF, config=cfg)
+        assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("kw", (dict(n=2, c=64, k=320, in_size=(12, 12), filter_size=3, pads=1),
+                                dict(n=4, c=128, k=256, in_size=(14, 14), filter_size=1)), ids=("k320", "1x1"))
+def test_hopper_fwd_find_configs(kw, dt):
+    """Every config a find of the forward measures (the default and the alternates) against the float64 reference."""
+    p = _nhwc(dt, **kw)
+    cfgs = FWD.find_configs(p)
+    assert len(cfgs) > 1
+    for cfg in cfgs:
         err, tol = check_solver(FWD, p, seed=zlib.crc32(repr(cfg).encode()) & 0xFFFF, config=cfg)
         assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
 
