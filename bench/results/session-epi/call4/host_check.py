@@ -1,13 +1,13 @@
 """Session epi, call 4: how much of the new / old Hopper W record times is the host rather than the configs: the
 problems whose record ran the same config before and after (new / old there is the host and the run), against those
 whose record is now an alternate (or a new tuned config).
-    python host_check.py OLD.sqlite NEW.sqlite"""
+    python host_check.py OLD.sqlite NEW.sqlite [SOLVER]  (default ConvImplicitGemmHopperWrw)"""
 import json
 import math
 import sqlite3
 import sys
 
-SID = "ConvImplicitGemmHopperWrw"
+SID = sys.argv[3] if len(sys.argv) > 3 else "ConvImplicitGemmHopperWrw"
 
 
 def load(path):
