@@ -110,9 +110,9 @@ def test_configs_valid_and_targeted():
 
 
 def test_fwd_find_configs_alternates():
-    """A find of the forward measures the default (None) at once, then, where the default is a persistent
-    copy-engine config, the valid ALTERNATE_TILES other than it; elsewhere (and for backward data) the default alone."""
-    from miofind.solvers import implicit_gemm_hopper_fwd as hf
+    """A find of the forward (and of backward data) measures the default (None) at once, then, where the default is a
+    persistent copy-engine config, the valid ALTERNATE_TILES other than it; elsewhere the default alone."""
+    hf = hb
     p = _nhwc(n=32, c=512, k=512, in_size=(14, 14), filter_size=3, pads=1)
     d = FWD.default_config(p)
     cfgs = FWD.find_configs(p)
@@ -124,8 +124,11 @@ def test_fwd_find_configs_alternates():
         [t for t in hf.ALTERNATE_TILES if t != (d["BM"], d["BN"], d["WGS"], d["STAGES"])]
     assert FWD.find_configs(p, 1) == [None] and FWD.find_configs(p, 2) == cfgs[:2]
     assert FWD.find_configs(_nhwc(n=32, c=40, k=64, in_size=(14, 14), filter_size=3, pads=1)) == [None]
-    assert BWD.find_configs(ProblemDescription.make("B", layout="NHWC", dtype="FP16", n=32, c=512, k=512,
-                                                    in_size=(14, 14), filter_size=3, pads=1)) == [None]
+    pb = ProblemDescription.make("B", layout="NHWC", dtype="FP16", n=32, c=512, k=512, in_size=(14, 14), filter_size=3,
+                                 pads=1, strides=2)
+    db, bcfgs = BWD.default_config(pb), BWD.find_configs(pb)
+    assert (db["PERSIST"], db["TMA"]) == (1, 1) and bcfgs[0] is None and BWD.configs_now == 1 and len(bcfgs) > 1
+    assert all(BWD.is_valid_config(pb, c) and c != db for c in bcfgs[1:])
 
 
 def test_nvrtc_sm90a_configs():
@@ -177,13 +180,17 @@ def test_hopper_config_sample(name, dt):
 @pytest.mark.parametrize("kw", (dict(n=2, c=64, k=320, in_size=(12, 12), filter_size=3, pads=1),
                                 dict(n=4, c=128, k=256, in_size=(14, 14), filter_size=1)), ids=("k320", "1x1"))
 def test_hopper_fwd_find_configs(kw, dt):
-    """Every config a find of the forward measures (the default and the alternates) against the float64 reference."""
-    p = _nhwc(dt, **kw)
-    cfgs = FWD.find_configs(p)
-    assert len(cfgs) > 1
-    for cfg in cfgs:
-        err, tol = check_solver(FWD, p, seed=zlib.crc32(repr(cfg).encode()) & 0xFFFF, config=cfg)
-        assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
+    """Every config a find of the forward, and of backward data (stride 2 too), measures (the default and the
+    alternates) against the float64 reference."""
+    bkw = dict(kw, k=128)          # backward data's copy engine reads dy: its channels a multiple of 64
+    for solver, p in ((FWD, _nhwc(dt, **kw)), (BWD, ProblemDescription.make("B", layout="NHWC", dtype=dt, **bkw)),
+                      (BWD, ProblemDescription.make("B", layout="NHWC", dtype=dt, **dict(bkw, strides=2)))):
+        cfgs = solver.find_configs(p)
+        # a small stride-1 backward-data problem defaults to a split: the default alone
+        assert len(cfgs) > 1 or (solver is BWD and p.strides == (1, 1)), (solver.id, p.key())
+        for cfg in cfgs:
+            err, tol = check_solver(solver, p, seed=zlib.crc32(repr(cfg).encode()) & 0xFFFF, config=cfg)
+            assert err <= tol, f"{solver.id} {p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
 
 
 @pytest.mark.gpu
