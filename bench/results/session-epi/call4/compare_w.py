@@ -13,7 +13,7 @@ SID = sys.argv[3] if len(sys.argv) > 3 else "ConvImplicitGemmHopperWrw"
 def load(path):
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     out = collections.defaultdict(dict)
-    d = "F" if "Fwd" in SID else "W"
+    d = "F" if "Fwd" in SID else "B" if "Bwd" in SID else "W"
     for k, s, t in db.execute("select problem_key, solver_id, time_ms from find_records where problem_key like ?", (f"%-{d}",)):
         out[k][s] = t
     return out
