@@ -109,19 +109,18 @@ def test_configs_valid_and_targeted():
         FWD.get_solution(p, dict(space[0], BN=96))
 
 
-def test_fwd_find_configs_alternates():
+def test_find_configs_alternates_fwd_bwd():
     """A find of the forward (and of backward data) measures the default (None) at once, then, where the default is a
     persistent copy-engine config, the valid ALTERNATE_TILES other than it; elsewhere the default alone."""
-    hf = hb
     p = _nhwc(n=32, c=512, k=512, in_size=(14, 14), filter_size=3, pads=1)
     d = FWD.default_config(p)
     cfgs = FWD.find_configs(p)
     alts = cfgs[1:]
     assert (d["PERSIST"], d["TMA"]) == (1, 1) and cfgs[0] is None and FWD.configs_now == 1
-    assert 1 <= len(alts) <= len(hf.ALTERNATE_TILES) and d not in alts
+    assert 1 <= len(alts) <= len(hb.ALTERNATE_TILES) and d not in alts
     assert all(FWD.is_valid_config(p, c) and (c["PERSIST"], c["TMA"], c["SPLITK"]) == (1, 1, 1) for c in alts)
     assert [(c["BM"], c["BN"], c["WGS"], c["STAGES"]) for c in alts] == \
-        [t for t in hf.ALTERNATE_TILES if t != (d["BM"], d["BN"], d["WGS"], d["STAGES"])]
+        [t for t in hb.ALTERNATE_TILES if t != (d["BM"], d["BN"], d["WGS"], d["STAGES"])]
     assert FWD.find_configs(p, 1) == [None] and FWD.find_configs(p, 2) == cfgs[:2]
     assert FWD.find_configs(_nhwc(n=32, c=40, k=64, in_size=(14, 14), filter_size=3, pads=1)) == [None]
     pb = ProblemDescription.make("B", layout="NHWC", dtype="FP16", n=32, c=512, k=512, in_size=(14, 14), filter_size=3,
@@ -179,7 +178,7 @@ def test_hopper_config_sample(name, dt):
 @pytest.mark.parametrize("dt", ("FP16", "BF16"))
 @pytest.mark.parametrize("kw", (dict(n=2, c=64, k=320, in_size=(12, 12), filter_size=3, pads=1),
                                 dict(n=4, c=128, k=256, in_size=(14, 14), filter_size=1)), ids=("k320", "1x1"))
-def test_hopper_fwd_find_configs(kw, dt):
+def test_hopper_find_configs_fwd_bwd(kw, dt):
     """Every config a find of the forward, and of backward data (stride 2 too), measures (the default and the
     alternates) against the float64 reference."""
     bkw = dict(kw, k=128)          # backward data's copy engine reads dy: its channels a multiple of 64
