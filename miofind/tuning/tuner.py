@@ -1,7 +1,9 @@
 """Tuning: search a tunable solver's config space for one problem and keep the best in the PerfDB.
 
 Per solver (MIOpen's search, as in MIOpen's src/solver/ searchable solvers and its GenericSearch): the space is the solver's valid configs minus
-those recorded as failed under the same kernel sources; a strategy picks batches; each batch
+those recorded as failed under the same kernel sources; the configs a find measures beside the default
+(the solver's ``find_configs``, e.g. the Hopper solvers' alternatives) are the first batch, so that a tuned
+config is never slower than what a find measures; a strategy picks the next batches; each batch
 compiles in parallel threads; each config is verified, then measured once (a short median); the
 configs within ``near_best`` of the best are re-measured in full and the fastest is stored with the
 default config's time beside it. A failed compile, launch or verification scores as infinite time
@@ -337,8 +339,18 @@ class Tuner:
             budget.note(times)
             return times
 
-        STRATEGIES[self.opts.strategy](space, default, evaluate, budget, self.rng, problem=problem, solver=solver,
-                                       dbs=self.dbs, sm_count=dev.sm_count)
+        # the configs a find of the problem measures beside the default (find_configs: a solver's alternatives) are
+        # measured first, so that a tuned config is never slower than what a find measures; the strategy searches
+        # the rest (cuDNN's find configs are its first plans, already the start of its space)
+        valid = {config_key(c) for c in space}
+        first = [c for c in solver.find_configs(conv) if c and config_key(c) in valid] if solver.family != "cudnn" else []
+        if first:
+            evaluate(first)
+            seeds = {config_key(c) for c in first}
+            space = [c for c in space if config_key(c) not in seeds]
+        if space and not budget.exhausted():
+            STRATEGIES[self.opts.strategy](space, default, evaluate, budget, self.rng, problem=problem, solver=solver,
+                                           dbs=self.dbs, sm_count=dev.sm_count)
         ok = sorted((t, k) for k, (_, t) in results.items() if t < INF)
         nfail = sum(1 for _, t in results.values() if t == INF)
         if not ok:

@@ -231,3 +231,21 @@ def test_config_budget_cuts_batches_short(dbs, strategy, max_configs):
     out = t.tune_solver(P, IGEMM, FakeMeasurer(P))
     measured_in_search = out.tried
     assert out.status in ("tuned", "all failed") and measured_in_search == max_configs
+
+
+@pytest.mark.parametrize("strategy", sorted(STRATEGIES))
+def test_a_finds_alternatives_are_measured_first(dbs, strategy):
+    """The configs a find measures beside the default (a solver's find_configs: the Hopper solvers' alternatives) are
+    the tuner's first batch, whatever the strategy; the strategy then searches the rest, none measured twice."""
+    wrw = get_solver("ConvImplicitGemmHopperWrw")
+    p = ProblemDescription.make("W", n=32, c=512, k=512, in_size=(14, 14), filter_size=3, pads=1, layout="NHWC",
+                                dtype="FP16")
+    alts = [c for c in wrw.find_configs(p) if c]
+    assert len(alts) == 3
+    t = tuner(dbs, strategy=strategy, max_configs=8, seed=2, batch=4)
+    out = t.tune_solver(p, wrw, FakeMeasurer(p))
+    measured = [c for _, c in FakeMeasurer.calls][:out.tried]      # after them: the best re-measured
+    assert out.tried <= 8 and measured[:len(alts)] == alts
+    assert len({str(sorted(c.items())) for c in measured}) == len(measured)
+    ok = [fake_time(wrw.id, c) for c in alts if fake_time(wrw.id, c) < math.inf]
+    assert not ok or fake_time(wrw.id, out.config) <= min(ok)
