@@ -4,8 +4,8 @@
 The model (estimate_terms): per tile shape (BM, BN, WGS, TMA) microseconds per wave per j tile and per wave, one
 launch, the split's partial planes per MB and its reduce launch, the cluster split's exchange per MB; fitted by
 non-negative least squares on relative error over every config of every layer. The check: for each held-out layer,
-the fastest measured of the default config and the ALTERNATES configs (4 stages, the default's loads) that the model
-fitted without that layer ranks first, against cuDNN's best plan; beside it the default alone and the best of
+the fastest measured of the default config and the ALTERNATES configs that ``alternates`` (4 stages, the default's
+loads) ranks first by the model fitted without that layer, among the configs the sweep measured, against cuDNN's best plan; beside it the default alone and the best of
 the sweep.
 
     python bench/fit_wrw_estimate.py SWEEP.json [...] [--out DIR]
@@ -27,7 +27,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from miofind.problem import ProblemDescription  # noqa: E402
 from shapes import NON_RESNET, _resnet50  # noqa: E402
-from solvers.implicit_gemm_hopper_wrw import ALTERNATES, default_tile, estimate_terms, estimate_us  # noqa: E402
+from solvers.implicit_gemm_hopper_wrw import ALTERNATES, alternates, default_tile, estimate_terms  # noqa: E402
 
 TERMS = ("launch_us", "partial_us_per_mb", "reduce_us", "cluster_us_per_mb")
 
@@ -84,8 +84,11 @@ def main():
         c_loo = fit([r for r in rows if r[0] != name], shapes)
         dflt = default_tile(p)
         t_default = next((us for c, us in cfgs if c == dflt), None)
-        pool = [(c, us) for c, us in cfgs if c["STAGES"] == 4 and c["TMA"] == dflt["TMA"] and c["WSPEC"] == 1 and c != dflt]
-        picks = sorted(pool, key=lambda cu: estimate_us(p, cu[0], c_loo))[:ALTERNATES]
+        # the find's alternatives (the solver's own ranking, by the model fitted without this layer) among the
+        # configs the sweep measured
+        times = {json.dumps(c, sort_keys=True): us for c, us in cfgs}
+        ranked = alternates(p, count=None, coef=c_loo)
+        picks = [(c, times[k]) for c in ranked if (k := json.dumps(c, sort_keys=True)) in times][:ALTERNATES]
         t_find = min([us for _, us in picks] + ([t_default] if t_default else []))
         t_best = min(us for _, us in cfgs)
         res.append((name, t_default / cud if t_default else None, t_find / cud, t_best / cud))

@@ -439,21 +439,23 @@ class ImplicitGemmHopperBase(Solver):
     configs_now = 1
 
     def find_configs(self, problem: ProblemDescription, limit: int | None = None) -> list:
-        """The default config (None), then, where the default is a persistent copy-engine config, the
-        ALTERNATE_TILES persistent copy-engine configs that are valid and not the default."""
+        """The default config (None), then ``alternatives``: the first ``limit`` of them when given."""
         if limit is not None and limit <= 1:
             return [None]
         p = problem.as_conv()
         if not self.applicability(p):
             return [None]
+        return ([None] + self.alternatives(p))[:limit]
+
+    def alternatives(self, p: ProblemDescription) -> list[dict]:
+        """The configs a find measures after the default of applicable problem ``p``: where the default is a
+        persistent copy-engine config, the ALTERNATE_TILES persistent copy-engine configs that are valid and
+        not the default."""
         d = self.default_config(p)
-        out = [None]
-        if d.get("PERSIST") and d.get("TMA"):
-            for bm, bn, wgs, st in ALTERNATE_TILES:
-                c = dict(d, BM=bm, BN=bn, WGS=wgs, STAGES=st)
-                if c != d and c not in out and self.is_valid_config(p, c):
-                    out.append(c)
-        return out[:limit]
+        if not (d["PERSIST"] and d["TMA"]):
+            return []
+        tiles = (dict(d, BM=bm, BN=bn, WGS=wgs, STAGES=st) for bm, bn, wgs, st in ALTERNATE_TILES)
+        return [c for c in tiles if c != d and self.is_valid_config(p, c)]
 
     def config_space(self, problem: ProblemDescription):
         yield from space(problem.as_conv())

@@ -135,7 +135,7 @@ ESTIMATE = {
               (256, 128, 2, 0): (0.961, 3.35), (256, 128, 2, 1): (0.566, 2.62)},
     "launch_us": 4.614, "partial_us_per_mb": 0.547, "reduce_us": 1.015, "cluster_us_per_mb": 66.97,
 }
-ALTERNATES = 3          # configs a find measures beside the default, later (configs_now = 1)
+ALTERNATES = 3          # configs a find measures beside the default, later (the Hopper base's configs_now = 1)
 
 
 def estimate_terms(p: ProblemDescription, cfg) -> tuple:
@@ -163,9 +163,10 @@ def estimate_us(p: ProblemDescription, cfg, coef=None) -> float:
             + cl_mb * c["cluster_us_per_mb"])
 
 
-def alternates(p: ProblemDescription, count: int = ALTERNATES, coef=None) -> list[dict]:
-    """The ``count`` configs of the space with the least estimate_us, other than the default: 4 stages, the
-    default's loads (the copy engine where it applies, else the producer warpgroup's cp.async)."""
+def alternates(p: ProblemDescription, count: int | None = ALTERNATES, coef=None) -> list[dict]:
+    """The ``count`` (None: all) configs of the space with the least estimate_us (ESTIMATE's model, or ``coef``),
+    other than the default: 4 stages, the default's loads (the copy engine where it applies, else the producer
+    warpgroup's cp.async)."""
     dflt = default_tile(p)
     pool = [c for c in space(p, stages=(4,), loads=((1, dflt["TMA"]),)) if c != dflt]
     pool.sort(key=lambda c: estimate_us(p, c, coef))
@@ -239,20 +240,12 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
     def default_config(self, problem: ProblemDescription) -> dict:
         return default_tile(problem.as_conv())
 
-    # a find measures the default at once and ALTERNATES configs of the least estimated time later (in the
-    # background where it may leave work there): on the 38 swept layers, each held out of the fit in turn, the
-    # fastest of the default and the three came to 0.951 of cuDNN's best plan on the non-ResNet layers and 1.121
-    # on ResNet-50's, against 1.125 and 1.182 for the default alone (bench/results/session-epi/fit/)
-    configs_now = 1
-
-    def find_configs(self, problem: ProblemDescription, limit: int | None = None) -> list:
-        """The default config (None), then ``alternates``: the configs of the least estimated time."""
-        if limit is not None and limit <= 1:
-            return [None]
-        p = problem.as_conv()
-        if not self.applicability(p):
-            return [None]
-        return ([None] + alternates(p))[:limit]
+    def alternatives(self, p: ProblemDescription) -> list[dict]:
+        """``alternates``: the ALTERNATES configs of the least estimated time. On the 38 swept layers, each held out
+        of the fit in turn, the fastest of the default and the three came to 0.951 of cuDNN's best plan on the
+        non-ResNet layers and 1.121 on ResNet-50's, against 1.125 and 1.182 for the default alone
+        (bench/results/session-epi/fit/)."""
+        return alternates(p)
 
     def config_space(self, problem: ProblemDescription):
         yield from space(problem.as_conv())
