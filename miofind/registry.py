@@ -47,6 +47,8 @@ _ROWS: tuple[tuple[int, str, str | None, str], ...] = (
     (30, "ConvImplicitGemmHopperBwd", "implicit_gemm_hopper_bwd:ImplicitGemmHopperBwd", "B"),
     (31, "ConvImplicitGemmHopperWrw", "implicit_gemm_hopper_wrw:ImplicitGemmHopperWrw", "W"),
     (32, "ConvImplicitGemmHopperFwdBiasActiv", "implicit_gemm_hopper_fwd_bias_activ:ImplicitGemmHopperFwdBiasActiv", "F"),
+    (33, "ConvImplicitGemmSmallCFwd", "implicit_gemm_small_c_fwd:ImplicitGemmSmallCFwd", "F"),
+    (34, "ConvImplicitGemmSmallCWrw", "implicit_gemm_small_c_wrw:ImplicitGemmSmallCWrw", "W"),
 )
 
 

@@ -106,7 +106,12 @@ def problem_pool(seed: int, count: int = POOL_SIZE) -> list[P]:
             # tests, tests/implicit_gemm_hopper/test_fused_epilogue.py)
             P.make("F", n=2, c=16, k=8, in_size=(9, 11), filter_size=3, pads=1, layout="NHWC", dtype="FP16",
                    activation="relu"),
-            P.make("F", n=1, c=8, k=24, in_size=(7, 6), filter_size=1, layout="NHWC", dtype="FP16", activation="gelu")]
+            P.make("F", n=1, c=8, k=24, in_size=(7, 6), filter_size=1, layout="NHWC", dtype="FP16", activation="gelu"),
+            # the small-C family's (C <= 4, channels-last 16-bit F and W)
+            P.make("F", n=2, c=3, k=16, in_size=(13, 35), filter_size=7, pads=3, strides=2, layout="NHWC", dtype="FP16"),
+            P.make("F", n=1, c=1, k=8, in_size=(9, 17), filter_size=3, pads=1, layout="NHWC", dtype="FP16"),
+            P.make("W", n=2, c=3, k=16, in_size=(13, 35), filter_size=7, pads=3, strides=2, layout="NHWC", dtype="FP16"),
+            P.make("W", n=1, c=4, k=8, in_size=(9, 17), filter_size=3, pads=1, layout="NHWC", dtype="FP16")]
     return out
 
 
