@@ -13,8 +13,12 @@
 // (a0, a1) and 2q+8, 2q+9 (a2, a3). With 4 channels a tap, columns 2q, 2q+1 of step t are channels 2(q%2), +1 of tap
 // 4t + q/2, and 2q+8, 2q+9 those of tap 4t + 2 + q/2: one 32-bit shared load each, at the pixel's patch word plus
 // the tap's word offset ((r*DH)*PW + s*DW)*2, a compile-time constant per step chosen by q/2.
-// B fragment (col-major k16 x n8): b0 = w[n = 8j + g][k = 16t + 2q, +1], b1 the same at k + 8: weights stored
-// [n][k] with a row pitch of WP = 8*KT + 4 words (WP % 8 == 4: the 8 rows g of a load fall in distinct banks).
+// B fragment (col-major k16 x n8): b0 = w[n = 8j + g][k = 16t + 2q, +1], b1 the same at k + 8: stored as weight
+// words [n][t][q][b0, b1], one 8-byte shared load a fragment, with a row pitch of WP words, WP % 16 == 8 (each
+// half-warp's 8-byte loads, rows g = 0..3 or 4..7, fall in distinct banks).
+// Epilogue: thread (g, q) holds columns 8j + 2q, +1 of rows g and g + 8; a 4 x 4 transpose of 32-bit words within each
+// quad (shuffles) gives thread q the 8 columns 8j..8j+7 of n8 blocks j = q and q + 4 (of each group of 4), stored as
+// 16 bytes: full 32-byte sectors of y's channel runs instead of 4-byte pieces.
 #include "common.cuh"
 
 #ifndef TH
@@ -43,7 +47,7 @@ typedef unsigned int u32;
 #define BN (NB * 8)
 #define TAPS (P_Y * P_X)
 #define KT ((TAPS * 4 + 15) / 16)
-#define WP (KT * 8 + 4)
+#define WP (KT * 8 + ((KT % 2) ? 0 : 8))
 #define PH ((TH - 1) * P_SH + (P_Y - 1) * P_DH + 1)
 #define PW ((TW - 1) * P_SW + (P_X - 1) * P_DW + 1)
 #define TILES_W ((P_WO + TW - 1) / TW)
@@ -79,19 +83,15 @@ __device__ __forceinline__ u32 pack2(data_t lo, data_t hi)
     return (u32)*reinterpret_cast<unsigned short*>(&lo) | ((u32)*reinterpret_cast<unsigned short*>(&hi) << 16);
 }
 
-__device__ __forceinline__ void store2(data_t* p, float v0, float v1, bool both)
+// two outputs rounded to data_t, packed as one word (the lower column in the low half)
+__device__ __forceinline__ u32 pack_acc(float v0, float v1)
 {
 #if IS_BF16
-    if(both)
-        *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(v0, v1);
-    else
-        *p = __float2bfloat16_rn(v0);
+    __nv_bfloat162 h = __floats2bfloat162_rn(v0, v1);
 #else
-    if(both)
-        *reinterpret_cast<__half2*>(p) = __floats2half2_rn(v0, v1);
-    else
-        *p = __float2half_rn(v0);
+    __half2 h = __floats2half2_rn(v0, v1);
 #endif
+    return *reinterpret_cast<u32*>(&h);
 }
 
 extern "C" __global__ void __launch_bounds__(NT, MIN_BLOCKS)
@@ -105,11 +105,13 @@ igemm_small_c_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, da
     const int g = lane >> 2, q = lane & 3;
     const int n0 = blockIdx.y * BN;
 
-    // weights: word (n, kp) holds k = 2kp, 2kp + 1: channels c, c + 1 (c = 2kp % 4) of tap 2kp / 4
+    // weights: word (n, kp) holds k = 2kp, 2kp + 1: channels c, c + 1 (c = 2kp % 4) of tap 2kp / 4; stored at
+    // (n, t = kp / 8, q = kp % 4, h = kp % 8 / 4): b0 and b1 of a fragment adjacent
     for(int i = t; i < BN * KT * 8; i += NT)
     {
         const int n = i / (KT * 8), kp = i % (KT * 8);
         const int tap = kp >> 1, c = (kp & 1) * 2;
+        const int slot = (kp & ~7) + (kp & 3) * 2 + ((kp >> 2) & 1);
         const data_t zero = data_t(0.f);
         data_t v0 = zero, v1 = zero;
         if(n0 + n < P_K && tap < TAPS)
@@ -120,7 +122,7 @@ igemm_small_c_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, da
             if(c + 1 < P_C)
                 v1 = src[(c + 1) * WS_C];
         }
-        ws[n * WP + kp] = pack2(v0, v1);
+        ws[n * WP + slot] = pack2(v0, v1);
     }
 
     // this thread's patch words of its fragment rows: pixel (th, tw) of m16 block i at ((th*SH)*PW + tw*SW)*2,
@@ -176,24 +178,21 @@ igemm_small_c_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, da
         {
             const int oa = hi ? tap_off(4 * s + 1) : tap_off(4 * s);
             const int ob = hi ? tap_off(4 * s + 3) : tap_off(4 * s + 2);
-            u32 b[NB][2];
+            uint2 b[NB];
 #pragma unroll
             for(int j = 0; j < NB; ++j)
-            {
-                b[j][0] = ws[(8 * j + g) * WP + 8 * s + q];
-                b[j][1] = ws[(8 * j + g) * WP + 8 * s + 4 + q];
-            }
+                b[j] = *reinterpret_cast<const uint2*>(ws + (8 * j + g) * WP + 8 * s + 2 * q);
 #pragma unroll
             for(int i = 0; i < MW; ++i)
             {
                 const u32 a0 = ps[pw0[i] + oa], a1 = ps[pw1[i] + oa], a2 = ps[pw0[i] + ob], a3 = ps[pw1[i] + ob];
 #pragma unroll
                 for(int j = 0; j < NB; ++j)
-                    mma16816(acc[i][j], a0, a1, a2, a3, b[j][0], b[j][1]);
+                    mma16816(acc[i][j], a0, a1, a2, a3, b[j].x, b[j].y);
             }
         }
 
-        // accumulator (i, j): rows g, g + 8 of m16 block i, columns 8j + 2q, +1
+        // accumulator (i, j): rows g, g + 8 of m16 block i, columns 8j + 2q, +1, as a word of two outputs
         data_t* yn = y + (long long)nimg * YS_N;
 #pragma unroll
         for(int i = 0; i < MW; ++i)
@@ -202,15 +201,41 @@ igemm_small_c_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, da
             {
                 const int m = (warp * MW + i) * 16 + g + 8 * h;
                 const int oh = th0 + m / TW, ow = tw0 + m % TW;
-                if(oh >= P_HO || ow >= P_WO)
-                    continue;
+                const bool ok = oh < P_HO && ow < P_WO;
                 data_t* dst = yn + (long long)oh * YS_H + (long long)ow * YS_W;
 #pragma unroll
-                for(int j = 0; j < NB; ++j)
+                for(int j0 = 0; j0 < NB; j0 += 4)
                 {
-                    const int col = n0 + 8 * j + 2 * q;
-                    if(col < P_K)
-                        store2(dst + col, acc[i][j][2 * h], acc[i][j][2 * h + 1], col + 1 < P_K);
+                    // words v[jj] = columns 8(j0 + jj) + 2q, +1; after the quad transpose, o[qq] = thread qq's word of
+                    // n8 block j0 + q: this thread holds the 8 columns of block j0 + q
+                    u32 v[4], o[4];
+#pragma unroll
+                    for(int jj = 0; jj < 4; ++jj)
+                        v[jj] = j0 + jj < NB ? pack_acc(acc[i][j0 + jj][2 * h], acc[i][j0 + jj][2 * h + 1]) : 0u;
+#pragma unroll
+                    for(int r = 0; r < 4; ++r)
+                    {
+                        // round r: send word (q + r) % 4 to thread (q + r) % 4, receive from thread (q - r) % 4 its word q
+                        const int si = (q + r) & 3, src = (q - r) & 3;
+                        const u32 send = si == 0 ? v[0] : si == 1 ? v[1] : si == 2 ? v[2] : v[3];
+                        const u32 got = __shfl_sync(0xffffffffu, send, (lane & ~3) | src);
+                        if(src == 0) o[0] = got;
+                        if(src == 1) o[1] = got;
+                        if(src == 2) o[2] = got;
+                        if(src == 3) o[3] = got;
+                    }
+                    const int col = n0 + 8 * (j0 + q);
+                    if(!ok || j0 + q >= NB || col >= P_K)
+                        continue;
+                    if(col + 8 <= P_K && (P_K % 8) == 0)
+                        *reinterpret_cast<uint4*>(dst + col) = make_uint4(o[0], o[1], o[2], o[3]);
+                    else
+                    {
+#pragma unroll
+                        for(int e = 0; e < 4; ++e)
+                            if(col + 2 * e < P_K)
+                                *reinterpret_cast<u32*>(dst + col + 2 * e) = o[e];
+                    }
                 }
             }
     }

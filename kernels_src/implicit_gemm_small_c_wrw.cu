@@ -136,22 +136,32 @@ igemm_small_c_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, f
                 v = *reinterpret_cast<const uint4*>(dyn + (long long)oh * YS_H + (long long)ow * YS_W + k0 + ch);
             *reinterpret_cast<uint4*>(ds + pix * DP + ch) = v;
         }
-        // x as pair words
+        // x as pair words: element (pr, pc, c) is the low half of word (pr, c, pc) and the high half of word
+        // (pr, c, pc - SW); positions up to PW2 + SW cover both halves of every word; words of channels past C are 0
         const data_t* xn = x + (long long)nimg * XS_N;
-        for(int i = t; i < PH * 4 * PW2; i += NT)
+        unsigned short* const ph = reinterpret_cast<unsigned short*>(ps);
+        for(int i = t; i < PH * (PW2 + P_SW); i += NT)
         {
-            const int pr = i / (4 * PW2), rem = i % (4 * PW2), c = rem / PW2, pc = rem % PW2;
+            const int pr = i / (PW2 + P_SW), pc = i % (PW2 + P_SW);
             const int ih = ih0 + pr, iw = iw0 + pc;
-            u32 w = 0u;
-            if(c < P_C && (unsigned)ih < (unsigned)P_HI)
+            const bool in = (unsigned)ih < (unsigned)P_HI && (unsigned)iw < (unsigned)P_WI;
+            const data_t* src = xn + (long long)ih * XS_H + (long long)iw * XS_W;
+#pragma unroll
+            for(int c = 0; c < 4; ++c)
             {
-                const data_t* row = xn + (long long)ih * XS_H + c;
-                if((unsigned)iw < (unsigned)P_WI)
-                    w = bits(row[(long long)iw * XS_W]);
-                if((unsigned)(iw + P_SW) < (unsigned)P_WI)
-                    w |= bits(row[(long long)(iw + P_SW) * XS_W]) << 16;
+                const int wi = (pr * 4 + c) * PW2 + pc;
+                if(c >= P_C)
+                {
+                    if(pc < PW2)
+                        ps[wi] = 0u;
+                    continue;
+                }
+                const unsigned short v = in ? (unsigned short)bits(src[c]) : (unsigned short)0;
+                if(pc < PW2)
+                    ph[2 * wi] = v;
+                if(pc >= P_SW)
+                    ph[2 * (wi - P_SW) + 1] = v;
             }
-            ps[i] = w;
         }
         __syncthreads();
 

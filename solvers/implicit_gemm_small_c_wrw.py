@@ -55,11 +55,14 @@ def config_ok(p: ProblemDescription, cfg) -> bool:
 
 
 def default_tile(p: ProblemDescription) -> dict:
-    """256 pixels a tile (8 x 32, or 16 x 16 for outputs narrower than 32), two blocks an SM; one where two do not fit,
-    then 128 pixels a tile."""
-    th, tw = (8, 32) if p.out_size[1] >= 32 else (16, 16)
-    tries = ({"TH": th, "TW": tw, "OCC": 2}, {"TH": th, "TW": tw, "OCC": 1}, {"TH": th // 2, "TW": tw, "OCC": 1})
+    """16 x 16 pixels a tile, two blocks an SM (1.05 of each first layer's fastest config at N = 32 in geomean,
+    bench/results/session-stem/call1); one block where two do not fit, then 8 x 16 pixels."""
+    tries = ({"TH": 16, "TW": 16, "OCC": 2}, {"TH": 16, "TW": 16, "OCC": 1}, {"TH": 8, "TW": 16, "OCC": 1})
     return next((c for c in tries if config_ok(p, c)), tries[0])
+
+
+ALTERNATES = ({"TH": 8, "TW": 32, "OCC": 2}, {"TH": 4, "TW": 64, "OCC": 2}, {"TH": 4, "TW": 32, "OCC": 2},
+              {"TH": 16, "TW": 32, "OCC": 2})
 
 
 def space(p: ProblemDescription):
@@ -81,6 +84,7 @@ class ImplicitGemmSmallCWrw(ImplicitGemmSmallCBase):
     source = "implicit_gemm_small_c_wrw.cu"
     kernel_name = "igemm_small_c_wrw"
     config_keys = KEYS
+    alternates = ALTERNATES
 
     def problem_check(self, p: ProblemDescription) -> str | None:
         return f"K={p.k}: not a multiple of 8 (dy is read in 16-byte runs of channels)" if p.k % 8 else None

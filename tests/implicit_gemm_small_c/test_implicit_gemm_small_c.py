@@ -161,3 +161,14 @@ def test_wrw_bitwise_deterministic(dtype):
         run_solution(sol, a, b, out)
         outs.append(cupy.asnumpy(out).view("u2"))
     assert all((o == outs[0]).all() for o in outs[1:])
+
+
+@pytest.mark.parametrize("name", sorted(STEMS))
+def test_find_configs(name):
+    """A find measures the default, then up to three valid alternates (later: configs_now = 1)."""
+    for s, d in ((FWD, "F"), (WRW, "W")):
+        p = ProblemDescription.make(d, layout="NHWC", dtype="FP16", **STEMS[name])
+        cfgs = s.find_configs(p)
+        assert cfgs[0] is None and 1 <= len(cfgs) - 1 <= 3 and s.configs_now == 1
+        assert all(s.is_valid_config(p, c) and c != s.default_config(p) for c in cfgs[1:])
+        assert s.find_configs(p, limit=1) == [None]
