@@ -16,9 +16,10 @@
 // B fragment (col-major k16 x n8): b0 = w[n = 8j + g][k = 16t + 2q, +1], b1 the same at k + 8: stored as weight
 // words [n][t][q][b0, b1], one 8-byte shared load a fragment, with a row pitch of WP words, WP % 16 == 8 (each
 // half-warp's 8-byte loads, rows g = 0..3 or 4..7, fall in distinct banks).
-// Epilogue: thread (g, q) holds columns 8j + 2q, +1 of rows g and g + 8; a 4 x 4 transpose of 32-bit words within each
-// quad (shuffles) gives thread q the 8 columns 8j..8j+7 of n8 blocks j = q and q + 4 (of each group of 4), stored as
-// 16 bytes: full 32-byte sectors of y's channel runs instead of 4-byte pieces.
+// Epilogue: thread (g, q) holds columns 8j + 2q, +1 of rows g and g + 8, stored as 4-byte pairs (STORE16 = 0); with
+// STORE16 = 1 a 4 x 4 transpose of 32-bit words within each quad (shuffles) gives thread q the 8 columns 8j..8j+7 of
+// n8 blocks j = q and q + 4 (of each group of 4), stored as 16 bytes: full 32-byte sectors of y's channel runs (faster
+// where y's write dominates, e.g. stride 1; the shuffles cost more than they save on short reductions).
 #include "common.cuh"
 
 #ifndef TH
@@ -38,6 +39,9 @@
 #endif
 #ifndef IS_BF16
 #define IS_BF16 0
+#endif
+#ifndef STORE16
+#define STORE16 1
 #endif
 
 typedef unsigned int u32;
@@ -203,6 +207,7 @@ igemm_small_c_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, da
                 const int oh = th0 + m / TW, ow = tw0 + m % TW;
                 const bool ok = oh < P_HO && ow < P_WO;
                 data_t* dst = yn + (long long)oh * YS_H + (long long)ow * YS_W;
+#if STORE16
 #pragma unroll
                 for(int j0 = 0; j0 < NB; j0 += 4)
                 {
@@ -237,6 +242,15 @@ igemm_small_c_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, da
                                 *reinterpret_cast<u32*>(dst + col + 2 * e) = o[e];
                     }
                 }
+#else
+#pragma unroll
+                for(int j = 0; j < NB; ++j)
+                {
+                    const int col = n0 + 8 * j + 2 * q;
+                    if(ok && col < P_K)
+                        *reinterpret_cast<u32*>(dst + col) = pack_acc(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+                }
+#endif
             }
     }
 }

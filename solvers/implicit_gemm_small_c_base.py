@@ -97,11 +97,10 @@ class ImplicitGemmSmallCBase(Solver):
 
     # a find measures the default at once and ``alternates`` later (in the background where it may leave work there)
     configs_now = 1
-    alternates: tuple[dict, ...] = ()
     ALTERNATES = 3
 
     def find_configs(self, problem: ProblemDescription, limit: int | None = None) -> list:
-        """The default config (None), then up to ALTERNATES of ``alternates`` that are valid and not the default: the
+        """The default config (None), then up to ALTERNATES of ``alternate_configs`` that are valid and not the default:
         configs within a few percent of the fastest on the first layers measured (bench/results/session-stem/)."""
         if limit is not None and limit <= 1:
             return [None]
@@ -109,8 +108,12 @@ class ImplicitGemmSmallCBase(Solver):
         if not self.applicability(p):
             return [None]
         d = self.default_config(p)
-        alts = [dict(c) for c in self.alternates if c != d and self.is_valid_config(p, dict(c))][:self.ALTERNATES]
+        alts = [c for c in self.alternate_configs(p) if c != d and self.is_valid_config(p, c)][:self.ALTERNATES]
         return ([None] + alts)[:limit]
+
+    def alternate_configs(self, p: ProblemDescription) -> list[dict]:
+        """The configs a find measures after the default, in order (a subclass's list)."""
+        return []
 
     def problem_check(self, p: ProblemDescription) -> str | None:
         """A direction's own guard (the reason it rejects ``p``), or None."""

@@ -3,7 +3,8 @@ implicit_gemm_small_c_base.py): GEMM rows = output pixels, columns = output chan
 channels in k16 steps, every A fragment one 32-bit load of the block's staged input patch.
 
 Tunables: TH x TW output pixels a block tile (TW in 16, 32, 64), MW m16 blocks a warp (1 or 2; 4 or 8 warps a
-block). The block takes BN = min(64, K rounded up to 8) output channels (K > 64: grid.y blocks of 64); grid.x = the SMs x the
+block), STORE16 (1: y stored as 16-byte runs of 8 channels after a transpose within each quad of threads; 0: as the
+4-byte channel pairs the accumulators hold). The block takes BN = min(64, K rounded up to 8) output channels (K > 64: grid.y blocks of 64); grid.x = the SMs x the
 blocks an SM holds (``resident``), at most the tiles."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from miofind.solver import ConvSolution, KernelInfo, ceil_div
 from .implicit_gemm_hopper_base import SMEM_STATIC, problem_macros, sm_count
 from .implicit_gemm_small_c_base import ImplicitGemmSmallCBase, fits, patch, taps, tiles
 
-KEYS = ("TH", "TW", "MW")
+KEYS = ("TH", "TW", "MW", "STORE16")
 
 
 def k_steps(p: ProblemDescription) -> int:
@@ -55,33 +56,44 @@ def resident(p: ProblemDescription, cfg) -> int:
 
 
 def config_ok(p: ProblemDescription, cfg) -> bool:
-    th, tw, mw = (cfg[k] for k in KEYS)
+    th, tw, mw, st = (cfg[k] for k in KEYS)
     if tw not in (16, 32, 64) or mw not in (1, 2) or th < 1 or (th * tw) % (16 * mw) or warps(cfg) not in (4, 8):
+        return False
+    if st not in (0, 1):
         return False
     return resident(p, cfg) > 0
 
 
 def default_tile(p: ProblemDescription) -> dict:
-    """4 warps of two m16 blocks over 8 x 16 pixels: within 3% of each layer's fastest config at N = 32 on the five
-    first layers of bench/results/session-stem/call1 (1.015 of the fastest in geomean); 8 x 32 had 1.18."""
-    return {"TH": 8, "TW": 16, "MW": 2}
+    """4 warps of two m16 blocks over 8 x 16 pixels: within 3% of each layer's fastest tile at N = 32 on the five
+    first layers of bench/results/session-stem/call1 (1.015 of the fastest in geomean; 8 x 32 had 1.18). 16-byte
+    stores of y at stride 1 (the VGG and U-Net layers, whose y is 4 and 7 times the strided layers': 0.87 of the
+    4-byte stores' time in call 2), 4-byte ones otherwise (1.08-1.30 the other way)."""
+    return {"TH": 8, "TW": 16, "MW": 2, "STORE16": int(all(v == 1 for v in p.strides))}
 
 
-ALTERNATES = ({"TH": 4, "TW": 32, "MW": 2}, {"TH": 8, "TW": 16, "MW": 1}, {"TH": 16, "TW": 16, "MW": 2},
+ALTERNATES = ({"TH": 4, "TW": 32, "MW": 2}, {"TH": 16, "TW": 16, "MW": 2}, {"TH": 8, "TW": 16, "MW": 1},
               {"TH": 2, "TW": 64, "MW": 2})
 
 
+def alternates(p: ProblemDescription) -> list[dict]:
+    """The ALTERNATES tiles at the default's store width, then the default tile at the other."""
+    d = default_tile(p)
+    return [dict(c, STORE16=d["STORE16"]) for c in ALTERNATES] + [dict(d, STORE16=1 - d["STORE16"])]
+
+
 def space(p: ProblemDescription):
-    """Every (TH, TW, MW) of 4 or 8 warps, valid ones, the default first."""
+    """Every (TH, TW, MW) of 4 or 8 warps at both store widths, valid ones, the default first."""
     dflt = default_tile(p)
     if config_ok(p, dflt):
         yield dflt
-    for tw in (16, 32, 64):
-        for mw in (2, 1):
-            for wp in (8, 4):
-                cfg = {"TH": wp * 16 * mw // tw, "TW": tw, "MW": mw}
-                if cfg["TH"] >= 1 and cfg != dflt and config_ok(p, cfg):
-                    yield cfg
+    for st in (dflt["STORE16"], 1 - dflt["STORE16"]):
+        for tw in (16, 32, 64):
+            for mw in (2, 1):
+                for wp in (8, 4):
+                    cfg = {"TH": wp * 16 * mw // tw, "TW": tw, "MW": mw, "STORE16": st}
+                    if cfg["TH"] >= 1 and cfg != dflt and config_ok(p, cfg):
+                        yield cfg
 
 
 class ImplicitGemmSmallCFwd(ImplicitGemmSmallCBase):
@@ -90,7 +102,9 @@ class ImplicitGemmSmallCFwd(ImplicitGemmSmallCBase):
     source = "implicit_gemm_small_c_fwd.cu"
     kernel_name = "igemm_small_c_fwd"
     config_keys = KEYS
-    alternates = ALTERNATES
+
+    def alternate_configs(self, p: ProblemDescription) -> list[dict]:
+        return alternates(p)
 
     def problem_check(self, p: ProblemDescription) -> str | None:
         return f"K={p.k}: odd (y is written in channel pairs)" if p.k % 2 else None

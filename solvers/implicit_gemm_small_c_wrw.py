@@ -84,7 +84,9 @@ class ImplicitGemmSmallCWrw(ImplicitGemmSmallCBase):
     source = "implicit_gemm_small_c_wrw.cu"
     kernel_name = "igemm_small_c_wrw"
     config_keys = KEYS
-    alternates = ALTERNATES
+
+    def alternate_configs(self, p: ProblemDescription) -> list[dict]:
+        return list(ALTERNATES)
 
     def problem_check(self, p: ProblemDescription) -> str | None:
         return f"K={p.k}: not a multiple of 8 (dy is read in 16-byte runs of channels)" if p.k % 8 else None

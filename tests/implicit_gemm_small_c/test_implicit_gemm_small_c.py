@@ -102,6 +102,7 @@ def test_config_space(name):
                 assert sol.workspace_bytes >= planes * 16 * wrw.m_blocks(p) * wrw.ncol(p) * 4
                 assert dict(red.macros)["PLANES"] == str(main.grid[0])
         assert not s.is_valid_config(p, dict(space[0], TW=24))
+        assert not s.is_valid_config(p, {k: v for k, v in space[0].items() if k != "TH"})
 
 
 @pytest.mark.gpu
