@@ -67,8 +67,8 @@ def config_ok(p: ProblemDescription, cfg) -> bool:
 def default_tile(p: ProblemDescription) -> dict:
     """4 warps of two m16 blocks over 8 x 16 pixels: within 3% of each layer's fastest tile at N = 32 on the five
     first layers of bench/results/session-stem/call1 (1.015 of the fastest in geomean; 8 x 32 had 1.18). 16-byte
-    stores of y at stride 1 (the VGG and U-Net layers, whose y is 4 and 7 times the strided layers': 0.87 of the
-    4-byte stores' time in call 2), 4-byte ones otherwise (1.08-1.30 the other way)."""
+    stores of y at stride 1 (VGG-16's and U-Net's 3x3, whose y is 4 to 8 times the strided layers': 0.76-0.82 of the
+    4-byte stores' time, call 3), 4-byte ones otherwise (the 16-byte ones 1.03-1.38 of their time there)."""
     return {"TH": 8, "TW": 16, "MW": 2, "STORE16": int(all(v == 1 for v in p.strides))}
 
 
