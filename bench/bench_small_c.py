@@ -4,7 +4,8 @@ float64 reference first; a failed build, launch or verification scores as infini
 
 Layers (NHWC, FP16/BF16): ResNet-50's 7x7/2 stem (3 -> 64 @224), MobileNetV2's 3x3/2 (3 -> 32 @224), Inception-v3's
 3x3/2 unpadded (3 -> 32 @299), VGG-16's 3x3 (3 -> 64 @224) and U-Net's 3x3 (3 -> 64 @256). Sides per problem:
-  small_c  the small-C solver: its default config, with ``--space`` every config of its space;
+  small_c  the small-C solver: its default config, with ``--space`` every config of its space, with
+           ``--find-configs`` a find's configs, each also with its ASYNC and STORE16 tunables flipped;
   others   our other solvers of the direction (their find configs), the fastest;
   cudnn    every plan cuDNN's heuristics offer (up to MIOFIND_CUDNN_PLANS), the fastest.
 Timing: "isolated" (one call in a CUDA graph, replayed with a synchronisation each time, median; bench/kernel_timing.py)
@@ -53,6 +54,8 @@ def main():
     ap.add_argument("--dirs", default="F,W")
     ap.add_argument("--layers", default=",".join(LAYERS))
     ap.add_argument("--space", action="store_true", help="every config of the small-C solver's space")
+    ap.add_argument("--find-configs", action="store_true",
+                    help="the small-C solver's find configs, each also with its ASYNC / STORE16 tunables flipped")
     ap.add_argument("--no-others", action="store_true", help="skip our other solvers")
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--deadline", type=float, default=1e9)
@@ -84,8 +87,17 @@ def main():
                            "roofline_ms": roofline_ms(p)}
                     others = [s for s in solvers() if d in s.directions and s.id not in (SMALL_C[d], CUDNN[d])
                               and not s.is_reference and s.applicability(p)] if not a.no_others else []
-                    sides = [("small_c", sc, list(sc.config_space(p)) if a.space else [sc.default_config(p)],
-                              sc.family)]
+                    if a.space:
+                        sc_cfgs = list(sc.config_space(p))
+                    elif a.find_configs:
+                        sc_cfgs = []
+                        for c in [sc.default_config(p)] + [c for c in sc.find_configs(p) if c]:
+                            for v in (c, *(dict(c, **{k: 1 - c[k]}) for k in ("ASYNC", "STORE16") if k in c)):
+                                if v not in sc_cfgs and sc.is_valid_config(p, v):
+                                    sc_cfgs.append(v)
+                    else:
+                        sc_cfgs = [sc.default_config(p)]
+                    sides = [("small_c", sc, sc_cfgs, sc.family)]
                     sides += [("others", s, None, s.family) for s in others]
                     sides.append(("cudnn", get_solver(CUDNN[d]), None, "cudnn"))
                     for side, solver, cfgs, fam in sides:
