@@ -122,7 +122,18 @@ class ImplicitGemmSmallCBase(Solver):
     def tile_ok(self, p: ProblemDescription, cfg) -> bool:
         raise NotImplementedError
 
+    # tunables added after records were stored, at the value a stored config without them ran
+    legacy_defaults: dict = {}
+
+    def legacy_config(self, config):
+        """A config written before some of ``legacy_defaults``' tunables existed, as the config it ran."""
+        keys = set(self.config_keys)
+        if isinstance(config, dict) and keys - set(self.legacy_defaults) <= set(config) < keys:
+            return {**self.legacy_defaults, **config}
+        return config
+
     def is_valid_config(self, problem: ProblemDescription, config) -> bool:
+        config = self.legacy_config(config)
         if not isinstance(config, dict) or set(config) != set(self.config_keys):
             return False
         if any(not isinstance(v, int) or isinstance(v, bool) for v in config.values()):
@@ -130,7 +141,7 @@ class ImplicitGemmSmallCBase(Solver):
         return self.tile_ok(problem.as_conv(), config)
 
     def config_of(self, p: ProblemDescription, config) -> dict:
-        cfg = dict(config) if config else self.default_config(p)
+        cfg = dict(self.legacy_config(config)) if config else self.default_config(p)
         if not self.is_valid_config(p, cfg):
             raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
         return cfg

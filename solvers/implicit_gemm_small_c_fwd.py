@@ -112,6 +112,7 @@ class ImplicitGemmSmallCFwd(ImplicitGemmSmallCBase):
     source = "implicit_gemm_small_c_fwd.cu"
     kernel_name = "igemm_small_c_fwd"
     config_keys = KEYS
+    legacy_defaults = {"ASYNC": 0}          # configs stored before the prefetch
 
     def alternate_configs(self, p: ProblemDescription) -> list[dict]:
         return alternates(p)
