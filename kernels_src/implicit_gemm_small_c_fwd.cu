@@ -16,11 +16,6 @@
 // B fragment (col-major k16 x n8): b0 = w[n = 8j + g][k = 16t + 2q, +1], b1 the same at k + 8: stored as weight
 // words [n][t][q][b0, b1], one 8-byte shared load a fragment, with a row pitch of WP words, WP % 16 == 8 (each
 // half-warp's 8-byte loads, rows g = 0..3 or 4..7, fall in distinct banks).
-// ASYNC = 1: the patch of the block's next tile is copied while it computes the current one: each patch row's run of x
-// (its in-image columns, dense NHWC: C * width contiguous elements) as 4-byte cp.async words into one of two raw row
-// buffers (the first and last word may reach one element past the run: the last word at most the run's own bytes,
-// zero-filled past them), then after a barrier spread from the raw rows into the 4-channel patch in shared memory.
-// ASYNC = 0: the patch loaded from global memory element by element after the barrier.
 // Epilogue: thread (g, q) holds columns 8j + 2q, +1 of rows g and g + 8, stored as 4-byte pairs (STORE16 = 0); with
 // STORE16 = 1 a 4 x 4 transpose of 32-bit words within each quad (shuffles) gives thread q the 8 columns 8j..8j+7 of
 // n8 blocks j = q and q + 4 (of each group of 4), stored as 16 bytes: full 32-byte sectors of y's channel runs (faster
@@ -48,9 +43,6 @@
 #ifndef STORE16
 #define STORE16 1
 #endif
-#ifndef ASYNC
-#define ASYNC 1
-#endif
 
 typedef unsigned int u32;
 
@@ -65,13 +57,11 @@ typedef unsigned int u32;
 #define TILES_W ((P_WO + TW - 1) / TW)
 #define TILES_H ((P_HO + TH - 1) / TH)
 #define TILES ((long long)P_N * TILES_H * TILES_W)
-#define RAWW ((PW * P_C * 2 + 3) / 4 + 2)     // words of a raw patch row: its run of x, plus a word of misalignment each end
 
 static_assert(TW % 16 == 0 && (TH * TW) % (16 * MW) == 0, "whole m16 blocks of one tile row");
 static_assert(NB >= 1 && NB <= 8, "BN = NB * 8 <= 64");
 static_assert(P_C <= 4, "at most 4 input channels");
 static_assert(XS_C == 1 && YS_C == 1, "channels-last x and y");
-static_assert(!ASYNC || XS_W == P_C, "ASYNC: dense rows of x");
 
 // the word offset of tap `tap` within a pixel's patch window (0 past the filter: those columns' weights are zero)
 __device__ __forceinline__ constexpr int tap_off(int tap)
@@ -108,55 +98,12 @@ __device__ __forceinline__ u32 pack_acc(float v0, float v1)
     return *reinterpret_cast<u32*>(&h);
 }
 
-#if ASYNC
-__device__ __forceinline__ void cp_async4(u32 saddr, const void* src, int bytes)
-{
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(saddr), "l"(src), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-__device__ __forceinline__ void cp_async_wait1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
-
-// (first element, elements) of patch row pr's in-image run of x (elements from the image's first), or 0 elements
-__device__ __forceinline__ void row_run(int ih0, int iw0, int pr, long long& e0, int& ne)
-{
-    const int ih = ih0 + pr;
-    const int lo = iw0 > 0 ? iw0 : 0, hi = iw0 + PW < P_WI ? iw0 + PW : P_WI;
-    ne = ((unsigned)ih < (unsigned)P_HI && hi > lo) ? (hi - lo) * P_C : 0;
-    e0 = (long long)ih * XS_H + (long long)lo * P_C;
-}
-
-// the cp.async words of the tile's raw patch rows into raw (PH rows of RAWW words); xn: the tile's image
-__device__ __forceinline__ void issue_raw(const data_t* __restrict__ xn, int ih0, int iw0, u32 raw, int t)
-{
-    for(int i = t; i < PH * RAWW; i += NT)
-    {
-        const int pr = i / RAWW, wi = i % RAWW;
-        long long e0;
-        int ne;
-        row_run(ih0, iw0, pr, e0, ne);
-        if(ne == 0)
-            continue;
-        // the 4-byte words from the one holding element e0 through the one holding e0 + ne - 1 (addresses / 4)
-        const unsigned long long b0 = (unsigned long long)(xn + e0), b1 = (unsigned long long)(xn + e0 + ne);
-        const unsigned long long wa = ((b0 >> 2) + wi) << 2;
-        if(wa >= b1)
-            continue;
-        const int bytes = wa + 4 <= b1 ? 4 : (int)(b1 - wa);
-        cp_async4(raw + (u32)(pr * RAWW + wi) * 4, reinterpret_cast<const void*>(wa), bytes);
-    }
-}
-#endif
-
 extern "C" __global__ void __launch_bounds__(NT, MIN_BLOCKS)
 igemm_small_c_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, data_t* __restrict__ y)
 {
     extern __shared__ __align__(16) u32 smem[];
     u32* const ws = smem;                   // BN x WP words of weights
     u32* const ps = smem + BN * WP;         // PH x PW positions x 2 words of the input patch
-#if ASYNC
-    u32* const rs = ps + PH * PW * 2;       // 2 x PH x RAWW words: raw patch rows, double-buffered
-    const u32 rs_addr = (u32)__cvta_generic_to_shared(rs);
-#endif
 
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
     const int g = lane >> 2, q = lane & 3;
@@ -194,16 +141,6 @@ igemm_small_c_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, da
     }
     const bool hi = q >> 1;
 
-#if ASYNC
-    if(blockIdx.x < TILES)
-    {
-        const long long tile = blockIdx.x, r1 = tile / TILES_W;
-        issue_raw(x + (long long)(r1 / TILES_H) * XS_N, (int)(r1 % TILES_H) * TH * P_SH - P_PH,
-                  (int)(tile % TILES_W) * TW * P_SW - P_PW, rs_addr, t);
-    }
-    cp_async_commit();
-    int buf = 0;
-#endif
 #pragma unroll 1
     for(long long tile = blockIdx.x; tile < TILES; tile += gridDim.x)
     {
@@ -212,46 +149,9 @@ igemm_small_c_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, da
         const int th0 = (int)(r1 % TILES_H) * TH;
         const int nimg = (int)(r1 / TILES_H);
         const int ih0 = th0 * P_SH - P_PH, iw0 = tw0 * P_SW - P_PW;
-        const data_t* xn = x + (long long)nimg * XS_N;
 
-#if ASYNC
-        {
-            // the next tile's raw rows into the other buffer (last read before the previous tile's second barrier)
-            const long long nx = tile + gridDim.x, n1 = nx / TILES_W;
-            if(nx < TILES)
-                issue_raw(x + (long long)(n1 / TILES_H) * XS_N, (int)(n1 % TILES_H) * TH * P_SH - P_PH,
-                          (int)(nx % TILES_W) * TW * P_SW - P_PW, rs_addr + (u32)((buf ^ 1) * PH * RAWW * 4), t);
-            cp_async_commit();
-            cp_async_wait1();       // this thread's copies of the current tile have landed
-        }
-        __syncthreads();        // every thread's copies visible; the previous tile's patch no longer read
-        const unsigned short* raw = reinterpret_cast<const unsigned short*>(rs + buf * PH * RAWW);
-        for(int i = t; i < PH * PW; i += NT)
-        {
-            const int pr = i / PW, pc = i % PW;
-            const int iw = iw0 + pc;
-            const unsigned short z = 0;
-            unsigned short v[4] = {z, z, z, z};
-            long long e0;
-            int ne;
-            row_run(ih0, iw0, pr, e0, ne);
-            if(ne > 0 && (unsigned)iw < (unsigned)P_WI)
-            {
-                // raw word 0 holds the element at byte (xn + e0) rounded down to 4
-                const int skip = (int)(((unsigned long long)(xn + e0) & 3) >> 1);
-                const int lo = iw0 > 0 ? iw0 : 0;
-                const unsigned short* src = raw + pr * RAWW * 2 + skip + (iw - lo) * P_C;
-#pragma unroll
-                for(int c = 0; c < P_C; ++c)
-                    v[c] = src[c];
-            }
-            ps[2 * i] = (u32)v[0] | ((u32)v[1] << 16);
-            ps[2 * i + 1] = (u32)v[2] | ((u32)v[3] << 16);
-        }
-        buf ^= 1;
-        __syncthreads();
-#else
         __syncthreads();        // the previous tile's patch is no longer read (and the weights are stored)
+        const data_t* xn = x + (long long)nimg * XS_N;
         for(int i = t; i < PH * PW; i += NT)
         {
             const int ih = ih0 + i / PW, iw = iw0 + i % PW;
@@ -268,7 +168,6 @@ igemm_small_c_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, da
             ps[2 * i + 1] = pack2(v[2], v[3]);
         }
         __syncthreads();
-#endif
 
         float acc[MW][NB][4];
 #pragma unroll

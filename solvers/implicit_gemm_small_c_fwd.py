@@ -4,8 +4,7 @@ channels in k16 steps, every A fragment one 32-bit load of the block's staged in
 
 Tunables: TH x TW output pixels a block tile (TW in 16, 32, 64), MW m16 blocks a warp (1 or 2; 4 or 8 warps a
 block), STORE16 (1: y stored as 16-byte runs of 8 channels after a transpose within each quad of threads; 0: as the
-4-byte channel pairs the accumulators hold), ASYNC (1: the next tile's input rows copied by cp.async while the block
-computes, through two raw row buffers; 0: the patch loaded element by element after the block's barrier). The block takes BN = min(64, K rounded up to 8) output channels (K > 64: grid.y blocks of 64); grid.x = the SMs x the
+4-byte channel pairs the accumulators hold). The block takes BN = min(64, K rounded up to 8) output channels (K > 64: grid.y blocks of 64); grid.x = the SMs x the
 blocks an SM holds (``resident``), at most the tiles."""
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from miofind.solver import ConvSolution, KernelInfo, ceil_div
 from .implicit_gemm_hopper_base import SMEM_STATIC, problem_macros, sm_count
 from .implicit_gemm_small_c_base import ImplicitGemmSmallCBase, fits, patch, taps, tiles
 
-KEYS = ("TH", "TW", "MW", "STORE16", "ASYNC")
+KEYS = ("TH", "TW", "MW", "STORE16")
 
 
 def k_steps(p: ProblemDescription) -> int:
@@ -40,17 +39,10 @@ def weight_pitch(p: ProblemDescription) -> int:
     return kt * 8 + (0 if kt % 2 else 8)
 
 
-def raw_words(p: ProblemDescription, pw: int) -> int:
-    """Words of a raw patch row (ASYNC): the run of pw pixels of C channels, and a word of misalignment each end."""
-    return (pw * p.c * 2 + 3) // 4 + 2
-
-
 def smem_bytes(p: ProblemDescription, cfg) -> int:
-    """BN weight rows of WP words, the patch at 8 bytes (4 channels) a position, and with ASYNC two buffers of raw
-    patch rows."""
+    """BN weight rows of WP words, and the patch at 8 bytes (4 channels) a position."""
     ph, pw = patch(p, cfg["TH"], cfg["TW"])
-    raw = 2 * ph * raw_words(p, pw) * 4 if cfg["ASYNC"] else 0
-    return n_blocks(p) * 8 * weight_pitch(p) * 4 + ph * pw * 8 + raw
+    return n_blocks(p) * 8 * weight_pitch(p) * 4 + ph * pw * 8
 
 
 def min_blocks(cfg) -> int:
@@ -64,10 +56,10 @@ def resident(p: ProblemDescription, cfg) -> int:
 
 
 def config_ok(p: ProblemDescription, cfg) -> bool:
-    th, tw, mw, st, asy = (cfg[k] for k in KEYS)
+    th, tw, mw, st = (cfg[k] for k in KEYS)
     if tw not in (16, 32, 64) or mw not in (1, 2) or th < 1 or (th * tw) % (16 * mw) or warps(cfg) not in (4, 8):
         return False
-    if st not in (0, 1) or asy not in (0, 1):
+    if st not in (0, 1):
         return False
     return resident(p, cfg) > 0
 
@@ -77,7 +69,7 @@ def default_tile(p: ProblemDescription) -> dict:
     first layers of bench/results/session-stem/call1 (1.015 of the fastest in geomean; 8 x 32 had 1.18). 16-byte
     stores of y at stride 1 (VGG-16's and U-Net's 3x3, whose y is 4 to 8 times the strided layers': 0.76-0.82 of the
     4-byte stores' time, call 3), 4-byte ones otherwise (the 16-byte ones 1.03-1.38 of their time there)."""
-    return {"TH": 8, "TW": 16, "MW": 2, "STORE16": int(all(v == 1 for v in p.strides)), "ASYNC": 1}
+    return {"TH": 8, "TW": 16, "MW": 2, "STORE16": int(all(v == 1 for v in p.strides))}
 
 
 ALTERNATES = ({"TH": 4, "TW": 32, "MW": 2}, {"TH": 16, "TW": 16, "MW": 2}, {"TH": 8, "TW": 16, "MW": 1},
@@ -85,25 +77,23 @@ ALTERNATES = ({"TH": 4, "TW": 32, "MW": 2}, {"TH": 16, "TW": 16, "MW": 2}, {"TH"
 
 
 def alternates(p: ProblemDescription) -> list[dict]:
-    """The ALTERNATES tiles at the default's store width and loads, then the default tile with the other loads and
-    with the other store width."""
+    """The ALTERNATES tiles at the default's store width, then the default tile at the other."""
     d = default_tile(p)
-    return ([dict(d, **c) for c in ALTERNATES] + [dict(d, ASYNC=1 - d["ASYNC"]), dict(d, STORE16=1 - d["STORE16"])])
+    return [dict(c, STORE16=d["STORE16"]) for c in ALTERNATES] + [dict(d, STORE16=1 - d["STORE16"])]
 
 
 def space(p: ProblemDescription):
-    """Every (TH, TW, MW) of 4 or 8 warps at both store widths and both loads, valid ones, the default first."""
+    """Every (TH, TW, MW) of 4 or 8 warps at both store widths, valid ones, the default first."""
     dflt = default_tile(p)
     if config_ok(p, dflt):
         yield dflt
-    for asy in (dflt["ASYNC"], 1 - dflt["ASYNC"]):
-        for st in (dflt["STORE16"], 1 - dflt["STORE16"]):
-            for tw in (16, 32, 64):
-                for mw in (2, 1):
-                    for wp in (8, 4):
-                        cfg = {"TH": wp * 16 * mw // tw, "TW": tw, "MW": mw, "STORE16": st, "ASYNC": asy}
-                        if cfg["TH"] >= 1 and cfg != dflt and config_ok(p, cfg):
-                            yield cfg
+    for st in (dflt["STORE16"], 1 - dflt["STORE16"]):
+        for tw in (16, 32, 64):
+            for mw in (2, 1):
+                for wp in (8, 4):
+                    cfg = {"TH": wp * 16 * mw // tw, "TW": tw, "MW": mw, "STORE16": st}
+                    if cfg["TH"] >= 1 and cfg != dflt and config_ok(p, cfg):
+                        yield cfg
 
 
 class ImplicitGemmSmallCFwd(ImplicitGemmSmallCBase):
@@ -112,7 +102,6 @@ class ImplicitGemmSmallCFwd(ImplicitGemmSmallCBase):
     source = "implicit_gemm_small_c_fwd.cu"
     kernel_name = "igemm_small_c_fwd"
     config_keys = KEYS
-    legacy_defaults = {"ASYNC": 0}          # configs stored before the prefetch
 
     def alternate_configs(self, p: ProblemDescription) -> list[dict]:
         return alternates(p)
@@ -140,7 +129,6 @@ class ImplicitGemmSmallCFwd(ImplicitGemmSmallCBase):
         smem = smem_bytes(p, cfg)
         sid = self.id
         out_align = 16 if p.k % 8 == 0 else 4     # y's 8-channel runs are stored as 16 bytes where K % 8 == 0
-        x_align = 4 if cfg["ASYNC"] else 2          # x's rows are copied as 4-byte words
 
         def factory(kernels):
             kern = kernels[0]
@@ -149,10 +137,10 @@ class ImplicitGemmSmallCFwd(ImplicitGemmSmallCBase):
             launch = Launch(kern, kinfo.grid, kinfo.block, (PTR, PTR, PTR), shared_mem=smem)
 
             def invoker(a, b, out, workspace, stream):
-                if a % x_align or b & 1 or out % out_align:
-                    raise ValueError(f"{sid}: x must be {x_align}-byte aligned, w 2-byte and y {out_align}-byte "
+                if (a | b) & 1 or out % out_align:
+                    raise ValueError(f"{sid}: x and w must be 2-byte aligned and y {out_align}-byte aligned "
                                      f"(got {a:#x}, {b:#x}, {out:#x})")
                 launch(stream, a, b, out)
-            return with_recipe(invoker, [(launch, ((A, 0), (B, 0), (OUT, 0)))], (x_align, 2, out_align, 1))
+            return with_recipe(invoker, [(launch, ((A, 0), (B, 0), (OUT, 0)))], (2, 2, out_align, 1))
 
         return ConvSolution(self.id, [kinfo], 0, factory, cfg)
