@@ -4,8 +4,8 @@ channels in k16 steps, every A fragment one 32-bit load of the block's staged in
 
 Tunables: TH x TW output pixels a block tile (TW in 16, 32, 64), MW m16 blocks a warp (1 or 2; 4 or 8 warps a
 block), STORE16 (1: y stored as 16-byte runs of 8 channels after a transpose within each quad of threads; 0: as the
-4-byte channel pairs the accumulators hold). The block takes BN = min(64, K rounded up to 8) output channels (K > 64: grid.y blocks of 64); grid.x = the SMs x the
-blocks an SM holds (``resident``), at most the tiles."""
+4-byte channel pairs the accumulators hold). The block takes BN = min(64, K rounded up to 8) output channels
+(K > 64: grid.y blocks of 64); grid.x = the SMs x the blocks an SM holds (``resident``), at most the tiles."""
 
 from __future__ import annotations
 
