@@ -13,25 +13,13 @@ the SMs x the blocks an SM runs, at most the tiles)."""
 
 from __future__ import annotations
 
-import functools
-
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, Solver, ceil_div, not_applicable
 
-from .implicit_gemm_hopper_base import SMEM_LIMIT
+from .implicit_gemm_hopper_base import SMEM_LIMIT, device_arch
 
 MAX_C = 4
 SM_SMEM = 228 * 1024        # shared memory of an SM (sm_90), 1 KiB of it reserved per block
-
-
-@functools.lru_cache(maxsize=1)
-def device_arch() -> str | None:
-    """The current GPU's architecture (``sm_90``), or None where no GPU is visible."""
-    from miofind.device import NoGPUError, current_device
-    try:
-        return current_device().arch
-    except NoGPUError:
-        return None
 
 
 def taps(p: ProblemDescription) -> int:
@@ -55,7 +43,9 @@ def fits(smem: int, blocks: int) -> bool:
 
 
 class ImplicitGemmSmallCBase(Solver):
-    """Common applicability of the small-C solvers; subclasses add their tile checks (``tile_fits``)."""
+    """Common applicability, configs and find configs of the small-C solvers; a subclass names its tile check
+    (``tile_ok``), default tile (``default_tile``) and config space (``space``): functions of the problem (and
+    config)."""
 
     family = "implicit_gemm_small_c"
     algorithm = "miopenConvolutionFwdAlgoImplicitGEMM"
@@ -119,21 +109,15 @@ class ImplicitGemmSmallCBase(Solver):
         """A direction's own guard (the reason it rejects ``p``), or None."""
         return None
 
-    def tile_ok(self, p: ProblemDescription, cfg) -> bool:
-        raise NotImplementedError
+    tile_ok = default_tile = space = None       # the subclass's functions (staticmethods)
 
-    # tunables added after records were stored, at the value a stored config without them ran
-    legacy_defaults: dict = {}
+    def default_config(self, problem: ProblemDescription) -> dict:
+        return self.default_tile(problem.as_conv())
 
-    def legacy_config(self, config):
-        """A config written before some of ``legacy_defaults``' tunables existed, as the config it ran."""
-        keys = set(self.config_keys)
-        if isinstance(config, dict) and keys - set(self.legacy_defaults) <= set(config) < keys:
-            return {**self.legacy_defaults, **config}
-        return config
+    def config_space(self, problem: ProblemDescription):
+        yield from self.space(problem.as_conv())
 
     def is_valid_config(self, problem: ProblemDescription, config) -> bool:
-        config = self.legacy_config(config)
         if not isinstance(config, dict) or set(config) != set(self.config_keys):
             return False
         if any(not isinstance(v, int) or isinstance(v, bool) for v in config.values()):
@@ -141,7 +125,7 @@ class ImplicitGemmSmallCBase(Solver):
         return self.tile_ok(problem.as_conv(), config)
 
     def config_of(self, p: ProblemDescription, config) -> dict:
-        cfg = dict(self.legacy_config(config)) if config else self.default_config(p)
+        cfg = dict(config) if config else self.default_config(p)
         if not self.is_valid_config(p, cfg):
             raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
         return cfg

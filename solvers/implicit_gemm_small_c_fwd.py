@@ -102,21 +102,15 @@ class ImplicitGemmSmallCFwd(ImplicitGemmSmallCBase):
     source = "implicit_gemm_small_c_fwd.cu"
     kernel_name = "igemm_small_c_fwd"
     config_keys = KEYS
+    tile_ok = staticmethod(config_ok)
+    default_tile = staticmethod(default_tile)
+    space = staticmethod(space)
 
     def alternate_configs(self, p: ProblemDescription) -> list[dict]:
         return alternates(p)
 
     def problem_check(self, p: ProblemDescription) -> str | None:
         return f"K={p.k}: odd (y is written in channel pairs)" if p.k % 2 else None
-
-    def tile_ok(self, p: ProblemDescription, cfg) -> bool:
-        return config_ok(p, cfg)
-
-    def default_config(self, problem: ProblemDescription) -> dict:
-        return default_tile(problem.as_conv())
-
-    def config_space(self, problem: ProblemDescription):
-        yield from space(problem.as_conv())
 
     def get_solution(self, problem: ProblemDescription, config=None) -> ConvSolution:
         p = problem.as_conv()

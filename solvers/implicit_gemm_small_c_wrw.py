@@ -84,21 +84,15 @@ class ImplicitGemmSmallCWrw(ImplicitGemmSmallCBase):
     source = "implicit_gemm_small_c_wrw.cu"
     kernel_name = "igemm_small_c_wrw"
     config_keys = KEYS
+    tile_ok = staticmethod(config_ok)
+    default_tile = staticmethod(default_tile)
+    space = staticmethod(space)
 
     def alternate_configs(self, p: ProblemDescription) -> list[dict]:
         return list(ALTERNATES)
 
     def problem_check(self, p: ProblemDescription) -> str | None:
         return f"K={p.k}: not a multiple of 8 (dy is read in 16-byte runs of channels)" if p.k % 8 else None
-
-    def tile_ok(self, p: ProblemDescription, cfg) -> bool:
-        return config_ok(p, cfg)
-
-    def default_config(self, problem: ProblemDescription) -> dict:
-        return default_tile(problem.as_conv())
-
-    def config_space(self, problem: ProblemDescription):
-        yield from space(problem.as_conv())
 
     def workspace_bytes(self, problem: ProblemDescription, config=None) -> int:
         p = problem.as_conv()
