@@ -5,8 +5,12 @@ Per layer (FP16 NHWC, ResNet-50 at N=32 or tests/shapes.py's NON_RESNET), on one
 candidate verified against the float64 reference first): the configs of ``config_space`` that match ``--where``
 (e.g. ``TMA=1,STAGES=4|6``), each timed isolated and back to back in a graph ("gpu"); cuDNN's offered plans the
 same way. Prints each layer's five fastest configs by isolated time and the geomean of best / cuDNN's best.
+``--solver`` sweeps another solver of the direction; ``--others`` also times other solvers, each at its find's
+configs and at the config of its record in ``--db`` (a FindDB file, e.g. the shipped one), in the same run.
 
     python bench/sweep_configs.py --dir W --layers r50_2048to512_7_1x1s1,... --where TMA=1 --json out.json
+    python bench/sweep_configs.py --dir W --solver ConvImplicitGemmHopperWrwStreamK --layers all \
+        --others ConvImplicitGemmHopperWrw --db finddb/sm_90-132.sqlite
 """
 
 from __future__ import annotations
@@ -43,7 +47,10 @@ def main():
     ap.add_argument("--dir", default="W")
     ap.add_argument("--dtype", default="FP16")
     ap.add_argument("--set", default="resnet50", choices=("resnet50", "nonresnet"))
-    ap.add_argument("--layers", required=True)
+    ap.add_argument("--layers", required=True, help="comma-separated layer names, or all")
+    ap.add_argument("--solver", default="", help="the solver whose space is swept (default: the direction's Hopper one)")
+    ap.add_argument("--others", default="", help="comma-separated solver ids timed at their find configs and DB config")
+    ap.add_argument("--db", default="", help="FindDB file whose records' configs --others also time")
     ap.add_argument("--where", default="")
     ap.add_argument("--extra", default="", help="a JSON list of further configs to time where valid")
     ap.add_argument("--iters", type=int, default=30)
@@ -61,16 +68,38 @@ def main():
     t_start = time.time()
     dev = current_device()
     layers = _resnet50(32) if a.set == "resnet50" else {k: dict(v, n=32) for k, v in NON_RESNET.items()}
-    hop, cud = get_solver(HOPPER[a.dir]), get_solver(CUDNN[a.dir])
+    hop, cud = get_solver(a.solver or HOPPER[a.dir]), get_solver(CUDNN[a.dir])
+    others = [get_solver(s) for s in filter(None, a.others.split(","))]
+    names = [k for k in layers if k.startswith("r50_") or a.set != "resnet50"] if a.layers == "all" else a.layers.split(",")
+
+    def db_config(p, sid):
+        if not a.db:
+            return None
+        import sqlite3
+        row = sqlite3.connect(f"file:{a.db}?mode=ro", uri=True).execute(
+            "select config from find_records where problem_key=? and solver_id=? and verified=1", (p.key(), sid)).fetchone()
+        return json.loads(row[0]) if row and row[0] else None
     where = parse_where(a.where)
     extra = json.loads(a.extra) if a.extra else []
     cases, todo = [], []
-    for name in a.layers.split(","):
+    for name in names:
         p = ProblemDescription.make(a.dir, layout="NHWC", dtype=a.dtype, **layers[name])
+        if not hop.applicability(p):
+            print(f"{name}: {hop.id} not applicable: {hop.applicability(p).reason}", flush=True)
+            continue
+        ocfgs = {}
+        for o in others:
+            oc = [c for c in o.find_configs(p) if c is not None] + [o.default_config(p)]
+            d = db_config(p, o.id)
+            if d is not None and o.is_valid_config(p, d):
+                oc.append(o.legacy_config(d))
+            ocfgs[o.id] = [c for i, c in enumerate(oc) if c not in oc[:i]]
+            for c in ocfgs[o.id]:
+                todo += o.get_solution(p, c).kernels
         cfgs = [hop.default_config(p)]
         cfgs += [c for c in hop.config_space(p) if matches(c, where) and c not in cfgs]
         cfgs += [c for c in extra if hop.is_valid_config(p, c) and c not in cfgs]
-        cases.append((name, p, cfgs))
+        cases.append((name, p, cfgs, ocfgs))
         for c in cfgs:
             todo += hop.get_solution(p, c).kernels
     t0 = time.time()
@@ -78,17 +107,20 @@ def main():
     print(f"precompiled {n_comp} kernels in {time.time() - t0:.1f} s; errors: {len(errs) if errs else 'none'}", flush=True)
 
     rows = []
-    for name, p, cfgs in cases:
+    for name, p, cfgs, ocfgs in cases:
         if time.time() - t_start > a.deadline:
             print(f"deadline: stopped before {name}", flush=True)
             break
         h = Harness(p, verify=True, seed=0)
-        row = {"layer": name, "key": p.key(), "ours": [], "cudnn": []}
+        row = {"layer": name, "key": p.key(), "ours": [], "cudnn": [], "others": {}}
         timings = lambda call, inv, ws: {"isolated_ms": kernel_timing.isolated_ms(call, a.iters),  # noqa: E731
                                          "gpu_ms": kernel_timing.graph_ms(call, a.iters)}
         for side, solver, configs, fam in (("ours", hop, cfgs, "implicit_gemm_hopper"), ("cudnn", cud, None, "cudnn")):
             got = kernel_timing.timed_configs(h, p, solver, configs, fam, timings, stop_at=t_start + a.deadline)
             row[side] = [{"cfg": c, **t} for c, t in got]
+        for o in others:
+            got = kernel_timing.timed_configs(h, p, o, ocfgs[o.id], o.family, timings, stop_at=t_start + a.deadline)
+            row["others"][o.id] = [{"cfg": c, **t} for c, t in got]
         rows.append(row)
         if row["ours"] and row["cudnn"]:
             cb = min(r["isolated_ms"] for r in row["cudnn"])
@@ -98,6 +130,10 @@ def main():
                   + (f"; default {dflt['isolated_ms'] / cb:.3f} / {dflt['gpu_ms'] / cg:.3f}" if dflt else ""), flush=True)
             for r in sorted(row["ours"], key=lambda r: r["isolated_ms"])[:5]:
                 print(f"  {r['isolated_ms'] / cb:.3f} iso  {r['gpu_ms'] / cg:.3f} gpu  {r['cfg']}", flush=True)
+            for oid, rs in row["others"].items():
+                if rs:
+                    r = min(rs, key=lambda r: r["isolated_ms"])
+                    print(f"  {oid}: {r['isolated_ms'] / cb:.3f} iso  {r['gpu_ms'] / cg:.3f} gpu  {r['cfg']}", flush=True)
         del h
         if a.json:
             Path(a.json).write_text(json.dumps({"rows": rows, "device": dev.name}, indent=1))
@@ -107,6 +143,14 @@ def main():
              if row["ours"] and row["cudnn"]]
         if v:
             print(f"geomean best / cuDNN, {m[:-3]}: {math.exp(sum(v) / len(v)):.3f} ({len(v)} layers)")
+        for o in others:
+            both = [row for row in rows if row["ours"] and row["cudnn"] and row["others"].get(o.id)]
+            for label, pick in (("alone", lambda row: min(r[m] for r in row["others"][o.id])),
+                                ("best of both", lambda row: min(min(r[m] for r in row["others"][o.id]),
+                                                                 min(r[m] for r in row["ours"])))):
+                v = [math.log(pick(row) / min(r[m] for r in row["cudnn"])) for row in both]
+                if v:
+                    print(f"geomean {o.id} {label} / cuDNN, {m[:-3]}: {math.exp(sum(v) / len(v)):.3f} ({len(v)} layers)")
 
 
 if __name__ == "__main__":
