@@ -49,7 +49,6 @@ _ROWS: tuple[tuple[int, str, str | None, str], ...] = (
     (32, "ConvImplicitGemmHopperFwdBiasActiv", "implicit_gemm_hopper_fwd_bias_activ:ImplicitGemmHopperFwdBiasActiv", "F"),
     (33, "ConvImplicitGemmSmallCFwd", "implicit_gemm_small_c_fwd:ImplicitGemmSmallCFwd", "F"),
     (34, "ConvImplicitGemmSmallCWrw", "implicit_gemm_small_c_wrw:ImplicitGemmSmallCWrw", "W"),
-    (35, "ConvImplicitGemmHopperWrwStreamK", "implicit_gemm_hopper_wrw_sk:ImplicitGemmHopperWrwStreamK", "W"),
 )
 
 

@@ -16,7 +16,7 @@ from miofind.problem import ProblemDescription
 from miofind.registry import registry, solvers
 from miofind.solvers import implicit_gemm_hopper_base as hb
 
-HOPPER = [s for s in solvers() if s.family == "implicit_gemm_hopper" and not s.id.endswith("StreamK")]  # stream-K: test_wrw_stream_k.py
+HOPPER = [s for s in solvers() if s.family == "implicit_gemm_hopper"]
 FWD = next(s for s in HOPPER if s.id == "ConvImplicitGemmHopperFwd")
 BWD = next(s for s in HOPPER if s.id == "ConvImplicitGemmHopperBwd")
 WRW = next(s for s in HOPPER if s.id == "ConvImplicitGemmHopperWrw")

@@ -16,7 +16,7 @@ from miofind.registry import solvers
 from miofind.solvers import implicit_gemm_hopper_base as hb
 from miofind.solvers.implicit_gemm_hopper_bwd import runs
 
-HOPPER = {s.id: s for s in solvers() if s.family == "implicit_gemm_hopper"}   # (stream-K W: test_wrw_stream_k.py)
+HOPPER = {s.id: s for s in solvers() if s.family == "implicit_gemm_hopper"}
 FWD, BWD, WRW = (HOPPER[f"ConvImplicitGemmHopper{d}"] for d in ("Fwd", "Bwd", "Wrw"))
 
 # C % 64 == 0 (a K tile is one tap's 64 channels); boxes past the last image (M, J tails), K and the
