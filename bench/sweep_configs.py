@@ -51,6 +51,7 @@ def main():
     ap.add_argument("--solver", default="", help="the solver whose space is swept (default: the direction's Hopper one)")
     ap.add_argument("--others", default="", help="comma-separated solver ids timed at their find configs and DB config")
     ap.add_argument("--db", default="", help="FindDB file whose records' configs --others also time")
+    ap.add_argument("--vary", default="", help="KEY=V[,KEY=V]: --others' configs also timed with these values, where valid")
     ap.add_argument("--where", default="")
     ap.add_argument("--extra", default="", help="a JSON list of further configs to time where valid")
     ap.add_argument("--iters", type=int, default=30)
@@ -93,6 +94,9 @@ def main():
             d = db_config(p, o.id)
             if d is not None and o.is_valid_config(p, d):
                 oc.append(o.legacy_config(d))
+            vary = {k: int(v) for k, v in (kv.split("=") for kv in filter(None, a.vary.split(",")))}
+            if vary:
+                oc += [dict(c, **vary) for c in oc if o.is_valid_config(p, dict(c, **vary))]
             ocfgs[o.id] = [c for i, c in enumerate(oc) if c not in oc[:i]]
             for c in ocfgs[o.id]:
                 todo += o.get_solution(p, c).kernels
@@ -131,8 +135,7 @@ def main():
             for r in sorted(row["ours"], key=lambda r: r["isolated_ms"])[:5]:
                 print(f"  {r['isolated_ms'] / cb:.3f} iso  {r['gpu_ms'] / cg:.3f} gpu  {r['cfg']}", flush=True)
             for oid, rs in row["others"].items():
-                if rs:
-                    r = min(rs, key=lambda r: r["isolated_ms"])
+                for r in sorted(rs, key=lambda r: r["isolated_ms"])[:3]:
                     print(f"  {oid}: {r['isolated_ms'] / cb:.3f} iso  {r['gpu_ms'] / cg:.3f} gpu  {r['cfg']}", flush=True)
         del h
         if a.json:
@@ -145,6 +148,18 @@ def main():
             print(f"geomean best / cuDNN, {m[:-3]}: {math.exp(sum(v) / len(v)):.3f} ({len(v)} layers)")
         for o in others:
             both = [row for row in rows if row["ours"] and row["cudnn"] and row["others"].get(o.id)]
+            plain = {"": None}
+            if a.vary:
+                kv = dict(kv.split("=") for kv in a.vary.split(","))
+                plain = {f" without {a.vary}": lambda c: any(str(c.get(k)) != v for k, v in kv.items())}
+            for lab, keep in plain.items():
+                if keep is None:
+                    continue
+                sel = [row for row in both if any(keep(r["cfg"]) for r in row["others"][o.id])]
+                v = [math.log(min(r[m] for r in row["others"][o.id] if keep(r["cfg"])) / min(r[m] for r in row["cudnn"]))
+                     for row in sel]
+                if v:
+                    print(f"geomean {o.id}{lab} / cuDNN, {m[:-3]}: {math.exp(sum(v) / len(v)):.3f} ({len(v)} layers)")
             for label, pick in (("alone", lambda row: min(r[m] for r in row["others"][o.id])),
                                 ("best of both", lambda row: min(min(r[m] for r in row["others"][o.id]),
                                                                  min(r[m] for r in row["ours"])))):

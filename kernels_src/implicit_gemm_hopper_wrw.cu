@@ -63,6 +63,9 @@
 #ifndef WSPEC
 #define WSPEC 0     // 1: a producer warpgroup loads, the WGS consumer warpgroups multiply
 #endif
+#ifndef ST16
+#define ST16 0          // 1 (unsplit, no cluster): dw staged in shared memory, stored 16 bytes (8 channels) at a time
+#endif
 #ifndef LBO_MN
 #define LBO_MN 1        // 1: leading byte offset = MN-block stride, stride byte offset = 8 j-rows (CUTLASS's MN-major SW128)
 #endif
@@ -98,6 +101,8 @@ static_assert(WS_X == P_C && WS_Y == P_X * WS_X && WS_K == P_Y * WS_Y, "dense KY
 static_assert(CLUSTER == 1 || (SPLITK == 1 && CLUSTER <= 8 && BM % CLUSTER == 0), "a cluster split or a global split");
 #define LDF (BN + 8)            // FP32 staging row (floats): 8 rows of a warp's float2 stores 8 banks apart
 static_assert(CLUSTER == 1 || BM * LDF * 4 <= STAGES * STAGE_BYTES, "the FP32 tile fits the pipeline's buffers");
+#define LDH (BN + 8)            // data_t staging row of ST16: 8 rows of a warp's 4-byte stores 4 banks apart
+static_assert(!ST16 || (SPLITK == 1 && CLUSTER == 1 && BM * LDH * 2 <= STAGES * STAGE_BYTES), "ST16: unsplit, fits the buffers");
 
 // MN-major, 128-byte-swizzled operand descriptor
 __device__ __forceinline__ u64 desc_mn(u32 saddr)
@@ -460,6 +465,32 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
 #endif
     if(producer)
         return;
+#if ST16
+    {
+        // the consumers' last wgmma have read their stages (each waited for its own; named barrier 1 joins them):
+        // the tile as data_t in the pipeline's buffers, then each thread stores 16-byte runs of a dw row
+        data_t* cs = reinterpret_cast<data_t*>(smem_raw + (sbase - smem_u32(smem_raw)));
+        asm volatile("bar.sync 1, %0;\n" ::"n"(NT_MMA) : "memory");
+        for_each_pair(acc, t, [&](int r, int c, float& v0, float& v1) {
+#if IS_BF16
+            *reinterpret_cast<__nv_bfloat162*>(cs + r * LDH + c) = __floats2bfloat162_rn(v0, v1);
+#else
+            *reinterpret_cast<__half2*>(cs + r * LDH + c) = __floats2half2_rn(v0, v1);
+#endif
+        });
+        asm volatile("bar.sync 1, %0;\n" ::"n"(NT_MMA) : "memory");
+        constexpr int CPR = BN / 8;
+#pragma unroll 4
+        for(int q = t; q < BM * CPR; q += NT_MMA)
+        {
+            const int r = q / CPR, c8 = (q % CPR) * 8;
+            const int k = m0 + r, cl = n0 + c8;
+            if(k < GEMM_M && cl < GEMM_N)
+                *reinterpret_cast<uint4*>(dw + (long long)k * GEMM_N + cl) = *reinterpret_cast<const uint4*>(cs + r * LDH + c8);
+        }
+        return;
+    }
+#endif
     for_each_pair(acc, t, [&](int r, int c, float& v0, float& v1) {
         const int k = m0 + r, cl = n0 + c;
         if(k >= GEMM_M || cl >= GEMM_N)

@@ -10,7 +10,8 @@ CLUSTER (1, 2, 4 or 8 blocks of a cluster sharing the reduction, each summing 1 
 rows through distributed shared memory; above 1 only with SPLITK = 1), WSPEC (1: a
 producer warpgroup issues the loads, the WGS warpgroups only multiply, stages handed over by mbarriers),
 TMA (1, with WSPEC and C % 64 == 0: the producer's one thread copies each stage's tiles with the copy
-engine, tensor maps of dy (tiled) and x (im2col) passed by value, ``miofind.tma``)."""
+engine, tensor maps of dy (tiled) and x (im2col) passed by value, ``miofind.tma``), ST16 (1, unsplit without a cluster:
+dw staged in shared memory and stored 16 bytes at a time instead of 4-byte pairs from the accumulators)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from .implicit_gemm_hopper_base import (ALIGN, ARCH, SMEM_LIMIT, SMEM_STATIC, Im
                                         problem_macros, recipe_steps, split_chunks, split_tries, threads,
                                         tma_fits, x_im2col)
 
-KEYS = ("BM", "BN", "WGS", "STAGES", "SPLITK", "CLUSTER", "WSPEC", "TMA")
+KEYS = ("BM", "BN", "WGS", "STAGES", "SPLITK", "CLUSTER", "WSPEC", "TMA", "ST16")
 CLUSTERS = (1, 2, 4, 8)
 BJ = 64                 # reduction (output pixel) rows per pipeline stage
 MAX_SPLITK = 256
@@ -96,10 +97,13 @@ def cluster_tiles(p: ProblemDescription, cluster: int) -> int:
 
 
 def config_ok(p: ProblemDescription, cfg) -> bool:
-    bm, bn, wgs, st, sk, cl, ws, tm = (cfg[k] for k in KEYS)
+    bm, bn, wgs, st, sk, cl, ws, tm, s16 = (cfg[k] for k in KEYS)
     if wgs not in (1, 2) or bn not in (64, 128, 256) or st not in range(3, 7) or not 1 <= sk <= MAX_SPLITK:
         return False
-    if ws not in (0, 1) or tm not in (0, 1):
+    if ws not in (0, 1) or tm not in (0, 1) or s16 not in (0, 1):
+        return False
+    # ST16 stages the finished dw tile: the unsplit path only
+    if s16 and (cl != 1 or split_geometry(p, sk)[0] != 1):
         return False
     # TMA: dy's rows (the J pixels) are 32-bit box coordinates
     if tm and not (ws and tma_fits(p) and wrw_shape(p)[2] < INT32_MAX):
@@ -185,9 +189,12 @@ def space(p: ProblemDescription, stages=range(3, 7), loads=((0, 0), (1, 0), (1, 
                 for st in stages:
                     for ws, tm in loads:
                         cfg = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "SPLITK": 1, "CLUSTER": 1,
-                               "WSPEC": ws, "TMA": tm}
-                        yield from split_tries(cfg, default_split(p, cfg), lambda s: split_geometry(p, s)[0],
-                                               lambda c: config_ok(p, c))
+                               "WSPEC": ws, "TMA": tm, "ST16": 0}
+                        for c in split_tries(cfg, default_split(p, cfg), lambda s: split_geometry(p, s)[0],
+                                             lambda c: config_ok(p, c)):
+                            yield c
+                            if config_ok(p, dict(c, ST16=1)):
+                                yield dict(c, ST16=1)
                         for cl in CLUSTERS[1:]:
                             if config_ok(p, dict(cfg, CLUSTER=cl)):
                                 yield dict(cfg, CLUSTER=cl)
@@ -210,20 +217,22 @@ def default_tile(p: ProblemDescription) -> dict:
     cfg["CLUSTER"] = 1
     cfg["WSPEC"] = 0
     cfg["TMA"] = 0
+    cfg["ST16"] = 0
     tm = dict(cfg, WSPEC=1, TMA=1)
-    return tm if config_ok(p, tm) else cfg
+    cfg = tm if config_ok(p, tm) else cfg
+    return dict(cfg, ST16=1) if config_ok(p, dict(cfg, ST16=1)) else cfg
 
 
 class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
     id = "ConvImplicitGemmHopperWrw"
-    version = 4                 # 2: the cluster split (CLUSTER); 3: the producer warpgroup (WSPEC); 4: the reduce as a programmatic dependent launch
+    version = 5                 # 2: the cluster split (CLUSTER); 3: the producer warpgroup (WSPEC); 4: the reduce as a programmatic dependent launch; 5: ST16
     algorithm = "miopenConvolutionBwdWeightsAlgoImplicitGEMM"
     directions = frozenset("W")
     source = "implicit_gemm_hopper_wrw.cu"
     kernel_name = "igemm_hopper_wrw"
     config_keys = KEYS
     tile_ok = staticmethod(config_ok)
-    legacy_defaults = {"CLUSTER": 1, "WSPEC": 0, "TMA": 0}     # configs stored before the cluster split, WSPEC, TMA
+    legacy_defaults = {"CLUSTER": 1, "WSPEC": 0, "TMA": 0, "ST16": 0}   # configs stored before the cluster split, WSPEC, TMA, ST16
 
     def applicability(self, problem: ProblemDescription):
         base = super().applicability(problem)
@@ -272,6 +281,7 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
             "SPLITK": eff, "JT_PER": per, "MIN_BLOCKS": blocks_per_sm(cfg), "RED_BLOCK": RED_BLOCK,
             "RED_GROUPS": RED_GROUPS, **({"CLUSTER": cl} if cl > 1 else {}),
             **({"WSPEC": 1} if cfg["WSPEC"] else {}), **({"TMA": 1} if cfg["TMA"] else {}),
+            **({"ST16": 1} if cfg["ST16"] else {}),
         }
         mac = tuple((k, str(v)) for k, v in mac.items())
         smem = smem_bytes(cfg)

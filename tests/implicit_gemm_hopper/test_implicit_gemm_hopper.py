@@ -461,8 +461,8 @@ def test_wrw_configs_and_split():
     from miofind.solvers import implicit_gemm_hopper_wrw as hw
     p = _w(n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
     d = WRW.default_config(p)
-    assert d == {"BM": 64, "BN": 128, "WGS": 1, "STAGES": 5, "SPLITK": d["SPLITK"], "CLUSTER": 1, "WSPEC": 1, "TMA": 1} \
-        and d["SPLITK"] > 8
+    assert d == {"BM": 64, "BN": 128, "WGS": 1, "STAGES": 5, "SPLITK": d["SPLITK"], "CLUSTER": 1, "WSPEC": 1, "TMA": 1,
+                 "ST16": 0} and d["SPLITK"] > 8
     # the copy engine needs C % 64: otherwise the cp.async default of the same tile and split
     d40 = WRW.default_config(_w(n=32, c=40, k=64, in_size=(56, 56), filter_size=3, pads=1))
     assert (d40["WSPEC"], d40["TMA"]) == (0, 0)
@@ -482,6 +482,15 @@ def test_wrw_configs_and_split():
     d3 = WRW.default_config(_w(n=32, c=256, k=256, in_size=(14, 14), filter_size=3, pads=1))
     assert (d3["BM"], d3["BN"], d3["WGS"]) == (128, 128, 2)
     assert WRW.default_config(_w(n=32, c=2048, k=512, in_size=(7, 7), filter_size=1))["SPLITK"] == 1
+    # ST16 (dw through shared memory, 16-byte stores): unsplit and without a cluster only, the default there; a config
+    # stored before it is read as ST16 = 0
+    assert WRW.default_config(_w(n=32, c=2048, k=512, in_size=(7, 7), filter_size=1))["ST16"] == 1
+    assert not WRW.is_valid_config(p, dict(d, ST16=1)) and WRW.is_valid_config(p, dict(d, SPLITK=1, ST16=1))
+    assert {c["ST16"] for c in space if hw.split_geometry(p, c["SPLITK"])[0] == 1 and c["CLUSTER"] == 1} == {0, 1}
+    assert all(not c["ST16"] for c in space if hw.split_geometry(p, c["SPLITK"])[0] > 1 or c["CLUSTER"] > 1)
+    old = {k: v for k, v in dict(d, SPLITK=1).items() if k != "ST16"}
+    assert WRW.legacy_config(old)["ST16"] == 0 and WRW.is_valid_config(p, old)
+    assert "ST16" in dict(WRW.get_solution(p, dict(d, SPLITK=1, ST16=1)).kernels[0].macros)
     sol = WRW.get_solution(p, dict(d, SPLITK=1))
     assert [k.name for k in sol.kernels] == ["igemm_hopper_wrw"] and sol.workspace_bytes == 0
     sol = WRW.get_solution(p, d)
@@ -512,7 +521,8 @@ def test_wrw_cluster_split():
     assert not WRW.is_valid_config(tiny, dict(cfg, BM=64, BN=64, WGS=1))
     assert {c["CLUSTER"] for c in WRW.config_space(p)} == {1, 2, 4, 8}
     legacy = {k: v for k, v in cfg.items() if k != "CLUSTER"}
-    assert WRW.is_valid_config(p, legacy) and WRW.get_solution(p, legacy).config == dict(cfg, CLUSTER=1, WSPEC=0, TMA=0)
+    assert WRW.is_valid_config(p, legacy) and WRW.get_solution(p, legacy).config == dict(cfg, CLUSTER=1, WSPEC=0, TMA=0,
+                                                                                        ST16=0)
 
 
 def test_wrw_find_configs_alternates():
@@ -564,7 +574,7 @@ def test_nvrtc_sm90a_wrw_configs():
     for dt in ("FP16", "BF16"):
         p = _w(dt, n=4, c=64, k=256, in_size=(15, 13), filter_size=3, pads=1)
         for cfg in WRW.config_space(p):
-            shape = (dt, cfg["BM"], cfg["BN"], cfg["WGS"], cfg["SPLITK"] > 1, cfg["CLUSTER"], cfg["WSPEC"])
+            shape = (dt, cfg["BM"], cfg["BN"], cfg["WGS"], cfg["SPLITK"] > 1, cfg["CLUSTER"], cfg["WSPEC"], cfg["ST16"])
             if shape in seen:
                 continue
             seen.add(shape)
@@ -649,6 +659,27 @@ def test_hopper_wrw_cluster(name, dt):
 
 WSPEC_TILES = ((64, 64, 1), (64, 128, 1), (64, 256, 1), (128, 64, 2), (128, 128, 2), (128, 256, 2), (256, 128, 2),
                (128, 128, 1), (128, 64, 1))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("name", sorted({**TAILS, **WRW_CLUSTER_CASES}))
+def test_hopper_wrw_st16(name, dt):
+    """ST16 = 1 (dw staged in shared memory, 16-byte stores, tails in K and Y*X*C) on every tile shape, with each
+    load kind that applies (cp.async, the producer warpgroup, the copy engine), unsplit, against the float64
+    reference."""
+    p = _w(dt, **{**TAILS, **WRW_CLUSTER_CASES}[name])
+    ran = 0
+    for bm, bn, wgs in WSPEC_TILES:
+        for ws, tm, st in ((0, 0, 3), (1, 0, 4), (1, 1, 6)):
+            cfg = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "SPLITK": 1, "CLUSTER": 1, "WSPEC": ws, "TMA": tm,
+                   "ST16": 1}
+            if not WRW.is_valid_config(p, cfg):
+                continue
+            err, tol = check_solver(WRW, p, seed=zlib.crc32(repr(cfg).encode()) & 0xFFFF, config=cfg)
+            assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
+            ran += 1
+    assert ran >= 8
 
 
 @pytest.mark.gpu
