@@ -98,7 +98,7 @@ static_assert(P_C % 8 == 0 && P_K % 8 == 0, "16-byte chunks of channels");
 static_assert(XS_C == 1 && WS_C == 1 && YS_C == 1, "channels-last x, w and y");
 static_assert(YS_W == P_K && YS_H == P_WO * YS_W && YS_N == P_HO * YS_H, "dense NHWC dy");
 static_assert(WS_X == P_C && WS_Y == P_X * WS_X && WS_K == P_Y * WS_Y, "dense KYXC dw");
-static_assert(CLUSTER == 1 || (SPLITK == 1 && CLUSTER <= 8 && BM % CLUSTER == 0), "a cluster split or a global split");
+static_assert(CLUSTER == 1 || (SPLITK == 1 && CLUSTER <= 8), "a cluster split or a global split");
 #define LDF (BN + 8)            // FP32 staging row (floats): 8 rows of a warp's float2 stores 8 banks apart
 static_assert(CLUSTER == 1 || BM * LDF * 4 <= STAGES * STAGE_BYTES, "the FP32 tile fits the pipeline's buffers");
 #define LDH (BN + 8)            // data_t staging row of ST16: 8 rows of a warp's 4-byte stores 4 banks apart
@@ -418,12 +418,12 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
 #if CLUSTER > 1
     {
         // every rank stages its FP32 tile at the same place of its shared memory ([BM][LDF] floats from sbase); then
-        // rank q sums rows [q * BM / CLUSTER, (q + 1) * BM / CLUSTER) of the CLUSTER tiles in rank order
-        // (deterministic) through distributed shared memory and writes them to dw: each block reads 1 / CLUSTER
-        // of the tiles (a reduce-scatter), all blocks at once
-        constexpr int ROWS = BM / CLUSTER;
-        constexpr int ITEMS = ROWS * BN / 2;       // float2 pairs of the block's rows
+        // rank q sums rows [q * BM / CLUSTER, (q + 1) * BM / CLUSTER) (floors: any cluster size) of the CLUSTER tiles in
+        // rank order (deterministic) through distributed shared memory and writes them to dw: each block reads
+        // 1 / CLUSTER of the tiles (a reduce-scatter), all blocks at once
         const u32 rank = cluster_rank();
+        const int row0 = (int)rank * BM / CLUSTER;
+        const int items = (((int)rank + 1) * BM / CLUSTER - row0) * (BN / 2);    // float2 pairs of the block's rows
         __syncthreads();       // the pipeline's buffers are free (each thread waited for its copies above)
         if(!producer)
             for_each_pair(acc, t, [&](int r, int c, float& a0, float& a1) {
@@ -438,9 +438,9 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
             for(int q = 0; q < CLUSTER; ++q)
                 base[q] = peer_addr(sbase, (u32)q);
 #pragma unroll 1
-            for(int it = t; it < ITEMS; it += NT_MMA)
+            for(int it = t; it < items; it += NT_MMA)
             {
-                const int r = (int)rank * ROWS + it / (BN / 2), c = (it % (BN / 2)) * 2;
+                const int r = row0 + it / (BN / 2), c = (it % (BN / 2)) * 2;
                 const u32 off = (u32)(r * LDF + c) * 4;
                 float2 v = ld_peer2(base[0] + off);
 #pragma unroll

@@ -6,7 +6,7 @@ CLUSTER blocks of a thread-block cluster, each summing its share of the rows thr
 
 Tunables: BM (64 x WGS x 1 or 2), BN (64, 128, 256), WGS (1 or 2 warpgroups), STAGES (3-6),
 SPLITK (requested reduction chunks; the kernel runs ceil(tiles / ceil(tiles / SPLITK)) of them),
-CLUSTER (1, 2, 4 or 8 blocks of a cluster sharing the reduction, each summing 1 / CLUSTER of the tiles'
+CLUSTER (1 to 8 blocks of a cluster sharing the reduction, each summing 1 / CLUSTER of the tiles'
 rows through distributed shared memory; above 1 only with SPLITK = 1), WSPEC (1: a
 producer warpgroup issues the loads, the WGS warpgroups only multiply, stages handed over by mbarriers),
 TMA (1, with WSPEC and C % 64 == 0: the producer's one thread copies each stage's tiles with the copy
@@ -28,7 +28,7 @@ from .implicit_gemm_hopper_base import (ALIGN, ARCH, SMEM_LIMIT, SMEM_STATIC, Im
                                         tma_fits, x_im2col)
 
 KEYS = ("BM", "BN", "WGS", "STAGES", "SPLITK", "CLUSTER", "WSPEC", "TMA", "ST16")
-CLUSTERS = (1, 2, 4, 8)
+CLUSTERS = (1, 2, 3, 4, 5, 6, 7, 8)
 BJ = 64                 # reduction (output pixel) rows per pipeline stage
 MAX_SPLITK = 256
 MIN_JT_PER_SPLIT = 4    # a chunk of the reduction spans at least 4 j tiles (256 pixels)
@@ -179,7 +179,7 @@ def alternates(p: ProblemDescription, count: int | None = ALTERNATES, coef=None)
 
 def space(p: ProblemDescription, stages=range(3, 7), loads=((0, 0), (1, 0), (1, 1))):
     """The config space: every tile, stage count and load kind ((WSPEC, TMA) pairs), each at the splits a tuning
-    tries (split_tries around default_split) and, unsplit, in clusters of 2, 4 and 8; valid configs only."""
+    tries (split_tries around default_split) and, unsplit, in clusters of 2 to 8 blocks; valid configs only."""
     m, n, _ = wrw_shape(p)
     for bm in (64, 128, 256):
         for bn in (64, 128, 256):

@@ -502,7 +502,7 @@ def test_wrw_configs_and_split():
 
 def test_wrw_cluster_split():
     """The cluster split: grid.y = the cluster's blocks, each ceil(j tiles / CLUSTER) tiles, no workspace and no
-    reduce kernel; only with SPLITK = 1, 2, 4 or 8 blocks, 2 j tiles a block at least; a config stored before it
+    reduce kernel; only with SPLITK = 1, 2 to 8 blocks, 2 j tiles a block at least; a config stored before it
     (no CLUSTER key) is read as CLUSTER = 1."""
     p = _w(n=32, c=512, k=512, in_size=(7, 7), filter_size=3, pads=1)        # 1568 pixels: 25 j tiles
     cfg = {"BM": 128, "BN": 128, "WGS": 2, "STAGES": 4, "SPLITK": 1, "CLUSTER": 4}
@@ -513,13 +513,14 @@ def test_wrw_cluster_split():
     assert sol.kernels[0].grid == (4 * 36, 4, 1) and (mac["CLUSTER"], mac["JT_PER"], mac["SPLITK"]) == ("4", "7", "1")
     assert "CLUSTER" not in dict(WRW.get_solution(p, dict(cfg, CLUSTER=1)).kernels[0].macros)
     assert WRW.is_valid_config(p, dict(cfg, CLUSTER=8))
-    for bad in (dict(cfg, SPLITK=2), dict(cfg, CLUSTER=3), dict(cfg, CLUSTER=16)):
+    assert WRW.is_valid_config(p, dict(cfg, CLUSTER=3)) and WRW.is_valid_config(p, dict(cfg, CLUSTER=7))
+    for bad in (dict(cfg, SPLITK=2), dict(cfg, CLUSTER=9), dict(cfg, CLUSTER=16)):
         assert not WRW.is_valid_config(p, bad)
     short = _w(n=4, c=64, k=256, in_size=(14, 14), filter_size=1)            # 13 j tiles: not 2 a block over 8
     assert WRW.is_valid_config(short, dict(cfg, CLUSTER=4)) and not WRW.is_valid_config(short, dict(cfg, CLUSTER=8))
     tiny = _w(n=1, c=64, k=64, in_size=(8, 8), filter_size=3, pads=1)         # 1 j tile: no cluster
     assert not WRW.is_valid_config(tiny, dict(cfg, BM=64, BN=64, WGS=1))
-    assert {c["CLUSTER"] for c in WRW.config_space(p)} == {1, 2, 4, 8}
+    assert {c["CLUSTER"] for c in WRW.config_space(p)} == set(range(1, 9))
     legacy = {k: v for k, v in cfg.items() if k != "CLUSTER"}
     assert WRW.is_valid_config(p, legacy) and WRW.get_solution(p, legacy).config == dict(cfg, CLUSTER=1, WSPEC=0, TMA=0,
                                                                                         ST16=0)
