@@ -225,7 +225,7 @@ def default_tile(p: ProblemDescription) -> dict:
 
 class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
     id = "ConvImplicitGemmHopperWrw"
-    version = 5                 # 2: the cluster split (CLUSTER); 3: the producer warpgroup (WSPEC); 4: the reduce as a programmatic dependent launch; 5: ST16
+    version = 5                 # 2: the cluster split (CLUSTER); 3: the producer warpgroup (WSPEC); 4: the reduce as a programmatic dependent launch; 5: ST16 and clusters of any size 2-8
     algorithm = "miopenConvolutionBwdWeightsAlgoImplicitGEMM"
     directions = frozenset("W")
     source = "implicit_gemm_hopper_wrw.cu"

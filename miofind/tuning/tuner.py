@@ -306,6 +306,22 @@ class Tuner:
                   if f.kernel_hash == khash}
         return config_space(problem, solver, failed), len(failed)
 
+    def prior_configs(self, problem: ProblemDescription, solver: Solver) -> list[dict]:
+        """The PerfDB configs stored for ``solver`` on ``problem`` (user and system DB, whatever their trust key), as
+        the solver reads them now (``legacy_config``)."""
+        out = []
+        try:
+            for _, recs in self.dbs.lookup_perf(self.dev.db_name, problem.key(), solver.id):
+                for r in recs:
+                    c = r.config
+                    if isinstance(c, dict) and hasattr(solver, "legacy_config"):
+                        c = solver.legacy_config(c)
+                    if isinstance(c, dict) and c:
+                        out.append(dict(c))
+        except Exception as e:      # a PerfDB that cannot be read only loses the seeds
+            _log.debug("%s %s: stored configs not read: %s", solver.id, problem.key(), e)
+        return out
+
     def tune_solver(self, problem: ProblemDescription, solver: Solver, measurer) -> Outcome:
         t0 = time.monotonic()
         if not self.opts.retune:
@@ -314,6 +330,9 @@ class Tuner:
                 _log.debug("%s %s: tuned config in the user PerfDB: %s", solver.id, problem.key(), hit.config)
                 return Outcome(solver.id, "cached", hit.config, hit.time_ms, hit.default_time_ms)
         space, failed_before = self.space(problem, solver)
+        khash0 = self._trust_key(solver)
+        failed_keys = {config_key(f.config) for f in self.dbs.user.failures(self.dev.db_name, problem.key(), solver.id)
+                       if f.kernel_hash == khash0}
         if not space:
             _log.info("%s %s: no valid config left to try (%d failed before)", solver.id, problem.key(), failed_before)
             return Outcome(solver.id, "no valid config", failed=failed_before)
@@ -340,10 +359,19 @@ class Tuner:
             return times
 
         # the configs a find of the problem measures beside the default (find_configs: a solver's alternatives) are
-        # measured first, so that a tuned config is never slower than what a find measures; the strategy searches
-        # the rest (cuDNN's find configs are its first plans, already the start of its space)
+        # measured first, so that a tuned config is never slower than what a find measures, and so are the configs
+        # stored for it before (a re-tune never ends on a config slower than the one it replaces, even one tuned for
+        # an earlier build of the kernel); the strategy searches the rest (cuDNN's find configs are its first plans,
+        # already the start of its space)
         valid = {config_key(c) for c in space}
-        first = [c for c in solver.find_configs(conv) if c and config_key(c) in valid] if solver.family != "cudnn" else []
+        first = []
+        if solver.family != "cudnn":
+            finds = [c for c in solver.find_configs(conv) if c and config_key(c) in valid]
+            prior = [c for c in self.prior_configs(problem, solver) if config_key(c) not in failed_keys
+                     and solver.is_valid_config(conv, c)]        # valid, if outside the space a tuning enumerates
+            for c in finds + prior:
+                if all(config_key(c) != config_key(f) for f in first):
+                    first.append(c)
         if first:
             evaluate(first)
             seeds = {config_key(c) for c in first}

@@ -249,3 +249,24 @@ def test_a_finds_alternatives_are_measured_first(dbs, strategy):
     assert len({str(sorted(c.items())) for c in measured}) == len(measured)
     ok = [fake_time(wrw.id, c) for c in alts if fake_time(wrw.id, c) < math.inf]
     assert not ok or fake_time(wrw.id, out.config) <= min(ok)
+
+
+def test_a_retune_measures_the_stored_config_first(dbs):
+    """A re-tune measures the config stored for the problem before (here one tuned for an earlier build of the kernel,
+    written before a tunable existed: read as the solver reads it now) in its first batch, so that it never ends on a
+    config slower than the one it replaces."""
+    from miofind.db.findb import PerfRecord
+
+    wrw = get_solver("ConvImplicitGemmHopperWrw")
+    p = ProblemDescription.make("W", n=32, c=256, k=256, in_size=(14, 14), filter_size=3, pads=1, layout="NHWC",
+                                dtype="FP16")
+    old = {"BM": 64, "BN": 128, "WGS": 1, "STAGES": 6, "SPLITK": 7, "CLUSTER": 1, "WSPEC": 1, "TMA": 1}
+    assert wrw.is_valid_config(p, old) and old not in [c for c in wrw.find_configs(p) if c]
+    dbs.user.store_perf([PerfRecord(device=DEV.db_name, problem_key=p.key(), solver_id=wrw.id, config=old, time_ms=0.02,
+                                    default_time_ms=0.03, strategy="guided", configs_tried=9, tune_seconds=1.0,
+                                    device_name=DEV.name, package_version="0", kernel_hash="an-earlier-build",
+                                    cuda_version=DEV.cuda_version)])
+    t = tuner(dbs, strategy="guided", max_configs=6, seed=1, batch=4, retune=True)
+    out = t.tune_solver(p, wrw, FakeMeasurer(p))
+    first = [c for _, c in FakeMeasurer.calls][:4]
+    assert wrw.legacy_config(old) in first and out.tried <= 6
