@@ -29,9 +29,7 @@
 // (implicit_gemm_hopper_tma.cuh): each 64-wide block of A as a 64 x 64 box of dy (channels k, pixels j:
 // dy is a dense J x K matrix) and each 64-wide block of B as an im2col box of x (the j tile's 64 output
 // pixels as filter bases from its first pixel's (ow*sw - pw, oh*sh - ph, n), the block's tap as the filter
-// offset, its 64 channels), or for a 1x1 stride-1 unpadded filter (X_IS_Y) a 64 x 64 box of x as the dense
-// J x C matrix it then is; zeros outside the image and past J, K. The maps are the last two arguments; the
-// copy thread prefetches them into the descriptor cache at the start.
+// offset, its 64 channels); zeros outside the image and past J, K. The maps are the last two arguments.
 #define WG_TRANS "1, 1"
 #include "implicit_gemm_hopper.cuh"
 
@@ -228,11 +226,6 @@ __device__ __forceinline__ void for_each_pair(float (&acc)[WG_M][BN / 2], int t,
 #include "implicit_gemm_hopper_tma.cuh"
 static_assert(WSPEC && P_C % 64 == 0, "TMA: a producer warpgroup, 64-wide column blocks of one tap");
 #define TMA_PARAM , const __grid_constant__ TmaMap tmdy, const __grid_constant__ TmaMap tmx
-// fetch a tensor map (a kernel parameter) into the copy engine's descriptor cache ahead of its first copy
-__device__ __forceinline__ void tma_prefetch_map(const TmaMap* map)
-{
-    asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(map)) : "memory");
-}
 #else
 #define TMA_PARAM
 #endif
@@ -299,13 +292,6 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
 #if WSPEC
     __shared__ __align__(8) u64 bars[2 * STAGES];    // full[0 .. STAGES), empty[0 .. STAGES)
     const u32 full0 = smem_u32(bars), empty0 = full0 + STAGES * 8;
-#if TMA
-    if(t == NT_MMA)         // the producer's copy thread, while thread 0 initialises the barriers
-    {
-        tma_prefetch_map(&tmdy);
-        tma_prefetch_map(&tmx);
-    }
-#endif
     if(t == 0)
     {
 #pragma unroll
@@ -345,13 +331,9 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
                 {
                     // a block past GEMM_N (never stored) reads tap 0 instead
                     const int colb = n0 + b * 64 < GEMM_N ? n0 + b * 64 : 0;
-#if X_IS_Y
-                    tma_tile_2d(sn + A_BYTES + b * MNBLK, &tmx, colb, (int)j0, bar);   // x as a dense J x C matrix
-#else
                     const int tap = colb / P_C, c = colb - tap * P_C;
                     tma_im2col_4d(sn + A_BYTES + b * MNBLK, &tmx, c, wb, hb, nb, (unsigned short)((tap % P_X) * P_DW),
                                   (unsigned short)((tap / P_X) * P_DH), bar);
-#endif
                 }
             }
         }

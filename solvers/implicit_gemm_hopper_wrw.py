@@ -42,12 +42,6 @@ def wrw_shape(p: ProblemDescription) -> tuple[int, int, int]:
     return p.k, p.c * math.prod(p.filter_size), p.n * math.prod(p.out_size)
 
 
-def x_is_y(p: ProblemDescription) -> bool:
-    """A 1x1, stride-1, unpadded filter: pixel j of dy is pixel j of x, a dense J x C matrix (the kernel's X_IS_Y)."""
-    return (all(f == 1 for f in p.filter_size) and all(s == 1 for s in p.strides) and all(q == 0 for q in p.pads)
-            and tuple(p.in_size) == tuple(p.out_size))
-
-
 def j_tiles(p: ProblemDescription) -> int:
     """The 64-pixel tiles of the reduction."""
     return ceil_div(wrw_shape(p)[2], BJ)
@@ -302,10 +296,9 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
         ws_total = self.workspace_bytes(p, cfg)
         sid = self.id
         maps = None
-        if cfg["TMA"]:      # dy as a dense J x K matrix (64 x 64 boxes); x's im2col map (64 pixels a box), or x too
-            jj = wrw_shape(p)[2]                    # as a dense J x C matrix where the kernel reads it so (X_IS_Y)
-            xmap = tma.TiledSpec(p.dtype, (p.c, jj), (p.c * 2,), (64, BJ)) if x_is_y(p) else x_im2col(p, BJ)
-            maps = (tma.MapCache(tma.TiledSpec(p.dtype, (m, jj), (m * 2,), (64, BJ))), tma.MapCache(xmap))
+        if cfg["TMA"]:      # dy as a dense J x K matrix (64 x 64 boxes), x's im2col map (64 pixels a box)
+            maps = (tma.MapCache(tma.TiledSpec(p.dtype, (m, wrw_shape(p)[2]), (m * 2,), (64, BJ))),
+                    tma.MapCache(x_im2col(p, BJ)))
 
         def factory(kerns):
             kmain = kerns[0]

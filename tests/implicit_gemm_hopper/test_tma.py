@@ -26,8 +26,6 @@ CASES = {
     "tail_mn": dict(n=3, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1),
     "s2": dict(n=2, c=128, k=64, in_size=(14, 14), filter_size=3, pads=1, strides=2),
     "1x1_s2": dict(n=2, c=64, k=136, in_size=(14, 13), filter_size=1, strides=2),
-    # a 1x1 stride-1 filter: W reads x as a dense J x C matrix (tiled boxes), 585 pixels (a J tail)
-    "1x1_s1": dict(n=3, c=128, k=72, in_size=(15, 13), filter_size=1),
     "dil2": dict(n=2, c=64, k=40, in_size=(17, 16), filter_size=3, pads=2, dilations=2),
     "7x7img": dict(n=5, c=192, k=128, in_size=(7, 7), filter_size=3, pads=1),
     "7x7s2": dict(n=2, c=64, k=64, in_size=(23, 21), filter_size=7, pads=3, strides=2),
