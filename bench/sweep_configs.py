@@ -73,12 +73,17 @@ def main():
     others = [get_solver(s) for s in filter(None, a.others.split(","))]
     names = [k for k in layers if k.startswith("r50_") or a.set != "resnet50"] if a.layers == "all" else a.layers.split(",")
 
-    def db_config(p, sid):
-        if not a.db:
-            return None
+    vary = {k: int(v) for k, v in (kv.split("=") for kv in filter(None, a.vary.split(",")))}
+    dbc = None
+    if a.db:
         import sqlite3
-        row = sqlite3.connect(f"file:{a.db}?mode=ro", uri=True).execute(
-            "select config from find_records where problem_key=? and solver_id=? and verified=1", (p.key(), sid)).fetchone()
+        dbc = sqlite3.connect(f"file:{a.db}?mode=ro", uri=True)
+
+    def db_config(p, sid):
+        if dbc is None:
+            return None
+        row = dbc.execute("select config from find_records where problem_key=? and solver_id=? and verified=1",
+                          (p.key(), sid)).fetchone()
         return json.loads(row[0]) if row and row[0] else None
     where = parse_where(a.where)
     extra = json.loads(a.extra) if a.extra else []
@@ -94,7 +99,6 @@ def main():
             d = db_config(p, o.id)
             if d is not None and o.is_valid_config(p, d):
                 oc.append(o.legacy_config(d))
-            vary = {k: int(v) for k, v in (kv.split("=") for kv in filter(None, a.vary.split(",")))}
             if vary:
                 oc += [dict(c, **vary) for c in oc if o.is_valid_config(p, dict(c, **vary))]
             ocfgs[o.id] = [c for i, c in enumerate(oc) if c not in oc[:i]]
@@ -148,18 +152,14 @@ def main():
             print(f"geomean best / cuDNN, {m[:-3]}: {math.exp(sum(v) / len(v)):.3f} ({len(v)} layers)")
         for o in others:
             both = [row for row in rows if row["ours"] and row["cudnn"] and row["others"].get(o.id)]
-            plain = {"": None}
-            if a.vary:
-                kv = dict(kv.split("=") for kv in a.vary.split(","))
-                plain = {f" without {a.vary}": lambda c: any(str(c.get(k)) != v for k, v in kv.items())}
-            for lab, keep in plain.items():
-                if keep is None:
-                    continue
-                sel = [row for row in both if any(keep(r["cfg"]) for r in row["others"][o.id])]
-                v = [math.log(min(r[m] for r in row["others"][o.id] if keep(r["cfg"])) / min(r[m] for r in row["cudnn"]))
+            if vary:     # the configs as found and stored, without the --vary twins
+                plain = lambda c: any(c.get(k) != v for k, v in vary.items())  # noqa: E731
+                sel = [row for row in both if any(plain(r["cfg"]) for r in row["others"][o.id])]
+                v = [math.log(min(r[m] for r in row["others"][o.id] if plain(r["cfg"])) / min(r[m] for r in row["cudnn"]))
                      for row in sel]
                 if v:
-                    print(f"geomean {o.id}{lab} / cuDNN, {m[:-3]}: {math.exp(sum(v) / len(v)):.3f} ({len(v)} layers)")
+                    print(f"geomean {o.id} without {a.vary} / cuDNN, {m[:-3]}: {math.exp(sum(v) / len(v)):.3f} "
+                          f"({len(v)} layers)")
             for label, pick in (("alone", lambda row: min(r[m] for r in row["others"][o.id])),
                                 ("best of both", lambda row: min(min(r[m] for r in row["others"][o.id]),
                                                                  min(r[m] for r in row["ours"])))):

@@ -246,7 +246,7 @@ class Tuner:
         if self.cached(problem, solver, report=False) is not None:
             return True
         space, failed = self.space(problem, solver)
-        return not space or (self.opts.max_configs is not None and failed >= self.opts.max_configs)
+        return not space or (self.opts.max_configs is not None and len(failed) >= self.opts.max_configs)
 
     def tune_problem(self, problem: ProblemDescription) -> ProblemOutcome:
         t0 = time.monotonic()
@@ -299,12 +299,12 @@ class Tuner:
         return first_trusted_perf(recs, self.dev, problem, solver, where="user PerfDB" if report else None,
                                   consequence="re-tuning")
 
-    def space(self, problem: ProblemDescription, solver: Solver) -> tuple[list[dict], int]:
-        """The valid configs not recorded as failed (the default first), and how many failed before."""
+    def space(self, problem: ProblemDescription, solver: Solver) -> tuple[list[dict], set[str]]:
+        """The valid configs not recorded as failed (the default first), and the keys of those that failed before."""
         khash = self._trust_key(solver)
         failed = {config_key(f.config) for f in self.dbs.user.failures(self.dev.db_name, problem.key(), solver.id)
                   if f.kernel_hash == khash}
-        return config_space(problem, solver, failed), len(failed)
+        return config_space(problem, solver, failed), failed
 
     def prior_configs(self, problem: ProblemDescription, solver: Solver) -> list[dict]:
         """The PerfDB configs stored for ``solver`` on ``problem`` (user and system DB, whatever their trust key), as
@@ -329,10 +329,8 @@ class Tuner:
             if hit is not None:
                 _log.debug("%s %s: tuned config in the user PerfDB: %s", solver.id, problem.key(), hit.config)
                 return Outcome(solver.id, "cached", hit.config, hit.time_ms, hit.default_time_ms)
-        space, failed_before = self.space(problem, solver)
-        khash0 = self._trust_key(solver)
-        failed_keys = {config_key(f.config) for f in self.dbs.user.failures(self.dev.db_name, problem.key(), solver.id)
-                       if f.kernel_hash == khash0}
+        space, failed_keys = self.space(problem, solver)
+        failed_before = len(failed_keys)
         if not space:
             _log.info("%s %s: no valid config left to try (%d failed before)", solver.id, problem.key(), failed_before)
             return Outcome(solver.id, "no valid config", failed=failed_before)
@@ -369,8 +367,10 @@ class Tuner:
             finds = [c for c in solver.find_configs(conv) if c and config_key(c) in valid]
             prior = [c for c in self.prior_configs(problem, solver) if config_key(c) not in failed_keys
                      and solver.is_valid_config(conv, c)]        # valid, if outside the space a tuning enumerates
+            seen: set[str] = set()
             for c in finds + prior:
-                if all(config_key(c) != config_key(f) for f in first):
+                if config_key(c) not in seen:
+                    seen.add(config_key(c))
                     first.append(c)
         if first:
             evaluate(first)
