@@ -7,6 +7,7 @@ launched are the solvers' own (and the libraries' they call). CuPy's memory pool
 ``--pool``: every buffer is its own cudaMalloc, so memcheck sees each buffer's exact bounds.
 
     python bench/sanitize_driver.py [--solvers ID,ID,...] [--families direct,fft,...] [--pool] [--every]
+                                    [--config JSON]
 
 Prints one line per solution and a summary; exits 1 when an output mismatches or a solution fails,
 2 when a selected solver applies to none of the tiny problems.
@@ -76,8 +77,9 @@ def cases(solver_ids=None, families=None, every=False):
     return out, unfit
 
 
-def run_one(solver, p, stream, seed: int) -> float:
-    """The relative L2 error of one run of ``solver`` on ``p`` on ``stream`` (inf if non-finite)."""
+def run_one(solver, p, stream, seed: int, config=None) -> float:
+    """The relative L2 error of one run of ``solver`` on ``p`` on ``stream`` (inf if non-finite), at ``config``
+    (the default config when None)."""
     import cupy
 
     from miofind.api import Solution
@@ -88,8 +90,9 @@ def run_one(solver, p, stream, seed: int) -> float:
     a_h = rng.uniform(-1, 1, sa).astype(NP_DTYPES[p.dtype])
     b_h = rng.uniform(-1, 1, sb).astype(NP_DTYPES[p.dtype])
     bias_h = rng.uniform(-4, 4, (p.k,)).astype(NP_DTYPES[p.dtype]) if p.bias else None
-    sol = Solution(solver.id, solver.algorithm, 0.0, solver.workspace_bytes(p),
-                   solver.default_config(p.as_conv()), False, p)
+    cfg = config if config is not None else solver.default_config(p.as_conv())
+    sol = Solution(solver.id, solver.algorithm, 0.0, solver.workspace_bytes(p, cfg) if config else
+                   solver.workspace_bytes(p), cfg, False, p)
     pr = sol.prepare()
     with stream:                        # every buffer made and filled on the launch stream
         a, b = cupy.asarray(a_h), cupy.asarray(b_h)
@@ -111,7 +114,10 @@ def main(argv=None) -> int:
     ap.add_argument("--families", default="", help="comma-separated families (default: all)")
     ap.add_argument("--pool", action="store_true", help="keep CuPy's memory pool (default: off, for memcheck)")
     ap.add_argument("--every", action="store_true", help="every tiny problem a solver claims (default: the first)")
+    ap.add_argument("--config", default="", help="a JSON config each solver runs where it is valid (else its default)")
     args = ap.parse_args(argv)
+    import json
+    forced = json.loads(args.config) if args.config else None
 
     import cupy
 
@@ -141,8 +147,10 @@ def main(argv=None) -> int:
     bad, t0 = [], time.perf_counter()
     for i, (s, name, p) in enumerate(todo):
         t = time.perf_counter()
+        cfg = forced if forced is not None and s.tunable and s.is_valid_config(p.as_conv(), forced) else None
+        name = name + (" (--config)" if cfg else "")
         try:
-            err = run_one(s, p, stream, i)
+            err = run_one(s, p, stream, i, cfg)
         except Exception as e:
             bad.append(s.id)
             print(f"FAIL {s.id:<26} {p.direction} {name:<9} {type(e).__name__}: {e}", flush=True)

@@ -53,6 +53,12 @@
 // every (tile, K tile) position's A and B boxes through the STAGES buffers without draining between tiles,
 // while the consumers stage and store each finished tile through a shared output tile of its own
 // ([BM][BN + 8] after the stages): the next tile's copies overlap that epilogue.
+// Ping-pong (PINGPONG = 1; persistent copy engine, WGS = 2): each consumer warpgroup multiplies whole BM x BN
+// tiles (BM / 64 m64 blocks), warpgroup g the block's tiles j = g, g + 2, ... (tile blockIdx.x + j * gridDim.x),
+// each through an output tile of its own ([2][BM][BN + 8]), so one warpgroup's epilogue overlaps the other's
+// K loop. The K loops alternate (named barriers 4 and 5): warpgroup g waits on the full barrier of its tile's
+// first position only after the other has waited on every position of the tile before, so each position's
+// wait falls in the phase that position fills (an mbarrier tells phases apart only by parity).
 // Fused epilogue (ConvImplicitGemmHopperFwdFused): EPI_BIAS = 1 adds bias[k] (data_t, one per output
 // channel) to the FP32 sum, EPI_ACT then applies ReLU (1) or the exact GELU v * Phi(v) (2), before the
 // rounding to data_t; split, the reduce kernel applies it. The kernels then take the bias pointer last.
@@ -95,6 +101,10 @@
 #define PERSIST 0       // 1: persistent blocks over M tiles, all of B resident in shared memory (N <= BN)
 #endif
 
+#ifndef PINGPONG
+#define PINGPONG 0      // 1: the two consumer warpgroups take alternate tiles (persistent copy engine only)
+#endif
+
 #ifndef SPLITK
 #define SPLITK 1        // effective reduction chunks (grid.y); the host derives it from the tunable
 #endif
@@ -132,7 +142,7 @@
 #define NT (NT_MMA + WSPEC * 128)       // block threads; with WSPEC, warpgroup WGS is the producer
 #define NT_LOAD (WSPEC ? 128 : NT)      // the threads that issue cp.async
 #define LAG (STAGES - 2)                // WSPEC: stages of copies in flight before the oldest is signalled
-#define WG_M (BM / (64 * WGS))
+#define WG_M (PINGPONG ? BM / 64 : BM / (64 * WGS))     // m64 blocks a warpgroup multiplies
 #define GEMM_M ((index_t)P_N * P_HO * P_WO)
 #define GEMM_N P_K
 #define GEMM_K (P_C * P_Y * P_X)
@@ -146,7 +156,8 @@
 #define BR (BN / RSTEP)
 #define BIG (1 << 29)
 
-static_assert(BM % (64 * WGS) == 0 && (WG_M == 1 || WG_M == 2), "BM = 64 * WGS * (1 or 2)");
+static_assert(BM % (64 * (PINGPONG ? 1 : WGS)) == 0 && (WG_M == 1 || WG_M == 2), "BM = 64 * WGS * (1 or 2), ping-pong 64 * (1 or 2)");
+static_assert(!PINGPONG || (PERSIST && TMA && WGS == 2), "ping-pong: persistent copy engine, two consumer warpgroups");
 static_assert(BN == 64 || BN == 128 || BN == 256, "BN in 64, 128, 256");
 static_assert(WG_M * BN <= 256, "at most 128 accumulators per thread");
 static_assert(STAGES >= 3, "prefetch distance STAGES - 2 >= 1");
@@ -429,6 +440,13 @@ __device__ __forceinline__ void fence_acc(float (&acc)[WG_M][BN / 2])
 // the NT_MMA consumer threads only (named barrier 1; the producer warpgroup keeps loading)
 __device__ __forceinline__ void consumer_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(NT_MMA) : "memory"); }
 #endif
+#if PINGPONG
+// warpgroup wg's 128 threads (named barriers 2, 3)
+__device__ __forceinline__ void wg_sync(int wg) { asm volatile("bar.sync %0, 128;\n" ::"r"(2 + wg) : "memory"); }
+// the K-loop order: warpgroup wg waits for the other's turn to end (named barriers 4, 5: 128 arrive, 128 wait)
+__device__ __forceinline__ void turn_wait(int wg) { asm volatile("bar.sync %0, 256;\n" ::"r"(4 + wg) : "memory"); }
+__device__ __forceinline__ void turn_pass(int wg) { asm volatile("bar.arrive %0, 256;\n" ::"r"(5 - wg) : "memory"); }
+#endif
 
 #if TMA
 // Stage sn's copies of the K tile at kk (tap kk / C = (r, s), channels c .. c + 63), completing on bar: A as the
@@ -479,7 +497,7 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
         for(int s = 0; s < STAGES; ++s)
         {
             mbar_init(full0 + s * 8, TMA ? 1 : NT_LOAD);
-            mbar_init(empty0 + s * 8, NT_MMA);
+            mbar_init(empty0 + s * 8, PINGPONG ? 128 : NT_MMA);   // ping-pong: one warpgroup reads a stage
         }
 #if TMA
         fence_mbar_init();
@@ -612,7 +630,7 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
     const index_t mtiles = (GEMM_M + BM - 1) / BM;
     const index_t ntiles = mtiles * NTILES_N;  // block b takes tiles b, b + gridDim.x, ...; N tiles fastest
 #if TMA
-    // shared memory: [STAGES x (A tile, B tile)][output tile]
+    // shared memory: [STAGES x (A tile, B tile)][output tile] (ping-pong: one per consumer warpgroup)
     data_t* cs = reinterpret_cast<data_t*>(sgen + STAGES * STAGE_BYTES);
 #else
     // shared memory: [B, all K tiles][A, STAGES buffers][output tile]; N = one tile (NTILES_N = 1)
@@ -681,6 +699,40 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
 #endif
         return;
     }
+#if PINGPONG
+    data_t* csw = cs + wg * (BM * LDC);        // this warpgroup's output tile
+    const int tw = t & 127;
+    const index_t mine = (index_t)blockIdx.x < ntiles ? (ntiles - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+    for(index_t j = wg; j < mine; j += 2)
+    {
+        const index_t tile = blockIdx.x + j * gridDim.x;
+        const index_t m0 = (tile / NTILES_N) * BM;
+        const int n0 = (int)(tile % NTILES_N) * BN;
+        if(j > 0)
+            turn_wait(wg);                     // the other warpgroup has waited on every position of tile j - 1
+        index_t pos = j * KTILES;              // stream position of tile j's first K tile
+#pragma unroll 1
+        for(int kt = 0; kt < KTILES; ++kt, ++pos)
+        {
+            const int s = (int)(pos % STAGES);
+            mbar_wait(full0 + s * 8, (u32)((pos / STAGES) & 1));
+            mma_tile(acc, sbase + s * STAGE_BYTES, sbase + s * STAGE_BYTES + A_BYTES, 0);
+            wgmma_wait<1>();                   // position pos - 1's wgmma has completed: release its stage
+            if(kt > 0)
+                mbar_arrive(empty0 + (int)((pos - 1) % STAGES) * 8);
+        }
+        if(j + 1 < mine)
+            turn_pass(wg);
+        wgmma_wait<0>();
+        mbar_arrive(empty0 + (int)((pos - 1) % STAGES) * 8);
+        fence_acc(acc);
+        wg_sync(wg);                           // this warpgroup's previous stores have read its output tile
+        acc_to_smem(acc, csw, tw EPI_PASS(n0));
+        wg_sync(wg);
+        store_tile<128>(y, csw, m0, n0, tw);
+        zero_acc(acc);
+    }
+#else
     index_t pos = 0;                           // stream position of the consumers
     for(index_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x)
     {
@@ -709,6 +761,7 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
         store_tile<NT_MMA>(y, cs, m0, n0, t);
         zero_acc(acc);
     }
+#endif
 #else
     // loader position in the stream: (its tile's rows, kt), advanced one K tile per load
     ARows ar;

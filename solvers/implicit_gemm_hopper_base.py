@@ -18,7 +18,9 @@ only multiply, stages handed over by mbarriers), TMA (1, with WSPEC and C % 64 =
 producer's one thread copies each stage's tiles with the copy engine, tensor maps of x (im2col) and w
 (tiled) passed by value, ``miofind.tma``). TMA with PERSIST (any N): persistent blocks over every output
 tile, the producer streaming each tile's A and B boxes through the stages without draining between tiles, and
-the consumers' epilogue through its own output tile, overlapped with the next tile's copies.
+the consumers' epilogue through its own output tile, overlapped with the next tile's copies. PINGPONG (1, with
+TMA, PERSIST and WGS = 2): each consumer warpgroup multiplies whole BM x BN tiles (BM = 64 or 128), the two taking
+alternate tiles of their block in turn, so one's epilogue overlaps the other's K loop.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ ARCH = "sm_90a"
 SMEM_LIMIT = 227 * 1024
 SMEM_STATIC = 48 * 1024
 BK = 64
-KEYS = ("BM", "BN", "WGS", "STAGES", "PERSIST", "SPLITK", "WSPEC", "TMA")
+KEYS = ("BM", "BN", "WGS", "STAGES", "PERSIST", "SPLITK", "WSPEC", "TMA", "PINGPONG")
 ALIGN = 16           # x and w are read, y written, in 16-byte chunks
 MAX_SPLITK = 128
 MIN_KT_PER_SPLIT = 4     # a chunk of the reduction spans at least 4 K tiles (256 deep)
@@ -70,10 +72,10 @@ def smem_bytes(p: ProblemDescription, cfg) -> int:
     """The kernel's dynamic shared memory, plus 1 KiB to align the first tile to the swizzle's
     1024-byte period: STAGES x (BM + BN) rows of 128 bytes; PERSIST: all K tiles of B, STAGES
     A buffers and the output tile (BM x (BN + 8) elements); PERSIST with TMA: STAGES x (BM + BN) rows
-    and the output tile."""
+    and the output tile (PINGPONG: one per consumer warpgroup)."""
     bm, bn, st = cfg["BM"], cfg["BN"], cfg["STAGES"]
     if cfg["PERSIST"] and cfg.get("TMA", 0):
-        return st * (bm + bn) * 128 + bm * (bn + 8) * 2 + 1024
+        return st * (bm + bn) * 128 + (1 + cfg.get("PINGPONG", 0)) * bm * (bn + 8) * 2 + 1024
     if cfg["PERSIST"]:
         return (ktiles(p) * bn + st * bm) * 128 + bm * (bn + 8) * 2 + 1024
     if split_geometry(p, cfg["SPLITK"])[0] > 1:     # the FP32 partial tile (BM x (BN + 8)) reuses the buffers
@@ -90,8 +92,9 @@ def blocks_per_sm(p: ProblemDescription, cfg) -> int:
     """Blocks per SM the kernel's register allocation must allow (``__launch_bounds__``): 2 when two
     blocks' shared memory fits an SM (228 KiB, 1 KiB reserved per block) and the accumulators
     leave room under the 128-register cap that two 256-thread blocks impose. With WSPEC (a third
-    warpgroup; two 384-thread blocks cap a thread at 80 registers) only for 32 accumulators a thread."""
-    acc = cfg["BM"] // (64 * cfg["WGS"]) * cfg["BN"] // 2
+    warpgroup; two 384-thread blocks cap a thread at 80 registers) only for 32 accumulators a thread.
+    With PINGPONG a warpgroup holds a whole BM x BN tile."""
+    acc = cfg["BM"] // (64 * (1 if cfg.get("PINGPONG", 0) else cfg["WGS"])) * cfg["BN"] // 2
     fits = 2 * (smem_bytes(p, cfg) + 1024) <= 228 * 1024
     if cfg.get("WSPEC", 0):
         return 2 if fits and acc <= 32 else 1
@@ -139,14 +142,17 @@ def x_im2col(p: ProblemDescription, pixels: int) -> tma.Im2colSpec:
 
 
 def config_ok(p: ProblemDescription, cfg) -> bool:
-    bm, bn, wgs, st, per, sk, wsp, tm = (cfg[k] for k in KEYS)
+    bm, bn, wgs, st, per, sk, wsp, tm, pp = (cfg[k] for k in KEYS)
     if wgs not in (1, 2) or bn not in (64, 128, 256) or per not in (0, 1) or st not in range(3, 9 if per else 7):
         return False
-    if wsp not in (0, 1) or tm not in (0, 1):
+    if wsp not in (0, 1) or tm not in (0, 1) or pp not in (0, 1):
         return False
     if tm and not (wsp and tma_fits(p)):
         return False
-    if bm % (64 * wgs) or bm // (64 * wgs) not in (1, 2) or (bm // (64 * wgs)) * bn > 256:
+    if pp and not (per and tm and wgs == 2):
+        return False
+    rows = 64 if pp else 64 * wgs               # a warpgroup's m64 blocks: bm // rows
+    if bm % rows or bm // rows not in (1, 2) or (bm // rows) * bn > 256:
         return False
     if per and not tm and gemm_shape(p)[1] > bn:     # resident B: all of N in one tile
         return False
@@ -238,6 +244,7 @@ def default_tile(p: ProblemDescription, copy_engine: bool = True) -> dict:
     cfg["SPLITK"] = 1
     cfg["WSPEC"] = 0
     cfg["TMA"] = 0
+    cfg["PINGPONG"] = 0
     cfg["SPLITK"] = default_split(p, cfg)
     if copy_engine:
         per = persistent_tile(p)
@@ -262,7 +269,7 @@ def persistent_tile(p: ProblemDescription) -> dict:
     m, n, _ = gemm_shape(p)
     wgs = 1 if ceil_div(m, 128) * ceil_div(n, 128) < SM_COUNT else 2
     return {"BM": 64 * wgs, "BN": 64 if n <= 64 else 128, "WGS": wgs, "STAGES": 4, "PERSIST": 1, "SPLITK": 1,
-            "WSPEC": 1, "TMA": 1}
+            "WSPEC": 1, "TMA": 1, "PINGPONG": 0}
 
 
 def split_variants(p: ProblemDescription, cfg):
@@ -271,6 +278,7 @@ def split_variants(p: ProblemDescription, cfg):
     base = dict(cfg, SPLITK=1)
     base.setdefault("WSPEC", 0)
     base.setdefault("TMA", 0)
+    base.setdefault("PINGPONG", 0)
     if not small_grid(p, base):
         if config_ok(p, base):
             yield base
@@ -290,8 +298,10 @@ def space(p: ProblemDescription):
                     for st in range(3, 9 if per else 7):
                         for wsp in (0, 1):
                             for tm in ((0, 1) if wsp else (0,)):
-                                yield from split_variants(p, {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st,
-                                                              "PERSIST": per, "WSPEC": wsp, "TMA": tm})
+                                for pp in ((0, 1) if per and tm and wgs == 2 else (0,)):
+                                    yield from split_variants(p, {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st,
+                                                                  "PERSIST": per, "WSPEC": wsp, "TMA": tm,
+                                                                  "PINGPONG": pp})
 
 
 def grid_of(p: ProblemDescription, cfg) -> tuple[int, int, int]:
@@ -329,12 +339,14 @@ def problem_macros(p: ProblemDescription) -> dict:
 def macros(p: ProblemDescription, cfg) -> dict:
     """The forward kernel's macros: the problem's, the tile's, and the effective split (SPLITK chunks
     of KT_PER K tiles; only SPLITK = 1 for an unsplit config; WSPEC and TMA only when 1)."""
-    mac = {**problem_macros(p), **{k: cfg[k] for k in KEYS if k not in ("SPLITK", "WSPEC", "TMA")},
+    mac = {**problem_macros(p), **{k: cfg[k] for k in KEYS if k not in ("SPLITK", "WSPEC", "TMA", "PINGPONG")},
            "MIN_BLOCKS": blocks_per_sm(p, cfg)}
     if cfg["WSPEC"]:
         mac["WSPEC"] = 1
     if cfg.get("TMA"):
         mac["TMA"] = 1
+    if cfg.get("PINGPONG"):
+        mac["PINGPONG"] = 1
     eff, per = split_geometry(p, cfg["SPLITK"])
     mac["SPLITK"] = eff
     if eff > 1:
@@ -395,7 +407,7 @@ class ImplicitGemmHopperBase(Solver):
     config_keys = KEYS                      # a subclass with its own tunables names them and their check
     tile_ok = staticmethod(config_ok)
     # tunables added after records were stored, at the value a stored config without them ran
-    legacy_defaults = {"SPLITK": 1, "WSPEC": 0, "TMA": 0}
+    legacy_defaults = {"SPLITK": 1, "WSPEC": 0, "TMA": 0, "PINGPONG": 0}
 
     @property
     def kernel_files(self):

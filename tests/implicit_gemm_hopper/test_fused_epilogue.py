@@ -87,7 +87,9 @@ def test_nvrtc_sm90a_fused_builds(no_gpu_arch):
 def _configs(p):
     out = [None, _cfg(64, 64, 1, 3), _cfg(128, 256, 2, 3), _cfg(128, 128, 2, 4, wspec=1), _cfg(64, 128, 1, 4, sk=3),
            _cfg(128, 64, 2, 4, sk=2, wspec=1), _cfg(64, 128, 1, 5, per=1), _cfg(128, 128, 2, 4, per=1, wspec=1),
-           _cfg(128, 128, 2, 4, wspec=1, tma=1), _cfg(128, 64, 2, 4, sk=2, wspec=1, tma=1)]    # TMA: C % 64 only
+           _cfg(128, 128, 2, 4, wspec=1, tma=1), _cfg(128, 64, 2, 4, sk=2, wspec=1, tma=1),    # TMA: C % 64 only
+           dict(_cfg(128, 128, 2, 4, per=1, wspec=1, tma=1), PINGPONG=1),          # ping-pong: the epilogue per warpgroup
+           dict(_cfg(64, 128, 2, 6, per=1, wspec=1, tma=1), PINGPONG=1)]
     return [c for c in out if c is None or FUSED.is_valid_config(p, c)]
 
 

@@ -99,7 +99,7 @@ def test_configs_valid_and_targeted():
     p64 = _nhwc(n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
     assert FWD.is_valid_config(p64, {"BM": 128, "BN": 64, "WGS": 2, "STAGES": 8, "PERSIST": 1, "SPLITK": 1})
     big = _nhwc(n=120, c=64, k=64, in_size=(512, 512), filter_size=3, pads=1)
-    per = {"BM": 128, "BN": 64, "WGS": 2, "STAGES": 8, "PERSIST": 1, "SPLITK": 1, "WSPEC": 0, "TMA": 0}
+    per = {"BM": 128, "BN": 64, "WGS": 2, "STAGES": 8, "PERSIST": 1, "SPLITK": 1, "WSPEC": 0, "TMA": 0, "PINGPONG": 0}
     assert FWD.default_config(big) == dict(per, STAGES=4, PERSIST=1, WSPEC=1, TMA=1)   # persistent, the copy engine
     assert FWD.get_solution(big, per).kernels[0].grid[0] <= 2 * 132       # persistent: the blocks that fit
     k = FWD.get_solution(p).kernels[0]
@@ -707,7 +707,8 @@ def test_hopper_wrw_producer_warpgroup(name, dt):
 # -- split-K of the forward kernel (F, and B through its forward view) -------------------------------
 
 def _cfg(bm, bn, wgs, st, sk=1, wspec=0):
-    return {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": 0, "SPLITK": sk, "WSPEC": wspec, "TMA": 0}
+    return {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": 0, "SPLITK": sk, "WSPEC": wspec, "TMA": 0,
+            "PINGPONG": 0}
 
 
 def _b(dt="FP16", **kw):

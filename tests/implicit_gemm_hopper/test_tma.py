@@ -57,8 +57,13 @@ def _p(d, dt="FP16", **kw):
     return ProblemDescription.make(d, layout="NHWC", dtype=dt, **kw)
 
 
-def _fcfg(bm, bn, wgs, st, sk=1, tm=1, per=0):
-    return {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": per, "SPLITK": sk, "WSPEC": 1, "TMA": tm}
+def _fcfg(bm, bn, wgs, st, sk=1, tm=1, per=0, pp=0):
+    return {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": per, "SPLITK": sk, "WSPEC": 1, "TMA": tm,
+            "PINGPONG": pp}
+
+
+# ping-pong tiles (BM, BN, STAGES): each of the two consumer warpgroups multiplies a whole BM x BN tile
+PINGPONG_TILES = ((128, 128, 4), (64, 128, 6), (128, 64, 5), (64, 64, 3), (64, 256, 3))
 
 
 def _wcfg(bm, bn, wgs, st, sk=1, cl=1, tm=1):
@@ -138,8 +143,37 @@ def test_tma_builds(no_gpu_arch):
     builds += [k for bm, bn, wgs in FWD_TILES for per in (0, 1)
                for k in BWD.get_solution(b, _fcfg(bm, bn, wgs, 3, per=per)).kernels]
     builds += BWD.get_solution(b, _fcfg(128, 64, 2, 4, sk=3)).kernels
+    builds += [k for bm, bn, st in PINGPONG_TILES for k in (FWD.get_solution(p, _fcfg(bm, bn, 2, st, per=1, pp=1)).kernels +
+                                                           BWD.get_solution(b, _fcfg(bm, bn, 2, st, per=1, pp=1)).kernels)]
     for kern in builds:
         assert nvrtc_compile(kern, arch="sm_90")[:4] == b"\x7fELF", (kern.name, dict(kern.macros))
+
+
+def test_pingpong_configs(no_gpu_arch):
+    """PINGPONG = 1: persistent copy-engine configs of two consumer warpgroups only, each warpgroup a whole BM x BN
+    tile of 64 or 128 rows (at most 128 accumulators a thread), one output tile per warpgroup in shared memory,
+    the macro only when set; the spaces of F and B hold such configs; a config stored before it reads as 0."""
+    p = _p("F", **MANY_TILES)
+    for bm, bn, st in PINGPONG_TILES:
+        c = _fcfg(bm, bn, 2, st, per=1, pp=1)
+        assert FWD.is_valid_config(p, c), c
+        assert hb.smem_bytes(p, c) == st * (bm + bn) * 128 + 2 * bm * (bn + 8) * 2 + 1024
+        k = FWD.get_solution(p, c).kernels[0]
+        assert dict(k.macros)["PINGPONG"] == "1" and k.block == (384, 1, 1)
+    # a warpgroup holds the whole tile: 64 x 64 (32 accumulators a thread) may run two blocks per SM, 128 x 128 not
+    assert [hb.blocks_per_sm(p, _fcfg(bm, bn, 2, st, per=1, pp=1)) for bm, bn, st in PINGPONG_TILES] == [1, 1, 1, 2, 1]
+    for bad in (_fcfg(128, 128, 2, 4, pp=1), _fcfg(128, 128, 2, 4, per=1, tm=0, pp=1),      # persistent copy engine
+                _fcfg(64, 128, 1, 4, per=1, pp=1),                                           # two consumer warpgroups
+                _fcfg(256, 128, 2, 3, per=1, pp=1), _fcfg(128, 256, 2, 3, per=1, pp=1),      # 64 or 128 rows, <= 128 acc
+                _fcfg(128, 128, 2, 5, per=1, pp=1), _fcfg(128, 128, 2, 4, per=1, pp=2)):     # shared memory; 0 or 1
+        assert not FWD.is_valid_config(p, bad), bad
+    assert "PINGPONG" not in dict(FWD.get_solution(p, _fcfg(128, 128, 2, 4, per=1)).kernels[0].macros)
+    assert any(c["PINGPONG"] for c in FWD.config_space(p))
+    b = _p("B", **BWD_MANY_TILES["s2"])
+    assert any(c["PINGPONG"] for c in BWD.config_space(b))
+    assert BWD.is_valid_config(b, _fcfg(128, 128, 2, 4, per=1, pp=1))
+    old = {k: v for k, v in _fcfg(128, 128, 2, 4, per=1).items() if k != "PINGPONG"}
+    assert FWD.legacy_config(old)["PINGPONG"] == 0 and FWD.get_solution(p, old).config == _fcfg(128, 128, 2, 4, per=1)
 
 
 def _check_all(solver, p, cfgs):
@@ -174,6 +208,31 @@ def test_fwd_tma_persistent_walks_tiles(dt):
     for c in cfgs:
         assert hb.tiles(p, c) >= 2 * FWD.get_solution(p, c).kernels[0].grid[0], c
     _check_all(FWD, p, cfgs)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+def test_fwd_pingpong(dt):
+    """Ping-pong F (the two consumer warpgroups on alternate tiles of their block) on every ping-pong tile: blocks
+    walking an odd and an even number of tiles (the last one either warpgroup's), M and N tails, the stream
+    wrapping the stages many times; and on the small cases (a block of one tile: the second warpgroup idle)."""
+    p = _p("F", dt, **MANY_TILES)
+    cfgs = [_fcfg(bm, bn, 2, st, per=1, pp=1) for bm, bn, st in PINGPONG_TILES]
+    for c in cfgs:
+        assert hb.tiles(p, c) >= 2 * FWD.get_solution(p, c).kernels[0].grid[0], c
+    _check_all(FWD, p, cfgs)
+    for name in ("tail_mn", "7x7img", "5x3_s2x1"):
+        q = _p("F", dt, **CASES[name])
+        _check_all(FWD, q, [c for c in cfgs if FWD.is_valid_config(q, c)])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("name", sorted(BWD_MANY_TILES))
+def test_bwd_pingpong(name, dt):
+    """Ping-pong B through its stride phases (each phase its own persistent grid), on every ping-pong tile."""
+    p = _p("B", dt, **BWD_MANY_TILES[name])
+    _check_all(BWD, p, [_fcfg(bm, bn, 2, st, per=1, pp=1) for bm, bn, st in PINGPONG_TILES])
 
 
 @pytest.mark.gpu
