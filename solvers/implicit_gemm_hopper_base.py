@@ -388,12 +388,13 @@ def check_aligned(sid: str, ptrs) -> None:
                              "as this solution's vector accesses need")
 
 
-# Persistent copy-engine tiles (BM, BN, WGS, STAGES) a find of the forward or backward-data solver measures beside the
-# default: the three that, with the default, came closest to the best of every persistent config, chosen with each
-# layer held out in turn (the same three for 34 of 35 forward and all 35 backward-data layers, FP16, N = 32, ResNet-50
-# and non-ResNet): F 0.950 of cuDNN's best plan against the default's 1.037, B 0.946 against 1.045
-# (bench/results/session-epi/fit/f_alternates.txt, b_alternates.txt)
-ALTERNATE_TILES = ((64, 128, 1, 8), (128, 128, 2, 4), (256, 64, 2, 4))
+# Persistent copy-engine tiles (BM, BN, WGS, STAGES, PINGPONG) a find of the forward or backward-data solver measures
+# beside the default: the three that, with the default, came closest to the best of every persistent config, chosen
+# with each layer held out in turn (the same three for 34 of 35 forward and all 35 backward-data layers, FP16, N = 32,
+# ResNet-50 and non-ResNet): F 0.950 of cuDNN's best plan against the default's 1.037, B 0.946 against 1.045
+# (bench/results/session-epi/fit/f_alternates.txt, b_alternates.txt); and the ping-pong config that added most to
+# them on ResNet-50 N = 32 FP16 (F 0.950 -> 0.932, B 0.939 -> 0.919; bench/results/session-pp/call1/)
+ALTERNATE_TILES = ((64, 128, 1, 8, 0), (128, 128, 2, 4, 0), (256, 64, 2, 4, 0), (128, 128, 2, 4, 1))
 
 
 class ImplicitGemmHopperBase(Solver):
@@ -466,7 +467,7 @@ class ImplicitGemmHopperBase(Solver):
         d = self.default_config(p)
         if not (d["PERSIST"] and d["TMA"]):
             return []
-        tiles = (dict(d, BM=bm, BN=bn, WGS=wgs, STAGES=st) for bm, bn, wgs, st in ALTERNATE_TILES)
+        tiles = (dict(d, BM=bm, BN=bn, WGS=wgs, STAGES=st, PINGPONG=pp) for bm, bn, wgs, st, pp in ALTERNATE_TILES)
         return [c for c in tiles if c != d and self.is_valid_config(p, c)]
 
     def config_space(self, problem: ProblemDescription):
