@@ -338,7 +338,7 @@ def problem_macros(p: ProblemDescription) -> dict:
 
 def macros(p: ProblemDescription, cfg) -> dict:
     """The forward kernel's macros: the problem's, the tile's, and the effective split (SPLITK chunks
-    of KT_PER K tiles; only SPLITK = 1 for an unsplit config; WSPEC and TMA only when 1)."""
+    of KT_PER K tiles; only SPLITK = 1 for an unsplit config; WSPEC, TMA and PINGPONG only when 1)."""
     mac = {**problem_macros(p), **{k: cfg[k] for k in KEYS if k not in ("SPLITK", "WSPEC", "TMA", "PINGPONG")},
            "MIN_BLOCKS": blocks_per_sm(p, cfg)}
     if cfg["WSPEC"]:
