@@ -24,7 +24,7 @@ import logging
 import math
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from .. import __version__
@@ -321,6 +321,24 @@ class Tuner:
         except Exception as e:      # a PerfDB that cannot be read only loses the seeds
             _log.debug("%s %s: stored configs not read: %s", solver.id, problem.key(), e)
         return out
+
+    def retune_stored(self, problem: ProblemDescription, solver: Solver, measurer) -> Outcome | None:
+        """Where the PerfDB holds configs for ``solver`` on ``problem`` under any trust key (e.g. tuned for an earlier
+        build of its kernel, so no find uses them now): a tuning of at most as many configs as the solver's find
+        configs and those stored ones, which its first batch holds, storing the best under the current trust key. A
+        re-measure of a solver's records after its kernel changed (``scripts/add-solver-records --keep-tuned``) then
+        keeps what tuning found. None, measuring nothing, where nothing is stored or the solver is not tunable."""
+        prior = self.prior_configs(problem, solver) if solver.tunable else []
+        if not prior:
+            return None
+        finds = [c for c in solver.find_configs(problem.as_conv()) if c]
+        saved = self.opts
+        self.opts = replace(saved, retune=True, max_configs=len({config_key(c) for c in finds + prior}), patience=None,
+                            max_seconds=None)
+        try:
+            return self.tune_solver(problem, solver, measurer)
+        finally:
+            self.opts = saved
 
     def tune_solver(self, problem: ProblemDescription, solver: Solver, measurer) -> Outcome:
         t0 = time.monotonic()

@@ -272,3 +272,35 @@ def test_a_retune_measures_the_stored_config_first(dbs):
     out = t.tune_solver(p, wrw, FakeMeasurer(p))
     first = [c for _, c in FakeMeasurer.calls][:4]
     assert wrw.legacy_config(old) in first and out.tried <= 6
+
+
+def test_retune_stored_keeps_a_tuned_config_across_a_kernel_change(dbs):
+    """After a kernel change (the stored config's trust key is an earlier build's), ``retune_stored`` measures the
+    find's configs and the stored one, nothing more, and stores the best under the current trust key, where a find
+    then reads it (``scripts/add-solver-records --keep-tuned``). With nothing stored it measures nothing."""
+    from miofind.db.findb import PerfRecord
+    from miofind.trust import trust_key, tuned_config
+
+    fwd = get_solver("ConvImplicitGemmHopperFwd")
+    p = ProblemDescription.make("F", n=32, c=512, k=512, in_size=(14, 14), filter_size=3, pads=1, layout="NHWC",
+                                dtype="FP16")
+    finds = [c for c in fwd.find_configs(p) if c]
+    old = {"BM": 128, "BN": 64, "WGS": 2, "STAGES": 6, "PERSIST": 1, "SPLITK": 1, "WSPEC": 1, "TMA": 1}
+    assert fwd.is_valid_config(p, old) and fwd.legacy_config(old) not in finds
+    t = tuner(dbs, retune=False, max_configs=64, patience=24)
+    assert t.retune_stored(p, fwd, FakeMeasurer(p)) is None and FakeMeasurer.calls == []
+    dbs.user.store_perf([PerfRecord(device=DEV.db_name, problem_key=p.key(), solver_id=fwd.id, config=old, time_ms=0.02,
+                                    default_time_ms=0.03, strategy="guided", configs_tried=9, tune_seconds=1.0,
+                                    device_name=DEV.name, package_version="0", kernel_hash="an-earlier-build",
+                                    cuda_version=DEV.cuda_version)])
+    assert tuned_config(dbs, DEV, p, fwd, report=False) is None          # a find would measure the alternates alone
+    out = t.retune_stored(p, fwd, FakeMeasurer(p))
+    first = {config_key(c) for c in finds + [fwd.legacy_config(old)]}
+    tried = {config_key(c) for _, c in FakeMeasurer.calls}
+    assert out.status == "tuned" and out.tried <= len(first) and config_key(fwd.legacy_config(old)) in tried
+    assert tried <= first | {config_key(fwd.default_config(p))}          # nothing beyond them (and the default)
+    best = min(first, key=lambda k: fake_time(fwd.id, next(c for c in finds + [fwd.legacy_config(old)]
+                                                               if config_key(c) == k)))
+    assert config_key(tuned_config(dbs, DEV, p, fwd, report=False)) == best
+    assert [r.kernel_hash for r in dbs.user.lookup_perf(DEV.db_name, p.key(), fwd.id)] == [trust_key(fwd)]
+    assert t.opts.max_configs == 64 and t.opts.retune is False             # the run's own options are back
