@@ -51,3 +51,15 @@ print(f"default + the three alternates: F {gm(ALTS, 'F'):.4f}, B {gm(ALTS, 'B'):
 for pp in sorted({k for t, _ in res.values() for k in t if k[4]}):
     rep = ", ".join(f"{gm([a for a in ALTS if a != r] + [pp], 'FB'):.4f}" for r in ALTS)
     print(f"+ {pp}: F {gm(ALTS + [pp], 'F'):.4f}, B {gm(ALTS + [pp], 'B'):.4f}; in place of each alternate (F and B): {rep}")
+
+# the default against its ping-pong twin (the same tile, 128 rows a warpgroup where the default has two warpgroups of
+# 64, else 64 x BN of two): whether ping-pong should be the default
+for d in "FB":
+    a, b = [], []
+    for (dd, _), (t, dk) in res.items():
+        twin = (dk[0] if dk[2] == 2 else 64, dk[1], 2, dk[3], 1)
+        if dd == d and dk in t and twin in t:
+            a.append(math.log(t[dk]))
+            b.append(math.log(t[twin]))
+    print(f"{d}: the default {math.exp(sum(a) / len(a)):.3f}, its ping-pong twin {math.exp(sum(b) / len(b)):.3f} "
+          f"({len(a)} layers)")
