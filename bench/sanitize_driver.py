@@ -91,8 +91,7 @@ def run_one(solver, p, stream, seed: int, config=None) -> float:
     b_h = rng.uniform(-1, 1, sb).astype(NP_DTYPES[p.dtype])
     bias_h = rng.uniform(-4, 4, (p.k,)).astype(NP_DTYPES[p.dtype]) if p.bias else None
     cfg = config if config is not None else solver.default_config(p.as_conv())
-    sol = Solution(solver.id, solver.algorithm, 0.0, solver.workspace_bytes(p, cfg) if config else
-                   solver.workspace_bytes(p), cfg, False, p)
+    sol = Solution(solver.id, solver.algorithm, 0.0, solver.workspace_bytes(p, config), cfg, False, p)
     pr = sol.prepare()
     with stream:                        # every buffer made and filled on the launch stream
         a, b = cupy.asarray(a_h), cupy.asarray(b_h)

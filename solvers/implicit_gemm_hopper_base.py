@@ -83,6 +83,12 @@ def smem_bytes(p: ProblemDescription, cfg) -> int:
     return st * (bm + bn) * 128 + 1024
 
 
+def wg_split(cfg) -> int:
+    """BM over this is a consumer warpgroup's m64 blocks (the kernel's WG_M): 64 x WGS, the warpgroups sharing each
+    tile's rows, or 64 with PINGPONG, each warpgroup multiplying whole tiles."""
+    return 64 * (1 if cfg.get("PINGPONG", 0) else cfg["WGS"])
+
+
 def threads(cfg) -> int:
     """Block threads: the WGS consumer warpgroups, and the producer warpgroup with WSPEC."""
     return (cfg["WGS"] + cfg.get("WSPEC", 0)) * 128
@@ -94,7 +100,7 @@ def blocks_per_sm(p: ProblemDescription, cfg) -> int:
     leave room under the 128-register cap that two 256-thread blocks impose. With WSPEC (a third
     warpgroup; two 384-thread blocks cap a thread at 80 registers) only for 32 accumulators a thread.
     With PINGPONG a warpgroup holds a whole BM x BN tile."""
-    acc = cfg["BM"] // (64 * (1 if cfg.get("PINGPONG", 0) else cfg["WGS"])) * cfg["BN"] // 2
+    acc = cfg["BM"] // wg_split(cfg) * cfg["BN"] // 2
     fits = 2 * (smem_bytes(p, cfg) + 1024) <= 228 * 1024
     if cfg.get("WSPEC", 0):
         return 2 if fits and acc <= 32 else 1
@@ -151,7 +157,7 @@ def config_ok(p: ProblemDescription, cfg) -> bool:
         return False
     if pp and not (per and tm and wgs == 2):
         return False
-    rows = 64 if pp else 64 * wgs               # a warpgroup's m64 blocks: bm // rows
+    rows = wg_split(cfg)
     if bm % rows or bm // rows not in (1, 2) or (bm // rows) * bn > 256:
         return False
     if per and not tm and gemm_shape(p)[1] > bn:     # resident B: all of N in one tile

@@ -52,6 +52,7 @@ class TuneOptions:
     find: bool = True                   # after tuning, store the FindDB records of the problem
     solvers: tuple[str, ...] | None = None   # tune only these solver ids (find still runs them all)
     precompile: bool = True             # compile ahead in a process pool (tune_local / GpuMeasurer)
+    first_batch: bool = False           # measure the first batch only (the find's and the stored configs), no search
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -71,7 +72,8 @@ class TuneOptions:
 
     def as_json(self) -> dict:
         return {k: getattr(self, k) for k in ("strategy", "max_configs", "max_seconds", "patience", "near_best",
-                                              "batch", "seed", "retune", "find", "solvers", "precompile")}
+                                              "batch", "seed", "retune", "find", "solvers", "precompile",
+                                              "first_batch")}
 
 
 class Budget:
@@ -324,17 +326,14 @@ class Tuner:
 
     def retune_stored(self, problem: ProblemDescription, solver: Solver, measurer) -> Outcome | None:
         """Where the PerfDB holds configs for ``solver`` on ``problem`` under any trust key (e.g. tuned for an earlier
-        build of its kernel, so no find uses them now): a tuning of at most as many configs as the solver's find
-        configs and those stored ones, which its first batch holds, storing the best under the current trust key. A
-        re-measure of a solver's records after its kernel changed (``scripts/add-solver-records --keep-tuned``) then
-        keeps what tuning found. None, measuring nothing, where nothing is stored or the solver is not tunable."""
+        build of its kernel, so no find uses them now): a tuning of its first batch only (the solver's find configs
+        and those stored ones), storing the best under the current trust key. A re-measure of a solver's records
+        after its kernel changed (``scripts/add-solver-records --keep-tuned``) then keeps what tuning found. None, measuring nothing, where nothing is stored or the solver is not tunable."""
         prior = self.prior_configs(problem, solver) if solver.tunable else []
         if not prior:
             return None
-        finds = [c for c in solver.find_configs(problem.as_conv()) if c]
         saved = self.opts
-        self.opts = replace(saved, retune=True, max_configs=len({config_key(c) for c in finds + prior}), patience=None,
-                            max_seconds=None)
+        self.opts = replace(saved, retune=True, first_batch=True, max_configs=None, patience=None, max_seconds=None)
         try:
             return self.tune_solver(problem, solver, measurer)
         finally:
@@ -394,7 +393,7 @@ class Tuner:
             evaluate(first)
             seeds = {config_key(c) for c in first}
             space = [c for c in space if config_key(c) not in seeds]
-        if space and not budget.exhausted():
+        if space and not budget.exhausted() and not self.opts.first_batch:
             STRATEGIES[self.opts.strategy](space, default, evaluate, budget, self.rng, problem=problem, solver=solver,
                                            dbs=self.dbs, sm_count=dev.sm_count)
         ok = sorted((t, k) for k, (_, t) in results.items() if t < INF)
