@@ -53,6 +53,24 @@ __device__ __forceinline__ void grid_dep_wait() { asm volatile("griddepcontrol.w
 // keeps the compiler from moving accumulator uses across wgmma_wait
 __device__ __forceinline__ void reg_fence(float& r) { asm volatile("" : "+f"(r)::"memory"); }
 
+// Named barrier ID among N threads: wait (sync) or signal without waiting (arrive). The ID is an immediate: with
+// a register ID ptxas counts all 16 named barriers as the block's, which can cap the blocks an SM runs at once.
+template <int ID, int N>
+__device__ __forceinline__ void bar_sync() { asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "n"(N) : "memory"); }
+template <int ID, int N>
+__device__ __forceinline__ void bar_arrive() { asm volatile("bar.arrive %0, %1;\n" ::"n"(ID), "n"(N) : "memory"); }
+
+// FP32 pair -> two consecutive data_t elements at p (4-byte aligned), round to nearest
+template <class T>
+__device__ __forceinline__ void store_pair(T* p, float a, float b)
+{
+#if IS_BF16
+    *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
+#else
+    *reinterpret_cast<__half2*>(p) = __floats2half2_rn(a, b);
+#endif
+}
+
 // Shared-memory matrix descriptor: K-major, 128-byte swizzle, 8-row groups 1024 bytes apart.
 __device__ __forceinline__ u64 desc_sw128(u32 saddr)
 {

@@ -358,15 +358,8 @@ __device__ __forceinline__ void acc_to_smem(float (&acc)[WG_M][BN / 2], data_t* 
 #pragma unroll
             for(int j = 0; j < BN / 8; ++j)
             {
-#if IS_BF16
-                *reinterpret_cast<__nv_bfloat162*>(cs + r * LDC + j * 8 + (l & 3) * 2) =
-                    __floats2bfloat162_rn(EPI_V(acc[i][4 * j + 2 * h], n0 + j * 8 + (l & 3) * 2),
-                                          EPI_V(acc[i][4 * j + 2 * h + 1], n0 + j * 8 + (l & 3) * 2 + 1));
-#else
-                *reinterpret_cast<__half2*>(cs + r * LDC + j * 8 + (l & 3) * 2) =
-                    __floats2half2_rn(EPI_V(acc[i][4 * j + 2 * h], n0 + j * 8 + (l & 3) * 2),
-                                      EPI_V(acc[i][4 * j + 2 * h + 1], n0 + j * 8 + (l & 3) * 2 + 1));
-#endif
+                const int c = j * 8 + (l & 3) * 2;
+                store_pair(cs + r * LDC + c, EPI_V(acc[i][4 * j + 2 * h], n0 + c), EPI_V(acc[i][4 * j + 2 * h + 1], n0 + c + 1));
             }
         }
 }
@@ -438,14 +431,50 @@ __device__ __forceinline__ void fence_acc(float (&acc)[WG_M][BN / 2])
 
 #if WSPEC
 // the NT_MMA consumer threads only (named barrier 1; the producer warpgroup keeps loading)
-__device__ __forceinline__ void consumer_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(NT_MMA) : "memory"); }
+__device__ __forceinline__ void consumer_sync() { bar_sync<1, NT_MMA>(); }
+
+// One tile's K loop of a consumer warpgroup over stream positions pos0 .. pos0 + nkt - 1 (stage pos % STAGES, its
+// full barrier's phase parity (pos / STAGES) % 2): A in the stage at sa0, B after it, or (B_RESIDENT) B's K tile kt
+// resident at sb0 + kt * B_BYTES and A at sa0 + stage * A_BYTES. A stage is released once the wgmma after it is
+// issued and its own has completed; the last position's wgmma is left in flight, its stage held (the caller's).
+template <bool B_RESIDENT>
+__device__ __forceinline__ void consume_tile(float (&acc)[WG_M][BN / 2], u32 full0, u32 empty0, index_t pos0, int nkt,
+                                             u32 sa0, u32 sb0, int wg)
+{
+#pragma unroll 1
+    for(int kt = 0; kt < nkt; ++kt)
+    {
+        const index_t pos = pos0 + kt;
+        const int s = (int)(pos % STAGES);
+        mbar_wait(full0 + s * 8, (u32)((pos / STAGES) & 1));
+        if(B_RESIDENT)
+            mma_tile(acc, sa0 + s * A_BYTES, sb0 + kt * B_BYTES, wg);
+        else
+            mma_tile(acc, sa0 + s * STAGE_BYTES, sa0 + s * STAGE_BYTES + A_BYTES, wg);
+        wgmma_wait<1>();                 // position pos - 1's wgmma has completed: release its stage
+        if(kt > 0)
+            mbar_arrive(empty0 + (int)((pos - 1) % STAGES) * 8);
+    }
+}
 #endif
 #if PINGPONG
 // warpgroup wg's 128 threads (named barriers 2, 3)
-__device__ __forceinline__ void wg_sync(int wg) { asm volatile("bar.sync %0, 128;\n" ::"r"(2 + wg) : "memory"); }
+__device__ __forceinline__ void wg_sync(int wg)
+{
+    if(wg == 0) bar_sync<2, 128>();
+    else bar_sync<3, 128>();
+}
 // the K-loop order: warpgroup wg waits for the other's turn to end (named barriers 4, 5: 128 arrive, 128 wait)
-__device__ __forceinline__ void turn_wait(int wg) { asm volatile("bar.sync %0, 256;\n" ::"r"(4 + wg) : "memory"); }
-__device__ __forceinline__ void turn_pass(int wg) { asm volatile("bar.arrive %0, 256;\n" ::"r"(5 - wg) : "memory"); }
+__device__ __forceinline__ void turn_wait(int wg)
+{
+    if(wg == 0) bar_sync<4, 256>();
+    else bar_sync<5, 256>();
+}
+__device__ __forceinline__ void turn_pass(int wg)
+{
+    if(wg == 0) bar_arrive<5, 256>();
+    else bar_arrive<4, 256>();
+}
 #endif
 
 #if TMA
@@ -565,17 +594,7 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
     }
     else
     {
-#pragma unroll 1
-        for(int kt = 0; kt < nkt; ++kt)
-        {
-            const int s = kt % STAGES;
-            mbar_wait(full0 + s * 8, (u32)((kt / STAGES) & 1));
-            const u32 sa = sbase + s * STAGE_BYTES;
-            mma_tile(acc, sa, sa + A_BYTES, wg);
-            wgmma_wait<1>();                 // K tile kt - 1's wgmma has completed: release its stage
-            if(kt > 0)
-                mbar_arrive(empty0 + ((kt - 1) % STAGES) * 8);
-        }
+        consume_tile<false>(acc, full0, empty0, 0, nkt, sbase, 0, wg);
         wgmma_wait<0>();
     }
 #else
@@ -710,21 +729,12 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
         const int n0 = (int)(tile % NTILES_N) * BN;
         if(j > 0)
             turn_wait(wg);                     // the other warpgroup has waited on every position of tile j - 1
-        index_t pos = j * KTILES;              // stream position of tile j's first K tile
-#pragma unroll 1
-        for(int kt = 0; kt < KTILES; ++kt, ++pos)
-        {
-            const int s = (int)(pos % STAGES);
-            mbar_wait(full0 + s * 8, (u32)((pos / STAGES) & 1));
-            mma_tile(acc, sbase + s * STAGE_BYTES, sbase + s * STAGE_BYTES + A_BYTES, 0);
-            wgmma_wait<1>();                   // position pos - 1's wgmma has completed: release its stage
-            if(kt > 0)
-                mbar_arrive(empty0 + (int)((pos - 1) % STAGES) * 8);
-        }
+        const index_t last = (j + 1) * KTILES - 1;    // stream position of tile j's last K tile
+        consume_tile<false>(acc, full0, empty0, j * KTILES, KTILES, sbase, 0, 0);
         if(j + 1 < mine)
             turn_pass(wg);
         wgmma_wait<0>();
-        mbar_arrive(empty0 + (int)((pos - 1) % STAGES) * 8);
+        mbar_arrive(empty0 + (int)(last % STAGES) * 8);
         fence_acc(acc);
         wg_sync(wg);                           // this warpgroup's previous stores have read its output tile
         acc_to_smem(acc, csw, tw EPI_PASS(n0));
@@ -738,20 +748,12 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
     {
         const index_t m0 = (tile / NTILES_N) * BM;
         const int n0 = (int)(tile % NTILES_N) * BN;
-#pragma unroll 1
-        for(int kt = 0; kt < KTILES; ++kt, ++pos)
-        {
-            const int s = (int)(pos % STAGES);
-            mbar_wait(full0 + s * 8, (u32)((pos / STAGES) & 1));
 #if TMA
-            mma_tile(acc, sbase + s * STAGE_BYTES, sbase + s * STAGE_BYTES + A_BYTES, wg);
+        consume_tile<false>(acc, full0, empty0, pos, KTILES, sbase, 0, wg);
 #else
-            mma_tile(acc, sa0 + s * A_BYTES, sb0 + kt * B_BYTES, wg);
+        consume_tile<true>(acc, full0, empty0, pos, KTILES, sa0, sb0, wg);
 #endif
-            wgmma_wait<1>();                 // position pos - 1's wgmma has completed: release its stage
-            if(kt > 0)
-                mbar_arrive(empty0 + (int)((pos - 1) % STAGES) * 8);
-        }
+        pos += KTILES;
         wgmma_wait<0>();
         mbar_arrive(empty0 + (int)((pos - 1) % STAGES) * 8);
         fence_acc(acc);

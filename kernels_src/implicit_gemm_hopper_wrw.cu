@@ -15,10 +15,12 @@
 // partial tile to ws[split][k][col] and igemm_hopper_wrw_reduce sums the chunks in a fixed order (no
 // atomics, deterministic) and converts; with SPLITK = 1 the GEMM writes dw. Pipeline as the forward kernel
 // (implicit_gemm_hopper_fwd.cu): STAGES buffers, prefetch distance STAGES - 2.
-// Cluster split (CLUSTER > 1, SPLITK = 1): grid.y = CLUSTER blocks of one thread-block cluster take
-// JT_PER j tiles each; every rank stages its FP32 tile in shared memory, and rank q sums its BM / CLUSTER
-// rows of all the ranks' tiles through distributed shared memory in rank order (deterministic) and writes
-// them to dw (a reduce-scatter): no workspace, no partial round trip through global memory, no second launch.
+// Cluster split (CLUSTER > 1): the CLUSTER blocks of a thread-block cluster (consecutive grid.y) share a chunk of
+// the reduction, JT_R of its j tiles each; every rank stages its FP32 tile in shared memory, and rank q sums its
+// BM / CLUSTER rows of all the ranks' tiles through distributed shared memory in rank order (deterministic) and
+// writes them to dw (a reduce-scatter): no workspace, no partial round trip through global memory, no second
+// launch. With SPLITK > 1 as well, grid.y = SPLITK x CLUSTER: cluster c takes chunk c and writes its sum to partial
+// plane c, for the reduce kernel (fewer planes than the same blocks split by SPLITK alone).
 // Warp specialisation (WSPEC = 1): one more warpgroup, the producer, issues every cp.async; the WGS
 // consumer warpgroups only wait and multiply. Stage s has two mbarriers: full[s] (the 128 producer
 // threads arrive once their copies of the stage completed, after fence.proxy.async: writer-side
@@ -50,6 +52,9 @@
 #endif
 #ifndef JT_PER
 #define JT_PER JTILES   // 64-deep j tiles per split
+#endif
+#ifndef JT_R
+#define JT_R JT_PER     // CLUSTER > 1: the j tiles of a split each rank of its cluster takes
 #endif
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
@@ -98,7 +103,7 @@ static_assert(P_C % 8 == 0 && P_K % 8 == 0, "16-byte chunks of channels");
 static_assert(XS_C == 1 && WS_C == 1 && YS_C == 1, "channels-last x, w and y");
 static_assert(YS_W == P_K && YS_H == P_WO * YS_W && YS_N == P_HO * YS_H, "dense NHWC dy");
 static_assert(WS_X == P_C && WS_Y == P_X * WS_X && WS_K == P_Y * WS_Y, "dense KYXC dw");
-static_assert(CLUSTER == 1 || (SPLITK == 1 && CLUSTER <= 8), "a cluster split or a global split");
+static_assert(CLUSTER <= 8, "portable cluster size");
 #define LDF (BN + 8)            // FP32 staging row (floats): 8 rows of a warp's float2 stores 8 banks apart
 static_assert(CLUSTER == 1 || BM * LDF * 4 <= STAGES * STAGE_BYTES, "the FP32 tile fits the pipeline's buffers");
 #define LDH (BN + 8)            // data_t staging row of ST16: 8 rows of a warp's 4-byte stores 4 banks apart
@@ -243,12 +248,15 @@ __device__ __forceinline__ u32 peer_addr(u32 saddr, u32 r)
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(out) : "r"(saddr), "r"(r));
     return out;
 }
-__device__ __forceinline__ float2 ld_peer2(u32 addr)
+__device__ __forceinline__ float4 ld_peer4(u32 addr)
 {
-    float2 v;
-    asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(addr) : "memory");
+    float4 v;
+    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"(addr) : "memory");
     return v;
 }
+// pieces of a rank's rows each consumer thread sums at once (every rank's loads in flight together)
+#define CL_U (16 / CLUSTER > 0 ? 16 / CLUSTER : 1)
 #define CLUSTER_DIMS __cluster_dims__(1, CLUSTER, 1)
 #else
 #define CLUSTER_DIMS
@@ -266,9 +274,18 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
     const int wg = t >> 7;
     const int m0 = (int)(blockIdx.x / ((GEMM_N + BN - 1) / BN)) * BM;
     const int n0 = (int)(blockIdx.x % ((GEMM_N + BN - 1) / BN)) * BN;
+#if CLUSTER > 1
+    // split blockIdx.y / CLUSTER's j tiles [cs0, ce), this rank's share of them (none past the split's end)
+    const index_t cs0 = (index_t)(blockIdx.y / CLUSTER) * JT_PER;
+    const index_t ce = cs0 + JT_PER < JTILES ? cs0 + JT_PER : JTILES;
+    const index_t jt0 = cs0 + (index_t)(blockIdx.y % CLUSTER) * JT_R;
+    const index_t jt1 = jt0 + JT_R < ce ? jt0 + JT_R : ce;
+    const int nt = jt1 > jt0 ? (int)(jt1 - jt0) : 0;
+#else
     const index_t jt0 = (index_t)blockIdx.y * JT_PER;
     const index_t jt1 = jt0 + JT_PER < JTILES ? jt0 + JT_PER : JTILES;
     const int nt = (int)(jt1 - jt0);
+#endif
 
     // loader roles: a fixed 16-byte chunk of the MN rows, j-rows jr0 + i * JSTEP (WSPEC: the producer's threads)
     const int tl = WSPEC ? t - NT_MMA : t;
@@ -423,7 +440,7 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
         // 1 / CLUSTER of the tiles (a reduce-scatter), all blocks at once
         const u32 rank = cluster_rank();
         const int row0 = (int)rank * BM / CLUSTER;
-        const int items = (((int)rank + 1) * BM / CLUSTER - row0) * (BN / 2);    // float2 pairs of the block's rows
+        const int items = (((int)rank + 1) * BM / CLUSTER - row0) * (BN / 4);    // float4 pieces of the block's rows
         __syncthreads();       // the pipeline's buffers are free (each thread waited for its copies above)
         if(!producer)
             for_each_pair(acc, t, [&](int r, int c, float& a0, float& a1) {
@@ -438,25 +455,40 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
             for(int q = 0; q < CLUSTER; ++q)
                 base[q] = peer_addr(sbase, (u32)q);
 #pragma unroll 1
-            for(int it = t; it < items; it += NT_MMA)
+            for(int it0 = t; it0 < items; it0 += CL_U * NT_MMA)
             {
-                const int r = row0 + it / (BN / 2), c = (it % (BN / 2)) * 2;
-                const u32 off = (u32)(r * LDF + c) * 4;
-                float2 v = ld_peer2(base[0] + off);
+                // CL_U pieces (row r, columns c .. c + 3) of every rank's tile loaded first, then summed in rank order
+                float4 v[CL_U][CLUSTER];
 #pragma unroll
-                for(int q = 1; q < CLUSTER; ++q)
+                for(int u = 0; u < CL_U; ++u)
                 {
-                    const float2 u = ld_peer2(base[q] + off);
-                    v.x += u.x;
-                    v.y += u.y;
+                    const int it = it0 + u * NT_MMA < items ? it0 + u * NT_MMA : it0;
+                    const u32 off = (u32)((row0 + it / (BN / 4)) * LDF + (it % (BN / 4)) * 4) * 4;
+#pragma unroll
+                    for(int q = 0; q < CLUSTER; ++q)
+                        v[u][q] = ld_peer4(base[q] + off);
                 }
-                const int k = m0 + r, cl = n0 + c;
-                if(k < GEMM_M && cl < GEMM_N)
-#if IS_BF16
-                    *reinterpret_cast<__nv_bfloat162*>(dw + (long long)k * GEMM_N + cl) = __floats2bfloat162_rn(v.x, v.y);
+#pragma unroll
+                for(int u = 0; u < CL_U; ++u)
+                {
+                    const int it = it0 + u * NT_MMA;
+                    float4 a = v[u][0];
+#pragma unroll
+                    for(int q = 1; q < CLUSTER; ++q)
+                    {
+                        a.x += v[u][q].x; a.y += v[u][q].y; a.z += v[u][q].z; a.w += v[u][q].w;
+                    }
+                    const int k = m0 + row0 + it / (BN / 4), cl = n0 + (it % (BN / 4)) * 4;
+                    if(it < items && k < GEMM_M && cl < GEMM_N)     // GEMM_N % 8 == 0: all 4 columns in range
+                    {
+#if SPLITK > 1
+                        *reinterpret_cast<float4*>(ws + ((long long)(blockIdx.y / CLUSTER) * GEMM_M + k) * GEMM_N + cl) = a;
 #else
-                    *reinterpret_cast<__half2*>(dw + (long long)k * GEMM_N + cl) = __floats2half2_rn(v.x, v.y);
+                        store_pair(dw + (long long)k * GEMM_N + cl, a.x, a.y);
+                        store_pair(dw + (long long)k * GEMM_N + cl + 2, a.z, a.w);
 #endif
+                    }
+                }
             }
         }
         cluster_sync();        // every rank has read its rows of every tile: the blocks may exit
@@ -470,15 +502,9 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
         // the consumers' last wgmma have read their stages (each waited for its own; named barrier 1 joins them):
         // the tile as data_t in the pipeline's buffers, then each thread stores 16-byte runs of a dw row
         data_t* cs = reinterpret_cast<data_t*>(smem_raw + (sbase - smem_u32(smem_raw)));
-        asm volatile("bar.sync 1, %0;\n" ::"n"(NT_MMA) : "memory");
-        for_each_pair(acc, t, [&](int r, int c, float& v0, float& v1) {
-#if IS_BF16
-            *reinterpret_cast<__nv_bfloat162*>(cs + r * LDH + c) = __floats2bfloat162_rn(v0, v1);
-#else
-            *reinterpret_cast<__half2*>(cs + r * LDH + c) = __floats2half2_rn(v0, v1);
-#endif
-        });
-        asm volatile("bar.sync 1, %0;\n" ::"n"(NT_MMA) : "memory");
+        bar_sync<1, NT_MMA>();
+        for_each_pair(acc, t, [&](int r, int c, float& v0, float& v1) { store_pair(cs + r * LDH + c, v0, v1); });
+        bar_sync<1, NT_MMA>();
         constexpr int CPR = BN / 8;
 #pragma unroll 4
         for(int q = t; q < BM * CPR; q += NT_MMA)
@@ -497,10 +523,8 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
             return;
 #if SPLITK > 1
         *reinterpret_cast<float2*>(ws + ((long long)blockIdx.y * GEMM_M + k) * GEMM_N + cl) = make_float2(v0, v1);
-#elif IS_BF16
-        *reinterpret_cast<__nv_bfloat162*>(dw + (long long)k * GEMM_N + cl) = __floats2bfloat162_rn(v0, v1);
 #else
-        *reinterpret_cast<__half2*>(dw + (long long)k * GEMM_N + cl) = __floats2half2_rn(v0, v1);
+        store_pair(dw + (long long)k * GEMM_N + cl, v0, v1);
 #endif
     });
 }

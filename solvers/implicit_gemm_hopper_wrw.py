@@ -2,12 +2,13 @@
 reduction over the N*Ho*Wo output pixels, both operands staged MN-major for wgmma's transposed
 operands (sm_90a), FP16/BF16, NHWC, groups = 1. The reduction is split over SPLITK chunks (grid.y)
 writing FP32 partial tiles to the workspace, summed in a fixed order by a second kernel, or over the
-CLUSTER blocks of a thread-block cluster, each summing its share of the rows through distributed shared memory.
+CLUSTER blocks of a thread-block cluster, each summing its share of the rows through distributed shared memory,
+or both: each of the SPLITK chunks over a cluster, whose sum is the chunk's partial tile.
 
 Tunables: BM (64 x WGS x 1 or 2), BN (64, 128, 256), WGS (1 or 2 warpgroups), STAGES (3-6),
 SPLITK (requested reduction chunks; the kernel runs ceil(tiles / ceil(tiles / SPLITK)) of them),
-CLUSTER (1 to 8 blocks of a cluster sharing the reduction, each summing 1 / CLUSTER of the tiles'
-rows through distributed shared memory; above 1 only with SPLITK = 1), WSPEC (1: a
+CLUSTER (1 to 8 blocks of a cluster sharing the reduction or a SPLITK chunk of it, each summing 1 / CLUSTER of
+the tiles' rows through distributed shared memory), WSPEC (1: a
 producer warpgroup issues the loads, the WGS warpgroups only multiply, stages handed over by mbarriers),
 TMA (1, with WSPEC and C % 64 == 0: the producer's one thread copies each stage's tiles with the copy
 engine, tensor maps of dy (tiled) and x (im2col) passed by value, ``miofind.tma``), ST16 (1, unsplit without a cluster:
@@ -91,9 +92,19 @@ def default_split(p: ProblemDescription, cfg) -> int:
     return best[1]
 
 
-def cluster_tiles(p: ProblemDescription, cluster: int) -> int:
-    """The j tiles each block of a cluster split takes (the last block may take fewer)."""
-    return ceil_div(j_tiles(p), cluster)
+def cluster_tiles(p: ProblemDescription, splitk: int, cluster: int) -> int:
+    """The j tiles each block of a cluster takes of its split's chunk (the chunk's last block may take fewer)."""
+    return ceil_div(split_geometry(p, splitk)[1], cluster)
+
+
+def cluster_splits(p: ProblemDescription, cfg, cluster: int) -> list[int]:
+    """The splits a tuning tries for ``cfg`` in clusters of ``cluster`` blocks: unsplit, and the one or two
+    effective splits whose blocks (tiles x splits x cluster) come nearest to filling the SMs once from below and
+    from above."""
+    slots = SM_COUNT * blocks_per_sm(cfg)
+    per = tiles(p, cfg) * cluster
+    lo = max(1, slots // per)
+    return sorted({1, lo, lo + 1} if lo * per < slots else {1, lo})
 
 
 def config_ok(p: ProblemDescription, cfg) -> bool:
@@ -112,15 +123,15 @@ def config_ok(p: ProblemDescription, cfg) -> bool:
         return False
     if cl not in CLUSTERS:
         return False
-    # a cluster split: no global split, each block at least 2 j tiles, the FP32 tile fits its pipeline buffers
-    if cl > 1 and not (sk == 1 and j_tiles(p) >= 2 * cl and bm * (bn + 8) * 4 <= st * (bm + bn) * 128):
+    eff, per = split_geometry(p, sk)
+    # a cluster split: each block at least 2 j tiles of its chunk, the FP32 tile fits its pipeline buffers
+    if cl > 1 and not (per >= 2 * cl and bm * (bn + 8) * 4 <= st * (bm + bn) * 128):
         return False
-    eff, _ = split_geometry(p, sk)
     m, n, _ = wrw_shape(p)
     if eff > 1 and eff * m * n >= 2**40:
         return False
     # WSPEC's 2 x STAGES mbarriers are static shared memory beside the dynamic buffers
-    return eff <= 65535 and smem_bytes(cfg) + 16 * st * ws <= SMEM_LIMIT
+    return eff * cl <= 65535 and smem_bytes(cfg) + 16 * st * ws <= SMEM_LIMIT
 
 
 # The time model that ranks a find's alternative configs (estimate_us), fitted by bench/fit_wrw_estimate.py to the
@@ -147,11 +158,9 @@ def estimate_terms(p: ProblemDescription, cfg) -> tuple:
     cluster split): the terms estimate_us weighs. Waves are of one block per SM."""
     m, n, _ = wrw_shape(p)
     jt, nt, cl = j_tiles(p), tiles(p, cfg), cfg["CLUSTER"]
-    if cl > 1:
-        eff, per, blocks = 1, ceil_div(jt, cl), nt * cl
-    else:
-        eff, per = split_geometry(p, cfg["SPLITK"])
-        blocks = nt * eff
+    eff, per = split_geometry(p, cfg["SPLITK"])
+    blocks = nt * eff * cl
+    per = ceil_div(per, cl)
     waves = ceil_div(blocks, SM_COUNT)
     return ((cfg["BM"], cfg["BN"], cfg["WGS"], cfg["TMA"]), waves * per, waves,
             eff * m * n * 8 / 1e6 if eff > 1 else 0.0, 1 if eff > 1 else 0,
@@ -179,7 +188,7 @@ def alternates(p: ProblemDescription, count: int | None = ALTERNATES, coef=None)
 
 def space(p: ProblemDescription, stages=range(3, 7), loads=((0, 0), (1, 0), (1, 1))):
     """The config space: every tile, stage count and load kind ((WSPEC, TMA) pairs), each at the splits a tuning
-    tries (split_tries around default_split) and, unsplit, in clusters of 2 to 8 blocks; valid configs only."""
+    tries (split_tries around default_split) and in clusters of 2 to 8 blocks at cluster_splits; valid configs only."""
     m, n, _ = wrw_shape(p)
     for bm in (64, 128, 256):
         for bn in (64, 128, 256):
@@ -196,8 +205,13 @@ def space(p: ProblemDescription, stages=range(3, 7), loads=((0, 0), (1, 0), (1, 
                             if config_ok(p, dict(c, ST16=1)):
                                 yield dict(c, ST16=1)
                         for cl in CLUSTERS[1:]:
-                            if config_ok(p, dict(cfg, CLUSTER=cl)):
-                                yield dict(cfg, CLUSTER=cl)
+                            seen = set()
+                            for sk in cluster_splits(p, cfg, cl):
+                                c = dict(cfg, CLUSTER=cl, SPLITK=sk)
+                                eff = split_geometry(p, sk)[0]
+                                if eff not in seen and config_ok(p, c):
+                                    seen.add(eff)
+                                    yield c
 
 
 def default_tile(p: ProblemDescription) -> dict:
@@ -225,7 +239,7 @@ def default_tile(p: ProblemDescription) -> dict:
 
 class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
     id = "ConvImplicitGemmHopperWrw"
-    version = 5                 # 2: the cluster split (CLUSTER); 3: the producer warpgroup (WSPEC); 4: the reduce as a programmatic dependent launch; 5: ST16 and clusters of any size 2-8
+    version = 6                 # 2: the cluster split (CLUSTER); 3: the producer warpgroup (WSPEC); 4: the reduce as a programmatic dependent launch; 5: ST16 and clusters of any size 2-8; 6: clusters with SPLITK > 1
     algorithm = "miopenConvolutionBwdWeightsAlgoImplicitGEMM"
     directions = frozenset("W")
     source = "implicit_gemm_hopper_wrw.cu"
@@ -272,14 +286,13 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
         if not self.is_valid_config(p, cfg):
             raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
         eff, per = split_geometry(p, cfg["SPLITK"])
-        ny, cl = eff, cfg["CLUSTER"]
-        if cl > 1:           # grid.y = the cluster's blocks, one global chunk
-            ny, per = cl, cluster_tiles(p, cl)
+        cl = cfg["CLUSTER"]
+        ny = eff * cl        # grid.y: each chunk's cluster of blocks
         mac = {
             **problem_macros(p),
             "BM": cfg["BM"], "BN": cfg["BN"], "WGS": cfg["WGS"], "STAGES": cfg["STAGES"],
             "SPLITK": eff, "JT_PER": per, "MIN_BLOCKS": blocks_per_sm(cfg), "RED_BLOCK": RED_BLOCK,
-            "RED_GROUPS": RED_GROUPS, **({"CLUSTER": cl} if cl > 1 else {}),
+            "RED_GROUPS": RED_GROUPS, **({"CLUSTER": cl, "JT_R": cluster_tiles(p, cfg["SPLITK"], cl)} if cl > 1 else {}),
             **({"WSPEC": 1} if cfg["WSPEC"] else {}), **({"TMA": 1} if cfg["TMA"] else {}),
             **({"ST16": 1} if cfg["ST16"] else {}),
         }

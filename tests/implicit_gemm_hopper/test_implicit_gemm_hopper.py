@@ -502,29 +502,55 @@ def test_wrw_configs_and_split():
 
 
 def test_wrw_cluster_split():
-    """The cluster split: grid.y = the cluster's blocks, each ceil(j tiles / CLUSTER) tiles, no workspace and no
-    reduce kernel; only with SPLITK = 1, 2 to 8 blocks, 2 j tiles a block at least; a config stored before it
-    (no CLUSTER key) is read as CLUSTER = 1."""
+    """The cluster split: grid.y = each chunk's cluster of blocks, each ceil(chunk's j tiles / CLUSTER) tiles; unsplit
+    no workspace and no reduce kernel, with SPLITK > 1 the chunks' partial planes and the reduce; 2 to 8 blocks, 2 j
+    tiles a block at least; a config stored before it (no CLUSTER key) is read as CLUSTER = 1."""
+    from miofind.solvers import implicit_gemm_hopper_wrw as hw
+
     p = _w(n=32, c=512, k=512, in_size=(7, 7), filter_size=3, pads=1)        # 1568 pixels: 25 j tiles
     cfg = {"BM": 128, "BN": 128, "WGS": 2, "STAGES": 4, "SPLITK": 1, "CLUSTER": 4}
     assert WRW.is_valid_config(p, cfg)
     sol = WRW.get_solution(p, cfg)
     mac = dict(sol.kernels[0].macros)
     assert [k.name for k in sol.kernels] == ["igemm_hopper_wrw"] and sol.workspace_bytes == 0
-    assert sol.kernels[0].grid == (4 * 36, 4, 1) and (mac["CLUSTER"], mac["JT_PER"], mac["SPLITK"]) == ("4", "7", "1")
+    assert sol.kernels[0].grid == (4 * 36, 4, 1)
+    assert (mac["CLUSTER"], mac["JT_PER"], mac["JT_R"], mac["SPLITK"]) == ("4", "25", "7", "1")
     assert "CLUSTER" not in dict(WRW.get_solution(p, dict(cfg, CLUSTER=1)).kernels[0].macros)
     assert WRW.is_valid_config(p, dict(cfg, CLUSTER=8))
     assert WRW.is_valid_config(p, dict(cfg, CLUSTER=3)) and WRW.is_valid_config(p, dict(cfg, CLUSTER=7))
-    for bad in (dict(cfg, SPLITK=2), dict(cfg, CLUSTER=9), dict(cfg, CLUSTER=16)):
+    # with a global split: chunks of 13 and 12 j tiles, each over a cluster of 4 (4 and 3 tiles a block)
+    both = dict(cfg, SPLITK=2)
+    sol = WRW.get_solution(p, both)
+    mac = dict(sol.kernels[0].macros)
+    assert [k.name for k in sol.kernels] == ["igemm_hopper_wrw", "igemm_hopper_wrw_reduce"]
+    assert sol.kernels[0].grid == (4 * 36, 2 * 4, 1) and sol.workspace_bytes >= 2 * 512 * 4608 * 4
+    assert (mac["CLUSTER"], mac["JT_PER"], mac["JT_R"], mac["SPLITK"]) == ("4", "13", "4", "2")
+    for bad in (dict(cfg, SPLITK=4), dict(cfg, CLUSTER=9), dict(cfg, CLUSTER=16)):    # SPLITK 4: 7 tiles a chunk
         assert not WRW.is_valid_config(p, bad)
     short = _w(n=4, c=64, k=256, in_size=(14, 14), filter_size=1)            # 13 j tiles: not 2 a block over 8
     assert WRW.is_valid_config(short, dict(cfg, CLUSTER=4)) and not WRW.is_valid_config(short, dict(cfg, CLUSTER=8))
     tiny = _w(n=1, c=64, k=64, in_size=(8, 8), filter_size=3, pads=1)         # 1 j tile: no cluster
     assert not WRW.is_valid_config(tiny, dict(cfg, BM=64, BN=64, WGS=1))
-    assert {c["CLUSTER"] for c in WRW.config_space(p)} == set(range(1, 9))
+    space = list(WRW.config_space(p))
+    assert {c["CLUSTER"] for c in space} == set(range(1, 9))
+    assert not any(c["CLUSTER"] > 1 and c["SPLITK"] > 1 for c in space)      # 144 tiles of 128 x 128 fill the SMs
     legacy = {k: v for k, v in cfg.items() if k != "CLUSTER"}
     assert WRW.is_valid_config(p, legacy) and WRW.get_solution(p, legacy).config == dict(cfg, CLUSTER=1, WSPEC=0, TMA=0,
                                                                                         ST16=0)
+
+
+def test_wrw_cluster_splits():
+    """A cluster's splits: unsplit, and those whose blocks come nearest to filling the SMs from below and above."""
+    from miofind.solvers import implicit_gemm_hopper_wrw as hw
+
+    p = _w(n=32, c=128, k=512, in_size=(28, 28), filter_size=1)               # 392 j tiles; 512 x 128 of dw
+    cfg = {"BM": 256, "BN": 128, "WGS": 2, "STAGES": 4, "SPLITK": 1, "CLUSTER": 1, "WSPEC": 1, "TMA": 1, "ST16": 0}
+    assert hw.tiles(p, cfg) == 2 and hw.blocks_per_sm(cfg) == 1
+    assert hw.cluster_splits(p, cfg, 8) == [1, 8, 9]          # 2 tiles x 8 blocks x 8 = 128 of 132 SMs; 9: 144
+    assert hw.cluster_splits(p, cfg, 2) == [1, 33]            # 2 x 2 x 33 = 132 exactly
+    assert WRW.is_valid_config(p, dict(cfg, CLUSTER=8, SPLITK=8))
+    space = list(WRW.config_space(p))
+    assert dict(cfg, CLUSTER=8, SPLITK=8) in space and dict(cfg, CLUSTER=2, SPLITK=33) in space
 
 
 def test_wrw_find_configs_alternates():

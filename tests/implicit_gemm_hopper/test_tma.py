@@ -51,6 +51,9 @@ BWD_MANY_TILES = {"s1": dict(n=16, c=80, k=64, in_size=(63, 65), filter_size=3, 
 FWD_TILES = ((64, 64, 1), (64, 128, 1), (64, 256, 1), (128, 64, 2), (128, 128, 2), (128, 256, 2), (256, 128, 2),
              (128, 128, 1), (256, 64, 2))
 WRW_TILES = ((64, 64, 1), (64, 128, 1), (128, 128, 2), (128, 256, 2), (256, 64, 2), (64, 256, 1))
+# W over clusters and a global split at once: 117 j tiles in chunks of 39, 30, 59, 24 and 9 over clusters of 8, 3, 4,
+# 4 and 4 blocks (chunks of 9 over 4: 3, 3, 3 and a rank with none); K = 200, a partial M tile
+WRW_CLUSTER_SPLIT = dict(n=8, c=64, k=200, in_size=(30, 31), filter_size=3, pads=1)
 
 
 def _p(d, dt="FP16", **kw):
@@ -138,6 +141,7 @@ def test_tma_builds(no_gpu_arch):
     builds += [WRW.get_solution(w, _wcfg(bm, bn, wgs, 4)).kernels[0] for bm, bn, wgs in WRW_TILES]
     builds += WRW.get_solution(w, _wcfg(128, 128, 2, 4, sk=3)).kernels
     builds += WRW.get_solution(w, _wcfg(128, 128, 2, 4, cl=2)).kernels
+    builds += WRW.get_solution(w, _wcfg(128, 128, 2, 4, sk=2, cl=2)).kernels
     builds += WRW.get_solution(_p("W", **MANY_TILES), _wcfg(64, 128, 1, 4, cl=8)).kernels
     b = _p("B", **BWD_CASES["b_s2"])
     builds += [k for bm, bn, wgs in FWD_TILES for per in (0, 1)
@@ -271,6 +275,20 @@ def test_wrw_tma(name, dt):
     cfgs = [c for bm, bn, wgs in WRW_TILES for c in (_wcfg(bm, bn, wgs, 3), _wcfg(bm, bn, wgs, 6))]
     cfgs += [_wcfg(128, 128, 2, 4, sk=3), _wcfg(64, 128, 1, 5, cl=2)]
     _check_all(WRW, p, [c for c in cfgs if WRW.is_valid_config(p, c)])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+def test_wrw_cluster_and_split(dt):
+    """W split into chunks, each chunk over a cluster whose sum is the chunk's partial tile, against the float64
+    reference."""
+    p = _p("W", dt, **WRW_CLUSTER_SPLIT)
+    cfgs = [_wcfg(256, 128, 2, 4, sk=3, cl=8), _wcfg(128, 128, 2, 4, sk=4, cl=3), _wcfg(64, 128, 1, 5, sk=2, cl=4),
+            _wcfg(128, 64, 2, 4, sk=5, cl=4), _wcfg(128, 64, 2, 4, sk=13, cl=4)]
+    for c in cfgs:
+        assert WRW.is_valid_config(p, c), c
+        assert len(WRW.get_solution(p, c).kernels) == 2, c
+    _check_all(WRW, p, cfgs)
 
 
 @pytest.mark.gpu
