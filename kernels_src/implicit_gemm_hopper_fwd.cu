@@ -47,7 +47,9 @@
 // offset, its 64 channels; zeros outside the image and past M) and the B tile as a 64 x BN box of w's KYXC
 // rows, or with B_MN as BN / 64 boxes of 64 n x 64 kk rows of the reversed tap's (n, k) plane of the
 // backward-data filter, each landing as one MN-major block; the stage's full mbarrier completes on their
-// bytes. The maps are the last two arguments.
+// bytes. The maps are the last two arguments. A_DENSE = 1 (a 1x1 filter, stride 1, no padding: A is x as a dense
+// M x C matrix, or dy for a backward-data phase of the same form): the A tile is a 64 x BM box of a tiled map of it,
+// from row m0 (the same bytes, in the same swizzled layout, without the im2col traversal).
 // Persistent copy engine (TMA = 1, PERSIST = 1; any N): the grid is at most the blocks that fit the GPU at
 // once; block b takes output tiles b, b + gridDim.x, ... (N tiles fastest) and its producer thread streams
 // every (tile, K tile) position's A and B boxes through the STAGES buffers without draining between tiles,
@@ -64,6 +66,9 @@
 // rounding to data_t; split, the reduce kernel applies it. The kernels then take the bias pointer last.
 #ifndef B_MN
 #define B_MN 0
+#endif
+#ifndef A_DENSE
+#define A_DENSE 0
 #endif
 #if B_MN
 #define WG_TRANS "0, 1"
@@ -174,6 +179,9 @@ static_assert(XS_C == 1 && WS_C == 1 && YS_C == 1, "channels-last x, w and y");
 static_assert(YS_W >= P_K && YS_W % 8 == 0 && YS_H % 8 == 0 && YS_N % 8 == 0, "16-byte aligned channels-last y pixels");
 static_assert(B_MN || (WS_X == P_C && WS_Y == P_X * WS_X && WS_K == P_Y * WS_Y), "dense KYXC w");
 static_assert(!TMA || (WSPEC && P_C % BK == 0), "TMA: a producer warpgroup, K tiles of one tap");
+static_assert(!A_DENSE || (TMA && P_Y == 1 && P_X == 1 && P_SH == 1 && P_SW == 1 && P_PH == 0 && P_PW == 0 &&
+                             XS_W == P_C && XS_H == P_WI * XS_W && XS_N == P_HI * XS_H && P_HI == P_HO && P_WI == P_WO),
+              "A_DENSE: copy engine, 1x1 filter, stride 1, no padding, dense channels-last A");
 
 #define Y_DENSE (YS_W == P_K && YS_H == P_WO * YS_W && YS_N == P_HO * YS_H)
 
@@ -478,6 +486,21 @@ __device__ __forceinline__ void turn_pass(int wg)
 #endif
 
 #if TMA
+// The A box's origin for the tile from output pixel m0: the pixel (n, oh, ow) as the first filter base
+// (ow*sw - pw, oh*sh - ph, n) of the im2col map, or with A_DENSE the row m0 of the dense map (M < 2^31)
+__device__ __forceinline__ void tile_base(index_t m0, int& wb, int& hb, int& nb)
+{
+#if A_DENSE
+    wb = (int)m0;
+    hb = nb = 0;
+#else
+    const index_t q = m0 / P_WO;
+    wb = (int)(m0 - q * P_WO) * P_SW - P_PW;
+    hb = (int)(q % P_HO) * P_SH - P_PH;
+    nb = (int)(q / P_HO);
+#endif
+}
+
 // Stage sn's copies of the K tile at kk (tap kk / C = (r, s), channels c .. c + 63), completing on bar: A as the
 // im2col box from the tile's first filter base (wb, hb, nb) at the tap's filter offset; B as the 64 x BN box of w's
 // rows n0 .. n0 + BN - 1, or (B_MN) as BN / 64 boxes of 64 n x 64 kk rows of the reversed tap's plane of the
@@ -487,8 +510,13 @@ __device__ __forceinline__ void tma_fill(u32 sn, u32 bar, const TmaMap* tmx, con
 {
     const int tap = kk / P_C, c = kk - tap * P_C;
     mbar_expect_tx(bar, STAGE_BYTES);
+#if A_DENSE
+    (void)c;
+    tma_tile_2d(sn, tmx, kk, wb, bar);          // rows wb .. wb + BM - 1 (the tile's first row: tile_base), channels kk ..
+#else
     tma_im2col_4d(sn, tmx, c, wb, hb, nb, (unsigned short)((tap % P_X) * P_DW), (unsigned short)((tap / P_X) * P_DH),
                   bar);
+#endif
 #if B_MN
     const int a = tap / P_X, b = tap - a * P_X;
     const int wt = (BW_R0 + (P_Y - 1 - a) * BW_SH) * BW_FX + BW_S0 + (P_X - 1 - b) * BW_SW;
@@ -555,11 +583,8 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
 #if TMA
         if(tl == 0)
         {
-            // the tile's first output pixel (n, oh, ow) as the first filter base (ow*sw - pw, oh*sh - ph, n)
-            const index_t q = m0 / P_WO;
-            const int wb = (int)(m0 - q * P_WO) * P_SW - P_PW;
-            const int hb = (int)(q % P_HO) * P_SH - P_PH;
-            const int nb = (int)(q / P_HO);
+            int wb, hb, nb;
+            tile_base(m0, wb, hb, nb);
 #pragma unroll 1
             for(int i = 0; i < nkt; ++i)
             {
@@ -671,11 +696,8 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
             {
                 const index_t m0 = (tile / NTILES_N) * BM;
                 const int n0 = (int)(tile % NTILES_N) * BN;
-                // the tile's first output pixel (n, oh, ow) as the first filter base (ow*sw - pw, oh*sh - ph, n)
-                const index_t q = m0 / P_WO;
-                const int wb = (int)(m0 - q * P_WO) * P_SW - P_PW;
-                const int hb = (int)(q % P_HO) * P_SH - P_PH;
-                const int nb = (int)(q / P_HO);
+                int wb, hb, nb;
+                tile_base(m0, wb, hb, nb);
 #pragma unroll 1
                 for(int kt = 0; kt < KTILES; ++kt, ++i)
                 {

@@ -31,7 +31,9 @@
 // (implicit_gemm_hopper_tma.cuh): each 64-wide block of A as a 64 x 64 box of dy (channels k, pixels j:
 // dy is a dense J x K matrix) and each 64-wide block of B as an im2col box of x (the j tile's 64 output
 // pixels as filter bases from its first pixel's (ow*sw - pw, oh*sh - ph, n), the block's tap as the filter
-// offset, its 64 channels); zeros outside the image and past J, K. The maps are the last two arguments.
+// offset, its 64 channels); zeros outside the image and past J, K. The maps are the last two arguments. B_DENSE = 1
+// (a 1x1 filter, stride 1, no padding: x is a dense J x C matrix): each 64-wide block of B is a 64 x 64 box of a
+// tiled map of x, as A's of dy.
 #define WG_TRANS "1, 1"
 #include "implicit_gemm_hopper.cuh"
 
@@ -67,6 +69,9 @@
 #endif
 #ifndef WSPEC
 #define WSPEC 0     // 1: a producer warpgroup loads, the WGS consumer warpgroups multiply
+#endif
+#ifndef B_DENSE
+#define B_DENSE 0       // 1 (TMA; 1x1, stride 1, unpadded): x read through a tiled map of the dense J x C matrix
 #endif
 #ifndef ST16
 #define ST16 0          // 1 (unsplit, no cluster): dw staged in shared memory, stored 16 bytes (8 channels) at a time
@@ -230,6 +235,10 @@ __device__ __forceinline__ void for_each_pair(float (&acc)[WG_M][BN / 2], int t,
 #if TMA
 #include "implicit_gemm_hopper_tma.cuh"
 static_assert(WSPEC && P_C % 64 == 0, "TMA: a producer warpgroup, 64-wide column blocks of one tap");
+#endif
+static_assert(!B_DENSE || (TMA && P_Y == 1 && P_X == 1 && P_SH == 1 && P_SW == 1 && P_PH == 0 && P_PW == 0 &&
+                           P_HI == P_HO && P_WI == P_WO), "B_DENSE: copy engine, 1x1 filter, stride 1, no padding");
+#if TMA
 #define TMA_PARAM , const __grid_constant__ TmaMap tmdy, const __grid_constant__ TmaMap tmx
 #else
 #define TMA_PARAM
@@ -333,12 +342,14 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
             {
                 const int s = producer_stage<STAGES>(empty0, i);
                 const u32 sn = sbase + s * STAGE_BYTES, bar = full0 + s * 8;
-                // the j tile's first output pixel (n, oh, ow) as the first filter base (ow*sw - pw, oh*sh - ph, n)
                 const index_t j0 = (jt0 + i) * BJ;
+#if !B_DENSE
+                // the j tile's first output pixel (n, oh, ow) as the first filter base (ow*sw - pw, oh*sh - ph, n)
                 const index_t q = j0 / P_WO;
                 const int wb = (int)(j0 - q * P_WO) * P_SW - P_PW;
                 const int hb = (int)(q % P_HO) * P_SH - P_PH;
                 const int nb = (int)(q / P_HO);
+#endif
                 mbar_expect_tx(bar, STAGE_BYTES);
 #pragma unroll
                 for(int a = 0; a < BM / 64; ++a)
@@ -348,9 +359,13 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
                 {
                     // a block past GEMM_N (never stored) reads tap 0 instead
                     const int colb = n0 + b * 64 < GEMM_N ? n0 + b * 64 : 0;
+#if B_DENSE
+                    tma_tile_2d(sn + A_BYTES + b * MNBLK, &tmx, colb, (int)j0, bar);
+#else
                     const int tap = colb / P_C, c = colb - tap * P_C;
                     tma_im2col_4d(sn + A_BYTES + b * MNBLK, &tmx, c, wb, hb, nb, (unsigned short)((tap % P_X) * P_DW),
                                   (unsigned short)((tap / P_X) * P_DH), bar);
+#endif
                 }
             }
         }

@@ -138,6 +138,19 @@ def tma_fits(p: ProblemDescription) -> bool:
     return p.c % BK == 0 and tma.im2col_fits(isz[1:], osz[1:], pads[1:], strides[1:], fsz[1:], dils[1:])
 
 
+def dense_pixels(p: ProblemDescription) -> bool:
+    """Whether x's pixels are a dense N*H*W x C matrix whose rows are the GEMM's (the forward's output pixels, the
+    backward weights' reduction): a 1x1 filter, stride 1, no padding, fewer than 2^31 pixels (32-bit box
+    coordinates). The copy engine then reads x through a tiled map (``x_dense``) instead of the im2col one."""
+    return (math.prod(p.filter_size) == 1 and all(s == 1 for s in p.strides) and not any(p.pads)
+            and p.n * math.prod(p.in_size) < INT32_MAX)
+
+
+def x_dense(p: ProblemDescription, rows: int) -> tma.TiledSpec:
+    """x as a dense (C, N*H*W) matrix in boxes of 64 channels x ``rows`` pixels (``dense_pixels`` problems)."""
+    return tma.TiledSpec(p.dtype, (p.c, p.n * math.prod(p.in_size)), (p.c * 2,), (BK, rows))
+
+
 def x_im2col(p: ProblemDescription, pixels: int) -> tma.Im2colSpec:
     """The im2col map of x (C, W, H, N) for boxes of ``pixels`` output pixels x 64 channels."""
     isz, osz, fsz, pads, strides, dils = dims3(p)
@@ -353,6 +366,8 @@ def macros(p: ProblemDescription, cfg) -> dict:
         mac["TMA"] = 1
     if cfg.get("PINGPONG"):
         mac["PINGPONG"] = 1
+    if cfg.get("TMA") and dense_pixels(p):
+        mac["A_DENSE"] = 1
     eff, per = split_geometry(p, cfg["SPLITK"])
     mac["SPLITK"] = eff
     if eff > 1:
@@ -524,9 +539,9 @@ class ImplicitGemmHopperBase(Solver):
         need_bias = bool(epi and epi["EPI_BIAS"])
 
         maps = None
-        if cfg["TMA"]:      # x's im2col map (BM pixels a box) and w's tiled map (64 x BN boxes of its rows)
+        if cfg["TMA"]:      # x's im2col map (BM pixels a box; dense x: a tiled map) and w's tiled map (64 x BN boxes of its rows)
             m, n, k = gemm_shape(p)
-            maps = (tma.MapCache(x_im2col(p, cfg["BM"])),
+            maps = (tma.MapCache(x_dense(p, cfg["BM"]) if dense_pixels(p) else x_im2col(p, cfg["BM"])),
                     tma.MapCache(tma.TiledSpec(p.dtype, (k, n), (strides5(p.w_shape, p.layouts[1])[0] * 2,),
                                                (BK, cfg["BN"]))))
 

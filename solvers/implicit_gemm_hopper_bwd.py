@@ -22,8 +22,8 @@ from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_a
 from miofind.tensors import CUDA_TYPES, needs_int64
 
 from .implicit_gemm_hopper_base import (ALIGN, BK, SMEM_STATIC, ImplicitGemmHopperBase, check_aligned,
-                                        default_tile, forward_kernels, partial_bytes, recipe_steps, sm_count,
-                                        space)
+                                        default_tile, dense_pixels, forward_kernels, partial_bytes, recipe_steps,
+                                        sm_count, space)
 
 ZERO_SRC = "implicit_gemm_hopper_bwd.cu"
 ZERO_BLOCK = 256
@@ -104,10 +104,14 @@ def phase_tma_fits(p: ProblemDescription, ph: Phase) -> bool:
     return p.k % BK == 0 and tma.im2col_fits(p.out_size, ph.size, ph.fwd.pads, (1, 1), ph.taps, p.dilations)
 
 
-def dy_im2col(p: ProblemDescription, ph: Phase, pixels: int) -> tma.Im2colSpec:
+def dy_im2col(p: ProblemDescription, ph: Phase, pixels: int) -> tma.Im2colSpec | tma.TiledSpec:
     """Phase ``ph``'s im2col map of dy (K, Wo, Ho, N) for boxes of ``pixels`` of its output pixels x 64
-    channels: filter bases hq - pad' (its forward view's), stride 1, over dy's real size."""
+    channels: filter bases hq - pad' (its forward view's), stride 1, over dy's real size. A phase whose view
+    is 1x1, stride 1, unpadded (``dense_pixels``: the phase's pixels are dy's) reads dy as a dense (K, N*Ho*Wo)
+    matrix through a tiled map instead."""
     (ho, wo), k = p.out_size, p.k
+    if dense_pixels(ph.fwd):
+        return tma.TiledSpec(p.dtype, (k, p.n * ho * wo), (k * 2,), (BK, pixels))
     lower, upper = tma.im2col_corners(p.out_size, ph.size, ph.fwd.pads, (1, 1))
     return tma.Im2colSpec(p.dtype, (k, wo, ho, p.n), (k * 2, wo * k * 2, ho * wo * k * 2), lower, upper, BK, pixels,
                           (1, 1))

@@ -25,8 +25,8 @@ from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_a
 
 from .implicit_gemm_base import INT32_MAX, SM_COUNT
 from .implicit_gemm_hopper_base import (ALIGN, ARCH, SMEM_LIMIT, SMEM_STATIC, ImplicitGemmHopperBase, check_aligned,
-                                        problem_macros, recipe_steps, split_chunks, split_tries, threads,
-                                        tma_fits, x_im2col)
+                                        dense_pixels, problem_macros, recipe_steps, split_chunks, split_tries,
+                                        threads, tma_fits, x_dense, x_im2col)
 
 KEYS = ("BM", "BN", "WGS", "STAGES", "SPLITK", "CLUSTER", "WSPEC", "TMA", "ST16")
 CLUSTERS = (1, 2, 3, 4, 5, 6, 7, 8)
@@ -294,7 +294,7 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
             "SPLITK": eff, "JT_PER": per, "MIN_BLOCKS": blocks_per_sm(cfg), "RED_BLOCK": RED_BLOCK,
             "RED_GROUPS": RED_GROUPS, **({"CLUSTER": cl, "JT_R": cluster_tiles(p, cfg["SPLITK"], cl)} if cl > 1 else {}),
             **({"WSPEC": 1} if cfg["WSPEC"] else {}), **({"TMA": 1} if cfg["TMA"] else {}),
-            **({"ST16": 1} if cfg["ST16"] else {}),
+            **({"ST16": 1} if cfg["ST16"] else {}), **({"B_DENSE": 1} if cfg["TMA"] and dense_pixels(p) else {}),
         }
         mac = tuple((k, str(v)) for k, v in mac.items())
         smem = smem_bytes(cfg)
@@ -309,9 +309,9 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
         ws_total = self.workspace_bytes(p, cfg)
         sid = self.id
         maps = None
-        if cfg["TMA"]:      # dy as a dense J x K matrix (64 x 64 boxes), x's im2col map (64 pixels a box)
+        if cfg["TMA"]:      # dy as a dense J x K matrix (64 x 64 boxes), x's im2col map (64 pixels a box; dense x: tiled)
             maps = (tma.MapCache(tma.TiledSpec(p.dtype, (m, wrw_shape(p)[2]), (m * 2,), (64, BJ))),
-                    tma.MapCache(x_im2col(p, BJ)))
+                    tma.MapCache(x_dense(p, BJ) if dense_pixels(p) else x_im2col(p, BJ)))
 
         def factory(kerns):
             kmain = kerns[0]

@@ -26,6 +26,7 @@ CASES = {
     "tail_mn": dict(n=3, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1),
     "s2": dict(n=2, c=128, k=64, in_size=(14, 14), filter_size=3, pads=1, strides=2),
     "1x1_s2": dict(n=2, c=64, k=136, in_size=(14, 13), filter_size=1, strides=2),
+    "1x1_tail": dict(n=3, c=64, k=72, in_size=(15, 13), filter_size=1),       # dense pixels: x by a tiled map
     "dil2": dict(n=2, c=64, k=40, in_size=(17, 16), filter_size=3, pads=2, dilations=2),
     "7x7img": dict(n=5, c=192, k=128, in_size=(7, 7), filter_size=3, pads=1),
     "7x7s2": dict(n=2, c=64, k=64, in_size=(23, 21), filter_size=7, pads=3, strides=2),
@@ -38,6 +39,7 @@ BWD_CASES = {
     "b_tail_mn": dict(n=3, c=72, k=64, in_size=(15, 13), filter_size=3, pads=1),
     "b_s2": dict(n=2, c=136, k=128, in_size=(14, 15), filter_size=3, pads=1, strides=2),
     "b_1x1_s2": dict(n=2, c=64, k=64, in_size=(14, 13), filter_size=1, strides=2),
+    "b_1x1": dict(n=3, c=72, k=64, in_size=(15, 13), filter_size=1),          # dense pixels: dy by a tiled map
     "b_7x7s2": dict(n=2, c=64, k=64, in_size=(23, 21), filter_size=7, pads=3, strides=2),
     "b_5x3_s2x1": dict(n=2, c=96, k=64, in_size=(12, 17), filter_size=(5, 3), pads=(2, 0), strides=(2, 1)),
     "b_dil2": dict(n=2, c=40, k=64, in_size=(17, 16), filter_size=3, pads=2, dilations=2),
@@ -45,6 +47,8 @@ BWD_CASES = {
 }
 # persistent F: 512 M tiles of 128 (the last short) x 2 N tiles (K = 80), over a grid of at most 2 x 132 blocks
 MANY_TILES = dict(n=16, c=64, k=80, in_size=(63, 65), filter_size=3, pads=1)
+# dense pixels (1x1, stride 1, unpadded) over many tiles: 65520 pixels, 512 M tiles of 128 (the last short)
+MANY_TILES_1X1 = dict(n=16, c=64, k=80, in_size=(63, 65), filter_size=1)
 # persistent B: the same as dx (N = 80 channels), and at stride 2 four phases of 310-330 M tiles of 128 each
 BWD_MANY_TILES = {"s1": dict(n=16, c=80, k=64, in_size=(63, 65), filter_size=3, pads=1),
                   "s2": dict(n=40, c=80, k=64, in_size=(63, 65), filter_size=3, pads=1, strides=2)}
@@ -275,6 +279,47 @@ def test_wrw_tma(name, dt):
     cfgs = [c for bm, bn, wgs in WRW_TILES for c in (_wcfg(bm, bn, wgs, 3), _wcfg(bm, bn, wgs, 6))]
     cfgs += [_wcfg(128, 128, 2, 4, sk=3), _wcfg(64, 128, 1, 5, cl=2)]
     _check_all(WRW, p, [c for c in cfgs if WRW.is_valid_config(p, c)])
+
+
+def test_dense_pixels_builds(no_gpu_arch):
+    """A 1x1 stride-1 unpadded problem with the copy engine reads x (dy for backward data's phase) through a tiled
+    map of the dense pixels x channels matrix (A_DENSE, B_DENSE); padding, a stride or a larger filter keep the
+    im2col map; every such build compiles for sm_90a (NVRTC)."""
+    p = _p("F", **CASES["1x1_tail"])
+    assert hb.dense_pixels(p) and not hb.dense_pixels(_p("F", **CASES["1x1_s2"]))
+    assert not hb.dense_pixels(_p("F", **CASES["tail_mn"]))
+    assert not hb.dense_pixels(_p("F", n=3, c=64, k=72, in_size=(15, 13), filter_size=1, pads=1))
+    k = FWD.get_solution(p, _fcfg(128, 64, 2, 4, per=1)).kernels[0]
+    assert dict(k.macros)["A_DENSE"] == "1"
+    assert "A_DENSE" not in dict(FWD.get_solution(p, _fcfg(128, 64, 2, 4, tm=0)).kernels[0].macros)
+    assert "A_DENSE" not in dict(FWD.get_solution(_p("F", **CASES["tail_mn"]), _fcfg(128, 64, 2, 4)).kernels[0].macros)
+    b = _p("B", **BWD_CASES["b_1x1_s2"])            # the one phase taps reach: dy's pixels, 1x1, unpadded
+    bk = [k for k in BWD.get_solution(b, _fcfg(128, 64, 2, 4, per=1)).kernels if k.name == "igemm_hopper_fwd"]
+    assert [dict(k.macros).get("A_DENSE") for k in bk] == ["1"]
+    w = _p("W", **CASES["1x1_tail"])
+    assert dict(WRW.get_solution(w, _wcfg(64, 128, 1, 4)).kernels[0].macros)["B_DENSE"] == "1"
+    nvrtc_or_skip()
+    from miofind.compile import nvrtc_compile
+    builds = [k, *bk, *FWD.get_solution(p, _fcfg(128, 128, 2, 4, per=1, pp=1)).kernels,
+              *FWD.get_solution(p, _fcfg(64, 128, 1, 4, sk=2)).kernels,
+              *WRW.get_solution(w, _wcfg(64, 128, 1, 4, sk=2, cl=2)).kernels]
+    for kern in builds:
+        assert nvrtc_compile(kern, "sm_90a"), kern.name
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+def test_dense_pixels_walk(dt):
+    """Dense-pixel loads (tiled maps of x, dy) over many tiles: persistent and ping-pong F, persistent B at stride 1
+    and 2, W split and over clusters, against the float64 reference."""
+    p = _p("F", dt, **MANY_TILES_1X1)
+    assert hb.dense_pixels(p)
+    _check_all(FWD, p, [_fcfg(128, 64, 2, 4, per=1), _fcfg(64, 128, 1, 5, per=1), _fcfg(128, 128, 2, 4, per=1, pp=1),
+                        _fcfg(64, 64, 2, 4, per=1, pp=1), _fcfg(128, 128, 2, 4)])
+    for b in (_p("B", dt, **dict(MANY_TILES_1X1, c=80, k=64)), _p("B", dt, **dict(MANY_TILES_1X1, c=80, k=64, strides=2))):
+        _check_all(BWD, b, [_fcfg(128, 64, 2, 4, per=1), _fcfg(128, 128, 2, 4, per=1, pp=1)])
+    w = _p("W", dt, **MANY_TILES_1X1)
+    _check_all(WRW, w, [_wcfg(64, 128, 1, 4, sk=8), _wcfg(128, 64, 2, 4, sk=4, cl=4), _wcfg(64, 64, 1, 5)])
 
 
 @pytest.mark.gpu
