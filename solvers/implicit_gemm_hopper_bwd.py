@@ -23,7 +23,7 @@ from miofind.tensors import CUDA_TYPES, needs_int64
 
 from .implicit_gemm_hopper_base import (ALIGN, BK, SMEM_STATIC, ImplicitGemmHopperBase, check_aligned,
                                         default_tile, dense_pixels, forward_kernels, partial_bytes, recipe_steps,
-                                        sm_count, space)
+                                        sm_count, space, x_dense)
 
 ZERO_SRC = "implicit_gemm_hopper_bwd.cu"
 ZERO_BLOCK = 256
@@ -108,10 +108,10 @@ def dy_im2col(p: ProblemDescription, ph: Phase, pixels: int) -> tma.Im2colSpec |
     """Phase ``ph``'s im2col map of dy (K, Wo, Ho, N) for boxes of ``pixels`` of its output pixels x 64
     channels: filter bases hq - pad' (its forward view's), stride 1, over dy's real size. A phase whose view
     is 1x1, stride 1, unpadded (``dense_pixels``: the phase's pixels are dy's) reads dy as a dense (K, N*Ho*Wo)
-    matrix through a tiled map instead."""
-    (ho, wo), k = p.out_size, p.k
+    matrix through a tiled map instead: its view's x (``x_dense``)."""
     if dense_pixels(ph.fwd):
-        return tma.TiledSpec(p.dtype, (k, p.n * ho * wo), (k * 2,), (BK, pixels))
+        return x_dense(ph.fwd, pixels)
+    (ho, wo), k = p.out_size, p.k
     lower, upper = tma.im2col_corners(p.out_size, ph.size, ph.fwd.pads, (1, 1))
     return tma.Im2colSpec(p.dtype, (k, wo, ho, p.n), (k * 2, wo * k * 2, ho * wo * k * 2), lower, upper, BK, pixels,
                           (1, 1))

@@ -157,10 +157,10 @@ def estimate_terms(p: ProblemDescription, cfg) -> tuple:
     """(tile shape, waves x j tiles per block, waves, MB of partial planes, reduce launches, MB exchanged by the
     cluster split): the terms estimate_us weighs. Waves are of one block per SM."""
     m, n, _ = wrw_shape(p)
-    jt, nt, cl = j_tiles(p), tiles(p, cfg), cfg["CLUSTER"]
-    eff, per = split_geometry(p, cfg["SPLITK"])
+    nt, cl = tiles(p, cfg), cfg["CLUSTER"]
+    eff = split_geometry(p, cfg["SPLITK"])[0]
     blocks = nt * eff * cl
-    per = ceil_div(per, cl)
+    per = cluster_tiles(p, cfg["SPLITK"], cl)
     waves = ceil_div(blocks, SM_COUNT)
     return ((cfg["BM"], cfg["BN"], cfg["WGS"], cfg["TMA"]), waves * per, waves,
             eff * m * n * 8 / 1e6 if eff > 1 else 0.0, 1 if eff > 1 else 0,
@@ -288,13 +288,14 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
         eff, per = split_geometry(p, cfg["SPLITK"])
         cl = cfg["CLUSTER"]
         ny = eff * cl        # grid.y: each chunk's cluster of blocks
+        dense = cfg["TMA"] and dense_pixels(p)      # x read through a tiled map of the dense J x C matrix
         mac = {
             **problem_macros(p),
             "BM": cfg["BM"], "BN": cfg["BN"], "WGS": cfg["WGS"], "STAGES": cfg["STAGES"],
             "SPLITK": eff, "JT_PER": per, "MIN_BLOCKS": blocks_per_sm(cfg), "RED_BLOCK": RED_BLOCK,
             "RED_GROUPS": RED_GROUPS, **({"CLUSTER": cl, "JT_R": cluster_tiles(p, cfg["SPLITK"], cl)} if cl > 1 else {}),
             **({"WSPEC": 1} if cfg["WSPEC"] else {}), **({"TMA": 1} if cfg["TMA"] else {}),
-            **({"ST16": 1} if cfg["ST16"] else {}), **({"B_DENSE": 1} if cfg["TMA"] and dense_pixels(p) else {}),
+            **({"ST16": 1} if cfg["ST16"] else {}), **({"B_DENSE": 1} if dense else {}),
         }
         mac = tuple((k, str(v)) for k, v in mac.items())
         smem = smem_bytes(cfg)
@@ -311,7 +312,7 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
         maps = None
         if cfg["TMA"]:      # dy as a dense J x K matrix (64 x 64 boxes), x's im2col map (64 pixels a box; dense x: tiled)
             maps = (tma.MapCache(tma.TiledSpec(p.dtype, (m, wrw_shape(p)[2]), (m * 2,), (64, BJ))),
-                    tma.MapCache(x_dense(p, BJ) if dense_pixels(p) else x_im2col(p, BJ)))
+                    tma.MapCache(x_dense(p, BJ) if dense else x_im2col(p, BJ)))
 
         def factory(kerns):
             kmain = kerns[0]
