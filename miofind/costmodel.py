@@ -58,15 +58,18 @@ _PROBLEM_FEATURES = (
 # per-row features of a (problem, config) with a BM x BN tiling (``_tile_values``), after the config columns
 _TILE_FEATURES = ("log_tiles", "wave_eff")
 _NO_TILING = (-1.0, -1.0)
-# LightGBM parameters, fixed before any evaluation (bench/eval_costmodel.py does not tune them), except
-# extra_trees (random split thresholds): chosen by the nested leave-one-preset-out criterion, the ranking pick's
-# mean slowdown on out-of-fold training presets, lower on all five outer splits (5.88% against 6.77% mean;
-# bench/results/session-nov27/nested/)
+# LightGBM parameters, fixed before any evaluation (bench/eval_costmodel.py does not tune them)
 PARAMS = {
     "objective": "regression", "learning_rate": 0.05, "num_leaves": 31, "max_depth": 8, "min_data_in_leaf": 5,
-    "feature_fraction": 0.9, "bagging_fraction": 0.9, "bagging_freq": 1, "lambda_l2": 1.0, "extra_trees": True,
+    "feature_fraction": 0.9, "bagging_fraction": 0.9, "bagging_freq": 1, "lambda_l2": 1.0,
     "use_missing": False, "verbosity": -1, "num_threads": 2, "deterministic": True, "seed": 1,
 }
+# over PARAMS for the immediate-mode models (config basis "default" or "none", not the tuner's "tuned" one):
+# random split thresholds (extra_trees), chosen by the nested leave-one-preset-out criterion, the ranking pick's
+# mean slowdown on out-of-fold training presets, lower on all five outer splits (5.88% against 6.77%;
+# bench/results/session-nov27/nested/). The tuner's config-aware model keeps PARAMS: with random thresholds it
+# told a tuned config from the default in 65.0% of held-out pairs against 91.5% (session-nov27/tune-order/).
+IMMEDIATE_PARAMS = {"extra_trees": True}
 NUM_ROUNDS = 600
 # trees of the LambdaRank forest ``train`` adds (0: none), and its parameters over PARAMS: 150 trees at
 # twice the regression's learning rate (the boosting budget of 300 at 0.05, at half the evaluation
@@ -855,7 +858,8 @@ def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUND
     meta = {"format": FORMAT if rank_rounds else 1, "solvers": list(solver_ids), "config_keys": keys,
             "sm_count": sm_count, "samples": len(samples), "problems": len({s.problem_key for s in samples}),
             "support": sorted({support_class(parse_problem_key(s.problem_key)) for s in samples}),
-            "source": source, "params": dict(PARAMS, **(params or {})), "rounds": rounds, "configs": configs,
+            "source": source, "params": dict(PARAMS, **({} if configs and not default_configs else IMMEDIATE_PARAMS),
+                                             **(params or {})), "rounds": rounds, "configs": configs,
             "config_basis": "default" if default_configs else ("tuned" if configs else "none"),
             "tile_features": tile_features}
     shell = CostModel(_Trees.empty(), dict(meta, version=""))
