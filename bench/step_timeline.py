@@ -12,7 +12,7 @@ splits each step's wall time (first CPU event to the last GPU activity's end) in
 
 It also lists the host's API calls that take long (synchronising calls, allocations, launches over 50 µs)
 and the busy fraction of each tenth of the step, so that an ordering effect (GPU-light work queued slowly
-first, GPU-heavy work late) shows.
+first, GPU-heavy work late) shows, and the GPU kernels by their time per step.
 
     python bench/step_timeline.py --out DIR --model mobilenet_v2 --config train32-fp32 [--steps 5]
 """
@@ -108,6 +108,18 @@ def analyse(trace: dict, steps: int) -> dict:
                                                for k, c in long_calls.most_common(20)}}
 
 
+def kernel_table(trace: dict, steps: int, top: int = 40) -> list:
+    """The GPU kernels of ``steps`` profiled steps by total time: [name, ms per step, launches per step], longest
+    first (the first ``top``)."""
+    tot, n = collections.defaultdict(float), collections.Counter()
+    for e in trace.get("traceEvents", []):
+        if e.get("ph") == "X" and e.get("cat") == "kernel":
+            tot[e["name"]] += e.get("dur", 0) / 1e3
+            n[e["name"]] += 1
+    rows = sorted(tot, key=tot.get, reverse=True)[:top]
+    return [[k, tot[k] / steps, n[k] / steps] for k in rows]
+
+
 def side(name: str, config: str, backend: str, steps: int, out: str) -> dict:
     import torch
     from bench_models import build, inputs, parse, prepare, stepper
@@ -164,6 +176,7 @@ def side(name: str, config: str, backend: str, steps: int, out: str) -> dict:
         trace = json.load(fh)
     os.unlink(path)
     res = analyse(trace, steps)
+    res["kernels_per_step"] = kernel_table(trace, steps)
     res["unprofiled_step_ms"] = before
     res["gc_per_10_steps"] = {"collections": gc_n, "ms": gc_ms, "tracked_objects": tracked}
     res["unprofiled_gc_off_ms"] = no_gc
@@ -222,6 +235,10 @@ def main(argv=None) -> int:
         lines.append(f"{b}: long or syncing API calls per step: "
                      + ", ".join(f"{k} x{v['count']:.0f} {v['us']:.0f} us"
                                  for k, v in res[b]["long_or_syncing_calls_per_step"].items()))
+    for b in args.backends.split(","):
+        lines += ["", f"{b}: GPU kernels by time per step (the first 15; ms per step, launches per step)", "",
+                  "| kernel | ms | launches |", "| --- | ---: | ---: |"]
+        lines += [f"| `{k[:90]}` | {ms:.3f} | {c:.0f} |" for k, ms, c in res[b]["kernels_per_step"][:15]]
     text = "\n".join(lines) + "\n"
     with open(os.path.join(args.out, f"timeline_{args.model}_{args.config}.md"), "w") as fh:
         fh.write(text)
