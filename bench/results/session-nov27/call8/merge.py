@@ -12,15 +12,16 @@ shutil.copyfile(db4, out)
 c = sqlite3.connect(out)
 c.execute("attach database ? as m", (db6,))
 cols = [r[1] for r in c.execute("pragma table_info(find_records)") if r[1] != "id"]
-q = ",".join("?" * len(keys))
+q = ",".join("?" * len(keys)) + ") and kernel_hash not like 'stale:%' and (1"   # call 8's measured records only
 new = c.execute(f"select count(*) from m.find_records where problem_key in ({q})", keys).fetchone()[0]
-gone = c.execute(f"delete from find_records where problem_key in ({q}) and (device, problem_key, solver_id) in "
+qk = ",".join("?" * len(keys))
+gone = c.execute(f"delete from find_records where problem_key in ({qk}) and (device, problem_key, solver_id) in "
                  f"(select device, problem_key, solver_id from m.find_records where problem_key in ({q}))", keys + keys).rowcount
 c.execute(f"insert into find_records ({','.join(cols)}) select {','.join(cols)} from m.find_records where problem_key in ({q})", keys)
 c.commit()
-left = c.execute(f"select count(*) from find_records where problem_key in ({q})", keys).fetchone()[0]
+left = c.execute(f"select count(*) from find_records where problem_key in ({qk})", keys).fetchone()[0]
 stale = c.execute("select count(*) from find_records where kernel_hash like 'stale:%'").fetchone()[0]
-print(f"{new} records of call 6 replaced {gone}; {left} records of the 138 problems; {stale} stale; "
+print(f"{new} records of call 8 replaced {gone}; {left} records of the 46 problems; {stale} stale; "
       f"{c.execute('select count(*) from find_records').fetchone()[0]} records in all")
 c.execute("detach database m")
 c.execute("vacuum")
