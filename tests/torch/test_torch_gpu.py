@@ -386,7 +386,10 @@ def test_workspace_kept_per_stream_and_fresh_in_capture(mt, monkeypatch):
     from miofind.torch import _policy
 
     # a shipped-DB problem whose pick (Winograd F(4x4)) takes a workspace, ~115 MB here: kept under a
-    # raised limit
+    # raised limit. The find measures every candidate at once (MIOFIND_SPECIALIZE=sync): in the background mode a
+    # candidate not yet compiled on this machine is deferred, and the first answer may be cuDNN's plan, which takes no
+    # workspace (session-nov27 call 9 skipped this test that way, call 3 had run it)
+    monkeypatch.setenv("MIOFIND_SPECIALIZE", "sync")
     monkeypatch.setattr(_policy, "KEEP_WORKSPACE_BYTES", 1 << 30)
     torch.manual_seed(0)
     x = torch.randn(32, 64, 56, 56, device="cuda")
