@@ -858,8 +858,8 @@ def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUND
     meta = {"format": FORMAT if rank_rounds else 1, "solvers": list(solver_ids), "config_keys": keys,
             "sm_count": sm_count, "samples": len(samples), "problems": len({s.problem_key for s in samples}),
             "support": sorted({support_class(parse_problem_key(s.problem_key)) for s in samples}),
-            "source": source, "params": dict(PARAMS, **({} if configs and not default_configs else IMMEDIATE_PARAMS),
-                                             **(params or {})), "rounds": rounds, "configs": configs,
+            "source": source, "params": {**PARAMS, **({} if configs and not default_configs else IMMEDIATE_PARAMS),
+                                         **(params or {})}, "rounds": rounds, "configs": configs,
             "config_basis": "default" if default_configs else ("tuned" if configs else "none"),
             "tile_features": tile_features}
     shell = CostModel(_Trees.empty(), dict(meta, version=""))

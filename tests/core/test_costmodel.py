@@ -377,6 +377,18 @@ def test_default_training_leaves_configs_and_default_config_samples_out(tuned_sa
         assert t == list(_descent_ms(model, p, pairs))
 
 
+def test_immediate_mode_models_draw_random_thresholds_and_the_tuners_model_does_not(tuned_samples):
+    pytest.importorskip("lightgbm")
+    plain = cm.train(tuned_samples, rounds=10, rank_rounds=0)
+    default = cm.train(tuned_samples, rounds=10, rank_rounds=5, default_configs=True)
+    tuner = cm.train(tuned_samples, rounds=10, rank_rounds=0, configs=True)
+    assert plain.meta["params"]["extra_trees"] is True and default.meta["params"]["extra_trees"] is True
+    assert default.meta["rank_params"]["extra_trees"] is True          # the ranking forest too
+    assert "extra_trees" not in tuner.meta["params"] and tuner.config_basis == "tuned"
+    off = cm.train(tuned_samples, rounds=10, rank_rounds=0, params={"extra_trees": False})
+    assert off.meta["params"]["extra_trees"] is False                  # an explicit parameter wins
+
+
 def _balanced_tree_trees(depth: int) -> "cm._Trees":
     """One complete tree of ``depth`` splitting on feature 0 at 0.5, 1.5, ... (2^depth leaves)."""
     feature, threshold, children, value = [], [], [], []
