@@ -855,13 +855,12 @@ def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUND
         raise CostModelError(f"rounds {rounds}, rank_rounds {rank_rounds}: need rounds >= 1, rank_rounds >= 0")
     solver_ids = tuple(sorted({s.solver_id for s in samples}))
     keys = list(numeric_config_keys(s.config for s in samples)) if configs else []
+    basis = "default" if default_configs else ("tuned" if configs else "none")
     meta = {"format": FORMAT if rank_rounds else 1, "solvers": list(solver_ids), "config_keys": keys,
             "sm_count": sm_count, "samples": len(samples), "problems": len({s.problem_key for s in samples}),
             "support": sorted({support_class(parse_problem_key(s.problem_key)) for s in samples}),
-            "source": source, "params": {**PARAMS, **({} if configs and not default_configs else IMMEDIATE_PARAMS),
-                                         **(params or {})}, "rounds": rounds, "configs": configs,
-            "config_basis": "default" if default_configs else ("tuned" if configs else "none"),
-            "tile_features": tile_features}
+            "source": source, "params": {**PARAMS, **({} if basis == "tuned" else IMMEDIATE_PARAMS), **(params or {})},
+            "rounds": rounds, "configs": configs, "config_basis": basis, "tile_features": tile_features}
     shell = CostModel(_Trees.empty(), dict(meta, version=""))
     x, base, y = _matrix(shell, samples, sm_count, get_solver)
     names = [*_PROBLEM_FEATURES, "log_roofline_ms", *(f"solver={s}" for s in solver_ids),
