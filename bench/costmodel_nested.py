@@ -99,6 +99,10 @@ def main(argv=None):
     ap.add_argument("--relative", action="store_true",
                     help="also a regression forest of log10(time / cuDNN's time) of each non-cuDNN record; the "
                          "rows' regression times are then cuDNN's predicted time times the predicted ratio")
+    ap.add_argument("--align-features", action="store_true",
+                    help="the GEMM leading dimensions' byte alignment as problem features (costmodel.train(align_features=True); "
+                         "off without it: this script trains its default-config models as basis 'tuned', as it passes "
+                         "--param extra_trees=true explicitly)")
     ap.add_argument("--only", default=None, help="comma-separated outer splits (default: all five)")
     args = ap.parse_args(argv)
 
@@ -149,7 +153,7 @@ def main(argv=None):
         return cm.train([s for s in samples if s.problem_key not in exclude], sm_count=sm_count,
                         rounds=args.rounds, rank_rounds=args.rank_rounds, params=params,
                         rank_params=rank_params, source=source, rank_labels=args.rank_labels,
-                        configs=args.default_configs)
+                        configs=args.default_configs, align_features=args.align_features)
 
     result = {}
     for outer in (args.only.split(",") if args.only else SPLITS):

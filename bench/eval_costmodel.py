@@ -142,6 +142,9 @@ def main(argv=None):
     ap.add_argument("--tile-features", action="store_true",
                     help="with --default-configs: also the blocks a BM x BN config launches and their wave efficiency "
                          "(costmodel.train(tile_features=True))")
+    ap.add_argument("--align-features", action=argparse.BooleanOptionalAction, default=None,
+                    help="the GEMM leading dimensions' byte alignment as problem features (costmodel.train's "
+                         "align_features; default: as shipped, costmodel.IMMEDIATE_ALIGN)")
     ap.add_argument("--rank-learning-rate", type=float, default=None,
                     help="learning rate of the LambdaRank trees (default: miofind.costmodel's)")
     args = ap.parse_args(argv)
@@ -166,7 +169,7 @@ def main(argv=None):
         model = cm.train(train_samples, sm_count=sm_count, rounds=args.rounds, rank_rounds=args.rank_rounds,
                          params={"seed": args.seed}, rank_params=rank_params, source=f"all but {held}",
                          rank_labels=args.rank_labels, default_configs=args.default_configs,
-                         tile_features=args.tile_features)
+                         tile_features=args.tile_features, align_features=args.align_features)
         secs = time.perf_counter() - t0
         fell_back = set()
         probs = evaluate_split(test, train_records, finds, model, sm_count, fell_back)
@@ -193,7 +196,8 @@ def main(argv=None):
               else args.db, "params": dict(cm.PARAMS, seed=args.seed), "rounds": args.rounds,
               "rank_rounds": args.rank_rounds, "rank_labels": args.rank_labels,
               "train_bf16_twins": args.train_bf16_twins, "default_configs": args.default_configs,
-              "tile_features": args.tile_features, "rank_params": {**cm.PARAMS, "seed": args.seed, **cm.RANK_PARAMS, **rank_params},
+              "tile_features": args.tile_features,
+              "align_features": args.align_features, "rank_params": {**cm.PARAMS, "seed": args.seed, **cm.RANK_PARAMS, **rank_params},
               "targets": TARGETS,
               "pooled": pooled, "presets": results, "timing": tim}
     md = render(report)

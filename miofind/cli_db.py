@@ -625,7 +625,10 @@ def db_migrate_trust(db_url):
 @click.option("--tile-features", is_flag=True,
               help="With default configs: also the blocks a BM x BN config launches and their wave efficiency as "
                    "features (evaluated, not the shipped recipe: bench/results/costmodel-v7/NOTES.md).")
-def db_train_model(db_url, device, out_path, folds, sm_count, configs, default_configs, tile_features):
+@click.option("--align-features/--no-align-features", default=None,
+              help="The byte alignment of the GEMMs' leading dimensions as problem features (default: on for the "
+                   "immediate-mode model, costmodel.IMMEDIATE_ALIGN; off for --configs).")
+def db_train_model(db_url, device, out_path, folds, sm_count, configs, default_configs, tile_features, align_features):
     """Train the learned cost model of immediate mode from a FindDB's records (needs the 'model' extra:
     pip install 'miofind[model]'), print its cross-validated accuracy, write the model file. Shipped
     as finddb/<arch>-<SMs>.model.npz next to the system DB, it ranks solvers on a DB miss. With
@@ -657,6 +660,7 @@ def db_train_model(db_url, device, out_path, folds, sm_count, configs, default_c
         # the tuner orders configs by the regression's times: the config-aware model has no ranker
         kw = {"configs": True, "rank_rounds": 0} if configs else \
             {"default_configs": default_configs, "tile_features": tile_features}
+        kw["align_features"] = align_features
         cv = cross_validate(samples, folds, sm_count=sm_count, **kw) if folds else None
         model = train(samples, sm_count=sm_count, source=str(db_url), **kw)
     except CostModelError as e:
@@ -665,7 +669,8 @@ def db_train_model(db_url, device, out_path, folds, sm_count, configs, default_c
     n_prob = model.meta["problems"]
     features = (f"; config features ({'default configs' if default_configs else 'tuned configs'}): "
                 f"{','.join(model.config_keys)}" if model.config_keys else "") + \
-        ("; tile features: blocks and wave efficiency" if tile_features else "")
+        ("; tile features: blocks and wave efficiency" if tile_features else "") + \
+        ("; alignment features" if model.align_features else "")
     click.echo(f"trained on {model.meta['samples']} measured times of {n_prob} problems; model {model.version} "
                f"({len(model.trees.roots) - model.rank_trees} regression trees state the times, {model.rank_trees} "
                f"LambdaRank trees order the solvers{features}) -> {path}")

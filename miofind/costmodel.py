@@ -55,6 +55,10 @@ _PROBLEM_FEATURES = (
     "fy", "fx", "sy", "sx", "py", "px", "dil", "log_groups", "depthwise", "log_cpg", "log_kpg",
     "log_flops", "log_bytes", "log_intensity", "log_gemm_m", "log_gemm_n", "log_gemm_k", "log_out_per_n",
 )
+# with ``train(align_features=True)``, after the problem features: log2 of the byte alignment (at most 16) of the
+# channels-first planes (output and input pixels per image: a NCHW GEMM's leading dimension) and of the channels per
+# group (a NHWC GEMM's leading dimension), ``_align_values``
+_ALIGN_FEATURES = ("align_out", "align_in", "align_cpg", "align_kpg")
 # per-row features of a (problem, config) with a BM x BN tiling (``_tile_values``), after the config columns
 _TILE_FEATURES = ("log_tiles", "wave_eff")
 _NO_TILING = (-1.0, -1.0)
@@ -70,6 +74,10 @@ PARAMS = {
 # bench/results/session-nov27/nested/). The tuner's config-aware model keeps PARAMS: with random thresholds it
 # told a tuned config from the default in 65.0% of held-out pairs against 91.5% (session-nov27/tune-order/).
 IMMEDIATE_PARAMS = {"extra_trees": True}
+# whether the immediate-mode models have ``_ALIGN_FEATURES`` (``train(align_features=None)``): chosen by the same
+# nested criterion, the out-of-fold mean slowdown averaged over the five outer splits, 5.23% -> 5.01% at the shipped
+# seed (5.19 -> 5.22, 5.63 -> 5.07 at seeds 2, 3; bench/results/session-nov27b/align/). The tuner's model has none.
+IMMEDIATE_ALIGN = True
 NUM_ROUNDS = 600
 # trees of the LambdaRank forest ``train`` adds (0: none), and its parameters over PARAMS: 150 trees at
 # twice the regression's learning rate (the boosting budget of 300 at 0.05, at half the evaluation
@@ -106,9 +114,17 @@ def _log2(v: float) -> float:
     return math.log2(v) if v > 0 else -1.0
 
 
-def problem_features(p: ProblemDescription) -> list[float]:
-    """The problem's part of a feature row, in ``_PROBLEM_FEATURES`` order."""
-    return _problem_parts(p)[0]
+def problem_features(p: ProblemDescription, align: bool = False) -> list[float]:
+    """The problem's part of a feature row, in ``_PROBLEM_FEATURES`` order (then ``_ALIGN_FEATURES`` with
+    ``align``)."""
+    return _problem_parts(p, align)[0]
+
+
+def _align_log2(v: int, elem: int) -> float:
+    """log2 of the largest power of two, at most 16, dividing ``v`` elements of ``elem`` bytes: the widest
+    vector (and the TMA/cuBLAS 16-byte rule) a row of ``v`` elements keeps aligned."""
+    b = v * elem
+    return float(min(4, (b & -b).bit_length() - 1)) if b > 0 else 0.0
 
 
 def _last_two(v, pad) -> tuple:
@@ -116,7 +132,8 @@ def _last_two(v, pad) -> tuple:
     return (v[-2], v[-1]) if len(v) >= 2 else (pad, v[0])
 
 
-def _problem_parts(p: ProblemDescription) -> tuple[list[float], ProblemDescription, int, int, tuple[int, int, int]]:
+def _problem_parts(p: ProblemDescription, align: bool = False) -> tuple[list[float], ProblemDescription, int, int,
+                                                                         tuple[int, int, int]]:
     """(``problem_features``, the non-transposed problem, its FLOPs, the elements of x, w and y
     together, the implicit GEMM's (M, N per group, groups) for ``_tile_values``): the sizes are
     computed once, for the features, the roofline time and the tiling alike."""
@@ -157,6 +174,10 @@ def _problem_parts(p: ProblemDescription) -> tuple[list[float], ProblemDescripti
         *lg[:7], float(fy), float(fx), float(sy), float(sx), float(py), float(px), float(max(p.dilations)),
         lg[7], float(groups > 1 and groups == c), *lg[8:],
     ]
+    if align:
+        elem = 2 if low else 4
+        features += [_align_log2(out_sp, elem), _align_log2(in_sp, elem), _align_log2(cpg, elem),
+                     _align_log2(kpg, elem)]
     return features, p, flops, elements, (m, gn, groups)
 
 
@@ -469,7 +490,9 @@ class CostModel:
         self._config_col = {k: i for i, k in enumerate(self.config_keys)}
         self._support = frozenset(meta["support"])
         self.tile_features = bool(meta.get("tile_features"))
-        self._tile_col = len(_PROBLEM_FEATURES) + 1 + len(self.solver_ids) + len(_FAMILIES) + len(self.config_keys)
+        self.align_features = bool(meta.get("align_features"))
+        self._np = len(_PROBLEM_FEATURES) + (len(_ALIGN_FEATURES) if self.align_features else 0)
+        self._tile_col = self._np + 1 + len(self.solver_ids) + len(_FAMILIES) + len(self.config_keys)
         self.n_features = self._tile_col + (len(_TILE_FEATURES) if self.tile_features else 0)
         # a second forest (LambdaRank) after the regression trees: its scores order the solvers
         self.rank_trees = int(meta.get("rank_trees", 0))
@@ -477,10 +500,10 @@ class CostModel:
         exits = trees.exits
         if exits is not None:   # predict_ms's lookups: (thresholds, table row per count) by feature
             look = lambda f: exits.lookup[f] if f < len(exits.lookup) and exits.lookup[f] else ([], [0])  # noqa: E731
-            self._problem_look = [(f, *look(f)) for f in range(len(_PROBLEM_FEATURES)) if look(f)[0]]
+            self._problem_look = [(f, *look(f)) for f in range(self._np) if look(f)[0]]
             self._problem_rows = exits.lookup_rows(self._problem_look)
-            self._roofline_look = look(len(_PROBLEM_FEATURES))
-            c0 = len(_PROBLEM_FEATURES) + 1 + len(self.solver_ids) + len(_FAMILIES)
+            self._roofline_look = look(self._np)
+            c0 = self._np + 1 + len(self.solver_ids) + len(_FAMILIES)
             self._config_feature = {k: c0 + j for j, k in enumerate(self.config_keys)}
             self._known_rows: dict = {}   # predict_ms: (solver id, family, config items, types) -> joined row
             self._tile_look = [look(self._tile_col + j) for j in range(len(_TILE_FEATURES))]
@@ -509,7 +532,7 @@ class CostModel:
 
     def rows(self, problem: ProblemDescription, pairs, sm_count: int = 132) -> tuple[np.ndarray, np.ndarray]:
         """(feature rows, log10 roofline ms) for (solver, config) pairs on one problem."""
-        pf = problem_features(problem)
+        pf = problem_features(problem, self.align_features)
         n = len(pairs)
         x = np.zeros((n, self.n_features))
         np_ = len(pf)
@@ -519,7 +542,7 @@ class CostModel:
         c0 = f0 + len(_FAMILIES)
         x[:, c0:] = -1.0
         if self.tile_features:
-            tiling = _problem_parts(problem)[4]
+            tiling = _problem_parts(problem, self.align_features)[4]
             t0 = self._tile_col
             for i, (_, config) in enumerate(pairs):
                 x[i, t0:t0 + len(_TILE_FEATURES)] = _tile_values(tiling, config, sm_count)
@@ -575,7 +598,7 @@ class CostModel:
                 return (10.0 ** (base + self.trees.predict(x))).tolist(), None
             v = np.add.reduceat(self.trees.leaves(x), [0, cut], axis=1)   # summed as ``_Exits.score`` sums
             return (10.0 ** (base + v[:, 0])).tolist(), (-v[:, 1]).tolist()
-        pf, conv, flops, elements, tiling = _problem_parts(problem)
+        pf, conv, flops, elements, tiling = _problem_parts(problem, self.align_features)
         common = self._problem_rows(pf) or [0]
         # the rest of a row is its roofline time (one per family) and one joined table row of its
         # solver, family and config (``_joined_row``), known by the config's items and their types
@@ -655,7 +678,7 @@ class CostModel:
         """(feature, value) of a row's solver one-hot (``scol``; -1: an unknown solver), family
         one-hot and config columns, as ``rows`` fills them: ``config`` holds (feature, value) of the
         config's numeric parameters, or only the feature (its value left out); the rest are -1."""
-        s0 = len(_PROBLEM_FEATURES) + 1
+        s0 = self._np + 1
         f0 = s0 + len(self.solver_ids)
         c0 = f0 + len(_FAMILIES)
         given = {c[0] if isinstance(c, tuple) else c: c[1] if isinstance(c, tuple) else None for c in config}
@@ -816,7 +839,7 @@ RANK_LABELS = {"bands": relevance, "graded": graded_relevance}
 def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUNDS, params: dict | None = None,
           source: str = "", configs: bool = False, rank_rounds: int = RANK_ROUNDS,
           rank_params: dict | None = None, rank_labels: str = "bands", default_configs: bool = False,
-          tile_features: bool = False) -> CostModel:
+          tile_features: bool = False, align_features: bool | None = None) -> CostModel:
     """A CostModel fitted to ``samples`` (CostModelError without LightGBM or samples).
 
     ``rounds`` regression trees state the times; ``rank_rounds`` > 0 adds a LambdaRank forest on
@@ -840,7 +863,10 @@ def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUND
     (leave-one-preset-out: ``bench/results/costmodel-v7/``).
 
     ``tile_features``: two more per-row features of a config with a BM x BN tiling on its problem,
-    the blocks it launches and their wave efficiency on ``sm_count`` SMs (``_tile_values``)."""
+    the blocks it launches and their wave efficiency on ``sm_count`` SMs (``_tile_values``).
+
+    ``align_features``: four more problem features, the byte alignment of the GEMMs' leading dimensions
+    (``_ALIGN_FEATURES``); None: ``IMMEDIATE_ALIGN`` for the immediate-mode models, none for the tuner's."""
     from .registry import get_solver
 
     lgb = _lightgbm()
@@ -856,14 +882,17 @@ def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUND
     solver_ids = tuple(sorted({s.solver_id for s in samples}))
     keys = list(numeric_config_keys(s.config for s in samples)) if configs else []
     basis = "default" if default_configs else ("tuned" if configs else "none")
+    if align_features is None:
+        align_features = IMMEDIATE_ALIGN and basis != "tuned"
     meta = {"format": FORMAT if rank_rounds else 1, "solvers": list(solver_ids), "config_keys": keys,
             "sm_count": sm_count, "samples": len(samples), "problems": len({s.problem_key for s in samples}),
             "support": sorted({support_class(parse_problem_key(s.problem_key)) for s in samples}),
             "source": source, "params": {**PARAMS, **({} if basis == "tuned" else IMMEDIATE_PARAMS), **(params or {})},
-            "rounds": rounds, "configs": configs, "config_basis": basis, "tile_features": tile_features}
+            "rounds": rounds, "configs": configs, "config_basis": basis, "tile_features": tile_features,
+            "align_features": align_features}
     shell = CostModel(_Trees.empty(), dict(meta, version=""))
     x, base, y = _matrix(shell, samples, sm_count, get_solver)
-    names = [*_PROBLEM_FEATURES, "log_roofline_ms", *(f"solver={s}" for s in solver_ids),
+    names = [*_PROBLEM_FEATURES, *(_ALIGN_FEATURES if align_features else ()), "log_roofline_ms", *(f"solver={s}" for s in solver_ids),
              *(f"family={f or 'other'}" for f in _FAMILIES), *(f"cfg_{k}" for k in shell.config_keys),
              *(_TILE_FEATURES if tile_features else ())]
     ds = lgb.Dataset(x, label=y - base, feature_name=names)
@@ -1002,11 +1031,12 @@ def ranking_metrics(problems) -> dict | None:
 
 def cross_validate(samples: list[Sample], folds: int = 5, *, sm_count: int = 132, rounds: int = NUM_ROUNDS,
                    seed: int = 1, configs: bool = False, rank_rounds: int = RANK_ROUNDS,
-                   default_configs: bool = False, tile_features: bool = False) -> dict | None:
+                   default_configs: bool = False, tile_features: bool = False,
+                   align_features: bool | None = None) -> dict | None:
     """``folds``-fold cross-validation over problems (a problem's records all fall in one fold):
     ``ranking_metrics`` of the held-out folds' find records, each predicted at its recorded config
     (its default config with ``default_configs``) by a model ``train`` fits (with ``configs``,
-    ``rank_rounds``, ``default_configs``, ``tile_features``) to the other folds, picked in the order
+    ``rank_rounds``, ``default_configs``, ``tile_features``, ``align_features``) to the other folds, picked in the order
     of ``CostModel.rank``."""
     from .registry import get_solver
 
@@ -1020,7 +1050,7 @@ def cross_validate(samples: list[Sample], folds: int = 5, *, sm_count: int = 132
     for f in range(folds):
         model = train([s for s in samples if fold_of[s.problem_key] != f], sm_count=sm_count, rounds=rounds,
                       configs=configs, rank_rounds=rank_rounds, default_configs=default_configs,
-                      tile_features=tile_features)
+                      tile_features=tile_features, align_features=align_features)
         test: dict[str, list[Sample]] = {}
         for s in asked:
             if fold_of[s.problem_key] == f and not s.default:

@@ -336,13 +336,17 @@ def _pairs_with_configs(rng, n):
                "STAGES": int(rng.integers(1, 6))}) for _ in range(n)]
 
 
-@pytest.mark.parametrize("rounds,tile", [(60, False), (61, False), (60, True)])   # an odd forest pads the uint64
-def test_exit_tables_equal_lightgbm_predict(tuned_samples, monkeypatch, rounds, tile):   # table with a column
+@pytest.mark.parametrize("rounds,tile,align", [(60, False, False), (61, False, False), (60, True, False),
+                                               (60, True, True)])   # an odd forest pads the uint64 table with a column
+def test_exit_tables_equal_lightgbm_predict(tuned_samples, monkeypatch, rounds, tile, align):
     lgb = pytest.importorskip("lightgbm")
     boosters = []
     real = lgb.train
     monkeypatch.setattr(lgb, "train", lambda *a, **k: boosters.append(real(*a, **k)) or boosters[-1])
-    model = cm.train(tuned_samples, rounds=rounds, configs=True, rank_rounds=0, tile_features=tile)
+    model = cm.train(tuned_samples, rounds=rounds, configs=True, rank_rounds=0, tile_features=tile,
+                     align_features=align)
+    assert model.align_features == align and model.meta["feature_names"][len(cm._PROBLEM_FEATURES)] == \
+        ("align_out" if align else "log_roofline_ms")
     assert model.trees.exits is not None and len(model.trees.roots) == rounds
     assert {"BM", "BN", "STAGES"} <= set(model.config_keys)
     rng = np.random.default_rng(7)
@@ -387,6 +391,39 @@ def test_immediate_mode_models_draw_random_thresholds_and_the_tuners_model_does_
     assert "extra_trees" not in tuner.meta["params"] and tuner.config_basis == "tuned"
     off = cm.train(tuned_samples, rounds=10, rank_rounds=0, params={"extra_trees": False})
     assert off.meta["params"]["extra_trees"] is False                  # an explicit parameter wins
+
+
+def test_immediate_mode_models_have_the_alignment_features_and_the_tuners_model_does_not(tuned_samples):
+    pytest.importorskip("lightgbm")
+    plain = cm.train(tuned_samples, rounds=10, rank_rounds=0)
+    default = cm.train(tuned_samples, rounds=10, rank_rounds=5, default_configs=True)
+    tuner = cm.train(tuned_samples, rounds=10, rank_rounds=0, configs=True)
+    assert cm.IMMEDIATE_ALIGN and plain.align_features and default.align_features and not tuner.align_features
+    assert default.meta["feature_names"][:len(cm._PROBLEM_FEATURES) + 4] == [*cm._PROBLEM_FEATURES, *cm._ALIGN_FEATURES]
+    unaligned = cm.train(tuned_samples, rounds=10, rank_rounds=0, align_features=False)   # asked off
+    assert not unaligned.align_features and plain.n_features == unaligned.n_features + 4
+    # a file written before the features (no "align_features" in its meta) reads its columns as before
+    old = cm.CostModel(tuner.trees, {k: v for k, v in tuner.meta.items() if k != "align_features"})
+    assert not old.align_features and old.n_features == tuner.n_features
+    rng = np.random.default_rng(4)
+    for p in TEST[:4]:
+        pairs = _pairs_with_configs(rng, 3)
+        assert default.predict_ms(p, pairs) == list(_descent_ms(default, p, pairs))
+        assert old.predict_ms(p, pairs) == tuner.predict_ms(p, pairs)
+
+
+def test_alignment_features_are_the_byte_alignment_of_the_gemm_leading_dimensions():
+    assert [cm._align_log2(v, 2) for v in (49, 64, 58, 60, 1, 8, 4096)] == [1, 4, 2, 3, 1, 4, 4]
+    assert [cm._align_log2(v, 4) for v in (49, 2, 6, 12)] == [2, 3, 3, 4]
+    # ResNet-50's 512 -> 512 3x3 at 7x7 in FP16 NCHW: 49 output pixels per plane (98 bytes: 2-byte aligned), 196
+    # input pixels of the stride-2 one (392 bytes: 8-byte aligned); 512 channels: 16 bytes
+    p = ProblemDescription.make("F", n=32, c=512, k=512, in_size=(14, 14), filter_size=3, pads=1, strides=2,
+                                dtype="FP16")
+    feats = cm._problem_parts(p, True)[0]
+    assert feats[:len(cm._PROBLEM_FEATURES)] == cm._problem_parts(p)[0]
+    assert feats[len(cm._PROBLEM_FEATURES):] == [1.0, 3.0, 4.0, 4.0]
+    g = ProblemDescription.make("B", n=2, c=116, k=58, in_size=(28, 28), filter_size=1, groups=2, dtype="FP32")
+    assert cm._problem_parts(g, True)[0][len(cm._PROBLEM_FEATURES):] == [4.0, 4.0, 3.0, 2.0]   # 58 and 29 per group
 
 
 def _balanced_tree_trees(depth: int) -> "cm._Trees":
