@@ -1,6 +1,6 @@
 """End to end on real models: miofind.torch against cuDNN (``cudnn.benchmark=True``), on the GPU.
 
-Models: torchvision ResNet-50, MobileNetV2, Inception-v3 (299x299, no aux head). Configurations:
+Models: torchvision ResNet-50, MobileNetV2, Inception-v3 (299x299, no aux head); on request VGG-16 and ResNeXt-101 32x8d. Configurations:
 batch-32 training step (forward, cross-entropy, backward, SGD with momentum) and batch-1 and
 batch-32 inference (``no_grad``, eval), each in FP32 with TF32 off and in AMP FP16 (autocast) with
 the model and input in ``channels_last``; on request (``--configs train32-tf32,...``) also FP32 NCHW with
@@ -38,7 +38,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 MODELS = ("resnet50", "mobilenet_v2", "inception_v3")
-OTHER_MODELS = ("vgg16",)        # on request: conv layers with a bias (the fused forward epilogue)
+OTHER_MODELS = ("vgg16", "resnext101_32x8d")   # on request: conv layers with a bias (the fused epilogue); grouped
 CONFIGS = ("train32-fp32", "train32-amp", "infer1-fp32", "infer1-amp", "infer32-fp32", "infer32-amp")
 TF32_CONFIGS = ("train32-tf32", "infer1-tf32", "infer32-tf32")     # on request
 _TF32 = [False]     # cuDNN's TF32 convolutions, set by ``parse`` for a -tf32 configuration
