@@ -1,6 +1,7 @@
 """End to end on real models: miofind.torch against cuDNN (``cudnn.benchmark=True``), on the GPU.
 
-Models: torchvision ResNet-50, MobileNetV2, Inception-v3 (299x299, no aux head); on request VGG-16 and ResNeXt-101 32x8d. Configurations:
+Models: torchvision ResNet-50, MobileNetV2, Inception-v3 (299x299, no aux head); on request VGG-16,
+ResNeXt-101 32x8d and MobileNetV3-Large. Configurations:
 batch-32 training step (forward, cross-entropy, backward, SGD with momentum) and batch-1 and
 batch-32 inference (``no_grad``, eval), each in FP32 with TF32 off and in AMP FP16 (autocast) with
 the model and input in ``channels_last``; on request (``--configs train32-tf32,...``) also FP32 NCHW with
@@ -26,7 +27,6 @@ Per configuration:
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import os
 import statistics
@@ -38,7 +38,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 MODELS = ("resnet50", "mobilenet_v2", "inception_v3")
-OTHER_MODELS = ("vgg16", "resnext101_32x8d")   # on request: conv layers with a bias (the fused epilogue); grouped
+OTHER_MODELS = ("vgg16", "resnext101_32x8d", "mobilenet_v3_large")   # on request: biases (fused epilogue); groups; SE
 CONFIGS = ("train32-fp32", "train32-amp", "infer1-fp32", "infer1-amp", "infer32-fp32", "infer32-amp")
 TF32_CONFIGS = ("train32-tf32", "infer1-tf32", "infer32-tf32")     # on request
 _TF32 = [False]     # cuDNN's TF32 convolutions, set by ``parse`` for a -tf32 configuration
@@ -196,6 +196,17 @@ def _first_main(name: str, config: str, backend: str) -> None:
     if backend == "miofind":
         import miofind.torch as mt
         out["stats"] = mt.stats()
+        # the problems this step found: a fresh user DB holds records of those alone (which the DBs lacked)
+        url = os.environ.get("MIOFIND_DB", "")
+        if url.startswith("sqlite:///") and os.path.isfile(url[len("sqlite:///"):]):
+            import sqlite3
+            con = sqlite3.connect(url[len("sqlite:///"):])
+            try:
+                out["found_keys"] = sorted(k for (k,) in con.execute("select distinct problem_key from find_records"))
+            except sqlite3.Error as e:
+                out["found_keys_error"] = str(e)
+            finally:
+                con.close()
     print(json.dumps(out))
 
 
@@ -382,6 +393,7 @@ def run_config(name: str, config: str, args) -> dict:
             second = first_iteration(name, config, "miofind", env)
         row["first_miofind_s"] = first["first_s"]
         row["first_miofind_stats"] = first["stats"]
+        row["first_miofind_found"] = first.get("found_keys")
         row["first_over_steady"] = first["first_s"] * 1e3 / row["miofind_ms"]
         row["second_process_s"] = second["first_s"]
         row["second_process_finds_run"] = second["stats"]["finds_run"]

@@ -268,6 +268,9 @@ class _Plan:
 
 
 _plans: dict[tuple, _Plan] = {}
+# set by ``problems.model_problems`` during its meta-device pass: called with (x, w, stride, padding, dilation, groups,
+# bias, activation) for each forward that has a bias or an activation, where a CUDA run would ask ``_epilogue``
+_observer = None
 
 
 def _fast_ok() -> bool:
@@ -478,6 +481,8 @@ def _conv_slow(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilation, g
         else:   # inference: no autograd node to record (Function.apply costs ~10 us of host time)
             y = _ops._forward(x, w, stride, padding, dilation, groups)
     else:
+        if _observer is not None and (bias is not None or activation != "none"):
+            _observer(x, w, stride, padding, dilation, groups, bias, _fusable_act(activation, grad))
         y = _ops.conv_forward(x, w, list(stride), list(padding), list(dilation), groups)
     if bias is not None:
         y = y.add_(bias.view(1, -1, *([1] * (y.dim() - 2))))

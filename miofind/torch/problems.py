@@ -10,19 +10,35 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..problem import ProblemDescription
-from . import _ops, _policy
+from . import _ops, _policy, functional
 from .modules import convert
 
 _DTYPES = {"FP32": torch.float32, "FP16": torch.float16, "BF16": torch.bfloat16}
 
 
 class _Recorder(TorchDispatchMode):
-    """Records every miofind custom op that runs, with the problem it would look up."""
+    """Records every miofind custom op that runs, with the problem it would look up, and (``epilogue``) the
+    fused forward problem an eager CUDA run looks up instead for a convolution with a bias or activation."""
 
     def __init__(self, tf32: bool) -> None:
         super().__init__()
         self.tf32 = tf32
         self.problems: dict[str, ProblemDescription] = {}
+
+    def epilogue(self, x, w, stride, padding, dilation, groups, bias, act) -> None:
+        """``functional._epilogue``'s decision as on CUDA device 0: the fused forward problem where one of
+        miofind's solvers fuses it (``_policy.fusable``), recorded beside the plain one (the forward of
+        ``torch.compile`` and of an unfusable call)."""
+        has_b = bias is not None and bias.dtype is x.dtype and bias.dim() == 1 and bias.shape[0] == w.shape[0]
+        if bias is not None and not has_b:
+            return
+        cl = _ops.memory_format(x, w) is not torch.contiguous_format
+        key = _policy.table_key("F", x.shape, w.shape, stride, padding, dilation, groups, x.dtype, cl, 0)
+        if not _policy.fusable(key, has_b, act):
+            return
+        p = _policy.problem_for("F", x.shape, w.shape, stride, padding, dilation, groups, x.dtype, cl, self.tf32,
+                                bias=int(has_b), activation=act)
+        self.problems.setdefault(p.key(), p)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if func.namespace == "miofind":
@@ -75,7 +91,8 @@ def model_problems(model, input_shape, *, dtype: str = "FP32", channels_last: bo
     (N, C, *spatial) in ``dtype`` ("FP32", "FP16", "BF16"; the model is cast as AMP would cast its
     convolutions), channels_last when asked, FP32 problems with TF32 math when ``tf32`` (PyTorch's
     default ``torch.backends.cudnn.allow_tf32``). Runs on the meta device; the model is not changed
-    (a meta copy is converted)."""
+    (a meta copy is converted). A convolution with a bias (or a fused activation) also gives the fused forward
+    problem where one of miofind's solvers fuses it, as an eager CUDA run asks that one instead (``_Recorder.epilogue``)."""
     if isinstance(model, torch.nn.Module):
         import copy
         model = copy.deepcopy(model).to("meta")
@@ -95,12 +112,16 @@ def model_problems(model, input_shape, *, dtype: str = "FP32", channels_last: bo
         model, x = model.to(memory_format=fmt), x.to(memory_format=fmt)
     model.train(train)
     rec = _Recorder(tf32)
-    with rec:
-        if train:
-            out = model(x)
-            out = out[0] if isinstance(out, (tuple, list)) else getattr(out, "logits", out)
-            out.float().sum().backward()
-        else:
-            with torch.no_grad():
-                model(x)
+    functional._observer = rec.epilogue
+    try:
+        with rec:
+            if train:
+                out = model(x)
+                out = out[0] if isinstance(out, (tuple, list)) else getattr(out, "logits", out)
+                out.float().sum().backward()
+            else:
+                with torch.no_grad():
+                    model(x)
+    finally:
+        functional._observer = None
     return list(rec.problems.values())

@@ -801,8 +801,10 @@ def test_model_problems_from_a_meta_pass():
 
     ps = model_problems(small_net, (2, 3, 16, 16), dtype="fp16", channels_last=True)
     keys = {p.key() for p in ps}
-    # the first layer computes no dx (its input needs no gradient); every layer F and W
-    assert [p.direction for p in ps].count("F") == 3 and [p.direction for p in ps].count("W") == 3
+    # the first layer computes no dx (its input needs no gradient); every layer F and W, and the 8 -> 8 layer's
+    # forward with its bias in the epilogue (the Hopper solver fuses it: 8 channels in and out, dense, FP16 NHWC)
+    assert [p.direction for p in ps if not p.fused].count("F") == 3 and [p.direction for p in ps].count("W") == 3
+    assert [p.key() for p in ps if p.fused] == ["8-11-11-4x4-8-8-8-2-0x0-1x1-1x1-1-NHWC-NHWC-NHWC-FP16-F"]
     assert [p.direction for p in ps].count("B") == 2
     assert "3-16-16-3x3-8-8-8-2-1x1-2x2-1x1-0-NHWC-NHWC-NHWC-FP16-F" in keys
     # "same" with an even filter under reflect padding: the input padded 1 left, 2 right, then no pads
@@ -819,6 +821,33 @@ def test_model_problems_from_a_meta_pass():
         model_problems("torch.nn.Conv2d", (1, 3, 8, 8))
 
 
+def test_model_problems_give_the_fused_forward_problem_an_eager_cuda_run_looks_up(monkeypatch):
+    from miofind.torch import _policy, functional
+    from miofind.torch.problems import model_problems
+
+    def net():
+        return nn.Sequential(nn.Conv2d(16, 32, 3, padding=1), nn.Conv2d(32, 24, 1, bias=False), nn.Conv2d(24, 8, 1))
+
+    keys = {p.key() for p in model_problems(net, (4, 16, 8, 8), dtype="fp16", channels_last=True)}
+    fused = sorted(k for k in keys if k.split("-")[11] == "1")   # the key's bias field
+    # the biased layers whose channels the Hopper solver takes (multiples of 8, dense, FP16 NHWC), as eager runs
+    # ask for them (``functional._epilogue``); their plain forward stays (torch.compile's)
+    assert fused == ["16-8-8-3x3-32-8-8-4-1x1-1x1-1x1-1-NHWC-NHWC-NHWC-FP16-F",
+                     "24-8-8-1x1-8-8-8-4-0x0-1x1-1x1-1-NHWC-NHWC-NHWC-FP16-F"]
+    assert "16-8-8-3x3-32-8-8-4-1x1-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F" in keys
+    assert functional._observer is None                       # only during the pass
+    # NCHW or FP32: nothing fuses; MIOFIND_TORCH_FUSE_BIAS=0: no epilogue with a bias
+    assert not any(k.split("-")[11] == "1" for k in {p.key() for p in model_problems(net, (4, 16, 8, 8), dtype="fp16")})
+    assert not any(k.split("-")[11] == "1" for k in {p.key() for p in model_problems(net, (4, 16, 8, 8))})
+    monkeypatch.setenv("MIOFIND_TORCH_FUSE_BIAS", "0")
+    _policy._fusable.clear()
+    try:
+        off = {p.key() for p in model_problems(net, (4, 16, 8, 8), dtype="fp16", channels_last=True)}
+    finally:
+        _policy._fusable.clear()
+    assert off == keys - set(fused)
+
+
 def test_tune_torch_model_enqueues_its_problems(tmp_path):
     from click.testing import CliRunner
 
@@ -832,7 +861,8 @@ def test_tune_torch_model_enqueues_its_problems(tmp_path):
                                       "--channels-last", "--input-size", "16", "--enqueue", "--db", db])
     assert r.exit_code == 0, r.output
     want = {p.key() for p in model_problems(small_net, (4, 3, 16, 16), dtype="fp16", channels_last=True)}
-    assert {j.problem_key for j in JobQueue(FindDB(db)).jobs()} == want and len(want) == 8
+    # 8 plain problems and the 8 -> 8 layer's fused forward (its bias in the epilogue)
+    assert {j.problem_key for j in JobQueue(FindDB(db)).jobs()} == want and len(want) == 9
     r = CliRunner().invoke(cli.main, ["tune", "--torch-model", "test_torch.small_net", "--layout", "NHWC", "--enqueue",
                                       "--db", db])
     assert r.exit_code == 1 and "use --channels-last" in r.output
