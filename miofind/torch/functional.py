@@ -295,17 +295,21 @@ def _fusable_act(activation: str, grad: bool) -> str:
     return activation if activation == "relu" or not grad else "none"
 
 
-def _epilogue(x: Tensor, w: Tensor, bias, act: str, stride, padding, dilation, groups) -> tuple[bool, str]:
+def _epilogue(x: Tensor, w: Tensor, bias, act: str, stride, padding, dilation, groups,
+              device: int | None = None) -> tuple[bool, str]:
     """(bias fused, activation fused) of this call's forward (``_policy.fusable``): the bias when it is a
     vector of K elements of x's type, and ``act``, when a fusing solver of miofind's own claims that fused
-    problem; (False, "none") otherwise, also when a bias that cannot be fused would have to come first."""
+    problem; (False, "none") otherwise, also when a bias that cannot be fused would have to come first.
+    ``device``: the CUDA device to answer for (default x's; ``problems.model_problems`` asks for device 0
+    of its meta tensors)."""
     has_b = bias is not None
     if has_b and (bias.dtype is not x.dtype or bias.dim() != 1 or bias.shape[0] != w.shape[0]):
         return False, "none"
     if not has_b and act == "none":
         return False, "none"
     cl = _ops.memory_format(x, w) is not torch.contiguous_format
-    key = _policy.table_key("F", x.shape, w.shape, stride, padding, dilation, groups, x.dtype, cl, x.get_device())
+    key = _policy.table_key("F", x.shape, w.shape, stride, padding, dilation, groups, x.dtype, cl,
+                            x.get_device() if device is None else device)
     if _policy.fusable(key, has_b, act):
         return has_b, act
     return False, "none"

@@ -29,15 +29,12 @@ class _Recorder(TorchDispatchMode):
         """``functional._epilogue``'s decision as on CUDA device 0: the fused forward problem where one of
         miofind's solvers fuses it (``_policy.fusable``), recorded beside the plain one (the forward of
         ``torch.compile`` and of an unfusable call)."""
-        has_b = bias is not None and bias.dtype is x.dtype and bias.dim() == 1 and bias.shape[0] == w.shape[0]
-        if bias is not None and not has_b:
+        fused, fact = functional._epilogue(x, w, bias, act, stride, padding, dilation, groups, device=0)
+        if not fused and fact == "none":
             return
         cl = _ops.memory_format(x, w) is not torch.contiguous_format
-        key = _policy.table_key("F", x.shape, w.shape, stride, padding, dilation, groups, x.dtype, cl, 0)
-        if not _policy.fusable(key, has_b, act):
-            return
         p = _policy.problem_for("F", x.shape, w.shape, stride, padding, dilation, groups, x.dtype, cl, self.tf32,
-                                bias=int(has_b), activation=act)
+                                bias=int(fused), activation=fact)
         self.problems.setdefault(p.key(), p)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
