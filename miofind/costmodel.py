@@ -114,10 +114,9 @@ def _log2(v: float) -> float:
     return math.log2(v) if v > 0 else -1.0
 
 
-def problem_features(p: ProblemDescription, align: bool = False) -> list[float]:
-    """The problem's part of a feature row, in ``_PROBLEM_FEATURES`` order (then ``_ALIGN_FEATURES`` with
-    ``align``)."""
-    return _problem_parts(p, align)[0]
+def problem_feature_names(align: bool = False) -> tuple[str, ...]:
+    """The names of a feature row's problem part: ``_PROBLEM_FEATURES``, then ``_ALIGN_FEATURES`` with ``align``."""
+    return _PROBLEM_FEATURES + (_ALIGN_FEATURES if align else ())
 
 
 def _align_log2(v: int, elem: int) -> float:
@@ -134,9 +133,10 @@ def _last_two(v, pad) -> tuple:
 
 def _problem_parts(p: ProblemDescription, align: bool = False) -> tuple[list[float], ProblemDescription, int, int,
                                                                          tuple[int, int, int]]:
-    """(``problem_features``, the non-transposed problem, its FLOPs, the elements of x, w and y
-    together, the implicit GEMM's (M, N per group, groups) for ``_tile_values``): the sizes are
-    computed once, for the features, the roofline time and the tiling alike."""
+    """(the problem's part of a feature row, named by ``problem_feature_names(align)``, the non-transposed
+    problem, its FLOPs, the elements of x, w and y together, the implicit GEMM's (M, N per group, groups)
+    for ``_tile_values``): the sizes are computed once, for the features, the roofline time and the tiling
+    alike."""
     p = p.as_conv()
     ins, outs, filt = p.in_size, p.out_size, p.filter_size
     ho, wo = _last_two(outs, 1)
@@ -491,7 +491,7 @@ class CostModel:
         self._support = frozenset(meta["support"])
         self.tile_features = bool(meta.get("tile_features"))
         self.align_features = bool(meta.get("align_features"))
-        self._np = len(_PROBLEM_FEATURES) + (len(_ALIGN_FEATURES) if self.align_features else 0)
+        self._np = len(problem_feature_names(self.align_features))
         self._tile_col = self._np + 1 + len(self.solver_ids) + len(_FAMILIES) + len(self.config_keys)
         self.n_features = self._tile_col + (len(_TILE_FEATURES) if self.tile_features else 0)
         # a second forest (LambdaRank) after the regression trees: its scores order the solvers
@@ -532,7 +532,7 @@ class CostModel:
 
     def rows(self, problem: ProblemDescription, pairs, sm_count: int = 132) -> tuple[np.ndarray, np.ndarray]:
         """(feature rows, log10 roofline ms) for (solver, config) pairs on one problem."""
-        pf = problem_features(problem, self.align_features)
+        pf, _, _, _, tiling = _problem_parts(problem, self.align_features)
         n = len(pairs)
         x = np.zeros((n, self.n_features))
         np_ = len(pf)
@@ -542,7 +542,6 @@ class CostModel:
         c0 = f0 + len(_FAMILIES)
         x[:, c0:] = -1.0
         if self.tile_features:
-            tiling = _problem_parts(problem, self.align_features)[4]
             t0 = self._tile_col
             for i, (_, config) in enumerate(pairs):
                 x[i, t0:t0 + len(_TILE_FEATURES)] = _tile_values(tiling, config, sm_count)
@@ -892,7 +891,7 @@ def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUND
             "align_features": align_features}
     shell = CostModel(_Trees.empty(), dict(meta, version=""))
     x, base, y = _matrix(shell, samples, sm_count, get_solver)
-    names = [*_PROBLEM_FEATURES, *(_ALIGN_FEATURES if align_features else ()), "log_roofline_ms", *(f"solver={s}" for s in solver_ids),
+    names = [*problem_feature_names(align_features), "log_roofline_ms", *(f"solver={s}" for s in solver_ids),
              *(f"family={f or 'other'}" for f in _FAMILIES), *(f"cfg_{k}" for k in shell.config_keys),
              *(_TILE_FEATURES if tile_features else ())]
     ds = lgb.Dataset(x, label=y - base, feature_name=names)
