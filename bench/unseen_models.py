@@ -6,7 +6,8 @@ FP32 NCHW with TF32 off and FP16 NHWC), a seeded sample of at most ``--layers`` 
 as MIOpenDriver lines of all three directions (``miofind tune --file LINES --no-tune`` finds them on the GPU).
 ``--exclude-db`` leaves out the problems a FindDB file holds (the test set, when the lines are for the shipped DB);
 ``--keys`` writes which model each problem key came from. (Call 2 of session-nov27b drew its test set with an
-earlier version of this sampling, over both kinds at once; its ``lines.txt`` is the list.)
+earlier version of this sampling, over both kinds at once; its ``lines.txt`` is the list, and its keys files,
+which that version wrote wrong for B and W, are corrected in ``call2/keys.json`` by ``call2/rekey.py``.)
 
 ``score`` (CPU): for every problem of the measured DB (a benchmark find of each, on an empty user DB with no
 system DB), what immediate mode would have answered with the shipped DB and its model:
@@ -20,7 +21,7 @@ stated times. Only solvers the measured find verified are ranked.
     python bench/unseen_models.py problems --layers 12 --seed 1 --keys keys.json > lines.txt
     python bench/unseen_models.py problems --models resnext101_32x8d --layers 0 --batch 32 --batch 1 \
         --kinds FP16:NHWC,TF32:NCHW,FP32:NCHW --exclude-db unseen.sqlite.gz > lines.txt
-    python bench/unseen_models.py score --measured unseen.sqlite --keys keys.json [--keys ...] [--db finddb/sm_90-132.sqlite]
+    python bench/unseen_models.py score --measured unseen.sqlite --keys keys.json [--db finddb/sm_90-132.sqlite]
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def problems(args) -> None:
                     draw = random.Random(f"{args.seed}-{name}").sample(range(len(layers)), min(args.layers, len(layers)))
                     layers = [layers[i] for i in sorted(draw)]
                 for _, p in layers:
-                    dirs = "".join(d for d in "FBW" if p.with_direction(d).key() not in excluded | keys.keys())
+                    dirs = "".join(d for d in "FBW" if (k := p.with_direction(d).key()) not in excluded and k not in keys)
                     if not dirs:
                         continue
                     lines.append(f"# {name}")
@@ -104,37 +105,17 @@ def score(args) -> None:
 
     from miofind import costmodel as cm
     from miofind.db import FindDB
-    from miofind.problem import ProblemDescription
     from miofind.registry import get_solver
     from miofind.trust import is_trusted
 
     measured = FindDB(args.measured, readonly=True, immutable=True)
     shipped = FindDB(args.db, readonly=True, immutable=True)
     model = cm.CostModel.load(args.model or cm.model_path_for(args.db))
-    origin = {}
-    for f in args.keys or ():
-        for k, m in json.loads(Path(f).read_text()).items():
-            origin[k] = m
-            # files of call 2 keyed B and W by the F key with its direction letter changed: re-keyed here
-            try:
-                p = ProblemDescription.from_key(k)
-            except ValueError:   # such a file's grouped B/W keys ("..-F_g3B") are no keys
-                continue
-            if p.direction == "F":
-                for d in "BW":
-                    origin.setdefault(p.with_direction(d).key(), m)
+    origin = json.loads(Path(args.keys).read_text()) if args.keys else {}
     finds = defaultdict(list)
     for r in measured.iter_records(None):
         if r.verified and r.time_ms and r.time_ms > 0:
             finds[r.problem_key].append(r)
-    # and call 2's grouped F keys, whose last character the direction letter replaced ("..-F_g116" as "..-F_g11F")
-    stem = {k[:-1]: m for k, m in origin.items()}
-    for k in list(finds):
-        if k not in origin and k[:-1] in stem:
-            p = ProblemDescription.from_key(k)
-            if p.direction == "F" and p.groups > 1:
-                for d in "FBW":
-                    origin.setdefault(p.with_direction(d).key(), stem[k[:-1]])
     finds = {k: v for k, v in finds.items() if len(v) >= 2}
     ship = defaultdict(list)
     for r in shipped.iter_records(None):
@@ -240,7 +221,7 @@ def main(argv=None) -> None:
     s.add_argument("--measured", required=True)
     s.add_argument("--db", default=str(ROOT / "finddb" / "sm_90-132.sqlite"))
     s.add_argument("--model", default=None, help="model file (default: the one next to --db)")
-    s.add_argument("--keys", action="append", help="problems' {key: model} files (repeatable)")
+    s.add_argument("--keys", default=None, help="a {problem key: model} file (``problems --keys``)")
     s.add_argument("--sm-count", type=int, default=132)
     s.add_argument("--out", default=None)
     args = ap.parse_args(argv)
