@@ -504,35 +504,34 @@ def _resnet_grads(model, x, amp: bool):
     return out.float(), [p.grad.float() for p in model.parameters()]
 
 
-@pytest.mark.parametrize("amp,tf32", [(False, False), (True, False), (False, True)],
-                         ids=["fp32", "amp-fp16-channels-last", "fp32-tf32"])
-def test_resnet50_matches_cudnn(tmp_path, monkeypatch, amp, tf32):
-    """ResNet-50 N=32 through miofind.torch against cuDNN (FP32 with TF32 off, AMP channels_last, and FP32 with
-    PyTorch's default TF32 convolutions on both sides): outputs and gradients agree, and the shipped DB answers
-    every problem (no find runs)."""
+def _model_against_cudnn(tmp_path, monkeypatch, name: str, convs: int, amp: bool, tf32: bool) -> tuple[dict, dict]:
+    """torchvision's ``name`` at N=32 (eval: BatchNorm from running stats, as a fixed function) through
+    miofind.torch against cuDNN, on the shipped DB beneath an empty user DB (hybrid: a problem with any trusted
+    record is answered): ``convert`` swaps all ``convs`` convolutions, and one forward and backward pass agree
+    (output and all gradients within the tolerance of the precision, each parameter's within 10x it). Returns
+    miofind.torch's stats before and after miofind's pass."""
     tv = pytest.importorskip("torchvision")
     if not torch.cuda.is_available():
         pytest.skip("PyTorch sees no CUDA device")
     import miofind.torch as mt
 
-    # the shipped DB beneath an empty user DB; hybrid: a problem with any trusted record is answered
     monkeypatch.setenv("MIOFIND_DB", f"sqlite:///{tmp_path / 'finddb.sqlite'}")
     monkeypatch.delenv("MIOFIND_SYSTEM_DB", raising=False)
     monkeypatch.setenv("MIOFIND_FIND_MODE", "hybrid")
     monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", tf32)
     mt.clear()
     torch.manual_seed(0)
-    ref = tv.models.resnet50().cuda().eval()    # eval: BatchNorm from running stats, as a fixed function
+    ref = getattr(tv.models, name)().cuda().eval()
     x = torch.randn(32, 3, 224, 224, device="cuda")
     if amp:
         ref = ref.to(memory_format=torch.channels_last)
         x = x.to(memory_format=torch.channels_last)
     ours = copy.deepcopy(ref)
-    assert mt.convert(ours) == (53, [])
+    assert mt.convert(ours) == (convs, [])
     y_ref, g_ref = _resnet_grads(ref, x, amp)
-    runs = mt.stats()["finds_run"]
+    before = mt.stats()
     y, g = _resnet_grads(ours, x, amp)
-    assert mt.stats()["finds_run"] == runs, mt.stats()
+    after = mt.stats()
     tol = 2e-2 if amp else 1e-2 if tf32 else 1e-3
     assert rel(y, y_ref) < tol, rel(y, y_ref)
     flat, flat_ref = torch.cat([t.flatten() for t in g]), torch.cat([t.flatten() for t in g_ref])
@@ -540,6 +539,17 @@ def test_resnet50_matches_cudnn(tmp_path, monkeypatch, amp, tf32):
     worst = max(rel(a, b) for a, b in zip(g, g_ref))
     assert worst < 10 * tol, worst
     mt.clear()
+    return before, after
+
+
+@pytest.mark.parametrize("amp,tf32", [(False, False), (True, False), (False, True)],
+                         ids=["fp32", "amp-fp16-channels-last", "fp32-tf32"])
+def test_resnet50_matches_cudnn(tmp_path, monkeypatch, amp, tf32):
+    """ResNet-50 N=32 through miofind.torch against cuDNN (FP32 with TF32 off, AMP channels_last, and FP32 with
+    PyTorch's default TF32 convolutions on both sides): outputs and gradients agree, and the shipped DB answers
+    every problem (no find runs)."""
+    before, after = _model_against_cudnn(tmp_path, monkeypatch, "resnet50", 53, amp, tf32)
+    assert after["finds_run"] == before["finds_run"], after
 
 
 @pytest.mark.parametrize("amp", [False, True], ids=["fp32", "amp-fp16-channels-last"])
@@ -547,35 +557,6 @@ def test_resnext101_grouped_convolutions_match_cudnn(tmp_path, monkeypatch, amp)
     """ResNeXt-101 32x8d N=32 (3x3 convolutions in 32 groups) through miofind.torch against cuDNN, FP32 with TF32
     off and AMP channels_last: outputs and gradients agree. The shipped DB holds its problems (session-nov27b call 3)
     except the few that are also ResNeXt-50's in bench/unseen_models.py's test set, which this test finds."""
-    tv = pytest.importorskip("torchvision")
-    if not torch.cuda.is_available():
-        pytest.skip("PyTorch sees no CUDA device")
-    import miofind.torch as mt
-
-    monkeypatch.setenv("MIOFIND_DB", f"sqlite:///{tmp_path / 'finddb.sqlite'}")
-    monkeypatch.delenv("MIOFIND_SYSTEM_DB", raising=False)
-    monkeypatch.setenv("MIOFIND_FIND_MODE", "hybrid")
-    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
-    mt.clear()
-    torch.manual_seed(0)
-    ref = tv.models.resnext101_32x8d().cuda().eval()
-    x = torch.randn(32, 3, 224, 224, device="cuda")
-    if amp:
-        ref = ref.to(memory_format=torch.channels_last)
-        x = x.to(memory_format=torch.channels_last)
-    ours = copy.deepcopy(ref)
-    swapped, left = mt.convert(ours)
-    assert swapped == 104 and left == []
-    y_ref, g_ref = _resnet_grads(ref, x, amp)
-    before = mt.stats()
-    y, g = _resnet_grads(ours, x, amp)
-    after = mt.stats()
+    before, after = _model_against_cudnn(tmp_path, monkeypatch, "resnext101_32x8d", 104, amp, False)
     assert after["lookups"] > before["lookups"] and after["db_hits"] - before["db_hits"] >= \
         0.9 * (after["lookups"] - before["lookups"]), after
-    tol = 2e-2 if amp else 1e-3
-    assert rel(y, y_ref) < tol, rel(y, y_ref)
-    flat, flat_ref = torch.cat([t.flatten() for t in g]), torch.cat([t.flatten() for t in g_ref])
-    assert rel(flat, flat_ref) < tol, rel(flat, flat_ref)
-    worst = max(rel(a, b) for a, b in zip(g, g_ref))
-    assert worst < 10 * tol, worst
-    mt.clear()
