@@ -381,11 +381,17 @@ def test_default_training_leaves_configs_and_default_config_samples_out(tuned_sa
         assert t == list(_descent_ms(model, p, pairs))
 
 
-def test_immediate_mode_models_draw_random_thresholds_and_the_tuners_model_does_not(tuned_samples):
+@pytest.fixture(scope="module")
+def three_bases(tuned_samples):
+    """Small models of each config basis: "none" (plain), "default" (with a ranking forest) and the tuner's "tuned"."""
     pytest.importorskip("lightgbm")
-    plain = cm.train(tuned_samples, rounds=10, rank_rounds=0)
-    default = cm.train(tuned_samples, rounds=10, rank_rounds=5, default_configs=True)
-    tuner = cm.train(tuned_samples, rounds=10, rank_rounds=0, configs=True)
+    return (cm.train(tuned_samples, rounds=10, rank_rounds=0),
+            cm.train(tuned_samples, rounds=10, rank_rounds=5, default_configs=True),
+            cm.train(tuned_samples, rounds=10, rank_rounds=0, configs=True))
+
+
+def test_immediate_mode_models_draw_random_thresholds_and_the_tuners_model_does_not(tuned_samples, three_bases):
+    plain, default, tuner = three_bases
     assert plain.meta["params"]["extra_trees"] is True and default.meta["params"]["extra_trees"] is True
     assert default.meta["rank_params"]["extra_trees"] is True          # the ranking forest too
     assert "extra_trees" not in tuner.meta["params"] and tuner.config_basis == "tuned"
@@ -393,13 +399,11 @@ def test_immediate_mode_models_draw_random_thresholds_and_the_tuners_model_does_
     assert off.meta["params"]["extra_trees"] is False                  # an explicit parameter wins
 
 
-def test_immediate_mode_models_have_the_alignment_features_and_the_tuners_model_does_not(tuned_samples):
-    pytest.importorskip("lightgbm")
-    plain = cm.train(tuned_samples, rounds=10, rank_rounds=0)
-    default = cm.train(tuned_samples, rounds=10, rank_rounds=5, default_configs=True)
-    tuner = cm.train(tuned_samples, rounds=10, rank_rounds=0, configs=True)
+def test_immediate_mode_models_have_the_alignment_features_and_the_tuners_model_does_not(tuned_samples, three_bases):
+    plain, default, tuner = three_bases
     assert cm.IMMEDIATE_ALIGN and plain.align_features and default.align_features and not tuner.align_features
-    assert default.meta["feature_names"][:len(cm._PROBLEM_FEATURES) + 4] == [*cm._PROBLEM_FEATURES, *cm._ALIGN_FEATURES]
+    names = cm.problem_feature_names(True)
+    assert names == cm._PROBLEM_FEATURES + cm._ALIGN_FEATURES and tuple(default.meta["feature_names"][:len(names)]) == names
     unaligned = cm.train(tuned_samples, rounds=10, rank_rounds=0, align_features=False)   # asked off
     assert not unaligned.align_features and plain.n_features == unaligned.n_features + 4
     # a file written before the features (no "align_features" in its meta) reads its columns as before
