@@ -304,6 +304,10 @@ def run_config(name: str, config: str, args) -> dict:
         # miofind once more with each cuBLASLt matmul of a traced recipe replayed as a library call rather than as
         # its kernels read from a graph capture (miofind.cublas.capture_kernels), chosen again whenever it flips
         sides["miofind-ltcall"] = sides["miofind"]
+    if args.cudnn_exec_ab:
+        # miofind once more with its cuDNN plans run through the frontend's C++ binding rather than rebuilt through
+        # the backend API (miofind.solvers.cudnn_base.backend_execute), chosen again whenever it flips
+        sides["miofind-frontend"] = sides["miofind"]
     if args.host_ab:
         # miofind once more choosing by measured GPU time alone (MIOFIND_TORCH_HOST_US=0): the same model, its
         # problems chosen again (miofind.torch.clear, then warm-up steps) whenever the setting flips
@@ -311,6 +315,7 @@ def run_config(name: str, config: str, args) -> dict:
     from launch_paths import set_path
     import miofind.torch as mt
     from miofind import cublas, tiered
+    from miofind.solvers import cudnn_base
     from miofind.torch import _fast
     rounds = {b: [] for b in sides}
     host_us = os.environ.get("MIOFIND_TORCH_HOST_US")
@@ -319,13 +324,15 @@ def run_config(name: str, config: str, args) -> dict:
 
     # module switches flipped for one miofind side, the problems chosen again on each flip: (on, side, module, name)
     switches = [(args.trace_ab, "miofind-notrace", _fast, "trace_recipes"),
-                (args.capture_ab, "miofind-ltcall", cublas, "capture_kernels")]
+                (args.capture_ab, "miofind-ltcall", cublas, "capture_kernels"),
+                (args.cudnn_exec_ab, "miofind-frontend", cudnn_base, "backend_execute")]
 
     def rechoose(step):
         """After a setting that changes miofind's choices flipped: every problem chosen again, its specialised builds
         (cached) switched in."""
         mt.clear()
         mt.reset_stats()
+        cudnn_base.clear_cache()        # cuDNN plans' invokers are kept with their graphs
         step(xs[0], ys[0])
         tiered.wait(300)
     path = "native"
@@ -368,7 +375,7 @@ def run_config(name: str, config: str, args) -> dict:
         torch.backends.cudnn.benchmark = backend == "cudnn"
         row[f"{backend}_ms"] = statistics.median(rounds[backend])
         row[f"{backend}_rounds_ms"] = rounds[backend]
-        if args.profile and backend not in ("miofind-python", "miofind-py", "miofind-ltcall"):
+        if args.profile and backend not in ("miofind-python", "miofind-py", "miofind-ltcall", "miofind-frontend"):
             row[f"{backend}_profile"] = profile(model, train, amp, xs, ys, cprofile=backend == "miofind")
     del sides, model, step
     torch.cuda.empty_cache()
@@ -381,6 +388,8 @@ def run_config(name: str, config: str, args) -> dict:
         row["speedup_no_trace"] = row["cudnn_ms"] / row["miofind-notrace_ms"]
     if "miofind-ltcall_ms" in row:
         row["speedup_lt_call"] = row["cudnn_ms"] / row["miofind-ltcall_ms"]
+    if "miofind-frontend_ms" in row:
+        row["speedup_frontend_exec"] = row["cudnn_ms"] / row["miofind-frontend_ms"]
     if "miofind-py_ms" in row:
         row["speedup_cpp_off"] = row["cudnn_ms"] / row["miofind-py_ms"]
         row["cpp_status"] = _fast.status()
@@ -459,6 +468,12 @@ def markdown(rows, meta) -> str:
                      "(`miofind.cublas.capture_kernels` off), the same model, its problems chosen again whenever the "
                      "setting flips, timed in the same alternating rounds as cuDNN:",
                      ("captured kernels", "cuBLASLt calls"), ("kernels", "calls"), ("kernels", "calls"))
+    out += _ab_table(rows, "miofind-frontend", "speedup_frontend_exec",
+                     "miofind.torch with its cuDNN plans rebuilt and run through cuDNN's backend API "
+                     "(`MIOFIND_CUDNN_EXECUTE=backend`) against through the frontend's C++ binding (`direct`), the "
+                     "same model, its problems chosen again whenever the setting flips, timed in the same alternating "
+                     "rounds as cuDNN:",
+                     ("backend API", "frontend"), ("backend", "frontend"), ("backend", "frontend"))
     return "\n".join(out) + "\n"
 
 
@@ -508,6 +523,9 @@ def main(argv=None) -> int:
     ap.add_argument("--python-path", action="store_true",
                     help="also time miofind with its launches through ctypes and CuPy (MIOFIND_NATIVE=0), in the "
                          "same alternating rounds: the native launcher's effect")
+    ap.add_argument("--cudnn-exec-ab", action="store_true",
+                    help="also time miofind with its cuDNN plans run through the frontend's binding "
+                         "(MIOFIND_CUDNN_EXECUTE=direct) in the same rounds: the backend API path's effect")
     ap.add_argument("--profile", action="store_true",
                     help="also profile each side (GPU busy time, host queue time, top kernels, chosen solvers)")
     ap.add_argument("--fuse", action="store_true",

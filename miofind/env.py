@@ -76,8 +76,9 @@ VARIABLES: tuple[EnvVar, ...] = (
            "that may leave work to the background measures the first two at once and the others once no find runs)",
            "a positive integer (default 8)", ""),
     EnvVar("MIOFIND_CUDNN_EXECUTE", "how cuDNN plans are launched",
-           "direct (default: the frontend's C++ binding, falling back to the public call on failure) or public "
-           "(always the public `execute_plan_at_index`)", ""),
+           "backend (default: the plan's engine and knobs rebuilt through cuDNN's backend API, a variant pack "
+           "and cudnnBackendExecute per call), direct (the frontend's C++ binding) or public (always the public "
+           "`execute_plan_at_index`); each falls back to the next on failure", ""),
     EnvVar("MIOFIND_IMPORT_KEY", "the HMAC key that signs exports (`db export --sign`) and makes a signed import "
            "trusted", "a secret of at least 16 characters, shared by the machines that exchange FindDB files "
            "(unset: imports are stored untrusted)", ""),
@@ -316,9 +317,10 @@ def cudnn_plans(default: int = 8) -> int:
 
 
 def cudnn_execute() -> str:
-    """``MIOFIND_CUDNN_EXECUTE``: ``direct`` (default; the frontend's C++ binding, falling back to the
-    public call) or ``public`` (always the public call)."""
-    return _one_of("MIOFIND_CUDNN_EXECUTE", ("direct", "public"), "direct")
+    """``MIOFIND_CUDNN_EXECUTE``: ``backend`` (default; the plan rebuilt through the backend API, falling
+    back to the frontend's C++ binding), ``direct`` (the binding, falling back to the public call) or
+    ``public`` (always the public call)."""
+    return _one_of("MIOFIND_CUDNN_EXECUTE", ("backend", "direct", "public"), "backend")
 
 
 MIN_IMPORT_KEY = 16

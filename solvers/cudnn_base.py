@@ -25,6 +25,8 @@ from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, Solver, not_applicable
 from miofind.tensors import element_strides, index_overflow
 
+from . import cudnn_execute
+
 NOT_INSTALLED = "cuDNN frontend not installed"
 HEURISTIC_MODES = ("A", "FALLBACK")
 LAYOUTS = {2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
@@ -257,6 +259,9 @@ def _ptr(a) -> int:
         return a
     return int(a.data.ptr)
 
+
+# False: new invokers start at the frontend's binding even where MIOFIND_CUDNN_EXECUTE=backend (benchmarks' A/B)
+backend_execute = True
 
 # One lock for every cuDNN call: a handle may move between threads but must not be used by two at once.
 _LOCK = threading.RLock()
@@ -534,29 +539,51 @@ class PlanGraph:
             raise CudnnPlanError(f"plan {name!r} for {self.problem.key()} cannot run ({versions()}): {plan.reason}")
         return plan
 
+    def _backend_plan(self, plan: CudnnPlan):
+        """(cudnn_execute.BackendPlan of ``plan``, "") or (None, why not): the same engine and knobs built
+        through the backend API, for a plain convolution whose workspace fits the frontend plan's."""
+        raw = _raw_handle(self.handle)
+        if raw is None:
+            return None, "no raw cudnnHandle_t"
+        try:
+            pre, post = paddings(self.problem)
+            bp = cudnn_execute.BackendPlan(self.problem, self.specs, pre, post, raw, plan.name)
+        except cudnn_execute.BackendPlanError as e:
+            return None, " ".join(str(e).split())[:300]
+        if bp.workspace > plan.workspace:
+            return None, f"workspace {bp.workspace} > the frontend plan's {plan.workspace}"
+        return bp, ""
+
     def invoker(self, plan: CudnnPlan):
         """invoker(a, b, out, workspace, stream) running ``plan`` (device pointers, a raw stream handle).
 
-        It calls the frontend's C++ binding directly where it can (the public execute_plan_at_index
-        re-derives the plan filters and re-describes every buffer on each call, tens of microseconds
-        that a find would time); on any failure there it falls back to the public call for good.
-        MIOFIND_CUDNN_EXECUTE=public forces the public call.
+        By default (``MIOFIND_CUDNN_EXECUTE=backend``) it runs the plan rebuilt through cuDNN's backend API
+        (``cudnn_execute``: the same engine and knobs; a few microseconds of host time a call), else, or
+        where that is refused, the frontend's C++ binding directly (the public execute_plan_at_index
+        re-derives the plan filters and re-describes every buffer on each call, tens of microseconds that a
+        find would time); on any failure of either it falls back to the next for good.
+        MIOFIND_CUDNN_EXECUTE=direct starts at the binding, =public uses only the public call.
         """
         if plan.invoker is None:
-            plan.invoker = self.make_invoker(plan, direct=env.cudnn_execute() != "public")
+            plan.invoker = self.make_invoker(plan)
         return plan.invoker
 
-    def make_invoker(self, plan: CudnnPlan, direct: bool = True):
-        """A new invoker for a built plan; ``direct=False`` uses only the public API (tests compare them)."""
+    def make_invoker(self, plan: CudnnPlan, path: str | None = None):
+        """A new invoker for a built plan, starting at ``path`` ("backend", "direct" or "public"; default
+        ``MIOFIND_CUDNN_EXECUTE``); tests compare them."""
         cudnn = _cudnn()
         graph, handle, roles = self.graph, self.handle, self.roles
         index, need, name, key = plan.index, plan.workspace, plan.name, self.problem.key()
-        path = "public"
-        if direct:
+        start = path or env.cudnn_execute()
+        if start == "backend" and not backend_execute:
+            start = "direct"
+        path, direct, backend = "public", None, None
+        if start != "public":
             direct = _direct_executor(graph, handle, index, roles)
             path = "direct" if direct is not None else "public (no direct binding in this frontend)"
-        else:
-            direct = None
+        if start == "backend":
+            backend, why = self._backend_plan(plan)
+            path = "backend" if backend is not None else f"{path} (backend API: {why})"
 
         def run(ptrs, ws):
             nonlocal direct
@@ -571,6 +598,7 @@ class PlanGraph:
         nroles = len(roles)
 
         def invoker(a, b, out, workspace, stream, bias=0):
+            nonlocal backend
             ws = 0
             if need:
                 if not workspace:
@@ -580,6 +608,14 @@ class PlanGraph:
             ptrs = (_ptr(a), _ptr(b), _ptr(out)) if nroles == 3 else (_ptr(a), _ptr(b), _ptr(out), _ptr(bias))
             with _LOCK:
                 try:
+                    # the backend plan's tensors promise 16-byte aligned pointers; any other takes the frontend
+                    if backend is not None and not ((ptrs[0] | ptrs[1] | ptrs[2]) & 15):
+                        try:
+                            return backend(ptrs, ws, stream)
+                        except cudnn_execute.BackendPlanError as e:
+                            backend = None
+                            invoker.path = (f"{'direct' if direct is not None else 'public'} (backend API failed: "
+                                            f"{' '.join(str(e).split())[:300]})")
                     cudnn.set_stream(handle, stream)
                     run(ptrs, ws)
                 except Exception as e:
@@ -588,6 +624,14 @@ class PlanGraph:
 
         invoker.path = path
         return invoker
+
+
+def _raw_handle(handle) -> int | None:
+    """The cudnnHandle_t behind a frontend handle (an int already, or a ``cudnn.Handle``)."""
+    if isinstance(handle, int):
+        return handle
+    raw = getattr(handle, "backend_handle", None)
+    return raw if isinstance(raw, int) and raw else None
 
 
 def _direct_executor(graph, handle, index: int, roles):

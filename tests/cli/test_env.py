@@ -194,7 +194,7 @@ def test_kernel_cache_dir(monkeypatch, tmp_path):
 
 
 def test_cudnn_variables(monkeypatch):
-    assert env.cudnn_plans() == 8 and env.cudnn_execute() == "direct"
+    assert env.cudnn_plans() == 8 and env.cudnn_execute() == "backend"
     monkeypatch.setenv("MIOFIND_CUDNN_PLANS", "3")
     monkeypatch.setenv("MIOFIND_CUDNN_EXECUTE", "PUBLIC")
     assert env.cudnn_plans() == 3 and env.cudnn_execute() == "public"
@@ -205,7 +205,7 @@ def test_cudnn_variables(monkeypatch):
         with pytest.raises(ValueError, match=rf"^MIOFIND_CUDNN_PLANS={re.escape(repr(bad))}: expected a positive"):
             env.cudnn_plans()
     monkeypatch.setenv("MIOFIND_CUDNN_EXECUTE", "fast")
-    with pytest.raises(ValueError, match=r"^MIOFIND_CUDNN_EXECUTE='fast': expected direct or public$"):
+    with pytest.raises(ValueError, match=r"^MIOFIND_CUDNN_EXECUTE='fast': expected backend, direct or public$"):
         env.cudnn_execute()
 
 

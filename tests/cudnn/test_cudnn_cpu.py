@@ -332,6 +332,8 @@ def _fake_module():
 @pytest.fixture
 def fake(monkeypatch):
     FAKE.reset()
+    # the fake frontend's handles are not cudnnHandle_t: the backend API's path is the GPU tests'
+    monkeypatch.setenv("MIOFIND_CUDNN_EXECUTE", "direct")
     monkeypatch.setitem(sys.modules, "cudnn", _fake_module())
     monkeypatch.setattr(cudnn_base, "_device_id", lambda: 0)
     monkeypatch.setattr(cudnn_base, "_handles", {})

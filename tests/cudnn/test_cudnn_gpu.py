@@ -233,9 +233,12 @@ def test_mixed_layouts():
 
 @pytest.mark.gpu
 @needs_frontend
-def test_direct_and_public_execute_agree():
-    """The invoker calls the frontend's C++ binding directly; it must give the public API's results, and
-    should cost less host time per call (printed)."""
+@pytest.mark.parametrize("direction", "FBW")
+@pytest.mark.parametrize("dtype,layout", [("FP32", "NCHW"), ("FP16", "NHWC"), ("BF16", "NHWC")])
+def test_backend_direct_and_public_execute_agree(direction, dtype, layout):
+    """The invoker runs each plan rebuilt through the backend API (``cudnn_execute``), else calls the
+    frontend's C++ binding directly; each must give the public API's results on poisoned outputs, for the
+    first plans of a strided, padded, grouped problem, and should cost less host time per call (printed)."""
     import time
 
     import cupy
@@ -243,27 +246,38 @@ def test_direct_and_public_execute_agree():
     from miofind.invokers import call
     from miofind.verify import random_array
 
-    p = P("F", n=2, c=16, k=16, in_size=(14, 14), filter_size=3, pads=1)
-    rng = cupy.random.default_rng(5)
-    a, b = random_array(p.x_shape, "FP32", rng), random_array(p.w_shape, "FP32", rng)
-    for name, ws in cudnn_base.list_plans(p)[:4]:
+    p = P(direction, n=2, c=16, k=32, in_size=(14, 13), filter_size=3, pads=1, strides=2, groups=2, layout=layout,
+          dtype=dtype)
+    a_shape, b_shape, out_shape = {"F": (p.x_shape, p.w_shape, p.y_shape), "B": (p.y_shape, p.w_shape, p.x_shape),
+                                   "W": (p.y_shape, p.x_shape, p.w_shape)}[direction]
+    rng = cupy.random.default_rng(_seed("paths", direction, dtype))
+    a, b = random_array(a_shape, dtype, rng), random_array(b_shape, dtype, rng)
+    plans = cudnn_base.list_plans(p)[:4]
+    assert plans
+    for name, ws in plans:
         g, plan = cudnn_base.resolve(p, {"plan": name})
         buf = cupy.empty(ws, dtype=cupy.uint8) if ws else None
         outs, host_us = {}, {}
-        for direct in (True, False):
-            inv = g.make_invoker(plan, direct=direct)
-            out = cupy.full(p.y_shape, cupy.nan, dtype=cupy.float32)
+        for path in ("backend", "direct", "public"):
+            inv = g.make_invoker(plan, path)
+            out = cupy.full(out_shape, cupy.nan, dtype=a.dtype)
             call(inv, p, a, b, out, buf)
             cupy.cuda.get_current_stream().synchronize()
-            assert inv.path == ("direct" if direct else "public"), f"{name}: invoker path {inv.path!r}"
+            assert inv.path == path, f"{name}: invoker path {inv.path!r}"
             t0 = time.perf_counter()
             for _ in range(50):
                 call(inv, p, a, b, out, buf)
-            host_us[inv.path] = (time.perf_counter() - t0) / 50 * 1e6
+            host_us[path] = (time.perf_counter() - t0) / 50 * 1e6
             cupy.cuda.get_current_stream().synchronize()
-            outs[direct] = out
-        cupy.testing.assert_allclose(outs[True], outs[False], rtol=1e-6, atol=1e-6)
-        print(f"{name}: host us per call " + ", ".join(f"{k} {v:.1f}" for k, v in host_us.items()))
+            outs[path] = out.astype(cupy.float32)
+        ref = outs["public"]
+        assert bool(cupy.isfinite(ref).all()), name
+        scale = float(cupy.abs(ref).max()) or 1.0
+        for path in ("backend", "direct"):
+            # the same engine and knobs: equal but for the order of a split reduction's atomic adds
+            diff = float(cupy.abs(outs[path] - ref).max()) / scale
+            assert diff <= (1e-5 if dtype == "FP32" else 1e-2), (name, path, diff)
+        print(f"{p.key()} {name}: host us per call " + ", ".join(f"{k} {v:.1f}" for k, v in host_us.items()))
 
 
 @pytest.mark.gpu
@@ -290,7 +304,7 @@ def test_named_plan_is_replayed_without_heuristics(direction, dtype, layout):
         assert len(cudnn_base._graphs) == 0     # the heuristics' graph was never built
         err, tol = check_solver(solver, p, seed=_seed("replay", direction, dtype, name), config={"plan": name})
         assert err <= tol, (name, err, tol)
-        assert g.invoker(plan).path == "direct"
+        assert g.invoker(plan).path == "backend"
 
 
 @pytest.mark.gpu

@@ -496,6 +496,60 @@ def test_second_process_runs_no_benchmark(tmp_path):
     assert (second["lookups"], second["db_hits"], second["finds_run"]) == (3, 3, 0), second
 
 
+class _Excite(nn.Module):
+    """MobileNetV3's squeeze-excitation: two biased 1x1 convolutions on the pooled 1x1 plane scale the input."""
+
+    def __init__(self, c: int, r: int):
+        super().__init__()
+        self.down, self.up = nn.Conv2d(c, r, 1), nn.Conv2d(r, c, 1)
+
+    def forward(self, x):
+        s = F.adaptive_avg_pool2d(x, 1)
+        return x * F.hardsigmoid(self.up(F.relu(self.down(s))))
+
+
+def excite_net():
+    """A model builder for --torch-model (test_torch_gpu.excite_net): a MobileNetV3-like block, with biased
+    convolutions whose bias an eager FP16 channels_last run fuses into the forward's epilogue."""
+    return nn.Sequential(nn.Conv2d(3, 16, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(16), nn.Hardswish(),
+                         nn.Conv2d(16, 16, 5, padding=2, groups=16, bias=False), _Excite(16, 8),
+                         nn.Conv2d(16, 32, 1), nn.ReLU(), nn.Conv2d(32, 24, 3, padding=1))
+
+
+@pytest.mark.parametrize("amp", [False, True], ids=["fp32", "amp-fp16-channels-last"])
+def test_tune_torch_model_prefills_every_problem_a_training_step_looks_up(mt, tmp_path, monkeypatch, amp):
+    """`miofind tune --torch-model` (its problems from a pass on the meta device) fills a DB from which an eager
+    CUDA training step of the same model finds nothing: every problem the step looks up, fused-bias forwards
+    included, is there."""
+    from click.testing import CliRunner
+
+    from miofind import cli
+
+    db = f"sqlite:///{tmp_path / 'prefill.sqlite'}"
+    monkeypatch.setenv("MIOFIND_SYSTEM_DB", "none")
+    monkeypatch.delenv("MIOFIND_FIND_MODE", raising=False)
+    args = ["tune", "--torch-model", "test_torch_gpu.excite_net", "--batch", "8", "--input-size", "32", "--no-tune",
+            "--db", db] + (["--dtype", "fp16", "--channels-last"] if amp else ["--dtype", "fp32", "--no-tf32"])
+    r = CliRunner().invoke(cli.main, args)
+    assert r.exit_code == 0, r.output
+    monkeypatch.setenv("MIOFIND_DB", db)
+    mt.clear()
+    mt.reset_stats()
+    torch.manual_seed(0)
+    model = excite_net().cuda()
+    x = torch.randn(8, 3, 32, 32, device="cuda")
+    if amp:
+        model, x = model.to(memory_format=torch.channels_last), x.to(memory_format=torch.channels_last)
+    assert mt.convert(model) == (6, [])
+    with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+        out = model(x)
+    out.float().square().mean().backward()
+    torch.cuda.synchronize()
+    s = mt.stats()
+    # 6 forwards, 5 backward-data (the first layer's input needs no gradient), 6 weight gradients
+    assert s["lookups"] == 17 and s["db_hits"] == 17 and s["finds_run"] == 0, (s, r.output)
+
+
 def _resnet_grads(model, x, amp: bool):
     model.zero_grad(set_to_none=True)
     with torch.autocast("cuda", dtype=torch.float16, enabled=amp):

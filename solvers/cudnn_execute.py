@@ -1,0 +1,232 @@
+"""A cuDNN plan run through cuDNN's backend C API (``cudnn_graph.h``, through ctypes).
+
+The frontend's execute costs tens of microseconds of host time per call (it re-derives its variant pack
+from a dict of uids), which a host-bound PyTorch step pays on every convolution that a cuDNN plan serves.
+Here the plan is built once more from what its name says (engine id and knobs) on a backend graph of the
+same single convolution, the same tensors and the same convolution descriptor, so it runs the same
+kernels; each call then makes a variant pack of the three pointers and executes it.
+
+``BackendPlan(problem, specs, handle, name)`` raises ``BackendPlanError`` where any step is refused
+(the caller keeps the frontend's path); ``address()`` gives the C entry points for callers outside
+Python.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+
+from miofind.problem import ProblemDescription
+
+# cudnnBackendDescriptorType_t
+_TENSOR, _CONVOLUTION, _ENGINE, _ENGINECFG, _PLAN, _KNOB_CHOICE = 17, 1, 2, 3, 5, 7
+_OPGRAPH, _VARIANT_PACK = 15, 16
+_OP = {"F": 10, "W": 11, "B": 12}       # CONVOLUTION_FORWARD, _BACKWARD_FILTER, _BACKWARD_DATA
+# cudnnBackendAttributeType_t
+_T_HANDLE, _T_DATA_TYPE, _T_INT64, _T_FLOAT, _T_VOID_PTR, _T_CONV_MODE, _T_KNOB, _T_DESC = 0, 1, 3, 4, 6, 7, 9, 15
+# cudnnDataType_t
+DATA_TYPES = {"FP32": 0, "FP16": 2, "BF16": 9}
+_CROSS_CORRELATION = 1
+# operation attributes, in the invoker's argument order (a, b, out) and then alpha, beta, the conv descriptor:
+# F (x, w) -> y, B (dy, w) -> dx, W (dy, x) -> dw
+_OP_ATTRS = {"F": (704, 703, 705, 700, 701, 702), "B": (711, 709, 710, 706, 707, 708),
+             "W": (717, 716, 715, 712, 713, 714)}
+_ROLE_SPECS = {"F": ("x", "w", "y"), "B": ("y", "w", "x"), "W": ("y", "x", "w")}
+ALIGNMENT = 16          # bytes every pointer must be aligned to (the tensors' CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT)
+
+_lib = None
+_lib_lock = threading.Lock()
+
+
+class BackendPlanError(RuntimeError):
+    """The backend API refused a step (or is not there): the plan stays on the frontend's path."""
+
+
+def library():
+    """The libcudnn the frontend loaded, with the backend entry points typed (BackendPlanError if none)."""
+    global _lib
+    if _lib is None:
+        with _lib_lock:
+            if _lib is None:
+                from . import cudnn_base
+                lib = cudnn_base._backend_library()
+                if lib is None:
+                    raise BackendPlanError("no libcudnn to load")
+                vp, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
+                try:
+                    for name, args in (("cudnnBackendCreateDescriptor", (i32, ctypes.POINTER(vp))),
+                                       ("cudnnBackendDestroyDescriptor", (vp,)),
+                                       ("cudnnBackendFinalize", (vp,)),
+                                       ("cudnnBackendSetAttribute", (vp, i32, i32, i64, vp)),
+                                       ("cudnnBackendGetAttribute", (vp, i32, i32, i64, ctypes.POINTER(i64), vp)),
+                                       ("cudnnBackendExecute", (vp, vp, vp)),
+                                       ("cudnnSetStream", (vp, vp))):
+                        f = getattr(lib, name)
+                        f.argtypes, f.restype = args, i32
+                    lib.cudnnGetLastErrorString.argtypes = (ctypes.c_char_p, ctypes.c_size_t)
+                    lib.cudnnGetLastErrorString.restype = None
+                except AttributeError as e:
+                    raise BackendPlanError(f"libcudnn lacks the backend API ({e})") from e
+                _lib = lib
+    return _lib
+
+
+def address(name: str) -> int:
+    """The address of a libcudnn entry point (for the C++ path)."""
+    return ctypes.cast(getattr(library(), name), ctypes.c_void_p).value or 0
+
+
+def _check(status: int, what: str) -> None:
+    if status:
+        buf = ctypes.create_string_buffer(512)
+        try:
+            _lib.cudnnGetLastErrorString(buf, 512)
+        except Exception:       # noqa: BLE001 - the status alone then
+            pass
+        raise BackendPlanError(f"{what}: cudnnStatus {status} {buf.value.decode(errors='replace').strip()}")
+
+
+def _i64(values) -> ctypes.Array:
+    return (ctypes.c_int64 * len(values))(*values)
+
+
+class BackendPlan:
+    """The execution plan ``name`` (``engN_kK=V...``) of a single-convolution problem, built through the
+    backend API on ``handle`` (a raw ``cudnnHandle_t``); ``specs`` are cudnn_base's x, w, y tensor specs.
+    ``workspace`` is its workspace bytes; calling it runs it on a stream with three device pointers in the
+    invoker's order (F x, w -> y; B dy, w -> dx; W dy, x -> dw) and a workspace pointer."""
+
+    def __init__(self, problem: ProblemDescription, specs: dict, pre, post, handle: int, name: str):
+        from .cudnn_base import parse_plan_name
+
+        p = problem.as_conv()
+        if p.fused or p.direction not in _OP:
+            raise BackendPlanError(f"{p.key()}: only a plain convolution's F, B or W plan runs here")
+        dtype = DATA_TYPES.get(p.dtype)
+        if dtype is None:
+            raise BackendPlanError(f"{p.key()}: data type {p.dtype} not mapped")
+        try:
+            engine, knobs = parse_plan_name(name)
+        except ValueError as e:
+            raise BackendPlanError(str(e)) from e
+        lib = library()
+        self._lib, self.name, self.handle = lib, name, ctypes.c_void_p(handle)
+        self._descs: list[ctypes.c_void_p] = []
+        try:
+            self._build(p, specs, pre, post, dtype, engine, knobs)
+        except BaseException:
+            self.close()
+            raise
+        n = 3
+        self._uids = _i64(range(1, n + 1))
+        self._ptrs = (ctypes.c_void_p * n)()
+        self._ws = ctypes.c_void_p(0)
+        self._create, self._set, self._fin = lib.cudnnBackendCreateDescriptor, lib.cudnnBackendSetAttribute, \
+            lib.cudnnBackendFinalize
+        self._exec, self._destroy, self._stream = lib.cudnnBackendExecute, lib.cudnnBackendDestroyDescriptor, \
+            lib.cudnnSetStream
+
+    def _new(self, kind: int) -> ctypes.c_void_p:
+        d = ctypes.c_void_p()
+        _check(self._lib.cudnnBackendCreateDescriptor(kind, ctypes.byref(d)), f"create descriptor {kind}")
+        self._descs.append(d)
+        return d
+
+    def _attr(self, d, name: int, kind: int, values, what: str) -> None:
+        _check(self._lib.cudnnBackendSetAttribute(d, name, kind, len(values), ctypes.cast(values, ctypes.c_void_p)),
+               f"set attribute {name} of {what}")
+
+    def _finalize(self, d, what: str) -> None:
+        _check(self._lib.cudnnBackendFinalize(d), f"finalize {what}")
+
+    def _descs_array(self, *ds) -> ctypes.Array:
+        return (ctypes.c_void_p * len(ds))(*[d.value for d in ds])
+
+    def _build(self, p, specs, pre, post, dtype, engine, knobs) -> None:
+        tensors = []
+        for uid, role in enumerate(_ROLE_SPECS[p.direction], 1):
+            s = specs[role]
+            t = self._new(_TENSOR)
+            self._attr(t, 901, _T_DATA_TYPE, (ctypes.c_int * 1)(dtype), role)
+            self._attr(t, 902, _T_INT64, _i64(s.dim), role)
+            self._attr(t, 903, _T_INT64, _i64(s.stride), role)
+            self._attr(t, 906, _T_INT64, _i64([uid]), role)
+            self._attr(t, 900, _T_INT64, _i64([ALIGNMENT]), role)
+            self._finalize(t, f"tensor {role}")
+            tensors.append(t)
+        nsp = len(specs["x"].dim) - 2
+        if not (len(p.strides) == len(p.dilations) == len(pre) == len(post) == nsp):
+            raise BackendPlanError(f"{p.key()}: {nsp} spatial dims against strides {p.strides}")
+        conv = self._new(_CONVOLUTION)
+        self._attr(conv, 100, _T_DATA_TYPE, (ctypes.c_int * 1)(0), "conv")          # FP32 compute
+        self._attr(conv, 101, _T_CONV_MODE, (ctypes.c_int * 1)(_CROSS_CORRELATION), "conv")
+        self._attr(conv, 106, _T_INT64, _i64([nsp]), "conv")
+        self._attr(conv, 102, _T_INT64, _i64(p.dilations), "conv")
+        self._attr(conv, 103, _T_INT64, _i64(p.strides), "conv")
+        self._attr(conv, 105, _T_INT64, _i64(pre), "conv")
+        self._attr(conv, 104, _T_INT64, _i64(post), "conv")
+        self._finalize(conv, "conv")
+        a, b, out, alpha, beta, cdesc = _OP_ATTRS[p.direction]
+        op = self._new(_OP[p.direction])
+        for attr, t in zip((a, b, out), tensors):
+            self._attr(op, attr, _T_DESC, self._descs_array(t), "operation")
+        self._attr(op, cdesc, _T_DESC, self._descs_array(conv), "operation")
+        self._attr(op, alpha, _T_FLOAT, (ctypes.c_float * 1)(1.0), "operation")
+        self._attr(op, beta, _T_FLOAT, (ctypes.c_float * 1)(0.0), "operation")
+        self._finalize(op, "operation")
+        graph = self._new(_OPGRAPH)
+        self._attr(graph, 800, _T_HANDLE, (ctypes.c_void_p * 1)(self.handle.value), "operation graph")
+        self._attr(graph, 801, _T_DESC, self._descs_array(op), "operation graph")
+        self._finalize(graph, "operation graph")
+        eng = self._new(_ENGINE)
+        self._attr(eng, 1300, _T_DESC, self._descs_array(graph), "engine")
+        self._attr(eng, 1301, _T_INT64, _i64([engine]), "engine")
+        self._finalize(eng, f"engine {engine}")
+        choices = []
+        for k, v in knobs.items():
+            c = self._new(_KNOB_CHOICE)
+            self._attr(c, 600, _T_KNOB, (ctypes.c_int * 1)(k), "knob")
+            self._attr(c, 601, _T_INT64, _i64([v]), "knob")
+            self._finalize(c, f"knob {k}={v}")
+            choices.append(c)
+        cfg = self._new(_ENGINECFG)
+        self._attr(cfg, 300, _T_DESC, self._descs_array(eng), "engine config")
+        if choices:
+            self._attr(cfg, 302, _T_DESC, self._descs_array(*choices), "engine config")
+        self._finalize(cfg, "engine config")
+        plan = self._new(_PLAN)
+        self._attr(plan, 400, _T_HANDLE, (ctypes.c_void_p * 1)(self.handle.value), "plan")
+        self._attr(plan, 401, _T_DESC, self._descs_array(cfg), "plan")
+        self._finalize(plan, f"plan {self.name}")
+        ws, count = ctypes.c_int64(0), ctypes.c_int64(0)
+        _check(self._lib.cudnnBackendGetAttribute(plan, 402, _T_INT64, 1, ctypes.byref(count), ctypes.byref(ws)),
+               "workspace size")
+        self.plan, self.workspace = plan, int(ws.value)
+
+    def __call__(self, ptrs, workspace: int, stream: int) -> None:
+        """Run on ``stream`` (a raw handle): ptrs are the three device pointers, 16-byte aligned."""
+        vp = ctypes.c_void_p()
+        _check(self._create(_VARIANT_PACK, ctypes.byref(vp)), "create variant pack")
+        try:
+            self._ptrs[0], self._ptrs[1], self._ptrs[2] = ptrs
+            self._ws.value = workspace or None
+            _check(self._set(vp, 1000, _T_INT64, 3, self._uids), "variant pack uids")
+            _check(self._set(vp, 1001, _T_VOID_PTR, 3, self._ptrs), "variant pack pointers")
+            _check(self._set(vp, 1003, _T_VOID_PTR, 1, ctypes.byref(self._ws)), "variant pack workspace")
+            _check(self._fin(vp), "finalize variant pack")
+            _check(self._stream(self.handle, stream or None), "cudnnSetStream")
+            _check(self._exec(self.handle, self.plan, vp), f"execute {self.name}")
+        finally:
+            self._destroy(vp)
+
+    def close(self) -> None:
+        for d in reversed(self._descs):
+            if d.value:
+                self._lib.cudnnBackendDestroyDescriptor(d)
+        self._descs = []
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:       # noqa: BLE001 - at interpreter exit the library may be gone
+            pass
