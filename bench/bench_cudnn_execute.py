@@ -1,7 +1,8 @@
-"""Host time per call of a cuDNN plan by each way of executing it, on the GPU: the plan rebuilt through the
-backend API (``MIOFIND_CUDNN_EXECUTE=backend``), the frontend's C++ binding (``direct``) and its public call
-(``public``), each as the invoker a prepared solution calls, beside ``torch.nn.functional.conv2d`` (cuDNN
-benchmark mode) for F problems; host µs per call, the median over drained bursts (``bench_overhead.host_us``),
+"""Host time per call of a cuDNN plan by each way of executing it, on the GPU: the frontend's C++ binding
+(``direct``, what a call from Python takes) and its public call (``public``), the plan rebuilt through the backend
+API called from Python through ctypes (``backend-python``) and natively (``native``: the default invoker's replay,
+``miofind._native``'s cudnn_run, as miofind.torch's C++ path and prepared solutions run it), beside
+``torch.nn.functional.conv2d`` (cuDNN benchmark mode) for F problems; host µs per call, the median over drained bursts (``bench_overhead.host_us``),
 the paths interleaved burst by burst. The problems are MobileNetV3-Large AMP layers whose shipped records
 pick a cuDNN plan (or ``--keys``), each at its heuristics' first plan that builds.
 
@@ -38,12 +39,14 @@ def main(argv=None) -> int:
     import cupy
     import torch
 
-    from miofind.invokers import call
+    from miofind import launch
+    from miofind.invokers import call, ptr
     from miofind.problem import ProblemDescription
     from miofind.solvers import cudnn_base
     from miofind.verify import random_array
 
     torch.backends.cudnn.benchmark = True
+    stream = cupy.cuda.get_current_stream().ptr
     rows = []
     for key in args.keys.split(","):
         p = ProblemDescription.from_key(key)
@@ -57,10 +60,16 @@ def main(argv=None) -> int:
         g, plan = cudnn_base.resolve(p, {"plan": name})
         buf = cupy.empty(ws, dtype=cupy.uint8) if ws else None
         fns, paths = {}, {}
-        for path in ("backend", "direct", "public"):
+        for path in ("backend-python", "direct", "public"):
             inv = g.make_invoker(plan, path)
             paths[path] = inv.path
             fns[path] = (lambda inv=inv: call(inv, p, a, b, out, buf))
+        got = launch.replayer(g.make_invoker(plan), bool(ws), stream)
+        if got:
+            run = got[0]
+            pa, pb, po, pw = ptr(a), ptr(b), ptr(out), ptr(buf) if ws else 0
+            fns["native"] = (lambda run=run, pa=pa, pb=pb, po=po, pw=pw: run(stream, pa, pb, po, pw))
+        paths["native"] = "replayed" if got else f"not replayed ({got!r})"
         if d == "F" and not p.transposed:
             cl = p.layouts[0] == "NHWC"
             fmt = torch.channels_last if cl else torch.contiguous_format

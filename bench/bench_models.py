@@ -305,8 +305,9 @@ def run_config(name: str, config: str, args) -> dict:
         # its kernels read from a graph capture (miofind.cublas.capture_kernels), chosen again whenever it flips
         sides["miofind-ltcall"] = sides["miofind"]
     if args.cudnn_exec_ab:
-        # miofind once more with its cuDNN plans run through the frontend's C++ binding rather than rebuilt through
-        # the backend API (miofind.solvers.cudnn_base.backend_execute), chosen again whenever it flips
+        # miofind once more with its cuDNN plans not replayed natively (through the backend API, from miofind.torch's
+        # C++ path) but called through Python and the frontend's binding (miofind.solvers.cudnn_base.backend_execute),
+        # chosen again whenever it flips
         sides["miofind-frontend"] = sides["miofind"]
     if args.host_ab:
         # miofind once more choosing by measured GPU time alone (MIOFIND_TORCH_HOST_US=0): the same model, its
@@ -315,6 +316,7 @@ def run_config(name: str, config: str, args) -> dict:
     from launch_paths import set_path
     import miofind.torch as mt
     from miofind import cublas, tiered
+    from miofind import invokers
     from miofind.solvers import cudnn_base
     from miofind.torch import _fast
     rounds = {b: [] for b in sides}
@@ -332,7 +334,8 @@ def run_config(name: str, config: str, args) -> dict:
         (cached) switched in."""
         mt.clear()
         mt.reset_stats()
-        cudnn_base.clear_cache()        # cuDNN plans' invokers are kept with their graphs
+        cudnn_base.clear_cache()        # cuDNN plans' invokers are kept with their graphs and by solution
+        invokers.clear()
         step(xs[0], ys[0])
         tiered.wait(300)
     path = "native"
@@ -469,8 +472,9 @@ def markdown(rows, meta) -> str:
                      "setting flips, timed in the same alternating rounds as cuDNN:",
                      ("captured kernels", "cuBLASLt calls"), ("kernels", "calls"), ("kernels", "calls"))
     out += _ab_table(rows, "miofind-frontend", "speedup_frontend_exec",
-                     "miofind.torch with its cuDNN plans rebuilt and run through cuDNN's backend API "
-                     "(`MIOFIND_CUDNN_EXECUTE=backend`) against through the frontend's C++ binding (`direct`), the "
+                     "miofind.torch with its cuDNN plans replayed by its C++ path through cuDNN's backend API "
+                     "(`MIOFIND_CUDNN_EXECUTE=backend`) against called through Python and the frontend's binding "
+                     "(`direct`), the "
                      "same model, its problems chosen again whenever the setting flips, timed in the same alternating "
                      "rounds as cuDNN:",
                      ("backend API", "frontend"), ("backend", "frontend"), ("backend", "frontend"))
@@ -524,8 +528,9 @@ def main(argv=None) -> int:
                     help="also time miofind with its launches through ctypes and CuPy (MIOFIND_NATIVE=0), in the "
                          "same alternating rounds: the native launcher's effect")
     ap.add_argument("--cudnn-exec-ab", action="store_true",
-                    help="also time miofind with its cuDNN plans run through the frontend's binding "
-                         "(MIOFIND_CUDNN_EXECUTE=direct) in the same rounds: the backend API path's effect")
+                    help="also time miofind with its cuDNN plans called through Python and the frontend's binding "
+                         "(MIOFIND_CUDNN_EXECUTE=direct), not replayed natively through the backend API, in the same "
+                         "rounds: that replay's effect")
     ap.add_argument("--profile", action="store_true",
                     help="also profile each side (GPU busy time, host queue time, top kernels, chosen solvers)")
     ap.add_argument("--fuse", action="store_true",

@@ -20,6 +20,11 @@
  * A call adds the offsets, checks the four addresses' alignment (refusing, with nothing launched, where one is off)
  * and runs every step in order with the GIL released once.
  *
+ * cudnn_runner(): the address of a library call (a recipe step of kind 1) that runs one cuDNN execution plan through
+ * the backend API: its first argument a cudnn_ctx (solvers/cudnn_execute.py fills it), then the three device pointers
+ * and the workspace; it makes the variant pack, executes the plan on the context's handle (whose stream it was bound
+ * to) and frees the pack, holding the handle's lock throughout, and returns the first failing cudnnStatus_t.
+ *
  * qs_lookup(), qs_score(): miofind.costmodel._Exits (QuickScorer tables) in C: a problem's table rows by bisection of its
  * feature values, and the AND of table rows, the exit leaf of each tree (the highest set bit) and the sums of the leaf
  * values per row, added in numpy's order so that both paths give the same times. The limited API of 3.10 has no buffer
@@ -527,6 +532,52 @@ fail:
     return NULL;
 }
 
+/* cudnnBackend* entry points by address (cudnn_graph.h's signatures) and one plan's context */
+typedef int (*cudnn_create_fn)(int, void **);
+typedef int (*cudnn_set_fn)(void *, int, int, int64_t, const void *);
+typedef int (*cudnn_one_fn)(void *);
+typedef int (*cudnn_exec_fn)(void *, void *, void *);
+
+typedef struct {
+    u64 create, set, finalize, execute, destroy;   /* cudnnBackendCreateDescriptor, SetAttribute, Finalize, Execute,
+                                                      DestroyDescriptor */
+    u64 handle, plan;                              /* cudnnHandle_t (its stream set once), the finalized plan */
+    u64 lock;                                      /* an int shared by the plans of one handle: 0 free, 1 held */
+    int64_t uids[3];                               /* the variant pack's unique ids of a, b, out */
+} cudnn_ctx;
+
+enum { CUDNN_VARIANT_PACK = 16, CUDNN_TYPE_INT64 = 3, CUDNN_TYPE_VOID_PTR = 6, CUDNN_ATTR_VP_UIDS = 1000,
+       CUDNN_ATTR_VP_POINTERS = 1001, CUDNN_ATTR_VP_WORKSPACE = 1003 };
+
+static int cudnn_run(u64 ctx, u64 a, u64 b, u64 out, u64 ws) {
+    const cudnn_ctx *c = (const cudnn_ctx *)(uintptr_t)ctx;
+    int *lock = (int *)(uintptr_t)c->lock;
+    void *vp = NULL, *ptrs[3] = {(void *)(uintptr_t)a, (void *)(uintptr_t)b, (void *)(uintptr_t)out};
+    void *work = (void *)(uintptr_t)ws;
+    /* a cuDNN handle serves one thread at a time */
+    while (__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(lock, __ATOMIC_RELAXED)) {}
+    int st = ((cudnn_create_fn)(uintptr_t)c->create)(CUDNN_VARIANT_PACK, &vp);
+    if (!st) {
+        cudnn_set_fn set = (cudnn_set_fn)(uintptr_t)c->set;
+        if (!(st = set(vp, CUDNN_ATTR_VP_UIDS, CUDNN_TYPE_INT64, 3, c->uids)) &&
+            !(st = set(vp, CUDNN_ATTR_VP_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs)) &&
+            !(st = set(vp, CUDNN_ATTR_VP_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &work)) &&
+            !(st = ((cudnn_one_fn)(uintptr_t)c->finalize)(vp)))
+            st = ((cudnn_exec_fn)(uintptr_t)c->execute)((void *)(uintptr_t)c->handle, (void *)(uintptr_t)c->plan, vp);
+        ((cudnn_one_fn)(uintptr_t)c->destroy)(vp);
+    }
+    __atomic_store_n(lock, 0, __ATOMIC_RELEASE);
+    return st;
+}
+
+/* cudnn_runner() -> (the address of cudnn_run, sizeof(cudnn_ctx)) */
+static PyObject *cudnn_runner(PyObject *mod, PyObject *unused) {
+    (void)mod;
+    (void)unused;
+    return Py_BuildValue("(Kn)", (unsigned long long)(uintptr_t)&cudnn_run, (Py_ssize_t)sizeof(cudnn_ctx));
+}
+
 /* pdl_launcher(ex) -> the address of pdl_launch, launching through ``ex`` (cuLaunchKernelEx's address) */
 static PyObject *make_pdl_launcher(PyObject *mod, PyObject *arg) {
     (void)mod;
@@ -964,6 +1015,13 @@ static PyMethodDef methods[] = {
      "slots: (parameter, role, byte offset) of each pointer written per call, role 0-3 the run's a, b, out,\n"
      "workspace; align: what each role's address must be a multiple of. run returns 0, -1 (an address misaligned:\n"
      "nothing ran) or (step, status) of the step that failed."},
+    {"cudnn_runner", cudnn_runner, METH_NOARGS,
+     "cudnn_runner() -> (fn, ctx_size)\n\n"
+     "fn: the address of int run(ctx, a, b, out, workspace), a library call (recipe kind 1) running one cuDNN\n"
+     "execution plan through the backend API; ctx: the address of a context of ctx_size bytes (the addresses of\n"
+     "cudnnBackendCreateDescriptor, SetAttribute, Finalize, Execute and DestroyDescriptor, the handle, the plan, a\n"
+     "lock word's address, the three unique ids; miofind.solvers.cudnn_execute.NativeRun). Returns the first\n"
+     "failing cudnnStatus_t, 0 on success."},
     {"qs_score", (PyCFunction)(void (*)(void))qs_score, METH_FASTCALL,
      "qs_score(table, nrows, width, values, ntrees, cut, common, per_row, more) -> bytearray of doubles\n\n"
      "The learned cost model's exit-table scorer (miofind.costmodel._Exits.score): table, the address of a\n"

@@ -448,6 +448,12 @@ def trace_raw(func: int, grid, block, shared_mem: int, nbytes: int, cells, slots
                           list(slots)))
 
 
+def tracing() -> bool:
+    """Whether ``trace`` runs on this thread (an invoker then records its calls rather than making them)."""
+    t = _tracer
+    return t is not None and t.mine()
+
+
 def trace_call(func: int, values, ptr_params) -> bool:
     """For a library call made during ``trace`` on this thread: record it (``func`` the C function's address,
     ``values`` its 64-bit arguments, ``ptr_params`` (index, pointer) of the pointers written per call) and return

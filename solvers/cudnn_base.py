@@ -25,6 +25,8 @@ from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, Solver, not_applicable
 from miofind.tensors import element_strides, index_overflow
 
+from miofind import launch
+
 from . import cudnn_execute
 
 NOT_INSTALLED = "cuDNN frontend not installed"
@@ -557,20 +559,22 @@ class PlanGraph:
     def invoker(self, plan: CudnnPlan):
         """invoker(a, b, out, workspace, stream) running ``plan`` (device pointers, a raw stream handle).
 
-        By default (``MIOFIND_CUDNN_EXECUTE=backend``) it runs the plan rebuilt through cuDNN's backend API
-        (``cudnn_execute``: the same engine and knobs; a few microseconds of host time a call), else, or
-        where that is refused, the frontend's C++ binding directly (the public execute_plan_at_index
-        re-derives the plan filters and re-describes every buffer on each call, tens of microseconds that a
-        find would time); on any failure of either it falls back to the next for good.
-        MIOFIND_CUDNN_EXECUTE=direct starts at the binding, =public uses only the public call.
+        It calls the frontend's C++ binding directly (the public execute_plan_at_index re-derives the plan
+        filters and re-describes every buffer on each call, tens of microseconds that a find would time), falling
+        back to the public call for good on a failure. By default (``MIOFIND_CUDNN_EXECUTE=backend``) it is also
+        traceable (``miofind.launch.trace``): a native replayer (miofind.torch's C++ path, a prepared solution's
+        recipe) then runs the plan rebuilt through cuDNN's backend API (``cudnn_execute.NativeRun``: the same
+        engine and knobs) with no Python. MIOFIND_CUDNN_EXECUTE=direct is the binding alone, =public the public
+        call alone.
         """
         if plan.invoker is None:
             plan.invoker = self.make_invoker(plan)
         return plan.invoker
 
     def make_invoker(self, plan: CudnnPlan, path: str | None = None):
-        """A new invoker for a built plan, starting at ``path`` ("backend", "direct" or "public"; default
-        ``MIOFIND_CUDNN_EXECUTE``); tests compare them."""
+        """A new invoker for a built plan, by ``path`` ("backend", "direct" or "public"; default
+        ``MIOFIND_CUDNN_EXECUTE``), or "backend-python" (calls from Python run the backend API's plan through
+        ctypes: the tests compare it with the others)."""
         cudnn = _cudnn()
         graph, handle, roles = self.graph, self.handle, self.roles
         index, need, name, key = plan.index, plan.workspace, plan.name, self.problem.key()
@@ -581,9 +585,27 @@ class PlanGraph:
         if start != "public":
             direct = _direct_executor(graph, handle, index, roles)
             path = "direct" if direct is not None else "public (no direct binding in this frontend)"
-        if start == "backend":
+        if start == "backend-python":
             backend, why = self._backend_plan(plan)
-            path = "backend" if backend is not None else f"{path} (backend API: {why})"
+            path = "backend-python" if backend is not None else f"{path} (backend API: {why})"
+        # native replays (traced): the plan rebuilt through the backend API, per stream (cudnn_execute.NativeRun)
+        native = start == "backend" and len(roles) == 3 and cudnn_execute.DATA_TYPES.get(self.problem.dtype) is not None
+        natives: dict = {}
+
+        def native_run(stream: int):
+            got = natives.get(stream)
+            if got is None:
+                try:
+                    pre, post = paddings(self.problem)
+                    got = cudnn_execute.NativeRun(self.problem, self.specs, pre, post, self.device, stream, name)
+                    if got.workspace > need:
+                        got = f"workspace {got.workspace} > the frontend plan's {need}"
+                except cudnn_execute.BackendPlanError as e:
+                    got = " ".join(str(e).split())[:300]
+                natives[stream] = got
+            if isinstance(got, str):
+                raise launch.NotTraceable(f"cuDNN plan {name} through the backend API: {got}")
+            return got
 
         def run(ptrs, ws):
             nonlocal direct
@@ -606,6 +628,12 @@ class PlanGraph:
                 ws = _ptr(workspace)
             # a fused graph with a bias has a fourth role: the bias's pointer
             ptrs = (_ptr(a), _ptr(b), _ptr(out)) if nroles == 3 else (_ptr(a), _ptr(b), _ptr(out), _ptr(bias))
+            if native and launch.tracing():
+                # recorded, not run: cudnn_run(ctx, a, b, out, workspace), the pointers written per replay
+                with _LOCK:
+                    nr = native_run(stream)
+                launch.trace_call(nr.fn, [nr.ctx, *ptrs, ws], [(1, ptrs[0]), (2, ptrs[1]), (3, ptrs[2]), (4, ws)])
+                return
             with _LOCK:
                 try:
                     # the backend plan's tensors promise 16-byte aligned pointers; any other takes the frontend
@@ -622,7 +650,9 @@ class PlanGraph:
                     raise CudnnPlanError(f"cuDNN plan {name} failed to execute for {key} ({versions()}; "
                                          f"{invoker.path}): {e.__class__.__name__}: {e}") from e
 
-        invoker.path = path
+        invoker.path = "backend" if native and path == "direct" else path
+        if native:
+            launch.mark_traceable(invoker)
         return invoker
 
 

@@ -1,20 +1,24 @@
-"""A cuDNN plan run through cuDNN's backend C API (``cudnn_graph.h``, through ctypes).
+"""A cuDNN plan run through cuDNN's backend C API (``cudnn_graph.h``), so that native code can run it.
 
-The frontend's execute costs tens of microseconds of host time per call (it re-derives its variant pack
-from a dict of uids), which a host-bound PyTorch step pays on every convolution that a cuDNN plan serves.
-Here the plan is built once more from what its name says (engine id and knobs) on a backend graph of the
-same single convolution, the same tensors and the same convolution descriptor, so it runs the same
-kernels; each call then makes a variant pack of the three pointers and executes it.
+The frontend's execute is a Python call. A caller that replays a solution natively (miofind.torch's C++ path, a
+prepared solution's recipe: ``miofind.launch.trace``) would have to come back to Python for every convolution that
+a cuDNN plan serves, which a host-bound PyTorch step pays each time. Here the plan is built once more from what its
+name says (engine id and knobs) on a backend graph of the same single convolution, the same tensors and the same
+convolution descriptor, so it runs the same kernels. ``NativeRun`` binds it to a cuDNN handle of its own on one
+stream and fills the context of ``miofind._native``'s ``cudnn_run``, a C function that makes the variant pack of the
+three pointers and the workspace and executes the plan: a library call a recipe replays with no Python.
 
-``BackendPlan(problem, specs, handle, name)`` raises ``BackendPlanError`` where any step is refused
-(the caller keeps the frontend's path); ``address()`` gives the C entry points for callers outside
-Python.
+``BackendPlan`` and ``NativeRun`` raise ``BackendPlanError`` where any step is refused (the caller keeps the
+frontend's path). ``BackendPlan`` can also be called from Python (through ctypes; the tests compare it with the
+frontend's execute).
 """
 
 from __future__ import annotations
 
 import ctypes
 import threading
+
+from miofind import launch
 
 from miofind.problem import ProblemDescription
 
@@ -60,7 +64,8 @@ def library():
                                        ("cudnnBackendSetAttribute", (vp, i32, i32, i64, vp)),
                                        ("cudnnBackendGetAttribute", (vp, i32, i32, i64, ctypes.POINTER(i64), vp)),
                                        ("cudnnBackendExecute", (vp, vp, vp)),
-                                       ("cudnnSetStream", (vp, vp))):
+                                       ("cudnnSetStream", (vp, vp)),
+                                       ("cudnnCreate", (ctypes.POINTER(vp),))):
                         f = getattr(lib, name)
                         f.argtypes, f.restype = args, i32
                     lib.cudnnGetLastErrorString.argtypes = (ctypes.c_char_p, ctypes.c_size_t)
@@ -230,3 +235,57 @@ class BackendPlan:
             self.close()
         except Exception:       # noqa: BLE001 - at interpreter exit the library may be gone
             pass
+
+
+class _Ctx(ctypes.Structure):
+    """``miofind/_native.c``'s cudnn_ctx."""
+
+    _fields_ = [("create", ctypes.c_uint64), ("set", ctypes.c_uint64), ("finalize", ctypes.c_uint64),
+                ("execute", ctypes.c_uint64), ("destroy", ctypes.c_uint64), ("handle", ctypes.c_uint64),
+                ("plan", ctypes.c_uint64), ("lock", ctypes.c_uint64), ("uids", ctypes.c_int64 * 3)]
+
+
+# (device, stream) -> (a cudnnHandle_t bound to that stream, the lock word of its native runs); never destroyed:
+# a recipe that names them may run until the process ends
+_native_handles: dict = {}
+
+
+def _native_handle(device: int, stream: int):
+    key = (device, stream)
+    got = _native_handles.get(key)
+    if got is None:
+        with _lib_lock:
+            got = _native_handles.get(key)
+            if got is None:
+                lib = library()
+                h = ctypes.c_void_p()
+                _check(lib.cudnnCreate(ctypes.byref(h)), "cudnnCreate")
+                _check(lib.cudnnSetStream(h, stream or None), "cudnnSetStream")
+                got = _native_handles[key] = (h.value, ctypes.c_int(0))
+    return got
+
+
+class NativeRun:
+    """Plan ``name`` of a plain convolution built through the backend API on a handle of its own bound to
+    ``stream`` (the current device's), with the context ``miofind._native``'s cudnn_run takes: ``fn`` that C
+    function's address, ``ctx`` the context's; a recipe step calls ``fn(ctx, a, b, out, workspace)``. Its
+    ``workspace`` is the plan's bytes."""
+
+    def __init__(self, problem: ProblemDescription, specs: dict, pre, post, device: int, stream: int, name: str):
+        nat = launch.native()
+        runner = getattr(nat, "cudnn_runner", None)
+        if runner is None:
+            raise BackendPlanError("miofind._native (with cudnn_runner) is not built")
+        fn, size = runner()
+        handle, lock = _native_handle(device, stream)
+        self.plan = BackendPlan(problem, specs, pre, post, handle, name)
+        self.workspace = self.plan.workspace
+        lib, self._lock = library(), lock
+        self._ctx = _Ctx(address("cudnnBackendCreateDescriptor"), address("cudnnBackendSetAttribute"),
+                         address("cudnnBackendFinalize"), address("cudnnBackendExecute"),
+                         address("cudnnBackendDestroyDescriptor"), handle, self.plan.plan.value,
+                         ctypes.addressof(lock), (ctypes.c_int64 * 3)(1, 2, 3))
+        del lib
+        if ctypes.sizeof(self._ctx) != size:
+            raise BackendPlanError(f"miofind._native's cudnn_ctx is {size} bytes, this module's {ctypes.sizeof(self._ctx)}")
+        self.fn, self.ctx = int(fn), ctypes.addressof(self._ctx)

@@ -554,6 +554,60 @@ def test_direct_failure_falls_back_to_public(fake, monkeypatch):
     assert len(g.executed) == 2
 
 
+def test_backend_invoker_is_traced_as_one_native_call(fake, monkeypatch):
+    """MIOFIND_CUDNN_EXECUTE=backend (the default): calls from Python take the frontend's binding, and the invoker is
+    traceable: a trace records one library call, cudnn_run(ctx, a, b, out, workspace) of the plan rebuilt through the
+    backend API for the trace's stream (made once per stream), its pointers written per replay."""
+    from miofind import launch
+    from miofind.solvers import cudnn_execute
+
+    made = []
+
+    class FakeRun:
+        def __init__(self, problem, specs, pre, post, device, stream, name):
+            self.fn, self.ctx, self.workspace = 0x1234, 0x5678, 0
+            made.append((problem.direction, stream, name))
+
+    class Classic(FakeGraph):
+        def _execute_plan_at_index(self, var_pack, ws, index, handle):
+            pass
+
+    mod = sys.modules["cudnn"]
+    monkeypatch.setattr(mod, "pygraph", Classic)
+    monkeypatch.setattr(mod, "create_handle", _creates(77))
+    monkeypatch.setattr(cudnn_execute, "NativeRun", FakeRun)
+    monkeypatch.setenv("MIOFIND_CUDNN_EXECUTE", "backend")
+    g, pl, inv = _run_once("B")
+    assert inv.path == "backend" and inv.traceable and not made     # the Python call took the binding
+    for _ in range(2):
+        steps = launch.trace(inv, True, 0xAB)      # this plan has a workspace: role 3
+        stand_ins = [launch._stand_in(r) for r in range(4)]     # written over per replay (the slots)
+        assert steps == [("call", 0x1234, [0x5678, *stand_ins], [(1, 0, 0), (2, 1, 0), (3, 2, 0), (4, 3, 0)])]
+    assert made == [("B", 0xAB, "eng3_fft")]
+    launch.trace(inv, True, 0xCD)
+    assert made[-1] == ("B", 0xCD, "eng3_fft")
+    # refused (no native extension, a plan the backend API will not build): not traceable, named
+    monkeypatch.setattr(cudnn_execute, "NativeRun", lambda *a: (_ for _ in ()).throw(
+        cudnn_execute.BackendPlanError("miofind._native (with cudnn_runner) is not built")))
+    g, pl, inv = _run_once("W")
+    with pytest.raises(launch.NotTraceable, match="not built"):
+        launch.trace(inv, True, 0xAB)
+
+
+def test_native_cudnn_context_layout():
+    """miofind._native's cudnn_ctx and cudnn_execute's _Ctx agree (NativeRun checks it too)."""
+    import ctypes
+
+    from miofind import launch
+    from miofind.solvers import cudnn_execute
+
+    nat = launch.native()
+    if nat is None:
+        pytest.skip("miofind._native is not built")
+    fn, size = nat.cudnn_runner()
+    assert fn and size == ctypes.sizeof(cudnn_execute._Ctx) == 8 * 8 + 3 * 8
+
+
 def test_public_execute_forced(fake, monkeypatch):
     class Classic(FakeGraph):
         def _execute_plan_at_index(self, *a):

@@ -236,14 +236,17 @@ def test_mixed_layouts():
 @pytest.mark.parametrize("direction", "FBW")
 @pytest.mark.parametrize("dtype,layout", [("FP32", "NCHW"), ("FP16", "NHWC"), ("BF16", "NHWC")])
 def test_backend_direct_and_public_execute_agree(direction, dtype, layout):
-    """The invoker runs each plan rebuilt through the backend API (``cudnn_execute``), else calls the
-    frontend's C++ binding directly; each must give the public API's results on poisoned outputs, for the
-    first plans of a strided, padded, grouped problem, and should cost less host time per call (printed)."""
+    """Every way the invoker runs a plan gives the public API's results on poisoned outputs, for the first plans
+    of a strided, padded, grouped problem: the frontend's C++ binding called directly, the plan rebuilt through
+    the backend API (``cudnn_execute``) called from Python, and the default invoker's native replay
+    (``launch.replayer``: ``miofind._native``'s cudnn_run on the backend API's plan, as miofind.torch's C++ path
+    replays it). Host time per call of each is printed."""
     import time
 
     import cupy
 
-    from miofind.invokers import call
+    from miofind import launch
+    from miofind.invokers import call, ptr
     from miofind.verify import random_array
 
     p = P(direction, n=2, c=16, k=32, in_size=(14, 13), filter_size=3, pads=1, strides=2, groups=2, layout=layout,
@@ -254,30 +257,44 @@ def test_backend_direct_and_public_execute_agree(direction, dtype, layout):
     a, b = random_array(a_shape, dtype, rng), random_array(b_shape, dtype, rng)
     plans = cudnn_base.list_plans(p)[:4]
     assert plans
+    stream = cupy.cuda.get_current_stream()
     for name, ws in plans:
         g, plan = cudnn_base.resolve(p, {"plan": name})
         buf = cupy.empty(ws, dtype=cupy.uint8) if ws else None
         outs, host_us = {}, {}
-        for path in ("backend", "direct", "public"):
-            inv = g.make_invoker(plan, path)
+        runs = {path: (lambda inv: (lambda out: call(inv, p, a, b, out, buf)))(g.make_invoker(plan, path))
+                for path in ("backend-python", "direct", "public")}
+        for path in runs:
+            assert g.make_invoker(plan, path).path == path, name
+        inv = g.make_invoker(plan)
+        assert inv.path == "backend" and getattr(inv, "traceable", False), (name, inv.path)
+        got = launch.replayer(inv, bool(ws), stream.ptr)
+        assert got, f"{name}: no native replay ({got!r})"
+        run, kinds = got
+        assert kinds == (1,)
+        runs["native"] = lambda out: _check_zero(run(stream.ptr, ptr(a), ptr(b), ptr(out), ptr(buf) if ws else 0))
+        for path, fn in runs.items():
             out = cupy.full(out_shape, cupy.nan, dtype=a.dtype)
-            call(inv, p, a, b, out, buf)
-            cupy.cuda.get_current_stream().synchronize()
-            assert inv.path == path, f"{name}: invoker path {inv.path!r}"
+            fn(out)
+            stream.synchronize()
             t0 = time.perf_counter()
             for _ in range(50):
-                call(inv, p, a, b, out, buf)
+                fn(out)
             host_us[path] = (time.perf_counter() - t0) / 50 * 1e6
-            cupy.cuda.get_current_stream().synchronize()
+            stream.synchronize()
             outs[path] = out.astype(cupy.float32)
         ref = outs["public"]
         assert bool(cupy.isfinite(ref).all()), name
         scale = float(cupy.abs(ref).max()) or 1.0
-        for path in ("backend", "direct"):
+        for path in ("backend-python", "direct", "native"):
             # the same engine and knobs: equal but for the order of a split reduction's atomic adds
             diff = float(cupy.abs(outs[path] - ref).max()) / scale
             assert diff <= (1e-5 if dtype == "FP32" else 1e-2), (name, path, diff)
         print(f"{p.key()} {name}: host us per call " + ", ".join(f"{k} {v:.1f}" for k, v in host_us.items()))
+
+
+def _check_zero(status):
+    assert status == 0, status
 
 
 @pytest.mark.gpu
