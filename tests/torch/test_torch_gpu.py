@@ -11,6 +11,7 @@ import copy
 import importlib.util
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -533,6 +534,9 @@ def test_tune_torch_model_prefills_every_problem_a_training_step_looks_up(mt, tm
     r = CliRunner().invoke(cli.main, args)
     assert r.exit_code == 0, r.output
     monkeypatch.setenv("MIOFIND_DB", db)
+    path = str(tmp_path / "prefill.sqlite")
+    stored = lambda: {k for (k,) in sqlite3.connect(path).execute("select distinct problem_key from find_records")}  # noqa: E731
+    before = stored()
     mt.clear()
     mt.reset_stats()
     torch.manual_seed(0)
@@ -547,7 +551,7 @@ def test_tune_torch_model_prefills_every_problem_a_training_step_looks_up(mt, tm
     torch.cuda.synchronize()
     s = mt.stats()
     # 6 forwards, 5 backward-data (the first layer's input needs no gradient), 6 weight gradients
-    assert s["lookups"] == 17 and s["db_hits"] == 17 and s["finds_run"] == 0, (s, r.output)
+    assert s["lookups"] == 17 and s["db_hits"] == 17 and s["finds_run"] == 0, (s, sorted(stored() - before), r.output)
 
 
 def _resnet_grads(model, x, amp: bool):
