@@ -245,19 +245,21 @@ class _Ctx(ctypes.Structure):
                 ("plan", ctypes.c_uint64), ("lock", ctypes.c_uint64), ("uids", ctypes.c_int64 * 3)]
 
 
-# (device, stream) -> (a cudnnHandle_t bound to that stream, the lock word of its native runs); never destroyed:
-# a recipe that names them may run until the process ends
+# (device, stream) -> (a cudnnHandle_t bound to that stream, the lock word of its native runs), and every NativeRun
+# made: never freed, since a recipe that names them (one of miofind.torch's C++ plans, which an autograd graph may
+# hold after the Python side forgot it) may run until the process ends
 _native_handles: dict = {}
+_native_runs: list = []
 
 
 def _native_handle(device: int, stream: int):
     key = (device, stream)
     got = _native_handles.get(key)
     if got is None:
+        lib = library()         # before the lock, which library() takes while it loads
         with _lib_lock:
             got = _native_handles.get(key)
             if got is None:
-                lib = library()
                 h = ctypes.c_void_p()
                 _check(lib.cudnnCreate(ctypes.byref(h)), "cudnnCreate")
                 _check(lib.cudnnSetStream(h, stream or None), "cudnnSetStream")
@@ -289,3 +291,5 @@ class NativeRun:
         if ctypes.sizeof(self._ctx) != size:
             raise BackendPlanError(f"miofind._native's cudnn_ctx is {size} bytes, this module's {ctypes.sizeof(self._ctx)}")
         self.fn, self.ctx = int(fn), ctypes.addressof(self._ctx)
+        with _lib_lock:
+            _native_runs.append(self)
