@@ -56,6 +56,31 @@ def memory_format(a: Tensor, b: Tensor):
     return torch.contiguous_format
 
 
+def _dense_strides(shape, channels_last: bool) -> list:
+    """The strides of a dense tensor of ``shape``: row-major, or channels-last (C innermost)."""
+    nd = len(shape)
+    order = [1, *range(nd - 1, 1, -1), 0] if channels_last else list(range(nd - 1, -1, -1))
+    strides, m = [0] * nd, 1
+    for d in order:
+        strides[d] = m
+        m *= max(shape[d], 1)
+    return strides
+
+
+def follow(t: Tensor, fmt) -> Tensor:
+    """``t`` as a view in ``fmt``'s own strides where it is dense in both memory formats (every spatial size 1, as
+    a squeeze-excitation's (N, C, 1, 1) gradient): the same memory, so no copy; else ``t`` itself. Such a tensor's
+    strides are whatever the kernel that made it chose, which differs between devices (a meta pass and a CUDA
+    run), so a gradient whose strides cannot tell takes the forward's format rather than the rule that reads them."""
+    cl = _CL.get(t.dim())
+    if cl is None or not (t.is_contiguous() and t.is_contiguous(memory_format=cl)):
+        return t
+    want = fmt is not torch.contiguous_format
+    if _cl_like(t) == want:
+        return t
+    return t.as_strided(t.shape, _dense_strides(t.shape, want))
+
+
 def out_size(x_shape, w_shape, stride, padding, dilation) -> list:
     """y's shape (N, K, *spatial) of a convolution, as torch computes it."""
     sp = [(i + 2 * p - d * (k - 1) - 1) // s + 1
@@ -170,6 +195,7 @@ def _setup_context(ctx, inputs, output):
     x, w, stride, padding, dilation, groups = inputs
     _save(ctx, x, w)
     ctx.conv = (list(x.shape), list(w.shape), list(stride), list(padding), list(dilation), groups)
+    ctx.fmt = memory_format(x, w)
 
 
 def _save(ctx, x, w) -> None:
@@ -180,6 +206,7 @@ def _save(ctx, x, w) -> None:
 def _grads(ctx, dy, data, weight, saved=None):
     x, w = ctx.saved_tensors if saved is None else saved
     x_shape, w_shape, stride, padding, dilation, groups = ctx.conv
+    dy = follow(dy, ctx.fmt)
     dx = dw = None
     if ctx.needs_input_grad[0]:
         dx = data(dy, w, x_shape, stride, padding, dilation, groups)
@@ -254,6 +281,7 @@ class EagerConvFused(torch.autograd.Function):
         keep = (x if ctx.needs_input_grad[1] else None, w if ctx.needs_input_grad[0] else None)
         ctx.save_for_backward(*keep, *((y,) if ctx.relu else ()))
         ctx.conv = (list(x.shape), list(w.shape), list(stride), list(padding), list(dilation), groups)
+        ctx.fmt = memory_format(x, w)
         return y
 
     @staticmethod

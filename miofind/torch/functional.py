@@ -201,6 +201,7 @@ class _Plan:
         pattern goes through ``_ops``' checked launches; when both gradients' problems then share
         this plan's memory format (the usual case), their Entries are kept for that pattern and a
         repeat launches them directly."""
+        dy = _ops.follow(dy, self.fmt)
         sig = (dy.stride(), need_dx, need_dw)
         known = self.bwd.get(sig)
         if known is not None and torch._C._cuda_getDevice() == self.dev:

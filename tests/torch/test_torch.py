@@ -796,6 +796,28 @@ def small_net():
                          nn.ConvTranspose2d(16, 4, 2))
 
 
+def test_an_ambiguous_gradient_follows_the_forward_format():
+    """A (N, C, 1, 1) tensor is dense in both memory formats; its strides are whatever the kernel that made it
+    chose (a meta pass and a CUDA run differ: session-nov27c call 4's SE layer looked up an NCHW W problem where the
+    meta pass had listed NHWC). ``_ops.follow`` views it in the forward's format, no copy; other tensors stay."""
+    from miofind.torch import _ops
+
+    t = torch.randn(8, 16, 1, 1)
+    assert t.stride() == (16, 1, 1, 1) and not _ops._cl_like(t)
+    u = _ops.follow(t, torch.channels_last)
+    assert u.stride() == (16, 1, 16, 16) and _ops._cl_like(u) and u.data_ptr() == t.data_ptr() and torch.equal(u, t)
+    assert _ops.memory_format(u, u) is torch.channels_last
+    assert _ops.follow(u, torch.contiguous_format).stride() == (16, 1, 1, 1)
+    assert _ops.follow(t, torch.contiguous_format) is t
+    for x in (torch.randn(2, 3, 4, 5), torch.randn(2, 3, 4, 5)[:, :, ::2]):
+        assert _ops.follow(x, torch.channels_last) is x
+    d3 = torch.randn(2, 4, 1, 1, 1)
+    assert _ops.follow(d3, torch.channels_last_3d).stride() == (4, 1, 4, 4, 4)
+    for shape, cl in (((2, 3, 4, 5), True), ((2, 3, 4, 5), False), ((2, 3, 4, 5, 6), True)):
+        fmt = _ops._CL[len(shape)] if cl else torch.contiguous_format
+        assert _ops._dense_strides(shape, cl) == list(torch.empty(shape, memory_format=fmt).stride())
+
+
 def test_model_problems_from_a_meta_pass():
     from miofind.torch.problems import model_problems
 
