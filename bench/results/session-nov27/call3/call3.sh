@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Session nov27, call 3: the GPU suite at this commit, part 2 of 2 (the Hopper family and the torch
+# tests): scripts/gpu-check with the benchmarks off and 16 workers, then its serial pass (the timing tests).
+set -uo pipefail
+R=$OUT/r; mkdir -p $R
+BENCH=0 XDIST=16 OUT=$R timeout 570 scripts/gpu-check tests/implicit_gemm_hopper tests/torch > $R/gpu-check.log 2>&1
+echo "gpu-check rc=$?"; tail -8 $R/gpu-check.log
+tar czf $OUT/r.tgz -C $OUT r

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Session timeline, final check: after the traced recipes' first trace moved under PyTorch's allocator, the C++ path's
+# tests and the torch GPU suite.
+set -uo pipefail
+python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+python3 -m compileall -q -j 16 /tmp/site > /dev/null 2>&1
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:/tmp/site
+inc=$(python3 -c "import sysconfig;print(sysconfig.get_paths()['include'])")
+gcc -O2 -shared -fPIC -I$inc miofind/_native.c -o miofind/_native.abi3.so
+python3 -m compileall -q -j 16 miofind solvers bench > /dev/null 2>&1
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > $OUT/device.txt
+R=$OUT/final; mkdir -p $R
+/usr/bin/time -f "extension build %e s" python3 -c "from miofind.torch import _fast; print(_fast.build())" > $R/build.log 2>&1; tail -1 $R/build.log
+timeout 240 python3 -m pytest -q -m gpu -n 4 tests/torch/test_fast.py tests/torch/test_torch_gpu.py -p no:cacheprovider > $R/tests.log 2>&1
+echo "tests rc=$?"; tail -1 $R/tests.log; grep -E "^FAILED" $R/tests.log | head -5 | cut -c1-300
+cd $OUT && tar czf final.tgz final && rm -rf final
