@@ -161,9 +161,12 @@ def differences(a, b) -> dict:
     return {"loss_max_rel": loss, "grad_max_rel_l2": grads}
 
 
-def first_iteration(name: str, config: str, backend: str, env: dict) -> dict:
-    """One step of a fresh process (``--first``), as JSON: seconds and miofind's stats."""
+def first_iteration(name: str, config: str, backend: str, env: dict, profile: str | None = None) -> dict:
+    """One step of a fresh process (``--first``), as JSON: seconds and miofind's stats; ``profile``: a file for
+    that step's cProfile."""
     cmd = [sys.executable, os.path.abspath(__file__), "--first", name, config, backend]
+    if profile:
+        env = {**env, "MIOFIND_BENCH_CPROFILE": profile}
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600)
     if r.returncode:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{r.stderr[-3000:]}")
@@ -195,7 +198,13 @@ def _first_main(name: str, config: str, backend: str) -> None:
                 pstats.Stats(pr, stream=fh).sort_stats(order).print_stats(70)
     if backend == "miofind":
         import miofind.torch as mt
+        from miofind import compile as mc
+        from miofind import tiered
         out["stats"] = mt.stats()
+        # what the step compiled here (NVRTC) and loaded, and the specialisations still compiling or measuring
+        # in the background when it ended (a fresh process's first step: where its time goes besides finds)
+        out["compile"] = dict(mc.stats)
+        out["background_pending"] = tiered.pending()
         # the problems this step found: a fresh user DB holds records of those alone (which the DBs lacked)
         url = os.environ.get("MIOFIND_DB", "")
         if url.startswith("sqlite:///") and os.path.isfile(url[len("sqlite:///"):]):
@@ -400,15 +409,22 @@ def run_config(name: str, config: str, args) -> dict:
         env = {k: v for k, v in os.environ.items() if k not in ("MIOFIND_SYSTEM_DB",)}
         with tempfile.TemporaryDirectory() as d:
             env["MIOFIND_DB"] = f"sqlite:///{os.path.join(d, 'finddb.sqlite')}"
-            row["first_cudnn_s"] = first_iteration(name, config, "cudnn", env)["first_s"]
-            first = first_iteration(name, config, "miofind", env)
-            second = first_iteration(name, config, "miofind", env)
+            prof = (lambda tag: os.path.join(args.profile_first, f"{name}_{config}_{tag}.txt")) \
+                if args.profile_first else (lambda tag: None)
+            if args.profile_first:
+                os.makedirs(args.profile_first, exist_ok=True)
+            row["first_cudnn_s"] = first_iteration(name, config, "cudnn", env, prof("first_cudnn"))["first_s"]
+            first = first_iteration(name, config, "miofind", env, prof("first_miofind"))
+            second = first_iteration(name, config, "miofind", env, prof("second_miofind"))
         row["first_miofind_s"] = first["first_s"]
         row["first_miofind_stats"] = first["stats"]
         row["first_miofind_found"] = first.get("found_keys")
         row["first_over_steady"] = first["first_s"] * 1e3 / row["miofind_ms"]
         row["second_process_s"] = second["first_s"]
         row["second_process_finds_run"] = second["stats"]["finds_run"]
+        for tag, got in (("first", first), ("second", second)):
+            row[f"{tag}_process_compile"] = got.get("compile")
+            row[f"{tag}_process_background_pending"] = got.get("background_pending")
     if train and args.steps:
         ref = trajectory(name, train, amp, "cudnn", xs, ys, args.steps)
         row["vs_cudnn"] = differences(trajectory(name, train, amp, "miofind", xs, ys, args.steps), ref)
@@ -527,6 +543,9 @@ def main(argv=None) -> int:
     ap.add_argument("--python-path", action="store_true",
                     help="also time miofind with its launches through ctypes and CuPy (MIOFIND_NATIVE=0), in the "
                          "same alternating rounds: the native launcher's effect")
+    ap.add_argument("--profile-first", metavar="DIR",
+                    help="cProfile each fresh process's first step into DIR (MODEL_CONFIG_{first,second}_miofind.txt, "
+                         "..._first_cudnn.txt); the times it reports then include the profiler's cost")
     ap.add_argument("--cudnn-exec-ab", action="store_true",
                     help="also time miofind with its cuDNN plans called through Python and the frontend's binding "
                          "(MIOFIND_CUDNN_EXECUTE=direct), not replayed natively through the backend API, in the same "

@@ -39,6 +39,10 @@ CUDA_DEFAULT_ROOT = "/usr/local/cuda"
 _INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.M)
 
 
+# what this process compiled with NVRTC and loaded, for diagnostics (bench_models.py's first steps report them)
+stats = {"nvrtc_compiles": 0, "nvrtc_s": 0.0, "modules_loaded": 0}
+
+
 class CompileError(RuntimeError):
     """A kernel failed to compile; the message carries NVRTC's log."""
 
@@ -345,6 +349,7 @@ def is_compiled(kinfo: KernelInfo) -> bool:
 
 
 def _load(path: Path, name: str):
+    stats["modules_loaded"] += 1
     if "cupy" not in sys.modules:   # a PyTorch process that has not imported CuPy: the driver's module load
         from .cumodule import DriverModule
 
@@ -427,6 +432,9 @@ def nvrtc_compile(kinfo: KernelInfo, arch: str = "sm_90") -> bytes:
         cubin = nvrtc.getCUBIN(prog)
     finally:
         nvrtc.destroyProgram(prog)
+    dt = time.perf_counter() - t0
+    stats["nvrtc_compiles"] += 1
+    stats["nvrtc_s"] += dt
     _log.debug("NVRTC compiled %s %s (%s) for %s in %.0f ms", kinfo.source, kinfo.name,
-               " ".join(kinfo.compile_options()), arch, (time.perf_counter() - t0) * 1e3)
+               " ".join(kinfo.compile_options()), arch, dt * 1e3)
     return cubin
