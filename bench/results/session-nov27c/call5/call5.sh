@@ -4,7 +4,9 @@
 # both formats; its strides differ between devices): now such a gradient follows the forward's format
 # (miofind.torch._ops.follow). (b) Prepared solutions' replay test: cuDNN's plans are now replayed natively, so the
 # test expects it of the cudnn family too (its bit-for-bit, side-stream and misaligned-input checks then run for
-# them). (c) The paths test once more (native replays against the public call).
+# them). (c) The paths test once more (native replays against the public call). (d) MobileNetV3-Large AMP's first
+# steps with each fresh process's cProfile, NVRTC compiles and pending background work (the second process has been
+# slower than the first with no find: 11.6 against 7.5 s in call 4).
 set -uo pipefail
 T0=$(date +%s)
 R=$OUT/r; mkdir -p $R
@@ -16,4 +18,9 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader >
 timeout 150 python3 -m pytest -q -p no:cacheprovider -n 4 tests/torch/test_torch_gpu.py tests/core/test_prepared_gpu.py \
   tests/cudnn/test_cudnn_gpu.py -k "prefills or (replayed_call and Cudnn) or backend_direct_and_public" > $R/tests.log 2>&1
 echo "tests rc=$? $(( $(date +%s) - T0 )) s"; grep -E "^FAILED|passed|failed" $R/tests.log | tail -8
+tar czf $OUT/r.tgz -C $OUT r
+left=$(( 580 - ($(date +%s) - T0) ))
+timeout $left python3 bench/bench_models.py --models mobilenet_v3_large --configs train32-amp --iters 15 --rounds 3 \
+  --steps 0 --profile-first $R/first --out $R/models > $R/models.log 2>&1
+echo "bench_models rc=$? $(( $(date +%s) - T0 )) s"; grep mobilenet $R/models/bench_models.md
 tar czf $OUT/r.tgz -C $OUT r
