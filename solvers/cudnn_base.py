@@ -173,6 +173,10 @@ def _backend_library():
     return None
 
 
+# the backend API's plans (cudnn_execute) load the same libcudnn; through the name, so that a test's stand-in applies
+cudnn_execute.loader = lambda: _backend_library()
+
+
 def _versions_unimported() -> dict[str, str | None]:
     fe = be = None
     where = _frontend_dir()
@@ -549,8 +553,9 @@ class PlanGraph:
             return None, "no raw cudnnHandle_t"
         try:
             pre, post = paddings(self.problem)
-            bp = cudnn_execute.BackendPlan(self.problem, self.specs, pre, post, raw, plan.name)
-        except cudnn_execute.BackendPlanError as e:
+            bp = cudnn_execute.BackendPlan(self.problem, self.specs, pre, post, raw, plan.name,
+                                           *parse_plan_name(plan.name))
+        except (cudnn_execute.BackendPlanError, ValueError) as e:
             return None, " ".join(str(e).split())[:300]
         if bp.workspace > plan.workspace:
             return None, f"workspace {bp.workspace} > the frontend plan's {plan.workspace}"
@@ -597,10 +602,11 @@ class PlanGraph:
             if got is None:
                 try:
                     pre, post = paddings(self.problem)
-                    got = cudnn_execute.NativeRun(self.problem, self.specs, pre, post, self.device, stream, name)
+                    got = cudnn_execute.NativeRun(self.problem, self.specs, pre, post, self.device, stream, name,
+                                                  *parse_plan_name(name))
                     if got.workspace > need:
                         got = f"workspace {got.workspace} > the frontend plan's {need}"
-                except cudnn_execute.BackendPlanError as e:
+                except (cudnn_execute.BackendPlanError, ValueError) as e:
                     got = " ".join(str(e).split())[:300]
                 natives[stream] = got
             if isinstance(got, str):

@@ -40,6 +40,8 @@ ALIGNMENT = 16          # bytes every pointer must be aligned to (the tensors' C
 
 _lib = None
 _lib_lock = threading.Lock()
+# () -> the ctypes CDLL of the libcudnn the frontend loads, or None: set by cudnn_base (its search order)
+loader = None
 
 
 class BackendPlanError(RuntimeError):
@@ -52,8 +54,7 @@ def library():
     if _lib is None:
         with _lib_lock:
             if _lib is None:
-                from . import cudnn_base
-                lib = cudnn_base._backend_library()
+                lib = loader() if loader is not None else None
                 if lib is None:
                     raise BackendPlanError("no libcudnn to load")
                 vp, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
@@ -96,24 +97,20 @@ def _i64(values) -> ctypes.Array:
 
 
 class BackendPlan:
-    """The execution plan ``name`` (``engN_kK=V...``) of a single-convolution problem, built through the
-    backend API on ``handle`` (a raw ``cudnnHandle_t``); ``specs`` are cudnn_base's x, w, y tensor specs.
+    """The execution plan ``name`` (``engN_kK=V...``: ``engine`` and its ``knobs``, {backend knob number: value}) of
+    a single-convolution problem, built through the backend API on ``handle`` (a raw ``cudnnHandle_t``); ``specs``
+    are cudnn_base's x, w, y tensor specs.
     ``workspace`` is its workspace bytes; calling it runs it on a stream with three device pointers in the
     invoker's order (F x, w -> y; B dy, w -> dx; W dy, x -> dw) and a workspace pointer."""
 
-    def __init__(self, problem: ProblemDescription, specs: dict, pre, post, handle: int, name: str):
-        from .cudnn_base import parse_plan_name
-
+    def __init__(self, problem: ProblemDescription, specs: dict, pre, post, handle: int, name: str, engine: int,
+                 knobs: dict):
         p = problem.as_conv()
         if p.fused or p.direction not in _OP:
             raise BackendPlanError(f"{p.key()}: only a plain convolution's F, B or W plan runs here")
         dtype = DATA_TYPES.get(p.dtype)
         if dtype is None:
             raise BackendPlanError(f"{p.key()}: data type {p.dtype} not mapped")
-        try:
-            engine, knobs = parse_plan_name(name)
-        except ValueError as e:
-            raise BackendPlanError(str(e)) from e
         lib = library()
         self._lib, self.name, self.handle = lib, name, ctypes.c_void_p(handle)
         self._descs: list[ctypes.c_void_p] = []
@@ -268,19 +265,20 @@ def _native_handle(device: int, stream: int):
 
 
 class NativeRun:
-    """Plan ``name`` of a plain convolution built through the backend API on a handle of its own bound to
+    """Plan ``name`` (``engine``, ``knobs``) of a plain convolution built through the backend API on a handle of its own bound to
     ``stream`` (the current device's), with the context ``miofind._native``'s cudnn_run takes: ``fn`` that C
     function's address, ``ctx`` the context's; a recipe step calls ``fn(ctx, a, b, out, workspace)``. Its
     ``workspace`` is the plan's bytes."""
 
-    def __init__(self, problem: ProblemDescription, specs: dict, pre, post, device: int, stream: int, name: str):
+    def __init__(self, problem: ProblemDescription, specs: dict, pre, post, device: int, stream: int, name: str,
+                 engine: int, knobs: dict):
         nat = launch.native()
         runner = getattr(nat, "cudnn_runner", None)
         if runner is None:
             raise BackendPlanError("miofind._native (with cudnn_runner) is not built")
         fn, size = runner()
         handle, lock = _native_handle(device, stream)
-        self.plan = BackendPlan(problem, specs, pre, post, handle, name)
+        self.plan = BackendPlan(problem, specs, pre, post, handle, name, engine, knobs)
         self.workspace = self.plan.workspace
         lib, self._lock = library(), lock
         self._ctx = _Ctx(address("cudnnBackendCreateDescriptor"), address("cudnnBackendSetAttribute"),

@@ -564,9 +564,9 @@ def test_backend_invoker_is_traced_as_one_native_call(fake, monkeypatch):
     made = []
 
     class FakeRun:
-        def __init__(self, problem, specs, pre, post, device, stream, name):
+        def __init__(self, problem, specs, pre, post, device, stream, name, engine, knobs):
             self.fn, self.ctx, self.workspace = 0x1234, 0x5678, 0
-            made.append((problem.direction, stream, name))
+            made.append((problem.direction, stream, name, engine, knobs))
 
     class Classic(FakeGraph):
         def _execute_plan_at_index(self, var_pack, ws, index, handle):
@@ -577,21 +577,24 @@ def test_backend_invoker_is_traced_as_one_native_call(fake, monkeypatch):
     monkeypatch.setattr(mod, "create_handle", _creates(77))
     monkeypatch.setattr(cudnn_execute, "NativeRun", FakeRun)
     monkeypatch.setenv("MIOFIND_CUDNN_EXECUTE", "backend")
-    g, pl, inv = _run_once("B")
+    g, pl, inv = _run_once("B", "eng1")
     assert inv.path == "backend" and inv.traceable and not made     # the Python call took the binding
+    stand_ins = [launch._stand_in(r) for r in range(3)]     # written over per replay (the slots)
     for _ in range(2):
-        steps = launch.trace(inv, True, 0xAB)      # this plan has a workspace: role 3
-        stand_ins = [launch._stand_in(r) for r in range(4)]     # written over per replay (the slots)
-        assert steps == [("call", 0x1234, [0x5678, *stand_ins], [(1, 0, 0), (2, 1, 0), (3, 2, 0), (4, 3, 0)])]
-    assert made == [("B", 0xAB, "eng3_fft")]
-    launch.trace(inv, True, 0xCD)
-    assert made[-1] == ("B", 0xCD, "eng3_fft")
-    # refused (no native extension, a plan the backend API will not build): not traceable, named
+        steps = launch.trace(inv, False, 0xAB)     # no workspace: 0 stays in the call
+        assert steps == [("call", 0x1234, [0x5678, *stand_ins, 0], [(1, 0, 0), (2, 1, 0), (3, 2, 0)])]
+    assert made == [("B", 0xAB, "eng1", 1, {})]
+    launch.trace(inv, False, 0xCD)
+    assert made[-1] == ("B", 0xCD, "eng1", 1, {})
+    # refused (a name that is no engine's, no native extension): not traceable, named
+    g, pl, inv = _run_once("W")
+    with pytest.raises(launch.NotTraceable, match="not a cuDNN engine name"):
+        launch.trace(inv, True, 0xAB)
     monkeypatch.setattr(cudnn_execute, "NativeRun", lambda *a: (_ for _ in ()).throw(
         cudnn_execute.BackendPlanError("miofind._native (with cudnn_runner) is not built")))
-    g, pl, inv = _run_once("W")
+    g, pl, inv = _run_once("F", "eng1")
     with pytest.raises(launch.NotTraceable, match="not built"):
-        launch.trace(inv, True, 0xAB)
+        launch.trace(inv, False, 0xAB)
 
 
 def test_native_cudnn_context_layout():
