@@ -76,9 +76,10 @@ VARIABLES: tuple[EnvVar, ...] = (
            "that may leave work to the background measures the first two at once and the others once no find runs)",
            "a positive integer (default 8)", ""),
     EnvVar("MIOFIND_CUDNN_EXECUTE", "how cuDNN plans are launched",
-           "backend (default: the plan's engine and knobs rebuilt through cuDNN's backend API, a variant pack "
-           "and cudnnBackendExecute per call), direct (the frontend's C++ binding) or public (always the public "
-           "`execute_plan_at_index`); each falls back to the next on failure", ""),
+           "backend (default: calls from Python through the frontend's C++ binding, and native replays — "
+           "miofind.torch's C++ path, prepared solutions — through the plan rebuilt on cuDNN's backend API, "
+           "`cudnnBackendExecute` from C with no Python), direct (the binding alone, no native replay) or public "
+           "(always the public `execute_plan_at_index`); the binding falls back to the public call on failure", ""),
     EnvVar("MIOFIND_IMPORT_KEY", "the HMAC key that signs exports (`db export --sign`) and makes a signed import "
            "trusted", "a secret of at least 16 characters, shared by the machines that exchange FindDB files "
            "(unset: imports are stored untrusted)", ""),
@@ -317,9 +318,9 @@ def cudnn_plans(default: int = 8) -> int:
 
 
 def cudnn_execute() -> str:
-    """``MIOFIND_CUDNN_EXECUTE``: ``backend`` (default; the plan rebuilt through the backend API, falling
-    back to the frontend's C++ binding), ``direct`` (the binding, falling back to the public call) or
-    ``public`` (always the public call)."""
+    """``MIOFIND_CUDNN_EXECUTE``: ``backend`` (default; the frontend's C++ binding from Python, and native
+    replays through the plan rebuilt on the backend API), ``direct`` (the binding alone, falling back to the
+    public call) or ``public`` (always the public call)."""
     return _one_of("MIOFIND_CUDNN_EXECUTE", ("backend", "direct", "public"), "backend")
 
 
