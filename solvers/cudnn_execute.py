@@ -265,8 +265,8 @@ def _native_handle(device: int, stream: int):
 
 
 class NativeRun:
-    """Plan ``name`` (``engine``, ``knobs``) of a plain convolution built through the backend API on a handle of its own bound to
-    ``stream`` (the current device's), with the context ``miofind._native``'s cudnn_run takes: ``fn`` that C
+    """Plan ``name`` (``engine``, ``knobs``) of a plain convolution built through the backend API on a handle of
+    its own bound to ``stream`` (the current device's), with the context ``miofind._native``'s cudnn_run takes: ``fn`` that C
     function's address, ``ctx`` the context's; a recipe step calls ``fn(ctx, a, b, out, workspace)``. Its
     ``workspace`` is the plan's bytes."""
 
@@ -280,14 +280,14 @@ class NativeRun:
         handle, lock = _native_handle(device, stream)
         self.plan = BackendPlan(problem, specs, pre, post, handle, name, engine, knobs)
         self.workspace = self.plan.workspace
-        lib, self._lock = library(), lock
+        self._lock = lock
         self._ctx = _Ctx(address("cudnnBackendCreateDescriptor"), address("cudnnBackendSetAttribute"),
                          address("cudnnBackendFinalize"), address("cudnnBackendExecute"),
                          address("cudnnBackendDestroyDescriptor"), handle, self.plan.plan.value,
                          ctypes.addressof(lock), (ctypes.c_int64 * 3)(1, 2, 3))
-        del lib
         if ctypes.sizeof(self._ctx) != size:
-            raise BackendPlanError(f"miofind._native's cudnn_ctx is {size} bytes, this module's {ctypes.sizeof(self._ctx)}")
+            raise BackendPlanError(f"miofind._native's cudnn_ctx is {size} bytes, this module's "
+                                   f"{ctypes.sizeof(self._ctx)}")
         self.fn, self.ctx = int(fn), ctypes.addressof(self._ctx)
         with _lib_lock:
             _native_runs.append(self)
