@@ -3,8 +3,8 @@
 API called from Python through ctypes (``backend-python``) and natively (``native``: the default invoker's replay,
 ``miofind._native``'s cudnn_run, as miofind.torch's C++ path and prepared solutions run it), beside
 ``torch.nn.functional.conv2d`` (cuDNN benchmark mode) for F problems; host µs per call, the median over drained
-bursts (``bench_overhead.host_us``), the paths interleaved burst by burst. The problems are MobileNetV3-Large AMP layers whose shipped records
-pick a cuDNN plan (or ``--keys``), each at its heuristics' first plan that builds.
+bursts (``bench_overhead.host_us``), the paths interleaved burst by burst. The problems are MobileNetV3-Large AMP
+layers whose shipped records pick a cuDNN plan (or ``--keys``), each at its heuristics' first plan that builds.
 
     python bench/bench_cudnn_execute.py --out DIR [--keys K1,K2] [--calls 3000]
 """
