@@ -19,7 +19,6 @@ import ctypes
 import threading
 
 from miofind import launch
-
 from miofind.problem import ProblemDescription
 
 # cudnnBackendDescriptorType_t
