@@ -545,21 +545,26 @@ class PlanGraph:
             raise CudnnPlanError(f"plan {name!r} for {self.problem.key()} cannot run ({versions()}): {plan.reason}")
         return plan
 
+    def _rebuilt(self, plan: CudnnPlan, cls, *where):
+        """``cls`` (cudnn_execute.BackendPlan or NativeRun, ``where`` its arguments between the paddings and the
+        plan's name) of ``plan``: the same engine and knobs built through the backend API, for a plain
+        convolution whose workspace fits the frontend plan's; else why not (a str)."""
+        try:
+            pre, post = paddings(self.problem)
+            got = cls(self.problem, self.specs, pre, post, *where, plan.name, *parse_plan_name(plan.name))
+        except (cudnn_execute.BackendPlanError, ValueError) as e:
+            return " ".join(str(e).split())[:300]
+        if got.workspace > plan.workspace:
+            return f"workspace {got.workspace} > the frontend plan's {plan.workspace}"
+        return got
+
     def _backend_plan(self, plan: CudnnPlan):
-        """(cudnn_execute.BackendPlan of ``plan``, "") or (None, why not): the same engine and knobs built
-        through the backend API, for a plain convolution whose workspace fits the frontend plan's."""
+        """(cudnn_execute.BackendPlan of ``plan`` on this graph's handle, "") or (None, why not)."""
         raw = _raw_handle(self.handle)
         if raw is None:
             return None, "no raw cudnnHandle_t"
-        try:
-            pre, post = paddings(self.problem)
-            bp = cudnn_execute.BackendPlan(self.problem, self.specs, pre, post, raw, plan.name,
-                                           *parse_plan_name(plan.name))
-        except (cudnn_execute.BackendPlanError, ValueError) as e:
-            return None, " ".join(str(e).split())[:300]
-        if bp.workspace > plan.workspace:
-            return None, f"workspace {bp.workspace} > the frontend plan's {plan.workspace}"
-        return bp, ""
+        got = self._rebuilt(plan, cudnn_execute.BackendPlan, raw)
+        return (None, got) if isinstance(got, str) else (got, "")
 
     def invoker(self, plan: CudnnPlan):
         """invoker(a, b, out, workspace, stream) running ``plan`` (device pointers, a raw stream handle).
@@ -600,15 +605,7 @@ class PlanGraph:
         def native_run(stream: int):
             got = natives.get(stream)
             if got is None:
-                try:
-                    pre, post = paddings(self.problem)
-                    got = cudnn_execute.NativeRun(self.problem, self.specs, pre, post, self.device, stream, name,
-                                                  *parse_plan_name(name))
-                    if got.workspace > need:
-                        got = f"workspace {got.workspace} > the frontend plan's {need}"
-                except (cudnn_execute.BackendPlanError, ValueError) as e:
-                    got = " ".join(str(e).split())[:300]
-                natives[stream] = got
+                got = natives[stream] = self._rebuilt(plan, cudnn_execute.NativeRun, self.device, stream)
             if isinstance(got, str):
                 raise launch.NotTraceable(f"cuDNN plan {name} through the backend API: {got}")
             return got
