@@ -245,30 +245,38 @@ def nchw_pitch(ps: Pass, cfg, wrw: bool = False) -> int:
 
 
 def nchw_valid(ps: Pass, cfg, wrw: bool = False) -> bool:
-    keys = NCHW_WRW_KEYS if wrw else NCHW_KEYS
-    if not _keys_ok(cfg, keys):
-        return False
+    return _keys_ok(cfg, NCHW_WRW_KEYS if wrw else NCHW_KEYS) and _nchw_check(ps, cfg, wrw) is not None
+
+
+def _nchw_check(ps: Pass, cfg, wrw: bool) -> NchwGeom | None:
+    """The geometry of a config whose keys are right when it is valid, else None."""
     V, RPT, NCX, NRY, PPB, OPT = (cfg[k] for k in NCHW_KEYS)
     if ps.opg % OPT or RPT % ps.ay.unit or V > 8 or RPT > 16 or NCX > 64 or NRY > 64 or PPB > 16:
-        return False
+        return None
     if wrw and (ps.ipg % cfg["IPT"] or ((ps.opg // OPT) * (ps.ipg // cfg["IPT"])) % cfg["CIB"] or (NCX * NRY) % 32
                 or OPT * cfg["IPT"] * ps.taps > 96 or OPT * RPT * V > 32):
-        return False
+        return None
     if not wrw and (OPT * RPT * V * ps.ax.unit > 64 or OPT * ps.taps > 64):
-        return False
+        return None
     ge = nchw_geom(ps, cfg, wrw)
     if not 32 <= ge.threads <= 512 or ge.regs > min(168, 65536 // ge.threads) or V * ge.cols > 64:
-        return False
+        return None
     if nchw_smem(ps, cfg, ge, ceil_div(ge.width, 4) * 4) > SMEM_LIMIT:
-        return False
+        return None
     # no tile more than twice as wide or tall as the image needs
-    return ge.tw <= 2 * max(ps.dst_hw[1], 8) and ge.th <= 2 * max(ps.dst_hw[0], 4) and ge.blocks * ps.g < 2**31
+    ok = ge.tw <= 2 * max(ps.dst_hw[1], 8) and ge.th <= 2 * max(ps.dst_hw[0], 4) and ge.blocks * ps.g < 2**31
+    return ge if ok else None
 
 
 def nchw_candidates(ps: Pass, wrw: bool = False):
     """The configuration space: per VPT, column-thread counts that cover the width in one tile or
     are powers of two; row and group-per-block counts for 32 to 512 threads; for W, the channel
     slices per thread (OPT x IPT) and how many of them a block takes (CIB)."""
+    return (cfg for cfg, _ in _nchw_scan(ps, wrw))
+
+
+def _nchw_scan(ps: Pass, wrw: bool):
+    """(config, geometry) of every valid config, in ``nchw_candidates``' order."""
     units = ceil_div(ps.dst_hw[1], ps.ax.unit)
     splits = []
     for OPT in (d for d in _divisors(ps.opg) if d <= 8):
@@ -286,14 +294,15 @@ def nchw_candidates(ps: Pass, wrw: bool = False):
                 cfg = {"VPT": V, "RPT": RPT, "NCX": NCX, "NRY": NRY, "PPB": PPB, "OPT": OPT}
                 if wrw:
                     cfg.update(IPT=IPT, CIB=CIB)
-                if nchw_valid(ps, cfg, wrw):
-                    yield cfg
+                ge = _nchw_check(ps, cfg, wrw)
+                if ge is not None:
+                    yield cfg, ge
 
 
-def nchw_cost(ps: Pass, cfg, wrw: bool = False) -> float:
+def nchw_cost(ps: Pass, cfg, wrw: bool = False, ge: NchwGeom | None = None) -> float:
     """Estimated seconds: DRAM and L2 traffic (DRAM efficiency from the bytes in flight per SM)
-    against instruction issue, with the tail of the last wave."""
-    ge = nchw_geom(ps, cfg, wrw)
+    against instruction issue, with the tail of the last wave (``ge``: the config's geometry, if known)."""
+    ge = ge or nchw_geom(ps, cfg, wrw)
     V, RPT, NCX, NRY, PPB, OPT = (cfg[k] for k in NCHW_KEYS)
     es = ps.es
     pitch = ceil_div(ge.width, 4) * 4 + 4
@@ -388,35 +397,43 @@ def _used_count(a: Axis, T: int) -> int:
 
 
 def nhwc_valid(ps: Pass, cfg, wrw: bool = False) -> bool:
-    keys = NHWC_WRW_KEYS if wrw else NHWC_KEYS
-    if not _keys_ok(cfg, keys):
-        return False
+    return _keys_ok(cfg, NHWC_WRW_KEYS if wrw else NHWC_KEYS) and _nhwc_check(ps, cfg, wrw) is not None
+
+
+def _nhwc_check(ps: Pass, cfg, wrw: bool) -> NhwcGeom | None:
+    """The geometry of a config whose keys are right when it is valid, else None."""
     GPT, NCS, RPT, VC, NPX, NPY = (cfg[k] for k in NHWC_KEYS)
     if ps.g % GPT or RPT % ps.ay.unit or VC % ps.ax.unit or RPT > 8 or VC > 8 or GPT > 16 or NCS > 256:
-        return False
+        return None
     if wrw:
         opt, ipt = cfg["OPT"], cfg["IPT"]
         if ps.opg % opt or ps.ipg % ipt or (GPT > 1 and (opt != ps.opg or ipt != ps.ipg)):
-            return False
+            return None
     ge = nhwc_geom(ps, cfg, wrw)
     if max(ge.si, ge.so) * ps.es > 64 or not 32 <= ge.threads <= 512 or ge.smem > SMEM_LIMIT \
             or ge.regs > min(168, 65536 // ge.threads):
-        return False
+        return None
     if NCS > 1 and NCS >= 2 * ge.ngs:          # half of the block's slots or more would idle
-        return False
+        return None
     if wrw:
         if ge.threads % 32 or (NCS % 32 and 32 % NCS) or ge.acc > 96:
-            return False
+            return None
     elif ge.acc > 64 or ge.cols * ge.si > 96:
-        return False
+        return None
     blocks = ps.n * ge.cblk * ge.tiles
-    return ge.tw <= 2 * max(ps.dst_hw[1], 4) and ge.th <= 2 * max(ps.dst_hw[0], 4) and blocks < 2**31
+    ok = ge.tw <= 2 * max(ps.dst_hw[1], 4) and ge.th <= 2 * max(ps.dst_hw[0], 4) and blocks < 2**31
+    return ge if ok else None
 
 
 def nhwc_candidates(ps: Pass, wrw: bool = False):
     """The configuration space: group vectors of 16 bytes at most, the three largest useful slot
     counts, patches up to 4 x 8 and blocks of 64, 128 or 256 threads (32 where a single warp is all
     the channels give)."""
+    return (cfg for cfg, _ in _nhwc_scan(ps, wrw))
+
+
+def _nhwc_scan(ps: Pass, wrw: bool):
+    """(config, geometry) of every valid config, in ``nhwc_candidates``' order."""
     gpts = [d for d in (1, 2, 4, 8, 16) if ps.g % d == 0 and d * max(ps.ipg, ps.opg) * ps.es <= 16] or [1]
     splits = [(o, i) for o in _divisors(ps.opg) for i in _divisors(ps.ipg)] if wrw else [(0, 0)]
     for GPT in gpts:
@@ -433,12 +450,13 @@ def nhwc_candidates(ps: Pass, wrw: bool = False):
                     cfg = {"GPT": GPT, "NCS": NCS, "RPT": RPT, "VC": VC, "NPX": NPX, "NPY": NPY}
                     if wrw:
                         cfg.update(OPT=o, IPT=i)
-                    if nhwc_valid(ps, cfg, wrw):
-                        yield cfg
+                    ge = _nhwc_check(ps, cfg, wrw)
+                    if ge is not None:
+                        yield cfg, ge
 
 
-def nhwc_cost(ps: Pass, cfg, wrw: bool = False) -> float:
-    ge = nhwc_geom(ps, cfg, wrw)
+def nhwc_cost(ps: Pass, cfg, wrw: bool = False, ge: NhwcGeom | None = None) -> float:
+    ge = ge or nhwc_geom(ps, cfg, wrw)
     GPT, NCS, RPT, VC, NPX, NPY = (cfg[k] for k in NHWC_KEYS)
     es = ps.es
     useful_src = ps.n * ps.g * ps.ipg * ps.src_hw[0] * ps.src_hw[1] * es
@@ -499,16 +517,15 @@ def ranked_configs(ps: Pass) -> tuple:
     """Valid configurations, best predicted first. Near-ties (the model is coarse) go to blocks of
     128 to 256 threads, then to tiles spanning the whole width, then to more work per thread."""
     wrw = ps.direction == "W"
-    cands = nhwc_candidates(ps, wrw) if ps.nhwc else nchw_candidates(ps, wrw)
+    scan = _nhwc_scan if ps.nhwc else _nchw_scan
     cost = nhwc_cost if ps.nhwc else nchw_cost
 
-    def key(i, c):
-        ge = nhwc_geom(ps, c, wrw) if ps.nhwc else nchw_geom(ps, c, wrw)
+    def key(i, c, ge):
         nt = ge.threads
         pref = (2 if nt < 128 else 1 if nt > 256 else 0) + (1 if ge.tw < ps.dst_hw[1] else 0)
-        return (cost(ps, c, wrw) * (1 + 0.01 * pref), -_work(c), i)
+        return (cost(ps, c, wrw, ge) * (1 + 0.01 * pref), -_work(c), i)
 
-    scored = sorted((key(i, c), c) for i, c in enumerate(cands))
+    scored = sorted((key(i, c, ge), c) for i, (c, ge) in enumerate(scan(ps, wrw)))
     return tuple(c for _, c in scored)
 
 
