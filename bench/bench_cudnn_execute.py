@@ -6,7 +6,10 @@ API called from Python through ctypes (``backend-python``) and natively (``nativ
 bursts (``bench_overhead.host_us``), the paths interleaved burst by burst. The problems are MobileNetV3-Large AMP
 layers whose shipped records pick a cuDNN plan (or ``--keys``), each at its heuristics' first plan that builds.
 
-    python bench/bench_cudnn_execute.py --out DIR [--keys K1,K2] [--calls 3000]
+    python bench/bench_cudnn_execute.py --out DIR [--keys K1,K2] [--calls 3000] [--own]
+
+``--own`` adds the FindDBs' fastest own solution of each problem replayed the same way (``own native``): the
+difference from ``native`` is what ``MIOFIND_TORCH_CUDNN_HOST_US`` charges a natively replayed cuDNN plan.
 """
 
 from __future__ import annotations
@@ -30,11 +33,42 @@ KEYS = ("120-1-1-1x1-32-1-1-32-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-F",
         "112-14-14-1x1-672-14-14-32-0x0-1x1-1x1-0-NHWC-NHWC-NHWC-FP16-W")
 
 
+def _own_replay(p, a, b, out, stream):
+    """((solver id, config), fn) replaying natively the fastest own (not cuDNN) solution the FindDBs hold for ``p``
+    that has a native replay, its workspace allocated; or why none (a str)."""
+    import cupy
+
+    from miofind import find_solutions, launch
+    from miofind.invokers import get_invoker, ptr
+    from miofind.registry import get_solver
+
+    why = "no own solution in the FindDBs"
+    for s in find_solutions(p, mode="normal"):
+        if get_solver(s.solver_id).family == "cudnn" or getattr(s, "cut", False):
+            continue
+        try:
+            inv, ws = get_invoker(p, s.solver_id, s.config)
+            buf = cupy.empty(ws, dtype=cupy.uint8) if ws else None
+            got = launch.replayer(inv, bool(ws), stream)
+        except Exception as e:      # noqa: BLE001  the next one
+            why = f"{s.solver_id}: {e.__class__.__name__}: {e}"
+            continue
+        if not got:
+            why = f"{s.solver_id}: not replayed ({got!r})"
+            continue
+        run, pa, pb, po, pw = got[0], ptr(a), ptr(b), ptr(out), ptr(buf) if ws else 0
+        return (s.solver_id, s.config), (lambda run=run, pa=pa, pb=pb, po=po, pw=pw, keep=buf:
+                                         run(stream, pa, pb, po, pw))
+    return why
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--keys", default=",".join(KEYS))
     ap.add_argument("--calls", type=int, default=3000)
+    ap.add_argument("--own", action="store_true",
+                    help="also time the FindDBs' fastest own solution of each problem, replayed natively")
     args = ap.parse_args(argv)
     import cupy
     import torch
@@ -70,6 +104,15 @@ def main(argv=None) -> int:
             pa, pb, po, pw = ptr(a), ptr(b), ptr(out), ptr(buf) if ws else 0
             fns["native"] = (lambda run=run, pa=pa, pb=pb, po=po, pw=pw: run(stream, pa, pb, po, pw))
         paths["native"] = "replayed" if got else f"not replayed ({got!r})"
+        if args.own:
+            # the FindDBs' fastest own solution of the problem replayed the same way: what miofind.torch's C++
+            # path pays per call for kernel launches, against the native cuDNN replay (MIOFIND_TORCH_CUDNN_HOST_US)
+            own = _own_replay(p, a, b, out, stream)
+            if isinstance(own, str):
+                paths["own native"] = own
+            else:
+                (sid, cfg), fns["own native"] = own
+                paths["own native"] = f"replayed: {sid} {cfg}"
         if d == "F" and not p.transposed:
             cl = p.layouts[0] == "NHWC"
             fmt = torch.channels_last if cl else torch.contiguous_format

@@ -318,6 +318,9 @@ def run_config(name: str, config: str, args) -> dict:
         # C++ path) but called through Python and the frontend's binding (miofind.solvers.cudnn_base.backend_execute),
         # chosen again whenever it flips
         sides["miofind-frontend"] = sides["miofind"]
+    if args.env_ab:
+        # miofind once more with one environment setting (NAME=VALUE), its problems chosen again whenever it flips
+        sides["miofind-env"] = sides["miofind"]
     if args.host_ab:
         # miofind once more choosing by measured GPU time alone (MIOFIND_TORCH_HOST_US=0): the same model, its
         # problems chosen again (miofind.torch.clear, then warm-up steps) whenever the setting flips
@@ -348,6 +351,8 @@ def run_config(name: str, config: str, args) -> dict:
         step(xs[0], ys[0])
         tiered.wait(300)
     path = "native"
+    env_on = False
+    env_before = os.environ.get(args.env_ab.split("=", 1)[0]) if args.env_ab else None
     for r in range(args.rounds):
         row["loadavg_1min"].append(os.getloadavg()[0])
         for backend, (model, step) in sides.items():
@@ -368,6 +373,17 @@ def run_config(name: str, config: str, args) -> dict:
                     os.environ["MIOFIND_TORCH_HOST_US"] = host_us
                 chosen_by, warm = by, max(warm, 4)
                 rechoose(step)
+            if args.env_ab and backend != "cudnn" and (backend == "miofind-env") != env_on:
+                name, value = args.env_ab.split("=", 1)
+                env_on = backend == "miofind-env"
+                if env_on:
+                    os.environ[name] = value
+                elif env_before is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = env_before
+                warm = max(warm, 4)
+                rechoose(step)
             for on, side, mod, attr in switches:
                 if on and backend != "cudnn" and getattr(mod, attr) != (backend != side):
                     setattr(mod, attr, backend != side)
@@ -376,8 +392,14 @@ def run_config(name: str, config: str, args) -> dict:
             rounds[backend].append(median_ms(step, xs, ys, warm, args.iters))
             if args.trace_ab and backend != "cudnn":
                 row.setdefault(f"{backend}_cpp_plans", []).append(_cpp_plans())
-            if args.host_ab and backend != "cudnn":
+            if (args.host_ab or args.env_ab) and backend != "cudnn":
                 row.setdefault(f"{backend}_host_aware_picks", []).append(mt.stats()["host_aware"])
+    if env_on:
+        name = args.env_ab.split("=", 1)[0]
+        if env_before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = env_before
     _fast.use = True
     for _, _, mod, attr in switches:
         setattr(mod, attr, True)
@@ -400,6 +422,9 @@ def run_config(name: str, config: str, args) -> dict:
         row["speedup_no_trace"] = row["cudnn_ms"] / row["miofind-notrace_ms"]
     if "miofind-ltcall_ms" in row:
         row["speedup_lt_call"] = row["cudnn_ms"] / row["miofind-ltcall_ms"]
+    if "miofind-env_ms" in row:
+        row["speedup_env"] = row["cudnn_ms"] / row["miofind-env_ms"]
+        row["env_ab"] = args.env_ab
     if "miofind-frontend_ms" in row:
         row["speedup_frontend_exec"] = row["cudnn_ms"] / row["miofind-frontend_ms"]
     if "miofind-py_ms" in row:
@@ -494,6 +519,14 @@ def markdown(rows, meta) -> str:
                      "same model, its problems chosen again whenever the setting flips, timed in the same alternating "
                      "rounds as cuDNN:",
                      ("backend API", "frontend"), ("backend", "frontend"), ("backend", "frontend"))
+    env_ab = next((r["env_ab"] for r in rows if "env_ab" in r), "")
+    out += _ab_table(rows, "miofind-env", "speedup_env",
+                     f"miofind.torch as configured against with `{env_ab}`, the same model, its problems chosen again "
+                     "(`miofind.torch.clear`) whenever the setting flips, timed in the same alternating rounds as cuDNN:",
+                     ("as configured", env_ab), ("default", "setting"), ("default", "setting"),
+                     ("host-aware picks per re-choice (default / setting)",
+                      lambda r: " / ".join(",".join(str(v) for v in r.get(f"{b}_host_aware_picks", []))
+                                           for b in ("miofind", "miofind-env"))))
     return "\n".join(out) + "\n"
 
 
@@ -546,6 +579,9 @@ def main(argv=None) -> int:
     ap.add_argument("--profile-first", metavar="DIR",
                     help="cProfile each fresh process's first step into DIR (MODEL_CONFIG_{first,second}_miofind.txt, "
                          "..._first_cudnn.txt); the times it reports then include the profiler's cost")
+    ap.add_argument("--env-ab", metavar="NAME=VALUE",
+                    help="also time miofind with one environment setting (e.g. MIOFIND_TORCH_CUDNN_HOST_US=30) in the "
+                         "same rounds, its problems chosen again whenever it flips (side miofind-env)")
     ap.add_argument("--cudnn-exec-ab", action="store_true",
                     help="also time miofind with its cuDNN plans called through Python and the frontend's binding "
                          "(MIOFIND_CUDNN_EXECUTE=direct), not replayed natively through the backend API, in the same "

@@ -142,6 +142,11 @@ VARIABLES: tuple[EnvVar, ...] = (
            "problem's solution: a solution the C++ path launches is chosen over a faster one of those when its "
            "measured time is within this much (only where the C++ path is on)",
            "a number of microseconds >= 0 (default 30; 0: the fastest by measured time alone)", ""),
+    EnvVar("MIOFIND_TORCH_CUDNN_HOST_US", "the host time, in microseconds, miofind.torch charges a cuDNN plan that its "
+           "C++ path replays natively (`MIOFIND_CUDNN_EXECUTE=backend`: the plan rebuilt through cuDNN's backend API, "
+           "its variant pack made and executed in C) over a solution whose replay is kernel launches, when it chooses "
+           "a problem's solution (only where the C++ path is on and `MIOFIND_TORCH_HOST_US` is not 0)",
+           "a number of microseconds >= 0 (default 8)", ""),
     EnvVar("MIOFIND_COMPILE_NICE", "how much lower the scheduling priority of miofind's compile processes is (the "
            "pool of `miofind tune`'s ahead-of-time compiles and of `miofind warmup`, the background specialised builds' "
            "pool): a find times each call with its host time, and a training step's host thread launches the "
@@ -353,6 +358,13 @@ def torch_host_us(default: float = 30.0) -> float:
     """``MIOFIND_TORCH_HOST_US``: microseconds of host time charged to a solution miofind.torch's C++ path cannot
     launch (miofind.torch._policy's choice)."""
     return _number("MIOFIND_TORCH_HOST_US", default, lambda v: 0 <= v < float("inf"),
+                   "a number of microseconds >= 0")
+
+
+def torch_cudnn_host_us(default: float = 8.0) -> float:
+    """``MIOFIND_TORCH_CUDNN_HOST_US``: microseconds of host time charged to a cuDNN plan miofind.torch's C++ path
+    replays natively, over a solution it replays as kernel launches (miofind.torch._policy's choice)."""
+    return _number("MIOFIND_TORCH_CUDNN_HOST_US", default, lambda v: 0 <= v < float("inf"),
                    "a number of microseconds >= 0")
 
 

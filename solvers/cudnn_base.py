@@ -37,6 +37,14 @@ MAX_GRAPHS = 64                # graphs (with their built plans) kept per proces
 DELEGATING_PLAN = "backend_heuristics"  # frontend >= 1.29: "let the backend choose", no replayable name
 
 
+def replays_natively(problem: ProblemDescription) -> bool:
+    """Whether a plan of ``problem`` is replayed natively (``make_invoker``'s traced ``cudnn_run`` call) where it
+    can be rebuilt through the backend API: ``MIOFIND_CUDNN_EXECUTE=backend``, an unfused convolution, a data type
+    the backend path takes. Launches nothing."""
+    return (backend_execute and env.cudnn_execute() == "backend" and not problem.fused
+            and cudnn_execute.DATA_TYPES.get(problem.dtype) is not None)
+
+
 class CudnnPlanError(RuntimeError):
     """cuDNN could not build or run a graph or plan; the message names the problem, stage and versions."""
 

@@ -361,12 +361,19 @@ def _host_aware(e: Entry, rest, problem: ProblemDescription, src: str, dev: int)
     return _alternative(e.solver_id, e.time_ms, rest, problem, src, dev) or e
 
 
+def _native_cudnn(problem: ProblemDescription) -> bool:
+    """Whether the C++ path would replay ``problem``'s cuDNN plans natively (``cudnn_base.replays_natively``)."""
+    from ..solvers import cudnn_base
+    return cudnn_base.replays_natively(problem)
+
+
 def _alternative(solver_id: str, time_ms: float, rest, problem: ProblemDescription, src: str,
-                 dev: int) -> Entry | None:
-    """The host-aware choice's Entry among ``rest`` for a fastest solution (``solver_id``, ``time_ms``) that the
-    C++ path does not launch, or None."""
+                 dev: int, host_us: float | None = None) -> Entry | None:
+    """The host-aware choice's Entry among ``rest`` for a fastest solution (``solver_id``, ``time_ms``) that costs
+    ``host_us`` more host time per call (default ``MIOFIND_TORCH_HOST_US``: one the C++ path does not launch) than
+    a solution the C++ path launches, or None."""
     from .. import env
-    limit = time_ms + env.torch_host_us() / 1e3
+    limit = time_ms + (env.torch_host_us() if host_us is None else host_us) / 1e3
     for s in rest[:HOST_AWARE_TRIES]:
         if s.time_ms > limit:
             break
@@ -385,7 +392,7 @@ def _alternative(solver_id: str, time_ms: float, rest, problem: ProblemDescripti
 
 
 def _choose(problem: ProblemDescription, det: bool, dev: int) -> Entry:
-    from .. import tiered
+    from .. import env, tiered
     from ..registry import get_solver
 
     tiered.on_deferred(_heard)
@@ -415,12 +422,15 @@ def _choose(problem: ProblemDescription, det: bool, dev: int) -> Entry:
     for i, s in enumerate(sols):   # fastest first; one that cannot be prepared here (e.g. a cuDNN plan) yields
         tried = False
         if get_solver(s.solver_id).family == "cudnn" and _host_aware_on(problem):
-            # the C++ path never launches a cuDNN plan: its host-aware alternative first, so that a plan the
-            # choice would set aside is not built (a cuDNN graph costs 5-40 ms of host time)
-            alt = _alternative(s.solver_id, s.time_ms, sols[i + 1:], problem, src, dev)
+            # a cuDNN plan's host-aware alternative first, so that a plan the choice would set aside is not built
+            # (a cuDNN graph costs 5-40 ms of host time): charged its native replay's host time over kernel
+            # launches where the C++ path replays it (cudnn_run), else a call through Python
+            native = _native_cudnn(problem)
+            alt = _alternative(s.solver_id, s.time_ms, sols[i + 1:], problem, src, dev,
+                               env.torch_cudnn_host_us() if native else None)
             if alt is not None:
                 return alt
-            tried = True
+            tried = not native
         try:
             e = Entry(s.prepare(), s.solver_id, src, dev, problem.key(), s.time_ms)
         except Exception as e:

@@ -643,21 +643,32 @@ class FakeLaunches(FakePrepared):
     ({"MIOFIND_TORCH_HOST_US": "80"}, (1.0, 1.05, 1.06), "background", "ConvImplicitGemmWrw"),
     ({}, (1.0, 1.02, 1.04), "off", "ConvCudnnWrw"),                     # no C++ path: nothing to gain
     ({"fused": "1"}, (1.0, 1.02, 1.04), "background", "ConvCudnnWrw"),  # a fused Entry runs through Python anyway
+    # the C++ path replays the plan natively (cudnn_run): charged MIOFIND_TORCH_CUDNN_HOST_US (default 8 us)
+    ({"native": "launches"}, (1.0, 1.005, 1.04), "background", "ConvImplicitGemmWrw"),
+    ({"native": "launches"}, (1.0, 1.02, 1.04), "background", "ConvCudnnWrw"),
+    ({"native": "launches", "MIOFIND_TORCH_CUDNN_HOST_US": "30"}, (1.0, 1.02, 1.04), "background",
+     "ConvImplicitGemmWrw"),
+    ({"native": "launches", "MIOFIND_TORCH_HOST_US": "0"}, (1.0, 1.005, 1.04), "background", "ConvCudnnWrw"),
+    # expected natively but its rebuild failed: the plan goes through Python, charged MIOFIND_TORCH_HOST_US
+    ({"native": "fails"}, (1.0, 1.02, 1.04), "background", "ConvImplicitGemmWrw"),
 ])
 def test_host_aware_choice(fake_find, monkeypatch, env, times, cpp, want):
-    """Where the C++ path is on, a solution it launches is chosen over a faster one that goes through Python per
-    call (a cuDNN plan) when within MIOFIND_TORCH_HOST_US (default 30 us) of it; the chosen Entry keeps the fastest
-    time as the one a deferred solution must beat."""
+    """Where the C++ path is on, a solution it launches is chosen over a faster one that costs more host time per
+    call: a cuDNN plan through Python when within MIOFIND_TORCH_HOST_US (default 30 us) of it, one the C++ path
+    replays natively within MIOFIND_TORCH_CUDNN_HOST_US (default 8 us); the chosen Entry keeps the fastest time as
+    the one a deferred solution must beat."""
     from miofind.torch import _fast
 
     answers, _, _ = fake_find
     env = dict(env)
     fused = env.pop("fused", None)
+    native = env.pop("native", None)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     monkeypatch.setenv("MIOFIND_TORCH_CPP", cpp)
     monkeypatch.setattr(_fast, "_module", None)
     monkeypatch.setattr(_fast, "compiler", lambda: "/usr/bin/c++")
+    monkeypatch.setattr(_policy, "_native_cudnn", lambda problem: native is not None and not problem.fused)
     p = _policy.problem_for("W", (32, 96, 14, 14), (576, 96, 1, 1), (1, 1), (0, 0), (1, 1), 1, torch.float16, True,
                             False)
     if fused:
@@ -669,8 +680,9 @@ def test_host_aware_choice(fake_find, monkeypatch, env, times, cpp, want):
 
     def find(problem):
         sols = []
+        cudnn_kind = FakeLaunches if native == "launches" else FakePrepared
         for sid, t, kind in zip(("ConvCudnnWrw", "ConvImplicitGemmWrw", "ConvDepthwiseWrw"), times,
-                                (FakePrepared, FakeLaunches, FakeLaunches)):
+                                (cudnn_kind, FakeLaunches, FakeLaunches)):
             s = Solution(sid, "a", t, 0, None, True, problem, source="db")
             s.prepare = (lambda s=s, kind=kind: (prepared.append(s.solver_id), kind(s.problem, s.solver_id))[1])
             sols.append(s)
@@ -680,10 +692,20 @@ def test_host_aware_choice(fake_find, monkeypatch, env, times, cpp, want):
     e = _policy.lookup(_key(p), lambda: p, 0, False)
     assert e.solver_id == want and e.time_ms == 1.0
     assert mt.stats()["host_aware"] == (want != "ConvCudnnWrw")
-    # a cuDNN plan the choice sets aside is never built (its graph costs 5-40 ms of host time), and nothing is
-    # prepared twice
-    assert ("ConvCudnnWrw" in prepared) == (want == "ConvCudnnWrw")
+    # a cuDNN plan the choice sets aside is never built (its graph costs 5-40 ms of host time) unless it was
+    # expected to replay natively and did not; nothing is prepared twice
+    assert ("ConvCudnnWrw" in prepared) == (want == "ConvCudnnWrw" or native == "fails")
     assert len(prepared) == len(set(prepared))
+
+
+def test_cudnn_host_us_setting_is_checked(monkeypatch):
+    from miofind import env
+    for bad in ("-1", "fast", "inf", "nan"):
+        monkeypatch.setenv("MIOFIND_TORCH_CUDNN_HOST_US", bad)
+        with pytest.raises(ValueError, match=f"MIOFIND_TORCH_CUDNN_HOST_US='{bad}'"):
+            env.torch_cudnn_host_us()
+    monkeypatch.delenv("MIOFIND_TORCH_CUDNN_HOST_US")
+    assert env.torch_cudnn_host_us() == 8.0
 
 
 def test_host_us_setting_is_checked(monkeypatch):
