@@ -374,14 +374,14 @@ def run_config(name: str, config: str, args) -> dict:
                 chosen_by, warm = by, max(warm, 4)
                 rechoose(step)
             if args.env_ab and backend != "cudnn" and (backend == "miofind-env") != env_on:
-                name, value = args.env_ab.split("=", 1)
+                env_name, env_value = args.env_ab.split("=", 1)
                 env_on = backend == "miofind-env"
                 if env_on:
-                    os.environ[name] = value
+                    os.environ[env_name] = env_value
                 elif env_before is None:
-                    os.environ.pop(name, None)
+                    os.environ.pop(env_name, None)
                 else:
-                    os.environ[name] = env_before
+                    os.environ[env_name] = env_before
                 warm = max(warm, 4)
                 rechoose(step)
             for on, side, mod, attr in switches:
@@ -395,11 +395,11 @@ def run_config(name: str, config: str, args) -> dict:
             if (args.host_ab or args.env_ab) and backend != "cudnn":
                 row.setdefault(f"{backend}_host_aware_picks", []).append(mt.stats()["host_aware"])
     if env_on:
-        name = args.env_ab.split("=", 1)[0]
+        env_name = args.env_ab.split("=", 1)[0]
         if env_before is None:
-            os.environ.pop(name, None)
+            os.environ.pop(env_name, None)
         else:
-            os.environ[name] = env_before
+            os.environ[env_name] = env_before
     _fast.use = True
     for _, _, mod, attr in switches:
         setattr(mod, attr, True)
