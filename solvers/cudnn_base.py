@@ -14,6 +14,7 @@ trust key read the installed package and libcudnn's version without the import.
 from __future__ import annotations
 
 import collections
+import logging
 import os
 import re
 import sys
@@ -28,6 +29,8 @@ from miofind.tensors import element_strides, index_overflow
 from miofind import launch
 
 from . import cudnn_execute
+
+log = logging.getLogger(__name__)
 
 NOT_INSTALLED = "cuDNN frontend not installed"
 HEURISTIC_MODES = ("A", "FALLBACK")
@@ -799,10 +802,123 @@ def _replayed_graph(cudnn, p: ProblemDescription, dev: int, name: str) -> PlanGr
         return None
 
 
+# False: a stored plan is prepared through the frontend's graph even where it could replay natively alone (A/B)
+native_first = True
+
+# (device, problem, plan name) -> a NativePlan, or None where it could not be made
+_natives: collections.OrderedDict = collections.OrderedDict()
+
+
+class NativePlan:
+    """A stored plan of ``problem`` run through its rebuild on cuDNN's backend API alone (``cudnn_execute.NativeRun``:
+    one per stream, the first made here for the legacy default stream, 0), its frontend graph and plan never built
+    unless a call needs them: a plan that compiles kernels when it is built (cuDNN's runtime-compiled engines, 100-200
+    ms each) then compiles once in a process, not once for the frontend and again for the native replay. Calls from
+    Python run it through one ctypes call of ``miofind._native``'s cudnn_run; only pointers that break the backend
+    plan's 16-byte alignment take the frontend's plan (built then, and refused if it needs more workspace)."""
+
+    def __init__(self, problem: ProblemDescription, name: str, device: int, stream: int = 0):
+        self.problem, self.name, self.device = problem, name, device
+        self.specs = tensor_specs(problem)
+        self.pre, self.post = paddings(problem)
+        self.engine, self.knobs = parse_plan_name(name)
+        self._runs: dict = {}
+        self._frontend = None
+        self.workspace = self.run(stream).workspace
+
+    def run(self, stream: int):
+        """The NativeRun bound to ``stream`` (made at its first use; BackendPlanError where it cannot be)."""
+        got = self._runs.get(stream)
+        if got is None:
+            got = self._runs[stream] = cudnn_execute.NativeRun(self.problem, self.specs, self.pre, self.post,
+                                                               self.device, stream, self.name, self.engine, self.knobs)
+        return got
+
+    def frontend(self):
+        """The frontend's invoker of this plan (built at the first call that needs it)."""
+        if self._frontend is None:
+            g = _replayed_graph(_cudnn(), self.problem, self.device, self.name)
+            plan = g.plans[0] if g is not None else plan_graph(self.problem).plan(self.name)
+            if g is None:
+                g = plan_graph(self.problem)
+            if plan.workspace > self.workspace:
+                raise CudnnPlanError(f"cuDNN plan {self.name} for {self.problem.key()}: the frontend's plan needs "
+                                     f"{plan.workspace} workspace bytes, the backend API's {self.workspace}")
+            self._frontend = g.make_invoker(plan, "direct")
+        return self._frontend
+
+    def invoker(self):
+        name, key, need = self.name, self.problem.key(), self.workspace
+
+        def invoker(a, b, out, workspace, stream, bias=0):
+            ws = 0
+            if need:
+                if not workspace:
+                    raise ValueError(f"cuDNN plan {name} needs {need} workspace bytes, got none")
+                ws = _ptr(workspace)
+            ptrs = (_ptr(a), _ptr(b), _ptr(out))
+            if launch.tracing():
+                # recorded, not run: cudnn_run(ctx, a, b, out, workspace), the pointers written per replay
+                with _LOCK:
+                    try:
+                        nr = self.run(stream)
+                    except cudnn_execute.BackendPlanError as e:
+                        raise launch.NotTraceable(f"cuDNN plan {name} through the backend API: {e}") from None
+                launch.trace_call(nr.fn, [nr.ctx, *ptrs, ws], [(1, ptrs[0]), (2, ptrs[1]), (3, ptrs[2]), (4, ws)])
+                return
+            try:
+                with _LOCK:
+                    nr = None
+                    if not ((ptrs[0] | ptrs[1] | ptrs[2]) & 15):
+                        try:
+                            nr = self.run(stream)
+                        except cudnn_execute.BackendPlanError:
+                            nr = None
+                    fe = self.frontend() if nr is None else None
+                if nr is not None:
+                    nr(*ptrs, ws)
+                else:
+                    fe(*ptrs, ws, stream)
+            except (CudnnPlanError, ValueError):
+                raise
+            except Exception as e:
+                raise CudnnPlanError(f"cuDNN plan {name} failed to execute for {key} ({versions()}; native): "
+                                     f"{e.__class__.__name__}: {e}") from e
+
+        invoker.path = "native"
+        launch.mark_traceable(invoker)
+        return invoker
+
+
+def _native_plan(problem: ProblemDescription, name: str) -> NativePlan | None:
+    """The NativePlan of a stored plan of ``problem`` where it is to be prepared that way: ``native_first``, the
+    plan replays natively (``replays_natively``) and no graph with the heuristics' plans is cached (a find's
+    candidates come from one and are timed through the frontend); None otherwise or where it cannot be made (the
+    caller takes the frontend's path)."""
+    p = problem.as_conv()
+    if not native_first or not replays_natively(p):
+        return None
+    dev = _device_id()
+    if (dev, p) in _graphs:
+        return None
+
+    def make():
+        try:
+            return NativePlan(p, name, dev)
+        except Exception as e:      # noqa: BLE001  the frontend's path then
+            log.info("cuDNN plan %s for %s is prepared through the frontend (%s: %s)", name, p.key(),
+                     e.__class__.__name__, " ".join(str(e).split())[:300])
+            return None
+
+    with _LOCK:
+        return _lru(_natives, (dev, p, name), make)
+
+
 def clear_cache() -> None:
     with _LOCK:
         _graphs.clear()
         _replays.clear()
+        _natives.clear()
 
 
 def resolve(problem: ProblemDescription, config=None) -> tuple[PlanGraph, CudnnPlan]:
@@ -931,7 +1047,8 @@ class CudnnSolverBase(Solver):
         if not self.applicability(problem) or not self.is_valid_config(problem, config):
             return 0
         try:
-            return resolve(problem, config)[1].workspace
+            native = _native_plan(problem, config["plan"]) if config else None
+            return native.workspace if native is not None else resolve(problem, config)[1].workspace
         except Exception:
             return 0
 
@@ -943,6 +1060,11 @@ class CudnnSolverBase(Solver):
             raise ValueError(f"{self.id} does not apply to {p.key()}: {a.reason}")
         if not self.is_valid_config(p, config):
             raise ValueError(f"config={config!r}: {self.id} expects None or {{'plan': <cuDNN plan name>}}")
+        native = _native_plan(p, config["plan"]) if config else None
+        if native is not None:
+            # a stored plan replayed natively alone: no frontend graph or plan built (NativePlan)
+            return ConvSolution(self.id, [], native.workspace, lambda kernels: native.invoker(),
+                                {"plan": native.name}, prebuilt=True)
         g, plan = resolve(p, config)
 
         def factory(kernels):

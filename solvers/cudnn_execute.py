@@ -263,6 +263,10 @@ def _native_handle(device: int, stream: int):
     return got
 
 
+_RUN_TYPE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64,
+                             ctypes.c_uint64)
+
+
 class NativeRun:
     """Plan ``name`` (``engine``, ``knobs``) of a plain convolution built through the backend API on a handle of
     its own bound to ``stream`` (the current device's), with the context ``miofind._native``'s cudnn_run takes: ``fn`` that C
@@ -288,5 +292,13 @@ class NativeRun:
             raise BackendPlanError(f"miofind._native's cudnn_ctx is {size} bytes, this module's "
                                    f"{ctypes.sizeof(self._ctx)}")
         self.fn, self.ctx = int(fn), ctypes.addressof(self._ctx)
+        self._call = _RUN_TYPE(self.fn)
         with _lib_lock:
             _native_runs.append(self)
+
+    def __call__(self, a: int, b: int, out: int, workspace: int) -> None:
+        """Run the plan from Python (one ctypes call of cudnn_run) on the stream its handle is bound to;
+        BackendPlanError on a failing status."""
+        status = self._call(self.ctx, a, b, out, workspace)
+        if status:
+            _check(status, f"cudnnBackendExecute of {self.plan.name}")

@@ -577,6 +577,7 @@ def test_backend_invoker_is_traced_as_one_native_call(fake, monkeypatch):
     monkeypatch.setattr(mod, "create_handle", _creates(77))
     monkeypatch.setattr(cudnn_execute, "NativeRun", FakeRun)
     monkeypatch.setenv("MIOFIND_CUDNN_EXECUTE", "backend")
+    monkeypatch.setattr(cudnn_base, "native_first", False)     # the frontend's invoker (NativePlan: the next test)
     g, pl, inv = _run_once("B", "eng1")
     assert inv.path == "backend" and inv.traceable and not made     # the Python call took the binding
     stand_ins = [launch._stand_in(r) for r in range(3)]     # written over per replay (the slots)
@@ -595,6 +596,71 @@ def test_backend_invoker_is_traced_as_one_native_call(fake, monkeypatch):
     g, pl, inv = _run_once("F", "eng1")
     with pytest.raises(launch.NotTraceable, match="not built"):
         launch.trace(inv, False, 0xAB)
+
+
+def test_stored_plan_replays_natively_without_the_frontend_plan(fake, monkeypatch):
+    """A stored plan (a config, no heuristics graph cached) that replays natively is prepared as a NativePlan: its
+    NativeRun made for the default stream gives the workspace, and no frontend graph is built. A call from Python runs
+    the NativeRun of its stream (one per stream); a trace records its cudnn_run call; pointers off the 16-byte
+    alignment take the frontend's plan, built then. A problem whose heuristics graph is cached (a find's), a plan that
+    cannot be rebuilt, or native_first off take the frontend's path."""
+    from miofind import launch
+    from miofind.solvers import cudnn_execute
+
+    made, ran = [], []
+
+    class FakeRun:
+        def __init__(self, problem, specs, pre, post, device, stream, name, engine, knobs):
+            if engine == 5:
+                raise cudnn_execute.BackendPlanError("engine 5 cannot be rebuilt")
+            self.fn, self.ctx, self.workspace, self.stream = 0x1234, 0x5678 + stream, 512, stream
+            made.append((problem.direction, stream, name))
+
+        def __call__(self, a, b, out, ws):
+            ran.append((self.stream, a, b, out, ws))
+
+    class Classic(FakeGraph):
+        def _execute_plan_at_index(self, var_pack, ws, index, handle):
+            self.executed.append((index, dict(var_pack), ws, "direct"))
+
+    mod = sys.modules["cudnn"]
+    monkeypatch.setattr(mod, "pygraph", Classic)
+    monkeypatch.setattr(mod, "create_handle", _creates(77))
+    monkeypatch.setattr(cudnn_execute, "NativeRun", FakeRun)
+    monkeypatch.setenv("MIOFIND_CUDNN_EXECUTE", "backend")
+    p = P("B", n=2, c=4, k=4, in_size=(6, 6), filter_size=3, pads=1)
+    solver = DIR["B"]
+    sol = solver.get_solution(p, {"plan": "eng1"})
+    assert (sol.workspace_bytes, sol.config) == (512, {"plan": "eng1"})
+    assert made == [("B", 0, "eng1")] and not FAKE.graphs, "no frontend graph for a native replay"
+    assert solver.workspace_bytes(p, {"plan": "eng1"}) == 512 and len(made) == 1
+    inv = sol.invoker_factory([])
+    assert inv.path == "native" and inv.traceable
+    inv(0x100, 0x200, 0x300, 0x400, 0)
+    inv(0x100, 0x200, 0x300, 0x400, 0xAB)
+    assert ran == [(0, 0x100, 0x200, 0x300, 0x400), (0xAB, 0x100, 0x200, 0x300, 0x400)]
+    assert made[-1] == ("B", 0xAB, "eng1") and not FAKE.graphs
+    with pytest.raises(ValueError, match="needs 512 workspace bytes, got none"):
+        inv(0x100, 0x200, 0x300, 0, 0)
+    steps = launch.trace(inv, True, 0xAB)
+    assert steps[0][:2] == ("call", 0x1234) and steps[0][2][0] == 0x5678 + 0xAB and len(made) == 2
+    # a misaligned pointer: the frontend's plan, built now (the heuristics' graph here: the stand-in cannot replay)
+    inv(0x102, 0x200, 0x300, 0x400, 0)
+    assert len(ran) == 2 and len(FAKE.graphs) == 1
+    index, pack, ws, how = FAKE.graphs[0].executed[-1]
+    assert FAKE.graphs[0].plans[index][0] == "eng1" and ws == 0 and how == "direct"     # its plan needs none
+    assert sorted(pack.values()) == [0x102, 0x200, 0x300]
+    # a plan the backend API cannot rebuild: the frontend's path
+    sol5 = solver.get_solution(P("B", n=2, c=4, k=8, in_size=(6, 6), filter_size=3, pads=1), {"plan": "eng5"})
+    assert sol5.invoker_factory([]).path != "native"
+    # a find's heuristics graph cached: its plans are the frontend's (a find times those)
+    q = P("B", n=2, c=8, k=4, in_size=(6, 6), filter_size=3, pads=1)
+    cudnn_base.list_plans(q)
+    assert solver.get_solution(q, {"plan": "eng1"}).invoker_factory([]).path != "native"
+    monkeypatch.setattr(cudnn_base, "native_first", False)
+    r = P("B", n=2, c=8, k=8, in_size=(6, 6), filter_size=3, pads=1)
+    assert solver.get_solution(r, {"plan": "eng1"}).invoker_factory([]).path != "native"
+    assert all(m[1] in (0, 0xAB) and m[0] == "B" for m in made) and len(made) == 2
 
 
 def test_native_cudnn_context_layout():

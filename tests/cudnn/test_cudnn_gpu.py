@@ -300,6 +300,72 @@ def _check_zero(status):
 @pytest.mark.gpu
 @needs_frontend
 @pytest.mark.parametrize("direction", "FBW")
+@pytest.mark.parametrize("dtype,layout", [("FP32", "NCHW"), ("FP16", "NHWC"), ("BF16", "NHWC")])
+def test_stored_plan_prepared_natively_equals_the_public_call(direction, dtype, layout):
+    """A stored plan prepared where no heuristics graph is cached (a DB hit) runs as a NativePlan: no frontend graph
+    is built, its call from Python, its native replay and a call with pointers off 16-byte alignment (the frontend's
+    plan, built then) all equal the public call of the same plan, on a strided, padded, grouped problem."""
+    import cupy
+
+    from miofind import launch
+    from miofind.invokers import call, ptr
+    from miofind.verify import random_array
+
+    p = P(direction, n=2, c=16, k=32, in_size=(14, 13), filter_size=3, pads=1, strides=2, groups=2, layout=layout,
+          dtype=dtype)
+    a_shape, b_shape, out_shape = {"F": (p.x_shape, p.w_shape, p.y_shape), "B": (p.y_shape, p.w_shape, p.x_shape),
+                                   "W": (p.y_shape, p.x_shape, p.w_shape)}[direction]
+    rng = cupy.random.default_rng(_seed("native-plan", direction, dtype))
+    a, b = random_array(a_shape, dtype, rng), random_array(b_shape, dtype, rng)
+    stream = cupy.cuda.get_current_stream()
+
+    def off(x):
+        """x's values at an address one element past a 16-byte boundary."""
+        flat = cupy.empty(x.size + 8, dtype=x.dtype)[1:1 + x.size]
+        v = flat.reshape(x.shape)
+        v[...] = x
+        return v
+
+    solver = BY_DIR[direction]
+    names = [n for n, _ in cudnn_base.list_plans(p)][:3]
+    assert names
+    for name in names:
+        cudnn_base.clear_cache()
+        sol = solver.get_solution(p, {"plan": name})
+        inv = sol.invoker_factory([])
+        assert inv.path == "native" and not cudnn_base._graphs and not cudnn_base._replays, (name, inv.path)
+        ws = sol.workspace_bytes
+        buf = cupy.empty(ws, dtype=cupy.uint8) if ws else None
+        outs = {}
+        out = cupy.full(out_shape, cupy.nan, dtype=a.dtype)
+        call(inv, p, a, b, out, buf)
+        outs["python"] = out
+        got = launch.replayer(inv, bool(ws), stream.ptr)
+        assert got and got[1] == (1,), (name, got)
+        out = cupy.full(out_shape, cupy.nan, dtype=a.dtype)
+        _check_zero(got[0](stream.ptr, ptr(a), ptr(b), ptr(out), ptr(buf) if ws else 0))
+        outs["replay"] = out
+        assert not cudnn_base._graphs and not cudnn_base._replays, name
+        out = off(cupy.full(out_shape, cupy.nan, dtype=a.dtype))
+        call(inv, p, off(a), off(b), out, buf)
+        outs["misaligned"] = out
+        g, plan = cudnn_base.resolve(p, {"plan": name})
+        ref = cupy.full(out_shape, cupy.nan, dtype=a.dtype)
+        call(g.make_invoker(plan, "public"), p, a, b, ref, cupy.empty(plan.workspace, dtype=cupy.uint8)
+             if plan.workspace else None)
+        stream.synchronize()
+        ref = ref.astype(cupy.float32)
+        assert bool(cupy.isfinite(ref).all()), name
+        scale = float(cupy.abs(ref).max()) or 1.0
+        for how, o in outs.items():
+            # the same engine and knobs: equal but for the order of a split reduction's atomic adds
+            diff = float(cupy.abs(o.astype(cupy.float32) - ref).max()) / scale
+            assert diff <= (1e-5 if dtype == "FP32" else 1e-2), (name, how, diff)
+
+
+@pytest.mark.gpu
+@needs_frontend
+@pytest.mark.parametrize("direction", "FBW")
 @pytest.mark.parametrize("dtype,layout", [("FP32", "NCHW"), ("FP16", "NHWC")])
 def test_named_plan_is_replayed_without_heuristics(direction, dtype, layout):
     """A stored plan name (a DB hit) is prepared alone, by engine id and knobs, in a process that has not
