@@ -175,6 +175,11 @@ def first_iteration(name: str, config: str, backend: str, env: dict, profile: st
 
 def _first_main(name: str, config: str, backend: str) -> None:
     torch = _torch()
+    if os.environ.get("MIOFIND_BENCH_NATIVE_FIRST") == "0":
+        # an A/B of a fresh process's first step: stored cuDNN plans prepared through the frontend's graph as before
+        # cudnn_base.NativePlan (session-nov27d)
+        from miofind.solvers import cudnn_base
+        cudnn_base.native_first = False
     train, batch, amp = parse(config)
     model = prepare(build(name), train, amp, backend)
     xs, ys = inputs(name, batch, amp, 1)
