@@ -2,7 +2,7 @@
 filled, with stored cuDNN plans prepared as NativePlans (new) and through the frontend's graph (old:
 MIOFIND_BENCH_NATIVE_FIRST=0), alternating arms and order over rounds, after one discarded warm-up pair.
 
-    python3 first_ab.py OUT.json [rounds]
+    python3 first_ab.py OUT.json [rounds] [model] [config]
 """
 import json
 import os
@@ -13,6 +13,8 @@ sys.path.insert(0, os.path.join(os.getcwd(), "bench"))
 from bench_models import first_iteration  # noqa: E402
 
 out, rounds = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 3
+model = sys.argv[3] if len(sys.argv) > 3 else "mobilenet_v3_large"
+config = sys.argv[4] if len(sys.argv) > 4 else "train32-amp"
 rows = []
 
 
@@ -21,8 +23,8 @@ def pair(arm: str) -> dict:
     env["MIOFIND_BENCH_NATIVE_FIRST"] = "1" if arm == "new" else "0"
     with tempfile.TemporaryDirectory() as d:
         env["MIOFIND_DB"] = f"sqlite:///{os.path.join(d, 'finddb.sqlite')}"
-        a = first_iteration("mobilenet_v3_large", "train32-amp", "miofind", env)
-        b = first_iteration("mobilenet_v3_large", "train32-amp", "miofind", env)
+        a = first_iteration(model, config, "miofind", env)
+        b = first_iteration(model, config, "miofind", env)
     return {"arm": arm, "first_s": a["first_s"], "second_s": b["first_s"], "first_stats": a["stats"],
             "second_stats": b["stats"], "first_compile": a.get("compile"), "second_compile": b.get("compile")}
 
