@@ -1,6 +1,7 @@
 """Host time per call of a cuDNN plan by each way of executing it, on the GPU: the frontend's C++ binding
 (``direct``, what a call from Python takes) and its public call (``public``), the plan rebuilt through the backend
-API called from Python through ctypes (``backend-python``) and natively (``native``: the default invoker's replay,
+API called from Python through ctypes (``backend-python``), as a stored plan is prepared (``native-python``:
+``cudnn_base.NativePlan``, one ctypes call of cudnn_run) and natively (``native``: the default invoker's replay,
 ``miofind._native``'s cudnn_run, as miofind.torch's C++ path and prepared solutions run it), beside
 ``torch.nn.functional.conv2d`` (cuDNN benchmark mode) for F problems; host µs per call, the median over drained
 bursts (``bench_overhead.host_us``), the paths interleaved burst by burst. The problems are MobileNetV3-Large AMP
@@ -104,6 +105,15 @@ def main(argv=None) -> int:
             pa, pb, po, pw = ptr(a), ptr(b), ptr(out), ptr(buf) if ws else 0
             fns["native"] = (lambda run=run, pa=pa, pb=pb, po=po, pw=pw: run(stream, pa, pb, po, pw))
         paths["native"] = "replayed" if got else f"not replayed ({got!r})"
+        # a stored plan as a DB hit prepares it (cudnn_base.NativePlan): called from Python through one ctypes call
+        try:
+            npl = cudnn_base.NativePlan(p.as_conv(), name, cudnn_base._device_id(), stream)
+            inv = npl.invoker()
+            nbuf = cupy.empty(npl.workspace, dtype=cupy.uint8) if npl.workspace else None
+            fns["native-python"] = (lambda inv=inv, nbuf=nbuf: call(inv, p, a, b, out, nbuf))
+            paths["native-python"] = inv.path
+        except Exception as e:      # noqa: BLE001  named in the output
+            paths["native-python"] = f"not made ({e.__class__.__name__}: {e})"
         if args.own:
             # the FindDBs' fastest own solution of the problem replayed the same way: what miofind.torch's C++
             # path pays per call for kernel launches, against the native cuDNN replay (MIOFIND_TORCH_CUDNN_HOST_US)
