@@ -837,10 +837,8 @@ class NativePlan:
     def frontend(self):
         """The frontend's invoker of this plan (built at the first call that needs it)."""
         if self._frontend is None:
-            g = _replayed_graph(_cudnn(), self.problem, self.device, self.name)
-            plan = g.plans[0] if g is not None else plan_graph(self.problem).plan(self.name)
-            if g is None:
-                g = plan_graph(self.problem)
+            g = _replayed_graph(_cudnn(), self.problem, self.device, self.name) or plan_graph(self.problem)
+            plan = g.plan(self.name)
             if plan.workspace > self.workspace:
                 raise CudnnPlanError(f"cuDNN plan {self.name} for {self.problem.key()}: the frontend's plan needs "
                                      f"{plan.workspace} workspace bytes, the backend API's {self.workspace}")
