@@ -44,8 +44,7 @@ def replays_natively(problem: ProblemDescription) -> bool:
     """Whether a plan of ``problem`` is replayed natively (``make_invoker``'s traced ``cudnn_run`` call) where it
     can be rebuilt through the backend API: ``MIOFIND_CUDNN_EXECUTE=backend``, an unfused convolution, a data type
     the backend path takes. Launches nothing."""
-    return (backend_execute and env.cudnn_execute() == "backend" and not problem.fused
-            and cudnn_execute.DATA_TYPES.get(problem.dtype) is not None)
+    return backend_execute and env.cudnn_execute() == "backend" and cudnn_execute.unsupported(problem) is None
 
 
 class CudnnPlanError(RuntimeError):
@@ -267,6 +266,15 @@ def versions() -> str:
 def _device_id() -> int:
     import cupy
     return cupy.cuda.Device().id
+
+
+def _workspace_ptr(name: str, need: int, workspace) -> int:
+    """The workspace's address for a plan ``name`` that needs ``need`` bytes (0 where it needs none)."""
+    if not need:
+        return 0
+    if not workspace:
+        raise ValueError(f"cuDNN plan {name} needs {need} workspace bytes, got none")
+    return _ptr(workspace)
 
 
 def _ptr(a) -> int:
@@ -610,7 +618,7 @@ class PlanGraph:
             backend, why = self._backend_plan(plan)
             path = "backend-python" if backend is not None else f"{path} (backend API: {why})"
         # native replays (traced): the plan rebuilt through the backend API, per stream (cudnn_execute.NativeRun)
-        native = start == "backend" and len(roles) == 3 and cudnn_execute.DATA_TYPES.get(self.problem.dtype) is not None
+        native = start == "backend" and cudnn_execute.unsupported(self.problem) is None
         natives: dict = {}
 
         def native_run(stream: int):
@@ -635,18 +643,14 @@ class PlanGraph:
 
         def invoker(a, b, out, workspace, stream, bias=0):
             nonlocal backend
-            ws = 0
-            if need:
-                if not workspace:
-                    raise ValueError(f"cuDNN plan {name} needs {need} workspace bytes, got none")
-                ws = _ptr(workspace)
+            ws = _workspace_ptr(name, need, workspace)
             # a fused graph with a bias has a fourth role: the bias's pointer
             ptrs = (_ptr(a), _ptr(b), _ptr(out)) if nroles == 3 else (_ptr(a), _ptr(b), _ptr(out), _ptr(bias))
             if native and launch.tracing():
                 # recorded, not run: cudnn_run(ctx, a, b, out, workspace), the pointers written per replay
                 with _LOCK:
                     nr = native_run(stream)
-                launch.trace_call(nr.fn, [nr.ctx, *ptrs, ws], [(1, ptrs[0]), (2, ptrs[1]), (3, ptrs[2]), (4, ws)])
+                nr.trace(ptrs, ws)
                 return
             with _LOCK:
                 try:
@@ -849,11 +853,7 @@ class NativePlan:
         name, key, need = self.name, self.problem.key(), self.workspace
 
         def invoker(a, b, out, workspace, stream, bias=0):
-            ws = 0
-            if need:
-                if not workspace:
-                    raise ValueError(f"cuDNN plan {name} needs {need} workspace bytes, got none")
-                ws = _ptr(workspace)
+            ws = _workspace_ptr(name, need, workspace)
             ptrs = (_ptr(a), _ptr(b), _ptr(out))
             if launch.tracing():
                 # recorded, not run: cudnn_run(ctx, a, b, out, workspace), the pointers written per replay
@@ -862,7 +862,7 @@ class NativePlan:
                         nr = self.run(stream)
                     except cudnn_execute.BackendPlanError as e:
                         raise launch.NotTraceable(f"cuDNN plan {name} through the backend API: {e}") from None
-                launch.trace_call(nr.fn, [nr.ctx, *ptrs, ws], [(1, ptrs[0]), (2, ptrs[1]), (3, ptrs[2]), (4, ws)])
+                nr.trace(ptrs, ws)
                 return
             try:
                 with _LOCK:

@@ -91,6 +91,17 @@ def _check(status: int, what: str) -> None:
         raise BackendPlanError(f"{what}: cudnnStatus {status} {buf.value.decode(errors='replace').strip()}")
 
 
+def unsupported(problem: ProblemDescription) -> str | None:
+    """Why the backend path cannot build ``problem``'s plans (not a plain F, B or W convolution, or a data type
+    not mapped), or None where it can. Launches nothing."""
+    p = problem.as_conv()
+    if p.fused or p.direction not in _OP:
+        return f"{p.key()}: only a plain convolution's F, B or W plan runs here"
+    if DATA_TYPES.get(p.dtype) is None:
+        return f"{p.key()}: data type {p.dtype} not mapped"
+    return None
+
+
 def _i64(values) -> ctypes.Array:
     return (ctypes.c_int64 * len(values))(*values)
 
@@ -105,11 +116,10 @@ class BackendPlan:
     def __init__(self, problem: ProblemDescription, specs: dict, pre, post, handle: int, name: str, engine: int,
                  knobs: dict):
         p = problem.as_conv()
-        if p.fused or p.direction not in _OP:
-            raise BackendPlanError(f"{p.key()}: only a plain convolution's F, B or W plan runs here")
-        dtype = DATA_TYPES.get(p.dtype)
-        if dtype is None:
-            raise BackendPlanError(f"{p.key()}: data type {p.dtype} not mapped")
+        why = unsupported(p)
+        if why is not None:
+            raise BackendPlanError(why)
+        dtype = DATA_TYPES[p.dtype]
         lib = library()
         self._lib, self.name, self.handle = lib, name, ctypes.c_void_p(handle)
         self._descs: list[ctypes.c_void_p] = []
@@ -295,6 +305,12 @@ class NativeRun:
         self._call = _RUN_TYPE(self.fn)
         with _lib_lock:
             _native_runs.append(self)
+
+    def trace(self, ptrs, workspace: int) -> None:
+        """Record ``cudnn_run(ctx, a, b, out, workspace)`` in the running ``launch.trace``, the three pointers
+        (``ptrs``) and the workspace written per replay."""
+        launch.trace_call(self.fn, [self.ctx, *ptrs, workspace],
+                          [(1, ptrs[0]), (2, ptrs[1]), (3, ptrs[2]), (4, workspace)])
 
     def __call__(self, a: int, b: int, out: int, workspace: int) -> None:
         """Run the plan from Python (one ctypes call of cudnn_run) on the stream its handle is bound to;

@@ -161,8 +161,8 @@ def test_square_channels_last_tensors_are_told_from_contiguous_ones():
 
 
 # the families whose every solution runs as one native call (launch.replayer): declared recipes without tensor maps
-# and traced invokers (their cuBLASLt matmuls and cuFFT calls included); the naive solvers and cuDNN's plans do not
-# families whose prepared calls replay natively; cuDNN's plans through the backend API (solvers/cudnn_execute.py)
+# and traced invokers (their cuBLASLt matmuls and cuFFT calls included; cuDNN's plans through the backend API,
+# solvers/cudnn_execute.py); the naive solvers do not
 REPLAYED = {"gemm", "winograd", "fft", "implicit_gemm", "depthwise", "cudnn"}
 
 

@@ -564,6 +564,8 @@ def test_backend_invoker_is_traced_as_one_native_call(fake, monkeypatch):
     made = []
 
     class FakeRun:
+        trace = cudnn_execute.NativeRun.trace      # the real recording of cudnn_run's call
+
         def __init__(self, problem, specs, pre, post, device, stream, name, engine, knobs):
             self.fn, self.ctx, self.workspace = 0x1234, 0x5678, 0
             made.append((problem.direction, stream, name, engine, knobs))
@@ -610,6 +612,8 @@ def test_stored_plan_replays_natively_without_the_frontend_plan(fake, monkeypatc
     made, ran = [], []
 
     class FakeRun:
+        trace = cudnn_execute.NativeRun.trace      # the real recording of cudnn_run's call
+
         def __init__(self, problem, specs, pre, post, device, stream, name, engine, knobs):
             if engine == 5:
                 raise cudnn_execute.BackendPlanError("engine 5 cannot be rebuilt")
