@@ -180,6 +180,11 @@ def _first_main(name: str, config: str, backend: str) -> None:
         # cudnn_base.NativePlan (session-nov27d)
         from miofind.solvers import cudnn_base
         cudnn_base.native_first = False
+    if os.environ.get("MIOFIND_BENCH_NATIVE_FIND") == "0":
+        # an A/B of a fresh process's first step: a find's cuDNN plans built through the frontend's graph, and the
+        # winner's native replay building its plan again, as before session-nov27e
+        from miofind.solvers import cudnn_base
+        cudnn_base.native_find = False
     train, batch, amp = parse(config)
     model = prepare(build(name), train, amp, backend)
     xs, ys = inputs(name, batch, amp, 1)

@@ -365,16 +365,18 @@ def excluded_notes(problem: ProblemDescription) -> tuple[str, ...]:
 
 class CudnnPlan:
     """One plan of a graph: ``index`` (its position in the graph's plan list, heuristic order),
-    ``name``, whether it is ``built``, its ``workspace`` bytes, the ``reason`` it cannot run (deselected
-    by a note filter, build failure) and its ``invoker``. A plain class: a dataclass costs a
-    millisecond of import time (bench/results/hot-path/first-find-stages/)."""
+    ``name``, whether it is ``built`` (runnable: through the frontend, ``fe_built``, or as a ``native``
+    NativePlan alone), its ``workspace`` bytes, the ``reason`` it cannot run (deselected by a note filter,
+    build failure) and its ``invoker``. A plain class: a dataclass costs a millisecond of import time
+    (bench/results/hot-path/first-find-stages/)."""
 
-    __slots__ = ("index", "name", "built", "workspace", "reason", "invoker")
+    __slots__ = ("index", "name", "built", "workspace", "reason", "invoker", "native", "fe_built")
 
     def __init__(self, index: int, name: str, built: bool = False, workspace: int = 0, reason: str = "",
                  invoker: object = None) -> None:
         self.index, self.name, self.built, self.workspace, self.reason, self.invoker = \
             index, name, built, workspace, reason, invoker
+        self.native, self.fe_built = None, built
 
     def __repr__(self) -> str:
         return (f"CudnnPlan(index={self.index!r}, name={self.name!r}, built={self.built!r}, "
@@ -394,11 +396,14 @@ class PlanGraph:
     """A cuDNN graph for one problem on one device and its plans (deduplicated by name): every plan the
     heuristics offer, or with ``replay`` (plan name, engine id, ``frontend_knobs``) only that plan, appended
     by its engine id and knobs (``create_execution_plan``) without running the heuristics (CudnnPlanError
-    if it cannot be)."""
+    if it cannot be). With ``native`` (where ``native_first`` and the problem replays natively) a plan is
+    built as a NativePlan through the backend API alone, its frontend plan only where a call needs it."""
 
-    def __init__(self, problem: ProblemDescription, device: int, replay: tuple[str, int, dict] | None = None):
+    def __init__(self, problem: ProblemDescription, device: int, replay: tuple[str, int, dict] | None = None,
+                 native: bool = False):
         self.problem = problem
         self.device = device
+        self.native = native and native_first and replays_natively(problem)
         self.specs = tensor_specs(problem)
         self.plans: list[CudnnPlan] = []
         self.by_name: dict[str, CudnnPlan] = {}
@@ -517,29 +522,62 @@ class PlanGraph:
 
     # -- plans --
     def build(self, plan: CudnnPlan) -> CudnnPlan:
-        """Build one plan (once) and read its workspace; failures are recorded in plan.reason."""
+        """Build one plan (once) and read its workspace; failures are recorded in plan.reason. On a native
+        graph the plan is a NativePlan (the plan that a native replay runs, so a find's winner is not compiled
+        again for it), its numerical notes checked before it compiles; the frontend builds it where the backend
+        API cannot."""
         if plan.built or plan.reason:
             return plan
+        if self.native:
+            key = (self.device, self.problem, plan.name)
+            try:
+                nat = _natives.get(key) or NativePlan(self.problem, plan.name, self.device,
+                                                      exclude=excluded_notes(self.problem))
+            except cudnn_execute.ExcludedPlan:
+                plan.reason = (f"excluded: carries a numerical note in {list(excluded_notes(self.problem))}, "
+                               f"which {self.problem.dtype} math={self.problem.math} forbids")
+                return plan
+            except Exception as e:      # noqa: BLE001  the frontend's build then
+                log.info("cuDNN plan %s for %s is built through the frontend (%s: %s)", plan.name,
+                         self.problem.key(), e.__class__.__name__, " ".join(str(e).split())[:300])
+            else:
+                plan.native, plan.workspace, plan.built = nat, nat.workspace, True
+                _lru(_natives, key, lambda: nat)
+                return plan
+        reason, ws = self._build_frontend(plan.index)
+        if reason:
+            plan.reason = reason
+        else:
+            plan.workspace, plan.built, plan.fe_built = ws, True, True
+        return plan
+
+    def frontend_plan(self, plan: CudnnPlan) -> CudnnPlan:
+        """``plan`` with its frontend plan built as well (a NativePlan's plan, for the frontend's invokers), its
+        workspace the larger of the two; CudnnPlanError where the frontend cannot build it."""
+        if not plan.fe_built and plan.usable:
+            reason, ws = self._build_frontend(plan.index)
+            if reason:
+                raise CudnnPlanError(f"cuDNN plan {plan.name} for {self.problem.key()} through the frontend: {reason}")
+            plan.workspace, plan.fe_built = max(plan.workspace, ws), True
+        return plan
+
+    def _build_frontend(self, index: int) -> tuple[str, int]:
+        """Build the frontend's plan at ``index``: ("", its workspace bytes) or (why it cannot run, 0)."""
         try:
-            self.graph.build_plan_at_index(plan.index)
+            self.graph.build_plan_at_index(index)
         except Exception as e:
             msg = " ".join(str(e).split())
             if "eselect" in msg:  # "Deselecting execution plan": barred by the numerical-note filter
-                plan.reason = (f"excluded: carries a numerical note in {list(excluded_notes(self.problem))}, "
-                               f"which {self.problem.dtype} math={self.problem.math} forbids")
-            else:
-                plan.reason = f"build failed: {e.__class__.__name__}: {msg[:500]}"
-            return plan
+                return (f"excluded: carries a numerical note in {list(excluded_notes(self.problem))}, "
+                        f"which {self.problem.dtype} math={self.problem.math} forbids"), 0
+            return f"build failed: {e.__class__.__name__}: {msg[:500]}", 0
         try:
-            plan.workspace = int(self.graph.get_workspace_size_plan_at_index(plan.index))
+            ws = int(self.graph.get_workspace_size_plan_at_index(index))
         except Exception as e:
-            plan.reason = f"workspace query failed: {e.__class__.__name__}: {e}"
-            return plan
-        if plan.workspace < 0:
-            plan.reason = f"negative workspace {plan.workspace}"
-            return plan
-        plan.built = True
-        return plan
+            return f"workspace query failed: {e.__class__.__name__}: {e}", 0
+        if ws < 0:
+            return f"negative workspace {ws}", 0
+        return "", ws
 
     def build_all(self) -> list[CudnnPlan]:
         for plan in self.plans:
@@ -597,7 +635,7 @@ class PlanGraph:
         call alone.
         """
         if plan.invoker is None:
-            plan.invoker = self.make_invoker(plan)
+            plan.invoker = plan.native.invoker() if plan.native is not None else self.make_invoker(plan)
         return plan.invoker
 
     def make_invoker(self, plan: CudnnPlan, path: str | None = None):
@@ -605,6 +643,7 @@ class PlanGraph:
         ``MIOFIND_CUDNN_EXECUTE``), or "backend-python" (calls from Python run the backend API's plan through
         ctypes: the tests compare it with the others)."""
         cudnn = _cudnn()
+        self.frontend_plan(plan)
         graph, handle, roles = self.graph, self.handle, self.roles
         index, need, name, key = plan.index, plan.workspace, plan.name, self.problem.key()
         start = path or env.cudnn_execute()
@@ -723,7 +762,7 @@ def plan_graph(problem: ProblemDescription) -> PlanGraph:
     _cudnn()
     key = (_device_id(), p)
     with _LOCK:
-        return _lru(_graphs, key, lambda: PlanGraph(p, key[0]))
+        return _lru(_graphs, key, lambda: PlanGraph(p, key[0], native=native_find))
 
 
 def _lru(cache: collections.OrderedDict, key, make):
@@ -808,6 +847,9 @@ def _replayed_graph(cudnn, p: ProblemDescription, dev: int, name: str) -> PlanGr
 
 # False: a stored plan is prepared through the frontend's graph even where it could replay natively alone (A/B)
 native_first = True
+# False: a find's plans are built through the frontend's graph, and a native replay of its winner builds it again
+# through the backend API (A/B)
+native_find = True
 
 # (device, problem, plan name) -> a NativePlan, or None where it could not be made
 _natives: collections.OrderedDict = collections.OrderedDict()
@@ -821,8 +863,10 @@ class NativePlan:
     Python run it through one ctypes call of ``miofind._native``'s cudnn_run; only pointers that break the backend
     plan's 16-byte alignment take the frontend's plan (built then, and refused if it needs more workspace)."""
 
-    def __init__(self, problem: ProblemDescription, name: str, device: int, stream: int = 0):
+    def __init__(self, problem: ProblemDescription, name: str, device: int, stream: int = 0,
+                 exclude: tuple[str, ...] = ()):
         self.problem, self.name, self.device = problem, name, device
+        self.exclude = exclude        # numerical notes (excluded_notes) the plan must not carry: checked at each build
         self.specs = tensor_specs(problem)
         self.pre, self.post = paddings(problem)
         self.engine, self.knobs = parse_plan_name(name)
@@ -835,14 +879,15 @@ class NativePlan:
         got = self._runs.get(stream)
         if got is None:
             got = self._runs[stream] = cudnn_execute.NativeRun(self.problem, self.specs, self.pre, self.post,
-                                                               self.device, stream, self.name, self.engine, self.knobs)
+                                                               self.device, stream, self.name, self.engine, self.knobs,
+                                                               self.exclude)
         return got
 
     def frontend(self):
         """The frontend's invoker of this plan (built at the first call that needs it)."""
         if self._frontend is None:
             g = _replayed_graph(_cudnn(), self.problem, self.device, self.name) or plan_graph(self.problem)
-            plan = g.plan(self.name)
+            plan = g.frontend_plan(g.plan(self.name))
             if plan.workspace > self.workspace:
                 raise CudnnPlanError(f"cuDNN plan {self.name} for {self.problem.key()}: the frontend's plan needs "
                                      f"{plan.workspace} workspace bytes, the backend API's {self.workspace}")

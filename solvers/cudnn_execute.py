@@ -29,6 +29,9 @@ _OP = {"F": 10, "W": 11, "B": 12}       # CONVOLUTION_FORWARD, _BACKWARD_FILTER,
 _T_HANDLE, _T_DATA_TYPE, _T_INT64, _T_FLOAT, _T_VOID_PTR, _T_CONV_MODE, _T_KNOB, _T_DESC = 0, 1, 3, 4, 6, 7, 9, 15
 # cudnnDataType_t
 DATA_TYPES = {"FP32": 0, "FP16": 2, "BF16": 9}
+# cudnnBackendNumericalNote_t by the frontend's cudnn.numerical_note names (cudnn_base.excluded_notes)
+NOTES = {"TENSOR_CORE": 0, "DOWN_CONVERT_INPUTS": 1, "REDUCED_PRECISION_REDUCTION": 2}
+_ENGINE_NUMERICAL_NOTE, _T_NUMERICAL_NOTE, _NOTE_COUNT = 1303, 11, 32
 _CROSS_CORRELATION = 1
 # operation attributes, in the invoker's argument order (a, b, out) and then alpha, beta, the conv descriptor:
 # F (x, w) -> y, B (dy, w) -> dx, W (dy, x) -> dw
@@ -45,6 +48,11 @@ loader = None
 
 class BackendPlanError(RuntimeError):
     """The backend API refused a step (or is not there): the plan stays on the frontend's path."""
+
+
+class ExcludedPlan(BackendPlanError):
+    """The plan's engine carries a numerical note the problem's contract excludes (found before the plan is
+    finalized, so nothing was compiled)."""
 
 
 def library():
@@ -114,7 +122,7 @@ class BackendPlan:
     invoker's order (F x, w -> y; B dy, w -> dx; W dy, x -> dw) and a workspace pointer."""
 
     def __init__(self, problem: ProblemDescription, specs: dict, pre, post, handle: int, name: str, engine: int,
-                 knobs: dict):
+                 knobs: dict, exclude: tuple[str, ...] = ()):
         p = problem.as_conv()
         why = unsupported(p)
         if why is not None:
@@ -124,7 +132,7 @@ class BackendPlan:
         self._lib, self.name, self.handle = lib, name, ctypes.c_void_p(handle)
         self._descs: list[ctypes.c_void_p] = []
         try:
-            self._build(p, specs, pre, post, dtype, engine, knobs)
+            self._build(p, specs, pre, post, dtype, engine, knobs, exclude)
         except BaseException:
             self.close()
             raise
@@ -153,7 +161,14 @@ class BackendPlan:
     def _descs_array(self, *ds) -> ctypes.Array:
         return (ctypes.c_void_p * len(ds))(*[d.value for d in ds])
 
-    def _build(self, p, specs, pre, post, dtype, engine, knobs) -> None:
+    def _notes(self, eng) -> tuple[int, ...]:
+        """The engine's numerical notes (cudnnBackendNumericalNote_t values)."""
+        notes, count = (ctypes.c_int * _NOTE_COUNT)(), ctypes.c_int64(0)
+        _check(self._lib.cudnnBackendGetAttribute(eng, _ENGINE_NUMERICAL_NOTE, _T_NUMERICAL_NOTE, _NOTE_COUNT,
+                                                   ctypes.byref(count), notes), "numerical notes")
+        return tuple(notes[:count.value])
+
+    def _build(self, p, specs, pre, post, dtype, engine, knobs, exclude=()) -> None:
         tensors = []
         for uid, role in enumerate(_ROLE_SPECS[p.direction], 1):
             s = specs[role]
@@ -193,6 +208,12 @@ class BackendPlan:
         self._attr(eng, 1300, _T_DESC, self._descs_array(graph), "engine")
         self._attr(eng, 1301, _T_INT64, _i64([engine]), "engine")
         self._finalize(eng, f"engine {engine}")
+        if exclude:
+            # the frontend's deselect_numeric_notes, asked of the engine before the plan compiles anything
+            barred = {NOTES[n] for n in exclude}
+            carried = [n for n, v in NOTES.items() if v in set(self._notes(eng)) & barred]
+            if carried:
+                raise ExcludedPlan(f"plan {self.name} carries numerical note(s) {carried}")
         choices = []
         for k, v in knobs.items():
             c = self._new(_KNOB_CHOICE)
@@ -252,8 +273,9 @@ class _Ctx(ctypes.Structure):
 
 
 # (device, stream) -> (a cudnnHandle_t bound to that stream, the lock word of its native runs), and every NativeRun
-# made: never freed, since a recipe that names them (one of miofind.torch's C++ plans, which an autograd graph may
-# hold after the Python side forgot it) may run until the process ends
+# traced: never freed, since a recipe that names them (one of miofind.torch's C++ plans, which an autograd graph may
+# hold after the Python side forgot it) may run until the process ends. An untraced one (a find's candidate) lives as
+# long as what holds it, as a frontend plan lives as long as its graph
 _native_handles: dict = {}
 _native_runs: list = []
 
@@ -284,14 +306,14 @@ class NativeRun:
     ``workspace`` is the plan's bytes."""
 
     def __init__(self, problem: ProblemDescription, specs: dict, pre, post, device: int, stream: int, name: str,
-                 engine: int, knobs: dict):
+                 engine: int, knobs: dict, exclude: tuple[str, ...] = ()):
         nat = launch.native()
         runner = getattr(nat, "cudnn_runner", None)
         if runner is None:
             raise BackendPlanError("miofind._native (with cudnn_runner) is not built")
         fn, size = runner()
         handle, lock = _native_handle(device, stream)
-        self.plan = BackendPlan(problem, specs, pre, post, handle, name, engine, knobs)
+        self.plan = BackendPlan(problem, specs, pre, post, handle, name, engine, knobs, exclude)
         self.workspace = self.plan.workspace
         self._lock = lock
         self._ctx = _Ctx(address("cudnnBackendCreateDescriptor"), address("cudnnBackendSetAttribute"),
@@ -303,12 +325,15 @@ class NativeRun:
                                    f"{ctypes.sizeof(self._ctx)}")
         self.fn, self.ctx = int(fn), ctypes.addressof(self._ctx)
         self._call = _RUN_TYPE(self.fn)
-        with _lib_lock:
-            _native_runs.append(self)
+        self._kept = False
 
     def trace(self, ptrs, workspace: int) -> None:
         """Record ``cudnn_run(ctx, a, b, out, workspace)`` in the running ``launch.trace``, the three pointers
-        (``ptrs``) and the workspace written per replay."""
+        (``ptrs``) and the workspace written per replay; the run is then kept until the process ends."""
+        if not self._kept:
+            with _lib_lock:
+                _native_runs.append(self)
+            self._kept = True
         launch.trace_call(self.fn, [self.ctx, *ptrs, workspace],
                           [(1, ptrs[0]), (2, ptrs[1]), (3, ptrs[2]), (4, workspace)])
 

@@ -565,8 +565,9 @@ def test_backend_invoker_is_traced_as_one_native_call(fake, monkeypatch):
 
     class FakeRun:
         trace = cudnn_execute.NativeRun.trace      # the real recording of cudnn_run's call
+        _kept = False
 
-        def __init__(self, problem, specs, pre, post, device, stream, name, engine, knobs):
+        def __init__(self, problem, specs, pre, post, device, stream, name, engine, knobs, exclude=()):
             self.fn, self.ctx, self.workspace = 0x1234, 0x5678, 0
             made.append((problem.direction, stream, name, engine, knobs))
 
@@ -613,8 +614,9 @@ def test_stored_plan_replays_natively_without_the_frontend_plan(fake, monkeypatc
 
     class FakeRun:
         trace = cudnn_execute.NativeRun.trace      # the real recording of cudnn_run's call
+        _kept = False
 
-        def __init__(self, problem, specs, pre, post, device, stream, name, engine, knobs):
+        def __init__(self, problem, specs, pre, post, device, stream, name, engine, knobs, exclude=()):
             if engine == 5:
                 raise cudnn_execute.BackendPlanError("engine 5 cannot be rebuilt")
             self.fn, self.ctx, self.workspace, self.stream = 0x1234, 0x5678 + stream, 512, stream
@@ -652,19 +654,31 @@ def test_stored_plan_replays_natively_without_the_frontend_plan(fake, monkeypatc
     inv(0x102, 0x200, 0x300, 0x400, 0)
     assert len(ran) == 2 and len(FAKE.graphs) == 1
     index, pack, ws, how = FAKE.graphs[0].executed[-1]
-    assert FAKE.graphs[0].plans[index][0] == "eng1" and ws == 0 and how == "direct"     # its plan needs none
-    assert sorted(pack.values()) == [0x102, 0x200, 0x300]
+    # the heuristics' graph reuses the NativePlan; its frontend plan (needing none) is given the NativePlan's 512
+    assert FAKE.graphs[0].plans[index][0] == "eng1" and ws == 0x400 and how == "direct"
+    assert sorted(pack.values()) == [0x102, 0x200, 0x300] and len(made) == 2
     # a plan the backend API cannot rebuild: the frontend's path
     sol5 = solver.get_solution(P("B", n=2, c=4, k=8, in_size=(6, 6), filter_size=3, pads=1), {"plan": "eng5"})
     assert sol5.invoker_factory([]).path != "native"
-    # a find's heuristics graph cached: its plans are the frontend's (a find times those)
+    # a find's heuristics graph: its plans are built as NativePlans, so the find's winner is not built again
     q = P("B", n=2, c=8, k=4, in_size=(6, 6), filter_size=3, pads=1)
-    cudnn_base.list_plans(q)
-    assert solver.get_solution(q, {"plan": "eng1"}).invoker_factory([]).path != "native"
+    assert [n for n, _ in cudnn_base.list_plans(q)] == ["eng1", "eng3_fft", "eng5"]
+    assert made[-1] == ("B", 0, "eng1") and len(made) == 3      # eng3_fft (no engine name), eng5: the frontend's
+    inv_q = solver.get_solution(q, {"plan": "eng1"}).invoker_factory([])
+    assert inv_q.path == "native" and len(made) == 3
+    inv_q(0x100, 0x200, 0x300, 0x400, 0)
+    assert ran[-1] == (0, 0x100, 0x200, 0x300, 0x400) and len(made) == 3
+    assert solver.get_solution(q, {"plan": "eng5"}).invoker_factory([]).path != "native"
+    # native_find off: the find's plans are the frontend's (the A/B's old arm)
+    monkeypatch.setattr(cudnn_base, "native_find", False)
+    q2 = P("B", n=2, c=8, k=4, in_size=(5, 5), filter_size=3, pads=1)
+    cudnn_base.list_plans(q2)
+    assert solver.get_solution(q2, {"plan": "eng1"}).invoker_factory([]).path != "native" and len(made) == 3
+    monkeypatch.setattr(cudnn_base, "native_find", True)
     monkeypatch.setattr(cudnn_base, "native_first", False)
     r = P("B", n=2, c=8, k=8, in_size=(6, 6), filter_size=3, pads=1)
     assert solver.get_solution(r, {"plan": "eng1"}).invoker_factory([]).path != "native"
-    assert all(m[1] in (0, 0xAB) and m[0] == "B" for m in made) and len(made) == 2
+    assert all(m[1] in (0, 0xAB) and m[0] == "B" for m in made) and len(made) == 3
 
 
 def test_native_cudnn_context_layout():

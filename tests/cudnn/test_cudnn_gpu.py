@@ -395,6 +395,78 @@ def test_named_plan_is_replayed_without_heuristics(direction, dtype, layout):
         assert g.invoker(plan).path == "backend"
 
 
+NOTE_CASES = [(d, "FP32", "NCHW", "strict") for d in "FBW"] + [(d, "FP16", "NHWC", "strict") for d in "FBW"] \
+    + [("F", "FP32", "NHWC", "tf32")]
+
+
+@pytest.mark.gpu
+@needs_frontend
+@pytest.mark.parametrize("direction,dtype,layout,math", NOTE_CASES, ids=["-".join(c) for c in NOTE_CASES])
+def test_native_plans_keep_the_frontends_note_filter(direction, dtype, layout, math):
+    """A find's graph builds its plans through the backend API (NativePlan), checking the engine's numerical notes
+    before the plan compiles: the plans it excludes and the plans it runs are the frontend's, plan by plan (FP32
+    strict bars TF32 and down-converting engines; every type bars reduced-precision reductions)."""
+    p = P(direction, n=2, c=32, k=32, in_size=(12, 12), filter_size=3, pads=1, layout=layout, dtype=dtype, math=math)
+    assert cudnn_base.replays_natively(p)
+    dev = cudnn_base._device_id()
+    cudnn_base.clear_cache()
+    fe = cudnn_base.PlanGraph(p, dev)
+    na = cudnn_base.PlanGraph(p, dev, native=True)
+    assert not fe.native and na.native
+    fe.build_all()
+    na.build_all()
+
+    def state(g):
+        return {pl.name: ("excluded" if pl.reason.startswith("excluded") else "runs" if pl.usable else "fails")
+                for pl in g.plans}
+
+    assert state(na) == state(fe), (state(fe), state(na))
+    natives = [pl for pl in na.plans if pl.native is not None]
+    assert natives and all(pl.usable and not pl.fe_built for pl in natives)
+    assert all(pl.native is None for pl in fe.plans)
+    if math == "strict" and dtype == "FP32":
+        assert any(v == "excluded" for v in state(fe).values()), "no TF32 plan offered: the check checks nothing"
+
+
+@pytest.mark.gpu
+@needs_frontend
+@pytest.mark.parametrize("direction,dtype,layout", [("F", "FP16", "NHWC"), ("B", "FP32", "NCHW"),
+                                                    ("W", "BF16", "NHWC")])
+def test_find_winner_is_built_once_for_its_native_replay(direction, dtype, layout, monkeypatch):
+    """A find builds its cuDNN candidates as NativePlans, so the winner's native replay (miofind.torch's C++ path, a
+    prepared recipe) reuses the plan the find timed: no second build of it (a runtime-compiled engine compiles at
+    each build, 100-200 ms). The winner verifies against the float64 reference, found and replayed."""
+    from miofind import launch
+    from miofind.api import find_solutions
+    from miofind.solvers import cudnn_execute
+
+    built = []
+    orig = cudnn_execute.BackendPlan.__init__
+
+    def counting(self, problem, specs, pre, post, handle, name, *rest, **kw):
+        built.append(name)
+        orig(self, problem, specs, pre, post, handle, name, *rest, **kw)
+
+    monkeypatch.setattr(cudnn_execute.BackendPlan, "__init__", counting)
+    monkeypatch.setenv("MIOFIND_SPECIALIZE", "sync")
+    p = P(direction, n=4, c=32, k=64, in_size=(14, 14), filter_size=3, pads=1, layout=layout, dtype=dtype)
+    solver = BY_DIR[direction]
+    cudnn_base.clear_cache()
+    res = find_solutions(p, mode="benchmark", store=False, solvers=[solver.id])
+    assert not res.failures, res.failures
+    best = [s for s in res if s.solver_id == solver.id][0]
+    name = best.config["plan"]
+    assert best.verified and built.count(name) == 1, (name, built)
+    sol = solver.get_solution(p, best.config)
+    inv = sol.invoker_factory([])
+    assert inv.path == "native", inv.path
+    launch.trace(inv, bool(sol.workspace_bytes), 0)
+    assert built.count(name) == 1, (name, built)
+    err, tol = check_solver(solver, p, seed=_seed("found-native", direction, dtype), config=best.config)
+    assert err <= tol, (name, err, tol)
+    assert built.count(name) == 1, (name, built)
+
+
 @pytest.mark.gpu
 @needs_frontend
 def test_unknown_plan_is_explained():
