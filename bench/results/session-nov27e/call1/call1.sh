@@ -3,7 +3,7 @@
 # reuses the plan the find timed instead of compiling it again). (a) GPU tests: the note filter against the frontend's,
 # the winner built once, every cuDNN GPU test, prepared solutions, the API, miofind.torch; (b) first_ab.py: a fresh
 # process's first step on an empty user DB, new against old (MIOFIND_BENCH_NATIVE_FIND=0), MobileNetV3-Large AMP
-# (34 finds) with a profiled pair, then ResNet-50 AMP at batch 48.
+# (34 finds), two rounds, then a profiled pair.
 set -uo pipefail
 T0=$(date +%s)
 R=$OUT/r; mkdir -p $R
