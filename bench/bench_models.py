@@ -206,6 +206,18 @@ def _first_main(name: str, config: str, backend: str) -> None:
             fh.write(f"first step {out['first_s']:.3f} s (profiled)\n")
             for order in ("cumulative", "tottime"):
                 pstats.Stats(pr, stream=fh).sort_stats(order).print_stats(70)
+    after = int(os.environ.get("MIOFIND_BENCH_AFTER_STEPS", "0"))
+    if after:
+        # the steps that follow the first, each synchronised: how soon the process reaches its steady step while
+        # the work the finds left (deferred candidates, later configs, specialised builds) runs in the background
+        # and swaps faster solutions in
+        times = []
+        for i in range(after):
+            t0 = time.perf_counter()
+            step(xs[0], ys[0])
+            torch.cuda.synchronize()
+            times.append((time.perf_counter() - t0) * 1e3)
+        out["after_ms"] = times
     if backend == "miofind":
         import miofind.torch as mt
         from miofind import compile as mc

@@ -75,6 +75,10 @@ VARIABLES: tuple[EnvVar, ...] = (
     EnvVar("MIOFIND_CUDNN_PLANS", "how many cuDNN plans (in cuDNN's heuristic order) each find measures (a find "
            "that may leave work to the background measures the first two at once and the others once no find runs)",
            "a positive integer (default 8)", ""),
+    EnvVar("MIOFIND_CUDNN_DEFER_RTC", "whether a find that may leave work to the background leaves cuDNN plans whose "
+           "engine compiles its kernels when the plan is built (cuDNN's runtime-compiled engines, 100-300 ms each) to the "
+           "configs it measures once no find runs, where other plans or solvers can answer at once",
+           "1 (default: defer them), 0 (build them in the find)", ""),
     EnvVar("MIOFIND_CUDNN_EXECUTE", "how cuDNN plans are launched",
            "backend (default: calls from Python through the frontend's C++ binding, and native replays — "
            "miofind.torch's C++ path, prepared solutions — through the plan rebuilt on cuDNN's backend API, "
@@ -431,6 +435,12 @@ def pdl() -> bool:
     """``MIOFIND_PDL``: whether a solution's later kernel launches that may overlap the one before (a split's reduce,
     the next stride phase) go as programmatic dependent launches (1, unset) or as plain launches (0)."""
     return _switch("MIOFIND_PDL", True, "programmatic dependent launches within a solution")
+
+
+def cudnn_defer_rtc() -> bool:
+    """``MIOFIND_CUDNN_DEFER_RTC``: whether a find's first cuDNN plans skip runtime-compiled engines, left to the
+    configs measured once no find runs (1, unset), or build them in the find (0)."""
+    return _switch("MIOFIND_CUDNN_DEFER_RTC", True, "defer cuDNN's runtime-compiled plans")
 
 
 def lt_bridge() -> bool:

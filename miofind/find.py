@@ -514,7 +514,7 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
     def configs(s):
         limit = s.configs_now if later is not None else None
         cfgs = find_configs(reads, dev, problem, s, limit)
-        if limit and len(cfgs) >= limit:
+        if limit and (len(cfgs) >= limit or s.more_configs(problem, cfgs)):
             later[s.id] = (s, cfgs)
         return cfgs
 

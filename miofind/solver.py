@@ -141,6 +141,11 @@ class Solver:
         from a PerfDB comes later)."""
         return [None]
 
+    def more_configs(self, problem: ProblemDescription, listed: list) -> bool:
+        """Whether ``find_configs(problem)`` holds configs that ``listed``, a limited listing, passed over (not
+        only cut at the limit), so that a find measures them once no find runs."""
+        return False
+
     def is_valid_config(self, problem: ProblemDescription, config: Mapping) -> bool:
         return config is None or not config
 

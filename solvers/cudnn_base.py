@@ -367,16 +367,17 @@ class CudnnPlan:
     """One plan of a graph: ``index`` (its position in the graph's plan list, heuristic order),
     ``name``, whether it is ``built`` (runnable: through the frontend, ``fe_built``, or as a ``native``
     NativePlan alone), its ``workspace`` bytes, the ``reason`` it cannot run (deselected by a note filter,
-    build failure) and its ``invoker``. A plain class: a dataclass costs a millisecond of import time
+    build failure), its ``invoker``, and ``rtc``: a build that deferred runtime-compiled engines found it one (it
+    stays unbuilt). A plain class: a dataclass costs a millisecond of import time
     (bench/results/hot-path/first-find-stages/)."""
 
-    __slots__ = ("index", "name", "built", "workspace", "reason", "invoker", "native", "fe_built")
+    __slots__ = ("index", "name", "built", "workspace", "reason", "invoker", "native", "fe_built", "rtc")
 
     def __init__(self, index: int, name: str, built: bool = False, workspace: int = 0, reason: str = "",
                  invoker: object = None) -> None:
         self.index, self.name, self.built, self.workspace, self.reason, self.invoker = \
             index, name, built, workspace, reason, invoker
-        self.native, self.fe_built = None, built
+        self.native, self.fe_built, self.rtc = None, built, False
 
     def __repr__(self) -> str:
         return (f"CudnnPlan(index={self.index!r}, name={self.name!r}, built={self.built!r}, "
@@ -521,18 +522,22 @@ class PlanGraph:
             raise CudnnPlanError(f"{versions()}: cuDNN heuristics offered no plan for {self.problem.key()}")
 
     # -- plans --
-    def build(self, plan: CudnnPlan) -> CudnnPlan:
+    def build(self, plan: CudnnPlan, defer_rtc: bool = False) -> CudnnPlan:
         """Build one plan (once) and read its workspace; failures are recorded in plan.reason. On a native
         graph the plan is a NativePlan (the plan that a native replay runs, so a find's winner is not compiled
         again for it), its numerical notes checked before it compiles; the frontend builds it where the backend
-        API cannot."""
+        API cannot. ``defer_rtc``: a plan whose engine compiles when built (cuDNN's runtime compilation, 100-300
+        ms) is left unbuilt and marked ``rtc`` (native graphs only: the frontend cannot tell before it builds)."""
         if plan.built or plan.reason:
             return plan
         if self.native:
             key = (self.device, self.problem, plan.name)
             try:
                 nat = _natives.get(key) or NativePlan(self.problem, plan.name, self.device,
-                                                      exclude=excluded_notes(self.problem))
+                                                      exclude=excluded_notes(self.problem), defer_rtc=defer_rtc)
+            except cudnn_execute.RuntimeCompiled:
+                plan.rtc = True
+                return plan
             except cudnn_execute.ExcludedPlan:
                 plan.reason = (f"excluded: carries a numerical note in {list(excluded_notes(self.problem))}, "
                                f"which {self.problem.dtype} math={self.problem.math} forbids")
@@ -864,7 +869,7 @@ class NativePlan:
     plan's 16-byte alignment take the frontend's plan (built then, and refused if it needs more workspace)."""
 
     def __init__(self, problem: ProblemDescription, name: str, device: int, stream: int = 0,
-                 exclude: tuple[str, ...] = ()):
+                 exclude: tuple[str, ...] = (), defer_rtc: bool = False):
         self.problem, self.name, self.device = problem, name, device
         self.exclude = exclude        # numerical notes (excluded_notes) the plan must not carry: checked at each build
         self.specs = tensor_specs(problem)
@@ -872,15 +877,16 @@ class NativePlan:
         self.engine, self.knobs = parse_plan_name(name)
         self._runs: dict = {}
         self._frontend = None
-        self.workspace = self.run(stream).workspace
+        # defer_rtc: cudnn_execute.RuntimeCompiled, before anything compiles, where the engine compiles when built
+        self.workspace = self.run(stream, defer_rtc).workspace
 
-    def run(self, stream: int):
+    def run(self, stream: int, defer_rtc: bool = False):
         """The NativeRun bound to ``stream`` (made at its first use; BackendPlanError where it cannot be)."""
         got = self._runs.get(stream)
         if got is None:
             got = self._runs[stream] = cudnn_execute.NativeRun(self.problem, self.specs, self.pre, self.post,
                                                                self.device, stream, self.name, self.engine, self.knobs,
-                                                               self.exclude)
+                                                               self.exclude, defer_rtc)
         return got
 
     def frontend(self):
@@ -977,18 +983,27 @@ def resolve(problem: ProblemDescription, config=None) -> tuple[PlanGraph, CudnnP
         return g, plan
 
 
-def list_plans(problem: ProblemDescription, limit: int | None = None) -> list[tuple[str, int]]:
+def list_plans(problem: ProblemDescription, limit: int | None = None,
+               defer_rtc: bool = False) -> list[tuple[str, int]]:
     """[(plan name, workspace bytes)] for every plan that builds, in heuristic order (builds them all),
-    or for the first ``limit`` of them (building plans only until that many built)."""
+    or for the first ``limit`` of them (building plans only until that many built); ``defer_rtc``: without the
+    plans of runtime-compiled engines, left unbuilt (``PlanGraph.build``)."""
     with _LOCK:
         g = plan_graph(problem)
         out = []
         for pl in g.plans:
             if limit is not None and len(out) >= limit:
                 break
-            if g.build(pl).usable:
+            if g.build(pl, defer_rtc).usable:
                 out.append((pl.name, pl.workspace))
         return out
+
+
+def deferred_plans(problem: ProblemDescription) -> list[str]:
+    """The plans of ``problem``'s cached graph that a build deferring runtime-compiled engines left unbuilt."""
+    with _LOCK:
+        g = _graphs.get((_device_id(), problem.as_conv()))
+        return [] if g is None else [pl.name for pl in g.plans if pl.rtc and not pl.built and not pl.reason]
 
 
 def plan_table(problem: ProblemDescription) -> list[dict]:
@@ -1081,9 +1096,17 @@ class CudnnSolverBase(Solver):
 
     def find_configs(self, problem: ProblemDescription, limit: int | None = None) -> list:
         """Each plan is its own candidate in a find (engine + knobs name, up to MIOFIND_CUDNN_PLANS
-        of them in cuDNN's heuristic order, default 8, or ``limit``); the fastest is kept and stored."""
+        of them in cuDNN's heuristic order, default 8, or ``limit``); the fastest is kept and stored. A
+        ``limit`` (a find's first plans, the others measured once no find runs) passes over runtime-compiled
+        plans (MIOFIND_CUDNN_DEFER_RTC), which ``more_configs`` then reports; where every plan is one, None (the
+        heuristics' first plan, built now)."""
         cap = env.cudnn_plans() if limit is None else min(limit, env.cudnn_plans())
-        return [{"plan": name} for name, _ in list_plans(problem, cap)] or [None]
+        defer = limit is not None and env.cudnn_defer_rtc()
+        return [{"plan": name} for name, _ in list_plans(problem, cap, defer)] or [None]
+
+    def more_configs(self, problem: ProblemDescription, listed: list) -> bool:
+        """Whether the limited listing passed over plans (runtime-compiled ones) that the full one holds."""
+        return bool(deferred_plans(problem))
 
     def workspace_bytes(self, problem: ProblemDescription, config=None) -> int:
         """The plan's workspace (builds the graph); 0 when it cannot be built (get_solution then says why)."""

@@ -32,6 +32,8 @@ DATA_TYPES = {"FP32": 0, "FP16": 2, "BF16": 9}
 # cudnnBackendNumericalNote_t by the frontend's cudnn.numerical_note names (cudnn_base.excluded_notes)
 NOTES = {"TENSOR_CORE": 0, "DOWN_CONVERT_INPUTS": 1, "REDUCED_PRECISION_REDUCTION": 2}
 _ENGINE_NUMERICAL_NOTE, _T_NUMERICAL_NOTE, _NOTE_COUNT = 1303, 11, 32
+# CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE, CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION
+_ENGINE_BEHAVIOR_NOTE, _T_BEHAVIOR_NOTE, RUNTIME_COMPILATION = 1305, 19, 0
 _CROSS_CORRELATION = 1
 # operation attributes, in the invoker's argument order (a, b, out) and then alpha, beta, the conv descriptor:
 # F (x, w) -> y, B (dy, w) -> dx, W (dy, x) -> dw
@@ -53,6 +55,11 @@ class BackendPlanError(RuntimeError):
 class ExcludedPlan(BackendPlanError):
     """The plan's engine carries a numerical note the problem's contract excludes (found before the plan is
     finalized, so nothing was compiled)."""
+
+
+class RuntimeCompiled(BackendPlanError):
+    """The plan's engine compiles its kernels when the plan is finalized, and the caller asked to leave such plans
+    for later (found before the plan is finalized, so nothing was compiled)."""
 
 
 def library():
@@ -122,7 +129,7 @@ class BackendPlan:
     invoker's order (F x, w -> y; B dy, w -> dx; W dy, x -> dw) and a workspace pointer."""
 
     def __init__(self, problem: ProblemDescription, specs: dict, pre, post, handle: int, name: str, engine: int,
-                 knobs: dict, exclude: tuple[str, ...] = ()):
+                 knobs: dict, exclude: tuple[str, ...] = (), defer_rtc: bool = False):
         p = problem.as_conv()
         why = unsupported(p)
         if why is not None:
@@ -132,7 +139,7 @@ class BackendPlan:
         self._lib, self.name, self.handle = lib, name, ctypes.c_void_p(handle)
         self._descs: list[ctypes.c_void_p] = []
         try:
-            self._build(p, specs, pre, post, dtype, engine, knobs, exclude)
+            self._build(p, specs, pre, post, dtype, engine, knobs, exclude, defer_rtc)
         except BaseException:
             self.close()
             raise
@@ -168,7 +175,15 @@ class BackendPlan:
                                                    ctypes.byref(count), notes), "numerical notes")
         return tuple(notes[:count.value])
 
-    def _build(self, p, specs, pre, post, dtype, engine, knobs, exclude=()) -> None:
+    def _behavior(self, eng) -> tuple[int, ...]:
+        """The engine's behaviour notes (cudnnBackendBehaviorNote_t values); () where they cannot be read."""
+        notes, count = (ctypes.c_int * _NOTE_COUNT)(), ctypes.c_int64(0)
+        if self._lib.cudnnBackendGetAttribute(eng, _ENGINE_BEHAVIOR_NOTE, _T_BEHAVIOR_NOTE, _NOTE_COUNT,
+                                              ctypes.byref(count), notes):
+            return ()
+        return tuple(notes[:count.value])
+
+    def _build(self, p, specs, pre, post, dtype, engine, knobs, exclude=(), defer_rtc=False) -> None:
         tensors = []
         for uid, role in enumerate(_ROLE_SPECS[p.direction], 1):
             s = specs[role]
@@ -214,6 +229,9 @@ class BackendPlan:
             carried = [n for n, v in NOTES.items() if v in set(self._notes(eng)) & barred]
             if carried:
                 raise ExcludedPlan(f"plan {self.name} carries numerical note(s) {carried}")
+        self.behavior = self._behavior(eng)
+        if defer_rtc and RUNTIME_COMPILATION in self.behavior:
+            raise RuntimeCompiled(f"plan {self.name}: engine {engine} compiles its kernels when the plan is built")
         choices = []
         for k, v in knobs.items():
             c = self._new(_KNOB_CHOICE)
@@ -306,14 +324,14 @@ class NativeRun:
     ``workspace`` is the plan's bytes."""
 
     def __init__(self, problem: ProblemDescription, specs: dict, pre, post, device: int, stream: int, name: str,
-                 engine: int, knobs: dict, exclude: tuple[str, ...] = ()):
+                 engine: int, knobs: dict, exclude: tuple[str, ...] = (), defer_rtc: bool = False):
         nat = launch.native()
         runner = getattr(nat, "cudnn_runner", None)
         if runner is None:
             raise BackendPlanError("miofind._native (with cudnn_runner) is not built")
         fn, size = runner()
         handle, lock = _native_handle(device, stream)
-        self.plan = BackendPlan(problem, specs, pre, post, handle, name, engine, knobs, exclude)
+        self.plan = BackendPlan(problem, specs, pre, post, handle, name, engine, knobs, exclude, defer_rtc)
         self.workspace = self.plan.workspace
         self._lock = lock
         self._ctx = _Ctx(address("cudnnBackendCreateDescriptor"), address("cudnnBackendSetAttribute"),

@@ -567,7 +567,7 @@ def test_backend_invoker_is_traced_as_one_native_call(fake, monkeypatch):
         trace = cudnn_execute.NativeRun.trace      # the real recording of cudnn_run's call
         _kept = False
 
-        def __init__(self, problem, specs, pre, post, device, stream, name, engine, knobs, exclude=()):
+        def __init__(self, problem, specs, pre, post, device, stream, name, engine, knobs, exclude=(), defer_rtc=False):
             self.fn, self.ctx, self.workspace = 0x1234, 0x5678, 0
             made.append((problem.direction, stream, name, engine, knobs))
 
@@ -616,7 +616,7 @@ def test_stored_plan_replays_natively_without_the_frontend_plan(fake, monkeypatc
         trace = cudnn_execute.NativeRun.trace      # the real recording of cudnn_run's call
         _kept = False
 
-        def __init__(self, problem, specs, pre, post, device, stream, name, engine, knobs, exclude=()):
+        def __init__(self, problem, specs, pre, post, device, stream, name, engine, knobs, exclude=(), defer_rtc=False):
             if engine == 5:
                 raise cudnn_execute.BackendPlanError("engine 5 cannot be rebuilt")
             self.fn, self.ctx, self.workspace, self.stream = 0x1234, 0x5678 + stream, 512, stream
@@ -679,6 +679,41 @@ def test_stored_plan_replays_natively_without_the_frontend_plan(fake, monkeypatc
     r = P("B", n=2, c=8, k=8, in_size=(6, 6), filter_size=3, pads=1)
     assert solver.get_solution(r, {"plan": "eng1"}).invoker_factory([]).path != "native"
     assert all(m[1] in (0, 0xAB) and m[0] == "B" for m in made) and len(made) == 3
+
+
+def test_find_defers_runtime_compiled_plans(fake, monkeypatch):
+    """A find's first plans (a limited listing) pass over plans whose engine compiles when built (the backend API
+    tells before anything compiles), leave them unbuilt and report them (more_configs), so the find measures them
+    once no find runs; the full listing builds them; MIOFIND_CUDNN_DEFER_RTC=0 builds them at once."""
+    from miofind.solvers import cudnn_execute
+
+    made = []
+
+    class FakeRun:
+        _kept = False
+
+        def __init__(self, problem, specs, pre, post, device, stream, name, engine, knobs, exclude=(), defer_rtc=False):
+            if engine == 1 and defer_rtc:
+                raise cudnn_execute.RuntimeCompiled("engine 1 compiles when built")
+            self.fn, self.ctx, self.workspace = 0x1234, 0x5678, 256 if engine == 5 else 0
+            made.append((name, defer_rtc))
+
+    monkeypatch.setattr(cudnn_execute, "NativeRun", FakeRun)
+    monkeypatch.setenv("MIOFIND_CUDNN_EXECUTE", "backend")
+    solver = DIR["F"]
+    p = P("F", n=2, c=4, k=4, in_size=(6, 6), filter_size=3, pads=1)
+    # heuristic order eng0_tc (barred), eng1 (runtime-compiled), eng2_broken, eng3_fft (a name the backend path cannot
+    # parse: the frontend builds it), eng4_rpr (barred), eng5
+    assert solver.find_configs(p, 2) == [{"plan": "eng3_fft"}, {"plan": "eng5"}]
+    assert made == [("eng5", True)] and cudnn_base.deferred_plans(p) == ["eng1"]
+    assert solver.more_configs(p, [{"plan": "eng3_fft"}, {"plan": "eng5"}])
+    assert solver.find_configs(p) == [{"plan": "eng1"}, {"plan": "eng3_fft"}, {"plan": "eng5"}]
+    assert made[-1] == ("eng1", False) and cudnn_base.deferred_plans(p) == []
+    assert not solver.more_configs(p, [])
+    monkeypatch.setenv("MIOFIND_CUDNN_DEFER_RTC", "0")
+    q = P("F", n=2, c=4, k=8, in_size=(6, 6), filter_size=3, pads=1)
+    assert solver.find_configs(q, 2) == [{"plan": "eng1"}, {"plan": "eng3_fft"}]
+    assert made[-1] == ("eng1", False) and cudnn_base.deferred_plans(q) == []
 
 
 def test_native_cudnn_context_layout():

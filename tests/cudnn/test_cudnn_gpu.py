@@ -469,6 +469,35 @@ def test_find_winner_is_built_once_for_its_native_replay(direction, dtype, layou
 
 @pytest.mark.gpu
 @needs_frontend
+@pytest.mark.parametrize("direction", "FBW")
+def test_runtime_compiled_plans_wait_for_the_later_configs(direction):
+    """A depthwise FP16 NHWC layer (MobileNetV2's 144 @56), whose heuristics' first plan (cuDNN 9.19: eng5 F, eng6 B,
+    eng16 W) compiles when built (140-290 ms, session-nov27e call 2): a find's first listing passes over the plans the
+    backend API reports as runtime-compiled, building none of them; the full listing (the configs measured once no
+    find runs) builds them, and they verify against the float64 reference."""
+    import time
+
+    p = P(direction, n=8, c=144, k=144, in_size=(56, 56), filter_size=3, pads=1, groups=144, layout="NHWC",
+          dtype="FP16")
+    solver = BY_DIR[direction]
+    cudnn_base.clear_cache()
+    t0 = time.perf_counter()
+    now = solver.find_configs(p, 2)
+    listed_ms = (time.perf_counter() - t0) * 1e3
+    rtc = cudnn_base.deferred_plans(p)
+    print(f"{p.key()}: first listing {now} in {listed_ms:.0f} ms, deferred {rtc}")
+    assert rtc, f"no plan of {p.key()} reported runtime compilation ({cudnn_base.versions()})"
+    assert solver.more_configs(p, now)
+    assert not {c["plan"] for c in now if c} & set(rtc)
+    full = [c["plan"] for c in solver.find_configs(p)]
+    assert set(rtc) <= set(full) and not cudnn_base.deferred_plans(p)
+    for name in rtc[:1]:
+        err, tol = check_solver(solver, p, seed=_seed("rtc", direction), config={"plan": name})
+        assert err <= tol, (name, err, tol)
+
+
+@pytest.mark.gpu
+@needs_frontend
 def test_unknown_plan_is_explained():
     p = P("F", n=1, c=8, k=8, in_size=(9, 9), filter_size=3, pads=1)
     with pytest.raises(ValueError, match="not offered"):
