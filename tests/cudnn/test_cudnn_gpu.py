@@ -469,15 +469,16 @@ def test_find_winner_is_built_once_for_its_native_replay(direction, dtype, layou
 
 @pytest.mark.gpu
 @needs_frontend
-@pytest.mark.parametrize("direction", "FBW")
-def test_runtime_compiled_plans_wait_for_the_later_configs(direction):
-    """A depthwise FP16 NHWC layer (MobileNetV2's 144 @56), whose heuristics' first plan (cuDNN 9.19: eng5 F, eng6 B,
-    eng16 W) compiles when built (140-290 ms, session-nov27e call 2): a find's first listing passes over the plans the
-    backend API reports as runtime-compiled, building none of them; the full listing (the configs measured once no
-    find runs) builds them, and they verify against the float64 reference."""
+@pytest.mark.parametrize("direction,n,c,size", [("F", 8, 144, 56), ("B", 8, 144, 56), ("W", 32, 192, 28)])
+def test_runtime_compiled_plans_wait_for_the_later_configs(direction, n, c, size):
+    """Depthwise FP16 NHWC layers of MobileNetV2 whose heuristics' first plan (cuDNN 9.19: eng5 F, eng6 B, eng16 W)
+    compiles when built (140-290 ms, session-nov27e call 2; at batch 8 the 192 @28 W layer's first plans are others,
+    call 3): a find's first listing passes over the plans the backend API reports as runtime-compiled, building none
+    of them; the full listing (the configs measured once no find runs) builds them, and they verify against the
+    float64 reference."""
     import time
 
-    p = P(direction, n=8, c=144, k=144, in_size=(56, 56), filter_size=3, pads=1, groups=144, layout="NHWC",
+    p = P(direction, n=n, c=c, k=c, in_size=(size, size), filter_size=3, pads=1, groups=c, layout="NHWC",
           dtype="FP16")
     solver = BY_DIR[direction]
     cudnn_base.clear_cache()
