@@ -22,8 +22,9 @@
  *
  * cudnn_runner(): the address of a library call (a recipe step of kind 1) that runs one cuDNN execution plan through
  * the backend API: its first argument a cudnn_ctx (solvers/cudnn_execute.py fills it), then the three device pointers
- * and the workspace; it makes the variant pack, executes the plan on the context's handle (whose stream it was bound
- * to) and frees the pack, holding the handle's lock throughout, and returns the first failing cudnnStatus_t.
+ * and the workspace; it sets the context's stream on the device's handle, makes the variant pack, executes the plan
+ * and frees the pack, holding the handle's lock throughout, and returns the first failing cudnnStatus_t. One finalized
+ * plan serves every stream (a context per stream), so a plan is compiled once however many streams run it.
  *
  * qs_lookup(), qs_score(): miofind.costmodel._Exits (QuickScorer tables) in C: a problem's table rows by bisection of its
  * feature values, and the AND of table rows, the exit leaf of each tree (the highest set bit) and the sums of the leaf
@@ -537,11 +538,14 @@ typedef int (*cudnn_create_fn)(int, void **);
 typedef int (*cudnn_set_fn)(void *, int, int, int64_t, const void *);
 typedef int (*cudnn_one_fn)(void *);
 typedef int (*cudnn_exec_fn)(void *, void *, void *);
+typedef int (*cudnn_stream_fn)(void *, void *);
 
 typedef struct {
     u64 create, set, finalize, execute, destroy;   /* cudnnBackendCreateDescriptor, SetAttribute, Finalize, Execute,
                                                       DestroyDescriptor */
-    u64 handle, plan;                              /* cudnnHandle_t (its stream set once), the finalized plan */
+    u64 set_stream;                                /* cudnnSetStream */
+    u64 handle, plan, stream;                      /* the device's cudnnHandle_t, the finalized plan (one per plan,
+                                                      shared by its contexts), this context's stream */
     u64 lock;                                      /* an int shared by the plans of one handle: 0 free, 1 held */
     int64_t uids[3];                               /* the variant pack's unique ids of a, b, out */
 } cudnn_ctx;
@@ -557,8 +561,9 @@ static int cudnn_run(u64 ctx, u64 a, u64 b, u64 out, u64 ws) {
     /* a cuDNN handle serves one thread at a time */
     while (__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE))
         while (__atomic_load_n(lock, __ATOMIC_RELAXED)) {}
-    int st = ((cudnn_create_fn)(uintptr_t)c->create)(CUDNN_VARIANT_PACK, &vp);
-    if (!st) {
+    /* the handle serves every stream of its device: this context's stream set under the lock */
+    int st = ((cudnn_stream_fn)(uintptr_t)c->set_stream)((void *)(uintptr_t)c->handle, (void *)(uintptr_t)c->stream);
+    if (!st && !(st = ((cudnn_create_fn)(uintptr_t)c->create)(CUDNN_VARIANT_PACK, &vp))) {
         cudnn_set_fn set = (cudnn_set_fn)(uintptr_t)c->set;
         if (!(st = set(vp, CUDNN_ATTR_VP_UIDS, CUDNN_TYPE_INT64, 3, c->uids)) &&
             !(st = set(vp, CUDNN_ATTR_VP_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs)) &&
@@ -1019,9 +1024,10 @@ static PyMethodDef methods[] = {
      "cudnn_runner() -> (fn, ctx_size)\n\n"
      "fn: the address of int run(ctx, a, b, out, workspace), a library call (recipe kind 1) running one cuDNN\n"
      "execution plan through the backend API; ctx: the address of a context of ctx_size bytes (the addresses of\n"
-     "cudnnBackendCreateDescriptor, SetAttribute, Finalize, Execute and DestroyDescriptor, the handle, the plan, a\n"
-     "lock word's address, the three unique ids; miofind.solvers.cudnn_execute.NativeRun). Returns the first\n"
-     "failing cudnnStatus_t, 0 on success."},
+     "cudnnBackendCreateDescriptor, SetAttribute, Finalize, Execute, DestroyDescriptor and cudnnSetStream, the\n"
+     "device's handle, the plan, the stream, a lock word's address, the three unique ids;\n"
+     "miofind.solvers.cudnn_execute.NativeRun). Sets the stream on the handle and runs the plan under the lock.\n"
+     "Returns the first failing cudnnStatus_t, 0 on success."},
     {"qs_score", (PyCFunction)(void (*)(void))qs_score, METH_FASTCALL,
      "qs_score(table, nrows, width, values, ntrees, cut, common, per_row, more) -> bytearray of doubles\n\n"
      "The learned cost model's exit-table scorer (miofind.costmodel._Exits.score): table, the address of a\n"

@@ -77,8 +77,10 @@ VARIABLES: tuple[EnvVar, ...] = (
            "a positive integer (default 8)", ""),
     EnvVar("MIOFIND_CUDNN_DEFER_RTC", "whether a find that may leave work to the background leaves cuDNN plans whose "
            "engine compiles its kernels when the plan is built (cuDNN's runtime-compiled engines, 100-300 ms each) to the "
-           "configs it measures once no find runs, where other plans or solvers can answer at once",
-           "1 (default: defer them), 0 (build them in the find)", ""),
+           "configs it measures once no find runs, where other plans or solvers can answer at once: a shorter first "
+           "step, but the process keeps the find's answer where the background timing (beside the running steps) does "
+           "not find those plans faster",
+           "0 (default: build them in the find), 1 (defer them)", ""),
     EnvVar("MIOFIND_CUDNN_EXECUTE", "how cuDNN plans are launched",
            "backend (default: calls from Python through the frontend's C++ binding, and native replays — "
            "miofind.torch's C++ path, prepared solutions — through the plan rebuilt on cuDNN's backend API, "
@@ -439,8 +441,8 @@ def pdl() -> bool:
 
 def cudnn_defer_rtc() -> bool:
     """``MIOFIND_CUDNN_DEFER_RTC``: whether a find's first cuDNN plans skip runtime-compiled engines, left to the
-    configs measured once no find runs (1, unset), or build them in the find (0)."""
-    return _switch("MIOFIND_CUDNN_DEFER_RTC", True, "defer cuDNN's runtime-compiled plans")
+    configs measured once no find runs (1), or build them in the find (0, unset)."""
+    return _switch("MIOFIND_CUDNN_DEFER_RTC", False, "defer cuDNN's runtime-compiled plans")
 
 
 def lt_bridge() -> bool:

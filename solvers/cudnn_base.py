@@ -881,12 +881,15 @@ class NativePlan:
         self.workspace = self.run(stream, defer_rtc).workspace
 
     def run(self, stream: int, defer_rtc: bool = False):
-        """The NativeRun bound to ``stream`` (made at its first use; BackendPlanError where it cannot be)."""
+        """The NativeRun of ``stream`` (made at its first use, on the first one's plan: one build however many streams
+        run it; BackendPlanError where it cannot be)."""
         got = self._runs.get(stream)
         if got is None:
+            first = next(iter(self._runs.values()), None)
             got = self._runs[stream] = cudnn_execute.NativeRun(self.problem, self.specs, self.pre, self.post,
                                                                self.device, stream, self.name, self.engine, self.knobs,
-                                                               self.exclude, defer_rtc)
+                                                               self.exclude, defer_rtc,
+                                                               plan=first.plan if first is not None else None)
         return got
 
     def frontend(self):

@@ -286,11 +286,13 @@ class _Ctx(ctypes.Structure):
     """``miofind/_native.c``'s cudnn_ctx."""
 
     _fields_ = [("create", ctypes.c_uint64), ("set", ctypes.c_uint64), ("finalize", ctypes.c_uint64),
-                ("execute", ctypes.c_uint64), ("destroy", ctypes.c_uint64), ("handle", ctypes.c_uint64),
-                ("plan", ctypes.c_uint64), ("lock", ctypes.c_uint64), ("uids", ctypes.c_int64 * 3)]
+                ("execute", ctypes.c_uint64), ("destroy", ctypes.c_uint64), ("set_stream", ctypes.c_uint64),
+                ("handle", ctypes.c_uint64), ("plan", ctypes.c_uint64), ("stream", ctypes.c_uint64),
+                ("lock", ctypes.c_uint64), ("uids", ctypes.c_int64 * 3)]
 
 
-# (device, stream) -> (a cudnnHandle_t bound to that stream, the lock word of its native runs), and every NativeRun
+# device -> (its cudnnHandle_t, which cudnn_run points at each context's stream, and the lock word of its native runs),
+# and every NativeRun
 # traced: never freed, since a recipe that names them (one of miofind.torch's C++ plans, which an autograd graph may
 # hold after the Python side forgot it) may run until the process ends. An untraced one (a find's candidate) lives as
 # long as what holds it, as a frontend plan lives as long as its graph
@@ -298,18 +300,16 @@ _native_handles: dict = {}
 _native_runs: list = []
 
 
-def _native_handle(device: int, stream: int):
-    key = (device, stream)
-    got = _native_handles.get(key)
+def _native_handle(device: int):
+    got = _native_handles.get(device)
     if got is None:
         lib = library()         # before the lock, which library() takes while it loads
         with _lib_lock:
-            got = _native_handles.get(key)
+            got = _native_handles.get(device)
             if got is None:
                 h = ctypes.c_void_p()
                 _check(lib.cudnnCreate(ctypes.byref(h)), "cudnnCreate")
-                _check(lib.cudnnSetStream(h, stream or None), "cudnnSetStream")
-                got = _native_handles[key] = (h.value, ctypes.c_int(0))
+                got = _native_handles[device] = (h.value, ctypes.c_int(0))
     return got
 
 
@@ -318,26 +318,29 @@ _RUN_TYPE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64, cty
 
 
 class NativeRun:
-    """Plan ``name`` (``engine``, ``knobs``) of a plain convolution built through the backend API on a handle of
-    its own bound to ``stream`` (the current device's), with the context ``miofind._native``'s cudnn_run takes: ``fn`` that C
-    function's address, ``ctx`` the context's; a recipe step calls ``fn(ctx, a, b, out, workspace)``. Its
-    ``workspace`` is the plan's bytes."""
+    """Plan ``name`` (``engine``, ``knobs``) of a plain convolution built through the backend API on the device's
+    handle of native runs, or ``plan`` (a BackendPlan built so: another stream's), run on ``stream``, with the context
+    ``miofind._native``'s cudnn_run takes: ``fn`` that C function's address, ``ctx`` the context's; a recipe step calls
+    ``fn(ctx, a, b, out, workspace)``, which sets the stream on the handle. Its ``workspace`` is the plan's bytes."""
 
     def __init__(self, problem: ProblemDescription, specs: dict, pre, post, device: int, stream: int, name: str,
-                 engine: int, knobs: dict, exclude: tuple[str, ...] = (), defer_rtc: bool = False):
+                 engine: int, knobs: dict, exclude: tuple[str, ...] = (), defer_rtc: bool = False, plan=None):
         nat = launch.native()
         runner = getattr(nat, "cudnn_runner", None)
         if runner is None:
             raise BackendPlanError("miofind._native (with cudnn_runner) is not built")
         fn, size = runner()
-        handle, lock = _native_handle(device, stream)
-        self.plan = BackendPlan(problem, specs, pre, post, handle, name, engine, knobs, exclude, defer_rtc)
+        handle, lock = _native_handle(device)
+        if plan is not None and plan.handle.value != handle:
+            raise BackendPlanError(f"plan {name}: built on another handle than device {device}'s native runs")
+        self.plan = plan if plan is not None else BackendPlan(problem, specs, pre, post, handle, name, engine, knobs,
+                                                              exclude, defer_rtc)
         self.workspace = self.plan.workspace
         self._lock = lock
         self._ctx = _Ctx(address("cudnnBackendCreateDescriptor"), address("cudnnBackendSetAttribute"),
                          address("cudnnBackendFinalize"), address("cudnnBackendExecute"),
-                         address("cudnnBackendDestroyDescriptor"), handle, self.plan.plan.value,
-                         ctypes.addressof(lock), (ctypes.c_int64 * 3)(1, 2, 3))
+                         address("cudnnBackendDestroyDescriptor"), address("cudnnSetStream"), handle,
+                         self.plan.plan.value, stream or 0, ctypes.addressof(lock), (ctypes.c_int64 * 3)(1, 2, 3))
         if ctypes.sizeof(self._ctx) != size:
             raise BackendPlanError(f"miofind._native's cudnn_ctx is {size} bytes, this module's "
                                    f"{ctypes.sizeof(self._ctx)}")

@@ -565,9 +565,9 @@ def test_backend_invoker_is_traced_as_one_native_call(fake, monkeypatch):
 
     class FakeRun:
         trace = cudnn_execute.NativeRun.trace      # the real recording of cudnn_run's call
-        _kept = False
+        _kept, plan = False, None
 
-        def __init__(self, problem, specs, pre, post, device, stream, name, engine, knobs, exclude=(), defer_rtc=False):
+        def __init__(self, problem, specs, pre, post, device, stream, name, engine, knobs, exclude=(), defer_rtc=False, plan=None):
             self.fn, self.ctx, self.workspace = 0x1234, 0x5678, 0
             made.append((problem.direction, stream, name, engine, knobs))
 
@@ -614,9 +614,9 @@ def test_stored_plan_replays_natively_without_the_frontend_plan(fake, monkeypatc
 
     class FakeRun:
         trace = cudnn_execute.NativeRun.trace      # the real recording of cudnn_run's call
-        _kept = False
+        _kept, plan = False, None
 
-        def __init__(self, problem, specs, pre, post, device, stream, name, engine, knobs, exclude=(), defer_rtc=False):
+        def __init__(self, problem, specs, pre, post, device, stream, name, engine, knobs, exclude=(), defer_rtc=False, plan=None):
             if engine == 5:
                 raise cudnn_execute.BackendPlanError("engine 5 cannot be rebuilt")
             self.fn, self.ctx, self.workspace, self.stream = 0x1234, 0x5678 + stream, 512, stream
@@ -692,7 +692,7 @@ def test_find_defers_runtime_compiled_plans(fake, monkeypatch):
     class FakeRun:
         _kept = False
 
-        def __init__(self, problem, specs, pre, post, device, stream, name, engine, knobs, exclude=(), defer_rtc=False):
+        def __init__(self, problem, specs, pre, post, device, stream, name, engine, knobs, exclude=(), defer_rtc=False, plan=None):
             if engine == 1 and defer_rtc:
                 raise cudnn_execute.RuntimeCompiled("engine 1 compiles when built")
             self.fn, self.ctx, self.workspace = 0x1234, 0x5678, 256 if engine == 5 else 0
@@ -700,6 +700,7 @@ def test_find_defers_runtime_compiled_plans(fake, monkeypatch):
 
     monkeypatch.setattr(cudnn_execute, "NativeRun", FakeRun)
     monkeypatch.setenv("MIOFIND_CUDNN_EXECUTE", "backend")
+    monkeypatch.setenv("MIOFIND_CUDNN_DEFER_RTC", "1")
     solver = DIR["F"]
     p = P("F", n=2, c=4, k=4, in_size=(6, 6), filter_size=3, pads=1)
     # heuristic order eng0_tc (barred), eng1 (runtime-compiled), eng2_broken, eng3_fft (a name the backend path cannot
@@ -727,7 +728,7 @@ def test_native_cudnn_context_layout():
     if nat is None:
         pytest.skip("miofind._native is not built")
     fn, size = nat.cudnn_runner()
-    assert fn and size == ctypes.sizeof(cudnn_execute._Ctx) == 8 * 8 + 3 * 8
+    assert fn and size == ctypes.sizeof(cudnn_execute._Ctx) == 10 * 8 + 3 * 8
 
 
 def test_public_execute_forced(fake, monkeypatch):
