@@ -465,8 +465,9 @@ def test_find_winner_is_built_once_for_its_native_replay(direction, dtype, layou
     err, tol = check_solver(solver, p, seed=_seed("found-native", direction, dtype), config=best.config)
     assert err <= tol, (name, err, tol)
     assert built.count(name) == 1, (name, built)
-    # another stream runs the same finalized plan (the device's handle set to that stream per call): no build, the
-    # same bits as the legacy stream's run
+    # another stream runs the same finalized plan (the device's handle set to that stream per call): no build, and
+    # the legacy stream's result within the verification tolerance (cuDNN's plans are not all deterministic: split-K
+    # engines' atomics; bit-for-bit failed on the B FP32 NCHW winner in session-nov27e call 5)
     import cupy
 
     from miofind.invokers import call
@@ -485,11 +486,11 @@ def test_find_winner_is_built_once_for_its_native_replay(direction, dtype, layou
             s.synchronize()
             outs.append(out)
     assert built.count(name) == 1, (name, built)
+    from miofind.verify import rel_error, to_float64, tolerance
+
     assert bool(cupy.all(cupy.isfinite(outs[1])))
-    if direction == "W":    # a split reduction's atomics may order its sums differently
-        cupy.testing.assert_allclose(outs[1].astype(cupy.float32), outs[0].astype(cupy.float32), rtol=1e-2, atol=1e-2)
-    else:
-        assert bool(cupy.all(outs[0] == outs[1])), "the side stream's run differs"
+    err = float(rel_error(to_float64(outs[1], dtype), to_float64(outs[0], dtype)))
+    assert err <= tolerance(dtype, solver.family, direction, p.math), f"the side stream's run differs by {err:.3g}"
 
 
 @pytest.mark.gpu
