@@ -861,10 +861,11 @@ _natives: collections.OrderedDict = collections.OrderedDict()
 
 
 class NativePlan:
-    """A stored plan of ``problem`` run through its rebuild on cuDNN's backend API alone (``cudnn_execute.NativeRun``:
-    one per stream, the first made here for the legacy default stream, 0), its frontend graph and plan never built
-    unless a call needs them: a plan that compiles kernels when it is built (cuDNN's runtime-compiled engines, 100-200
-    ms each) then compiles once in a process, not once for the frontend and again for the native replay. Calls from
+    """A plan of ``problem`` (a stored one, or a find's on a native graph: ``PlanGraph.build``) run through its build
+    on cuDNN's backend API alone (``cudnn_execute.NativeRun``: one per stream, the first made here for the legacy
+    default stream, 0, all on that one's finalized plan), its frontend graph and plan never built unless a call needs
+    them: a plan that compiles kernels when it is built (cuDNN's runtime-compiled engines, 100-300 ms each) then
+    compiles once in a process, not once for the frontend and again for the native replay, nor once per stream. Calls from
     Python run it through one ctypes call of ``miofind._native``'s cudnn_run; only pointers that break the backend
     plan's 16-byte alignment take the frontend's plan (built then, and refused if it needs more workspace)."""
 

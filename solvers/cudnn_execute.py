@@ -4,9 +4,13 @@ The frontend's execute is a Python call. A caller that replays a solution native
 prepared solution's recipe: ``miofind.launch.trace``) would have to come back to Python for every convolution that
 a cuDNN plan serves, which a host-bound PyTorch step pays each time. Here the plan is built once more from what its
 name says (engine id and knobs) on a backend graph of the same single convolution, the same tensors and the same
-convolution descriptor, so it runs the same kernels. ``NativeRun`` binds it to a cuDNN handle of its own on one
-stream and fills the context of ``miofind._native``'s ``cudnn_run``, a C function that makes the variant pack of the
-three pointers and the workspace and executes the plan: a library call a recipe replays with no Python.
+convolution descriptor, so it runs the same kernels. ``NativeRun`` fills, for one stream, the context of
+``miofind._native``'s ``cudnn_run``, a C function that sets that stream on the device's handle of native runs, makes
+the variant pack of the three pointers and the workspace and executes the plan: a library call a recipe replays with
+no Python. A plan (``BackendPlan``) built on that handle serves the NativeRuns of every stream, so it compiles once
+(cuDNN's runtime-compiled engines compile when a plan is built, 100-300 ms). Its engine's numerical notes are read
+before it compiles (a problem's contract excludes some), and its behaviour notes (a caller may defer the engines
+that compile).
 
 ``BackendPlan`` and ``NativeRun`` raise ``BackendPlanError`` where any step is refused (the caller keeps the
 frontend's path). ``BackendPlan`` can also be called from Python (through ctypes; the tests compare it with the
