@@ -353,6 +353,12 @@ def paddings(problem: ProblemDescription) -> tuple[tuple[int, ...], tuple[int, .
     return p.pads, post
 
 
+def _excluded_reason(problem: ProblemDescription) -> str:
+    """A plan's ``reason`` where its engine carries one of ``excluded_notes(problem)``."""
+    return (f"excluded: carries a numerical note in {list(excluded_notes(problem))}, "
+            f"which {problem.dtype} math={problem.math} forbids")
+
+
 def excluded_notes(problem: ProblemDescription) -> tuple[str, ...]:
     """Numerical notes (cudnn.numerical_note members) whose engines break the problem's contract."""
     p = problem.as_conv()
@@ -539,8 +545,7 @@ class PlanGraph:
                 plan.rtc = True
                 return plan
             except cudnn_execute.ExcludedPlan:
-                plan.reason = (f"excluded: carries a numerical note in {list(excluded_notes(self.problem))}, "
-                               f"which {self.problem.dtype} math={self.problem.math} forbids")
+                plan.reason = _excluded_reason(self.problem)
                 return plan
             except Exception as e:      # noqa: BLE001  the frontend's build then
                 log.info("cuDNN plan %s for %s is built through the frontend (%s: %s)", plan.name,
@@ -573,8 +578,7 @@ class PlanGraph:
         except Exception as e:
             msg = " ".join(str(e).split())
             if "eselect" in msg:  # "Deselecting execution plan": barred by the numerical-note filter
-                return (f"excluded: carries a numerical note in {list(excluded_notes(self.problem))}, "
-                        f"which {self.problem.dtype} math={self.problem.math} forbids"), 0
+                return _excluded_reason(self.problem), 0
             return f"build failed: {e.__class__.__name__}: {msg[:500]}", 0
         try:
             ws = int(self.graph.get_workspace_size_plan_at_index(index))
@@ -945,9 +949,9 @@ class NativePlan:
 
 def _native_plan(problem: ProblemDescription, name: str) -> NativePlan | None:
     """The NativePlan of a stored plan of ``problem`` where it is to be prepared that way: ``native_first``, the
-    plan replays natively (``replays_natively``) and no graph with the heuristics' plans is cached (a find's
-    candidates come from one and are timed through the frontend); None otherwise or where it cannot be made (the
-    caller takes the frontend's path)."""
+    plan replays natively (``replays_natively``) and no graph with the heuristics' plans is cached (then the
+    caller takes the plan from that graph, which holds the find's NativePlans, or builds it there); None otherwise
+    or where it cannot be made (the caller takes the frontend's path)."""
     p = problem.as_conv()
     if not native_first or not replays_natively(p):
         return None

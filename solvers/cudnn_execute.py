@@ -172,19 +172,12 @@ class BackendPlan:
     def _descs_array(self, *ds) -> ctypes.Array:
         return (ctypes.c_void_p * len(ds))(*[d.value for d in ds])
 
-    def _notes(self, eng) -> tuple[int, ...]:
-        """The engine's numerical notes (cudnnBackendNumericalNote_t values)."""
+    def _engine_notes(self, eng, attr: int, kind: int) -> tuple[int, ...] | None:
+        """The engine's notes of attribute ``attr`` (numerical or behaviour note values of type ``kind``), or None
+        where cuDNN will not give them."""
         notes, count = (ctypes.c_int * _NOTE_COUNT)(), ctypes.c_int64(0)
-        _check(self._lib.cudnnBackendGetAttribute(eng, _ENGINE_NUMERICAL_NOTE, _T_NUMERICAL_NOTE, _NOTE_COUNT,
-                                                   ctypes.byref(count), notes), "numerical notes")
-        return tuple(notes[:count.value])
-
-    def _behavior(self, eng) -> tuple[int, ...]:
-        """The engine's behaviour notes (cudnnBackendBehaviorNote_t values); () where they cannot be read."""
-        notes, count = (ctypes.c_int * _NOTE_COUNT)(), ctypes.c_int64(0)
-        if self._lib.cudnnBackendGetAttribute(eng, _ENGINE_BEHAVIOR_NOTE, _T_BEHAVIOR_NOTE, _NOTE_COUNT,
-                                              ctypes.byref(count), notes):
-            return ()
+        if self._lib.cudnnBackendGetAttribute(eng, attr, kind, _NOTE_COUNT, ctypes.byref(count), notes):
+            return None
         return tuple(notes[:count.value])
 
     def _build(self, p, specs, pre, post, dtype, engine, knobs, exclude=(), defer_rtc=False) -> None:
@@ -229,11 +222,13 @@ class BackendPlan:
         self._finalize(eng, f"engine {engine}")
         if exclude:
             # the frontend's deselect_numeric_notes, asked of the engine before the plan compiles anything
-            barred = {NOTES[n] for n in exclude}
-            carried = [n for n, v in NOTES.items() if v in set(self._notes(eng)) & barred]
+            notes = self._engine_notes(eng, _ENGINE_NUMERICAL_NOTE, _T_NUMERICAL_NOTE)
+            if notes is None:
+                raise BackendPlanError(f"plan {self.name}: engine {engine}'s numerical notes cannot be read")
+            carried = [n for n in exclude if NOTES[n] in notes]
             if carried:
                 raise ExcludedPlan(f"plan {self.name} carries numerical note(s) {carried}")
-        self.behavior = self._behavior(eng)
+        self.behavior = self._engine_notes(eng, _ENGINE_BEHAVIOR_NOTE, _T_BEHAVIOR_NOTE) or ()
         if defer_rtc and RUNTIME_COMPILATION in self.behavior:
             raise RuntimeCompiled(f"plan {self.name}: engine {engine} compiles its kernels when the plan is built")
         choices = []
@@ -296,8 +291,7 @@ class _Ctx(ctypes.Structure):
 
 
 # device -> (its cudnnHandle_t, which cudnn_run points at each context's stream, and the lock word of its native runs),
-# and every NativeRun
-# traced: never freed, since a recipe that names them (one of miofind.torch's C++ plans, which an autograd graph may
+# and every NativeRun traced: never freed, since a recipe that names them (one of miofind.torch's C++ plans, which an autograd graph may
 # hold after the Python side forgot it) may run until the process ends. An untraced one (a find's candidate) lives as
 # long as what holds it, as a frontend plan lives as long as its graph
 _native_handles: dict = {}
@@ -363,8 +357,8 @@ class NativeRun:
                           [(1, ptrs[0]), (2, ptrs[1]), (3, ptrs[2]), (4, workspace)])
 
     def __call__(self, a: int, b: int, out: int, workspace: int) -> None:
-        """Run the plan from Python (one ctypes call of cudnn_run) on the stream its handle is bound to;
-        BackendPlanError on a failing status."""
+        """Run the plan from Python (one ctypes call of cudnn_run) on this run's stream; BackendPlanError on a failing
+        status."""
         status = self._call(self.ctx, a, b, out, workspace)
         if status:
             _check(status, f"cudnnBackendExecute of {self.plan.name}")
