@@ -20,6 +20,11 @@
  * A call adds the offsets, checks the four addresses' alignment (refusing, with nothing launched, where one is off)
  * and runs every step in order with the GIL released once.
  *
+ * cudnn_heuristics(): cuDNN's heuristics for one convolution through the backend API (the operation graph built, each
+ * mode's engine configs read as engine index and knob choices) with the GIL released once, so that another thread
+ * lists a find's cuDNN plans while the find's Python work goes on (through ctypes, each of its ~100 calls would wait
+ * for the GIL again).
+ *
  * cudnn_runner(): the address of a library call (a recipe step of kind 1) that runs one cuDNN execution plan through
  * the backend API: its first argument a cudnn_ctx (solvers/cudnn_execute.py fills it), then the three device pointers
  * and the workspace; it sets the context's stream on the device's handle, makes the variant pack, executes the plan
@@ -583,6 +588,251 @@ static PyObject *cudnn_runner(PyObject *mod, PyObject *unused) {
     return Py_BuildValue("(Kn)", (unsigned long long)(uintptr_t)&cudnn_run, (Py_ssize_t)sizeof(cudnn_ctx));
 }
 
+/* -- cuDNN's heuristics through the backend API, with the GIL released once ----------------------------------- */
+
+typedef int (*cudnn_get_fn)(void *, int, int, int64_t, int64_t *, void *);
+
+enum { BK_TENSOR = 17, BK_CONVOLUTION = 1, BK_ENGINE = 2, BK_ENGINECFG = 3, BK_KNOB_CHOICE = 7, BK_OPGRAPH = 15,
+       BK_ENGINEHEUR = 4, BT_HANDLE = 0, BT_DATA_TYPE = 1, BT_INT64 = 3, BT_FLOAT = 4, BT_CONV_MODE = 7,
+       BT_HEUR_MODE = 8, BT_KNOB_TYPE = 9, BT_DESC = 15, HEUR_KNOBS = 64, HEUR_CONFIGS = 256, HEUR_DESCS = 1024,
+       HEUR_MODES_MAX = 4, HEUR_DIMS = 8 };
+
+typedef struct {
+    cudnn_create_fn create;
+    cudnn_one_fn destroy, finalize;
+    cudnn_set_fn set;
+    cudnn_get_fn get;
+    void *descs[HEUR_DESCS];
+    int n;
+} heur_pool;
+
+static int heur_new(heur_pool *p, int kind, void **out) {
+    if (p->n >= HEUR_DESCS) return -2;
+    int st = p->create(kind, out);
+    if (!st) p->descs[p->n++] = *out;
+    return st;
+}
+
+typedef struct {
+    void *handle;
+    int dtype, ndim, nsp, op_kind, nmodes, modes[HEUR_MODES_MAX];
+    int64_t dims[3][HEUR_DIMS], strides[3][HEUR_DIMS], align;
+    int64_t dil[HEUR_DIMS], str[HEUR_DIMS], pre[HEUR_DIMS], post[HEUR_DIMS];
+    int op_attrs[6];          /* a, b, out, alpha, beta, the conv descriptor */
+} heur_spec;
+
+/* Build the operation graph of one convolution and ask each heuristics mode for its engine configs: ``out`` gets, per
+ * config, the engine's global index, the knob count and the (type, value) pairs, as the frontend's get_engine_tag
+ * reads them; returns 0, or the failing step (1-based, *status its cudnnStatus_t). A mode that fails is passed over
+ * (its status in *mode_status). Runs without the GIL: nothing here touches Python. */
+static int heur_list(heur_pool *p, const heur_spec *s, int64_t *out, int64_t cap, int64_t *used, int *status,
+                     int *mode_status) {
+    void *t[3], *conv, *op, *graph, *eng, *knobs[HEUR_KNOBS];
+    float one = 1.0f, zero = 0.0f;
+    int cmp = 0, mode = 1, st, step = 0;
+    int64_t uid;
+    *used = 0;
+#define TRY(e) do { step++; if ((st = (e)) != 0) { *status = st; return step; } } while (0)
+    for (int r = 0; r < 3; r++) {
+        uid = r + 1;
+        TRY(heur_new(p, BK_TENSOR, &t[r]));
+        TRY(p->set(t[r], 901, BT_DATA_TYPE, 1, &s->dtype));
+        TRY(p->set(t[r], 902, BT_INT64, s->ndim, s->dims[r]));
+        TRY(p->set(t[r], 903, BT_INT64, s->ndim, s->strides[r]));
+        TRY(p->set(t[r], 906, BT_INT64, 1, &uid));
+        TRY(p->set(t[r], 900, BT_INT64, 1, &s->align));
+        TRY(p->finalize(t[r]));
+    }
+    int64_t nsp = s->nsp;
+    TRY(heur_new(p, BK_CONVOLUTION, &conv));
+    TRY(p->set(conv, 100, BT_DATA_TYPE, 1, &cmp));               /* FP32 compute */
+    TRY(p->set(conv, 101, BT_CONV_MODE, 1, &mode));              /* cross-correlation */
+    TRY(p->set(conv, 106, BT_INT64, 1, &nsp));
+    TRY(p->set(conv, 102, BT_INT64, s->nsp, s->dil));
+    TRY(p->set(conv, 103, BT_INT64, s->nsp, s->str));
+    TRY(p->set(conv, 105, BT_INT64, s->nsp, s->pre));
+    TRY(p->set(conv, 104, BT_INT64, s->nsp, s->post));
+    TRY(p->finalize(conv));
+    TRY(heur_new(p, s->op_kind, &op));
+    for (int r = 0; r < 3; r++) TRY(p->set(op, s->op_attrs[r], BT_DESC, 1, &t[r]));
+    TRY(p->set(op, s->op_attrs[5], BT_DESC, 1, &conv));
+    TRY(p->set(op, s->op_attrs[3], BT_FLOAT, 1, &one));
+    TRY(p->set(op, s->op_attrs[4], BT_FLOAT, 1, &zero));
+    TRY(p->finalize(op));
+    TRY(heur_new(p, BK_OPGRAPH, &graph));
+    TRY(p->set(graph, 800, BT_HANDLE, 1, &s->handle));
+    TRY(p->set(graph, 801, BT_DESC, 1, &op));
+    TRY(p->finalize(graph));
+    TRY(heur_new(p, BK_ENGINE, &eng));
+    for (int k = 0; k < HEUR_KNOBS; k++) TRY(heur_new(p, BK_KNOB_CHOICE, &knobs[k]));
+    for (int m = 0; m < s->nmodes; m++) {
+        void *heur, *cfgs[HEUR_CONFIGS];
+        int64_t count = 0, got = 0;
+        mode_status[m] = 0;
+        step++;
+        if ((st = heur_new(p, BK_ENGINEHEUR, &heur)) || (st = p->set(heur, 201, BT_DESC, 1, &graph)) ||
+            (st = p->set(heur, 200, BT_HEUR_MODE, 1, &s->modes[m])) || (st = p->finalize(heur)) ||
+            (st = p->get(heur, 202, BT_DESC, 0, &count, NULL))) {
+            mode_status[m] = st;
+            continue;
+        }
+        if (count > HEUR_CONFIGS) count = HEUR_CONFIGS;
+        for (int64_t c = 0; c < count; c++) TRY(heur_new(p, BK_ENGINECFG, &cfgs[c]));
+        if (count && (st = p->get(heur, 202, BT_DESC, count, &got, cfgs))) {
+            mode_status[m] = st;
+            continue;
+        }
+        for (int64_t c = 0; c < got; c++) {
+            int64_t n = 0, index = 0, nk = 0;
+            if (*used + 2 + 2 * HEUR_KNOBS > cap) { *status = -3; return step; }
+            TRY(p->get(cfgs[c], 300, BT_DESC, 1, &n, &eng));
+            TRY(p->get(eng, 1301, BT_INT64, 1, &n, &index));
+            TRY(p->get(cfgs[c], 302, BT_DESC, HEUR_KNOBS, &nk, knobs));
+            int64_t *row = out + *used;
+            row[0] = index;
+            row[1] = nk;
+            for (int64_t k = 0; k < nk; k++) {
+                int kind = 0;
+                int64_t value = 0;
+                TRY(p->get(knobs[k], 600, BT_KNOB_TYPE, 1, &n, &kind));
+                TRY(p->get(knobs[k], 601, BT_INT64, 1, &n, &value));
+                row[2 + 2 * k] = kind;
+                row[3 + 2 * k] = value;
+            }
+            *used += 2 + 2 * nk;
+        }
+    }
+#undef TRY
+    return 0;
+}
+
+static int tuple_i64(PyObject *o, int64_t *out, int cap, int *n, const char *what) {
+    u64 v[HEUR_DIMS];
+    int m = 0;
+    if (int_list(o, v, &m, cap, what) < 0) return -1;
+    for (int i = 0; i < m; i++) out[i] = (int64_t)v[i];
+    *n = m;
+    return 0;
+}
+
+/* cudnn_heuristics(fns, handle, dtype, op_kind, op_attrs, dims, strides, nsp_params, modes, align) -> ([(engine,
+ * ((knob, value), ...)), ...], [status per mode]) */
+static PyObject *cudnn_heuristics(PyObject *mod, PyObject *args) {
+    (void)mod;
+    PyObject *fns, *op_attrs, *dims, *strides, *conv, *modes;
+    unsigned long long handle, align;
+    int dtype, op_kind, n;
+    if (!PyArg_ParseTuple(args, "OKiiOOOOOK", &fns, &handle, &dtype, &op_kind, &op_attrs, &dims, &strides, &conv,
+                          &modes, &align))
+        return NULL;
+    heur_spec s;
+    memset(&s, 0, sizeof(s));
+    s.handle = (void *)(uintptr_t)handle;
+    s.dtype = dtype;
+    s.op_kind = op_kind;
+    s.align = (int64_t)align;
+    u64 f[5];
+    if (int_list(fns, f, &n, 5, "fns") < 0) return NULL;
+    if (n != 5) {
+        PyErr_SetString(PyExc_ValueError, "cudnn_heuristics: fns must be 5 addresses");
+        return NULL;
+    }
+    int64_t attrs[6];
+    if (tuple_i64(op_attrs, attrs, 6, &n, "op_attrs") < 0) return NULL;
+    if (n != 6) {
+        PyErr_SetString(PyExc_ValueError, "cudnn_heuristics: op_attrs must be 6 attribute numbers");
+        return NULL;
+    }
+    for (int i = 0; i < 6; i++) s.op_attrs[i] = (int)attrs[i];
+    for (int r = 0; r < 3; r++) {
+        PyObject *d = PySequence_GetItem(dims, r), *st = PySequence_GetItem(strides, r);
+        int nd = 0, ns = 0, bad = !d || !st || tuple_i64(d, s.dims[r], HEUR_DIMS, &nd, "dims") < 0 ||
+                                 tuple_i64(st, s.strides[r], HEUR_DIMS, &ns, "strides") < 0;
+        Py_XDECREF(d);
+        Py_XDECREF(st);
+        if (bad) return NULL;
+        if (nd != ns || (r && nd != s.ndim)) {
+            PyErr_SetString(PyExc_ValueError, "cudnn_heuristics: dims and strides of the three tensors disagree");
+            return NULL;
+        }
+        s.ndim = nd;
+    }
+    int64_t *convs[4] = {s.dil, s.str, s.pre, s.post};
+    for (int q = 0; q < 4; q++) {
+        PyObject *c = PySequence_GetItem(conv, q);
+        int m = 0, bad = !c || tuple_i64(c, convs[q], HEUR_DIMS, &m, "conv") < 0;
+        Py_XDECREF(c);
+        if (bad) return NULL;
+        if (q && m != s.nsp) {
+            PyErr_SetString(PyExc_ValueError, "cudnn_heuristics: dilations, strides and paddings disagree");
+            return NULL;
+        }
+        s.nsp = m;
+    }
+    int64_t mv[HEUR_MODES_MAX];
+    if (tuple_i64(modes, mv, HEUR_MODES_MAX, &s.nmodes, "modes") < 0) return NULL;
+    for (int m = 0; m < s.nmodes; m++) s.modes[m] = (int)mv[m];
+    heur_pool *p = calloc(1, sizeof(heur_pool));
+    int64_t cap = (int64_t)HEUR_MODES_MAX * HEUR_CONFIGS * (2 + 2 * HEUR_KNOBS), used = 0;
+    int64_t *out = malloc(sizeof(int64_t) * cap);
+    if (!p || !out) {
+        free(p);
+        free(out);
+        return PyErr_NoMemory();
+    }
+    p->create = (cudnn_create_fn)(uintptr_t)f[0];
+    p->destroy = (cudnn_one_fn)(uintptr_t)f[1];
+    p->set = (cudnn_set_fn)(uintptr_t)f[2];
+    p->get = (cudnn_get_fn)(uintptr_t)f[3];
+    p->finalize = (cudnn_one_fn)(uintptr_t)f[4];
+    int status = 0, mode_status[HEUR_MODES_MAX] = {0}, step;
+    Py_BEGIN_ALLOW_THREADS
+    step = heur_list(p, &s, out, cap, &used, &status, mode_status);
+    for (int i = p->n - 1; i >= 0; i--) p->destroy(p->descs[i]);
+    Py_END_ALLOW_THREADS
+    free(p);
+    PyObject *res = NULL, *configs = NULL, *sts = NULL;
+    if (step) {
+        PyErr_Format(PyExc_RuntimeError, "cudnn_heuristics: step %d failed with cudnnStatus %d", step, status);
+        goto done;
+    }
+    if (!(configs = PyList_New(0)) || !(sts = PyList_New(0))) goto done;
+    for (int64_t i = 0; i < used;) {
+        int64_t nk = out[i + 1];
+        PyObject *ks = PyTuple_New((Py_ssize_t)nk);
+        if (!ks) goto done;
+        for (int64_t k = 0; k < nk; k++) {
+            PyObject *pair = Py_BuildValue("(LL)", (long long)out[i + 2 + 2 * k], (long long)out[i + 3 + 2 * k]);
+            if (!pair) {
+                Py_DECREF(ks);
+                goto done;
+            }
+            PyTuple_SetItem(ks, (Py_ssize_t)k, pair);
+        }
+        PyObject *row = Py_BuildValue("(LN)", (long long)out[i], ks);
+        if (!row || PyList_Append(configs, row) < 0) {
+            Py_XDECREF(row);
+            goto done;
+        }
+        Py_DECREF(row);
+        i += 2 + 2 * nk;
+    }
+    for (int m = 0; m < s.nmodes; m++) {
+        PyObject *v = PyLong_FromLong(mode_status[m]);
+        if (!v || PyList_Append(sts, v) < 0) {
+            Py_XDECREF(v);
+            goto done;
+        }
+        Py_DECREF(v);
+    }
+    res = Py_BuildValue("(OO)", configs, sts);
+done:
+    Py_XDECREF(configs);
+    Py_XDECREF(sts);
+    free(out);
+    return res;
+}
+
 /* pdl_launcher(ex) -> the address of pdl_launch, launching through ``ex`` (cuLaunchKernelEx's address) */
 static PyObject *make_pdl_launcher(PyObject *mod, PyObject *arg) {
     (void)mod;
@@ -1028,6 +1278,15 @@ static PyMethodDef methods[] = {
      "device's handle, the plan, the stream, a lock word's address, the three unique ids;\n"
      "miofind.solvers.cudnn_execute.NativeRun). Sets the stream on the handle and runs the plan under the lock.\n"
      "Returns the first failing cudnnStatus_t, 0 on success."},
+    {"cudnn_heuristics", cudnn_heuristics, METH_VARARGS,
+     "cudnn_heuristics(fns, handle, dtype, op_kind, op_attrs, dims, strides, conv, modes, align) -> (configs, statuses)\n\n"
+     "cuDNN's heuristics for one convolution through the backend API, the GIL released throughout: fns, the addresses\n"
+     "of cudnnBackendCreateDescriptor, DestroyDescriptor, SetAttribute, GetAttribute and Finalize; the operation\n"
+     "graph of the three tensors (uids 1-3: dims, strides, data type, byte alignment), the convolution (conv:\n"
+     "dilations, strides, pre and post paddings) and the operation (op_kind, op_attrs: its a, b, out, alpha, beta and\n"
+     "descriptor attributes) on handle; modes: cudnnBackendHeurMode_t values asked in turn. configs: (engine global\n"
+     "index, ((knob type, value), ...)) per engine config in order; statuses: each mode's failing status or 0.\n"
+     "RuntimeError where a step of building the graph or reading a config fails."},
     {"qs_score", (PyCFunction)(void (*)(void))qs_score, METH_FASTCALL,
      "qs_score(table, nrows, width, values, ntrees, cut, common, per_row, more) -> bytearray of doubles\n\n"
      "The learned cost model's exit-table scorer (miofind.costmodel._Exits.score): table, the address of a\n"

@@ -445,6 +445,16 @@ def cudnn_defer_rtc() -> bool:
     return _switch("MIOFIND_CUDNN_DEFER_RTC", False, "defer cuDNN's runtime-compiled plans")
 
 
+CUDNN_PREFETCH = ("off", "list", "build")
+
+
+def cudnn_prefetch() -> str:
+    """``MIOFIND_CUDNN_PREFETCH``: what a find's miss starts at once in a thread for its cuDNN candidate while it reads
+    the DBs and prepares its other candidates: ``list`` (default: cuDNN's heuristics asked through the backend API in
+    C, the GIL released), ``build`` (that, then its first plans built, through ctypes) or ``off``."""
+    return _one_of("MIOFIND_CUDNN_PREFETCH", CUDNN_PREFETCH, "list")
+
+
 def lt_bridge() -> bool:
     """``MIOFIND_LT_BRIDGE``: whether a cuBLASLt matmul asked for before cuBLASLt is set up in the process runs on the
     bridge GEMM meanwhile (1, unset) or waits for cuBLASLt (0)."""

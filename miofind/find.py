@@ -385,6 +385,21 @@ _TRANSIENT = ("OutOfMemory", "out of memory", "OUT_OF_MEMORY", "ALLOC_FAILED", "
               "not checked:", "timed out")
 
 
+def prefetch_cudnn(problem, dbs, dev: DeviceInfo, cands, limited: bool) -> bool:
+    """Start listing the cuDNN candidate's plans in a thread (``cudnn_base.prefetch``) where the find will list them
+    (no tuned config stands in for them), its first ``configs_now`` where the find is ``limited``; whether it started.
+    ``benchmark`` lists such a candidate's configs after the other candidates', so that the thread has their time."""
+    for s in cands:
+        if s.family != "cudnn" or tuned_config(dbs, dev, problem, s) is not None:
+            continue
+        from .solvers import cudnn_base
+        try:
+            return cudnn_base.prefetch(problem, s.configs_now if limited else None) is not None
+        except Exception as e:      # noqa: BLE001  the find lists them itself then
+            log.debug("find %s: no cuDNN prefetch (%s: %s)", problem.key(), e.__class__.__name__, e)
+    return False
+
+
 def settled_failures(dbs, dev: DeviceInfo, problem, cands) -> dict[str, Failure]:
     """{solver id: Failure} of the candidates a find need not measure again: their latest find failed
     under their current trust key and this CUDA major version, for every config a find would measure
@@ -490,15 +505,16 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
             preload_store()
         if reads is None:
             reads = dbs = open_dbs(db, dev)
+    # deferred: a find of every applicable solver may leave those that would wait for NVRTC to the background, and
+    # (later) the configs of a solver after its first ``configs_now``, measured once no find runs
+    deferred = {} if (solvers is None if defer is None else defer) else None
+    limited = deferred is not None and store and workspace_limit is None and env.specialize() == "background"
+    prefetched = prefetch_cudnn(problem, reads, dev, cands, limited)
     recorded = recorded_times(problem, reads, dev)
     cands = expected_order(problem, reads, dev, cands, recorded)
     log.info("find %s: benchmarking %d candidate(s)", problem.key(), len(cands))
-    timing = {"lookup_ms": (time.perf_counter() - t0) * 1e3}
-    # a find of every applicable solver may leave those that would wait for NVRTC to the background, and
-    # the configs of a solver after its first ``configs_now`` (``later``: measured once no find runs)
-    deferred = {} if (solvers is None if defer is None else defer) else None
-    later = {} if (deferred is not None and store and workspace_limit is None
-                   and env.specialize() == "background") else None
+    timing = {"lookup_ms": (time.perf_counter() - t0) * 1e3, "cudnn_prefetch": prefetched}
+    later = {} if limited else None
     if later is not None:
         # candidates the cost model predicts clearly slower are measured in the background (as deferred ones)
         factor = env.predict_defer()
@@ -813,7 +829,9 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
         h, fresh = Harness.shared(problem, verify=verify, seed=seed, reference_invoker=ref_inv, wait=False)
     tc = time.perf_counter()
     timing["setup_ms"] = (tc - t_setup) * 1e3
-    for s in cands:
+    listed: dict[str, list] = {}
+    # cuDNN's configs last: a find's thread may still be listing its plans (find.prefetch_cudnn)
+    for s in sorted(cands, key=lambda s: s.family == "cudnn"):
         # asked only under a limit: cuDNN's workspace of its default plan lists the heuristics' plans
         if workspace_limit is not None:
             ws = s.workspace_bytes(problem)
@@ -822,11 +840,10 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
                 ws_skipped = True
                 continue
         try:
-            cfgs = configs(s) if configs is not None else list(s.find_configs(problem))
+            listed[s.id] = configs(s) if configs is not None else list(s.find_configs(problem))
         except Exception as e:
             failures.append(Failure(s.id, "solution", describe(e)))
-            continue
-        todo += [(s, cfg) for cfg in cfgs]
+    todo += [(s, cfg) for s in cands if s.id in listed for cfg in listed[s.id]]
     if deferred is not None:
         now = defer_candidates(problem, todo, isolate)
         deferred.update(now)

@@ -403,8 +403,10 @@ class PlanGraph:
     """A cuDNN graph for one problem on one device and its plans (deduplicated by name): every plan the
     heuristics offer, or with ``replay`` (plan name, engine id, ``frontend_knobs``) only that plan, appended
     by its engine id and knobs (``create_execution_plan``) without running the heuristics (CudnnPlanError
-    if it cannot be). With ``native`` (where ``native_first`` and the problem replays natively) a plan is
-    built as a NativePlan through the backend API alone, its frontend plan only where a call needs it."""
+    if it cannot be). With ``native`` (where ``native_first`` and the problem replays natively) the heuristics
+    are asked and a plan is built through the backend API alone (``listed`` "backend", the plan a NativePlan),
+    the frontend's graph and plan only where a call needs them: every step a ctypes call, so a thread can list
+    and build a find's cuDNN plans while the find's other work runs."""
 
     def __init__(self, problem: ProblemDescription, device: int, replay: tuple[str, int, dict] | None = None,
                  native: bool = False):
@@ -415,7 +417,53 @@ class PlanGraph:
         self.plans: list[CudnnPlan] = []
         self.by_name: dict[str, CudnnPlan] = {}
         self.skipped: dict[str, str] = {}
-        self._build_graph(replay)
+        self.graph = self.handle = self.roles = None
+        self._frontend_error: CudnnPlanError | None = None
+        # "backend": the heuristics asked through the backend API (no frontend graph until a call needs one)
+        self.listed = "frontend"
+        if not (self.native and replay is None and native_listing and self._list_native()):
+            self._build_graph(replay)
+
+    def _add(self, index: int | None, name: str) -> None:
+        """A plan offered at frontend ``index`` (None: listed through the backend API), once per name; a backend
+        listing's frontend graph (built later) only gives its plans their index: the listing stays the backend's."""
+        plan = self.by_name.get(name)
+        if plan is None and self.listed == "backend":
+            return
+        if plan is None:
+            plan = self.by_name[name] = CudnnPlan(index, name)
+            self.plans.append(plan)
+        elif plan.index is None:
+            plan.index = index
+
+    def _list_native(self) -> bool:
+        """List the heuristics' plans through the backend API (``cudnn_execute.heuristic_plans``, which lets other
+        threads run while cuDNN plans); False where it cannot (the frontend lists them then)."""
+        try:
+            handle, _ = cudnn_execute._native_handle(self.device)
+            pre, post = paddings(self.problem)
+            names = cudnn_execute.heuristic_plans(self.problem, self.specs, pre, post, handle, HEURISTIC_MODES)
+        except Exception as e:      # noqa: BLE001  the frontend's listing then
+            log.info("cuDNN's heuristics for %s are asked through the frontend (%s: %s)", self.problem.key(),
+                     e.__class__.__name__, " ".join(str(e).split())[:300])
+            return False
+        if not names:
+            return False
+        for name in names:
+            self._add(None, name)
+        self.listed = "backend"
+        return True
+
+    def _frontend(self) -> None:
+        """The frontend's graph and plans (built once; a backend listing's plans get their frontend index)."""
+        if self.graph is None:
+            if self._frontend_error is not None:
+                raise self._frontend_error
+            try:
+                self._build_graph()
+            except CudnnPlanError as e:
+                self.graph, self._frontend_error = None, e
+                raise
 
     # -- construction --
     def _fail(self, stage: str, e: Exception) -> CudnnPlanError:
@@ -508,15 +556,15 @@ class PlanGraph:
                 notes.append(note)
             g.deselect_numeric_notes(notes)
             stage = "listing the plans"
+            names = []
             for i in range(int(g.get_execution_plan_count())):
                 name = str(g.get_plan_name_at_index(i))
                 if name == DELEGATING_PLAN:
                     self.skipped[name] = "delegates the choice to cuDNN; not a replayable plan"
                     continue
-                if name not in self.by_name:
-                    plan = CudnnPlan(i, name)
-                    self.plans.append(plan)
-                    self.by_name[name] = plan
+                names.append((i, name))
+            for i, name in names:
+                self._add(i, name)
         except CudnnPlanError:
             raise
         except Exception as e:
@@ -554,7 +602,7 @@ class PlanGraph:
                 plan.native, plan.workspace, plan.built = nat, nat.workspace, True
                 _lru(_natives, key, lambda: nat)
                 return plan
-        reason, ws = self._build_frontend(plan.index)
+        reason, ws = self._build_frontend(plan)
         if reason:
             plan.reason = reason
         else:
@@ -565,14 +613,21 @@ class PlanGraph:
         """``plan`` with its frontend plan built as well (a NativePlan's plan, for the frontend's invokers), its
         workspace the larger of the two; CudnnPlanError where the frontend cannot build it."""
         if not plan.fe_built and plan.usable:
-            reason, ws = self._build_frontend(plan.index)
+            reason, ws = self._build_frontend(plan)
             if reason:
                 raise CudnnPlanError(f"cuDNN plan {plan.name} for {self.problem.key()} through the frontend: {reason}")
             plan.workspace, plan.fe_built = max(plan.workspace, ws), True
         return plan
 
-    def _build_frontend(self, index: int) -> tuple[str, int]:
-        """Build the frontend's plan at ``index``: ("", its workspace bytes) or (why it cannot run, 0)."""
+    def _build_frontend(self, plan: CudnnPlan) -> tuple[str, int]:
+        """Build the frontend's plan of ``plan``: ("", its workspace bytes) or (why it cannot run, 0)."""
+        try:
+            self._frontend()
+        except CudnnPlanError as e:
+            return f"the frontend's graph: {' '.join(str(e).split())[:500]}", 0
+        index = plan.index
+        if index is None:
+            return "the frontend's heuristics do not offer it (listed through the backend API)", 0
         try:
             self.graph.build_plan_at_index(index)
         except Exception as e:
@@ -859,6 +914,8 @@ native_first = True
 # False: a find's plans are built through the frontend's graph, and a native replay of its winner builds it again
 # through the backend API (A/B)
 native_find = True
+# False: a native graph asks cuDNN's heuristics through the frontend's graph (A/B); True: through the backend API
+native_listing = True
 
 # (device, problem, plan name) -> a NativePlan, or None where it could not be made
 _natives: collections.OrderedDict = collections.OrderedDict()
@@ -1005,6 +1062,41 @@ def list_plans(problem: ProblemDescription, limit: int | None = None,
             if g.build(pl, defer_rtc).usable:
                 out.append((pl.name, pl.workspace))
         return out
+
+
+def prefetch(problem: ProblemDescription, limit: int | None = None) -> threading.Thread | None:
+    """Start, in a thread, what a find's ``find_configs(problem, limit)`` would do first (``MIOFIND_CUDNN_PREFETCH``:
+    ``list`` the heuristics' plans of ``problem``'s graph, ``build`` them as that call builds them), so that the find's
+    other work runs meanwhile; the find's own call then takes the cached graph (waiting under the cuDNN lock for the
+    thread where it is not done). Only for a graph not cached that lists through ``miofind._native.cudnn_heuristics``
+    (one call with the GIL released: through ctypes, each call would wait for the GIL the find's Python work holds);
+    None where nothing started. A failure in the thread is left for the find's own call to meet and report."""
+    how = env.cudnn_prefetch()
+    p = problem.as_conv()
+    if how == "off" or not (native_find and native_first and native_listing and replays_natively(p)):
+        return None
+    from miofind import launch
+    if not cudnn_execute.native_heuristics or not hasattr(launch.native() or object(), "cudnn_heuristics"):
+        return None
+    dev = _device_id()
+    if (dev, p) in _graphs:
+        return None
+
+    def work():
+        try:
+            import cupy
+            cupy.cuda.runtime.setDevice(dev)
+            if how == "build":
+                cap = env.cudnn_plans() if limit is None else min(limit, env.cudnn_plans())
+                list_plans(p, cap, limit is not None and env.cudnn_defer_rtc())
+            else:
+                plan_graph(p)
+        except Exception as e:      # noqa: BLE001  the find's own call meets it again and reports it
+            log.debug("cuDNN prefetch for %s: %s: %s", p.key(), e.__class__.__name__, e)
+
+    t = threading.Thread(target=work, name="miofind-cudnn-prefetch", daemon=True)
+    t.start()
+    return t
 
 
 def deferred_plans(problem: ProblemDescription) -> list[str]:

@@ -27,10 +27,14 @@ from miofind.problem import ProblemDescription
 
 # cudnnBackendDescriptorType_t
 _TENSOR, _CONVOLUTION, _ENGINE, _ENGINECFG, _PLAN, _KNOB_CHOICE = 17, 1, 2, 3, 5, 7
-_OPGRAPH, _VARIANT_PACK = 15, 16
+_OPGRAPH, _VARIANT_PACK, _ENGINEHEUR = 15, 16, 4
 _OP = {"F": 10, "W": 11, "B": 12}       # CONVOLUTION_FORWARD, _BACKWARD_FILTER, _BACKWARD_DATA
 # cudnnBackendAttributeType_t
 _T_HANDLE, _T_DATA_TYPE, _T_INT64, _T_FLOAT, _T_VOID_PTR, _T_CONV_MODE, _T_KNOB, _T_DESC = 0, 1, 3, 4, 6, 7, 9, 15
+_T_HEUR_MODE = 8
+# cudnnBackendHeurMode_t by the names cudnn_base.HEURISTIC_MODES uses
+HEUR_MODES = {"INSTANT": 0, "B": 1, "FALLBACK": 2, "A": 3}
+_KNOBS_MAX = 64         # more than cudnnBackendKnobType_t has members (CUDNN_KNOB_TYPE_COUNTS)
 # cudnnDataType_t
 DATA_TYPES = {"FP32": 0, "FP16": 2, "BF16": 9}
 # cudnnBackendNumericalNote_t by the frontend's cudnn.numerical_note names (cudnn_base.excluded_notes)
@@ -125,36 +129,13 @@ def _i64(values) -> ctypes.Array:
     return (ctypes.c_int64 * len(values))(*values)
 
 
-class BackendPlan:
-    """The execution plan ``name`` (``engN_kK=V...``: ``engine`` and its ``knobs``, {backend knob number: value}) of
-    a single-convolution problem, built through the backend API on ``handle`` (a raw ``cudnnHandle_t``); ``specs``
-    are cudnn_base's x, w, y tensor specs.
-    ``workspace`` is its workspace bytes; calling it runs it on a stream with three device pointers in the
-    invoker's order (F x, w -> y; B dy, w -> dx; W dy, x -> dw) and a workspace pointer."""
+class _Backend:
+    """Backend descriptors made on one raw ``cudnnHandle_t``, destroyed together (``close``)."""
 
-    def __init__(self, problem: ProblemDescription, specs: dict, pre, post, handle: int, name: str, engine: int,
-                 knobs: dict, exclude: tuple[str, ...] = (), defer_rtc: bool = False):
-        p = problem.as_conv()
-        why = unsupported(p)
-        if why is not None:
-            raise BackendPlanError(why)
-        dtype = DATA_TYPES[p.dtype]
-        lib = library()
-        self._lib, self.name, self.handle = lib, name, ctypes.c_void_p(handle)
+    def __init__(self, handle: int):
+        self._lib = library()
+        self.handle = ctypes.c_void_p(handle)
         self._descs: list[ctypes.c_void_p] = []
-        try:
-            self._build(p, specs, pre, post, dtype, engine, knobs, exclude, defer_rtc)
-        except BaseException:
-            self.close()
-            raise
-        n = 3
-        self._uids = _i64(range(1, n + 1))
-        self._ptrs = (ctypes.c_void_p * n)()
-        self._ws = ctypes.c_void_p(0)
-        self._create, self._set, self._fin = lib.cudnnBackendCreateDescriptor, lib.cudnnBackendSetAttribute, \
-            lib.cudnnBackendFinalize
-        self._exec, self._destroy, self._stream = lib.cudnnBackendExecute, lib.cudnnBackendDestroyDescriptor, \
-            lib.cudnnSetStream
 
     def _new(self, kind: int) -> ctypes.c_void_p:
         d = ctypes.c_void_p()
@@ -165,6 +146,15 @@ class BackendPlan:
     def _attr(self, d, name: int, kind: int, values, what: str) -> None:
         _check(self._lib.cudnnBackendSetAttribute(d, name, kind, len(values), ctypes.cast(values, ctypes.c_void_p)),
                f"set attribute {name} of {what}")
+
+    def _get(self, d, name: int, kind: int, count: int, out, what: str) -> int:
+        """Read ``count`` values of attribute ``name`` into ``out`` (a ctypes object or array; None: only how many
+        there are); how many it gave."""
+        got = ctypes.c_int64(0)
+        _check(self._lib.cudnnBackendGetAttribute(d, name, kind, count, ctypes.byref(got),
+                                                  None if out is None else ctypes.c_void_p(ctypes.addressof(out))),
+               f"get attribute {name} of {what}")
+        return int(got.value)
 
     def _finalize(self, d, what: str) -> None:
         _check(self._lib.cudnnBackendFinalize(d), f"finalize {what}")
@@ -180,7 +170,8 @@ class BackendPlan:
             return None
         return tuple(notes[:count.value])
 
-    def _build(self, p, specs, pre, post, dtype, engine, knobs, exclude=(), defer_rtc=False) -> None:
+    def _graph(self, p, specs, pre, post, dtype: int) -> ctypes.c_void_p:
+        """The finalized operation graph of ``p``'s single convolution: tensors uid 1-3 in the invoker's order."""
         tensors = []
         for uid, role in enumerate(_ROLE_SPECS[p.direction], 1):
             s = specs[role]
@@ -216,6 +207,131 @@ class BackendPlan:
         self._attr(graph, 800, _T_HANDLE, (ctypes.c_void_p * 1)(self.handle.value), "operation graph")
         self._attr(graph, 801, _T_DESC, self._descs_array(op), "operation graph")
         self._finalize(graph, "operation graph")
+        return graph
+
+    def close(self) -> None:
+        for d in reversed(self._descs):
+            if d.value:
+                self._lib.cudnnBackendDestroyDescriptor(d)
+        self._descs = []
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:       # noqa: BLE001 - at interpreter exit the library may be gone
+            pass
+
+
+def heuristic_plans(problem: ProblemDescription, specs: dict, pre, post, handle: int,
+                    modes: tuple[str, ...] = ("A", "FALLBACK")) -> list[str]:
+    """The plan names (``engN_kK=V...``, as the frontend names them) of the engine configs cuDNN's heuristics
+    offer for a plain convolution, mode after mode (``HEUR_MODES`` names) in each mode's order, as the frontend's
+    ``create_execution_plans`` lists them (duplicates kept; a mode that fails is passed over). Through the backend
+    API on ``handle``: every call is a ctypes call, which lets other threads run meanwhile (the frontend's hold the
+    GIL). Nothing is built or compiled; BackendPlanError where every mode fails or a step is refused."""
+    p = problem.as_conv()
+    why = unsupported(p)
+    if why is not None:
+        raise BackendPlanError(why)
+    nat = launch.native()
+    if nat is not None and hasattr(nat, "cudnn_heuristics") and native_heuristics:
+        return _native_heuristics(nat, p, specs, pre, post, handle, modes)
+    h = _Backend(handle)
+    try:
+        graph = h._graph(p, specs, pre, post, DATA_TYPES[p.dtype])
+        eng = h._new(_ENGINE)
+        knobs = [h._new(_KNOB_CHOICE) for _ in range(_KNOBS_MAX)]
+        knob_arr = h._descs_array(*knobs)
+        names, failed = [], []
+        for mode in modes:
+            try:
+                heur = h._new(_ENGINEHEUR)
+                h._attr(heur, 201, _T_DESC, h._descs_array(graph), "heuristics")
+                h._attr(heur, 200, _T_HEUR_MODE, (ctypes.c_int * 1)(HEUR_MODES[mode]), "heuristics")
+                h._finalize(heur, f"heuristics mode {mode}")
+                count = h._get(heur, 202, _T_DESC, 0, None, "heuristics results")
+                cfgs = [h._new(_ENGINECFG) for _ in range(count)]
+                got = h._get(heur, 202, _T_DESC, count, h._descs_array(*cfgs), "heuristics results") if count else 0
+            except BackendPlanError as e:
+                failed.append(f"mode {mode}: {e}")
+                continue
+            for cfg in cfgs[:got]:
+                # the frontend's get_engine_tag: the engine's global index, then each knob choice as _k<type>=<value>
+                h._get(cfg, 300, _T_DESC, 1, h._descs_array(eng), "engine config")
+                index = ctypes.c_int64(0)
+                h._get(eng, 1301, _T_INT64, 1, index, "engine")
+                tag = [f"eng{index.value}"]
+                for k in knobs[:h._get(cfg, 302, _T_DESC, _KNOBS_MAX, knob_arr, "engine config knobs")]:
+                    kind, value = ctypes.c_int(0), ctypes.c_int64(0)
+                    h._get(k, 600, _T_KNOB, 1, kind, "knob choice")
+                    h._get(k, 601, _T_INT64, 1, value, "knob choice")
+                    tag.append(f"_k{kind.value}={value.value}")
+                names.append("".join(tag))
+        if not names and failed:
+            raise BackendPlanError(f"{p.key()}: the heuristics offered nothing ({'; '.join(failed)})")
+        return names
+    finally:
+        h.close()
+
+
+# False: heuristic_plans makes its calls through ctypes even where miofind._native has cudnn_heuristics (tests)
+native_heuristics = True
+
+
+def _native_heuristics(nat, p, specs, pre, post, handle: int, modes) -> list[str]:
+    """heuristic_plans through ``miofind._native.cudnn_heuristics``: the same calls in C, the GIL released once."""
+    lib = library()
+    fns = tuple(address(n) for n in ("cudnnBackendCreateDescriptor", "cudnnBackendDestroyDescriptor",
+                                     "cudnnBackendSetAttribute", "cudnnBackendGetAttribute", "cudnnBackendFinalize"))
+    roles = _ROLE_SPECS[p.direction]
+    try:
+        configs, statuses = nat.cudnn_heuristics(
+            fns, handle, DATA_TYPES[p.dtype], _OP[p.direction], _OP_ATTRS[p.direction],
+            tuple(tuple(specs[r].dim) for r in roles), tuple(tuple(specs[r].stride) for r in roles),
+            (tuple(p.dilations), tuple(p.strides), tuple(pre), tuple(post)), tuple(HEUR_MODES[m] for m in modes),
+            ALIGNMENT)
+    except (RuntimeError, ValueError) as e:
+        buf = ctypes.create_string_buffer(512)
+        lib.cudnnGetLastErrorString(buf, 512)
+        raise BackendPlanError(f"{p.key()}: {e} {buf.value.decode(errors='replace').strip()}") from None
+    if not configs and any(statuses):
+        raise BackendPlanError(f"{p.key()}: the heuristics offered nothing (statuses {dict(zip(modes, statuses))})")
+    return ["eng%d" % engine + "".join("_k%d=%d" % kv for kv in knobs) for engine, knobs in configs]
+
+
+class BackendPlan(_Backend):
+    """The execution plan ``name`` (``engN_kK=V...``: ``engine`` and its ``knobs``, {backend knob number: value}) of
+    a single-convolution problem, built through the backend API on ``handle`` (a raw ``cudnnHandle_t``); ``specs``
+    are cudnn_base's x, w, y tensor specs.
+    ``workspace`` is its workspace bytes; calling it runs it on a stream with three device pointers in the
+    invoker's order (F x, w -> y; B dy, w -> dx; W dy, x -> dw) and a workspace pointer."""
+
+    def __init__(self, problem: ProblemDescription, specs: dict, pre, post, handle: int, name: str, engine: int,
+                 knobs: dict, exclude: tuple[str, ...] = (), defer_rtc: bool = False):
+        p = problem.as_conv()
+        why = unsupported(p)
+        if why is not None:
+            raise BackendPlanError(why)
+        dtype = DATA_TYPES[p.dtype]
+        super().__init__(handle)
+        lib = self._lib
+        self.name = name
+        try:
+            self._build(p, specs, pre, post, dtype, engine, knobs, exclude, defer_rtc)
+        except BaseException:
+            self.close()
+            raise
+        n = 3
+        self._uids = _i64(range(1, n + 1))
+        self._ptrs = (ctypes.c_void_p * n)()
+        self._ws = ctypes.c_void_p(0)
+        self._create, self._set, self._fin = lib.cudnnBackendCreateDescriptor, lib.cudnnBackendSetAttribute, \
+            lib.cudnnBackendFinalize
+        self._exec, self._destroy, self._stream = lib.cudnnBackendExecute, lib.cudnnBackendDestroyDescriptor, \
+            lib.cudnnSetStream
+
+    def _build(self, p, specs, pre, post, dtype, engine, knobs, exclude=(), defer_rtc=False) -> None:
+        graph = self._graph(p, specs, pre, post, dtype)
         eng = self._new(_ENGINE)
         self._attr(eng, 1300, _T_DESC, self._descs_array(graph), "engine")
         self._attr(eng, 1301, _T_INT64, _i64([engine]), "engine")
@@ -267,18 +383,6 @@ class BackendPlan:
             _check(self._exec(self.handle, self.plan, vp), f"execute {self.name}")
         finally:
             self._destroy(vp)
-
-    def close(self) -> None:
-        for d in reversed(self._descs):
-            if d.value:
-                self._lib.cudnnBackendDestroyDescriptor(d)
-        self._descs = []
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:       # noqa: BLE001 - at interpreter exit the library may be gone
-            pass
 
 
 class _Ctx(ctypes.Structure):

@@ -681,6 +681,56 @@ def test_stored_plan_replays_natively_without_the_frontend_plan(fake, monkeypatc
     assert all(m[1] in (0, 0xAB) and m[0] == "B" for m in made) and len(made) == 3
 
 
+def test_native_graph_lists_through_the_backend_api(fake, monkeypatch):
+    """A native graph (a find's, where the problem replays natively) asks cuDNN's heuristics through the backend API
+    (ctypes calls, which let other threads run) and builds its plans as NativePlans, in the heuristics' order,
+    duplicates once: no frontend graph is built until a plan the backend API cannot build needs the frontend's (then
+    the frontend's plan at that name's index), a name the frontend does not offer fails with that reason, and where
+    the backend listing fails the frontend lists as before."""
+    from miofind.solvers import cudnn_execute
+
+    made, asked = [], []
+
+    class FakeRun:
+        _kept, plan = False, None
+
+        def __init__(self, problem, specs, pre, post, device, stream, name, engine, knobs, exclude=(), defer_rtc=False,
+                     plan=None):
+            if engine in (5, 7):
+                raise cudnn_execute.BackendPlanError(f"engine {engine} cannot be rebuilt")
+            self.fn, self.ctx, self.workspace = 0x1234, 0x5678, 64
+            made.append(name)
+
+    def listing(problem, specs, pre, post, handle, modes):
+        asked.append((problem.direction, handle, modes))
+        return ["eng1", "eng6_k2=3", "eng1", "eng5", "eng7"]
+
+    monkeypatch.setattr(cudnn_execute, "NativeRun", FakeRun)
+    monkeypatch.setattr(cudnn_execute, "_native_handle", lambda dev: (0x99, None))
+    monkeypatch.setattr(cudnn_execute, "heuristic_plans", listing)
+    monkeypatch.setenv("MIOFIND_CUDNN_EXECUTE", "backend")
+    p = P("B", n=2, c=8, k=4, in_size=(6, 6), filter_size=3, pads=1)
+    assert cudnn_base.list_plans(p, 2) == [("eng1", 64), ("eng6_k2=3", 64)]
+    g = cudnn_base.plan_graph(p)
+    assert g.listed == "backend" and [pl.name for pl in g.plans] == ["eng1", "eng6_k2=3", "eng5", "eng7"]
+    assert asked == [("B", 0x99, ("A", "FALLBACK"))] and made == ["eng1", "eng6_k2=3"] and not FAKE.graphs
+    # eng5: the backend API refuses it, so the frontend's graph is built now and its plan at eng5's index (6) built
+    assert cudnn_base.list_plans(p) == [("eng1", 64), ("eng6_k2=3", 64), ("eng5", 256)]
+    assert len(FAKE.graphs) == 1 and FAKE.graphs[0].built == {6} and g.by_name["eng5"].index == 6
+    assert "do not offer it" in g.by_name["eng7"].reason and g.by_name["eng1"].index == 1
+    # the backend listing fails: the frontend lists (and its plans are still built as NativePlans where they can be)
+    monkeypatch.setattr(cudnn_execute, "heuristic_plans", lambda *a: (_ for _ in ()).throw(
+        cudnn_execute.BackendPlanError("no engine heuristics")))
+    q = P("B", n=2, c=8, k=4, in_size=(5, 5), filter_size=3, pads=1)
+    assert [n for n, _ in cudnn_base.list_plans(q)] == ["eng1", "eng3_fft", "eng5"]
+    assert cudnn_base.plan_graph(q).listed == "frontend" and len(FAKE.graphs) == 2
+    # native_listing off (the A/B's old arm): the frontend lists
+    monkeypatch.setattr(cudnn_execute, "heuristic_plans", listing)
+    monkeypatch.setattr(cudnn_base, "native_listing", False)
+    r = P("B", n=2, c=8, k=8, in_size=(5, 5), filter_size=3, pads=1)
+    assert cudnn_base.plan_graph(r).listed == "frontend" and len(asked) == 1
+
+
 def test_find_defers_runtime_compiled_plans(fake, monkeypatch):
     """A find's first plans (a limited listing) pass over plans whose engine compiles when built (the backend API
     tells before anything compiles), leave them unbuilt and report them (more_configs), so the find measures them
@@ -827,3 +877,98 @@ def test_handle_wraps_the_backend_handle_without_asking_cuda_python(monkeypatch)
     old = _fake_module()     # no Handle, no _pybind_module: the frontend's own create_handle
     monkeypatch.setattr(cudnn_base, "_handles", {})
     assert cudnn_base._handle(old, 0) == "handle0"
+
+
+class _FakeBackend:
+    """cuDNN's backend entry points as ctypes callbacks over a table of descriptors: an operation graph's heuristics
+    answer ``CONFIGS`` per mode (``fail``: modes whose finalize fails)."""
+
+    CONFIGS = {3: [(1, ()), (6, ((2, 3),))], 2: [(1, ()), (5, ((14, 4), (3, 0)))]}
+
+    def __init__(self, fail=()):
+        import ctypes
+        self.fail, self.kinds, self.destroyed, self.mode, self.filled = set(fail), {}, set(), {}, {}
+        vp, i32, i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64
+        self.ct = ctypes
+
+        def create(kind, out):
+            d = 1000 + len(self.kinds)
+            self.kinds[d] = kind
+            out[0] = d
+            return 0
+
+        def destroy(d):
+            self.destroyed.add(d)
+            return 0
+
+        def setattr_(d, attr, kind, count, values):
+            if attr == 200:
+                self.mode[d] = ctypes.cast(values, ctypes.POINTER(i32))[0]
+            return 0
+
+        def finalize(d):
+            return 7 if self.kinds[d] == 4 and self.mode.get(d) in self.fail else 0
+
+        def getattr_(d, attr, kind, count, got, out):
+            if attr == 202:                  # the heuristics' engine configs
+                cfgs = self.CONFIGS[self.mode[d]]
+                if count:
+                    ids = ctypes.cast(out, ctypes.POINTER(vp))
+                    for i, cfg in enumerate(cfgs[:count]):
+                        self.filled[ids[i]] = cfg
+                got[0] = min(len(cfgs), count) if count else len(cfgs)
+            elif attr == 300:                # a config's engine, read into a given engine descriptor
+                self.filled[ctypes.cast(out, ctypes.POINTER(vp))[0]] = self.filled[d][0]
+                got[0] = 1
+            elif attr == 1301:
+                ctypes.cast(out, ctypes.POINTER(i64))[0] = self.filled[d]
+                got[0] = 1
+            elif attr == 302:                # its knob choices, read into given knob descriptors
+                knobs = self.filled[d][1]
+                ids = ctypes.cast(out, ctypes.POINTER(vp))
+                for i, kv in enumerate(knobs):
+                    self.filled[ids[i]] = kv
+                got[0] = len(knobs)
+            elif attr == 600:
+                ctypes.cast(out, ctypes.POINTER(i32))[0] = self.filled[d][0]
+                got[0] = 1
+            elif attr == 601:
+                ctypes.cast(out, ctypes.POINTER(i64))[0] = self.filled[d][1]
+                got[0] = 1
+            else:
+                return 3
+            return 0
+
+        self.lib = types.SimpleNamespace(
+            cudnnBackendCreateDescriptor=ctypes.CFUNCTYPE(i32, i32, ctypes.POINTER(vp))(create),
+            cudnnBackendDestroyDescriptor=ctypes.CFUNCTYPE(i32, vp)(destroy),
+            cudnnBackendSetAttribute=ctypes.CFUNCTYPE(i32, vp, i32, i32, i64, vp)(setattr_),
+            cudnnBackendGetAttribute=ctypes.CFUNCTYPE(i32, vp, i32, i32, i64, ctypes.POINTER(i64), vp)(getattr_),
+            cudnnBackendFinalize=ctypes.CFUNCTYPE(i32, vp)(finalize),
+            cudnnGetLastErrorString=lambda buf, n: None)
+
+
+@pytest.mark.parametrize("path", ["ctypes", "native"])
+def test_heuristic_plans_names_configs_as_the_frontend(path, monkeypatch):
+    """cudnn_execute.heuristic_plans (through ctypes, or in C with the GIL released: miofind._native.cudnn_heuristics)
+    names each engine config the heuristics offer as the frontend's get_engine_tag does (``engN`` then ``_kTYPE=VALUE``
+    per knob choice), mode after mode, duplicates kept; a mode whose query fails is passed over, every mode failing is a
+    BackendPlanError; every descriptor made is destroyed."""
+    from miofind import launch
+    from miofind.solvers import cudnn_execute
+
+    if path == "native" and not hasattr(launch.native() or object(), "cudnn_heuristics"):
+        pytest.skip("miofind._native (with cudnn_heuristics) is not built")
+    monkeypatch.setattr(cudnn_execute, "native_heuristics", path == "native")
+    p = P("W", n=2, c=8, k=4, in_size=(6, 6), filter_size=3, pads=1, layout="NHWC", dtype="FP16")
+    specs, (pre, post) = cudnn_base.tensor_specs(p), cudnn_base.paddings(p)
+    for fail, want in (((), ["eng1", "eng6_k2=3", "eng1", "eng5_k14=4_k3=0"]), ((3,), ["eng1", "eng5_k14=4_k3=0"])):
+        fake = _FakeBackend(fail)
+        monkeypatch.setattr(cudnn_execute, "_lib", fake.lib)
+        assert cudnn_execute.heuristic_plans(p, specs, pre, post, 0x99) == want
+        assert fake.destroyed == set(fake.kinds) and len(fake.kinds) > 70      # 64 knob descriptors among them
+    fake = _FakeBackend((2, 3))
+    monkeypatch.setattr(cudnn_execute, "_lib", fake.lib)
+    with pytest.raises(cudnn_execute.BackendPlanError, match="offered nothing"):
+        cudnn_execute.heuristic_plans(p, specs, pre, post, 0x99)
+    assert fake.destroyed == set(fake.kinds)

@@ -587,3 +587,72 @@ def test_fastest_plan_matches_reference_time(dtype, ref_us):
     best = min(times, key=times.get)
     print(f"{dtype}: " + ", ".join(f"{n} {t:.0f}us" for n, t in sorted(times.items(), key=lambda kv: kv[1])))
     assert times[best] <= 1.5 * ref_us, f"fastest cuDNN plan {best} takes {times[best]:.0f} us (reference {ref_us} us)"
+
+
+LISTING_SHAPES = [dict(n=8, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1),
+                  dict(n=8, c=64, k=128, in_size=(28, 28), filter_size=1, strides=2),
+                  dict(n=4, c=48, k=64, in_size=(17, 17), filter_size=(1, 7), pads=(0, 3)),
+                  dict(n=4, c=32, k=32, in_size=(20, 20), filter_size=3, pads=2, dilations=2),
+                  dict(n=8, c=96, k=96, in_size=(14, 14), filter_size=3, pads=1, strides=2, groups=96),
+                  dict(n=2, c=16, k=32, in_size=(8, 8, 8), filter_size=3, pads=1)]
+LISTING_TYPES = [("FP32", "strict", False), ("FP32", "tf32", True), ("FP16", "strict", True), ("BF16", "strict", True),
+                 ("FP16", "strict", False)]
+
+
+@pytest.mark.gpu
+@needs_frontend
+@pytest.mark.parametrize("path", ["native", "ctypes"])
+def test_backend_heuristics_list_the_frontends_plans(path, monkeypatch):
+    """cuDNN's heuristics asked through the backend API (``cudnn_execute.heuristic_plans``: in C with the GIL released,
+    or through ctypes) offer the frontend graph's plans, name by name in the same order (duplicates once), for F, B
+    and W of 1x1, 3x3, 1x7, dilated, depthwise strided and 3-D convolutions in FP32 (strict and TF32), FP16 and BF16,
+    channels-last and not: so a native graph's listing is the frontend's."""
+    from miofind import launch
+    from miofind.solvers import cudnn_execute
+
+    if path == "native" and not hasattr(launch.native() or object(), "cudnn_heuristics"):
+        pytest.skip("miofind._native (with cudnn_heuristics) is not built")
+    monkeypatch.setattr(cudnn_execute, "native_heuristics", path == "native")
+    dev = cudnn_base._device_id()
+    handle, _ = cudnn_execute._native_handle(dev)
+    compared, differ = 0, []
+    for shape in LISTING_SHAPES:
+        for dtype, math, last in LISTING_TYPES:
+            nd = len(shape["in_size"])
+            layout = ("NDHWC" if nd == 3 else "NHWC") if last else ("NCDHW" if nd == 3 else "NCHW")
+            for d in "FBW":
+                p = P(d, layout=layout, dtype=dtype, math=math, **shape)
+                if not BY_DIR[d].applicability(p):
+                    continue
+                fe = [pl.name for pl in cudnn_base.PlanGraph(p.as_conv(), dev).plans]
+                pre, post = cudnn_base.paddings(p.as_conv())
+                names = cudnn_execute.heuristic_plans(p.as_conv(), cudnn_base.tensor_specs(p.as_conv()), pre, post, handle)
+                once = list(dict.fromkeys(names))
+                compared += 1
+                if once != fe:
+                    differ.append((p.key(), fe, once))
+    assert compared >= 150, compared
+    assert not differ, "\n".join(f"{k}:\n  frontend {fe}\n  backend  {b}" for k, fe, b in differ[:5])
+
+
+@pytest.mark.gpu
+@needs_frontend
+@pytest.mark.parametrize("how", ["list", "build"])
+def test_find_prefetches_the_cudnn_listing(how, monkeypatch):
+    """A find's miss lists its cuDNN candidate's plans in a thread (MIOFIND_CUDNN_PREFETCH) while it prepares the
+    others: the breakdown says so, the cuDNN plans are measured and verified as without the thread, and
+    MIOFIND_CUDNN_PREFETCH=off lists them in the find; either way the find's graph is listed through the backend API."""
+    from miofind.api import find_solutions
+
+    monkeypatch.setenv("MIOFIND_SPECIALIZE", "sync")
+    for i, setting in enumerate((how, "off")):
+        monkeypatch.setenv("MIOFIND_CUDNN_PREFETCH", setting)
+        p = P("F", n=4, c=32, k=64 + 8 * i, in_size=(14, 14), filter_size=3, pads=1, layout="NHWC", dtype="FP16")
+        cudnn_base.clear_cache()
+        res = find_solutions(p, mode="benchmark", store=False)
+        assert res.timing["cudnn_prefetch"] is (setting != "off"), res.timing
+        cud = [s for s in res if s.solver_id == "ConvCudnnFwd"]
+        assert cud and cud[0].verified, [(s.solver_id, s.verified) for s in res]
+        assert not [f for f in res.failures if f.solver_id == "ConvCudnnFwd"], res.failures
+        g = cudnn_base._graphs[(cudnn_base._device_id(), p.as_conv())]
+        assert g.listed == "backend" and g.native, (g.listed, g.native)
