@@ -13,7 +13,7 @@ Then beside a busy Python thread (what a find's own work is to a thread listing 
 in a thread while the main thread counts in Python, the listing's wall time and the main thread's count rate against
 its rate alone. Prints a table; ``--json`` writes every figure.
 
-    python bench/cudnn_listing.py [--repeats 5] [--json out.json]
+    python bench/cudnn_listing.py [--repeats 5] [--busy-repeats 2] [--json out.json]
 """
 
 from __future__ import annotations
@@ -84,7 +84,8 @@ def _beside_busy(fn, p) -> tuple[float, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=5, help="timed listings alone per row and way")
+    ap.add_argument("--busy-repeats", type=int, default=2, help="listings beside busy Python per row and way")
     ap.add_argument("--json")
     a = ap.parse_args()
 
@@ -109,11 +110,12 @@ def main() -> int:
                 t0 = time.perf_counter()
                 names[way] = fn(p)
                 ts.append((time.perf_counter() - t0) * 1e3)
-            busy = [_beside_busy(fn, p) for _ in range(a.repeats)]
+            busy = [_beside_busy(fn, p) for _ in range(a.busy_repeats)]
             rec[way] = {"alone_ms": statistics.median(ts), "beside_busy_ms": statistics.median(b[0] for b in busy),
                         "main_rate": statistics.median(b[1] for b in busy) / alone_rate, "plans": len(names[way])}
         rec["same_names"] = names["frontend"] == names["c"] == names["ctypes"]
         out.append(rec)
+        print(json.dumps(rec), file=sys.stderr, flush=True)
     print(f"main thread alone: {alone_rate:.0f} iterations/ms")
     print("| row | plans | same | frontend ms | C ms | ctypes ms | beside busy Python: frontend / C / ctypes ms "
           "| main thread's rate meanwhile: frontend / C / ctypes |")

