@@ -22,10 +22,10 @@ WPID=$!
 MIOFIND_KERNEL_CACHE=/tmp/t-kc MIOFIND_DB=sqlite:////tmp/t-user.sqlite timeout 60 python3 -m pytest -q -p no:cacheprovider \
   -m gpu tests/cudnn/test_cudnn_gpu.py -k "backend_heuristics" -rA 2>&1 | filt > $R/tests_listing.log
 echo "listing tests rc=$? $(( $(date +%s) - T0 )) s"; grep -E "^FAILED|^ERROR|passed|failed" $R/tests_listing.log | tail -4
+wait $WPID; tail -1 $R/warmup.log
 MIOFIND_KERNEL_CACHE=/tmp/t-kc timeout 150 python3 bench/cudnn_listing.py --repeats 5 --busy-repeats 2 --json $R/listing.json \
   > $R/listing.md 2> $R/listing.err
 echo "listing bench rc=$? $(( $(date +%s) - T0 )) s"; tail -4 $R/listing.md; pack
-wait $WPID; tail -1 $R/warmup.log
 ROWS=$(python3 -c "import json,sys; sys.path.insert(0,'bench'); import bench_cold as b; print(json.dumps([[s,t,d] for s in b.SHAPES for t in ('fp32','fp16') for d in 'FBW']))")
 fresh() { rm -rf /tmp/kc-ab /tmp/cc-ab /tmp/ab.sqlite && cp -r /tmp/warm-kc /tmp/kc-ab && cp -r /tmp/warm-cupy /tmp/cc-ab; }
 for round in 1 2 3; do
