@@ -805,7 +805,7 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
     overlapped the candidates' preparation, with ``reference_wait_ms`` the host time then still spent
     waiting for it; 0 with ``reference_shared`` when a live harness of the problem had it),
     ``setup_ms`` (the harness: inputs made and the reference queued), ``configs_ms`` (listing each
-    candidate's workspace and configs: cuDNN builds its plans there), ``verify_ms``, ``timing_ms``
+    candidate's workspace and configs: cuDNN builds its plans there; ``configs_by_solver`` each solver's part), ``verify_ms``, ``timing_ms``
     (sums over the candidates), ``measure_ms`` (their measurements' wall time, of which verify and timing
     are parts), ``configs_stopped`` (configs not measured: their solver had a fully
     timed config and then CONFIG_STOP_AFTER_CUTS cut ones in a row) and ``candidates``: per measured
@@ -830,8 +830,10 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
     tc = time.perf_counter()
     timing["setup_ms"] = (tc - t_setup) * 1e3
     listed: dict[str, list] = {}
+    by_solver = timing["configs_by_solver"] = {}
     # cuDNN's configs last: a find's thread may still be listing its plans (find.prefetch_cudnn)
     for s in sorted(cands, key=lambda s: s.family == "cudnn"):
+        ts = time.perf_counter()
         # asked only under a limit: cuDNN's workspace of its default plan lists the heuristics' plans
         if workspace_limit is not None:
             ws = s.workspace_bytes(problem)
@@ -843,6 +845,7 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
             listed[s.id] = configs(s) if configs is not None else list(s.find_configs(problem))
         except Exception as e:
             failures.append(Failure(s.id, "solution", describe(e)))
+        by_solver[s.id] = (time.perf_counter() - ts) * 1e3
     todo += [(s, cfg) for s in cands if s.id in listed for cfg in listed[s.id]]
     if deferred is not None:
         now = defer_candidates(problem, todo, isolate)
