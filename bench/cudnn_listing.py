@@ -40,13 +40,13 @@ def _listers():
 
     def backend(native):
         def run(p):
-            cudnn_execute.native_heuristics = native
+            cudnn_execute.native_calls = native
             try:
                 pre, post = cudnn_base.paddings(p)
                 return list(dict.fromkeys(cudnn_execute.heuristic_plans(p, cudnn_base.tensor_specs(p), pre, post,
                                                                         handle)))
             finally:
-                cudnn_execute.native_heuristics = True
+                cudnn_execute.native_calls = True
         return run
 
     return {"frontend": frontend, "c": backend(True), "ctypes": backend(False)}

@@ -23,7 +23,7 @@
  * cudnn_heuristics(): cuDNN's heuristics for one convolution through the backend API (the operation graph built, each
  * mode's engine configs read as engine index and knob choices) with the GIL released once, so that another thread
  * lists a find's cuDNN plans while the find's Python work goes on (through ctypes, each of its ~100 calls would wait
- * for the GIL again).
+ * for the GIL again); cudnn_plan_build(): one plan of it built so (cudnn_execute.BackendPlan).
  *
  * cudnn_runner(): the address of a library call (a recipe step of kind 1) that runs one cuDNN execution plan through
  * the backend API: its first argument a cudnn_ctx (solvers/cudnn_execute.py fills it), then the three device pointers
@@ -592,10 +592,11 @@ static PyObject *cudnn_runner(PyObject *mod, PyObject *unused) {
 
 typedef int (*cudnn_get_fn)(void *, int, int, int64_t, int64_t *, void *);
 
-enum { BK_TENSOR = 17, BK_CONVOLUTION = 1, BK_ENGINE = 2, BK_ENGINECFG = 3, BK_KNOB_CHOICE = 7, BK_OPGRAPH = 15,
+enum { BK_TENSOR = 17, BK_CONVOLUTION = 1, BK_ENGINE = 2, BK_ENGINECFG = 3, BK_KNOB_CHOICE = 7, BK_OPGRAPH = 15, BK_PLAN = 5,
        BK_ENGINEHEUR = 4, BT_HANDLE = 0, BT_DATA_TYPE = 1, BT_INT64 = 3, BT_FLOAT = 4, BT_CONV_MODE = 7,
-       BT_HEUR_MODE = 8, BT_KNOB_TYPE = 9, BT_DESC = 15, HEUR_KNOBS = 64, HEUR_CONFIGS = 256, HEUR_DESCS = 1024,
-       HEUR_MODES_MAX = 4, HEUR_DIMS = 8 };
+       BT_HEUR_MODE = 8, BT_KNOB_TYPE = 9, BT_NUMERICAL_NOTE = 11, BT_BEHAVIOR_NOTE = 19, BT_DESC = 15,
+       HEUR_KNOBS = 64, HEUR_NOTES = 32, HEUR_CONFIGS = 256, HEUR_DESCS = 1024, HEUR_MODES_MAX = 4, HEUR_DIMS = 8,
+       HEUR_ROW = 4 + 2 * HEUR_KNOBS + 2 * HEUR_NOTES };
 
 typedef struct {
     cudnn_create_fn create;
@@ -622,17 +623,17 @@ typedef struct {
 } heur_spec;
 
 /* Build the operation graph of one convolution and ask each heuristics mode for its engine configs: ``out`` gets, per
- * config, the engine's global index, the knob count and the (type, value) pairs, as the frontend's get_engine_tag
- * reads them; returns 0, or the failing step (1-based, *status its cudnnStatus_t). A mode that fails is passed over
+ * config, the engine's global index, the counts of knobs, numerical and behaviour notes (-1: not given), the knobs'
+ * (type, value) pairs as the frontend's get_engine_tag reads them, then the notes; returns 0, or the failing step (1-based, *status its cudnnStatus_t). A mode that fails is passed over
  * (its status in *mode_status). Runs without the GIL: nothing here touches Python. */
-static int heur_list(heur_pool *p, const heur_spec *s, int64_t *out, int64_t cap, int64_t *used, int *status,
-                     int *mode_status) {
-    void *t[3], *conv, *op, *graph, *eng, *knobs[HEUR_KNOBS];
+/* The finalized operation graph of one convolution (tensors uid 1-3, the convolution, the operation) into *graph;
+ * returns 0, or the failing step (counted from *step on, *status its cudnnStatus_t). */
+static int heur_graph(heur_pool *p, const heur_spec *s, void **graph, int *step_io, int *status) {
+    void *t[3], *conv, *op;
     float one = 1.0f, zero = 0.0f;
-    int cmp = 0, mode = 1, st, step = 0;
+    int cmp = 0, mode = 1, st, step = *step_io;
     int64_t uid;
-    *used = 0;
-#define TRY(e) do { step++; if ((st = (e)) != 0) { *status = st; return step; } } while (0)
+#define TRY(e) do { step++; if ((st = (e)) != 0) { *status = st; *step_io = step; return step; } } while (0)
     for (int r = 0; r < 3; r++) {
         uid = r + 1;
         TRY(heur_new(p, BK_TENSOR, &t[r]));
@@ -659,10 +660,22 @@ static int heur_list(heur_pool *p, const heur_spec *s, int64_t *out, int64_t cap
     TRY(p->set(op, s->op_attrs[3], BT_FLOAT, 1, &one));
     TRY(p->set(op, s->op_attrs[4], BT_FLOAT, 1, &zero));
     TRY(p->finalize(op));
-    TRY(heur_new(p, BK_OPGRAPH, &graph));
-    TRY(p->set(graph, 800, BT_HANDLE, 1, &s->handle));
-    TRY(p->set(graph, 801, BT_DESC, 1, &op));
-    TRY(p->finalize(graph));
+    TRY(heur_new(p, BK_OPGRAPH, graph));
+    TRY(p->set(*graph, 800, BT_HANDLE, 1, &s->handle));
+    TRY(p->set(*graph, 801, BT_DESC, 1, &op));
+    TRY(p->finalize(*graph));
+#undef TRY
+    *step_io = step;
+    return 0;
+}
+
+static int heur_list(heur_pool *p, const heur_spec *s, int64_t *out, int64_t cap, int64_t *used, int *status,
+                     int *mode_status) {
+    void *graph, *eng, *knobs[HEUR_KNOBS];
+    int st, step = 0;
+    *used = 0;
+    if (heur_graph(p, s, &graph, &step, status)) return step;
+#define TRY(e) do { step++; if ((st = (e)) != 0) { *status = st; return step; } } while (0)
     TRY(heur_new(p, BK_ENGINE, &eng));
     for (int k = 0; k < HEUR_KNOBS; k++) TRY(heur_new(p, BK_KNOB_CHOICE, &knobs[k]));
     for (int m = 0; m < s->nmodes; m++) {
@@ -684,22 +697,32 @@ static int heur_list(heur_pool *p, const heur_spec *s, int64_t *out, int64_t cap
         }
         for (int64_t c = 0; c < got; c++) {
             int64_t n = 0, index = 0, nk = 0;
-            if (*used + 2 + 2 * HEUR_KNOBS > cap) { *status = -3; return step; }
+            if (*used + HEUR_ROW > cap) { *status = -3; return step; }
+            int notes[HEUR_NOTES], behaviour[HEUR_NOTES];
+            int64_t nn = 0, nb = 0;
             TRY(p->get(cfgs[c], 300, BT_DESC, 1, &n, &eng));
             TRY(p->get(eng, 1301, BT_INT64, 1, &n, &index));
             TRY(p->get(cfgs[c], 302, BT_DESC, HEUR_KNOBS, &nk, knobs));
+            /* the engine's numerical and behaviour notes (-1 count: cuDNN would not give them) */
+            if (p->get(eng, 1303, BT_NUMERICAL_NOTE, HEUR_NOTES, &nn, notes)) nn = -1;
+            if (p->get(eng, 1305, BT_BEHAVIOR_NOTE, HEUR_NOTES, &nb, behaviour)) nb = -1;
             int64_t *row = out + *used;
             row[0] = index;
             row[1] = nk;
+            row[2] = nn;
+            row[3] = nb;
             for (int64_t k = 0; k < nk; k++) {
                 int kind = 0;
                 int64_t value = 0;
                 TRY(p->get(knobs[k], 600, BT_KNOB_TYPE, 1, &n, &kind));
                 TRY(p->get(knobs[k], 601, BT_INT64, 1, &n, &value));
-                row[2 + 2 * k] = kind;
-                row[3 + 2 * k] = value;
+                row[4 + 2 * k] = kind;
+                row[5 + 2 * k] = value;
             }
-            *used += 2 + 2 * nk;
+            int64_t *tail = row + 4 + 2 * nk;
+            for (int64_t i = 0; i < nn; i++) *tail++ = notes[i];
+            for (int64_t i = 0; i < nb; i++) *tail++ = behaviour[i];
+            *used = tail - out;
         }
     }
 #undef TRY
@@ -715,76 +738,92 @@ static int tuple_i64(PyObject *o, int64_t *out, int cap, int *n, const char *wha
     return 0;
 }
 
-/* cudnn_heuristics(fns, handle, dtype, op_kind, op_attrs, dims, strides, nsp_params, modes, align) -> ([(engine,
- * ((knob, value), ...)), ...], [status per mode]) */
-static PyObject *cudnn_heuristics(PyObject *mod, PyObject *args) {
-    (void)mod;
-    PyObject *fns, *op_attrs, *dims, *strides, *conv, *modes;
-    unsigned long long handle, align;
-    int dtype, op_kind, n;
-    if (!PyArg_ParseTuple(args, "OKiiOOOOOK", &fns, &handle, &dtype, &op_kind, &op_attrs, &dims, &strides, &conv,
-                          &modes, &align))
-        return NULL;
-    heur_spec s;
-    memset(&s, 0, sizeof(s));
-    s.handle = (void *)(uintptr_t)handle;
-    s.dtype = dtype;
-    s.op_kind = op_kind;
-    s.align = (int64_t)align;
-    u64 f[5];
-    if (int_list(fns, f, &n, 5, "fns") < 0) return NULL;
+/* The operation-graph arguments shared by cudnn_heuristics and cudnn_plan_build into *s, the five backend entry points
+ * into f; -1 with a Python error set on bad arguments. */
+static int parse_graph_args(PyObject *fns, unsigned long long handle, int dtype, int op_kind, PyObject *op_attrs,
+                            PyObject *dims, PyObject *strides, PyObject *conv, unsigned long long align, heur_spec *s,
+                            u64 f[5]) {
+    int n;
+    memset(s, 0, sizeof(*s));
+    s->handle = (void *)(uintptr_t)handle;
+    s->dtype = dtype;
+    s->op_kind = op_kind;
+    s->align = (int64_t)align;
+    if (int_list(fns, f, &n, 5, "fns") < 0) return -1;
     if (n != 5) {
-        PyErr_SetString(PyExc_ValueError, "cudnn_heuristics: fns must be 5 addresses");
-        return NULL;
+        PyErr_SetString(PyExc_ValueError, "cudnn backend: fns must be 5 addresses");
+        return -1;
     }
     int64_t attrs[6];
-    if (tuple_i64(op_attrs, attrs, 6, &n, "op_attrs") < 0) return NULL;
+    if (tuple_i64(op_attrs, attrs, 6, &n, "op_attrs") < 0) return -1;
     if (n != 6) {
-        PyErr_SetString(PyExc_ValueError, "cudnn_heuristics: op_attrs must be 6 attribute numbers");
-        return NULL;
+        PyErr_SetString(PyExc_ValueError, "cudnn backend: op_attrs must be 6 attribute numbers");
+        return -1;
     }
-    for (int i = 0; i < 6; i++) s.op_attrs[i] = (int)attrs[i];
+    for (int i = 0; i < 6; i++) s->op_attrs[i] = (int)attrs[i];
     for (int r = 0; r < 3; r++) {
         PyObject *d = PySequence_GetItem(dims, r), *st = PySequence_GetItem(strides, r);
-        int nd = 0, ns = 0, bad = !d || !st || tuple_i64(d, s.dims[r], HEUR_DIMS, &nd, "dims") < 0 ||
-                                 tuple_i64(st, s.strides[r], HEUR_DIMS, &ns, "strides") < 0;
+        int nd = 0, ns = 0, bad = !d || !st || tuple_i64(d, s->dims[r], HEUR_DIMS, &nd, "dims") < 0 ||
+                                 tuple_i64(st, s->strides[r], HEUR_DIMS, &ns, "strides") < 0;
         Py_XDECREF(d);
         Py_XDECREF(st);
-        if (bad) return NULL;
-        if (nd != ns || (r && nd != s.ndim)) {
-            PyErr_SetString(PyExc_ValueError, "cudnn_heuristics: dims and strides of the three tensors disagree");
-            return NULL;
+        if (bad) return -1;
+        if (nd != ns || (r && nd != s->ndim)) {
+            PyErr_SetString(PyExc_ValueError, "cudnn backend: dims and strides of the three tensors disagree");
+            return -1;
         }
-        s.ndim = nd;
+        s->ndim = nd;
     }
-    int64_t *convs[4] = {s.dil, s.str, s.pre, s.post};
+    int64_t *convs[4] = {s->dil, s->str, s->pre, s->post};
     for (int q = 0; q < 4; q++) {
         PyObject *c = PySequence_GetItem(conv, q);
         int m = 0, bad = !c || tuple_i64(c, convs[q], HEUR_DIMS, &m, "conv") < 0;
         Py_XDECREF(c);
-        if (bad) return NULL;
-        if (q && m != s.nsp) {
-            PyErr_SetString(PyExc_ValueError, "cudnn_heuristics: dilations, strides and paddings disagree");
-            return NULL;
+        if (bad) return -1;
+        if (q && m != s->nsp) {
+            PyErr_SetString(PyExc_ValueError, "cudnn backend: dilations, strides and paddings disagree");
+            return -1;
         }
-        s.nsp = m;
+        s->nsp = m;
     }
+    return 0;
+}
+
+static heur_pool *new_pool(const u64 f[5]) {
+    heur_pool *p = calloc(1, sizeof(heur_pool));
+    if (!p) return NULL;
+    p->create = (cudnn_create_fn)(uintptr_t)f[0];
+    p->destroy = (cudnn_one_fn)(uintptr_t)f[1];
+    p->set = (cudnn_set_fn)(uintptr_t)f[2];
+    p->get = (cudnn_get_fn)(uintptr_t)f[3];
+    p->finalize = (cudnn_one_fn)(uintptr_t)f[4];
+    return p;
+}
+
+/* cudnn_heuristics(fns, handle, dtype, op_kind, op_attrs, dims, strides, nsp_params, modes, align) -> ([(engine,
+ * ((knob, value), ...), numerical notes, behaviour notes), ...], [status per mode]) */
+static PyObject *cudnn_heuristics(PyObject *mod, PyObject *args) {
+    (void)mod;
+    PyObject *fns, *op_attrs, *dims, *strides, *conv, *modes;
+    unsigned long long handle, align;
+    int dtype, op_kind;
+    if (!PyArg_ParseTuple(args, "OKiiOOOOOK", &fns, &handle, &dtype, &op_kind, &op_attrs, &dims, &strides, &conv,
+                          &modes, &align))
+        return NULL;
+    heur_spec s;
+    u64 f[5];
+    if (parse_graph_args(fns, handle, dtype, op_kind, op_attrs, dims, strides, conv, align, &s, f) < 0) return NULL;
     int64_t mv[HEUR_MODES_MAX];
     if (tuple_i64(modes, mv, HEUR_MODES_MAX, &s.nmodes, "modes") < 0) return NULL;
     for (int m = 0; m < s.nmodes; m++) s.modes[m] = (int)mv[m];
-    heur_pool *p = calloc(1, sizeof(heur_pool));
-    int64_t cap = (int64_t)HEUR_MODES_MAX * HEUR_CONFIGS * (2 + 2 * HEUR_KNOBS), used = 0;
+    heur_pool *p = new_pool(f);
+    int64_t cap = (int64_t)HEUR_MODES_MAX * HEUR_CONFIGS * HEUR_ROW, used = 0;
     int64_t *out = malloc(sizeof(int64_t) * cap);
     if (!p || !out) {
         free(p);
         free(out);
         return PyErr_NoMemory();
     }
-    p->create = (cudnn_create_fn)(uintptr_t)f[0];
-    p->destroy = (cudnn_one_fn)(uintptr_t)f[1];
-    p->set = (cudnn_set_fn)(uintptr_t)f[2];
-    p->get = (cudnn_get_fn)(uintptr_t)f[3];
-    p->finalize = (cudnn_one_fn)(uintptr_t)f[4];
     int status = 0, mode_status[HEUR_MODES_MAX] = {0}, step;
     Py_BEGIN_ALLOW_THREADS
     step = heur_list(p, &s, out, cap, &used, &status, mode_status);
@@ -798,24 +837,46 @@ static PyObject *cudnn_heuristics(PyObject *mod, PyObject *args) {
     }
     if (!(configs = PyList_New(0)) || !(sts = PyList_New(0))) goto done;
     for (int64_t i = 0; i < used;) {
-        int64_t nk = out[i + 1];
-        PyObject *ks = PyTuple_New((Py_ssize_t)nk);
-        if (!ks) goto done;
-        for (int64_t k = 0; k < nk; k++) {
-            PyObject *pair = Py_BuildValue("(LL)", (long long)out[i + 2 + 2 * k], (long long)out[i + 3 + 2 * k]);
-            if (!pair) {
-                Py_DECREF(ks);
-                goto done;
-            }
-            PyTuple_SetItem(ks, (Py_ssize_t)k, pair);
+        int64_t nk = out[i + 1], nn = out[i + 2], nb = out[i + 3];
+        PyObject *ks = PyTuple_New((Py_ssize_t)nk), *ns = nn < 0 ? (Py_INCREF(Py_None), Py_None) : PyTuple_New((Py_ssize_t)nn),
+                 *bs = nb < 0 ? (Py_INCREF(Py_None), Py_None) : PyTuple_New((Py_ssize_t)nb);
+        if (!ks || !ns || !bs) {
+            Py_XDECREF(ks);
+            Py_XDECREF(ns);
+            Py_XDECREF(bs);
+            goto done;
         }
-        PyObject *row = Py_BuildValue("(LN)", (long long)out[i], ks);
-        if (!row || PyList_Append(configs, row) < 0) {
-            Py_XDECREF(row);
+        int bad = 0;
+        for (int64_t k = 0; k < nk && !bad; k++) {
+            PyObject *pair = Py_BuildValue("(LL)", (long long)out[i + 4 + 2 * k], (long long)out[i + 5 + 2 * k]);
+            if (!pair) bad = 1;
+            else PyTuple_SetItem(ks, (Py_ssize_t)k, pair);
+        }
+        const int64_t *tail = out + i + 4 + 2 * nk;
+        for (int64_t k = 0; k < nn && !bad; k++) {
+            PyObject *v = PyLong_FromLongLong((long long)*tail++);
+            if (!v) bad = 1;
+            else PyTuple_SetItem(ns, (Py_ssize_t)k, v);
+        }
+        for (int64_t k = 0; k < nb && !bad; k++) {
+            PyObject *v = PyLong_FromLongLong((long long)*tail++);
+            if (!v) bad = 1;
+            else PyTuple_SetItem(bs, (Py_ssize_t)k, v);
+        }
+        PyObject *row = bad ? NULL : Py_BuildValue("(LNNN)", (long long)out[i], ks, ns, bs);
+        if (!row) {
+            if (!bad) goto done;        /* Py_BuildValue's N stole the three on failure too */
+            Py_DECREF(ks);
+            Py_DECREF(ns);
+            Py_DECREF(bs);
+            goto done;
+        }
+        if (PyList_Append(configs, row) < 0) {
+            Py_DECREF(row);
             goto done;
         }
         Py_DECREF(row);
-        i += 2 + 2 * nk;
+        i = tail - out;
     }
     for (int m = 0; m < s.nmodes; m++) {
         PyObject *v = PyLong_FromLong(mode_status[m]);
@@ -830,6 +891,150 @@ done:
     Py_XDECREF(configs);
     Py_XDECREF(sts);
     free(out);
+    return res;
+}
+
+/* One execution plan (engine, knob choices) of the convolution built on the backend API: 0 with *outcome 0 (built: *plan,
+ * *ws), 1 (the engine carries a numerical note of ``exclude``: nothing compiled) or 2 (``defer_rtc`` and the engine
+ * compiles when built: nothing compiled); else the failing step (*status its cudnnStatus_t). Runs without the GIL. */
+static int plan_build(heur_pool *p, const heur_spec *s, int64_t engine, const int64_t *knobs, int nk, const int *exclude,
+                      int nex, int defer_rtc, void **plan, int64_t *ws, int *notes, int64_t *nn, int *beh, int64_t *nb,
+                      int *outcome, int *status) {
+    void *graph, *eng, *cfg, *kc[HEUR_KNOBS];
+    int st, step = 0;
+    int64_t n = 0;
+    *outcome = -1;
+    *nn = *nb = 0;
+    if (heur_graph(p, s, &graph, &step, status)) return step;
+#define TRY(e) do { step++; if ((st = (e)) != 0) { *status = st; return step; } } while (0)
+    TRY(heur_new(p, BK_ENGINE, &eng));
+    TRY(p->set(eng, 1300, BT_DESC, 1, &graph));
+    TRY(p->set(eng, 1301, BT_INT64, 1, &engine));
+    TRY(p->finalize(eng));
+    if (nex) {
+        /* the frontend's deselect_numeric_notes, asked of the engine before the plan compiles anything */
+        TRY(p->get(eng, 1303, BT_NUMERICAL_NOTE, HEUR_NOTES, nn, notes));
+        for (int64_t i = 0; i < *nn; i++)
+            for (int j = 0; j < nex; j++)
+                if (notes[i] == exclude[j]) {
+                    *outcome = 1;
+                    return 0;
+                }
+    }
+    if (p->get(eng, 1305, BT_BEHAVIOR_NOTE, HEUR_NOTES, nb, beh)) *nb = 0;
+    if (defer_rtc)
+        for (int64_t i = 0; i < *nb; i++)
+            if (beh[i] == 0) {           /* CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION */
+                *outcome = 2;
+                return 0;
+            }
+    for (int k = 0; k < nk; k++) {
+        int type = (int)knobs[2 * k];
+        TRY(heur_new(p, BK_KNOB_CHOICE, &kc[k]));
+        TRY(p->set(kc[k], 600, BT_KNOB_TYPE, 1, &type));
+        TRY(p->set(kc[k], 601, BT_INT64, 1, &knobs[2 * k + 1]));
+        TRY(p->finalize(kc[k]));
+    }
+    TRY(heur_new(p, BK_ENGINECFG, &cfg));
+    TRY(p->set(cfg, 300, BT_DESC, 1, &eng));
+    if (nk) TRY(p->set(cfg, 302, BT_DESC, nk, kc));
+    TRY(p->finalize(cfg));
+    TRY(heur_new(p, BK_PLAN, plan));
+    TRY(p->set(*plan, 400, BT_HANDLE, 1, &s->handle));
+    TRY(p->set(*plan, 401, BT_DESC, 1, &cfg));
+    TRY(p->finalize(*plan));                 /* a runtime-compiled engine compiles here (100-300 ms) */
+    TRY(p->get(*plan, 402, BT_INT64, 1, &n, ws));
+#undef TRY
+    *outcome = 0;
+    return 0;
+}
+
+static PyObject *int_tuple(const int *v, int64_t n) {
+    PyObject *t = PyTuple_New((Py_ssize_t)(n < 0 ? 0 : n));
+    for (int64_t i = 0; t && i < n; i++) {
+        PyObject *x = PyLong_FromLong(v[i]);
+        if (!x) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SetItem(t, (Py_ssize_t)i, x);
+    }
+    return t;
+}
+
+/* cudnn_plan_build(fns, handle, dtype, op_kind, op_attrs, dims, strides, conv, align, engine, knobs, exclude, defer_rtc)
+ * -> (0, plan, workspace, behaviour notes, descriptors) | (1, numerical notes) | (2, behaviour notes) */
+static PyObject *cudnn_plan_build(PyObject *mod, PyObject *args) {
+    (void)mod;
+    PyObject *fns, *op_attrs, *dims, *strides, *conv, *knob_seq, *exclude_seq;
+    unsigned long long handle, align;
+    long long engine;
+    int dtype, op_kind, defer_rtc;
+    if (!PyArg_ParseTuple(args, "OKiiOOOOKLOOp", &fns, &handle, &dtype, &op_kind, &op_attrs, &dims, &strides, &conv,
+                          &align, &engine, &knob_seq, &exclude_seq, &defer_rtc))
+        return NULL;
+    heur_spec s;
+    u64 f[5];
+    if (parse_graph_args(fns, handle, dtype, op_kind, op_attrs, dims, strides, conv, align, &s, f) < 0) return NULL;
+    int64_t knobs[2 * HEUR_KNOBS];
+    int nk = 0, nex = 0, exclude[HEUR_NOTES];
+    PyObject *kt = PySequence_Tuple(knob_seq);
+    if (!kt) return NULL;
+    Py_ssize_t nkt = PyTuple_Size(kt);
+    if (nkt > HEUR_KNOBS) {
+        Py_DECREF(kt);
+        PyErr_SetString(PyExc_ValueError, "cudnn_plan_build: too many knobs");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nkt; i++) {
+        int m = 0;
+        if (tuple_i64(PyTuple_GetItem(kt, i), knobs + 2 * i, 2, &m, "knob") < 0 || m != 2) {
+            Py_DECREF(kt);
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "cudnn_plan_build: a knob is (type, value)");
+            return NULL;
+        }
+    }
+    nk = (int)nkt;
+    Py_DECREF(kt);
+    int64_t ex[HEUR_NOTES];
+    if (tuple_i64(exclude_seq, ex, HEUR_NOTES, &nex, "exclude") < 0) return NULL;
+    for (int i = 0; i < nex; i++) exclude[i] = (int)ex[i];
+    heur_pool *p = new_pool(f);
+    if (!p) return PyErr_NoMemory();
+    void *plan = NULL;
+    int64_t ws = 0, nn = 0, nb = 0;
+    int notes[HEUR_NOTES], beh[HEUR_NOTES], outcome = -1, status = 0, step;
+    Py_BEGIN_ALLOW_THREADS
+    step = plan_build(p, &s, (int64_t)engine, knobs, nk, exclude, nex, defer_rtc, &plan, &ws, notes, &nn, beh, &nb,
+                      &outcome, &status);
+    if (step || outcome)
+        for (int i = p->n - 1; i >= 0; i--) p->destroy(p->descs[i]);
+    Py_END_ALLOW_THREADS
+    PyObject *res = NULL;
+    if (step) {
+        PyErr_Format(PyExc_RuntimeError, "cudnn_plan_build: step %d failed with cudnnStatus %d", step, status);
+    } else if (outcome == 1) {
+        res = Py_BuildValue("(iN)", 1, int_tuple(notes, nn));
+    } else if (outcome == 2) {
+        res = Py_BuildValue("(iN)", 2, int_tuple(beh, nb));
+    } else {
+        PyObject *descs = PyTuple_New(p->n);
+        for (int i = 0; descs && i < p->n; i++) {
+            PyObject *d = PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)p->descs[i]);
+            if (!d) {
+                Py_CLEAR(descs);
+                break;
+            }
+            PyTuple_SetItem(descs, i, d);
+        }
+        if (!descs) {   /* the descriptors cannot be handed over: destroyed here */
+            for (int i = p->n - 1; i >= 0; i--) p->destroy(p->descs[i]);
+        } else {
+            res = Py_BuildValue("(iKLNN)", 0, (unsigned long long)(uintptr_t)plan, (long long)ws, int_tuple(beh, nb),
+                                descs);
+        }
+    }
+    free(p);
     return res;
 }
 
@@ -1285,8 +1490,16 @@ static PyMethodDef methods[] = {
      "graph of the three tensors (uids 1-3: dims, strides, data type, byte alignment), the convolution (conv:\n"
      "dilations, strides, pre and post paddings) and the operation (op_kind, op_attrs: its a, b, out, alpha, beta and\n"
      "descriptor attributes) on handle; modes: cudnnBackendHeurMode_t values asked in turn. configs: (engine global\n"
-     "index, ((knob type, value), ...)) per engine config in order; statuses: each mode's failing status or 0.\n"
+     "index, ((knob type, value), ...), numerical notes, behaviour notes) per engine config in order (a notes tuple\n"
+     "None where cuDNN would not give it); statuses: each mode's failing status or 0.\n"
      "RuntimeError where a step of building the graph or reading a config fails."},
+    {"cudnn_plan_build", cudnn_plan_build, METH_VARARGS,
+     "cudnn_plan_build(fns, handle, dtype, op_kind, op_attrs, dims, strides, conv, align, engine, knobs, exclude,\n"
+     "defer_rtc) -> (0, plan, workspace, behaviour notes, descriptors) | (1, numerical notes) | (2, behaviour notes)\n\n"
+     "One execution plan of the convolution (cudnn_heuristics' graph arguments) built through the backend API, the GIL\n"
+     "released throughout: the engine (global index) and its knob choices ((type, value) pairs); 1 where the engine\n"
+     "carries a numerical note in exclude, 2 where defer_rtc and it compiles when built (neither compiles anything).\n"
+     "Built: the caller owns the descriptors (destroy them after the plan). RuntimeError where a step fails."},
     {"qs_score", (PyCFunction)(void (*)(void))qs_score, METH_FASTCALL,
      "qs_score(table, nrows, width, values, ntrees, cut, common, per_row, more) -> bytearray of doubles\n\n"
      "The learned cost model's exit-table scorer (miofind.costmodel._Exits.score): table, the address of a\n"

@@ -83,8 +83,8 @@ VARIABLES: tuple[EnvVar, ...] = (
            "0 (default: build them in the find), 1 (defer them)", ""),
     EnvVar("MIOFIND_CUDNN_PREFETCH", "what a find's miss starts at once in a thread for its cuDNN candidate while it "
            "reads the DBs and prepares its other candidates: cuDNN's heuristics asked through the backend API in one C "
-           "call that releases the GIL (miofind._native), then the plans the find measures at once built (through "
-           "ctypes); the find's own listing then takes them",
+           "call that releases the GIL (miofind._native), then the plans the find measures at once built (one such "
+           "call each); the find's own listing then takes them",
            "build (default), list (the heuristics only), off (the find lists and builds them itself)", ""),
     EnvVar("MIOFIND_CUDNN_EXECUTE", "how cuDNN plans are launched",
            "backend (default: calls from Python through the frontend's C++ binding, and native replays — "
@@ -456,7 +456,7 @@ CUDNN_PREFETCH = ("off", "list", "build")
 def cudnn_prefetch() -> str:
     """``MIOFIND_CUDNN_PREFETCH``: what a find's miss starts at once in a thread for its cuDNN candidate while it reads
     the DBs and prepares its other candidates: ``build`` (default: cuDNN's heuristics asked through the backend API in
-    C, the GIL released, then the find's first plans built), ``list`` (the heuristics only) or ``off``."""
+    C, the GIL released, then the find's first plans built so), ``list`` (the heuristics only) or ``off``."""
     return _one_of("MIOFIND_CUDNN_PREFETCH", CUDNN_PREFETCH, "build")
 
 

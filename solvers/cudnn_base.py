@@ -442,15 +442,20 @@ class PlanGraph:
         try:
             handle, _ = cudnn_execute._native_handle(self.device)
             pre, post = paddings(self.problem)
-            names = cudnn_execute.heuristic_plans(self.problem, self.specs, pre, post, handle, HEURISTIC_MODES)
+            configs = cudnn_execute.heuristic_configs(self.problem, self.specs, pre, post, handle, HEURISTIC_MODES)
         except Exception as e:      # noqa: BLE001  the frontend's listing then
             log.info("cuDNN's heuristics for %s are asked through the frontend (%s: %s)", self.problem.key(),
                      e.__class__.__name__, " ".join(str(e).split())[:300])
             return False
-        if not names:
+        if not configs:
             return False
-        for name in names:
+        barred = {cudnn_execute.NOTES[n] for n in excluded_notes(self.problem)}
+        for name, notes, _ in configs:
             self._add(None, name)
+            plan = self.by_name[name]
+            if notes is not None and barred.intersection(notes) and not plan.reason:
+                # the frontend's deselect_numeric_notes, read off the listing: nothing built for it
+                plan.reason = _excluded_reason(self.problem)
         self.listed = "backend"
         return True
 
@@ -1076,7 +1081,7 @@ def prefetch(problem: ProblemDescription, limit: int | None = None) -> threading
     if how == "off" or not (native_find and native_first and native_listing and replays_natively(p)):
         return None
     from miofind import launch
-    if not cudnn_execute.native_heuristics or not hasattr(launch.native() or object(), "cudnn_heuristics"):
+    if not cudnn_execute.native_calls or not hasattr(launch.native() or object(), "cudnn_heuristics"):
         return None
     dev = _device_id()
     if (dev, p) in _graphs:

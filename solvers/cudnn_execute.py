@@ -15,6 +15,12 @@ that compile).
 ``BackendPlan`` and ``NativeRun`` raise ``BackendPlanError`` where any step is refused (the caller keeps the
 frontend's path). ``BackendPlan`` can also be called from Python (through ctypes; the tests compare it with the
 frontend's execute).
+
+``heuristic_configs`` asks cuDNN's heuristics through the same API (the plans a graph offers, with each engine's notes),
+so that a find lists its cuDNN plans without the frontend's graph. Where ``miofind._native`` is built, the listing and
+each plan build are one C call that releases the GIL (``cudnn_heuristics``, ``cudnn_plan_build``): a thread can list
+and build a find's plans while the find's Python work runs (through ctypes, each of the ~50-100 calls would wait for
+the GIL again, up to the 5 ms switch interval: ~1 s a listing in session-nov27f's call 2).
 """
 
 from __future__ import annotations
@@ -226,15 +232,24 @@ def heuristic_plans(problem: ProblemDescription, specs: dict, pre, post, handle:
                     modes: tuple[str, ...] = ("A", "FALLBACK")) -> list[str]:
     """The plan names (``engN_kK=V...``, as the frontend names them) of the engine configs cuDNN's heuristics
     offer for a plain convolution, mode after mode (``HEUR_MODES`` names) in each mode's order, as the frontend's
-    ``create_execution_plans`` lists them (duplicates kept; a mode that fails is passed over). Through the backend
-    API on ``handle``: every call is a ctypes call, which lets other threads run meanwhile (the frontend's hold the
-    GIL). Nothing is built or compiled; BackendPlanError where every mode fails or a step is refused."""
+    ``create_execution_plans`` lists them (duplicates kept; a mode that fails is passed over): ``heuristic_configs``'
+    names."""
+    return [name for name, _, _ in heuristic_configs(problem, specs, pre, post, handle, modes)]
+
+
+def heuristic_configs(problem: ProblemDescription, specs: dict, pre, post, handle: int,
+                      modes: tuple[str, ...] = ("A", "FALLBACK")) -> list[tuple[str, tuple | None, tuple | None]]:
+    """(plan name, the engine's numerical notes, its behaviour notes) of each engine config cuDNN's heuristics offer
+    (``heuristic_plans``' order; a notes tuple None where cuDNN would not give it), through the backend API on
+    ``handle``: in one C call that releases the GIL (``miofind._native.cudnn_heuristics``) where it is built, else
+    through ctypes (each call then waits for the GIL again where other threads run Python). Nothing is built or
+    compiled; BackendPlanError where every mode fails or a step is refused."""
     p = problem.as_conv()
     why = unsupported(p)
     if why is not None:
         raise BackendPlanError(why)
     nat = launch.native()
-    if nat is not None and hasattr(nat, "cudnn_heuristics") and native_heuristics:
+    if nat is not None and hasattr(nat, "cudnn_heuristics") and native_calls:
         return _native_heuristics(nat, p, specs, pre, post, handle, modes)
     h = _Backend(handle)
     try:
@@ -266,7 +281,8 @@ def heuristic_plans(problem: ProblemDescription, specs: dict, pre, post, handle:
                     h._get(k, 600, _T_KNOB, 1, kind, "knob choice")
                     h._get(k, 601, _T_INT64, 1, value, "knob choice")
                     tag.append(f"_k{kind.value}={value.value}")
-                names.append("".join(tag))
+                names.append(("".join(tag), h._engine_notes(eng, _ENGINE_NUMERICAL_NOTE, _T_NUMERICAL_NOTE),
+                              h._engine_notes(eng, _ENGINE_BEHAVIOR_NOTE, _T_BEHAVIOR_NOTE)))
         if not names and failed:
             raise BackendPlanError(f"{p.key()}: the heuristics offered nothing ({'; '.join(failed)})")
         return names
@@ -274,19 +290,24 @@ def heuristic_plans(problem: ProblemDescription, specs: dict, pre, post, handle:
         h.close()
 
 
-# False: heuristic_plans makes its calls through ctypes even where miofind._native has cudnn_heuristics (tests)
-native_heuristics = True
+# False: heuristic_configs and BackendPlan make their calls through ctypes even where miofind._native has
+# cudnn_heuristics and cudnn_plan_build (tests, A/B)
+native_calls = True
 
 
-def _native_heuristics(nat, p, specs, pre, post, handle: int, modes) -> list[str]:
-    """heuristic_plans through ``miofind._native.cudnn_heuristics``: the same calls in C, the GIL released once."""
+def _entry_points() -> tuple[int, ...]:
+    """The addresses miofind._native's cuDNN calls take: create, destroy, set, get, finalize."""
+    return tuple(address(n) for n in ("cudnnBackendCreateDescriptor", "cudnnBackendDestroyDescriptor",
+                                      "cudnnBackendSetAttribute", "cudnnBackendGetAttribute", "cudnnBackendFinalize"))
+
+
+def _native_heuristics(nat, p, specs, pre, post, handle: int, modes) -> list[tuple]:
+    """heuristic_configs through ``miofind._native.cudnn_heuristics``: the same calls in C, the GIL released once."""
     lib = library()
-    fns = tuple(address(n) for n in ("cudnnBackendCreateDescriptor", "cudnnBackendDestroyDescriptor",
-                                     "cudnnBackendSetAttribute", "cudnnBackendGetAttribute", "cudnnBackendFinalize"))
     roles = _ROLE_SPECS[p.direction]
     try:
         configs, statuses = nat.cudnn_heuristics(
-            fns, handle, DATA_TYPES[p.dtype], _OP[p.direction], _OP_ATTRS[p.direction],
+            _entry_points(), handle, DATA_TYPES[p.dtype], _OP[p.direction], _OP_ATTRS[p.direction],
             tuple(tuple(specs[r].dim) for r in roles), tuple(tuple(specs[r].stride) for r in roles),
             (tuple(p.dilations), tuple(p.strides), tuple(pre), tuple(post)), tuple(HEUR_MODES[m] for m in modes),
             ALIGNMENT)
@@ -296,7 +317,8 @@ def _native_heuristics(nat, p, specs, pre, post, handle: int, modes) -> list[str
         raise BackendPlanError(f"{p.key()}: {e} {buf.value.decode(errors='replace').strip()}") from None
     if not configs and any(statuses):
         raise BackendPlanError(f"{p.key()}: the heuristics offered nothing (statuses {dict(zip(modes, statuses))})")
-    return ["eng%d" % engine + "".join("_k%d=%d" % kv for kv in knobs) for engine, knobs in configs]
+    return [("eng%d" % engine + "".join("_k%d=%d" % kv for kv in knobs), notes, behaviour)
+            for engine, knobs, notes, behaviour in configs]
 
 
 class BackendPlan(_Backend):
@@ -316,8 +338,12 @@ class BackendPlan(_Backend):
         super().__init__(handle)
         lib = self._lib
         self.name = name
+        nat = launch.native()
         try:
-            self._build(p, specs, pre, post, dtype, engine, knobs, exclude, defer_rtc)
+            if nat is not None and hasattr(nat, "cudnn_plan_build") and native_calls:
+                self._build_native(nat, p, specs, pre, post, dtype, engine, knobs, exclude, defer_rtc)
+            else:
+                self._build(p, specs, pre, post, dtype, engine, knobs, exclude, defer_rtc)
         except BaseException:
             self.close()
             raise
@@ -329,6 +355,30 @@ class BackendPlan(_Backend):
             lib.cudnnBackendFinalize
         self._exec, self._destroy, self._stream = lib.cudnnBackendExecute, lib.cudnnBackendDestroyDescriptor, \
             lib.cudnnSetStream
+
+    def _build_native(self, nat, p, specs, pre, post, dtype, engine, knobs, exclude=(), defer_rtc=False) -> None:
+        """``_build`` in one C call with the GIL released (``miofind._native.cudnn_plan_build``): a thread building a
+        find's plans does not wait for the GIL at each of its ~50 backend calls while the find's Python work runs."""
+        roles = _ROLE_SPECS[p.direction]
+        try:
+            got = nat.cudnn_plan_build(_entry_points(), self.handle.value, dtype, _OP[p.direction], _OP_ATTRS[p.direction],
+                                       tuple(tuple(specs[r].dim) for r in roles),
+                                       tuple(tuple(specs[r].stride) for r in roles),
+                                       (tuple(p.dilations), tuple(p.strides), tuple(pre), tuple(post)), ALIGNMENT,
+                                       engine, tuple(knobs.items()), tuple(NOTES[n] for n in exclude), defer_rtc)
+        except (RuntimeError, ValueError) as e:
+            buf = ctypes.create_string_buffer(512)
+            self._lib.cudnnGetLastErrorString(buf, 512)
+            raise BackendPlanError(f"plan {self.name}: {e} {buf.value.decode(errors='replace').strip()}") from None
+        if got[0] == 1:
+            raise ExcludedPlan(f"plan {self.name} carries numerical note(s) "
+                               f"{[n for n in exclude if NOTES[n] in got[1]]}")
+        if got[0] == 2:
+            self.behavior = got[1]
+            raise RuntimeCompiled(f"plan {self.name}: engine {engine} compiles its kernels when the plan is built")
+        _, plan, ws, self.behavior, descs = got
+        self._descs = [ctypes.c_void_p(d) for d in descs]
+        self.plan, self.workspace = ctypes.c_void_p(plan), int(ws)
 
     def _build(self, p, specs, pre, post, dtype, engine, knobs, exclude=(), defer_rtc=False) -> None:
         graph = self._graph(p, specs, pre, post, dtype)

@@ -703,29 +703,32 @@ def test_native_graph_lists_through_the_backend_api(fake, monkeypatch):
 
     def listing(problem, specs, pre, post, handle, modes):
         asked.append((problem.direction, handle, modes))
-        return ["eng1", "eng6_k2=3", "eng1", "eng5", "eng7"]
+        # eng8 carries TENSOR_CORE (0), which FP32 strict excludes: known from the listing, nothing built for it
+        return [("eng1", (), ()), ("eng8", (0,), ()), ("eng6_k2=3", (), (0,)), ("eng1", (), ()), ("eng5", None, None),
+                ("eng7", (), ())]
 
     monkeypatch.setattr(cudnn_execute, "NativeRun", FakeRun)
     monkeypatch.setattr(cudnn_execute, "_native_handle", lambda dev: (0x99, None))
-    monkeypatch.setattr(cudnn_execute, "heuristic_plans", listing)
+    monkeypatch.setattr(cudnn_execute, "heuristic_configs", listing)
     monkeypatch.setenv("MIOFIND_CUDNN_EXECUTE", "backend")
     p = P("B", n=2, c=8, k=4, in_size=(6, 6), filter_size=3, pads=1)
     assert cudnn_base.list_plans(p, 2) == [("eng1", 64), ("eng6_k2=3", 64)]
     g = cudnn_base.plan_graph(p)
-    assert g.listed == "backend" and [pl.name for pl in g.plans] == ["eng1", "eng6_k2=3", "eng5", "eng7"]
+    assert g.listed == "backend" and [pl.name for pl in g.plans] == ["eng1", "eng8", "eng6_k2=3", "eng5", "eng7"]
+    assert g.by_name["eng8"].reason.startswith("excluded")
     assert asked == [("B", 0x99, ("A", "FALLBACK"))] and made == ["eng1", "eng6_k2=3"] and not FAKE.graphs
     # eng5: the backend API refuses it, so the frontend's graph is built now and its plan at eng5's index (6) built
     assert cudnn_base.list_plans(p) == [("eng1", 64), ("eng6_k2=3", 64), ("eng5", 256)]
     assert len(FAKE.graphs) == 1 and FAKE.graphs[0].built == {6} and g.by_name["eng5"].index == 6
     assert "do not offer it" in g.by_name["eng7"].reason and g.by_name["eng1"].index == 1
     # the backend listing fails: the frontend lists (and its plans are still built as NativePlans where they can be)
-    monkeypatch.setattr(cudnn_execute, "heuristic_plans", lambda *a: (_ for _ in ()).throw(
+    monkeypatch.setattr(cudnn_execute, "heuristic_configs", lambda *a: (_ for _ in ()).throw(
         cudnn_execute.BackendPlanError("no engine heuristics")))
     q = P("B", n=2, c=8, k=4, in_size=(5, 5), filter_size=3, pads=1)
     assert [n for n, _ in cudnn_base.list_plans(q)] == ["eng1", "eng3_fft", "eng5"]
     assert cudnn_base.plan_graph(q).listed == "frontend" and len(FAKE.graphs) == 2
     # native_listing off (the A/B's old arm): the frontend lists
-    monkeypatch.setattr(cudnn_execute, "heuristic_plans", listing)
+    monkeypatch.setattr(cudnn_execute, "heuristic_configs", listing)
     monkeypatch.setattr(cudnn_base, "native_listing", False)
     r = P("B", n=2, c=8, k=8, in_size=(5, 5), filter_size=3, pads=1)
     assert cudnn_base.plan_graph(r).listed == "frontend" and len(asked) == 1
@@ -888,6 +891,7 @@ class _FakeBackend:
     def __init__(self, fail=()):
         import ctypes
         self.fail, self.kinds, self.destroyed, self.mode, self.filled = set(fail), {}, set(), {}, {}
+        self.knobs_set = []
         vp, i32, i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64
         self.ct = ctypes
 
@@ -904,6 +908,10 @@ class _FakeBackend:
         def setattr_(d, attr, kind, count, values):
             if attr == 200:
                 self.mode[d] = ctypes.cast(values, ctypes.POINTER(i32))[0]
+            elif attr == 1301:                 # an engine made by its global index
+                self.filled[d] = ctypes.cast(values, ctypes.POINTER(i64))[0]
+            elif attr in (600, 601):           # a knob choice's type and value
+                self.knobs_set.append(ctypes.cast(values, ctypes.POINTER(i32 if attr == 600 else i64))[0])
             return 0
 
         def finalize(d):
@@ -935,6 +943,14 @@ class _FakeBackend:
             elif attr == 601:
                 ctypes.cast(out, ctypes.POINTER(i64))[0] = self.filled[d][1]
                 got[0] = 1
+            elif attr in (1303, 1305) and self.filled[d] == 6:     # engine 6: TENSOR_CORE; runtime compilation
+                ctypes.cast(out, ctypes.POINTER(i32))[0] = 0
+                got[0] = 1
+            elif attr in (1303, 1305) and self.filled[d] == 1:
+                got[0] = 0
+            elif attr == 402:                  # a plan's workspace
+                ctypes.cast(out, ctypes.POINTER(i64))[0] = 4096
+                got[0] = 1
             else:
                 return 3
             return 0
@@ -945,7 +961,7 @@ class _FakeBackend:
             cudnnBackendSetAttribute=ctypes.CFUNCTYPE(i32, vp, i32, i32, i64, vp)(setattr_),
             cudnnBackendGetAttribute=ctypes.CFUNCTYPE(i32, vp, i32, i32, i64, ctypes.POINTER(i64), vp)(getattr_),
             cudnnBackendFinalize=ctypes.CFUNCTYPE(i32, vp)(finalize),
-            cudnnGetLastErrorString=lambda buf, n: None)
+            cudnnGetLastErrorString=lambda buf, n: None, cudnnBackendExecute=None, cudnnSetStream=None)
 
 
 @pytest.mark.parametrize("path", ["ctypes", "native"])
@@ -959,7 +975,7 @@ def test_heuristic_plans_names_configs_as_the_frontend(path, monkeypatch):
 
     if path == "native" and not hasattr(launch.native() or object(), "cudnn_heuristics"):
         pytest.skip("miofind._native (with cudnn_heuristics) is not built")
-    monkeypatch.setattr(cudnn_execute, "native_heuristics", path == "native")
+    monkeypatch.setattr(cudnn_execute, "native_calls", path == "native")
     p = P("W", n=2, c=8, k=4, in_size=(6, 6), filter_size=3, pads=1, layout="NHWC", dtype="FP16")
     specs, (pre, post) = cudnn_base.tensor_specs(p), cudnn_base.paddings(p)
     for fail, want in (((), ["eng1", "eng6_k2=3", "eng1", "eng5_k14=4_k3=0"]), ((3,), ["eng1", "eng5_k14=4_k3=0"])):
@@ -967,8 +983,46 @@ def test_heuristic_plans_names_configs_as_the_frontend(path, monkeypatch):
         monkeypatch.setattr(cudnn_execute, "_lib", fake.lib)
         assert cudnn_execute.heuristic_plans(p, specs, pre, post, 0x99) == want
         assert fake.destroyed == set(fake.kinds) and len(fake.kinds) > 70      # 64 knob descriptors among them
+        notes = {name: (num, beh) for name, num, beh in cudnn_execute.heuristic_configs(p, specs, pre, post, 0x99)}
+        # engine 1 has none, engine 6 one of each (TENSOR_CORE, RUNTIME_COMPILATION), engine 5's are not given
+        assert notes == {n: v for n, v in {"eng1": ((), ()), "eng6_k2=3": ((0,), (0,)),
+                                           "eng5_k14=4_k3=0": (None, None)}.items() if n in want}, notes
     fake = _FakeBackend((2, 3))
     monkeypatch.setattr(cudnn_execute, "_lib", fake.lib)
     with pytest.raises(cudnn_execute.BackendPlanError, match="offered nothing"):
         cudnn_execute.heuristic_plans(p, specs, pre, post, 0x99)
     assert fake.destroyed == set(fake.kinds)
+
+
+@pytest.mark.parametrize("path", ["ctypes", "native"])
+def test_backend_plan_builds_or_refuses_before_compiling(path, monkeypatch):
+    """cudnn_execute.BackendPlan (through ctypes, or in one C call with the GIL released: cudnn_plan_build) builds a
+    plan from its engine and knob choices and reads its workspace and behaviour notes; an engine carrying an excluded
+    numerical note raises ExcludedPlan and, with defer_rtc, one that compiles when built RuntimeCompiled, both before the
+    plan is finalized; every descriptor is destroyed once the plan is closed (at once where it is refused)."""
+    from miofind import launch
+    from miofind.solvers import cudnn_execute
+
+    if path == "native" and not hasattr(launch.native() or object(), "cudnn_plan_build"):
+        pytest.skip("miofind._native (with cudnn_plan_build) is not built")
+    monkeypatch.setattr(cudnn_execute, "native_calls", path == "native")
+    p = P("F", n=2, c=8, k=4, in_size=(6, 6), filter_size=3, pads=1, layout="NHWC", dtype="FP16")
+    specs, (pre, post) = cudnn_base.tensor_specs(p), cudnn_base.paddings(p)
+    fake = _FakeBackend()
+    monkeypatch.setattr(cudnn_execute, "_lib", fake.lib)
+    plan = cudnn_execute.BackendPlan(p, specs, pre, post, 0x99, "eng1_k2=3_k14=4", 1, {2: 3, 14: 4},
+                                     exclude=("REDUCED_PRECISION_REDUCTION",))
+    assert plan.workspace == 4096 and tuple(plan.behavior) == () and fake.knobs_set == [2, 3, 14, 4]
+    assert plan.plan.value in fake.kinds and fake.kinds[plan.plan.value] == 5 and not fake.destroyed
+    plan.close()
+    assert fake.destroyed == set(fake.kinds)
+    six = dict(problem=p, specs=specs, pre=pre, post=post, handle=0x99, name="eng6", engine=6, knobs={})
+    fake = _FakeBackend()
+    monkeypatch.setattr(cudnn_execute, "_lib", fake.lib)
+    with pytest.raises(cudnn_execute.ExcludedPlan, match="TENSOR_CORE"):
+        cudnn_execute.BackendPlan(**six, exclude=("TENSOR_CORE", "DOWN_CONVERT_INPUTS"))
+    with pytest.raises(cudnn_execute.RuntimeCompiled):
+        cudnn_execute.BackendPlan(**six, defer_rtc=True)
+    assert fake.destroyed == set(fake.kinds) and not any(k == 5 for k in fake.kinds.values())
+    built = cudnn_execute.BackendPlan(**six)
+    assert tuple(built.behavior) == (0,) and built.workspace == 4096

@@ -614,7 +614,7 @@ def test_backend_heuristics_list_the_frontends_plans(path, monkeypatch):
 
     if path == "native" and not hasattr(launch.native() or object(), "cudnn_heuristics"):
         pytest.skip("miofind._native (with cudnn_heuristics) is not built")
-    monkeypatch.setattr(cudnn_execute, "native_heuristics", path == "native")
+    monkeypatch.setattr(cudnn_execute, "native_calls", path == "native")
     dev = cudnn_base._device_id()
     handle, _ = cudnn_execute._native_handle(dev)
     first = BY_DIR["F"].configs_now
