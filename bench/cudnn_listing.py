@@ -11,7 +11,9 @@ row and way):
 
 Then beside a busy Python thread (what a find's own work is to a thread listing its cuDNN plans): each way's listing
 in a thread while the main thread counts in Python, the listing's wall time and the main thread's count rate against
-its rate alone. Prints a table; ``--json`` writes every figure.
+its rate alone. (The rate alone is counted by another loop, a timed one, so the ratios compare the three ways with
+each other; session-nov27f's call 2 has them above 1 beside the C listing.) Prints a table; ``--json`` writes every
+figure.
 
     python bench/cudnn_listing.py [--repeats 5] [--busy-repeats 2] [--json out.json]
 """
