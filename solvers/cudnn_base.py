@@ -3,7 +3,10 @@
 Every cuDNN engine configuration ("plan") is one candidate: config ``{"plan": name}`` where the
 name is cuDNN's own engine tag (engine id and knob choices, e.g. ``eng67_k2=5_k3=0``). One graph per
 problem and device holds every plan that heuristic modes A and FALLBACK offer, in heuristic order;
-plans are built on demand and executed by index. Numerical-note filters keep the data contract:
+plans are built on demand. Where a problem replays natively, the heuristics are asked and the plans built through
+cuDNN's backend API (``cudnn_execute``: in C with the GIL released, so a find's thread can do it, ``prefetch``), the
+frontend's graph only where a plan needs it; elsewhere the frontend's graph lists, builds and executes the plans by
+index. Numerical-note filters keep the data contract:
 FP32 with math "strict" never runs a tensor-core (TF32) or input-down-converting engine, and no
 engine may reduce in less than FP32.
 
@@ -370,7 +373,8 @@ def excluded_notes(problem: ProblemDescription) -> tuple[str, ...]:
 # -- one graph per (device, problem), its plans built on demand --------------------------------
 
 class CudnnPlan:
-    """One plan of a graph: ``index`` (its position in the graph's plan list, heuristic order),
+    """One plan of a graph: ``index`` (its position in the frontend graph's plan list, heuristic order; None for a
+    plan listed through the backend API while no frontend graph is built, or that the frontend does not offer),
     ``name``, whether it is ``built`` (runnable: through the frontend, ``fe_built``, or as a ``native``
     NativePlan alone), its ``workspace`` bytes, the ``reason`` it cannot run (deselected by a note filter,
     build failure), its ``invoker``, and ``rtc``: a build that deferred runtime-compiled engines found it one (it
@@ -379,7 +383,7 @@ class CudnnPlan:
 
     __slots__ = ("index", "name", "built", "workspace", "reason", "invoker", "native", "fe_built", "rtc")
 
-    def __init__(self, index: int, name: str, built: bool = False, workspace: int = 0, reason: str = "",
+    def __init__(self, index: int | None, name: str, built: bool = False, workspace: int = 0, reason: str = "",
                  invoker: object = None) -> None:
         self.index, self.name, self.built, self.workspace, self.reason, self.invoker = \
             index, name, built, workspace, reason, invoker
