@@ -1094,6 +1094,11 @@ def prefetch(problem: ProblemDescription, limit: int | None = None) -> threading
     def work():
         try:
             import cupy
+
+            from miofind.nvlib import relaxed_capture_mode
+            # its CUDA calls (cuDNN's allocations and module loads when a plan is built) neither fail nor invalidate
+            # a CUDA-graph capture another thread runs meanwhile, as miofind's other background threads
+            relaxed_capture_mode()
             cupy.cuda.runtime.setDevice(dev)
             if how == "build":
                 cap = env.cudnn_plans() if limit is None else min(limit, env.cudnn_plans())

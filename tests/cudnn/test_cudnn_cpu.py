@@ -1026,3 +1026,46 @@ def test_backend_plan_builds_or_refuses_before_compiling(path, monkeypatch):
     assert fake.destroyed == set(fake.kinds) and not any(k == 5 for k in fake.kinds.values())
     built = cudnn_execute.BackendPlan(**six)
     assert tuple(built.behavior) == (0,) and built.workspace == 4096
+
+
+@pytest.mark.parametrize("how", ["build", "list", "off"])
+def test_prefetch_lists_and_builds_in_a_thread(how, fake, monkeypatch):
+    """cudnn_base.prefetch (a find's miss, MIOFIND_CUDNN_PREFETCH) starts a thread that lists the problem's plans through
+    the backend API (``list``) and builds the first ``limit`` of them (``build``), leaving the graph cached for the
+    find's own listing; ``off``, a graph already cached, a problem that does not replay natively or no native listing
+    start nothing."""
+    import cupy
+
+    from miofind import launch
+    from miofind.solvers import cudnn_execute
+
+    made = []
+
+    class FakeRun:
+        _kept, plan = False, None
+
+        def __init__(self, problem, specs, pre, post, device, stream, name, engine, knobs, exclude=(), defer_rtc=False,
+                     plan=None):
+            self.fn, self.ctx, self.workspace = 0x1234, 0x5678, 0
+            made.append(name)
+
+    monkeypatch.setattr(cupy.cuda.runtime, "setDevice", lambda dev: None)
+    monkeypatch.setattr(launch, "native", lambda: types.SimpleNamespace(cudnn_heuristics=None))
+    monkeypatch.setattr(cudnn_execute, "NativeRun", FakeRun)
+    monkeypatch.setattr(cudnn_execute, "_native_handle", lambda dev: (0x99, None))
+    monkeypatch.setattr(cudnn_execute, "heuristic_configs",
+                        lambda *a: [("eng1", (), ()), ("eng6", (), ()), ("eng7", (), ())])
+    monkeypatch.setenv("MIOFIND_CUDNN_EXECUTE", "backend")
+    monkeypatch.setenv("MIOFIND_CUDNN_PREFETCH", how)
+    p = P("F", n=2, c=8, k=4, in_size=(6, 6), filter_size=3, pads=1)
+    t = cudnn_base.prefetch(p, 2)
+    if how == "off":
+        assert t is None and not cudnn_base._graphs
+        return
+    t.join(10)
+    g = cudnn_base._graphs[(0, p.as_conv())]
+    assert g.listed == "backend" and [pl.name for pl in g.plans] == ["eng1", "eng6", "eng7"]
+    assert made == (["eng1", "eng6"] if how == "build" else []) and not FAKE.graphs
+    assert cudnn_base.prefetch(p, 2) is None                      # cached: nothing more to start
+    monkeypatch.setattr(launch, "native", lambda: None)           # no C listing: the thread would wait for the GIL
+    assert cudnn_base.prefetch(P("F", n=2, c=8, k=8, in_size=(6, 6), filter_size=3, pads=1), 2) is None
