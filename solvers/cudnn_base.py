@@ -675,13 +675,14 @@ class PlanGraph:
             raise CudnnPlanError(f"plan {name!r} for {self.problem.key()} cannot run ({versions()}): {plan.reason}")
         return plan
 
-    def _rebuilt(self, plan: CudnnPlan, cls, *where):
+    def _rebuilt(self, plan: CudnnPlan, cls, /, *where, **kw):
         """``cls`` (cudnn_execute.BackendPlan or NativeRun, ``where`` its arguments between the paddings and the
-        plan's name) of ``plan``: the same engine and knobs built through the backend API, for a plain
-        convolution whose workspace fits the frontend plan's; else why not (a str)."""
+        plan's name, ``kw`` its keywords: NativeRun's ``plan``, a BackendPlan to share) of ``plan``: the same engine and
+        knobs built through the backend API, for a plain convolution whose workspace fits the frontend plan's; else why
+        not (a str)."""
         try:
             pre, post = paddings(self.problem)
-            got = cls(self.problem, self.specs, pre, post, *where, plan.name, *parse_plan_name(plan.name))
+            got = cls(self.problem, self.specs, pre, post, *where, plan.name, *parse_plan_name(plan.name), **kw)
         except (cudnn_execute.BackendPlanError, ValueError) as e:
             return " ".join(str(e).split())[:300]
         if got.workspace > plan.workspace:
@@ -736,7 +737,10 @@ class PlanGraph:
         def native_run(stream: int):
             got = natives.get(stream)
             if got is None:
-                got = natives[stream] = self._rebuilt(plan, cudnn_execute.NativeRun, self.device, stream)
+                # the first stream's finalized plan serves the others (a runtime-compiled engine compiles once)
+                first = next((r for r in natives.values() if not isinstance(r, str)), None)
+                got = natives[stream] = self._rebuilt(plan, cudnn_execute.NativeRun, self.device, stream,
+                                                      **({"plan": first.plan} if first is not None else {}))
             if isinstance(got, str):
                 raise launch.NotTraceable(f"cuDNN plan {name} through the backend API: {got}")
             return got

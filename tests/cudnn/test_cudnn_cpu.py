@@ -557,11 +557,12 @@ def test_direct_failure_falls_back_to_public(fake, monkeypatch):
 def test_backend_invoker_is_traced_as_one_native_call(fake, monkeypatch):
     """MIOFIND_CUDNN_EXECUTE=backend (the default): calls from Python take the frontend's binding, and the invoker is
     traceable: a trace records one library call, cudnn_run(ctx, a, b, out, workspace) of the plan rebuilt through the
-    backend API for the trace's stream (made once per stream), its pointers written per replay."""
+    backend API for the trace's stream (made once per stream, on the first stream's finalized plan), its pointers written
+    per replay."""
     from miofind import launch
     from miofind.solvers import cudnn_execute
 
-    made = []
+    made, shared = [], []
 
     class FakeRun:
         trace = cudnn_execute.NativeRun.trace      # the real recording of cudnn_run's call
@@ -569,7 +570,9 @@ def test_backend_invoker_is_traced_as_one_native_call(fake, monkeypatch):
 
         def __init__(self, problem, specs, pre, post, device, stream, name, engine, knobs, exclude=(), defer_rtc=False, plan=None):
             self.fn, self.ctx, self.workspace = 0x1234, 0x5678, 0
+            self.plan = plan if plan is not None else ("built", stream)
             made.append((problem.direction, stream, name, engine, knobs))
+            shared.append(plan)
 
     class Classic(FakeGraph):
         def _execute_plan_at_index(self, var_pack, ws, index, handle):
@@ -589,7 +592,8 @@ def test_backend_invoker_is_traced_as_one_native_call(fake, monkeypatch):
         assert steps == [("call", 0x1234, [0x5678, *stand_ins, 0], [(1, 0, 0), (2, 1, 0), (3, 2, 0)])]
     assert made == [("B", 0xAB, "eng1", 1, {})]
     launch.trace(inv, False, 0xCD)
-    assert made[-1] == ("B", 0xCD, "eng1", 1, {})
+    # the second stream's run shares the first one's finalized plan: the plan is built once
+    assert made[-1] == ("B", 0xCD, "eng1", 1, {}) and shared == [None, ("built", 0xAB)]
     # refused (a name that is no engine's, no native extension): not traceable, named
     g, pl, inv = _run_once("W")
     with pytest.raises(launch.NotTraceable, match="not a cuDNN engine name"):
