@@ -389,6 +389,8 @@ def prefetch_cudnn(problem, dbs, dev: DeviceInfo, cands, limited: bool) -> bool:
     """Start listing the cuDNN candidate's plans in a thread (``cudnn_base.prefetch``) where the find will list them
     (no tuned config stands in for them), its first ``configs_now`` where the find is ``limited``; whether it started.
     ``benchmark`` lists such a candidate's configs after the other candidates', so that the thread has their time."""
+    if env.cudnn_prefetch() == "off":      # read first: a bad value is the user's error, named, not passed over
+        return False
     for s in cands:
         if s.family != "cudnn" or tuned_config(dbs, dev, problem, s) is not None:
             continue

@@ -207,6 +207,16 @@ def test_cudnn_variables(monkeypatch):
     monkeypatch.setenv("MIOFIND_CUDNN_EXECUTE", "fast")
     with pytest.raises(ValueError, match=r"^MIOFIND_CUDNN_EXECUTE='fast': expected backend, direct or public$"):
         env.cudnn_execute()
+    assert env.cudnn_prefetch() == "build"
+    monkeypatch.setenv("MIOFIND_CUDNN_PREFETCH", "List")
+    assert env.cudnn_prefetch() == "list"
+    monkeypatch.setenv("MIOFIND_CUDNN_PREFETCH", "yes")
+    with pytest.raises(ValueError, match=r"^MIOFIND_CUDNN_PREFETCH='yes': expected off, list or build$"):
+        env.cudnn_prefetch()
+    # a find names the bad value rather than passing over it (find.prefetch_cudnn reads it before anything else)
+    from miofind import find
+    with pytest.raises(ValueError, match="MIOFIND_CUDNN_PREFETCH"):
+        find.prefetch_cudnn(None, None, None, [], True)
 
 
 def test_readme_table_lists_every_variable():
