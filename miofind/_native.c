@@ -592,8 +592,8 @@ static PyObject *cudnn_runner(PyObject *mod, PyObject *unused) {
 
 typedef int (*cudnn_get_fn)(void *, int, int, int64_t, int64_t *, void *);
 
-enum { BK_TENSOR = 17, BK_CONVOLUTION = 1, BK_ENGINE = 2, BK_ENGINECFG = 3, BK_KNOB_CHOICE = 7, BK_OPGRAPH = 15, BK_PLAN = 5,
-       BK_ENGINEHEUR = 4, BT_HANDLE = 0, BT_DATA_TYPE = 1, BT_INT64 = 3, BT_FLOAT = 4, BT_CONV_MODE = 7,
+enum { BK_TENSOR = 17, BK_CONVOLUTION = 1, BK_ENGINE = 2, BK_ENGINECFG = 3, BK_KNOB_CHOICE = 7, BK_OPGRAPH = 15,
+       BK_PLAN = 5, BK_ENGINEHEUR = 4, BT_HANDLE = 0, BT_DATA_TYPE = 1, BT_INT64 = 3, BT_FLOAT = 4, BT_CONV_MODE = 7,
        BT_HEUR_MODE = 8, BT_KNOB_TYPE = 9, BT_NUMERICAL_NOTE = 11, BT_BEHAVIOR_NOTE = 19, BT_DESC = 15,
        HEUR_KNOBS = 64, HEUR_NOTES = 32, HEUR_CONFIGS = 256, HEUR_DESCS = 1024, HEUR_MODES_MAX = 4, HEUR_DIMS = 8,
        HEUR_ROW = 4 + 2 * HEUR_KNOBS + 2 * HEUR_NOTES };
@@ -622,10 +622,6 @@ typedef struct {
     int op_attrs[6];          /* a, b, out, alpha, beta, the conv descriptor */
 } heur_spec;
 
-/* Build the operation graph of one convolution and ask each heuristics mode for its engine configs: ``out`` gets, per
- * config, the engine's global index, the counts of knobs, numerical and behaviour notes (-1: not given), the knobs'
- * (type, value) pairs as the frontend's get_engine_tag reads them, then the notes; returns 0, or the failing step (1-based, *status its cudnnStatus_t). A mode that fails is passed over
- * (its status in *mode_status). Runs without the GIL: nothing here touches Python. */
 /* The finalized operation graph of one convolution (tensors uid 1-3, the convolution, the operation) into *graph;
  * returns 0, or the failing step (counted from *step on, *status its cudnnStatus_t). */
 static int heur_graph(heur_pool *p, const heur_spec *s, void **graph, int *step_io, int *status) {
@@ -669,6 +665,11 @@ static int heur_graph(heur_pool *p, const heur_spec *s, void **graph, int *step_
     return 0;
 }
 
+/* Build the operation graph of one convolution and ask each heuristics mode for its engine configs: ``out`` gets, per
+ * config, the engine's global index, the counts of knobs, numerical and behaviour notes (-1: not given), the knobs'
+ * (type, value) pairs as the frontend's get_engine_tag reads them, then the notes. Returns 0, or the failing step
+ * (1-based, *status its cudnnStatus_t); a mode that fails is passed over (its status in *mode_status). Runs without
+ * the GIL: nothing here touches Python. */
 static int heur_list(heur_pool *p, const heur_spec *s, int64_t *out, int64_t cap, int64_t *used, int *status,
                      int *mode_status) {
     void *graph, *eng, *knobs[HEUR_KNOBS];
@@ -838,7 +839,8 @@ static PyObject *cudnn_heuristics(PyObject *mod, PyObject *args) {
     if (!(configs = PyList_New(0)) || !(sts = PyList_New(0))) goto done;
     for (int64_t i = 0; i < used;) {
         int64_t nk = out[i + 1], nn = out[i + 2], nb = out[i + 3];
-        PyObject *ks = PyTuple_New((Py_ssize_t)nk), *ns = nn < 0 ? (Py_INCREF(Py_None), Py_None) : PyTuple_New((Py_ssize_t)nn),
+        PyObject *ks = PyTuple_New((Py_ssize_t)nk),
+                 *ns = nn < 0 ? (Py_INCREF(Py_None), Py_None) : PyTuple_New((Py_ssize_t)nn),
                  *bs = nb < 0 ? (Py_INCREF(Py_None), Py_None) : PyTuple_New((Py_ssize_t)nb);
         if (!ks || !ns || !bs) {
             Py_XDECREF(ks);
@@ -894,12 +896,13 @@ done:
     return res;
 }
 
-/* One execution plan (engine, knob choices) of the convolution built on the backend API: 0 with *outcome 0 (built: *plan,
- * *ws), 1 (the engine carries a numerical note of ``exclude``: nothing compiled) or 2 (``defer_rtc`` and the engine
- * compiles when built: nothing compiled); else the failing step (*status its cudnnStatus_t). Runs without the GIL. */
-static int plan_build(heur_pool *p, const heur_spec *s, int64_t engine, const int64_t *knobs, int nk, const int *exclude,
-                      int nex, int defer_rtc, void **plan, int64_t *ws, int *notes, int64_t *nn, int *beh, int64_t *nb,
-                      int *outcome, int *status) {
+/* One execution plan (engine, knob choices) of the convolution built on the backend API: 0 with *outcome 0 (built:
+ * *plan, *ws), 1 (the engine carries a numerical note of ``exclude``: nothing compiled) or 2 (``defer_rtc`` and the
+ * engine compiles when built: nothing compiled); else the failing step (*status its cudnnStatus_t). Runs without the
+ * GIL. */
+static int plan_build(heur_pool *p, const heur_spec *s, int64_t engine, const int64_t *knobs, int nk,
+                      const int *exclude, int nex, int defer_rtc, void **plan, int64_t *ws, int *notes, int64_t *nn,
+                      int *beh, int64_t *nb, int *outcome, int *status) {
     void *graph, *eng, *cfg, *kc[HEUR_KNOBS];
     int st, step = 0;
     int64_t n = 0;
@@ -962,8 +965,8 @@ static PyObject *int_tuple(const int *v, int64_t n) {
     return t;
 }
 
-/* cudnn_plan_build(fns, handle, dtype, op_kind, op_attrs, dims, strides, conv, align, engine, knobs, exclude, defer_rtc)
- * -> (0, plan, workspace, behaviour notes, descriptors) | (1, numerical notes) | (2, behaviour notes) */
+/* cudnn_plan_build(fns, handle, dtype, op_kind, op_attrs, dims, strides, conv, align, engine, knobs, exclude,
+ * defer_rtc) -> (0, plan, workspace, behaviour notes, descriptors) | (1, numerical notes) | (2, behaviour notes) */
 static PyObject *cudnn_plan_build(PyObject *mod, PyObject *args) {
     (void)mod;
     PyObject *fns, *op_attrs, *dims, *strides, *conv, *knob_seq, *exclude_seq;

@@ -807,7 +807,8 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
     overlapped the candidates' preparation, with ``reference_wait_ms`` the host time then still spent
     waiting for it; 0 with ``reference_shared`` when a live harness of the problem had it),
     ``setup_ms`` (the harness: inputs made and the reference queued), ``configs_ms`` (listing each
-    candidate's workspace and configs: cuDNN builds its plans there; ``configs_by_solver`` each solver's part), ``verify_ms``, ``timing_ms``
+    candidate's workspace and configs: cuDNN builds its plans there; ``configs_by_solver`` each solver's
+    part), ``verify_ms``, ``timing_ms``
     (sums over the candidates), ``measure_ms`` (their measurements' wall time, of which verify and timing
     are parts), ``configs_stopped`` (configs not measured: their solver had a fully
     timed config and then CONFIG_STOP_AFTER_CUTS cut ones in a row) and ``candidates``: per measured
