@@ -7,7 +7,11 @@ FP16 NHWC. Per layer, data type and direction, side by side:
 
 - **torch**: cuDNN's benchmark mode (``torch.backends.cudnn.benchmark = True``), the first call of a
   shape it has not seen (``conv2d`` for F, ``aten.convolution_backward`` with one output for B and W),
-  synchronised, in a child process whose cuDNN is warmed up on another shape first;
+  synchronised, in a child process whose cuDNN is warmed up on another shape first: one child per layer and data
+  type, as miofind's warm finds run (a process that ran other layers first has loaded kernels those layers' plans
+  share: CUDA loads a kernel's module at its first launch, 7-24 ms for some cuDNN engines' kernels in
+  session-nov27f's call 4, and those of the same engine on a later shape cost nothing); ``--torch-one-process``
+  runs every row in one child instead, as this benchmark did up to session-nov27f;
 - **miofind, empty caches**: ``find_solutions`` (normal mode, the shipped DB beneath a new, empty user
   DB) in a child process with a fresh ``MIOFIND_KERNEL_CACHE`` and a fresh ``CUPY_CACHE_DIR`` (a fresh
   install): CUDA, the import and ``warm_up()`` are done before the first find is timed, nothing else;
@@ -117,6 +121,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="CuPy's kernel cache as `miofind warmup` on a GPU left it (CUPY_CACHE_DIR): the empty-caches "
                          "processes start from a copy of it")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per child process")
+    ap.add_argument("--torch-one-process", action="store_true",
+                    help="torch's first calls of every row in one child (the way up to session-nov27f), not one "
+                         "child per layer and data type as miofind's warm finds")
     ap.add_argument("--child", choices=("torch", "miofind"), help=argparse.SUPPRESS)
     ap.add_argument("--rows", help=argparse.SUPPRESS)
     ap.add_argument("--warmup", action="store_true", help=argparse.SUPPRESS)
@@ -272,10 +279,16 @@ def layers(args) -> list[dict]:
     """Every layer row: torch's first call, miofind's find with empty caches and with a warm kernel
     cache, each shape and data type in its own pair of child processes."""
     rows = rows_of(args)
-    out = {(r["shape"], r["dtype"], r["direction"]): r for r in run_child("torch", rows, child_env(), args.timeout)}
+    out = {}
+    if args.torch_one_process:
+        out.update({(r["shape"], r["dtype"], r["direction"]): r for r in run_child("torch", rows, child_env(),
+                                                                                   args.timeout)})
     for shape in args.shapes:
         for dtype in args.dtypes:
             mine = [r for r in rows if r[0] == shape and r[1] == dtype]
+            if not args.torch_one_process:
+                out.update({(r["shape"], r["dtype"], r["direction"]): r
+                            for r in run_child("torch", mine, child_env(), args.timeout)})
             with tempfile.TemporaryDirectory(prefix="bench_cold_") as d:
                 caches = dict(MIOFIND_KERNEL_CACHE=_fresh_cache(d, args), CUPY_CACHE_DIR=_fresh_cache(d, args, "cupy"))
                 empty = run_child("miofind", mine, child_env(MIOFIND_DB=f"sqlite:///{d}/empty.sqlite", **caches),
@@ -334,7 +347,9 @@ def markdown(layer_rows: list[dict], resnet_rows: list[dict], meta: dict) -> str
            f"`{meta.get('command', '')}`  ",
            f"PyTorch {meta.get('torch', '?')}, cuDNN {meta.get('cudnn', '?')}, miofind {meta.get('miofind', '?')}. "
            "Find = `find_solutions` in normal mode on an empty user DB (shipped DB beneath), wall ms; torch = "
-           "cuDNN benchmark mode's first call of the shape, synchronised, wall ms. Warm: kernel cache and "
+           "cuDNN benchmark mode's first call of the shape, synchronised, wall ms, "
+           + ("every row in one process" if meta.get("torch_one_process") else
+              "in a process per layer and type as miofind's warm finds") + ". Warm: kernel cache and "
            "CuPy cache from an earlier process, after one untimed find of another shape; empty: fresh caches"
            + (" (the kernel cache as `miofind warmup` left it: a fresh install that ran it)" if meta.get("installed_cache")
               else "") + (" (CuPy's cache too)" if meta.get("installed_cupy_cache") else "") + ", "
@@ -416,6 +431,7 @@ def main(argv=None) -> int:
     meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
             "miofind": miofind.__version__,
             "installed_cache": bool(args.installed_cache), "installed_cupy_cache": bool(args.installed_cupy_cache),
+            "torch_one_process": args.torch_one_process,
             "command": "python bench/bench_cold.py " + " ".join(sys.argv[1:] if argv is None else argv)}
     layer_rows, resnet_rows = [], []
     if not args.skip_layers:

@@ -82,3 +82,25 @@ def test_report_marks_the_targets(bc):
     assert "(answered without a benchmark)" in md
     r50 = next(ln for ln in lines if ln.startswith("| train48-fp32 |"))
     assert r50 == "| train48-fp32 | 3.00 | 6.50 | **no** | 60 | 5.00 | 4.00 | yes |"
+
+
+def test_torch_runs_in_the_same_processes_as_the_warm_finds(bc, monkeypatch):
+    """torch's first calls run in one child per layer and data type, as miofind's warm finds do (a process that ran
+    other layers has loaded kernels their plans share); ``--torch-one-process`` keeps the old single child."""
+    calls = []
+
+    def fake_child(kind, rows, env, timeout, warmup=False):
+        calls.append((kind, [tuple(r) for r in rows]))
+        if kind == "torch":
+            return [{"shape": s, "dtype": t, "direction": d, "torch_first_ms": 10.0} for s, t, d in rows]
+        return [{"shape": s, "dtype": t, "direction": d, "key": f"{s}-{t}-{d}", "find_ms": 20.0} for s, t, d in rows]
+
+    monkeypatch.setattr(bc, "run_child", fake_child)
+    two = ["--out", "x", "--shapes", "r50_128_28_3x3_n16,inc_160_17_1x7_n16", "--dirs", "FB"]
+    rows = bc.layers(bc.parse_args(two))
+    torch_calls = [r for k, r in calls if k == "torch"]
+    assert len(torch_calls) == 4 and all(len({(s, t) for s, t, _ in r}) == 1 and len(r) == 2 for r in torch_calls)
+    assert len(rows) == 8 and all(r["ratio_warm_vs_torch"] == 2.0 for r in rows)
+    calls.clear()
+    bc.layers(bc.parse_args(two + ["--torch-one-process"]))
+    assert [len(r) for k, r in calls if k == "torch"] == [8]
