@@ -409,8 +409,9 @@ class PlanGraph:
     by its engine id and knobs (``create_execution_plan``) without running the heuristics (CudnnPlanError
     if it cannot be). With ``native`` (where ``native_first`` and the problem replays natively) the heuristics
     are asked and a plan is built through the backend API alone (``listed`` "backend", the plan a NativePlan),
-    the frontend's graph and plan only where a call needs them: every step a ctypes call, so a thread can list
-    and build a find's cuDNN plans while the find's other work runs."""
+    the frontend's graph and plan only where a call needs them: each a C call that releases the GIL where
+    ``miofind._native`` is built, so a thread can list and build a find's cuDNN plans while the find's other work
+    runs (``prefetch``)."""
 
     def __init__(self, problem: ProblemDescription, device: int, replay: tuple[str, int, dict] | None = None,
                  native: bool = False):
@@ -441,8 +442,9 @@ class PlanGraph:
             plan.index = index
 
     def _list_native(self) -> bool:
-        """List the heuristics' plans through the backend API (``cudnn_execute.heuristic_plans``, which lets other
-        threads run while cuDNN plans); False where it cannot (the frontend lists them then)."""
+        """List the heuristics' plans through the backend API (``cudnn_execute.heuristic_configs``, which lets other
+        threads run while cuDNN plans), a plan whose engine carries an excluded note marked so at once; False where it
+        cannot (the frontend lists them then)."""
         try:
             handle, _ = cudnn_execute._native_handle(self.device)
             pre, post = paddings(self.problem)
@@ -565,14 +567,11 @@ class PlanGraph:
                 notes.append(note)
             g.deselect_numeric_notes(notes)
             stage = "listing the plans"
-            names = []
             for i in range(int(g.get_execution_plan_count())):
                 name = str(g.get_plan_name_at_index(i))
                 if name == DELEGATING_PLAN:
                     self.skipped[name] = "delegates the choice to cuDNN; not a replayable plan"
                     continue
-                names.append((i, name))
-            for i, name in names:
                 self._add(i, name)
         except CudnnPlanError:
             raise
@@ -1077,6 +1076,13 @@ def list_plans(problem: ProblemDescription, limit: int | None = None,
         return out
 
 
+def first_plans(problem: ProblemDescription, limit: int | None = None) -> list[tuple[str, int]]:
+    """``list_plans`` as a find asks it (``CudnnSolverBase.find_configs``): up to MIOFIND_CUDNN_PLANS plans, or
+    ``limit`` (a find's first plans: then passing over runtime-compiled ones where MIOFIND_CUDNN_DEFER_RTC)."""
+    cap = env.cudnn_plans() if limit is None else min(limit, env.cudnn_plans())
+    return list_plans(problem, cap, limit is not None and env.cudnn_defer_rtc())
+
+
 def prefetch(problem: ProblemDescription, limit: int | None = None) -> threading.Thread | None:
     """Start, in a thread, what a find's ``find_configs(problem, limit)`` would do first (``MIOFIND_CUDNN_PREFETCH``:
     ``list`` the heuristics' plans of ``problem``'s graph, ``build`` them as that call builds them), so that the find's
@@ -1105,8 +1111,7 @@ def prefetch(problem: ProblemDescription, limit: int | None = None) -> threading
             relaxed_capture_mode()
             cupy.cuda.runtime.setDevice(dev)
             if how == "build":
-                cap = env.cudnn_plans() if limit is None else min(limit, env.cudnn_plans())
-                list_plans(p, cap, limit is not None and env.cudnn_defer_rtc())
+                first_plans(p, limit)
             else:
                 plan_graph(p)
         except Exception as e:      # noqa: BLE001  the find's own call meets it again and reports it
@@ -1218,9 +1223,7 @@ class CudnnSolverBase(Solver):
         ``limit`` (a find's first plans, the others measured once no find runs) passes over runtime-compiled
         plans (MIOFIND_CUDNN_DEFER_RTC), which ``more_configs`` then reports; where every plan is one, None (the
         heuristics' first plan, built now)."""
-        cap = env.cudnn_plans() if limit is None else min(limit, env.cudnn_plans())
-        defer = limit is not None and env.cudnn_defer_rtc()
-        return [{"plan": name} for name, _ in list_plans(problem, cap, defer)] or [None]
+        return [{"plan": name} for name, _ in first_plans(problem, limit)] or [None]
 
     def more_configs(self, problem: ProblemDescription, listed: list) -> bool:
         """Whether the limited listing passed over plans (runtime-compiled ones) that the full one holds."""

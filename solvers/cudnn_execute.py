@@ -110,14 +110,19 @@ def address(name: str) -> int:
     return ctypes.cast(getattr(library(), name), ctypes.c_void_p).value or 0
 
 
+def _last_error() -> str:
+    """cuDNN's message for its last failing call ("" where it gives none)."""
+    buf = ctypes.create_string_buffer(512)
+    try:
+        _lib.cudnnGetLastErrorString(buf, 512)
+    except Exception:       # noqa: BLE001 - the status alone then
+        pass
+    return buf.value.decode(errors="replace").strip()
+
+
 def _check(status: int, what: str) -> None:
     if status:
-        buf = ctypes.create_string_buffer(512)
-        try:
-            _lib.cudnnGetLastErrorString(buf, 512)
-        except Exception:       # noqa: BLE001 - the status alone then
-            pass
-        raise BackendPlanError(f"{what}: cudnnStatus {status} {buf.value.decode(errors='replace').strip()}")
+        raise BackendPlanError(f"{what}: cudnnStatus {status} {_last_error()}")
 
 
 def unsupported(problem: ProblemDescription) -> str | None:
@@ -301,20 +306,24 @@ def _entry_points() -> tuple[int, ...]:
                                       "cudnnBackendSetAttribute", "cudnnBackendGetAttribute", "cudnnBackendFinalize"))
 
 
+def _graph_args(p, specs, pre, post) -> tuple:
+    """The operation-graph arguments miofind._native's cuDNN calls share (after the entry points and the handle): data
+    type, operation kind and attributes, the three tensors' dims and strides in the invoker's order, and the
+    convolution's dilations, strides and paddings."""
+    roles = _ROLE_SPECS[p.direction]
+    return (DATA_TYPES[p.dtype], _OP[p.direction], _OP_ATTRS[p.direction],
+            tuple(tuple(specs[r].dim) for r in roles), tuple(tuple(specs[r].stride) for r in roles),
+            (tuple(p.dilations), tuple(p.strides), tuple(pre), tuple(post)))
+
+
 def _native_heuristics(nat, p, specs, pre, post, handle: int, modes) -> list[tuple]:
     """heuristic_configs through ``miofind._native.cudnn_heuristics``: the same calls in C, the GIL released once."""
-    lib = library()
-    roles = _ROLE_SPECS[p.direction]
+    library()
     try:
-        configs, statuses = nat.cudnn_heuristics(
-            _entry_points(), handle, DATA_TYPES[p.dtype], _OP[p.direction], _OP_ATTRS[p.direction],
-            tuple(tuple(specs[r].dim) for r in roles), tuple(tuple(specs[r].stride) for r in roles),
-            (tuple(p.dilations), tuple(p.strides), tuple(pre), tuple(post)), tuple(HEUR_MODES[m] for m in modes),
-            ALIGNMENT)
+        configs, statuses = nat.cudnn_heuristics(_entry_points(), handle, *_graph_args(p, specs, pre, post),
+                                                 tuple(HEUR_MODES[m] for m in modes), ALIGNMENT)
     except (RuntimeError, ValueError) as e:
-        buf = ctypes.create_string_buffer(512)
-        lib.cudnnGetLastErrorString(buf, 512)
-        raise BackendPlanError(f"{p.key()}: {e} {buf.value.decode(errors='replace').strip()}") from None
+        raise BackendPlanError(f"{p.key()}: {e} {_last_error()}") from None
     if not configs and any(statuses):
         raise BackendPlanError(f"{p.key()}: the heuristics offered nothing (statuses {dict(zip(modes, statuses))})")
     return [("eng%d" % engine + "".join("_k%d=%d" % kv for kv in knobs), notes, behaviour)
@@ -341,7 +350,7 @@ class BackendPlan(_Backend):
         nat = launch.native()
         try:
             if nat is not None and hasattr(nat, "cudnn_plan_build") and native_calls:
-                self._build_native(nat, p, specs, pre, post, dtype, engine, knobs, exclude, defer_rtc)
+                self._build_native(nat, p, specs, pre, post, engine, knobs, exclude, defer_rtc)
             else:
                 self._build(p, specs, pre, post, dtype, engine, knobs, exclude, defer_rtc)
         except BaseException:
@@ -356,20 +365,15 @@ class BackendPlan(_Backend):
         self._exec, self._destroy, self._stream = lib.cudnnBackendExecute, lib.cudnnBackendDestroyDescriptor, \
             lib.cudnnSetStream
 
-    def _build_native(self, nat, p, specs, pre, post, dtype, engine, knobs, exclude=(), defer_rtc=False) -> None:
+    def _build_native(self, nat, p, specs, pre, post, engine, knobs, exclude=(), defer_rtc=False) -> None:
         """``_build`` in one C call with the GIL released (``miofind._native.cudnn_plan_build``): a thread building a
         find's plans does not wait for the GIL at each of its ~50 backend calls while the find's Python work runs."""
-        roles = _ROLE_SPECS[p.direction]
         try:
-            got = nat.cudnn_plan_build(_entry_points(), self.handle.value, dtype, _OP[p.direction], _OP_ATTRS[p.direction],
-                                       tuple(tuple(specs[r].dim) for r in roles),
-                                       tuple(tuple(specs[r].stride) for r in roles),
-                                       (tuple(p.dilations), tuple(p.strides), tuple(pre), tuple(post)), ALIGNMENT,
-                                       engine, tuple(knobs.items()), tuple(NOTES[n] for n in exclude), defer_rtc)
+            got = nat.cudnn_plan_build(_entry_points(), self.handle.value, *_graph_args(p, specs, pre, post),
+                                       ALIGNMENT, engine, tuple(knobs.items()), tuple(NOTES[n] for n in exclude),
+                                       defer_rtc)
         except (RuntimeError, ValueError) as e:
-            buf = ctypes.create_string_buffer(512)
-            self._lib.cudnnGetLastErrorString(buf, 512)
-            raise BackendPlanError(f"plan {self.name}: {e} {buf.value.decode(errors='replace').strip()}") from None
+            raise BackendPlanError(f"plan {self.name}: {e} {_last_error()}") from None
         if got[0] == 1:
             raise ExcludedPlan(f"plan {self.name} carries numerical note(s) "
                                f"{[n for n in exclude if NOTES[n] in got[1]]}")
