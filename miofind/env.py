@@ -84,8 +84,11 @@ VARIABLES: tuple[EnvVar, ...] = (
     EnvVar("MIOFIND_CUDNN_PREFETCH", "what a find's miss starts at once in a thread for its cuDNN candidate while it "
            "reads the DBs and prepares its other candidates: cuDNN's heuristics asked through the backend API in one C "
            "call that releases the GIL (miofind._native), then the plans the find measures at once built (one such "
-           "call each); the find's own listing then takes them",
-           "build (default), list (the heuristics only), off (the find lists and builds them itself)", ""),
+           "call each); the find's own listing then takes them; load also runs each such plan once on scratch buffers on "
+           "a stream of the thread's, so that CUDA loads its kernels there (a cuDNN engine's first run in a process "
+           "loads its modules, up to tens of ms) and the find waits for that before it times anything",
+           "build (default), load (build, then each plan run once), list (the heuristics only), off (the find lists "
+           "and builds them itself)", ""),
     EnvVar("MIOFIND_CUDNN_EXECUTE", "how cuDNN plans are launched",
            "backend (default: calls from Python through the frontend's C++ binding, and native replays — "
            "miofind.torch's C++ path, prepared solutions — through the plan rebuilt on cuDNN's backend API, "
@@ -450,13 +453,14 @@ def cudnn_defer_rtc() -> bool:
     return _switch("MIOFIND_CUDNN_DEFER_RTC", False, "defer cuDNN's runtime-compiled plans")
 
 
-CUDNN_PREFETCH = ("off", "list", "build")
+CUDNN_PREFETCH = ("off", "list", "build", "load")
 
 
 def cudnn_prefetch() -> str:
     """``MIOFIND_CUDNN_PREFETCH``: what a find's miss starts at once in a thread for its cuDNN candidate while it reads
     the DBs and prepares its other candidates: ``build`` (default: cuDNN's heuristics asked through the backend API in
-    C, the GIL released, then the find's first plans built so), ``list`` (the heuristics only) or ``off``."""
+    C, the GIL released, then the find's first plans built so), ``load`` (built, then each run once on scratch buffers
+    so that CUDA loads its kernels in the thread: ``cudnn_base.prefetch``), ``list`` (the heuristics only) or ``off``."""
     return _one_of("MIOFIND_CUDNN_PREFETCH", CUDNN_PREFETCH, "build")
 
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -400,6 +401,12 @@ def prefetch_cudnn(problem, dbs, dev: DeviceInfo, cands, limited: bool) -> bool:
         except Exception as e:      # noqa: BLE001  the find lists them itself then
             log.debug("find %s: no cuDNN prefetch (%s: %s)", problem.key(), e.__class__.__name__, e)
     return False
+
+
+def _prefetch_wait(problem) -> float:
+    """``cudnn_base.prefetch_wait`` where that module is loaded (else no thread can run), in ms."""
+    mod = sys.modules.get("miofind.solvers.cudnn_base")
+    return mod.prefetch_wait(problem) if mod is not None else 0.0
 
 
 def settled_failures(dbs, dev: DeviceInfo, problem, cands) -> dict[str, Failure]:
@@ -805,7 +812,8 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
     ``compile_ms`` (wall time of the parallel compilation, ``reference_compile_ms`` its reference
     part), ``isolate_ms``, ``reference_ms`` (computing the float64 reference: its GPU time when it
     overlapped the candidates' preparation, with ``reference_wait_ms`` the host time then still spent
-    waiting for it; 0 with ``reference_shared`` when a live harness of the problem had it),
+    waiting for it; 0 with ``reference_shared`` when a live harness of the problem had it), ``prefetch_wait_ms`` (the
+    wait for a cuDNN prefetch thread's first runs of its plans, MIOFIND_CUDNN_PREFETCH=load),
     ``setup_ms`` (the harness: inputs made and the reference queued), ``configs_ms`` (listing each
     candidate's workspace and configs: cuDNN builds its plans there; ``configs_by_solver`` each solver's
     part), ``verify_ms``, ``timing_ms``
@@ -871,6 +879,8 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
     if h is None:
         h, fresh = Harness.shared(problem, verify=verify, seed=seed, reference_invoker=ref_prepared)
     h.ready()
+    # MIOFIND_CUDNN_PREFETCH=load: the thread's first runs of the cuDNN plans end before anything is timed
+    timing["prefetch_wait_ms"] = _prefetch_wait(problem)
     timing["reference_ms"] = h.reference_ms if fresh else 0.0
     timing["reference_wait_ms"] = h.reference_wait_ms if fresh else 0.0
     timing["reference_shared"] = not fresh

@@ -1085,9 +1085,10 @@ def first_plans(problem: ProblemDescription, limit: int | None = None) -> list[t
 
 def prefetch(problem: ProblemDescription, limit: int | None = None) -> threading.Thread | None:
     """Start, in a thread, what a find's ``find_configs(problem, limit)`` would do first (``MIOFIND_CUDNN_PREFETCH``:
-    ``list`` the heuristics' plans of ``problem``'s graph, ``build`` them as that call builds them), so that the find's
-    other work runs meanwhile; the find's own call then takes the cached graph (waiting under the cuDNN lock for the
-    thread where it is not done). Only for a graph not cached that lists through ``miofind._native.cudnn_heuristics``
+    ``list`` the heuristics' plans of ``problem``'s graph, ``build`` them as that call builds them, ``load``: build them,
+    then ``first_runs``), so that the find's other work runs meanwhile; the find's own call then takes the cached graph
+    (waiting under the cuDNN lock for the thread where it is not done), and waits for the rest (``prefetch_wait``)
+    before it times anything. Only for a graph not cached that lists through ``miofind._native.cudnn_heuristics``
     (one call with the GIL released: through ctypes, each call would wait for the GIL the find's Python work holds);
     None where nothing started. A failure in the thread is left for the find's own call to meet and report."""
     how = env.cudnn_prefetch()
@@ -1110,16 +1111,89 @@ def prefetch(problem: ProblemDescription, limit: int | None = None) -> threading
             # a CUDA-graph capture another thread runs meanwhile, as miofind's other background threads
             relaxed_capture_mode()
             cupy.cuda.runtime.setDevice(dev)
-            if how == "build":
-                first_plans(p, limit)
-            else:
+            if how == "list":
                 plan_graph(p)
+                return
+            names = [name for name, _ in first_plans(p, limit)]
+            if how == "load":
+                first_runs(p, dev, names)
         except Exception as e:      # noqa: BLE001  the find's own call meets it again and reports it
             log.debug("cuDNN prefetch for %s: %s: %s", p.key(), e.__class__.__name__, e)
 
     t = threading.Thread(target=work, name="miofind-cudnn-prefetch", daemon=True)
+    with _LOCK:
+        for k in [k for k, other in _prefetching.items() if not other.is_alive()]:
+            del _prefetching[k]     # ended, and no find waited: nothing left to wait for
+        _prefetching[(dev, p)] = t
     t.start()
     return t
+
+
+# (device, problem) -> the thread prefetch started for a find's miss, until the find waits for it (prefetch_wait)
+_prefetching: dict = {}
+# device -> the stream first_runs runs plans on (one per device, kept: a plan's NativeRun is per stream)
+_first_run_streams: dict = {}
+ITEM_BYTES = {"FP32": 4, "FP16": 2, "BF16": 2}
+# first_runs's scratch buffers (x, w, y and the largest workspace) stay under this; a larger problem's plans load at
+# their first run in the find, as without the run
+FIRST_RUN_BYTES = 512 << 20
+
+
+def first_runs(problem: ProblemDescription, device: int, names) -> int:
+    """Run each built plan ``names`` of ``problem``'s cached native graph once, on scratch buffers (their contents
+    arbitrary: nothing reads the output) on a stream of its own, and wait for it: CUDA loads a kernel's module at its
+    first launch in a process (lazy loading), a cost of up to tens of milliseconds for some cuDNN engines
+    (bench/results/session-nov27f/call4/), which ``prefetch``'s thread thus pays beside the find's other work instead
+    of the find's first verification run of the plan. How many plans ran; 0 where none is built natively or the
+    buffers would pass FIRST_RUN_BYTES."""
+    import cupy
+    p = problem.as_conv()
+    with _LOCK:
+        g = _graphs.get((device, p))
+        plans = [pl for pl in g.plans if pl.name in names and pl.usable and pl.native is not None] if g else []
+    if not plans:
+        return 0
+    item = ITEM_BYTES.get(p.dtype, 4)
+    sizes = [item * _count(shape) for shape in p.io_shapes()]
+    ws = max(pl.workspace for pl in plans)
+    if sum(sizes) + ws > FIRST_RUN_BYTES:
+        return 0
+    with _LOCK:
+        stream = _first_run_streams.get(device)
+        if stream is None:
+            stream = _first_run_streams[device] = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        a, b, out = (cupy.empty(max(n, 16), dtype=cupy.uint8) for n in sizes)
+        work = cupy.empty(ws, dtype=cupy.uint8) if ws else None
+        for pl in plans:
+            with _LOCK:
+                nr = pl.native.run(stream.ptr)
+            nr(a.data.ptr, b.data.ptr, out.data.ptr, work.data.ptr if work is not None else 0)
+        stream.synchronize()
+    return len(plans)
+
+
+def _count(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def prefetch_wait(problem: ProblemDescription, timeout: float = 10.0) -> float:
+    """Wait for the thread ``prefetch`` started for ``problem`` (its plans' first runs on the GPU: a find waits
+    before it times anything, so that they do not overlap its timed runs); the milliseconds waited, 0.0 where none
+    was started or it ended already."""
+    import time
+    if not _prefetching:
+        return 0.0
+    with _LOCK:
+        t = _prefetching.pop((_device_id(), problem.as_conv()), None)
+    if t is None or not t.is_alive():
+        return 0.0
+    t0 = time.perf_counter()
+    t.join(timeout)
+    return (time.perf_counter() - t0) * 1e3
 
 
 def deferred_plans(problem: ProblemDescription) -> list[str]:

@@ -211,7 +211,7 @@ def test_cudnn_variables(monkeypatch):
     monkeypatch.setenv("MIOFIND_CUDNN_PREFETCH", "List")
     assert env.cudnn_prefetch() == "list"
     monkeypatch.setenv("MIOFIND_CUDNN_PREFETCH", "yes")
-    with pytest.raises(ValueError, match=r"^MIOFIND_CUDNN_PREFETCH='yes': expected off, list or build$"):
+    with pytest.raises(ValueError, match=r"^MIOFIND_CUDNN_PREFETCH='yes': expected off, list, build or load$"):
         env.cudnn_prefetch()
     # a find names the bad value rather than passing over it (find.prefetch_cudnn reads it before anything else)
     from miofind import find

@@ -6,6 +6,7 @@ import dataclasses
 import enum
 import itertools
 import sys
+import threading
 import time
 import types
 
@@ -1032,11 +1033,12 @@ def test_backend_plan_builds_or_refuses_before_compiling(path, monkeypatch):
     assert tuple(built.behavior) == (0,) and built.workspace == 4096
 
 
-@pytest.mark.parametrize("how", ["build", "list", "off"])
+@pytest.mark.parametrize("how", ["build", "load", "list", "off"])
 def test_prefetch_lists_and_builds_in_a_thread(how, fake, monkeypatch):
     """cudnn_base.prefetch (a find's miss, MIOFIND_CUDNN_PREFETCH) starts a thread that lists the problem's plans through
-    the backend API (``list``) and builds the first ``limit`` of them (``build``), leaving the graph cached for the
-    find's own listing; ``off``, a graph already cached, a problem that does not replay natively or no native listing
+    the backend API (``list``), builds the first ``limit`` of them (``build``) and runs those once (``load``: asked of
+    first_runs with their names), leaving the graph cached for the find's own listing, and the thread for
+    prefetch_wait; ``off``, a graph already cached, a problem that does not replay natively or no native listing
     start nothing."""
     import cupy
 
@@ -1061,15 +1063,27 @@ def test_prefetch_lists_and_builds_in_a_thread(how, fake, monkeypatch):
                         lambda *a: [("eng1", (), ()), ("eng6", (), ()), ("eng7", (), ())])
     monkeypatch.setenv("MIOFIND_CUDNN_EXECUTE", "backend")
     monkeypatch.setenv("MIOFIND_CUDNN_PREFETCH", how)
+    ran, go = [], threading.Event()
+
+    def first_runs(problem, device, names):
+        go.wait(10)
+        ran.append((problem, device, list(names)))
+        return len(names)
+
+    monkeypatch.setattr(cudnn_base, "first_runs", first_runs)
     p = P("F", n=2, c=8, k=4, in_size=(6, 6), filter_size=3, pads=1)
     t = cudnn_base.prefetch(p, 2)
     if how == "off":
         assert t is None and not cudnn_base._graphs
         return
-    t.join(10)
+    assert t.is_alive() or how != "load"
+    go.set()
+    assert cudnn_base.prefetch_wait(p) >= 0.0 and not t.is_alive()
+    assert cudnn_base.prefetch_wait(p) == 0.0                     # waited for once
     g = cudnn_base._graphs[(0, p.as_conv())]
     assert g.listed == "backend" and [pl.name for pl in g.plans] == ["eng1", "eng6", "eng7"]
-    assert made == (["eng1", "eng6"] if how == "build" else []) and not FAKE.graphs
+    assert made == (["eng1", "eng6"] if how in ("build", "load") else []) and not FAKE.graphs
+    assert ran == ([(p.as_conv(), 0, ["eng1", "eng6"])] if how == "load" else [])
     assert cudnn_base.prefetch(p, 2) is None                      # cached: nothing more to start
     monkeypatch.setattr(launch, "native", lambda: None)           # no C listing: the thread would wait for the GIL
     assert cudnn_base.prefetch(P("F", n=2, c=8, k=8, in_size=(6, 6), filter_size=3, pads=1), 2) is None

@@ -644,7 +644,7 @@ def test_backend_heuristics_list_the_frontends_plans(path, monkeypatch):
 
 @pytest.mark.gpu
 @needs_frontend
-@pytest.mark.parametrize("how", ["list", "build"])
+@pytest.mark.parametrize("how", ["list", "build", "load"])
 def test_find_prefetches_the_cudnn_listing(how, monkeypatch):
     """A find's miss lists its cuDNN candidate's plans in a thread (MIOFIND_CUDNN_PREFETCH) while it prepares the
     others: the breakdown says so, the cuDNN plans are measured and verified as without the thread, and
@@ -658,8 +658,30 @@ def test_find_prefetches_the_cudnn_listing(how, monkeypatch):
         cudnn_base.clear_cache()
         res = find_solutions(p, mode="benchmark", store=False)
         assert res.timing["cudnn_prefetch"] is (setting != "off"), res.timing
+        assert res.timing["prefetch_wait_ms"] >= 0.0 and not cudnn_base._prefetching, res.timing
         cud = [s for s in res if s.solver_id == "ConvCudnnFwd"]
         assert cud and cud[0].verified, [(s.solver_id, s.verified) for s in res]
         assert not [f for f in res.failures if f.solver_id == "ConvCudnnFwd"], res.failures
         g = cudnn_base._graphs[(cudnn_base._device_id(), p.as_conv())]
         assert g.listed == "backend" and g.native, (g.listed, g.native)
+
+
+@pytest.mark.gpu
+@needs_frontend
+@pytest.mark.parametrize("direction", ["F", "B", "W"])
+def test_first_runs_run_each_built_plan_once(direction, monkeypatch):
+    """cudnn_base.first_runs (MIOFIND_CUDNN_PREFETCH=load) runs every natively built plan it is given once on scratch
+    buffers and waits for them; the plans then verify in a find as before; buffers over FIRST_RUN_BYTES run nothing."""
+    from miofind.api import find_solutions
+
+    p = P(direction, n=4, c=32, k=48, in_size=(14, 14), filter_size=3, pads=1, layout="NHWC", dtype="FP16")
+    cudnn_base.clear_cache()
+    dev = cudnn_base._device_id()
+    names = [name for name, _ in cudnn_base.first_plans(p, 3)]
+    assert names
+    assert cudnn_base.first_runs(p, dev, names) == len(names)
+    monkeypatch.setattr(cudnn_base, "FIRST_RUN_BYTES", 1024)
+    assert cudnn_base.first_runs(p, dev, names) == 0
+    solver = "ConvCudnn" + dict(F="Fwd", B="Bwd", W="Wrw")[direction]
+    res = find_solutions(p, mode="benchmark", store=False, solvers=[solver])
+    assert res and all(s.verified for s in res), [(s.solver_id, s.verified, s.config) for s in res]
