@@ -87,8 +87,8 @@ VARIABLES: tuple[EnvVar, ...] = (
            "call each); the find's own listing then takes them; load also runs each such plan once on scratch buffers on "
            "a stream of the thread's, so that CUDA loads its kernels there (a cuDNN engine's first run in a process "
            "loads its modules, up to tens of ms) and the find waits for that before it times anything",
-           "build (default), load (build, then each plan run once), list (the heuristics only), off (the find lists "
-           "and builds them itself)", ""),
+           "load (default: build, then each plan run once), build (no run), list (the heuristics only), off (the "
+           "find lists and builds them itself)", ""),
     EnvVar("MIOFIND_CUDNN_EXECUTE", "how cuDNN plans are launched",
            "backend (default: calls from Python through the frontend's C++ binding, and native replays — "
            "miofind.torch's C++ path, prepared solutions — through the plan rebuilt on cuDNN's backend API, "
@@ -458,10 +458,11 @@ CUDNN_PREFETCH = ("off", "list", "build", "load")
 
 def cudnn_prefetch() -> str:
     """``MIOFIND_CUDNN_PREFETCH``: what a find's miss starts at once in a thread for its cuDNN candidate while it reads
-    the DBs and prepares its other candidates: ``build`` (default: cuDNN's heuristics asked through the backend API in
-    C, the GIL released, then the find's first plans built so), ``load`` (built, then each run once on scratch buffers
-    so that CUDA loads its kernels in the thread: ``cudnn_base.prefetch``), ``list`` (the heuristics only) or ``off``."""
-    return _one_of("MIOFIND_CUDNN_PREFETCH", CUDNN_PREFETCH, "build")
+    the DBs and prepares its other candidates: ``build`` (cuDNN's heuristics asked through the backend API in C, the
+    GIL released, then the find's first plans built so), ``load`` (default: built, then each run once on scratch
+    buffers so that CUDA loads its kernels in the thread: ``cudnn_base.prefetch``), ``list`` (the heuristics only) or
+    ``off``."""
+    return _one_of("MIOFIND_CUDNN_PREFETCH", CUDNN_PREFETCH, "load")
 
 
 def lt_bridge() -> bool:

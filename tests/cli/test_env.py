@@ -207,7 +207,7 @@ def test_cudnn_variables(monkeypatch):
     monkeypatch.setenv("MIOFIND_CUDNN_EXECUTE", "fast")
     with pytest.raises(ValueError, match=r"^MIOFIND_CUDNN_EXECUTE='fast': expected backend, direct or public$"):
         env.cudnn_execute()
-    assert env.cudnn_prefetch() == "build"
+    assert env.cudnn_prefetch() == "load"
     monkeypatch.setenv("MIOFIND_CUDNN_PREFETCH", "List")
     assert env.cudnn_prefetch() == "list"
     monkeypatch.setenv("MIOFIND_CUDNN_PREFETCH", "yes")
