@@ -275,6 +275,21 @@ def _fresh_cache(d: str, args, which: str = "cubin") -> str:
     return path
 
 
+def installed_stamp(path: str | None) -> dict | None:
+    """The `miofind warmup` stamp of ``--installed-cache`` (``miofind.warmup.read_stamp``), None where there is none:
+    that warmup did not finish (cut short, or with errors), so its copies are not what a fresh install has. Said on
+    stderr."""
+    if not path:
+        return None
+    from miofind.warmup import read_stamp
+
+    got = read_stamp(path)
+    if got is None:
+        print(f"bench_cold: --installed-cache {path} has no finished `miofind warmup` stamp: its empty-cache rows are "
+              "not fresh-install figures", file=sys.stderr)
+    return got
+
+
 def layers(args) -> list[dict]:
     """Every layer row: torch's first call, miofind's find with empty caches and with a warm kernel
     cache, each shape and data type in its own pair of child processes."""
@@ -355,6 +370,9 @@ def markdown(layer_rows: list[dict], resnet_rows: list[dict], meta: dict) -> str
               else "") + (" (CuPy's cache too)" if meta.get("installed_cupy_cache") else "") + ", "
            f"the process's first finds. Targets: warm <= {TARGET_WARM_MS:g} ms and <= {TARGET_WARM_RATIO:g}x "
            f"torch; empty <= {TARGET_EMPTY_MS:g} ms.", ""]
+    if meta.get("installed_cache") and not meta.get("installed_cache_stamp"):
+        out += ["**The installed kernel cache has no finished `miofind warmup` stamp (cut short, or it failed): the "
+                "empty-cache rows are not fresh-install figures.**", ""]
     if layer_rows:
         out += ["| layer | type | dir | torch first ms | find warm ms | warm / torch | warm target | "
                 "find empty ms | empty target | solutions (cut) | best |",
@@ -432,6 +450,7 @@ def main(argv=None) -> int:
             "miofind": miofind.__version__,
             "installed_cache": bool(args.installed_cache), "installed_cupy_cache": bool(args.installed_cupy_cache),
             "torch_one_process": args.torch_one_process,
+            "installed_cache_stamp": installed_stamp(args.installed_cache),
             "command": "python bench/bench_cold.py " + " ".join(sys.argv[1:] if argv is None else argv)}
     layer_rows, resnet_rows = [], []
     if not args.skip_layers:

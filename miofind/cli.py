@@ -849,8 +849,10 @@ def warmup(archs, jobs, models, on_device, as_json):
         if on_device and not summary["errors"]:
             from .warmup import warm_device
             summary["device"] = warm_device()
-        from .warmup import warm_torch_cpp
+        from .warmup import warm_torch_cpp, write_stamp
         summary["torch_cpp"] = warm_torch_cpp()
+        if not summary["errors"]:
+            write_stamp(summary)
     except ValueError as e:
         _fail(str(e))
     except ImportError as e:

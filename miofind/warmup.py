@@ -30,6 +30,9 @@ from .harness import hold_kernel_info
 from .verify import error_kernel_info
 
 DEFAULT_ARCHS = ("sm_80", "sm_90", "sm_100")
+# written into the kernel cache when a warmup ended without errors (``write_stamp``): a copy of a cache that lacks it
+# (a warmup cut short, or one that failed) is not what a fresh install that ran `miofind warmup` has
+STAMP_FILE = "warmup.json"
 
 
 def supported_archs(archs) -> tuple[str, ...]:
@@ -103,6 +106,33 @@ def warmup(archs=DEFAULT_ARCHS, jobs: int | None = None, kernels: list[KernelInf
         out["errors"].update({f"{a} {k}": v for k, v in errors.items()})
     out["seconds"] = round(time.perf_counter() - t0, 1)
     return out
+
+
+def write_stamp(summary: dict) -> None:
+    """Record in the kernel cache (``STAMP_FILE``) that a warmup of ``summary``'s architectures ended without
+    errors: the package version, the architectures compiled, the kernel builds, whether it ran a find's steps on a
+    GPU (CuPy's cache then holds their kernels) and when; best effort."""
+    from . import __version__
+    from .compile import write_cache_json
+
+    dev = summary.get("device")
+    write_cache_json(STAMP_FILE, {"v": 1, "miofind": __version__, "archs": sorted(summary.get("archs", {})),
+                                  "kernels": summary.get("kernels"), "device": dev is not None and "skipped" not in dev,
+                                  "finished": time.time()})
+
+
+def read_stamp(cache_dir) -> dict | None:
+    """The warmup stamp of the kernel cache at ``cache_dir`` (``write_stamp``), None where there is none (no warmup
+    ended there without errors) or it cannot be read."""
+    import json
+    import os
+
+    try:
+        with open(os.path.join(cache_dir, STAMP_FILE), encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def warm_torch_cpp() -> dict:

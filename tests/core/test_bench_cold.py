@@ -104,3 +104,19 @@ def test_torch_runs_in_the_same_processes_as_the_warm_finds(bc, monkeypatch):
     calls.clear()
     bc.layers(bc.parse_args(two + ["--torch-one-process"]))
     assert [len(r) for k, r in calls if k == "torch"] == [8]
+
+
+def test_an_unfinished_installed_cache_is_named(bc, tmp_path, capsys):
+    """--installed-cache without a finished `miofind warmup` stamp (cut short or failed: session-nov27g's call 1) is
+    said on stderr and above the table, since its empty-cache rows are then not fresh-install figures."""
+    from miofind.warmup import STAMP_FILE
+
+    assert bc.installed_stamp(None) is None and capsys.readouterr().err == ""
+    assert bc.installed_stamp(str(tmp_path)) is None and "no finished `miofind warmup` stamp" in capsys.readouterr().err
+    (tmp_path / STAMP_FILE).write_text('{"v": 1, "archs": ["sm_90"]}')
+    assert bc.installed_stamp(str(tmp_path)) == {"v": 1, "archs": ["sm_90"]}
+    row = [{"shape": "a", "dtype": "fp32", "direction": "F", "torch_first_ms": 10.0}]
+    warn = "no finished `miofind warmup` stamp"
+    assert warn in bc.markdown(row, [], {"installed_cache": True, "installed_cache_stamp": None})
+    assert warn not in bc.markdown(row, [], {"installed_cache": True, "installed_cache_stamp": {"v": 1}})
+    assert warn not in bc.markdown(row, [], {"installed_cache": False})

@@ -155,8 +155,8 @@ def test_specialised_trust_keys_match_the_shipped_db():
 
 
 def test_warmup_fills_the_kernel_cache(tmp_path, monkeypatch):
-    """`miofind warmup` compiles generic builds into the binary cache; a second run compiles nothing;
-    a bad --arch is a one-line error."""
+    """`miofind warmup` compiles generic builds into the binary cache and stamps it (not where it failed); a second
+    run compiles nothing; a bad --arch is a one-line error."""
     nvrtc_or_skip()
     from click.testing import CliRunner
 
@@ -174,12 +174,20 @@ def test_warmup_fills_the_kernel_cache(tmp_path, monkeypatch):
     assert '"sm_90": 2' in r.output and '"skipped": "no usable GPU (test)"' in r.output
     for k in picked:
         assert cached_cubin(tmp_path / "cubin" / f"{binary_key(k, 'sm_90')}.cubin") is not None
+    stamp = wu.read_stamp(tmp_path / "cubin")
+    assert stamp is not None and stamp["archs"] == ["sm_90"] and stamp["kernels"] == 2 and stamp["device"] is False
     r = CliRunner().invoke(main, ["warmup", "--arch", "sm_90", "--jobs", "1", "--json", "--no-device"])
     assert '"sm_90": 0' in r.output and '"device"' not in r.output
     r = CliRunner().invoke(main, ["warmup", "--arch", "hopper"])
     assert r.exit_code != 0 and "--arch='hopper'" in r.output and "Traceback" not in r.output
     r = CliRunner().invoke(main, ["warmup", "--model", "alexnet"])
     assert r.exit_code != 0 and "model='alexnet'" in r.output and "Traceback" not in r.output
+    # a warmup with errors leaves no stamp: a copy of that cache is not a finished install's
+    (tmp_path / "cubin" / wu.STAMP_FILE).unlink()
+    monkeypatch.setattr(wu, "warmup", lambda *a, **k: {"kernels": 2, "archs": {"sm_90": 1}, "skipped_archs": [],
+                                                        "errors": {"sm_90 x.cu": "boom"}, "seconds": 0.1})
+    r = CliRunner().invoke(main, ["warmup", "--arch", "sm_90", "--jobs", "1", "--json"])
+    assert r.exit_code == 1 and wu.read_stamp(tmp_path / "cubin") is None, r.output
 
 
 def test_warmup_covers_generic_builds_and_the_reference():
