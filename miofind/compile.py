@@ -165,11 +165,12 @@ def kernel_cache_dir() -> Path:
     return d
 
 
-def read_cache_json(name: str) -> dict | None:
+def read_cache_json(name: str, directory=None) -> dict | None:
     """The JSON object in ``<kernel cache>/<name>`` (a small file that carries work over between
-    processes), None where it is missing, unreadable or not an object."""
+    processes; ``directory``: that of another kernel cache), None where it is missing, unreadable or
+    not an object."""
     try:
-        with open(os.path.join(kernel_cache_dir(), name), encoding="utf-8") as f:
+        with open(os.path.join(kernel_cache_dir() if directory is None else directory, name), encoding="utf-8") as f:
             data = json.load(f)
     except (OSError, ValueError):
         return None

@@ -124,15 +124,9 @@ def write_stamp(summary: dict) -> None:
 def read_stamp(cache_dir) -> dict | None:
     """The warmup stamp of the kernel cache at ``cache_dir`` (``write_stamp``), None where there is none (no warmup
     ended there without errors) or it cannot be read."""
-    import json
-    import os
+    from .compile import read_cache_json
 
-    try:
-        with open(os.path.join(cache_dir, STAMP_FILE), encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    return read_cache_json(STAMP_FILE, cache_dir)
 
 
 def warm_torch_cpp() -> dict:

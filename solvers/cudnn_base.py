@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import math
 import os
 import re
 import sys
@@ -27,7 +28,7 @@ from typing import NamedTuple
 from miofind import env
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, Solver, not_applicable
-from miofind.tensors import element_strides, index_overflow
+from miofind.tensors import element_strides, index_overflow, numpy_dtype
 
 from miofind import launch
 
@@ -1095,8 +1096,7 @@ def prefetch(problem: ProblemDescription, limit: int | None = None) -> threading
     p = problem.as_conv()
     if how == "off" or not (native_find and native_first and native_listing and replays_natively(p)):
         return None
-    from miofind import launch
-    if not cudnn_execute.native_calls or not hasattr(launch.native() or object(), "cudnn_heuristics"):
+    if cudnn_execute.native_call("cudnn_heuristics") is None:
         return None
     dev = _device_id()
     if (dev, p) in _graphs:
@@ -1133,7 +1133,6 @@ def prefetch(problem: ProblemDescription, limit: int | None = None) -> threading
 _prefetching: dict = {}
 # device -> the stream first_runs runs plans on (one per device, kept: a plan's NativeRun is per stream)
 _first_run_streams: dict = {}
-ITEM_BYTES = {"FP32": 4, "FP16": 2, "BF16": 2}
 # first_runs's scratch buffers (x, w, y and the largest workspace) stay under this; a larger problem's plans load at
 # their first run in the find, as without the run
 FIRST_RUN_BYTES = 512 << 20
@@ -1153,8 +1152,8 @@ def first_runs(problem: ProblemDescription, device: int, names) -> int:
         plans = [pl for pl in g.plans if pl.name in names and pl.usable and pl.native is not None] if g else []
     if not plans:
         return 0
-    item = ITEM_BYTES.get(p.dtype, 4)
-    sizes = [item * _count(shape) for shape in p.io_shapes()]
+    item = numpy_dtype(p.dtype).itemsize
+    sizes = [item * math.prod(shape) for shape in p.io_shapes()]
     ws = max(pl.workspace for pl in plans)
     if sum(sizes) + ws > FIRST_RUN_BYTES:
         return 0
@@ -1171,13 +1170,6 @@ def first_runs(problem: ProblemDescription, device: int, names) -> int:
             nr(a.data.ptr, b.data.ptr, out.data.ptr, work.data.ptr if work is not None else 0)
         stream.synchronize()
     return len(plans)
-
-
-def _count(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def prefetch_wait(problem: ProblemDescription, timeout: float = 10.0) -> float:

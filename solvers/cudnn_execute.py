@@ -253,8 +253,8 @@ def heuristic_configs(problem: ProblemDescription, specs: dict, pre, post, handl
     why = unsupported(p)
     if why is not None:
         raise BackendPlanError(why)
-    nat = launch.native()
-    if nat is not None and hasattr(nat, "cudnn_heuristics") and native_calls:
+    nat = native_call("cudnn_heuristics")
+    if nat is not None:
         return _native_heuristics(nat, p, specs, pre, post, handle, modes)
     h = _Backend(handle)
     try:
@@ -298,6 +298,15 @@ def heuristic_configs(problem: ProblemDescription, specs: dict, pre, post, handl
 # False: heuristic_configs and BackendPlan make their calls through ctypes even where miofind._native has
 # cudnn_heuristics and cudnn_plan_build (tests, A/B)
 native_calls = True
+
+
+def native_call(name: str):
+    """``miofind._native`` where it is built with the C function ``name`` and ``native_calls`` is on, else None (the
+    caller makes the same calls through ctypes)."""
+    if not native_calls:
+        return None
+    nat = launch.native()
+    return nat if nat is not None and hasattr(nat, name) else None
 
 
 def _entry_points() -> tuple[int, ...]:
@@ -347,9 +356,9 @@ class BackendPlan(_Backend):
         super().__init__(handle)
         lib = self._lib
         self.name = name
-        nat = launch.native()
+        nat = native_call("cudnn_plan_build")
         try:
-            if nat is not None and hasattr(nat, "cudnn_plan_build") and native_calls:
+            if nat is not None:
                 self._build_native(nat, p, specs, pre, post, engine, knobs, exclude, defer_rtc)
             else:
                 self._build(p, specs, pre, post, dtype, engine, knobs, exclude, defer_rtc)
