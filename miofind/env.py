@@ -145,10 +145,6 @@ VARIABLES: tuple[EnvVar, ...] = (
            "plain GEMM kernel (`kernels_src/gemm_bridge.cu`, only where its binary is in the kernel cache) while a "
            "background thread sets cuBLASLt up, or waits for cuBLASLt; never in a find's or the tuner's timing or "
            "verification, nor under a stream capture", "1 (default: bridge), 0 (wait for cuBLASLt)", ""),
-    EnvVar("MIOFIND_GENERIC_SPARE", "whether a generic build's module (its sizes are the module's globals, so one "
-           "module per shape), once loaded for a shape, has a spare copy loaded in a background thread, which the "
-           "build's next shape takes and only writes its sizes into (a find of an unseen shape then loads no module "
-           "for such a build), or each shape's module is loaded when it is first asked for", "1 (default), 0", ""),
     EnvVar("MIOFIND_TORCH_CPP", "whether miofind.torch's planned convolutions run their forward, and their backward "
            "as a C++ autograd node, through its C++ extension (`miofind/torch/_fast.cpp`, built against the installed "
            "PyTorch with the C++ compiler into the kernel cache: by `miofind warmup`, or on first use)",
@@ -473,12 +469,6 @@ def lt_bridge() -> bool:
     """``MIOFIND_LT_BRIDGE``: whether a cuBLASLt matmul asked for before cuBLASLt is set up in the process runs on the
     bridge GEMM meanwhile (1, unset) or waits for cuBLASLt (0)."""
     return _switch("MIOFIND_LT_BRIDGE", True, "the bridge GEMM while cuBLASLt sets itself up")
-
-
-def generic_spare() -> bool:
-    """``MIOFIND_GENERIC_SPARE``: whether a generic build's module, once loaded for a shape, has a spare copy loaded in
-    a background thread for the build's next shape (1, unset), or each shape's module is loaded when asked for (0)."""
-    return _switch("MIOFIND_GENERIC_SPARE", True, "a spare module of each generic build loaded ahead")
 
 
 def with_naive() -> bool:

@@ -31,15 +31,11 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
-import logging
-import queue
 import sys
 import threading
 from collections.abc import Callable
 
 from .solver import ConvSolution, KernelInfo
-
-_log = logging.getLogger(__name__)
 
 __all__ = ["PRELUDE", "RUNTIME", "FASTDIV", "DERIVED", "GenericKernel", "generic_kernel", "generic_kernels", "has_generic",
            "load_generic", "build_generic_invoker", "generic_config"]
@@ -308,17 +304,7 @@ class GenericFunction:
 
 
 _instances: dict[tuple, object] = {}
-_lock = threading.Lock()        # guards _key_locks, _spares and _spare_wanted
-_key_locks: dict[tuple, threading.Lock] = {}
-# A generic build's module is loaded once per shape (its sizes are the module's globals): 2-7 ms of a find's
-# preparation per candidate kernel (bench/results/session-nov27h/call1). So once a build's module has served a
-# shape, a spare copy, its globals unwritten, is loaded in a background thread (MIOFIND_GENERIC_SPARE), and the
-# build's next shape takes it and only writes its globals.
-_spares: dict[tuple, object] = {}           # (binary key, device) -> a module loaded ahead
-_spare_wanted: dict[tuple, tuple] = {}      # (binary key, device) -> (kinfo, arch), queued for the loader
-_spare_queue: queue.SimpleQueue = queue.SimpleQueue()
-_spare_thread: threading.Thread | None = None
-stats = {"spares_loaded": 0, "spares_taken": 0, "modules_loaded": 0}
+_lock = threading.Lock()
 
 
 _copy_streams = threading.local()
@@ -354,116 +340,42 @@ def _write_global(mod, name: str, value) -> None:
     rt.streamSynchronize(s)
 
 
-def _load_module(kinfo, arch: str):
-    """A new module of ``kinfo``'s generic build for ``arch`` on the current device (its cubin verified, compiled
-    into the binary cache first if missing)."""
-    from .compile import cubin_for
-
-    if "cupy" in sys.modules:
-        from cupy.cuda import function
-
-        mod = function.Module()
-        mod.load(cubin_for(kinfo, arch))
-        return mod
-    from .cumodule import DriverModule   # a PyTorch process that has not imported CuPy: the driver's module load
-
-    return DriverModule(data=cubin_for(kinfo, arch))
-
-
 def _instance(gk: GenericKernel):
     """The module instance of ``gk``'s build holding ``gk.values``, loaded and written once per
-    process and device (from the build's spare where one is loaded)."""
-    from .compile import binary_key
+    process and device."""
+    from .compile import binary_key, cubin_for
     from .device import current_device, runtime
 
     arch = current_device().arch
     rt = runtime()
     dev = rt.getDevice()
-    bkey = binary_key(gk.kinfo, arch)
-    key = (bkey, gk.values, gk.divisors, gk.residue_rest, dev)
+    key = (binary_key(gk.kinfo, arch), gk.values, gk.divisors, gk.residue_rest, dev)
     mod = _instances.get(key)
-    if mod is not None:
-        return mod
-    with _lock:
-        klock = _key_locks.setdefault(key, threading.Lock())
-    with klock:
-        mod = _instances.get(key)
-        if mod is None:
-            rt.setDevice(dev)       # cudaSetDevice: the primary context current in this thread
-            slot = (bkey, dev)
-            with _lock:
-                mod = _spares.pop(slot, None)
-            if mod is not None:
-                stats["spares_taken"] += 1
-            else:
-                mod = _load_module(gk.kinfo, arch)
-                stats["modules_loaded"] += 1
-            ctype = ctypes.c_int64 if gk.wide else ctypes.c_int32
-            block = (ctype * len(gk.values))(*gk.values)
-            _write_global(mod, "miofind_gp", block)
-            if gk.divisors:     # miofind_div {int d; unsigned mul, shr;} per divisor
-                fd = (ctypes.c_uint32 * (3 * len(gk.divisors)))(*(x for d in gk.divisors for x in magic(d)))
-                _write_global(mod, "miofind_fd", fd)
-            if gk.residue_rest is not None:
-                rv = ctype(gk.residue_rest)
-                _write_global(mod, "miofind_rv", rv)
-            _instances[key] = mod
-            _want_spare(slot, gk.kinfo, arch)
+    if mod is None:
+        with _lock:
+            mod = _instances.get(key)
+            if mod is None:
+                rt.setDevice(dev)       # cudaSetDevice: the primary context current in this thread
+                if "cupy" in sys.modules:
+                    from cupy.cuda import function
+
+                    mod = function.Module()
+                    mod.load(cubin_for(gk.kinfo, arch))
+                else:                   # a PyTorch process that has not imported CuPy: the driver's module load
+                    from .cumodule import DriverModule
+
+                    mod = DriverModule(data=cubin_for(gk.kinfo, arch))
+                ctype = ctypes.c_int64 if gk.wide else ctypes.c_int32
+                block = (ctype * len(gk.values))(*gk.values)
+                _write_global(mod, "miofind_gp", block)
+                if gk.divisors:     # miofind_div {int d; unsigned mul, shr;} per divisor
+                    fd = (ctypes.c_uint32 * (3 * len(gk.divisors)))(*(x for d in gk.divisors for x in magic(d)))
+                    _write_global(mod, "miofind_fd", fd)
+                if gk.residue_rest is not None:
+                    rv = ctype(gk.residue_rest)
+                    _write_global(mod, "miofind_rv", rv)
+                _instances[key] = mod
     return mod
-
-
-def _want_spare(slot: tuple, kinfo, arch: str) -> None:
-    """Queue the loading of a spare module for ``slot`` (binary key, device) unless one is loaded or queued."""
-    global _spare_thread
-    from . import env
-
-    if not env.generic_spare():
-        return
-    with _lock:
-        if slot in _spares or slot in _spare_wanted:
-            return
-        _spare_wanted[slot] = (kinfo, arch)
-        if _spare_thread is None or not _spare_thread.is_alive():
-            _spare_thread = threading.Thread(target=_spare_loop, name="miofind-generic-spares", daemon=True)
-            _spare_thread.start()
-    _spare_queue.put(slot)
-
-
-def _spare_loop() -> None:
-    """The spare loader: each queued slot's module loaded on its device (a failure only leaves no spare)."""
-    from .device import runtime
-    from .nvlib import relaxed_capture_mode
-
-    relaxed_capture_mode()      # a load here never invalidates a stream capture in another thread
-    while True:
-        slot = _spare_queue.get()
-        with _lock:
-            want = _spare_wanted.get(slot)
-        if want is None:        # forgotten (clear)
-            continue
-        mod = None
-        try:
-            runtime().setDevice(slot[1])
-            mod = _load_module(*want)
-        except Exception as e:  # noqa: BLE001 - the build's next shape loads its own module
-            _log.debug("spare module of %s not loaded: %s", want[0].source, e)
-        with _lock:
-            if _spare_wanted.pop(slot, None) is not None and mod is not None and slot not in _spares:
-                _spares[slot] = mod
-                stats["spares_loaded"] += 1
-
-
-def wait_spares(timeout: float = 10.0) -> bool:
-    """Wait until no spare module is queued (tests, benchmarks); whether none is."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with _lock:
-            if not _spare_wanted:
-                return True
-        time.sleep(0.001)
-    return False
 
 
 def load_generic(gk: GenericKernel) -> GenericFunction:
@@ -486,9 +398,6 @@ def build_generic_invoker(sol: ConvSolution):
 
 
 def clear() -> None:
-    """Forget the loaded module instances and spares (tests)."""
+    """Forget the loaded module instances (tests)."""
     with _lock:
         _instances.clear()
-        _key_locks.clear()
-        _spares.clear()
-        _spare_wanted.clear()

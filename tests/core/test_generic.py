@@ -4,7 +4,6 @@ the specialised builds and trust keys are untouched. CPU only (NVRTC without a G
 from __future__ import annotations
 
 import sqlite3
-import threading
 from pathlib import Path
 
 import pytest
@@ -410,77 +409,3 @@ def test_one_depthwise_build_serves_shapes_of_a_config(sid, d, layout):
     if d != "B":        # backward data's strided pass needs another row unit: a config of its own
         c = builds(cfg, n=2, c=16, k=16, groups=16, in_size=(24, 24), strides=2)
         assert c[0] != a[0]
-
-
-class _FakeRuntime:
-    def getDevice(self):
-        return 0
-
-    def setDevice(self, dev):
-        pass
-
-
-def _spare_fakes(monkeypatch, spare_env: str | None):
-    """generic's module loading and global writes faked (no GPU): the modules each load made, the writes."""
-    import types
-
-    import miofind.device
-    import miofind.nvlib
-
-    loaded, writes = [], []
-
-    def load(kinfo, arch):
-        mod = types.SimpleNamespace(n=len(loaded), thread=threading.current_thread().name)
-        loaded.append(mod)
-        return mod
-
-    monkeypatch.setattr(generic, "_load_module", load)
-    monkeypatch.setattr(generic, "_write_global", lambda mod, name, value: writes.append((mod.n, name, tuple(value))))
-    monkeypatch.setattr(miofind.device, "current_device", lambda: types.SimpleNamespace(arch="sm_90"))
-    monkeypatch.setattr(miofind.device, "runtime", lambda: _FakeRuntime())
-    monkeypatch.setattr(miofind.nvlib, "relaxed_capture_mode", lambda: None)
-    if spare_env is None:
-        monkeypatch.delenv("MIOFIND_GENERIC_SPARE", raising=False)
-    else:
-        monkeypatch.setenv("MIOFIND_GENERIC_SPARE", spare_env)
-    generic.clear()
-    return loaded, writes
-
-
-def _igemm_generic(hw: int):
-    s = next(s for s in solvers() if s.id == "ConvImplicitGemmFwd")
-    p = ProblemDescription.make("F", n=2, c=64, k=64, in_size=(hw, hw), filter_size=3, pads=1, layout="NHWC")
-    (g,) = generic.generic_kernels(s.get_solution(p, {"BM": 64, "BN": 64, "BK": 8, "TM": 4, "TN": 8, "STAGES": 3}))
-    return g
-
-
-def test_a_generic_builds_next_shape_takes_the_spare_module_loaded_ahead(monkeypatch):
-    loaded, writes = _spare_fakes(monkeypatch, None)
-    g14, g28, g56 = _igemm_generic(14), _igemm_generic(28), _igemm_generic(56)
-    assert len({binary_key(g.kinfo, "sm_90") for g in (g14, g28, g56)}) == 1 and len({g14.values, g28.values, g56.values}) == 3
-    m14 = generic._instance(g14)
-    assert m14.n == 0 and m14.thread == threading.current_thread().name   # the first shape loads its own
-    assert generic.wait_spares()
-    assert len(loaded) == 2 and loaded[1].thread == "miofind-generic-spares"
-    m28 = generic._instance(g28)
-    assert m28 is loaded[1]                                 # the spare, its sizes written now
-    assert generic._instance(g14) is m14 and generic._instance(g28) is m28   # each shape keeps its own
-    assert generic.wait_spares() and len(loaded) == 3
-    m56 = generic._instance(g56)
-    assert m56 is loaded[2]
-    by_module = {}
-    for n, name, value in writes:
-        by_module.setdefault(n, {})[name] = value
-    assert by_module[m14.n]["miofind_gp"] == g14.values and by_module[m28.n]["miofind_gp"] == g28.values
-    assert by_module[m56.n]["miofind_gp"] == g56.values
-    assert len({m14.n, m28.n, m56.n}) == 3                  # a spare never serves two shapes
-    generic.clear()
-
-
-def test_no_spare_modules_with_the_switch_off(monkeypatch):
-    loaded, _ = _spare_fakes(monkeypatch, "0")
-    generic._instance(_igemm_generic(14))
-    generic._instance(_igemm_generic(28))
-    assert generic.wait_spares()
-    assert [m.thread for m in loaded] == [threading.current_thread().name] * 2
-    generic.clear()
