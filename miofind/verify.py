@@ -185,64 +185,8 @@ def _xp(a):
     return cupy
 
 
-HASH_UNIFORM_SOURCE = "harness_uniform.cu"
-HASH_UNIFORM_BLOCK = 256
-HASH_UNIFORM_MAX_BLOCKS = 4096   # a grid-stride loop past this many blocks
-
-
-def hash_uniform_kernel_info():
-    """The ``KernelInfo`` of ``HashRNG``'s kernel (kernels_src/harness_uniform.cu)."""
-    from .solver import KernelInfo
-
-    return KernelInfo(HASH_UNIFORM_SOURCE, "harness_uniform", (1, 1, 1), (HASH_UNIFORM_BLOCK, 1, 1))
-
-
-def _mix64(z: int) -> int:
-    # splitmix64's finaliser, as harness_uniform.cu's harness_mix64
-    m = (1 << 64) - 1
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m
-    return z ^ (z >> 31)
-
-
-class HashRNG:
-    """Counter-based uniform float32 values on the GPU for a harness's inputs, with ``uniform`` as CuPy's
-    ``Generator.uniform`` takes it (``random_array``'s use). Each value is a function of the seed's key and its
-    counter alone (kernels_src/harness_uniform.cu), so a draw is one launch: CuPy's ``default_rng`` first sets up
-    cuRAND generator states, which took 6-9 ms of a find's harness (bench/results/session-nov27h/call1). A draw
-    takes the next counters, so successive draws differ; the same seed gives the same draws. Values lie on 2^24
-    points symmetric about the interval's middle, never the middle itself (never zero for ``random_array``)."""
-
-    def __init__(self, seed: int | None = None) -> None:
-        if seed is None:
-            import secrets
-
-            seed = secrets.randbits(64)
-        self.key = _mix64(int(seed) & ((1 << 64) - 1))
-        self.offset = 0
-
-    def uniform(self, low: float, high: float, size, dtype=None):
-        import cupy
-
-        from .compile import compile_kernel
-
-        if dtype is not None and np.dtype(dtype) != np.float32:
-            raise ValueError(f"HashRNG.uniform: dtype {np.dtype(dtype)}: only float32 is drawn")
-        out = cupy.empty(size, dtype=cupy.float32)
-        n = out.size
-        if n:
-            blocks = min(HASH_UNIFORM_MAX_BLOCKS, -(-n // HASH_UNIFORM_BLOCK))
-            compile_kernel(hash_uniform_kernel_info())(
-                (blocks,), (HASH_UNIFORM_BLOCK,),
-                (out, np.uint64(n), np.uint64(self.key), np.uint64(self.offset),
-                 np.float64((low + high) / 2.0), np.float64((high - low) / 2.0)))
-        self.offset += n
-        return out
-
-
 def random_array(shape, dt: str, rng, scale: float = 1.0):
-    """Uniform(-scale, scale) values, never zeros, in the storage type of ``dt`` (CuPy); ``rng`` a CuPy
-    ``Generator`` or a ``HashRNG``."""
+    """Uniform(-scale, scale) values, never zeros, in the storage type of ``dt`` (CuPy)."""
     import cupy
 
     f = rng.uniform(-scale, scale, size=shape, dtype=cupy.float32)

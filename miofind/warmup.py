@@ -27,7 +27,7 @@ from .models import MODELS, model_problems
 from .registry import solvers as all_solvers
 from .solver import KernelInfo
 from .harness import hold_kernel_info
-from .verify import error_kernel_info, hash_uniform_kernel_info
+from .verify import error_kernel_info
 
 DEFAULT_ARCHS = ("sm_80", "sm_90", "sm_100")
 # written into the kernel cache when a warmup ended without errors (``write_stamp``): a copy of a cache that lacks it
@@ -82,10 +82,9 @@ def warmup_kernels(models=MODELS, batches=(32, 1), dtypes=("FP32", "FP16", "BF16
                             kk = g.kinfo if g is not None else k
                             seen.setdefault((kk.source, kk.name, kk.compile_options()), kk)
     # the shape-free kernels: verification's error kernel per storage type (verify.errors_of), the timing hold of a
-    # find's timed runs (MIOFIND_FIND_TIMING=device), the harness's random inputs (verify.HashRNG), the bridge GEMM's
-    # module (miofind.lt_bridge)
+    # find's timed runs (MIOFIND_FIND_TIMING=device), the bridge GEMM's module (miofind.lt_bridge)
     for kk in (*(error_kernel_info(dt) for dt in ("FP32", "FP16", "BF16", "FP64")), hold_kernel_info(),
-               hash_uniform_kernel_info(), lt_bridge.kernel_info()):
+               lt_bridge.kernel_info()):
         seen.setdefault((kk.source, kk.name, kk.compile_options()), kk)
     return list(seen.values())
 

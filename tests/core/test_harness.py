@@ -330,23 +330,3 @@ def test_find_timing_names_the_variable_and_value(monkeypatch):
     monkeypatch.setenv("MIOFIND_FIND_TIMING", "kernel")
     with pytest.raises(ValueError, match="MIOFIND_FIND_TIMING='kernel'"):
         env.find_timing()
-
-
-def test_the_harness_uniform_kernel_compiles_for_sm90():
-    from nvrtc_check import nvrtc_or_skip
-
-    nvrtc_or_skip()
-    from miofind.compile import nvrtc_compile
-    from miofind.verify import hash_uniform_kernel_info
-
-    assert nvrtc_compile(hash_uniform_kernel_info(), arch="sm_90")[:4] == b"\x7fELF"
-
-
-def test_hash_rng_mixes_as_splitmix64_and_seeds_its_key():
-    from miofind.verify import HashRNG, _mix64
-
-    # splitmix64 seeded with 0: its first output is the finaliser of one golden-ratio increment
-    assert _mix64(0x9E3779B97F4A7C15) == 0xE220A8397B1DCDAF
-    assert HashRNG(7).key == HashRNG(7).key == _mix64(7) != HashRNG(8).key
-    assert HashRNG(-1).key == _mix64((1 << 64) - 1)
-    assert HashRNG().offset == 0 and HashRNG().key != HashRNG().key   # unseeded: fresh entropy each time
