@@ -834,7 +834,9 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
     t_setup = time.perf_counter()
     if verify and not isolate:
         # the harness's inputs and float64 reference are queued on the GPU first, so that they overlap
-        # the host work of listing and preparing the candidates (``Harness.ready`` waits for them);
+        # the host work of listing the candidates (``Harness.ready`` waits for them); a module load among
+        # the candidates' preparation waits for them (CUDA's module load waits for every kernel in flight),
+        # which still measured faster than queuing them after (bench/results/session-nov27h/, calls 5 and 6);
         # with child-process checks they wait, to leave the GPU's memory to the child
         _, ref_inv = prepare_all(problem, [], verify=True, times=compile_times)
         h, fresh = Harness.shared(problem, verify=verify, seed=seed, reference_invoker=ref_inv, wait=False)
