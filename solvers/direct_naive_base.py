@@ -18,6 +18,8 @@ from miofind.launch import PTR, Launch
 from miofind.tensors import CUDA_TYPES, element_strides, index_overflow, wide_index
 
 SOURCE = "direct_naive.cu"
+# the float64 reference's backward data: the same sum with the filter taps outermost (its stride tests once per tap)
+REFERENCE_BWD_SOURCE, REFERENCE_BWD_KERNEL = "reference_bwd.cu", "reference_conv_bwd"
 BLOCK = 256
 WRW_BLOCK = 256
 MAX_GRID = 1 << 20
@@ -44,7 +46,8 @@ class DirectNaiveBase(Solver):
         return APPLICABLE
 
     def get_solution(self, problem: ProblemDescription, config=None, *, reference: bool = False) -> ConvSolution:
-        """``reference=True`` builds the float64 variant used to verify other solvers."""
+        """``reference=True`` builds the float64 variant used to verify other solvers (for backward data, its
+        own kernel: ``REFERENCE_BWD_SOURCE``)."""
         p = problem.as_conv()
         wide = wide_index(p, STEP)      # counts the grid-stride step (an int loop index must not wrap)
         dtype = "FP64" if reference else p.dtype
@@ -56,7 +59,10 @@ class DirectNaiveBase(Solver):
         else:
             total = math.prod(p.y_shape if p.direction == "F" else p.x_shape)
             grid, block = (min(ceil_div(total, BLOCK), MAX_GRID), 1, 1), (BLOCK, 1, 1)
-        kinfo = KernelInfo(SOURCE, self.kernel_name, grid, block, macros=macros)
+        if reference and p.direction == "B":
+            kinfo = KernelInfo(REFERENCE_BWD_SOURCE, REFERENCE_BWD_KERNEL, grid, block, macros=macros)
+        else:
+            kinfo = KernelInfo(SOURCE, self.kernel_name, grid, block, macros=macros)
         args = _size_args(p, np.int64 if wide else np.int32)
 
         def factory(kernels):
