@@ -54,7 +54,7 @@ for label, p in problems:
     outs, ms = [], []
     for sol in (old, new):
         out = cupy.full(out_shape, cupy.nan)
-        ms.append(timed(build_invoker(sol), conv, a, b, out))
+        ms.append(timed(build_invoker(conv, sol), conv, a, b, out))
         outs.append(out)
     diff = float(cupy.abs(outs[1] - outs[0]).max() / cupy.abs(outs[0]).max())
     print(f"| {label} | {ms[0]:.2f} | {ms[1]:.2f} | {ms[1] / ms[0]:.3f} | {diff:.1e} | {naive_reference_ms(conv):.2f} | "
