@@ -412,9 +412,12 @@ TIMING_LOCK = threading.Lock()
 # of whose samples needs more gets the naive kernel, which needs none.
 REFERENCE_TEMP_BYTES = 1 << 30
 # The naive float64 kernel's rate in FLOP/s per direction on an H100 (ResNet-50's layers at batch 48,
-# bench/bench_reference.py; backward data divides it by the stride product: its threads skip the taps a
-# stride leaves out one by one), to estimate what it would take.
-NAIVE_REFERENCE_FLOPS = {"F": 1.2e12, "B": 0.6e12, "W": 0.45e12}
+# bench/bench_reference.py), to estimate what it would take. Backward data runs the reference's own kernel
+# (kernels_src/reference_bwd.cu): 2.1-3.3e12 in channels-first layouts at stride 1 and 0.95-1.08e12 at stride 2
+# (divided here by the largest stride), 0.45-0.51e12 channels-last at either stride
+# (bench/results/session-nov27h/call8/ref_bwd.md).
+NAIVE_REFERENCE_FLOPS = {"F": 1.2e12, "B": 2.4e12, "W": 0.45e12}
+NAIVE_REFERENCE_B_CHANNELS_LAST_FLOPS = 0.45e12
 # The GEMM reference's first use in a process costs 70-100 ms (cuBLAS sets itself up). As in ski rental, a
 # process takes the naive kernel until the naive references it has run, with the one at hand, would have
 # taken about that long (a few small cold finds never pay it; a network's first step pays it after a few
@@ -459,8 +462,10 @@ def naive_reference_ms(problem: ProblemDescription) -> float:
     conv = problem.unfused().as_conv()
     rate = NAIVE_REFERENCE_FLOPS[conv.direction]
     if conv.direction == "B":
-        for s in conv.strides:
-            rate /= s
+        if conv.layouts[0] in ("NHWC", "NDHWC"):
+            rate = NAIVE_REFERENCE_B_CHANNELS_LAST_FLOPS
+        else:
+            rate /= max(conv.strides)
     return conv.flops() / rate * 1e3
 
 

@@ -212,7 +212,7 @@ def test_reference_kind_takes_the_gemms_where_they_gain(monkeypatch):
     tiny = ProblemDescription.from_key("16-8-8-3x3-16-8-8-2-1x1-1x1-1x1-0-NCHW-FP32-F")
     mid = ProblemDescription.from_key("64-56-56-3x3-64-56-56-48-1x1-1x1-1x1-0-NCHW-FP32-F")      # ~9 ms naive
     slow = ProblemDescription.make("W", n=96, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
-    strided_b = ProblemDescription.from_key("512-28-28-1x1-256-56-56-48-0x0-2x2-1x1-0-NCHW-FP32-B")
+    strided_b = ProblemDescription.make("B", n=384, c=256, k=256, in_size=(28, 28), filter_size=3, pads=1, strides=2)
     huge = ProblemDescription.make("B", n=1, c=256, k=256, in_size=(1024, 1024), filter_size=3, pads=1)
     stem = ProblemDescription.make("F", n=256, c=3, k=64, in_size=(224, 224), filter_size=7, pads=3, strides=2)
     depthwise = ProblemDescription.make("F", n=256, c=192, k=192, in_size=(56, 56), filter_size=3, pads=1, groups=192)
@@ -225,8 +225,12 @@ def test_reference_kind_takes_the_gemms_where_they_gain(monkeypatch):
                                                   pads=2)) == "gemm"     # 8x the work: ~20 ms naive
     assert reference_bytes_per_sample(huge) > REFERENCE_TEMP_BYTES
     assert 2 < naive_reference_ms(mid) < 30 < naive_reference_ms(slow) < 60 < naive_reference_ms(strided_b)
-    # backward data at stride 2x2: four times slower per FLOP than stride 1, and B half F's rate
-    assert naive_reference_ms(strided_b) == pytest.approx(8 * naive_reference_ms(strided_b.with_direction("F")))
+    # backward data (its own kernel): twice F's rate channels-first, divided by the largest stride; channels-last
+    # a rate of its own at any stride
+    assert naive_reference_ms(strided_b) == pytest.approx(naive_reference_ms(strided_b.with_direction("F")))
+    b_nhwc = ProblemDescription.make("B", n=384, c=256, k=256, in_size=(28, 28), filter_size=3, pads=1, strides=2,
+                                     layout="NHWC")
+    assert naive_reference_ms(b_nhwc) == pytest.approx(naive_reference_ms(strided_b) * 1.2e12 / 0.45e12)
     every = (tiny, mid, slow, strided_b, huge, stem, depthwise)
     monkeypatch.delenv("MIOFIND_REFERENCE", raising=False)
     monkeypatch.setattr(harness, "_gemm_used", False)
