@@ -475,7 +475,8 @@ class Reference:
     ``kind`` is ``gemm``: ``miofind.reference.conv_reference`` on the GPU, one float64 GEMM (cuBLAS DGEMM
     through CuPy) per filter tap batched over the groups, in batch chunks of at most REFERENCE_TEMP_BYTES
     of temporaries; or ``naive``: the naive solver's float64 kernel (``invoker``), one thread per output
-    element (for backward data its own kernel, the same sum with the filter taps outermost). Neither shares code with the solvers it verifies. ``output`` only queues GPU work."""
+    element (for backward data its own kernel, the same sum with the filter taps outermost). Neither shares
+    code with the solvers it verifies. ``output`` only queues GPU work."""
 
     def __init__(self, kind: str, invoker=None) -> None:
         self.kind = kind
