@@ -15,12 +15,25 @@ extern "C" __global__ void reference_conv_bwd(const data_t* __restrict__ dy, con
     for(index_t i = (index_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
         i += (index_t)gridDim.x * blockDim.x)
     {
-        index_t t = i;
-        const index_t iw = t % Wi; t /= Wi;
-        const index_t ih = t % Hi; t /= Hi;
-        const index_t id = t % Di; t /= Di;
-        const index_t c = t % C;
-        const index_t n = t / C;
+        // element i of dx in its memory order: channels-last (xc == 1) has c fastest, so a warp's threads read
+        // consecutive weights (wc == 1 there too), share their dy reads and store consecutive dx elements
+        index_t t = i, iw, ih, id, c, n;
+        if(xc == 1 && C > 1)
+        {
+            c = t % C; t /= C;
+            iw = t % Wi; t /= Wi;
+            ih = t % Hi; t /= Hi;
+            id = t % Di;
+            n = t / Di;
+        }
+        else
+        {
+            iw = t % Wi; t /= Wi;
+            ih = t % Hi; t /= Hi;
+            id = t % Di; t /= Di;
+            c = t % C;
+            n = t / C;
+        }
         const index_t k0 = (c / cpg) * kpg, cg = c % cpg;
         const data_t* dyn = dy + n * yn + k0 * yc;
         const data_t* wc0 = w + k0 * wk + cg * wc;

@@ -20,6 +20,8 @@ from miofind.tensors import CUDA_TYPES, element_strides, index_overflow, wide_in
 SOURCE = "direct_naive.cu"
 # the float64 reference's backward data: the same sum with the filter taps outermost (its stride tests once per tap)
 REFERENCE_BWD_SOURCE, REFERENCE_BWD_KERNEL = "reference_bwd.cu", "reference_conv_bwd"
+# ... and its forward: the taps outermost too, channels-last outputs decoded with k fastest
+REFERENCE_FWD_SOURCE, REFERENCE_FWD_KERNEL = "reference_fwd.cu", "reference_conv_fwd"
 BLOCK = 256
 WRW_BLOCK = 256
 MAX_GRID = 1 << 20
@@ -46,8 +48,8 @@ class DirectNaiveBase(Solver):
         return APPLICABLE
 
     def get_solution(self, problem: ProblemDescription, config=None, *, reference: bool = False) -> ConvSolution:
-        """``reference=True`` builds the float64 variant used to verify other solvers (for backward data, its
-        own kernel: ``REFERENCE_BWD_SOURCE``)."""
+        """``reference=True`` builds the float64 variant used to verify other solvers (for forward and backward
+        data, their own kernels: ``REFERENCE_FWD_SOURCE``, ``REFERENCE_BWD_SOURCE``)."""
         p = problem.as_conv()
         wide = wide_index(p, STEP)      # counts the grid-stride step (an int loop index must not wrap)
         dtype = "FP64" if reference else p.dtype
@@ -61,6 +63,8 @@ class DirectNaiveBase(Solver):
             grid, block = (min(ceil_div(total, BLOCK), MAX_GRID), 1, 1), (BLOCK, 1, 1)
         if reference and p.direction == "B":
             kinfo = KernelInfo(REFERENCE_BWD_SOURCE, REFERENCE_BWD_KERNEL, grid, block, macros=macros)
+        elif reference and p.direction == "F":
+            kinfo = KernelInfo(REFERENCE_FWD_SOURCE, REFERENCE_FWD_KERNEL, grid, block, macros=macros)
         else:
             kinfo = KernelInfo(SOURCE, self.kernel_name, grid, block, macros=macros)
         args = _size_args(p, np.int64 if wide else np.int32)

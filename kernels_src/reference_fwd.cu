@@ -1,0 +1,58 @@
+// The float64 reference's forward (miofind.harness.Reference of kind naive; the naive forward solver's
+// get_solution(reference=True)): naive_conv_fwd's sum with the filter taps outermost, so a tap's input position and
+// bounds test are made once per tap rather than once per (tap, input channel), and its C/G products run as one loop:
+//   y[n,k,o] = sum_{t in range} sum_{c in k's group} x[n, c, o*stride - pad + t*dil] * w[k, c - group start, t].
+// Element i of y is decoded in y's memory order: channels-last (yc == 1) has k fastest, so a warp's threads share
+// their x reads and store consecutive y elements.
+#include "direct_naive.cu"
+
+extern "C" __global__ void reference_conv_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w,
+                                              data_t* __restrict__ y, CONV_PARAMS)
+{
+    const index_t total = N * K * Do * Ho * Wo;
+    const index_t cpg = C / G, kpg = K / G;
+    for(index_t i = (index_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+        i += (index_t)gridDim.x * blockDim.x)
+    {
+        index_t t = i, ow, oh, od, k, n;
+        if(yc == 1 && K > 1)
+        {
+            k = t % K; t /= K;
+            ow = t % Wo; t /= Wo;
+            oh = t % Ho; t /= Ho;
+            od = t % Do;
+            n = t / Do;
+        }
+        else
+        {
+            ow = t % Wo; t /= Wo;
+            oh = t % Ho; t /= Ho;
+            od = t % Do; t /= Do;
+            k = t % K;
+            n = t / K;
+        }
+        const data_t* xn0 = x + n * xn + (k / kpg) * cpg * xc;
+        const data_t* wk0 = w + k * wk;
+        acc_t acc = 0;
+        for(index_t z = 0; z < Z; ++z)
+        {
+            const index_t id = od * sd - pd + z * dd;
+            if(id < 0 || id >= Di) continue;
+            for(index_t r = 0; r < Y; ++r)
+            {
+                const index_t ih = oh * sh - ph + r * dh;
+                if(ih < 0 || ih >= Hi) continue;
+                for(index_t s = 0; s < X; ++s)
+                {
+                    const index_t iw = ow * sw - pw + s * dw;
+                    if(iw < 0 || iw >= Wi) continue;
+                    const data_t* xp = xn0 + id * xd + ih * xh + iw * xw;
+                    const data_t* wp = wk0 + z * wd + r * wh + s * ww;
+                    for(index_t c = 0; c < cpg; ++c)
+                        acc += to_acc(xp[c * xc]) * to_acc(wp[c * wc]);
+                }
+            }
+        }
+        store_acc(&y[n * yn + k * yc + od * yd + oh * yh + ow * yw], acc);
+    }
+}
