@@ -411,13 +411,14 @@ TIMING_LOCK = threading.Lock()
 # The GEMM reference holds float64 temporaries of at most this many bytes (a batch chunk's); a problem one
 # of whose samples needs more gets the naive kernel, which needs none.
 REFERENCE_TEMP_BYTES = 1 << 30
-# The naive float64 kernel's rate in FLOP/s per direction on an H100 (ResNet-50's layers at batch 48,
-# bench/bench_reference.py), to estimate what it would take. Backward data runs the reference's own kernel
-# (kernels_src/reference_bwd.cu): 2.1-3.3e12 in channels-first layouts at stride 1 and 0.95-1.08e12 at stride 2
-# (divided here by the largest stride), 0.45-0.51e12 channels-last at either stride
-# (bench/results/session-nov27h/call8/ref_bwd.md).
-NAIVE_REFERENCE_FLOPS = {"F": 1.2e12, "B": 2.4e12, "W": 0.45e12}
-NAIVE_REFERENCE_B_CHANNELS_LAST_FLOPS = 0.45e12
+# The naive float64 reference's rate in FLOP/s per direction on an H100, to estimate what it would take. Forward
+# and backward data run the reference's own kernels (kernels_src/reference_fwd.cu, reference_bwd.cu). Channels-first
+# (bench/results/session-nov27i/call1/ref_time.md): F 1.8-2.8e12 at stride 1 and 1.2-1.75e12 at stride 2 (divided
+# here by the square root of the largest stride); B 2.0-3.4e12 at stride 1 and 0.95-1.08e12 at stride 2 (divided by
+# the largest stride). Channels-last (NAIVE_REFERENCE_CHANNELS_LAST_FLOPS), at either stride: F 0.48-0.52e12 (a
+# thread's weights lie C*R*S apart from its neighbour's), B 2.3-3.6e12 (c fastest: a warp reads consecutive weights).
+NAIVE_REFERENCE_FLOPS = {"F": 2.4e12, "B": 2.4e12, "W": 0.45e12}
+NAIVE_REFERENCE_CHANNELS_LAST_FLOPS = {"F": 0.49e12, "B": 2.4e12, "W": 0.45e12}
 # The GEMM reference's first use in a process costs 70-100 ms (cuBLAS sets itself up). As in ski rental, a
 # process takes the naive kernel until the naive references it has run, with the one at hand, would have
 # taken about that long (a few small cold finds never pay it; a network's first step pays it after a few
@@ -458,14 +459,17 @@ def _count_naive(problem: ProblemDescription) -> None:
 
 
 def naive_reference_ms(problem: ProblemDescription) -> float:
-    """The naive float64 kernel's estimated time for ``problem`` (``NAIVE_REFERENCE_FLOPS``), in ms."""
+    """The naive float64 reference's estimated time for ``problem`` (``NAIVE_REFERENCE_FLOPS``,
+    ``NAIVE_REFERENCE_CHANNELS_LAST_FLOPS``), in ms."""
     conv = problem.unfused().as_conv()
-    rate = NAIVE_REFERENCE_FLOPS[conv.direction]
-    if conv.direction == "B":
-        if conv.layouts[0] in ("NHWC", "NDHWC"):
-            rate = NAIVE_REFERENCE_B_CHANNELS_LAST_FLOPS
-        else:
-            rate /= max(conv.strides)
+    if conv.layouts[0] in ("NHWC", "NDHWC"):
+        rate = NAIVE_REFERENCE_CHANNELS_LAST_FLOPS[conv.direction]
+    elif conv.direction == "F":
+        rate = NAIVE_REFERENCE_FLOPS["F"] / math.sqrt(max(conv.strides))
+    elif conv.direction == "B":
+        rate = NAIVE_REFERENCE_FLOPS["B"] / max(conv.strides)
+    else:
+        rate = NAIVE_REFERENCE_FLOPS["W"]
     return conv.flops() / rate * 1e3
 
 

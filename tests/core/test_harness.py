@@ -210,27 +210,30 @@ def test_reference_kind_takes_the_gemms_where_they_gain(monkeypatch):
     from miofind.reference import reference_bytes_per_sample
 
     tiny = ProblemDescription.from_key("16-8-8-3x3-16-8-8-2-1x1-1x1-1x1-0-NCHW-FP32-F")
-    mid = ProblemDescription.from_key("64-56-56-3x3-64-56-56-48-1x1-1x1-1x1-0-NCHW-FP32-F")      # ~9 ms naive
+    mid = ProblemDescription.from_key("64-56-56-3x3-64-56-56-96-1x1-1x1-1x1-0-NCHW-FP32-F")      # ~9 ms naive
     slow = ProblemDescription.make("W", n=96, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
     strided_b = ProblemDescription.make("B", n=384, c=256, k=256, in_size=(28, 28), filter_size=3, pads=1, strides=2)
     huge = ProblemDescription.make("B", n=1, c=256, k=256, in_size=(1024, 1024), filter_size=3, pads=1)
     stem = ProblemDescription.make("F", n=256, c=3, k=64, in_size=(224, 224), filter_size=7, pads=3, strides=2)
     depthwise = ProblemDescription.make("F", n=256, c=192, k=192, in_size=(56, 56), filter_size=3, pads=1, groups=192)
     # 25 taps: over 2 ms naive, but under the 25 GEMMs' host time
-    many_taps = ProblemDescription.make("F", n=16, c=48, k=64, in_size=(35, 35), filter_size=5, pads=2)
+    many_taps = ProblemDescription.make("F", n=32, c=48, k=64, in_size=(35, 35), filter_size=5, pads=2)
     assert 2 < naive_reference_ms(many_taps) < 0.5 * 25
     monkeypatch.setattr(harness, "_gemm_used", True)
     assert reference_kind(many_taps) == "naive"
-    assert reference_kind(ProblemDescription.make("F", n=128, c=48, k=64, in_size=(35, 35), filter_size=5,
+    assert reference_kind(ProblemDescription.make("F", n=256, c=48, k=64, in_size=(35, 35), filter_size=5,
                                                   pads=2)) == "gemm"     # 8x the work: ~20 ms naive
     assert reference_bytes_per_sample(huge) > REFERENCE_TEMP_BYTES
     assert 2 < naive_reference_ms(mid) < 30 < naive_reference_ms(slow) < 60 < naive_reference_ms(strided_b)
-    # backward data (its own kernel): twice F's rate channels-first, divided by the largest stride; channels-last
-    # a rate of its own at any stride
-    assert naive_reference_ms(strided_b) == pytest.approx(naive_reference_ms(strided_b.with_direction("F")))
+    # the reference's own kernels: channels-first, forward divided by the square root of the largest stride and
+    # backward data by the stride itself; channels-last a rate of its own per direction at any stride
+    f_s2 = strided_b.with_direction("F")
+    assert naive_reference_ms(strided_b) == pytest.approx(naive_reference_ms(f_s2) * 2 ** 0.5)
     b_nhwc = ProblemDescription.make("B", n=384, c=256, k=256, in_size=(28, 28), filter_size=3, pads=1, strides=2,
                                      layout="NHWC")
-    assert naive_reference_ms(b_nhwc) == pytest.approx(naive_reference_ms(strided_b) * 1.2e12 / 0.45e12)
+    assert naive_reference_ms(b_nhwc) == pytest.approx(naive_reference_ms(strided_b) / 2)
+    f_nhwc = b_nhwc.with_direction("F")
+    assert naive_reference_ms(f_nhwc) == pytest.approx(naive_reference_ms(f_s2) * 2.4 / 0.49 / 2 ** 0.5)
     every = (tiny, mid, slow, strided_b, huge, stem, depthwise)
     monkeypatch.delenv("MIOFIND_REFERENCE", raising=False)
     monkeypatch.setattr(harness, "_gemm_used", False)
