@@ -11,7 +11,6 @@ export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:/tmp/site
 inc=$(python3 -c "import sysconfig;print(sysconfig.get_paths()['include'])")
 gcc -O2 -shared -fPIC -I$inc miofind/_native.c -o miofind/_native.abi3.so
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader > $R/device.txt
-git log -1 --format=%H > $R/commit.txt 2>/dev/null
 MIOFIND_KERNEL_CACHE=/tmp/kc-ref timeout 180 python3 bench/results/session-nov27i/call1/ref_time.py > $R/ref_time.md 2>&1
 echo "ref rc=$? $(( $(date +%s) - T0 )) s"; cat $R/ref_time.md
 MIOFIND_KERNEL_CACHE=/tmp/kc-ref MIOFIND_DB=sqlite:////tmp/t-user.sqlite timeout 330 python3 -m pytest -q -p no:cacheprovider \
