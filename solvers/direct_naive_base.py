@@ -22,6 +22,10 @@ SOURCE = "direct_naive.cu"
 REFERENCE_BWD_SOURCE, REFERENCE_BWD_KERNEL = "reference_bwd.cu", "reference_conv_bwd"
 # ... and its forward: the taps outermost too, channels-last outputs decoded with k fastest
 REFERENCE_FWD_SOURCE, REFERENCE_FWD_KERNEL = "reference_fwd.cu", "reference_conv_fwd"
+# ... and its backward weights where x is channels-last: a warp takes 32 consecutive dw elements (c fastest), a block's
+# warps split the output rows
+REFERENCE_WRW_SOURCE, REFERENCE_WRW_KERNEL = "reference_wrw.cu", "reference_conv_wrw"
+REFERENCE_WRW_LAYOUTS = ("NHWC", "NDHWC")
 BLOCK = 256
 WRW_BLOCK = 256
 MAX_GRID = 1 << 20
@@ -49,15 +53,18 @@ class DirectNaiveBase(Solver):
 
     def get_solution(self, problem: ProblemDescription, config=None, *, reference: bool = False) -> ConvSolution:
         """``reference=True`` builds the float64 variant used to verify other solvers (for forward and backward
-        data, their own kernels: ``REFERENCE_FWD_SOURCE``, ``REFERENCE_BWD_SOURCE``)."""
+        data, their own kernels: ``REFERENCE_FWD_SOURCE``, ``REFERENCE_BWD_SOURCE``; for backward weights with x in
+        ``REFERENCE_WRW_LAYOUTS``, ``REFERENCE_WRW_SOURCE``)."""
         p = problem.as_conv()
         wide = wide_index(p, STEP)      # counts the grid-stride step (an int loop index must not wrap)
         dtype = "FP64" if reference else p.dtype
         macros = (("DATA_T", CUDA_TYPES[dtype]), ("ACC_T", "double" if reference else "float"),
                   ("INDEX_T", "long long" if wide else "int"), ("WRW_BLOCK", str(WRW_BLOCK)))
+        ref_wrw = reference and p.direction == "W" and p.layouts[0] in REFERENCE_WRW_LAYOUTS
         if p.direction == "W":
             total = p.k * (p.c // p.groups) * math.prod(p.filter_size)
-            grid, block = (min(total, MAX_GRID), 1, 1), (WRW_BLOCK, 1, 1)
+            # naive_conv_wrw: a block per dw element; reference_conv_wrw: a block per 32 of them
+            grid, block = (min(ceil_div(total, 32) if ref_wrw else total, MAX_GRID), 1, 1), (WRW_BLOCK, 1, 1)
         else:
             total = math.prod(p.y_shape if p.direction == "F" else p.x_shape)
             grid, block = (min(ceil_div(total, BLOCK), MAX_GRID), 1, 1), (BLOCK, 1, 1)
@@ -65,6 +72,8 @@ class DirectNaiveBase(Solver):
             kinfo = KernelInfo(REFERENCE_BWD_SOURCE, REFERENCE_BWD_KERNEL, grid, block, macros=macros)
         elif reference and p.direction == "F":
             kinfo = KernelInfo(REFERENCE_FWD_SOURCE, REFERENCE_FWD_KERNEL, grid, block, macros=macros)
+        elif ref_wrw:
+            kinfo = KernelInfo(REFERENCE_WRW_SOURCE, REFERENCE_WRW_KERNEL, grid, block, macros=macros)
         else:
             kinfo = KernelInfo(SOURCE, self.kernel_name, grid, block, macros=macros)
         args = _size_args(p, np.int64 if wide else np.int32)

@@ -28,6 +28,28 @@ def test_direct_solver(claim):
     check_claim(claim)
 
 
+def test_reference_builds_take_their_own_kernels():
+    """The float64 reference (reference=True) runs its own kernels for F and B, and for W where x is channels-last
+    (a block per 32 dw elements); the naive solvers' own builds and channels-first W keep direct_naive.cu."""
+    from miofind.registry import reference_solver
+
+    expect = {("F", "NCHW"): "reference_conv_fwd", ("F", "NHWC"): "reference_conv_fwd",
+              ("B", "NCHW"): "reference_conv_bwd", ("B", "NHWC"): "reference_conv_bwd",
+              ("W", "NCHW"): "naive_conv_wrw", ("W", "NHWC"): "reference_conv_wrw",
+              ("W", "NDHWC"): "reference_conv_wrw", ("W", "NCDHW"): "naive_conv_wrw"}
+    for (d, lay), name in expect.items():
+        size = (5, 6, 7) if "D" in lay else (7, 6)
+        p = ProblemDescription.make(d, n=2, c=6, k=4, in_size=size, filter_size=3, pads=1, layout=lay, groups=2)
+        s = reference_solver(d)
+        (ref,) = s.get_solution(p, reference=True).kernels
+        (own,) = s.get_solution(p).kernels
+        assert (ref.name, own.name) == (name, f"naive_conv_{dict(F='fwd', B='bwd', W='wrw')[d]}"), (d, lay)
+        assert ("DATA_T", "double") in ref.macros and ("ACC_T", "double") in ref.macros
+        if d == "W":
+            total = 4 * 3 * 3 ** len(size)
+            assert ref.grid[0] == (-(-total // 32) if name == "reference_conv_wrw" else total), (lay, ref.grid)
+
+
 TILED_CFGS = [{"TILE_W": 8, "TILE_H": 4, "KPT": 4, "CCH": 2}, {"TILE_W": 32, "TILE_H": 8, "KPT": 16, "CCH": 4},
               {"TILE_W": 16, "TILE_H": 16, "KPT": 2, "CCH": 16}]
 
