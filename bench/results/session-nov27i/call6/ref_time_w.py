@@ -5,8 +5,6 @@ shapes in FP32 NCHW and FP16 NHWC, ResNet-50's 3x3 and 1x1 layers at N=32 in bot
 first layer (C=3) channels-last. Channels-first rows also time the new kernel there (not used there unless it wins).
 Each problem's FLOPs over the used kernel's time: the rates harness.NAIVE_REFERENCE_*FLOPS estimate. Session nov27i,
 call 6."""
-import dataclasses
-import math
 import os
 import statistics
 import sys
@@ -21,7 +19,9 @@ from miofind.harness import naive_reference_ms  # noqa: E402
 from miofind.invokers import build_invoker, call  # noqa: E402
 from miofind.problem import ProblemDescription  # noqa: E402
 from miofind.registry import get_solver  # noqa: E402
-from solvers.direct_naive_base import MAX_GRID, REFERENCE_WRW_LAYOUTS  # noqa: E402
+import solvers.direct_naive_base as dnb  # noqa: E402
+
+USED_LAYOUTS = dnb.REFERENCE_WRW_LAYOUTS
 
 cupy.cuda.Device(0).use()
 solver = get_solver("ConvDirectNaiveConvWrw")
@@ -56,14 +56,13 @@ print("| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |")
 rng = cupy.random.default_rng(0)
 for label, p in problems:
     conv = p.as_conv()
-    used = solver.get_solution(conv, None, reference=True)
-    k0 = used.kernels[0]
-    total = conv.k * (conv.c // conv.groups) * math.prod(conv.filter_size)
-    old = dataclasses.replace(used, kernels=[dataclasses.replace(k0, source="direct_naive.cu", name="naive_conv_wrw",
-                                                                 grid=(min(total, MAX_GRID), 1, 1))])
-    new = dataclasses.replace(used, kernels=[dataclasses.replace(k0, source="reference_wrw.cu",
-                                                                 name="reference_conv_wrw",
-                                                                 grid=(min(-(-total // 32), MAX_GRID), 1, 1))])
+    # each kernel with its own launch grid (the solution's invoker launches the grid get_solution chose)
+    dnb.REFERENCE_WRW_LAYOUTS = ()
+    old = solver.get_solution(conv, None, reference=True)
+    dnb.REFERENCE_WRW_LAYOUTS = ("NCHW", "NHWC", "NCDHW", "NDHWC")
+    new = solver.get_solution(conv, None, reference=True)
+    dnb.REFERENCE_WRW_LAYOUTS = USED_LAYOUTS
+    assert (old.kernels[0].name, new.kernels[0].name) == ("naive_conv_wrw", "reference_conv_wrw")
     a_shape, b_shape, out_shape = conv.io_shapes()
     a, b = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
     outs, ms = [], []
@@ -72,7 +71,7 @@ for label, p in problems:
         ms.append(timed(build_invoker(conv, sol), conv, a, b, out))
         outs.append(out)
     diff = float(cupy.abs(outs[1] - outs[0]).max() / cupy.abs(outs[0]).max())
-    is_new = conv.layouts[0] in REFERENCE_WRW_LAYOUTS
+    is_new = conv.layouts[0] in USED_LAYOUTS
     t_used = ms[1] if is_new else ms[0]
     print(f"| {label} | {ms[0]:.2f} | {ms[1]:.2f} | {ms[1] / ms[0]:.3f} | {diff:.1e} | {'new' if is_new else 'old'} | "
           f"{naive_reference_ms(conv):.2f} | {conv.flops() / t_used / 1e6:.0f} |", flush=True)
