@@ -56,3 +56,51 @@ extern "C" __global__ void reference_conv_fwd(const data_t* __restrict__ x, cons
         store_acc(&y[n * yn + k * yc + od * yd + oh * yh + ow * yw], acc);
     }
 }
+
+// Channels-last x and w with at least REFERENCE_FWD_WARP_CPG channels a group (the naive solver's
+// get_solution(reference=True) chooses): a warp per y element, taken in y's memory order (k fastest), its lanes
+// splitting the group's channels, which lie contiguously in both x and w, so that each of a warp's loads is one run;
+// the lanes' sums are added by shuffles. Here a thread per element would read w at C*R*S apart from its neighbour's.
+extern "C" __global__ void reference_conv_fwd_warp(const data_t* __restrict__ x, const data_t* __restrict__ w,
+                                                   data_t* __restrict__ y, CONV_PARAMS)
+{
+    const index_t total = N * K * Do * Ho * Wo;
+    const index_t cpg = C / G, kpg = K / G;
+    const int lane = threadIdx.x & 31;
+    const index_t warps = ((index_t)gridDim.x * blockDim.x) >> 5;
+    for(index_t i = ((index_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < total; i += warps)
+    {
+        index_t t = i;
+        const index_t k = t % K; t /= K;
+        const index_t ow = t % Wo; t /= Wo;
+        const index_t oh = t % Ho; t /= Ho;
+        const index_t od = t % Do;
+        const index_t n = t / Do;
+        const data_t* xn0 = x + n * xn + (k / kpg) * cpg * xc;
+        const data_t* wk0 = w + k * wk;
+        acc_t acc = 0;
+        for(index_t z = 0; z < Z; ++z)
+        {
+            const index_t id = od * sd - pd + z * dd;
+            if(id < 0 || id >= Di) continue;
+            for(index_t r = 0; r < Y; ++r)
+            {
+                const index_t ih = oh * sh - ph + r * dh;
+                if(ih < 0 || ih >= Hi) continue;
+                for(index_t s = 0; s < X; ++s)
+                {
+                    const index_t iw = ow * sw - pw + s * dw;
+                    if(iw < 0 || iw >= Wi) continue;
+                    const data_t* xp = xn0 + id * xd + ih * xh + iw * xw;
+                    const data_t* wp = wk0 + z * wd + r * wh + s * ww;
+                    for(index_t c = lane; c < cpg; c += 32)
+                        acc += to_acc(xp[c * xc]) * to_acc(wp[c * wc]);
+                }
+            }
+        }
+        for(int off = 16; off > 0; off >>= 1)
+            acc += __shfl_down_sync(0xffffffffu, acc, off);
+        if(lane == 0)
+            store_acc(&y[n * yn + k * yc + od * yd + oh * yh + ow * yw], acc);
+    }
+}

@@ -22,6 +22,8 @@ SOURCE = "direct_naive.cu"
 REFERENCE_BWD_SOURCE, REFERENCE_BWD_KERNEL = "reference_bwd.cu", "reference_conv_bwd"
 # ... and its forward: the taps outermost too, channels-last outputs decoded with k fastest
 REFERENCE_FWD_SOURCE, REFERENCE_FWD_KERNEL = "reference_fwd.cu", "reference_conv_fwd"
+# ... where x and w are channels-last with at least this many channels a group, a warp per y element
+REFERENCE_FWD_WARP_KERNEL, REFERENCE_FWD_WARP_CPG = "reference_conv_fwd_warp", 32
 # ... and its backward weights where x is channels-last: a warp takes 32 consecutive dw elements (c fastest), a block's
 # warps split the output rows
 REFERENCE_WRW_SOURCE, REFERENCE_WRW_KERNEL = "reference_wrw.cu", "reference_conv_wrw"
@@ -53,7 +55,8 @@ class DirectNaiveBase(Solver):
 
     def get_solution(self, problem: ProblemDescription, config=None, *, reference: bool = False) -> ConvSolution:
         """``reference=True`` builds the float64 variant used to verify other solvers (for forward and backward
-        data, their own kernels: ``REFERENCE_FWD_SOURCE``, ``REFERENCE_BWD_SOURCE``; for backward weights with x in
+        data, their own kernels: ``REFERENCE_FWD_SOURCE`` (channels-last with at least ``REFERENCE_FWD_WARP_CPG``
+        channels a group: a warp per output), ``REFERENCE_BWD_SOURCE``; for backward weights with x in
         ``REFERENCE_WRW_LAYOUTS``, ``REFERENCE_WRW_SOURCE``)."""
         p = problem.as_conv()
         wide = wide_index(p, STEP)      # counts the grid-stride step (an int loop index must not wrap)
@@ -61,15 +64,19 @@ class DirectNaiveBase(Solver):
         macros = (("DATA_T", CUDA_TYPES[dtype]), ("ACC_T", "double" if reference else "float"),
                   ("INDEX_T", "long long" if wide else "int"), ("WRW_BLOCK", str(WRW_BLOCK)))
         ref_wrw = reference and p.direction == "W" and p.layouts[0] in REFERENCE_WRW_LAYOUTS
+        ref_fwd_warp = (reference and p.direction == "F" and p.c // p.groups >= REFERENCE_FWD_WARP_CPG
+                        and all(lay in ("NHWC", "NDHWC") for lay in p.layouts[:2]))
         if p.direction == "W":
             total = p.k * (p.c // p.groups) * math.prod(p.filter_size)
             # naive_conv_wrw: a block per dw element; reference_conv_wrw: a block per 32 of them
             grid, block = (min(ceil_div(total, 32) if ref_wrw else total, MAX_GRID), 1, 1), (WRW_BLOCK, 1, 1)
         else:
-            total = math.prod(p.y_shape if p.direction == "F" else p.x_shape)
+            total = math.prod(p.y_shape if p.direction == "F" else p.x_shape) * (32 if ref_fwd_warp else 1)
             grid, block = (min(ceil_div(total, BLOCK), MAX_GRID), 1, 1), (BLOCK, 1, 1)
         if reference and p.direction == "B":
             kinfo = KernelInfo(REFERENCE_BWD_SOURCE, REFERENCE_BWD_KERNEL, grid, block, macros=macros)
+        elif ref_fwd_warp:
+            kinfo = KernelInfo(REFERENCE_FWD_SOURCE, REFERENCE_FWD_WARP_KERNEL, grid, block, macros=macros)
         elif reference and p.direction == "F":
             kinfo = KernelInfo(REFERENCE_FWD_SOURCE, REFERENCE_FWD_KERNEL, grid, block, macros=macros)
         elif ref_wrw:

@@ -29,8 +29,9 @@ def test_direct_solver(claim):
 
 
 def test_reference_builds_take_their_own_kernels():
-    """The float64 reference (reference=True) runs its own kernels for F and B, and for W where x is channels-last
-    (a block per 32 dw elements); the naive solvers' own builds and channels-first W keep direct_naive.cu."""
+    """The float64 reference (reference=True) runs its own kernels for F (channels-last with at least 32 channels a
+    group: a warp per output) and B, and for W where x is channels-last (a block per 32 dw elements); the naive
+    solvers' own builds and channels-first W keep direct_naive.cu."""
     from miofind.registry import reference_solver
 
     expect = {("F", "NCHW"): "reference_conv_fwd", ("F", "NHWC"): "reference_conv_fwd",
@@ -48,6 +49,15 @@ def test_reference_builds_take_their_own_kernels():
         if d == "W":
             total = 4 * 3 * 3 ** len(size)
             assert ref.grid[0] == (-(-total // 32) if name == "reference_conv_wrw" else total), (lay, ref.grid)
+    s = reference_solver("F")
+    for lay, cpg, name in (("NHWC", 32, "reference_conv_fwd_warp"), ("NDHWC", 40, "reference_conv_fwd_warp"),
+                           ("NHWC", 16, "reference_conv_fwd"), ("NCHW", 64, "reference_conv_fwd")):
+        size = (5, 6, 7) if "D" in lay else (7, 6)
+        p = ProblemDescription.make("F", n=2, c=2 * cpg, k=4, in_size=size, filter_size=3, pads=1, layout=lay, groups=2)
+        (ref,) = s.get_solution(p, reference=True).kernels
+        assert ref.name == name, (lay, cpg, ref.name)
+        outputs = 2 * 4 * (5 * 6 * 7 if "D" in lay else 7 * 6)
+        assert ref.grid[0] == -(-outputs * (32 if name.endswith("warp") else 1) // 256), (lay, ref.grid)
 
 
 TILED_CFGS = [{"TILE_W": 8, "TILE_H": 4, "KPT": 4, "CCH": 2}, {"TILE_W": 32, "TILE_H": 8, "KPT": 16, "CCH": 4},
