@@ -421,6 +421,9 @@ REFERENCE_TEMP_BYTES = 1 << 30
 # 1.1e12 on a 3-channel first layer, 0.18e12 depthwise; bench/results/session-nov27i/call6/r/ref_time_w.md).
 NAIVE_REFERENCE_FLOPS = {"F": 2.4e12, "B": 2.4e12, "W": 0.45e12}
 NAIVE_REFERENCE_CHANNELS_LAST_FLOPS = {"F": 0.49e12, "B": 2.4e12, "W": 1.8e12}
+# Channels-last forward where the reference runs a warp per output (wide groups: the naive forward solver's
+# reference_fwd_warp): 0.73-2.05e12, 1.5e12 typical (bench/results/session-nov27i/call9/r/ref_time_f.md).
+NAIVE_REFERENCE_FWD_WARP_FLOPS = 1.2e12
 # The GEMM reference's first use in a process costs 70-100 ms (cuBLAS sets itself up). As in ski rental, a
 # process takes the naive kernel until the naive references it has run, with the one at hand, would have
 # taken about that long (a few small cold finds never pay it; a network's first step pays it after a few
@@ -462,9 +465,11 @@ def _count_naive(problem: ProblemDescription) -> None:
 
 def naive_reference_ms(problem: ProblemDescription) -> float:
     """The naive float64 reference's estimated time for ``problem`` (``NAIVE_REFERENCE_FLOPS``,
-    ``NAIVE_REFERENCE_CHANNELS_LAST_FLOPS``), in ms."""
+    ``NAIVE_REFERENCE_CHANNELS_LAST_FLOPS``, ``NAIVE_REFERENCE_FWD_WARP_FLOPS``), in ms."""
     conv = problem.unfused().as_conv()
-    if conv.layouts[0] in ("NHWC", "NDHWC"):
+    if conv.direction == "F" and getattr(reference_solver("F"), "reference_fwd_warp", lambda p: False)(conv):
+        rate = NAIVE_REFERENCE_FWD_WARP_FLOPS
+    elif conv.layouts[0] in ("NHWC", "NDHWC"):
         rate = NAIVE_REFERENCE_CHANNELS_LAST_FLOPS[conv.direction]
     elif conv.direction == "F":
         rate = NAIVE_REFERENCE_FLOPS["F"] / math.sqrt(max(conv.strides))

@@ -22,8 +22,11 @@ SOURCE = "direct_naive.cu"
 REFERENCE_BWD_SOURCE, REFERENCE_BWD_KERNEL = "reference_bwd.cu", "reference_conv_bwd"
 # ... and its forward: the taps outermost too, channels-last outputs decoded with k fastest
 REFERENCE_FWD_SOURCE, REFERENCE_FWD_KERNEL = "reference_fwd.cu", "reference_conv_fwd"
-# ... where x and w are channels-last with at least this many channels a group, a warp per y element
-REFERENCE_FWD_WARP_KERNEL, REFERENCE_FWD_WARP_CPG = "reference_conv_fwd_warp", 32
+# ... where x and w are channels-last with at least REFERENCE_FWD_WARP_CPG channels a group and at least
+# REFERENCE_FWD_WARP_MACS products an output, a warp per y element (with fewer, its shuffles cost more than its lanes
+# gain: 1.7x the thread-per-output kernel's time on a 64-channel 1x1 layer, 0.59x on a 256-channel one;
+# bench/results/session-nov27i/call9/r/ref_time_f.md)
+REFERENCE_FWD_WARP_KERNEL, REFERENCE_FWD_WARP_CPG, REFERENCE_FWD_WARP_MACS = "reference_conv_fwd_warp", 32, 256
 # ... and its backward weights where x is channels-last: a warp takes 32 consecutive dw elements (c fastest), a block's
 # warps split the output rows
 REFERENCE_WRW_SOURCE, REFERENCE_WRW_KERNEL = "reference_wrw.cu", "reference_conv_wrw"
@@ -53,10 +56,18 @@ class DirectNaiveBase(Solver):
             return not_applicable(why)
         return APPLICABLE
 
+    @staticmethod
+    def reference_fwd_warp(problem: ProblemDescription) -> bool:
+        """Whether the float64 reference of ``problem`` (a plain convolution) runs the forward's warp-per-output
+        kernel (``REFERENCE_FWD_WARP_KERNEL``)."""
+        cpg = problem.c // problem.groups
+        return (problem.direction == "F" and all(lay in ("NHWC", "NDHWC") for lay in problem.layouts[:2])
+                and cpg >= REFERENCE_FWD_WARP_CPG and cpg * math.prod(problem.filter_size) >= REFERENCE_FWD_WARP_MACS)
+
     def get_solution(self, problem: ProblemDescription, config=None, *, reference: bool = False) -> ConvSolution:
         """``reference=True`` builds the float64 variant used to verify other solvers (for forward and backward
-        data, their own kernels: ``REFERENCE_FWD_SOURCE`` (channels-last with at least ``REFERENCE_FWD_WARP_CPG``
-        channels a group: a warp per output), ``REFERENCE_BWD_SOURCE``; for backward weights with x in
+        data, their own kernels: ``REFERENCE_FWD_SOURCE`` (a warp per output where ``reference_fwd_warp``),
+        ``REFERENCE_BWD_SOURCE``; for backward weights with x in
         ``REFERENCE_WRW_LAYOUTS``, ``REFERENCE_WRW_SOURCE``)."""
         p = problem.as_conv()
         wide = wide_index(p, STEP)      # counts the grid-stride step (an int loop index must not wrap)
@@ -64,8 +75,7 @@ class DirectNaiveBase(Solver):
         macros = (("DATA_T", CUDA_TYPES[dtype]), ("ACC_T", "double" if reference else "float"),
                   ("INDEX_T", "long long" if wide else "int"), ("WRW_BLOCK", str(WRW_BLOCK)))
         ref_wrw = reference and p.direction == "W" and p.layouts[0] in REFERENCE_WRW_LAYOUTS
-        ref_fwd_warp = (reference and p.direction == "F" and p.c // p.groups >= REFERENCE_FWD_WARP_CPG
-                        and all(lay in ("NHWC", "NDHWC") for lay in p.layouts[:2]))
+        ref_fwd_warp = reference and self.reference_fwd_warp(p)
         if p.direction == "W":
             total = p.k * (p.c // p.groups) * math.prod(p.filter_size)
             # naive_conv_wrw: a block per dw element; reference_conv_wrw: a block per 32 of them

@@ -50,10 +50,13 @@ def test_reference_builds_take_their_own_kernels():
             total = 4 * 3 * 3 ** len(size)
             assert ref.grid[0] == (-(-total // 32) if name == "reference_conv_wrw" else total), (lay, ref.grid)
     s = reference_solver("F")
-    for lay, cpg, name in (("NHWC", 32, "reference_conv_fwd_warp"), ("NDHWC", 40, "reference_conv_fwd_warp"),
-                           ("NHWC", 16, "reference_conv_fwd"), ("NCHW", 64, "reference_conv_fwd")):
+    # a warp per output channels-last where a group has at least 32 channels and an output 256 products
+    for lay, cpg, f, name in (("NHWC", 32, 3, "reference_conv_fwd_warp"), ("NDHWC", 40, 3, "reference_conv_fwd_warp"),
+                              ("NHWC", 16, 3, "reference_conv_fwd"), ("NCHW", 64, 3, "reference_conv_fwd"),
+                              ("NHWC", 128, 1, "reference_conv_fwd"), ("NHWC", 256, 1, "reference_conv_fwd_warp")):
         size = (5, 6, 7) if "D" in lay else (7, 6)
-        p = ProblemDescription.make("F", n=2, c=2 * cpg, k=4, in_size=size, filter_size=3, pads=1, layout=lay, groups=2)
+        p = ProblemDescription.make("F", n=2, c=2 * cpg, k=4, in_size=size, filter_size=f, pads=f // 2, layout=lay,
+                                    groups=2)
         (ref,) = s.get_solution(p, reference=True).kernels
         assert ref.name == name, (lay, cpg, ref.name)
         outputs = 2 * 4 * (5 * 6 * 7 if "D" in lay else 7 * 6)
