@@ -25,12 +25,12 @@ pack
 fresh() { rm -rf /tmp/kc-ab /tmp/cc-ab /tmp/ab.sqlite && cp -r /tmp/warm-kc /tmp/kc-ab && cp -r /tmp/warm-cupy /tmp/cc-ab; }
 summ() { python3 -c "import json;d=json.load(open('$1'));print('step_s %.2f finds %s find_wall_ms %.0f' % (d['step_s'], d.get('finds'), d.get('find_wall_ms', 0)))" 2>&1 | tail -1; }
 for run in "before amp 1" "after amp 1" "after amp 2" "before amp 2" "after fp32 1" "before fp32 1"; do
-  [ $(( $(date +%s) - T0 )) -gt 520 ] && break
+  [ $(( $(date +%s) - T0 )) -gt 530 ] && break
   set -- $run; fresh
   dir=$PWD; [ $1 = before ] && dir=/tmp/before
   amp=""; [ $2 = amp ] && amp="--amp"
   (cd $dir && PYTHONPATH=$dir:/tmp/site MIOFIND_DB=sqlite:////tmp/ab.sqlite MIOFIND_KERNEL_CACHE=/tmp/kc-ab CUPY_CACHE_DIR=/tmp/cc-ab \
-    timeout 45 python3 bench/find_breakdown.py --out $R/fb-$1-$2-$3 $amp > $R/fb-$1-$2-$3.json 2> $R/fb-$1-$2-$3.err)
+    timeout 55 python3 bench/find_breakdown.py --out $R/fb-$1-$2-$3 $amp > $R/fb-$1-$2-$3.json 2> $R/fb-$1-$2-$3.err)
   echo "fb $1 $2 $3 rc=$? $(summ $R/fb-$1-$2-$3.json) $(( $(date +%s) - T0 )) s"
   pack
 done
