@@ -412,10 +412,10 @@ TIMING_LOCK = threading.Lock()
 # of whose samples needs more gets the naive kernel, which needs none.
 REFERENCE_TEMP_BYTES = 1 << 30
 # The naive float64 reference's rate in FLOP/s per direction on an H100, to estimate what it would take. Forward and
-# backward data run the reference's own kernels (kernels_src/reference_fwd.cu, reference_bwd.cu), and so does channels-
-# last backward weights. Channels-first (bench/results/session-nov27i/call1/r/ref_time.md): F 1.8-2.8e12 at stride 1 and
-# 1.2-1.75e12 at stride 2 (divided here by the square root of the largest stride); B 2.0-3.4e12 at stride 1 and
-# 0.95-1.08e12 at stride 2 (divided by the largest stride); W (naive_conv_wrw) 0.39-0.47e12. Channels-last
+# backward data run the reference's own kernels (kernels_src/reference_fwd.cu, reference_bwd.cu), and so does
+# channels-last backward weights. Channels-first (bench/results/session-nov27i/call1/r/ref_time.md): F 1.8-2.8e12 at
+# stride 1 and 1.2-1.75e12 at stride 2 (divided here by the square root of the largest stride); B 2.0-3.4e12 at stride 1
+# and 0.95-1.08e12 at stride 2 (divided by the largest stride); W (naive_conv_wrw) 0.39-0.47e12. Channels-last
 # (NAIVE_REFERENCE_CHANNELS_LAST_FLOPS), at either stride: F 0.48-0.52e12 (a thread's weights lie C*R*S apart from its
 # neighbour's), B 2.3-3.6e12 (c fastest: a warp reads consecutive weights), W 1.6-2.5e12 (kernels_src/reference_wrw.cu,
 # 1.1e12 on a 3-channel first layer, 0.18e12 depthwise; bench/results/session-nov27i/call6/r/ref_time_w.md).
