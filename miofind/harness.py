@@ -467,7 +467,7 @@ def naive_reference_ms(problem: ProblemDescription) -> float:
     """The naive float64 reference's estimated time for ``problem`` (``NAIVE_REFERENCE_FLOPS``,
     ``NAIVE_REFERENCE_CHANNELS_LAST_FLOPS``, ``NAIVE_REFERENCE_FWD_WARP_FLOPS``), in ms."""
     conv = problem.unfused().as_conv()
-    if conv.direction == "F" and getattr(reference_solver("F"), "reference_fwd_warp", lambda p: False)(conv):
+    if conv.direction == "F" and reference_solver("F").reference_fwd_warp(conv):
         rate = NAIVE_REFERENCE_FWD_WARP_FLOPS
     elif conv.layouts[0] in ("NHWC", "NDHWC"):
         rate = NAIVE_REFERENCE_CHANNELS_LAST_FLOPS[conv.direction]

@@ -65,10 +65,10 @@ class DirectNaiveBase(Solver):
                 and cpg >= REFERENCE_FWD_WARP_CPG and cpg * math.prod(problem.filter_size) >= REFERENCE_FWD_WARP_MACS)
 
     def get_solution(self, problem: ProblemDescription, config=None, *, reference: bool = False) -> ConvSolution:
-        """``reference=True`` builds the float64 variant used to verify other solvers (for forward and backward
-        data, their own kernels: ``REFERENCE_FWD_SOURCE`` (a warp per output where ``reference_fwd_warp``),
-        ``REFERENCE_BWD_SOURCE``; for backward weights with x in
-        ``REFERENCE_WRW_LAYOUTS``, ``REFERENCE_WRW_SOURCE``)."""
+        """``reference=True`` builds the float64 variant used to verify other solvers: its own kernels for forward
+        data (``REFERENCE_FWD_SOURCE``, a warp per output where ``reference_fwd_warp``), backward data
+        (``REFERENCE_BWD_SOURCE``) and backward weights with x in ``REFERENCE_WRW_LAYOUTS`` (``REFERENCE_WRW_SOURCE``);
+        channels-first backward weights run ``naive_conv_wrw`` in float64."""
         p = problem.as_conv()
         wide = wide_index(p, STEP)      # counts the grid-stride step (an int loop index must not wrap)
         dtype = "FP64" if reference else p.dtype
