@@ -26,6 +26,8 @@ def _matrix():
     for d in "FBW":
         probs.append(ProblemDescription.make(d, n=64, c=256, k=64, in_size=(384, 384), filter_size=3, pads=1))
     probs.append(ProblemDescription.make("F", n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1))
+    # channels-last with wide groups: the float64 reference's warp-per-output forward kernel
+    probs.append(ProblemDescription.make("F", n=2, c=64, k=8, in_size=(7, 7), filter_size=3, pads=1, layout="NHWC"))
     # fused forward problems (bias, activation): the solvers with a fused epilogue
     for kw in SHAPES.values():
         for lay in layouts_for(kw):
