@@ -44,29 +44,18 @@ def _close(x, y):
     np.testing.assert_allclose(x, y, rtol=1e-11, atol=1e-11 * scale)
 
 
-@pytest.mark.parametrize("name", sorted(SHAPES))
-@pytest.mark.parametrize("direction", "FBW")
-@pytest.mark.parametrize("channels_last", [False, True])
-def test_gemm_reference_equals_the_naive_kernel(name, direction, channels_last):
-    kw = SHAPES[name]
-    layout = layouts_for(kw)[int(channels_last)]
-    p = ProblemDescription.make(direction, layout=layout, dtype="FP32", **kw)
-    gemm, naive, _ = _both(p)
-    _close(gemm, naive)
-
-
-# wide groups, which take the reference's warp-per-output forward kernel channels-last (REFERENCE_FWD_WARP_CPG),
-# at a channel count a warp's 32 lanes do not divide, strided, dilated, grouped, 2D and 3D
+# wide groups, which take the reference's warp-per-output forward kernel channels-last (REFERENCE_FWD_WARP_CPG and
+# REFERENCE_FWD_WARP_MACS), at a channel count a warp's 32 lanes do not divide, strided, dilated, grouped, 2D and 3D
 WIDE = {"wide_s2": dict(n=2, c=80, k=24, in_size=(9, 11), filter_size=3, pads=1, strides=2),
         "wide_g2_dil": dict(n=2, c=96, k=16, in_size=(10, 9), filter_size=3, pads=2, dilations=2, groups=2),
         "wide_3d": dict(n=1, c=40, k=8, in_size=(4, 6, 5), filter_size=3, pads=1)}
 
 
-@pytest.mark.parametrize("name", sorted(WIDE))
+@pytest.mark.parametrize("name", sorted(SHAPES) + sorted(WIDE))
 @pytest.mark.parametrize("direction", "FBW")
 @pytest.mark.parametrize("channels_last", [False, True])
-def test_gemm_reference_equals_the_naive_kernel_on_wide_groups(name, direction, channels_last):
-    kw = WIDE[name]
+def test_gemm_reference_equals_the_naive_kernel(name, direction, channels_last):
+    kw = {**SHAPES, **WIDE}[name]
     layout = layouts_for(kw)[int(channels_last)]
     p = ProblemDescription.make(direction, layout=layout, dtype="FP32", **kw)
     gemm, naive, _ = _both(p)
