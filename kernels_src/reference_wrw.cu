@@ -63,3 +63,69 @@ extern "C" __global__ void reference_conv_wrw(const data_t* __restrict__ dy, con
         __syncthreads();
     }
 }
+
+// Channels-first x: a block per dw element, as naive_conv_wrw, its threads splitting the output pixels with ow fastest
+// (consecutive threads read consecutive dy and x elements), but a thread walks its pixels by adding its stride
+// WRW_BLOCK, taken once as (n, od, oh, ow) digits, with carries, where naive_conv_wrw divides each pixel index by Wo,
+// Ho and Do: each digit stays below its size after one subtraction, as both addends do.
+extern "C" __global__ void reference_conv_wrw_cf(const data_t* __restrict__ dy, const data_t* __restrict__ x,
+                                                 data_t* __restrict__ dw_, CONV_PARAMS)
+{
+    __shared__ acc_t partial[WRW_BLOCK / 32];
+    const index_t cpg = C / G, kpg = K / G;
+    const index_t wtotal = K * cpg * Z * Y * X;
+    const index_t red = N * Do * Ho * Wo;
+    index_t u = threadIdx.x;
+    const index_t ow0 = u % Wo; u /= Wo;
+    const index_t oh0 = u % Ho; u /= Ho;
+    const index_t od0 = u % Do;
+    const index_t n0 = u / Do;
+    u = WRW_BLOCK;
+    const index_t sow = u % Wo; u /= Wo;
+    const index_t soh = u % Ho; u /= Ho;
+    const index_t sod = u % Do;
+    const index_t sn = u / Do;
+    for(index_t e = blockIdx.x; e < wtotal; e += gridDim.x)
+    {
+        index_t t = e;
+        const index_t s = t % X; t /= X;
+        const index_t r = t % Y; t /= Y;
+        const index_t z = t % Z; t /= Z;
+        const index_t c = t % cpg;
+        const index_t k = t / cpg;
+        const data_t* xc0 = x + ((k / kpg) * cpg + c) * xc;
+        const data_t* yk0 = dy + k * yc;
+        acc_t acc = 0;
+        index_t ow = ow0, oh = oh0, od = od0, n = n0;
+        for(index_t j = threadIdx.x; j < red; j += WRW_BLOCK)
+        {
+            const index_t id = od * sd - pd + z * dd;
+            const index_t ih = oh * sh - ph + r * dh;
+            const index_t iw = ow * sw - pw + s * dw;
+            if(id >= 0 && id < Di && ih >= 0 && ih < Hi && iw >= 0 && iw < Wi)
+                acc += to_acc(xc0[n * xn + id * xd + ih * xh + iw * xw]) *
+                       to_acc(yk0[n * yn + od * yd + oh * yh + ow * yw]);
+            ow += sow;
+            index_t carry = ow >= Wo;
+            if(carry) ow -= Wo;
+            oh += soh + carry;
+            carry = oh >= Ho;
+            if(carry) oh -= Ho;
+            od += sod + carry;
+            carry = od >= Do;
+            if(carry) od -= Do;
+            n += sn + carry;
+        }
+        for(int off = 16; off > 0; off >>= 1)
+            acc += __shfl_down_sync(0xffffffffu, acc, off);
+        if((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = acc;
+        __syncthreads();
+        if(threadIdx.x == 0)
+        {
+            acc_t sum = 0;
+            for(int i = 0; i < WRW_BLOCK / 32; ++i) sum += partial[i];
+            store_acc(&dw_[k * wk + c * wc + z * wd + r * wh + s * ww], sum);
+        }
+        __syncthreads();
+    }
+}

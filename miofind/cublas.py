@@ -48,6 +48,10 @@ COMPUTE_32F = 68
 COMPUTE_32F_FAST_TF32 = 77
 GEMM_DEFAULT = -1
 R_32F, R_16F, R_16BF = 0, 2, 14
+# how many of the heuristic's algorithms for a GEMM a solver config may pick from (``LtGemm``'s ``algo``)
+LT_ALGOS = 8
+_ALGO_CONFIG_SPLITK_NUM, _ALGO_CONFIG_REDUCTION_SCHEME = 2, 3     # cublasLtMatmulAlgoConfigAttributes_t
+REDUCTIONS = (1, 2)     # split-K sums in place (output buffer, counters) or in the compute type (workspace)
 
 
 def _load(stem: str, probe: str, protos: dict):
@@ -168,8 +172,51 @@ def lt_library():
             "cublasLtMatmulAlgoGetHeuristic": [vp, vp, vp, vp, vp, vp, vp, i, ctypes.POINTER(_HeuristicResult),
                                                ctypes.POINTER(i)],
             "cublasLtMatmul": [vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, sz, vp],
+            "cublasLtMatmulAlgoConfigSetAttribute": [vp, i, vp, sz],
+            "cublasLtMatmulAlgoCheck": [vp, vp, vp, vp, vp, vp, vp, ctypes.POINTER(_HeuristicResult)],
         })
+        _lt.cublasLtGetVersion.argtypes = []
+        _lt.cublasLtGetVersion.restype = sz
         return _lt
+
+
+_lt_version: list = []
+_version_lock = threading.Lock()
+_version_thread: list = []
+
+
+def lt_version() -> str | None:
+    """cuBLASLt's version as a string (e.g. "130100"), None where no libcublasLt loads. Needs no GPU. It joins
+    the trust key of the solvers whose GEMMs cuBLASLt runs (``miofind.solvers.gemm_base``, Winograd's)."""
+    if not _lt_version:
+        t = _version_thread[0] if _version_thread else None
+        if t is not None and t is not threading.current_thread():
+            t.join()        # the load releases the GIL: a wait, not work
+        with _version_lock:
+            if not _lt_version:
+                try:
+                    v = str(int(lt_library().cublasLtGetVersion()))
+                except Exception:       # noqa: BLE001  no library here: the key says "?"
+                    v = None
+                _lt_version.append(v)
+    return _lt_version[0]
+
+
+def prefetch_version() -> None:
+    """Start reading ``lt_version()`` in a background thread, once per process, so that a find's trust keys wait
+    for little of libcublasLt's load (as ``fft_cufft.prefetch_version`` does for cuFFT's)."""
+    if _lt_version or _version_thread:
+        return
+    with _version_lock:
+        if _version_thread:
+            return
+        t = threading.Thread(target=lt_version, name="miofind-cublaslt-version", daemon=True)
+        _version_thread.append(t)
+        t.start()       # under the lock: a caller that finds the thread may join it
+
+
+class LtAlgoMissing(RuntimeError):
+    """The heuristic offers fewer algorithms for a GEMM than a config's ``algo`` asks for."""
 
 
 _lt_handles: dict[int, int] = {}
@@ -279,12 +326,24 @@ class LtGemm:
     output type. ``call(stream, a, b, c)`` runs it: the algorithm is the heuristic's first for the
     alignment of the pointers given (planned on first use of each alignment class), the workspace that
     stream's own; where cuBLASLt offers none, the classic cublasGemmStridedBatchedEx runs instead.
+    ``algo`` > 0 takes the heuristic's result of that place (0-based) among its first ``LT_ALGOS`` instead
+    (what a tuned GEMM config asks for); where the heuristic offers no such result the call raises
+    ``LtAlgoMissing``, and never runs another algorithm in its place. ``splitk`` (with ``reduction``, one of
+    ``REDUCTIONS`` where ``splitk`` > 1) sets that result's split of the reduction dimension instead of the
+    heuristic's, where ``cublasLtMatmulAlgoCheck`` accepts it within the workspace (else ``LtAlgoMissing``).
     """
 
     def __init__(self, ta: int, tb: int, m: int, n: int, k: int, ab_type: int, lda: int, sa: int, ldb: int, sb: int,
                  c_type: int, ldc: int, sc: int, batch: int, compute: int, beta: int, no_reduced_precision: bool,
-                 math_mode: int = DEFAULT_MATH) -> None:
+                 math_mode: int = DEFAULT_MATH, algo: int = 0, splitk: int | None = None,
+                 reduction: int = 0) -> None:
         import numpy as np
+
+        if not 0 <= algo < LT_ALGOS:
+            raise ValueError(f"algo={algo}: expected 0 to {LT_ALGOS - 1}")
+        if splitk is not None and not (splitk == 1 and reduction == 0 or splitk > 1 and reduction in REDUCTIONS):
+            raise ValueError(f"splitk={splitk}, reduction={reduction}: expected 1 with 0, or more with one of {REDUCTIONS}")
+        self.algo, self.splitk, self.reduction = algo, splitk, reduction
 
         self.shape = (ta, tb, m, n, k, ab_type, lda, sa, ldb, sb, c_type, ldc, sc, batch, compute)
         self.math_mode = math_mode
@@ -335,16 +394,40 @@ class LtGemm:
                      _REDUCTION_NOT_IN_OUTPUT_TYPE, ctypes.c_uint32)
             for attr, a in zip(_PREF_MIN_ALIGNMENT, (*align, align[2])):
                 _set(lib.cublasLtMatmulPreferenceSetAttribute, pref, attr, a, ctypes.c_uint32)
-            res, count = _HeuristicResult(), ctypes.c_int(0)
+            asked = 1 if self.algo == 0 and self.splitk is None else LT_ALGOS
+            results, count = (_HeuristicResult * asked)(), ctypes.c_int(0)
             st = lib.cublasLtMatmulAlgoGetHeuristic(self.h, self.desc, self.adesc, self.bdesc, self.cdesc, self.cdesc,
-                                                    pref, 1, ctypes.byref(res), ctypes.byref(count))
+                                                    pref, asked, results, ctypes.byref(count))
             _lt_ready = True
         finally:
             lib.cublasLtMatmulPreferenceDestroy(pref)
+        if (self.algo or self.splitk is not None) and (st or count.value <= self.algo or results[self.algo].state):
+            raise LtAlgoMissing(f"cuBLASLt's heuristic offers {count.value if not st else 0} algorithm(s) for GEMM "
+                                f"{self.shape} (status {st}); config LT={self.algo} asks for its number {self.algo + 1}")
+        res = results[self.algo]
+        if self.splitk is not None:
+            return self._split(res)
         if st or count.value < 1 or res.state:
             return None
         algo = (ctypes.c_uint64 * 8)(*res.algo)
         return algo, int(res.workspaceSize)
+
+    def _split(self, res):
+        """(algo buffer, workspace bytes) of heuristic result ``res`` with ``splitk`` and ``reduction`` set, as
+        ``cublasLtMatmulAlgoCheck`` accepts it; LtAlgoMissing where it does not, or needs more workspace."""
+        lib, algo = self.lib, (ctypes.c_uint64 * 8)(*res.algo)
+        what = f"place {self.algo} with split-K {self.splitk} (reduction {self.reduction})"
+        for attr, v in ((_ALGO_CONFIG_SPLITK_NUM, ctypes.c_int32(self.splitk)),
+                        (_ALGO_CONFIG_REDUCTION_SCHEME, ctypes.c_uint32(self.reduction))):
+            if lib.cublasLtMatmulAlgoConfigSetAttribute(algo, attr, ctypes.byref(v), ctypes.sizeof(v)):
+                raise LtAlgoMissing(f"cuBLASLt's algorithm for GEMM {self.shape} takes no {what}")
+        chk = _HeuristicResult()
+        st = lib.cublasLtMatmulAlgoCheck(self.h, self.desc, self.adesc, self.bdesc, self.cdesc, self.cdesc, algo,
+                                         ctypes.byref(chk))
+        if st or chk.state or chk.workspaceSize > WORKSPACE_BYTES:
+            raise LtAlgoMissing(f"cuBLASLt does not run GEMM {self.shape} as {what} (status {st or chk.state}, "
+                                f"workspace {chk.workspaceSize} of {WORKSPACE_BYTES} bytes)")
+        return algo, int(chk.workspaceSize)
 
     def _block(self, stream: int, align: tuple[int, int, int]):
         """The prebuilt argument list for (stream, alignment): [handle, desc, alpha, A, Adesc, B, Bdesc,

@@ -194,6 +194,10 @@ def candidates(problem: ProblemDescription, solver_ids=None, *, with_naive: bool
         # the FFT solvers' trust keys need cuFFT's version: its library loads beside the imports
         from miofind.solvers import fft_cufft
         fft_cufft.prefetch_version()
+    if solver_ids is None:
+        # the GEMM and Winograd solvers' trust keys need cuBLASLt's version: its library loads meanwhile
+        from miofind import cublas
+        cublas.prefetch_version()
     # only the problem's direction's solvers (their modules imported on first use): the others' first
     # guard would refuse it
     pool = all_solvers(direction) if solver_ids is None else [get_solver(s) for s in solver_ids]

@@ -413,13 +413,14 @@ TIMING_LOCK = threading.Lock()
 REFERENCE_TEMP_BYTES = 1 << 30
 # The naive float64 reference's rate in FLOP/s per direction on an H100, to estimate what it would take. Forward and
 # backward data run the reference's own kernels (kernels_src/reference_fwd.cu, reference_bwd.cu), and so does
-# channels-last backward weights. Channels-first (bench/results/session-nov27i/call1/r/ref_time.md): F 1.8-2.8e12 at
-# stride 1 and 1.2-1.75e12 at stride 2 (divided here by the square root of the largest stride); B 2.0-3.4e12 at stride 1
-# and 0.95-1.08e12 at stride 2 (divided by the largest stride); W (naive_conv_wrw) 0.39-0.47e12. Channels-last
+# backward weights (kernels_src/reference_wrw.cu). Channels-first (bench/results/session-nov27i/call1/r/ref_time.md): F
+# 1.8-2.8e12 at stride 1 and 1.2-1.75e12 at stride 2 (divided here by the square root of the largest stride); B
+# 2.0-3.4e12 at stride 1 and 0.95-1.08e12 at stride 2 (divided by the largest stride); W 0.44-0.76e12, 0.6e12 typical
+# (reference_conv_wrw_cf, bench/results/session-nov27j/call1/r/ref_time_wcf.md; naive_conv_wrw 0.39-0.47e12). Channels-last
 # (NAIVE_REFERENCE_CHANNELS_LAST_FLOPS), at either stride: F 0.48-0.52e12 (a thread's weights lie C*R*S apart from its
 # neighbour's), B 2.3-3.6e12 (c fastest: a warp reads consecutive weights), W 1.6-2.5e12 (kernels_src/reference_wrw.cu,
 # 1.1e12 on a 3-channel first layer, 0.18e12 depthwise; bench/results/session-nov27i/call6/r/ref_time_w.md).
-NAIVE_REFERENCE_FLOPS = {"F": 2.4e12, "B": 2.4e12, "W": 0.45e12}
+NAIVE_REFERENCE_FLOPS = {"F": 2.4e12, "B": 2.4e12, "W": 0.6e12}
 NAIVE_REFERENCE_CHANNELS_LAST_FLOPS = {"F": 0.49e12, "B": 2.4e12, "W": 1.8e12}
 # Channels-last forward where the reference runs a warp per output (wide groups: the naive forward solver's
 # reference_fwd_warp): 0.73-2.05e12, 1.5e12 typical (bench/results/session-nov27i/call9/r/ref_time_f.md).

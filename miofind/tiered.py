@@ -47,7 +47,8 @@ _pool: ThreadPoolExecutor | None = None
 _lock = threading.Lock()
 _pending: dict[tuple, Future] = {}     # (problem key, solver id, config key) -> background job
 _ready: dict[tuple, tuple] = {}        # (network config, solver id, config key) -> (invoker, workspace bytes)
-_generic_measured: dict[tuple, tuple] = {}   # (problem key, solver id) -> (solver, specialised config)
+# (problem key, solver id) -> (solver, the last config measured, {its generic build's config key: config as listed})
+_generic_measured: dict[tuple, tuple] = {}
 _listeners: list = []                  # on_deferred's callables
 
 
@@ -69,7 +70,10 @@ def prepare(problem, solver, config, sol: ConvSolution, *, mode: str | None = No
         if gsol is not None:
             inv = generic.build_generic_invoker(gsol)
             with _lock:
-                _generic_measured[(problem.key(), solver.id)] = (solver, config)
+                k = (problem.key(), solver.id)
+                listed = _generic_measured[k][2] if k in _generic_measured else {}
+                listed[_key(problem, solver.id, gsol.config)[2]] = config     # the build's config -> as listed
+                _generic_measured[k] = (solver, config, listed)
             return gsol, inv
     return sol, build_invoker(problem, sol)
 
@@ -222,7 +226,10 @@ def after_find(problem, sols, failures=(), *, store, mode: str | None = None, me
             entry = _generic_measured.pop((problem.key(), sid), None)
         if entry is None or mode != "background":
             continue
-        solver, config = entry
+        # a solver whose several configs the find measured (generic builds each) specialises the one it kept
+        solver, config, listed = entry
+        if s is not None:
+            config = listed.get(_key(problem, sid, s.config)[2], config)
         k = _key(problem, solver.id, config)
         ex = _executor()
         with _lock:

@@ -31,6 +31,8 @@ REFERENCE_FWD_WARP_KERNEL, REFERENCE_FWD_WARP_CPG, REFERENCE_FWD_WARP_MACS = "re
 # warps split the output rows
 REFERENCE_WRW_SOURCE, REFERENCE_WRW_KERNEL = "reference_wrw.cu", "reference_conv_wrw"
 REFERENCE_WRW_LAYOUTS = ("NHWC", "NDHWC")
+# ... and channels-first: naive_conv_wrw's blocks, each thread walking its output pixels by carries, not divisions
+REFERENCE_WRW_CF_KERNEL = "reference_conv_wrw_cf"
 BLOCK = 256
 WRW_BLOCK = 256
 MAX_GRID = 1 << 20
@@ -67,8 +69,8 @@ class DirectNaiveBase(Solver):
     def get_solution(self, problem: ProblemDescription, config=None, *, reference: bool = False) -> ConvSolution:
         """``reference=True`` builds the float64 variant used to verify other solvers: its own kernels for forward
         data (``REFERENCE_FWD_SOURCE``, a warp per output where ``reference_fwd_warp``), backward data
-        (``REFERENCE_BWD_SOURCE``) and backward weights with x in ``REFERENCE_WRW_LAYOUTS`` (``REFERENCE_WRW_SOURCE``);
-        channels-first backward weights run ``naive_conv_wrw`` in float64."""
+        (``REFERENCE_BWD_SOURCE``) and backward weights (``REFERENCE_WRW_SOURCE``: ``REFERENCE_WRW_KERNEL`` with x in
+        ``REFERENCE_WRW_LAYOUTS``, else ``REFERENCE_WRW_CF_KERNEL``)."""
         p = problem.as_conv()
         wide = wide_index(p, STEP)      # counts the grid-stride step (an int loop index must not wrap)
         dtype = "FP64" if reference else p.dtype
@@ -91,6 +93,8 @@ class DirectNaiveBase(Solver):
             kinfo = KernelInfo(REFERENCE_FWD_SOURCE, REFERENCE_FWD_KERNEL, grid, block, macros=macros)
         elif ref_wrw:
             kinfo = KernelInfo(REFERENCE_WRW_SOURCE, REFERENCE_WRW_KERNEL, grid, block, macros=macros)
+        elif reference and p.direction == "W":
+            kinfo = KernelInfo(REFERENCE_WRW_SOURCE, REFERENCE_WRW_CF_KERNEL, grid, block, macros=macros)
         else:
             kinfo = KernelInfo(SOURCE, self.kernel_name, grid, block, macros=macros)
         args = _size_args(p, np.int64 if wide else np.int32)

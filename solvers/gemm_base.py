@@ -7,6 +7,13 @@ gathers the column gradients back with a col2im that sums, in a fixed order, eve
 of each dx element (no atomics). Groups are strided batches. 1x1 stride-1 pad-0 problems skip
 im2col: the input already is the column matrix.
 
+Tunable: config ``{"LT": i}`` runs each GEMM with the i-th algorithm (0-based) of the cuBLASLt heuristic's
+first ``miofind.cublas.LT_ALGOS`` for it (as PyTorch's TunableOp times the algorithms rocBLAS and hipBLASLt
+list); the default (None or ``{"LT": 0}``), which a find measures unless the PerfDB holds a tuned config, takes its
+first. The heuristic's list, as the algorithm it puts
+first, is the same only for the same library on the same device, so cuBLASLt's version joins the trust key
+(``library_versions``): records of another version are measured again, as cuDNN's and cuFFT's are.
+
 The column buffers are the workspace. The batch is processed in chunks of ``nb`` images so that
 the workspace stays within ``WORKSPACE_CAP`` bytes; ``workspace_bytes`` reports the chunked size
 (at least one image's buffers, which is the one case that may exceed the cap).
@@ -34,6 +41,12 @@ BLOCK = 256
 MAX_BLOCKS = 132 * 16            # grid-stride kernels: 16 blocks of 256 threads per H100 SM
 INT32_SAFE = 2**31 - 2**22       # 32-bit indices below this (grid-stride increments cannot overflow)
 MAX_BATCH = 65535                # cuBLAS batchCount per call
+LT_ALGOS = 8                     # miofind.cublas.LT_ALGOS (not imported here: cublas loads on first use)
+# backward weights' tuning space also sets the split of the reduction (the pixels) on the heuristic's first
+# SPLIT_PLACES algorithms: SK ways, summed in place (RED 1) or in float in the workspace (RED 2), as cuBLASLt's
+# algorithm configuration allows (miofind.cublas.REDUCTIONS)
+SPLIT_PLACES = 3
+SPLITS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
 WRW_MODES = ("batched", "concat")
 
 # cuBLAS / CUDA enumerations (used when CuPy's module does not export one)
@@ -149,10 +162,11 @@ class Blas:
     stream's workspace, so that the GEMMs run on the launch stream and can be graph-captured.
     """
 
-    def __init__(self, dtype: str, math_mode: str):
+    def __init__(self, dtype: str, math_mode: str, algo: int = 0, split: tuple[int, int] | None = None):
         from miofind import cublas
 
         self.lib = cublas
+        self.algo, self.split = algo, split
         self.io_type = {"FP32": cublas.R_32F, "FP16": cublas.R_16F, "BF16": cublas.R_16BF}[dtype]
         self.f32_type = cublas.R_32F
         self.esize = 4 if dtype == "FP32" else 2
@@ -182,7 +196,8 @@ class Blas:
             g = self._gemms[key] = self.lib.LtGemm(
                 self.op[ta], self.op[tb], m, n, k, self.io_type, lda, sA, ldb, sB,
                 self.f32_type if c_f32 else self.io_type, ldc, sC, nbat, self.compute, beta,
-                self.no_reduced_precision and not c_f32, self.math_mode)
+                self.no_reduced_precision and not c_f32, self.math_mode, algo=self.algo,
+                **({} if self.split is None else {"splitk": self.split[0], "reduction": self.split[1]}))
         return g
 
     def gemm(self, ta, tb, m, n, k, A, lda, sA, B, ldb, sB, C, ldc, sC, batch=1, beta=0, c_f32=False):
@@ -218,8 +233,8 @@ class Blas:
                           C + g * sCg * csize, ldc, sCn, nb, beta, c_f32)
 
 
-def make_blas(dtype: str, math_mode: str) -> Blas:
-    return Blas(dtype, math_mode)
+def make_blas(dtype: str, math_mode: str, algo: int = 0, split: tuple[int, int] | None = None) -> Blas:
+    return Blas(dtype, math_mode, algo, split)
 
 
 # -- the solvers -------------------------------------------------------------------------------
@@ -233,6 +248,7 @@ class GemmBase(Solver):
     one_by_one = False
     other_id = ""          # the sibling solver that takes the problems this one refuses
     workspace_cap = WORKSPACE_CAP
+    tunable = True
 
     def applicability(self, problem: ProblemDescription):
         base = super().applicability(problem)
@@ -270,17 +286,62 @@ class GemmBase(Solver):
         cap = self.workspace_cap if workspace_cap is None else workspace_cap
         if wrw_mode is not None and wrw_mode not in WRW_MODES:
             raise ValueError(f"wrw_mode={wrw_mode!r}: expected one of {WRW_MODES}")
+        if not self.is_valid_config(p, config):
+            raise ValueError(f"{self.id}: config {config!r} is not valid: expected None or {{'LT': i}} with i "
+                             f"from 0 to {LT_ALGOS - 1}" + (f", or {{'LT': i, 'SK': k, 'RED': r}} with i below "
+                             f"{SPLIT_PLACES}, k in {SPLITS}, r 0 for k = 1, else 1 or 2" if "W" in self.directions else ""))
         plan = self._plan(p, cap, wrw_mode)
-        kernels, factory = self._build(p, plan)
-        return ConvSolution(self.id, kernels, plan.bytes, factory, None, prebuilt=not kernels)
+        split = (config["SK"], config["RED"]) if config and "SK" in config else None
+        kernels, factory = self._build(p, plan, config["LT"] if config else 0, split)
+        return ConvSolution(self.id, kernels, plan.bytes, factory, dict(config) if config else None,
+                            prebuilt=not kernels)
 
-    # subclasses: _plan(p, cap, wrw_mode=None) -> GemmPlan and _build(p, plan) -> (kernels, factory)
+    # subclasses: _plan(p, cap, wrw_mode=None) -> GemmPlan and _build(p, plan, algo) -> (kernels, factory)
+
+    def library_versions(self) -> dict[str, str | None]:
+        """cuBLASLt's version joins the trust key: it runs the GEMMs, and its heuristic picks their algorithms."""
+        return {"cublaslt": _lt_version()}
+
+    # -- configs: which of the cuBLASLt heuristic's algorithms the GEMMs run ----------------------
+    def default_config(self, problem: ProblemDescription) -> dict:
+        return {"LT": 0}
+
+    def config_space(self, problem: ProblemDescription) -> list[dict]:
+        """The heuristic's other algorithms (a place beyond the list it offers for a GEMM fails to run); for
+        backward weights also its first ``SPLIT_PLACES`` with each split of ``SPLITS``."""
+        out = [{"LT": i} for i in range(1, LT_ALGOS)]
+        if "W" in self.directions:
+            out += [{"LT": i, "SK": k, "RED": r} for i in range(SPLIT_PLACES) for k in SPLITS
+                    for r in ((0,) if k == 1 else (1, 2))]
+        return out
+
+    # find_configs: the base's [None], the heuristic's first (or the PerfDB's tuned config): the other places and
+    # the splits are ``miofind tune``'s, as MIOpen's find runs a tunable solver's default config or its PerfDB
+    # entry; measured by every find (in the background after it, as cuDNN's later plans), they slowed the finds
+    # of unseen shapes that followed (bench/results/session-nov27j/call6/)
+
+    def is_valid_config(self, problem: ProblemDescription, config) -> bool:
+        if not config:
+            return True
+        if not isinstance(config, dict) or not all(type(v) is int for v in config.values()):
+            return False
+        if set(config) == {"LT"}:
+            return 0 <= config["LT"] < LT_ALGOS
+        return ("W" in self.directions and set(config) == {"LT", "SK", "RED"} and 0 <= config["LT"] < SPLIT_PLACES
+                and config["SK"] in SPLITS and config["RED"] in ((0,) if config["SK"] == 1 else (1, 2)))
+
 
     def _kernel(self, geo: Geom, plan: GemmPlan, name: str, total: int, concat: bool = False) -> KernelInfo:
         wide = _needs_wide(geo, plan)
         macros = geo.macros(wide, concat)
         return KernelInfo(SOURCE, name, _grid(total), (BLOCK, 1, 1),
                           macros=tuple((k, str(v)) for k, v in macros.items()))
+
+
+def _lt_version() -> str | None:
+    from miofind import cublas
+
+    return cublas.lt_version()
 
 
 def _needs_wide(geo: Geom, plan: GemmPlan) -> bool:
@@ -317,7 +378,7 @@ class GemmFwdBase(GemmBase):
         geo = Geom(p)
         return GemmPlan(geo.n, {} if geo.one else {"col": geo.ct * geo.P * geo.E}, cap)
 
-    def _build(self, p, plan):
+    def _build(self, p, plan, algo=0, split=None):
         geo = Geom(p)
         G, E, vec = geo.g, geo.E, geo.vec()
         kernels = []
@@ -328,7 +389,7 @@ class GemmFwdBase(GemmBase):
 
         def factory(kerns):
             im2col = Launcher(kerns[0], _grid) if kerns else None
-            blas = make_blas(dtype, math_mode)
+            blas = make_blas(dtype, math_mode, algo, split)
 
             def invoker(a, b, out, workspace, stream):
                 base = plan.base(workspace)
@@ -373,7 +434,7 @@ class GemmBwdBase(GemmBase):
         geo = Geom(p)
         return GemmPlan(geo.n, {} if geo.one else {"dcol": geo.ct * geo.P * geo.E}, cap)
 
-    def _build(self, p, plan):
+    def _build(self, p, plan, algo=0, split=None):
         geo = Geom(p)
         G, E = geo.g, geo.E
         kernels = []
@@ -384,7 +445,7 @@ class GemmBwdBase(GemmBase):
 
         def factory(kerns):
             col2im = Launcher(kerns[0], _grid) if kerns else None
-            blas = make_blas(dtype, math_mode)
+            blas = make_blas(dtype, math_mode, algo, split)
 
             def invoker(a, b, out, workspace, stream):
                 base = plan.base(workspace)
@@ -449,7 +510,7 @@ class GemmWrwBase(GemmBase):
         plan.mode = mode
         return plan
 
-    def _build(self, p, plan):
+    def _build(self, p, plan, algo=0, split=None):
         geo = Geom(p)
         G, E, vec, mode = geo.g, geo.E, geo.vec(), plan.mode
         wsz = geo.k * geo.cgt
@@ -474,7 +535,7 @@ class GemmWrwBase(GemmBase):
 
         def factory(kerns):
             k_ = {nm: Launcher(kerns[i], _grid) for nm, i in index.items()}
-            blas = make_blas(dtype, math_mode)
+            blas = make_blas(dtype, math_mode, algo, split)
 
             def invoker(a, b, out, workspace, stream):
                 base = plan.base(workspace)

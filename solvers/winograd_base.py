@@ -111,6 +111,12 @@ class WinogradBase(Solver):
     kernel_files = (SOURCE,)
     tile = 2
 
+    def library_versions(self) -> dict[str, str | None]:
+        """cuBLASLt's version joins the trust key: it runs the transformed tiles' batched GEMM."""
+        from miofind import cublas
+
+        return {"cublaslt": cublas.lt_version()}
+
     def applicability(self, problem: ProblemDescription):
         base = super().applicability(problem)
         if not base:

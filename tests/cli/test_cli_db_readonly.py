@@ -198,7 +198,7 @@ def _shipped_records(key):
         return {r.solver_id: r for r in h.lookup(None, key)}
 
 
-def test_get_solutions_from_shipped_db_without_gpu(dbs, monkeypatch):
+def test_get_solutions_from_shipped_db_without_gpu(dbs, monkeypatch, request):
     """miofind.api.get_solutions with a device string's DeviceInfo answers from the system DB: no GPU,
     no CuPy on the path, and no byte of either DB changes. The user DB here is a rollback-journal file
     (WAL-mode user DBs: test_get_solutions_leaves_wal_user_db_alone)."""
@@ -215,6 +215,12 @@ def test_get_solutions_from_shipped_db_without_gpu(dbs, monkeypatch):
     before = snapshot(system.parent)
     recs = _shipped_records(LONG_KEY)
     pinned = dataclasses.replace(dev, cuda_version=recs[NAIVE].cuda_version)  # the records' CUDA major
+    # and the records' cuBLASLt (its version is in the GEMM and Winograd trust keys; this host's may differ)
+    from miofind import cublas
+    from miofind.trust import parse_key, trust_key
+    monkeypatch.setattr(cublas, "_lt_version", [parse_key(recs["GemmFwdRest"].kernel_hash)["cublaslt"]])
+    trust_key.cache_clear()
+    request.addfinalizer(trust_key.cache_clear)
     for device, trusted in ((pinned, True), (dev, dev.cuda_version.split(".")[0] == pinned.cuda_version.split(".")[0])):
         res = miofind.api.get_solutions(LONG_KEY, device=device, db=str(user))
         if trusted:

@@ -235,21 +235,25 @@ def test_every_shipped_record_is_trusted():
             assert "?" in trust_key(get_solver(sid)), sid                 # unreadable here
     untouched = {sid for (sid, _), (v, _) in verdicts.items() if not get_solver(sid).library_versions()}
     assert all(verdicts[k][0] == "yes" for k in verdicts if k[0] in untouched)
-    assert len(untouched) == 28   # the solvers with shipped records that run no library (the Hopper three, the
-    # small-C two and, since session-nov27b's ResNeXt records, the grouped direct three included)
+    assert len(untouched) == 18   # the solvers with shipped records that run no library (the Hopper three, the
+    # small-C two and, since session-nov27b's ResNeXt records, the grouped direct three included; since session-nov27j
+    # the GEMM six and the Winograd four name cuBLASLt's version)
 
 
 def test_shipped_library_keys_match_the_measuring_libraries():
-    """The cuDNN/FFT records carry the library versions they were measured with (H100: cuDNN
-    9.19.0 with frontend 1.32.0, cuFFT 12000), so they are trusted wherever those are installed."""
+    """The cuDNN/FFT/cuBLASLt records carry the library versions they were measured with (H100: cuDNN
+    9.19.0 with frontend 1.32.0, cuFFT 12000, cuBLASLt 130100), so they are trusted wherever those are installed."""
     (path,) = [p for (arch, sms), p in system_db_files().items() if (arch, sms) == ("sm_90", 132)]
+    ids = ("ConvCudnnFwd", "ConvFFTFwd", "GemmWrw1x1_stride1", "ConvWinograd3x3F43Bwd")
     with FindDB(str(path), readonly=True, immutable=True) as db:
-        keys = {r.solver_id: r.kernel_hash for r in db.iter_records() if r.solver_id in ("ConvCudnnFwd", "ConvFFTFwd")}
+        keys = {r.solver_id: r.kernel_hash for r in db.iter_records() if r.solver_id in ids}
     assert parse_key(keys["ConvCudnnFwd"])["cudnn"] == "91900"
     assert parse_key(keys["ConvFFTFwd"])["cufft"] == "12000"
-    f = parse_key(trust_key(get_solver("ConvFFTFwd")))
-    here = f"src={f['src']};v={f['v']};cufft=12000"      # this code, with the H100's cuFFT
-    assert compare(keys["ConvFFTFwd"], here) == ("yes", "ok")
+    assert parse_key(keys["GemmWrw1x1_stride1"])["cublaslt"] == parse_key(keys["ConvWinograd3x3F43Bwd"])["cublaslt"] == "130100"
+    for sid, lib, v in (("ConvFFTFwd", "cufft", "12000"), ("GemmWrw1x1_stride1", "cublaslt", "130100")):
+        f = parse_key(trust_key(get_solver(sid)))
+        here = f"src={f['src']};v={f['v']};{lib}={v}"      # this code, with the H100's library
+        assert compare(keys[sid], here) == ("yes", "ok")
 
 
 def test_migration_of_a_0_1_0_user_db(tmp_path):

@@ -29,15 +29,15 @@ def test_direct_solver(claim):
 
 
 def test_reference_builds_take_their_own_kernels():
-    """The float64 reference (reference=True) runs its own kernels for F (channels-last with at least 32 channels a
-    group: a warp per output) and B, and for W where x is channels-last (a block per 32 dw elements); the naive
-    solvers' own builds and channels-first W keep direct_naive.cu."""
+    """The float64 reference (reference=True) runs its own kernels: for F (channels-last with wide groups a warp per
+    output), B, and W (channels-last x: a block per 32 dw elements; channels-first a block per element, its threads
+    walking the pixels by carries); the naive solvers' own builds keep direct_naive.cu."""
     from miofind.registry import reference_solver
 
     expect = {("F", "NCHW"): "reference_conv_fwd", ("F", "NHWC"): "reference_conv_fwd",
               ("B", "NCHW"): "reference_conv_bwd", ("B", "NHWC"): "reference_conv_bwd",
-              ("W", "NCHW"): "naive_conv_wrw", ("W", "NHWC"): "reference_conv_wrw",
-              ("W", "NDHWC"): "reference_conv_wrw", ("W", "NCDHW"): "naive_conv_wrw"}
+              ("W", "NCHW"): "reference_conv_wrw_cf", ("W", "NHWC"): "reference_conv_wrw",
+              ("W", "NDHWC"): "reference_conv_wrw", ("W", "NCDHW"): "reference_conv_wrw_cf"}
     for (d, lay), name in expect.items():
         size = (5, 6, 7) if "D" in lay else (7, 6)
         p = ProblemDescription.make(d, n=2, c=6, k=4, in_size=size, filter_size=3, pads=1, layout=lay, groups=2)

@@ -10,7 +10,7 @@ import pytest
 from gpu_helpers import accepted, assert_claims_pinned, check_claim, claim_grid, params
 from shapes import SHAPES, layouts_for
 from miofind.problem import ProblemDescription
-from miofind.registry import solvers
+from miofind.registry import get_solver, solvers
 
 GEMM = [s for s in solvers() if s.family == "gemm"]
 GRID = claim_grid(GEMM, SHAPES)
@@ -282,3 +282,156 @@ def test_gemm_1x1_speed_near_cublas():
     np.testing.assert_allclose(cupy.asnumpy(y.reshape(32, 256, -1)), cupy.asnumpy(cupy.matmul(wm, xm)),
                                rtol=1e-4, atol=1e-4)
     assert ours <= 1.5 * ref + 0.01
+
+
+# -- configs: which of the cuBLASLt heuristic's algorithms the GEMMs run ---------------------------
+
+LT_PROBLEMS = {
+    "F-NHWC-FP16-1x1": dict(direction="F", layout="NHWC", dtype="FP16", n=8, c=64, k=128, in_size=(28, 28),
+                            filter_size=1),
+    "B-NHWC-BF16-1x1": dict(direction="B", layout="NHWC", dtype="BF16", n=8, c=128, k=64, in_size=(28, 28),
+                            filter_size=1),
+    "W-NHWC-FP16-1x1": dict(direction="W", layout="NHWC", dtype="FP16", n=8, c=64, k=128, in_size=(28, 28),
+                            filter_size=1),
+    "F-NCHW-FP32-3x3": dict(direction="F", layout="NCHW", dtype="FP32", n=4, c=32, k=48, in_size=(15, 13),
+                            filter_size=3, pads=1),
+    "W-NCHW-FP16-3x3-chunked": dict(direction="W", layout="NCHW", dtype="FP16", n=4, c=32, k=48, in_size=(15, 13),
+                                    filter_size=3, pads=1),
+}
+
+
+def _lt_problem(name):
+    kw = dict(LT_PROBLEMS[name])
+    return ProblemDescription.make(kw.pop("direction"), **kw)
+
+
+def test_gemm_configs_name_a_place_of_the_heuristics_list_and_the_key_names_the_library():
+    """The space is the heuristic's other places (and for W the splits); a config of another place or form is
+    invalid, and get_solution says so; cuBLASLt's version (which decides the list) is in the trust key."""
+    from miofind import cublas
+    from miofind.trust import trust_key
+
+    from miofind.solvers.gemm_base import SPLIT_PLACES, SPLITS
+
+    places = [{"LT": i} for i in range(1, cublas.LT_ALGOS)]
+    splits = [{"LT": i, "SK": k, "RED": r} for i in range(SPLIT_PLACES) for k in SPLITS for r in ((0,) if k == 1 else (1, 2))]
+    for name in ("F-NHWC-FP16-1x1", "W-NHWC-FP16-1x1"):
+        p = _lt_problem(name)
+        s = _pick(p)
+        assert s.tunable and s.default_config(p) == {"LT": 0}
+        space = s.config_space(p)
+        # backward weights also tunes the split of its long reduction; a find measures the heuristic's first only
+        assert space == places + (splits if name[0] == "W" else [])
+        assert s.find_configs(p) == [None] and s.configs_now is None
+        assert all(s.is_valid_config(p, c) for c in [None, {}, {"LT": 0}] + space)
+        for bad in ({"LT": cublas.LT_ALGOS}, {"LT": -1}, {"LT": True}, {"LT": 2.0}, {"LT": 2, "CUBLASLT": "130100"},
+                    {"lt": 2}, [1], {"LT": SPLIT_PLACES, "SK": 2, "RED": 1}, {"LT": 0, "SK": 5, "RED": 1},
+                    {"LT": 0, "SK": 1, "RED": 1}, {"LT": 0, "SK": 2, "RED": 0}, {"LT": 0, "SK": 2, "RED": 4},
+                    {"LT": 0, "SK": 2}) + (() if name[0] == "W" else ({"LT": 0, "SK": 2, "RED": 1},)):
+            assert not s.is_valid_config(p, bad), bad
+            with pytest.raises(ValueError, match="is not valid"):
+                s.get_solution(p, bad)
+        assert s.get_solution(p, space[2]).config == space[2] and s.get_solution(p).config is None
+    v = cublas.lt_version()
+    for sid in ("GemmWrw1x1_stride1", "GemmFwdRest", "ConvWinograd3x3F43Fwd"):
+        assert trust_key(get_solver(sid)).endswith(f";cublaslt={v if v else '?'}"), sid
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", list(LT_PROBLEMS))
+def test_gemm_every_cublaslt_algorithm_verifies(name):
+    """Each place of the heuristic's list (the default, then the space's places) runs its algorithm and verifies
+    against the float64 reference, or (a place beyond the list) fails with LtAlgoMissing; at least two run. The
+    chunked case runs with a one-image workspace cap."""
+    from miofind.cublas import LtAlgoMissing
+
+    p = _lt_problem(name)
+    s = _pick(p)
+    opts = {"workspace_cap": 1} if name.endswith("chunked") else {}
+    ran, missing = [], []
+    for i, cfg in enumerate([None] + [c for c in s.config_space(p) if set(c) == {"LT"}]):
+        try:
+            err, tol, _, sol = _run(s, p, seed=i, sol=s.get_solution(p, cfg, **opts))
+        except LtAlgoMissing:
+            missing.append(cfg)
+            continue
+        assert err <= tol, f"{s.id} {cfg} {p.key()}: relative error {err:.3g} > {tol:.1g}"
+        assert sol.config == cfg
+        ran.append(cfg)
+    assert len(ran) >= 2, (ran, missing)
+    # the missing places are the list's tail
+    assert all((c or {}).get("LT", 0) > max((r or {}).get("LT", 0) for r in ran) for c in missing)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["W-NHWC-FP16-1x1", "W-NCHW-FP16-3x3-chunked"])
+def test_gemm_wrw_reduction_splits_verify(name):
+    """Backward weights' split configs (a heuristic algorithm with the pixels' reduction split SK ways, summed in place
+    or in float) verify against the float64 reference, or fail with LtAlgoMissing where cuBLASLt refuses the split;
+    most of the first algorithm's run."""
+    from miofind.cublas import LtAlgoMissing
+    from miofind.solvers.gemm_base import SPLITS
+
+    p = _lt_problem(name)
+    s = _pick(p)
+    opts = {"workspace_cap": 1} if name.endswith("chunked") else {}
+    ran, missing = [], []
+    for i, cfg in enumerate({"LT": 0, "SK": k, "RED": r} for k in SPLITS for r in ((0,) if k == 1 else (1, 2))):
+        try:
+            err, tol, _, sol = _run(s, p, seed=100 + i, sol=s.get_solution(p, cfg, **opts))
+        except LtAlgoMissing:
+            missing.append(cfg)
+            continue
+        assert err <= tol, f"{s.id} {cfg} {p.key()}: relative error {err:.3g} > {tol:.1g}"
+        ran.append(cfg)
+    assert len(ran) >= len(missing) and any(c["SK"] > 1 for c in ran), (ran, missing)
+
+
+@pytest.mark.gpu
+def test_lt_gemm_places_are_distinct_algorithms():
+    """LtGemm's ``algo`` takes that place of the heuristic's list: a 512^3 FP16 GEMM's places are distinct
+    algorithms (distinct 64-byte cublasLtMatmulAlgo_t), and the first equals the plain plan's."""
+    from miofind import cublas
+
+    def plan(i):
+        g = cublas.LtGemm(cublas.OP["N"], cublas.OP["N"], 512, 512, 512, cublas.R_16F, 512, 0, 512, 0, cublas.R_16F,
+                          512, 0, 1, cublas.COMPUTE_32F, 0, True, algo=i)
+        try:
+            got = g._plan((256, 256, 256))
+        except cublas.LtAlgoMissing:
+            return None
+        return bytes(got[0])
+
+    algos = [plan(i) for i in range(cublas.LT_ALGOS)]
+    have = [a for a in algos if a is not None]
+    assert len(have) >= 2 and len(set(have)) == len(have) and algos[0] is not None
+    assert algos.index(None) == len(have) if None in algos else True
+
+
+@pytest.mark.gpu
+def test_tuned_cublaslt_algorithm_is_stored_and_find_runs_it(tmp_db):
+    """A tune of GemmWrw1x1 measures the heuristic's algorithms and stores the fastest (the default's time beside
+    it); a normal-mode find then answers with that config, which runs and verifies."""
+    import miofind.db.handles as handles
+    from miofind import find_solutions
+    from miofind.db import FindDB
+    from miofind.device import current_device
+    from miofind.tuning import Tuner, TuneOptions
+
+    dev = current_device()
+    p = _lt_problem("W-NHWC-FP16-1x1")
+    dbs = handles.open_dbs(tmp_db, dev)
+    t = Tuner(dbs, dev, TuneOptions(strategy="random", max_configs=8, seed=0, solvers=("GemmWrw1x1_stride1",)))
+    out = t.tune_problem(p)
+    assert out.status == "done", out
+    (o,) = out.solvers
+    assert o.status == "tuned" and o.tried >= 2, o
+    (rec,) = FindDB(tmp_db).lookup_perf(dev.db_name, p.key(), "GemmWrw1x1_stride1")
+    assert rec.config == o.config and rec.default_time_ms is not None
+    found = find_solutions(p, db=tmp_db)
+    assert found.source == "db"
+    g = next(s for s in found if s.solver_id == "GemmWrw1x1_stride1")
+    assert g.config == o.config and g.verified
+    s = _pick(p)
+    err, tol, _, _ = _run(s, p, seed=5, sol=s.get_solution(p, g.config))
+    assert err <= tol
