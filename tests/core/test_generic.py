@@ -196,7 +196,10 @@ def test_warmup_covers_generic_builds_and_the_reference():
     ks = warmup_kernels(models=("resnet50",), batches=(32,), dtypes=("FP32",), layouts=("NCHW",))
     srcs = {k.source for k in ks}
     assert {"implicit_gemm_fwd.cu", "implicit_gemm_wrw.cu", "direct_naive.cu"} <= srcs
-    assert any(dict(k.macros).get("DATA_T") == "double" for k in ks if k.source == "direct_naive.cu")
+    # the float64 reference's own kernels, one per direction (channels-first W: reference_conv_wrw_cf)
+    refs = {(k.source, k.name) for k in ks if dict(k.macros).get("DATA_T") == "double"}
+    assert {("reference_fwd.cu", "reference_conv_fwd"), ("reference_wrw.cu", "reference_conv_wrw_cf")} <= refs, refs
+    assert any(src == "reference_bwd.cu" for src, _ in refs), refs
     assert all(pre_includes(k) == (generic.PRELUDE,) for k in ks if k.source in generic.RUNTIME)
     # FP32 problems also as PyTorch runs them by default, with TF32 math: the TF32 mma builds (MATH 2)
     maths = {dict(k.macros).get("MATH") for k in ks if k.source == "implicit_gemm_fwd.cu"}

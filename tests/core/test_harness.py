@@ -238,7 +238,7 @@ def test_reference_kind_takes_the_gemms_where_they_gain(monkeypatch):
                                        layout="NHWC", groups=16)
     assert naive_reference_ms(f_narrow) == pytest.approx(naive_reference_ms(f_s2) / 16 * 2.4 / 0.49 / 2 ** 0.5)
     w_nhwc = ProblemDescription.make("W", n=96, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1, layout="NHWC")
-    assert naive_reference_ms(w_nhwc) == pytest.approx(naive_reference_ms(slow) * 0.45 / 1.8)
+    assert naive_reference_ms(w_nhwc) == pytest.approx(naive_reference_ms(slow) * 0.6 / 1.8)
     every = (tiny, mid, slow, strided_b, huge, stem, depthwise)
     monkeypatch.delenv("MIOFIND_REFERENCE", raising=False)
     monkeypatch.setattr(harness, "_gemm_used", False)
