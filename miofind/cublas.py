@@ -216,7 +216,8 @@ def prefetch_version() -> None:
 
 
 class LtAlgoMissing(RuntimeError):
-    """The heuristic offers fewer algorithms for a GEMM than a config's ``algo`` asks for."""
+    """The heuristic offers fewer algorithms for a GEMM than a config's ``algo`` asks for, or cuBLASLt refuses the
+    config's split of the reduction: that config does not run (it scores as a failure, as a failed build)."""
 
 
 _lt_handles: dict[int, int] = {}

@@ -10,9 +10,10 @@ im2col: the input already is the column matrix.
 Tunable: config ``{"LT": i}`` runs each GEMM with the i-th algorithm (0-based) of the cuBLASLt heuristic's
 first ``miofind.cublas.LT_ALGOS`` for it (as PyTorch's TunableOp times the algorithms rocBLAS and hipBLASLt
 list); the default (None or ``{"LT": 0}``), which a find measures unless the PerfDB holds a tuned config, takes its
-first. The heuristic's list, as the algorithm it puts
-first, is the same only for the same library on the same device, so cuBLASLt's version joins the trust key
-(``library_versions``): records of another version are measured again, as cuDNN's and cuFFT's are.
+first. Backward weights' configs may also set the split of the reduction (``{"LT": i, "SK": k, "RED": r}``). The
+heuristic's list, as the algorithm it puts first, is the same only for the same library on the same device, so
+cuBLASLt's version joins the trust key (``library_versions``): records of another version are measured again, as
+cuDNN's and cuFFT's are.
 
 The column buffers are the workspace. The batch is processed in chunks of ``nb`` images so that
 the workspace stays within ``WORKSPACE_CAP`` bytes; ``workspace_bytes`` reports the chunked size
@@ -296,7 +297,7 @@ class GemmBase(Solver):
         return ConvSolution(self.id, kernels, plan.bytes, factory, dict(config) if config else None,
                             prebuilt=not kernels)
 
-    # subclasses: _plan(p, cap, wrw_mode=None) -> GemmPlan and _build(p, plan, algo) -> (kernels, factory)
+    # subclasses: _plan(p, cap, wrw_mode=None) -> GemmPlan and _build(p, plan, algo, split) -> (kernels, factory)
 
     def library_versions(self) -> dict[str, str | None]:
         """cuBLASLt's version joins the trust key: it runs the GEMMs, and its heuristic picks their algorithms."""
@@ -329,7 +330,6 @@ class GemmBase(Solver):
             return 0 <= config["LT"] < LT_ALGOS
         return ("W" in self.directions and set(config) == {"LT", "SK", "RED"} and 0 <= config["LT"] < SPLIT_PLACES
                 and config["SK"] in SPLITS and config["RED"] in ((0,) if config["SK"] == 1 else (1, 2)))
-
 
     def _kernel(self, geo: Geom, plan: GemmPlan, name: str, total: int, concat: bool = False) -> KernelInfo:
         wide = _needs_wide(geo, plan)
