@@ -318,8 +318,8 @@ class GemmBase(Solver):
 
     # find_configs: the base's [None], the heuristic's first (or the PerfDB's tuned config): the other places and
     # the splits are ``miofind tune``'s, as MIOpen's find runs a tunable solver's default config or its PerfDB
-    # entry; measured by every find (in the background after it, as cuDNN's later plans), they slowed the finds
-    # of unseen shapes that followed (bench/results/session-nov27j/call6/)
+    # entry (with every find listing them for its background, as cuDNN's later plans, bench_cold's finds of unseen
+    # shapes ran slower in one run: bench/results/session-nov27j/call6/)
 
     def is_valid_config(self, problem: ProblemDescription, config) -> bool:
         if not config:
