@@ -202,6 +202,11 @@ def lt_version() -> str | None:
     return _lt_version[0]
 
 
+def library_versions() -> dict[str, str | None]:
+    """``{"cublaslt": lt_version()}``: what joins the trust key of a solver whose GEMMs cuBLASLt runs."""
+    return {"cublaslt": lt_version()}
+
+
 def prefetch_version() -> None:
     """Start reading ``lt_version()`` in a background thread, once per process, so that a find's trust keys wait
     for little of libcublasLt's load (as ``fft_cufft.prefetch_version`` does for cuFFT's)."""
@@ -395,14 +400,15 @@ class LtGemm:
                      _REDUCTION_NOT_IN_OUTPUT_TYPE, ctypes.c_uint32)
             for attr, a in zip(_PREF_MIN_ALIGNMENT, (*align, align[2])):
                 _set(lib.cublasLtMatmulPreferenceSetAttribute, pref, attr, a, ctypes.c_uint32)
-            asked = 1 if self.algo == 0 and self.splitk is None else LT_ALGOS
+            chosen = self.algo or self.splitk is not None     # a config's algorithm, not the heuristic's first
+            asked = LT_ALGOS if chosen else 1
             results, count = (_HeuristicResult * asked)(), ctypes.c_int(0)
             st = lib.cublasLtMatmulAlgoGetHeuristic(self.h, self.desc, self.adesc, self.bdesc, self.cdesc, self.cdesc,
                                                     pref, asked, results, ctypes.byref(count))
             _lt_ready = True
         finally:
             lib.cublasLtMatmulPreferenceDestroy(pref)
-        if (self.algo or self.splitk is not None) and (st or count.value <= self.algo or results[self.algo].state):
+        if chosen and (st or count.value <= self.algo or results[self.algo].state):
             raise LtAlgoMissing(f"cuBLASLt's heuristic offers {count.value if not st else 0} algorithm(s) for GEMM "
                                 f"{self.shape} (status {st}); config LT={self.algo} asks for its number {self.algo + 1}")
         res = results[self.algo]

@@ -42,10 +42,12 @@ BLOCK = 256
 MAX_BLOCKS = 132 * 16            # grid-stride kernels: 16 blocks of 256 threads per H100 SM
 INT32_SAFE = 2**31 - 2**22       # 32-bit indices below this (grid-stride increments cannot overflow)
 MAX_BATCH = 65535                # cuBLAS batchCount per call
-LT_ALGOS = 8                     # miofind.cublas.LT_ALGOS (not imported here: cublas loads on first use)
+# miofind.cublas's LT_ALGOS and REDUCTIONS (not imported with the solvers: a solver listing need not import cublas)
+LT_ALGOS = 8
+REDUCTIONS = (1, 2)
 # backward weights' tuning space also sets the split of the reduction (the pixels) on the heuristic's first
 # SPLIT_PLACES algorithms: SK ways, summed in place (RED 1) or in float in the workspace (RED 2), as cuBLASLt's
-# algorithm configuration allows (miofind.cublas.REDUCTIONS)
+# algorithm configuration allows
 SPLIT_PLACES = 3
 SPLITS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
 WRW_MODES = ("batched", "concat")
@@ -290,7 +292,7 @@ class GemmBase(Solver):
         if not self.is_valid_config(p, config):
             raise ValueError(f"{self.id}: config {config!r} is not valid: expected None or {{'LT': i}} with i "
                              f"from 0 to {LT_ALGOS - 1}" + (f", or {{'LT': i, 'SK': k, 'RED': r}} with i below "
-                             f"{SPLIT_PLACES}, k in {SPLITS}, r 0 for k = 1, else 1 or 2" if "W" in self.directions else ""))
+                             f"{SPLIT_PLACES}, k in {SPLITS}, r 0 for k = 1, else one of {REDUCTIONS}" if "W" in self.directions else ""))
         plan = self._plan(p, cap, wrw_mode)
         split = (config["SK"], config["RED"]) if config and "SK" in config else None
         kernels, factory = self._build(p, plan, config["LT"] if config else 0, split)
@@ -301,7 +303,9 @@ class GemmBase(Solver):
 
     def library_versions(self) -> dict[str, str | None]:
         """cuBLASLt's version joins the trust key: it runs the GEMMs, and its heuristic picks their algorithms."""
-        return {"cublaslt": _lt_version()}
+        from miofind import cublas
+
+        return cublas.library_versions()
 
     # -- configs: which of the cuBLASLt heuristic's algorithms the GEMMs run ----------------------
     def default_config(self, problem: ProblemDescription) -> dict:
@@ -312,8 +316,7 @@ class GemmBase(Solver):
         backward weights also its first ``SPLIT_PLACES`` with each split of ``SPLITS``."""
         out = [{"LT": i} for i in range(1, LT_ALGOS)]
         if "W" in self.directions:
-            out += [{"LT": i, "SK": k, "RED": r} for i in range(SPLIT_PLACES) for k in SPLITS
-                    for r in ((0,) if k == 1 else (1, 2))]
+            out += [{"LT": i, "SK": k, "RED": r} for i in range(SPLIT_PLACES) for k in SPLITS for r in _reductions(k)]
         return out
 
     # find_configs: the base's [None], the heuristic's first (or the PerfDB's tuned config): the other places and
@@ -329,7 +332,7 @@ class GemmBase(Solver):
         if set(config) == {"LT"}:
             return 0 <= config["LT"] < LT_ALGOS
         return ("W" in self.directions and set(config) == {"LT", "SK", "RED"} and 0 <= config["LT"] < SPLIT_PLACES
-                and config["SK"] in SPLITS and config["RED"] in ((0,) if config["SK"] == 1 else (1, 2)))
+                and config["SK"] in SPLITS and config["RED"] in _reductions(config["SK"]))
 
     def _kernel(self, geo: Geom, plan: GemmPlan, name: str, total: int, concat: bool = False) -> KernelInfo:
         wide = _needs_wide(geo, plan)
@@ -338,10 +341,9 @@ class GemmBase(Solver):
                           macros=tuple((k, str(v)) for k, v in macros.items()))
 
 
-def _lt_version() -> str | None:
-    from miofind import cublas
-
-    return cublas.lt_version()
+def _reductions(splitk: int) -> tuple[int, ...]:
+    """The reduction schemes a split of ``splitk`` ways may take: none unsplit, else REDUCTIONS."""
+    return (0,) if splitk == 1 else REDUCTIONS
 
 
 def _needs_wide(geo: Geom, plan: GemmPlan) -> bool:

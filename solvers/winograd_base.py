@@ -115,7 +115,7 @@ class WinogradBase(Solver):
         """cuBLASLt's version joins the trust key: it runs the transformed tiles' batched GEMM."""
         from miofind import cublas
 
-        return {"cublaslt": cublas.lt_version()}
+        return cublas.library_versions()
 
     def applicability(self, problem: ProblemDescription):
         base = super().applicability(problem)

@@ -311,7 +311,10 @@ def test_gemm_configs_name_a_place_of_the_heuristics_list_and_the_key_names_the_
     from miofind import cublas
     from miofind.trust import trust_key
 
+    from miofind.solvers import gemm_base
     from miofind.solvers.gemm_base import SPLIT_PLACES, SPLITS
+
+    assert (gemm_base.LT_ALGOS, gemm_base.REDUCTIONS) == (cublas.LT_ALGOS, cublas.REDUCTIONS)   # mirrored, not imported
 
     places = [{"LT": i} for i in range(1, cublas.LT_ALGOS)]
     splits = [{"LT": i, "SK": k, "RED": r} for i in range(SPLIT_PLACES) for k in SPLITS for r in ((0,) if k == 1 else (1, 2))]
