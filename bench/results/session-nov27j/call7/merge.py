@@ -2,13 +2,15 @@
 re-measured records of ResNet-50's 138 N=32 NHWC FP16/BF16 problems (every solver's but the naive ones, on one host,
 the GEMM solvers at their tuned configs: call 7's F/B tune, call 5's W tune) put in place of the same (problem, solver)
 records, and the six GEMM solvers' PerfDB entries of call 7's DB for those problems in place of any for the same
-problem and solver. Cut candidates and the naive solvers keep their records (as call2/merge.py).
-python3 merge.py BEFORE CALL7 OUT"""
+problem and solver. Cut candidates and the naive solvers keep their records (as call2/merge.py). KEYS (a JSON list)
+replaces the 138 keys (prepared/call_next.sh's other groups).
+python3 merge.py BEFORE CALL7 OUT [KEYS]"""
 import json, os, shutil, sqlite3, sys
 
 before, call7, out = sys.argv[1:4]
 here = os.path.dirname(os.path.abspath(__file__))
-keys = json.load(open(os.path.join(here, "..", "..", "session-cw", "call6", "r50_keys.json")))
+keys = json.load(open(sys.argv[4] if len(sys.argv) > 4 else
+                      os.path.join(here, "..", "..", "session-cw", "call6", "r50_keys.json")))
 shutil.copyfile(before, out)
 c = sqlite3.connect(out)
 c.execute("attach database ? as m", (call7,))

@@ -4,7 +4,7 @@
 # tuner's. (2) The GEMM configs for the shipped DB's other FP16/BF16 NHWC N=32 preset groups (other_keys.json, 582
 # problems, keys.py): `miofind tune` of the six GEMM solvers over their spaces (8 places, W also 57 splits) per model
 # into a copy of the shipped DB, then every record of those problems marked untrusted (stale.py) and measured again on
-# one host by scripts/add-solver-records --keys. On the CPU afterwards: merge.py (shipped DB, this call's DB, OUT, keys),
+# one host by scripts/add-solver-records --keys. On the CPU afterwards: call7/merge.py (shipped DB, this call's DB, OUT, keys),
 # ratios, and the immediate-mode model retrained. Expect two calls: the re-measure of 582 problems may need its own.
 set -uo pipefail
 T0=$(date +%s)
