@@ -6,6 +6,41 @@
 // their x reads and store consecutive y elements.
 #include "direct_naive.cu"
 
+#define TAP_PARAMS                                                                                             \
+    index_t Di, index_t Hi, index_t Wi, index_t Z, index_t Y, index_t X, index_t pd, index_t ph, index_t pw,    \
+    index_t sd, index_t sh, index_t sw, index_t dd, index_t dh, index_t dw,                                     \
+    index_t xc, index_t xd, index_t xh, index_t xw, index_t wc, index_t wd, index_t wh, index_t ww
+#define TAP_ARGS Di, Hi, Wi, Z, Y, X, pd, ph, pw, sd, sh, sw, dd, dh, dw, xc, xd, xh, xw, wc, wd, wh, ww
+
+// sum over the taps (z, r, s) whose input position lies within the input, of the group's channels c = c_first,
+// c_first + c_step, ... < cpg: x at xn0 (image n, the group's first channel), w at wk0 (filter k)
+__device__ __forceinline__ acc_t tap_sum(const data_t* __restrict__ xn0, const data_t* __restrict__ wk0, index_t od,
+                                         index_t oh, index_t ow, index_t c_first, index_t c_step, index_t cpg,
+                                         TAP_PARAMS)
+{
+    acc_t acc = 0;
+    for(index_t z = 0; z < Z; ++z)
+    {
+        const index_t id = od * sd - pd + z * dd;
+        if(id < 0 || id >= Di) continue;
+        for(index_t r = 0; r < Y; ++r)
+        {
+            const index_t ih = oh * sh - ph + r * dh;
+            if(ih < 0 || ih >= Hi) continue;
+            for(index_t s = 0; s < X; ++s)
+            {
+                const index_t iw = ow * sw - pw + s * dw;
+                if(iw < 0 || iw >= Wi) continue;
+                const data_t* xp = xn0 + id * xd + ih * xh + iw * xw;
+                const data_t* wp = wk0 + z * wd + r * wh + s * ww;
+                for(index_t c = c_first; c < cpg; c += c_step)
+                    acc += to_acc(xp[c * xc]) * to_acc(wp[c * wc]);
+            }
+        }
+    }
+    return acc;
+}
+
 extern "C" __global__ void reference_conv_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w,
                                               data_t* __restrict__ y, CONV_PARAMS)
 {
@@ -33,26 +68,7 @@ extern "C" __global__ void reference_conv_fwd(const data_t* __restrict__ x, cons
         }
         const data_t* xn0 = x + n * xn + (k / kpg) * cpg * xc;
         const data_t* wk0 = w + k * wk;
-        acc_t acc = 0;
-        for(index_t z = 0; z < Z; ++z)
-        {
-            const index_t id = od * sd - pd + z * dd;
-            if(id < 0 || id >= Di) continue;
-            for(index_t r = 0; r < Y; ++r)
-            {
-                const index_t ih = oh * sh - ph + r * dh;
-                if(ih < 0 || ih >= Hi) continue;
-                for(index_t s = 0; s < X; ++s)
-                {
-                    const index_t iw = ow * sw - pw + s * dw;
-                    if(iw < 0 || iw >= Wi) continue;
-                    const data_t* xp = xn0 + id * xd + ih * xh + iw * xw;
-                    const data_t* wp = wk0 + z * wd + r * wh + s * ww;
-                    for(index_t c = 0; c < cpg; ++c)
-                        acc += to_acc(xp[c * xc]) * to_acc(wp[c * wc]);
-                }
-            }
-        }
+        acc_t acc = tap_sum(xn0, wk0, od, oh, ow, 0, 1, cpg, TAP_ARGS);
         store_acc(&y[n * yn + k * yc + od * yd + oh * yh + ow * yw], acc);
     }
 }
@@ -78,26 +94,7 @@ extern "C" __global__ void reference_conv_fwd_warp(const data_t* __restrict__ x,
         const index_t n = t / Do;
         const data_t* xn0 = x + n * xn + (k / kpg) * cpg * xc;
         const data_t* wk0 = w + k * wk;
-        acc_t acc = 0;
-        for(index_t z = 0; z < Z; ++z)
-        {
-            const index_t id = od * sd - pd + z * dd;
-            if(id < 0 || id >= Di) continue;
-            for(index_t r = 0; r < Y; ++r)
-            {
-                const index_t ih = oh * sh - ph + r * dh;
-                if(ih < 0 || ih >= Hi) continue;
-                for(index_t s = 0; s < X; ++s)
-                {
-                    const index_t iw = ow * sw - pw + s * dw;
-                    if(iw < 0 || iw >= Wi) continue;
-                    const data_t* xp = xn0 + id * xd + ih * xh + iw * xw;
-                    const data_t* wp = wk0 + z * wd + r * wh + s * ww;
-                    for(index_t c = lane; c < cpg; c += 32)
-                        acc += to_acc(xp[c * xc]) * to_acc(wp[c * wc]);
-                }
-            }
-        }
+        acc_t acc = tap_sum(xn0, wk0, od, oh, ow, lane, 32, cpg, TAP_ARGS);
         for(int off = 16; off > 0; off >>= 1)
             acc += __shfl_down_sync(0xffffffffu, acc, off);
         if(lane == 0)

@@ -75,6 +75,33 @@ def test_device_timing_equals_back_to_back_gpu_time_for_a_kernel_bound_call(monk
     assert abs(min(device) / min(bursts) - 1) < 0.15, (device, bursts)
 
 
+@pytest.mark.serial
+def test_a_set_of_runs_mostly_disturbed_is_timed_again(monkeypatch):
+    """Seven of the first set's ten timed runs stall 3 ms on the host (wall timing counts it, as something else on
+    the GPU or host would slow a run): the set's median is a stalled run, its q20 a clean one, so it is timed once
+    more; the clean second set's median is kept (``retimed``). A steady call is timed once."""
+    from miofind.harness import unstable
+
+    import cupy
+
+    a = cupy.random.default_rng(1).standard_normal((2048, 2048), dtype=cupy.float32)
+    calls = [0]
+    fast = lambda: a @ a      # noqa: E731  about 0.35 ms on an H100: host jitter stays well inside the spread
+
+    def fn():
+        calls[0] += 1
+        if 2 < calls[0] <= 12 and calls[0] % 10 not in (3, 6, 9):   # after 2 warm-ups: 7 of 10 timed runs
+            time.sleep(0.003)
+        fast()
+    monkeypatch.setenv("MIOFIND_FIND_TIMING", "wall")
+    t = timed_runs(fn, 2, 10)
+    assert calls[0] == 22 and t.retimed and t.runs == 10 and t.median_ms < 1.5, (calls, t)
+    assert not unstable(t), t
+    calls[0] = 100
+    t = timed_runs(fn, 2, 10)
+    assert calls[0] == 112 and not t.retimed, (calls, t)
+
+
 def test_a_find_records_solutions_under_device_timing(monkeypatch, tmp_db):
     """A find on an unseen problem with device timing (the default) verifies and times its candidates."""
     from miofind.api import find_solutions
