@@ -4,7 +4,9 @@
 A record is wrong when its problem key does not re-serialise to itself, its solver is unknown or
 retired, the solver does not apply to the problem, its config does not validate, or (find records)
 its workspace size is not what the solver asks for now: MIOpen users see runs crash on a stale
-workspace size. A row the FindDB cannot even read back (what ``FindDB`` skips with a FindDBWarning)
+workspace size. A find record whose timed runs spread over ``miofind.harness.UNSTABLE_SPREAD`` (80% quantile
+over 20%) holds a disturbed measurement (its median may be many times the solver's time): pruned, a find
+measures that solver again. A row the FindDB cannot even read back (what ``FindDB`` skips with a FindDBWarning)
 is reported as well. Every check is CPU-only; parsed problems, applicability, config validity,
 workspace sizes and kernel hashes are cached, so 10k records take seconds.
 
@@ -30,7 +32,7 @@ __all__ = ["Problem", "PruneReport", "RecordChecker", "verify_db", "prune_db", "
 # the checks, in the order they run; a record is reported under its first failing check and, for the
 # config and workspace checks, each failing one
 CHECKS = ("invalid row", "bad key", "unknown solver", "retired solver", "not applicable", "invalid config",
-          "workspace")
+          "workspace", "unstable timing")
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,17 @@ def _read_rows(db: FindDB, kind: str) -> list[_Row]:
             r.error = str(e)
         out.append(r)
     return out
+
+
+def unstable_timing(rec: Record) -> str | None:
+    """Why a find record's timing is not to be trusted (its timed runs spread over UNSTABLE_SPREAD), or None."""
+    from ..harness import UNSTABLE_SPREAD
+
+    q20, q80 = rec.time_q20_ms, rec.time_q80_ms
+    if not q20 or not q80 or q20 <= 0 or q80 <= UNSTABLE_SPREAD * q20:
+        return None
+    return (f"timed runs spread from {q20:.4g} ms (20%) to {q80:.4g} ms (80%), over {UNSTABLE_SPREAD}x: a disturbed "
+            f"measurement (median {rec.time_ms:.4g} ms); prune it and a find measures {rec.solver_id} again")
 
 
 class RecordChecker:
@@ -224,6 +237,10 @@ class RecordChecker:
             why = self.workspace(solver, row.key, p, cfg or None, row.obj.workspace_bytes)
             if why:
                 out.append(problem("workspace", why))
+        if row.kind == "find":
+            why = unstable_timing(row.obj)
+            if why:
+                out.append(problem("unstable timing", why))
         return out
 
     def check_record(self, kind: str, obj: Any) -> list[Problem]:
