@@ -137,6 +137,7 @@ def _timed_runs(fn, warmup, iters, budget_ms, cut_ms, first_ms, settle) -> Timin
         warm.append(timed())
         if cut_in_warmups():
             return figures(warm, True)
+
     def timed_set() -> Timing:
         times, cut = [], False
         for _ in range(max(1, iters)):

@@ -80,9 +80,9 @@ def test_a_set_of_runs_mostly_disturbed_is_timed_again(monkeypatch):
     """Seven of the first set's ten timed runs stall 3 ms on the host (wall timing counts it, as something else on
     the GPU or host would slow a run): the set's median is a stalled run, its q20 a clean one, so it is timed once
     more; the clean second set's median is kept (``retimed``). A steady call is timed once."""
-    from miofind.harness import unstable
-
     import cupy
+
+    from miofind.harness import unstable
 
     a = cupy.random.default_rng(1).standard_normal((2048, 2048), dtype=cupy.float32)
     calls = [0]
