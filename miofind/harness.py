@@ -12,6 +12,7 @@ median with 20%/80% quantiles; under a time budget (find's), slow kernels get fe
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time as _time
@@ -25,6 +26,8 @@ from .invokers import build_invoker, call
 from .problem import ProblemDescription
 from .reference import apply_epilogue
 from .registry import reference_solver
+
+log = logging.getLogger(__name__)
 
 
 class VerifyError(RuntimeError):
@@ -155,6 +158,9 @@ def _timed_runs(fn, warmup, iters, budget_ms, cut_ms, first_ms, settle) -> Timin
         return first
     again = timed_set()
     kept = first if again.cut or first.median_ms <= again.median_ms else again
+    log.info("timing: a disturbed set of %d runs (median %.4g ms, q20 %.4g, q80 %.4g) timed again: median %.4g ms "
+             "(q20 %.4g, q80 %.4g); kept the %s", first.runs, first.median_ms, first.q20_ms, first.q80_ms,
+             again.median_ms, again.q20_ms, again.q80_ms, "first" if kept is first else "second")
     return replace(kept, retimed=True)
 
 

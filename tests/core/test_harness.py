@@ -198,7 +198,7 @@ def test_settle_ends_timing_once_the_runs_agree(fake_gpu):
     assert m.runs == 10 and clock.launches == 13
 
 
-def test_a_disturbed_set_of_runs_is_timed_again_and_the_lower_median_kept(fake_gpu):
+def test_a_disturbed_set_of_runs_is_timed_again_and_the_lower_median_kept(fake_gpu, caplog):
     """A full set whose 80% quantile is over UNSTABLE_SPREAD x its 20% one (most runs slowed by something else
     on the GPU or host, as 7 shipped records were: medians of 10-26 ms against q20s of 0.02-5 ms) is timed once
     more; the set of lower median is kept, marked ``retimed``. A steady set, a settled one and a cut one are not."""
@@ -207,8 +207,11 @@ def test_a_disturbed_set_of_runs_is_timed_again_and_the_lower_median_kept(fake_g
     h, inv, clock = fake_gpu
     run = lambda: inv(None, None, None, None, None)  # noqa: E731
     clock.durations = [0.02, 0.02, 20.0, 20.0, 20.0, 21.0, 20.0, 0.02, 20.0, 20.0] + [0.02] * 10
-    t = timed_runs(run, 0, 10)
+    with caplog.at_level("INFO", logger="miofind.harness"):
+        t = timed_runs(run, 0, 10)
     assert t.retimed and t.runs == 10 and t.median_ms == 0.02 and clock.launches == 20
+    assert "a disturbed set of 10 runs (median 20 ms, q20 0.02, q80 20) timed again: median 0.02 ms" in caplog.text
+    assert "kept the second" in caplog.text
     clock.launches = 0
     clock.durations = [1.0, 1.1, 1.0, 1.2, 1.0, 1.05, 1.0, 1.1, 1.0, 1.0] + [0.5] * 10
     t = timed_runs(run, 0, 10)
