@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 import threading
 import time as _time
 import weakref
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -82,8 +84,39 @@ def timed_runs(fn, warmup: int, iters: int, budget_ms: float | None = None, cut_
     first kernel starts (a cuDNN plan's longer host path was charged to its time)."""
     from .lt_bridge import direct
 
-    with direct():
+    with direct(), prompt_gil():
         return _timed_runs(fn, warmup, iters, budget_ms, cut_ms, first_ms, settle)
+
+
+# While a thread times a call, another Python thread (a background build, a prefetch, the caller's own) holds the GIL
+# for up to the switch interval (5 ms by default) before handing it over: a timed call whose launches wait for it
+# leaves the GPU idle between its kernels, and the events count the wait. The interval is lowered to this many
+# seconds while any thread verifies or times (``prompt_gil``). Six CuPy launches of 43.5 us beside a busy Python
+# thread timed 36.7 ms at the default interval, every run alike (so the spread check missed 13 of 15 sets), and
+# 43.5 us with it lowered (bench/results/session-nov27k/call7/gil.txt).
+TIMING_SWITCH_INTERVAL = 5e-5
+_switch_lock = threading.Lock()
+_switch_depth = 0
+_switch_saved = 0.0
+
+
+@contextmanager
+def prompt_gil():
+    """Lower ``sys``'s thread switch interval to TIMING_SWITCH_INTERVAL (never raise it) until the outermost of any
+    overlapping uses, in any thread, ends; then restore it."""
+    global _switch_depth, _switch_saved
+    with _switch_lock:
+        if _switch_depth == 0:
+            _switch_saved = sys.getswitchinterval()
+            sys.setswitchinterval(min(_switch_saved, TIMING_SWITCH_INTERVAL))
+        _switch_depth += 1
+    try:
+        yield
+    finally:
+        with _switch_lock:
+            _switch_depth -= 1
+            if _switch_depth == 0:
+                sys.setswitchinterval(_switch_saved)
 
 
 def _timed_runs(fn, warmup, iters, budget_ms, cut_ms, first_ms, settle) -> Timing:
@@ -411,7 +444,7 @@ class Harness:
         budget, early stop at ``cut_ms`` and ``settle``, the verification run counting as the first of the
         ``warmup`` runs: a kernel cut there (the result's ``cut``) is not
         verified (``max_error`` None): find neither stores nor offers it as a verified solution."""
-        with TIMING_LOCK:
+        with TIMING_LOCK, prompt_gil():
             t0 = _time.perf_counter()
             self.run_poisoned(invoker, workspace)
             t1 = _time.perf_counter()

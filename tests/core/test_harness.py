@@ -231,6 +231,41 @@ def test_a_disturbed_set_of_runs_is_timed_again_and_the_lower_median_kept(fake_g
     assert not unstable(Timing(1.0, 1.0, 10.0, 10, cut=True)) and not unstable(Timing(1.0, 1.0, 10.0, 2))
 
 
+def test_timing_lowers_the_thread_switch_interval_and_restores_it():
+    """While a thread times (``prompt_gil``), another Python thread gives the GIL back within TIMING_SWITCH_INTERVAL
+    rather than sys's default 5 ms; overlapping uses (other threads timing) restore it when the outermost ends, and
+    an interval already lower is kept."""
+    import sys
+    import threading
+
+    from miofind.harness import TIMING_SWITCH_INTERVAL, prompt_gil
+
+    before = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(0.005)
+        inner_done, outer_release = threading.Event(), threading.Event()
+
+        def other():
+            with prompt_gil():
+                inner_done.set()
+                outer_release.wait(5)
+        with prompt_gil():
+            assert sys.getswitchinterval() == pytest.approx(TIMING_SWITCH_INTERVAL)
+            t = threading.Thread(target=other)
+            t.start()
+            inner_done.wait(5)
+        assert sys.getswitchinterval() == pytest.approx(TIMING_SWITCH_INTERVAL)   # the other thread still times
+        outer_release.set()
+        t.join(5)
+        assert sys.getswitchinterval() == pytest.approx(0.005)
+        sys.setswitchinterval(1e-5)
+        with prompt_gil():
+            assert sys.getswitchinterval() == pytest.approx(1e-5)
+        assert sys.getswitchinterval() == pytest.approx(1e-5)
+    finally:
+        sys.setswitchinterval(before)
+
+
 def test_reference_kind_takes_the_gemms_where_they_gain(monkeypatch):
     """auto: the naive kernel where it is quick; where it would be slow, the GEMMs per tap once the process
     has run a GEMM reference or once its naive references of such problems would have taken about as long as
