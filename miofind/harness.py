@@ -271,9 +271,14 @@ SETTLE_SPREAD = 0.03
 UNSTABLE_SPREAD = 1.5
 
 
+def spread_too_wide(q20_ms: float, q80_ms: float) -> bool:
+    """Whether timed runs whose 20% and 80% quantiles are these spread too widely to trust their median."""
+    return q80_ms > UNSTABLE_SPREAD * q20_ms
+
+
 def unstable(t: Timing) -> bool:
-    """Whether a full set of timed runs (not cut, at least MIN_TIMED_RUNS) spread too widely to trust its median."""
-    return not t.cut and t.runs >= MIN_TIMED_RUNS and t.q80_ms > UNSTABLE_SPREAD * t.q20_ms
+    """Whether a full set of timed runs (not cut, at least MIN_TIMED_RUNS) spread too widely (``spread_too_wide``)."""
+    return not t.cut and t.runs >= MIN_TIMED_RUNS and spread_too_wide(t.q20_ms, t.q80_ms)
 
 
 def plan_runs(first_ms: float, warmup: int, iters: int, budget_ms: float) -> tuple[int, int]:

@@ -99,10 +99,10 @@ def _read_rows(db: FindDB, kind: str) -> list[_Row]:
 
 def unstable_timing(rec: Record) -> str | None:
     """Why a find record's timing is not to be trusted (its timed runs spread over UNSTABLE_SPREAD), or None."""
-    from ..harness import UNSTABLE_SPREAD
+    from ..harness import UNSTABLE_SPREAD, spread_too_wide
 
     q20, q80 = rec.time_q20_ms, rec.time_q80_ms
-    if not q20 or not q80 or q20 <= 0 or q80 <= UNSTABLE_SPREAD * q20:
+    if not q20 or not q80 or q20 <= 0 or not spread_too_wide(q20, q80):
         return None
     return (f"timed runs spread from {q20:.4g} ms (20%) to {q80:.4g} ms (80%), over {UNSTABLE_SPREAD}x: a disturbed "
             f"measurement (median {rec.time_ms:.4g} ms); prune it and a find measures {rec.solver_id} again")
