@@ -70,6 +70,9 @@
 #ifndef WSPEC
 #define WSPEC 0     // 1: a producer warpgroup loads, the WGS consumer warpgroups multiply
 #endif
+#ifndef TMA
+#define TMA 0           // 1: the producer's copies by the copy engine (tensor maps, last two arguments)
+#endif
 #ifndef B_DENSE
 #define B_DENSE 0       // 1 (TMA; 1x1, stride 1, unpadded): x read through a tiled map of the dense J x C matrix
 #endif
@@ -103,7 +106,8 @@ static_assert(BM % (64 * WGS) == 0 && (WG_M == 1 || WG_M == 2), "BM = 64 * WGS *
 static_assert(BN == 64 || BN == 128 || BN == 256, "BN in 64, 128, 256");
 static_assert(WG_M * BN <= 256, "at most 128 accumulators per thread");
 static_assert(STAGES >= 3, "prefetch distance STAGES - 2 >= 1");
-static_assert(NT_LOAD % CPR_A == 0 && BJ % JSTEP_A == 0 && NT_LOAD % CPR_B == 0 && BJ % JSTEP_B == 0, "loader rows");
+static_assert(TMA || (NT_LOAD % CPR_A == 0 && BJ % JSTEP_A == 0 && NT_LOAD % CPR_B == 0 && BJ % JSTEP_B == 0),
+              "loader rows (the cp.async loaders; the copy engine takes any BM of 64-row boxes)");
 static_assert(P_C % 8 == 0 && P_K % 8 == 0, "16-byte chunks of channels");
 static_assert(XS_C == 1 && WS_C == 1 && YS_C == 1, "channels-last x, w and y");
 static_assert(YS_W == P_K && YS_H == P_WO * YS_W && YS_N == P_HO * YS_H, "dense NHWC dy");
@@ -228,9 +232,6 @@ __device__ __forceinline__ void for_each_pair(float (&acc)[WG_M][BN / 2], int t,
 
 #if WSPEC
 #include "implicit_gemm_hopper_mbar.cuh"
-#endif
-#ifndef TMA
-#define TMA 0           // 1: the producer's copies by the copy engine (tensor maps, last two arguments)
 #endif
 #if TMA
 #include "implicit_gemm_hopper_tma.cuh"

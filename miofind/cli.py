@@ -603,6 +603,9 @@ def _devices(spec):
 @click.option("--max-seconds", type=float, default=None, help="At most this long per solver and problem.")
 @click.option("--patience", type=int, default=8, show_default=True, help="Stop a search after this many configs without improvement.")
 @click.option("--tune-solver", "tune_solvers", multiple=True, help="Tune only these solver ids (repeatable; find still runs all).")
+@click.option("--where", default=None,
+              help="Search only configs with these values, KEY=V[|V...][,KEY=...] (e.g. WGS=3 after a new tile "
+                   "shape; with --tune-solver): the find's and the stored configs are still measured first.")
 @click.option("--no-precompile", is_flag=True, help="Do not compile ahead in a process pool.")
 @click.option("--retune", is_flag=True, help="Tune again even where the DBs already hold a trusted result "
               "(also set by $MIOPEN_FIND_ENFORCE=DB_UPDATE or SEARCH_DB_UPDATE).")
@@ -614,11 +617,12 @@ def _devices(spec):
 @verbosity_options
 @click.argument("driver_args", nargs=-1, type=click.UNPROCESSED)
 def tune(torch_model, input_size, channels_last, tf32, model, batches, dtypes, layouts, direction, forw, file_, strategy,
-         max_configs, max_seconds, patience, tune_solvers, no_precompile, retune, no_tune, devices, enqueue, db_url,
-         json_out, driver_args):
+         max_configs, max_seconds, patience, tune_solvers, where, no_precompile, retune, no_tune, devices, enqueue,
+         db_url, json_out, driver_args):
     """Tune many problems into the FindDB and PerfDB: each tunable solver's config space is searched,
     then the problem is found with the tuned configs. Resumable: finished problems are skipped."""
     from .tuning import TuneOptions
+    from .tuning.tuner import parse_where
 
     problems: list[ProblemDescription] = []
     if model:
@@ -655,7 +659,8 @@ def tune(torch_model, input_size, channels_last, tf32, model, batches, dtypes, l
         if enforce.retune and not retune:
             _log.info("MIOPEN_FIND_ENFORCE=%s: re-tuning problems already tuned", enforce.action.upper())
         opts = TuneOptions(strategy=strategy, max_configs=max_configs, max_seconds=max_seconds, patience=patience,
-                           retune=retune or enforce.retune, solvers=tuple(tune_solvers) or None, precompile=not no_precompile)
+                           retune=retune or enforce.retune, solvers=tuple(tune_solvers) or None, precompile=not no_precompile,
+                           where=parse_where(where) if where else None)
     except ValueError as e:
         _fail(str(e))
     if no_tune:

@@ -9,7 +9,7 @@ build per problem, as the Ampere family, solvers/implicit_gemm_base.py). The ker
 a visible GPU (CPU tools, CI's NVRTC compile) the device check is left to the run.
 
 Tunables: BM (block rows, 64 x WGS x 1 or 2), BN (64, 128, 256: the wgmma N), WGS (1 or 2 consumer
-warpgroups; each also loads unless WSPEC), STAGES (shared-memory buffers, prefetch distance STAGES - 2),
+warpgroups, each also loading unless WSPEC; or 3 with WSPEC, BM = 192 and BN <= 128), STAGES (shared-memory buffers, prefetch distance STAGES - 2),
 PERSIST (1: persistent blocks; without TMA N <= BN, all of B resident in shared memory, streaming A), SPLITK
 (requested chunks of the K = C*Y*X reduction, grid.y; the kernel runs ceil(tiles / ceil(tiles / SPLITK))
 of them, each writing FP32 partial tiles to the workspace, summed and cast by a second kernel;
@@ -162,9 +162,13 @@ def x_im2col(p: ProblemDescription, pixels: int) -> tma.Im2colSpec:
 
 def config_ok(p: ProblemDescription, cfg) -> bool:
     bm, bn, wgs, st, per, sk, wsp, tm, pp = (cfg[k] for k in KEYS)
-    if wgs not in (1, 2) or bn not in (64, 128, 256) or per not in (0, 1) or st not in range(3, 9 if per else 7):
+    if wgs not in (1, 2, 3) or bn not in (64, 128, 256) or per not in (0, 1) or st not in range(3, 9 if per else 7):
         return False
     if wsp not in (0, 1) or tm not in (0, 1) or pp not in (0, 1):
+        return False
+    # three consumer warpgroups: 192-row tiles (one m64 block a warpgroup) fed by the producer warpgroup (the loaders'
+    # 16-row passes divide 192; all 384 threads' 48-row passes would not divide BN), 64 accumulators a thread
+    if wgs == 3 and not (bm == 192 and bn <= 128 and wsp and not pp):
         return False
     if tm and not (wsp and tma_fits(p)):
         return False
@@ -308,11 +312,11 @@ def split_variants(p: ProblemDescription, cfg):
 
 def space(p: ProblemDescription):
     m, n, _ = gemm_shape(p)
-    for bm in (64, 128, 256):
+    for bm in (64, 128, 192, 256):
         for bn in (64, 128, 256):
             if bn > max(64, 2 * n) or bm > max(64, 2 * m):
                 continue
-            for wgs in (1, 2):
+            for wgs in (1, 2, 3):
                 for per in (0, 1):
                     for st in range(3, 9 if per else 7):
                         for wsp in (0, 1):

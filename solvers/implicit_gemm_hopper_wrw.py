@@ -5,7 +5,8 @@ writing FP32 partial tiles to the workspace, summed in a fixed order by a second
 CLUSTER blocks of a thread-block cluster, each summing its share of the rows through distributed shared memory,
 or both: each of the SPLITK chunks over a cluster, whose sum is the chunk's partial tile.
 
-Tunables: BM (64 x WGS x 1 or 2), BN (64, 128, 256), WGS (1 or 2 warpgroups), STAGES (3-6),
+Tunables: BM (64 x WGS x 1 or 2), BN (64, 128, 256), WGS (1, 2, or 3 with the copy engine: BM = 192, BN <= 128),
+STAGES (3-6),
 SPLITK (requested reduction chunks; the kernel runs ceil(tiles / ceil(tiles / SPLITK)) of them),
 CLUSTER (1 to 8 blocks of a cluster sharing the reduction or a SPLITK chunk of it, each summing 1 / CLUSTER of
 the tiles' rows through distributed shared memory), WSPEC (1: a
@@ -109,7 +110,11 @@ def cluster_splits(p: ProblemDescription, cfg, cluster: int) -> list[int]:
 
 def config_ok(p: ProblemDescription, cfg) -> bool:
     bm, bn, wgs, st, sk, cl, ws, tm, s16 = (cfg[k] for k in KEYS)
-    if wgs not in (1, 2) or bn not in (64, 128, 256) or st not in range(3, 7) or not 1 <= sk <= MAX_SPLITK:
+    if wgs not in (1, 2, 3) or bn not in (64, 128, 256) or st not in range(3, 7) or not 1 <= sk <= MAX_SPLITK:
+        return False
+    # three consumer warpgroups: 192-row tiles (a third more rows a block than 128, three quarters of 256), loaded by
+    # the copy engine only (the cp.async loaders' rows do not divide 24 chunks), 64 accumulators a thread
+    if wgs == 3 and not (bm == 192 and bn <= 128 and tm):
         return False
     if ws not in (0, 1) or tm not in (0, 1) or s16 not in (0, 1):
         return False
@@ -190,11 +195,11 @@ def space(p: ProblemDescription, stages=range(3, 7), loads=((0, 0), (1, 0), (1, 
     """The config space: every tile, stage count and load kind ((WSPEC, TMA) pairs), each at the splits a tuning
     tries (split_tries around default_split) and in clusters of 2 to 8 blocks at cluster_splits; valid configs only."""
     m, n, _ = wrw_shape(p)
-    for bm in (64, 128, 256):
+    for bm in (64, 128, 192, 256):
         for bn in (64, 128, 256):
             if bn > max(64, 2 * n) or bm > max(64, 2 * m):
                 continue
-            for wgs in (1, 2):
+            for wgs in (1, 2, 3):
                 for st in stages:
                     for ws, tm in loads:
                         cfg = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "SPLITK": 1, "CLUSTER": 1,

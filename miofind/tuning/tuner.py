@@ -53,6 +53,9 @@ class TuneOptions:
     solvers: tuple[str, ...] | None = None   # tune only these solver ids (find still runs them all)
     precompile: bool = True             # compile ahead in a process pool (tune_local / GpuMeasurer)
     first_batch: bool = False           # measure the first batch only (the find's and the stored configs), no search
+    # the search (after the first batch) covers only configs whose value of each key is one of these (e.g. a new tile
+    # shape: {"WGS": (3,)}); a config without the key does not match
+    where: dict | None = None
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -69,11 +72,18 @@ class TuneOptions:
             if isinstance(self.solvers, str) or not all(isinstance(x, str) for x in self.solvers):
                 raise ValueError(f"solvers={self.solvers!r}: expected a list of solver ids")
             self.solvers = tuple(self.solvers)
+        if self.where is not None:
+            if not isinstance(self.where, dict) or not self.where:
+                raise ValueError(f"where={self.where!r}: expected a mapping of config keys to allowed values")
+            self.where = {str(k): tuple(v) if isinstance(v, (list, tuple, set, frozenset)) else (v,)
+                          for k, v in self.where.items()}
+            if any(not v for v in self.where.values()):
+                raise ValueError(f"where={self.where!r}: every key needs at least one allowed value")
 
     def as_json(self) -> dict:
         return {k: getattr(self, k) for k in ("strategy", "max_configs", "max_seconds", "patience", "near_best",
                                               "batch", "seed", "retune", "find", "solvers", "precompile",
-                                              "first_batch")}
+                                              "first_batch", "where")}
 
 
 class Budget:
@@ -166,6 +176,32 @@ class GpuMeasurer:
             except Exception as e:
                 out.append((INF, failure_stage(e)))
         return out
+
+
+def matches_where(config, where: dict) -> bool:
+    """Whether ``config`` (a dict) has each key of ``where`` at one of its allowed values."""
+    return isinstance(config, dict) and all(k in config and config[k] in vals for k, vals in where.items())
+
+
+def parse_where(text: str) -> dict:
+    """``KEY=V[|V...][,KEY=...]`` (integer values where they parse) -> {KEY: (V, ...)}; ValueError naming the
+    part that does not."""
+    out: dict = {}
+    for part in filter(None, (x.strip() for x in text.split(","))):
+        key, sep, vals = part.partition("=")
+        if not sep or not key.strip() or not vals.strip():
+            raise ValueError(f"where={text!r}: {part!r} is not KEY=VALUE[|VALUE...]")
+        conv = []
+        for v in vals.split("|"):
+            v = v.strip()
+            try:
+                conv.append(int(v))
+            except ValueError:
+                conv.append(v)
+        out[key.strip()] = tuple(conv)
+    if not out:
+        raise ValueError(f"where={text!r}: no KEY=VALUE given")
+    return out
 
 
 def config_space(problem: ProblemDescription, solver: Solver, failed=frozenset()) -> list[dict]:
@@ -393,6 +429,8 @@ class Tuner:
             evaluate(first)
             seeds = {config_key(c) for c in first}
             space = [c for c in space if config_key(c) not in seeds]
+        if self.opts.where:
+            space = [c for c in space if matches_where(c, self.opts.where)]
         if space and not budget.exhausted() and not self.opts.first_batch:
             STRATEGIES[self.opts.strategy](space, default, evaluate, budget, self.rng, problem=problem, solver=solver,
                                            dbs=self.dbs, sm_count=dev.sm_count)

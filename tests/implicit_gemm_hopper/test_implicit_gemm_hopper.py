@@ -319,6 +319,52 @@ BWD_CASES = {**{k: v for k, v in TAILS.items() if k != "wide_c"},
              "1x7": dict(n=2, c=16, k=24, in_size=(9, 17), filter_size=(1, 7), pads=(0, 3))}
 
 
+FB_THREE_CASES = {"F": {"r50_1024_14_1x1": dict(n=32, c=1024, k=512, in_size=(14, 14), filter_size=1),
+                        "tail_mnk": TAILS["tail_mnk"], "k320": TAILS["k320"],
+                        "3x3_c128": dict(n=3, c=128, k=136, in_size=(15, 13), filter_size=3, pads=1)},
+                  "B": {"r50_3x3s2": BWD_CASES["r50_3x3s2"], "tail_mnk": TAILS["tail_mnk"],
+                        "3x3s2_c128": dict(n=3, c=128, k=64, in_size=(15, 13), filter_size=3, pads=1, strides=2)}}
+THREE_IDS = [(d, n) for d in "FB" for n in sorted(FB_THREE_CASES[d])]
+
+
+def test_three_warpgroup_configs():
+    """WGS = 3 (192-row tiles, one m64 block a warpgroup) only with the producer warpgroup, BN <= 128 and no
+    ping-pong; in the F and B spaces (the copy engine's and the producer's cp.async loads, persistent and split)."""
+    p = _nhwc(**FB_THREE_CASES["F"]["r50_1024_14_1x1"])
+    cfg = {"BM": 192, "BN": 128, "WGS": 3, "STAGES": 4, "PERSIST": 0, "SPLITK": 1, "WSPEC": 1, "TMA": 1, "PINGPONG": 0}
+    assert FWD.is_valid_config(p, cfg) and hb.tiles(p, cfg) == 132 and hb.threads(cfg) == 512
+    assert FWD.is_valid_config(p, dict(cfg, PERSIST=1)) and FWD.is_valid_config(p, dict(cfg, TMA=0))
+    for bad in (dict(cfg, WSPEC=0, TMA=0), dict(cfg, BN=256), dict(cfg, BM=128), dict(cfg, PERSIST=1, PINGPONG=1),
+                dict(cfg, BM=192, WGS=2)):
+        assert not FWD.is_valid_config(p, bad), bad
+    for solver, q in ((FWD, p), (BWD, _b(**FB_THREE_CASES["B"]["3x3s2_c128"]))):
+        three = [c for c in solver.config_space(q) if c["WGS"] == 3]
+        assert three and all(c["BM"] == 192 and c["BN"] <= 128 and c["WSPEC"] and not c["PINGPONG"] for c in three)
+        assert {c["TMA"] for c in three} == {0, 1} and {c["PERSIST"] for c in three} == {0, 1}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("direction,name", THREE_IDS, ids=[f"{d}-{n}" for d, n in THREE_IDS])
+def test_hopper_three_warpgroups(direction, name, dt):
+    """F, and B through its stride phases, on three consumer warpgroups (WGS = 3, BM = 192) against the float64
+    reference: the copy engine and the producer's cp.async, persistent (several tiles a block) and split, BN 64 and
+    128; M tails of a last tile partly past the output."""
+    solver = FWD if direction == "F" else BWD
+    p = (_nhwc if direction == "F" else _b)(dt, **FB_THREE_CASES[direction][name])
+    base = {"BM": 192, "BN": 128, "WGS": 3, "STAGES": 4, "PERSIST": 0, "SPLITK": 1, "WSPEC": 1, "TMA": 1,
+            "PINGPONG": 0}
+    ran = 0
+    for extra in ({}, {"TMA": 0}, {"BN": 64, "STAGES": 5}, {"PERSIST": 1}, {"PERSIST": 1, "BN": 64, "STAGES": 6},
+                  {"SPLITK": 3}, {"SPLITK": 2, "TMA": 0}):
+        cfg = dict(base, **extra)
+        if not solver.is_valid_config(p, cfg):
+            continue
+        err, tol = check_solver(solver, p, seed=zlib.crc32(repr(cfg).encode()) & 0xFFFF, config=cfg)
+        assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
+        ran += 1
+    assert ran >= 3
+
 def _sub_filter_like_load_b(w, mac):
     """The B operand that kernels_src/implicit_gemm_hopper_fwd.cu's load_b reads in place with B_MN = 1,
     row by row with its index algebra and the phase build's macros, as the view's KYXC filter: row
@@ -730,6 +776,55 @@ def test_hopper_wrw_producer_warpgroup(name, dt):
             ran += 1
     assert ran >= 8
 
+
+
+def test_wrw_three_warpgroups_configs():
+    """WGS = 3: 192-row tiles (three m64 blocks, one a warpgroup) through the copy engine only, BN <= 128; in the
+    space of a problem the copy engine serves, with its splits and clusters; 512 -> 512 @7 3x3 at N = 32 then runs
+    3 x 36 = 108 tiles of 192 x 128 (256 x 128: 72, 128 x 128: 144 on 132 SMs)."""
+    from miofind.solvers import implicit_gemm_hopper_wrw as hw
+    p = _w(n=32, c=512, k=512, in_size=(7, 7), filter_size=3, pads=1)
+    cfg = {"BM": 192, "BN": 128, "WGS": 3, "STAGES": 4, "SPLITK": 1, "CLUSTER": 1, "WSPEC": 1, "TMA": 1, "ST16": 1}
+    assert WRW.is_valid_config(p, cfg) and hw.tiles(p, cfg) == 108
+    sol = WRW.get_solution(p, cfg)
+    assert sol.kernels[0].grid == (108, 1, 1) and sol.kernels[0].block == (512, 1, 1)
+    assert WRW.is_valid_config(p, dict(cfg, BN=64, STAGES=5)) and WRW.is_valid_config(p, dict(cfg, ST16=0, CLUSTER=2))
+    for bad in (dict(cfg, BN=256), dict(cfg, TMA=0, WSPEC=1), dict(cfg, TMA=0, WSPEC=0), dict(cfg, BM=128),
+                dict(cfg, BM=256), dict(cfg, BM=192, WGS=2), dict(cfg, STAGES=6)):
+        assert not WRW.is_valid_config(p, bad), bad
+    space = list(WRW.config_space(p))
+    three = [c for c in space if c["WGS"] == 3]
+    assert three and all(c["BM"] == 192 and c["BN"] <= 128 and c["TMA"] for c in three)
+    assert {c["CLUSTER"] for c in three} > {1} and cfg in space
+    # C % 64 != 0: no copy engine, so no three-warpgroup tile
+    assert not any(c["WGS"] == 3 for c in WRW.config_space(_w(n=32, c=40, k=512, in_size=(7, 7), filter_size=3,
+                                                                     pads=1)))
+
+
+WRW_THREE_CASES = {"r50_512_7_3x3": dict(n=32, c=512, k=512, in_size=(7, 7), filter_size=3, pads=1),
+                   "k200_s2": dict(n=3, c=128, k=200, in_size=(15, 13), filter_size=3, pads=1, strides=2),
+                   "1x1_k1000": dict(n=4, c=64, k=1000, in_size=(14, 14), filter_size=1)}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("name", sorted(WRW_THREE_CASES))
+def test_hopper_wrw_three_warpgroups(name, dt):
+    """WGS = 3 (192-row tiles, copy engine) against the float64 reference: ST16 and the plain epilogue, BN 64 and
+    128, a split, and clusters of 2 and 3 where valid; K = 200 and 1000 leave a last tile of 8 and 40 rows (the rest
+    zero-filled by the copy engine and never stored), the 1x1 case reads x through the dense map."""
+    p = _w(dt, **WRW_THREE_CASES[name])
+    base = {"BM": 192, "BN": 128, "WGS": 3, "STAGES": 4, "SPLITK": 1, "CLUSTER": 1, "WSPEC": 1, "TMA": 1, "ST16": 0}
+    ran = 0
+    for extra in ({"ST16": 1}, {}, {"BN": 64, "STAGES": 5, "ST16": 1}, {"SPLITK": 3}, {"CLUSTER": 2},
+                  {"CLUSTER": 3, "BN": 64}):
+        cfg = dict(base, **extra)
+        if not WRW.is_valid_config(p, cfg):
+            continue
+        err, tol = check_solver(WRW, p, seed=zlib.crc32(repr(cfg).encode()) & 0xFFFF, config=cfg)
+        assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
+        ran += 1
+    assert ran >= 4
 
 # -- split-K of the forward kernel (F, and B through its forward view) -------------------------------
 

@@ -304,3 +304,29 @@ def test_retune_stored_keeps_a_tuned_config_across_a_kernel_change(dbs):
     assert config_key(tuned_config(dbs, DEV, p, fwd, report=False)) == best
     assert [r.kernel_hash for r in dbs.user.lookup_perf(DEV.db_name, p.key(), fwd.id)] == [trust_key(fwd)]
     assert t.opts.max_configs == 64 and t.opts.retune is False             # the run's own options are back
+
+
+@pytest.mark.parametrize("strategy", sorted(STRATEGIES))
+def test_where_limits_the_search_to_matching_configs(dbs, strategy):
+    """``where`` (``miofind tune --where WGS=3``): the find's configs are measured first as always, then the strategy
+    searches only the configs with those values (here the Hopper W solver's three-warpgroup tiles)."""
+    from miofind.tuning.tuner import matches_where, parse_where
+
+    wrw = get_solver("ConvImplicitGemmHopperWrw")
+    p = ProblemDescription.make("W", n=32, c=512, k=512, in_size=(7, 7), filter_size=3, pads=1, layout="NHWC",
+                                dtype="FP16")
+    where = parse_where("WGS=3, STAGES=4|5")
+    assert where == {"WGS": (3,), "STAGES": (4, 5)}
+    alts = [c for c in wrw.find_configs(p) if c]
+    t = tuner(dbs, strategy=strategy, max_configs=12, seed=3, batch=4, where=where)
+    out = t.tune_solver(p, wrw, FakeMeasurer(p))
+    measured = [c for _, c in FakeMeasurer.calls][:out.tried]
+    assert measured[:len(alts)] == alts and len(measured) > len(alts)
+    assert all(matches_where(c, where) for c in measured[len(alts):])
+    assert not any(matches_where(c, where) for c in alts)
+    assert TuneOptions(where={"WGS": [3]}).as_json()["where"] == {"WGS": (3,)}
+    for bad in ("WGS", "=3", "WGS=", ""):
+        with pytest.raises(ValueError, match="where="):
+            parse_where(bad)
+    with pytest.raises(ValueError, match="where="):
+        TuneOptions(where={"WGS": []})
