@@ -356,7 +356,7 @@ def test_hopper_three_warpgroups(direction, name, dt):
             "PINGPONG": 0}
     ran = 0
     for extra in ({}, {"TMA": 0}, {"BN": 64, "STAGES": 5}, {"PERSIST": 1}, {"PERSIST": 1, "BN": 64, "STAGES": 6},
-                  {"SPLITK": 3}, {"SPLITK": 2, "TMA": 0}):
+                  {"SPLITK": 3}, {"SPLITK": 2, "TMA": 0}, {"TMA": 0, "BN": 64, "STAGES": 5}, {"TMA": 0, "PERSIST": 1}):
         cfg = dict(base, **extra)
         if not solver.is_valid_config(p, cfg):
             continue
@@ -824,7 +824,7 @@ def test_hopper_wrw_three_warpgroups(name, dt):
         err, tol = check_solver(WRW, p, seed=zlib.crc32(repr(cfg).encode()) & 0xFFFF, config=cfg)
         assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
         ran += 1
-    assert ran >= 4
+    assert ran >= 3
 
 # -- split-K of the forward kernel (F, and B through its forward view) -------------------------------
 
