@@ -122,6 +122,7 @@ def test_find_configs_alternates_fwd_bwd():
     assert [(c["BM"], c["BN"], c["WGS"], c["STAGES"], c["PINGPONG"]) for c in alts] == \
         [t for t in hb.ALTERNATE_TILES if t != (d["BM"], d["BN"], d["WGS"], d["STAGES"], d["PINGPONG"])]
     assert any(c["PINGPONG"] for c in alts)          # the ping-pong alternate
+    assert any(c["WGS"] == 3 and c["BM"] == 192 for c in alts)      # the three-warpgroup alternate
     assert FWD.find_configs(p, 1) == [None] and FWD.find_configs(p, 2) == cfgs[:2]
     assert FWD.find_configs(_nhwc(n=32, c=40, k=64, in_size=(14, 14), filter_size=3, pads=1)) == [None]
     pb = ProblemDescription.make("B", layout="NHWC", dtype="FP16", n=32, c=512, k=512, in_size=(14, 14), filter_size=3,
