@@ -30,18 +30,6 @@ import kernel_timing  # noqa: E402
 from bench_kernel_time import CUDNN, HOPPER  # noqa: E402
 
 
-def matches(cfg: dict, where: dict) -> bool:
-    return all(cfg.get(k) in vals for k, vals in where.items())
-
-
-def parse_where(s: str) -> dict:
-    out = {}
-    for part in filter(None, s.split(",")):
-        k, v = part.split("=")
-        out[k] = {int(x) for x in v.split("|")}
-    return out
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", default="W")
@@ -64,6 +52,7 @@ def main():
     from miofind.problem import ProblemDescription
     from miofind.registry import get_solver
     from miofind.tuning.precompile import precompile
+    from miofind.tuning.tuner import matches_where, parse_where
     from shapes import NON_RESNET, _resnet50
 
     t_start = time.time()
@@ -85,7 +74,7 @@ def main():
         row = dbc.execute("select config from find_records where problem_key=? and solver_id=? and verified=1",
                           (p.key(), sid)).fetchone()
         return json.loads(row[0]) if row and row[0] else None
-    where = parse_where(a.where)
+    where = parse_where(a.where) if a.where else {}
     extra = json.loads(a.extra) if a.extra else []
     cases, todo = [], []
     for name in names:
@@ -105,7 +94,7 @@ def main():
             for c in ocfgs[o.id]:
                 todo += o.get_solution(p, c).kernels
         cfgs = [hop.default_config(p)]
-        cfgs += [c for c in hop.config_space(p) if matches(c, where) and c not in cfgs]
+        cfgs += [c for c in hop.config_space(p) if matches_where(c, where) and c not in cfgs]
         cfgs += [c for c in extra if hop.is_valid_config(p, c) and c not in cfgs]
         cases.append((name, p, cfgs, ocfgs))
         for c in cfgs:
