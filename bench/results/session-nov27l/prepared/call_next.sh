@@ -8,12 +8,9 @@
 # holds, and `python tests/core/test_trust.py` (no kernel changes in it).
 set -uo pipefail
 T0=$(date +%s)
-R=/tmp/r; rm -rf $R; mkdir -p $R
-python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-export PYTHONUNBUFFERED=1 MIOFIND_KERNEL_CACHE=/tmp/mf-kcache PYTHONPATH=$PWD:/tmp/site
-inc=$(python3 -c "import sysconfig;print(sysconfig.get_paths()['include'])")
-gcc -O2 -shared -fPIC -I$inc miofind/_native.c -o miofind/_native.abi3.so
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader > $R/device.txt
+R=/tmp/r; rm -rf $R
+source scripts/device-env
+export MIOFIND_KERNEL_CACHE=/tmp/mf-kcache
 save() { tar czf $OUT/r.tgz -C /tmp r; }
 H=bench/results/session-nov27l
 cp finddb/sm_90-132.sqlite /tmp/db.sqlite

@@ -5,12 +5,8 @@
 # the 192 x 128 tile among its alternates; F and B finds one more alternate, in the background).
 set -uo pipefail
 T0=$(date +%s)
-R=/tmp/r; rm -rf $R; mkdir -p $R
-python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD:/tmp/site
-inc=$(python3 -c "import sysconfig;print(sysconfig.get_paths()['include'])")
-gcc -O2 -shared -fPIC -I$inc miofind/_native.c -o miofind/_native.abi3.so
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader > $R/device.txt
+R=/tmp/r; rm -rf $R
+source scripts/device-env
 save() { tar czf $OUT/r.tgz -C /tmp r; }
 MIOFIND_KERNEL_CACHE=/tmp/mf-kcache MIOFIND_DB=sqlite:////tmp/t-user.sqlite timeout 200 python3 -m pytest -q -m "gpu and not serial" \
   -n 14 -p no:cacheprovider -p no:benchmark tests/torch tests/core/test_tiered_gpu.py tests/core/test_api_gpu.py > $R/tests.log 2>&1
