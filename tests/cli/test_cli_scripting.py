@@ -130,6 +130,22 @@ def test_tune_options_after_driver_args_and_find_enforce(tmp_db, monkeypatch):
     assert r.exit_code == 1 and r.output.startswith("miofind: MIOPEN_FIND_ENFORCE='DB_CLEAN': DB_CLEAN is not supported")
 
 
+
+def test_tune_where_is_queued_and_a_bad_one_is_named(tmp_db):
+    """`tune --where WGS=3,STAGES=4|5`: the search's limit travels with a queued job (JSON: lists), and a malformed
+    one is a one-line error naming the value."""
+    from miofind.db import FindDB
+    from miofind.db.jobs import JobQueue
+    from miofind.tuning import TuneOptions
+
+    r = run("tune", *ARGS, "-F", "1", "--enqueue", "--where", "WGS=3,STAGES=4|5", "--db", tmp_db)
+    assert r.exit_code == 0, r.output
+    job, = JobQueue(FindDB(tmp_db)).jobs()
+    assert job.options["where"] == {"WGS": [3], "STAGES": [4, 5]}
+    assert TuneOptions(**job.options).where == {"WGS": (3,), "STAGES": (4, 5)}
+    r = run("tune", *ARGS, "-F", "1", "--enqueue", "--where", "WGS", "--db", tmp_db)
+    assert r.exit_code == 1 and r.output.startswith("miofind: where='WGS': 'WGS' is not KEY=VALUE")
+
 def test_tune_model_tf32_enqueues_the_tf32_problems(tmp_db):
     """`tune --model ... --tf32`: the preset's FP32 problems with TF32 math, as PyTorch runs them by default
     (the shipped DB's TF32 groups are built this way); the 16-bit ones unchanged; --tf32 needs a model."""
