@@ -784,7 +784,7 @@ def test_wrw_three_warpgroups_configs():
     space of a problem the copy engine serves, with its splits and clusters; 512 -> 512 @7 3x3 at N = 32 then runs
     3 x 36 = 108 tiles of 192 x 128 (256 x 128: 72, 128 x 128: 144 on 132 SMs)."""
     from miofind.solvers import implicit_gemm_hopper_wrw as hw
-    p = _w(n=32, c=512, k=512, in_size=(7, 7), filter_size=3, pads=1)
+    p = _w(**WRW_CLUSTER_CASES["r50_512_7_3x3"])
     cfg = {"BM": 192, "BN": 128, "WGS": 3, "STAGES": 4, "SPLITK": 1, "CLUSTER": 1, "WSPEC": 1, "TMA": 1, "ST16": 1}
     assert WRW.is_valid_config(p, cfg) and hw.tiles(p, cfg) == 108
     sol = WRW.get_solution(p, cfg)
@@ -802,7 +802,7 @@ def test_wrw_three_warpgroups_configs():
                                                                      pads=1)))
 
 
-WRW_THREE_CASES = {"r50_512_7_3x3": dict(n=32, c=512, k=512, in_size=(7, 7), filter_size=3, pads=1),
+WRW_THREE_CASES = {"r50_512_7_3x3": WRW_CLUSTER_CASES["r50_512_7_3x3"],
                    "k200_s2": dict(n=3, c=128, k=200, in_size=(15, 13), filter_size=3, pads=1, strides=2),
                    "1x1_k1000": dict(n=4, c=64, k=1000, in_size=(14, 14), filter_size=1)}
 
