@@ -103,6 +103,9 @@ def main(argv=None):
                     help="the GEMM leading dimensions' byte alignment as problem features (costmodel.train(align_features=True); "
                          "off without it: this script trains its default-config models as basis 'tuned', as it passes "
                          "--param extra_trees=true explicitly)")
+    ap.add_argument("--neighbour-features", action="store_true",
+                    help="what the nearest known problems' records say of each solver as features "
+                         "(costmodel.train(neighbour_features=True), miofind.neighbours)")
     ap.add_argument("--only", default=None, help="comma-separated outer splits (default: all five)")
     args = ap.parse_args(argv)
 
@@ -153,7 +156,8 @@ def main(argv=None):
         return cm.train([s for s in samples if s.problem_key not in exclude], sm_count=sm_count,
                         rounds=args.rounds, rank_rounds=args.rank_rounds, params=params,
                         rank_params=rank_params, source=source, rank_labels=args.rank_labels,
-                        configs=args.default_configs, align_features=args.align_features)
+                        configs=args.default_configs, align_features=args.align_features,
+                        neighbour_features=args.neighbour_features)
 
     result = {}
     for outer in (args.only.split(",") if args.only else SPLITS):

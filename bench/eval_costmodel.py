@@ -145,6 +145,9 @@ def main(argv=None):
     ap.add_argument("--align-features", action=argparse.BooleanOptionalAction, default=None,
                     help="the GEMM leading dimensions' byte alignment as problem features (costmodel.train's "
                          "align_features; default: as shipped, costmodel.IMMEDIATE_ALIGN)")
+    ap.add_argument("--neighbour-features", action=argparse.BooleanOptionalAction, default=None,
+                    help="what the nearest known problems' records say of each solver as features (costmodel.train's "
+                         "neighbour_features; default: as shipped, costmodel.IMMEDIATE_NEIGHBOURS)")
     ap.add_argument("--rank-learning-rate", type=float, default=None,
                     help="learning rate of the LambdaRank trees (default: miofind.costmodel's)")
     args = ap.parse_args(argv)
@@ -169,7 +172,8 @@ def main(argv=None):
         model = cm.train(train_samples, sm_count=sm_count, rounds=args.rounds, rank_rounds=args.rank_rounds,
                          params={"seed": args.seed}, rank_params=rank_params, source=f"all but {held}",
                          rank_labels=args.rank_labels, default_configs=args.default_configs,
-                         tile_features=args.tile_features, align_features=args.align_features)
+                         tile_features=args.tile_features, align_features=args.align_features,
+                         neighbour_features=args.neighbour_features)
         secs = time.perf_counter() - t0
         fell_back = set()
         probs = evaluate_split(test, train_records, finds, model, sm_count, fell_back)
@@ -197,7 +201,8 @@ def main(argv=None):
               "rank_rounds": args.rank_rounds, "rank_labels": args.rank_labels,
               "train_bf16_twins": args.train_bf16_twins, "default_configs": args.default_configs,
               "tile_features": args.tile_features,
-              "align_features": args.align_features, "rank_params": {**cm.PARAMS, "seed": args.seed, **cm.RANK_PARAMS, **rank_params},
+              "align_features": args.align_features, "neighbour_features": args.neighbour_features,
+              "rank_params": {**cm.PARAMS, "seed": args.seed, **cm.RANK_PARAMS, **rank_params},
               "targets": TARGETS,
               "pooled": pooled, "presets": results, "timing": tim}
     md = render(report)
@@ -225,6 +230,7 @@ def render(rep) -> str:
              f"{rep['params'].get('seed')}"
              + ("; config features: each solver's default config on the problem" if rep.get("default_configs") else "")
              + ("; tile features: blocks and wave efficiency" if rep.get("tile_features") else "")
+             + ("; neighbour features (miofind.neighbours)" if rep.get("neighbour_features") else "")
              + "); `today`: miofind.predict (nearest "
              "training problem FLOP-scaled, else the roofline model). Slowdown: measured time of the pick over the "
              "measured fastest. Rel. err.: median |predicted/measured - 1| over every record. "

@@ -41,6 +41,7 @@
 #define Py_LIMITED_API 0x030A0000
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1456,6 +1457,137 @@ fail:
     return NULL;
 }
 
+/* nb_features(sizes, shape, have, rel, tpf, n, ncols, here, sh, pen, cols, k, drop, lpf, bases, missing)
+ * -> bytearray of doubles (miofind.neighbours.NeighbourTable.features): one kind's n known problems, the addresses of
+ * C-contiguous float64 sizes [n, 5], int64 shape [n, 4], uint8 have [n, ncols], float64 rel and tpf [n, ncols], and
+ * uint8 drop [n] (0: none). Distance to problem i: sum |sizes[i] - here| (in order, from 0.0) + (pen0 (shape0 differs)
+ * + pen1 (shape1 differs)) + (pen2 (shape2 differs) + pen3 (shape3 differs)), infinite where drop[i]. Per asked row,
+ * its column c (-1: none): the first k problems with have[i, c] in (distance, index) order, w = 1 / (1 + distance),
+ * shift = lpf - bases[row]; out: 5 doubles per row, rel and tpf + shift of the nearest, its distance, sum(w rel) /
+ * sum(w) and sum(w tpf) / sum(w) + shift (sums nearest first), or the 5 missing values where none is found. The same
+ * operations as the numpy path (_features_numpy), in the same order. */
+static PyObject *nb_features(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    (void)mod;
+    if (nargs != 16) {
+        PyErr_Format(PyExc_TypeError, "nb_features(sizes, shape, have, rel, tpf, n, ncols, here, sh, pen, cols, k, "
+                     "drop, lpf, bases, missing): %zd given", nargs);
+        return NULL;
+    }
+    const u64 a_sizes = PyLong_AsUnsignedLongLong(args[0]), a_shape = PyLong_AsUnsignedLongLong(args[1]),
+              a_have = PyLong_AsUnsignedLongLong(args[2]), a_rel = PyLong_AsUnsignedLongLong(args[3]),
+              a_tpf = PyLong_AsUnsignedLongLong(args[4]);
+    const Py_ssize_t n = PyLong_AsSsize_t(args[5]), ncols = PyLong_AsSsize_t(args[6]), k = PyLong_AsSsize_t(args[11]);
+    const u64 a_drop = PyLong_AsUnsignedLongLong(args[12]);
+    const double lpf = PyFloat_AsDouble(args[13]);
+    if (PyErr_Occurred()) return NULL;
+    if (n < 0 || ncols < 0 || k < 1 || k > 64 || !a_sizes || !a_shape || (ncols && (!a_have || !a_rel || !a_tpf))) {
+        PyErr_SetString(PyExc_ValueError, "nb_features: a null array, a negative size, or k outside 1-64");
+        return NULL;
+    }
+    double here[5], pen[4], miss[5];
+    long long sh[4];
+    Py_ssize_t nh, ns, np_, nc, nb, nm;
+    PyObject *h = open_seq(args[7], &nh), *s = h ? open_seq(args[8], &ns) : NULL, *p = s ? open_seq(args[9], &np_) : NULL,
+             *c = p ? open_seq(args[10], &nc) : NULL, *b = c ? open_seq(args[14], &nb) : NULL,
+             *ms = b ? open_seq(args[15], &nm) : NULL, *out = NULL;
+    long long *colv = NULL;
+    double *d = NULL, *basev = NULL;
+    if (!ms) goto done;
+    if (nh != 5 || ns != 4 || np_ != 4 || nm != 5 || nb != nc) {
+        PyErr_SetString(PyExc_ValueError, "nb_features: here and missing have 5 values, sh and pen 4, bases one per "
+                        "column");
+        goto done;
+    }
+    for (int j = 0; j < 5; j++) miss[j] = PyFloat_AsDouble(PyList_Check(ms) ? PyList_GetItem(ms, j) : PyTuple_GetItem(ms, j));
+    for (int j = 0; j < 5; j++) {
+        here[j] = PyFloat_AsDouble(PyList_Check(h) ? PyList_GetItem(h, j) : PyTuple_GetItem(h, j));
+        if (j < 4) {
+            sh[j] = PyLong_AsLongLong(PyList_Check(s) ? PyList_GetItem(s, j) : PyTuple_GetItem(s, j));
+            pen[j] = PyFloat_AsDouble(PyList_Check(p) ? PyList_GetItem(p, j) : PyTuple_GetItem(p, j));
+        }
+    }
+    if (PyErr_Occurred()) goto done;
+    colv = (long long *)malloc(sizeof(long long) * (size_t)(nc ? nc : 1));
+    basev = (double *)malloc(sizeof(double) * (size_t)(nc ? nc : 1));
+    d = (double *)malloc(sizeof(double) * (size_t)(n ? n : 1));
+    if (!colv || !d || !basev) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < nc; j++) {
+        colv[j] = PyLong_AsLongLong(PyList_Check(c) ? PyList_GetItem(c, j) : PyTuple_GetItem(c, j));
+        if (colv[j] == -1 && PyErr_Occurred()) goto done;
+        basev[j] = PyFloat_AsDouble(PyList_Check(b) ? PyList_GetItem(b, j) : PyTuple_GetItem(b, j));
+        if (basev[j] == -1.0 && PyErr_Occurred()) goto done;
+        if (colv[j] < -1 || colv[j] >= ncols) {
+            PyErr_Format(PyExc_IndexError, "nb_features: column %lld out of range (%zd columns)", colv[j], ncols);
+            goto done;
+        }
+    }
+    const double *sizes = (const double *)(uintptr_t)a_sizes;
+    const long long *shape = (const long long *)(uintptr_t)a_shape;
+    const unsigned char *have = (const unsigned char *)(uintptr_t)a_have, *drop = (const unsigned char *)(uintptr_t)a_drop;
+    const double *rel = (const double *)(uintptr_t)a_rel, *tpf = (const double *)(uintptr_t)a_tpf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double v = 0.0;
+        for (int j = 0; j < 5; j++) v += fabs(sizes[i * 5 + j] - here[j]);
+        const long long *q = shape + i * 4;
+        v += pen[0] * (double)(q[0] != sh[0]) + pen[1] * (double)(q[1] != sh[1]);
+        v += pen[2] * (double)(q[2] != sh[2]) + pen[3] * (double)(q[3] != sh[3]);
+        d[i] = (drop && drop[i]) ? HUGE_VAL : v;
+    }
+    if (!(out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(sizeof(double) * 5 * (size_t)nc)))) goto done;
+    double *o = (double *)PyByteArray_AsString(out);
+    double bd[64];
+    Py_ssize_t bi[64];
+    for (Py_ssize_t j = 0; j < nc; j++) {
+        const Py_ssize_t col = (Py_ssize_t)colv[j];
+        Py_ssize_t m = 0;   /* the k nearest so far, by (distance, index): a later index never passes an equal one */
+        for (Py_ssize_t i = 0; col >= 0 && i < n; i++) {
+            if (!have[i * ncols + col] || !(d[i] < HUGE_VAL)) continue;
+            if (m == k && !(d[i] < bd[m - 1])) continue;
+            Py_ssize_t at = m < k ? m++ : k - 1;
+            while (at > 0 && d[i] < bd[at - 1]) {
+                bd[at] = bd[at - 1];
+                bi[at] = bi[at - 1];
+                at--;
+            }
+            bd[at] = d[i];
+            bi[at] = i;
+        }
+        double *r = o + 5 * j;
+        if (!m) {
+            for (int q = 0; q < 5; q++) r[q] = miss[q];
+            continue;
+        }
+        double ws = 0.0, wr = 0.0, wt = 0.0;
+        for (Py_ssize_t q = 0; q < m; q++) {
+            const double w = 1.0 / (1.0 + bd[q]);
+            const Py_ssize_t x = bi[q] * ncols + col;
+            ws += w;
+            wr += w * rel[x];
+            wt += w * tpf[x];
+        }
+        const double shift = lpf - basev[j];
+        r[0] = rel[bi[0] * ncols + col];
+        r[1] = tpf[bi[0] * ncols + col] + shift;
+        r[2] = bd[0];
+        r[3] = wr / ws;
+        r[4] = wt / ws + shift;
+    }
+done:
+    free(colv);
+    free(basev);
+    free(d);
+    Py_XDECREF(h);
+    Py_XDECREF(s);
+    Py_XDECREF(p);
+    Py_XDECREF(c);
+    Py_XDECREF(b);
+    Py_XDECREF(ms);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"launcher", make_launcher, METH_VARARGS,
      "launcher(fn, func, grid, block, shared_mem, values, slots, maps) -> launch(stream, *map_addresses, *pointers)\n\n"
@@ -1514,6 +1646,11 @@ static PyMethodDef methods[] = {
      "qs_lookup(features) -> rows(values)\n\n"
      "features: (index, sorted thresholds, table row per count) each, with one more row than thresholds;\n"
      "rows(values) gives [rows[bisect.bisect_left(thresholds, values[index])] for each feature] (values: floats)."},
+    {"nb_features", (PyCFunction)(void (*)(void))nb_features, METH_FASTCALL,
+     "nb_features(sizes, shape, have, rel, tpf, n, ncols, here, sh, pen, cols, k, drop, lpf, bases, missing)\n"
+     "-> bytearray of doubles\n\n"
+     "The learned cost model's neighbour features (miofind.neighbours.NeighbourTable.features) over one kind's n known\n"
+     "problems (array addresses; see the source): 5 doubles per asked column (-1: none), the features or missing."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native",

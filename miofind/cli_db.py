@@ -628,7 +628,12 @@ def db_migrate_trust(db_url):
 @click.option("--align-features/--no-align-features", default=None,
               help="The byte alignment of the GEMMs' leading dimensions as problem features (default: on for the "
                    "immediate-mode model, costmodel.IMMEDIATE_ALIGN; off for --configs).")
-def db_train_model(db_url, device, out_path, folds, sm_count, configs, default_configs, tile_features, align_features):
+@click.option("--neighbour-features/--no-neighbour-features", default=None,
+              help="What the nearest known problems' records say of each solver as features, with a table of the "
+                   "DB's find records in the model file (miofind.neighbours; default: costmodel.IMMEDIATE_NEIGHBOURS "
+                   "for the immediate-mode model, off for --configs).")
+def db_train_model(db_url, device, out_path, folds, sm_count, configs, default_configs, tile_features, align_features,
+                   neighbour_features):
     """Train the learned cost model of immediate mode from a FindDB's records (needs the 'model' extra:
     pip install 'miofind[model]'), print its cross-validated accuracy, write the model file. Shipped
     as finddb/<arch>-<SMs>.model.npz next to the system DB, it ranks solvers on a DB miss. With
@@ -661,6 +666,7 @@ def db_train_model(db_url, device, out_path, folds, sm_count, configs, default_c
         kw = {"configs": True, "rank_rounds": 0} if configs else \
             {"default_configs": default_configs, "tile_features": tile_features}
         kw["align_features"] = align_features
+        kw["neighbour_features"] = neighbour_features
         cv = cross_validate(samples, folds, sm_count=sm_count, **kw) if folds else None
         model = train(samples, sm_count=sm_count, source=str(db_url), **kw)
     except CostModelError as e:
@@ -670,7 +676,8 @@ def db_train_model(db_url, device, out_path, folds, sm_count, configs, default_c
     features = (f"; config features ({'default configs' if default_configs else 'tuned configs'}): "
                 f"{','.join(model.config_keys)}" if model.config_keys else "") + \
         ("; tile features: blocks and wave efficiency" if tile_features else "") + \
-        ("; alignment features" if model.align_features else "")
+        ("; alignment features" if model.align_features else "") + \
+        ("; neighbour features" if model.neighbour_features else "")
     click.echo(f"trained on {model.meta['samples']} measured times of {n_prob} problems; model {model.version} "
                f"({len(model.trees.roots) - model.rank_trees} regression trees state the times, {model.rank_trees} "
                f"LambdaRank trees order the solvers{features}) -> {path}")

@@ -11,7 +11,9 @@ tuned one, so configs of one solver are told apart. The shipped immediate-mode m
 default config on the problem, the same for a known problem as for an unseen one (``train``). A
 second forest, LambdaRank on the same features (``train(rank_rounds=...)``, format 2 files), orders a
 problem's solvers (``CostModel.rank``) while the regression trees state their times
-(``CostModel.predict_ms``): both sit in one tree table and are scored in one pass.
+(``CostModel.predict_ms``): both sit in one tree table and are scored in one pass. With
+``train(neighbour_features=True)`` each row also has ``miofind.neighbours.FEATURES``: what the nearest known
+problems' records say of its solver, from a table of the training records stored in the model file.
 
 The trees are exported to flat numpy arrays (``CostModel.save``: one ``.npz``); loading and
 predicting need neither LightGBM nor a GPU. One problem's candidates (``CostModel.predict_ms``) are
@@ -39,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import neighbours as nbr
 from .predict import Roofline, model_time_ms, parse_problem_key
 from .problem import ProblemDescription
 
@@ -78,6 +81,8 @@ IMMEDIATE_PARAMS = {"extra_trees": True}
 # nested criterion, the out-of-fold mean slowdown averaged over the five outer splits, 5.23% -> 5.01% at the shipped
 # seed (5.19 -> 5.22, 5.63 -> 5.07 at seeds 2, 3; bench/results/session-nov27b/align/). The tuner's model has none.
 IMMEDIATE_ALIGN = True
+# whether the immediate-mode models have ``miofind.neighbours.FEATURES`` (``train(neighbour_features=None)``)
+IMMEDIATE_NEIGHBOURS = False
 NUM_ROUNDS = 600
 # trees of the LambdaRank forest ``train`` adds (0: none), and its parameters over PARAMS: 150 trees at
 # twice the regression's learning rate (the boosting budget of 300 at 0.05, at half the evaluation
@@ -493,7 +498,10 @@ class CostModel:
         self.align_features = bool(meta.get("align_features"))
         self._np = len(problem_feature_names(self.align_features))
         self._tile_col = self._np + 1 + len(self.solver_ids) + len(_FAMILIES) + len(self.config_keys)
-        self.n_features = self._tile_col + (len(_TILE_FEATURES) if self.tile_features else 0)
+        self._nb_col = self._tile_col + (len(_TILE_FEATURES) if self.tile_features else 0)
+        self.neighbour_features = bool(meta.get("neighbour_features"))
+        self.n_features = self._nb_col + (len(nbr.FEATURES) if self.neighbour_features else 0)
+        self.neighbours: nbr.NeighbourTable | None = None   # set by ``train`` and ``load`` where neighbour_features
         # a second forest (LambdaRank) after the regression trees: its scores order the solvers
         self.rank_trees = int(meta.get("rank_trees", 0))
         self._cut = len(trees.roots) - self.rank_trees if self.rank_trees else None
@@ -508,6 +516,7 @@ class CostModel:
             self._known_rows: dict = {}   # predict_ms: (solver id, family, config items, types) -> joined row
             self._tile_look = [look(self._tile_col + j) for j in range(len(_TILE_FEATURES))]
             self._tile_rows: dict = {}   # ``_tile_row``: tile feature values -> joined row
+            self._nb_look = [look(self._nb_col + j) for j in range(len(nbr.FEATURES))]
 
     @property
     def config_basis(self) -> str:
@@ -530,8 +539,10 @@ class CostModel:
         would extrapolate; immediate mode then predicts as before the model."""
         return support_class(problem) in self._support and all(s in self._solver_col for s in solver_ids)
 
-    def rows(self, problem: ProblemDescription, pairs, sm_count: int = 132) -> tuple[np.ndarray, np.ndarray]:
-        """(feature rows, log10 roofline ms) for (solver, config) pairs on one problem."""
+    def rows(self, problem: ProblemDescription, pairs, sm_count: int = 132,
+             drop: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(feature rows, log10 roofline ms) for (solver, config) pairs on one problem (``drop``: the neighbour
+        table's problems its neighbour features may not come from, ``miofind.neighbours.TrainExclusion``)."""
         pf, _, _, _, tiling = _problem_parts(problem, self.align_features)
         n = len(pairs)
         x = np.zeros((n, self.n_features))
@@ -568,7 +579,17 @@ class CostModel:
         if solver_cols:
             x[tuple(np.asarray(solver_cols).T)] = 1.0
         x[np.arange(n), family_cols] = 1.0
+        if self.neighbour_features:
+            x[:, self._nb_col:] = self._neighbour_values(problem, pairs, base, drop)
         return x, base
+
+    def _neighbour_values(self, problem, pairs, base, drop=None) -> np.ndarray:
+        """Rows of ``miofind.neighbours.FEATURES`` (``MISSING`` throughout without a table)."""
+        if self.neighbours is None:
+            out = np.empty((len(pairs), len(nbr.FEATURES)))
+            out[:] = nbr.MISSING
+            return out
+        return self.neighbours.features(problem, [s.id for s, _ in pairs], base, drop)
 
     def predict_ms(self, problem: ProblemDescription, pairs, sm_count: int = 132) -> list[float]:
         """Predicted time in ms of each (solver, config) on ``problem``: the regression trees on the
@@ -639,6 +660,10 @@ class CostModel:
                 rows[i][:len(cols)] = cols
             more = rows
         per_row = [joined, roofs] if tiles is None else [joined, roofs, tiles]
+        if self.neighbour_features:   # one table row per (row, neighbour feature), as the roofline time's
+            vals = self._neighbour_values(problem, pairs, base).T.tolist()
+            for (th, trows), col in zip(self._nb_look, vals):
+                per_row.append([trows[bisect_left(th, v)] for v in col])
         if cut is None:
             s = exits.score(per_row, common, more or None)
             score = None
@@ -697,6 +722,8 @@ class CostModel:
         t = self.trees
         arrays = dict(feature=t.feature, threshold=t.threshold, children=t.children, value=t.value, roots=t.roots,
                       depth=np.asarray(t.depth), meta=np.asarray(json.dumps(self.meta, sort_keys=True)))
+        if self.neighbours is not None:
+            arrays.update(self.neighbours.arrays())
         with open(path, "wb") as f:
             np.savez_compressed(f, **arrays)
         self.path = path
@@ -712,11 +739,13 @@ class CostModel:
                 trees = _Trees(z["feature"].astype(np.int32), z["threshold"].astype(np.float64),
                                z["children"].astype(np.int32), z["value"].astype(np.float64),
                                z["roots"].astype(np.int32), int(z["depth"]))
-        except (OSError, KeyError, ValueError) as e:
+                table = nbr.NeighbourTable.from_arrays(z) if meta.get("neighbour_features") else None
+        except (OSError, KeyError, ValueError, IndexError) as e:
             raise CostModelError(f"cost model {path}: cannot be read ({e.__class__.__name__}: {e})") from None
         if meta.get("format") not in FORMATS:
             raise CostModelError(f"cost model {path}: format {meta.get('format')!r}, expected one of {FORMATS}")
         model = cls(trees, meta, path)
+        model.neighbours = table
         if trees.children.shape != (len(trees.feature), 2) or (trees.feature >= model.n_features).any():
             raise CostModelError(f"cost model {path}: tree arrays do not match its {model.n_features} features")
         if not 0 <= model.rank_trees < len(trees.roots) or (model.rank_trees and meta["format"] < 2):
@@ -838,7 +867,8 @@ RANK_LABELS = {"bands": relevance, "graded": graded_relevance}
 def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUNDS, params: dict | None = None,
           source: str = "", configs: bool = False, rank_rounds: int = RANK_ROUNDS,
           rank_params: dict | None = None, rank_labels: str = "bands", default_configs: bool = False,
-          tile_features: bool = False, align_features: bool | None = None) -> CostModel:
+          tile_features: bool = False, align_features: bool | None = None,
+          neighbour_features: bool | None = None) -> CostModel:
     """A CostModel fitted to ``samples`` (CostModelError without LightGBM or samples).
 
     ``rounds`` regression trees state the times; ``rank_rounds`` > 0 adds a LambdaRank forest on
@@ -865,7 +895,13 @@ def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUND
     the blocks it launches and their wave efficiency on ``sm_count`` SMs (``_tile_values``).
 
     ``align_features``: four more problem features, the byte alignment of the GEMMs' leading dimensions
-    (``_ALIGN_FEATURES``); None: ``IMMEDIATE_ALIGN`` for the immediate-mode models, none for the tuner's."""
+    (``_ALIGN_FEATURES``); None: ``IMMEDIATE_ALIGN`` for the immediate-mode models, none for the tuner's.
+
+    ``neighbour_features``: five more per-row features, what the nearest known problems' find records say of the
+    row's solver (``miofind.neighbours``); the model file keeps a table of the training find records for them. A
+    training row's neighbours leave out its own layer, or every layer of the model presets it is a layer of
+    (``neighbours.TrainExclusion``), as an unseen problem has none of them. None: ``IMMEDIATE_NEIGHBOURS`` for the
+    immediate-mode models, none for the tuner's."""
     from .registry import get_solver
 
     lgb = _lightgbm()
@@ -883,17 +919,29 @@ def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUND
     basis = "default" if default_configs else ("tuned" if configs else "none")
     if align_features is None:
         align_features = IMMEDIATE_ALIGN and basis != "tuned"
+    if neighbour_features is None:
+        neighbour_features = IMMEDIATE_NEIGHBOURS and basis != "tuned"
     meta = {"format": FORMAT if rank_rounds else 1, "solvers": list(solver_ids), "config_keys": keys,
             "sm_count": sm_count, "samples": len(samples), "problems": len({s.problem_key for s in samples}),
             "support": sorted({support_class(parse_problem_key(s.problem_key)) for s in samples}),
             "source": source, "params": {**PARAMS, **({} if basis == "tuned" else IMMEDIATE_PARAMS), **(params or {})},
             "rounds": rounds, "configs": configs, "config_basis": basis, "tile_features": tile_features,
             "align_features": align_features}
+    if neighbour_features:
+        meta["neighbour_features"] = True
     shell = CostModel(_Trees.empty(), dict(meta, version=""))
-    x, base, y = _matrix(shell, samples, sm_count, get_solver)
+    exclusion = None
+    if neighbour_features:
+        found: dict[str, list] = {}
+        for s in samples:
+            if not s.default:
+                found.setdefault(s.problem_key, []).append((s.solver_id, s.time_ms))
+        shell.neighbours = nbr.NeighbourTable.from_records(found, parse_problem_key)
+        exclusion = nbr.TrainExclusion(shell.neighbours, parse_problem_key, *nbr.preset_layers())
+    x, base, y = _matrix(shell, samples, sm_count, get_solver, exclusion)
     names = [*problem_feature_names(align_features), "log_roofline_ms", *(f"solver={s}" for s in solver_ids),
              *(f"family={f or 'other'}" for f in _FAMILIES), *(f"cfg_{k}" for k in shell.config_keys),
-             *(_TILE_FEATURES if tile_features else ())]
+             *(_TILE_FEATURES if tile_features else ()), *(nbr.FEATURES if neighbour_features else ())]
     ds = lgb.Dataset(x, label=y - base, feature_name=names)
     dump = lgb.train(meta["params"], ds, num_boost_round=rounds).dump_model()
     if rank_rounds:
@@ -914,12 +962,16 @@ def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUND
         dump = dict(dump, tree_info=dump["tree_info"] + ranker["tree_info"])   # one forest, ranker last
     trees = _Trees.from_lightgbm(dump)
     digest = hashlib.sha256(trees.threshold.tobytes() + trees.value.tobytes() + json.dumps(meta, sort_keys=True).encode())
+    if shell.neighbours is not None:
+        digest.update(shell.neighbours.rec_time.tobytes() + shell.neighbours.rec_problem.tobytes())
     meta["version"] = time.strftime("%Y%m%d", time.gmtime()) + "-" + digest.hexdigest()[:10]
     meta["feature_names"] = names
-    return CostModel(trees, meta)
+    model = CostModel(trees, meta)
+    model.neighbours = shell.neighbours
+    return model
 
 
-def _matrix(model: CostModel, samples, sm_count, get_solver):
+def _matrix(model: CostModel, samples, sm_count, get_solver, exclusion=None):
     by_problem: dict[str, list[int]] = {}
     for i, s in enumerate(samples):
         by_problem.setdefault(s.problem_key, []).append(i)
@@ -927,7 +979,8 @@ def _matrix(model: CostModel, samples, sm_count, get_solver):
     base = np.empty(len(samples))
     for key, idx in by_problem.items():
         p = parse_problem_key(key)
-        xs, bs = model.rows(p, [(get_solver(samples[i].solver_id), samples[i].config) for i in idx], sm_count)
+        xs, bs = model.rows(p, [(get_solver(samples[i].solver_id), samples[i].config) for i in idx], sm_count,
+                            exclusion(p) if exclusion is not None else None)
         x[idx], base[idx] = xs, bs
     y = np.log10([s.time_ms for s in samples])
     return x, base, y
@@ -1031,7 +1084,7 @@ def ranking_metrics(problems) -> dict | None:
 def cross_validate(samples: list[Sample], folds: int = 5, *, sm_count: int = 132, rounds: int = NUM_ROUNDS,
                    seed: int = 1, configs: bool = False, rank_rounds: int = RANK_ROUNDS,
                    default_configs: bool = False, tile_features: bool = False,
-                   align_features: bool | None = None) -> dict | None:
+                   align_features: bool | None = None, neighbour_features: bool | None = None) -> dict | None:
     """``folds``-fold cross-validation over problems (a problem's records all fall in one fold):
     ``ranking_metrics`` of the held-out folds' find records, each predicted at its recorded config
     (its default config with ``default_configs``) by a model ``train`` fits (with ``configs``,
@@ -1049,7 +1102,8 @@ def cross_validate(samples: list[Sample], folds: int = 5, *, sm_count: int = 132
     for f in range(folds):
         model = train([s for s in samples if fold_of[s.problem_key] != f], sm_count=sm_count, rounds=rounds,
                       configs=configs, rank_rounds=rank_rounds, default_configs=default_configs,
-                      tile_features=tile_features, align_features=align_features)
+                      tile_features=tile_features, align_features=align_features,
+                      neighbour_features=neighbour_features)
         test: dict[str, list[Sample]] = {}
         for s in asked:
             if fold_of[s.problem_key] == f and not s.default:

@@ -914,3 +914,131 @@ def test_native_off_scores_with_numpy(native, monkeypatch):
     assert off.rank(p, pairs)[0] == list(_descent_ms(off, p, pairs))
     _same_answers(on, off, p, pairs)
     assert cm.CostModel(off.trees, off.meta).rank(p, pairs) == off.rank(p, pairs)   # no C lookup either
+
+
+# -- neighbour features (miofind.neighbours) ------------------------------------------------------------------
+
+def _nb_table(k=2):
+    from miofind import neighbours as nbr
+
+    records = {p.key(): [(sid, rule_time(p, sid)) for sid in (FAST_SMALL, FAST_LARGE)] for p in TRAIN}
+    records[TRAIN[0].key()].append((SLOW, rule_time(TRAIN[0], SLOW)))   # the naive solver on one problem only
+    return nbr, nbr.NeighbourTable.from_records(records, cm.parse_problem_key, k=k), records
+
+
+def test_neighbour_features_come_from_the_nearest_records_of_the_solver():
+    nbr, table, records = _nb_table()
+    assert nbr.FEATURES == ("nb1_rel", "nb1_time", "nb1_dist", "nbk_rel", "nbk_time")
+    p = problem(64, 28, k=64, n=4)   # TRAIN holds it at n=8: distance 1 (log2 of the batch) and nothing nearer
+    near = problem(64, 28, k=64)
+    base = np.array([-2.0, -1.5, -1.0])
+    f = table.features(p, [FAST_SMALL, FAST_LARGE, SLOW], base)
+    best = min(rule_time(near, s) for s in (FAST_SMALL, FAST_LARGE))
+    for j, sid in enumerate((FAST_SMALL, FAST_LARGE)):
+        t = rule_time(near, sid)
+        assert f[j, 0] == pytest.approx(math.log2(t / best))
+        assert f[j, 1] == pytest.approx(math.log10(t * p.flops() / near.flops()) - base[j])   # FLOP-scaled, minus base
+        assert f[j, 2] == pytest.approx(1.0)
+    # the naive solver's only record is TRAIN[0]'s, far away but of the same kind; a solver never seen: MISSING
+    assert f[2, 2] > 1.0 and f[2, 0] == pytest.approx(math.log2(rule_time(TRAIN[0], SLOW) /
+                                                                min(rule_time(TRAIN[0], s) for s in (FAST_SMALL, FAST_LARGE))))
+    assert tuple(table.features(p, ["GemmFwd1x1_0_1"], [0.0])[0]) == nbr.MISSING
+    # another kind (backward data) has no neighbours here
+    bwd = ProblemDescription.make("B", n=4, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1)
+    assert (table.features(bwd, [FAST_SMALL], [0.0]) == np.asarray(nbr.MISSING)).all()
+    # dropping the nearest problem moves nb1 to the next; the k = 2 mean weighs 1 / (1 + d)
+    drop = np.array([k == near.key() for k in table.keys])
+    g = table.features(p, [FAST_SMALL], base[:1], drop)
+    assert g[0, 2] > 1.0
+    got = table.features(p, [FAST_SMALL], base[:1])
+    d = table.distances(p)[1]
+    order = np.argsort(d, kind="stable")[:2]
+    keys = [table.keys[table._by_kind[table._kind_index[nbr._kind_key(p)]][0][i]] for i in order]
+    rels = [math.log2(dict(records[k])[FAST_SMALL] / min(t for _, t in records[k])) for k in keys]
+    w = 1 / (1 + d[order])
+    assert got[0, 3] == pytest.approx(float(w @ rels / w.sum()))
+
+
+def test_neighbour_table_round_trips_through_arrays():
+    nbr, table, _ = _nb_table(k=3)
+    z = table.arrays()
+    back = nbr.NeighbourTable.from_arrays(z)
+    assert back.k == 3 and back.kinds == table.kinds and back.solvers == table.solvers
+    for p in TEST:
+        sids = [FAST_SMALL, FAST_LARGE, SLOW]
+        assert (back.features(p, sids, [0.0] * 3) == table.features(p, sids, [0.0] * 3)).all()
+
+
+def test_train_exclusion_drops_every_layer_of_the_presets_a_problem_is_in():
+    from miofind import neighbours as nbr
+    from miofind.models import model_problems
+
+    r50 = model_problems("resnet50", batch=32, directions="F")
+    vgg = model_problems("vgg16", batch=32, directions="F")
+    other = problem(24, 10, k=96)   # no preset's layer
+    keys = [q.key() for q in r50[:6] + vgg[:6]] + [other.key(), problem(24, 10, k=96, n=4).key(), TRAIN[0].key()]
+    table = nbr.NeighbourTable.from_records({k: [(FAST_SMALL, 1.0)] for k in keys}, cm.parse_problem_key)
+    ex = nbr.TrainExclusion(table, cm.parse_problem_key, *nbr.preset_layers())
+    r50_at_1 = model_problems("resnet50", batch=1, dtypes=("FP16",), layouts=("NHWC",), directions="W")[3]
+    drop = ex(r50_at_1)   # a ResNet-50 layer at another batch, dtype, layout and direction: every ResNet layer goes
+    got = {k for k, d in zip(table.keys, drop) if d}
+    assert got == {q.key() for q in r50[:6]} - {k for k in keys if k not in table.keys}
+    drop = ex(problem(24, 10, k=96, n=2))   # no preset's layer: its own layer at any batch goes, nothing else
+    assert {k for k, d in zip(table.keys, drop) if d} == {other.key(), problem(24, 10, k=96, n=4).key()}
+
+
+def test_neighbour_model_scores_as_its_rows_and_round_trips(small_db, tmp_path):
+    pytest.importorskip("lightgbm")
+    db = FindDB(str(small_db))
+    samples = cm.samples_from_db(db)
+    db.close()
+    model = cm.train(samples, rounds=60, rank_rounds=20, neighbour_features=True)
+    assert model.neighbour_features and model.neighbours is not None
+    assert model.meta["feature_names"][-5:] == ["nb1_rel", "nb1_time", "nb1_dist", "nbk_rel", "nbk_time"]
+    assert model.n_features == model._nb_col + 5
+    assert any(int(f) >= model._nb_col for f in model.trees.feature)   # the trees use them
+    path = model.save(tmp_path / "nb.model.npz")
+    back = cm.CostModel.load(path)
+    assert back.neighbours is not None and back.version == model.version
+    solvers = [get_solver(s) for s in (FAST_SMALL, FAST_LARGE, SLOW)]
+    for p in TEST + TRAIN[::9]:
+        pairs = [(s, None) for s in solvers]
+        assert back.rank(p, pairs) == model.rank(p, pairs)
+        np.testing.assert_allclose(model.predict_ms(p, pairs), _descent_ms(model, p, pairs), rtol=1e-12)
+    # without neighbour features the model has none of it, and an older file without the table still loads
+    plain = cm.train(samples, rounds=20, rank_rounds=0, neighbour_features=False)
+    assert not plain.neighbour_features and plain.neighbours is None and "nb1_rel" not in plain.meta["feature_names"]
+
+
+def test_cli_train_model_with_neighbour_features(small_db):
+    pytest.importorskip("lightgbm")
+    res = CliRunner().invoke(cli, ["db", "train-model", "--db", str(small_db), "--folds", "2", "--neighbour-features"])
+    assert res.exit_code == 0, res.output
+    assert "neighbour features" in res.output and "2-fold cross-validation" in res.output
+    m = cm.CostModel.load(cm.model_path_for(small_db))
+    assert m.neighbour_features and m.neighbours is not None and len(m.neighbours.best) == len(TRAIN)
+
+
+def test_c_neighbour_search_equals_numpy(native):
+    """``nb_features`` in C gives ``_features_numpy``'s values bit for bit, with and without dropped problems,
+    for solvers with and without records; refuses bad arguments with an error, not a crash."""
+    nbr, table, _ = _nb_table(k=3)
+    assert table._native is not None
+    ex = nbr.TrainExclusion(table, cm.parse_problem_key, *nbr.preset_layers())
+    sids = [FAST_SMALL, FAST_LARGE, SLOW, "GemmFwd1x1_0_1"]
+    bases = [-2.5, -1.25, -0.5, -3.0]
+    for p in TEST + TRAIN[::5]:
+        for drop in (None, ex(p), np.arange(len(table.keys)) % 3 == 0):
+            np.testing.assert_array_equal(table.features(p, sids, bases, drop),
+                                          table._features_numpy(p, sids, bases, drop))
+    entry = table._by_kind[0]
+    sizes, shape, have, rel, tpf, n, ncols = entry[7]
+    good = (sizes, shape, have, rel, tpf, n, ncols, [0.0] * 5, [0] * 4, [0.0] * 4, [0], 2, 0, 1.0, [0.0], [0.0] * 5)
+    assert len(native.nb_features(*good)) == 5 * 8
+    for i, bad in ((10, [ncols]), (11, 0), (7, [0.0] * 4), (14, [])):
+        args = list(good)
+        args[i] = bad
+        with pytest.raises((ValueError, IndexError)):
+            native.nb_features(*args)
+    with pytest.raises(TypeError):
+        native.nb_features(*good[:-1])
