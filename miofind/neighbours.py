@@ -17,7 +17,7 @@ record of its kind gets ``MISSING``: a pessimistic prior (twice the fastest, the
 neighbour has, so that the trees never read an unknown as a fast one.
 
 A training row must see its neighbours as an unseen problem does, or the model learns to trust a twin: its own
-layer at another batch, data type or layout. ``train_exclusion`` drops, for a problem of one of the model
+layer at another batch, data type or layout. ``TrainExclusion`` drops, for a problem of one of the model
 presets' layers, every problem of those presets' layers; for any other problem, every problem of its own layer.
 """
 
@@ -83,49 +83,6 @@ def _shape(p) -> tuple[int, int, int, int]:
     """(filter, strides, "same" padding, dilations) as integers compared for equality."""
     f = p.filter_size
     return (_code(f), _code(p.strides), int(tuple(p.pads) == tuple([x // 2 for x in f])), _code(p.dilations))
-
-
-def _native_search():
-    """``miofind._native.nb_features`` where the extension is built with it and ``MIOFIND_NATIVE`` is not 0, else
-    None (numpy)."""
-    from . import env
-
-    if not env.native():
-        return None
-    try:
-        from . import _native
-    except ImportError:
-        return None
-    return getattr(_native, "nb_features", None)
-
-
-def kind(p) -> tuple:
-    """What must match for one problem's records to speak for another's (JSON-able)."""
-    grouping = "dw" if p.groups > 1 and p.groups == p.c else ("g" if p.groups > 1 else "")
-    return (p.direction, list(p.layouts), list(p.dtypes), p.math, bool(p.transposed), len(p.in_size), grouping)
-
-
-def _kind_key(p) -> str:
-    d = kind(p)
-    return f"{d[0]}|{','.join(d[1])}|{','.join(d[2])}|{d[3]}|{int(d[4])}|{d[5]}|{d[6]}"
-
-
-def layer_id(p) -> tuple:
-    """A layer whatever its batch, data type, layout, math or direction."""
-    return (p.c, p.k, tuple(p.in_size), tuple(p.filter_size), tuple(p.strides), tuple(p.pads),
-            tuple(p.dilations), p.groups)
-
-
-def _sizes(p) -> list[float]:
-    out = [p.n, p.c, p.k, *p.out_size[-2:]]
-    return [math.log2(max(1, v)) for v in out] + [0.0] * (5 - len(out))
-
-
-def _shape(p) -> tuple[int, int, int, int]:
-    """(filter, strides, "same" padding, dilations) as small integers compared for equality."""
-    code = lambda v: sum(int(x) << (16 * i) for i, x in enumerate(v))  # noqa: E731
-    return (code(p.filter_size), code(p.strides), int(tuple(p.pads) == tuple(f // 2 for f in p.filter_size)),
-            code(p.dilations))
 
 
 class NeighbourTable:
