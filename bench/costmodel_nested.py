@@ -106,9 +106,15 @@ def main(argv=None):
     ap.add_argument("--neighbour-features", action="store_true",
                     help="what the nearest known problems' records say of each solver as features "
                          "(costmodel.train(neighbour_features=True), miofind.neighbours)")
+    ap.add_argument("--neighbour-k", type=int, default=None,
+                    help="with --neighbour-features: neighbours averaged in nbk_* (miofind.neighbours.K)")
     ap.add_argument("--only", default=None, help="comma-separated outer splits (default: all five)")
     args = ap.parse_args(argv)
 
+    if args.neighbour_k is not None:
+        import miofind.neighbours
+
+        miofind.neighbours.K = args.neighbour_k
     db = FindDB(args.db, readonly=True, immutable=True)
     sm_count = 132
     samples = cm.samples_from_db(db, with_defaults=not args.default_configs)

@@ -148,10 +148,16 @@ def main(argv=None):
     ap.add_argument("--neighbour-features", action=argparse.BooleanOptionalAction, default=None,
                     help="what the nearest known problems' records say of each solver as features (costmodel.train's "
                          "neighbour_features; default: as shipped, costmodel.IMMEDIATE_NEIGHBOURS)")
+    ap.add_argument("--neighbour-k", type=int, default=None,
+                    help="with --neighbour-features: neighbours averaged in nbk_* (default miofind.neighbours.K)")
     ap.add_argument("--rank-learning-rate", type=float, default=None,
                     help="learning rate of the LambdaRank trees (default: miofind.costmodel's)")
     args = ap.parse_args(argv)
 
+    if args.neighbour_k is not None:
+        import miofind.neighbours
+
+        miofind.neighbours.K = args.neighbour_k
     db = FindDB(args.db, readonly=True, immutable=True)
     sm_count = 132
     samples = cm.samples_from_db(db)
@@ -202,7 +208,7 @@ def main(argv=None):
               "train_bf16_twins": args.train_bf16_twins, "default_configs": args.default_configs,
               "tile_features": args.tile_features,
               "align_features": args.align_features, "neighbour_features": args.neighbour_features,
-              "rank_params": {**cm.PARAMS, "seed": args.seed, **cm.RANK_PARAMS, **rank_params},
+              "neighbour_k": args.neighbour_k, "rank_params": {**cm.PARAMS, "seed": args.seed, **cm.RANK_PARAMS, **rank_params},
               "targets": TARGETS,
               "pooled": pooled, "presets": results, "timing": tim}
     md = render(report)

@@ -134,8 +134,10 @@ class NeighbourTable:
         self._native = _native_search()
 
     @classmethod
-    def from_records(cls, records: dict, parse, k: int = K) -> "NeighbourTable":
-        """From ``{problem key: [(solver id, ms), ...]}`` (find records; keys ``parse`` cannot read are left out)."""
+    def from_records(cls, records: dict, parse, k: int | None = None) -> "NeighbourTable":
+        """From ``{problem key: [(solver id, ms), ...]}`` (find records; keys ``parse`` cannot read are left out);
+        ``k``: neighbours averaged in ``nbk_*`` (default ``K``)."""
+        k = K if k is None else k
         kinds, kind_ix = [], {}
         kind_of, sizes, shape, flops, best = [], [], [], [], []
         rp, rs, rt = [], [], []
