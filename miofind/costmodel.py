@@ -81,7 +81,10 @@ IMMEDIATE_PARAMS = {"extra_trees": True}
 # nested criterion, the out-of-fold mean slowdown averaged over the five outer splits, 5.23% -> 5.01% at the shipped
 # seed (5.19 -> 5.22, 5.63 -> 5.07 at seeds 2, 3; bench/results/session-nov27b/align/). The tuner's model has none.
 IMMEDIATE_ALIGN = True
-# whether the immediate-mode models have ``miofind.neighbours.FEATURES`` (``train(neighbour_features=None)``)
+# whether the immediate-mode models have ``miofind.neighbours.FEATURES`` (``train(neighbour_features=None)``): not,
+# by the same nested criterion, 4.57% without and 4.81% with them at the shipped seed (4.74% with 8 neighbours),
+# although held out one preset at a time they gained at seeds 1 and 2 and lost at seed 3
+# (bench/results/session-nov28/NOTES.md); they also double the time of an answer (78 against 40 µs on a 2-core host)
 IMMEDIATE_NEIGHBOURS = False
 NUM_ROUNDS = 600
 # trees of the LambdaRank forest ``train`` adds (0: none), and its parameters over PARAMS: 150 trees at
