@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from typing import NamedTuple
 
 import numpy as np
 
@@ -36,28 +37,18 @@ _PENALTIES = (FILTER_PENALTY, STRIDE_PENALTY, PAD_PENALTY, DILATION_PENALTY)
 
 
 def _native_search():
-    """``miofind._native.nb_features`` where the extension is built with it and ``MIOFIND_NATIVE`` is not 0, else
-    None (numpy)."""
-    from . import env
+    """``miofind._native.nb_features`` where the cost model's scorer may use the extension
+    (``costmodel._native_scorer``) and it is built with it, else None (numpy)."""
+    from .costmodel import _native_scorer
 
-    if not env.native():
-        return None
-    try:
-        from . import _native
-    except ImportError:
-        return None
-    return getattr(_native, "nb_features", None)
-
-
-def kind(p) -> tuple:
-    """What must match for one problem's records to speak for another's (JSON-able)."""
-    grouping = "dw" if p.groups > 1 and p.groups == p.c else ("g" if p.groups > 1 else "")
-    return (p.direction, list(p.layouts), list(p.dtypes), p.math, bool(p.transposed), len(p.in_size), grouping)
+    return getattr(_native_scorer(), "nb_features", None)
 
 
 def _kind_key(p) -> str:
-    d = kind(p)
-    return f"{d[0]}|{','.join(d[1])}|{','.join(d[2])}|{d[3]}|{int(d[4])}|{d[5]}|{d[6]}"
+    """What must match for one problem's records to speak for another's, as a string."""
+    grouping = "dw" if p.groups > 1 and p.groups == p.c else ("g" if p.groups > 1 else "")
+    return (f"{p.direction}|{','.join(p.layouts)}|{','.join(p.dtypes)}|{p.math}|{int(bool(p.transposed))}|"
+            f"{len(p.in_size)}|{grouping}")
 
 
 def layer_id(p) -> tuple:
@@ -85,6 +76,21 @@ def _shape(p) -> tuple[int, int, int, int]:
     return (_code(f), _code(p.strides), int(tuple(p.pads) == tuple([x // 2 for x in f])), _code(p.dilations))
 
 
+class _Kind(NamedTuple):
+    """One kind's known problems: their indices in the table, sizes [n, 5] and shapes [n, 4]; per solver with a
+    record there, its column; per (problem, column) whether it has a record, its log2(time / best) and
+    log10(time / flops) (0 where none); and ``nb_features``' leading arguments (the arrays' addresses, n, columns)."""
+
+    idx: np.ndarray
+    sizes: np.ndarray
+    shape: np.ndarray
+    col: dict
+    have: np.ndarray
+    rel: np.ndarray
+    tpf: np.ndarray
+    c_args: tuple
+
+
 class NeighbourTable:
     """Known problems' records for ``features``. Build with ``from_records``; ``arrays``/``from_arrays`` store it
     in a model file."""
@@ -101,19 +107,19 @@ class NeighbourTable:
         self.rec_time = np.asarray(rec_time, np.float64)
         self.solvers = list(solvers)
         self.k = int(k)
+        self.keys: list[str] | None = None   # the problems' keys, by index (``from_records``; training only)
         self._kind_index = {kk: i for i, kk in enumerate(self.kinds)}
         self._solver_index = {s: i for i, s in enumerate(self.solvers)}
-        # per kind: its problems (indices), sizes, shapes, and per solver with a record there (a column): whether
-        # each problem has one, its log2(time / best) and log10(time / flops) (0 where none)
-        self._by_kind = []
+        from .costmodel import _address
+
+        self._by_kind: list[_Kind] = []
         local = np.empty(len(self.kind_of), np.int64)
+        kind_of_rec = self.kind_of[self.rec_problem]
         for ki in range(len(self.kinds)):
             idx = np.flatnonzero(self.kind_of == ki)
-            local[idx] = np.arange(len(idx))
-            self._by_kind.append([idx, self.sizes[idx], self.shape[idx]])
-        kind_of_rec = self.kind_of[self.rec_problem]
-        for ki, entry in enumerate(self._by_kind):
-            n = len(entry[0])
+            n = len(idx)
+            local[idx] = np.arange(n)
+            sizes, shape = self.sizes[idx], self.shape[idx]   # C-contiguous copies
             sel = np.flatnonzero(kind_of_rec == ki)
             cols = sorted(set(self.rec_solver[sel].tolist()))
             col = {si: j for j, si in enumerate(cols)}
@@ -125,12 +131,9 @@ class NeighbourTable:
             have[r, c] = True
             rel[r, c] = np.log2(self.rec_time[sel] / self.best[pi])
             tpf[r, c] = np.log10(self.rec_time[sel] / self.flops[pi])
-            entry += [col, have, rel, tpf]
             # the C search's arguments: the arrays' addresses (the entry keeps the arrays alive)
-            sizes, shape = (np.ascontiguousarray(a) for a in entry[1:3])
-            entry[1:3] = sizes, shape
-            entry.append(tuple(a.__array_interface__["data"][0] if a.size else 0
-                               for a in (sizes, shape, have.view(np.uint8), rel, tpf)) + (n, len(cols)))
+            c_args = tuple(_address(a) if a.size else 0 for a in (sizes, shape, have.view(np.uint8), rel, tpf))
+            self._by_kind.append(_Kind(idx, sizes, shape, col, have, rel, tpf, c_args + (n, len(cols))))
         self._native = _native_search()
 
     @classmethod
@@ -193,7 +196,8 @@ class NeighbourTable:
         ki = self._kind_index.get(_kind_key(p))
         if ki is None:
             return None
-        idx, sizes, shape = self._by_kind[ki][:3]
+        entry = self._by_kind[ki]
+        idx, sizes, shape = entry.idx, entry.sizes, entry.shape
         here = np.asarray(_sizes(p))
         sh = _shape(p)
         a = np.abs(sizes - here)
@@ -218,15 +222,15 @@ class NeighbourTable:
             out = np.empty((len(solver_ids), len(FEATURES)))
             out[:] = MISSING
             return out
+        from .costmodel import _address
+
         entry = self._by_kind[ki]
-        col = entry[3]
-        cols = [col.get(self._solver_index.get(sid, -1), -1) for sid in solver_ids]
-        sizes, shape, have, rel, tpf, n, ncols = entry[7]
+        cols = [entry.col.get(self._solver_index.get(sid, -1), -1) for sid in solver_ids]
         keep = None
         if drop is not None:   # kept alive through the call
-            keep = np.ascontiguousarray(drop[entry[0]], np.uint8)
-        v = self._native(sizes, shape, have, rel, tpf, n, ncols, _sizes(p), _shape(p), _PENALTIES, cols, self.k,
-                         keep.__array_interface__["data"][0] if keep is not None and keep.size else 0,
+            keep = np.ascontiguousarray(drop[entry.idx], np.uint8)
+        v = self._native(*entry.c_args, _sizes(p), _shape(p), _PENALTIES, cols, self.k,
+                         _address(keep) if keep is not None and keep.size else 0,
                          math.log10(max(1, p.flops())), [float(b) for b in bases], MISSING)
         return np.frombuffer(v, np.float64).reshape(-1, len(FEATURES)).copy()
 
@@ -238,7 +242,8 @@ class NeighbourTable:
         if got is None:
             return out
         ki, d = got
-        col, have, rel, tpf = self._by_kind[ki][3:7]
+        entry = self._by_kind[ki]
+        col, have, rel, tpf = entry.col, entry.have, entry.rel, entry.tpf
         cols = [col.get(self._solver_index.get(sid, -1), -1) for sid in solver_ids]
         rows = [j for j, c in enumerate(cols) if c >= 0]
         if not rows:

@@ -953,7 +953,7 @@ def test_neighbour_features_come_from_the_nearest_records_of_the_solver():
     got = table.features(p, [FAST_SMALL], base[:1])
     d = table.distances(p)[1]
     order = np.argsort(d, kind="stable")[:2]
-    keys = [table.keys[table._by_kind[table._kind_index[nbr._kind_key(p)]][0][i]] for i in order]
+    keys = [table.keys[table._by_kind[table._kind_index[nbr._kind_key(p)]].idx[i]] for i in order]
     rels = [math.log2(dict(records[k])[FAST_SMALL] / min(t for _, t in records[k])) for k in keys]
     w = 1 / (1 + d[order])
     assert got[0, 3] == pytest.approx(float(w @ rels / w.sum()))
@@ -1031,8 +1031,7 @@ def test_c_neighbour_search_equals_numpy(native):
         for drop in (None, ex(p), np.arange(len(table.keys)) % 3 == 0):
             np.testing.assert_array_equal(table.features(p, sids, bases, drop),
                                           table._features_numpy(p, sids, bases, drop))
-    entry = table._by_kind[0]
-    sizes, shape, have, rel, tpf, n, ncols = entry[7]
+    sizes, shape, have, rel, tpf, n, ncols = table._by_kind[0].c_args
     good = (sizes, shape, have, rel, tpf, n, ncols, [0.0] * 5, [0] * 4, [0.0] * 4, [0], 2, 0, 1.0, [0.0], [0.0] * 5)
     assert len(native.nb_features(*good)) == 5 * 8
     for i, bad in ((10, [ncols]), (11, 0), (7, [0.0] * 4), (14, [])):
