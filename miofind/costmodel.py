@@ -99,13 +99,8 @@ def _native_scorer():
     ``MIOFIND_NATIVE`` is not 0 (read when a model's tables are built); else None."""
     from . import env
 
-    if not env.native():
-        return None
-    try:
-        from . import _native
-    except ImportError:
-        return None
-    return _native if hasattr(_native, "qs_score") and hasattr(_native, "qs_lookup") else None
+    native = env.native_extension()
+    return native if hasattr(native, "qs_score") and hasattr(native, "qs_lookup") else None
 
 
 def _address(a: np.ndarray) -> int:

@@ -441,6 +441,18 @@ def native() -> bool:
     return _switch("MIOFIND_NATIVE", True, "launches through miofind._native where it is built")
 
 
+def native_extension():
+    """``miofind._native`` where ``native()`` allows it and it is built, else None (read at each call: a cost model's
+    tables take the setting at the time they are built)."""
+    if not native():
+        return None
+    try:
+        from . import _native
+    except ImportError:
+        return None
+    return _native
+
+
 def pdl() -> bool:
     """``MIOFIND_PDL``: whether a solution's later kernel launches that may overlap the one before (a split's reduce,
     the next stride phase) go as programmatic dependent launches (1, unset) or as plain launches (0)."""

@@ -37,11 +37,11 @@ _PENALTIES = (FILTER_PENALTY, STRIDE_PENALTY, PAD_PENALTY, DILATION_PENALTY)
 
 
 def _native_search():
-    """``miofind._native.nb_features`` where the cost model's scorer may use the extension
-    (``costmodel._native_scorer``) and it is built with it, else None (numpy)."""
-    from .costmodel import _native_scorer
+    """``miofind._native.nb_features`` where ``env.native_extension()`` gives the extension and it is built with it,
+    else None (numpy)."""
+    from . import env
 
-    return getattr(_native_scorer(), "nb_features", None)
+    return getattr(env.native_extension(), "nb_features", None)
 
 
 def _kind_key(p) -> str:
@@ -110,8 +110,6 @@ class NeighbourTable:
         self.keys: list[str] | None = None   # the problems' keys, by index (``from_records``; training only)
         self._kind_index = {kk: i for i, kk in enumerate(self.kinds)}
         self._solver_index = {s: i for i, s in enumerate(self.solvers)}
-        from .costmodel import _address
-
         self._by_kind: list[_Kind] = []
         local = np.empty(len(self.kind_of), np.int64)
         kind_of_rec = self.kind_of[self.rec_problem]
@@ -132,7 +130,7 @@ class NeighbourTable:
             rel[r, c] = np.log2(self.rec_time[sel] / self.best[pi])
             tpf[r, c] = np.log10(self.rec_time[sel] / self.flops[pi])
             # the C search's arguments: the arrays' addresses (the entry keeps the arrays alive)
-            c_args = tuple(_address(a) if a.size else 0 for a in (sizes, shape, have.view(np.uint8), rel, tpf))
+            c_args = tuple(a.ctypes.data if a.size else 0 for a in (sizes, shape, have.view(np.uint8), rel, tpf))
             self._by_kind.append(_Kind(idx, sizes, shape, col, have, rel, tpf, c_args + (n, len(cols))))
         self._native = _native_search()
 
@@ -222,15 +220,13 @@ class NeighbourTable:
             out = np.empty((len(solver_ids), len(FEATURES)))
             out[:] = MISSING
             return out
-        from .costmodel import _address
-
         entry = self._by_kind[ki]
         cols = [entry.col.get(self._solver_index.get(sid, -1), -1) for sid in solver_ids]
         keep = None
         if drop is not None:   # kept alive through the call
             keep = np.ascontiguousarray(drop[entry.idx], np.uint8)
         v = self._native(*entry.c_args, _sizes(p), _shape(p), _PENALTIES, cols, self.k,
-                         _address(keep) if keep is not None and keep.size else 0,
+                         keep.ctypes.data if keep is not None and keep.size else 0,
                          math.log10(max(1, p.flops())), [float(b) for b in bases], MISSING)
         return np.frombuffer(v, np.float64).reshape(-1, len(FEATURES)).copy()
 
