@@ -1,7 +1,8 @@
 """Every config of one Hopper solver's space on chosen layers, timed beside cuDNN's plans (bench/kernel_timing.py):
 what the best config of today's space reaches, per layer, before a kernel change is planned.
 
-Per layer (FP16 NHWC, ResNet-50 at N=32 or tests/shapes.py's NON_RESNET), on one Harness (same buffers, every
+Per layer (FP16 NHWC by default, ``--dtype FP32 --math tf32`` for TF32; ResNet-50 at N=32, tests/shapes.py's
+NON_RESNET, or ``--set large``: issue 19's large layer at N=120), on one Harness (same buffers, every
 candidate verified against the float64 reference first): the configs of ``config_space`` that match ``--where``
 (e.g. ``TMA=1,STAGES=4|6``), each timed isolated and back to back in a graph ("gpu"); cuDNN's offered plans the
 same way. Prints each layer's five fastest configs by isolated time and the geomean of best / cuDNN's best.
@@ -34,7 +35,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", default="W")
     ap.add_argument("--dtype", default="FP16")
-    ap.add_argument("--set", default="resnet50", choices=("resnet50", "nonresnet"))
+    ap.add_argument("--set", default="resnet50", choices=("resnet50", "nonresnet", "large"),
+                    help="ResNet-50's layers at N=32, tests/shapes.py's NON_RESNET at N=32, or issue 19's large layer")
+    ap.add_argument("--math", default="strict", choices=("strict", "tf32"), help="tf32: FP32 data with TF32 math")
     ap.add_argument("--layers", required=True, help="comma-separated layer names, or all")
     ap.add_argument("--solver", default="", help="the solver whose space is swept (default: the direction's Hopper one)")
     ap.add_argument("--others", default="", help="comma-separated solver ids timed at their find configs and DB config")
@@ -57,7 +60,10 @@ def main():
 
     t_start = time.time()
     dev = current_device()
-    layers = _resnet50(32) if a.set == "resnet50" else {k: dict(v, n=32) for k, v in NON_RESNET.items()}
+    if a.set == "large":
+        layers = {"large_64_512_3x3": dict(n=120, c=64, k=64, in_size=(512, 512), filter_size=3, pads=1)}
+    else:
+        layers = _resnet50(32) if a.set == "resnet50" else {k: dict(v, n=32) for k, v in NON_RESNET.items()}
     hop, cud = get_solver(a.solver or HOPPER[a.dir]), get_solver(CUDNN[a.dir])
     others = [get_solver(s) for s in filter(None, a.others.split(","))]
     names = [k for k in layers if k.startswith("r50_") or a.set != "resnet50"] if a.layers == "all" else a.layers.split(",")
@@ -78,7 +84,7 @@ def main():
     extra = json.loads(a.extra) if a.extra else []
     cases, todo = [], []
     for name in names:
-        p = ProblemDescription.make(a.dir, layout="NHWC", dtype=a.dtype, **layers[name])
+        p = ProblemDescription.make(a.dir, layout="NHWC", dtype=a.dtype, math=a.math, **layers[name])
         if not hop.applicability(p):
             print(f"{name}: {hop.id} not applicable: {hop.applicability(p).reason}", flush=True)
             continue

@@ -61,6 +61,10 @@
 // K loop. The K loops alternate (named barriers 4 and 5): warpgroup g waits on the full barrier of its tile's
 // first position only after the other has waited on every position of the tile before, so each position's
 // wait falls in the phase that position fills (an mbarrier tells phases apart only by parity).
+// TF32 (IS_TF32 = 1; forward, not B_MN): FP32 x, w and y, multiplied as TF32 by m64nNk8 wgmma
+// (implicit_gemm_hopper_tf32.cuh). A 128-byte tile row then holds 32 elements: K tiles are BK = 32 deep, a 16-byte
+// chunk is EPC = 4 channels, and the output is staged and stored as FP32; the byte layout of every tile, its
+// descriptors and its copies are the 16-bit kernels'.
 // Fused epilogue (ConvImplicitGemmHopperFwdFused): EPI_BIAS = 1 adds bias[k] (data_t, one per output
 // channel) to the FP32 sum, EPI_ACT then applies ReLU (1) or the exact GELU v * Phi(v) (2), before the
 // rounding to data_t; split, the reduce kernel applies it. The kernels then take the bias pointer last.
@@ -74,6 +78,12 @@
 #define WG_TRANS "0, 1"
 #endif
 #include "implicit_gemm_hopper.cuh"
+#ifndef IS_TF32
+#define IS_TF32 0
+#endif
+#if IS_TF32
+#include "implicit_gemm_hopper_tf32.cuh"
+#endif
 #ifndef WSPEC
 #define WSPEC 0         // 1: a producer warpgroup loads, the WGS consumer warpgroups multiply
 #endif
@@ -142,7 +152,9 @@
 #define MIN_BLOCKS 1    // blocks per SM the register allocation must allow (the host sets 2 when shared memory does)
 #endif
 
-#define BK 64
+#define BK (IS_TF32 ? 32 : 64)           // K tile depth: the elements of one 128-byte row
+#define EPC (IS_TF32 ? 4 : 8)           // elements of a 16-byte chunk
+#define KSTEPS 4                        // 32-byte wgmma k steps of a K tile (k16 of 16-bit data, k8 of TF32)
 #define NT_MMA (WGS * 128)              // the consumer (wgmma) threads: warpgroups 0 .. WGS - 1
 #define NT (NT_MMA + WSPEC * 128)       // block threads; with WSPEC, warpgroup WGS is the producer
 #define NT_LOAD (WSPEC ? 128 : NT)      // the threads that issue cp.async
@@ -166,17 +178,18 @@ static_assert(!PINGPONG || (PERSIST && TMA && WGS == 2), "ping-pong: persistent 
 static_assert(BN == 64 || BN == 128 || BN == 256, "BN in 64, 128, 256");
 static_assert(WG_M * BN <= 256, "at most 128 accumulators per thread");
 static_assert(STAGES >= 3, "prefetch distance STAGES - 2 >= 1");
-static_assert(PERSIST || BM * (BN + 8) * 2 <= STAGES * STAGE_BYTES, "the staged output tile fits the pipeline's buffers");
+static_assert(!IS_TF32 || !B_MN, "TF32 operands K-major only (no backward-data MN-major filter)");
+static_assert(PERSIST || BM * (BN + 8) * (int)sizeof(data_t) <= STAGES * STAGE_BYTES, "the staged output tile fits the pipeline's buffers");
 static_assert(!PERSIST || TMA || NTILES_N == 1, "persistent blocks with resident B cover all of N");
 static_assert(SPLITK >= 1 && (SPLITK == 1 || !PERSIST), "split-K with non-persistent blocks only");
 static_assert(SPLITK == 1 || (KT_PER >= 1 && (SPLITK - 1) * KT_PER < KTILES && SPLITK * KT_PER >= KTILES),
               "SPLITK chunks of KT_PER K tiles cover the K tiles, none empty");
 static_assert(SPLITK == 1 || BM * (BN + 8) * 4 <= STAGES * STAGE_BYTES, "the staged FP32 partial tile fits the pipeline's buffers");
-static_assert(P_K % 8 == 0, "16-byte chunks of output channels");
+static_assert(P_K % EPC == 0, "16-byte chunks of output channels");
 static_assert(BM % RSTEP == 0 && BN % RSTEP == 0, "loader rows");
-static_assert(P_C % 8 == 0, "16-byte chunks of channels");
+static_assert(P_C % EPC == 0, "16-byte chunks of channels");
 static_assert(XS_C == 1 && WS_C == 1 && YS_C == 1, "channels-last x, w and y");
-static_assert(YS_W >= P_K && YS_W % 8 == 0 && YS_H % 8 == 0 && YS_N % 8 == 0, "16-byte aligned channels-last y pixels");
+static_assert(YS_W >= P_K && YS_W % EPC == 0 && YS_H % EPC == 0 && YS_N % EPC == 0, "16-byte aligned channels-last y pixels");
 static_assert(B_MN || (WS_X == P_C && WS_Y == P_X * WS_X && WS_K == P_Y * WS_Y), "dense KYXC w");
 static_assert(!TMA || (WSPEC && P_C % BK == 0), "TMA: a producer warpgroup, K tiles of one tap");
 static_assert(!A_DENSE || (TMA && P_Y == 1 && P_X == 1 && P_SH == 1 && P_SW == 1 && P_PH == 0 && P_PW == 0 &&
@@ -199,7 +212,13 @@ __device__ __forceinline__ index_t y_offset(index_t m)
 
 __device__ __forceinline__ void wgmma_tile(float* d, u64 da, u64 db)
 {
-#if BN == 64
+#if IS_TF32 && BN == 64
+    wgmma_tf32_n64(d, da, db);
+#elif IS_TF32 && BN == 128
+    wgmma_tf32_n128(d, da, db);
+#elif IS_TF32
+    wgmma_tf32_n256(d, da, db);
+#elif BN == 64
     wgmma_n64(d, da, db);
 #elif BN == 128
     wgmma_n128(d, da, db);
@@ -240,7 +259,7 @@ struct ARows
 // A tile kt (BM rows x 64 kk) into the swizzled buffer at sa; chunk ch of rows r0 + i*RSTEP.
 __device__ __forceinline__ void load_a(const data_t* __restrict__ x, const ARows& ar, int kt, u32 sa, int r0, int ch)
 {
-    const int kk = kt * BK + ch * 8;
+    const int kk = kt * BK + ch * EPC;
     const bool kok = kk < GEMM_K;
     const int tap = kk / P_C;
     const int c = kk - tap * P_C;
@@ -301,7 +320,7 @@ __device__ __forceinline__ void load_b(const data_t* __restrict__ w, int n0, int
 // B tile kt (BN rows k from n0 x 64 kk) into the swizzled buffer at sb.
 __device__ __forceinline__ void load_b(const data_t* __restrict__ w, int n0, int kt, u32 sb, int r0, int ch)
 {
-    const int kk = kt * BK + ch * 8;
+    const int kk = kt * BK + ch * EPC;
 #pragma unroll
     for(int i = 0; i < BR; ++i)
     {
@@ -312,12 +331,12 @@ __device__ __forceinline__ void load_b(const data_t* __restrict__ w, int n0, int
 }
 #endif
 
-// One 64-deep K tile: warpgroup wg's WG_M m64 blocks x BN, 4 k16 steps (asynchronous; the caller commits).
+// One K tile: warpgroup wg's WG_M m64 blocks x BN, KSTEPS 32-byte k steps (asynchronous; the caller commits).
 __device__ __forceinline__ void mma_tile(float (&acc)[WG_M][BN / 2], u32 sa, u32 sb, int wg)
 {
     wgmma_fence();
 #pragma unroll
-    for(int k16 = 0; k16 < BK / 16; ++k16)
+    for(int k16 = 0; k16 < KSTEPS; ++k16)
     {
 #if B_MN
         const u64 db = desc_mn(sb + k16 * 16 * 128);      // 16 kk rows further
@@ -350,6 +369,16 @@ __device__ __forceinline__ float epi(float v, const data_t* __restrict__ bias, i
 #define EPI_V(v, k) (v)
 #endif
 
+// FP32 pair -> two consecutive output elements at p (8-byte aligned for FP32, 4-byte for 16-bit)
+__device__ __forceinline__ void store_out(data_t* p, float a, float b)
+{
+#if IS_TF32
+    *reinterpret_cast<float2*>(p) = make_float2(a, b);
+#else
+    store_pair(p, a, b);
+#endif
+}
+
 // Accumulators -> shared output tile cs ([BM][BN + 8] data_t): thread (warp wi, lane l) holds rows
 // wi*16 + l/4 (+8) of its m64 blocks, columns 8j + 2(l%4) (+1); the 16-byte row padding puts the
 // 8 rows of a warp's stores in distinct banks.
@@ -367,20 +396,20 @@ __device__ __forceinline__ void acc_to_smem(float (&acc)[WG_M][BN / 2], data_t* 
             for(int j = 0; j < BN / 8; ++j)
             {
                 const int c = j * 8 + (l & 3) * 2;
-                store_pair(cs + r * LDC + c, EPI_V(acc[i][4 * j + 2 * h], n0 + c), EPI_V(acc[i][4 * j + 2 * h + 1], n0 + c + 1));
+                store_out(cs + r * LDC + c, EPI_V(acc[i][4 * j + 2 * h], n0 + c), EPI_V(acc[i][4 * j + 2 * h + 1], n0 + c + 1));
             }
         }
 }
 
-// Shared output tile -> y, 16 bytes (8 channels) per store.
+// Shared output tile -> y, 16 bytes (EPC channels) per store.
 template <int THREADS>
 __device__ __forceinline__ void store_tile(data_t* __restrict__ y, const data_t* cs, index_t m0, int n0, int t)
 {
-    constexpr int CPR = BN / 8;
+    constexpr int CPR = BN / EPC;
 #pragma unroll
     for(int q = t; q < BM * CPR; q += THREADS)
     {
-        const int r = q / CPR, c8 = (q % CPR) * 8;
+        const int r = q / CPR, c8 = (q % CPR) * EPC;
         const index_t m = m0 + r;
         if(m < GEMM_M && n0 + c8 < GEMM_N)
             *reinterpret_cast<uint4*>(y + y_offset(m) + n0 + c8) = *reinterpret_cast<const uint4*>(cs + r * LDC + c8);
@@ -851,7 +880,8 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
 // floats of every plane: lane l loads float4 l and 32 + l (each load instruction reads 512 contiguous
 // bytes), sums over the chunks, then lanes 2i and 2i + 1 swap halves so that each holds 8 consecutive
 // sums and stores them as one 16-byte piece of y (element e = m*K + k of the plane goes to y_offset(m) + k).
-// M x K is a multiple of 8 (K % 8 == 0), so a lane pair's float4s are both in range or both past it.
+// M x K is a multiple of 8 (K % 8 == 0), so a lane pair's float4s are both in range or both past it. TF32 (FP32 y,
+// K % 4 == 0): each lane stores its own two float4s.
 __device__ __forceinline__ void add4(float4& a, const float4 b) { a.x += b.x; a.y += b.y; a.z += b.z; a.w += b.w; }
 __device__ __forceinline__ float4 shfl_xor4(const float4 v, int mask)
 {
@@ -873,7 +903,7 @@ extern "C" __global__ void __launch_bounds__(RED_BLOCK)
 igemm_hopper_fwd_reduce(const float* __restrict__ ws, data_t* __restrict__ y EPI_PARAM)
 {
     grid_dep_wait();        // launched as the programmatic dependent of the partials' kernel
-    constexpr long long total4 = (long long)GEMM_M * GEMM_N / 4;      // float4s of one plane (even)
+    constexpr long long total4 = (long long)GEMM_M * GEMM_N / 4;      // float4s of one plane (even unless TF32)
     const int l = threadIdx.x & 31;
     const long long base = (blockIdx.x * (long long)RED_BLOCK + (threadIdx.x & ~31)) * 2;   // the warp's first float4
     const long long i0 = base + l, i1 = base + 32 + l;
@@ -886,6 +916,23 @@ igemm_hopper_fwd_reduce(const float* __restrict__ ws, data_t* __restrict__ y EPI
         if(ok0) add4(a, __ldcs(p + s * total4 + i0));     // read once: streaming loads
         if(ok1) add4(b, __ldcs(p + s * total4 + i1));
     }
+#if IS_TF32
+    // FP32 y: each float4 (plane elements 4i .. 4i + 3, one pixel's channels: K % 4 == 0) stored as it is
+#pragma unroll
+    for(int h = 0; h < 2; ++h)
+    {
+        const long long i = h ? i1 : i0;
+        float4 v = h ? b : a;
+        if(!(h ? ok1 : ok0))
+            continue;
+        const long long e = i * 4;
+#if EPI
+        const int k0 = (int)(e % P_K);
+        v = make_float4(epi(v.x, bias, k0), epi(v.y, bias, k0 + 1), epi(v.z, bias, k0 + 2), epi(v.w, bias, k0 + 3));
+#endif
+        *reinterpret_cast<float4*>(y + y_offset((index_t)(e / P_K)) + (int)(e % P_K)) = v;
+    }
+#else
     // even lane 2i: floats 8i..8i+3 (a) + its partner's a; odd lane 2i + 1: its partner's b + its own b
     const bool odd = l & 1;
     const float4 got = shfl_xor4(odd ? a : b, 1);
@@ -901,6 +948,7 @@ igemm_hopper_fwd_reduce(const float* __restrict__ ws, data_t* __restrict__ y EPI
     if(odd ? ok1 : ok0)
         *reinterpret_cast<uint4*>(y + y_offset((index_t)(e / P_K)) + (int)(e % P_K)) =
             make_uint4(pack2(lo.x, lo.y), pack2(lo.z, lo.w), pack2(hi.x, hi.y), pack2(hi.z, hi.w));
+#endif
 #endif
 }
 #endif

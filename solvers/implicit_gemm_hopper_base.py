@@ -40,7 +40,7 @@ HEADER = "implicit_gemm_hopper.cuh"
 ARCH = "sm_90a"
 SMEM_LIMIT = 227 * 1024
 SMEM_STATIC = 48 * 1024
-BK = 64
+BK = 64              # K tile depth of 16-bit data (one 128-byte row); FP32 (TF32) tiles are 32 deep: kdepth
 KEYS = ("BM", "BN", "WGS", "STAGES", "PERSIST", "SPLITK", "WSPEC", "TMA", "PINGPONG")
 ALIGN = 16           # x and w are read, y written, in 16-byte chunks
 MAX_SPLITK = 128
@@ -64,8 +64,18 @@ def gemm_shape(p: ProblemDescription) -> tuple[int, int, int]:
     return p.n * math.prod(p.out_size), p.k, p.c * math.prod(p.filter_size)
 
 
+def esize(p: ProblemDescription) -> int:
+    """Bytes of one element of x, w and y: 2 (FP16, BF16) or 4 (FP32 multiplied as TF32)."""
+    return 4 if p.dtype == "FP32" else 2
+
+
+def kdepth(p: ProblemDescription) -> int:
+    """The depth of a K tile, one 128-byte row of elements: 64 (16-bit) or 32 (FP32)."""
+    return 128 // esize(p)
+
+
 def ktiles(p: ProblemDescription) -> int:
-    return ceil_div(gemm_shape(p)[2], BK)
+    return ceil_div(gemm_shape(p)[2], kdepth(p))
 
 
 def smem_bytes(p: ProblemDescription, cfg) -> int:
@@ -73,11 +83,11 @@ def smem_bytes(p: ProblemDescription, cfg) -> int:
     1024-byte period: STAGES x (BM + BN) rows of 128 bytes; PERSIST: all K tiles of B, STAGES
     A buffers and the output tile (BM x (BN + 8) elements); PERSIST with TMA: STAGES x (BM + BN) rows
     and the output tile (PINGPONG: one per consumer warpgroup)."""
-    bm, bn, st = cfg["BM"], cfg["BN"], cfg["STAGES"]
+    bm, bn, st, es = cfg["BM"], cfg["BN"], cfg["STAGES"], esize(p)
     if cfg["PERSIST"] and cfg.get("TMA", 0):
-        return st * (bm + bn) * 128 + (1 + cfg.get("PINGPONG", 0)) * bm * (bn + 8) * 2 + 1024
+        return st * (bm + bn) * 128 + (1 + cfg.get("PINGPONG", 0)) * bm * (bn + 8) * es + 1024
     if cfg["PERSIST"]:
-        return (ktiles(p) * bn + st * bm) * 128 + bm * (bn + 8) * 2 + 1024
+        return (ktiles(p) * bn + st * bm) * 128 + bm * (bn + 8) * es + 1024
     if split_geometry(p, cfg["SPLITK"])[0] > 1:     # the FP32 partial tile (BM x (BN + 8)) reuses the buffers
         return max(st * (bm + bn) * 128, bm * (bn + 8) * 4) + 1024
     return st * (bm + bn) * 128 + 1024
@@ -135,7 +145,7 @@ def tma_fits(p: ProblemDescription) -> bool:
     """Whether copy-engine loads (TMA) can serve problem ``p``'s x: K tiles of one tap (C % 64 == 0: a tile
     is one tap's 64 channels, one im2col box), and corners and filter offsets within the 4-D im2col fields."""
     isz, osz, fsz, pads, strides, dils = dims3(p)
-    return p.c % BK == 0 and tma.im2col_fits(isz[1:], osz[1:], pads[1:], strides[1:], fsz[1:], dils[1:])
+    return p.c % kdepth(p) == 0 and tma.im2col_fits(isz[1:], osz[1:], pads[1:], strides[1:], fsz[1:], dils[1:])
 
 
 def dense_pixels(p: ProblemDescription) -> bool:
@@ -147,17 +157,17 @@ def dense_pixels(p: ProblemDescription) -> bool:
 
 
 def x_dense(p: ProblemDescription, rows: int) -> tma.TiledSpec:
-    """x as a dense (C, N*H*W) matrix in boxes of 64 channels x ``rows`` pixels (``dense_pixels`` problems)."""
-    return tma.TiledSpec(p.dtype, (p.c, p.n * math.prod(p.in_size)), (p.c * 2,), (BK, rows))
+    """x as a dense (C, N*H*W) matrix in boxes of a K tile's channels x ``rows`` pixels (``dense_pixels`` problems)."""
+    return tma.TiledSpec(p.dtype, (p.c, p.n * math.prod(p.in_size)), (p.c * esize(p),), (kdepth(p), rows))
 
 
 def x_im2col(p: ProblemDescription, pixels: int) -> tma.Im2colSpec:
-    """The im2col map of x (C, W, H, N) for boxes of ``pixels`` output pixels x 64 channels."""
+    """The im2col map of x (C, W, H, N) for boxes of ``pixels`` output pixels x a K tile's channels."""
     isz, osz, fsz, pads, strides, dils = dims3(p)
-    xs = strides5(p.x_shape, p.layouts[0])
+    xs, es = strides5(p.x_shape, p.layouts[0]), esize(p)
     lower, upper = tma.im2col_corners(isz[1:], osz[1:], pads[1:], strides[1:])
-    return tma.Im2colSpec(p.dtype, (p.c, isz[2], isz[1], p.n), (xs[4] * 2, xs[3] * 2, xs[0] * 2), lower, upper,
-                          BK, pixels, (strides[2], strides[1]))
+    return tma.Im2colSpec(p.dtype, (p.c, isz[2], isz[1], p.n), (xs[4] * es, xs[3] * es, xs[0] * es), lower, upper,
+                          kdepth(p), pixels, (strides[2], strides[1]))
 
 
 def config_ok(p: ProblemDescription, cfg) -> bool:
@@ -178,6 +188,8 @@ def config_ok(p: ProblemDescription, cfg) -> bool:
     if bm % rows or bm // rows not in (1, 2) or (bm // rows) * bn > 256:
         return False
     if per and not tm and gemm_shape(p)[1] > bn:     # resident B: all of N in one tile
+        return False
+    if not per and bm * (bn + 8) * esize(p) > st * (bm + bn) * 128:     # the staged output tile in the buffers
         return False
     if not 1 <= sk <= MAX_SPLITK or (per and sk != 1):
         return False
@@ -349,7 +361,7 @@ def problem_macros(p: ProblemDescription) -> dict:
     xs, ws, ys = (strides5(sh, lay) for sh, lay in zip((p.x_shape, p.w_shape, p.y_shape), p.layouts))
     return {
         "DATA_T": CUDA_TYPES[p.dtype], "INDEX_T": "long long" if needs_int64(p) else "int",
-        "IS_BF16": int(p.dtype == "BF16"),
+        "IS_BF16": int(p.dtype == "BF16"), "IS_TF32": int(p.dtype == "FP32"),
         "P_N": p.n, "P_C": p.c, "P_K": p.k,
         "P_HI": isz[1], "P_WI": isz[2], "P_HO": osz[1], "P_WO": osz[2], "P_Y": fsz[1], "P_X": fsz[2],
         "P_PH": pads[1], "P_PW": pads[2], "P_SH": strides[1], "P_SW": strides[2], "P_DH": dils[1], "P_DW": dils[2],
@@ -460,8 +472,9 @@ class ImplicitGemmHopperBase(Solver):
             return not_applicable(f"layouts {'/'.join(p.layouts)} not supported (NHWC x, w and y only)")
         if p.groups != 1:
             return not_applicable(f"groups={p.groups} not supported (1 only)")
-        if p.c % 8 or p.k % 8:
-            return not_applicable(f"C={p.c}, K={p.k}: both must be multiples of 8 (16-byte channel chunks)")
+        epc = 16 // esize(p)
+        if p.c % epc or p.k % epc:
+            return not_applicable(f"C={p.c}, K={p.k}: both must be multiples of {epc} (16-byte channel chunks)")
         pf = self.forward_problem(p)
         isz, osz, fsz, pads, strides, dils = dims3(pf)
         if max(isz) * max(strides) + max(pads) + max(d * f for d, f in zip(dils, fsz)) >= 2**28:
@@ -549,8 +562,8 @@ class ImplicitGemmHopperBase(Solver):
         if cfg["TMA"]:      # x's im2col map (BM pixels a box; dense x: a tiled map) and w's tiled map (64 x BN boxes of its rows)
             m, n, k = gemm_shape(p)
             maps = (tma.MapCache(x_dense(p, cfg["BM"]) if dense_pixels(p) else x_im2col(p, cfg["BM"])),
-                    tma.MapCache(tma.TiledSpec(p.dtype, (k, n), (strides5(p.w_shape, p.layouts[1])[0] * 2,),
-                                               (BK, cfg["BN"]))))
+                    tma.MapCache(tma.TiledSpec(p.dtype, (k, n), (strides5(p.w_shape, p.layouts[1])[0] * esize(p),),
+                                               (kdepth(p), cfg["BN"]))))
 
         def factory(kerns):
             kern = kerns[0]
