@@ -435,6 +435,11 @@ def check_aligned(sid: str, ptrs) -> None:
 # ResNet-50 N = 32 FP16 (F 0.928 -> 0.919, B 0.924 -> 0.907 of cuDNN's best plan, isolated kernel time;
 # bench/results/session-nov27l/call1/alternate_fb.txt)
 ALTERNATE_TILES = ((64, 128, 1, 8, 0), (128, 128, 2, 4, 0), (256, 64, 2, 4, 0), (128, 128, 2, 4, 1), (192, 128, 3, 4, 0))
+# TF32 (FP32 data: twice the bytes a tile, so three of the five above exceed the shared memory): the four persistent
+# copy-engine tiles that, with the default, came closest to the best of every persistent config on ResNet-50's 22 F
+# layers at N = 32, chosen greedily with each layer held out in turn: 0.967 of cuDNN's best TF32 plan against the
+# default's 1.044 (isolated kernel time, H200; bench/results/session-nov28b/call1/, alternates.txt)
+ALTERNATE_TILES_TF32 = ((128, 128, 1, 4, 0), (192, 128, 3, 3, 0), (64, 128, 2, 6, 1), (128, 64, 2, 6, 1))
 
 
 class ImplicitGemmHopperBase(Solver):
@@ -503,12 +508,13 @@ class ImplicitGemmHopperBase(Solver):
 
     def alternatives(self, p: ProblemDescription) -> list[dict]:
         """The configs a find measures after the default of applicable problem ``p``: where the default is a
-        persistent copy-engine config, the ALTERNATE_TILES persistent copy-engine configs that are valid and
-        not the default."""
+        persistent copy-engine config, the ALTERNATE_TILES (TF32: ALTERNATE_TILES_TF32) persistent copy-engine configs
+        that are valid and not the default."""
         d = self.default_config(p)
         if not (d["PERSIST"] and d["TMA"]):
             return []
-        tiles = (dict(d, BM=bm, BN=bn, WGS=wgs, STAGES=st, PINGPONG=pp) for bm, bn, wgs, st, pp in ALTERNATE_TILES)
+        alts = ALTERNATE_TILES_TF32 if p.dtype == "FP32" else ALTERNATE_TILES
+        tiles = (dict(d, BM=bm, BN=bn, WGS=wgs, STAGES=st, PINGPONG=pp) for bm, bn, wgs, st, pp in alts)
         return [c for c in tiles if c != d and self.is_valid_config(p, c)]
 
     def config_space(self, problem: ProblemDescription):

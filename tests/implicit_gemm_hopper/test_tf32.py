@@ -147,13 +147,30 @@ def test_hopper_tf32_config_sample(name):
         _check(FWD, p, cfg)
 
 
+# problems whose default is a persistent copy-engine config (the small ones above default to a split)
+FIND_CASES = {"3x3": dict(n=8, c=64, k=320, in_size=(28, 28), filter_size=3, pads=1),
+              "1x1_dense": dict(n=8, c=96, k=128, in_size=(28, 28), filter_size=1)}
+
+
+def test_find_configs_tf32_alternates(no_gpu_arch):
+    """A TF32 find measures the default, then the valid ALTERNATE_TILES_TF32 other than it (those of the 16-bit
+    kernels that fit)."""
+    for kw in FIND_CASES.values():
+        p = _p(**kw)
+        d, cfgs = FWD.default_config(p), FWD.find_configs(p)
+        assert (d["PERSIST"], d["TMA"]) == (1, 1) and cfgs[0] is None and len(cfgs) >= 3
+        assert [(c["BM"], c["BN"], c["WGS"], c["STAGES"], c["PINGPONG"]) for c in cfgs[1:]] == \
+            [t for t in hb.ALTERNATE_TILES_TF32 if t != (d["BM"], d["BN"], d["WGS"], d["STAGES"], d["PINGPONG"])
+             and FWD.is_valid_config(p, dict(d, BM=t[0], BN=t[1], WGS=t[2], STAGES=t[3], PINGPONG=t[4]))]
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", ("k320", "1x1_dense"))
+@pytest.mark.parametrize("name", list(FIND_CASES))
 def test_hopper_tf32_find_configs(name):
     """Every config a find measures (the default, then the persistent copy-engine alternates)."""
-    p = _p(**CASES[name])
+    p = _p(**FIND_CASES[name])
     cfgs = FWD.find_configs(p)
-    assert len(cfgs) > 1
+    assert len(cfgs) >= 3
     for cfg in cfgs:
         _check(FWD, p, cfg if cfg is not None else FWD.default_config(p))
 
