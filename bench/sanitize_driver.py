@@ -44,6 +44,15 @@ TINY = {
     # a fused forward (bias + GELU in the epilogue): the solvers with a fused epilogue
     "nhwc_fused": dict(n=2, c=16, k=24, in_size=(9, 7), filter_size=3, pads=1, layout="NHWC", dtype="FP16", bias=1,
                        activation="gelu"),
+    # FP32 channels-last with TF32 math (the Hopper forward's TF32 build): cp.async loads (C % 32 != 0), the persistent
+    # copy engine walking tiles (as nhwc_tma_walk), and a fused epilogue split over the reduction (bias + GELU in the
+    # reduce kernel)
+    "nhwc_tf32_s2": dict(n=1, c=12, k=20, in_size=(9, 9), filter_size=3, pads=1, strides=2, layout="NHWC",
+                         dtype="FP32", math="tf32"),
+    "nhwc_tf32_walk": dict(n=4, c=64, k=80, in_size=(63, 65), filter_size=3, pads=1, layout="NHWC", dtype="FP32",
+                           math="tf32"),
+    "nhwc_tf32_fused": dict(n=1, c=256, k=64, in_size=(7, 7), filter_size=3, pads=1, layout="NHWC", dtype="FP32",
+                            math="tf32", bias=1, activation="gelu"),
 }
 NP_DTYPES = {"FP32": np.float32, "FP16": np.float16}
 
