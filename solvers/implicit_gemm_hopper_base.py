@@ -407,14 +407,15 @@ def forward_kernels(p: ProblemDescription, cfg, source: str, name: str,
     return out, smem_bytes(p, cfg)
 
 
-def recipe_steps(main: Launch, red: Launch | None, maps, out_off: int = 0) -> list:
+def recipe_steps(main: Launch, red: Launch | None, maps, out_off: int = 0, b=(B, 0)) -> list:
     """``launch.with_recipe``'s steps of a wgmma launch ``main`` (pointers a, b, the output at ``out_off`` bytes,
     the partial planes: the output itself unsplit, else the workspace; ``maps``: the ``tma.MapCache`` of a and b,
-    or None) and its split reduction ``red`` (None unsplit)."""
-    mroles = ((A, 0, maps[0].spec), (B, 0, maps[1].spec)) if maps else ()
+    or None) and its split reduction ``red`` (None unsplit). ``b``: the (role, byte offset) of the filter the launch
+    reads (the invoker's b, or a rewritten filter in the workspace)."""
+    mroles = ((A, 0, maps[0].spec), (*b, maps[1].spec)) if maps else ()
     if red is None:
-        return [(main, ((A, 0), (B, 0), (OUT, out_off), (OUT, out_off)), mroles)]
-    return [(main, ((A, 0), (B, 0), (OUT, out_off), (WS, 0)), mroles), (red, ((WS, 0), (OUT, out_off)))]
+        return [(main, ((A, 0), b, (OUT, out_off), (OUT, out_off)), mroles)]
+    return [(main, ((A, 0), b, (OUT, out_off), (WS, 0)), mroles), (red, ((WS, 0), (OUT, out_off)))]
 
 
 def check_aligned(sid: str, ptrs) -> None:

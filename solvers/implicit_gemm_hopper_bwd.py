@@ -16,14 +16,14 @@ import math
 from typing import NamedTuple
 
 from miofind import tma
-from miofind.launch import MAP, OUT, PTR, Launch, with_recipe
+from miofind.launch import B, MAP, OUT, PTR, WS, Launch, with_recipe
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES, needs_int64
 
 from .implicit_gemm_hopper_base import (ALIGN, BK, SMEM_STATIC, ImplicitGemmHopperBase, check_aligned,
-                                        default_tile, dense_pixels, forward_kernels, partial_bytes, recipe_steps,
-                                        sm_count, space, x_dense)
+                                        default_tile, dense_pixels, esize, forward_kernels, kdepth, partial_bytes,
+                                        recipe_steps, sm_count, space, x_dense)
 
 ZERO_SRC = "implicit_gemm_hopper_bwd.cu"
 ZERO_BLOCK = 256
@@ -84,37 +84,40 @@ def main_view(p: ProblemDescription) -> ProblemDescription:
     return max(runs(p), key=lambda ph: (math.prod(ph.size) * math.prod(ph.taps), -ph.r0, -ph.s0)).fwd
 
 
-def phase_overrides(p: ProblemDescription, ph: Phase) -> dict:
+def phase_overrides(p: ProblemDescription, ph: Phase, in_place: bool = True) -> dict:
     """Macros of a phase's forward kernel that differ from its view's: dy's real size and pixel strides
-    (the view states only the output size), dx's pixel strides, the index width of dy and dx, and w read
-    in place (B_MN): its filter size, the phase's first tap and the step between its taps' indices."""
+    (the view states only the output size), dx's pixel strides, the index width of dy and dx, and, with
+    ``in_place``, w read in place (B_MN): its filter size, the phase's first tap and the step between its taps'
+    indices (without: the view's own dense filter, rewritten for it, as ImplicitGemmHopperBwdTf32 does)."""
     (hi, wi), (ho, wo) = p.in_size, p.out_size
     sh, sw = p.strides
-    return {"P_HI": ho, "P_WI": wo, "XS_N": ho * wo * p.k, "XS_H": wo * p.k, "XS_W": p.k,
-            "YS_N": hi * wi * p.c, "YS_H": sh * wi * p.c, "YS_W": sw * p.c,
-            "INDEX_T": "long long" if needs_int64(p) or needs_int64(ph.fwd) else "int",
-            "B_MN": 1, "BW_FY": p.filter_size[0], "BW_FX": p.filter_size[1], "BW_R0": ph.r0, "BW_S0": ph.s0,
-            "BW_SH": sh, "BW_SW": sw}
+    mac = {"P_HI": ho, "P_WI": wo, "XS_N": ho * wo * p.k, "XS_H": wo * p.k, "XS_W": p.k,
+           "YS_N": hi * wi * p.c, "YS_H": sh * wi * p.c, "YS_W": sw * p.c,
+           "INDEX_T": "long long" if needs_int64(p) or needs_int64(ph.fwd) else "int"}
+    if in_place:
+        mac.update({"B_MN": 1, "BW_FY": p.filter_size[0], "BW_FX": p.filter_size[1], "BW_R0": ph.r0, "BW_S0": ph.s0,
+                    "BW_SH": sh, "BW_SW": sw})
+    return mac
 
 
 def phase_tma_fits(p: ProblemDescription, ph: Phase) -> bool:
-    """Whether copy-engine loads serve phase ``ph``: K tiles of one tap (K % 64 == 0, dy's channels), and the
-    im2col corners of dy's real size around the phase's output pixels and its filter offsets within the 4-D
+    """Whether copy-engine loads serve phase ``ph``: K tiles of one tap (K % 64 == 0, dy's channels; TF32: % 32), and
+    the im2col corners of dy's real size around the phase's output pixels and its filter offsets within the 4-D
     fields."""
-    return p.k % BK == 0 and tma.im2col_fits(p.out_size, ph.size, ph.fwd.pads, (1, 1), ph.taps, p.dilations)
+    return p.k % kdepth(p) == 0 and tma.im2col_fits(p.out_size, ph.size, ph.fwd.pads, (1, 1), ph.taps, p.dilations)
 
 
 def dy_im2col(p: ProblemDescription, ph: Phase, pixels: int) -> tma.Im2colSpec | tma.TiledSpec:
     """Phase ``ph``'s im2col map of dy (K, Wo, Ho, N) for boxes of ``pixels`` of its output pixels x 64
-    channels: filter bases hq - pad' (its forward view's), stride 1, over dy's real size. A phase whose view
+    channels (TF32: 32): filter bases hq - pad' (its forward view's), stride 1, over dy's real size. A phase whose view
     is 1x1, stride 1, unpadded (``dense_pixels``: the phase's pixels are dy's) reads dy as a dense (K, N*Ho*Wo)
     matrix through a tiled map instead: its view's x (``x_dense``)."""
     if dense_pixels(ph.fwd):
         return x_dense(ph.fwd, pixels)
-    (ho, wo), k = p.out_size, p.k
+    (ho, wo), k, es = p.out_size, p.k, esize(p)
     lower, upper = tma.im2col_corners(p.out_size, ph.size, ph.fwd.pads, (1, 1))
-    return tma.Im2colSpec(p.dtype, (k, wo, ho, p.n), (k * 2, wo * k * 2, ho * wo * k * 2), lower, upper, BK, pixels,
-                          (1, 1))
+    return tma.Im2colSpec(p.dtype, (k, wo, ho, p.n), (k * es, wo * k * es, ho * wo * k * es), lower, upper, kdepth(p),
+                          pixels, (1, 1))
 
 
 def w_planes(p: ProblemDescription) -> tma.TiledSpec:
@@ -187,7 +190,36 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
         """A split config's FP32 partial planes for the largest phase (the default config when None);
         0 unsplit."""
         p = problem.as_conv()
-        cfg = self.config_of(p, config)
+        return self.partials_bytes(p, self.config_of(p, config))
+
+    # the phases read w in place (B_MN, MN-major); ImplicitGemmHopperBwdTf32 rewrites it first (flip_kernel)
+    in_place_filter = True
+
+    def flip_kernel(self, p: ProblemDescription) -> KernelInfo | None:
+        """A kernel rewriting w (its one argument) as every phase's own dense filter in the workspace after the
+        partial planes (its second argument), launched first; None where the phases read w in place."""
+        return None
+
+    def phase_filter(self, p: ProblemDescription, ph: Phase, cfg) -> tuple[int | None, tma.TiledSpec | None]:
+        """(byte offset in the rewritten filters, its tensor map's spec with TMA) of phase ``ph``; (None, None) where
+        the phases read w in place (one map of w, ``w_planes``, serves them all)."""
+        return None, None
+
+    def zero_kernel(self, p: ProblemDescription) -> KernelInfo:
+        """The kernel zeroing the pixels of dx that no tap reaches (its one argument), 16 bytes a thread."""
+        (sh, sw), (fy, fx) = p.strides, p.filter_size
+        chunks = p.n * math.prod(p.in_size) * p.c * esize(p) // 16
+        return KernelInfo(self.zero_source, self.zero_name,
+                          (max(1, min(ceil_div(chunks, ZERO_BLOCK), sm_count() * 16)), 1, 1), (ZERO_BLOCK, 1, 1),
+                          macros=(("DATA_T", CUDA_TYPES[p.dtype]), ("FY", str(fy)), ("FX", str(fx)),
+                                  ("FC", str(p.c)), ("SH", str(sh)), ("SW", str(sw)),
+                                  ("PADH", str(p.pads[0])), ("PADW", str(p.pads[1])),
+                                  ("ZN", str(p.n)), ("ZH", str(p.in_size[0])), ("ZW", str(p.in_size[1]))))
+
+    zero_source, zero_name = ZERO_SRC, "igemm_hopper_bwd_zero"
+
+    def partials_bytes(self, p: ProblemDescription, cfg) -> int:
+        """The split partial planes of the largest phase (0 unsplit): the workspace's first part."""
         return max(partial_bytes(ph.fwd, cfg) for ph in runs(p))
 
     def get_solution(self, problem: ProblemDescription, config=None) -> ConvSolution:
@@ -195,62 +227,68 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
         cfg = self.config_of(p, config)
         if not self.is_valid_config(p, cfg):
             raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
-        (sh, sw), (fy, fx) = p.strides, p.filter_size
-        kernels = []
+        es = esize(p)
+        flip = self.flip_kernel(p)
+        kernels = [flip] if flip else []
         zero = any(min(ph.taps) == 0 and min(ph.size) > 0 for ph in phases(p))   # pixels no tap reaches
         if zero:
-            chunks = p.n * math.prod(p.in_size) * p.c // 8
-            kernels.append(KernelInfo(ZERO_SRC, "igemm_hopper_bwd_zero",
-                                      (max(1, min(ceil_div(chunks, ZERO_BLOCK), sm_count() * 16)), 1, 1),
-                                      (ZERO_BLOCK, 1, 1),
-                                      macros=(("DATA_T", CUDA_TYPES[p.dtype]), ("FY", str(fy)), ("FX", str(fx)),
-                                              ("FC", str(p.c)), ("SH", str(sh)), ("SW", str(sw)),
-                                              ("PADH", str(p.pads[0])), ("PADW", str(p.pads[1])),
-                                              ("ZN", str(p.n)), ("ZH", str(p.in_size[0])),
-                                              ("ZW", str(p.in_size[1])))))
-        plan = []                                 # per phase: its kernels' indices, smem, dx offset, maps
-        wmaps = tma.MapCache(w_planes(p)) if cfg["TMA"] else None     # one map of w serves every phase
+            kernels.append(self.zero_kernel(p))
+        plan = []                        # per phase: its kernels' indices, smem, dx offset, maps, its filter's offset
+        part = self.partials_bytes(p, cfg)
+        wmaps = tma.MapCache(w_planes(p)) if cfg["TMA"] and self.in_place_filter else None   # one map of w: all phases
         for ph in runs(p):
-            fwd, smem = forward_kernels(ph.fwd, cfg, self.source, self.kernel_name, phase_overrides(p, ph))
-            maps = (tma.MapCache(dy_im2col(p, ph, cfg["BM"])), wmaps) if wmaps else None
-            plan.append((len(kernels), len(fwd), smem, ph.y_offset * 2, maps))
+            fwd, smem = forward_kernels(ph.fwd, cfg, self.source, self.kernel_name,
+                                        phase_overrides(p, ph, self.in_place_filter))
+            foff, fspec = self.phase_filter(p, ph, cfg)
+            maps = None
+            if cfg["TMA"]:
+                maps = (tma.MapCache(dy_im2col(p, ph, cfg["BM"])), wmaps or tma.MapCache(fspec))
+            plan.append((len(kernels), len(fwd), smem, ph.y_offset * es, maps, None if foff is None else part + foff))
             kernels.extend(fwd)
         ws = self.workspace_bytes(p, cfg)
         sid = self.id
+        first_phase = plan[0][0]
 
         def factory(kerns):
-            lzero = Launch(kerns[0], kernels[0].grid, kernels[0].block, (PTR,)) if zero else None
+            lflip = Launch(kerns[0], kernels[0].grid, kernels[0].block, (PTR, PTR)) if flip else None
+            lzero = Launch(kerns[int(bool(flip))], kernels[int(bool(flip))].grid, kernels[int(bool(flip))].block,
+                           (PTR,)) if zero else None
             steps = []
-            recipe = [(lzero, ((OUT, 0),))] if zero else []
-            for i, nk, smem, yoff, maps in plan:
+            recipe = [(lflip, ((B, 0), (WS, part)))] if flip else []
+            recipe += [(lzero, ((OUT, 0),))] if zero else []
+            for i, nk, smem, yoff, maps, boff in plan:
                 if smem > SMEM_STATIC:
                     kerns[i].max_dynamic_shared_size_bytes = smem
                 # an unsplit phase writes pixels of dx no launch before it in this solution writes, and reads
                 # dy and w only: it may start while the phase (or zeroing) before it ends, and waits for that
                 # grid before it exits (i: its index among the solution's kernels, the zeroing first where there
                 # is one). A split phase's partial planes are the ones the reduce before it reads: it waits in
-                # stream order.
-                dep = i > 0 and nk == 1
+                # stream order. The first phase after the rewriting of w (no zeroing between) reads what that
+                # wrote: it waits in stream order too.
+                dep = i > 0 and nk == 1 and not (flip and i == first_phase and not zero)
                 raw = Launch(kerns[i], kernels[i].grid, kernels[i].block, (PTR,) * 4 + (MAP,) * len(maps or ()),
                              shared_mem=smem, pdl=dep)
-                lmain = raw.bind_maps(maps) if maps else raw      # the phase's map of dy (a) and w's (b)
+                lmain = raw.bind_maps(maps) if maps else raw      # the phase's map of dy (a) and its filter's (b)
                 lred = Launch(kerns[i + 1], kernels[i + 1].grid, kernels[i + 1].block, (PTR, PTR),
                               pdl=True) if nk > 1 else None
-                steps.append((lmain, lred, yoff))
-                recipe += recipe_steps(raw, lred, maps, yoff)
+                steps.append((lmain, lred, yoff, boff))
+                recipe += recipe_steps(raw, lred, maps, yoff, (B, 0) if boff is None else (WS, boff))
 
             def invoker(a, b, out, workspace, stream):
                 if a % ALIGN or b % ALIGN or out % ALIGN:
                     check_aligned(sid, (("first input", a), ("second input", b), ("output", out)))
                 if ws and not workspace:
                     raise ValueError(f"{sid}: workspace of {ws} bytes required, got none")
+                if lflip is not None:
+                    lflip(stream, b, workspace + part)
                 if lzero is not None:
                     lzero(stream, out)
-                for lmain, lred, yoff in steps:
+                for lmain, lred, yoff, boff in steps:
+                    w = b if boff is None else workspace + boff
                     if lred is None:        # unsplit: the partial pointer is not read
-                        lmain(stream, a, b, out + yoff, out + yoff)
+                        lmain(stream, a, w, out + yoff, out + yoff)
                     else:                   # the phases run in stream order: one set of partial planes serves all
-                        lmain(stream, a, b, out + yoff, workspace)
+                        lmain(stream, a, w, out + yoff, workspace)
                         lred(stream, workspace, out + yoff)
             return with_recipe(invoker, recipe, (ALIGN, ALIGN, ALIGN, 1), bool(ws))
 

@@ -1,8 +1,10 @@
-"""The Hopper forward with FP32 data and TF32 math (math="tf32": m64nNk8 TF32 wgmma, 32-deep K tiles, FP32 output).
-CPU: what it claims and rejects (strict FP32, backward data and weights, channel counts), its tile geometry, maps and
-macros, and its NVRTC builds for sm_90a. GPU: the claimed tails, sampled configs of every kind (cp.async, producer
-warpgroup, copy engine, persistent, ping-pong, three warpgroups, split-K), the find's configs, and the fused epilogue,
-against the float64 reference at the TF32 tolerance, with poisoned outputs."""
+"""The Hopper forward with FP32 data and TF32 math (math="tf32": m64nNk8 TF32 wgmma, 32-deep K tiles, FP32 output),
+and the TF32 backward data (ConvImplicitGemmHopperBwdTf32: stride phases run by that build on each phase's filter,
+rewritten first). CPU: what they claim and reject (strict FP32, the 16-bit solvers, channel counts), tile geometry,
+maps, macros, the rewritten filters' layout, and NVRTC builds for sm_90a. GPU: the claimed tails, sampled configs of
+every kind (cp.async, producer warpgroup, copy engine, persistent, ping-pong, three warpgroups, split-K), the find's
+configs, the fused epilogue, and backward data at strides 1 and 2 (phases no tap reaches included), against the
+float64 reference at the TF32 tolerance, with poisoned outputs."""
 
 import zlib
 
@@ -19,6 +21,7 @@ FWD = get_solver("ConvImplicitGemmHopperFwd")
 BWD = get_solver("ConvImplicitGemmHopperBwd")
 WRW = get_solver("ConvImplicitGemmHopperWrw")
 FUSED = get_solver("ConvImplicitGemmHopperFwdBiasActiv")
+BWD_TF32 = get_solver("ConvImplicitGemmHopperBwdTf32")
 
 # tails in M, N and K; C a multiple of 4 but not 8; C a multiple of 32 (the copy engine: x as im2col boxes, or a dense
 # 1x1 as tiled boxes); a stride-2 1x1; a dilated 5x5; a small grid with a long reduction (split by default)
@@ -53,6 +56,12 @@ def test_claims(no_gpu_arch):
     for solver, d in ((BWD, "B"), (WRW, "W")):
         a = solver.applicability(_p(d, **CASES["tail_mnk"]))
         assert not a and "data type FP32" in a.reason
+    for name, kw in BWD_CASES.items():
+        assert BWD_TF32.applicability(_p("B", **kw)), name
+    a = BWD_TF32.applicability(ProblemDescription.make("B", layout="NHWC", dtype="FP32", **CASES["tail_mnk"]))
+    assert not a and "math=tf32" in a.reason
+    a = BWD_TF32.applicability(ProblemDescription.make("B", layout="NHWC", dtype="FP16", **CASES["tail_mnk"]))
+    assert not a and "data type FP16" in a.reason
     fused = ProblemDescription.make("F", layout="NHWC", dtype="FP32", math="tf32", bias=1, activation="relu",
                                     **CASES["tail_mnk"])
     assert FUSED.applicability(fused) and not FWD.applicability(fused)
@@ -108,6 +117,58 @@ def test_nvrtc_sm90a_tf32_configs(no_gpu_arch):
                                     **CASES["r50_7x7"])
     for k in FUSED.get_solution(fused).kernels:           # split by default: the epilogue in the reduce
         assert nvrtc_compile(k, arch="sm_90")[:4] == b"\x7fELF"
+
+
+# backward data: stride 1 (one phase, all taps), stride 2 (four phases), a 1x1 at stride 2 (phases no tap reaches:
+# zeroed), a dilated 5x5, tails (C multiple of 4 only: cp.async loads), a small grid split by default
+BWD_CASES = {
+    "3x3_s1": dict(n=2, c=64, k=96, in_size=(14, 13), filter_size=3, pads=1),
+    "3x3_s2": dict(n=2, c=64, k=96, in_size=(15, 14), filter_size=3, pads=1, strides=2),
+    "1x1_s2": dict(n=2, c=36, k=64, in_size=(9, 8), filter_size=1, strides=2),
+    "5x5_dil": dict(n=2, c=32, k=64, in_size=(17, 16), filter_size=5, pads=3, dilations=2),
+    "tail_mnk": dict(n=3, c=12, k=20, in_size=(9, 7), filter_size=3, pads=1),
+    "r50_7x7": dict(n=1, c=512, k=512, in_size=(7, 7), filter_size=3, pads=1),
+}
+
+
+def test_bwd_rewritten_filters(no_gpu_arch):
+    """One FP32 element of rewritten filter per element of w, each phase at its offset; the phases read their own
+    filter (no B_MN), the kernels the flip first and the zeroing where a phase has no tap; the workspace is the split's
+    partial planes (256-byte aligned) then the filters."""
+    from miofind.solvers import implicit_gemm_hopper_bwd as hbwd
+    from miofind.solvers import implicit_gemm_hopper_bwd_tf32 as ht
+    for name, kw in BWD_CASES.items():
+        p = _p("B", **kw)
+        offs = ht.phase_filter_offsets(p)
+        (sh, sw), (fy, fx) = p.strides, p.filter_size
+        assert len(offs) == sh * sw and sorted(offs.values())[0] == 0
+        assert sum(-(-(fy - r0) // sh) * -(-(fx - s0) // sw) for r0, s0 in offs) == fy * fx
+        cfg = BWD_TF32.default_config(p)
+        sol = BWD_TF32.get_solution(p, cfg)
+        names = [k.name for k in sol.kernels]
+        assert names[0] == "igemm_hopper_bwd_tf32_flip" and dict(sol.kernels[0].macros)["FK"] == str(p.k)
+        assert ("igemm_hopper_bwd_tf32_zero" in names) == (name == "1x1_s2"), names
+        mains = [k for k in sol.kernels if k.name == "igemm_hopper_fwd"]
+        assert len(mains) == len(hbwd.runs(p)) and all("B_MN" not in dict(k.macros) for k in mains)
+        assert all(dict(k.macros)["IS_TF32"] == "1" for k in mains)
+        part = -(-BWD_TF32.partials_bytes(p, cfg) // 256) * 256
+        assert sol.workspace_bytes == part + ht.flipped_bytes(p) and ht.flipped_bytes(p) >= 4 * p.c * p.k * fy * fx
+        assert BWD_TF32.workspace_bytes(p) == sol.workspace_bytes
+
+
+def test_nvrtc_sm90a_bwd_tf32(no_gpu_arch):
+    """The flip, zeroing and phase kernels of every backward case's default and find configs build for sm_90a."""
+    nvrtc_or_skip()
+    from miofind.compile import nvrtc_compile
+    seen = set()
+    for kw in BWD_CASES.values():
+        p = _p("B", **kw)
+        for cfg in BWD_TF32.find_configs(p):
+            for k in BWD_TF32.get_solution(p, cfg).kernels:
+                key = (k.source, k.name, k.macros)
+                if key not in seen:
+                    seen.add(key)
+                    assert nvrtc_compile(k, arch="sm_90")[:4] == b"\x7fELF", (p.key(), cfg, k.name)
 
 
 # -- GPU -------------------------------------------------------------------------------------------
@@ -194,3 +255,34 @@ def test_hopper_tf32_split_odd_chunks():
         cfg = dict(base, SPLITK=sk)
         assert FWD.is_valid_config(p, cfg) and hb.split_geometry(p, sk)[0] == sk
         _check(FWD, p, cfg)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", list(BWD_CASES))
+def test_hopper_tf32_bwd_default(name):
+    p = _p("B", **BWD_CASES[name])
+    _check(BWD_TF32, p, BWD_TF32.default_config(p))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ("3x3_s1", "3x3_s2", "r50_7x7"))
+def test_hopper_tf32_bwd_config_sample(name):
+    p = _p("B", **BWD_CASES[name])
+    space = list(BWD_TF32.config_space(p))
+    rng = np.random.default_rng(zlib.crc32(p.key().encode()))
+    picks = {0, len(space) - 1, *rng.choice(len(space), size=min(6, len(space)), replace=False).tolist()}
+    for want in (lambda c: c["PERSIST"] and c["TMA"], lambda c: c["PINGPONG"], lambda c: c["SPLITK"] > 1):
+        hit = [i for i, c in enumerate(space) if want(c)]
+        if hit and not picks & set(hit):
+            picks.add(hit[int(rng.integers(len(hit)))])
+    for i in sorted(picks):
+        _check(BWD_TF32, p, space[i])
+
+
+@pytest.mark.gpu
+def test_hopper_tf32_bwd_find_configs():
+    p = _p("B", n=8, c=64, k=128, in_size=(28, 28), filter_size=3, pads=1, strides=2)
+    cfgs = BWD_TF32.find_configs(p)
+    assert len(cfgs) >= 2
+    for cfg in cfgs:
+        _check(BWD_TF32, p, cfg if cfg is not None else BWD_TF32.default_config(p))

@@ -1,5 +1,6 @@
 """ResNet-50 N=32 NHWC FP32 problems with TF32 math in a FindDB file (call 3 adds them to the shipped DB): per direction,
-our best solver's time over cuDNN's best plan and the Hopper forward's over cuDNN's, both measured by the same find on
+our best solver's time over cuDNN's best plan and the Hopper TF32 solver's (forward; backward data from call 4 on)
+over cuDNN's, both measured by the same find on
 the same buffers (verified records only), geomean; the find's picks.
 
     python bench/results/session-nov28b/call3/tf32_nhwc_ratios.py DB
@@ -25,8 +26,9 @@ def main(db):
             mine = [t for s, t in rec.items() if not s.startswith("ConvCudnn")]
             if cud and mine:
                 own.append(min(mine) / min(cud))
-            if cud and "ConvImplicitGemmHopperFwd" in rec:
-                hop.append(rec["ConvImplicitGemmHopperFwd"] / min(cud))
+            hs = {"F": "ConvImplicitGemmHopperFwd", "B": "ConvImplicitGemmHopperBwdTf32"}.get(d)
+            if cud and hs in rec:
+                hop.append(rec[hs] / min(cud))
         print(f"{d}: {n} problems with records; own best / cuDNN {gm(own):.3f} ({len(own)}), own faster in "
               f"{sum(r < 1 for r in own)}; Hopper TF32 / cuDNN {gm(hop):.3f} ({len(hop)}); picks: "
               + ", ".join(f"{s} {k}" for s, k in picks.most_common(5)))
