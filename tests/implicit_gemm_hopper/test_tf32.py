@@ -280,9 +280,11 @@ def test_hopper_tf32_bwd_config_sample(name):
 
 
 @pytest.mark.gpu
-def test_hopper_tf32_bwd_find_configs():
-    p = _p("B", n=8, c=64, k=128, in_size=(28, 28), filter_size=3, pads=1, strides=2)
+@pytest.mark.parametrize("strides", (1, 2))
+def test_hopper_tf32_bwd_find_configs(strides):
+    """Every config a find measures, where the default is a persistent copy-engine config (its alternates too)."""
+    p = _p("B", n=16, c=128, k=128, in_size=(56, 56), filter_size=3, pads=1, strides=strides)
     cfgs = BWD_TF32.find_configs(p)
-    assert len(cfgs) >= 2
+    assert len(cfgs) >= 3
     for cfg in cfgs:
         _check(BWD_TF32, p, cfg if cfg is not None else BWD_TF32.default_config(p))
