@@ -562,7 +562,8 @@ def _resnet_grads(model, x, amp: bool):
     return out.float(), [p.grad.float() for p in model.parameters()]
 
 
-def _model_against_cudnn(tmp_path, monkeypatch, name: str, convs: int, amp: bool, tf32: bool) -> tuple[dict, dict]:
+def _model_against_cudnn(tmp_path, monkeypatch, name: str, convs: int, amp: bool, tf32: bool,
+                         channels_last: bool = False) -> tuple[dict, dict]:
     """torchvision's ``name`` at N=32 (eval: BatchNorm from running stats, as a fixed function) through
     miofind.torch against cuDNN, on the shipped DB beneath an empty user DB (hybrid: a problem with any trusted
     record is answered): ``convert`` swaps all ``convs`` convolutions, and one forward and backward pass agree
@@ -581,7 +582,7 @@ def _model_against_cudnn(tmp_path, monkeypatch, name: str, convs: int, amp: bool
     torch.manual_seed(0)
     ref = getattr(tv.models, name)().cuda().eval()
     x = torch.randn(32, 3, 224, 224, device="cuda")
-    if amp:
+    if amp or channels_last:
         ref = ref.to(memory_format=torch.channels_last)
         x = x.to(memory_format=torch.channels_last)
     ours = copy.deepcopy(ref)
@@ -600,13 +601,14 @@ def _model_against_cudnn(tmp_path, monkeypatch, name: str, convs: int, amp: bool
     return before, after
 
 
-@pytest.mark.parametrize("amp,tf32", [(False, False), (True, False), (False, True)],
-                         ids=["fp32", "amp-fp16-channels-last", "fp32-tf32"])
-def test_resnet50_matches_cudnn(tmp_path, monkeypatch, amp, tf32):
+@pytest.mark.parametrize("amp,tf32,cl", [(False, False, False), (True, False, True), (False, True, False),
+                                         (False, True, True)],
+                         ids=["fp32", "amp-fp16-channels-last", "fp32-tf32", "fp32-tf32-channels-last"])
+def test_resnet50_matches_cudnn(tmp_path, monkeypatch, amp, tf32, cl):
     """ResNet-50 N=32 through miofind.torch against cuDNN (FP32 with TF32 off, AMP channels_last, and FP32 with
-    PyTorch's default TF32 convolutions on both sides): outputs and gradients agree, and the shipped DB answers
-    every problem (no find runs)."""
-    before, after = _model_against_cudnn(tmp_path, monkeypatch, "resnet50", 53, amp, tf32)
+    PyTorch's default TF32 convolutions on both sides, NCHW and channels_last: the Hopper TF32 solvers' problems):
+    outputs and gradients agree, and the shipped DB answers every problem (no find runs)."""
+    before, after = _model_against_cudnn(tmp_path, monkeypatch, "resnet50", 53, amp, tf32, cl)
     assert after["finds_run"] == before["finds_run"], after
 
 
