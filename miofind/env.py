@@ -140,6 +140,11 @@ VARIABLES: tuple[EnvVar, ...] = (
            "before them ends (a split's reduce kernel, waiting on the device for the partials; the next stride phase "
            "of backward data, whose pixels are disjoint) go as programmatic dependent launches (`cuLaunchKernelEx`, "
            "Hopper) or as plain launches; read when a solution's launches are first bound", "1 (default), 0", ""),
+    EnvVar("MIOFIND_HOPPER_TF32", "whether the Hopper implicit-GEMM solvers take FP32 problems with TF32 math "
+           "(forward, backward data). Their wgmma reads FP32 operands truncated to TF32, not rounded to nearest as "
+           "cuDNN and the Ampere kernels do: each layer verifies against float64, but the bias compounds over a deep "
+           "network in inference (ResNet-50 in channels_last drifted past 1e-2 of cuDNN), so they are off by default",
+           "1 (offer them), 0 (default)", ""),
     EnvVar("MIOFIND_LT_BRIDGE", "whether a cuBLASLt-backed solution (im2col GEMM, Winograd) run before cuBLASLt "
            "has set itself up in the process (its first call costs about 100 ms) runs its matmuls with miofind's own "
            "plain GEMM kernel (`kernels_src/gemm_bridge.cu`, only where its binary is in the kernel cache) while a "
@@ -457,6 +462,11 @@ def pdl() -> bool:
     """``MIOFIND_PDL``: whether a solution's later kernel launches that may overlap the one before (a split's reduce,
     the next stride phase) go as programmatic dependent launches (1, unset) or as plain launches (0)."""
     return _switch("MIOFIND_PDL", True, "programmatic dependent launches within a solution")
+
+
+def hopper_tf32() -> bool:
+    """``MIOFIND_HOPPER_TF32``: whether the Hopper TF32 solvers (truncating wgmma) are offered (1) or not (0, unset)."""
+    return _switch("MIOFIND_HOPPER_TF32", False, "offer the Hopper TF32 solvers")
 
 
 def cudnn_defer_rtc() -> bool:

@@ -64,6 +64,22 @@ def gemm_shape(p: ProblemDescription) -> tuple[int, int, int]:
     return p.n * math.prod(p.out_size), p.k, p.c * math.prod(p.filter_size)
 
 
+def tf32_off(p: ProblemDescription):
+    """Not-applicable of an FP32 problem: strict math (wgmma has no FP32 form), or TF32 math while
+    MIOFIND_HOPPER_TF32 is off (the wgmma reads FP32 operands truncated to TF32, where cuDNN rounds them: ResNet-50's
+    inference in channels_last drifted past 1e-2 of cuDNN's, bench/results/session-nov28b/); None otherwise."""
+    from miofind.env import hopper_tf32
+    if p.dtype != "FP32":
+        return None
+    if p.math != "tf32":
+        return not_applicable("data type FP32 with strict math not supported (wgmma multiplies FP32 data as TF32 "
+                              "only: math=tf32)")
+    if not hopper_tf32():
+        return not_applicable("TF32 off: its wgmma truncates FP32 operands where cuDNN rounds them "
+                              "(MIOFIND_HOPPER_TF32=1 offers it)")
+    return None
+
+
 def esize(p: ProblemDescription) -> int:
     """Bytes of one element of x, w and y: 2 (FP16, BF16) or 4 (FP32 multiplied as TF32)."""
     return 4 if p.dtype == "FP32" else 2

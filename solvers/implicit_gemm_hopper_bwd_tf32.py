@@ -12,9 +12,9 @@ import math
 
 from miofind import tma
 from miofind.problem import ProblemDescription
-from miofind.solver import KernelInfo, ceil_div, not_applicable
+from miofind.solver import KernelInfo, ceil_div
 
-from .implicit_gemm_hopper_base import WS_ALIGN, kdepth
+from .implicit_gemm_hopper_base import WS_ALIGN, kdepth, tf32_off
 from .implicit_gemm_hopper_bwd import ImplicitGemmHopperBwd, Phase
 
 FLIP_SRC = "implicit_gemm_hopper_bwd_tf32.cu"
@@ -52,10 +52,8 @@ class ImplicitGemmHopperBwdTf32(ImplicitGemmHopperBwd):
         base = super().applicability(problem)
         if not base:
             return base
-        if problem.as_conv().math != "tf32":
-            return not_applicable("data type FP32 with strict math not supported (wgmma multiplies FP32 data as TF32 "
-                                  "only: math=tf32)")
-        return base
+        off = tf32_off(problem.as_conv())        # an Applicability: falsy when not applicable
+        return base if off is None else off
 
     def flip_kernel(self, p: ProblemDescription) -> KernelInfo:
         (sh, sw), (fy, fx) = p.strides, p.filter_size

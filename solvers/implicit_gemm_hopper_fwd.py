@@ -5,9 +5,7 @@ reduction over grid.y (FP32 partials in the workspace, summed by igemm_hopper_fw
 
 from __future__ import annotations
 
-from miofind.solver import not_applicable
-
-from .implicit_gemm_hopper_base import ImplicitGemmHopperBase
+from .implicit_gemm_hopper_base import ImplicitGemmHopperBase, tf32_off
 
 
 class ImplicitGemmHopperFwd(ImplicitGemmHopperBase):
@@ -23,7 +21,5 @@ class ImplicitGemmHopperFwd(ImplicitGemmHopperBase):
         base = super().applicability(problem)
         if not base:
             return base
-        if problem.as_conv().math != "tf32" and problem.as_conv().dtype == "FP32":
-            return not_applicable("data type FP32 with strict math not supported (wgmma multiplies FP32 data as TF32 "
-                                  "only: math=tf32)")
-        return base
+        off = tf32_off(problem.as_conv())        # an Applicability: falsy when not applicable
+        return base if off is None else off

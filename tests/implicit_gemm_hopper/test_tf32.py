@@ -4,7 +4,9 @@ rewritten first). CPU: what they claim and reject (strict FP32, the 16-bit solve
 maps, macros, the rewritten filters' layout, and NVRTC builds for sm_90a. GPU: the claimed tails, sampled configs of
 every kind (cp.async, producer warpgroup, copy engine, persistent, ping-pong, three warpgroups, split-K), the find's
 configs, the fused epilogue, and backward data at strides 1 and 2 (phases no tap reaches included), against the
-float64 reference at the TF32 tolerance, with poisoned outputs."""
+float64 reference at the TF32 tolerance, with poisoned outputs. Both are offered only with MIOFIND_HOPPER_TF32=1
+(their wgmma truncates the FP32 operands to TF32, where cuDNN rounds them): this module turns it on for every test
+but the one that checks they are off by default."""
 
 import zlib
 
@@ -43,6 +45,23 @@ def _p(direction="F", **kw):
 @pytest.fixture
 def no_gpu_arch(monkeypatch):
     monkeypatch.setattr(hb, "device_arch", lambda: None)
+
+
+@pytest.fixture(autouse=True)
+def hopper_tf32_on(monkeypatch):
+    monkeypatch.setenv("MIOFIND_HOPPER_TF32", "1")
+
+
+def test_off_by_default(no_gpu_arch, monkeypatch):
+    """Without MIOFIND_HOPPER_TF32=1 neither solver claims a TF32 problem, and says why; a bad value is named."""
+    monkeypatch.delenv("MIOFIND_HOPPER_TF32")
+    for solver, d in ((FWD, "F"), (BWD_TF32, "B")):
+        a = solver.applicability(_p(d, **CASES["k320"]))
+        assert not a and "MIOFIND_HOPPER_TF32=1" in a.reason and "truncates" in a.reason
+    assert FWD.applicability(ProblemDescription.make("F", layout="NHWC", dtype="FP16", **CASES["k320"]))
+    monkeypatch.setenv("MIOFIND_HOPPER_TF32", "yes")
+    with pytest.raises(ValueError, match="MIOFIND_HOPPER_TF32"):
+        FWD.applicability(_p(**CASES["k320"]))
 
 
 def test_claims(no_gpu_arch):

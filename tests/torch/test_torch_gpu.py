@@ -601,13 +601,21 @@ def _model_against_cudnn(tmp_path, monkeypatch, name: str, convs: int, amp: bool
     return before, after
 
 
-@pytest.mark.parametrize("amp,tf32,cl", [(False, False, False), (True, False, True), (False, True, False),
-                                         (False, True, True)],
-                         ids=["fp32", "amp-fp16-channels-last", "fp32-tf32", "fp32-tf32-channels-last"])
-def test_resnet50_matches_cudnn(tmp_path, monkeypatch, amp, tf32, cl):
+_TRUNCATES = pytest.mark.xfail(strict=True, reason="the Hopper TF32 wgmma truncates FP32 operands where cuDNN rounds "
+                               "them: in inference the bias compounds past 1e-2 (session nov28b); off by default")
+
+
+@pytest.mark.parametrize("amp,tf32,cl,hopper_tf32", [
+    (False, False, False, False), (True, False, True, False), (False, True, False, False), (False, True, True, False),
+    pytest.param(False, True, True, True, marks=_TRUNCATES)],
+    ids=["fp32", "amp-fp16-channels-last", "fp32-tf32", "fp32-tf32-channels-last", "fp32-tf32-channels-last-hopper"])
+def test_resnet50_matches_cudnn(tmp_path, monkeypatch, amp, tf32, cl, hopper_tf32):
     """ResNet-50 N=32 through miofind.torch against cuDNN (FP32 with TF32 off, AMP channels_last, and FP32 with
-    PyTorch's default TF32 convolutions on both sides, NCHW and channels_last: the Hopper TF32 solvers' problems):
-    outputs and gradients agree, and the shipped DB answers every problem (no find runs)."""
+    PyTorch's default TF32 convolutions on both sides, NCHW and channels_last): outputs and gradients agree, and the
+    shipped DB answers every problem (no find runs). With the Hopper TF32 solvers offered (MIOFIND_HOPPER_TF32=1) the
+    channels_last outputs drift past the tolerance: expected to fail until their operands are rounded."""
+    if hopper_tf32:
+        monkeypatch.setenv("MIOFIND_HOPPER_TF32", "1")
     before, after = _model_against_cudnn(tmp_path, monkeypatch, "resnet50", 53, amp, tf32, cl)
     assert after["finds_run"] == before["finds_run"], after
 
