@@ -7,6 +7,9 @@ than skips when CI=true, so CI cannot pass without compiling the kernels.
 """
 
 
+import contextlib
+import os
+
 import pytest
 
 from nvrtc_check import nvrtc_or_skip
@@ -28,6 +31,12 @@ def _matrix():
     probs.append(ProblemDescription.make("F", n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1))
     # channels-last with wide groups: the float64 reference's warp-per-output forward kernel
     probs.append(ProblemDescription.make("F", n=2, c=64, k=8, in_size=(7, 7), filter_size=3, pads=1, layout="NHWC"))
+    # FP32 channels-last with TF32 math: the Hopper TF32 forward and backward data (offered while the matrix is
+    # built: _kernels)
+    for kw in SHAPES.values():
+        if "NHWC" in layouts_for(kw):
+            for d in "FB":
+                probs.append(ProblemDescription.make(d, layout="NHWC", dtype="FP32", math="tf32", **kw))
     # fused forward problems (bias, activation): the solvers with a fused epilogue
     for kw in SHAPES.values():
         for lay in layouts_for(kw):
@@ -41,6 +50,25 @@ MAX_VARIANTS_PER_SOLVER = 16   # bounds CI time: sizes are macros, so every prob
 
 
 def _kernels():
+    with _hopper_tf32_on():
+        return _collect()
+
+
+@contextlib.contextmanager
+def _hopper_tf32_on():
+    """The Hopper TF32 solvers offered (MIOFIND_HOPPER_TF32, off by default) while the matrix is built."""
+    old = os.environ.get("MIOFIND_HOPPER_TF32")
+    os.environ["MIOFIND_HOPPER_TF32"] = "1"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["MIOFIND_HOPPER_TF32"]
+        else:
+            os.environ["MIOFIND_HOPPER_TF32"] = old
+
+
+def _collect():
     seen = {}
     for s in solvers():
         if not getattr(s, "kernel_files", ()):

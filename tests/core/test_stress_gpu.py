@@ -111,8 +111,19 @@ def problem_pool(seed: int, count: int = POOL_SIZE) -> list[P]:
             P.make("F", n=2, c=3, k=16, in_size=(13, 35), filter_size=7, pads=3, strides=2, layout="NHWC", dtype="FP16"),
             P.make("F", n=1, c=1, k=8, in_size=(9, 17), filter_size=3, pads=1, layout="NHWC", dtype="FP16"),
             P.make("W", n=2, c=3, k=16, in_size=(13, 35), filter_size=7, pads=3, strides=2, layout="NHWC", dtype="FP16"),
-            P.make("W", n=1, c=4, k=8, in_size=(9, 17), filter_size=3, pads=1, layout="NHWC", dtype="FP16")]
+            P.make("W", n=1, c=4, k=8, in_size=(9, 17), filter_size=3, pads=1, layout="NHWC", dtype="FP16"),
+            # the Hopper TF32 forward and backward data's (FP32 channels-last, TF32 math; offered here: hopper_tf32_on)
+            P.make("F", n=2, c=12, k=20, in_size=(9, 11), filter_size=3, pads=1, layout="NHWC", dtype="FP32", math="tf32"),
+            P.make("B", n=2, c=8, k=12, in_size=(10, 7), filter_size=3, pads=1, strides=2, layout="NHWC", dtype="FP32",
+                   math="tf32"),
+            P.make("B", n=1, c=16, k=8, in_size=(6, 9), filter_size=1, layout="NHWC", dtype="FP32", math="tf32")]
     return out
+
+
+@pytest.fixture(autouse=True)
+def hopper_tf32_on(monkeypatch):
+    """Every solver includes the Hopper TF32 ones, off by default (MIOFIND_HOPPER_TF32)."""
+    monkeypatch.setenv("MIOFIND_HOPPER_TF32", "1")
 
 
 @dataclass(frozen=True)
