@@ -175,6 +175,40 @@ def test_bwd_rewritten_filters(no_gpu_arch):
         assert BWD_TF32.workspace_bytes(p) == sol.workspace_bytes
 
 
+class _Kernel:
+    """What a solution's invoker factory reads of a compiled kernel (as tests/implicit_gemm_hopper/test_pdl.py)."""
+
+    class kernel:       # noqa: N801
+        ptr = 0xF00D
+    max_dynamic_shared_size_bytes = 0
+
+
+@pytest.mark.parametrize("name", ("3x3_s1", "3x3_s2", "1x1_s2", "r50_7x7"))
+def test_bwd_recipe_reads_the_rewritten_filters(no_gpu_arch, name):
+    """The launches a caller replays (miofind.torch's C++ path): the flip first, from the invoker's b into the
+    workspace after the partial planes; then (after the zeroing where there is one) every phase reading its own filter
+    there, its tensor map of the same address; the first phase right after the flip waits for it in stream order."""
+    from miofind.launch import B, WS
+    from miofind.solvers import implicit_gemm_hopper_bwd as hbwd
+    from miofind.solvers import implicit_gemm_hopper_bwd_tf32 as ht
+    p = _p("B", **BWD_CASES[name])
+    for cfg in BWD_TF32.find_configs(p):
+        cfg = cfg or BWD_TF32.default_config(p)
+        sol = BWD_TF32.get_solution(p, cfg)
+        steps, _, needs_ws = sol.invoker_factory([_Kernel() for _ in sol.kernels]).recipe
+        part = BWD_TF32.partials_bytes(p, cfg)
+        assert needs_ws and steps[0][1] == ((B, 0), (WS, part))
+        mains = [s for s in steps if len(s[1]) == 4]
+        offs = ht.phase_filter_offsets(p)
+        want = [(WS, part + 4 * offs[(ph.r0, ph.s0)]) for ph in hbwd.runs(p)]
+        assert [s[1][1] for s in mains] == want, (cfg, [s[1] for s in mains])
+        if cfg["TMA"]:
+            assert [s[2][1][:2] for s in mains] == want
+        zero = any(len(s[1]) == 1 for s in steps)
+        if not zero:
+            assert steps[1][0].pdl is False          # the phase right after the flip
+
+
 def test_nvrtc_sm90a_bwd_tf32(no_gpu_arch):
     """The flip, zeroing and phase kernels of every backward case's default and find configs build for sm_90a."""
     nvrtc_or_skip()
