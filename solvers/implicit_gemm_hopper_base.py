@@ -29,6 +29,7 @@ import functools
 import math
 
 from miofind import tma
+from miofind.env import hopper_tf32
 from miofind.launch import A, B, MAP, OUT, PTR, WS, Launch, with_recipe
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
@@ -68,7 +69,6 @@ def tf32_off(p: ProblemDescription):
     """Not-applicable of an FP32 problem: strict math (wgmma has no FP32 form), or TF32 math while
     MIOFIND_HOPPER_TF32 is off (the wgmma reads FP32 operands truncated to TF32, where cuDNN rounds them: ResNet-50's
     inference in channels_last drifted past 1e-2 of cuDNN's, bench/results/session-nov28b/); None otherwise."""
-    from miofind.env import hopper_tf32
     if p.dtype != "FP32":
         return None
     if p.math != "tf32":

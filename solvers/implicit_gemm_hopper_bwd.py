@@ -192,12 +192,10 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
         p = problem.as_conv()
         return self.partials_bytes(p, self.config_of(p, config))
 
-    # the phases read w in place (B_MN, MN-major); ImplicitGemmHopperBwdTf32 rewrites it first (flip_kernel)
-    in_place_filter = True
-
     def flip_kernel(self, p: ProblemDescription) -> KernelInfo | None:
         """A kernel rewriting w (its one argument) as every phase's own dense filter in the workspace after the
-        partial planes (its second argument), launched first; None where the phases read w in place."""
+        partial planes (its second argument), launched first; None where the phases read w in place (B_MN,
+        MN-major), as here: ImplicitGemmHopperBwdTf32 rewrites it."""
         return None
 
     def phase_filter(self, p: ProblemDescription, ph: Phase, cfg) -> tuple[int | None, tma.TiledSpec | None]:
@@ -231,14 +229,14 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
         flip = self.flip_kernel(p)
         kernels = [flip] if flip else []
         zero = any(min(ph.taps) == 0 and min(ph.size) > 0 for ph in phases(p))   # pixels no tap reaches
+        iz = len(kernels)                # the zeroing's index among the kernels, where there is one
         if zero:
             kernels.append(self.zero_kernel(p))
         plan = []                        # per phase: its kernels' indices, smem, dx offset, maps, its filter's offset
         part = self.partials_bytes(p, cfg)
-        wmaps = tma.MapCache(w_planes(p)) if cfg["TMA"] and self.in_place_filter else None   # one map of w: all phases
+        wmaps = tma.MapCache(w_planes(p)) if cfg["TMA"] and not flip else None   # w in place: one map, all phases
         for ph in runs(p):
-            fwd, smem = forward_kernels(ph.fwd, cfg, self.source, self.kernel_name,
-                                        phase_overrides(p, ph, self.in_place_filter))
+            fwd, smem = forward_kernels(ph.fwd, cfg, self.source, self.kernel_name, phase_overrides(p, ph, not flip))
             foff, fspec = self.phase_filter(p, ph, cfg)
             maps = None
             if cfg["TMA"]:
@@ -251,8 +249,7 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
 
         def factory(kerns):
             lflip = Launch(kerns[0], kernels[0].grid, kernels[0].block, (PTR, PTR)) if flip else None
-            lzero = Launch(kerns[int(bool(flip))], kernels[int(bool(flip))].grid, kernels[int(bool(flip))].block,
-                           (PTR,)) if zero else None
+            lzero = Launch(kerns[iz], kernels[iz].grid, kernels[iz].block, (PTR,)) if zero else None
             steps = []
             recipe = [(lflip, ((B, 0), (WS, part)))] if flip else []
             recipe += [(lzero, ((OUT, 0),))] if zero else []
@@ -261,8 +258,8 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
                     kerns[i].max_dynamic_shared_size_bytes = smem
                 # an unsplit phase writes pixels of dx no launch before it in this solution writes, and reads
                 # dy and w only: it may start while the phase (or zeroing) before it ends, and waits for that
-                # grid before it exits (i: its index among the solution's kernels, the zeroing first where there
-                # is one). A split phase's partial planes are the ones the reduce before it reads: it waits in
+                # grid before it exits (i: its index among the solution's kernels, after the rewriting of w and the
+                # zeroing where there are those). A split phase's partial planes are the ones the reduce before it reads: it waits in
                 # stream order. The first phase after the rewriting of w (no zeroing between) reads what that
                 # wrote: it waits in stream order too.
                 dep = i > 0 and nk == 1 and not (flip and i == first_phase and not zero)

@@ -41,7 +41,6 @@ class ImplicitGemmHopperBwdTf32(ImplicitGemmHopperBwd):
     id = "ConvImplicitGemmHopperBwdTf32"
     version = 1
     dtypes = frozenset({"FP32"})
-    in_place_filter = False
     zero_source, zero_name = FLIP_SRC, "igemm_hopper_bwd_tf32_zero"
 
     @property

@@ -1,6 +1,7 @@
 """Shared by every family's tests: the claim grid (every solver x direction x shape x dtype x layout a
 family could claim), its split by applicability (CPU, at collection time), the pin on what a family
-accepts, and running one solver on the GPU against the numpy float64 reference."""
+accepts, running one solver on the GPU against the numpy float64 reference, and a fake compiled kernel for building
+invokers and their launch recipes on the CPU."""
 
 from __future__ import annotations
 
@@ -14,6 +15,15 @@ from shapes import DTYPES, layouts_for
 from miofind.problem import ProblemDescription
 
 STRICT = tuple((dt, "strict") for dt in DTYPES)
+
+
+class FakeKernel:
+    """What a solution's invoker factory reads of a compiled kernel: building an invoker and its launch recipe on the
+    CPU, with nothing compiled or launched."""
+
+    class kernel:       # noqa: N801
+        ptr = 0xF00D
+    max_dynamic_shared_size_bytes = 0
 
 
 class Claim(NamedTuple):

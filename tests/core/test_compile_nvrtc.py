@@ -7,9 +7,6 @@ than skips when CI=true, so CI cannot pass without compiling the kernels.
 """
 
 
-import contextlib
-import os
-
 import pytest
 
 from nvrtc_check import nvrtc_or_skip
@@ -50,22 +47,9 @@ MAX_VARIANTS_PER_SOLVER = 16   # bounds CI time: sizes are macros, so every prob
 
 
 def _kernels():
-    with _hopper_tf32_on():
+    with pytest.MonkeyPatch.context() as mp:     # the Hopper TF32 solvers offered (off by default) while it is built
+        mp.setenv("MIOFIND_HOPPER_TF32", "1")
         return _collect()
-
-
-@contextlib.contextmanager
-def _hopper_tf32_on():
-    """The Hopper TF32 solvers offered (MIOFIND_HOPPER_TF32, off by default) while the matrix is built."""
-    old = os.environ.get("MIOFIND_HOPPER_TF32")
-    os.environ["MIOFIND_HOPPER_TF32"] = "1"
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["MIOFIND_HOPPER_TF32"]
-        else:
-            os.environ["MIOFIND_HOPPER_TF32"] = old
 
 
 def _collect():

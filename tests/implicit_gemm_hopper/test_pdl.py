@@ -8,19 +8,12 @@ from __future__ import annotations
 
 import pytest
 
+from gpu_helpers import FakeKernel
 from miofind.problem import ProblemDescription
 from miofind.registry import get_solver
 from miofind.solvers import implicit_gemm_hopper_base as hb
 
 FWD, BWD, WRW = (get_solver(f"ConvImplicitGemmHopper{d}") for d in ("Fwd", "Bwd", "Wrw"))
-
-
-class _Kernel:
-    """What a solution's invoker factory reads of a compiled kernel."""
-
-    class kernel:       # noqa: N801
-        ptr = 0xF00D
-    max_dynamic_shared_size_bytes = 0
 
 
 def _p(direction, dt="FP16", **kw):
@@ -50,7 +43,7 @@ def _cluster(p):
 def _flags(solver, p, cfg=None):
     """Each launch of the solution's recipe, in order: (kernel name, pdl)."""
     sol = solver.get_solution(p, cfg)
-    inv = sol.invoker_factory([_Kernel() for _ in sol.kernels])
+    inv = sol.invoker_factory([FakeKernel() for _ in sol.kernels])
     names = iter(k.name for k in sol.kernels)
     return [(next(names), launch.pdl) for launch, _, _ in inv.recipe[0]]
 

@@ -13,7 +13,7 @@ import zlib
 import numpy as np
 import pytest
 
-from gpu_helpers import check_solver
+from gpu_helpers import FakeKernel, check_solver
 from nvrtc_check import nvrtc_or_skip
 from miofind.problem import ProblemDescription
 from miofind.registry import get_solver
@@ -175,14 +175,6 @@ def test_bwd_rewritten_filters(no_gpu_arch):
         assert BWD_TF32.workspace_bytes(p) == sol.workspace_bytes
 
 
-class _Kernel:
-    """What a solution's invoker factory reads of a compiled kernel (as tests/implicit_gemm_hopper/test_pdl.py)."""
-
-    class kernel:       # noqa: N801
-        ptr = 0xF00D
-    max_dynamic_shared_size_bytes = 0
-
-
 @pytest.mark.parametrize("name", ("3x3_s1", "3x3_s2", "1x1_s2", "r50_7x7"))
 def test_bwd_recipe_reads_the_rewritten_filters(no_gpu_arch, name):
     """The launches a caller replays (miofind.torch's C++ path): the flip first, from the invoker's b into the
@@ -195,7 +187,7 @@ def test_bwd_recipe_reads_the_rewritten_filters(no_gpu_arch, name):
     for cfg in BWD_TF32.find_configs(p):
         cfg = cfg or BWD_TF32.default_config(p)
         sol = BWD_TF32.get_solution(p, cfg)
-        steps, _, needs_ws = sol.invoker_factory([_Kernel() for _ in sol.kernels]).recipe
+        steps, _, needs_ws = sol.invoker_factory([FakeKernel() for _ in sol.kernels]).recipe
         part = BWD_TF32.partials_bytes(p, cfg)
         assert needs_ws and steps[0][1] == ((B, 0), (WS, part))
         mains = [s for s in steps if len(s[1]) == 4]
