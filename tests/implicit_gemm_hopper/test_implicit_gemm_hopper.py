@@ -35,7 +35,8 @@ GRID = claim_grid(HOPPER, {**SHAPES, **TAILS}, MODES)
 # the fused forward (test_fused_epilogue.py) claims none of these plain problems
 # (and the TF32 backward data, FP32 only: test_tf32.py)
 ACCEPTED = {"ConvImplicitGemmHopperFwd": 18, "ConvImplicitGemmHopperBwd": 18, "ConvImplicitGemmHopperWrw": 18,
-            "ConvImplicitGemmHopperFwdBiasActiv": 0, "ConvImplicitGemmHopperBwdTf32": 0}
+            "ConvImplicitGemmHopperFwdBiasActiv": 0, "ConvImplicitGemmHopperBwdTf32": 0,
+            "ConvImplicitGemmHopperFwdSwap": 0}
 ACCEPTED_DIGEST = "8a20d329"
 
 
@@ -52,11 +53,11 @@ def test_registered_after_existing():
     rows = {r.id: r.number for r in registry()}
     assert rows["ConvImplicitGemmHopperFwd"] == 29 and rows["ConvImplicitGemmHopperBwd"] == 30
     assert rows["ConvImplicitGemmHopperWrw"] == 31 and rows["ConvImplicitGemmHopperFwdBiasActiv"] == 32
-    assert rows["ConvImplicitGemmHopperBwdTf32"] == 35
+    assert rows["ConvImplicitGemmHopperBwdTf32"] == 35 and rows["ConvImplicitGemmHopperFwdSwap"] == 36
     assert max(n for i, n in rows.items() if "Hopper" not in i and "SmallC" not in i) == 28
     assert [s.id for s in HOPPER] == ["ConvImplicitGemmHopperFwd", "ConvImplicitGemmHopperBwd",
                                       "ConvImplicitGemmHopperWrw", "ConvImplicitGemmHopperFwdBiasActiv",
-                                      "ConvImplicitGemmHopperBwdTf32"]
+                                      "ConvImplicitGemmHopperBwdTf32", "ConvImplicitGemmHopperFwdSwap"]
 
 
 def test_claims_pinned(no_gpu_arch):

@@ -1,0 +1,116 @@
+"""Hopper implicit GEMM, forward with the operands swapped (kernels_src/implicit_gemm_hopper_fwd_swap.cu): the filter
+is wgmma's A operand (64 output channels a tile, the m64 rows) and BM output pixels its N side, for narrow layers
+(K <= 128 output channels) whose GEMM N is too small for the forward kernel's tiles to multiply much per byte they read.
+Persistent blocks, a copy-engine producer warpgroup, two ping-pong consumer warpgroups; FP16/BF16, NHWC,
+C % 64 == 0 (a K tile is one tap's 64 channels, one im2col box). Tunables: BM (128, 256: the wgmma N) and STAGES."""
+
+from __future__ import annotations
+
+from miofind import tma
+from miofind.launch import A, B, MAP, OUT, PTR, Launch, with_recipe
+from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_applicable
+
+from .implicit_gemm_hopper_base import (ALIGN, ARCH, SMEM_LIMIT, SMEM_STATIC, ImplicitGemmHopperBase, check_aligned,
+                                        gemm_shape, problem_macros, sm_count, tma_fits, x_im2col)
+from .implicit_gemm_base import strides5
+
+KEYS = ("BM", "STAGES")
+MAX_K = 128             # output channels: beyond two 64-channel tiles the forward kernel's wide tiles read x once
+THREADS = 384           # two consumer warpgroups and the producer
+
+
+def smem_bytes(cfg) -> int:
+    """STAGES x (BM pixel rows + 64 filter rows) of 128 bytes, two output tiles of BM x 64 elements, and 1 KiB to align
+    the first tile to the swizzle's 1024-byte period."""
+    return cfg["STAGES"] * (cfg["BM"] + 64) * 128 + 2 * cfg["BM"] * 128 + 1024
+
+
+def config_ok(p, cfg) -> bool:
+    bm, st = cfg["BM"], cfg["STAGES"]
+    # 2 x STAGES mbarriers are static shared memory beside the dynamic buffers
+    return bm in (128, 256) and 2 <= st <= 8 and smem_bytes(cfg) + 16 * st <= SMEM_LIMIT
+
+
+def tiles(p, cfg) -> int:
+    """Output tiles: pixel tiles x 64-channel tiles."""
+    m, n, _ = gemm_shape(p)
+    return ceil_div(m, cfg["BM"]) * ceil_div(n, 64)
+
+
+class ImplicitGemmHopperFwdSwap(ImplicitGemmHopperBase):
+    id = "ConvImplicitGemmHopperFwdSwap"
+    version = 1
+    algorithm = "miopenConvolutionFwdAlgoImplicitGEMM"
+    directions = frozenset("F")
+    source = "implicit_gemm_hopper_fwd_swap.cu"
+    kernel_name = "igemm_hopper_fwd_swap"
+    config_keys = KEYS
+    tile_ok = staticmethod(config_ok)
+    legacy_defaults = {}
+
+    def applicability(self, problem):
+        base = super().applicability(problem)
+        if not base:
+            return base
+        p = problem.as_conv()
+        if p.k > MAX_K:
+            return not_applicable(f"K={p.k} output channels: more than {MAX_K} (this kernel is for narrow layers)")
+        if not tma_fits(p):
+            return not_applicable(f"C={p.c}: the copy engine's K tiles need C % 64 == 0 and im2col offsets in range")
+        return APPLICABLE
+
+    def default_config(self, problem) -> dict:
+        """256-pixel tiles (the widest wgmma, the fewest operand bytes a multiply-add) with 4 stages, the most that fit;
+        128-pixel tiles with 8 stages where 256-pixel ones would not give every SM one."""
+        p = problem.as_conv()
+        if tiles(p, {"BM": 256}) >= sm_count():
+            return {"BM": 256, "STAGES": 4}
+        return {"BM": 128, "STAGES": 8}
+
+    def alternatives(self, p) -> list[dict]:
+        """The other tile width at its most stages."""
+        d = self.default_config(p)
+        other = {"BM": 128, "STAGES": 8} if d["BM"] == 256 else {"BM": 256, "STAGES": 4}
+        return [other]
+
+    def config_space(self, problem):
+        for bm in (128, 256):
+            for st in range(2, 9):
+                cfg = {"BM": bm, "STAGES": st}
+                if config_ok(problem.as_conv(), cfg):
+                    yield cfg
+
+    def workspace_bytes(self, problem, config=None) -> int:
+        return 0
+
+    def get_solution(self, problem, config=None) -> ConvSolution:
+        p = problem.as_conv()
+        cfg = self.config_of(p, config)
+        if not self.is_valid_config(p, cfg):
+            raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
+        smem = smem_bytes(cfg)
+        mac = tuple((k, str(v)) for k, v in {**problem_macros(p), "BM": cfg["BM"], "STAGES": cfg["STAGES"]}.items())
+        grid = (min(tiles(p, cfg), sm_count()), 1, 1)
+        kernel = KernelInfo(self.source, self.kernel_name, grid, (THREADS, 1, 1), macros=mac, options=(f"-arch={ARCH}",))
+        m, n, k = gemm_shape(p)
+        # x's im2col map (BM pixels a box) and w's tiled map (64 x 64 boxes of its KYXC rows)
+        maps = (tma.MapCache(x_im2col(p, cfg["BM"])),
+                tma.MapCache(tma.TiledSpec(p.dtype, (k, n), (strides5(p.w_shape, p.layouts[1])[0] * 2,), (64, 64))))
+        sid = self.id
+
+        def factory(kerns):
+            kern = kerns[0]
+            if smem > SMEM_STATIC:
+                kern.max_dynamic_shared_size_bytes = smem
+            launch = Launch(kern, grid, (THREADS, 1, 1), (PTR,) * 3 + (MAP,) * 2, shared_mem=smem)
+            main = launch.bind_maps(maps)
+
+            def invoker(a, b, out, workspace, stream):
+                if a % ALIGN or b % ALIGN or out % ALIGN:
+                    check_aligned(sid, (("first input", a), ("second input", b), ("output", out)))
+                main(stream, a, b, out)
+            steps = [(launch, ((A, 0), (B, 0), (OUT, 0)), ((A, 0, maps[0].spec), (B, 0, maps[1].spec)))]
+            return with_recipe(invoker, steps, (ALIGN, ALIGN, ALIGN, 1), False)
+
+        return ConvSolution(self.id, [kernel], 0, factory, cfg)
+

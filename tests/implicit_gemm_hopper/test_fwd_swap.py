@@ -1,0 +1,112 @@
+"""The Hopper forward with swapped operands (ConvImplicitGemmHopperFwdSwap: the filter as wgmma's A, 64 output channels
+a tile, BM output pixels as the N side; persistent, copy-engine producer, ping-pong consumers). CPU: what it claims and
+rejects, its configs and shared memory, NVRTC builds of every config for sm_90a. GPU: tails in pixels, output channels
+and the reduction, strides, dilation, several tiles per persistent block, every config on one problem, against the
+float64 reference with poisoned outputs."""
+
+import zlib
+
+import pytest
+
+from gpu_helpers import check_solver
+from nvrtc_check import nvrtc_or_skip
+from miofind.problem import ProblemDescription
+from miofind.registry import get_solver, registry
+from miofind.solvers import implicit_gemm_hopper_base as hb
+from miofind.solvers import implicit_gemm_hopper_fwd_swap as sw
+
+SWAP = get_solver("ConvImplicitGemmHopperFwdSwap")
+
+CASES = {
+    # pixels not a multiple of a tile; a second 64-channel tile with 8 channels; two K tiles
+    "k72_tail": dict(n=2, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1),
+    "k8": dict(n=3, c=64, k=8, in_size=(9, 7), filter_size=3, pads=1),
+    "1x1_s2": dict(n=2, c=128, k=128, in_size=(14, 13), filter_size=1, strides=2),
+    "5x5_dil": dict(n=2, c=64, k=24, in_size=(17, 16), filter_size=5, pads=3, dilations=2),
+    "7x7_s2": dict(n=2, c=64, k=64, in_size=(30, 29), filter_size=7, pads=3, strides=2),
+    # more tiles than blocks: each persistent block's two warpgroups take several tiles in turn
+    "many_tiles": dict(n=10, c=64, k=64, in_size=(64, 64), filter_size=3, pads=1),
+    "k128_28": dict(n=8, c=128, k=128, in_size=(28, 28), filter_size=3, pads=1),
+}
+
+
+def _p(dt="FP16", **kw):
+    return ProblemDescription.make("F", layout="NHWC", dtype=dt, **kw)
+
+
+@pytest.fixture
+def no_gpu_arch(monkeypatch):
+    monkeypatch.setattr(hb, "device_arch", lambda: None)
+
+
+def test_registered():
+    rows = {r.id: r.number for r in registry()}
+    assert rows["ConvImplicitGemmHopperFwdSwap"] == 36 and SWAP.family == "implicit_gemm_hopper"
+
+
+def test_claims(no_gpu_arch):
+    for kw in CASES.values():
+        for dt in ("FP16", "BF16"):
+            assert SWAP.applicability(_p(dt, **kw)), kw
+
+
+@pytest.mark.parametrize("kw,dt,why", [
+    (dict(CASES["k72_tail"], k=136), "FP16", "K=136"),
+    (dict(CASES["k72_tail"], c=40), "FP16", "C=40"),
+    (CASES["k72_tail"], "FP32", "FP32"),
+    (dict(CASES["k72_tail"], k=68), "FP16", "K=68"),
+])
+def test_rejections(no_gpu_arch, kw, dt, why):
+    p = ProblemDescription.make("F", layout="NHWC", dtype=dt, math="tf32" if dt == "FP32" else "strict", **kw)
+    a = SWAP.applicability(p)
+    assert not a and why in a.reason
+    assert not SWAP.applicability(ProblemDescription.make("F", layout="NCHW", dtype="FP16", **CASES["k8"]))
+
+
+def test_configs(no_gpu_arch):
+    p = _p(**CASES["many_tiles"])
+    space = list(SWAP.config_space(p))
+    assert {c["BM"] for c in space} == {128, 256}
+    assert all(sw.smem_bytes(c) + 16 * c["STAGES"] <= hb.SMEM_LIMIT for c in space)
+    assert {"BM": 256, "STAGES": 4} in space and {"BM": 256, "STAGES": 5} not in space
+    assert {"BM": 128, "STAGES": 8} in space
+    assert SWAP.find_configs(p)[0] is None and len(SWAP.find_configs(p)) == 2
+    assert not SWAP.is_valid_config(p, {"BM": 192, "STAGES": 4})
+    assert SWAP.workspace_bytes(p) == 0
+    big = _p(n=120, c=64, k=64, in_size=(512, 512), filter_size=3, pads=1)
+    assert SWAP.default_config(big) == {"BM": 256, "STAGES": 4}
+    assert SWAP.default_config(_p(**CASES["k8"]))["BM"] == 128
+    sol = SWAP.get_solution(big)
+    assert sol.kernels[0].block == (384, 1, 1) and sol.kernels[0].grid[0] == hb.sm_count()
+
+
+def test_nvrtc_sm90a_every_config(no_gpu_arch):
+    nvrtc_or_skip()
+    from miofind.compile import nvrtc_compile
+    for dt in ("FP16", "BF16"):
+        p = _p(dt, **CASES["k72_tail"])
+        for cfg in SWAP.config_space(p):
+            assert nvrtc_compile(SWAP.get_solution(p, cfg).kernels[0], arch="sm_90")[:4] == b"\x7fELF"
+
+
+# -- GPU -------------------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_swap_find_configs(name, dt):
+    """The default and the alternate (both tile widths) of every case."""
+    p = _p(dt, **CASES[name])
+    for cfg in SWAP.find_configs(p):
+        err, tol = check_solver(SWAP, p, seed=zlib.crc32(f"{name}{cfg}".encode()) & 0xFFFF, config=cfg)
+        assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
+
+
+@pytest.mark.gpu
+def test_swap_every_config():
+    """Every (BM, STAGES) on a problem of several tiles per block, and on one of two channel tiles."""
+    for name in ("many_tiles", "k72_tail"):
+        p = _p("FP16", **CASES[name])
+        for cfg in SWAP.config_space(p):
+            err, tol = check_solver(SWAP, p, seed=zlib.crc32(repr(cfg).encode()) & 0xFFFF, config=cfg)
+            assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
