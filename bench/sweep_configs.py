@@ -35,8 +35,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", default="W")
     ap.add_argument("--dtype", default="FP16")
-    ap.add_argument("--set", default="resnet50", choices=("resnet50", "nonresnet", "large"),
-                    help="ResNet-50's layers at N=32, tests/shapes.py's NON_RESNET at N=32, or issue 19's large layer")
+    ap.add_argument("--set", default="resnet50", choices=("resnet50", "nonresnet", "large", "vgg16", "unet"),
+                    help="ResNet-50's layers at N=32, tests/shapes.py's NON_RESNET at N=32, issue 19's large layer, or "
+                         "a preset's (miofind.models) unique layers of the direction at N=32, named by problem key")
     ap.add_argument("--math", default="strict", choices=("strict", "tf32"), help="tf32: FP32 data with TF32 math")
     ap.add_argument("--layers", required=True, help="comma-separated layer names, or all")
     ap.add_argument("--solver", default="", help="the solver whose space is swept (default: the direction's Hopper one)")
@@ -60,7 +61,13 @@ def main():
 
     t_start = time.time()
     dev = current_device()
-    if a.set == "large":
+    preset = {}
+    if a.set in ("vgg16", "unet"):
+        from miofind.models import model_problems
+        preset = {p.key(): p for p in model_problems(a.set, batch=32, dtypes=(a.dtype,), layouts=("NHWC",),
+                                                      directions=a.dir, tf32=a.math == "tf32")}
+        layers = dict.fromkeys(preset)
+    elif a.set == "large":
         layers = {"large_64_512_3x3": dict(n=120, c=64, k=64, in_size=(512, 512), filter_size=3, pads=1)}
     else:
         layers = _resnet50(32) if a.set == "resnet50" else {k: dict(v, n=32) for k, v in NON_RESNET.items()}
@@ -84,7 +91,7 @@ def main():
     extra = json.loads(a.extra) if a.extra else []
     cases, todo = [], []
     for name in names:
-        p = ProblemDescription.make(a.dir, layout="NHWC", dtype=a.dtype, math=a.math, **layers[name])
+        p = preset.get(name) or ProblemDescription.make(a.dir, layout="NHWC", dtype=a.dtype, math=a.math, **layers[name])
         if not hop.applicability(p):
             print(f"{name}: {hop.id} not applicable: {hop.applicability(p).reason}", flush=True)
             continue

@@ -51,6 +51,7 @@ _ROWS: tuple[tuple[int, str, str | None, str], ...] = (
     (34, "ConvImplicitGemmSmallCWrw", "implicit_gemm_small_c_wrw:ImplicitGemmSmallCWrw", "W"),
     (35, "ConvImplicitGemmHopperBwdTf32", "implicit_gemm_hopper_bwd_tf32:ImplicitGemmHopperBwdTf32", "B"),
     (36, "ConvImplicitGemmHopperFwdSwap", "implicit_gemm_hopper_fwd_swap:ImplicitGemmHopperFwdSwap", "F"),
+    (37, "ConvImplicitGemmHopperBwdSwap", "implicit_gemm_hopper_bwd_swap:ImplicitGemmHopperBwdSwap", "B"),
 )
 
 

@@ -52,11 +52,13 @@ class ImplicitGemmHopperFwdSwap(ImplicitGemmHopperBase):
         base = super().applicability(problem)
         if not base:
             return base
-        p = problem.as_conv()
-        if p.k > MAX_K:
-            return not_applicable(f"K={p.k} output channels: more than {MAX_K} (this kernel is for narrow layers)")
-        if not tma_fits(p):
-            return not_applicable(f"C={p.c}: the copy engine's K tiles need C % 64 == 0 and im2col offsets in range")
+        f = self.forward_problem(problem.as_conv())      # the forward the kernel runs (backward data: its view)
+        if f.k > MAX_K:
+            return not_applicable(f"{f.k} output channels of the forward kernel: more than {MAX_K} (this kernel is for "
+                                  "narrow layers)")
+        if not tma_fits(f):
+            return not_applicable(f"{f.c} input channels of the forward kernel: the copy engine's K tiles need a "
+                                  "multiple of 64 and im2col offsets in range")
         return APPLICABLE
 
     def default_config(self, problem) -> dict:

@@ -36,8 +36,8 @@ GRID = claim_grid(HOPPER, {**SHAPES, **TAILS}, MODES)
 # (and the TF32 backward data, FP32 only: test_tf32.py)
 ACCEPTED = {"ConvImplicitGemmHopperFwd": 18, "ConvImplicitGemmHopperBwd": 18, "ConvImplicitGemmHopperWrw": 18,
             "ConvImplicitGemmHopperFwdBiasActiv": 0, "ConvImplicitGemmHopperBwdTf32": 0,
-            "ConvImplicitGemmHopperFwdSwap": 0}
-ACCEPTED_DIGEST = "8a20d329"
+            "ConvImplicitGemmHopperFwdSwap": 0, "ConvImplicitGemmHopperBwdSwap": 2}
+ACCEPTED_DIGEST = "b36b614a"
 
 
 def _nhwc(dt="FP16", **kw):
@@ -54,10 +54,12 @@ def test_registered_after_existing():
     assert rows["ConvImplicitGemmHopperFwd"] == 29 and rows["ConvImplicitGemmHopperBwd"] == 30
     assert rows["ConvImplicitGemmHopperWrw"] == 31 and rows["ConvImplicitGemmHopperFwdBiasActiv"] == 32
     assert rows["ConvImplicitGemmHopperBwdTf32"] == 35 and rows["ConvImplicitGemmHopperFwdSwap"] == 36
+    assert rows["ConvImplicitGemmHopperBwdSwap"] == 37
     assert max(n for i, n in rows.items() if "Hopper" not in i and "SmallC" not in i) == 28
     assert [s.id for s in HOPPER] == ["ConvImplicitGemmHopperFwd", "ConvImplicitGemmHopperBwd",
                                       "ConvImplicitGemmHopperWrw", "ConvImplicitGemmHopperFwdBiasActiv",
-                                      "ConvImplicitGemmHopperBwdTf32", "ConvImplicitGemmHopperFwdSwap"]
+                                      "ConvImplicitGemmHopperBwdTf32", "ConvImplicitGemmHopperFwdSwap",
+                                      "ConvImplicitGemmHopperBwdSwap"]
 
 
 def test_claims_pinned(no_gpu_arch):

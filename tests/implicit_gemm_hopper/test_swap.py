@@ -1,8 +1,9 @@
 """The Hopper forward with swapped operands (ConvImplicitGemmHopperFwdSwap: the filter as wgmma's A, 64 output channels
-a tile, BM output pixels as the N side; persistent, copy-engine producer, ping-pong consumers). CPU: what it claims and
-rejects, its configs and shared memory, NVRTC builds of every config for sm_90a. GPU: tails in pixels, output channels
-and the reduction, strides, dilation, several tiles per persistent block, every config on one problem, against the
-float64 reference with poisoned outputs."""
+a tile, BM output pixels as the N side; persistent, copy-engine producer, ping-pong consumers), and the backward data
+that runs it at stride 1 on a rewritten filter (ConvImplicitGemmHopperBwdSwap). CPU: what they claim and reject, configs
+and shared memory, the forward view of backward data, NVRTC builds of every config for sm_90a. GPU: tails in pixels,
+output channels and the reduction, strides, dilation, several tiles per persistent block, every config on one problem,
+backward data with dilation and unpadded filters, against the float64 reference with poisoned outputs."""
 
 import zlib
 
@@ -16,6 +17,7 @@ from miofind.solvers import implicit_gemm_hopper_base as hb
 from miofind.solvers import implicit_gemm_hopper_fwd_swap as sw
 
 SWAP = get_solver("ConvImplicitGemmHopperFwdSwap")
+BSWAP = get_solver("ConvImplicitGemmHopperBwdSwap")
 
 CASES = {
     # pixels not a multiple of a tile; a second 64-channel tile with 8 channels; two K tiles
@@ -30,8 +32,19 @@ CASES = {
 }
 
 
-def _p(dt="FP16", **kw):
-    return ProblemDescription.make("F", layout="NHWC", dtype=dt, **kw)
+# backward data (c: dx's channels, <= 128; k: dy's, a multiple of 64)
+B_CASES = {
+    "b_c72": dict(n=2, c=72, k=64, in_size=(15, 13), filter_size=3, pads=1),
+    "b_k192": dict(n=2, c=64, k=192, in_size=(32, 32), filter_size=3, pads=1),
+    "b_dil": dict(n=2, c=24, k=64, in_size=(17, 16), filter_size=5, pads=3, dilations=2),
+    "b_1x1": dict(n=3, c=128, k=128, in_size=(14, 14), filter_size=1),
+    "b_pad0": dict(n=2, c=64, k=64, in_size=(12, 12), filter_size=3),
+    "b_many": dict(n=10, c=64, k=64, in_size=(64, 64), filter_size=3, pads=1),
+}
+
+
+def _p(dt="FP16", direction="F", **kw):
+    return ProblemDescription.make(direction, layout="NHWC", dtype=dt, **kw)
 
 
 @pytest.fixture
@@ -42,6 +55,26 @@ def no_gpu_arch(monkeypatch):
 def test_registered():
     rows = {r.id: r.number for r in registry()}
     assert rows["ConvImplicitGemmHopperFwdSwap"] == 36 and SWAP.family == "implicit_gemm_hopper"
+    assert rows["ConvImplicitGemmHopperBwdSwap"] == 37 and BSWAP.family == "implicit_gemm_hopper"
+
+
+def test_bwd_forward_view(no_gpu_arch):
+    """dx as the forward of dy: dy's channels in, dx's out, pads (taps - 1) x dilation - pad, dx's size out."""
+    p = _p(direction="B", **B_CASES["b_dil"])
+    f = BSWAP.forward_problem(p)
+    assert (f.direction, f.c, f.k, f.in_size, f.out_size) == ("F", 64, 24, p.out_size, p.in_size)
+    assert f.pads == (5, 5) and f.dilations == (2, 2)
+    for name, kw in B_CASES.items():
+        assert BSWAP.applicability(_p(direction="B", **kw)), name
+    assert BSWAP.workspace_bytes(p) == 64 * 24 * 25 * 2        # 256-byte aligned already
+    a = BSWAP.applicability(_p(direction="B", **dict(B_CASES["b_1x1"], strides=2)))
+    assert not a and "stride 1 only" in a.reason
+    a = BSWAP.applicability(_p(direction="B", **dict(B_CASES["b_pad0"], pads=3)))
+    assert not a and "reach" in a.reason
+    a = BSWAP.applicability(_p(direction="B", **dict(B_CASES["b_pad0"], k=96)))
+    assert not a and "96 input channels" in a.reason
+    a = BSWAP.applicability(_p(direction="B", **dict(B_CASES["b_pad0"], c=136)))
+    assert not a and "136 output channels" in a.reason
 
 
 def test_claims(no_gpu_arch):
@@ -51,8 +84,8 @@ def test_claims(no_gpu_arch):
 
 
 @pytest.mark.parametrize("kw,dt,why", [
-    (dict(CASES["k72_tail"], k=136), "FP16", "K=136"),
-    (dict(CASES["k72_tail"], c=40), "FP16", "C=40"),
+    (dict(CASES["k72_tail"], k=136), "FP16", "136 output channels"),
+    (dict(CASES["k72_tail"], c=40), "FP16", "40 input channels"),
     (CASES["k72_tail"], "FP32", "FP32"),
     (dict(CASES["k72_tail"], k=68), "FP16", "K=68"),
 ])
@@ -87,6 +120,8 @@ def test_nvrtc_sm90a_every_config(no_gpu_arch):
         p = _p(dt, **CASES["k72_tail"])
         for cfg in SWAP.config_space(p):
             assert nvrtc_compile(SWAP.get_solution(p, cfg).kernels[0], arch="sm_90")[:4] == b"\x7fELF"
+        for k in BSWAP.get_solution(_p(dt, direction="B", **B_CASES["b_dil"])).kernels:
+            assert nvrtc_compile(k, arch="sm_90")[:4] == b"\x7fELF"
 
 
 # -- GPU -------------------------------------------------------------------------------------------
@@ -110,3 +145,14 @@ def test_swap_every_config():
         for cfg in SWAP.config_space(p):
             err, tol = check_solver(SWAP, p, seed=zlib.crc32(repr(cfg).encode()) & 0xFFFF, config=cfg)
             assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("name", sorted(B_CASES))
+def test_swap_bwd(name, dt):
+    """Backward data's default and alternate configs (the filter rewritten in a poisoned-free workspace each run)."""
+    p = _p(dt, direction="B", **B_CASES[name])
+    for cfg in BSWAP.find_configs(p):
+        err, tol = check_solver(BSWAP, p, seed=zlib.crc32(f"{name}{cfg}".encode()) & 0xFFFF, config=cfg)
+        assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
