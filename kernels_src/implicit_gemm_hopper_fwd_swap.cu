@@ -14,6 +14,10 @@
 // so one's epilogue overlaps the other's multiplies; each releases a stage (empty mbarrier, 128 arrivals) once its
 // wgmma that read it has completed. Block b takes tiles b, b + gridDim.x, ...; the channel tiles of a pixel tile are
 // consecutive, so the blocks running together share x's rows in L2.
+// Cooperative tiles (COOP = 1, for 65 to 128 output channels): a tile is BM pixels x 128 channels, the producer's w box
+// 128 rows, and both consumer warpgroups multiply every tile, warpgroup g the channels k0 + 64g .. with the shared im2col
+// box as its B operand: x is loaded once for both 64-channel halves. A stage is then released by 256 arrivals, and the
+// epilogue is not overlapped (the producer's copies of the next tile are).
 // Epilogue: thread (warp wi, lane l) of a warpgroup holds channels wi*16 + l/4 (+8) x pixels 8j + 2(l%4) (+1). Lanes
 // l and l ^ 4 hold channel pairs (2q, 2q + 1): one shuffle gives each a pixel's pair, stored as 4 bytes into the
 // warpgroup's output tile [BM][64] (128-byte rows, 16-byte chunk c of row r at c ^ (r % 8): no padding, no bank
@@ -29,14 +33,18 @@
 #ifndef STAGES
 #define STAGES 4
 #endif
+#ifndef COOP
+#define COOP 0          // 1: both consumer warpgroups on each tile, 64 channels each
+#endif
 
 #define BK 64                           // K tile depth: one tap's 64 channels, one 128-byte row
 #define NT 384                          // two consumer warpgroups, then the producer
 #define GEMM_M ((index_t)P_N * P_HO * P_WO)
 #define KTILES (P_C * P_Y * P_X / BK)
-#define KTILES_N ((P_K + 63) / 64)      // 64-channel tiles of the output
+#define KO (64 * (1 + COOP))            // output channels of a tile
+#define KTILES_N ((P_K + KO - 1) / KO)  // channel tiles of the output
 #define X_BYTES (BM * 128)
-#define STAGE_BYTES (X_BYTES + 64 * 128)
+#define STAGE_BYTES (X_BYTES + KO * 128)
 #define OUT_BYTES (BM * 128)            // a warpgroup's output tile: BM pixels x 64 channels
 
 static_assert(BM == 128 || BM == 256, "BM in 128, 256");
@@ -82,7 +90,7 @@ __device__ __forceinline__ void wgmma_tile(float* d, u64 da, u64 db)
 }
 
 // Stage sn's boxes of K tile kt of the tile at pixel m0 (first filter base (wb, hb, nb)) and channel k0: the im2col box
-// of x at the tap's filter offset, channels c .. c + 63, at sn; w's 64 x 64 box of rows k0 .. k0 + 63 after it.
+// of x at the tap's filter offset, channels c .. c + 63, at sn; w's 64 x KO box of rows k0 .. k0 + KO - 1 after it.
 __device__ __forceinline__ void tma_fill(u32 sn, u32 bar, const TmaMap* tmx, const TmaMap* tmw, int wb, int hb, int nb,
                                          int kt, int k0)
 {
@@ -108,7 +116,7 @@ igemm_hopper_fwd_swap(const data_t* __restrict__ x, const data_t* __restrict__ w
         for(int s = 0; s < STAGES; ++s)
         {
             mbar_init(full0 + s * 8, 1);
-            mbar_init(empty0 + s * 8, 128);         // one consumer warpgroup reads a stage
+            mbar_init(empty0 + s * 8, COOP ? 256 : 128);    // ping-pong: one consumer warpgroup reads a stage
         }
         fence_mbar_init();
     }
@@ -123,7 +131,7 @@ igemm_hopper_fwd_swap(const data_t* __restrict__ x, const data_t* __restrict__ w
             for(index_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x)
             {
                 const index_t m0 = tile / KTILES_N * BM;
-                const int k0 = (int)(tile % KTILES_N) * 64;
+                const int k0 = (int)(tile % KTILES_N) * KO;
                 // the tile's first filter base (ow*sw - pw, oh*sh - ph, n) of output pixel m0
                 const index_t q = m0 / P_WO;
                 const int wb = (int)(m0 - q * P_WO) * P_SW - P_PW, hb = (int)(q % P_HO) * P_SH - P_PH;
@@ -145,13 +153,23 @@ igemm_hopper_fwd_swap(const data_t* __restrict__ x, const data_t* __restrict__ w
 #pragma unroll
     for(int j = 0; j < BM / 2; ++j) acc[j] = 0.f;
     const index_t mine = (index_t)blockIdx.x < ntiles ? (ntiles - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+#if COOP
+    const u32 aoff = X_BYTES + wg * 64 * 128;       // this warpgroup's 64 filter rows
+    for(index_t j = 0; j < mine; ++j)
+    {
+        const index_t tile = blockIdx.x + j * gridDim.x;
+        const index_t m0 = tile / KTILES_N * BM;
+        const int k0 = (int)(tile % KTILES_N) * KO + wg * 64;     // this warpgroup's channels
+#else
+    const u32 aoff = X_BYTES;
     for(index_t j = wg; j < mine; j += 2)
     {
         const index_t tile = blockIdx.x + j * gridDim.x;
         const index_t m0 = tile / KTILES_N * BM;
-        const int k0 = (int)(tile % KTILES_N) * 64;
+        const int k0 = (int)(tile % KTILES_N) * KO;
         if(j > 0)
             turn_wait(wg);                  // the other warpgroup has waited on every position of tile j - 1
+#endif
         const index_t pos0 = j * KTILES;
 #pragma unroll 1
         for(int kt = 0; kt < KTILES; ++kt)
@@ -163,14 +181,16 @@ igemm_hopper_fwd_swap(const data_t* __restrict__ x, const data_t* __restrict__ w
             wgmma_fence();
 #pragma unroll
             for(int k16 = 0; k16 < 4; ++k16)
-                wgmma_tile(acc, desc_sw128(sn + X_BYTES + k16 * 32), desc_sw128(sn + k16 * 32));
+                wgmma_tile(acc, desc_sw128(sn + aoff + k16 * 32), desc_sw128(sn + k16 * 32));
             wgmma_commit();
             wgmma_wait<1>();                // position pos - 1's wgmma has completed: release its stage
             if(kt > 0)
                 mbar_arrive(empty0 + (int)((pos - 1) % STAGES) * 8);
         }
+#if !COOP
         if(j + 1 < mine)
             turn_pass(wg);
+#endif
         wgmma_wait<0>();
         mbar_arrive(empty0 + (int)((pos0 + KTILES - 1) % STAGES) * 8);
 #pragma unroll

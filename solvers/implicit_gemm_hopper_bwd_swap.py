@@ -17,7 +17,7 @@ from miofind.tensors import CUDA_TYPES
 
 from .implicit_gemm_hopper_base import ALIGN, SMEM_STATIC, WS_ALIGN, check_aligned, gemm_shape, x_im2col
 from .implicit_gemm_hopper_bwd import phases
-from .implicit_gemm_hopper_fwd_swap import THREADS, ImplicitGemmHopperFwdSwap, smem_bytes
+from .implicit_gemm_hopper_fwd_swap import THREADS, ImplicitGemmHopperFwdSwap, channels, smem_bytes
 
 FLIP_SRC = "implicit_gemm_hopper_bwd_swap.cu"
 
@@ -79,8 +79,10 @@ class ImplicitGemmHopperBwdSwap(ImplicitGemmHopperFwdSwap):
         main = main_sol.kernels[0]
         smem = smem_bytes(cfg)
         m, n, k = gemm_shape(f)
-        # dy's im2col map, and the rewritten filter's tiled map (64 x 64 boxes of its KYXC rows: taps x dy's channels)
-        maps = (tma.MapCache(x_im2col(f, cfg["BM"])), tma.MapCache(tma.TiledSpec(p.dtype, (k, n), (k * 2,), (64, 64))))
+        # dy's im2col map, and the rewritten filter's tiled map (64 x 64 or 64 x 128 boxes of its KYXC rows: taps x dy's
+        # channels)
+        maps = (tma.MapCache(x_im2col(f, cfg["BM"])),
+                tma.MapCache(tma.TiledSpec(p.dtype, (k, n), (k * 2,), (64, channels(cfg)))))
         ws = filter_bytes(p)
         sid = self.id
 

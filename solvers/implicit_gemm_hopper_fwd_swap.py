@@ -1,8 +1,9 @@
 """Hopper implicit GEMM, forward with the operands swapped (kernels_src/implicit_gemm_hopper_fwd_swap.cu): the filter
 is wgmma's A operand (64 output channels a tile, the m64 rows) and BM output pixels its N side, for narrow layers
 (K <= 128 output channels) whose GEMM N is too small for the forward kernel's tiles to multiply much per byte they read.
-Persistent blocks, a copy-engine producer warpgroup, two ping-pong consumer warpgroups; FP16/BF16, NHWC,
-C % 64 == 0 (a K tile is one tap's 64 channels, one im2col box). Tunables: BM (128, 256: the wgmma N) and STAGES."""
+Persistent blocks, a copy-engine producer warpgroup, two consumer warpgroups: ping-pong over 64-channel tiles, or
+(COOP) both on each 128-channel tile, 64 channels each, sharing its im2col box; FP16/BF16, NHWC, C % 64 == 0 (a K tile
+is one tap's 64 channels, one im2col box). Tunables: BM (128, 256: the wgmma N), STAGES and COOP."""
 
 from __future__ import annotations
 
@@ -14,27 +15,38 @@ from .implicit_gemm_hopper_base import (ALIGN, ARCH, SMEM_LIMIT, SMEM_STATIC, Im
                                         gemm_shape, problem_macros, sm_count, tma_fits, x_im2col)
 from .implicit_gemm_base import strides5
 
-KEYS = ("BM", "STAGES")
+KEYS = ("BM", "STAGES", "COOP")
 MAX_K = 128             # output channels: beyond two 64-channel tiles the forward kernel's wide tiles read x once
 THREADS = 384           # two consumer warpgroups and the producer
 
 
+def channels(cfg) -> int:
+    """Output channels of a tile: 64, or 128 with COOP."""
+    return 64 * (1 + cfg.get("COOP", 0))
+
+
 def smem_bytes(cfg) -> int:
-    """STAGES x (BM pixel rows + 64 filter rows) of 128 bytes, two output tiles of BM x 64 elements, and 1 KiB to align
-    the first tile to the swizzle's 1024-byte period."""
-    return cfg["STAGES"] * (cfg["BM"] + 64) * 128 + 2 * cfg["BM"] * 128 + 1024
+    """STAGES x (BM pixel rows + 64 or 128 filter rows) of 128 bytes, two output tiles of BM x 64 elements, and 1 KiB to
+    align the first tile to the swizzle's 1024-byte period."""
+    return cfg["STAGES"] * (cfg["BM"] + channels(cfg)) * 128 + 2 * cfg["BM"] * 128 + 1024
 
 
 def config_ok(p, cfg) -> bool:
-    bm, st = cfg["BM"], cfg["STAGES"]
+    bm, st, coop = cfg["BM"], cfg["STAGES"], cfg["COOP"]
     # 2 x STAGES mbarriers are static shared memory beside the dynamic buffers
-    return bm in (128, 256) and 2 <= st <= 8 and smem_bytes(cfg) + 16 * st <= SMEM_LIMIT
+    return bm in (128, 256) and coop in (0, 1) and 2 <= st <= 8 and smem_bytes(cfg) + 16 * st <= SMEM_LIMIT
 
 
 def tiles(p, cfg) -> int:
-    """Output tiles: pixel tiles x 64-channel tiles."""
+    """Output tiles: pixel tiles x channel tiles."""
     m, n, _ = gemm_shape(p)
-    return ceil_div(m, cfg["BM"]) * ceil_div(n, 64)
+    return ceil_div(m, cfg["BM"]) * ceil_div(n, channels(cfg))
+
+
+def most_stages(bm: int, coop: int) -> dict:
+    """The config of a tile with the most stages that fit."""
+    return max((c for c in ({"BM": bm, "STAGES": st, "COOP": coop} for st in range(2, 9)) if config_ok(None, c)),
+               key=lambda c: c["STAGES"])
 
 
 class ImplicitGemmHopperFwdSwap(ImplicitGemmHopperBase):
@@ -62,25 +74,30 @@ class ImplicitGemmHopperFwdSwap(ImplicitGemmHopperBase):
         return APPLICABLE
 
     def default_config(self, problem) -> dict:
-        """256-pixel tiles (the widest wgmma, the fewest operand bytes a multiply-add) with 4 stages, the most that fit;
-        128-pixel tiles with 8 stages where 256-pixel ones would not give every SM one."""
+        """256-pixel tiles (the widest wgmma, the fewest operand bytes a multiply-add) with the most stages that fit, or
+        128-pixel tiles where 256-pixel ones would not give every SM one; cooperative (COOP) tiles for more than 64
+        output channels, so that x is loaded once for both halves."""
         p = problem.as_conv()
-        if tiles(p, {"BM": 256}) >= sm_count():
-            return {"BM": 256, "STAGES": 4}
-        return {"BM": 128, "STAGES": 8}
+        coop = int(gemm_shape(p)[1] > 64)
+        return most_stages(256 if tiles(p, {"BM": 256, "COOP": coop}) >= sm_count() else 128, coop)
 
     def alternatives(self, p) -> list[dict]:
-        """The other tile width at its most stages."""
+        """The other tile width, and for more than 64 output channels the ping-pong tiles of the default's width, each
+        at its most stages."""
         d = self.default_config(p)
-        other = {"BM": 128, "STAGES": 8} if d["BM"] == 256 else {"BM": 256, "STAGES": 4}
-        return [other]
+        alts = [most_stages(384 - d["BM"], d["COOP"])]
+        if d["COOP"]:
+            alts.append(most_stages(d["BM"], 0))
+        return alts
 
     def config_space(self, problem):
-        for bm in (128, 256):
-            for st in range(2, 9):
-                cfg = {"BM": bm, "STAGES": st}
-                if config_ok(problem.as_conv(), cfg):
-                    yield cfg
+        narrow = gemm_shape(self.forward_problem(problem.as_conv()))[1] <= 64    # one 64-channel tile: no COOP
+        for coop in ((0,) if narrow else (0, 1)):
+            for bm in (128, 256):
+                for st in range(2, 9):
+                    cfg = {"BM": bm, "STAGES": st, "COOP": coop}
+                    if config_ok(None, cfg):
+                        yield cfg
 
     def workspace_bytes(self, problem, config=None) -> int:
         return 0
@@ -91,13 +108,17 @@ class ImplicitGemmHopperFwdSwap(ImplicitGemmHopperBase):
         if not self.is_valid_config(p, cfg):
             raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
         smem = smem_bytes(cfg)
-        mac = tuple((k, str(v)) for k, v in {**problem_macros(p), "BM": cfg["BM"], "STAGES": cfg["STAGES"]}.items())
+        mac = {**problem_macros(p), "BM": cfg["BM"], "STAGES": cfg["STAGES"]}
+        if cfg["COOP"]:
+            mac["COOP"] = 1
+        mac = tuple((k, str(v)) for k, v in mac.items())
         grid = (min(tiles(p, cfg), sm_count()), 1, 1)
         kernel = KernelInfo(self.source, self.kernel_name, grid, (THREADS, 1, 1), macros=mac, options=(f"-arch={ARCH}",))
         m, n, k = gemm_shape(p)
-        # x's im2col map (BM pixels a box) and w's tiled map (64 x 64 boxes of its KYXC rows)
+        # x's im2col map (BM pixels a box) and w's tiled map (64 x 64 or 64 x 128 boxes of its KYXC rows)
         maps = (tma.MapCache(x_im2col(p, cfg["BM"])),
-                tma.MapCache(tma.TiledSpec(p.dtype, (k, n), (strides5(p.w_shape, p.layouts[1])[0] * 2,), (64, 64))))
+                tma.MapCache(tma.TiledSpec(p.dtype, (k, n), (strides5(p.w_shape, p.layouts[1])[0] * 2,),
+                                           (64, channels(cfg)))))
         sid = self.id
 
         def factory(kerns):

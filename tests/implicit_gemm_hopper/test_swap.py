@@ -99,16 +99,23 @@ def test_rejections(no_gpu_arch, kw, dt, why):
 def test_configs(no_gpu_arch):
     p = _p(**CASES["many_tiles"])
     space = list(SWAP.config_space(p))
-    assert {c["BM"] for c in space} == {128, 256}
+    assert {c["BM"] for c in space} == {128, 256} and {c["COOP"] for c in space} == {0}     # 64 channels: no COOP
     assert all(sw.smem_bytes(c) + 16 * c["STAGES"] <= hb.SMEM_LIMIT for c in space)
-    assert {"BM": 256, "STAGES": 4} in space and {"BM": 256, "STAGES": 5} not in space
-    assert {"BM": 128, "STAGES": 8} in space
+    assert {"BM": 256, "STAGES": 4, "COOP": 0} in space and {"BM": 256, "STAGES": 5, "COOP": 0} not in space
+    assert {"BM": 128, "STAGES": 8, "COOP": 0} in space
     assert SWAP.find_configs(p)[0] is None and len(SWAP.find_configs(p)) == 2
-    assert not SWAP.is_valid_config(p, {"BM": 192, "STAGES": 4})
+    assert not SWAP.is_valid_config(p, {"BM": 192, "STAGES": 4, "COOP": 0})
+    assert not SWAP.is_valid_config(p, {"BM": 256, "STAGES": 4})
     assert SWAP.workspace_bytes(p) == 0
     big = _p(n=120, c=64, k=64, in_size=(512, 512), filter_size=3, pads=1)
-    assert SWAP.default_config(big) == {"BM": 256, "STAGES": 4}
+    assert SWAP.default_config(big) == {"BM": 256, "STAGES": 4, "COOP": 0}
     assert SWAP.default_config(_p(**CASES["k8"]))["BM"] == 128
+    # more than 64 channels: cooperative 128-channel tiles by default (fewer stages fit), ping-pong among the alternates
+    wide = _p(**CASES["k128_28"])
+    assert {c["COOP"] for c in SWAP.config_space(wide)} == {0, 1}
+    assert SWAP.default_config(wide) == {"BM": 128, "STAGES": 6, "COOP": 1}
+    assert SWAP.find_configs(wide)[1:] == [{"BM": 256, "STAGES": 3, "COOP": 1}, {"BM": 128, "STAGES": 8, "COOP": 0}]
+    assert sw.tiles(wide, {"BM": 128, "COOP": 1}) == 49 and sw.tiles(wide, {"BM": 128, "COOP": 0}) == 98
     sol = SWAP.get_solution(big)
     assert sol.kernels[0].block == (384, 1, 1) and sol.kernels[0].grid[0] == hb.sm_count()
 
@@ -139,7 +146,7 @@ def test_swap_find_configs(name, dt):
 
 @pytest.mark.gpu
 def test_swap_every_config():
-    """Every (BM, STAGES) on a problem of several tiles per block, and on one of two channel tiles."""
+    """Every (BM, STAGES, COOP) on a problem of several tiles per block, and on one of two channel tiles."""
     for name in ("many_tiles", "k72_tail"):
         p = _p("FP16", **CASES[name])
         for cfg in SWAP.config_space(p):
@@ -156,3 +163,48 @@ def test_swap_bwd(name, dt):
     for cfg in BSWAP.find_configs(p):
         err, tol = check_solver(BSWAP, p, seed=zlib.crc32(f"{name}{cfg}".encode()) & 0xFFFF, config=cfg)
         assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
+
+
+def test_recipes(no_gpu_arch):
+    """The launches a caller replays (miofind.torch's C++ path): the forward one launch on (a, b, out) with the maps of
+    a and b; backward data the flip from b into the workspace, then the forward kernel on (a, workspace, out) with the
+    map of the rewritten filter at the workspace."""
+    from gpu_helpers import FakeKernel
+    from miofind.launch import A, B, OUT, WS
+    p = _p(**CASES["k72_tail"])
+    steps, _, ws = SWAP.get_solution(p).invoker_factory([FakeKernel()]).recipe
+    assert not ws and len(steps) == 1 and steps[0][1] == ((A, 0), (B, 0), (OUT, 0))
+    assert [m[:2] for m in steps[0][2]] == [(A, 0), (B, 0)]
+    sol = BSWAP.get_solution(_p(direction="B", **B_CASES["b_dil"]))
+    steps, _, ws = sol.invoker_factory([FakeKernel() for _ in sol.kernels]).recipe
+    assert ws and [s[1] for s in steps] == [((B, 0), (WS, 0)), ((A, 0), (WS, 0), (OUT, 0))]
+    assert [m[:2] for m in steps[1][2]] == [(A, 0), (WS, 0)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("direction,name", [("F", "k72_tail"), ("F", "many_tiles"), ("B", "b_dil"), ("B", "b_c72")])
+def test_swap_replayed_call_equals_the_step_by_step_call(direction, name):
+    """A prepared call replayed natively (the recipe above, as miofind.torch's C++ path runs it) writes what the
+    invoker's own launches write, bit for bit, from torch tensors with poisoned outputs."""
+    torch = pytest.importorskip("torch")
+    from miofind import launch
+    from miofind.api import Solution
+    from miofind.invokers import Prepared
+    if launch.native() is None:
+        pytest.skip("miofind._native is not built: nothing is replayed")
+    solver = SWAP if direction == "F" else BSWAP
+    p = _p("FP16", direction=direction, **(CASES if direction == "F" else B_CASES)[name])
+    sol = Solution(solver.id, solver.algorithm, 0.0, solver.workspace_bytes(p), solver.default_config(p), False, p)
+    pr = sol.prepare()
+    step = Prepared(pr.problem, pr.solver_id, pr.config, pr.invoker, pr.workspace_bytes)
+    step._replay = False
+    g = torch.Generator(device="cuda").manual_seed(5)
+    sa, sb, so = p.io_shapes()
+    a = (torch.rand(sa, device="cuda", generator=g) * 2 - 1).half()
+    b = (torch.rand(sb, device="cuda", generator=g) * 2 - 1).half()
+    out, out2 = (torch.full(so, float("nan"), device="cuda", dtype=torch.half) for _ in range(2))
+    pr(a, b, out)
+    assert pr.replays(torch.cuda.current_stream().cuda_stream)
+    step(a, b, out2)
+    torch.cuda.synchronize()
+    assert torch.isfinite(out).all() and torch.equal(out, out2)
