@@ -74,20 +74,21 @@ class ImplicitGemmHopperFwdSwap(ImplicitGemmHopperBase):
         return APPLICABLE
 
     def default_config(self, problem) -> dict:
-        """256-pixel tiles (the widest wgmma, the fewest operand bytes a multiply-add) with the most stages that fit, or
-        128-pixel tiles where 256-pixel ones would not give every SM one; cooperative (COOP) tiles for more than 64
-        output channels, so that x is loaded once for both halves."""
+        """Ping-pong tiles: 256 pixels (the widest wgmma, the fewest operand bytes a multiply-add) with the most stages
+        that fit, or 128 pixels where 256-pixel tiles would not give every SM one. Measured on an H200 on U-Net's,
+        VGG-16's and ResNet-50's narrow layers at N=32 (bench/results/session-nov28c/call3/): the cooperative tiles
+        (fewer stages fit) won on 3 of their 15 layers of more than 64 channels, by 1.5-12%, tied on 2 and lost by up to
+        10% on the others, so they are an alternate."""
         p = problem.as_conv()
-        coop = int(gemm_shape(p)[1] > 64)
-        return most_stages(256 if tiles(p, {"BM": 256, "COOP": coop}) >= sm_count() else 128, coop)
+        return most_stages(256 if tiles(p, {"BM": 256, "COOP": 0}) >= sm_count() else 128, 0)
 
     def alternatives(self, p) -> list[dict]:
-        """The other tile width, and for more than 64 output channels the ping-pong tiles of the default's width, each
-        at its most stages."""
+        """The other tile width, and for more than 64 output channels the cooperative tiles of the default's width,
+        each at its most stages."""
         d = self.default_config(p)
-        alts = [most_stages(384 - d["BM"], d["COOP"])]
-        if d["COOP"]:
-            alts.append(most_stages(d["BM"], 0))
+        alts = [most_stages(384 - d["BM"], 0)]
+        if gemm_shape(self.forward_problem(p))[1] > 64:
+            alts.append(most_stages(d["BM"], 1))
         return alts
 
     def config_space(self, problem):

@@ -580,7 +580,7 @@ def test_a_collected_module_releases_its_armed_slot(gpu_mt):
     assert _fast.module().new_hot() == slot
 
 
-# the Hopper family's tensor-map kernels through the C++ path: (direction, problem, what the config must have)
+# the Hopper family's tensor-map kernels through the C++ path: (direction, problem, what the config must have[, solver])
 HOPPER_CASES = [
     ("F", dict(n=2, c=64, k=128, in_size=(14, 12), filter_size=3, pads=1), dict(TMA=1, SPLITK=1)),
     ("F", dict(n=2, c=128, k=64, in_size=(7, 7), filter_size=3, pads=1), dict(TMA=1, split=True)),
@@ -588,16 +588,23 @@ HOPPER_CASES = [
     ("B", dict(n=2, c=64, k=64, in_size=(9, 9), filter_size=1), dict(TMA=1)),
     ("W", dict(n=2, c=64, k=128, in_size=(14, 12), filter_size=3, pads=1), dict(TMA=1, SPLITK=1, CLUSTER=1)),
     ("W", dict(n=4, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1), dict(TMA=1, split=True)),
+    # the swapped-operand forward (ping-pong and cooperative tiles) and backward data (its filter rewritten in the
+    # workspace, read there through its tensor map)
+    ("F", dict(n=2, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1), dict(COOP=0), "ConvImplicitGemmHopperFwdSwap"),
+    ("F", dict(n=2, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1), dict(COOP=1), "ConvImplicitGemmHopperFwdSwap"),
+    ("B", dict(n=2, c=24, k=64, in_size=(17, 16), filter_size=5, pads=3, dilations=2), dict(COOP=0),
+     "ConvImplicitGemmHopperBwdSwap"),
 ]
 
 
-def _hopper_case(direction, kw, want):
+def _hopper_case(direction, kw, want, sid=None):
     from miofind.problem import ProblemDescription
     from miofind.registry import solvers
 
     p = ProblemDescription.make(direction, layout="NHWC", dtype="FP16", **kw)
-    s = next(s for s in solvers() if s.id == {"F": "ConvImplicitGemmHopperFwd", "B": "ConvImplicitGemmHopperBwd",
-                                              "W": "ConvImplicitGemmHopperWrw"}[direction])
+    sid = sid or {"F": "ConvImplicitGemmHopperFwd", "B": "ConvImplicitGemmHopperBwd", "W": "ConvImplicitGemmHopperWrw"}[
+        direction]
+    s = next(s for s in solvers() if s.id == sid)
     assert s.applicability(p), s.applicability(p).reason
     split = want.pop("split", None)
     for cfg in s.config_space(p):
@@ -608,9 +615,8 @@ def _hopper_case(direction, kw, want):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("direction,kw,want", HOPPER_CASES, ids=[f"{d}{i}" for i, (d, _, _) in
-                                                                 enumerate(HOPPER_CASES)])
-def test_hopper_tensor_map_kernels_launch_from_cpp(ext, direction, kw, want):
+@pytest.mark.parametrize("case", HOPPER_CASES, ids=[f"{c[0]}{i}" for i, c in enumerate(HOPPER_CASES)])
+def test_hopper_tensor_map_kernels_launch_from_cpp(ext, case):
     """A Hopper solution with tensor maps (TMA configs; split ones through the workspace; backward-data by stride
     phase) launched by the extension from its recipe, the maps encoded in C++: bit for bit the Python invoker's
     output, on poisoned memory, on new contents of the same buffers (maps kept by address) and on new buffers."""
@@ -622,12 +628,14 @@ def test_hopper_tensor_map_kernels_launch_from_cpp(ext, direction, kw, want):
     if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("the Hopper family runs on sm_90 only")
     mod = ext
-    p, s, cfg = _hopper_case(direction, kw, dict(want))
+    direction, kw, want, *sid = case
+    p, s, cfg = _hopper_case(direction, kw, dict(want), *sid)
     sol = s.get_solution(p, cfg)
     inv = build_invoker(p, sol)
     spec = _fast.recipe(types.SimpleNamespace(invoker=inv, ws_bytes=sol.workspace_bytes, swap=False, fused=False))
     assert spec is not None and spec[4], "a TMA config's recipe names its tensor maps"
-    assert any(m for k in spec[0] for m in k[8]) and {A, B} <= {m[1] for k in spec[0] for m in k[8]}
+    roles = {m[1] for k in spec[0] for m in k[8]}
+    assert any(m for k in spec[0] for m in k[8]) and ({A, B} <= roles or (s.id.endswith("BwdSwap") and roles == {A, WS}))
     assert all(r in (A, B, OUT, WS) for k in spec[0] for r in k[6])
     sa, sb, so = p.io_shapes()
     strides = [torch.empty(so).stride()] * 3
