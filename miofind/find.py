@@ -7,7 +7,9 @@ the user FindDB. Tunable solvers run their tuned config from the PerfDB when it 
 valid one (else their default). Find modes (MIOpen's) decide when the FindDBs (user over system)
 answer instead:
 
-- ``normal``: from the DB when every candidate has a trusted record, else benchmark all;
+- ``normal``: from the DB when every candidate has a trusted record, else benchmark all. The system (shipped)
+  DB vouches for the solvers it holds records of: a solver it has no record of at all (one added after it was
+  built) is not asked of its answer, and is measured only where that DB has no answer (``from_db``);
 - ``fast``: from the DB when any candidate has a trusted record, else an immediate prediction;
   never benchmarks;
 - ``hybrid``: from the DB when any candidate has a trusted record, else benchmark all;
@@ -292,15 +294,16 @@ PREDICTED_REASON = ("predicted {ratio:.1f}x slower than the fastest candidate by
                     "MIOFIND_PREDICT_DEFER=0 or defer=False measures it now")
 
 
-def trusted_solutions(records, dev: DeviceInfo, problem, cands, verify, workspace_limit):
+def trusted_solutions(records, dev: DeviceInfo, problem, cands, verify, workspace_limit, vouched=None):
     """Solutions from one DB layer's records for the candidates whose record is trusted, and
-    whether every candidate had one (the caller leaves out candidates with a recorded failure)."""
+    whether every candidate had one (the caller leaves out candidates with a recorded failure);
+    ``vouched``: the solver ids whose missing record makes the answer incomplete (None: every candidate's)."""
     recs = {r.solver_id: r for r in records}
     out, complete = [], True
     for s in cands:
         r = recs.get(s.id)
         if r is None:
-            complete = False
+            complete = complete and vouched is not None and s.id not in vouched
             continue
         ok, _ = is_trusted(r, s, dev.cuda_version)
         if not ok or (verify and not r.verified) or (r.config is not None and not s.is_valid_config(problem.as_conv(), r.config)):
@@ -313,13 +316,28 @@ def trusted_solutions(records, dev: DeviceInfo, problem, cands, verify, workspac
     return out, complete
 
 
+def system_solvers(dbs) -> frozenset[str] | None:
+    """The solvers of which the system layer of ``dbs`` holds any record (what it vouches for), or None where
+    that cannot be read (every candidate is then asked of its answer)."""
+    db = dict(getattr(dbs, "layers", ())).get("system")
+    try:
+        return db.solver_ids() if db is not None else None
+    except Exception as e:      # noqa: BLE001  an unreadable file: the strict rule
+        log.debug("system FindDB's solvers not read: %s", e)
+        return None
+
+
 def from_db(dbs, dev: DeviceInfo, problem, cands, verify, workspace_limit):
     """(solutions, complete, layer): the first layer (user, then system) whose trusted records cover
-    every candidate; else the first layer with any trusted record,
-    complete=False; else ([], False, None)."""
+    every candidate (the system layer: every candidate it holds any record of, ``system_solvers``: a solver
+    added after the shipped DB was built does not make its answers incomplete, and is measured where it has
+    none); else the first layer with any trusted record, complete=False; else ([], False, None)."""
     partial = None
     for layer, records in dbs.lookup(dev.db_name, problem.key()):
         sols, complete = trusted_solutions(records, dev, problem, cands, verify, workspace_limit)
+        if sols and not complete and layer == "system":
+            sols, complete = trusted_solutions(records, dev, problem, cands, verify, workspace_limit,
+                                               system_solvers(dbs))
         if complete and sols:
             return sols, True, layer
         if sols and partial is None:

@@ -150,6 +150,7 @@ class Reader:
         self._con: sqlite3.Connection | None = None
         self._con_lock = threading.Lock()
         self._devices: dict[str, tuple[str, ...] | None] = {}   # table -> its devices (immutable file only)
+        self._solvers: frozenset[str] | None = None             # solver_ids (immutable file only)
 
     def _rows(self, table: str, where: str, params: tuple, order: str, *, any_device: bool = False) -> list[dict]:
         """The rows of ``table`` matching ``where``; ``any_device``: the query has no device condition."""
@@ -215,6 +216,26 @@ class Reader:
         where, params = _filter(("problem_key", problem_key), ("device", device))
         return decode_rows(self._rows("find_records", where, params, "time_ms, solver_id", any_device=device is None),
                            Record, self._where, stacklevel=2)
+
+    def solver_ids(self) -> frozenset[str]:
+        """As ``FindDB.solver_ids`` (cached for an immutable file)."""
+        if self._solvers is not None:
+            return self._solvers
+        sql = "SELECT DISTINCT solver_id FROM find_records"
+        try:
+            if self._immutable:
+                with self._con_lock:
+                    if self._con is None:
+                        self._con = self._connect()
+                    self._solvers = frozenset(r[0] for r in self._con.execute(sql))
+                    return self._solvers
+            con = self._connect()
+            try:
+                return frozenset(r[0] for r in con.execute(sql))
+            finally:
+                con.close()
+        except sqlite3.Error as e:
+            raise Unusable(f"FindDB {self._where}: {e}") from None
 
     def lookup_perf(self, device: str | None, problem_key: str, solver_id: str | None = None) -> list[PerfRecord]:
         """As ``FindDB.lookup_perf``."""

@@ -549,6 +549,12 @@ class FindDB:
         q = q.order_by(_records.c.time_ms, _records.c.solver_id)
         return self._records(self._run("look up records", lambda con: con.execute(q).mappings().all()))
 
+    def solver_ids(self) -> frozenset[str]:
+        """The solvers of which this DB holds any find record, on any device: what a system DB vouches for
+        (``miofind.find.from_db``)."""
+        q = sa.select(_records.c.solver_id).distinct()
+        return frozenset(r[0] for r in self._run("list the recorded solvers", lambda con: con.execute(q).all()))
+
     def lookup_perf(self, device: str | None, problem_key: str, solver_id: str | None = None) -> list[PerfRecord]:
         """PerfDB entries of one problem (one solver if given) on one device (any if None), newest first."""
         t = _perf.c

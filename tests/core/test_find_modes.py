@@ -516,3 +516,39 @@ def test_a_schema_2_file_reads_as_is_read_only_and_migrates_when_writable(tmp_pa
         d.store_find_failures(DEV.db_name, P.key(), ["A"],
                               [FindFailure(DEV.db_name, P.key(), "A", None, "launch", "x")])
         assert [f.solver_id for f in d.find_failures(DEV.db_name, P.key())] == ["A"]
+
+
+def test_the_system_db_vouches_for_the_solvers_it_holds(env, tmp_path, monkeypatch):
+    """A solver the shipped DB holds no record of at all (added after it was built) does not make its answers
+    incomplete in normal mode: the answer comes from it, without that solver, and nothing is measured. Once the
+    file holds any record of that solver (of another problem), a problem without one is measured again; the user
+    DB asks for every candidate as before."""
+    benchmarked, url = env
+    new, *old = cands()
+    sysdb = tmp_path / "sm_90-132.sqlite"
+    with FindDB(str(sysdb)) as d:
+        d.store(records(solvers=old, scale=2.0))
+    monkeypatch.setenv("MIOFIND_SYSTEM_DB", str(sysdb))
+    r = api.find_solutions(P, mode="normal")
+    assert r.source == "db" and r.db_layer == "system" and benchmarked == []
+    assert {s.solver_id for s in r} == {s.id for s in old}
+    sysdb2 = tmp_path / "sm_90-132b.sqlite"
+    other = ProblemDescription.make("F", n=16, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1)
+    with FindDB(str(sysdb2)) as d:
+        d.store(records(solvers=old, scale=2.0))
+        d.store(records(other, solvers=[new]))
+    with FindDB(str(sysdb2), readonly=True) as d:     # both readers list the same solvers
+        assert d.solver_ids() == {s.id for s in cands()}
+    reader = fastread._reader(sysdb2, writable=False, immutable=True)
+    assert reader is not None and reader.solver_ids() == {s.id for s in cands()}
+    monkeypatch.setenv("MIOFIND_SYSTEM_DB", str(sysdb2))
+    fastread._system.clear()
+    api.find_solutions(P, mode="normal")
+    assert benchmarked == [[s.id for s in cands()]]
+    # a user DB holding all but the new solver's records of a problem is incomplete: measured
+    q = ProblemDescription.make("F", n=8, c=64, k=64, in_size=(20, 20), filter_size=3, pads=1)
+    FindDB(url).store(records(q, solvers=[s for s in cands(q) if s.id != new.id], scale=0.5))
+    monkeypatch.setenv("MIOFIND_SYSTEM_DB", str(sysdb))
+    fastread._system.clear()
+    api.find_solutions(q, mode="normal")
+    assert len(benchmarked) == 2 and new.id in benchmarked[1]
