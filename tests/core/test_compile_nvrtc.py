@@ -26,9 +26,11 @@ def _matrix():
     for d in "FBW":
         probs.append(ProblemDescription.make(d, n=64, c=256, k=64, in_size=(384, 384), filter_size=3, pads=1))
     probs.append(ProblemDescription.make("F", n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1))
-    # a narrow channels-last FP16 layer (the swapped-operand Hopper forward), and one of 64-bit indexing
-    probs.append(ProblemDescription.make("F", n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1, layout="NHWC",
-                                         dtype="FP16"))
+    # a narrow channels-last FP16 layer (the swapped-operand Hopper forward and backward data), and one of 64-bit
+    # indexing
+    for d in "FB":
+        probs.append(ProblemDescription.make(d, n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1,
+                                             layout="NHWC", dtype="FP16"))
     probs.append(ProblemDescription.make("F", n=64, c=256, k=64, in_size=(384, 384), filter_size=3, pads=1,
                                          layout="NHWC", dtype="FP16"))
     # channels-last with wide groups: the float64 reference's warp-per-output forward kernel
