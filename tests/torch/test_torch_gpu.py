@@ -601,8 +601,11 @@ def _model_against_cudnn(tmp_path, monkeypatch, name: str, convs: int, amp: bool
     return before, after
 
 
-_TRUNCATES = pytest.mark.xfail(strict=True, reason="the Hopper TF32 wgmma truncates FP32 operands where cuDNN rounds "
-                               "them: in inference the bias compounds past 1e-2 (session nov28b); off by default")
+# not strict: whether the compounded bias crosses 1e-2 depends on which layers the find gives the Hopper TF32 forward on
+# the GPU at hand (past it on an H100, bench/results/session-nov28b/call7/; within it on an H200, session-nov28c/call4/)
+_TRUNCATES = pytest.mark.xfail(strict=False, reason="the Hopper TF32 wgmma truncates FP32 operands where cuDNN rounds "
+                               "them: in inference the bias compounds, past 1e-2 on an H100 (session nov28b); off by "
+                               "default")
 
 
 @pytest.mark.parametrize("amp,tf32,cl,hopper_tf32", [
