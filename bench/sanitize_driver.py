@@ -37,6 +37,10 @@ TINY = {
     # 165 tiles of 128 x 128 over at most 132 blocks, so that blocks walk tiles of each phase (with --every)
     "nhwc_tma_b_s2": dict(n=20, c=80, k=64, in_size=(63, 65), filter_size=3, pads=1, strides=2, layout="NHWC",
                           dtype="FP16"),
+    # the swapped-operand backward data at stride 1 (dy's channels % 64 == 0): its filter rewrite, then 256 tiles of
+    # 128 pixels x 64 channels over 132 blocks, each block's two warpgroups taking tiles in turn (the swapped forward
+    # takes nhwc_tma_walk the same way: 128 pixel tiles x 2 channel tiles)
+    "nhwc_swap_b_walk": dict(n=8, c=72, k=64, in_size=(63, 65), filter_size=3, pads=1, layout="NHWC", dtype="FP16"),
     # few input channels (the small-C family): 2 K slices, edge tiles, more tiles than persistent blocks, and an odd
     # element count (the forward's last 4-byte row copy ends at x's last element)
     "nhwc_c3_walk": dict(n=13, c=3, k=72, in_size=(131, 129), filter_size=7, pads=3, strides=2, layout="NHWC",
