@@ -1,7 +1,7 @@
 """Hopper implicit GEMM, backward data with the operands swapped: at stride 1, dx is the forward convolution of dy by w
 with its taps reversed and its channel roles exchanged, run by the swapped-operand forward kernel
 (kernels_src/implicit_gemm_hopper_fwd_swap.cu, ConvImplicitGemmHopperFwdSwap) after a first kernel
-(kernels_src/implicit_gemm_hopper_bwd_swap.cu) has rewritten w in the workspace as that forward's dense KYXC filter
+(kernels_src/implicit_gemm_hopper_flip.cu, the TF32 backward data's, at stride 1) has rewritten w in the workspace as that forward's dense KYXC filter
 (dx's channels out, dy's in): that kernel's A operand, K-major. For narrow layers: dx of at most 128 channels, dy's a
 multiple of 64. FP16/BF16, NHWC, groups = 1, stride 1 (any dilation), pads at most the dilated filter's reach."""
 
@@ -19,7 +19,7 @@ from .implicit_gemm_hopper_base import ALIGN, SMEM_STATIC, WS_ALIGN, check_align
 from .implicit_gemm_hopper_bwd import phases
 from .implicit_gemm_hopper_fwd_swap import THREADS, ImplicitGemmHopperFwdSwap, channels, smem_bytes
 
-FLIP_SRC = "implicit_gemm_hopper_bwd_swap.cu"
+FLIP_SRC = "implicit_gemm_hopper_flip.cu"
 
 
 def filter_bytes(p: ProblemDescription) -> int:
@@ -72,9 +72,9 @@ class ImplicitGemmHopperBwdSwap(ImplicitGemmHopperFwdSwap):
             raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
         f = self.forward_problem(p)
         fy, fx = p.filter_size
-        flip = KernelInfo(FLIP_SRC, "igemm_hopper_bwd_swap_flip", (ceil_div(p.c, 32), ceil_div(p.k, 32), fy * fx),
-                          (32, 8, 1), macros=(("DATA_T", CUDA_TYPES[p.dtype]), ("INDEX_T", "int"), ("FK", str(p.k)),
-                                              ("FC", str(p.c)), ("FY", str(fy)), ("FX", str(fx))))
+        flip = KernelInfo(FLIP_SRC, "igemm_hopper_bwd_flip", (ceil_div(p.c, 32), ceil_div(p.k, 32), fy * fx),
+                          (32, 8, 1), macros=(("DATA_T", CUDA_TYPES[p.dtype]), ("FK", str(p.k)), ("FC", str(p.c)),
+                                              ("FY", str(fy)), ("FX", str(fx))))
         main_sol = super().get_solution(f, cfg)
         main = main_sol.kernels[0]
         smem = smem_bytes(cfg)

@@ -1,7 +1,7 @@
 """Hopper implicit GEMM, backward data with TF32 math (FP32 data, math="tf32"): ConvImplicitGemmHopperBwd's stride
 phases, each a forward convolution of dy run by the forward kernel's TF32 build. TF32 wgmma reads K-major operands only,
 so w cannot be read in place as the 16-bit phases read it (MN-major): a first kernel
-(kernels_src/implicit_gemm_hopper_bwd_tf32.cu) rewrites it in the workspace, after the split's partial planes, as every
+(kernels_src/implicit_gemm_hopper_flip.cu) rewrites it in the workspace, after the split's partial planes, as every
 phase's dense filter (its view's KYXC: dx's channels out, dy's in, taps reversed), and each phase reads its own as a
 forward does (a tiled tensor map with the copy engine). Same tiles, tunables, default rule and find alternates (the TF32
 ones) as the 16-bit solver; NHWC, groups = 1, C and K multiples of 4."""
@@ -17,7 +17,8 @@ from miofind.solver import KernelInfo, ceil_div
 from .implicit_gemm_hopper_base import WS_ALIGN, kdepth, tf32_off
 from .implicit_gemm_hopper_bwd import ImplicitGemmHopperBwd, Phase
 
-FLIP_SRC = "implicit_gemm_hopper_bwd_tf32.cu"
+FLIP_SRC = "implicit_gemm_hopper_flip.cu"        # the phases' filter rewrite (the swapped-operand backward data's too)
+ZERO_SRC_TF32 = "implicit_gemm_hopper_bwd_tf32.cu"
 
 
 def phase_filter_offsets(p: ProblemDescription) -> dict[tuple[int, int], int]:
@@ -41,11 +42,11 @@ class ImplicitGemmHopperBwdTf32(ImplicitGemmHopperBwd):
     id = "ConvImplicitGemmHopperBwdTf32"
     version = 1
     dtypes = frozenset({"FP32"})
-    zero_source, zero_name = FLIP_SRC, "igemm_hopper_bwd_tf32_zero"
+    zero_source, zero_name = ZERO_SRC_TF32, "igemm_hopper_bwd_tf32_zero"
 
     @property
     def kernel_files(self):
-        return (*super().kernel_files, FLIP_SRC)
+        return (*super().kernel_files, ZERO_SRC_TF32, FLIP_SRC)
 
     def applicability(self, problem: ProblemDescription):
         base = super().applicability(problem)
@@ -58,7 +59,7 @@ class ImplicitGemmHopperBwdTf32(ImplicitGemmHopperBwd):
         (sh, sw), (fy, fx) = p.strides, p.filter_size
         macros = (("DATA_T", "float"), ("FK", str(p.k)), ("FC", str(p.c)), ("FY", str(fy)), ("FX", str(fx)),
                   ("SH", str(sh)), ("SW", str(sw)))
-        return KernelInfo(FLIP_SRC, "igemm_hopper_bwd_tf32_flip", (ceil_div(p.c, 32), ceil_div(p.k, 32), fy * fx),
+        return KernelInfo(FLIP_SRC, "igemm_hopper_bwd_flip", (ceil_div(p.c, 32), ceil_div(p.k, 32), fy * fx),
                           (32, 8, 1), macros=macros)
 
     def phase_filter(self, p: ProblemDescription, ph: Phase, cfg) -> tuple[int, tma.TiledSpec]:

@@ -165,7 +165,7 @@ def test_bwd_rewritten_filters(no_gpu_arch):
         cfg = BWD_TF32.default_config(p)
         sol = BWD_TF32.get_solution(p, cfg)
         names = [k.name for k in sol.kernels]
-        assert names[0] == "igemm_hopper_bwd_tf32_flip" and dict(sol.kernels[0].macros)["FK"] == str(p.k)
+        assert names[0] == "igemm_hopper_bwd_flip" and dict(sol.kernels[0].macros)["FK"] == str(p.k)
         assert ("igemm_hopper_bwd_tf32_zero" in names) == (name == "1x1_s2"), names
         mains = [k for k in sol.kernels if k.name == "igemm_hopper_fwd"]
         assert len(mains) == len(hbwd.runs(p)) and all("B_MN" not in dict(k.macros) for k in mains)
