@@ -259,9 +259,10 @@ def predicted_losers(problem: ProblemDescription, dbs, dev: DeviceInfo, cands: l
                      recorded: dict[str, float] | None) -> dict[str, float]:
     """{solver id: predicted time / the fastest candidate's} of the ``cands`` that the learned cost model
     shipped next to the system DB (``miofind.costmodel``) predicts at least ``factor`` times slower than the
-    candidate it predicts fastest. {} where ``factor`` is 0, there is no such model, it does not cover the
-    problem and every candidate, or ``recorded`` (``recorded_times``) is None or holds a time of a candidate
-    (measured times order such a find, not predictions). CPU only."""
+    candidate it predicts fastest, among the candidates it was trained on (a solver added after it was
+    trained is never deferred, and does not keep the others from being). {} where ``factor`` is 0, there is
+    no such model, it does not cover the problem and two candidates, or ``recorded`` (``recorded_times``) is
+    None or holds a time of a candidate (measured times order such a find, not predictions). CPU only."""
     if not factor or len(cands) < 2 or recorded is None:
         return {}
     path = getattr(getattr(dbs, "system", None), "path", None)
@@ -272,9 +273,10 @@ def predicted_losers(problem: ProblemDescription, dbs, dev: DeviceInfo, cands: l
     ids = {s.id for s in cands}
     try:
         model = model_for_db(path)
-        if model is None or not model.supports(problem, ids):
+        if model is None or ids & recorded.keys():
             return {}
-        if ids & recorded.keys():
+        cands = [s for s in cands if model.supports(problem, (s.id,))]
+        if len(cands) < 2 or not model.supports(problem, {s.id for s in cands}):
             return {}
         by_default = model.config_basis == "default"
         asked = [(s, default_config(s, problem) if by_default or not s.tunable
@@ -650,27 +652,42 @@ def immediate(problem: ProblemDescription, *, dev: DeviceInfo, db=None, workspac
 
 def predicted(problem, dbs, dev: DeviceInfo, cands, workspace_limit, failures, done) -> FindResult:
     """Solutions with predicted times: from the learned cost model shipped next to the system DB
-    (``miofind.costmodel``) where it covers the problem and every candidate (in the model's ranking
-    order, which need not be the order of its stated times), else scaled from the nearest known
+    (``miofind.costmodel``) where it covers the problem and the candidates it was trained on (in the model's
+    ranking order, which need not be the order of its stated times; candidates it was not trained on, solvers
+    added after it, follow in the order of their times predicted as below), else scaled from the nearest known
     problem, else a per-solver cost model."""
     from .costmodel import default_config, model_for_db
-    from .predict import nearest_problem, predict
 
     model = model_for_db(dbs.system.path) if dbs.system is not None else None
-    if model is not None and cands and model.supports(problem, [s.id for s in cands]):
+    known = [s for s in cands if model is not None and model.supports(problem, [s.id])]
+    if known and model.supports(problem, [s.id for s in known]):
         cfgs = {s.id: tuned_config(dbs, dev, problem, s) if s.tunable else None for s in cands}
         # a model trained on default configs is asked with them (the solutions keep the tuned ones)
-        asked = {s.id: default_config(s, problem) for s in cands} if model.config_basis == "default" else \
-            {s.id: cfgs[s.id] or default_config(s, problem) for s in cands}
-        times, order = model.rank(problem, [(s, asked[s.id]) for s in cands], dev.sm_count)
-        sols = _predicted_solutions(problem, cands, cfgs, dict(zip((s.id for s in cands), times)),
-                                    workspace_limit, failures)
+        asked = {s.id: default_config(s, problem) for s in known} if model.config_basis == "default" else \
+            {s.id: cfgs[s.id] or default_config(s, problem) for s in known}
+        times, order = model.rank(problem, [(s, asked[s.id]) for s in known], dev.sm_count)
+        times = dict(zip((s.id for s in known), times))
+        rest = [s for s in cands if s not in known]
+        if rest:
+            times.update(_fallback_times(problem, dbs, dev, rest)[0])
+        sols = _predicted_solutions(problem, cands, cfgs, times, workspace_limit, failures)
         # ordered as the model ranks them (its ranking forest's order, where it has one), not by the times
-        rank = {cands[i].id: place for place, i in enumerate(order)}
+        ids = [known[i].id for i in order] + [s.id for s in sorted(rest, key=lambda s: times[s.id])]
         return done(sols, source="predicted", failures=failures, basis="model", model_version=model.version,
-                    rank=rank)
+                    rank={sid: place for place, sid in enumerate(ids)})
 
-    best = None  # the nearest known problem over both layers, with its trusted-or-not records
+    times, basis = _fallback_times(problem, dbs, dev, cands)
+    cfgs = {s.id: tuned_config(dbs, dev, problem, s) if s.tunable else None for s in cands}
+    sols = _predicted_solutions(problem, cands, cfgs, times, workspace_limit, failures)
+    return done(sols, source="predicted", failures=failures, basis=basis)
+
+
+def _fallback_times(problem, dbs, dev: DeviceInfo, cands) -> tuple[dict[str, float], str]:
+    """({solver id: predicted ms}, basis) without the learned model: scaled by FLOPs from the nearest known problem
+    over both DB layers (its trusted-or-not records), else the per-solver cost model."""
+    from .predict import nearest_problem, predict
+
+    best = None
     key = problem.key()
     for layer, db in dbs.layers:
         device = dev.db_name if layer == "user" else None
@@ -679,13 +696,10 @@ def predicted(problem, dbs, dev: DeviceInfo, cands, workspace_limit, failures, d
             best = (near, db.lookup(device, near[0]))
     near, recs = best if best else (None, [])
     pred = predict(problem, cands, near, recs, dev.sm_count)
-    cfgs = {s.id: tuned_config(dbs, dev, problem, s) if s.tunable else None for s in cands}
-    sols = _predicted_solutions(problem, cands, cfgs, {s.id: pred[s.id].time_ms for s in cands}, workspace_limit,
-                                failures)
     basis = "per-solver cost model"
     if near is not None:
         basis = f"nearest known problem {near[0]} (log2 distance {near[1]:.2f}), FLOP-scaled"
-    return done(sols, source="predicted", failures=failures, basis=basis)
+    return {s.id: pred[s.id].time_ms for s in cands}, basis
 
 
 def _predicted_solutions(problem, cands, cfgs, times, workspace_limit, failures) -> list[Solution]:

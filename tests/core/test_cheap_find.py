@@ -484,7 +484,7 @@ class _StubModel:
         self.times, self.covers, self.asked = times, covers, []
 
     def supports(self, problem, ids):
-        return self.covers
+        return self.covers and not set(ids) & getattr(self, "unknown", set())
 
     def predict_ms(self, problem, pairs, sm_count=132):
         self.asked.append([s.id for s, _ in pairs])
@@ -518,6 +518,12 @@ def test_predicted_losers_by_the_model_where_it_covers_the_problem(fake, tmp_pat
     model.covers = False
     assert losers(dbs, cands, 2.0) == {}              # outside the model's training kinds
     model.covers = True
+    # a solver the model was not trained on (added after it): never deferred, and the others still are
+    model.unknown = {cands[3].id}
+    assert losers(dbs, cands, 2.0) == {cands[1].id: 2.0} and model.asked[-1] == [s.id for s in cands[:3]]
+    model.unknown = {cands[0].id, cands[1].id, cands[2].id}
+    assert losers(dbs, cands, 2.0) == {}              # one known candidate: nothing to compare with
+    model.unknown = set()
     # a time of any candidate of this problem in a DB layer: measured times order the find, not predictions
     dbs.user.store(records(solvers=cands[2:3]))
     assert losers(dbs, cands, 2.0) == {}

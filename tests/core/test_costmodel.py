@@ -167,8 +167,15 @@ def test_immediate_mode_ranks_a_miss_by_the_model_next_to_the_system_db(trained,
     model.save(cm.model_path_for(small_db))
     res = _immediate(small_db, monkeypatch, p)
     assert res.predicted and res.basis == "model" and res.model_version == model.version
-    everyone = api.get_solutions(p, device=DEV)   # solvers the model never saw: today's predictor answers
-    assert everyone.predicted and everyone.basis != "model"
+    # solvers the model never saw (added after it was trained) follow its ranking of those it knows, in the order of
+    # their times as today's predictor states them
+    everyone = api.get_solutions(p, device=DEV)
+    assert everyone.predicted and everyone.basis == "model"
+    ids = [s.solver_id for s in everyone]
+    n = sum(i in {FAST_SMALL, FAST_LARGE, SLOW} for i in ids)     # the naive SLOW is no default candidate
+    assert n >= 2 and ids[:n] == [s.solver_id for s in res if s.solver_id in ids]
+    rest = [s.time_ms for s in everyone][n:]
+    assert rest and rest == sorted(rest)
     by_id = {s.solver_id: s.time_ms for s in res}
     cands = [get_solver(s) for s in by_id]
     want = model.predict_ms(p, [(s, s.default_config(p) if s.tunable else None) for s in cands])
@@ -201,6 +208,20 @@ def test_shipped_model_loads_and_covers_the_shipped_solvers():
             t = model.predict_ms(p, [(s, None) for s in cands])
             assert all(np.isfinite(t)) and min(t) > 0
     assert {"ConvImplicitGemmHopperFwd", "ConvImplicitGemmHopperBwd", "ConvImplicitGemmHopperWrw"} <= set(model.solver_ids)
+    # the swapped-operand solvers joined after it was trained: immediate mode still ranks a narrow channels-last
+    # problem's other candidates by the model, and lists them after
+    from miofind import api as _api
+    from miofind.solvers import implicit_gemm_hopper_base as hb
+    for d, swap in (("F", "ConvImplicitGemmHopperFwdSwap"), ("B", "ConvImplicitGemmHopperBwdSwap")):
+        p = ProblemDescription.make(d, n=24, c=64, k=64, in_size=(200, 200), filter_size=3, pads=1, layout="NHWC",
+                                    dtype="FP16")
+        assert swap not in model.solver_ids
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(hb, "device_arch", lambda: None)
+            res = _api.get_solutions(p, device="sm_90-132")
+        ids = [s.solver_id for s in res]
+        n = sum(i in model.solver_ids for i in ids)
+        assert res.basis == "model" and n >= 2 and swap in ids[n:] and all(i in model.solver_ids for i in ids[:n]), ids
 
 
 def _walk(trees, row) -> float:
