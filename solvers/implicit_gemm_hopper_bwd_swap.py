@@ -67,16 +67,13 @@ class ImplicitGemmHopperBwdSwap(ImplicitGemmHopperFwdSwap):
 
     def get_solution(self, problem, config=None) -> ConvSolution:
         p = problem.as_conv()
-        cfg = self.config_of(p, config)
-        if not self.is_valid_config(p, cfg):
-            raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
+        cfg = self.checked_config(p, config)
         f = self.forward_problem(p)
         fy, fx = p.filter_size
         flip = KernelInfo(FLIP_SRC, "igemm_hopper_bwd_flip", (ceil_div(p.c, 32), ceil_div(p.k, 32), fy * fx),
                           (32, 8, 1), macros=(("DATA_T", CUDA_TYPES[p.dtype]), ("FK", str(p.k)), ("FC", str(p.c)),
                                               ("FY", str(fy)), ("FX", str(fx))))
-        main_sol = super().get_solution(f, cfg)
-        main = main_sol.kernels[0]
+        main = self.forward_kernel(f, cfg)
         smem = smem_bytes(cfg)
         m, n, k = gemm_shape(f)
         # dy's im2col map, and the rewritten filter's tiled map (64 x 64 or 64 x 128 boxes of its KYXC rows: taps x dy's

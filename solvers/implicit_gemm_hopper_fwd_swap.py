@@ -103,18 +103,31 @@ class ImplicitGemmHopperFwdSwap(ImplicitGemmHopperBase):
     def workspace_bytes(self, problem, config=None) -> int:
         return 0
 
-    def get_solution(self, problem, config=None) -> ConvSolution:
-        p = problem.as_conv()
+    def checked_config(self, p, config) -> dict:
+        """``config`` (the default when None) for problem ``p``, after a one-line ValueError where this solver does not
+        apply to ``p`` (the kernel's static checks would fail in NVRTC, far from the cause) or the config is not valid."""
+        fits = self.applicability(p)
+        if not fits:
+            raise ValueError(f"{self.id} does not apply to {p.key()}: {fits.reason}")
         cfg = self.config_of(p, config)
         if not self.is_valid_config(p, cfg):
             raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
-        smem = smem_bytes(cfg)
-        mac = {**problem_macros(p), "BM": cfg["BM"], "STAGES": cfg["STAGES"]}
+        return cfg
+
+    def forward_kernel(self, f, cfg) -> KernelInfo:
+        """The swapped-operand kernel of forward problem ``f`` (backward data: its forward view) at a valid ``cfg``."""
+        mac = {**problem_macros(f), "BM": cfg["BM"], "STAGES": cfg["STAGES"]}
         if cfg["COOP"]:
             mac["COOP"] = 1
-        mac = tuple((k, str(v)) for k, v in mac.items())
-        grid = (min(tiles(p, cfg), sm_count()), 1, 1)
-        kernel = KernelInfo(self.source, self.kernel_name, grid, (THREADS, 1, 1), macros=mac, options=(f"-arch={ARCH}",))
+        return KernelInfo(self.source, self.kernel_name, (min(tiles(f, cfg), sm_count()), 1, 1), (THREADS, 1, 1),
+                          macros=tuple((k, str(v)) for k, v in mac.items()), options=(f"-arch={ARCH}",))
+
+    def get_solution(self, problem, config=None) -> ConvSolution:
+        p = problem.as_conv()
+        cfg = self.checked_config(p, config)
+        smem = smem_bytes(cfg)
+        kernel = self.forward_kernel(p, cfg)
+        grid = kernel.grid
         m, n, k = gemm_shape(p)
         # x's im2col map (BM pixels a box) and w's tiled map (64 x 64 or 64 x 128 boxes of its KYXC rows)
         maps = (tma.MapCache(x_im2col(p, cfg["BM"])),

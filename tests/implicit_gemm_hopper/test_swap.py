@@ -75,6 +75,11 @@ def test_bwd_forward_view(no_gpu_arch):
     assert not a and "96 input channels" in a.reason
     a = BSWAP.applicability(_p(direction="B", **dict(B_CASES["b_pad0"], c=136)))
     assert not a and "136 output channels" in a.reason
+    # a solution asked for a problem it does not take: one clear error, before any compile
+    for solver, p in ((BSWAP, _p(direction="B", **dict(B_CASES["b_1x1"], strides=2))),
+                      (SWAP, _p(**dict(CASES["k72_tail"], c=40)))):
+        with pytest.raises(ValueError, match="does not apply"):
+            solver.get_solution(p)
 
 
 def test_claims(no_gpu_arch):
