@@ -14,9 +14,9 @@
 // so one's epilogue overlaps the other's multiplies; each releases a stage (empty mbarrier, 128 arrivals) once its
 // wgmma that read it has completed. Block b takes tiles b, b + gridDim.x, ...; the channel tiles of a pixel tile are
 // consecutive, so the blocks running together share x's rows in L2.
-// Cooperative tiles (COOP = 1, for 65 to 128 output channels): a tile is BM pixels x 128 channels, the producer's w box
-// 128 rows, and both consumer warpgroups multiply every tile, warpgroup g the channels k0 + 64g .. with the shared im2col
-// box as its B operand: x is loaded once for both 64-channel halves. A stage is then released by 256 arrivals, and the
+// Cooperative tiles (COOP = 1, for 65 to 128 output channels): a tile is BM pixels x 128 channels, the producer's w
+// box 128 rows, and both consumer warpgroups multiply every tile, warpgroup g the channels k0 + 64g .. with the shared
+// im2col box as its B operand: x is loaded once for both 64-channel halves. A stage is then released by 256 arrivals, and the
 // epilogue is not overlapped (the producer's copies of the next tile are).
 // Epilogue: thread (warp wi, lane l) of a warpgroup holds channels wi*16 + l/4 (+8) x pixels 8j + 2(l%4) (+1). Lanes
 // l and l ^ 4 hold channel pairs (2q, 2q + 1): one shuffle gives each a pixel's pair, stored as 4 bytes into the

@@ -276,7 +276,7 @@ def predicted_losers(problem: ProblemDescription, dbs, dev: DeviceInfo, cands: l
         if model is None or ids & recorded.keys():
             return {}
         cands = [s for s in cands if model.supports(problem, (s.id,))]
-        if len(cands) < 2 or not model.supports(problem, {s.id for s in cands}):
+        if len(cands) < 2:
             return {}
         by_default = model.config_basis == "default"
         asked = [(s, default_config(s, problem) if by_default or not s.tunable
@@ -299,13 +299,14 @@ PREDICTED_REASON = ("predicted {ratio:.1f}x slower than the fastest candidate by
 def trusted_solutions(records, dev: DeviceInfo, problem, cands, verify, workspace_limit, vouched=None):
     """Solutions from one DB layer's records for the candidates whose record is trusted, and
     whether every candidate had one (the caller leaves out candidates with a recorded failure);
-    ``vouched``: the solver ids whose missing record makes the answer incomplete (None: every candidate's)."""
+    ``vouched``: a function giving the solver ids whose missing record makes the answer incomplete (None from it, or
+    no function: every candidate's), asked only where an answer would be complete but for missing records."""
     recs = {r.solver_id: r for r in records}
-    out, complete = [], True
+    out, complete, missing = [], True, []
     for s in cands:
         r = recs.get(s.id)
         if r is None:
-            complete = complete and vouched is not None and s.id not in vouched
+            missing.append(s.id)
             continue
         ok, _ = is_trusted(r, s, dev.cuda_version)
         if not ok or (verify and not r.verified) or (r.config is not None and not s.is_valid_config(problem.as_conv(), r.config)):
@@ -315,6 +316,9 @@ def trusted_solutions(records, dev: DeviceInfo, problem, cands, verify, workspac
             continue
         out.append(Solution(s.id, s.algorithm, r.time_ms, r.workspace_bytes, r.config, r.verified, problem,
                             source="db", max_error=r.max_error, time_q20_ms=r.time_q20_ms, time_q80_ms=r.time_q80_ms))
+    if missing and complete:
+        ids = vouched() if vouched is not None and out else None
+        complete = ids is not None and ids.isdisjoint(missing)
     return out, complete
 
 
@@ -336,10 +340,8 @@ def from_db(dbs, dev: DeviceInfo, problem, cands, verify, workspace_limit):
     none); else the first layer with any trusted record, complete=False; else ([], False, None)."""
     partial = None
     for layer, records in dbs.lookup(dev.db_name, problem.key()):
-        sols, complete = trusted_solutions(records, dev, problem, cands, verify, workspace_limit)
-        if sols and not complete and layer == "system":
-            sols, complete = trusted_solutions(records, dev, problem, cands, verify, workspace_limit,
-                                               system_solvers(dbs))
+        sols, complete = trusted_solutions(records, dev, problem, cands, verify, workspace_limit,
+                                           (lambda: system_solvers(dbs)) if layer == "system" else None)
         if complete and sols:
             return sols, True, layer
         if sols and partial is None:
@@ -660,7 +662,7 @@ def predicted(problem, dbs, dev: DeviceInfo, cands, workspace_limit, failures, d
 
     model = model_for_db(dbs.system.path) if dbs.system is not None else None
     known = [s for s in cands if model is not None and model.supports(problem, [s.id])]
-    if known and model.supports(problem, [s.id for s in known]):
+    if known:
         cfgs = {s.id: tuned_config(dbs, dev, problem, s) if s.tunable else None for s in cands}
         # a model trained on default configs is asked with them (the solutions keep the tuned ones)
         asked = {s.id: default_config(s, problem) for s in known} if model.config_basis == "default" else \

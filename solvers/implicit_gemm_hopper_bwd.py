@@ -21,12 +21,30 @@ from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES, needs_int64
 
-from .implicit_gemm_hopper_base import (ALIGN, BK, SMEM_STATIC, ImplicitGemmHopperBase, check_aligned,
+from .implicit_gemm_hopper_base import (ALIGN, BK, SMEM_STATIC, WS_ALIGN, ImplicitGemmHopperBase, check_aligned,
                                         default_tile, dense_pixels, esize, forward_kernels, kdepth, partial_bytes,
                                         recipe_steps, sm_count, space, x_dense)
 
 ZERO_SRC = "implicit_gemm_hopper_bwd.cu"
 ZERO_BLOCK = 256
+# the rewrite of w as every phase's dense filter, for the backward-data solvers whose phases read a K-major filter (the
+# TF32 one and the swapped-operand one)
+FLIP_SRC = "implicit_gemm_hopper_flip.cu"
+
+
+def flip_kernel(p: ProblemDescription) -> KernelInfo:
+    """The filter rewrite of backward-data problem ``p`` (kernels_src/implicit_gemm_hopper_flip.cu): w, its first
+    argument, as every stride phase's dense KYXC filter (dx's channels out, dy's in, taps reversed) at its second."""
+    (sh, sw), (fy, fx) = p.strides, p.filter_size
+    macros = (("DATA_T", CUDA_TYPES[p.dtype]), ("FK", str(p.k)), ("FC", str(p.c)), ("FY", str(fy)), ("FX", str(fx)),
+              ("SH", str(sh)), ("SW", str(sw)))
+    return KernelInfo(FLIP_SRC, "igemm_hopper_bwd_flip", (ceil_div(p.c, 32), ceil_div(p.k, 32), fy * fx), (32, 8, 1),
+                      macros=macros)
+
+
+def flipped_bytes(p: ProblemDescription) -> int:
+    """The rewritten filters: as many elements as w, 256-byte aligned."""
+    return ceil_div(math.prod(p.filter_size) * p.c * p.k * esize(p), WS_ALIGN) * WS_ALIGN
 
 
 class Phase(NamedTuple):
@@ -259,9 +277,9 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
                 # an unsplit phase writes pixels of dx no launch before it in this solution writes, and reads
                 # dy and w only: it may start while the phase (or zeroing) before it ends, and waits for that
                 # grid before it exits (i: its index among the solution's kernels, after the rewriting of w and the
-                # zeroing where there are those). A split phase's partial planes are the ones the reduce before it reads: it waits in
-                # stream order. The first phase after the rewriting of w (no zeroing between) reads what that
-                # wrote: it waits in stream order too.
+                # zeroing where there are those). A split phase's partial planes are the ones the reduce before it
+                # reads: it waits in stream order. The first phase after the rewriting of w (no zeroing between) reads
+                # what that wrote: it waits in stream order too.
                 dep = i > 0 and nk == 1 and not (flip and i == first_phase and not zero)
                 raw = Launch(kerns[i], kernels[i].grid, kernels[i].block, (PTR,) * 4 + (MAP,) * len(maps or ()),
                              shared_mem=smem, pdl=dep)

@@ -1,30 +1,20 @@
 """Hopper implicit GEMM, backward data with the operands swapped: at stride 1, dx is the forward convolution of dy by w
 with its taps reversed and its channel roles exchanged, run by the swapped-operand forward kernel
 (kernels_src/implicit_gemm_hopper_fwd_swap.cu, ConvImplicitGemmHopperFwdSwap) after a first kernel
-(kernels_src/implicit_gemm_hopper_flip.cu, the TF32 backward data's, at stride 1) has rewritten w in the workspace as that forward's dense KYXC filter
-(dx's channels out, dy's in): that kernel's A operand, K-major. For narrow layers: dx of at most 128 channels, dy's a
-multiple of 64. FP16/BF16, NHWC, groups = 1, stride 1 (any dilation), pads at most the dilated filter's reach."""
+(implicit_gemm_hopper_bwd.flip_kernel, the TF32 backward data's, at stride 1) has rewritten w in the workspace as that
+forward's dense KYXC filter (dx's channels out, dy's in): that kernel's A operand, K-major. For narrow layers: dx of at
+most 128 channels, dy's a multiple of 64. FP16/BF16, NHWC, groups = 1, stride 1 (any dilation), pads at most the dilated filter's reach."""
 
 from __future__ import annotations
-
-import math
 
 from miofind import tma
 from miofind.launch import A, B, MAP, OUT, PTR, WS, Launch, with_recipe
 from miofind.problem import ProblemDescription
-from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_applicable
-from miofind.tensors import CUDA_TYPES
+from miofind.solver import APPLICABLE, ConvSolution, not_applicable
 
-from .implicit_gemm_hopper_base import ALIGN, SMEM_STATIC, WS_ALIGN, check_aligned, gemm_shape, x_im2col
-from .implicit_gemm_hopper_bwd import phases
+from .implicit_gemm_hopper_base import ALIGN, SMEM_STATIC, check_aligned, gemm_shape, x_im2col
+from .implicit_gemm_hopper_bwd import FLIP_SRC, flip_kernel, flipped_bytes, phases
 from .implicit_gemm_hopper_fwd_swap import THREADS, ImplicitGemmHopperFwdSwap, channels, smem_bytes
-
-FLIP_SRC = "implicit_gemm_hopper_flip.cu"
-
-
-def filter_bytes(p: ProblemDescription) -> int:
-    """The rewritten filter: as many 16-bit elements as w, 256-byte aligned."""
-    return ceil_div(math.prod(p.filter_size) * p.c * p.k * 2, WS_ALIGN) * WS_ALIGN
 
 
 class ImplicitGemmHopperBwdSwap(ImplicitGemmHopperFwdSwap):
@@ -63,16 +53,13 @@ class ImplicitGemmHopperBwdSwap(ImplicitGemmHopperFwdSwap):
         return super().alternatives(self.forward_problem(p))
 
     def workspace_bytes(self, problem, config=None) -> int:
-        return filter_bytes(problem.as_conv())
+        return flipped_bytes(problem.as_conv())
 
     def get_solution(self, problem, config=None) -> ConvSolution:
         p = problem.as_conv()
         cfg = self.checked_config(p, config)
         f = self.forward_problem(p)
-        fy, fx = p.filter_size
-        flip = KernelInfo(FLIP_SRC, "igemm_hopper_bwd_flip", (ceil_div(p.c, 32), ceil_div(p.k, 32), fy * fx),
-                          (32, 8, 1), macros=(("DATA_T", CUDA_TYPES[p.dtype]), ("FK", str(p.k)), ("FC", str(p.c)),
-                                              ("FY", str(fy)), ("FX", str(fx))))
+        flip = flip_kernel(p)          # stride 1: one phase, the whole filter
         main = self.forward_kernel(f, cfg)
         smem = smem_bytes(cfg)
         m, n, k = gemm_shape(f)
@@ -80,7 +67,7 @@ class ImplicitGemmHopperBwdSwap(ImplicitGemmHopperFwdSwap):
         # channels)
         maps = (tma.MapCache(x_im2col(f, cfg["BM"])),
                 tma.MapCache(tma.TiledSpec(p.dtype, (k, n), (k * 2,), (64, channels(cfg)))))
-        ws = filter_bytes(p)
+        ws = flipped_bytes(p)
         sid = self.id
 
         def factory(kerns):

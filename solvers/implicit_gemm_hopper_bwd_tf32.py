@@ -15,9 +15,8 @@ from miofind.problem import ProblemDescription
 from miofind.solver import KernelInfo, ceil_div
 
 from .implicit_gemm_hopper_base import WS_ALIGN, kdepth, tf32_off
-from .implicit_gemm_hopper_bwd import ImplicitGemmHopperBwd, Phase
+from .implicit_gemm_hopper_bwd import FLIP_SRC, ImplicitGemmHopperBwd, Phase, flip_kernel, flipped_bytes
 
-FLIP_SRC = "implicit_gemm_hopper_flip.cu"        # the phases' filter rewrite (the swapped-operand backward data's too)
 ZERO_SRC_TF32 = "implicit_gemm_hopper_bwd_tf32.cu"
 
 
@@ -31,11 +30,6 @@ def phase_filter_offsets(p: ProblemDescription) -> dict[tuple[int, int], int]:
             out[(r0, s0)] = off
             off += ceil_div(fy - r0, sh) * ceil_div(fx - s0, sw) * p.c * p.k
     return out
-
-
-def flipped_bytes(p: ProblemDescription) -> int:
-    """The rewritten filters: as many FP32 elements as w, 256-byte aligned."""
-    return ceil_div(math.prod(p.filter_size) * p.c * p.k * 4, WS_ALIGN) * WS_ALIGN
 
 
 class ImplicitGemmHopperBwdTf32(ImplicitGemmHopperBwd):
@@ -56,11 +50,7 @@ class ImplicitGemmHopperBwdTf32(ImplicitGemmHopperBwd):
         return base if off is None else off
 
     def flip_kernel(self, p: ProblemDescription) -> KernelInfo:
-        (sh, sw), (fy, fx) = p.strides, p.filter_size
-        macros = (("DATA_T", "float"), ("FK", str(p.k)), ("FC", str(p.c)), ("FY", str(fy)), ("FX", str(fx)),
-                  ("SH", str(sh)), ("SW", str(sw)))
-        return KernelInfo(FLIP_SRC, "igemm_hopper_bwd_flip", (ceil_div(p.c, 32), ceil_div(p.k, 32), fy * fx),
-                          (32, 8, 1), macros=macros)
+        return flip_kernel(p)
 
     def phase_filter(self, p: ProblemDescription, ph: Phase, cfg) -> tuple[int, tma.TiledSpec]:
         """The phase's rewritten filter: its byte offset after the partial planes' end, and its tiled map (its view's

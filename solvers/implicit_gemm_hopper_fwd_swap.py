@@ -105,7 +105,8 @@ class ImplicitGemmHopperFwdSwap(ImplicitGemmHopperBase):
 
     def checked_config(self, p, config) -> dict:
         """``config`` (the default when None) for problem ``p``, after a one-line ValueError where this solver does not
-        apply to ``p`` (the kernel's static checks would fail in NVRTC, far from the cause) or the config is not valid."""
+        apply to ``p`` (the kernel's static checks would fail in NVRTC, far from the cause) or the config is not
+        valid."""
         fits = self.applicability(p)
         if not fits:
             raise ValueError(f"{self.id} does not apply to {p.key()}: {fits.reason}")

@@ -309,6 +309,8 @@ class FindDB:
         except ValueError as e:
             raise FindDBError(str(e)) from None
         self.readonly = readonly or immutable
+        self._immutable = immutable
+        self._solvers: frozenset[str] | None = None     # solver_ids (immutable file only: read once)
         self._readonly_why = ""  # why a FindDB opened writable is read-only after all
         self._closed = False
         try:
@@ -552,8 +554,13 @@ class FindDB:
     def solver_ids(self) -> frozenset[str]:
         """The solvers of which this DB holds any find record, on any device: what a system DB vouches for
         (``miofind.find.from_db``)."""
+        if self._solvers is not None:
+            return self._solvers
         q = sa.select(_records.c.solver_id).distinct()
-        return frozenset(r[0] for r in self._run("list the recorded solvers", lambda con: con.execute(q).all()))
+        got = frozenset(r[0] for r in self._run("list the recorded solvers", lambda con: con.execute(q).all()))
+        if self._immutable:
+            self._solvers = got
+        return got
 
     def lookup_perf(self, device: str | None, problem_key: str, solver_id: str | None = None) -> list[PerfRecord]:
         """PerfDB entries of one problem (one solver if given) on one device (any if None), newest first."""
