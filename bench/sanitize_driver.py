@@ -57,6 +57,10 @@ TINY = {
                            math="tf32"),
     "nhwc_tf32_fused": dict(n=1, c=256, k=64, in_size=(7, 7), filter_size=3, pads=1, layout="NHWC", dtype="FP32",
                             math="tf32", bias=1, activation="gelu"),
+    # the rounding TF32 backward data at stride 1 (dy's channels % 32 == 0): the rounded filter rewrite, then blocks
+    # walking tiles of 128 pixels in turn (the rounding forward takes nhwc_tf32_walk the same way)
+    "nhwc_tf32_b_walk": dict(n=8, c=72, k=64, in_size=(63, 65), filter_size=3, pads=1, layout="NHWC", dtype="FP32",
+                             math="tf32"),
 }
 NP_DTYPES = {"FP32": np.float32, "FP16": np.float16}
 

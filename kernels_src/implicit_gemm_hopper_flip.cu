@@ -7,8 +7,13 @@
 // for phase (r0, s0) (the taps r = r0 + t*SH, TH = ceil((FY - r0) / SH) of them; stride 1: one phase, TH = FY), the
 // phases in row-major (r0, s0) order, each TH*TW*FC*FK elements (all taps: FY*FX*FC*FK in all). Per tap, a transpose of
 // the (k, c) plane: 32 x 32 tiles through shared memory, read along c and written along k, coalesced both ways; the
-// padding column keeps the transposed reads free of bank conflicts. Macros: DATA_T, FK, FC, FY, FX, SH, SW.
+// padding column keeps the transposed reads free of bank conflicts. Macros: DATA_T, FK, FC, FY, FX, SH, SW, and ROUND_TF32
+// (1: FP32 elements rounded to TF32 by cvt.rna, for the rounding TF32 backward data, implicit_gemm_hopper_fwd_tf32_rn.cu).
 #include "common.cuh"
+
+#ifndef ROUND_TF32
+#define ROUND_TF32 0
+#endif
 
 #ifndef SH
 #define SH 1
@@ -46,7 +51,15 @@ extern "C" __global__ void __launch_bounds__(256) igemm_hopper_bwd_flip(const da
     {
         const int k = k0 + ty + j, c = c0 + tx;
         if(k < FK && c < FC)
+        {
+#if ROUND_TF32
+            unsigned v = __float_as_uint(w[((long long)k * FY * FX + tap) * FC + c]);
+            asm("cvt.rna.tf32.f32 %0, %0;\n" : "+r"(v));
+            tile[ty + j][tx] = __uint_as_float(v);
+#else
             tile[ty + j][tx] = w[((long long)k * FY * FX + tap) * FC + c];
+#endif
+        }
     }
     __syncthreads();
     const long long base = phase_offset(r0, s0) + (long long)(a * tw + b) * FK;

@@ -52,6 +52,8 @@ _ROWS: tuple[tuple[int, str, str | None, str], ...] = (
     (35, "ConvImplicitGemmHopperBwdTf32", "implicit_gemm_hopper_bwd_tf32:ImplicitGemmHopperBwdTf32", "B"),
     (36, "ConvImplicitGemmHopperFwdSwap", "implicit_gemm_hopper_fwd_swap:ImplicitGemmHopperFwdSwap", "F"),
     (37, "ConvImplicitGemmHopperBwdSwap", "implicit_gemm_hopper_bwd_swap:ImplicitGemmHopperBwdSwap", "B"),
+    (38, "ConvImplicitGemmHopperFwdTf32Rn", "implicit_gemm_hopper_fwd_tf32_rn:ImplicitGemmHopperFwdTf32Rn", "F"),
+    (39, "ConvImplicitGemmHopperBwdTf32Rn", "implicit_gemm_hopper_bwd_tf32_rn:ImplicitGemmHopperBwdTf32Rn", "B"),
 )
 
 

@@ -32,12 +32,13 @@ ZERO_BLOCK = 256
 FLIP_SRC = "implicit_gemm_hopper_flip.cu"
 
 
-def flip_kernel(p: ProblemDescription) -> KernelInfo:
+def flip_kernel(p: ProblemDescription, round_tf32: bool = False) -> KernelInfo:
     """The filter rewrite of backward-data problem ``p`` (kernels_src/implicit_gemm_hopper_flip.cu): w, its first
-    argument, as every stride phase's dense KYXC filter (dx's channels out, dy's in, taps reversed) at its second."""
+    argument, as every stride phase's dense KYXC filter (dx's channels out, dy's in, taps reversed) at its second;
+    with ``round_tf32`` (FP32), each element rounded to TF32 (cvt.rna) as it is written."""
     (sh, sw), (fy, fx) = p.strides, p.filter_size
     macros = (("DATA_T", CUDA_TYPES[p.dtype]), ("FK", str(p.k)), ("FC", str(p.c)), ("FY", str(fy)), ("FX", str(fx)),
-              ("SH", str(sh)), ("SW", str(sw)))
+              ("SH", str(sh)), ("SW", str(sw))) + ((("ROUND_TF32", "1"),) if round_tf32 else ())
     return KernelInfo(FLIP_SRC, "igemm_hopper_bwd_flip", (ceil_div(p.c, 32), ceil_div(p.k, 32), fy * fx), (32, 8, 1),
                       macros=macros)
 

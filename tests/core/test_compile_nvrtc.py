@@ -41,6 +41,12 @@ def _matrix():
         if "NHWC" in layouts_for(kw):
             for d in "FB":
                 probs.append(ProblemDescription.make(d, layout="NHWC", dtype="FP32", math="tf32", **kw))
+    # ... and with input channels of 32 (the rounding Hopper TF32 forward and backward data), one of 64-bit indexing
+    for d in "FB":
+        probs.append(ProblemDescription.make(d, n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1,
+                                             layout="NHWC", dtype="FP32", math="tf32"))
+    probs.append(ProblemDescription.make("F", n=64, c=256, k=64, in_size=(384, 384), filter_size=3, pads=1,
+                                         layout="NHWC", dtype="FP32", math="tf32"))
     # fused forward problems (bias, activation): the solvers with a fused epilogue
     for kw in SHAPES.values():
         for lay in layouts_for(kw):

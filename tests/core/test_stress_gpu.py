@@ -121,7 +121,13 @@ def problem_pool(seed: int, count: int = POOL_SIZE) -> list[P]:
             P.make("F", n=2, c=64, k=24, in_size=(9, 11), filter_size=3, pads=1, layout="NHWC", dtype="FP16"),
             P.make("F", n=1, c=64, k=72, in_size=(7, 6), filter_size=1, layout="NHWC", dtype="FP16"),
             P.make("B", n=2, c=24, k=64, in_size=(10, 7), filter_size=3, pads=1, layout="NHWC", dtype="FP16"),
-            P.make("B", n=1, c=16, k=128, in_size=(6, 9), filter_size=1, layout="NHWC", dtype="FP16")]
+            P.make("B", n=1, c=16, k=128, in_size=(6, 9), filter_size=1, layout="NHWC", dtype="FP16"),
+            # the rounding Hopper TF32 forward and backward data's (input channels of their forward view % 32 == 0)
+            P.make("F", n=2, c=32, k=20, in_size=(9, 11), filter_size=3, pads=1, layout="NHWC", dtype="FP32", math="tf32"),
+            P.make("F", n=1, c=64, k=72, in_size=(7, 6), filter_size=1, layout="NHWC", dtype="FP32", math="tf32"),
+            P.make("B", n=2, c=24, k=32, in_size=(10, 7), filter_size=3, pads=1, layout="NHWC", dtype="FP32",
+                   math="tf32"),
+            P.make("B", n=1, c=16, k=64, in_size=(6, 9), filter_size=1, layout="NHWC", dtype="FP32", math="tf32")]
     return out
 
 

@@ -33,10 +33,11 @@ TAILS = {
 }
 GRID = claim_grid(HOPPER, {**SHAPES, **TAILS}, MODES)
 # the fused forward (test_fused_epilogue.py) claims none of these plain problems
-# (and the TF32 backward data, FP32 only: test_tf32.py)
+# (and the TF32 solvers, FP32 only: test_tf32.py, test_tf32_rn.py)
 ACCEPTED = {"ConvImplicitGemmHopperFwd": 18, "ConvImplicitGemmHopperBwd": 18, "ConvImplicitGemmHopperWrw": 18,
             "ConvImplicitGemmHopperFwdBiasActiv": 0, "ConvImplicitGemmHopperBwdTf32": 0,
-            "ConvImplicitGemmHopperFwdSwap": 0, "ConvImplicitGemmHopperBwdSwap": 2}
+            "ConvImplicitGemmHopperFwdSwap": 0, "ConvImplicitGemmHopperBwdSwap": 2,
+            "ConvImplicitGemmHopperFwdTf32Rn": 0, "ConvImplicitGemmHopperBwdTf32Rn": 0}
 ACCEPTED_DIGEST = "b36b614a"
 
 
@@ -54,12 +55,14 @@ def test_registered_after_existing():
     assert rows["ConvImplicitGemmHopperFwd"] == 29 and rows["ConvImplicitGemmHopperBwd"] == 30
     assert rows["ConvImplicitGemmHopperWrw"] == 31 and rows["ConvImplicitGemmHopperFwdBiasActiv"] == 32
     assert rows["ConvImplicitGemmHopperBwdTf32"] == 35 and rows["ConvImplicitGemmHopperFwdSwap"] == 36
-    assert rows["ConvImplicitGemmHopperBwdSwap"] == 37
+    assert rows["ConvImplicitGemmHopperBwdSwap"] == 37 and rows["ConvImplicitGemmHopperFwdTf32Rn"] == 38
+    assert rows["ConvImplicitGemmHopperBwdTf32Rn"] == 39
     assert max(n for i, n in rows.items() if "Hopper" not in i and "SmallC" not in i) == 28
     assert [s.id for s in HOPPER] == ["ConvImplicitGemmHopperFwd", "ConvImplicitGemmHopperBwd",
                                       "ConvImplicitGemmHopperWrw", "ConvImplicitGemmHopperFwdBiasActiv",
                                       "ConvImplicitGemmHopperBwdTf32", "ConvImplicitGemmHopperFwdSwap",
-                                      "ConvImplicitGemmHopperBwdSwap"]
+                                      "ConvImplicitGemmHopperBwdSwap", "ConvImplicitGemmHopperFwdTf32Rn",
+                                      "ConvImplicitGemmHopperBwdTf32Rn"]
 
 
 def test_claims_pinned(no_gpu_arch):

@@ -1,0 +1,286 @@
+// Implicit-GEMM convolution forward for Hopper with TF32 operands rounded to nearest (ConvImplicitGemmHopperFwdTf32Rn,
+// and the backward data built on it): FP32 data, wgmma.mma_async m64nNk8 .tf32 with A from registers.
+//
+// y[m, k] = sum_kk A[m, kk] * w[k, kk], with m = (n, oh, ow) the output pixels, kk = ((r, s), c) and A the im2col
+// gather of channels-last x, as implicit_gemm_hopper_fwd.cu. The wgmma reads an FP32 operand in shared memory truncated
+// to TF32 (the low 13 mantissa bits ignored); cuDNN and cuBLAS round to nearest (cvt.rna), and truncation's bias toward
+// zero compounds over a deep network. So here the A operand (x, BM pixels x 32 channels a K tile, by the copy engine's
+// im2col box) goes through registers: ldmatrix gives each thread its fragment, cvt.rna.tf32.f32 rounds it, and the
+// register-A (RS) wgmma multiplies it; the B operand (w, BN output channels x 32) is read from shared memory already
+// rounded: igemm_tf32_round writes a rounded copy of w into the workspace first (or the backward data's filter
+// rewrite rounds as it writes).
+// Tiles: a tile is BM = 64 * WG_M output pixels x BN output channels, one consumer warpgroup's; both operands K-major,
+// 128-byte swizzled (a 128-byte row is 32 FP32 channels of one tap, so a K tile is 32 deep and C % 32 == 0), 16-byte
+// chunk c of row r at c ^ (r % 8) (implicit_gemm_hopper.cuh).
+// A fragment (m64k8 .tf32, CUTLASS's ALayout_64x8): thread (warp wi, lane l) holds rows wi*16 + l/4 (+8) x columns
+// l%4 (+4) of the k8 step: registers (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4). ldmatrix.x4's four 8 x 8 b16
+// matrices are 8 rows x 16 bytes, lane l receiving word l%4 of row l/4 of each: matrices (rows 0-7, chunk 2 k8),
+// (rows 8-15, chunk 2 k8), (rows 0-7, chunk 2 k8 + 1), (rows 8-15, chunk 2 k8 + 1), lane l addressing row l%8 of
+// matrix l/8. The eight rows of a matrix sit in eight different 16-byte bank groups under the swizzle.
+// Pipeline: persistent blocks; the producer warpgroup's first thread streams every (tile, K tile) position's two boxes
+// through STAGES buffers (full mbarrier by transaction bytes); the two consumer warpgroups take alternate tiles
+// (ping-pong: their K loops in turn, named barriers 4, 5, so one's epilogue overlaps the other's multiplies). A consumer
+// issues one k8 step at a time from two register buffers: after step q's commit it waits for step q - 1, whose buffer
+// step q + 1 then fills, and a stage is released (empty mbarrier, 128 arrivals) once the last step reading it has
+// completed. Epilogue: FP32 pairs of consecutive channels straight to y (a quad of lanes writes 32 contiguous bytes of
+// a pixel). Channels-last x, w (KYXC) and y; C % 32 == 0, K % 4 == 0.
+#include "implicit_gemm_hopper.cuh"
+#include "implicit_gemm_hopper_mbar.cuh"
+#include "implicit_gemm_hopper_tma.cuh"
+
+#ifndef WG_M
+#define WG_M 2          // m64 blocks of output pixels in a tile
+#endif
+#ifndef BN
+#define BN 128          // output channels of a tile: the wgmma N (64, 128, 256)
+#endif
+#ifndef STAGES
+#define STAGES 4
+#endif
+
+#define BM (64 * WG_M)
+#define BK 32                           // K tile depth: 32 FP32 channels of one tap, one 128-byte row
+#define NT 384                          // two consumer warpgroups, then the producer
+#define GEMM_M ((index_t)P_N * P_HO * P_WO)
+#define KTILES (P_C * P_Y * P_X / BK)
+#define KTILES_N ((P_K + BN - 1) / BN)  // channel tiles of the output
+#define A_BYTES (BM * 128)
+#define STAGE_BYTES (A_BYTES + BN * 128)
+
+static_assert(WG_M == 1 || WG_M == 2, "WG_M in 1, 2");
+static_assert(BN == 64 || BN == 128 || BN == 256, "BN in 64, 128, 256");
+static_assert(WG_M * BN <= 256, "at most 128 accumulators a thread");
+static_assert(STAGES >= 2, "two stages at least");
+static_assert(P_C % BK == 0, "K tiles of one tap");
+static_assert(P_K % 4 == 0, "pairs of output channels, 16-byte rows of w");
+static_assert(XS_C == 1 && WS_C == 1 && YS_C == 1, "channels-last x, w and y");
+static_assert(WS_X == P_C && WS_Y == P_X * WS_X && WS_K == P_Y * WS_Y, "dense KYXC w");
+static_assert(YS_W % 2 == 0 && YS_H % 2 == 0 && YS_N % 2 == 0, "8-byte aligned channel pairs of y");
+
+__device__ __forceinline__ index_t y_pixel(index_t m)
+{
+    const int ow = (int)(m % P_WO); m /= P_WO;
+    const int oh = (int)(m % P_HO);
+    return (m / P_HO) * YS_N + (index_t)oh * YS_H + (index_t)ow * YS_W;
+}
+
+__device__ __forceinline__ u32 tf32_rna(u32 v)
+{
+    u32 r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "r"(v));
+    return r;
+}
+
+// a thread's A fragment of one m64 block and k8 step, rounded: addr is its ldmatrix row address
+__device__ __forceinline__ void load_a(u32 (&a)[4], u32 addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3]) : "r"(addr) : "memory");
+#pragma unroll
+    for(int i = 0; i < 4; ++i) a[i] = tf32_rna(a[i]);
+}
+
+// register-A wgmma m64nNk8 .tf32 (scale-d on: the accumulators are zeroed before a tile's first step)
+__device__ __forceinline__ void wgmma_rs_n64(float* d, const u32 (&a)[4], u64 db)
+{
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+
+__device__ __forceinline__ void wgmma_rs_n128(float* d, const u32 (&a)[4], u64 db)
+{
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+
+__device__ __forceinline__ void wgmma_rs_n256(float* d, const u32 (&a)[4], u64 db)
+{
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, {%128, %129, %130, %131}, %132, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+
+__device__ __forceinline__ void wgmma_rs(float* d, const u32 (&a)[4], u64 db)
+{
+#if BN == 64
+    wgmma_rs_n64(d, a, db);
+#elif BN == 128
+    wgmma_rs_n128(d, a, db);
+#else
+    wgmma_rs_n256(d, a, db);
+#endif
+}
+
+__device__ __forceinline__ void reg_fence_u(u32& r) { asm volatile("" : "+r"(r)::"memory"); }
+
+// warpgroup wg's turn at the K loop (named barriers 4, 5: 128 arrive, 128 wait), as implicit_gemm_hopper_fwd_swap.cu
+__device__ __forceinline__ void turn_wait(int wg)
+{
+    if(wg == 0) bar_sync<4, 256>();
+    else bar_sync<5, 256>();
+}
+__device__ __forceinline__ void turn_pass(int wg)
+{
+    if(wg == 0) bar_arrive<5, 256>();
+    else bar_arrive<4, 256>();
+}
+
+extern "C" __global__ void __launch_bounds__(NT, 1)
+igemm_hopper_fwd_tf32_rn(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y,
+                         const __grid_constant__ TmaMap tmx, const __grid_constant__ TmaMap tmw)
+{
+    extern __shared__ unsigned char smem_raw[];
+    const u32 sbase = (smem_u32(smem_raw) + 1023u) & ~1023u;
+    __shared__ __align__(8) u64 bars[2 * STAGES];    // full[0 .. STAGES), empty[0 .. STAGES)
+    const u32 full0 = smem_u32(bars), empty0 = full0 + STAGES * 8;
+    const int t = threadIdx.x, wg = t >> 7;
+    if(t == 0)
+    {
+#pragma unroll
+        for(int s = 0; s < STAGES; ++s)
+        {
+            mbar_init(full0 + s * 8, 1);
+            mbar_init(empty0 + s * 8, 128);     // one consumer warpgroup reads a stage
+        }
+        fence_mbar_init();
+    }
+    __syncthreads();
+    const index_t ntiles = (GEMM_M + BM - 1) / BM * KTILES_N;
+
+    if(wg == 2)
+    {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if(t == 256)
+        {
+            index_t i = 0;                      // stream position: (tile, K tile)
+            for(index_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x)
+            {
+                const index_t m0 = tile / KTILES_N * BM;
+                const int k0 = (int)(tile % KTILES_N) * BN;
+                // the tile's first filter base (ow*sw - pw, oh*sh - ph, n) of output pixel m0
+                const index_t q = m0 / P_WO;
+                const int wb = (int)(m0 - q * P_WO) * P_SW - P_PW, hb = (int)(q % P_HO) * P_SH - P_PH;
+                const int nb = (int)(q / P_HO);
+#pragma unroll 1
+                for(int kt = 0; kt < KTILES; ++kt, ++i)
+                {
+                    const int s = producer_stage<STAGES>(empty0, i);
+                    const u32 sn = sbase + s * STAGE_BYTES, bar = full0 + s * 8;
+                    const int kk = kt * BK, tap = kk / P_C, c = kk - tap * P_C;
+                    mbar_expect_tx(bar, STAGE_BYTES);
+                    tma_im2col_4d(sn, &tmx, c, wb, hb, nb, (unsigned short)((tap % P_X) * P_DW),
+                                  (unsigned short)((tap / P_X) * P_DH), bar);
+                    tma_tile_2d(sn + A_BYTES, &tmw, kk, k0, bar);
+                }
+            }
+        }
+        return;
+    }
+
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    const int tw = t & 127, wi = tw >> 5, l = t & 31;
+    // this lane's ldmatrix row in an m64 block (row l%8 of matrix l/8: rows +8 for matrices 1 and 3) and its chunk
+    // offset (+1 for matrices 2 and 3)
+    const int arow = wi * 16 + ((l >> 3) & 1) * 8 + (l & 7), achunk = l >> 4;
+    float acc[WG_M][BN / 2];
+#pragma unroll
+    for(int i = 0; i < WG_M; ++i)
+#pragma unroll
+        for(int j = 0; j < BN / 2; ++j) acc[i][j] = 0.f;
+    u32 af[2][WG_M][4];
+    const index_t mine = (index_t)blockIdx.x < ntiles ? (ntiles - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+    for(index_t j = wg; j < mine; j += 2)
+    {
+        const index_t tile = blockIdx.x + j * gridDim.x;
+        const index_t m0 = tile / KTILES_N * BM;
+        const int k0 = (int)(tile % KTILES_N) * BN;
+        if(j > 0)
+            turn_wait(wg);                      // the other warpgroup has waited on every position of tile j - 1
+        const index_t pos0 = j * KTILES;
+#pragma unroll 1
+        for(int kt = 0; kt < KTILES; ++kt)
+        {
+            const index_t pos = pos0 + kt;
+            const int s = (int)(pos % STAGES);
+            mbar_wait(full0 + s * 8, (u32)((pos / STAGES) & 1));
+            const u32 sn = sbase + s * STAGE_BYTES;
+#pragma unroll
+            for(int k8 = 0; k8 < 4; ++k8)
+            {
+                // step (kt, k8) fills buffer k8 % 2, whose last reader (step q - 2) completed at step q - 1's wait
+#pragma unroll
+                for(int i = 0; i < WG_M; ++i)
+                {
+                    const int r = i * 64 + arow;
+                    load_a(af[k8 & 1][i], sn + (u32)(r * 128 + (((2 * k8 + achunk) ^ (r & 7)) << 4)));
+                }
+                wgmma_fence();
+#pragma unroll
+                for(int i = 0; i < WG_M; ++i)
+                    wgmma_rs(acc[i], af[k8 & 1][i], desc_sw128(sn + A_BYTES + k8 * 32));
+                wgmma_commit();
+                wgmma_wait<1>();                // step q - 1 has completed
+#pragma unroll
+                for(int i = 0; i < WG_M; ++i)
+#pragma unroll
+                    for(int e = 0; e < 4; ++e) reg_fence_u(af[(k8 + 1) & 1][i][e]);
+                if(k8 == 0 && kt > 0)           // the last step of K tile kt - 1: its stage is free
+                    mbar_arrive(empty0 + (int)((pos - 1) % STAGES) * 8);
+            }
+        }
+        if(j + 1 < mine)
+            turn_pass(wg);        // the other warpgroup's tile j + 1 may start its K loop
+        wgmma_wait<0>();
+        mbar_arrive(empty0 + (int)((pos0 + KTILES - 1) % STAGES) * 8);
+#pragma unroll
+        for(int i = 0; i < WG_M; ++i)
+#pragma unroll
+            for(int jj = 0; jj < BN / 2; ++jj) reg_fence(acc[i][jj]);
+        // acc[i][4jj + 2h + e]: pixel row i*64 + wi*16 + l/4 + 8h, channel 8jj + 2(l%4) + e
+#pragma unroll
+        for(int i = 0; i < WG_M; ++i)
+#pragma unroll
+            for(int h = 0; h < 2; ++h)
+            {
+                const index_t m = m0 + i * 64 + wi * 16 + (l >> 2) + 8 * h;
+                if(m < GEMM_M)
+                {
+                    float* yp = y + y_pixel(m) + k0 + 2 * (l & 3);
+#pragma unroll
+                    for(int jj = 0; jj < BN / 8; ++jj)
+                        if(k0 + 8 * jj + 2 * (l & 3) < P_K)
+                            *reinterpret_cast<float2*>(yp + 8 * jj) =
+                                make_float2(acc[i][4 * jj + 2 * h], acc[i][4 * jj + 2 * h + 1]);
+                }
+            }
+#pragma unroll
+        for(int i = 0; i < WG_M; ++i)
+#pragma unroll
+            for(int jj = 0; jj < BN / 2; ++jj) acc[i][jj] = 0.f;
+    }
+}
+
+// w (N_W FP32 elements, a multiple of 4) rounded to TF32 (cvt.rna) into wr: a grid-stride loop over float4s
+#ifndef N_W
+#define N_W ((long long)P_K * P_Y * P_X * P_C)
+#endif
+extern "C" __global__ void __launch_bounds__(256) igemm_tf32_round(const float* __restrict__ w, float* __restrict__ wr)
+{
+    for(long long i = blockIdx.x * 256LL + threadIdx.x; i < N_W / 4; i += (long long)gridDim.x * 256)
+    {
+        uint4 v = reinterpret_cast<const uint4*>(w)[i];
+        v.x = tf32_rna(v.x); v.y = tf32_rna(v.y); v.z = tf32_rna(v.z); v.w = tf32_rna(v.w);
+        reinterpret_cast<uint4*>(wr)[i] = v;
+    }
+}

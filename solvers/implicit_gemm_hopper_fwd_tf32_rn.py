@@ -1,0 +1,177 @@
+"""Hopper implicit GEMM, forward with TF32 math and operands rounded to nearest (kernels_src/
+implicit_gemm_hopper_fwd_tf32_rn.cu): FP32 data, math="tf32". The wgmma reads an FP32 operand in shared memory truncated
+to TF32, where cuDNN and cuBLAS round it (the truncating build, ConvImplicitGemmHopperFwd's IS_TF32, stays behind
+MIOFIND_HOPPER_TF32). Here the im2col tile of x goes through registers, rounded by cvt.rna, into the register-A wgmma,
+and w is read from a copy rounded first in the workspace (igemm_tf32_round). Persistent blocks, a copy-engine producer
+warpgroup, two ping-pong consumer warpgroups; NHWC, C % 32 == 0 (a K tile is one tap's 32 channels, one im2col box),
+K % 4 == 0. Tunables: WG_M (m64 blocks of output pixels a tile: 1, 2), BN (output channels a tile: 64, 128, 256) and
+STAGES."""
+
+from __future__ import annotations
+
+from miofind import tma
+from miofind.launch import A, B, MAP, OUT, PTR, WS, Launch, with_recipe
+from miofind.problem import ProblemDescription
+from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_applicable
+
+from .implicit_gemm_base import strides5
+from .implicit_gemm_hopper_base import (ALIGN, ARCH, SMEM_LIMIT, SMEM_STATIC, WS_ALIGN, ImplicitGemmHopperBase,
+                                        check_aligned, gemm_shape, problem_macros, sm_count, tma_fits, x_im2col)
+
+KEYS = ("WG_M", "BN", "STAGES")
+THREADS = 384           # two consumer warpgroups and the producer
+ROUND_BLOCK = 256
+ROUND_NAME = "igemm_tf32_round"
+
+
+def smem_bytes(cfg) -> int:
+    """STAGES x (64 WG_M pixel rows + BN filter rows) of 128 bytes, and 1 KiB to align the first tile to the swizzle's
+    1024-byte period."""
+    return cfg["STAGES"] * (64 * cfg["WG_M"] + cfg["BN"]) * 128 + 1024
+
+
+def config_ok(p, cfg) -> bool:
+    wm, bn, st = cfg["WG_M"], cfg["BN"], cfg["STAGES"]
+    # 2 x STAGES mbarriers are static shared memory beside the dynamic buffers
+    return wm in (1, 2) and bn in (64, 128, 256) and wm * bn <= 256 and 2 <= st <= 8 and \
+        smem_bytes(cfg) + 16 * st <= SMEM_LIMIT
+
+
+def tiles(p, cfg) -> int:
+    """Output tiles: pixel tiles x channel tiles."""
+    m, n, _ = gemm_shape(p)
+    return ceil_div(m, 64 * cfg["WG_M"]) * ceil_div(n, cfg["BN"])
+
+
+def most_stages(wm: int, bn: int) -> dict:
+    """The config of a tile with the most stages that fit."""
+    return max((c for c in ({"WG_M": wm, "BN": bn, "STAGES": st} for st in range(2, 9)) if config_ok(None, c)),
+               key=lambda c: c["STAGES"])
+
+
+def rounded_bytes(p: ProblemDescription) -> int:
+    """The rounded copy of the (forward) filter: as many FP32 elements as w, 256-byte aligned."""
+    _, n, k = gemm_shape(p)
+    return ceil_div(n * k * 4, WS_ALIGN) * WS_ALIGN
+
+
+def round_kernel(f: ProblemDescription) -> KernelInfo:
+    """The rounding of forward problem ``f``'s filter (w, its first argument) into its second."""
+    _, n, k = gemm_shape(f)
+    return KernelInfo(ImplicitGemmHopperFwdTf32Rn.source, ROUND_NAME,
+                      (max(1, min(ceil_div(n * k // 4, ROUND_BLOCK), sm_count() * 8)), 1, 1), (ROUND_BLOCK, 1, 1),
+                      macros=tuple((m, str(v)) for m, v in problem_macros(f).items()), options=(f"-arch={ARCH}",))
+
+
+class ImplicitGemmHopperFwdTf32Rn(ImplicitGemmHopperBase):
+    id = "ConvImplicitGemmHopperFwdTf32Rn"
+    version = 1
+    algorithm = "miopenConvolutionFwdAlgoImplicitGEMM"
+    directions = frozenset("F")
+    dtypes = frozenset({"FP32"})
+    source = "implicit_gemm_hopper_fwd_tf32_rn.cu"
+    kernel_name = "igemm_hopper_fwd_tf32_rn"
+    config_keys = KEYS
+    tile_ok = staticmethod(config_ok)
+    legacy_defaults = {}
+
+    def applicability(self, problem):
+        p = problem.as_conv()
+        if p.dtype == "FP32" and p.math != "tf32":
+            return not_applicable("data type FP32 with strict math not supported (wgmma multiplies FP32 data as TF32 "
+                                  "only: math=tf32)")
+        base = super().applicability(problem)
+        if not base:
+            return base
+        f = self.forward_problem(p)      # the forward the kernel runs (backward data: its view)
+        if not tma_fits(f):
+            return not_applicable(f"{f.c} input channels of the forward kernel: the copy engine's K tiles need a "
+                                  "multiple of 32 and im2col offsets in range")
+        return APPLICABLE
+
+    def default_config(self, problem) -> dict:
+        """128 x 128 tiles (64 channels wide where K <= 64), 64 pixels high where 128-pixel tiles would not give every
+        SM one, with the most stages that fit."""
+        f = self.forward_problem(problem.as_conv())
+        bn = 64 if gemm_shape(f)[1] <= 64 else 128
+        wm = 2 if tiles(f, {"WG_M": 2, "BN": bn}) >= sm_count() else 1
+        return most_stages(wm, bn)
+
+    def alternatives(self, p) -> list[dict]:
+        """64 x 256 tiles (more than 128 output channels) or 128 x 64 tiles, and the default's other height, each at its
+        most stages."""
+        d = self.default_config(p)
+        wide = gemm_shape(self.forward_problem(p))[1] > 128
+        alts = [most_stages(1, 256) if wide else most_stages(2, 64), most_stages(3 - d["WG_M"], d["BN"])]
+        return [c for c in alts if c != d]
+
+    def config_space(self, problem):
+        for wm in (1, 2):
+            for bn in (64, 128, 256):
+                for st in range(2, 9):
+                    cfg = {"WG_M": wm, "BN": bn, "STAGES": st}
+                    if config_ok(None, cfg):
+                        yield cfg
+
+    def workspace_bytes(self, problem, config=None) -> int:
+        return rounded_bytes(self.forward_problem(problem.as_conv()))
+
+    def checked_config(self, p, config) -> dict:
+        """``config`` (the default when None) for problem ``p``, after a one-line ValueError where this solver does not
+        apply to ``p`` (the kernel's static checks would fail in NVRTC, far from the cause) or the config is not
+        valid."""
+        fits = self.applicability(p)
+        if not fits:
+            raise ValueError(f"{self.id} does not apply to {p.key()}: {fits.reason}")
+        cfg = self.config_of(p, config)
+        if not self.is_valid_config(p, cfg):
+            raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
+        return cfg
+
+    def forward_kernel(self, f, cfg) -> KernelInfo:
+        """The kernel of forward problem ``f`` (backward data: its forward view) at a valid ``cfg``."""
+        mac = {**problem_macros(f), "WG_M": cfg["WG_M"], "BN": cfg["BN"], "STAGES": cfg["STAGES"]}
+        return KernelInfo(self.source, self.kernel_name, (min(tiles(f, cfg), sm_count()), 1, 1), (THREADS, 1, 1),
+                          macros=tuple((k, str(v)) for k, v in mac.items()), options=(f"-arch={ARCH}",))
+
+    def filter_maps(self, f, cfg) -> tuple:
+        """x's im2col map (64 WG_M pixels a box) and the rounded filter's tiled map (32 x BN boxes of its KYXC rows)."""
+        m, n, k = gemm_shape(f)
+        return (tma.MapCache(x_im2col(f, 64 * cfg["WG_M"])),
+                tma.MapCache(tma.TiledSpec(f.dtype, (k, n), (k * 4,), (32, cfg["BN"]))))
+
+    def prologue(self, p: ProblemDescription) -> KernelInfo:
+        """The kernel writing the rounded filter into the workspace (w first, the workspace second)."""
+        return round_kernel(p)
+
+    def get_solution(self, problem, config=None) -> ConvSolution:
+        p = problem.as_conv()
+        cfg = self.checked_config(p, config)
+        f = self.forward_problem(p)
+        first = self.prologue(p)
+        main = self.forward_kernel(f, cfg)
+        smem = smem_bytes(cfg)
+        maps = self.filter_maps(f, cfg)
+        ws = self.workspace_bytes(p, cfg)
+        sid = self.id
+
+        def factory(kerns):
+            kfirst, kern = kerns
+            if smem > SMEM_STATIC:
+                kern.max_dynamic_shared_size_bytes = smem
+            lfirst = Launch(kfirst, first.grid, first.block, (PTR, PTR))
+            launch = Launch(kern, main.grid, (THREADS, 1, 1), (PTR,) * 3 + (MAP,) * 2, shared_mem=smem)
+            lmain = launch.bind_maps(maps)
+
+            def invoker(a, b, out, workspace, stream):
+                if a % ALIGN or b % ALIGN or out % ALIGN:
+                    check_aligned(sid, (("first input", a), ("second input", b), ("output", out)))
+                if not workspace:
+                    raise ValueError(f"{sid}: workspace of {ws} bytes required, got none")
+                lfirst(stream, b, workspace)
+                lmain(stream, a, workspace, out)
+            steps = [(lfirst, ((B, 0), (WS, 0))),
+                     (launch, ((A, 0), (WS, 0), (OUT, 0)), ((A, 0, maps[0].spec), (WS, 0, maps[1].spec)))]
+            return with_recipe(invoker, steps, (ALIGN, ALIGN, ALIGN, 1), True)
+
+        return ConvSolution(self.id, [first, main], ws, factory, cfg)
