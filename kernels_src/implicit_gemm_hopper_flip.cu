@@ -39,6 +39,7 @@ __device__ __forceinline__ long long phase_offset(int r0, int s0)
 extern "C" __global__ void __launch_bounds__(256) igemm_hopper_bwd_flip(const data_t* __restrict__ w,
                                                                         data_t* __restrict__ wph)
 {
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");     // a programmatic dependent may start its set-up
     __shared__ data_t tile[32][33];
     const int tap = blockIdx.z, r = tap / FX, s = tap % FX;
     const int r0 = r % SH, s0 = s % SW;

@@ -9,27 +9,29 @@
 // register-A (RS) wgmma multiplies it; the B operand (w, BN output channels x 32) is read from shared memory already
 // rounded: igemm_tf32_round writes a rounded copy of w into the workspace first (or the backward data's filter
 // rewrite rounds as it writes).
-// Tiles: a tile is BM = 64 * WG_M output pixels x BN output channels, one consumer warpgroup's; both operands K-major,
-// 128-byte swizzled (a 128-byte row is 32 FP32 channels of one tap, so a K tile is 32 deep and C % 32 == 0), 16-byte
-// chunk c of row r at c ^ (r % 8) (implicit_gemm_hopper.cuh).
+// Tiles: a tile is BM = 128 * WG_M output pixels x BN output channels; consumer warpgroup g takes its pixel rows
+// 64 WG_M g .. (WG_M m64 blocks). Both operands K-major, 128-byte swizzled (a 128-byte row is 32 FP32 channels of one
+// tap, so a K tile is 32 deep and C % 32 == 0), 16-byte chunk c of row r at c ^ (r % 8) (implicit_gemm_hopper.cuh).
 // A fragment (m64k8 .tf32, CUTLASS's ALayout_64x8): thread (warp wi, lane l) holds rows wi*16 + l/4 (+8) x columns
 // l%4 (+4) of the k8 step: registers (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4). ldmatrix.x4's four 8 x 8 b16
 // matrices are 8 rows x 16 bytes, lane l receiving word l%4 of row l/4 of each: matrices (rows 0-7, chunk 2 k8),
 // (rows 8-15, chunk 2 k8), (rows 0-7, chunk 2 k8 + 1), (rows 8-15, chunk 2 k8 + 1), lane l addressing row l%8 of
 // matrix l/8. The eight rows of a matrix sit in eight different 16-byte bank groups under the swizzle.
 // Pipeline: persistent blocks; the producer warpgroup's first thread streams every (tile, K tile) position's two boxes
-// through STAGES buffers (full mbarrier by transaction bytes); the two consumer warpgroups take alternate tiles
-// (ping-pong: their K loops in turn, named barriers 4, 5, so one's epilogue overlaps the other's multiplies). A consumer
-// issues one k8 step at a time from two register buffers: after step q's commit it waits for step q - 1, whose buffer
-// step q + 1 then fills, and a stage is released (empty mbarrier, 128 arrivals) once the last step reading it has
-// completed. Epilogue: FP32 pairs of consecutive channels straight to y (a quad of lanes writes 32 contiguous bytes of
-// a pixel). Channels-last x, w (KYXC) and y; C % 32 == 0, K % 4 == 0.
+// through STAGES buffers (full mbarrier by transaction bytes); both consumer warpgroups work on every tile (cooperative).
+// A consumer loads and rounds a K tile's fragments (4 k8 steps x WG_M m64 blocks), issues its wgmma as one group and
+// waits for it before it writes registers again (ptxas serialises register-A wgmma whose input registers are written
+// while a group is in flight), then releases the stage (empty mbarrier, 256 arrivals): the two warpgroups' loads and
+// multiplies interleave on the tensor cores. setmaxnreg moves registers from the producer (40) to the consumers (232).
+// Epilogue: FP32 pairs of consecutive channels straight to y (a quad of lanes writes 32 contiguous bytes of a pixel),
+// while the producer already fills the next tile's stages. The kernel is launched as the programmatic dependent of the
+// filter's rounding (or rewrite): its set-up overlaps that grid, and its producer waits for it before the first copy. Channels-last x, w (KYXC) and y; C % 32 == 0, K % 4 == 0.
 #include "implicit_gemm_hopper.cuh"
 #include "implicit_gemm_hopper_mbar.cuh"
 #include "implicit_gemm_hopper_tma.cuh"
 
 #ifndef WG_M
-#define WG_M 2          // m64 blocks of output pixels in a tile
+#define WG_M 1          // m64 blocks of output pixels a consumer warpgroup takes in a tile
 #endif
 #ifndef BN
 #define BN 128          // output channels of a tile: the wgmma N (64, 128, 256)
@@ -38,7 +40,7 @@
 #define STAGES 4
 #endif
 
-#define BM (64 * WG_M)
+#define BM (128 * WG_M)                 // output pixels of a tile: 64 WG_M per consumer warpgroup
 #define BK 32                           // K tile depth: 32 FP32 channels of one tap, one 128-byte row
 #define NT 384                          // two consumer warpgroups, then the producer
 #define GEMM_M ((index_t)P_N * P_HO * P_WO)
@@ -67,7 +69,7 @@ __device__ __forceinline__ index_t y_pixel(index_t m)
 __device__ __forceinline__ u32 tf32_rna(u32 v)
 {
     u32 r;
-    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "r"(v));
+    asm volatile("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "r"(v));
     return r;
 }
 
@@ -122,18 +124,40 @@ __device__ __forceinline__ void wgmma_rs(float* d, const u32 (&a)[4], u64 db)
 #endif
 }
 
-__device__ __forceinline__ void reg_fence_u(u32& r) { asm volatile("" : "+r"(r)::"memory"); }
-
-// warpgroup wg's turn at the K loop (named barriers 4, 5: 128 arrive, 128 wait), as implicit_gemm_hopper_fwd_swap.cu
-__device__ __forceinline__ void turn_wait(int wg)
+// K tile at stream position pos, warpgroup rows r0 ..: the A fragments of its WG_M m64 blocks and 4 k8 steps from the
+// stage into registers, rounded, then its 4 x WG_M wgmma in one group; returns once they have completed (ptxas
+// serialises register-A wgmma whose registers are written while a group is in flight), releasing the stage
+__device__ __forceinline__ void k_tile(float (&acc)[WG_M][BN / 2], index_t pos, u32 sbase, u32 full0, u32 empty0, int r0,
+                                       int achunk)
 {
-    if(wg == 0) bar_sync<4, 256>();
-    else bar_sync<5, 256>();
-}
-__device__ __forceinline__ void turn_pass(int wg)
-{
-    if(wg == 0) bar_arrive<5, 256>();
-    else bar_arrive<4, 256>();
+    const int s = (int)(pos % STAGES);
+    mbar_wait(full0 + s * 8, (u32)((pos / STAGES) & 1));
+    const u32 sn = sbase + s * STAGE_BYTES;
+    u32 a[WG_M][4][4];                          // [m64 block][k8 step][register]
+#pragma unroll
+    for(int i = 0; i < WG_M; ++i)
+#pragma unroll
+        for(int k8 = 0; k8 < 4; ++k8)
+        {
+            const int r = r0 + i * 64;
+            load_a(a[i][k8], sn + (u32)(r * 128 + (((2 * k8 + achunk) ^ (r & 7)) << 4)));
+        }
+    u64 db[4];                                  // B descriptors made before the group: no other instruction inside it
+#pragma unroll
+    for(int k8 = 0; k8 < 4; ++k8)
+    {
+        db[k8] = desc_sw128(sn + A_BYTES + k8 * 32);
+        asm volatile("" : "+l"(db[k8]));
+    }
+    wgmma_fence();
+#pragma unroll
+    for(int k8 = 0; k8 < 4; ++k8)
+#pragma unroll
+        for(int i = 0; i < WG_M; ++i)
+            wgmma_rs(acc[i], a[i][k8], db[k8]);
+    wgmma_commit();
+    wgmma_wait<0>();
+    mbar_arrive(empty0 + s * 8);
 }
 
 extern "C" __global__ void __launch_bounds__(NT, 1)
@@ -151,7 +175,7 @@ igemm_hopper_fwd_tf32_rn(const float* __restrict__ x, const float* __restrict__ 
         for(int s = 0; s < STAGES; ++s)
         {
             mbar_init(full0 + s * 8, 1);
-            mbar_init(empty0 + s * 8, 128);     // one consumer warpgroup reads a stage
+            mbar_init(empty0 + s * 8, 256);     // both consumer warpgroups read a stage
         }
         fence_mbar_init();
     }
@@ -163,6 +187,7 @@ igemm_hopper_fwd_tf32_rn(const float* __restrict__ x, const float* __restrict__ 
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         if(t == 256)
         {
+            grid_dep_wait();                    // the rounded filter (the launch before, a programmatic dependency)
             index_t i = 0;                      // stream position: (tile, K tile)
             for(index_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x)
             {
@@ -190,64 +215,27 @@ igemm_hopper_fwd_tf32_rn(const float* __restrict__ x, const float* __restrict__ 
 
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
     const int tw = t & 127, wi = tw >> 5, l = t & 31;
-    // this lane's ldmatrix row in an m64 block (row l%8 of matrix l/8: rows +8 for matrices 1 and 3) and its chunk
-    // offset (+1 for matrices 2 and 3)
-    const int arow = wi * 16 + ((l >> 3) & 1) * 8 + (l & 7), achunk = l >> 4;
+    // this lane's ldmatrix row in the warpgroup's first m64 block (row l%8 of matrix l/8: rows +8 for matrices 1 and 3)
+    // and its chunk offset (+1 for matrices 2 and 3)
+    const int r0 = wg * 64 * WG_M + wi * 16 + ((l >> 3) & 1) * 8 + (l & 7), achunk = l >> 4;
     float acc[WG_M][BN / 2];
-#pragma unroll
-    for(int i = 0; i < WG_M; ++i)
-#pragma unroll
-        for(int j = 0; j < BN / 2; ++j) acc[i][j] = 0.f;
-    u32 af[2][WG_M][4];
-    const index_t mine = (index_t)blockIdx.x < ntiles ? (ntiles - 1 - blockIdx.x) / gridDim.x + 1 : 0;
-    for(index_t j = wg; j < mine; j += 2)
+    index_t pos = 0;
+    for(index_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x)
     {
-        const index_t tile = blockIdx.x + j * gridDim.x;
-        const index_t m0 = tile / KTILES_N * BM;
+        const index_t m0 = tile / KTILES_N * BM + wg * 64 * WG_M;     // this warpgroup's rows of the tile
         const int k0 = (int)(tile % KTILES_N) * BN;
-        if(j > 0)
-            turn_wait(wg);                      // the other warpgroup has waited on every position of tile j - 1
-        const index_t pos0 = j * KTILES;
+#pragma unroll
+        for(int i = 0; i < WG_M; ++i)
+#pragma unroll
+            for(int jj = 0; jj < BN / 2; ++jj) acc[i][jj] = 0.f;
 #pragma unroll 1
-        for(int kt = 0; kt < KTILES; ++kt)
-        {
-            const index_t pos = pos0 + kt;
-            const int s = (int)(pos % STAGES);
-            mbar_wait(full0 + s * 8, (u32)((pos / STAGES) & 1));
-            const u32 sn = sbase + s * STAGE_BYTES;
-#pragma unroll
-            for(int k8 = 0; k8 < 4; ++k8)
-            {
-                // step (kt, k8) fills buffer k8 % 2, whose last reader (step q - 2) completed at step q - 1's wait
-#pragma unroll
-                for(int i = 0; i < WG_M; ++i)
-                {
-                    const int r = i * 64 + arow;
-                    load_a(af[k8 & 1][i], sn + (u32)(r * 128 + (((2 * k8 + achunk) ^ (r & 7)) << 4)));
-                }
-                wgmma_fence();
-#pragma unroll
-                for(int i = 0; i < WG_M; ++i)
-                    wgmma_rs(acc[i], af[k8 & 1][i], desc_sw128(sn + A_BYTES + k8 * 32));
-                wgmma_commit();
-                wgmma_wait<1>();                // step q - 1 has completed
-#pragma unroll
-                for(int i = 0; i < WG_M; ++i)
-#pragma unroll
-                    for(int e = 0; e < 4; ++e) reg_fence_u(af[(k8 + 1) & 1][i][e]);
-                if(k8 == 0 && kt > 0)           // the last step of K tile kt - 1: its stage is free
-                    mbar_arrive(empty0 + (int)((pos - 1) % STAGES) * 8);
-            }
-        }
-        if(j + 1 < mine)
-            turn_pass(wg);        // the other warpgroup's tile j + 1 may start its K loop
-        wgmma_wait<0>();
-        mbar_arrive(empty0 + (int)((pos0 + KTILES - 1) % STAGES) * 8);
+        for(int kt = 0; kt < KTILES; ++kt, ++pos)
+            k_tile(acc, pos, sbase, full0, empty0, r0, achunk);
 #pragma unroll
         for(int i = 0; i < WG_M; ++i)
 #pragma unroll
             for(int jj = 0; jj < BN / 2; ++jj) reg_fence(acc[i][jj]);
-        // acc[i][4jj + 2h + e]: pixel row i*64 + wi*16 + l/4 + 8h, channel 8jj + 2(l%4) + e
+        // acc[i][4jj + 2h + e]: pixel row i*64 + wi*16 + l/4 + 8h of the warpgroup's, channel 8jj + 2(l%4) + e
 #pragma unroll
         for(int i = 0; i < WG_M; ++i)
 #pragma unroll
@@ -264,10 +252,6 @@ igemm_hopper_fwd_tf32_rn(const float* __restrict__ x, const float* __restrict__ 
                                 make_float2(acc[i][4 * jj + 2 * h], acc[i][4 * jj + 2 * h + 1]);
                 }
             }
-#pragma unroll
-        for(int i = 0; i < WG_M; ++i)
-#pragma unroll
-            for(int jj = 0; jj < BN / 2; ++jj) acc[i][jj] = 0.f;
     }
 }
 
@@ -277,6 +261,7 @@ igemm_hopper_fwd_tf32_rn(const float* __restrict__ x, const float* __restrict__ 
 #endif
 extern "C" __global__ void __launch_bounds__(256) igemm_tf32_round(const float* __restrict__ w, float* __restrict__ wr)
 {
+    grid_dep_launch();      // the convolution (a programmatic dependent) may start: its producer waits for this grid
     for(long long i = blockIdx.x * 256LL + threadIdx.x; i < N_W / 4; i += (long long)gridDim.x * 256)
     {
         uint4 v = reinterpret_cast<const uint4*>(w)[i];

@@ -3,9 +3,9 @@ implicit_gemm_hopper_fwd_tf32_rn.cu): FP32 data, math="tf32". The wgmma reads an
 to TF32, where cuDNN and cuBLAS round it (the truncating build, ConvImplicitGemmHopperFwd's IS_TF32, stays behind
 MIOFIND_HOPPER_TF32). Here the im2col tile of x goes through registers, rounded by cvt.rna, into the register-A wgmma,
 and w is read from a copy rounded first in the workspace (igemm_tf32_round). Persistent blocks, a copy-engine producer
-warpgroup, two ping-pong consumer warpgroups; NHWC, C % 32 == 0 (a K tile is one tap's 32 channels, one im2col box),
-K % 4 == 0. Tunables: WG_M (m64 blocks of output pixels a tile: 1, 2), BN (output channels a tile: 64, 128, 256) and
-STAGES."""
+warpgroup, two consumer warpgroups on every tile (64 WG_M pixel rows each); NHWC, C % 32 == 0 (a K tile is one tap's 32
+channels, one im2col box), K % 4 == 0. Tunables: WG_M (m64 blocks of output pixels a consumer warpgroup takes: 1, 2;
+tiles of 128 WG_M pixels), BN (output channels a tile: 64, 128, 256) and STAGES."""
 
 from __future__ import annotations
 
@@ -25,9 +25,9 @@ ROUND_NAME = "igemm_tf32_round"
 
 
 def smem_bytes(cfg) -> int:
-    """STAGES x (64 WG_M pixel rows + BN filter rows) of 128 bytes, and 1 KiB to align the first tile to the swizzle's
+    """STAGES x (128 WG_M pixel rows + BN filter rows) of 128 bytes, and 1 KiB to align the first tile to the swizzle's
     1024-byte period."""
-    return cfg["STAGES"] * (64 * cfg["WG_M"] + cfg["BN"]) * 128 + 1024
+    return cfg["STAGES"] * (128 * cfg["WG_M"] + cfg["BN"]) * 128 + 1024
 
 
 def config_ok(p, cfg) -> bool:
@@ -40,7 +40,7 @@ def config_ok(p, cfg) -> bool:
 def tiles(p, cfg) -> int:
     """Output tiles: pixel tiles x channel tiles."""
     m, n, _ = gemm_shape(p)
-    return ceil_div(m, 64 * cfg["WG_M"]) * ceil_div(n, cfg["BN"])
+    return ceil_div(m, 128 * cfg["WG_M"]) * ceil_div(n, cfg["BN"])
 
 
 def most_stages(wm: int, bn: int) -> dict:
@@ -90,19 +90,22 @@ class ImplicitGemmHopperFwdTf32Rn(ImplicitGemmHopperBase):
         return APPLICABLE
 
     def default_config(self, problem) -> dict:
-        """128 x 128 tiles (64 channels wide where K <= 64), 64 pixels high where 128-pixel tiles would not give every
-        SM one, with the most stages that fit."""
+        """128-pixel tiles as wide as the output channels (64, 128, 256), narrowed to 128 channels where 256-channel
+        tiles would not give every SM one, with the most stages that fit."""
         f = self.forward_problem(problem.as_conv())
-        bn = 64 if gemm_shape(f)[1] <= 64 else 128
-        wm = 2 if tiles(f, {"WG_M": 2, "BN": bn}) >= sm_count() else 1
-        return most_stages(wm, bn)
+        n = gemm_shape(f)[1]
+        bn = 64 if n <= 64 else 128 if n <= 128 else 256
+        if bn == 256 and tiles(f, {"WG_M": 1, "BN": 256}) < sm_count():
+            bn = 128
+        return most_stages(1, bn)
 
     def alternatives(self, p) -> list[dict]:
-        """64 x 256 tiles (more than 128 output channels) or 128 x 64 tiles, and the default's other height, each at its
-        most stages."""
+        """256-pixel tiles of the default's width (at most 128 channels), and the next narrower width, each at its most
+        stages."""
         d = self.default_config(p)
-        wide = gemm_shape(self.forward_problem(p))[1] > 128
-        alts = [most_stages(1, 256) if wide else most_stages(2, 64), most_stages(3 - d["WG_M"], d["BN"])]
+        alts = [most_stages(2, min(d["BN"], 128))]
+        if d["BN"] > 64:
+            alts.append(most_stages(1, d["BN"] // 2))
         return [c for c in alts if c != d]
 
     def config_space(self, problem):
@@ -135,9 +138,9 @@ class ImplicitGemmHopperFwdTf32Rn(ImplicitGemmHopperBase):
                           macros=tuple((k, str(v)) for k, v in mac.items()), options=(f"-arch={ARCH}",))
 
     def filter_maps(self, f, cfg) -> tuple:
-        """x's im2col map (64 WG_M pixels a box) and the rounded filter's tiled map (32 x BN boxes of its KYXC rows)."""
+        """x's im2col map (128 WG_M pixels a box) and the rounded filter's tiled map (32 x BN boxes of its KYXC rows)."""
         m, n, k = gemm_shape(f)
-        return (tma.MapCache(x_im2col(f, 64 * cfg["WG_M"])),
+        return (tma.MapCache(x_im2col(f, 128 * cfg["WG_M"])),
                 tma.MapCache(tma.TiledSpec(f.dtype, (k, n), (k * 4,), (32, cfg["BN"]))))
 
     def prologue(self, p: ProblemDescription) -> KernelInfo:
@@ -160,7 +163,8 @@ class ImplicitGemmHopperFwdTf32Rn(ImplicitGemmHopperBase):
             if smem > SMEM_STATIC:
                 kern.max_dynamic_shared_size_bytes = smem
             lfirst = Launch(kfirst, first.grid, first.block, (PTR, PTR))
-            launch = Launch(kern, main.grid, (THREADS, 1, 1), (PTR,) * 3 + (MAP,) * 2, shared_mem=smem)
+            # a programmatic dependent of the filter's rounding: its producer waits for that grid before its first copy
+            launch = Launch(kern, main.grid, (THREADS, 1, 1), (PTR,) * 3 + (MAP,) * 2, shared_mem=smem, pdl=True)
             lmain = launch.bind_maps(maps)
 
             def invoker(a, b, out, workspace, stream):

@@ -92,12 +92,15 @@ def test_configs(no_gpu_arch):
     space = list(FWD.config_space(p))
     assert {(c["WG_M"], c["BN"]) for c in space} == {(1, 64), (1, 128), (1, 256), (2, 64), (2, 128)}
     assert all(rn.smem_bytes(c) + 16 * c["STAGES"] <= hb.SMEM_LIMIT for c in space)
-    assert {"WG_M": 2, "BN": 128, "STAGES": 7} in space and {"WG_M": 2, "BN": 128, "STAGES": 8} not in space
-    assert FWD.default_config(p) == {"WG_M": 2, "BN": 128, "STAGES": 7}
-    assert FWD.find_configs(p) == [None, {"WG_M": 2, "BN": 64, "STAGES": 8}, {"WG_M": 1, "BN": 128, "STAGES": 8}]
-    wide = _p(**CASES["r50_7x7"])
-    assert FWD.default_config(wide) == {"WG_M": 1, "BN": 128, "STAGES": 8}      # 2 x 4 tiles of 128 x 128: too few
-    assert {"WG_M": 1, "BN": 256, "STAGES": 5} in FWD.find_configs(wide)
+    assert {"WG_M": 1, "BN": 128, "STAGES": 7} in space and {"WG_M": 1, "BN": 128, "STAGES": 8} not in space
+    assert {"WG_M": 2, "BN": 128, "STAGES": 4} in space and {"WG_M": 1, "BN": 256, "STAGES": 5} not in space
+    assert FWD.default_config(p) == {"WG_M": 1, "BN": 128, "STAGES": 7}
+    assert FWD.find_configs(p) == [None, {"WG_M": 2, "BN": 128, "STAGES": 4}, {"WG_M": 1, "BN": 64, "STAGES": 8}]
+    # 256 channels wide where that still gives every SM a tile; 128 where it would not
+    big = _p(n=32, c=256, k=512, in_size=(28, 28), filter_size=1)
+    assert FWD.default_config(big) == {"WG_M": 1, "BN": 256, "STAGES": 4}
+    assert FWD.find_configs(big)[1:] == [{"WG_M": 2, "BN": 128, "STAGES": 4}, {"WG_M": 1, "BN": 128, "STAGES": 7}]
+    assert FWD.default_config(_p(**CASES["r50_7x7"])) == {"WG_M": 1, "BN": 128, "STAGES": 7}
     assert FWD.default_config(_p(**CASES["k4"]))["BN"] == 64
     assert not FWD.is_valid_config(p, {"WG_M": 2, "BN": 256, "STAGES": 4})
     assert not FWD.is_valid_config(p, {"WG_M": 2, "BN": 128})
