@@ -9,8 +9,9 @@
 // register-A (RS) wgmma multiplies it; the B operand (w, BN output channels x 32) is read from shared memory already
 // rounded: igemm_tf32_round writes a rounded copy of w into the workspace first (or the backward data's filter
 // rewrite rounds as it writes).
-// Tiles: a tile is BM = 128 * WG_M output pixels x BN output channels; consumer warpgroup g takes its pixel rows
-// 64 WG_M g .. (WG_M m64 blocks). Both operands K-major, 128-byte swizzled (a 128-byte row is 32 FP32 channels of one
+// Tiles: a tile is BM output pixels x BN output channels. WN = 1: BM = 128 WG_M, consumer warpgroup g takes pixel rows
+// 64 WG_M g .. (WG_M m64 blocks) x all BN channels; WN = 2 (finer tiles for layers of few pixels): BM = 64 WG_M, each
+// warpgroup takes every row x channels g BN / 2 .. (both read the A tile, each its half of the B tile). Both operands K-major, 128-byte swizzled (a 128-byte row is 32 FP32 channels of one
 // tap, so a K tile is 32 deep and C % 32 == 0), 16-byte chunk c of row r at c ^ (r % 8) (implicit_gemm_hopper.cuh).
 // A fragment (m64k8 .tf32, CUTLASS's ALayout_64x8): thread (warp wi, lane l) holds rows wi*16 + l/4 (+8) x columns
 // l%4 (+4) of the k8 step: registers (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4). ldmatrix.x4's four 8 x 8 b16
@@ -39,8 +40,12 @@
 #ifndef STAGES
 #define STAGES 4
 #endif
+#ifndef WN
+#define WN 1           // consumer warpgroups along the output channels: 1 (each its own pixel rows), 2 (each BN / 2)
+#endif
 
-#define BM (128 * WG_M)                 // output pixels of a tile: 64 WG_M per consumer warpgroup
+#define BM (64 * WG_M * (3 - WN))        // output pixels of a tile: 64 WG_M per consumer warpgroup, or shared (WN = 2)
+#define WG_N (BN / WN)                  // output channels of a consumer warpgroup: its wgmma N
 #define BK 32                           // K tile depth: 32 FP32 channels of one tap, one 128-byte row
 #define NT 384                          // two consumer warpgroups, then the producer
 #define GEMM_M ((index_t)P_N * P_HO * P_WO)
@@ -51,7 +56,8 @@
 
 static_assert(WG_M == 1 || WG_M == 2, "WG_M in 1, 2");
 static_assert(BN == 64 || BN == 128 || BN == 256, "BN in 64, 128, 256");
-static_assert(WG_M * BN <= 256, "at most 128 accumulators a thread");
+static_assert(WN == 1 || (WN == 2 && BN >= 128), "WN in 1, 2 (2: 64 or 128 channels a warpgroup)");
+static_assert(WG_M * WG_N <= 256, "at most 128 accumulators a thread");
 static_assert(STAGES >= 2, "two stages at least");
 static_assert(P_C % BK == 0, "K tiles of one tap");
 static_assert(P_K % 4 == 0, "pairs of output channels, 16-byte rows of w");
@@ -115,9 +121,9 @@ __device__ __forceinline__ void wgmma_rs_n256(float* d, const u32 (&a)[4], u64 d
 
 __device__ __forceinline__ void wgmma_rs(float* d, const u32 (&a)[4], u64 db)
 {
-#if BN == 64
+#if WG_N == 64
     wgmma_rs_n64(d, a, db);
-#elif BN == 128
+#elif WG_N == 128
     wgmma_rs_n128(d, a, db);
 #else
     wgmma_rs_n256(d, a, db);
@@ -127,8 +133,8 @@ __device__ __forceinline__ void wgmma_rs(float* d, const u32 (&a)[4], u64 db)
 // K tile at stream position pos, warpgroup rows r0 ..: the A fragments of its WG_M m64 blocks and 4 k8 steps from the
 // stage into registers, rounded, then its 4 x WG_M wgmma in one group; returns once they have completed (ptxas
 // serialises register-A wgmma whose registers are written while a group is in flight), releasing the stage
-__device__ __forceinline__ void k_tile(float (&acc)[WG_M][BN / 2], index_t pos, u32 sbase, u32 full0, u32 empty0, int r0,
-                                       int achunk)
+__device__ __forceinline__ void k_tile(float (&acc)[WG_M][WG_N / 2], index_t pos, u32 sbase, u32 full0, u32 empty0,
+                                       int r0, u32 boff, int achunk)
 {
     const int s = (int)(pos % STAGES);
     mbar_wait(full0 + s * 8, (u32)((pos / STAGES) & 1));
@@ -146,7 +152,7 @@ __device__ __forceinline__ void k_tile(float (&acc)[WG_M][BN / 2], index_t pos, 
 #pragma unroll
     for(int k8 = 0; k8 < 4; ++k8)
     {
-        db[k8] = desc_sw128(sn + A_BYTES + k8 * 32);
+        db[k8] = desc_sw128(sn + A_BYTES + boff + k8 * 32);
         asm volatile("" : "+l"(db[k8]));
     }
     wgmma_fence();
@@ -217,24 +223,26 @@ igemm_hopper_fwd_tf32_rn(const float* __restrict__ x, const float* __restrict__ 
     const int tw = t & 127, wi = tw >> 5, l = t & 31;
     // this lane's ldmatrix row in the warpgroup's first m64 block (row l%8 of matrix l/8: rows +8 for matrices 1 and 3)
     // and its chunk offset (+1 for matrices 2 and 3)
-    const int r0 = wg * 64 * WG_M + wi * 16 + ((l >> 3) & 1) * 8 + (l & 7), achunk = l >> 4;
-    float acc[WG_M][BN / 2];
+    const int wrow = WN == 1 ? wg * 64 * WG_M : 0, wch = WN == 2 ? wg * WG_N : 0;    // this warpgroup's part of a tile
+    const int r0 = wrow + wi * 16 + ((l >> 3) & 1) * 8 + (l & 7), achunk = l >> 4;
+    const u32 boff = (u32)wch * 128;                // its filter rows in the stage's B tile (a multiple of 8 rows)
+    float acc[WG_M][WG_N / 2];
     index_t pos = 0;
     for(index_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x)
     {
-        const index_t m0 = tile / KTILES_N * BM + wg * 64 * WG_M;     // this warpgroup's rows of the tile
-        const int k0 = (int)(tile % KTILES_N) * BN;
+        const index_t m0 = tile / KTILES_N * BM + wrow;           // this warpgroup's rows and channels of the tile
+        const int k0 = (int)(tile % KTILES_N) * BN + wch;
 #pragma unroll
         for(int i = 0; i < WG_M; ++i)
 #pragma unroll
-            for(int jj = 0; jj < BN / 2; ++jj) acc[i][jj] = 0.f;
+            for(int jj = 0; jj < WG_N / 2; ++jj) acc[i][jj] = 0.f;
 #pragma unroll 1
         for(int kt = 0; kt < KTILES; ++kt, ++pos)
-            k_tile(acc, pos, sbase, full0, empty0, r0, achunk);
+            k_tile(acc, pos, sbase, full0, empty0, r0, boff, achunk);
 #pragma unroll
         for(int i = 0; i < WG_M; ++i)
 #pragma unroll
-            for(int jj = 0; jj < BN / 2; ++jj) reg_fence(acc[i][jj]);
+            for(int jj = 0; jj < WG_N / 2; ++jj) reg_fence(acc[i][jj]);
         // acc[i][4jj + 2h + e]: pixel row i*64 + wi*16 + l/4 + 8h of the warpgroup's, channel 8jj + 2(l%4) + e
 #pragma unroll
         for(int i = 0; i < WG_M; ++i)
@@ -246,7 +254,7 @@ igemm_hopper_fwd_tf32_rn(const float* __restrict__ x, const float* __restrict__ 
                 {
                     float* yp = y + y_pixel(m) + k0 + 2 * (l & 3);
 #pragma unroll
-                    for(int jj = 0; jj < BN / 8; ++jj)
+                    for(int jj = 0; jj < WG_N / 8; ++jj)
                         if(k0 + 8 * jj + 2 * (l & 3) < P_K)
                             *reinterpret_cast<float2*>(yp + 8 * jj) =
                                 make_float2(acc[i][4 * jj + 2 * h], acc[i][4 * jj + 2 * h + 1]);

@@ -18,34 +18,39 @@ from .implicit_gemm_base import strides5
 from .implicit_gemm_hopper_base import (ALIGN, ARCH, SMEM_LIMIT, SMEM_STATIC, WS_ALIGN, ImplicitGemmHopperBase,
                                         check_aligned, gemm_shape, problem_macros, sm_count, tma_fits, x_im2col)
 
-KEYS = ("WG_M", "BN", "STAGES")
+KEYS = ("WG_M", "BN", "WN", "STAGES")
 THREADS = 384           # two consumer warpgroups and the producer
 ROUND_BLOCK = 256
 ROUND_NAME = "igemm_tf32_round"
 
 
 def smem_bytes(cfg) -> int:
-    """STAGES x (128 WG_M pixel rows + BN filter rows) of 128 bytes, and 1 KiB to align the first tile to the swizzle's
-    1024-byte period."""
-    return cfg["STAGES"] * (128 * cfg["WG_M"] + cfg["BN"]) * 128 + 1024
+    """STAGES x (pixel rows + BN filter rows) of 128 bytes, and 1 KiB to align the first tile to the swizzle's 1024-byte
+    period."""
+    return cfg["STAGES"] * (pixels(cfg) + cfg["BN"]) * 128 + 1024
+
+
+def pixels(cfg) -> int:
+    """Output pixels of a tile: 64 WG_M per consumer warpgroup (WN = 1), or 64 WG_M shared by both (WN = 2)."""
+    return 64 * cfg["WG_M"] * (3 - cfg["WN"])
 
 
 def config_ok(p, cfg) -> bool:
-    wm, bn, st = cfg["WG_M"], cfg["BN"], cfg["STAGES"]
+    wm, bn, wn, st = cfg["WG_M"], cfg["BN"], cfg["WN"], cfg["STAGES"]
     # 2 x STAGES mbarriers are static shared memory beside the dynamic buffers
-    return wm in (1, 2) and bn in (64, 128, 256) and wm * bn <= 256 and 2 <= st <= 8 and \
-        smem_bytes(cfg) + 16 * st <= SMEM_LIMIT
+    return wm in (1, 2) and bn in (64, 128, 256) and wn in (1, 2) and (wn == 1 or bn >= 128) and \
+        wm * bn // wn <= 256 and 2 <= st <= 8 and smem_bytes(cfg) + 16 * st <= SMEM_LIMIT
 
 
 def tiles(p, cfg) -> int:
     """Output tiles: pixel tiles x channel tiles."""
     m, n, _ = gemm_shape(p)
-    return ceil_div(m, 128 * cfg["WG_M"]) * ceil_div(n, cfg["BN"])
+    return ceil_div(m, pixels(cfg)) * ceil_div(n, cfg["BN"])
 
 
-def most_stages(wm: int, bn: int) -> dict:
+def most_stages(wm: int, bn: int, wn: int = 1) -> dict:
     """The config of a tile with the most stages that fit."""
-    return max((c for c in ({"WG_M": wm, "BN": bn, "STAGES": st} for st in range(2, 9)) if config_ok(None, c)),
+    return max((c for c in ({"WG_M": wm, "BN": bn, "WN": wn, "STAGES": st} for st in range(2, 9)) if config_ok(None, c)),
                key=lambda c: c["STAGES"])
 
 
@@ -95,7 +100,7 @@ class ImplicitGemmHopperFwdTf32Rn(ImplicitGemmHopperBase):
         f = self.forward_problem(problem.as_conv())
         n = gemm_shape(f)[1]
         bn = 64 if n <= 64 else 128 if n <= 128 else 256
-        if bn == 256 and tiles(f, {"WG_M": 1, "BN": 256}) < sm_count():
+        if bn == 256 and tiles(f, {"WG_M": 1, "BN": 256, "WN": 1}) < sm_count():
             bn = 128
         return most_stages(1, bn)
 
@@ -109,12 +114,13 @@ class ImplicitGemmHopperFwdTf32Rn(ImplicitGemmHopperBase):
         return [c for c in alts if c != d]
 
     def config_space(self, problem):
-        for wm in (1, 2):
-            for bn in (64, 128, 256):
-                for st in range(2, 9):
-                    cfg = {"WG_M": wm, "BN": bn, "STAGES": st}
-                    if config_ok(None, cfg):
-                        yield cfg
+        for wn in (1, 2):
+            for wm in (1, 2):
+                for bn in (64, 128, 256):
+                    for st in range(2, 9):
+                        cfg = {"WG_M": wm, "BN": bn, "WN": wn, "STAGES": st}
+                        if config_ok(None, cfg):
+                            yield cfg
 
     def workspace_bytes(self, problem, config=None) -> int:
         return rounded_bytes(self.forward_problem(problem.as_conv()))
@@ -133,14 +139,14 @@ class ImplicitGemmHopperFwdTf32Rn(ImplicitGemmHopperBase):
 
     def forward_kernel(self, f, cfg) -> KernelInfo:
         """The kernel of forward problem ``f`` (backward data: its forward view) at a valid ``cfg``."""
-        mac = {**problem_macros(f), "WG_M": cfg["WG_M"], "BN": cfg["BN"], "STAGES": cfg["STAGES"]}
+        mac = {**problem_macros(f), **{k: cfg[k] for k in KEYS}}
         return KernelInfo(self.source, self.kernel_name, (min(tiles(f, cfg), sm_count()), 1, 1), (THREADS, 1, 1),
                           macros=tuple((k, str(v)) for k, v in mac.items()), options=(f"-arch={ARCH}",))
 
     def filter_maps(self, f, cfg) -> tuple:
-        """x's im2col map (128 WG_M pixels a box) and the rounded filter's tiled map (32 x BN boxes of its KYXC rows)."""
+        """x's im2col map (a tile's pixels a box) and the rounded filter's tiled map (32 x BN boxes of its KYXC rows)."""
         m, n, k = gemm_shape(f)
-        return (tma.MapCache(x_im2col(f, 128 * cfg["WG_M"])),
+        return (tma.MapCache(x_im2col(f, pixels(cfg))),
                 tma.MapCache(tma.TiledSpec(f.dtype, (k, n), (k * 4,), (32, cfg["BN"]))))
 
     def prologue(self, p: ProblemDescription) -> KernelInfo:
