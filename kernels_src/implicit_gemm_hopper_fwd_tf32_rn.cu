@@ -20,10 +20,13 @@
 // matrix l/8. The eight rows of a matrix sit in eight different 16-byte bank groups under the swizzle.
 // Pipeline: persistent blocks; the producer warpgroup's first thread streams every (tile, K tile) position's two boxes
 // through STAGES buffers (full mbarrier by transaction bytes); both consumer warpgroups work on every tile (cooperative).
-// A consumer loads and rounds a K tile's fragments (4 k8 steps x WG_M m64 blocks), issues its wgmma as one group and
-// waits for it before it writes registers again (ptxas serialises register-A wgmma whose input registers are written
-// while a group is in flight), then releases the stage (empty mbarrier, 256 arrivals): the two warpgroups' loads and
-// multiplies interleave on the tensor cores. setmaxnreg moves registers from the producer (40) to the consumers (232).
+// A consumer loads and rounds a K tile's fragments (4 k8 steps x WG_M m64 blocks) into one of two register sets, issues
+// its wgmma as one group, and waits for the group before it: that K tile's stage is then released (empty mbarrier, 256
+// arrivals) and its register set refilled by the next K tile while this one multiplies; the two warpgroups' groups
+// interleave on the tensor cores. ptxas serialises register-A wgmma where it cannot prove a register is not written
+// while a group that reads it is in flight: so the register sets are named (K tiles in pairs), each is kept live past
+// the wait that covers its group, no branch separates the groups (the release is a predicated arrive), and the
+// accumulators are zeroed in place. setmaxnreg moves registers from the producer (40) to the consumers (232).
 // Epilogue: FP32 pairs of consecutive channels straight to y (a quad of lanes writes 32 contiguous bytes of a pixel),
 // while the producer already fills the next tile's stages. The kernel is launched as the programmatic dependent of the
 // filter's rounding (or rewrite): its set-up overlaps that grid, and its producer waits for it before the first copy. Channels-last x, w (KYXC) and y; C % 32 == 0, K % 4 == 0.
@@ -50,6 +53,7 @@
 #define NT 384                          // two consumer warpgroups, then the producer
 #define GEMM_M ((index_t)P_N * P_HO * P_WO)
 #define KTILES (P_C * P_Y * P_X / BK)
+#define KTILES_ODD ((P_C * P_Y * P_X / 32) & 1)
 #define KTILES_N ((P_K + BN - 1) / BN)  // channel tiles of the output
 #define A_BYTES (BM * 128)
 #define STAGE_BYTES (A_BYTES + BN * 128)
@@ -131,15 +135,17 @@ __device__ __forceinline__ void wgmma_rs(float* d, const u32 (&a)[4], u64 db)
 }
 
 // K tile at stream position pos, warpgroup rows r0 ..: the A fragments of its WG_M m64 blocks and 4 k8 steps from the
-// stage into registers, rounded, then its 4 x WG_M wgmma in one group; returns once they have completed (ptxas
-// serialises register-A wgmma whose registers are written while a group is in flight), releasing the stage
-__device__ __forceinline__ void k_tile(float (&acc)[WG_M][WG_N / 2], index_t pos, u32 sbase, u32 full0, u32 empty0,
-                                       int r0, u32 boff, int achunk)
+// stage into register set a, rounded, then its 4 x WG_M wgmma as one group; returns once the group before (the
+// previous K tile's, which read register set `other`) has completed, and then releases that K tile's stage (unless
+// this is a tile's first K tile: `release`). No branch between the groups: ptxas serialises register-A wgmma across
+// one.
+__device__ __forceinline__ void k_tile(float (&acc)[WG_M][WG_N / 2], u32 (&a)[WG_M][4][4], u32 (&other)[WG_M][4][4],
+                                       index_t pos, bool release, u32 sbase, u32 full0, u32 empty0, int r0, u32 boff,
+                                       int achunk)
 {
     const int s = (int)(pos % STAGES);
     mbar_wait(full0 + s * 8, (u32)((pos / STAGES) & 1));
     const u32 sn = sbase + s * STAGE_BYTES;
-    u32 a[WG_M][4][4];                          // [m64 block][k8 step][register]
 #pragma unroll
     for(int i = 0; i < WG_M; ++i)
 #pragma unroll
@@ -162,8 +168,16 @@ __device__ __forceinline__ void k_tile(float (&acc)[WG_M][WG_N / 2], index_t pos
         for(int i = 0; i < WG_M; ++i)
             wgmma_rs(acc[i], a[i][k8], db[k8]);
     wgmma_commit();
-    wgmma_wait<0>();
-    mbar_arrive(empty0 + s * 8);
+    wgmma_wait<1>();                            // the previous K tile's group has completed
+#pragma unroll
+    for(int i = 0; i < WG_M; ++i)
+#pragma unroll
+        for(int k8 = 0; k8 < 4; ++k8)
+#pragma unroll
+            for(int e = 0; e < 4; ++e)
+                asm volatile("" : "+r"(other[i][k8][e]));     // its registers live until here
+    asm volatile("{\n.reg .pred q;\n.reg .b64 st;\nsetp.ne.u32 q, %1, 0;\n@q mbarrier.arrive.shared.b64 st, [%0];\n}\n"
+                 ::"r"(empty0 + (u32)((pos + STAGES - 1) % STAGES) * 8), "r"((u32)release) : "memory");
 }
 
 extern "C" __global__ void __launch_bounds__(NT, 1)
@@ -227,6 +241,7 @@ igemm_hopper_fwd_tf32_rn(const float* __restrict__ x, const float* __restrict__ 
     const int r0 = wrow + wi * 16 + ((l >> 3) & 1) * 8 + (l & 7), achunk = l >> 4;
     const u32 boff = (u32)wch * 128;                // its filter rows in the stage's B tile (a multiple of 8 rows)
     float acc[WG_M][WG_N / 2];
+    u32 af0[WG_M][4][4], af1[WG_M][4][4];     // two K tiles' A fragments: [m64 block][k8 step][register]
     index_t pos = 0;
     for(index_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x)
     {
@@ -235,10 +250,25 @@ igemm_hopper_fwd_tf32_rn(const float* __restrict__ x, const float* __restrict__ 
 #pragma unroll
         for(int i = 0; i < WG_M; ++i)
 #pragma unroll
-            for(int jj = 0; jj < WG_N / 2; ++jj) acc[i][jj] = 0.f;
+            for(int jj = 0; jj < WG_N / 2; ++jj)
+            {
+                acc[i][jj] = 0.f;
+                reg_fence(acc[i][jj]);          // each zero in its own register before the first group
+            }
+        // K tiles in pairs, so that each has its register set by name (K tile kt fills the one K tile kt - 2 read); an
+        // odd count's first K tile before them
+#if KTILES_ODD
+        k_tile(acc, af1, af0, pos, false, sbase, full0, empty0, r0, boff, achunk);
+        ++pos;
+#endif
 #pragma unroll 1
-        for(int kt = 0; kt < KTILES; ++kt, ++pos)
-            k_tile(acc, pos, sbase, full0, empty0, r0, boff, achunk);
+        for(int kt = KTILES_ODD; kt < KTILES; kt += 2, pos += 2)
+        {
+            k_tile(acc, af0, af1, pos, kt > 0, sbase, full0, empty0, r0, boff, achunk);
+            k_tile(acc, af1, af0, pos + 1, true, sbase, full0, empty0, r0, boff, achunk);
+        }
+        wgmma_wait<0>();
+        mbar_arrive(empty0 + (int)((pos - 1) % STAGES) * 8);
 #pragma unroll
         for(int i = 0; i < WG_M; ++i)
 #pragma unroll

@@ -90,20 +90,21 @@ def test_rejections(no_gpu_arch, solver, direction, kw, dt, math, why):
 def test_configs(no_gpu_arch):
     p = _p(**CASES["many_tiles"])
     space = list(FWD.config_space(p))
-    assert {(c["WG_M"], c["BN"]) for c in space} == {(1, 64), (1, 128), (1, 256), (2, 64), (2, 128)}
+    assert {(c["WG_M"], c["BN"], c["WN"]) for c in space} == {(1, 64, 1), (1, 128, 1), (1, 256, 1), (2, 64, 1), (2, 128, 1),
+                                                              (1, 128, 2), (1, 256, 2), (2, 128, 2), (2, 256, 2)}
     assert all(rn.smem_bytes(c) + 16 * c["STAGES"] <= hb.SMEM_LIMIT for c in space)
-    assert {"WG_M": 1, "BN": 128, "STAGES": 7} in space and {"WG_M": 1, "BN": 128, "STAGES": 8} not in space
-    assert {"WG_M": 2, "BN": 128, "STAGES": 4} in space and {"WG_M": 1, "BN": 256, "STAGES": 5} not in space
-    assert FWD.default_config(p) == {"WG_M": 1, "BN": 128, "STAGES": 7}
-    assert FWD.find_configs(p) == [None, {"WG_M": 2, "BN": 128, "STAGES": 4}, {"WG_M": 1, "BN": 64, "STAGES": 8}]
+    assert {"WG_M": 1, "BN": 128, "WN": 1, "STAGES": 7} in space and {"WG_M": 1, "BN": 128, "WN": 1, "STAGES": 8} not in space
+    assert {"WG_M": 2, "BN": 128, "WN": 1, "STAGES": 4} in space and {"WG_M": 1, "BN": 256, "WN": 1, "STAGES": 5} not in space
+    assert FWD.default_config(p) == {"WG_M": 1, "BN": 128, "WN": 1, "STAGES": 7}
+    assert FWD.find_configs(p) == [None, {"WG_M": 2, "BN": 128, "WN": 1, "STAGES": 4}, {"WG_M": 1, "BN": 64, "WN": 1, "STAGES": 8}]
     # 256 channels wide where that still gives every SM a tile; 128 where it would not
     big = _p(n=32, c=256, k=512, in_size=(28, 28), filter_size=1)
-    assert FWD.default_config(big) == {"WG_M": 1, "BN": 256, "STAGES": 4}
-    assert FWD.find_configs(big)[1:] == [{"WG_M": 2, "BN": 128, "STAGES": 4}, {"WG_M": 1, "BN": 128, "STAGES": 7}]
-    assert FWD.default_config(_p(**CASES["r50_7x7"])) == {"WG_M": 1, "BN": 128, "STAGES": 7}
+    assert FWD.default_config(big) == {"WG_M": 1, "BN": 256, "WN": 1, "STAGES": 4}
+    assert FWD.find_configs(big)[1:] == [{"WG_M": 2, "BN": 128, "WN": 1, "STAGES": 4}, {"WG_M": 1, "BN": 128, "WN": 1, "STAGES": 7}]
+    assert FWD.default_config(_p(**CASES["r50_7x7"])) == {"WG_M": 1, "BN": 128, "WN": 1, "STAGES": 7}
     assert FWD.default_config(_p(**CASES["k4"]))["BN"] == 64
-    assert not FWD.is_valid_config(p, {"WG_M": 2, "BN": 256, "STAGES": 4})
-    assert not FWD.is_valid_config(p, {"WG_M": 2, "BN": 128})
+    assert not FWD.is_valid_config(p, {"WG_M": 2, "BN": 256, "WN": 1, "STAGES": 4})
+    assert not FWD.is_valid_config(p, {"WG_M": 2, "BN": 128, "WN": 1})
     # the workspace: the rounded filter (backward data: the rewritten one), 256-byte aligned
     assert FWD.workspace_bytes(p) == 128 * 64 * 9 * 4
     assert BWD.workspace_bytes(_p("B", **B_CASES["b_dil"])) == 24 * 32 * 25 * 4
@@ -197,3 +198,30 @@ def test_operands_rounded_not_truncated(solver, direction):
     run_solution(sol, a, b, out)
     got = cupy.asnumpy(out)
     assert np.allclose(got, 64 * R * R, rtol=1e-6, atol=0), (got.min(), got.max(), 64 * R * R)
+
+
+def test_ptxas_keeps_the_wgmma_pipeline(no_gpu_arch):
+    """ptxas serialises register-A wgmma (or injects waits) where it cannot prove that no register of an in-flight group
+    is written; it says so in its verbose log ("Potential Performance Loss", "wgmma.wait_group is injected"). The
+    kernel must compile without either for every config, on K-tile counts even, odd and 1 (the odd count's peeled first
+    K tile)."""
+    nvrtc_or_skip()
+    from cupy_backends.cuda.libs import nvrtc
+
+    from miofind.compile import _options, kernel_source, pre_includes
+    for c, f in ((256, 3), (32, 3), (32, 1)):
+        p = _p(n=4, c=c, k=256, in_size=(14, 14), filter_size=f, pads=f // 2)
+        for cfg in FWD.config_space(p):
+            if cfg["STAGES"] != 3:
+                continue
+            k = FWD.get_solution(p, cfg).kernels[1]
+            prog = nvrtc.createProgram(kernel_source(k.source), k.source, [kernel_source(n).encode() for n in pre_includes(k)],
+                                       [n.encode() for n in pre_includes(k)])
+            try:
+                nvrtc.compileProgram(prog, [*_options(k), "-Xptxas=-v"])
+                log = nvrtc.getProgramLog(prog)
+            finally:
+                nvrtc.destroyProgram(prog)
+            log = log.decode() if isinstance(log, bytes) else log
+            assert "Performance Loss" not in log and "is injected" not in log and "spill stores" in log, (c, f, cfg, log)
+            assert " 0 bytes spill stores" in log, (c, f, cfg, log)
