@@ -27,6 +27,9 @@
 // while a group that reads it is in flight: so the register sets are named (K tiles in pairs), each is kept live past
 // the wait that covers its group, no branch separates the groups (the release is a predicated arrive), and the
 // accumulators are zeroed in place. setmaxnreg moves registers from the producer (40) to the consumers (232).
+// CW = 1: one consumer warpgroup, tiles of 64 pixels x 64 or 128 channels (one m64 block: the registers fit 128 a thread), 256-thread blocks of
+// 128 registers a thread (ptxas compiles to the launch bound, not to setmaxnreg's), two to an SM where their shared
+// memory fits: the two blocks' groups interleave instead.
 // Epilogue: FP32 pairs of consecutive channels straight to y (a quad of lanes writes 32 contiguous bytes of a pixel),
 // while the producer already fills the next tile's stages. The kernel is launched as the programmatic dependent of the
 // filter's rounding (or rewrite): its set-up overlaps that grid, and its producer waits for it before the first copy. Channels-last x, w (KYXC) and y; C % 32 == 0, K % 4 == 0.
@@ -43,14 +46,17 @@
 #ifndef STAGES
 #define STAGES 4
 #endif
+#ifndef CW
+#define CW 2           // consumer warpgroups: 2 (both on every tile), or 1 (256-thread blocks, two to an SM where they fit)
+#endif
 #ifndef WN
 #define WN 1           // consumer warpgroups along the output channels: 1 (each its own pixel rows), 2 (each BN / 2)
 #endif
 
-#define BM (64 * WG_M * (3 - WN))        // output pixels of a tile: 64 WG_M per consumer warpgroup, or shared (WN = 2)
+#define BM (64 * WG_M * (CW == 2 && WN == 1 ? 2 : 1))  // output pixels: 64 WG_M per consumer warpgroup, or shared (WN = 2)
 #define WG_N (BN / WN)                  // output channels of a consumer warpgroup: its wgmma N
 #define BK 32                           // K tile depth: 32 FP32 channels of one tap, one 128-byte row
-#define NT 384                          // two consumer warpgroups, then the producer
+#define NT (128 * (CW + 1))             // the consumer warpgroups, then the producer
 #define GEMM_M ((index_t)P_N * P_HO * P_WO)
 #define KTILES (P_C * P_Y * P_X / BK)
 #define KTILES_ODD ((P_C * P_Y * P_X / 32) & 1)
@@ -60,7 +66,8 @@
 
 static_assert(WG_M == 1 || WG_M == 2, "WG_M in 1, 2");
 static_assert(BN == 64 || BN == 128 || BN == 256, "BN in 64, 128, 256");
-static_assert(WN == 1 || (WN == 2 && BN >= 128), "WN in 1, 2 (2: 64 or 128 channels a warpgroup)");
+static_assert(CW == 2 || (CW == 1 && WG_M == 1 && BN <= 128), "CW in 1, 2 (1: 128 registers a thread: one m64 block, 64 accumulators)");
+static_assert(WN == 1 || (WN == 2 && CW == 2 && BN >= 128), "WN in 1, 2 (2: two consumers, 64 or 128 channels each)");
 static_assert(WG_M * WG_N <= 256, "at most 128 accumulators a thread");
 static_assert(STAGES >= 2, "two stages at least");
 static_assert(P_C % BK == 0, "K tiles of one tap");
@@ -180,7 +187,7 @@ __device__ __forceinline__ void k_tile(float (&acc)[WG_M][WG_N / 2], u32 (&a)[WG
                  ::"r"(empty0 + (u32)((pos + STAGES - 1) % STAGES) * 8), "r"((u32)release) : "memory");
 }
 
-extern "C" __global__ void __launch_bounds__(NT, 1)
+extern "C" __global__ void __launch_bounds__(NT, CW == 1 ? 2 : 1)
 igemm_hopper_fwd_tf32_rn(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y,
                          const __grid_constant__ TmaMap tmx, const __grid_constant__ TmaMap tmw)
 {
@@ -195,17 +202,19 @@ igemm_hopper_fwd_tf32_rn(const float* __restrict__ x, const float* __restrict__ 
         for(int s = 0; s < STAGES; ++s)
         {
             mbar_init(full0 + s * 8, 1);
-            mbar_init(empty0 + s * 8, 256);     // both consumer warpgroups read a stage
+            mbar_init(empty0 + s * 8, 128 * CW);    // every consumer warpgroup reads a stage
         }
         fence_mbar_init();
     }
     __syncthreads();
     const index_t ntiles = (GEMM_M + BM - 1) / BM * KTILES_N;
 
-    if(wg == 2)
+    if(wg == CW)
     {
+#if CW == 2
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-        if(t == 256)
+#endif
+        if(t == 128 * CW)
         {
             grid_dep_wait();                    // the rounded filter (the launch before, a programmatic dependency)
             index_t i = 0;                      // stream position: (tile, K tile)
@@ -233,7 +242,9 @@ igemm_hopper_fwd_tf32_rn(const float* __restrict__ x, const float* __restrict__ 
         return;
     }
 
+#if CW == 2
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+#endif
     const int tw = t & 127, wi = tw >> 5, l = t & 31;
     // this lane's ldmatrix row in the warpgroup's first m64 block (row l%8 of matrix l/8: rows +8 for matrices 1 and 3)
     // and its chunk offset (+1 for matrices 2 and 3)

@@ -3,9 +3,10 @@ implicit_gemm_hopper_fwd_tf32_rn.cu): FP32 data, math="tf32". The wgmma reads an
 to TF32, where cuDNN and cuBLAS round it (the truncating build, ConvImplicitGemmHopperFwd's IS_TF32, stays behind
 MIOFIND_HOPPER_TF32). Here the im2col tile of x goes through registers, rounded by cvt.rna, into the register-A wgmma,
 and w is read from a copy rounded first in the workspace (igemm_tf32_round). Persistent blocks, a copy-engine producer
-warpgroup, two consumer warpgroups on every tile (64 WG_M pixel rows each); NHWC, C % 32 == 0 (a K tile is one tap's 32
-channels, one im2col box), K % 4 == 0. Tunables: WG_M (m64 blocks of output pixels a consumer warpgroup takes: 1, 2;
-tiles of 128 WG_M pixels), BN (output channels a tile: 64, 128, 256) and STAGES."""
+warpgroup, consumer warpgroups on every tile; NHWC, C % 32 == 0 (a K tile is one tap's 32 channels, one im2col box),
+K % 4 == 0. Tunables: WG_M (m64 blocks of output pixels a consumer warpgroup takes: 1, 2), BN (output channels a tile:
+64, 128, 256), WN (2: both consumers on the same pixels, half the channels each), CW (consumer warpgroups: 2, or 1 in
+256-thread blocks, two to an SM, for layers of few tiles) and STAGES."""
 
 from __future__ import annotations
 
@@ -18,9 +19,9 @@ from .implicit_gemm_base import strides5
 from .implicit_gemm_hopper_base import (ALIGN, ARCH, SMEM_LIMIT, SMEM_STATIC, WS_ALIGN, ImplicitGemmHopperBase,
                                         check_aligned, gemm_shape, problem_macros, sm_count, tma_fits, x_im2col)
 
-KEYS = ("WG_M", "BN", "WN", "STAGES")
-THREADS = 384           # two consumer warpgroups and the producer
+KEYS = ("WG_M", "BN", "WN", "CW", "STAGES")
 ROUND_BLOCK = 256
+SMEM_SM = 228 * 1024     # an SM's shared memory: two CW = 1 blocks (and their 1 KiB reserves) where they fit
 ROUND_NAME = "igemm_tf32_round"
 
 
@@ -32,13 +33,19 @@ def smem_bytes(cfg) -> int:
 
 def pixels(cfg) -> int:
     """Output pixels of a tile: 64 WG_M per consumer warpgroup (WN = 1), or 64 WG_M shared by both (WN = 2)."""
-    return 64 * cfg["WG_M"] * (3 - cfg["WN"])
+    return 64 * cfg["WG_M"] * (2 if cfg.get("CW", 2) == 2 and cfg["WN"] == 1 else 1)
+
+
+def threads(cfg) -> int:
+    """The consumer warpgroups and the producer's."""
+    return 128 * (cfg["CW"] + 1)
 
 
 def config_ok(p, cfg) -> bool:
-    wm, bn, wn, st = cfg["WG_M"], cfg["BN"], cfg["WN"], cfg["STAGES"]
+    wm, bn, wn, cw, st = cfg["WG_M"], cfg["BN"], cfg["WN"], cfg["CW"], cfg["STAGES"]
     # 2 x STAGES mbarriers are static shared memory beside the dynamic buffers
-    return wm in (1, 2) and bn in (64, 128, 256) and wn in (1, 2) and (wn == 1 or bn >= 128) and \
+    return wm in (1, 2) and bn in (64, 128, 256) and wn in (1, 2) and cw in (1, 2) and \
+        (wn == 1 or (bn >= 128 and cw == 2)) and (cw == 2 or (wm == 1 and bn <= 128)) and \
         wm * bn // wn <= 256 and 2 <= st <= 8 and smem_bytes(cfg) + 16 * st <= SMEM_LIMIT
 
 
@@ -48,10 +55,10 @@ def tiles(p, cfg) -> int:
     return ceil_div(m, pixels(cfg)) * ceil_div(n, cfg["BN"])
 
 
-def most_stages(wm: int, bn: int, wn: int = 1) -> dict:
+def most_stages(wm: int, bn: int, wn: int = 1, cw: int = 2) -> dict:
     """The config of a tile with the most stages that fit."""
-    return max((c for c in ({"WG_M": wm, "BN": bn, "WN": wn, "STAGES": st} for st in range(2, 9)) if config_ok(None, c)),
-               key=lambda c: c["STAGES"])
+    return max((c for c in ({"WG_M": wm, "BN": bn, "WN": wn, "CW": cw, "STAGES": st} for st in range(2, 9))
+                if config_ok(None, c)), key=lambda c: c["STAGES"])
 
 
 def rounded_bytes(p: ProblemDescription) -> int:
@@ -100,7 +107,7 @@ class ImplicitGemmHopperFwdTf32Rn(ImplicitGemmHopperBase):
         f = self.forward_problem(problem.as_conv())
         n = gemm_shape(f)[1]
         bn = 64 if n <= 64 else 128 if n <= 128 else 256
-        if bn == 256 and tiles(f, {"WG_M": 1, "BN": 256, "WN": 1}) < sm_count():
+        if bn == 256 and tiles(f, {"WG_M": 1, "BN": 256, "WN": 1, "CW": 2}) < sm_count():
             bn = 128
         return most_stages(1, bn)
 
@@ -114,13 +121,14 @@ class ImplicitGemmHopperFwdTf32Rn(ImplicitGemmHopperBase):
         return [c for c in alts if c != d]
 
     def config_space(self, problem):
-        for wn in (1, 2):
-            for wm in (1, 2):
-                for bn in (64, 128, 256):
-                    for st in range(2, 9):
-                        cfg = {"WG_M": wm, "BN": bn, "WN": wn, "STAGES": st}
-                        if config_ok(None, cfg):
-                            yield cfg
+        for cw in (2, 1):
+            for wn in (1, 2):
+                for wm in (1, 2):
+                    for bn in (64, 128, 256):
+                        for st in range(2, 9):
+                            cfg = {"WG_M": wm, "BN": bn, "WN": wn, "CW": cw, "STAGES": st}
+                            if config_ok(None, cfg):
+                                yield cfg
 
     def workspace_bytes(self, problem, config=None) -> int:
         return rounded_bytes(self.forward_problem(problem.as_conv()))
@@ -140,7 +148,9 @@ class ImplicitGemmHopperFwdTf32Rn(ImplicitGemmHopperBase):
     def forward_kernel(self, f, cfg) -> KernelInfo:
         """The kernel of forward problem ``f`` (backward data: its forward view) at a valid ``cfg``."""
         mac = {**problem_macros(f), **{k: cfg[k] for k in KEYS}}
-        return KernelInfo(self.source, self.kernel_name, (min(tiles(f, cfg), sm_count()), 1, 1), (THREADS, 1, 1),
+        per_sm = 2 if cfg["CW"] == 1 and 2 * (smem_bytes(cfg) + 16 * cfg["STAGES"] + 1024) <= SMEM_SM else 1
+        return KernelInfo(self.source, self.kernel_name, (min(tiles(f, cfg), per_sm * sm_count()), 1, 1),
+                          (threads(cfg), 1, 1),
                           macros=tuple((k, str(v)) for k, v in mac.items()), options=(f"-arch={ARCH}",))
 
     def filter_maps(self, f, cfg) -> tuple:
@@ -170,7 +180,7 @@ class ImplicitGemmHopperFwdTf32Rn(ImplicitGemmHopperBase):
                 kern.max_dynamic_shared_size_bytes = smem
             lfirst = Launch(kfirst, first.grid, first.block, (PTR, PTR))
             # a programmatic dependent of the filter's rounding: its producer waits for that grid before its first copy
-            launch = Launch(kern, main.grid, (THREADS, 1, 1), (PTR,) * 3 + (MAP,) * 2, shared_mem=smem, pdl=True)
+            launch = Launch(kern, main.grid, main.block, (PTR,) * 3 + (MAP,) * 2, shared_mem=smem, pdl=True)
             lmain = launch.bind_maps(maps)
 
             def invoker(a, b, out, workspace, stream):

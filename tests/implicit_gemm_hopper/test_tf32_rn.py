@@ -90,21 +90,27 @@ def test_rejections(no_gpu_arch, solver, direction, kw, dt, math, why):
 def test_configs(no_gpu_arch):
     p = _p(**CASES["many_tiles"])
     space = list(FWD.config_space(p))
-    assert {(c["WG_M"], c["BN"], c["WN"]) for c in space} == {(1, 64, 1), (1, 128, 1), (1, 256, 1), (2, 64, 1), (2, 128, 1),
-                                                              (1, 128, 2), (1, 256, 2), (2, 128, 2), (2, 256, 2)}
+    assert {(c["WG_M"], c["BN"], c["WN"], c["CW"]) for c in space} == {
+        (1, 64, 1, 2), (1, 128, 1, 2), (1, 256, 1, 2), (2, 64, 1, 2), (2, 128, 1, 2),      # both consumers, own rows
+        (1, 128, 2, 2), (1, 256, 2, 2), (2, 128, 2, 2), (2, 256, 2, 2),                    # both, own channels
+        (1, 64, 1, 1), (1, 128, 1, 1)}                                                     # one consumer, one m64 block
+    one = {"WG_M": 1, "BN": 128, "WN": 1, "CW": 1, "STAGES": 4}     # 96 KiB: two blocks to an SM
+    k = FWD.get_solution(p, one).kernels[1]
+    assert k.block == (256, 1, 1) and k.grid[0] == 2 * hb.sm_count()
+    assert FWD.get_solution(p, dict(one, STAGES=6)).kernels[1].grid[0] == hb.sm_count()
     assert all(rn.smem_bytes(c) + 16 * c["STAGES"] <= hb.SMEM_LIMIT for c in space)
-    assert {"WG_M": 1, "BN": 128, "WN": 1, "STAGES": 7} in space and {"WG_M": 1, "BN": 128, "WN": 1, "STAGES": 8} not in space
-    assert {"WG_M": 2, "BN": 128, "WN": 1, "STAGES": 4} in space and {"WG_M": 1, "BN": 256, "WN": 1, "STAGES": 5} not in space
-    assert FWD.default_config(p) == {"WG_M": 1, "BN": 128, "WN": 1, "STAGES": 7}
-    assert FWD.find_configs(p) == [None, {"WG_M": 2, "BN": 128, "WN": 1, "STAGES": 4}, {"WG_M": 1, "BN": 64, "WN": 1, "STAGES": 8}]
+    assert {"WG_M": 1, "BN": 128, "WN": 1, "CW": 2, "STAGES": 7} in space and {"WG_M": 1, "BN": 128, "WN": 1, "CW": 2, "STAGES": 8} not in space
+    assert {"WG_M": 2, "BN": 128, "WN": 1, "CW": 2, "STAGES": 4} in space and {"WG_M": 1, "BN": 256, "WN": 1, "CW": 2, "STAGES": 5} not in space
+    assert FWD.default_config(p) == {"WG_M": 1, "BN": 128, "WN": 1, "CW": 2, "STAGES": 7}
+    assert FWD.find_configs(p) == [None, {"WG_M": 2, "BN": 128, "WN": 1, "CW": 2, "STAGES": 4}, {"WG_M": 1, "BN": 64, "WN": 1, "CW": 2, "STAGES": 8}]
     # 256 channels wide where that still gives every SM a tile; 128 where it would not
     big = _p(n=32, c=256, k=512, in_size=(28, 28), filter_size=1)
-    assert FWD.default_config(big) == {"WG_M": 1, "BN": 256, "WN": 1, "STAGES": 4}
-    assert FWD.find_configs(big)[1:] == [{"WG_M": 2, "BN": 128, "WN": 1, "STAGES": 4}, {"WG_M": 1, "BN": 128, "WN": 1, "STAGES": 7}]
-    assert FWD.default_config(_p(**CASES["r50_7x7"])) == {"WG_M": 1, "BN": 128, "WN": 1, "STAGES": 7}
+    assert FWD.default_config(big) == {"WG_M": 1, "BN": 256, "WN": 1, "CW": 2, "STAGES": 4}
+    assert FWD.find_configs(big)[1:] == [{"WG_M": 2, "BN": 128, "WN": 1, "CW": 2, "STAGES": 4}, {"WG_M": 1, "BN": 128, "WN": 1, "CW": 2, "STAGES": 7}]
+    assert FWD.default_config(_p(**CASES["r50_7x7"])) == {"WG_M": 1, "BN": 128, "WN": 1, "CW": 2, "STAGES": 7}
     assert FWD.default_config(_p(**CASES["k4"]))["BN"] == 64
-    assert not FWD.is_valid_config(p, {"WG_M": 2, "BN": 256, "WN": 1, "STAGES": 4})
-    assert not FWD.is_valid_config(p, {"WG_M": 2, "BN": 128, "WN": 1})
+    assert not FWD.is_valid_config(p, {"WG_M": 2, "BN": 256, "WN": 1, "CW": 2, "STAGES": 4})
+    assert not FWD.is_valid_config(p, {"WG_M": 2, "BN": 128, "WN": 1, "CW": 2})
     # the workspace: the rounded filter (backward data: the rewritten one), 256-byte aligned
     assert FWD.workspace_bytes(p) == 128 * 64 * 9 * 4
     assert BWD.workspace_bytes(_p("B", **B_CASES["b_dil"])) == 24 * 32 * 25 * 4
