@@ -102,22 +102,31 @@ class ImplicitGemmHopperFwdTf32Rn(ImplicitGemmHopperBase):
         return APPLICABLE
 
     def default_config(self, problem) -> dict:
-        """128-pixel tiles as wide as the output channels (64, 128, 256), narrowed to 128 channels where 256-channel
-        tiles would not give every SM one, with the most stages that fit."""
+        """The tile by output channels and tile counts, from the sweeps of every config on ResNet-50's N=32 layers, F and
+        backward data (bench/results/session-nov28d/call5/): 128 x 64 tiles of both consumers for at most 64 channels;
+        64 x 128 tiles of one consumer, two blocks an SM, where 128 x 128 tiles would give fewer than two to an SM (and
+        128 x 256 ones fewer than 0.7 to an SM or the channels are at most 256); 128 x 256 tiles for 2048 channels or
+        a reduction of 32 K tiles or more (1024 deep); else 128 x 128. With the most stages that fit."""
         f = self.forward_problem(problem.as_conv())
-        n = gemm_shape(f)[1]
-        bn = 64 if n <= 64 else 128 if n <= 128 else 256
-        if bn == 256 and tiles(f, {"WG_M": 1, "BN": 256, "WN": 1, "CW": 2}) < sm_count():
-            bn = 128
-        return most_stages(1, bn)
+        m, n, k = gemm_shape(f)
+        if n <= 64:
+            return most_stages(1, 64)
+        sms = sm_count()
+        wide = tiles(f, {"WG_M": 1, "BN": 256, "WN": 1, "CW": 2})
+        if tiles(f, {"WG_M": 1, "BN": 128, "WN": 1, "CW": 2}) < 2 * sms and (n <= 256 or wide < 0.7 * sms):
+            return most_stages(1, 128, cw=1)
+        if wide >= 0.7 * sms and (n >= 2048 or k // 32 >= 32):
+            return most_stages(1, 256)
+        return most_stages(1, 128)
 
     def alternatives(self, p) -> list[dict]:
-        """256-pixel tiles of the default's width (at most 128 channels), and the next narrower width, each at its most
-        stages."""
+        """The other tiles of the default's rule (and for at most 64 channels, one consumer's 64 x 64 tiles and 256 x 64
+        ones), each at its most stages."""
         d = self.default_config(p)
-        alts = [most_stages(2, min(d["BN"], 128))]
-        if d["BN"] > 64:
-            alts.append(most_stages(1, d["BN"] // 2))
+        if gemm_shape(self.forward_problem(p))[1] <= 64:
+            alts = [most_stages(1, 64, cw=1), most_stages(2, 64)]
+        else:
+            alts = [most_stages(1, 128), most_stages(1, 128, cw=1), most_stages(1, 256)]
         return [c for c in alts if c != d]
 
     def config_space(self, problem):

@@ -102,12 +102,14 @@ def test_configs(no_gpu_arch):
     assert {"WG_M": 1, "BN": 128, "WN": 1, "CW": 2, "STAGES": 7} in space and {"WG_M": 1, "BN": 128, "WN": 1, "CW": 2, "STAGES": 8} not in space
     assert {"WG_M": 2, "BN": 128, "WN": 1, "CW": 2, "STAGES": 4} in space and {"WG_M": 1, "BN": 256, "WN": 1, "CW": 2, "STAGES": 5} not in space
     assert FWD.default_config(p) == {"WG_M": 1, "BN": 128, "WN": 1, "CW": 2, "STAGES": 7}
-    assert FWD.find_configs(p) == [None, {"WG_M": 2, "BN": 128, "WN": 1, "CW": 2, "STAGES": 4}, {"WG_M": 1, "BN": 64, "WN": 1, "CW": 2, "STAGES": 8}]
-    # 256 channels wide where that still gives every SM a tile; 128 where it would not
-    big = _p(n=32, c=256, k=512, in_size=(28, 28), filter_size=1)
+    assert FWD.find_configs(p) == [None, {"WG_M": 1, "BN": 128, "WN": 1, "CW": 1, "STAGES": 8},
+                                   {"WG_M": 1, "BN": 256, "WN": 1, "CW": 2, "STAGES": 4}]
+    # 128 x 256 tiles for a long reduction (32 K tiles or more) where they still give most SMs one
+    big = _p(n=32, c=1024, k=512, in_size=(14, 14), filter_size=1)
     assert FWD.default_config(big) == {"WG_M": 1, "BN": 256, "WN": 1, "CW": 2, "STAGES": 4}
-    assert FWD.find_configs(big)[1:] == [{"WG_M": 2, "BN": 128, "WN": 1, "CW": 2, "STAGES": 4}, {"WG_M": 1, "BN": 128, "WN": 1, "CW": 2, "STAGES": 7}]
-    assert FWD.default_config(_p(**CASES["r50_7x7"])) == {"WG_M": 1, "BN": 128, "WN": 1, "CW": 2, "STAGES": 7}
+    assert FWD.default_config(_p(n=32, c=256, k=512, in_size=(28, 28), filter_size=1))["BN"] == 128    # 8 K tiles
+    # few pixels: one consumer's 64 x 128 tiles, two blocks an SM
+    assert FWD.default_config(_p(**CASES["r50_7x7"])) == {"WG_M": 1, "BN": 128, "WN": 1, "CW": 1, "STAGES": 8}
     assert FWD.default_config(_p(**CASES["k4"]))["BN"] == 64
     assert not FWD.is_valid_config(p, {"WG_M": 2, "BN": 256, "WN": 1, "CW": 2, "STAGES": 4})
     assert not FWD.is_valid_config(p, {"WG_M": 2, "BN": 128, "WN": 1, "CW": 2})
@@ -231,3 +233,41 @@ def test_ptxas_keeps_the_wgmma_pipeline(no_gpu_arch):
             log = log.decode() if isinstance(log, bytes) else log
             assert "Performance Loss" not in log and "is injected" not in log and "spill stores" in log, (c, f, cfg, log)
             assert " 0 bytes spill stores" in log, (c, f, cfg, log)
+
+
+@pytest.mark.gpu
+def test_rounding_does_not_compound_over_a_deep_chain():
+    """A chain of 24 variance-preserving 3x3 convolutions (as a deep network's, without its normalisation), each layer's
+    output the next one's input, against the same chain in float64: truncated TF32 operands shrink every product
+    toward zero, a bias that compounds layer after layer (about 6e-4 of gain a layer: bench/tf32_rounding.py), while
+    rounded ones leave random errors that add in quadrature. The rounding forward ends within 3e-3 of float64; the
+    truncating build (ConvImplicitGemmHopperFwd's TF32, the negative control) ends over 5x further off."""
+    import cupy
+
+    from miofind.api import Solution, run_solution
+    from miofind.reference import conv_reference
+    from miofind.verify import random_array, rel_error
+    p = _p(n=4, c=64, k=64, in_size=(16, 16), filter_size=3, pads=1)
+    sa, sb, so = p.io_shapes()
+    rng = cupy.random.default_rng(7)
+    x0 = random_array(sa, "FP32", rng)
+    ws = [random_array(sb, "FP32", rng, scale=float(np.sqrt(3.0 / (9 * 64)))) for _ in range(24)]
+
+    def chain(solver):
+        x = x0
+        sol = Solution(solver.id, solver.algorithm, 0.0, solver.workspace_bytes(p), solver.default_config(p), False, p)
+        for w in ws:
+            out = cupy.full(so, np.nan, dtype=cupy.float32)
+            run_solution(sol, x, w, out)
+            x = out
+        return x.astype(cupy.float64)
+
+    x64 = x0.astype(cupy.float64)
+    for w in ws:
+        x64 = cupy.asarray(conv_reference(p, x64, w.astype(cupy.float64)))
+    err_rn = rel_error(chain(FWD), x64)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MIOFIND_HOPPER_TF32", "1")
+        err_trunc = rel_error(chain(get_solver("ConvImplicitGemmHopperFwd")), x64)
+    assert err_rn < 3e-3, (err_rn, err_trunc)
+    assert err_trunc > 5 * err_rn, (err_rn, err_trunc)
