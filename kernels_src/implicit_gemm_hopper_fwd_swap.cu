@@ -26,6 +26,7 @@
 #include "implicit_gemm_hopper.cuh"
 #include "implicit_gemm_hopper_mbar.cuh"
 #include "implicit_gemm_hopper_tma.cuh"
+#include "implicit_gemm_hopper_pixels.cuh"
 
 #ifndef BM
 #define BM 256          // output pixels of a tile: the wgmma N (128 or 256)
@@ -54,13 +55,6 @@ static_assert(P_K % 8 == 0, "16-byte chunks of output channels");
 static_assert(XS_C == 1 && WS_C == 1 && YS_C == 1, "channels-last x, w and y");
 static_assert(WS_X == P_C && WS_Y == P_X * WS_X && WS_K == P_Y * WS_Y, "dense KYXC w");
 static_assert(YS_W >= P_K && YS_W % 8 == 0 && YS_H % 8 == 0 && YS_N % 8 == 0, "16-byte aligned channels-last y pixels");
-
-__device__ __forceinline__ index_t y_pixel(index_t m)
-{
-    const int ow = (int)(m % P_WO); m /= P_WO;
-    const int oh = (int)(m % P_HO);
-    return (m / P_HO) * YS_N + (index_t)oh * YS_H + (index_t)ow * YS_W;
-}
 
 // warpgroup wg's 128 threads (named barriers 2, 3)
 __device__ __forceinline__ void wg_sync(int wg)
@@ -132,10 +126,8 @@ igemm_hopper_fwd_swap(const data_t* __restrict__ x, const data_t* __restrict__ w
             {
                 const index_t m0 = tile / KTILES_N * BM;
                 const int k0 = (int)(tile % KTILES_N) * KO;
-                // the tile's first filter base (ow*sw - pw, oh*sh - ph, n) of output pixel m0
-                const index_t q = m0 / P_WO;
-                const int wb = (int)(m0 - q * P_WO) * P_SW - P_PW, hb = (int)(q % P_HO) * P_SH - P_PH;
-                const int nb = (int)(q / P_HO);
+                int wb, hb, nb;
+                filter_base(m0, wb, hb, nb);
 #pragma unroll 1
                 for(int kt = 0; kt < KTILES; ++kt, ++i)
                 {

@@ -36,6 +36,7 @@
 #include "implicit_gemm_hopper.cuh"
 #include "implicit_gemm_hopper_mbar.cuh"
 #include "implicit_gemm_hopper_tma.cuh"
+#include "implicit_gemm_hopper_pixels.cuh"
 
 #ifndef WG_M
 #define WG_M 1          // m64 blocks of output pixels a consumer warpgroup takes in a tile
@@ -75,13 +76,6 @@ static_assert(P_K % 4 == 0, "pairs of output channels, 16-byte rows of w");
 static_assert(XS_C == 1 && WS_C == 1 && YS_C == 1, "channels-last x, w and y");
 static_assert(WS_X == P_C && WS_Y == P_X * WS_X && WS_K == P_Y * WS_Y, "dense KYXC w");
 static_assert(YS_W % 2 == 0 && YS_H % 2 == 0 && YS_N % 2 == 0, "8-byte aligned channel pairs of y");
-
-__device__ __forceinline__ index_t y_pixel(index_t m)
-{
-    const int ow = (int)(m % P_WO); m /= P_WO;
-    const int oh = (int)(m % P_HO);
-    return (m / P_HO) * YS_N + (index_t)oh * YS_H + (index_t)ow * YS_W;
-}
 
 __device__ __forceinline__ u32 tf32_rna(u32 v)
 {
@@ -222,10 +216,8 @@ igemm_hopper_fwd_tf32_rn(const float* __restrict__ x, const float* __restrict__ 
             {
                 const index_t m0 = tile / KTILES_N * BM;
                 const int k0 = (int)(tile % KTILES_N) * BN;
-                // the tile's first filter base (ow*sw - pw, oh*sh - ph, n) of output pixel m0
-                const index_t q = m0 / P_WO;
-                const int wb = (int)(m0 - q * P_WO) * P_SW - P_PW, hb = (int)(q % P_HO) * P_SH - P_PH;
-                const int nb = (int)(q / P_HO);
+                int wb, hb, nb;
+                filter_base(m0, wb, hb, nb);
 #pragma unroll 1
                 for(int kt = 0; kt < KTILES; ++kt, ++i)
                 {

@@ -434,6 +434,32 @@ def recipe_steps(main: Launch, red: Launch | None, maps, out_off: int = 0, b=(B,
     return [(main, ((A, 0), b, (OUT, out_off), (WS, 0)), mroles), (red, ((WS, 0), (OUT, out_off)))]
 
 
+def filter_first_factory(sid: str, first: KernelInfo, main: KernelInfo, maps, smem: int, ws: int, pdl: bool):
+    """The invoker factory of a solution that writes the filter into the workspace first (``first`` on b -> workspace:
+    a rewrite or a rounding) and then runs ``main`` on (a, workspace, out) with tensor maps of a and of the workspace's
+    filter (``maps``); ``pdl``: ``main`` goes as the programmatic dependent of ``first`` (its producer waits for it).
+    The recipe names both steps for miofind.torch's C++ path."""
+    def factory(kerns):
+        kfirst, kern = kerns
+        if smem > SMEM_STATIC:
+            kern.max_dynamic_shared_size_bytes = smem
+        lfirst = Launch(kfirst, first.grid, first.block, (PTR, PTR))
+        launch = Launch(kern, main.grid, main.block, (PTR,) * 3 + (MAP,) * 2, shared_mem=smem, pdl=pdl)
+        lmain = launch.bind_maps(maps)
+
+        def invoker(a, b, out, workspace, stream):
+            if a % ALIGN or b % ALIGN or out % ALIGN:
+                check_aligned(sid, (("first input", a), ("second input", b), ("output", out)))
+            if not workspace:
+                raise ValueError(f"{sid}: workspace of {ws} bytes required, got none")
+            lfirst(stream, b, workspace)
+            lmain(stream, a, workspace, out)
+        steps = [(lfirst, ((B, 0), (WS, 0))),
+                 (launch, ((A, 0), (WS, 0), (OUT, 0)), ((A, 0, maps[0].spec), (WS, 0, maps[1].spec)))]
+        return with_recipe(invoker, steps, (ALIGN, ALIGN, ALIGN, 1), True)
+    return factory
+
+
 def check_aligned(sid: str, ptrs) -> None:
     """Raise a one-line ValueError naming the first (name, address) of ``ptrs`` not ALIGN-byte aligned."""
     for name, ptr in ptrs:
@@ -563,6 +589,18 @@ class ImplicitGemmHopperBase(Solver):
         if any(not isinstance(v, int) or isinstance(v, bool) for v in config.values()):
             return False
         return self.tile_ok(problem.as_conv(), config)
+
+    def checked_config(self, p: ProblemDescription, config) -> dict:
+        """``config`` (the default when None) for problem ``p``, after a one-line ValueError where this solver does not
+        apply to ``p`` (the kernel's static checks would fail in NVRTC, far from the cause) or the config is not
+        valid."""
+        fits = self.applicability(p)
+        if not fits:
+            raise ValueError(f"{self.id} does not apply to {p.key()}: {fits.reason}")
+        cfg = self.config_of(p, config)
+        if not self.is_valid_config(p, cfg):
+            raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
+        return cfg
 
     def epilogue(self, p: ProblemDescription) -> dict | None:
         """The macros of a fused epilogue (EPI_BIAS, EPI_ACT: the fused forward's), or None for the plain

@@ -48,6 +48,38 @@ def flipped_bytes(p: ProblemDescription) -> int:
     return ceil_div(math.prod(p.filter_size) * p.c * p.k * esize(p), WS_ALIGN) * WS_ALIGN
 
 
+class StrideOneForwardView:
+    """Mixin of the backward-data solvers that run dx at stride 1 as one forward convolution of dy by a forward solver's
+    kernel on the rewritten filter (flip_kernel, in the workspace): the swapped-operand one and the rounding TF32 one.
+    Placed before the forward solver's class: ``forward_problem`` is the view, ``applicability`` rejects what has none
+    and then takes the forward solver's checks of the view."""
+    algorithm = "miopenConvolutionBwdDataAlgoImplicitGEMM"
+    directions = frozenset("B")
+
+    @property
+    def kernel_files(self):
+        return (*super().kernel_files, FLIP_SRC)
+
+    def forward_problem(self, p: ProblemDescription) -> ProblemDescription:
+        """dx as a forward convolution of dy (stride 1): dy's channels in, dx's out, the taps reversed, pads
+        (taps - 1) x dilation - pad; ``p`` itself where that view does not exist (strides above 1, negative pads)."""
+        if p.spatial_dims != 2 or any(s != 1 for s in p.strides) or p.layouts != ("NHWC",) * 3:
+            return p
+        fwd = phases(p)[0].fwd
+        return fwd if fwd is not None and fwd.in_size == p.out_size else p
+
+    def applicability(self, problem):
+        p = problem.as_conv()
+        if p.spatial_dims == 2 and any(s != 1 for s in p.strides):
+            return not_applicable(f"strides {p.strides}: stride 1 only (dx as one forward convolution of dy)")
+        if p.spatial_dims == 2 and p.layouts == ("NHWC",) * 3 and self.forward_problem(p) is p:
+            return not_applicable(f"pads {p.pads} beyond the dilated filter's reach (no forward view of dx)")
+        return super().applicability(problem)
+
+    def workspace_bytes(self, problem, config=None) -> int:
+        return flipped_bytes(problem.as_conv())
+
+
 class Phase(NamedTuple):
     """Phase (a, b) of dx, the pixels hi = hq*sh + a, wi = wq*sw + b (hq < size[0], wq < size[1]), reached
     by taps[0] x taps[1] filter taps from (r0, s0) on; ``fwd`` is its forward view (None when no tap

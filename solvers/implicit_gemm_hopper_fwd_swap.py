@@ -103,18 +103,6 @@ class ImplicitGemmHopperFwdSwap(ImplicitGemmHopperBase):
     def workspace_bytes(self, problem, config=None) -> int:
         return 0
 
-    def checked_config(self, p, config) -> dict:
-        """``config`` (the default when None) for problem ``p``, after a one-line ValueError where this solver does not
-        apply to ``p`` (the kernel's static checks would fail in NVRTC, far from the cause) or the config is not
-        valid."""
-        fits = self.applicability(p)
-        if not fits:
-            raise ValueError(f"{self.id} does not apply to {p.key()}: {fits.reason}")
-        cfg = self.config_of(p, config)
-        if not self.is_valid_config(p, cfg):
-            raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
-        return cfg
-
     def forward_kernel(self, f, cfg) -> KernelInfo:
         """The swapped-operand kernel of forward problem ``f`` (backward data: its forward view) at a valid ``cfg``."""
         mac = {**problem_macros(f), "BM": cfg["BM"], "STAGES": cfg["STAGES"]}

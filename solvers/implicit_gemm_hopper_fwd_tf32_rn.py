@@ -11,13 +11,12 @@ K % 4 == 0. Tunables: WG_M (m64 blocks of output pixels a consumer warpgroup tak
 from __future__ import annotations
 
 from miofind import tma
-from miofind.launch import A, B, MAP, OUT, PTR, WS, Launch, with_recipe
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_applicable
 
 from .implicit_gemm_base import strides5
-from .implicit_gemm_hopper_base import (ALIGN, ARCH, SMEM_LIMIT, SMEM_STATIC, WS_ALIGN, ImplicitGemmHopperBase,
-                                        check_aligned, gemm_shape, problem_macros, sm_count, tma_fits, x_im2col)
+from .implicit_gemm_hopper_base import (ARCH, SMEM_LIMIT, WS_ALIGN, ImplicitGemmHopperBase, filter_first_factory,
+                                        gemm_shape, problem_macros, sm_count, tma_fits, x_im2col)
 
 KEYS = ("WG_M", "BN", "WN", "CW", "STAGES")
 ROUND_BLOCK = 256
@@ -142,18 +141,6 @@ class ImplicitGemmHopperFwdTf32Rn(ImplicitGemmHopperBase):
     def workspace_bytes(self, problem, config=None) -> int:
         return rounded_bytes(self.forward_problem(problem.as_conv()))
 
-    def checked_config(self, p, config) -> dict:
-        """``config`` (the default when None) for problem ``p``, after a one-line ValueError where this solver does not
-        apply to ``p`` (the kernel's static checks would fail in NVRTC, far from the cause) or the config is not
-        valid."""
-        fits = self.applicability(p)
-        if not fits:
-            raise ValueError(f"{self.id} does not apply to {p.key()}: {fits.reason}")
-        cfg = self.config_of(p, config)
-        if not self.is_valid_config(p, cfg):
-            raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
-        return cfg
-
     def forward_kernel(self, f, cfg) -> KernelInfo:
         """The kernel of forward problem ``f`` (backward data: its forward view) at a valid ``cfg``."""
         mac = {**problem_macros(f), **{k: cfg[k] for k in KEYS}}
@@ -181,26 +168,6 @@ class ImplicitGemmHopperFwdTf32Rn(ImplicitGemmHopperBase):
         smem = smem_bytes(cfg)
         maps = self.filter_maps(f, cfg)
         ws = self.workspace_bytes(p, cfg)
-        sid = self.id
-
-        def factory(kerns):
-            kfirst, kern = kerns
-            if smem > SMEM_STATIC:
-                kern.max_dynamic_shared_size_bytes = smem
-            lfirst = Launch(kfirst, first.grid, first.block, (PTR, PTR))
-            # a programmatic dependent of the filter's rounding: its producer waits for that grid before its first copy
-            launch = Launch(kern, main.grid, main.block, (PTR,) * 3 + (MAP,) * 2, shared_mem=smem, pdl=True)
-            lmain = launch.bind_maps(maps)
-
-            def invoker(a, b, out, workspace, stream):
-                if a % ALIGN or b % ALIGN or out % ALIGN:
-                    check_aligned(sid, (("first input", a), ("second input", b), ("output", out)))
-                if not workspace:
-                    raise ValueError(f"{sid}: workspace of {ws} bytes required, got none")
-                lfirst(stream, b, workspace)
-                lmain(stream, a, workspace, out)
-            steps = [(lfirst, ((B, 0), (WS, 0))),
-                     (launch, ((A, 0), (WS, 0), (OUT, 0)), ((A, 0, maps[0].spec), (WS, 0, maps[1].spec)))]
-            return with_recipe(invoker, steps, (ALIGN, ALIGN, ALIGN, 1), True)
-
+        # the kernel is the programmatic dependent of the filter's rounding: its producer waits for it
+        factory = filter_first_factory(self.id, first, main, maps, smem, ws, pdl=True)
         return ConvSolution(self.id, [first, main], ws, factory, cfg)
