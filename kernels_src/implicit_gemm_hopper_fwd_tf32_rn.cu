@@ -9,30 +9,31 @@
 // register-A (RS) wgmma multiplies it; the B operand (w, BN output channels x 32) is read from shared memory already
 // rounded: igemm_tf32_round writes a rounded copy of w into the workspace first (or the backward data's filter
 // rewrite rounds as it writes).
-// Tiles: a tile is BM output pixels x BN output channels. WN = 1: BM = 128 WG_M, consumer warpgroup g takes pixel rows
-// 64 WG_M g .. (WG_M m64 blocks) x all BN channels; WN = 2 (finer tiles for layers of few pixels): BM = 64 WG_M, each
-// warpgroup takes every row x channels g BN / 2 .. (both read the A tile, each its half of the B tile). Both operands K-major, 128-byte swizzled (a 128-byte row is 32 FP32 channels of one
-// tap, so a K tile is 32 deep and C % 32 == 0), 16-byte chunk c of row r at c ^ (r % 8) (implicit_gemm_hopper.cuh).
+// Tiles: a tile is BM output pixels x BN output channels, both operands K-major and 128-byte swizzled (a 128-byte row
+// is 32 FP32 channels of one tap, so a K tile is 32 deep and C % 32 == 0; 16-byte chunk c of row r at c ^ (r % 8),
+// implicit_gemm_hopper.cuh).
+//   CW = 2, WN = 1: BM = 128 WG_M; consumer warpgroup g takes pixel rows 64 WG_M g .. (WG_M m64 blocks) x all BN.
+//   CW = 2, WN = 2: BM = 64 WG_M; each consumer takes every row x channels g BN / 2 .. (both read the A tile).
+//   CW = 1: one consumer, BM = 64, BN 64 or 128 (one m64 block: its registers fit the 128 a thread of a 256-thread
+//   block, two blocks to an SM where their shared memory fits, whose groups interleave as two consumers' do).
 // A fragment (m64k8 .tf32, CUTLASS's ALayout_64x8): thread (warp wi, lane l) holds rows wi*16 + l/4 (+8) x columns
 // l%4 (+4) of the k8 step: registers (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4). ldmatrix.x4's four 8 x 8 b16
 // matrices are 8 rows x 16 bytes, lane l receiving word l%4 of row l/4 of each: matrices (rows 0-7, chunk 2 k8),
 // (rows 8-15, chunk 2 k8), (rows 0-7, chunk 2 k8 + 1), (rows 8-15, chunk 2 k8 + 1), lane l addressing row l%8 of
 // matrix l/8. The eight rows of a matrix sit in eight different 16-byte bank groups under the swizzle.
 // Pipeline: persistent blocks; the producer warpgroup's first thread streams every (tile, K tile) position's two boxes
-// through STAGES buffers (full mbarrier by transaction bytes); both consumer warpgroups work on every tile (cooperative).
-// A consumer loads and rounds a K tile's fragments (4 k8 steps x WG_M m64 blocks) into one of two register sets, issues
-// its wgmma as one group, and waits for the group before it: that K tile's stage is then released (empty mbarrier, 256
-// arrivals) and its register set refilled by the next K tile while this one multiplies; the two warpgroups' groups
-// interleave on the tensor cores. ptxas serialises register-A wgmma where it cannot prove a register is not written
-// while a group that reads it is in flight: so the register sets are named (K tiles in pairs), each is kept live past
-// the wait that covers its group, no branch separates the groups (the release is a predicated arrive), and the
-// accumulators are zeroed in place. setmaxnreg moves registers from the producer (40) to the consumers (232).
-// CW = 1: one consumer warpgroup, tiles of 64 pixels x 64 or 128 channels (one m64 block: the registers fit 128 a thread), 256-thread blocks of
-// 128 registers a thread (ptxas compiles to the launch bound, not to setmaxnreg's), two to an SM where their shared
-// memory fits: the two blocks' groups interleave instead.
+// through STAGES buffers (full mbarrier by transaction bytes); every consumer warpgroup works on every tile. A consumer
+// loads and rounds a K tile's fragments (4 k8 steps x WG_M m64 blocks) into one of two register sets, issues its wgmma
+// as one group, and waits for the group before it: that K tile's stage is then released (empty mbarrier, 128 CW
+// arrivals) and its register set refilled by the next K tile while this one multiplies. ptxas serialises register-A
+// wgmma where it cannot prove that no register of an in-flight group is written: so the register sets are named (K
+// tiles in pairs, an odd count's first one peeled), each is kept live past the wait that covers its group, no branch
+// separates the groups (the release is a predicated arrive), and the accumulators are zeroed in place. With CW = 2,
+// setmaxnreg moves registers from the producer (40) to the consumers (232); ptxas compiles CW = 1 to its launch bound.
 // Epilogue: FP32 pairs of consecutive channels straight to y (a quad of lanes writes 32 contiguous bytes of a pixel),
 // while the producer already fills the next tile's stages. The kernel is launched as the programmatic dependent of the
-// filter's rounding (or rewrite): its set-up overlaps that grid, and its producer waits for it before the first copy. Channels-last x, w (KYXC) and y; C % 32 == 0, K % 4 == 0.
+// filter's rounding (or rewrite): its set-up overlaps that grid, and its producer waits for it before the first copy.
+// Channels-last x, w (KYXC) and y; C % 32 == 0, K % 4 == 0.
 #include "implicit_gemm_hopper.cuh"
 #include "implicit_gemm_hopper_mbar.cuh"
 #include "implicit_gemm_hopper_tma.cuh"
@@ -48,26 +49,26 @@
 #define STAGES 4
 #endif
 #ifndef CW
-#define CW 2           // consumer warpgroups: 2 (both on every tile), or 1 (256-thread blocks, two to an SM where they fit)
+#define CW 2           // consumer warpgroups: 2, or 1 (256-thread blocks, two to an SM where they fit)
 #endif
 #ifndef WN
 #define WN 1           // consumer warpgroups along the output channels: 1 (each its own pixel rows), 2 (each BN / 2)
 #endif
 
-#define BM (64 * WG_M * (CW == 2 && WN == 1 ? 2 : 1))  // output pixels: 64 WG_M per consumer warpgroup, or shared (WN = 2)
+#define BM (64 * WG_M * (CW == 2 && WN == 1 ? 2 : 1))  // output pixels: 64 WG_M a consumer, or shared (WN = 2)
 #define WG_N (BN / WN)                  // output channels of a consumer warpgroup: its wgmma N
 #define BK 32                           // K tile depth: 32 FP32 channels of one tap, one 128-byte row
 #define NT (128 * (CW + 1))             // the consumer warpgroups, then the producer
 #define GEMM_M ((index_t)P_N * P_HO * P_WO)
 #define KTILES (P_C * P_Y * P_X / BK)
-#define KTILES_ODD ((P_C * P_Y * P_X / 32) & 1)
+#define KTILES_ODD ((P_C * P_Y * P_X / 32) & 1)   // KTILES & 1, for #if
 #define KTILES_N ((P_K + BN - 1) / BN)  // channel tiles of the output
 #define A_BYTES (BM * 128)
 #define STAGE_BYTES (A_BYTES + BN * 128)
 
 static_assert(WG_M == 1 || WG_M == 2, "WG_M in 1, 2");
 static_assert(BN == 64 || BN == 128 || BN == 256, "BN in 64, 128, 256");
-static_assert(CW == 2 || (CW == 1 && WG_M == 1 && BN <= 128), "CW in 1, 2 (1: 128 registers a thread: one m64 block, 64 accumulators)");
+static_assert(CW == 2 || (CW == 1 && WG_M == 1 && BN <= 128), "CW in 1, 2 (1: one m64 block, 64 accumulators)");
 static_assert(WN == 1 || (WN == 2 && CW == 2 && BN >= 128), "WN in 1, 2 (2: two consumers, 64 or 128 channels each)");
 static_assert(WG_M * WG_N <= 256, "at most 128 accumulators a thread");
 static_assert(STAGES >= 2, "two stages at least");

@@ -101,8 +101,8 @@ class ImplicitGemmHopperFwdTf32Rn(ImplicitGemmHopperBase):
         return APPLICABLE
 
     def default_config(self, problem) -> dict:
-        """The tile by output channels and tile counts, from the sweeps of every config on ResNet-50's N=32 layers, F and
-        backward data (bench/results/session-nov28d/call5/): 128 x 64 tiles of both consumers for at most 64 channels;
+        """The tile by output channels and tile counts, from the sweeps of every config on ResNet-50's N=32 layers, F
+        and backward data (bench/results/session-nov28d/call5/): 128 x 64 tiles of both consumers for at most 64 channels;
         64 x 128 tiles of one consumer, two blocks an SM, where 128 x 128 tiles would give fewer than two to an SM (and
         128 x 256 ones fewer than 0.7 to an SM or the channels are at most 256); 128 x 256 tiles for 2048 channels or
         a reduction of 32 K tiles or more (1024 deep); else 128 x 128. With the most stages that fit."""
@@ -150,7 +150,8 @@ class ImplicitGemmHopperFwdTf32Rn(ImplicitGemmHopperBase):
                           macros=tuple((k, str(v)) for k, v in mac.items()), options=(f"-arch={ARCH}",))
 
     def filter_maps(self, f, cfg) -> tuple:
-        """x's im2col map (a tile's pixels a box) and the rounded filter's tiled map (32 x BN boxes of its KYXC rows)."""
+        """x's im2col map (a tile's pixels a box) and the rounded filter's tiled map (32 x BN boxes of its KYXC
+        rows)."""
         m, n, k = gemm_shape(f)
         return (tma.MapCache(x_im2col(f, pixels(cfg))),
                 tma.MapCache(tma.TiledSpec(f.dtype, (k, n), (k * 4,), (32, cfg["BN"]))))
