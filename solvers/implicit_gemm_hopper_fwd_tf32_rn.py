@@ -101,11 +101,14 @@ class ImplicitGemmHopperFwdTf32Rn(ImplicitGemmHopperBase):
         return APPLICABLE
 
     def default_config(self, problem) -> dict:
-        """The tile by output channels and tile counts, from the sweeps of every config on ResNet-50's N=32 layers, F
-        and backward data (bench/results/session-nov28d/call5/): 128 x 64 tiles of both consumers for at most 64 channels;
-        64 x 128 tiles of one consumer, two blocks an SM, where 128 x 128 tiles would give fewer than two to an SM (and
-        128 x 256 ones fewer than 0.7 to an SM or the channels are at most 256); 128 x 256 tiles for 2048 channels or
-        a reduction of 32 K tiles or more (1024 deep); else 128 x 128. With the most stages that fit."""
+        """The tile by output channels and tile counts, read off the sweeps of every config on ResNet-50's N=32
+        layers, F and backward data (bench/results/session-nov28d/call5/):
+        - at most 64 channels: 128 x 64 tiles of both consumers;
+        - 64 x 128 tiles of one consumer (two blocks an SM) where 128 x 128 tiles would give fewer than two to an SM,
+          and either the channels are at most 256 or 128 x 256 tiles would give fewer than 0.7 to an SM;
+        - 128 x 256 tiles for 2048 channels or a reduction of 32 K tiles or more (1024 deep);
+        - else 128 x 128.
+        Each with the most stages that fit."""
         f = self.forward_problem(problem.as_conv())
         m, n, k = gemm_shape(f)
         if n <= 64:
