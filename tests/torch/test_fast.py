@@ -594,6 +594,14 @@ HOPPER_CASES = [
     ("F", dict(n=2, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1), dict(COOP=1), "ConvImplicitGemmHopperFwdSwap"),
     ("B", dict(n=2, c=24, k=64, in_size=(17, 16), filter_size=5, pads=3, dilations=2), dict(COOP=0),
      "ConvImplicitGemmHopperBwdSwap"),
+    # the rounding TF32 forward (both consumers, and one consumer in two blocks an SM) and backward data: FP32 data,
+    # the filter rounded or rewritten into the workspace first, the kernel its programmatic dependent
+    ("F", dict(n=2, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1), dict(CW=2, dtype="FP32"),
+     "ConvImplicitGemmHopperFwdTf32Rn"),
+    ("F", dict(n=2, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1), dict(CW=1, dtype="FP32"),
+     "ConvImplicitGemmHopperFwdTf32Rn"),
+    ("B", dict(n=2, c=24, k=32, in_size=(17, 16), filter_size=5, pads=3, dilations=2), dict(CW=2, dtype="FP32"),
+     "ConvImplicitGemmHopperBwdTf32Rn"),
 ]
 
 
@@ -601,7 +609,8 @@ def _hopper_case(direction, kw, want, sid=None):
     from miofind.problem import ProblemDescription
     from miofind.registry import solvers
 
-    p = ProblemDescription.make(direction, layout="NHWC", dtype="FP16", **kw)
+    dt = want.pop("dtype", "FP16")
+    p = ProblemDescription.make(direction, layout="NHWC", dtype=dt, math="tf32" if dt == "FP32" else "strict", **kw)
     sid = sid or {"F": "ConvImplicitGemmHopperFwd", "B": "ConvImplicitGemmHopperBwd", "W": "ConvImplicitGemmHopperWrw"}[
         direction]
     s = next(s for s in solvers() if s.id == sid)
@@ -635,27 +644,30 @@ def test_hopper_tensor_map_kernels_launch_from_cpp(ext, case):
     spec = _fast.recipe(types.SimpleNamespace(invoker=inv, ws_bytes=sol.workspace_bytes, swap=False, fused=False))
     assert spec is not None and spec[4], "a TMA config's recipe names its tensor maps"
     roles = {m[1] for k in spec[0] for m in k[8]}
-    assert any(m for k in spec[0] for m in k[8]) and ({A, B} <= roles or (s.id.endswith("BwdSwap") and roles == {A, WS}))
+    # a solver that writes its filter into the workspace first maps the workspace, not b
+    rewrites = s.id.endswith(("BwdSwap", "Tf32Rn"))
+    assert any(m for k in spec[0] for m in k[8]) and ({A, B} <= roles or (rewrites and roles == {A, WS}))
     assert all(r in (A, B, OUT, WS) for k in spec[0] for r in k[6])
     sa, sb, so = p.io_shapes()
     strides = [torch.empty(so).stride()] * 3
 
     def fallback(*a):
         raise AssertionError("the C++ path took its Python fallback")
-    pid = mod.new_plan(spec, None, None, [list(so)] * 3, [list(t) for t in strides], torch.float16, 0, False,
+    tdt = torch.float32 if p.dtype == "FP32" else torch.float16
+    pid = mod.new_plan(spec, None, None, [list(so)] * 3, [list(t) for t in strides], tdt, 0, False,
                        fallback, fallback)
     ws = torch.empty(max(sol.workspace_bytes, 1), dtype=torch.uint8, device="cuda")
     stream = torch.cuda.current_stream().cuda_stream
-    a = torch.randn(sa, device="cuda", dtype=torch.float16)
-    b = torch.randn(sb, device="cuda", dtype=torch.float16)
+    a = torch.randn(sa, device="cuda", dtype=tdt)
+    b = torch.randn(sb, device="cuda", dtype=tdt)
     for step in range(3):
         if step == 1:                        # new contents, the same addresses: the kept maps
             a.normal_(), b.normal_()
         if step == 2:                        # new buffers: new maps
             a, b = torch.randn_like(a), torch.randn_like(b)
-        want_out = torch.full(so, float("nan"), device="cuda", dtype=torch.float16)
+        want_out = torch.full(so, float("nan"), device="cuda", dtype=tdt)
         inv(a.data_ptr(), b.data_ptr(), want_out.data_ptr(), ws.data_ptr() if sol.workspace_bytes else 0, stream)
-        poison = torch.full(so, float("nan"), device="cuda", dtype=torch.float16)
+        poison = torch.full(so, float("nan"), device="cuda", dtype=tdt)
         del poison                          # the C++ output likely gets this poisoned block back
         got = mod.forward(a, b, pid, stream)
         torch.cuda.synchronize()
