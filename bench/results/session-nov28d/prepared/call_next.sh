@@ -16,13 +16,13 @@ source scripts/device-env
 export MIOFIND_KERNEL_CACHE=/tmp/mf-kcache MIOFIND_DB=sqlite:////tmp/t-user.sqlite
 save() { tar czf $OUT/r.tgz -C /tmp r; }
 el() { echo $(( $(date +%s) - T0 )); }
-timeout 90 python3 -m pytest -q -m gpu -p no:cacheprovider -p no:benchmark tests/torch/test_fast.py -k tensor_map \
+timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider -p no:benchmark tests/torch/test_fast.py -k tensor_map \
   > $R/fast.log 2>&1
 echo "C++ path tensor-map tests rc=$? $(el) s: $(tail -n 1 $R/fast.log)"; grep -E "^(FAILED|ERROR)" $R/fast.log | head
 cp finddb/sm_90-132.sqlite /tmp/db.sqlite
-timeout 300 scripts/add-solver-records /tmp/db.sqlite --solver ConvImplicitGemmHopperFwdSwap \
+timeout 270 scripts/add-solver-records /tmp/db.sqlite --solver ConvImplicitGemmHopperFwdSwap \
   --solver ConvImplicitGemmHopperBwdSwap --solver ConvImplicitGemmHopperFwdTf32Rn --solver ConvImplicitGemmHopperBwdTf32Rn \
-  --seconds 280 --json $R/add_records.json > $R/add_records.log 2>&1
+  --seconds 250 --json $R/add_records.json > $R/add_records.log 2>&1
 echo "add records rc=$? $(el) s"; tail -3 $R/add_records.log | cut -c1-200
 gzip -c /tmp/db.sqlite > $R/db.sqlite.gz; save
 python3 bench/results/session-nov27k/call1/ratios.py finddb/sm_90-132.sqlite /tmp/db.sqlite | tee $R/ratios.txt
