@@ -87,13 +87,13 @@ class ImplicitGemmHopperFwdTf32Rn(ImplicitGemmHopperBase):
     legacy_defaults = {}
 
     def applicability(self, problem):
-        p = problem.as_conv()
-        if p.dtype == "FP32" and p.math != "tf32":
-            return not_applicable("data type FP32 with strict math not supported (wgmma multiplies FP32 data as TF32 "
-                                  "only: math=tf32)")
         base = super().applicability(problem)
         if not base:
             return base
+        p = problem.as_conv()
+        if p.math != "tf32":
+            return not_applicable("data type FP32 with strict math not supported (wgmma multiplies FP32 data as TF32 "
+                                  "only: math=tf32)")
         f = self.forward_problem(p)      # the forward the kernel runs (backward data: its view)
         if not tma_fits(f):
             return not_applicable(f"{f.c} input channels of the forward kernel: the copy engine's K tiles need a "
