@@ -271,3 +271,14 @@ def test_rounding_does_not_compound_over_a_deep_chain():
         err_trunc = rel_error(chain(get_solver("ConvImplicitGemmHopperFwd")), x64)
     assert err_rn < 3e-3, (err_rn, err_trunc)
     assert err_trunc > 5 * err_rn, (err_rn, err_trunc)
+
+
+def test_index_width(no_gpu_arch):
+    """32-bit offsets while every tensor has fewer than 2^31 - 1 elements, 64-bit from there (forward: x is the
+    largest, n x 256 x 256 x 64; backward data: dy and dx alike), in the kernel and the filter's rounding alike."""
+    for d, solver in (("F", FWD), ("B", BWD)):
+        for n, index_t in ((511, "int"), (512, "long long")):
+            p = _p(d, n=n, c=64, k=64, in_size=(256, 256), filter_size=3, pads=1)
+            assert solver.applicability(p)
+            got = {dict(k.macros)["INDEX_T"] for k in solver.get_solution(p).kernels if "INDEX_T" in dict(k.macros)}
+            assert got == {index_t}, (d, n, got)
