@@ -61,7 +61,6 @@
 #define NT (128 * (CW + 1))             // the consumer warpgroups, then the producer
 #define GEMM_M ((index_t)P_N * P_HO * P_WO)
 #define KTILES (P_C * P_Y * P_X / BK)
-#define KTILES_ODD ((P_C * P_Y * P_X / 32) & 1)   // KTILES & 1, for #if
 #define KTILES_N ((P_K + BN - 1) / BN)  // channel tiles of the output
 #define A_BYTES (BM * 128)
 #define STAGE_BYTES (A_BYTES + BN * 128)
@@ -261,12 +260,12 @@ igemm_hopper_fwd_tf32_rn(const float* __restrict__ x, const float* __restrict__ 
             }
         // K tiles in pairs, so that each has its register set by name (K tile kt fills the one K tile kt - 2 read); an
         // odd count's first K tile before them
-#if KTILES_ODD
+#if KTILES & 1
         k_tile(acc, af1, af0, pos, false, sbase, full0, empty0, r0, boff, achunk);
         ++pos;
 #endif
 #pragma unroll 1
-        for(int kt = KTILES_ODD; kt < KTILES; kt += 2, pos += 2)
+        for(int kt = KTILES & 1; kt < KTILES; kt += 2, pos += 2)
         {
             k_tile(acc, af0, af1, pos, kt > 0, sbase, full0, empty0, r0, boff, achunk);
             k_tile(acc, af1, af0, pos + 1, true, sbase, full0, empty0, r0, boff, achunk);
@@ -298,9 +297,7 @@ igemm_hopper_fwd_tf32_rn(const float* __restrict__ x, const float* __restrict__ 
 }
 
 // w (N_W FP32 elements, a multiple of 4) rounded to TF32 (cvt.rna) into wr: a grid-stride loop over float4s
-#ifndef N_W
 #define N_W ((long long)P_K * P_Y * P_X * P_C)
-#endif
 extern "C" __global__ void __launch_bounds__(256) igemm_tf32_round(const float* __restrict__ w, float* __restrict__ wr)
 {
     grid_dep_launch();      // the convolution (a programmatic dependent) may start: its producer waits for this grid

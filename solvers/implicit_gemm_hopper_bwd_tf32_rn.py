@@ -18,6 +18,6 @@ class ImplicitGemmHopperBwdTf32Rn(StrideOneForwardView, ImplicitGemmHopperFwdTf3
     id = "ConvImplicitGemmHopperBwdTf32Rn"
     version = 1
 
-    def prologue(self, p: ProblemDescription) -> KernelInfo:
-        """The filter rewrite (stride 1: one phase, the whole filter), rounded to TF32."""
+    def prologue(self, p: ProblemDescription, main: KernelInfo) -> KernelInfo:
+        """The filter rewrite (stride 1: one phase, the whole filter), rounded to TF32: its own kernel file."""
         return flip_kernel(p, round_tf32=True)

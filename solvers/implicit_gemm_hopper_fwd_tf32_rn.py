@@ -14,7 +14,6 @@ from miofind import tma
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_applicable
 
-from .implicit_gemm_base import strides5
 from .implicit_gemm_hopper_base import (ARCH, SMEM_LIMIT, WS_ALIGN, ImplicitGemmHopperBase, filter_first_factory,
                                         gemm_shape, problem_macros, sm_count, tma_fits, x_im2col)
 
@@ -32,7 +31,7 @@ def smem_bytes(cfg) -> int:
 
 def pixels(cfg) -> int:
     """Output pixels of a tile: 64 WG_M per consumer warpgroup (WN = 1), or 64 WG_M shared by both (WN = 2)."""
-    return 64 * cfg["WG_M"] * (2 if cfg.get("CW", 2) == 2 and cfg["WN"] == 1 else 1)
+    return 64 * cfg["WG_M"] * (2 if cfg["CW"] == 2 and cfg["WN"] == 1 else 1)
 
 
 def threads(cfg) -> int:
@@ -66,12 +65,12 @@ def rounded_bytes(p: ProblemDescription) -> int:
     return ceil_div(n * k * 4, WS_ALIGN) * WS_ALIGN
 
 
-def round_kernel(f: ProblemDescription) -> KernelInfo:
-    """The rounding of forward problem ``f``'s filter (w, its first argument) into its second."""
+def round_kernel(f: ProblemDescription, main: KernelInfo) -> KernelInfo:
+    """The rounding of forward problem ``f``'s filter (w, its first argument) into its second: a kernel of ``main``'s
+    source with ``main``'s macros and options, so that both come from one module (one compile)."""
     _, n, k = gemm_shape(f)
-    return KernelInfo(ImplicitGemmHopperFwdTf32Rn.source, ROUND_NAME,
-                      (max(1, min(ceil_div(n * k // 4, ROUND_BLOCK), sm_count() * 8)), 1, 1), (ROUND_BLOCK, 1, 1),
-                      macros=tuple((m, str(v)) for m, v in problem_macros(f).items()), options=(f"-arch={ARCH}",))
+    return KernelInfo(main.source, ROUND_NAME, (max(1, min(ceil_div(n * k // 4, ROUND_BLOCK), sm_count() * 8)), 1, 1),
+                      (ROUND_BLOCK, 1, 1), macros=main.macros, options=main.options)
 
 
 class ImplicitGemmHopperFwdTf32Rn(ImplicitGemmHopperBase):
@@ -159,16 +158,16 @@ class ImplicitGemmHopperFwdTf32Rn(ImplicitGemmHopperBase):
         return (tma.MapCache(x_im2col(f, pixels(cfg))),
                 tma.MapCache(tma.TiledSpec(f.dtype, (k, n), (k * 4,), (32, cfg["BN"]))))
 
-    def prologue(self, p: ProblemDescription) -> KernelInfo:
-        """The kernel writing the rounded filter into the workspace (w first, the workspace second)."""
-        return round_kernel(p)
+    def prologue(self, p: ProblemDescription, main: KernelInfo) -> KernelInfo:
+        """The kernel writing the rounded filter into the workspace (w first, the workspace second), before ``main``."""
+        return round_kernel(p, main)
 
     def get_solution(self, problem, config=None) -> ConvSolution:
         p = problem.as_conv()
         cfg = self.checked_config(p, config)
         f = self.forward_problem(p)
-        first = self.prologue(p)
         main = self.forward_kernel(f, cfg)
+        first = self.prologue(p, main)
         smem = smem_bytes(cfg)
         maps = self.filter_maps(f, cfg)
         ws = self.workspace_bytes(p, cfg)
