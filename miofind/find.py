@@ -662,8 +662,8 @@ def predicted(problem, dbs, dev: DeviceInfo, cands, workspace_limit, failures, d
 
     model = model_for_db(dbs.system.path) if dbs.system is not None else None
     known = [s for s in cands if model is not None and model.supports(problem, [s.id])]
+    cfgs = {s.id: tuned_config(dbs, dev, problem, s) if s.tunable else None for s in cands}
     if known:
-        cfgs = {s.id: tuned_config(dbs, dev, problem, s) if s.tunable else None for s in cands}
         # a model trained on default configs is asked with them (the solutions keep the tuned ones)
         asked = {s.id: default_config(s, problem) for s in known} if model.config_basis == "default" else \
             {s.id: cfgs[s.id] or default_config(s, problem) for s in known}
@@ -679,7 +679,6 @@ def predicted(problem, dbs, dev: DeviceInfo, cands, workspace_limit, failures, d
                     rank={sid: place for place, sid in enumerate(ids)})
 
     times, basis = _fallback_times(problem, dbs, dev, cands)
-    cfgs = {s.id: tuned_config(dbs, dev, problem, s) if s.tunable else None for s in cands}
     sols = _predicted_solutions(problem, cands, cfgs, times, workspace_limit, failures)
     return done(sols, source="predicted", failures=failures, basis=basis)
 
