@@ -37,8 +37,11 @@ GRID = claim_grid(HOPPER, {**SHAPES, **TAILS}, MODES)
 ACCEPTED = {"ConvImplicitGemmHopperFwd": 18, "ConvImplicitGemmHopperBwd": 18, "ConvImplicitGemmHopperWrw": 18,
             "ConvImplicitGemmHopperFwdBiasActiv": 0, "ConvImplicitGemmHopperBwdTf32": 0,
             "ConvImplicitGemmHopperFwdSwap": 0, "ConvImplicitGemmHopperBwdSwap": 2,
-            "ConvImplicitGemmHopperFwdTf32Rn": 0, "ConvImplicitGemmHopperBwdTf32Rn": 0}
-ACCEPTED_DIGEST = "b36b614a"
+            "ConvImplicitGemmHopperFwdTf32Rn": 0, "ConvImplicitGemmHopperBwdTf32Rn": 0,
+            # NCHW: the same 18 cases, channels-first (test_nchw.py)
+            "ConvImplicitGemmHopperFwdNchw": 18, "ConvImplicitGemmHopperBwdNchw": 18, "ConvImplicitGemmHopperWrwNchw": 18,
+            "ConvImplicitGemmHopperFwdTf32RnNchw": 0, "ConvImplicitGemmHopperBwdTf32RnNchw": 0}
+ACCEPTED_DIGEST = "db855e1f"
 
 
 def _nhwc(dt="FP16", **kw):
@@ -56,13 +59,17 @@ def test_registered_after_existing():
     assert rows["ConvImplicitGemmHopperWrw"] == 31 and rows["ConvImplicitGemmHopperFwdBiasActiv"] == 32
     assert rows["ConvImplicitGemmHopperBwdTf32"] == 35 and rows["ConvImplicitGemmHopperFwdSwap"] == 36
     assert rows["ConvImplicitGemmHopperBwdSwap"] == 37 and rows["ConvImplicitGemmHopperFwdTf32Rn"] == 38
-    assert rows["ConvImplicitGemmHopperBwdTf32Rn"] == 39
+    assert rows["ConvImplicitGemmHopperBwdTf32Rn"] == 39 and rows["ConvImplicitGemmHopperFwdNchw"] == 40
+    assert rows["ConvImplicitGemmHopperBwdNchw"] == 41 and rows["ConvImplicitGemmHopperWrwNchw"] == 42
+    assert rows["ConvImplicitGemmHopperFwdTf32RnNchw"] == 43 and rows["ConvImplicitGemmHopperBwdTf32RnNchw"] == 44
     assert max(n for i, n in rows.items() if "Hopper" not in i and "SmallC" not in i) == 28
     assert [s.id for s in HOPPER] == ["ConvImplicitGemmHopperFwd", "ConvImplicitGemmHopperBwd",
                                       "ConvImplicitGemmHopperWrw", "ConvImplicitGemmHopperFwdBiasActiv",
                                       "ConvImplicitGemmHopperBwdTf32", "ConvImplicitGemmHopperFwdSwap",
                                       "ConvImplicitGemmHopperBwdSwap", "ConvImplicitGemmHopperFwdTf32Rn",
-                                      "ConvImplicitGemmHopperBwdTf32Rn"]
+                                      "ConvImplicitGemmHopperBwdTf32Rn", "ConvImplicitGemmHopperFwdNchw",
+                                      "ConvImplicitGemmHopperBwdNchw", "ConvImplicitGemmHopperWrwNchw",
+                                      "ConvImplicitGemmHopperFwdTf32RnNchw", "ConvImplicitGemmHopperBwdTf32RnNchw"]
 
 
 def test_claims_pinned(no_gpu_arch):

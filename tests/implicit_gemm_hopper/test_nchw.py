@@ -1,0 +1,222 @@
+"""The Hopper family on NCHW tensors (solvers/implicit_gemm_hopper_nchw.py): channels-first operands transposed into
+the workspace, the NHWC solver's kernels on the copies, the output transposed back. CPU: registration, claims (what
+the NHWC solver claims of the channels-last view, NCHW only), the copies each direction makes and skips, the
+workspace, the recipe's re-pointed launches and maps, NVRTC builds. GPU: every direction and data type against the
+float64 reference on poisoned outputs, find configs included, and bit for bit the NHWC solver's output on the same
+data permuted."""
+
+import zlib
+
+import numpy as np
+import pytest
+
+from gpu_helpers import FakeKernel, check_solver
+from nvrtc_check import nvrtc_or_skip
+from miofind.launch import A, B, OUT, WS
+from miofind.problem import ProblemDescription
+from miofind.registry import get_solver, registry
+from miofind.solvers import implicit_gemm_hopper_base as hb
+from miofind.solvers import implicit_gemm_hopper_nchw as nc
+
+# NCHW solver id -> (its NHWC solver's id, directions, data types with their math)
+WRAPS = {
+    "ConvImplicitGemmHopperFwdNchw": ("ConvImplicitGemmHopperFwd", "F", (("FP16", "strict"), ("BF16", "strict"))),
+    "ConvImplicitGemmHopperBwdNchw": ("ConvImplicitGemmHopperBwd", "B", (("FP16", "strict"), ("BF16", "strict"))),
+    "ConvImplicitGemmHopperWrwNchw": ("ConvImplicitGemmHopperWrw", "W", (("FP16", "strict"), ("BF16", "strict"))),
+    "ConvImplicitGemmHopperFwdTf32RnNchw": ("ConvImplicitGemmHopperFwdTf32Rn", "F", (("FP32", "tf32"),)),
+    "ConvImplicitGemmHopperBwdTf32RnNchw": ("ConvImplicitGemmHopperBwdTf32Rn", "B", (("FP32", "tf32"),)),
+}
+
+# 16-bit cases (C and K multiples of 8): tails in M, N and K, strides (backward data's phases), a 1x1 filter (its
+# filter needs no copy), dilation, several copy-engine K tiles
+CASES = {
+    "3x3_tail": dict(n=2, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1),
+    "3x3_s2": dict(n=2, c=64, k=64, in_size=(16, 15), filter_size=3, pads=1, strides=2),
+    "1x1": dict(n=3, c=128, k=64, in_size=(9, 9), filter_size=1),
+    "1x1_s2": dict(n=2, c=96, k=136, in_size=(14, 13), filter_size=1, strides=2),
+    "5x5_dil": dict(n=2, c=16, k=24, in_size=(17, 16), filter_size=5, pads=3, dilations=2),
+    "c8": dict(n=3, c=8, k=8, in_size=(7, 9), filter_size=3, pads=1),
+}
+# FP32 with TF32 math (the rounding solvers: input channels of the forward a multiple of 32; backward data stride 1,
+# dy's channels a multiple of 32, dx's of 4)
+TF32_CASES = {
+    "F": {"3x3_tail": dict(n=2, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1),
+          "1x1": dict(n=3, c=128, k=64, in_size=(9, 9), filter_size=1),
+          "7x7_s2": dict(n=2, c=32, k=64, in_size=(30, 29), filter_size=7, pads=3, strides=2)},
+    "B": {"3x3_c72": dict(n=2, c=72, k=64, in_size=(15, 13), filter_size=3, pads=1),
+          "1x1": dict(n=3, c=128, k=256, in_size=(14, 14), filter_size=1),
+          "5x5_dil": dict(n=2, c=24, k=32, in_size=(17, 16), filter_size=5, pads=3, dilations=2)},
+}
+
+
+def _p(direction, dt="FP16", math="strict", layout="NCHW", **kw):
+    return ProblemDescription.make(direction, layout=layout, dtype=dt, math=math, **kw)
+
+
+def _gpu_cases():
+    out = []
+    for sid, (_, d, modes) in WRAPS.items():
+        for dt, math in modes:
+            shapes = TF32_CASES[d] if dt == "FP32" else CASES
+            out += [(sid, d, dt, math, name) for name in sorted(shapes)]
+    return out
+
+
+def _kw(d, dt, name):
+    return (TF32_CASES[d] if dt == "FP32" else CASES)[name]
+
+
+@pytest.fixture
+def no_gpu_arch(monkeypatch):
+    monkeypatch.setattr(hb, "device_arch", lambda: None)
+
+
+def test_registered():
+    rows = {r.id: r.number for r in registry()}
+    assert [rows[sid] for sid in WRAPS] == [40, 41, 42, 43, 44]
+    for sid, (inner, d, _) in WRAPS.items():
+        s = get_solver(sid)
+        assert s.family == "implicit_gemm_hopper" and s.inner.id == inner and s.directions == frozenset(d)
+        assert s.kernel_files == (*get_solver(inner).kernel_files, "implicit_gemm_xpose.cu")
+
+
+@pytest.mark.parametrize("sid,d,dt,math,name", _gpu_cases())
+def test_claims_what_the_nhwc_solver_claims_of_its_view(no_gpu_arch, sid, d, dt, math, name):
+    s, inner = get_solver(sid), get_solver(WRAPS[sid][0])
+    kw = _kw(d, dt, name)
+    assert s.applicability(_p(d, dt, math, **kw)) and inner.applicability(_p(d, dt, math, "NHWC", **kw))
+    a = s.applicability(_p(d, dt, math, "NHWC", **kw))
+    assert not a and "NCHW x, w and y only" in a.reason
+
+
+@pytest.mark.parametrize("sid,d,kw,dt,math,why", [
+    ("ConvImplicitGemmHopperFwdNchw", "F", dict(CASES["c8"], c=12), "FP16", "strict", "multiples of 8"),
+    ("ConvImplicitGemmHopperFwdNchw", "F", dict(CASES["c8"], groups=2), "FP16", "strict", "groups"),
+    ("ConvImplicitGemmHopperFwdNchw", "F", CASES["c8"], "FP32", "strict", "strict math"),
+    ("ConvImplicitGemmHopperBwdTf32RnNchw", "B", dict(TF32_CASES["B"]["1x1"], strides=2), "FP32", "tf32", "stride 1"),
+    ("ConvImplicitGemmHopperFwdTf32RnNchw", "F", dict(TF32_CASES["F"]["1x1"], c=48), "FP32", "tf32", "48 input"),
+    # the transpose's grid: at most 65535 batches (here dy's [N][K][P*Q] with N = 70000)
+    ("ConvImplicitGemmHopperBwdNchw", "B", dict(CASES["c8"], n=70000), "FP16", "strict", "transpose's grid"),
+])
+def test_rejections_name_the_reason(no_gpu_arch, sid, d, kw, dt, math, why):
+    a = get_solver(sid).applicability(_p(d, dt, math, **kw))
+    assert not a and why in a.reason, a.reason
+    assert not get_solver(sid).applicability(_p(d, dt, math, "NHWC", w_layout="NCHW", **kw))
+
+
+def test_mixed_layouts_rejected(no_gpu_arch):
+    p = ProblemDescription.make("F", layout="NCHW", out_layout="NHWC", dtype="FP16", **CASES["3x3_tail"])
+    a = get_solver("ConvImplicitGemmHopperFwdNchw").applicability(p)
+    assert not a and "NCHW x, w and y only" in a.reason
+
+
+def test_copies_per_direction():
+    """(role, batch, rows, cols) of each channels-first tensor; a 1x1 filter's KCYX is KYXC (no copy), and so is a
+    tensor of one pixel."""
+    kw = CASES["3x3_s2"]              # n 2, c 64, k 64, 16 x 15 in, 8 x 8 out, 3x3
+    assert nc.transposes(_p("F", **kw)) == ((A, 2, 64, 240), (B, 64, 64, 9), (OUT, 2, 64, 64))
+    assert nc.transposes(_p("B", **kw)) == ((A, 2, 64, 64), (B, 64, 64, 9), (OUT, 2, 240, 64))
+    assert nc.transposes(_p("W", **kw)) == ((A, 2, 64, 64), (B, 2, 64, 240), (OUT, 64, 9, 64))
+    one = CASES["1x1"]
+    assert [t[0] for t in nc.transposes(_p("F", **one))] == [A, OUT]
+    assert [t[0] for t in nc.transposes(_p("W", **one))] == [A, B]
+    assert nc.transposes(_p("F", n=4, c=64, k=64, in_size=(1, 1), filter_size=1)) == ()
+
+
+def test_workspace_and_kernels(no_gpu_arch):
+    s = get_solver("ConvImplicitGemmHopperFwdNchw")
+    p = _p("F", **CASES["3x3_s2"])
+    inner = s.inner.workspace_bytes(nc.channels_last(p))
+    sol = s.get_solution(p)
+    x, w, y = 2 * 64 * 240 * 2, 64 * 64 * 9 * 2, 2 * 64 * 64 * 2
+    r = lambda v: -(-v // 256) * 256
+    assert sol.workspace_bytes == s.workspace_bytes(p) == r(inner) + r(x) + r(w) + r(y)
+    assert [k.name for k in sol.kernels] == ["igemm_xpose", "igemm_xpose", "igemm_hopper_fwd", "igemm_xpose"]
+    assert sol.kernels[0].grid == (8, 2, 2) and sol.kernels[-1].grid == (2, 2, 2)
+    assert sol.config == s.inner.default_config(nc.channels_last(p)) == s.default_config(p)
+    assert s.find_configs(p) == s.inner.find_configs(nc.channels_last(p))
+    assert list(s.config_space(p)) == list(s.inner.config_space(nc.channels_last(p)))
+    with pytest.raises(ValueError, match="does not apply"):
+        s.get_solution(_p("F", "FP16", "strict", "NHWC", **CASES["3x3_s2"]))
+    with pytest.raises(ValueError, match="config="):
+        s.get_solution(p, dict(s.default_config(p), BN=96))
+
+
+@pytest.mark.parametrize("sid", list(WRAPS))
+def test_recipe_repoints_the_inner_launches(no_gpu_arch, sid):
+    """The copies in, the NHWC solution's launches on the copies (its pointers and maps of a, b and out moved to the
+    copies' workspace offsets, its own workspace at offset 0), the output copied back."""
+    _, d, modes = WRAPS[sid]
+    dt, math = modes[0]
+    s = get_solver(sid)
+    p = _p(d, dt, math, **(TF32_CASES[d]["3x3_tail" if d == "F" else "3x3_c72"] if dt == "FP32" else CASES["3x3_tail"]))
+    sol = s.get_solution(p)
+    isol = s.inner.get_solution(nc.channels_last(p), sol.config)
+    isteps, ialign, _ = isol.invoker_factory([FakeKernel() for _ in isol.kernels]).recipe
+    steps, align, ws = sol.invoker_factory([FakeKernel() for _ in sol.kernels]).recipe
+    copies, total = nc.plan(p, isol.workspace_bytes)
+    at = {c.role: c.offset for c in copies}
+    assert ws and total == sol.workspace_bytes and len(steps) == len(isteps) + len(copies)
+    assert [s[1] for s in steps[:2]] == [((A, 0), (WS, at[A])), ((B, 0), (WS, at[B]))]
+    assert steps[-1][1] == ((WS, at[OUT]), (OUT, 0))
+    move = lambda r, o: (WS, at[r] + o) if r in at else (r, o)
+    for (_, roles, maps), (_, iroles, imaps) in zip(steps[2:-1], isteps):
+        assert roles == tuple(move(*r) for r in iroles)
+        assert [m[:2] for m in maps] == [move(*m[:2]) for m in imaps] and [m[2].fields for m in maps] == [m[2].fields for m in imaps]
+    es = 4 if dt == "FP32" else 2
+    assert align == (es, es, es, max(ialign[WS], 16))
+
+
+def test_nvrtc_sm90a(no_gpu_arch):
+    nvrtc_or_skip()
+    from miofind.compile import nvrtc_compile
+    for sid, (_, d, modes) in WRAPS.items():
+        dt, math = modes[0]
+        s = get_solver(sid)
+        kw = TF32_CASES[d]["1x1"] if dt == "FP32" else CASES["3x3_s2"]
+        for k in s.get_solution(_p(d, dt, math, **kw)).kernels:
+            assert nvrtc_compile(k, arch="sm_90")[:4] == b"\x7fELF", (sid, k.name)
+
+
+# -- GPU -------------------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("sid,d,dt,math,name", _gpu_cases())
+def test_against_float64(sid, d, dt, math, name):
+    s = get_solver(sid)
+    p = _p(d, dt, math, **_kw(d, dt, name))
+    for cfg in s.find_configs(p):
+        err, tol = check_solver(s, p, seed=zlib.crc32(f"{sid}{name}{dt}{cfg}".encode()) & 0xFFFF, config=cfg)
+        assert err <= tol, f"{sid} {p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("sid,d,dt,math,name", [c for c in _gpu_cases() if c[2] != "BF16"])
+def test_bit_for_bit_the_nhwc_solvers_output(sid, d, dt, math, name):
+    """The same kernels in the same order on the transposed data: the NCHW output, permuted, is the NHWC solver's
+    output bit for bit (a wrong copy, stride or offset cannot hide in a tolerance)."""
+    import cupy
+
+    from miofind.api import Solution, run_solution
+    from miofind.verify import poison, random_array
+
+    s = get_solver(sid)
+    kw = _kw(d, dt, name)
+    p, q = _p(d, dt, math, **kw), _p(d, dt, math, "NHWC", **kw)
+    rng = cupy.random.default_rng(zlib.crc32(f"{sid}{name}".encode()) & 0xFFFF)
+    sa, sb, so = p.io_shapes()
+    a, b = random_array(sa, dt, rng), random_array(sb, dt, rng)
+    cfg = s.default_config(p)
+    # channels-first [N][C][...] (and the filter's [K][C][...]) as channels-last [N][...][C]
+    cl = lambda t: cupy.ascontiguousarray(cupy.moveaxis(t, 1, -1))
+    out = cupy.empty(so, dtype=a.dtype)
+    poison(out, dt)
+    run_solution(Solution(sid, s.algorithm, 0.0, s.workspace_bytes(p, cfg), cfg, False, p), a, b, out)
+    ref = cupy.empty(q.io_shapes()[2], dtype=a.dtype)
+    poison(ref, dt)
+    run_solution(Solution(s.inner.id, s.algorithm, 0.0, s.inner.workspace_bytes(q, cfg), cfg, False, q),
+                 cl(a), cl(b), ref)
+    cupy.cuda.get_current_stream().synchronize()
+    assert np.isfinite(cupy.asnumpy(out.astype(cupy.float32))).all(), "elements left unwritten"
+    assert cupy.array_equal(cl(out).view(cupy.uint16 if dt != "FP32" else cupy.uint32),
+                            ref.view(cupy.uint16 if dt != "FP32" else cupy.uint32))
