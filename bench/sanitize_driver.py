@@ -61,6 +61,11 @@ TINY = {
     # walking tiles of 128 pixels in turn (the rounding forward takes nhwc_tf32_walk the same way)
     "nhwc_tf32_b_walk": dict(n=8, c=72, k=64, in_size=(63, 65), filter_size=3, pads=1, layout="NHWC", dtype="FP32",
                              math="tf32"),
+    # channels-first FP16 and TF32 (the Hopper family's NCHW wrappers: the copies into the workspace, the NHWC kernels
+    # on them, the output copied back), strided so that backward data runs its stride phases; stride 1 for the TF32
+    "nchw_s2": dict(n=2, c=16, k=24, in_size=(9, 9), filter_size=3, pads=1, strides=2, layout="NCHW", dtype="FP16"),
+    "nchw_tf32": dict(n=2, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1, layout="NCHW", dtype="FP32",
+                      math="tf32"),
 }
 NP_DTYPES = {"FP32": np.float32, "FP16": np.float16}
 

@@ -1,7 +1,7 @@
 """Every config of one Hopper solver's space on chosen layers, timed beside cuDNN's plans (bench/kernel_timing.py):
 what the best config of today's space reaches, per layer, before a kernel change is planned.
 
-Per layer (FP16 NHWC by default, ``--dtype FP32 --math tf32`` for TF32; ResNet-50 at N=32, tests/shapes.py's
+Per layer (FP16 NHWC by default, ``--layout NCHW`` channels-first, ``--dtype FP32 --math tf32`` for TF32; ResNet-50 at N=32, tests/shapes.py's
 NON_RESNET, or ``--set large``: issue 19's large layer at N=120), on one Harness (same buffers, every
 candidate verified against the float64 reference first): the configs of ``config_space`` that match ``--where``
 (e.g. ``TMA=1,STAGES=4|6``), each timed isolated and back to back in a graph ("gpu"); cuDNN's offered plans the
@@ -38,6 +38,8 @@ def main():
     ap.add_argument("--set", default="resnet50", choices=("resnet50", "nonresnet", "large", "vgg16", "unet"),
                     help="ResNet-50's layers at N=32, tests/shapes.py's NON_RESNET at N=32, issue 19's large layer, or "
                          "a preset's (miofind.models) unique layers of the direction at N=32, named by problem key")
+    ap.add_argument("--layout", default="NHWC", choices=("NHWC", "NCHW"),
+                    help="NCHW: channels-first tensors (the Hopper solvers' NCHW wrappers, cuDNN's NCHW plans)")
     ap.add_argument("--math", default="strict", choices=("strict", "tf32"), help="tf32: FP32 data with TF32 math")
     ap.add_argument("--layers", required=True, help="comma-separated layer names, or all")
     ap.add_argument("--solver", default="", help="the solver whose space is swept (default: the direction's Hopper one)")
@@ -64,7 +66,7 @@ def main():
     preset = {}
     if a.set in ("vgg16", "unet"):
         from miofind.models import model_problems
-        preset = {p.key(): p for p in model_problems(a.set, batch=32, dtypes=(a.dtype,), layouts=("NHWC",),
+        preset = {p.key(): p for p in model_problems(a.set, batch=32, dtypes=(a.dtype,), layouts=(a.layout,),
                                                       directions=a.dir, tf32=a.math == "tf32")}
         layers = dict.fromkeys(preset)
     elif a.set == "large":
@@ -91,7 +93,7 @@ def main():
     extra = json.loads(a.extra) if a.extra else []
     cases, todo = [], []
     for name in names:
-        p = preset.get(name) or ProblemDescription.make(a.dir, layout="NHWC", dtype=a.dtype, math=a.math, **layers[name])
+        p = preset.get(name) or ProblemDescription.make(a.dir, layout=a.layout, dtype=a.dtype, math=a.math, **layers[name])
         if not hop.applicability(p):
             print(f"{name}: {hop.id} not applicable: {hop.applicability(p).reason}", flush=True)
             continue

@@ -602,6 +602,16 @@ HOPPER_CASES = [
      "ConvImplicitGemmHopperFwdTf32Rn"),
     ("B", dict(n=2, c=24, k=32, in_size=(17, 16), filter_size=5, pads=3, dilations=2), dict(CW=2, dtype="FP32"),
      "ConvImplicitGemmHopperBwdTf32Rn"),
+    # NCHW: the operands transposed into the workspace, the NHWC kernels' maps of the copies there, the output copied
+    # back
+    ("F", dict(n=2, c=64, k=128, in_size=(14, 12), filter_size=3, pads=1), dict(TMA=1, SPLITK=1, layout="NCHW"),
+     "ConvImplicitGemmHopperFwdNchw"),
+    ("B", dict(n=2, c=64, k=128, in_size=(14, 12), filter_size=3, pads=1, strides=2), dict(TMA=1, layout="NCHW"),
+     "ConvImplicitGemmHopperBwdNchw"),
+    ("W", dict(n=4, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1), dict(TMA=1, split=True, layout="NCHW"),
+     "ConvImplicitGemmHopperWrwNchw"),
+    ("F", dict(n=2, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1), dict(CW=2, dtype="FP32", layout="NCHW"),
+     "ConvImplicitGemmHopperFwdTf32RnNchw"),
 ]
 
 
@@ -610,7 +620,8 @@ def _hopper_case(direction, kw, want, sid=None):
     from miofind.registry import solvers
 
     dt = want.pop("dtype", "FP16")
-    p = ProblemDescription.make(direction, layout="NHWC", dtype=dt, math="tf32" if dt == "FP32" else "strict", **kw)
+    layout = want.pop("layout", "NHWC")
+    p = ProblemDescription.make(direction, layout=layout, dtype=dt, math="tf32" if dt == "FP32" else "strict", **kw)
     sid = sid or {"F": "ConvImplicitGemmHopperFwd", "B": "ConvImplicitGemmHopperBwd", "W": "ConvImplicitGemmHopperWrw"}[
         direction]
     s = next(s for s in solvers() if s.id == sid)
@@ -644,9 +655,11 @@ def test_hopper_tensor_map_kernels_launch_from_cpp(ext, case):
     spec = _fast.recipe(types.SimpleNamespace(invoker=inv, ws_bytes=sol.workspace_bytes, swap=False, fused=False))
     assert spec is not None and spec[4], "a TMA config's recipe names its tensor maps"
     roles = {m[1] for k in spec[0] for m in k[8]}
-    # a solver that writes its filter into the workspace first maps the workspace, not b
+    # a solver that writes its filter into the workspace first maps the workspace, not b; an NCHW one maps its copies
     rewrites = s.id.endswith(("BwdSwap", "Tf32Rn"))
-    assert any(m for k in spec[0] for m in k[8]) and ({A, B} <= roles or (rewrites and roles == {A, WS}))
+    copies = s.id.endswith("Nchw")
+    assert any(m for k in spec[0] for m in k[8]) and ({A, B} <= roles or (rewrites and roles == {A, WS})
+                                                       or (copies and WS in roles and roles <= {A, B, WS}))
     assert all(r in (A, B, OUT, WS) for k in spec[0] for r in k[6])
     sa, sb, so = p.io_shapes()
     strides = [torch.empty(so).stride()] * 3
