@@ -2,7 +2,8 @@
 engines on NCHW data: the channels-first operands are copied to channels-last ones in the workspace
 (kernels_src/implicit_gemm_xpose.cu, one shape-free build per data type), the channels-last solver's kernels run on
 the copies, and a channels-last output copy is transposed back into the output. A copy is skipped where the two
-layouts coincide (a 1x1 filter's KCYX and KYXC, one pixel, one channel).
+layouts coincide (a 1x1 filter's KCYX and KYXC, one pixel, one channel). A 1x1 stride-1 layer without padding is left to
+the GEMM solvers, which multiply the NCHW tensors in place.
 
 Each solver here wraps one channels-last Hopper solver (``inner``): its applicability on the channels-last view of
 the problem, its configs, tuning space and find configs unchanged. The workspace is the inner solution's, then the
@@ -103,6 +104,11 @@ class ChannelsFirstHopper(Solver):
         if p.layouts != ("NCHW",) * 3:
             return not_applicable(f"layouts {'/'.join(p.layouts)} not supported (NCHW x, w and y only; "
                                   f"{self.inner.id} takes NHWC)")
+        if math.prod(p.filter_size) == 1 and all(v == 1 for v in p.strides) and not any(p.pads):
+            # y[n] = w x[n] on the tensors in place (the GEMM solvers' 1x1 stride-1 case): the copies alone moved 2-4x
+            # the bytes and took 3-5x that GEMM's time on ResNet-50's layers (bench/results/session-nov28e/call1)
+            return not_applicable("1x1 filter, stride 1, no padding: a batched GEMM on the NCHW tensors in place "
+                                  "(GemmFwd1x1_0_1, GemmBwd1x1_stride1, GemmWrw1x1_stride1) needs no copies")
         for _, b, r, _ in transposes(p):
             if b > GRID_YZ or ceil_div(r, TILE) > GRID_YZ:
                 return not_applicable(f"a channels-first tensor of [{b}][{r}][...] exceeds the transpose's grid "

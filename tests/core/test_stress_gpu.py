@@ -127,7 +127,20 @@ def problem_pool(seed: int, count: int = POOL_SIZE) -> list[P]:
             P.make("F", n=1, c=64, k=72, in_size=(7, 6), filter_size=1, layout="NHWC", dtype="FP32", math="tf32"),
             P.make("B", n=2, c=24, k=32, in_size=(10, 7), filter_size=3, pads=1, layout="NHWC", dtype="FP32",
                    math="tf32"),
-            P.make("B", n=1, c=16, k=64, in_size=(6, 9), filter_size=1, layout="NHWC", dtype="FP32", math="tf32")]
+            P.make("B", n=1, c=16, k=64, in_size=(6, 9), filter_size=1, layout="NHWC", dtype="FP32", math="tf32"),
+            # the Hopper family's NCHW wrappers (16-bit F, B, W; the rounding TF32 forward and backward data)
+            P.make("F", n=2, c=16, k=8, in_size=(9, 11), filter_size=3, pads=1, layout="NCHW", dtype="FP16"),
+            P.make("F", n=1, c=8, k=24, in_size=(7, 6), filter_size=1, strides=2, layout="NCHW", dtype="FP16"),
+            P.make("B", n=2, c=8, k=16, in_size=(10, 7), filter_size=3, pads=1, strides=2, layout="NCHW", dtype="FP16"),
+            P.make("B", n=1, c=24, k=8, in_size=(6, 9), filter_size=3, pads=1, layout="NCHW", dtype="FP16"),
+            P.make("W", n=2, c=16, k=8, in_size=(9, 11), filter_size=3, pads=1, layout="NCHW", dtype="FP16"),
+            P.make("W", n=1, c=8, k=24, in_size=(7, 6), filter_size=3, strides=2, layout="NCHW", dtype="FP16"),
+            P.make("F", n=2, c=32, k=20, in_size=(9, 11), filter_size=3, pads=1, layout="NCHW", dtype="FP32", math="tf32"),
+            P.make("F", n=1, c=64, k=72, in_size=(7, 6), filter_size=1, strides=2, layout="NCHW", dtype="FP32",
+                   math="tf32"),
+            P.make("B", n=2, c=24, k=32, in_size=(10, 7), filter_size=3, pads=1, layout="NCHW", dtype="FP32",
+                   math="tf32"),
+            P.make("B", n=1, c=16, k=64, in_size=(6, 9), filter_size=3, pads=1, layout="NCHW", dtype="FP32", math="tf32")]
     return out
 
 

@@ -27,12 +27,11 @@ WRAPS = {
     "ConvImplicitGemmHopperBwdTf32RnNchw": ("ConvImplicitGemmHopperBwdTf32Rn", "B", (("FP32", "tf32"),)),
 }
 
-# 16-bit cases (C and K multiples of 8): tails in M, N and K, strides (backward data's phases), a 1x1 filter (its
-# filter needs no copy), dilation, several copy-engine K tiles
+# 16-bit cases (C and K multiples of 8): tails in M, N and K, strides (backward data's phases), a strided 1x1 filter
+# (its filter needs no copy; stride 1 is left to the GEMM solvers), dilation, several copy-engine K tiles
 CASES = {
     "3x3_tail": dict(n=2, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1),
     "3x3_s2": dict(n=2, c=64, k=64, in_size=(16, 15), filter_size=3, pads=1, strides=2),
-    "1x1": dict(n=3, c=128, k=64, in_size=(9, 9), filter_size=1),
     "1x1_s2": dict(n=2, c=96, k=136, in_size=(14, 13), filter_size=1, strides=2),
     "5x5_dil": dict(n=2, c=16, k=24, in_size=(17, 16), filter_size=5, pads=3, dilations=2),
     "c8": dict(n=3, c=8, k=8, in_size=(7, 9), filter_size=3, pads=1),
@@ -41,10 +40,10 @@ CASES = {
 # dy's channels a multiple of 32, dx's of 4)
 TF32_CASES = {
     "F": {"3x3_tail": dict(n=2, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1),
-          "1x1": dict(n=3, c=128, k=64, in_size=(9, 9), filter_size=1),
+          "1x1_s2": dict(n=3, c=128, k=64, in_size=(9, 9), filter_size=1, strides=2),
           "7x7_s2": dict(n=2, c=32, k=64, in_size=(30, 29), filter_size=7, pads=3, strides=2)},
     "B": {"3x3_c72": dict(n=2, c=72, k=64, in_size=(15, 13), filter_size=3, pads=1),
-          "1x1": dict(n=3, c=128, k=256, in_size=(14, 14), filter_size=1),
+          "3x3_k256": dict(n=3, c=128, k=256, in_size=(14, 14), filter_size=3, pads=1),
           "5x5_dil": dict(n=2, c=24, k=32, in_size=(17, 16), filter_size=5, pads=3, dilations=2)},
 }
 
@@ -93,8 +92,15 @@ def test_claims_what_the_nhwc_solver_claims_of_its_view(no_gpu_arch, sid, d, dt,
     ("ConvImplicitGemmHopperFwdNchw", "F", dict(CASES["c8"], c=12), "FP16", "strict", "multiples of 8"),
     ("ConvImplicitGemmHopperFwdNchw", "F", dict(CASES["c8"], groups=2), "FP16", "strict", "groups"),
     ("ConvImplicitGemmHopperFwdNchw", "F", CASES["c8"], "FP32", "strict", "strict math"),
-    ("ConvImplicitGemmHopperBwdTf32RnNchw", "B", dict(TF32_CASES["B"]["1x1"], strides=2), "FP32", "tf32", "stride 1"),
-    ("ConvImplicitGemmHopperFwdTf32RnNchw", "F", dict(TF32_CASES["F"]["1x1"], c=48), "FP32", "tf32", "48 input"),
+    ("ConvImplicitGemmHopperBwdTf32RnNchw", "B", dict(TF32_CASES["B"]["3x3_k256"], strides=2), "FP32", "tf32",
+     "stride 1"),
+    ("ConvImplicitGemmHopperFwdTf32RnNchw", "F", dict(TF32_CASES["F"]["1x1_s2"], c=48), "FP32", "tf32", "48 input"),
+    # 1x1, stride 1, no padding: the GEMM solvers' in-place case, every direction
+    ("ConvImplicitGemmHopperFwdNchw", "F", dict(CASES["1x1_s2"], strides=1), "FP16", "strict", "batched GEMM"),
+    ("ConvImplicitGemmHopperBwdNchw", "B", dict(CASES["1x1_s2"], strides=1), "FP16", "strict", "batched GEMM"),
+    ("ConvImplicitGemmHopperWrwNchw", "W", dict(CASES["1x1_s2"], strides=1), "BF16", "strict", "batched GEMM"),
+    ("ConvImplicitGemmHopperFwdTf32RnNchw", "F", dict(TF32_CASES["F"]["1x1_s2"], strides=1), "FP32", "tf32",
+     "batched GEMM"),
     # the transpose's grid: at most 65535 batches (here dy's [N][K][P*Q] with N = 70000)
     ("ConvImplicitGemmHopperBwdNchw", "B", dict(CASES["c8"], n=70000), "FP16", "strict", "transpose's grid"),
 ])
@@ -117,7 +123,7 @@ def test_copies_per_direction():
     assert nc.transposes(_p("F", **kw)) == ((A, 2, 64, 240), (B, 64, 64, 9), (OUT, 2, 64, 64))
     assert nc.transposes(_p("B", **kw)) == ((A, 2, 64, 64), (B, 64, 64, 9), (OUT, 2, 240, 64))
     assert nc.transposes(_p("W", **kw)) == ((A, 2, 64, 64), (B, 2, 64, 240), (OUT, 64, 9, 64))
-    one = CASES["1x1"]
+    one = dict(n=3, c=128, k=64, in_size=(9, 9), filter_size=1)
     assert [t[0] for t in nc.transposes(_p("F", **one))] == [A, OUT]
     assert [t[0] for t in nc.transposes(_p("W", **one))] == [A, B]
     assert nc.transposes(_p("F", n=4, c=64, k=64, in_size=(1, 1), filter_size=1)) == ()
@@ -173,7 +179,7 @@ def test_nvrtc_sm90a(no_gpu_arch):
     for sid, (_, d, modes) in WRAPS.items():
         dt, math = modes[0]
         s = get_solver(sid)
-        kw = TF32_CASES[d]["1x1"] if dt == "FP32" else CASES["3x3_s2"]
+        kw = TF32_CASES[d]["1x1_s2" if d == "F" else "3x3_k256"] if dt == "FP32" else CASES["3x3_s2"]
         for k in s.get_solution(_p(d, dt, math, **kw)).kernels:
             assert nvrtc_compile(k, arch="sm_90")[:4] == b"\x7fELF", (sid, k.name)
 
