@@ -64,7 +64,7 @@ TINY = {
     # channels-first FP16 and TF32 (the Hopper family's NCHW wrappers: the copies into the workspace, the NHWC kernels
     # on them, the output copied back), strided so that backward data runs its stride phases; stride 1 for the TF32
     "nchw_s2": dict(n=2, c=16, k=24, in_size=(9, 9), filter_size=3, pads=1, strides=2, layout="NCHW", dtype="FP16"),
-    "nchw_tf32": dict(n=2, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1, layout="NCHW", dtype="FP32",
+    "nchw_tf32": dict(n=2, c=64, k=64, in_size=(15, 13), filter_size=3, pads=1, layout="NCHW", dtype="FP32",
                       math="tf32"),
 }
 NP_DTYPES = {"FP32": np.float32, "FP16": np.float16}

@@ -1,6 +1,6 @@
 """Hopper implicit GEMM on channels-first tensors (issue 19: "NHWC first, then NCHW"), as cuDNN runs its NHWC
 engines on NCHW data: the channels-first operands are copied to channels-last ones in the workspace
-(kernels_src/implicit_gemm_xpose.cu, one shape-free build per data type), the channels-last solver's kernels run on
+(kernels_src/implicit_gemm_hopper_nchw.cu, one shape-free build per data type), the channels-last solver's kernels run on
 the copies, and a channels-last output copy is transposed back into the output. A copy is skipped where the two
 layouts coincide (a 1x1 filter's KCYX and KYXC, one pixel, one channel). A 1x1 stride-1 layer without padding is left to
 the GEMM solvers, which multiply the NCHW tensors in place.
@@ -24,10 +24,9 @@ from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES
 
-from .implicit_gemm_base import XPOSE_SRC
-
 GRID_YZ = 65535
-TILE = 32                # the transpose's square tile (implicit_gemm_xpose.cu)
+XPOSE_SRC = "implicit_gemm_hopper_nchw.cu"
+TILE = 64                # the transpose's square tile (elements)
 WS_ALIGN = 256
 MAP_ALIGN = 16           # a tensor map's global address (the inner kernels' copy-engine loads of the copies)
 
@@ -43,7 +42,8 @@ class Copy(NamedTuple):
     offset: int
 
     def kernel(self, dtype: str) -> KernelInfo:
-        return KernelInfo(XPOSE_SRC, "igemm_xpose", (ceil_div(self.cols, TILE), ceil_div(self.rows, TILE), self.batch),
+        return KernelInfo(XPOSE_SRC, "igemm_hopper_nchw_xpose",
+                          (ceil_div(self.cols, TILE), ceil_div(self.rows, TILE), self.batch),
                           (256, 1, 1), macros=(("DATA_T", CUDA_TYPES[dtype]),))
 
 

@@ -76,7 +76,7 @@ def test_registered():
     for sid, (inner, d, _) in WRAPS.items():
         s = get_solver(sid)
         assert s.family == "implicit_gemm_hopper" and s.inner.id == inner and s.directions == frozenset(d)
-        assert s.kernel_files == (*get_solver(inner).kernel_files, "implicit_gemm_xpose.cu")
+        assert s.kernel_files == (*get_solver(inner).kernel_files, "implicit_gemm_hopper_nchw.cu")
 
 
 @pytest.mark.parametrize("sid,d,dt,math,name", _gpu_cases())
@@ -137,8 +137,10 @@ def test_workspace_and_kernels(no_gpu_arch):
     x, w, y = 2 * 64 * 240 * 2, 64 * 64 * 9 * 2, 2 * 64 * 64 * 2
     r = lambda v: -(-v // 256) * 256
     assert sol.workspace_bytes == s.workspace_bytes(p) == r(inner) + r(x) + r(w) + r(y)
-    assert [k.name for k in sol.kernels] == ["igemm_xpose", "igemm_xpose", "igemm_hopper_fwd", "igemm_xpose"]
-    assert sol.kernels[0].grid == (8, 2, 2) and sol.kernels[-1].grid == (2, 2, 2)
+    x = "igemm_hopper_nchw_xpose"
+    assert [k.name for k in sol.kernels] == [x, x, "igemm_hopper_fwd", x]
+    # 64 x 64 tiles: x [2][64][240] in 4 x 1 x 2, w [64][64][9] in 1 x 1 x 64, y back [2][64][64] in 1 x 1 x 2
+    assert [k.grid for k in sol.kernels[:2]] + [sol.kernels[-1].grid] == [(4, 1, 2), (1, 1, 64), (1, 1, 2)]
     assert sol.config == s.inner.default_config(nc.channels_last(p)) == s.default_config(p)
     assert s.find_configs(p) == s.inner.find_configs(nc.channels_last(p))
     assert list(s.config_space(p)) == list(s.inner.config_space(nc.channels_last(p)))
@@ -226,3 +228,28 @@ def test_bit_for_bit_the_nhwc_solvers_output(sid, d, dt, math, name):
     assert np.isfinite(cupy.asnumpy(out.astype(cupy.float32))).all(), "elements left unwritten"
     assert cupy.array_equal(cl(out).view(cupy.uint16 if dt != "FP32" else cupy.uint32),
                             ref.view(cupy.uint16 if dt != "FP32" else cupy.uint32))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ["FP16", "FP32"])
+@pytest.mark.parametrize("b,r,s,shift", [(3, 70, 130, 0),      # edges in both, rows not a multiple of a vector
+                                         (2, 64, 256, 0),      # whole tiles, 16-byte vectors both ways
+                                         (2, 136, 72, 1),      # vector lengths, bases one element off 16 bytes
+                                         (1, 8, 3, 0), (5, 3, 8, 0)])
+def test_transpose_kernel(dt, b, r, s, shift):
+    """igemm_hopper_nchw_xpose: [b][r][s] -> [b][s][r] exactly, the element-wise edges and unaligned bases included,
+    nothing written outside the output (poisoned margins)."""
+    import cupy
+
+    from miofind.compile import compile_kernel
+
+    t = cupy.float16 if dt == "FP16" else cupy.float32
+    ki = nc.Copy(A, b, r, s, 0).kernel(dt)
+    k = compile_kernel(ki)
+    n = b * r * s
+    src = cupy.random.default_rng(r * s).standard_normal(n + 2 * shift, dtype=cupy.float32).astype(t)
+    dst = cupy.full(n + 2 * shift + 16, cupy.nan, dtype=t)
+    k(ki.grid, ki.block, (src[shift:], dst[shift:], np.int32(r), np.int32(s)))
+    want = src[shift:shift + n].reshape(b, r, s).transpose(0, 2, 1).reshape(-1)
+    assert cupy.array_equal(dst[shift:shift + n], want)
+    assert cupy.isnan(dst[:shift]).all() and cupy.isnan(dst[shift + n:]).all()
