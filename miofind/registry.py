@@ -54,11 +54,11 @@ _ROWS: tuple[tuple[int, str, str | None, str], ...] = (
     (37, "ConvImplicitGemmHopperBwdSwap", "implicit_gemm_hopper_bwd_swap:ImplicitGemmHopperBwdSwap", "B"),
     (38, "ConvImplicitGemmHopperFwdTf32Rn", "implicit_gemm_hopper_fwd_tf32_rn:ImplicitGemmHopperFwdTf32Rn", "F"),
     (39, "ConvImplicitGemmHopperBwdTf32Rn", "implicit_gemm_hopper_bwd_tf32_rn:ImplicitGemmHopperBwdTf32Rn", "B"),
-    (40, "ConvImplicitGemmHopperFwdNchw", "implicit_gemm_hopper_fwd_nchw:ImplicitGemmHopperFwdNchw", "F"),
-    (41, "ConvImplicitGemmHopperBwdNchw", "implicit_gemm_hopper_bwd_nchw:ImplicitGemmHopperBwdNchw", "B"),
-    (42, "ConvImplicitGemmHopperWrwNchw", "implicit_gemm_hopper_wrw_nchw:ImplicitGemmHopperWrwNchw", "W"),
-    (43, "ConvImplicitGemmHopperFwdTf32RnNchw", "implicit_gemm_hopper_fwd_tf32_rn_nchw:ImplicitGemmHopperFwdTf32RnNchw", "F"),
-    (44, "ConvImplicitGemmHopperBwdTf32RnNchw", "implicit_gemm_hopper_bwd_tf32_rn_nchw:ImplicitGemmHopperBwdTf32RnNchw", "B"),
+    (40, "ConvImplicitGemmHopperFwdNchw", "implicit_gemm_hopper_nchw_fwd:ImplicitGemmHopperFwdNchw", "F"),
+    (41, "ConvImplicitGemmHopperBwdNchw", "implicit_gemm_hopper_nchw_bwd:ImplicitGemmHopperBwdNchw", "B"),
+    (42, "ConvImplicitGemmHopperWrwNchw", "implicit_gemm_hopper_nchw_wrw:ImplicitGemmHopperWrwNchw", "W"),
+    (43, "ConvImplicitGemmHopperFwdTf32RnNchw", "implicit_gemm_hopper_nchw_fwd_tf32_rn:ImplicitGemmHopperFwdTf32RnNchw", "F"),
+    (44, "ConvImplicitGemmHopperBwdTf32RnNchw", "implicit_gemm_hopper_nchw_bwd_tf32_rn:ImplicitGemmHopperBwdTf32RnNchw", "B"),
 )
 
 

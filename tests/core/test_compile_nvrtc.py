@@ -47,6 +47,10 @@ def _matrix():
                                              layout="NHWC", dtype="FP32", math="tf32"))
     probs.append(ProblemDescription.make("F", n=64, c=256, k=64, in_size=(384, 384), filter_size=3, pads=1,
                                          layout="NHWC", dtype="FP32", math="tf32"))
+    # ... channels-first (the rounding solvers' NCHW wrappers)
+    for d in "FB":
+        probs.append(ProblemDescription.make(d, n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1,
+                                             layout="NCHW", dtype="FP32", math="tf32"))
     # fused forward problems (bias, activation): the solvers with a fused epilogue
     for kw in SHAPES.values():
         for lay in layouts_for(kw):
@@ -65,6 +69,9 @@ def _kernels():
         return _collect()
 
 
+COVERED = set()   # solvers with a problem of the matrix whose kernels are all among those compiled here
+
+
 def _collect():
     seen = {}
     for s in solvers():
@@ -76,6 +83,7 @@ def _collect():
                 continue
             if not s.applicability(p):
                 continue
+            COVERED.add(s.id)      # its kernels: new ones below, or already seen (an NCHW wrapper's, its NHWC solver's)
             variants = [s.get_solution(p)]
             if s.is_reference:
                 variants.append(s.get_solution(p, reference=True))
@@ -93,7 +101,7 @@ KERNELS = _kernels()
 
 def test_every_solver_has_kernels_in_matrix():
     ids = {sid for sid, _, _ in KERNELS}
-    assert ids == {s.id for s in solvers() if getattr(s, "kernel_files", ())}
+    assert ids <= COVERED == {s.id for s in solvers() if getattr(s, "kernel_files", ())}
 
 
 @pytest.mark.parametrize("sid,key,kinfo", KERNELS, ids=[f"{sid}:{k.name}:{i}" for i, (sid, _, k) in enumerate(KERNELS)])
