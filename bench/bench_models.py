@@ -7,7 +7,8 @@ batch-32 inference (``no_grad``, eval), each in FP32 with TF32 off and in AMP FP
 the model and input in ``channels_last``; on request (``--configs train32-tf32,...``) also FP32 NCHW with
 TF32 convolutions, PyTorch's own default (``torch.backends.cudnn.allow_tf32 = True``; matmuls stay FP32,
 as PyTorch's default ``matmul.allow_tf32 = False``), which miofind.torch runs as ``math="tf32"`` problems, and
-(``-tf32cl``) the same in ``channels_last`` (NHWC TF32 problems: the Hopper TF32 solvers' case). Both sides start from the same initial weights, in the
+(``-tf32cl``) the same in ``channels_last`` (NHWC TF32 problems: the Hopper TF32 solvers' case), and (``-ampnchw``) AMP FP16
+with the model and input left channels-first, autocast's default (NCHW FP16 problems: the Hopper family's NCHW wrappers). Both sides start from the same initial weights, in the
 same process (cuDNN first, then miofind: ``miofind.torch.convert`` of a deep copy).
 
 Per configuration:
@@ -42,7 +43,9 @@ MODELS = ("resnet50", "mobilenet_v2", "inception_v3")
 OTHER_MODELS = ("vgg16", "resnext101_32x8d", "mobilenet_v3_large")   # on request: biases (fused epilogue); groups; SE
 CONFIGS = ("train32-fp32", "train32-amp", "infer1-fp32", "infer1-amp", "infer32-fp32", "infer32-amp")
 TF32_CONFIGS = ("train32-tf32", "infer1-tf32", "infer32-tf32",     # on request
-                "train32-tf32cl", "infer1-tf32cl", "infer32-tf32cl")
+                "train32-tf32cl", "infer1-tf32cl", "infer32-tf32cl",
+                "train32-ampnchw", "infer32-ampnchw")              # and AMP FP16 without channels_last
+_NCHW_AMP = [False]  # AMP with the model and input left channels-first (-ampnchw), set by ``parse``
 _TF32 = [False]     # cuDNN's TF32 convolutions, set by ``parse`` for a -tf32 or -tf32cl configuration
 _CL = [False]       # channels_last without autocast (-tf32cl), set by ``parse``
 
@@ -69,8 +72,9 @@ def parse(config: str):
     kind, prec = config.split("-")
     _TF32[0] = prec in ("tf32", "tf32cl")
     _CL[0] = prec == "tf32cl"
+    _NCHW_AMP[0] = prec == "ampnchw"
     _torch()
-    return kind.startswith("train"), int(kind.lstrip("trainfer")), prec == "amp"
+    return kind.startswith("train"), int(kind.lstrip("trainfer")), prec in ("amp", "ampnchw")
 
 
 def inputs(name: str, batch: int, amp: bool, steps: int, seed: int = 1):
@@ -78,7 +82,7 @@ def inputs(name: str, batch: int, amp: bool, steps: int, seed: int = 1):
     size = 299 if name == "inception_v3" else 224
     g = torch.Generator(device="cuda").manual_seed(seed)
     xs = [torch.randn(batch, 3, size, size, device="cuda", generator=g) for _ in range(steps)]
-    if amp or _CL[0]:
+    if (amp and not _NCHW_AMP[0]) or _CL[0]:
         xs = [x.to(memory_format=torch.channels_last) for x in xs]
     ys = [torch.randint(0, 1000, (batch,), device="cuda", generator=g) for _ in range(steps)]
     return xs, ys
@@ -87,7 +91,7 @@ def inputs(name: str, batch: int, amp: bool, steps: int, seed: int = 1):
 def prepare(model, train: bool, amp: bool, backend: str):
     """The model set up for one side: channels_last for AMP (and -tf32cl), train/eval, converted for miofind."""
     torch = _torch()
-    if amp or _CL[0]:
+    if (amp and not _NCHW_AMP[0]) or _CL[0]:
         model = model.to(memory_format=torch.channels_last)
     model.train(train)
     torch.backends.cudnn.benchmark = backend == "cudnn"
