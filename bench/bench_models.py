@@ -456,6 +456,8 @@ def run_config(name: str, config: str, args) -> dict:
             row[f"{backend}_profile"] = profile(model, train, amp, xs, ys, cprofile=backend == "miofind")
     del sides, model, step
     torch.cuda.empty_cache()
+    # what miofind's side asked of the FindDB since it was set up (lookups, DB hits, finds run)
+    row["miofind_stats"] = {k: v for k, v in mt.stats().items() if isinstance(v, (int, float))}
     row["speedup"] = row["cudnn_ms"] / row["miofind_ms"]
     if "miofind-python_ms" in row:
         row["speedup_python_path"] = row["cudnn_ms"] / row["miofind-python_ms"]

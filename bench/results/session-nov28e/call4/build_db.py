@@ -16,23 +16,28 @@ from miofind.find import candidates, find_configs, open_dbs  # noqa: E402
 from miofind.torch.problems import model_problems  # noqa: E402
 from miofind.tuning.precompile import precompile, problem_kernels  # noqa: E402
 
-url, out = sys.argv[1], sys.argv[2]
-t0 = time.perf_counter()
-dev = current_device()
-probs = list(dict.fromkeys(model_problems("torchvision.models.resnet50", (32, 3, 224, 224), dtype="FP16")))
-dbs = open_dbs(url, dev)
-kernels = []
-for p in probs:
-    cands = [s for s in candidates(p)[0] if not s.is_reference]
-    kernels += problem_kernels(p, cands, lambda s, p=p: find_configs(dbs, dev, p, s))
-done, errors = precompile(kernels, dev.arch)
-print(f"{len(probs)} problems; compiled {done} of {len(kernels)} kernels in {time.perf_counter() - t0:.1f} s, "
-      f"{len(errors)} failed", flush=True)
-rows = []
-for p in probs:
-    res = find_solutions(p, mode="benchmark", db=url, defer=False)
-    best = [s for s in res if s.verified and not s.cut]
-    rows.append({"problem": p.key(), "times": {s.solver_id: s.time_ms for s in best},
-                 "failures": {f.solver_id: f"{f.stage}: {f.reason[:160]}" for f in res.failures}})
-    print(p.key(), " ".join(f"{s.solver_id}={s.time_ms * 1e3:.1f}us" for s in best[:3]), flush=True)
-json.dump({"device": dev.name, "rows": rows, "seconds": time.perf_counter() - t0}, open(out, "w"), indent=1)
+def main():
+    url, out = sys.argv[1], sys.argv[2]
+    t0 = time.perf_counter()
+    dev = current_device()
+    probs = list(dict.fromkeys(model_problems("torchvision.models.resnet50", (32, 3, 224, 224), dtype="FP16")))
+    dbs = open_dbs(url, dev)
+    kernels = []
+    for p in probs:
+        cands = [s for s in candidates(p)[0] if not s.is_reference]
+        kernels += problem_kernels(p, cands, lambda s, p=p: find_configs(dbs, dev, p, s))
+    done, errors = precompile(kernels, dev.arch)
+    print(f"{len(probs)} problems; compiled {done} of {len(kernels)} kernels in {time.perf_counter() - t0:.1f} s, "
+          f"{len(errors)} failed", flush=True)
+    rows = []
+    for p in probs:
+        res = find_solutions(p, mode="benchmark", db=url, defer=False)
+        best = [s for s in res if s.verified and not s.cut]
+        rows.append({"problem": p.key(), "times": {s.solver_id: s.time_ms for s in best},
+                     "failures": {f.solver_id: f"{f.stage}: {f.reason[:160]}" for f in res.failures}})
+        print(p.key(), " ".join(f"{s.solver_id}={s.time_ms * 1e3:.1f}us" for s in best[:3]), flush=True)
+    json.dump({"device": dev.name, "rows": rows, "seconds": time.perf_counter() - t0}, open(out, "w"), indent=1)
+
+
+if __name__ == "__main__":     # the compile pool spawns processes that import this module
+    main()
