@@ -1,7 +1,8 @@
 """A FindDB of one model's convolutions measured on this GPU alone: every problem miofind.torch asks of torchvision's
 ResNet-50 (batch 32, AMP FP16, channels-first: F, B, W) found in benchmark mode (every applicable solver but the naive
 ones compiled, verified against the float64 reference and timed), into the user DB at URL, with no system DB beneath
-it. Kernels are compiled first in a process pool.  python3 build_db.py URL OUT.json"""
+it. Kernels are compiled first in a process pool.  python3 build_db.py URL OUT.json [tf32]
+With ``tf32`` (call 6): FP32 with TF32 convolutions instead, PyTorch's default (``cudnn.allow_tf32``), NCHW."""
 import json
 import os
 import sys
@@ -20,7 +21,9 @@ def main():
     url, out = sys.argv[1], sys.argv[2]
     t0 = time.perf_counter()
     dev = current_device()
-    probs = list(dict.fromkeys(model_problems("torchvision.models.resnet50", (32, 3, 224, 224), dtype="FP16")))
+    tf32 = sys.argv[3:] == ["tf32"]
+    probs = list(dict.fromkeys(model_problems("torchvision.models.resnet50", (32, 3, 224, 224),
+                                              dtype="FP32" if tf32 else "FP16", tf32=tf32)))
     dbs = open_dbs(url, dev)
     kernels = []
     for p in probs:
