@@ -31,8 +31,6 @@ for k in keys:
 n = c.execute(f"insert into find_records ({','.join(cols)}) select {','.join(cols)} from p.find_records").rowcount
 c.commit(); c.execute("detach p"); print(f"merged {n} records")
 c.close()
-c = sqlite3.connect(f"{w}/without.sqlite")
-c.execute(f"attach '{w}/with.sqlite' as s")
 PY
 cp $W/with.sqlite $W/without.sqlite
 python3 -c "
