@@ -145,6 +145,10 @@ VARIABLES: tuple[EnvVar, ...] = (
            "cuDNN and the Ampere kernels do: each layer verifies against float64, but the bias compounds over a deep "
            "network in inference (ResNet-50 in channels_last drifted past 1e-2 of cuDNN), so they are off by default",
            "1 (offer them), 0 (default)", ""),
+    EnvVar("MIOFIND_HOPPER_NCHW", "whether the Hopper implicit-GEMM solvers' NCHW wrappers are offered (rows 40-44: the "
+           "channels-first operands copied channels-last in the workspace, the NHWC kernels run on the copies, the output "
+           "copied back). Off, an NCHW problem's find and DB answers leave them out, records and all",
+           "1 (default), 0", ""),
     EnvVar("MIOFIND_LT_BRIDGE", "whether a cuBLASLt-backed solution (im2col GEMM, Winograd) run before cuBLASLt "
            "has set itself up in the process (its first call costs about 100 ms) runs its matmuls with miofind's own "
            "plain GEMM kernel (`kernels_src/gemm_bridge.cu`, only where its binary is in the kernel cache) while a "
@@ -467,6 +471,11 @@ def pdl() -> bool:
 def hopper_tf32() -> bool:
     """``MIOFIND_HOPPER_TF32``: whether the Hopper TF32 solvers (truncating wgmma) are offered (1) or not (0, unset)."""
     return _switch("MIOFIND_HOPPER_TF32", False, "offer the Hopper TF32 solvers")
+
+
+def hopper_nchw() -> bool:
+    """``MIOFIND_HOPPER_NCHW``: whether the Hopper family's NCHW wrappers are offered (1, unset) or not (0)."""
+    return _switch("MIOFIND_HOPPER_NCHW", True, "offer the Hopper NCHW wrappers")
 
 
 def cudnn_defer_rtc() -> bool:

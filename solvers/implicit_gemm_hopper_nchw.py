@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from miofind.env import hopper_nchw
 from miofind.launch import A, B, OUT, PTR, WS, Launch, with_recipe
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
@@ -104,6 +105,8 @@ class ChannelsFirstHopper(Solver):
         if p.layouts != ("NCHW",) * 3:
             return not_applicable(f"layouts {'/'.join(p.layouts)} not supported (NCHW x, w and y only; "
                                   f"{self.inner.id} takes NHWC)")
+        if not hopper_nchw():
+            return not_applicable("NCHW wrappers off (MIOFIND_HOPPER_NCHW=0)")
         if math.prod(p.filter_size) == 1 and all(v == 1 for v in p.strides) and not any(p.pads):
             # y[n] = w x[n] on the tensors in place (the GEMM solvers' 1x1 stride-1 case): the copies alone moved 2-4x
             # the bytes and took 3-5x that GEMM's time on ResNet-50's layers (bench/results/session-nov28e/call1)

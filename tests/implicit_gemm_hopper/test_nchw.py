@@ -110,6 +110,16 @@ def test_rejections_name_the_reason(no_gpu_arch, sid, d, kw, dt, math, why):
     assert not get_solver(sid).applicability(_p(d, dt, math, "NHWC", w_layout="NCHW", **kw))
 
 
+def test_switched_off(no_gpu_arch, monkeypatch):
+    p = _p("F", **CASES["3x3_tail"])
+    s = get_solver("ConvImplicitGemmHopperFwdNchw")
+    monkeypatch.setenv("MIOFIND_HOPPER_NCHW", "0")
+    a = s.applicability(p)
+    assert not a and "MIOFIND_HOPPER_NCHW=0" in a.reason
+    monkeypatch.setenv("MIOFIND_HOPPER_NCHW", "1")
+    assert s.applicability(p)
+
+
 def test_mixed_layouts_rejected(no_gpu_arch):
     p = ProblemDescription.make("F", layout="NCHW", out_layout="NHWC", dtype="FP16", **CASES["3x3_tail"])
     a = get_solver("ConvImplicitGemmHopperFwdNchw").applicability(p)
