@@ -439,9 +439,11 @@ def settled_failures(dbs, dev: DeviceInfo, problem, cands) -> dict[str, Failure]
     """{solver id: Failure} of the candidates a find need not measure again: their latest find failed
     under their current trust key and this CUDA major version, for every config a find would measure
     now (the tuned PerfDB config, else the default; for a solver that lists its configs at find time,
-    such as cuDNN's plans, any recorded one). Read from the user FindDB."""
-    user = dbs.user
-    rows = user.find_failures(dev.db_name, problem.key()) if user is not None else []
+    such as cuDNN's plans, any recorded one). Read from the user FindDB, then the system FindDB (whatever device
+    string its rows carry, as its records are read): a DB built by finds and given as the system DB (a fleet's file,
+    ``MIOFIND_SYSTEM_DB``) holds no record of the candidates its finds cut or failed, only these rows."""
+    rows = [f for name, layer in dbs.layers
+            for f in layer.find_failures(dev.db_name if name == "user" else None, problem.key())]
     if not rows:
         return {}
     out = {}

@@ -243,13 +243,13 @@ class Reader:
         return decode_rows(self._rows("perf_records", where, params, "created_at DESC, id DESC",
                                       any_device=device is None), PerfRecord, self._where, stacklevel=2)
 
-    def find_failures(self, device: str, problem_key: str) -> list[FindFailure]:
+    def find_failures(self, device: str | None, problem_key: str) -> list[FindFailure]:
         """As ``FindDB.find_failures``."""
         if TABLE_SINCE["find_failures"] > self._version:
             return []
         where, params = _filter(("device", device), ("problem_key", problem_key))
-        return decode_rows(self._rows("find_failures", where, params, "solver_id, config, id"), FindFailure,
-                           self._where, stacklevel=2)
+        return decode_rows(self._rows("find_failures", where, params, "solver_id, config, id", any_device=device is None),
+                           FindFailure, self._where, stacklevel=2)
 
     def __repr__(self) -> str:
         return f"Reader({self._where!r})"

@@ -631,12 +631,13 @@ class FindDB:
         self._run("record find failures", replace, write=True)
         return len(rows)
 
-    def find_failures(self, device: str, problem_key: str) -> list[FindFailure]:
-        """The recorded find failures of one problem on one device, by solver and config."""
+    def find_failures(self, device: str | None, problem_key: str) -> list[FindFailure]:
+        """The recorded find failures of one problem on one device (None: any), by solver and config."""
         if not self._has(_find_failures):
             return []
         t = _find_failures.c
-        q = (sa.select(*_raw_cols(_find_failures)).where(t.device == device, t.problem_key == problem_key)
+        conds = [t.problem_key == problem_key] + ([t.device == device] if device is not None else [])
+        q = (sa.select(*_raw_cols(_find_failures)).where(*conds)
              .order_by(t.solver_id, t.config, t.id))
         return self._records(self._run("read find failures", lambda con: con.execute(q).mappings().all()),
                              FindFailure)

@@ -296,6 +296,44 @@ def test_normal_mode_does_not_measure_a_recorded_failure_again(failing):
     assert len(benchmarked) == 3 and bad.id not in benchmarked[2] and len(benchmarked[2]) == len(cands()) - 1
 
 
+def test_a_db_given_as_the_system_db_settles_its_failures_too(failing, tmp_path, monkeypatch):
+    """A DB filled by finds (records of what worked, failure rows of what was cut or failed) given to another process as
+    its system DB (MIOFIND_SYSTEM_DB: a fleet's file) answers without a benchmark: the failure rows settle their
+    candidates there as in the user DB, whatever device string the rows carry."""
+    benchmarked, url, fail = failing
+    cut = cands()[1]
+    fail[cut.id] = ("cut", "timing stopped early after 2 timed run(s): at least 3x the best median so far")
+    # the cut solver has a record of another problem there: the system DB's answers count it as one of its solvers
+    other = ProblemDescription.make("F", n=32, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1)
+    FindDB(url).store(records(other, solvers=[cut]))
+    assert api.find_solutions(P, mode="normal").source == "find" and len(benchmarked) == 1
+    import sqlite3
+    path = url.removeprefix("sqlite:///")
+    con = sqlite3.connect(path)              # a system DB is read as an immutable file: its WAL written back first,
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")   # as a writer's last close does
+    con.close()
+    api._memo.clear()
+    monkeypatch.setenv("MIOFIND_SYSTEM_DB", path)
+    monkeypatch.setenv("MIOFIND_DB", f"sqlite:///{tmp_path / 'new-user.sqlite'}")
+    r = api.find_solutions(P, mode="normal")
+    assert r.source == "db" and len(benchmarked) == 1, r.source
+    assert cut.id not in {s.solver_id for s in r}
+    # a copy without the failure row (another file: a system DB is read as immutable): the cut candidate has nothing
+    # there, so a find measures it
+    path2 = str(tmp_path / "no-failures.sqlite")
+    src, dst = sqlite3.connect(path), sqlite3.connect(path2)
+    src.backup(dst)
+    dst.execute("DELETE FROM find_failures")
+    dst.commit()
+    dst.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    src.close(), dst.close()
+    api._memo.clear()
+    monkeypatch.setenv("MIOFIND_SYSTEM_DB", path2)
+    monkeypatch.setenv("MIOFIND_DB", f"sqlite:///{tmp_path / 'new-user-2.sqlite'}")
+    r = api.find_solutions(P, mode="normal")
+    assert r.source == "find" and len(benchmarked) == 2 and cut.id in benchmarked[1]
+
+
 def test_a_changed_trust_key_or_cuda_major_makes_a_failed_candidate_eligible_again(failing):
     from miofind.db.findb import FindFailure
 
