@@ -95,6 +95,13 @@ class ChannelsFirstHopper(Solver):
     def configs_now(self):
         return self.inner.configs_now
 
+    @property
+    def deterministic(self):
+        return self.inner.deterministic
+
+    def library_versions(self):
+        return self.inner.library_versions()
+
     def applicability(self, problem: ProblemDescription):
         base = super().applicability(problem)
         if not base:

@@ -77,6 +77,8 @@ def test_registered():
         s = get_solver(sid)
         assert s.family == "implicit_gemm_hopper" and s.inner.id == inner and s.directions == frozenset(d)
         assert s.kernel_files == (*get_solver(inner).kernel_files, "implicit_gemm_hopper_nchw.cu")
+        assert s.deterministic == s.inner.deterministic and s.library_versions() == s.inner.library_versions()
+        assert (s.algorithm, s.dtypes, s.configs_now) == (s.inner.algorithm, s.inner.dtypes, s.inner.configs_now)
 
 
 @pytest.mark.parametrize("sid,d,dt,math,name", _gpu_cases())
