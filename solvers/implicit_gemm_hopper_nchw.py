@@ -25,10 +25,11 @@ from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES
 
-GRID_YZ = 65535
+from .implicit_gemm_base import GRID_YZ
+from .implicit_gemm_hopper_base import WS_ALIGN, esize
+
 XPOSE_SRC = "implicit_gemm_hopper_nchw.cu"
 TILE = 64                # the transpose's square tile (elements)
-WS_ALIGN = 256
 MAP_ALIGN = 16           # a tensor map's global address (the inner kernels' copy-engine loads of the copies)
 
 
@@ -68,12 +69,11 @@ def transposes(p: ProblemDescription) -> tuple[tuple[int, int, int, int], ...]:
 
 def plan(p: ProblemDescription, inner_ws: int) -> tuple[tuple[Copy, ...], int]:
     """The copies of problem ``p`` after an inner workspace of ``inner_ws`` bytes, and the whole workspace's bytes."""
-    es = 4 if p.dtype == "FP32" else 2
     off = ceil_div(inner_ws, WS_ALIGN) * WS_ALIGN
     copies = []
     for role, b, r, c in transposes(p):
         copies.append(Copy(role, b, r, c, off))
-        off += ceil_div(b * r * c * es, WS_ALIGN) * WS_ALIGN
+        off += ceil_div(b * r * c * esize(p), WS_ALIGN) * WS_ALIGN
     return tuple(copies), (off if copies else inner_ws)
 
 
@@ -160,18 +160,17 @@ class ChannelsFirstHopper(Solver):
         outs = [c for c in copies if c.role == OUT]
         kernels = [c.kernel(p.dtype) for c in ins] + list(sol.kernels) + [c.kernel(p.dtype) for c in outs]
         ni, nk = len(ins), len(sol.kernels)
-        es = 4 if p.dtype == "FP32" else 2
         sid = self.id
-        # where each role of the inner invoker points: the copy in the workspace, or the caller's tensor
-        moved = {c.role: (WS, c.offset) for c in copies}
+        # the workspace offset of each role whose copy the inner invoker reads or writes (the others: the caller's tensor)
+        off = {c.role: c.offset for c in copies}
 
         def factory(kerns):
             inner = sol.invoker_factory(kerns[ni:ni + nk])
-            lin = [Launch(k, ki.grid, ki.block, (PTR, PTR, np.int32(c.rows), np.int32(c.cols)))
-                   for k, ki, c in zip(kerns[:ni], kernels[:ni], ins)]
-            lout = [Launch(k, ki.grid, ki.block, (PTR, PTR, np.int32(c.rows), np.int32(c.cols)))
-                    for k, ki, c in zip(kerns[ni + nk:], kernels[ni + nk:], outs)]
-            off = {c.role: c.offset for c in copies}
+
+            def xpose(i, c):        # the solution's kernel i: the transpose of copy c
+                return Launch(kerns[i], kernels[i].grid, kernels[i].block, (PTR, PTR, np.int32(c.rows), np.int32(c.cols)))
+            lin = [xpose(i, c) for i, c in enumerate(ins)]
+            lout = [xpose(ni + nk + i, c) for i, c in enumerate(outs)]
 
             def invoker(a, b, out, workspace, stream):
                 if ws and not workspace:
@@ -191,15 +190,13 @@ class ChannelsFirstHopper(Solver):
             steps, align, _ = recipe
 
             def at(role, offset):
-                if role in moved:
-                    return moved[role][0], moved[role][1] + offset
-                return role, offset
+                return (WS, off[role] + offset) if role in off else (role, offset)
             chain = [(lk, ((c.role, 0), (WS, c.offset))) for lk, c in zip(lin, ins)]
             for launch, roles, maps in steps:
                 chain.append((launch, tuple(at(*r) for r in roles), tuple((*at(r, o), spec) for r, o, spec in maps)))
             chain += [(lk, ((WS, c.offset), (OUT, 0))) for lk, c in zip(lout, outs)]
             # a copied role is read or written by the transpose only (element accesses); the others as the inner needs
-            al = tuple(es if r in moved else align[r] for r in (A, B, OUT)) + (max(align[WS], MAP_ALIGN),)
+            al = tuple(esize(p) if r in off else align[r] for r in (A, B, OUT)) + (max(align[WS], MAP_ALIGN),)
             return with_recipe(invoker, chain, al, bool(ws))
 
         return ConvSolution(self.id, kernels, ws, factory, sol.config)
