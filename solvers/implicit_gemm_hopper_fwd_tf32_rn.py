@@ -10,6 +10,8 @@ K % 4 == 0. Tunables: WG_M (m64 blocks of output pixels a consumer warpgroup tak
 
 from __future__ import annotations
 
+import itertools
+
 from miofind import tma
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_applicable
@@ -131,14 +133,10 @@ class ImplicitGemmHopperFwdTf32Rn(ImplicitGemmHopperBase):
         return [c for c in alts if c != d]
 
     def config_space(self, problem):
-        for cw in (2, 1):
-            for wn in (1, 2):
-                for wm in (1, 2):
-                    for bn in (64, 128, 256):
-                        for st in range(2, 9):
-                            cfg = {"WG_M": wm, "BN": bn, "WN": wn, "CW": cw, "STAGES": st}
-                            if config_ok(None, cfg):
-                                yield cfg
+        for cw, wn, wm, bn, st in itertools.product((2, 1), (1, 2), (1, 2), (64, 128, 256), range(2, 9)):
+            cfg = {"WG_M": wm, "BN": bn, "WN": wn, "CW": cw, "STAGES": st}
+            if config_ok(None, cfg):
+                yield cfg
 
     def workspace_bytes(self, problem, config=None) -> int:
         return rounded_bytes(self.forward_problem(problem.as_conv()))
