@@ -13,7 +13,6 @@ from gpu_helpers import check_solver
 from nvrtc_check import nvrtc_or_skip
 from miofind.problem import ProblemDescription
 from miofind.registry import get_solver
-from miofind.solvers import implicit_gemm_hopper_base as hb
 
 FUSED = get_solver("ConvImplicitGemmHopperFwdBiasActiv")
 FWD = get_solver("ConvImplicitGemmHopperFwd")
@@ -33,10 +32,6 @@ def _p(dt="FP16", bias=1, act="relu", **kw):
 def _cfg(bm, bn, wgs, st, sk=1, wspec=0, per=0, tma=0):
     return {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": per, "SPLITK": sk, "WSPEC": wspec, "TMA": tma}
 
-
-@pytest.fixture
-def no_gpu_arch(monkeypatch):
-    monkeypatch.setattr(hb, "device_arch", lambda: None)
 
 
 def test_claims_fused_forward_only(no_gpu_arch):

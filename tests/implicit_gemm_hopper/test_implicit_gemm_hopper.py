@@ -48,10 +48,6 @@ def _nhwc(dt="FP16", **kw):
     return ProblemDescription.make("F", layout="NHWC", dtype=dt, **kw)
 
 
-@pytest.fixture
-def no_gpu_arch(monkeypatch):
-    monkeypatch.setattr(hb, "device_arch", lambda: None)
-
 
 def test_registered_after_existing():
     rows = {r.id: r.number for r in registry()}

@@ -15,7 +15,6 @@ from nvrtc_check import nvrtc_or_skip
 from miofind.launch import A, B, OUT, WS
 from miofind.problem import ProblemDescription
 from miofind.registry import get_solver, registry
-from miofind.solvers import implicit_gemm_hopper_base as hb
 from miofind.solvers import implicit_gemm_hopper_nchw as nc
 
 # NCHW solver id -> (its NHWC solver's id, directions, data types with their math)
@@ -64,10 +63,6 @@ def _gpu_cases():
 def _kw(d, dt, name):
     return (TF32_CASES[d] if dt == "FP32" else CASES)[name]
 
-
-@pytest.fixture
-def no_gpu_arch(monkeypatch):
-    monkeypatch.setattr(hb, "device_arch", lambda: None)
 
 
 def test_registered():

@@ -11,7 +11,6 @@ import pytest
 from gpu_helpers import FakeKernel
 from miofind.problem import ProblemDescription
 from miofind.registry import get_solver
-from miofind.solvers import implicit_gemm_hopper_base as hb
 
 FWD, BWD, WRW = (get_solver(f"ConvImplicitGemmHopper{d}") for d in ("Fwd", "Bwd", "Wrw"))
 
@@ -47,10 +46,6 @@ def _flags(solver, p, cfg=None):
     names = iter(k.name for k in sol.kernels)
     return [(next(names), launch.pdl) for launch, _, _ in inv.recipe[0]]
 
-
-@pytest.fixture
-def no_gpu_arch(monkeypatch):
-    monkeypatch.setattr(hb, "device_arch", lambda: None)
 
 
 def test_bwd_phases_after_the_first_are_dependents(no_gpu_arch):

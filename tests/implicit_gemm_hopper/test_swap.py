@@ -47,10 +47,6 @@ def _p(dt="FP16", direction="F", **kw):
     return ProblemDescription.make(direction, layout="NHWC", dtype=dt, **kw)
 
 
-@pytest.fixture
-def no_gpu_arch(monkeypatch):
-    monkeypatch.setattr(hb, "device_arch", lambda: None)
-
 
 def test_registered():
     rows = {r.id: r.number for r in registry()}

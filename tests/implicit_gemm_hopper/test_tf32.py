@@ -42,10 +42,6 @@ def _p(direction="F", **kw):
     return ProblemDescription.make(direction, layout="NHWC", dtype="FP32", math="tf32", **kw)
 
 
-@pytest.fixture
-def no_gpu_arch(monkeypatch):
-    monkeypatch.setattr(hb, "device_arch", lambda: None)
-
 
 @pytest.fixture(autouse=True)
 def hopper_tf32_on(monkeypatch):

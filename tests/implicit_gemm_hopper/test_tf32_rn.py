@@ -50,10 +50,6 @@ def _p(direction="F", dt="FP32", math="tf32", **kw):
     return ProblemDescription.make(direction, layout="NHWC", dtype=dt, math=math, **kw)
 
 
-@pytest.fixture
-def no_gpu_arch(monkeypatch):
-    monkeypatch.setattr(hb, "device_arch", lambda: None)
-
 
 def test_registered():
     rows = {r.id: r.number for r in registry()}

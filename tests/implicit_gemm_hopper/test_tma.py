@@ -77,10 +77,6 @@ def _wcfg(bm, bn, wgs, st, sk=1, cl=1, tm=1):
     return {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "SPLITK": sk, "CLUSTER": cl, "WSPEC": 1, "TMA": tm}
 
 
-@pytest.fixture
-def no_gpu_arch(monkeypatch):
-    monkeypatch.setattr(hb, "device_arch", lambda: None)
-
 
 def test_corners_match_the_ptx_examples():
     """PTX ISA 5.5.4.1: 9 x 14 image, 3x3 filter: padding 1 gives corners -1/-1, no padding 0/-2."""
