@@ -442,8 +442,7 @@ def settled_failures(dbs, dev: DeviceInfo, problem, cands) -> dict[str, Failure]
     such as cuDNN's plans, any recorded one). Read from the user FindDB, then the system FindDB (whatever device
     string its rows carry, as its records are read): a DB built by finds and given as the system DB (a fleet's file,
     ``MIOFIND_SYSTEM_DB``) holds no record of the candidates its finds cut or failed, only these rows."""
-    rows = [f for name, layer in dbs.layers
-            for f in layer.find_failures(dev.db_name if name == "user" else None, problem.key())]
+    rows = dbs.find_failures(dev.db_name, problem.key())
     if not rows:
         return {}
     out = {}

@@ -106,6 +106,10 @@ class Overlay:
         their records are read whatever device string they carry (the nearest SM count's)."""
         return [(name, db.lookup(device if name == "user" else None, problem_key)) for name, db in self.layers]
 
+    def find_failures(self, device: str, problem_key: str):
+        """The recorded find failures of every layer, user first, read by device as ``lookup`` reads records."""
+        return [f for name, db in self.layers for f in db.find_failures(device if name == "user" else None, problem_key)]
+
     def lookup_perf(self, device: str, problem_key: str, solver_id: str):
         for name, db in self.layers:
             got = db.lookup_perf(device if name == "user" else None, problem_key, solver_id)
