@@ -77,12 +77,17 @@ def parse(config: str):
     return kind.startswith("train"), int(kind.lstrip("trainfer")), prec in ("amp", "ampnchw")
 
 
+def channels_last(amp: bool) -> bool:
+    """Whether the model and input go channels_last: AMP (but -ampnchw) and -tf32cl."""
+    return (amp and not _NCHW_AMP[0]) or _CL[0]
+
+
 def inputs(name: str, batch: int, amp: bool, steps: int, seed: int = 1):
     torch = _torch()
     size = 299 if name == "inception_v3" else 224
     g = torch.Generator(device="cuda").manual_seed(seed)
     xs = [torch.randn(batch, 3, size, size, device="cuda", generator=g) for _ in range(steps)]
-    if (amp and not _NCHW_AMP[0]) or _CL[0]:
+    if channels_last(amp):
         xs = [x.to(memory_format=torch.channels_last) for x in xs]
     ys = [torch.randint(0, 1000, (batch,), device="cuda", generator=g) for _ in range(steps)]
     return xs, ys
@@ -91,7 +96,7 @@ def inputs(name: str, batch: int, amp: bool, steps: int, seed: int = 1):
 def prepare(model, train: bool, amp: bool, backend: str):
     """The model set up for one side: channels_last for AMP (and -tf32cl), train/eval, converted for miofind."""
     torch = _torch()
-    if (amp and not _NCHW_AMP[0]) or _CL[0]:
+    if channels_last(amp):
         model = model.to(memory_format=torch.channels_last)
     model.train(train)
     torch.backends.cudnn.benchmark = backend == "cudnn"
