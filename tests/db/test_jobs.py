@@ -27,9 +27,10 @@ def test_enqueue_is_idempotent_and_claims_in_order(anydb):
 def test_expired_lease_is_reclaimed_and_old_holder_loses_it(anydb):
     q = JobQueue(anydb)
     q.enqueue(["k1"])
-    j1 = q.claim("dead", "dev", lease_s=0.05)
+    # a lease long enough that a loaded CI host's PostgreSQL round trip cannot outlast it (50 ms did)
+    j1 = q.claim("dead", "dev", lease_s=2.0)
     assert q.claim("w2", "dev", lease_s=60) is None  # still leased
-    time.sleep(0.1)
+    time.sleep(2.2)
     j2 = q.claim("w2", "dev", lease_s=60)
     assert j2 is not None and j2.id == j1.id and j2.attempts == 2 and j2.worker == "w2"
     assert not q.renew(j1) and not q.complete(j1)  # the dead worker's late answer is refused
