@@ -492,13 +492,24 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
           time_budget_ms: float | None = FIND_TIME_BUDGET_MS, with_naive: bool = False,
           cut_factor: float = FIND_CUT_FACTOR, t0: float | None = None, defer: bool | None = None) -> FindResult:
     t0 = time.perf_counter() if t0 is None else t0
+    laps, t_lap = {}, t0
+
+    def lap(name):   # the parts of lookup_ms, each the time since the previous
+        nonlocal t_lap
+        now = time.perf_counter()
+        laps[name] = (now - t_lap) * 1e3
+        t_lap = now
+
+    lap("entry")
     if sort_by not in SORT_KEYS:
         raise ValueError(f"sort_by={sort_by!r}: expected 'time' or 'workspace'")
     check_workspace_limit(workspace_limit)
     dev = current_device()
     if mode != "benchmark":
         fastread.prefetch(db, dev)   # the FindDBs' checks run in a thread while the candidates are found
+    lap("device")
     cands, failures = candidates(problem, solvers, with_naive=with_naive)
+    lap("candidates")
     done = lambda sols, **kw: result(sols, problem=problem, t0=t0, sort_by=sort_by, mode=mode, **kw)  # noqa: E731
 
     dbs = None
@@ -526,6 +537,7 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
             if not ready:
                 return predicted(problem, dbs, dev, cands, workspace_limit, failures, done)
             cands = ready
+    lap("db")
 
     # A miss reads the DBs (order, tuned configs) through fastread where it can, and writes a SQLite user DB
     # through fastwrite (neither imports SQLAlchemy); where FindDB must write, it opens the FindDBs that store
@@ -541,15 +553,18 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
             preload_store()
         if reads is None:
             reads = dbs = open_dbs(db, dev)
+    lap("reads")
     # deferred: a find of every applicable solver may leave those that would wait for NVRTC to the background, and
     # (later) the configs of a solver after its first ``configs_now``, measured once no find runs
     deferred = {} if (solvers is None if defer is None else defer) else None
     limited = deferred is not None and store and workspace_limit is None and env.specialize() == "background"
     prefetched = prefetch_cudnn(problem, reads, dev, cands, limited)
+    lap("cudnn_prefetch")
     recorded = recorded_times(problem, reads, dev)
     cands = expected_order(problem, reads, dev, cands, recorded)
     log.info("find %s: benchmarking %d candidate(s)", problem.key(), len(cands))
-    timing = {"lookup_ms": (time.perf_counter() - t0) * 1e3, "cudnn_prefetch": prefetched}
+    lap("order")
+    timing = {"lookup_ms": (t_lap - t0) * 1e3, "lookup_parts": laps, "cudnn_prefetch": prefetched}
     later = {} if limited else None
     if later is not None:
         # candidates the cost model predicts clearly slower are measured in the background (as deferred ones)

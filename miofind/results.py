@@ -55,7 +55,8 @@ class FindResult(list):
     "predicted" (no measurement: ``basis`` says how the times were predicted; "model" for the learned
     cost model, whose version ``model_version`` names). A benchmarked result has ``timing``, where
     the find's time went (``miofind.find.benchmark``: lookup, select, setup, configs, compile, reference,
-    measure with its verify and timing, and store in ms, and per candidate); None otherwise."""
+    measure with its verify and timing, and store in ms, and per candidate; ``lookup_parts``: lookup_ms split
+    into entry, device, candidates, db, reads, cudnn_prefetch and order); None otherwise."""
 
     def __init__(self, items=(), *, problem=None, source="find", failures=(), elapsed_ms=0.0, stored=False,
                  db_layer=None, basis=None, mode=None, timing=None, model_version=None):
