@@ -41,12 +41,24 @@ sys.path.insert(0, str(REPO / "tests" / "core"))
 
 import strategies as S  # noqa: E402  (tests/core/strategies.py)
 
+from miofind.device import NoGPUError, current_device  # noqa: E402
 from miofind.driver_args import FLAGS, problems_from_driver_args  # noqa: E402
 from miofind.problem import ProblemDescription  # noqa: E402
 from miofind.registry import solvers  # noqa: E402
 
 SLOW_S = 1.0
 SOLVERS = solvers()
+
+
+def _have_gpu() -> bool:
+    try:
+        current_device()
+        return True
+    except NoGPUError:
+        return False
+
+
+HAVE_GPU = _have_gpu()
 # CUDA's launch limits (grid x 2^31-1, grid y/z 65535, 1024 threads a block)
 GRID_MAX = (2**31 - 1, 65535, 65535)
 BLOCK_MAX = 1024
@@ -270,6 +282,7 @@ class Campaign:
         self.bad_messages: list[dict] = []
         self.slow: list[dict] = []
         self.applicable = Counter()
+        self.needs_gpu = Counter()     # cuDNN solutions asked on a host without a GPU: NoGPUError, as they should
         self.reasons: dict[str, Counter] = defaultdict(Counter)
         self.problems_checked = 0
 
@@ -356,7 +369,11 @@ class Campaign:
             ok, ws = self.call(f"workspace_bytes[{s.id}]", p, s.workspace_bytes, p, allowed=())
             if ok and (not isinstance(ws, int) or not 0 <= ws < 2**63):
                 self.fail(f"workspace_bytes[{s.id}]", p, "workspace is not an integer in [0, 2^63)")
-            ok, sol = self.call(f"get_solution[{s.id}]", p, s.get_solution, p, allowed=())
+            # a cuDNN solution is the plans cuDNN builds on the current device: without a GPU, NoGPUError (one line)
+            ok, sol = self.call(f"get_solution[{s.id}]", p, s.get_solution, p,
+                                allowed=(NoGPUError,) if s.family == "cudnn" and not HAVE_GPU else ())
+            if not ok and isinstance(sol, NoGPUError):
+                self.needs_gpu[s.id] += 1
             if ok:
                 for ki in sol.kernels:
                     if any(not 1 <= g <= m for g, m in zip(ki.grid, GRID_MAX)) or \
@@ -500,6 +517,7 @@ def write(c: Campaign, wall: float, counts, out: Path, command: str) -> dict:
         "problems_checked": c.problems_checked,
         "solver_calls": {k: v for k, v in sorted(c.calls.items()) if "[" in k},
         "applicable_per_solver": dict(sorted(c.applicable.items())),
+        "have_gpu": HAVE_GPU, "no_gpu_errors_per_solver": dict(sorted(c.needs_gpu.items())),
         "max_call_seconds": {k: round(v, 4) for k, v in sorted(c.max_s.items())},
         "slowest_call_input": c.max_at,
         "calls_over_1s": c.slow,
@@ -553,6 +571,9 @@ def write(c: Campaign, wall: float, counts, out: Path, command: str) -> dict:
     for sid in never:
         why, n = c.reasons[sid].most_common(1)[0] if c.reasons[sid] else ("", 0)
         lines.append(f"| {sid} | 0 (most common reason: \"{why} ...\", {n:,} of its checks) |")
+    if c.needs_gpu:
+        lines += ["", "Without a GPU here (no CUDA device), the cuDNN solvers' get_solution raised NoGPUError, a one-line "
+                  "error: " + ", ".join(f"{sid} {n:,}" for sid, n in sorted(c.needs_gpu.items())) + "."]
     for r in unexpected:
         lines += ["", f"- {r['kind']}: {r['exception']} at {r['where']} x{r['count']}: {r['examples'][:1]}"]
     (out / "summary.md").write_text("\n".join(lines) + "\n")

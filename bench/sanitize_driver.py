@@ -66,6 +66,8 @@ TINY = {
     "nchw_s2": dict(n=2, c=16, k=24, in_size=(9, 9), filter_size=3, pads=1, strides=2, layout="NCHW", dtype="FP16"),
     "nchw_tf32": dict(n=2, c=64, k=64, in_size=(15, 13), filter_size=3, pads=1, layout="NCHW", dtype="FP32",
                       math="tf32"),
+    # channels-first FP16 narrow (the swapped-operand wrappers: forward C % 64 == 0, backward data dy's K % 64 == 0)
+    "nchw_swap": dict(n=2, c=64, k=64, in_size=(11, 9), filter_size=3, pads=1, layout="NCHW", dtype="FP16"),
 }
 NP_DTYPES = {"FP32": np.float32, "FP16": np.float16}
 

@@ -694,7 +694,7 @@ def _from_arrays_cached(xs, ws, dt, stride, padding, dilation, groups, direction
     if len(xs) not in (3, 4, 5):
         raise _field_error("x.shape", xs, "expected 3 (1D), 4 (2D) or 5 (3D) dimensions")
     if len(ws) != len(xs):
-        raise _field_error("w.shape", ws, f"expected {len(xs)} dimensions like x.shape={xs}")
+        raise _field_error("w.shape", ws, f"expected {len(xs)} dimensions like x.shape={show(xs)}")
     nd = len(xs) - 2
     if layout is None:
         layout = {1: "NCHW", 2: "NCHW", 3: "NCDHW"}[nd]
@@ -707,12 +707,12 @@ def _from_arrays_cached(xs, ws, dt, stride, padding, dilation, groups, direction
         lead, per, filt = ws[0], ws[1], ws[2:]
     if transposed:
         if lead != c:
-            raise _field_error("w.shape", ws, f"a transposed convolution's weights lead with C={c}")
+            raise _field_error("w.shape", ws, f"a transposed convolution's weights lead with C={show(c)}")
         k = per * groups
     else:
         k = lead
         if per * groups != c:
-            raise _field_error("w.shape", ws, f"weights carry {per} channels per group but x has C={c} and groups={groups}")
+            raise _field_error("w.shape", ws, f"weights carry {show(per)} channels per group but x has C={show(c)} and groups={show(groups)}")
     return ProblemDescription.make(direction, n=n, c=c, k=k, in_size=spatial, filter_size=filt, pads=padding,
                                    strides=stride, dilations=dilation, groups=groups, layout=layout, dtype=dt,
                                    math=math, transposed=transposed, output_padding=output_padding)

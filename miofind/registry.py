@@ -59,6 +59,8 @@ _ROWS: tuple[tuple[int, str, str | None, str], ...] = (
     (42, "ConvImplicitGemmHopperWrwNchw", "implicit_gemm_hopper_nchw_wrw:ImplicitGemmHopperWrwNchw", "W"),
     (43, "ConvImplicitGemmHopperFwdTf32RnNchw", "implicit_gemm_hopper_nchw_fwd_tf32_rn:ImplicitGemmHopperFwdTf32RnNchw", "F"),
     (44, "ConvImplicitGemmHopperBwdTf32RnNchw", "implicit_gemm_hopper_nchw_bwd_tf32_rn:ImplicitGemmHopperBwdTf32RnNchw", "B"),
+    (45, "ConvImplicitGemmHopperFwdSwapNchw", "implicit_gemm_hopper_nchw_fwd_swap:ImplicitGemmHopperFwdSwapNchw", "F"),
+    (46, "ConvImplicitGemmHopperBwdSwapNchw", "implicit_gemm_hopper_nchw_bwd_swap:ImplicitGemmHopperBwdSwapNchw", "B"),
 )
 
 

@@ -269,7 +269,12 @@ def versions() -> str:
 
 def _device_id() -> int:
     import cupy
-    return cupy.cuda.Device().id
+    try:
+        return cupy.cuda.Device().id
+    except cupy.cuda.runtime.CUDARuntimeError:
+        from miofind.device import current_device
+        current_device()    # NoGPUError where CUDA is not usable: one line, naming what works without a GPU
+        raise
 
 
 def _workspace_ptr(name: str, need: int, workspace) -> int:

@@ -51,6 +51,10 @@ def _matrix():
     for d in "FB":
         probs.append(ProblemDescription.make(d, n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1,
                                              layout="NCHW", dtype="FP32", math="tf32"))
+    # ... and a narrow channels-first FP16 layer (the swapped-operand solvers' NCHW wrappers)
+    for d in "FB":
+        probs.append(ProblemDescription.make(d, n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1,
+                                             layout="NCHW", dtype="FP16"))
     # fused forward problems (bias, activation): the solvers with a fused epilogue
     for kw in SHAPES.values():
         for lay in layouts_for(kw):

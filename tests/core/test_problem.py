@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import types
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -406,6 +408,21 @@ def test_from_arrays_rejects(x, w, kw, match):
         return
     with pytest.raises(ValueError, match=match):
         P.from_arrays(x, w, **kw)
+
+
+@pytest.mark.parametrize("xs,ws,kw,field", [
+    # a value past Python's 4300-digit str limit in the message's own text (found by bench/fuzz_campaign.py)
+    ((6, 6, 8, 8), (1, 6, 3, 3), dict(groups=10**5000), "groups=<a 16610-bit integer>"),
+    # an over-long x.shape quoted in the w.shape message
+    ((-10**30, -10**300, 129), (10**5000, 17), {}, "x.shape=(-1000000000000000000000000000000, <a 997-bit integer>, 129)"),
+    ((6, 6, 8, 8), (10**5000, 6, 3, 3), dict(transposed=True), "w.shape=(<a 16610-bit integer>, 6, 3, 3)"),
+])
+def test_from_arrays_huge_values_give_short_messages(xs, ws, kw, field):
+    shaped = lambda shape: types.SimpleNamespace(shape=shape, dtype=np.dtype(np.float32))
+    with pytest.raises(ValueError) as e:
+        P.from_arrays(shaped(xs), shaped(ws), **kw)
+    msg = str(e.value)
+    assert field in msg and len(msg) < 300 and "\n" not in msg and "Exceeds the limit" not in msg, msg
 
 
 def test_from_arrays_tf32_needs_fp32():

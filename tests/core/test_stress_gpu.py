@@ -140,7 +140,12 @@ def problem_pool(seed: int, count: int = POOL_SIZE) -> list[P]:
                    math="tf32"),
             P.make("B", n=2, c=24, k=32, in_size=(10, 7), filter_size=3, pads=1, layout="NCHW", dtype="FP32",
                    math="tf32"),
-            P.make("B", n=1, c=16, k=64, in_size=(6, 9), filter_size=3, pads=1, layout="NCHW", dtype="FP32", math="tf32")]
+            P.make("B", n=1, c=16, k=64, in_size=(6, 9), filter_size=3, pads=1, layout="NCHW", dtype="FP32", math="tf32"),
+            # the swapped-operand wrappers' (NCHW 16-bit narrow layers; backward data at stride 1)
+            P.make("F", n=2, c=64, k=24, in_size=(9, 11), filter_size=3, pads=1, layout="NCHW", dtype="FP16"),
+            P.make("F", n=1, c=64, k=72, in_size=(7, 6), filter_size=1, strides=2, layout="NCHW", dtype="FP16"),
+            P.make("B", n=2, c=24, k=64, in_size=(10, 7), filter_size=3, pads=1, layout="NCHW", dtype="FP16"),
+            P.make("B", n=1, c=16, k=128, in_size=(6, 9), filter_size=3, pads=1, layout="NCHW", dtype="FP16")]
     return out
 
 

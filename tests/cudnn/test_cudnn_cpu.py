@@ -1087,3 +1087,29 @@ def test_prefetch_lists_and_builds_in_a_thread(how, fake, monkeypatch):
     assert cudnn_base.prefetch(p, 2) is None                      # cached: nothing more to start
     monkeypatch.setattr(launch, "native", lambda: None)           # no C listing: the thread would wait for the GIL
     assert cudnn_base.prefetch(P("F", n=2, c=8, k=8, in_size=(6, 6), filter_size=3, pads=1), 2) is None
+
+
+def test_no_gpu_gives_one_line_no_gpu_error(monkeypatch):
+    """A cuDNN solution is plans built on the current device: where CUDA is unusable, asking for one (the device's
+    id) raises miofind's NoGPUError, naming what works without a GPU, not CuPy's CUDARuntimeError from deep inside
+    (found by bench/fuzz_campaign.py on a host without a GPU)."""
+    import cupy
+
+    from miofind import device
+
+    class NoDevice:
+        def __init__(self, *a):
+            raise cupy.cuda.runtime.CUDARuntimeError(35)      # cudaErrorInsufficientDriver
+
+    class OneDevice:
+        id = 3
+
+    def no_gpu(*a):
+        raise device.NoGPUError("no usable GPU (stand-in); " + device.WITHOUT_GPU)
+
+    monkeypatch.setattr(device, "current_device", no_gpu)
+    monkeypatch.setattr(cupy.cuda, "Device", OneDevice)
+    assert cudnn_base._device_id() == 3                       # control: a device, its id
+    monkeypatch.setattr(cupy.cuda, "Device", NoDevice)
+    with pytest.raises(device.NoGPUError, match=r"^no usable GPU .*still work$"):
+        cudnn_base._device_id()

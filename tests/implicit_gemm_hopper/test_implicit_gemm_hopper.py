@@ -40,8 +40,10 @@ ACCEPTED = {"ConvImplicitGemmHopperFwd": 18, "ConvImplicitGemmHopperBwd": 18, "C
             "ConvImplicitGemmHopperFwdTf32Rn": 0, "ConvImplicitGemmHopperBwdTf32Rn": 0,
             # NCHW: the same cases channels-first but n1_1x1 (1x1 stride 1: the GEMM solvers), test_nchw.py
             "ConvImplicitGemmHopperFwdNchw": 16, "ConvImplicitGemmHopperBwdNchw": 16, "ConvImplicitGemmHopperWrwNchw": 16,
-            "ConvImplicitGemmHopperFwdTf32RnNchw": 0, "ConvImplicitGemmHopperBwdTf32RnNchw": 0}
-ACCEPTED_DIGEST = "16399ac1"
+            "ConvImplicitGemmHopperFwdTf32RnNchw": 0, "ConvImplicitGemmHopperBwdTf32RnNchw": 0,
+            # the swapped-operand wrappers: what their NHWC solvers take, channels-first
+            "ConvImplicitGemmHopperFwdSwapNchw": 0, "ConvImplicitGemmHopperBwdSwapNchw": 2}
+ACCEPTED_DIGEST = "f7cbf121"
 
 
 def _nhwc(dt="FP16", **kw):
@@ -58,6 +60,7 @@ def test_registered_after_existing():
     assert rows["ConvImplicitGemmHopperBwdTf32Rn"] == 39 and rows["ConvImplicitGemmHopperFwdNchw"] == 40
     assert rows["ConvImplicitGemmHopperBwdNchw"] == 41 and rows["ConvImplicitGemmHopperWrwNchw"] == 42
     assert rows["ConvImplicitGemmHopperFwdTf32RnNchw"] == 43 and rows["ConvImplicitGemmHopperBwdTf32RnNchw"] == 44
+    assert rows["ConvImplicitGemmHopperFwdSwapNchw"] == 45 and rows["ConvImplicitGemmHopperBwdSwapNchw"] == 46
     assert max(n for i, n in rows.items() if "Hopper" not in i and "SmallC" not in i) == 28
     assert [s.id for s in HOPPER] == ["ConvImplicitGemmHopperFwd", "ConvImplicitGemmHopperBwd",
                                       "ConvImplicitGemmHopperWrw", "ConvImplicitGemmHopperFwdBiasActiv",
@@ -65,7 +68,8 @@ def test_registered_after_existing():
                                       "ConvImplicitGemmHopperBwdSwap", "ConvImplicitGemmHopperFwdTf32Rn",
                                       "ConvImplicitGemmHopperBwdTf32Rn", "ConvImplicitGemmHopperFwdNchw",
                                       "ConvImplicitGemmHopperBwdNchw", "ConvImplicitGemmHopperWrwNchw",
-                                      "ConvImplicitGemmHopperFwdTf32RnNchw", "ConvImplicitGemmHopperBwdTf32RnNchw"]
+                                      "ConvImplicitGemmHopperFwdTf32RnNchw", "ConvImplicitGemmHopperBwdTf32RnNchw",
+                                      "ConvImplicitGemmHopperFwdSwapNchw", "ConvImplicitGemmHopperBwdSwapNchw"]
 
 
 def test_claims_pinned(no_gpu_arch):

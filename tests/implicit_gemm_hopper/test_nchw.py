@@ -24,6 +24,8 @@ WRAPS = {
     "ConvImplicitGemmHopperWrwNchw": ("ConvImplicitGemmHopperWrw", "W", (("FP16", "strict"), ("BF16", "strict"))),
     "ConvImplicitGemmHopperFwdTf32RnNchw": ("ConvImplicitGemmHopperFwdTf32Rn", "F", (("FP32", "tf32"),)),
     "ConvImplicitGemmHopperBwdTf32RnNchw": ("ConvImplicitGemmHopperBwdTf32Rn", "B", (("FP32", "tf32"),)),
+    "ConvImplicitGemmHopperFwdSwapNchw": ("ConvImplicitGemmHopperFwdSwap", "F", (("FP16", "strict"), ("BF16", "strict"))),
+    "ConvImplicitGemmHopperBwdSwapNchw": ("ConvImplicitGemmHopperBwdSwap", "B", (("FP16", "strict"), ("BF16", "strict"))),
 }
 
 # 16-bit cases (C and K multiples of 8): tails in M, N and K, strides (backward data's phases), a strided 1x1 filter
@@ -45,29 +47,52 @@ TF32_CASES = {
           "3x3_k256": dict(n=3, c=128, k=256, in_size=(14, 14), filter_size=3, pads=1),
           "5x5_dil": dict(n=2, c=24, k=32, in_size=(17, 16), filter_size=5, pads=3, dilations=2)},
 }
+# the swapped-operand solvers' narrow layers (test_swap.py): forward C a multiple of 64 and K <= 128 (a tail of 8
+# channels, a strided 1x1 filter, dilation, several tiles per persistent block); backward data at stride 1, dy's channels
+# a multiple of 64 and dx's at most 128 (dilation, no padding, three K tiles)
+SWAP_CASES = {
+    "F": {"k72_tail": dict(n=2, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1),
+          "1x1_s2": dict(n=2, c=128, k=128, in_size=(14, 13), filter_size=1, strides=2),
+          "5x5_dil": dict(n=2, c=64, k=24, in_size=(17, 16), filter_size=5, pads=3, dilations=2),
+          "many_tiles": dict(n=10, c=64, k=64, in_size=(64, 64), filter_size=3, pads=1)},
+    "B": {"b_c72": dict(n=2, c=72, k=64, in_size=(15, 13), filter_size=3, pads=1),
+          "b_dil": dict(n=2, c=24, k=64, in_size=(17, 16), filter_size=5, pads=3, dilations=2),
+          "b_pad0": dict(n=2, c=64, k=64, in_size=(12, 12), filter_size=3),
+          "b_k192": dict(n=2, c=64, k=192, in_size=(32, 32), filter_size=3, pads=1)},
+}
 
 
 def _p(direction, dt="FP16", math="strict", layout="NCHW", **kw):
     return ProblemDescription.make(direction, layout=layout, dtype=dt, math=math, **kw)
 
 
+def _shapes(sid, d, dt):
+    """The cases of a wrapper's direction and data type: {name: ProblemDescription.make keywords}."""
+    if "Swap" in sid:
+        return SWAP_CASES[d]
+    return TF32_CASES[d] if dt == "FP32" else CASES
+
+
+def _first(sid, d, dt):
+    """The name of a case every such wrapper takes with copies of x, w and y: tails in M, N and K."""
+    if "Swap" in sid:
+        return "k72_tail" if d == "F" else "b_c72"
+    return "3x3_c72" if dt == "FP32" and d == "B" else "3x3_tail"
+
+
 def _gpu_cases():
-    out = []
-    for sid, (_, d, modes) in WRAPS.items():
-        for dt, math in modes:
-            shapes = TF32_CASES[d] if dt == "FP32" else CASES
-            out += [(sid, d, dt, math, name) for name in sorted(shapes)]
-    return out
+    return [(sid, d, dt, math, name) for sid, (_, d, modes) in WRAPS.items() for dt, math in modes
+            for name in sorted(_shapes(sid, d, dt))]
 
 
-def _kw(d, dt, name):
-    return (TF32_CASES[d] if dt == "FP32" else CASES)[name]
+def _kw(sid, d, dt, name):
+    return _shapes(sid, d, dt)[name]
 
 
 
 def test_registered():
     rows = {r.id: r.number for r in registry()}
-    assert [rows[sid] for sid in WRAPS] == [40, 41, 42, 43, 44]
+    assert [rows[sid] for sid in WRAPS] == [40, 41, 42, 43, 44, 45, 46]
     for sid, (inner, d, _) in WRAPS.items():
         s = get_solver(sid)
         assert s.family == "implicit_gemm_hopper" and s.inner.id == inner and s.directions == frozenset(d)
@@ -79,7 +104,7 @@ def test_registered():
 @pytest.mark.parametrize("sid,d,dt,math,name", _gpu_cases())
 def test_claims_what_the_nhwc_solver_claims_of_its_view(no_gpu_arch, sid, d, dt, math, name):
     s, inner = get_solver(sid), get_solver(WRAPS[sid][0])
-    kw = _kw(d, dt, name)
+    kw = _kw(sid, d, dt, name)
     assert s.applicability(_p(d, dt, math, **kw)) and inner.applicability(_p(d, dt, math, "NHWC", **kw))
     a = s.applicability(_p(d, dt, math, "NHWC", **kw))
     assert not a and "NCHW x, w and y only" in a.reason
@@ -98,6 +123,11 @@ def test_claims_what_the_nhwc_solver_claims_of_its_view(no_gpu_arch, sid, d, dt,
     ("ConvImplicitGemmHopperWrwNchw", "W", dict(CASES["1x1_s2"], strides=1), "BF16", "strict", "batched GEMM"),
     ("ConvImplicitGemmHopperFwdTf32RnNchw", "F", dict(TF32_CASES["F"]["1x1_s2"], strides=1), "FP32", "tf32",
      "batched GEMM"),
+    # the swapped-operand wrappers: narrow layers only, backward data at stride 1
+    ("ConvImplicitGemmHopperFwdSwapNchw", "F", dict(SWAP_CASES["F"]["k72_tail"], k=136), "FP16", "strict",
+     "more than 128"),
+    ("ConvImplicitGemmHopperBwdSwapNchw", "B", dict(SWAP_CASES["B"]["b_pad0"], pads=1, strides=2), "BF16", "strict",
+     "stride 1 only"),
     # the transpose's grid: at most 65535 batches (here dy's [N][K][P*Q] with N = 70000)
     ("ConvImplicitGemmHopperBwdNchw", "B", dict(CASES["c8"], n=70000), "FP16", "strict", "transpose's grid"),
 ])
@@ -164,7 +194,7 @@ def test_recipe_repoints_the_inner_launches(no_gpu_arch, sid):
     _, d, modes = WRAPS[sid]
     dt, math = modes[0]
     s = get_solver(sid)
-    p = _p(d, dt, math, **(TF32_CASES[d]["3x3_tail" if d == "F" else "3x3_c72"] if dt == "FP32" else CASES["3x3_tail"]))
+    p = _p(d, dt, math, **_kw(sid, d, dt, _first(sid, d, dt)))
     sol = s.get_solution(p)
     isol = s.inner.get_solution(nc.channels_last(p), sol.config)
     isteps, ialign, _ = isol.invoker_factory([FakeKernel() for _ in isol.kernels]).recipe
@@ -188,9 +218,10 @@ def test_nvrtc_sm90a(no_gpu_arch):
     for sid, (_, d, modes) in WRAPS.items():
         dt, math = modes[0]
         s = get_solver(sid)
-        kw = TF32_CASES[d]["1x1_s2" if d == "F" else "3x3_k256"] if dt == "FP32" else CASES["3x3_s2"]
-        for k in s.get_solution(_p(d, dt, math, **kw)).kernels:
-            assert nvrtc_compile(k, arch="sm_90")[:4] == b"\x7fELF", (sid, k.name)
+        shapes = _shapes(sid, d, dt)
+        for name in {_first(sid, d, dt), *({"3x3_s2", "1x1_s2", "3x3_k256"} & set(shapes))}:   # strided: other kernels
+            for k in s.get_solution(_p(d, dt, math, **shapes[name])).kernels:
+                assert nvrtc_compile(k, arch="sm_90")[:4] == b"\x7fELF", (sid, name, k.name)
 
 
 # -- GPU -------------------------------------------------------------------------------------------
@@ -199,7 +230,7 @@ def test_nvrtc_sm90a(no_gpu_arch):
 @pytest.mark.parametrize("sid,d,dt,math,name", _gpu_cases())
 def test_against_float64(sid, d, dt, math, name):
     s = get_solver(sid)
-    p = _p(d, dt, math, **_kw(d, dt, name))
+    p = _p(d, dt, math, **_kw(sid, d, dt, name))
     for cfg in s.find_configs(p):
         err, tol = check_solver(s, p, seed=zlib.crc32(f"{sid}{name}{dt}{cfg}".encode()) & 0xFFFF, config=cfg)
         assert err <= tol, f"{sid} {p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
@@ -216,7 +247,7 @@ def test_bit_for_bit_the_nhwc_solvers_output(sid, d, dt, math, name):
     from miofind.verify import poison, random_array
 
     s = get_solver(sid)
-    kw = _kw(d, dt, name)
+    kw = _kw(sid, d, dt, name)
     p, q = _p(d, dt, math, **kw), _p(d, dt, math, "NHWC", **kw)
     rng = cupy.random.default_rng(zlib.crc32(f"{sid}{name}".encode()) & 0xFFFF)
     sa, sb, so = p.io_shapes()

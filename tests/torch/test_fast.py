@@ -612,6 +612,11 @@ HOPPER_CASES = [
      "ConvImplicitGemmHopperWrwNchw"),
     ("F", dict(n=2, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1), dict(CW=2, dtype="FP32", layout="NCHW"),
      "ConvImplicitGemmHopperFwdTf32RnNchw"),
+    # the swapped-operand wrappers: the forward on the copies; backward data's filter rewrite from the filter's copy
+    ("F", dict(n=2, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1), dict(COOP=1, layout="NCHW"),
+     "ConvImplicitGemmHopperFwdSwapNchw"),
+    ("B", dict(n=2, c=24, k=64, in_size=(17, 16), filter_size=5, pads=3, dilations=2), dict(COOP=0, layout="NCHW"),
+     "ConvImplicitGemmHopperBwdSwapNchw"),
 ]
 
 
