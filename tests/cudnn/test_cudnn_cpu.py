@@ -1093,7 +1093,7 @@ def test_no_gpu_gives_one_line_no_gpu_error(monkeypatch):
     """A cuDNN solution is plans built on the current device: where CUDA is unusable, asking for one (the device's
     id) raises miofind's NoGPUError, naming what works without a GPU, not CuPy's CUDARuntimeError from deep inside
     (found by bench/fuzz_campaign.py on a host without a GPU)."""
-    import cupy
+    cupy = pytest.importorskip("cupy")
 
     from miofind import device
 
