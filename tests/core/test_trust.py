@@ -193,13 +193,18 @@ def current_fingerprints() -> dict:
     return {s.id: {"version": s.version, "fingerprint": fingerprint(s)} for s in solvers()}
 
 
+def stale_fingerprints() -> list[str]:
+    """The solvers whose current fingerprint or version differs from the recorded one."""
+    pinned = json.loads(FINGERPRINTS.read_text())
+    now = current_fingerprints()
+    return [sid for sid in now if pinned.get(sid) != now[sid]]
+
+
 def test_solver_code_changes_are_versioned_consciously():
     """A solver whose code changed (beyond docstrings and comments) since its fingerprint was
     recorded: if its launch behaviour changed (macros, geometry, workspace layout), bump its
     ``version``; either way re-record with ``python tests/core/test_trust.py --record``."""
-    pinned = json.loads(FINGERPRINTS.read_text())
-    now = current_fingerprints()
-    stale = [sid for sid in now if pinned.get(sid) != now[sid]]
+    stale = stale_fingerprints()
     assert not stale, (f"solver code or version changed without a re-recorded fingerprint: {stale}. Bump the "
                        "solver's `version` if its launch behaviour changed, then run "
                        "`python tests/core/test_trust.py --record`.")
@@ -300,6 +305,13 @@ def test_migration_of_records_before_a_source_rename(tmp_path):
         assert got["ConvDirectTiledFwd"].kernel_hash == old
 
 
-if __name__ == "__main__" and "--record" in sys.argv:
-    FINGERPRINTS.write_text(json.dumps(current_fingerprints(), indent=1, sort_keys=True) + "\n")
-    print(f"recorded {FINGERPRINTS}")
+if __name__ == "__main__":
+    # --record writes the fingerprints; without it, the check: the stale solvers listed, exit status 1
+    if "--record" in sys.argv:
+        FINGERPRINTS.write_text(json.dumps(current_fingerprints(), indent=1, sort_keys=True) + "\n")
+        print(f"recorded {FINGERPRINTS}")
+    else:
+        stale = stale_fingerprints()
+        print(f"stale fingerprints: {', '.join(stale)} (bump a solver's version if its launch behaviour changed, then "
+              "--record)" if stale else f"fingerprints of every solver match {FINGERPRINTS}")
+        sys.exit(1 if stale else 0)
