@@ -149,6 +149,9 @@ VARIABLES: tuple[EnvVar, ...] = (
            "channels-first operands copied channels-last in the workspace, the NHWC kernels run on the copies, the output "
            "copied back). Off, an NCHW problem's find and DB answers leave them out, records and all",
            "1 (default), 0", ""),
+    EnvVar("MIOFIND_HOPPER_SWAP_NCHW", "whether the NCHW wrappers of the swapped-operand Hopper solvers (rows 45-46, "
+           "narrow layers) are offered. Off by default until their GPU tests have run: they were written in a session "
+           "without a GPU", "1 (offer them), 0 (default)", ""),
     EnvVar("MIOFIND_LT_BRIDGE", "whether a cuBLASLt-backed solution (im2col GEMM, Winograd) run before cuBLASLt "
            "has set itself up in the process (its first call costs about 100 ms) runs its matmuls with miofind's own "
            "plain GEMM kernel (`kernels_src/gemm_bridge.cu`, only where its binary is in the kernel cache) while a "
@@ -476,6 +479,12 @@ def hopper_tf32() -> bool:
 def hopper_nchw() -> bool:
     """``MIOFIND_HOPPER_NCHW``: whether the Hopper family's NCHW wrappers are offered (1, unset) or not (0)."""
     return _switch("MIOFIND_HOPPER_NCHW", True, "offer the Hopper NCHW wrappers")
+
+
+def hopper_swap_nchw() -> bool:
+    """``MIOFIND_HOPPER_SWAP_NCHW``: whether the NCHW wrappers of the swapped-operand Hopper solvers (rows 45-46) are
+    offered (1) or not (0, unset): off until their GPU tests have run (written in session nov28f, which had no GPU)."""
+    return _switch("MIOFIND_HOPPER_SWAP_NCHW", False, "offer the swapped-operand Hopper NCHW wrappers")
 
 
 def cudnn_defer_rtc() -> bool:

@@ -5,6 +5,8 @@ its filter rewrite, then the swapped forward kernel) run on the copies, dx trans
 
 from __future__ import annotations
 
+from miofind.env import hopper_swap_nchw
+
 from .implicit_gemm_hopper_bwd_swap import ImplicitGemmHopperBwdSwap
 from .implicit_gemm_hopper_nchw import ChannelsFirstHopper
 
@@ -16,3 +18,4 @@ class ImplicitGemmHopperBwdSwapNchw(ChannelsFirstHopper):
     algorithm = ImplicitGemmHopperBwdSwap.algorithm
     directions = ImplicitGemmHopperBwdSwap.directions
     dtypes = ImplicitGemmHopperBwdSwap.dtypes
+    switch = (hopper_swap_nchw, "MIOFIND_HOPPER_SWAP_NCHW")   # off by default: not yet run on a GPU

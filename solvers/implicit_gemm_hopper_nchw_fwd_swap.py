@@ -4,6 +4,8 @@ transposed back (implicit_gemm_hopper_nchw.py). FP16/BF16, at most 128 output ch
 
 from __future__ import annotations
 
+from miofind.env import hopper_swap_nchw
+
 from .implicit_gemm_hopper_fwd_swap import ImplicitGemmHopperFwdSwap
 from .implicit_gemm_hopper_nchw import ChannelsFirstHopper
 
@@ -15,3 +17,4 @@ class ImplicitGemmHopperFwdSwapNchw(ChannelsFirstHopper):
     algorithm = ImplicitGemmHopperFwdSwap.algorithm
     directions = ImplicitGemmHopperFwdSwap.directions
     dtypes = ImplicitGemmHopperFwdSwap.dtypes
+    switch = (hopper_swap_nchw, "MIOFIND_HOPPER_SWAP_NCHW")   # off by default: not yet run on a GPU

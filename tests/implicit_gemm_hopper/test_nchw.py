@@ -62,6 +62,12 @@ SWAP_CASES = {
 }
 
 
+@pytest.fixture(autouse=True)
+def swap_nchw_on(monkeypatch):
+    """The swapped-operand wrappers offered (off by default, MIOFIND_HOPPER_SWAP_NCHW, until their GPU tests have run)."""
+    monkeypatch.setenv("MIOFIND_HOPPER_SWAP_NCHW", "1")
+
+
 def _p(direction, dt="FP16", math="strict", layout="NCHW", **kw):
     return ProblemDescription.make(direction, layout=layout, dtype=dt, math=math, **kw)
 
@@ -145,6 +151,16 @@ def test_switched_off(no_gpu_arch, monkeypatch):
     assert not a and "MIOFIND_HOPPER_NCHW=0" in a.reason
     monkeypatch.setenv("MIOFIND_HOPPER_NCHW", "1")
     assert s.applicability(p)
+
+
+@pytest.mark.parametrize("sid,d", [("ConvImplicitGemmHopperFwdSwapNchw", "F"), ("ConvImplicitGemmHopperBwdSwapNchw", "B")])
+def test_swap_wrappers_off_by_default(no_gpu_arch, monkeypatch, sid, d):
+    p = _p(d, **SWAP_CASES[d][_first(sid, d, "FP16")])
+    assert get_solver(sid).applicability(p)
+    monkeypatch.delenv("MIOFIND_HOPPER_SWAP_NCHW")
+    a = get_solver(sid).applicability(p)
+    assert not a and "MIOFIND_HOPPER_SWAP_NCHW=1" in a.reason
+    assert get_solver(sid.replace("Swap", "")).applicability(p)      # the plain wrapper takes it meanwhile
 
 
 def test_mixed_layouts_rejected(no_gpu_arch):

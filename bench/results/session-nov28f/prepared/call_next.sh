@@ -14,6 +14,7 @@ T0=$(date +%s)
 R=/tmp/r; rm -rf $R
 source scripts/device-env
 export MIOFIND_KERNEL_CACHE=/tmp/mf-kcache MIOFIND_DB=sqlite:////tmp/t-user.sqlite
+export MIOFIND_HOPPER_SWAP_NCHW=1   # the swapped-operand NCHW wrappers, off by default until verified
 save() { tar czf $OUT/r.tgz -C /tmp r; }
 el() { echo $(( $(date +%s) - T0 )); }
 cp "${DB_IN:-finddb/sm_90-132.sqlite}" /tmp/db.sqlite

@@ -10,6 +10,7 @@ T0=$(date +%s)
 R=/tmp/r; rm -rf $R
 source scripts/device-env
 export MIOFIND_KERNEL_CACHE=/tmp/mf-kcache MIOFIND_DB=sqlite:////tmp/t-user.sqlite
+export MIOFIND_HOPPER_SWAP_NCHW=1   # the swapped-operand NCHW wrappers, off by default until verified
 save() { tar czf $OUT/r.tgz -C /tmp r; }
 el() { echo $(( $(date +%s) - T0 )); }
 timeout 170 python3 -m pytest -q -m gpu -n 14 -p no:cacheprovider -p no:benchmark tests/implicit_gemm_hopper/test_nchw.py \
