@@ -8,6 +8,7 @@
 # to measure. (2) The FP16 ratios by the records against the shipped DB. On the CPU afterwards: adopt the final DB
 # (finddb/sm_90-132.sqlite), retrain the cost models (`miofind db train-model --db finddb/sm_90-132.sqlite`, then
 # `--configs`), `python tests/core/test_trust.py`, and update README's swap, TF32 and NCHW paragraphs with the records.
+# EXTRA_SOLVERS: more `--solver ID` arguments (session-nov28f/prepared/call_next.sh passes its two).
 set -uo pipefail
 T0=$(date +%s)
 R=/tmp/r; rm -rf $R
@@ -19,7 +20,7 @@ cp "${DB_IN:-finddb/sm_90-132.sqlite}" /tmp/db.sqlite
 timeout 540 scripts/add-solver-records /tmp/db.sqlite --solver ConvImplicitGemmHopperFwdSwap \
   --solver ConvImplicitGemmHopperBwdSwap --solver ConvImplicitGemmHopperFwdTf32Rn --solver ConvImplicitGemmHopperBwdTf32Rn \
   --solver ConvImplicitGemmHopperFwdNchw --solver ConvImplicitGemmHopperBwdNchw --solver ConvImplicitGemmHopperWrwNchw \
-  --solver ConvImplicitGemmHopperFwdTf32RnNchw --solver ConvImplicitGemmHopperBwdTf32RnNchw \
+  --solver ConvImplicitGemmHopperFwdTf32RnNchw --solver ConvImplicitGemmHopperBwdTf32RnNchw ${EXTRA_SOLVERS:-} \
   --seconds 500 --json $R/add_records.json > $R/add_records.log 2>&1
 echo "add records rc=$? $(el) s"; tail -3 $R/add_records.log | cut -c1-200
 gzip -c /tmp/db.sqlite > $R/db.sqlite.gz; save
