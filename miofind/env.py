@@ -150,8 +150,9 @@ VARIABLES: tuple[EnvVar, ...] = (
            "copied back). Off, an NCHW problem's find and DB answers leave them out, records and all",
            "1 (default), 0", ""),
     EnvVar("MIOFIND_HOPPER_SWAP_NCHW", "whether the NCHW wrappers of the swapped-operand Hopper solvers (rows 45-46, "
-           "narrow layers) are offered. Off by default until their GPU tests have run: they were written in a session "
-           "without a GPU", "1 (offer them), 0 (default)", ""),
+           "narrow layers: the channels-first operands copied channels-last in the workspace, the swapped-operand NHWC "
+           "kernels run on the copies). Off, an NCHW problem's find and DB answers leave them out",
+           "1 (default), 0", ""),
     EnvVar("MIOFIND_LT_BRIDGE", "whether a cuBLASLt-backed solution (im2col GEMM, Winograd) run before cuBLASLt "
            "has set itself up in the process (its first call costs about 100 ms) runs its matmuls with miofind's own "
            "plain GEMM kernel (`kernels_src/gemm_bridge.cu`, only where its binary is in the kernel cache) while a "
@@ -483,8 +484,8 @@ def hopper_nchw() -> bool:
 
 def hopper_swap_nchw() -> bool:
     """``MIOFIND_HOPPER_SWAP_NCHW``: whether the NCHW wrappers of the swapped-operand Hopper solvers (rows 45-46) are
-    offered (1) or not (0, unset): off until their GPU tests have run (written in session nov28f, which had no GPU)."""
-    return _switch("MIOFIND_HOPPER_SWAP_NCHW", False, "offer the swapped-operand Hopper NCHW wrappers")
+    offered (1, unset) or not (0)."""
+    return _switch("MIOFIND_HOPPER_SWAP_NCHW", True, "offer the swapped-operand Hopper NCHW wrappers")
 
 
 def cudnn_defer_rtc() -> bool:

@@ -116,7 +116,7 @@ class ChannelsFirstHopper(Solver):
         if not hopper_nchw():
             return not_applicable("NCHW wrappers off (MIOFIND_HOPPER_NCHW=0)")
         if self.switch is not None and not self.switch[0]():
-            return not_applicable(f"off by default ({self.switch[1]}=1 offers it)")
+            return not_applicable(f"switched off ({self.switch[1]}=0)")
         if math.prod(p.filter_size) == 1 and all(v == 1 for v in p.strides) and not any(p.pads):
             # y[n] = w x[n] on the tensors in place (the GEMM solvers' 1x1 stride-1 case): the copies alone moved 2-4x
             # the bytes and took 3-5x that GEMM's time on ResNet-50's layers (bench/results/session-nov28e/call1)

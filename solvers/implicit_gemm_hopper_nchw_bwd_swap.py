@@ -18,4 +18,4 @@ class ImplicitGemmHopperBwdSwapNchw(ChannelsFirstHopper):
     algorithm = ImplicitGemmHopperBwdSwap.algorithm
     directions = ImplicitGemmHopperBwdSwap.directions
     dtypes = ImplicitGemmHopperBwdSwap.dtypes
-    switch = (hopper_swap_nchw, "MIOFIND_HOPPER_SWAP_NCHW")   # off by default: not yet run on a GPU
+    switch = (hopper_swap_nchw, "MIOFIND_HOPPER_SWAP_NCHW")

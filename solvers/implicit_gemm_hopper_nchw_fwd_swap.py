@@ -17,4 +17,4 @@ class ImplicitGemmHopperFwdSwapNchw(ChannelsFirstHopper):
     algorithm = ImplicitGemmHopperFwdSwap.algorithm
     directions = ImplicitGemmHopperFwdSwap.directions
     dtypes = ImplicitGemmHopperFwdSwap.dtypes
-    switch = (hopper_swap_nchw, "MIOFIND_HOPPER_SWAP_NCHW")   # off by default: not yet run on a GPU
+    switch = (hopper_swap_nchw, "MIOFIND_HOPPER_SWAP_NCHW")

@@ -70,7 +70,6 @@ MAX_VARIANTS_PER_SOLVER = 16   # bounds CI time: sizes are macros, so every prob
 def _kernels():
     with pytest.MonkeyPatch.context() as mp:     # the Hopper TF32 solvers offered (off by default) while it is built
         mp.setenv("MIOFIND_HOPPER_TF32", "1")
-        mp.setenv("MIOFIND_HOPPER_SWAP_NCHW", "1")     # and the swapped-operand NCHW wrappers (off by default)
         return _collect()
 
 

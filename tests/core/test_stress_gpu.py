@@ -151,10 +151,8 @@ def problem_pool(seed: int, count: int = POOL_SIZE) -> list[P]:
 
 @pytest.fixture(autouse=True)
 def hopper_tf32_on(monkeypatch):
-    """Every solver includes the Hopper TF32 ones and the swapped-operand NCHW wrappers, off by default
-    (MIOFIND_HOPPER_TF32, MIOFIND_HOPPER_SWAP_NCHW)."""
+    """Every solver includes the Hopper TF32 ones, off by default (MIOFIND_HOPPER_TF32)."""
     monkeypatch.setenv("MIOFIND_HOPPER_TF32", "1")
-    monkeypatch.setenv("MIOFIND_HOPPER_SWAP_NCHW", "1")
 
 
 @dataclass(frozen=True)

@@ -41,9 +41,9 @@ ACCEPTED = {"ConvImplicitGemmHopperFwd": 18, "ConvImplicitGemmHopperBwd": 18, "C
             # NCHW: the same cases channels-first but n1_1x1 (1x1 stride 1: the GEMM solvers), test_nchw.py
             "ConvImplicitGemmHopperFwdNchw": 16, "ConvImplicitGemmHopperBwdNchw": 16, "ConvImplicitGemmHopperWrwNchw": 16,
             "ConvImplicitGemmHopperFwdTf32RnNchw": 0, "ConvImplicitGemmHopperBwdTf32RnNchw": 0,
-            # the swapped-operand wrappers: off by default (MIOFIND_HOPPER_SWAP_NCHW; their claims: test_nchw.py)
-            "ConvImplicitGemmHopperFwdSwapNchw": 0, "ConvImplicitGemmHopperBwdSwapNchw": 0}
-ACCEPTED_DIGEST = "16399ac1"
+            # the swapped-operand wrappers: as their NHWC solvers (their own claims: test_nchw.py)
+            "ConvImplicitGemmHopperFwdSwapNchw": 0, "ConvImplicitGemmHopperBwdSwapNchw": 2}
+ACCEPTED_DIGEST = "f7cbf121"
 
 
 def _nhwc(dt="FP16", **kw):

@@ -63,9 +63,9 @@ SWAP_CASES = {
 
 
 @pytest.fixture(autouse=True)
-def swap_nchw_on(monkeypatch):
-    """The swapped-operand wrappers offered (off by default, MIOFIND_HOPPER_SWAP_NCHW, until their GPU tests have run)."""
-    monkeypatch.setenv("MIOFIND_HOPPER_SWAP_NCHW", "1")
+def swap_nchw_default(monkeypatch):
+    """MIOFIND_HOPPER_SWAP_NCHW unset: the swapped-operand wrappers offered, as by default."""
+    monkeypatch.delenv("MIOFIND_HOPPER_SWAP_NCHW", raising=False)
 
 
 def _p(direction, dt="FP16", math="strict", layout="NCHW", **kw):
@@ -154,13 +154,13 @@ def test_switched_off(no_gpu_arch, monkeypatch):
 
 
 @pytest.mark.parametrize("sid,d", [("ConvImplicitGemmHopperFwdSwapNchw", "F"), ("ConvImplicitGemmHopperBwdSwapNchw", "B")])
-def test_swap_wrappers_off_by_default(no_gpu_arch, monkeypatch, sid, d):
+def test_swap_wrappers_switched_off(no_gpu_arch, monkeypatch, sid, d):
     p = _p(d, **SWAP_CASES[d][_first(sid, d, "FP16")])
     assert get_solver(sid).applicability(p)
-    monkeypatch.delenv("MIOFIND_HOPPER_SWAP_NCHW")
+    monkeypatch.setenv("MIOFIND_HOPPER_SWAP_NCHW", "0")
     a = get_solver(sid).applicability(p)
-    assert not a and "MIOFIND_HOPPER_SWAP_NCHW=1" in a.reason
-    assert get_solver(sid.replace("Swap", "")).applicability(p)      # the plain wrapper takes it meanwhile
+    assert not a and "MIOFIND_HOPPER_SWAP_NCHW=0" in a.reason
+    assert get_solver(sid.replace("Swap", "")).applicability(p)      # the plain wrapper still takes it
 
 
 def test_mixed_layouts_rejected(no_gpu_arch):

@@ -645,7 +645,6 @@ def test_hopper_tensor_map_kernels_launch_from_cpp(ext, case, monkeypatch):
     """A Hopper solution with tensor maps (TMA configs; split ones through the workspace; backward-data by stride
     phase) launched by the extension from its recipe, the maps encoded in C++: bit for bit the Python invoker's
     output, on poisoned memory, on new contents of the same buffers (maps kept by address) and on new buffers."""
-    monkeypatch.setenv("MIOFIND_HOPPER_SWAP_NCHW", "1")     # the swapped-operand NCHW wrappers (off by default)
     import types
 
     from miofind.invokers import build_invoker
