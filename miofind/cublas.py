@@ -245,20 +245,85 @@ _setup: threading.Thread | None = None
 _lt_ready = False       # a heuristic query has returned in this process (or the set-up thread ended): no bridge
 
 
-def prefetch_lt() -> None:
+def prefetch_lt(kinds=()) -> None:
     """Start cuBLASLt's set-up for this process on the current device in a background thread, once. The first
     heuristic query of a process costs about 100 ms of the library's own set-up whatever the shape (a kept
     algorithm does not avoid it: ``bench/results/session-hostaware/``); its ctypes calls release the GIL, so a
     find that will plan a cuBLASLt GEMM starts it first and lists its other candidates' configs (cuDNN's
     planning) meanwhile. A later ``LtGemm`` finds the library set up, or waits inside cuBLASLt for the rest.
+    ``kinds``: the (A/B type, C type, compute type) triples of the GEMMs the caller will plan (``gemm_kinds``), each
+    queried once per process in a thread after the set-up (``query_kinds``).
     Never raises: a failure here is met again, and reported, by the GEMM that needs the library."""
     if _setup is not None or _lt_ready:
+        if kinds:
+            query_kinds(kinds)
         return
     try:
         dev = runtime().getDevice()
     except Exception:
         return
     start_setup(dev)
+    if kinds:
+        query_kinds(kinds, dev)
+
+
+def gemm_kinds(dtype: str, math: str) -> tuple[tuple[int, int, int], ...]:
+    """The (A/B type, C type, compute type) triples of the cuBLASLt GEMMs that the GEMM and Winograd solvers plan
+    for a problem of data type ``dtype`` ("FP32", "FP16", "BF16") and ``math`` ("strict", "tf32"), as
+    ``solvers/gemm_base.Blas`` makes them: C in the data type, and for 16-bit data also in float."""
+    io = {"FP32": R_32F, "FP16": R_16F, "BF16": R_16BF}.get(dtype)
+    if io is None:
+        return ()
+    if io == R_32F:
+        return ((R_32F, R_32F, COMPUTE_32F_FAST_TF32 if math == "tf32" else COMPUTE_32F),)
+    return ((io, io, COMPUTE_32F), (io, R_32F, COMPUTE_32F))
+
+
+# The first heuristic query of another type or compute type costs more again after the set-up's FP32 query: on an
+# H200, FP16 94-120 ms, BF16 70-101 ms, TF32 18-83 ms, then 3-14 ms in the first call's module load
+# (bench/results/session-nov28g/call5_lt_probe/probe.txt). A find of a 16-bit problem whose GEMM candidate was
+# verified last still waited 104-198 ms in it (session-nov28g/call3_cold: a fresh process's find)
+_kinds_queried: set[tuple[int, int, int]] = set()
+_kind_threads: list[threading.Thread] = []
+
+
+def query_kinds(kinds, dev: int | None = None) -> None:
+    """Make the first heuristic query of each GEMM kind in ``kinds`` not yet asked for in this process, in a
+    background thread that first waits for the set-up thread. Never raises."""
+    with _lock:
+        new = tuple(k for k in dict.fromkeys(kinds) if k not in _kinds_queried)
+        _kinds_queried.update(new)
+    if not new:
+        return
+    try:
+        dev = runtime().getDevice() if dev is None else dev
+        t = threading.Thread(target=_query_kinds, args=(dev, new), name="miofind-cublaslt-kinds", daemon=True)
+        _join_at_exit()
+        with _lock:
+            _kind_threads.append(t)
+        t.start()
+    except Exception:   # no thread (interpreter shutdown): each GEMM's own first query pays it
+        pass
+
+
+def _query_kinds(dev: int, kinds) -> None:
+    try:
+        setup = _setup
+        if setup is not None and setup is not threading.current_thread():
+            setup.join()
+        from .nvlib import relaxed_capture_mode
+
+        relaxed_capture_mode()
+        runtime().setDevice(dev)
+        for ab, c, compute in kinds:
+            try:
+                g = LtGemm(OP["N"], OP["N"], 64, 64, 64, ab, 64, 0, 64, 0, c, 64, 0, 1, compute, 0,
+                           ab != R_32F and c != R_32F)
+                g._plan((256, 256, 256))
+            except Exception:   # noqa: BLE001  the GEMM that needs this kind meets it again and reports it
+                pass
+    except Exception:   # noqa: BLE001
+        pass
 
 
 def start_setup(dev: int) -> None:
@@ -271,12 +336,23 @@ def start_setup(dev: int) -> None:
             return
         _setup = threading.Thread(target=_set_up_lt, args=(dev,), name="miofind-cublaslt-setup", daemon=True)
     try:
-        import atexit
-
-        atexit.register(_join_setup)
+        _join_at_exit()
         _setup.start()
     except Exception:   # no thread (interpreter shutdown): calls plan cuBLASLt themselves, none waits on the bridge
         _lt_ready = True
+
+
+_exit_hook: list = []
+
+
+def _join_at_exit() -> None:
+    """Register ``_join_setup`` to run at exit, once per process."""
+    with _lock:
+        if not _exit_hook:
+            import atexit
+
+            atexit.register(_join_setup)
+            _exit_hook.append(True)
 
 
 def settle(timeout: float = 60.0) -> None:
@@ -289,10 +365,11 @@ def settle(timeout: float = 60.0) -> None:
 
 
 def _join_setup() -> None:
-    """At exit: a process must not tear CUDA down while the set-up thread is inside cuBLASLt (a crash at exit)."""
-    t = _setup
-    if t is not None and t.is_alive():
-        t.join(30)
+    """At exit: a process must not tear CUDA down while the set-up thread (or a kinds thread, ``query_kinds``) is
+    inside cuBLASLt (a crash at exit)."""
+    for t in [_setup, *_kind_threads]:
+        if t is not None and t.is_alive():
+            t.join(30)
 
 
 def _set_up_lt(dev: int) -> None:

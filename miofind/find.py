@@ -544,7 +544,8 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
     # after the benchmark, their import started now in a thread.
     if any(s.family in LT_FAMILIES for s in cands):
         from . import cublas
-        cublas.prefetch_lt()   # cuBLASLt's once-per-process set-up overlaps the rest of the miss
+        # cuBLASLt's once-per-process set-up, and its first query of this problem's GEMM kinds, overlap the miss
+        cublas.prefetch_lt(cublas.gemm_kinds(problem.dtype, problem.math))
     reads, writer = dbs, None
     if reads is None:
         reads = _fast_reads(db, dev)
