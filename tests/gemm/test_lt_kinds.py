@@ -137,7 +137,8 @@ g = cublas.LtGemm(cublas.OP["N"], cublas.OP["N"], m, n, kk, cublas.R_16F, m, 0, 
                   cublas.COMPUTE_32F, 0, False)
 dc = cupy.full((n, m), cupy.nan, dtype=cupy.float32)
 s = cupy.cuda.Stream(non_blocking=True)
-g.call(s.ptr, cupy.asarray(a).data.ptr, cupy.asarray(b).data.ptr, dc.data.ptr)
+da, db = cupy.asarray(a), cupy.asarray(b)     # kept: the call reads them after this line
+g.call(s.ptr, da.data.ptr, db.data.ptr, dc.data.ptr)
 s.synchronize()
 ref = b.astype(np.float64) @ a.astype(np.float64)
 err = float(np.abs(cupy.asnumpy(dc) - ref).max() / np.abs(ref).max())
