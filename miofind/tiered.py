@@ -294,8 +294,17 @@ def _specialise(problem, solver, config, generic_sol, store, measure, device):
                  spec.time_ms, f"{gen_ms:.4f} ms" if generic_sol is not None else "failure")
         return spec
     except Exception as e:
-        log.warning("specialising %s for %s failed: %s", solver.id, problem.key(), e)
+        if _exiting(e):     # the process ends while the job runs: the next process's find specialises it
+            log.info("specialising %s for %s stopped: the process is exiting", solver.id, problem.key())
+        else:
+            log.warning("specialising %s for %s failed: %s", solver.id, problem.key(), e)
         return None
+
+
+def _exiting(e: BaseException) -> bool:
+    """Whether ``e`` is Python refusing new threads, pools or exit hooks because the interpreter is shutting down
+    (a background job still running when a short script ends)."""
+    return isinstance(e, RuntimeError) and ("after shutdown" in str(e) or "interpreter shutdown" in str(e))
 
 
 def config_listing(problem, solver, measured=()):

@@ -120,6 +120,25 @@ def test_a_failing_specialisation_is_logged_not_raised(fakes, monkeypatch, caplo
     assert job.result(10) is None and "nvrtc says no" in caplog.text
 
 
+def test_a_specialisation_cut_by_the_process_exit_is_no_warning(fakes, monkeypatch, caplog):
+    """A short script's exit stops a background job (Python refuses new pools and exit hooks then): logged as info,
+    not as a failed specialisation."""
+    import logging
+
+    _prep(P, "ConvImplicitGemmFwd", "background")
+
+    def exiting(kernels):
+        raise RuntimeError("can't register atexit after shutdown")
+
+    monkeypatch.setattr(tiered, "_compile_apart", exiting)
+    caplog.set_level(logging.INFO, logger="miofind")
+    (job,) = tiered.after_find(P, [_gen_solution(P, "ConvImplicitGemmFwd", 1.0)], store=print,
+                               mode="background", measure=lambda *a: None)
+    assert job.result(10) is None
+    assert "the process is exiting" in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+
+
 def test_env_specialize(monkeypatch):
     monkeypatch.delenv("MIOFIND_SPECIALIZE", raising=False)
     assert env.specialize() == "background"
