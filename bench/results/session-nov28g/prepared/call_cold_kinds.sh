@@ -24,5 +24,5 @@ sed -n '/^| layer | type | dir | torch/,/^$/p' $R/cold/bench_cold.md
 left=$(( 570 - $(el) ))
 [ $left -gt 60 ] && timeout $left python3 bench/bench_cold.py --out $R/first --skip-layers --resnet50 --resnet-configs fp32,amp \
   --installed-cache /tmp/warm-kc --installed-cupy-cache /tmp/warm-cupy --timeout $((left - 10)) > $R/first.log 2>&1
-echo "first step rc=$? $(el) s"; grep -A6 "^| model" $R/first/bench_cold.md 2>/dev/null
+echo "first step rc=$? $(el) s"; grep -A4 "^| config" $R/first/bench_cold.md 2>/dev/null
 gzip -f $R/*.log; save
