@@ -161,6 +161,10 @@ def test_swap_wrappers_switched_off(no_gpu_arch, monkeypatch, sid, d):
     a = get_solver(sid).applicability(p)
     assert not a and "MIOFIND_HOPPER_SWAP_NCHW=0" in a.reason
     assert get_solver(sid.replace("Swap", "")).applicability(p)      # the plain wrapper still takes it
+    monkeypatch.setenv("MIOFIND_HOPPER_SWAP_NCHW", "1")
+    monkeypatch.setenv("MIOFIND_HOPPER_NCHW", "0")                  # every NCHW wrapper off, these too
+    a = get_solver(sid).applicability(p)
+    assert not a and "MIOFIND_HOPPER_NCHW=0" in a.reason
 
 
 def test_mixed_layouts_rejected(no_gpu_arch):
