@@ -641,7 +641,7 @@ def _hopper_case(direction, kw, want, sid=None):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", HOPPER_CASES, ids=[f"{c[0]}{i}" for i, c in enumerate(HOPPER_CASES)])
-def test_hopper_tensor_map_kernels_launch_from_cpp(ext, case, monkeypatch):
+def test_hopper_tensor_map_kernels_launch_from_cpp(ext, case):
     """A Hopper solution with tensor maps (TMA configs; split ones through the workspace; backward-data by stride
     phase) launched by the extension from its recipe, the maps encoded in C++: bit for bit the Python invoker's
     output, on poisoned memory, on new contents of the same buffers (maps kept by address) and on new buffers."""
