@@ -284,6 +284,7 @@ def gemm_kinds(dtype: str, math: str) -> tuple[tuple[int, int, int], ...]:
 # (bench/results/session-nov28g/call5_lt_probe/probe.txt). A find of a 16-bit problem whose GEMM candidate was
 # verified last still waited 104-198 ms in it (session-nov28g/call3_cold: a fresh process's find)
 _kinds_queried: set[tuple[int, int, int]] = set()
+_kinds_ready: set[tuple[int, int, int]] = set()     # kinds whose first query returned (or failed): no bridge for them
 _kind_threads: list[threading.Thread] = []
 
 
@@ -302,8 +303,8 @@ def query_kinds(kinds, dev: int | None = None) -> None:
         with _lock:
             _kind_threads.append(t)
         t.start()
-    except Exception:   # no thread (interpreter shutdown): each GEMM's own first query pays it
-        pass
+    except Exception:   # no thread (interpreter shutdown): each GEMM's own first query pays it, none on the bridge
+        _kinds_ready.update(new)
 
 
 def _query_kinds(dev: int, kinds) -> None:
@@ -315,15 +316,20 @@ def _query_kinds(dev: int, kinds) -> None:
 
         relaxed_capture_mode()
         runtime().setDevice(dev)
-        for ab, c, compute in kinds:
+        for kind in kinds:
+            ab, c, compute = kind
             try:
                 g = LtGemm(OP["N"], OP["N"], 64, 64, 64, ab, 64, 0, 64, 0, c, 64, 0, 1, compute, 0,
                            ab != R_32F and c != R_32F)
                 g._plan((256, 256, 256))
             except Exception:   # noqa: BLE001  the GEMM that needs this kind meets it again and reports it
                 pass
+            finally:
+                _kinds_ready.add(kind)
     except Exception:   # noqa: BLE001
         pass
+    finally:
+        _kinds_ready.update(kinds)      # never a GEMM left on the bridge for good
 
 
 def start_setup(dev: int) -> None:
@@ -384,6 +390,7 @@ def _set_up_lt(dev: int) -> None:
     except Exception:
         pass
     finally:
+        _kinds_ready.add((R_32F, R_32F, COMPUTE_32F))
         _lt_ready = True
 
 
@@ -429,6 +436,7 @@ class LtGemm:
         self.algo, self.splitk, self.reduction = algo, splitk, reduction
 
         self.shape = (ta, tb, m, n, k, ab_type, lda, sa, ldb, sb, c_type, ldc, sc, batch, compute)
+        self.kind = (ab_type, c_type, compute)      # what cuBLASLt's first query of a type depends on (``query_kinds``)
         self.math_mode = math_mode
         self.no_reduced_precision = no_reduced_precision
         self.dev = runtime().getDevice()
@@ -483,6 +491,7 @@ class LtGemm:
             st = lib.cublasLtMatmulAlgoGetHeuristic(self.h, self.desc, self.adesc, self.bdesc, self.cdesc, self.cdesc,
                                                     pref, asked, results, ctypes.byref(count))
             _lt_ready = True
+            _kinds_ready.add(self.kind)
         finally:
             lib.cublasLtMatmulPreferenceDestroy(pref)
         if chosen and (st or count.value <= self.algo or results[self.algo].state):
@@ -540,7 +549,7 @@ class LtGemm:
         key = stream if not (a | b | c) & 255 else (stream, _align_of(a), _align_of(b), _align_of(c))
         blk = self._args.get(key)
         if blk is None:
-            if not _lt_ready and self._bridging(stream):
+            if (not _lt_ready or self.kind not in _kinds_ready) and self._bridging(stream):
                 t = launch._tracer
                 if t is not None and t.mine():
                     raise launch.NotYet("cuBLASLt sets itself up in this process (the bridge GEMM runs meanwhile)")
@@ -570,8 +579,8 @@ class LtGemm:
             raise RuntimeError(f"cublasLtMatmul failed with cuBLAS status {st}")
 
     def _bridging(self, stream: int) -> bool:
-        """Whether this unplanned call runs on the bridge GEMM (``miofind.lt_bridge``), starting cuBLASLt's set-up
-        in the background if it is not under way."""
+        """Whether this unplanned call runs on the bridge GEMM (``miofind.lt_bridge``), starting cuBLASLt's set-up,
+        and its first query of this GEMM's kind, in the background if they are not under way."""
         from . import env, lt_bridge
 
         if lt_bridge.measuring() or not env.lt_bridge() or lt_bridge.vetoed():
@@ -584,7 +593,8 @@ class LtGemm:
         if not br.ok:
             return False
         start_setup(self.dev)
-        return not _lt_ready
+        query_kinds((self.kind,), self.dev)
+        return not _lt_ready or self.kind not in _kinds_ready
 
     def _trace_kernels(self, values: list, a: int, b: int, c: int) -> bool:
         """Record the matmul's kernel launches in the running trace (``miofind.capture``: read from a graph capture

@@ -209,8 +209,9 @@ if case.startswith("runs:"):       # one solution's first two runs (the bridge a
             e = errors_of(y, p.dtype, ref)
             why = tolerance_for(p, get_solver(sid).family).failure(e)
             res.append({"bridged": lt_bridge.calls - before, "ms": ms, "rel_l2": e.rel_l2, "fail": why})
-            if i == 0 and cublas._setup is not None:
-                cublas._setup.join(60)    # the set-up ends: the next call goes to cuBLASLt
+            if i == 0:      # the set-up and the first query of this GEMM's kind end: the next call goes to cuBLASLt
+                for t in ([cublas._setup] if cublas._setup is not None else []) + list(cublas._kind_threads):
+                    t.join(60)
         res[-1]["replays"] = pr.replays(st.ptr)
         out[sid] = res
     from miofind.launch import native
@@ -284,7 +285,7 @@ def test_first_runs_bridge_then_cublaslt_and_its_replay(bridge_cached, tmp_db, c
     native = got.pop("native")
     (sid, (first, second)), = got.items()
     assert first["bridged"] >= 1, (sid, first)             # the first run's matmuls took the bridge
-    assert second["bridged"] == 0, (sid, second)           # after the set-up: cuBLASLt
+    assert second["bridged"] == 0, (sid, second)           # after the set-up and its kind's query: cuBLASLt
     assert first["fail"] is None and second["fail"] is None, (sid, first, second)
     assert second["replays"] or not native, sid             # traced once cuBLASLt is set up
 
@@ -352,6 +353,7 @@ def unplanned(monkeypatch):
 
     g = object.__new__(cublas.LtGemm)
     g.shape, g.beta, g._br, g._args, g.dev = (0,) * 15, 0, None, {}, 0
+    g.kind = (cublas.R_16F, cublas.R_16F, cublas.COMPUTE_32F)
     monkeypatch.setattr(lt_bridge, "_vetoes", [])
     g._call_lock = threading.Lock()
     planned = []
@@ -359,8 +361,10 @@ def unplanned(monkeypatch):
     monkeypatch.setattr(g, "_classic", lambda stream, a, b, c: planned.append(("classic", stream)))
     monkeypatch.setattr(lt_bridge, "Bridge", _FakeBridge)
     monkeypatch.setattr(cublas, "_lt_ready", False)
+    monkeypatch.setattr(cublas, "_kinds_ready", set())
     started = []
     monkeypatch.setattr(cublas, "start_setup", lambda dev: started.append(dev))
+    monkeypatch.setattr(cublas, "query_kinds", lambda kinds, dev=None: started.append(("kinds", kinds, dev)))
     capturing = {"on": False}
     monkeypatch.setattr(cupy.cuda.runtime, "streamIsCapturing", lambda s: capturing["on"])
     monkeypatch.setenv("MIOFIND_LT_BRIDGE", "1")
@@ -370,7 +374,22 @@ def unplanned(monkeypatch):
 def test_an_unplanned_call_takes_the_bridge_and_starts_the_setup(unplanned):
     g, planned, started, _ = unplanned
     g.call(7, 256, 512, 768)
-    assert g._br.calls == [(7, 256, 512, 768)] and planned == [] and started == [0]
+    assert g._br.calls == [(7, 256, 512, 768)] and planned == [] and started == [0, ("kinds", (g.kind,), 0)]
+
+
+def test_the_bridge_waits_for_the_first_query_of_its_kind(unplanned, monkeypatch):
+    """cuBLASLt set up (its FP32 query returned) but not yet asked about this GEMM's kind (FP16: 94-120 ms more on
+    an H200): still the bridge, the kind's query started; once it returned, cuBLASLt plans the call."""
+    from miofind import cublas
+
+    g, planned, started, _ = unplanned
+    monkeypatch.setattr(cublas, "_lt_ready", True)
+    cublas._kinds_ready.add((cublas.R_32F, cublas.R_32F, cublas.COMPUTE_32F))
+    g.call(7, 256, 512, 768)
+    assert g._br.calls == [(7, 256, 512, 768)] and planned == [] and ("kinds", (g.kind,), 0) in started
+    cublas._kinds_ready.add(g.kind)
+    g.call(7, 256, 512, 768)
+    assert planned == [7, ("classic", 7)] and len(g._br.calls) == 1
 
 
 @pytest.mark.parametrize("why", ["measuring", "switched off", "capturing", "ready", "no binary"])
@@ -384,6 +403,7 @@ def test_the_bridge_is_not_taken(unplanned, monkeypatch, why):
         capturing["on"] = True
     elif why == "ready":
         monkeypatch.setattr(cublas, "_lt_ready", True)
+        cublas._kinds_ready.add(g.kind)
     elif why == "no binary":
         monkeypatch.setattr(_FakeBridge, "__init__", lambda self, shape, beta: setattr(self, "ok", False))
     with (lt_bridge.direct() if why == "measuring" else contextlib.nullcontext()):

@@ -154,3 +154,18 @@ def test_a_find_queries_its_problems_kinds(tmp_path):
     out = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, cwd=REPO, timeout=300, env=env)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.startswith("ok "), out.stdout
+
+
+def test_a_failed_query_still_marks_its_kind_ready(monkeypatch):
+    """A kind whose query fails is marked ready all the same: no GEMM of it stays on the bridge for good."""
+    monkeypatch.setattr(cublas, "_setup", None)
+    monkeypatch.setattr(cublas, "_kinds_ready", set())
+
+    def broken(*args):
+        raise RuntimeError("no cuBLASLt here")
+
+    monkeypatch.setattr(cublas, "LtGemm", broken)
+    monkeypatch.setattr(cublas, "runtime", lambda: type("R", (), {"setDevice": staticmethod(lambda d: None)})())
+    kinds = cublas.gemm_kinds("FP16", "strict")
+    cublas._query_kinds(0, kinds)
+    assert cublas._kinds_ready == set(kinds)
