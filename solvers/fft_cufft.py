@@ -201,3 +201,138 @@ class InPlacePlan:
             except Exception:  # interpreter shutdown
                 pass
             self.handle = None
+
+
+# Plans made ahead of a find's FFT candidate (``prefetch``), until its solution takes them (``plan``). cuFFT compiles
+# a transform size's kernels when the size's first plan is made: 50-230 ms the first time on a machine, then 1-12 ms
+# per process while CUDA's JIT cache (CUDA_CACHE_PATH, ~/.nv/ComputeCache) holds them (an H200,
+# bench/results/session-nov28h/call6_cufft/). A find's preparation of the candidate waited for it: 9-12.5 ms of a
+# 33-54 ms warm find (session-nov28h/call5_profile/).
+SPARE_LIMIT = 16        # made plans no solution took (a deferred or failed candidate's): the oldest are destroyed
+_spare: dict[tuple, list] = {}
+_making: dict[tuple, threading.Event] = {}
+_pool_lock = threading.Lock()
+_pool_threads: list[threading.Thread] = []
+stats = {"prefetched": 0, "taken": 0}
+
+
+def _device() -> int:
+    import cupy
+
+    return cupy.cuda.runtime.getDevice()
+
+
+def _thread_setup(dev: int) -> None:
+    """A prefetch thread's CUDA set-up: its calls neither fail nor invalidate another thread's graph capture."""
+    import cupy
+
+    nvlib.relaxed_capture_mode()
+    cupy.cuda.runtime.setDevice(dev)
+
+
+def _key(dims, kind: int, batch: int, plane: int, dev: int) -> tuple:
+    return (dev, tuple(int(v) for v in dims), int(kind), int(batch), int(plane))
+
+
+def plan(dims, kind: int, batch: int, plane_complex: int) -> InPlacePlan:
+    """An ``InPlacePlan`` of these transforms on the current device: one ``prefetch`` made (waiting for it while its
+    thread makes it), else a new one."""
+    key = _key(dims, kind, batch, plane_complex, _device())
+    with _pool_lock:
+        ev = _making.get(key)
+    if ev is not None:
+        ev.wait()
+    with _pool_lock:
+        made = _spare.get(key)
+        if made:
+            p = made.pop(0)
+            if not made:
+                del _spare[key]
+            stats["taken"] += 1
+            return p
+    return InPlacePlan(dims, kind, batch, plane_complex)
+
+
+def prefetch(specs) -> threading.Thread | None:
+    """Make the plans of ``specs`` ((dims, kind, batch, plane_complex) each) on the current device in a thread, for
+    ``plan`` to take; the thread, or None where each is made or being made already. A plan that fails to be made is
+    left to ``plan``, which then makes it and reports the error."""
+    dev = _device()
+    todo = []
+    with _pool_lock:
+        for spec in specs:
+            key = _key(*spec, dev)
+            if key in _making or _spare.get(key):
+                continue
+            _making[key] = threading.Event()
+            todo.append((key, spec))
+    if not todo:
+        return None
+
+    def work():
+        try:
+            _thread_setup(dev)
+            for key, spec in todo:
+                try:
+                    made = InPlacePlan(*spec)
+                except Exception:   # noqa: BLE001  ``plan`` meets it again and reports it
+                    made = None
+                with _pool_lock:
+                    if made is not None:
+                        _spare.setdefault(key, []).append(made)
+                        stats["prefetched"] += 1
+                        _trim()
+                    _making.pop(key).set()
+        finally:
+            _release([key for key, _ in todo])
+
+    t = threading.Thread(target=work, name="miofind-cufft-prefetch", daemon=True)
+    try:
+        _join_at_exit()
+        with _pool_lock:
+            _pool_threads[:] = [o for o in _pool_threads if o.is_alive()] + [t]
+        t.start()
+    except Exception:   # noqa: BLE001  no thread (interpreter shutdown): each solution makes its own plans
+        _release([key for key, _ in todo])
+        return None
+    return t
+
+
+def _release(keys) -> None:
+    with _pool_lock:
+        for key in keys:
+            ev = _making.pop(key, None)
+            if ev is not None:
+                ev.set()
+
+
+def _trim() -> None:
+    # under _pool_lock: the oldest spare plans beyond SPARE_LIMIT go (their __del__ destroys them)
+    extra = sum(len(v) for v in _spare.values()) - SPARE_LIMIT
+    for key in list(_spare):
+        if extra <= 0:
+            break
+        while _spare[key] and extra > 0:
+            _spare[key].pop(0)
+            extra -= 1
+        if not _spare[key]:
+            del _spare[key]
+
+
+_exit_hook: list = []
+
+
+def _join_at_exit() -> None:
+    # a process must not tear CUDA down while a prefetch thread is inside cuFFT (a crash at exit)
+    with _pool_lock:
+        if not _exit_hook:
+            import atexit
+
+            atexit.register(_join_prefetch)
+            _exit_hook.append(True)
+
+
+def _join_prefetch() -> None:
+    for t in list(_pool_threads):
+        if t.is_alive():
+            t.join(30)
