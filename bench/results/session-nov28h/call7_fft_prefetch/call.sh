@@ -25,7 +25,7 @@ for round in 1 2 3; do
     for row in $ROWS; do
       rm -f /tmp/ab.sqlite
       MIOFIND_FFT_PREFETCH=$arm MIOFIND_DB=sqlite:////tmp/ab.sqlite timeout 40 python3 bench/bench_cold.py --child miofind \
-        --rows "[$row]" --warmup 2>>$R/ab.err | sed "s/^/{\"arm\": $arm, \"round\": $round, \"row\": /; s/$/}/" >> $R/ab.jsonl
+        --rows "[$row]" --warmup 2>>$R/ab.err | grep "^{" | sed "s/^/{\"arm\": $arm, \"round\": $round, \"row\": /; s/$/}/" >> $R/ab.jsonl
     done
   done
   echo "round $round $(el) s"
