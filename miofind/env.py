@@ -160,10 +160,6 @@ VARIABLES: tuple[EnvVar, ...] = (
            "background threads set cuBLASLt up and make its first query of the GEMM's own type (16-bit and TF32 "
            "types cost 18-120 ms more), or waits for cuBLASLt; never in a find's or the tuner's timing or "
            "verification, nor under a stream capture", "1 (default: bridge), 0 (wait for cuBLASLt)", ""),
-    EnvVar("MIOFIND_FFT_PREFETCH", "whether a find's miss with an FFT candidate makes that candidate's cuFFT plans in "
-           "a thread while it reads the DBs and prepares its other candidates (cuFFT compiles a transform size's "
-           "kernels when its first plan is made: 50-230 ms the first time on a machine, 1-12 ms per process from "
-           "CUDA's JIT cache), or in the candidate's own preparation", "1 (default: in a thread), 0", ""),
     EnvVar("MIOFIND_TORCH_CPP", "whether miofind.torch's planned convolutions run their forward, and their backward "
            "as a C++ autograd node, through its C++ extension (`miofind/torch/_fast.cpp`, built against the installed "
            "PyTorch with the C++ compiler into the kernel cache: by `miofind warmup`, or on first use)",
@@ -516,12 +512,6 @@ def lt_bridge() -> bool:
     """``MIOFIND_LT_BRIDGE``: whether a cuBLASLt matmul asked for before cuBLASLt is set up in the process runs on the
     bridge GEMM meanwhile (1, unset) or waits for cuBLASLt (0)."""
     return _switch("MIOFIND_LT_BRIDGE", True, "the bridge GEMM while cuBLASLt sets itself up")
-
-
-def fft_prefetch() -> bool:
-    """``MIOFIND_FFT_PREFETCH``: whether a find's miss with an FFT candidate makes its cuFFT plans in a thread while
-    it prepares the other candidates (1, unset) or in the candidate's preparation (0)."""
-    return _switch("MIOFIND_FFT_PREFETCH", True, "the FFT candidate's cuFFT plans made in a thread")
 
 
 def with_naive() -> bool:

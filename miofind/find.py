@@ -429,20 +429,6 @@ def prefetch_cudnn(problem, dbs, dev: DeviceInfo, cands, limited: bool) -> bool:
     return False
 
 
-def prefetch_fft(problem, cands) -> bool:
-    """Start making the cuFFT plans of the FFT candidate in a thread (``fft_base.prefetch_plans``: cuFFT compiles a
-    transform size's kernels when its first plan is made), so that its preparation takes them made; whether it
-    started. ``MIOFIND_FFT_PREFETCH=0`` turns it off."""
-    if not env.fft_prefetch() or not any(s.family == "fft" for s in cands):
-        return False
-    from .solvers import fft_base
-    try:
-        return fft_base.prefetch_plans(problem) is not None
-    except Exception as e:      # noqa: BLE001  the candidate's preparation makes them itself then
-        log.debug("find %s: no cuFFT prefetch (%s: %s)", problem.key(), e.__class__.__name__, e)
-        return False
-
-
 def _prefetch_wait(problem) -> float:
     """``cudnn_base.prefetch_wait`` where that module is loaded (else no thread can run), in ms."""
     mod = sys.modules.get("miofind.solvers.cudnn_base")
@@ -574,14 +560,12 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
     deferred = {} if (solvers is None if defer is None else defer) else None
     limited = deferred is not None and store and workspace_limit is None and env.specialize() == "background"
     prefetched = prefetch_cudnn(problem, reads, dev, cands, limited)
-    fft_prefetched = prefetch_fft(problem, cands)
     lap("cudnn_prefetch")
     recorded = recorded_times(problem, reads, dev)
     cands = expected_order(problem, reads, dev, cands, recorded)
     log.info("find %s: benchmarking %d candidate(s)", problem.key(), len(cands))
     lap("order")
-    timing = {"lookup_ms": (t_lap - t0) * 1e3, "lookup_parts": laps, "cudnn_prefetch": prefetched,
-              "fft_prefetch": fft_prefetched}
+    timing = {"lookup_ms": (t_lap - t0) * 1e3, "lookup_parts": laps, "cudnn_prefetch": prefetched}
     later = {} if limited else None
     if later is not None:
         # candidates the cost model predicts clearly slower are measured in the background (as deferred ones)

@@ -444,20 +444,6 @@ def _cost(p: ProblemDescription, geo: Geometry, ft, tn, ti, gn, gi, jc, smem):
 _NO_LOCK = contextlib.nullcontext()
 
 
-def plan_specs(p: ProblemDescription, geo: Geometry | None = None) -> list[tuple]:
-    """The (dims, kind, batch, plane) of the two cuFFT plans a solution of ``p`` makes per stream (``_factory``):
-    the same for every config, as the geometry is the problem's."""
-    geo = geometry(p) if geo is None else geo
-    return [(geo.fft_dims, fft_cufft.CUFFT_R2C, p.n * geo.a_ch, geo.FP),
-            (geo.fft_dims, fft_cufft.CUFFT_C2R, p.n * geo.o_ch, geo.FP)]
-
-
-def prefetch_plans(p: ProblemDescription):
-    """Start making the cuFFT plans of ``p``'s FFT solutions in a thread (``fft_cufft.prefetch``), so that a find's
-    preparation of its FFT candidate takes them made; the thread, or None."""
-    return fft_cufft.prefetch(plan_specs(p))
-
-
 def _factory(p: ProblemDescription, geo: Geometry, kinfos):
     batch_a, batch_o = p.n * geo.a_ch, p.n * geo.o_ch
     off_a, off_o = geo.region("A")[0], geo.region("O")[0]
@@ -489,8 +475,8 @@ def _factory(p: ProblemDescription, geo: Geometry, kinfos):
                 with lock:
                     st = states.get(stream)
                     if st is None:
-                        r2c = fft_cufft.plan(geo.fft_dims, fft_cufft.CUFFT_R2C, batch_a, geo.FP)
-                        c2r = fft_cufft.plan(geo.fft_dims, fft_cufft.CUFFT_C2R, batch_o, geo.FP)
+                        r2c = fft_cufft.InPlacePlan(geo.fft_dims, fft_cufft.CUFFT_R2C, batch_a, geo.FP)
+                        c2r = fft_cufft.InPlacePlan(geo.fft_dims, fft_cufft.CUFFT_C2R, batch_o, geo.FP)
                         private = []
                         st = states[stream] = (r2c, c2r, work_area(r2c, "A", stream, private),
                                                work_area(c2r, "O", stream, private), private, threading.Lock())
