@@ -13,8 +13,10 @@ FP16 NHWC. Per layer, data type and direction, side by side:
   session-nov27f's call 4, and those of the same engine on a later shape cost nothing); ``--torch-one-process``
   runs every row in one child instead, as this benchmark did up to session-nov27f;
 - **miofind, empty caches**: ``find_solutions`` (normal mode, the shipped DB beneath a new, empty user
-  DB) in a child process with a fresh ``MIOFIND_KERNEL_CACHE`` and a fresh ``CUPY_CACHE_DIR`` (a fresh
-  install): CUDA, the import and ``warm_up()`` are done before the first find is timed, nothing else;
+  DB) in a child process with a fresh ``MIOFIND_KERNEL_CACHE``, a fresh ``CUPY_CACHE_DIR`` and a fresh
+  ``CUDA_CACHE_PATH`` (a fresh install; CUDA's JIT cache holds the kernels cuFFT compiles when a transform size's
+  first plan is made, 50-230 ms each on an H200: bench/results/session-nov28h/call6_cufft/): CUDA, the import and
+  ``warm_up()`` are done before the first find is timed, nothing else;
 - **miofind, warm kernel cache**: the same finds in a second child on the caches the first one left
   (and another new, empty user DB), after one untimed find of a warm-up shape: the steady cost of
   finding a shape the process has not seen.
@@ -275,6 +277,14 @@ def _fresh_cache(d: str, args, which: str = "cubin") -> str:
     return path
 
 
+def _fresh_jit_cache(d: str) -> str:
+    """A new, empty CUDA JIT cache under ``d`` (``CUDA_CACHE_PATH``): a fresh install's, which has not kept the
+    kernels cuFFT compiled at an earlier process's plans."""
+    path = os.path.join(d, "cuda-jit")
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
 def installed_stamp(path: str | None) -> dict | None:
     """The `miofind warmup` stamp of ``--installed-cache`` (``miofind.warmup.read_stamp``), None where there is none:
     that warmup did not finish (cut short, or with errors), so its copies are not what a fresh install has. Said on
@@ -305,7 +315,8 @@ def layers(args) -> list[dict]:
                 out.update({(r["shape"], r["dtype"], r["direction"]): r
                             for r in run_child("torch", mine, child_env(), args.timeout)})
             with tempfile.TemporaryDirectory(prefix="bench_cold_") as d:
-                caches = dict(MIOFIND_KERNEL_CACHE=_fresh_cache(d, args), CUPY_CACHE_DIR=_fresh_cache(d, args, "cupy"))
+                caches = dict(MIOFIND_KERNEL_CACHE=_fresh_cache(d, args), CUPY_CACHE_DIR=_fresh_cache(d, args, "cupy"),
+                              CUDA_CACHE_PATH=_fresh_jit_cache(d))
                 empty = run_child("miofind", mine, child_env(MIOFIND_DB=f"sqlite:///{d}/empty.sqlite", **caches),
                                   args.timeout)
                 warm = run_child("miofind", mine, child_env(MIOFIND_DB=f"sqlite:///{d}/warm.sqlite", **caches),
@@ -339,7 +350,7 @@ def resnet50(args) -> list[dict]:
             row["miofind_first_s"], row["miofind_stats"] = first["first_s"], first["stats"]
             empty = bench_models.first_iteration("resnet50", config, "miofind", child_env(
                 MIOFIND_DB=f"sqlite:///{d}/empty.sqlite", MIOFIND_KERNEL_CACHE=_fresh_cache(d, args),
-                CUPY_CACHE_DIR=_fresh_cache(d, args, "cupy")))
+                CUPY_CACHE_DIR=_fresh_cache(d, args, "cupy"), CUDA_CACHE_PATH=_fresh_jit_cache(d)))
             row["miofind_empty_caches_first_s"], row["miofind_empty_caches_stats"] = empty["first_s"], empty["stats"]
         print(json.dumps(row), flush=True)
         out.append(row)
@@ -365,7 +376,8 @@ def markdown(layer_rows: list[dict], resnet_rows: list[dict], meta: dict) -> str
            "cuDNN benchmark mode's first call of the shape, synchronised, wall ms, "
            + ("every row in one process" if meta.get("torch_one_process") else
               "in a process per layer and type as miofind's warm finds") + ". Warm: kernel cache and "
-           "CuPy cache from an earlier process, after one untimed find of another shape; empty: fresh caches"
+           "CuPy cache (and CUDA's JIT cache) from an earlier process, after one untimed find of another shape; empty: "
+           "fresh caches, CUDA's JIT cache (CUDA_CACHE_PATH) empty"
            + (" (the kernel cache as `miofind warmup` left it: a fresh install that ran it)" if meta.get("installed_cache")
               else "") + (" (CuPy's cache too)" if meta.get("installed_cupy_cache") else "") + ", "
            f"the process's first finds. Targets: warm <= {TARGET_WARM_MS:g} ms and <= {TARGET_WARM_RATIO:g}x "

@@ -120,3 +120,26 @@ def test_an_unfinished_installed_cache_is_named(bc, tmp_path, capsys):
     assert warn in bc.markdown(row, [], {"installed_cache": True, "installed_cache_stamp": None})
     assert warn not in bc.markdown(row, [], {"installed_cache": True, "installed_cache_stamp": {"v": 1}})
     assert warn not in bc.markdown(row, [], {"installed_cache": False})
+
+
+def test_the_empty_caches_child_has_an_empty_cuda_jit_cache(bc, monkeypatch):
+    """A fresh install's finds run on an empty CUDA JIT cache too (CUDA_CACHE_PATH: cuFFT compiles a transform size's
+    kernels when its first plan is made, 50-230 ms, kept there), and the warm child on what the empty one left, as
+    with the kernel and CuPy caches."""
+    import os
+
+    seen = []
+
+    def fake_child(kind, rows, env, timeout, warmup=False):
+        if kind == "torch":
+            return [{"shape": s, "dtype": t, "direction": d, "torch_first_ms": 10.0} for s, t, d in rows]
+        jit = env.get("CUDA_CACHE_PATH")
+        seen.append((warmup, jit, os.path.isdir(jit) and not os.listdir(jit)))
+        return [{"shape": s, "dtype": t, "direction": d, "key": f"{s}-{t}-{d}", "find_ms": 20.0} for s, t, d in rows]
+
+    monkeypatch.setattr(bc, "run_child", fake_child)
+    monkeypatch.setenv("CUDA_CACHE_PATH", "/somewhere/else")
+    bc.layers(bc.parse_args(["--out", "x", "--shapes", "r50_128_28_3x3_n16", "--dtypes", "fp32", "--dirs", "F"]))
+    (empty_warmup, empty_jit, was_empty), (warm_warmup, warm_jit, _) = seen
+    assert not empty_warmup and warm_warmup and was_empty
+    assert empty_jit == warm_jit and empty_jit != "/somewhere/else"
