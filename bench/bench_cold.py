@@ -15,7 +15,7 @@ FP16 NHWC. Per layer, data type and direction, side by side:
 - **miofind, empty caches**: ``find_solutions`` (normal mode, the shipped DB beneath a new, empty user
   DB) in a child process with a fresh ``MIOFIND_KERNEL_CACHE``, a fresh ``CUPY_CACHE_DIR`` and a fresh
   ``CUDA_CACHE_PATH`` (a fresh install; CUDA's JIT cache holds the kernels cuFFT compiles when a transform size's
-  first plan is made, 50-230 ms each on an H200: bench/results/session-nov28h/call6_cufft/): CUDA, the import and
+  first plan is made, 40-240 ms each on an H200: bench/results/session-nov28h/call6_cufft/): CUDA, the import and
   ``warm_up()`` are done before the first find is timed, nothing else;
 - **miofind, warm kernel cache**: the same finds in a second child on the caches the first one left
   (and another new, empty user DB), after one untimed find of a warm-up shape: the steady cost of
