@@ -13,7 +13,7 @@ import cupy
 def main(argv) -> int:
     cupy.cuda.runtime.getDeviceCount()
     cupy.cuda.Device(0).use()
-    from solvers import fft_cufft
+    from miofind.solvers import fft_cufft
 
     fft_cufft.library()
     for spec in argv:
