@@ -361,21 +361,33 @@ def _join_at_exit() -> None:
             _exit_hook.append(True)
 
 
+def all_gemm_kinds() -> tuple[tuple[int, int, int], ...]:
+    """Every GEMM kind the GEMM and Winograd solvers plan: ``gemm_kinds`` of each data type and math."""
+    return tuple(dict.fromkeys(k for dtype in ("FP32", "FP16", "BF16") for math in ("strict", "tf32")
+                               for k in gemm_kinds(dtype, math)))
+
+
 def settle(timeout: float = 60.0) -> None:
-    """Set cuBLASLt up now (in its thread) and wait for it: from here every matmul runs cuBLASLt itself, never the
-    bridge GEMM (``miofind.lt_bridge``). Benchmarks of steady-state calls start with this."""
-    prefetch_lt()
-    t = _setup
-    if t is not None:
-        t.join(timeout)
+    """Set cuBLASLt up now and make its first query of every GEMM kind (``all_gemm_kinds``), in their threads, and
+    wait for them: from here every matmul runs cuBLASLt itself, never the bridge GEMM (``miofind.lt_bridge``), whatever
+    its data type. Benchmarks of steady-state calls start with this."""
+    prefetch_lt(all_gemm_kinds())
+    _join_threads(timeout)
+
+
+def _join_threads(timeout: float) -> None:
+    """Wait up to ``timeout`` s for each of the set-up thread and the kinds threads (``query_kinds``) still running."""
+    with _lock:
+        threads = [_setup, *_kind_threads]
+    for t in threads:
+        if t is not None and t.is_alive():
+            t.join(timeout)
 
 
 def _join_setup() -> None:
     """At exit: a process must not tear CUDA down while the set-up thread (or a kinds thread, ``query_kinds``) is
     inside cuBLASLt (a crash at exit)."""
-    for t in [_setup, *_kind_threads]:
-        if t is not None and t.is_alive():
-            t.join(30)
+    _join_threads(30)
 
 
 def _set_up_lt(dev: int) -> None:

@@ -209,9 +209,8 @@ if case.startswith("runs:"):       # one solution's first two runs (the bridge a
             e = errors_of(y, p.dtype, ref)
             why = tolerance_for(p, get_solver(sid).family).failure(e)
             res.append({"bridged": lt_bridge.calls - before, "ms": ms, "rel_l2": e.rel_l2, "fail": why})
-            if i == 0:      # the set-up and the first query of this GEMM's kind end: the next call goes to cuBLASLt
-                for t in ([cublas._setup] if cublas._setup is not None else []) + list(cublas._kind_threads):
-                    t.join(60)
+            if i == 0:      # cuBLASLt set up and asked about every GEMM kind: the next call goes to cuBLASLt
+                cublas.settle()
         res[-1]["replays"] = pr.replays(st.ptr)
         out[sid] = res
     from miofind.launch import native
@@ -232,8 +231,8 @@ elif case == "capture":
     st.synchronize()
     e = errors_of(y, p.dtype, ref)
     out = {"bridged": lt_bridge.calls, "rel_l2": e.rel_l2, "fail": tolerance_for(p, "winograd").failure(e)}
-elif case == "settle":
-    sid, p = cases[0]
+elif case.startswith("settle:"):   # settle, then a first run: FP32 Winograd, FP16 GEMM (another kind)
+    sid, p = cases[int(case[7:])]
     pr = prepare(p, sid)
     cublas.settle()
     a_s, b_s, o_s = p.io_shapes()
@@ -328,9 +327,10 @@ def test_the_detached_compile_fills_the_kernel_cache(tmp_path, monkeypatch):
 
 
 @pytest.mark.gpu
-def test_settle_sets_cublaslt_up_before_a_first_run(bridge_cached, tmp_db):
-    """What the steady-state benchmarks start with: no timed call on the bridge."""
-    got = _child("settle", MIOFIND_LT_BRIDGE="1")
+@pytest.mark.parametrize("case", [0, 1])
+def test_settle_sets_cublaslt_up_before_a_first_run(bridge_cached, tmp_db, case):
+    """What the steady-state benchmarks start with: no timed call on the bridge, whatever the GEMM's data type."""
+    got = _child(f"settle:{case}", MIOFIND_LT_BRIDGE="1")
     assert got == {"bridged": 0, "ready": True}
 
 

@@ -169,3 +169,28 @@ def test_a_failed_query_still_marks_its_kind_ready(monkeypatch):
     kinds = cublas.gemm_kinds("FP16", "strict")
     cublas._query_kinds(0, kinds)
     assert cublas._kinds_ready == set(kinds)
+
+
+def test_all_kinds_cover_every_data_type_and_math():
+    kinds = cublas.all_gemm_kinds()
+    for dtype in ("FP32", "FP16", "BF16"):
+        for math in ("strict", "tf32"):
+            assert set(cublas.gemm_kinds(dtype, math)) <= set(kinds)
+    assert len(kinds) == len(set(kinds)) == 6
+
+
+def test_settle_queries_every_kind_and_waits_for_them(recorded, monkeypatch):
+    """``settle`` (what steady-state benchmarks start with) leaves no GEMM of any data type on the bridge: it queries
+    every kind and returns once the set-up and those queries have."""
+    monkeypatch.setattr(cublas, "_lt_ready", True)
+    monkeypatch.setattr(cublas, "_setup", None)
+    monkeypatch.setattr(cublas, "runtime", lambda: type("R", (), {"getDevice": staticmethod(lambda: 1)})())
+    release = threading.Event()
+    monkeypatch.setattr(cublas, "_query_kinds", lambda dev, kinds: (release.wait(10), recorded.append((dev, kinds))))
+    done = threading.Thread(target=cublas.settle)
+    done.start()
+    done.join(0.2)
+    assert done.is_alive() and recorded == []                        # waiting for the kinds' queries
+    release.set()
+    done.join(10)
+    assert not done.is_alive() and recorded == [(1, cublas.all_gemm_kinds())]
