@@ -99,6 +99,9 @@ def main():
             continue
         ocfgs = {}
         for o in others:
+            if not o.applicability(p):      # e.g. a GEMM solver on a layer it does not apply to
+                ocfgs[o.id] = []
+                continue
             oc = [c for c in o.find_configs(p) if c is not None] + [o.default_config(p)]
             d = db_config(p, o.id)
             if d is not None and o.is_valid_config(p, d):

@@ -33,7 +33,7 @@ TAILS = {
 }
 GRID = claim_grid(HOPPER, {**SHAPES, **TAILS}, MODES)
 # the fused forward (test_fused_epilogue.py) claims none of these plain problems
-# (and the TF32 solvers, FP32 only: test_tf32.py, test_tf32_rn.py)
+# (and the TF32 solvers, FP32 only: test_tf32.py, test_tf32_rn.py, test_wrw_tf32_rn.py)
 ACCEPTED = {"ConvImplicitGemmHopperFwd": 18, "ConvImplicitGemmHopperBwd": 18, "ConvImplicitGemmHopperWrw": 18,
             "ConvImplicitGemmHopperFwdBiasActiv": 0, "ConvImplicitGemmHopperBwdTf32": 0,
             "ConvImplicitGemmHopperFwdSwap": 0, "ConvImplicitGemmHopperBwdSwap": 2,
@@ -42,7 +42,8 @@ ACCEPTED = {"ConvImplicitGemmHopperFwd": 18, "ConvImplicitGemmHopperBwd": 18, "C
             "ConvImplicitGemmHopperFwdNchw": 16, "ConvImplicitGemmHopperBwdNchw": 16, "ConvImplicitGemmHopperWrwNchw": 16,
             "ConvImplicitGemmHopperFwdTf32RnNchw": 0, "ConvImplicitGemmHopperBwdTf32RnNchw": 0,
             # the swapped-operand wrappers: as their NHWC solvers (their own claims: test_nchw.py)
-            "ConvImplicitGemmHopperFwdSwapNchw": 0, "ConvImplicitGemmHopperBwdSwapNchw": 2}
+            "ConvImplicitGemmHopperFwdSwapNchw": 0, "ConvImplicitGemmHopperBwdSwapNchw": 2,
+            "ConvImplicitGemmHopperWrwTf32Rn": 0}
 ACCEPTED_DIGEST = "f7cbf121"
 
 
@@ -61,6 +62,7 @@ def test_registered_after_existing():
     assert rows["ConvImplicitGemmHopperBwdNchw"] == 41 and rows["ConvImplicitGemmHopperWrwNchw"] == 42
     assert rows["ConvImplicitGemmHopperFwdTf32RnNchw"] == 43 and rows["ConvImplicitGemmHopperBwdTf32RnNchw"] == 44
     assert rows["ConvImplicitGemmHopperFwdSwapNchw"] == 45 and rows["ConvImplicitGemmHopperBwdSwapNchw"] == 46
+    assert rows["ConvImplicitGemmHopperWrwTf32Rn"] == 47
     assert max(n for i, n in rows.items() if "Hopper" not in i and "SmallC" not in i) == 28
     assert [s.id for s in HOPPER] == ["ConvImplicitGemmHopperFwd", "ConvImplicitGemmHopperBwd",
                                       "ConvImplicitGemmHopperWrw", "ConvImplicitGemmHopperFwdBiasActiv",
@@ -69,7 +71,8 @@ def test_registered_after_existing():
                                       "ConvImplicitGemmHopperBwdTf32Rn", "ConvImplicitGemmHopperFwdNchw",
                                       "ConvImplicitGemmHopperBwdNchw", "ConvImplicitGemmHopperWrwNchw",
                                       "ConvImplicitGemmHopperFwdTf32RnNchw", "ConvImplicitGemmHopperBwdTf32RnNchw",
-                                      "ConvImplicitGemmHopperFwdSwapNchw", "ConvImplicitGemmHopperBwdSwapNchw"]
+                                      "ConvImplicitGemmHopperFwdSwapNchw", "ConvImplicitGemmHopperBwdSwapNchw",
+                                      "ConvImplicitGemmHopperWrwTf32Rn"]
 
 
 def test_claims_pinned(no_gpu_arch):
