@@ -71,7 +71,7 @@ def config_ok(p: ProblemDescription, cfg) -> bool:
     return eff <= 65535 and (eff == 1 or eff * m * n < 2**40)
 
 
-def most_stages(wm: int, bn: int, cap: int = 6) -> dict:
+def most_stages(wm: int, bn: int, cap: int = 4) -> dict:
     """The tile (unsplit) with the most stages that fit, at most ``cap``."""
     return max((c for c in ({"WG_M": wm, "BN": bn, "STAGES": st, "SPLITK": 1} for st in range(2, cap + 1))
                 if config_ok(None, c)), key=lambda c: c["STAGES"])
@@ -95,10 +95,13 @@ def default_split(p: ProblemDescription, cfg) -> int:
 
 
 def default_tile(p: ProblemDescription) -> dict:
-    """Two m64 blocks of output channels where there are more than 64, 128 columns a tile (64 a consumer), the most
-    stages that fit (up to 6), at the estimated split. A first rule: no sweep of this kernel has been measured yet."""
-    m, _, _ = wrw_shape(p)
-    cfg = most_stages(2 if m > 64 else 1, 128)
+    """Two m64 blocks of output channels where there are more than 64, 256 columns a tile (128 a consumer) where there
+    are more than 128, the most stages that fit up to 4 (3 for 128 x 256), at the estimated split. From the sweep of
+    every 3-, 4- and 6-stage config on ResNet-50's 22 W layers and 15 non-ResNet ones at N = 32, H200: 128 x 256 at 3
+    stages was the fastest tile on 21 of the 37, 128 x 128 at 4 on 8; 4 stages beat 6 (bench/results/session-nov29a/
+    call2/)."""
+    m, n, _ = wrw_shape(p)
+    cfg = most_stages(2 if m > 64 else 1, 256 if n > 128 else 128)
     return dict(cfg, SPLITK=default_split(p, cfg))
 
 
@@ -148,7 +151,7 @@ class ImplicitGemmHopperWrwTf32Rn(ImplicitGemmHopperBase):
         return default_tile(problem.as_conv())
 
     def alternatives(self, p: ProblemDescription) -> list[dict]:
-        """The other three tiles, each at its most stages (up to 6) and its estimated split."""
+        """The other three tiles, each at its most stages (up to 4) and its estimated split."""
         d = self.default_config(p)
         out = []
         for wm, bn in ((1, 128), (2, 128), (1, 256), (2, 256)):

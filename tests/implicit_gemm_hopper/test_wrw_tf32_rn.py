@@ -87,8 +87,11 @@ def test_configs(no_gpu_arch):
     assert not WRW.is_valid_config(p, {"WG_M": 2, "BN": 64, "STAGES": 4, "SPLITK": 1})
     assert not WRW.is_valid_config(p, {"WG_M": 2, "BN": 128, "STAGES": 4})
     d = WRW.default_config(p)
-    assert (d["WG_M"], d["BN"], d["STAGES"]) == (2, 128, 6) and d["SPLITK"] > 1
-    assert WRW.default_config(_p(**CASES["k4"]))["WG_M"] == 1
+    assert (d["WG_M"], d["BN"], d["STAGES"]) == (2, 256, 3) and d["SPLITK"] > 1
+    assert [(c["WG_M"], c["BN"], c["STAGES"]) for c in WRW.alternatives(p)] == [(1, 128, 4), (2, 128, 4), (1, 256, 4)]
+    assert (lambda c: (c["WG_M"], c["BN"]))(WRW.default_config(_p(**CASES["k4"]))) == (1, 256)       # K = 4, N = 576
+    assert (lambda c: (c["WG_M"], c["BN"]))(WRW.default_config(_p(**CASES["pad0"]))) == (1, 256)     # K = 64
+    assert (lambda c: (c["WG_M"], c["BN"]))(WRW.default_config(_p(**CASES["1x1"]))) == (2, 128)      # N = 128
     assert WRW.find_configs(p)[0] is None and len(WRW.find_configs(p)) == 4
     # the workspace: the split's FP32 partial planes, 256-byte aligned; none unsplit
     eff = wt.split_geometry(p, d["SPLITK"])[0]

@@ -602,6 +602,12 @@ HOPPER_CASES = [
      "ConvImplicitGemmHopperFwdTf32Rn"),
     ("B", dict(n=2, c=24, k=32, in_size=(17, 16), filter_size=5, pads=3, dilations=2), dict(CW=2, dtype="FP32"),
      "ConvImplicitGemmHopperBwdTf32Rn"),
+    # the rounding TF32 backward weights: dy and x through their maps, split (partial planes in the workspace, the
+    # reduce its programmatic dependent) and unsplit
+    ("W", dict(n=4, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1), dict(dtype="FP32", split=True),
+     "ConvImplicitGemmHopperWrwTf32Rn"),
+    ("W", dict(n=2, c=32, k=72, in_size=(15, 13), filter_size=3, pads=1), dict(dtype="FP32", split=False),
+     "ConvImplicitGemmHopperWrwTf32Rn"),
     # NCHW: the operands transposed into the workspace, the NHWC kernels' maps of the copies there, the output copied
     # back
     ("F", dict(n=2, c=64, k=128, in_size=(14, 12), filter_size=3, pads=1), dict(TMA=1, SPLITK=1, layout="NCHW"),
