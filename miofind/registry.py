@@ -62,6 +62,7 @@ _ROWS: tuple[tuple[int, str, str | None, str], ...] = (
     (45, "ConvImplicitGemmHopperFwdSwapNchw", "implicit_gemm_hopper_nchw_fwd_swap:ImplicitGemmHopperFwdSwapNchw", "F"),
     (46, "ConvImplicitGemmHopperBwdSwapNchw", "implicit_gemm_hopper_nchw_bwd_swap:ImplicitGemmHopperBwdSwapNchw", "B"),
     (47, "ConvImplicitGemmHopperWrwTf32Rn", "implicit_gemm_hopper_wrw_tf32_rn:ImplicitGemmHopperWrwTf32Rn", "W"),
+    (48, "ConvImplicitGemmHopperWrwTf32RnNchw", "implicit_gemm_hopper_nchw_wrw_tf32_rn:ImplicitGemmHopperWrwTf32RnNchw", "W"),
 )
 
 

@@ -47,6 +47,15 @@ def _matrix():
                                              layout="NHWC", dtype="FP32", math="tf32"))
     probs.append(ProblemDescription.make("F", n=64, c=256, k=64, in_size=(384, 384), filter_size=3, pads=1,
                                          layout="NHWC", dtype="FP32", math="tf32"))
+    # ... backward weights (the rounding Hopper TF32 backward weights: x's channels % 32 == 0), channels-last and first,
+    # split and unsplit, and a 64-bit-indexing one
+    for lay in ("NHWC", "NCHW"):
+        probs.append(ProblemDescription.make("W", n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1,
+                                             layout=lay, dtype="FP32", math="tf32"))
+        probs.append(ProblemDescription.make("W", n=2, c=32, k=72, in_size=(15, 13), filter_size=3, pads=1,
+                                             layout=lay, dtype="FP32", math="tf32"))
+    probs.append(ProblemDescription.make("W", n=64, c=256, k=64, in_size=(384, 384), filter_size=3, pads=1,
+                                         layout="NHWC", dtype="FP32", math="tf32"))
     # ... channels-first (the rounding solvers' NCHW wrappers)
     for d in "FB":
         probs.append(ProblemDescription.make(d, n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1,

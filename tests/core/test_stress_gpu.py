@@ -128,6 +128,9 @@ def problem_pool(seed: int, count: int = POOL_SIZE) -> list[P]:
             P.make("B", n=2, c=24, k=32, in_size=(10, 7), filter_size=3, pads=1, layout="NHWC", dtype="FP32",
                    math="tf32"),
             P.make("B", n=1, c=16, k=64, in_size=(6, 9), filter_size=1, layout="NHWC", dtype="FP32", math="tf32"),
+            # the rounding Hopper TF32 backward weights' (C % 32 == 0; an odd count of 32-pixel K tiles, and a split)
+            P.make("W", n=2, c=32, k=20, in_size=(9, 11), filter_size=3, pads=1, layout="NHWC", dtype="FP32", math="tf32"),
+            P.make("W", n=4, c=64, k=72, in_size=(14, 13), filter_size=1, layout="NHWC", dtype="FP32", math="tf32"),
             # the Hopper family's NCHW wrappers (16-bit F, B, W; the rounding TF32 forward and backward data)
             P.make("F", n=2, c=16, k=8, in_size=(9, 11), filter_size=3, pads=1, layout="NCHW", dtype="FP16"),
             P.make("F", n=1, c=8, k=24, in_size=(7, 6), filter_size=1, strides=2, layout="NCHW", dtype="FP16"),
@@ -141,6 +144,9 @@ def problem_pool(seed: int, count: int = POOL_SIZE) -> list[P]:
             P.make("B", n=2, c=24, k=32, in_size=(10, 7), filter_size=3, pads=1, layout="NCHW", dtype="FP32",
                    math="tf32"),
             P.make("B", n=1, c=16, k=64, in_size=(6, 9), filter_size=3, pads=1, layout="NCHW", dtype="FP32", math="tf32"),
+            P.make("W", n=2, c=32, k=20, in_size=(9, 11), filter_size=3, pads=1, layout="NCHW", dtype="FP32", math="tf32"),
+            P.make("W", n=1, c=64, k=72, in_size=(7, 6), filter_size=3, strides=2, layout="NCHW", dtype="FP32",
+                   math="tf32"),
             # the swapped-operand wrappers' (NCHW 16-bit narrow layers; backward data at stride 1)
             P.make("F", n=2, c=64, k=24, in_size=(9, 11), filter_size=3, pads=1, layout="NCHW", dtype="FP16"),
             P.make("F", n=1, c=64, k=72, in_size=(7, 6), filter_size=1, strides=2, layout="NCHW", dtype="FP16"),

@@ -43,7 +43,7 @@ ACCEPTED = {"ConvImplicitGemmHopperFwd": 18, "ConvImplicitGemmHopperBwd": 18, "C
             "ConvImplicitGemmHopperFwdTf32RnNchw": 0, "ConvImplicitGemmHopperBwdTf32RnNchw": 0,
             # the swapped-operand wrappers: as their NHWC solvers (their own claims: test_nchw.py)
             "ConvImplicitGemmHopperFwdSwapNchw": 0, "ConvImplicitGemmHopperBwdSwapNchw": 2,
-            "ConvImplicitGemmHopperWrwTf32Rn": 0}
+            "ConvImplicitGemmHopperWrwTf32Rn": 0, "ConvImplicitGemmHopperWrwTf32RnNchw": 0}
 ACCEPTED_DIGEST = "f7cbf121"
 
 
@@ -62,7 +62,7 @@ def test_registered_after_existing():
     assert rows["ConvImplicitGemmHopperBwdNchw"] == 41 and rows["ConvImplicitGemmHopperWrwNchw"] == 42
     assert rows["ConvImplicitGemmHopperFwdTf32RnNchw"] == 43 and rows["ConvImplicitGemmHopperBwdTf32RnNchw"] == 44
     assert rows["ConvImplicitGemmHopperFwdSwapNchw"] == 45 and rows["ConvImplicitGemmHopperBwdSwapNchw"] == 46
-    assert rows["ConvImplicitGemmHopperWrwTf32Rn"] == 47
+    assert rows["ConvImplicitGemmHopperWrwTf32Rn"] == 47 and rows["ConvImplicitGemmHopperWrwTf32RnNchw"] == 48
     assert max(n for i, n in rows.items() if "Hopper" not in i and "SmallC" not in i) == 28
     assert [s.id for s in HOPPER] == ["ConvImplicitGemmHopperFwd", "ConvImplicitGemmHopperBwd",
                                       "ConvImplicitGemmHopperWrw", "ConvImplicitGemmHopperFwdBiasActiv",
@@ -72,7 +72,7 @@ def test_registered_after_existing():
                                       "ConvImplicitGemmHopperBwdNchw", "ConvImplicitGemmHopperWrwNchw",
                                       "ConvImplicitGemmHopperFwdTf32RnNchw", "ConvImplicitGemmHopperBwdTf32RnNchw",
                                       "ConvImplicitGemmHopperFwdSwapNchw", "ConvImplicitGemmHopperBwdSwapNchw",
-                                      "ConvImplicitGemmHopperWrwTf32Rn"]
+                                      "ConvImplicitGemmHopperWrwTf32Rn", "ConvImplicitGemmHopperWrwTf32RnNchw"]
 
 
 def test_claims_pinned(no_gpu_arch):

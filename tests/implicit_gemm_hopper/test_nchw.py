@@ -26,6 +26,7 @@ WRAPS = {
     "ConvImplicitGemmHopperBwdTf32RnNchw": ("ConvImplicitGemmHopperBwdTf32Rn", "B", (("FP32", "tf32"),)),
     "ConvImplicitGemmHopperFwdSwapNchw": ("ConvImplicitGemmHopperFwdSwap", "F", (("FP16", "strict"), ("BF16", "strict"))),
     "ConvImplicitGemmHopperBwdSwapNchw": ("ConvImplicitGemmHopperBwdSwap", "B", (("FP16", "strict"), ("BF16", "strict"))),
+    "ConvImplicitGemmHopperWrwTf32RnNchw": ("ConvImplicitGemmHopperWrwTf32Rn", "W", (("FP32", "tf32"),)),
 }
 
 # 16-bit cases (C and K multiples of 8): tails in M, N and K, strides (backward data's phases), a strided 1x1 filter
@@ -38,7 +39,7 @@ CASES = {
     "c8": dict(n=3, c=8, k=8, in_size=(7, 9), filter_size=3, pads=1),
 }
 # FP32 with TF32 math (the rounding solvers: input channels of the forward a multiple of 32; backward data stride 1,
-# dy's channels a multiple of 32, dx's of 4)
+# dy's channels a multiple of 32, dx's of 4; backward weights x's channels a multiple of 32)
 TF32_CASES = {
     "F": {"3x3_tail": dict(n=2, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1),
           "1x1_s2": dict(n=3, c=128, k=64, in_size=(9, 9), filter_size=1, strides=2),
@@ -46,6 +47,10 @@ TF32_CASES = {
     "B": {"3x3_c72": dict(n=2, c=72, k=64, in_size=(15, 13), filter_size=3, pads=1),
           "3x3_k256": dict(n=3, c=128, k=256, in_size=(14, 14), filter_size=3, pads=1),
           "5x5_dil": dict(n=2, c=24, k=32, in_size=(17, 16), filter_size=5, pads=3, dilations=2)},
+    # backward weights: x's channels a multiple of 32 (tails in dw's rows and columns; an odd count of K tiles)
+    "W": {"3x3_tail": dict(n=2, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1),
+          "3x3_s2": dict(n=2, c=64, k=64, in_size=(16, 15), filter_size=3, pads=1, strides=2),
+          "1x1_s2": dict(n=3, c=128, k=64, in_size=(9, 9), filter_size=1, strides=2)},
 }
 # the swapped-operand solvers' narrow layers (test_swap.py): forward C a multiple of 64 and K <= 128 (a tail of 8
 # channels, a strided 1x1 filter, dilation, several tiles per persistent block); backward data at stride 1, dy's channels
@@ -98,7 +103,7 @@ def _kw(sid, d, dt, name):
 
 def test_registered():
     rows = {r.id: r.number for r in registry()}
-    assert [rows[sid] for sid in WRAPS] == [40, 41, 42, 43, 44, 45, 46]
+    assert [rows[sid] for sid in WRAPS] == [40, 41, 42, 43, 44, 45, 46, 48]
     for sid, (inner, d, _) in WRAPS.items():
         s = get_solver(sid)
         assert s.family == "implicit_gemm_hopper" and s.inner.id == inner and s.directions == frozenset(d)

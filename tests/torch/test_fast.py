@@ -618,6 +618,8 @@ HOPPER_CASES = [
      "ConvImplicitGemmHopperWrwNchw"),
     ("F", dict(n=2, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1), dict(CW=2, dtype="FP32", layout="NCHW"),
      "ConvImplicitGemmHopperFwdTf32RnNchw"),
+    ("W", dict(n=4, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1), dict(dtype="FP32", layout="NCHW", split=True),
+     "ConvImplicitGemmHopperWrwTf32RnNchw"),
     # the swapped-operand wrappers: the forward on the copies; backward data's filter rewrite from the filter's copy
     ("F", dict(n=2, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1), dict(COOP=1, layout="NCHW"),
      "ConvImplicitGemmHopperFwdSwapNchw"),
