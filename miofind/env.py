@@ -145,7 +145,7 @@ VARIABLES: tuple[EnvVar, ...] = (
            "cuDNN and the Ampere kernels do: each layer verifies against float64, but the bias compounds over a deep "
            "network in inference (ResNet-50 in channels_last drifted past 1e-2 of cuDNN), so they are off by default",
            "1 (offer them), 0 (default)", ""),
-    EnvVar("MIOFIND_HOPPER_NCHW", "whether the Hopper implicit-GEMM solvers' NCHW wrappers are offered (rows 40-46: the "
+    EnvVar("MIOFIND_HOPPER_NCHW", "whether the Hopper implicit-GEMM solvers' NCHW wrappers are offered (rows 40-46 and 48: the "
            "channels-first operands copied channels-last in the workspace, the NHWC kernels run on the copies, the output "
            "copied back; rows 45-46 also follow MIOFIND_HOPPER_SWAP_NCHW). Off, an NCHW problem's find and DB answers "
            "leave them out, records and all",
