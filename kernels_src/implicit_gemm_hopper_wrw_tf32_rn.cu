@@ -112,9 +112,11 @@ struct Offsets
 // The raw MN-major tile: element (mn, j) at block mn / 32, j-row j, chunk ((mn % 32) / 4) ^ (j % 8), word mn % 4.
 // A fragment (warp wi, lane l): rows mn = wi*16 + l/4 + 8h, j = l%4 + 4e (+ 64 i rows, + 8 k8 j: whole blocks and
 // swizzle periods, added as constants).
-// Transpose block (cq, jq) of a consumer: its columns 4cq .. + 3 x j 4jq .. + 3. Within each 8-lane phase of a warp,
-// the lanes take cq = 2c' + (l & 1) and jq = 4jh + ((l >> 1) & 3): the stores (row 4cq + w, chunk jq ^ (row % 8)) hit 8
-// distinct 16-byte bank groups, the loads (j-row 4jq + e, chunk (cq % 8) ^ (j % 8)) 4, two lanes each.
+// Transpose block (cq, jq) of a consumer: its columns 4cq .. + 3 x j 4jq .. + 3. Unit q takes i = q % 8, a shift
+// s = (q / 8) % 8 and a 32-column block q / 64: cq = 8 (q / 64) + i, jq = (i + s) % 8, so each block's 8 x 8 (cq, jq)
+// pairs are taken once, and the 8 lanes of a phase (one i each, one s) hit 8 distinct 16-byte bank groups both ways:
+// the loads (j-row 4jq + e, chunk i ^ (4 (jq % 2) + e)) and the stores (row 4cq + w, chunk jq ^ (4 (i % 2) + w)), each
+// XOR of a permutation of i with a term that flips only bit 2 between lanes of unlike parity.
 __device__ __forceinline__ Offsets make_offsets(int wg, int tw)
 {
     Offsets o;
@@ -131,8 +133,8 @@ __device__ __forceinline__ Offsets make_offsets(int wg, int tw)
     for(int u = 0; u < UNITS; ++u)
     {
         const int q = tw + 128 * u;
-        const int cq = (q & 1) | ((q >> 4) << 1);              // column quad of the consumer's WG_N columns
-        const int jq = ((q >> 1) & 3) | (((q >> 3) & 1) << 2);  // j quad of the K tile
+        const int cq = ((q >> 6) << 3) | (q & 7);              // column quad of the consumer's WG_N columns
+        const int jq = ((q & 7) + (q >> 3)) & 7;               // j quad of the K tile
         const int cqg = wg * (WG_N / 4) + cq;                   // column quad of the tile
         o.src[u] = (u32)(A_BYTES + (cqg >> 3) * MNBLK + 4 * jq * 128);
         o.dst[u] = (u32)(4 * cq * 128);
