@@ -106,7 +106,7 @@ struct Offsets
     u32 a[2][2];            // A fragment register (g + 8h, t + 4e) of m64 block 0, k8 step 0: a[h][e]
     u32 src[UNITS];         // transpose block u: its first 16-byte load in the raw stage's B (j-rows 4jq .. + 3)
     u32 dst[UNITS];         // its first 16-byte store in the K-major tile (rows 4cq .. + 3)
-    u32 jq8[UNITS];         // its chunk of 4 j (jq), for the stores' swizzle
+    u32 jq8[UNITS];         // its j quad jq (the stores' swizzle) | its column chunk cq % 8 << 8 (the loads')
 };
 
 // The raw MN-major tile: element (mn, j) at block mn / 32, j-row j, chunk ((mn % 32) / 4) ^ (j % 8), word mn % 4.
