@@ -65,15 +65,24 @@ def gemm_shape(p: ProblemDescription) -> tuple[int, int, int]:
     return p.n * math.prod(p.out_size), p.k, p.c * math.prod(p.filter_size)
 
 
-def tf32_off(p: ProblemDescription):
-    """Not-applicable of an FP32 problem: strict math (wgmma has no FP32 form), or TF32 math while
-    MIOFIND_HOPPER_TF32 is off (the wgmma reads FP32 operands truncated to TF32, where cuDNN rounds them: ResNet-50's
-    inference in channels_last drifted past 1e-2 of cuDNN's, bench/results/session-nov28b/); None otherwise."""
-    if p.dtype != "FP32":
-        return None
-    if p.math != "tf32":
+def strict_fp32(p: ProblemDescription):
+    """Not-applicable of an FP32 problem with strict math (wgmma has no FP32 form, only TF32: math=tf32); None
+    otherwise."""
+    if p.dtype == "FP32" and p.math != "tf32":
         return not_applicable("data type FP32 with strict math not supported (wgmma multiplies FP32 data as TF32 "
                               "only: math=tf32)")
+    return None
+
+
+def tf32_off(p: ProblemDescription):
+    """Not-applicable of an FP32 problem: strict math (``strict_fp32``), or TF32 math while MIOFIND_HOPPER_TF32 is off
+    (the wgmma reads FP32 operands truncated to TF32, where cuDNN rounds them: ResNet-50's inference in channels_last
+    drifted past 1e-2 of cuDNN's, bench/results/session-nov28b/); None otherwise."""
+    if p.dtype != "FP32":
+        return None
+    strict = strict_fp32(p)
+    if strict is not None:
+        return strict
     if not hopper_tf32():
         return not_applicable("TF32 off: its wgmma truncates FP32 operands where cuDNN rounds them "
                               "(MIOFIND_HOPPER_TF32=1 offers it)")
@@ -457,6 +466,34 @@ def filter_first_factory(sid: str, first: KernelInfo, main: KernelInfo, maps, sm
         steps = [(lfirst, ((B, 0), (WS, 0))),
                  (launch, ((A, 0), (WS, 0), (OUT, 0)), ((A, 0, maps[0].spec), (WS, 0, maps[1].spec)))]
         return with_recipe(invoker, steps, (ALIGN, ALIGN, ALIGN, 1), True)
+    return factory
+
+
+def split_factory(sid: str, main: KernelInfo, red: KernelInfo | None, maps, smem: int, ws: int):
+    """The invoker factory of a wgmma launch ``main`` on (a, b, out, partials) (``maps``: the ``tma.MapCache`` of a and
+    b, or None) and, where it is split, its reduce ``red`` on (workspace, out), launched as a programmatic dependent
+    (it waits on the device for the partials: griddepcontrol.wait). Unsplit, the partial pointer is the output,
+    unread; split, the partial planes are the workspace of ``ws`` bytes. The recipe names the launches for
+    miofind.torch's C++ path."""
+    def factory(kerns):
+        kmain = kerns[0]
+        if smem > SMEM_STATIC:
+            kmain.max_dynamic_shared_size_bytes = smem
+        raw = Launch(kmain, main.grid, main.block, (PTR,) * 4 + (MAP,) * len(maps or ()), shared_mem=smem)
+        lmain = raw.bind_maps(maps) if maps else raw
+        lred = Launch(kerns[1], red.grid, red.block, (PTR, PTR), pdl=True) if red is not None else None
+
+        def invoker(a, b, out, workspace, stream):
+            if a % ALIGN or b % ALIGN or out % ALIGN:
+                check_aligned(sid, (("first input", a), ("second input", b), ("output", out)))
+            if lred is None:
+                lmain(stream, a, b, out, out)
+                return
+            if not workspace:
+                raise ValueError(f"{sid}: workspace of {ws} bytes required, got none")
+            lmain(stream, a, b, out, workspace)
+            lred(stream, workspace, out)
+        return with_recipe(invoker, recipe_steps(raw, lred, maps), (ALIGN, ALIGN, ALIGN, 1), lred is not None)
     return factory
 
 

@@ -17,7 +17,7 @@ from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_applicable
 
 from .implicit_gemm_hopper_base import (ARCH, SMEM_LIMIT, WS_ALIGN, ImplicitGemmHopperBase, filter_first_factory,
-                                        gemm_shape, problem_macros, sm_count, tma_fits, x_im2col)
+                                        gemm_shape, problem_macros, sm_count, strict_fp32, tma_fits, x_im2col)
 
 KEYS = ("WG_M", "BN", "WN", "CW", "STAGES")
 ROUND_BLOCK = 256
@@ -92,9 +92,9 @@ class ImplicitGemmHopperFwdTf32Rn(ImplicitGemmHopperBase):
         if not base:
             return base
         p = problem.as_conv()
-        if p.math != "tf32":
-            return not_applicable("data type FP32 with strict math not supported (wgmma multiplies FP32 data as TF32 "
-                                  "only: math=tf32)")
+        strict = strict_fp32(p)
+        if strict is not None:
+            return strict
         f = self.forward_problem(p)      # the forward the kernel runs (backward data: its view)
         if not tma_fits(f):
             return not_applicable(f"{f.c} input channels of the forward kernel: the copy engine's K tiles need a "

@@ -20,14 +20,12 @@ from __future__ import annotations
 import math
 
 from miofind import tma
-from miofind.launch import MAP, PTR, Launch, with_recipe
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_applicable
 
 from .implicit_gemm_base import INT32_MAX, SM_COUNT
-from .implicit_gemm_hopper_base import (ALIGN, ARCH, SMEM_LIMIT, SMEM_STATIC, ImplicitGemmHopperBase, check_aligned,
-                                        dense_pixels, problem_macros, recipe_steps, split_chunks, split_tries,
-                                        threads, tma_fits, x_dense, x_im2col)
+from .implicit_gemm_hopper_base import (ARCH, SMEM_LIMIT, ImplicitGemmHopperBase, dense_pixels, problem_macros,
+                                        split_chunks, split_factory, split_tries, threads, tma_fits, x_dense, x_im2col)
 
 KEYS = ("BM", "BN", "WGS", "STAGES", "SPLITK", "CLUSTER", "WSPEC", "TMA", "ST16")
 CLUSTERS = (1, 2, 3, 4, 5, 6, 7, 8)
@@ -316,32 +314,10 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
                                       (ceil_div(m * n // 4, RED_BLOCK // RED_GROUPS), 1, 1),
                                       (RED_BLOCK, 1, 1), macros=mac, options=(f"-arch={ARCH}",)))
         ws_total = self.workspace_bytes(p, cfg)
-        sid = self.id
         maps = None
         if cfg["TMA"]:      # dy as a dense J x K matrix (64 x 64 boxes), x's im2col map (64 pixels a box; dense x: tiled)
             maps = (tma.MapCache(tma.TiledSpec(p.dtype, (m, wrw_shape(p)[2]), (m * 2,), (64, BJ))),
                     tma.MapCache(x_dense(p, BJ) if dense else x_im2col(p, BJ)))
 
-        def factory(kerns):
-            kmain = kerns[0]
-            if smem > SMEM_STATIC:
-                kmain.max_dynamic_shared_size_bytes = smem
-            raw = Launch(kmain, main.grid, main.block, (PTR, PTR, PTR, PTR) + (MAP,) * len(maps or ()),
-                         shared_mem=smem)
-            lmain = raw.bind_maps(maps) if maps else raw       # the maps of dy (a) and x (b)
-            # the reduce waits on the device for the partials (griddepcontrol.wait): a programmatic dependent
-            lred = Launch(kerns[1], kernels[1].grid, kernels[1].block, (PTR, PTR), pdl=True) if eff > 1 else None
-
-            def invoker(a, b, out, workspace, stream):
-                if a % ALIGN or b % ALIGN or out % ALIGN:
-                    check_aligned(sid, (("first input", a), ("second input", b), ("output", out)))
-                if lred is None:
-                    lmain(stream, a, b, out, out)
-                    return
-                if not workspace:
-                    raise ValueError(f"{sid}: workspace of {ws_total} bytes required, got none")
-                lmain(stream, a, b, out, workspace)
-                lred(stream, workspace, out)
-            return with_recipe(invoker, recipe_steps(raw, lred, maps), (ALIGN, ALIGN, ALIGN, 1), lred is not None)
-
+        factory = split_factory(self.id, main, kernels[1] if eff > 1 else None, maps, smem, ws_total)
         return ConvSolution(self.id, kernels, ws_total, factory, cfg)

@@ -14,13 +14,12 @@ from __future__ import annotations
 import math
 
 from miofind import tma
-from miofind.launch import MAP, PTR, Launch, with_recipe
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_applicable
 
 from .implicit_gemm_base import INT32_MAX, SM_COUNT
-from .implicit_gemm_hopper_base import (ALIGN, ARCH, SMEM_LIMIT, SMEM_STATIC, WS_ALIGN, ImplicitGemmHopperBase,
-                                        check_aligned, problem_macros, recipe_steps, split_tries, tma_fits, x_im2col)
+from .implicit_gemm_hopper_base import (ARCH, SMEM_LIMIT, WS_ALIGN, ImplicitGemmHopperBase, problem_macros, split_factory,
+                                        split_tries, strict_fp32, tma_fits, x_im2col)
 from .implicit_gemm_hopper_wrw import wrw_shape
 
 KEYS = ("WG_M", "BN", "STAGES", "SPLITK")
@@ -134,9 +133,9 @@ class ImplicitGemmHopperWrwTf32Rn(ImplicitGemmHopperBase):
         if not base:
             return base
         p = problem.as_conv()
-        if p.math != "tf32":
-            return not_applicable("data type FP32 with strict math not supported (wgmma multiplies FP32 data as TF32 "
-                                  "only: math=tf32)")
+        strict = strict_fp32(p)
+        if strict is not None:
+            return strict
         if not tma_fits(p):
             return not_applicable(f"{p.c} input channels: the copy engine's im2col boxes need a multiple of 32 and "
                                   "im2col offsets in range")
@@ -187,28 +186,8 @@ class ImplicitGemmHopperWrwTf32Rn(ImplicitGemmHopperBase):
             kernels.append(KernelInfo(self.source, "igemm_hopper_wrw_tf32_reduce", (ceil_div(m * n // 4, RED_BLOCK), 1, 1),
                                       (RED_BLOCK, 1, 1), macros=mac, options=(f"-arch={ARCH}",)))
         ws_total = self.workspace_bytes(p, cfg)
-        sid = self.id
         # dy as a dense J x K matrix (32 x 32 boxes), x's im2col map (32 pixels x 32 channels a box)
         maps = (tma.MapCache(tma.TiledSpec(p.dtype, (m, j), (m * 4,), (32, BJ))), tma.MapCache(x_im2col(p, BJ)))
 
-        def factory(kerns):
-            kmain = kerns[0]
-            if smem > SMEM_STATIC:
-                kmain.max_dynamic_shared_size_bytes = smem
-            raw = Launch(kmain, main.grid, main.block, (PTR,) * 4 + (MAP,) * 2, shared_mem=smem)
-            lmain = raw.bind_maps(maps)
-            lred = Launch(kerns[1], kernels[1].grid, kernels[1].block, (PTR, PTR), pdl=True) if eff > 1 else None
-
-            def invoker(a, b, out, workspace, stream):
-                if a % ALIGN or b % ALIGN or out % ALIGN:
-                    check_aligned(sid, (("first input", a), ("second input", b), ("output", out)))
-                if lred is None:
-                    lmain(stream, a, b, out, out)
-                    return
-                if not workspace:
-                    raise ValueError(f"{sid}: workspace of {ws_total} bytes required, got none")
-                lmain(stream, a, b, out, workspace)
-                lred(stream, workspace, out)
-            return with_recipe(invoker, recipe_steps(raw, lred, maps), (ALIGN, ALIGN, ALIGN, 1), lred is not None)
-
+        factory = split_factory(self.id, main, kernels[1] if eff > 1 else None, maps, smem, ws_total)
         return ConvSolution(self.id, kernels, ws_total, factory, cfg)

@@ -18,3 +18,20 @@ def nvrtc_or_skip() -> None:
         if os.environ.get("CI"):
             pytest.fail(f"NVRTC unavailable in CI: {e}")
         pytest.skip(f"NVRTC unavailable: {e}")
+
+
+def ptxas_log(kinfo) -> str:
+    """ptxas's verbose log (``-Xptxas=-v``) of compiling ``kinfo`` with NVRTC: registers, spills, and the advisories of
+    serialised wgmma or injected waits. Call ``nvrtc_or_skip`` first."""
+    from cupy_backends.cuda.libs import nvrtc
+
+    from miofind.compile import _options, kernel_source, pre_includes
+    pre = pre_includes(kinfo)
+    prog = nvrtc.createProgram(kernel_source(kinfo.source), kinfo.source, [kernel_source(n).encode() for n in pre],
+                               [n.encode() for n in pre])
+    try:
+        nvrtc.compileProgram(prog, [*_options(kinfo), "-Xptxas=-v"])
+        log = nvrtc.getProgramLog(prog)
+    finally:
+        nvrtc.destroyProgram(prog)
+    return log.decode() if isinstance(log, bytes) else log

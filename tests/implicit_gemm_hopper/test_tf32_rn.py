@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from gpu_helpers import FakeKernel, check_solver
-from nvrtc_check import nvrtc_or_skip
+from nvrtc_check import nvrtc_or_skip, ptxas_log
 from miofind.problem import ProblemDescription
 from miofind.registry import get_solver, registry
 from miofind.solvers import implicit_gemm_hopper_base as hb
@@ -210,23 +210,12 @@ def test_ptxas_keeps_the_wgmma_pipeline(no_gpu_arch):
     kernel must compile without either for every config, on K-tile counts even, odd and 1 (the odd count's peeled first
     K tile)."""
     nvrtc_or_skip()
-    from cupy_backends.cuda.libs import nvrtc
-
-    from miofind.compile import _options, kernel_source, pre_includes
     for c, f in ((256, 3), (32, 3), (32, 1)):
         p = _p(n=4, c=c, k=256, in_size=(14, 14), filter_size=f, pads=f // 2)
         for cfg in FWD.config_space(p):
             if cfg["STAGES"] != 3:
                 continue
-            k = FWD.get_solution(p, cfg).kernels[1]
-            prog = nvrtc.createProgram(kernel_source(k.source), k.source, [kernel_source(n).encode() for n in pre_includes(k)],
-                                       [n.encode() for n in pre_includes(k)])
-            try:
-                nvrtc.compileProgram(prog, [*_options(k), "-Xptxas=-v"])
-                log = nvrtc.getProgramLog(prog)
-            finally:
-                nvrtc.destroyProgram(prog)
-            log = log.decode() if isinstance(log, bytes) else log
+            log = ptxas_log(FWD.get_solution(p, cfg).kernels[1])
             assert "Performance Loss" not in log and "is injected" not in log and "spill stores" in log, (c, f, cfg, log)
             assert " 0 bytes spill stores" in log, (c, f, cfg, log)
 

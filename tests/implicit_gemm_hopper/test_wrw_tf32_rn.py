@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from gpu_helpers import FakeKernel, check_solver
-from nvrtc_check import nvrtc_or_skip
+from nvrtc_check import nvrtc_or_skip, ptxas_log
 from miofind.problem import ProblemDescription
 from miofind.registry import get_solver, registry
 from miofind.solvers import implicit_gemm_hopper_base as hb
@@ -131,20 +131,9 @@ def test_ptxas_keeps_the_wgmma_pipeline(no_gpu_arch):
     """No serialised register-A wgmma, no injected wait and no spill (ptxas's verbose log) for the tiles a find
     measures; the 2 x 256 tile, at 128 accumulators and 64 fragment registers a thread, is allowed a few bytes."""
     nvrtc_or_skip()
-    from cupy_backends.cuda.libs import nvrtc
-
-    from miofind.compile import _options, kernel_source, pre_includes
     p = _p(**CASES["deep"])
     for cfg in [WRW.default_config(p)] + WRW.alternatives(p):
-        k = WRW.get_solution(p, cfg).kernels[0]
-        prog = nvrtc.createProgram(kernel_source(k.source), k.source, [kernel_source(n).encode() for n in pre_includes(k)],
-                                   [n.encode() for n in pre_includes(k)])
-        try:
-            nvrtc.compileProgram(prog, [*_options(k), "-Xptxas=-v"])
-            log = nvrtc.getProgramLog(prog)
-        finally:
-            nvrtc.destroyProgram(prog)
-        log = log.decode() if isinstance(log, bytes) else log
+        log = ptxas_log(WRW.get_solution(p, cfg).kernels[0])
         assert "Performance Loss" not in log and "is injected" not in log and "spill stores" in log, (cfg, log)
         if (cfg["WG_M"], cfg["BN"]) != (2, 256):
             assert " 0 bytes spill stores" in log, (cfg, log)
