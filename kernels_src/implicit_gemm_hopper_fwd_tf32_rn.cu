@@ -87,17 +87,6 @@ __device__ __forceinline__ void load_a(u32 (&a)[4], u32 addr)
     for(int i = 0; i < 4; ++i) a[i] = tf32_rna(a[i]);
 }
 
-__device__ __forceinline__ void wgmma_rs(float* d, const u32 (&a)[4], u64 db)
-{
-#if WG_N == 64
-    wgmma_rs_n64(d, a, db);
-#elif WG_N == 128
-    wgmma_rs_n128(d, a, db);
-#else
-    wgmma_rs_n256(d, a, db);
-#endif
-}
-
 // K tile at stream position pos, warpgroup rows r0 ..: the A fragments of its WG_M m64 blocks and 4 k8 steps from the
 // stage into register set a, rounded, then its 4 x WG_M wgmma as one group; returns once the group before (the
 // previous K tile's, which read register set `other`) has completed, and then releases that K tile's stage (unless
@@ -118,28 +107,7 @@ __device__ __forceinline__ void k_tile(float (&acc)[WG_M][WG_N / 2], u32 (&a)[WG
             const int r = r0 + i * 64;
             load_a(a[i][k8], sn + (u32)(r * 128 + (((2 * k8 + achunk) ^ (r & 7)) << 4)));
         }
-    u64 db[4];                                  // B descriptors made before the group: no other instruction inside it
-#pragma unroll
-    for(int k8 = 0; k8 < 4; ++k8)
-    {
-        db[k8] = desc_sw128(sn + A_BYTES + boff + k8 * 32);
-        asm volatile("" : "+l"(db[k8]));
-    }
-    wgmma_fence();
-#pragma unroll
-    for(int k8 = 0; k8 < 4; ++k8)
-#pragma unroll
-        for(int i = 0; i < WG_M; ++i)
-            wgmma_rs(acc[i], a[i][k8], db[k8]);
-    wgmma_commit();
-    wgmma_wait<1>();                            // the previous K tile's group has completed
-#pragma unroll
-    for(int i = 0; i < WG_M; ++i)
-#pragma unroll
-        for(int k8 = 0; k8 < 4; ++k8)
-#pragma unroll
-            for(int e = 0; e < 4; ++e)
-                asm volatile("" : "+r"(other[i][k8][e]));     // its registers live until here
+    rs_group<WG_N>(acc, a, other, sn + A_BYTES + boff);      // returns once the previous K tile's group has completed
     asm volatile("{\n.reg .pred q;\n.reg .b64 st;\nsetp.ne.u32 q, %1, 0;\n@q mbarrier.arrive.shared.b64 st, [%0];\n}\n"
                  ::"r"(empty0 + (u32)((pos + STAGES - 1) % STAGES) * 8), "r"((u32)release) : "memory");
 }

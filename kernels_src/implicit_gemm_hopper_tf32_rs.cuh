@@ -42,3 +42,47 @@ __device__ __forceinline__ void wgmma_rs_n256(float* d, const u32 (&a)[4], u64 d
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
 
+// register-A wgmma of N columns (64, 128, 256)
+template <int N>
+__device__ __forceinline__ void wgmma_rs(float* d, const u32 (&a)[4], u64 db)
+{
+    static_assert(N == 64 || N == 128 || N == 256, "wgmma N 64, 128 or 256");
+    if(N == 64)
+        wgmma_rs_n64(d, a, db);
+    else if(N == 128)
+        wgmma_rs_n128(d, a, db);
+    else
+        wgmma_rs_n256(d, a, db);
+}
+
+// One K tile's wgmma group of a consumer warpgroup: 4 k8 steps x M m64 blocks of register set a against the K-major,
+// 128-byte-swizzled B tile at shared address b (a k8 step 32 bytes on), then wait for the group before, which read
+// register set `other`, and keep `other` live until that wait: ptxas serialises register-A wgmma where it cannot
+// prove that no register of an in-flight group is written. The descriptors are made before the group, so that no
+// other instruction sits inside it.
+template <int N, int M>
+__device__ __forceinline__ void rs_group(float (&acc)[M][N / 2], const u32 (&a)[M][4][4], u32 (&other)[M][4][4], u32 b)
+{
+    u64 db[4];
+#pragma unroll
+    for(int k8 = 0; k8 < 4; ++k8)
+    {
+        db[k8] = desc_sw128(b + k8 * 32);
+        asm volatile("" : "+l"(db[k8]));
+    }
+    wgmma_fence();
+#pragma unroll
+    for(int k8 = 0; k8 < 4; ++k8)
+#pragma unroll
+        for(int i = 0; i < M; ++i)
+            wgmma_rs<N>(acc[i], a[i][k8], db[k8]);
+    wgmma_commit();
+    wgmma_wait<1>();
+#pragma unroll
+    for(int i = 0; i < M; ++i)
+#pragma unroll
+        for(int k8 = 0; k8 < 4; ++k8)
+#pragma unroll
+            for(int e = 0; e < 4; ++e)
+                asm volatile("" : "+r"(other[i][k8][e]));
+}

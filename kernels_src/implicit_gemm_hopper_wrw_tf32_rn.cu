@@ -73,15 +73,6 @@ static_assert(XS_C == 1 && WS_C == 1 && YS_C == 1, "channels-last x, dw and dy")
 static_assert(YS_W == P_K && YS_H == P_WO * YS_W && YS_N == P_HO * YS_H, "dense NHWC dy");
 static_assert(WS_X == P_C && WS_Y == P_X * WS_X && WS_K == P_Y * WS_Y, "dense KYXC dw");
 
-__device__ __forceinline__ void wgmma_rs(float* d, const u32 (&a)[4], u64 db)
-{
-#if WG_N == 64
-    wgmma_rs_n64(d, a, db);
-#else
-    wgmma_rs_n128(d, a, db);
-#endif
-}
-
 __device__ __forceinline__ u32 lds32(u32 addr)
 {
     u32 v;
@@ -178,28 +169,7 @@ __device__ __forceinline__ void k_tile(float (&acc)[WG_M][WG_N / 2], u32 (&a)[WG
     fence_proxy_async();                    // this thread's K-major stores -> the wgmma's (async proxy) reads
     bar_sync<1, 256>();                     // both consumers' K-major tiles are written (no branch between groups)
     mbar_arrive(empty0 + s * 8);            // the raw stage has been read
-    u64 db[4];                              // B descriptors made before the group: no other instruction inside it
-#pragma unroll
-    for(int k8 = 0; k8 < 4; ++k8)
-    {
-        db[k8] = desc_sw128(kb + k8 * 32);
-        asm volatile("" : "+l"(db[k8]));
-    }
-    wgmma_fence();
-#pragma unroll
-    for(int k8 = 0; k8 < 4; ++k8)
-#pragma unroll
-        for(int i = 0; i < WG_M; ++i)
-            wgmma_rs(acc[i], a[i][k8], db[k8]);
-    wgmma_commit();
-    wgmma_wait<1>();                        // the previous K tile's group has completed
-#pragma unroll
-    for(int i = 0; i < WG_M; ++i)
-#pragma unroll
-        for(int k8 = 0; k8 < 4; ++k8)
-#pragma unroll
-            for(int e = 0; e < 4; ++e)
-                asm volatile("" : "+r"(other[i][k8][e]));     // its registers live until here
+    rs_group<WG_N>(acc, a, other, kb);      // returns once the previous K tile's group has completed
 }
 
 extern "C" __global__ void __launch_bounds__(NT, 1)
