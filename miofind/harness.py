@@ -67,21 +67,26 @@ def timed_runs(fn, warmup: int, iters: int, budget_ms: float | None = None, cut_
 
     ``first_ms``: a run of ``fn`` already made and timed (the verification run), counted as the
     first warm-up. With ``budget_ms``, the first warm-up run made here is timed and a slow kernel gets
-    fewer runs (``plan_runs``): a 100 ms kernel takes 4 runs here instead of 13. With ``cut_ms``
+    fewer runs (``plan_runs``): a 100 ms kernel takes 4 runs here instead of 13; that probe is left out where
+    ``first_ms`` shows every run fits BUDGET_PROBE_MARGIN times over. With ``cut_ms``
     (early stop), the warm-up runs are timed too (they never enter the figures of a kernel that is
     kept): once CUT_AFTER_WARMUPS of them ran and even the fastest took ``cut_ms`` or more, timing
-    ends there; else it ends once CUT_AFTER_RUNS runs are timed and the fastest of them took
-    ``cut_ms`` or more. The figures are then those of the runs made, and ``cut`` is True. The fastest
+    ends there; else it ends after the first TIMED_FIRST_GROUP timed runs (at least CUT_AFTER_RUNS) if the fastest
+    of them took ``cut_ms`` or more. The figures are then those of the runs made, and ``cut`` is True. The fastest
     is what decides, so a first run slowed by one-time work (a module load) cannot cut a kernel.
-    With ``settle``, timing also ends (not cut) once SETTLE_AFTER_RUNS runs are timed and all lie within
-    ``settle`` x their median of each other: the median is then known as well as more runs would tell.
+    With ``settle``, timing also ends (not cut) after those first runs (at least SETTLE_AFTER_RUNS) when they all lie
+    within ``settle`` x their median of each other: the median is then known as well as more runs would tell.
     A set of timed runs that ends neither way and spreads too widely (``unstable``) is timed once more, and
     the set of lower median kept (``retimed``; a second set that is cut leaves the first's figures).
 
     What a timed run measures follows ``MIOFIND_FIND_TIMING``: ``device`` (default) holds the GPU with a spin
-    kernel (``Hold``) while the host enqueues the call, so the events time the call's GPU work alone, as
-    cuDNN's and MIOpen's finds and Triton's ``do_bench`` do; ``wall`` also counts the host's time before the call's
-    first kernel starts (a cuDNN plan's longer host path was charged to its time)."""
+    kernel (``Hold``) while the host enqueues the calls, so the events time the calls' GPU work alone, as
+    cuDNN's and MIOpen's finds and Triton's ``do_bench`` do. The runs are then made in sets back to back, an event
+    between each two, and synchronised once a set (the timed warm-ups; the first TIMED_FIRST_GROUP timed runs; the
+    rest): a run's time is still its own GPU work (``Hold.covered``: the host had queued it before the GPU reached
+    it), without a synchronisation and a hold for each run.
+    ``wall`` times each run alone and synchronised, and also counts the host's time before the call's first kernel
+    starts (a cuDNN plan's longer host path was charged to its time)."""
     from .lt_bridge import direct
 
     with direct(), prompt_gil():
@@ -124,22 +129,39 @@ def _timed_runs(fn, warmup, iters, budget_ms, cut_ms, first_ms, settle) -> Timin
 
     from .env import find_timing
 
-    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
     hold = Hold() if find_timing() == "device" else None
+    events: list = []
 
-    def timed() -> float:
-        for _ in range(2):      # once more, with a longer hold, where the host outran the first one
+    def group(k: int) -> list[float]:
+        """``k`` runs of ``fn`` back to back after one hold, an event between each two: their times in ms. A set with
+        a run the host did not queue in time (``Hold.covered``) is made once more under a hold sized from what the
+        host took; a run still not covered then is made again alone (as one set). Wall timing (no hold) makes one
+        run a set: its start event must follow the host's work."""
+        while len(events) <= k:
+            events.append(cupy.cuda.Event())
+        for attempt in range(2):
             t0 = _time.perf_counter()   # from before the hold's launch: it cannot start earlier
             if hold is not None:
-                hold.launch()
-            start.record()
-            fn()
-            stop.record()
-            covered = hold is None or hold.enqueued(_time.perf_counter() - t0)
-            stop.synchronize()
-            if covered:
-                break
-        return cupy.cuda.get_elapsed_time(start, stop)
+                hold.launch(k)
+            events[0].record()
+            queued = []
+            for i in range(k):
+                fn()
+                events[i + 1].record()
+                queued.append(_time.perf_counter() - t0)
+            events[k].synchronize()
+            times = [cupy.cuda.get_elapsed_time(events[i], events[i + 1]) for i in range(k)]
+            if hold is None:
+                return times
+            ok = hold.covered(queued, times)
+            if all(ok) or (attempt and k == 1):
+                return times
+        return [t if c else group(1)[0] for t, c in zip(times, ok)]
+
+    def runs(k: int) -> list[float]:
+        if hold is None:
+            return [group(1)[0] for _ in range(k)]
+        return group(k)
 
     def untimed() -> None:
         t0 = _time.perf_counter()
@@ -160,31 +182,40 @@ def _timed_runs(fn, warmup, iters, budget_ms, cut_ms, first_ms, settle) -> Timin
     if first_ms is not None and warmup > 0:
         warm.append(first_ms)
         done = 1
-    if budget_ms is not None and warmup > done:
-        warm.append(timed())
+    # the budget's probe: one timed warm-up, unless the verification run already shows every run fits 4 times over
+    fits = first_ms is not None and 0 < first_ms * (warmup + iters) * BUDGET_PROBE_MARGIN <= (budget_ms or 0)
+    if budget_ms is not None and warmup > done and not fits:
+        warm += runs(1)
         done += 1
         if cut_in_warmups():
             return figures(warm, True)
         warmup, iters = plan_runs(warm[-1], warmup, iters, budget_ms)
-    for _ in range(warmup - done):
+    if warmup > done:
         if cut_ms is None:
-            untimed()
-            continue
-        warm.append(timed())
-        if cut_in_warmups():
-            return figures(warm, True)
+            for _ in range(warmup - done):
+                untimed()
+        else:
+            warm += runs(warmup - done)
+            if cut_in_warmups():
+                return figures(warm, True)
 
     def timed_set() -> Timing:
-        times, cut = [], False
-        for _ in range(max(1, iters)):
-            times.append(timed())
-            if cut_ms is not None and len(times) >= CUT_AFTER_RUNS and len(times) < iters and min(times) >= cut_ms:
-                cut = True
+        times: list[float] = []
+        n = max(1, iters)
+        # the runs that early stop and settling judge first, back to back; then the rest
+        first = min(n, TIMED_FIRST_GROUP) if cut_ms is not None or settle is not None else n
+        for k in (first, n - first):
+            if k <= 0:
+                continue
+            times += runs(k)
+            if len(times) >= n:
                 break
-            if (settle is not None and SETTLE_AFTER_RUNS <= len(times) < iters
+            if cut_ms is not None and len(times) >= CUT_AFTER_RUNS and min(times) >= cut_ms:
+                return figures(times, True)
+            if (settle is not None and len(times) >= SETTLE_AFTER_RUNS
                     and max(times) - min(times) <= settle * sorted(times)[len(times) // 2]):
                 break
-        return figures(times, cut)
+        return figures(times, False)
 
     first = timed_set()
     if not unstable(first):
@@ -209,31 +240,62 @@ def hold_kernel_info():
 
 
 class Hold:
-    """The GPU held while the host enqueues a timed call (``MIOFIND_FIND_TIMING=device``): ``launch`` queues a
-    spin of ``us`` microseconds on the current stream before the start event; ``enqueued`` takes the host's
-    enqueue time of the call that followed, sizes the next hold to twice the longest of the last HOLD_RECENT
-    plus HOLD_PAD_US (HOLD_MIN_US to HOLD_MAX_US), and says whether this one covered it (the GPU was still held
-    when the call's work was queued, so the events timed the GPU's work alone). Only recent calls size it: one
-    slow early call (a module's first load) would otherwise hold every later run for up to HOLD_MAX_US, and a
-    run the host outruns is timed again anyway."""
+    """The GPU held while the host enqueues timed calls (``MIOFIND_FIND_TIMING=device``): ``launch(runs)`` queues a
+    spin on the current stream before the start event, long enough for the host to queue ``runs`` calls back to back
+    before the GPU reaches each (``runs_us``); ``enqueued`` takes the host's enqueue time of an untimed call, and
+    ``covered`` the queue times and GPU times of a timed set, says whether the GPU was still held or busy with the
+    earlier runs when each run's work had been queued (so the events timed the GPU's work alone), and sizes the next
+    hold. The size follows the last HOLD_RECENT calls: one slow early call (a module's first load) would otherwise
+    hold every later set for up to HOLD_MAX_US, and a set the host outruns is made again anyway."""
 
     def __init__(self) -> None:
         from .compile import compile_kernel
 
         self._kernel = compile_kernel(hold_kernel_info())
-        self.us = HOLD_START_US
+        self.us = HOLD_START_US     # the hold for one call
         self._held_us = 0.0
-        self._recent: deque[float] = deque(maxlen=HOLD_RECENT)
+        self._recent: deque[float] = deque(maxlen=HOLD_RECENT)   # host us to queue one call
+        self._gpu: deque[float] = deque(maxlen=HOLD_RECENT)      # GPU us of one run
 
-    def launch(self) -> None:
-        self._held_us = self.us
-        self._kernel((1,), (1,), (np.uint64(int(self.us * 1e3)),))
+    def runs_us(self, runs: int) -> float:
+        """The hold for ``runs`` calls back to back. Call i (from 0) is queued about (i + 1) e after the hold's launch
+        (e: the longest recent enqueue) and reached by the GPU after the hold and i runs of at least g us (the
+        shortest recent run), so the hold must outlast e + (runs - 1) max(0, e - g): twice that plus HOLD_PAD_US,
+        at most HOLD_MAX_US a call. With no call seen yet, HOLD_START_US a call."""
+        if runs <= 1:
+            return self.us
+        if not self._recent:
+            return HOLD_START_US * runs
+        e, g = max(self._recent), min(self._gpu, default=0.0)
+        return min(HOLD_MAX_US * runs, max(HOLD_MIN_US, 2.0 * (e + (runs - 1) * max(0.0, e - g)) + HOLD_PAD_US))
+
+    def launch(self, runs: int = 1) -> None:
+        self._held_us = self.runs_us(runs)
+        self._kernel((1,), (1,), (np.uint64(int(self._held_us * 1e3)),))
+
+    def _resize(self) -> None:
+        self.us = min(HOLD_MAX_US, max(HOLD_MIN_US, 2.0 * max(self._recent) + HOLD_PAD_US))
 
     def enqueued(self, seconds: float) -> bool:
         us = seconds * 1e6
         self._recent.append(us)
-        self.us = min(HOLD_MAX_US, max(HOLD_MIN_US, 2.0 * max(self._recent) + HOLD_PAD_US))
+        self._resize()
         return us <= self._held_us
+
+    def covered(self, queued_s: list[float], times_ms: list[float]) -> list[bool]:
+        """For each run of a set made after ``launch``, whether it was covered: its work queued (``queued_s[i]``,
+        seconds after the host began to launch the hold) before the GPU could reach it (the hold, then the runs
+        before it, ``times_ms``)."""
+        ok, reach, prev = [], self._held_us, 0.0
+        for q, t in zip(queued_s, times_ms):
+            us = q * 1e6
+            self._recent.append(us - prev)
+            self._gpu.append(t * 1e3)
+            ok.append(us <= reach)
+            reach += t * 1e3
+            prev = us
+        self._resize()
+        return ok
 
 
 # the first hold covers a call whose host path has not been seen (the warm-ups before the timed runs size it)
@@ -242,6 +304,12 @@ HOLD_MIN_US = 10.0
 HOLD_MAX_US = 2000.0
 HOLD_PAD_US = 25.0   # the hold's own launch and the two event records, which a warm-up's enqueue time lacks
 HOLD_RECENT = 4      # enqueues that size the next hold
+# a find's timed runs are made in sets back to back after one hold (``timed_runs``): first this many (early stop and
+# settling judge them), then the rest
+TIMED_FIRST_GROUP = 5
+# the budget's timed probe run is left out where the verification run times every requested run this many times over
+# within the budget
+BUDGET_PROBE_MARGIN = 4.0
 
 
 def time_ms(fn, warmup: int, iters: int, budget_ms: float | None = None) -> tuple[float, float, float]:

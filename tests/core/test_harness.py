@@ -5,7 +5,7 @@ import types
 
 import pytest
 
-from miofind.harness import CUT_AFTER_RUNS, CUT_AFTER_WARMUPS, MIN_TIMED_RUNS, Harness, plan_runs
+from miofind.harness import CUT_AFTER_RUNS, CUT_AFTER_WARMUPS, MIN_TIMED_RUNS, TIMED_FIRST_GROUP, Harness, plan_runs
 from miofind.problem import ProblemDescription
 
 
@@ -37,18 +37,21 @@ def test_zero_estimate_keeps_requested_runs():
 
 @pytest.fixture
 def fake_gpu(monkeypatch):
-    """A fake cupy whose events report the durations of the launches in order, one per launch."""
+    """A fake cupy whose launches take ``durations`` in order (the last repeated): an event records how many launches
+    came before it, and the time between two events is that of the launches between them."""
     clock = types.SimpleNamespace(durations=[], launches=0)
 
     class Event:
+        at = 0
+
         def record(self):
-            pass
+            self.at = clock.launches
 
         def synchronize(self):
             pass
 
     def elapsed(start, stop):
-        return clock.durations[min(clock.launches, len(clock.durations)) - 1]
+        return sum(clock.durations[min(i, len(clock.durations) - 1)] for i in range(start.at, stop.at))
 
     cuda = types.SimpleNamespace(Event=Event, get_elapsed_time=elapsed,
                                  get_current_stream=lambda: types.SimpleNamespace(ptr=0))
@@ -117,7 +120,8 @@ def test_measure_cuts_after_three_timed_runs_when_a_warmup_was_under_the_cut(fak
     h, inv, clock = fake_gpu
     clock.durations = [10.0, 8.0, 10.0] + [10.0] * 11    # check, warm-ups (one under the cut), timed runs
     m = h.measure(inv, None, "direct", 3, 10, budget_ms=250.0, cut_ms=9.0)
-    assert clock.launches == 1 + 2 + CUT_AFTER_RUNS and m.cut and m.runs == CUT_AFTER_RUNS == 3
+    # the first set of timed runs, back to back: all over the cut
+    assert clock.launches == 1 + 2 + TIMED_FIRST_GROUP and m.cut and m.runs == TIMED_FIRST_GROUP >= CUT_AFTER_RUNS
 
 
 def test_a_slow_first_run_cannot_cut_a_kernel(fake_gpu):
@@ -157,14 +161,15 @@ def test_measure_does_not_cut_when_one_of_the_first_runs_is_under_the_cut(fake_g
 
 
 def test_measure_cuts_later_once_the_fastest_run_is_over_the_cut(fake_gpu):
-    """A run under the cut among the first three keeps the kernel timed; at a lower cut it is cut."""
+    """A run under the cut among the warm-ups and the first timed set keeps the kernel timed; at a lower cut it is
+    cut after its warm-ups (the verification run and the two after it, made as one set)."""
     h, inv, clock = fake_gpu
     clock.durations = [10.0, 8.0, 10.0] + [8.0] + [10.0] * 9
     m = h.measure(inv, None, "direct", 3, 10, cut_ms=9.0)
     assert not m.cut and clock.launches == 13
     clock.launches = 0
     m = h.measure(inv, None, "direct", 3, 10, cut_ms=7.0)
-    assert m.cut and m.runs == 2 and clock.launches == 2
+    assert m.cut and m.runs == 3 and clock.launches == 3
 
 
 def test_timed_runs_never_cuts_without_a_cut_or_with_too_few_runs(fake_gpu):
@@ -225,7 +230,7 @@ def test_a_disturbed_set_of_runs_is_timed_again_and_the_lower_median_kept(fake_g
     clock.launches = 0
     clock.durations = [1.0, 1.0, 1.0, 9.0, 9.0, 9.0, 1.0, 1.0, 9.0, 1.0] + [9.0] * 10
     t = timed_runs(run, 0, 10, cut_ms=5.0)
-    assert t.retimed and not t.cut and t.runs == 10 and t.median_ms == 1.0 and clock.launches == 13
+    assert t.retimed and not t.cut and t.runs == 10 and t.median_ms == 1.0 and clock.launches == 10 + TIMED_FIRST_GROUP
     assert unstable(Timing(1.0, 1.0, UNSTABLE_SPREAD * 1.0 + 0.01, 10))
     assert not unstable(Timing(1.0, 1.0, UNSTABLE_SPREAD * 1.0, 10))
     assert not unstable(Timing(1.0, 1.0, 10.0, 10, cut=True)) and not unstable(Timing(1.0, 1.0, 10.0, 2))
@@ -366,30 +371,77 @@ def test_hold_sizes_the_next_hold_from_the_longest_recent_enqueue(fake_hold):
     assert Hold().us == HOLD_START_US and HOLD_MIN_US <= HOLD_PAD_US
 
 
-def test_timed_runs_hold_the_gpu_before_each_timed_run(fake_hold, monkeypatch):
+def test_hold_covers_a_set_run_by_run_and_sizes_the_next_for_its_runs(fake_hold):
+    """A set's run is covered where the host had queued it before the GPU could reach it: after the hold and the
+    runs before it. The hold for k runs then outlasts e + (k - 1) (e - g) twice over (e the longest recent enqueue, g
+    the shortest recent run)."""
+    from miofind.harness import HOLD_MAX_US, HOLD_PAD_US, HOLD_START_US, Hold
+
+    _, holds = fake_hold
+    h = Hold()
+    assert h.runs_us(1) == HOLD_START_US and h.runs_us(3) == 3 * HOLD_START_US     # nothing seen yet
+    h.launch(1)
+    assert holds == [HOLD_START_US]
+    # reached at 100, 200, 300 us: the third run was queued at 400 us, after the GPU could have reached it
+    assert h.covered([50e-6, 120e-6, 400e-6], [0.1, 0.1, 0.1]) == [True, True, False]
+    e, g = 280.0, 100.0
+    assert h.runs_us(3) == pytest.approx(2 * (e + 2 * (e - g)) + HOLD_PAD_US)
+    assert h.runs_us(1) == pytest.approx(2 * e + HOLD_PAD_US)
+    h.covered([1e-6] * 4, [5.0] * 4)            # quick calls, long runs: only the first call needs the hold
+    assert h.runs_us(5) == pytest.approx(2 * 1.0 + HOLD_PAD_US)
+    h.covered([1.0], [0.001])                   # a 1 s enqueue: capped, HOLD_MAX_US a call
+    assert h.runs_us(2) == 2 * HOLD_MAX_US and h.runs_us(1) == HOLD_MAX_US
+
+
+def test_timed_runs_hold_the_gpu_once_a_set_of_runs(fake_hold, monkeypatch):
+    """Device timing makes its timed runs in sets back to back after one hold: untimed warm-ups and ten timed runs, one
+    hold; with early stop, the timed warm-ups, then the first TIMED_FIRST_GROUP timed runs, then the rest."""
     import miofind.harness as harness
     from miofind.harness import timed_runs
 
-    (_, _, clock), holds = fake_hold
+    (_, inv, clock), holds = fake_hold
+    run = lambda: inv(None, None, None, None, None)  # noqa: E731
     clock.durations = [0.01]
     now = iter(range(10**6))
-    monkeypatch.setattr(harness._time, "perf_counter", lambda: next(now) * 1e-5)   # each enqueue: 10 us, covered
-    t = timed_runs(lambda: None, 2, 5)
-    assert t.runs == 5 and t.median_ms == 0.01
-    assert len(holds) == 5      # one per timed run, none for the untimed warm-ups
+    monkeypatch.setattr(harness._time, "perf_counter", lambda: next(now) * 1e-6)   # each enqueue: 1 us, covered
+    t = timed_runs(run, 2, 10)
+    assert t.runs == 10 and t.median_ms == 0.01 and clock.launches == 12
+    assert len(holds) == 1      # the ten timed runs, none for the untimed warm-ups
+    holds.clear()
+    clock.launches = 0
+    t = timed_runs(run, 3, 10, cut_ms=1.0)
+    assert t.runs == 10 and not t.cut and clock.launches == 13
+    assert len(holds) == 3      # warm-ups, the first five, the other five
+    holds.clear()
+    clock.launches = 0
+    t = timed_runs(run, 3, 10, cut_ms=1.0, settle=harness.SETTLE_SPREAD)
+    assert t.runs == harness.TIMED_FIRST_GROUP and clock.launches == 3 + harness.TIMED_FIRST_GROUP and len(holds) == 2
 
 
-def test_timed_runs_time_again_where_the_host_outran_the_hold(fake_hold, monkeypatch):
+def test_timed_runs_make_a_set_again_where_the_host_outran_the_hold(fake_hold, monkeypatch):
+    """A set the host outran is made again under a hold sized from its enqueue times; where that is outrun too (it is
+    capped), each uncovered run is made alone."""
     import miofind.harness as harness
 
-    (_, _, clock), holds = fake_hold
+    (_, inv, clock), holds = fake_hold
+    run = lambda: inv(None, None, None, None, None)  # noqa: E731
     clock.durations = [0.01]
     now = iter(range(10**6))
     monkeypatch.setattr(harness._time, "perf_counter", lambda: next(now) * 1e-3)   # each call's enqueue: 1 ms
-    t = harness.timed_runs(lambda: None, 0, 3)
-    assert t.runs == 3
-    # the first hold (HOLD_START_US) was outrun and its run timed again under a 2 ms hold; the rest covered
-    assert holds[:2] == [harness.HOLD_START_US, harness.HOLD_MAX_US] and len(holds) == 4
+    t = harness.timed_runs(run, 0, 3)
+    assert t.runs == 3 and t.median_ms == 0.01
+    # 3 x HOLD_START_US outrun; then 2 (1 ms + 2 x 0.99 ms) + pad, covering all three runs
+    assert holds[0] == 3 * harness.HOLD_START_US and len(holds) == 2
+    assert holds[1] == pytest.approx(2 * (1000 + 2 * 990) + harness.HOLD_PAD_US)
+    assert clock.launches == 6
+    # 3 ms a call outruns even the capped hold (HOLD_MAX_US a run) at the third run: it alone is made again, alone
+    # (twice: a single run's second try is kept either way)
+    holds.clear()
+    clock.launches = 0
+    monkeypatch.setattr(harness._time, "perf_counter", lambda: next(now) * 3e-3)
+    t = harness.timed_runs(run, 0, 3)
+    assert t.runs == 3 and holds[1:] == [3 * harness.HOLD_MAX_US, harness.HOLD_MAX_US, harness.HOLD_MAX_US]
+    assert clock.launches == 3 + 3 + 2
 
 
 def test_the_timing_hold_compiles_for_sm90():
