@@ -838,76 +838,16 @@ def prepare_all(problem, todo, *, verify=True, threads=8, times=None):
     return [(sol, inv) for sol, inv, _ in prepared], ref
 
 
-def defer_candidates(problem, todo, isolate=frozenset(), *, deferrable=None) -> dict:
+def defer_candidates(problem, todo, isolate=frozenset()) -> dict:
     """{solver id: (solver, [configs])} of the solvers in ``todo`` ([(solver, config)]) a find leaves to the
-    background (``deferrable(problem, solver, config)``, default ``tiered.deferrable``, for every config of the solver,
-    not checked in a child process), as long as another solver is measured at once; {} otherwise."""
-    deferrable = deferrable or tiered.deferrable
+    background (``tiered.deferrable`` for every config of the solver, not checked in a child process),
+    as long as another solver is measured at once; {} otherwise."""
     by_solver: dict[str, tuple] = {}
     for s, cfg in todo:
         by_solver.setdefault(s.id, (s, []))[1].append(cfg)
     out = {sid: (s, cfgs) for sid, (s, cfgs) in by_solver.items()
-           if sid not in isolate and all(deferrable(problem, s, c) for c in cfgs)}
+           if sid not in isolate and all(tiered.deferrable(problem, s, c) for c in cfgs)}
     return out if len(out) < len(by_solver) else {}
-
-
-class Early:
-    """The candidates' preparation started while a find lists them: ``start(solver, configs)`` hands the configs
-    that need no NVRTC compile (not ``tiered.deferrable``; any config where ``defers`` is False, the find deferring
-    nothing) to ``prepare_all`` in a worker thread; ``finish(todo)`` prepares the rest of ``todo`` and returns
-    ``prepare_all``'s answer for the whole of it, in its order (``times["candidates"]`` too)."""
-
-    def __init__(self, problem, defers: bool, threads: int = 8) -> None:
-        self.problem, self.defers, self.threads = problem, defers, threads
-        self._known: dict[tuple, bool] = {}
-        self._started: dict[tuple, tuple] = {}      # (solver id, config key) -> (future, index in its call, times)
-        self._pool: ThreadPoolExecutor | None = None
-        self.count = 0
-
-    def deferrable(self, problem, solver, config) -> bool:
-        """``tiered.deferrable``, each (solver, config) asked once."""
-        k = (solver.id, config_key(config))
-        if k not in self._known:
-            self._known[k] = tiered.deferrable(problem, solver, config)
-        return self._known[k]
-
-    def start(self, solver, configs) -> None:
-        items = [(solver, c) for c in configs if not self.defers or not self.deferrable(self.problem, solver, c)]
-        if not items:
-            return
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="miofind-prepare")
-        times: dict = {}
-        fut = self._pool.submit(prepare_all, self.problem, items, verify=False, threads=self.threads, times=times)
-        for i, (s, c) in enumerate(items):
-            self._started[(s.id, config_key(c))] = (fut, i, times)
-        self.count += len(items)
-
-    def finish(self, todo, *, verify: bool, times: dict):
-        keys = [(s.id, config_key(c)) for s, c in todo]
-        rest = [item for item, k in zip(todo, keys) if k not in self._started]
-        own: dict = {}
-        if rest or verify:
-            got, ref = prepare_all(self.problem, rest, verify=verify, threads=self.threads, times=own)
-        else:
-            got, ref = [], None
-        if verify:
-            times["reference_compile_ms"] = own.get("reference_compile_ms", 0.0)
-        later = iter(zip(got, own.get("candidates") or [None] * len(got)))
-        prepared, ms = [], []
-        for k in keys:
-            if k in self._started:
-                fut, i, t = self._started[k]
-                prepared.append(fut.result()[0][i])
-                ms.append((t.get("candidates") or [None] * (i + 1))[i])
-            else:
-                p, m = next(later)
-                prepared.append(p)
-                ms.append(m)
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)     # every started preparation ended (those deferred after all too)
-        times["candidates"] = ms
-        return prepared, ref
 
 
 def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, configs=None, budget_ms=None,
@@ -923,8 +863,7 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
     solution is such a cut one is returned with ``Solution.cut`` set and also listed among the
     failures with stage ``cut`` (the config as listed, the figures in its reason), which
     ``find`` records in place of a FindDB record. ``timing``, a dict, receives the breakdown:
-    ``compile_ms`` (wall time of the parallel compilation left after the listing, which starts an own
-    solver's configs as soon as they are listed: ``prepared_early`` of them; ``reference_compile_ms`` its reference
+    ``compile_ms`` (wall time of the parallel compilation, ``reference_compile_ms`` its reference
     part), ``isolate_ms``, ``reference_ms`` (computing the float64 reference: its GPU time when it
     overlapped the candidates' preparation, with ``reference_wait_ms`` the host time then still spent
     waiting for it; 0 with ``reference_shared`` when a live harness of the problem had it), ``prefetch_wait_ms`` (the
@@ -959,9 +898,6 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
     timing["setup_ms"] = (tc - t_setup) * 1e3
     listed: dict[str, list] = {}
     by_solver = timing["configs_by_solver"] = {}
-    # an own solver's configs start preparing (module loads, cuFFT plans: mostly outside the GIL) as soon as they
-    # are listed, while the others are listed; never one that would wait for NVRTC (it may be deferred)
-    early = Early(problem, deferred is not None)
     # cuDNN's configs last: a find's thread may still be listing its plans (find.prefetch_cudnn)
     for s in sorted(cands, key=lambda s: s.family == "cudnn"):
         ts = time.perf_counter()
@@ -976,13 +912,10 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
             listed[s.id] = configs(s) if configs is not None else list(s.find_configs(problem))
         except Exception as e:
             failures.append(Failure(s.id, "solution", describe(e)))
-        else:
-            if s.family != "cudnn":
-                early.start(s, listed[s.id])
         by_solver[s.id] = (time.perf_counter() - ts) * 1e3
     todo += [(s, cfg) for s in cands if s.id in listed for cfg in listed[s.id]]
     if deferred is not None:
-        now = defer_candidates(problem, todo, isolate, deferrable=early.deferrable)
+        now = defer_candidates(problem, todo, isolate)
         deferred.update(now)
         for sid, (s, cfgs) in now.items():
             failures += [Failure(sid, "deferred", DEFERRED_REASON, config=cfg) for cfg in cfgs]
@@ -991,8 +924,7 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
 
     t0 = time.perf_counter()
     timing["configs_ms"] = (t0 - tc) * 1e3
-    timing["prepared_early"] = early.count
-    prepared, ref_prepared = early.finish(todo, verify=verify and h is None, times=compile_times)
+    prepared, ref_prepared = prepare_all(problem, todo, verify=verify and h is None, times=compile_times)
     t1 = time.perf_counter()
     timing["compile_ms"] = (t1 - t0) * 1e3
     timing["reference_compile_ms"] = compile_times.get("reference_compile_ms", 0.0)

@@ -384,53 +384,7 @@ def test_the_reference_is_queued_before_the_candidates_are_prepared(fake, monkey
     monkeypatch.setattr(find, "isolate_candidates", lambda *a: events.append(("isolate",)))
     find.benchmark(P, [s0], None, True, 3, 10, None, configs=lambda s: [None], isolate=frozenset({s0.id}),
                    timing=timing)
-    # the candidate prepared as it was listed (a worker thread), the reference with nothing else after the listing
-    assert sorted(events[:2]) == [("prepare", 0, True), ("prepare", 1, False)]
-    assert events[2:] == [("isolate",), ("harness", True), ("ready",), ("measure",)]
-
-
-def test_an_own_solvers_configs_are_prepared_while_the_others_are_listed(fake, monkeypatch):
-    """A find hands an own solver's configs to a worker thread as soon as they are listed: the cuDNN candidate's
-    listing (last) sees them prepared already. A config that would wait for NVRTC (``tiered.deferrable``) is not
-    started early (its solver may be deferred); it is prepared with the rest, after the listing, each config asked
-    once. The prepared candidates come back in the find's order."""
-    import threading
-
-    from miofind import tiered
-
-    own = [s for s in find.candidates(P)[0] if s.family != "cudnn"][:2]
-    cudnn = get_solver("ConvCudnnFwd")
-    calls, started = [], threading.Event()
-
-    def prepare(problem, todo, verify=True, **k):
-        calls.append(([(s.id, c) for s, c in todo], threading.current_thread() is threading.main_thread()))
-        started.set()
-        return _prepare_configs(problem, todo)[0], None
-
-    def configs(s):
-        if s is cudnn:      # listed last: the own solvers' early preparation has begun by now
-            assert started.wait(5.0)
-            return ["plan-e1"]
-        return ["a", "b"] if s is own[0] else ["c"]
-
-    asked = []
-
-    def deferrable(problem, s, c):
-        asked.append((s.id, c))
-        return c == "b"
-
-    monkeypatch.setattr(find, "prepare_all", prepare)
-    monkeypatch.setattr(tiered, "deferrable", deferrable)
-    timing: dict = {}
-    sols, failures, _ = find.benchmark(P, [own[0], cudnn, own[1]], None, False, 3, 10, None, configs=configs,
-                                       timing=timing, deferred={})
-    early = sorted(x for c, main in calls if not main for x in c)
-    assert early == sorted([(own[0].id, "a"), (own[1].id, "c")]) and timing["prepared_early"] == 2
-    assert [c for c, main in calls if main] == [[(own[0].id, "b"), (cudnn.id, "plan-e1")]]
-    assert sorted(map(str, asked)) == sorted(map(str, [(own[0].id, "a"), (own[0].id, "b"), (own[1].id, "c"),
-                                                        (cudnn.id, "plan-e1")]))   # once each
-    assert [(s.solver_id, s.config) for s in sols] == [(own[0].id, "a"), (cudnn.id, "plan-e1"), (own[1].id, "c")]
-    assert len(timing["candidates"]) == 4
+    assert events == [("prepare", 1, True), ("isolate",), ("harness", True), ("ready",), ("measure",)]
 
 
 def _miss_events(monkeypatch) -> list:

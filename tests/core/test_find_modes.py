@@ -225,9 +225,9 @@ def test_a_candidate_that_breaks_the_context_stops_the_find_with_one_clear_error
         def __init__(self, sid):
             self.workspace_bytes, self.config = 0, None
 
-    def prepare_all(problem, todo, verify=True, **k):    # by candidate: the find prepares some while listing others
-        invs = dict(zip((c.id for c in cs), ["meh", "bad", "ok"]))
-        return [(Sol(s.id), invs[s.id]) for s, _ in todo], None
+    def prepare_all(problem, todo, verify=True, **k):
+        invs = ["meh", "bad", "ok"]
+        return [(Sol(s.id), invs[i]) for i, (s, _) in enumerate(todo)], None
 
     monkeypatch.setattr(find_mod, "Harness", H)
     monkeypatch.setattr(find_mod, "prepare_all", prepare_all)
