@@ -7,7 +7,7 @@ set -uo pipefail
 T0=$(date +%s)
 mkdir -p /tmp/r
 export MIOFIND_KERNEL_CACHE=/tmp/kc
-OUT=/tmp/r/gc BENCH=0 COLD=0 XDIST=8 timeout 480 scripts/gpu-check tests/core/test_api_gpu.py \
+OUT=/tmp/r/gc BENCH=0 COLD=0 XDIST=8 timeout 390 scripts/gpu-check tests/core/test_api_gpu.py \
   tests/core/test_tiered_gpu.py tests/core/test_isolate_gpu.py tests/core/test_prepared_gpu.py \
   tests/core/test_timing_gpu.py tests/core/test_verify_gpu.py tests/core/test_wrong_solver_gpu.py \
   tests/core/test_reference_gpu.py tests/core/test_stress_gpu.py tests/cudnn > /tmp/r/gpu-check.log 2>&1
