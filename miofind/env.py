@@ -118,10 +118,11 @@ VARIABLES: tuple[EnvVar, ...] = (
            "runs, stored, and replace the answer in miofind.torch where faster (`miofind.tiered`)",
            "a number of at least 1 (default 2), or 0 to measure every candidate at once", ""),
     EnvVar("MIOFIND_FIND_TIMING", "what a find's and the tuner's timing measures (`miofind.harness.timed_runs`)",
-           "device (default: the GPU's time of a call; a short spin kernel holds the GPU while the host enqueues the "
-           "call, so that the CUDA events around it do not count the host's enqueueing), wall (the events also count "
-           "the host's time before the call's first kernel starts, as before 2026-11-26; cuDNN plans, whose host "
-           "path is longer, were charged more of it than miofind's launches)", ""),
+           "device (default: the GPU's time of each call; the timed runs go in sets back to back behind a short spin "
+           "kernel that holds the GPU while the host enqueues them, so that the CUDA events between them do not count "
+           "the host's enqueueing), wall (each run alone and synchronised; the events also count the host's time "
+           "before the call's first kernel starts, as before 2026-11-26; cuDNN plans, whose host path is longer, were "
+           "charged more of it than miofind's launches)", ""),
     EnvVar("MIOFIND_SPECIALIZE", "how a find on a miss gets the shape-specialised kernels of solvers that have a "
            "generic build (`miofind.tiered`)", "background (default: measure the generic build at once, compile "
            "the specialised one in a background thread and keep it where faster), sync (compile the specialised "
