@@ -132,7 +132,7 @@ def _timed_runs(fn, warmup, iters, budget_ms, cut_ms, first_ms, settle) -> Timin
     hold = Hold() if find_timing() == "device" else None
     events: list = []
 
-    def group(k: int) -> list[float]:
+    def back_to_back(k: int) -> list[float]:
         """``k`` runs of ``fn`` back to back after one hold, an event between each two: their times in ms. A set with
         a run the host did not queue in time (``Hold.covered``) is made once more under a hold sized from what the
         host took; a run still not covered then is made again alone (as one set). Wall timing (no hold) makes one
@@ -156,12 +156,12 @@ def _timed_runs(fn, warmup, iters, budget_ms, cut_ms, first_ms, settle) -> Timin
             ok = hold.covered(queued, times)
             if all(ok) or (attempt and k == 1):
                 return times
-        return [t if c else group(1)[0] for t, c in zip(times, ok)]
+        return [t if c else back_to_back(1)[0] for t, c in zip(times, ok)]
 
     def runs(k: int) -> list[float]:
         if hold is None:
-            return [group(1)[0] for _ in range(k)]
-        return group(k)
+            return [back_to_back(1)[0] for _ in range(k)]
+        return back_to_back(k)
 
     def untimed() -> None:
         t0 = _time.perf_counter()
@@ -182,7 +182,8 @@ def _timed_runs(fn, warmup, iters, budget_ms, cut_ms, first_ms, settle) -> Timin
     if first_ms is not None and warmup > 0:
         warm.append(first_ms)
         done = 1
-    # the budget's probe: one timed warm-up, unless the verification run already shows every run fits 4 times over
+    # the budget's probe: one timed warm-up, unless the verification run already shows that every run fits
+    # BUDGET_PROBE_MARGIN times over
     fits = first_ms is not None and 0 < first_ms * (warmup + iters) * BUDGET_PROBE_MARGIN <= (budget_ms or 0)
     if budget_ms is not None and warmup > done and not fits:
         warm += runs(1)
@@ -243,8 +244,8 @@ class Hold:
     """The GPU held while the host enqueues timed calls (``MIOFIND_FIND_TIMING=device``): ``launch(runs)`` queues a
     spin on the current stream before the start event, long enough for the host to queue ``runs`` calls back to back
     before the GPU reaches each (``runs_us``); ``enqueued`` takes the host's enqueue time of an untimed call, and
-    ``covered`` the queue times and GPU times of a timed set, says whether the GPU was still held or busy with the
-    earlier runs when each run's work had been queued (so the events timed the GPU's work alone), and sizes the next
+    ``covered`` the queue times and GPU times of a timed set, says for each run whether the GPU was still held or busy
+    with the earlier runs when its work had been queued (so the events timed the GPU's work alone), and sizes the next
     hold. The size follows the last HOLD_RECENT calls: one slow early call (a module's first load) would otherwise
     hold every later set for up to HOLD_MAX_US, and a set the host outruns is made again anyway."""
 

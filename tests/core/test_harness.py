@@ -116,7 +116,7 @@ def test_measure_cuts_a_clearly_slower_kernel_in_its_warmups(fake_gpu):
     assert m.verify_ms >= 0.0 and m.timing_ms >= 0.0
 
 
-def test_measure_cuts_after_three_timed_runs_when_a_warmup_was_under_the_cut(fake_gpu):
+def test_measure_cuts_after_its_first_timed_set_when_a_warmup_was_under_the_cut(fake_gpu):
     h, inv, clock = fake_gpu
     clock.durations = [10.0, 8.0, 10.0] + [10.0] * 11    # check, warm-ups (one under the cut), timed runs
     m = h.measure(inv, None, "direct", 3, 10, budget_ms=250.0, cut_ms=9.0)
@@ -162,7 +162,7 @@ def test_measure_does_not_cut_when_one_of_the_first_runs_is_under_the_cut(fake_g
 
 def test_measure_cuts_later_once_the_fastest_run_is_over_the_cut(fake_gpu):
     """A run under the cut among the warm-ups and the first timed set keeps the kernel timed; at a lower cut it is
-    cut after its warm-ups (the verification run and the two after it, made as one set)."""
+    cut after its warm-ups (the two after the verification run, made as one set)."""
     h, inv, clock = fake_gpu
     clock.durations = [10.0, 8.0, 10.0] + [8.0] + [10.0] * 9
     m = h.measure(inv, None, "direct", 3, 10, cut_ms=9.0)
