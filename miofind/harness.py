@@ -159,9 +159,11 @@ def _timed_runs(fn, warmup, iters, budget_ms, cut_ms, first_ms, settle) -> Timin
         return [t if c else back_to_back(1)[0] for t, c in zip(times, ok)]
 
     def runs(k: int) -> list[float]:
-        if hold is None:
-            return [back_to_back(1)[0] for _ in range(k)]
-        return back_to_back(k)
+        size = 1 if hold is None else TIMED_SET_MAX     # a long set would fill the launch queue behind the hold
+        out: list[float] = []
+        while len(out) < k:
+            out += back_to_back(min(size, k - len(out)))
+        return out
 
     def untimed() -> None:
         t0 = _time.perf_counter()
@@ -308,6 +310,9 @@ HOLD_RECENT = 4      # enqueues that size the next hold
 # a find's timed runs are made in sets back to back after one hold (``timed_runs``): first this many (early stop and
 # settling judge them), then the rest
 TIMED_FIRST_GROUP = 5
+# ... and never more than this many in one set (``miofind run -i 1000``): the runs' launches queue behind the hold, and
+# a full launch queue would stall the host past it
+TIMED_SET_MAX = 20
 # the budget's timed probe run is left out where the verification run times every requested run this many times over
 # within the budget
 BUDGET_PROBE_MARGIN = 4.0

@@ -418,6 +418,18 @@ def test_timed_runs_hold_the_gpu_once_a_set_of_runs(fake_hold, monkeypatch):
     assert t.runs == harness.TIMED_FIRST_GROUP and clock.launches == 3 + harness.TIMED_FIRST_GROUP and len(holds) == 2
 
 
+def test_timed_runs_make_sets_of_at_most_timed_set_max_runs(fake_hold, monkeypatch):
+    """Many timed runs (``miofind run -i 45``) go in sets of at most TIMED_SET_MAX, a hold each."""
+    import miofind.harness as harness
+
+    (_, inv, clock), holds = fake_hold
+    clock.durations = [0.01]
+    now = iter(range(10**6))
+    monkeypatch.setattr(harness._time, "perf_counter", lambda: next(now) * 1e-6)
+    t = harness.timed_runs(lambda: inv(None, None, None, None, None), 1, 45)
+    assert t.runs == 45 and clock.launches == 46 and len(holds) == 3 == -(-45 // harness.TIMED_SET_MAX)
+
+
 def test_timed_runs_make_a_set_again_where_the_host_outran_the_hold(fake_hold, monkeypatch):
     """A set the host outran is made again under a hold sized from its enqueue times; where that is outrun too (it is
     capped), each uncovered run is made alone."""
