@@ -106,8 +106,9 @@ VARIABLES: tuple[EnvVar, ...] = (
     EnvVar("MIOFIND_WITH_NAIVE", "whether a find without an explicit solver list also times the naive reference "
            "solvers (`--with-naive`, `with_naive=`), which otherwise only verify the others (and answer where "
            "nothing else applies)", "1 (time them), 0 (default: leave them out)", ""),
-    EnvVar("MIOFIND_CUT_FACTOR", "early stop of a find: a candidate whose first 2 warm-up runs, or else whose "
-           "first 3 timed runs, all take at least this many times the best median so far stops being timed (and, "
+    EnvVar("MIOFIND_CUT_FACTOR", "early stop of a find: a candidate whose warm-up runs (the verification run and "
+           "the 2 after it), or else whose first 5 timed runs, all take at least this many times the best median so "
+           "far stops being timed (and, "
            "while this is on, a solver's later config at 1.25x that solver's best; after three such cuts in a row its "
            "remaining configs, e.g. cuDNN's later plans, are not measured); it is reported as cut and "
            "unverified, and recorded in the user FindDB as cut rather than as a measured record",

@@ -88,8 +88,8 @@ SORT_KEYS = ("time", "workspace")
 # warm-up and fewer timed runs (at least 3); one whose verification run alone exceeds the budget is
 # recorded from that run.
 FIND_TIME_BUDGET_MS = 250.0
-# Early stop (MIOFIND_CUT_FACTOR, ``cut_factor=``): a candidate whose first harness.CUT_AFTER_WARMUPS
-# warm-up runs, or else whose first harness.CUT_AFTER_RUNS timed runs, all take at least this factor
+# Early stop (MIOFIND_CUT_FACTOR, ``cut_factor=``): a candidate whose warm-up runs (at least
+# harness.CUT_AFTER_WARMUPS), or else whose first harness.TIMED_FIRST_GROUP timed runs, all take at least this factor
 # times the best median measured so far in the find stops being timed (and is not verified). It is
 # reported with the figures of its runs and ``Solution.cut``;
 # the user FindDB gets no record of it (its median is not a full one) but a find failure of stage

@@ -326,8 +326,8 @@ def time_ms(fn, warmup: int, iters: int, budget_ms: float | None = None) -> tupl
 
 
 MIN_TIMED_RUNS = 3
-# early stop (``timed_runs``' ``cut_ms``) is judged after this many timed runs: enough for a median
-# and quantiles, and the fastest of three is not one lucky or unlucky run
+# early stop (``timed_runs``' ``cut_ms``) is judged after at least this many timed runs (the first set,
+# TIMED_FIRST_GROUP): enough for a median and quantiles, and the fastest of three is not one lucky or unlucky run
 CUT_AFTER_RUNS = 3
 # ... and a kernel whose warm-up runs (after the verification run) are all that slow is cut before its
 # timed runs: at the default factor of 3 a kept kernel is never that far behind in two runs
