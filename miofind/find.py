@@ -792,16 +792,16 @@ def isolate_candidates(problem, todo, prepared, isolate) -> None:
             prepared[i] = (f, None)
 
 
-def _prepare(problem, solver, config=None):
+def _prepare(problem, solver, config=None, memo=None):
     """(Solution + compiled invoker, or a Failure and None, and the wall time in ms). Runs in a
-    worker thread."""
+    worker thread. ``memo``: the find's ``tiered.Solutions``."""
     stage = "solution"
     t0 = time.perf_counter()
     try:
-        sol = solver.get_solution(problem, config)
+        sol = memo.specialised(problem, solver, config) if memo is not None else solver.get_solution(problem, config)
         stage = "compile"
         # a generic build on a miss (miofind.tiered)
-        sol, inv = tiered.prepare(problem, solver, config, sol)
+        sol, inv = tiered.prepare(problem, solver, config, sol, memo=memo)
         return sol, inv, (time.perf_counter() - t0) * 1e3
     except Exception as e:
         return Failure(solver.id, stage, describe(e), config=config), None, (time.perf_counter() - t0) * 1e3
@@ -822,14 +822,14 @@ def _timed_reference(problem):
     return reference_invoker_for(problem), (time.perf_counter() - t0) * 1e3
 
 
-def prepare_all(problem, todo, *, verify=True, threads=8, times=None):
+def prepare_all(problem, todo, *, verify=True, threads=8, times=None, memo=None):
     """Compile every (solver, config) of ``todo`` in parallel threads, and the reference when
     verifying; returns ([(ConvSolution, invoker) or (Failure, None)], reference invoker). With a
     ``times`` dict, fills ``times["candidates"]`` with each item's wall time in ms (they overlap) and,
     when verifying, ``times["reference_compile_ms"]``."""
     with ThreadPoolExecutor(max_workers=max(1, min(threads, len(todo) + 1))) as ex:
         ref_future = ex.submit(_timed_reference, problem) if verify else None
-        prepared = list(ex.map(lambda sc: _prepare(problem, *sc), todo))
+        prepared = list(ex.map(lambda sc: _prepare(problem, *sc, memo=memo), todo))
         ref, ref_ms = ref_future.result() if ref_future else (None, 0.0)
     if times is not None:
         times["candidates"] = [ms for _, _, ms in prepared]
@@ -838,7 +838,7 @@ def prepare_all(problem, todo, *, verify=True, threads=8, times=None):
     return [(sol, inv) for sol, inv, _ in prepared], ref
 
 
-def defer_candidates(problem, todo, isolate=frozenset()) -> dict:
+def defer_candidates(problem, todo, isolate=frozenset(), *, memo=None) -> dict:
     """{solver id: (solver, [configs])} of the solvers in ``todo`` ([(solver, config)]) a find leaves to the
     background (``tiered.deferrable`` for every config of the solver, not checked in a child process),
     as long as another solver is measured at once; {} otherwise."""
@@ -846,7 +846,7 @@ def defer_candidates(problem, todo, isolate=frozenset()) -> dict:
     for s, cfg in todo:
         by_solver.setdefault(s.id, (s, []))[1].append(cfg)
     out = {sid: (s, cfgs) for sid, (s, cfgs) in by_solver.items()
-           if sid not in isolate and all(tiered.deferrable(problem, s, c) for c in cfgs)}
+           if sid not in isolate and all(tiered.deferrable(problem, s, c, memo=memo) for c in cfgs)}
     return out if len(out) < len(by_solver) else {}
 
 
@@ -914,8 +914,9 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
             failures.append(Failure(s.id, "solution", describe(e)))
         by_solver[s.id] = (time.perf_counter() - ts) * 1e3
     todo += [(s, cfg) for s in cands if s.id in listed for cfg in listed[s.id]]
+    memo = tiered.Solutions()     # the solutions the deferral check makes, reused by the preparation
     if deferred is not None:
-        now = defer_candidates(problem, todo, isolate)
+        now = defer_candidates(problem, todo, isolate, memo=memo)
         deferred.update(now)
         for sid, (s, cfgs) in now.items():
             failures += [Failure(sid, "deferred", DEFERRED_REASON, config=cfg) for cfg in cfgs]
@@ -924,7 +925,7 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
 
     t0 = time.perf_counter()
     timing["configs_ms"] = (t0 - tc) * 1e3
-    prepared, ref_prepared = prepare_all(problem, todo, verify=verify and h is None, times=compile_times)
+    prepared, ref_prepared = prepare_all(problem, todo, verify=verify and h is None, times=compile_times, memo=memo)
     t1 = time.perf_counter()
     timing["compile_ms"] = (t1 - t0) * 1e3
     timing["reference_compile_ms"] = compile_times.get("reference_compile_ms", 0.0)

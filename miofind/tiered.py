@@ -57,16 +57,43 @@ def _key(problem, solver_id, config) -> tuple:
     return problem.key(), solver_id, config_key(config)
 
 
-def prepare(problem, solver, config, sol: ConvSolution, *, mode: str | None = None):
+class Solutions:
+    """A find's memo of its candidates' solutions (``find.benchmark`` makes one a find): (solver, config)'s specialised
+    ``get_solution`` and its generic build's (``_generic_solution``), each made once, by the deferral check
+    (``deferrable``) and then reused by the preparation (``prepare``). Thread-safe; a solution that raised is not kept."""
+
+    def __init__(self) -> None:
+        self._made: dict[tuple, object] = {}
+        self._lock = threading.Lock()
+
+    def _get(self, key: tuple, make):
+        with self._lock:
+            if key in self._made:
+                return self._made[key]
+        got = make()
+        with self._lock:
+            return self._made.setdefault(key, got)
+
+    def specialised(self, problem, solver, config) -> ConvSolution:
+        from .invokers import config_key
+        return self._get(("specialised", solver.id, config_key(config)), lambda: solver.get_solution(problem, config))
+
+    def generic(self, problem, solver, config) -> ConvSolution | None:
+        from .invokers import config_key
+        return self._get(("generic", solver.id, config_key(config)), lambda: _generic_solution(problem, solver, config))
+
+
+def prepare(problem, solver, config, sol: ConvSolution, *, mode: str | None = None, memo: Solutions | None = None):
     """(ConvSolution, invoker) a find measures for (solver, config): the generic build when the
     mode allows it, the solution has one and its specialised kernels are not compiled; else the
-    specialised ``sol`` compiled (``invokers.build_invoker``). Raises what compiling raises."""
+    specialised ``sol`` compiled (``invokers.build_invoker``). Raises what compiling raises. ``memo``: the find's
+    ``Solutions``."""
     from .compile import is_compiled
     from .invokers import build_invoker
 
     mode = mode or env.specialize()
     if mode != "sync" and not all(is_compiled(k) for k in sol.kernels):
-        gsol = _generic_solution(problem, solver, config)
+        gsol = memo.generic(problem, solver, config) if memo is not None else _generic_solution(problem, solver, config)
         if gsol is not None:
             inv = generic.build_generic_invoker(gsol)
             with _lock:
@@ -78,31 +105,33 @@ def prepare(problem, solver, config, sol: ConvSolution, *, mode: str | None = No
     return sol, build_invoker(problem, sol)
 
 
-def generic_compiled(problem, solver, config) -> bool:
+def generic_compiled(problem, solver, config, *, memo: Solutions | None = None) -> bool:
     """Whether a find (not in ``sync`` mode) could measure ``solver``'s generic build for ``problem``
-    without compiling: it has one and its kernels are in the binary cache (dynamic_hybrid mode)."""
+    without compiling: it has one and its kernels are in the binary cache (dynamic_hybrid mode). ``memo``: the find's
+    ``Solutions``."""
     from .compile import is_compiled
 
     if env.specialize() == "sync":
         return False
-    gsol = _generic_solution(problem, solver, config)
+    gsol = memo.generic(problem, solver, config) if memo is not None else _generic_solution(problem, solver, config)
     gks = generic.generic_kernels(gsol) if gsol is not None else None
     return gks is not None and all(is_compiled(g.kinfo if g is not None else k) for g, k in zip(gks, gsol.kernels))
 
 
-def deferrable(problem, solver, config, *, mode: str | None = None) -> bool:
+def deferrable(problem, solver, config, *, mode: str | None = None, memo: Solutions | None = None) -> bool:
     """Whether a find may defer (solver, config) to the background (``background`` mode only): its
     specialised kernels are not compiled and it has no generic build in the binary cache, so measuring
-    it now would wait for NVRTC. CPU only (the binary cache's files), launches nothing."""
+    it now would wait for NVRTC. CPU only (the binary cache's files), launches nothing. ``memo``: the find's
+    ``Solutions``, which keeps the solutions made here for its preparation."""
     from .compile import is_compiled
 
     if (mode or env.specialize()) != "background":
         return False
     try:
-        sol = solver.get_solution(problem, config)
+        sol = memo.specialised(problem, solver, config) if memo is not None else solver.get_solution(problem, config)
         if not sol.kernels or all(is_compiled(k) for k in sol.kernels):
             return False
-        return not generic_compiled(problem, solver, config)
+        return not generic_compiled(problem, solver, config, memo=memo)
     except Exception:       # noqa: BLE001  the find reports it when it prepares the candidate
         return False
 

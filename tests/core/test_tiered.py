@@ -276,7 +276,7 @@ def test_defer_candidates_keeps_one_solver_measured_at_once(monkeypatch):
     import miofind.find as find
 
     hop, igemm = get_solver("ConvImplicitGemmHopperFwd"), get_solver("ConvImplicitGemmFwd")
-    monkeypatch.setattr(tiered, "deferrable", lambda p, s, c, mode=None: s is hop or c == "uncompiled")
+    monkeypatch.setattr(tiered, "deferrable", lambda p, s, c, mode=None, memo=None: s is hop or c == "uncompiled")
     todo = [(igemm, None), (hop, None), (hop, {"BM": 128})]
     assert find.defer_candidates(PH, todo) == {hop.id: (hop, [None, {"BM": 128}])}
     assert find.defer_candidates(PH, todo, isolate=frozenset({hop.id})) == {}     # checked in a child: now
@@ -452,3 +452,40 @@ def test_a_deferred_solvers_configs_may_be_listed_in_the_background(fakes):
     (job,) = tiered.after_find(PH, [], store=stored.append, mode="background", measure=meas,
                                deferred={hop.id: (hop, listing)})
     assert job.result(10).time_ms == 0.3 and listed == [1] and [s.time_ms for s in stored] == [0.3]
+
+
+def test_a_finds_solutions_are_made_once_for_its_deferral_check_and_its_preparation(fakes, monkeypatch):
+    """With the find's ``Solutions``, the deferral check makes (solver, config)'s specialised and generic solutions and
+    the preparation takes the same objects; a solution that raised is made again; without it each makes its own."""
+    s = get_solver("ConvImplicitGemmFwd")
+    made = {"specialised": 0, "generic": 0}
+    real_get, real_generic = type(s).get_solution, tiered._generic_solution
+
+    def get_solution(self, p, cfg=None, **k):
+        made["specialised"] += cfg is None     # the listed (default) config; the generic build asks its own
+        return real_get(self, p, cfg, **k)
+
+    def generic_solution(p, solver, cfg):
+        made["generic"] += 1
+        return real_generic(p, solver, cfg)
+
+    monkeypatch.setattr(type(s), "get_solution", get_solution)
+    monkeypatch.setattr(tiered, "_generic_solution", generic_solution)
+    memo = tiered.Solutions()
+    assert tiered.deferrable(P, s, None, mode="background", memo=memo)     # nothing is compiled in the fakes
+    sol, inv = tiered.prepare(P, s, None, memo.specialised(P, s, None), mode="background", memo=memo)
+    assert made == {"specialised": 1, "generic": 1} and inv == "GEN"
+    assert sol is memo.generic(P, s, None) and memo.specialised(P, s, None) is memo.specialised(P, s, None)
+    tiered.prepare(P, s, None, s.get_solution(P, None), mode="background")
+    assert made == {"specialised": 2, "generic": 2}
+    calls = []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("first")
+        return "ok"
+
+    with pytest.raises(RuntimeError):
+        memo._get(("x",), flaky)
+    assert memo._get(("x",), flaky) == "ok" and memo._get(("x",), flaky) == "ok" and len(calls) == 2
