@@ -822,14 +822,11 @@ def _timed_reference(problem):
     return reference_invoker_for(problem), (time.perf_counter() - t0) * 1e3
 
 
-def prepare_all(problem, todo, *, verify=True, threads=8, times=None, memo=None, overlap=False):
+def prepare_all(problem, todo, *, verify=True, threads=8, times=None, memo=None):
     """Compile every (solver, config) of ``todo`` in parallel threads, and the reference when
     verifying; returns ([(ConvSolution, invoker) or (Failure, None)], reference invoker). With a
     ``times`` dict, fills ``times["candidates"]`` with each item's wall time in ms (they overlap) and,
-    when verifying, ``times["reference_compile_ms"]``. With ``overlap`` (and no reference), returns at once
-    (a ``Preparing`` in place of the list, None): the caller measures each candidate as soon as it is prepared."""
-    if overlap and not verify:
-        return Preparing(problem, todo, memo=memo, threads=threads), None
+    when verifying, ``times["reference_compile_ms"]``."""
     with ThreadPoolExecutor(max_workers=max(1, min(threads, len(todo) + 1))) as ex:
         ref_future = ex.submit(_timed_reference, problem) if verify else None
         prepared = list(ex.map(lambda sc: _prepare(problem, *sc, memo=memo), todo))
@@ -839,29 +836,6 @@ def prepare_all(problem, todo, *, verify=True, threads=8, times=None, memo=None,
         if verify:
             times["reference_compile_ms"] = ref_ms
     return [(sol, inv) for sol, inv, _ in prepared], ref
-
-
-class Preparing:
-    """The candidates of ``todo`` prepared in worker threads (``_prepare``) while the find measures those already
-    prepared, in ``todo``'s order: iterating gives candidate i's (ConvSolution, invoker) or (Failure, None) once its
-    preparation ends. ``wait_ms``: the time the iteration waited for them; ``ms``: each one's wall time (they
-    overlap). ``close`` waits for every thread."""
-
-    def __init__(self, problem, todo, *, memo=None, threads: int = 8) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=max(1, min(threads, len(todo))))
-        self._futures = [self._pool.submit(_prepare, problem, s, cfg, memo) for s, cfg in todo]
-        self.wait_ms = 0.0
-        self.ms: list = [None] * len(todo)
-
-    def __iter__(self):
-        for i, fut in enumerate(self._futures):
-            t0 = time.perf_counter()
-            sol, inv, self.ms[i] = fut.result()
-            self.wait_ms += (time.perf_counter() - t0) * 1e3
-            yield sol, inv
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=True)
 
 
 def defer_candidates(problem, todo, isolate=frozenset(), *, memo=None) -> dict:
@@ -890,8 +864,7 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
     failures with stage ``cut`` (the config as listed, the figures in its reason), which
     ``find`` records in place of a FindDB record. ``timing``, a dict, receives the breakdown:
     ``compile_ms`` (wall time of the parallel compilation, ``reference_compile_ms`` its reference
-    part; where the measurements overlap the compilation, ``prepare_overlapped``, the time they waited for it),
-    ``isolate_ms``, ``reference_ms`` (computing the float64 reference: its GPU time when it
+    part), ``isolate_ms``, ``reference_ms`` (computing the float64 reference: its GPU time when it
     overlapped the candidates' preparation, with ``reference_wait_ms`` the host time then still spent
     waiting for it; 0 with ``reference_shared`` when a live harness of the problem had it), ``prefetch_wait_ms`` (the
     wait for a cuDNN prefetch thread's first runs of its plans, MIOFIND_CUDNN_PREFETCH=load),
@@ -952,98 +925,85 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
 
     t0 = time.perf_counter()
     timing["configs_ms"] = (t0 - tc) * 1e3
-    # with the harness set up and nothing checked in a child process, a candidate is measured as soon as it and those
-    # before it are prepared, while the others' module loads and plans go on in the threads
-    prepared, ref_prepared = prepare_all(problem, todo, verify=verify and h is None, times=compile_times, memo=memo,
-                                         overlap=h is not None and not isolate)
-    pipelined = isinstance(prepared, Preparing)
+    prepared, ref_prepared = prepare_all(problem, todo, verify=verify and h is None, times=compile_times, memo=memo)
     t1 = time.perf_counter()
     timing["compile_ms"] = (t1 - t0) * 1e3
     timing["reference_compile_ms"] = compile_times.get("reference_compile_ms", 0.0)
-    timing["prepare_overlapped"] = pipelined
-    try:
-        if isolate:
-            isolate_candidates(problem, todo, prepared, isolate)
-        t2 = time.perf_counter()
-        timing["isolate_ms"] = (t2 - t1) * 1e3
-        if h is None:
-            h, fresh = Harness.shared(problem, verify=verify, seed=seed, reference_invoker=ref_prepared)
-        h.ready()
-        # MIOFIND_CUDNN_PREFETCH=load: the thread's first runs of the cuDNN plans end before anything is timed
-        timing["prefetch_wait_ms"] = _prefetch_wait(problem)
-        timing["reference_ms"] = h.reference_ms if fresh else 0.0
-        timing["reference_wait_ms"] = h.reference_wait_ms if fresh else 0.0
-        timing["reference_shared"] = not fresh
-        timing["verify_ms"] = timing["timing_ms"] = timing["measure_ms"] = 0.0
-        timing["configs_stopped"] = 0
-        per = timing["candidates"] = []
-        sols, cut_listed = [], {}
-        best_ms = math.inf
-        solver_best: dict[str, float] = {}    # each solver's best fully timed median so far
-        cuts_since: dict[str, int] = {}       # each solver's configs cut in a row since its last fully timed one
-        for i, ((s, cfg), (sol, inv)) in enumerate(zip(todo, prepared)):
-            if isinstance(sol, Failure):
-                failures.append(sol)
-                continue
-            if workspace_limit is not None and sol.workspace_bytes > workspace_limit:
-                failures.append(Failure(s.id, "workspace", f"config {sol.config} needs {sol.workspace_bytes} bytes of "
-                                        f"workspace, limit {workspace_limit}"))
-                ws_skipped = True
-                continue
-            own = solver_best.get(s.id)
-            if cut_factor and own is not None and cuts_since.get(s.id, 0) >= CONFIG_STOP_AFTER_CUTS:
-                timing["configs_stopped"] += 1
-                continue
-            cut_ms = cut_factor * best_ms if cut_factor and math.isfinite(best_ms) else None
-            if cut_factor and own is not None and (cut_ms is None or CONFIG_CUT_FACTOR * own < cut_ms):
-                cut_ms = CONFIG_CUT_FACTOR * own
-            tm = time.perf_counter()
-            try:
-                m = h.measure(inv, h.workspace(sol.workspace_bytes), s.family, warmup, iters, budget_ms,
-                              cut_ms=cut_ms, settle=SETTLE_SPREAD if cut_factor else None)
-            except Exception as e:
-                timing["measure_ms"] += (time.perf_counter() - tm) * 1e3
-                h.release()
-                stage, reason = failure_stage(e)
-                if _sticky(reason):
-                    left = len(todo) - len(sols) - len(failures) - 1
-                    raise ContextBrokenError(
-                        f"{s.id} (config {sol.config}) broke the CUDA context on {problem.key()}: "
-                        f"{reason.splitlines()[0]}; {max(0, left)} candidate(s) were not measured and nothing was "
-                        "stored; restart the process (exclude it with --solver/solvers=)") from None
-                failures.append(Failure(s.id, stage, reason, config=cfg))
-                continue
+    if isolate:
+        isolate_candidates(problem, todo, prepared, isolate)
+    t2 = time.perf_counter()
+    timing["isolate_ms"] = (t2 - t1) * 1e3
+    if h is None:
+        h, fresh = Harness.shared(problem, verify=verify, seed=seed, reference_invoker=ref_prepared)
+    h.ready()
+    # MIOFIND_CUDNN_PREFETCH=load: the thread's first runs of the cuDNN plans end before anything is timed
+    timing["prefetch_wait_ms"] = _prefetch_wait(problem)
+    timing["reference_ms"] = h.reference_ms if fresh else 0.0
+    timing["reference_wait_ms"] = h.reference_wait_ms if fresh else 0.0
+    timing["reference_shared"] = not fresh
+    timing["verify_ms"] = timing["timing_ms"] = timing["measure_ms"] = 0.0
+    timing["configs_stopped"] = 0
+    per = timing["candidates"] = []
+    sols, cut_listed = [], {}
+    best_ms = math.inf
+    solver_best: dict[str, float] = {}    # each solver's best fully timed median so far
+    cuts_since: dict[str, int] = {}       # each solver's configs cut in a row since its last fully timed one
+    for i, ((s, cfg), (sol, inv)) in enumerate(zip(todo, prepared)):
+        if isinstance(sol, Failure):
+            failures.append(sol)
+            continue
+        if workspace_limit is not None and sol.workspace_bytes > workspace_limit:
+            failures.append(Failure(s.id, "workspace", f"config {sol.config} needs {sol.workspace_bytes} bytes of "
+                                    f"workspace, limit {workspace_limit}"))
+            ws_skipped = True
+            continue
+        own = solver_best.get(s.id)
+        if cut_factor and own is not None and cuts_since.get(s.id, 0) >= CONFIG_STOP_AFTER_CUTS:
+            timing["configs_stopped"] += 1
+            continue
+        cut_ms = cut_factor * best_ms if cut_factor and math.isfinite(best_ms) else None
+        if cut_factor and own is not None and (cut_ms is None or CONFIG_CUT_FACTOR * own < cut_ms):
+            cut_ms = CONFIG_CUT_FACTOR * own
+        tm = time.perf_counter()
+        try:
+            m = h.measure(inv, h.workspace(sol.workspace_bytes), s.family, warmup, iters, budget_ms, cut_ms=cut_ms,
+                          settle=SETTLE_SPREAD if cut_factor else None)
+        except Exception as e:
             timing["measure_ms"] += (time.perf_counter() - tm) * 1e3
             h.release()
-            timing["verify_ms"] += m.verify_ms
-            timing["timing_ms"] += m.timing_ms
-            ctimes = prepared.ms if pipelined else compile_times.get("candidates") or []
-            per.append({"solver_id": s.id, "config": sol.config, "compile_ms": ctimes[i] if i < len(ctimes) else None,
-                        "verify_ms": m.verify_ms, "timing_ms": m.timing_ms, "runs": m.runs, "time_ms": m.time_ms,
-                        "cut": m.cut})
-            out = Solution(s.id, s.algorithm, m.time_ms, sol.workspace_bytes, sol.config, verify and not m.cut,
-                           problem, max_error=m.max_error, time_q20_ms=m.q20_ms, time_q80_ms=m.q80_ms, cut=m.cut,
-                           runs=m.runs)
-            if m.cut:
-                cut_listed[id(out)] = Failure(
-                    s.id, "cut", f"timing stopped early after {m.runs} timed run(s): {m.time_ms:.4g} ms (median of "
-                    f"those runs), at least {cut_factor:g}x the best median so far ({best_ms:.4g} ms); not stored as "
-                    "a FindDB record", config=cfg)
-            else:
-                best_ms = min(best_ms, m.time_ms)
-                solver_best[s.id] = min(solver_best.get(s.id, math.inf), m.time_ms)
-            cuts_since[s.id] = cuts_since.get(s.id, 0) + 1 if m.cut else 0
-            sols.append(out)
-        # a solver that offered several configs (e.g. one per cuDNN plan) keeps its fastest, as MIOpen
-        # keeps the best per solver; a fully timed config beats a cut one
-        best: dict[str, Solution] = {}
-        for sol in sols:
-            b = best.get(sol.solver_id)
-            if b is None or (sol.cut, sol.time_ms) < (b.cut, b.time_ms):
-                best[sol.solver_id] = sol
-        failures += [cut_listed[id(b)] for b in best.values() if b.cut]
-        return list(best.values()), failures, ws_skipped
-    finally:
-        if pipelined:
-            prepared.close()
-            timing["compile_ms"] += prepared.wait_ms
+            stage, reason = failure_stage(e)
+            if _sticky(reason):
+                left = len(todo) - len(sols) - len(failures) - 1
+                raise ContextBrokenError(
+                    f"{s.id} (config {sol.config}) broke the CUDA context on {problem.key()}: {reason.splitlines()[0]}; "
+                    f"{max(0, left)} candidate(s) were not measured and nothing was stored; restart the process "
+                    f"(exclude it with --solver/solvers=)") from None
+            failures.append(Failure(s.id, stage, reason, config=cfg))
+            continue
+        timing["measure_ms"] += (time.perf_counter() - tm) * 1e3
+        h.release()
+        timing["verify_ms"] += m.verify_ms
+        timing["timing_ms"] += m.timing_ms
+        ctimes = compile_times.get("candidates") or []
+        per.append({"solver_id": s.id, "config": sol.config, "compile_ms": ctimes[i] if i < len(ctimes) else None,
+                    "verify_ms": m.verify_ms, "timing_ms": m.timing_ms, "runs": m.runs, "time_ms": m.time_ms,
+                    "cut": m.cut})
+        out = Solution(s.id, s.algorithm, m.time_ms, sol.workspace_bytes, sol.config, verify and not m.cut, problem,
+                       max_error=m.max_error, time_q20_ms=m.q20_ms, time_q80_ms=m.q80_ms, cut=m.cut, runs=m.runs)
+        if m.cut:
+            cut_listed[id(out)] = Failure(s.id, "cut", f"timing stopped early after {m.runs} timed run(s): "
+                                          f"{m.time_ms:.4g} ms (median of those runs), at least {cut_factor:g}x the best "
+                                          f"median so far ({best_ms:.4g} ms); not stored as a FindDB record", config=cfg)
+        else:
+            best_ms = min(best_ms, m.time_ms)
+            solver_best[s.id] = min(solver_best.get(s.id, math.inf), m.time_ms)
+        cuts_since[s.id] = cuts_since.get(s.id, 0) + 1 if m.cut else 0
+        sols.append(out)
+    # a solver that offered several configs (e.g. one per cuDNN plan) keeps its fastest, as MIOpen
+    # keeps the best per solver; a fully timed config beats a cut one
+    best: dict[str, Solution] = {}
+    for sol in sols:
+        if sol.solver_id not in best or (sol.cut, sol.time_ms) < (best[sol.solver_id].cut, best[sol.solver_id].time_ms):
+            best[sol.solver_id] = sol
+    failures += [cut_listed[id(b)] for b in best.values() if b.cut]
+    return list(best.values()), failures, ws_skipped

@@ -19,7 +19,6 @@ from miofind.registry import get_solver
 
 from test_find_modes import DEV, P, _FakeHarness, records
 
-PREPARE_ALL = find.prepare_all      # the real one, which the ``fake`` fixture replaces
 NAIVE = {"F": "ConvDirectNaiveConvFwd", "B": "ConvDirectNaiveConvBwd", "W": "ConvDirectNaiveConvWrw"}
 
 
@@ -205,61 +204,6 @@ def test_a_fully_timed_config_beats_a_cut_one_of_the_same_solver(fake, monkeypat
                                        configs=lambda s: [None] if s is s0 else ["a", "b"], cut_factor=3.0)
     best = {s.solver_id: s for s in sols}[s1.id]
     assert (best.config, best.cut) == ("a", True) and [(f.solver_id, f.config) for f in failures] == [(s1.id, "a")]
-
-
-def test_a_candidate_is_measured_while_the_later_ones_are_still_prepared(fake, monkeypatch):
-    """With the harness set up first (verification, no child-process checks), ``prepare_all(overlap=True)`` hands back
-    a ``Preparing``: the first candidate is measured while the second's preparation still runs (it ends only once the
-    first was measured; a find that waited for every preparation first would find it unended after 10 s), in
-    ``todo``'s order. The breakdown counts only the time waited for the preparations as ``compile_ms``, and each
-    candidate's own preparation time; ``close`` waits for every thread, also when a measurement raises."""
-    import threading
-
-    times, order, _, _ = fake
-    s0, s1 = find.candidates(P)[0][:2]
-    measured_first = threading.Event()
-    ended: list = []
-
-    class Sol:
-        workspace_bytes = 0
-        config = None
-
-    def slow_prepare(problem, solver, config=None, memo=None):
-        if solver is s1:
-            ended.append(measured_first.wait(10))
-        return Sol(), solver.id, 7.0
-
-    class H(find.Harness):
-        def measure(self, inv, *a, **k):
-            out = super().measure(inv, *a, **k)
-            if inv == s0.id:
-                measured_first.set()
-            return out
-
-    monkeypatch.setattr(find, "_prepare", slow_prepare)
-    # the real one for the candidates; the reference's compile (the set-up's call, verifying) faked
-    monkeypatch.setattr(find, "prepare_all", lambda problem, todo, verify=True, **k: (
-        ([], object()) if verify else PREPARE_ALL(problem, todo, verify=False, **k)))
-    monkeypatch.setattr(find, "Harness", H)
-    timing: dict = {}
-    sols, failures, _ = find.benchmark(P, [s0, s1], None, True, 3, 10, None, configs=lambda s: [None], timing=timing)
-    assert ended == [True] and order[-2:] == [s0.id, s1.id] and failures == []
-    assert timing["prepare_overlapped"] and [c["compile_ms"] for c in timing["candidates"]] == [7.0, 7.0]
-
-    class Stop(BaseException):
-        pass
-
-    class Broken(H):
-        def measure(self, inv, *a, **k):
-            raise Stop
-
-    measured_first.clear()
-    ended.clear()
-    monkeypatch.setattr(find, "Harness", Broken)
-    threading.Timer(0.2, measured_first.set).start()
-    with pytest.raises(Stop):
-        find.benchmark(P, [s0, s1], None, True, 3, 10, None, configs=lambda s: [None])
-    assert ended == [True]
 
 
 def test_a_cut_candidate_is_recorded_as_cut_not_as_a_record(fake):
