@@ -10,7 +10,7 @@ benchmark mode), the best own solver, cuDNN's time, achieved TFLOP/s and the fra
 roofline (max of FLOPs over the measured FP32/FP16 ceilings and bytes over 3.0 TB/s).
 
     python bench/bench_convs.py --dtype FP32 --out bench/results/resnet50-vs-cudnn [--dirs FBW] [--limit N]
-        [--layout NHWC] [--cudnn-harness]
+        [--layout NHWC] [--cudnn-harness] [--set nonresnet]
 """
 
 from __future__ import annotations
@@ -63,6 +63,17 @@ def roofline_ms(p):
     return max(flops / (CEIL_TFLOPS[p.dtype] * 1e12), nbytes / BW) * 1e3
 
 
+def layer_set(which: str) -> list:
+    """(name, count in the network, ProblemDescription keywords without n, direction, dtype and layout) of a set."""
+    if which == "nonresnet":
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+        from shapes import NON_RESNET
+        return [(name, 1, kw) for name, kw in NON_RESNET.items()]
+    return [(f"{la.c}->{la.k} @{la.in_size[0]} {la.filter_size[0]}x{la.filter_size[0]}/{la.strides[0]}", la.count,
+             dict(c=la.c, k=la.k, in_size=la.in_size, filter_size=la.filter_size, pads=la.pads, strides=la.strides))
+            for la in model_layers("resnet50")]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dtype", default="FP32", choices=["FP32", "FP16", "BF16"])
@@ -74,6 +85,8 @@ def main():
     ap.add_argument("--layout", default="NCHW", choices=["NCHW", "NHWC"])
     ap.add_argument("--cudnn-harness", action="store_true",
                     help="also time the cuDNN-backed solvers in the find (the primary baseline)")
+    ap.add_argument("--set", choices=("resnet50", "nonresnet"), default="resnet50",
+                    help="ResNet-50's layers, or tests/shapes.py's NON_RESNET (Inception, VGG, DenseNet; count 1 each)")
     a = ap.parse_args()
 
     import torch
@@ -91,12 +104,11 @@ def main():
     rows = []
     t0 = time.time()
     os.makedirs(a.out, exist_ok=True)
-    out = os.path.join(a.out, f"bench_{a.dtype}_{a.dirs}{'_' + a.layout if a.layout != 'NCHW' else ''}.json")
-    for layer in model_layers("resnet50")[: a.limit]:
-        c, k, hw, f, st, count = layer.c, layer.k, layer.in_size[0], layer.filter_size[0], layer.strides[0], layer.count
+    out = os.path.join(a.out, f"bench_{a.dtype}_{a.dirs}{'_' + a.layout if a.layout != 'NCHW' else ''}"
+                              f"{'_' + a.set if a.set != 'resnet50' else ''}.json")
+    for name, count, kw in layer_set(a.set)[: a.limit]:
         for d in a.dirs:
-            p = ProblemDescription.make(d, n=a.n, c=c, k=k, in_size=layer.in_size, filter_size=layer.filter_size,
-                                        pads=layer.pads, strides=layer.strides, dtype=a.dtype, layout=a.layout)
+            p = ProblemDescription.make(d, n=a.n, dtype=a.dtype, layout=a.layout, **kw)
             allres = find_solutions(p, mode="benchmark", solvers=own + cudnn_ids, store=False, warmup=3, iters=10)
             per = {s.solver_id: s.time_ms for s in allres}
             harness = min((s.time_ms for s in allres if s.solver_id in cudnn_ids), default=None)
@@ -110,7 +122,7 @@ def main():
             except Exception as e:  # pragma: no cover
                 cud = float("nan")
                 print("cuDNN failed:", e)
-            row = {"key": p.key(), "direction": d, "dtype": a.dtype, "shape": f"{c}->{k} @{hw} {f}x{f}/{st}",
+            row = {"key": p.key(), "direction": d, "dtype": a.dtype, "shape": name,
                    "count": count, "solvers_ms": per, "families_best": fam,
                    "failures": [f"{x.solver_id}({x.stage}): {x.reason[:200]}" for x in allres.failures],
                    "best_own": best.solver_id if best else None, "best_own_ms": best.time_ms if best else None,
