@@ -115,7 +115,8 @@ VARIABLES: tuple[EnvVar, ...] = (
            "a number of at least 1 (default 3), or 0 to time every candidate fully", ""),
     EnvVar("MIOFIND_PREDICT_DEFER", "a find on a miss leaves to the background the candidates that the learned cost "
            "model shipped next to the system DB predicts at least this many times slower than the candidate it "
-           "predicts fastest (where it covers the problem and every candidate): they are measured once no find "
+           "predicts fastest (where it covers the problem and every candidate; the FFT solvers, whose cuFFT plans "
+           "cost more than their measurement, from 1.3 where that is lower): they are measured once no find "
            "runs, stored, and replace the answer in miofind.torch where faster (`miofind.tiered`)",
            "a number of at least 1 (default 2), or 0 to measure every candidate at once", ""),
     EnvVar("MIOFIND_FIND_TIMING", "what a find's and the tuner's timing measures (`miofind.harness.timed_runs`)",

@@ -259,7 +259,7 @@ def predicted_losers(problem: ProblemDescription, dbs, dev: DeviceInfo, cands: l
                      recorded: dict[str, float] | None) -> dict[str, float]:
     """{solver id: predicted time / the fastest candidate's} of the ``cands`` that the learned cost model
     shipped next to the system DB (``miofind.costmodel``) predicts at least ``factor`` times slower than the
-    candidate it predicts fastest, among the candidates it was trained on (a solver added after it was
+    candidate it predicts fastest (a solver's own ``defer_factor`` where lower: ``defer_factor``), among the candidates it was trained on (a solver added after it was
     trained is never deferred, and does not keep the others from being). {} where ``factor`` is 0, there is
     no such model, it does not cover the problem and two candidates, or ``recorded`` (``recorded_times``) is
     None or holds a time of a candidate (measured times order such a find, not predictions). CPU only."""
@@ -288,12 +288,18 @@ def predicted_losers(problem: ProblemDescription, dbs, dev: DeviceInfo, cands: l
     best = min(times)
     if not best > 0:
         return {}
-    return {s.id: t / best for s, t in zip(cands, times) if t >= factor * best}
+    return {s.id: t / best for s, t in zip(cands, times) if t >= defer_factor(s, factor) * best}
 
 
-PREDICTED_REASON = ("predicted {ratio:.1f}x slower than the fastest candidate by the cost model (MIOFIND_PREDICT_DEFER="
-                    "{factor:g}): measured in the background once no find runs, then stored in the user FindDB; "
-                    "MIOFIND_PREDICT_DEFER=0 or defer=False measures it now")
+def defer_factor(solver: Solver, factor: float) -> float:
+    """The predicted slowdown from which a find defers ``solver``: ``factor`` (MIOFIND_PREDICT_DEFER), or the solver's
+    own ``defer_factor`` where lower."""
+    return min(factor, solver.defer_factor) if solver.defer_factor else factor
+
+
+PREDICTED_REASON = ("predicted {ratio:.1f}x slower than the fastest candidate by the cost model (deferred from "
+                    "{factor:g}x: MIOFIND_PREDICT_DEFER={env:g}{own}): measured in the background once no find runs, "
+                    "then stored in the user FindDB; MIOFIND_PREDICT_DEFER=0 or defer=False measures it now")
 
 
 def trusted_solutions(records, dev: DeviceInfo, problem, cands, verify, workspace_limit, vouched=None):
@@ -575,7 +581,10 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
             if s.id in losers:
                 tuned = tuned_config(reads, dev, problem, s)
                 deferred[s.id] = (s, [tuned] if tuned is not None else tiered.config_listing(problem, s))
-                failures.append(Failure(s.id, "deferred", PREDICTED_REASON.format(ratio=losers[s.id], factor=factor)))
+                own = defer_factor(s, factor)
+                failures.append(Failure(s.id, "deferred", PREDICTED_REASON.format(
+                    ratio=losers[s.id], factor=own, env=factor, own=", the solver's own lower factor" if own < factor
+                    else "")))
         cands = [s for s in cands if s.id not in losers]
         timing["predicted_deferred"] = len(losers)
 

@@ -92,6 +92,10 @@ class Solver:
     # ``MIOFIND_SPECIALIZE=background``) measures at once, the first ones; the others are measured in the
     # background and replace the solver's record where faster. None: all of them at once
     configs_now: int | None = None
+    # A find that may leave work to the background defers this solver where the learned cost model predicts it at least
+    # this many times slower than the candidate it predicts fastest, when that is lower than MIOFIND_PREDICT_DEFER: for
+    # solvers whose preparation costs far more than their measurement. None: MIOFIND_PREDICT_DEFER alone
+    defer_factor: float | None = None
 
     # -- applicability ------------------------------------------------------------------------
     def applicability(self, problem: ProblemDescription) -> Applicability:

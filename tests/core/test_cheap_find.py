@@ -527,6 +527,15 @@ def test_predicted_losers_by_the_model_where_it_covers_the_problem(fake, tmp_pat
     model.unknown = {cands[0].id, cands[1].id, cands[2].id}
     assert losers(dbs, cands, 2.0) == {}              # one known candidate: nothing to compare with
     model.unknown = set()
+    # a solver's own lower factor (FFT's, whose cuFFT plans cost far more than its measurement), never a higher one
+    own = type(cands[2]).defer_factor
+    monkeypatch.setattr(type(cands[2]), "defer_factor", 1.5)
+    assert losers(dbs, cands, 2.0) == {cands[1].id: 2.0, cands[2].id: 1.9, cands[3].id: 7.0}
+    assert losers(dbs, cands, 1.2) == {cands[1].id: 2.0, cands[2].id: 1.9, cands[3].id: 7.0}
+    monkeypatch.setattr(type(cands[2]), "defer_factor", 3.0)
+    assert losers(dbs, cands, 2.0) == {cands[1].id: 2.0, cands[3].id: 7.0}
+    monkeypatch.setattr(type(cands[2]), "defer_factor", own)
+    assert {s.defer_factor for s in find.all_solvers() if s.family == "fft"} == {1.3}
     # a time of any candidate of this problem in a DB layer: measured times order the find, not predictions
     dbs.user.store(records(solvers=cands[2:3]))
     assert losers(dbs, cands, 2.0) == {}
@@ -550,7 +559,7 @@ def test_a_find_leaves_predicted_losers_to_the_background(fake, tmp_path, monkey
     r = api.find_solutions(P, mode="benchmark", cut_factor=0)
     assert slow.id not in order and set(order) == {s.id for s in cands[:-1]}
     (f,) = [f for f in r.failures if f.solver_id == slow.id]
-    assert f.stage == "deferred" and "predicted 5.0x slower" in f.reason and "MIOFIND_PREDICT_DEFER=2" in f.reason
+    assert f.stage == "deferred" and "predicted 5.0x slower" in f.reason and "MIOFIND_PREDICT_DEFER=2)" in f.reason
     assert r.timing["predicted_deferred"] == 1
     (deferred,) = seen
     (s, configs), = deferred.values()
