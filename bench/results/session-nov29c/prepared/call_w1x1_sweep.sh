@@ -13,6 +13,6 @@ export MIOFIND_KERNEL_CACHE=/tmp/kc-sweep MIOFIND_DB=sqlite:////tmp/sweep.sqlite
 L=r50_256to64_56_1x1s1,r50_256to128_56_1x1s1,r50_128to512_28_1x1s1,r50_512to128_28_1x1s1,r50_512to256_28_1x1s1
 L=$L,r50_256to1024_14_1x1s1,r50_1024to256_14_1x1s1,r50_1024to512_14_1x1s1,r50_512to2048_7_1x1s1
 timeout 420 python3 bench/sweep_configs.py --dir W --layers $L --others GemmWrw1x1_stride1 \
-  --db finddb/sm_90-132.sqlite --json $R/sweep_w1x1.json > $R/sweep_w1x1.log 2>&1
+  --db finddb/sm_90-132.sqlite --deadline 360 --json $R/sweep_w1x1.json > $R/sweep_w1x1.log 2>&1
 echo "sweep rc=$? $(( $(date +%s) - T0 )) s"; tail -25 $R/sweep_w1x1.log
 gzip -f $R/*.log; tar czf $OUT/r.tgz -C /tmp r
