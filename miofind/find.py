@@ -259,10 +259,11 @@ def predicted_losers(problem: ProblemDescription, dbs, dev: DeviceInfo, cands: l
                      recorded: dict[str, float] | None) -> dict[str, float]:
     """{solver id: predicted time / the fastest candidate's} of the ``cands`` that the learned cost model
     shipped next to the system DB (``miofind.costmodel``) predicts at least ``factor`` times slower than the
-    candidate it predicts fastest (a solver's own ``defer_factor`` where lower: ``defer_factor``), among the candidates it was trained on (a solver added after it was
-    trained is never deferred, and does not keep the others from being). {} where ``factor`` is 0, there is
-    no such model, it does not cover the problem and two candidates, or ``recorded`` (``recorded_times``) is
-    None or holds a time of a candidate (measured times order such a find, not predictions). CPU only."""
+    candidate it predicts fastest (or the solver's own lower factor, ``defer_factor``), among the candidates it
+    was trained on (a solver added after it was trained is never deferred, and does not keep the others from
+    being). {} where ``factor`` is 0, there is no such model, it does not cover the problem and two candidates, or
+    ``recorded`` (``recorded_times``) is None or holds a time of a candidate (measured times order such a find, not
+    predictions). CPU only."""
     if not factor or len(cands) < 2 or recorded is None:
         return {}
     path = getattr(getattr(dbs, "system", None), "path", None)
