@@ -25,7 +25,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from report import gmean  # noqa: E402
-from miofind.models import model_layers  # noqa: E402
+from bench_hopper_igemm import layer_set  # noqa: E402
 
 CEIL_TFLOPS = {"FP32": 51.6, "FP16": 667.0, "BF16": 667.0}   # measured H100 ceilings: SGEMM, FP16 GEMM
 BW = 3.0e12
@@ -61,17 +61,6 @@ def roofline_ms(p):
     flops = p.flops()
     nbytes = BYTES[p.dtype] * sum(math.prod(s) for s in (p.x_shape, p.w_shape, p.y_shape))
     return max(flops / (CEIL_TFLOPS[p.dtype] * 1e12), nbytes / BW) * 1e3
-
-
-def layer_set(which: str) -> list:
-    """(name, count in the network, ProblemDescription keywords without n, direction, dtype and layout) of a set."""
-    if which == "nonresnet":
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
-        from shapes import NON_RESNET
-        return [(name, 1, kw) for name, kw in NON_RESNET.items()]
-    return [(f"{la.c}->{la.k} @{la.in_size[0]} {la.filter_size[0]}x{la.filter_size[0]}/{la.strides[0]}", la.count,
-             dict(c=la.c, k=la.k, in_size=la.in_size, filter_size=la.filter_size, pads=la.pads, strides=la.strides))
-            for la in model_layers("resnet50")]
 
 
 def main():
