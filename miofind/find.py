@@ -808,7 +808,7 @@ def _prepare(problem, solver, config=None, memo=None):
     stage = "solution"
     t0 = time.perf_counter()
     try:
-        sol = memo.specialised(problem, solver, config) if memo is not None else solver.get_solution(problem, config)
+        sol = (memo or tiered.Solutions()).specialised(problem, solver, config)
         stage = "compile"
         # a generic build on a miss (miofind.tiered)
         sol, inv = tiered.prepare(problem, solver, config, sol, memo=memo)

@@ -87,13 +87,13 @@ def prepare(problem, solver, config, sol: ConvSolution, *, mode: str | None = No
     """(ConvSolution, invoker) a find measures for (solver, config): the generic build when the
     mode allows it, the solution has one and its specialised kernels are not compiled; else the
     specialised ``sol`` compiled (``invokers.build_invoker``). Raises what compiling raises. ``memo``: the find's
-    ``Solutions``."""
+    ``Solutions`` (None: one of this call's own)."""
     from .compile import is_compiled
     from .invokers import build_invoker
 
     mode = mode or env.specialize()
     if mode != "sync" and not all(is_compiled(k) for k in sol.kernels):
-        gsol = memo.generic(problem, solver, config) if memo is not None else _generic_solution(problem, solver, config)
+        gsol = (memo or Solutions()).generic(problem, solver, config)
         if gsol is not None:
             inv = generic.build_generic_invoker(gsol)
             with _lock:
@@ -108,12 +108,12 @@ def prepare(problem, solver, config, sol: ConvSolution, *, mode: str | None = No
 def generic_compiled(problem, solver, config, *, memo: Solutions | None = None) -> bool:
     """Whether a find (not in ``sync`` mode) could measure ``solver``'s generic build for ``problem``
     without compiling: it has one and its kernels are in the binary cache (dynamic_hybrid mode). ``memo``: the find's
-    ``Solutions``."""
+    ``Solutions`` (None: one of this call's own)."""
     from .compile import is_compiled
 
     if env.specialize() == "sync":
         return False
-    gsol = memo.generic(problem, solver, config) if memo is not None else _generic_solution(problem, solver, config)
+    gsol = (memo or Solutions()).generic(problem, solver, config)
     gks = generic.generic_kernels(gsol) if gsol is not None else None
     return gks is not None and all(is_compiled(g.kinfo if g is not None else k) for g, k in zip(gks, gsol.kernels))
 
@@ -122,13 +122,14 @@ def deferrable(problem, solver, config, *, mode: str | None = None, memo: Soluti
     """Whether a find may defer (solver, config) to the background (``background`` mode only): its
     specialised kernels are not compiled and it has no generic build in the binary cache, so measuring
     it now would wait for NVRTC. CPU only (the binary cache's files), launches nothing. ``memo``: the find's
-    ``Solutions``, which keeps the solutions made here for its preparation."""
+    ``Solutions``, which keeps the solutions made here for its preparation (None: one of this call's own)."""
     from .compile import is_compiled
 
     if (mode or env.specialize()) != "background":
         return False
+    memo = memo or Solutions()
     try:
-        sol = memo.specialised(problem, solver, config) if memo is not None else solver.get_solution(problem, config)
+        sol = memo.specialised(problem, solver, config)
         if not sol.kernels or all(is_compiled(k) for k in sol.kernels):
             return False
         return not generic_compiled(problem, solver, config, memo=memo)
