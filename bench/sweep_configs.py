@@ -105,7 +105,7 @@ def main():
             oc = [c for c in o.find_configs(p) if c is not None] + [o.default_config(p)]
             d = db_config(p, o.id)
             if d is not None and o.is_valid_config(p, d):
-                oc.append(o.legacy_config(d))
+                oc.append(o.legacy_config(d) if hasattr(o, "legacy_config") else d)   # Hopper: stored configs' defaults
             if vary:
                 oc += [dict(c, **vary) for c in oc if o.is_valid_config(p, dict(c, **vary))]
             ocfgs[o.id] = [c for i, c in enumerate(oc) if c not in oc[:i]]

@@ -13,7 +13,7 @@ for c, k, hw in LAYERS:
     w = torch.randn(k, c, 1, 1, device="cuda", dtype=torch.half).to(memory_format=torch.channels_last)
     dy = torch.randn(32, k, hw, hw, device="cuda", dtype=torch.half).to(memory_format=torch.channels_last)
     f = lambda: torch.ops.aten.convolution_backward(dy, x, w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1,
-                                                    [False, False, True])
+                                                    [False, True, False])
     for _ in range(10):
         f()
     torch.cuda.synchronize()
