@@ -96,6 +96,11 @@ class Solver:
     # this many times slower than the candidate it predicts fastest, when that is lower than MIOFIND_PREDICT_DEFER: for
     # solvers whose preparation costs far more than their measurement. None: MIOFIND_PREDICT_DEFER alone
     defer_factor: float | None = None
+    # True when a config names a choice that means the same kernel only on the GPU model it was made on (a cuBLASLt
+    # heuristic place: the heuristic ranks its algorithms for the GPU it runs on). A tuned config stored from another
+    # device name (the system DB serves every GPU of an architecture and SM count, e.g. the H100 and the H200) is then
+    # not used: the find runs the default config, the heuristic's first on this GPU (``trust.first_trusted_perf``)
+    config_device_bound: bool = False
 
     # -- applicability ------------------------------------------------------------------------
     def applicability(self, problem: ProblemDescription) -> Applicability:

@@ -30,7 +30,7 @@ import re
 
 from .solver import Solver
 
-__all__ = ["trust_key", "source_digest", "parse_key", "compare", "is_trusted", "UNKNOWN"]
+__all__ = ["trust_key", "source_digest", "parse_key", "compare", "is_trusted", "other_model", "UNKNOWN"]
 
 UNKNOWN = "?"
 _COMMENT_RE = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
@@ -173,16 +173,27 @@ def is_trusted(record, solver: Solver, cuda_version: str) -> tuple[bool, str]:
 
 # -- the PerfDB: tuned configs a find may use ----------------------------------------------------
 
+def other_model(record, dev, solver: Solver) -> bool:
+    """Whether ``record``'s config was made on another GPU model than ``dev`` and means another kernel here: a
+    ``config_device_bound`` solver's (cuBLASLt heuristic places), stored under another device name. Unknown names
+    (a device string without one, a record without one) never differ."""
+    return bool(solver.config_device_bound and record.device_name and dev.name and record.device_name != dev.name)
+
+
 def first_trusted_perf(records, dev, problem, solver: Solver, *, where: str | None, consequence: str):
     """The first PerfDB entry of ``records`` that is trusted (trust key, CUDA major) and whose
     config still validates, or None. Each entry passed over is reported with a FindDBWarning naming
     ``where`` it came from and the ``consequence`` (MIOpen's PerfDB: a changed key means re-tune);
-    with ``where=None``, silently (a query whose caller does not act on the entry)."""
+    with ``where=None``, silently (a query whose caller does not act on the entry). An entry of
+    another GPU model whose config is device-bound (``other_model``) is passed over silently: it is
+    no defect of the entry, and the default config is this GPU's own heuristic choice."""
     import warnings
 
     from .db import FindDBWarning
 
     for r in records:
+        if other_model(r, dev, solver):
+            continue
         ok, why = is_trusted(r, solver, dev.cuda_version)
         if ok and not solver.is_valid_config(problem.as_conv(), r.config):
             ok, why = False, "the config no longer validates"

@@ -252,6 +252,7 @@ class GemmBase(Solver):
     other_id = ""          # the sibling solver that takes the problems this one refuses
     workspace_cap = WORKSPACE_CAP
     tunable = True
+    config_device_bound = True     # {"LT": i} is the i-th of cuBLASLt's heuristic results on the GPU it was tuned on
 
     def applicability(self, problem: ProblemDescription):
         base = super().applicability(problem)
