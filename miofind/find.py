@@ -59,7 +59,7 @@ from .problem import ProblemDescription
 from .registry import get_solver, solvers as all_solvers
 from .results import Failure, FindResult, Solution
 from .solver import Solver
-from .trust import is_trusted, trust_key, tuned_config
+from .trust import is_trusted, other_model, trust_key, tuned_config
 
 log = logging.getLogger(__name__)
 
@@ -305,7 +305,9 @@ PREDICTED_REASON = ("predicted {ratio:.1f}x slower than the fastest candidate by
 
 def trusted_solutions(records, dev: DeviceInfo, problem, cands, verify, workspace_limit, vouched=None):
     """Solutions from one DB layer's records for the candidates whose record is trusted, and
-    whether every candidate had one (the caller leaves out candidates with a recorded failure);
+    whether every candidate had one (the caller leaves out candidates with a recorded failure); a record whose
+    non-default config is device-bound and was made on another GPU model (``trust.other_model``) is not offered, as
+    one over the workspace limit is not;
     ``vouched``: a function giving the solver ids whose missing record makes the answer incomplete (None from it, or
     no function: every candidate's), asked only where an answer would be complete but for missing records."""
     recs = {r.solver_id: r for r in records}
@@ -321,6 +323,8 @@ def trusted_solutions(records, dev: DeviceInfo, problem, cands, verify, workspac
             continue
         if workspace_limit is not None and r.workspace_bytes > workspace_limit:
             continue
+        if other_model(r, dev, s) and r.config is not None and r.config != s.default_config(problem.as_conv()):
+            continue        # its config (a cuBLASLt heuristic place of another GPU model) runs another kernel here
         out.append(Solution(s.id, s.algorithm, r.time_ms, r.workspace_bytes, r.config, r.verified, problem,
                             source="db", max_error=r.max_error, time_q20_ms=r.time_q20_ms, time_q80_ms=r.time_q80_ms))
     if missing and complete:

@@ -1,6 +1,6 @@
 """A GEMM solver's tuned config is a cuBLASLt heuristic place, ranked for the GPU it was tuned on: the system DB's
 config of another GPU model (an H100's, read on an H200: both sm_90 with 132 SMs) is not used, the default is
-(trust.other_model); configs of the same model, of a nameless device, of the user DB and of other solvers are."""
+(trust.other_model), and a find record carrying one is not offered; configs of the same model, of a nameless device, of the user DB and of other solvers are."""
 
 from __future__ import annotations
 
@@ -55,3 +55,24 @@ def test_system_config_of_another_model_is_not_used(tmp_path):
             own = {"LT": 1}
             user.store_perf([perf(H200, GEMM, own)])
             assert find.tuned_config(Overlay(user, sysdb), H200, P, GEMM) == own
+
+
+def record(dev, s, cfg):
+    from miofind import __version__
+    from miofind.db import Record
+    return Record(device="sm_90-132", device_name=dev.name, problem_key=P.key(), solver_id=s.id, algorithm=s.algorithm,
+                  time_ms=0.01, workspace_bytes=s.workspace_bytes(P, cfg), package_version=__version__,
+                  created_at=time.time(), kernel_hash=trust_key(s), cuda_version="13.0", verified=True, config=cfg)
+
+
+def test_a_find_record_of_another_model_with_a_tuned_gemm_config_is_not_offered():
+    cands = [GEMM, HOPPER]
+    tuned = [record(H100, GEMM, GEMM_CFG), record(H100, HOPPER, HOPPER.default_config(P))]
+    ids = lambda dev, recs: (lambda out: ({s.solver_id for s in out[0]}, out[1]))(
+        find.trusted_solutions(recs, dev, P, cands, True, None))
+    # the H100's GEMM record runs another cuBLASLt algorithm on an H200: not offered, the answer stays complete
+    assert ids(H200, tuned) == ({HOPPER.id}, True)
+    assert ids(H100, tuned) == ids(NAMELESS, tuned) == ({GEMM.id, HOPPER.id}, True)
+    # the default config (this GPU's heuristic first) and no config mean the same thing on every model
+    for cfg in (GEMM.default_config(P), None):
+        assert ids(H200, [record(H100, GEMM, cfg), tuned[1]]) == ({GEMM.id, HOPPER.id}, True)
