@@ -41,6 +41,7 @@ from __future__ import annotations
 import logging
 import math
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -806,9 +807,10 @@ def isolate_candidates(problem, todo, prepared, isolate) -> None:
             prepared[i] = (f, None)
 
 
-def _prepare(problem, solver, config=None, memo=None):
+def _prepare(problem, solver, config=None, memo=None, first_runs=True):
     """(Solution + compiled invoker, or a Failure and None, and the wall time in ms). Runs in a
-    worker thread. ``memo``: the find's ``tiered.Solutions``."""
+    worker thread. ``memo``: the find's ``tiered.Solutions``; ``first_runs``: run a ``first_run_loads``
+    solver's invoker once (``first_run``)."""
     stage = "solution"
     t0 = time.perf_counter()
     try:
@@ -816,9 +818,53 @@ def _prepare(problem, solver, config=None, memo=None):
         stage = "compile"
         # a generic build on a miss (miofind.tiered)
         sol, inv = tiered.prepare(problem, solver, config, sol, memo=memo)
+        if first_runs and solver.first_run_loads:
+            first_run(problem, sol, inv)
         return sol, inv, (time.perf_counter() - t0) * 1e3
     except Exception as e:
         return Failure(solver.id, stage, describe(e), config=config), None, (time.perf_counter() - t0) * 1e3
+
+
+FIRST_RUN_BYTES = 256 << 20     # first_run's scratch buffers stay under this; a larger problem's first run is the find's
+_first_run_streams: dict[int, int] = {}     # device -> the raw stream first_run runs on (one per device, kept)
+_FIRST_RUN_LOCK = threading.Lock()
+
+
+def first_run(problem, sol, inv) -> bool:
+    """Run a prepared invoker once on scratch buffers (contents arbitrary: nothing reads the output) on a stream of
+    its own, and wait for it: for a ``first_run_loads`` solver, whose first run in a process loads library code (a
+    cuBLASLt kernel's module; bench_cold's 16-bit GEMM candidates verified in 2.6-5.1 ms against 0.1-0.7 ms for the
+    others, session nov29c call 3), so that the find's preparation threads pay it beside the other candidates'
+    preparation instead of its verification run. Whether it ran; False where the
+    buffers would pass FIRST_RUN_BYTES or the run failed (the find's own runs then report what fails)."""
+    from .device import runtime
+    from .launch import scratch
+    from .tensors import numpy_dtype
+
+    p = problem.as_conv()
+    item = numpy_dtype(p.dtype).itemsize
+    size = max(item * math.prod(shape) for shape in p.io_shapes())      # one size for all three: a transposed W swaps
+    if 3 * size + sol.workspace_bytes + item * p.k > FIRST_RUN_BYTES:
+        return False
+    try:
+        rt = runtime()
+        dev = rt.getDevice()
+        stream = _first_run_streams.get(dev)
+        if stream is None:      # a raw stream: no CuPy import in a PyTorch process (scratch takes PyTorch's memory)
+            with _FIRST_RUN_LOCK:
+                stream = _first_run_streams.get(dev) or _first_run_streams.setdefault(
+                    dev, rt.streamCreateWithFlags(rt.streamNonBlocking))
+        bufs = [scratch(size, stream) for _ in range(3)]
+        work = scratch(sol.workspace_bytes, stream) if sol.workspace_bytes else (None, 0)
+        bias = scratch(item * p.k, stream) if problem.fused and problem.bias else (None, 0)
+        # the buffers are alike, so a transposed W's swapped activations need no care (invokers.call's, without its
+        # CuPy import); a fused problem's invoker takes the bias pointer (0 without one) as a sixth argument
+        inv(*(a for _, a in bufs), work[1], stream, *((bias[1],) if problem.fused else ()))
+        rt.streamSynchronize(stream)
+        return True
+    except Exception as e:      # noqa: BLE001 - a warm-up only
+        log.debug("%s %s: first run on scratch buffers failed: %s", sol.solver_id, problem.key(), e)
+        return False
 
 
 DEFERRED_REASON = ("its kernels are not compiled, nor a generic build of them: compiling in the background "
@@ -836,14 +882,15 @@ def _timed_reference(problem):
     return reference_invoker_for(problem), (time.perf_counter() - t0) * 1e3
 
 
-def prepare_all(problem, todo, *, verify=True, threads=8, times=None, memo=None):
+def prepare_all(problem, todo, *, verify=True, threads=8, times=None, memo=None, first_runs=True):
     """Compile every (solver, config) of ``todo`` in parallel threads, and the reference when
     verifying; returns ([(ConvSolution, invoker) or (Failure, None)], reference invoker). With a
     ``times`` dict, fills ``times["candidates"]`` with each item's wall time in ms (they overlap) and,
-    when verifying, ``times["reference_compile_ms"]``."""
+    when verifying, ``times["reference_compile_ms"]``. ``first_runs``: the ``first_run_loads`` solvers'
+    invokers run once on scratch buffers in their thread (a find's; a tuner's batch of configs does not)."""
     with ThreadPoolExecutor(max_workers=max(1, min(threads, len(todo) + 1))) as ex:
         ref_future = ex.submit(_timed_reference, problem) if verify else None
-        prepared = list(ex.map(lambda sc: _prepare(problem, *sc, memo=memo), todo))
+        prepared = list(ex.map(lambda sc: _prepare(problem, *sc, memo=memo, first_runs=first_runs), todo))
         ref, ref_ms = ref_future.result() if ref_future else (None, 0.0)
     if times is not None:
         times["candidates"] = [ms for _, _, ms in prepared]

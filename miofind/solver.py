@@ -101,6 +101,9 @@ class Solver:
     # device name (the system DB serves every GPU of an architecture and SM count, e.g. the H100 and the H200) is then
     # not used: the find runs the default config, the heuristic's first on this GPU (``trust.first_trusted_perf``)
     config_device_bound: bool = False
+    # True when an invoker's first run in a process loads library code lazily (cuBLASLt's kernel modules): a find's
+    # preparation then runs it once on scratch buffers (``find.first_run``), beside the other candidates' preparation
+    first_run_loads: bool = False
 
     # -- applicability ------------------------------------------------------------------------
     def applicability(self, problem: ProblemDescription) -> Applicability:

@@ -253,6 +253,7 @@ class GemmBase(Solver):
     workspace_cap = WORKSPACE_CAP
     tunable = True
     config_device_bound = True     # {"LT": i} is the i-th of cuBLASLt's heuristic results on the GPU it was tuned on
+    first_run_loads = True         # cuBLASLt loads a kernel's module at its first launch in a process
 
     def applicability(self, problem: ProblemDescription):
         base = super().applicability(problem)

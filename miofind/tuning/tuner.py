@@ -162,7 +162,8 @@ class GpuMeasurer:
         if self.precompile and solver.family != "cudnn":
             precompile(solution_kernels(self.problem, solver, configs), current_device().arch)
 
-        prepared, ref = prepare_all(self.problem, [(solver, c) for c in configs], verify=self._harness is None)
+        prepared, ref = prepare_all(self.problem, [(solver, c) for c in configs], verify=self._harness is None,
+                                    first_runs=False)
         if self._harness is None:   # shared with the find that follows the tuning (Harness.shared)
             self._harness = Harness.shared(self.problem, verify=True, reference_invoker=ref)[0]
         h, out = self._harness, []
