@@ -47,4 +47,5 @@ def test_first_run_runs_and_the_find_still_verifies():
     sol = s.get_solution(P16)
     assert find.first_run(P16, sol, build_invoker(P16, sol)) is True
     res = find_solutions(P16, mode="benchmark", store=False, solvers=[s.id])
-    assert [x.solver_id for x in res.solutions] == [s.id] and res.solutions[0].verified, res
+    assert not res.failures, res.failures
+    assert [x.solver_id for x in res] == [s.id] and res[0].verified and res.source == "find", res
