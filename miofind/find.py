@@ -986,7 +986,9 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
 
     t0 = time.perf_counter()
     timing["configs_ms"] = (t0 - tc) * 1e3
-    prepared, ref_prepared = prepare_all(problem, todo, verify=verify and h is None, times=compile_times, memo=memo)
+    # no first runs where candidates are checked in a child process first: a first run would run them here before it
+    prepared, ref_prepared = prepare_all(problem, todo, verify=verify and h is None, times=compile_times, memo=memo,
+                                         first_runs=not isolate)
     t1 = time.perf_counter()
     timing["compile_ms"] = (t1 - t0) * 1e3
     timing["reference_compile_ms"] = compile_times.get("reference_compile_ms", 0.0)

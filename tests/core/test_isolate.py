@@ -167,6 +167,25 @@ def test_benchmark_runs_only_what_passed_in_the_child_and_logs_each_exclusion(mo
     assert measured == [cs[0].id] and all(f.reason.startswith("not checked") for f in failures) and len(failures) == 3
 
 
+def test_no_first_runs_where_candidates_are_checked_in_a_child(monkeypatch):
+    """find.first_run runs a GEMM candidate in this process during its preparation: not where the find checks
+    candidates in a child process first, which it would run before."""
+    cs = find_mod.candidates(SMALL)[0][:4]
+    asked = []
+
+    def prepare_all(problem, todo, verify=True, **k):
+        if todo:        # (a reference-only call has nothing to run)
+            asked.append(k.get("first_runs", True))
+        return [(_Sol(), s.id) for s, _ in todo], None
+
+    monkeypatch.setattr(find_mod, "Harness", _FakeHarness)
+    monkeypatch.setattr(find_mod, "prepare_all", prepare_all)
+    monkeypatch.setattr(iso, "check_in_child", lambda problem, checks, **k: iso.IsolationResult(len(checks)))
+    find_mod.benchmark(SMALL, cs, None, True, 1, 1, None)
+    find_mod.benchmark(SMALL, cs, None, True, 1, 1, None, isolate=frozenset(s.id for s in cs[1:]))
+    assert asked == [True, False]
+
+
 def test_find_isolates_untrusted_candidates_and_records_what_failed_there(tmp_db, monkeypatch):
     """With MIOFIND_ISOLATE=1 a benchmark checks the candidates without a trusted record in a child; a
     candidate that broke the child's context is recorded (stage isolate) and settled for normal mode;
