@@ -849,11 +849,11 @@ def first_run(problem, sol, inv) -> bool:
     try:
         rt = runtime()
         dev = rt.getDevice()
-        stream = _first_run_streams.get(dev)
-        if stream is None:      # a raw stream: no CuPy import in a PyTorch process (scratch takes PyTorch's memory)
-            with _FIRST_RUN_LOCK:
-                stream = _first_run_streams.get(dev) or _first_run_streams.setdefault(
-                    dev, rt.streamCreateWithFlags(rt.streamNonBlocking))
+        # a raw stream: no CuPy import in a PyTorch process (scratch takes PyTorch's memory)
+        with _FIRST_RUN_LOCK:
+            stream = _first_run_streams.get(dev)
+            if stream is None:
+                stream = _first_run_streams[dev] = rt.streamCreateWithFlags(rt.streamNonBlocking)
         bufs = [scratch(size, stream) for _ in range(3)]
         work = scratch(sol.workspace_bytes, stream) if sol.workspace_bytes else (None, 0)
         bias = scratch(item * p.k, stream) if problem.fused and problem.bias else (None, 0)
