@@ -594,6 +594,11 @@ HOPPER_CASES = [
     ("F", dict(n=2, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1), dict(COOP=1), "ConvImplicitGemmHopperFwdSwap"),
     ("B", dict(n=2, c=24, k=64, in_size=(17, 16), filter_size=5, pads=3, dilations=2), dict(COOP=0),
      "ConvImplicitGemmHopperBwdSwap"),
+    # the copy-engine stores: a third map, of the output (one staged tile; two per ping-pong warpgroup)
+    ("F", dict(n=2, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1), dict(OBUF=1, PINGPONG=0),
+     "ConvImplicitGemmHopperFwdTmaStore"),
+    ("F", dict(n=4, c=64, k=136, in_size=(16, 16), filter_size=1), dict(OBUF=2, PINGPONG=1),
+     "ConvImplicitGemmHopperFwdTmaStore"),
     # the rounding TF32 forward (both consumers, and one consumer in two blocks an SM) and backward data: FP32 data,
     # the filter rounded or rewritten into the workspace first, the kernel its programmatic dependent
     ("F", dict(n=2, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1), dict(CW=2, dtype="FP32"),
