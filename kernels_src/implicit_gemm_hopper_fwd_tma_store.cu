@@ -25,11 +25,50 @@ static_assert(PERSIST && TMA && WSPEC && SPLITK == 1 && !B_MN && !IS_TF32 && !EP
               "copy-engine stores: the persistent copy engine, unsplit, 16-bit, plain, dense y");
 static_assert(OBUF == 1 || OBUF == 2, "one or two output tiles per consumer group");
 
-// Accumulators -> the output tile at cs in BN / 64 swizzled boxes of BM rows x 128 bytes (the fragment walk of
-// acc_to_smem: thread (warp wi, lane l) holds rows wi*16 + l/4 (+8) of its m64 blocks, columns 8j + 2(l%4) (+1))
-__device__ __forceinline__ void acc_to_boxes(float (&acc)[WG_M][BN / 2], unsigned char* cs, int t)
+#ifndef STMATRIX
+#define STMATRIX 1      // 1: the staging by stmatrix.x4 (four 8 x 8 matrices an instruction); 0: 4-byte pair stores
+#endif
+
+// FP32 pair -> one 32-bit register of two data_t, round to nearest
+__device__ __forceinline__ u32 pack_pair(float a, float b)
+{
+#if IS_BF16
+    __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
+#else
+    __half2 v = __floats2half2_rn(a, b);
+#endif
+    return *reinterpret_cast<u32*>(&v);
+}
+
+// Accumulators -> the output tile at cs in BN / 64 swizzled boxes of BM rows x 128 bytes. Thread (warp wi, lane l)
+// holds rows wi*16 + l/4 (+8: h) of its m64 blocks, columns 8j + 2(l%4) (+1): acc[i][4j + 2h], acc[i][4j + 2h + 1].
+// That is, for each 8-column block j and half h, element (l/4, 2(l%4)) of an 8 x 8 matrix: the fragment of
+// stmatrix. One stmatrix.x4 stores matrices (j, h = 0), (j, 1), (j + 1, 0), (j + 1, 1); lane l gives the row address
+// of row l%8 of matrix l/8 (one 16-byte chunk: column block j + (l/8)/2 of row wi*16 + ((l/8)%2)*8 + l%8).
+__device__ __forceinline__ void acc_to_boxes(float (&acc)[WG_M][BN / 2], unsigned char* cs, u32 cs_s, int t)
 {
     const int wg = t >> 7, wi = (t & 127) >> 5, l = t & 31;
+#if STMATRIX
+    const int q = l >> 3;
+#pragma unroll
+    for(int i = 0; i < WG_M; ++i)
+    {
+        const int r = (wg * WG_M + i) * 64 + wi * 16 + (q & 1) * 8 + (l & 7);
+#pragma unroll
+        for(int j = 0; j < BN / 8; j += 2)
+        {
+            const int jj = j + (q >> 1);
+            const u32 addr = cs_s + (u32)((jj >> 3) * (BM * 128)) + sw128(r, jj & 7);
+            asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n"
+                         ::"r"(addr), "r"(pack_pair(acc[i][4 * j], acc[i][4 * j + 1])),
+                         "r"(pack_pair(acc[i][4 * j + 2], acc[i][4 * j + 3])),
+                         "r"(pack_pair(acc[i][4 * j + 4], acc[i][4 * j + 5])),
+                         "r"(pack_pair(acc[i][4 * j + 6], acc[i][4 * j + 7]))
+                         : "memory");
+        }
+    }
+    (void)cs;
+#else
 #pragma unroll
     for(int i = 0; i < WG_M; ++i)
 #pragma unroll
@@ -41,6 +80,8 @@ __device__ __forceinline__ void acc_to_boxes(float (&acc)[WG_M][BN / 2], unsigne
                 store_pair(reinterpret_cast<data_t*>(cs + (j >> 3) * (BM * 128) + sw128(r, j & 7) + (l & 3) * 4),
                            acc[i][4 * j + 2 * h], acc[i][4 * j + 2 * h + 1]);
         }
+    (void)cs_s;
+#endif
 }
 
 // the box at shared address src -> y's elements (rows c1 .., columns c0 ..) through map
@@ -139,7 +180,7 @@ igemm_hopper_fwd_tma_store(const data_t* __restrict__ x, const data_t* __restric
         if(tw == 0)
             bulk_wait_read<OBUF - 1>();        // this warpgroup's tile OBUF tiles back has left this output tile
         wg_sync(wg);
-        acc_to_boxes(acc, sgen + (cs - sbase), tw);
+        acc_to_boxes(acc, sgen + (cs - sbase), cs, tw);
         fence_proxy_async();
         wg_sync(wg);
         if(tw == 0)
@@ -164,7 +205,7 @@ igemm_hopper_fwd_tma_store(const data_t* __restrict__ x, const data_t* __restric
         if(t == 0)
             bulk_wait_read<OBUF - 1>();        // the tile OBUF tiles back has left this output tile
         consumer_sync();
-        acc_to_boxes(acc, sgen + (cs - sbase), t);
+        acc_to_boxes(acc, sgen + (cs - sbase), cs, t);
         fence_proxy_async();
         consumer_sync();
         if(t == 0)
