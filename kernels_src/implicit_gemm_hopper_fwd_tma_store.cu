@@ -5,8 +5,8 @@
 // implicit_gemm_hopper_fwd.cu, included below. Only the epilogue differs. There the consumers stage a tile as
 // [BM][BN + 8] rows and then each thread stores 16-byte pieces of it to y. Here they stage it as BN / 64
 // boxes of [BM][64] elements, each 128-byte row swizzled as the operand tiles are (16-byte chunk c of row r at
-// chunk c ^ (r % 8); a warp's pair stores, 8 rows x 4 columns of one chunk, fall in 32 distinct banks), and
-// one thread hands each box to the copy engine (cp.async.bulk.tensor store through a tiled map of y as an
+// chunk c ^ (r % 8)), by stmatrix.x4 (acc_to_boxes: each of its 8 x 8 matrices is 8 rows of one chunk, which the
+// swizzle spreads over all 32 banks), and one thread hands each box to the copy engine (cp.async.bulk.tensor store through a tiled map of y as an
 // M x K matrix, box 64 x BM; rows past M and columns past K are not written). The consumers go on to the
 // next tile at once. Their st.shared writes reach the copy engine's reads through fence.proxy.async, then the
 // warpgroup's (ping-pong) or the consumers' barrier.
