@@ -129,14 +129,15 @@ def threads(cfg) -> int:
     return (cfg["WGS"] + cfg.get("WSPEC", 0)) * 128
 
 
-def blocks_per_sm(p: ProblemDescription, cfg) -> int:
+def blocks_per_sm(p: ProblemDescription, cfg, smem: int | None = None) -> int:
     """Blocks per SM the kernel's register allocation must allow (``__launch_bounds__``): 2 when two
     blocks' shared memory fits an SM (228 KiB, 1 KiB reserved per block) and the accumulators
     leave room under the 128-register cap that two 256-thread blocks impose. With WSPEC (a third
     warpgroup; two 384-thread blocks cap a thread at 80 registers) only for 32 accumulators a thread.
-    With PINGPONG a warpgroup holds a whole BM x BN tile."""
+    With PINGPONG a warpgroup holds a whole BM x BN tile. ``smem``: a kernel's own dynamic shared memory
+    (default: ``smem_bytes``)."""
     acc = cfg["BM"] // wg_split(cfg) * cfg["BN"] // 2
-    fits = 2 * (smem_bytes(p, cfg) + 1024) <= 228 * 1024
+    fits = 2 * ((smem_bytes(p, cfg) if smem is None else smem) + 1024) <= 228 * 1024
     if cfg.get("WSPEC", 0):
         return 2 if fits and acc <= 32 else 1
     return 2 if fits and (cfg["WGS"] == 1 or acc <= 64) else 1
@@ -193,6 +194,15 @@ def x_im2col(p: ProblemDescription, pixels: int) -> tma.Im2colSpec:
     lower, upper = tma.im2col_corners(isz[1:], osz[1:], pads[1:], strides[1:])
     return tma.Im2colSpec(p.dtype, (p.c, isz[2], isz[1], p.n), (xs[4] * es, xs[3] * es, xs[0] * es), lower, upper,
                           kdepth(p), pixels, (strides[2], strides[1]))
+
+
+def forward_maps(p: ProblemDescription, cfg) -> tuple[tma.MapCache, tma.MapCache]:
+    """The copy engine's maps of a forward config: x's im2col map (BM pixels a box; dense x: a tiled map) and w's
+    tiled map (boxes of a K tile x BN of its rows)."""
+    _, n, k = gemm_shape(p)
+    return (tma.MapCache(x_dense(p, cfg["BM"]) if dense_pixels(p) else x_im2col(p, cfg["BM"])),
+            tma.MapCache(tma.TiledSpec(p.dtype, (k, n), (strides5(p.w_shape, p.layouts[1])[0] * esize(p),),
+                                       (kdepth(p), cfg["BN"]))))
 
 
 def config_ok(p: ProblemDescription, cfg) -> bool:
@@ -656,12 +666,7 @@ class ImplicitGemmHopperBase(Solver):
         nb = 1 if epi else 0                            # the bias pointer, last
         need_bias = bool(epi and epi["EPI_BIAS"])
 
-        maps = None
-        if cfg["TMA"]:      # x's im2col map (BM pixels a box; dense x: a tiled map) and w's tiled map (64 x BN boxes of its rows)
-            m, n, k = gemm_shape(p)
-            maps = (tma.MapCache(x_dense(p, cfg["BM"]) if dense_pixels(p) else x_im2col(p, cfg["BM"])),
-                    tma.MapCache(tma.TiledSpec(p.dtype, (k, n), (strides5(p.w_shape, p.layouts[1])[0] * esize(p),),
-                                               (kdepth(p), cfg["BN"]))))
+        maps = forward_maps(p, cfg) if cfg["TMA"] else None
 
         def factory(kerns):
             kern = kerns[0]

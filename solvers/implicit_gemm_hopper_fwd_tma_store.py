@@ -13,11 +13,11 @@ from miofind import tma
 from miofind.launch import A, B, MAP, OUT, PTR, Launch, with_recipe
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, not_applicable
 
-from .implicit_gemm_base import INT32_MAX, strides5
+from .implicit_gemm_base import INT32_MAX
 from .implicit_gemm_hopper_base import (ALIGN, ALTERNATE_TILES, ARCH, KEYS, SMEM_LIMIT, SMEM_STATIC,
-                                        ImplicitGemmHopperBase, check_aligned, config_ok, dense_pixels, esize,
-                                        gemm_shape, macros, persistent_tile, sm_count, space, threads, tiles, tma_fits,
-                                        wg_split, x_dense, x_im2col)
+                                        ImplicitGemmHopperBase, blocks_per_sm, check_aligned, config_ok, esize,
+                                        forward_maps, gemm_shape, macros, persistent_tile, sm_count, space, threads,
+                                        tiles, tma_fits)
 
 TS_KEYS = KEYS + ("OBUF",)
 BOX_N = 64      # output channels of a stored box: its 128-byte swizzled rows
@@ -33,13 +33,6 @@ def smem_bytes(p, cfg) -> int:
     the first tile to the swizzle's 1024-byte period."""
     bm, bn = cfg["BM"], cfg["BN"]
     return cfg["STAGES"] * (bm + bn) * 128 + (1 + cfg["PINGPONG"]) * cfg["OBUF"] * bm * bn * esize(p) + 1024
-
-
-def blocks_per_sm(p, cfg) -> int:
-    """2 where two blocks' shared memory fits an SM (228 KiB, 1 KiB reserved per block) and a thread holds at most 32
-    accumulators (two 384-thread blocks cap a thread at 80 registers), as the forward solver's rule; else 1."""
-    acc = cfg["BM"] // wg_split(cfg) * cfg["BN"] // 2
-    return 2 if 2 * (smem_bytes(p, cfg) + 1024) <= 228 * 1024 and acc <= 32 else 1
 
 
 def persistent_ok(p, cfg) -> bool:
@@ -106,19 +99,16 @@ class ImplicitGemmHopperFwdTmaStore(ImplicitGemmHopperBase):
         cfg = self.config_of(p, config)
         if not self.is_valid_config(p, cfg):
             raise ValueError(f"config={cfg}: not valid for {self.id} on {p.key()}")
-        bps = blocks_per_sm(p, cfg)
+        bps = blocks_per_sm(p, cfg, smem_bytes(p, cfg))
         mac = {**macros(p, base_tile(cfg)), "OBUF": cfg["OBUF"], "MIN_BLOCKS": bps}
         main_k = KernelInfo(self.source, self.kernel_name, (min(tiles(p, cfg), sm_count() * bps), 1, 1),
                             (threads(cfg), 1, 1), macros=tuple((k, str(v)) for k, v in mac.items()),
                             options=(f"-arch={ARCH}",))
         kernels, smem = [main_k], smem_bytes(p, cfg)
-        m, n, k = gemm_shape(p)
-        es = esize(p)
-        maps = (tma.MapCache(x_dense(p, cfg["BM"]) if dense_pixels(p) else x_im2col(p, cfg["BM"])),
-                tma.MapCache(tma.TiledSpec(p.dtype, (k, n), (strides5(p.w_shape, p.layouts[1])[0] * es,),
-                                           (64, cfg["BN"]))),
-                # y as an M x K matrix (dense NHWC), stored in boxes of BOX_N channels x BM pixels
-                tma.MapCache(tma.TiledSpec(p.dtype, (n, m), (n * es,), (BOX_N, cfg["BM"]))))
+        m, n, _ = gemm_shape(p)
+        # the forward's maps of x and w; y as an M x K matrix (dense NHWC), stored in boxes of BOX_N channels x BM pixels
+        ymap = tma.MapCache(tma.TiledSpec(p.dtype, (n, m), (n * esize(p),), (BOX_N, cfg["BM"])))
+        maps = (*forward_maps(p, cfg), ymap)
         sid = self.id
 
         def factory(kerns):
