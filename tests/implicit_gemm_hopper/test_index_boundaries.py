@@ -4,7 +4,7 @@ W): FP16 NHWC 3x3 problems of 64 -> 64 channels at 256 x 256 whose activations h
 copy engine) and at the same tile with 16-byte cp.async loads (the offsets computed in the kernel).
 
 The CPU test pins that each case applies and the index type its kernels are built with (``INDEX_T``). The GPU test
-(markers ``gpu`` and ``big``: about 9 GB of GPU memory a case; skipped unless selected with ``-m big`` or
+(markers ``gpu`` and ``big``: up to about 42 GB of GPU memory a case, with CuPy's float64 draws; skipped unless selected with ``-m big`` or
 MIOFIND_BIG_TESTS=1) runs each on random inputs into a NaN-poisoned output, checks that every output element was
 written, and compares against a float64 reference computed apart from the kernels (NumPy dot products for F and B,
 CuPy float64 sums for W) at 64 random output elements plus the first 2 and the last 8; the bound is
@@ -115,10 +115,19 @@ def _sample(shape, rng, n_random=64):
     return [tuple(int(v) for v in idx) for idx in zip(*np.unravel_index(flat, shape))]
 
 
+@pytest.fixture
+def free_pool():
+    """CuPy's pool gives its blocks back after a case: the next case (or another worker) needs the memory."""
+    yield
+    import cupy
+
+    cupy.get_default_memory_pool().free_all_blocks()
+
+
 @pytest.mark.gpu
 @pytest.mark.big
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_hopper_at_the_index_boundary(case, big_selected):
+def test_hopper_at_the_index_boundary(case, big_selected, free_pool):
     import cupy
 
     from miofind.invokers import build_invoker, call
