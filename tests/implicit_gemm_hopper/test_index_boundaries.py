@@ -1,6 +1,7 @@
 """Index arithmetic at the 32/64-bit boundary for the Hopper implicit-GEMM family (F, the copy-engine-store F, B and
 W): FP16 NHWC 3x3 problems of 64 -> 64 channels at 256 x 256 whose activations hold n x 2^22 elements, just under
-2^31 (n = 511, 32-bit offsets) and just at it (n = 512, 64-bit offsets), each at the solver's default config (the
+2^31 (n = 511, 32-bit offsets) and just over it (n = 513, 64-bit offsets: at n = 512 the last element's index, 2^31 - 1,
+would still fit 32 bits), each at the solver's default config (the
 copy engine) and at the same tile with 16-byte cp.async loads (the offsets computed in the kernel).
 
 The CPU test pins that each case applies and the index type its kernels are built with (``INDEX_T``). The GPU test
@@ -24,7 +25,7 @@ from miofind.registry import get_solver
 
 SOLVERS = {"F": "ConvImplicitGemmHopperFwd", "Fs": "ConvImplicitGemmHopperFwdTmaStore",
            "B": "ConvImplicitGemmHopperBwd", "W": "ConvImplicitGemmHopperWrw"}
-INDEX = {511: "int", 512: "long long"}      # largest tensor n x 256 x 256 x 64 = n x 2^22 elements
+INDEX = {511: "int", 513: "long long"}      # largest tensor n x 256 x 256 x 64 = n x 2^22 elements
 
 
 def _p(direction: str, n: int) -> ProblemDescription:

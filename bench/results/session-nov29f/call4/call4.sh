@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session nov29f, call 4 (any sm_90; an H200): issue 19's "64-bit indexing at the boundaries" for the Hopper family on
 # the GPU -- tests/implicit_gemm_hopper/test_index_boundaries.py (new): F, the copy-engine-store F, B and W on FP16 NHWC
-# 3x3 64 -> 64 problems at 256 x 256 with n x 2^22-element activations, n = 511 (32-bit offsets) and 512 (64-bit), at
+# 3x3 64 -> 64 problems at 256 x 256 with n x 2^22-element activations, n = 511 (32-bit offsets) and 513 (64-bit; run 2 had 512, whose last index still fits 32 bits), at
 # the default config (copy engine) and with cp.async loads; every output element written, 74 sampled elements against
 # a float64 reference. 2 xdist workers (up to about 42 GB of GPU memory a case; with 4 workers, 10 of 14 cases ran out of
 # memory in the first run of this call, out/run1/).
