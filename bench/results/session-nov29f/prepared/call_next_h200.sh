@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Prepared in session nov29f for the next device session (any sm_90; meant for an H200 when no H100 is lent):
+# 1. the Hopper family's index-boundary cases that have not yet run on a GPU (the swapped-operand, TF32 and NCHW
+#    members; the whole file runs, about 2 minutes with its builds, 2 workers of up to ~60 GB);
+# 2. issue 19's W on this GPU after a user's own tuning: `miofind tune` of the cuBLASLt 1x1 GEMM (GemmWrw1x1_stride1)
+#    and the Hopper W solver on ResNet-50's N=32 FP16 NHWC W problems into an empty user DB (guided, at most 48
+#    configs and 6 s per solver and problem), then the same-run side-by-side of W reading that DB. Session nov29d's
+#    same-run W at the find configs: FP16 0.908, BF16 0.901; its sweep: GemmWrw1x1 at its best config 0.984 of
+#    cuDNN's best plan on the nine 1x1 layers, 1.002 at its default.
+set -uo pipefail
+T0=$(date +%s)
+R=/tmp/r; rm -rf $R
+source scripts/device-env
+el() { echo $(( $(date +%s) - T0 )); }
+save() { tar czf $OUT/r.tgz -C /tmp r; }
+export CUPY_CACHE_DIR=/tmp/cupy-cache MIOFIND_KERNEL_CACHE=/tmp/kc
+MIOFIND_BIG_TESTS=1 MIOFIND_DB=sqlite:////tmp/ub.sqlite timeout 200 python3 -m pytest -m gpu \
+  tests/implicit_gemm_hopper/test_index_boundaries.py -v -p no:cacheprovider -rfEs -n 2 --durations=10 > $R/boundaries.log 2>&1
+echo "boundaries rc=$? $(el) s"; grep -E "^(FAILED|ERROR)" $R/boundaries.log | head; tail -1 $R/boundaries.log; save
+export MIOFIND_DB=sqlite:////tmp/uw.sqlite
+timeout 290 python3 -m miofind tune --model resnet50 --batch 32 --dtype fp16 --layout NHWC --direction W \
+  --tune-solver GemmWrw1x1_stride1 --tune-solver ConvImplicitGemmHopperWrw --strategy guided --max-configs 48 \
+  --max-seconds 6 --json-out $R/tune.json > $R/tune.txt 2>&1
+echo "tune rc=$? $(el) s"; tail -3 $R/tune.txt; save
+left=$(( 570 - $(el) ))
+MIOFIND_SPECIALIZE=sync timeout $left python3 bench/bench_convs.py --dtype FP16 --layout NHWC --cudnn-harness --dirs W \
+  --set resnet50 --out $R/samerun > $R/samerun_W.txt 2>&1
+echo "samerun rc=$? $(el) s"; grep -E "geometric mean" $R/samerun_W.txt; save; echo "all $(el) s"
