@@ -54,10 +54,11 @@ def _fresh_find_memo():
 
 @pytest.fixture
 def big_selected(request):
-    """The 2^31-element index-boundary tests (markers ``gpu`` and ``big``): skip unless selected; with MIOFIND_NO_MEMPOOL=1 (scripts/sanitize-boundaries), every array is its
-    own cudaMalloc of its exact size, so that memcheck sees an access just past a tensor's end."""
+    """The 2^31-element index-boundary tests (markers ``gpu`` and ``big``): skip unless selected; with
+    MIOFIND_NO_MEMPOOL=1 (scripts/sanitize-boundaries), every array is its own cudaMalloc of its exact size, so that
+    memcheck sees an access just past a tensor's end."""
     if "big" not in (request.config.getoption("-m") or "") and os.environ.get("MIOFIND_BIG_TESTS") != "1":
-        pytest.skip("2^31-element problems (up to ~20 GB each): select them with -m big or MIOFIND_BIG_TESTS=1 "
+        pytest.skip("2^31-element problems (up to ~60 GB each): select them with -m big or MIOFIND_BIG_TESTS=1 "
                     "(MIOFIND_BIG_TESTS=1 XDIST=2 scripts/gpu-check tests/core/test_index_boundaries_gpu.py "
                     "tests/implicit_gemm_hopper/test_index_boundaries.py; scripts/sanitize-boundaries)")
     if os.environ.get("MIOFIND_NO_MEMPOOL") != "1":
