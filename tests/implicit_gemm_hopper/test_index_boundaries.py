@@ -136,7 +136,8 @@ def _ref_b(dy, w, idx) -> float:
 
 
 def _ref_w(dy, x, idx) -> float:
-    # dw[k, r, s, c] = sum over n and the output pixels whose tap lies inside x of dy[n, oh, ow, k] x[n, oh-1+r, ow-1+s, c]
+    # dw[k, r, s, c] = sum over n and the output pixels whose tap lies inside x of
+    #                 dy[n, oh, ow, k] x[n, oh - 1 + r, ow - 1 + s, c]
     xp = _xp(dy)
     k, r, s, c = idx
     ho, wo = dy.shape[1], dy.shape[2]
