@@ -7,13 +7,14 @@ default config (the copy engine) and at the same tile with 16-byte cp.async load
 kernel); the others at their default config.
 
 The CPU tests pin that each case applies and the index type its kernels are built with (``INDEX_T``), and check the
-test's own float64 references against a direct NumPy convolution on small problems in both layouts. The GPU test
+float64 references it shares with the core boundary test (tests/boundary_helpers.py) against a direct NumPy convolution
+on small problems in both layouts, grouped and not. The GPU test
 (markers ``gpu`` and ``big``: up to about 60 GB of GPU memory a case, with CuPy's float64 draws and an NCHW wrapper's
 channels-last copies; skipped unless selected with ``-m big`` or MIOFIND_BIG_TESTS=1) runs each case on random inputs
 into a NaN-poisoned output, checks that every output element was written, and compares against that reference at 64
-random output elements plus the first 2 and the last 8 (dot products of float64 copies for F and B, float64 sums over
-the batch for W); the bound is ``verify.tolerance_for``'s per-element one, relative to the largest sampled reference
-magnitude.
+random output elements plus the first 2 and the last 8 (read through channels-first views; dot products of float64
+copies for F and B, float64 sums over the batch for W); the bound is ``verify.tolerance_for``'s per-element one,
+relative to the largest sampled reference magnitude.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import math
 import os
 
+import boundary_helpers as bh
 import numpy as np
 import pytest
 
@@ -92,99 +94,42 @@ def test_cases_apply_and_choose_the_index_width(no_gpu_arch, monkeypatch):
         assert _index_types(s, p, cfg) == {INDEX[n]}, cid
 
 
-# -- the float64 references, on logical (n, h, w, c) views of either layout ------------------------------------------
-
-def _nhwc(a, layout: str):
-    """A view of an activation (or of the filter: k, r, s, c) in channels-last order."""
-    return a.transpose(0, 2, 3, 1) if layout == "NCHW" else a
-
-
-def _xp(a):
-    if isinstance(a, np.ndarray):
-        return np
-    import cupy
-    return cupy
-
-
-def _f64(a) -> np.ndarray:
-    xp = _xp(a)
-    return (a if xp is np else xp.asnumpy(a)).astype(np.float64)
-
-
-def _ref_f(x, w, idx) -> float:
-    # y[n, oh, ow, k] = sum over the taps inside x of x[n, oh - 1 + r, ow - 1 + s, :] . w[k, r, s, :]
-    n, oh, ow, k = idx
-    acc = 0.0
-    for r in range(w.shape[1]):
-        for s in range(w.shape[2]):
-            ih, iw = oh - 1 + r, ow - 1 + s
-            if 0 <= ih < x.shape[1] and 0 <= iw < x.shape[2]:
-                acc += float(np.dot(_f64(x[n, ih, iw, :]), _f64(w[k, r, s, :])))
-    return acc
-
-
-def _ref_b(dy, w, idx) -> float:
-    # dx[n, ih, iw, c] = sum over the taps inside dy of dy[n, ih + 1 - r, iw + 1 - s, :] . w[:, r, s, c]
-    n, ih, iw, c = idx
-    acc = 0.0
-    for r in range(w.shape[1]):
-        for s in range(w.shape[2]):
-            oh, ow = ih + 1 - r, iw + 1 - s
-            if 0 <= oh < dy.shape[1] and 0 <= ow < dy.shape[2]:
-                acc += float(np.dot(_f64(dy[n, oh, ow, :]), _f64(w[:, r, s, c])))
-    return acc
-
-
-def _ref_w(dy, x, idx) -> float:
-    # dw[k, r, s, c] = sum over n and the output pixels whose tap lies inside x of
-    #                 dy[n, oh, ow, k] x[n, oh - 1 + r, ow - 1 + s, c]
-    xp = _xp(dy)
-    k, r, s, c = idx
-    ho, wo = dy.shape[1], dy.shape[2]
-    oh0, oh1, ow0, ow1 = max(0, 1 - r), min(ho, x.shape[1] + 1 - r), max(0, 1 - s), min(wo, x.shape[2] + 1 - s)
-    acc = 0.0
-    step = 64
-    for n0 in range(0, dy.shape[0], step):
-        a = dy[n0:n0 + step, oh0:oh1, ow0:ow1, k].astype(xp.float64)
-        b = x[n0:n0 + step, oh0 - 1 + r:oh1 - 1 + r, ow0 - 1 + s:ow1 - 1 + s, c].astype(xp.float64)
-        acc += float(xp.vdot(a, b))
-    return acc
-
-
-REFS = {"F": _ref_f, "B": _ref_b, "W": _ref_w}
-
-
-def _sample(shape, rng, n_random=64):
-    total = math.prod(shape)
-    flat = np.unique(np.concatenate([np.arange(2), np.arange(total - 8, total), rng.integers(0, total, size=n_random)]))
-    return [tuple(int(v) for v in idx) for idx in zip(*np.unravel_index(flat, shape))]
-
+# -- the shared float64 references (tests/boundary_helpers.py), checked on small problems ------------------------------
 
 @pytest.mark.parametrize("layout", ("NHWC", "NCHW"))
-def test_references_equal_a_direct_convolution(layout):
-    """The references above, on views of small random tensors in either layout, against NumPy's sums of the padded
-    input's windows (y = sum over r, s of x_pad[:, r:r+H, s:s+W, :] . w[:, r, s, :])."""
+@pytest.mark.parametrize("groups", (1, 2))
+def test_references_equal_a_direct_convolution(layout, groups):
+    """The shared references, reading channels-first views of small random tensors stored in either layout, against
+    NumPy's sums of the padded input's windows (y = sum over r, s of x_pad[:, r:r+H, s:s+W, group's c] . w[:, r, s, :]),
+    grouped and not; the core boundary test's W compares every element of ``ref_w``."""
     rng = np.random.default_rng(7)
-    n, c, k, h, wd = 3, 5, 4, 6, 7
+    n, c, k, h, wd = 3, 4, 6, 6, 7
+    cpg, kpg = c // groups, k // groups
     x = rng.uniform(-1, 1, (n, h, wd, c))
-    w = rng.uniform(-1, 1, (k, 3, 3, c))
+    w = rng.uniform(-1, 1, (k, 3, 3, cpg))
     xp_ = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
-    y = sum(np.einsum("nhwc,kc->nhwk", xp_[:, r:r + h, s:s + wd, :], w[:, r, s, :]) for r in range(3) for s in range(3))
-    dy = rng.uniform(-1, 1, y.shape)
-    # dx = the transposed correlation; dw[k, r, s, c] = sum of dy[..., k] x_pad[:, r:r+H, s:s+W, c]
-    dxp = np.zeros_like(xp_)
-    for r in range(3):
-        for s in range(3):
-            dxp[:, r:r + h, s:s + wd, :] += np.einsum("nhwk,kc->nhwc", dy, w[:, r, s, :])
+    dy = rng.uniform(-1, 1, (n, h, wd, k))
+    y, dxp, dw = np.zeros_like(dy), np.zeros_like(xp_), np.zeros_like(w)
+    for g in range(groups):
+        ks, cs = slice(g * kpg, (g + 1) * kpg), slice(g * cpg, (g + 1) * cpg)
+        for r in range(3):
+            for s in range(3):
+                win = xp_[:, r:r + h, s:s + wd, cs]
+                y[..., ks] += np.einsum("nhwc,kc->nhwk", win, w[ks, r, s, :])
+                dxp[:, r:r + h, s:s + wd, cs] += np.einsum("nhwk,kc->nhwc", dy[..., ks], w[ks, r, s, :])
+                dw[ks, r, s, :] = np.einsum("nhwk,nhwc->kc", dy[..., ks], win)
     dx = dxp[:, 1:1 + h, 1:1 + wd, :]
-    dw = np.stack([np.stack([np.einsum("nhwk,nhwc->kc", dy, xp_[:, r:r + h, s:s + wd, :]) for s in range(3)], 1)
-                   for r in range(3)], 1)
-    # stored in the layout, then read through the channels-last views as the GPU test reads its arrays
+    # stored in the layout, then read through channels-first views as the GPU tests read their arrays
     store = (lambda a: np.ascontiguousarray(a.transpose(0, 3, 1, 2))) if layout == "NCHW" else (lambda a: a)
-    X, W, Y, DY = (_nhwc(store(a), layout) for a in (x, w, y, dy))
-    for direction, (a, b), full in (("F", (X, W), y), ("B", (DY, W), dx), ("W", (DY, X), dw)):
-        for idx in _sample(full.shape, rng, 16):
-            assert REFS[direction](a, b, idx) == pytest.approx(full[idx], rel=1e-12, abs=1e-12), (direction, idx)
+    X, W, DY = (bh.nchw_view(store(t), layout) for t in (x, w, dy))
+    prob = {d: ProblemDescription.make(d, n=n, c=c, k=k, groups=groups, in_size=(h, wd), filter_size=3, pads=1,
+                                       layout=layout) for d in "FBW"}
+    for direction, (a, b), full in (("F", (X, W), y), ("B", (DY, W), dx)):
+        full = full.transpose(0, 3, 1, 2)
+        for idx in bh.sample(full.shape, rng, 16):
+            got = bh.REFS[direction](a, b, prob[direction], idx)
+            assert got == pytest.approx(full[idx], rel=1e-12, abs=1e-12), (direction, idx)
+    assert bh.ref_w(DY, X, prob["W"]) == pytest.approx(dw.transpose(0, 3, 1, 2), rel=1e-12, abs=1e-12)
 
 
 @pytest.fixture
@@ -200,10 +145,7 @@ def run_case(key: str, n: int, loads: str, edit=None) -> tuple[int, float, float
     """Run one case on the GPU: (output elements left unwritten or not finite, max sampled element error relative to
     the largest sampled reference, its bound, what was compared). ``edit``: a function of the ConvSolution giving
     the one to run instead (a negative control, e.g. its kernels rebuilt with 32-bit offsets)."""
-    import cupy
-
-    from miofind.invokers import build_invoker, call
-    from miofind.verify import poison, random_array, tolerance_for
+    from miofind.verify import tolerance_for
 
     layout = SOLVERS[key][2]
     s = get_solver(SOLVERS[key][0])
@@ -213,23 +155,15 @@ def run_case(key: str, n: int, loads: str, edit=None) -> tuple[int, float, float
     if edit is not None:
         sol = edit(sol)
     seed = int.from_bytes(os.urandom(4), "little")
-    rng = cupy.random.default_rng(seed)
-    sa, sb, so = p.io_shapes()
-    a = random_array(sa, p.dtype, rng)
-    b = random_array(sb, p.dtype, rng)
-    out = cupy.empty(so, dtype=a.dtype)
-    poison(out, p.dtype)
-    ws = cupy.empty(sol.workspace_bytes, dtype=cupy.uint8) if sol.workspace_bytes else None
-    call(build_invoker(p, sol), p, a, b, out, ws)
-    cupy.cuda.runtime.deviceSynchronize()
-    del ws
-    unwritten = int(cupy.count_nonzero(~cupy.isfinite(out)))
-    va, vb, vo = (_nhwc(t, layout) for t in (a, b, out))
-    idx = _sample(vo.shape, np.random.default_rng(seed))
-    ref = np.array([REFS[p.direction](va, vb, i) for i in idx])
+    a, b, out, unwritten = bh.run(p, sol, seed)
+    va, vb, vo = (bh.nchw_view(t, layout) for t in (a, b, out))
+    idx = bh.sample(vo.shape, np.random.default_rng(seed))
+    ref_of = bh.REFS[p.direction]
+    ref = np.array([ref_of(va, vb, p, i) for i in idx])
     got = np.array([float(vo[i]) for i in idx])
     err = float(np.nanmax(np.abs(got - ref))) / float(np.abs(ref).max()) if np.isfinite(got).any() else float("inf")
-    return unwritten, err, tolerance_for(p, s.family).element, f"{s.id} {cfg}: {len(idx)} sampled elements (seed {seed})"
+    what = f"{s.id} {cfg}: {len(idx)} sampled elements (seed {seed})"
+    return unwritten, err, tolerance_for(p, s.family).element, what
 
 
 @pytest.mark.gpu
