@@ -19,6 +19,9 @@
 // counters first (the workspace comes uninitialised); the main kernel goes as its programmatic dependent and
 // waits for it (griddepcontrol.wait) before its first count.
 // Owner of iteration q: the largest b with floor(b I / G) <= q, i.e. b = floor(((q + 1) G - 1) / I).
+// SK_DP (data-parallel waves first): 0 stream-K over all tiles; 1 the hybrid of stream-K's paper, whole tiles b, b + G,
+// ... for all but the last one or two waves' worth of tiles (T - G - T % G of T tiles, T >= 2G), stream-K over the
+// rest (G to 2G - 1 tiles); 2 whole tiles only (the persistent forward's order: no tile shared).
 #include "implicit_gemm_hopper_fwd.cu"
 
 static_assert(PERSIST && TMA && WSPEC && !PINGPONG && SPLITK == 1 && !B_MN && !EPI,
@@ -27,6 +30,9 @@ static_assert(PERSIST && TMA && WSPEC && !PINGPONG && SPLITK == 1 && !B_MN && !E
 #define ACC_N (WG_M * (BN / 2))                          // accumulators of a consumer thread
 #define SLOT_F4 (NT_MMA * (ACC_N / 4))                   // float4s of one slot
 static_assert(ACC_N % 4 == 0, "whole float4s of accumulators");
+#ifndef SK_DP
+#define SK_DP 0
+#endif
 
 __device__ __forceinline__ long long sk_begin(long long b, long long iters, long long g) { return b * iters / g; }
 __device__ __forceinline__ long long sk_owner(long long q, long long iters, long long g) { return ((q + 1) * g - 1) / iters; }
@@ -66,17 +72,33 @@ igemm_hopper_fwd_sk(const data_t* __restrict__ x, const data_t* __restrict__ w, 
     __syncthreads();
 
     const long long G = gridDim.x;
-    const long long iters = (long long)((GEMM_M + BM - 1) / BM) * NTILES_N * KTILES;
-    const long long g0 = sk_begin(blockIdx.x, iters, G), g1 = sk_begin(blockIdx.x + 1, iters, G);
+    const long long T = (long long)((GEMM_M + BM - 1) / BM) * NTILES_N;
+    // tiles [0, T0) whole, in waves (tile b + j G); iterations [T0 KTILES, T KTILES) stream-K
+#if SK_DP == 0
+    const long long T0 = 0;
+#elif SK_DP == 1
+    const long long T0 = T >= 2 * G ? (T / G - 1) * G : 0;
+#else
+    const long long T0 = T;
+#endif
+    const long long base = T0 * KTILES, iters = (T - T0) * KTILES;
+    const long long g0 = base + sk_begin(blockIdx.x, iters, G), g1 = base + sk_begin(blockIdx.x + 1, iters, G);
+    const long long waves = (T0 - blockIdx.x + G - 1) / G;     // this block's whole tiles b + j G < T0
     if(wg == WGS)
     {
         if(t == NT_MMA)
         {
             long long i = 0;                   // stream position
-            for(long long g = g0; g < g1;)
+            for(long long j = 0, g = 0, ge = 0; j <= waves; ++j)
+            {
+                if(j < waves)                  // whole tile b + j G, then the stream-K range
+                    g = (blockIdx.x + j * G) * KTILES, ge = g + KTILES;
+                else
+                    g = g0, ge = g1;
+                while(g < ge)
             {
                 const long long tile = g / KTILES;
-                const long long tend = (tile + 1) * KTILES < g1 ? (tile + 1) * KTILES : g1;
+                const long long tend = (tile + 1) * KTILES < ge ? (tile + 1) * KTILES : ge;
                 const index_t m0 = (index_t)(tile / NTILES_N) * BM;
                 const int n0 = (int)(tile % NTILES_N) * BN;
                 int wb, hb, nb;
@@ -88,6 +110,7 @@ igemm_hopper_fwd_sk(const data_t* __restrict__ x, const data_t* __restrict__ w, 
                     tma_fill(sbase + s * STAGE_BYTES, full0 + s * 8, &tmx, &tmw, wb, hb, nb, kt * BK, n0);
                 }
             }
+            }
         }
         return;
     }
@@ -97,10 +120,16 @@ igemm_hopper_fwd_sk(const data_t* __restrict__ x, const data_t* __restrict__ w, 
     int* cnt = reinterpret_cast<int*>(ws + 2 * G * SLOT_F4 * 4);
     float* a = &acc[0][0];
     long long pos = 0;                         // stream position of the consumers
-    for(long long g = g0; g < g1;)
+    for(long long j = 0, g = 0, ge = 0; j <= waves; ++j)
+    {
+        if(j < waves)
+            g = (blockIdx.x + j * G) * KTILES, ge = g + KTILES;
+        else
+            g = g0, ge = g1;
+        while(g < ge)
     {
         const long long tile = g / KTILES, ts = tile * KTILES;
-        const int nk = (int)(((ts + KTILES) < g1 ? ts + KTILES : g1) - g);
+        const int nk = (int)(((ts + KTILES) < ge ? ts + KTILES : ge) - g);
         const index_t m0 = (index_t)(tile / NTILES_N) * BM;
         const int n0 = (int)(tile % NTILES_N) * BN;
         consume_tile<false>(acc, full0, empty0, pos, nk, sbase, 0, wg);
@@ -112,7 +141,7 @@ igemm_hopper_fwd_sk(const data_t* __restrict__ x, const data_t* __restrict__ w, 
         if(nk != KTILES)
         {
             // a partial segment: this block's slot, then the count; the last contributor sums and stores
-            const long long bf = sk_owner(ts, iters, G), bl = sk_owner(ts + KTILES - 1, iters, G);
+            const long long bf = sk_owner(ts - base, iters, G), bl = sk_owner(ts - base + KTILES - 1, iters, G);
             float4* mine = slots + (2 * (long long)blockIdx.x + (g0 > ts ? 0 : 1)) * SLOT_F4 + t;
 #pragma unroll
             for(int e = 0; e < ACC_N / 4; ++e)
@@ -133,7 +162,7 @@ igemm_hopper_fwd_sk(const data_t* __restrict__ x, const data_t* __restrict__ w, 
 #pragma unroll 1
                 for(long long b = bf; b <= bl; ++b)
                 {
-                    const float4* src = slots + (2 * b + (sk_begin(b, iters, G) > ts ? 0 : 1)) * SLOT_F4 + t;
+                    const float4* src = slots + (2 * b + (base + sk_begin(b, iters, G) > ts ? 0 : 1)) * SLOT_F4 + t;
 #pragma unroll
                     for(int e = 0; e < ACC_N / 4; ++e)
                     {
@@ -154,5 +183,6 @@ igemm_hopper_fwd_sk(const data_t* __restrict__ x, const data_t* __restrict__ w, 
         }
         zero_acc(acc);
         g += nk;
+    }
     }
 }
