@@ -33,7 +33,6 @@ from miofind.registry import get_solver
 SOLVERS = {
     "F": ("ConvImplicitGemmHopperFwd", "F", "NHWC", "FP16", "strict"),
     "Fstore": ("ConvImplicitGemmHopperFwdTmaStore", "F", "NHWC", "FP16", "strict"),
-    "Fsk": ("ConvImplicitGemmHopperFwdStreamK", "F", "NHWC", "FP16", "strict"),
     "Fswap": ("ConvImplicitGemmHopperFwdSwap", "F", "NHWC", "FP16", "strict"),
     "Ftf32": ("ConvImplicitGemmHopperFwdTf32Rn", "F", "NHWC", "FP32", "tf32"),
     "Fnchw": ("ConvImplicitGemmHopperFwdNchw", "F", "NCHW", "FP16", "strict"),

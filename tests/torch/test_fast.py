@@ -599,12 +599,6 @@ HOPPER_CASES = [
      "ConvImplicitGemmHopperFwdTmaStore"),
     ("F", dict(n=4, c=64, k=136, in_size=(16, 16), filter_size=1), dict(OBUF=2, PINGPONG=1),
      "ConvImplicitGemmHopperFwdTmaStore"),
-    # stream-K: a first launch clears the workspace's counters, the main kernel (its programmatic dependent) sums
-    # shared tiles through the workspace's slots
-    ("F", dict(n=2, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1), dict(BM=128, WGS=2),
-     "ConvImplicitGemmHopperFwdStreamK"),
-    ("F", dict(n=4, c=256, k=256, in_size=(32, 32), filter_size=1), dict(BM=64, WGS=1),
-     "ConvImplicitGemmHopperFwdStreamK"),
     # the rounding TF32 forward (both consumers, and one consumer in two blocks an SM) and backward data: FP32 data,
     # the filter rounded or rewritten into the workspace first, the kernel its programmatic dependent
     ("F", dict(n=2, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1), dict(CW=2, dtype="FP32"),
