@@ -4,8 +4,9 @@ For each of ResNet-50's 23 W layers (N=32, FP16 NHWC): the Hopper W solver's def
 where split (a reduce launch), timed with the reduce kernel built at RED_GROUPS = 4 (the solver's), 8, 16 and 32 (at
 most the split count): kernel time of the whole solution (bench/kernel_timing.py: isolated = one call in a CUDA
 graph, replayed; graph = 50 calls back to back), the output checked against RED_GROUPS = 4's (the sums' order
-differs: relative difference printed). Usage: python red_ab.py TUNE_JSON OUT.json"""
-import dataclasses
+differs: relative difference printed). The first run (call6/first/) changed only the reduce kernel's macros, not
+the grid the invoker launches (bound in get_solution): its RED_GROUPS > 4 rows left outputs unwritten (NaN) and do
+not count. Usage: python red_ab.py TUNE_JSON OUT.json"""
 import json
 import sys
 from pathlib import Path
@@ -18,16 +19,21 @@ from miofind.invokers import build_invoker  # noqa: E402
 from miofind.models import model_problems  # noqa: E402
 from miofind.problem import ProblemDescription  # noqa: E402
 from miofind.registry import get_solver  # noqa: E402
+from miofind.solvers import implicit_gemm_hopper_wrw as wrw  # noqa: E402
 from miofind.verify import random_array  # noqa: E402
 
 W = get_solver("ConvImplicitGemmHopperWrw")
 
 
-def with_groups(sol, g):
-    ks = list(sol.kernels)
-    ks[1] = dataclasses.replace(ks[1], grid=(-(-(ks[1].grid[0] * 64) // (256 // g)), 1, 1),
-                                macros=tuple((k, str(g) if k == "RED_GROUPS" else v) for k, v in ks[1].macros))
-    return dataclasses.replace(sol, kernels=ks)
+def with_groups(p, cfg, g):
+    """The solution built with the module's RED_GROUPS = g (its macros and the reduce's grid alike; the main kernel's
+    macros carry it too, so each g builds it again)."""
+    old = wrw.RED_GROUPS
+    wrw.RED_GROUPS = g
+    try:
+        return W.get_solution(p, cfg)
+    finally:
+        wrw.RED_GROUPS = old
 
 
 def main():
@@ -50,7 +56,7 @@ def main():
                 eff = dict(base.kernels[1].macros)["SPLITK"]
                 if g > 4 and g > int(eff):
                     continue
-                sol = with_groups(base, g)
+                sol = with_groups(p, cfg, g)
                 inv = build_invoker(p, sol)
                 ws = cupy.empty(sol.workspace_bytes, dtype=cupy.uint8)
                 y = cupy.full(so, cupy.nan, dtype=a.dtype)
