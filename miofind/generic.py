@@ -152,7 +152,9 @@ DERIVED: dict[str, Callable[[dict[str, int]], dict[str, int]]] = {
 RESIDUE: dict[str, tuple[str, str]] = {"winograd_transforms.cu": ("WO", "WM")}
 
 # Backward weights with split-K: SPLITK selects the kernel's epilogue in #if, so it stays
-# compile-time; the generic build rounds the default split down to one of these.
+# compile-time; the generic build rounds the default split down to one of these, and takes its reduce's
+# thread groups (the Hopper solver's RG, derived from the split) at 4, so that the rounded split alone names
+# the binary.
 GENERIC_SPLITS = (1, 4, 16, 64)
 
 
@@ -259,12 +261,14 @@ def _shape_free(k: KernelInfo) -> bool:
 def generic_config(solver, problem, config):
     """The config a generic build of ``solver`` runs for ``problem``: a given ``config`` as it is
     (a tuned config is measured as tuned); else the solver's default, with backward weights'
-    split-K rounded down to a GENERIC_SPLITS value so that few binaries serve every shape."""
+    split-K rounded down to a GENERIC_SPLITS value (and RG at 4) so that few binaries serve every shape."""
     if config is not None or not solver.tunable:
         return config
     config = solver.default_config(problem)
     if isinstance(config, dict) and "SPLITK" in config:
         config = dict(config, SPLITK=max(s for s in GENERIC_SPLITS if s <= max(1, config["SPLITK"])))
+        if "RG" in config:
+            config["RG"] = 4
     return config
 
 

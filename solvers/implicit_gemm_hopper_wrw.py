@@ -13,7 +13,9 @@ the tiles' rows through distributed shared memory), WSPEC (1: a
 producer warpgroup issues the loads, the WGS warpgroups only multiply, stages handed over by mbarriers),
 TMA (1, with WSPEC and C % 64 == 0: the producer's one thread copies each stage's tiles with the copy
 engine, tensor maps of dy (tiled) and x (im2col) passed by value, ``miofind.tma``), ST16 (1, unsplit without a cluster:
-dw staged in shared memory and stored 16 bytes at a time instead of 4-byte pairs from the accumulators)."""
+dw staged in shared memory and stored 16 bytes at a time instead of 4-byte pairs from the accumulators), RG (the
+split's reduce: thread groups of a block, each summing a range of the partial planes; derived from the split by
+red_groups, not searched; 4 in configs stored before it)."""
 
 from __future__ import annotations
 
@@ -27,13 +29,13 @@ from .implicit_gemm_base import INT32_MAX, SM_COUNT
 from .implicit_gemm_hopper_base import (ARCH, SMEM_LIMIT, ImplicitGemmHopperBase, dense_pixels, problem_macros,
                                         split_chunks, split_factory, split_tries, threads, tma_fits, x_dense, x_im2col)
 
-KEYS = ("BM", "BN", "WGS", "STAGES", "SPLITK", "CLUSTER", "WSPEC", "TMA", "ST16")
+KEYS = ("BM", "BN", "WGS", "STAGES", "SPLITK", "CLUSTER", "WSPEC", "TMA", "ST16", "RG")
 CLUSTERS = (1, 2, 3, 4, 5, 6, 7, 8)
 BJ = 64                 # reduction (output pixel) rows per pipeline stage
 MAX_SPLITK = 256
 MIN_JT_PER_SPLIT = 4    # a chunk of the reduction spans at least 4 j tiles (256 pixels)
 RED_BLOCK = 256
-RED_GROUPS = 4          # thread groups of a reduce block summing ranges of the splits (the kernel's macro)
+RED_GROUPS = (4, 8, 16, 32)     # RG: thread groups of a reduce block summing ranges of the splits (RED_GROUPS)
 WS_ALIGN = 256
 
 
@@ -50,6 +52,19 @@ def j_tiles(p: ProblemDescription) -> int:
 def split_geometry(p: ProblemDescription, splitk: int) -> tuple[int, int]:
     """(effective chunks, j tiles per chunk) for a requested SPLITK: no chunk is empty."""
     return split_chunks(j_tiles(p), splitk)
+
+
+def red_groups(p: ProblemDescription, cfg) -> int:
+    """RG for ``cfg``'s split: the largest of 4, 8 and 16 with at least 8 partial planes a group (4 unsplit). A reduce of
+    many planes ran faster with more blocks of fewer planes each, by isolated kernel time on ResNet-50's W layers at
+    N = 32, FP16, H200 (bench/results/session-nov29g/call6/): 64 -> 64 @56 1x1 at 131 planes 11.97 -> 10.37 us (16
+    groups), at 224 planes 13.5 -> 12.1; 256 -> 64 @56 1x1 at 66 planes 25.3 -> 24.2 (8); at 33 planes or fewer
+    within the runs' noise."""
+    eff = split_geometry(p, cfg["SPLITK"])[0]
+    g = 4
+    while g < 16 and 16 * g <= eff:
+        g *= 2
+    return g
 
 
 def smem_bytes(cfg) -> int:
@@ -107,14 +122,14 @@ def cluster_splits(p: ProblemDescription, cfg, cluster: int) -> list[int]:
 
 
 def config_ok(p: ProblemDescription, cfg) -> bool:
-    bm, bn, wgs, st, sk, cl, ws, tm, s16 = (cfg[k] for k in KEYS)
+    bm, bn, wgs, st, sk, cl, ws, tm, s16, rg = (cfg[k] for k in KEYS)
     if wgs not in (1, 2, 3) or bn not in (64, 128, 256) or st not in range(3, 7) or not 1 <= sk <= MAX_SPLITK:
         return False
     # three consumer warpgroups: 192-row tiles (a third more rows a block than 128, three quarters of 256), loaded by
     # the copy engine only (the cp.async loaders' rows do not divide 24 chunks), 64 accumulators a thread
     if wgs == 3 and not (bm == 192 and bn <= 128 and tm):
         return False
-    if ws not in (0, 1) or tm not in (0, 1) or s16 not in (0, 1):
+    if ws not in (0, 1) or tm not in (0, 1) or s16 not in (0, 1) or rg not in RED_GROUPS:
         return False
     # ST16 stages the finished dw tile: the unsplit path only
     if s16 and (cl != 1 or split_geometry(p, sk)[0] != 1):
@@ -127,6 +142,9 @@ def config_ok(p: ProblemDescription, cfg) -> bool:
     if cl not in CLUSTERS:
         return False
     eff, per = split_geometry(p, sk)
+    # more reduce groups than planes would leave groups idle
+    if rg > 4 and rg > eff:
+        return False
     # a cluster split: each block at least 2 j tiles of its chunk, the FP32 tile fits its pipeline buffers
     if cl > 1 and not (per >= 2 * cl and bm * (bn + 8) * 4 <= st * (bm + bn) * 128):
         return False
@@ -204,9 +222,10 @@ def space(p: ProblemDescription, stages=range(3, 7), loads=((0, 0), (1, 0), (1, 
                 for st in stages:
                     for ws, tm in loads:
                         cfg = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "SPLITK": 1, "CLUSTER": 1,
-                               "WSPEC": ws, "TMA": tm, "ST16": 0}
+                               "WSPEC": ws, "TMA": tm, "ST16": 0, "RG": 4}
                         for c in split_tries(cfg, default_split(p, cfg), lambda s: split_geometry(p, s)[0],
-                                             lambda c: config_ok(p, c)):
+                                             lambda c: config_ok(p, dict(c, RG=red_groups(p, c)))):
+                            c = dict(c, RG=red_groups(p, c))
                             yield c
                             if config_ok(p, dict(c, ST16=1)):
                                 yield dict(c, ST16=1)
@@ -214,6 +233,7 @@ def space(p: ProblemDescription, stages=range(3, 7), loads=((0, 0), (1, 0), (1, 
                             seen = set()
                             for sk in cluster_splits(p, cfg, cl):
                                 c = dict(cfg, CLUSTER=cl, SPLITK=sk)
+                                c["RG"] = red_groups(p, c)
                                 eff = split_geometry(p, sk)[0]
                                 if eff not in seen and config_ok(p, c):
                                     seen.add(eff)
@@ -238,6 +258,7 @@ def default_tile(p: ProblemDescription) -> dict:
     cfg["WSPEC"] = 0
     cfg["TMA"] = 0
     cfg["ST16"] = 0
+    cfg["RG"] = red_groups(p, cfg)
     tm = dict(cfg, WSPEC=1, TMA=1)
     cfg = tm if config_ok(p, tm) else cfg
     return dict(cfg, ST16=1) if config_ok(p, dict(cfg, ST16=1)) else cfg
@@ -252,7 +273,8 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
     kernel_name = "igemm_hopper_wrw"
     config_keys = KEYS
     tile_ok = staticmethod(config_ok)
-    legacy_defaults = {"CLUSTER": 1, "WSPEC": 0, "TMA": 0, "ST16": 0}   # configs stored before the cluster split, WSPEC, TMA, ST16
+    # configs stored before the cluster split, WSPEC, TMA, ST16, RG (4: the reduce they ran)
+    legacy_defaults = {"CLUSTER": 1, "WSPEC": 0, "TMA": 0, "ST16": 0, "RG": 4}
 
     def applicability(self, problem: ProblemDescription):
         base = super().applicability(problem)
@@ -299,7 +321,7 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
             **problem_macros(p),
             "BM": cfg["BM"], "BN": cfg["BN"], "WGS": cfg["WGS"], "STAGES": cfg["STAGES"],
             "SPLITK": eff, "JT_PER": per, "MIN_BLOCKS": blocks_per_sm(cfg), "RED_BLOCK": RED_BLOCK,
-            "RED_GROUPS": RED_GROUPS, **({"CLUSTER": cl, "JT_R": cluster_tiles(p, cfg["SPLITK"], cl)} if cl > 1 else {}),
+            "RED_GROUPS": cfg["RG"], **({"CLUSTER": cl, "JT_R": cluster_tiles(p, cfg["SPLITK"], cl)} if cl > 1 else {}),
             **({"WSPEC": 1} if cfg["WSPEC"] else {}), **({"TMA": 1} if cfg["TMA"] else {}),
             **({"ST16": 1} if cfg["ST16"] else {}), **({"B_DENSE": 1} if dense else {}),
         }
@@ -311,7 +333,7 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
         kernels = [main]
         if eff > 1:
             kernels.append(KernelInfo(self.source, "igemm_hopper_wrw_reduce",
-                                      (ceil_div(m * n // 4, RED_BLOCK // RED_GROUPS), 1, 1),
+                                      (ceil_div(m * n // 4, RED_BLOCK // cfg["RG"]), 1, 1),
                                       (RED_BLOCK, 1, 1), macros=mac, options=(f"-arch={ARCH}",)))
         ws_total = self.workspace_bytes(p, cfg)
         maps = None

@@ -533,7 +533,7 @@ def test_wrw_configs_and_split():
     p = _w(n=32, c=64, k=64, in_size=(56, 56), filter_size=3, pads=1)
     d = WRW.default_config(p)
     assert d == {"BM": 64, "BN": 128, "WGS": 1, "STAGES": 5, "SPLITK": d["SPLITK"], "CLUSTER": 1, "WSPEC": 1, "TMA": 1,
-                 "ST16": 0} and d["SPLITK"] > 8
+                 "ST16": 0, "RG": 4} and d["SPLITK"] > 8
     # the copy engine needs C % 64: otherwise the cp.async default of the same tile and split
     d40 = WRW.default_config(_w(n=32, c=40, k=64, in_size=(56, 56), filter_size=3, pads=1))
     assert (d40["WSPEC"], d40["TMA"]) == (0, 0)
@@ -571,6 +571,38 @@ def test_wrw_configs_and_split():
     assert "-arch=sm_90a" in sol.kernels[0].compile_options() and WRW.workspace_bytes(p, d) == sol.workspace_bytes
 
 
+def test_wrw_reduce_groups():
+    """RG, the split's reduce groups: derived from the effective split (4 below 64 planes, 8 from 64, 16 from 128), not
+    searched,
+    the reduce's macro and grid (a block sums 256 / RG float4 columns); a config stored before it reads as RG = 4 and
+    builds the reduce it ran; more groups than planes, or other values, are not valid."""
+    from miofind.solvers import implicit_gemm_hopper_wrw as hw
+
+    p = _w(n=32, c=64, k=64, in_size=(56, 56), filter_size=1)          # 1568 j tiles
+    base = dict(WRW.default_config(p), SPLITK=1, ST16=0)
+    # requested splits -> effective: 64 -> 63 planes, 70 -> 69, 127 -> 121, 131 -> 131, 256 -> 224
+    assert [hw.split_geometry(p, s)[0] for s in (64, 70, 127, 131, 256)] == [63, 69, 121, 131, 224]
+    assert [hw.red_groups(p, dict(base, SPLITK=s)) for s in (1, 33, 64, 70, 127, 131, 256)] == [4, 4, 4, 8, 8, 16, 16]
+    space = list(WRW.config_space(p))
+    assert all(c["RG"] == hw.red_groups(p, c) for c in space) and {c["RG"] for c in space} >= {4, 8, 16}
+    cfg = dict(base, SPLITK=131, RG=16)
+    assert WRW.is_valid_config(p, cfg)
+    red = WRW.get_solution(p, cfg).kernels[1]
+    assert dict(red.macros)["RED_GROUPS"] == "16" and red.grid == (-(-64 * 64 // 4 // 16), 1, 1)
+    old = {k: v for k, v in cfg.items() if k != "RG"}
+    assert WRW.legacy_config(old)["RG"] == 4 and WRW.is_valid_config(p, old)
+    red4 = WRW.get_solution(p, old).kernels[1]
+    assert dict(red4.macros)["RED_GROUPS"] == "4" and red4.grid == (-(-64 * 64 // 4 // 64), 1, 1)
+    for bad in (dict(cfg, RG=2), dict(cfg, RG=64), dict(cfg, SPLITK=8, RG=16)):
+        assert not WRW.is_valid_config(p, bad)
+    assert WRW.is_valid_config(p, dict(cfg, SPLITK=1, RG=4))
+    # a generic build (cold start) rounds the default split down and keeps the reduce the split's binary was built with
+    from miofind.generic import generic_config
+    d = WRW.default_config(p)
+    g = generic_config(WRW, p, None)
+    assert d["RG"] == hw.red_groups(p, d) and g == dict(d, SPLITK=64, RG=4) and WRW.is_valid_config(p, g)
+
+
 def test_wrw_cluster_split():
     """The cluster split: grid.y = each chunk's cluster of blocks, each ceil(chunk's j tiles / CLUSTER) tiles; unsplit
     no workspace and no reduce kernel, with SPLITK > 1 the chunks' partial planes and the reduce; 2 to 8 blocks, 2 j
@@ -606,7 +638,7 @@ def test_wrw_cluster_split():
     assert not any(c["CLUSTER"] > 1 and c["SPLITK"] > 1 for c in space)      # 144 tiles of 128 x 128 fill the SMs
     legacy = {k: v for k, v in cfg.items() if k != "CLUSTER"}
     assert WRW.is_valid_config(p, legacy) and WRW.get_solution(p, legacy).config == dict(cfg, CLUSTER=1, WSPEC=0, TMA=0,
-                                                                                        ST16=0)
+                                                                                        ST16=0, RG=4)
 
 
 def test_wrw_cluster_splits():
@@ -614,7 +646,8 @@ def test_wrw_cluster_splits():
     from miofind.solvers import implicit_gemm_hopper_wrw as hw
 
     p = _w(n=32, c=128, k=512, in_size=(28, 28), filter_size=1)               # 392 j tiles; 512 x 128 of dw
-    cfg = {"BM": 256, "BN": 128, "WGS": 2, "STAGES": 4, "SPLITK": 1, "CLUSTER": 1, "WSPEC": 1, "TMA": 1, "ST16": 0}
+    cfg = {"BM": 256, "BN": 128, "WGS": 2, "STAGES": 4, "SPLITK": 1, "CLUSTER": 1, "WSPEC": 1, "TMA": 1, "ST16": 0,
+           "RG": 4}
     assert hw.tiles(p, cfg) == 2 and hw.blocks_per_sm(cfg) == 1
     assert hw.cluster_splits(p, cfg, 8) == [1, 8, 9]          # 2 tiles x 8 blocks x 8 = 128 of 132 SMs; 9: 144
     assert hw.cluster_splits(p, cfg, 2) == [1, 33]            # 2 x 2 x 33 = 132 exactly
@@ -808,7 +841,8 @@ def test_wrw_three_warpgroups_configs():
     3 x 36 = 108 tiles of 192 x 128 (256 x 128: 72, 128 x 128: 144 on 132 SMs)."""
     from miofind.solvers import implicit_gemm_hopper_wrw as hw
     p = _w(**WRW_CLUSTER_CASES["r50_512_7_3x3"])
-    cfg = {"BM": 192, "BN": 128, "WGS": 3, "STAGES": 4, "SPLITK": 1, "CLUSTER": 1, "WSPEC": 1, "TMA": 1, "ST16": 1}
+    cfg = {"BM": 192, "BN": 128, "WGS": 3, "STAGES": 4, "SPLITK": 1, "CLUSTER": 1, "WSPEC": 1, "TMA": 1, "ST16": 1,
+           "RG": 4}
     assert WRW.is_valid_config(p, cfg) and hw.tiles(p, cfg) == 108
     sol = WRW.get_solution(p, cfg)
     assert sol.kernels[0].grid == (108, 1, 1) and sol.kernels[0].block == (512, 1, 1)
