@@ -603,6 +603,21 @@ def test_wrw_reduce_groups():
     assert d["RG"] == hw.red_groups(p, d) and g == dict(d, SPLITK=64, RG=4) and WRW.is_valid_config(p, g)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("splitk,rg", [(131, 16), (70, 8), (131, 4)])
+def test_wrw_reduce_groups_gpu(splitk, rg):
+    """The split's reduce at 16, 8 and 4 thread groups (131 and 69 partial planes) against the float64 reference, on a
+    NaN-poisoned output: every element of dw written, within the FP16 tolerance."""
+    from miofind.solvers import implicit_gemm_hopper_wrw as hw
+
+    p = _w(n=32, c=64, k=64, in_size=(56, 56), filter_size=1)
+    cfg = dict(WRW.default_config(p), SPLITK=splitk, RG=rg, ST16=0)
+    assert WRW.is_valid_config(p, cfg) and dict(WRW.get_solution(p, cfg).kernels[1].macros)["RED_GROUPS"] == str(rg)
+    assert rg == 4 or hw.red_groups(p, cfg) == rg
+    err, tol = check_solver(WRW, p, seed=splitk * 100 + rg, config=cfg)
+    assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
+
+
 def test_wrw_cluster_split():
     """The cluster split: grid.y = each chunk's cluster of blocks, each ceil(chunk's j tiles / CLUSTER) tiles; unsplit
     no workspace and no reduce kernel, with SPLITK > 1 the chunks' partial planes and the reduce; 2 to 8 blocks, 2 j
