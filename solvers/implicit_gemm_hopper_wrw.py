@@ -55,8 +55,8 @@ def split_geometry(p: ProblemDescription, splitk: int) -> tuple[int, int]:
 
 
 def red_groups(p: ProblemDescription, cfg) -> int:
-    """RG for ``cfg``'s split: the largest of 4, 8 and 16 with at least 8 partial planes a group (4 unsplit). A reduce of
-    many planes ran faster with more blocks of fewer planes each, by isolated kernel time on ResNet-50's W layers at
+    """RG for ``cfg``'s split: the largest of 4, 8 and 16 with at least 8 partial planes a group (4 unsplit). A reduce
+    of many planes ran faster with more blocks of fewer planes each, by isolated kernel time on ResNet-50's W layers at
     N = 32, FP16, H200 (bench/results/session-nov29g/call6/): 64 -> 64 @56 1x1 at 131 planes 11.97 -> 10.37 us (16
     groups), at 224 planes 13.5 -> 12.1; 256 -> 64 @56 1x1 at 66 planes 25.3 -> 24.2 (8); at 33 planes or fewer
     within the runs' noise."""
