@@ -223,8 +223,9 @@ def space(p: ProblemDescription, stages=range(3, 7), loads=((0, 0), (1, 0), (1, 
                     for ws, tm in loads:
                         cfg = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "SPLITK": 1, "CLUSTER": 1,
                                "WSPEC": ws, "TMA": tm, "ST16": 0, "RG": 4}
+                        # validity does not depend on RG: the derived value never exceeds the planes
                         for c in split_tries(cfg, default_split(p, cfg), lambda s: split_geometry(p, s)[0],
-                                             lambda c: config_ok(p, dict(c, RG=red_groups(p, c)))):
+                                             lambda c: config_ok(p, c)):
                             c = dict(c, RG=red_groups(p, c))
                             yield c
                             if config_ok(p, dict(c, ST16=1)):
