@@ -14,7 +14,10 @@ Harness (same buffers; every candidate verified against the float64 reference fi
   ptma   with ``--persist`` (F): persistent copy-engine configs (PERSIST = 1, TMA = 1): each unsplit "tma" config
          made persistent, and PERSIST_TILES at 3 and 4 stages, where valid; "best" is then the fastest of the three.
 For each timing, each side's fastest candidate under that timing; the geomean of ours / cudnn per direction.
-``--set large``: issue 19's large layer (N=120, 64 -> 64 channels, 512 x 512, 3x3).
+``--set large``: issue 19's large layer (N=120, 64 -> 64 channels, 512 x 512, 3x3). ``--set padded``: tests/shapes.py's
+PADDED_C (real layers whose C is not a multiple of 64; with ``--find-configs`` the forward's padded copy-engine
+alternates come in as "ptma"). ``--tstore`` (F): a side "tstore", the copy-engine-store forward's default and
+alternates, which "best" then includes.
 ``--pdl-ab``: a side "plain": every config of ours again, its invokers bound with MIOFIND_PDL=0 (each launch a plain
 one; the other sides run with programmatic dependent launches, the default), and the geomeans of best / plain.
 
@@ -52,7 +55,7 @@ def tuned_config(key: str, sid: str):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--set", default="resnet50", choices=("resnet50", "nonresnet", "large"))
+    ap.add_argument("--set", default="resnet50", choices=("resnet50", "nonresnet", "large", "padded"))
     ap.add_argument("--n", type=int, default=32)
     ap.add_argument("--dirs", default="F,B,W")
     ap.add_argument("--dtypes", default="FP16")
@@ -63,6 +66,7 @@ def main():
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--deadline", type=float, default=1e9)
     ap.add_argument("--pdl-ab", action="store_true")
+    ap.add_argument("--tstore", action="store_true")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
 
@@ -73,14 +77,15 @@ def main():
     from miofind.problem import ProblemDescription
     from miofind.registry import get_solver
     from miofind.tuning.precompile import precompile
-    from shapes import NON_RESNET, _resnet50
+    from shapes import NON_RESNET, PADDED_C, _resnet50
 
     t_start = time.time()
     dev = current_device()
     if a.set == "large":
         layers = {"large_64_512_3x3": dict(n=120, c=64, k=64, in_size=(512, 512), filter_size=3, pads=1)}
     else:
-        layers = _resnet50(a.n) if a.set == "resnet50" else {k: dict(v, n=a.n) for k, v in NON_RESNET.items()}
+        layers = _resnet50(a.n) if a.set == "resnet50" else {
+            k: dict(v, n=a.n) for k, v in (PADDED_C if a.set == "padded" else NON_RESNET).items()}
     cases, todo = [], []
     for d in a.dirs.split(","):
         hop = get_solver(HOPPER[d])
@@ -111,15 +116,20 @@ def main():
                         v = dict(c, PERSIST=1)
                         if hop.is_valid_config(p, v) and v not in cfgs:
                             cfgs.append(v)
-                cases.append((name, p, hop, cfgs))
+                ts = get_solver("ConvImplicitGemmHopperFwdTmaStore")
+                tcfgs = [ts.default_config(p)] + ts.alternatives(p) if a.tstore and d == "F" and ts.applicability(p) \
+                    else []
+                cases.append((name, p, hop, cfgs, tcfgs))
                 for c in cfgs:
                     todo += hop.get_solution(p, c).kernels
+                for c in tcfgs:
+                    todo += ts.get_solution(p, c).kernels
     t0 = time.time()
     n_comp, errs = precompile(todo, dev.arch)
     print(f"precompiled {n_comp} kernels in {time.time() - t0:.1f} s; errors: {errs or 'none'}", flush=True)
 
     rows = []
-    for name, p, hop, cfgs in cases:
+    for name, p, hop, cfgs, tcfgs in cases:
         if time.time() - t_start > a.deadline:
             print(f"deadline: stopped before {name} {p.direction}", flush=True)
             break
@@ -129,7 +139,9 @@ def main():
         sides = (("ours", hop, [c for c in cfgs if not c.get("TMA")], "implicit_gemm_hopper"),
                  ("tma", hop, [c for c in cfgs if c.get("TMA") and not c.get("PERSIST")], "implicit_gemm_hopper"),
                  ("ptma", hop, [c for c in cfgs if c.get("TMA") and c.get("PERSIST")], "implicit_gemm_hopper"),
-                 ("cudnn", cud, None, "cudnn")) + ((("plain", hop, cfgs, "implicit_gemm_hopper"),) if a.pdl_ab else ())
+                 ("cudnn", cud, None, "cudnn")) + ((("plain", hop, cfgs, "implicit_gemm_hopper"),) if a.pdl_ab else ()) \
+            + ((("tstore", get_solver("ConvImplicitGemmHopperFwdTmaStore"), tcfgs, "implicit_gemm_hopper"),) if tcfgs
+               else ())
         timings = lambda call, inv, ws: {  # noqa: E731
             "isolated": kernel_timing.isolated_ms(call, a.iters), "gpu": kernel_timing.graph_ms(call, a.iters),
             "eager": kernel_timing.queued_ms(call, a.iters), "find": h.time(inv, ws, warmup=3, iters=a.iters)[0]}
@@ -148,16 +160,19 @@ def main():
                 row[f"{side}_{m}_ms"] = ms
                 row[f"{side}_{m}_cfg"] = cfg
         for m in MODES:
-            got = [(row[f"{sd}_{m}_ms"], row[f"{sd}_{m}_cfg"]) for sd in ("ours", "tma", "ptma") if f"{sd}_{m}_ms" in row]
+            got = [(row[f"{sd}_{m}_ms"], row[f"{sd}_{m}_cfg"]) for sd in ("ours", "tma", "ptma", "tstore")
+                   if f"{sd}_{m}_ms" in row]
             if got:
                 row[f"best_{m}_ms"], row[f"best_{m}_cfg"] = min(got, key=lambda t: t[0])
         rows.append(row)
         f = lambda s, m: f"{row[f'{s}_{m}_ms'] * 1e3:7.1f}" if f"{s}_{m}_ms" in row else "      -"  # noqa: E731
         pl = a.pdl_ab
+        tsd = bool(tcfgs)
         print(f"{name:28s} {p.direction} {p.dtype} " + "  ".join(f"{m} {f('ours', m)} {f('tma', m)} {f('ptma', m)} "
                                                                  f"{f('cudnn', m)}" + (f" {f('plain', m)}" if pl else "")
+                                                                 + (f" {f('tstore', m)}" if tsd else "")
                                                                  for m in MODES)
-              + f" us (ours tma ptma cudnn{' plain' if pl else ''})", flush=True)
+              + f" us (ours tma ptma cudnn{' plain' if pl else ''}{' tstore' if tsd else ''})", flush=True)
         del h
         if a.json:
             Path(a.json).write_text(json.dumps({"rows": rows, "device": dev.name}, indent=1))
@@ -175,6 +190,8 @@ def main():
                 print("  ".join(out))
 
     sides = ("ours", "tma", "ptma", "best") if a.persist else ("ours", "tma", "best") if a.tma else ("ours",)
+    if a.set == "padded" or a.tstore:
+        sides = tuple(dict.fromkeys(("ours", "ptma") + sides + (("tstore",) if a.tstore else ()) + ("best",)))
     for side in sides + (("plain",) if a.pdl_ab else ()):
         geomeans(f"{side} / cudnn", side, "cudnn")
     if a.pdl_ab:

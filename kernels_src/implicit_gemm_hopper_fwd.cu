@@ -41,8 +41,8 @@
 // signals the oldest. PERSIST: the stages carry one stream of (tile, K tile) positions, the resident B is
 // in the producer's first copy group, and the consumers alone stage and store each output tile, between
 // two named barriers of their NT_MMA threads.
-// Copy engine (TMA = 1; WSPEC, C % 64 == 0): one producer thread fills a stage with tensor-map copies
-// (implicit_gemm_hopper_tma.cuh): the A tile as an im2col box of x (BM consecutive output pixels
+// Copy engine (TMA = 1; WSPEC; C % 64 == 0, or unsplit 16-bit with each tap's K tiles padded: TAP_K): one
+// producer thread fills a stage with tensor-map copies (implicit_gemm_hopper_tma.cuh): the A tile as an im2col box of x (BM consecutive output pixels
 // m0 .. m0 + BM - 1 as filter bases from m0's (ow*sw - pw, oh*sh - ph, n), the K tile's tap as the filter
 // offset, its 64 channels; zeros outside the image and past M) and the B tile as a 64 x BN box of w's KYXC
 // rows, or with B_MN as BN / 64 boxes of 64 n x 64 kk rows of the reversed tap's (n, k) plane of the
@@ -163,7 +163,14 @@
 #define GEMM_M ((index_t)P_N * P_HO * P_WO)
 #define GEMM_N P_K
 #define GEMM_K (P_C * P_Y * P_X)
+#if TMA && P_C % BK
+// copy engine with channels not a multiple of BK: a tap's K extent rounded up to whole K tiles (TAP_K), each tile
+// one tap's channels c .. c + BK - 1; the copy engine writes zeros for channels past P_C in both operands
+#define TAP_K ((P_C + BK - 1) / BK * BK)
+#define KTILES (P_Y * P_X * TAP_K / BK)
+#else
 #define KTILES ((GEMM_K + BK - 1) / BK)
+#endif
 #define NTILES_N ((GEMM_N + BN - 1) / BN)
 #define A_BYTES (BM * 128)
 #define B_BYTES (BN * 128)
@@ -191,7 +198,7 @@ static_assert(P_C % EPC == 0, "16-byte chunks of channels");
 static_assert(XS_C == 1 && WS_C == 1 && YS_C == 1, "channels-last x, w and y");
 static_assert(YS_W >= P_K && YS_W % EPC == 0 && YS_H % EPC == 0 && YS_N % EPC == 0, "16-byte aligned channels-last y pixels");
 static_assert(B_MN || (WS_X == P_C && WS_Y == P_X * WS_X && WS_K == P_Y * WS_Y), "dense KYXC w");
-static_assert(!TMA || (WSPEC && P_C % BK == 0), "TMA: a producer warpgroup, K tiles of one tap");
+static_assert(!TMA || (WSPEC && (P_C % BK == 0 || (SPLITK == 1 && !IS_TF32))), "TMA: a producer warpgroup, K tiles of one tap");
 static_assert(!A_DENSE || (TMA && P_Y == 1 && P_X == 1 && P_SH == 1 && P_SW == 1 && P_PH == 0 && P_PW == 0 &&
                              XS_W == P_C && XS_H == P_WI * XS_W && XS_N == P_HI * XS_H && P_HI == P_HO && P_WI == P_WO),
               "A_DENSE: copy engine, 1x1 filter, stride 1, no padding, dense channels-last A");
@@ -537,7 +544,11 @@ __device__ __forceinline__ void tile_base(index_t m0, int& wb, int& hb, int& nb)
 __device__ __forceinline__ void tma_fill(u32 sn, u32 bar, const TmaMap* tmx, const TmaMap* tmw, int wb, int hb, int nb,
                                          int kk, int n0)
 {
+#if P_C % BK
+    const int tap = kk / TAP_K, c = kk - tap * TAP_K;
+#else
     const int tap = kk / P_C, c = kk - tap * P_C;
+#endif
     mbar_expect_tx(bar, STAGE_BYTES);
 #if A_DENSE
     (void)c;
@@ -552,6 +563,8 @@ __device__ __forceinline__ void tma_fill(u32 sn, u32 bar, const TmaMap* tmx, con
 #pragma unroll
     for(int j = 0; j < BN / 64; ++j)
         tma_tile_3d(sn + A_BYTES + j * MNBLK, tmw, n0 + 64 * j, wt, c, bar);
+#elif P_C % BK
+    tma_tile_3d(sn + A_BYTES, tmw, c, tap, n0, bar);     // w as a 3-D map (C, Y*X, K): zeros past P_C
 #else
     tma_tile_2d(sn + A_BYTES, tmw, kk, n0, bar);
 #endif

@@ -174,6 +174,23 @@ def tma_fits(p: ProblemDescription) -> bool:
     return p.c % kdepth(p) == 0 and tma.im2col_fits(isz[1:], osz[1:], pads[1:], strides[1:], fsz[1:], dils[1:])
 
 
+def tma_padded(p: ProblemDescription) -> bool:
+    """Whether copy-engine loads can serve the forward's x with each tap's K tiles padded (``implicit_gemm_hopper_fwd.cu``'s
+    TAP_K): 16-bit data whose C is not a multiple of 64 (8 or more, a multiple of 8), a tile one tap's 64 channels of
+    which those past C read as zeros from both maps (w then a 3-D map, ``w_taps``), within the im2col fields as
+    ``tma_fits``; unsplit configs only (``config_ok``)."""
+    isz, osz, fsz, pads, strides, dils = dims3(p)
+    return (esize(p) == 2 and p.c % kdepth(p) != 0 and p.c % 8 == 0
+            and tma.im2col_fits(isz[1:], osz[1:], pads[1:], strides[1:], fsz[1:], dils[1:]))
+
+
+def w_taps(p: ProblemDescription, bn: int) -> tma.TiledSpec:
+    """w (K x Y x X x C, KYXC) as a 3-D map (C, Y*X, K) of boxes of one tap's 64 channels x ``bn`` rows: a padded K
+    tile (``tma_padded``) reads zeros past C, where the 2-D map would read the next tap's first channels."""
+    es, taps = esize(p), math.prod(p.filter_size)
+    return tma.TiledSpec(p.dtype, (p.c, taps, p.k), (p.c * es, taps * p.c * es), (kdepth(p), 1, bn))
+
+
 def dense_pixels(p: ProblemDescription) -> bool:
     """Whether x's pixels are a dense N*H*W x C matrix whose rows are the GEMM's (the forward's output pixels, the
     backward weights' reduction): a 1x1 filter, stride 1, no padding, fewer than 2^31 pixels (32-bit box
@@ -200,9 +217,9 @@ def forward_maps(p: ProblemDescription, cfg) -> tuple[tma.MapCache, tma.MapCache
     """The copy engine's maps of a forward config: x's im2col map (BM pixels a box; dense x: a tiled map) and w's
     tiled map (boxes of a K tile x BN of its rows)."""
     _, n, k = gemm_shape(p)
-    return (tma.MapCache(x_dense(p, cfg["BM"]) if dense_pixels(p) else x_im2col(p, cfg["BM"])),
-            tma.MapCache(tma.TiledSpec(p.dtype, (k, n), (strides5(p.w_shape, p.layouts[1])[0] * esize(p),),
-                                       (kdepth(p), cfg["BN"]))))
+    w = (w_taps(p, cfg["BN"]) if p.c % kdepth(p) else
+         tma.TiledSpec(p.dtype, (k, n), (strides5(p.w_shape, p.layouts[1])[0] * esize(p),), (kdepth(p), cfg["BN"])))
+    return tma.MapCache(x_dense(p, cfg["BM"]) if dense_pixels(p) else x_im2col(p, cfg["BM"])), tma.MapCache(w)
 
 
 def config_ok(p: ProblemDescription, cfg) -> bool:
@@ -215,7 +232,7 @@ def config_ok(p: ProblemDescription, cfg) -> bool:
     # 16-row passes divide 192; all 384 threads' 48-row passes would not divide BN), 64 accumulators a thread
     if wgs == 3 and not (bm == 192 and bn <= 128 and wsp and not pp):
         return False
-    if tm and not (wsp and tma_fits(p)):
+    if tm and not (wsp and (tma_fits(p) or (sk == 1 and tma_padded(p)))):
         return False
     if pp and not (per and tm and wgs == 2):
         return False
@@ -316,7 +333,7 @@ def default_tile(p: ProblemDescription, copy_engine: bool = True) -> dict:
     cfg["TMA"] = 0
     cfg["PINGPONG"] = 0
     cfg["SPLITK"] = default_split(p, cfg)
-    if copy_engine:
+    if copy_engine and tma_fits(p):
         per = persistent_tile(p)
         # a split of a small grid stays where the persistent tiles would leave over half the SMs idle
         if config_ok(p, per) and (cfg["SPLITK"] == 1 or tiles(p, per) >= SM_COUNT // 2):
@@ -599,8 +616,17 @@ class ImplicitGemmHopperBase(Solver):
     def alternatives(self, p: ProblemDescription) -> list[dict]:
         """The configs a find measures after the default of applicable problem ``p``: where the default is a
         persistent copy-engine config, the ALTERNATE_TILES (TF32: ALTERNATE_TILES_TF32) persistent copy-engine configs
-        that are valid and not the default."""
+        that are valid and not the default; for a forward of 16-bit channels not a multiple of 64 (``tma_padded``), whose
+        default loads by cp.async, persistent_tile's config and the ALTERNATE_TILES with padded K tiles."""
         d = self.default_config(p)
+        if not (d["TMA"] or tma_fits(p)) and tma_padded(p) and self.forward_problem(p) is p:
+            # a forward whose channels are not a multiple of 64: the padded copy-engine configs (persistent_tile's and
+            # the ALTERNATE_TILES)
+            d = persistent_tile(p)
+            if not (d["PERSIST"] and d["TMA"]) or not self.is_valid_config(p, d):
+                return []
+            alts = (dict(d, BM=bm, BN=bn, WGS=wgs, STAGES=st, PINGPONG=pp) for bm, bn, wgs, st, pp in ALTERNATE_TILES)
+            return [d] + [c for c in alts if c != d and self.is_valid_config(p, c)]
         if not (d["PERSIST"] and d["TMA"]):
             return []
         alts = ALTERNATE_TILES_TF32 if p.dtype == "FP32" else ALTERNATE_TILES

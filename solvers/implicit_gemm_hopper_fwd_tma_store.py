@@ -17,7 +17,7 @@ from .implicit_gemm_base import INT32_MAX
 from .implicit_gemm_hopper_base import (ALIGN, ALTERNATE_TILES, ARCH, KEYS, SMEM_LIMIT, SMEM_STATIC,
                                         ImplicitGemmHopperBase, blocks_per_sm, check_aligned, config_ok, esize,
                                         forward_maps, gemm_shape, macros, persistent_tile, sm_count, space, threads,
-                                        tiles, tma_fits)
+                                        tiles, tma_fits, tma_padded)
 
 TS_KEYS = KEYS + ("OBUF",)
 BOX_N = 64      # output channels of a stored box: its 128-byte swizzled rows
@@ -65,8 +65,8 @@ class ImplicitGemmHopperFwdTmaStore(ImplicitGemmHopperBase):
         if not base:
             return base
         p = problem.as_conv()
-        if not tma_fits(p):
-            return not_applicable(f"C={p.c} and the padding, stride and filter: copy-engine loads need C % 64 == 0 and "
+        if not (tma_fits(p) or tma_padded(p)):
+            return not_applicable(f"C={p.c} and the padding, stride and filter: copy-engine loads need C % 8 == 0 and "
                                   "im2col corners in range")
         m, _, _ = gemm_shape(p)
         if m >= INT32_MAX:

@@ -63,3 +63,26 @@ NON_RESNET = {
     "dense_128to32_28_3x3": dict(c=128, k=32, in_size=(28, 28), filter_size=3, pads=1),
     "dense_128to32_7_3x3": dict(c=128, k=32, in_size=(7, 7), filter_size=3, pads=1),
 }
+
+
+def _padded_c():
+    """Real layers whose input channels C are not a multiple of 64 (a 16-bit K tile of one tap): Inception-v3's and
+    MobileNetV2's (miofind.models; groups 1, C and K multiples of 8: the Hopper forward's 16-bit cases, 1x1 and
+    larger), and DenseNet-121's bottleneck 1x1 layers at C = 64 + 32 i, by name at batch 1 (callers set n)."""
+    from miofind.models import model_layers
+
+    out = {}
+    for model, tag in (("inception_v3", "inc"), ("mobilenet_v2", "mb2")):
+        for la in model_layers(model):
+            if la.groups != 1 or la.c % 64 == 0 or la.c % 8 or la.k % 8:
+                continue
+            (fy, fx), st = la.filter_size, la.strides[0]
+            out[f"{tag}_{la.c}to{la.k}_{la.in_size[0]}_{fy}x{fx}" + (f"s{st}" if st > 1 else "")] = dict(
+                c=la.c, k=la.k, in_size=la.in_size, filter_size=la.filter_size, pads=la.pads, strides=la.strides)
+    for c, hw in ((96, 56), (224, 56), (160, 28), (352, 28), (480, 28), (544, 14), (800, 14), (992, 7)):
+        out[f"dense_{c}to128_{hw}_1x1"] = dict(c=c, k=128, in_size=(hw, hw), filter_size=1)
+    return out
+
+
+# the padded-K-tile benchmark set of the Hopper forward (bench/bench_kernel_time.py --set padded)
+PADDED_C = _padded_c()

@@ -1,0 +1,126 @@
+"""The Hopper forward's copy-engine loads where C is not a multiple of 64 (``hb.tma_padded``): each tap's K tiles
+padded to whole 64-channel tiles, the channels past C read as zeros from x's im2col (or dense) map and from w's
+3-D map. Claims and builds on the CPU; against the float64 reference on the GPU."""
+
+from __future__ import annotations
+
+import zlib
+
+import pytest
+
+from gpu_helpers import check_solver
+from nvrtc_check import nvrtc_or_skip
+from miofind.problem import ProblemDescription
+from miofind.registry import solvers
+from miofind.solvers import implicit_gemm_hopper_base as hb
+
+HOPPER = {s.id: s for s in solvers() if s.family == "implicit_gemm_hopper"}
+FWD, BWD, WRW, TSTORE, FUSED = (HOPPER[f"ConvImplicitGemmHopper{d}"] for d in
+                                ("Fwd", "Bwd", "Wrw", "FwdTmaStore", "FwdBiasActiv"))
+
+# C % 64 != 0: the last K tile of each tap partly past C (96, 160, 288: Inception and DenseNet widths; 48 and 24, a
+# single tile narrower than its box; 8, the narrowest); tails of M and N, padding, strides, dilation, a 1x7 filter,
+# a 1x1 stride-1 filter (x as a dense matrix) and a 1x1 stride-2 one (im2col)
+CASES = {
+    "c96_3x3": dict(n=3, c=96, k=72, in_size=(15, 13), filter_size=3, pads=1),
+    "c288_3x3s2": dict(n=2, c=288, k=136, in_size=(17, 17), filter_size=3, strides=2),
+    "c160_1x7": dict(n=2, c=160, k=64, in_size=(17, 17), filter_size=(1, 7), pads=(0, 3)),
+    "c48_5x5": dict(n=2, c=48, k=64, in_size=(13, 12), filter_size=5, pads=2),
+    "c40_dil2": dict(n=2, c=40, k=40, in_size=(17, 16), filter_size=3, pads=2, dilations=2),
+    "c24_1x1": dict(n=3, c=24, k=144, in_size=(15, 13), filter_size=1),
+    "c144_1x1s2": dict(n=2, c=144, k=64, in_size=(14, 13), filter_size=1, strides=2),
+    "c8_3x3": dict(n=2, c=8, k=64, in_size=(12, 12), filter_size=3, pads=1),
+}
+# a persistent walk over many tiles with padded K tiles: 7 taps of 3 tiles (160 channels) each
+MANY_TILES = dict(n=16, c=160, k=80, in_size=(33, 35), filter_size=(1, 7), pads=(0, 3))
+
+
+def _p(d, dt="FP16", **kw):
+    return ProblemDescription.make(d, layout="NHWC", dtype=dt, **kw)
+
+
+def _fcfg(bm, bn, wgs, st, sk=1, per=0, pp=0):
+    return {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": per, "SPLITK": sk, "WSPEC": 1, "TMA": 1,
+            "PINGPONG": pp}
+
+
+def test_which_configs_are_padded(no_gpu_arch):
+    """16-bit forward configs on the copy engine, unsplit, wherever C % 8 == 0; not FP32 (TF32 tiles), not a split,
+    not backward data whose dy channels K % 64 != 0, not W; the defaults keep their cp.async loads and the padded
+    configs are the find's alternates; w becomes a 3-D map of one tap's channels."""
+    p = _p("F", **CASES["c96_3x3"])
+    assert hb.tma_padded(p) and not hb.tma_fits(p)
+    assert FWD.is_valid_config(p, _fcfg(128, 64, 2, 4)) and FWD.is_valid_config(p, _fcfg(128, 64, 2, 4, per=1))
+    assert FWD.is_valid_config(p, _fcfg(128, 128, 2, 4, per=1, pp=1))
+    assert not FWD.is_valid_config(p, _fcfg(128, 64, 2, 4, sk=2))          # a split counts unpadded K tiles
+    assert not hb.tma_padded(_p("F", "FP32", math="tf32", **CASES["c96_3x3"]))
+    assert not hb.tma_padded(_p("F", **dict(CASES["c96_3x3"], c=128)))       # C % 64 == 0: tma_fits' unpadded tiles
+    assert FWD.default_config(p)["TMA"] == 0
+    alts = FWD.alternatives(p)
+    assert alts and alts[0] == hb.persistent_tile(p) and all(c["TMA"] and c["PERSIST"] for c in alts)
+    assert FWD.find_configs(p) == [None] + alts
+    assert FUSED.alternatives(_p("F", bias=1, activation="relu", **CASES["c96_3x3"]))
+    b = _p("B", **dict(CASES["c96_3x3"], c=64, k=96))                        # dy's 96 channels: the reduction's
+    assert not BWD.is_valid_config(b, _fcfg(128, 64, 2, 4)) and not any(c["TMA"] for c in BWD.config_space(b))
+    assert not any(c["TMA"] for c in BWD.alternatives(b))
+    w = _p("W", **CASES["c96_3x3"])
+    assert not any(c["TMA"] for c in WRW.config_space(w))
+    assert TSTORE.applicability(p) and TSTORE.is_valid_config(p, TSTORE.default_config(p))
+    w_map = hb.forward_maps(p, _fcfg(128, 64, 2, 4, per=1))[1].spec
+    assert w_map.fields[3:6] == ([96, 9, 72], [192, 9 * 192], [64, 1, 64])
+    # C % 64 == 0 keeps the 2-D map of w (K x C*Y*X rows) and the default on the copy engine
+    q = _p("F", **dict(CASES["c96_3x3"], c=128))
+    assert hb.forward_maps(q, _fcfg(128, 64, 2, 4, per=1))[1].spec.fields[3:6] == ([1152, 72], [2304], [64, 64])
+    assert FWD.default_config(q)["TMA"] == 1
+
+
+def test_padded_builds(no_gpu_arch):
+    """Every padded kind compiles for sm_90a (NVRTC, no GPU): non-persistent, persistent, ping-pong, dense pixels,
+    the copy-engine store and the fused epilogue."""
+    nvrtc_or_skip()
+    from miofind.compile import nvrtc_compile
+    p = _p("F", **CASES["c96_3x3"])
+    d = _p("F", "BF16", **CASES["c24_1x1"])
+    assert dict(FWD.get_solution(d, _fcfg(128, 64, 2, 4, per=1)).kernels[0].macros)["A_DENSE"] == "1"
+    builds = [FWD.get_solution(p, c).kernels[0] for c in (_fcfg(128, 64, 2, 4), _fcfg(128, 128, 2, 4, per=1),
+                                                             _fcfg(128, 128, 2, 4, per=1, pp=1))]
+    builds += [FWD.get_solution(d, _fcfg(128, 64, 2, 4, per=1)).kernels[0], TSTORE.get_solution(p).kernels[0]]
+    f = _p("F", bias=1, activation="relu", **CASES["c96_3x3"])
+    builds += [FUSED.get_solution(f, _fcfg(128, 64, 2, 4, per=1)).kernels[0]]
+    for kern in builds:
+        assert nvrtc_compile(kern, "sm_90a")[:4] == b"\x7fELF", (kern.name, dict(kern.macros))
+
+
+def _check_all(solver, p, cfgs):
+    assert cfgs
+    for cfg in cfgs:
+        assert solver.is_valid_config(p, cfg), cfg
+        err, tol = check_solver(solver, p, seed=zlib.crc32(repr((p.key(), cfg)).encode()) & 0xFFFF, config=cfg)
+        assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_fwd_padded(name, dt):
+    """Padded copy-engine F (non-persistent, persistent, ping-pong, the find's alternates) and the copy-engine store
+    against the float64 reference, the output poisoned."""
+    p = _p("F", dt, **CASES[name])
+    cfgs = [c for c in (_fcfg(128, 64, 2, 4), _fcfg(64, 128, 1, 6), _fcfg(128, 128, 2, 4, per=1),
+                        _fcfg(64, 64, 1, 5, per=1), _fcfg(128, 64, 2, 5, per=1, pp=1)) if FWD.is_valid_config(p, c)]
+    _check_all(FWD, p, cfgs + [c for c in FWD.alternatives(p) if c not in cfgs])
+    _check_all(TSTORE, p, [TSTORE.default_config(p)] + TSTORE.alternatives(p)[:2])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+def test_fwd_padded_walks_tiles(dt):
+    """Persistent and ping-pong padded F where every block walks several output tiles and the stream of padded K
+    tiles wraps the stages many times; the fused bias and ReLU on it."""
+    p = _p("F", dt, **MANY_TILES)
+    cfgs = [_fcfg(128, 64, 2, 3, per=1), _fcfg(64, 128, 1, 5, per=1), _fcfg(128, 128, 2, 4, per=1, pp=1)]
+    for c in cfgs:
+        assert hb.tiles(p, c) >= 2 * FWD.get_solution(p, c).kernels[0].grid[0], c
+    _check_all(FWD, p, cfgs)
+    f = _p("F", dt, bias=1, activation="relu", **MANY_TILES)
+    _check_all(FUSED, f, [_fcfg(128, 64, 2, 4, per=1)])
