@@ -10,7 +10,7 @@ benchmark mode), the best own solver, cuDNN's time, achieved TFLOP/s and the fra
 roofline (max of FLOPs over the measured FP32/FP16 ceilings and bytes over 3.0 TB/s).
 
     python bench/bench_convs.py --dtype FP32 --out bench/results/resnet50-vs-cudnn [--dirs FBW] [--limit N]
-        [--layout NHWC] [--cudnn-harness] [--set nonresnet]
+        [--layout NHWC] [--cudnn-harness] [--set nonresnet|padded]
 """
 
 from __future__ import annotations
@@ -74,8 +74,9 @@ def main():
     ap.add_argument("--layout", default="NCHW", choices=["NCHW", "NHWC"])
     ap.add_argument("--cudnn-harness", action="store_true",
                     help="also time the cuDNN-backed solvers in the find (the primary baseline)")
-    ap.add_argument("--set", choices=("resnet50", "nonresnet"), default="resnet50",
-                    help="ResNet-50's layers, or tests/shapes.py's NON_RESNET (Inception, VGG, DenseNet; count 1 each)")
+    ap.add_argument("--set", choices=("resnet50", "nonresnet", "padded"), default="resnet50",
+                    help="ResNet-50's layers, or tests/shapes.py's NON_RESNET (Inception, VGG, DenseNet; count 1 each) "
+                         "or PADDED_C (real layers whose C is not a multiple of 64; count 1 each)")
     a = ap.parse_args()
 
     import torch

@@ -85,12 +85,12 @@ def alt_configs(hop, p, wspec=True):
 
 def layer_set(which: str):
     """(name, count in the network, ProblemDescription keywords without n) of a layer set."""
-    if which == "nonresnet":
+    if which in ("nonresnet", "padded"):
         import os
         import sys
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
-        from shapes import NON_RESNET
-        return [(name, 1, kw) for name, kw in NON_RESNET.items()]
+        from shapes import NON_RESNET, PADDED_C
+        return [(name, 1, kw) for name, kw in (NON_RESNET if which == "nonresnet" else PADDED_C).items()]
     from miofind.models import model_layers
     return [(f"{la.c}->{la.k} @{la.in_size[0]} {la.filter_size[0]}x{la.filter_size[1]}/{la.strides[0]}", la.count,
              dict(c=la.c, k=la.k, in_size=la.in_size, filter_size=la.filter_size, pads=la.pads, strides=la.strides))

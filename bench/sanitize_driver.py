@@ -6,7 +6,7 @@ Inputs and the NaN-poisoned output are copied from the host on the side stream, 
 launched are the solvers' own (and the libraries' they call). CuPy's memory pool is off unless
 ``--pool``: every buffer is its own cudaMalloc, so memcheck sees each buffer's exact bounds.
 
-    python bench/sanitize_driver.py [--solvers ID,ID,...] [--families direct,fft,...] [--pool] [--every]
+    python bench/sanitize_driver.py [--solvers ID,ID,...] [--families direct,fft,...] [--pool] [--every] [--problems A,B]
                                     [--config JSON]
 
 Prints one line per solution and a summary; exits 1 when an output mismatches or a solution fails,
@@ -33,6 +33,10 @@ TINY = {
     # the Hopper forward's persistent copy-engine default (C % 64 == 0): 256 tiles of 64 x 128 over 132 blocks, so
     # that each block walks two tiles through its stages and its output buffer (with --every)
     "nhwc_tma_walk": dict(n=4, c=64, k=80, in_size=(63, 65), filter_size=3, pads=1, layout="NHWC", dtype="FP16"),
+    # C % 64 != 0: the forward's default copies padded K tiles (160 channels in three tiles a tap, the last half past
+    # C), walking tiles as nhwc_tma_walk; and a 1x1 layer whose x the copy engine reads as a dense matrix
+    "nhwc_pad_walk": dict(n=4, c=160, k=80, in_size=(63, 65), filter_size=3, pads=1, layout="NHWC", dtype="FP16"),
+    "nhwc_pad_1x1": dict(n=4, c=96, k=136, in_size=(31, 33), filter_size=1, layout="NHWC", dtype="FP16"),
     # the Hopper backward data's persistent copy-engine default (K % 64 == 0) over its four stride phases: each about
     # 165 tiles of 128 x 128 over at most 132 blocks, so that blocks walk tiles of each phase (with --every)
     "nhwc_tma_b_s2": dict(n=20, c=80, k=64, in_size=(63, 65), filter_size=3, pads=1, strides=2, layout="NHWC",
@@ -72,9 +76,9 @@ TINY = {
 NP_DTYPES = {"FP32": np.float32, "FP16": np.float16}
 
 
-def cases(solver_ids=None, families=None, every=False):
+def cases(solver_ids=None, families=None, every=False, names=None):
     """[(solver, problem name, problem)] for the selected solvers (the first tiny problem each claims per
-    direction, or with ``every`` all it claims), and the ids that fit none."""
+    direction, or with ``every`` all it claims; ``names``: of those TINY problems only), and the ids that fit none."""
     from miofind.problem import ProblemDescription as P
     from miofind.registry import solvers
     from miofind.solvers.cudnn_base import frontend_status
@@ -89,6 +93,8 @@ def cases(solver_ids=None, families=None, every=False):
         for d in sorted(s.directions, key="FBW".index):
             mine = []
             for name, kw in TINY.items():
+                if names and name not in names:
+                    continue
                 try:
                     p = P.make(d, **kw)
                 except ValueError:          # a fused problem in another direction than F
@@ -138,6 +144,7 @@ def main(argv=None) -> int:
     ap.add_argument("--pool", action="store_true", help="keep CuPy's memory pool (default: off, for memcheck)")
     ap.add_argument("--every", action="store_true", help="every tiny problem a solver claims (default: the first)")
     ap.add_argument("--config", default="", help="a JSON config each solver runs where it is valid (else its default)")
+    ap.add_argument("--problems", default="", help="comma-separated names of the tiny problems (default: all)")
     args = ap.parse_args(argv)
     import json
     forced = json.loads(args.config) if args.config else None
@@ -165,7 +172,7 @@ def main(argv=None) -> int:
     if not args.pool:
         cupy.cuda.set_allocator(None)
 
-    todo, unfit = cases(ids, want, args.every)
+    todo, unfit = cases(ids, want, args.every, set(filter(None, args.problems.split(","))))
     stream = cupy.cuda.Stream(non_blocking=True)
     bad, t0 = [], time.perf_counter()
     for i, (s, name, p) in enumerate(todo):

@@ -184,6 +184,16 @@ def tma_padded(p: ProblemDescription) -> bool:
             and tma.im2col_fits(isz[1:], osz[1:], pads[1:], strides[1:], fsz[1:], dils[1:]))
 
 
+def padded_default(p: ProblemDescription) -> bool:
+    """Whether the forward's default loads padded K tiles by the copy engine (``tma_padded``): C of 96 or more padded
+    by at most a third. Measured on an H200 (bench/results/session-nov29h/call1/: 30 real layers with C % 64 != 0,
+    N = 32 FP16 NHWC): the padded persistent copy-engine configs beat the cp.async default on 22 of the 24 such
+    layers (C = 96 .. 992; the other two by 3% and 6%), and lost on the narrower ones (C = 32, 48, 80: 1.2-1.6x the
+    default's time), whose padding doubles or nearly doubles the MMA work."""
+    tap = ceil_div(p.c, kdepth(p)) * kdepth(p)
+    return tma_padded(p) and p.c >= 96 and 3 * tap <= 4 * p.c
+
+
 def w_taps(p: ProblemDescription, bn: int) -> tma.TiledSpec:
     """w (K x Y x X x C, KYXC) as a 3-D map (C, Y*X, K) of boxes of one tap's 64 channels x ``bn`` rows: a padded K
     tile (``tma_padded``) reads zeros past C, where the 2-D map would read the next tap's first channels."""
@@ -318,8 +328,9 @@ def default_tile(p: ProblemDescription, copy_engine: bool = True) -> dict:
     stages when the grid is at most one wave (one block per SM) and 3 (two blocks per SM) beyond.
     PERSIST without the copy engine is left to tuning: it won by at most 6% where it applies, and lost on
     the large layer. The split is default_split's (1 for grids that fill the GPU). With ``copy_engine``,
-    wherever the copy engine serves x (tma_fits), persistent_tile's config instead, unless the config above
-    is split and the persistent tiles would not give half the SMs one (a batch-1 layer of few tiles)."""
+    wherever the copy engine serves x (tma_fits, or padded K tiles where they pay: padded_default), persistent_tile's
+    config instead, unless the config above is split and the persistent tiles would not give half the SMs one (a
+    batch-1 layer of few tiles)."""
     m, n, _ = gemm_shape(p)
     blocks = ceil_div(m, 128) * ceil_div(n, 128)
     if m <= 64:
@@ -333,7 +344,7 @@ def default_tile(p: ProblemDescription, copy_engine: bool = True) -> dict:
     cfg["TMA"] = 0
     cfg["PINGPONG"] = 0
     cfg["SPLITK"] = default_split(p, cfg)
-    if copy_engine and tma_fits(p):
+    if copy_engine and (tma_fits(p) or padded_default(p)):
         per = persistent_tile(p)
         # a split of a small grid stays where the persistent tiles would leave over half the SMs idle
         if config_ok(p, per) and (cfg["SPLITK"] == 1 or tiles(p, per) >= SM_COUNT // 2):
@@ -616,10 +627,12 @@ class ImplicitGemmHopperBase(Solver):
     def alternatives(self, p: ProblemDescription) -> list[dict]:
         """The configs a find measures after the default of applicable problem ``p``: where the default is a
         persistent copy-engine config, the ALTERNATE_TILES (TF32: ALTERNATE_TILES_TF32) persistent copy-engine configs
-        that are valid and not the default; for a forward of 16-bit channels not a multiple of 64 (``tma_padded``), whose
-        default loads by cp.async, persistent_tile's config and the ALTERNATE_TILES with padded K tiles."""
+        that are valid and not the default; for a forward of 16-bit channels not a multiple of 64 whose default loads
+        by cp.async (``padded_default``), persistent_tile's config and the ALTERNATE_TILES with padded K tiles where
+        the padding less than doubles the K tiles (C = 24 or 32 never gained)."""
         d = self.default_config(p)
-        if not (d["TMA"] or tma_fits(p)) and tma_padded(p) and self.forward_problem(p) is p:
+        tap = ceil_div(p.c, kdepth(p)) * kdepth(p)
+        if not d["TMA"] and tma_padded(p) and 2 * p.c > tap and self.forward_problem(p) is p:
             # a forward whose channels are not a multiple of 64: the padded copy-engine configs (persistent_tile's and
             # the ALTERNATE_TILES)
             d = persistent_tile(p)

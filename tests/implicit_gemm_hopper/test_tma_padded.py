@@ -32,7 +32,7 @@ CASES = {
     "c8_3x3": dict(n=2, c=8, k=64, in_size=(12, 12), filter_size=3, pads=1),
 }
 # a persistent walk over many tiles with padded K tiles: 7 taps of 3 tiles (160 channels) each
-MANY_TILES = dict(n=16, c=160, k=80, in_size=(33, 35), filter_size=(1, 7), pads=(0, 3))
+MANY_TILES = dict(n=32, c=160, k=80, in_size=(33, 35), filter_size=(1, 7), pads=(0, 3))
 
 
 def _p(d, dt="FP16", **kw):
@@ -46,8 +46,8 @@ def _fcfg(bm, bn, wgs, st, sk=1, per=0, pp=0):
 
 def test_which_configs_are_padded(no_gpu_arch):
     """16-bit forward configs on the copy engine, unsplit, wherever C % 8 == 0; not FP32 (TF32 tiles), not a split,
-    not backward data whose dy channels K % 64 != 0, not W; the defaults keep their cp.async loads and the padded
-    configs are the find's alternates; w becomes a 3-D map of one tap's channels."""
+    not backward data whose dy channels K % 64 != 0, not W; the default where the padding pays, else the find's
+    alternates; w becomes a 3-D map of one tap's channels."""
     p = _p("F", **CASES["c96_3x3"])
     assert hb.tma_padded(p) and not hb.tma_fits(p)
     assert FWD.is_valid_config(p, _fcfg(128, 64, 2, 4)) and FWD.is_valid_config(p, _fcfg(128, 64, 2, 4, per=1))
@@ -55,10 +55,20 @@ def test_which_configs_are_padded(no_gpu_arch):
     assert not FWD.is_valid_config(p, _fcfg(128, 64, 2, 4, sk=2))          # a split counts unpadded K tiles
     assert not hb.tma_padded(_p("F", "FP32", math="tf32", **CASES["c96_3x3"]))
     assert not hb.tma_padded(_p("F", **dict(CASES["c96_3x3"], c=128)))       # C % 64 == 0: tma_fits' unpadded tiles
-    assert FWD.default_config(p)["TMA"] == 0
-    alts = FWD.alternatives(p)
-    assert alts and alts[0] == hb.persistent_tile(p) and all(c["TMA"] and c["PERSIST"] for c in alts)
-    assert FWD.find_configs(p) == [None] + alts
+    # the default: padded persistent copy-engine tiles from C = 96 padded by at most a third (hb.padded_default),
+    # else cp.async loads with the padded configs as the find's alternates (not where padding doubles the K tiles)
+    big = _p("F", n=32, c=96, k=128, in_size=(28, 28), filter_size=3, pads=1)
+    assert hb.padded_default(big) and FWD.default_config(big) == hb.persistent_tile(big)
+    assert all(c["TMA"] and c["PERSIST"] for c in FWD.alternatives(big)) and FWD.find_configs(big)[0] is None
+    assert not FWD.default_config(p)["TMA"]      # a small grid keeps its split (default_tile), which padding cannot
+    for c, default in ((48, False), (80, False), (96, True), (144, True), (160, True), (136, False), (200, True), (288, True)):
+        q = _p("F", n=32, c=c, k=128, in_size=(28, 28), filter_size=3, pads=1)
+        assert hb.padded_default(q) == default and FWD.default_config(q)["TMA"] == default, c
+    narrow = _p("F", **CASES["c48_5x5"])
+    alts = FWD.alternatives(narrow)
+    assert FWD.default_config(narrow)["TMA"] == 0 and alts[0] == hb.persistent_tile(narrow)
+    assert all(c["TMA"] and c["PERSIST"] for c in alts) and FWD.find_configs(narrow) == [None] + alts
+    assert FWD.alternatives(_p("F", **CASES["c24_1x1"])) == [] and FWD.alternatives(_p("F", **CASES["c8_3x3"])) == []
     assert FUSED.alternatives(_p("F", bias=1, activation="relu", **CASES["c96_3x3"]))
     b = _p("B", **dict(CASES["c96_3x3"], c=64, k=96))                        # dy's 96 channels: the reduction's
     assert not BWD.is_valid_config(b, _fcfg(128, 64, 2, 4)) and not any(c["TMA"] for c in BWD.config_space(b))
