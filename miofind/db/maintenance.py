@@ -370,7 +370,17 @@ SOURCE_RENAMES = {"88c4490855edbe3c": "932ecfdffa26fafc",     # gemm_im2col.cu
                   "5443a5728c287b7b": "41be1c4ec06e49b9",     # Hopper F (before tma_fill)
                   "6dc9123e93d0beb8": "ebf66703f4b2b8a4",     # Hopper B (before tma_fill)
                   "dc3b407d736d3a77": "41be1c4ec06e49b9",     # Hopper F
-                  "53a711548c45f073": "ebf66703f4b2b8a4"}     # Hopper B
+                  "53a711548c45f073": "ebf66703f4b2b8a4",     # Hopper B
+                  # implicit_gemm_hopper_fwd.cu's padded copy-engine K tiles (TAP_K, under TMA with C % 64 != 0, which
+                  # no stored config has): every distinct stored Hopper F/B config of the shipped DB and the default
+                  # and two alternates of the fused, copy-engine-store and NCHW forward and the NCHW and TF32 backward
+                  # on ResNet-50's layers, 571 kernels, byte-identical (bench/results/session-nov29h/cubins_identical.txt)
+                  "c9edf938d04ab711": "26b4d60cc60aff55",     # Hopper F, the fused F (the same sources)
+                  "c0d287934a044702": "1e5b5aee0622ebe4",     # Hopper B
+                  "6225f923c8a8e673": "635d86348295fc66",     # the copy-engine-store F
+                  "425a6819028289e3": "112506455e2f520d",     # the NCHW F
+                  "002425b38eb4529b": "124cec60515e2771",     # the NCHW B
+                  "60b760b191912200": "710de7f522c207af"}     # the TF32 B
 # Hopper W's earlier digests are not renamed: the reduce-scatter cluster split changed the binaries of its CLUSTER > 1
 # configs (bench/results/session-wrw/cubins_w.txt), so records under them are re-measured; the shipped DB's were.
 # Since the programmatic dependent launches (griddepcontrol in the Hopper F/B/W kernels, solver versions bumped) the
