@@ -17,7 +17,8 @@ For each timing, each side's fastest candidate under that timing; the geomean of
 ``--set large``: issue 19's large layer (N=120, 64 -> 64 channels, 512 x 512, 3x3). ``--set padded``: tests/shapes.py's
 PADDED_C (real layers whose C is not a multiple of 64; with ``--find-configs`` the forward's padded copy-engine
 alternates come in as "ptma"). ``--tstore`` (F): a side "tstore", the copy-engine-store forward's default and
-alternates, which "best" then includes.
+alternates, which "best" then includes. ``--cp-async-default``: where the default loads by the copy engine, also the
+default tile without it ("ours": the baseline a padded default replaced).
 ``--pdl-ab``: a side "plain": every config of ours again, its invokers bound with MIOFIND_PDL=0 (each launch a plain
 one; the other sides run with programmatic dependent launches, the default), and the geomeans of best / plain.
 
@@ -67,6 +68,9 @@ def main():
     ap.add_argument("--deadline", type=float, default=1e9)
     ap.add_argument("--pdl-ab", action="store_true")
     ap.add_argument("--tstore", action="store_true")
+    ap.add_argument("--cp-async-default", action="store_true",
+                    help="also the default tile without the copy engine (default_tile(copy_engine=False)) where the "
+                         "default is a copy-engine one: the cp.async baseline of a padded default")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
 
@@ -95,6 +99,11 @@ def main():
                 if not hop.applicability(p):
                     continue
                 cfgs = [hop.default_config(p)]
+                if a.cp_async_default and cfgs[0].get("TMA"):
+                    from miofind.solvers.implicit_gemm_hopper_base import default_tile
+                    cp = default_tile(hop.forward_problem(p), copy_engine=False)
+                    if hop.is_valid_config(p, cp):
+                        cfgs.append(cp)
                 t = tuned_config(p.key(), hop.id)
                 if t and hop.is_valid_config(p, t) and hop.legacy_config(t) not in cfgs:
                     cfgs.append(hop.legacy_config(t))

@@ -152,10 +152,12 @@ def phase_overrides(p: ProblemDescription, ph: Phase, in_place: bool = True) -> 
 
 
 def phase_tma_fits(p: ProblemDescription, ph: Phase) -> bool:
-    """Whether copy-engine loads serve phase ``ph``: K tiles of one tap (K % 64 == 0, dy's channels; TF32: % 32), and
-    the im2col corners of dy's real size around the phase's output pixels and its filter offsets within the 4-D
-    fields."""
-    return p.k % kdepth(p) == 0 and tma.im2col_fits(p.out_size, ph.size, ph.fwd.pads, (1, 1), ph.taps, p.dilations)
+    """Whether copy-engine loads serve phase ``ph``: K tiles of one tap (K % 64 == 0, dy's channels; TF32: % 32; or,
+    16-bit, each tap's K tiles padded past K, whose dy and w boxes read zeros there: the forward kernel's TAP_K, unsplit
+    configs only, ``config_ok``), and the im2col corners of dy's real size around the phase's output pixels and its
+    filter offsets within the 4-D fields."""
+    channels = p.k % kdepth(p) == 0 or (esize(p) == 2 and p.k % 8 == 0)
+    return channels and tma.im2col_fits(p.out_size, ph.size, ph.fwd.pads, (1, 1), ph.taps, p.dilations)
 
 
 def dy_im2col(p: ProblemDescription, ph: Phase, pixels: int) -> tma.Im2colSpec | tma.TiledSpec:

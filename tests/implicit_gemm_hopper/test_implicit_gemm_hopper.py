@@ -979,12 +979,16 @@ def test_default_split_rule(no_gpu_arch):
     assert mine == {1, max(1, d["SPLITK"] // 2), d["SPLITK"], 2 * d["SPLITK"]}
     assert not any(c["PERSIST"] and c["SPLITK"] != 1 for c in space)
     # B: its forward view decides (dy 7x7 x 512 channels, filter 512 -> 512), by the forward's rule: persistent
-    # copy-engine tiles where the copy engine serves every phase, and the split without it (K = 520: no TMA)
+    # copy-engine tiles where the copy engine serves every phase (K = 520: padded K tiles, hb.padded_default), and
+    # without it where padding would add over a third to the reduction (K = 136: 20 K tiles, too few to split)
     db = BWD.default_config(_b(**R50_SMALL_3x3))
     assert db == hb.persistent_tile(small) and BWD.is_valid_config(_b(**R50_SMALL_3x3), db)
-    b40 = _b(**dict(R50_SMALL_3x3, k=520))
-    db40 = BWD.default_config(b40)
-    assert db40["SPLITK"] > 1 and db40["TMA"] == 0 and BWD.is_valid_config(b40, db40)
+    b520 = _b(**dict(R50_SMALL_3x3, k=520))
+    assert BWD.default_config(b520) == hb.persistent_tile(BWD.forward_problem(b520))
+    b136 = _b(**dict(R50_SMALL_3x3, k=136))
+    db136 = BWD.default_config(b136)
+    assert db136 == hb.default_tile(BWD.forward_problem(b136), copy_engine=False) and db136["TMA"] == 0
+    assert BWD.is_valid_config(b136, db136)
 
 
 def test_split_solution_and_workspace(no_gpu_arch):

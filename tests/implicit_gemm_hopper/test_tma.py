@@ -106,7 +106,9 @@ def test_which_configs_may_use_tma(no_gpu_arch):
     b = _p("B", **CASES["s2"])
     assert BWD.is_valid_config(b, _fcfg(128, 64, 2, 4)) and BWD.is_valid_config(b, _fcfg(128, 64, 2, 4, per=1))
     assert not BWD.is_valid_config(b, dict(_fcfg(128, 64, 2, 4), WSPEC=0))
-    assert not BWD.is_valid_config(_p("B", **CASES["tail_mn"]), _fcfg(128, 64, 2, 4))       # K = 72
+    # K = 72: padded K tiles, unsplit (test_tma_padded.py)
+    assert BWD.is_valid_config(_p("B", **CASES["tail_mn"]), _fcfg(128, 64, 2, 4))
+    assert not BWD.is_valid_config(_p("B", **CASES["tail_mn"]), _fcfg(128, 64, 2, 4, sk=2))
     w = _p("W", **CASES["s2"])
     assert WRW.is_valid_config(w, WRW.default_config(w))
     assert WRW.is_valid_config(w, _wcfg(128, 128, 2, 5))
@@ -121,7 +123,7 @@ def test_which_configs_may_use_tma(no_gpu_arch):
     assert BWD.default_config(b) == hb.persistent_tile(BWD.forward_problem(b))
     assert BWD.default_config(_p("B", **CASES["tail_mn"]))["TMA"] == 0
     assert any(c["TMA"] for c in FWD.config_space(p)) and any(c["TMA"] and c["PERSIST"] for c in BWD.config_space(b))
-    assert not any(c["TMA"] for c in BWD.config_space(_p("B", **CASES["tail_mn"])))
+    assert not any(c["TMA"] and c["SPLITK"] > 1 for c in BWD.config_space(_p("B", **CASES["tail_mn"])))
     assert any(c["TMA"] and c["PERSIST"] for c in FWD.config_space(p))
     assert any(c["TMA"] for c in WRW.config_space(w))
 

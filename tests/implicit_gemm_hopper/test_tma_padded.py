@@ -31,6 +31,15 @@ CASES = {
     "c144_1x1s2": dict(n=2, c=144, k=64, in_size=(14, 13), filter_size=1, strides=2),
     "c8_3x3": dict(n=2, c=8, k=64, in_size=(12, 12), filter_size=3, pads=1),
 }
+# backward data, dy's channels K % 64 != 0 (the reduction's): stride 1 with tails, stride 2 (four phases), a 1x1
+# stride-1 filter (dy as a dense matrix), a 1x1 stride-2 one (three phases no tap reaches), a 5x5 of 48 channels
+BWD_CASES = {
+    "b_k96_3x3": dict(n=3, c=72, k=96, in_size=(15, 13), filter_size=3, pads=1),
+    "b_k160_3x3s2": dict(n=2, c=136, k=160, in_size=(14, 15), filter_size=3, pads=1, strides=2),
+    "b_k144_1x1": dict(n=3, c=24, k=144, in_size=(15, 13), filter_size=1),
+    "b_k288_1x1s2": dict(n=2, c=64, k=288, in_size=(14, 13), filter_size=1, strides=2),
+    "b_k48_5x5": dict(n=2, c=64, k=48, in_size=(13, 12), filter_size=5, pads=2),
+}
 # a persistent walk over many tiles with padded K tiles: 7 taps of 3 tiles (160 channels) each
 MANY_TILES = dict(n=32, c=160, k=80, in_size=(33, 35), filter_size=(1, 7), pads=(0, 3))
 
@@ -70,10 +79,17 @@ def test_which_configs_are_padded(no_gpu_arch):
     assert all(c["TMA"] and c["PERSIST"] for c in alts) and FWD.find_configs(narrow) == [None] + alts
     assert FWD.alternatives(_p("F", **CASES["c24_1x1"])) == [] and FWD.alternatives(_p("F", **CASES["c8_3x3"])) == []
     assert FUSED.alternatives(_p("F", bias=1, activation="relu", **CASES["c96_3x3"]))
-    b = _p("B", **dict(CASES["c96_3x3"], c=64, k=96))                        # dy's 96 channels: the reduction's
-    assert not BWD.is_valid_config(b, _fcfg(128, 64, 2, 4)) and not any(c["TMA"] for c in BWD.config_space(b))
-    assert not any(c["TMA"] for c in BWD.alternatives(b))
-    w = _p("W", **CASES["c96_3x3"])
+    # backward data: dy's channels K are the reduction's (each phase's forward view), padded the same way
+    b = _p("B", **dict(CASES["c96_3x3"], c=64, k=96))
+    assert BWD.is_valid_config(b, _fcfg(128, 64, 2, 4)) and BWD.is_valid_config(b, _fcfg(128, 64, 2, 4, per=1))
+    assert not BWD.is_valid_config(b, _fcfg(128, 64, 2, 4, sk=2))
+    assert any(c["TMA"] and c["PERSIST"] for c in BWD.config_space(b))
+    assert not BWD.is_valid_config(_p("B", "FP32", math="tf32", **dict(CASES["c96_3x3"], c=64, k=72)),
+                                   _fcfg(128, 64, 2, 4))      # TF32: 32-deep tiles, never padded
+    bbig = _p("B", n=32, c=128, k=160, in_size=(28, 28), filter_size=3, pads=1, strides=2)
+    assert BWD.default_config(bbig) == hb.persistent_tile(BWD.forward_problem(bbig))
+    assert BWD.default_config(_p("B", n=32, c=128, k=80, in_size=(28, 28), filter_size=3, pads=1))["TMA"] == 0
+    w = _p("W", **CASES["c96_3x3"])            # W: unchanged (its 64-wide column blocks are one tap's channels)
     assert not any(c["TMA"] for c in WRW.config_space(w))
     assert TSTORE.applicability(p) and TSTORE.is_valid_config(p, TSTORE.default_config(p))
     w_map = hb.forward_maps(p, _fcfg(128, 64, 2, 4, per=1))[1].spec
@@ -95,6 +111,8 @@ def test_padded_builds(no_gpu_arch):
     builds = [FWD.get_solution(p, c).kernels[0] for c in (_fcfg(128, 64, 2, 4), _fcfg(128, 128, 2, 4, per=1),
                                                              _fcfg(128, 128, 2, 4, per=1, pp=1))]
     builds += [FWD.get_solution(d, _fcfg(128, 64, 2, 4, per=1)).kernels[0], TSTORE.get_solution(p).kernels[0]]
+    for name in ("b_k96_3x3", "b_k160_3x3s2", "b_k144_1x1"):
+        builds += BWD.get_solution(_p("B", **BWD_CASES[name]), _fcfg(128, 64, 2, 4, per=1)).kernels
     f = _p("F", bias=1, activation="relu", **CASES["c96_3x3"])
     builds += [FUSED.get_solution(f, _fcfg(128, 64, 2, 4, per=1)).kernels[0]]
     for kern in builds:
@@ -134,3 +152,15 @@ def test_fwd_padded_walks_tiles(dt):
     _check_all(FWD, p, cfgs)
     f = _p("F", dt, bias=1, activation="relu", **MANY_TILES)
     _check_all(FUSED, f, [_fcfg(128, 64, 2, 4, per=1)])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("name", sorted(BWD_CASES))
+def test_bwd_padded(name, dt):
+    """Padded copy-engine backward data (non-persistent, persistent, ping-pong) against the float64 reference, the
+    output poisoned."""
+    p = _p("B", dt, **BWD_CASES[name])
+    cfgs = [c for c in (_fcfg(128, 64, 2, 4), _fcfg(64, 128, 1, 6), _fcfg(128, 128, 2, 4, per=1),
+                        _fcfg(64, 64, 1, 5, per=1), _fcfg(128, 64, 2, 5, per=1, pp=1)) if BWD.is_valid_config(p, c)]
+    _check_all(BWD, p, cfgs)
