@@ -63,6 +63,20 @@ def roofline_ms(p):
     return max(flops / (CEIL_TFLOPS[p.dtype] * 1e12), nbytes / BW) * 1e3
 
 
+def no_padded():
+    """The Hopper solvers as before their padded copy-engine K tiles: no padded config is valid, none is a default or an
+    alternate, and backward data's copy engine needs K % 64 == 0 again (its former phase check)."""
+    from miofind import tma
+    from miofind.solvers import implicit_gemm_hopper_base as hb
+    from miofind.solvers import implicit_gemm_hopper_bwd as bwd
+    from miofind.solvers import implicit_gemm_hopper_fwd_tma_store as ts
+
+    hb.tma_padded = ts.tma_padded = lambda p: False
+    hb.padded_default = lambda p: False
+    bwd.phase_tma_fits = lambda p, ph: p.k % hb.kdepth(p) == 0 and tma.im2col_fits(
+        p.out_size, ph.size, ph.fwd.pads, (1, 1), ph.taps, p.dilations)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dtype", default="FP32", choices=["FP32", "FP16", "BF16"])
@@ -74,6 +88,9 @@ def main():
     ap.add_argument("--layout", default="NCHW", choices=["NCHW", "NHWC"])
     ap.add_argument("--cudnn-harness", action="store_true",
                     help="also time the cuDNN-backed solvers in the find (the primary baseline)")
+    ap.add_argument("--no-padded", action="store_true",
+                    help="A/B: the Hopper family without its padded copy-engine K tiles (C % 64 != 0: cp.async only, "
+                         "as before session nov29h), patched in this process")
     ap.add_argument("--set", choices=("resnet50", "nonresnet", "padded"), default="resnet50",
                     help="ResNet-50's layers, or tests/shapes.py's NON_RESNET (Inception, VGG, DenseNet; count 1 each) "
                          "or PADDED_C (real layers whose C is not a multiple of 64; count 1 each)")
@@ -81,6 +98,8 @@ def main():
 
     import torch
 
+    if a.no_padded:
+        no_padded()
     from miofind import ProblemDescription, find_solutions
     from miofind.registry import solvers
 
