@@ -187,9 +187,9 @@ def tma_padded(p: ProblemDescription) -> bool:
 def padded_default(p: ProblemDescription) -> bool:
     """Whether the forward's default loads padded K tiles by the copy engine (``tma_padded``): C of 96 or more padded
     by at most a third. Measured on an H200 (bench/results/session-nov29h/call1/: 30 real layers with C % 64 != 0,
-    N = 32 FP16 NHWC): the padded persistent copy-engine configs beat the cp.async default on 22 of the 24 such
-    layers (C = 96 .. 992; the other two by 3% and 6%), and lost on the narrower ones (C = 32, 48, 80: 1.2-1.6x the
-    default's time), whose padding doubles or nearly doubles the MMA work."""
+    N = 32 FP16 NHWC, kernel time): the padded copy-engine configs beat the cp.async default on 20 of the 22 layers
+    with C = 96 .. 992 (the other two by 2% and 4%), and lost on the 3x3 and 5x5 layers of 32, 48 and 80 channels
+    (1.18-1.62x the default's time), whose padding adds 33-100% to the MMA work."""
     tap = ceil_div(p.c, kdepth(p)) * kdepth(p)
     return tma_padded(p) and p.c >= 96 and 3 * tap <= 4 * p.c
 
