@@ -4,7 +4,8 @@ TF32 (``math="tf32"``) solvers, and the NCHW wrappers), on 3x3 problems of 64 ->
 activations hold n x 2^22 elements: just under 2^31 (n = 511, 32-bit offsets) and just over it (n = 513, 64-bit
 offsets: at n = 512 the last element's index, 2^31 - 1, would still fit 32 bits). The three base solvers run at their
 default config (the copy engine) and at the same tile with 16-byte cp.async loads (the offsets computed in the
-kernel); the others at their default config.
+kernel); the others at their default config. The padded copy-engine K tiles (96 channels in the reduction, F and B)
+at n = 341 and 342, whose largest tensor, n x 6 x 2^20 elements, is just under and just over 2^31.
 
 The CPU tests pin that each case applies and the index type its kernels are built with (``INDEX_T``), and check the
 float64 references it shares with the core boundary test (tests/boundary_helpers.py) against a direct NumPy convolution
@@ -49,13 +50,24 @@ SOLVERS = {
     "Wnchw": ("ConvImplicitGemmHopperWrwNchw", "W", "NCHW", "FP16", "strict"),
     "Wtf32_nchw": ("ConvImplicitGemmHopperWrwTf32RnNchw", "W", "NCHW", "FP32", "tf32"),
 }
+# the padded copy-engine K tiles (test_tma_padded.py): 96 channels in the reduction, the forward's x and backward data's
+# dy, each tap's K tiles padded to 128 (the default at 96 channels); their largest tensor n x 256 x 256 x 96
+PADDED = {"Fpad": ("ConvImplicitGemmHopperFwd", "F", dict(c=96)), "Bpad": ("ConvImplicitGemmHopperBwd", "B", dict(k=96))}
+SOLVERS.update({key: (sid, d, "NHWC", "FP16", "strict") for key, (sid, d, _) in PADDED.items()})
 WITH_CP_ASYNC = ("F", "B", "W")     # the base solvers: also at their default tile with cp.async loads
 INDEX = {511: "int", 513: "long long"}      # largest tensor n x 256 x 256 x 64 = n x 2^22 elements
+# the padded cases' n: 341 x 6 x 2^20 elements just under 2^31, 342 x 6 x 2^20 just over
+PADDED_INDEX = {341: "int", 342: "long long"}
+
+
+def _index(key: str) -> dict:
+    return PADDED_INDEX if key in PADDED else INDEX
 
 
 def _p(key: str, n: int, **sizes) -> ProblemDescription:
     _, d, layout, dt, math_ = SOLVERS[key]
     kw = dict(n=n, c=64, k=64, in_size=(256, 256), filter_size=3, pads=1)
+    kw.update(PADDED[key][2] if key in PADDED else {})
     kw.update(sizes)
     return ProblemDescription.make(d, layout=layout, dtype=dt, math=math_, **kw)
 
@@ -72,7 +84,7 @@ def _config(solver, p, loads: str) -> dict:
     return next(c for c in solver.config_space(p) if not c.get("TMA", 1))
 
 
-CASES = [(f"{key}-n{n}-{loads}", key, n, loads) for key in SOLVERS for n in INDEX
+CASES = [(f"{key}-n{n}-{loads}", key, n, loads) for key in SOLVERS for n in _index(key)
          for loads in (("default", "cp.async") if key in WITH_CP_ASYNC else ("default",))]
 
 
@@ -90,8 +102,11 @@ def test_cases_apply_and_choose_the_index_width(no_gpu_arch, monkeypatch):
         assert s.is_valid_config(p, cfg), (cid, cfg)
         if loads == "cp.async":
             assert cfg.get("TMA", 1) == 0 and s.default_config(p).get("TMA") == 1, (cid, cfg)
-        assert max(math.prod(sh) for sh in p.io_shapes()) == n << 22
-        assert _index_types(s, p, cfg) == {INDEX[n]}, cid
+        if key in PADDED:
+            from miofind.solvers import implicit_gemm_hopper_base as hb
+            assert hb.padded_default(s.forward_problem(p)) and cfg["TMA"] == cfg["PERSIST"] == 1, (cid, cfg)
+        assert max(math.prod(sh) for sh in p.io_shapes()) == (n * 6 << 20 if key in PADDED else n << 22), cid
+        assert _index_types(s, p, cfg) == {_index(key)[n]}, cid
 
 
 # -- the shared float64 references (tests/boundary_helpers.py), checked on small problems ------------------------------
@@ -174,7 +189,7 @@ def test_hopper_at_the_index_boundary(case, big_selected, free_pool, monkeypatch
     cid, key, n, loads = case
     s = get_solver(SOLVERS[key][0])
     p = _p(key, n)
-    assert _index_types(s, p, _config(s, p, loads)) == {INDEX[n]}
+    assert _index_types(s, p, _config(s, p, loads)) == {_index(key)[n]}
     unwritten, err, tol, what = run_case(key, n, loads)
     assert unwritten == 0, f"{cid}: {unwritten} output elements not written (still NaN) or not finite"
-    assert err <= tol, f"{cid} ({what}, INDEX_T={INDEX[n]}): max element error {err:.3g} > {tol:.3g}"
+    assert err <= tol, f"{cid} ({what}, INDEX_T={_index(key)[n]}): max element error {err:.3g} > {tol:.3g}"
