@@ -51,8 +51,11 @@ SOLVERS = {
     "Wtf32_nchw": ("ConvImplicitGemmHopperWrwTf32RnNchw", "W", "NCHW", "FP32", "tf32"),
 }
 # the padded copy-engine K tiles (test_tma_padded.py): 96 channels in the reduction, the forward's x and backward data's
-# dy, each tap's K tiles padded to 128 (the default at 96 channels); their largest tensor n x 256 x 256 x 96
-PADDED = {"Fpad": ("ConvImplicitGemmHopperFwd", "F", dict(c=96)), "Bpad": ("ConvImplicitGemmHopperBwd", "B", dict(k=96))}
+# dy, each tap's K tiles padded to 128 (the default at 96 channels), and 96 in the output too: the copy engine reads
+# the input through its maps without the kernel's offsets, so the output, which the kernel's epilogue addresses, must
+# cross 2^31 as well (with 64 output channels it stayed under, and a 32-bit build passed: session nov29h call 8)
+PADDED = {"Fpad": ("ConvImplicitGemmHopperFwd", "F", dict(c=96, k=96)),
+          "Bpad": ("ConvImplicitGemmHopperBwd", "B", dict(c=96, k=96))}
 SOLVERS.update({key: (sid, d, "NHWC", "FP16", "strict") for key, (sid, d, _) in PADDED.items()})
 WITH_CP_ASYNC = ("F", "B", "W")     # the base solvers: also at their default tile with cp.async loads
 INDEX = {511: "int", 513: "long long"}      # largest tensor n x 256 x 256 x 64 = n x 2^22 elements
