@@ -148,7 +148,8 @@ def main():
         sides = (("ours", hop, [c for c in cfgs if not c.get("TMA")], "implicit_gemm_hopper"),
                  ("tma", hop, [c for c in cfgs if c.get("TMA") and not c.get("PERSIST")], "implicit_gemm_hopper"),
                  ("ptma", hop, [c for c in cfgs if c.get("TMA") and c.get("PERSIST")], "implicit_gemm_hopper"),
-                 ("cudnn", cud, None, "cudnn")) + ((("plain", hop, cfgs, "implicit_gemm_hopper"),) if a.pdl_ab else ()) \
+                 ("cudnn", cud, None, "cudnn")) \
+            + ((("plain", hop, cfgs, "implicit_gemm_hopper"),) if a.pdl_ab else ()) \
             + ((("tstore", get_solver("ConvImplicitGemmHopperFwdTmaStore"), tcfgs, "implicit_gemm_hopper"),) if tcfgs
                else ())
         timings = lambda call, inv, ws: {  # noqa: E731

@@ -6,7 +6,8 @@ Inputs and the NaN-poisoned output are copied from the host on the side stream, 
 launched are the solvers' own (and the libraries' they call). CuPy's memory pool is off unless
 ``--pool``: every buffer is its own cudaMalloc, so memcheck sees each buffer's exact bounds.
 
-    python bench/sanitize_driver.py [--solvers ID,ID,...] [--families direct,fft,...] [--pool] [--every] [--problems A,B]
+    python bench/sanitize_driver.py [--solvers ID,ID,...] [--families direct,fft,...] [--pool] [--every]
+                                    [--problems NAME,NAME,...]
                                     [--config JSON]
 
 Prints one line per solution and a summary; exits 1 when an output mismatches or a solution fails,

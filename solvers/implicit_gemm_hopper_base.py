@@ -1,25 +1,25 @@
 """Hopper implicit GEMM (issue 19): wgmma.mma_async tensor-core kernels built for sm_90a.
 
-Shared planning for kernels_src/implicit_gemm_hopper_*.cu: FP16/BF16 (FP32 accumulation),
-channels-last 2D tensors, groups = 1, channel counts multiples of 8 (16-byte gathers of one tap's
-channels). Both GEMM operands are staged K-major in 128-byte-swizzled shared memory by cp.async and
-multiplied by WGS warpgroups issuing m64nBNk16 wgmma; sizes and strides are compile-time macros (one
-build per problem, as the Ampere family, solvers/implicit_gemm_base.py). The kernels are built for
-``sm_90a`` (wgmma exists on no other target) and apply only on a compute-capability 9.0 GPU; without
-a visible GPU (CPU tools, CI's NVRTC compile) the device check is left to the run.
+Shared planning for kernels_src/implicit_gemm_hopper_*.cu: FP16/BF16 (FP32 accumulation), channels-last 2D tensors,
+groups = 1, channel counts multiples of 8 (16-byte gathers of one tap's channels). Both GEMM operands are staged
+K-major in 128-byte-swizzled shared memory by cp.async and multiplied by WGS warpgroups issuing m64nBNk16 wgmma;
+sizes and strides are compile-time macros (one build per problem, as the Ampere family,
+solvers/implicit_gemm_base.py). The kernels are built for ``sm_90a`` (wgmma exists on no other target) and apply
+only on a compute-capability 9.0 GPU; without a visible GPU (CPU tools, CI's NVRTC compile) the device check is left
+to the run.
 
-Tunables: BM (block rows, 64 x WGS x 1 or 2), BN (64, 128, 256: the wgmma N), WGS (1 or 2 consumer
-warpgroups, each also loading unless WSPEC; or 3 with WSPEC, BM = 192 and BN <= 128), STAGES (shared-memory buffers, prefetch distance STAGES - 2),
-PERSIST (1: persistent blocks; without TMA N <= BN, all of B resident in shared memory, streaming A), SPLITK
-(requested chunks of the K = C*Y*X reduction, grid.y; the kernel runs ceil(tiles / ceil(tiles / SPLITK))
-of them, each writing FP32 partial tiles to the workspace, summed and cast by a second kernel;
-PERSIST = 0 only), WSPEC (1: one more warpgroup, the producer, issues every load; the WGS warpgroups
-only multiply, stages handed over by mbarriers), TMA (1, with WSPEC and C % 64 == 0: the
-producer's one thread copies each stage's tiles with the copy engine, tensor maps of x (im2col) and w
-(tiled) passed by value, ``miofind.tma``). TMA with PERSIST (any N): persistent blocks over every output
-tile, the producer streaming each tile's A and B boxes through the stages without draining between tiles, and
-the consumers' epilogue through its own output tile, overlapped with the next tile's copies. PINGPONG (1, with
-TMA, PERSIST and WGS = 2): each consumer warpgroup multiplies whole BM x BN tiles (BM = 64 or 128), the two taking
+Tunables: BM (block rows, 64 x WGS x 1 or 2), BN (64, 128, 256: the wgmma N), WGS (1 or 2 consumer warpgroups, each
+also loading unless WSPEC; or 3 with WSPEC, BM = 192 and BN <= 128), STAGES (shared-memory buffers, prefetch
+distance STAGES - 2), PERSIST (1: persistent blocks; without TMA N <= BN, all of B resident in shared memory,
+streaming A), SPLITK (requested chunks of the K = C*Y*X reduction, grid.y; the kernel runs ceil(tiles / ceil(tiles /
+SPLITK)) of them, each writing FP32 partial tiles to the workspace, summed and cast by a second kernel; PERSIST = 0
+only), WSPEC (1: one more warpgroup, the producer, issues every load; the WGS warpgroups only multiply, stages
+handed over by mbarriers), TMA (1, with WSPEC and C % 64 == 0, or 16-bit, unsplit, with each tap's K tiles padded
+past C: ``tma_padded``: the producer's one thread copies each stage's tiles with the copy engine, tensor maps of x
+(im2col) and w (tiled) passed by value, ``miofind.tma``). TMA with PERSIST (any N): persistent blocks over every
+output tile, the producer streaming each tile's A and B boxes through the stages without draining between tiles, and
+the consumers' epilogue through its own output tile, overlapped with the next tile's copies. PINGPONG (1, with TMA,
+PERSIST and WGS = 2): each consumer warpgroup multiplies whole BM x BN tiles (BM = 64 or 128), the two taking
 alternate tiles of their block in turn, so one's epilogue overlaps the other's K loop.
 """
 
@@ -175,10 +175,10 @@ def tma_fits(p: ProblemDescription) -> bool:
 
 
 def tma_padded(p: ProblemDescription) -> bool:
-    """Whether copy-engine loads can serve the forward's x with each tap's K tiles padded (``implicit_gemm_hopper_fwd.cu``'s
-    TAP_K): 16-bit data whose C is not a multiple of 64 (8 or more, a multiple of 8), a tile one tap's 64 channels of
-    which those past C read as zeros from both maps (w then a 3-D map, ``w_taps``), within the im2col fields as
-    ``tma_fits``; unsplit configs only (``config_ok``)."""
+    """Whether copy-engine loads can serve the forward's x with each tap's K tiles padded
+    (``implicit_gemm_hopper_fwd.cu``'s TAP_K): 16-bit data whose C is not a multiple of 64 (8 or more, a multiple of
+    8), a tile one tap's 64 channels of which those past C read as zeros from both maps (w then a 3-D map,
+    ``w_taps``), within the im2col fields as ``tma_fits``; unsplit configs only (``config_ok``)."""
     isz, osz, fsz, pads, strides, dils = dims3(p)
     return (esize(p) == 2 and p.c % kdepth(p) != 0 and p.c % 8 == 0
             and tma.im2col_fits(isz[1:], osz[1:], pads[1:], strides[1:], fsz[1:], dils[1:]))

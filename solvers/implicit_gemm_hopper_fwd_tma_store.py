@@ -2,10 +2,10 @@
 persistent copy-engine configs of ConvImplicitGemmHopperFwd (PERSIST = TMA = WSPEC = 1, unsplit; ping-pong or not),
 whose epilogue hands each output tile to the copy engine (a tiled map of y as an M x K matrix) instead of storing it
 16 bytes a thread. The consumers then go on to the next tile while the tile is written. FP16/BF16, NHWC, plain
-problems (no fused epilogue), C % 64 == 0 (copy-engine loads), fewer than 2^31 output pixels (32-bit box
-coordinates). The tiles are the forward solver's persistent copy-engine tiles (its default and the alternates a find
-measures), each with one more tunable, OBUF: the output tiles a consumer group stages into in turn (2: a tile's stores
-overlap the next tile's staging; a find takes 2 wherever the shared memory holds them)."""
+problems (no fused epilogue), copy-engine loads (C % 64 == 0, or padded K tiles: ``tma_padded``), fewer than 2^31
+output pixels (32-bit box coordinates). The tiles are the forward solver's persistent copy-engine tiles (its default
+and the alternates a find measures), each with one more tunable, OBUF: the output tiles a consumer group stages into
+in turn (2: a tile's stores overlap the next tile's staging; a find takes 2 wherever the shared memory holds them)."""
 
 from __future__ import annotations
 

@@ -374,7 +374,8 @@ SOURCE_RENAMES = {"88c4490855edbe3c": "932ecfdffa26fafc",     # gemm_im2col.cu
                   # implicit_gemm_hopper_fwd.cu's padded copy-engine K tiles (TAP_K, under TMA with C % 64 != 0, which
                   # no stored config has): every distinct stored Hopper F/B config of the shipped DB and the default
                   # and two alternates of the fused, copy-engine-store and NCHW forward and the NCHW and TF32 backward
-                  # on ResNet-50's layers, 571 kernels, byte-identical (bench/results/session-nov29h/cubins_identical.txt)
+                  # on ResNet-50's layers, 571 kernels, byte-identical
+                  # (bench/results/session-nov29h/cubins_identical.txt)
                   "c9edf938d04ab711": "26b4d60cc60aff55",     # Hopper F, the fused F (the same sources)
                   "c0d287934a044702": "1e5b5aee0622ebe4",     # Hopper B
                   "6225f923c8a8e673": "635d86348295fc66",     # the copy-engine-store F

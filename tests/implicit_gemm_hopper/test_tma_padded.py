@@ -70,7 +70,8 @@ def test_which_configs_are_padded(no_gpu_arch):
     assert hb.padded_default(big) and FWD.default_config(big) == hb.persistent_tile(big)
     assert all(c["TMA"] and c["PERSIST"] for c in FWD.alternatives(big)) and FWD.find_configs(big)[0] is None
     assert not FWD.default_config(p)["TMA"]      # a small grid keeps its split (default_tile), which padding cannot
-    for c, default in ((48, False), (80, False), (96, True), (144, True), (160, True), (136, False), (200, True), (288, True)):
+    for c, default in ((48, False), (80, False), (96, True), (144, True), (160, True), (136, False), (200, True),
+                       (288, True)):
         q = _p("F", n=32, c=c, k=128, in_size=(28, 28), filter_size=3, pads=1)
         assert hb.padded_default(q) == default and FWD.default_config(q)["TMA"] == default, c
     narrow = _p("F", **CASES["c48_5x5"])

@@ -24,13 +24,16 @@ hb.device_arch = lambda: None
 db = sqlite3.connect("file:/work/main/finddb/sm_90-132.sqlite?mode=ro", uri=True)
 ids = ("ConvImplicitGemmHopperFwd", "ConvImplicitGemmHopperBwd")
 rows = db.execute("select problem_key, solver_id, config from find_records where solver_id in (?, ?) union "
-                  "select problem_key, solver_id, config from perf_records where solver_id in (?, ?)", ids + ids).fetchall()
+                  "select problem_key, solver_id, config from perf_records where solver_id in (?, ?)",
+                  ids + ids).fetchall()
 seen = {}
 for key, sid, cfg in rows:
     c = json.loads(cfg) if cfg else None
     seen.setdefault((sid, json.dumps(c, sort_keys=True), key.split("-")[-2]), (key, sid, c))
-others = {"ConvImplicitGemmHopperFwdBiasActiv": ("F", "FP16", "NHWC"), "ConvImplicitGemmHopperFwdTmaStore": ("F", "FP16", "NHWC"),
-          "ConvImplicitGemmHopperFwdNchw": ("F", "FP16", "NCHW"), "ConvImplicitGemmHopperBwdNchw": ("B", "FP16", "NCHW"),
+others = {"ConvImplicitGemmHopperFwdBiasActiv": ("F", "FP16", "NHWC"),
+          "ConvImplicitGemmHopperFwdTmaStore": ("F", "FP16", "NHWC"),
+          "ConvImplicitGemmHopperFwdNchw": ("F", "FP16", "NCHW"),
+          "ConvImplicitGemmHopperBwdNchw": ("B", "FP16", "NCHW"),
           "ConvImplicitGemmHopperBwdTf32": ("B", "FP32", "NHWC")}
 for sid, (d, dt, lay) in others.items():
     s = get_solver(sid)
@@ -49,6 +52,7 @@ for i, (key, sid, c) in enumerate(sorted(seen.values(), key=str)):
         continue
     s = get_solver(sid)
     for k in s.get_solution(P.from_key(key), c).kernels:
-        res[f"{key}|{sid}|{json.dumps(c, sort_keys=True)}|{k.name}"] = hashlib.sha1(nvrtc_compile(k, arch="sm_90")).hexdigest()[:16]
+        cubin = nvrtc_compile(k, arch="sm_90")
+        res[f"{key}|{sid}|{json.dumps(c, sort_keys=True)}|{k.name}"] = hashlib.sha1(cubin).hexdigest()[:16]
 json.dump(res, open(f"/tmp/cubins/{os.environ['WHICH']}_{part}.json", "w"), indent=0)
 print(len(seen), "distinct", len(res), "kernels")
