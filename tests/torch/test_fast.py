@@ -625,6 +625,13 @@ HOPPER_CASES = [
      "ConvImplicitGemmHopperFwdTf32RnNchw"),
     ("W", dict(n=4, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1), dict(dtype="FP32", layout="NCHW", split=True),
      "ConvImplicitGemmHopperWrwTf32RnNchw"),
+    # padded copy-engine K tiles (C, or backward data's dy channels, % 64 != 0): w through a 3-D map of one tap's
+    # channels (F, the copy-engine store), x as a dense matrix of 24 channels (1x1), dy's four stride phases (B)
+    ("F", dict(n=2, c=96, k=72, in_size=(15, 13), filter_size=3, pads=1), dict(TMA=1, PERSIST=1)),
+    ("F", dict(n=3, c=24, k=136, in_size=(15, 13), filter_size=1), dict(TMA=1, PERSIST=1)),
+    ("B", dict(n=2, c=136, k=160, in_size=(14, 15), filter_size=3, pads=1, strides=2), dict(TMA=1, PERSIST=1)),
+    ("F", dict(n=2, c=160, k=64, in_size=(17, 17), filter_size=(1, 7), pads=(0, 3)), dict(OBUF=2),
+     "ConvImplicitGemmHopperFwdTmaStore"),
     # the swapped-operand wrappers: the forward on the copies; backward data's filter rewrite from the filter's copy
     ("F", dict(n=2, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1), dict(COOP=1, layout="NCHW"),
      "ConvImplicitGemmHopperFwdSwapNchw"),
