@@ -41,15 +41,15 @@
 // signals the oldest. PERSIST: the stages carry one stream of (tile, K tile) positions, the resident B is
 // in the producer's first copy group, and the consumers alone stage and store each output tile, between
 // two named barriers of their NT_MMA threads.
-// Copy engine (TMA = 1; WSPEC; C % 64 == 0, or unsplit 16-bit with each tap's K tiles padded: TAP_K): one
-// producer thread fills a stage with tensor-map copies (implicit_gemm_hopper_tma.cuh): the A tile as an im2col box of x (BM consecutive output pixels
-// m0 .. m0 + BM - 1 as filter bases from m0's (ow*sw - pw, oh*sh - ph, n), the K tile's tap as the filter
-// offset, its 64 channels; zeros outside the image and past M) and the B tile as a 64 x BN box of w's KYXC
-// rows, or with B_MN as BN / 64 boxes of 64 n x 64 kk rows of the reversed tap's (n, k) plane of the
-// backward-data filter, each landing as one MN-major block; the stage's full mbarrier completes on their
-// bytes. The maps are the last two arguments. A_DENSE = 1 (a 1x1 filter, stride 1, no padding: A is x as a dense
-// M x C matrix, or dy for a backward-data phase of the same form): the A tile is a 64 x BM box of a tiled map of it,
-// from row m0 (the same bytes, in the same swizzled layout, without the im2col traversal).
+// Copy engine (TMA = 1; WSPEC; C % 64 == 0, or unsplit 16-bit with each tap's K tiles padded: TAP_K): one producer
+// thread fills a stage with tensor-map copies (implicit_gemm_hopper_tma.cuh): the A tile as an im2col box of x (BM
+// consecutive output pixels m0 .. m0 + BM - 1 as filter bases from m0's (ow*sw - pw, oh*sh - ph, n), the K tile's
+// tap as the filter offset, its 64 channels; zeros outside the image and past M) and the B tile as a 64 x BN box of
+// w's KYXC rows, or with B_MN as BN / 64 boxes of 64 n x 64 kk rows of the reversed tap's (n, k) plane of the
+// backward-data filter, each landing as one MN-major block; the stage's full mbarrier completes on their bytes. The
+// maps are the last two arguments. A_DENSE = 1 (a 1x1 filter, stride 1, no padding: A is x as a dense M x C matrix,
+// or dy for a backward-data phase of the same form): the A tile is a 64 x BM box of a tiled map of it, from row m0
+// (the same bytes, in the same swizzled layout, without the im2col traversal).
 // Persistent copy engine (TMA = 1, PERSIST = 1; any N): the grid is at most the blocks that fit the GPU at
 // once; block b takes output tiles b, b + gridDim.x, ... (N tiles fastest) and its producer thread streams
 // every (tile, K tile) position's A and B boxes through the STAGES buffers without draining between tiles,

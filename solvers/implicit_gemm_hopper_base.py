@@ -629,10 +629,12 @@ class ImplicitGemmHopperBase(Solver):
         persistent copy-engine config, the ALTERNATE_TILES (TF32: ALTERNATE_TILES_TF32) persistent copy-engine configs
         that are valid and not the default; for a forward of 16-bit channels not a multiple of 64 whose default loads
         by cp.async (``padded_default``), persistent_tile's config and the ALTERNATE_TILES with padded K tiles where
-        the padding less than doubles the K tiles (C = 24 or 32 never gained)."""
+        the padding less than doubles the K tiles, or the filter is 1x1 over dense pixels (bench/results/
+        session-nov29h/call1/: 0.70-1.07x the default's time on 1x1 layers of 16-32 channels, 1.23-1.62x on 3x3
+        layers of 32)."""
         d = self.default_config(p)
         tap = ceil_div(p.c, kdepth(p)) * kdepth(p)
-        if not d["TMA"] and tma_padded(p) and 2 * p.c > tap and self.forward_problem(p) is p:
+        if not d["TMA"] and tma_padded(p) and (2 * p.c > tap or dense_pixels(p)) and self.forward_problem(p) is p:
             # a forward whose channels are not a multiple of 64: the padded copy-engine configs (persistent_tile's and
             # the ALTERNATE_TILES)
             d = persistent_tile(p)

@@ -65,7 +65,7 @@ def test_which_configs_are_padded(no_gpu_arch):
     assert not hb.tma_padded(_p("F", "FP32", math="tf32", **CASES["c96_3x3"]))
     assert not hb.tma_padded(_p("F", **dict(CASES["c96_3x3"], c=128)))       # C % 64 == 0: tma_fits' unpadded tiles
     # the default: padded persistent copy-engine tiles from C = 96 padded by at most a third (hb.padded_default),
-    # else cp.async loads with the padded configs as the find's alternates (not where padding doubles the K tiles)
+    # else cp.async loads with the padded configs as the find's alternates
     big = _p("F", n=32, c=96, k=128, in_size=(28, 28), filter_size=3, pads=1)
     assert hb.padded_default(big) and FWD.default_config(big) == hb.persistent_tile(big)
     assert all(c["TMA"] and c["PERSIST"] for c in FWD.alternatives(big)) and FWD.find_configs(big)[0] is None
@@ -78,7 +78,11 @@ def test_which_configs_are_padded(no_gpu_arch):
     alts = FWD.alternatives(narrow)
     assert FWD.default_config(narrow)["TMA"] == 0 and alts[0] == hb.persistent_tile(narrow)
     assert all(c["TMA"] and c["PERSIST"] for c in alts) and FWD.find_configs(narrow) == [None] + alts
-    assert FWD.alternatives(_p("F", **CASES["c24_1x1"])) == [] and FWD.alternatives(_p("F", **CASES["c8_3x3"])) == []
+    # not where padding at least doubles a 3x3 layer's K tiles; a 1x1 layer over dense pixels tries them
+    assert FWD.alternatives(_p("F", **CASES["c8_3x3"])) == []
+    assert FWD.alternatives(_p("F", **dict(CASES["c8_3x3"], c=32))) == []
+    dense = _p("F", **CASES["c24_1x1"])
+    assert hb.dense_pixels(dense) and FWD.alternatives(dense)[0] == hb.persistent_tile(dense)
     assert FUSED.alternatives(_p("F", bias=1, activation="relu", **CASES["c96_3x3"]))
     # backward data: dy's channels K are the reduction's (each phase's forward view), padded the same way
     b = _p("B", **dict(CASES["c96_3x3"], c=64, k=96))
