@@ -27,7 +27,8 @@
 // ordering of the cp.async writes before wgmma reads them) and empty[s] (each consumer thread arrives
 // once its wgmma that read the stage has completed). The producer keeps LAG = STAGES - 2 stages of
 // copies in flight before it signals the oldest; no block-wide barrier in the mainloop.
-// Copy engine (TMA = 1; WSPEC, C % 64 == 0): one producer thread fills a stage with tensor-map copies
+// Copy engine (TMA = 1; WSPEC; C % 64 == 0, or each tap's columns padded to 64-wide blocks: W_PAD): one producer
+// thread fills a stage with tensor-map copies
 // (implicit_gemm_hopper_tma.cuh): each 64-wide block of A as a 64 x 64 box of dy (channels k, pixels j:
 // dy is a dense J x K matrix) and each 64-wide block of B as an im2col box of x (the j tile's 64 output
 // pixels as filter bases from its first pixel's (ow*sw - pw, oh*sh - ph, n), the block's tap as the filter
@@ -91,6 +92,17 @@
 #define WG_M (BM / (64 * WGS))
 #define GEMM_M P_K
 #define GEMM_N (P_C * P_Y * P_X)
+#if TMA && P_C % 64
+// copy engine with C % 64 != 0: each tap's columns rounded up to whole 64-wide blocks (TAP_C, GEMM_NP columns); the
+// copy engine reads x's channels past C as zeros, the split's partial planes hold GEMM_NP columns, and dw gets a tap's
+// first P_C of them (dw_col)
+#define W_PAD 1
+#define TAP_C ((P_C + 63) / 64 * 64)
+#define GEMM_NP (P_Y * P_X * TAP_C)
+#else
+#define W_PAD 0
+#define GEMM_NP GEMM_N
+#endif
 #define GEMM_J ((index_t)P_N * P_HO * P_WO)
 #define JTILES ((GEMM_J + BJ - 1) / BJ)
 #define A_BYTES (BM * 128)
@@ -235,7 +247,15 @@ __device__ __forceinline__ void for_each_pair(float (&acc)[WG_M][BN / 2], int t,
 #endif
 #if TMA
 #include "implicit_gemm_hopper_tma.cuh"
-static_assert(WSPEC && P_C % 64 == 0, "TMA: a producer warpgroup, 64-wide column blocks of one tap");
+static_assert(WSPEC, "TMA: a producer warpgroup; 64-wide column blocks of one tap (padded past C: W_PAD)");
+#endif
+#if W_PAD
+// column cl of the padded GEMM (tap cl / TAP_C, channel cl % TAP_C) as dw's column, or -1 for a channel past C
+__device__ __forceinline__ int dw_col(int cl)
+{
+    const int tap = cl / TAP_C, c = cl - tap * TAP_C;
+    return c < P_C ? tap * P_C + c : -1;
+}
 #endif
 static_assert(!B_DENSE || (TMA && P_Y == 1 && P_X == 1 && P_SH == 1 && P_SW == 1 && P_PH == 0 && P_PW == 0 &&
                            P_HI == P_HO && P_WI == P_WO), "B_DENSE: copy engine, 1x1 filter, stride 1, no padding");
@@ -282,8 +302,8 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
 
     const int t = threadIdx.x;
     const int wg = t >> 7;
-    const int m0 = (int)(blockIdx.x / ((GEMM_N + BN - 1) / BN)) * BM;
-    const int n0 = (int)(blockIdx.x % ((GEMM_N + BN - 1) / BN)) * BN;
+    const int m0 = (int)(blockIdx.x / ((GEMM_NP + BN - 1) / BN)) * BM;
+    const int n0 = (int)(blockIdx.x % ((GEMM_NP + BN - 1) / BN)) * BN;
 #if CLUSTER > 1
     // split blockIdx.y / CLUSTER's j tiles [cs0, ce), this rank's share of them (none past the split's end)
     const index_t cs0 = (index_t)(blockIdx.y / CLUSTER) * JT_PER;
@@ -359,11 +379,15 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
                 for(int b = 0; b < BN / 64; ++b)
                 {
                     // a block past GEMM_N (never stored) reads tap 0 instead
-                    const int colb = n0 + b * 64 < GEMM_N ? n0 + b * 64 : 0;
+                    const int colb = n0 + b * 64 < GEMM_NP ? n0 + b * 64 : 0;
 #if B_DENSE
                     tma_tile_2d(sn + A_BYTES + b * MNBLK, &tmx, colb, (int)j0, bar);
 #else
+#if W_PAD
+                    const int tap = colb / TAP_C, c = colb - tap * TAP_C;
+#else
                     const int tap = colb / P_C, c = colb - tap * P_C;
+#endif
                     tma_im2col_4d(sn + A_BYTES + b * MNBLK, &tmx, c, wb, hb, nb, (unsigned short)((tap % P_X) * P_DW),
                                   (unsigned short)((tap / P_X) * P_DH), bar);
 #endif
@@ -495,10 +519,17 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
                         a.x += v[u][q].x; a.y += v[u][q].y; a.z += v[u][q].z; a.w += v[u][q].w;
                     }
                     const int k = m0 + row0 + it / (BN / 4), cl = n0 + (it % (BN / 4)) * 4;
-                    if(it < items && k < GEMM_M && cl < GEMM_N)     // GEMM_N % 8 == 0: all 4 columns in range
+                    if(it < items && k < GEMM_M && cl < GEMM_NP)     // GEMM_NP % 8 == 0: all 4 columns in range
                     {
 #if SPLITK > 1
-                        *reinterpret_cast<float4*>(ws + ((long long)(blockIdx.y / CLUSTER) * GEMM_M + k) * GEMM_N + cl) = a;
+                        *reinterpret_cast<float4*>(ws + ((long long)(blockIdx.y / CLUSTER) * GEMM_M + k) * GEMM_NP + cl) = a;
+#elif W_PAD
+                        const int d = dw_col(cl);       // TAP_C % 8 == P_C % 8 == 0: the 4 columns in one tap's
+                        if(d >= 0)
+                        {
+                            store_pair(dw + (long long)k * GEMM_N + d, a.x, a.y);
+                            store_pair(dw + (long long)k * GEMM_N + d + 2, a.z, a.w);
+                        }
 #else
                         store_pair(dw + (long long)k * GEMM_N + cl, a.x, a.y);
                         store_pair(dw + (long long)k * GEMM_N + cl + 2, a.z, a.w);
@@ -527,18 +558,28 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
         {
             const int r = q / CPR, c8 = (q % CPR) * 8;
             const int k = m0 + r, cl = n0 + c8;
+#if W_PAD
+            const int d = cl < GEMM_NP ? dw_col(cl) : -1;       // 8 columns in one tap's
+            if(k < GEMM_M && d >= 0)
+                *reinterpret_cast<uint4*>(dw + (long long)k * GEMM_N + d) = *reinterpret_cast<const uint4*>(cs + r * LDH + c8);
+#else
             if(k < GEMM_M && cl < GEMM_N)
                 *reinterpret_cast<uint4*>(dw + (long long)k * GEMM_N + cl) = *reinterpret_cast<const uint4*>(cs + r * LDH + c8);
+#endif
         }
         return;
     }
 #endif
     for_each_pair(acc, t, [&](int r, int c, float& v0, float& v1) {
         const int k = m0 + r, cl = n0 + c;
-        if(k >= GEMM_M || cl >= GEMM_N)
+        if(k >= GEMM_M || cl >= GEMM_NP)
             return;
 #if SPLITK > 1
-        *reinterpret_cast<float2*>(ws + ((long long)blockIdx.y * GEMM_M + k) * GEMM_N + cl) = make_float2(v0, v1);
+        *reinterpret_cast<float2*>(ws + ((long long)blockIdx.y * GEMM_M + k) * GEMM_NP + cl) = make_float2(v0, v1);
+#elif W_PAD
+        const int d = dw_col(cl);      // a pair of columns in one tap's
+        if(d >= 0)
+            store_pair(dw + (long long)k * GEMM_N + d, v0, v1);
 #else
         store_pair(dw + (long long)k * GEMM_N + cl, v0, v1);
 #endif
@@ -558,7 +599,7 @@ igemm_hopper_wrw_reduce(const float* __restrict__ ws, data_t* __restrict__ dw)
 {
     grid_dep_wait();        // launched as the programmatic dependent of the partials' kernel
     __shared__ float4 part[RED_GROUPS - 1][RED_COLS];
-    constexpr long long total4 = (long long)GEMM_M * GEMM_N / 4;
+    constexpr long long total4 = (long long)GEMM_M * GEMM_NP / 4;
     constexpr int per = (SPLITK + RED_GROUPS - 1) / RED_GROUPS;
     const int g = threadIdx.x / RED_COLS, col = threadIdx.x % RED_COLS;
     const long long i = blockIdx.x * (long long)RED_COLS + col;
@@ -590,5 +631,13 @@ igemm_hopper_wrw_reduce(const float* __restrict__ ws, data_t* __restrict__ dw)
     uint2 o;
     o.x = *reinterpret_cast<unsigned*>(&lo);
     o.y = *reinterpret_cast<unsigned*>(&hi);
+#if W_PAD
+    // element 4i of the padded M x GEMM_NP planes: row k, column cl; 4 columns in one tap's (TAP_C % 4 == P_C % 4 == 0)
+    const long long e = 4 * i, k = e / GEMM_NP;
+    const int d = dw_col((int)(e - k * GEMM_NP));
+    if(d >= 0)
+        *reinterpret_cast<uint2*>(dw + k * GEMM_N + d) = o;
+#else
     reinterpret_cast<uint2*>(dw)[i] = o;
+#endif
 }

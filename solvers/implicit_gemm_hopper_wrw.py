@@ -11,8 +11,9 @@ SPLITK (requested reduction chunks; the kernel runs ceil(tiles / ceil(tiles / SP
 CLUSTER (1 to 8 blocks of a cluster sharing the reduction or a SPLITK chunk of it, each summing 1 / CLUSTER of
 the tiles' rows through distributed shared memory), WSPEC (1: a
 producer warpgroup issues the loads, the WGS warpgroups only multiply, stages handed over by mbarriers),
-TMA (1, with WSPEC and C % 64 == 0: the producer's one thread copies each stage's tiles with the copy
-engine, tensor maps of dy (tiled) and x (im2col) passed by value, ``miofind.tma``), ST16 (1, unsplit without a cluster:
+TMA (1, with WSPEC and C % 64 == 0, or 16-bit with each tap's columns padded to 64-wide blocks: ``gemm_cols``: the
+producer's one thread copies each stage's tiles with the copy engine, tensor maps of dy (tiled) and x (im2col) passed by
+value, ``miofind.tma``), ST16 (1, unsplit without a cluster:
 dw staged in shared memory and stored 16 bytes at a time instead of 4-byte pairs from the accumulators), RG (the
 split's reduce: thread groups of a block, each summing a range of the partial planes; derived from the split by
 red_groups, not searched; 4 in configs stored before it)."""
@@ -26,8 +27,9 @@ from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_applicable
 
 from .implicit_gemm_base import INT32_MAX, SM_COUNT
-from .implicit_gemm_hopper_base import (ARCH, SMEM_LIMIT, ImplicitGemmHopperBase, dense_pixels, problem_macros,
-                                        split_chunks, split_factory, split_tries, threads, tma_fits, x_dense, x_im2col)
+from .implicit_gemm_hopper_base import (ARCH, SMEM_LIMIT, ImplicitGemmHopperBase, dense_pixels, padded_default,
+                                        problem_macros, split_chunks, split_factory, split_tries, threads, tma_fits,
+                                        tma_padded, x_dense, x_im2col)
 
 KEYS = ("BM", "BN", "WGS", "STAGES", "SPLITK", "CLUSTER", "WSPEC", "TMA", "ST16", "RG")
 CLUSTERS = (1, 2, 3, 4, 5, 6, 7, 8)
@@ -42,6 +44,14 @@ WS_ALIGN = 256
 def wrw_shape(p: ProblemDescription) -> tuple[int, int, int]:
     """(M, N, J) = (K, Y*X*C, N*Ho*Wo)."""
     return p.k, p.c * math.prod(p.filter_size), p.n * math.prod(p.out_size)
+
+
+def gemm_cols(p: ProblemDescription, cfg) -> int:
+    """The GEMM's columns as ``cfg``'s kernel tiles them: Y*X*C, or with the copy engine and C % 64 != 0 each tap's
+    C rounded up to whole 64-wide column blocks (the kernel's W_PAD: the copy engine reads zeros past C, and dw gets
+    a tap's first C columns)."""
+    taps = math.prod(p.filter_size)
+    return taps * (ceil_div(p.c, 64) * 64 if cfg.get("TMA") and p.c % 64 else p.c)
 
 
 def j_tiles(p: ProblemDescription) -> int:
@@ -83,15 +93,14 @@ def blocks_per_sm(cfg) -> int:
 
 
 def tiles(p: ProblemDescription, cfg) -> int:
-    m, n, _ = wrw_shape(p)
-    return ceil_div(m, cfg["BM"]) * ceil_div(n, cfg["BN"])
+    return ceil_div(p.k, cfg["BM"]) * ceil_div(gemm_cols(p, cfg), cfg["BN"])
 
 
 def default_split(p: ProblemDescription, cfg) -> int:
     """The split with the least estimated time: waves of blocks (132 SMs x blocks_per_sm) times each
     block's j tiles plus 2 tiles of pipeline fill, at about 2 TFLOP/s per SM (what the H100 runs showed),
     plus the partial tiles' round trip (written and read back, 3 TB/s) and the reduce launch."""
-    m, n, _ = wrw_shape(p)
+    m, n = p.k, gemm_cols(p, cfg)
     jt = j_tiles(p)
     bps = blocks_per_sm(cfg)
     slots, nt = SM_COUNT * bps, tiles(p, cfg)
@@ -134,8 +143,8 @@ def config_ok(p: ProblemDescription, cfg) -> bool:
     # ST16 stages the finished dw tile: the unsplit path only
     if s16 and (cl != 1 or split_geometry(p, sk)[0] != 1):
         return False
-    # TMA: dy's rows (the J pixels) are 32-bit box coordinates
-    if tm and not (ws and tma_fits(p) and wrw_shape(p)[2] < INT32_MAX):
+    # TMA: dy's rows (the J pixels) are 32-bit box coordinates; C % 64 != 0: 16-bit, each tap's columns padded (W_PAD)
+    if tm and not (ws and (tma_fits(p) or tma_padded(p)) and wrw_shape(p)[2] < INT32_MAX):
         return False
     if bm % (64 * wgs) or bm // (64 * wgs) not in (1, 2) or (bm // (64 * wgs)) * bn > 256:
         return False
@@ -148,7 +157,7 @@ def config_ok(p: ProblemDescription, cfg) -> bool:
     # a cluster split: each block at least 2 j tiles of its chunk, the FP32 tile fits its pipeline buffers
     if cl > 1 and not (per >= 2 * cl and bm * (bn + 8) * 4 <= st * (bm + bn) * 128):
         return False
-    m, n, _ = wrw_shape(p)
+    m, n = p.k, gemm_cols(p, cfg)
     if eff > 1 and eff * m * n >= 2**40:
         return False
     # WSPEC's 2 x STAGES mbarriers are static shared memory beside the dynamic buffers
@@ -180,7 +189,7 @@ ALTERNATES = 3          # configs a find measures beside the default, later (the
 def estimate_terms(p: ProblemDescription, cfg) -> tuple:
     """(tile shape, waves x j tiles per block, waves, MB of partial planes, reduce launches, MB exchanged by the
     cluster split): the terms estimate_us weighs. Waves are of one block per SM."""
-    m, n, _ = wrw_shape(p)
+    m, n = p.k, gemm_cols(p, cfg)
     nt, cl = tiles(p, cfg), cfg["CLUSTER"]
     eff = split_geometry(p, cfg["SPLITK"])[0]
     blocks = nt * eff * cl
@@ -261,7 +270,8 @@ def default_tile(p: ProblemDescription) -> dict:
     cfg["ST16"] = 0
     cfg["RG"] = red_groups(p, cfg)
     tm = dict(cfg, WSPEC=1, TMA=1)
-    cfg = tm if config_ok(p, tm) else cfg
+    # padded columns (C % 64 != 0) where the forward's rule pads (padded_default)
+    cfg = tm if config_ok(p, tm) and (tma_fits(p) or padded_default(p)) else cfg
     return dict(cfg, ST16=1) if config_ok(p, dict(cfg, ST16=1)) else cfg
 
 
@@ -306,7 +316,7 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
         p = problem.as_conv()
         cfg = self.config_of(p, config)
         eff, _ = split_geometry(p, cfg["SPLITK"])
-        m, n, _ = wrw_shape(p)
+        m, n = p.k, gemm_cols(p, cfg)
         return 0 if eff == 1 else ceil_div(eff * m * n * 4, WS_ALIGN) * WS_ALIGN
 
     def get_solution(self, problem: ProblemDescription, config=None) -> ConvSolution:
@@ -328,7 +338,7 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
         }
         mac = tuple((k, str(v)) for k, v in mac.items())
         smem = smem_bytes(cfg)
-        m, n, _ = wrw_shape(p)
+        m, n = p.k, gemm_cols(p, cfg)
         main = KernelInfo(self.source, self.kernel_name, (tiles(p, cfg), ny, 1), (threads(cfg), 1, 1),
                           macros=mac, options=(f"-arch={ARCH}",))
         kernels = [main]

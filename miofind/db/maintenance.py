@@ -381,7 +381,13 @@ SOURCE_RENAMES = {"88c4490855edbe3c": "932ecfdffa26fafc",     # gemm_im2col.cu
                   "6225f923c8a8e673": "635d86348295fc66",     # the copy-engine-store F
                   "425a6819028289e3": "112506455e2f520d",     # the NCHW F
                   "002425b38eb4529b": "124cec60515e2771",     # the NCHW B
-                  "60b760b191912200": "710de7f522c207af"}     # the TF32 B
+                  "60b760b191912200": "710de7f522c207af",     # the TF32 B
+                  # implicit_gemm_hopper_wrw.cu's padded columns (W_PAD, under TMA with C % 64 != 0, which no stored
+                  # config has): every distinct stored Hopper W config of the shipped DB and the NCHW W's default and
+                  # two alternates on ResNet-50's layers, 401 kernels, byte-identical
+                  # (bench/results/session-nov29h/cubins_identical.txt)
+                  "029156cac0a10315": "da8be2afb7bae76e",     # Hopper W
+                  "87dcdc3b04e763fe": "35740b06e8f5316b"}     # the NCHW W
 # Hopper W's earlier digests are not renamed: the reduce-scatter cluster split changed the binaries of its CLUSTER > 1
 # configs (bench/results/session-wrw/cubins_w.txt), so records under them are re-measured; the shipped DB's were.
 # Since the programmatic dependent launches (griddepcontrol in the Hopper F/B/W kernels, solver versions bumped) the

@@ -286,12 +286,12 @@ def test_migration_of_records_before_a_source_rename(tmp_path):
     of gemm_im2col.cu and the depthwise kernels, which left every specialised build's code as it was)
     get today's key; a record of another solver with that old key, or of an unknown digest, stays. The Hopper
     family's earlier digests no longer rename (the programmatic dependent launches changed its binaries), but those
-    of the solvers built from implicit_gemm_hopper_fwd.cu just before its padded copy-engine K tiles do (their stored
-    configs' binaries unchanged: bench/results/session-nov29h/cubins_identical.txt)."""
+    of the solvers built from implicit_gemm_hopper_fwd.cu and _wrw.cu just before their padded copy-engine K tiles and
+    columns do (their stored configs' binaries unchanged: bench/results/session-nov29h/cubins_identical.txt)."""
     changes = renamed_trust_changes()
-    # the generic-build edit (gemm, depthwise) and the padded K tiles (the forward kernel's solvers, not W's)
+    # the generic-build edit (gemm, depthwise) and the padded K tiles and W columns (the Hopper F, B and W kernels)
     padded = {f"ConvImplicitGemmHopper{n}" for n in ("Fwd", "Bwd", "FwdBiasActiv", "FwdTmaStore", "FwdNchw", "BwdNchw",
-                                                    "BwdTf32")}
+                                                    "BwdTf32", "Wrw", "WrwNchw")}
     assert {sid for sid, _ in changes} == {s.id for s in solvers() if s.family in ("gemm", "depthwise")
                                            and getattr(s, "kernel_files", ())} | padded
     for (sid, old), new in changes.items():

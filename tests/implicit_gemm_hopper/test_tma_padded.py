@@ -13,6 +13,7 @@ from nvrtc_check import nvrtc_or_skip
 from miofind.problem import ProblemDescription
 from miofind.registry import solvers
 from miofind.solvers import implicit_gemm_hopper_base as hb
+from miofind.solvers import implicit_gemm_hopper_wrw as wrw
 
 HOPPER = {s.id: s for s in solvers() if s.family == "implicit_gemm_hopper"}
 FWD, BWD, WRW, TSTORE, FUSED = (HOPPER[f"ConvImplicitGemmHopper{d}"] for d in
@@ -94,8 +95,17 @@ def test_which_configs_are_padded(no_gpu_arch):
     bbig = _p("B", n=32, c=128, k=160, in_size=(28, 28), filter_size=3, pads=1, strides=2)
     assert BWD.default_config(bbig) == hb.persistent_tile(BWD.forward_problem(bbig))
     assert BWD.default_config(_p("B", n=32, c=128, k=80, in_size=(28, 28), filter_size=3, pads=1))["TMA"] == 0
-    w = _p("W", **CASES["c96_3x3"])            # W: unchanged (its 64-wide column blocks are one tap's channels)
-    assert not any(c["TMA"] for c in WRW.config_space(w))
+    # W: each tap's columns padded to 64-wide blocks (the kernel's W_PAD), split, clustered or not
+    w = _p("W", **CASES["c96_3x3"])
+    assert any(c["TMA"] and c["SPLITK"] > 1 for c in WRW.config_space(w))
+    assert any(c["TMA"] and c["CLUSTER"] > 1 for c in WRW.config_space(w))
+    wc = dict(WRW.default_config(w), TMA=1, WSPEC=1, SPLITK=1, CLUSTER=1)
+    assert WRW.is_valid_config(w, wc) and wrw.gemm_cols(w, wc) == 9 * 128 and wrw.gemm_cols(w, dict(wc, TMA=0)) == 9 * 96
+    assert WRW.get_solution(w, wc).kernels[0].grid[0] == wrw.tiles(w, wc) == 1 * 9
+    split = dict(wc, SPLITK=3)
+    assert WRW.workspace_bytes(w, split) == -(-3 * 72 * 9 * 128 * 4 // 256) * 256
+    assert WRW.default_config(_p("W", n=32, c=160, k=128, in_size=(28, 28), filter_size=3, pads=1))["TMA"] == 1
+    assert WRW.default_config(_p("W", n=32, c=80, k=128, in_size=(28, 28), filter_size=3, pads=1))["TMA"] == 0
     assert TSTORE.applicability(p) and TSTORE.is_valid_config(p, TSTORE.default_config(p))
     w_map = hb.forward_maps(p, _fcfg(128, 64, 2, 4, per=1))[1].spec
     assert w_map.fields[3:6] == ([96, 9, 72], [192, 9 * 192], [64, 1, 64])
@@ -118,10 +128,20 @@ def test_padded_builds(no_gpu_arch):
     builds += [FWD.get_solution(d, _fcfg(128, 64, 2, 4, per=1)).kernels[0], TSTORE.get_solution(p).kernels[0]]
     for name in ("b_k96_3x3", "b_k160_3x3s2", "b_k144_1x1"):
         builds += BWD.get_solution(_p("B", **BWD_CASES[name]), _fcfg(128, 64, 2, 4, per=1)).kernels
+    w = _p("W", **CASES["c96_3x3"])
+    for c in (_wcfg(128, 128, 2, 4), _wcfg(128, 128, 2, 4, sk=3), _wcfg(128, 128, 2, 4, cl=2),
+              _wcfg(128, 128, 2, 4, sk=2, cl=2), dict(_wcfg(64, 128, 1, 4), ST16=1)):
+        builds += WRW.get_solution(w, c).kernels
+    builds += WRW.get_solution(_p("W", **CASES["c24_1x1"]), _wcfg(64, 128, 1, 4, sk=2)).kernels
     f = _p("F", bias=1, activation="relu", **CASES["c96_3x3"])
     builds += [FUSED.get_solution(f, _fcfg(128, 64, 2, 4, per=1)).kernels[0]]
     for kern in builds:
         assert nvrtc_compile(kern, "sm_90a")[:4] == b"\x7fELF", (kern.name, dict(kern.macros))
+
+
+def _wcfg(bm, bn, wgs, st, sk=1, cl=1):
+    return {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "SPLITK": sk, "CLUSTER": cl, "WSPEC": 1, "TMA": 1, "ST16": 0,
+            "RG": 4}
 
 
 def _check_all(solver, p, cfgs):
@@ -169,3 +189,17 @@ def test_bwd_padded(name, dt):
     cfgs = [c for c in (_fcfg(128, 64, 2, 4), _fcfg(64, 128, 1, 6), _fcfg(128, 128, 2, 4, per=1),
                         _fcfg(64, 64, 1, 5, per=1), _fcfg(128, 64, 2, 5, per=1, pp=1)) if BWD.is_valid_config(p, c)]
     _check_all(BWD, p, cfgs)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_wrw_padded(name, dt):
+    """Padded copy-engine W (each tap's columns padded to 64-wide blocks, dw written for a tap's first C): unsplit,
+    split (the partial planes of padded columns and their reduce), over a cluster, both, 16-byte stores, against the
+    float64 reference with a poisoned dw."""
+    p = _p("W", dt, **CASES[name])
+    cfgs = [_wcfg(128, 128, 2, 4), _wcfg(64, 128, 1, 5, sk=3), _wcfg(128, 64, 2, 4, cl=2),
+            _wcfg(64, 64, 1, 4, sk=2, cl=2), dict(_wcfg(64, 128, 1, 4), ST16=1)]
+    cfgs = [dict(c, RG=wrw.red_groups(p, c)) for c in cfgs]
+    _check_all(WRW, p, [c for c in cfgs if WRW.is_valid_config(p, c)] + [WRW.default_config(p)])
