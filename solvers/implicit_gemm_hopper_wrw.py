@@ -250,6 +250,16 @@ def space(p: ProblemDescription, stages=range(3, 7), loads=((0, 0), (1, 0), (1, 
                                     yield c
 
 
+def padded_columns(p: ProblemDescription) -> bool:
+    """Whether the default pads each tap's columns for the copy engine (C % 64 != 0): where the forward's rule pads
+    (padded_default: C >= 96, padding at most a third), for filters larger than 1x1, or 1x1 filters of 224 channels or
+    more. The Hopper W solver's find (default and alternates) on the 22 such layers of tests/shapes.py's PADDED_C
+    (bench/results/session-nov29h/call11/, one run each way, H200, FP16 NHWC N = 32), padded / cp.async: 0.73-0.97 on
+    6 of the 7 larger filters (1.12 on Inception's 96 -> 96 3x3 stride 2), 0.87-1.04 on the 1x1 layers of 224
+    channels or more, 0.96-1.14 (5 of 7 slower) on the narrower 1x1 layers."""
+    return padded_default(p) and (math.prod(p.filter_size) > 1 or p.c >= 224)
+
+
 def default_tile(p: ProblemDescription) -> dict:
     """From the H100 sweep after the loader rewrite (bench/results/hopper-igemm/wrw-loaders): 1x1
     stride-1 filters (x read without pixel decode) run best with one warpgroup of 64 x 128 tiles, other
@@ -270,8 +280,7 @@ def default_tile(p: ProblemDescription) -> dict:
     cfg["ST16"] = 0
     cfg["RG"] = red_groups(p, cfg)
     tm = dict(cfg, WSPEC=1, TMA=1)
-    # padded columns (C % 64 != 0) where the forward's rule pads (padded_default)
-    cfg = tm if config_ok(p, tm) and (tma_fits(p) or padded_default(p)) else cfg
+    cfg = tm if config_ok(p, tm) and (tma_fits(p) or padded_columns(p)) else cfg
     return dict(cfg, ST16=1) if config_ok(p, dict(cfg, ST16=1)) else cfg
 
 

@@ -106,6 +106,10 @@ def test_which_configs_are_padded(no_gpu_arch):
     assert WRW.workspace_bytes(w, split) == -(-3 * 72 * 9 * 128 * 4 // 256) * 256
     assert WRW.default_config(_p("W", n=32, c=160, k=128, in_size=(28, 28), filter_size=3, pads=1))["TMA"] == 1
     assert WRW.default_config(_p("W", n=32, c=80, k=128, in_size=(28, 28), filter_size=3, pads=1))["TMA"] == 0
+    # 1x1: padded by default from 224 channels (wrw.padded_columns)
+    for c, default in ((96, False), (160, False), (224, True), (480, True)):
+        q = _p("W", n=32, c=c, k=128, in_size=(28, 28), filter_size=1)
+        assert WRW.default_config(q)["TMA"] == default == wrw.padded_columns(q), c
     assert TSTORE.applicability(p) and TSTORE.is_valid_config(p, TSTORE.default_config(p))
     w_map = hb.forward_maps(p, _fcfg(128, 64, 2, 4, per=1))[1].spec
     assert w_map.fields[3:6] == ([96, 9, 72], [192, 9 * 192], [64, 1, 64])
