@@ -200,10 +200,14 @@ def test_shipped_model_loads_and_covers_the_shipped_solvers():
     from miofind.find import candidates
     # FP32 NCHW, and FP16 NHWC where the Hopper family is a candidate (its records joined the shipped
     # DB after the rest: a model trained before them left every such problem to the nearest-problem rule)
+    # (the copy-engine-store forward, a candidate here since its padded K tiles, has no shipped records and so no place
+    # in the model: immediate mode ranks the other candidates by the model and lists it after, find.predicted)
+    late = "ConvImplicitGemmHopperFwdTmaStore"
+    assert late not in model.solver_ids
     for kw in ({}, dict(layout="NHWC", dtype="FP16")):
         for d in "FBW":
             p = ProblemDescription.make(d, n=16, c=96, k=96, in_size=(40, 40), filter_size=3, pads=1, **kw)
-            cands = candidates(p)[0]
+            cands = [s for s in candidates(p)[0] if s.id != late]
             assert model.supports(p, [s.id for s in cands]), (p.key(), [s.id for s in cands])
             t = model.predict_ms(p, [(s, None) for s in cands])
             assert all(np.isfinite(t)) and min(t) > 0
