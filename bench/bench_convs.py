@@ -65,17 +65,12 @@ def roofline_ms(p):
 
 def no_padded():
     """The Hopper solvers as before their padded copy-engine K tiles and W columns: no padded config is valid, none is a
-    default or an alternate, and backward data's copy engine needs K % 64 == 0 again (its former phase check)."""
-    from miofind import tma
+    default or an alternate, and backward data's copy engine needs K % 64 == 0 again: ``padded_channels``, the rule
+    every padded check asks (the base module's for the F and W solvers, backward data's own import), answers no."""
     from miofind.solvers import implicit_gemm_hopper_base as hb
     from miofind.solvers import implicit_gemm_hopper_bwd as bwd
-    from miofind.solvers import implicit_gemm_hopper_fwd_tma_store as ts
-    from miofind.solvers import implicit_gemm_hopper_wrw as wrw
 
-    hb.tma_padded = ts.tma_padded = wrw.tma_padded = lambda p: False
-    hb.padded_default = wrw.padded_default = lambda p: False
-    bwd.phase_tma_fits = lambda p, ph: p.k % hb.kdepth(p) == 0 and tma.im2col_fits(
-        p.out_size, ph.size, ph.fwd.pads, (1, 1), ph.taps, p.dilations)
+    hb.padded_channels = bwd.padded_channels = lambda p, channels: False
 
 
 def main():

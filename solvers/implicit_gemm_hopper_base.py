@@ -174,14 +174,24 @@ def tma_fits(p: ProblemDescription) -> bool:
     return p.c % kdepth(p) == 0 and tma.im2col_fits(isz[1:], osz[1:], pads[1:], strides[1:], fsz[1:], dils[1:])
 
 
+def padded_channels(p: ProblemDescription, channels: int) -> bool:
+    """Whether a reduction over ``channels`` channels a tap (the forward's C, backward data's K) takes padded K tiles
+    (``implicit_gemm_hopper_fwd.cu``'s TAP_K): 16-bit data, channels not a multiple of 64 but of 8."""
+    return esize(p) == 2 and channels % kdepth(p) != 0 and channels % 8 == 0
+
+
+def tap_channels(p: ProblemDescription) -> int:
+    """C rounded up to whole K tiles: a tap's K extent when its tiles are padded (TAP_K)."""
+    return ceil_div(p.c, kdepth(p)) * kdepth(p)
+
+
 def tma_padded(p: ProblemDescription) -> bool:
     """Whether copy-engine loads can serve the forward's x with each tap's K tiles padded
     (``implicit_gemm_hopper_fwd.cu``'s TAP_K): 16-bit data whose C is not a multiple of 64 (8 or more, a multiple of
-    8), a tile one tap's 64 channels of which those past C read as zeros from both maps (w then a 3-D map,
-    ``w_taps``), within the im2col fields as ``tma_fits``; unsplit configs only (``config_ok``)."""
+    8: ``padded_channels``), a tile one tap's 64 channels of which those past C read as zeros from both maps (w then a
+    3-D map, ``w_taps``), within the im2col fields as ``tma_fits``; unsplit configs only (``config_ok``)."""
     isz, osz, fsz, pads, strides, dils = dims3(p)
-    return (esize(p) == 2 and p.c % kdepth(p) != 0 and p.c % 8 == 0
-            and tma.im2col_fits(isz[1:], osz[1:], pads[1:], strides[1:], fsz[1:], dils[1:]))
+    return padded_channels(p, p.c) and tma.im2col_fits(isz[1:], osz[1:], pads[1:], strides[1:], fsz[1:], dils[1:])
 
 
 def padded_default(p: ProblemDescription) -> bool:
@@ -190,8 +200,7 @@ def padded_default(p: ProblemDescription) -> bool:
     N = 32 FP16 NHWC, kernel time): the padded copy-engine configs beat the cp.async default on 20 of the 22 layers
     with C = 96 .. 992 (the other two by 2% and 4%), and lost on the 3x3 and 5x5 layers of 32, 48 and 80 channels
     (1.18-1.62x the default's time), whose padding adds 33-100% to the MMA work."""
-    tap = ceil_div(p.c, kdepth(p)) * kdepth(p)
-    return tma_padded(p) and p.c >= 96 and 3 * tap <= 4 * p.c
+    return tma_padded(p) and p.c >= 96 and 3 * tap_channels(p) <= 4 * p.c
 
 
 def w_taps(p: ProblemDescription, bn: int) -> tma.TiledSpec:
@@ -632,21 +641,20 @@ class ImplicitGemmHopperBase(Solver):
         the padding less than doubles the K tiles, or the filter is 1x1 over dense pixels (bench/results/
         session-nov29h/call1/: 0.70-1.07x the default's time on 1x1 layers of 16-32 channels, 1.23-1.62x on 3x3
         layers of 32)."""
-        d = self.default_config(p)
-        tap = ceil_div(p.c, kdepth(p)) * kdepth(p)
-        if not d["TMA"] and tma_padded(p) and (2 * p.c > tap or dense_pixels(p)) and self.forward_problem(p) is p:
-            # a forward whose channels are not a multiple of 64: the padded copy-engine configs (persistent_tile's and
-            # the ALTERNATE_TILES)
+        d, lead = self.default_config(p), []
+        if not d["TMA"] and tma_padded(p) and (2 * p.c > tap_channels(p) or dense_pixels(p)) and \
+                self.forward_problem(p) is p:
+            # a forward whose channels are not a multiple of 64: persistent_tile's padded config leads, then the
+            # ALTERNATE_TILES of it
             d = persistent_tile(p)
-            if not (d["PERSIST"] and d["TMA"]) or not self.is_valid_config(p, d):
+            if not self.is_valid_config(p, d):
                 return []
-            alts = (dict(d, BM=bm, BN=bn, WGS=wgs, STAGES=st, PINGPONG=pp) for bm, bn, wgs, st, pp in ALTERNATE_TILES)
-            return [d] + [c for c in alts if c != d and self.is_valid_config(p, c)]
+            lead = [d]
         if not (d["PERSIST"] and d["TMA"]):
             return []
         alts = ALTERNATE_TILES_TF32 if p.dtype == "FP32" else ALTERNATE_TILES
         tiles = (dict(d, BM=bm, BN=bn, WGS=wgs, STAGES=st, PINGPONG=pp) for bm, bn, wgs, st, pp in alts)
-        return [c for c in tiles if c != d and self.is_valid_config(p, c)]
+        return lead + [c for c in tiles if c != d and self.is_valid_config(p, c)]
 
     def config_space(self, problem: ProblemDescription):
         yield from space(problem.as_conv())

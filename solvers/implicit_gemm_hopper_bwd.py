@@ -22,8 +22,8 @@ from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, ceil_div, not_a
 from miofind.tensors import CUDA_TYPES, needs_int64
 
 from .implicit_gemm_hopper_base import (ALIGN, BK, SMEM_STATIC, WS_ALIGN, ImplicitGemmHopperBase, check_aligned,
-                                        default_tile, dense_pixels, esize, forward_kernels, kdepth, partial_bytes,
-                                        recipe_steps, sm_count, space, x_dense)
+                                        default_tile, dense_pixels, esize, forward_kernels, kdepth, padded_channels,
+                                        partial_bytes, recipe_steps, sm_count, space, x_dense)
 
 ZERO_SRC = "implicit_gemm_hopper_bwd.cu"
 ZERO_BLOCK = 256
@@ -156,7 +156,7 @@ def phase_tma_fits(p: ProblemDescription, ph: Phase) -> bool:
     16-bit, each tap's K tiles padded past K, whose dy and w boxes read zeros there: the forward kernel's TAP_K, unsplit
     configs only, ``config_ok``), and the im2col corners of dy's real size around the phase's output pixels and its
     filter offsets within the 4-D fields."""
-    channels = p.k % kdepth(p) == 0 or (esize(p) == 2 and p.k % 8 == 0)
+    channels = p.k % kdepth(p) == 0 or padded_channels(p, p.k)
     return channels and tma.im2col_fits(p.out_size, ph.size, ph.fwd.pads, (1, 1), ph.taps, p.dilations)
 
 
