@@ -168,6 +168,9 @@
 // one tap's channels c .. c + BK - 1; the copy engine writes zeros for channels past P_C in both operands
 #define TAP_K ((P_C + BK - 1) / BK * BK)
 #define KTILES (P_Y * P_X * TAP_K / BK)
+// a tap's last K tile holds P_C % BK live channels: its k16 steps past them multiply zeros and are skipped
+#define TAP_TILES (TAP_K / BK)
+#define LIVE_K16 ((P_C % BK + 15) / 16)
 #else
 #define KTILES ((GEMM_K + BK - 1) / BK)
 #endif
@@ -357,6 +360,32 @@ __device__ __forceinline__ void mma_tile(float (&acc)[WG_M][BN / 2], u32 sa, u32
     wgmma_commit();
 }
 
+#if TMA && P_C % BK
+// mma_tile for a tap's last K tile (padded K tiles): its first LIVE_K16 k steps only, the rest being zeros
+__device__ __forceinline__ void mma_tile_live(float (&acc)[WG_M][BN / 2], u32 sa, u32 sb, int wg)
+{
+    wgmma_fence();
+#pragma unroll
+    for(int k16 = 0; k16 < LIVE_K16; ++k16)
+    {
+#if B_MN
+        const u64 db = desc_mn(sb + k16 * 16 * 128);
+#else
+        const u64 db = desc_sw128(sb + k16 * 32);
+#endif
+#pragma unroll
+        for(int i = 0; i < WG_M; ++i)
+            wgmma_tile(acc[i], desc_sw128(sa + (wg * WG_M + i) * 64 * 128 + k16 * 32), db);
+    }
+    wgmma_commit();
+}
+// stage s's K tile at consume_tile's kt (padded configs are unsplit: kt is the tile's index in the reduction)
+#define MMA_STAGE(kt, a, b) do { if((kt) % TAP_TILES == TAP_TILES - 1) mma_tile_live(acc, a, b, wg); \
+                                 else mma_tile(acc, a, b, wg); } while(0)
+#else
+#define MMA_STAGE(kt, a, b) mma_tile(acc, a, b, wg)
+#endif
+
 #if EPI
 // v + bias[k] (k < GEMM_N: bias has GEMM_N elements), then the activation, in FP32
 __device__ __forceinline__ float epi(float v, const data_t* __restrict__ bias, int k)
@@ -494,7 +523,7 @@ __device__ __forceinline__ void consume_tile(float (&acc)[WG_M][BN / 2], u32 ful
         if(B_RESIDENT)
             mma_tile(acc, sa0 + s * A_BYTES, sb0 + kt * B_BYTES, wg);
         else
-            mma_tile(acc, sa0 + s * STAGE_BYTES, sa0 + s * STAGE_BYTES + A_BYTES, wg);
+            MMA_STAGE(kt, sa0 + s * STAGE_BYTES, sa0 + s * STAGE_BYTES + A_BYTES);
         wgmma_wait<1>();                 // position pos - 1's wgmma has completed: release its stage
         if(kt > 0)
             mbar_arrive(empty0 + (int)((pos - 1) % STAGES) * 8);

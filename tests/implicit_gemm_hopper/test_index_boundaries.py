@@ -4,8 +4,9 @@ TF32 (``math="tf32"``) solvers, and the NCHW wrappers), on 3x3 problems of 64 ->
 activations hold n x 2^22 elements: just under 2^31 (n = 511, 32-bit offsets) and just over it (n = 513, 64-bit
 offsets: at n = 512 the last element's index, 2^31 - 1, would still fit 32 bits). The three base solvers run at their
 default config (the copy engine) and at the same tile with 16-byte cp.async loads (the offsets computed in the
-kernel); the others at their default config. The padded copy-engine K tiles (96 channels in the reduction, F and B)
-at n = 341 and 342, whose largest tensor, n x 6 x 2^20 elements, is just under and just over 2^31.
+kernel); the others at their default config. The padded copy-engine K tiles (96 channels in the reduction, F and B;
+backward weights' padded columns) at n = 341 and 342, whose largest tensor, n x 6 x 2^20 elements, is just under and
+just over 2^31.
 
 The CPU tests pin that each case applies and the index type its kernels are built with (``INDEX_T``), and check the
 float64 references it shares with the core boundary test (tests/boundary_helpers.py) against a direct NumPy convolution
@@ -54,8 +55,13 @@ SOLVERS = {
 # dy, each tap's K tiles padded to 128 (the default at 96 channels), and 96 in the output too: the copy engine reads
 # the input through its maps without the kernel's offsets, so the output, which the kernel's epilogue addresses, must
 # cross 2^31 as well (with 64 output channels it stayed under, and a 32-bit build passed: session nov29h call 8)
+# Backward weights' padded columns (W_PAD; x's 96 channels, 3x3: the default pads) read x and dy, both past 2^31
+# elements, through the copy engine's maps only; the kernel's own offsets address dw and its split's partial planes,
+# far below 2^31, so no 32-bit build can fail this case: it checks the maps and the padded columns at that size, and
+# has no negative control
 PADDED = {"Fpad": ("ConvImplicitGemmHopperFwd", "F", dict(c=96, k=96)),
-          "Bpad": ("ConvImplicitGemmHopperBwd", "B", dict(c=96, k=96))}
+          "Bpad": ("ConvImplicitGemmHopperBwd", "B", dict(c=96, k=96)),
+          "Wpad": ("ConvImplicitGemmHopperWrw", "W", dict(c=96, k=96))}
 SOLVERS.update({key: (sid, d, "NHWC", "FP16", "strict") for key, (sid, d, _) in PADDED.items()})
 WITH_CP_ASYNC = ("F", "B", "W")     # the base solvers: also at their default tile with cp.async loads
 INDEX = {511: "int", 513: "long long"}      # largest tensor n x 256 x 256 x 64 = n x 2^22 elements
@@ -105,7 +111,10 @@ def test_cases_apply_and_choose_the_index_width(no_gpu_arch, monkeypatch):
         assert s.is_valid_config(p, cfg), (cid, cfg)
         if loads == "cp.async":
             assert cfg.get("TMA", 1) == 0 and s.default_config(p).get("TMA") == 1, (cid, cfg)
-        if key in PADDED:
+        if key in PADDED and SOLVERS[key][1] == "W":
+            from miofind.solvers import implicit_gemm_hopper_wrw as wrw
+            assert wrw.padded_columns(p) and cfg["TMA"] == 1 and wrw.gemm_cols(p, cfg) == 9 * 128, (cid, cfg)
+        elif key in PADDED:
             from miofind.solvers import implicit_gemm_hopper_base as hb
             assert hb.padded_default(s.forward_problem(p)) and cfg["TMA"] == cfg["PERSIST"] == 1, (cid, cfg)
         assert max(math.prod(sh) for sh in p.io_shapes()) == (n * 6 << 20 if key in PADDED else n << 22), cid

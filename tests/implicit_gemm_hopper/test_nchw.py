@@ -37,6 +37,9 @@ CASES = {
     "1x1_s2": dict(n=2, c=96, k=136, in_size=(14, 13), filter_size=1, strides=2),
     "5x5_dil": dict(n=2, c=16, k=24, in_size=(17, 16), filter_size=5, pads=3, dilations=2),
     "c8": dict(n=3, c=8, k=8, in_size=(7, 9), filter_size=3, pads=1),
+    # channels not a multiple of 64 (x's 96, dy's 160): the copy engine's padded K tiles in every direction and every
+    # find config (forward and backward data: each tap's K tiles padded, TAP_K; backward weights: W_PAD columns)
+    "c96_k160": dict(n=8, c=96, k=160, in_size=(28, 28), filter_size=3, pads=1),
 }
 # FP32 with TF32 math (the rounding solvers: input channels of the forward a multiple of 32; backward data stride 1,
 # dy's channels a multiple of 32, dx's of 4; backward weights x's channels a multiple of 32)
@@ -170,6 +173,25 @@ def test_swap_wrappers_switched_off(no_gpu_arch, monkeypatch, sid, d):
     monkeypatch.setenv("MIOFIND_HOPPER_NCHW", "0")                  # every NCHW wrapper off, these too
     a = get_solver(sid).applicability(p)
     assert not a and "MIOFIND_HOPPER_NCHW=0" in a.reason
+
+
+def test_padded_case_takes_padded_copy_engine_configs(no_gpu_arch):
+    """Every find config of the 16-bit wrappers on "c96_k160" loads padded K tiles (or W's padded columns) through
+    the copy engine, so the GPU tests run the padded kernels on the transposed copies."""
+    from miofind.solvers import implicit_gemm_hopper_base as hb
+    from miofind.solvers import implicit_gemm_hopper_wrw as wrw
+
+    for sid in ("ConvImplicitGemmHopperFwdNchw", "ConvImplicitGemmHopperBwdNchw", "ConvImplicitGemmHopperWrwNchw"):
+        s = get_solver(sid)
+        p = _p(WRAPS[sid][1], **CASES["c96_k160"])
+        q = nc.channels_last(p)
+        for cfg in s.find_configs(p):
+            cfg = cfg or s.default_config(p)
+            assert cfg["TMA"] == 1, (sid, cfg)
+            if p.direction == "W":
+                assert wrw.gemm_cols(q, cfg) == 9 * 128 and wrw.padded_columns(q), (sid, cfg)
+            else:
+                assert hb.padded_channels(q, 96 if p.direction == "F" else 160), (sid, cfg)
 
 
 def test_mixed_layouts_rejected(no_gpu_arch):
