@@ -21,3 +21,4 @@ timeout 120 $NCU $SEC -k regex:igemm_hopper_fwd --launch-skip 2 --launch-count 1
 echo "2 rc=$? $(el) s"; save
 timeout 150 $NCU $SEC --launch-skip 4 --launch-count 8 $P --solver ConvCudnnFwd > $R/ncu_cudnn.csv 2> $R/ncu_cudnn.err
 echo "3 rc=$? $(el) s"; save; echo "all $(el) s"
+# (call 6 ran cuDNN's again with a kernel filter: the launches above caught CuPy's input generation only)
