@@ -185,7 +185,8 @@
 
 static_assert(BM % (64 * (PINGPONG ? 1 : WGS)) == 0 && (WG_M == 1 || WG_M == 2), "BM = 64 * WGS * (1 or 2), ping-pong 64 * (1 or 2)");
 static_assert(!PINGPONG || (PERSIST && TMA && WGS == 2), "ping-pong: persistent copy engine, two consumer warpgroups");
-static_assert(BN == 64 || BN == 128 || BN == 256, "BN in 64, 128, 256");
+static_assert(BN == 64 || BN == 128 || BN == 256 || (BN == 32 && !IS_TF32 && !B_MN),
+              "BN in 64, 128, 256; 32 for a 16-bit forward's narrow outputs");
 static_assert(WG_M * BN <= 256, "at most 128 accumulators per thread");
 static_assert(STAGES >= 3, "prefetch distance STAGES - 2 >= 1");
 static_assert(!IS_TF32 || !B_MN, "TF32 operands K-major only (no backward-data MN-major filter)");
@@ -220,6 +221,21 @@ __device__ __forceinline__ index_t y_offset(index_t m)
 #endif
 }
 
+#if BN == 32
+// m64n32k16 (16-bit, K-major A and B): 16 FP32 accumulators a thread, fragments as the wider wgmma's
+__device__ __forceinline__ void wgmma_n32(float* d, u64 da, u64 db)
+{
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k16.f32." WG_AB "." WG_AB " "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, " WG_TRANS ";\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+          "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+        : "l"(da), "l"(db), "n"(1));
+}
+#endif
+
 __device__ __forceinline__ void wgmma_tile(float* d, u64 da, u64 db)
 {
 #if IS_TF32 && BN == 64
@@ -232,6 +248,8 @@ __device__ __forceinline__ void wgmma_tile(float* d, u64 da, u64 db)
     wgmma_n64(d, da, db);
 #elif BN == 128
     wgmma_n128(d, da, db);
+#elif BN == 32
+    wgmma_n32(d, da, db);
 #else
     wgmma_n256(d, da, db);
 #endif

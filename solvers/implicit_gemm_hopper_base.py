@@ -8,8 +8,9 @@ solvers/implicit_gemm_base.py). The kernels are built for ``sm_90a`` (wgmma exis
 only on a compute-capability 9.0 GPU; without a visible GPU (CPU tools, CI's NVRTC compile) the device check is left
 to the run.
 
-Tunables: BM (block rows, 64 x WGS x 1 or 2), BN (64, 128, 256: the wgmma N), WGS (1 or 2 consumer warpgroups, each
-also loading unless WSPEC; or 3 with WSPEC, BM = 192 and BN <= 128), STAGES (shared-memory buffers, prefetch
+Tunables: BM (block rows, 64 x WGS x 1 or 2), BN (64, 128, 256: the wgmma N; 32 for a 16-bit forward of at most 32
+output channels), WGS (1 or 2 consumer warpgroups, each also loading unless WSPEC; or 3 with WSPEC, BM = 192 and
+BN <= 128), STAGES (shared-memory buffers, prefetch
 distance STAGES - 2), PERSIST (1: persistent blocks; without TMA N <= BN, all of B resident in shared memory,
 streaming A), SPLITK (requested chunks of the K = C*Y*X reduction, grid.y; the kernel runs ceil(tiles / ceil(tiles /
 SPLITK)) of them, each writing FP32 partial tiles to the workspace, summed and cast by a second kernel; PERSIST = 0
@@ -243,7 +244,11 @@ def forward_maps(p: ProblemDescription, cfg) -> tuple[tma.MapCache, tma.MapCache
 
 def config_ok(p: ProblemDescription, cfg) -> bool:
     bm, bn, wgs, st, per, sk, wsp, tm, pp = (cfg[k] for k in KEYS)
-    if wgs not in (1, 2, 3) or bn not in (64, 128, 256) or per not in (0, 1) or st not in range(3, 9 if per else 7):
+    if wgs not in (1, 2, 3) or bn not in (32, 64, 128, 256) or per not in (0, 1) or st not in range(3, 9 if per else 7):
+        return False
+    # 32-wide tiles (m64n32k16): a 16-bit forward's narrow outputs only (backward data's MN-major filter tiles and the
+    # TF32 kernels are 64 wide or more)
+    if bn == 32 and not (esize(p) == 2 and p.direction == "F"):
         return False
     if wsp not in (0, 1) or tm not in (0, 1) or pp not in (0, 1):
         return False
@@ -397,8 +402,8 @@ def split_variants(p: ProblemDescription, cfg):
 def space(p: ProblemDescription):
     m, n, _ = gemm_shape(p)
     for bm in (64, 128, 192, 256):
-        for bn in (64, 128, 256):
-            if bn > max(64, 2 * n) or bm > max(64, 2 * m):
+        for bn in (32, 64, 128, 256):
+            if bn > max(64, 2 * n) or bm > max(64, 2 * m) or (bn == 32 and n > 32):
                 continue
             for wgs in (1, 2, 3):
                 for per in (0, 1):

@@ -234,6 +234,8 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
         p = problem.as_conv()
         if p.spatial_dims != 2 or not runs(p):
             return False
+        if isinstance(config, dict) and config.get("BN") == 32:     # 32-wide tiles: the forward's only (config_ok)
+            return False
         if isinstance(config, dict) and self.legacy_config(config).get("TMA") and \
                 not all(phase_tma_fits(p, ph) for ph in runs(p)):
             return False

@@ -36,9 +36,9 @@ def smem_bytes(p, cfg) -> int:
 
 
 def persistent_ok(p, cfg) -> bool:
-    """A valid forward tile that is persistent, on the copy engine and unsplit, with OBUF 1 or 2 output tiles whose
-    shared memory (and the 2 x STAGES mbarriers beside it) fits."""
-    if cfg["PERSIST"] != 1 or cfg["TMA"] != 1 or cfg["SPLITK"] != 1 or cfg["OBUF"] not in (1, 2):
+    """A valid forward tile that is persistent, on the copy engine and unsplit, at least one stored box wide (BN >= 64),
+    with OBUF 1 or 2 output tiles whose shared memory (and the 2 x STAGES mbarriers beside it) fits."""
+    if cfg["PERSIST"] != 1 or cfg["TMA"] != 1 or cfg["SPLITK"] != 1 or cfg["OBUF"] not in (1, 2) or cfg["BN"] < BOX_N:
         return False
     return config_ok(p, base_tile(cfg)) and smem_bytes(p, cfg) + 16 * cfg["STAGES"] <= SMEM_LIMIT
 
