@@ -645,7 +645,19 @@ class ImplicitGemmHopperBase(Solver):
         by cp.async (``padded_default``), persistent_tile's config and the ALTERNATE_TILES with padded K tiles where
         the padding less than doubles the K tiles, or the filter is 1x1 over dense pixels (bench/results/
         session-nov29h/call1/: 0.70-1.07x the default's time on 1x1 layers of 16-32 channels, 1.23-1.62x on 3x3
-        layers of 32)."""
+        layers of 32). A 16-bit forward of at most 32 output channels then tries the default and each of those with
+        32-wide tiles (BN = 32)."""
+        out = self._wide_alternatives(p)
+        if p.k > 32 or esize(p) != 2 or p.direction != "F" or self.forward_problem(p) is not p:
+            return out
+        # at most 32 output channels: each config above and the default again with 32-wide tiles (bench/results/
+        # session-nov29i/call8/: on seven such layers the best 32-wide config beat the best 64-wide one by 5-22%)
+        default = self.default_config(p)
+        narrow = [dict(c, BN=32) for c in [default] + out]
+        return out + [c for i, c in enumerate(narrow) if c != default and c not in out and c not in narrow[:i]
+                      and self.is_valid_config(p, c)]
+
+    def _wide_alternatives(self, p: ProblemDescription) -> list[dict]:
         d, lead = self.default_config(p), []
         if not d["TMA"] and tma_padded(p) and (2 * p.c > tap_channels(p) or dense_pixels(p)) and \
                 self.forward_problem(p) is p:

@@ -28,8 +28,9 @@ CASES = {
     "c64_k16_1x1": dict(n=3, c=64, k=16, in_size=(14, 13), filter_size=1),
     "c24_k8_dil": dict(n=2, c=24, k=8, in_size=(16, 15), filter_size=3, pads=2, dilations=2),
 }
-# a long walk: many tiles a persistent block, a K loop of many tiles, and a reduction long enough to split
-MANY = dict(n=16, c=128, k=32, in_size=(28, 28), filter_size=3, pads=1)
+# a long walk: many tiles a persistent block (588 tiles of 128 rows: over twice the blocks of the grid at 2 blocks per
+# SM), a K loop of 18 tiles, a reduction long enough to split
+MANY = dict(n=96, c=128, k=32, in_size=(28, 28), filter_size=3, pads=1)
 
 
 def _p(d, dt="FP16", **kw):
@@ -62,6 +63,17 @@ def test_which_problems_take_bn32(no_gpu_arch):
     assert not any(c["BN"] == 32 for c in TSTORE.config_space(p))
     assert not TSTORE.is_valid_config(p, dict(_cfg(128, 2, 4, per=1, wsp=1, tma=1), OBUF=1))
     assert hb.forward_maps(p, _cfg(128, 2, 4, per=1, wsp=1, tma=1))[1].spec.fields[5] == [64, 32]
+    # the find: the default (64 wide or more, unchanged), its alternates, then each of those and the default 32 wide
+    for kw in (MANY, dict(MANY, c=32, k=16, in_size=(56, 56), filter_size=1), dict(MANY, c=32, in_size=(35, 35))):
+        q = _p("F", **kw)
+        d, alts = FWD.default_config(q), FWD.alternatives(q)
+        assert d["BN"] >= 64 and dict(d, BN=32) in alts and all(FWD.is_valid_config(q, c) for c in alts)
+        wide = [c for c in alts if c["BN"] > 32]
+        assert alts == wide + [c for c in alts if c["BN"] == 32] and len(alts) == len({repr(c) for c in alts})
+        assert all(dict(c, BN=32) in alts for c in wide if FWD.is_valid_config(q, dict(c, BN=32)))
+    assert all(c["BN"] == 32 for c in FUSED.alternatives(_p("F", bias=1, activation="relu", **MANY))[-3:])
+    assert not any(c["BN"] == 32 for c in FWD.alternatives(_p("F", **dict(MANY, k=40))))
+    assert not any(c["BN"] == 32 for c in FWD.alternatives(_p("F", "FP32", math="tf32", **MANY)))
 
 
 def test_bn32_builds(no_gpu_arch):
