@@ -12,7 +12,9 @@
 // warpgroup's wgmma_wait<1> of the tile two back.
 // WGS warpgroups (128 threads each) all load (unless WSPEC, below); warpgroup g multiplies rows
 // [g*64*WG_M, (g+1)*64*WG_M) of the block tile against all BN columns (WG_M m64 blocks of one
-// m64nBNk16 each per k16 step).
+// m64nBNk16 each per k16 step). BN is 64, 128 or 256, or 32 for a 16-bit forward of narrow outputs
+// (not B_MN; wgmma_n32). With padded K tiles (TMA, P_C % 64 != 0) a tap's last K tile multiplies
+// only the k16 steps that hold live channels (mma_tile_live).
 // PERSIST = 1 (N <= BN): the grid is at most the blocks that fit the GPU at once; each block loads all
 // of B (KTILES x BN x 64) into shared memory once, then streams A through STAGES buffers over its M
 // tiles (blockIdx.x, + gridDim.x, ...) without draining the pipeline between tiles; a tile's output
