@@ -14,7 +14,7 @@
 // [g*64*WG_M, (g+1)*64*WG_M) of the block tile against all BN columns (WG_M m64 blocks of one
 // m64nBNk16 each per k16 step). BN is 64, 128 or 256, or 32 for a 16-bit forward of narrow outputs
 // (not B_MN; wgmma_n32). With padded K tiles (TMA, P_C % 64 != 0) a tap's last K tile multiplies
-// only the k16 steps that hold live channels (mma_tile_live).
+// only the k16 steps that hold live channels (mma_steps<LIVE_K16>).
 // PERSIST = 1 (N <= BN): the grid is at most the blocks that fit the GPU at once; each block loads all
 // of B (KTILES x BN x 64) into shared memory once, then streams A through STAGES buffers over its M
 // tiles (blockIdx.x, + gridDim.x, ...) without draining the pipeline between tiles; a tile's output
@@ -361,12 +361,14 @@ __device__ __forceinline__ void load_b(const data_t* __restrict__ w, int n0, int
 }
 #endif
 
-// One K tile: warpgroup wg's WG_M m64 blocks x BN, KSTEPS 32-byte k steps (asynchronous; the caller commits).
-__device__ __forceinline__ void mma_tile(float (&acc)[WG_M][BN / 2], u32 sa, u32 sb, int wg)
+// The first STEPS 32-byte k steps of one K tile: warpgroup wg's WG_M m64 blocks x BN (asynchronous; the caller
+// commits).
+template <int STEPS>
+__device__ __forceinline__ void mma_steps(float (&acc)[WG_M][BN / 2], u32 sa, u32 sb, int wg)
 {
     wgmma_fence();
 #pragma unroll
-    for(int k16 = 0; k16 < KSTEPS; ++k16)
+    for(int k16 = 0; k16 < STEPS; ++k16)
     {
 #if B_MN
         const u64 db = desc_mn(sb + k16 * 16 * 128);      // 16 kk rows further
@@ -380,27 +382,16 @@ __device__ __forceinline__ void mma_tile(float (&acc)[WG_M][BN / 2], u32 sa, u32
     wgmma_commit();
 }
 
-#if TMA && P_C % BK
-// mma_tile for a tap's last K tile (padded K tiles): its first LIVE_K16 k steps only, the rest being zeros
-__device__ __forceinline__ void mma_tile_live(float (&acc)[WG_M][BN / 2], u32 sa, u32 sb, int wg)
+// One K tile: all KSTEPS k steps.
+__device__ __forceinline__ void mma_tile(float (&acc)[WG_M][BN / 2], u32 sa, u32 sb, int wg)
 {
-    wgmma_fence();
-#pragma unroll
-    for(int k16 = 0; k16 < LIVE_K16; ++k16)
-    {
-#if B_MN
-        const u64 db = desc_mn(sb + k16 * 16 * 128);
-#else
-        const u64 db = desc_sw128(sb + k16 * 32);
-#endif
-#pragma unroll
-        for(int i = 0; i < WG_M; ++i)
-            wgmma_tile(acc[i], desc_sw128(sa + (wg * WG_M + i) * 64 * 128 + k16 * 32), db);
-    }
-    wgmma_commit();
+    mma_steps<KSTEPS>(acc, sa, sb, wg);
 }
-// stage s's K tile at consume_tile's kt (padded configs are unsplit: kt is the tile's index in the reduction)
-#define MMA_STAGE(kt, a, b) do { if((kt) % TAP_TILES == TAP_TILES - 1) mma_tile_live(acc, a, b, wg); \
+
+#if TMA && P_C % BK
+// stage s's K tile at consume_tile's kt (padded configs are unsplit: kt is the tile's index in the reduction); a tap's
+// last K tile (padded K tiles) multiplies its first LIVE_K16 k steps only, the rest being zeros
+#define MMA_STAGE(kt, a, b) do { if((kt) % TAP_TILES == TAP_TILES - 1) mma_steps<LIVE_K16>(acc, a, b, wg); \
                                  else mma_tile(acc, a, b, wg); } while(0)
 #else
 #define MMA_STAGE(kt, a, b) mma_tile(acc, a, b, wg)
