@@ -7,6 +7,8 @@
 #    the change (call1/fwd_before.cu) and after, timed alternately in one process; anchors: the cp.async default tile and
 #    cuDNN's fastest plan.
 # 3. compute-sanitizer racecheck and memcheck on the padded tiny problems, F, its copy-engine store, and B.
+# call1/fwd_before.cu was `git show 944e799b:kernels_src/implicit_gemm_hopper_fwd.cu` (byte-identical; the device
+# copy has no git history). It is not kept in the tree: recreate it with that command before running this again.
 set -uo pipefail
 T0=$(date +%s)
 R=/tmp/r; rm -rf $R
