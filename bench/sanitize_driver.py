@@ -38,6 +38,9 @@ TINY = {
     # C), walking tiles as nhwc_tma_walk; and a 1x1 layer whose x the copy engine reads as a dense matrix
     "nhwc_pad_walk": dict(n=4, c=160, k=80, in_size=(63, 65), filter_size=3, pads=1, layout="NHWC", dtype="FP16"),
     "nhwc_pad_1x1": dict(n=4, c=96, k=136, in_size=(31, 33), filter_size=1, layout="NHWC", dtype="FP16"),
+    # 48 channels: with 32-deep K tiles (TMA = 2, given by --config) each tap's second tile holds 16 live channels;
+    # 256 tiles of 128 rows, walked as nhwc_tma_walk
+    "nhwc_c48_walk": dict(n=8, c=48, k=40, in_size=(63, 65), filter_size=3, pads=1, layout="NHWC", dtype="FP16"),
     # the Hopper backward data's persistent copy-engine default (K % 64 == 0) over its four stride phases: each about
     # 165 tiles of 128 x 128 over at most 132 blocks, so that blocks walk tiles of each phase (with --every)
     "nhwc_tma_b_s2": dict(n=20, c=80, k=64, in_size=(63, 65), filter_size=3, pads=1, strides=2, layout="NHWC",

@@ -2,7 +2,7 @@
 what the best config of today's space reaches, per layer, before a kernel change is planned.
 
 Per layer (FP16 NHWC by default, ``--layout NCHW`` channels-first, ``--dtype FP32 --math tf32`` for TF32; ResNet-50 at N=32, tests/shapes.py's
-NON_RESNET, or ``--set large``: issue 19's large layer at N=120), on one Harness (same buffers, every
+NON_RESNET or PADDED_C (``--set padded``), or ``--set large``: issue 19's large layer at N=120), on one Harness (same buffers, every
 candidate verified against the float64 reference first): the configs of ``config_space`` that match ``--where``
 (e.g. ``TMA=1,STAGES=4|6``), each timed isolated and back to back in a graph ("gpu"); cuDNN's offered plans the
 same way. Prints each layer's five fastest configs by isolated time and the geomean of best / cuDNN's best.
@@ -35,8 +35,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", default="W")
     ap.add_argument("--dtype", default="FP16")
-    ap.add_argument("--set", default="resnet50", choices=("resnet50", "nonresnet", "large", "vgg16", "unet"),
-                    help="ResNet-50's layers at N=32, tests/shapes.py's NON_RESNET at N=32, issue 19's large layer, or "
+    ap.add_argument("--set", default="resnet50", choices=("resnet50", "nonresnet", "padded", "large", "vgg16", "unet"),
+                    help="ResNet-50's layers at N=32, tests/shapes.py's NON_RESNET or PADDED_C at N=32, issue 19's "
+                         "large layer, or "
                          "a preset's (miofind.models) unique layers of the direction at N=32, named by problem key")
     ap.add_argument("--layout", default="NHWC", choices=("NHWC", "NCHW"),
                     help="NCHW: channels-first tensors (the Hopper solvers' NCHW wrappers, cuDNN's NCHW plans)")
@@ -59,7 +60,7 @@ def main():
     from miofind.registry import get_solver
     from miofind.tuning.precompile import precompile
     from miofind.tuning.tuner import matches_where, parse_where
-    from shapes import NON_RESNET, _resnet50
+    from shapes import NON_RESNET, PADDED_C, _resnet50
 
     t_start = time.time()
     dev = current_device()
@@ -72,7 +73,8 @@ def main():
     elif a.set == "large":
         layers = {"large_64_512_3x3": dict(n=120, c=64, k=64, in_size=(512, 512), filter_size=3, pads=1)}
     else:
-        layers = _resnet50(32) if a.set == "resnet50" else {k: dict(v, n=32) for k, v in NON_RESNET.items()}
+        layers = _resnet50(32) if a.set == "resnet50" else {
+            k: dict(v, n=32) for k, v in (PADDED_C if a.set == "padded" else NON_RESNET).items()}
     hop, cud = get_solver(a.solver or HOPPER[a.dir]), get_solver(CUDNN[a.dir])
     others = [get_solver(s) for s in filter(None, a.others.split(","))]
     names = [k for k in layers if k.startswith("r50_") or a.set != "resnet50"] if a.layers == "all" else a.layers.split(",")

@@ -67,6 +67,9 @@
 // (implicit_gemm_hopper_tf32.cuh). A 128-byte tile row then holds 32 elements: K tiles are BK = 32 deep, a 16-byte
 // chunk is EPC = 4 channels, and the output is staged and stored as FP32; the byte layout of every tile, its
 // descriptors and its copies are the 16-bit kernels'.
+// 32-deep 16-bit K tiles (ROW64 = 1; copy engine, forward, unsplit): rows of 64 bytes (32 channels of one tap) under the
+// 64-byte swizzle (16-byte chunk c of row r at chunk c ^ ((r / 2) % 4), 8-row groups 512 bytes apart), two k16 steps a
+// tile; the maps' boxes are 32 channels wide. A 32-channel tap is then one whole tile, with half the bytes a stage.
 // Fused epilogue (ConvImplicitGemmHopperFwdFused): EPI_BIAS = 1 adds bias[k] (data_t, one per output
 // channel) to the FP32 sum, EPI_ACT then applies ReLU (1) or the exact GELU v * Phi(v) (2), before the
 // rounding to data_t; split, the reduce kernel applies it. The kernels then take the bias pointer last.
@@ -154,9 +157,13 @@
 #define MIN_BLOCKS 1    // blocks per SM the register allocation must allow (the host sets 2 when shared memory does)
 #endif
 
-#define BK (IS_TF32 ? 32 : 64)           // K tile depth: the elements of one 128-byte row
+#ifndef ROW64
+#define ROW64 0         // 1: 16-bit K tiles 32 deep, 64-byte rows and swizzle (copy engine only)
+#endif
+#define ROWB (ROW64 ? 64 : 128)         // bytes of a K tile's row
+#define BK (IS_TF32 || ROW64 ? 32 : 64) // K tile depth: the elements of one row
 #define EPC (IS_TF32 ? 4 : 8)           // elements of a 16-byte chunk
-#define KSTEPS 4                        // 32-byte wgmma k steps of a K tile (k16 of 16-bit data, k8 of TF32)
+#define KSTEPS (ROWB / 32)              // 32-byte wgmma k steps of a K tile (k16 of 16-bit data, k8 of TF32)
 #define NT_MMA (WGS * 128)              // the consumer (wgmma) threads: warpgroups 0 .. WGS - 1
 #define NT (NT_MMA + WSPEC * 128)       // block threads; with WSPEC, warpgroup WGS is the producer
 #define NT_LOAD (WSPEC ? 128 : NT)      // the threads that issue cp.async
@@ -177,8 +184,8 @@
 #define KTILES ((GEMM_K + BK - 1) / BK)
 #endif
 #define NTILES_N ((GEMM_N + BN - 1) / BN)
-#define A_BYTES (BM * 128)
-#define B_BYTES (BN * 128)
+#define A_BYTES (BM * ROWB)
+#define B_BYTES (BN * ROWB)
 #define STAGE_BYTES (A_BYTES + B_BYTES)
 #define RSTEP (NT_LOAD / 8)     // rows covered by one pass of the loaders (8 chunks per row)
 #define AR (BM / RSTEP)
@@ -192,6 +199,7 @@ static_assert(BN == 64 || BN == 128 || BN == 256 || (BN == 32 && !IS_TF32 && !B_
 static_assert(WG_M * BN <= 256, "at most 128 accumulators per thread");
 static_assert(STAGES >= 3, "prefetch distance STAGES - 2 >= 1");
 static_assert(!IS_TF32 || !B_MN, "TF32 operands K-major only (no backward-data MN-major filter)");
+static_assert(!ROW64 || (TMA && !IS_TF32 && !B_MN && SPLITK == 1), "32-deep 16-bit K tiles: copy engine, forward, unsplit");
 static_assert(PERSIST || BM * (BN + 8) * (int)sizeof(data_t) <= STAGES * STAGE_BYTES, "the staged output tile fits the pipeline's buffers");
 static_assert(!PERSIST || TMA || NTILES_N == 1, "persistent blocks with resident B cover all of N");
 static_assert(SPLITK >= 1 && (SPLITK == 1 || !PERSIST), "split-K with non-persistent blocks only");
@@ -222,6 +230,20 @@ __device__ __forceinline__ index_t y_offset(index_t m)
     return (m / P_HO) * YS_N + (index_t)oh * YS_H + (index_t)ow * YS_W;
 #endif
 }
+
+#if ROW64
+// Shared-memory matrix descriptor: K-major, 64-byte swizzle, 8-row groups 512 bytes apart (stride byte offset)
+__device__ __forceinline__ u64 desc_k(u32 saddr)
+{
+    u64 d = (u64)((saddr & 0x3FFFF) >> 4);
+    d |= (u64)1 << 16;
+    d |= (u64)(512 >> 4) << 32;
+    d |= (u64)2 << 62;
+    return d;
+}
+#else
+#define desc_k desc_sw128
+#endif
 
 #if BN == 32
 // m64n32k16 (16-bit, K-major A and B): 16 FP32 accumulators a thread, fragments as the wider wgmma's
@@ -373,11 +395,11 @@ __device__ __forceinline__ void mma_steps(float (&acc)[WG_M][BN / 2], u32 sa, u3
 #if B_MN
         const u64 db = desc_mn(sb + k16 * 16 * 128);      // 16 kk rows further
 #else
-        const u64 db = desc_sw128(sb + k16 * 32);
+        const u64 db = desc_k(sb + k16 * 32);
 #endif
 #pragma unroll
         for(int i = 0; i < WG_M; ++i)
-            wgmma_tile(acc[i], desc_sw128(sa + (wg * WG_M + i) * 64 * 128 + k16 * 32), db);
+            wgmma_tile(acc[i], desc_k(sa + (wg * WG_M + i) * 64 * ROWB + k16 * 32), db);
     }
     wgmma_commit();
 }

@@ -9,7 +9,8 @@ keeps it (a training loop's caching allocator hands the same addresses back step
 
 Elements outside the tensor read as zeros (``oobFill`` NONE), which is the convolution's zero padding in
 im2col mode. Shared-memory boxes use the 128-byte swizzle of kernels_src/implicit_gemm_hopper.cuh (16-byte
-chunk c of 128-byte row r at chunk c ^ (r % 8)), so a box's inner extent is 128 bytes.
+chunk c of 128-byte row r at chunk c ^ (r % 8)), so a box's inner extent is 128 bytes; or, for the forward's 32-deep
+16-bit K tiles, the 64-byte swizzle (chunk c of 64-byte row r at chunk c ^ ((r / 2) % 4)) of 64-byte inner extents.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import threading
 MAP_BYTES = 128
 # CUtensorMapDataType, CUtensorMapSwizzle, CUtensorMapL2promotion (cuda.h)
 DATA_TYPES = {"FP16": 6, "BF16": 9, "FP32": 7}
+SWIZZLE_64B = 2
 SWIZZLE_128B = 3
 L2_PROMOTION_128B = 2
 CORNER_RANGE_4D = (-128, 127)      # im2col bounding-box corners of a 4-D tensor (16-bit fields, PTX ISA 5.5.4.1)
@@ -72,22 +74,24 @@ def _arr(ct, vals):
 class TiledSpec:
     """A tiled-mode map without its address: ``dims`` (innermost first, elements), ``strides`` (bytes of
     dims 1.., each a multiple of 16), ``box`` (elements per dim; the innermost box * element size is the
-    swizzle's 128 bytes)."""
+    swizzle's 128 bytes, or 64 with ``swizzle`` SWIZZLE_64B)."""
 
-    def __init__(self, dtype: str, dims, strides, box) -> None:
+    def __init__(self, dtype: str, dims, strides, box, swizzle: int = SWIZZLE_128B) -> None:
         self.dtype = DATA_TYPES[dtype]
         self.rank = len(dims)
         self.args = (_arr(ctypes.c_uint64, dims), _arr(ctypes.c_uint64, strides), _arr(ctypes.c_uint32, box),
                      _arr(ctypes.c_uint32, [1] * len(dims)))
-        self.desc = f"tiled dims={list(dims)} strides={list(strides)} box={list(box)}"
+        self.swizzle = swizzle
+        self.desc = f"tiled dims={list(dims)} strides={list(strides)} box={list(box)}" + \
+            ("" if swizzle == SWIZZLE_128B else f" swizzle={swizzle}")
         # what a C++ caller passes to the same encode call (miofind.torch._fast): ``FIELDS``' order
         self.fields = (0, self.dtype, self.rank, [int(d) for d in dims], [int(s) for s in strides],
-                       [int(b) for b in box], [], [], 0, 0, [1] * len(dims), SWIZZLE_128B, L2_PROMOTION_128B)
+                       [int(b) for b in box], [], [], 0, 0, [1] * len(dims), swizzle, L2_PROMOTION_128B)
 
     def encode(self, ptr: int) -> TensorMap:
         m = TensorMap()
         dims, strides, box, estr = self.args
-        rc = _driver()[0](ctypes.byref(m), self.dtype, self.rank, ptr, dims, strides, box, estr, 0, SWIZZLE_128B,
+        rc = _driver()[0](ctypes.byref(m), self.dtype, self.rank, ptr, dims, strides, box, estr, 0, self.swizzle,
                           L2_PROMOTION_128B, 0)
         if rc:
             raise ValueError(f"cuTensorMapEncodeTiled failed (CUresult {rc}) for {self.desc} at {ptr:#x}")
@@ -97,24 +101,27 @@ class TiledSpec:
 class Im2colSpec:
     """An im2col-mode map of a channels-last 4-D tensor (C, W, H, N) without its address: the bounding box
     of filter-base positions ``lower``/``upper`` ([W, H] corners, relative to the tensor's edges),
-    ``channels`` per pixel and ``pixels`` per copy, traversal ``steps`` (the convolution strides, [W, H])."""
+    ``channels`` per pixel and ``pixels`` per copy, traversal ``steps`` (the convolution strides, [W, H]); the
+    channels' bytes are the ``swizzle``'s width."""
 
-    def __init__(self, dtype: str, dims, strides, lower, upper, channels: int, pixels: int, steps) -> None:
+    def __init__(self, dtype: str, dims, strides, lower, upper, channels: int, pixels: int, steps,
+                 swizzle: int = SWIZZLE_128B) -> None:
         self.dtype = DATA_TYPES[dtype]
         self.args = (_arr(ctypes.c_uint64, dims), _arr(ctypes.c_uint64, strides), _arr(ctypes.c_int, lower),
                      _arr(ctypes.c_int, upper), _arr(ctypes.c_uint32, [1, *steps, 1]))
-        self.channels, self.pixels = channels, pixels
+        self.channels, self.pixels, self.swizzle = channels, pixels, swizzle
         self.fields = (1, self.dtype, 4, [int(d) for d in dims], [int(s) for s in strides], [],
                        [int(v) for v in lower], [int(v) for v in upper], int(channels), int(pixels), [1, *steps, 1],
-                       SWIZZLE_128B, L2_PROMOTION_128B)
+                       swizzle, L2_PROMOTION_128B)
         self.desc = (f"im2col dims={list(dims)} strides={list(strides)} corners={list(lower)}/{list(upper)} "
-                     f"channels={channels} pixels={pixels} steps={list(steps)}")
+                     f"channels={channels} pixels={pixels} steps={list(steps)}" +
+                     ("" if swizzle == SWIZZLE_128B else f" swizzle={swizzle}"))
 
     def encode(self, ptr: int) -> TensorMap:
         m = TensorMap()
         dims, strides, lower, upper, estr = self.args
         rc = _driver()[1](ctypes.byref(m), self.dtype, 4, ptr, dims, strides, lower, upper, self.channels,
-                          self.pixels, estr, 0, SWIZZLE_128B, L2_PROMOTION_128B, 0)
+                          self.pixels, estr, 0, self.swizzle, L2_PROMOTION_128B, 0)
         if rc:
             raise ValueError(f"cuTensorMapEncodeIm2col failed (CUresult {rc}) for {self.desc} at {ptr:#x}")
         return m

@@ -21,7 +21,9 @@ past C: ``tma_padded``: the producer's one thread copies each stage's tiles with
 output tile, the producer streaming each tile's A and B boxes through the stages without draining between tiles, and
 the consumers' epilogue through its own output tile, overlapped with the next tile's copies. PINGPONG (1, with TMA,
 PERSIST and WGS = 2): each consumer warpgroup multiplies whole BM x BN tiles (BM = 64 or 128), the two taking
-alternate tiles of their block in turn, so one's epilogue overlaps the other's K loop.
+alternate tiles of their block in turn, so one's epilogue overlaps the other's K loop. TMA = 2 (a 16-bit forward,
+WSPEC, unsplit): the copy engine with 32-deep K tiles, 64-byte rows under the 64-byte swizzle (``row64``; the kernel's
+ROW64): a tap of 32 channels is one tile instead of half a padded one, a stage half the bytes, up to 12 stages.
 """
 
 from __future__ import annotations
@@ -108,8 +110,10 @@ def smem_bytes(p: ProblemDescription, cfg) -> int:
     """The kernel's dynamic shared memory, plus 1 KiB to align the first tile to the swizzle's
     1024-byte period: STAGES x (BM + BN) rows of 128 bytes; PERSIST: all K tiles of B, STAGES
     A buffers and the output tile (BM x (BN + 8) elements); PERSIST with TMA: STAGES x (BM + BN) rows
-    and the output tile (PINGPONG: one per consumer warpgroup)."""
+    and the output tile (PINGPONG: one per consumer warpgroup). With 32-deep K tiles (``row64``) rows of 64 bytes."""
     bm, bn, st, es = cfg["BM"], cfg["BN"], cfg["STAGES"], esize(p)
+    if row64(cfg):
+        return st * (bm + bn) * 64 + (bm * (bn + 8) * es if cfg["PERSIST"] else 0) * (1 + cfg["PINGPONG"]) + 1024
     if cfg["PERSIST"] and cfg.get("TMA", 0):
         return st * (bm + bn) * 128 + (1 + cfg.get("PINGPONG", 0)) * bm * (bn + 8) * es + 1024
     if cfg["PERSIST"]:
@@ -117,6 +121,20 @@ def smem_bytes(p: ProblemDescription, cfg) -> int:
     if split_geometry(p, cfg["SPLITK"])[0] > 1:     # the FP32 partial tile (BM x (BN + 8)) reuses the buffers
         return max(st * (bm + bn) * 128, bm * (bn + 8) * 4) + 1024
     return st * (bm + bn) * 128 + 1024
+
+
+def row64(cfg) -> bool:
+    """Whether a config's K tiles are 32 deep with 64-byte rows (TMA = 2; the kernel's ROW64)."""
+    return cfg.get("TMA", 0) == 2
+
+
+def row64_fits(p: ProblemDescription) -> bool:
+    """Whether 32-deep K tiles (``row64``) can serve forward problem ``p``: 16-bit data, C a multiple of 8, within the
+    im2col fields as ``tma_fits``. C % 32 == 0: each tile one tap's 32 channels; else each tap's tiles padded to whole
+    tiles (TAP_K, the padded maps as ``tma_padded``'s)."""
+    isz, osz, fsz, pads, strides, dils = dims3(p)
+    return (esize(p) == 2 and p.direction == "F" and p.c % 8 == 0
+            and tma.im2col_fits(isz[1:], osz[1:], pads[1:], strides[1:], fsz[1:], dils[1:]))
 
 
 def wg_split(cfg) -> int:
@@ -204,11 +222,16 @@ def padded_default(p: ProblemDescription) -> bool:
     return tma_padded(p) and p.c >= 96 and 3 * tap_channels(p) <= 4 * p.c
 
 
-def w_taps(p: ProblemDescription, bn: int) -> tma.TiledSpec:
-    """w (K x Y x X x C, KYXC) as a 3-D map (C, Y*X, K) of boxes of one tap's 64 channels x ``bn`` rows: a padded K
-    tile (``tma_padded``) reads zeros past C, where the 2-D map would read the next tap's first channels."""
-    es, taps = esize(p), math.prod(p.filter_size)
-    return tma.TiledSpec(p.dtype, (p.c, taps, p.k), (p.c * es, taps * p.c * es), (kdepth(p), 1, bn))
+def w_taps(p: ProblemDescription, bn: int, bk: int | None = None) -> tma.TiledSpec:
+    """w (K x Y x X x C, KYXC) as a 3-D map (C, Y*X, K) of boxes of one tap's 64 (``bk``) channels x ``bn`` rows: a
+    padded K tile (``tma_padded``) reads zeros past C, where the 2-D map would read the next tap's first channels."""
+    es, taps, bk = esize(p), math.prod(p.filter_size), bk or kdepth(p)
+    return tma.TiledSpec(p.dtype, (p.c, taps, p.k), (p.c * es, taps * p.c * es), (bk, 1, bn), swizzle_of(bk * es))
+
+
+def swizzle_of(row_bytes: int) -> int:
+    """The copy engine's swizzle for K tile rows of ``row_bytes`` (128 or 64)."""
+    return tma.SWIZZLE_64B if row_bytes == 64 else tma.SWIZZLE_128B
 
 
 def dense_pixels(p: ProblemDescription) -> bool:
@@ -219,44 +242,55 @@ def dense_pixels(p: ProblemDescription) -> bool:
             and p.n * math.prod(p.in_size) < INT32_MAX)
 
 
-def x_dense(p: ProblemDescription, rows: int) -> tma.TiledSpec:
-    """x as a dense (C, N*H*W) matrix in boxes of a K tile's channels x ``rows`` pixels (``dense_pixels`` problems)."""
-    return tma.TiledSpec(p.dtype, (p.c, p.n * math.prod(p.in_size)), (p.c * esize(p),), (kdepth(p), rows))
+def x_dense(p: ProblemDescription, rows: int, bk: int | None = None) -> tma.TiledSpec:
+    """x as a dense (C, N*H*W) matrix in boxes of a K tile's channels (``bk``) x ``rows`` pixels (``dense_pixels``
+    problems)."""
+    bk = bk or kdepth(p)
+    return tma.TiledSpec(p.dtype, (p.c, p.n * math.prod(p.in_size)), (p.c * esize(p),), (bk, rows),
+                         swizzle_of(bk * esize(p)))
 
 
-def x_im2col(p: ProblemDescription, pixels: int) -> tma.Im2colSpec:
-    """The im2col map of x (C, W, H, N) for boxes of ``pixels`` output pixels x a K tile's channels."""
+def x_im2col(p: ProblemDescription, pixels: int, bk: int | None = None) -> tma.Im2colSpec:
+    """The im2col map of x (C, W, H, N) for boxes of ``pixels`` output pixels x a K tile's channels (``bk``)."""
     isz, osz, fsz, pads, strides, dils = dims3(p)
-    xs, es = strides5(p.x_shape, p.layouts[0]), esize(p)
+    xs, es, bk = strides5(p.x_shape, p.layouts[0]), esize(p), bk or kdepth(p)
     lower, upper = tma.im2col_corners(isz[1:], osz[1:], pads[1:], strides[1:])
     return tma.Im2colSpec(p.dtype, (p.c, isz[2], isz[1], p.n), (xs[4] * es, xs[3] * es, xs[0] * es), lower, upper,
-                          kdepth(p), pixels, (strides[2], strides[1]))
+                          bk, pixels, (strides[2], strides[1]), swizzle_of(bk * es))
 
 
 def forward_maps(p: ProblemDescription, cfg) -> tuple[tma.MapCache, tma.MapCache]:
     """The copy engine's maps of a forward config: x's im2col map (BM pixels a box; dense x: a tiled map) and w's
-    tiled map (boxes of a K tile x BN of its rows)."""
+    tiled map (boxes of a K tile x BN of its rows); K tiles 32 deep with ``row64``."""
     _, n, k = gemm_shape(p)
-    w = (w_taps(p, cfg["BN"]) if p.c % kdepth(p) else
-         tma.TiledSpec(p.dtype, (k, n), (strides5(p.w_shape, p.layouts[1])[0] * esize(p),), (kdepth(p), cfg["BN"])))
-    return tma.MapCache(x_dense(p, cfg["BM"]) if dense_pixels(p) else x_im2col(p, cfg["BM"])), tma.MapCache(w)
+    bk = 32 if row64(cfg) else kdepth(p)
+    w = (w_taps(p, cfg["BN"], bk) if p.c % bk else
+         tma.TiledSpec(p.dtype, (k, n), (strides5(p.w_shape, p.layouts[1])[0] * esize(p),), (bk, cfg["BN"]),
+                       swizzle_of(bk * esize(p))))
+    x = x_dense(p, cfg["BM"], bk) if dense_pixels(p) else x_im2col(p, cfg["BM"], bk)
+    return tma.MapCache(x), tma.MapCache(w)
 
 
 def config_ok(p: ProblemDescription, cfg) -> bool:
     bm, bn, wgs, st, per, sk, wsp, tm, pp = (cfg[k] for k in KEYS)
-    if wgs not in (1, 2, 3) or bn not in (32, 64, 128, 256) or per not in (0, 1) or st not in range(3, 9 if per else 7):
+    if wgs not in (1, 2, 3) or bn not in (32, 64, 128, 256) or per not in (0, 1) or tm not in (0, 1, 2):
+        return False
+    # 32-deep K tiles (TMA = 2): a stage of 64-byte rows is half the bytes, so a pipeline may hold up to 12
+    if st not in range(3, (13 if tm == 2 else 9) if per else 7):
         return False
     # 32-wide tiles (m64n32k16): a 16-bit forward's narrow outputs only (backward data's MN-major filter tiles and the
     # TF32 kernels are 64 wide or more)
     if bn == 32 and not (esize(p) == 2 and p.direction == "F"):
         return False
-    if wsp not in (0, 1) or tm not in (0, 1) or pp not in (0, 1):
+    if wsp not in (0, 1) or pp not in (0, 1):
+        return False
+    if tm == 2 and not (wsp and sk == 1 and row64_fits(p)):
         return False
     # three consumer warpgroups: 192-row tiles (one m64 block a warpgroup) fed by the producer warpgroup (the loaders'
     # 16-row passes divide 192; all 384 threads' 48-row passes would not divide BN), 64 accumulators a thread
     if wgs == 3 and not (bm == 192 and bn <= 128 and wsp and not pp):
         return False
-    if tm and not (wsp and (tma_fits(p) or (sk == 1 and tma_padded(p)))):
+    if tm == 1 and not (wsp and (tma_fits(p) or (sk == 1 and tma_padded(p)))):
         return False
     if pp and not (per and tm and wgs == 2):
         return False
@@ -265,7 +299,7 @@ def config_ok(p: ProblemDescription, cfg) -> bool:
         return False
     if per and not tm and gemm_shape(p)[1] > bn:     # resident B: all of N in one tile
         return False
-    if not per and bm * (bn + 8) * esize(p) > st * (bm + bn) * 128:     # the staged output tile in the buffers
+    if not per and bm * (bn + 8) * esize(p) > st * (bm + bn) * (64 if tm == 2 else 128):   # output tile in the buffers
         return False
     if not 1 <= sk <= MAX_SPLITK or (per and sk != 1):
         return False
@@ -414,6 +448,21 @@ def space(p: ProblemDescription):
                                     yield from split_variants(p, {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st,
                                                                   "PERSIST": per, "WSPEC": wsp, "TMA": tm,
                                                                   "PINGPONG": pp})
+    if p.c % BK == 0 or not row64_fits(p):
+        return
+    # 32-deep K tiles (TMA = 2) where 64-channel tiles would cross taps (cp.async) or pad them (the copy engine)
+    for bm in (64, 128, 192, 256):
+        for bn in (32, 64, 128, 256):
+            if bn > max(64, 2 * n) or bm > max(64, 2 * m) or (bn == 32 and n > 32):
+                continue
+            for wgs in (1, 2, 3):
+                for per in (0, 1):
+                    for st in range(3, 13 if per else 7):
+                        for pp in ((0, 1) if per and wgs == 2 else (0,)):
+                            cfg = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": per, "SPLITK": 1,
+                                   "WSPEC": 1, "TMA": 2, "PINGPONG": pp}
+                            if config_ok(p, cfg):
+                                yield cfg
 
 
 def grid_of(p: ProblemDescription, cfg) -> tuple[int, int, int]:
@@ -457,6 +506,8 @@ def macros(p: ProblemDescription, cfg) -> dict:
         mac["WSPEC"] = 1
     if cfg.get("TMA"):
         mac["TMA"] = 1
+    if row64(cfg):
+        mac["ROW64"] = 1
     if cfg.get("PINGPONG"):
         mac["PINGPONG"] = 1
     if cfg.get("TMA") and dense_pixels(p):

@@ -234,7 +234,8 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
         p = problem.as_conv()
         if p.spatial_dims != 2 or not runs(p):
             return False
-        if isinstance(config, dict) and config.get("BN") == 32:     # 32-wide tiles: the forward's only (config_ok)
+        # 32-wide tiles and 32-deep K tiles (TMA = 2): the forward's only (config_ok)
+        if isinstance(config, dict) and (config.get("BN") == 32 or config.get("TMA") == 2):
             return False
         if isinstance(config, dict) and self.legacy_config(config).get("TMA") and \
                 not all(phase_tma_fits(p, ph) for ph in runs(p)):
