@@ -623,6 +623,13 @@ ALTERNATE_TILES = ((64, 128, 1, 8, 0), (128, 128, 2, 4, 0), (256, 64, 2, 4, 0), 
 # layers at N = 32, chosen greedily with each layer held out in turn: 0.967 of cuDNN's best TF32 plan against the
 # default's 1.044 (isolated kernel time, H200; bench/results/session-nov28b/call1/, alternates.txt)
 ALTERNATE_TILES_TF32 = ((128, 128, 1, 4, 0), (192, 128, 3, 3, 0), (64, 128, 2, 6, 1), (128, 64, 2, 6, 1))
+# 32-deep K tiles (TMA = 2; BM, BN, WGS, STAGES, PERSIST) a find of a 16-bit forward with C % 64 != 0 measures after the
+# others: the five that, added greedily, brought the best of the find's configs closest to the best of every TMA = 2
+# config on the 30 layers of PADDED_C (FP16, N = 32): 1.061 of cuDNN's best plan without them, 0.990 with them, 0.974
+# with every TMA = 2 config; 0.999 with each layer held out of its own picks (isolated kernel time, H200;
+# bench/results/session-nov29j/call1/, pick_row64.py). Tiles wider than max(64, 2K) are skipped, as in the space.
+ALTERNATE_TILES_ROW64 = ((256, 64, 2, 8, 1), (256, 32, 2, 6, 1), (256, 128, 2, 4, 1), (192, 64, 3, 4, 0),
+                         (192, 128, 3, 4, 1))
 
 
 class ImplicitGemmHopperBase(Solver):
@@ -697,16 +704,26 @@ class ImplicitGemmHopperBase(Solver):
         the padding less than doubles the K tiles, or the filter is 1x1 over dense pixels (bench/results/
         session-nov29h/call1/: 0.70-1.07x the default's time on 1x1 layers of 16-32 channels, 1.23-1.62x on 3x3
         layers of 32). A 16-bit forward of at most 32 output channels then tries the default and each of those with
-        32-wide tiles (BN = 32)."""
+        32-wide tiles (BN = 32). Last, where C % 64 != 0, the ALTERNATE_TILES_ROW64 with 32-deep K tiles (TMA = 2)."""
         out = self._wide_alternatives(p)
-        if p.k > 32 or esize(p) != 2 or p.direction != "F":
+        if esize(p) != 2 or p.direction != "F":
             return out
-        # at most 32 output channels: each config above and the default again with 32-wide tiles (bench/results/
-        # session-nov29i/call8/: on seven such layers the best 32-wide config beat the best 64-wide one by 6-22%)
-        default = self.default_config(p)
-        narrow = [dict(c, BN=32) for c in [default] + out]
-        return out + [c for i, c in enumerate(narrow) if c != default and c not in out and c not in narrow[:i]
-                      and self.is_valid_config(p, c)]
+        if p.k <= 32:
+            # at most 32 output channels: each config above and the default again with 32-wide tiles (bench/results/
+            # session-nov29i/call8/: on seven such layers the best 32-wide config beat the best 64-wide one by 6-22%)
+            default = self.default_config(p)
+            narrow = [dict(c, BN=32) for c in [default] + out]
+            out = out + [c for i, c in enumerate(narrow) if c != default and c not in out and c not in narrow[:i]
+                         and self.is_valid_config(p, c)]
+        return out + self._row64_alternatives(p)
+
+    def _row64_alternatives(self, p: ProblemDescription) -> list[dict]:
+        if p.c % BK == 0 or self.forward_problem(p) is not p or not row64_fits(p):
+            return []
+        n = gemm_shape(p)[1]
+        tiles = ({"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": per, "SPLITK": 1, "WSPEC": 1, "TMA": 2,
+                  "PINGPONG": 0} for bm, bn, wgs, st, per in ALTERNATE_TILES_ROW64 if bn <= max(64, 2 * n))
+        return [c for c in tiles if self.is_valid_config(p, c)]
 
     def _wide_alternatives(self, p: ProblemDescription) -> list[dict]:
         d, lead = self.default_config(p), []

@@ -79,6 +79,23 @@ def test_which_problems_take_row64(no_gpu_arch):
     assert not any(c["TMA"] == 2 for c in FWD.config_space(_p("F", **dict(CASES["c32_k32_3x3"], c=128))))
 
 
+def test_find_tries_row64_last(no_gpu_arch):
+    """A find of a 16-bit forward with C % 64 != 0 (F, the fused F, the NCHW F) measures the ALTERNATE_TILES_ROW64
+    after its other alternates, those valid and at most max(64, 2K) wide; none where C % 64 == 0, for TF32 or for
+    backward data."""
+    for kw in (MANY, dict(MANY, c=160, k=192, filter_size=(1, 7), pads=(0, 3)), CASES["c48_k64_5x5"]):
+        for solver, q in ((FWD, _p("F", **kw)), (FUSED, _p("F", bias=1, activation="relu", **kw)),
+                          (NCHW, ProblemDescription.make("F", layout="NCHW", dtype="BF16", **kw))):
+            alts = solver.alternatives(q) if solver is not NCHW else solver.find_configs(q)[1:]
+            deep = [c for c in alts if c["TMA"] == 2]
+            want = [t for t in hb.ALTERNATE_TILES_ROW64 if t[1] <= max(64, 2 * q.k)]
+            assert [(c["BM"], c["BN"], c["WGS"], c["STAGES"], c["PERSIST"]) for c in deep] == list(want), solver.id
+            assert alts[len(alts) - len(deep):] == deep and all(solver.is_valid_config(q, c) for c in deep)
+    assert not any(c["TMA"] == 2 for c in FWD.alternatives(_p("F", **dict(MANY, c=128))))
+    assert not any(c["TMA"] == 2 for c in FWD.alternatives(_p("F", "FP32", math="tf32", **dict(MANY, c=96))))
+    assert not any(c and c["TMA"] == 2 for c in BWD.find_configs(_p("B", **dict(MANY, k=96))))
+
+
 def test_row64_maps_and_memory(no_gpu_arch):
     """The maps' boxes are 32 channels (64 bytes) under the 64-byte swizzle: w a 2-D map where C % 32 == 0, else the
     3-D map of padded taps; x im2col, or tiled over dense pixels. A stage is (BM + BN) rows of 64 bytes, and the 128-row
