@@ -67,9 +67,10 @@
 // (implicit_gemm_hopper_tf32.cuh). A 128-byte tile row then holds 32 elements: K tiles are BK = 32 deep, a 16-byte
 // chunk is EPC = 4 channels, and the output is staged and stored as FP32; the byte layout of every tile, its
 // descriptors and its copies are the 16-bit kernels'.
-// 32-deep 16-bit K tiles (ROW64 = 1; copy engine, forward, unsplit): rows of 64 bytes (32 channels of one tap) under the
+// 32-deep 16-bit K tiles (ROW64 = 1; copy engine, unsplit): K-major rows of 64 bytes (32 channels of one tap) under the
 // 64-byte swizzle (16-byte chunk c of row r at chunk c ^ ((r / 2) % 4), 8-row groups 512 bytes apart), two k16 steps a
 // tile; the maps' boxes are 32 channels wide. A 32-channel tap is then one whole tile, with half the bytes a stage.
+// With B_MN the filter tile stays MN-major and 128-byte swizzled, its 64-wide n blocks 32 kk rows (MNBLK) apart.
 // Fused epilogue (ConvImplicitGemmHopperFwdFused): EPI_BIAS = 1 adds bias[k] (data_t, one per output
 // channel) to the FP32 sum, EPI_ACT then applies ReLU (1) or the exact GELU v * Phi(v) (2), before the
 // rounding to data_t; split, the reduce kernel applies it. The kernels then take the bias pointer last.
@@ -199,7 +200,7 @@ static_assert(BN == 64 || BN == 128 || BN == 256 || (BN == 32 && !IS_TF32 && !B_
 static_assert(WG_M * BN <= 256, "at most 128 accumulators per thread");
 static_assert(STAGES >= 3, "prefetch distance STAGES - 2 >= 1");
 static_assert(!IS_TF32 || !B_MN, "TF32 operands K-major only (no backward-data MN-major filter)");
-static_assert(!ROW64 || (TMA && !IS_TF32 && !B_MN && SPLITK == 1), "32-deep 16-bit K tiles: copy engine, forward, unsplit");
+static_assert(!ROW64 || (TMA && !IS_TF32 && SPLITK == 1), "32-deep 16-bit K tiles: copy engine, 16-bit, unsplit");
 static_assert(PERSIST || BM * (BN + 8) * (int)sizeof(data_t) <= STAGES * STAGE_BYTES, "the staged output tile fits the pipeline's buffers");
 static_assert(!PERSIST || TMA || NTILES_N == 1, "persistent blocks with resident B cover all of N");
 static_assert(SPLITK >= 1 && (SPLITK == 1 || !PERSIST), "split-K with non-persistent blocks only");
@@ -327,7 +328,7 @@ __device__ __forceinline__ void load_a(const data_t* __restrict__ x, const ARows
 }
 
 #if B_MN
-#define MNBLK (BK * 128)        // bytes of one 64-wide n block (64 kk rows)
+#define MNBLK (BK * 128)        // bytes of one 64-wide n block (BK kk rows)
 #define CPR_B (BN / 8)          // 16-byte chunks per kk row
 #define KSTEP_B (NT_LOAD / CPR_B)    // kk rows per pass of the loaders
 static_assert(NT_LOAD % CPR_B == 0 && BK % KSTEP_B == 0, "MN-major B loader rows");

@@ -21,8 +21,8 @@ past C: ``tma_padded``: the producer's one thread copies each stage's tiles with
 output tile, the producer streaming each tile's A and B boxes through the stages without draining between tiles, and
 the consumers' epilogue through its own output tile, overlapped with the next tile's copies. PINGPONG (1, with TMA,
 PERSIST and WGS = 2): each consumer warpgroup multiplies whole BM x BN tiles (BM = 64 or 128), the two taking
-alternate tiles of their block in turn, so one's epilogue overlaps the other's K loop. TMA = 2 (a 16-bit forward,
-WSPEC, unsplit): the copy engine with 32-deep K tiles, 64-byte rows under the 64-byte swizzle (``row64``; the kernel's
+alternate tiles of their block in turn, so one's epilogue overlaps the other's K loop. TMA = 2 (16-bit forward or
+backward data, WSPEC, unsplit): the copy engine with 32-deep K tiles, 64-byte rows under the 64-byte swizzle (``row64``; the kernel's
 ROW64): a tap of 32 channels is one tile instead of half a padded one, a stage half the bytes, up to 12 stages.
 """
 
@@ -129,7 +129,8 @@ def row64(cfg) -> bool:
 
 
 def row64_fits(p: ProblemDescription) -> bool:
-    """Whether 32-deep K tiles (``row64``) can serve forward problem ``p``: 16-bit data, C a multiple of 8, within the
+    """Whether 32-deep K tiles (``row64``) can serve forward problem ``p`` (or a backward-data phase's forward view,
+    dy's channels its C; ``phase_tma_fits`` checks dy's real size): 16-bit data, C a multiple of 8, within the
     im2col fields as ``tma_fits``. C % 32 == 0: each tile one tap's 32 channels; else each tap's tiles padded to whole
     tiles (TAP_K, the padded maps as ``tma_padded``'s)."""
     isz, osz, fsz, pads, strides, dils = dims3(p)
@@ -284,7 +285,7 @@ def config_ok(p: ProblemDescription, cfg) -> bool:
         return False
     if wsp not in (0, 1) or pp not in (0, 1):
         return False
-    if tm == 2 and not (wsp and sk == 1 and row64_fits(p)):
+    if tm == 2 and not (wsp and sk == 1 and row64_fits(p)):     # backward data: its phases' forward views
         return False
     # three consumer warpgroups: 192-row tiles (one m64 block a warpgroup) fed by the producer warpgroup (the loaders'
     # 16-row passes divide 192; all 384 threads' 48-row passes would not divide BN), 64 accumulators a thread
@@ -704,11 +705,10 @@ class ImplicitGemmHopperBase(Solver):
         the padding less than doubles the K tiles, or the filter is 1x1 over dense pixels (bench/results/
         session-nov29h/call1/: 0.70-1.07x the default's time on 1x1 layers of 16-32 channels, 1.23-1.62x on 3x3
         layers of 32). A 16-bit forward of at most 32 output channels then tries the default and each of those with
-        32-wide tiles (BN = 32). Last, where C % 64 != 0, the ALTERNATE_TILES_ROW64 with 32-deep K tiles (TMA = 2)."""
+        32-wide tiles (BN = 32). Last, where C % 64 != 0 (backward data: dy's channels), the valid ALTERNATE_TILES_ROW64
+        with 32-deep K tiles (TMA = 2)."""
         out = self._wide_alternatives(p)
-        if esize(p) != 2 or p.direction != "F":
-            return out
-        if p.k <= 32:
+        if esize(p) == 2 and p.direction == "F" and p.k <= 32:
             # at most 32 output channels: each config above and the default again with 32-wide tiles (bench/results/
             # session-nov29i/call8/: on seven such layers the best 32-wide config beat the best 64-wide one by 6-22%)
             default = self.default_config(p)
@@ -718,9 +718,10 @@ class ImplicitGemmHopperBase(Solver):
         return out + self._row64_alternatives(p)
 
     def _row64_alternatives(self, p: ProblemDescription) -> list[dict]:
-        if p.c % BK == 0 or self.forward_problem(p) is not p or not row64_fits(p):
+        v = self.forward_problem(p)         # backward data: its main phase's forward view, dy's channels its C
+        if v.c % BK == 0 or not row64_fits(v):
             return []
-        n = gemm_shape(p)[1]
+        n = gemm_shape(v)[1]
         tiles = ({"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": per, "SPLITK": 1, "WSPEC": 1, "TMA": 2,
                   "PINGPONG": 0} for bm, bn, wgs, st, per in ALTERNATE_TILES_ROW64 if bn <= max(64, 2 * n))
         return [c for c in tiles if self.is_valid_config(p, c)]

@@ -6,7 +6,8 @@ MN-major, and writes that phase's pixels of dx). A split config's FP32 partial p
 zeroed by kernels_src/implicit_gemm_hopper_bwd.cu. Stride 1 is one phase of all the taps. FP16/BF16,
 NHWC, groups = 1, C and K multiples of 8, dilation 1 with strides above 1. With TMA (K % 64 == 0) each
 phase's producer copies dy as im2col boxes around that phase's pixels and w as boxes of the reversed tap's
-(C, K) plane, MN-major (``dy_im2col``, ``w_planes``); the default is the forward's rule on the main phase."""
+(C, K) plane, MN-major (``dy_im2col``, ``w_planes``); the default is the forward's rule on the main phase. TMA = 2: the
+forward's 32-deep K tiles over dy's channels (64-byte dy rows; w's boxes 32 of dy's channels deep)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from miofind.tensors import CUDA_TYPES, needs_int64
 
 from .implicit_gemm_hopper_base import (ALIGN, BK, SMEM_STATIC, WS_ALIGN, ImplicitGemmHopperBase, check_aligned,
                                         default_tile, dense_pixels, esize, forward_kernels, kdepth, padded_channels,
-                                        partial_bytes, recipe_steps, sm_count, space, x_dense)
+                                        partial_bytes, recipe_steps, row64, sm_count, space, swizzle_of, x_dense)
 
 ZERO_SRC = "implicit_gemm_hopper_bwd.cu"
 ZERO_BLOCK = 256
@@ -160,24 +161,26 @@ def phase_tma_fits(p: ProblemDescription, ph: Phase) -> bool:
     return channels and tma.im2col_fits(p.out_size, ph.size, ph.fwd.pads, (1, 1), ph.taps, p.dilations)
 
 
-def dy_im2col(p: ProblemDescription, ph: Phase, pixels: int) -> tma.Im2colSpec | tma.TiledSpec:
+def dy_im2col(p: ProblemDescription, ph: Phase, pixels: int, bk: int | None = None) -> tma.Im2colSpec | tma.TiledSpec:
     """Phase ``ph``'s im2col map of dy (K, Wo, Ho, N) for boxes of ``pixels`` of its output pixels x 64
-    channels (TF32: 32): filter bases hq - pad' (its forward view's), stride 1, over dy's real size. A phase whose view
-    is 1x1, stride 1, unpadded (``dense_pixels``: the phase's pixels are dy's) reads dy as a dense (K, N*Ho*Wo)
-    matrix through a tiled map instead: its view's x (``x_dense``)."""
+    channels (TF32, or ``bk``: 32): filter bases hq - pad' (its forward view's), stride 1, over dy's real size. A phase
+    whose view is 1x1, stride 1, unpadded (``dense_pixels``: the phase's pixels are dy's) reads dy as a dense (K,
+    N*Ho*Wo) matrix through a tiled map instead: its view's x (``x_dense``)."""
+    bk = bk or kdepth(p)
     if dense_pixels(ph.fwd):
-        return x_dense(ph.fwd, pixels)
+        return x_dense(ph.fwd, pixels, bk)
     (ho, wo), k, es = p.out_size, p.k, esize(p)
     lower, upper = tma.im2col_corners(p.out_size, ph.size, ph.fwd.pads, (1, 1))
-    return tma.Im2colSpec(p.dtype, (k, wo, ho, p.n), (k * es, wo * k * es, ho * wo * k * es), lower, upper, kdepth(p),
-                          pixels, (1, 1))
+    return tma.Im2colSpec(p.dtype, (k, wo, ho, p.n), (k * es, wo * k * es, ho * wo * k * es), lower, upper, bk,
+                          pixels, (1, 1), swizzle_of(bk * es))
 
 
-def w_planes(p: ProblemDescription) -> tma.TiledSpec:
-    """w (K x Y x X x C, KYXC) as a 3-D map (C, Y*X, K) of boxes of 64 of dx's channels x one tap x 64 of dy's:
-    a stage's B tile, MN-major, one box per 64-wide block of its BN columns."""
+def w_planes(p: ProblemDescription, bk: int = BK) -> tma.TiledSpec:
+    """w (K x Y x X x C, KYXC) as a 3-D map (C, Y*X, K) of boxes of 64 of dx's channels x one tap x 64 (``bk``) of
+    dy's: a stage's B tile, MN-major, one box per 64-wide block of its BN columns (rows of 128 bytes of dx's channels,
+    whatever the K tile's depth)."""
     taps = math.prod(p.filter_size)
-    return tma.TiledSpec(p.dtype, (p.c, taps, p.k), (p.c * 2, taps * p.c * 2), (BK, 1, BK))
+    return tma.TiledSpec(p.dtype, (p.c, taps, p.k), (p.c * 2, taps * p.c * 2), (BK, 1, bk))
 
 
 class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
@@ -234,8 +237,7 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
         p = problem.as_conv()
         if p.spatial_dims != 2 or not runs(p):
             return False
-        # 32-wide tiles and 32-deep K tiles (TMA = 2): the forward's only (config_ok)
-        if isinstance(config, dict) and (config.get("BN") == 32 or config.get("TMA") == 2):
+        if isinstance(config, dict) and config.get("BN") == 32:     # 32-wide tiles: the forward's only (config_ok)
             return False
         if isinstance(config, dict) and self.legacy_config(config).get("TMA") and \
                 not all(phase_tma_fits(p, ph) for ph in runs(p)):
@@ -290,13 +292,14 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
             kernels.append(self.zero_kernel(p))
         plan = []                        # per phase: its kernels' indices, smem, dx offset, maps, its filter's offset
         part = self.partials_bytes(p, cfg)
-        wmaps = tma.MapCache(w_planes(p)) if cfg["TMA"] and not flip else None   # w in place: one map, all phases
+        bk = 32 if row64(cfg) else kdepth(p)
+        wmaps = tma.MapCache(w_planes(p, bk)) if cfg["TMA"] and not flip else None   # w in place: one map, all phases
         for ph in runs(p):
             fwd, smem = forward_kernels(ph.fwd, cfg, self.source, self.kernel_name, phase_overrides(p, ph, not flip))
             foff, fspec = self.phase_filter(p, ph, cfg)
             maps = None
             if cfg["TMA"]:
-                maps = (tma.MapCache(dy_im2col(p, ph, cfg["BM"])), wmaps or tma.MapCache(fspec))
+                maps = (tma.MapCache(dy_im2col(p, ph, cfg["BM"], bk)), wmaps or tma.MapCache(fspec))
             plan.append((len(kernels), len(fwd), smem, ph.y_offset * es, maps, None if foff is None else part + foff))
             kernels.extend(fwd)
         ws = self.workspace_bytes(p, cfg)

@@ -1,8 +1,9 @@
 """The Hopper forward's 32-deep 16-bit K tiles (TMA = 2: 64-byte rows under the 64-byte swizzle, the kernel's ROW64)
 for layers whose channels are not a multiple of 64 (Inception's 32- and 48-channel stems, DenseNet's and MobileNetV2's
-narrow layers). Claims and builds on the CPU; against the float64 reference on the GPU, every kind of config: plain and
-padded taps, dense 1x1 pixels, persistent, ping-pong, three warpgroups, 32- to 256-wide tiles, deep pipelines, the
-fused epilogue and the NCHW wrapper."""
+narrow layers), and backward data's over dy's channels (its filter tiles MN-major, 32 kk rows a block). Claims and builds
+on the CPU; against the float64 reference on the GPU, every kind of config: plain and padded taps, dense 1x1 pixels,
+persistent, ping-pong, three warpgroups, 32- to 256-wide tiles, deep pipelines, the fused epilogue, the NCHW wrapper,
+and backward data's stride phases."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from miofind import tma
 from miofind.problem import ProblemDescription
 from miofind.registry import get_solver
 from miofind.solvers import implicit_gemm_hopper_base as hb
+from miofind.solvers import implicit_gemm_hopper_bwd as bwd
 
 FWD, BWD, TSTORE, FUSED, NCHW = (get_solver(f"ConvImplicitGemmHopper{d}") for d in
                                  ("Fwd", "Bwd", "FwdTmaStore", "FwdBiasActiv", "FwdNchw"))
@@ -33,6 +35,15 @@ CASES = {
 }
 # a persistent walk: many tiles a block (over twice the grid at one block per SM), 9 taps of one 32-deep tile each
 MANY = dict(n=64, c=32, k=32, in_size=(35, 35), filter_size=3)
+# backward data, dy's channels K % 64 != 0: stride 1 (one phase, 32 channels a tap), stride 2 (four phases, 48 channels:
+# padded taps), a dilated 5x5, a 1x1 (dy as a dense matrix) and a 1x1 stride 2 (three phases no tap reaches)
+BWD_CASES = {
+    "b_k32_3x3": dict(n=3, c=40, k=32, in_size=(15, 13), filter_size=3, pads=1),
+    "b_k48_3x3s2": dict(n=2, c=72, k=48, in_size=(17, 16), filter_size=3, pads=1, strides=2),
+    "b_k96_5x5_dil2": dict(n=2, c=32, k=96, in_size=(16, 15), filter_size=5, pads=4, dilations=2),
+    "b_k24_1x1": dict(n=3, c=144, k=24, in_size=(15, 13), filter_size=1),
+    "b_k160_1x1s2": dict(n=2, c=64, k=160, in_size=(14, 13), filter_size=1, strides=2),
+}
 
 
 def _p(d, dt="FP16", **kw):
@@ -50,14 +61,20 @@ KINDS = (_cfg(256, 32, 2, 10), _cfg(128, 64, 2, 12), _cfg(128, 128, 2, 6, pp=1),
          _cfg(64, 64, 1, 8), _cfg(128, 256, 2, 4), _cfg(128, 64, 2, 6, per=0), _cfg(64, 32, 1, 4, per=0))
 
 
+# backward data: no 32-wide tiles (the forward's only); persistent, ping-pong, three warpgroups, 256-row, non-persistent
+BWD_KINDS = (_cfg(128, 64, 2, 8), _cfg(256, 128, 2, 4), _cfg(128, 128, 2, 6, pp=1), _cfg(192, 64, 3, 4, per=0),
+             _cfg(64, 128, 1, 12))
+
+
 def _kinds(p):
     return [c for c in KINDS if FWD.is_valid_config(p, c)]
 
 
 def test_which_problems_take_row64(no_gpu_arch):
-    """16-bit forwards with C % 8 == 0 within the im2col fields, unsplit, on the producer warpgroup; not TF32, not
-    backward data, not the copy-engine store (its 64-wide y boxes and 128-byte rows); in the tuning space only where C
-    is not a multiple of 64, with stages up to 12 (persistent) as the half-size stages allow."""
+    """16-bit forwards with C % 8 == 0 within the im2col fields, unsplit, on the producer warpgroup, and backward data
+    (not 32 wide); not TF32, not the copy-engine store (its 64-wide y boxes and 128-byte rows); in the tuning space only
+    where C (backward data: dy's K) is not a multiple of 64, with stages up to 12 (persistent) as the half-size stages
+    allow."""
     p = _p("F", **CASES["c32_k32_3x3"])
     assert len(_kinds(p)) == len(KINDS)
     assert FWD.is_valid_config(_p("F", "BF16", **CASES["c48_k64_5x5"]), _cfg(128, 64, 2, 12))
@@ -68,8 +85,10 @@ def test_which_problems_take_row64(no_gpu_arch):
     assert not FWD.is_valid_config(p, dict(_cfg(128, 64, 2, 4), TMA=3))
     assert not FWD.is_valid_config(p, _cfg(256, 256, 2, 12))        # shared memory
     assert not FWD.is_valid_config(_p("F", "FP32", math="tf32", **CASES["c32_k32_3x3"]), _cfg(128, 64, 2, 4))
-    b = _p("B", **CASES["c32_k32_3x3"])
-    assert not BWD.is_valid_config(b, _cfg(128, 64, 2, 4)) and not any(c["TMA"] == 2 for c in BWD.config_space(b))
+    b = _p("B", **BWD_CASES["b_k48_3x3s2"])
+    assert all(BWD.is_valid_config(b, c) for c in BWD_KINDS) and not BWD.is_valid_config(b, _cfg(128, 32, 2, 4))
+    assert any(c["TMA"] == 2 for c in BWD.config_space(b))
+    assert not any(c["TMA"] == 2 for c in BWD.config_space(_p("B", **dict(BWD_CASES["b_k48_3x3s2"], k=64))))
     assert not TSTORE.is_valid_config(p, dict(_cfg(128, 64, 2, 4), OBUF=1))
     assert not any(c["TMA"] == 2 for c in TSTORE.config_space(p))
     space = list(FWD.config_space(p))
@@ -93,7 +112,10 @@ def test_find_tries_row64_last(no_gpu_arch):
             assert alts[len(alts) - len(deep):] == deep and all(solver.is_valid_config(q, c) for c in deep)
     assert not any(c["TMA"] == 2 for c in FWD.alternatives(_p("F", **dict(MANY, c=128))))
     assert not any(c["TMA"] == 2 for c in FWD.alternatives(_p("F", "FP32", math="tf32", **dict(MANY, c=96))))
-    assert not any(c and c["TMA"] == 2 for c in BWD.find_configs(_p("B", **dict(MANY, k=96))))
+    b = _p("B", **dict(MANY, c=96, k=96))
+    deep = [c for c in BWD.find_configs(b)[1:] if c["TMA"] == 2]
+    assert [(c["BM"], c["BN"]) for c in deep] == [t[:2] for t in hb.ALTERNATE_TILES_ROW64 if t[1] > 32]
+    assert not any(c and c["TMA"] == 2 for c in BWD.find_configs(_p("B", **dict(MANY, k=128))))
 
 
 def test_row64_maps_and_memory(no_gpu_arch):
@@ -117,6 +139,15 @@ def test_row64_maps_and_memory(no_gpu_arch):
     macros = dict(FWD.get_solution(p, _cfg(256, 32, 2, 10)).kernels[0].macros)
     assert macros["TMA"] == "1" and macros["ROW64"] == "1"
     assert "ROW64" not in dict(FWD.get_solution(p, dict(_cfg(128, 64, 2, 4), TMA=1)).kernels[0].macros)
+    b = _p("B", **BWD_CASES["b_k48_3x3s2"])
+    sol = BWD.get_solution(b, _cfg(128, 64, 2, 8))
+    mains = [k for k in sol.kernels if k.name == "igemm_hopper_fwd"]
+    assert len(mains) == 4 and all(dict(k.macros)["ROW64"] == "1" and dict(k.macros)["B_MN"] == "1" for k in mains)
+    # dy's boxes 32 channels deep (64-byte swizzle); w's MN-major boxes 64 of dx's channels x 32 of dy's, 128-byte rows
+    ph = bwd.runs(b)[0]
+    dy = bwd.dy_im2col(b, ph, 128, 32).fields
+    assert dy[8] == 32 and dy[11] == tma.SWIZZLE_64B
+    assert bwd.w_planes(b, 32).fields[5] == [64, 1, 32] and bwd.w_planes(b, 32).fields[11] == tma.SWIZZLE_128B
 
 
 def test_row64_builds(no_gpu_arch):
@@ -130,6 +161,8 @@ def test_row64_builds(no_gpu_arch):
         builds += [FWD.get_solution(p, c).kernels[0] for c in _kinds(p)]
     builds += [FUSED.get_solution(_p("F", bias=1, activation="relu", **CASES["c48_k64_5x5"]),
                                   _cfg(128, 64, 2, 8)).kernels[0]]
+    b = _p("B", **BWD_CASES["b_k48_3x3s2"])
+    builds += [k for c in BWD_KINDS for k in BWD.get_solution(b, c).kernels]
     builds += NCHW.get_solution(ProblemDescription.make("F", layout="NCHW", dtype="FP16", **MANY),
                                 _cfg(256, 32, 2, 10)).kernels
     for kern in builds:
@@ -167,3 +200,12 @@ def test_fwd_row64_walks(dt):
     _check_all(FUSED, _p("F", dt, bias=1, activation="gelu", **CASES["c48_k64_5x5"]), [_cfg(128, 64, 2, 8)])
     q = ProblemDescription.make("F", layout="NCHW", dtype=dt, **MANY)
     _check_all(NCHW, q, [_cfg(256, 32, 2, 10)])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("name", sorted(BWD_CASES))
+def test_bwd_row64(name, dt):
+    """Backward data with 32-deep K tiles over dy's channels, every phase, against the float64 reference."""
+    p = _p("B", dt, **BWD_CASES[name])
+    _check_all(BWD, p, [c for c in BWD_KINDS if BWD.is_valid_config(p, c)])

@@ -633,9 +633,11 @@ HOPPER_CASES = [
     ("F", dict(n=2, c=160, k=64, in_size=(17, 17), filter_size=(1, 7), pads=(0, 3)), dict(OBUF=2),
      "ConvImplicitGemmHopperFwdTmaStore"),
     # 32-deep K tiles (TMA = 2): maps of 32-channel boxes under the 64-byte swizzle, encoded in C++ from the fields;
-    # padded taps of 48 channels (w's 3-D map), and a dense 1x1 of 32 channels (x's tiled map)
+    # padded taps of 48 channels (w's 3-D map), a dense 1x1 of 32 channels (x's tiled map), and backward data's four
+    # stride phases over 48 of dy's channels (w's MN-major boxes 32 deep)
     ("F", dict(n=2, c=48, k=64, in_size=(13, 12), filter_size=5, pads=2), dict(TMA=2, PERSIST=1)),
     ("F", dict(n=3, c=32, k=32, in_size=(15, 13), filter_size=1), dict(TMA=2, PERSIST=1, BN=32)),
+    ("B", dict(n=2, c=72, k=48, in_size=(17, 16), filter_size=3, pads=1, strides=2), dict(TMA=2, PERSIST=1)),
     # the swapped-operand wrappers: the forward on the copies; backward data's filter rewrite from the filter's copy
     ("F", dict(n=2, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1), dict(COOP=1, layout="NCHW"),
      "ConvImplicitGemmHopperFwdSwapNchw"),
