@@ -6,7 +6,7 @@ offsets: at n = 512 the last element's index, 2^31 - 1, would still fit 32 bits)
 default config (the copy engine) and at the same tile with 16-byte cp.async loads (the offsets computed in the
 kernel); the others at their default config. The padded copy-engine K tiles (96 channels in the reduction, F and B;
 backward weights' padded columns) at n = 341 and 342, whose largest tensor, n x 6 x 2^20 elements, is just under and
-just over 2^31.
+just over 2^31; F and B also at their default tile with 32-deep K tiles (TMA = 2: 64-byte rows, 32-channel boxes).
 
 The CPU tests pin that each case applies and the index type its kernels are built with (``INDEX_T``), and check the
 float64 references it shares with the core boundary test (tests/boundary_helpers.py) against a direct NumPy convolution
@@ -83,18 +83,22 @@ def _p(key: str, n: int, **sizes) -> ProblemDescription:
 
 def _config(solver, p, loads: str) -> dict:
     """The default config, or (``cp.async``) the same with the copy engine off where that is valid, else the first
-    such config of the space."""
+    such config of the space, or (``row64``) the default with 32-deep K tiles."""
     d = solver.default_config(p)
     if loads == "default":
         return d
+    if loads == "row64":
+        return dict(d, TMA=2)
     for c in (dict(d, TMA=0), dict(d, TMA=0, PERSIST=0)):
         if solver.is_valid_config(p, c):
             return c
     return next(c for c in solver.config_space(p) if not c.get("TMA", 1))
 
 
+WITH_ROW64 = ("Fpad", "Bpad")      # also at their default tile with 32-deep K tiles (TMA = 2)
 CASES = [(f"{key}-n{n}-{loads}", key, n, loads) for key in SOLVERS for n in _index(key)
-         for loads in (("default", "cp.async") if key in WITH_CP_ASYNC else ("default",))]
+         for loads in (("default", "cp.async") if key in WITH_CP_ASYNC else ("default", "row64") if key in WITH_ROW64
+                       else ("default",))]
 
 
 def _index_types(solver, p, cfg) -> set:
@@ -116,7 +120,8 @@ def test_cases_apply_and_choose_the_index_width(no_gpu_arch, monkeypatch):
             assert wrw.padded_columns(p) and cfg["TMA"] == 1 and wrw.gemm_cols(p, cfg) == 9 * 128, (cid, cfg)
         elif key in PADDED:
             from miofind.solvers import implicit_gemm_hopper_base as hb
-            assert hb.padded_default(s.forward_problem(p)) and cfg["TMA"] == cfg["PERSIST"] == 1, (cid, cfg)
+            assert hb.padded_default(s.forward_problem(p)) and cfg["PERSIST"] == 1, (cid, cfg)
+            assert cfg["TMA"] == (2 if loads == "row64" else 1), (cid, cfg)
         assert max(math.prod(sh) for sh in p.io_shapes()) == (n * 6 << 20 if key in PADDED else n << 22), cid
         assert _index_types(s, p, cfg) == {_index(key)[n]}, cid
 
