@@ -73,6 +73,14 @@ def no_padded():
     hb.padded_channels = bwd.padded_channels = lambda p, channels: False
 
 
+def no_row64():
+    """The Hopper solvers as before their 32-deep K tiles (TMA = 2, session nov29j): ``row64_fits``, the rule config_ok
+    and the find's 32-deep alternates ask, answers no, so no such config is valid or tried."""
+    from miofind.solvers import implicit_gemm_hopper_base as hb
+
+    hb.row64_fits = lambda p: False
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dtype", default="FP32", choices=["FP32", "FP16", "BF16"])
@@ -87,6 +95,8 @@ def main():
     ap.add_argument("--no-padded", action="store_true",
                     help="A/B: the Hopper family without its padded copy-engine K tiles (C % 64 != 0: cp.async only, "
                          "as before session nov29h), patched in this process")
+    ap.add_argument("--no-row64", action="store_true",
+                    help="A/B: the Hopper family without its 32-deep K tiles (TMA = 2), patched in this process")
     ap.add_argument("--set", choices=("resnet50", "nonresnet", "padded"), default="resnet50",
                     help="ResNet-50's layers, or tests/shapes.py's NON_RESNET (Inception, VGG, DenseNet; count 1 each) "
                          "or PADDED_C (real layers whose C is not a multiple of 64; count 1 each)")
@@ -96,6 +106,8 @@ def main():
 
     if a.no_padded:
         no_padded()
+    if a.no_row64:
+        no_row64()
     from miofind import ProblemDescription, find_solutions
     from miofind.registry import solvers
 
