@@ -12,8 +12,8 @@
 // warpgroup's wgmma_wait<1> of the tile two back.
 // WGS warpgroups (128 threads each) all load (unless WSPEC, below); warpgroup g multiplies rows
 // [g*64*WG_M, (g+1)*64*WG_M) of the block tile against all BN columns (WG_M m64 blocks of one
-// m64nBNk16 each per k16 step). BN is 64, 128 or 256, or 32 for a 16-bit forward of narrow outputs
-// (not B_MN; wgmma_n32). With padded K tiles (TMA, P_C % 64 != 0) a tap's last K tile multiplies
+// m64nBNk16 each per k16 step). BN is 64, 128 or 256, or 32 for 16-bit narrow outputs (wgmma_n32; with B_MN
+// on the copy engine only). With padded K tiles (TMA, P_C % 64 != 0) a tap's last K tile multiplies
 // only the k16 steps that hold live channels (mma_steps<LIVE_K16>).
 // PERSIST = 1 (N <= BN): the grid is at most the blocks that fit the GPU at once; each block loads all
 // of B (KTILES x BN x 64) into shared memory once, then streams A through STAGES buffers over its M
@@ -71,6 +71,8 @@
 // 64-byte swizzle (16-byte chunk c of row r at chunk c ^ ((r / 2) % 4), 8-row groups 512 bytes apart), two k16 steps a
 // tile; the maps' boxes are 32 channels wide. A 32-channel tap is then one whole tile, with half the bytes a stage.
 // With B_MN the filter tile stays MN-major and 128-byte swizzled, its 64-wide n blocks 32 kk rows (MNBLK) apart.
+// Backward data with BN = 32 (copy engine only): the MN-major filter tile is one block of 64-byte rows of 32 n under the
+// 64-byte swizzle (desc_mn's layout 2, 8-row groups 512 bytes apart).
 // Fused epilogue (ConvImplicitGemmHopperFwdFused): EPI_BIAS = 1 adds bias[k] (data_t, one per output
 // channel) to the FP32 sum, EPI_ACT then applies ReLU (1) or the exact GELU v * Phi(v) (2), before the
 // rounding to data_t; split, the reduce kernel applies it. The kernels then take the bias pointer last.
@@ -195,8 +197,8 @@
 
 static_assert(BM % (64 * (PINGPONG ? 1 : WGS)) == 0 && (WG_M == 1 || WG_M == 2), "BM = 64 * WGS * (1 or 2), ping-pong 64 * (1 or 2)");
 static_assert(!PINGPONG || (PERSIST && TMA && WGS == 2), "ping-pong: persistent copy engine, two consumer warpgroups");
-static_assert(BN == 64 || BN == 128 || BN == 256 || (BN == 32 && !IS_TF32 && !B_MN),
-              "BN in 64, 128, 256; 32 for a 16-bit forward's narrow outputs");
+static_assert(BN == 64 || BN == 128 || BN == 256 || (BN == 32 && !IS_TF32 && (!B_MN || TMA)),
+              "BN in 64, 128, 256; 32 for 16-bit narrow outputs (backward data: copy engine)");
 static_assert(WG_M * BN <= 256, "at most 128 accumulators per thread");
 static_assert(STAGES >= 3, "prefetch distance STAGES - 2 >= 1");
 static_assert(!IS_TF32 || !B_MN, "TF32 operands K-major only (no backward-data MN-major filter)");
@@ -337,8 +339,22 @@ static_assert(NT_LOAD % CPR_B == 0 && BK % KSTEP_B == 0, "MN-major B loader rows
 // byte offset of n chunk cc (8 elements) of kk row r in the MN-major tile
 __device__ __forceinline__ u32 mn_off(int r, int cc) { return (u32)((cc >> 3) * MNBLK + r * 128 + (((cc & 7) ^ (r & 7)) << 4)); }
 
+#if BN == 32
+// 32 wide (copy engine only): a kk row is one 64-byte row of n under the 64-byte swizzle, one block; stride byte offset
+// = next 8 kk rows
+#define MN_ROWB 64
+__device__ __forceinline__ u64 desc_mn(u32 saddr)
+{
+    u64 d = (u64)((saddr & 0x3FFFF) >> 4);
+    d |= (u64)1 << 16;
+    d |= (u64)(512 >> 4) << 32;
+    d |= (u64)2 << 62;
+    return d;
+}
+#else
 // MN-major, 128-byte-swizzled descriptor: leading byte offset = next 64-wide n block, stride byte
 // offset = next 8 kk rows (as implicit_gemm_hopper_wrw.cu's operands)
+#define MN_ROWB 128
 __device__ __forceinline__ u64 desc_mn(u32 saddr)
 {
     u64 d = (u64)((saddr & 0x3FFFF) >> 4);
@@ -347,6 +363,7 @@ __device__ __forceinline__ u64 desc_mn(u32 saddr)
     d |= (u64)1 << 62;
     return d;
 }
+#endif
 
 // B tile kt (64 kk rows x BN n from n0) read in place from the backward-data filter: each kk row is
 // one (tap, k), a run of BN channels of w; chunk cc = t % CPR_B of rows t / CPR_B + i * KSTEP_B.
@@ -394,7 +411,7 @@ __device__ __forceinline__ void mma_steps(float (&acc)[WG_M][BN / 2], u32 sa, u3
     for(int k16 = 0; k16 < STEPS; ++k16)
     {
 #if B_MN
-        const u64 db = desc_mn(sb + k16 * 16 * 128);      // 16 kk rows further
+        const u64 db = desc_mn(sb + k16 * 16 * MN_ROWB);      // 16 kk rows further
 #else
         const u64 db = desc_k(sb + k16 * 32);
 #endif
@@ -624,7 +641,7 @@ __device__ __forceinline__ void tma_fill(u32 sn, u32 bar, const TmaMap* tmx, con
     const int a = tap / P_X, b = tap - a * P_X;
     const int wt = (BW_R0 + (P_Y - 1 - a) * BW_SH) * BW_FX + BW_S0 + (P_X - 1 - b) * BW_SW;
 #pragma unroll
-    for(int j = 0; j < BN / 64; ++j)
+    for(int j = 0; j < (BN + 63) / 64; ++j)            // one box of 32 n when BN = 32
         tma_tile_3d(sn + A_BYTES + j * MNBLK, tmw, n0 + 64 * j, wt, c, bar);
 #elif P_C % BK
     tma_tile_3d(sn + A_BYTES, tmw, c, tap, n0, bar);     // w as a 3-D map (C, Y*X, K): zeros past P_C

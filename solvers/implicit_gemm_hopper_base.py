@@ -628,9 +628,16 @@ ALTERNATE_TILES_TF32 = ((128, 128, 1, 4, 0), (192, 128, 3, 3, 0), (64, 128, 2, 6
 # others: the five that, added greedily, brought the best of the find's configs closest to the best of every TMA = 2
 # config on the 30 layers of PADDED_C (FP16, N = 32): 1.061 of cuDNN's best plan without them, 0.990 with them, 0.974
 # with every TMA = 2 config; 0.999 with each layer held out of its own picks (isolated kernel time, H200;
-# bench/results/session-nov29j/call1/, pick_row64.py). Tiles wider than max(64, 2K) are skipped, as in the space.
+# bench/results/session-nov29j/call1/, pick_row64.py). Tiles wider than max(64, 2K), or 32 wide for K > 32, are skipped,
+# as in the space (``row64_width_ok``).
 ALTERNATE_TILES_ROW64 = ((256, 64, 2, 8, 1), (256, 32, 2, 6, 1), (256, 128, 2, 4, 1), (192, 64, 3, 4, 0),
                          (192, 128, 3, 4, 1))
+
+
+def row64_width_ok(bn: int, n: int) -> bool:
+    """Whether an ALTERNATE_TILES_ROW64 tile of width ``bn`` is tried for a GEMM N of ``n``: at most max(64, 2N) wide,
+    and 32 wide only for N <= 32 (as the space; where the picks were measured)."""
+    return bn <= max(64, 2 * n) and (bn > 32 or n <= 32)
 
 
 class ImplicitGemmHopperBase(Solver):
@@ -708,9 +715,10 @@ class ImplicitGemmHopperBase(Solver):
         32-wide tiles (BN = 32). Last, where C % 64 != 0 (backward data: dy's channels), the valid ALTERNATE_TILES_ROW64
         with 32-deep K tiles (TMA = 2)."""
         out = self._wide_alternatives(p)
-        if esize(p) == 2 and p.direction == "F" and p.k <= 32:
-            # at most 32 output channels: each config above and the default again with 32-wide tiles (bench/results/
-            # session-nov29i/call8/: on seven such layers the best 32-wide config beat the best 64-wide one by 6-22%)
+        if esize(p) == 2 and gemm_shape(self.forward_problem(p))[1] <= 32:
+            # at most 32 output channels (backward data: dx's): each config above and the default again with 32-wide
+            # tiles where valid (backward data: copy-engine ones only) (bench/results/session-nov29i/call8/: on seven
+            # such forward layers the best 32-wide config beat the best 64-wide one by 6-22%)
             default = self.default_config(p)
             narrow = [dict(c, BN=32) for c in [default] + out]
             out = out + [c for i, c in enumerate(narrow) if c != default and c not in out and c not in narrow[:i]
@@ -723,7 +731,7 @@ class ImplicitGemmHopperBase(Solver):
             return []
         n = gemm_shape(v)[1]
         tiles = ({"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": per, "SPLITK": 1, "WSPEC": 1, "TMA": 2,
-                  "PINGPONG": 0} for bm, bn, wgs, st, per in ALTERNATE_TILES_ROW64 if bn <= max(64, 2 * n))
+                  "PINGPONG": 0} for bm, bn, wgs, st, per in ALTERNATE_TILES_ROW64 if row64_width_ok(bn, n))
         return [c for c in tiles if self.is_valid_config(p, c)]
 
     def _wide_alternatives(self, p: ProblemDescription) -> list[dict]:

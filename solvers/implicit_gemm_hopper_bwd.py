@@ -175,12 +175,13 @@ def dy_im2col(p: ProblemDescription, ph: Phase, pixels: int, bk: int | None = No
                           pixels, (1, 1), swizzle_of(bk * es))
 
 
-def w_planes(p: ProblemDescription, bk: int = BK) -> tma.TiledSpec:
+def w_planes(p: ProblemDescription, bk: int = BK, bn: int = BK) -> tma.TiledSpec:
     """w (K x Y x X x C, KYXC) as a 3-D map (C, Y*X, K) of boxes of 64 of dx's channels x one tap x 64 (``bk``) of
     dy's: a stage's B tile, MN-major, one box per 64-wide block of its BN columns (rows of 128 bytes of dx's channels,
-    whatever the K tile's depth)."""
-    taps = math.prod(p.filter_size)
-    return tma.TiledSpec(p.dtype, (p.c, taps, p.k), (p.c * 2, taps * p.c * 2), (BK, 1, bk))
+    whatever the K tile's depth); with BN = 32 (``bn``) one box of 32 of dx's channels, 64-byte rows under the 64-byte
+    swizzle."""
+    taps, width = math.prod(p.filter_size), min(bn, BK)
+    return tma.TiledSpec(p.dtype, (p.c, taps, p.k), (p.c * 2, taps * p.c * 2), (width, 1, bk), swizzle_of(width * 2))
 
 
 class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
@@ -237,7 +238,8 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
         p = problem.as_conv()
         if p.spatial_dims != 2 or not runs(p):
             return False
-        if isinstance(config, dict) and config.get("BN") == 32:     # 32-wide tiles: the forward's only (config_ok)
+        # 32-wide tiles: the MN-major filter tile of 32 n only as the copy engine's 64-byte-swizzled box
+        if isinstance(config, dict) and config.get("BN") == 32 and not self.legacy_config(config).get("TMA"):
             return False
         if isinstance(config, dict) and self.legacy_config(config).get("TMA") and \
                 not all(phase_tma_fits(p, ph) for ph in runs(p)):
@@ -293,7 +295,7 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
         plan = []                        # per phase: its kernels' indices, smem, dx offset, maps, its filter's offset
         part = self.partials_bytes(p, cfg)
         bk = 32 if row64(cfg) else kdepth(p)
-        wmaps = tma.MapCache(w_planes(p, bk)) if cfg["TMA"] and not flip else None   # w in place: one map, all phases
+        wmaps = tma.MapCache(w_planes(p, bk, cfg["BN"])) if cfg["TMA"] and not flip else None   # in place: one map
         for ph in runs(p):
             fwd, smem = forward_kernels(ph.fwd, cfg, self.source, self.kernel_name, phase_overrides(p, ph, not flip))
             foff, fspec = self.phase_filter(p, ph, cfg)

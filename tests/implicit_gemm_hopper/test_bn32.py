@@ -12,9 +12,11 @@ import pytest
 
 from gpu_helpers import check_solver
 from nvrtc_check import nvrtc_or_skip
+from miofind import tma
 from miofind.problem import ProblemDescription
 from miofind.registry import get_solver
 from miofind.solvers import implicit_gemm_hopper_base as hb
+from miofind.solvers import implicit_gemm_hopper_bwd as bwd
 
 FWD, BWD, TSTORE, FUSED = (get_solver(f"ConvImplicitGemmHopper{d}") for d in ("Fwd", "Bwd", "FwdTmaStore",
                                                                              "FwdBiasActiv"))
@@ -48,8 +50,9 @@ KINDS = (_cfg(128, 2, 4), _cfg(64, 1, 5), _cfg(128, 2, 4, per=1), _cfg(128, 2, 4
 
 
 def test_which_problems_take_bn32(no_gpu_arch):
-    """16-bit forwards of at most 32 output channels (in the space; any K is valid, the tile's tail masked); not
-    backward data (its MN-major filter tiles and phases), not TF32, not the copy-engine store (64-wide boxes of y)."""
+    """16-bit forwards of at most 32 output channels (in the space; any K is valid, the tile's tail masked), and
+    backward data of at most 32 of dx's channels on the copy engine only (its MN-major filter tile then one 64-byte-
+    swizzled box of 32 n); not TF32, not the copy-engine store (64-wide boxes of y)."""
     p = _p("F", **CASES["c128_k32_3x3"])
     assert all(FWD.is_valid_config(p, c) for c in KINDS if c["WGS"] < 3 or c["TMA"])
     assert any(c["BN"] == 32 for c in FWD.config_space(p))
@@ -57,9 +60,14 @@ def test_which_problems_take_bn32(no_gpu_arch):
     assert FWD.is_valid_config(_p("F", "BF16", **CASES["c64_k16_1x1"]), _cfg(128, 2, 4, per=1, wsp=1, tma=1))
     assert not FWD.is_valid_config(_p("F", "FP32", math="tf32", **CASES["c128_k32_3x3"]), _cfg(128, 2, 4))
     b = _p("B", **dict(CASES["c128_k32_3x3"], c=32, k=128))
-    assert not BWD.is_valid_config(b, _cfg(128, 2, 4)) and not BWD.is_valid_config(b, _cfg(128, 2, 4, per=1, wsp=1,
-                                                                                              tma=1))
-    assert not any(c["BN"] == 32 for c in BWD.config_space(b))
+    assert not BWD.is_valid_config(b, _cfg(128, 2, 4)) and not BWD.is_valid_config(b, _cfg(128, 2, 4, wsp=1))
+    assert BWD.is_valid_config(b, _cfg(128, 2, 4, per=1, wsp=1, tma=1))
+    narrow = [c for c in BWD.config_space(b) if c["BN"] == 32]
+    assert narrow and all(c["TMA"] for c in narrow)
+    box32, box64 = (bwd.w_planes(b, 64, bn).fields for bn in (32, 64))
+    assert (box32[5], box32[11], box64[5], box64[11]) == ([32, 1, 64], tma.SWIZZLE_64B, [64, 1, 64], tma.SWIZZLE_128B)
+    d, alts = BWD.default_config(b), BWD.alternatives(b)
+    assert d["TMA"] and dict(d, BN=32) in alts and all(BWD.is_valid_config(b, c) for c in alts)
     assert not any(c["BN"] == 32 for c in TSTORE.config_space(p))
     assert not TSTORE.is_valid_config(p, dict(_cfg(128, 2, 4, per=1, wsp=1, tma=1), OBUF=1))
     assert hb.forward_maps(p, _cfg(128, 2, 4, per=1, wsp=1, tma=1))[1].spec.fields[5] == [64, 32]
@@ -86,6 +94,8 @@ def test_bn32_builds(no_gpu_arch):
     builds += [FUSED.get_solution(_p("F", bias=1, activation="relu", **CASES["c128_k32_3x3"]),
                                   _cfg(128, 2, 4, per=1, wsp=1, tma=1)).kernels[0]]
     builds += [FWD.get_solution(_p("F", **CASES["c96_k24_3x3s2"]), _cfg(128, 2, 4, per=1, wsp=1, tma=1)).kernels[0]]
+    b = _p("B", **BWD_CASES["b_c24_k48_3x3s2"])
+    builds += [k for c in BWD_KINDS if BWD.is_valid_config(b, c) for k in BWD.get_solution(b, c).kernels]
     for kern in builds:
         assert nvrtc_compile(kern, "sm_90a")[:4] == b"\x7fELF", (kern.name, dict(kern.macros))
 
@@ -123,3 +133,24 @@ def test_fwd_bn32_walks_and_splits(dt):
     _check_all(FUSED, _p("F", dt, bias=1, activation="relu", **MANY), [_cfg(128, 2, 4, per=1, wsp=1, tma=1)])
     q = ProblemDescription.make("F", layout="NCHW", dtype=dt, **MANY)
     _check_all(NCHW, q, [_cfg(128, 2, 4, per=1, wsp=1, tma=1)])
+
+
+# backward data of at most 32 of dx's channels: stride 1 over 128 of dy's channels (64-deep copy-engine tiles), stride 2
+# (four phases) over 48 (padded 64-deep, or 32-deep), a 1x1 over 64 (dy as a dense matrix)
+BWD_CASES = {
+    "b_c32_k128_3x3": dict(n=3, c=32, k=128, in_size=(15, 13), filter_size=3, pads=1),
+    "b_c24_k48_3x3s2": dict(n=2, c=24, k=48, in_size=(17, 16), filter_size=3, pads=1, strides=2),
+    "b_c16_k64_1x1": dict(n=3, c=16, k=64, in_size=(14, 13), filter_size=1),
+}
+BWD_KINDS = (_cfg(128, 2, 4, per=1, wsp=1, tma=1), _cfg(128, 2, 4, wsp=1, tma=1), _cfg(128, 2, 6, per=1, wsp=1, tma=1, pp=1),
+             _cfg(192, 3, 5, per=1, wsp=1, tma=1), dict(_cfg(256, 2, 6, per=1, wsp=1), TMA=2))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("name", sorted(BWD_CASES))
+def test_bwd_bn32(name, dt):
+    """Backward data with 32-wide tiles (the filter's 64-byte-swizzled MN-major box), every phase, 64- and 32-deep K
+    tiles, against the float64 reference."""
+    p = _p("B", dt, **BWD_CASES[name])
+    _check_all(BWD, p, [c for c in BWD_KINDS if BWD.is_valid_config(p, c)])

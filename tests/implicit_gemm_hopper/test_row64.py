@@ -61,7 +61,7 @@ KINDS = (_cfg(256, 32, 2, 10), _cfg(128, 64, 2, 12), _cfg(128, 128, 2, 6, pp=1),
          _cfg(64, 64, 1, 8), _cfg(128, 256, 2, 4), _cfg(128, 64, 2, 6, per=0), _cfg(64, 32, 1, 4, per=0))
 
 
-# backward data: no 32-wide tiles (the forward's only); persistent, ping-pong, three warpgroups, 256-row, non-persistent
+# backward data: persistent, ping-pong, three warpgroups, 256-row, non-persistent (32-wide ones: test_bn32.py)
 BWD_KINDS = (_cfg(128, 64, 2, 8), _cfg(256, 128, 2, 4), _cfg(128, 128, 2, 6, pp=1), _cfg(192, 64, 3, 4, per=0),
              _cfg(64, 128, 1, 12))
 
@@ -71,8 +71,8 @@ def _kinds(p):
 
 
 def test_which_problems_take_row64(no_gpu_arch):
-    """16-bit forwards with C % 8 == 0 within the im2col fields, unsplit, on the producer warpgroup, and backward data
-    (not 32 wide); not TF32, not the copy-engine store (its 64-wide y boxes and 128-byte rows); in the tuning space only
+    """16-bit forwards with C % 8 == 0 within the im2col fields, unsplit, on the producer warpgroup, and backward data;
+    not TF32, not the copy-engine store (its 64-wide y boxes and 128-byte rows); in the tuning space only
     where C (backward data: dy's K) is not a multiple of 64, with stages up to 12 (persistent) as the half-size stages
     allow."""
     p = _p("F", **CASES["c32_k32_3x3"])
@@ -86,7 +86,7 @@ def test_which_problems_take_row64(no_gpu_arch):
     assert not FWD.is_valid_config(p, _cfg(256, 256, 2, 12))        # shared memory
     assert not FWD.is_valid_config(_p("F", "FP32", math="tf32", **CASES["c32_k32_3x3"]), _cfg(128, 64, 2, 4))
     b = _p("B", **BWD_CASES["b_k48_3x3s2"])
-    assert all(BWD.is_valid_config(b, c) for c in BWD_KINDS) and not BWD.is_valid_config(b, _cfg(128, 32, 2, 4))
+    assert all(BWD.is_valid_config(b, c) for c in BWD_KINDS) and BWD.is_valid_config(b, _cfg(128, 32, 2, 4))
     assert any(c["TMA"] == 2 for c in BWD.config_space(b))
     assert not any(c["TMA"] == 2 for c in BWD.config_space(_p("B", **dict(BWD_CASES["b_k48_3x3s2"], k=64))))
     assert not TSTORE.is_valid_config(p, dict(_cfg(128, 64, 2, 4), OBUF=1))
@@ -107,14 +107,15 @@ def test_find_tries_row64_last(no_gpu_arch):
                           (NCHW, ProblemDescription.make("F", layout="NCHW", dtype="BF16", **kw))):
             alts = solver.alternatives(q) if solver is not NCHW else solver.find_configs(q)[1:]
             deep = [c for c in alts if c["TMA"] == 2]
-            want = [t for t in hb.ALTERNATE_TILES_ROW64 if t[1] <= max(64, 2 * q.k)]
+            want = [t for t in hb.ALTERNATE_TILES_ROW64 if hb.row64_width_ok(t[1], q.k)]
             assert [(c["BM"], c["BN"], c["WGS"], c["STAGES"], c["PERSIST"]) for c in deep] == list(want), solver.id
             assert alts[len(alts) - len(deep):] == deep and all(solver.is_valid_config(q, c) for c in deep)
     assert not any(c["TMA"] == 2 for c in FWD.alternatives(_p("F", **dict(MANY, c=128))))
     assert not any(c["TMA"] == 2 for c in FWD.alternatives(_p("F", "FP32", math="tf32", **dict(MANY, c=96))))
     b = _p("B", **dict(MANY, c=96, k=96))
     deep = [c for c in BWD.find_configs(b)[1:] if c["TMA"] == 2]
-    assert [(c["BM"], c["BN"]) for c in deep] == [t[:2] for t in hb.ALTERNATE_TILES_ROW64 if t[1] > 32]
+    assert [(c["BM"], c["BN"]) for c in deep] == [t[:2] for t in hb.ALTERNATE_TILES_ROW64 if hb.row64_width_ok(t[1], 96)]
+    assert (256, 32) not in [(c["BM"], c["BN"]) for c in deep]
     assert not any(c and c["TMA"] == 2 for c in BWD.find_configs(_p("B", **dict(MANY, k=128))))
 
 
