@@ -1,13 +1,14 @@
 """Every config of one Hopper solver's space on chosen layers, timed beside cuDNN's plans (bench/kernel_timing.py):
 what the best config of today's space reaches, per layer, before a kernel change is planned.
 
-Per layer (FP16 NHWC by default, ``--layout NCHW`` channels-first, ``--dtype FP32 --math tf32`` for TF32; ResNet-50 at N=32, tests/shapes.py's
-NON_RESNET or PADDED_C (``--set padded``), or ``--set large``: issue 19's large layer at N=120), on one Harness (same buffers, every
-candidate verified against the float64 reference first): the configs of ``config_space`` that match ``--where``
-(e.g. ``TMA=1,STAGES=4|6``), each timed isolated and back to back in a graph ("gpu"); cuDNN's offered plans the
-same way. Prints each layer's five fastest configs by isolated time and the geomean of best / cuDNN's best.
-``--solver`` sweeps another solver of the direction; ``--others`` also times other solvers, each at its find's
-configs and at the config of its record in ``--db`` (a FindDB file, e.g. the shipped one), in the same run.
+Per layer (FP16 NHWC by default, ``--layout NCHW`` channels-first, ``--dtype FP32 --math tf32`` for TF32; ResNet-50 at
+N=32, tests/shapes.py's NON_RESNET or PADDED_C (``--set padded``), or ``--set large``: issue 19's large layer at N=120),
+on one Harness (same buffers, every candidate verified against the float64 reference first): the configs of
+``config_space`` that match ``--where`` (e.g. ``TMA=1,STAGES=4|6``), each timed isolated and back to back in a graph
+("gpu"); cuDNN's offered plans the same way. Prints each layer's five fastest configs by isolated time and the geomean
+of best / cuDNN's best. ``--solver`` sweeps another solver of the direction; ``--others`` also times other solvers, each
+at its find's configs and at the config of its record in ``--db`` (a FindDB file, e.g. the shipped one), in the same
+run.
 
     python bench/sweep_configs.py --dir W --layers r50_2048to512_7_1x1s1,... --where TMA=1 --json out.json
     python bench/sweep_configs.py --dir W --solver ConvImplicitGemmHopperWrwStreamK --layers all \

@@ -71,8 +71,8 @@
 // 64-byte swizzle (16-byte chunk c of row r at chunk c ^ ((r / 2) % 4), 8-row groups 512 bytes apart), two k16 steps a
 // tile; the maps' boxes are 32 channels wide. A 32-channel tap is then one whole tile, with half the bytes a stage.
 // With B_MN the filter tile stays MN-major and 128-byte swizzled, its 64-wide n blocks 32 kk rows (MNBLK) apart.
-// Backward data with BN = 32 (copy engine only): the MN-major filter tile is one block of 64-byte rows of 32 n under the
-// 64-byte swizzle (desc_mn's layout 2, 8-row groups 512 bytes apart).
+// Backward data with BN = 32 (copy engine only): the MN-major filter tile is one block of 64-byte rows of 32 n under
+// the 64-byte swizzle (desc_mn's layout 2, 8-row groups 512 bytes apart).
 // Fused epilogue (ConvImplicitGemmHopperFwdFused): EPI_BIAS = 1 adds bias[k] (data_t, one per output
 // channel) to the FP32 sum, EPI_ACT then applies ReLU (1) or the exact GELU v * Phi(v) (2), before the
 // rounding to data_t; split, the reduce kernel applies it. The kernels then take the bias pointer last.

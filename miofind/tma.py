@@ -9,8 +9,9 @@ keeps it (a training loop's caching allocator hands the same addresses back step
 
 Elements outside the tensor read as zeros (``oobFill`` NONE), which is the convolution's zero padding in
 im2col mode. Shared-memory boxes use the 128-byte swizzle of kernels_src/implicit_gemm_hopper.cuh (16-byte
-chunk c of 128-byte row r at chunk c ^ (r % 8)), so a box's inner extent is 128 bytes; or, for the forward's 32-deep
-16-bit K tiles, the 64-byte swizzle (chunk c of 64-byte row r at chunk c ^ ((r / 2) % 4)) of 64-byte inner extents.
+chunk c of 128-byte row r at chunk c ^ (r % 8)), so a box's inner extent is 128 bytes; or, for the 32-deep 16-bit K
+tiles and backward data's 32-wide filter boxes, the 64-byte swizzle (chunk c of 64-byte row r at chunk c ^ ((r / 2) %
+4)) of 64-byte inner extents.
 """
 
 from __future__ import annotations

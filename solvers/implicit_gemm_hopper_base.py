@@ -22,8 +22,9 @@ output tile, the producer streaming each tile's A and B boxes through the stages
 the consumers' epilogue through its own output tile, overlapped with the next tile's copies. PINGPONG (1, with TMA,
 PERSIST and WGS = 2): each consumer warpgroup multiplies whole BM x BN tiles (BM = 64 or 128), the two taking
 alternate tiles of their block in turn, so one's epilogue overlaps the other's K loop. TMA = 2 (16-bit forward or
-backward data, WSPEC, unsplit): the copy engine with 32-deep K tiles, 64-byte rows under the 64-byte swizzle (``row64``; the kernel's
-ROW64): a tap of 32 channels is one tile instead of half a padded one, a stage half the bytes, up to 12 stages.
+backward data, WSPEC, unsplit): the copy engine with 32-deep K tiles, 64-byte rows under the 64-byte swizzle
+(``row64``; the kernel's ROW64): a tap of 32 channels is one tile instead of half a padded one, a stage half the bytes,
+up to 12 stages.
 """
 
 from __future__ import annotations

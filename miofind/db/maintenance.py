@@ -411,7 +411,8 @@ SOURCE_RENAMES = {"88c4490855edbe3c": "932ecfdffa26fafc",     # gemm_im2col.cu
                   "679c07932422d73a": "6f227627fc72e22b",     # the copy-engine-store F
                   # then 32-deep 16-bit K tiles (ROW64, under TMA = 2, a config value no stored record has; forward,
                   # then backward data), then backward data's 32-wide tiles (BN = 32 with B_MN, which no stored record
-                  # has): the same 571 stored-config kernels and the 178 padded and 32-wide ones byte-identical each time
+                  # has): the same 571 stored-config kernels and the 178 padded and 32-wide ones byte-identical each
+                  # time
                   # (bench/results/session-nov29j/cubins_identical.txt)
                   "17515bde694e99ca": "28457f3e1c572cc6",     # Hopper F, the fused F
                   "24c32702e23bedb1": "6f6aac621b04b252",     # Hopper B

@@ -142,8 +142,9 @@ BWD_CASES = {
     "b_c24_k48_3x3s2": dict(n=2, c=24, k=48, in_size=(17, 16), filter_size=3, pads=1, strides=2),
     "b_c16_k64_1x1": dict(n=3, c=16, k=64, in_size=(14, 13), filter_size=1),
 }
-BWD_KINDS = (_cfg(128, 2, 4, per=1, wsp=1, tma=1), _cfg(128, 2, 4, wsp=1, tma=1), _cfg(128, 2, 6, per=1, wsp=1, tma=1, pp=1),
-             _cfg(192, 3, 5, per=1, wsp=1, tma=1), dict(_cfg(256, 2, 6, per=1, wsp=1), TMA=2))
+BWD_KINDS = (_cfg(128, 2, 4, per=1, wsp=1, tma=1), _cfg(128, 2, 4, wsp=1, tma=1),
+             _cfg(128, 2, 6, per=1, wsp=1, tma=1, pp=1), _cfg(192, 3, 5, per=1, wsp=1, tma=1),
+             dict(_cfg(256, 2, 6, per=1, wsp=1), TMA=2))
 
 
 @pytest.mark.gpu

@@ -1,9 +1,9 @@
-"""The Hopper forward's 32-deep 16-bit K tiles (TMA = 2: 64-byte rows under the 64-byte swizzle, the kernel's ROW64)
-for layers whose channels are not a multiple of 64 (Inception's 32- and 48-channel stems, DenseNet's and MobileNetV2's
-narrow layers), and backward data's over dy's channels (its filter tiles MN-major, 32 kk rows a block). Claims and builds
-on the CPU; against the float64 reference on the GPU, every kind of config: plain and padded taps, dense 1x1 pixels,
-persistent, ping-pong, three warpgroups, 32- to 256-wide tiles, deep pipelines, the fused epilogue, the NCHW wrapper,
-and backward data's stride phases."""
+"""The Hopper forward's 32-deep 16-bit K tiles (TMA = 2: 64-byte rows under the 64-byte swizzle, the kernel's ROW64) for
+layers whose channels are not a multiple of 64 (Inception's 32- and 48-channel stems, DenseNet's and MobileNetV2's
+narrow layers), and backward data's over dy's channels (its filter tiles MN-major, 32 kk rows a block). Claims and
+builds on the CPU; against the float64 reference on the GPU, every kind of config: plain and padded taps, dense 1x1
+pixels, persistent, ping-pong, three warpgroups, 32- to 256-wide tiles, deep pipelines, the fused epilogue, the NCHW
+wrapper, and backward data's stride phases."""
 
 from __future__ import annotations
 
@@ -114,7 +114,8 @@ def test_find_tries_row64_last(no_gpu_arch):
     assert not any(c["TMA"] == 2 for c in FWD.alternatives(_p("F", "FP32", math="tf32", **dict(MANY, c=96))))
     b = _p("B", **dict(MANY, c=96, k=96))
     deep = [c for c in BWD.find_configs(b)[1:] if c["TMA"] == 2]
-    assert [(c["BM"], c["BN"]) for c in deep] == [t[:2] for t in hb.ALTERNATE_TILES_ROW64 if hb.row64_width_ok(t[1], 96)]
+    want = [t[:2] for t in hb.ALTERNATE_TILES_ROW64 if hb.row64_width_ok(t[1], 96)]
+    assert [(c["BM"], c["BN"]) for c in deep] == want
     assert (256, 32) not in [(c["BM"], c["BN"]) for c in deep]
     assert not any(c and c["TMA"] == 2 for c in BWD.find_configs(_p("B", **dict(MANY, k=128))))
 
