@@ -625,12 +625,13 @@ ALTERNATE_TILES = ((64, 128, 1, 8, 0), (128, 128, 2, 4, 0), (256, 64, 2, 4, 0), 
 # layers at N = 32, chosen greedily with each layer held out in turn: 0.967 of cuDNN's best TF32 plan against the
 # default's 1.044 (isolated kernel time, H200; bench/results/session-nov28b/call1/, alternates.txt)
 ALTERNATE_TILES_TF32 = ((128, 128, 1, 4, 0), (192, 128, 3, 3, 0), (64, 128, 2, 6, 1), (128, 64, 2, 6, 1))
-# 32-deep K tiles (TMA = 2; BM, BN, WGS, STAGES, PERSIST) a find of a 16-bit forward with C % 64 != 0 measures after the
-# others: the five that, added greedily, brought the best of the find's configs closest to the best of every TMA = 2
-# config on the 30 layers of PADDED_C (FP16, N = 32): 1.061 of cuDNN's best plan without them, 0.990 with them, 0.974
-# with every TMA = 2 config; 0.999 with each layer held out of its own picks (isolated kernel time, H200;
-# bench/results/session-nov29j/call1/, pick_row64.py). Tiles wider than max(64, 2K), or 32 wide for K > 32, are skipped,
-# as in the space (``row64_width_ok``).
+# 32-deep K tiles (TMA = 2; BM, BN, WGS, STAGES, PERSIST) a find of a 16-bit forward with C % 64 != 0 (or backward data
+# with dy's K % 64 != 0) measures after the others: the five that, added greedily, brought the best of the forward
+# find's configs closest to the best of every TMA = 2 config on the 30 layers of PADDED_C (FP16, N = 32): 1.061 of
+# cuDNN's best plan without them, 0.990 with them, 0.974 with every TMA = 2 config; 0.999 with each layer held out of
+# its own picks (isolated kernel time, H200; bench/results/session-nov29j/call1/, pick_row64.py). Backward data with the
+# same five: 1.114 -> 1.056, every TMA = 2 config 1.042 (call4/b_row64.txt). Tiles wider than max(64, 2N), or 32 wide
+# for N > 32, are skipped, as in the space (``row64_width_ok``).
 ALTERNATE_TILES_ROW64 = ((256, 64, 2, 8, 1), (256, 32, 2, 6, 1), (256, 128, 2, 4, 1), (192, 64, 3, 4, 0),
                          (192, 128, 3, 4, 1))
 
