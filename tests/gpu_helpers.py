@@ -126,6 +126,17 @@ def check_solver(solver, problem, seed=0, config=None):
     return err, tol
 
 
+def check_configs(solver, problem, configs):
+    """Every config of ``configs`` (at least one) is valid for ``solver`` on ``problem`` and verifies against the
+    float64 reference (``check_solver``, seeded by the problem's key and the config)."""
+    assert configs
+    for cfg in configs:
+        assert solver.is_valid_config(problem, cfg), cfg
+        seed = zlib.crc32(repr((problem.key(), cfg)).encode()) & 0xFFFF
+        err, tol = check_solver(solver, problem, seed=seed, config=cfg)
+        assert err <= tol, f"{problem.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
+
+
 def check_claim(claim: Claim):
     """An accepted case verifies against the float64 reference (GPU)."""
     p = claim.problem()

@@ -6,11 +6,9 @@ epilogue and the NCHW wrapper."""
 
 from __future__ import annotations
 
-import zlib
-
 import pytest
 
-from gpu_helpers import check_solver
+from gpu_helpers import check_configs
 from nvrtc_check import nvrtc_or_skip
 from miofind import tma
 from miofind.problem import ProblemDescription
@@ -100,21 +98,13 @@ def test_bn32_builds(no_gpu_arch):
         assert nvrtc_compile(kern, "sm_90a")[:4] == b"\x7fELF", (kern.name, dict(kern.macros))
 
 
-def _check_all(solver, p, cfgs):
-    assert cfgs
-    for cfg in cfgs:
-        assert solver.is_valid_config(p, cfg), cfg
-        err, tol = check_solver(solver, p, seed=zlib.crc32(repr((p.key(), cfg)).encode()) & 0xFFFF, config=cfg)
-        assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("dt", ("FP16", "BF16"))
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_fwd_bn32(name, dt):
     """Every valid kind of 32-wide config against the float64 reference, the output poisoned."""
     p = _p("F", dt, **CASES[name])
-    _check_all(FWD, p, [c for c in KINDS if FWD.is_valid_config(p, c)])
+    check_configs(FWD, p, [c for c in KINDS if FWD.is_valid_config(p, c)])
 
 
 @pytest.mark.gpu
@@ -129,10 +119,10 @@ def test_fwd_bn32_walks_and_splits(dt):
         assert hb.tiles(p, c) >= 2 * FWD.get_solution(p, c).kernels[0].grid[0], c
     split = [_cfg(128, 2, 4, sk=3), _cfg(64, 1, 4, wsp=1, tma=1, sk=2)]
     assert all(hb.split_geometry(p, c["SPLITK"])[0] > 1 for c in split)
-    _check_all(FWD, p, per + split)
-    _check_all(FUSED, _p("F", dt, bias=1, activation="relu", **MANY), [_cfg(128, 2, 4, per=1, wsp=1, tma=1)])
+    check_configs(FWD, p, per + split)
+    check_configs(FUSED, _p("F", dt, bias=1, activation="relu", **MANY), [_cfg(128, 2, 4, per=1, wsp=1, tma=1)])
     q = ProblemDescription.make("F", layout="NCHW", dtype=dt, **MANY)
-    _check_all(NCHW, q, [_cfg(128, 2, 4, per=1, wsp=1, tma=1)])
+    check_configs(NCHW, q, [_cfg(128, 2, 4, per=1, wsp=1, tma=1)])
 
 
 # backward data of at most 32 of dx's channels: stride 1 over 128 of dy's channels (64-deep copy-engine tiles), stride 2
@@ -154,4 +144,4 @@ def test_bwd_bn32(name, dt):
     """Backward data with 32-wide tiles (the filter's 64-byte-swizzled MN-major box), every phase, 64- and 32-deep K
     tiles, against the float64 reference."""
     p = _p("B", dt, **BWD_CASES[name])
-    _check_all(BWD, p, [c for c in BWD_KINDS if BWD.is_valid_config(p, c)])
+    check_configs(BWD, p, [c for c in BWD_KINDS if BWD.is_valid_config(p, c)])

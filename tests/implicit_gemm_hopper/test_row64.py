@@ -7,11 +7,9 @@ wrapper, and backward data's stride phases."""
 
 from __future__ import annotations
 
-import zlib
-
 import pytest
 
-from gpu_helpers import check_solver
+from gpu_helpers import check_configs
 from nvrtc_check import nvrtc_or_skip
 from miofind import tma
 from miofind.problem import ProblemDescription
@@ -171,21 +169,13 @@ def test_row64_builds(no_gpu_arch):
         assert nvrtc_compile(kern, "sm_90a")[:4] == b"\x7fELF", (kern.name, dict(kern.macros))
 
 
-def _check_all(solver, p, cfgs):
-    assert cfgs
-    for cfg in cfgs:
-        assert solver.is_valid_config(p, cfg), cfg
-        err, tol = check_solver(solver, p, seed=zlib.crc32(repr((p.key(), cfg)).encode()) & 0xFFFF, config=cfg)
-        assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("dt", ("FP16", "BF16"))
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_fwd_row64(name, dt):
     """Every valid kind against the float64 reference, the output poisoned."""
     p = _p("F", dt, **CASES[name])
-    _check_all(FWD, p, _kinds(p))
+    check_configs(FWD, p, _kinds(p))
 
 
 @pytest.mark.gpu
@@ -197,11 +187,11 @@ def test_fwd_row64_walks(dt):
     per = [_cfg(256, 32, 2, 10), _cfg(128, 32, 2, 12), _cfg(128, 64, 2, 6, pp=1)]
     for c in per:
         assert hb.tiles(p, c) >= 2 * FWD.get_solution(p, c).kernels[0].grid[0], c
-    _check_all(FWD, p, per)
-    _check_all(FUSED, _p("F", dt, bias=1, activation="relu", **MANY), [_cfg(256, 32, 2, 10)])
-    _check_all(FUSED, _p("F", dt, bias=1, activation="gelu", **CASES["c48_k64_5x5"]), [_cfg(128, 64, 2, 8)])
+    check_configs(FWD, p, per)
+    check_configs(FUSED, _p("F", dt, bias=1, activation="relu", **MANY), [_cfg(256, 32, 2, 10)])
+    check_configs(FUSED, _p("F", dt, bias=1, activation="gelu", **CASES["c48_k64_5x5"]), [_cfg(128, 64, 2, 8)])
     q = ProblemDescription.make("F", layout="NCHW", dtype=dt, **MANY)
-    _check_all(NCHW, q, [_cfg(256, 32, 2, 10)])
+    check_configs(NCHW, q, [_cfg(256, 32, 2, 10)])
 
 
 @pytest.mark.gpu
@@ -210,4 +200,4 @@ def test_fwd_row64_walks(dt):
 def test_bwd_row64(name, dt):
     """Backward data with 32-deep K tiles over dy's channels, every phase, against the float64 reference."""
     p = _p("B", dt, **BWD_CASES[name])
-    _check_all(BWD, p, [c for c in BWD_KINDS if BWD.is_valid_config(p, c)])
+    check_configs(BWD, p, [c for c in BWD_KINDS if BWD.is_valid_config(p, c)])

@@ -4,11 +4,9 @@ padded to whole 64-channel tiles, the channels past C read as zeros from x's im2
 
 from __future__ import annotations
 
-import zlib
-
 import pytest
 
-from gpu_helpers import check_solver
+from gpu_helpers import check_configs
 from nvrtc_check import nvrtc_or_skip
 from miofind.problem import ProblemDescription
 from miofind.registry import solvers
@@ -155,14 +153,6 @@ def _wcfg(bm, bn, wgs, st, sk=1, cl=1):
             "RG": 4}
 
 
-def _check_all(solver, p, cfgs):
-    assert cfgs
-    for cfg in cfgs:
-        assert solver.is_valid_config(p, cfg), cfg
-        err, tol = check_solver(solver, p, seed=zlib.crc32(repr((p.key(), cfg)).encode()) & 0xFFFF, config=cfg)
-        assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("dt", ("FP16", "BF16"))
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -172,8 +162,8 @@ def test_fwd_padded(name, dt):
     p = _p("F", dt, **CASES[name])
     cfgs = [c for c in (_fcfg(128, 64, 2, 4), _fcfg(64, 128, 1, 6), _fcfg(128, 128, 2, 4, per=1),
                         _fcfg(64, 64, 1, 5, per=1), _fcfg(128, 64, 2, 5, per=1, pp=1)) if FWD.is_valid_config(p, c)]
-    _check_all(FWD, p, cfgs + [c for c in FWD.alternatives(p) if c not in cfgs])
-    _check_all(TSTORE, p, [TSTORE.default_config(p)] + TSTORE.alternatives(p)[:2])
+    check_configs(FWD, p, cfgs + [c for c in FWD.alternatives(p) if c not in cfgs])
+    check_configs(TSTORE, p, [TSTORE.default_config(p)] + TSTORE.alternatives(p)[:2])
 
 
 @pytest.mark.gpu
@@ -185,9 +175,9 @@ def test_fwd_padded_walks_tiles(dt):
     cfgs = [_fcfg(128, 64, 2, 3, per=1), _fcfg(64, 128, 1, 5, per=1), _fcfg(128, 128, 2, 4, per=1, pp=1)]
     for c in cfgs:
         assert hb.tiles(p, c) >= 2 * FWD.get_solution(p, c).kernels[0].grid[0], c
-    _check_all(FWD, p, cfgs)
+    check_configs(FWD, p, cfgs)
     f = _p("F", dt, bias=1, activation="relu", **MANY_TILES)
-    _check_all(FUSED, f, [_fcfg(128, 64, 2, 4, per=1)])
+    check_configs(FUSED, f, [_fcfg(128, 64, 2, 4, per=1)])
 
 
 @pytest.mark.gpu
@@ -199,7 +189,7 @@ def test_bwd_padded(name, dt):
     p = _p("B", dt, **BWD_CASES[name])
     cfgs = [c for c in (_fcfg(128, 64, 2, 4), _fcfg(64, 128, 1, 6), _fcfg(128, 128, 2, 4, per=1),
                         _fcfg(64, 64, 1, 5, per=1), _fcfg(128, 64, 2, 5, per=1, pp=1)) if BWD.is_valid_config(p, c)]
-    _check_all(BWD, p, cfgs)
+    check_configs(BWD, p, cfgs)
 
 
 @pytest.mark.gpu
@@ -213,4 +203,4 @@ def test_wrw_padded(name, dt):
     cfgs = [_wcfg(128, 128, 2, 4), _wcfg(64, 128, 1, 5, sk=3), _wcfg(128, 64, 2, 4, cl=2),
             _wcfg(64, 64, 1, 4, sk=2, cl=2), dict(_wcfg(64, 128, 1, 4), ST16=1)]
     cfgs = [dict(c, RG=wrw.red_groups(p, c)) for c in cfgs]
-    _check_all(WRW, p, [c for c in cfgs if WRW.is_valid_config(p, c)] + [WRW.default_config(p)])
+    check_configs(WRW, p, [c for c in cfgs if WRW.is_valid_config(p, c)] + [WRW.default_config(p)])
