@@ -435,36 +435,42 @@ def split_variants(p: ProblemDescription, cfg):
                            lambda c: config_ok(p, c))
 
 
-def space(p: ProblemDescription):
+def width_ok(bn: int, n: int) -> bool:
+    """Whether the tuning space (and the 32-deep alternates) hold tiles ``bn`` wide for a GEMM N of ``n``: at most
+    max(64, 2N) wide, and 32 wide only for N <= 32."""
+    return bn <= max(64, 2 * n) and (bn > 32 or n <= 32)
+
+
+def tile_sizes(p: ProblemDescription):
+    """(BM, BN) of the space: widths as ``width_ok``, heights at most max(64, 2M)."""
     m, n, _ = gemm_shape(p)
-    for bm in (64, 128, 192, 256):
-        for bn in (32, 64, 128, 256):
-            if bn > max(64, 2 * n) or bm > max(64, 2 * m) or (bn == 32 and n > 32):
-                continue
-            for wgs in (1, 2, 3):
-                for per in (0, 1):
-                    for st in range(3, 9 if per else 7):
-                        for wsp in (0, 1):
-                            for tm in ((0, 1) if wsp else (0,)):
-                                for pp in ((0, 1) if per and tm and wgs == 2 else (0,)):
-                                    yield from split_variants(p, {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st,
-                                                                  "PERSIST": per, "WSPEC": wsp, "TMA": tm,
-                                                                  "PINGPONG": pp})
+    return [(bm, bn) for bm in (64, 128, 192, 256) for bn in (32, 64, 128, 256)
+            if width_ok(bn, n) and bm <= max(64, 2 * m)]
+
+
+def space(p: ProblemDescription):
+    for bm, bn in tile_sizes(p):
+        for wgs in (1, 2, 3):
+            for per in (0, 1):
+                for st in range(3, 9 if per else 7):
+                    for wsp in (0, 1):
+                        for tm in ((0, 1) if wsp else (0,)):
+                            for pp in ((0, 1) if per and tm and wgs == 2 else (0,)):
+                                yield from split_variants(p, {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st,
+                                                              "PERSIST": per, "WSPEC": wsp, "TMA": tm,
+                                                              "PINGPONG": pp})
     if p.c % BK == 0 or not row64_fits(p):
         return
     # 32-deep K tiles (TMA = 2) where 64-channel tiles would cross taps (cp.async) or pad them (the copy engine)
-    for bm in (64, 128, 192, 256):
-        for bn in (32, 64, 128, 256):
-            if bn > max(64, 2 * n) or bm > max(64, 2 * m) or (bn == 32 and n > 32):
-                continue
-            for wgs in (1, 2, 3):
-                for per in (0, 1):
-                    for st in range(3, 13 if per else 7):
-                        for pp in ((0, 1) if per and wgs == 2 else (0,)):
-                            cfg = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": per, "SPLITK": 1,
-                                   "WSPEC": 1, "TMA": 2, "PINGPONG": pp}
-                            if config_ok(p, cfg):
-                                yield cfg
+    for bm, bn in tile_sizes(p):
+        for wgs in (1, 2, 3):
+            for per in (0, 1):
+                for st in range(3, 13 if per else 7):
+                    for pp in ((0, 1) if per and wgs == 2 else (0,)):
+                        cfg = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": per, "SPLITK": 1,
+                               "WSPEC": 1, "TMA": 2, "PINGPONG": pp}
+                        if config_ok(p, cfg):
+                            yield cfg
 
 
 def grid_of(p: ProblemDescription, cfg) -> tuple[int, int, int]:
@@ -631,15 +637,9 @@ ALTERNATE_TILES_TF32 = ((128, 128, 1, 4, 0), (192, 128, 3, 3, 0), (64, 128, 2, 6
 # cuDNN's best plan without them, 0.990 with them, 0.974 with every TMA = 2 config; 0.999 with each layer held out of
 # its own picks (isolated kernel time, H200; bench/results/session-nov29j/call1/, pick_row64.py). Backward data with the
 # same five: 1.114 -> 1.056, every TMA = 2 config 1.042 (call4/b_row64.txt). Tiles wider than max(64, 2N), or 32 wide
-# for N > 32, are skipped, as in the space (``row64_width_ok``).
+# for N > 32, are skipped, as in the space (``width_ok``).
 ALTERNATE_TILES_ROW64 = ((256, 64, 2, 8, 1), (256, 32, 2, 6, 1), (256, 128, 2, 4, 1), (192, 64, 3, 4, 0),
                          (192, 128, 3, 4, 1))
-
-
-def row64_width_ok(bn: int, n: int) -> bool:
-    """Whether an ALTERNATE_TILES_ROW64 tile of width ``bn`` is tried for a GEMM N of ``n``: at most max(64, 2N) wide,
-    and 32 wide only for N <= 32 (as the space; where the picks were measured)."""
-    return bn <= max(64, 2 * n) and (bn > 32 or n <= 32)
 
 
 class ImplicitGemmHopperBase(Solver):
@@ -733,7 +733,7 @@ class ImplicitGemmHopperBase(Solver):
             return []
         n = gemm_shape(v)[1]
         tiles = ({"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": per, "SPLITK": 1, "WSPEC": 1, "TMA": 2,
-                  "PINGPONG": 0} for bm, bn, wgs, st, per in ALTERNATE_TILES_ROW64 if row64_width_ok(bn, n))
+                  "PINGPONG": 0} for bm, bn, wgs, st, per in ALTERNATE_TILES_ROW64 if width_ok(bn, n))
         return [c for c in tiles if self.is_valid_config(p, c)]
 
     def _wide_alternatives(self, p: ProblemDescription) -> list[dict]:

@@ -105,14 +105,14 @@ def test_find_tries_row64_last(no_gpu_arch):
                           (NCHW, ProblemDescription.make("F", layout="NCHW", dtype="BF16", **kw))):
             alts = solver.alternatives(q) if solver is not NCHW else solver.find_configs(q)[1:]
             deep = [c for c in alts if c["TMA"] == 2]
-            want = [t for t in hb.ALTERNATE_TILES_ROW64 if hb.row64_width_ok(t[1], q.k)]
+            want = [t for t in hb.ALTERNATE_TILES_ROW64 if hb.width_ok(t[1], q.k)]
             assert [(c["BM"], c["BN"], c["WGS"], c["STAGES"], c["PERSIST"]) for c in deep] == list(want), solver.id
             assert alts[len(alts) - len(deep):] == deep and all(solver.is_valid_config(q, c) for c in deep)
     assert not any(c["TMA"] == 2 for c in FWD.alternatives(_p("F", **dict(MANY, c=128))))
     assert not any(c["TMA"] == 2 for c in FWD.alternatives(_p("F", "FP32", math="tf32", **dict(MANY, c=96))))
     b = _p("B", **dict(MANY, c=96, k=96))
     deep = [c for c in BWD.find_configs(b)[1:] if c["TMA"] == 2]
-    want = [t[:2] for t in hb.ALTERNATE_TILES_ROW64 if hb.row64_width_ok(t[1], 96)]
+    want = [t[:2] for t in hb.ALTERNATE_TILES_ROW64 if hb.width_ok(t[1], 96)]
     assert [(c["BM"], c["BN"]) for c in deep] == want
     assert (256, 32) not in [(c["BM"], c["BN"]) for c in deep]
     assert not any(c and c["TMA"] == 2 for c in BWD.find_configs(_p("B", **dict(MANY, k=128))))
