@@ -111,22 +111,27 @@ def smem_bytes(p: ProblemDescription, cfg) -> int:
     """The kernel's dynamic shared memory, plus 1 KiB to align the first tile to the swizzle's
     1024-byte period: STAGES x (BM + BN) rows of 128 bytes; PERSIST: all K tiles of B, STAGES
     A buffers and the output tile (BM x (BN + 8) elements); PERSIST with TMA: STAGES x (BM + BN) rows
-    and the output tile (PINGPONG: one per consumer warpgroup). With 32-deep K tiles (``row64``) rows of 64 bytes."""
+    and the output tile (PINGPONG: one per consumer warpgroup). With 32-deep K tiles (``row64``: copy engine,
+    unsplit) the stages' rows are 64 bytes."""
     bm, bn, st, es = cfg["BM"], cfg["BN"], cfg["STAGES"], esize(p)
-    if row64(cfg):
-        return st * (bm + bn) * 64 + (bm * (bn + 8) * es if cfg["PERSIST"] else 0) * (1 + cfg["PINGPONG"]) + 1024
+    rowb = row_bytes(cfg)
     if cfg["PERSIST"] and cfg.get("TMA", 0):
-        return st * (bm + bn) * 128 + (1 + cfg.get("PINGPONG", 0)) * bm * (bn + 8) * es + 1024
+        return st * (bm + bn) * rowb + (1 + cfg.get("PINGPONG", 0)) * bm * (bn + 8) * es + 1024
     if cfg["PERSIST"]:
         return (ktiles(p) * bn + st * bm) * 128 + bm * (bn + 8) * es + 1024
     if split_geometry(p, cfg["SPLITK"])[0] > 1:     # the FP32 partial tile (BM x (BN + 8)) reuses the buffers
         return max(st * (bm + bn) * 128, bm * (bn + 8) * 4) + 1024
-    return st * (bm + bn) * 128 + 1024
+    return st * (bm + bn) * rowb + 1024
 
 
 def row64(cfg) -> bool:
     """Whether a config's K tiles are 32 deep with 64-byte rows (TMA = 2; the kernel's ROW64)."""
     return cfg.get("TMA", 0) == 2
+
+
+def row_bytes(cfg) -> int:
+    """Bytes of a K tile's row in the stages: 128, or 64 with 32-deep K tiles (``row64``)."""
+    return 64 if row64(cfg) else 128
 
 
 def row64_fits(p: ProblemDescription) -> bool:
@@ -301,7 +306,7 @@ def config_ok(p: ProblemDescription, cfg) -> bool:
         return False
     if per and not tm and gemm_shape(p)[1] > bn:     # resident B: all of N in one tile
         return False
-    if not per and bm * (bn + 8) * esize(p) > st * (bm + bn) * (64 if tm == 2 else 128):   # output tile in the buffers
+    if not per and bm * (bn + 8) * esize(p) > st * (bm + bn) * row_bytes(cfg):     # the staged output tile in the buffers
         return False
     if not 1 <= sk <= MAX_SPLITK or (per and sk != 1):
         return False
