@@ -234,9 +234,11 @@ __device__ __forceinline__ index_t y_offset(index_t m)
 #endif
 }
 
-#if ROW64
-// Shared-memory matrix descriptor: K-major, 64-byte swizzle, 8-row groups 512 bytes apart (stride byte offset)
-__device__ __forceinline__ u64 desc_k(u32 saddr)
+#if ROW64 || (B_MN && BN == 32)
+// Shared-memory matrix descriptor under the 64-byte swizzle, 8-row groups 512 bytes apart (stride byte offset): a
+// K-major tile of 64-byte rows (ROW64), or backward data's MN-major filter tile of 32 n, one 64-byte row a kk row
+// (BN = 32: a single block, so no leading byte offset)
+__device__ __forceinline__ u64 desc_sw64(u32 saddr)
 {
     u64 d = (u64)((saddr & 0x3FFFF) >> 4);
     d |= (u64)1 << 16;
@@ -244,6 +246,9 @@ __device__ __forceinline__ u64 desc_k(u32 saddr)
     d |= (u64)2 << 62;
     return d;
 }
+#endif
+#if ROW64
+#define desc_k desc_sw64
 #else
 #define desc_k desc_sw128
 #endif
@@ -340,17 +345,9 @@ static_assert(NT_LOAD % CPR_B == 0 && BK % KSTEP_B == 0, "MN-major B loader rows
 __device__ __forceinline__ u32 mn_off(int r, int cc) { return (u32)((cc >> 3) * MNBLK + r * 128 + (((cc & 7) ^ (r & 7)) << 4)); }
 
 #if BN == 32
-// 32 wide (copy engine only): a kk row is one 64-byte row of n under the 64-byte swizzle, one block; stride byte offset
-// = next 8 kk rows
+// 32 wide (copy engine only): a kk row is one 64-byte row of n under the 64-byte swizzle, one block
 #define MN_ROWB 64
-__device__ __forceinline__ u64 desc_mn(u32 saddr)
-{
-    u64 d = (u64)((saddr & 0x3FFFF) >> 4);
-    d |= (u64)1 << 16;
-    d |= (u64)(512 >> 4) << 32;
-    d |= (u64)2 << 62;
-    return d;
-}
+#define desc_mn desc_sw64
 #else
 // MN-major, 128-byte-swizzled descriptor: leading byte offset = next 64-wide n block, stride byte
 // offset = next 8 kk rows (as implicit_gemm_hopper_wrw.cu's operands)
