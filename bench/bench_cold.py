@@ -34,7 +34,9 @@ torch's first call; <= 500 ms with empty caches; ResNet-50's first step <= 5 s.
 
 Writes ``bench_cold.json`` and ``bench_cold.md`` under ``--out``. Needs a GPU, PyTorch and CuPy. With
 BENCH_COLD_PROFILE=DIR each of miofind's finds runs under cProfile, its stats written to DIR (a diagnosis:
-the times it reports are then inflated).
+the times it reports are then inflated). With BENCH_COLD_SWITCH_INTERVAL=SECONDS miofind's children run at that
+thread switch interval (``sys.setswitchinterval``; Python's default 0.005), to see how long background threads (plan
+prefetches, compile workers) wait for the GIL the find's own thread holds.
 """
 
 from __future__ import annotations
@@ -209,6 +211,9 @@ def _miofind_child(rows, warmup: bool) -> None:
     from miofind.api import find_solutions, warm_up
 
     warm_up()
+    swi = os.environ.get("BENCH_COLD_SWITCH_INTERVAL")     # seconds: the child's thread switch interval (a diagnosis)
+    if swi:
+        sys.setswitchinterval(float(swi))
     if warmup:
         for dtype in sorted({r[1] for r in rows}):
             for d in DIRECTIONS:

@@ -89,6 +89,10 @@ VARIABLES: tuple[EnvVar, ...] = (
            "loads its modules, up to tens of ms) and the find waits for that before it times anything",
            "load (default: build, then each plan run once), build (no run), list (the heuristics only), off (the "
            "find lists and builds them itself)", ""),
+    EnvVar("MIOFIND_FFT_PREFETCH", "whether a find's miss makes its FFT candidates' two cuFFT plans in a thread from "
+           "its start (cuFFT plans a new transform size on the host for 7-16 ms in a warm process, more on an empty "
+           "JIT cache), so that the find's lookup and other candidates overlap it; the candidate's preparation takes "
+           "them", "1 (default), 0 (the preparation makes them)", ""),
     EnvVar("MIOFIND_CUDNN_EXECUTE", "how cuDNN plans are launched",
            "backend (default: calls from Python through the frontend's C++ binding, and native replays — "
            "miofind.torch's C++ path, prepared solutions — through the plan rebuilt on cuDNN's backend API, "
@@ -509,6 +513,12 @@ def cudnn_prefetch() -> str:
     buffers so that CUDA loads its kernels in the thread: ``cudnn_base.prefetch``), ``list`` (the heuristics only) or
     ``off``."""
     return _one_of("MIOFIND_CUDNN_PREFETCH", CUDNN_PREFETCH, "load")
+
+
+def fft_prefetch() -> bool:
+    """``MIOFIND_FFT_PREFETCH``: whether a find's miss makes its FFT candidates' cuFFT plans in a thread from its start
+    (1, unset: ``fft_cufft.prefetch_plans``), or the candidate's preparation makes them (0)."""
+    return _switch("MIOFIND_FFT_PREFETCH", True, "cuFFT plans made in a thread from a find's start")
 
 
 def lt_bridge() -> bool:

@@ -441,6 +441,23 @@ def prefetch_cudnn(problem, dbs, dev: DeviceInfo, cands, limited: bool) -> bool:
     return False
 
 
+def prefetch_solvers(problem, cands) -> list[str]:
+    """Each candidate's ``Solver.prefetch`` of ``problem`` (its library's plans made in a thread while the find reads
+    the DBs and prepares the others); the ids of those that started one. A failure there is the solution's to meet."""
+    started = []
+    for s in cands:
+        if type(s).prefetch is Solver.prefetch:
+            continue
+        try:
+            if s.prefetch(problem):
+                started.append(s.id)
+        except ValueError:
+            raise       # a bad environment value (MIOFIND_FFT_PREFETCH), the user's error, named
+        except Exception as e:      # noqa: BLE001  the candidate's preparation meets it again and reports it
+            log.debug("find %s: no prefetch for %s (%s: %s)", problem.key(), s.id, e.__class__.__name__, e)
+    return started
+
+
 def _prefetch_wait(problem) -> float:
     """``cudnn_base.prefetch_wait`` where that module is loaded (else no thread can run), in ms."""
     mod = sys.modules.get("miofind.solvers.cudnn_base")
@@ -558,6 +575,8 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
         from . import cublas
         # cuBLASLt's once-per-process set-up, and its first query of this problem's GEMM kinds, overlap the miss
         cublas.prefetch_lt(cublas.gemm_kinds(problem.dtype, problem.math))
+    timing_prefetch = prefetch_solvers(problem, cands)
+    lap("solver_prefetch")
     reads, writer = dbs, None
     if reads is None:
         reads = _fast_reads(db, dev)
@@ -577,7 +596,8 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
     cands = expected_order(problem, reads, dev, cands, recorded)
     log.info("find %s: benchmarking %d candidate(s)", problem.key(), len(cands))
     lap("order")
-    timing = {"lookup_ms": (t_lap - t0) * 1e3, "lookup_parts": laps, "cudnn_prefetch": prefetched}
+    timing = {"lookup_ms": (t_lap - t0) * 1e3, "lookup_parts": laps, "cudnn_prefetch": prefetched,
+              "solver_prefetch": timing_prefetch}
     later = {} if limited else None
     if later is not None:
         # candidates the cost model predicts clearly slower are measured in the background (as deferred ones)

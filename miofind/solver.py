@@ -129,6 +129,13 @@ class Solver:
                                   "(same/valid padding mode) and is not supported")
         return APPLICABLE
 
+    def prefetch(self, problem: ProblemDescription) -> bool:
+        """Start, in a background thread, host work that ``get_solution(problem, config)``'s invoker would otherwise do
+        in the caller's thread whatever the config (a library's plans), so that a find's lookup and other candidates
+        overlap it; whether anything started. Launches nothing on the caller's stream and never raises for a problem
+        the solver is applicable to: the solution meets any failure again and reports it. Default: nothing."""
+        return False
+
     def library_versions(self) -> dict[str, str | None]:
         """Versions of the libraries that run part of the solution (e.g. ``{"cufft": "12000"}``),
         None where unreadable here: they join the trust key (miofind.trust)."""

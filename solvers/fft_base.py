@@ -27,6 +27,7 @@ import functools
 import itertools
 from typing import NamedTuple
 
+from miofind import env
 from miofind import launch as _launch
 from miofind.launch import PTR, Launch, NotTraceable, cupy_stream, mark_traceable
 from miofind.problem import ProblemDescription
@@ -292,6 +293,13 @@ class FFTBase(Solver):
     def workspace_bytes(self, problem: ProblemDescription, config=None) -> int:
         return geometry(problem.as_conv()).total_bytes
 
+    def prefetch(self, problem: ProblemDescription) -> bool:
+        """The solution's two cuFFT plans, made in a thread (``fft_cufft.prefetch_plans``; MIOFIND_FFT_PREFETCH)."""
+        if not env.fft_prefetch():
+            return False
+        import cupy
+        return fft_cufft.prefetch_plans(plan_specs(problem.as_conv()), cupy.cuda.runtime.getDevice()) is not None
+
     def library_versions(self) -> dict[str, str | None]:
         """cuFFT's version joins the trust key (it runs half of the solution)."""
         v = fft_cufft.version()
@@ -449,6 +457,13 @@ def _cost(p: ProblemDescription, geo: Geometry, ft, tn, ti, gn, gi, jc, smem):
 _NO_LOCK = contextlib.nullcontext()
 
 
+def plan_specs(p: ProblemDescription) -> list[tuple]:
+    """The (dims, kind, batch, plane_complex) of the two cuFFT plans ``p``'s solution makes (``_factory``)."""
+    geo = geometry(p)
+    return [(geo.fft_dims, fft_cufft.CUFFT_R2C, p.n * geo.a_ch, geo.FP),
+            (geo.fft_dims, fft_cufft.CUFFT_C2R, p.n * geo.o_ch, geo.FP)]
+
+
 def _factory(p: ProblemDescription, geo: Geometry, kinfos):
     batch_a, batch_o = p.n * geo.a_ch, p.n * geo.o_ch
     off_a, off_o = geo.region("A")[0], geo.region("O")[0]
@@ -480,8 +495,8 @@ def _factory(p: ProblemDescription, geo: Geometry, kinfos):
                 with lock:
                     st = states.get(stream)
                     if st is None:
-                        r2c = fft_cufft.InPlacePlan(geo.fft_dims, fft_cufft.CUFFT_R2C, batch_a, geo.FP)
-                        c2r = fft_cufft.InPlacePlan(geo.fft_dims, fft_cufft.CUFFT_C2R, batch_o, geo.FP)
+                        r2c = fft_cufft.plan(geo.fft_dims, fft_cufft.CUFFT_R2C, batch_a, geo.FP)
+                        c2r = fft_cufft.plan(geo.fft_dims, fft_cufft.CUFFT_C2R, batch_o, geo.FP)
                         private = []
                         st = states[stream] = (r2c, c2r, work_area(r2c, "A", stream, private),
                                                work_area(c2r, "O", stream, private), private, threading.Lock())

@@ -115,6 +115,82 @@ def _set_prototypes(lib):
         fn.restype = i
 
 
+# Plans made ahead of a find's preparation (``prefetch_plans``): (device, dims, kind, batch, plane_complex) -> the plans
+# made for it and not yet handed out, each handed out once (``plan``); at most PLAN_POOL_KEYS keys, oldest dropped
+PLAN_POOL_KEYS = 16
+_pool: dict = {}
+_pool_lock = threading.Lock()
+_making: dict = {}       # key -> the thread making its plan
+
+
+def _plan_key(device: int, dims, kind: int, batch: int, plane_complex: int) -> tuple:
+    return (int(device), tuple(int(v) for v in dims), int(kind), int(batch), int(plane_complex))
+
+
+def prefetch_plans(specs, device: int) -> threading.Thread | None:
+    """Start making, in a thread, one ``InPlacePlan(dims, kind, batch, plane_complex)`` for each of ``specs`` on
+    ``device``, for ``plan`` to hand out: cuFFT plans a new transform size on the host for several milliseconds
+    (cufftMakePlanMany64, through ctypes: the GIL is released), which a find's other work then overlaps. Specs
+    already pooled or being made are skipped; None where none is left. A failure leaves the key empty: ``plan`` then
+    makes the plan itself and meets the error there."""
+    keys = []
+    with _pool_lock:
+        for spec in specs:
+            k = _plan_key(device, *spec)
+            if k not in _making and not _pool.get(k) and k not in keys:
+                keys.append(k)
+        if not keys:
+            return None
+
+        def work():
+            try:
+                import cupy
+
+                from miofind.nvlib import relaxed_capture_mode
+                # cuFFT's allocations while planning neither fail nor invalidate another thread's CUDA-graph capture
+                relaxed_capture_mode()
+                cupy.cuda.runtime.setDevice(device)
+                for k in keys:
+                    try:
+                        made = InPlacePlan(k[1], k[2], k[3], k[4])
+                    except Exception:   # noqa: BLE001  plan() makes it again and reports the error
+                        continue
+                    with _pool_lock:
+                        _pool.setdefault(k, []).append(made)
+                        while len(_pool) > PLAN_POOL_KEYS:
+                            del _pool[next(iter(_pool))]
+            finally:
+                with _pool_lock:
+                    for k in keys:
+                        if _making.get(k) is threading.current_thread():
+                            del _making[k]
+
+        t = threading.Thread(target=work, name="miofind-cufft-plans", daemon=True)
+        for k in keys:
+            _making[k] = t
+    t.start()
+    return t
+
+
+def plan(dims, kind: int, batch: int, plane_complex: int) -> InPlacePlan:
+    """An ``InPlacePlan`` of these arguments on the current device: one ``prefetch_plans`` made (after waiting for its
+    thread where it is still making it), else a new one."""
+    import cupy
+    k = _plan_key(cupy.cuda.runtime.getDevice(), dims, kind, batch, plane_complex)
+    with _pool_lock:
+        t = _making.get(k)
+    if t is not None and t is not threading.current_thread():
+        t.join()        # its cuFFT calls release the GIL: a wait, not work
+    with _pool_lock:
+        made = _pool.get(k)
+        if made:
+            p = made.pop()
+            if not made:
+                del _pool[k]
+            return p
+    return InPlacePlan(dims, kind, batch, plane_complex)
+
+
 def _check(name: str, result: int) -> None:
     if result != 0:
         raise RuntimeError(f"{name} failed: CUFFT_{_RESULTS.get(result, 'ERROR')} ({result})")

@@ -259,7 +259,7 @@ def test_find_result_carries_the_timing_breakdown(fake):
     assert tm["reference_ms"] == 12.5 and len(tm["candidates"]) == len(find.candidates(P)[0])
     assert tm["total_ms"] == r.elapsed_ms and tm["lookup_ms"] <= r.elapsed_ms and "store_ms" in tm
     parts = tm["lookup_parts"]   # lookup_ms in its consecutive parts
-    assert list(parts) == ["entry", "device", "candidates", "db", "reads", "cudnn_prefetch", "order"]
+    assert list(parts) == ["entry", "device", "candidates", "db", "solver_prefetch", "reads", "cudnn_prefetch", "order"]
     assert min(parts.values()) >= 0 and sum(parts.values()) == pytest.approx(tm["lookup_ms"], rel=1e-9)
     assert api.find_solutions(P, mode="fast").timing is None    # nothing measured: no breakdown
 

@@ -228,3 +228,38 @@ def test_non_default_stream_and_reuse(direction):
     for out in outs:
         assert rel_error(out.astype(cupy.float64), ref) < 1e-5
     assert bool((outs[0] == outs[1]).all())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("direction", ["F", "B"])
+def test_find_takes_the_prefetched_plans(direction, tmp_path, monkeypatch):
+    """A find's miss makes the FFT candidate's cuFFT plans in a thread (MIOFIND_FFT_PREFETCH, fft_cufft.prefetch_plans)
+    and its preparation takes them from the pool: the pool holds none of them afterwards, no plan was made twice, and
+    the solution verifies against the float64 reference; with MIOFIND_FFT_PREFETCH=0 the find starts no thread."""
+    import miofind
+    from miofind.solvers import fft_cufft
+    from miofind.solvers.fft_base import plan_specs
+    made = []
+    real = fft_cufft.InPlacePlan
+
+    class Counted(real):
+        def __init__(self, *a):
+            made.append(tuple(a))
+            super().__init__(*a)
+
+    monkeypatch.setattr(fft_cufft, "InPlacePlan", Counted)
+    for i, switch in enumerate(("1", "0")):
+        monkeypatch.setenv("MIOFIND_FFT_PREFETCH", switch)
+        made.clear()
+        # a grid no other test makes (15 x 19 + 1x7 taps), fresh per pass: a miss, with plans of a new size
+        p = ProblemDescription.make(direction, n=3, c=24 + i, k=20, in_size=(15, 19), filter_size=(1, 7), pads=(0, 3))
+        res = miofind.find_solutions(p, solvers=[SOLVER_OF[direction]], db=str(tmp_path / "u.sqlite"),
+                                     store=False, defer=False)
+        sol = {s.solver_id: s for s in res}[SOLVER_OF[direction]]
+        assert sol.verified and sol.max_error is not None
+        started = res.timing["solver_prefetch"]
+        assert started == ([SOLVER_OF[direction]] if switch == "1" else []), started
+        specs = [(tuple(d), k, b, fp) for d, k, b, fp in plan_specs(p)]
+        assert sorted(made) == sorted(specs), made     # each plan made once: in the thread, or by the preparation
+        keys = {fft_cufft._plan_key(0, *s) for s in specs}
+        assert not keys & set(fft_cufft._pool) and not keys & set(fft_cufft._making)
