@@ -195,8 +195,7 @@
 #define BR (BN / RSTEP)
 #define BIG (1 << 29)
 
-static_assert(BM % (64 * (PINGPONG ? 1 : WGS)) == 0 && (WG_M == 1 || WG_M == 2 || (PINGPONG && WG_M == 4)),
-              "BM = 64 * WGS * (1 or 2), ping-pong 64 * (1, 2 or 4)");
+static_assert(BM % (64 * (PINGPONG ? 1 : WGS)) == 0 && (WG_M == 1 || WG_M == 2), "BM = 64 * WGS * (1 or 2), ping-pong 64 * (1 or 2)");
 static_assert(!PINGPONG || (PERSIST && TMA && WGS == 2), "ping-pong: persistent copy engine, two consumer warpgroups");
 static_assert(BN == 64 || BN == 128 || BN == 256 || (BN == 32 && !IS_TF32 && (!B_MN || TMA)),
               "BN in 64, 128, 256; 32 for 16-bit narrow outputs (backward data: copy engine)");

@@ -302,8 +302,7 @@ def config_ok(p: ProblemDescription, cfg) -> bool:
     if pp and not (per and tm and wgs == 2):
         return False
     rows = wg_split(cfg)
-    # a warpgroup's m64 blocks: 1 or 2; with PINGPONG also 4 (a whole 256-row tile, at most 64 wide)
-    if bm % rows or bm // rows not in ((1, 2, 4) if pp else (1, 2)) or (bm // rows) * bn > 256:
+    if bm % rows or bm // rows not in (1, 2) or (bm // rows) * bn > 256:
         return False
     if per and not tm and gemm_shape(p)[1] > bn:     # resident B: all of N in one tile
         return False
