@@ -10,6 +10,9 @@
 // M x K matrix, box 64 x BM; rows past M and columns past K are not written). The consumers go on to the
 // next tile at once. Their st.shared writes reach the copy engine's reads through fence.proxy.async, then the
 // warpgroup's (ping-pong) or the consumers' barrier.
+// A 32-wide tile (BN = 32) is one box of [BM][32] elements, 64-byte rows under the 64-byte swizzle (16-byte chunk c
+// of row r at chunk c ^ ((r / 2) % 4)), stored through a map of 32-channel boxes with that swizzle. The K tiles may be
+// 32 deep (ROW64): the loads and the K loop are implicit_gemm_hopper_fwd.cu's either way.
 // OBUF output tiles per consumer group (the consumers; with ping-pong, each warpgroup), taken in turn: before the
 // group stages into one again, the storing thread waits until the copy engine has read it, that is until at most
 // OBUF - 1 of its later stores are still reading (cp.async.bulk.wait_group.read). With OBUF = 2 a tile's stores
@@ -40,7 +43,13 @@ __device__ __forceinline__ u32 pack_pair(float a, float b)
     return *reinterpret_cast<u32*>(&v);
 }
 
-// Accumulators -> the output tile at cs in BN / 64 swizzled boxes of BM rows x 128 bytes. Thread (warp wi, lane l)
+#if BN < 64
+// byte offset of 16-byte chunk c of row r in a box of 64-byte rows under the 64-byte swizzle
+__device__ __forceinline__ u32 sw64o(int r, int c) { return (u32)(r * 64 + ((c ^ ((r >> 1) & 3)) << 4)); }
+#endif
+
+// Accumulators -> the output tile at cs in BN / 64 swizzled boxes of BM rows x 128 bytes (BN = 32: one box of 64-byte
+// rows). Thread (warp wi, lane l)
 // holds rows wi*16 + l/4 (+8: h) of its m64 blocks, columns 8j + 2(l%4) (+1): acc[i][4j + 2h], acc[i][4j + 2h + 1].
 // That is, for each 8-column block j and half h, element (l/4, 2(l%4)) of an 8 x 8 matrix: the fragment of
 // stmatrix. One stmatrix.x4 stores matrices (j, h = 0), (j, 1), (j + 1, 0), (j + 1, 1); lane l gives the row address
@@ -58,7 +67,11 @@ __device__ __forceinline__ void acc_to_boxes(float (&acc)[WG_M][BN / 2], unsigne
         for(int j = 0; j < BN / 8; j += 2)
         {
             const int jj = j + (q >> 1);
+#if BN < 64
+            const u32 addr = cs_s + sw64o(r, jj);
+#else
             const u32 addr = cs_s + (u32)((jj >> 3) * (BM * 128)) + sw128(r, jj & 7);
+#endif
             asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n"
                          ::"r"(addr), "r"(pack_pair(acc[i][4 * j], acc[i][4 * j + 1])),
                          "r"(pack_pair(acc[i][4 * j + 2], acc[i][4 * j + 3])),
@@ -77,8 +90,13 @@ __device__ __forceinline__ void acc_to_boxes(float (&acc)[WG_M][BN / 2], unsigne
             const int r = (wg * WG_M + i) * 64 + wi * 16 + (l >> 2) + h * 8;
 #pragma unroll
             for(int j = 0; j < BN / 8; ++j)
+#if BN < 64
+                store_pair(reinterpret_cast<data_t*>(cs + sw64o(r, j) + (l & 3) * 4),
+                           acc[i][4 * j + 2 * h], acc[i][4 * j + 2 * h + 1]);
+#else
                 store_pair(reinterpret_cast<data_t*>(cs + (j >> 3) * (BM * 128) + sw128(r, j & 7) + (l & 3) * 4),
                            acc[i][4 * j + 2 * h], acc[i][4 * j + 2 * h + 1]);
+#endif
         }
     (void)cs_s;
 #endif
@@ -98,13 +116,18 @@ __device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.w
 // the committed stores are complete
 __device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
 
-// the staged tile at shared address cs (output rows m0 .., channels n0 ..) to y, one copy per 64-channel box
+// the staged tile at shared address cs (output rows m0 .., channels n0 ..) to y, one copy per 64-channel box (BN = 32:
+// its one box)
 __device__ __forceinline__ void store_boxes(const TmaMap* tmy, u32 cs, index_t m0, int n0)
 {
+#if BN < 64
+    tma_store_2d(tmy, cs, n0, (int)m0);
+#else
 #pragma unroll
     for(int j = 0; j < BN / 64; ++j)
         if(n0 + 64 * j < GEMM_N)
             tma_store_2d(tmy, cs + j * (BM * 128), n0 + 64 * j, (int)m0);
+#endif
     bulk_commit();
 }
 

@@ -4,8 +4,10 @@ whose epilogue hands each output tile to the copy engine (a tiled map of y as an
 16 bytes a thread. The consumers then go on to the next tile while the tile is written. FP16/BF16, NHWC, plain
 problems (no fused epilogue), copy-engine loads (C % 64 == 0, or padded K tiles: ``tma_padded``), fewer than 2^31
 output pixels (32-bit box coordinates). The tiles are the forward solver's persistent copy-engine tiles (its default
-and the alternates a find measures), each with one more tunable, OBUF: the output tiles a consumer group stages into
-in turn (2: a tile's stores overlap the next tile's staging; a find takes 2 wherever the shared memory holds them)."""
+and the alternates a find measures; where C % 64 != 0 also the persistent ones of its 32-deep alternates, TMA = 2),
+each with one more tunable, OBUF: the output tiles a consumer group stages into in turn (2: a tile's stores overlap
+the next tile's staging; a find takes 2 wherever the shared memory holds them). A 32-wide tile is stored as one box
+of 32 channels (64-byte rows under the 64-byte swizzle)."""
 
 from __future__ import annotations
 
@@ -14,13 +16,14 @@ from miofind.launch import A, B, MAP, OUT, PTR, Launch, with_recipe
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, not_applicable
 
 from .implicit_gemm_base import INT32_MAX
-from .implicit_gemm_hopper_base import (ALIGN, ALTERNATE_TILES, ARCH, KEYS, SMEM_LIMIT, SMEM_STATIC,
-                                        ImplicitGemmHopperBase, blocks_per_sm, check_aligned, config_ok, esize,
-                                        forward_maps, gemm_shape, macros, persistent_tile, sm_count, space, threads,
-                                        tiles, tma_fits, tma_padded)
+from .implicit_gemm_hopper_base import (ALIGN, ALTERNATE_TILES, ALTERNATE_TILES_ROW64, ARCH, BK, KEYS, SMEM_LIMIT,
+                                        SMEM_STATIC, ImplicitGemmHopperBase, blocks_per_sm, check_aligned, config_ok,
+                                        esize, forward_maps, gemm_shape, macros, persistent_tile, row64_fits,
+                                        row_bytes, sm_count, space, swizzle_of, threads, tiles, tma_fits, tma_padded,
+                                        width_ok)
 
 TS_KEYS = KEYS + ("OBUF",)
-BOX_N = 64      # output channels of a stored box: its 128-byte swizzled rows
+BOX_N = 64      # output channels of a stored box: its 128-byte swizzled rows (a 32-wide tile's one box: 32)
 
 
 def base_tile(cfg) -> dict:
@@ -29,16 +32,16 @@ def base_tile(cfg) -> dict:
 
 
 def smem_bytes(p, cfg) -> int:
-    """STAGES x (BM + BN) rows of 128 bytes, (1 + PINGPONG) x OBUF output tiles of BM x BN elements, and 1 KiB to align
-    the first tile to the swizzle's 1024-byte period."""
+    """STAGES x (BM + BN) rows of 128 bytes (64 with 32-deep K tiles: ``row_bytes``), (1 + PINGPONG) x OBUF output
+    tiles of BM x BN elements, and 1 KiB to align the first tile to the swizzle's 1024-byte period."""
     bm, bn = cfg["BM"], cfg["BN"]
-    return cfg["STAGES"] * (bm + bn) * 128 + (1 + cfg["PINGPONG"]) * cfg["OBUF"] * bm * bn * esize(p) + 1024
+    return cfg["STAGES"] * (bm + bn) * row_bytes(cfg) + (1 + cfg["PINGPONG"]) * cfg["OBUF"] * bm * bn * esize(p) + 1024
 
 
 def persistent_ok(p, cfg) -> bool:
-    """A valid forward tile that is persistent, on the copy engine and unsplit, at least one stored box wide (BN >= 64),
-    with OBUF 1 or 2 output tiles whose shared memory (and the 2 x STAGES mbarriers beside it) fits."""
-    if cfg["PERSIST"] != 1 or cfg["TMA"] != 1 or cfg["SPLITK"] != 1 or cfg["OBUF"] not in (1, 2) or cfg["BN"] < BOX_N:
+    """A valid forward tile that is persistent, on the copy engine (64- or 32-deep K tiles) and unsplit, with OBUF 1 or
+    2 output tiles whose shared memory (and the 2 x STAGES mbarriers beside it) fits."""
+    if cfg["PERSIST"] != 1 or cfg["TMA"] not in (1, 2) or cfg["SPLITK"] != 1 or cfg["OBUF"] not in (1, 2):
         return False
     return config_ok(p, base_tile(cfg)) and smem_bytes(p, cfg) + 16 * cfg["STAGES"] <= SMEM_LIMIT
 
@@ -80,10 +83,17 @@ class ImplicitGemmHopperFwdTmaStore(ImplicitGemmHopperBase):
         return with_obuf(p, persistent_tile(p))
 
     def alternatives(self, p):
-        """The forward solver's alternates (ALTERNATE_TILES), each with OBUF 2 where it fits."""
+        """The forward solver's alternates (ALTERNATE_TILES), then where C % 64 != 0 the persistent ones of its 32-deep
+        alternates (ALTERNATE_TILES_ROW64, the 32-wide one only for N <= 32), each with OBUF 2 where it fits. On
+        Inception's stems the forward's epilogue stores cost 8-13 us of 70-80 (bench/results/session-nov30a/call8/)."""
         d = self.default_config(p)
         out = [with_obuf(p, dict(d, BM=bm, BN=bn, WGS=wgs, STAGES=st, PINGPONG=pp))
                for bm, bn, wgs, st, pp in ALTERNATE_TILES]
+        if p.c % BK and row64_fits(p):
+            n = gemm_shape(p)[1]
+            out += [with_obuf(p, {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": 1, "SPLITK": 1, "WSPEC": 1,
+                                  "TMA": 2, "PINGPONG": 0})
+                    for bm, bn, wgs, st, per in ALTERNATE_TILES_ROW64 if per and width_ok(bn, n)]
         return [c for i, c in enumerate(out) if c != d and c not in out[:i] and persistent_ok(p, c)]
 
     def config_space(self, problem):
@@ -106,8 +116,11 @@ class ImplicitGemmHopperFwdTmaStore(ImplicitGemmHopperBase):
                             options=(f"-arch={ARCH}",))
         kernels, smem = [main_k], smem_bytes(p, cfg)
         m, n, _ = gemm_shape(p)
-        # the forward's maps of x and w; y as an M x K matrix (dense NHWC), stored in boxes of BOX_N channels x BM pixels
-        ymap = tma.MapCache(tma.TiledSpec(p.dtype, (n, m), (n * esize(p),), (BOX_N, cfg["BM"])))
+        # the forward's maps of x and w; y as an M x K matrix (dense NHWC), stored in boxes of BOX_N channels x BM
+        # pixels (a 32-wide tile: 32 channels, 64-byte rows)
+        box_n = min(cfg["BN"], BOX_N)
+        ymap = tma.MapCache(tma.TiledSpec(p.dtype, (n, m), (n * esize(p),), (box_n, cfg["BM"]),
+                                          swizzle_of(box_n * esize(p))))
         maps = (*forward_maps(p, cfg), ymap)
         sid = self.id
 

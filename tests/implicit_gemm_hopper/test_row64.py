@@ -87,8 +87,11 @@ def test_which_problems_take_row64(no_gpu_arch):
     assert all(BWD.is_valid_config(b, c) for c in BWD_KINDS) and BWD.is_valid_config(b, _cfg(128, 32, 2, 4))
     assert any(c["TMA"] == 2 for c in BWD.config_space(b))
     assert not any(c["TMA"] == 2 for c in BWD.config_space(_p("B", **dict(BWD_CASES["b_k48_3x3s2"], k=64))))
-    assert not TSTORE.is_valid_config(p, dict(_cfg(128, 64, 2, 4), OBUF=1))
-    assert not any(c["TMA"] == 2 for c in TSTORE.config_space(p))
+    # the copy-engine store takes persistent 32-deep tiles (not the non-persistent ones), 32 wide too
+    assert TSTORE.is_valid_config(p, dict(_cfg(128, 64, 2, 4), OBUF=1))
+    assert TSTORE.is_valid_config(p, dict(_cfg(256, 32, 2, 6), OBUF=2))
+    assert not TSTORE.is_valid_config(p, dict(_cfg(128, 64, 2, 4, per=0), OBUF=1))
+    assert any(c["TMA"] == 2 for c in TSTORE.config_space(p))
     space = list(FWD.config_space(p))
     deep = [c for c in space if c["TMA"] == 2]
     assert deep and max(c["STAGES"] for c in deep) == 12 and all(FWD.is_valid_config(p, c) for c in deep)

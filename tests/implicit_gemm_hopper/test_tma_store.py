@@ -3,14 +3,16 @@ copy-engine configs, each output tile handed to the copy engine as 64-channel bo
 its configs, the launch it records for a caller to replay (three tensor maps: x, w, y), NVRTC builds of every config
 for sm_90a. GPU: tails in pixels (rows past M not written) and output channels (a box of 8 channels; a second box of a
 128-wide tile wholly past K, not issued), several tiles per block in both consumer orders, strides, dilation, the dense
-1x1 path, every config on one problem, BF16; against the float64 reference with poisoned outputs."""
+1x1 path, every config on one problem, BF16; against the float64 reference with poisoned outputs. The same for 32-deep K
+tiles (TMA = 2) and 32-wide tiles, whose output is one box of 32 channels under the 64-byte swizzle."""
 
 import zlib
 
 import pytest
 
-from gpu_helpers import check_solver
+from gpu_helpers import check_configs, check_solver
 from nvrtc_check import nvrtc_or_skip
+from miofind import tma
 from miofind.problem import ProblemDescription
 from miofind.registry import get_solver, registry
 from miofind.solvers import implicit_gemm_hopper_base as hb
@@ -134,3 +136,73 @@ def test_every_config():
         for cfg in TS.config_space(p):
             err, tol = check_solver(TS, p, seed=zlib.crc32(repr(cfg).encode()) & 0xFFFF, config=cfg)
             assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
+
+
+# -- 32-deep K tiles (TMA = 2) and 32-wide tiles: one output box of 64-byte rows ------------------------------------
+
+# 32 channels (each tap one 32-deep tile), 48 (padded 32-deep taps), 24 (one tile narrower than its box) into 16
+# output channels (a 32-wide box past K), a dense 1x1 into 144 (box tails), and a walk of many tiles a block
+ROW64_CASES = {
+    "c32_k32_3x3": dict(n=3, c=32, k=32, in_size=(15, 13), filter_size=3),
+    "c48_k64_5x5": dict(n=2, c=48, k=64, in_size=(13, 12), filter_size=5, pads=2),
+    "c24_k16_3x3": dict(n=2, c=24, k=16, in_size=(12, 12), filter_size=3, pads=1),
+    "c32_k144_1x1": dict(n=3, c=32, k=144, in_size=(15, 13), filter_size=1),
+    "many_c32": dict(n=64, c=32, k=32, in_size=(35, 35), filter_size=3),
+}
+
+
+def _r64(bm, bn, wgs, st, pp=0, obuf=2):
+    return {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": 1, "SPLITK": 1, "WSPEC": 1, "TMA": 2,
+            "PINGPONG": pp, "OBUF": obuf}
+
+
+# 256 x 32 (cuDNN's tile for Inception's stem), 128 x 32 at 12 stages, 64 x 32 of one warpgroup, ping-pong, 256 x 64,
+# three warpgroups, and 128 wide with one output tile
+ROW64_KINDS = (_r64(256, 32, 2, 6), _r64(128, 32, 2, 12), _r64(64, 32, 1, 8), _r64(128, 32, 2, 6, pp=1),
+               _r64(256, 64, 2, 8), _r64(192, 64, 3, 4), _r64(128, 128, 2, 6, obuf=1))
+
+
+def _row64_kinds(p):
+    return [c for c in ROW64_KINDS if TS.is_valid_config(p, c)]
+
+
+def test_row64_claims(no_gpu_arch):
+    """Where C % 64 != 0 a find tries the persistent 32-deep alternates last (the 32-wide one for N <= 32); the shared
+    memory counts 64-byte rows; a 32-wide tile stores through a map of 32-channel boxes under the 64-byte swizzle."""
+    stem = _p(n=32, c=32, k=32, in_size=(149, 149), filter_size=3)
+    deep = [c for c in TS.find_configs(stem) if c and c["TMA"] == 2]
+    assert [(c["BM"], c["BN"], c["STAGES"]) for c in deep] == [(256, 64, 8), (256, 32, 6)]
+    wide = _p(n=32, c=32, k=64, in_size=(147, 147), filter_size=3)
+    assert all(c["BN"] >= 64 for c in TS.find_configs(wide) if c)
+    assert not any(c and c["TMA"] == 2 for c in TS.find_configs(_p(**CASES["k72_tail"])))     # C % 64 == 0
+    c = _r64(256, 32, 2, 6)
+    assert ts.smem_bytes(stem, c) == 6 * 288 * 64 + 2 * 256 * 32 * 2 + 1024 and TS.is_valid_config(stem, c)
+    assert not TS.is_valid_config(stem, dict(c, PERSIST=0))
+    for p in (_p(**ROW64_CASES[n]) for n in ROW64_CASES):
+        assert len(_row64_kinds(p)) >= 5, p.key()
+    from gpu_helpers import FakeKernel
+    p = _p(**ROW64_CASES["c24_k16_3x3"])
+    steps = TS.get_solution(p, c).invoker_factory([FakeKernel()]).recipe[0]
+    ymap = steps[0][2][2][2]
+    assert ymap.fields[5] == [32, 256] and ymap.fields[11] == tma.SWIZZLE_64B
+    steps = TS.get_solution(p, _r64(256, 64, 2, 8)).invoker_factory([FakeKernel()]).recipe[0]
+    assert steps[0][2][2][2].fields[5] == [64, 256] and steps[0][2][2][2].fields[11] == tma.SWIZZLE_128B
+
+
+def test_row64_nvrtc(no_gpu_arch):
+    nvrtc_or_skip()
+    from miofind.compile import nvrtc_compile
+    for dt in ("FP16", "BF16"):
+        for name in ("c32_k32_3x3", "c48_k64_5x5"):
+            p = _p(dt, **ROW64_CASES[name])
+            for cfg in _row64_kinds(p):
+                assert nvrtc_compile(TS.get_solution(p, cfg).kernels[0], arch="sm_90a")[:4] == b"\x7fELF", cfg
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("name", sorted(ROW64_CASES))
+def test_row64_configs(name, dt):
+    """Every kind of 32-deep tile, and the find's configs, against the float64 reference, the output poisoned."""
+    p = _p(dt, **ROW64_CASES[name])
+    check_configs(TS, p, _row64_kinds(p) + [c for c in TS.find_configs(p) if c and c["TMA"] == 2])
