@@ -4,10 +4,10 @@ whose epilogue hands each output tile to the copy engine (a tiled map of y as an
 16 bytes a thread. The consumers then go on to the next tile while the tile is written. FP16/BF16, NHWC, plain
 problems (no fused epilogue), copy-engine loads (C % 64 == 0, or padded K tiles: ``tma_padded``), fewer than 2^31
 output pixels (32-bit box coordinates). The tiles are the forward solver's persistent copy-engine tiles (its default
-and the alternates a find measures; where C % 64 != 0 also the persistent ones of its 32-deep alternates, TMA = 2),
-each with one more tunable, OBUF: the output tiles a consumer group stages into in turn (2: a tile's stores overlap
-the next tile's staging; a find takes 2 wherever the shared memory holds them). A 32-wide tile is stored as one box
-of 32 channels (64-byte rows under the 64-byte swizzle)."""
+and the alternates a find measures; its tuning space also holds the persistent 32-deep tiles, TMA = 2), each with one
+more tunable, OBUF: the output tiles a consumer group stages into in turn (2: a tile's stores overlap the next tile's
+staging; a find takes 2 wherever the shared memory holds them). A 32-wide tile is stored as one box of 32 channels
+(64-byte rows under the 64-byte swizzle)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,10 @@ from miofind.launch import A, B, MAP, OUT, PTR, Launch, with_recipe
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, not_applicable
 
 from .implicit_gemm_base import INT32_MAX
-from .implicit_gemm_hopper_base import (ALIGN, ALTERNATE_TILES, ALTERNATE_TILES_ROW64, ARCH, BK, KEYS, SMEM_LIMIT,
-                                        SMEM_STATIC, ImplicitGemmHopperBase, blocks_per_sm, check_aligned, config_ok,
-                                        esize, forward_maps, gemm_shape, macros, persistent_tile, row64_fits,
-                                        row_bytes, sm_count, space, swizzle_of, threads, tiles, tma_fits, tma_padded,
-                                        width_ok)
+from .implicit_gemm_hopper_base import (ALIGN, ALTERNATE_TILES, ARCH, KEYS, SMEM_LIMIT, SMEM_STATIC,
+                                        ImplicitGemmHopperBase, blocks_per_sm, check_aligned, config_ok, esize,
+                                        forward_maps, gemm_shape, macros, persistent_tile, row_bytes, sm_count, space,
+                                        swizzle_of, threads, tiles, tma_fits, tma_padded)
 
 TS_KEYS = KEYS + ("OBUF",)
 BOX_N = 64      # output channels of a stored box: its 128-byte swizzled rows (a 32-wide tile's one box: 32)
@@ -83,17 +82,12 @@ class ImplicitGemmHopperFwdTmaStore(ImplicitGemmHopperBase):
         return with_obuf(p, persistent_tile(p))
 
     def alternatives(self, p):
-        """The forward solver's alternates (ALTERNATE_TILES), then where C % 64 != 0 the persistent ones of its 32-deep
-        alternates (ALTERNATE_TILES_ROW64, the 32-wide one only for N <= 32), each with OBUF 2 where it fits. On
-        Inception's stems the forward's epilogue stores cost 8-13 us of 70-80 (bench/results/session-nov30a/call8/)."""
+        """The forward solver's alternates (ALTERNATE_TILES), each with OBUF 2 where it fits. The 32-deep tiles are in
+        the tuning space only: beside the forward's own 32-deep configs they gained at most 1.6% on one of seven
+        narrow-channel layers as a find's alternates (bench/results/session-nov30a/call9/)."""
         d = self.default_config(p)
         out = [with_obuf(p, dict(d, BM=bm, BN=bn, WGS=wgs, STAGES=st, PINGPONG=pp))
                for bm, bn, wgs, st, pp in ALTERNATE_TILES]
-        if p.c % BK and row64_fits(p):
-            n = gemm_shape(p)[1]
-            out += [with_obuf(p, {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": 1, "SPLITK": 1, "WSPEC": 1,
-                                  "TMA": 2, "PINGPONG": 0})
-                    for bm, bn, wgs, st, per in ALTERNATE_TILES_ROW64 if per and width_ok(bn, n)]
         return [c for i, c in enumerate(out) if c != d and c not in out[:i] and persistent_ok(p, c)]
 
     def config_space(self, problem):

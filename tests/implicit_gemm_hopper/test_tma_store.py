@@ -167,14 +167,13 @@ def _row64_kinds(p):
 
 
 def test_row64_claims(no_gpu_arch):
-    """Where C % 64 != 0 a find tries the persistent 32-deep alternates last (the 32-wide one for N <= 32); the shared
-    memory counts 64-byte rows; a 32-wide tile stores through a map of 32-channel boxes under the 64-byte swizzle."""
+    """Where C % 64 != 0 the tuning space holds persistent 32-deep tiles (a find does not try them); the shared memory
+    counts 64-byte rows; a 32-wide tile stores through a map of 32-channel boxes under the 64-byte swizzle."""
     stem = _p(n=32, c=32, k=32, in_size=(149, 149), filter_size=3)
-    deep = [c for c in TS.find_configs(stem) if c and c["TMA"] == 2]
-    assert [(c["BM"], c["BN"], c["STAGES"]) for c in deep] == [(256, 64, 8), (256, 32, 6)]
-    wide = _p(n=32, c=32, k=64, in_size=(147, 147), filter_size=3)
-    assert all(c["BN"] >= 64 for c in TS.find_configs(wide) if c)
-    assert not any(c and c["TMA"] == 2 for c in TS.find_configs(_p(**CASES["k72_tail"])))     # C % 64 == 0
+    assert not any(c and c["TMA"] == 2 for c in TS.find_configs(stem))
+    deep = [c for c in TS.config_space(stem) if c["TMA"] == 2]
+    assert deep and all(c["PERSIST"] == 1 for c in deep) and {c["BN"] for c in deep} >= {32, 64}
+    assert not any(c["TMA"] == 2 for c in TS.config_space(_p(**CASES["k72_tail"])))     # C % 64 == 0
     c = _r64(256, 32, 2, 6)
     assert ts.smem_bytes(stem, c) == 6 * 288 * 64 + 2 * 256 * 32 * 2 + 1024 and TS.is_valid_config(stem, c)
     assert not TS.is_valid_config(stem, dict(c, PERSIST=0))
@@ -203,6 +202,6 @@ def test_row64_nvrtc(no_gpu_arch):
 @pytest.mark.parametrize("dt", ("FP16", "BF16"))
 @pytest.mark.parametrize("name", sorted(ROW64_CASES))
 def test_row64_configs(name, dt):
-    """Every kind of 32-deep tile, and the find's configs, against the float64 reference, the output poisoned."""
+    """Every kind of 32-deep tile against the float64 reference, the output poisoned."""
     p = _p(dt, **ROW64_CASES[name])
-    check_configs(TS, p, _row64_kinds(p) + [c for c in TS.find_configs(p) if c and c["TMA"] == 2])
+    check_configs(TS, p, _row64_kinds(p))
