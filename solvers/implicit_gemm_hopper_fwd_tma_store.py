@@ -38,9 +38,12 @@ def smem_bytes(p, cfg) -> int:
 
 
 def persistent_ok(p, cfg) -> bool:
-    """A valid forward tile that is persistent, on the copy engine (64- or 32-deep K tiles) and unsplit, with OBUF 1 or
-    2 output tiles whose shared memory (and the 2 x STAGES mbarriers beside it) fits."""
+    """A valid forward tile that is persistent, on the copy engine (64- or 32-deep K tiles) and unsplit, at least one
+    stored box wide (BN >= 64; 32 with 32-deep K tiles, the combination measured), with OBUF 1 or 2 output tiles whose
+    shared memory (and the 2 x STAGES mbarriers beside it) fits."""
     if cfg["PERSIST"] != 1 or cfg["TMA"] not in (1, 2) or cfg["SPLITK"] != 1 or cfg["OBUF"] not in (1, 2):
+        return False
+    if cfg["BN"] < BOX_N and cfg["TMA"] != 2:
         return False
     return config_ok(p, base_tile(cfg)) and smem_bytes(p, cfg) + 16 * cfg["STAGES"] <= SMEM_LIMIT
 

@@ -177,6 +177,7 @@ def test_row64_claims(no_gpu_arch):
     c = _r64(256, 32, 2, 6)
     assert ts.smem_bytes(stem, c) == 6 * 288 * 64 + 2 * 256 * 32 * 2 + 1024 and TS.is_valid_config(stem, c)
     assert not TS.is_valid_config(stem, dict(c, PERSIST=0))
+    assert not TS.is_valid_config(stem, dict(c, TMA=1))       # 32 wide with 64-deep K tiles: not offered
     for p in (_p(**ROW64_CASES[n]) for n in ROW64_CASES):
         assert len(_row64_kinds(p)) >= 5, p.key()
     from gpu_helpers import FakeKernel
