@@ -345,6 +345,14 @@ def prune_db(db: FindDB, *, dry_run: bool = False, stale: bool = True) -> PruneR
 # kernels, NVRTC 13.5, sm_90) the code, kernel attributes, shared memory and parameters of the
 # cubin are identical; only unreferenced global copies of the former namespace-scope constexprs
 # left the ELF. The shipped DB's records were re-keyed in place.
+# Today's digests of the Hopper F/B sources that the renames from session nov29h on map to: an edit that leaves their
+# binaries as they were changes them here, once
+HOPPER_F = "cc49278500e60d65"           # implicit_gemm_hopper_fwd.cu: Hopper F, the fused F
+HOPPER_B = "37760f6068b2ccfa"           # Hopper B
+HOPPER_TMA_STORE = "455eef9b5f4758e2"   # the copy-engine-store F
+HOPPER_NCHW_F = "9d2d60f172e16739"      # the NCHW F
+HOPPER_NCHW_B = "5f0b72a135020ce5"      # the NCHW B
+HOPPER_TF32_B = "1b5199531b599268"      # the TF32 B
 SOURCE_RENAMES = {"88c4490855edbe3c": "932ecfdffa26fafc",     # gemm_im2col.cu
                   "44d476d84375064b": "cec7fa95c3213d51",     # depthwise_*.cu
                   # implicit_gemm_hopper_fwd.cu's fused epilogue (EPI_BIAS/EPI_ACT, off by default): the Hopper
@@ -375,74 +383,74 @@ SOURCE_RENAMES = {"88c4490855edbe3c": "932ecfdffa26fafc",     # gemm_im2col.cu
                   # no stored config has): every distinct stored Hopper F/B config of the shipped DB and the default
                   # and two alternates of the fused, copy-engine-store and NCHW forward and the NCHW and TF32 backward
                   # on ResNet-50's layers, 571 kernels, byte-identical
-                  # (bench/results/session-nov29h/cubins_identical.txt); mapped to today's digests (below)
-                  "c9edf938d04ab711": "cc49278500e60d65",     # Hopper F, the fused F (the same sources)
-                  "c0d287934a044702": "37760f6068b2ccfa",     # Hopper B
-                  "6225f923c8a8e673": "455eef9b5f4758e2",     # the copy-engine-store F
-                  "425a6819028289e3": "9d2d60f172e16739",     # the NCHW F
-                  "002425b38eb4529b": "5f0b72a135020ce5",     # the NCHW B
-                  "60b760b191912200": "1b5199531b599268",     # the TF32 B
+                  # (bench/results/session-nov29h/cubins_identical.txt); mapped to today's digests (HOPPER_*)
+                  "c9edf938d04ab711": HOPPER_F,               # Hopper F, the fused F (the same sources)
+                  "c0d287934a044702": HOPPER_B,               # Hopper B
+                  "6225f923c8a8e673": HOPPER_TMA_STORE,       # the copy-engine-store F
+                  "425a6819028289e3": HOPPER_NCHW_F,          # the NCHW F
+                  "002425b38eb4529b": HOPPER_NCHW_B,          # the NCHW B
+                  "60b760b191912200": HOPPER_TF32_B,          # the TF32 B
                   # then a tap's last padded K tile multiplying its live k16 steps only (mma_steps<LIVE_K16>, under
                   # TMA with C % 64 != 0 again), and 32-wide forward tiles (BN = 32, a config value no stored record
                   # has): the same 430 stored-config kernels byte-identical, and the TF32 backward data's: 571 of 571
                   # (bench/results/session-nov29i/cubins_identical.txt). The padded configs' own binaries changed (fewer
                   # wgmma, the same sums): a padded config's record measured under the previous digest (a find of
                   # session nov29h's code; the shipped DB holds none) is re-keyed with its older, slower time
-                  "26b4d60cc60aff55": "cc49278500e60d65",     # Hopper F, the fused F
-                  "1e5b5aee0622ebe4": "37760f6068b2ccfa",     # Hopper B
-                  "635d86348295fc66": "455eef9b5f4758e2",     # the copy-engine-store F
-                  "112506455e2f520d": "9d2d60f172e16739",     # the NCHW F
-                  "124cec60515e2771": "5f0b72a135020ce5",     # the NCHW B
-                  "710de7f522c207af": "1b5199531b599268",     # the TF32 B
+                  "26b4d60cc60aff55": HOPPER_F,               # Hopper F, the fused F
+                  "1e5b5aee0622ebe4": HOPPER_B,               # Hopper B
+                  "635d86348295fc66": HOPPER_TMA_STORE,       # the copy-engine-store F
+                  "112506455e2f520d": HOPPER_NCHW_F,          # the NCHW F
+                  "124cec60515e2771": HOPPER_NCHW_B,          # the NCHW B
+                  "710de7f522c207af": HOPPER_TF32_B,          # the TF32 B
                   # (the live k steps alone, committed before the 32-wide tiles, and both before mma_tile and the live
                   # steps became one template, mma_steps: the same kernels, the padded and 32-wide ones too,
                   # bench/results/session-nov29i/cubins_identical.txt)
-                  "dbd94c93fda84074": "cc49278500e60d65",     # Hopper F, the fused F
-                  "efc7a5d86c53e347": "37760f6068b2ccfa",     # Hopper B
-                  "28f66de2d584866c": "455eef9b5f4758e2",     # the copy-engine-store F
-                  "2395ba04c836d781": "9d2d60f172e16739",     # the NCHW F
-                  "bf17d4cb5f479019": "5f0b72a135020ce5",     # the NCHW B
-                  "86b0c62d30a69179": "1b5199531b599268",     # the TF32 B
-                  "7278b43c2ccf01fa": "cc49278500e60d65",     # Hopper F, the fused F
-                  "eee4cb9abd4eb545": "37760f6068b2ccfa",     # Hopper B
-                  "077c71a054f10418": "1b5199531b599268",     # the TF32 B
-                  "fb4033bda0e963e9": "9d2d60f172e16739",     # the NCHW F
-                  "37d78aa2f4ce7a39": "5f0b72a135020ce5",     # the NCHW B
-                  "679c07932422d73a": "455eef9b5f4758e2",     # the copy-engine-store F
+                  "dbd94c93fda84074": HOPPER_F,               # Hopper F, the fused F
+                  "efc7a5d86c53e347": HOPPER_B,               # Hopper B
+                  "28f66de2d584866c": HOPPER_TMA_STORE,       # the copy-engine-store F
+                  "2395ba04c836d781": HOPPER_NCHW_F,          # the NCHW F
+                  "bf17d4cb5f479019": HOPPER_NCHW_B,          # the NCHW B
+                  "86b0c62d30a69179": HOPPER_TF32_B,          # the TF32 B
+                  "7278b43c2ccf01fa": HOPPER_F,               # Hopper F, the fused F
+                  "eee4cb9abd4eb545": HOPPER_B,               # Hopper B
+                  "077c71a054f10418": HOPPER_TF32_B,          # the TF32 B
+                  "fb4033bda0e963e9": HOPPER_NCHW_F,          # the NCHW F
+                  "37d78aa2f4ce7a39": HOPPER_NCHW_B,          # the NCHW B
+                  "679c07932422d73a": HOPPER_TMA_STORE,       # the copy-engine-store F
                   # then 32-deep 16-bit K tiles (ROW64, under TMA = 2, a config value no stored record has; forward,
                   # then backward data), then backward data's 32-wide tiles (BN = 32 with B_MN, which no stored record
                   # has): the same 571 stored-config kernels and the 178 padded and 32-wide ones byte-identical each
                   # time
                   # (bench/results/session-nov29j/cubins_identical.txt)
-                  "17515bde694e99ca": "cc49278500e60d65",     # Hopper F, the fused F
-                  "24c32702e23bedb1": "37760f6068b2ccfa",     # Hopper B
-                  "1c7245dd5dc8f21d": "455eef9b5f4758e2",     # the copy-engine-store F
-                  "5ad469bad81e7df5": "9d2d60f172e16739",     # the NCHW F
-                  "dcd8b5940e7d9be2": "5f0b72a135020ce5",     # the NCHW B
-                  "98e9c518c31db8aa": "1b5199531b599268",     # the TF32 B
+                  "17515bde694e99ca": HOPPER_F,               # Hopper F, the fused F
+                  "24c32702e23bedb1": HOPPER_B,               # Hopper B
+                  "1c7245dd5dc8f21d": HOPPER_TMA_STORE,       # the copy-engine-store F
+                  "5ad469bad81e7df5": HOPPER_NCHW_F,          # the NCHW F
+                  "dcd8b5940e7d9be2": HOPPER_NCHW_B,          # the NCHW B
+                  "98e9c518c31db8aa": HOPPER_TF32_B,          # the TF32 B
                   # (the forward's 32-deep tiles alone, committed before backward data's: the same kernels)
-                  "094025f9ba68c303": "cc49278500e60d65",     # Hopper F, the fused F
-                  "84f8071062788c6b": "37760f6068b2ccfa",     # Hopper B
-                  "8c2751718da6c586": "455eef9b5f4758e2",     # the copy-engine-store F
-                  "6abfd5cf22ac93ba": "9d2d60f172e16739",     # the NCHW F
-                  "4048ab31f6336b57": "5f0b72a135020ce5",     # the NCHW B
-                  "e66da20d2608b0c6": "1b5199531b599268",     # the TF32 B
+                  "094025f9ba68c303": HOPPER_F,               # Hopper F, the fused F
+                  "84f8071062788c6b": HOPPER_B,               # Hopper B
+                  "8c2751718da6c586": HOPPER_TMA_STORE,       # the copy-engine-store F
+                  "6abfd5cf22ac93ba": HOPPER_NCHW_F,          # the NCHW F
+                  "4048ab31f6336b57": HOPPER_NCHW_B,          # the NCHW B
+                  "e66da20d2608b0c6": HOPPER_TF32_B,          # the TF32 B
                   # (then backward data's 32-deep tiles, committed before its 32-wide ones: the same kernels)
-                  "693a0425cc91d33e": "cc49278500e60d65",     # Hopper F, the fused F
-                  "31cb6522f292cd96": "37760f6068b2ccfa",     # Hopper B
-                  "b4768394f07cd18f": "455eef9b5f4758e2",     # the copy-engine-store F
-                  "cebc6f760eaf3fa6": "9d2d60f172e16739",     # the NCHW F
-                  "24d9f050e4653f43": "5f0b72a135020ce5",     # the NCHW B
-                  "28ebf60b6379c324": "1b5199531b599268",     # the TF32 B
+                  "693a0425cc91d33e": HOPPER_F,               # Hopper F, the fused F
+                  "31cb6522f292cd96": HOPPER_B,               # Hopper B
+                  "b4768394f07cd18f": HOPPER_TMA_STORE,       # the copy-engine-store F
+                  "cebc6f760eaf3fa6": HOPPER_NCHW_F,          # the NCHW F
+                  "24d9f050e4653f43": HOPPER_NCHW_B,          # the NCHW B
+                  "28ebf60b6379c324": HOPPER_TF32_B,          # the TF32 B
                   # (then backward data's 32-wide tiles, before the review's one 64-byte-swizzle descriptor for both
                   # new tile kinds: the same kernels, the 32-deep and 32-wide ones too, bench/results/session-nov29j/
                   # cubins_identical.txt)
-                  "28457f3e1c572cc6": "cc49278500e60d65",     # Hopper F, the fused F
-                  "6f6aac621b04b252": "37760f6068b2ccfa",     # Hopper B
-                  "6f227627fc72e22b": "455eef9b5f4758e2",     # the copy-engine-store F
-                  "3b75b9c363a6f407": "9d2d60f172e16739",     # the NCHW F
-                  "9027f1b371eafcad": "5f0b72a135020ce5",     # the NCHW B
-                  "9d2d24c4797dc750": "1b5199531b599268",     # the TF32 B
+                  "28457f3e1c572cc6": HOPPER_F,               # Hopper F, the fused F
+                  "6f6aac621b04b252": HOPPER_B,               # Hopper B
+                  "6f227627fc72e22b": HOPPER_TMA_STORE,       # the copy-engine-store F
+                  "3b75b9c363a6f407": HOPPER_NCHW_F,          # the NCHW F
+                  "9027f1b371eafcad": HOPPER_NCHW_B,          # the NCHW B
+                  "9d2d24c4797dc750": HOPPER_TF32_B,          # the TF32 B
                   # implicit_gemm_hopper_wrw.cu's padded columns (W_PAD, under TMA with C % 64 != 0, which no stored
                   # config has): every distinct stored Hopper W config of the shipped DB and the NCHW W's default and
                   # two alternates on ResNet-50's layers, 401 kernels, byte-identical
@@ -453,7 +461,7 @@ SOURCE_RENAMES = {"88c4490855edbe3c": "932ecfdffa26fafc",     # gemm_im2col.cu
                   # has): the store's find configs and a sample of its 64-deep space on nine ResNet-, Inception-,
                   # MobileNetV2- and DenseNet-like layers, FP16 and BF16, 152 kernels, byte-identical
                   # (bench/results/session-nov30a/cubins_tstore.txt)
-                  "b6cd2a958a912a11": "455eef9b5f4758e2"}     # the copy-engine-store F
+                  "b6cd2a958a912a11": HOPPER_TMA_STORE}       # the copy-engine-store F
 # Hopper W's earlier digests are not renamed: the reduce-scatter cluster split changed the binaries of its CLUSTER > 1
 # configs (bench/results/session-wrw/cubins_w.txt), so records under them are re-measured; the shipped DB's were.
 # Since the programmatic dependent launches (griddepcontrol in the Hopper F/B/W kernels, solver versions bumped) the
