@@ -129,6 +129,11 @@ def row64(cfg) -> bool:
     return cfg.get("TMA", 0) == 2
 
 
+def tile_depth(p: ProblemDescription, cfg) -> int:
+    """A config's K tile depth in channels: ``kdepth``, or 32 with 32-deep K tiles (``row64``)."""
+    return 32 if row64(cfg) else kdepth(p)
+
+
 def row_bytes(cfg) -> int:
     """Bytes of a K tile's row in the stages: 128, or 64 with 32-deep K tiles (``row64``)."""
     return 64 if row64(cfg) else 128
@@ -270,7 +275,7 @@ def forward_maps(p: ProblemDescription, cfg) -> tuple[tma.MapCache, tma.MapCache
     """The copy engine's maps of a forward config: x's im2col map (BM pixels a box; dense x: a tiled map) and w's
     tiled map (boxes of a K tile x BN of its rows); K tiles 32 deep with ``row64``."""
     _, n, k = gemm_shape(p)
-    bk = 32 if row64(cfg) else kdepth(p)
+    bk = tile_depth(p, cfg)
     w = (w_taps(p, cfg["BN"], bk) if p.c % bk else
          tma.TiledSpec(p.dtype, (k, n), (strides5(p.w_shape, p.layouts[1])[0] * esize(p),), (bk, cfg["BN"]),
                        swizzle_of(bk * esize(p))))

@@ -24,7 +24,7 @@ from miofind.tensors import CUDA_TYPES, needs_int64
 
 from .implicit_gemm_hopper_base import (ALIGN, BK, SMEM_STATIC, WS_ALIGN, ImplicitGemmHopperBase, check_aligned,
                                         default_tile, dense_pixels, esize, forward_kernels, kdepth, padded_channels,
-                                        partial_bytes, recipe_steps, row64, sm_count, space, swizzle_of, x_dense)
+                                        partial_bytes, recipe_steps, sm_count, space, swizzle_of, tile_depth, x_dense)
 
 ZERO_SRC = "implicit_gemm_hopper_bwd.cu"
 ZERO_BLOCK = 256
@@ -294,7 +294,7 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
             kernels.append(self.zero_kernel(p))
         plan = []                        # per phase: its kernels' indices, smem, dx offset, maps, its filter's offset
         part = self.partials_bytes(p, cfg)
-        bk = 32 if row64(cfg) else kdepth(p)
+        bk = tile_depth(p, cfg)
         wmaps = tma.MapCache(w_planes(p, bk, cfg["BN"])) if cfg["TMA"] and not flip else None   # in place: one map
         for ph in runs(p):
             fwd, smem = forward_kernels(ph.fwd, cfg, self.source, self.kernel_name, phase_overrides(p, ph, not flip))
