@@ -57,6 +57,9 @@
 // every (tile, K tile) position's A and B boxes through the STAGES buffers without draining between tiles,
 // while the consumers stage and store each finished tile through a shared output tile of its own
 // ([BM][BN + 8] after the stages): the next tile's copies overlap that epilogue.
+// Resident B on the copy engine (PERSIST = 2: TMA, all of N in one tile, not B_MN nor ping-pong): every K tile of B
+// lands once, at the front of shared memory ([KTILES][B tile][STAGES][A tile][output tile]), with the stream's first
+// A box and on its full barrier; the stages then carry A boxes only, and B is not read from L2 again.
 // Ping-pong (PINGPONG = 1; persistent copy engine, WGS = 2): each consumer warpgroup multiplies whole BM x BN
 // tiles (BM / 64 m64 blocks), warpgroup g the block's tiles j = g, g + 2, ... (tile blockIdx.x + j * gridDim.x),
 // each through an output tile of its own ([2][BM][BN + 8]), so one warpgroup's epilogue overlaps the other's
@@ -123,6 +126,7 @@
 #ifndef PERSIST
 #define PERSIST 0       // 1: persistent blocks over M tiles, all of B resident in shared memory (N <= BN)
 #endif
+#define B_RES (PERSIST == 2)    // persistent copy engine with all of B resident (N <= BN)
 
 #ifndef PINGPONG
 #define PINGPONG 0      // 1: the two consumer warpgroups take alternate tiles (persistent copy engine only)
@@ -205,6 +209,7 @@ static_assert(!IS_TF32 || !B_MN, "TF32 operands K-major only (no backward-data M
 static_assert(!ROW64 || (TMA && !IS_TF32 && SPLITK == 1), "32-deep 16-bit K tiles: copy engine, 16-bit, unsplit");
 static_assert(PERSIST || BM * (BN + 8) * (int)sizeof(data_t) <= STAGES * STAGE_BYTES, "the staged output tile fits the pipeline's buffers");
 static_assert(!PERSIST || TMA || NTILES_N == 1, "persistent blocks with resident B cover all of N");
+static_assert(!B_RES || (TMA && !B_MN && !PINGPONG && NTILES_N == 1), "resident B: copy engine, K-major B, all of N");
 static_assert(SPLITK >= 1 && (SPLITK == 1 || !PERSIST), "split-K with non-persistent blocks only");
 static_assert(SPLITK == 1 || (KT_PER >= 1 && (SPLITK - 1) * KT_PER < KTILES && SPLITK * KT_PER >= KTILES),
               "SPLITK chunks of KT_PER K tiles cover the K tiles, none empty");
@@ -569,7 +574,7 @@ __device__ __forceinline__ void consume_tile(float (&acc)[WG_M][BN / 2], u32 ful
         const int s = (int)(pos % STAGES);
         mbar_wait(full0 + s * 8, (u32)((pos / STAGES) & 1));
         if(B_RESIDENT)
-            mma_tile(acc, sa0 + s * A_BYTES, sb0 + kt * B_BYTES, wg);
+            MMA_STAGE(kt, sa0 + s * A_BYTES, sb0 + kt * B_BYTES);
         else
             MMA_STAGE(kt, sa0 + s * STAGE_BYTES, sa0 + s * STAGE_BYTES + A_BYTES);
         wgmma_wait<1>();                 // position pos - 1's wgmma has completed: release its stage
@@ -617,16 +622,25 @@ __device__ __forceinline__ void tile_base(index_t m0, int& wb, int& hb, int& nb)
 // Stage sn's copies of the K tile at kk (tap kk / C = (r, s), channels c .. c + 63), completing on bar: A as the
 // im2col box from the tile's first filter base (wb, hb, nb) at the tap's filter offset; B as the 64 x BN box of w's
 // rows n0 .. n0 + BN - 1, or (B_MN) as BN / 64 boxes of 64 n x 64 kk rows of the reversed tap's plane of the
-// backward-data filter (a 3-D map: n, filter tap, k), each one MN-major block of MNBLK bytes.
+// backward-data filter (a 3-D map: n, filter tap, k), each one MN-major block of MNBLK bytes. B_RES: the A box only,
+// the barrier's phase waiting for `tx` bytes (tma_fill_b's too at the stream's first position).
 __device__ __forceinline__ void tma_fill(u32 sn, u32 bar, const TmaMap* tmx, const TmaMap* tmw, int wb, int hb, int nb,
-                                         int kk, int n0)
+                                         int kk, int n0
+#if B_RES
+                                         , u32 tx
+#endif
+                                         )
 {
 #if P_C % BK
     const int tap = kk / TAP_K, c = kk - tap * TAP_K;
 #else
     const int tap = kk / P_C, c = kk - tap * P_C;
 #endif
+#if B_RES
+    mbar_expect_tx(bar, tx);
+#else
     mbar_expect_tx(bar, STAGE_BYTES);
+#endif
 #if A_DENSE
     (void)c;
     tma_tile_2d(sn, tmx, kk, wb, bar);          // rows wb .. wb + BM - 1 (the tile's first row: tile_base), channels kk ..
@@ -634,7 +648,9 @@ __device__ __forceinline__ void tma_fill(u32 sn, u32 bar, const TmaMap* tmx, con
     tma_im2col_4d(sn, tmx, c, wb, hb, nb, (unsigned short)((tap % P_X) * P_DW), (unsigned short)((tap / P_X) * P_DH),
                   bar);
 #endif
-#if B_MN
+#if B_RES
+    (void)tmw; (void)n0;
+#elif B_MN
     const int a = tap / P_X, b = tap - a * P_X;
     const int wt = (BW_R0 + (P_Y - 1 - a) * BW_SH) * BW_FX + BW_S0 + (P_X - 1 - b) * BW_SW;
 #pragma unroll
@@ -646,6 +662,24 @@ __device__ __forceinline__ void tma_fill(u32 sn, u32 bar, const TmaMap* tmx, con
     tma_tile_2d(sn + A_BYTES, tmw, kk, n0, bar);
 #endif
 }
+
+#if B_RES
+// every K tile kt of B (64 x BN boxes of w's rows 0 .. BN - 1; padded taps: tile kt % TAP_TILES of tap kt / TAP_TILES)
+// to sb0 + kt * B_BYTES, completing on bar
+__device__ __forceinline__ void tma_fill_b(u32 sb0, u32 bar, const TmaMap* tmw)
+{
+#pragma unroll 1
+    for(int kt = 0; kt < KTILES; ++kt)
+    {
+#if P_C % BK
+        const int tap = kt / TAP_TILES;
+        tma_tile_3d(sb0 + kt * B_BYTES, tmw, (kt - tap * TAP_TILES) * BK, tap, 0, bar);
+#else
+        tma_tile_2d(sb0 + kt * B_BYTES, tmw, kt * BK, 0, bar);
+#endif
+    }
+}
+#endif
 #endif
 
 extern "C" __global__ void __launch_bounds__(NT, MIN_BLOCKS)
@@ -792,7 +826,12 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
 #else
     const index_t mtiles = (GEMM_M + BM - 1) / BM;
     const index_t ntiles = mtiles * NTILES_N;  // block b takes tiles b, b + gridDim.x, ...; N tiles fastest
-#if TMA
+#if TMA && B_RES
+    // shared memory: [B, all K tiles][A, STAGES buffers][output tile]
+    const u32 sb0 = sbase;
+    const u32 sa0 = sbase + KTILES * B_BYTES;
+    data_t* cs = reinterpret_cast<data_t*>(sgen + KTILES * B_BYTES + STAGES * A_BYTES);
+#elif TMA
     // shared memory: [STAGES x (A tile, B tile)][output tile] (ping-pong: one per consumer warpgroup)
     data_t* cs = reinterpret_cast<data_t*>(sgen + STAGES * STAGE_BYTES);
 #else
@@ -821,7 +860,15 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
                 for(int kt = 0; kt < KTILES; ++kt, ++i)
                 {
                     const int s = producer_stage<STAGES>(empty0, i);
+#if B_RES
+                    // the stream's first position also brings all of B
+                    tma_fill(sa0 + s * A_BYTES, full0 + s * 8, &tmx, &tmw, wb, hb, nb, kt * BK, n0,
+                             i == 0 ? A_BYTES + KTILES * B_BYTES : A_BYTES);
+                    if(i == 0)
+                        tma_fill_b(sb0, full0, &tmw);
+#else
                     tma_fill(sbase + s * STAGE_BYTES, full0 + s * 8, &tmx, &tmw, wb, hb, nb, kt * BK, n0);
+#endif
                 }
             }
         }
@@ -889,7 +936,9 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
     {
         const index_t m0 = (tile / NTILES_N) * BM;
         const int n0 = (int)(tile % NTILES_N) * BN;
-#if TMA
+#if TMA && B_RES
+        consume_tile<true>(acc, full0, empty0, pos, KTILES, sa0, sb0, wg);
+#elif TMA
         consume_tile<false>(acc, full0, empty0, pos, KTILES, sbase, 0, wg);
 #else
         consume_tile<true>(acc, full0, empty0, pos, KTILES, sa0, sb0, wg);

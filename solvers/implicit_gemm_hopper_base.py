@@ -19,7 +19,9 @@ handed over by mbarriers), TMA (1, with WSPEC and C % 64 == 0, or 16-bit, unspli
 past C: ``tma_padded``: the producer's one thread copies each stage's tiles with the copy engine, tensor maps of x
 (im2col) and w (tiled) passed by value, ``miofind.tma``). TMA with PERSIST (any N): persistent blocks over every
 output tile, the producer streaming each tile's A and B boxes through the stages without draining between tiles, and
-the consumers' epilogue through its own output tile, overlapped with the next tile's copies. PINGPONG (1, with TMA,
+the consumers' epilogue through its own output tile, overlapped with the next tile's copies. PERSIST = 2 (TMA, all of N
+in one tile, unsplit, forward only): the same, with every K tile of B resident in shared memory, loaded once with the
+block's first A box; the stages carry A boxes only (``resident_b``). PINGPONG (1, with TMA,
 PERSIST and WGS = 2): each consumer warpgroup multiplies whole BM x BN tiles (BM = 64 or 128), the two taking
 alternate tiles of their block in turn, so one's epilogue overlaps the other's K loop. TMA = 2 (16-bit forward or
 backward data, WSPEC, unsplit): the copy engine with 32-deep K tiles, 64-byte rows under the 64-byte swizzle
@@ -111,10 +113,13 @@ def smem_bytes(p: ProblemDescription, cfg) -> int:
     """The kernel's dynamic shared memory, plus 1 KiB to align the first tile to the swizzle's
     1024-byte period: STAGES x (BM + BN) rows of 128 bytes; PERSIST: all K tiles of B, STAGES
     A buffers and the output tile (BM x (BN + 8) elements); PERSIST with TMA: STAGES x (BM + BN) rows
-    and the output tile (PINGPONG: one per consumer warpgroup). With 32-deep K tiles (``row64``: copy engine,
-    unsplit) the stages' rows are 64 bytes."""
+    and the output tile (PINGPONG: one per consumer warpgroup); PERSIST = 2 (``resident_b``): all K tiles of B,
+    STAGES A buffers and the output tile. With 32-deep K tiles (``row64``: copy engine, unsplit) the rows are 64
+    bytes."""
     bm, bn, st, es = cfg["BM"], cfg["BN"], cfg["STAGES"], esize(p)
     rowb = row_bytes(cfg)
+    if resident_b(cfg):
+        return (config_ktiles(p, cfg) * bn + st * bm) * rowb + bm * (bn + 8) * es + 1024
     if cfg["PERSIST"] and cfg.get("TMA", 0):
         return st * (bm + bn) * rowb + (1 + cfg.get("PINGPONG", 0)) * bm * (bn + 8) * es + 1024
     if cfg["PERSIST"]:
@@ -132,6 +137,18 @@ def row64(cfg) -> bool:
 def tile_depth(p: ProblemDescription, cfg) -> int:
     """A config's K tile depth in channels: ``kdepth``, or 32 with 32-deep K tiles (``row64``)."""
     return 32 if row64(cfg) else kdepth(p)
+
+
+def resident_b(cfg) -> bool:
+    """Whether a config keeps all of B resident in shared memory on the copy engine (PERSIST = 2: the kernel's
+    B_RES)."""
+    return cfg["PERSIST"] == 2
+
+
+def config_ktiles(p: ProblemDescription, cfg) -> int:
+    """K tiles of a config's reduction: each tap's C in whole tiles of ``tile_depth`` (padded where C is not a multiple
+    of it; the same count as C * taps / depth where it is)."""
+    return math.prod(p.filter_size) * ceil_div(p.c, tile_depth(p, cfg))
 
 
 def row_bytes(cfg) -> int:
@@ -285,7 +302,11 @@ def forward_maps(p: ProblemDescription, cfg) -> tuple[tma.MapCache, tma.MapCache
 
 def config_ok(p: ProblemDescription, cfg) -> bool:
     bm, bn, wgs, st, per, sk, wsp, tm, pp = (cfg[k] for k in KEYS)
-    if wgs not in (1, 2, 3) or bn not in (32, 64, 128, 256) or per not in (0, 1) or tm not in (0, 1, 2):
+    if wgs not in (1, 2, 3) or bn not in (32, 64, 128, 256) or per not in (0, 1, 2) or tm not in (0, 1, 2):
+        return False
+    # resident B on the copy engine: all of N in one K-major tile, a forward (backward data's filter tiles are MN-major:
+    # ImplicitGemmHopperBwd.is_valid_config), one consumer walk (not ping-pong)
+    if per == 2 and not (tm and not pp and gemm_shape(p)[1] <= bn and p.direction == "F"):
         return False
     # 32-deep K tiles (TMA = 2): a stage of 64-byte rows is half the bytes, so a pipeline may hold up to 12
     if st not in range(3, (13 if tm == 2 else 9) if per else 7):
@@ -461,7 +482,7 @@ def tile_sizes(p: ProblemDescription):
 def space(p: ProblemDescription):
     for bm, bn in tile_sizes(p):
         for wgs in (1, 2, 3):
-            for per in (0, 1):
+            for per in (0, 1, 2):
                 for st in range(3, 9 if per else 7):
                     for wsp in (0, 1):
                         for tm in ((0, 1) if wsp else (0,)):
@@ -474,7 +495,7 @@ def space(p: ProblemDescription):
     # 32-deep K tiles (TMA = 2) where 64-channel tiles would cross taps (cp.async) or pad them (the copy engine)
     for bm, bn in tile_sizes(p):
         for wgs in (1, 2, 3):
-            for per in (0, 1):
+            for per in (0, 1, 2):
                 for st in range(3, 13 if per else 7):
                     for pp in ((0, 1) if per and wgs == 2 else (0,)):
                         cfg = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": per, "SPLITK": 1,

@@ -96,7 +96,7 @@ class ImplicitGemmHopperFwdTmaStore(ImplicitGemmHopperBase):
     def config_space(self, problem):
         p = problem.as_conv()
         for c in space(p):
-            if c["PERSIST"] and c["TMA"] and c["SPLITK"] == 1:
+            if c["PERSIST"] == 1 and c["TMA"] and c["SPLITK"] == 1:
                 for ob in (1, 2):
                     if persistent_ok(p, dict(c, OBUF=ob)):
                         yield dict(c, OBUF=ob)

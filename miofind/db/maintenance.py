@@ -347,12 +347,12 @@ def prune_db(db: FindDB, *, dry_run: bool = False, stale: bool = True) -> PruneR
 # left the ELF. The shipped DB's records were re-keyed in place.
 # Today's digests of the Hopper F/B sources that the renames from session nov29h on map to: an edit that leaves their
 # binaries as they were changes them here, once
-HOPPER_F = "cc49278500e60d65"           # implicit_gemm_hopper_fwd.cu: Hopper F, the fused F
-HOPPER_B = "37760f6068b2ccfa"           # Hopper B
-HOPPER_TMA_STORE = "455eef9b5f4758e2"   # the copy-engine-store F
-HOPPER_NCHW_F = "9d2d60f172e16739"      # the NCHW F
-HOPPER_NCHW_B = "5f0b72a135020ce5"      # the NCHW B
-HOPPER_TF32_B = "1b5199531b599268"      # the TF32 B
+HOPPER_F = "4d57c0af3268bce3"           # implicit_gemm_hopper_fwd.cu: Hopper F, the fused F
+HOPPER_B = "d6debffaa258d50c"           # Hopper B
+HOPPER_TMA_STORE = "0fc8c016aee4ee5d"   # the copy-engine-store F
+HOPPER_NCHW_F = "fc276ca608367bde"      # the NCHW F
+HOPPER_NCHW_B = "fa91a51d6aeee5ba"      # the NCHW B
+HOPPER_TF32_B = "404cb3b55c720409"      # the TF32 B
 SOURCE_RENAMES = {"88c4490855edbe3c": "932ecfdffa26fafc",     # gemm_im2col.cu
                   "44d476d84375064b": "cec7fa95c3213d51",     # depthwise_*.cu
                   # implicit_gemm_hopper_fwd.cu's fused epilogue (EPI_BIAS/EPI_ACT, off by default): the Hopper
@@ -461,7 +461,17 @@ SOURCE_RENAMES = {"88c4490855edbe3c": "932ecfdffa26fafc",     # gemm_im2col.cu
                   # has): the store's find configs and a sample of its 64-deep space on nine ResNet-, Inception-,
                   # MobileNetV2- and DenseNet-like layers, FP16 and BF16, 152 kernels, byte-identical
                   # (bench/results/session-nov30a/cubins_tstore.txt)
-                  "b6cd2a958a912a11": HOPPER_TMA_STORE}       # the copy-engine-store F
+                  "b6cd2a958a912a11": HOPPER_TMA_STORE,       # the copy-engine-store F
+                  # implicit_gemm_hopper_fwd.cu's resident B on the copy engine (under PERSIST == 2, which no stored
+                  # config has): every distinct stored Hopper F/B config of the shipped DB on its first problem, and the
+                  # find configs of padded, 32-deep, 32-wide, TF32, split, fused, store and NCHW cases, 285 kernels,
+                  # byte-identical (bench/results/session-nov30b/cubins_fwd.txt)
+                  "cc49278500e60d65": HOPPER_F,               # Hopper F, the fused F
+                  "37760f6068b2ccfa": HOPPER_B,               # Hopper B
+                  "455eef9b5f4758e2": HOPPER_TMA_STORE,       # the copy-engine-store F
+                  "9d2d60f172e16739": HOPPER_NCHW_F,          # the NCHW F
+                  "5f0b72a135020ce5": HOPPER_NCHW_B,          # the NCHW B
+                  "1b5199531b599268": HOPPER_TF32_B}          # the TF32 B
 # Hopper W's earlier digests are not renamed: the reduce-scatter cluster split changed the binaries of its CLUSTER > 1
 # configs (bench/results/session-wrw/cubins_w.txt), so records under them are re-measured; the shipped DB's were.
 # Since the programmatic dependent launches (griddepcontrol in the Hopper F/B/W kernels, solver versions bumped) the

@@ -58,7 +58,7 @@ def test_claims(no_gpu_arch):
     assert space and all(c["PERSIST"] == c["TMA"] == c["WSPEC"] == 1 and c["SPLITK"] == 1 for c in space)
     assert {c["PINGPONG"] for c in space} == {0, 1} and {c["OBUF"] for c in space} == {1, 2}
     assert {frozenset(ts.base_tile(c).items()) for c in space} == {
-        frozenset(c.items()) for c in FWD.config_space(p) if c["PERSIST"] and c["TMA"]}
+        frozenset(c.items()) for c in FWD.config_space(p) if c["PERSIST"] == 1 and c["TMA"]}
 
 
 def test_shared_memory(no_gpu_arch):
