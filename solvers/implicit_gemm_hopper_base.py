@@ -451,6 +451,19 @@ def persistent_tile(p: ProblemDescription) -> dict:
             "WSPEC": 1, "TMA": 1, "PINGPONG": 0}
 
 
+def resident_twins(cfgs) -> list[dict]:
+    """The PERSIST = 2 twins (``resident_b``) of the persistent copy-engine configs of ``cfgs`` that are not ping-pong,
+    in order, each once (validity is the caller's). Measured on an H200 (bench/results/session-nov30b/call1/, FP16,
+    N = 32, isolated kernel time), the twin against its PERSIST = 1 config: a median of 0.75 on Inception's 32-channel
+    stems and 0.85-0.96 on other 3x3 layers of at most 128 output channels, 0.93-1.04 on 1x1 layers."""
+    out = []
+    for c in cfgs:
+        t = dict(c, PERSIST=2)
+        if c["PERSIST"] == 1 and c.get("TMA") and not c.get("PINGPONG") and t not in out:
+            out.append(t)
+    return out
+
+
 def split_variants(p: ProblemDescription, cfg):
     """``cfg`` (any SPLITK) at the splits a tuning tries: unsplit, and for a small grid its default split,
     half and twice it; one config per effective split, valid ones only."""
@@ -746,7 +759,10 @@ class ImplicitGemmHopperBase(Solver):
         session-nov29h/call1/: 0.70-1.07x the default's time on 1x1 layers of 16-32 channels, 1.23-1.62x on 3x3
         layers of 32). A 16-bit forward of at most 32 output channels then tries the default and each of those with
         32-wide tiles (BN = 32). Last, where C % 64 != 0 (backward data: dy's channels), the valid ALTERNATE_TILES_ROW64
-        with 32-deep K tiles (TMA = 2)."""
+        with 32-deep K tiles (TMA = 2). Then, for a 16-bit forward, the resident-B twin (PERSIST = 2) of each persistent
+        copy-engine config above (the default's too) where valid: all of N in one tile and all K tiles of B in the shared
+        memory beside the stages (``resident_twins``; TF32's are in the tuning space only, not measured against their
+        PERSIST = 1 configs)."""
         out = self._wide_alternatives(p)
         if esize(p) == 2 and gemm_shape(self.forward_problem(p))[1] <= 32:
             # at most 32 output channels (backward data: dx's): each config above and the default again with 32-wide
@@ -756,7 +772,11 @@ class ImplicitGemmHopperBase(Solver):
             narrow = [dict(c, BN=32) for c in [default] + out]
             out = out + [c for i, c in enumerate(narrow) if c != default and c not in out and c not in narrow[:i]
                          and self.is_valid_config(p, c)]
-        return out + self._row64_alternatives(p)
+        out = out + self._row64_alternatives(p)
+        if esize(p) != 2:
+            return out
+        return out + [c for c in resident_twins([self.default_config(p)] + out) if c not in out
+                      and self.is_valid_config(p, c)]
 
     def _row64_alternatives(self, p: ProblemDescription) -> list[dict]:
         v = self.forward_problem(p)         # backward data: its main phase's forward view, dy's channels its C

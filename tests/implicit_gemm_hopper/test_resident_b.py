@@ -79,6 +79,25 @@ def test_which_configs_keep_b_resident(no_gpu_arch):
     assert not any(c["PERSIST"] == 2 for c in FWD.config_space(_p("F", **dict(CASES["c64_k64_3x3"], k=512))))
 
 
+def test_find_tries_resident_twins_last(no_gpu_arch):
+    """A 16-bit forward's find (F, the fused F, the NCHW F) measures, after its other configs, the resident-B twin of
+    each persistent copy-engine one that is not ping-pong (the default's too), where valid, each once; none for TF32,
+    backward data or where no tile covers N."""
+    for kw in (MANY, dict(MANY, c=32, k=32), dict(MANY, c=256, filter_size=1, pads=0)):
+        for solver, q in ((FWD, _p("F", **kw)), (FUSED, _p("F", bias=1, activation="relu", **kw)),
+                          (NCHW, ProblemDescription.make("F", layout="NCHW", dtype="BF16", **kw))):
+            cfgs = [c or solver.default_config(q) for c in solver.find_configs(q)]
+            twins = [c for c in cfgs if c["PERSIST"] == 2]
+            rest = cfgs[:len(cfgs) - len(twins)]
+            want = [dict(c, PERSIST=2) for c in rest if c["PERSIST"] == 1 and c["TMA"] and not c["PINGPONG"]]
+            want = [c for i, c in enumerate(want) if c not in want[:i] and solver.is_valid_config(q, c)]
+            assert twins and twins == want and all(solver.is_valid_config(q, c) for c in twins), (solver.id, kw)
+            assert not any(c["PERSIST"] == 2 for c in rest)
+    assert not any(c and c["PERSIST"] == 2 for c in FWD.find_configs(_p("F", "FP32", math="tf32", **MANY)))
+    assert not any(c and c["PERSIST"] == 2 for c in BWD.find_configs(_p("B", **MANY)))
+    assert not any(c and c["PERSIST"] == 2 for c in FWD.find_configs(_p("F", **dict(MANY, k=512))))
+
+
 def test_resident_b_memory(no_gpu_arch):
     """Shared memory: all K tiles of B (padded taps: whole tiles a tap), STAGES A buffers, the output tile and the
     1 KiB alignment; the kernel gets PERSIST = 2 and the persistent grid."""
@@ -134,12 +153,21 @@ def test_fwd_resident_b_tf32(name):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("name", ("c64_k64_3x3", "c48_k64_3x3", "c256_k64_1x1"))
+def test_fwd_resident_b_find_configs(name):
+    """Every resident-B twin a find measures."""
+    p = _p("F", **CASES[name])
+    twins = [c for c in FWD.find_configs(p) if c and c["PERSIST"] == 2]
+    check_configs(FWD, p, twins)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("dt", ("FP16", "BF16"))
 def test_fwd_resident_b_walks(dt):
     """Persistent blocks walking many tiles with B loaded once each, the fused bias and ReLU, and the NCHW wrapper on
     the transposed copies."""
     p = _p("F", dt, **MANY)
-    per = [_cfg(128, 64, 2, 4), _cfg(64, 64, 1, 8), _cfg(256, 64, 2, 8, tm=2)]
+    per = [_cfg(128, 64, 2, 4), _cfg(64, 64, 1, 8), _cfg(256, 64, 2, 4, tm=2)]
     for c in per:
         assert hb.tiles(p, c) >= 2 * FWD.get_solution(p, c).kernels[0].grid[0], c
     check_configs(FWD, p, per)

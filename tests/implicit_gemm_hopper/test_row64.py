@@ -107,6 +107,8 @@ def test_find_tries_row64_last(no_gpu_arch):
         for solver, q in ((FWD, _p("F", **kw)), (FUSED, _p("F", bias=1, activation="relu", **kw)),
                           (NCHW, ProblemDescription.make("F", layout="NCHW", dtype="BF16", **kw))):
             alts = solver.alternatives(q) if solver is not NCHW else solver.find_configs(q)[1:]
+            twins = [c for c in alts if c["PERSIST"] == 2]     # last: test_resident_b.py
+            alts = alts[:len(alts) - len(twins)]
             deep = [c for c in alts if c["TMA"] == 2]
             want = [t for t in hb.ALTERNATE_TILES_ROW64 if hb.width_ok(t[1], q.k)]
             assert [(c["BM"], c["BN"], c["WGS"], c["STAGES"], c["PERSIST"]) for c in deep] == list(want), solver.id
