@@ -57,9 +57,10 @@
 // every (tile, K tile) position's A and B boxes through the STAGES buffers without draining between tiles,
 // while the consumers stage and store each finished tile through a shared output tile of its own
 // ([BM][BN + 8] after the stages): the next tile's copies overlap that epilogue.
-// Resident B on the copy engine (PERSIST = 2: TMA, all of N in one tile, not B_MN nor ping-pong): every K tile of B
-// lands once, at the front of shared memory ([KTILES][B tile][STAGES][A tile][output tile]), with the stream's first
-// A box and on its full barrier; the stages then carry A boxes only, and B is not read from L2 again.
+// Resident B on the copy engine (PERSIST = 2: TMA, all of N in one tile, not ping-pong): every K tile of B (with B_MN
+// each as its MN-major blocks) lands once, at the front of shared memory ([KTILES][B tile][STAGES][A tile][output
+// tile]), with the stream's first A box and on its full barrier; the stages then carry A boxes only, and B is not read
+// from L2 again.
 // Ping-pong (PINGPONG = 1; persistent copy engine, WGS = 2): each consumer warpgroup multiplies whole BM x BN
 // tiles (BM / 64 m64 blocks), warpgroup g the block's tiles j = g, g + 2, ... (tile blockIdx.x + j * gridDim.x),
 // each through an output tile of its own ([2][BM][BN + 8]), so one warpgroup's epilogue overlaps the other's
@@ -209,7 +210,7 @@ static_assert(!IS_TF32 || !B_MN, "TF32 operands K-major only (no backward-data M
 static_assert(!ROW64 || (TMA && !IS_TF32 && SPLITK == 1), "32-deep 16-bit K tiles: copy engine, 16-bit, unsplit");
 static_assert(PERSIST || BM * (BN + 8) * (int)sizeof(data_t) <= STAGES * STAGE_BYTES, "the staged output tile fits the pipeline's buffers");
 static_assert(!PERSIST || TMA || NTILES_N == 1, "persistent blocks with resident B cover all of N");
-static_assert(!B_RES || (TMA && !B_MN && !PINGPONG && NTILES_N == 1), "resident B: copy engine, K-major B, all of N");
+static_assert(!B_RES || (TMA && !PINGPONG && NTILES_N == 1), "resident B: copy engine, all of N in one tile");
 static_assert(SPLITK >= 1 && (SPLITK == 1 || !PERSIST), "split-K with non-persistent blocks only");
 static_assert(SPLITK == 1 || (KT_PER >= 1 && (SPLITK - 1) * KT_PER < KTILES && SPLITK * KT_PER >= KTILES),
               "SPLITK chunks of KT_PER K tiles cover the K tiles, none empty");
@@ -664,14 +665,25 @@ __device__ __forceinline__ void tma_fill(u32 sn, u32 bar, const TmaMap* tmx, con
 }
 
 #if B_RES
-// every K tile kt of B (64 x BN boxes of w's rows 0 .. BN - 1; padded taps: tile kt % TAP_TILES of tap kt / TAP_TILES)
-// to sb0 + kt * B_BYTES, completing on bar
+// every K tile kt of B (64 x BN boxes of w's rows 0 .. BN - 1; padded taps: tile kt % TAP_TILES of tap kt / TAP_TILES;
+// B_MN: the tile's BN / 64 MN-major blocks, as tma_fill's) to sb0 + kt * B_BYTES, completing on bar
 __device__ __forceinline__ void tma_fill_b(u32 sb0, u32 bar, const TmaMap* tmw)
 {
 #pragma unroll 1
     for(int kt = 0; kt < KTILES; ++kt)
     {
+#if B_MN
 #if P_C % BK
+        const int tap = kt / TAP_TILES, c = (kt - tap * TAP_TILES) * BK;
+#else
+        const int tap = kt * BK / P_C, c = kt * BK - tap * P_C;
+#endif
+        const int a = tap / P_X, b = tap - a * P_X;
+        const int wt = (BW_R0 + (P_Y - 1 - a) * BW_SH) * BW_FX + BW_S0 + (P_X - 1 - b) * BW_SW;
+#pragma unroll
+        for(int j = 0; j < (BN + 63) / 64; ++j)
+            tma_tile_3d(sb0 + kt * B_BYTES + j * MNBLK, tmw, 64 * j, wt, c, bar);
+#elif P_C % BK
         const int tap = kt / TAP_TILES;
         tma_tile_3d(sb0 + kt * B_BYTES, tmw, (kt - tap * TAP_TILES) * BK, tap, 0, bar);
 #else

@@ -20,7 +20,7 @@ past C: ``tma_padded``: the producer's one thread copies each stage's tiles with
 (im2col) and w (tiled) passed by value, ``miofind.tma``). TMA with PERSIST (any N): persistent blocks over every
 output tile, the producer streaming each tile's A and B boxes through the stages without draining between tiles, and
 the consumers' epilogue through its own output tile, overlapped with the next tile's copies. PERSIST = 2 (TMA, all of N
-in one tile, unsplit, forward only): the same, with every K tile of B resident in shared memory, loaded once with the
+in one tile, unsplit): the same, with every K tile of B resident in shared memory, loaded once with the
 block's first A box; the stages carry A boxes only (``resident_b``). PINGPONG (1, with TMA,
 PERSIST and WGS = 2): each consumer warpgroup multiplies whole BM x BN tiles (BM = 64 or 128), the two taking
 alternate tiles of their block in turn, so one's epilogue overlaps the other's K loop. TMA = 2 (16-bit forward or
@@ -304,9 +304,9 @@ def config_ok(p: ProblemDescription, cfg) -> bool:
     bm, bn, wgs, st, per, sk, wsp, tm, pp = (cfg[k] for k in KEYS)
     if wgs not in (1, 2, 3) or bn not in (32, 64, 128, 256) or per not in (0, 1, 2) or tm not in (0, 1, 2):
         return False
-    # resident B on the copy engine: all of N in one K-major tile, a forward (backward data's filter tiles are MN-major:
-    # ImplicitGemmHopperBwd.is_valid_config), one consumer walk (not ping-pong)
-    if per == 2 and not (tm and not pp and gemm_shape(p)[1] <= bn and p.direction == "F"):
+    # resident B on the copy engine: all of N in one tile (backward data: of dx's channels, MN-major), one consumer walk
+    # (not ping-pong)
+    if per == 2 and not (tm and not pp and gemm_shape(p)[1] <= bn):
         return False
     # 32-deep K tiles (TMA = 2): a stage of 64-byte rows is half the bytes, so a pipeline may hold up to 12
     if st not in range(3, (13 if tm == 2 else 9) if per else 7):
@@ -759,10 +759,10 @@ class ImplicitGemmHopperBase(Solver):
         session-nov29h/call1/: 0.70-1.07x the default's time on 1x1 layers of 16-32 channels, 1.23-1.62x on 3x3
         layers of 32). A 16-bit forward of at most 32 output channels then tries the default and each of those with
         32-wide tiles (BN = 32). Last, where C % 64 != 0 (backward data: dy's channels), the valid ALTERNATE_TILES_ROW64
-        with 32-deep K tiles (TMA = 2). Then, for a 16-bit forward, the resident-B twin (PERSIST = 2) of each persistent
-        copy-engine config above (the default's too) where valid: all of N in one tile and all K tiles of B in the shared
-        memory beside the stages (``resident_twins``; TF32's are in the tuning space only, not measured against their
-        PERSIST = 1 configs)."""
+        with 32-deep K tiles (TMA = 2). Then, for 16-bit data, the resident-B twin (PERSIST = 2) of each persistent
+        copy-engine config above (the default's too) where valid: all of N in one tile and all K tiles of B in the
+        shared memory beside the stages (``resident_twins``; TF32's are in the tuning space only, not measured against
+        their PERSIST = 1 configs)."""
         out = self._wide_alternatives(p)
         if esize(p) == 2 and gemm_shape(self.forward_problem(p))[1] <= 32:
             # at most 32 output channels (backward data: dx's): each config above and the default again with 32-wide

@@ -238,9 +238,6 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
         p = problem.as_conv()
         if p.spatial_dims != 2 or not runs(p):
             return False
-        # resident B (PERSIST = 2) is the forward's K-major filter tile only
-        if isinstance(config, dict) and config.get("PERSIST") == 2:
-            return False
         # 32-wide tiles: the MN-major filter tile of 32 n only as the copy engine's 64-byte-swizzled box
         if isinstance(config, dict) and config.get("BN") == 32 and not self.legacy_config(config).get("TMA"):
             return False

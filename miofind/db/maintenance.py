@@ -347,12 +347,12 @@ def prune_db(db: FindDB, *, dry_run: bool = False, stale: bool = True) -> PruneR
 # left the ELF. The shipped DB's records were re-keyed in place.
 # Today's digests of the Hopper F/B sources that the renames from session nov29h on map to: an edit that leaves their
 # binaries as they were changes them here, once
-HOPPER_F = "4d57c0af3268bce3"           # implicit_gemm_hopper_fwd.cu: Hopper F, the fused F
-HOPPER_B = "d6debffaa258d50c"           # Hopper B
-HOPPER_TMA_STORE = "0fc8c016aee4ee5d"   # the copy-engine-store F
-HOPPER_NCHW_F = "fc276ca608367bde"      # the NCHW F
-HOPPER_NCHW_B = "fa91a51d6aeee5ba"      # the NCHW B
-HOPPER_TF32_B = "404cb3b55c720409"      # the TF32 B
+HOPPER_F = "04d27802a41fa6ea"           # implicit_gemm_hopper_fwd.cu: Hopper F, the fused F
+HOPPER_B = "cfa857b8bc2938d3"           # Hopper B
+HOPPER_TMA_STORE = "d5d455a605a98563"   # the copy-engine-store F
+HOPPER_NCHW_F = "a81990ce17be6b68"      # the NCHW F
+HOPPER_NCHW_B = "25668da61d572e37"      # the NCHW B
+HOPPER_TF32_B = "e6db274e7127b51a"      # the TF32 B
 SOURCE_RENAMES = {"88c4490855edbe3c": "932ecfdffa26fafc",     # gemm_im2col.cu
                   "44d476d84375064b": "cec7fa95c3213d51",     # depthwise_*.cu
                   # implicit_gemm_hopper_fwd.cu's fused epilogue (EPI_BIAS/EPI_ACT, off by default): the Hopper
@@ -462,10 +462,10 @@ SOURCE_RENAMES = {"88c4490855edbe3c": "932ecfdffa26fafc",     # gemm_im2col.cu
                   # MobileNetV2- and DenseNet-like layers, FP16 and BF16, 152 kernels, byte-identical
                   # (bench/results/session-nov30a/cubins_tstore.txt)
                   "b6cd2a958a912a11": HOPPER_TMA_STORE,       # the copy-engine-store F
-                  # implicit_gemm_hopper_fwd.cu's resident B on the copy engine (under PERSIST == 2, which no stored
-                  # config has): every distinct stored Hopper F/B config of the shipped DB on its first problem, and the
-                  # find configs of padded, 32-deep, 32-wide, TF32, split, fused, store and NCHW cases, 285 kernels,
-                  # byte-identical (bench/results/session-nov30b/cubins_fwd.txt)
+                  # implicit_gemm_hopper_fwd.cu's resident B on the copy engine, F and B (under PERSIST == 2, which
+                  # no stored config has): every distinct stored Hopper F/B config of the shipped DB on its first
+                  # problem, and the find configs of padded, 32-deep, 32-wide, TF32, split, fused, store and NCHW
+                  # cases, 285 kernels, byte-identical (bench/results/session-nov30b/cubins_fwd.txt)
                   "cc49278500e60d65": HOPPER_F,               # Hopper F, the fused F
                   "37760f6068b2ccfa": HOPPER_B,               # Hopper B
                   "455eef9b5f4758e2": HOPPER_TMA_STORE,       # the copy-engine-store F

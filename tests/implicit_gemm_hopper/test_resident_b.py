@@ -1,8 +1,9 @@
-"""The Hopper forward's resident B on the copy engine (PERSIST = 2, the kernel's B_RES): every K tile of the filter lands
-in shared memory once, with a block's first A box, and the stages carry A boxes only. Claims, memory and builds on the
-CPU; against the float64 reference on the GPU, every kind of copy-engine tile it takes: 64-deep and 32-deep K tiles,
-padded taps, dense 1x1 pixels, TF32, 32- to 256-wide tiles, three warpgroups, many tiles a block, tails of M and N, the
-fused epilogue and the NCHW wrapper."""
+"""Resident B on the copy engine (PERSIST = 2, the Hopper forward kernel's B_RES): every K tile of the filter lands in
+shared memory once, with a block's first A box, and the stages carry A boxes only; the forward's K-major tiles and
+backward data's MN-major ones. Claims, memory and builds on the CPU; against the float64 reference on the GPU, every
+kind of copy-engine tile it takes: 64-deep and 32-deep K tiles, padded taps, dense 1x1 pixels, TF32, 32- to 256-wide
+tiles, three warpgroups, many tiles a block, tails of M and N, the fused epilogue, the NCHW wrapper and backward data's
+stride phases."""
 
 from __future__ import annotations
 
@@ -53,9 +54,9 @@ def _kinds(p, solver=FWD):
 
 
 def test_which_configs_keep_b_resident(no_gpu_arch):
-    """The forward's copy-engine persistent configs whose tile covers all of N (the fused and NCHW forwards too), not
-    ping-pong, within the shared memory with all K tiles of B; never backward data (MN-major filter tiles), the
-    copy-engine store, or cp.async configs. The tuning space holds them."""
+    """The copy-engine persistent configs whose tile covers all of N (the fused and NCHW forwards too, and backward
+    data over dx's channels), not ping-pong, within the shared memory with all K tiles of B; never the copy-engine store
+    or cp.async configs. The tuning space holds them."""
     p = _p("F", **CASES["c64_k64_3x3"])
     assert _kinds(p) == [KINDS[i] for i in (0, 1, 2, 6, 7)]
     assert not FWD.is_valid_config(p, _cfg(128, 128, 2, 4))     # 9 K tiles of 128 x 128 B and 4 stages: 243 KiB
@@ -68,9 +69,10 @@ def test_which_configs_keep_b_resident(no_gpu_arch):
     t = _p("F", "FP32", math="tf32", **CASES["c64_k64_3x3"])       # 18 K tiles 32 deep
     assert FWD.is_valid_config(t, _cfg(64, 64, 1, 4)) and not FWD.is_valid_config(t, _cfg(128, 64, 2, 4))
     assert FUSED.is_valid_config(_p("F", bias=1, activation="relu", **CASES["c64_k64_3x3"]), _cfg(128, 64, 2, 4))
-    b = _p("B", **CASES["c64_k64_3x3"])
-    assert BWD.is_valid_config(b, _cfg(128, 64, 2, 4, per=1)) and not BWD.is_valid_config(b, _cfg(128, 64, 2, 4))
-    assert not any(c["PERSIST"] == 2 for c in BWD.config_space(b))
+    b = _p("B", **CASES["c64_k64_3x3"])          # dx's 64 channels are the GEMM's N
+    assert BWD.is_valid_config(b, _cfg(128, 64, 2, 4)) and not BWD.is_valid_config(b, _cfg(128, 32, 2, 4))
+    assert any(c["PERSIST"] == 2 for c in BWD.config_space(b))
+    assert not any(c["PERSIST"] == 2 for c in BWD.config_space(_p("B", **dict(CASES["c64_k64_3x3"], c=512))))
     assert not TSTORE.is_valid_config(p, dict(_cfg(128, 64, 2, 4), OBUF=1))
     space = list(FWD.config_space(p))
     res = [c for c in space if c["PERSIST"] == 2]
@@ -80,12 +82,13 @@ def test_which_configs_keep_b_resident(no_gpu_arch):
 
 
 def test_find_tries_resident_twins_last(no_gpu_arch):
-    """A 16-bit forward's find (F, the fused F, the NCHW F) measures, after its other configs, the resident-B twin of
-    each persistent copy-engine one that is not ping-pong (the default's too), where valid, each once; none for TF32,
-    backward data or where no tile covers N."""
+    """A 16-bit find (F, the fused F, the NCHW F, B) measures, after its other configs, the resident-B twin of each
+    persistent copy-engine one that is not ping-pong (the default's too), where valid, each once; none for TF32 or
+    where no tile covers N."""
     for kw in (MANY, dict(MANY, c=32, k=32), dict(MANY, c=256, filter_size=1, pads=0)):
         for solver, q in ((FWD, _p("F", **kw)), (FUSED, _p("F", bias=1, activation="relu", **kw)),
-                          (NCHW, ProblemDescription.make("F", layout="NCHW", dtype="BF16", **kw))):
+                          (NCHW, ProblemDescription.make("F", layout="NCHW", dtype="BF16", **kw)),
+                          (BWD, _p("B", **dict(kw, c=kw["k"], k=kw["c"])))):
             cfgs = [c or solver.default_config(q) for c in solver.find_configs(q)]
             twins = [c for c in cfgs if c["PERSIST"] == 2]
             rest = cfgs[:len(cfgs) - len(twins)]
@@ -94,7 +97,7 @@ def test_find_tries_resident_twins_last(no_gpu_arch):
             assert twins and twins == want and all(solver.is_valid_config(q, c) for c in twins), (solver.id, kw)
             assert not any(c["PERSIST"] == 2 for c in rest)
     assert not any(c and c["PERSIST"] == 2 for c in FWD.find_configs(_p("F", "FP32", math="tf32", **MANY)))
-    assert not any(c and c["PERSIST"] == 2 for c in BWD.find_configs(_p("B", **MANY)))
+    assert not any(c and c["PERSIST"] == 2 for c in BWD.find_configs(_p("B", **dict(MANY, c=512))))
     assert not any(c and c["PERSIST"] == 2 for c in FWD.find_configs(_p("F", **dict(MANY, k=512))))
 
 
@@ -119,7 +122,7 @@ def test_resident_b_memory(no_gpu_arch):
 
 def test_resident_b_builds(no_gpu_arch):
     """Every kind compiles for sm_90a (NVRTC, no GPU) on a plain, a padded and a dense layer, TF32, the fused and the
-    NCHW forwards."""
+    NCHW forwards, and backward data's phases."""
     nvrtc_or_skip()
     from miofind.compile import nvrtc_compile
     builds = []
@@ -131,7 +134,10 @@ def test_resident_b_builds(no_gpu_arch):
                                      _cfg(128, 64, 2, 4)).kernels[0])
     builds += NCHW.get_solution(ProblemDescription.make("F", layout="NCHW", dtype="FP16", **MANY),
                                 _cfg(128, 64, 2, 4)).kernels
-    assert len(builds) >= 20
+    for name in ("b_c40_k48_3x3s2", "b_c64_k256_1x1"):       # backward data's phases (MN-major filter tiles)
+        builds += [k for k in BWD.get_solution(_p("B", **BWD_CASES[name]), _cfg(64, 64, 1, 8, tm=2)).kernels
+                   if k.name == "igemm_hopper_fwd"]
+    assert len(builds) >= 25
     for kern in builds:
         assert nvrtc_compile(kern, "sm_90a")[:4] == b"\x7fELF", (kern.name, dict(kern.macros))
 
@@ -161,6 +167,27 @@ def test_fwd_resident_b_find_configs(name):
     check_configs(FWD, p, twins)
 
 
+# backward data (dx's channels the GEMM's N): stride 1 (one phase), stride 2 (four phases, 48 of dy's channels: padded
+# taps), a dilated 3x3, a 1x1 (dy as a dense matrix), a 1x1 stride 2 (phases no tap reaches)
+BWD_CASES = {
+    "b_c64_k64_3x3": dict(n=3, c=64, k=64, in_size=(15, 13), filter_size=3, pads=1),
+    "b_c40_k48_3x3s2": dict(n=2, c=40, k=48, in_size=(17, 16), filter_size=3, pads=1, strides=2),
+    "b_c32_k96_3x3_dil2": dict(n=2, c=32, k=96, in_size=(16, 15), filter_size=3, pads=2, dilations=2),
+    "b_c64_k256_1x1": dict(n=3, c=64, k=256, in_size=(15, 13), filter_size=1),
+    "b_c128_k64_1x1s2": dict(n=2, c=128, k=64, in_size=(14, 13), filter_size=1, strides=2),
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("name", sorted(BWD_CASES))
+def test_bwd_resident_b(name, dt):
+    """Backward data with the filter's MN-major tiles resident, every phase, against the float64 reference."""
+    p = _p("B", dt, **BWD_CASES[name])
+    cfgs = [c for c in KINDS + (_cfg(128, 128, 2, 4, tm=2), _cfg(64, 32, 1, 8, tm=2)) if BWD.is_valid_config(p, c)]
+    check_configs(BWD, p, cfgs + [c for c in BWD.find_configs(p) if c and c["PERSIST"] == 2 and c not in cfgs])
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dt", ("FP16", "BF16"))
 def test_fwd_resident_b_walks(dt):
@@ -174,3 +201,5 @@ def test_fwd_resident_b_walks(dt):
     check_configs(FUSED, _p("F", dt, bias=1, activation="relu", **MANY), [_cfg(128, 64, 2, 4)])
     q = ProblemDescription.make("F", layout="NCHW", dtype=dt, **MANY)
     check_configs(NCHW, q, [_cfg(128, 64, 2, 4)])
+    b = _p("B", dt, **dict(MANY, strides=2))         # four phases, each walking more tiles than blocks
+    check_configs(BWD, b, [_cfg(128, 64, 2, 4), _cfg(64, 64, 1, 8, tm=2)])
