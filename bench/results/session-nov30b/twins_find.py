@@ -1,9 +1,10 @@
 """What a find of ConvImplicitGemmHopperFwd reaches with and without its resident-B twins (PERSIST = 2), per layer of
 a sweep_configs.py --others run: the best of its find configs without the twins, with them, over cuDNN's best plan.
-    python twins_find.py call2/find_*.json"""
+    python twins_find.py call2/find_*.json; SID=ConvImplicitGemmHopperBwd python twins_find.py call4/find_*.json"""
 import json, math, sys
 
-SID = "ConvImplicitGemmHopperFwd"
+import os
+SID = os.environ.get("SID", "ConvImplicitGemmHopperFwd")
 for f in sys.argv[1:]:
     d = json.load(open(f))
     print(f"\n{f}")
