@@ -7,6 +7,7 @@ default config (the copy engine) and at the same tile with 16-byte cp.async load
 kernel); the others at their default config. The padded copy-engine K tiles (96 channels in the reduction, F and B;
 backward weights' padded columns) at n = 341 and 342, whose largest tensor, n x 6 x 2^20 elements, is just under and
 just over 2^31; F and B also at their default tile with 32-deep K tiles (TMA = 2: 64-byte rows, 32-channel boxes).
+F and B (64 channels) also at their default tile with the filter resident in shared memory (PERSIST = 2).
 
 The CPU tests pin that each case applies and the index type its kernels are built with (``INDEX_T``), and check the
 float64 references it shares with the core boundary test (tests/boundary_helpers.py) against a direct NumPy convolution
@@ -83,12 +84,15 @@ def _p(key: str, n: int, **sizes) -> ProblemDescription:
 
 def _config(solver, p, loads: str) -> dict:
     """The default config, or (``cp.async``) the same with the copy engine off where that is valid, else the first
-    such config of the space, or (``row64``) the default with 32-deep K tiles."""
+    such config of the space, or (``row64``) the default with 32-deep K tiles, or (``resident``) the default with all
+    of the filter resident (PERSIST = 2)."""
     d = solver.default_config(p)
     if loads == "default":
         return d
     if loads == "row64":
         return dict(d, TMA=2)
+    if loads == "resident":
+        return dict(d, PERSIST=2)
     for c in (dict(d, TMA=0), dict(d, TMA=0, PERSIST=0)):
         if solver.is_valid_config(p, c):
             return c
@@ -96,9 +100,10 @@ def _config(solver, p, loads: str) -> dict:
 
 
 WITH_ROW64 = ("Fpad", "Bpad")      # also at their default tile with 32-deep K tiles (TMA = 2)
+WITH_RESIDENT = ("F", "B")          # also at their default tile with the filter resident (PERSIST = 2)
 CASES = [(f"{key}-n{n}-{loads}", key, n, loads) for key in SOLVERS for n in _index(key)
-         for loads in (("default", "cp.async") if key in WITH_CP_ASYNC else ("default", "row64") if key in WITH_ROW64
-                       else ("default",))]
+         for loads in (("default", "cp.async") + (("resident",) if key in WITH_RESIDENT else ()) if key in WITH_CP_ASYNC
+                       else ("default", "row64") if key in WITH_ROW64 else ("default",))]
 
 
 def _index_types(solver, p, cfg) -> set:
@@ -115,6 +120,8 @@ def test_cases_apply_and_choose_the_index_width(no_gpu_arch, monkeypatch):
         assert s.is_valid_config(p, cfg), (cid, cfg)
         if loads == "cp.async":
             assert cfg.get("TMA", 1) == 0 and s.default_config(p).get("TMA") == 1, (cid, cfg)
+        if loads == "resident":
+            assert cfg["PERSIST"] == 2 and s.default_config(p)["PERSIST"] == 1, (cid, cfg)
         if key in PADDED and SOLVERS[key][1] == "W":
             from miofind.solvers import implicit_gemm_hopper_wrw as wrw
             assert wrw.padded_columns(p) and cfg["TMA"] == 1 and wrw.gemm_cols(p, cfg) == 9 * 128, (cid, cfg)
