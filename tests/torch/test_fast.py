@@ -638,6 +638,11 @@ HOPPER_CASES = [
     ("F", dict(n=2, c=48, k=64, in_size=(13, 12), filter_size=5, pads=2), dict(TMA=2, PERSIST=1)),
     ("F", dict(n=3, c=32, k=32, in_size=(15, 13), filter_size=1), dict(TMA=2, PERSIST=1, BN=32)),
     ("B", dict(n=2, c=72, k=48, in_size=(17, 16), filter_size=3, pads=1, strides=2), dict(TMA=2, PERSIST=1)),
+    # the filter resident in shared memory (PERSIST = 2): F with 64-deep tiles, a 32-deep padded F, and backward data's
+    # four stride phases with their MN-major filter tiles resident
+    ("F", dict(n=2, c=64, k=64, in_size=(15, 13), filter_size=3, pads=1), dict(TMA=1, PERSIST=2)),
+    ("F", dict(n=2, c=48, k=40, in_size=(13, 12), filter_size=3, pads=1), dict(TMA=2, PERSIST=2)),
+    ("B", dict(n=2, c=64, k=48, in_size=(17, 16), filter_size=3, pads=1, strides=2), dict(TMA=1, PERSIST=2)),
     # the copy-engine store of a 32-deep, 32-wide tile: y's map of 32-channel boxes under the 64-byte swizzle
     ("F", dict(n=3, c=32, k=32, in_size=(15, 13), filter_size=3), dict(TMA=2, BN=32, OBUF=2),
      "ConvImplicitGemmHopperFwdTmaStore"),
