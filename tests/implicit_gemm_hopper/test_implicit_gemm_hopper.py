@@ -368,7 +368,8 @@ def test_three_warpgroup_configs():
     for solver, q in ((FWD, p), (BWD, _b(**FB_THREE_CASES["B"]["3x3s2_c128"]))):
         three = [c for c in solver.config_space(q) if c["WGS"] == 3]
         assert three and all(c["BM"] == 192 and c["BN"] <= 128 and c["WSPEC"] and not c["PINGPONG"] for c in three)
-        assert {c["TMA"] for c in three} == {0, 1} and {c["PERSIST"] for c in three} == {0, 1}
+        # PERSIST = 2: the filter resident (test_resident_b.py), where its K tiles fit
+        assert {c["TMA"] for c in three} == {0, 1} and {0, 1} <= {c["PERSIST"] for c in three} <= {0, 1, 2}
 
 
 @pytest.mark.gpu
