@@ -15,8 +15,9 @@ from miofind.problem import ProblemDescription
 from miofind.registry import get_solver
 from miofind.solvers import implicit_gemm_hopper_base as hb
 
-FWD, BWD, TSTORE, FUSED, NCHW = (get_solver(f"ConvImplicitGemmHopper{d}") for d in
-                                 ("Fwd", "Bwd", "FwdTmaStore", "FwdBiasActiv", "FwdNchw"))
+FWD, BWD, TSTORE, FUSED, NCHW, BWD_TF32, BWD_NCHW = (get_solver(f"ConvImplicitGemmHopper{d}") for d in
+                                                     ("Fwd", "Bwd", "FwdTmaStore", "FwdBiasActiv", "FwdNchw", "BwdTf32",
+                                                      "BwdNchw"))
 
 # C a multiple of 64 (one 64-deep tile a tap: 64; two: 128), padded taps (48: 64-deep tiles half live, 32-deep ones
 # 1.5 a tap), C = 32 (one 32-deep tile a tap), a dense 1x1, a K tail narrower than the tile (40 of 64), a stride and
@@ -186,6 +187,19 @@ def test_bwd_resident_b(name, dt):
     p = _p("B", dt, **BWD_CASES[name])
     cfgs = [c for c in KINDS + (_cfg(128, 128, 2, 4, tm=2), _cfg(64, 32, 1, 8, tm=2)) if BWD.is_valid_config(p, c)]
     check_configs(BWD, p, cfgs + [c for c in BWD.find_configs(p) if c and c["PERSIST"] == 2 and c not in cfgs])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ("b_c64_k64_3x3", "b_c128_k64_1x1s2"))
+def test_bwd_resident_b_tf32_and_nchw(name, monkeypatch):
+    """The TF32 backward data (the filter flipped into the workspace, K-major, then resident) in its tuning space, and
+    the NCHW backward data's resident twins on the transposed copies."""
+    monkeypatch.setenv("MIOFIND_HOPPER_TF32", "1")
+    p = _p("B", "FP32", math="tf32", **BWD_CASES[name])
+    res = [c for c in BWD_TF32.config_space(p) if c["PERSIST"] == 2]
+    check_configs(BWD_TF32, p, res[:2] + res[-1:])
+    q = ProblemDescription.make("B", layout="NCHW", dtype="FP16", **BWD_CASES[name])
+    check_configs(BWD_NCHW, q, [c for c in BWD_NCHW.find_configs(q) if c and c["PERSIST"] == 2])
 
 
 @pytest.mark.gpu
