@@ -761,8 +761,9 @@ class ImplicitGemmHopperBase(Solver):
         32-wide tiles (BN = 32). Last, where C % 64 != 0 (backward data: dy's channels), the valid ALTERNATE_TILES_ROW64
         with 32-deep K tiles (TMA = 2). Then, for 16-bit data, the resident-B twin (PERSIST = 2) of each persistent
         copy-engine config above (the default's too) where valid: all of N in one tile and all K tiles of B in the
-        shared memory beside the stages (``resident_twins``; TF32's are in the tuning space only, not measured against
-        their PERSIST = 1 configs)."""
+        shared memory beside the stages (``resident_twins``). TF32's are in the tuning space only: on four ResNet-50
+        layers they were no faster than their PERSIST = 1 configs (medians 0.99-1.19, bench/results/session-nov30b/
+        call7/)."""
         out = self._wide_alternatives(p)
         if esize(p) == 2 and gemm_shape(self.forward_problem(p))[1] <= 32:
             # at most 32 output channels (backward data: dx's): each config above and the default again with 32-wide
