@@ -346,7 +346,9 @@ def prune_db(db: FindDB, *, dry_run: bool = False, stale: bool = True) -> PruneR
 # cubin are identical; only unreferenced global copies of the former namespace-scope constexprs
 # left the ELF. The shipped DB's records were re-keyed in place.
 # Today's digests of the Hopper F/B sources that the renames from session nov29h on map to: an edit that leaves their
-# binaries as they were changes them here, once
+# binaries as they were changes them here, once. Re-keying the shipped file (`miofind db migrate-trust --db
+# finddb/sm_90-132.sqlite`) leaves it in WAL mode, which a read-only install directory cannot open: put it back with
+# `PRAGMA journal_mode=DELETE` (tests/cli/test_cli_db_readonly.py reads it from such a directory)
 HOPPER_F = "04d27802a41fa6ea"           # implicit_gemm_hopper_fwd.cu: Hopper F, the fused F
 HOPPER_B = "cfa857b8bc2938d3"           # Hopper B
 HOPPER_TMA_STORE = "d5d455a605a98563"   # the copy-engine-store F
