@@ -207,7 +207,9 @@ def test_get_solutions_from_shipped_db_without_gpu(dbs, monkeypatch, request):
     import miofind.api
 
     system, _ = dbs
-    dev = device_from_string("sm_90-132")   # reads the installed CuPy's CUDA version, if any, first
+    # the CUDA version here would depend on whether CuPy was imported earlier in the process (device._runtime reads it
+    # without CuPy's import, else through the faked CuPy, which fails): the cases below pin it
+    dev = device_from_string("sm_90-132")
     user = system.parent / "user-copy.sqlite"  # a copy of the shipped file given as the user DB (issue 12)
     shutil.copyfile(system, user)
     assert user.read_bytes()[18] == 1  # rollback journal
@@ -215,13 +217,14 @@ def test_get_solutions_from_shipped_db_without_gpu(dbs, monkeypatch, request):
     before = snapshot(system.parent)
     recs = _shipped_records(LONG_KEY)
     pinned = dataclasses.replace(dev, cuda_version=recs[NAIVE].cuda_version)  # the records' CUDA major
+    other = dataclasses.replace(dev, cuda_version=f"{int(pinned.cuda_version.split('.')[0]) + 1}.0")   # a later major
     # and the records' cuBLASLt (its version is in the GEMM and Winograd trust keys; this host's may differ)
     from miofind import cublas
     from miofind.trust import parse_key, trust_key
     monkeypatch.setattr(cublas, "_lt_version", [parse_key(recs["GemmFwdRest"].kernel_hash)["cublaslt"]])
     trust_key.cache_clear()
     request.addfinalizer(trust_key.cache_clear)
-    for device, trusted in ((pinned, True), (dev, dev.cuda_version.split(".")[0] == pinned.cuda_version.split(".")[0])):
+    for device, trusted in ((pinned, True), (other, False)):
         res = miofind.api.get_solutions(LONG_KEY, device=device, db=str(user))
         if trusted:
             assert res.source == "db" and res.db_layer == "system", (res.source, res.basis)
@@ -231,8 +234,11 @@ def test_get_solutions_from_shipped_db_without_gpu(dbs, monkeypatch, request):
                                                                           with_naive=True)}
             for s in res:
                 assert s.time_ms == recs[s.solver_id].time_ms and s.source == "db"
-        else:  # another CUDA major than the shipped records': untrusted, so a prediction from them
-            assert res.source == "predicted" and LONG_KEY in res.basis
+        else:  # another CUDA major than the shipped records': untrusted, so a prediction, FLOP-scaled from the nearest
+            # other known problem's records (predict.nearest_problem leaves the problem's own key out)
+            assert res.source == "predicted" and res.basis.startswith("nearest known problem ")
+            near = res.basis.split()[3]
+            assert near != LONG_KEY and _shipped_records(near), res.basis
     assert snapshot(system.parent) == before
 
 
