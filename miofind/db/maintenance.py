@@ -346,15 +346,26 @@ def prune_db(db: FindDB, *, dry_run: bool = False, stale: bool = True) -> PruneR
 # cubin are identical; only unreferenced global copies of the former namespace-scope constexprs
 # left the ELF. The shipped DB's records were re-keyed in place.
 # Today's digests of the Hopper F/B sources that the renames from session nov29h on map to: an edit that leaves their
-# binaries as they were changes them here, once. Re-keying the shipped file (`miofind db migrate-trust --db
-# finddb/sm_90-132.sqlite`) leaves it in WAL mode, which a read-only install directory cannot open: put it back with
-# `PRAGMA journal_mode=DELETE` (tests/cli/test_cli_db_readonly.py reads it from such a directory)
+# binaries as they were changes them here, once, and adds their previous values as one _hopper_renames group below.
+# Re-keying the shipped file (`miofind db migrate-trust --db finddb/sm_90-132.sqlite`) leaves it in WAL mode, which a
+# read-only install directory cannot open: put it back with `PRAGMA journal_mode=DELETE`
+# (tests/cli/test_cli_db_readonly.py reads it from such a directory)
 HOPPER_F = "04d27802a41fa6ea"           # implicit_gemm_hopper_fwd.cu: Hopper F, the fused F
 HOPPER_B = "cfa857b8bc2938d3"           # Hopper B
 HOPPER_TMA_STORE = "d5d455a605a98563"   # the copy-engine-store F
 HOPPER_NCHW_F = "a81990ce17be6b68"      # the NCHW F
 HOPPER_NCHW_B = "25668da61d572e37"      # the NCHW B
 HOPPER_TF32_B = "e6db274e7127b51a"      # the TF32 B
+HOPPER_SOURCES = (HOPPER_F, HOPPER_B, HOPPER_TMA_STORE, HOPPER_NCHW_F, HOPPER_NCHW_B, HOPPER_TF32_B)
+
+
+def _hopper_renames(*olds: str) -> dict[str, str]:
+    """SOURCE_RENAMES' entries of one byte-identical edit of implicit_gemm_hopper_fwd.cu: the six sources' digests
+    before it, in HOPPER_SOURCES' order (Hopper F and the fused F, Hopper B, the copy-engine-store F, the NCHW F, the
+    NCHW B, the TF32 B), each to today's."""
+    return dict(zip(olds, HOPPER_SOURCES, strict=True))
+
+
 SOURCE_RENAMES = {"88c4490855edbe3c": "932ecfdffa26fafc",     # gemm_im2col.cu
                   "44d476d84375064b": "cec7fa95c3213d51",     # depthwise_*.cu
                   # implicit_gemm_hopper_fwd.cu's fused epilogue (EPI_BIAS/EPI_ACT, off by default): the Hopper
@@ -386,73 +397,41 @@ SOURCE_RENAMES = {"88c4490855edbe3c": "932ecfdffa26fafc",     # gemm_im2col.cu
                   # and two alternates of the fused, copy-engine-store and NCHW forward and the NCHW and TF32 backward
                   # on ResNet-50's layers, 571 kernels, byte-identical
                   # (bench/results/session-nov29h/cubins_identical.txt); mapped to today's digests (HOPPER_*)
-                  "c9edf938d04ab711": HOPPER_F,               # Hopper F, the fused F (the same sources)
-                  "c0d287934a044702": HOPPER_B,               # Hopper B
-                  "6225f923c8a8e673": HOPPER_TMA_STORE,       # the copy-engine-store F
-                  "425a6819028289e3": HOPPER_NCHW_F,          # the NCHW F
-                  "002425b38eb4529b": HOPPER_NCHW_B,          # the NCHW B
-                  "60b760b191912200": HOPPER_TF32_B,          # the TF32 B
+                  **_hopper_renames("c9edf938d04ab711", "c0d287934a044702", "6225f923c8a8e673",
+                                    "425a6819028289e3", "002425b38eb4529b", "60b760b191912200"),
                   # then a tap's last padded K tile multiplying its live k16 steps only (mma_steps<LIVE_K16>, under
                   # TMA with C % 64 != 0 again), and 32-wide forward tiles (BN = 32, a config value no stored record
                   # has): the same 430 stored-config kernels byte-identical, and the TF32 backward data's: 571 of 571
                   # (bench/results/session-nov29i/cubins_identical.txt). The padded configs' own binaries changed (fewer
                   # wgmma, the same sums): a padded config's record measured under the previous digest (a find of
                   # session nov29h's code; the shipped DB holds none) is re-keyed with its older, slower time
-                  "26b4d60cc60aff55": HOPPER_F,               # Hopper F, the fused F
-                  "1e5b5aee0622ebe4": HOPPER_B,               # Hopper B
-                  "635d86348295fc66": HOPPER_TMA_STORE,       # the copy-engine-store F
-                  "112506455e2f520d": HOPPER_NCHW_F,          # the NCHW F
-                  "124cec60515e2771": HOPPER_NCHW_B,          # the NCHW B
-                  "710de7f522c207af": HOPPER_TF32_B,          # the TF32 B
+                  **_hopper_renames("26b4d60cc60aff55", "1e5b5aee0622ebe4", "635d86348295fc66",
+                                    "112506455e2f520d", "124cec60515e2771", "710de7f522c207af"),
                   # (the live k steps alone, committed before the 32-wide tiles, and both before mma_tile and the live
                   # steps became one template, mma_steps: the same kernels, the padded and 32-wide ones too,
                   # bench/results/session-nov29i/cubins_identical.txt)
-                  "dbd94c93fda84074": HOPPER_F,               # Hopper F, the fused F
-                  "efc7a5d86c53e347": HOPPER_B,               # Hopper B
-                  "28f66de2d584866c": HOPPER_TMA_STORE,       # the copy-engine-store F
-                  "2395ba04c836d781": HOPPER_NCHW_F,          # the NCHW F
-                  "bf17d4cb5f479019": HOPPER_NCHW_B,          # the NCHW B
-                  "86b0c62d30a69179": HOPPER_TF32_B,          # the TF32 B
-                  "7278b43c2ccf01fa": HOPPER_F,               # Hopper F, the fused F
-                  "eee4cb9abd4eb545": HOPPER_B,               # Hopper B
-                  "077c71a054f10418": HOPPER_TF32_B,          # the TF32 B
-                  "fb4033bda0e963e9": HOPPER_NCHW_F,          # the NCHW F
-                  "37d78aa2f4ce7a39": HOPPER_NCHW_B,          # the NCHW B
-                  "679c07932422d73a": HOPPER_TMA_STORE,       # the copy-engine-store F
+                  **_hopper_renames("dbd94c93fda84074", "efc7a5d86c53e347", "28f66de2d584866c",
+                                    "2395ba04c836d781", "bf17d4cb5f479019", "86b0c62d30a69179"),
+                  **_hopper_renames("7278b43c2ccf01fa", "eee4cb9abd4eb545", "679c07932422d73a",
+                                    "fb4033bda0e963e9", "37d78aa2f4ce7a39", "077c71a054f10418"),
                   # then 32-deep 16-bit K tiles (ROW64, under TMA = 2, a config value no stored record has; forward,
                   # then backward data), then backward data's 32-wide tiles (BN = 32 with B_MN, which no stored record
                   # has): the same 571 stored-config kernels and the 178 padded and 32-wide ones byte-identical each
                   # time
                   # (bench/results/session-nov29j/cubins_identical.txt)
-                  "17515bde694e99ca": HOPPER_F,               # Hopper F, the fused F
-                  "24c32702e23bedb1": HOPPER_B,               # Hopper B
-                  "1c7245dd5dc8f21d": HOPPER_TMA_STORE,       # the copy-engine-store F
-                  "5ad469bad81e7df5": HOPPER_NCHW_F,          # the NCHW F
-                  "dcd8b5940e7d9be2": HOPPER_NCHW_B,          # the NCHW B
-                  "98e9c518c31db8aa": HOPPER_TF32_B,          # the TF32 B
+                  **_hopper_renames("17515bde694e99ca", "24c32702e23bedb1", "1c7245dd5dc8f21d",
+                                    "5ad469bad81e7df5", "dcd8b5940e7d9be2", "98e9c518c31db8aa"),
                   # (the forward's 32-deep tiles alone, committed before backward data's: the same kernels)
-                  "094025f9ba68c303": HOPPER_F,               # Hopper F, the fused F
-                  "84f8071062788c6b": HOPPER_B,               # Hopper B
-                  "8c2751718da6c586": HOPPER_TMA_STORE,       # the copy-engine-store F
-                  "6abfd5cf22ac93ba": HOPPER_NCHW_F,          # the NCHW F
-                  "4048ab31f6336b57": HOPPER_NCHW_B,          # the NCHW B
-                  "e66da20d2608b0c6": HOPPER_TF32_B,          # the TF32 B
+                  **_hopper_renames("094025f9ba68c303", "84f8071062788c6b", "8c2751718da6c586",
+                                    "6abfd5cf22ac93ba", "4048ab31f6336b57", "e66da20d2608b0c6"),
                   # (then backward data's 32-deep tiles, committed before its 32-wide ones: the same kernels)
-                  "693a0425cc91d33e": HOPPER_F,               # Hopper F, the fused F
-                  "31cb6522f292cd96": HOPPER_B,               # Hopper B
-                  "b4768394f07cd18f": HOPPER_TMA_STORE,       # the copy-engine-store F
-                  "cebc6f760eaf3fa6": HOPPER_NCHW_F,          # the NCHW F
-                  "24d9f050e4653f43": HOPPER_NCHW_B,          # the NCHW B
-                  "28ebf60b6379c324": HOPPER_TF32_B,          # the TF32 B
+                  **_hopper_renames("693a0425cc91d33e", "31cb6522f292cd96", "b4768394f07cd18f",
+                                    "cebc6f760eaf3fa6", "24d9f050e4653f43", "28ebf60b6379c324"),
                   # (then backward data's 32-wide tiles, before the review's one 64-byte-swizzle descriptor for both
                   # new tile kinds: the same kernels, the 32-deep and 32-wide ones too, bench/results/session-nov29j/
                   # cubins_identical.txt)
-                  "28457f3e1c572cc6": HOPPER_F,               # Hopper F, the fused F
-                  "6f6aac621b04b252": HOPPER_B,               # Hopper B
-                  "6f227627fc72e22b": HOPPER_TMA_STORE,       # the copy-engine-store F
-                  "3b75b9c363a6f407": HOPPER_NCHW_F,          # the NCHW F
-                  "9027f1b371eafcad": HOPPER_NCHW_B,          # the NCHW B
-                  "9d2d24c4797dc750": HOPPER_TF32_B,          # the TF32 B
+                  **_hopper_renames("28457f3e1c572cc6", "6f6aac621b04b252", "6f227627fc72e22b",
+                                    "3b75b9c363a6f407", "9027f1b371eafcad", "9d2d24c4797dc750"),
                   # implicit_gemm_hopper_wrw.cu's padded columns (W_PAD, under TMA with C % 64 != 0, which no stored
                   # config has): every distinct stored Hopper W config of the shipped DB and the NCHW W's default and
                   # two alternates on ResNet-50's layers, 401 kernels, byte-identical
@@ -468,12 +447,8 @@ SOURCE_RENAMES = {"88c4490855edbe3c": "932ecfdffa26fafc",     # gemm_im2col.cu
                   # no stored config has): every distinct stored Hopper F/B config of the shipped DB on its first
                   # problem, and the find configs of padded, 32-deep, 32-wide, TF32, split, fused, store and NCHW
                   # cases, 285 kernels, byte-identical (bench/results/session-nov30b/cubins_fwd.txt)
-                  "cc49278500e60d65": HOPPER_F,               # Hopper F, the fused F
-                  "37760f6068b2ccfa": HOPPER_B,               # Hopper B
-                  "455eef9b5f4758e2": HOPPER_TMA_STORE,       # the copy-engine-store F
-                  "9d2d60f172e16739": HOPPER_NCHW_F,          # the NCHW F
-                  "5f0b72a135020ce5": HOPPER_NCHW_B,          # the NCHW B
-                  "1b5199531b599268": HOPPER_TF32_B}          # the TF32 B
+                  **_hopper_renames("cc49278500e60d65", "37760f6068b2ccfa", "455eef9b5f4758e2",
+                                    "9d2d60f172e16739", "5f0b72a135020ce5", "1b5199531b599268")}
 # Hopper W's earlier digests are not renamed: the reduce-scatter cluster split changed the binaries of its CLUSTER > 1
 # configs (bench/results/session-wrw/cubins_w.txt), so records under them are re-measured; the shipped DB's were.
 # Since the programmatic dependent launches (griddepcontrol in the Hopper F/B/W kernels, solver versions bumped) the
