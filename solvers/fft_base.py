@@ -465,7 +465,7 @@ def plan_specs(p: ProblemDescription) -> list[tuple]:
 
 
 def _factory(p: ProblemDescription, geo: Geometry, kinfos):
-    batch_a, batch_o = p.n * geo.a_ch, p.n * geo.o_ch
+    r2c_spec, c2r_spec = plan_specs(p)      # what FFTBase.prefetch asks fft_cufft for ahead
     off_a, off_o = geo.region("A")[0], geo.region("O")[0]
     off_w = None if geo.fused else geo.region("W")[0]
 
@@ -495,8 +495,7 @@ def _factory(p: ProblemDescription, geo: Geometry, kinfos):
                 with lock:
                     st = states.get(stream)
                     if st is None:
-                        r2c = fft_cufft.plan(geo.fft_dims, fft_cufft.CUFFT_R2C, batch_a, geo.FP)
-                        c2r = fft_cufft.plan(geo.fft_dims, fft_cufft.CUFFT_C2R, batch_o, geo.FP)
+                        r2c, c2r = fft_cufft.plan(*r2c_spec), fft_cufft.plan(*c2r_spec)
                         private = []
                         st = states[stream] = (r2c, c2r, work_area(r2c, "A", stream, private),
                                                work_area(c2r, "O", stream, private), private, threading.Lock())
