@@ -764,20 +764,18 @@ class ImplicitGemmHopperBase(Solver):
         shared memory beside the stages (``resident_twins``). TF32's are in the tuning space only: on four ResNet-50
         layers they were no faster than their PERSIST = 1 configs (medians 0.99-1.19, bench/results/session-nov30b/
         call7/)."""
-        out = self._wide_alternatives(p)
+        out, default = self._wide_alternatives(p), self.default_config(p)
         if esize(p) == 2 and gemm_shape(self.forward_problem(p))[1] <= 32:
             # at most 32 output channels (backward data: dx's): each config above and the default again with 32-wide
             # tiles where valid (backward data: copy-engine ones only) (bench/results/session-nov29i/call8/: on seven
             # such forward layers the best 32-wide config beat the best 64-wide one by 6-22%)
-            default = self.default_config(p)
             narrow = [dict(c, BN=32) for c in [default] + out]
             out = out + [c for i, c in enumerate(narrow) if c != default and c not in out and c not in narrow[:i]
                          and self.is_valid_config(p, c)]
         out = out + self._row64_alternatives(p)
         if esize(p) != 2:
             return out
-        return out + [c for c in resident_twins([self.default_config(p)] + out) if c not in out
-                      and self.is_valid_config(p, c)]
+        return out + [c for c in resident_twins([default] + out) if c not in out and self.is_valid_config(p, c)]
 
     def _row64_alternatives(self, p: ProblemDescription) -> list[dict]:
         v = self.forward_problem(p)         # backward data: its main phase's forward view, dy's channels its C
