@@ -51,6 +51,9 @@ def main():
     ap.add_argument("--where", default="")
     ap.add_argument("--extra", default="", help="a JSON list of further configs to time where valid")
     ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--reps", type=int, default=1,
+                    help="time every candidate of a layer this many times, in interleaved passes after all of them are "
+                         "built and verified; each figure is the median of its passes (the passes are kept as lists)")
     ap.add_argument("--deadline", type=float, default=1e9)
     ap.add_argument("--json", default="")
     a = ap.parse_args()
@@ -131,14 +134,23 @@ def main():
             break
         h = Harness(p, verify=True, seed=0)
         row = {"layer": name, "key": p.key(), "ours": [], "cudnn": [], "others": {}}
-        timings = lambda call, inv, ws: {"isolated_ms": kernel_timing.isolated_ms(call, a.iters),  # noqa: E731
-                                         "gpu_ms": kernel_timing.graph_ms(call, a.iters)}
+        timings = lambda call, inv, ws: {"call": call, "ws": ws}  # noqa: E731   (ws kept alive for the passes)
         for side, solver, configs, fam in (("ours", hop, cfgs, "implicit_gemm_hopper"), ("cudnn", cud, None, "cudnn")):
             got = kernel_timing.timed_configs(h, p, solver, configs, fam, timings, stop_at=t_start + a.deadline)
             row[side] = [{"cfg": c, **t} for c, t in got]
         for o in others:
             got = kernel_timing.timed_configs(h, p, o, ocfgs[o.id], o.family, timings, stop_at=t_start + a.deadline)
             row["others"][o.id] = [{"cfg": c, **t} for c, t in got]
+        entries = row["ours"] + row["cudnn"] + [e for rs in row["others"].values() for e in rs]
+        for _ in range(a.reps):       # interleaved passes: a drift of the clocks during the layer spreads over all
+            for e in entries:
+                e.setdefault("isolated_passes", []).append(kernel_timing.isolated_ms(e["call"], a.iters))
+                e.setdefault("gpu_passes", []).append(kernel_timing.graph_ms(e["call"], a.iters))
+        for e in entries:
+            del e["call"], e["ws"]
+            for m in ("isolated", "gpu"):
+                v = sorted(e[f"{m}_passes"])
+                e[f"{m}_ms"] = v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
         rows.append(row)
         if row["ours"] and row["cudnn"]:
             cb = min(r["isolated_ms"] for r in row["cudnn"])
