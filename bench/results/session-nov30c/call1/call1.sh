@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Session nov30c, call 1 (any sm_90): every resident-B config (PERSIST = 2, copy engine, not ping-pong, 3-8 stages) of
-# the Hopper forward and backward data on the layers where one applies, beside the solver's find configs (--others) and cuDNN's plans, each timed in three interleaved passes (--reps 3, the median kept): the data for
+# the Hopper forward and backward data on the layers where one applies, beside the solver's find configs (--others)
+# and cuDNN's plans, each timed in three interleaved passes (--reps 3, the median kept): the data for
 # choosing RESIDENT_TILES with each layer held out (PLAN_next item 2 of session nov30b). FP16 NHWC, N = 32.
 # Its first run (first_run_discarded/) timed one invoker per side: the timing closures of kernel_timing.timed_configs
 # bound their invoker late, which --reps exposed (the passes run after the loop); mended before this run.
