@@ -13,8 +13,9 @@
 // WGS warpgroups (128 threads each) all load (unless WSPEC, below); warpgroup g multiplies rows
 // [g*64*WG_M, (g+1)*64*WG_M) of the block tile against all BN columns (WG_M m64 blocks of one
 // m64nBNk16 each per k16 step). BN is 64, 128 or 256, or 32 for 16-bit narrow outputs (wgmma_n32; with B_MN
-// on the copy engine only). With padded K tiles (TMA, P_C % 64 != 0) a tap's last K tile multiplies
-// only the k16 steps that hold live channels (mma_steps<LIVE_K16>).
+// on the copy engine only), or 192 for a 16-bit forward on the copy engine (wgmma_n192; one m64 block a warpgroup).
+// With padded K tiles (TMA, P_C % 64 != 0) a tap's last K tile multiplies only the k16 steps that hold live channels
+// (mma_steps<LIVE_K16>).
 // PERSIST = 1 (N <= BN): the grid is at most the blocks that fit the GPU at once; each block loads all
 // of B (KTILES x BN x 64) into shared memory once, then streams A through STAGES buffers over its M
 // tiles (blockIdx.x, + gridDim.x, ...) without draining the pipeline between tiles; a tile's output
@@ -202,8 +203,10 @@
 
 static_assert(BM % (64 * (PINGPONG ? 1 : WGS)) == 0 && (WG_M == 1 || WG_M == 2), "BM = 64 * WGS * (1 or 2), ping-pong 64 * (1 or 2)");
 static_assert(!PINGPONG || (PERSIST && TMA && WGS == 2), "ping-pong: persistent copy engine, two consumer warpgroups");
-static_assert(BN == 64 || BN == 128 || BN == 256 || (BN == 32 && !IS_TF32 && (!B_MN || TMA)),
-              "BN in 64, 128, 256; 32 for 16-bit narrow outputs (backward data: copy engine)");
+static_assert(BN == 64 || BN == 128 || BN == 256 || (BN == 32 && !IS_TF32 && (!B_MN || TMA)) ||
+              (BN == 192 && !IS_TF32 && !B_MN && TMA && !PINGPONG),
+              "BN in 64, 128, 256; 32 for 16-bit narrow outputs (backward data: copy engine); 192 for the 16-bit "
+              "forward on the copy engine");
 static_assert(WG_M * BN <= 256, "at most 128 accumulators per thread");
 static_assert(STAGES >= 3, "prefetch distance STAGES - 2 >= 1");
 static_assert(!IS_TF32 || !B_MN, "TF32 operands K-major only (no backward-data MN-major filter)");
@@ -274,6 +277,32 @@ __device__ __forceinline__ void wgmma_n32(float* d, u64 da, u64 db)
 }
 #endif
 
+#if BN == 192
+// m64n192k16 (16-bit, K-major A and B): 96 FP32 accumulators a thread, fragments as the other widths' (a tile of three
+// 64-wide column blocks for N a multiple of 192, which 128- and 256-wide tiles would cover with a third idle)
+__device__ __forceinline__ void wgmma_n192(float* d, u64 da, u64 db)
+{
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n192k16.f32." WG_AB "." WG_AB " "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, %96, %97, p, 1, 1, " WG_TRANS ";\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+        : "l"(da), "l"(db), "n"(1));
+}
+#endif
+
 __device__ __forceinline__ void wgmma_tile(float* d, u64 da, u64 db)
 {
 #if IS_TF32 && BN == 64
@@ -288,6 +317,8 @@ __device__ __forceinline__ void wgmma_tile(float* d, u64 da, u64 db)
     wgmma_n128(d, da, db);
 #elif BN == 32
     wgmma_n32(d, da, db);
+#elif BN == 192
+    wgmma_n192(d, da, db);
 #else
     wgmma_n256(d, da, db);
 #endif

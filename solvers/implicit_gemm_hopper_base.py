@@ -9,7 +9,8 @@ only on a compute-capability 9.0 GPU; without a visible GPU (CPU tools, CI's NVR
 to the run.
 
 Tunables: BM (block rows, 64 x WGS x 1 or 2), BN (64, 128, 256: the wgmma N; 32 for a 16-bit forward of at most 32
-output channels), WGS (1 or 2 consumer warpgroups, each also loading unless WSPEC; or 3 with WSPEC, BM = 192 and
+output channels; 192 for a 16-bit forward on the copy engine whose N is a multiple of 192, one m64 block a
+warpgroup), WGS (1 or 2 consumer warpgroups, each also loading unless WSPEC; or 3 with WSPEC, BM = 192 and
 BN <= 128), STAGES (shared-memory buffers, prefetch
 distance STAGES - 2), PERSIST (1: persistent blocks; without TMA N <= BN, all of B resident in shared memory,
 streaming A), SPLITK (requested chunks of the K = C*Y*X reduction, grid.y; the kernel runs ceil(tiles / ceil(tiles /
@@ -302,7 +303,10 @@ def forward_maps(p: ProblemDescription, cfg) -> tuple[tma.MapCache, tma.MapCache
 
 def config_ok(p: ProblemDescription, cfg) -> bool:
     bm, bn, wgs, st, per, sk, wsp, tm, pp = (cfg[k] for k in KEYS)
-    if wgs not in (1, 2, 3) or bn not in (32, 64, 128, 256) or per not in (0, 1, 2) or tm not in (0, 1, 2):
+    if wgs not in (1, 2, 3) or bn not in (32, 64, 128, 192, 256) or per not in (0, 1, 2) or tm not in (0, 1, 2):
+        return False
+    # 192-wide tiles (m64n192k16): a 16-bit forward's, on the copy engine, not ping-pong (the kernel's static_assert)
+    if bn == 192 and not (esize(p) == 2 and p.direction == "F" and tm and not pp):
         return False
     # resident B on the copy engine: all of N in one tile (backward data: of dx's channels, MN-major), one consumer walk
     # (not ping-pong)
@@ -464,6 +468,20 @@ def resident_twins(cfgs) -> list[dict]:
     return out
 
 
+def wide_twins(p: ProblemDescription, cfgs) -> list[dict]:
+    """The 192-wide twins (BN = 192) of the copy-engine configs of ``cfgs`` for a GEMM N that is a multiple of 192, in
+    order, each once (validity is the caller's): one tile covers three 64-wide column blocks where 128- and 256-wide
+    tiles leave a third of their last tile idle."""
+    if gemm_shape(p)[1] % 192:
+        return []
+    out = []
+    for c in cfgs:
+        t = dict(c, BN=192)
+        if c.get("TMA") and c["BN"] != 192 and t not in out:
+            out.append(t)
+    return out
+
+
 def split_variants(p: ProblemDescription, cfg):
     """``cfg`` (any SPLITK) at the splits a tuning tries: unsplit, and for a small grid its default split,
     half and twice it; one config per effective split, valid ones only."""
@@ -481,14 +499,15 @@ def split_variants(p: ProblemDescription, cfg):
 
 def width_ok(bn: int, n: int) -> bool:
     """Whether the tuning space (and the 32-deep alternates) hold tiles ``bn`` wide for a GEMM N of ``n``: at most
-    max(64, 2N) wide, and 32 wide only for N <= 32."""
-    return bn <= max(64, 2 * n) and (bn > 32 or n <= 32)
+    max(64, 2N) wide, 32 wide only for N <= 32, and 192 wide only where N is a multiple of 192 (there 128- and 256-wide
+    tiles leave a third of a tile idle)."""
+    return bn <= max(64, 2 * n) and (bn > 32 or n <= 32) and (bn != 192 or n % 192 == 0)
 
 
 def tile_sizes(p: ProblemDescription):
     """(BM, BN) of the space: widths as ``width_ok``, heights at most max(64, 2M)."""
     m, n, _ = gemm_shape(p)
-    return [(bm, bn) for bm in (64, 128, 192, 256) for bn in (32, 64, 128, 256)
+    return [(bm, bn) for bm in (64, 128, 192, 256) for bn in (32, 64, 128, 192, 256)
             if width_ok(bn, n) and bm <= max(64, 2 * m)]
 
 
@@ -775,6 +794,8 @@ class ImplicitGemmHopperBase(Solver):
         out = out + self._row64_alternatives(p)
         if esize(p) != 2:
             return out
+        if self.forward_problem(p) is p:
+            out = out + [c for c in wide_twins(p, [default] + out) if c not in out and self.is_valid_config(p, c)]
         return out + [c for c in resident_twins([default] + out) if c not in out and self.is_valid_config(p, c)]
 
     def _row64_alternatives(self, p: ProblemDescription) -> list[dict]:

@@ -43,7 +43,7 @@ def persistent_ok(p, cfg) -> bool:
     shared memory (and the 2 x STAGES mbarriers beside it) fits."""
     if cfg["PERSIST"] != 1 or cfg["TMA"] not in (1, 2) or cfg["SPLITK"] != 1 or cfg["OBUF"] not in (1, 2):
         return False
-    if cfg["BN"] < BOX_N and cfg["TMA"] != 2:
+    if (cfg["BN"] < BOX_N and cfg["TMA"] != 2) or cfg["BN"] == 192:      # 192-wide tiles: the forward's only
         return False
     return config_ok(p, base_tile(cfg)) and smem_bytes(p, cfg) + 16 * cfg["STAGES"] <= SMEM_LIMIT
 
