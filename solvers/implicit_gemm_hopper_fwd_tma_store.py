@@ -19,7 +19,7 @@ from .implicit_gemm_base import INT32_MAX
 from .implicit_gemm_hopper_base import (ALIGN, ALTERNATE_TILES, ARCH, KEYS, SMEM_LIMIT, SMEM_STATIC,
                                         ImplicitGemmHopperBase, blocks_per_sm, check_aligned, config_ok, esize,
                                         forward_maps, gemm_shape, macros, persistent_tile, row_bytes, sm_count, space,
-                                        swizzle_of, threads, tiles, tma_fits, tma_padded)
+                                        swizzle_of, threads, tiles, tma_fits, tma_padded, wide_twins)
 
 TS_KEYS = KEYS + ("OBUF",)
 BOX_N = 64      # output channels of a stored box: its 128-byte swizzled rows (a 32-wide tile's one box: 32)
@@ -43,7 +43,7 @@ def persistent_ok(p, cfg) -> bool:
     shared memory (and the 2 x STAGES mbarriers beside it) fits."""
     if cfg["PERSIST"] != 1 or cfg["TMA"] not in (1, 2) or cfg["SPLITK"] != 1 or cfg["OBUF"] not in (1, 2):
         return False
-    if (cfg["BN"] < BOX_N and cfg["TMA"] != 2) or cfg["BN"] == 192:      # 192-wide tiles: the forward's only
+    if cfg["BN"] < BOX_N and cfg["TMA"] != 2:
         return False
     return config_ok(p, base_tile(cfg)) and smem_bytes(p, cfg) + 16 * cfg["STAGES"] <= SMEM_LIMIT
 
@@ -85,13 +85,16 @@ class ImplicitGemmHopperFwdTmaStore(ImplicitGemmHopperBase):
         return with_obuf(p, persistent_tile(p))
 
     def alternatives(self, p):
-        """The forward solver's alternates (ALTERNATE_TILES), each with OBUF 2 where it fits. The 32-deep tiles are in
-        the tuning space only: beside the forward's own 32-deep configs they gained at most 1.6% on one of seven
-        narrow-channel layers as a find's alternates (bench/results/session-nov30a/call9/)."""
+        """The forward solver's alternates (ALTERNATE_TILES), each with OBUF 2 where it fits, then, where N is a multiple
+        of 192, the 192-wide twins of the default and those (``wide_twins``; three stored boxes a tile). The 32-deep
+        tiles are in the tuning space only: beside the forward's own 32-deep configs they gained at most 1.6% on one of
+        seven narrow-channel layers as a find's alternates (bench/results/session-nov30a/call9/)."""
         d = self.default_config(p)
         out = [with_obuf(p, dict(d, BM=bm, BN=bn, WGS=wgs, STAGES=st, PINGPONG=pp))
                for bm, bn, wgs, st, pp in ALTERNATE_TILES]
-        return [c for i, c in enumerate(out) if c != d and c not in out[:i] and persistent_ok(p, c)]
+        out = [c for i, c in enumerate(out) if c != d and c not in out[:i] and persistent_ok(p, c)]
+        wide = [with_obuf(p, base_tile(c)) for c in wide_twins(p, [d] + out)]
+        return out + [c for i, c in enumerate(wide) if c not in out and c not in wide[:i] and persistent_ok(p, c)]
 
     def config_space(self, problem):
         p = problem.as_conv()

@@ -350,12 +350,12 @@ def prune_db(db: FindDB, *, dry_run: bool = False, stale: bool = True) -> PruneR
 # Re-keying the shipped file (`miofind db migrate-trust --db finddb/sm_90-132.sqlite`) leaves it in WAL mode, which a
 # read-only install directory cannot open: put it back with `PRAGMA journal_mode=DELETE`
 # (tests/cli/test_cli_db_readonly.py reads it from such a directory)
-HOPPER_F = "04d27802a41fa6ea"           # implicit_gemm_hopper_fwd.cu: Hopper F, the fused F
-HOPPER_B = "cfa857b8bc2938d3"           # Hopper B
-HOPPER_TMA_STORE = "d5d455a605a98563"   # the copy-engine-store F
-HOPPER_NCHW_F = "a81990ce17be6b68"      # the NCHW F
-HOPPER_NCHW_B = "25668da61d572e37"      # the NCHW B
-HOPPER_TF32_B = "e6db274e7127b51a"      # the TF32 B
+HOPPER_F = "743c9abee3d8f68b"           # implicit_gemm_hopper_fwd.cu: Hopper F, the fused F
+HOPPER_B = "4bee0c38372b22e3"           # Hopper B
+HOPPER_TMA_STORE = "a018265d745135df"   # the copy-engine-store F
+HOPPER_NCHW_F = "d6253cc6b2bf0638"      # the NCHW F
+HOPPER_NCHW_B = "2002b46e71096445"      # the NCHW B
+HOPPER_TF32_B = "e4191c6f10e1974c"      # the TF32 B
 HOPPER_SOURCES = (HOPPER_F, HOPPER_B, HOPPER_TMA_STORE, HOPPER_NCHW_F, HOPPER_NCHW_B, HOPPER_TF32_B)
 
 
@@ -448,7 +448,12 @@ SOURCE_RENAMES = {"88c4490855edbe3c": "932ecfdffa26fafc",     # gemm_im2col.cu
                   # problem, and the find configs of padded, 32-deep, 32-wide, TF32, split, fused, store and NCHW
                   # cases, 285 kernels, byte-identical (bench/results/session-nov30b/cubins_fwd.txt)
                   **_hopper_renames("cc49278500e60d65", "37760f6068b2ccfa", "455eef9b5f4758e2",
-                                    "9d2d60f172e16739", "5f0b72a135020ce5", "1b5199531b599268")}
+                                    "9d2d60f172e16739", "5f0b72a135020ce5", "1b5199531b599268"),
+                  # then the forward's 192-wide tiles (wgmma_n192 under BN == 192, which no stored config has): the
+                  # same kinds of configs as above, the resident-B twins included, 305 kernels, byte-identical
+                  # (bench/results/session-nov30c/cubins_fwd.txt)
+                  **_hopper_renames("04d27802a41fa6ea", "cfa857b8bc2938d3", "d5d455a605a98563",
+                                    "a81990ce17be6b68", "25668da61d572e37", "e6db274e7127b51a")}
 # Hopper W's earlier digests are not renamed: the reduce-scatter cluster split changed the binaries of its CLUSTER > 1
 # configs (bench/results/session-wrw/cubins_w.txt), so records under them are re-measured; the shipped DB's were.
 # Since the programmatic dependent launches (griddepcontrol in the Hopper F/B/W kernels, solver versions bumped) the

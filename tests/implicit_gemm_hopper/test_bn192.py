@@ -1,8 +1,8 @@
 """192-wide tiles (BN = 192, m64n192k16) of the 16-bit Hopper forward on the copy engine, for N a multiple of 192
 (Inception's 192- and 384-channel outputs, MobileNetV2's 576 and 960), where 128- and 256-wide tiles leave a third of a
 tile idle. Claims and builds on the CPU; against the float64 reference on the GPU: 64-deep and 32-deep K tiles, padded
-taps, a dense 1x1, split-K, persistent and resident-B tiles, two N tiles, tails of M, the fused epilogue and the NCHW
-wrapper."""
+taps, a dense 1x1, split-K, persistent and resident-B tiles, two N tiles, tails of M, the fused epilogue, the NCHW
+wrapper and the copy-engine store (three stored boxes a tile)."""
 
 from __future__ import annotations
 
@@ -50,9 +50,9 @@ def _kinds(p, solver=FWD):
 
 
 def test_which_problems_take_192_wide_tiles(no_gpu_arch):
-    """16-bit forwards on the copy engine whose N is a multiple of 192 (the fused and NCHW ones too), one m64 block a
-    warpgroup; not backward data, TF32, cp.async, ping-pong, three warpgroups or the copy-engine store. The tuning
-    space holds them only where N is a multiple of 192."""
+    """16-bit forwards on the copy engine whose N is a multiple of 192 (the fused, NCHW and copy-engine-store ones too),
+    one m64 block a warpgroup; not backward data, TF32, cp.async, ping-pong or three warpgroups. The tuning space holds
+    them only where N is a multiple of 192."""
     p = _p("F", **CASES["c64_k192_3x3"])
     assert FWD.is_valid_config(p, _cfg(128, 2, 4)) and FWD.is_valid_config(p, _cfg(64, 1, 4, per=0, sk=3))
     assert not FWD.is_valid_config(p, _cfg(128, 1, 4))                          # two m64 blocks: 192 accumulators
@@ -61,7 +61,8 @@ def test_which_problems_take_192_wide_tiles(no_gpu_arch):
     assert not FWD.is_valid_config(p, dict(_cfg(128, 2, 4), PINGPONG=1))
     assert not FWD.is_valid_config(_p("F", "FP32", math="tf32", **CASES["c64_k192_3x3"]), _cfg(64, 1, 4))
     assert not BWD.is_valid_config(_p("B", **dict(CASES["c64_k192_3x3"], c=192, k=64)), _cfg(128, 2, 4))
-    assert not TSTORE.is_valid_config(p, dict(_cfg(128, 2, 4), OBUF=1))
+    assert TSTORE.is_valid_config(p, dict(_cfg(128, 2, 4), OBUF=1))       # three stored boxes a tile
+    assert not TSTORE.is_valid_config(p, dict(_cfg(128, 2, 4), OBUF=2))      # two 48 KiB output tiles do not fit
     assert FUSED.is_valid_config(_p("F", bias=1, activation="relu", **CASES["c64_k192_3x3"]), _cfg(128, 2, 4))
     assert any(c["BN"] == 192 for c in FWD.config_space(p))
     assert any(c["BN"] == 192 for c in FWD.config_space(_p("F", **CASES["c96_k576_1x1_tail"])))
@@ -81,7 +82,8 @@ def test_bn192_memory(no_gpu_arch):
 
 
 def test_bn192_builds(no_gpu_arch):
-    """Every kind compiles for sm_90a (NVRTC, no GPU) on each case, with the fused epilogue and for the NCHW forward."""
+    """Every kind compiles for sm_90a (NVRTC, no GPU) on each case, with the fused epilogue, for the NCHW forward and
+    with the copy-engine store."""
     nvrtc_or_skip()
     from miofind.compile import nvrtc_compile
     builds = []
@@ -92,6 +94,10 @@ def test_bn192_builds(no_gpu_arch):
                                      _cfg(128, 2, 4)).kernels[0])
     builds += NCHW.get_solution(ProblemDescription.make("F", layout="NCHW", dtype="BF16", **MANY),
                                 _cfg(128, 2, 4)).kernels
+    for name in ("c80_k192_3x3", "c160_k192_1x1"):
+        p = _p("F", **CASES[name])
+        builds += [TSTORE.get_solution(p, dict(c, OBUF=1)).kernels[0] for c in _kinds(p)
+                   if TSTORE.is_valid_config(p, dict(c, OBUF=1))]
     assert len(builds) >= 25
     for kern in builds:
         assert nvrtc_compile(kern, "sm_90a")[:4] == b"\x7fELF", (kern.name, dict(kern.macros))
@@ -126,3 +132,17 @@ def test_fwd_bn192_find_configs(name):
     p = _p("F", **CASES[name])
     cfgs = [c for c in FWD.find_configs(p) if c and c["BN"] == 192]
     check_configs(FWD, p, cfgs)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_tma_store_bn192(name, dt):
+    """The copy-engine store's 192-wide tiles (persistent, one output tile) against the float64 reference, its find's
+    192-wide twins among them; many tiles a block on the walk."""
+    p = _p("F", dt, **CASES[name])
+    cfgs = [dict(c, OBUF=1) for c in KINDS if TSTORE.is_valid_config(p, dict(c, OBUF=1))]
+    cfgs += [c for c in TSTORE.find_configs(p) if c and c["BN"] == 192 and c not in cfgs]
+    check_configs(TSTORE, p, cfgs)
+    if name == "c64_k192_3x3":
+        check_configs(TSTORE, _p("F", dt, **MANY), [dict(_cfg(128, 2, 4), OBUF=1), dict(_cfg(64, 1, 6), OBUF=1)])
