@@ -617,7 +617,7 @@ __device__ __forceinline__ void release_stage(u32 bar)
         {
             u32 peer;
             asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(peer) : "r"(bar), "r"(r));
-            asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(peer) : "memory");
+            asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(peer) : "memory");
         }
     }
 }

@@ -1,7 +1,8 @@
 """Session nov30c call 5: why the multicast twins (PERSIST = 3) ran 1.3-3.7x their PERSIST = 1 configs (call 4). The
 same multicast config at persistent grids of 2 x k blocks (k clusters of two; the solver's grid_of gives 2 x 66 at one
 block an SM), beside its PERSIST = 1 config at the solver's grid, isolated kernel time (median of three interleaved
-passes), each verified first; and cuOccupancyMaxActiveClusters where the driver binding has it. FP16 NHWC, N = 32."""
+passes), each verified first; and cuOccupancyMaxActiveClusters where the driver binding has it. FP16 NHWC, N = 32.
+Usage: python mc_grid.py [k,k,... [out.json]]"""
 import json
 import statistics
 import sys
@@ -19,7 +20,7 @@ from shapes import _resnet50  # noqa: E402
 
 F = get_solver("ConvImplicitGemmHopperFwd")
 LAYERS = ("r50_1024to256_14_1x1s1", "r50_128to128_28_3x3s1", "r50_256to64_56_1x1s1", "r50_512to512_7_3x3s1")
-KS = (16, 24, 32, 40, 48, 52, 56, 58, 60, 62, 64, 66)
+KS = tuple(int(k) for k in sys.argv[1].split(",")) if len(sys.argv) > 1 else (16, 24, 32, 40, 48, 52, 56, 58, 60, 62, 64, 66)
 real_sm = hb.sm_count
 out = {}
 for name in LAYERS:
@@ -55,7 +56,7 @@ for name in LAYERS:
                   flush=True)
     out[name] = {lab: {"grid": calls[lab][2], "passes_ms": ts} for lab, ts in times.items()}
     del h, calls
-Path("/tmp/r/mc_grid.json").write_text(json.dumps(out, indent=1))
+Path(sys.argv[2] if len(sys.argv) > 2 else "/tmp/r/mc_grid.json").write_text(json.dumps(out, indent=1))
 try:
     import cupy
     from cupy.cuda import driver
