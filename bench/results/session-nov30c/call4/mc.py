@@ -1,18 +1,20 @@
 """Session nov30c call 4: the forward's multicast twins (PERSIST = 3) on ResNet-50's 22 Hopper layers, isolated kernel
 time (the median of three interleaved passes) against cuDNN's best plan: the forward's find configs without / with
 them, the best PERSIST = 3 config at 4, 6 or 8 stages, the copy-engine store's find configs, and the best own of the
-two forwards without / with the twins. Also each twin against its PERSIST = 1 config. Usage: python mc.py"""
+two forwards without / with the twins. Also each twin against its PERSIST = 1 config.
+Usage: python mc.py [sweep json, relative to this folder]"""
 import gzip
 import json
 import math
 import statistics
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 gm = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))  # noqa: E731
 cols = {k: [] for k in ("find before", "find with twins", "best P3", "store", "both before", "both after")}
 pairs = []
-for row in json.load(gzip.open(HERE / "sweep_resnet50.json.gz"))["rows"]:
+for row in json.load(gzip.open(HERE / (sys.argv[1] if len(sys.argv) > 1 else "sweep_resnet50.json.gz")))["rows"]:
     cud = min(r["isolated_ms"] for r in row["cudnn"])
     fnd = row["others"]["ConvImplicitGemmHopperFwd"]
     st = row["others"]["ConvImplicitGemmHopperFwdTmaStore"]
