@@ -45,10 +45,6 @@ TINY = {
     # nhwc_tma_walk; and a split over 9 K tiles of 64 channels (two M tiles)
     "nhwc_bn192_walk": dict(n=8, c=80, k=192, in_size=(63, 65), filter_size=3, pads=1, layout="NHWC", dtype="FP16"),
     "nhwc_bn192_split": dict(n=2, c=64, k=192, in_size=(9, 9), filter_size=3, pads=1, layout="NHWC", dtype="FP16"),
-    # multicast B (PERSIST = 3, given by --config): 241 M tiles of 128 (the last pair's second tile past M) in 121 pairs
-    # over at most 66 clusters of two, so that clusters walk pairs (with --every); 64 channels, and 48 (padded taps)
-    "nhwc_mc_walk": dict(n=8, c=64, k=64, in_size=(63, 61), filter_size=3, pads=1, layout="NHWC", dtype="FP16"),
-    "nhwc_mc_c48_walk": dict(n=8, c=48, k=64, in_size=(63, 61), filter_size=3, pads=1, layout="NHWC", dtype="FP16"),
     # the Hopper backward data's persistent copy-engine default (K % 64 == 0) over its four stride phases: each about
     # 165 tiles of 128 x 128 over at most 132 blocks, so that blocks walk tiles of each phase (with --every)
     "nhwc_tma_b_s2": dict(n=20, c=80, k=64, in_size=(63, 65), filter_size=3, pads=1, strides=2, layout="NHWC",

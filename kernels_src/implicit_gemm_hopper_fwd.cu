@@ -129,7 +129,6 @@
 #define PERSIST 0       // 1: persistent blocks over M tiles, all of B resident in shared memory (N <= BN)
 #endif
 #define B_RES (PERSIST == 2)    // persistent copy engine with all of B resident (N <= BN)
-#define B_MC (PERSIST == 3)     // persistent copy engine, B tiles multicast to the MC blocks of a cluster
 
 #ifndef PINGPONG
 #define PINGPONG 0      // 1: the two consumer warpgroups take alternate tiles (persistent copy engine only)
@@ -204,8 +203,6 @@
 
 static_assert(BM % (64 * (PINGPONG ? 1 : WGS)) == 0 && (WG_M == 1 || WG_M == 2), "BM = 64 * WGS * (1 or 2), ping-pong 64 * (1 or 2)");
 static_assert(!PINGPONG || (PERSIST && TMA && WGS == 2), "ping-pong: persistent copy engine, two consumer warpgroups");
-static_assert(!B_MC || (TMA && WSPEC && !PINGPONG && !B_MN && !IS_TF32 && SPLITK == 1),
-              "multicast B: the persistent copy engine's 16-bit forward, one consumer walk, unsplit");
 static_assert(BN == 64 || BN == 128 || BN == 256 || (BN == 32 && !IS_TF32 && (!B_MN || TMA)) ||
               (BN == 192 && !IS_TF32 && !B_MN && TMA && !PINGPONG),
               "BN in 64, 128, 256; 32 for 16-bit narrow outputs (backward data: copy engine); 192 for the 16-bit "
@@ -590,61 +587,6 @@ __device__ __forceinline__ void fence_acc(float (&acc)[WG_M][BN / 2])
         for(int j = 0; j < BN / 2; ++j) reg_fence(acc[i][j]);
 }
 
-#if B_MC
-// Multicast B (PERSIST = 3): the MC = 2 blocks of a cluster (consecutive blockIdx.x) take M tiles 2q and 2q + 1 of one
-// N tile together (pair q; past M a block's tile is all zeros, its stores masked). Each block's producer copies its
-// own A box and rows [r BN / MC, (r + 1) BN / MC) of the B tile (r: its cluster rank), multicast to that place in
-// both blocks' stage, so each filter tile leaves L2 once per pair. A stage's full barrier waits for all of its bytes,
-// half of B arriving from the peer's copy. Its empty barrier counts one arrival per consumer warp of both blocks
-// (release_stage: each warp's first lane arrives on the stage's barrier in every block of the cluster), so neither
-// producer refills a stage that a block of the cluster still reads.
-#define MC 2
-#define CLUSTER_DIMS __cluster_dims__(MC, 1, 1)
-#define EMPTY_COUNT (MC * NT_MMA / 32)
-__device__ __forceinline__ u32 cluster_rank() { u32 r; asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r)); return r; }
-// every thread of the cluster's blocks (not .aligned: the producer's lanes diverge)
-__device__ __forceinline__ void cluster_sync_all()
-{
-    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
-}
-__device__ __forceinline__ void release_stage(u32 bar)
-{
-    __syncwarp();
-    if((threadIdx.x & 31) == 0)
-    {
-#pragma unroll
-        for(u32 r = 0; r < MC; ++r)
-        {
-            u32 peer;
-            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(peer) : "r"(bar), "r"(r));
-            asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(peer) : "memory");
-        }
-    }
-}
-// the 2-D and 3-D tiled boxes of implicit_gemm_hopper_tma.cuh, multicast to every block of the cluster (the same
-// shared offset and barrier offset in each)
-__device__ __forceinline__ void tma_tile_2d_mc(u32 dst, const TmaMap* map, int c0, int c1, u32 bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-                 " [%0], [%1, {%2, %3}], [%4], %5;\n"
-                 ::"r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar),
-                 "h"((unsigned short)((1 << MC) - 1))
-                 : "memory");
-}
-__device__ __forceinline__ void tma_tile_3d_mc(u32 dst, const TmaMap* map, int c0, int c1, int c2, u32 bar)
-{
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-                 " [%0], [%1, {%2, %3, %4}], [%5], %6;\n"
-                 ::"r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar),
-                 "h"((unsigned short)((1 << MC) - 1))
-                 : "memory");
-}
-#else
-#define CLUSTER_DIMS
-#define EMPTY_COUNT (PINGPONG ? 128 : NT_MMA)   // ping-pong: one warpgroup reads a stage
-#define release_stage mbar_arrive
-#endif
-
 #if WSPEC
 // the NT_MMA consumer threads only (named barrier 1; the producer warpgroup keeps loading)
 __device__ __forceinline__ void consumer_sync() { bar_sync<1, NT_MMA>(); }
@@ -669,7 +611,7 @@ __device__ __forceinline__ void consume_tile(float (&acc)[WG_M][BN / 2], u32 ful
             MMA_STAGE(kt, sa0 + s * STAGE_BYTES, sa0 + s * STAGE_BYTES + A_BYTES);
         wgmma_wait<1>();                 // position pos - 1's wgmma has completed: release its stage
         if(kt > 0)
-            release_stage(empty0 + (int)((pos - 1) % STAGES) * 8);
+            mbar_arrive(empty0 + (int)((pos - 1) % STAGES) * 8);
     }
 }
 #endif
@@ -740,12 +682,6 @@ __device__ __forceinline__ void tma_fill(u32 sn, u32 bar, const TmaMap* tmx, con
 #endif
 #if B_RES
     (void)tmw; (void)n0;
-#elif B_MC && P_C % BK
-    const u32 r = cluster_rank();       // rows r BN / MC .. of the tile, to both blocks
-    tma_tile_3d_mc(sn + A_BYTES + r * (B_BYTES / MC), tmw, c, tap, n0 + (int)r * (BN / MC), bar);
-#elif B_MC
-    const u32 r = cluster_rank();
-    tma_tile_2d_mc(sn + A_BYTES + r * (B_BYTES / MC), tmw, kk, n0 + (int)r * (BN / MC), bar);
 #elif B_MN
     const int a = tap / P_X, b = tap - a * P_X;
     const int wt = (BW_R0 + (P_Y - 1 - a) * BW_SH) * BW_FX + BW_S0 + (P_X - 1 - b) * BW_SW;
@@ -789,8 +725,7 @@ __device__ __forceinline__ void tma_fill_b(u32 sb0, u32 bar, const TmaMap* tmw)
 #endif
 #endif
 
-
-extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(NT, MIN_BLOCKS)
+extern "C" __global__ void __launch_bounds__(NT, MIN_BLOCKS)
 igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, data_t* __restrict__ y,
                  float* __restrict__ ws EPI_PARAM TMA_PARAM)
 {
@@ -815,16 +750,13 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
         for(int s = 0; s < STAGES; ++s)
         {
             mbar_init(full0 + s * 8, TMA ? 1 : NT_LOAD);
-            mbar_init(empty0 + s * 8, EMPTY_COUNT);
+            mbar_init(empty0 + s * 8, PINGPONG ? 128 : NT_MMA);   // ping-pong: one warpgroup reads a stage
         }
 #if TMA
         fence_mbar_init();
 #endif
     }
     __syncthreads();
-#if B_MC
-    cluster_sync_all();      // both blocks' barriers are initialised before either copies or arrives
-#endif
     const bool producer = wg == WGS;
 #endif
 
@@ -936,13 +868,7 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
 #endif
 #else
     const index_t mtiles = (GEMM_M + BM - 1) / BM;
-#if B_MC
-    // pairs of M tiles x N tiles (N fastest): cluster c takes pairs c, c + gridDim.x / MC, ...; rank r of a pair q
-    // the M tile (q / NTILES_N) * MC + r
-    const index_t ntiles = (mtiles + MC - 1) / MC * NTILES_N;
-#else
     const index_t ntiles = mtiles * NTILES_N;  // block b takes tiles b, b + gridDim.x, ...; N tiles fastest
-#endif
 #if TMA && B_RES
     // shared memory: [B, all K tiles][A, STAGES buffers][output tile]
     const u32 sb0 = sbase;
@@ -967,15 +893,9 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
         if(tl == 0)
         {
             index_t i = 0;                     // stream position: (tile, K tile)
-#if B_MC
-            for(index_t tile = blockIdx.x / MC; tile < ntiles; tile += gridDim.x / MC)
-            {
-                const index_t m0 = ((tile / NTILES_N) * MC + cluster_rank()) * BM;
-#else
             for(index_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x)
             {
                 const index_t m0 = (tile / NTILES_N) * BM;
-#endif
                 const int n0 = (int)(tile % NTILES_N) * BN;
                 int wb, hb, nb;
                 tile_base(m0, wb, hb, nb);
@@ -1027,9 +947,6 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
         for(index_t i = total - LAG > 0 ? total - LAG : 0; i < total; ++i)
             mbar_arrive(full0 + (int)(i % STAGES) * 8);
 #endif
-#if B_MC
-        cluster_sync_all();        // no block leaves while the other may still copy into it or arrive on it
-#endif
         return;
     }
 #if PINGPONG
@@ -1058,15 +975,9 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
     }
 #else
     index_t pos = 0;                           // stream position of the consumers
-#if B_MC
-    for(index_t tile = blockIdx.x / MC; tile < ntiles; tile += gridDim.x / MC)
-    {
-        const index_t m0 = ((tile / NTILES_N) * MC + cluster_rank()) * BM;
-#else
     for(index_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x)
     {
         const index_t m0 = (tile / NTILES_N) * BM;
-#endif
         const int n0 = (int)(tile % NTILES_N) * BN;
 #if TMA && B_RES
         consume_tile<true>(acc, full0, empty0, pos, KTILES, sa0, sb0, wg);
@@ -1077,7 +988,7 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
 #endif
         pos += KTILES;
         wgmma_wait<0>();
-        release_stage(empty0 + (int)((pos - 1) % STAGES) * 8);
+        mbar_arrive(empty0 + (int)((pos - 1) % STAGES) * 8);
         fence_acc(acc);
         consumer_sync();                      // the previous tile's stores have read the output buffer
         acc_to_smem(acc, cs, t EPI_PASS(n0));
@@ -1085,9 +996,6 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
         store_tile<NT_MMA>(y, cs, m0, n0, t);
         zero_acc(acc);
     }
-#if B_MC
-    cluster_sync_all();
-#endif
 #endif
 #else
     // loader position in the stream: (its tile's rows, kt), advanced one K tile per load

@@ -146,12 +146,6 @@ def resident_b(cfg) -> bool:
     return cfg["PERSIST"] == 2
 
 
-def multicast_b(cfg) -> bool:
-    """Whether a config multicasts each B tile to the two blocks of a cluster on the copy engine (PERSIST = 3: the
-    kernel's B_MC), which take a pair of M tiles of one N tile together."""
-    return cfg["PERSIST"] == 3
-
-
 def config_ktiles(p: ProblemDescription, cfg) -> int:
     """K tiles of a config's reduction: each tap's C in whole tiles of ``tile_depth`` (padded where C is not a multiple
     of it; the same count as C * taps / depth where it is)."""
@@ -300,9 +294,8 @@ def forward_maps(p: ProblemDescription, cfg) -> tuple[tma.MapCache, tma.MapCache
     tiled map (boxes of a K tile x BN of its rows); K tiles 32 deep with ``row64``."""
     _, n, k = gemm_shape(p)
     bk = tile_depth(p, cfg)
-    rows = cfg["BN"] // 2 if multicast_b(cfg) else cfg["BN"]       # multicast: each block of a pair copies half
-    w = (w_taps(p, rows, bk) if p.c % bk else
-         tma.TiledSpec(p.dtype, (k, n), (strides5(p.w_shape, p.layouts[1])[0] * esize(p),), (bk, rows),
+    w = (w_taps(p, cfg["BN"], bk) if p.c % bk else
+         tma.TiledSpec(p.dtype, (k, n), (strides5(p.w_shape, p.layouts[1])[0] * esize(p),), (bk, cfg["BN"]),
                        swizzle_of(bk * esize(p))))
     x = x_dense(p, cfg["BM"], bk) if dense_pixels(p) else x_im2col(p, cfg["BM"], bk)
     return tma.MapCache(x), tma.MapCache(w)
@@ -310,10 +303,7 @@ def forward_maps(p: ProblemDescription, cfg) -> tuple[tma.MapCache, tma.MapCache
 
 def config_ok(p: ProblemDescription, cfg) -> bool:
     bm, bn, wgs, st, per, sk, wsp, tm, pp = (cfg[k] for k in KEYS)
-    if wgs not in (1, 2, 3) or bn not in (32, 64, 128, 192, 256) or per not in (0, 1, 2, 3) or tm not in (0, 1, 2):
-        return False
-    # B multicast in clusters of two: a 16-bit forward's persistent copy engine, K-major filter tiles, one consumer walk
-    if per == 3 and not (esize(p) == 2 and p.direction == "F" and tm and not pp):
+    if wgs not in (1, 2, 3) or bn not in (32, 64, 128, 192, 256) or per not in (0, 1, 2) or tm not in (0, 1, 2):
         return False
     # 192-wide tiles (m64n192k16): a 16-bit forward's, on the copy engine, not ping-pong (the kernel's static_assert)
     if bn == 192 and not (esize(p) == 2 and p.direction == "F" and tm and not pp):
@@ -478,18 +468,6 @@ def resident_twins(cfgs) -> list[dict]:
     return out
 
 
-def multicast_twins(p: ProblemDescription, cfgs) -> list[dict]:
-    """The multicast-B twins (PERSIST = 3, ``multicast_b``) of the persistent copy-engine configs of ``cfgs`` that are
-    not ping-pong and have at least two M tiles, in order, each once (validity is the caller's)."""
-    out = []
-    for c in cfgs:
-        t = dict(c, PERSIST=3)
-        if c["PERSIST"] == 1 and c.get("TMA") and not c.get("PINGPONG") and t not in out and \
-                ceil_div(gemm_shape(p)[0], c["BM"]) >= 2:
-            out.append(t)
-    return out
-
-
 def wide_twins(p: ProblemDescription, cfgs) -> list[dict]:
     """The 192-wide twins (BN = 192) of the copy-engine configs of ``cfgs`` for a GEMM N that is a multiple of 192, in
     order, each once (validity is the caller's): one tile covers three 64-wide column blocks where 128- and 256-wide
@@ -536,7 +514,7 @@ def tile_sizes(p: ProblemDescription):
 def space(p: ProblemDescription):
     for bm, bn in tile_sizes(p):
         for wgs in (1, 2, 3):
-            for per in (0, 1, 2, 3):
+            for per in (0, 1, 2):
                 for st in range(3, 9 if per else 7):
                     for wsp in (0, 1):
                         for tm in ((0, 1) if wsp else (0,)):
@@ -549,7 +527,7 @@ def space(p: ProblemDescription):
     # 32-deep K tiles (TMA = 2) where 64-channel tiles would cross taps (cp.async) or pad them (the copy engine)
     for bm, bn in tile_sizes(p):
         for wgs in (1, 2, 3):
-            for per in (0, 1, 2, 3):
+            for per in (0, 1, 2):
                 for st in range(3, 13 if per else 7):
                     for pp in ((0, 1) if per and wgs == 2 else (0,)):
                         cfg = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "PERSIST": per, "SPLITK": 1,
@@ -559,13 +537,8 @@ def space(p: ProblemDescription):
 
 
 def grid_of(p: ProblemDescription, cfg) -> tuple[int, int, int]:
-    """Blocks: every (M, N) tile x every K chunk, or for PERSIST at most as many as run at once; multicast B
-    (``multicast_b``): two blocks for each pair of M tiles of an N tile, whole clusters of two."""
+    """Blocks: every (M, N) tile x every K chunk, or for PERSIST at most as many as run at once."""
     nt = tiles(p, cfg)
-    if multicast_b(cfg):
-        m, n, _ = gemm_shape(p)
-        pairs = ceil_div(ceil_div(m, cfg["BM"]), 2) * ceil_div(n, cfg["BN"])
-        return 2 * min(pairs, sm_count() * blocks_per_sm(p, cfg) // 2), 1, 1
     if cfg["PERSIST"]:
         return min(nt, sm_count() * blocks_per_sm(p, cfg)), 1, 1
     return nt, split_geometry(p, cfg["SPLITK"])[0], 1
@@ -823,10 +796,7 @@ class ImplicitGemmHopperBase(Solver):
             return out
         if self.forward_problem(p) is p:
             out = out + [c for c in wide_twins(p, [default] + out) if c not in out and self.is_valid_config(p, c)]
-        out = out + [c for c in resident_twins([default] + out) if c not in out and self.is_valid_config(p, c)]
-        if self.forward_problem(p) is not p:
-            return out
-        return out + [c for c in multicast_twins(p, [default] + out) if c not in out and self.is_valid_config(p, c)]
+        return out + [c for c in resident_twins([default] + out) if c not in out and self.is_valid_config(p, c)]
 
     def _row64_alternatives(self, p: ProblemDescription) -> list[dict]:
         v = self.forward_problem(p)         # backward data: its main phase's forward view, dy's channels its C

@@ -72,14 +72,12 @@ def test_which_problems_take_bn32(no_gpu_arch):
     # the find: the default (64 wide or more, unchanged), its alternates, then each of those and the default 32 wide
     for kw in (MANY, dict(MANY, c=32, k=16, in_size=(56, 56), filter_size=1), dict(MANY, c=32, in_size=(35, 35))):
         q = _p("F", **kw)
-        # test_row64.py: TMA 2; test_multicast_b.py: the multicast twins (PERSIST 3)
-        d, alts = FWD.default_config(q), [c for c in FWD.alternatives(q) if c["TMA"] != 2 and c["PERSIST"] != 3]
+        d, alts = FWD.default_config(q), [c for c in FWD.alternatives(q) if c["TMA"] != 2]   # test_row64.py: TMA 2
         assert d["BN"] >= 64 and dict(d, BN=32) in alts and all(FWD.is_valid_config(q, c) for c in alts)
         wide = [c for c in alts if c["BN"] > 32]
         assert alts == wide + [c for c in alts if c["BN"] == 32] and len(alts) == len({repr(c) for c in alts})
         assert all(dict(c, BN=32) in alts for c in wide if FWD.is_valid_config(q, dict(c, BN=32)))
-    fused = [c for c in FUSED.alternatives(_p("F", bias=1, activation="relu", **MANY)) if c["PERSIST"] != 3]
-    assert all(c["BN"] == 32 for c in fused[-3:])
+    assert all(c["BN"] == 32 for c in FUSED.alternatives(_p("F", bias=1, activation="relu", **MANY))[-3:])
     assert not any(c["BN"] == 32 for c in FWD.alternatives(_p("F", **dict(MANY, k=40))))
     assert not any(c["BN"] == 32 for c in FWD.alternatives(_p("F", "FP32", math="tf32", **MANY)))
 

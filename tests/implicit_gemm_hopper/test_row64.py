@@ -107,9 +107,8 @@ def test_find_tries_row64_last(no_gpu_arch):
         for solver, q in ((FWD, _p("F", **kw)), (FUSED, _p("F", bias=1, activation="relu", **kw)),
                           (NCHW, ProblemDescription.make("F", layout="NCHW", dtype="BF16", **kw))):
             alts = solver.alternatives(q) if solver is not NCHW else solver.find_configs(q)[1:]
-            # the 192-wide and multicast twins (test_bn192.py, test_multicast_b.py)
-            alts = [c for c in alts if c["PERSIST"] != 3 and c["BN"] != 192]
-            twins = [c for c in alts if c["PERSIST"] == 2]     # then these: test_resident_b.py
+            alts = [c for c in alts if c["BN"] != 192]         # the 192-wide twins: test_bn192.py
+            twins = [c for c in alts if c["PERSIST"] == 2]     # last: test_resident_b.py
             alts = alts[:len(alts) - len(twins)]
             deep = [c for c in alts if c["TMA"] == 2]
             want = [t for t in hb.ALTERNATE_TILES_ROW64 if hb.width_ok(t[1], q.k)]
