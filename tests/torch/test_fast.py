@@ -646,6 +646,10 @@ HOPPER_CASES = [
     # the copy-engine store of a 32-deep, 32-wide tile: y's map of 32-channel boxes under the 64-byte swizzle
     ("F", dict(n=3, c=32, k=32, in_size=(15, 13), filter_size=3), dict(TMA=2, BN=32, OBUF=2),
      "ConvImplicitGemmHopperFwdTmaStore"),
+    # 192-wide tiles (BN = 192): the forward's on 32-deep padded taps, and the copy-engine store's three stored boxes
+    ("F", dict(n=2, c=80, k=192, in_size=(13, 12), filter_size=3), dict(TMA=2, PERSIST=1, BN=192)),
+    ("F", dict(n=2, c=64, k=192, in_size=(15, 13), filter_size=3, pads=1), dict(BN=192, OBUF=1),
+     "ConvImplicitGemmHopperFwdTmaStore"),
     # the swapped-operand wrappers: the forward on the copies; backward data's filter rewrite from the filter's copy
     ("F", dict(n=2, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1), dict(COOP=1, layout="NCHW"),
      "ConvImplicitGemmHopperFwdSwapNchw"),
