@@ -107,7 +107,8 @@ def timed_configs(h, p, solver, configs, family: str, timings, stop_at: float | 
             h.check(inv, ws, family)
             pw = 0 if ws is None else ws.data.ptr
             pa, pb, po = h.a.data.ptr, h.b.data.ptr, h.out.data.ptr
-            out.append((sol.config, timings(lambda s_, inv=inv, pw=pw: inv(pa, pb, po, pw, s_), inv, ws)))  # bound now
+            # the closure binds this config's invoker and workspace: a caller may time it after the loop
+            out.append((sol.config, timings(lambda s_, inv=inv, pw=pw: inv(pa, pb, po, pw, s_), inv, ws)))
         except Exception as e:
             print(f"    {solver.id} {c}: {type(e).__name__}: {str(e)[:200]}", flush=True)
     return out

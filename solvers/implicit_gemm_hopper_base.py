@@ -471,7 +471,9 @@ def resident_twins(cfgs) -> list[dict]:
 def wide_twins(p: ProblemDescription, cfgs) -> list[dict]:
     """The 192-wide twins (BN = 192) of the copy-engine configs of ``cfgs`` for a GEMM N that is a multiple of 192, in
     order, each once (validity is the caller's): one tile covers three 64-wide column blocks where 128- and 256-wide
-    tiles leave a third of their last tile idle."""
+    tiles leave a third of their last tile idle. Measured on an H200 (bench/results/session-nov30c/call3/, FP16, N = 32,
+    the 10 PADDED_C and NON_RESNET layers with N % 192 == 0, isolated kernel time): the best of both Hopper forwards'
+    find configs 0.932 -> 0.909 of cuDNN's best plan; Inception's 80 -> 192 @73 3x3 1.222 -> 1.002."""
     if gemm_shape(p)[1] % 192:
         return []
     out = []
@@ -777,10 +779,11 @@ class ImplicitGemmHopperBase(Solver):
         the padding less than doubles the K tiles, or the filter is 1x1 over dense pixels (bench/results/
         session-nov29h/call1/: 0.70-1.07x the default's time on 1x1 layers of 16-32 channels, 1.23-1.62x on 3x3
         layers of 32). A 16-bit forward of at most 32 output channels then tries the default and each of those with
-        32-wide tiles (BN = 32). Last, where C % 64 != 0 (backward data: dy's channels), the valid ALTERNATE_TILES_ROW64
-        with 32-deep K tiles (TMA = 2). Then, for 16-bit data, the resident-B twin (PERSIST = 2) of each persistent
-        copy-engine config above (the default's too) where valid: all of N in one tile and all K tiles of B in the
-        shared memory beside the stages (``resident_twins``). TF32's are in the tuning space only: on four ResNet-50
+        32-wide tiles (BN = 32). Then, where C % 64 != 0 (backward data: dy's channels), the valid ALTERNATE_TILES_ROW64
+        with 32-deep K tiles (TMA = 2). Then, for a 16-bit forward whose N is a multiple of 192, the 192-wide twin of
+        each copy-engine config above (the default's too) where valid (``wide_twins``). Last, for 16-bit data, the
+        resident-B twin (PERSIST = 2) of each persistent copy-engine config above (the default's too) where valid: all
+        of N in one tile and all K tiles of B in the shared memory beside the stages (``resident_twins``). TF32's are in the tuning space only: on four ResNet-50
         layers they were no faster than their PERSIST = 1 configs (medians 0.99-1.19, bench/results/session-nov30b/
         call7/)."""
         out, default = self._wide_alternatives(p), self.default_config(p)
