@@ -455,33 +455,34 @@ def persistent_tile(p: ProblemDescription) -> dict:
             "WSPEC": 1, "TMA": 1, "PINGPONG": 0}
 
 
-def resident_twins(cfgs) -> list[dict]:
-    """The PERSIST = 2 twins (``resident_b``) of the persistent copy-engine configs of ``cfgs`` that are not ping-pong,
-    in order, each once (validity is the caller's). Measured on an H200 (bench/results/session-nov30b/call1/, FP16,
-    N = 32, isolated kernel time), the twin against its PERSIST = 1 config: a median of 0.75 on Inception's 32-channel
-    stems and 0.85-0.96 on other 3x3 layers of at most 128 output channels, 0.93-1.04 on 1x1 layers."""
+def twins(cfgs, keep, **change) -> list[dict]:
+    """``dict(c, **change)`` for each config ``c`` of ``cfgs`` that ``keep(c)`` accepts, in order, each once (validity
+    is the caller's)."""
     out = []
     for c in cfgs:
-        t = dict(c, PERSIST=2)
-        if c["PERSIST"] == 1 and c.get("TMA") and not c.get("PINGPONG") and t not in out:
+        t = dict(c, **change)
+        if keep(c) and t not in out:
             out.append(t)
     return out
 
 
+def resident_twins(cfgs) -> list[dict]:
+    """The PERSIST = 2 twins (``resident_b``) of the persistent copy-engine configs of ``cfgs`` that are not ping-pong.
+    Measured on an H200 (bench/results/session-nov30b/call1/, FP16, N = 32, isolated kernel time), the twin against its
+    PERSIST = 1 config: a median of 0.75 on Inception's 32-channel stems and 0.85-0.96 on other 3x3 layers of at most
+    128 output channels, 0.93-1.04 on 1x1 layers."""
+    return twins(cfgs, lambda c: c["PERSIST"] == 1 and c.get("TMA") and not c.get("PINGPONG"), PERSIST=2)
+
+
 def wide_twins(p: ProblemDescription, cfgs) -> list[dict]:
-    """The 192-wide twins (BN = 192) of the copy-engine configs of ``cfgs`` for a GEMM N that is a multiple of 192, in
-    order, each once (validity is the caller's): one tile covers three 64-wide column blocks where 128- and 256-wide
-    tiles leave a third of their last tile idle. Measured on an H200 (bench/results/session-nov30c/call3/, FP16, N = 32,
+    """The 192-wide twins (BN = 192) of the copy-engine configs of ``cfgs`` for a GEMM N that is a multiple of 192 (none
+    otherwise): one tile covers three 64-wide column blocks where 128- and 256-wide tiles leave a third of their last
+    tile idle. Measured on an H200 (bench/results/session-nov30c/call3/, FP16, N = 32,
     the 10 PADDED_C and NON_RESNET layers with N % 192 == 0, isolated kernel time): the best of both Hopper forwards'
     find configs 0.932 -> 0.909 of cuDNN's best plan; Inception's 80 -> 192 @73 3x3 1.222 -> 1.002."""
     if gemm_shape(p)[1] % 192:
         return []
-    out = []
-    for c in cfgs:
-        t = dict(c, BN=192)
-        if c.get("TMA") and c["BN"] != 192 and t not in out:
-            out.append(t)
-    return out
+    return twins(cfgs, lambda c: c.get("TMA") and c["BN"] != 192, BN=192)
 
 
 def split_variants(p: ProblemDescription, cfg):
@@ -783,23 +784,24 @@ class ImplicitGemmHopperBase(Solver):
         with 32-deep K tiles (TMA = 2). Then, for a 16-bit forward whose N is a multiple of 192, the 192-wide twin of
         each copy-engine config above (the default's too) where valid (``wide_twins``). Last, for 16-bit data, the
         resident-B twin (PERSIST = 2) of each persistent copy-engine config above (the default's too) where valid: all
-        of N in one tile and all K tiles of B in the shared memory beside the stages (``resident_twins``). TF32's are in the tuning space only: on four ResNet-50
-        layers they were no faster than their PERSIST = 1 configs (medians 0.99-1.19, bench/results/session-nov30b/
-        call7/)."""
+        of N in one tile and all K tiles of B in the shared memory beside the stages (``resident_twins``). TF32's are in
+        the tuning space only: on four ResNet-50 layers they were no faster than their PERSIST = 1 configs (medians
+        0.99-1.19, bench/results/session-nov30b/call7/)."""
         out, default = self._wide_alternatives(p), self.default_config(p)
+
+        def new(cands):     # the candidates not measured yet (the default, ``out``), valid, in order
+            return [c for c in cands if c != default and c not in out and self.is_valid_config(p, c)]
         if esize(p) == 2 and gemm_shape(self.forward_problem(p))[1] <= 32:
             # at most 32 output channels (backward data: dx's): each config above and the default again with 32-wide
             # tiles where valid (backward data: copy-engine ones only) (bench/results/session-nov29i/call8/: on seven
             # such forward layers the best 32-wide config beat the best 64-wide one by 6-22%)
-            narrow = [dict(c, BN=32) for c in [default] + out]
-            out = out + [c for i, c in enumerate(narrow) if c != default and c not in out and c not in narrow[:i]
-                         and self.is_valid_config(p, c)]
+            out = out + new(twins([default] + out, lambda c: True, BN=32))
         out = out + self._row64_alternatives(p)
         if esize(p) != 2:
             return out
         if self.forward_problem(p) is p:
-            out = out + [c for c in wide_twins(p, [default] + out) if c not in out and self.is_valid_config(p, c)]
-        return out + [c for c in resident_twins([default] + out) if c not in out and self.is_valid_config(p, c)]
+            out = out + new(wide_twins(p, [default] + out))
+        return out + new(resident_twins([default] + out))
 
     def _row64_alternatives(self, p: ProblemDescription) -> list[dict]:
         v = self.forward_problem(p)         # backward data: its main phase's forward view, dy's channels its C
