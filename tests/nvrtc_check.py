@@ -20,6 +20,14 @@ def nvrtc_or_skip() -> None:
         pytest.skip(f"NVRTC unavailable: {e}")
 
 
+def assert_cubins(kernels, arch: str = "sm_90a") -> None:
+    """Each of ``kernels`` (KernelInfo) compiles with NVRTC for ``arch`` to an ELF cubin; a failure names the kernel and
+    its macros. Call ``nvrtc_or_skip`` first."""
+    from miofind.compile import nvrtc_compile
+    for k in kernels:
+        assert nvrtc_compile(k, arch)[:4] == b"\x7fELF", (k.name, dict(k.macros))
+
+
 def ptxas_log(kinfo) -> str:
     """ptxas's verbose log (``-Xptxas=-v``) of compiling ``kinfo`` with NVRTC: registers, spills, and the advisories of
     serialised wgmma or injected waits. Call ``nvrtc_or_skip`` first."""

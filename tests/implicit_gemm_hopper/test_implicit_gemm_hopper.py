@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from gpu_helpers import assert_claims_pinned, check_solver, claim_grid, params, accepted, check_claim
-from nvrtc_check import nvrtc_or_skip
+from nvrtc_check import assert_cubins, nvrtc_or_skip
 from shapes import RESNET50_SMALL_N, SHAPES
 from miofind.problem import ProblemDescription
 from miofind.registry import registry, solvers
@@ -273,13 +273,11 @@ def test_fwd_producer_warpgroup_builds(no_gpu_arch):
     per = {"BM": 256, "BN": 64, "WGS": 2, "STAGES": 3, "PERSIST": 1, "SPLITK": 1, "WSPEC": 1, "TMA": 0}
     assert FWD.is_valid_config(p, per) and not FWD.is_valid_config(p, dict(per, BM=256, STAGES=4))   # smem
     nvrtc_or_skip()
-    from miofind.compile import nvrtc_compile
     builds = [FWD.get_solution(p, per).kernels[0], *FWD.get_solution(_nhwc(**R50_SMALL_3x3), _cfg(128, 128, 2, 4, 3, 1)).kernels,
               *BWD.get_solution(_b("BF16", **BWD_CASES["r50_3x3s2"]), _cfg(128, 64, 2, 3, 1, 1)).kernels]
     for bm, bn, wgs in FWD_WSPEC_TILES:
         builds.append(FWD.get_solution(_nhwc("BF16", **TAILS["k320"]), _cfg(bm, bn, wgs, 3, 1, 1)).kernels[0])
-    for k in builds:
-        assert nvrtc_compile(k, arch="sm_90")[:4] == b"\x7fELF", (k.name, dict(k.macros))
+    assert_cubins(builds, "sm_90")
 
 
 def _wspec_variants(solver, p, tiles, extra=True):
