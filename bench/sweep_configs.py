@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -149,8 +150,7 @@ def main():
         for e in entries:
             del e["call"], e["ws"]
             for m in ("isolated", "gpu"):
-                v = sorted(e[f"{m}_passes"])
-                e[f"{m}_ms"] = v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+                e[f"{m}_ms"] = statistics.median(e[f"{m}_passes"])
         rows.append(row)
         if row["ours"] and row["cudnn"]:
             cb = min(r["isolated_ms"] for r in row["cudnn"])
