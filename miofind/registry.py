@@ -64,6 +64,8 @@ _ROWS: tuple[tuple[int, str, str | None, str], ...] = (
     (47, "ConvImplicitGemmHopperWrwTf32Rn", "implicit_gemm_hopper_wrw_tf32_rn:ImplicitGemmHopperWrwTf32Rn", "W"),
     (48, "ConvImplicitGemmHopperWrwTf32RnNchw", "implicit_gemm_hopper_nchw_wrw_tf32_rn:ImplicitGemmHopperWrwTf32RnNchw", "W"),
     (49, "ConvImplicitGemmHopperFwdTmaStore", "implicit_gemm_hopper_fwd_tma_store:ImplicitGemmHopperFwdTmaStore", "F"),
+    (50, "ConvImplicitGemmHopperFwdClusterSplit",
+     "implicit_gemm_hopper_fwd_cluster_split:ImplicitGemmHopperFwdClusterSplit", "F"),
 )
 
 

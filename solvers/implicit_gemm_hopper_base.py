@@ -305,7 +305,8 @@ def config_ok(p: ProblemDescription, cfg) -> bool:
     bm, bn, wgs, st, per, sk, wsp, tm, pp = (cfg[k] for k in KEYS)
     if wgs not in (1, 2, 3) or bn not in (32, 64, 128, 192, 256) or per not in (0, 1, 2) or tm not in (0, 1, 2):
         return False
-    # 192-wide tiles (m64n192k16): a 16-bit forward's, on the copy engine, not ping-pong (the kernel's static_assert)
+    # 192-wide tiles (m64n192k16): 16-bit data on the copy engine (backward data: its phases' forward views), not
+    # ping-pong (the kernel's static_assert)
     if bn == 192 and not (esize(p) == 2 and p.direction == "F" and tm and not pp):
         return False
     # resident B on the copy engine: all of N in one tile (backward data: of dx's channels, MN-major), one consumer walk
@@ -379,10 +380,10 @@ def block_us_per_ktile(cfg, blocks_on_sm: int) -> float:
     return cfg["BM"] * cfg["BN"] * BK * 2 * blocks_on_sm / sm_rate
 
 
-def split_estimate_us(p: ProblemDescription, cfg, splitk: int) -> float:
+def split_estimate_us(p: ProblemDescription, cfg, splitk: int, planes: bool = True) -> float:
     """Estimated time of ``cfg`` at ``splitk`` (the form of implicit_gemm_hopper_wrw.default_split):
     full waves of blocks (132 SMs x blocks_per_sm) and a last partial wave, each as long as a block's
-    K tiles plus 2 tiles of pipeline fill at the rate of the blocks sharing an SM; split, plus the
+    K tiles plus 2 tiles of pipeline fill at the rate of the blocks sharing an SM; split with ``planes``, plus the
     partial planes' round trip (written and read back, 3 TB/s) and the reduce launch (3 us)."""
     m, n, _ = gemm_shape(p)
     eff, per = split_geometry(p, splitk)
@@ -392,7 +393,7 @@ def split_estimate_us(p: ProblemDescription, cfg, splitk: int) -> float:
     est = full * (per + 2) * block_us_per_ktile(cfg, bps)
     if rem:
         est += (per + 2) * block_us_per_ktile(cfg, min(bps, ceil_div(rem, SM_COUNT)))
-    return est + (eff * m * n * 8 / 3e6 + 3 if eff > 1 else 0)
+    return est + (eff * m * n * 8 / 3e6 + 3 if eff > 1 and planes else 0)
 
 
 def default_split(p: ProblemDescription, cfg) -> int:
@@ -480,7 +481,7 @@ def wide_twins(p: ProblemDescription, cfgs) -> list[dict]:
     tile idle. Measured on an H200 (bench/results/session-nov30c/call3/, FP16, N = 32,
     the 10 PADDED_C and NON_RESNET layers with N % 192 == 0, isolated kernel time): the best of both Hopper forwards'
     find configs 0.932 -> 0.909 of cuDNN's best plan; Inception's 80 -> 192 @73 3x3 1.222 -> 1.002."""
-    if gemm_shape(p)[1] % 192:
+    if gemm_shape(p)[1] % 192:        # backward data: its forward view's N, dx's channels
         return []
     return twins(cfgs, lambda c: c.get("TMA") and c["BN"] != 192, BN=192)
 
@@ -781,12 +782,12 @@ class ImplicitGemmHopperBase(Solver):
         session-nov29h/call1/: 0.70-1.07x the default's time on 1x1 layers of 16-32 channels, 1.23-1.62x on 3x3
         layers of 32). A 16-bit forward of at most 32 output channels then tries the default and each of those with
         32-wide tiles (BN = 32). Then, where C % 64 != 0 (backward data: dy's channels), the valid ALTERNATE_TILES_ROW64
-        with 32-deep K tiles (TMA = 2). Then, for a 16-bit forward whose N is a multiple of 192, the 192-wide twin of
-        each copy-engine config above (the default's too) where valid (``wide_twins``). Last, for 16-bit data, the
-        resident-B twin (PERSIST = 2) of each persistent copy-engine config above (the default's too) where valid: all
-        of N in one tile and all K tiles of B in the shared memory beside the stages (``resident_twins``). TF32's are in
-        the tuning space only: on four ResNet-50 layers they were no faster than their PERSIST = 1 configs (medians
-        0.99-1.19, bench/results/session-nov30b/call7/)."""
+        with 32-deep K tiles (TMA = 2). Then, for 16-bit data whose GEMM N is a multiple of 192 (backward data: dx's
+        channels), the 192-wide twin of each copy-engine config above (the default's too) where valid
+        (``wide_twins``). Last, for 16-bit data, the resident-B twin (PERSIST = 2) of each persistent copy-engine config
+        above (the default's too) where valid: all of N in one tile and all K tiles of B in the shared memory beside the
+        stages (``resident_twins``). TF32's are in the tuning space only: on four ResNet-50 layers they were no faster
+        than their PERSIST = 1 configs (medians 0.99-1.19, bench/results/session-nov30b/call7/)."""
         out, default = self._wide_alternatives(p), self.default_config(p)
 
         def new(cands):     # the candidates not measured yet (the default, ``out``), valid, in order
@@ -799,8 +800,7 @@ class ImplicitGemmHopperBase(Solver):
         out = out + self._row64_alternatives(p)
         if esize(p) != 2:
             return out
-        if self.forward_problem(p) is p:
-            out = out + new(wide_twins(p, [default] + out))
+        out = out + new(wide_twins(self.forward_problem(p), [default] + out))
         return out + new(resident_twins([default] + out))
 
     def _row64_alternatives(self, p: ProblemDescription) -> list[dict]:

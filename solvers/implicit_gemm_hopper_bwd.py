@@ -241,8 +241,6 @@ class ImplicitGemmHopperBwd(ImplicitGemmHopperBase):
         # 32-wide tiles: the MN-major filter tile of 32 n only as the copy engine's 64-byte-swizzled box
         if isinstance(config, dict) and config.get("BN") == 32 and not self.legacy_config(config).get("TMA"):
             return False
-        if isinstance(config, dict) and config.get("BN") == 192:       # 192-wide tiles: K-major filter tiles only
-            return False
         if isinstance(config, dict) and self.legacy_config(config).get("TMA") and \
                 not all(phase_tma_fits(p, ph) for ph in runs(p)):
             return False

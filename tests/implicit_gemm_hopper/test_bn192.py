@@ -50,9 +50,9 @@ def _kinds(p, solver=FWD):
 
 
 def test_which_problems_take_192_wide_tiles(no_gpu_arch):
-    """16-bit forwards on the copy engine whose N is a multiple of 192 (the fused, NCHW and copy-engine-store ones too),
-    one m64 block a warpgroup; not backward data, TF32, cp.async, ping-pong or three warpgroups. The tuning space holds
-    them only where N is a multiple of 192."""
+    """16-bit forwards on the copy engine whose N is a multiple of 192 (the fused, NCHW and copy-engine-store ones too)
+    and backward data whose dx has such channels (three MN-major filter blocks), one m64 block a warpgroup; not TF32,
+    cp.async, ping-pong or three warpgroups. The tuning space holds them only where N is a multiple of 192."""
     p = _p("F", **CASES["c64_k192_3x3"])
     assert FWD.is_valid_config(p, _cfg(128, 2, 4)) and FWD.is_valid_config(p, _cfg(64, 1, 4, per=0, sk=3))
     assert not FWD.is_valid_config(p, _cfg(128, 1, 4))                          # two m64 blocks: 192 accumulators
@@ -60,7 +60,7 @@ def test_which_problems_take_192_wide_tiles(no_gpu_arch):
     assert not FWD.is_valid_config(p, dict(_cfg(128, 2, 4), WSPEC=0, TMA=0))
     assert not FWD.is_valid_config(p, dict(_cfg(128, 2, 4), PINGPONG=1))
     assert not FWD.is_valid_config(_p("F", "FP32", math="tf32", **CASES["c64_k192_3x3"]), _cfg(64, 1, 4))
-    assert not BWD.is_valid_config(_p("B", **dict(CASES["c64_k192_3x3"], c=192, k=64)), _cfg(128, 2, 4))
+    assert BWD.is_valid_config(_p("B", **dict(CASES["c64_k192_3x3"], c=192, k=64)), _cfg(128, 2, 4))   # dx's 192
     assert TSTORE.is_valid_config(p, dict(_cfg(128, 2, 4), OBUF=1))       # three stored boxes a tile
     assert not TSTORE.is_valid_config(p, dict(_cfg(128, 2, 4), OBUF=2))      # two 48 KiB output tiles do not fit
     assert FUSED.is_valid_config(_p("F", bias=1, activation="relu", **CASES["c64_k192_3x3"]), _cfg(128, 2, 4))
@@ -68,7 +68,8 @@ def test_which_problems_take_192_wide_tiles(no_gpu_arch):
     assert any(c["BN"] == 192 for c in FWD.config_space(_p("F", **CASES["c96_k576_1x1_tail"])))
     assert not any(c["BN"] == 192 for c in FWD.config_space(_p("F", **dict(CASES["c64_k192_3x3"], k=256))))
     assert not any(c["BN"] == 192 for c in FWD.config_space(_p("F", **dict(CASES["c64_k192_3x3"], k=320))))
-    assert not any(c["BN"] == 192 for c in BWD.config_space(_p("B", **dict(CASES["c64_k192_3x3"], c=192))))
+    assert any(c["BN"] == 192 for c in BWD.config_space(_p("B", **dict(CASES["c64_k192_3x3"], c=192))))
+    assert not any(c["BN"] == 192 for c in BWD.config_space(_p("B", **CASES["c64_k192_3x3"])))    # dx's 64
     sol = FWD.get_solution(p, _cfg(128, 2, 4, per=0))
     assert dict(sol.kernels[0].macros)["BN"] == "192" and sol.kernels[0].grid[0] == 3 * 15 * 13 // 128 + 1
 
@@ -144,3 +145,24 @@ def test_tma_store_bn192(name, dt):
     check_configs(TSTORE, p, cfgs)
     if name == "c64_k192_3x3":
         check_configs(TSTORE, _p("F", dt, **MANY), [dict(_cfg(128, 2, 4), OBUF=1), dict(_cfg(64, 1, 6), OBUF=1)])
+
+
+# backward data, dx's 192 channels the GEMM's N: stride 1, stride 2 (four phases over 48 of dy's channels: padded taps),
+# a dense 1x1 (dy as a matrix; few K tiles: resident B)
+BWD_CASES = {
+    "b_c192_k64_3x3": dict(n=2, c=192, k=64, in_size=(15, 13), filter_size=3, pads=1),
+    "b_c192_k48_3x3s2": dict(n=2, c=192, k=48, in_size=(17, 16), filter_size=3, pads=1, strides=2),
+    "b_c192_k256_1x1": dict(n=3, c=192, k=256, in_size=(15, 13), filter_size=1),
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("name", sorted(BWD_CASES))
+def test_bwd_bn192(name, dt):
+    """Backward data's 192-wide tiles (three MN-major filter blocks), every phase, against the float64 reference: the
+    kinds valid here and the find's 192-wide twins."""
+    p = _p("B", dt, **BWD_CASES[name])
+    cfgs = _kinds(p, BWD)
+    cfgs += [c for c in BWD.find_configs(p) if c and c["BN"] == 192 and c not in cfgs]
+    check_configs(BWD, p, cfgs)
