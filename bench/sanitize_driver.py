@@ -45,10 +45,7 @@ TINY = {
     # nhwc_tma_walk; and a split over 9 K tiles of 64 channels (two M tiles)
     "nhwc_bn192_walk": dict(n=8, c=80, k=192, in_size=(63, 65), filter_size=3, pads=1, layout="NHWC", dtype="FP16"),
     "nhwc_bn192_split": dict(n=2, c=64, k=192, in_size=(9, 9), filter_size=3, pads=1, layout="NHWC", dtype="FP16"),
-    # the cluster split (ConvImplicitGemmHopperFwdClusterSplit): 98 pixels (an M tail), 192 outputs (an N tail in
-    # 128-wide tiles), 72 K tiles in chunks; backward data's 192-wide tiles (dx's 192 channels) over four stride phases
-    # of 48 of dy's channels (padded taps)
-    "nhwc_cluster_split": dict(n=2, c=512, k=192, in_size=(7, 7), filter_size=3, pads=1, layout="NHWC", dtype="FP16"),
+    # backward data's 192-wide tiles (dx's 192 channels) over four stride phases of 48 of dy's channels (padded taps)
     "nhwc_bn192_b_s2": dict(n=2, c=192, k=48, in_size=(17, 16), filter_size=3, pads=1, strides=2, layout="NHWC",
                             dtype="FP16"),
     # the Hopper backward data's persistent copy-engine default (K % 64 == 0) over its four stride phases: each about

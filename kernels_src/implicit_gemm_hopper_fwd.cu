@@ -30,10 +30,6 @@
 // stores it 16 bytes at a time to ws[chunk][m][k] (an M x K plane per chunk, 64-bit offsets), and
 // igemm_hopper_fwd_reduce sums the chunks in chunk order (deterministic, no atomics) and writes y.
 // SPLITK = 1 builds the unsplit kernel (chunk = all K tiles, direct epilogue; ws is not touched).
-// Cluster split (CSPLIT = 1, ConvImplicitGemmHopperFwdClusterSplit; 16-bit, 2 <= SPLITK <= 8): the SPLITK chunks of a
-// tile are one thread-block cluster (grid.y). Each block stages its FP32 partial tile in its own shared memory; rank q
-// then sums rows [q * BM / SPLITK, (q + 1) * BM / SPLITK) of every rank's tile through distributed shared memory, in
-// rank order (igemm_hopper_fwd_reduce's order: the same sums), and writes them to y: no partial planes, no reduce.
 // B_MN = 1 (a stride phase of backward data): w is the backward-data filter itself, P_C x BW_FY x BW_FX
 // x P_K (KYXC: dy's channels, its taps, dx's channels = the GEMM's N), and B[kk, n] = w[k, r, s, n]
 // for kk = (tap (a, b), k) with r = BW_R0 + (P_Y-1-a)*BW_SH, s = BW_S0 + (P_X-1-b)*BW_SW (the phase's
@@ -145,15 +141,6 @@
 #ifndef KT_PER
 #define KT_PER KTILES   // 64-deep K tiles per chunk (SPLITK > 1)
 #endif
-#ifndef CSPLIT
-#define CSPLIT 0        // 1: the split's chunks summed across a thread-block cluster (distributed shared memory)
-#endif
-#if CSPLIT
-#include "implicit_gemm_hopper_cluster.cuh"
-#define CLUSTER_DIMS __cluster_dims__(1, SPLITK, 1)
-#else
-#define CLUSTER_DIMS
-#endif
 #ifndef RED_BLOCK
 #define RED_BLOCK 256   // threads of a reduce block
 #endif
@@ -170,9 +157,7 @@
 #define EPI_PARAM , const data_t* __restrict__ bias
 #define EPI_ARGS , const data_t* __restrict__ bias, int n0
 #define EPI_PASS(n0) , bias, n0
-#define EPI_PASS_BIAS , bias
 #else
-#define EPI_PASS_BIAS
 #define EPI_PARAM
 #define EPI_ARGS
 #define EPI_PASS(n0)
@@ -234,8 +219,6 @@ static_assert(SPLITK >= 1 && (SPLITK == 1 || !PERSIST), "split-K with non-persis
 static_assert(SPLITK == 1 || (KT_PER >= 1 && (SPLITK - 1) * KT_PER < KTILES && SPLITK * KT_PER >= KTILES),
               "SPLITK chunks of KT_PER K tiles cover the K tiles, none empty");
 static_assert(SPLITK == 1 || BM * (BN + 8) * 4 <= STAGES * STAGE_BYTES, "the staged FP32 partial tile fits the pipeline's buffers");
-static_assert(!CSPLIT || (SPLITK >= 2 && SPLITK <= 8 && !IS_TF32), "cluster split: 2 to 8 chunks (a portable "
-              "cluster), 16-bit");
 static_assert(P_K % EPC == 0, "16-byte chunks of output channels");
 static_assert(BM % RSTEP == 0 && BN % RSTEP == 0, "loader rows");
 static_assert(P_C % EPC == 0, "16-byte chunks of channels");
@@ -589,50 +572,6 @@ __device__ __forceinline__ void store_partial(float* __restrict__ part, const fl
     }
 }
 
-#if CSPLIT
-// Cluster split: this rank's rows of the tile (see the top), from the SPLITK ranks' FP32 tiles at shared address cf
-// ([BM][LDF] floats in each block), 16 bytes (8 channels) of y a thread per piece; every rank's loads of a piece are
-// in flight together.
-__device__ __forceinline__ void reduce_cluster(data_t* __restrict__ y, u32 cf, index_t m0, int n0, int t EPI_PARAM)
-{
-    constexpr int CPR = BN / 8;
-    const u32 rank = cluster_rank();
-    const int row0 = (int)rank * BM / SPLITK, rows = ((int)rank + 1) * BM / SPLITK - row0;
-    u32 peer[SPLITK];
-#pragma unroll
-    for(int q = 0; q < SPLITK; ++q)
-        peer[q] = peer_addr(cf, q);
-#pragma unroll 1
-    for(int i = t; i < rows * CPR; i += NT)
-    {
-        const int r = row0 + i / CPR, c8 = (i % CPR) * 8;
-        const index_t m = m0 + r;
-        if(m >= GEMM_M || n0 + c8 >= GEMM_N)
-            continue;
-        const u32 off = (u32)(r * LDF + c8) * 4;
-        float4 lo[SPLITK], hi[SPLITK];
-#pragma unroll
-        for(int q = 0; q < SPLITK; ++q)
-        {
-            lo[q] = ld_peer4(peer[q] + off);
-            hi[q] = ld_peer4(peer[q] + off + 16);
-        }
-        float v[8] = {lo[0].x, lo[0].y, lo[0].z, lo[0].w, hi[0].x, hi[0].y, hi[0].z, hi[0].w};
-#pragma unroll
-        for(int q = 1; q < SPLITK; ++q)
-        {
-            v[0] += lo[q].x; v[1] += lo[q].y; v[2] += lo[q].z; v[3] += lo[q].w;
-            v[4] += hi[q].x; v[5] += hi[q].y; v[6] += hi[q].z; v[7] += hi[q].w;
-        }
-        __align__(16) data_t o[8];
-#pragma unroll
-        for(int e = 0; e < 8; e += 2)
-            store_pair(o + e, EPI_V(v[e], n0 + c8 + e), EPI_V(v[e + 1], n0 + c8 + e + 1));
-        *reinterpret_cast<uint4*>(y + y_offset(m) + n0 + c8) = *reinterpret_cast<const uint4*>(o);
-    }
-}
-#endif
-
 __device__ __forceinline__ void zero_acc(float (&acc)[WG_M][BN / 2])
 {
 #pragma unroll
@@ -787,7 +726,7 @@ __device__ __forceinline__ void tma_fill_b(u32 sb0, u32 bar, const TmaMap* tmw)
 #endif
 #endif
 
-extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(NT, MIN_BLOCKS)
+extern "C" __global__ void __launch_bounds__(NT, MIN_BLOCKS)
 igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, data_t* __restrict__ y,
                  float* __restrict__ ws EPI_PARAM TMA_PARAM)
 {
@@ -919,14 +858,8 @@ igemm_hopper_fwd(const data_t* __restrict__ x, const data_t* __restrict__ w, dat
     float* cf = reinterpret_cast<float*>(sgen);
     if(t < NT_MMA)
         acc_to_smem_f32(acc, cf, t);
-#if CSPLIT
-    cluster_sync();         // every rank's partial tile is staged and visible cluster-wide
-    reduce_cluster(y, smem_u32(cf), m0, n0, t EPI_PASS_BIAS);
-    cluster_sync();         // every rank has read its rows of every tile: the blocks may exit
-#else
     __syncthreads();
     store_partial(ws + (long long)blockIdx.y * ((long long)GEMM_M * GEMM_N), cf, m0, n0, t);
-#endif
 #else
     data_t* cs = reinterpret_cast<data_t*>(sgen);
     if(t < NT_MMA)

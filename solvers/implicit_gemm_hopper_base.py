@@ -380,10 +380,10 @@ def block_us_per_ktile(cfg, blocks_on_sm: int) -> float:
     return cfg["BM"] * cfg["BN"] * BK * 2 * blocks_on_sm / sm_rate
 
 
-def split_estimate_us(p: ProblemDescription, cfg, splitk: int, planes: bool = True) -> float:
+def split_estimate_us(p: ProblemDescription, cfg, splitk: int) -> float:
     """Estimated time of ``cfg`` at ``splitk`` (the form of implicit_gemm_hopper_wrw.default_split):
     full waves of blocks (132 SMs x blocks_per_sm) and a last partial wave, each as long as a block's
-    K tiles plus 2 tiles of pipeline fill at the rate of the blocks sharing an SM; split with ``planes``, plus the
+    K tiles plus 2 tiles of pipeline fill at the rate of the blocks sharing an SM; split, plus the
     partial planes' round trip (written and read back, 3 TB/s) and the reduce launch (3 us)."""
     m, n, _ = gemm_shape(p)
     eff, per = split_geometry(p, splitk)
@@ -393,7 +393,7 @@ def split_estimate_us(p: ProblemDescription, cfg, splitk: int, planes: bool = Tr
     est = full * (per + 2) * block_us_per_ktile(cfg, bps)
     if rem:
         est += (per + 2) * block_us_per_ktile(cfg, min(bps, ceil_div(rem, SM_COUNT)))
-    return est + (eff * m * n * 8 / 3e6 + 3 if eff > 1 and planes else 0)
+    return est + (eff * m * n * 8 / 3e6 + 3 if eff > 1 else 0)
 
 
 def default_split(p: ProblemDescription, cfg) -> int:

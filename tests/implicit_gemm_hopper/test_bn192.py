@@ -166,3 +166,13 @@ def test_bwd_bn192(name, dt):
     cfgs = _kinds(p, BWD)
     cfgs += [c for c in BWD.find_configs(p) if c and c["BN"] == 192 and c not in cfgs]
     check_configs(BWD, p, cfgs)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+def test_bwd_bn192_nchw(dt):
+    """The NCHW backward data (the channels-last kernels on transposed copies) with 192-wide tiles: its find's twins."""
+    nchw_b = get_solver("ConvImplicitGemmHopperBwdNchw")
+    p = ProblemDescription.make("B", layout="NCHW", dtype=dt, **BWD_CASES["b_c192_k64_3x3"])
+    cfgs = [c for c in nchw_b.find_configs(p) if c and c["BN"] == 192]
+    check_configs(nchw_b, p, cfgs)

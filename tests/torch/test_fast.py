@@ -650,6 +650,9 @@ HOPPER_CASES = [
     ("F", dict(n=2, c=80, k=192, in_size=(13, 12), filter_size=3), dict(TMA=2, PERSIST=1, BN=192)),
     ("F", dict(n=2, c=64, k=192, in_size=(15, 13), filter_size=3, pads=1), dict(BN=192, OBUF=1),
      "ConvImplicitGemmHopperFwdTmaStore"),
+    # backward data's 192-wide tiles: dy's four stride phases over 48 of its channels (padded taps), the filter's tile
+    # as three MN-major boxes of 64 of dx's channels
+    ("B", dict(n=2, c=192, k=48, in_size=(17, 16), filter_size=3, pads=1, strides=2), dict(TMA=1, PERSIST=1, BN=192)),
     # the swapped-operand wrappers: the forward on the copies; backward data's filter rewrite from the filter's copy
     ("F", dict(n=2, c=64, k=72, in_size=(15, 13), filter_size=3, pads=1), dict(COOP=1, layout="NCHW"),
      "ConvImplicitGemmHopperFwdSwapNchw"),

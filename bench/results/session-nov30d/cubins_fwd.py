@@ -1,4 +1,5 @@
-"""Cubins of the kernels built from implicit_gemm_hopper_fwd.cu (Hopper F, the fused F, B, the TF32 B, the copy-engine
+"""(Session nov30d: session nov30c's script, run unchanged on the trees before and after backward data's 192-wide tiles.)
+Cubins of the kernels built from implicit_gemm_hopper_fwd.cu (Hopper F, the fused F, B, the TF32 B, the copy-engine
 store, the NCHW F and B) before and after the 192-wide tiles (session nov30c), per TREE: every distinct stored Hopper
 F/B config of the shipped DB on its first stored problem, and the find configs of other solvers and layers (padded
 taps, 32-deep and 32-wide tiles, TF32, split-K, the resident-B twins). BN = 192 configs (new) are left out."""

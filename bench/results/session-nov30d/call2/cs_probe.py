@@ -1,7 +1,8 @@
-"""Session nov30d, call 2: why the cluster split's time grows with SPLITK (call 1). The same tiles timed as the
-forward's non-persistent configs unsplit and split through the workspace (SPLITK 1, 2, 4, 8) and as the cluster split
-(2, 4, 8), isolated kernel time (CUDA graph replays), on three ResNet-50 layers at N = 32, FP16 NHWC. With --ncu, one
-run of each of three configs of 1024 -> 512 @14 for an Nsight Compute profile (no timing)."""
+"""Session nov30d, call 2 (run at commit 3441e71f, whose tree has the cluster split; it was reverted after): why the
+cluster split's time grows with SPLITK (call 1). The same tiles timed as the forward's non-persistent configs unsplit
+and split through the workspace (SPLITK 1, 2, 4, 8) and as the cluster split (2, 4, 8), isolated kernel time (CUDA
+graph replays), on three ResNet-50 layers at N = 32, FP16 NHWC. With --ncu, one run of each of three configs of 1024
+-> 512 @14 for an Nsight Compute profile (no timing)."""
 import sys
 from pathlib import Path
 
