@@ -9,9 +9,9 @@ only on a compute-capability 9.0 GPU; without a visible GPU (CPU tools, CI's NVR
 to the run.
 
 Tunables: BM (block rows, 64 x WGS x 1 or 2), BN (64, 128, 256: the wgmma N; 32 for a 16-bit forward of at most 32
-output channels; 192 for a 16-bit forward on the copy engine whose N is a multiple of 192, one m64 block a
-warpgroup), WGS (1 or 2 consumer warpgroups, each also loading unless WSPEC; or 3 with WSPEC, BM = 192 and
-BN <= 128), STAGES (shared-memory buffers, prefetch
+output channels; 192 for 16-bit data on the copy engine whose GEMM N is a multiple of 192 (backward data: dx's
+channels), one m64 block a warpgroup), WGS (1 or 2 consumer warpgroups, each also loading unless WSPEC; or 3 with
+WSPEC, BM = 192 and BN <= 128), STAGES (shared-memory buffers, prefetch
 distance STAGES - 2), PERSIST (1: persistent blocks; without TMA N <= BN, all of B resident in shared memory,
 streaming A), SPLITK (requested chunks of the K = C*Y*X reduction, grid.y; the kernel runs ceil(tiles / ceil(tiles /
 SPLITK)) of them, each writing FP32 partial tiles to the workspace, summed and cast by a second kernel; PERSIST = 0
@@ -480,7 +480,9 @@ def wide_twins(p: ProblemDescription, cfgs) -> list[dict]:
     otherwise): one tile covers three 64-wide column blocks where 128- and 256-wide tiles leave a third of their last
     tile idle. Measured on an H200 (bench/results/session-nov30c/call3/, FP16, N = 32,
     the 10 PADDED_C and NON_RESNET layers with N % 192 == 0, isolated kernel time): the best of both Hopper forwards'
-    find configs 0.932 -> 0.909 of cuDNN's best plan; Inception's 80 -> 192 @73 3x3 1.222 -> 1.002."""
+    find configs 0.932 -> 0.909 of cuDNN's best plan; Inception's 80 -> 192 @73 3x3 1.222 -> 1.002. Backward data (its
+    forward view's N, dx's channels; bench/results/session-nov30d/call1/sweep_b192.txt, the two NON_RESNET layers with
+    such dx, three passes): 0.844 -> 0.829."""
     if gemm_shape(p)[1] % 192:        # backward data: its forward view's N, dx's channels
         return []
     return twins(cfgs, lambda c: c.get("TMA") and c["BN"] != 192, BN=192)
