@@ -64,8 +64,8 @@ _ROWS: tuple[tuple[int, str, str | None, str], ...] = (
     (47, "ConvImplicitGemmHopperWrwTf32Rn", "implicit_gemm_hopper_wrw_tf32_rn:ImplicitGemmHopperWrwTf32Rn", "W"),
     (48, "ConvImplicitGemmHopperWrwTf32RnNchw", "implicit_gemm_hopper_nchw_wrw_tf32_rn:ImplicitGemmHopperWrwTf32RnNchw", "W"),
     (49, "ConvImplicitGemmHopperFwdTmaStore", "implicit_gemm_hopper_fwd_tma_store:ImplicitGemmHopperFwdTmaStore", "F"),
-    # 50: the forward split over a thread-block cluster (session nov30d), slower than the forward's own split at every
-    # split measured (bench/results/session-nov30d/call2/): retired before any record
+    # 50: the forward split over a thread-block cluster (session nov30d), slower than the forward's find configs on
+    # ResNet-50's small-grid layers (bench/results/session-nov30d/call1/, call6/): retired before any record
     (50, "ConvImplicitGemmHopperFwdClusterSplit", None, "F"),
 )
 
