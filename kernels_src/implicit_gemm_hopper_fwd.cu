@@ -652,6 +652,23 @@ __device__ __forceinline__ void tile_base(index_t m0, int& wb, int& hb, int& nb)
 #endif
 }
 
+#if B_MN || P_C % BK
+// the filter's K tile of channels c .. c + BK - 1 of tap `tap` to dst, completing on bar: B_MN, the reversed tap's
+// MN-major blocks of 64 n from n0 (one box of 32 n when BN = 32); else (padded taps) a box of w's 3-D map (C, Y*X, K)
+__device__ __forceinline__ void tma_filter_tile(u32 dst, const TmaMap* tmw, int tap, int c, int n0, u32 bar)
+{
+#if B_MN
+    const int a = tap / P_X, b = tap - a * P_X;
+    const int wt = (BW_R0 + (P_Y - 1 - a) * BW_SH) * BW_FX + BW_S0 + (P_X - 1 - b) * BW_SW;
+#pragma unroll
+    for(int j = 0; j < (BN + 63) / 64; ++j)
+        tma_tile_3d(dst + j * MNBLK, tmw, n0 + 64 * j, wt, c, bar);
+#else
+    tma_tile_3d(dst, tmw, c, tap, n0, bar);     // zeros past P_C
+#endif
+}
+#endif
+
 // Stage sn's copies of the K tile at kk (tap kk / C = (r, s), channels c .. c + 63), completing on bar: A as the
 // im2col box from the tile's first filter base (wb, hb, nb) at the tap's filter offset; B as the 64 x BN box of w's
 // rows n0 .. n0 + BN - 1, or (B_MN) as BN / 64 boxes of 64 n x 64 kk rows of the reversed tap's plane of the
@@ -683,14 +700,8 @@ __device__ __forceinline__ void tma_fill(u32 sn, u32 bar, const TmaMap* tmx, con
 #endif
 #if B_RES
     (void)tmw; (void)n0;
-#elif B_MN
-    const int a = tap / P_X, b = tap - a * P_X;
-    const int wt = (BW_R0 + (P_Y - 1 - a) * BW_SH) * BW_FX + BW_S0 + (P_X - 1 - b) * BW_SW;
-#pragma unroll
-    for(int j = 0; j < (BN + 63) / 64; ++j)            // one box of 32 n when BN = 32
-        tma_tile_3d(sn + A_BYTES + j * MNBLK, tmw, n0 + 64 * j, wt, c, bar);
-#elif P_C % BK
-    tma_tile_3d(sn + A_BYTES, tmw, c, tap, n0, bar);     // w as a 3-D map (C, Y*X, K): zeros past P_C
+#elif B_MN || P_C % BK
+    tma_filter_tile(sn + A_BYTES, tmw, tap, c, n0, bar);
 #else
     tma_tile_2d(sn + A_BYTES, tmw, kk, n0, bar);
 #endif
@@ -704,20 +715,12 @@ __device__ __forceinline__ void tma_fill_b(u32 sb0, u32 bar, const TmaMap* tmw)
 #pragma unroll 1
     for(int kt = 0; kt < KTILES; ++kt)
     {
-#if B_MN
 #if P_C % BK
         const int tap = kt / TAP_TILES, c = (kt - tap * TAP_TILES) * BK;
-#else
+        tma_filter_tile(sb0 + kt * B_BYTES, tmw, tap, c, 0, bar);
+#elif B_MN
         const int tap = kt * BK / P_C, c = kt * BK - tap * P_C;
-#endif
-        const int a = tap / P_X, b = tap - a * P_X;
-        const int wt = (BW_R0 + (P_Y - 1 - a) * BW_SH) * BW_FX + BW_S0 + (P_X - 1 - b) * BW_SW;
-#pragma unroll
-        for(int j = 0; j < (BN + 63) / 64; ++j)
-            tma_tile_3d(sb0 + kt * B_BYTES + j * MNBLK, tmw, 64 * j, wt, c, bar);
-#elif P_C % BK
-        const int tap = kt / TAP_TILES;
-        tma_tile_3d(sb0 + kt * B_BYTES, tmw, (kt - tap * TAP_TILES) * BK, tap, 0, bar);
+        tma_filter_tile(sb0 + kt * B_BYTES, tmw, tap, c, 0, bar);
 #else
         tma_tile_2d(sb0 + kt * B_BYTES, tmw, kt * BK, 0, bar);
 #endif

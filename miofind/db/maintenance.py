@@ -350,12 +350,12 @@ def prune_db(db: FindDB, *, dry_run: bool = False, stale: bool = True) -> PruneR
 # Re-keying the shipped file (`miofind db migrate-trust --db finddb/sm_90-132.sqlite`) leaves it in WAL mode, which a
 # read-only install directory cannot open: put it back with `PRAGMA journal_mode=DELETE`
 # (tests/cli/test_cli_db_readonly.py reads it from such a directory)
-HOPPER_F = "c5de84d0d00f37c5"           # implicit_gemm_hopper_fwd.cu: Hopper F, the fused F
-HOPPER_B = "bf76525cf7aa1c3c"           # Hopper B
-HOPPER_TMA_STORE = "9ca47d5624df2b58"   # the copy-engine-store F
-HOPPER_NCHW_F = "27b6c242d03ddcc8"      # the NCHW F
-HOPPER_NCHW_B = "63a1a471ef5da65b"      # the NCHW B
-HOPPER_TF32_B = "d513245d7bdecd16"      # the TF32 B
+HOPPER_F = "d6cf7ef49e83c884"           # implicit_gemm_hopper_fwd.cu: Hopper F, the fused F
+HOPPER_B = "60a002216d286e62"           # Hopper B
+HOPPER_TMA_STORE = "8c3f8c2db5498bb3"   # the copy-engine-store F
+HOPPER_NCHW_F = "0043537e4e3b21fc"      # the NCHW F
+HOPPER_NCHW_B = "1242d1c61788fd98"      # the NCHW B
+HOPPER_TF32_B = "707223c90240d89f"      # the TF32 B
 HOPPER_SOURCES = (HOPPER_F, HOPPER_B, HOPPER_TMA_STORE, HOPPER_NCHW_F, HOPPER_NCHW_B, HOPPER_TF32_B)
 
 
@@ -458,7 +458,12 @@ SOURCE_RENAMES = {"88c4490855edbe3c": "932ecfdffa26fafc",     # gemm_im2col.cu
                   # config has): the same kinds of configs, 305 kernels, byte-identical
                   # (bench/results/session-nov30d/cubins_fwd.txt)
                   **_hopper_renames("743c9abee3d8f68b", "4bee0c38372b22e3", "a018265d745135df",
-                                    "d6253cc6b2bf0638", "2002b46e71096445", "e4191c6f10e1974c")}
+                                    "d6253cc6b2bf0638", "2002b46e71096445", "e4191c6f10e1974c"),
+                  # then tma_fill's and tma_fill_b's filter boxes as one helper (tma_filter_tile): those 305 kernels
+                  # and 338 more of resident, 192-wide and copy-engine F and B configs, byte-identical
+                  # (bench/results/session-nov30d/cubins_filter_tile.txt)
+                  **_hopper_renames("c5de84d0d00f37c5", "bf76525cf7aa1c3c", "9ca47d5624df2b58",
+                                    "27b6c242d03ddcc8", "63a1a471ef5da65b", "d513245d7bdecd16")}
 # Hopper W's earlier digests are not renamed: the reduce-scatter cluster split changed the binaries of its CLUSTER > 1
 # configs (bench/results/session-wrw/cubins_w.txt), so records under them are re-measured; the shipped DB's were.
 # Since the programmatic dependent launches (griddepcontrol in the Hopper F/B/W kernels, solver versions bumped) the
