@@ -189,7 +189,7 @@ def run(a):
         split = [c for c in orig if wrw.split_geometry(p, c["SPLITK"])[0] > 1]
         red = []
         for c in split:
-            base = dict(c, ST16=0)
+            base = dict(c, ST16=0, CLUSTER=1)     # the cluster split's epilogue is not the one patched
             nt = wrw.tiles(p, base)
             effs = {wrw.split_geometry(p, c["SPLITK"])[0]}
             for blocks in (132, 264):
