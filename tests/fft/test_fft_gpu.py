@@ -237,8 +237,12 @@ def test_find_takes_the_prefetched_plans(direction, tmp_path, monkeypatch):
     and its preparation takes them from the pool: the pool holds none of them afterwards, no plan was made twice, and
     the solution verifies against the float64 reference; with MIOFIND_FFT_PREFETCH=0 the find starts no thread."""
     import miofind
+    from miofind import tiered
     from miofind.solvers import fft_cufft
     from miofind.solvers.fft_base import plan_specs
+    # an earlier test's background specialisation in this process may still make plans of its own problems (the
+    # GPU suite's run of session nov30e, call 5, counted two 3-D plans here): wait for them, and count this problem's
+    tiered.wait()
     made = []
     real = fft_cufft.InPlacePlan
 
@@ -260,5 +264,6 @@ def test_find_takes_the_prefetched_plans(direction, tmp_path, monkeypatch):
         started = res.timing["solver_prefetch"]
         assert started == ([SOLVER_OF[direction]] if switch == "1" else []), started
         keys = sorted(fft_cufft._plan_key(0, *s) for s in plan_specs(p))
-        assert sorted(fft_cufft._plan_key(0, *a) for a in made) == keys, made   # each made once: thread or preparation
+        mine = sorted(k for k in (fft_cufft._plan_key(0, *a) for a in made) if k in keys)
+        assert mine == keys, made   # each made once: thread or preparation
         assert not set(keys) & set(fft_cufft._pool) and not set(keys) & set(fft_cufft._making)
