@@ -15,11 +15,12 @@ from miofind.registry import get_solver
 WRW = get_solver("ConvImplicitGemmHopperWrw")
 TILES = ((64, 64, 1), (64, 128, 1), (128, 64, 1), (128, 64, 2), (128, 128, 2), (64, 256, 1), (256, 64, 2),
          (192, 64, 3))
-# (name, keywords): J = N*Ho*Wo of 147 (the last j tile's 19 pixels: rank 1's half wholly past J), 6272, 200, 675
+# J = N*Ho*Wo of 147 (the last j tile's 19 pixels: rank 1's half wholly past J), 6272, 200 (K = 72: an M tile partly
+# past K), 675 (C = 96: padded columns)
 CASES = {
     "1x1_j147": dict(n=3, c=128, k=192, in_size=(7, 7), filter_size=1),
     "r50_1024to512_14": dict(n=32, c=1024, k=512, in_size=(14, 14), filter_size=1),
-    "3x3_pad": dict(n=2, c=64, k=72, in_size=(10, 10), filter_size=3, pads=1),
+    "3x3_pad": dict(n=2, c=128, k=72, in_size=(10, 10), filter_size=3, pads=1),
     "3x3_s2_cpad": dict(n=3, c=96, k=128, in_size=(30, 30), filter_size=3, pads=1, strides=2),
 }
 
