@@ -35,11 +35,6 @@
 // offset, its 64 channels); zeros outside the image and past J, K. The maps are the last two arguments. B_DENSE = 1
 // (a 1x1 filter, stride 1, no padding: x is a dense J x C matrix): each 64-wide block of B is a 64 x 64 box of a
 // tiled map of x, as A's of dy.
-// Multicast pairs (MC = 2; TMA, CLUSTER = 1): the blocks of N tiles 2q and 2q + 1 of one M tile (consecutive blockIdx.x)
-// form a cluster and share A: each copies j-rows [r * 32, r * 32 + 32) of every 64-wide block of A (r: its cluster
-// rank) to that place in both blocks' stage, so each dy tile leaves L2 once per pair. A stage's full barrier waits for
-// all of its bytes, half of A arriving from the peer; its empty barrier counts one arrival per consumer warp of both
-// blocks, so neither producer refills a stage that a block of the pair still reads.
 #define WG_TRANS "1, 1"
 #include "implicit_gemm_hopper.cuh"
 
@@ -72,9 +67,6 @@
 #endif
 #ifndef CLUSTER
 #define CLUSTER 1
-#endif
-#ifndef MC
-#define MC 1            // 2 (TMA, CLUSTER = 1): cluster pairs of adjacent N tiles sharing A's copies (multicast)
 #endif
 #ifndef WSPEC
 #define WSPEC 0     // 1: a producer warpgroup loads, the WGS consumer warpgroups multiply
@@ -133,8 +125,6 @@ static_assert(XS_C == 1 && WS_C == 1 && YS_C == 1, "channels-last x, w and y");
 static_assert(YS_W == P_K && YS_H == P_WO * YS_W && YS_N == P_HO * YS_H, "dense NHWC dy");
 static_assert(WS_X == P_C && WS_Y == P_X * WS_X && WS_K == P_Y * WS_Y, "dense KYXC dw");
 static_assert(CLUSTER <= 8, "portable cluster size");
-static_assert(MC == 1 || (MC == 2 && TMA && CLUSTER == 1 && ((GEMM_NP + BN - 1) / BN) % MC == 0),
-              "multicast pairs: copy engine, no cluster split, an even count of N tiles");
 #define LDF (BN + 8)            // FP32 staging row (floats): 8 rows of a warp's float2 stores 8 banks apart
 static_assert(CLUSTER == 1 || BM * LDF * 4 <= STAGES * STAGE_BYTES, "the FP32 tile fits the pipeline's buffers");
 #define LDH (BN + 8)            // data_t staging row of ST16: 8 rows of a warp's 4-byte stores 4 banks apart
@@ -275,7 +265,7 @@ static_assert(!B_DENSE || (TMA && P_Y == 1 && P_X == 1 && P_SH == 1 && P_SW == 1
 #define TMA_PARAM
 #endif
 
-#if CLUSTER > 1 || MC > 1
+#if CLUSTER > 1
 __device__ __forceinline__ u32 cluster_rank() { u32 r; asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r)); return r; }
 __device__ __forceinline__ void cluster_sync()
 {
@@ -295,43 +285,11 @@ __device__ __forceinline__ float4 ld_peer4(u32 addr)
                  : "r"(addr) : "memory");
     return v;
 }
-#endif
-#if CLUSTER > 1
 // pieces of a rank's rows each consumer thread sums at once (every rank's loads in flight together)
 #define CL_U (16 / CLUSTER > 0 ? 16 / CLUSTER : 1)
 #define CLUSTER_DIMS __cluster_dims__(1, CLUSTER, 1)
-#elif MC > 1
-#define CLUSTER_DIMS __cluster_dims__(MC, 1, 1)
-#define EMPTY_COUNT (MC * NT_MMA / 32)
-// every thread of the pair's blocks (not .aligned: the producer's lanes may diverge)
-__device__ __forceinline__ void cluster_sync_all()
-{
-    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
-}
-// a consumer warp's release of a stage: its first lane arrives on the stage's empty barrier in both blocks
-__device__ __forceinline__ void release_stage(u32 bar)
-{
-    __syncwarp();
-    if((threadIdx.x & 31) == 0)
-#pragma unroll
-        for(u32 r = 0; r < MC; ++r)
-            asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(peer_addr(bar, r)) : "memory");
-}
-// a tiled box of a 2-D map, multicast to the same shared offset (and barrier offset) in both blocks of the pair
-__device__ __forceinline__ void tma_tile_2d_mc(u32 dst, const TmaMap* map, int c0, int c1, u32 bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-                 " [%0], [%1, {%2, %3}], [%4], %5;\n"
-                 ::"r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar),
-                 "h"((unsigned short)((1 << MC) - 1))
-                 : "memory");
-}
 #else
 #define CLUSTER_DIMS
-#endif
-#if MC == 1
-#define EMPTY_COUNT NT_MMA
-#define release_stage mbar_arrive
 #endif
 
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(NT, MIN_BLOCKS)
@@ -387,16 +345,13 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
         for(int s = 0; s < STAGES; ++s)
         {
             mbar_init(full0 + s * 8, TMA ? 1 : NT_LOAD);
-            mbar_init(empty0 + s * 8, EMPTY_COUNT);
+            mbar_init(empty0 + s * 8, NT_MMA);
         }
 #if TMA
         fence_mbar_init();
 #endif
     }
     __syncthreads();
-#if MC > 1
-    cluster_sync_all();      // both blocks' barriers are initialised before either copies into or arrives on them
-#endif
     const bool producer = wg == WGS;
     if(producer)
     {
@@ -417,18 +372,9 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
                 const int nb = (int)(q / P_HO);
 #endif
                 mbar_expect_tx(bar, STAGE_BYTES);
-#if MC > 1
-                // this rank's BJ / MC j-rows of each 64-wide block of A (dy's map boxes BJ / MC pixels), to both blocks
-                const u32 rk = cluster_rank();
-#pragma unroll
-                for(int a = 0; a < BM / 64; ++a)
-                    tma_tile_2d_mc(sn + a * MNBLK + rk * (BJ / MC) * 128, &tmdy, m0 + a * 64, (int)j0 + (int)rk * (BJ / MC),
-                                   bar);
-#else
 #pragma unroll
                 for(int a = 0; a < BM / 64; ++a)
                     tma_tile_2d(sn + a * MNBLK, &tmdy, m0 + a * 64, (int)j0, bar);
-#endif
 #pragma unroll
                 for(int b = 0; b < BN / 64; ++b)
                 {
@@ -484,15 +430,10 @@ igemm_hopper_wrw(const data_t* __restrict__ dy, const data_t* __restrict__ x, da
             mma_tile(acc, sa, sa + A_BYTES, wg);
             wgmma_wait<1>();                 // tile kt - 1's wgmma has completed: release its stage
             if(kt > 0)
-                release_stage(empty0 + ((kt - 1) % STAGES) * 8);
+                mbar_arrive(empty0 + ((kt - 1) % STAGES) * 8);
         }
         wgmma_wait<0>();
     }
-#if MC > 1
-    // the peer copies into this block and arrives on its barriers until its last stage: neither block moves on (and
-    // reuses the pipeline's buffers or exits) before both have consumed every stage
-    cluster_sync_all();
-#endif
 #else
     const bool producer = false;
 #pragma unroll

@@ -6,7 +6,7 @@ CLUSTER blocks of a thread-block cluster, each summing its share of the rows thr
 or both: each of the SPLITK chunks over a cluster, whose sum is the chunk's partial tile.
 
 Tunables: BM (64 x WGS x 1 or 2), BN (64, 128, 256), WGS (1, 2, or 3 with the copy engine: BM = 192, BN <= 128),
-STAGES (3-6),
+STAGES (3-6; 8 with the copy engine),
 SPLITK (requested reduction chunks; the kernel runs ceil(tiles / ceil(tiles / SPLITK)) of them),
 CLUSTER (1 to 8 blocks of a cluster sharing the reduction or a SPLITK chunk of it, each summing 1 / CLUSTER of
 the tiles' rows through distributed shared memory), WSPEC (1: a
@@ -16,9 +16,7 @@ producer's one thread copies each stage's tiles with the copy engine, tensor map
 value, ``miofind.tma``), ST16 (1, unsplit without a cluster:
 dw staged in shared memory and stored 16 bytes at a time instead of 4-byte pairs from the accumulators), RG (the
 split's reduce: thread groups of a block, each summing a range of the partial planes; derived from the split by
-red_groups, not searched; 4 in configs stored before it), MC (2, with TMA and CLUSTER = 1: the blocks of two adjacent N
-tiles of one M tile as a cluster pair, each copying half of the shared dy tile's pixels to both by multicast, so that
-dy leaves L2 once a pair; 1 in configs stored before it). STAGES runs to 12 with the copy engine (3-6 otherwise)."""
+red_groups, not searched; 4 in configs stored before it)."""
 
 from __future__ import annotations
 
@@ -33,7 +31,7 @@ from .implicit_gemm_hopper_base import (ARCH, SMEM_LIMIT, ImplicitGemmHopperBase
                                         problem_macros, split_chunks, split_factory, split_tries, threads, tma_fits,
                                         tma_padded, x_dense, x_im2col)
 
-KEYS = ("BM", "BN", "WGS", "STAGES", "SPLITK", "CLUSTER", "WSPEC", "TMA", "ST16", "RG", "MC")
+KEYS = ("BM", "BN", "WGS", "STAGES", "SPLITK", "CLUSTER", "WSPEC", "TMA", "ST16", "RG")
 CLUSTERS = (1, 2, 3, 4, 5, 6, 7, 8)
 BJ = 64                 # reduction (output pixel) rows per pipeline stage
 MAX_SPLITK = 256
@@ -41,6 +39,11 @@ MIN_JT_PER_SPLIT = 4    # a chunk of the reduction spans at least 4 j tiles (256
 RED_BLOCK = 256
 RED_GROUPS = (4, 8, 16, 32)     # RG: thread groups of a reduce block summing ranges of the splits (RED_GROUPS)
 WS_ALIGN = 256
+# stage counts by load kind (TMA 0, 1). The copy engine's 8 stages, on ResNet-50's W layers (FP16 NHWC, N = 32, H200):
+# the 8-stage twins of the find's and the shipped DB's configs took 64 -> 64 @56 3x3 to 0.808 of cuDNN from 0.852
+# (bench/results/session-nov30f/call2/); on the 1x1 stride-1 layers at 28, 14 and 7, 8 stages ran 1-11% faster than
+# 4-6 and than 10 or 12 (session-nov30e/call9/)
+STAGES_OK = {0: range(3, 7), 1: (3, 4, 5, 6, 8)}
 
 
 def wrw_shape(p: ProblemDescription) -> tuple[int, int, int]:
@@ -133,13 +136,8 @@ def cluster_splits(p: ProblemDescription, cfg, cluster: int) -> list[int]:
 
 
 def config_ok(p: ProblemDescription, cfg) -> bool:
-    bm, bn, wgs, st, sk, cl, ws, tm, s16, rg, mc = (cfg[k] for k in KEYS)
-    if wgs not in (1, 2, 3) or bn not in (64, 128, 256) or not 1 <= sk <= MAX_SPLITK:
-        return False
-    if st not in range(3, 13 if tm else 7):
-        return False
-    # multicast pairs: the copy engine's dy boxes, clusters of two adjacent N tiles (an even count of them)
-    if mc not in (1, 2) or mc == 2 and not (tm and cl == 1 and ceil_div(gemm_cols(p, cfg), bn) % 2 == 0):
+    bm, bn, wgs, st, sk, cl, ws, tm, s16, rg = (cfg[k] for k in KEYS)
+    if wgs not in (1, 2, 3) or bn not in (64, 128, 256) or st not in STAGES_OK[tm] or not 1 <= sk <= MAX_SPLITK:
         return False
     # three consumer warpgroups: 192-row tiles (a third more rows a block than 128, three quarters of 256), loaded by
     # the copy engine only (the cp.async loaders' rows do not divide 24 chunks), 64 accumulators a thread
@@ -226,9 +224,10 @@ def alternates(p: ProblemDescription, count: int | None = ALTERNATES, coef=None)
     return pool[:count]
 
 
-def space(p: ProblemDescription, stages=range(3, 7), loads=((0, 0), (1, 0), (1, 1))):
+def space(p: ProblemDescription, stages=STAGES_OK[1], loads=((0, 0), (1, 0), (1, 1))):
     """The config space: every tile, stage count and load kind ((WSPEC, TMA) pairs), each at the splits a tuning
-    tries (split_tries around default_split) and in clusters of 2 to 8 blocks at cluster_splits; valid configs only."""
+    tries (split_tries around default_split) and in clusters of 2 to 8 blocks at cluster_splits; valid configs only
+    (8 stages: the copy engine's)."""
     m, n, _ = wrw_shape(p)
     for bm in (64, 128, 192, 256):
         for bn in (64, 128, 256):
@@ -238,7 +237,7 @@ def space(p: ProblemDescription, stages=range(3, 7), loads=((0, 0), (1, 0), (1, 
                 for st in stages:
                     for ws, tm in loads:
                         cfg = {"BM": bm, "BN": bn, "WGS": wgs, "STAGES": st, "SPLITK": 1, "CLUSTER": 1,
-                               "WSPEC": ws, "TMA": tm, "ST16": 0, "RG": 4, "MC": 1}
+                               "WSPEC": ws, "TMA": tm, "ST16": 0, "RG": 4}
                         # validity does not depend on RG: the derived value never exceeds the planes
                         for c in split_tries(cfg, default_split(p, cfg), lambda s: split_geometry(p, s)[0],
                                              lambda c: config_ok(p, c)):
@@ -286,7 +285,6 @@ def default_tile(p: ProblemDescription) -> dict:
     cfg["TMA"] = 0
     cfg["ST16"] = 0
     cfg["RG"] = red_groups(p, cfg)
-    cfg["MC"] = 1
     tm = dict(cfg, WSPEC=1, TMA=1)
     cfg = tm if config_ok(p, tm) and (tma_fits(p) or padded_columns(p)) else cfg
     return dict(cfg, ST16=1) if config_ok(p, dict(cfg, ST16=1)) else cfg
@@ -302,7 +300,7 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
     config_keys = KEYS
     tile_ok = staticmethod(config_ok)
     # configs stored before the cluster split, WSPEC, TMA, ST16, RG (4: the reduce they ran)
-    legacy_defaults = {"CLUSTER": 1, "WSPEC": 0, "TMA": 0, "ST16": 0, "RG": 4, "MC": 1}
+    legacy_defaults = {"CLUSTER": 1, "WSPEC": 0, "TMA": 0, "ST16": 0, "RG": 4}
 
     def applicability(self, problem: ProblemDescription):
         base = super().applicability(problem)
@@ -352,7 +350,6 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
             "RED_GROUPS": cfg["RG"], **({"CLUSTER": cl, "JT_R": cluster_tiles(p, cfg["SPLITK"], cl)} if cl > 1 else {}),
             **({"WSPEC": 1} if cfg["WSPEC"] else {}), **({"TMA": 1} if cfg["TMA"] else {}),
             **({"ST16": 1} if cfg["ST16"] else {}), **({"B_DENSE": 1} if dense else {}),
-            **({"MC": cfg["MC"]} if cfg["MC"] > 1 else {}),
         }
         mac = tuple((k, str(v)) for k, v in mac.items())
         smem = smem_bytes(cfg)
@@ -367,8 +364,7 @@ class ImplicitGemmHopperWrw(ImplicitGemmHopperBase):
         ws_total = self.workspace_bytes(p, cfg)
         maps = None
         if cfg["TMA"]:      # dy as a dense J x K matrix (64 x 64 boxes), x's im2col map (64 pixels a box; dense x: tiled)
-            # (multicast pairs: each block copies BJ / MC pixels of the shared dy tile)
-            maps = (tma.MapCache(tma.TiledSpec(p.dtype, (m, wrw_shape(p)[2]), (m * 2,), (64, BJ // cfg["MC"]))),
+            maps = (tma.MapCache(tma.TiledSpec(p.dtype, (m, wrw_shape(p)[2]), (m * 2,), (64, BJ))),
                     tma.MapCache(x_dense(p, BJ) if dense else x_im2col(p, BJ)))
 
         factory = split_factory(self.id, main, kernels[1] if eff > 1 else None, maps, smem, ws_total)

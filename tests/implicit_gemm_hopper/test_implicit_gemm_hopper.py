@@ -706,6 +706,23 @@ def test_wrw_find_configs_alternates():
     assert list(WRW.config_space(p)) == list(hw.space(p)) and len(list(hw.space(p))) > 100
 
 
+def test_wrw_eight_stages(no_gpu_arch):
+    """8 stages with the copy engine only (its space holds them where the shared memory fits); 7 or more than 8
+    nowhere; an 8-stage 64 x 64 tile builds for sm_90a."""
+    p = _w(n=32, c=1024, k=512, in_size=(14, 14), filter_size=1)
+    c = {"BM": 64, "BN": 64, "WGS": 1, "STAGES": 8, "SPLITK": 1, "CLUSTER": 1, "WSPEC": 1, "TMA": 1, "ST16": 1, "RG": 4}
+    assert WRW.is_valid_config(p, c) and WRW.is_valid_config(p, dict(c, ST16=0, SPLITK=2))
+    assert not any(WRW.is_valid_config(p, dict(c, STAGES=s)) for s in (7, 9, 10, 12))
+    assert not WRW.is_valid_config(p, dict(c, TMA=0)) and WRW.is_valid_config(p, dict(c, TMA=0, STAGES=6))
+    assert not WRW.is_valid_config(p, dict(c, BM=256, BN=128, WGS=2, ST16=0))      # 8 x 48 KiB: over the SM
+    deep = [x for x in WRW.config_space(p) if x["STAGES"] == 8]
+    assert deep and all(x["TMA"] == 1 for x in deep) and {(64, 64), (64, 128), (128, 64)} <= {(x["BM"], x["BN"])
+                                                                                            for x in deep}
+    assert all(x is None or x["STAGES"] <= 6 for x in WRW.find_configs(p))       # the find's configs: unchanged
+    nvrtc_or_skip()
+    assert_cubins(WRW.get_solution(p, c).kernels, "sm_90a")
+
+
 def test_wrw_rejections(no_gpu_arch):
     base = dict(n=2, c=16, k=24, in_size=(9, 9), filter_size=3, pads=1)
     for kw, why in ((dict(c=12), "multiples of 8"), (dict(groups=2), "groups")):
@@ -767,6 +784,25 @@ def test_hopper_wrw_config_sample(name, dt):
     for cfg in [space[i] for i in sorted(picks)]:
         err, tol = check_solver(WRW, p, seed=zlib.crc32(repr(cfg).encode()) & 0xFFFF, config=cfg)
         assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ("FP16", "BF16"))
+@pytest.mark.parametrize("name", ("tail_mnk", "wide_c", "k320", "r50_1x1"))
+def test_hopper_wrw_eight_stages(name, dt):
+    """The copy engine's 8-stage configs of every tile the space holds at 8 stages, unsplit and split, against the
+    float64 reference."""
+    p = _w(dt, **WRW_CASES[name])
+    seen, ran = set(), 0
+    for cfg in WRW.config_space(p):
+        key = (cfg["BM"], cfg["BN"], cfg["WGS"], cfg["SPLITK"] > 1)
+        if cfg["STAGES"] != 8 or key in seen:
+            continue
+        seen.add(key)
+        err, tol = check_solver(WRW, p, seed=zlib.crc32(repr(cfg).encode()) & 0xFFFF, config=cfg)
+        assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
+        ran += 1
+    assert ran or name == "wide_c"
 
 
 @pytest.mark.gpu
