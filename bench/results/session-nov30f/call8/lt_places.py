@@ -57,6 +57,9 @@ def main():
                 e.pop("call"), e.pop("ws")
                 e["iso_us"], e["gpu_us"] = statistics.median(e["iso"]), statistics.median(e["gpu"])
             lt = [e for e in ents if e["kind"] == "lt"]
+            fails = [ln for ln in log.getvalue().splitlines() if ln.strip()]
+            if fails:
+                print(f"  {len(fails)} places failed; the first: {fails[0].strip()[:300]}", flush=True)
             cud = min(e["iso_us"] for e in ents if e["kind"] == "cudnn")
             cudg = min(e["gpu_us"] for e in ents if e["kind"] == "cudnn")
             first8 = min((e for e in lt if e["cfg"]["LT"] < 8), key=lambda e: e["iso_us"])
