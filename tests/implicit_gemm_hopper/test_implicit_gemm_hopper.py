@@ -802,7 +802,7 @@ def test_hopper_wrw_eight_stages(name, dt):
         err, tol = check_solver(WRW, p, seed=zlib.crc32(repr(cfg).encode()) & 0xFFFF, config=cfg)
         assert err <= tol, f"{p.key()} config={cfg}: relative error {err:.3g} > {tol:.1g}"
         ran += 1
-    assert ran or name == "wide_c"
+    assert ran >= 4         # wide_c (C = 264: padded columns) holds 4 such tiles, the others 8
 
 
 @pytest.mark.gpu
