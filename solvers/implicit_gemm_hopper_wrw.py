@@ -137,13 +137,13 @@ def cluster_splits(p: ProblemDescription, cfg, cluster: int) -> list[int]:
 
 def config_ok(p: ProblemDescription, cfg) -> bool:
     bm, bn, wgs, st, sk, cl, ws, tm, s16, rg = (cfg[k] for k in KEYS)
-    if wgs not in (1, 2, 3) or bn not in (64, 128, 256) or st not in STAGES_OK[tm] or not 1 <= sk <= MAX_SPLITK:
+    if wgs not in (1, 2, 3) or bn not in (64, 128, 256) or not 1 <= sk <= MAX_SPLITK:
         return False
     # three consumer warpgroups: 192-row tiles (a third more rows a block than 128, three quarters of 256), loaded by
     # the copy engine only (the cp.async loaders' rows do not divide 24 chunks), 64 accumulators a thread
     if wgs == 3 and not (bm == 192 and bn <= 128 and tm):
         return False
-    if ws not in (0, 1) or tm not in (0, 1) or s16 not in (0, 1) or rg not in RED_GROUPS:
+    if ws not in (0, 1) or tm not in (0, 1) or s16 not in (0, 1) or rg not in RED_GROUPS or st not in STAGES_OK[tm]:
         return False
     # ST16 stages the finished dw tile: the unsplit path only
     if s16 and (cl != 1 or split_geometry(p, sk)[0] != 1):

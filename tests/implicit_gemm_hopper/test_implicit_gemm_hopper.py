@@ -714,6 +714,7 @@ def test_wrw_eight_stages(no_gpu_arch):
     assert WRW.is_valid_config(p, c) and WRW.is_valid_config(p, dict(c, ST16=0, SPLITK=2))
     assert not any(WRW.is_valid_config(p, dict(c, STAGES=s)) for s in (7, 9, 10, 12))
     assert not WRW.is_valid_config(p, dict(c, TMA=0)) and WRW.is_valid_config(p, dict(c, TMA=0, STAGES=6))
+    assert not WRW.is_valid_config(p, dict(c, TMA=2)) and not WRW.is_valid_config(p, dict(c, TMA=[1]))   # no KeyError
     assert not WRW.is_valid_config(p, dict(c, BM=256, BN=128, WGS=2, ST16=0))      # 8 x 48 KiB: over the SM
     deep = [x for x in WRW.config_space(p) if x["STAGES"] == 8]
     assert deep and all(x["TMA"] == 1 for x in deep) and {(64, 64), (64, 128), (128, 64)} <= {(x["BM"], x["BN"])
