@@ -408,12 +408,36 @@ def needs_no_compilation(problem, solver: Solver, config) -> bool:
 
 
 def find_configs(dbs, dev: DeviceInfo, problem, solver: Solver, limit: int | None = None) -> list:
-    """The configs a find measures for a solver: its tuned PerfDB config, else its find configs (the
-    first ``limit`` of them when given)."""
+    """The configs a find measures for a solver: its tuned PerfDB config and, where it differs, the
+    default beside it (``beside_tuned``), else its find configs (the first ``limit`` of them when
+    given)."""
     cfg = tuned_config(dbs, dev, problem, solver)
     if cfg is not None:
-        return [cfg]
+        return [cfg] + beside_tuned(problem, solver, cfg)
     return list(solver.find_configs(problem, limit)) if limit else list(solver.find_configs(problem))
+
+
+def beside_tuned(problem, solver: Solver, tuned) -> list:
+    """[the default config as the solver's find lists it] where a find measures it beside ``tuned``, else []: for
+    an own solver whose tuned config is not its default (a cuDNN plan stands alone: listing plans costs a find more
+    than measuring one). A tuned config's lead can lie within another process's or machine's noise (session
+    nov30g: a GEMM split 1.8% ahead of the default in its tune measured 2-7% behind it in fresh processes on two
+    machines, and 26% behind in one find, which measured it alone), so a find that measures both never answers
+    slower than an untuned find would. Not where the default's kernels would compile and the tuned config's would
+    not."""
+    if solver.family == "cudnn":
+        return []
+    try:
+        first = solver.find_configs(problem, 1)[0]
+        default = solver.default_config(problem.as_conv()) if first is None else first
+    except Exception:       # noqa: BLE001  no default to set beside it: the tuned config alone
+        return []
+    if config_key(default) == config_key(tuned) or config_key(first) == config_key(tuned):
+        return []
+    # never a compilation the tuned config alone would not wait for (dynamic_hybrid's promise, a warm find's time)
+    if not needs_no_compilation(problem, solver, first) and needs_no_compilation(problem, solver, tuned):
+        return []
+    return [first]
 
 
 # -- failures recorded by earlier finds --------------------------------------------------------
@@ -467,7 +491,7 @@ def _prefetch_wait(problem) -> float:
 def settled_failures(dbs, dev: DeviceInfo, problem, cands) -> dict[str, Failure]:
     """{solver id: Failure} of the candidates a find need not measure again: their latest find failed
     under their current trust key and this CUDA major version, for every config a find would measure
-    now (the tuned PerfDB config, else the default; for a solver that lists its configs at find time,
+    now (the tuned PerfDB config and the default beside it, else the default; for a solver that lists its configs at find time,
     such as cuDNN's plans, any recorded one). Read from the user FindDB, then the system FindDB (whatever device
     string its rows carry, as its records are read): a DB built by finds and given as the system DB (a fleet's file,
     ``MIOFIND_SYSTEM_DB``) holds no record of the candidates its finds cut or failed, only these rows."""
@@ -481,7 +505,7 @@ def settled_failures(dbs, dev: DeviceInfo, problem, cands) -> dict[str, Failure]
             continue
         tuned = tuned_config(dbs, dev, problem, s, report=False)
         if tuned is not None:
-            need = {config_key(tuned)}
+            need = {config_key(c) for c in [tuned] + beside_tuned(problem, s, tuned)}
         elif type(s).find_configs is Solver.find_configs:
             need = {config_key(None)}
         else:

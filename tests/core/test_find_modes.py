@@ -590,3 +590,67 @@ def test_the_system_db_vouches_for_the_solvers_it_holds(env, tmp_path, monkeypat
     fastread._system.clear()
     api.find_solutions(q, mode="normal")
     assert len(benchmarked) == 2 and new.id in benchmarked[1]
+
+
+def _tuned_beside(url, monkeypatch, compiled=lambda p, s, cfg: True):
+    """(solver, tuned config, overlay): a tunable own candidate of P with a trusted PerfDB config other than its
+    default stored in the user DB at ``url``; ``compiled`` stands in for find.needs_no_compilation."""
+    from miofind.db.findb import PerfRecord
+    from miofind.db.handles import open_dbs
+    from miofind.db.base import config_key
+
+    monkeypatch.setattr(find, "needs_no_compilation", compiled)
+    tun = next(s for s in cands() if s.tunable and s.family != "cudnn")
+    default = tun.default_config(P.as_conv())
+    cfg = next(c for c in tun.config_space(P.as_conv()) if config_key(c) != config_key(default))
+    FindDB(url).store_perf([PerfRecord(DEV.db_name, P.key(), tun.id, cfg, 0.5, kernel_hash=trust_key(tun),
+                                       cuda_version="13.0")])
+    return tun, cfg, open_dbs(url, DEV)
+
+
+def test_a_find_measures_the_default_beside_a_tuned_config(env, monkeypatch):
+    benchmarked, url = env
+    tun, cfg, dbs = _tuned_beside(url, monkeypatch)
+    first = tun.find_configs(P, 1)[0]
+    assert find.find_configs(dbs, DEV, P, tun) == [cfg, first]
+    # a tuned config that is the default is measured once
+    same = tun.default_config(P.as_conv())
+    assert find.beside_tuned(P, tun, same) == [] and find.beside_tuned(P, tun, first) == []
+    # the benchmark is handed both
+    seen = {}
+
+    def fake_benchmark(problem, cands_, workspace_limit, verify, warmup, iters, seed, configs=None, **kw):
+        seen.update({s.id: configs(s) for s in cands_ if s.id == tun.id})
+        return [api.Solution(s.id, s.algorithm, 1.0, 0, None, True, problem) for s in cands_], [], False
+    monkeypatch.setattr(find, "benchmark", fake_benchmark)
+    api.find_solutions(P, mode="benchmark")
+    assert seen[tun.id] == [cfg, first]
+
+
+def test_no_default_beside_a_tuned_config_where_only_the_default_would_compile(env, monkeypatch):
+    benchmarked, url = env
+    tun, cfg, dbs = _tuned_beside(url, monkeypatch)
+    first = tun.find_configs(P, 1)[0]
+    monkeypatch.setattr(find, "needs_no_compilation", lambda p, s, c: c == cfg)
+    assert find.find_configs(dbs, DEV, P, tun) == [cfg]
+    monkeypatch.setattr(find, "needs_no_compilation", lambda p, s, c: False)     # both compile: both measured
+    assert find.find_configs(dbs, DEV, P, tun) == [cfg, first]
+
+
+def test_a_cudnn_plan_tuned_stands_alone():
+    cud = next(s for s in cands() if s.family == "cudnn")
+    assert find.beside_tuned(P, cud, {"engine": 1}) == []
+
+
+def test_a_failed_tuned_config_does_not_settle_the_default_beside_it(env, monkeypatch):
+    from miofind.results import Failure
+
+    benchmarked, url = env
+    tun, cfg, dbs = _tuned_beside(url, monkeypatch)
+    first = tun.find_configs(P, 1)[0]
+    failed = [Failure(tun.id, "launch", "CUDADriverError: CUDA_ERROR_LAUNCH_FAILED", config=cfg)]
+    find.record_failures(FindDB(url), DEV, P, [tun], failed, [])
+    assert tun.id not in find.settled_failures(dbs, DEV, P, [tun])      # the default beside it has not failed
+    failed.append(Failure(tun.id, "launch", "CUDADriverError: CUDA_ERROR_LAUNCH_FAILED", config=first))
+    find.record_failures(FindDB(url), DEV, P, [tun], failed, [])
+    assert tun.id in find.settled_failures(dbs, DEV, P, [tun])
