@@ -18,6 +18,11 @@ from miofind.reference import conv_reference
 P = ProblemDescription.make("F", n=2, c=16, k=32, in_size=(14, 14), filter_size=3, pads=1)
 
 
+def _solver(sid):
+    from miofind.registry import get_solver
+    return get_solver(sid)
+
+
 def _check_runs(sol, p=P):
     import cupy
 
@@ -47,7 +52,9 @@ def test_tune_stores_a_verified_config_and_find_uses_it(tmp_db):
     found = find_solutions(P, db=tmp_db)
     assert found.source == "db"
     ig = next(s for s in found if s.solver_id == "ConvImplicitGemmFwd")
-    assert ig.config == o.config and ig.verified
+    # the tuner's find measured the tuned config, and the default beside it where they differ: the faster is kept
+    beside = find.beside_tuned(P, _solver("ConvImplicitGemmFwd"), o.config)
+    assert ig.config in [o.config] + beside and ig.verified
     _check_runs(ig)
     assert t.tune_problem(P).status == "skipped"
 
@@ -108,3 +115,35 @@ def test_cli_tune_resumes_and_run_verifies(tmp_db, tmp_path):
     r = CliRunner().invoke(main, ["run", "conv", "-n", "2", "-c", "16", "-H", "14", "-W", "14", "-k", "32", "-y", "3",
                                   "-x", "3", "-p", "1", "-q", "1", "-F", "0", "-S", "0", "-V", "1"])
     assert r.exit_code == 0 and r.output.count("verifies") == 3, r.output
+
+
+@pytest.mark.gpu
+def test_a_find_answers_no_slower_than_the_default_beside_a_tuned_config(tmp_db, monkeypatch):
+    """A stored tuned config and the default beside it: the find keeps the faster. Each is timed alone first (the
+    default by a find of an empty DB, the tuned one by a find that sets nothing beside it); the find of both answers
+    within 15% of the faster of those, with one of the two configs."""
+    from miofind.db.findb import PerfRecord
+    from miofind.device import current_device
+    from miofind.trust import trust_key
+
+    dev, sid = current_device(), "ConvImplicitGemmFwd"
+    p = ProblemDescription.make("F", n=8, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1)
+    s = _solver(sid)
+    tuned = {"BM": 128, "BN": 128, "TM": 8, "TN": 8, "BK": 8, "STAGES": 3}      # half its tile past N = 64
+    assert s.is_valid_config(p.as_conv(), tuned) and tuned != s.default_config(p.as_conv())
+
+    def one(**kw):
+        (sol,) = [x for x in find_solutions(p, db=tmp_db, mode="benchmark", solvers=[sid], **kw) if x.solver_id == sid]
+        _check_runs(sol, p)
+        return sol
+    alone_default = one()
+    FindDB(tmp_db).store_perf([PerfRecord(dev.db_name, p.key(), sid, tuned, 0.001, kernel_hash=trust_key(s),
+                                          cuda_version=dev.cuda_version)])
+    with monkeypatch.context() as m:
+        m.setattr(find, "beside_tuned", lambda *a: [])
+        alone_tuned = one()
+    assert alone_tuned.config == tuned
+    both = one()
+    assert both.config in (tuned, *find.beside_tuned(p, s, tuned)), both.config
+    assert both.time_ms <= 1.15 * min(alone_default.time_ms, alone_tuned.time_ms), \
+        (both.time_ms, alone_default.time_ms, alone_tuned.time_ms)
