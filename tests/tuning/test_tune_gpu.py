@@ -53,8 +53,8 @@ def test_tune_stores_a_verified_config_and_find_uses_it(tmp_db):
     assert found.source == "db"
     ig = next(s for s in found if s.solver_id == "ConvImplicitGemmFwd")
     # the tuner's find measured the tuned config, and the default beside it where they differ: the faster is kept
-    beside = find.beside_tuned(P, _solver("ConvImplicitGemmFwd"), o.config)
-    assert ig.config in [o.config] + beside and ig.verified
+    s = _solver("ConvImplicitGemmFwd")
+    assert ig.config in (o.config, s.default_config(P.as_conv())) and ig.verified
     _check_runs(ig)
     assert t.tune_problem(P).status == "skipped"
 
@@ -144,6 +144,6 @@ def test_a_find_answers_no_slower_than_the_default_beside_a_tuned_config(tmp_db,
         alone_tuned = one()
     assert alone_tuned.config == tuned
     both = one()
-    assert both.config in (tuned, *find.beside_tuned(p, s, tuned)), both.config
+    assert both.config in (tuned, s.default_config(p.as_conv())), both.config     # the default as resolved
     assert both.time_ms <= 1.15 * min(alone_default.time_ms, alone_tuned.time_ms), \
         (both.time_ms, alone_default.time_ms, alone_tuned.time_ms)

@@ -180,6 +180,20 @@ def test_a_tune_killed_between_its_config_and_its_find_finds_on_resume(dbs):
     assert t.finder.calls == [[IGEMM.id]] and t.is_done(P)
 
 
+def test_a_find_record_of_the_default_beside_a_tuned_config_is_not_stale(dbs):
+    # a find measures the default beside the tuned config and keeps the faster: a record of the default stored after
+    # the tuned config is that find's answer; one stored before it is not
+    assert tuner(dbs, solvers=()).tune_problem(P).status == "done"
+    t = tuner(dbs, strategy="random", max_configs=4, seed=3, solvers=(IGEMM.id,))
+    out = t.tune_solver(P, IGEMM, FakeMeasurer(P))
+    assert out.config != IGEMM.default_config(P.as_conv())
+    (rec,) = [r for r in dbs.user.lookup(DEV.db_name, P.key()) if r.solver_id == IGEMM.id]
+    assert rec.config in (None, IGEMM.default_config(P.as_conv())) and [s.id for s in t.stale(P)] == [IGEMM.id]
+    (perf,) = dbs.user.lookup_perf(DEV.db_name, P.key(), IGEMM.id)
+    dbs.user.store([replace(rec, created_at=perf.created_at + 1)])
+    assert t.stale(P) == [] and t.is_done(P)
+
+
 def test_an_untrusted_find_record_is_benchmarked_again(dbs):
     assert tuner(dbs, solvers=()).tune_problem(P).status == "done"
     recs = dbs.user.lookup(DEV.db_name, P.key())
@@ -212,7 +226,7 @@ def test_find_uses_the_tuned_config(dbs, monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert trust.tuned_config(dbs, DEV, P, IGEMM) == out.config
-        assert find.find_configs(dbs, DEV, P, IGEMM) == [out.config]
+        assert find.find_configs(dbs, DEV, P, IGEMM) == [out.config] + find.beside_tuned(P, IGEMM, out.config)
     # a config that no longer validates is ignored with a warning; find uses the default
     (rec,) = dbs.user.lookup_perf(DEV.db_name, P.key(), IGEMM.id)
     dbs.user.store_perf([replace(rec, config={"BM": 3})])
