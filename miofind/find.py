@@ -491,10 +491,11 @@ def _prefetch_wait(problem) -> float:
 def settled_failures(dbs, dev: DeviceInfo, problem, cands) -> dict[str, Failure]:
     """{solver id: Failure} of the candidates a find need not measure again: their latest find failed
     under their current trust key and this CUDA major version, for every config a find would measure
-    now (the tuned PerfDB config and the default beside it, else the default; for a solver that lists its configs at find time,
-    such as cuDNN's plans, any recorded one). Read from the user FindDB, then the system FindDB (whatever device
-    string its rows carry, as its records are read): a DB built by finds and given as the system DB (a fleet's file,
-    ``MIOFIND_SYSTEM_DB``) holds no record of the candidates its finds cut or failed, only these rows."""
+    now (the tuned PerfDB config and the default beside it, else the default; for a solver that lists its
+    configs at find time, such as cuDNN's plans, any recorded one). Read from the user FindDB, then the system
+    FindDB (whatever device string its rows carry, as its records are read): a DB built by finds and given as the
+    system DB (a fleet's file, ``MIOFIND_SYSTEM_DB``) holds no record of the candidates its finds cut or failed, only
+    these rows."""
     rows = dbs.find_failures(dev.db_name, problem.key())
     if not rows:
         return {}
