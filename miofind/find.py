@@ -409,10 +409,12 @@ def needs_no_compilation(problem, solver: Solver, config) -> bool:
 
 def find_configs(dbs, dev: DeviceInfo, problem, solver: Solver, limit: int | None = None) -> list:
     """The configs a find measures for a solver: its tuned PerfDB config and, where it differs, the
-    default beside it (``beside_tuned``), else its find configs (the first ``limit`` of them when
-    given)."""
+    default beside it (``beside_tuned``), else its find configs; the first ``limit`` of them when
+    given (a find that leaves a solver's other configs to the background: ``Solver.configs_now``)."""
     cfg = tuned_config(dbs, dev, problem, solver)
     if cfg is not None:
+        if limit == 1:      # the default is then among the configs the background measures (config_listing)
+            return [cfg]
         return [cfg] + beside_tuned(problem, solver, cfg)
     return list(solver.find_configs(problem, limit)) if limit else list(solver.find_configs(problem))
 

@@ -613,6 +613,8 @@ def test_a_find_measures_the_default_beside_a_tuned_config(env, monkeypatch):
     tun, cfg, dbs = _tuned_beside(url, monkeypatch)
     first = tun.find_configs(P, 1)[0]
     assert find.find_configs(dbs, DEV, P, tun) == [cfg, first]
+    # a find that measures one config of a solver now leaves the default to the background's listing
+    assert find.find_configs(dbs, DEV, P, tun, 1) == [cfg]
     # a tuned config that is the default is measured once
     same = tun.default_config(P.as_conv())
     assert find.beside_tuned(P, tun, same) == [] and find.beside_tuned(P, tun, first) == []
