@@ -74,8 +74,9 @@ def user_records(p=P):
 
 @pytest.fixture
 def user_db(tmp_path, monkeypatch):
-    """A current-schema user DB with P's records, a tuned config and a find failure; MIOFIND_DB names it and
-    MIOFIND_SYSTEM_DB the shipped file."""
+    """A current-schema user DB with P's records, a tuned config and the find failures of the last candidate (its
+    shipped tuned config and the default a find measures beside it: both, so that they settle it); MIOFIND_DB names it
+    and MIOFIND_SYSTEM_DB the shipped file."""
     p = tmp_path / "user.sqlite"
     s, last = next(c for c in cands() if c.tunable), cands()[-1]
     with FindDB(str(SHIPPED), readonly=True, immutable=True) as sysdb:   # the config a find would measure
@@ -85,8 +86,9 @@ def user_db(tmp_path, monkeypatch):
         d.store_perf([PerfRecord(DEV.db_name, P.key(), s.id, dict(s.default_config(P.as_conv())), 0.5,
                                  kernel_hash=trust_key(s), cuda_version="13.0")])
         d.store_find_failures(DEV.db_name, P.key(), [last.id],
-                              [FindFailure(DEV.db_name, P.key(), last.id, cfg, "compile", "boom",
-                                           kernel_hash=trust_key(last), cuda_version="13.0")])
+                              [FindFailure(DEV.db_name, P.key(), last.id, c, "compile", "boom",
+                                           kernel_hash=trust_key(last), cuda_version="13.0")
+                               for c in [cfg] + find.beside_tuned(P, last, cfg)])
     monkeypatch.setenv("MIOFIND_DB", str(p))
     monkeypatch.setenv("MIOFIND_SYSTEM_DB", str(SHIPPED))
     # a FindDB of the shipped file that an earlier test in this process opened is kept by design
