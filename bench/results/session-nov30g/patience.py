@@ -24,7 +24,8 @@ def get(d):
 A = get(json.load(gzip.open(R / "session-nov30f/call7/tune_guided.json.gz")))
 B = get(json.load(open(R / "session-nov30g/call3/tune_long.json")))
 C = get(json.load(open(R / "session-nov30g/call8/tune_wide.json")))
-print("Hopper W tuned time per ResNet-50 W layer (FP16 NHWC, N=32, one H200 each; each tune's own final re-measure), us")
+print("Hopper W tuned time per ResNet-50 W layer (FP16 NHWC, N=32, one H200 each; each tune's own final re-measure), "
+      "us")
 print("nov30f call 7: 48 configs, 6 s, patience 8 | nov30g call 3: 96 configs, 14 s, patience 24 | "
       "nov30g call 8: re-tune from call 3, 400 configs, 15 s, patience 100")
 print(f"{'problem':42s} {'p8':>14s} {'p24':>14s} {'p100':>14s}")
@@ -45,6 +46,7 @@ def g(v):
     return math.exp(sum(map(math.log, v)) / len(v))
 
 
-print(f"geomean tuned time, patience 100 / patience 8: {g(r1):.3f} over {len(r1)}; / patience 24: {g(r2):.3f} over {len(r2)}")
-print(f"tune seconds for the solver: p8 {sum(v[2] for v in A.values()):.0f} s, p24 {sum(v[2] for v in B.values()):.0f} s, "
-      f"p100 {sum(v[2] for v in C.values()):.0f} s")
+print(f"geomean tuned time, patience 100 / patience 8: {g(r1):.3f} over {len(r1)}; / patience 24: {g(r2):.3f} "
+      f"over {len(r2)}")
+secs = [sum(v[2] for v in d.values()) for d in (A, B, C)]
+print(f"tune seconds for the solver: p8 {secs[0]:.0f} s, p24 {secs[1]:.0f} s, p100 {secs[2]:.0f} s")
