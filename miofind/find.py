@@ -421,25 +421,37 @@ def find_configs(dbs, dev: DeviceInfo, problem, solver: Solver, limit: int | Non
 
 def beside_tuned(problem, solver: Solver, tuned) -> list:
     """[the default config as the solver's find lists it] where a find measures it beside ``tuned``, else []: for
-    an own solver whose tuned config is not its default (a cuDNN plan stands alone: listing plans costs a find more
-    than measuring one). A tuned config's lead can lie within another process's or machine's noise (session
-    nov30g: a GEMM split 1.8% ahead of the default in its tune measured 2-7% behind it in fresh processes on two
-    machines, and 26% behind in one find, which measured it alone), so a find that measures both never answers
-    slower than an untuned find would. Not where the default's kernels would compile and the tuned config's would
-    not."""
-    if solver.family == "cudnn":
-        return []
-    try:
-        first = solver.find_configs(problem, 1)[0]
-        default = solver.default_config(problem.as_conv()) if first is None else first
-    except Exception:       # noqa: BLE001  no default to set beside it: the tuned config alone
-        return []
-    if config_key(default) == config_key(tuned) or config_key(first) == config_key(tuned):
+    an own solver whose tuned config is not its default (``_listed_default``; a cuDNN plan stands alone). A tuned
+    config's lead can lie within another process's or machine's noise (session nov30g: a GEMM split 1.8% ahead of
+    the default in its tune measured 2-7% behind it in fresh processes on two machines, and 26% behind in one find,
+    which measured it alone), so a find that measures both never answers slower than an untuned find would. Not
+    where the default's kernels would compile and the tuned config's would not."""
+    first, keys = _listed_default(problem, solver)
+    if not keys or config_key(tuned) in keys:
         return []
     # never a compilation the tuned config alone would not wait for (dynamic_hybrid's promise, a warm find's time)
     if not needs_no_compilation(problem, solver, first) and needs_no_compilation(problem, solver, tuned):
         return []
     return [first]
+
+
+def default_keys(problem, solver: Solver) -> set[str]:
+    """The config keys (as listed and as resolved) of the default that ``beside_tuned`` sets beside a tuned config of
+    ``solver``: what a find's record of it carries where the default was the faster; empty where none is set."""
+    return _listed_default(problem, solver)[1]
+
+
+def _listed_default(problem, solver: Solver) -> tuple:
+    """(the default config as an own solver's find lists it, {its config keys as listed and as resolved}), or (None,
+    set()) for a cuDNN plan (listing plans costs a find more than measuring one) or where the solver names none."""
+    if solver.family == "cudnn":
+        return None, set()
+    try:
+        first = solver.find_configs(problem, 1)[0]
+        default = solver.default_config(problem.as_conv()) if first is None else first
+    except Exception:       # noqa: BLE001  no default to set beside it: the tuned config alone
+        return None, set()
+    return first, {config_key(first), config_key(default)}
 
 
 # -- failures recorded by earlier finds --------------------------------------------------------

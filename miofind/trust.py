@@ -205,9 +205,9 @@ def first_trusted_perf(records, dev, problem, solver: Solver, *, where: str | No
     return None
 
 
-def tuned_config(dbs, dev, problem, solver: Solver, *, report: bool = True):
-    """The trusted, valid PerfDB config (user DB over system DB) of a tunable solver for this
-    problem, or None. A stored config that fails validity or comes from another trust key is
+def tuned_record(dbs, dev, problem, solver: Solver, *, report: bool = True):
+    """The trusted, valid PerfDB entry (user DB over system DB) of a tunable solver for this
+    problem, or None. A stored entry that fails validity or comes from another trust key is
     ignored, with a warning unless ``report`` is False."""
     if not solver.tunable:
         return None
@@ -215,5 +215,11 @@ def tuned_config(dbs, dev, problem, solver: Solver, *, report: bool = True):
         r = first_trusted_perf(recs, dev, problem, solver, where=f"{layer} PerfDB" if report else None,
                                consequence="using the default config until it is re-tuned")
         if r is not None:
-            return r.config
+            return r
     return None
+
+
+def tuned_config(dbs, dev, problem, solver: Solver, *, report: bool = True):
+    """The config of ``tuned_record``, or None."""
+    r = tuned_record(dbs, dev, problem, solver, report=report)
+    return None if r is None else r.config

@@ -179,19 +179,6 @@ class GpuMeasurer:
         return out
 
 
-def _default_keys(problem: ProblemDescription, solver: Solver) -> set[str]:
-    """The config keys of an own solver's default, as its find lists it (None) and as resolved: what a find's record
-    carries where the default measured beside a tuned config was the faster (``find.beside_tuned``)."""
-    if solver.family == "cudnn":
-        return set()
-    keys = {config_key(None)}
-    try:
-        keys.add(config_key(solver.default_config(problem.as_conv())))
-    except Exception:       # noqa: BLE001  no default to name
-        pass
-    return keys
-
-
 def matches_where(config, where: dict) -> bool:
     """Whether ``config`` (a dict) has each key of ``where`` at one of its allowed values."""
     return isinstance(config, dict) and all(k in config and config[k] in vals for k, vals in where.items())
@@ -277,7 +264,8 @@ class Tuner:
         """The candidates a find must benchmark: no trusted, verified user FindDB record, or a record
         measured with another config than the tuned one find would use now, except the default that a find
         measured beside it (``find.beside_tuned``: the record holds the faster), stored after that config."""
-        from ..find import trusted_solutions
+        from ..find import default_keys, trusted_solutions
+        from ..trust import tuned_record
 
         cands = self.candidates(problem) if cands is None else cands
         recs = {r.solver_id: r for r in self.dbs.user.lookup(self.dev.db_name, problem.key())}
@@ -285,22 +273,12 @@ class Tuner:
         for s in cands:
             r = recs.get(s.id)
             _, trusted = trusted_solutions([r] if r else [], self.dev, problem, [s], True, None)
-            tuned = self._tuned_record(problem, s) if trusted and s.tunable else None
+            tuned = tuned_record(self.dbs, self.dev, problem, s, report=False) if trusted else None
             if not trusted or (tuned is not None and config_key(r.config) != config_key(tuned.config)
-                               and not (config_key(r.config) in _default_keys(problem, s)
+                               and not (config_key(r.config) in default_keys(problem, s)
                                         and r.created_at >= tuned.created_at)):
                 out.append(s)
         return out
-
-    def _tuned_record(self, problem: ProblemDescription, solver: Solver) -> PerfRecord | None:
-        """The PerfDB entry whose config a find would use (``trust.tuned_config``'s), or None."""
-        from ..trust import first_trusted_perf
-
-        for _, recs in self.dbs.lookup_perf(self.dev.db_name, problem.key(), solver.id):
-            r = first_trusted_perf(recs, self.dev, problem, solver, where=None, consequence="")
-            if r is not None:
-                return r
-        return None
 
     def settled(self, problem: ProblemDescription, solver: Solver) -> bool:
         """Whether tuning ``solver`` again would be a repeat: it has a trusted config, or no config is
