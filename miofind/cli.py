@@ -613,7 +613,10 @@ def _devices(spec):
 @click.option("--devices", default=None, help="Local GPUs to use, one worker process each: 'all' or 0,1,...")
 @click.option("--enqueue", is_flag=True, help="Only queue the problems as jobs in --db for `miofind worker`s.")
 @click.option("--db", "db_url", default=None, help=DB_HELP)
-@click.option("--json-out", type=click.Path(dir_okay=False), default=None, help="Write every problem's outcome here.")
+@click.option("--json-out", type=click.Path(dir_okay=False), default=None,
+              help="Write every problem's outcome here, with each solver's search in order (trace: seconds, ms, "
+                   "config) and its budget's stop questions (checks), from which bench/tune_budget.py tells what a "
+                   "tighter budget would have kept.")
 @verbosity_options
 @click.argument("driver_args", nargs=-1, type=click.UNPROCESSED)
 def tune(torch_model, input_size, channels_last, tf32, model, batches, dtypes, layouts, direction, forw, file_, strategy,

@@ -53,3 +53,48 @@ def configs_to(batches: list[list[int]], times: list[float], within: float = 0.0
                 return {"config": done + j + 1, "batch": done + len(b)}
         done += len(b)
     return {"config": None, "batch": None}
+
+
+def replay_trace(trace: list, checks: list, *, max_configs: int | None = None, patience: int | None = None,
+                 max_seconds: float | None = None, run_options: dict | None = None) -> dict:
+    """Where a tighter budget would have stopped a search that was run: ``trace`` and ``checks`` are a tune's
+    ``Outcome.trace`` ((seconds, ms or None, config) per measured config, in order) and ``Outcome.checks``
+    ((configs tried, seconds) at each of the budget's stop questions). A strategy reads its budget only through those
+    questions (and ``room``, which cuts a batch at ``max_configs``), so with the same seed a search under a tighter
+    budget measures a prefix of the same configs: the one this returns, as {"tried", "best_ms", "best_config",
+    "seconds"} (the last measured config's batch time; best None where every config of the prefix failed). The best
+    is the search's own one-shot time, before the tuner's re-measure of the near-best configs. ``run_options``
+    (the run's TuneOptions as JSON): ValueError where a budget asked for is looser than the run's, which the trace
+    cannot answer."""
+    ro = run_options or {}
+    for name, v in (("max_configs", max_configs), ("patience", patience), ("max_seconds", max_seconds)):
+        r = ro.get(name)
+        if r is not None and (v is None or v > r):
+            raise ValueError(f"{name}={v!r}: looser than the run's {r!r}; a trace answers tighter budgets only")
+    n = len(trace) if max_configs is None else min(len(trace), max_configs)
+    best, since, tried = math.inf, 0, 0
+    stop = n
+    qs = iter(checks)
+    q = next(qs, None)
+    for i in range(n + 1):
+        # the budget's questions asked after i configs were measured (several where a batch came back empty)
+        while q is not None and q[0] == i:
+            if (max_seconds is not None and q[1] >= max_seconds) or (patience is not None and since >= patience):
+                stop = i
+                break
+            q = next(qs, None)
+        if stop == i or i == n:
+            break
+        t = trace[i][1]
+        t = math.inf if t is None else t
+        tried += 1
+        if t < best:
+            best, since = t, 0
+        else:
+            since += 1
+    stop = min(stop, tried)
+    pre = trace[:stop]
+    ok = [(e[1], j) for j, e in enumerate(pre) if e[1] is not None]
+    b = min(ok) if ok else None
+    return {"tried": stop, "best_ms": b[0] if b else None, "best_config": pre[b[1]][2] if b else None,
+            "seconds": pre[-1][0] if pre else 0.0}

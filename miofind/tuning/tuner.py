@@ -87,7 +87,9 @@ class TuneOptions:
 
 
 class Budget:
-    """Configs, seconds and patience left to one solver's search."""
+    """Configs, seconds and patience left to one solver's search. ``checks`` records each ``exhausted``
+    question as (configs tried, seconds since the start): where a tighter budget would have stopped the same
+    search (``replay.replay_trace``)."""
 
     def __init__(self, opts: TuneOptions, space_size: int) -> None:
         self.opts = opts
@@ -97,6 +99,7 @@ class Budget:
         self.since_best = 0
         self.best = INF
         self.space_size = space_size
+        self.checks: list[tuple[int, float]] = []
 
     def note(self, times) -> None:
         for t in times:
@@ -113,9 +116,11 @@ class Budget:
 
     def exhausted(self) -> bool:
         o = self.opts
+        secs = time.monotonic() - self.t0
+        self.checks.append((self.tried, round(secs, 4)))
         return (self.tried >= self.space_size
                 or (o.max_configs is not None and self.tried >= o.max_configs)
-                or (o.max_seconds is not None and time.monotonic() - self.t0 >= o.max_seconds)
+                or (o.max_seconds is not None and secs >= o.max_seconds)
                 or (o.patience is not None and self.since_best >= o.patience))
 
 
@@ -131,6 +136,11 @@ class Outcome:
     tried: int = 0
     failed: int = 0
     seconds: float = 0.0
+    # the search in order: (seconds since the solver's search started when the config's batch was measured, its
+    # time in ms or None where it failed, the config), and the budget's stop questions (Budget.checks); the final
+    # re-measure of the near-best configs is not in it
+    trace: list = field(default_factory=list)
+    checks: list = field(default_factory=list)
 
 
 @dataclass
@@ -399,12 +409,16 @@ class Tuner:
         budget = Budget(self.opts, len(space))
         khash, dev, key = self._trust_key(solver), self.dev, problem.key()
 
+        trace: list = []
+
         def evaluate(batch):
             batch = batch[:budget.room()]
             got = measurer.evaluate(solver, batch) if batch else []
             times, fails = [], []
+            secs = round(time.monotonic() - budget.t0, 4)
             for cfg, (t, why) in zip(batch, got):
                 results[config_key(cfg)] = (cfg, t)
+                trace.append((secs, t if t < INF else None, dict(cfg)))
                 times.append(t)
                 if why is not None:
                     fails.append(TuneFailure(dev.db_name, key, solver.id, cfg, why[0], why[1][:4000], khash))
@@ -443,7 +457,7 @@ class Tuner:
         if not ok:
             _log.info("%s %s: all %d config(s) tried failed", solver.id, key, len(results))
             return Outcome(solver.id, "all failed", tried=len(results), failed=nfail + failed_before,
-                           seconds=time.monotonic() - t0)
+                           seconds=time.monotonic() - t0, trace=trace, checks=budget.checks)
         best_t = ok[0][0]
         near = [results[k][0] for t, k in ok if t <= best_t * (1 + self.opts.near_best)]
         dk = config_key(default) if default else None
@@ -455,7 +469,7 @@ class Tuner:
         if not timed:
             _log.info("%s %s: every near-best config failed when measured again", solver.id, key)
             return Outcome(solver.id, "all failed", tried=len(results), failed=nfail + failed_before,
-                           seconds=time.monotonic() - t0)
+                           seconds=time.monotonic() - t0, trace=trace, checks=budget.checks)
         t, _, cfg = min(timed, key=lambda x: x[0])
         secs = time.monotonic() - t0
         self.dbs.user.store_perf([PerfRecord(
@@ -464,4 +478,4 @@ class Tuner:
             device_name=dev.name, package_version=__version__, kernel_hash=khash, cuda_version=dev.cuda_version)])
         _log.info("%s %s: tuned %s, %.4f ms (default %s) after %d config(s), %d failed, %.1f s", solver.id, key, cfg,
                   t, "n/a" if default_t is None else f"{default_t:.4f} ms", len(results), nfail, secs)
-        return Outcome(solver.id, "tuned", cfg, t, default_t, len(results), nfail, secs)
+        return Outcome(solver.id, "tuned", cfg, t, default_t, len(results), nfail, secs, trace, budget.checks)

@@ -344,3 +344,57 @@ def test_where_limits_the_search_to_matching_configs(dbs, strategy):
             parse_where(bad)
     with pytest.raises(ValueError, match="where="):
         TuneOptions(where={"WGS": []})
+
+
+@pytest.mark.parametrize("strategy", ["guided", "random", "exhaustive"])
+def test_a_trace_replays_a_tighter_budget_as_that_run_would_stop(tmp_path, strategy):
+    """A tune's trace (every config it measured, in order) and its budget's stop questions answer where a tighter
+    budget would have stopped: the same configs, the same best, as a run with that budget and seed."""
+    from miofind.tuning.replay import replay_trace
+
+    wrw = get_solver("ConvImplicitGemmHopperWrw")
+    p = ProblemDescription.make("W", n=32, c=256, k=256, in_size=(28, 28), filter_size=3, pads=1, layout="NHWC",
+                                dtype="FP16")
+
+    def run(name, **kw):
+        with FindDB(str(tmp_path / f"{name}.sqlite")) as user:
+            t = tuner(Overlay(user), strategy=strategy, seed=3, batch=16, **kw)
+            out = t.tune_solver(p, wrw, FakeMeasurer(p))
+            return out, [c for _, c in FakeMeasurer.calls][:out.tried]
+
+    loose, measured = run("loose", patience=60, max_configs=150)
+    assert len(loose.trace) == loose.tried == len(measured) and [e[2] for e in loose.trace] == measured
+    assert [e[1] for e in loose.trace] == [None if math.isinf(t) else t for t in (fake_time(wrw.id, c)
+                                                                                   for c in measured)]
+    assert loose.checks and all(a[0] <= b[0] for a, b in zip(loose.checks, loose.checks[1:]))
+    opts = {"patience": 60, "max_configs": 150}
+    assert replay_trace(loose.trace, loose.checks, run_options=opts, **opts)["tried"] == loose.tried
+    for kw in ({"patience": 4, "max_configs": 150}, {"patience": 12, "max_configs": 40}, {"patience": 60, "max_configs": 17}):
+        got = replay_trace(loose.trace, loose.checks, run_options=opts, **kw)
+        tight, m = run("p{patience}m{max_configs}".format(**kw), **kw)
+        assert got["tried"] == tight.tried and got["best_config"] in m
+        ok = [fake_time(wrw.id, c) for c in m if fake_time(wrw.id, c) < math.inf]
+        assert got["best_ms"] == min(ok)
+    with pytest.raises(ValueError, match="patience"):
+        replay_trace(loose.trace, loose.checks, run_options=opts, patience=61, max_configs=150)
+
+
+def test_a_trace_replays_a_time_budget_at_the_question_that_would_have_stopped():
+    from miofind.tuning.replay import replay_trace
+
+    trace = [(0.5, 3.0, {"a": 0}), (0.5, 2.0, {"a": 1}), (1.5, None, {"a": 2}), (1.5, 1.0, {"a": 3}),
+             (2.5, 0.5, {"a": 4})]
+    checks = [(2, 0.6), (4, 1.6), (5, 2.6)]
+    assert replay_trace(trace, checks, max_seconds=1.0) == {"tried": 4, "best_ms": 1.0, "best_config": {"a": 3},
+                                                             "seconds": 1.5}
+    assert replay_trace(trace, checks, max_seconds=0.5)["tried"] == 2
+    assert replay_trace(trace, checks)["tried"] == 5
+    # patience counts failures as configs without a gain, and is asked only where the search asked
+    trace2 = [(0.5, 3.0, {"a": 0}), (0.5, 2.0, {"a": 1}), (1.0, None, {"a": 2}), (1.5, 2.5, {"a": 3}),
+              (2.0, 0.5, {"a": 4})]
+    checks2 = [(2, 0.6), (3, 1.1), (4, 1.6), (5, 2.1)]
+    assert replay_trace(trace2, checks2, patience=1) == {"tried": 3, "best_ms": 2.0, "best_config": {"a": 1},
+                                                         "seconds": 1.0}
+    assert replay_trace(trace2, checks2, patience=2)["tried"] == 4
+    assert replay_trace(trace2, checks2[:1] + checks2[2:], patience=1)["tried"] == 4
+    assert replay_trace(trace2, checks2, patience=3)["tried"] == 5
