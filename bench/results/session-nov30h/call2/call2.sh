@@ -8,7 +8,7 @@ T0=$(date +%s)
 R=/tmp/r; rm -rf $R
 source scripts/device-env
 el() { echo $(( $(date +%s) - T0 )); }
-save() { gzip -kf $R/*.json 2>/dev/null; tar czf $OUT/r.tgz -C /tmp r --exclude='*.json'; }
+save() { gzip -kf $R/*.json 2>/dev/null; tar czf $OUT/r.tgz --exclude='*.json' -C /tmp r; }
 export CUPY_CACHE_DIR=/tmp/cupy2 MIOFIND_KERNEL_CACHE=/tmp/kc2 MIOFIND_SYSTEM_DB=none MIOFIND_DB=sqlite:////tmp/u2.sqlite
 timeout 300 python3 -m miofind tune --model resnet50 --batch 32 --dtype fp16 --layout NHWC --direction W \
   --tune-solver ConvImplicitGemmHopperWrw --strategy guided --max-configs 400 --max-seconds 15 --patience 100 \
