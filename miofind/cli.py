@@ -599,7 +599,9 @@ def _devices(spec):
                    "exhaustive (every config in order), model (the order a config-aware cost model predicts, "
                    "fastest first: `miofind db train-model --configs`; guided where none answers), or model_guided "
                    "(the model's first picks, then guided's descent, restarted in the model's order).")
-@click.option("--max-configs", type=int, default=16, show_default=True, help="At most this many configs per solver and problem.")
+@click.option("--max-configs", type=int, default=16, show_default=True,
+              help="At most this many configs per solver and problem. Without --max-configs and --patience, a solver "
+                   "may search more (its tune_budget: ConvImplicitGemmHopperWrw 400 configs, patience 48).")
 @click.option("--max-seconds", type=float, default=None, help="At most this long per solver and problem.")
 @click.option("--patience", type=int, default=8, show_default=True, help="Stop a search after this many configs without improvement.")
 @click.option("--tune-solver", "tune_solvers", multiple=True, help="Tune only these solver ids (repeatable; find still runs all).")
@@ -661,9 +663,12 @@ def tune(torch_model, input_size, channels_last, tf32, model, batches, dtypes, l
         enforce = env.find_enforce()
         if enforce.retune and not retune:
             _log.info("MIOPEN_FIND_ENFORCE=%s: re-tuning problems already tuned", enforce.action.upper())
+        ctx = click.get_current_context()
+        given = any(ctx.get_parameter_source(n) not in (click.core.ParameterSource.DEFAULT, None)
+                    for n in ("max_configs", "patience"))
         opts = TuneOptions(strategy=strategy, max_configs=max_configs, max_seconds=max_seconds, patience=patience,
                            retune=retune or enforce.retune, solvers=tuple(tune_solvers) or None, precompile=not no_precompile,
-                           where=parse_where(where) if where else None)
+                           where=parse_where(where) if where else None, solver_budgets=not given)
     except ValueError as e:
         _fail(str(e))
     if no_tune:

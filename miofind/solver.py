@@ -76,6 +76,10 @@ class Solver:
     directions: frozenset = frozenset("FBW")
     dtypes: frozenset = frozenset({"FP32", "FP16", "BF16"})
     tunable: bool = False
+    # (max_configs, patience) that a tuning of this solver searches at least, unless the user sets a budget: for a
+    # large space whose good configs lie far apart, where the tuner's default budget (16 configs, patience 8) stops
+    # early. None: the tuner's budget
+    tune_budget: tuple[int, int] | None = None
     # Bumped by hand when the Python-side launch logic changes (macros, launch geometry, workspace
     # layout): joins the trust key, so stored results of the old logic stop being trusted.
     version: int = 1

@@ -100,6 +100,10 @@ class ChannelsFirstHopper(Solver):
     def deterministic(self):
         return self.inner.deterministic
 
+    @property
+    def tune_budget(self):
+        return self.inner.tune_budget
+
     def library_versions(self):
         return self.inner.library_versions()
 

@@ -56,6 +56,9 @@ class TuneOptions:
     # the search (after the first batch) covers only configs whose value of each key is one of these (e.g. a new tile
     # shape: {"WGS": (3,)}); a config without the key does not match
     where: dict | None = None
+    # a solver's own budget (Solver.tune_budget) widens max_configs and patience for it, never narrows them; False:
+    # this budget for every solver (the CLI's --max-configs or --patience)
+    solver_budgets: bool = True
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -83,7 +86,17 @@ class TuneOptions:
     def as_json(self) -> dict:
         return {k: getattr(self, k) for k in ("strategy", "max_configs", "max_seconds", "patience", "near_best",
                                               "batch", "seed", "retune", "find", "solvers", "precompile",
-                                              "first_batch", "where")}
+                                              "first_batch", "where", "solver_budgets")}
+
+    def for_solver(self, solver: Solver) -> "TuneOptions":
+        """The options a tuning of ``solver`` searches under: its ``tune_budget`` widens max_configs and patience where
+        ``solver_budgets`` and the budget is not unlimited already."""
+        b = getattr(solver, "tune_budget", None)
+        if not (self.solver_budgets and b):
+            return self
+        mc, pat = b
+        return replace(self, max_configs=None if self.max_configs is None else max(self.max_configs, mc),
+                       patience=None if self.patience is None else max(self.patience, pat))
 
 
 class Budget:
@@ -141,6 +154,8 @@ class Outcome:
     # re-measure of the near-best configs is not in it
     trace: list = field(default_factory=list)
     checks: list = field(default_factory=list)
+    # the budget the search ran under (TuneOptions.for_solver): max_configs, patience, max_seconds
+    budget: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -298,7 +313,8 @@ class Tuner:
         if self.cached(problem, solver, report=False) is not None:
             return True
         space, failed = self.space(problem, solver)
-        return not space or (self.opts.max_configs is not None and len(failed) >= self.opts.max_configs)
+        mc = self.opts.for_solver(solver).max_configs
+        return not space or (mc is not None and len(failed) >= mc)
 
     def tune_problem(self, problem: ProblemDescription) -> ProblemOutcome:
         t0 = time.monotonic()
@@ -406,7 +422,9 @@ class Tuner:
         conv = problem.as_conv()
         default = solver.default_config(conv)
         results: dict[str, tuple[dict, float]] = {}
-        budget = Budget(self.opts, len(space))
+        opts = self.opts.for_solver(solver)
+        budget = Budget(opts, len(space))
+        ran = {"max_configs": opts.max_configs, "patience": opts.patience, "max_seconds": opts.max_seconds}
         khash, dev, key = self._trust_key(solver), self.dev, problem.key()
 
         trace: list = []
@@ -457,7 +475,7 @@ class Tuner:
         if not ok:
             _log.info("%s %s: all %d config(s) tried failed", solver.id, key, len(results))
             return Outcome(solver.id, "all failed", tried=len(results), failed=nfail + failed_before,
-                           seconds=time.monotonic() - t0, trace=trace, checks=budget.checks)
+                           seconds=time.monotonic() - t0, trace=trace, checks=budget.checks, budget=ran)
         best_t = ok[0][0]
         near = [results[k][0] for t, k in ok if t <= best_t * (1 + self.opts.near_best)]
         dk = config_key(default) if default else None
@@ -469,7 +487,7 @@ class Tuner:
         if not timed:
             _log.info("%s %s: every near-best config failed when measured again", solver.id, key)
             return Outcome(solver.id, "all failed", tried=len(results), failed=nfail + failed_before,
-                           seconds=time.monotonic() - t0, trace=trace, checks=budget.checks)
+                           seconds=time.monotonic() - t0, trace=trace, checks=budget.checks, budget=ran)
         t, _, cfg = min(timed, key=lambda x: x[0])
         secs = time.monotonic() - t0
         self.dbs.user.store_perf([PerfRecord(
@@ -478,4 +496,4 @@ class Tuner:
             device_name=dev.name, package_version=__version__, kernel_hash=khash, cuda_version=dev.cuda_version)])
         _log.info("%s %s: tuned %s, %.4f ms (default %s) after %d config(s), %d failed, %.1f s", solver.id, key, cfg,
                   t, "n/a" if default_t is None else f"{default_t:.4f} ms", len(results), nfail, secs)
-        return Outcome(solver.id, "tuned", cfg, t, default_t, len(results), nfail, secs, trace, budget.checks)
+        return Outcome(solver.id, "tuned", cfg, t, default_t, len(results), nfail, secs, trace, budget.checks, ran)

@@ -121,10 +121,13 @@ def test_tune_options_after_driver_args_and_find_enforce(tmp_db, monkeypatch):
     job, = JobQueue(FindDB(tmp_db)).jobs()
     assert job.problem_key == KEY_F
     assert (job.options["max_configs"], job.options["strategy"], job.options["retune"]) == (3, "random", False)
+    # a budget given on the command line holds for every solver; without one a solver may widen it (tune_budget)
+    assert job.options["solver_budgets"] is False
     monkeypatch.setenv("MIOPEN_FIND_ENFORCE", "DB_UPDATE")
     r = run("tune", *ARGS, "-F", "2", "--enqueue", "--db", tmp_db)
     assert r.exit_code == 0, r.output
     assert [j.options["retune"] for j in JobQueue(FindDB(tmp_db)).jobs()] == [False, True]
+    assert [j.options["solver_budgets"] for j in JobQueue(FindDB(tmp_db)).jobs()] == [False, True]
     monkeypatch.setenv("MIOPEN_FIND_ENFORCE", "DB_CLEAN")
     r = run("tune", *ARGS, "-F", "4", "--enqueue", "--db", tmp_db)
     assert r.exit_code == 1 and r.output.startswith("miofind: MIOPEN_FIND_ENFORCE='DB_CLEAN': DB_CLEAN is not supported")

@@ -258,7 +258,7 @@ def test_a_finds_alternatives_are_measured_first(dbs, strategy):
                                 dtype="FP16")
     alts = [c for c in wrw.find_configs(p) if c]
     assert len(alts) == 3
-    t = tuner(dbs, strategy=strategy, max_configs=8, seed=2, batch=4)
+    t = tuner(dbs, strategy=strategy, max_configs=8, seed=2, batch=4, solver_budgets=False)
     out = t.tune_solver(p, wrw, FakeMeasurer(p))
     measured = [c for _, c in FakeMeasurer.calls][:out.tried]      # after them: the best re-measured
     assert out.tried <= 8 and measured[:len(alts)] == alts
@@ -282,7 +282,7 @@ def test_a_retune_measures_the_stored_config_first(dbs):
                                     default_time_ms=0.03, strategy="guided", configs_tried=9, tune_seconds=1.0,
                                     device_name=DEV.name, package_version="0", kernel_hash="an-earlier-build",
                                     cuda_version=DEV.cuda_version)])
-    t = tuner(dbs, strategy="guided", max_configs=6, seed=1, batch=4, retune=True)
+    t = tuner(dbs, strategy="guided", max_configs=6, seed=1, batch=4, retune=True, solver_budgets=False)
     out = t.tune_solver(p, wrw, FakeMeasurer(p))
     first = [c for _, c in FakeMeasurer.calls][:4]
     assert wrw.legacy_config(old) in first and out.tried <= 6
@@ -358,7 +358,7 @@ def test_a_trace_replays_a_tighter_budget_as_that_run_would_stop(tmp_path, strat
 
     def run(name, **kw):
         with FindDB(str(tmp_path / f"{name}.sqlite")) as user:
-            t = tuner(Overlay(user), strategy=strategy, seed=3, batch=16, **kw)
+            t = tuner(Overlay(user), strategy=strategy, seed=3, batch=16, solver_budgets=False, **kw)
             out = t.tune_solver(p, wrw, FakeMeasurer(p))
             return out, [c for _, c in FakeMeasurer.calls][:out.tried]
 
@@ -398,3 +398,34 @@ def test_a_trace_replays_a_time_budget_at_the_question_that_would_have_stopped()
     assert replay_trace(trace2, checks2, patience=2)["tried"] == 4
     assert replay_trace(trace2, checks2[:1] + checks2[2:], patience=1)["tried"] == 4
     assert replay_trace(trace2, checks2, patience=3)["tried"] == 5
+
+
+def test_a_solvers_own_budget_widens_the_default_one_and_never_narrows_it():
+    wrw = get_solver("ConvImplicitGemmHopperWrw")
+    assert wrw.tune_budget == (400, 48) and get_solver("ConvImplicitGemmHopperWrwNchw").tune_budget == (400, 48)
+    assert get_solver("ConvImplicitGemmHopperBwd").tune_budget is None
+    o = TuneOptions(max_configs=16, patience=8, max_seconds=5.0)
+    w = o.for_solver(wrw)
+    assert (w.max_configs, w.patience, w.max_seconds) == (400, 48, 5.0)
+    assert o.for_solver(get_solver("ConvImplicitGemmHopperBwd")) is o
+    wide = TuneOptions(max_configs=1000, patience=None)
+    assert (wide.for_solver(wrw).max_configs, wide.for_solver(wrw).patience) == (1000, None)
+    fixed = TuneOptions(max_configs=16, patience=8, solver_budgets=False)
+    assert fixed.for_solver(wrw) is fixed
+    assert TuneOptions(**o.as_json()).solver_budgets is True
+
+
+@pytest.mark.parametrize("solver_budgets", [True, False])
+def test_a_tune_searches_under_the_solvers_budget_unless_told_not_to(dbs, solver_budgets):
+    wrw = get_solver("ConvImplicitGemmHopperWrw")
+    p = ProblemDescription.make("W", n=32, c=256, k=256, in_size=(28, 28), filter_size=3, pads=1, layout="NHWC",
+                                dtype="FP16")
+    t = tuner(dbs, strategy="random", max_configs=16, patience=8, seed=1, solver_budgets=solver_budgets)
+    out = t.tune_solver(p, wrw, FakeMeasurer(p))
+    if solver_budgets:
+        assert out.budget == {"max_configs": 400, "patience": 48, "max_seconds": None}
+        # random times: the search runs until 48 configs in a row bring no gain, well past 16
+        assert 16 + 48 <= out.tried <= 400
+    else:
+        assert out.budget == {"max_configs": 16, "patience": 8, "max_seconds": None} and out.tried <= 16
+    assert len(out.trace) == out.tried
