@@ -61,9 +61,10 @@ def main() -> int:
                 if full["best_ms"] is None:
                     continue
                 problems[s["solver_id"]] += 1
+                ran = s.get("budget") or opts       # the solver's own budget where it widened the run's
                 for i, b in enumerate(budgets):
-                    kw = {"max_seconds": opts.get("max_seconds"), **b}
-                    got = replay_trace(trace, checks, run_options=opts, **kw)
+                    kw = {"max_seconds": ran.get("max_seconds"), **b}
+                    got = replay_trace(trace, checks, run_options=ran, **kw)
                     ratio = got["best_ms"] / full["best_ms"] if got["best_ms"] else math.inf
                     rows[s["solver_id"]][i].append((ratio, got["tried"], got["seconds"]))
     lines = [f"# What a tighter budget keeps: {', '.join(Path(p).name for p in a.runs)}", "",
