@@ -70,7 +70,8 @@ def main() -> int:
     lines = [f"# What a tighter budget keeps: {', '.join(Path(p).name for p in a.runs)}", "",
              "best one-shot time a budget reaches / the wide run's best (geomean over problems); within 2%: problems "
              "it reaches within 2% of that best; configs and search seconds summed over problems.", "",
-             "| solver | problems | budget (configs/patience[/s]) | best / wide best | within 2% | configs | search s |",
+             "| solver | problems | budget (configs/patience[/s]) | best / wide best | within 2% | configs "
+             "| search s |",
              "| --- | ---: | --- | ---: | ---: | ---: | ---: |"]
     for sid in sorted(rows):
         for i, b in enumerate(budgets):

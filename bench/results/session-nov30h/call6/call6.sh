@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Session nov30h, call 6 (any sm_90): the same-run W of call 4 again in a new process (on call 5's machine, still held; new caches), reading call 4's
-# user DB (ResNet-50's W tuned with `miofind tune`'s default budget and the Hopper W solver's own; no system DB).
+# Session nov30h, call 6 (any sm_90): the same-run W of call 4 again in a new process (on call 5's machine, still
+# held; new caches), reading call 4's user DB (ResNet-50's W tuned with `miofind tune`'s default budget and the Hopper
+# W solver's own; no system DB).
 set -uo pipefail
 T0=$(date +%s)
 R=/tmp/r; rm -rf $R
