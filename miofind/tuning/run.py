@@ -185,7 +185,8 @@ def worker_loop(db_url: str, *, name: str | None = None, lease_s: float = 600.0,
         t = threading.Thread(target=renew, daemon=True)
         t.start()
         try:
-            opts = TuneOptions(**{k: v for k, v in job.options.items() if k in known})
+            # a job queued before solvers had budgets of their own runs the budget it was queued with
+            opts = TuneOptions(**{"solver_budgets": False, **{k: v for k, v in job.options.items() if k in known}})
             problem = ProblemDescription.from_key(job.problem_key)
             event(f"{name}: job {job.id} {job.problem_key}")
             _log.debug("%s: claimed job %s %s", name, job.id, job.problem_key)

@@ -110,10 +110,24 @@ def test_worker_loop_runs_jobs_until_idle(any_url):
     fake = _FakeTuner(fail_keys=[keys[1]])
     n = worker_loop(any_url, name="w", idle_exit=0.0, poll_s=0.01, tuner_factory=fake, event=lambda m: None)
     assert n == 2 and fake.opts.strategy == "random" and fake.opts.max_configs == 4
+    # queued before solvers had budgets of their own: the budget it was queued with, for every solver
+    assert fake.opts.solver_budgets is False
     with FindDB(any_url) as d:
         c = JobQueue(d).counts()
     # the failing job went back to the queue twice, then failed for good after its third attempt
     assert c["done"] == 2 and c["failed"] == 1 and fake.seen.count(keys[1]) == 3
+
+
+def test_a_job_queued_without_a_budget_lets_solvers_widen_it(any_url):
+    from miofind.problem import ProblemDescription
+    from miofind.tuning import TuneOptions
+
+    with FindDB(any_url) as d:
+        JobQueue(d).enqueue([ProblemDescription.make("F", n=1, c=8, k=8, in_size=(8, 8)).key()],
+                            TuneOptions(max_configs=16, patience=8).as_json())
+    fake = _FakeTuner()
+    assert worker_loop(any_url, name="w", idle_exit=0.0, poll_s=0.01, tuner_factory=fake, event=lambda m: None) == 1
+    assert fake.opts.solver_budgets is True and fake.opts.max_configs == 16
 
 
 def test_bad_job_options_fail_the_job_not_the_worker(any_url):
