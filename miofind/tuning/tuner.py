@@ -417,12 +417,13 @@ class Tuner:
         if not space:
             _log.info("%s %s: no valid config left to try (%d failed before)", solver.id, problem.key(), failed_before)
             return Outcome(solver.id, "no valid config", failed=failed_before)
-        _log.debug("%s %s: %d config(s) to search, strategy %s", solver.id, problem.key(), len(space),
-                   self.opts.strategy)
+        opts = self.opts.for_solver(solver)
+        _log.debug("%s %s: %d config(s) to search, strategy %s, at most %s configs, patience %s%s", solver.id,
+                   problem.key(), len(space), opts.strategy, opts.max_configs, opts.patience,
+                   " (the solver's own budget)" if opts is not self.opts else "")
         conv = problem.as_conv()
         default = solver.default_config(conv)
         results: dict[str, tuple[dict, float]] = {}
-        opts = self.opts.for_solver(solver)
         budget = Budget(opts, len(space))
         ran = {"max_configs": opts.max_configs, "patience": opts.patience, "max_seconds": opts.max_seconds}
         khash, dev, key = self._trust_key(solver), self.dev, problem.key()
