@@ -126,3 +126,48 @@ def test_gpu_script_rejects_bad_options(tmp_path):
         g.problems(["nope"])
     with pytest.raises(SystemExit, match="--model"):
         g.main(["--out", str(tmp_path), "--model", str(tmp_path / "missing.npz"), "--replay", "x"])
+
+
+def test_the_budget_table_replays_each_tuned_solvers_search(tmp_path):
+    """bench/tune_budget.py on a tune's --json-out (a tune on the CPU with synthetic times): per solver and budget, the
+    best the budget keeps over the run's own best, the configs it measures; a budget wider than the run's is refused."""
+    import dataclasses
+    import subprocess
+    import sys
+
+    from fakes import DEV, FakeMeasurer, fake_finder, fake_time
+    from miofind.db import FindDB
+    from miofind.db.system import Overlay
+    from miofind.tuning import Tuner, TuneOptions
+    from miofind.tuning.replay import replay_trace
+
+    opts = TuneOptions(strategy="random", max_configs=120, patience=40, seed=5, solvers=("ConvImplicitGemmHopperWrw",),
+                       solver_budgets=False)
+    outs = []
+    with FindDB(str(tmp_path / "u.sqlite")) as u:
+        dbs = Overlay(u)
+        t = Tuner(dbs, DEV, opts, measurer=FakeMeasurer, finder=fake_finder(dbs))
+        for c in (128, 256):
+            p = ProblemDescription.make("W", n=32, c=c, k=c, in_size=(28, 28), filter_size=3, pads=1, layout="NHWC",
+                                        dtype="FP16")
+            outs.append(dataclasses.asdict(t.tune_problem(p)))
+    run = tmp_path / "tune.json"
+    run.write_text(json.dumps({"options": opts.as_json(), "outcomes": outs}))
+    searches = [s for o in outs for s in o["solvers"]]
+    assert len(searches) == 2 and all(s["budget"] == {"max_configs": 120, "patience": 40, "max_seconds": None}
+                                      for s in searches)
+    got = subprocess.run([sys.executable, str(ROOT / "bench" / "tune_budget.py"), str(run), "--budgets", "16/8,120/40",
+                          "--out", str(tmp_path / "b.md")], capture_output=True, text=True, cwd=ROOT)
+    assert got.returncode == 0, got.stderr
+    rows = [r.split("|") for r in (tmp_path / "b.md").read_text().splitlines() if "ConvImplicitGemmHopperWrw" in r]
+    tight, full = ([x.strip() for x in r] for r in rows)
+    assert full[3] == "120/40" and full[4] == "1.000" and full[5] == "2" and int(full[6]) == sum(s["tried"]
+                                                                                                   for s in searches)
+    ratio = 1.0
+    for s in searches:
+        b = replay_trace(s["trace"], s["checks"], max_configs=16, patience=8)
+        ratio *= b["best_ms"] / min(fake_time(s["solver_id"], e[2]) for e in s["trace"] if e[1] is not None)
+    assert tight[3] == "16/8" and tight[4] == f"{ratio ** 0.5:.3f}" and int(tight[6]) <= 32
+    wide = subprocess.run([sys.executable, str(ROOT / "bench" / "tune_budget.py"), str(run), "--budgets", "400/40"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert wide.returncode != 0 and "looser than the run's" in wide.stderr
