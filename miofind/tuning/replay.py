@@ -71,28 +71,24 @@ def replay_trace(trace: list, checks: list, *, max_configs: int | None = None, p
         r = ro.get(name)
         if r is not None and (v is None or v > r):
             raise ValueError(f"{name}={v!r}: looser than the run's {r!r}; a trace answers tighter budgets only")
-    n = len(trace) if max_configs is None else min(len(trace), max_configs)
-    best, since, tried = math.inf, 0, 0
-    stop = n
+    stop = len(trace) if max_configs is None else min(len(trace), max_configs)
+    best, since = math.inf, 0
     qs = iter(checks)
     q = next(qs, None)
-    for i in range(n + 1):
+    for i in range(stop + 1):
         # the budget's questions asked after i configs were measured (several where a batch came back empty)
         while q is not None and q[0] == i:
             if (max_seconds is not None and q[1] >= max_seconds) or (patience is not None and since >= patience):
                 stop = i
                 break
             q = next(qs, None)
-        if stop == i or i == n:
+        if i == stop:
             break
-        t = trace[i][1]
-        t = math.inf if t is None else t
-        tried += 1
+        t = math.inf if trace[i][1] is None else trace[i][1]
         if t < best:
             best, since = t, 0
         else:
             since += 1
-    stop = min(stop, tried)
     pre = trace[:stop]
     ok = [(e[1], j) for j, e in enumerate(pre) if e[1] is not None]
     b = min(ok) if ok else None
