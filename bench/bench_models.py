@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -40,7 +41,14 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 MODELS = ("resnet50", "mobilenet_v2", "inception_v3")
-OTHER_MODELS = ("vgg16", "resnext101_32x8d", "mobilenet_v3_large")   # on request: biases (fused epilogue); groups; SE
+OTHER_MODELS = ("vgg16", "resnext101_32x8d", "mobilenet_v3_large",  # on request: biases (fused epilogue); groups; SE
+                "convnext_tiny")                                     # depthwise 7x7 with biases, LayerNorm, GELU
+# on request, models of other dimensions: torchvision.models.video (3D convolutions; clips of 16 x 112 x 112, 400
+# classes, AMP in channels_last_3d) and torchaudio's wav2vec 2.0 base (1D: its feature encoder's seven strided
+# convolutions and the grouped 128-tap positional convolution under weight norm; 2 s of 16 kHz audio, a 1000-way
+# frame-averaged head; AMP leaves it channels-first)
+VIDEO_MODELS = ("r3d_18", "r2plus1d_18", "mc3_18")
+AUDIO_MODELS = ("wav2vec2_base",)
 CONFIGS = ("train32-fp32", "train32-amp", "infer1-fp32", "infer1-amp", "infer32-fp32", "infer32-amp")
 TF32_CONFIGS = ("train32-tf32", "infer1-tf32", "infer32-tf32",     # on request
                 "train32-tf32cl", "infer1-tf32cl", "infer32-tf32cl",
@@ -48,6 +56,7 @@ TF32_CONFIGS = ("train32-tf32", "infer1-tf32", "infer32-tf32",     # on request
 _NCHW_AMP = [False]  # AMP with the model and input left channels-first (-ampnchw), set by ``parse``
 _TF32 = [False]     # cuDNN's TF32 convolutions, set by ``parse`` for a -tf32 or -tf32cl configuration
 _CL = [False]       # channels_last without autocast (-tf32cl), set by ``parse``
+_CONVERTED = [None]  # the last miofind.torch.convert's (swapped, left), set by ``prepare``
 
 
 def _torch():
@@ -63,6 +72,19 @@ def build(name: str, seed: int = 0):
     import torchvision
 
     torch.manual_seed(seed)
+    if name in VIDEO_MODELS:
+        return getattr(torchvision.models.video, name)(weights=None).cuda()
+    if name in AUDIO_MODELS:
+        import torchaudio
+
+        class FrameAveraged(torch.nn.Module):
+            def __init__(self, inner):
+                super().__init__()
+                self.inner = inner
+
+            def forward(self, x):
+                return self.inner(x)[0].mean(1)
+        return FrameAveraged(getattr(torchaudio.models, name)(aux_num_out=1000)).cuda()
     kw = dict(aux_logits=False, init_weights=True) if name == "inception_v3" else {}
     return getattr(torchvision.models, name)(weights=None, **kw).cuda()
 
@@ -77,32 +99,45 @@ def parse(config: str):
     return kind.startswith("train"), int(kind.lstrip("trainfer")), prec in ("amp", "ampnchw")
 
 
-def channels_last(amp: bool) -> bool:
-    """Whether the model and input go channels_last: AMP (but -ampnchw) and -tf32cl."""
-    return (amp and not _NCHW_AMP[0]) or _CL[0]
+def channels_last(amp: bool, name: str = "") -> bool:
+    """Whether the model and input go channels_last: AMP (but -ampnchw) and -tf32cl; never the 1D audio model."""
+    return ((amp and not _NCHW_AMP[0]) or _CL[0]) and name not in AUDIO_MODELS
+
+
+def memory_format(name: str):
+    """The channels-last format of the model's activations: channels_last_3d for the video models."""
+    torch = _torch()
+    return torch.channels_last_3d if name in VIDEO_MODELS else torch.channels_last
 
 
 def inputs(name: str, batch: int, amp: bool, steps: int, seed: int = 1):
     torch = _torch()
-    size = 299 if name == "inception_v3" else 224
     g = torch.Generator(device="cuda").manual_seed(seed)
-    xs = [torch.randn(batch, 3, size, size, device="cuda", generator=g) for _ in range(steps)]
-    if channels_last(amp):
-        xs = [x.to(memory_format=torch.channels_last) for x in xs]
-    ys = [torch.randint(0, 1000, (batch,), device="cuda", generator=g) for _ in range(steps)]
+    if name in VIDEO_MODELS:
+        shape, classes = (batch, 3, 16, 112, 112), 400
+    elif name in AUDIO_MODELS:
+        shape, classes = (batch, 32000), 1000
+    else:
+        size = 299 if name == "inception_v3" else 224
+        shape, classes = (batch, 3, size, size), 1000
+    xs = [torch.randn(*shape, device="cuda", generator=g) for _ in range(steps)]
+    if channels_last(amp, name):
+        xs = [x.to(memory_format=memory_format(name)) for x in xs]
+    ys = [torch.randint(0, classes, (batch,), device="cuda", generator=g) for _ in range(steps)]
     return xs, ys
 
 
-def prepare(model, train: bool, amp: bool, backend: str):
+def prepare(model, train: bool, amp: bool, backend: str, name: str = ""):
     """The model set up for one side: channels_last for AMP (and -tf32cl), train/eval, converted for miofind."""
     torch = _torch()
-    if channels_last(amp):
-        model = model.to(memory_format=torch.channels_last)
+    if channels_last(amp, name):
+        model = model.to(memory_format=memory_format(name))
     model.train(train)
     torch.backends.cudnn.benchmark = backend == "cudnn"
     if backend == "miofind":
         import miofind.torch as mt
-        mt.convert(model)
+        got = mt.convert(model)
+        _CONVERTED[0] = {"swapped": got.swapped, "left": [list(x) for x in got.left]}
         if os.environ.get("MIOFIND_BENCH_FUSE") == "1":     # --fuse (set by main, seen by the --first children too)
             mt.fuse(model)
     return model
@@ -161,7 +196,7 @@ def median_ms(step, xs, ys, warmup: int, iters: int) -> float:
 
 def trajectory(name, train, amp, backend, xs, ys, steps):
     """Losses over ``steps`` training steps from the seeded weights, and the last step's gradients."""
-    model = prepare(build(name), train, amp, backend)
+    model = prepare(build(name), train, amp, backend, name)
     step = stepper(model, train, amp)
     losses = [float(step(xs[i], ys[i])) for i in range(steps)]
     return losses, [p.grad.detach().float().clone() for p in model.parameters()]
@@ -199,7 +234,7 @@ def _first_main(name: str, config: str, backend: str) -> None:
         from miofind.solvers import cudnn_base
         cudnn_base.native_find = False
     train, batch, amp = parse(config)
-    model = prepare(build(name), train, amp, backend)
+    model = prepare(build(name), train, amp, backend, name)
     xs, ys = inputs(name, batch, amp, 1)
     step = stepper(model, train, amp)
     torch.cuda.synchronize()
@@ -335,7 +370,7 @@ def run_config(name: str, config: str, args) -> dict:
     row = {"model": name, "config": config}
     sides = {}
     for backend in ("cudnn", "miofind"):
-        model = prepare(build(name), train, amp, backend)
+        model = prepare(build(name), train, amp, backend, name)
         if backend == "miofind":
             # one step makes every problem's choice; its specialised builds compile in the background
             # (tiered find): time the steady state a long run reaches, with them in place
@@ -347,7 +382,7 @@ def run_config(name: str, config: str, args) -> dict:
     if args.python_path:
         # miofind once more, its launches through ctypes and CuPy (MIOFIND_NATIVE=0): the native launcher's
         # effect, timed in the same rounds; the path switches before each miofind side's round
-        model = prepare(build(name), train, amp, "miofind")
+        model = prepare(build(name), train, amp, "miofind", name)
         sides["miofind-python"] = (model, stepper(model, train, amp))
     if args.cpp_ab:
         # miofind once more with the C++ hot path switched off (miofind.torch._fast.use): the same model and plans,
@@ -461,6 +496,7 @@ def run_config(name: str, config: str, args) -> dict:
             row[f"{backend}_profile"] = profile(model, train, amp, xs, ys, cprofile=backend == "miofind")
     del sides, model, step
     torch.cuda.empty_cache()
+    row["converted"] = _CONVERTED[0]
     # what miofind's side asked of the FindDB since it was set up (lookups, DB hits, finds run)
     row["miofind_stats"] = {k: v for k, v in mt.stats().items() if isinstance(v, (int, float))}
     row["speedup"] = row["cudnn_ms"] / row["miofind_ms"]
@@ -519,6 +555,9 @@ def markdown(rows, meta) -> str:
            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | --- |"]
     f = lambda v, p=3, unit="": "" if v is None else f"{v:.{p}f}{unit}"  # noqa: E731
     for r in rows:
+        if "error" in r:
+            out.append(f"| {r['model']} | {r['config']} | failed: {r['error'][:300]} |" + " |" * 11)
+            continue
         d, s = r.get("vs_cudnn", {}), r.get("cudnn_vs_cudnn", {})
         diff = lambda k: f"{d[k]:.1e} ({s[k]:.1e})" if d else ""  # noqa: E731
         prof = lambda k: (f"{r['cudnn_profile'][k]:.2f} / {r['miofind_profile'][k]:.2f}"  # noqa: E731
@@ -527,6 +566,7 @@ def markdown(rows, meta) -> str:
                    f"{f(r['speedup'], 2, 'x')} | {f(r.get('first_cudnn_s'), 2)} | {f(r.get('first_miofind_s'), 2)} | "
                    f"{f(r.get('first_over_steady'), 1, 'x')} | {r.get('second_process_finds_run', '')} | "
                    f"{diff('loss_max_rel')} | {diff('grad_max_rel_l2')} | {prof('gpu_busy_ms')} | {prof('host_queue_ms')} |")
+    rows = [r for r in rows if "error" not in r]
     py = [r for r in rows if "miofind-python_ms" in r]
     if py:
         out += ["", "The native launcher (`miofind._native`) against ctypes and CuPy (`MIOFIND_NATIVE=0`), both sides of "
@@ -651,12 +691,14 @@ def main(argv=None) -> int:
         ap.error("--out is required")
     models = [m for m in args.models.split(",") if m]
     configs = [c for c in args.configs.split(",") if c]
+    known = MODELS + OTHER_MODELS + VIDEO_MODELS + AUDIO_MODELS
     for m in models:
-        if m not in MODELS + OTHER_MODELS:
-            ap.error(f"--models: {m!r} is not one of {', '.join(MODELS + OTHER_MODELS)}")
+        if m not in known:
+            ap.error(f"--models: {m!r} is not one of {', '.join(known)}")
     for c in configs:
-        if c not in CONFIGS + TF32_CONFIGS:
-            ap.error(f"--configs: {c!r} is not one of {', '.join(CONFIGS + TF32_CONFIGS)}")
+        if c not in CONFIGS + TF32_CONFIGS and not re.fullmatch(r"(train|infer)[1-9][0-9]*-(fp32|amp)", c):
+            ap.error(f"--configs: {c!r} is not one of {', '.join(CONFIGS + TF32_CONFIGS)} "
+                     "(or trainN-fp32/amp, inferN-fp32/amp for another batch size N)")
     torch = _torch()
     import torchvision
 
@@ -668,7 +710,13 @@ def main(argv=None) -> int:
     rows = []
     for m in models:
         for c in configs:
-            row = run_config(m, c, args)
+            try:
+                row = run_config(m, c, args)
+            except Exception as e:     # another model's configurations still run; the failure is a result
+                import traceback
+                row = {"model": m, "config": c, "error": f"{type(e).__name__}: {e}"[:4000],
+                       "traceback": traceback.format_exc()[-6000:]}
+                torch.cuda.empty_cache()
             rows.append(row)
             print(json.dumps(row), flush=True)
             with open(os.path.join(args.out, "bench_models.json"), "w") as f:

@@ -61,9 +61,19 @@ def test_tune_stores_a_verified_config_and_find_uses_it(tmp_db):
 
 @pytest.mark.gpu
 def test_fast_mode_answer_and_prediction_run_and_verify(tmp_db):
+    """Fast mode answers a stored problem from the FindDB: it compiles, loads and times nothing (counted once the
+    first find's background work has drained, so that only the fast find's own work is counted). Its wall time is
+    not asserted: under parallel test workers it measured the host's load (63.6 ms against a 50 ms bound once)."""
+    from miofind import compile as mc
+    from miofind import tiered
+
     find_solutions(P, db=tmp_db)
+    tiered.wait(300)
+    before = dict(mc.stats)
     fast = find_solutions(P, db=tmp_db, mode="fast")
-    assert fast.source == "db" and fast.elapsed_ms < 50
+    assert fast.source == "db" and fast.timing is None and len(fast) > 0
+    assert (mc.stats["nvrtc_compiles"], mc.stats["modules_loaded"]) == (before["nvrtc_compiles"],
+                                                                        before["modules_loaded"])
     _check_runs(fast[0])
     q = ProblemDescription.make("F", n=3, c=16, k=32, in_size=(15, 15), filter_size=3, pads=1)
     pred = api.get_solutions(q, db=tmp_db)
