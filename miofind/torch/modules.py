@@ -12,6 +12,7 @@ without padding (here miofind's).
 from __future__ import annotations
 
 import random
+import threading
 import weakref
 from typing import NamedTuple
 
@@ -109,7 +110,71 @@ class Conv3d(_Miofind, nn.Conv3d):
 
 
 _SWAP = {nn.Conv1d: Conv1d, nn.Conv2d: Conv2d, nn.Conv3d: Conv3d}
-_BACK = {v: k for k, v in _SWAP.items()}
+_BACK = {v: k for k, v in _SWAP.items()}     # every miofind class (those made for subclasses too) -> the class it ran
+_MADE: dict[type, type] = {}                  # a subclass of nn.ConvNd -> the miofind class made for it
+_MADE_LOCK = threading.Lock()
+# the methods that compute a convolution module's output: a subclass that defines one keeps its own code
+_COMPUTE = ("forward", "_conv_forward", "__call__", "_call_impl")
+
+
+def _parametrized(cls: type) -> bool:
+    """Whether ``cls`` is the class ``torch.nn.utils.parametrize`` made for a module it parametrized (e.g. by
+    ``weight_norm``): ``Parametrized<Base>``, its one base the module's class before, with its tensors' properties."""
+    return (len(cls.__bases__) == 1 and cls.__name__ == f"Parametrized{cls.__bases__[0].__name__}"
+            and "__getstate__" in vars(cls))
+
+
+def _own_code(cls: type, base: type) -> list[str]:
+    """The methods of ``_COMPUTE`` that ``cls`` or a class between it and ``base`` defines."""
+    mro = cls.__mro__
+    return [f"{k.__qualname__}.{a}" for k in mro[:mro.index(base)] for a in _COMPUTE if a in vars(k)]
+
+
+def _rebuild(cls: type, state: dict) -> nn.Module:
+    """A module of a miofind class made for a subclass, from a pickle or a deep copy: ``cls`` (the subclass) with
+    ``state``, then converted again."""
+    m = cls.__new__(cls)
+    m.__setstate__(state)
+    m.__class__ = _miofind_class(cls)[0]
+    return m
+
+
+def _reduce_ex(self, protocol):
+    # a made class cannot be found by name: pickles and deep copies name the subclass it was made for
+    return _rebuild, (_BACK[type(self)], self.__getstate__())
+
+
+def _miofind_class(cls: type) -> tuple[type | None, str | None]:
+    """(the miofind class that runs a module of convolution class ``cls``, None) or (None, why it stays PyTorch's).
+    torch.nn's own classes have theirs (``Conv1d``, ...). A subclass of one whose own code leaves the convolution
+    alone (an ``__init__`` of its own, helpers: torchvision's video ``Conv3DSimple``) gets a class made once, of
+    its name, with ``_Miofind`` before it; the class ``torch.nn.utils.parametrize`` made for a parametrized module
+    (``weight_norm``) is made again over the miofind class of the module's class before (so removing the
+    parametrization leaves a converted module)."""
+    got = _SWAP.get(cls) or _MADE.get(cls)
+    if got is not None:
+        return got, None
+    if _parametrized(cls):
+        inner, why = _miofind_class(cls.__bases__[0])
+        if inner is None:
+            return None, why
+        dct = {k: v for k, v in vars(cls).items() if k not in ("__dict__", "__weakref__")}
+        make = lambda: type(cls.__name__, (inner,), dct)  # noqa: E731
+    else:
+        base = next((b for b in _SWAP if issubclass(cls, b)), None)
+        own = _own_code(cls, base) if base is not None else ["(not a subclass of nn.Conv1d/2d/3d)"]
+        if own:
+            return None, (f"{cls.__module__}.{cls.__qualname__}: a subclass of nn.{cls.__mro__[1].__name__} with its "
+                          f"own code ({', '.join(own)}), left unchanged")
+        dct = {"_nd": _SWAP[base]._nd, "__module__": cls.__module__, "__qualname__": cls.__qualname__,
+               "__reduce_ex__": _reduce_ex}
+        make = lambda: type(cls.__name__, (_Miofind, cls), dct)  # noqa: E731
+    with _MADE_LOCK:
+        got = _MADE.get(cls)
+        if got is None:
+            got = _MADE[cls] = make()
+            _BACK[got] = cls
+    return got, None
 
 
 class Converted(NamedTuple):
@@ -126,20 +191,19 @@ def _reason(m: nn.Module) -> str | None:
         return f"{type(m).__name__}: transposed convolutions are not run by miofind.torch yet"
     if isinstance(m, nn.modules.lazy.LazyModuleMixin) and m.has_uninitialized_params():
         return f"{type(m).__name__}: parameters not initialised yet (run one forward first)"
-    if type(m) not in _SWAP:
-        return (f"{type(m).__module__}.{type(m).__qualname__}: a subclass of nn.{type(m).__mro__[1].__name__} "
-                "with its own code, left unchanged")
     if m.weight.dtype not in (torch.float32, torch.float16, torch.bfloat16):
         return f"weight dtype {m.weight.dtype}: miofind computes in float32, float16 and bfloat16"
-    return None
+    return _miofind_class(type(m))[1]
 
 
 def convert(model: nn.Module) -> Converted:
     """Swap every ``nn.Conv1d``/``nn.Conv2d``/``nn.Conv3d`` of ``model`` (itself included, at any
     depth: Sequential, ModuleList, custom modules) for miofind's class, in place, and return
     ``Converted(swapped, left)``: the number swapped, and (qualified name, reason) of every other
-    convolution module left as PyTorch's (transposed, lazy, subclasses with their own code, float64
-    weights). Modules already converted are neither counted nor listed."""
+    convolution module left as PyTorch's (transposed, lazy, float64 weights, subclasses that define
+    ``forward`` or ``_conv_forward``). A subclass that leaves those alone (its own ``__init__``, helpers)
+    and a parametrized module (``weight_norm``) are swapped too, each for a class of the same name made
+    for it. Modules already converted are neither counted nor listed."""
     if not isinstance(model, nn.Module):
         raise ValueError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
     swapped, left = 0, []
@@ -150,7 +214,7 @@ def convert(model: nn.Module) -> Converted:
         if why is not None:
             left.append((name or "<model>", why))
             continue
-        m.__class__ = _SWAP[type(m)]
+        m.__class__ = _miofind_class(type(m))[0]
         swapped += 1
     if swapped:
         _preload.start()    # what the first convolution would import, meanwhile (MIOFIND_TORCH_PRELOAD)

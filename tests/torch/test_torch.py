@@ -111,6 +111,71 @@ def test_convert_top_level_module_and_float64():
         mt.convert("resnet50")
 
 
+class InitOnly3d(nn.Conv3d):
+    """As torchvision's video ``Conv3DSimple``: its own ``__init__`` and a helper, torch's convolution."""
+
+    def __init__(self, c_in, c_out, midplanes=None, stride=1, padding=1):
+        super().__init__(c_in, c_out, kernel_size=(3, 3, 3), stride=stride, padding=padding, bias=False)
+
+    @staticmethod
+    def get_downsample_stride(stride):
+        return stride, stride, stride
+
+
+class Halving(InitOnly3d):
+    def _conv_forward(self, x, w, b):
+        return super()._conv_forward(x, w, b) / 2
+
+
+def test_convert_swaps_subclasses_that_leave_the_convolution_alone():
+    import pickle
+
+    torch.manual_seed(0)
+    m = nn.Sequential(InitOnly3d(2, 3), Halving(3, 3), InitOnly3d(3, 2))
+    ref_repr, x = repr(m), torch.randn(1, 2, 4, 5, 5)
+    ref = m(x)
+    swapped, left = mt.convert(m)
+    assert swapped == 2 and [n for n, _ in left] == ["1"] and "Halving._conv_forward" in left[0][1]
+    made = type(m[0])
+    assert made is type(m[2]) and made is not InitOnly3d and made.__name__ == "InitOnly3d"
+    assert isinstance(m[0], InitOnly3d) and isinstance(m[0], mt.modules._Miofind) and type(m[1]) is Halving
+    assert made._conv_forward is mt.modules._Miofind._conv_forward and made.get_downsample_stride(2) == (2, 2, 2)
+    assert repr(m) == ref_repr and torch.equal(m(x), ref)   # on the CPU the swapped modules run torch's convolution
+    for other in (copy.deepcopy(m), pickle.loads(pickle.dumps(m))):
+        assert type(other[0]) is made and type(other[1]) is Halving and torch.equal(other[0].weight, m[0].weight)
+        assert torch.equal(other(x), ref)
+    assert mt.convert(m).swapped == 0
+    assert mt.revert(m) == 2 and type(m[0]) is InitOnly3d and type(m[2]) is InitOnly3d
+
+
+def test_convert_swaps_weight_normed_convolutions():
+    from torch.nn.utils import parametrize
+    from torch.nn.utils.parametrizations import weight_norm
+
+    torch.manual_seed(0)
+    conv = weight_norm(nn.Conv1d(4, 4, 5, padding=2, groups=2), name="weight", dim=2)
+    plain = nn.Conv1d(4, 4, 5, padding=2, groups=2)
+    m = nn.Sequential(conv, plain)
+    x = torch.randn(2, 4, 9)
+    ref = m(x)
+    ref.sum().backward()
+    g_ref = [p.grad.clone() for p in m.parameters()]
+    state = {k: v.clone() for k, v in m.state_dict().items()}
+    m.zero_grad()
+    assert mt.convert(m) == (2, [])
+    assert type(m[0]).__name__ == "ParametrizedConv1d" and isinstance(m[0], mt.Conv1d) and type(m[1]) is mt.Conv1d
+    assert parametrize.is_parametrized(m[0], "weight") and parametrize.type_before_parametrizations(m[0]) is mt.Conv1d
+    y = m(x)
+    y.sum().backward()
+    assert torch.equal(y, ref) and all(torch.equal(p.grad, g) for p, g in zip(m.parameters(), g_ref))
+    assert m.state_dict().keys() == state.keys() and all(torch.equal(m.state_dict()[k], v) for k, v in state.items())
+    other = copy.deepcopy(m)
+    assert type(other[0]) is type(m[0]) and torch.equal(other(x), ref)
+    parametrize.remove_parametrizations(m[0], "weight")     # a converted module is left
+    assert type(m[0]) is mt.Conv1d and torch.allclose(m(x), ref, atol=1e-6)
+    assert mt.revert(m) == 2 and type(m[0]) is nn.Conv1d and type(other[0]).__name__ == "ParametrizedConv1d"
+
+
 def test_converted_model_computes_what_torch_computes_on_cpu():
     # on the CPU the modules run PyTorch's convolution: the swap must change nothing
     m = _model()

@@ -293,6 +293,45 @@ def test_conv1d_conv3d_and_autocast(mt):
     assert y.dtype == ref.dtype == torch.float64 and rel(y, ref) < 1e-12
 
 
+class Simple3d(nn.Conv3d):
+    """As torchvision's video ``Conv3DSimple``: its own ``__init__``, torch's convolution."""
+
+    def __init__(self, c_in, c_out, stride=1):
+        super().__init__(c_in, c_out, kernel_size=(3, 3, 3), stride=stride, padding=1, bias=False)
+
+
+@pytest.mark.parametrize("amp", [False, True])
+def test_converted_subclass_and_weight_norm_run_through_miofind(mt, amp):
+    """A subclass of nn.Conv3d with an ``__init__`` of its own and a weight-normed grouped Conv1d (wav2vec 2.0's
+    positional convolution, smaller) are swapped and computed by miofind: outputs and every parameter's gradient
+    (through the weight norm's g and v) as PyTorch's cuDNN computes them, one lookup per direction each."""
+    from torch.nn.utils.parametrizations import weight_norm
+
+    torch.manual_seed(0)
+    m3 = nn.Sequential(Simple3d(4, 8), nn.ReLU(), Simple3d(8, 8, stride=(1, 2, 2))).cuda()
+    m1 = weight_norm(nn.Conv1d(16, 16, 9, padding=4, groups=4), name="weight", dim=2).cuda()
+    ref3, ref1 = copy.deepcopy(m3), copy.deepcopy(m1)
+    assert mt.convert(m3).swapped == 2 and mt.convert(m1).swapped == 1
+    x3 = torch.randn(2, 4, 5, 12, 12, device="cuda", requires_grad=True)
+    x1 = torch.randn(3, 16, 40, device="cuda", requires_grad=True)
+    if amp:
+        m3, ref3 = (m.to(memory_format=torch.channels_last_3d) for m in (m3, ref3))
+    tol = 2e-2 if amp else 1e-4
+    for ours, ref, x in ((m3, ref3, x3), (m1, ref1, x1)):
+        xs = []
+        for model in (ref, ours):
+            xi = x.detach().clone().requires_grad_()
+            with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+                y = model(xi)
+            y.float().square().sum().backward()
+            xs.append((y.detach(), xi.grad, [p.grad for p in model.parameters()]))
+        (yr, gr, pr), (yo, go, po) = xs
+        assert yo.dtype == yr.dtype and rel(yo, yr) < tol and rel(go, gr) < tol
+        assert len(po) == len(pr) and all(rel(a, b) < tol for a, b in zip(po, pr))
+    # F, B and W of each of the three convolutions (the input's gradient is asked for each)
+    assert mt.stats()["lookups"] >= 9
+
+
 class TinyCNN(nn.Module):
     def __init__(self):
         super().__init__()
