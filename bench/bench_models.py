@@ -195,18 +195,26 @@ def median_ms(step, xs, ys, warmup: int, iters: int) -> float:
 
 
 def trajectory(name, train, amp, backend, xs, ys, steps):
-    """Losses over ``steps`` training steps from the seeded weights, and the last step's gradients."""
+    """Losses over ``steps`` training steps from the seeded weights, and the last step's gradients by parameter name."""
     model = prepare(build(name), train, amp, backend, name)
     step = stepper(model, train, amp)
     losses = [float(step(xs[i], ys[i])) for i in range(steps)]
-    return losses, [p.grad.detach().float().clone() for p in model.parameters()]
+    return losses, {n: p.grad.detach().float().clone() for n, p in model.named_parameters()}
 
 
 def differences(a, b) -> dict:
+    """The largest relative difference of the losses and of a parameter's gradient (relative L2), that parameter,
+    its gradient's norm over the median parameter's (a gradient near zero makes any difference large), and the
+    largest relative difference among the convolutions' weights alone."""
     (la, ga), (lb, gb) = a, b
     loss = max(abs(x - y) / max(abs(y), 1e-30) for x, y in zip(la, lb))
-    grads = max(float((x - y).norm() / y.norm().clamp_min(1e-30)) for x, y in zip(ga, gb))
-    return {"loss_max_rel": loss, "grad_max_rel_l2": grads}
+    rels = {n: float((ga[n] - g).norm() / g.norm().clamp_min(1e-30)) for n, g in gb.items()}
+    worst = max(rels, key=rels.get)
+    norms = sorted(float(g.norm()) for g in gb.values())
+    conv = [r for n, r in rels.items() if gb[n].dim() >= 3]
+    return {"loss_max_rel": loss, "grad_max_rel_l2": rels[worst], "grad_worst_param": worst,
+            "grad_worst_norm_over_median": float(gb[worst].norm()) / max(norms[len(norms) // 2], 1e-30),
+            "conv_weight_grad_max_rel_l2": max(conv) if conv else None}
 
 
 def first_iteration(name: str, config: str, backend: str, env: dict, profile: str | None = None) -> dict:
@@ -236,6 +244,16 @@ def _first_main(name: str, config: str, backend: str) -> None:
     train, batch, amp = parse(config)
     model = prepare(build(name), train, amp, backend, name)
     xs, ys = inputs(name, batch, amp, 1)
+    sources = []    # (problem key, how it was answered: db / find / predicted) of each problem this process looked up
+    if backend == "miofind":
+        from miofind.torch import _policy
+        _find = _policy._find
+
+        def recorded(problem, *a, **kw):
+            res = _find(problem, *a, **kw)
+            sources.append((problem.key(), getattr(res, "source", "find")))
+            return res
+        _policy._find = recorded
     step = stepper(model, train, amp)
     torch.cuda.synchronize()
     prof = os.environ.get("MIOFIND_BENCH_CPROFILE")   # a file: the first step's cProfile as text
@@ -284,6 +302,7 @@ def _first_main(name: str, config: str, backend: str) -> None:
         from miofind import compile as mc
         from miofind import tiered
         out["stats"] = mt.stats()
+        out["sources"] = sources
         # what the step compiled here (NVRTC) and loaded, and the specialisations still compiling or measuring
         # in the background when it ended (a fresh process's first step: where its time goes besides finds)
         out["compile"] = dict(mc.stats)
@@ -533,6 +552,7 @@ def run_config(name: str, config: str, args) -> dict:
         row["first_over_steady"] = first["first_s"] * 1e3 / row["miofind_ms"]
         row["second_process_s"] = second["first_s"]
         row["second_process_finds_run"] = second["stats"]["finds_run"]
+        row["second_process_found"] = [k for k, src in second.get("sources", ()) if src != "db"]
         for tag, got in (("first", first), ("second", second)):
             row[f"{tag}_process_compile"] = got.get("compile")
             row[f"{tag}_process_background_pending"] = got.get("background_pending")
