@@ -103,7 +103,7 @@ def find_solutions(problem_or_arrays, *, mode: str | None = None, sort_by: str =
     cut_factor = check_cut_factor(cut_factor)
     key = None
     if mode != "benchmark":
-        key = _memo_key("find", problem, db, solvers, mode, sort_by, workspace_limit, verify, with_naive,
+        key = _memo_key("find", problem, db, solvers, mode, sort_by, workspace_limit, verify, with_naive, store, defer,
                         current_device())
         hit = _memo_get(key)
         if hit is not None:

@@ -361,13 +361,15 @@ def from_db(dbs, dev: DeviceInfo, problem, cands, verify, workspace_limit):
     return partial or ([], False, None)
 
 
-def db_answer(db, dev: DeviceInfo, problem, cands, verify, workspace_limit, *, readonly: bool = False):
+def db_answer(db, dev: DeviceInfo, problem, cands, verify, workspace_limit, *, readonly: bool = False,
+              marks: bool = True):
     """(settled, (solutions, complete, layer)): ``settled_failures`` of the candidates, then ``from_db``
     of the others, from the user FindDB ``db`` over the system FindDB, as ``open_dbs(db, dev,
     readonly=readonly)`` would read them. Read through ``miofind.db.fastread`` (the stdlib sqlite3, no
-    SQLAlchemy) wherever it can, else, and on any error there, through ``open_dbs``."""
+    SQLAlchemy) wherever it can, else, and on any error there, through ``open_dbs``. ``marks``: as
+    ``settled_failures``'."""
     def answer(dbs):
-        settled = settled_failures(dbs, dev, problem, cands) if cands else {}
+        settled = settled_failures(dbs, dev, problem, cands, marks) if cands else {}
         return settled, from_db(dbs, dev, problem, [s for s in cands if s.id not in settled], verify, workspace_limit)
 
     dbs = fastread.overlay(db, dev, readonly=readonly)
@@ -395,6 +397,49 @@ def store_dbs(db, dev: DeviceInfo, reads, writer) -> Overlay:
     if writer is not None:
         return Overlay(writer, reads.system if reads is not None else None)
     return open_dbs(db, dev)
+
+
+MARKED_REASON = ("an earlier find left it to the background and its process ended before it was measured (a mark in "
+                 "the user FindDB): measured in the background once no find runs, then stored; --mode benchmark "
+                 "measures it now")
+
+
+def mark_deferred(db, dev: DeviceInfo, problem, deferred: dict) -> None:
+    """Mark the solvers a find left to the background (``deferred``: {solver id: (solver, configs)}) in ``db``'s
+    find failures as stage ``deferred``, under their trust keys: until their background job stores a record or
+    records their failures (either replaces the mark), a later process's normal find answers from the DB without
+    them (``settled_failures`` gives them as deferred) and measures them in its own background
+    (``resume_deferred``), rather than finding the problem again."""
+    rows = [FindFailure(dev.db_name, problem.key(), sid, None, "deferred", MARKED_REASON, kernel_hash=trust_key(s),
+                        cuda_version=dev.cuda_version, package_version=__version__)
+            for sid, (s, _) in deferred.items()]
+    db.store_find_failures(dev.db_name, problem.key(), list(deferred), rows)
+
+
+def store_unmarked(db, dev: DeviceInfo, problem, sol: Solution) -> None:
+    """Store a solution a background job measured, and drop its solver's ``deferred`` mark (``mark_deferred``)."""
+    store_solutions(db, dev, problem, [sol])
+    db.store_find_failures(dev.db_name, problem.key(), [sol.solver_id], [])
+
+
+def resume_deferred(db, dev: DeviceInfo, problem, marked, budget_ms) -> None:
+    """Leave the solvers ``marked`` deferred in the FindDB (``mark_deferred``) to this process's background, as a
+    find leaves its deferred solvers (``tiered.after_find``): each one's tuned config or its find configs measured
+    once no find runs, the fastest verified one stored (its failures recorded where none verified), the mark
+    dropped either way. Nothing where the user FindDB takes no writes."""
+    reads = _fast_reads(db, dev) or open_dbs(db, dev)
+    dbs = store_dbs(db, dev, reads, fastwrite.writer(db))
+    if dbs.user.readonly:
+        return
+    deferred = {}
+    for s in marked:
+        tuned = tuned_config(reads, dev, problem, s)
+        deferred[s.id] = (s, [tuned] if tuned is not None else tiered.config_listing(problem, s))
+    log.info("find %s: %s, deferred by an earlier process, measured in the background", problem.key(),
+             ", ".join(sorted(deferred)))
+    tiered.after_find(problem, [], (), budget_ms=budget_ms, deferred=deferred,
+                      store=lambda sol: store_unmarked(dbs.user, dev, problem, sol),
+                      fail=lambda solver, fs: record_failures(dbs.user, dev, problem, [solver], fs, set()))
 
 
 def needs_no_compilation(problem, solver: Solver, config) -> bool:
@@ -502,11 +547,13 @@ def _prefetch_wait(problem) -> float:
     return mod.prefetch_wait(problem) if mod is not None else 0.0
 
 
-def settled_failures(dbs, dev: DeviceInfo, problem, cands) -> dict[str, Failure]:
+def settled_failures(dbs, dev: DeviceInfo, problem, cands, marks: bool = True) -> dict[str, Failure]:
     """{solver id: Failure} of the candidates a find need not measure again: their latest find failed
     under their current trust key and this CUDA major version, for every config a find would measure
     now (the tuned PerfDB config and the default beside it, else the default; for a solver that lists its
-    configs at find time, such as cuDNN's plans, any recorded one). Read from the user FindDB, then the system
+    configs at find time, such as cuDNN's plans, any recorded one); or a find left them to the background and
+    marked them (``mark_deferred``: a Failure of stage ``deferred``, measured in the background, not failed;
+    ``marks`` False: such a candidate is not settled, as one without a record). Read from the user FindDB, then the system
     FindDB (whatever device string its rows carry, as its records are read): a DB built by finds and given as the
     system DB (a fleet's file, ``MIOFIND_SYSTEM_DB``) holds no record of the candidates its finds cut or failed, only
     these rows."""
@@ -516,6 +563,12 @@ def settled_failures(dbs, dev: DeviceInfo, problem, cands) -> dict[str, Failure]
     out = {}
     for s in cands:
         mine = [f for f in rows if f.solver_id == s.id and is_trusted(f, s, dev.cuda_version)[0]]
+        if mine and all(f.stage == "deferred" for f in mine):
+            # marked by a find that left it to the background (mark_deferred): not a failure, not measured yet
+            if marks:
+                out[s.id] = Failure(s.id, "deferred", MARKED_REASON)
+            continue
+        mine = [f for f in mine if f.stage != "deferred"]
         if not mine:
             continue
         tuned = tuned_config(dbs, dev, problem, s, report=False)
@@ -586,11 +639,21 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
         # earlier find of this process deferred, still measured in the background, is not waited for
         waiting = tiered.deferred_pending(problem)
         known = [s for s in cands if s.id not in waiting]
-        settled, (sols, complete, layer) = db_answer(db, dev, problem, known, verify, workspace_limit)
+        # candidates an earlier find left to the background, whose process ended before it measured them: marked in
+        # the user FindDB (``mark_deferred``), they leave the answer complete and are measured in this process's
+        # background, where it has one for this find; else they are candidates without a record
+        resumable = store and workspace_limit is None and env.specialize() == "background" and \
+            (solvers is None if defer is None else defer)
+        settled, (sols, complete, layer) = db_answer(db, dev, problem, known, verify, workspace_limit,
+                                                     marks=resumable or mode != "normal")
+        marked = [s for s in known if s.id in settled and settled[s.id].stage == "deferred"]
         if sols and (complete or mode != "normal"):
             log.debug("find %s: answered from the %s FindDB", problem.key(), layer)
+            if marked and resumable:
+                resume_deferred(db, dev, problem, marked, time_budget_ms)
             pending = [Failure(sid, "deferred", DEFERRED_REASON) for sid in sorted(waiting)]
             return done(sols, source="db", failures=failures + list(settled.values()) + pending, db_layer=layer)
+        settled = {sid: f for sid, f in settled.items() if f.stage != "deferred"}   # no answer: measured with the rest
         failures += settled.values()
         cands = [s for s in cands if s.id not in settled]
         if not cands:   # every candidate failed before, under the same code
@@ -701,6 +764,8 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
         skipped |= set(deferred or ())      # measured later (miofind.tiered): their records stay as they are
         record_failures(dbs.user, dev, problem, [s for s in cands if s.id not in skipped],
                         bench_failures + cuts, {s.solver_id for s in full})
+        if deferred and stored:
+            mark_deferred(dbs.user, dev, problem, deferred)
     if later and stored:
         # each such solver's remaining configs, against its best verified time of this find
         best_now = {s.solver_id: s.time_ms for s in full}
@@ -709,7 +774,7 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
     else:
         later = None
     tiered.after_find(problem, full, retry, budget_ms=time_budget_ms,
-                      store=lambda s: store_solutions(dbs.user, dev, problem, [s]) if store else None,
+                      store=lambda s: store_unmarked(dbs.user, dev, problem, s) if store else None,
                       deferred=deferred, later=later,
                       fail=lambda solver, fs: record_failures(dbs.user, dev, problem, [solver], fs, set())
                       if store and not dbs.user.readonly else None)

@@ -227,7 +227,8 @@ def after_find(problem, sols, failures=(), *, store, mode: str | None = None, me
     spawned compile pool), measure it (``measure(problem, solver, ConvSolution, invoker)`` ->
     Solution, default the find's harness under ``budget_ms``) and, when verified and faster than the
     generic build (or the generic build failed), ``store(solution)`` it and make its invoker the one
-    ``ready_invoker`` gives. ``deferred``: {solver id: (solver, [configs], or a callable listing them once no
+    ``ready_invoker`` gives; where the generic build failed and the specialised one fails too, ``fail(solver,
+    [Failure])`` (recorded, as the find records its own failures: else every later find measures it again). ``deferred``: {solver id: (solver, [configs], or a callable listing them once no
     find runs)} the find left to the background (``deferrable``, or predicted clearly slower): each solver's
     configs compiled and measured, its fastest verified one stored and told to the ``on_deferred`` listeners;
     where none verified, ``fail(solver, [Failure])`` (the find records them, as it records its own). ``later``: {solver id: (solver, [configs measured],
@@ -266,7 +267,8 @@ def after_find(problem, sols, failures=(), *, store, mode: str | None = None, me
             if k in _pending:
                 continue
             meas = measure or (lambda p, sv, sol, inv: _measure(p, sv, sol, inv, budget_ms))
-            _pending[k] = fut = ex.submit(_specialise, problem, solver, config, s, store, meas, _device())
+            _pending[k] = fut = ex.submit(_specialise, problem, solver, config, s, store, meas, _device(),
+                                          fail if s is None else None)
         jobs.append(fut)
     return jobs
 
@@ -299,10 +301,22 @@ def _device():
         return None
 
 
-def _specialise(problem, solver, config, generic_sol, store, measure, device):
+def _specialise(problem, solver, config, generic_sol, store, measure, device, fail=None):
     """The background job: compile, measure, replace when faster (or when ``generic_sol`` is None:
-    the generic build failed). Returns the stored Solution or None."""
+    the generic build failed; where the specialised build fails too, ``fail(solver, [Failure])`` records it, as
+    the find records its own failures, so that later finds do not measure the solver again). Returns the stored
+    Solution or None."""
+    from .compile import CompileError
+    from .harness import describe, failure_stage
     from .invokers import build_invoker
+    from .results import Failure
+
+    def failed(stage, reason):
+        if fail is not None and generic_sol is None:
+            try:
+                fail(solver, [Failure(solver.id, stage, reason, config=config)])
+            except Exception as e:      # noqa: BLE001  the record is lost, the find goes on
+                log.warning("specialised %s for %s: its failure not recorded: %s", solver.id, problem.key(), e)
 
     try:
         ctx = _on_device(device)
@@ -316,6 +330,8 @@ def _specialise(problem, solver, config, generic_sol, store, measure, device):
             log.info("specialised %s for %s: %s", solver.id, problem.key(),
                      "not verified" if spec is None or not spec.verified else
                      f"{spec.time_ms:.4f} ms, not faster than the generic build's {gen_ms:.4f} ms")
+            if spec is None or not spec.verified:
+                failed("verify", "not verified against the float64 reference")
             return None
         with _lock:
             _ready[(problem.network_config(), solver.id, _key(problem, solver.id, config)[2])] = (inv, sol.workspace_bytes)
@@ -328,6 +344,7 @@ def _specialise(problem, solver, config, generic_sol, store, measure, device):
             log.info("specialising %s for %s stopped: the process is exiting", solver.id, problem.key())
         else:
             log.warning("specialising %s for %s failed: %s", solver.id, problem.key(), e)
+            failed(*(("compile", describe(e)) if isinstance(e, CompileError) else failure_stage(e)))
         return None
 
 

@@ -266,10 +266,12 @@ def swizzle_of(row_bytes: int) -> int:
 
 def dense_pixels(p: ProblemDescription) -> bool:
     """Whether x's pixels are a dense N*H*W x C matrix whose rows are the GEMM's (the forward's output pixels, the
-    backward weights' reduction): a 1x1 filter, stride 1, no padding, fewer than 2^31 pixels (32-bit box
-    coordinates). The copy engine then reads x through a tiled map (``x_dense``) instead of the im2col one."""
+    backward weights' reduction): a 1x1 filter, stride 1, no padding, as many output pixels as input ones (not so
+    for a backward-data phase whose stated output size passes dy's: 1x2 taps at stride 2 over an odd width), fewer
+    than 2^31 pixels (32-bit box coordinates). The copy engine then reads x through a tiled map (``x_dense``)
+    instead of the im2col one."""
     return (math.prod(p.filter_size) == 1 and all(s == 1 for s in p.strides) and not any(p.pads)
-            and p.n * math.prod(p.in_size) < INT32_MAX)
+            and tuple(p.out_size) == tuple(p.in_size) and p.n * math.prod(p.in_size) < INT32_MAX)
 
 
 def x_dense(p: ProblemDescription, rows: int, bk: int | None = None) -> tma.TiledSpec:

@@ -83,6 +83,56 @@ def test_normal_benchmarks_until_every_candidate_is_stored(env):
     assert api.find_solutions(P, mode="normal").source == "find" and len(benchmarked) == 2
 
 
+def test_a_deferred_solver_is_marked_and_a_later_process_measures_it_in_its_background(env, monkeypatch):
+    """A find that leaves a solver to the background marks it in the user FindDB (stage ``deferred``). A later
+    process whose find meets the mark (the first ended before its background job) answers from the DB without it and
+    measures it in its own background; the job's stored record drops the mark. Where no background runs for the find
+    (MIOFIND_SPECIALIZE=sync, defer=False), the marked solver is a candidate without a record: a find."""
+    benchmarked, url = env
+    late = cands()[-1]
+
+    def deferring(problem, cands, workspace_limit, verify, warmup, iters, seed, configs=None, deferred=None, **kw):
+        benchmarked.append([s.id for s in cands])
+        # (a find defers only where its solvers compile in the background: MIOFIND_SPECIALIZE=background)
+        now = [s for s in cands if s.id != late.id or deferred is None or find.env.specialize() != "background"]
+        if deferred is not None and len(now) < len(cands):
+            deferred[late.id] = (late, [None])
+        return [api.Solution(s.id, s.algorithm, 1.0 + i, s.workspace_bytes(problem), None, True, problem)
+                for i, s in enumerate(now)], [], False
+    monkeypatch.setattr(find, "benchmark", deferring)
+    jobs = []
+
+    def after_find(problem, sols, failures=(), **kw):
+        if kw.get("deferred"):
+            jobs.append((problem, kw["deferred"], kw["store"]))
+        return []
+    monkeypatch.setattr(find.tiered, "after_find", after_find)
+
+    r = api.find_solutions(P, mode="normal")
+    assert r.source == "find" and late.id not in {s.solver_id for s in r} and len(jobs) == 1
+    marks = FindDB(url).find_failures(DEV.db_name, P.key())
+    assert [(f.solver_id, f.stage, f.kernel_hash) for f in marks] == [(late.id, "deferred", trust_key(late))]
+    api._memo.clear()     # as another process: its memo empty, the first one's job never ran
+    r = api.find_solutions(P, mode="normal")
+    assert r.source == "db" and len(benchmarked) == 1 and late.id not in {s.solver_id for s in r}
+    assert [(f.solver_id, f.stage) for f in r.failures] == [(late.id, "deferred")]
+    (problem, deferred, store), = jobs[1:]
+    assert problem.key() == P.key() and list(deferred) == [late.id]
+    # where this find has no background, the mark is no answer: a find measures the solver
+    for kw, setting in ((dict(defer=False), "background"), ({}, "sync")):
+        monkeypatch.setenv("MIOFIND_SPECIALIZE", setting)
+        assert api.find_solutions(P, mode="normal", **kw).source == "find" and late.id in benchmarked[-1]
+        FindDB(url).delete(solver_id=late.id)
+        find.mark_deferred(FindDB(url), DEV, P, {late.id: (late, [None])})
+    monkeypatch.setenv("MIOFIND_SPECIALIZE", "background")
+    # the background job's record replaces the mark: the next find answers with the solver
+    store(api.Solution(late.id, late.algorithm, 0.5, late.workspace_bytes(P), None, True, P))
+    assert FindDB(url).find_failures(DEV.db_name, P.key()) == []
+    r = api.find_solutions(P, mode="normal")
+    assert r.source == "db" and r[0].solver_id == late.id, [(s.solver_id, s.time_ms) for s in r]
+    assert r.failures == [] and len(jobs) == 2, (r.failures, len(jobs))
+
+
 def test_fast_never_benchmarks(env):
     benchmarked, url = env
     r = api.find_solutions(P, mode="fast")

@@ -222,6 +222,42 @@ def test_a_failed_generic_build_is_not_the_solvers_failure(fakes):
     assert tiered.generic_failures(P, [f]) == set()     # taken up by after_find
 
 
+@pytest.mark.parametrize("how", ["compile", "verify"])
+def test_a_specialisation_whose_generic_build_failed_records_its_own_failure(fakes, monkeypatch, how):
+    """Where the generic build failed (not the solver's failure) and the specialised build fails too (a compile
+    error, or no verified result), ``fail`` records it: else the solver has neither a record nor a failure and every
+    later process's find measures the problem again. A failing specialisation whose generic build worked, and one
+    cut by the process's exit, record nothing."""
+    from miofind.results import Failure
+
+    def boom(p, sol):
+        raise compile_mod.CompileError("static assertion failed")
+    if how == "compile":
+        monkeypatch.setattr(invokers, "build_invoker", boom)
+    unverified = lambda p, s, sol, inv: Solution(s.id, s.algorithm, 5.0, 0, sol.config, False, p)  # noqa: E731
+    f = Failure("ConvImplicitGemmFwd", "verify", "rel err too large")
+    _prep(P, "ConvImplicitGemmFwd", "background")
+    failed = []
+    (job,) = tiered.after_find(P, [], [f], store=print, mode="background", measure=unverified,
+                               fail=lambda solver, fs: failed.append((solver.id, [(x.stage, x.reason) for x in fs])))
+    assert job.result(10) is None
+    ((sid, [(stage, reason)]),) = failed
+    assert sid == "ConvImplicitGemmFwd" and stage == how and ("static assertion" in reason if how == "compile" else
+                                                               "not verified" in reason)
+    tiered.clear()
+    _prep(P, "ConvImplicitGemmFwd", "background")       # the generic build measured: its record stands
+    (job,) = tiered.after_find(P, [_gen_solution(P, "ConvImplicitGemmFwd", 1.0)], store=print, mode="background",
+                               measure=unverified, fail=lambda *a: failed.append(a))
+    assert job.result(10) is None and len(failed) == 1
+    monkeypatch.setattr(tiered, "_compile_apart", lambda k: (_ for _ in ()).throw(
+        RuntimeError("can't register atexit after shutdown")))
+    tiered.clear()
+    _prep(P, "ConvImplicitGemmFwd", "background")
+    (job,) = tiered.after_find(P, [], [f], store=print, mode="background", measure=unverified,
+                               fail=lambda *a: failed.append(a))
+    assert job.result(10) is None and len(failed) == 1
+
+
 def test_a_run_switches_to_the_specialised_build_once_it_is_compiled(fakes, monkeypatch):
     compiled = []
     monkeypatch.setattr(compile_mod, "is_compiled", lambda k: bool(compiled))

@@ -83,6 +83,11 @@ def test_an_uncompiled_solver_without_generic_build_is_deferred_then_stored(fres
     assert [s.solver_id for s in res] == ["ConvImplicitGemmFwd"], (res, res.failures)
     assert [(f.solver_id, f.stage) for f in res.failures] == [(HOPPER, "deferred")]
     assert res.timing["deferred"] == 1
+    # marked in the user FindDB until its background job stores a record (find.mark_deferred), so that a process that
+    # ends first leaves the next one a DB answer and the job to resume
+    dev = current_device().db_name
+    marks = [(f.solver_id, f.stage) for f in FindDB(fresh).find_failures(dev, PH.key())]
+    assert marks == [(HOPPER, "deferred")] or HOPPER in {r.solver_id for r in FindDB(fresh).lookup(dev, PH.key())}
     # a normal-mode find meanwhile answers from the DB: the deferred solver is not waited for (or already stored)
     mid = find_solutions(PH, solvers=both)
     assert mid.source == "db" and "ConvImplicitGemmFwd" in {s.solver_id for s in mid}, (mid, mid.failures)
@@ -90,6 +95,7 @@ def test_an_uncompiled_solver_without_generic_build_is_deferred_then_stored(fres
     recs = {r.solver_id: r for r in FindDB(fresh).lookup(current_device().db_name, PH.key())}
     assert recs[HOPPER].verified and recs[HOPPER].build == "specialized" and recs[HOPPER].time_ms > 0
     assert (PH.key(), HOPPER, True) in heard
+    assert FindDB(fresh).find_failures(dev, PH.key()) == []     # the stored record dropped the mark
     again = find_solutions(PH, solvers=both)
     assert again.source == "db" and {s.solver_id for s in again} == set(both)
     tiered._listeners.clear()

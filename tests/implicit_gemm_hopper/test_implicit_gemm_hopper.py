@@ -342,7 +342,12 @@ BWD_CASES = {**{k: v for k, v in TAILS.items() if k != "wide_c"},
              "3x3s3_p0": dict(n=2, c=32, k=16, in_size=(12, 14), filter_size=3, strides=3),
              "1x1_s3": dict(n=2, c=16, k=24, in_size=(10, 11), filter_size=1, strides=3),
              "5x3_s2x1": dict(n=2, c=16, k=32, in_size=(12, 9), filter_size=(5, 3), pads=(2, 1), strides=(2, 1)),
-             "1x7": dict(n=2, c=16, k=24, in_size=(9, 17), filter_size=(1, 7), pads=(0, 3))}
+             "1x7": dict(n=2, c=16, k=24, in_size=(9, 17), filter_size=(1, 7), pads=(0, 3)),
+             # a filter as wide as its stride over an odd size (wav2vec 2.0's feature encoder): the phase of the
+             # first tap has one pixel more than dy (the forward never reads dx's last column), so its 1x1 view is
+             # not dy's dense matrix (the copy engine reads dy through the im2col map, zeros past its width)
+             "1x2_s2_odd": dict(n=2, c=64, k=64, in_size=(1, 199), filter_size=(1, 2), strides=(1, 2)),
+             "2x2_s2_odd": dict(n=2, c=64, k=128, in_size=(15, 13), filter_size=2, strides=2)}
 
 
 FB_THREE_CASES = {"F": {"r50_1024_14_1x1": dict(n=32, c=1024, k=512, in_size=(14, 14), filter_size=1),
@@ -496,7 +501,7 @@ def test_nvrtc_sm90a_bwd_phases():
     """Every strided case's kernels (zero, each phase's forward build, split too) compile for sm_90a."""
     nvrtc_or_skip()
     from miofind.compile import nvrtc_compile
-    for name in ("r50_3x3s2", "1x1_s2", "7x7s2", "5x3_s2x1"):
+    for name in ("r50_3x3s2", "1x1_s2", "7x7s2", "5x3_s2x1", "1x2_s2_odd", "2x2_s2_odd"):
         p = _b("BF16" if name == "7x7s2" else "FP16", **BWD_CASES[name])
         for cfg in (None, _cfg(128, 64, 2, 4, 3)):
             if cfg is not None and not BWD.is_valid_config(p, cfg):
@@ -751,7 +756,12 @@ def test_nvrtc_sm90a_wrw_configs():
 
 
 WRW_CASES = {**TAILS, "r50_1x1": dict(n=4, c=64, k=256, in_size=(14, 14), filter_size=1),
-             "1x7": dict(n=2, c=16, k=24, in_size=(9, 17), filter_size=(1, 7), pads=(0, 3))}
+             "1x7": dict(n=2, c=16, k=24, in_size=(9, 17), filter_size=(1, 7), pads=(0, 3)),
+             # a filter as wide as its stride over an odd size (wav2vec 2.0's feature encoder): the phase of the
+             # first tap has one pixel more than dy (the forward never reads dx's last column), so its 1x1 view is
+             # not dy's dense matrix (the copy engine reads dy through the im2col map, zeros past its width)
+             "1x2_s2_odd": dict(n=2, c=64, k=64, in_size=(1, 199), filter_size=(1, 2), strides=(1, 2)),
+             "2x2_s2_odd": dict(n=2, c=64, k=128, in_size=(15, 13), filter_size=2, strides=2)}
 
 
 @pytest.mark.gpu
