@@ -46,7 +46,7 @@ OTHER_MODELS = ("vgg16", "resnext101_32x8d", "mobilenet_v3_large",  # on request
 # on request, models of other dimensions: torchvision.models.video (3D convolutions; clips of 16 x 112 x 112, 400
 # classes, AMP in channels_last_3d) and torchaudio's wav2vec 2.0 base (1D: its feature encoder's seven strided
 # convolutions and the grouped 128-tap positional convolution under weight norm; 2 s of 16 kHz audio, a 1000-way
-# frame-averaged head; AMP leaves it channels-first)
+# frame-averaged head, layer drop off; AMP leaves it channels-first)
 VIDEO_MODELS = ("r3d_18", "r2plus1d_18", "mc3_18")
 AUDIO_MODELS = ("wav2vec2_base",)
 CONFIGS = ("train32-fp32", "train32-amp", "infer1-fp32", "infer1-amp", "infer32-fp32", "infer32-amp")
@@ -84,7 +84,8 @@ def build(name: str, seed: int = 0):
 
             def forward(self, x):
                 return self.inner(x)[0].mean(1)
-        return FrameAveraged(getattr(torchaudio.models, name)(aux_num_out=1000)).cuda()
+        # layer drop off: every step uses (and differentiates) every layer on both sides
+        return FrameAveraged(getattr(torchaudio.models, name)(aux_num_out=1000, encoder_layer_drop=0.0)).cuda()
     kw = dict(aux_logits=False, init_weights=True) if name == "inception_v3" else {}
     return getattr(torchvision.models, name)(weights=None, **kw).cuda()
 
@@ -199,7 +200,7 @@ def trajectory(name, train, amp, backend, xs, ys, steps):
     model = prepare(build(name), train, amp, backend, name)
     step = stepper(model, train, amp)
     losses = [float(step(xs[i], ys[i])) for i in range(steps)]
-    return losses, {n: p.grad.detach().float().clone() for n, p in model.named_parameters()}
+    return losses, {n: None if p.grad is None else p.grad.detach().float().clone() for n, p in model.named_parameters()}
 
 
 def differences(a, b) -> dict:
@@ -208,6 +209,9 @@ def differences(a, b) -> dict:
     largest relative difference among the convolutions' weights alone."""
     (la, ga), (lb, gb) = a, b
     loss = max(abs(x - y) / max(abs(y), 1e-30) for x, y in zip(la, lb))
+    if any((ga[n] is None) != (g is None) for n, g in gb.items()):
+        return {"loss_max_rel": loss, "grad_max_rel_l2": float("inf"), "grad_worst_param": "a gradient on one side only"}
+    gb = {n: g for n, g in gb.items() if g is not None}   # parameters no step used (none on either side)
     rels = {n: float((ga[n] - g).norm() / g.norm().clamp_min(1e-30)) for n, g in gb.items()}
     worst = max(rels, key=rels.get)
     norms = sorted(float(g.norm()) for g in gb.values())
