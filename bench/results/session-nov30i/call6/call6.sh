@@ -2,7 +2,7 @@
 # Session nov30i, call 6 (any sm_90; an H200): wav2vec2_base AMP training again at the code of call 5, whose run of it
 # failed in the gradient comparison (a parameter no step used: the encoder's layer drop; now off, and the comparison
 # skips gradients neither side has): the second process must run no find (call 3: 2). Then torchvision's r2plus1d_18
-(its (2+1)D blocks: 1x3x3 and 3x1x1 convolutions, plain nn.Conv3d) AMP training, not tried before.
+# (its (2+1)D blocks: 1x3x3 and 3x1x1 convolutions, plain nn.Conv3d) AMP training, not tried before.
 set -uo pipefail
 T0=$(date +%s)
 R=/tmp/r; rm -rf $R
