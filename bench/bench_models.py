@@ -562,8 +562,14 @@ def run_config(name: str, config: str, args) -> dict:
             row[f"{tag}_process_background_pending"] = got.get("background_pending")
     if train and args.steps:
         ref = trajectory(name, train, amp, "cudnn", xs, ys, args.steps)
-        row["vs_cudnn"] = differences(trajectory(name, train, amp, "miofind", xs, ys, args.steps), ref)
+        mine = trajectory(name, train, amp, "miofind", xs, ys, args.steps)
+        row["vs_cudnn"] = differences(mine, ref)
         row["cudnn_vs_cudnn"] = differences(trajectory(name, train, amp, "cudnn", xs, ys, args.steps), ref)
+        if amp:
+            # cuDNN's AMP run repeats itself bit for bit, so it bounds nothing: each AMP side against the same steps
+            # in FP32 (cuDNN, TF32 off), whose distance is what FP16 costs each side
+            fp32 = trajectory(name, train, False, "cudnn", xs, ys, args.steps)
+            row["vs_fp32"] = {"miofind": differences(mine, fp32), "cudnn": differences(ref, fp32)}
     return row
 
 
