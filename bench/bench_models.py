@@ -210,7 +210,8 @@ def differences(a, b) -> dict:
     (la, ga), (lb, gb) = a, b
     loss = max(abs(x - y) / max(abs(y), 1e-30) for x, y in zip(la, lb))
     if any((ga[n] is None) != (g is None) for n, g in gb.items()):
-        return {"loss_max_rel": loss, "grad_max_rel_l2": float("inf"), "grad_worst_param": "a gradient on one side only"}
+        return {"loss_max_rel": loss, "grad_max_rel_l2": float("inf"),
+                "grad_worst_param": "a gradient on one side only"}
     gb = {n: g for n, g in gb.items() if g is not None}   # parameters no step used (none on either side)
     rels = {n: float((ga[n] - g).norm() / g.norm().clamp_min(1e-30)) for n, g in gb.items()}
     worst = max(rels, key=rels.get)

@@ -553,10 +553,10 @@ def settled_failures(dbs, dev: DeviceInfo, problem, cands, marks: bool = True) -
     now (the tuned PerfDB config and the default beside it, else the default; for a solver that lists its
     configs at find time, such as cuDNN's plans, any recorded one); or a find left them to the background and
     marked them (``mark_deferred``: a Failure of stage ``deferred``, measured in the background, not failed;
-    ``marks`` False: such a candidate is not settled, as one without a record). Read from the user FindDB, then the system
-    FindDB (whatever device string its rows carry, as its records are read): a DB built by finds and given as the
-    system DB (a fleet's file, ``MIOFIND_SYSTEM_DB``) holds no record of the candidates its finds cut or failed, only
-    these rows."""
+    ``marks`` False: such a candidate is not settled, as one without a record). Read from the user FindDB, then the
+    system FindDB (whatever device string its rows carry, as its records are read): a DB built by finds and given as
+    the system DB (a fleet's file, ``MIOFIND_SYSTEM_DB``) holds no record of the candidates its finds cut or failed,
+    only these rows."""
     rows = dbs.find_failures(dev.db_name, problem.key())
     if not rows:
         return {}

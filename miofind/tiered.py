@@ -228,7 +228,8 @@ def after_find(problem, sols, failures=(), *, store, mode: str | None = None, me
     Solution, default the find's harness under ``budget_ms``) and, when verified and faster than the
     generic build (or the generic build failed), ``store(solution)`` it and make its invoker the one
     ``ready_invoker`` gives; where the generic build failed and the specialised one fails too, ``fail(solver,
-    [Failure])`` (recorded, as the find records its own failures: else every later find measures it again). ``deferred``: {solver id: (solver, [configs], or a callable listing them once no
+    [Failure])`` (recorded, as the find records its own failures: else every later find measures it again).
+    ``deferred``: {solver id: (solver, [configs], or a callable listing them once no
     find runs)} the find left to the background (``deferrable``, or predicted clearly slower): each solver's
     configs compiled and measured, its fastest verified one stored and told to the ``on_deferred`` listeners;
     where none verified, ``fail(solver, [Failure])`` (the find records them, as it records its own). ``later``: {solver id: (solver, [configs measured],
