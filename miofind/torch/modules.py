@@ -208,7 +208,7 @@ def convert(model: nn.Module) -> Converted:
         raise ValueError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
     swapped, left = 0, []
     for name, m in model.named_modules(remove_duplicate=True):
-        if type(m) in _BACK or not isinstance(m, nn.modules.conv._ConvNd):
+        if isinstance(m, _Miofind) or not isinstance(m, nn.modules.conv._ConvNd):   # (parametrized after convert too)
             continue
         why = _reason(m)
         if why is not None:

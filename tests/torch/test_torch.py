@@ -171,6 +171,9 @@ def test_convert_swaps_weight_normed_convolutions():
     assert m.state_dict().keys() == state.keys() and all(torch.equal(m.state_dict()[k], v) for k, v in state.items())
     other = copy.deepcopy(m)
     assert type(other[0]) is type(m[0]) and torch.equal(other(x), ref)
+    later = mt.Conv1d(4, 4, 3)      # parametrized after its convert: still miofind's, neither counted nor listed
+    weight_norm(later)
+    assert mt.convert(later) == (0, []) and isinstance(later, mt.Conv1d)
     parametrize.remove_parametrizations(m[0], "weight")     # a converted module is left
     assert type(m[0]) is mt.Conv1d and torch.allclose(m(x), ref, atol=1e-6)
     assert mt.revert(m) == 2 and type(m[0]) is nn.Conv1d and type(other[0]).__name__ == "ParametrizedConv1d"
