@@ -422,6 +422,13 @@ def store_unmarked(db, dev: DeviceInfo, problem, sol: Solution) -> None:
     db.store_find_failures(dev.db_name, problem.key(), [sol.solver_id], [])
 
 
+def deferral(reads, dev: DeviceInfo, problem, solver: Solver) -> tuple:
+    """(solver, configs) of a solver a find leaves to the background (``tiered.after_find``'s ``deferred``): its tuned
+    PerfDB config, else its find configs, listed once no find runs."""
+    tuned = tuned_config(reads, dev, problem, solver)
+    return solver, [tuned] if tuned is not None else tiered.config_listing(problem, solver)
+
+
 def resume_deferred(db, dev: DeviceInfo, problem, marked, budget_ms) -> None:
     """Leave the solvers ``marked`` deferred in the FindDB (``mark_deferred``) to this process's background, as a
     find leaves its deferred solvers (``tiered.after_find``): each one's tuned config or its find configs measured
@@ -431,10 +438,7 @@ def resume_deferred(db, dev: DeviceInfo, problem, marked, budget_ms) -> None:
     dbs = store_dbs(db, dev, reads, fastwrite.writer(db))
     if dbs.user.readonly:
         return
-    deferred = {}
-    for s in marked:
-        tuned = tuned_config(reads, dev, problem, s)
-        deferred[s.id] = (s, [tuned] if tuned is not None else tiered.config_listing(problem, s))
+    deferred = {s.id: deferral(reads, dev, problem, s) for s in marked}
     log.info("find %s: %s, deferred by an earlier process, measured in the background", problem.key(),
              ", ".join(sorted(deferred)))
     tiered.after_find(problem, [], (), budget_ms=budget_ms, deferred=deferred,
@@ -707,8 +711,7 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
         losers = predicted_losers(problem, reads, dev, cands, factor, recorded)
         for s in cands:
             if s.id in losers:
-                tuned = tuned_config(reads, dev, problem, s)
-                deferred[s.id] = (s, [tuned] if tuned is not None else tiered.config_listing(problem, s))
+                deferred[s.id] = deferral(reads, dev, problem, s)
                 own = defer_factor(s, factor)
                 failures.append(Failure(s.id, "deferred", PREDICTED_REASON.format(
                     ratio=losers[s.id], factor=own, env=factor, own=", the solver's own lower factor" if own < factor
