@@ -347,6 +347,7 @@ struct Hot {
     at::ScalarType wdtype = at::kFloat;         // w's own (another under autocast: w is cast to dtype per call)
     bool tf32 = false, det = false, bias = false;
     bool autocast = false;                      // armed under autocast (to dtype), without a bias
+    bool view1d = false;                        // a 1-D module: its plan runs the H = 1 views of x and w
     // w's cast without autograd, kept while w is the same tensor (held: its address cannot be reused), at the same
     // version and address, as functional._cast_param keeps it
     mutable std::mutex cast_mu;
@@ -384,7 +385,7 @@ static void free_hot(int64_t slot) {
 static void arm(int64_t slot, uint64_t token, uint64_t gen, int64_t id, std::vector<int64_t> xs,
                 std::vector<int64_t> xst, std::vector<int64_t> ws, std::vector<int64_t> wst, at::ScalarType dtype,
                 int64_t dev, bool tf32, bool det, bool bias, std::vector<int64_t> bshape, int64_t pinned,
-                bool autocast, at::ScalarType wdtype) {
+                bool autocast, at::ScalarType wdtype, bool view1d) {
     plan_of(id);                                // an unknown plan fails here, not at a call
     if (autocast && bias) fail("miofind.torch: an armed call under autocast takes no bias (%lld)", 0);
     auto H = std::make_shared<Hot>();
@@ -392,7 +393,7 @@ static void arm(int64_t slot, uint64_t token, uint64_t gen, int64_t id, std::vec
     H->xs = std::move(xs), H->xst = std::move(xst), H->ws = std::move(ws), H->wst = std::move(wst);
     H->bshape = std::move(bshape);
     H->dtype = dtype, H->tf32 = tf32, H->det = det, H->bias = bias;
-    H->autocast = autocast, H->wdtype = wdtype;
+    H->autocast = autocast, H->wdtype = wdtype, H->view1d = view1d;
     std::lock_guard<std::mutex> g(g_hot_mutex);
     if (slot < 0 || slot >= static_cast<int64_t>(g_hots.size())) fail("miofind.torch: no hot slot %lld", slot);
     g_hots[slot] = std::move(H);
@@ -445,9 +446,15 @@ static py::object hot(int64_t slot, uint64_t token, const at::Tensor &x, const a
         }
         if (!wc.strides().equals(H->wst)) return py::none();
     }
-    at::Tensor y = grad ? FastConv::apply(x, wp, wc, H->id, stream) : forward_impl(plan_of(H->id), x, wc, stream);
+    if (H->view1d) {
+        const bool same = wp.is_same(wc);
+        wc = wc.unsqueeze(2);
+        wp = same ? wc : wp.unsqueeze(2);
+    }
+    const at::Tensor &xv = H->view1d ? x.unsqueeze(2) : x;
+    at::Tensor y = grad ? FastConv::apply(xv, wp, wc, H->id, stream) : forward_impl(plan_of(H->id), xv, wc, stream);
     if (b) y.add_(bias->view(H->bshape));
-    return py::cast(y);
+    return py::cast(H->view1d ? y.squeeze(2) : y);
 }
 
 static std::shared_ptr<MapSpec> make_spec(py::handle h) {
@@ -606,7 +613,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.def("new_hot", &new_hot, "a new slot for one module's armed call (-1: no more slots)");
     m.def("free_hot", &free_hot, "free_hot(slot): release a collected module's slot");
     m.def("arm", &arm, "arm(slot, token, gen, plan id, x sizes, x strides, w sizes, w strides, dtype, device, tf32, "
-          "deterministic, bias (of x's type), bias view shape, pinned stream or -1, autocast, w's dtype)");
+          "deterministic, bias (of x's type), bias view shape, pinned stream or -1, autocast, w's dtype, 1-D)");
     m.def("hot", &hot, "hot(slot, token, x, w, bias or None, tf32, deterministic) -> y of the armed call, or None");
     m.def("gen", []() { return g_gen.load(std::memory_order_acquire); }, "the armed calls' generation");
     m.def("bump", []() { g_gen.fetch_add(1, std::memory_order_acq_rel); }, "disarm every armed call");

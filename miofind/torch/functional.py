@@ -144,6 +144,18 @@ def _eager(x: Tensor, w: Tensor) -> bool:
 
 
 _normalized: dict[tuple, tuple] = {}
+_two_d: dict[tuple, tuple] = {}
+
+
+def _as_2d(stride, padding, dilation) -> tuple:
+    """A 1-D call's (stride, padding, dilation) as the 2-D problem's with H = 1."""
+    key = (stride, padding, dilation)
+    got = _two_d.get(key)
+    if got is None:
+        got = ((1, *stride), (0, *padding), (1, *dilation))
+        if len(_two_d) < 4096:
+            _two_d[key] = got
+    return got
 
 
 def _conv(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilation, groups) -> Tensor:
@@ -168,12 +180,15 @@ class _Plan:
     per stride pattern of ``dy`` (``backward``)."""
 
     __slots__ = ("entry", "out_shape", "fmt", "dtype", "device", "bias_shape", "conv", "dev", "bwd", "_dense", "fused",
-                 "act", "fast", "_fast_with", "pinned", "remade")
+                 "act", "fast", "_fast_with", "pinned", "remade", "wcopy")
 
     def __init__(self, entry, out_shape, fmt, x: Tensor, w: Tensor, conv, fused: bool = False, act: str = "none") -> None:
         self.entry, self.out_shape, self.fmt, self.conv = entry, out_shape, fmt, conv
         # the entry is a fused forward's: the bias (fused) and the activation (act) are in its epilogue
         self.fused, self.act = fused, act
+        # w is not dense in ``fmt`` (its strides are in the plan's key): each call makes the dense copy the slow
+        # path would make (``_make_plan``)
+        self.wcopy = False
         self.dtype, self.device, self.dev = x.dtype, x.device, x.get_device()
         self.bias_shape = (1, -1, *([1] * (x.dim() - 2)))
         self.bwd: dict[tuple, tuple] = {}
@@ -323,12 +338,13 @@ def _activate(y: Tensor, act: str) -> Tensor:
 
 def _make_plan(key: tuple, nd: int, x: Tensor, w: Tensor, stride, padding, dilation, groups, bias, act: str) -> None:
     """After a first call of the slow path: keep a ``_Plan`` for ``key`` when the call qualifies (2-D
-    or 3-D, explicit padding, both inputs dense in the chosen memory format, on the current device); a
-    fused plan when the bias or ``act`` (``_fusable_act``'s) went into the forward's epilogue."""
-    if nd == 1 or isinstance(padding, str) or x.dim() != nd + 2 or x.get_device() != torch._C._cuda_getDevice():
+    or 3-D, a 1-D call as its 2-D problem, explicit padding, x dense in the chosen memory format, on the
+    current device; a w that is not dense in it is copied per call, ``_Plan.wcopy``); a fused plan when
+    the bias or ``act`` (``_fusable_act``'s) went into the forward's epilogue."""
+    if isinstance(padding, str) or x.dim() != nd + 2 or x.get_device() != torch._C._cuda_getDevice():
         return
     fmt = _ops.memory_format(x, w)
-    if not (x.is_contiguous(memory_format=fmt) and w.is_contiguous(memory_format=fmt)):
+    if not x.is_contiguous(memory_format=fmt):
         return
     fused, fact = _epilogue(x, w, bias, act, stride, padding, dilation, groups)
     entry = _policy._table.get(_policy.table_key("F", x.shape, w.shape, stride, padding, dilation, groups, x.dtype,
@@ -337,7 +353,9 @@ def _make_plan(key: tuple, nd: int, x: Tensor, w: Tensor, stride, padding, dilat
         return
     out_shape = _ops.out_size(x.shape, w.shape, stride, padding, dilation)
     conv = (list(x.shape), list(w.shape), list(stride), list(padding), list(dilation), groups)
-    _plans[key] = _Plan(entry, out_shape, fmt, x, w, conv, fused, fact)
+    plan = _Plan(entry, out_shape, fmt, x, w, conv, fused, fact)
+    plan.wcopy = not w.is_contiguous(memory_format=fmt)
+    _plans[key] = plan
 
 
 REPIN_MAX = 4       # how many times a plan is remade for another stream at most
@@ -403,6 +421,16 @@ def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilati
             if not detach:
                 w = wc
         act = _fusable_act(activation, grad)
+        if nd == 1:
+            # a batched 1-D call with explicit padding is planned as the 2-D problem it runs as (H = 1 views);
+            # y is squeezed back below
+            if x.dim() != 3 or wc.dim() != 3 or isinstance(padding, str):
+                return _conv_slow(nd, x, w, bias, stride, padding, dilation, groups, activation)
+            x1, w1, a1 = x, w, (stride, padding, dilation)
+            x, wc4 = x.unsqueeze(2), wc.unsqueeze(2)
+            w = wc4 if w is wc else w.unsqueeze(2)
+            wc = wc4
+            stride, padding, dilation = _as_2d(stride, padding, dilation)
         key = _plan_key(nd, x, wc, stride, padding, dilation, groups, bias, act)
         plan = _plans.get(key)
         # a fused plan reads K bias elements: any other bias takes the slow path (PyTorch's error)
@@ -411,6 +439,11 @@ def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilati
             fb = None
             if plan.fused:
                 fb = bias if bias.is_contiguous() else bias.contiguous()
+            if plan.wcopy:      # w not dense in the plan's format (a weight made per call: weight_norm)
+                same = w is wc
+                wc = wc.contiguous(memory_format=plan.fmt)
+                if same:
+                    w = wc
             fid = plan.fast
             if plan.pinned is not None and type(fid) is int and plan.pinned != _ops._stream(plan.dev):
                 fid = _repin(plan)
@@ -420,7 +453,7 @@ def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilati
                 y = mod.apply(x, w, wc, fid, _ops._stream(plan.dev)) if grad else \
                     mod.forward(x, wc, fid, _ops._stream(plan.dev))
                 if arm is not None and not plan.fused and plan.act == "none" and activation == "none" and \
-                        (not autocast or (bias is None and x0.dtype is x.dtype)):
+                        not plan.wcopy and (not autocast or (bias is None and x0.dtype is x.dtype)):
                     arm.append((plan, fid, key, autocast, w0))
             elif grad:
                 y = _ops.planned_apply(x, w, fb, plan, wc)
@@ -430,7 +463,13 @@ def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilati
                 y = plan.forward(x, wc, fb)
             if bias is not None and fb is None:
                 y = y.add_(bias.view(plan.bias_shape))
-            return _activate(y, activation) if plan.act == "none" else y
+            y = _activate(y, activation) if plan.act == "none" else y
+            return y.squeeze(2) if nd == 1 else y
+    if key is not None and nd == 1:     # the slow path takes the 1-D call as given
+        y = _conv_slow(1, x1, w1, bias, *a1, groups, activation)
+        if x1.dtype in _policy.SUPPORTED_DTYPES:
+            _make_plan(key, 2, x, wc, stride, padding, dilation, groups, bias, act)
+        return y
     # the slow path casts w under autograd (``_autocast``), as PyTorch's autocast does
     y = _conv_slow(nd, x, w, bias, stride, padding, dilation, groups, activation)
     if key is not None and x.dtype in _policy.SUPPORTED_DTYPES:

@@ -79,9 +79,12 @@ class _Miofind:
             # the slot holds the weight and its cast (autocast): released with the module
             weakref.finalize(self, mod.free_hot, slot).atexit = False
         token = random.getrandbits(63)
-        mod.arm(slot, token, gen, fid, list(key[1]), list(key[2]), list(w.shape), list(w.stride()), plan.dtype,
+        xs, xst = list(key[1]), list(key[2])
+        if self._nd == 1:   # the plan's key holds the H = 1 view of the 1-D input: the armed call takes the input
+            del xs[2], xst[2]
+        mod.arm(slot, token, gen, fid, xs, xst, list(w.shape), list(w.stride()), plan.dtype,
                 plan.dev, key[13], key[14], key[15], list(plan.bias_shape), -1 if plan.pinned is None else plan.pinned,
-                autocast, w.dtype)
+                autocast, w.dtype, self._nd == 1)
         self.__dict__["_miofind_hot"] = (slot, token, self.stride, self.padding, self.dilation, self.groups)
 
     def __getstate__(self):

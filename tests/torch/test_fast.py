@@ -81,11 +81,11 @@ def test_armed_calls_answer_none_unless_every_part_of_the_key_holds(ext):
     assert ext.hot(slot, 7, x, w, None, False, False) is None          # nothing armed
     key = ([2, 3, 5, 5], [75, 25, 5, 1], [4, 3, 1, 1], [3, 1, 1, 1], torch.float32, 0, False, False)
     with pytest.raises(RuntimeError, match="no fast plan"):
-        ext.arm(slot, 7, ext.gen(), 10 ** 6, *key, False, [1, -1, 1, 1], -1, False, torch.float32)
+        ext.arm(slot, 7, ext.gen(), 10 ** 6, *key, False, [1, -1, 1, 1], -1, False, torch.float32, False)
     with pytest.raises(RuntimeError, match="under autocast takes no bias"):
-        ext.arm(slot, 7, ext.gen(), pid, *key, True, [1, -1, 1, 1], -1, True, torch.float32)
+        ext.arm(slot, 7, ext.gen(), pid, *key, True, [1, -1, 1, 1], -1, True, torch.float32, False)
     g = ext.gen()
-    ext.arm(slot, 7, g, pid, *key, False, [1, -1, 1, 1], -1, False, torch.float32)
+    ext.arm(slot, 7, g, pid, *key, False, [1, -1, 1, 1], -1, False, torch.float32, False)
     assert ext.hot(slot, 7, x, w, None, False, False) is None          # CPU tensors
     assert ext.hot(slot, 8, x, w, None, False, False) is None          # another module's token
     ext.bump()
@@ -95,7 +95,7 @@ def test_armed_calls_answer_none_unless_every_part_of_the_key_holds(ext):
     assert ext.new_hot() == slot                                        # and reused
     with pytest.raises(RuntimeError, match="no hot slot"):
         ext.arm(10 ** 6, 7, g, pid, [1], [1], [1], [1], torch.float32, 0, False, False, False, [1], -1, False,
-                torch.float32)
+                torch.float32, False)
 
 
 def test_a_recipe_takes_tensor_maps(ext):
@@ -550,6 +550,76 @@ def test_armed_module_calls_skip_the_python_key_and_equal_the_python_path(gpu_mt
         net(xs[0])
     mt.clear()
     check(xs[0])                                                     # plans forgotten
+
+
+class _Net1d(nn.Module):
+    """wav2vec 2.0's feature encoder and positional convolution, small: a first layer without dx, strided layers
+    with and without bias, and a weight-normed grouped convolution of a channels-last-like input (the transpose of
+    (N, T, C) activations) whose weight is made per call and is not dense in that format."""
+
+    def __init__(self):
+        super().__init__()
+        from torch.nn.utils.parametrizations import weight_norm
+        self.c1 = nn.Conv1d(1, 32, 10, stride=5, bias=False)
+        self.c2 = nn.Conv1d(32, 32, 3, stride=2, bias=False)
+        self.c3 = nn.Conv1d(32, 48, 2, stride=2)
+        self.pos = weight_norm(nn.Conv1d(48, 48, 9, padding=4, groups=4), name="weight", dim=2)
+
+    def forward(self, x):
+        h = torch.nn.functional.gelu(self.c2(torch.nn.functional.gelu(self.c1(x))))
+        t = self.c3(h).transpose(1, 2) * 0.5            # (N, T, C)
+        return t + self.pos(t.transpose(1, 2)).transpose(1, 2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("amp", [False, True], ids=["fp32", "amp"])
+def test_conv1d_modules_take_plans_and_armed_calls(gpu_mt, monkeypatch, amp):
+    """1-D convolutions are planned as the 2-D problems they run as (H = 1 views): after the first steps, every
+    call takes a forward plan keyed on the 1-D call, the modules whose weight is dense are armed (their repeats skip
+    ``conv_normalized``), the weight-normed one copies its weight per call (``_Plan.wcopy``), and outputs and every
+    gradient match PyTorch's cuDNN step by step, on new data each step."""
+    import copy
+
+    from miofind.torch import functional as MF
+
+    mt = gpu_mt
+    torch.manual_seed(11)
+    net = _Net1d().cuda()
+    ref = copy.deepcopy(net)
+    assert mt.convert(net).swapped == 4
+    xs = [torch.randn(3, 1, 803, device="cuda") for _ in range(6)]
+    seen = []
+    real = MF.conv_normalized
+    monkeypatch.setattr(MF, "conv_normalized", lambda *a, **k: seen.append(a[2].shape) or real(*a, **k))
+    tol = 2e-2 if amp else 1e-4
+    torch.use_deterministic_algorithms(True, warn_only=True)    # our own solvers (whose recipes C++ launches)
+    try:
+        for i, x in enumerate(xs):
+            if i == 4:
+                seen.clear()
+            got = _run(net, [x], amp)[0]
+            want = _run(ref, [x], amp)[0]
+            assert got[0].dtype == want[0].dtype and _rel(got[0], want[0]) < tol, (i, _rel(got[0], want[0]))
+            for (name, _), a, b in zip(net.named_parameters(), got[1], want[1]):
+                assert a.dtype == b.dtype and _rel(a, b) < tol, (i, name, _rel(a, b))
+    finally:
+        torch.use_deterministic_algorithms(False)
+    plans = [p for k, p in MF._plans.items() if k[0] == 1]
+    assert len(plans) == 4, [(k[0], k[1]) for k in MF._plans]
+    assert [p.wcopy for p in plans].count(True) == 1
+    assert all(type(p.fast) is int for p in plans), [p.fast for p in plans]
+    counts = [_fast._module.counts(p.fast) for p in plans]
+    assert sum(c[0] for c in counts) >= 4, counts      # launches from C++ (those without a recipe: Python)
+    armed = [m for m in (net.c1, net.c2, net.c3) if "_miofind_hot" in m.__dict__]
+    # under autocast: c1's input is cast, c3 has a bias; the weight-normed module is never armed (wcopy)
+    assert armed == ([net.c2] if amp else [net.c1, net.c2, net.c3]), armed
+    assert "_miofind_hot" not in net.pos.__dict__
+    assert len(seen) == 2 * (4 - len(armed)), (len(seen), len(armed))
+
+
+def _rel(a, b) -> float:
+    a, b = a.double(), b.double()
+    return float((a - b).norm() / b.norm().clamp_min(1e-30))
 
 
 @pytest.mark.gpu
