@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Session nov30j, call 1 (any sm_90; an H200): 1-D convolutions with forward plans and armed module calls, and plans
+# that copy a weight not dense in their format (weight_norm). (1) GPU tests: the C++ hot path's file (the new 1-D
+# test included) and miofind.torch's GPU tests but the two whole-network ones; (2) wav2vec2_base AMP training with
+# --profile (nov30i: 0.94-1.02x, host-bound, miofind's host queue 44.9 ms against cuDNN's 32.8); (3) its FP32
+# training; (4) ConvNeXt-T AMP training (depthwise 7x7 with biases), not tried before.
+set -uo pipefail
+T0=$(date +%s)
+R=/tmp/r; rm -rf $R
+source scripts/device-env
+el() { echo $(( $(date +%s) - T0 )); }
+save() { tar czf $OUT/r.tgz --exclude='*.sqlite' -C /tmp r; }
+export CUPY_CACHE_DIR=/tmp/cupy1 MIOFIND_KERNEL_CACHE=/tmp/kc1
+timeout 170 python3 -m pytest -q -p no:cacheprovider -n 4 tests/torch/test_fast.py tests/torch/test_torch_gpu.py \
+  -k "not resnet50 and not resnext101" > $R/tests.txt 2>&1
+echo "tests rc=$? $(el) s"; tail -3 $R/tests.txt; save
+run() {  # model config timeout [options]
+  local m=$1 c=$2 t=$3; shift 3
+  MIOFIND_DB=sqlite:////tmp/r/u_${m}_$c.sqlite timeout $t python3 bench/bench_models.py --out $R/${m}_$c --models $m \
+    --configs $c --iters 10 --rounds 3 --warmup 3 --steps 3 "$@" > $R/${m}_$c.log 2>&1
+  echo "$m $c rc=$? $(el) s"; grep -E "^\| $m" $R/${m}_$c/bench_models.md; save
+}
+run wav2vec2_base train8-amp 170 --profile --skip-first
+run wav2vec2_base train8-fp32 110 --skip-first
+run convnext_tiny train8-amp 130 --skip-first
+echo "all $(el) s"
