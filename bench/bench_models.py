@@ -351,9 +351,14 @@ def profile(model, train: bool, amp: bool, xs, ys, steps: int = 5, cprofile: boo
     kern = [e for e in prof.key_averages() if e.device_type == DeviceType.CUDA]
     busy = sum(e.self_device_time_total for e in kern) / steps / 1e3
     top = sorted(kern, key=lambda e: -e.self_device_time_total)[:25]
+    cpu = sorted((e for e in prof.key_averages() if e.device_type == DeviceType.CPU),
+                 key=lambda e: -e.self_cpu_time_total)[:30]
     out = {"gpu_busy_ms": busy, "host_queue_ms": statistics.median(host),
            "kernels": [{"name": e.key[:100], "per_step": e.count / steps,
-                        "ms_per_step": e.self_device_time_total / steps / 1e3} for e in top]}
+                        "ms_per_step": e.self_device_time_total / steps / 1e3} for e in top],
+           # the host's side under the profiler: the ops and autograd nodes by their own CPU time per step
+           "cpu_ops": [{"name": e.key[:100], "per_step": e.count / steps,
+                        "self_cpu_ms_per_step": e.self_cpu_time_total / steps / 1e3} for e in cpu]}
     if cprofile:
         import cProfile
         import io
@@ -366,7 +371,8 @@ def profile(model, train: bool, amp: bool, xs, ys, steps: int = 5, cprofile: boo
         torch.cuda.synchronize()
         pr.disable()
         buf = io.StringIO()
-        pstats.Stats(pr, stream=buf).sort_stats("tottime").print_stats(30)
+        pstats.Stats(pr, stream=buf).sort_stats("tottime").print_stats(40)
+        pstats.Stats(pr, stream=buf).sort_stats("cumulative").print_stats(40)
         out["cprofile"] = buf.getvalue()
     try:
         from miofind.torch import _policy
@@ -385,6 +391,26 @@ def _cpp_plans() -> list[int]:
     from miofind.torch import functional as MF
     plans = list(MF._plans.values())
     return [sum(type(p.fast) is int for p in plans), len(plans)]
+
+
+def _plan_report(model) -> dict:
+    """miofind.torch's forward plans after the timed steps: by plan, its dimensions, solver, C++ plan (its id and
+    (C++ launches, Python fallbacks), or None/False), whether it copies w or fuses an epilogue, the solvers of its
+    learned backward; and how many of the model's modules are armed, the C++ extension's status, pending swaps."""
+    from miofind.torch import _fast, _policy
+    from miofind.torch import functional as MF
+    mod = _fast._module
+    plans = []
+    for k, p in list(MF._plans.items()):
+        eb, ew = p._backward_entries()
+        plans.append({"nd": k[0], "problem": p.entry.problem_key, "solver": p.entry.solver_id,
+                      "fast": p.fast if not isinstance(p.fast, int) or isinstance(p.fast, bool) else
+                      [p.fast, list(mod.counts(p.fast))] if mod else p.fast,
+                      "wcopy": p.wcopy, "fused": p.fused, "act": p.act, "pinned": p.pinned is not None,
+                      "bwd": [e.solver_id if e is not None else None for e in (eb, ew)]})
+    convs = [m for m in model.modules() if hasattr(m, "_miofind_args")]
+    return {"plans": plans, "modules": len(convs), "armed": sum("_miofind_hot" in m.__dict__ for m in convs),
+            "cpp": _fast.status(), "pending_swaps": len(_policy._swaps)}
 
 
 def run_config(name: str, config: str, args) -> dict:
@@ -517,7 +543,9 @@ def run_config(name: str, config: str, args) -> dict:
         row[f"{backend}_ms"] = statistics.median(rounds[backend])
         row[f"{backend}_rounds_ms"] = rounds[backend]
         if args.profile and backend not in ("miofind-python", "miofind-py", "miofind-ltcall", "miofind-frontend"):
-            row[f"{backend}_profile"] = profile(model, train, amp, xs, ys, cprofile=backend == "miofind")
+            row[f"{backend}_profile"] = profile(model, train, amp, xs, ys, cprofile=True)
+    if "miofind" in sides:
+        row["miofind_plans"] = _plan_report(sides["miofind"][0])
     del sides, model, step
     torch.cuda.empty_cache()
     row["converted"] = _CONVERTED[0]

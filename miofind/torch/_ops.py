@@ -81,6 +81,15 @@ def follow(t: Tensor, fmt) -> Tensor:
     return t.as_strided(t.shape, _dense_strides(t.shape, want))
 
 
+def dense_in(dy: Tensor, fmt) -> Tensor:
+    """A gradient ``dy`` dense in the forward's memory format ``fmt`` (``follow``, else a copy), as PyTorch's
+    convolution backward makes it (its format is the input's and weight's, never the gradient's): dx comes back in
+    x's format, and the backward problems are those of the forward's layout, whatever layout dy arrives in (the
+    transpose of a (N, T, C) activation, as an audio encoder's last layer gets it)."""
+    dy = follow(dy, fmt)
+    return dy if dy.is_contiguous(memory_format=fmt) else dy.contiguous(memory_format=fmt)
+
+
 def out_size(x_shape, w_shape, stride, padding, dilation) -> list:
     """y's shape (N, K, *spatial) of a convolution, as torch computes it."""
     sp = [(i + 2 * p - d * (k - 1) - 1) // s + 1
@@ -206,7 +215,7 @@ def _save(ctx, x, w) -> None:
 def _grads(ctx, dy, data, weight, saved=None):
     x, w = ctx.saved_tensors if saved is None else saved
     x_shape, w_shape, stride, padding, dilation, groups = ctx.conv
-    dy = follow(dy, ctx.fmt)
+    dy = dense_in(dy, ctx.fmt)
     dx = dw = None
     if ctx.needs_input_grad[0]:
         dx = data(dy, w, x_shape, stride, padding, dilation, groups)

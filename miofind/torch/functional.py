@@ -231,13 +231,16 @@ class _Plan:
             dw = ew(dy, x, self._empty(2), stream) if need_dw else None
             return dx, dw
         x_shape, w_shape, stride, padding, dilation, groups = self.conv
+        dense = dy.is_contiguous(memory_format=self.fmt)
+        if not dense:       # as _ops.dense_in: the backward problems are those of the forward's layout
+            dy = dy.contiguous(memory_format=self.fmt)
         dx = _ops._backward_data(dy, w, x_shape, stride, padding, dilation, groups) if need_dx else None
         dw = _ops._backward_weight(dy, x, w_shape, stride, padding, dilation, groups) if need_dw else None
         if known is None and len(self.bwd) < 8:
-            self._learn(sig, dy, x, w, need_dx, need_dw)
+            self._learn(sig, dense, dy, x, w, need_dx, need_dw)
         return dx, dw
 
-    def _learn(self, sig, dy, x, w, need_dx, need_dw) -> None:
+    def _learn(self, sig, dense: bool, dy, x, w, need_dx, need_dw) -> None:
         x_shape, w_shape, stride, padding, dilation, groups = self.conv
         entries = []
         for d, a, b, want in (("B", dy, w, need_dx), ("W", x, dy, need_dw)):
@@ -253,7 +256,7 @@ class _Plan:
             if e is None or e.invoker is None:
                 return
             entries.append(e)
-        self.bwd[sig] = (*entries, dy.is_contiguous(memory_format=self.fmt))
+        self.bwd[sig] = (*entries, dense)
         if self.fast is not False and self._backward_entries() != self._fast_with:
             self.fast = None        # a C++ plan with this signature's Entries too
             self.make_fast()

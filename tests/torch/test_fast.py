@@ -567,7 +567,7 @@ class _Net1d(nn.Module):
 
     def forward(self, x):
         h = torch.nn.functional.gelu(self.c2(torch.nn.functional.gelu(self.c1(x))))
-        t = self.c3(h).transpose(1, 2) * 0.5            # (N, T, C)
+        t = self.c3(h).transpose(1, 2).contiguous()     # (N, T, C), as a linear layer's output
         return t + self.pos(t.transpose(1, 2)).transpose(1, 2)
 
 
@@ -576,8 +576,9 @@ class _Net1d(nn.Module):
 def test_conv1d_modules_take_plans_and_armed_calls(gpu_mt, monkeypatch, amp):
     """1-D convolutions are planned as the 2-D problems they run as (H = 1 views): after the first steps, every
     call takes a forward plan keyed on the 1-D call, the modules whose weight is dense are armed (their repeats skip
-    ``conv_normalized``), the weight-normed one copies its weight per call (``_Plan.wcopy``), and outputs and every
-    gradient match PyTorch's cuDNN step by step, on new data each step."""
+    ``conv_normalized``), the weight-normed one copies its weight per call (``_Plan.wcopy``), every backward is learned
+    (a gradient arriving transposed is made dense in the forward's layout), and outputs and every gradient match
+    PyTorch's cuDNN step by step, on new data each step."""
     import copy
 
     from miofind.torch import functional as MF
@@ -608,6 +609,8 @@ def test_conv1d_modules_take_plans_and_armed_calls(gpu_mt, monkeypatch, amp):
     assert len(plans) == 4, [(k[0], k[1]) for k in MF._plans]
     assert [p.wcopy for p in plans].count(True) == 1
     assert all(type(p.fast) is int for p in plans), [p.fast for p in plans]
+    # each backward learned (dy made dense in the forward's layout, c3's arriving transposed): dw from every C++ plan
+    assert all(p._fast_with and p._fast_with[1] is not None for p in plans), [p._fast_with for p in plans]
     counts = [_fast._module.counts(p.fast) for p in plans]
     assert sum(c[0] for c in counts) >= 4, counts      # launches from C++ (those without a recipe: Python)
     armed = [m for m in (net.c1, net.c2, net.c3) if "_miofind_hot" in m.__dict__]

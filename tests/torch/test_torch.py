@@ -908,6 +908,47 @@ def test_an_ambiguous_gradient_follows_the_forward_format():
         assert _ops._dense_strides(shape, cl) == list(torch.empty(shape, memory_format=fmt).stride())
 
 
+class _Encoder1d(torch.nn.Module):
+    """An audio encoder's end: a strided Conv1d whose output is transposed to (N, T, C) for a linear layer, so its
+    gradient arrives channels-last-like while its input and weight are contiguous."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv1d(4, 8, 3, stride=2, bias=False)
+        self.c2 = torch.nn.Conv1d(8, 8, 2, stride=2, bias=False)
+        self.proj = torch.nn.Linear(8, 5)
+
+    def forward(self, x):
+        return self.proj(self.c2(torch.relu(self.c1(x))).transpose(1, 2))
+
+
+def test_backward_problems_take_the_forward_layout_whatever_layout_dy_arrives_in():
+    """As PyTorch's convolution backward (its format is the input's and weight's): a gradient that arrives in
+    another layout is made dense in the forward's, so B and W are the forward layout's problems and dx comes back
+    in x's format, which keeps the layers below in that layout too. Before, the transposed gradient made c2's B
+    and W NHWC problems, and c2's NHWC dx made c1's W one as well."""
+    from miofind.torch import _ops
+    from miofind.torch.problems import model_problems
+
+    ps = model_problems(_Encoder1d(), (2, 4, 41), dtype="fp16")
+    assert sorted(p.direction for p in ps) == ["B", "F", "F", "W", "W"]
+    assert all(p.layout == "NCHW" for p in ps), [p.key() for p in ps]
+    seen = []
+
+    class Ctx:
+        needs_input_grad = (True, True)
+        conv = ([2, 8, 1, 9], [8, 8, 1, 2], [1, 2], [0, 0], [1, 1], 1)
+
+    x, w = torch.randn(2, 8, 1, 9), torch.randn(8, 8, 1, 2)
+    dy = torch.randn(2, 4, 8).transpose(1, 2).unsqueeze(2)        # (2, 8, 1, 4), channels-last-like
+    for fmt, want in ((torch.contiguous_format, (32, 4, 4, 1)), (torch.channels_last, (32, 1, 32, 8))):
+        seen.clear()
+        Ctx.fmt = fmt
+        _ops._grads(Ctx, dy if fmt is torch.contiguous_format else dy.contiguous(), lambda d, *a: seen.append(d),
+                    lambda d, *a: seen.append(d), (x, w))
+        assert [d.stride() for d in seen] == [want, want] and all(torch.equal(d, dy) for d in seen)
+
+
 def test_model_problems_from_a_meta_pass():
     from miofind.torch.problems import model_problems
 
