@@ -18,7 +18,8 @@
 //
 // A module's armed call (``hot``): the key its last call through Python took the C++ path with (x's and w's sizes,
 // strides, data type and device, the bias, TF32 and determinism, autocast and its type, the plan's pinned stream),
-// checked here, so a repeat skips the Python key; anything else (another key, another device or stream, a generation
+// checked here, so a repeat skips the Python key (under autocast x, w and the bias are cast here as the Python path
+// casts them; a 1-D module's plan runs the H = 1 views); anything else (another key, another device or stream, a generation
 // bumped by a plan made, remade or forgotten in Python) answers None and the caller takes its Python path, which arms
 // the module again.
 #include <torch/extension.h>
@@ -346,7 +347,8 @@ struct Hot {
     at::ScalarType dtype = at::kFloat;          // the computing type (x's, the plan's)
     at::ScalarType wdtype = at::kFloat;         // w's own (another under autocast: w is cast to dtype per call)
     bool tf32 = false, det = false, bias = false;
-    bool autocast = false;                      // armed under autocast (to dtype), without a bias
+    bool autocast = false;                      // armed under autocast (to dtype): x and the bias cast per call
+    at::ScalarType xdtype = at::kFloat;         // x's own (another under autocast: cast to dtype per call)
     bool view1d = false;                        // a 1-D module: its plan runs the H = 1 views of x and w
     // w's cast without autograd, kept while w is the same tensor (held: its address cannot be reused), at the same
     // version and address, as functional._cast_param keeps it
@@ -355,6 +357,11 @@ struct Hot {
     mutable int64_t cast_version = -1;
     mutable const void *cast_ptr = nullptr;
 };
+// the floating types autocast casts (PyTorch's is_eligible; float64 stays)
+static bool autocast_from(at::ScalarType t) {
+    return t == at::kFloat || t == at::kHalf || t == at::kBFloat16;
+}
+
 static std::mutex g_hot_mutex;
 static std::vector<std::shared_ptr<const Hot>> g_hots;
 static std::vector<int64_t> g_free_hots;       // slots of modules that were collected, for the next new_hot
@@ -385,15 +392,14 @@ static void free_hot(int64_t slot) {
 static void arm(int64_t slot, uint64_t token, uint64_t gen, int64_t id, std::vector<int64_t> xs,
                 std::vector<int64_t> xst, std::vector<int64_t> ws, std::vector<int64_t> wst, at::ScalarType dtype,
                 int64_t dev, bool tf32, bool det, bool bias, std::vector<int64_t> bshape, int64_t pinned,
-                bool autocast, at::ScalarType wdtype, bool view1d) {
+                bool autocast, at::ScalarType wdtype, bool view1d, at::ScalarType xdtype) {
     plan_of(id);                                // an unknown plan fails here, not at a call
-    if (autocast && bias) fail("miofind.torch: an armed call under autocast takes no bias (%lld)", 0);
     auto H = std::make_shared<Hot>();
     H->id = id, H->dev = dev, H->pinned = pinned, H->token = token, H->gen = gen;
     H->xs = std::move(xs), H->xst = std::move(xst), H->ws = std::move(ws), H->wst = std::move(wst);
     H->bshape = std::move(bshape);
     H->dtype = dtype, H->tf32 = tf32, H->det = det, H->bias = bias;
-    H->autocast = autocast, H->wdtype = wdtype, H->view1d = view1d;
+    H->autocast = autocast, H->wdtype = wdtype, H->view1d = view1d, H->xdtype = autocast ? xdtype : dtype;
     std::lock_guard<std::mutex> g(g_hot_mutex);
     if (slot < 0 || slot >= static_cast<int64_t>(g_hots.size())) fail("miofind.torch: no hot slot %lld", slot);
     g_hots[slot] = std::move(H);
@@ -409,13 +415,16 @@ static py::object hot(int64_t slot, uint64_t token, const at::Tensor &x, const a
     }
     if (!H || H->token != token || H->gen != g_gen.load(std::memory_order_acquire)) return py::none();
     if (!x.defined() || !w.defined() || !x.is_cuda() || !w.is_cuda() || x.get_device() != H->dev ||
-        w.get_device() != H->dev || x.scalar_type() != H->dtype || w.scalar_type() != H->wdtype)
+        w.get_device() != H->dev || x.scalar_type() != H->xdtype || w.scalar_type() != H->wdtype)
         return py::none();
     if (!x.sizes().equals(H->xs) || !x.strides().equals(H->xst) || !w.sizes().equals(H->ws) ||
         !w.strides().equals(H->wst) || tf32 != H->tf32 || det != H->det)
         return py::none();
     const bool b = bias.has_value() && bias->defined();
-    if ((b && bias->scalar_type() == H->dtype) != H->bias || (b && H->autocast)) return py::none();
+    // under autocast the bias is cast as functional._autocast casts it (autocast's types only), so "of x's type"
+    // is after that cast
+    const bool bcast = b && H->autocast && bias->scalar_type() != H->dtype && autocast_from(bias->scalar_type());
+    if ((b && (bcast || bias->scalar_type() == H->dtype)) != H->bias) return py::none();
     if (at::autocast::is_autocast_enabled(at::kCUDA) != H->autocast ||
         (H->autocast && at::autocast::get_autocast_dtype(at::kCUDA) != H->dtype))
         return py::none();
@@ -451,9 +460,10 @@ static py::object hot(int64_t slot, uint64_t token, const at::Tensor &x, const a
         wc = wc.unsqueeze(2);
         wp = same ? wc : wp.unsqueeze(2);
     }
-    const at::Tensor &xv = H->view1d ? x.unsqueeze(2) : x;
+    at::Tensor xv = x.scalar_type() != H->dtype ? x.to(H->dtype) : x;     // autocast's cast (strides kept)
+    if (H->view1d) xv = xv.unsqueeze(2);
     at::Tensor y = grad ? FastConv::apply(xv, wp, wc, H->id, stream) : forward_impl(plan_of(H->id), xv, wc, stream);
-    if (b) y.add_(bias->view(H->bshape));
+    if (b) y.add_((bcast ? bias->to(H->dtype) : *bias).view(H->bshape));
     return py::cast(H->view1d ? y.squeeze(2) : y);
 }
 
@@ -613,7 +623,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.def("new_hot", &new_hot, "a new slot for one module's armed call (-1: no more slots)");
     m.def("free_hot", &free_hot, "free_hot(slot): release a collected module's slot");
     m.def("arm", &arm, "arm(slot, token, gen, plan id, x sizes, x strides, w sizes, w strides, dtype, device, tf32, "
-          "deterministic, bias (of x's type), bias view shape, pinned stream or -1, autocast, w's dtype, 1-D)");
+          "deterministic, bias (of x's type), bias view shape, pinned stream or -1, autocast, w's dtype, 1-D, "
+          "x's dtype)");
     m.def("hot", &hot, "hot(slot, token, x, w, bias or None, tf32, deterministic) -> y of the armed call, or None");
     m.def("gen", []() { return g_gen.load(std::memory_order_acquire); }, "the armed calls' generation");
     m.def("bump", []() { g_gen.fetch_add(1, std::memory_order_acq_rel); }, "disarm every armed call");

@@ -407,9 +407,8 @@ def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilati
                     activation: str = "none", arm: list | None = None) -> Tensor:
     """The convolution with arguments already through ``normalize`` (modules keep theirs), then
     ``activation`` ("none", "relu" or "gelu": a module ``fuse`` paired with its activation). ``arm``: a list
-    that gets (plan, C++ plan id, key, autocast, w as given) where this call launched from C++ without bias fusion
-    or activation (under autocast: with x already in its type and no bias), the key a module's armed call repeats
-    (``modules._Miofind``)."""
+    that gets (plan, C++ plan id, key, autocast, w as given, x as given) where this call launched from C++ without
+    bias fusion, activation or a copied weight, the key a module's armed call repeats (``modules._Miofind``)."""
     key = None
     x0, w0 = x, w       # as given, before autocast's casts
     if type(x) in _PLAIN and type(w) in _PLAIN and x.is_cuda and not torch.compiler.is_compiling():
@@ -456,8 +455,8 @@ def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilati
                 y = mod.apply(x, w, wc, fid, _ops._stream(plan.dev)) if grad else \
                     mod.forward(x, wc, fid, _ops._stream(plan.dev))
                 if arm is not None and not plan.fused and plan.act == "none" and activation == "none" and \
-                        not plan.wcopy and (not autocast or (bias is None and x0.dtype is x.dtype)):
-                    arm.append((plan, fid, key, autocast, w0))
+                        not plan.wcopy:
+                    arm.append((plan, fid, key, autocast, w0, x0))
             elif grad:
                 y = _ops.planned_apply(x, w, fb, plan, wc)
             else:

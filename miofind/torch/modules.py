@@ -64,11 +64,11 @@ class _Miofind:
             self._miofind_arm(mod, gen, *arm[0])
         return y
 
-    def _miofind_arm(self, mod, gen: int, plan, fid: int, key: tuple, autocast: bool, w) -> None:
+    def _miofind_arm(self, mod, gen: int, plan, fid: int, key: tuple, autocast: bool, w, x) -> None:
         """Arm this module's next calls with the key its call just launched from C++ (``_fast.cpp``'s ``hot``):
-        a repeat with the same arguments skips ``conv_normalized``'s Python (under autocast the weight's cast is
-        made in C++ as ``conv_normalized`` makes it). The token ties the slot to this module (a copy or an
-        unpickled module in another process does not match it)."""
+        a repeat with the same arguments skips ``conv_normalized``'s Python (under autocast the casts of x, the
+        weight and the bias are made in C++ as ``conv_normalized`` makes them). The token ties the slot to this
+        module (a copy or an unpickled module in another process does not match it)."""
         hot = self.__dict__.get("_miofind_hot")
         if hot is not None:
             slot = hot[0]
@@ -79,12 +79,10 @@ class _Miofind:
             # the slot holds the weight and its cast (autocast): released with the module
             weakref.finalize(self, mod.free_hot, slot).atexit = False
         token = random.getrandbits(63)
-        xs, xst = list(key[1]), list(key[2])
-        if self._nd == 1:   # the plan's key holds the H = 1 view of the 1-D input: the armed call takes the input
-            del xs[2], xst[2]
-        mod.arm(slot, token, gen, fid, xs, xst, list(w.shape), list(w.stride()), plan.dtype,
+        # x and w as given (under autocast, before their casts; a 1-D module's, before the H = 1 views)
+        mod.arm(slot, token, gen, fid, list(x.shape), list(x.stride()), list(w.shape), list(w.stride()), plan.dtype,
                 plan.dev, key[13], key[14], key[15], list(plan.bias_shape), -1 if plan.pinned is None else plan.pinned,
-                autocast, w.dtype, self._nd == 1)
+                autocast, w.dtype, self._nd == 1, x.dtype)
         self.__dict__["_miofind_hot"] = (slot, token, self.stride, self.padding, self.dilation, self.groups)
 
     def __getstate__(self):

@@ -81,11 +81,9 @@ def test_armed_calls_answer_none_unless_every_part_of_the_key_holds(ext):
     assert ext.hot(slot, 7, x, w, None, False, False) is None          # nothing armed
     key = ([2, 3, 5, 5], [75, 25, 5, 1], [4, 3, 1, 1], [3, 1, 1, 1], torch.float32, 0, False, False)
     with pytest.raises(RuntimeError, match="no fast plan"):
-        ext.arm(slot, 7, ext.gen(), 10 ** 6, *key, False, [1, -1, 1, 1], -1, False, torch.float32, False)
-    with pytest.raises(RuntimeError, match="under autocast takes no bias"):
-        ext.arm(slot, 7, ext.gen(), pid, *key, True, [1, -1, 1, 1], -1, True, torch.float32, False)
+        ext.arm(slot, 7, ext.gen(), 10 ** 6, *key, False, [1, -1, 1, 1], -1, False, torch.float32, False, torch.float32)
     g = ext.gen()
-    ext.arm(slot, 7, g, pid, *key, False, [1, -1, 1, 1], -1, False, torch.float32, False)
+    ext.arm(slot, 7, g, pid, *key, False, [1, -1, 1, 1], -1, False, torch.float32, False, torch.float32)
     assert ext.hot(slot, 7, x, w, None, False, False) is None          # CPU tensors
     assert ext.hot(slot, 8, x, w, None, False, False) is None          # another module's token
     ext.bump()
@@ -95,7 +93,7 @@ def test_armed_calls_answer_none_unless_every_part_of_the_key_holds(ext):
     assert ext.new_hot() == slot                                        # and reused
     with pytest.raises(RuntimeError, match="no hot slot"):
         ext.arm(10 ** 6, 7, g, pid, [1], [1], [1], [1], torch.float32, 0, False, False, False, [1], -1, False,
-                torch.float32, False)
+                torch.float32, False, torch.float32)
 
 
 def test_a_recipe_takes_tensor_maps(ext):
@@ -474,8 +472,8 @@ def test_plans_warmed_on_a_side_stream_launch_from_cpp_on_the_default_stream(gpu
 def test_armed_module_calls_skip_the_python_key_and_equal_the_python_path(gpu_mt, monkeypatch, amp):
     """A module whose call launched from C++ arms its next calls (``modules._Miofind``): repeats with the same
     arguments never reach ``conv_normalized``, in training and in inference, and give the Python path's outputs and
-    gradients bit for bit (deterministic algorithms: our own deterministic solvers). Under autocast the weight's cast
-    is made in C++ (a module with a bias, or whose input needs a cast, is not armed). In FP32 also: another input
+    gradients bit for bit (deterministic algorithms: our own deterministic solvers). Under autocast the casts of x, the
+    weight and the bias are made in C++ (a module whose bias is fused into its forward is not armed). In FP32 also: another input
     shape, TF32 on, autocast, or forgotten plans (``clear``) go through Python again, with answers that match cuDNN."""
     from miofind.torch import functional as MF
 
@@ -490,9 +488,9 @@ def test_armed_module_calls_skip_the_python_key_and_equal_the_python_path(gpu_mt
         xs = [torch.randn(4, 3, 20, 18, device="cuda").contiguous(memory_format=fmt) for _ in range(4)]
         _run(net, xs[:3], amp)              # finds, plans, learned backwards, C++ plans, then armed calls
         armed = [m for m in convs if "_miofind_hot" in m.__dict__]
-        assert armed, [type(p.fast) for p in MF._plans.values()]
-        if amp:     # c1's input is cast, c2 has a bias
-            assert net.c1 not in armed and net.c2 not in armed, [m.weight.shape for m in armed]
+        # under autocast too: c1's input is cast in C++ (c2 is armed unless its bias went into a fused forward)
+        assert {net.c1, net.dw, net.pw} <= set(armed), ([m.weight.shape for m in armed],
+                                                        [type(p.fast) for p in MF._plans.values()])
         seen = []
         real = MF.conv_normalized
         monkeypatch.setattr(MF, "conv_normalized", lambda *a, **k: seen.append(a[2].shape) or real(*a, **k))
@@ -614,8 +612,8 @@ def test_conv1d_modules_take_plans_and_armed_calls(gpu_mt, monkeypatch, amp):
     counts = [_fast._module.counts(p.fast) for p in plans]
     assert sum(c[0] for c in counts) >= 4, counts      # launches from C++ (those without a recipe: Python)
     armed = [m for m in (net.c1, net.c2, net.c3) if "_miofind_hot" in m.__dict__]
-    # under autocast: c1's input is cast, c3 has a bias; the weight-normed module is never armed (wcopy)
-    assert armed == ([net.c2] if amp else [net.c1, net.c2, net.c3]), armed
+    # under autocast too (c1's input and c3's bias cast in C++); the weight-normed module is never armed (wcopy)
+    assert armed == [net.c1, net.c2, net.c3], armed
     assert "_miofind_hot" not in net.pos.__dict__
     assert len(seen) == 2 * (4 - len(armed)), (len(seen), len(armed))
 
