@@ -566,6 +566,8 @@ def run_config(name: str, config: str, args) -> dict:
     # what miofind's side asked of the FindDB since it was set up (lookups, DB hits, finds run)
     row["miofind_stats"] = {k: v for k, v in mt.stats().items() if isinstance(v, (int, float))}
     row["speedup"] = row["cudnn_ms"] / row["miofind_ms"]
+    # the median of each round's ratio (the sides alternate within a round): steadier where the host's speed drifts
+    row["speedup_paired"] = statistics.median(c / m for c, m in zip(row["cudnn_rounds_ms"], row["miofind_rounds_ms"]))
     if "miofind-python_ms" in row:
         row["speedup_python_path"] = row["cudnn_ms"] / row["miofind-python_ms"]
     if "miofind-gpu_ms" in row:
