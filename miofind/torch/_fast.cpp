@@ -19,9 +19,9 @@
 // A module's armed call (``hot``): the key its last call through Python took the C++ path with (x's and w's sizes,
 // strides, data type and device, the bias, TF32 and determinism, autocast and its type, the plan's pinned stream),
 // checked here, so a repeat skips the Python key (under autocast x, w and the bias are cast here as the Python path
-// casts them; a 1-D module's plan runs the H = 1 views); anything else (another key, another device or stream, a generation
-// bumped by a plan made, remade or forgotten in Python) answers None and the caller takes its Python path, which arms
-// the module again.
+// casts them; a 1-D module's plan runs the H = 1 views); anything else (another key, another device or stream, a
+// generation bumped by a plan made, remade or forgotten in Python) answers None and the caller takes its Python path,
+// which arms the module again.
 #include <torch/extension.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <ATen/autocast_mode.h>

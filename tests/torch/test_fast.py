@@ -473,8 +473,9 @@ def test_armed_module_calls_skip_the_python_key_and_equal_the_python_path(gpu_mt
     """A module whose call launched from C++ arms its next calls (``modules._Miofind``): repeats with the same
     arguments never reach ``conv_normalized``, in training and in inference, and give the Python path's outputs and
     gradients bit for bit (deterministic algorithms: our own deterministic solvers). Under autocast the casts of x, the
-    weight and the bias are made in C++ (a module whose bias is fused into its forward is not armed). In FP32 also: another input
-    shape, TF32 on, autocast, or forgotten plans (``clear``) go through Python again, with answers that match cuDNN."""
+    weight and the bias are made in C++ (a module whose bias is fused into its forward is not armed). In FP32 also:
+    another input shape, TF32 on, autocast, or forgotten plans (``clear``) go through Python again, with answers that
+    match cuDNN."""
     from miofind.torch import functional as MF
 
     mt = gpu_mt
