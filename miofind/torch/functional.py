@@ -174,7 +174,8 @@ def _conv(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilation, groups
 
 class _Plan:
     """A forward call whose arguments (shapes, strides, dtypes, device, convolution parameters,
-    deterministic and TF32 settings) were seen before with dense inputs: its output's shape and
+    deterministic and TF32 settings) were seen before with a dense x (and a dense w, else ``wcopy``;
+    a 1-D call's as the H = 1 views of its 2-D problem): its output's shape and
     memory format, the bias view and the prepared F solution, so that a repeat costs one dict
     lookup, one allocation and the launches. Its backward learns the B and W Entries the same way,
     per stride pattern of ``dy`` (``backward``)."""
