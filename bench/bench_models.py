@@ -152,20 +152,13 @@ def settle(timeout: float = 900) -> float:
     t0 = time.perf_counter()
     while True:     # a job may queue another (a specialisation's deferred configs): until none is left
         tiered.wait(timeout)
-        if not _busy() or time.perf_counter() - t0 > timeout:
+        if not tiered.pending() or time.perf_counter() - t0 > timeout:
             break
     # the C++ extension: a process starts its build at its first learned backward (its second step), after this
     # first step; started here and waited for, so that the timed steps run what a long run reaches
     _fast.module()
     _fast.wait(timeout)
     return time.perf_counter() - t0
-
-
-def _busy() -> int:
-    """miofind's background jobs (tiered find: specialised builds, deferred and later measurements) not done yet."""
-    from miofind import tiered
-    with tiered._lock:
-        return sum(not f.done() for f in tiered._pending.values())
 
 
 def stepper(model, train: bool, amp: bool):
@@ -501,7 +494,7 @@ def run_config(name: str, config: str, args) -> dict:
     env_before = os.environ.get(args.env_ab.split("=", 1)[0]) if args.env_ab else None
     # miofind's background work while the sides are timed (none is due after ``settle``): jobs not done at the
     # start and end, and solutions swapped in meanwhile
-    row["background"] = {"jobs_at_start": _busy(), "replaced_at_start": mt.stats()["replaced"]}
+    row["background"] = {"jobs_at_start": tiered.pending(), "replaced_at_start": mt.stats()["replaced"]}
     for r in range(args.rounds):
         row["loadavg_1min"].append(os.getloadavg()[0])
         for backend, (model, step) in sides.items():
@@ -549,7 +542,7 @@ def run_config(name: str, config: str, args) -> dict:
             os.environ.pop(env_name, None)
         else:
             os.environ[env_name] = env_before
-    row["background"].update(jobs_at_end=_busy(), replaced_at_end=mt.stats()["replaced"])
+    row["background"].update(jobs_at_end=tiered.pending(), replaced_at_end=mt.stats()["replaced"])
     _fast.use = True
     for _, _, mod, attr in switches:
         setattr(mod, attr, True)

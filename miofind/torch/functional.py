@@ -232,9 +232,8 @@ class _Plan:
             dw = ew(dy, x, self._empty(2), stream) if need_dw else None
             return dx, dw
         x_shape, w_shape, stride, padding, dilation, groups = self.conv
-        dense = dy.is_contiguous(memory_format=self.fmt)
-        if not dense:       # as _ops.dense_in: the backward problems are those of the forward's layout
-            dy = dy.contiguous(memory_format=self.fmt)
+        given, dy = dy, _ops.dense_in(dy, self.fmt)     # the backward problems are those of the forward's layout
+        dense = dy is given
         dx = _ops._backward_data(dy, w, x_shape, stride, padding, dilation, groups) if need_dx else None
         dw = _ops._backward_weight(dy, x, w_shape, stride, padding, dilation, groups) if need_dw else None
         if known is None and len(self.bwd) < 8:
@@ -412,6 +411,7 @@ def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilati
     bias fusion, activation or a copied weight, the key a module's armed call repeats (``modules._Miofind``)."""
     key = None
     x0, w0 = x, w       # as given, before autocast's casts
+    sx, sw, sa = x, w, (stride, padding, dilation)  # the slow path's call: after autocast's casts, 1-D as given
     if type(x) in _PLAIN and type(w) in _PLAIN and x.is_cuda and not torch.compiler.is_compiling():
         grad = torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or
                                             (bias is not None and bias.requires_grad))
@@ -424,12 +424,12 @@ def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilati
             if not detach:
                 w = wc
         act = _fusable_act(activation, grad)
+        sx, sw, sa = x, w, (stride, padding, dilation)
         if nd == 1:
             # a batched 1-D call with explicit padding is planned as the 2-D problem it runs as (H = 1 views);
             # y is squeezed back below
             if x.dim() != 3 or wc.dim() != 3 or isinstance(padding, str):
-                return _conv_slow(nd, x, w, bias, stride, padding, dilation, groups, activation)
-            x1, w1, a1 = x, w, (stride, padding, dilation)
+                return _conv_slow(nd, sx, sw, bias, *sa, groups, activation)
             x, wc4 = x.unsqueeze(2), wc.unsqueeze(2)
             w = wc4 if w is wc else w.unsqueeze(2)
             wc = wc4
@@ -468,15 +468,10 @@ def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilati
                 y = y.add_(bias.view(plan.bias_shape))
             y = _activate(y, activation) if plan.act == "none" else y
             return y.squeeze(2) if nd == 1 else y
-    if key is not None and nd == 1:     # the slow path takes the 1-D call as given
-        y = _conv_slow(1, x1, w1, bias, *a1, groups, activation)
-        if x1.dtype in _policy.SUPPORTED_DTYPES:
-            _make_plan(key, 2, x, wc, stride, padding, dilation, groups, bias, act)
-        return y
     # the slow path casts w under autograd (``_autocast``), as PyTorch's autocast does
-    y = _conv_slow(nd, x, w, bias, stride, padding, dilation, groups, activation)
+    y = _conv_slow(nd, sx, sw, bias, *sa, groups, activation)
     if key is not None and x.dtype in _policy.SUPPORTED_DTYPES:
-        _make_plan(key, nd, x, wc, stride, padding, dilation, groups, bias, act)
+        _make_plan(key, 2 if nd == 1 else nd, x, wc, stride, padding, dilation, groups, bias, act)
     return y
 
 
