@@ -319,14 +319,16 @@ class Launch:
 
 
 A, B, OUT, WS = 0, 1, 2, 3      # the roles of an invoker's pointers: invoker(a, b, out, workspace, stream)
+BIAS = 4                        # and a fused forward's bias: invoker(a, b, out, workspace, stream, bias)
 
 
 def with_recipe(invoker, steps, align=(1, 1, 1, 1), workspace: bool = False):
     """Mark ``invoker`` as exactly ``steps`` and return it: ``[(launch, ((role, byte offset), ...)[, maps]), ...]``
     in launch order, each ``PTR`` argument of each ``Launch`` named as a role of the invoker protocol (``A``,
-    ``B``, ``OUT``, ``WS``) plus an offset, and each ``MAP`` argument, in order, as ``(role, byte offset, spec)``:
-    the tensor map (``miofind.tma`` ``TiledSpec``/``Im2colSpec``) of that role's address; ``align``: what each
-    role's address must be a multiple of (the invoker's own check raises otherwise); ``workspace``: whether it
+    ``B``, ``OUT``, ``WS``, and ``BIAS`` for a fused forward's bias) plus an offset, and each ``MAP`` argument, in
+    order, as ``(role, byte offset, spec)``: the tensor map (``miofind.tma`` ``TiledSpec``/``Im2colSpec``) of that
+    role's address; ``align``: what the addresses of A, B, OUT and WS must be a multiple of (the invoker's own check
+    raises otherwise; the bias is read by element); ``workspace``: whether it
     needs one. A caller that launches the packed blocks itself (miofind.torch's C++ path, ``miofind.torch._fast``)
     then runs the same launches, encoding the maps of its own pointers."""
     out = []
@@ -494,7 +496,7 @@ def _native_steps(invoker, workspace: bool, stream: int):
             return None
         out = []
         for launch, roles, maps in steps:
-            if maps:
+            if maps or any(r == BIAS for r, _ in roles):     # a fused forward's: the native replay takes no bias
                 return None
             values, slot_ids, _ = launch.packed()
             if len(slot_ids) != len(roles):

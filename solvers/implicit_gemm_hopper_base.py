@@ -37,7 +37,7 @@ import math
 
 from miofind import tma
 from miofind.env import hopper_tf32
-from miofind.launch import A, B, MAP, OUT, PTR, WS, Launch, with_recipe
+from miofind.launch import A, B, BIAS, MAP, OUT, PTR, WS, Launch, with_recipe
 from miofind.problem import ProblemDescription
 from miofind.solver import APPLICABLE, ConvSolution, KernelInfo, Solver, ceil_div, not_applicable
 from miofind.tensors import CUDA_TYPES, needs_int64
@@ -614,15 +614,17 @@ def forward_kernels(p: ProblemDescription, cfg, source: str, name: str,
     return out, smem_bytes(p, cfg)
 
 
-def recipe_steps(main: Launch, red: Launch | None, maps, out_off: int = 0, b=(B, 0)) -> list:
+def recipe_steps(main: Launch, red: Launch | None, maps, out_off: int = 0, b=(B, 0), bias: bool = False) -> list:
     """``launch.with_recipe``'s steps of a wgmma launch ``main`` (pointers a, b, the output at ``out_off`` bytes,
     the partial planes: the output itself unsplit, else the workspace; ``maps``: the ``tma.MapCache`` of a and b,
     or None) and its split reduction ``red`` (None unsplit). ``b``: the (role, byte offset) of the filter the launch
-    reads (the invoker's b, or a rewritten filter in the workspace)."""
+    reads (the invoker's b, or a rewritten filter in the workspace); ``bias``: both launches take a fused
+    epilogue's bias pointer last."""
     mroles = ((A, 0, maps[0].spec), (*b, maps[1].spec)) if maps else ()
+    epi = ((BIAS, 0),) if bias else ()
     if red is None:
-        return [(main, ((A, 0), b, (OUT, out_off), (OUT, out_off)), mroles)]
-    return [(main, ((A, 0), b, (OUT, out_off), (WS, 0)), mroles), (red, ((WS, 0), (OUT, out_off)))]
+        return [(main, ((A, 0), b, (OUT, out_off), (OUT, out_off), *epi), mroles)]
+    return [(main, ((A, 0), b, (OUT, out_off), (WS, 0), *epi), mroles), (red, ((WS, 0), (OUT, out_off), *epi))]
 
 
 def filter_first_factory(sid: str, first: KernelInfo, main: KernelInfo, maps, smem: int, ws: int, pdl: bool):
@@ -915,8 +917,7 @@ class ImplicitGemmHopperBase(Solver):
                     raise ValueError(f"{sid}: workspace of {ws} bytes required, got none")
                 main(stream, a, b, out, workspace, *bias)
                 red(stream, workspace, out, *bias)
-            if nb:
-                return invoker
-            return with_recipe(invoker, recipe_steps(launch, red, maps), (ALIGN, ALIGN, ALIGN, 1), red is not None)
+            return with_recipe(invoker, recipe_steps(launch, red, maps, bias=bool(nb)), (ALIGN, ALIGN, ALIGN, 1),
+                               red is not None)
 
         return ConvSolution(self.id, kernels, ws, factory, cfg)

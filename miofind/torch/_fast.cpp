@@ -1,7 +1,7 @@
 // miofind.torch's C++ hot path: a planned convolution's forward and its backward as a C++ autograd Function.
 //
 // A FastPlan holds, per direction (F, B, W), either a recipe (the solution's kernel launches with their argument
-// blocks packed once, each pointer argument named as a role: a, b, out or workspace, plus a byte offset; each
+// blocks packed once, each pointer argument named as a role: a, b, out, workspace or bias, plus a byte offset; each
 // tensor-map argument as the map of a role's address, from its encode fields) or nothing. A direction with a
 // recipe launches from C++: the output from PyTorch's caching allocator, the workspace one kept buffer per
 // (device, stream), tensor maps encoded once per (spec, pointer) and kept, cuLaunchKernel through the driver's
@@ -12,6 +12,10 @@
 // fallback given
 // at construction (functional._Plan's own forward and backward; in backward, for that direction alone), so every
 // call gets the answer the Python path gives.
+//
+// A fused plan's forward takes the bias into its epilogue (the bias role: k elements of the plan's type, or none for
+// an activation alone), and its activation: ReLU, whose backward masks dy by y first, or GELU, forward only. Its
+// backward then also gives the bias's gradient, one sum of dy over every dimension but the channels.
 //
 // Backward runs on the stream of its forward (PyTorch runs each backward op on its forward op's stream), which
 // the forward keeps in the autograd context.
@@ -147,7 +151,7 @@ struct Kernel {
     unsigned smem = 0;
     std::vector<u64> vals;              // each parameter's bytes, little-endian in an 8-byte cell
     std::vector<int> slot_param;        // the parameters that take pointers
-    std::vector<int> slot_role;         // 0 a, 1 b, 2 out, 3 workspace
+    std::vector<int> slot_role;         // 0 a, 1 b, 2 out, 3 workspace, 4 bias (a fused forward's; 0 for none)
     std::vector<int64_t> slot_off;      // byte offset added to the role's pointer
     std::vector<int> map_param, map_role, map_spec;     // the parameters that take tensor maps: whose, which spec
     std::vector<int64_t> map_off;
@@ -158,7 +162,7 @@ struct Recipe {
     std::vector<std::shared_ptr<MapSpec>> specs;
     int64_t ws_bytes = 0;
     bool swap = false;                  // the solution takes (b, a): a transposed W problem
-    int64_t align[4] = {1, 1, 1, 1};    // what each role's address must be a multiple of, else the fallback
+    int64_t align[4] = {1, 1, 1, 1};    // what a, b, out and workspace must be a multiple of, else the fallback
     int64_t stream = -1;                // >= 0: the only stream it runs on (its library calls carry that stream)
     bool present = false;
 };
@@ -169,7 +173,9 @@ struct FastPlan {
     at::ScalarType dtype;
     int64_t device;
     at::MemoryFormat fmt;
-    PyObject *fwd_fallback;             // fwd(x, wc) -> y
+    bool fused = false;                 // the forward takes the bias (its epilogue's, or its fallback's)
+    int act = 0;                        // the forward's activation: 0 none, 1 ReLU, 2 GELU (no backward)
+    PyObject *fwd_fallback;             // fwd(x, wc, bias or None) -> y
     PyObject *bwd_fallback;             // bwd(dy, x, wc, need_dx, need_dw) -> (dx, dw)
     std::atomic<int64_t> fast_calls{0}, fallback_calls{0};
 };
@@ -202,12 +208,15 @@ static at::Tensor workspace(int64_t nbytes, int64_t dev, int64_t stream) {
     return t;
 }
 
-// Launch one direction's recipe on (a, b) into a new output of plan shape i; false (nothing launched) where an
-// address is misaligned, so the caller takes the fallback. Throws on a failed launch.
-static bool run(const FastPlan &P, int i, const at::Tensor &a, const at::Tensor &b, int64_t stream, at::Tensor &out) {
+// Launch one direction's recipe on (a, b) (and the bias: a fused forward's, else undefined) into a new output of plan
+// shape i; false (nothing launched) where an address is misaligned, so the caller takes the fallback. Throws on a
+// failed launch.
+static bool run(const FastPlan &P, int i, const at::Tensor &a, const at::Tensor &b, int64_t stream, at::Tensor &out,
+                const at::Tensor &bias = at::Tensor()) {
     const Recipe &R = P.dir[i];
     if (R.stream >= 0 && R.stream != stream) return false;
-    u64 ptr[4];
+    u64 ptr[5];
+    ptr[4] = bias.defined() ? reinterpret_cast<u64>(bias.data_ptr()) : 0;
     ptr[0] = reinterpret_cast<u64>(a.data_ptr());
     ptr[1] = reinterpret_cast<u64>(b.data_ptr());
     if (R.swap) std::swap(ptr[0], ptr[1]);
@@ -277,28 +286,41 @@ static FastPlan &plan_of(int64_t id) {
     return *g_plans[id];
 }
 
-static at::Tensor forward_impl(FastPlan &P, const at::Tensor &x, const at::Tensor &wc, int64_t stream) {
+// bias: a fused plan's (k elements of its type, dense, on its device: the callers check), else undefined
+static at::Tensor forward_impl(FastPlan &P, const at::Tensor &x, const at::Tensor &wc, const at::Tensor &bias,
+                               int64_t stream) {
     at::Tensor y;
     if (g_launch && P.dir[0].present && g_enabled.load(std::memory_order_relaxed) && !capturing(stream) &&
-        run(P, 0, x, wc, stream, y)) {
+        run(P, 0, x, wc, stream, y, bias)) {
         P.fast_calls.fetch_add(1, std::memory_order_relaxed);
         return y;
     }
     P.fallback_calls.fetch_add(1, std::memory_order_relaxed);
     py::gil_scoped_acquire gil;
-    py::object r = py::reinterpret_borrow<py::object>(P.fwd_fallback)(x, wc);
+    py::object b = bias.defined() ? py::cast(bias) : py::none();
+    py::object r = py::reinterpret_borrow<py::object>(P.fwd_fallback)(x, wc, b);
     return r.cast<at::Tensor>();
+}
+
+// whether ``bias`` is one a fused plan's epilogue reads: k elements of the plan's type, dense, on its device
+static bool fusable_bias(const FastPlan &P, const at::Tensor &bias) {
+    return bias.dim() == 1 && bias.size(0) == P.shape[0][1] && bias.scalar_type() == P.dtype && bias.is_cuda() &&
+           bias.get_device() == P.device && bias.is_contiguous();
 }
 
 struct FastConv : public torch::autograd::Function<FastConv> {
     // inputs: x, w (the parameter), wc (w in the computing type: w itself, or its cast made outside autograd,
-    // whose gradient goes back to w's type); plan id; stream
-    static at::Tensor forward(AutogradContext *ctx, at::Tensor x, at::Tensor w, at::Tensor wc, int64_t id,
-                              int64_t stream) {
+    // whose gradient goes back to w's type); the bias of a fused plan (else undefined); plan id; stream
+    static at::Tensor forward(AutogradContext *ctx, at::Tensor x, at::Tensor w, at::Tensor wc, at::Tensor bias,
+                              int64_t id, int64_t stream) {
         FastPlan &P = plan_of(id);
-        at::Tensor y = forward_impl(P, x, wc, stream);
+        if (P.act == 2) throw std::runtime_error("miofind.torch: a GELU epilogue has no backward (a plan without "
+                                                 "autograd only)");
+        at::Tensor y = forward_impl(P, x, wc, bias, stream);
         bool need_dx = ctx->needs_input_grad(0), need_dw = ctx->needs_input_grad(1);
-        ctx->save_for_backward({need_dw ? x : at::Tensor(), need_dx ? wc : at::Tensor()});
+        // ReLU's mask is y's sign: y is kept for the backward
+        ctx->save_for_backward({need_dw ? x : at::Tensor(), need_dx ? wc : at::Tensor(),
+                                P.act == 1 ? y : at::Tensor()});
         ctx->saved_data["id"] = id;
         ctx->saved_data["stream"] = stream;
         ctx->saved_data["cast"] = wc.scalar_type() != w.scalar_type();
@@ -310,8 +332,15 @@ struct FastConv : public torch::autograd::Function<FastConv> {
         at::Tensor dy = grads[0];
         auto saved = ctx->get_saved_variables();
         at::Tensor x = saved[0], wc = saved[1];
-        bool need_dx = ctx->needs_input_grad(0), need_dw = ctx->needs_input_grad(1);
+        bool need_dx = ctx->needs_input_grad(0), need_dw = ctx->needs_input_grad(1), need_db = ctx->needs_input_grad(3);
         FastPlan &P = plan_of(ctx->saved_data["id"].toInt());
+        if (P.act == 1 && dy.defined()) dy = at::threshold_backward(dy, saved[2], 0);     // PyTorch's ReLU backward
+        at::Tensor db;
+        if (need_db && dy.defined()) {
+            std::vector<int64_t> dims{0};
+            for (int64_t d = 2; d < dy.dim(); d++) dims.push_back(d);
+            db = dy.sum(dims);
+        }
         int64_t stream = ctx->saved_data["stream"].toInt();
         at::Tensor dx, dw;
         // each of dx and dw from C++ where its direction has a recipe, the rest through the Python fallback
@@ -334,7 +363,7 @@ struct FastConv : public torch::autograd::Function<FastConv> {
         }
         if (dw.defined() && ctx->saved_data["cast"].toBool())
             dw = dw.to(static_cast<at::ScalarType>(ctx->saved_data["wtype"].toInt()));
-        return {dx, dw, at::Tensor(), at::Tensor(), at::Tensor()};
+        return {dx, dw, at::Tensor(), db, at::Tensor(), at::Tensor()};
     }
 };
 
@@ -347,6 +376,7 @@ struct Hot {
     at::ScalarType dtype = at::kFloat;          // the computing type (x's, the plan's)
     at::ScalarType wdtype = at::kFloat;         // w's own (another under autocast: w is cast to dtype per call)
     bool tf32 = false, det = false, bias = false;
+    bool fused = false;                         // the plan's forward takes the bias (its epilogue's)
     bool autocast = false;                      // armed under autocast (to dtype): x and the bias cast per call
     at::ScalarType xdtype = at::kFloat;         // x's own (another under autocast: cast to dtype per call)
     bool view1d = false;                        // a 1-D module: its plan runs the H = 1 views of x and w
@@ -393,12 +423,13 @@ static void arm(int64_t slot, uint64_t token, uint64_t gen, int64_t id, std::vec
                 std::vector<int64_t> xst, std::vector<int64_t> ws, std::vector<int64_t> wst, at::ScalarType dtype,
                 int64_t dev, bool tf32, bool det, bool bias, std::vector<int64_t> bshape, int64_t pinned,
                 bool autocast, at::ScalarType wdtype, bool view1d, at::ScalarType xdtype) {
-    plan_of(id);                                // an unknown plan fails here, not at a call
+    const bool fused = plan_of(id).fused;       // an unknown plan fails here, not at a call
+    if (fused && !bias) throw std::runtime_error("miofind.torch: a fused plan is armed with its bias");
     auto H = std::make_shared<Hot>();
     H->id = id, H->dev = dev, H->pinned = pinned, H->token = token, H->gen = gen;
     H->xs = std::move(xs), H->xst = std::move(xst), H->ws = std::move(ws), H->wst = std::move(wst);
     H->bshape = std::move(bshape);
-    H->dtype = dtype, H->tf32 = tf32, H->det = det, H->bias = bias;
+    H->dtype = dtype, H->tf32 = tf32, H->det = det, H->bias = bias, H->fused = fused;
     H->autocast = autocast, H->wdtype = wdtype, H->view1d = view1d, H->xdtype = autocast ? xdtype : dtype;
     std::lock_guard<std::mutex> g(g_hot_mutex);
     if (slot < 0 || slot >= static_cast<int64_t>(g_hots.size())) fail("miofind.torch: no hot slot %lld", slot);
@@ -460,10 +491,14 @@ static py::object hot(int64_t slot, uint64_t token, const at::Tensor &x, const a
         wc = wc.unsqueeze(2);
         wp = same ? wc : wp.unsqueeze(2);
     }
+    at::Tensor bv = b ? (bcast ? bias->to(H->dtype) : *bias) : at::Tensor();
+    FastPlan &P = plan_of(H->id);
+    if (H->fused && !fusable_bias(P, bv)) return py::none();    // the Python path makes it dense (or refuses it)
     at::Tensor xv = x.scalar_type() != H->dtype ? x.to(H->dtype) : x;     // autocast's cast (strides kept)
     if (H->view1d) xv = xv.unsqueeze(2);
-    at::Tensor y = grad ? FastConv::apply(xv, wp, wc, H->id, stream) : forward_impl(plan_of(H->id), xv, wc, stream);
-    if (b) y.add_((bcast ? bias->to(H->dtype) : *bias).view(H->bshape));
+    at::Tensor fb = H->fused ? bv : at::Tensor();
+    at::Tensor y = grad ? FastConv::apply(xv, wp, wc, fb, H->id, stream) : forward_impl(P, xv, wc, fb, stream);
+    if (b && !H->fused) y.add_(bv.view(H->bshape));
     return py::cast(H->view1d ? y.squeeze(2) : y);
 }
 
@@ -541,7 +576,7 @@ static Recipe make_recipe(py::object spec) {
                     K.slot_param.size() == K.slot_off.size(), "recipe kernel: inconsistent argument slots");
         for (size_t j = 0; j < K.slot_param.size(); j++)
             TORCH_CHECK(K.slot_param[j] >= 0 && static_cast<size_t>(K.slot_param[j]) < K.vals.size() &&
-                        K.slot_role[j] >= 0 && K.slot_role[j] < 4, "recipe kernel: slot out of range");
+                        K.slot_role[j] >= 0 && K.slot_role[j] < 5, "recipe kernel: slot out of range");
         for (py::handle mh : k[8].cast<py::list>()) {
             py::tuple m = mh.cast<py::tuple>();
             TORCH_CHECK(m.size() == 4, "recipe kernel map: expected (param, role, offset, spec)");
@@ -576,8 +611,12 @@ static Recipe make_recipe(py::object spec) {
 }
 
 static int64_t new_plan(py::object f, py::object b, py::object w, py::list shapes, py::list strides,
-                        at::ScalarType dtype, int64_t device, bool channels_last, py::object fwd, py::object bwd) {
+                        at::ScalarType dtype, int64_t device, bool channels_last, py::object fwd, py::object bwd,
+                        bool fused, int act) {
     auto P = std::make_shared<FastPlan>();
+    TORCH_CHECK(act >= 0 && act <= 2, "new_plan: act must be 0 (none), 1 (ReLU) or 2 (GELU)");
+    P->fused = fused;
+    P->act = act;
     P->dir[0] = make_recipe(f);
     P->dir[1] = make_recipe(b);
     P->dir[2] = make_recipe(w);
@@ -612,19 +651,35 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
        "cuLaunchKernelEx addresses; 0: not there)");
     m.def("set_enabled", [](bool on) { g_enabled.store(on); }, "turn the C++ launches on or off (off: every call "
           "takes its Python fallback)");
-    m.def("new_plan", &new_plan, "new_plan(F, B, W recipes or None, [y, dx, dw shapes], [their strides], dtype, "
-          "device, channels_last, fwd_fallback, bwd_fallback) -> plan id");
-    m.def("apply", [](const at::Tensor &x, const at::Tensor &w, const at::Tensor &wc, int64_t id, int64_t stream) {
-        return FastConv::apply(x, w, wc, id, stream);
-    }, "y = conv(x, w) of plan ``id`` recorded for autograd (wc: w in the computing type)");
-    m.def("forward", [](const at::Tensor &x, const at::Tensor &wc, int64_t id, int64_t stream) {
-        return forward_impl(plan_of(id), x, wc, stream);
-    }, "y = conv(x, wc) of plan ``id`` without autograd");
+    m.def("new_plan", &new_plan, py::arg("f"), py::arg("b"), py::arg("w"), py::arg("shapes"), py::arg("strides"),
+          py::arg("dtype"), py::arg("device"), py::arg("channels_last"), py::arg("fwd"), py::arg("bwd"),
+          py::arg("fused") = false, py::arg("act") = 0,
+          "new_plan(F, B, W recipes or None, [y, dx, dw shapes], [their strides], dtype, device, channels_last, "
+          "fwd_fallback, bwd_fallback, fused (the forward takes the bias), act (0 none, 1 ReLU, 2 GELU)) -> plan id");
+    m.def("apply", [](const at::Tensor &x, const at::Tensor &w, const at::Tensor &wc,
+                      const c10::optional<at::Tensor> &bias, int64_t id, int64_t stream) {
+        FastPlan &P = plan_of(id);
+        at::Tensor b = bias.has_value() ? *bias : at::Tensor();
+        if (P.fused != b.defined() || (b.defined() && !fusable_bias(P, b)))
+            throw std::runtime_error("miofind.torch: a fused plan takes its bias (k elements of its type, dense, on "
+                                     "its device), any other plan none");
+        return FastConv::apply(x, w, wc, b, id, stream);
+    }, "y = act(conv(x, w) + bias) of plan ``id`` recorded for autograd (wc: w in the computing type; bias: a fused "
+       "plan's, else None)");
+    m.def("forward", [](const at::Tensor &x, const at::Tensor &wc, const c10::optional<at::Tensor> &bias, int64_t id,
+                        int64_t stream) {
+        FastPlan &P = plan_of(id);
+        at::Tensor b = bias.has_value() ? *bias : at::Tensor();
+        if (P.fused != b.defined() || (b.defined() && !fusable_bias(P, b)))
+            throw std::runtime_error("miofind.torch: a fused plan takes its bias (k elements of its type, dense, on "
+                                     "its device), any other plan none");
+        return forward_impl(P, x, wc, b, stream);
+    }, "y = act(conv(x, wc) + bias) of plan ``id`` without autograd (bias: a fused plan's, else None)");
     m.def("new_hot", &new_hot, "a new slot for one module's armed call (-1: no more slots)");
     m.def("free_hot", &free_hot, "free_hot(slot): release a collected module's slot");
     m.def("arm", &arm, "arm(slot, token, gen, plan id, x sizes, x strides, w sizes, w strides, dtype, device, tf32, "
-          "deterministic, bias (of x's type), bias view shape, pinned stream or -1, autocast, w's dtype, 1-D, "
-          "x's dtype)");
+          "deterministic, bias (of x's type; a fused plan's goes into its forward), bias view shape, pinned stream "
+          "or -1, autocast, w's dtype, 1-D, x's dtype)");
     m.def("hot", &hot, "hot(slot, token, x, w, bias or None, tf32, deterministic) -> y of the armed call, or None");
     m.def("gen", []() { return g_gen.load(std::memory_order_acquire); }, "the armed calls' generation");
     m.def("bump", []() { g_gen.fetch_add(1, std::memory_order_acq_rel); }, "disarm every armed call");

@@ -8,7 +8,9 @@ tensor maps itself (``miofind.tma``'s specs, one map per pointer, kept). A trace
 kernel launches and cuBLASLt matmuls or cuFFT calls, ``launch.trace``) is replayed the same way, its library calls
 made through their function pointers, on the stream it was traced on. A direction it cannot launch itself (a cuDNN
 plan) calls back the
-plan's Python path for that direction alone, so the answers are the Python path's.
+plan's Python path for that direction alone, so the answers are the Python path's. A fused plan's forward takes the
+bias into its epilogue (the Hopper forward's ``launch.BIAS`` pointer, or cuDNN's fused graph through its Python path)
+with its activation, and its C++ backward gives the bias's gradient too.
 
 The extension is compiled against the installed PyTorch with the C++ compiler (``$CXX``, else ``c++``/``g++``)
 into the kernel cache, under a name keyed by the source, PyTorch's version and the Python ABI, so an upgrade of
@@ -307,8 +309,6 @@ def recipe(entry, stream: int | None = None) -> tuple | None:
         if inv.specialised is None:
             raise NotReady(entry.solver_id)
         inv = inv.specialised
-    if getattr(entry, "fused", False):
-        return None
     spec = getattr(inv, "recipe", None)
     if spec is None:
         if not trace_recipes or not getattr(inv, "traceable", False):
@@ -348,9 +348,10 @@ def bump() -> None:
 
 
 def make_plan(plan, eb, ew) -> int | None:
-    """The extension's plan for ``functional._Plan`` ``plan`` (one without an epilogue) with its learned backward
-    Entries ``eb``/``ew`` (None where not learned): its id, or None when the extension cannot be had in this
-    process. NotReady while it builds in the background or an Entry runs a generic build: try again later."""
+    """The extension's plan for ``functional._Plan`` ``plan`` with its learned backward Entries ``eb``/``ew`` (None
+    where not learned): its id, or None when the extension cannot be had in this process. A fused plan's forward
+    takes the bias (its recipe's ``launch.BIAS`` pointer, else its Python path's) and its activation. NotReady while
+    it builds in the background or an Entry runs a generic build: try again later."""
     mod = module()
     if mod is None:
         if _module is None:         # building
@@ -362,8 +363,8 @@ def make_plan(plan, eb, ew) -> int | None:
     specs = [recipe(e, stream) if e is not None else None for e in (plan.entry, eb, ew)]
     keep = (plan.entry, eb, ew)     # the Entries' kernels stay loaded while the C++ plan may launch them
 
-    def fwd(x, wc, _keep=keep):
-        return plan.forward(x, wc)
+    def fwd(x, wc, bias, _keep=keep):
+        return plan.forward(x, wc, bias)
 
     def bwd(dy, x, w, need_dx, need_dw, _keep=keep):
         return plan.backward(dy, x, w, need_dx, need_dw)
@@ -372,4 +373,7 @@ def make_plan(plan, eb, ew) -> int | None:
     # a recipe that calls a library carries the stream it was traced on: the plan runs from C++ there alone
     plan.pinned = stream if any(r is not None and r[5] >= 0 for r in specs) else None
     return mod.new_plan(*specs, shapes, strides, plan.dtype, plan.dev, plan.fmt is not torch.contiguous_format,
-                        fwd, bwd)
+                        fwd, bwd, plan.fused, ACTS[plan.act])
+
+
+ACTS = {"none": 0, "relu": 1, "gelu": 2}     # a plan's activation as the extension numbers it

@@ -344,10 +344,11 @@ HOST_AWARE_TRIES = 3     # the next solutions _host_aware prepares at most
 
 
 def _host_aware_on(problem: ProblemDescription) -> bool:
-    """Whether the host-aware choice applies to ``problem``'s Entries (see ``_host_aware``): not to a fused problem,
-    whose Entry runs through Python whichever solver it is."""
+    """Whether the host-aware choice applies to ``problem``'s Entries (see ``_host_aware``): ``MIOFIND_TORCH_HOST_US``
+    is above 0 and the C++ path may run (a fused problem's too: its bias is a pointer of the Hopper forward's
+    recipe)."""
     from .. import env
-    return env.torch_host_us() > 0 and not problem.fused and _fast.possible()
+    return env.torch_host_us() > 0 and _fast.possible()
 
 
 def _host_aware(e: Entry, rest, problem: ProblemDescription, src: str, dev: int) -> Entry:

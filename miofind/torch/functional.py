@@ -194,7 +194,7 @@ class _Plan:
         self.bias_shape = (1, -1, *([1] * (x.dim() - 2)))
         self.bwd: dict[tuple, tuple] = {}
         # the C++ hot path's plan id (``_fast``): None until made (or while it cannot be made yet), False never
-        self.fast = None if not fused and act == "none" else False
+        self.fast = None
         self._fast_with = None          # the backward Entries the C++ plan was made with
         # the stream the C++ plan runs on alone (a recipe calling a library: ``_fast.make_plan``), or None; and how
         # many times the plan was remade for another stream (``conv_normalized``)
@@ -408,7 +408,8 @@ def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilati
     """The convolution with arguments already through ``normalize`` (modules keep theirs), then
     ``activation`` ("none", "relu" or "gelu": a module ``fuse`` paired with its activation). ``arm``: a list
     that gets (plan, C++ plan id, key, autocast, w as given, x as given) where this call launched from C++ without
-    bias fusion, activation or a copied weight, the key a module's armed call repeats (``modules._Miofind``)."""
+    an activation or a copied weight (a fused bias is armed), the key a module's armed call repeats
+    (``modules._Miofind``)."""
     key = None
     x0, w0 = x, w       # as given, before autocast's casts
     sx, sw, sa = x, w, (stride, padding, dilation)  # the slow path's call: after autocast's casts, 1-D as given
@@ -436,9 +437,10 @@ def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilati
             stride, padding, dilation = _as_2d(stride, padding, dilation)
         key = _plan_key(nd, x, wc, stride, padding, dilation, groups, bias, act)
         plan = _plans.get(key)
-        # a fused plan reads K bias elements: any other bias takes the slow path (PyTorch's error)
+        # a fused plan reads K bias elements on its device: any other bias takes the slow path (PyTorch's error)
         if plan is not None and plan.dev == torch._C._cuda_getDevice() and \
-                not (plan.fused and (bias.dim() != 1 or bias.shape[0] != plan.out_shape[1])):
+                not (plan.fused and (bias.dim() != 1 or bias.shape[0] != plan.out_shape[1] or
+                                     bias.get_device() != plan.dev)):
             fb = None
             if plan.fused:
                 fb = bias if bias.is_contiguous() else bias.contiguous()
@@ -453,10 +455,9 @@ def conv_normalized(nd: int, x: Tensor, w: Tensor, bias, stride, padding, dilati
             if type(fid) is int and _fast_ok():
                 # the C++ hot path: forward launched from C++, backward a C++ autograd node
                 mod = _fast._module
-                y = mod.apply(x, w, wc, fid, _ops._stream(plan.dev)) if grad else \
-                    mod.forward(x, wc, fid, _ops._stream(plan.dev))
-                if arm is not None and not plan.fused and plan.act == "none" and activation == "none" and \
-                        not plan.wcopy:
+                y = mod.apply(x, w, wc, fb, fid, _ops._stream(plan.dev)) if grad else \
+                    mod.forward(x, wc, fb, fid, _ops._stream(plan.dev))
+                if arm is not None and plan.act == "none" and activation == "none" and not plan.wcopy:
                     arm.append((plan, fid, key, autocast, w0, x0))
             elif grad:
                 y = _ops.planned_apply(x, w, fb, plan, wc)

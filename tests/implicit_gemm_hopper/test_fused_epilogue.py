@@ -66,6 +66,28 @@ def test_macros_and_configs(no_gpu_arch):
     assert "EPI_BIAS" not in dict(plain.macros) and "EPI_ACT" not in dict(plain.macros)
 
 
+def test_recipe_names_the_bias_pointer_last_in_each_launch(no_gpu_arch):
+    """The fused forward's recipe (miofind.torch's C++ path launches it): each launch takes the bias pointer last,
+    as the ``launch.BIAS`` role (a null pointer for an activation alone), the reduce of a split config too; the
+    plain forward's recipe names no bias."""
+    from gpu_helpers import FakeKernel
+    from miofind import launch as L
+
+    for case, bias, act in (("tail_mnk", 1, "none"), ("r50_7x7", 1, "relu"), ("r50_7x7", 0, "gelu")):
+        p = _p(bias=bias, act=act, **CASES[case])
+        sol = FUSED.get_solution(p)
+        steps, align, ws = sol.invoker_factory([FakeKernel() for _ in sol.kernels]).recipe
+        assert len(steps) == len(sol.kernels) and ws == (len(steps) > 1), case
+        for launch, roles, _ in steps:
+            assert roles[-1] == (L.BIAS, 0) and [r for r, _ in roles].count(L.BIAS) == 1, (case, roles)
+        # the native replay (miofind._native, the non-torch hot path) takes no bias: no native steps
+        assert L._native_steps(sol.invoker_factory([FakeKernel() for _ in sol.kernels]), True, 0) is None
+    p = _p(bias=0, act="none", **CASES["r50_7x7"])
+    sol = FWD.get_solution(p)
+    steps, _, _ = sol.invoker_factory([FakeKernel() for _ in sol.kernels]).recipe
+    assert all(r != L.BIAS for _, roles, _ in steps for r, _ in roles)
+
+
 def test_nvrtc_sm90a_fused_builds(no_gpu_arch):
     nvrtc_or_skip()
     builds = []

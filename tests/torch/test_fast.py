@@ -96,6 +96,33 @@ def test_armed_calls_answer_none_unless_every_part_of_the_key_holds(ext):
                 torch.float32, False, torch.float32)
 
 
+def test_a_fused_plan_takes_its_bias_and_no_other(ext):
+    """A fused plan's forward takes the bias (the recipe's fifth pointer role, ``launch.BIAS``): its calls without
+    one, or with one that is not k dense elements of its type on its device, are refused by name, as a bias given to
+    a plan without a fused epilogue is; an activation is numbered 0-2; a fused plan is armed with its bias."""
+    shapes = [[2, 4, 5, 5], [2, 3, 5, 5], [4, 3, 1, 1]]
+    strides = [[100, 25, 5, 1], [75, 25, 5, 1], [3, 1, 1, 1]]
+    k = _kernel(values=[0, 0, 7, 0], slots=[0, 1, 3], roles=[0, 2, 4], offs=[0, 0, 0])
+
+    def new(fused, act=0):
+        return ext.new_plan(([k], 0, False, [16, 16, 16, 1], [], -1), None, None, shapes, strides, torch.float32, 0,
+                            False, lambda *a: None, lambda *a: (None, None), fused, act)
+    fused, plain = new(True, 1), new(False)
+    x, w, b = torch.randn(2, 3, 5, 5), torch.randn(4, 3, 1, 1), torch.randn(4)
+    refused = "a fused plan takes its bias"
+    for call in (lambda: ext.forward(x, w, None, fused, 0), lambda: ext.forward(x, w, b, fused, 0),
+                 lambda: ext.forward(x, w, b, plain, 0), lambda: ext.apply(x, w, w, b, plain, 0),
+                 lambda: ext.apply(x, w, w, None, fused, 0)):
+        with pytest.raises(RuntimeError, match=refused):        # b is on the CPU: not the plan's device
+            call()
+    with pytest.raises(RuntimeError, match="act must be 0"):
+        new(True, 3)
+    key = ([2, 3, 5, 5], [75, 25, 5, 1], [4, 3, 1, 1], [3, 1, 1, 1], torch.float32, 0, False, False)
+    with pytest.raises(RuntimeError, match="armed with its bias"):
+        ext.arm(ext.new_hot(), 7, ext.gen(), fused, *key, False, [1, -1, 1, 1], -1, False, torch.float32, False,
+                torch.float32)
+
+
 def test_a_recipe_takes_tensor_maps(ext):
     """The Hopper kernels' recipes: tensor-map parameters, each the map of a role's address from one of the
     recipe's specs (tiled or im2col, miofind.tma's encode fields)."""
@@ -105,7 +132,7 @@ def test_a_recipe_takes_tensor_maps(ext):
 
 @pytest.mark.parametrize("bad,match", [
     (dict(slots=[0, 5]), "slot out of range"),
-    (dict(roles=[0, 4]), "slot out of range"),
+    (dict(roles=[0, 5]), "slot out of range"),
     (dict(roles=[0]), "inconsistent argument slots"),
     (dict(func=0), "null function"),
     (dict(grid=[0, 1, 1]), "bad launch dimensions"),
@@ -473,7 +500,8 @@ def test_armed_module_calls_skip_the_python_key_and_equal_the_python_path(gpu_mt
     """A module whose call launched from C++ arms its next calls (``modules._Miofind``): repeats with the same
     arguments never reach ``conv_normalized``, in training and in inference, and give the Python path's outputs and
     gradients bit for bit (deterministic algorithms: our own deterministic solvers). Under autocast the casts of x, the
-    weight and the bias are made in C++ (a module whose bias is fused into its forward is not armed). In FP32 also:
+    weight and the bias are made in C++ (a module whose bias is fused into its forward passes it to its plan). In FP32
+    also:
     another input shape, TF32 on, autocast, or forgotten plans (``clear``) go through Python again, with answers that
     match cuDNN."""
     from miofind.torch import functional as MF
@@ -489,9 +517,9 @@ def test_armed_module_calls_skip_the_python_key_and_equal_the_python_path(gpu_mt
         xs = [torch.randn(4, 3, 20, 18, device="cuda").contiguous(memory_format=fmt) for _ in range(4)]
         _run(net, xs[:3], amp)              # finds, plans, learned backwards, C++ plans, then armed calls
         armed = [m for m in convs if "_miofind_hot" in m.__dict__]
-        # under autocast too: c1's input is cast in C++ (c2 is armed unless its bias went into a fused forward)
-        assert {net.c1, net.dw, net.pw} <= set(armed), ([m.weight.shape for m in armed],
-                                                        [type(p.fast) for p in MF._plans.values()])
+        # under autocast too: c1's input is cast in C++, and c2's bias too (into its forward where that fuses it)
+        assert {net.c1, net.c2, net.dw, net.pw} <= set(armed), ([m.weight.shape for m in armed],
+                                                                [type(p.fast) for p in MF._plans.values()])
         seen = []
         real = MF.conv_normalized
         monkeypatch.setattr(MF, "conv_normalized", lambda *a, **k: seen.append(a[2].shape) or real(*a, **k))
@@ -549,6 +577,88 @@ def test_armed_module_calls_skip_the_python_key_and_equal_the_python_path(gpu_mt
         net(xs[0])
     mt.clear()
     check(xs[0])                                                     # plans forgotten
+
+
+class _FusedNet(nn.Module):
+    """ConvNeXt's downsampling layer (2x2 stride 2, a bias), a 3x3 whose bias and ReLU ``fuse`` puts into its forward,
+    and a 1x1 head with a bias: under AMP ``channels_last`` each forward is a fused problem."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = nn.Conv2d(64, 128, 2, stride=2)
+        self.block = nn.Sequential(nn.Conv2d(128, 128, 3, padding=1), nn.ReLU())
+        self.head = nn.Conv2d(128, 64, 1)
+
+    def forward(self, x):
+        return self.head(self.block(self.down(x)))
+
+
+@pytest.mark.gpu
+def test_fused_plans_launch_from_cpp_and_arm_their_modules(gpu_mt, monkeypatch):
+    """Fused forwards (the bias, and ReLU where ``fuse`` paired it, in the Hopper forward's epilogue) get C++ plans:
+    the forward launches from C++ with the bias as its recipe's pointer, the backward masks dy by ReLU's output and
+    sums the bias's gradient in C++, the modules with a bias alone are armed, and four training steps and inference
+    give the Python path's outputs and gradients bit for bit (deterministic algorithms), and cuDNN's within AMP's
+    tolerance."""
+    import copy
+
+    from miofind.results import FindResult
+    from miofind.torch import _policy, functional as MF
+
+    orig = _policy._find
+
+    def find(problem):      # the fused forwards take the Hopper forward's epilogue (cuDNN's fused graph has no recipe)
+        res = orig(problem)
+        if not problem.fused:
+            return res
+        sols = [s for s in res if s.solver_id == "ConvImplicitGemmHopperFwdBiasActiv"]
+        assert sols, sorted(s.solver_id for s in res)
+        return FindResult(sols, problem=problem, source=res.source, elapsed_ms=res.elapsed_ms)
+
+    monkeypatch.setattr(_policy, "_find", find)
+    mt = gpu_mt
+    torch.manual_seed(11)
+    ref = _FusedNet().cuda().to(memory_format=torch.channels_last)
+    net = copy.deepcopy(ref)
+    mt.convert(net)
+    assert mt.fuse(net) == 1
+    xs = [torch.randn(4, 64, 16, 16, device="cuda").contiguous(memory_format=torch.channels_last) for _ in range(4)]
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        _run(net, xs[:3], True)             # finds, plans, learned backwards, C++ plans, armed calls
+        plans = list(MF._plans.values())
+        fused = [p for p in plans if p.fused]
+        assert len(fused) == 3 and {p.act for p in fused} == {"none", "relu"}, [(p.fused, p.act) for p in plans]
+        assert all(type(p.fast) is int and p.entry.solver_id == "ConvImplicitGemmHopperFwdBiasActiv" for p in fused), \
+            [(p.fast, p.entry.solver_id) for p in fused]
+        armed = {m for m in net.modules() if "_miofind_hot" in m.__dict__}
+        assert armed == {net.down, net.head}, armed         # ``fuse``'s module takes the Python key each call
+        mod = _fast.module()
+        before = {p.fast: mod.counts(p.fast) for p in fused}
+        fast = _run(net, xs, True)
+        after = {p.fast: mod.counts(p.fast) for p in fused}
+        assert all(after[i][0] - before[i][0] >= 4 for i in before), (before, after)     # each step's F at least
+
+        def infer():
+            with torch.no_grad(), torch.autocast("cuda", dtype=torch.float16):
+                return [net(x) for x in xs]
+        yf = infer()
+        monkeypatch.setattr(_fast, "use", False)            # the Python path: PlannedConv, the Entries' own calls
+        monkeypatch.setattr(_fast, "arm_modules", False)
+        slow = _run(net, xs, True)
+        ys = infer()
+    finally:
+        torch.use_deterministic_algorithms(False)
+    for step, ((a, ga), (b, gb)) in enumerate(zip(fast, slow)):
+        assert torch.equal(a, b), step
+        for (name, _), p, q in zip(net.named_parameters(), ga, gb):
+            assert p.dtype == q.dtype and torch.equal(p, q), (step, name)
+    assert all(torch.equal(a, b) for a, b in zip(yf, ys))
+    want = _run(ref, xs, True)                              # cuDNN through PyTorch (ReLU as its own op)
+    for (yg, gg), (yw, gw) in zip(fast, want):
+        assert float((yg.float() - yw.float()).norm() / yw.float().norm()) < 2e-2
+        for (name, _), a, b in zip(net.named_parameters(), gg, gw):
+            assert float((a.float() - b.float()).norm() / b.float().norm()) < 5e-2, name
 
 
 class _Net1d(nn.Module):
