@@ -41,7 +41,7 @@ def run(name: str, config: str, pairs: int, sides: list[str]) -> dict:
         if not train:
             gs.calibrate(name, model)
         backend = "cudnn" if side == "cudnn" else "miofind"
-        model = bm.prepare(model, train, amp, backend)
+        model = bm.prepare(model, train, amp, backend, name)
         torch.backends.cudnn.benchmark = backend == "cudnn"
         step = bm.stepper(model, train, amp)
         step(xs[0], ys[0])

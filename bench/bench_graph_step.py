@@ -71,9 +71,7 @@ def calibrate(name: str, model) -> None:
     trained model has them: an untrained one evaluates with its initial statistics (mean 0, variance 1), and
     its activations then grow layer by layer (Inception-v3's past 1e12: an FP16 forward overflows on both sides)."""
     torch = bm._torch()
-    g = torch.Generator(device="cuda").manual_seed(2)
-    size = 299 if name == "inception_v3" else 224
-    xb = torch.randn(8, 3, size, size, device="cuda", generator=g)
+    xb = bm.inputs(name, 8, False, 1, seed=2)[0][0]
     bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
     kept = [m.momentum for m in bns]
     for m in bns:   # a cumulative average of the three batches' statistics, not 10% of each
@@ -97,7 +95,7 @@ def run(name: str, config: str, args) -> dict:
         model = bm.build(name)
         if not train:
             calibrate(name, model)
-        model = bm.prepare(model, train, amp, backend)
+        model = bm.prepare(model, train, amp, backend, name)
         torch.backends.cudnn.benchmark = backend == "cudnn"
         bm.stepper(model, train, amp)(xs[0], ys[0])         # both sides: one eager step (training: its own SGD) first
         if backend == "miofind":
