@@ -320,9 +320,9 @@ def parts_rows(config: str, args) -> list[dict]:
             "_Plan.backward (dx, dw)": (lambda: plan.backward(gy, xd, w, True, True)),
         }
         if type(fid) is int and cpp:    # the C++ path's calls alone, without conv_normalized's Python
-            steps["C++ forward (no_grad)"] = lambda: cpp.forward(xd, w, fid, stream)
-            steps["C++ apply (grad)"] = lambda: cpp.apply(x, w, w, fid, stream)
-            steps["C++ apply+backward"] = lambda: cpp.apply(x, w, w, fid, stream).backward(gy)
+            steps["C++ forward (no_grad)"] = lambda: cpp.forward(xd, w, None, fid, stream)
+            steps["C++ apply (grad)"] = lambda: cpp.apply(x, w, w, None, fid, stream)
+            steps["C++ apply+backward"] = lambda: cpp.apply(x, w, w, None, fid, stream).backward(gy)
         row["cpp_plan"] = fid if type(fid) is int else None
         # conv_normalized's no-grad path, stage by stage (perf_counter between stages, summed)
         stages = collections.defaultdict(float)

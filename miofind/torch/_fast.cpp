@@ -41,6 +41,7 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <tuple>
 #include <vector>
 
 namespace py = pybind11;
@@ -308,64 +309,93 @@ static bool fusable_bias(const FastPlan &P, const at::Tensor &bias) {
            bias.get_device() == P.device && bias.is_contiguous();
 }
 
+// The autograd node's two halves, shared by FastConv (a plan without a fused bias) and FastConvBias (a fused plan's:
+// an undefined tensor cannot be an input of a C++ autograd Function, so the bias is an input of its own Function).
+// Inputs: x, w (the parameter), wc (w in the computing type: w itself, or its cast made outside autograd, whose
+// gradient goes back to w's type), [the bias,] plan id, stream.
+static at::Tensor conv_forward(AutogradContext *ctx, const at::Tensor &x, const at::Tensor &w, const at::Tensor &wc,
+                               const at::Tensor &bias, int64_t id, int64_t stream) {
+    FastPlan &P = plan_of(id);
+    if (P.act == 2) throw std::runtime_error("miofind.torch: a GELU epilogue has no backward (a plan without "
+                                             "autograd only)");
+    at::Tensor y = forward_impl(P, x, wc, bias, stream);
+    bool need_dx = ctx->needs_input_grad(0), need_dw = ctx->needs_input_grad(1);
+    // ReLU's mask is y's sign: y is kept for the backward
+    ctx->save_for_backward({need_dw ? x : at::Tensor(), need_dx ? wc : at::Tensor(), P.act == 1 ? y : at::Tensor()});
+    ctx->saved_data["id"] = id;
+    ctx->saved_data["stream"] = stream;
+    ctx->saved_data["cast"] = wc.scalar_type() != w.scalar_type();
+    ctx->saved_data["wtype"] = static_cast<int64_t>(w.scalar_type());
+    return y;
+}
+
+// (dx, dw, db): db where ``need_db`` (a fused bias's gradient, one sum of dy over all but the channels)
+static std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_backward(AutogradContext *ctx, at::Tensor dy, bool need_db) {
+    auto saved = ctx->get_saved_variables();
+    at::Tensor x = saved[0], wc = saved[1];
+    bool need_dx = ctx->needs_input_grad(0), need_dw = ctx->needs_input_grad(1);
+    FastPlan &P = plan_of(ctx->saved_data["id"].toInt());
+    if (P.act == 1 && dy.defined()) dy = at::threshold_backward(dy, saved[2], 0);     // PyTorch's ReLU backward
+    at::Tensor db;
+    if (need_db && dy.defined()) {
+        std::vector<int64_t> dims{0};
+        for (int64_t d = 2; d < dy.dim(); d++) dims.push_back(d);
+        db = dy.sum(dims);
+    }
+    int64_t stream = ctx->saved_data["stream"].toInt();
+    at::Tensor dx, dw;
+    // each of dx and dw from C++ where its direction has a recipe, the rest through the Python fallback
+    bool fdx = false, fdw = false;
+    if (g_launch && dy.defined() && g_enabled.load(std::memory_order_relaxed) &&
+        ((need_dx && P.dir[1].present) || (need_dw && P.dir[2].present)) && dy.scalar_type() == P.dtype &&
+        dy.sizes().equals(P.shape[0]) && !capturing(stream)) {
+        at::Tensor d = dy.is_contiguous(P.fmt) ? dy : dy.contiguous(P.fmt);
+        fdx = need_dx && P.dir[1].present && run(P, 1, d, wc, stream, dx);
+        fdw = need_dw && P.dir[2].present && run(P, 2, d, x, stream, dw);
+    }
+    if (fdx || fdw) P.fast_calls.fetch_add(1, std::memory_order_relaxed);
+    const bool rest_dx = need_dx && !fdx, rest_dw = need_dw && !fdw;
+    if ((rest_dx || rest_dw) && dy.defined()) {
+        P.fallback_calls.fetch_add(1, std::memory_order_relaxed);
+        py::gil_scoped_acquire gil;
+        py::tuple r = py::reinterpret_borrow<py::object>(P.bwd_fallback)(dy, x, wc, rest_dx, rest_dw);
+        if (rest_dx) dx = r[0].is_none() ? at::Tensor() : r[0].cast<at::Tensor>();
+        if (rest_dw) dw = r[1].is_none() ? at::Tensor() : r[1].cast<at::Tensor>();
+    }
+    if (dw.defined() && ctx->saved_data["cast"].toBool())
+        dw = dw.to(static_cast<at::ScalarType>(ctx->saved_data["wtype"].toInt()));
+    return {dx, dw, db};
+}
+
 struct FastConv : public torch::autograd::Function<FastConv> {
-    // inputs: x, w (the parameter), wc (w in the computing type: w itself, or its cast made outside autograd,
-    // whose gradient goes back to w's type); the bias of a fused plan (else undefined); plan id; stream
-    static at::Tensor forward(AutogradContext *ctx, at::Tensor x, at::Tensor w, at::Tensor wc, at::Tensor bias,
-                              int64_t id, int64_t stream) {
-        FastPlan &P = plan_of(id);
-        if (P.act == 2) throw std::runtime_error("miofind.torch: a GELU epilogue has no backward (a plan without "
-                                                 "autograd only)");
-        at::Tensor y = forward_impl(P, x, wc, bias, stream);
-        bool need_dx = ctx->needs_input_grad(0), need_dw = ctx->needs_input_grad(1);
-        // ReLU's mask is y's sign: y is kept for the backward
-        ctx->save_for_backward({need_dw ? x : at::Tensor(), need_dx ? wc : at::Tensor(),
-                                P.act == 1 ? y : at::Tensor()});
-        ctx->saved_data["id"] = id;
-        ctx->saved_data["stream"] = stream;
-        ctx->saved_data["cast"] = wc.scalar_type() != w.scalar_type();
-        ctx->saved_data["wtype"] = static_cast<int64_t>(w.scalar_type());
-        return y;
+    static at::Tensor forward(AutogradContext *ctx, at::Tensor x, at::Tensor w, at::Tensor wc, int64_t id,
+                              int64_t stream) {
+        return conv_forward(ctx, x, w, wc, at::Tensor(), id, stream);
     }
 
     static variable_list backward(AutogradContext *ctx, variable_list grads) {
-        at::Tensor dy = grads[0];
-        auto saved = ctx->get_saved_variables();
-        at::Tensor x = saved[0], wc = saved[1];
-        bool need_dx = ctx->needs_input_grad(0), need_dw = ctx->needs_input_grad(1), need_db = ctx->needs_input_grad(3);
-        FastPlan &P = plan_of(ctx->saved_data["id"].toInt());
-        if (P.act == 1 && dy.defined()) dy = at::threshold_backward(dy, saved[2], 0);     // PyTorch's ReLU backward
-        at::Tensor db;
-        if (need_db && dy.defined()) {
-            std::vector<int64_t> dims{0};
-            for (int64_t d = 2; d < dy.dim(); d++) dims.push_back(d);
-            db = dy.sum(dims);
-        }
-        int64_t stream = ctx->saved_data["stream"].toInt();
-        at::Tensor dx, dw;
-        // each of dx and dw from C++ where its direction has a recipe, the rest through the Python fallback
-        bool fdx = false, fdw = false;
-        if (g_launch && dy.defined() && g_enabled.load(std::memory_order_relaxed) &&
-            ((need_dx && P.dir[1].present) || (need_dw && P.dir[2].present)) && dy.scalar_type() == P.dtype &&
-            dy.sizes().equals(P.shape[0]) && !capturing(stream)) {
-            at::Tensor d = dy.is_contiguous(P.fmt) ? dy : dy.contiguous(P.fmt);
-            fdx = need_dx && P.dir[1].present && run(P, 1, d, wc, stream, dx);
-            fdw = need_dw && P.dir[2].present && run(P, 2, d, x, stream, dw);
-        }
-        if (fdx || fdw) P.fast_calls.fetch_add(1, std::memory_order_relaxed);
-        const bool rest_dx = need_dx && !fdx, rest_dw = need_dw && !fdw;
-        if ((rest_dx || rest_dw) && dy.defined()) {
-            P.fallback_calls.fetch_add(1, std::memory_order_relaxed);
-            py::gil_scoped_acquire gil;
-            py::tuple r = py::reinterpret_borrow<py::object>(P.bwd_fallback)(dy, x, wc, rest_dx, rest_dw);
-            if (rest_dx) dx = r[0].is_none() ? at::Tensor() : r[0].cast<at::Tensor>();
-            if (rest_dw) dw = r[1].is_none() ? at::Tensor() : r[1].cast<at::Tensor>();
-        }
-        if (dw.defined() && ctx->saved_data["cast"].toBool())
-            dw = dw.to(static_cast<at::ScalarType>(ctx->saved_data["wtype"].toInt()));
-        return {dx, dw, at::Tensor(), db, at::Tensor(), at::Tensor()};
+        auto g = conv_backward(ctx, grads[0], false);
+        return {std::get<0>(g), std::get<1>(g), at::Tensor(), at::Tensor(), at::Tensor()};
     }
 };
+
+struct FastConvBias : public torch::autograd::Function<FastConvBias> {
+    static at::Tensor forward(AutogradContext *ctx, at::Tensor x, at::Tensor w, at::Tensor wc, at::Tensor bias,
+                              int64_t id, int64_t stream) {
+        return conv_forward(ctx, x, w, wc, bias, id, stream);
+    }
+
+    static variable_list backward(AutogradContext *ctx, variable_list grads) {
+        auto g = conv_backward(ctx, grads[0], ctx->needs_input_grad(3));
+        return {std::get<0>(g), std::get<1>(g), at::Tensor(), std::get<2>(g), at::Tensor(), at::Tensor()};
+    }
+};
+
+// y = act(conv(x, w) [+ bias]) of plan ``id`` recorded for autograd (bias: a fused plan's, else undefined)
+static at::Tensor conv_apply(const at::Tensor &x, const at::Tensor &w, const at::Tensor &wc, const at::Tensor &bias,
+                             int64_t id, int64_t stream) {
+    return bias.defined() ? FastConvBias::apply(x, w, wc, bias, id, stream) : FastConv::apply(x, w, wc, id, stream);
+}
 
 // -- armed module calls ------------------------------------------------------------------------------------------
 
@@ -497,7 +527,7 @@ static py::object hot(int64_t slot, uint64_t token, const at::Tensor &x, const a
     at::Tensor xv = x.scalar_type() != H->dtype ? x.to(H->dtype) : x;     // autocast's cast (strides kept)
     if (H->view1d) xv = xv.unsqueeze(2);
     at::Tensor fb = H->fused ? bv : at::Tensor();
-    at::Tensor y = grad ? FastConv::apply(xv, wp, wc, fb, H->id, stream) : forward_impl(P, xv, wc, fb, stream);
+    at::Tensor y = grad ? conv_apply(xv, wp, wc, fb, H->id, stream) : forward_impl(P, xv, wc, fb, stream);
     if (b && !H->fused) y.add_(bv.view(H->bshape));
     return py::cast(H->view1d ? y.squeeze(2) : y);
 }
@@ -663,7 +693,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         if (P.fused != b.defined() || (b.defined() && !fusable_bias(P, b)))
             throw std::runtime_error("miofind.torch: a fused plan takes its bias (k elements of its type, dense, on "
                                      "its device), any other plan none");
-        return FastConv::apply(x, w, wc, b, id, stream);
+        return conv_apply(x, w, wc, b, id, stream);
     }, "y = act(conv(x, w) + bias) of plan ``id`` recorded for autograd (wc: w in the computing type; bias: a fused "
        "plan's, else None)");
     m.def("forward", [](const at::Tensor &x, const at::Tensor &wc, const c10::optional<at::Tensor> &bias, int64_t id,

@@ -123,6 +123,37 @@ def test_a_fused_plan_takes_its_bias_and_no_other(ext):
                 torch.float32)
 
 
+def test_a_plan_without_a_launch_runs_its_fallbacks_under_autograd(ext):
+    """Without the driver's launch (no GPU here) a plan's forward and backward are its Python fallbacks, through the
+    C++ autograd node: the forward's is given no bias, the backward's only the gradients asked for, and dx and dw
+    come back to x and w."""
+    import torch.nn.functional as F
+    from torch.nn.grad import conv2d_input, conv2d_weight
+
+    shapes = [[2, 4, 5, 5], [2, 3, 5, 5], [4, 3, 1, 1]]
+    strides = [[100, 25, 5, 1], [75, 25, 5, 1], [3, 1, 1, 1]]
+    seen = []
+
+    def fwd(x, wc, bias):
+        seen.append(("F", bias))
+        return F.conv2d(x, wc)
+
+    def bwd(dy, x, wc, need_dx, need_dw):
+        seen.append(("B", need_dx, need_dw))
+        return (conv2d_input(x.shape, wc, dy) if need_dx else None,
+                conv2d_weight(x, wc.shape, dy) if need_dw else None)
+    pid = ext.new_plan(None, None, None, shapes, strides, torch.float32, 0, False, fwd, bwd)
+    x = torch.randn(2, 3, 5, 5, requires_grad=True)
+    w = torch.randn(4, 3, 1, 1, requires_grad=True)
+    y = ext.apply(x, w, w, None, pid, 0)
+    dy = torch.randn_like(y)
+    y.backward(dy)
+    xr, wr = x.detach().requires_grad_(), w.detach().requires_grad_()
+    F.conv2d(xr, wr).backward(dy)
+    assert seen == [("F", None), ("B", True, True)] and ext.counts(pid) == (0, 2)
+    assert torch.allclose(x.grad, xr.grad) and torch.allclose(w.grad, wr.grad)
+
+
 def test_a_recipe_takes_tensor_maps(ext):
     """The Hopper kernels' recipes: tensor-map parameters, each the map of a role's address from one of the
     recipe's specs (tiled or im2col, miofind.tma's encode fields)."""
@@ -910,7 +941,7 @@ def test_hopper_tensor_map_kernels_launch_from_cpp(ext, case):
         inv(a.data_ptr(), b.data_ptr(), want_out.data_ptr(), ws.data_ptr() if sol.workspace_bytes else 0, stream)
         poison = torch.full(so, float("nan"), device="cuda", dtype=tdt)
         del poison                          # the C++ output likely gets this poisoned block back
-        got = mod.forward(a, b, pid, stream)
+        got = mod.forward(a, b, None, pid, stream)
         torch.cuda.synchronize()
         assert not want_out.isnan().any(), "the Python invoker left elements unwritten"
         assert torch.equal(got, want_out), (step, s.id, cfg, float((got.float() - want_out.float()).abs().max()))
@@ -975,7 +1006,7 @@ def test_traced_gemm_and_winograd_recipes_launch_from_cpp(ext, sid, direction, k
     strides = [torch.empty(so).stride()] * 3
     fallbacks = []
 
-    def fallback(x, w):
+    def fallback(x, w, bias):
         fallbacks.append(1)
         out = torch.empty(so, device="cuda", dtype=tdt)
         inv(x.data_ptr(), w.data_ptr(), out.data_ptr(), ws.data_ptr() if sol.workspace_bytes else 0,
@@ -992,14 +1023,14 @@ def test_traced_gemm_and_winograd_recipes_launch_from_cpp(ext, sid, direction, k
         inv(a.data_ptr(), b.data_ptr(), want.data_ptr(), ws.data_ptr() if sol.workspace_bytes else 0, stream)
         poison = torch.full(so, float("nan"), device="cuda", dtype=tdt)
         del poison                          # the C++ output likely gets this poisoned block back
-        got = ext.forward(a, b, pid, stream)
+        got = ext.forward(a, b, None, pid, stream)
         torch.cuda.synchronize()
         assert not want.isnan().any(), "the Python invoker left elements unwritten"
         assert torch.equal(got, want), (step, sid, float((got.float() - want.float()).abs().max()))
     assert ext.counts(pid) == (3, 0) and not fallbacks
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
-        got = ext.forward(a, b, pid, side.cuda_stream)
+        got = ext.forward(a, b, None, pid, side.cuda_stream)
     side.synchronize()
     assert fallbacks == [1] and ext.counts(pid) == (3, 1)
     assert torch.equal(got, want)
