@@ -29,27 +29,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_models as bm  # noqa: E402  (build, parse, inputs, prepare, settle, event_median_ms)
 
 
-def compiled_stepper(model, train: bool, amp: bool, mode: str):
-    """step(x, y) -> loss (training) or output (inference) of ``torch.compile(model, mode=mode)``."""
-    torch = bm._torch()
-    import torch.nn.functional as F
-
-    cm = torch.compile(model, mode=mode)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9) if train else None
-
-    def step(x, y):
-        if train:
-            opt.zero_grad(set_to_none=True)
-            with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
-                loss = F.cross_entropy(cm(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-        with torch.no_grad(), torch.autocast("cuda", dtype=torch.float16, enabled=amp):
-            return cm(x)
-    return step
-
-
 def graph_breaks(model, x, amp: bool) -> dict:
     """``torch._dynamo.explain`` of the model's forward: graphs, breaks and their reasons (first 10)."""
     torch = bm._torch()
@@ -68,14 +47,13 @@ def run(name: str, config: str, args) -> dict:
     for backend in ("cudnn", "miofind"):
         model = bm.prepare(bm.build(name), train, amp, backend, name)
         torch.backends.cudnn.benchmark = backend == "cudnn"
+        bm.stepper(model, train, amp)(xs[0], ys[0])     # one eager step (its own SGD) on both sides: miofind's choices
         if backend == "miofind":
-            bm.stepper(model, train, amp)(xs[0], ys[0])     # eager: every problem's choice made
             row["settle_s"] = bm.settle(900)
             row["graph_breaks"] = graph_breaks(model, xs[0], amp)
             torch._dynamo.reset()
-        else:
-            bm.stepper(model, train, amp)(xs[0], ys[0])     # the same one eager step (its own SGD) on both sides
-        step = compiled_stepper(model, train, amp, args.mode)
+        # the compiled module's parameters are the model's: SGD with momentum over them, as bench_models' step
+        step = bm.stepper(torch.compile(model, mode=args.mode), train, amp)
         t0 = time.perf_counter()
         out = step(xs[1], ys[1])
         torch.cuda.synchronize()

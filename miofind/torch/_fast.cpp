@@ -309,6 +309,15 @@ static bool fusable_bias(const FastPlan &P, const at::Tensor &bias) {
            bias.get_device() == P.device && bias.is_contiguous();
 }
 
+// the bias a Python caller gives plan P (``apply``, ``forward``): a fused plan's, checked (``fusable_bias``), else none
+static at::Tensor bias_of(const FastPlan &P, const c10::optional<at::Tensor> &bias) {
+    at::Tensor b = bias.has_value() ? *bias : at::Tensor();
+    if (P.fused != b.defined() || (b.defined() && !fusable_bias(P, b)))
+        throw std::runtime_error("miofind.torch: a fused plan takes its bias (k elements of its type, dense, on its "
+                                 "device), any other plan none");
+    return b;
+}
+
 // The autograd node's two halves, shared by FastConv (a plan without a fused bias) and FastConvBias (a fused plan's:
 // an undefined tensor cannot be an input of a C++ autograd Function, so the bias is an input of its own Function).
 // Inputs: x, w (the parameter), wc (w in the computing type: w itself, or its cast made outside autograd, whose
@@ -688,22 +697,13 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
           "fwd_fallback, bwd_fallback, fused (the forward takes the bias), act (0 none, 1 ReLU, 2 GELU)) -> plan id");
     m.def("apply", [](const at::Tensor &x, const at::Tensor &w, const at::Tensor &wc,
                       const c10::optional<at::Tensor> &bias, int64_t id, int64_t stream) {
-        FastPlan &P = plan_of(id);
-        at::Tensor b = bias.has_value() ? *bias : at::Tensor();
-        if (P.fused != b.defined() || (b.defined() && !fusable_bias(P, b)))
-            throw std::runtime_error("miofind.torch: a fused plan takes its bias (k elements of its type, dense, on "
-                                     "its device), any other plan none");
-        return conv_apply(x, w, wc, b, id, stream);
+        return conv_apply(x, w, wc, bias_of(plan_of(id), bias), id, stream);
     }, "y = act(conv(x, w) + bias) of plan ``id`` recorded for autograd (wc: w in the computing type; bias: a fused "
        "plan's, else None)");
     m.def("forward", [](const at::Tensor &x, const at::Tensor &wc, const c10::optional<at::Tensor> &bias, int64_t id,
                         int64_t stream) {
         FastPlan &P = plan_of(id);
-        at::Tensor b = bias.has_value() ? *bias : at::Tensor();
-        if (P.fused != b.defined() || (b.defined() && !fusable_bias(P, b)))
-            throw std::runtime_error("miofind.torch: a fused plan takes its bias (k elements of its type, dense, on "
-                                     "its device), any other plan none");
-        return forward_impl(P, x, wc, b, stream);
+        return forward_impl(P, x, wc, bias_of(P, bias), stream);
     }, "y = act(conv(x, wc) + bias) of plan ``id`` without autograd (bias: a fused plan's, else None)");
     m.def("new_hot", &new_hot, "a new slot for one module's armed call (-1: no more slots)");
     m.def("free_hot", &free_hot, "free_hot(slot): release a collected module's slot");

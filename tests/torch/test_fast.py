@@ -481,23 +481,32 @@ def test_cpp_plans_under_cuda_graph_capture(gpu_mt):
         assert torch.allclose(a, p.grad, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.gpu
-def test_plans_warmed_on_a_side_stream_launch_from_cpp_on_the_default_stream(gpu_mt, monkeypatch):
-    """Warm-up calls on a side stream (as before a CUDA-graph capture), then the default stream: a cuBLASLt GEMM's
-    C++ plan, whose library calls carry the stream they were traced on, is remade there and launched from C++ (it
-    fell back to Python on every call before), and its output equals the reference."""
+def _find_only(monkeypatch, solver_id: str, which=lambda problem: True) -> None:
+    """miofind.torch's finds answer with ``solver_id`` alone for the problems ``which`` selects (it must be among a
+    find's solutions), every other problem as found."""
     from miofind.results import FindResult
-    from miofind.torch import _policy, functional as MF
+    from miofind.torch import _policy
 
     orig = _policy._find
 
     def find(problem):
         res = orig(problem)
-        sols = [s for s in res if s.solver_id == "GemmFwd1x1_0_1"]
+        if not which(problem):
+            return res
+        sols = [s for s in res if s.solver_id == solver_id]
         assert sols, sorted(s.solver_id for s in res)
         return FindResult(sols, problem=problem, source=res.source, elapsed_ms=res.elapsed_ms)
-
     monkeypatch.setattr(_policy, "_find", find)
+
+
+@pytest.mark.gpu
+def test_plans_warmed_on_a_side_stream_launch_from_cpp_on_the_default_stream(gpu_mt, monkeypatch):
+    """Warm-up calls on a side stream (as before a CUDA-graph capture), then the default stream: a cuBLASLt GEMM's
+    C++ plan, whose library calls carry the stream they were traced on, is remade there and launched from C++ (it
+    fell back to Python on every call before), and its output equals the reference."""
+    from miofind.torch import functional as MF
+
+    _find_only(monkeypatch, "GemmFwd1x1_0_1")
     torch.manual_seed(6)
     x = torch.randn(1, 96, 14, 14, device="cuda", dtype=torch.float16).contiguous(memory_format=torch.channels_last)
     w = (torch.randn(576, 96, 1, 1, device="cuda", dtype=torch.float16) * 0.1).contiguous(
@@ -633,20 +642,10 @@ def test_fused_plans_launch_from_cpp_and_arm_their_modules(gpu_mt, monkeypatch):
     tolerance."""
     import copy
 
-    from miofind.results import FindResult
-    from miofind.torch import _policy, functional as MF
+    from miofind.torch import functional as MF
 
-    orig = _policy._find
-
-    def find(problem):      # the fused forwards take the Hopper forward's epilogue (cuDNN's fused graph has no recipe)
-        res = orig(problem)
-        if not problem.fused:
-            return res
-        sols = [s for s in res if s.solver_id == "ConvImplicitGemmHopperFwdBiasActiv"]
-        assert sols, sorted(s.solver_id for s in res)
-        return FindResult(sols, problem=problem, source=res.source, elapsed_ms=res.elapsed_ms)
-
-    monkeypatch.setattr(_policy, "_find", find)
+    # the fused forwards take the Hopper forward's epilogue (cuDNN's fused graph has no recipe)
+    _find_only(monkeypatch, "ConvImplicitGemmHopperFwdBiasActiv", lambda problem: problem.fused)
     mt = gpu_mt
     torch.manual_seed(11)
     ref = _FusedNet().cuda().to(memory_format=torch.channels_last)
