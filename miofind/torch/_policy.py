@@ -345,10 +345,12 @@ HOST_AWARE_TRIES = 3     # the next solutions _host_aware prepares at most
 
 def _host_aware_on(problem: ProblemDescription) -> bool:
     """Whether the host-aware choice applies to ``problem``'s Entries (see ``_host_aware``): ``MIOFIND_TORCH_HOST_US``
-    is above 0 and the C++ path may run (a fused problem's too: its bias is a pointer of the Hopper forward's
-    recipe)."""
+    is above 0, the C++ path may run (a fused problem's too: its bias is a pointer of the Hopper forward's
+    recipe), and the process runs no CUDA-graph trees (``torch.compile(mode="reduce-overhead")``, whose warm-up
+    run makes the choices of its graphs): a replayed graph spends no host time per call, so there the records'
+    GPU time alone decides."""
     from .. import env
-    return env.torch_host_us() > 0 and _fast.possible()
+    return env.torch_host_us() > 0 and _fast.possible() and not _graph_trees_in_use()
 
 
 def _host_aware(e: Entry, rest, problem: ProblemDescription, src: str, dev: int) -> Entry:

@@ -720,6 +720,9 @@ class FakeLaunches(FakePrepared):
     ({"native": "launches", "MIOFIND_TORCH_HOST_US": "0"}, (1.0, 1.005, 1.04), "background", "ConvCudnnWrw"),
     # expected natively but its rebuild failed: the plan goes through Python, charged MIOFIND_TORCH_HOST_US
     ({"native": "fails"}, (1.0, 1.02, 1.04), "background", "ConvImplicitGemmWrw"),
+    # CUDA-graph trees (torch.compile's reduce-overhead) replay the launches: no host time per call to trade
+    ({"graphs": "1"}, (1.0, 1.02, 1.04), "background", "ConvCudnnWrw"),
+    ({"graphs": "1", "native": "launches"}, (1.0, 1.005, 1.04), "background", "ConvCudnnWrw"),
 ])
 def test_host_aware_choice(fake_find, monkeypatch, env, times, cpp, want):
     """Where the C++ path is on, a solution it launches is chosen over a faster one that costs more host time per
@@ -732,6 +735,8 @@ def test_host_aware_choice(fake_find, monkeypatch, env, times, cpp, want):
     env = dict(env)
     fused = env.pop("fused", None)
     native = env.pop("native", None)
+    graphs = bool(env.pop("graphs", None))
+    monkeypatch.setattr(_policy, "_graph_trees_in_use", lambda: graphs)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     monkeypatch.setenv("MIOFIND_TORCH_CPP", cpp)
