@@ -72,6 +72,23 @@ def graph_trees_in_use() -> bool:
         return True
 
 
+def in_graph_tree_run() -> bool:
+    """Whether this thread runs on the stream of one of ``torch.compile``'s CUDA-graph trees: their warm-up and
+    recording runs of a compiled graph (``mode="reduce-overhead"``), whose launches are then replayed with no host
+    work per call. Eager code elsewhere in the same process runs on its own streams."""
+    mod = sys.modules.get("torch._inductor.cudagraph_trees")
+    if mod is None:
+        return False
+    try:
+        import torch
+        cur = torch.cuda.current_stream()
+        containers = mod.get_obj(mod.local, "tree_manager_containers")
+        return any(getattr(c, "tree_manager", None) is not None and c.tree_manager.stream == cur
+                   for c in containers.values())
+    except Exception:       # noqa: BLE001  another torch: whether trees run at all
+        return graph_trees_in_use()
+
+
 def first_call_allocator():
     """The allocator context of a solution's first call on a stream (per-stream state it makes through CuPy): PyTorch's
     (``torch_allocator``), except in a process running CUDA-graph trees (``graph_trees_in_use``), whose warm-up

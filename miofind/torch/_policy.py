@@ -26,6 +26,7 @@ from .. import lt_bridge
 from ..problem import ProblemDescription
 from . import _fast
 from ._alloc import first_call_allocator, graph_trees_in_use as _graph_trees_in_use
+from ._alloc import in_graph_tree_run as _in_graph_tree_run
 
 log = logging.getLogger(__name__)
 
@@ -346,11 +347,11 @@ HOST_AWARE_TRIES = 3     # the next solutions _host_aware prepares at most
 def _host_aware_on(problem: ProblemDescription) -> bool:
     """Whether the host-aware choice applies to ``problem``'s Entries (see ``_host_aware``): ``MIOFIND_TORCH_HOST_US``
     is above 0, the C++ path may run (a fused problem's too: its bias is a pointer of the Hopper forward's
-    recipe), and the process runs no CUDA-graph trees (``torch.compile(mode="reduce-overhead")``, whose warm-up
-    run makes the choices of its graphs): a replayed graph spends no host time per call, so there the records'
-    GPU time alone decides."""
+    recipe), and the call is not in a run of ``torch.compile``'s CUDA-graph trees (``mode="reduce-overhead"``,
+    whose warm-up run makes the choices of its graphs): a replayed graph spends no host time per call, so there the
+    records' GPU time alone decides."""
     from .. import env
-    return env.torch_host_us() > 0 and _fast.possible() and not _graph_trees_in_use()
+    return env.torch_host_us() > 0 and _fast.possible() and not _in_graph_tree_run()
 
 
 def _host_aware(e: Entry, rest, problem: ProblemDescription, src: str, dev: int) -> Entry:

@@ -736,7 +736,7 @@ def test_host_aware_choice(fake_find, monkeypatch, env, times, cpp, want):
     fused = env.pop("fused", None)
     native = env.pop("native", None)
     graphs = bool(env.pop("graphs", None))
-    monkeypatch.setattr(_policy, "_graph_trees_in_use", lambda: graphs)
+    monkeypatch.setattr(_policy, "_in_graph_tree_run", lambda: graphs)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     monkeypatch.setenv("MIOFIND_TORCH_CPP", cpp)
@@ -1097,6 +1097,28 @@ def test_dense_output_strides_are_torchs():
             fmt = (torch.channels_last if len(shape) == 4 else torch.channels_last_3d) if cl else torch.contiguous_format
             t = torch.empty(shape, memory_format=fmt)
             assert dense_layout(shape, cl) == (tuple(t.shape), t.stride()), (shape, cl)
+
+
+def test_a_call_in_a_graph_tree_run_is_told_from_eager_calls(monkeypatch):
+    """The host-aware choice is off only for a call on a CUDA-graph tree's own stream (its warm-up or recording run,
+    which reduce-overhead replays), not for eager calls in a process where trees exist."""
+    import types
+
+    from miofind.torch import _alloc
+
+    containers: dict = {}
+    fake = types.SimpleNamespace(local=types.SimpleNamespace(), get_obj=lambda local, name: containers)
+    current = ["eager"]
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda: current[0])
+    assert not _alloc.in_graph_tree_run()                  # no trees module imported
+    monkeypatch.setitem(sys.modules, "torch._inductor.cudagraph_trees", fake)
+    assert not _alloc.in_graph_tree_run()
+    containers[0] = types.SimpleNamespace(tree_manager=types.SimpleNamespace(stream="tree"))
+    assert not _alloc.in_graph_tree_run() and _alloc.graph_trees_in_use()
+    current[0] = "tree"
+    assert _alloc.in_graph_tree_run()
+    monkeypatch.setattr(fake, "get_obj", lambda local, name: 1 / 0)     # another torch: whether trees run at all
+    assert _alloc.in_graph_tree_run()
 
 
 def test_no_replacement_while_cuda_graph_trees_run(monkeypatch):
