@@ -31,10 +31,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_models as bm  # noqa: E402  (build, parse, inputs, prepare, settle, event_median_ms)
 
 
-def graph_breaks(model, x, amp: bool) -> dict:
-    """``torch._dynamo.explain`` of the model's forward: graphs, breaks and their reasons (first 10)."""
+def graph_breaks(model, x, amp: bool, train: bool) -> dict:
+    """``torch._dynamo.explain`` of the model's forward, in the step's autocast and grad modes: graphs, breaks and
+    their reasons (first 10)."""
     torch = bm._torch()
-    with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+    with torch.autocast("cuda", dtype=torch.float16, enabled=amp), torch.set_grad_enabled(train):
         ex = torch._dynamo.explain(model)(x)
     return {"graphs": ex.graph_count, "breaks": ex.graph_break_count,
             "reasons": [str(b.reason)[:200] for b in ex.break_reasons[:10]]}
@@ -53,7 +54,7 @@ def run(name: str, config: str, args) -> dict:
             bm.stepper(model, train, amp)(xs[0], ys[0])     # one eager step (its own SGD): miofind's choices
         if backend == "miofind" and not args.compile_first:
             row["settle_s"] = bm.settle(900)
-            row["graph_breaks"] = graph_breaks(model, xs[0], amp)
+            row["graph_breaks"] = graph_breaks(model, xs[0], amp, train)
             torch._dynamo.reset()
         # the compiled module's parameters are the model's: SGD with momentum over them, as bench_models' step
         step = bm.stepper(torch.compile(model, mode=args.mode), train, amp)
@@ -86,7 +87,7 @@ def run(name: str, config: str, args) -> dict:
     del sides
     if args.compile_first:      # explain runs the forward: only after the compiled steps made miofind's choices
         torch._dynamo.reset()
-        row["graph_breaks"] = graph_breaks(model, xs[0], amp)
+        row["graph_breaks"] = graph_breaks(model, xs[0], amp, train)
     torch._dynamo.reset()
     torch.cuda.empty_cache()
     return row

@@ -97,11 +97,12 @@ def _cast_param(t: Tensor, dt: torch.dtype) -> Tensor:
     tensor (a weight, a bias) is kept while that tensor is unchanged (the same object, storage and
     version counter: an in-place update or a new ``.data`` makes a new cast), so inference under
     autocast casts each weight once, not once per call as PyTorch's autocast (whose cache lives for
-    one autocast region). With autograd on, a fresh cast, so that the gradient reaches ``t``. A tensor
+    one autocast region). With autograd on, a fresh cast, so that the gradient reaches ``t``; under
+    ``torch.compile`` too (the graph holds the cast; the cache would break it at every weight). A tensor
     autocast leaves alone (float64) is returned as it is."""
     if t.dtype == dt or t.dtype not in _AUTOCAST_FROM:
         return t
-    if torch.is_grad_enabled() or not t.is_leaf:
+    if torch.is_grad_enabled() or not t.is_leaf or torch.compiler.is_compiling():
         return t.to(dt)
     key = id(t)
     e = _casts.get(key)

@@ -388,6 +388,24 @@ def test_compile_without_graph_breaks(mt):
     torch._dynamo.reset()
 
 
+def test_compile_inference_under_autocast_without_graph_breaks(mt):
+    """Inference (no_grad) under autocast, compiled: the weights' casts are in the graph, with no break and no
+    recompile per weight (``functional._cast_param``)."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = TinyCNN().cuda().eval()
+    mt.convert(model)
+    x = torch.randn(8, 3, 16, 16, device="cuda")
+    with torch.no_grad(), torch.autocast("cuda", dtype=torch.float16):
+        ex = torch._dynamo.explain(model)(x)
+        assert ex.graph_break_count == 0 and ex.graph_count == 1
+        eager = model(x)
+        torch._dynamo.reset()
+        y = torch.compile(model, fullgraph=True)(x)
+    assert y.dtype == eager.dtype and rel(y.float(), eager.float()) < 1e-2
+    torch._dynamo.reset()
+
+
 def test_cuda_graph_capture_and_replay(mt):
     torch.manual_seed(0)
     model = TinyCNN().cuda()
