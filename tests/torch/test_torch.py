@@ -863,6 +863,58 @@ def test_dynamo_sees_no_graph_break_and_aot_autograd_runs(cpu_custom_ops):
     torch._dynamo.reset()
 
 
+def _compile_cases():
+    """(name, builder, input shape) of the module kinds ``convert`` swaps, for the whole-graph compile test."""
+    def weight_norm():
+        m = nn.Sequential(nn.Conv1d(3, 8, 5, padding=2))
+        m[0] = torch.nn.utils.parametrizations.weight_norm(m[0], dim=2)
+        return m
+    return {
+        "conv2d": (lambda: nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 8, 3, stride=2)),
+                   (2, 3, 10, 10)),
+        "same": (lambda: nn.Sequential(nn.Conv2d(3, 8, 4, padding="same")), (2, 3, 10, 10)),
+        "reflect": (lambda: nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, padding_mode="reflect")), (2, 3, 10, 10)),
+        "circular": (lambda: nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, padding_mode="circular")), (2, 3, 10, 10)),
+        "conv1d": (lambda: nn.Sequential(nn.Conv1d(3, 8, 5, padding=2), nn.GELU()), (2, 3, 20)),
+        "conv3d": (lambda: nn.Sequential(nn.Conv3d(3, 8, 3, padding=1)), (2, 3, 6, 6, 6)),
+        "depthwise": (lambda: nn.Sequential(nn.Conv2d(8, 8, 3, padding=1, groups=8), nn.Conv2d(8, 4, 1)),
+                      (2, 8, 10, 10)),
+        "weight_norm": (weight_norm, (2, 3, 20)),
+        "fused": (lambda: nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 8, 3), nn.GELU()),
+                  (2, 3, 10, 10)),
+        "unbatched": (lambda: nn.Sequential(nn.Conv2d(3, 8, 3, padding=1)), (3, 10, 10)),
+        "channels_last": (lambda: nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.Conv2d(8, 8, 1)), (2, 3, 10, 10)),
+    }
+
+
+@pytest.mark.parametrize("grad", ["enable_grad", "no_grad", "inference_mode"])
+@pytest.mark.parametrize("case", list(_compile_cases()))
+def test_compiled_module_kinds_have_no_graph_break(cpu_custom_ops, case, grad):
+    """Every kind of module ``convert`` swaps (and ``fuse`` fuses) compiles as one graph in training, no_grad and
+    inference_mode, and gives the output of the torch module (a break costs a compiled model its graphs: see
+    ``test_autocast_weight_cast_under_no_grad_compiles_without_a_graph_break``)."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    build, shape = _compile_cases()[case]
+    ref = build()
+    m = copy.deepcopy(ref)
+    assert mt.convert(m).swapped >= 1
+    if case == "fused":
+        assert mt.fuse(m) == 2
+    x = torch.randn(*shape)
+    if case == "channels_last":
+        x = x.to(memory_format=torch.channels_last)
+    with getattr(torch, grad)():
+        ex = torch._dynamo.explain(m)(x)
+        assert ex.graph_break_count == 0 and ex.graph_count == 1, [str(b.reason)[:300] for b in ex.break_reasons]
+        assert "miofind.conv_forward" in str(ex.graphs[0].graph)
+        torch._dynamo.reset()
+        y = torch.compile(m, backend="aot_eager", fullgraph=True)(x)
+        want = ref(x)
+    assert y.shape == want.shape and torch.allclose(y, want, atol=1e-4)
+    torch._dynamo.reset()
+
+
 def test_autocast_weight_cast_under_no_grad_compiles_without_a_graph_break():
     """Inference under autocast keeps each weight's cast (``_cast_param``: an id-keyed cache with weak references).
     Traced by Dynamo that cache broke the graph and recompiled per weight (the recompile limit was reached: a compiled
