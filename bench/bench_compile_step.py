@@ -14,7 +14,7 @@ of the first compiled steps on fresh batches on each side (the same batches from
 steps: they should agree to within AMP's nondeterminism), Dynamo's graph breaks on miofind's side
 (``torch._dynamo.explain`` of the forward: none are expected at miofind's ops) and its host-aware picks.
 
-    python bench/bench_compile_step.py --out DIR [--models resnet50] [--configs train32-amp] [--mode reduce-overhead]
+    python bench/bench_compile_step.py --out DIR [--models resnet50] [--configs train32-amp,infer1-amp] [--mode reduce-overhead]
 """
 
 from __future__ import annotations
@@ -97,7 +97,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--models", default="resnet50")
-    ap.add_argument("--configs", default="train32-amp")
+    ap.add_argument("--configs", default="train32-amp,infer1-amp",
+                    help="comma-separated configs (trainN-/inferN- fp32|amp); the default covers a training step and "
+                         "no_grad inference under autocast")
     ap.add_argument("--mode", default="reduce-overhead", help="torch.compile's mode (default, reduce-overhead, ...)")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=5)
