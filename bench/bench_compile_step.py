@@ -14,7 +14,8 @@ of the first compiled steps on fresh batches on each side (the same batches from
 steps: they should agree to within AMP's nondeterminism), Dynamo's graph breaks on miofind's side
 (``torch._dynamo.explain`` of the forward: none are expected at miofind's ops) and its host-aware picks.
 
-    python bench/bench_compile_step.py --out DIR [--models resnet50] [--configs train32-amp,infer1-amp] [--mode reduce-overhead]
+    python bench/bench_compile_step.py --out DIR [--models resnet50] [--configs train32-amp,infer1-amp]
+        [--mode reduce-overhead] [--compile-first]
 """
 
 from __future__ import annotations
