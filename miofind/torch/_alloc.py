@@ -58,16 +58,22 @@ def release_find_memory():
         cupy.get_default_memory_pool().free_all_blocks()
 
 
+def _tree_managers() -> list:
+    """The CUDA-graph tree managers of ``torch.compile`` (``mode="reduce-overhead"``) made in this process: none
+    before its module is imported. Raises where another torch keeps them elsewhere."""
+    mod = sys.modules.get("torch._inductor.cudagraph_trees")
+    if mod is None:
+        return []
+    containers = mod.get_obj(mod.local, "tree_manager_containers")
+    return [c.tree_manager for c in containers.values() if getattr(c, "tree_manager", None) is not None]
+
+
 def graph_trees_in_use() -> bool:
     """Whether ``torch.compile``'s CUDA-graph trees (``mode="reduce-overhead"``) run in this process: their
     warm-up runs route the allocations of their stream to a graph pool, where a replacement Entry's
     workspace and per-stream state must not land (torch then refuses the pool's untracked tensor)."""
-    mod = sys.modules.get("torch._inductor.cudagraph_trees")
-    if mod is None:
-        return False
     try:
-        containers = mod.get_obj(mod.local, "tree_manager_containers")
-        return any(getattr(c, "tree_manager", None) is not None for c in containers.values())
+        return bool(_tree_managers())
     except Exception:       # noqa: BLE001  another torch: assume they run
         return True
 
@@ -76,17 +82,15 @@ def in_graph_tree_run() -> bool:
     """Whether this thread runs on the stream of one of ``torch.compile``'s CUDA-graph trees: their warm-up and
     recording runs of a compiled graph (``mode="reduce-overhead"``), whose launches are then replayed with no host
     work per call. Eager code elsewhere in the same process runs on its own streams."""
-    mod = sys.modules.get("torch._inductor.cudagraph_trees")
-    if mod is None:
-        return False
     try:
+        managers = _tree_managers()
+        if not managers:
+            return False
         import torch
         cur = torch.cuda.current_stream()
-        containers = mod.get_obj(mod.local, "tree_manager_containers")
-        return any(getattr(c, "tree_manager", None) is not None and c.tree_manager.stream == cur
-                   for c in containers.values())
-    except Exception:       # noqa: BLE001  another torch: whether trees run at all
-        return graph_trees_in_use()
+        return any(m.stream == cur for m in managers)
+    except Exception:       # noqa: BLE001  another torch: whether trees run at all (assumed, as graph_trees_in_use)
+        return True
 
 
 def first_call_allocator():
