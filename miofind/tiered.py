@@ -579,7 +579,7 @@ def run_invoker(problem, solver_id: str, config=None):
         sw = Switching(inv)
         with _lock:
             k = ("run",) + _key(problem, solver_id, config)
-            _pending[k] = _executor().submit(_switch_when_compiled, sw, problem, sol, _device())
+            _pending[k] = sw.job = _executor().submit(_switch_when_compiled, sw, problem, sol, _device())
         return sw, sol.workspace_bytes
     return build_invoker(problem, sol), sol.workspace_bytes
 
@@ -587,13 +587,15 @@ def run_invoker(problem, solver_id: str, config=None):
 class Switching:
     """An invoker that runs a solution's generic build until its specialised build is compiled, then
     the specialised one. The generic invoker stays referenced, so that a CUDA graph captured with its
-    kernels keeps them loaded."""
+    kernels keeps them loaded. ``job``: the background compile's future (done once it switched or gave up),
+    which a caller about to capture a CUDA graph waits for (``miofind.torch.settle``)."""
 
-    __slots__ = ("current", "generic", "specialised")
+    __slots__ = ("current", "generic", "specialised", "job")
 
     def __init__(self, generic_invoker) -> None:
         self.current = self.generic = generic_invoker
         self.specialised = None
+        self.job = None
 
     def __call__(self, a, b, out, workspace, stream) -> None:
         self.current(a, b, out, workspace, stream)

@@ -24,10 +24,10 @@ if getattr(_torch, "__file__", None) is None or not hasattr(_torch, "library"):
     # a folder named torch on sys.path (a namespace package), not PyTorch
     raise ImportError(f"miofind.torch needs PyTorch, but 'torch' resolves to {getattr(_torch, '__path__', '?')}")
 
-from ._policy import clear, reset_stats, stats  # noqa: E402
+from ._policy import clear, reset_stats, settle, stats  # noqa: E402
 from .functional import conv1d, conv2d, conv3d  # noqa: E402
 from .modules import Conv1d, Conv2d, Conv3d, Converted, convert, fuse, revert  # noqa: E402
 from .problems import model_problems  # noqa: E402
 
 __all__ = ["conv1d", "conv2d", "conv3d", "Conv1d", "Conv2d", "Conv3d", "convert", "fuse", "revert", "Converted",
-           "stats", "reset_stats", "clear", "model_problems"]
+           "stats", "reset_stats", "clear", "settle", "model_problems"]

@@ -34,12 +34,17 @@ _DTYPES = {torch.float32: "FP32", torch.float16: "FP16", torch.bfloat16: "BF16"}
 SUPPORTED_DTYPES = frozenset(_DTYPES)
 
 _stats = {"lookups": 0, "db_hits": 0, "finds_run": 0, "predicted": 0, "find_ms": 0.0, "replaced": 0,
-          "host_aware": 0}
+          "host_aware": 0, "settled": 0, "settle_ms": 0.0}
 _table: dict[tuple, "Entry"] = {}
 _lock = threading.Lock()
 _on_clear: list = []     # callables run by ``clear`` (functional's forward plans hold Entries)
 _on_swap: list = []      # callables (old Entry, new Entry) run when a deferred solution replaces an Entry
 _swaps: list = []        # (problem key, Solution) stored by deferred measurements, not yet applied
+# Entries running a generic build while their specialised one compiles (``tiered.Switching``); each leaves the set
+# when its compile job is done (``_track``)
+_unsettled: set = set()
+# how long a CUDA-graph tree's warm-up run waits for the specialised builds (``_settle_for_graphs``)
+GRAPH_SETTLE_TIMEOUT_S = 600.0
 # (device, stream) -> the workspace every Entry launched on that stream shares (``workspace``)
 _workspaces: dict[tuple[int, int], "torch.Tensor"] = {}
 # a workspace larger than this is allocated per call and given back after it, not kept
@@ -52,8 +57,9 @@ def stats() -> dict:
     ``finds_run`` (benchmarked: the FindDBs did not know them), ``predicted`` (fast mode's
     predictions), ``find_ms`` (wall time of those calls, milliseconds), ``replaced`` (Entries replaced
     by a faster solution a find had deferred to the background), ``host_aware`` (problems given a solution the C++
-    path launches over a slightly faster one it cannot: ``MIOFIND_TORCH_HOST_US``), and ``problems`` (how many are
-    prepared now)."""
+    path launches over a slightly faster one it cannot: ``MIOFIND_TORCH_HOST_US``), ``settled`` and ``settle_ms``
+    (specialised builds waited for before a CUDA graph holds them, ``settle``, and the wall time of those waits),
+    and ``problems`` (how many are prepared now)."""
     out = dict(_stats)
     out["problems"] = len(_table)
     return out
@@ -62,7 +68,8 @@ def stats() -> dict:
 def reset_stats() -> None:
     """Zero the counters (the prepared problems stay)."""
     with _lock:
-        _stats.update(lookups=0, db_hits=0, finds_run=0, predicted=0, find_ms=0.0, replaced=0, host_aware=0)
+        _stats.update(lookups=0, db_hits=0, finds_run=0, predicted=0, find_ms=0.0, replaced=0, host_aware=0,
+                      settled=0, settle_ms=0.0)
 
 
 def clear() -> None:
@@ -71,6 +78,7 @@ def clear() -> None:
     with _lock:
         _table.clear()
         _swaps.clear()
+        _unsettled.clear()
         _workspaces.clear()
         _fusable.clear()
         for hook in _on_clear:
@@ -181,6 +189,8 @@ class Entry:
         shape is checked here."""
         if _swaps:
             _apply_swaps()
+        if _unsettled:
+            _settle_for_graphs()
         if stream in self.streams and a.shape == self.a_shape and self.invoker is not None:
             return self.run(a.data_ptr(), b.data_ptr(), out, stream, bias)
         wst = workspace(self.ws_bytes, self.dev, stream) if self.ws_bytes else None
@@ -265,6 +275,7 @@ def lookup(key: tuple, make_problem, device: int, det: bool) -> Entry:
             with _on_device(device):
                 e = _choose(make_problem(), det, device)
             _table[key] = e
+            _track(e)
     if _swaps:
         _apply_swaps()
         e = _table.get(key, e)
@@ -305,11 +316,62 @@ def _apply_swaps() -> None:
                                 pkey, type(e).__name__, e, old.solver_id)
                     continue
                 _table[tkey] = new
+                _track(new)
                 for hook in _on_swap:
                     hook(old, new)
                 _stats["replaced"] += 1
                 log.info("miofind.torch: %s: the deferred %s (%.4f ms) replaces %s (%.4f ms)", pkey, sol.solver_id,
                          sol.time_ms, old.solver_id, old.time_ms)
+
+
+def _track(e: Entry) -> None:
+    """Keep ``e`` in ``_unsettled`` while its invoker runs a generic build whose specialised one compiles in the
+    background (``tiered.Switching.job``); the job's completion takes it out (at once where it is done)."""
+    inv = e.invoker
+    job = getattr(inv, "job", None) if type(inv).__name__ == "Switching" else None
+    if job is None or job.done():
+        return
+    _unsettled.add(e)
+    job.add_done_callback(lambda _f, e=e: _unsettled.discard(e))
+
+
+def settle(timeout: float | None = None) -> int:
+    """Wait until every prepared problem whose specialised kernels compile in the background
+    (``MIOFIND_SPECIALIZE=background`` on a cold kernel cache: it runs its generic build meanwhile) runs them, and
+    return how many it waited for. A CUDA graph keeps the kernels it captured for as long as it is replayed, so call
+    this after the warm-up iterations and before ``torch.cuda.graph`` capture; the warm-up runs of ``torch.compile``'s
+    CUDA-graph trees (``mode="reduce-overhead"``) do it themselves. A build that does not compile, or is not in
+    within ``timeout`` seconds, leaves its generic build running (logged)."""
+    from concurrent.futures import TimeoutError as FutureTimeout
+
+    waiting = list(_unsettled)
+    if not waiting:
+        return 0
+    t0 = time.perf_counter()
+    end = None if timeout is None else t0 + timeout
+    for e in waiting:
+        try:
+            e.invoker.job.result(None if end is None else max(0.0, end - time.perf_counter()))
+        except FutureTimeout:
+            log.warning("miofind.torch: %s for %s: its specialised build was not in within %.0f s; its generic build "
+                        "runs", e.solver_id, e.problem_key, timeout)
+            _unsettled.discard(e)
+        except Exception as x:      # noqa: BLE001  the job logs its own failures; the generic build runs
+            log.info("miofind.torch: %s for %s: %s: %s", e.solver_id, e.problem_key, type(x).__name__, x)
+            _unsettled.discard(e)
+    _stats["settled"] += len(waiting)
+    _stats["settle_ms"] += (time.perf_counter() - t0) * 1e3
+    return len(waiting)
+
+
+def _settle_for_graphs() -> None:
+    """``settle`` in a warm-up run of ``torch.compile``'s CUDA-graph trees: the graphs it records next replay the
+    kernels of that moment for the whole process, so they get the specialised builds, not the generic ones. Not while
+    a stream captures (a graph is being recorded: the wait's module loads would come in the middle of it), and not
+    on eager calls, which switch to the specialised builds by themselves as each one is in."""
+    if not _graph_trees_in_use() or _capturing_stream() or not _in_graph_tree_run():
+        return
+    settle(GRAPH_SETTLE_TIMEOUT_S)
 
 
 def _capturing() -> bool:

@@ -179,6 +179,7 @@ def test_run_invoker_prefers_ready_then_compiled_then_generic(fakes, monkeypatch
     tiered.wait(10)
     # background: the generic build, and it stays so when the specialised build did not compile
     assert isinstance(sw, tiered.Switching) and sw.current == "GEN" and sw.specialised is None
+    assert sw.job is not None and sw.job.done()      # the compile job a graph capture would wait for
     monkeypatch.setenv("MIOFIND_SPECIALIZE", "off")
     assert tiered.run_invoker(P, "ConvImplicitGemmFwd", cfg)[0] == "GEN"
     monkeypatch.setenv("MIOFIND_SPECIALIZE", "sync")

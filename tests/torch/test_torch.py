@@ -1189,6 +1189,101 @@ def test_a_call_in_a_graph_tree_run_is_told_from_eager_calls(monkeypatch):
     assert _alloc.in_graph_tree_run()
 
 
+class FakeSwitching(FakePrepared):
+    """A prepared solution running its generic build while the specialised one compiles (``tiered.Switching``
+    whose ``job`` the test completes)."""
+
+    def __init__(self, problem, solver_id, ws=0):
+        from concurrent.futures import Future
+
+        from miofind import tiered
+
+        super().__init__(problem, solver_id, ws)
+        self.invoker = tiered.Switching("GEN")
+        self.invoker.job = Future()
+        self._cl, self._shapes = (False,) * 3, problem.io_shapes()
+
+    def compiled(self):
+        self.invoker.current = self.invoker.specialised = "SPEC"
+        self.invoker.job.set_result(None)
+
+
+@pytest.fixture
+def switching_entry(fake_find, monkeypatch):
+    """An Entry (and its FakeSwitching) whose specialised build compiles in the background; the CUDA-graph
+    state that ``_settle_for_graphs`` reads is ``state``'s (eager to begin with)."""
+    answers, _, _ = fake_find
+    p = _policy.problem_for("F", (8, 64, 28, 28), (64, 64, 3, 3), (1, 1), (1, 1), (1, 1), 1, torch.float16, True,
+                            False)
+    prs = []
+
+    def find(problem):
+        s = Solution("ConvImplicitGemmFwd", "a", 1.0, 0, None, True, problem, source="db")
+        s.prepare = lambda: prs.append(FakeSwitching(problem, s.solver_id)) or prs[-1]
+        return FindResult([s], problem=problem, source="db", elapsed_ms=1.0)
+
+    monkeypatch.setattr(_policy, "_find", find)
+    monkeypatch.setattr(_policy, "_unsettled", set())
+    state = {"trees": False, "capturing": False, "tree_run": False}
+    monkeypatch.setattr(_policy, "_graph_trees_in_use", lambda: state["trees"])
+    monkeypatch.setattr(_policy, "_capturing_stream", lambda: state["capturing"])
+    monkeypatch.setattr(_policy, "_in_graph_tree_run", lambda: state["tree_run"])
+    e = _policy.lookup(_key(p), lambda: p, 0, False)
+    return e, prs[0], state
+
+
+def test_a_graph_tree_warm_up_waits_for_the_specialised_builds(switching_entry, monkeypatch):
+    """On a cold kernel cache a prepared problem runs its generic build until its specialised one compiles. A graph
+    recorded meanwhile would replay the generic kernels for the whole process, so the warm-up run of a CUDA-graph
+    tree waits for them; eager calls, other streams and a capture in progress do not wait."""
+    import threading
+
+    e, pr, state = switching_entry
+    assert _policy._unsettled == {e}
+    monkeypatch.setattr(_policy, "GRAPH_SETTLE_TIMEOUT_S", 0.05)    # a wait here would give up and untrack e
+    for trees, capturing, tree_run in ((False, False, False), (True, False, False), (True, True, True)):
+        state.update(trees=trees, capturing=capturing, tree_run=tree_run)
+        _policy._settle_for_graphs()
+        assert _policy._unsettled == {e} and pr.invoker.current == "GEN"
+        assert mt.stats()["settled"] == 0
+    monkeypatch.setattr(_policy, "GRAPH_SETTLE_TIMEOUT_S", 30.0)
+    state.update(capturing=False)                       # the tree's warm-up run
+    threading.Timer(0.2, pr.compiled).start()
+    _policy._settle_for_graphs()
+    assert pr.invoker.current == "SPEC" and not _policy._unsettled
+    st = mt.stats()
+    assert st["settled"] == 1 and st["settle_ms"] >= 150
+    _policy._settle_for_graphs()                        # nothing left to wait for
+    assert mt.stats()["settled"] == 1
+
+
+def test_each_call_settles_while_a_build_is_pending(switching_entry, monkeypatch):
+    """Entry.__call__ asks ``_settle_for_graphs`` while some Entry's specialised build is pending, and not after."""
+    e, pr, _ = switching_entry
+    asked = []
+    monkeypatch.setattr(_policy, "_settle_for_graphs", lambda: asked.append(1))
+    monkeypatch.setattr(_policy, "first_call_allocator", contextlib.nullcontext)
+    a, b = torch.randn(8, 64, 28, 28), torch.randn(64, 64, 3, 3)
+    e(a, b, torch.empty(8, 64, 28, 28), 7)
+    assert asked == [1]
+    pr.compiled()                                       # the job's completion untracks it
+    assert not _policy._unsettled
+    e(a, b, torch.empty(8, 64, 28, 28), 7)
+    assert asked == [1]
+
+
+def test_settle_waits_for_pending_builds_within_its_timeout(switching_entry, caplog):
+    """``miofind.torch.settle`` (before a manual ``torch.cuda.graph`` capture) waits for every pending specialised
+    build; one not in within the timeout keeps its generic build, logged, and is not waited for again."""
+    e, pr, _ = switching_entry
+    with caplog.at_level("WARNING", logger="miofind.torch._policy"):
+        assert mt.settle(timeout=0.05) == 1
+    assert "not in within" in caplog.text and pr.invoker.current == "GEN"
+    assert not _policy._unsettled and mt.settle() == 0
+    pr.compiled()
+    assert pr.invoker.current == "SPEC"
+
+
 def test_no_replacement_while_cuda_graph_trees_run(monkeypatch):
     """A process running torch.compile's CUDA-graph trees keeps its first choices: their warm-up routes its
     stream's allocations to a graph pool, which a replacement Entry's workspace must not enter. Pending

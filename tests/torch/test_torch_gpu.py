@@ -554,6 +554,57 @@ def test_second_process_runs_no_benchmark(tmp_path):
     assert (second["lookups"], second["db_hits"], second["finds_run"]) == (3, 3, 0), second
 
 
+_COLD_GRAPH = r"""
+import copy, json, time, torch, torch.nn as nn, miofind.torch as mt
+from miofind import tiered
+from miofind.api import find_solutions
+from miofind.torch import _policy
+torch.backends.cudnn.allow_tf32 = False
+# only implicit GEMM (its generic build runs while the specialised one compiles), and that compile held back 3 s so
+# that the graph trees' warm-up run meets it pending
+_policy._find = lambda p: find_solutions(p, solvers=[{"F": "ConvImplicitGemmFwd", "B": "ConvImplicitGemmBwd",
+                                                      "W": "ConvImplicitGemmWrw"}[p.direction]])
+_switch = tiered._switch_when_compiled
+tiered._switch_when_compiled = lambda *a: (time.sleep(3), _switch(*a))[1]
+torch.manual_seed(0)
+ref = nn.Sequential(nn.Conv2d(8, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 24, 3, padding=1)).cuda()
+model = copy.deepcopy(ref)
+mt.convert(model)
+step = torch.compile(lambda x: model(x).square().sum(), mode="reduce-overhead", fullgraph=True)
+x = torch.randn(4, 8, 20, 20, device="cuda")
+for _ in range(3):              # the warm-up run, then the recorded graph, then a replay
+    torch.compiler.cudagraph_mark_step_begin()
+    model.zero_grad(set_to_none=True)
+    loss = step(x)
+    loss.backward()
+torch.cuda.synchronize()
+ref(x).square().sum().backward()
+rels = [float((p.grad - q.grad).norm() / q.grad.norm()) for p, q in zip(model.parameters(), ref.parameters())]
+sw = [e for e in _policy._table.values() if type(e.invoker).__name__ == "Switching"]
+print(json.dumps({**mt.stats(), "switching": len(sw), "generic": [e.solver_id for e in sw
+                  if e.invoker.current is e.invoker.generic], "rel": max(rels)}))
+"""
+
+
+def test_graph_trees_record_the_specialised_builds_on_a_cold_cache(tmp_path):
+    """An empty kernel cache with MIOFIND_SPECIALIZE=background: each problem runs its generic build until its
+    specialised one compiles. A compiled training step with mode="reduce-overhead" waits for them in the graph
+    trees' warm-up run (stats "settled"), so that the graphs it records and replays hold no generic build."""
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch sees no CUDA device")
+    env = {**os.environ, "MIOFIND_DB": f"sqlite:///{tmp_path / 'finddb.sqlite'}", "MIOFIND_SYSTEM_DB": "none",
+           "MIOFIND_SPECIALIZE": "background", "MIOFIND_KERNEL_CACHE": str(tmp_path / "kc"),
+           "CUPY_CACHE_DIR": str(tmp_path / "cupy")}
+    env.pop("MIOFIND_FIND_MODE", None)
+    r = subprocess.run([sys.executable, "-c", _COLD_GRAPH], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    st = json.loads(r.stdout.strip().splitlines()[-1])
+    assert st["switching"] >= 1 and st["settled"] >= 1, st
+    assert st["generic"] == [], st
+    assert st["rel"] < 1e-4, st
+
+
 class _Excite(nn.Module):
     """MobileNetV3's squeeze-excitation: two biased 1x1 convolutions on the pooled 1x1 plane scale the input."""
 
