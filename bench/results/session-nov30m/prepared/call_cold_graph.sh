@@ -12,7 +12,7 @@ R=/tmp/r; rm -rf $R; mkdir -p $R
 source scripts/device-env
 el() { echo $(( $(date +%s) - T0 )); }
 save() { tar czf $OUT/r.tgz --exclude='*.sqlite' -C /tmp r; }
-timeout 240 python3 -m pytest -q -p no:cacheprovider tests/torch/test_torch_gpu.py \
+timeout 360 python3 -m pytest -q -p no:cacheprovider tests/torch/test_torch_gpu.py \
   -k "cold_cache or reduce_overhead or cuda_graph or compile" > $R/tests.log 2>&1
 echo "tests rc=$? $(el) s"; tail -3 $R/tests.log; save
 run() {  # tag specialize cache timeout
