@@ -344,6 +344,9 @@ def settle(timeout: float | None = None) -> int:
     within ``timeout`` seconds, leaves its generic build running (logged)."""
     from concurrent.futures import TimeoutError as FutureTimeout
 
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not timeout >= 0):
+        raise ValueError(f"miofind.torch.settle: timeout={timeout!r}: expected seconds >= 0, or None to wait for all")
     waiting = list(_unsettled)
     if not waiting:
         return 0

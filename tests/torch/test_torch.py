@@ -1282,6 +1282,9 @@ def test_settle_waits_for_pending_builds_within_its_timeout(switching_entry, cap
     assert not _policy._unsettled and mt.settle() == 0
     pr.compiled()
     assert pr.invoker.current == "SPEC"
+    for bad in (-1, float("nan"), "5", True):
+        with pytest.raises(ValueError, match=f"timeout={bad!r}"):
+            mt.settle(bad)
 
 
 def test_no_replacement_while_cuda_graph_trees_run(monkeypatch):
