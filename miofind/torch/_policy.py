@@ -372,7 +372,7 @@ def _settle_for_graphs() -> None:
     kernels of that moment for the whole process, so they get the specialised builds, not the generic ones. Not while
     a stream captures (a graph is being recorded: the wait's module loads would come in the middle of it), and not
     on eager calls, which switch to the specialised builds by themselves as each one is in."""
-    if not _graph_trees_in_use() or _capturing_stream() or not _in_graph_tree_run():
+    if _capturing_stream() or not _in_graph_tree_run():     # in_graph_tree_run: False where no trees run
         return
     settle(GRAPH_SETTLE_TIMEOUT_S)
 

@@ -1224,8 +1224,7 @@ def switching_entry(fake_find, monkeypatch):
 
     monkeypatch.setattr(_policy, "_find", find)
     monkeypatch.setattr(_policy, "_unsettled", set())
-    state = {"trees": False, "capturing": False, "tree_run": False}
-    monkeypatch.setattr(_policy, "_graph_trees_in_use", lambda: state["trees"])
+    state = {"capturing": False, "tree_run": False}
     monkeypatch.setattr(_policy, "_capturing_stream", lambda: state["capturing"])
     monkeypatch.setattr(_policy, "_in_graph_tree_run", lambda: state["tree_run"])
     e = _policy.lookup(_key(p), lambda: p, 0, False)
@@ -1241,8 +1240,8 @@ def test_a_graph_tree_warm_up_waits_for_the_specialised_builds(switching_entry, 
     e, pr, state = switching_entry
     assert _policy._unsettled == {e}
     monkeypatch.setattr(_policy, "GRAPH_SETTLE_TIMEOUT_S", 0.05)    # a wait here would give up and untrack e
-    for trees, capturing, tree_run in ((False, False, False), (True, False, False), (True, True, True)):
-        state.update(trees=trees, capturing=capturing, tree_run=tree_run)
+    for capturing, tree_run in ((False, False), (True, True)):     # eager or off the trees' stream; a capture
+        state.update(capturing=capturing, tree_run=tree_run)
         _policy._settle_for_graphs()
         assert _policy._unsettled == {e} and pr.invoker.current == "GEN"
         assert mt.stats()["settled"] == 0
