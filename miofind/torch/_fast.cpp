@@ -26,10 +26,18 @@
 // casts them; a 1-D module's plan runs the H = 1 views); anything else (another key, another device or stream, a
 // generation bumped by a plan made, remade or forgotten in Python) answers None and the caller takes its Python path,
 // which arms the module again.
+//
+// The custom ops' CUDA kernels (``register_ops``): miofind::conv_forward, conv_backward_data and conv_backward_weight
+// as torch.compile's graphs call them (mode="default" launches each from the host). A call whose key (direction,
+// device, stream, both inputs' sizes, strides and type, the shape argument, the convolution's parameters, TF32 and
+// determinism) a Python call learned (``op_learn``: a one-direction plan of the Entry it ran) launches its recipe
+// here; anything else (a key not learned, capture, a misaligned pointer, the table cleared by a deferred solution or
+// by CUDA-graph trees) calls the ops' Python implementation, which answers and may learn the key.
 #include <torch/extension.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <ATen/autocast_mode.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
+#include <torch/library.h>
 
 #include <atomic>
 #include <cstdint>
@@ -676,6 +684,170 @@ static int64_t new_plan(py::object f, py::object b, py::object w, py::list shape
     return static_cast<int64_t>(g_plans.size()) - 1;
 }
 
+// -- the custom ops' CUDA kernels ----------------------------------------------------------------------------------
+
+struct KeyHash {
+    size_t operator()(const std::vector<int64_t> &k) const {
+        u64 h = 1469598103934665603ull;     // FNV-1a over the 8-byte cells
+        for (int64_t v : k) {
+            h ^= static_cast<u64>(v);
+            h *= 1099511628211ull;
+        }
+        return static_cast<size_t>(h);
+    }
+};
+
+static std::mutex g_ops_mutex;
+static std::unordered_map<std::vector<int64_t>, std::shared_ptr<FastPlan>, KeyHash> g_ops;
+static std::atomic<bool> g_ops_on{true};
+static std::atomic<uint64_t> g_ops_gen{1};          // bumped by every clear: a learn started before it is refused
+static std::atomic<int64_t> g_ops_hits{0}, g_ops_misses{0};
+static PyObject *g_ops_python = nullptr;            // _ops._op_python(d, a, b, shape, stride, padding, dilation, groups)
+static const size_t MAX_OPS = 1 << 16;
+
+static void push_all(std::vector<int64_t> &k, c10::IntArrayRef v) {
+    k.push_back(static_cast<int64_t>(v.size()));
+    k.insert(k.end(), v.begin(), v.end());
+}
+
+// The key of an op call (d: 0 F, 1 B, 2 W) on the current stream of a's device; false where the call cannot be keyed
+// (not two CUDA tensors on the current device)
+static bool op_key(int d, const at::Tensor &a, const at::Tensor &b, c10::IntArrayRef shp, c10::IntArrayRef stride,
+                   c10::IntArrayRef padding, c10::IntArrayRef dilation, int64_t groups, std::vector<int64_t> &k,
+                   int64_t &stream) {
+    if (!a.defined() || !b.defined() || !a.is_cuda() || !b.is_cuda() || a.get_device() != b.get_device())
+        return false;
+    c10::impl::VirtualGuardImpl guard{c10::DeviceType::CUDA};
+    const int64_t dev = a.get_device();
+    if (guard.getDevice().index() != dev) return false;
+    stream = reinterpret_cast<int64_t>(
+        guard.getStream(c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(dev))).native_handle());
+    auto &ctx = at::globalContext();
+    const bool tf32 = a.scalar_type() == at::kFloat && ctx.allowTF32CuDNN();
+    const bool det = ctx.deterministicAlgorithms() || ctx.deterministicCuDNN();
+    k.reserve(64);
+    k.push_back(d);
+    k.push_back(dev);
+    k.push_back(stream);
+    k.push_back(static_cast<int64_t>(a.scalar_type()));
+    k.push_back(static_cast<int64_t>(b.scalar_type()));
+    k.push_back(tf32);
+    k.push_back(det);
+    push_all(k, a.sizes());
+    push_all(k, a.strides());
+    push_all(k, b.sizes());
+    push_all(k, b.strides());
+    push_all(k, shp);
+    push_all(k, stride);
+    push_all(k, padding);
+    push_all(k, dilation);
+    k.push_back(groups);
+    return true;
+}
+
+static py::list as_list(c10::IntArrayRef v) {
+    py::list l;
+    for (int64_t x : v) l.append(x);
+    return l;
+}
+
+static at::Tensor op_call(int d, const at::Tensor &a, const at::Tensor &b, c10::IntArrayRef shp,
+                          c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation,
+                          int64_t groups) {
+    if (g_launch && g_ops_on.load(std::memory_order_relaxed) && g_enabled.load(std::memory_order_relaxed)) {
+        std::vector<int64_t> k;
+        int64_t stream = 0;
+        if (op_key(d, a, b, shp, stride, padding, dilation, groups, k, stream)) {
+            std::shared_ptr<FastPlan> P;
+            {
+                std::lock_guard<std::mutex> g(g_ops_mutex);
+                auto it = g_ops.find(k);
+                if (it != g_ops.end()) P = it->second;
+            }
+            at::Tensor out;
+            if (P && !capturing(stream) && run(*P, d, a, b, stream, out)) {
+                P->fast_calls.fetch_add(1, std::memory_order_relaxed);
+                g_ops_hits.fetch_add(1, std::memory_order_relaxed);
+                return out;
+            }
+        }
+    }
+    g_ops_misses.fetch_add(1, std::memory_order_relaxed);
+    py::gil_scoped_acquire gil;
+    if (!g_ops_python) throw std::runtime_error("miofind.torch: the custom ops' Python path is not registered");
+    py::object r = py::reinterpret_borrow<py::object>(g_ops_python)(d, a, b, as_list(shp), as_list(stride),
+                                                                     as_list(padding), as_list(dilation), groups);
+    return r.cast<at::Tensor>();
+}
+
+static std::vector<int64_t> ints(c10::SymIntArrayRef v) {
+    std::vector<int64_t> r;
+    r.reserve(v.size());
+    for (const c10::SymInt &s : v) r.push_back(s.expect_int());
+    return r;
+}
+
+static at::Tensor op_forward(const at::Tensor &x, const at::Tensor &w, c10::SymIntArrayRef stride,
+                             c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
+    return op_call(0, x, w, {}, ints(stride), ints(padding), ints(dilation), groups.expect_int());
+}
+
+static at::Tensor op_backward_data(const at::Tensor &dy, const at::Tensor &w, c10::SymIntArrayRef x_shape,
+                                   c10::SymIntArrayRef stride, c10::SymIntArrayRef padding,
+                                   c10::SymIntArrayRef dilation, c10::SymInt groups) {
+    return op_call(1, dy, w, ints(x_shape), ints(stride), ints(padding), ints(dilation), groups.expect_int());
+}
+
+static at::Tensor op_backward_weight(const at::Tensor &dy, const at::Tensor &x, c10::SymIntArrayRef w_shape,
+                                     c10::SymIntArrayRef stride, c10::SymIntArrayRef padding,
+                                     c10::SymIntArrayRef dilation, c10::SymInt groups) {
+    return op_call(2, dy, x, ints(w_shape), ints(stride), ints(padding), ints(dilation), groups.expect_int());
+}
+
+// Register the three CUDA kernels once per process (the schemas are the Python custom ops'); ``python`` is the ops'
+// Python path. False where this process registered them already (another load of the extension).
+static bool register_ops(py::object python) {
+    static std::unique_ptr<torch::Library> lib;
+    static std::mutex mu;
+    std::lock_guard<std::mutex> g(mu);
+    if (lib) return false;
+    g_ops_python = python.release().ptr();      // kept for the process, as the registration is
+    lib = std::make_unique<torch::Library>(torch::Library::IMPL, "miofind", c10::DispatchKey::CUDA, __FILE__,
+                                           __LINE__);
+    lib->impl("conv_forward", TORCH_FN(op_forward));
+    lib->impl("conv_backward_data", TORCH_FN(op_backward_data));
+    lib->impl("conv_backward_weight", TORCH_FN(op_backward_weight));
+    return true;
+}
+
+// Learn the key of this call (as op_call makes it, now) for one-direction plan ``id``, unless the table was cleared
+// since generation ``gen`` (the plan may be of a replaced Entry) or the ops are off; whether it was learned.
+static bool op_learn(int d, const at::Tensor &a, const at::Tensor &b, std::vector<int64_t> shp,
+                     std::vector<int64_t> stride, std::vector<int64_t> padding, std::vector<int64_t> dilation,
+                     int64_t groups, int64_t id, uint64_t gen) {
+    TORCH_CHECK(d >= 0 && d <= 2, "op_learn: direction 0 (F), 1 (B) or 2 (W)");
+    std::shared_ptr<FastPlan> P;
+    {
+        std::lock_guard<std::mutex> g(g_plans_mutex);
+        TORCH_CHECK(id >= 0 && id < static_cast<int64_t>(g_plans.size()), "op_learn: no fast plan ", id);
+        P = g_plans[id];
+    }
+    TORCH_CHECK(P->dir[d].present, "op_learn: plan ", id, " has no recipe for direction ", d);
+    std::vector<int64_t> k;
+    int64_t stream = 0;
+    if (!op_key(d, a, b, shp, stride, padding, dilation, groups, k, stream)) return false;
+    std::lock_guard<std::mutex> g(g_ops_mutex);
+    if (!g_ops_on.load() || g_ops_gen.load() != gen || g_ops.size() >= MAX_OPS) return false;
+    g_ops[k] = P;
+    return true;
+}
+
+static void ops_clear() {
+    std::lock_guard<std::mutex> g(g_ops_mutex);
+    g_ops.clear();
+    g_ops_gen.fetch_add(1);
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.doc() = "miofind.torch's C++ hot path (see _fast.py)";
     m.def("init", [](u64 launch, u64 is_capturing, u64 encode_tiled, u64 encode_im2col, u64 launch_ex) {
@@ -713,6 +885,24 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.def("hot", &hot, "hot(slot, token, x, w, bias or None, tf32, deterministic) -> y of the armed call, or None");
     m.def("gen", []() { return g_gen.load(std::memory_order_acquire); }, "the armed calls' generation");
     m.def("bump", []() { g_gen.fetch_add(1, std::memory_order_acq_rel); }, "disarm every armed call");
+    m.def("register_ops", &register_ops, py::arg("python"),
+          "register the custom ops' CUDA kernels (once per process; False where registered already); python: their "
+          "Python path, python(d, a, b, shape, stride, padding, dilation, groups) -> out");
+    m.def("op_learn", &op_learn, py::arg("d"), py::arg("a"), py::arg("b"), py::arg("shape"), py::arg("stride"),
+          py::arg("padding"), py::arg("dilation"), py::arg("groups"), py::arg("id"), py::arg("gen"),
+          "learn this call's key (now: its stream, TF32 and determinism) for the one-direction plan id; False where "
+          "the table was cleared since gen, the ops are off or the call cannot be keyed");
+    m.def("ops_gen", []() { return g_ops_gen.load(); }, "the op table's generation (bumped by each clear)");
+    m.def("ops_clear", &ops_clear, "forget every learned op key");
+    m.def("ops_set_on", [](bool on) {
+        g_ops_on.store(on);
+        if (!on) ops_clear();
+    }, "turn the op table on or off (off: cleared, every op call through Python)");
+    m.def("ops_stats", []() {
+        std::lock_guard<std::mutex> g(g_ops_mutex);
+        return std::make_tuple(static_cast<int64_t>(g_ops.size()), g_ops_hits.load(), g_ops_misses.load(),
+                               g_ops_on.load());
+    }, "(keys learned, calls launched from C++, calls through Python, on)");
     m.def("counts", [](int64_t id) {
         FastPlan &P = plan_of(id);
         return std::make_pair(P.fast_calls.load(), P.fallback_calls.load());

@@ -46,6 +46,7 @@ _lock = threading.Lock()
 _module = None          # the loaded extension, or False once it cannot be had in this process
 _building: threading.Thread | None = None
 _error: str | None = None
+_ops_module = None      # the extension whose C++ CUDA kernels the custom ops dispatch to (``register_ops``)
 
 
 def compiler() -> str | None:
@@ -134,7 +135,33 @@ def _load(path: Path):
         return (ctypes.cast(f, ctypes.c_void_p).value or 0) if f is not None else 0
     mod.init(cu_launch_kernel(), *[address(f) for f in ("cuStreamIsCapturing", "cuTensorMapEncodeTiled",
                                                          "cuTensorMapEncodeIm2col", "cuLaunchKernelEx")])
+    _register_ops(mod)
     return mod
+
+
+def _register_ops(mod) -> None:
+    """The custom ops' CUDA kernels become ``mod``'s C++ ones (once per process: the first extension loaded)."""
+    global _ops_module
+    from . import _ops
+    if mod.register_ops(_ops._op_python):
+        _ops_module = mod
+
+
+def ops_clear() -> None:
+    """Forget the op keys the extension learned (``_ops._learn``): a deferred solution may replace their Entries, or
+    ``_policy.clear`` forgot them; the next call of each goes through Python and learns it again."""
+    m = _ops_module
+    if m:
+        m.ops_clear()
+
+
+def ops_stats() -> tuple[int, int]:
+    """(custom op calls launched from C++, calls through their Python path) since the process started."""
+    m = _ops_module
+    if not m:
+        return 0, 0
+    _, hits, misses, _on = m.ops_stats()
+    return hits, misses
 
 
 def build_detached(timeout: float = 900) -> Path:

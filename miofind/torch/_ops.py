@@ -6,6 +6,10 @@ them; ``EagerConv`` runs the same launches in eager mode with less host time.
 - ``miofind::conv_backward_data(dy, w, x_shape, ...) -> dx``
 - ``miofind::conv_backward_weight(dy, x, w_shape, ...) -> dw``
 
+With the C++ extension loaded (``_fast``), the ops' CUDA kernels are its C++ ones: a call whose key a call through
+the Python implementations here taught it (``_op_python``) launches from C++, with no Python per call (what
+``torch.compile(mode="default")`` graphs, which launch each op from the host, spend per convolution).
+
 Tensors are 4-D or 5-D (1-D convolutions come as 2-D with H = 1), padding symmetric (``functional``
 pads asymmetric "same" explicitly). Memory formats follow PyTorch's cuDNN convolution: when either
 input is channels-last-like (``_cl_like``, PyTorch's ``suggest_memory_format`` rule) the problem is
@@ -17,11 +21,14 @@ torch stream.
 
 from __future__ import annotations
 
+import logging
+
 import torch
 from torch import Tensor
 
-from . import _policy
+from . import _fast, _policy
 
+log = logging.getLogger(__name__)
 _ORDER = {4: (1, 3, 2, 0), 5: (1, 4, 3, 2, 0)}
 _CL = {4: torch.channels_last, 5: torch.channels_last_3d}
 
@@ -196,6 +203,79 @@ conv_backward_weight = torch.library.custom_op("miofind::conv_backward_weight", 
 @conv_backward_weight.register_fake
 def _(dy, x, w_shape, stride, padding, dilation, groups):
     return torch.empty(w_shape, dtype=dy.dtype, device=dy.device, memory_format=memory_format(x, dy))
+
+
+# -- the C++ kernels' Python path -----------------------------------------------------------------------------------
+
+# table key -> the Entry whose launches the extension cannot make (``_fast.recipe`` None): its calls stay here
+_unlearnable: dict[tuple, object] = {}
+
+
+def _op_python(d: int, a: Tensor, b: Tensor, shape: list, stride: list, padding: list, dilation: list,
+               groups: int) -> Tensor:
+    """The Python path of the custom ops' C++ CUDA kernels (``_fast.cpp``'s ``op_call``: d 0 F, 1 B, 2 W; ``shape``
+    x's for B, w's for W): a call whose key the extension has not learned (or cannot launch now). It answers as the
+    Python implementations do, then teaches the extension the key (``_learn``), so that repeats launch from C++."""
+    mod = _fast._ops_module
+    gen = mod.ops_gen() if mod else 0
+    if d == 0:
+        out = _forward(a, b, stride, padding, dilation, groups)
+    elif d == 1:
+        out = _backward_data(a, b, shape, stride, padding, dilation, groups)
+    else:
+        out = _backward_weight(a, b, shape, stride, padding, dilation, groups)
+    if mod:
+        try:
+            _learn(mod, gen, d, a, b, shape, stride, padding, dilation, groups)
+        except Exception as e:      # noqa: BLE001  this key's calls stay on the Python path
+            log.warning("miofind.torch: op key not learned (%s: %s)", type(e).__name__, e)
+    return out
+
+
+def _learn(mod, gen: int, d: int, a: Tensor, b: Tensor, shape, stride, padding, dilation, groups: int) -> bool:
+    """Teach the extension the key of the call just made, with a one-direction plan of its Entry, where the C++
+    kernel would make the same launches: the Entry is kernel launches the extension makes (not a cuDNN plan, and no
+    generic build waiting for its specialised one), both inputs came dense in the problem's memory format (no copy),
+    and no deferred solution, CUDA-graph capture or CUDA-graph tree is about (a process running the trees keeps
+    every op call on the Python path, as ``functional._fast_ok`` keeps its plans). Whether it learned the key."""
+    if _policy._graph_trees_in_use():
+        mod.ops_set_on(False)
+        return False
+    if not _fast.use or _policy._swaps or _policy._capturing_stream():
+        return False
+    fmt = memory_format(a, b)
+    if not (a.is_contiguous(memory_format=fmt) and b.is_contiguous(memory_format=fmt)):
+        return False
+    cl = fmt is not torch.contiguous_format
+    x_shape, w_shape = ((a.shape, b.shape), (shape, b.shape), (b.shape, shape))[d]
+    dev = a.device.index
+    key = _policy.table_key("FBW"[d], x_shape, w_shape, stride, padding, dilation, groups, a.dtype, cl, dev)
+    e = _policy._table.get(key)
+    if e is None or e.fused or _unlearnable.get(key) is e:
+        return False
+    try:
+        r = _fast.recipe(e, _stream(dev))
+    except _fast.NotReady:      # a generic build runs: learned once the specialised one does
+        return False
+    if r is None:
+        _unlearnable[key] = e
+        return False
+    from ..invokers import dense_layout
+    layouts = [dense_layout(s, cl) for s in (out_size(x_shape, w_shape, stride, padding, dilation), x_shape,
+                                             w_shape)]
+    specs = [r if i == d else None for i in range(3)]
+    # the plan keeps the Entry (its kernels' modules loaded) for the process, as the extension keeps the plan
+    pid = mod.new_plan(*specs, [list(s) for s, _ in layouts], [list(t) for _, t in layouts], a.dtype, dev, cl,
+                       (e,), None, False, 0)
+    return mod.op_learn(d, a, b, list(shape), list(stride), list(padding), list(dilation), groups, pid, gen)
+
+
+def _forget() -> None:
+    _unlearnable.clear()
+    _fast.ops_clear()
+
+
+_policy._on_clear.append(_forget)
 
 
 # -- autograd -------------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ SUPPORTED_DTYPES = frozenset(_DTYPES)
 _stats = {"lookups": 0, "db_hits": 0, "finds_run": 0, "predicted": 0, "find_ms": 0.0, "replaced": 0,
           "host_aware": 0, "settled": 0, "settle_ms": 0.0}
 _table: dict[tuple, "Entry"] = {}
+_ops_base = [0, 0]       # _fast.ops_stats() at the last reset_stats
 _lock = threading.Lock()
 _on_clear: list = []     # callables run by ``clear`` (functional's forward plans hold Entries)
 _on_swap: list = []      # callables (old Entry, new Entry) run when a deferred solution replaces an Entry
@@ -59,14 +60,18 @@ def stats() -> dict:
     by a faster solution a find had deferred to the background), ``host_aware`` (problems given a solution the C++
     path launches over a slightly faster one it cannot: ``MIOFIND_TORCH_HOST_US``), ``settled`` and ``settle_ms``
     (specialised builds waited for before a CUDA graph holds them, ``settle``, and the wall time of those waits),
-    and ``problems`` (how many are prepared now)."""
+    ``ops_cpp`` and ``ops_python`` (calls of the custom ops, as ``torch.compile``'s graphs make them, launched from the
+    C++ extension and through the Python path), and ``problems`` (how many are prepared now)."""
     out = dict(_stats)
+    hits, misses = _fast.ops_stats()
+    out["ops_cpp"], out["ops_python"] = hits - _ops_base[0], misses - _ops_base[1]
     out["problems"] = len(_table)
     return out
 
 
 def reset_stats() -> None:
     """Zero the counters (the prepared problems stay)."""
+    _ops_base[:] = _fast.ops_stats()
     with _lock:
         _stats.update(lookups=0, db_hits=0, finds_run=0, predicted=0, find_ms=0.0, replaced=0, host_aware=0,
                       settled=0, settle_ms=0.0)
@@ -286,6 +291,7 @@ def _heard(problem, sol) -> None:
     """``tiered.on_deferred``'s listener (a background thread): note the stored solution."""
     with _lock:
         _swaps.append((problem.key(), sol))
+    _fast.ops_clear()       # the custom ops' next calls go through Python, which applies the swap
 
 
 def _apply_swaps() -> None:

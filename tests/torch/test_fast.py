@@ -304,6 +304,117 @@ def test_a_traced_recipe_is_pinned_to_its_stream_when_it_calls_a_library():
         assert _fast.recipe(e, 42) is inv._fast_traced[(42, True)]
 
 
+def test_the_custom_ops_cuda_kernels_are_the_extensions(ext):
+    """The extension registers the custom ops' CUDA kernels once per process (a second registration, of this load or
+    another, is refused); a key is learned only for a plan with that direction's recipe and for CUDA tensors, and
+    clearing or turning the table off bumps its generation (a learn started before it is refused)."""
+    from miofind.torch import _ops
+    ext.register_ops(_ops._op_python)       # a driver's process registered at load: then this one is refused
+    assert ext.register_ops(_ops._op_python) is False
+    for name in ("conv_forward", "conv_backward_data", "conv_backward_weight"):
+        assert torch._C._dispatch_has_kernel_for_dispatch_key(f"miofind::{name}", "CUDA"), name
+    x, w = torch.randn(2, 3, 5, 5), torch.randn(4, 3, 1, 1)
+    conv = ([1, 1], [0, 0], [1, 1], 1)
+    pid = _plan(ext, ([_kernel()], 0, False, [16, 16, 16, 1], [], -1))
+    assert ext.op_learn(0, x, w, [], *conv, pid, ext.ops_gen()) is False          # CPU tensors: no key
+    with pytest.raises(RuntimeError, match="no fast plan"):
+        ext.op_learn(0, x, w, [], *conv, 10 ** 6, ext.ops_gen())
+    with pytest.raises(RuntimeError, match="has no recipe for direction 1"):
+        ext.op_learn(1, x, w, [2, 3, 5, 5], *conv, pid, ext.ops_gen())
+    g = ext.ops_gen()
+    ext.ops_clear()
+    assert ext.ops_gen() == g + 1
+    ext.ops_set_on(False)
+    assert ext.ops_stats()[3] is False and ext.ops_gen() == g + 2
+    ext.ops_set_on(True)
+    assert ext.ops_stats()[3] is True
+
+
+class _FakeOpsModule:
+    """What ``_ops._learn`` asks of the extension, recorded."""
+
+    def __init__(self):
+        self.on, self.plans, self.learned = True, [], []
+
+    def ops_set_on(self, on):
+        self.on = on
+
+    def new_plan(self, *args):
+        self.plans.append(args)
+        return 17
+
+    def op_learn(self, *args):
+        self.learned.append(args)
+        return True
+
+
+def _op_call(d):
+    """(a, b, shape) of a direction-``d`` op call of conv(x (2, 3, 6, 5), w (4, 3, 3, 3), pad 1), and the table key
+    its Python implementation (``_ops._run``) looks its Entry up by."""
+    from miofind.torch import _policy
+    x, w, dy = torch.randn(2, 3, 6, 5), torch.randn(4, 3, 3, 3), torch.randn(2, 4, 6, 5)
+    a, b, shape = ((x, w, []), (dy, w, list(x.shape)), (dy, x, list(w.shape)))[d]
+    key = _policy.table_key("FBW"[d], x.shape, w.shape, [1, 1], [1, 1], [1, 1], 1, torch.float32, False, None)
+    return a, b, shape, key
+
+
+@pytest.mark.parametrize("d", [0, 1, 2], ids=["F", "B", "W"])
+def test_an_op_call_teaches_the_extension_its_entrys_launches(monkeypatch, d):
+    """A call through the ops' Python path whose Entry is launches (``_fast.recipe``) makes a one-direction plan of
+    them (the output, x and w dense in the problem's format) and learns the call's key for it, with the table's
+    generation from before the call."""
+    from types import SimpleNamespace
+    from miofind.torch import _ops, _policy
+    a, b, shape, key = _op_call(d)
+    e = SimpleNamespace(fused=False)
+    monkeypatch.setitem(_policy._table, key, e)
+    monkeypatch.setattr(_ops, "_stream", lambda dev: 5)
+    monkeypatch.setattr(_policy, "_capturing_stream", lambda: False)      # CPU PyTorch has no CUDA stream to ask
+    monkeypatch.setattr(_fast, "recipe", lambda entry, stream: ("recipe", stream) if entry is e else None)
+    mod = _FakeOpsModule()
+    assert _ops._learn(mod, 9, d, a, b, shape, [1, 1], [1, 1], [1, 1], 1) is True
+    (specs_shapes, ), (learned, ) = [p[:5] for p in mod.plans], mod.learned
+    assert list(specs_shapes[:3]) == [("recipe", 5) if i == d else None for i in range(3)]
+    assert specs_shapes[3] == [[2, 4, 6, 5], [2, 3, 6, 5], [4, 3, 3, 3]]
+    assert specs_shapes[4] == [[120, 30, 5, 1], [90, 30, 5, 1], [27, 9, 3, 1]]
+    assert mod.plans[0][7] is False and mod.plans[0][8] == (e,)        # NCHW; the plan keeps the Entry
+    assert learned[0] == d and learned[1] is a and learned[2] is b and learned[3] == shape
+    assert learned[8:] == (17, 9)
+
+
+@pytest.mark.parametrize("case", ["no recipe", "not ready", "not dense", "fused", "swap pending", "graph trees"])
+def test_an_op_call_the_extension_cannot_launch_stays_on_the_python_path(monkeypatch, case):
+    """Nothing is learned for an Entry without launches (remembered: not asked again), one whose specialised build
+    is pending (asked again), inputs that needed a copy, a fused Entry or a deferred solution waiting; in a process
+    running CUDA-graph trees the extension's table is turned off."""
+    from types import SimpleNamespace
+    from miofind.torch import _ops, _policy
+    a, b, shape, key = _op_call(0)
+    e = SimpleNamespace(fused=case == "fused")
+    asked = []
+
+    def recipe(entry, stream):
+        asked.append(entry)
+        if case == "not ready":
+            raise _fast.NotReady("generic build")
+        return None if case == "no recipe" else ("recipe",)
+    monkeypatch.setitem(_policy._table, key, e)
+    monkeypatch.setattr(_ops, "_stream", lambda dev: 5)
+    monkeypatch.setattr(_policy, "_capturing_stream", lambda: False)      # CPU PyTorch has no CUDA stream to ask
+    monkeypatch.setattr(_fast, "recipe", recipe)
+    monkeypatch.setattr(_policy, "_graph_trees_in_use", lambda: case == "graph trees")
+    monkeypatch.setattr(_policy, "_swaps", [("k", None)] if case == "swap pending" else [])
+    monkeypatch.setattr(_ops, "_unlearnable", {})
+    if case == "not dense":
+        a = a.transpose(2, 3).contiguous().transpose(2, 3)
+    mod = _FakeOpsModule()
+    for _ in range(2):
+        assert _ops._learn(mod, 1, 0, a, b, shape, [1, 1], [1, 1], [1, 1], 1) is False
+    assert mod.plans == [] and mod.learned == []
+    assert mod.on is (case != "graph trees")
+    assert asked == {"no recipe": [e], "not ready": [e, e]}.get(case, [])
+
+
 def test_off_means_the_python_path(monkeypatch):
     monkeypatch.setenv("MIOFIND_TORCH_CPP", "off")
     monkeypatch.setattr(_fast, "_module", None)
@@ -424,6 +535,73 @@ def _equal_paths(mt, amp, cl):
         for (name, _), a, b in zip(net.named_parameters(), gf, gs):
             assert a.dtype == b.dtype and torch.equal(a, b), (step, name, picks)
     return calls
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype,cl", [(torch.float32, False), (torch.float16, True)], ids=["fp32", "fp16-cl"])
+def test_custom_ops_launch_from_cpp_once_learned(gpu_mt, dtype, cl):
+    """The custom ops as ``torch.compile(mode="default")`` graphs call them, each from the host: a key's first call
+    goes through Python and teaches the extension; its repeats on fresh data launch from C++ (its counters) and equal
+    the Python path's results bit for bit, and a float64 reference within the type's tolerance. An input that is not
+    dense in the problem's format stays on the Python path, with the same answer. Under deterministic algorithms, so
+    that every pick is one of our solvers (a cuDNN plan is not launched from C++)."""
+    from miofind.torch import _ops
+    ops = torch.ops.miofind
+    assert _fast.module() is not None, _fast.status()
+    mod = _fast._ops_module
+    assert mod is not None, "the custom ops' CUDA kernels are not the extension's"
+    fmt = torch.channels_last if cl else torch.contiguous_format
+    conv = ([1, 1], [1, 1], [1, 1], 1)
+
+    def data(seed):
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        x = torch.randn(4, 16, 14, 12, device="cuda", generator=g).to(dtype).contiguous(memory_format=fmt)
+        w = (torch.randn(24, 16, 3, 3, device="cuda", generator=g) / 12).to(dtype).contiguous(memory_format=fmt)
+        dy = torch.randn(4, 24, 14, 12, device="cuda", generator=g).to(dtype).contiguous(memory_format=fmt)
+        return x, w, dy
+
+    def calls(x, w, dy):
+        return (ops.conv_forward(x, w, *conv), ops.conv_backward_data(dy, w, list(x.shape), *conv),
+                ops.conv_backward_weight(dy, x, list(w.shape), *conv))
+
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        calls(*data(1))
+        calls(*data(2))             # a traced recipe (GEMM) is learned once its cuBLASLt plan is set up
+        keys, hits0, misses0, on = mod.ops_stats()
+        assert on and keys >= 1, (keys, {k[0]: e.solver_id for k, e in gpu_mt._policy._table.items()})
+        x, w, dy = data(3)
+        fast = calls(x, w, dy)
+        _, hits, misses, _ = mod.ops_stats()
+        assert hits - hits0 >= 1 and (hits - hits0) + (misses - misses0) == 3, (hits0, hits, misses0, misses)
+        mod.set_enabled(False)      # every call through the Python path: the same Entries
+        slow = calls(x, w, dy)
+        mod.set_enabled(True)
+        picks = {k[0]: e.solver_id for k, e in gpu_mt._policy._table.items()}
+        for d, (f, p) in enumerate(zip(fast, slow)):
+            assert f.dtype == p.dtype and f.stride() == p.stride() and torch.equal(f, p), ("FBW"[d], picks)
+        xd, wd, dyd = (t.double() for t in (x, w, dy))
+        want = (torch.nn.functional.conv2d(xd, wd, padding=1),
+                torch.nn.grad.conv2d_input(xd.shape, wd, dyd, padding=1),
+                torch.nn.grad.conv2d_weight(xd, wd.shape, dyd, padding=1))
+        tol = 1e-5 if dtype is torch.float32 else 2e-3     # TF32 off (gpu_mt); FP16: tests/torch's AMP tolerance
+        for d, (f, r) in enumerate(zip(fast, want)):
+            err = float((f.double() - r).norm() / r.norm())
+            assert err < tol, ("FBW"[d], picks, err)
+        # x as a strided view (every other column of a wider tensor): dense in no format, copied by the Python path
+        wide = torch.randn(4, 16, 14, 24, device="cuda").to(dtype).contiguous(memory_format=fmt)
+        xs = wide[..., ::2]
+        _, hits0, misses0, _ = mod.ops_stats()
+        for _ in range(2):
+            got = ops.conv_forward(xs, w, *conv)
+        _, hits, misses, _ = mod.ops_stats()
+        assert (hits - hits0, misses - misses0) == (0, 2)
+        assert torch.equal(got, ops.conv_forward(xs.contiguous(memory_format=fmt), w, *conv))
+        assert gpu_mt.stats()["ops_cpp"] >= 1
+    finally:
+        torch.use_deterministic_algorithms(False)
+        _fast._module and _fast._module.set_enabled(True)
+        mod.set_enabled(True)
 
 
 @pytest.mark.gpu

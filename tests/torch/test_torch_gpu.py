@@ -388,6 +388,33 @@ def test_compile_without_graph_breaks(mt):
     torch._dynamo.reset()
 
 
+def test_compile_default_mode_launches_the_ops_from_cpp(mt, monkeypatch):
+    """``torch.compile(mode="default")``, whose graphs launch each op from the host: training steps on fresh data
+    equal the eager model's, and once each key is learned the convolutions launch from the C++ extension (no Python
+    per call; ``stats()``'s ``ops_cpp``)."""
+    from miofind.torch import _fast
+    monkeypatch.setenv("MIOFIND_TORCH_CPP", "sync")
+    assert _fast.module() is not None or _fast.wait(600), _fast.status()
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = TinyCNN().cuda()
+    mt.convert(model)
+    eager = copy.deepcopy(model)
+    compiled = torch.compile(model, fullgraph=True)
+    for step in range(4):
+        x = torch.randn(8, 3, 16, 16, device="cuda")
+        y, ye = compiled(x), eager(x)
+        y.square().mean().backward()
+        ye.square().mean().backward()
+        assert rel(y, ye) < 1e-4, step
+        for (n, p), pe in zip(model.named_parameters(), eager.parameters()):
+            assert rel(p.grad, pe.grad) < 1e-4, (step, n)
+            p.grad = pe.grad = None
+    st = mt.stats()
+    assert st["ops_cpp"] > 0, st
+    torch._dynamo.reset()
+
+
 def test_compile_inference_under_autocast_without_graph_breaks(mt):
     """Inference (no_grad) under autocast, compiled: the weights' casts are in the graph, with no break and no
     recompile per weight (``functional._cast_param``)."""
