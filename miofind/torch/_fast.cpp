@@ -829,10 +829,10 @@ static bool op_learn(int d, const at::Tensor &a, const at::Tensor &b, std::vecto
     std::shared_ptr<FastPlan> P;
     {
         std::lock_guard<std::mutex> g(g_plans_mutex);
-        TORCH_CHECK(id >= 0 && id < static_cast<int64_t>(g_plans.size()), "op_learn: no fast plan ", id);
+        if (id < 0 || id >= static_cast<int64_t>(g_plans.size())) fail("miofind.torch: no fast plan %lld", id);
         P = g_plans[id];
     }
-    TORCH_CHECK(P->dir[d].present, "op_learn: plan ", id, " has no recipe for direction ", d);
+    if (!P->dir[d].present) fail("miofind.torch: op_learn: plan %lld has no recipe for the call's direction", id);
     std::vector<int64_t> k;
     int64_t stream = 0;
     if (!op_key(d, a, b, shp, stride, padding, dilation, groups, k, stream)) return false;

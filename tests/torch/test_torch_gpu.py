@@ -408,7 +408,8 @@ def test_compile_default_mode_launches_the_ops_from_cpp(mt, monkeypatch):
         ye.square().mean().backward()
         assert rel(y, ye) < 1e-4, step
         for (n, p), pe in zip(model.named_parameters(), eager.parameters()):
-            assert rel(p.grad, pe.grad) < 1e-4, (step, n)
+            # a bias before BatchNorm has a gradient of zero but for rounding: an absolute bound there
+            assert rel(p.grad, pe.grad) < 1e-4 or float((p.grad - pe.grad).abs().max()) < 1e-7, (step, n)
             p.grad = pe.grad = None
     st = mt.stats()
     assert st["ops_cpp"] > 0, st
