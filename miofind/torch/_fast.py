@@ -46,7 +46,8 @@ _lock = threading.Lock()
 _module = None          # the loaded extension, or False once it cannot be had in this process
 _building: threading.Thread | None = None
 _error: str | None = None
-_ops_module = None      # the extension whose C++ CUDA kernels the custom ops dispatch to (``register_ops``)
+_ops_module = None      # the extension whose C++ CUDA kernels the custom ops dispatch to (``ops_kernels``)
+_ops_done = False       # ops_kernels has registered them, or never will in this process
 
 
 def compiler() -> str | None:
@@ -135,16 +136,29 @@ def _load(path: Path):
         return (ctypes.cast(f, ctypes.c_void_p).value or 0) if f is not None else 0
     mod.init(cu_launch_kernel(), *[address(f) for f in ("cuStreamIsCapturing", "cuTensorMapEncodeTiled",
                                                          "cuTensorMapEncodeIm2col", "cuLaunchKernelEx")])
-    _register_ops(mod)
     return mod
 
 
-def _register_ops(mod) -> None:
-    """The custom ops' CUDA kernels become ``mod``'s C++ ones (once per process: the first extension loaded)."""
-    global _ops_module
+def ops_kernels() -> None:
+    """Make the custom ops' CUDA kernels the extension's C++ ones, once per process, from its main thread
+    (``_ops._run`` asks on each CUDA call until then): the dispatcher's table is not written while another thread may
+    read it, as a training loop's main thread is the one that calls the ops (the extension's background build never
+    registers them). Loads the extension where it is built, else starts its build (``module``); never where it is
+    off or failed."""
+    global _ops_module, _ops_done
+    if threading.current_thread() is not threading.main_thread():
+        return
+    mod = module()
+    if mod is None:
+        if _module is False:
+            _ops_done = True
+        return
     from . import _ops
-    if mod.register_ops(_ops._op_python):
-        _ops_module = mod
+    with _lock:
+        if not _ops_done:
+            _ops_done = True
+            if mod.register_ops(_ops._op_python):
+                _ops_module = mod
 
 
 def ops_clear() -> None:

@@ -115,6 +115,8 @@ def _run(direction: str, a: Tensor, b: Tensor, out_shape, x_shape, w_shape, stri
     problem's."""
     if not a.is_cuda:
         raise ValueError(f"miofind.torch: expected CUDA tensors, got a tensor on {a.device}")
+    if not _fast._ops_done:
+        _fast.ops_kernels()
     dev = a.device.index
     cl = fmt is not torch.contiguous_format
     dtype = a.dtype

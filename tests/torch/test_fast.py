@@ -330,6 +330,45 @@ def test_the_custom_ops_cuda_kernels_are_the_extensions(ext):
     assert ext.ops_stats()[3] is True
 
 
+class _FakeExtension:
+    def __init__(self):
+        self.registered = []
+
+    def register_ops(self, python):
+        self.registered.append(python)
+        return True
+
+
+def test_the_ops_kernels_are_registered_once_from_the_main_thread(monkeypatch):
+    """``ops_kernels`` registers the C++ kernels from the main thread only (never from the background build's or
+    another thread, while the main thread may be calling the ops), once; while the extension builds it waits for a
+    later call, and where the extension is off or failed it never registers."""
+    import threading
+    from miofind.torch import _ops
+    ext = _FakeExtension()
+    state = {"mod": None}
+    monkeypatch.setattr(_fast, "module", lambda: state["mod"])
+    monkeypatch.setattr(_fast, "_ops_done", False)
+    monkeypatch.setattr(_fast, "_ops_module", None)
+    monkeypatch.setattr(_fast, "_module", None)            # building
+    _fast.ops_kernels()
+    assert _fast._ops_done is False and _fast._ops_module is None
+    state["mod"] = ext
+    t = threading.Thread(target=_fast.ops_kernels)
+    t.start()
+    t.join()
+    assert ext.registered == [] and _fast._ops_done is False
+    _fast.ops_kernels()
+    _fast.ops_kernels()
+    assert ext.registered == [_ops._op_python] and _fast._ops_module is ext and _fast._ops_done is True
+    monkeypatch.setattr(_fast, "_ops_done", False)
+    monkeypatch.setattr(_fast, "_ops_module", None)
+    monkeypatch.setattr(_fast, "_module", False)           # off, or its build failed
+    state["mod"] = None
+    _fast.ops_kernels()
+    assert _fast._ops_done is True and _fast._ops_module is None
+
+
 class _FakeOpsModule:
     """What ``_ops._learn`` asks of the extension, recorded."""
 
@@ -548,8 +587,6 @@ def test_custom_ops_launch_from_cpp_once_learned(gpu_mt, dtype, cl):
     from miofind.torch import _ops
     ops = torch.ops.miofind
     assert _fast.module() is not None, _fast.status()
-    mod = _fast._ops_module
-    assert mod is not None, "the custom ops' CUDA kernels are not the extension's"
     fmt = torch.channels_last if cl else torch.contiguous_format
     conv = ([1, 1], [1, 1], [1, 1], 1)
 
@@ -566,7 +603,9 @@ def test_custom_ops_launch_from_cpp_once_learned(gpu_mt, dtype, cl):
 
     torch.use_deterministic_algorithms(True, warn_only=True)
     try:
-        calls(*data(1))
+        calls(*data(1))             # the first call through Python (on the main thread) registers the C++ kernels
+        mod = _fast._ops_module
+        assert mod is not None, "the custom ops' CUDA kernels are not the extension's"
         calls(*data(2))             # a traced recipe (GEMM) is learned once its cuBLASLt plan is set up
         keys, hits0, misses0, on = mod.ops_stats()
         assert on and keys >= 1, (keys, {k[0]: e.solver_id for k, e in gpu_mt._policy._table.items()})
@@ -601,7 +640,7 @@ def test_custom_ops_launch_from_cpp_once_learned(gpu_mt, dtype, cl):
     finally:
         torch.use_deterministic_algorithms(False)
         _fast._module and _fast._module.set_enabled(True)
-        mod.set_enabled(True)
+        _fast._ops_module and _fast._ops_module.set_enabled(True)
 
 
 @pytest.mark.gpu
