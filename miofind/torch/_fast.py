@@ -12,6 +12,9 @@ plan's Python path for that direction alone, so the answers are the Python path'
 bias into its epilogue (the Hopper forward's ``launch.BIAS`` pointer, or cuDNN's fused graph through its Python path)
 with its activation, and its C++ backward gives the bias's gradient too.
 
+The extension also holds the custom ops' CUDA kernels (``ops_kernels``, ``_ops._op_python``): a call whose key a
+call through Python learned launches that direction's recipe from C++, as ``torch.compile``'s graphs call the ops.
+
 The extension is compiled against the installed PyTorch with the C++ compiler (``$CXX``, else ``c++``/``g++``)
 into the kernel cache, under a name keyed by the source, PyTorch's version and the Python ABI, so an upgrade of
 either builds a new one and never loads a stale one. ``MIOFIND_TORCH_CPP`` says when (``env.torch_cpp``);
