@@ -702,7 +702,7 @@ static std::unordered_map<std::vector<int64_t>, std::shared_ptr<FastPlan>, KeyHa
 static std::atomic<bool> g_ops_on{true};
 static std::atomic<uint64_t> g_ops_gen{1};          // bumped by every clear: a learn started before it is refused
 static std::atomic<int64_t> g_ops_hits{0}, g_ops_misses{0};
-static PyObject *g_ops_python = nullptr;            // _ops._op_python(d, a, b, shape, stride, padding, dilation, groups)
+static PyObject *g_ops_python = nullptr;            // _ops._op_python(d, a, b, shape, stride, padding, ...)
 static const size_t MAX_OPS = 1 << 16;
 
 static void push_all(std::vector<int64_t> &k, c10::IntArrayRef v) {
