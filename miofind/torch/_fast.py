@@ -142,12 +142,12 @@ def _load(path: Path):
     return mod
 
 
-def ops_kernels() -> None:
-    """Make the custom ops' CUDA kernels the extension's C++ ones, once per process, from its main thread
-    (``_ops._run`` asks on each CUDA call until then): the dispatcher's table is not written while another thread may
-    read it, as a training loop's main thread is the one that calls the ops (the extension's background build never
-    registers them). Loads the extension where it is built, else starts its build (``module``); never where it is
-    off or failed."""
+def ops_kernels(python) -> None:
+    """Make the custom ops' CUDA kernels the extension's C++ ones, with ``python`` (``_ops._op_python``) their Python
+    path, once per process, from its main thread (``_ops._run`` asks on each CUDA call until then): the dispatcher's
+    table is not written while another thread may read it, as a training loop's main thread is the one that calls the
+    ops (the extension's background build never registers them). Loads the extension where it is built, else starts
+    its build (``module``); never where it is off or failed."""
     global _ops_module, _ops_done
     if threading.current_thread() is not threading.main_thread():
         return
@@ -156,11 +156,10 @@ def ops_kernels() -> None:
         if _module is False:
             _ops_done = True
         return
-    from . import _ops
     with _lock:
         if not _ops_done:
             _ops_done = True
-            if mod.register_ops(_ops._op_python):
+            if mod.register_ops(python):
                 _ops_module = mod
 
 

@@ -116,7 +116,7 @@ def _run(direction: str, a: Tensor, b: Tensor, out_shape, x_shape, w_shape, stri
     if not a.is_cuda:
         raise ValueError(f"miofind.torch: expected CUDA tensors, got a tensor on {a.device}")
     if not _fast._ops_done:
-        _fast.ops_kernels()
+        _fast.ops_kernels(_op_python)
     dev = a.device.index
     cl = fmt is not torch.contiguous_format
     dtype = a.dtype

@@ -351,21 +351,21 @@ def test_the_ops_kernels_are_registered_once_from_the_main_thread(monkeypatch):
     monkeypatch.setattr(_fast, "_ops_done", False)
     monkeypatch.setattr(_fast, "_ops_module", None)
     monkeypatch.setattr(_fast, "_module", None)            # building
-    _fast.ops_kernels()
+    _fast.ops_kernels(_ops._op_python)
     assert _fast._ops_done is False and _fast._ops_module is None
     state["mod"] = ext
-    t = threading.Thread(target=_fast.ops_kernels)
+    t = threading.Thread(target=_fast.ops_kernels, args=(_ops._op_python,))
     t.start()
     t.join()
     assert ext.registered == [] and _fast._ops_done is False
-    _fast.ops_kernels()
-    _fast.ops_kernels()
+    _fast.ops_kernels(_ops._op_python)
+    _fast.ops_kernels(_ops._op_python)
     assert ext.registered == [_ops._op_python] and _fast._ops_module is ext and _fast._ops_done is True
     monkeypatch.setattr(_fast, "_ops_done", False)
     monkeypatch.setattr(_fast, "_ops_module", None)
     monkeypatch.setattr(_fast, "_module", False)           # off, or its build failed
     state["mod"] = None
-    _fast.ops_kernels()
+    _fast.ops_kernels(_ops._op_python)
     assert _fast._ops_done is True and _fast._ops_module is None
 
 
