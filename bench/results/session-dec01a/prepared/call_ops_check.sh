@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepared by session dec01a (not run: device time spent). Checks 071a95dc on the GPU: the custom ops' C++ kernels
+# Prepared by session dec01a (not run: device time spent). Checks 071a95dc and 18a1de16 on the GPU: the custom ops' C++ kernels
 # are registered from the main thread's first CUDA call through _ops._run (calls 4-5 of dec01a ran the form that
 # registered at the extension's load). The op and compile tests, then MobileNetV2 AMP train32 under mode="default"
 # (dec01a call 4: 0.900x, ops_cpp 18253 / ops_python 89; expect the same counts).
