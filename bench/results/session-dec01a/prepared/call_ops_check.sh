@@ -2,7 +2,9 @@
 # Prepared by session dec01a (not run: device time spent). Checks 071a95dc and 18a1de16 on the GPU: the custom ops' C++ kernels
 # are registered from the main thread's first CUDA call through _ops._run (calls 4-5 of dec01a ran the form that
 # registered at the extension's load). The op and compile tests, then MobileNetV2 AMP train32 under mode="default"
-# (dec01a call 4: 0.900x, ops_cpp 18253 / ops_python 89; expect the same counts).
+# (dec01a call 4: 0.900x, ops_cpp 18253 / ops_python 89; expect the same counts), then bench/bench_op_host.py: host µs
+# per op call of aten, the C++ kernels, the same below autograd (what a C++ autograd kernel would leave) and the
+# Python path, on four layers, FP32 and FP16 (PLAN_next item 2's measure).
 set -uo pipefail
 T0=$(date +%s)
 R=/tmp/r; rm -rf $R
@@ -19,4 +21,6 @@ echo "mnv2 rc=$? $(el) s"; grep "^| mobilenet_v2" $R/mnv2_amp_default/bench_comp
 python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['rows'][0]['miofind_stats']; \
 print({k: r.get(k) for k in ('ops_cpp', 'ops_python', 'host_aware', 'problems')})" $R/mnv2_amp_default/bench_compile_step.json
 save
+timeout 150 python3 bench/bench_op_host.py --out $R/op_host > $R/op_host.log 2>&1
+echo "op_host rc=$? $(el) s"; cat $R/op_host/bench_op_host.md; save
 echo "all $(el) s"
