@@ -198,6 +198,15 @@ static std::mutex g_ws_mutex;
 static std::map<std::pair<int64_t, int64_t>, at::Tensor> g_ws;
 static const int64_t KEEP_WORKSPACE_BYTES = 64ll << 20;
 
+// the current stream of CUDA device ``dev`` as a raw handle; false (stream not set) where dev is not the current one
+static bool current_stream(int64_t dev, int64_t &stream) {
+    c10::impl::VirtualGuardImpl guard{c10::DeviceType::CUDA};
+    if (guard.getDevice().index() != dev) return false;
+    stream = reinterpret_cast<int64_t>(
+        guard.getStream(c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(dev))).native_handle());
+    return true;
+}
+
 static bool capturing(int64_t stream) {
     if (!g_capturing) return true;      // unknown: take the Python path, which knows
     int status = 0;
@@ -506,10 +515,8 @@ static py::object hot(int64_t slot, uint64_t token, const at::Tensor &x, const a
     if (at::autocast::is_autocast_enabled(at::kCUDA) != H->autocast ||
         (H->autocast && at::autocast::get_autocast_dtype(at::kCUDA) != H->dtype))
         return py::none();
-    c10::impl::VirtualGuardImpl guard{c10::DeviceType::CUDA};
-    if (guard.getDevice().index() != H->dev) return py::none();
-    const int64_t stream = reinterpret_cast<int64_t>(
-        guard.getStream(c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(H->dev))).native_handle());
+    int64_t stream = 0;
+    if (!current_stream(H->dev, stream)) return py::none();
     if (H->pinned >= 0 && H->pinned != stream) return py::none();
     const bool grad = at::GradMode::is_enabled() &&
         (x.requires_grad() || w.requires_grad() || (b && bias->requires_grad()));
@@ -717,11 +724,8 @@ static bool op_key(int d, const at::Tensor &a, const at::Tensor &b, c10::IntArra
                    int64_t &stream) {
     if (!a.defined() || !b.defined() || !a.is_cuda() || !b.is_cuda() || a.get_device() != b.get_device())
         return false;
-    c10::impl::VirtualGuardImpl guard{c10::DeviceType::CUDA};
     const int64_t dev = a.get_device();
-    if (guard.getDevice().index() != dev) return false;
-    stream = reinterpret_cast<int64_t>(
-        guard.getStream(c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(dev))).native_handle());
+    if (!current_stream(dev, stream)) return false;
     auto &ctx = at::globalContext();
     const bool tf32 = a.scalar_type() == at::kFloat && ctx.allowTF32CuDNN();
     const bool det = ctx.deterministicAlgorithms() || ctx.deterministicCuDNN();
