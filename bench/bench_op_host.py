@@ -4,10 +4,12 @@ Per layer (ResNet-50 and MobileNetV2 layers, batch 32), data type (FP32 NCHW wit
 direction, host microseconds to queue one call, under ``no_grad`` as a compiled graph runs them:
 
 - ``aten``: cuDNN (benchmark mode) through ``aten.convolution`` / ``aten.convolution_backward``, as Inductor calls it;
-- ``cpp``: ``torch.ops.miofind.conv_*`` with its key learned: custom_op's Python autograd kernel, then the
-  extension's C++ CUDA kernel (``_fast.cpp``'s ``op_call``);
-- ``below``: the same call below the Autograd key (``torch._C._AutoDispatchBelowAutograd``; ``guard`` is that guard
-  alone): what a C++ autograd kernel would leave;
+- ``cpp``: ``torch.ops.miofind.conv_*`` with its key learned: the extension's C++ autograd kernel (which
+  redispatches below autograd), then its C++ CUDA kernel (``_fast.cpp``'s ``op_call``);
+- ``pyag``: the same with custom_op's Python autograd kernel in place of the C++ one (``ops_autograd_set_on(False)``),
+  as before the C++ autograd kernels;
+- ``below``: the same call below the Autograd key (``torch._C._AutoDispatchBelowAutograd``; ``guard`` is entering
+  and leaving that guard alone): the floor a C++ autograd kernel approaches;
 - ``python``: the ops' Python path (the extension's launches off, ``set_enabled(False)``), as before the C++ kernels.
 
 The median over interleaved bursts, the GPU drained between bursts (``bench_overhead.host_us``). Each layer's C++
@@ -89,8 +91,20 @@ def main() -> None:
                     def low(fn=mine):
                         with below():
                             return fn()
-                    t = host_us({"aten": ref, "cpp": mine, "below": low, "guard": lambda: below().__enter__()},
-                                a.calls, sync)
+                    def guard():
+                        with below():
+                            pass
+
+                    def pyag(fn=mine):
+                        mod.ops_autograd_set_on(False)
+                        try:
+                            return fn()
+                        finally:
+                            mod.ops_autograd_set_on(True)
+                    fns = {"aten": ref, "cpp": mine, "below": low, "guard": guard}
+                    if mod:
+                        fns["pyag"] = pyag
+                    t = host_us(fns, a.calls, sync)
                     if mod:
                         mod.set_enabled(False)
                     try:
@@ -114,12 +128,14 @@ def main() -> None:
         json.dump({"meta": meta, "rows": rows}, fh, indent=1)
     lines = [f"# Host µs per op call under no_grad ({meta['device']}, torch {meta['torch']})", "",
              f"`{meta['command']}`; median over interleaved bursts, the GPU drained between them.", "",
-             "| layer | dtype | dir | aten | miofind C++ | below autograd | guard | Python path | C++ taken | equal |",
-             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
+             "| layer | dtype | dir | aten | miofind C++ | C++, Python autograd | below autograd | guard | Python path "
+             "| C++ taken | equal |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
     for r in rows:
         u = r["us"]
-        lines.append(f"| {r['layer']} | {r['dtype']} | {r['direction']} | {u['aten']} | {u['cpp']} | {u['below']} | "
-                     f"{u['guard']} | {u['python']} | {r['cpp_path']} | {r['equal']} |")
+        lines.append(f"| {r['layer']} | {r['dtype']} | {r['direction']} | {u['aten']} | {u['cpp']} | "
+                     f"{u.get('pyag', '-')} | {u['below']} | {u['guard']} | {u['python']} | {r['cpp_path']} | "
+                     f"{r['equal']} |")
     with open(os.path.join(a.out, "bench_op_host.md"), "w") as fh:
         fh.write("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -33,6 +33,10 @@
 // determinism) a Python call learned (``op_learn``: a one-direction plan of the Entry it ran) launches its recipe
 // here; anything else (a key not learned, capture, a misaligned pointer, the table cleared by a deferred solution or
 // by CUDA-graph trees) calls the ops' Python implementation, which answers and may learn the key.
+//
+// Their autograd kernels (AutogradCUDA, AutogradMeta): a call that records nothing for autograd (grad mode off, as in
+// a compiled graph, or no input that requires grad) redispatches below autograd here, where custom_op's Python
+// autograd kernel would do the same from Python; the rest goes to that Python kernel.
 #include <torch/extension.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <ATen/autocast_mode.h>
@@ -808,10 +812,90 @@ static at::Tensor op_backward_weight(const at::Tensor &dy, const at::Tensor &x, 
     return op_call(2, dy, x, ints(w_shape), ints(stride), ints(padding), ints(dilation), groups.expect_int());
 }
 
+// -- the custom ops' autograd kernels ------------------------------------------------------------------------------
+//
+// custom_op's autograd kernel is Python (registered at the Autograd alias): every op call runs it, even a compiled
+// graph's with grad mode off, where all it does is redispatch below autograd. These C++ kernels, at AutogradCUDA and
+// AutogradMeta, take that case here (grad mode off, or no input that requires grad: the redispatch custom_op's makes,
+// in C++) and hand the rest to custom_op's own autograd kernel (``make_autograd_impl`` of the op, given at
+// registration), which records the op for autograd.
+
+static PyObject *g_ops_autograd[3] = {nullptr, nullptr, nullptr};
+static std::atomic<bool> g_ag_on{true};
+static std::atomic<int64_t> g_ag_below{0}, g_ag_python{0};
+
+using FwdSig = at::Tensor(const at::Tensor &, const at::Tensor &, c10::SymIntArrayRef, c10::SymIntArrayRef,
+                          c10::SymIntArrayRef, c10::SymInt);
+using BwdSig = at::Tensor(const at::Tensor &, const at::Tensor &, c10::SymIntArrayRef, c10::SymIntArrayRef,
+                          c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymInt);
+
+static bool below_autograd(const at::Tensor &a, const at::Tensor &b) {
+    return g_ag_on.load(std::memory_order_relaxed) &&
+           !(at::GradMode::is_enabled() && (a.requires_grad() || b.requires_grad()));
+}
+
+static py::list sym_list(c10::SymIntArrayRef v) {
+    py::list l;
+    for (const c10::SymInt &s : v) l.append(py::cast(s));
+    return l;
+}
+
+// custom_op's autograd kernel of op d: autograd_impl(keyset, *args)
+static at::Tensor ag_python(int d, c10::DispatchKeySet ks, const at::Tensor &a, const at::Tensor &b,
+                            const c10::SymIntArrayRef *shp, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding,
+                            c10::SymIntArrayRef dilation, const c10::SymInt &groups) {
+    g_ag_python.fetch_add(1, std::memory_order_relaxed);
+    py::gil_scoped_acquire gil;
+    py::object f = py::reinterpret_borrow<py::object>(g_ops_autograd[d]);
+    py::object r = shp ? f(py::cast(ks), a, b, sym_list(*shp), sym_list(stride), sym_list(padding),
+                           sym_list(dilation), py::cast(groups))
+                       : f(py::cast(ks), a, b, sym_list(stride), sym_list(padding), sym_list(dilation),
+                           py::cast(groups));
+    return r.cast<at::Tensor>();
+}
+
+static at::Tensor ag_forward(c10::DispatchKeySet ks, const at::Tensor &x, const at::Tensor &w,
+                             c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation,
+                             c10::SymInt groups) {
+    if (!below_autograd(x, w)) return ag_python(0, ks, x, w, nullptr, stride, padding, dilation, groups);
+    static auto op = c10::Dispatcher::singleton().findSchemaOrThrow("miofind::conv_forward", "").typed<FwdSig>();
+    g_ag_below.fetch_add(1, std::memory_order_relaxed);
+    at::AutoDispatchBelowAutograd guard;
+    return op.redispatch(ks & c10::after_autograd_keyset, x, w, stride, padding, dilation, std::move(groups));
+}
+
+static at::Tensor ag_backward(int d, c10::DispatchKeySet ks, const at::Tensor &a, const at::Tensor &b,
+                              c10::SymIntArrayRef shp, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding,
+                              c10::SymIntArrayRef dilation, c10::SymInt groups) {
+    if (!below_autograd(a, b)) return ag_python(d, ks, a, b, &shp, stride, padding, dilation, groups);
+    static auto data = c10::Dispatcher::singleton().findSchemaOrThrow("miofind::conv_backward_data", "")
+                           .typed<BwdSig>();
+    static auto weight = c10::Dispatcher::singleton().findSchemaOrThrow("miofind::conv_backward_weight", "")
+                             .typed<BwdSig>();
+    g_ag_below.fetch_add(1, std::memory_order_relaxed);
+    at::AutoDispatchBelowAutograd guard;
+    return (d == 1 ? data : weight).redispatch(ks & c10::after_autograd_keyset, a, b, shp, stride, padding, dilation,
+                                               std::move(groups));
+}
+
+static at::Tensor ag_backward_data(c10::DispatchKeySet ks, const at::Tensor &dy, const at::Tensor &w,
+                                   c10::SymIntArrayRef x_shape, c10::SymIntArrayRef stride,
+                                   c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
+    return ag_backward(1, ks, dy, w, x_shape, stride, padding, dilation, std::move(groups));
+}
+
+static at::Tensor ag_backward_weight(c10::DispatchKeySet ks, const at::Tensor &dy, const at::Tensor &x,
+                                     c10::SymIntArrayRef w_shape, c10::SymIntArrayRef stride,
+                                     c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
+    return ag_backward(2, ks, dy, x, w_shape, stride, padding, dilation, std::move(groups));
+}
+
 // Register the three CUDA kernels once per process (the schemas are the Python custom ops'); ``python`` is the ops'
-// Python path. False where this process registered them already (another load of the extension).
-static bool register_ops(py::object python) {
-    static std::unique_ptr<torch::Library> lib;
+// Python path; ``autograd`` (or None: custom_op's Python autograd kernels stay alone) the three ops' custom_op
+// autograd kernels, for the C++ autograd kernels to hand the grad-recording calls to. False where this process
+// registered them already (another load of the extension).
+static bool register_ops(py::object python, py::object autograd) {
+    static std::unique_ptr<torch::Library> lib, ag_cuda, ag_meta;
     static std::mutex mu;
     std::lock_guard<std::mutex> g(mu);
     if (lib) return false;
@@ -821,6 +905,17 @@ static bool register_ops(py::object python) {
     lib->impl("conv_forward", TORCH_FN(op_forward));
     lib->impl("conv_backward_data", TORCH_FN(op_backward_data));
     lib->impl("conv_backward_weight", TORCH_FN(op_backward_weight));
+    if (autograd.is_none()) return true;
+    auto fns = autograd.cast<std::vector<py::object>>();
+    if (fns.size() != 3) fail("miofind.torch: register_ops: autograd: 3 kernels, got %lld", (long long)fns.size());
+    for (int i = 0; i < 3; ++i) g_ops_autograd[i] = fns[i].release().ptr();
+    for (auto *slot : {&ag_cuda, &ag_meta}) {
+        const auto key = slot == &ag_cuda ? c10::DispatchKey::AutogradCUDA : c10::DispatchKey::AutogradMeta;
+        *slot = std::make_unique<torch::Library>(torch::Library::IMPL, "miofind", key, __FILE__, __LINE__);
+        (*slot)->impl("conv_forward", TORCH_FN(ag_forward));
+        (*slot)->impl("conv_backward_data", TORCH_FN(ag_backward_data));
+        (*slot)->impl("conv_backward_weight", TORCH_FN(ag_backward_weight));
+    }
     return true;
 }
 
@@ -889,9 +984,16 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     m.def("hot", &hot, "hot(slot, token, x, w, bias or None, tf32, deterministic) -> y of the armed call, or None");
     m.def("gen", []() { return g_gen.load(std::memory_order_acquire); }, "the armed calls' generation");
     m.def("bump", []() { g_gen.fetch_add(1, std::memory_order_acq_rel); }, "disarm every armed call");
-    m.def("register_ops", &register_ops, py::arg("python"),
+    m.def("register_ops", &register_ops, py::arg("python"), py::arg("autograd") = py::none(),
           "register the custom ops' CUDA kernels (once per process; False where registered already); python: their "
-          "Python path, python(d, a, b, shape, stride, padding, dilation, groups) -> out");
+          "Python path, python(d, a, b, shape, stride, padding, dilation, groups) -> out; autograd: None, or the "
+          "three ops' custom_op autograd kernels, f(keyset, *args): then C++ autograd kernels (AutogradCUDA, "
+          "AutogradMeta) redispatch the calls that record nothing below autograd and hand the others to f");
+    m.def("ops_autograd_set_on", [](bool on) { g_ag_on.store(on); }, "turn the C++ autograd kernels' own path on "
+          "or off (off: every call to custom_op's Python autograd kernel, as without them)");
+    m.def("ops_autograd_stats", []() {
+        return std::make_tuple(g_ag_below.load(), g_ag_python.load(), g_ag_on.load(), g_ops_autograd[0] != nullptr);
+    }, "(calls redispatched below autograd in C++, calls handed to custom_op's autograd kernel, on, registered)");
     m.def("op_learn", &op_learn, py::arg("d"), py::arg("a"), py::arg("b"), py::arg("shape"), py::arg("stride"),
           py::arg("padding"), py::arg("dilation"), py::arg("groups"), py::arg("id"), py::arg("gen"),
           "learn this call's key (now: its stream, TF32 and determinism) for the one-direction plan id; False where "

@@ -142,12 +142,14 @@ def _load(path: Path):
     return mod
 
 
-def ops_kernels(python) -> None:
+def ops_kernels(python, autograd=None) -> None:
     """Make the custom ops' CUDA kernels the extension's C++ ones, with ``python`` (``_ops._op_python``) their Python
     path, once per process, from its main thread (``_ops._run`` asks on each CUDA call until then): the dispatcher's
     table is not written while another thread may read it, as a training loop's main thread is the one that calls the
     ops (the extension's background build never registers them). Loads the extension where it is built, else starts
-    its build (``module``); never where it is off or failed."""
+    its build (``module``); never where it is off or failed. ``autograd`` (``_ops._autograd_kernels``, called once
+    here; it may answer None) gives custom_op's autograd kernels of the three ops: then the extension's C++ autograd
+    kernels take the calls that record nothing for autograd and hand it the others."""
     global _ops_module, _ops_done
     if threading.current_thread() is not threading.main_thread():
         return
@@ -159,7 +161,7 @@ def ops_kernels(python) -> None:
     with _lock:
         if not _ops_done:
             _ops_done = True
-            if mod.register_ops(python):
+            if mod.register_ops(python, autograd() if autograd else None):
                 _ops_module = mod
 
 
@@ -171,13 +173,16 @@ def ops_clear() -> None:
         m.ops_clear()
 
 
-def ops_stats() -> tuple[int, int]:
-    """(custom op calls launched from C++, calls through their Python path) since the process started."""
+def ops_stats() -> tuple[int, int, int, int]:
+    """(custom op calls launched from C++, calls through their Python path, calls the C++ autograd kernels
+    redispatched below autograd, calls they handed to custom_op's Python autograd kernel) since the process
+    started."""
     m = _ops_module
     if not m:
-        return 0, 0
+        return 0, 0, 0, 0
     _, hits, misses, _on = m.ops_stats()
-    return hits, misses
+    below, python, _on, _registered = m.ops_autograd_stats()
+    return hits, misses, below, python
 
 
 def build_detached(timeout: float = 900) -> Path:

@@ -116,7 +116,7 @@ def _run(direction: str, a: Tensor, b: Tensor, out_shape, x_shape, w_shape, stri
     if not a.is_cuda:
         raise ValueError(f"miofind.torch: expected CUDA tensors, got a tensor on {a.device}")
     if not _fast._ops_done:
-        _fast.ops_kernels(_op_python)
+        _fast.ops_kernels(_op_python, _autograd_kernels)
     dev = a.device.index
     cl = fmt is not torch.contiguous_format
     dtype = a.dtype
@@ -270,6 +270,19 @@ def _learn(mod, gen: int, d: int, a: Tensor, b: Tensor, shape, stride, padding, 
     pid = mod.new_plan(*specs, [list(s) for s, _ in layouts], [list(t) for _, t in layouts], a.dtype, dev, cl,
                        (e,), None, False, 0)
     return mod.op_learn(d, a, b, list(shape), list(stride), list(padding), list(dilation), groups, pid, gen)
+
+
+def _autograd_kernels() -> list | None:
+    """custom_op's autograd kernels of the three ops, as it registers them (``make_autograd_impl`` of each op and its
+    definition: the same kernel, made again), for the extension's C++ autograd kernels to hand the calls that record
+    for autograd to; None where this PyTorch has no such function (then custom_op's own kernels run every call)."""
+    try:
+        from torch._library.autograd import make_autograd_impl
+        return [make_autograd_impl(op._opoverload, op) for op in (conv_forward, conv_backward_data,
+                                                                  conv_backward_weight)]
+    except Exception as e:      # noqa: BLE001  a PyTorch without it: the Python autograd kernels stay alone
+        log.info("miofind.torch: custom ops keep custom_op's autograd kernels alone (%s: %s)", type(e).__name__, e)
+        return None
 
 
 def _forget() -> None:

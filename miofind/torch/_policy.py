@@ -36,7 +36,7 @@ SUPPORTED_DTYPES = frozenset(_DTYPES)
 _stats = {"lookups": 0, "db_hits": 0, "finds_run": 0, "predicted": 0, "find_ms": 0.0, "replaced": 0,
           "host_aware": 0, "settled": 0, "settle_ms": 0.0}
 _table: dict[tuple, "Entry"] = {}
-_ops_base = [0, 0]       # _fast.ops_stats() at the last reset_stats
+_ops_base = [0, 0, 0, 0]     # _fast.ops_stats() at the last reset_stats
 _lock = threading.Lock()
 _on_clear: list = []     # callables run by ``clear`` (functional's forward plans hold Entries)
 _on_swap: list = []      # callables (old Entry, new Entry) run when a deferred solution replaces an Entry
@@ -61,10 +61,13 @@ def stats() -> dict:
     path launches over a slightly faster one it cannot: ``MIOFIND_TORCH_HOST_US``), ``settled`` and ``settle_ms``
     (specialised builds waited for before a CUDA graph holds them, ``settle``, and the wall time of those waits),
     ``ops_cpp`` and ``ops_python`` (calls of the custom ops, as ``torch.compile``'s graphs make them, launched from the
-    C++ extension and through the Python path), and ``problems`` (how many are prepared now)."""
+    C++ extension and through the Python path), ``ops_autograd_cpp`` and ``ops_autograd_python`` (op calls whose
+    autograd step was the extension's C++ kernel, recording nothing, and custom_op's Python one), and ``problems``
+    (how many are prepared now)."""
     out = dict(_stats)
-    hits, misses = _fast.ops_stats()
-    out["ops_cpp"], out["ops_python"] = hits - _ops_base[0], misses - _ops_base[1]
+    now = _fast.ops_stats()
+    for i, name in enumerate(("ops_cpp", "ops_python", "ops_autograd_cpp", "ops_autograd_python")):
+        out[name] = now[i] - _ops_base[i]
     out["problems"] = len(_table)
     return out
 

@@ -309,10 +309,11 @@ def test_the_custom_ops_cuda_kernels_are_the_extensions(ext):
     another, is refused); a key is learned only for a plan with that direction's recipe and for CUDA tensors, and
     clearing or turning the table off bumps its generation (a learn started before it is refused)."""
     from miofind.torch import _ops
-    ext.register_ops(_ops._op_python)       # a driver's process registered at load: then this one is refused
-    assert ext.register_ops(_ops._op_python) is False
+    _register_ops(ext)
+    assert ext.register_ops(_ops._op_python, _ops._autograd_kernels()) is False
     for name in ("conv_forward", "conv_backward_data", "conv_backward_weight"):
-        assert torch._C._dispatch_has_kernel_for_dispatch_key(f"miofind::{name}", "CUDA"), name
+        for key in ("CUDA", "AutogradCUDA", "AutogradMeta"):
+            assert torch._C._dispatch_has_kernel_for_dispatch_key(f"miofind::{name}", key), (name, key)
     x, w = torch.randn(2, 3, 5, 5), torch.randn(4, 3, 1, 1)
     conv = ([1, 1], [0, 0], [1, 1], 1)
     pid = _plan(ext, ([_kernel()], 0, False, [16, 16, 16, 1], [], -1))
@@ -330,12 +331,69 @@ def test_the_custom_ops_cuda_kernels_are_the_extensions(ext):
     assert ext.ops_stats()[3] is True
 
 
+def _register_ops(ext):
+    """The custom ops' C++ kernels registered in this process, with their autograd kernels (the first registration
+    of a process holds: a test that ran before may have made it)."""
+    from miofind.torch import _ops
+    ext.register_ops(_ops._op_python, _ops._autograd_kernels())
+    assert ext.ops_autograd_stats()[3] is True, "registered without the autograd kernels"
+
+
+def test_the_custom_ops_autograd_kernels_redispatch_what_records_nothing(ext):
+    """The extension's C++ autograd kernels (meta tensors here; CUDA ones on the GPU): a call with grad mode off, or
+    with no input that requires grad, is redispatched below autograd in C++ and reaches the op's kernel (the fake one:
+    the output's shape and memory format), each op to its own; a call that records for autograd goes to custom_op's
+    autograd kernel, whose backward runs the backward ops (through the C++ kernels again, with grad mode off); turned
+    off, every call goes to custom_op's kernel with the same answers."""
+    _register_ops(ext)
+    ops = torch.ops.miofind
+    conv = ([1, 1], [1, 1], [1, 1], 1)
+    cl = torch.channels_last
+    x = torch.empty(2, 3, 5, 7, device="meta").contiguous(memory_format=cl)
+    w = torch.empty(4, 3, 3, 3, device="meta")
+    dy = torch.empty(2, 4, 5, 7, device="meta")
+
+    def counts():
+        below, python, _, _ = ext.ops_autograd_stats()
+        return below, python
+
+    def shapes():
+        y = ops.conv_forward(x, w, *conv)
+        dx = ops.conv_backward_data(dy, w, [2, 3, 5, 7], *conv)
+        dw = ops.conv_backward_weight(dy, x, [4, 3, 3, 3], *conv)
+        return [(tuple(t.shape), t.is_contiguous(memory_format=cl)) for t in (y, dx, dw)]
+
+    want = [((2, 4, 5, 7), True), ((2, 3, 5, 7), False), ((4, 3, 3, 3), True)]
+    c0 = counts()
+    with torch.no_grad():
+        assert shapes() == want
+    assert shapes() == want                         # grad mode on, nothing requires grad
+    c1 = counts()
+    assert (c1[0] - c0[0], c1[1] - c0[1]) == (6, 0)
+    wg = w.clone().requires_grad_()
+    y = ops.conv_forward(x, wg, *conv)
+    c2 = counts()
+    assert (c2[0] - c1[0], c2[1] - c1[1]) == (0, 1)
+    assert y.requires_grad and "conv_forward" in type(y.grad_fn).__name__
+    y.backward(torch.empty(2, 4, 5, 7, device="meta"))
+    c3 = counts()
+    assert wg.grad.shape == w.shape and (c3[0] - c2[0], c3[1] - c2[1]) == (1, 0)    # dw alone: x needs no grad
+    ext.ops_autograd_set_on(False)
+    try:
+        with torch.no_grad():
+            assert shapes() == want
+        c4 = counts()
+        assert (c4[0] - c3[0], c4[1] - c3[1]) == (0, 3)
+    finally:
+        ext.ops_autograd_set_on(True)
+
+
 class _FakeExtension:
     def __init__(self):
         self.registered = []
 
-    def register_ops(self, python):
-        self.registered.append(python)
+    def register_ops(self, python, autograd=None):
+        self.registered.append((python, autograd))
         return True
 
 
@@ -358,9 +416,11 @@ def test_the_ops_kernels_are_registered_once_from_the_main_thread(monkeypatch):
     t.start()
     t.join()
     assert ext.registered == [] and _fast._ops_done is False
-    _fast.ops_kernels(_ops._op_python)
-    _fast.ops_kernels(_ops._op_python)
-    assert ext.registered == [_ops._op_python] and _fast._ops_module is ext and _fast._ops_done is True
+    asked = []
+    _fast.ops_kernels(_ops._op_python, lambda: asked.append(1) or ["f", "b", "w"])
+    _fast.ops_kernels(_ops._op_python, lambda: asked.append(1) or ["f", "b", "w"])
+    assert ext.registered == [(_ops._op_python, ["f", "b", "w"])] and asked == [1]
+    assert _fast._ops_module is ext and _fast._ops_done is True
     monkeypatch.setattr(_fast, "_ops_done", False)
     monkeypatch.setattr(_fast, "_ops_module", None)
     monkeypatch.setattr(_fast, "_module", False)           # off, or its build failed
@@ -610,9 +670,11 @@ def test_custom_ops_launch_from_cpp_once_learned(gpu_mt, dtype, cl):
         keys, hits0, misses0, on = mod.ops_stats()
         assert on and keys >= 1, (keys, {k[0]: e.solver_id for k, e in gpu_mt._policy._table.items()})
         x, w, dy = data(3)
+        below0 = mod.ops_autograd_stats()[0]
         fast = calls(x, w, dy)
         _, hits, misses, _ = mod.ops_stats()
         assert hits - hits0 >= 1 and (hits - hits0) + (misses - misses0) == 3, (hits0, hits, misses0, misses)
+        assert mod.ops_autograd_stats()[0] - below0 == 3     # nothing requires grad: C++ redispatch below autograd
         mod.set_enabled(False)      # every call through the Python path: the same Entries
         slow = calls(x, w, dy)
         mod.set_enabled(True)
