@@ -11,7 +11,8 @@ el() { echo $(( $(date +%s) - T0 )); }
 save() { tar czf $OUT/r.tgz --exclude='*.sqlite' -C /tmp r; }
 export CUPY_CACHE_DIR=/tmp/cupyi MIOFIND_KERNEL_CACHE=/tmp/kci
 MIOFIND_DB=sqlite:////tmp/r/u_t.sqlite timeout 150 python3 -m pytest -q -p no:cacheprovider -n 0 \
-  tests/torch/test_torch_gpu.py -k "reduce_overhead or compile_default" > $R/tests.log 2>&1
+  tests/torch/test_torch_gpu.py::test_compile_reduce_overhead \
+  tests/torch/test_torch_gpu.py::test_compile_default_mode_launches_the_ops_from_cpp > $R/tests.log 2>&1
 echo "tests rc=$? $(el) s"; tail -3 $R/tests.log; grep -E "^(FAILED|ERROR)" $R/tests.log | head; save
 for mode in default reduce-overhead; do
   left=$(( 560 - $(el) )); [ $left -gt 240 ] && [ $mode = default ] && left=240
