@@ -643,7 +643,7 @@ def test_custom_ops_launch_from_cpp_once_learned(gpu_mt, dtype, cl):
     goes through Python and teaches the extension; its repeats on fresh data launch from C++ (its counters) and equal
     the Python path's results bit for bit, and a float64 reference within the type's tolerance. An input that is not
     dense in the problem's format stays on the Python path, with the same answer. Under deterministic algorithms, so
-    that every pick is one of our solvers (a cuDNN plan is not launched from C++)."""
+    that every pick is one of our solvers (a cuDNN plan off its native backend is not launched from C++)."""
     from miofind.torch import _ops
     ops = torch.ops.miofind
     assert _fast.module() is not None, _fast.status()
