@@ -15,7 +15,7 @@ steps: they should agree to within AMP's nondeterminism), Dynamo's graph breaks 
 (``torch._dynamo.explain`` of the forward: none are expected at miofind's ops) and its host-aware picks.
 
     python bench/bench_compile_step.py --out DIR [--models resnet50] [--configs train32-amp,infer1-amp]
-        [--mode reduce-overhead] [--compile-first]
+        [--mode reduce-overhead] [--compile-first] [--ab-autograd]
 """
 
 from __future__ import annotations
@@ -70,18 +70,35 @@ def run(name: str, config: str, args) -> dict:
         if train:
             row[f"{backend}_losses"] = vals
         sides[backend] = step
-    times = {b: [] for b in sides}
+    runs = dict(sides)
+    ext = None
+    if args.ab_autograd:
+        from miofind.torch import _fast
+        ext = _fast._ops_module
+        if ext is None:
+            row["ab_autograd"] = "the custom ops' C++ kernels are not registered: no A/B"
+        else:
+            runs["miofind_pyag"] = sides["miofind"]
+    times = {b: [] for b in runs}
     for r in range(args.rounds):
-        for backend, step in sides.items():
+        for backend, step in runs.items():
             torch.backends.cudnn.benchmark = backend == "cudnn"
+            if ext is not None:
+                ext.ops_autograd_set_on(backend != "miofind_pyag")
             for i in range(3):
                 step(xs[i % 4], ys[i % 4])
             times[backend].append(bm.event_median_ms(lambda i: step(xs[i % 4], ys[i % 4]), args.iters))
-    for backend in sides:
+    if ext is not None:
+        ext.ops_autograd_set_on(True)
+    for backend in runs:
         row[f"{backend}_ms"] = statistics.median(times[backend])
         row[f"{backend}_rounds_ms"] = times[backend]
     row["speedup"] = row["cudnn_ms"] / row["miofind_ms"]
     row["speedup_paired"] = statistics.median(a / b for a, b in zip(times["cudnn"], times["miofind"]))
+    if "miofind_pyag" in runs:
+        row["speedup_pyag"] = row["cudnn_ms"] / row["miofind_pyag_ms"]
+        row["autograd_gain_paired"] = statistics.median(a / b for a, b in zip(times["miofind_pyag"],
+                                                                              times["miofind"]))
     import miofind.torch as mt
     row["miofind_stats"] = mt.stats()
     row["compile_first"] = args.compile_first
@@ -108,6 +125,10 @@ def main(argv=None) -> int:
                     help="miofind's side compiles with no eager step first, so its choices are made in the compiled "
                          "graph's first run (under CUDA-graph trees with reduce-overhead), as for a user who compiles "
                          "at once; no settling wait (run a default pass first to fill the kernel cache)")
+    ap.add_argument("--ab-autograd", action="store_true",
+                    help="also time miofind's compiled step with the custom ops' C++ autograd kernels off (every op "
+                         "call through custom_op's Python autograd kernel, as before them) in each round: the same "
+                         "graph, a third side (miofind_pyag) in the alternation")
     args = ap.parse_args(argv)
     torch = bm._torch()
     out = Path(args.out)
@@ -146,6 +167,10 @@ def main(argv=None) -> int:
                      f"{r['miofind_compile_s']:.1f} | {gb['breaks']} in {gb['graphs']} graphs | "
                      f"{r['miofind_stats'].get('host_aware', '')}{first} "
                      f"| {losses} |")
+        if "miofind_pyag_ms" in r:
+            lines.append(f"| {r['model']} | {r['config']} | {r['mode']}, Python autograd kernels | "
+                         f"{r['cudnn_ms']:.2f} | {r['miofind_pyag_ms']:.2f} | {r['speedup_pyag']:.3f} | | | | | "
+                         f"C++ over Python autograd, paired: {r['autograd_gain_paired']:.3f}x |")
     (out / "bench_compile_step.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
