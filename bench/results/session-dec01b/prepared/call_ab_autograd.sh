@@ -2,8 +2,8 @@
 # Prepared by session dec01b (not run: device time spent). PLAN_next items 1-2: the C++ autograd kernels' gain on whole
 # compiled steps, same process and machine: bench_compile_step.py --ab-autograd times miofind's compiled step a second
 # time in each round with ops_autograd_set_on(False) (custom_op's Python autograd kernel), MobileNetV2 and ResNet-50
-# AMP train32 under mode="default"; then Inception-v3 AMP with nine rounds. One kernel cache for the whole call
-# (Inception on a cold cache needs over 240 s: call 3).
+# AMP train32 under mode="default" (PART=ab, about 300 s); Inception-v3 AMP with nine rounds (PART=inception, its own
+# call: on a cold kernel cache it needs over 240 s, call 3). One kernel cache path, so a warm machine reuses it.
 set -uo pipefail
 T0=$(date +%s)
 R=/tmp/r; rm -rf $R
@@ -11,13 +11,14 @@ source scripts/device-env
 el() { echo $(( $(date +%s) - T0 )); }
 save() { tar czf $OUT/r.tgz --exclude='*.sqlite' -C /tmp r; }
 export CUPY_CACHE_DIR=/tmp/cupyd MIOFIND_KERNEL_CACHE=/tmp/kcd MIOFIND_DB=sqlite:////tmp/r/u.sqlite
-for M in mobilenet_v2 resnet50; do
+[ "${PART:-ab}" = ab ] && for M in mobilenet_v2 resnet50; do
   timeout 200 python3 bench/bench_compile_step.py --out $R/${M}_ab --models $M --configs train32-amp --mode default \
     --iters 20 --rounds 5 --ab-autograd > $R/${M}_ab.log 2>&1
   echo "$M rc=$? $(el) s"; grep "^| $M" $R/${M}_ab/bench_compile_step.md; save
 done
-left=$(( 570 - $(el) ))
-timeout $left python3 bench/bench_compile_step.py --out $R/inc_amp_default --models inception_v3 --configs train32-amp \
-  --mode default --iters 20 --rounds 9 --ab-autograd > $R/inc_amp_default.log 2>&1
-echo "inception rc=$? $(el) s"; grep "^| inception_v3" $R/inc_amp_default/bench_compile_step.md; save
+if [ "${PART:-ab}" = inception ]; then
+  timeout 540 python3 bench/bench_compile_step.py --out $R/inc_amp_default --models inception_v3 \
+    --configs train32-amp --mode default --iters 20 --rounds 9 --ab-autograd > $R/inc_amp_default.log 2>&1
+  echo "inception rc=$? $(el) s"; grep "^| inception_v3" $R/inc_amp_default/bench_compile_step.md; save
+fi
 echo "all $(el) s"
