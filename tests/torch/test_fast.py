@@ -706,6 +706,39 @@ def test_custom_ops_launch_from_cpp_once_learned(gpu_mt, dtype, cl):
 
 
 @pytest.mark.gpu
+def test_custom_ops_record_autograd_through_the_cpp_autograd_kernels(gpu_mt):
+    """Eager autograd through the custom ops on CUDA tensors (as a tensor subclass's calls reach them): the extension's
+    AutogradCUDA kernel hands the recording forward to custom_op's autograd kernel, whose backward runs B and W with
+    grad mode off (the C++ redispatch); y, dx and dw match a float64 reference, and the counters say which path ran.
+    Under deterministic algorithms, so that every pick is one of our solvers."""
+    ops = torch.ops.miofind
+    conv = ([2, 1], [1, 2], [1, 1], 2)
+    g = torch.Generator(device="cuda").manual_seed(7)
+    x = torch.randn(3, 8, 13, 11, device="cuda", generator=g).requires_grad_()
+    w = (torch.randn(12, 4, 3, 5, device="cuda", generator=g) / 8).requires_grad_()
+    dy = torch.randn(3, 12, 7, 11, device="cuda", generator=g)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        with torch.no_grad():
+            ops.conv_forward(x, w, *conv)   # registers the C++ kernels (the main thread's first CUDA call)
+        mod = _fast._ops_module
+        assert mod is not None and mod.ops_autograd_stats()[3], "the C++ autograd kernels are not registered"
+        below0, python0, _, _ = mod.ops_autograd_stats()
+        y = ops.conv_forward(x, w, *conv)
+        assert "conv_forward" in type(y.grad_fn).__name__
+        y.backward(dy)
+        below, python, _, _ = mod.ops_autograd_stats()
+        assert (below - below0, python - python0) == (2, 1)     # F recorded in Python; B and W below autograd
+    finally:
+        torch.use_deterministic_algorithms(False)
+    xd, wd = x.detach().double().requires_grad_(), w.detach().double().requires_grad_()
+    yd = torch.nn.functional.conv2d(xd, wd, None, *conv)
+    yd.backward(dy.double())
+    for got, want in ((y, yd), (x.grad, xd.grad), (w.grad, wd.grad)):
+        assert float((got.double() - want).norm() / want.norm()) < 1e-5
+
+
+@pytest.mark.gpu
 def test_cpp_path_matches_cudnn(gpu_mt):
     """The C++ path's forward and gradients against PyTorch's cuDNN convolution on the same network (FP32, TF32
     off)."""

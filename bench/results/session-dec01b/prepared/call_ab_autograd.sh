@@ -2,7 +2,7 @@
 # Prepared by session dec01b (not run: device time spent). PLAN_next items 1-2: the C++ autograd kernels' gain on whole
 # compiled steps, same process and machine: bench_compile_step.py --ab-autograd times miofind's compiled step a second
 # time in each round with ops_autograd_set_on(False) (custom_op's Python autograd kernel), MobileNetV2 and ResNet-50
-# AMP train32 under mode="default" (PART=ab, about 300 s); Inception-v3 AMP with nine rounds (PART=inception, its own
+# AMP train32 under mode="default" (PART=ab, about 360 s with the custom-op tests first); Inception-v3 AMP with nine rounds (PART=inception, its own
 # call: on a cold kernel cache it needs over 240 s, call 3). One kernel cache path, so a warm machine reuses it.
 set -uo pipefail
 T0=$(date +%s)
@@ -11,6 +11,11 @@ source scripts/device-env
 el() { echo $(( $(date +%s) - T0 )); }
 save() { tar czf $OUT/r.tgz --exclude='*.sqlite' -C /tmp r; }
 export CUPY_CACHE_DIR=/tmp/cupyd MIOFIND_KERNEL_CACHE=/tmp/kcd MIOFIND_DB=sqlite:////tmp/r/u.sqlite
+if [ "${PART:-ab}" = ab ]; then     # the new GPU test of the recording path (not run in session dec01b)
+  timeout 120 python3 -m pytest -q -p no:cacheprovider -n 0 tests/torch/test_fast.py -k "custom_ops" \
+    > $R/tests.log 2>&1
+  echo "tests rc=$? $(el) s"; tail -2 $R/tests.log; grep -E "^(FAILED|ERROR)" $R/tests.log | head; save
+fi
 [ "${PART:-ab}" = ab ] && for M in mobilenet_v2 resnet50; do
   timeout 200 python3 bench/bench_compile_step.py --out $R/${M}_ab --models $M --configs train32-amp --mode default \
     --iters 20 --rounds 5 --ab-autograd > $R/${M}_ab.log 2>&1
