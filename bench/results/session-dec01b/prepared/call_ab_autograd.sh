@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Prepared by session dec01b (not run: device time spent). PLAN_next items 1-2: the C++ autograd kernels' gain on whole
 # compiled steps, same process and machine: bench_compile_step.py --ab-autograd times miofind's compiled step a second
-# time in each round with ops_autograd_set_on(False) (custom_op's Python autograd kernel), MobileNetV2 and ResNet-50
-# AMP train32 under mode="default" (PART=ab, about 360 s with the custom-op tests first); Inception-v3 AMP with nine rounds (PART=inception, its own
-# call: on a cold kernel cache it needs over 240 s, call 3). One kernel cache path, so a warm machine reuses it.
+# time in each round with ops_autograd_set_on(False) (custom_op's Python autograd kernel). PART=ab (about 360 s): the
+# custom-op GPU tests, then MobileNetV2 and ResNet-50 AMP train32 under mode="default". PART=inception, its own call:
+# Inception-v3 AMP with nine rounds (on a cold kernel cache it needs over 240 s: call 3). One kernel cache path, so a
+# warm machine reuses it.
 set -uo pipefail
 T0=$(date +%s)
 R=/tmp/r; rm -rf $R
