@@ -7,7 +7,8 @@ direction, host microseconds to queue one call, under ``no_grad`` as a compiled 
 - ``cpp``: ``torch.ops.miofind.conv_*`` with its key learned: the extension's C++ autograd kernel (which
   redispatches below autograd), then its C++ CUDA kernel (``_fast.cpp``'s ``op_call``);
 - ``pyag``: the same with custom_op's Python autograd kernel in place of the C++ one (``ops_autograd_set_on(False)``),
-  as before the C++ autograd kernels;
+  as before the C++ autograd kernels (the switch is turned off and on around each call: two extension calls of a
+  fraction of a microsecond are in this figure);
 - ``below``: the same call below the Autograd key (``torch._C._AutoDispatchBelowAutograd``; ``guard`` is entering
   and leaving that guard alone): the floor a C++ autograd kernel approaches;
 - ``python``: the ops' Python path (the extension's launches off, ``set_enabled(False)``), as before the C++ kernels.

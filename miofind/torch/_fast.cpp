@@ -895,26 +895,30 @@ static at::Tensor ag_backward_weight(c10::DispatchKeySet ks, const at::Tensor &d
 // autograd kernels, for the C++ autograd kernels to hand the grad-recording calls to. False where this process
 // registered them already (another load of the extension).
 static bool register_ops(py::object python, py::object autograd) {
-    static std::unique_ptr<torch::Library> lib, ag_cuda, ag_meta;
+    static std::unique_ptr<torch::Library> lib;
+    static std::vector<std::unique_ptr<torch::Library>> ag_libs;
     static std::mutex mu;
     std::lock_guard<std::mutex> g(mu);
     if (lib) return false;
+    std::vector<py::object> fns;
+    if (!autograd.is_none()) {
+        fns = autograd.cast<std::vector<py::object>>();
+        if (fns.size() != 3) fail("miofind.torch: register_ops: autograd: 3 kernels, got %lld", (long long)fns.size());
+    }
     g_ops_python = python.release().ptr();      // kept for the process, as the registration is
     lib = std::make_unique<torch::Library>(torch::Library::IMPL, "miofind", c10::DispatchKey::CUDA, __FILE__,
                                            __LINE__);
     lib->impl("conv_forward", TORCH_FN(op_forward));
     lib->impl("conv_backward_data", TORCH_FN(op_backward_data));
     lib->impl("conv_backward_weight", TORCH_FN(op_backward_weight));
-    if (autograd.is_none()) return true;
-    auto fns = autograd.cast<std::vector<py::object>>();
-    if (fns.size() != 3) fail("miofind.torch: register_ops: autograd: 3 kernels, got %lld", (long long)fns.size());
+    if (fns.empty()) return true;
     for (int i = 0; i < 3; ++i) g_ops_autograd[i] = fns[i].release().ptr();
-    for (auto *slot : {&ag_cuda, &ag_meta}) {
-        const auto key = slot == &ag_cuda ? c10::DispatchKey::AutogradCUDA : c10::DispatchKey::AutogradMeta;
-        *slot = std::make_unique<torch::Library>(torch::Library::IMPL, "miofind", key, __FILE__, __LINE__);
-        (*slot)->impl("conv_forward", TORCH_FN(ag_forward));
-        (*slot)->impl("conv_backward_data", TORCH_FN(ag_backward_data));
-        (*slot)->impl("conv_backward_weight", TORCH_FN(ag_backward_weight));
+    for (auto key : {c10::DispatchKey::AutogradCUDA, c10::DispatchKey::AutogradMeta}) {
+        auto l = std::make_unique<torch::Library>(torch::Library::IMPL, "miofind", key, __FILE__, __LINE__);
+        l->impl("conv_forward", TORCH_FN(ag_forward));
+        l->impl("conv_backward_data", TORCH_FN(ag_backward_data));
+        l->impl("conv_backward_weight", TORCH_FN(ag_backward_weight));
+        ag_libs.push_back(std::move(l));
     }
     return true;
 }
