@@ -893,12 +893,14 @@ static at::Tensor ag_backward_weight(c10::DispatchKeySet ks, const at::Tensor &d
 // Register the three CUDA kernels once per process (the schemas are the Python custom ops'); ``python`` is the ops'
 // Python path; ``autograd`` (or None: custom_op's Python autograd kernels stay alone) the three ops' custom_op
 // autograd kernels, for the C++ autograd kernels to hand the grad-recording calls to. False where this process
-// registered them already (another load of the extension).
+// registered them already (this load, ``ops_registered``, or another load of the extension).
+static std::unique_ptr<torch::Library> g_ops_lib;
+static std::mutex g_register_mutex;
+
 static bool register_ops(py::object python, py::object autograd) {
-    static std::unique_ptr<torch::Library> lib;
     static std::vector<std::unique_ptr<torch::Library>> ag_libs;
-    static std::mutex mu;
-    std::lock_guard<std::mutex> g(mu);
+    std::lock_guard<std::mutex> g(g_register_mutex);
+    auto &lib = g_ops_lib;
     if (lib) return false;
     std::vector<py::object> fns;
     if (!autograd.is_none()) {
@@ -993,6 +995,11 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
           "Python path, python(d, a, b, shape, stride, padding, dilation, groups) -> out; autograd: None, or the "
           "three ops' custom_op autograd kernels, f(keyset, *args): then C++ autograd kernels (AutogradCUDA, "
           "AutogradMeta) redispatch the calls that record nothing below autograd and hand the others to f");
+    m.def("ops_registered", []() {
+        std::lock_guard<std::mutex> g(g_register_mutex);
+        return static_cast<bool>(g_ops_lib);
+    }, "whether this load of the extension registered the custom ops' CUDA kernels (one library file loaded twice "
+       "in a process is one load)");
     m.def("ops_autograd_set_on", [](bool on) { g_ag_on.store(on); }, "turn the C++ autograd kernels' own path on "
           "or off (off: every call to custom_op's Python autograd kernel, as without them)");
     m.def("ops_autograd_stats", []() {

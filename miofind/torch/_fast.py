@@ -161,7 +161,9 @@ def ops_kernels(python, autograd=None) -> None:
     with _lock:
         if not _ops_done:
             _ops_done = True
-            if mod.register_ops(python, autograd() if autograd else None):
+            # False where this load had registered them already (its library file loaded once more, as a test's
+            # own load of the same build is): the kernels are still this load's
+            if mod.register_ops(python, autograd() if autograd else None) or mod.ops_registered():
                 _ops_module = mod
 
 

@@ -310,7 +310,7 @@ def test_the_custom_ops_cuda_kernels_are_the_extensions(ext):
     clearing or turning the table off bumps its generation (a learn started before it is refused)."""
     from miofind.torch import _ops
     _register_ops(ext)
-    assert ext.register_ops(_ops._op_python, _ops._autograd_kernels()) is False
+    assert ext.register_ops(_ops._op_python, _ops._autograd_kernels()) is False and ext.ops_registered() is True
     for name in ("conv_forward", "conv_backward_data", "conv_backward_weight"):
         for key in ("CUDA", "AutogradCUDA", "AutogradMeta"):
             assert torch._C._dispatch_has_kernel_for_dispatch_key(f"miofind::{name}", key), (name, key)
@@ -389,12 +389,16 @@ def test_the_custom_ops_autograd_kernels_redispatch_what_records_nothing(ext):
 
 
 class _FakeExtension:
-    def __init__(self):
-        self.registered = []
+    def __init__(self, before=None):
+        # before: None (nothing registered yet), "this" (this load registered them), "other" (another load did)
+        self.registered, self.before = [], before
 
     def register_ops(self, python, autograd=None):
         self.registered.append((python, autograd))
-        return True
+        return self.before is None
+
+    def ops_registered(self):
+        return self.before != "other"
 
 
 def test_the_ops_kernels_are_registered_once_from_the_main_thread(monkeypatch):
@@ -427,6 +431,15 @@ def test_the_ops_kernels_are_registered_once_from_the_main_thread(monkeypatch):
     state["mod"] = None
     _fast.ops_kernels(_ops._op_python)
     assert _fast._ops_done is True and _fast._ops_module is None
+    # registered before by this load (its library file loaded once more, as the ``ext`` fixture's load of the same
+    # build): the kernels are this load's; by another load: they are not
+    for before, want in (("this", True), ("other", False)):
+        ext = _FakeExtension(before)
+        state["mod"] = ext
+        monkeypatch.setattr(_fast, "_ops_done", False)
+        monkeypatch.setattr(_fast, "_ops_module", None)
+        _fast.ops_kernels(_ops._op_python)
+        assert len(ext.registered) == 1 and _fast._ops_done is True and (_fast._ops_module is ext) is want, before
 
 
 class _FakeOpsModule:
