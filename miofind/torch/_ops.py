@@ -238,10 +238,11 @@ def _learn(mod, gen: int, d: int, a: Tensor, b: Tensor, shape, stride, padding, 
     """Teach the extension the key of the call just made, with a one-direction plan of its Entry, where the C++
     kernel would make the same launches: the Entry is kernel launches the extension makes (not a cuDNN plan, and no
     generic build waiting for its specialised one), both inputs came dense in the problem's memory format (no copy),
-    and no deferred solution, CUDA-graph capture or CUDA-graph tree is about (a process running the trees keeps
-    every op call on the Python path, as ``functional._fast_ok`` keeps its plans). Whether it learned the key."""
-    if _policy._graph_trees_in_use():
-        mod.ops_set_on(False)
+    no deferred solution waits, no stream captures, and the call is not a CUDA-graph tree's run (``torch.compile``'s
+    ``mode="reduce-overhead"``: its warm-up and recording runs come on the tree's own stream, where the allocations
+    go to the graph's pool; the key holds the stream, so a key learned elsewhere never launches there, and the other
+    graphs of the process keep the C++ path). Whether it learned the key."""
+    if _policy._in_graph_tree_run():
         return False
     if not _fast.use or _policy._swaps or _policy._capturing_stream():
         return False

@@ -474,7 +474,7 @@ def _op_call(d):
 def test_an_op_call_teaches_the_extension_its_entrys_launches(monkeypatch, d):
     """A call through the ops' Python path whose Entry is launches (``_fast.recipe``) makes a one-direction plan of
     them (the output, x and w dense in the problem's format) and learns the call's key for it, with the table's
-    generation from before the call."""
+    generation from before the call; also in a process whose CUDA-graph trees run on streams of their own."""
     from types import SimpleNamespace
     from miofind.torch import _ops, _policy
     a, b, shape, key = _op_call(d)
@@ -482,6 +482,8 @@ def test_an_op_call_teaches_the_extension_its_entrys_launches(monkeypatch, d):
     monkeypatch.setitem(_policy._table, key, e)
     monkeypatch.setattr(_ops, "_stream", lambda dev: 5)
     monkeypatch.setattr(_policy, "_capturing_stream", lambda: False)      # CPU PyTorch has no CUDA stream to ask
+    monkeypatch.setattr(_policy, "_graph_trees_in_use", lambda: True)
+    monkeypatch.setattr(_policy, "_in_graph_tree_run", lambda: False)
     monkeypatch.setattr(_fast, "recipe", lambda entry, stream: ("recipe", stream) if entry is e else None)
     mod = _FakeOpsModule()
     assert _ops._learn(mod, 9, d, a, b, shape, [1, 1], [1, 1], [1, 1], 1) is True
@@ -494,11 +496,11 @@ def test_an_op_call_teaches_the_extension_its_entrys_launches(monkeypatch, d):
     assert learned[8:] == (17, 9)
 
 
-@pytest.mark.parametrize("case", ["no recipe", "not ready", "not dense", "fused", "swap pending", "graph trees"])
+@pytest.mark.parametrize("case", ["no recipe", "not ready", "not dense", "fused", "swap pending", "graph tree run"])
 def test_an_op_call_the_extension_cannot_launch_stays_on_the_python_path(monkeypatch, case):
     """Nothing is learned for an Entry without launches (remembered: not asked again), one whose specialised build
-    is pending (asked again), inputs that needed a copy, a fused Entry or a deferred solution waiting; in a process
-    running CUDA-graph trees the extension's table is turned off."""
+    is pending (asked again), inputs that needed a copy, a fused Entry, a deferred solution waiting, or a call of a
+    CUDA-graph tree's run (on its own stream); the extension's table stays on."""
     from types import SimpleNamespace
     from miofind.torch import _ops, _policy
     a, b, shape, key = _op_call(0)
@@ -514,7 +516,8 @@ def test_an_op_call_the_extension_cannot_launch_stays_on_the_python_path(monkeyp
     monkeypatch.setattr(_ops, "_stream", lambda dev: 5)
     monkeypatch.setattr(_policy, "_capturing_stream", lambda: False)      # CPU PyTorch has no CUDA stream to ask
     monkeypatch.setattr(_fast, "recipe", recipe)
-    monkeypatch.setattr(_policy, "_graph_trees_in_use", lambda: case == "graph trees")
+    monkeypatch.setattr(_policy, "_graph_trees_in_use", lambda: case == "graph tree run")
+    monkeypatch.setattr(_policy, "_in_graph_tree_run", lambda: case == "graph tree run")
     monkeypatch.setattr(_policy, "_swaps", [("k", None)] if case == "swap pending" else [])
     monkeypatch.setattr(_ops, "_unlearnable", {})
     if case == "not dense":
@@ -523,7 +526,7 @@ def test_an_op_call_the_extension_cannot_launch_stays_on_the_python_path(monkeyp
     for _ in range(2):
         assert _ops._learn(mod, 1, 0, a, b, shape, [1, 1], [1, 1], [1, 1], 1) is False
     assert mod.plans == [] and mod.learned == []
-    assert mod.on is (case != "graph trees")
+    assert mod.on is True
     assert asked == {"no recipe": [e], "not ready": [e, e]}.get(case, [])
 
 

@@ -398,10 +398,7 @@ def test_compile_default_mode_launches_the_ops_from_cpp(mt, monkeypatch):
     monkeypatch.setenv("MIOFIND_TORCH_CPP", "sync")
     assert _fast.module() is not None or _fast.wait(600), _fast.status()
     torch._dynamo.reset()
-    # a reduce-overhead test before this one, in this process, left graph trees, which turned the op table off
     reset_cudagraph_trees()
-    if _fast._ops_module:
-        _fast._ops_module.ops_set_on(True)
     torch.manual_seed(0)
     model = TinyCNN().cuda()
     mt.convert(model)
@@ -420,6 +417,53 @@ def test_compile_default_mode_launches_the_ops_from_cpp(mt, monkeypatch):
     st = mt.stats()
     assert st["ops_cpp"] > 0 and st["ops_autograd_cpp"] >= st["ops_cpp"], st
     torch._dynamo.reset()
+
+
+def test_graph_trees_leave_the_other_graphs_on_the_cpp_path(mt, monkeypatch):
+    """A process that runs one model under ``mode="reduce-overhead"`` (CUDA-graph trees) and trains another under
+    ``mode="default"``: the trees' runs stay on the ops' Python path (their own stream), the op table stays on, the
+    default-mode graphs' calls launch from C++ once learned, and both models answer as their eager twins, before and
+    after each other."""
+    from miofind.torch import _alloc, _fast
+    from torch._inductor.cudagraph_trees import reset_cudagraph_trees
+    monkeypatch.setenv("MIOFIND_TORCH_CPP", "sync")
+    assert _fast.module() is not None or _fast.wait(600), _fast.status()
+    torch._dynamo.reset()
+    reset_cudagraph_trees()
+    torch.manual_seed(0)
+    evaluated = TinyCNN().cuda().eval()
+    mt.convert(evaluated)
+    evaluated_eager = copy.deepcopy(evaluated)
+    replayed = torch.compile(evaluated, mode="reduce-overhead", fullgraph=True)
+
+    def evaluate(steps):
+        with torch.no_grad():
+            for step in range(steps):
+                x = torch.randn(4, 3, 16, 16, device="cuda")
+                assert rel(replayed(x).clone(), evaluated_eager(x)) < 1e-4, step
+
+    evaluate(4)
+    assert _alloc.graph_trees_in_use()
+    mod = _fast._ops_module
+    assert mod is not None and mod.ops_stats()[3], "the op table is off after the trees ran"
+    model = TinyCNN().cuda()
+    mt.convert(model)
+    eager = copy.deepcopy(model)
+    compiled = torch.compile(model, fullgraph=True)
+    before = mt.stats()["ops_cpp"]
+    for step in range(4):
+        x = torch.randn(8, 3, 16, 16, device="cuda")
+        y, ye = compiled(x), eager(x)
+        y.square().mean().backward()
+        ye.square().mean().backward()
+        assert rel(y, ye) < 1e-4, step
+        for (n, p), pe in zip(model.named_parameters(), eager.parameters()):
+            assert rel(p.grad, pe.grad) < 1e-4 or float((p.grad - pe.grad).abs().max()) < 1e-7, (step, n)
+            p.grad = pe.grad = None
+    assert mt.stats()["ops_cpp"] > before and mod.ops_stats()[3], mt.stats()
+    evaluate(2)
+    torch._dynamo.reset()
+    reset_cudagraph_trees()
 
 
 def test_compile_inference_under_autocast_without_graph_breaks(mt):
