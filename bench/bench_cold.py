@@ -34,7 +34,9 @@ torch's first call; <= 500 ms with empty caches; ResNet-50's first step <= 5 s.
 
 Writes ``bench_cold.json`` and ``bench_cold.md`` under ``--out``. Needs a GPU, PyTorch and CuPy. With
 BENCH_COLD_PROFILE=DIR each of miofind's finds runs under cProfile, its stats written to DIR (a diagnosis:
-the times it reports are then inflated). With BENCH_COLD_SWITCH_INTERVAL=SECONDS miofind's children run at that
+the times it reports are then inflated). With BENCH_COLD_TIMELINE=DIR each find writes to DIR the calls of the
+``TIMELINE`` functions it made, each with its thread, start and end (a wrapper's cost per call, not cProfile's per
+function). With BENCH_COLD_SWITCH_INTERVAL=SECONDS miofind's children run at that
 thread switch interval (``sys.setswitchinterval``; Python's default 0.005), to see how long background threads (plan
 prefetches, compile workers) wait for the GIL the find's own thread holds.
 """
@@ -201,6 +203,47 @@ def _torch_child(rows) -> None:
               flush=True)
 
 
+# what BENCH_COLD_TIMELINE wraps (module, attribute path): where a warm find's wall time goes, per thread
+TIMELINE = [
+    ("miofind.find", n) for n in (
+        "candidates", "db_answer", "prefetch_solvers", "_fast_reads", "prefetch_cudnn", "recorded_times",
+        "expected_order", "predicted_losers", "to_isolate", "benchmark", "prepare_all", "_prepare", "first_run",
+        "defer_candidates", "find_configs", "store_solutions", "record_failures", "mark_deferred", "store_dbs",
+        "tuned_config", "settled_failures", "_timed_reference")] + [
+    ("miofind.tiered", n) for n in ("Solutions.specialised", "prepare", "deferrable", "after_find")] + [
+    ("miofind.compile", n) for n in ("compile_kernel", "cached_cubin", "is_compiled", "_load", "nvrtc_compile")] + [
+    ("miofind.harness", n) for n in ("Harness.__init__", "Harness.ready", "Harness.run_poisoned",
+                                     "Harness.verify_output", "timed_runs")] + [
+    ("miofind.verify", n) for n in ("random_array", "to_float64", "poison", "errors_of")] + [
+    ("miofind.db.fastread", n) for n in ("Reader._rows", "Reader._connect")] + [
+    ("miofind.invokers", "build_invoker")]
+
+
+def _timeline_wrap(events: list) -> None:
+    """Wrap the TIMELINE functions so that each call appends (name, thread, start, end) to ``events``."""
+    import functools
+    import importlib
+    import threading
+
+    for mod_name, path in TIMELINE:
+        try:
+            owner = importlib.import_module(mod_name)
+            *outer, attr = path.split(".")
+            for o in outer:
+                owner = getattr(owner, o)
+            fn = getattr(owner, attr)
+        except (ImportError, AttributeError):
+            continue
+
+        def wrapped(*a, _fn=fn, _name=f"{mod_name.rsplit('.', 1)[-1]}.{path}", **kw):
+            t0 = time.perf_counter()
+            try:
+                return _fn(*a, **kw)
+            finally:
+                events.append((_name, threading.current_thread().name, t0, time.perf_counter()))
+        setattr(owner, attr, functools.wraps(fn)(wrapped))
+
+
 def _miofind_child(rows, warmup: bool) -> None:
     """Print one JSON line per row: the normal-mode find of the row's problem on an empty user DB
     (``MIOFIND_DB``, set by the parent), with its timing breakdown."""
@@ -219,6 +262,10 @@ def _miofind_child(rows, warmup: bool) -> None:
             for d in DIRECTIONS:
                 find_solutions(problem("warmup", dtype, d), mode="normal")
     prof_dir = os.environ.get("BENCH_COLD_PROFILE")    # a folder: each find under cProfile, its stats there
+    timeline_dir = os.environ.get("BENCH_COLD_TIMELINE")   # a folder: each find's calls of TIMELINE, per thread
+    events: list = []
+    if timeline_dir:
+        _timeline_wrap(events)
     for i, (shape, dtype, d) in enumerate(rows):
         p = problem(shape, dtype, d)
         if prof_dir:
@@ -227,9 +274,18 @@ def _miofind_child(rows, warmup: bool) -> None:
 
             prof = cProfile.Profile()
             prof.enable()
+        events.clear()
         t0 = time.perf_counter()
         res = find_solutions(p, mode="normal")
         wall = (time.perf_counter() - t0) * 1e3
+        if timeline_dir:
+            os.makedirs(timeline_dir, exist_ok=True)
+            with open(os.path.join(timeline_dir, f"{os.getpid()}-{i}-{shape}-{dtype}-{d}.txt"), "w") as fh:
+                fh.write(f"find {wall:.2f} ms; calls of the TIMELINE functions: start / end ms from the find's "
+                         "start, wall ms, thread\n")
+                for name, thread, a, b in sorted(events, key=lambda e: e[2]):
+                    fh.write(f"{(a - t0) * 1e3:8.2f} {(b - t0) * 1e3:8.2f} {(b - a) * 1e3:7.2f}  {thread:<24} "
+                             f"{name}\n")
         if prof_dir:
             prof.disable()
             os.makedirs(prof_dir, exist_ok=True)
