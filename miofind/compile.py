@@ -251,8 +251,42 @@ def cached_cubin(path: Path) -> bytes | None:
     return cubin
 
 
+# str(path) -> (``_file_key`` of the cubin, of its digest file) as they were when the cubin last passed its digest check
+# in this process: a find asks about each candidate's cubin two or three times (``tiered.deferrable``, the
+# preparation's ``is_compiled``, ``compile_kernel``), and reading and hashing it again cost 0.2-1 ms each time in a
+# warm find (bench/results/session-dec01c/call3/)
+_verified: dict[str, tuple] = {}
+
+
+def _file_key(path: Path) -> tuple | None:
+    """What identifies a regular file of ours at ``path`` and its contents' version (no symlink followed): device,
+    inode, size, modification and change times; None where it is missing or not such a file."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or (hasattr(os, "getuid") and st.st_uid != os.getuid()):
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def cubin_verified(path: Path) -> bool:
+    """Whether ``cached_cubin(path)`` gives the cubin: answered by two ``lstat`` calls where the cubin and its digest
+    file are the very files (same inode, size and times) that passed the check earlier in this process, else by the
+    check."""
+    key = (_file_key(path), _file_key(path.with_suffix(".sha256")))
+    if None not in key and _verified.get(str(path)) == key:
+        return True
+    if cached_cubin(path) is None:
+        return False
+    if None not in key:     # the files as they were before the check: a change since makes the next ask check again
+        _verified[str(path)] = key
+    return True
+
+
 def store_cubin(path: Path, cubin: bytes) -> None:
     """Write ``cubin`` and its digest into the binary cache atomically (each file 0600)."""
+    _verified.pop(str(path), None)
     atomic_write(path, cubin)
     atomic_write(path.with_suffix(".sha256"), hashlib.sha256(cubin).hexdigest() + "\n")
 
@@ -346,7 +380,7 @@ def is_compiled(kinfo: KernelInfo) -> bool:
         d = private_cache_dir(create=False)
     except CompileError:
         return False
-    return d is not None and cached_cubin(d / f"{binary_key(kinfo, arch)}.cubin") is not None
+    return d is not None and cubin_verified(d / f"{binary_key(kinfo, arch)}.cubin")
 
 
 def _load(path: Path, name: str):
@@ -387,7 +421,7 @@ def compile_kernel(kinfo: KernelInfo):
     mod = _module_cache.get(key)
     if mod is None:
         path = private_cache_dir() / f"{binary_key(kinfo, arch)}.cubin"
-        cached = cached_cubin(path) is not None
+        cached = cubin_verified(path)
         if cached:
             _log.debug("binary cache hit: %s %s (%s)", kinfo.source, kinfo.name, path.name)
         else:

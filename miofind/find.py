@@ -51,7 +51,7 @@ from .db import Record
 from .db.base import FindFailure, config_key
 from .db import fastread, fastwrite
 from .db.handles import open_dbs, preload_store
-from .db.system import Overlay
+from .db.system import Overlay, PerfSnapshot
 from .device import DeviceInfo, current_device
 from .env import DEFAULT_CUT_FACTOR
 from .harness import SETTLE_SPREAD, Harness, describe, failure_stage, reference_invoker_for
@@ -691,6 +691,8 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
             preload_store()
         if reads is None:
             reads = dbs = open_dbs(db, dev)
+    # the candidates' tuned configs are asked for several times below: the problem's PerfDB records read once
+    reads = PerfSnapshot.of(reads)
     lap("reads")
     # deferred: a find of every applicable solver may leave those that would wait for NVRTC to the background, and
     # (later) the configs of a solver after its first ``configs_now``, measured once no find runs

@@ -83,7 +83,7 @@ def timed_runs(fn, warmup: int, iters: int, budget_ms: float | None = None, cut_
     kernel (``Hold``) while the host enqueues the calls, so the events time the calls' GPU work alone, as
     cuDNN's and MIOpen's finds and Triton's ``do_bench`` do. The runs are then made in sets back to back, an event
     between each two, and synchronised once a set (the timed warm-ups; the first TIMED_FIRST_GROUP timed runs; the
-    rest): a run's time is still its own GPU work (``Hold.covered``: the host had queued it before the GPU reached
+    rest; the first two as one set where ``first_ms`` says they take at most MERGED_SET_MS): a run's time is still its own GPU work (``Hold.covered``: the host had queued it before the GPU reached
     it), without a synchronisation and a hold for each run.
     ``wall`` times each run alone and synchronised, and also counts the host's time before the call's first kernel
     starts (a cuDNN plan's longer host path was charged to its time)."""
@@ -193,24 +193,38 @@ def _timed_runs(fn, warmup, iters, budget_ms, cut_ms, first_ms, settle) -> Timin
         if cut_in_warmups():
             return figures(warm, True)
         warmup, iters = plan_runs(warm[-1], warmup, iters, budget_ms)
+    n_first = min(max(1, iters), TIMED_FIRST_GROUP) if cut_ms is not None or settle is not None else max(1, iters)
+    ahead: list[float] = []     # the first timed runs, made in one set with the timed warm-ups (a short kernel's)
     if warmup > done:
         if cut_ms is None:
             for _ in range(warmup - done):
                 untimed()
         else:
-            warm += runs(warmup - done)
+            # a kernel whose warm-ups and first timed runs take at most MERGED_SET_MS together (by the verification
+            # run) makes them in one set: one hold and one synchronisation fewer; the warm-ups' early stop is then
+            # judged after that set, which costs such a kernel under MERGED_SET_MS
+            merge = hold is not None and first_ms is not None and 0 < first_ms * (warmup - done + n_first) <= \
+                MERGED_SET_MS
+            got = runs(warmup - done + (n_first if merge else 0))
+            warm += got[:warmup - done]
+            ahead = got[warmup - done:]
             if cut_in_warmups():
                 return figures(warm, True)
 
     def timed_set() -> Timing:
+        nonlocal ahead
         times: list[float] = []
         n = max(1, iters)
         # the runs that early stop and settling judge first, back to back; then the rest
-        first = min(n, TIMED_FIRST_GROUP) if cut_ms is not None or settle is not None else n
+        first = n_first
         for k in (first, n - first):
             if k <= 0:
                 continue
-            times += runs(k)
+            if ahead and k == first:
+                times += ahead
+                ahead = []
+            else:
+                times += runs(k)
             if len(times) >= n:
                 break
             if cut_ms is not None and len(times) >= CUT_AFTER_RUNS and min(times) >= cut_ms:
@@ -313,6 +327,10 @@ TIMED_FIRST_GROUP = 5
 # ... and never more than this many in one set (``miofind run -i 1000``): the runs' launches queue behind the hold, and
 # a full launch queue would stall the host past it
 TIMED_SET_MAX = 20
+# a find's timed warm-ups and first TIMED_FIRST_GROUP timed runs are made in one set where the verification run says
+# that together they take at most this many ms (bench_cold's warm finds time 4-5 candidates of 0.07-0.2 ms, each
+# paying a hold and a synchronisation per set: bench/results/session-dec01c/)
+MERGED_SET_MS = 2.0
 # the budget's timed probe run is left out where the verification run times every requested run this many times over
 # within the budget
 BUDGET_PROBE_MARGIN = 4.0

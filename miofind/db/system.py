@@ -115,3 +115,33 @@ class Overlay:
             got = db.lookup_perf(device if name == "user" else None, problem_key, solver_id)
             if got:
                 yield name, got
+
+
+@dataclass
+class PerfSnapshot(Overlay):
+    """An Overlay whose PerfDB records of a problem are read once, every solver's in one query per layer, and then
+    answered from that snapshot (``lookup_perf``): a find asks for a candidate's tuned config several times (cuDNN's
+    prefetch, the predicted deferral, the configs), and each ask of a user FindDB read through ``fastread`` opens the
+    file (0.2-0.5 ms in a warm find, bench/results/session-dec01c/call3/). For the span of one find only: records
+    stored after the snapshot are not in it. ``of(overlay)`` makes one of an Overlay's layers."""
+
+    def __post_init__(self) -> None:
+        self._perf: dict[tuple[str, str], list] = {}
+
+    @classmethod
+    def of(cls, dbs: Overlay) -> "PerfSnapshot":
+        return cls(dbs.user, dbs.system)
+
+    def lookup_perf(self, device: str, problem_key: str, solver_id: str):
+        got = self._perf.get((device, problem_key))
+        if got is None:
+            got = []
+            for name, db in self.layers:
+                by: dict[str, list] = {}
+                for r in db.lookup_perf(device if name == "user" else None, problem_key, None):
+                    by.setdefault(r.solver_id, []).append(r)    # each solver's records in the layer's order
+                got.append((name, by))
+            self._perf[(device, problem_key)] = got
+        for name, by in got:
+            if by.get(solver_id):
+                yield name, by[solver_id]

@@ -418,6 +418,37 @@ def test_timed_runs_hold_the_gpu_once_a_set_of_runs(fake_hold, monkeypatch):
     assert t.runs == harness.TIMED_FIRST_GROUP and clock.launches == 3 + harness.TIMED_FIRST_GROUP and len(holds) == 2
 
 
+def test_a_short_kernel_makes_its_timed_warmups_and_first_runs_in_one_set(fake_hold, monkeypatch):
+    """With early stop, a kernel whose verification run (``first_ms``) says that its timed warm-ups and first
+    TIMED_FIRST_GROUP timed runs take at most MERGED_SET_MS makes them in one set, one hold: the same runs and figures;
+    one cut in its warm-ups is still cut by them (after that set). A longer kernel keeps a set for its warm-ups."""
+    import miofind.harness as harness
+    from miofind.harness import MERGED_SET_MS, TIMED_FIRST_GROUP, timed_runs
+
+    (_, inv, clock), holds = fake_hold
+    run = lambda: inv(None, None, None, None, None)  # noqa: E731
+    now = iter(range(10**6))
+    monkeypatch.setattr(harness._time, "perf_counter", lambda: next(now) * 1e-6)
+    clock.durations = [0.01]
+    t = timed_runs(run, 3, 10, cut_ms=1.0, first_ms=0.01)
+    assert t.runs == 10 and not t.cut and t.median_ms == 0.01 and clock.launches == 2 + 10 and len(holds) == 2
+    holds.clear()
+    clock.launches = 0
+    t = timed_runs(run, 3, 10, cut_ms=1.0, settle=harness.SETTLE_SPREAD, first_ms=0.01)
+    assert t.runs == TIMED_FIRST_GROUP and clock.launches == 2 + TIMED_FIRST_GROUP and len(holds) == 1
+    holds.clear()
+    clock.launches = 0
+    clock.durations = [0.2]     # every run at 0.2 ms against a cut at 0.1 ms: cut by its warm-ups
+    t = timed_runs(run, 3, 10, cut_ms=0.1, first_ms=0.2)
+    assert t.cut and t.runs == 3 and clock.launches == 2 + TIMED_FIRST_GROUP and len(holds) == 1
+    holds.clear()
+    clock.launches = 0
+    long_ms = MERGED_SET_MS / (2 + TIMED_FIRST_GROUP) * 1.01
+    clock.durations = [long_ms]
+    t = timed_runs(run, 3, 10, cut_ms=10 * long_ms, settle=harness.SETTLE_SPREAD, first_ms=long_ms)
+    assert t.runs == TIMED_FIRST_GROUP and clock.launches == 2 + TIMED_FIRST_GROUP and len(holds) == 2
+
+
 def test_timed_runs_make_sets_of_at_most_timed_set_max_runs(fake_hold, monkeypatch):
     """Many timed runs (``miofind run -i 45``) go in sets of at most TIMED_SET_MAX, a hold each."""
     import miofind.harness as harness

@@ -195,6 +195,26 @@ def test_compiled_cubins_are_stored_with_their_digest_and_reused(fake_gpu):
     assert comp.compile_kernel(KINFO)[2] == fake_gpu.compiled[0] and len(fake_gpu.compiled) == 1
 
 
+def test_a_cubin_that_passed_is_not_read_again_until_its_files_change(fake_gpu, monkeypatch):
+    """A cubin that passed its digest check in this process is taken again on the ``lstat`` of it and its digest file
+    alone; a change to either file (a rewrite, a new digest) makes the next ask check it again."""
+    comp.compile_kernel(KINFO)
+    fake_gpu.fresh()
+    reads = []
+    real = comp.cached_cubin
+    monkeypatch.setattr(comp, "cached_cubin", lambda path: (reads.append(path), real(path))[1])
+    assert comp.is_compiled(KINFO) and len(reads) == 1
+    assert comp.is_compiled(KINFO) and comp.compile_kernel(KINFO)[2] == fake_gpu.compiled[0] and len(reads) == 1
+    fake_gpu.fresh()
+    fake_gpu.digest.write_text("0" * 64 + "\n")       # the cubin untouched, its digest replaced
+    assert not comp.is_compiled(KINFO) and len(reads) == 2
+    assert comp.compile_kernel(KINFO)[2] == fake_gpu.compiled[1] and len(fake_gpu.compiled) == 2
+    fake_gpu.fresh()
+    assert comp.is_compiled(KINFO) and len(reads) == 4      # the rebuilt files: checked (then remembered)
+    fake_gpu.path.write_bytes(b"\x7fELF rewritten in place, same digest file")
+    assert not comp.is_compiled(KINFO) and len(reads) == 5
+
+
 @pytest.mark.parametrize("damage", ["tamper", "no digest", "bad digest", "symlink"])
 def test_a_cubin_failing_its_check_is_rebuilt_not_loaded(fake_gpu, caplog, tmp_path, damage):
     comp.compile_kernel(KINFO)

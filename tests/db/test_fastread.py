@@ -186,6 +186,38 @@ def test_same_answer_as_findb_with_trust_filtering(user_db, readonly):
 
 
 @pytest.mark.parametrize("readonly", [False, True])
+def test_a_perf_snapshot_answers_as_its_overlay_from_one_query_per_layer(user_db, readonly):
+    """``PerfSnapshot`` (a find's reads): every solver's PerfDB records and tuned config as the Overlay reads them, for
+    the fastread layers and FindDB's alike, from one query of each layer per problem."""
+    from miofind.db.system import PerfSnapshot
+    for dbs in both(None, readonly=readonly):
+        assert PerfSnapshot.of(dbs).layers == dbs.layers
+        asked = []
+        snap = PerfSnapshot(_Counted(dbs.user, asked), _Counted(dbs.system, asked))
+        for s in cands():
+            want = list(dbs.lookup_perf(DEV.db_name, P.key(), s.id))
+            assert list(snap.lookup_perf(DEV.db_name, P.key(), s.id)) == want
+            assert find.tuned_config(snap, DEV, P, s, report=False) == find.tuned_config(dbs, DEV, P, s, report=False)
+        assert asked == [(DEV.db_name, P.key(), None), (None, P.key(), None)]
+        assert any(list(snap.lookup_perf(DEV.db_name, P.key(), s.id)) for s in cands())
+        assert isinstance(snap, Overlay) and snap.layers[0][0] == "user"
+
+
+class _Counted:
+    """A FindDB layer whose ``lookup_perf`` calls are recorded in ``asked``; the rest as the layer's."""
+
+    def __init__(self, layer, asked):
+        self._layer, self._asked = layer, asked
+
+    def lookup_perf(self, device, key, solver_id=None):
+        self._asked.append((device, key, solver_id))
+        return self._layer.lookup_perf(device, key, solver_id)
+
+    def __getattr__(self, name):
+        return getattr(self._layer, name)
+
+
+@pytest.mark.parametrize("readonly", [False, True])
 def test_untrusted_tuned_config_is_passed_over_alike(user_db, readonly):
     con = sqlite3.connect(user_db)
     con.execute("UPDATE perf_records SET kernel_hash = 'src=1;v=1'")
