@@ -419,8 +419,9 @@ def test_timed_runs_hold_the_gpu_once_a_set_of_runs(fake_hold, monkeypatch):
 
 
 def test_a_short_kernel_makes_its_timed_warmups_and_first_runs_in_one_set(fake_hold, monkeypatch):
-    """With early stop, a kernel whose verification run (``first_ms``) says that its timed warm-ups and first
-    TIMED_FIRST_GROUP timed runs take at most MERGED_SET_MS makes them in one set, one hold: the same runs and figures;
+    """With early stop, a kernel whose verification run (``first_ms``) says that its warm-ups and first
+    TIMED_FIRST_GROUP timed runs take at most MERGED_SET_MS makes one warm-up untimed, then the other and those runs
+    in one set, one hold sized from that warm-up's enqueue and the verification run's time: the same runs and figures;
     one cut in its warm-ups is still cut by them (after that set). A longer kernel keeps a set for its warm-ups."""
     import miofind.harness as harness
     from miofind.harness import MERGED_SET_MS, TIMED_FIRST_GROUP, timed_runs
@@ -440,7 +441,9 @@ def test_a_short_kernel_makes_its_timed_warmups_and_first_runs_in_one_set(fake_h
     clock.launches = 0
     clock.durations = [0.2]     # every run at 0.2 ms against a cut at 0.1 ms: cut by its warm-ups
     t = timed_runs(run, 3, 10, cut_ms=0.1, first_ms=0.2)
-    assert t.cut and t.runs == 3 and clock.launches == 2 + TIMED_FIRST_GROUP and len(holds) == 1
+    assert t.cut and t.runs == 2 and clock.launches == 2 + TIMED_FIRST_GROUP and len(holds) == 1
+    # the hold: 1 us enqueues (the untimed warm-up's) against 200 us runs: twice the enqueue plus the pad
+    assert holds[0] == pytest.approx(2 * 1.0 + harness.HOLD_PAD_US, abs=0.01)     # us
     holds.clear()
     clock.launches = 0
     long_ms = MERGED_SET_MS / (2 + TIMED_FIRST_GROUP) * 1.01
