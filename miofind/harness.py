@@ -83,8 +83,9 @@ def timed_runs(fn, warmup: int, iters: int, budget_ms: float | None = None, cut_
     kernel (``Hold``) while the host enqueues the calls, so the events time the calls' GPU work alone, as
     cuDNN's and MIOpen's finds and Triton's ``do_bench`` do. The runs are then made in sets back to back, an event
     between each two, and synchronised once a set (the timed warm-ups; the first TIMED_FIRST_GROUP timed runs; the
-    rest; the first two as one set where ``first_ms`` says they take at most MERGED_SET_MS): a run's time is still its own GPU work (``Hold.covered``: the host had queued it before the GPU reached
-    it), without a synchronisation and a hold for each run.
+    rest; the first two as one set where ``first_ms`` says they take at most MERGED_SET_MS): a run's time is still its
+    own GPU work (``Hold.covered``: the host had queued it before the GPU reached it), without a synchronisation and a
+    hold for each run.
     ``wall`` times each run alone and synchronised, and also counts the host's time before the call's first kernel
     starts (a cuDNN plan's longer host path was charged to its time)."""
     from .lt_bridge import direct
@@ -221,16 +222,12 @@ def _timed_runs(fn, warmup, iters, budget_ms, cut_ms, first_ms, settle) -> Timin
         nonlocal ahead
         times: list[float] = []
         n = max(1, iters)
-        # the runs that early stop and settling judge first, back to back; then the rest
-        first = n_first
-        for k in (first, n - first):
+        # the runs that early stop and settling judge first, back to back (made already where ``ahead``); then the rest
+        for k in (n_first, n - n_first):
             if k <= 0:
                 continue
-            if ahead and k == first:
-                times += ahead
-                ahead = []
-            else:
-                times += runs(k)
+            times += ahead or runs(k)
+            ahead = []
             if len(times) >= n:
                 break
             if cut_ms is not None and len(times) >= CUT_AFTER_RUNS and min(times) >= cut_ms:
