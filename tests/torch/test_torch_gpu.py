@@ -388,6 +388,25 @@ def test_compile_without_graph_breaks(mt):
     torch._dynamo.reset()
 
 
+def _train_compiled_like_eager(mt, steps: int = 4):
+    """A converted TinyCNN compiled under ``mode="default"`` trains ``steps`` steps on fresh data beside its eager
+    twin: outputs and gradients equal at every step."""
+    model = TinyCNN().cuda()
+    mt.convert(model)
+    eager = copy.deepcopy(model)
+    compiled = torch.compile(model, fullgraph=True)
+    for step in range(steps):
+        x = torch.randn(8, 3, 16, 16, device="cuda")
+        y, ye = compiled(x), eager(x)
+        y.square().mean().backward()
+        ye.square().mean().backward()
+        assert rel(y, ye) < 1e-4, step
+        for (n, p), pe in zip(model.named_parameters(), eager.parameters()):
+            # a bias before BatchNorm has a gradient of zero but for rounding: an absolute bound there
+            assert rel(p.grad, pe.grad) < 1e-4 or float((p.grad - pe.grad).abs().max()) < 1e-7, (step, n)
+            p.grad = pe.grad = None
+
+
 def test_compile_default_mode_launches_the_ops_from_cpp(mt, monkeypatch):
     """``torch.compile(mode="default")``, whose graphs launch each op from the host: training steps on fresh data
     equal the eager model's, and once each key is learned the convolutions launch from the C++ extension (no Python
@@ -400,20 +419,7 @@ def test_compile_default_mode_launches_the_ops_from_cpp(mt, monkeypatch):
     torch._dynamo.reset()
     reset_cudagraph_trees()
     torch.manual_seed(0)
-    model = TinyCNN().cuda()
-    mt.convert(model)
-    eager = copy.deepcopy(model)
-    compiled = torch.compile(model, fullgraph=True)
-    for step in range(4):
-        x = torch.randn(8, 3, 16, 16, device="cuda")
-        y, ye = compiled(x), eager(x)
-        y.square().mean().backward()
-        ye.square().mean().backward()
-        assert rel(y, ye) < 1e-4, step
-        for (n, p), pe in zip(model.named_parameters(), eager.parameters()):
-            # a bias before BatchNorm has a gradient of zero but for rounding: an absolute bound there
-            assert rel(p.grad, pe.grad) < 1e-4 or float((p.grad - pe.grad).abs().max()) < 1e-7, (step, n)
-            p.grad = pe.grad = None
+    _train_compiled_like_eager(mt)
     st = mt.stats()
     assert st["ops_cpp"] > 0 and st["ops_autograd_cpp"] >= st["ops_cpp"], st
     torch._dynamo.reset()
@@ -446,20 +452,8 @@ def test_graph_trees_leave_the_other_graphs_on_the_cpp_path(mt, monkeypatch):
     assert _alloc.graph_trees_in_use()
     mod = _fast._ops_module
     assert mod is not None and mod.ops_stats()[3], "the op table is off after the trees ran"
-    model = TinyCNN().cuda()
-    mt.convert(model)
-    eager = copy.deepcopy(model)
-    compiled = torch.compile(model, fullgraph=True)
     before = mt.stats()["ops_cpp"]
-    for step in range(4):
-        x = torch.randn(8, 3, 16, 16, device="cuda")
-        y, ye = compiled(x), eager(x)
-        y.square().mean().backward()
-        ye.square().mean().backward()
-        assert rel(y, ye) < 1e-4, step
-        for (n, p), pe in zip(model.named_parameters(), eager.parameters()):
-            assert rel(p.grad, pe.grad) < 1e-4 or float((p.grad - pe.grad).abs().max()) < 1e-7, (step, n)
-            p.grad = pe.grad = None
+    _train_compiled_like_eager(mt)
     assert mt.stats()["ops_cpp"] > before and mod.ops_stats()[3], mt.stats()
     evaluate(2)
     torch._dynamo.reset()
