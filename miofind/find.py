@@ -607,8 +607,9 @@ def record_failures(db, dev: DeviceInfo, problem, measured, failures, succeeded)
 
 def find(problem: ProblemDescription, **options) -> FindResult:
     """The find of ``miofind.find_solutions`` on a resolved problem and checked mode and options (those of
-    ``_find``), marked as a find for the background work of ``miofind.tiered``, which waits for it."""
-    with tiered.foreground():
+    ``_find``), marked as a find for the background work of ``miofind.tiered``, which waits for it; its reads of
+    the user FindDB share one connection (``fastread.one_connection``)."""
+    with tiered.foreground(), fastread.one_connection():
         return _find(problem, **options)
 
 
@@ -805,12 +806,13 @@ def immediate(problem: ProblemDescription, *, dev: DeviceInfo, db=None, workspac
     fastread.prefetch(db, dev)   # the FindDBs' checks run in a thread while the candidates are found
     cands, failures = candidates(problem, solvers, with_naive=with_naive)
     done = lambda sols, **kw: result(sols, problem=problem, t0=t0, sort_by="time", mode="immediate", **kw)  # noqa: E731
-    settled, (sols, _, layer) = db_answer(db, dev, problem, cands, False, workspace_limit, readonly=True)
-    failures += settled.values()
-    cands = [s for s in cands if s.id not in settled]
-    if sols:
-        return done(sols, source="db", failures=failures, db_layer=layer)
-    return predicted(problem, open_dbs(db, dev, readonly=True), dev, cands, workspace_limit, failures, done)
+    with fastread.one_connection():
+        settled, (sols, _, layer) = db_answer(db, dev, problem, cands, False, workspace_limit, readonly=True)
+        failures += settled.values()
+        cands = [s for s in cands if s.id not in settled]
+        if sols:
+            return done(sols, source="db", failures=failures, db_layer=layer)
+        return predicted(problem, open_dbs(db, dev, readonly=True), dev, cands, workspace_limit, failures, done)
 
 
 def predicted(problem, dbs, dev: DeviceInfo, cands, workspace_limit, failures, done) -> FindResult:

@@ -28,6 +28,7 @@ the file, checks it and reports it, as it does for a file damaged while a proces
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
@@ -41,7 +42,7 @@ from .base import (BUSY_TIMEOUT_MS, OLDEST_READABLE, SCHEMA_VERSION, FindDBError
                    check_schema, columns, decode_rows, default_db_url, normalize_url, readonly_sqlite_query)
 from .system import Overlay, system_db_path
 
-__all__ = ["Unusable", "Reader", "overlay", "plain_sqlite_path", "prefetch", "writable_as_is"]
+__all__ = ["Unusable", "Reader", "one_connection", "overlay", "plain_sqlite_path", "prefetch", "writable_as_is"]
 
 _log = logging.getLogger(__name__)
 # file identity (st_dev, st_ino) -> its schema version once FindDB's checks passed, None where they did
@@ -51,6 +52,8 @@ _system: dict[Path, "Reader"] = {}
 # file identity -> ((path, size, mtime_ns, immutable), the result of _check(path, immutable)) of a prefetch
 _pending: dict[tuple[int, int], tuple[tuple, Future]] = {}
 _lock = threading.Lock()
+# .cons: file identity -> this thread's connection to that file, while one_connection() runs on the thread
+_held = threading.local()
 # a forked child has no prefetch thread: its reads check the files themselves (never wait forever)
 os.register_at_fork(after_in_child=lambda: _pending.clear())
 
@@ -138,9 +141,9 @@ def plain_sqlite_path(url: str) -> Path | None:
 class Reader:
     """One SQLite FindDB file (of schema ``version``, checked) read through ``sqlite3``: FindDB's read
     methods, read-only. An ``immutable`` file (a system DB) keeps one connection for the process; any
-    other opens one per query, as ``readonly_sqlite_query`` says at that moment, and first checks that
-    the file still has the schema version it was checked with (else ``Unusable``, and it is checked
-    again on the next ``overlay``)."""
+    other opens one per query (or one per thread for a ``one_connection()`` scope), as ``readonly_sqlite_query``
+    says at that moment, and first checks that the file still has the schema version it was checked with (else
+    ``Unusable``, and it is checked again on the next ``overlay``)."""
 
     readonly = True
 
@@ -171,17 +174,7 @@ class Reader:
                         params = (*devices, *params)
                     rows = self._con.execute(sql, params).fetchall()
             else:
-                con = self._connect()
-                try:
-                    # the file checked may have been replaced by another at the same inode since
-                    v = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-                    if v is None or str(v[0]) != str(self._version):
-                        _checked.pop(self._ident, None)   # changed (e.g. migrated): checked again next time
-                        raise Unusable(f"FindDB {self._where}: schema version {v and v[0]!r}, not {self._version} "
-                                       "as checked")
-                    rows = con.execute(sql, params).fetchall()
-                finally:
-                    con.close()
+                rows = self._query(sql, params)
         except (sqlite3.Error, FindDBError) as e:
             _checked[self._ident] = None
             if self._immutable:
@@ -205,8 +198,50 @@ class Reader:
                     "SELECT x FROM d WHERE x IS NOT NULL"))
         return self._devices[table]
 
-    def _connect(self) -> sqlite3.Connection:
-        query = readonly_sqlite_query(self.path, immutable=self._immutable)
+    def _query(self, sql: str, params: tuple) -> list[tuple]:
+        """The rows of ``sql`` in a file that is not immutable: on a connection opened for this query, or on this
+        thread's connection to the file while ``one_connection()`` runs (opened at its first query). A connection
+        first checks that the file still has the schema version it was checked with."""
+        held = getattr(_held, "cons", None)
+        got = None if held is None else held.get(self._ident)
+        if got is not None and got[1] is not None and got[1] != _file_state(self.path):
+            # opened ``immutable=1`` (WAL mode, no writer then), and a writer came since: its commits are read on
+            # a new connection, as SQLite reads an immutable file's pages without looking for changes
+            del held[self._ident]
+            got[0].close()
+            got = None
+        if got is None:
+            state = _file_state(self.path)   # before the open: a change after it reopens at the next query
+            query = readonly_sqlite_query(self.path)
+            con = self._connect(query)
+            try:
+                # the file checked may have been replaced by another at the same inode since
+                v = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+                if not v or str(v[0][0]) != str(self._version):
+                    _checked.pop(self._ident, None)   # changed (e.g. migrated): checked again next time
+                    raise Unusable(f"FindDB {self._where}: schema version {v[0][0] if v else None!r}, not "
+                                   f"{self._version} as checked")
+            except BaseException:
+                con.close()
+                raise
+            if held is not None:
+                held[self._ident] = (con, state if "immutable" in query else None)
+        else:
+            con = got[0]
+        try:
+            return con.execute(sql, params).fetchall()
+        except BaseException:
+            if held is not None:
+                held.pop(self._ident, None)
+            con.close()
+            raise
+        finally:
+            if held is None:
+                con.close()
+
+    def _connect(self, query: dict[str, str] | None = None) -> sqlite3.Connection:
+        if query is None:
+            query = readonly_sqlite_query(self.path, immutable=self._immutable)
         check_readable_wal(self.path, query)
         return sqlite3.connect(sqlite_uri(self.path, query), uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
                                check_same_thread=False)
@@ -229,12 +264,8 @@ class Reader:
                         self._con = self._connect()
                     self._solvers = frozenset(r[0] for r in self._con.execute(sql))
                     return self._solvers
-            con = self._connect()
-            try:
-                return frozenset(r[0] for r in con.execute(sql))
-            finally:
-                con.close()
-        except sqlite3.Error as e:
+            return frozenset(r[0] for r in self._query(sql, ()))
+        except (sqlite3.Error, FindDBError) as e:
             raise Unusable(f"FindDB {self._where}: {e}") from None
 
     def lookup_perf(self, device: str | None, problem_key: str, solver_id: str | None = None) -> list[PerfRecord]:
@@ -253,6 +284,35 @@ class Reader:
 
     def __repr__(self) -> str:
         return f"Reader({self._where!r})"
+
+
+def _file_state(path: Path) -> tuple | None:
+    """What changes when a SQLite file is written: its identity, size, times and whether a -wal file is beside it."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, os.path.lexists(f"{path}-wal")
+
+
+@contextlib.contextmanager
+def one_connection():
+    """Within it, this thread's reads of a file that is not immutable (the user FindDB) share one connection to
+    it, opened at the first read and closed at the end, instead of a connection per query: a find reads the
+    user FindDB several times, and a new connection's first query costs 0.3-0.4 ms (it opens the file and
+    parses its schema). Reentrant. Between queries the connection holds no lock and no transaction: writers,
+    in this process or another, go on, and each query sees what was committed before it (a connection opened
+    ``immutable=1`` is opened again once the file or its -wal file changed)."""
+    if getattr(_held, "cons", None) is not None:
+        yield
+        return
+    _held.cons = {}
+    try:
+        yield
+    finally:
+        cons, _held.cons = _held.cons, None
+        for con, _ in cons.values():
+            con.close()
 
 
 def _filter(*conds: tuple[str, str | None]) -> tuple[str, tuple]:

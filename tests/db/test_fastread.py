@@ -203,6 +203,66 @@ def test_a_perf_snapshot_answers_as_its_overlay_from_one_query_per_layer(user_db
         assert isinstance(snap, Overlay) and snap.layers[0][0] == "user"
 
 
+def _count_connects(monkeypatch) -> list:
+    """Each connection a Reader of a file that is not immutable opens is appended (its URI parameters) to the list."""
+    opened, connect = [], fastread.Reader._connect
+
+    def counted(self, query=None):
+        if not self._immutable:
+            opened.append(query)
+        return connect(self, query)
+
+    monkeypatch.setattr(fastread.Reader, "_connect", counted)
+    return opened
+
+
+def test_one_connection_serves_a_scopes_reads_of_the_user_db(user_db, monkeypatch):
+    """Inside ``one_connection()`` the reads of the user DB share one connection, closed at the scope's end, with the
+    records each read gives outside it; outside, each read opens its own."""
+    opened = _count_connects(monkeypatch)
+    want = fastread.overlay(None, DEV, readonly=True)
+    want = (want.user.lookup(DEV.db_name, P.key()), want.user.lookup_perf(DEV.db_name, P.key()),
+            want.user.find_failures(DEV.db_name, P.key()), want.user.solver_ids())
+    assert len(opened) == 4 and all(want[:3])
+    opened.clear()
+    with fastread.one_connection():
+        for _ in range(2):   # a find's overlays: db_answer's, then the reads of a miss
+            user = fastread.overlay(None, DEV, readonly=True).user
+            got = (user.lookup(DEV.db_name, P.key()), user.lookup_perf(DEV.db_name, P.key()),
+                   user.find_failures(DEV.db_name, P.key()), user.solver_ids())
+            assert got == want
+        with fastread.one_connection():   # reentrant: the same connection
+            assert user.lookup(DEV.db_name, P.key()) == want[0]
+        (con, _), = fastread._held.cons.values()
+    assert len(opened) == 1 and fastread._held.cons is None
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        con.execute("SELECT 1")
+
+
+@pytest.mark.parametrize("writer_open", [False, True], ids=["writer-closed", "writer-open"])
+def test_one_connection_reads_what_a_writer_committed_meanwhile(user_db, monkeypatch, writer_open):
+    """A record stored by another connection between two reads of a scope is in the second read: with the writer
+    still open (its -wal file beside the file) and with it closed (checkpointed into the file, the -wal file gone,
+    as the first read found it)."""
+    opened = _count_connects(monkeypatch)
+    new = dataclasses.replace(user_records()[0], problem_key="other-problem")
+    with fastread.one_connection():
+        user = fastread.overlay(None, DEV, readonly=True).user
+        assert user.lookup(DEV.db_name, "other-problem") == [] and user.lookup(DEV.db_name, P.key())
+        d = FindDB(str(user_db))
+        try:
+            d.store([new])
+            if not writer_open:
+                d.close()
+            got = user.lookup(DEV.db_name, "other-problem")
+            assert [(r.solver_id, r.time_ms) for r in got] == [(new.solver_id, new.time_ms)]
+            assert user.lookup(DEV.db_name, P.key())
+        finally:
+            d.close()
+    # the first connection opened immutable (WAL mode, no writer): the write made the second
+    assert opened[0].get("immutable") == "1" and len(opened) == 2
+
+
 class _Counted:
     """A FindDB layer whose ``lookup_perf`` calls are recorded in ``asked``; the rest as the layer's."""
 
