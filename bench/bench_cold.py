@@ -216,7 +216,8 @@ TIMELINE = [
                                      "Harness.verify_output", "timed_runs")] + [
     ("miofind.verify", n) for n in ("random_array", "to_float64", "poison", "errors_of")] + [
     ("miofind.db.fastread", n) for n in ("Reader._rows", "Reader._connect")] + [
-    ("miofind.invokers", "build_invoker")]
+    ("miofind.invokers", "build_invoker"), ("miofind.cublas", "handle"), ("miofind.generic", "_copy_stream"),
+    ("miofind.harness", "Harness.shared")]
 
 
 def _timeline_wrap(events: list) -> None:

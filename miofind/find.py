@@ -1013,16 +1013,55 @@ def _timed_reference(problem):
     return reference_invoker_for(problem), (time.perf_counter() - t0) * 1e3
 
 
-def prepare_all(problem, todo, *, verify=True, threads=8, times=None, memo=None, first_runs=True):
-    """Compile every (solver, config) of ``todo`` in parallel threads, and the reference when
-    verifying; returns ([(ConvSolution, invoker) or (Failure, None)], reference invoker). With a
-    ``times`` dict, fills ``times["candidates"]`` with each item's wall time in ms (they overlap) and,
-    when verifying, ``times["reference_compile_ms"]``. ``first_runs``: the ``first_run_loads`` solvers'
+PREPARE_THREADS = 8
+_prepare_pool: ThreadPoolExecutor | None = None
+_PREPARE_POOL_LOCK = threading.Lock()
+
+
+def _preparers() -> ThreadPoolExecutor:
+    """The preparation threads, kept for the process: a thread's library state (its cuBLAS handle, made at a GEMM
+    candidate's first run) then serves every later find, where fresh threads made one per find and never freed it.
+    Their tasks submit nothing to this pool, so callers in several threads (a find, the background specialisation,
+    a tuner) share it without waiting on each other's tasks."""
+    global _prepare_pool
+    with _PREPARE_POOL_LOCK:
+        if _prepare_pool is None:
+            _prepare_pool = ThreadPoolExecutor(max_workers=PREPARE_THREADS, thread_name_prefix="miofind-prepare")
+        return _prepare_pool
+
+
+def _caller_device():
+    """The caller's current CUDA device, or None where there is none (no GPU: nothing is compiled then)."""
+    try:
+        from .device import runtime
+
+        return runtime().getDevice()
+    except Exception:       # noqa: BLE001 - no CUDA, no device: the tasks report their own errors
+        return None
+
+
+def _on_device(dev, fn, *args, **kw):
+    """``fn(*args, **kw)`` in a kept preparation thread, on the caller's device ``dev``."""
+    if dev is not None:
+        from .device import runtime
+
+        rt = runtime()
+        if rt.getDevice() != dev:
+            rt.setDevice(dev)
+    return fn(*args, **kw)
+
+
+def prepare_all(problem, todo, *, verify=True, times=None, memo=None, first_runs=True):
+    """Compile every (solver, config) of ``todo`` in parallel threads (``_preparers``, on the caller's
+    device), and the reference when verifying; returns ([(ConvSolution, invoker) or (Failure, None)],
+    reference invoker). With a ``times`` dict, fills ``times["candidates"]`` with each item's wall time in ms (they
+    overlap) and, when verifying, ``times["reference_compile_ms"]``. ``first_runs``: the ``first_run_loads`` solvers'
     invokers run once on scratch buffers in their thread (a find's; a tuner's batch of configs does not)."""
-    with ThreadPoolExecutor(max_workers=max(1, min(threads, len(todo) + 1))) as ex:
-        ref_future = ex.submit(_timed_reference, problem) if verify else None
-        prepared = list(ex.map(lambda sc: _prepare(problem, *sc, memo=memo, first_runs=first_runs), todo))
-        ref, ref_ms = ref_future.result() if ref_future else (None, 0.0)
+    ex, dev = _preparers(), _caller_device()
+    ref_future = ex.submit(_on_device, dev, _timed_reference, problem) if verify else None
+    futures = [ex.submit(_on_device, dev, _prepare, problem, *sc, memo=memo, first_runs=first_runs) for sc in todo]
+    prepared = [f.result() for f in futures]
+    ref, ref_ms = ref_future.result() if ref_future else (None, 0.0)
     if times is not None:
         times["candidates"] = [ms for _, _, ms in prepared]
         if verify:
