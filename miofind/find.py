@@ -938,15 +938,12 @@ def isolate_candidates(problem, todo, prepared, isolate) -> None:
             prepared[i] = (f, None)
 
 
-def _prepare(problem, solver, config=None, memo=None, first_runs=True, may_defer=False):
+def _prepare(problem, solver, config=None, memo=None, first_runs=True):
     """(Solution + compiled invoker, or a Failure and None, and the wall time in ms). Runs in a
     worker thread. ``memo``: the find's ``tiered.Solutions``; ``first_runs``: run a ``first_run_loads``
-    solver's invoker once (``first_run``); ``may_defer``: (None, None, ms) where ``tiered.deferrable`` says the
-    candidate would wait for NVRTC, nothing prepared (the find decides whether its solver is deferred)."""
+    solver's invoker once (``first_run``)."""
     stage = "solution"
     t0 = time.perf_counter()
-    if may_defer and tiered.deferrable(problem, solver, config, memo=memo):
-        return None, None, (time.perf_counter() - t0) * 1e3
     try:
         sol = (memo or tiered.Solutions()).specialised(problem, solver, config)
         stage = "compile"
@@ -1054,18 +1051,15 @@ def _on_device(dev, fn, *args, **kw):
     return fn(*args, **kw)
 
 
-def prepare_all(problem, todo, *, verify=True, times=None, memo=None, first_runs=True, may_defer=frozenset()):
+def prepare_all(problem, todo, *, verify=True, times=None, memo=None, first_runs=True):
     """Compile every (solver, config) of ``todo`` in parallel threads (``_preparers``, on the caller's
     device), and the reference when verifying; returns ([(ConvSolution, invoker) or (Failure, None)],
     reference invoker). With a ``times`` dict, fills ``times["candidates"]`` with each item's wall time in ms (they
     overlap) and, when verifying, ``times["reference_compile_ms"]``. ``first_runs``: the ``first_run_loads`` solvers'
-    invokers run once on scratch buffers in their thread (a find's; a tuner's batch of configs does not). The items
-    of the solvers named in ``may_defer`` are first checked with ``tiered.deferrable`` in their thread: one that
-    would wait for NVRTC is not prepared and comes back as (None, None)."""
+    invokers run once on scratch buffers in their thread (a find's; a tuner's batch of configs does not)."""
     ex, dev = _preparers(), _caller_device()
     ref_future = ex.submit(_on_device, dev, _timed_reference, problem) if verify else None
-    futures = [ex.submit(_on_device, dev, _prepare, problem, *sc, memo=memo, first_runs=first_runs,
-                         may_defer=bool(may_defer) and sc[0].id in may_defer) for sc in todo]
+    futures = [ex.submit(_on_device, dev, _prepare, problem, *sc, memo=memo, first_runs=first_runs) for sc in todo]
     prepared = [f.result() for f in futures]
     ref, ref_ms = ref_future.result() if ref_future else (None, 0.0)
     if times is not None:
@@ -1075,37 +1069,16 @@ def prepare_all(problem, todo, *, verify=True, times=None, memo=None, first_runs
     return [(sol, inv) for sol, inv, _ in prepared], ref
 
 
-def deferred_solvers(todo, would_wait) -> dict:
+def defer_candidates(problem, todo, isolate=frozenset(), *, memo=None) -> dict:
     """{solver id: (solver, [configs])} of the solvers in ``todo`` ([(solver, config)]) a find leaves to the
-    background: those whose every config ``would_wait`` (a bool per item: ``tiered.deferrable``, as
-    ``prepare_all``'s ``may_defer`` checks it), as long as another solver is measured at once; {} otherwise."""
+    background (``tiered.deferrable`` for every config of the solver, not checked in a child process),
+    as long as another solver is measured at once; {} otherwise."""
     by_solver: dict[str, tuple] = {}
-    waits: dict[str, bool] = {}
-    for (s, cfg), w in zip(todo, would_wait, strict=True):
+    for s, cfg in todo:
         by_solver.setdefault(s.id, (s, []))[1].append(cfg)
-        waits[s.id] = waits.get(s.id, True) and bool(w)
-    out = {sid: sc for sid, sc in by_solver.items() if waits[sid]}
+    out = {sid: (s, cfgs) for sid, (s, cfgs) in by_solver.items()
+           if sid not in isolate and all(tiered.deferrable(problem, s, c, memo=memo) for c in cfgs)}
     return out if len(out) < len(by_solver) else {}
-
-
-def _defer(problem, todo, prepared, deferred: dict, failures: list, times: dict, memo, first_runs):
-    """A find's deferral from ``prepare_all``'s ``may_defer`` answers: the solvers ``deferred_solvers`` picks go into
-    ``deferred`` and ``failures`` (stage ``deferred``); the other items that would have waited are prepared now. Returns
-    the (todo, prepared) left to measure, with ``times["candidates"]`` kept in step."""
-    ctimes = list(times.get("candidates") or [0.0] * len(todo))
-    now = deferred_solvers(todo, [sol is None for sol, _ in prepared])
-    deferred.update(now)
-    for sid, (_, cfgs) in now.items():
-        failures += [Failure(sid, "deferred", DEFERRED_REASON, config=cfg) for cfg in cfgs]
-    late = [i for i, (sol, _) in enumerate(prepared) if sol is None and todo[i][0].id not in now]
-    if late:    # a solver with a config that needs no compile wait, or no other solver to measure: measured now
-        again, _ = prepare_all(problem, [todo[i] for i in late], verify=False, times=times, memo=memo,
-                               first_runs=first_runs)
-        for i, item, ms in zip(late, again, times["candidates"]):
-            prepared[i], ctimes[i] = item, ctimes[i] + ms
-    keep = [i for i, (s, _) in enumerate(todo) if s.id not in now]
-    times["candidates"] = [ctimes[i] for i in keep]
-    return [todo[i] for i in keep], [prepared[i] for i in keep]
 
 
 def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, configs=None, budget_ms=None,
@@ -1121,7 +1094,7 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
     solution is such a cut one is returned with ``Solution.cut`` set and also listed among the
     failures with stage ``cut`` (the config as listed, the figures in its reason), which
     ``find`` records in place of a FindDB record. ``timing``, a dict, receives the breakdown:
-    ``compile_ms`` (wall time of the parallel compilation and deferral check, ``reference_compile_ms`` its reference
+    ``compile_ms`` (wall time of the parallel compilation, ``reference_compile_ms`` its reference
     part), ``isolate_ms``, ``reference_ms`` (computing the float64 reference: its GPU time when it
     overlapped the candidates' preparation, with ``reference_wait_ms`` the host time then still spent
     waiting for it; 0 with ``reference_shared`` when a live harness of the problem had it), ``prefetch_wait_ms`` (the
@@ -1135,7 +1108,7 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
     (solver, config), its compile, verify and timing wall times, timed runs, median and whether it was
     cut.
 
-    With a ``deferred`` dict, the solvers ``deferred_solvers`` picks are not measured: they are listed among
+    With a ``deferred`` dict, the solvers ``defer_candidates`` picks are not measured: they are listed among
     the failures with stage ``deferred`` and put in that dict for ``tiered.after_find``."""
     failures: list[Failure] = []
     ws_skipped = False
@@ -1173,22 +1146,19 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
         by_solver[s.id] = (time.perf_counter() - ts) * 1e3
     todo += [(s, cfg) for s in cands if s.id in listed for cfg in listed[s.id]]
     memo = tiered.Solutions()     # the solutions the deferral check makes, reused by the preparation
-    # the deferral check (not for solvers checked in a child process first, nor with one solver only) runs in each
-    # candidate's preparation thread, so the candidates measured at once are prepared beside it, not after it
-    may_defer = frozenset(s.id for s, _ in todo if s.id not in isolate) if deferred is not None else frozenset()
-    if len({s.id for s, _ in todo}) < 2:
-        may_defer = frozenset()
+    if deferred is not None:
+        now = defer_candidates(problem, todo, isolate, memo=memo)
+        deferred.update(now)
+        for sid, (s, cfgs) in now.items():
+            failures += [Failure(sid, "deferred", DEFERRED_REASON, config=cfg) for cfg in cfgs]
+        todo = [(s, cfg) for s, cfg in todo if s.id not in now]
+        timing["deferred"] = len(now)
 
     t0 = time.perf_counter()
     timing["configs_ms"] = (t0 - tc) * 1e3
     # no first runs where candidates are checked in a child process first: a first run would run them here before it
     prepared, ref_prepared = prepare_all(problem, todo, verify=verify and h is None, times=compile_times, memo=memo,
-                                         first_runs=not isolate, may_defer=may_defer)
-    if deferred is not None:
-        n = len(deferred)
-        if may_defer:
-            todo, prepared = _defer(problem, todo, prepared, deferred, failures, compile_times, memo, not isolate)
-        timing["deferred"] = len(deferred) - n
+                                         first_runs=not isolate)
     t1 = time.perf_counter()
     timing["compile_ms"] = (t1 - t0) * 1e3
     timing["reference_compile_ms"] = compile_times.get("reference_compile_ms", 0.0)

@@ -194,7 +194,7 @@ def random_array(shape, dt: str, rng, scale: float = 1.0):
         return f32_to_bf16_bits(f)
     from .tensors import numpy_dtype
 
-    return f.astype(numpy_dtype(dt), copy=False)     # FP32: the array itself, no copy kernel
+    return f.astype(numpy_dtype(dt))
 
 
 def f32_to_bf16_bits(f):

@@ -5,7 +5,7 @@ from miofind import find
 
 
 def _fake(monkeypatch, seen):
-    def prepare(problem, solver, config=None, memo=None, first_runs=True, may_defer=False):
+    def prepare(problem, solver, config=None, memo=None, first_runs=True):
         seen.append(threading.current_thread())
         return ("sol", config), ("inv", config), 0.0
 

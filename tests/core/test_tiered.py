@@ -309,61 +309,17 @@ def test_only_a_solver_that_would_wait_for_nvrtc_is_deferrable(fakes, monkeypatc
     assert not tiered.deferrable(PH, hop, None, mode="background")
 
 
-def test_deferred_solvers_keeps_one_solver_measured_at_once():
+def test_defer_candidates_keeps_one_solver_measured_at_once(monkeypatch):
     import miofind.find as find
 
     hop, igemm = get_solver("ConvImplicitGemmHopperFwd"), get_solver("ConvImplicitGemmFwd")
+    monkeypatch.setattr(tiered, "deferrable", lambda p, s, c, mode=None, memo=None: s is hop or c == "uncompiled")
     todo = [(igemm, None), (hop, None), (hop, {"BM": 128})]
-    assert find.deferred_solvers(todo, [False, True, True]) == {hop.id: (hop, [None, {"BM": 128}])}
-    assert find.deferred_solvers([(hop, None)], [True]) == {}                          # nothing else to measure
-    assert find.deferred_solvers(todo, [True, True, True]) == {}
+    assert find.defer_candidates(PH, todo) == {hop.id: (hop, [None, {"BM": 128}])}
+    assert find.defer_candidates(PH, todo, isolate=frozenset({hop.id})) == {}     # checked in a child: now
+    assert find.defer_candidates(PH, [(hop, None)]) == {}                          # nothing else to measure
     # a solver is deferred with all of its configs or not at all
-    assert find.deferred_solvers([(igemm, None), (igemm, "uncompiled"), (hop, None)], [True, False, True]) == \
-        {hop.id: (hop, [None])}
-    assert find.deferred_solvers(todo, [False, True, False]) == {}
-
-
-def test_the_deferral_check_runs_in_the_preparation_threads(monkeypatch):
-    """``prepare_all(may_defer=...)`` checks ``tiered.deferrable`` in each candidate's thread and prepares only what
-    would not wait; ``_defer`` then defers whole solvers (never one checked in a child process: not in may_defer) and
-    prepares the rest of what waited."""
-    import threading
-
-    import miofind.find as find
-
-    hop, igemm = get_solver("ConvImplicitGemmHopperFwd"), get_solver("ConvImplicitGemmFwd")
-    asked, built = [], []
-
-    def deferrable(p, s, c, mode=None, memo=None):
-        asked.append((s.id, c, threading.current_thread().name))
-        return s is hop or c == "uncompiled"
-
-    def prepare(p, s, c, sol, mode=None, memo=None):
-        built.append((s.id, c))
-        return ("sol", s.id, c), ("inv", s.id, c)
-
-    monkeypatch.setattr(tiered, "deferrable", deferrable)
-    monkeypatch.setattr(tiered, "prepare", prepare)
-    monkeypatch.setattr(tiered.Solutions, "specialised", lambda self, p, s, c: None)
-    monkeypatch.setattr(find, "_caller_device", lambda: None)
-    todo = [(igemm, None), (igemm, "uncompiled"), (hop, None), (hop, {"BM": 128})]
-    times = {}
-    prepared, _ = find.prepare_all(PH, todo, verify=False, times=times, may_defer=frozenset({hop.id, igemm.id}))
-    assert [sol is None for sol, _ in prepared] == [False, True, True, True]
-    assert sorted(built) == [(igemm.id, None)] and len(times["candidates"]) == 4
-    assert all(t.startswith("miofind-prepare") for *_, t in asked) and len(asked) == 4
-    deferred, failures = {}, []
-    left, ready = find._defer(PH, todo, prepared, deferred, failures, times, None, True)
-    assert deferred == {hop.id: (hop, [None, {"BM": 128}])}
-    assert [(f.solver_id, f.stage, f.config) for f in failures] == [(hop.id, "deferred", None),
-                                                                      (hop.id, "deferred", {"BM": 128})]
-    # igemm's uncompiled config is prepared now, beside the one that was ready: the solver is measured whole
-    assert left == todo[:2] and [sol for sol, _ in ready] == [("sol", igemm.id, None), ("sol", igemm.id, "uncompiled")]
-    assert len(times["candidates"]) == 2
-    # a solver checked in a child process first is never asked, so never deferred
-    asked.clear()
-    prepared, _ = find.prepare_all(PH, todo, verify=False, may_defer=frozenset({igemm.id}))
-    assert {s for s, *_ in asked} == {igemm.id} and [sol is None for sol, _ in prepared] == [False, True, False, False]
+    assert find.defer_candidates(PH, [(igemm, None), (igemm, "uncompiled"), (hop, None)]) == {hop.id: (hop, [None])}
 
 
 def test_a_deferred_solver_stores_its_fastest_verified_config_and_tells_listeners(fakes):
