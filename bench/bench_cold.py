@@ -217,7 +217,9 @@ TIMELINE = [
     ("miofind.verify", n) for n in ("random_array", "to_float64", "poison", "errors_of")] + [
     ("miofind.db.fastread", n) for n in ("Reader._rows", "Reader._connect")] + [
     ("miofind.invokers", "build_invoker"), ("miofind.cublas", "handle"), ("miofind.generic", "_copy_stream"),
-    ("miofind.harness", "Harness.shared")]
+    ("miofind.harness", "Harness.shared")] + [
+    ("miofind.solvers.cudnn_base", n) for n in ("plan_graph", "PlanGraph.build", "first_plans", "first_runs",
+                                                "prefetch_wait", "NativePlan.__init__", "NativePlan.run")]
 
 
 def _timeline_wrap(events: list) -> None:
