@@ -7,10 +7,10 @@ R=/tmp/r; rm -rf $R
 source scripts/device-env
 el() { echo $(( $(date +%s) - T0 )); }
 save() { tar czf $OUT/r.tgz --exclude='*.sqlite' -C /tmp r; }
-export CUPY_CACHE_DIR=/tmp/cupyd MIOFIND_KERNEL_CACHE=/tmp/kcd MIOFIND_DB=sqlite:////tmp/probe.sqlite
+export CUPY_CACHE_DIR=/tmp/cupyd MIOFIND_KERNEL_CACHE=/tmp/kcd 
 for i in 1 2 3 4 5 6; do
   if [ $((i % 2)) = 0 ]; then order="parallel serial"; else order="serial parallel"; fi
-  for h in $order; do timeout 120 python3 bench/results/session-dec02a/load_probe.py $h >> $R/probe.jsonl 2>> $R/probe.err; done
+  for h in $order; do MIOFIND_DB=sqlite:////tmp/probe_${i}_$h.sqlite timeout 120 python3 bench/results/session-dec02a/load_probe.py $h >> $R/probe.jsonl 2>> $R/probe.err; done
   echo "round $i $(el) s"
 done
 cat $R/probe.jsonl; gzip -f $R/probe.err; save; echo "all $(el) s"
