@@ -551,25 +551,6 @@ def _prefetch_wait(problem) -> float:
     return mod.prefetch_wait(problem) if mod is not None else 0.0
 
 
-def _prefetch_running(problem) -> bool:
-    """``cudnn_base.prefetch_running`` where that module is loaded (else no thread can run)."""
-    mod = sys.modules.get("miofind.solvers.cudnn_base")
-    return mod is not None and mod.prefetch_running(problem)
-
-
-def measure_order(problem, todo) -> tuple[list[int], bool]:
-    """The order ``benchmark`` measures ``todo`` ([(solver, config)]) in, as indices, and whether cuDNN's candidates
-    were put last: in the order given, unless the cuDNN prefetch thread of ``problem`` is still running its plans'
-    first runs (``cudnn_base.prefetch_running``) and an own candidate is listed beside a cuDNN one; then the own
-    candidates come first, in their order, and cuDNN's after them, so that the own candidates are verified and timed
-    while CUDA loads cuDNN's kernel modules, and only cuDNN's wait for the thread."""
-    order = list(range(len(todo)))
-    fams = [s.family == "cudnn" for s, _ in todo]
-    if not (any(fams) and not all(fams) and _prefetch_running(problem)):
-        return order, False
-    return sorted(order, key=lambda i: fams[i]), True
-
-
 def settled_failures(dbs, dev: DeviceInfo, problem, cands, marks: bool = True) -> dict[str, Failure]:
     """{solver id: Failure} of the candidates a find need not measure again: their latest find failed
     under their current trust key and this CUDA major version, for every config a find would measure
@@ -1117,8 +1098,7 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
     part), ``isolate_ms``, ``reference_ms`` (computing the float64 reference: its GPU time when it
     overlapped the candidates' preparation, with ``reference_wait_ms`` the host time then still spent
     waiting for it; 0 with ``reference_shared`` when a live harness of the problem had it), ``prefetch_wait_ms`` (the
-    wait for a cuDNN prefetch thread's first runs of its plans, MIOFIND_CUDNN_PREFETCH=load), ``cudnn_last``
-    (whether the own candidates were measured first while that thread still ran: ``measure_order``),
+    wait for a cuDNN prefetch thread's first runs of its plans, MIOFIND_CUDNN_PREFETCH=load),
     ``setup_ms`` (the harness: inputs made and the reference queued), ``configs_ms`` (listing each
     candidate's workspace and configs: cuDNN builds its plans there; ``configs_by_solver`` each solver's
     part), ``verify_ms``, ``timing_ms``
@@ -1189,11 +1169,8 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
     if h is None:
         h, fresh = Harness.shared(problem, verify=verify, seed=seed, reference_invoker=ref_prepared)
     h.ready()
-    # MIOFIND_CUDNN_PREFETCH=load: the thread's first runs of the cuDNN plans end before cuDNN's candidates are timed,
-    # and before anything is timed unless the own candidates go first (measure_order)
-    order, cudnn_last = measure_order(problem, todo)   # cudnn_last: until cuDNN's first candidate waits
-    timing["cudnn_last"] = cudnn_last
-    timing["prefetch_wait_ms"] = 0.0 if cudnn_last else _prefetch_wait(problem)
+    # MIOFIND_CUDNN_PREFETCH=load: the thread's first runs of the cuDNN plans end before anything is timed
+    timing["prefetch_wait_ms"] = _prefetch_wait(problem)
     timing["reference_ms"] = h.reference_ms if fresh else 0.0
     timing["reference_wait_ms"] = h.reference_wait_ms if fresh else 0.0
     timing["reference_shared"] = not fresh
@@ -1204,11 +1181,7 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
     best_ms = math.inf
     solver_best: dict[str, float] = {}    # each solver's best fully timed median so far
     cuts_since: dict[str, int] = {}       # each solver's configs cut in a row since its last fully timed one
-    for i in order:
-        (s, cfg), (sol, inv) = todo[i], prepared[i]
-        if cudnn_last and s.family == "cudnn":
-            timing["prefetch_wait_ms"] = _prefetch_wait(problem)
-            cudnn_last = False
+    for i, ((s, cfg), (sol, inv)) in enumerate(zip(todo, prepared)):
         if isinstance(sol, Failure):
             failures.append(sol)
             continue

@@ -1177,19 +1177,10 @@ def first_runs(problem: ProblemDescription, device: int, names) -> int:
     return len(plans)
 
 
-def prefetch_running(problem: ProblemDescription) -> bool:
-    """Whether the thread ``prefetch`` started for ``problem`` still runs (no find has waited for it yet)."""
-    if not _prefetching:
-        return False
-    with _LOCK:
-        t = _prefetching.get((_device_id(), problem.as_conv()))
-    return t is not None and t.is_alive()
-
-
 def prefetch_wait(problem: ProblemDescription, timeout: float = 10.0) -> float:
     """Wait for the thread ``prefetch`` started for ``problem`` (its plans' first runs on the GPU: a find waits
-    before it times cuDNN's plans, and before it times anything unless it measures its own candidates first,
-    ``find.measure_order``); the milliseconds waited, 0.0 where none was started or it ended already."""
+    before it times anything, so that they do not overlap its timed runs); the milliseconds waited, 0.0 where none
+    was started or it ended already."""
     import time
     if not _prefetching:
         return 0.0

@@ -387,49 +387,6 @@ def test_the_reference_is_queued_before_the_candidates_are_prepared(fake, monkey
     assert events == [("prepare", 1, True), ("isolate",), ("harness", True), ("ready",), ("measure",)]
 
 
-@pytest.mark.parametrize("running", [True, False])
-def test_own_candidates_are_measured_first_while_the_cudnn_prefetch_runs(fake, monkeypatch, running):
-    """While the cuDNN prefetch thread still runs its plans' first runs (CUDA loading cuDNN's modules), the own
-    candidates are measured first, in their order, and the wait for the thread comes just before cuDNN's first
-    candidate; once it has ended, the expected order stands and the (empty) wait comes before anything is timed."""
-    from types import SimpleNamespace
-
-    events = []
-    own = find.candidates(P)[0][:2]
-    cud = SimpleNamespace(id="ConvCudnnFwd", algorithm="cudnn", family="cudnn")
-    cands = [own[0], cud, own[1]]
-
-    class H(_FakeHarness):
-        def measure(self, inv, *a, **k):
-            events.append(inv[0])
-            return Measurement(1.0, 1.0, 1.0, 1e-7, runs=10)
-
-    def wait(problem):
-        events.append("wait")
-        return 4.0 if running else 0.0
-
-    monkeypatch.setattr(find, "Harness", H)
-    monkeypatch.setattr(find, "prepare_all", lambda problem, todo, **k: _prepare_configs(problem, todo))
-    monkeypatch.setattr(find, "_prefetch_running", lambda problem: running)
-    monkeypatch.setattr(find, "_prefetch_wait", wait)
-    timing: dict = {}
-    sols, failures, _ = find.benchmark(P, cands, None, True, 3, 10, None, configs=lambda s: [None, "b"][:1 + (s is cud)],
-                                       cut_factor=3.0, timing=timing)
-    if running:
-        assert events == [own[0].id, own[1].id, "wait", cud.id, cud.id], events
-        assert timing["cudnn_last"] and timing["prefetch_wait_ms"] == 4.0
-    else:
-        assert events == ["wait", own[0].id, cud.id, cud.id, own[1].id], events
-        assert not timing["cudnn_last"] and timing["prefetch_wait_ms"] == 0.0
-    assert {s.solver_id for s in sols} == {own[0].id, own[1].id, cud.id} and not failures
-    assert [c["solver_id"] for c in timing["candidates"]] == [e for e in events if e != "wait"]
-    # cuDNN alone, or own candidates alone: nothing to put first, the order stays
-    monkeypatch.setattr(find, "_prefetch_running", lambda problem: True)
-    assert find.measure_order(P, [(cud, None), (cud, "b")]) == ([0, 1], False)
-    assert find.measure_order(P, [(own[1], None), (own[0], None)]) == ([0, 1], False)
-    assert find.measure_order(P, [(cud, None), (own[1], None), (cud, "b"), (own[0], None)]) == ([1, 3, 0, 2], True)
-
-
 def _miss_events(monkeypatch) -> list:
     """What a miss does, in order: "preload" (SQLAlchemy's import started), "open" (``open_dbs``), "measure",
     "store" (records written through ``fastwrite``)."""

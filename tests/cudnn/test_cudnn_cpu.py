@@ -1077,11 +1077,9 @@ def test_prefetch_lists_and_builds_in_a_thread(how, fake, monkeypatch):
         assert t is None and not cudnn_base._graphs
         return
     assert t.is_alive() or how != "load"
-    if how == "load":       # held in its first runs: a find measures its own candidates first (find.measure_order)
-        assert cudnn_base.prefetch_running(p) and not cudnn_base.prefetch_running(P("F", n=2, c=8, k=8, in_size=(6, 6)))
     go.set()
     assert cudnn_base.prefetch_wait(p) >= 0.0 and not t.is_alive()
-    assert cudnn_base.prefetch_wait(p) == 0.0 and not cudnn_base.prefetch_running(p)     # waited for once
+    assert cudnn_base.prefetch_wait(p) == 0.0                     # waited for once
     g = cudnn_base._graphs[(0, p.as_conv())]
     assert g.listed == "backend" and [pl.name for pl in g.plans] == ["eng1", "eng6", "eng7"]
     assert made == (["eng1", "eng6"] if how in ("build", "load") else []) and not FAKE.graphs
