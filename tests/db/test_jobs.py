@@ -172,6 +172,20 @@ def clock(monkeypatch):
     return now
 
 
+_STALL = threading.Lock()     # held by _StallingTuner from its clock jump to the thief's claim
+
+
+def _renewing_after_the_steal(monkeypatch):
+    """JobQueue.renew waits while a _StallingTuner jumps the clock and steals: a renewal between the two (the lease
+    expired by the clock, not yet claimed) would keep the job, a race that a loaded machine's timing can win."""
+    renew = JobQueue.renew
+
+    def after(self, *a, **k):
+        with _STALL:
+            return renew(self, *a, **k)
+    monkeypatch.setattr(JobQueue, "renew", after)
+
+
 class _StallingTuner(_FakeTuner):
     """Stalls (SIGSTOP, say) for ``stall`` seconds of the queue's clock mid-tune; ``thief`` then
     claims the job if it is free, and ``wait`` real seconds pass before the tune returns."""
@@ -182,9 +196,9 @@ class _StallingTuner(_FakeTuner):
         self.stolen = None
 
     def tune_problem(self, p):
-        self.clock[0] += self.stall
-        if self.thief:
-            with FindDB(self.url) as d:
+        with FindDB(self.url) as d, _STALL:     # a renewal (``_renewing_after_the_steal``) waits for the steal
+            self.clock[0] += self.stall
+            if self.thief:
                 self.stolen = JobQueue(d).claim("thief", "dev", lease_s=600)
         time.sleep(self.wait)
         if self.fail:
@@ -210,8 +224,9 @@ def test_a_stalled_worker_does_not_count_a_job_it_lost(any_url, clock, fail):
         assert q.complete(tuner.stolen) and q.counts()["done"] == 1
 
 
-def test_the_renewing_thread_reports_a_lease_lost_while_working(any_url, clock):
+def test_the_renewing_thread_reports_a_lease_lost_while_working(any_url, clock, monkeypatch):
     _one_job(any_url)
+    _renewing_after_the_steal(monkeypatch)
     events = []
     # the lease (0.3 s) is renewed every 0.1 s of real time; the job is taken over mid-tune
     tuner = _StallingTuner(any_url, clock, stall=700, wait=0.5)
