@@ -208,7 +208,7 @@ TIMELINE = [
     ("miofind.find", n) for n in (
         "candidates", "db_answer", "prefetch_solvers", "_fast_reads", "prefetch_cudnn", "recorded_times",
         "expected_order", "predicted_losers", "to_isolate", "benchmark", "prepare_all", "_prepare", "first_run",
-        "Deferral.hold", "find_configs", "store_solutions", "record_failures", "mark_deferred", "store_dbs",
+        "defer_candidates", "find_configs", "store_solutions", "record_failures", "mark_deferred", "store_dbs",
         "tuned_config", "settled_failures", "_timed_reference")] + [
     ("miofind.tiered", n) for n in ("Solutions.specialised", "prepare", "deferrable", "after_find")] + [
     ("miofind.compile", n) for n in ("compile_kernel", "cached_cubin", "is_compiled", "_load", "nvrtc_compile")] + [

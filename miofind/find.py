@@ -1053,9 +1053,8 @@ def _on_device(dev, fn, *args, **kw):
 
 def prepare_all(problem, todo, *, verify=True, times=None, memo=None, first_runs=True):
     """Compile every (solver, config) of ``todo`` in parallel threads (``_preparers``, on the caller's
-    device), and the reference when verifying; returns ([(ConvSolution, invoker) or (Failure, None)] in ``todo``'s
-    order, reference invoker). ``todo`` is iterated once, each item submitted as it comes: a generator's own work
-    between its items (a find's listing, ``benchmark``) overlaps the preparation of those before. With a ``times`` dict, fills ``times["candidates"]`` with each item's wall time in ms (they
+    device), and the reference when verifying; returns ([(ConvSolution, invoker) or (Failure, None)],
+    reference invoker). With a ``times`` dict, fills ``times["candidates"]`` with each item's wall time in ms (they
     overlap) and, when verifying, ``times["reference_compile_ms"]``. ``first_runs``: the ``first_run_loads`` solvers'
     invokers run once on scratch buffers in their thread (a find's; a tuner's batch of configs does not)."""
     ex, dev = _preparers(), _caller_device()
@@ -1070,28 +1069,16 @@ def prepare_all(problem, todo, *, verify=True, times=None, memo=None, first_runs
     return [(sol, inv) for sol, inv, _ in prepared], ref
 
 
-class Deferral:
-    """A find's choice of the solvers it leaves to the background, made solver by solver as it lists them: ``hold``
-    holds back a solver all of whose configs are ``tiered.deferrable`` (and that is not checked in a child process);
-    the others are measured at once. ``deferred()`` ends it: the held solvers, {solver id: (solver, [configs])}, as long
-    as another solver is measured at once; {} otherwise (then every solver is measured at once)."""
-
-    def __init__(self, problem, isolate=frozenset(), *, memo=None) -> None:
-        self.problem, self.isolate, self.memo = problem, isolate, memo
-        self.held: dict[str, tuple] = {}
-        self.at_once = 0
-
-    def hold(self, solver, configs) -> bool:
-        """Whether ``solver``, listed with ``configs`` (at least one), is held back; else it counts as measured at once."""
-        if solver.id not in self.isolate and all(tiered.deferrable(self.problem, solver, c, memo=self.memo)
-                                                 for c in configs):
-            self.held[solver.id] = (solver, list(configs))
-            return True
-        self.at_once += 1
-        return False
-
-    def deferred(self) -> dict:
-        return self.held if self.at_once else {}
+def defer_candidates(problem, todo, isolate=frozenset(), *, memo=None) -> dict:
+    """{solver id: (solver, [configs])} of the solvers in ``todo`` ([(solver, config)]) a find leaves to the
+    background (``tiered.deferrable`` for every config of the solver, not checked in a child process),
+    as long as another solver is measured at once; {} otherwise."""
+    by_solver: dict[str, tuple] = {}
+    for s, cfg in todo:
+        by_solver.setdefault(s.id, (s, []))[1].append(cfg)
+    out = {sid: (s, cfgs) for sid, (s, cfgs) in by_solver.items()
+           if sid not in isolate and all(tiered.deferrable(problem, s, c, memo=memo) for c in cfgs)}
+    return out if len(out) < len(by_solver) else {}
 
 
 def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, configs=None, budget_ms=None,
@@ -1107,25 +1094,25 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
     solution is such a cut one is returned with ``Solution.cut`` set and also listed among the
     failures with stage ``cut`` (the config as listed, the figures in its reason), which
     ``find`` records in place of a FindDB record. ``timing``, a dict, receives the breakdown:
-    ``compile_ms`` (the wall time of the parallel preparation after the listing ended: a candidate's preparation
-    starts as soon as it is listed and not held back, ``Deferral``; ``reference_compile_ms`` the reference's
+    ``compile_ms`` (wall time of the parallel compilation, ``reference_compile_ms`` its reference
     part), ``isolate_ms``, ``reference_ms`` (computing the float64 reference: its GPU time when it
     overlapped the candidates' preparation, with ``reference_wait_ms`` the host time then still spent
     waiting for it; 0 with ``reference_shared`` when a live harness of the problem had it), ``prefetch_wait_ms`` (the
     wait for a cuDNN prefetch thread's first runs of its plans, MIOFIND_CUDNN_PREFETCH=load),
     ``setup_ms`` (the harness: inputs made and the reference queued), ``configs_ms`` (listing each
-    candidate's workspace and configs, and the deferral checks: cuDNN builds its plans there; ``configs_by_solver``
-    each solver's listing), ``verify_ms``, ``timing_ms``
+    candidate's workspace and configs: cuDNN builds its plans there; ``configs_by_solver`` each solver's
+    part), ``verify_ms``, ``timing_ms``
     (sums over the candidates), ``measure_ms`` (their measurements' wall time, of which verify and timing
     are parts), ``configs_stopped`` (configs not measured: their solver had a fully
     timed config and then CONFIG_STOP_AFTER_CUTS cut ones in a row) and ``candidates``: per measured
     (solver, config), its compile, verify and timing wall times, timed runs, median and whether it was
     cut.
 
-    With a ``deferred`` dict, the solvers ``Deferral`` holds back are not measured: they are listed among
+    With a ``deferred`` dict, the solvers ``defer_candidates`` picks are not measured: they are listed among
     the failures with stage ``deferred`` and put in that dict for ``tiered.after_find``."""
     failures: list[Failure] = []
     ws_skipped = False
+    todo = []
     timing = {} if timing is None else timing
     compile_times: dict = {}
     h = None
@@ -1140,63 +1127,41 @@ def benchmark(problem, cands, workspace_limit, verify, warmup, iters, seed, conf
         h, fresh = Harness.shared(problem, verify=verify, seed=seed, reference_invoker=ref_inv, wait=False)
     tc = time.perf_counter()
     timing["setup_ms"] = (tc - t_setup) * 1e3
+    listed: dict[str, list] = {}
     by_solver = timing["configs_by_solver"] = {}
-    memo = tiered.Solutions()     # the solutions the deferral check makes, reused by the preparation
-    deferral = Deferral(problem, isolate, memo=memo) if deferred is not None else None
-    listed: list = []             # (solver, config) in the order they go to the preparation
-    t_listed = [tc]
-
-    def listing():
-        # each solver's configs, and its preparation started as soon as it is known to be measured at once (the items
-        # yielded here), so that it overlaps the listing and the deferral checks of the solvers after it; cuDNN's
-        # configs last: a find's thread may still be listing its plans (find.prefetch_cudnn)
-        nonlocal ws_skipped
-        for s in sorted(cands, key=lambda s: s.family == "cudnn"):
-            ts = time.perf_counter()
-            # asked only under a limit: cuDNN's workspace of its default plan lists the heuristics' plans
-            if workspace_limit is not None:
-                ws = s.workspace_bytes(problem)
-                if ws > workspace_limit:
-                    failures.append(Failure(s.id, "workspace", f"needs {ws} bytes of workspace, limit {workspace_limit}"))
-                    ws_skipped = True
-                    continue
-            try:
-                cfgs = configs(s) if configs is not None else list(s.find_configs(problem))
-            except Exception as e:
-                failures.append(Failure(s.id, "solution", describe(e)))
-                cfgs = []
-            by_solver[s.id] = (time.perf_counter() - ts) * 1e3
-            if not cfgs or (deferral is not None and deferral.hold(s, cfgs)):
+    # cuDNN's configs last: a find's thread may still be listing its plans (find.prefetch_cudnn)
+    for s in sorted(cands, key=lambda s: s.family == "cudnn"):
+        ts = time.perf_counter()
+        # asked only under a limit: cuDNN's workspace of its default plan lists the heuristics' plans
+        if workspace_limit is not None:
+            ws = s.workspace_bytes(problem)
+            if ws > workspace_limit:
+                failures.append(Failure(s.id, "workspace", f"needs {ws} bytes of workspace, limit {workspace_limit}"))
+                ws_skipped = True
                 continue
-            for cfg in cfgs:
-                listed.append((s, cfg))
-                yield s, cfg
-        if deferral is not None and not deferral.deferred():    # every solver held: all are measured at once
-            for s, cfgs in deferral.held.values():
-                for cfg in cfgs:
-                    listed.append((s, cfg))
-                    yield s, cfg
-        t_listed[0] = time.perf_counter()
-
-    # no first runs where candidates are checked in a child process first: a first run would run them here before it
-    prepared, ref_prepared = prepare_all(problem, listing(), verify=verify and h is None, times=compile_times,
-                                         memo=memo, first_runs=not isolate)
-    t1 = time.perf_counter()
-    timing["configs_ms"] = (t_listed[0] - tc) * 1e3
-    timing["compile_ms"] = (t1 - t_listed[0]) * 1e3
-    timing["reference_compile_ms"] = compile_times.get("reference_compile_ms", 0.0)
-    if deferral is not None:
-        now = deferral.deferred()
+        try:
+            listed[s.id] = configs(s) if configs is not None else list(s.find_configs(problem))
+        except Exception as e:
+            failures.append(Failure(s.id, "solution", describe(e)))
+        by_solver[s.id] = (time.perf_counter() - ts) * 1e3
+    todo += [(s, cfg) for s in cands if s.id in listed for cfg in listed[s.id]]
+    memo = tiered.Solutions()     # the solutions the deferral check makes, reused by the preparation
+    if deferred is not None:
+        now = defer_candidates(problem, todo, isolate, memo=memo)
         deferred.update(now)
         for sid, (s, cfgs) in now.items():
             failures += [Failure(sid, "deferred", DEFERRED_REASON, config=cfg) for cfg in cfgs]
+        todo = [(s, cfg) for s, cfg in todo if s.id not in now]
         timing["deferred"] = len(now)
-    # measured in the order of ``cands`` (likely winners first), each solver's configs as listed
-    rank = {s.id: i for i, s in enumerate(cands)}
-    perm = sorted(range(len(listed)), key=lambda j: rank[listed[j][0].id])
-    todo, prepared = [listed[j] for j in perm], [prepared[j] for j in perm]
-    if len(compile_times.get("candidates") or []) == len(perm):
-        compile_times["candidates"] = [compile_times["candidates"][j] for j in perm]
+
+    t0 = time.perf_counter()
+    timing["configs_ms"] = (t0 - tc) * 1e3
+    # no first runs where candidates are checked in a child process first: a first run would run them here before it
+    prepared, ref_prepared = prepare_all(problem, todo, verify=verify and h is None, times=compile_times, memo=memo,
+                                         first_runs=not isolate)
+    t1 = time.perf_counter()
+    timing["compile_ms"] = (t1 - t0) * 1e3
+    timing["reference_compile_ms"] = compile_times.get("reference_compile_ms", 0.0)
     if isolate:
         isolate_candidates(problem, todo, prepared, isolate)
     t2 = time.perf_counter()

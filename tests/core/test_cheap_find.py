@@ -368,7 +368,6 @@ def test_the_reference_is_queued_before_the_candidates_are_prepared(fake, monkey
             return Measurement(1.0, 1.0, 1.0, 1e-7, runs=10)
 
     def prepare(problem, todo, verify=True, times=None, **k):
-        todo = list(todo)
         events.append(("prepare", len(todo), verify))
         if times is not None and verify:
             times["reference_compile_ms"] = 0.25
@@ -386,51 +385,6 @@ def test_the_reference_is_queued_before_the_candidates_are_prepared(fake, monkey
     find.benchmark(P, [s0], None, True, 3, 10, None, configs=lambda s: [None], isolate=frozenset({s0.id}),
                    timing=timing)
     assert events == [("prepare", 1, True), ("isolate",), ("harness", True), ("ready",), ("measure",)]
-
-
-def test_a_candidate_is_prepared_as_soon_as_it_is_listed_and_measured_in_expected_order(fake, monkeypatch):
-    """The preparation of a solver measured at once starts before the solvers after it are listed (cuDNN's last,
-    whose listing may wait for its prefetch thread), a held-back one only once the listing ends; the candidates
-    are still measured in ``cands`` order (likely winners first), each solver's configs as listed."""
-    from miofind import tiered
-
-    times, order, _, _ = fake
-    cs = find.candidates(P)[0][:3]
-    cudnn = type("CudnnLike", (), {"id": "ConvCudnnFwd", "family": "cudnn", "algorithm": "cudnn"})()
-    events = []
-
-    def configs(s):
-        events.append(("list", s.id))
-        return ["a", "b"] if s is cs[1] else [None]
-
-    def prepare(problem, todo, verify=True, times=None, **k):
-        out = []
-        for s, c in todo:
-            events.append(("prepare", s.id, c))
-            out.append((type("S", (), {"workspace_bytes": 0, "config": c})(), (s.id, c)))
-        return out, None
-
-    held = cs[2].id
-    monkeypatch.setattr(tiered, "deferrable", lambda p, s, c, mode=None, memo=None: s.id == held)
-    monkeypatch.setattr(find, "prepare_all", prepare)
-    deferred: dict = {}
-    timing: dict = {}
-    cands = [cudnn, cs[2], cs[1], cs[0]]
-    sols, failures, _ = find.benchmark(P, cands, None, True, 3, 10, None, configs=configs, timing=timing,
-                                       deferred=deferred)
-    assert events == [("list", cs[2].id), ("list", cs[1].id), ("prepare", cs[1].id, "a"), ("prepare", cs[1].id, "b"),
-                      ("list", cs[0].id), ("prepare", cs[0].id, None), ("list", cudnn.id),
-                      ("prepare", cudnn.id, None)]
-    assert order == [(cudnn.id, None), (cs[1].id, "a"), (cs[1].id, "b"), (cs[0].id, None)]
-    assert list(deferred) == [held] and [(f.solver_id, f.stage) for f in failures] == [(held, "deferred")]
-    assert timing["deferred"] == 1 and timing["configs_ms"] >= 0 and timing["compile_ms"] >= 0
-    # every solver held back: none is deferred, and all are prepared after the listing
-    events.clear(), order.clear(), deferred.clear()
-    monkeypatch.setattr(tiered, "deferrable", lambda p, s, c, mode=None, memo=None: True)
-    find.benchmark(P, [cs[1], cs[0]], None, True, 3, 10, None, configs=configs, deferred=deferred)
-    assert events == [("list", cs[1].id), ("list", cs[0].id), ("prepare", cs[1].id, "a"), ("prepare", cs[1].id, "b"),
-                      ("prepare", cs[0].id, None)]
-    assert order == [(cs[1].id, "a"), (cs[1].id, "b"), (cs[0].id, None)] and deferred == {}
 
 
 def _miss_events(monkeypatch) -> list:

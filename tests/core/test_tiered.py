@@ -309,23 +309,17 @@ def test_only_a_solver_that_would_wait_for_nvrtc_is_deferrable(fakes, monkeypatc
     assert not tiered.deferrable(PH, hop, None, mode="background")
 
 
-def test_deferral_keeps_one_solver_measured_at_once(monkeypatch):
+def test_defer_candidates_keeps_one_solver_measured_at_once(monkeypatch):
     import miofind.find as find
 
     hop, igemm = get_solver("ConvImplicitGemmHopperFwd"), get_solver("ConvImplicitGemmFwd")
     monkeypatch.setattr(tiered, "deferrable", lambda p, s, c, mode=None, memo=None: s is hop or c == "uncompiled")
-
-    def choice(listed, isolate=frozenset()):
-        d = find.Deferral(PH, isolate)
-        return [d.hold(s, cfgs) for s, cfgs in listed], d.deferred()
-
-    assert choice([(igemm, [None]), (hop, [None, {"BM": 128}])]) == \
-        ([False, True], {hop.id: (hop, [None, {"BM": 128}])})
-    assert choice([(igemm, [None]), (hop, [None])], isolate=frozenset({hop.id})) == ([False, False], {})  # in a child
-    assert choice([(hop, [None])]) == ([True], {})                                   # nothing else to measure
+    todo = [(igemm, None), (hop, None), (hop, {"BM": 128})]
+    assert find.defer_candidates(PH, todo) == {hop.id: (hop, [None, {"BM": 128}])}
+    assert find.defer_candidates(PH, todo, isolate=frozenset({hop.id})) == {}     # checked in a child: now
+    assert find.defer_candidates(PH, [(hop, None)]) == {}                          # nothing else to measure
     # a solver is deferred with all of its configs or not at all
-    assert choice([(igemm, [None, "uncompiled"]), (hop, [None])]) == ([False, True], {hop.id: (hop, [None])})
-    assert choice([(hop, [None]), (igemm, ["uncompiled"])]) == ([True, True], {})
+    assert find.defer_candidates(PH, [(igemm, None), (igemm, "uncompiled"), (hop, None)]) == {hop.id: (hop, [None])}
 
 
 def test_a_deferred_solver_stores_its_fastest_verified_config_and_tells_listeners(fakes):
