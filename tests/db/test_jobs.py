@@ -196,10 +196,11 @@ class _StallingTuner(_FakeTuner):
         self.stolen = None
 
     def tune_problem(self, p):
-        with FindDB(self.url) as d, _STALL:     # a renewal (``_renewing_after_the_steal``) waits for the steal
+        with _STALL:     # a renewal (``_renewing_after_the_steal``) waits for the steal
             self.clock[0] += self.stall
             if self.thief:
-                self.stolen = JobQueue(d).claim("thief", "dev", lease_s=600)
+                with FindDB(self.url) as d:
+                    self.stolen = JobQueue(d).claim("thief", "dev", lease_s=600)
         time.sleep(self.wait)
         if self.fail:
             return ProblemOutcome(p.key(), "failed", error="no solution")
