@@ -10,7 +10,14 @@ each phase to its synchronize. Backends:
 - ``miofind-nopreload``: the same with ``MIOFIND_TORCH_PRELOAD=0`` (nothing imported in the background after
   ``convert``);
 - ``miofind-nobridge``: ``miofind`` with ``MIOFIND_LT_BRIDGE=0`` (cuBLASLt-backed picks wait for cuBLASLt's set-up
-  instead of running on the bridge GEMM meanwhile: ``miofind.lt_bridge``).
+  instead of running on the bridge GEMM meanwhile: ``miofind.lt_bridge``);
+- ``null``: every convolution computes nothing (``step_host_floor.null_convert``: one Python autograd Function per
+  call, uninitialised outputs and gradients). No convolution library is set up or asked anything: what is left is
+  PyTorch's own first step around the convolutions, a lower bound for any convolution provider's first step.
+
+``--steady N`` then times N more steps in the same process, each to its synchronize (after ``bench_models.settle``
+on miofind's side: its background builds in, as a long run has them), and reports their median and the first step
+over it: issue 17's "first iteration <= 1.5x a steady-state step". The null side's ratio is PyTorch's own.
 
 ``--setup-ms N`` waits N ms between the set-up (model, ``convert``, optimizer, inputs) and the step, as a script's
 own set-up would (a data loader's first batch, a checkpoint): ``convert``'s background preload runs meanwhile.
@@ -23,7 +30,7 @@ the prepare (``choose_ms``), the solution's first call (``first_call_ms``), and 
 (``python -X importtime``, summed over the top-level modules imported between the step's start and end).
 
     python bench/first_step.py --out DIR [--model resnet50] [--configs train32-fp32,train32-amp]
-        [--backends heuristic,miofind] [--rounds 3] [--prewarm] [--setup-ms 0]
+        [--backends heuristic,miofind,null] [--rounds 3] [--prewarm] [--setup-ms 0] [--steady 0]
 """
 
 from __future__ import annotations
@@ -109,7 +116,7 @@ def _instrument():
     return rec, calls, tot
 
 
-def _child(model_name: str, config: str, backend: str, prewarm: bool, setup_ms: float = 0.0) -> None:
+def _child(model_name: str, config: str, backend: str, prewarm: bool, setup_ms: float = 0.0, steady: int = 0) -> None:
     import bench_models as bm
     torch = bm._torch()
     import torch.nn.functional as F
@@ -120,7 +127,12 @@ def _child(model_name: str, config: str, backend: str, prewarm: bool, setup_ms: 
     if prewarm:
         _prewarm(torch)
     side = "miofind" if backend.startswith("miofind") else backend      # prepare: benchmark mode for "cudnn" only
-    model = bm.prepare(bm.build(model_name), train, amp, side)
+    if side == "null":
+        from step_host_floor import null_convert
+        model = bm.prepare(bm.build(model_name), train, amp, "heuristic")
+        swapped = null_convert(model)
+    else:
+        model = bm.prepare(bm.build(model_name), train, amp, side)
     xs, ys = bm.inputs(model_name, batch, amp, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     inst = _instrument() if side == "miofind" else None
@@ -142,6 +154,25 @@ def _child(model_name: str, config: str, backend: str, prewarm: bool, setup_ms: 
     t3 = time.perf_counter()
     print(MARK_END, file=sys.stderr, flush=True)
     out = {"first_s": t3 - t0, "forward_s": t1 - t0, "backward_s": t2 - t1, "optimizer_s": t3 - t2}
+    if side == "null":
+        out["null_swapped"] = swapped
+    if steady:
+        if side == "miofind":
+            out["settle_s"] = bm.settle(900)
+        times = []
+        for i in range(steady + 3):     # 3 untimed: a second step still makes the backward plans
+            torch.cuda.synchronize()
+            ts = time.perf_counter()
+            opt.zero_grad(set_to_none=True)
+            with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+                loss = F.cross_entropy(model(xs[0]), ys[0])
+            loss.backward()
+            opt.step()
+            torch.cuda.synchronize()
+            if i >= 3:
+                times.append(time.perf_counter() - ts)
+        out["steady_s"] = statistics.median(times)
+        out["first_over_steady"] = out["first_s"] / out["steady_s"]
     if inst is not None:
         import miofind.torch as mt
         rec, calls, tot = inst
@@ -167,9 +198,10 @@ def _imports(stderr: str) -> dict:
     return got
 
 
-def run_one(model: str, config: str, backend: str, prewarm: bool, env: dict, setup_ms: float = 0.0) -> dict:
+def run_one(model: str, config: str, backend: str, prewarm: bool, env: dict, setup_ms: float = 0.0,
+            steady: int = 0) -> dict:
     cmd = [sys.executable, "-X", "importtime", os.path.abspath(__file__), "--child", model, config, backend,
-           "--setup-ms", str(setup_ms)]
+           "--setup-ms", str(setup_ms), "--steady", str(steady)]
     if prewarm:
         cmd.append("--prewarm")
     with tempfile.TemporaryDirectory() as d:    # a new, empty user DB above the shipped one, every process
@@ -190,6 +222,9 @@ def run_one(model: str, config: str, backend: str, prewarm: bool, env: dict, set
 def summary(runs: list[dict]) -> dict:
     med = lambda k: statistics.median(r[k] for r in runs)      # noqa: E731
     s = {k: med(k) for k in ("first_s", "forward_s", "backward_s", "optimizer_s")}
+    if all("steady_s" in r for r in runs):
+        s["steady_s"] = med("steady_s")
+        s["first_over_steady"] = med("first_over_steady")
     s["imports_ms"] = statistics.median(sum(r["imports_ms"].values()) for r in runs)
     if "problems" in runs[0]:
         by = collections.defaultdict(list)      # per solver: median over runs of the summed choose / first-call ms
@@ -215,15 +250,18 @@ def summary(runs: list[dict]) -> dict:
 def markdown(res: dict, cmd: str) -> str:
     out = ["# First training step in a fresh process, phase by phase", "", f"`{cmd}`", "",
            "| model | config | backend | prewarm | first step s | forward | backward | optimizer | imports in step ms "
-           "| miofind: choices (lookup + prepare) ms | of which lookup ms | first calls ms | runs |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+           "| miofind: choices (lookup + prepare) ms | of which lookup ms | first calls ms | runs | steady step ms "
+           "| first / steady |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for key, row in res.items():
         s = row["summary"]
         f = lambda v: "" if v is None else f"{v:.3f}"       # noqa: E731
         out.append(f"| {row['model']} | {row['config']} | {row['backend']} | {row['prewarm']} | {f(s['first_s'])} | "
                    f"{f(s['forward_s'])} | {f(s['backward_s'])} | {f(s['optimizer_s'])} | {s['imports_ms']:.1f} | "
                    f"{s.get('choose_ms', 0):.1f} | {s.get('totals', {}).get('find_ms', 0):.1f} | "
-                   f"{s.get('first_call_ms', 0):.1f} | {len(row['runs'])} |")
+                   f"{s.get('first_call_ms', 0):.1f} | {len(row['runs'])} | "
+                   f"{'' if 'steady_s' not in s else format(s['steady_s'] * 1e3, '.2f')} | "
+                   f"{'' if 'first_over_steady' not in s else format(s['first_over_steady'], '.1f') + 'x'} |")
     for key, row in res.items():
         s = row["summary"]
         if "per_solver" not in s:
@@ -258,10 +296,12 @@ def main(argv=None) -> int:
     ap.add_argument("--both", action="store_true", help="with and without --prewarm, alternating")
     ap.add_argument("--setup-ms", type=float, default=0.0,
                     help="wait this long between the set-up and the step (a script's own set-up after convert)")
+    ap.add_argument("--steady", type=int, default=0,
+                    help="then time this many steps in the same process: the first step over their median")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        _child(*args.child, args.prewarm, args.setup_ms)
+        _child(*args.child, args.prewarm, args.setup_ms, args.steady)
         return 0
     if not args.out:
         ap.error("--out is required")
@@ -277,9 +317,11 @@ def main(argv=None) -> int:
                     row = res.setdefault(key, {"model": args.model, "config": config, "backend": backend,
                                                "prewarm": pw, "runs": []})
                     t = time.perf_counter()
-                    one = run_one(args.model, config, backend, pw, env, args.setup_ms)
+                    one = run_one(args.model, config, backend, pw, env, args.setup_ms, args.steady)
                     row["runs"].append(one)
-                    print(f"round {r} {key}: first step {one['first_s']:.3f} s (process {time.perf_counter() - t:.1f} s)"
+                    steady = f", steady {one['steady_s'] * 1e3:.2f} ms" if "steady_s" in one else ""
+                    print(f"round {r} {key}: first step {one['first_s']:.3f} s{steady} (process "
+                          f"{time.perf_counter() - t:.1f} s)"
                           + (f", stats {one['stats']}" if "stats" in one else ""), flush=True)
                     with open(os.path.join(args.out, "first_step.json"), "w") as fh:
                         json.dump(res, fh, indent=1)

@@ -68,3 +68,15 @@ def test_a_heuristic_run_has_no_miofind_columns(fs):
     md = fs.markdown({"m/c/heuristic/cold": {"model": "m", "config": "c", "backend": "heuristic", "prewarm": False,
                                              "runs": [run], "summary": s}}, "cmd")
     assert "| m | c | heuristic | False | 0.500 |" in md and "per solver" not in md
+
+
+def test_steady_steps_give_the_first_step_over_their_median(fs):
+    runs = [{"first_s": f, "forward_s": f / 2, "backward_s": f / 3, "optimizer_s": 0.01, "imports_ms": {},
+             "steady_s": st, "first_over_steady": f / st} for f, st in ((0.6, 0.030), (0.9, 0.025), (0.7, 0.035))]
+    s = fs.summary(runs)
+    assert s["steady_s"] == 0.030 and s["first_over_steady"] == pytest.approx(20.0)    # per run 20, 36, 20
+    md = fs.markdown({"m/c/null/cold": {"model": "m", "config": "c", "backend": "null", "prewarm": False,
+                                        "runs": runs, "summary": s}}, "cmd")
+    assert md.rstrip().splitlines()[-1].endswith("| 3 | 30.00 | 20.0x |")
+    s = fs.summary(runs[:2] + [{k: v for k, v in runs[2].items() if k not in ("steady_s", "first_over_steady")}])
+    assert "steady_s" not in s      # a run without steady steps: no ratio from the others alone
