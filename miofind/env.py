@@ -18,6 +18,7 @@ from pathlib import Path
 __all__ = ["VARIABLES", "EnvVar", "FIND_MODES", "FindEnforce", "find_mode", "find_enforce", "user_db_url",
            "system_db", "log_level", "kernel_cache_dir", "cudnn_plans", "cudnn_execute", "import_key", "isolate",
            "with_naive", "lt_bridge", "native", "cut_factor", "DEFAULT_CUT_FACTOR", "predict_defer", "DEFAULT_PREDICT_DEFER",
+           "predict_keep", "DEFAULT_PREDICT_KEEP",
            "specialize", "reference", "child_env", "QUIET"]
 
 FIND_MODES = ("normal", "fast", "hybrid", "dynamic_hybrid", "benchmark")
@@ -123,6 +124,11 @@ VARIABLES: tuple[EnvVar, ...] = (
            "cost more than their measurement, from 1.3 where that is lower): they are measured once no find "
            "runs, stored, and replace the answer in miofind.torch where faster (`miofind.tiered`)",
            "a number of at least 1 (default 2), or 0 to measure every candidate at once", ""),
+    EnvVar("MIOFIND_PREDICT_KEEP", "how many of a miss's candidates a find measures at once where the learned cost "
+           "model covers the problem and them: cuDNN's always, and the own solvers it predicts fastest up to this many "
+           "candidates in all (at least one own solver); the others, as MIOFIND_PREDICT_DEFER's, are measured in the "
+           "background once no find runs, stored, and replace the answer in miofind.torch where faster",
+           "an integer of at least 2 (default 3), or 0 to measure every candidate the model does not defer", ""),
     EnvVar("MIOFIND_FIND_TIMING", "what a find's and the tuner's timing measures (`miofind.harness.timed_runs`)",
            "device (default: the GPU's time of each call; the timed runs go in sets back to back behind a short spin "
            "kernel that holds the GPU while the host enqueues them, so that the CUDA events between them do not count "
@@ -196,6 +202,7 @@ VARIABLES: tuple[EnvVar, ...] = (
 
 DEFAULT_CUT_FACTOR = 3.0
 DEFAULT_PREDICT_DEFER = 2.0
+DEFAULT_PREDICT_KEEP = 3
 
 
 def child_env() -> dict[str, str]:
@@ -565,6 +572,14 @@ def compile_nice() -> int:
 def cut_factor() -> float:
     """``MIOFIND_CUT_FACTOR``: the early-stop factor of a find (``DEFAULT_CUT_FACTOR`` when unset; 0: off)."""
     return _factor("MIOFIND_CUT_FACTOR", DEFAULT_CUT_FACTOR, "no early stop")
+
+
+def predict_keep() -> int:
+    """``MIOFIND_PREDICT_KEEP``: how many candidates a find on a miss measures at once where the cost model ranks them
+    (``DEFAULT_PREDICT_KEEP`` when unset; 0: no such limit)."""
+    def ok(v: float) -> bool:
+        return v < float("inf") and v == int(v) and (v == 0 or v >= 2)
+    return int(_number("MIOFIND_PREDICT_KEEP", DEFAULT_PREDICT_KEEP, ok, "an integer of at least 2, or 0 (no limit)"))
 
 
 def predict_defer() -> float:

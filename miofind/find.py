@@ -265,32 +265,52 @@ def predicted_losers(problem: ProblemDescription, dbs, dev: DeviceInfo, cands: l
     being). {} where ``factor`` is 0, there is no such model, it does not cover the problem and two candidates, or
     ``recorded`` (``recorded_times``) is None or holds a time of a candidate (measured times order such a find, not
     predictions). CPU only."""
-    if not factor or len(cands) < 2 or recorded is None:
-        return {}
+    return predicted_deferrals(problem, dbs, dev, cands, factor, 0, recorded)[0]
+
+
+def predicted_deferrals(problem: ProblemDescription, dbs, dev: DeviceInfo, cands: list[Solver], factor: float,
+                        keep: int, recorded: dict[str, float] | None) -> tuple[dict[str, float], dict[str, tuple]]:
+    """(``predicted_losers``' dict, the surplus): with ``keep`` (MIOFIND_PREDICT_KEEP; 0: none), the surplus is
+    {solver id: (its place among the candidates the model ranks, how many it ranks, predicted time / the fastest)} of
+    the own (not cuDNN) candidates left after the losers beyond the ``keep`` the model predicts fastest, counting every
+    cuDNN candidate among those kept (always measured: the reference a find must never lose to) and keeping at least
+    one own candidate. Neither holds a candidate the model was not trained on. One prediction serves both. CPU only."""
+    if not (factor or keep) or len(cands) < 2 or recorded is None:
+        return {}, {}
     path = getattr(getattr(dbs, "system", None), "path", None)
     if path is None:
-        return {}
+        return {}, {}
     from .costmodel import default_config, model_for_db
 
     ids = {s.id for s in cands}
     try:
         model = model_for_db(path)
         if model is None or ids & recorded.keys():
-            return {}
+            return {}, {}
         cands = [s for s in cands if model.supports(problem, (s.id,))]
         if len(cands) < 2:
-            return {}
+            return {}, {}
         by_default = model.config_basis == "default"
         asked = [(s, default_config(s, problem) if by_default or not s.tunable
                   else tuned_config(dbs, dev, problem, s) or default_config(s, problem)) for s in cands]
         times = model.predict_ms(problem, asked, dev.sm_count)
     except Exception as e:      # noqa: BLE001  a hint: without it every candidate is measured now
         log.debug("find %s: no prediction to defer by (%s: %s)", problem.key(), type(e).__name__, e)
-        return {}
+        return {}, {}
     best = min(times)
     if not best > 0:
-        return {}
-    return {s.id: t / best for s, t in zip(cands, times) if t >= defer_factor(s, factor) * best}
+        return {}, {}
+    losers = {s.id: t / best for s, t in zip(cands, times)
+              if factor and t >= defer_factor(s, factor) * best}
+    surplus: dict[str, tuple] = {}
+    if keep:
+        ranked = sorted(((t, i, s) for i, (s, t) in enumerate(zip(cands, times))), key=lambda x: x[:2])
+        left = [(t, s) for t, _, s in ranked if s.id not in losers]
+        own = [(t, s) for t, s in left if s.family != "cudnn"]
+        room = max(keep - (len(left) - len(own)), 1)
+        place = {s.id: i + 1 for i, (_, _, s) in enumerate(ranked)}
+        surplus = {s.id: (place[s.id], len(ranked), t / best) for t, s in own[room:]}
+    return losers, surplus
 
 
 def defer_factor(solver: Solver, factor: float) -> float:
@@ -299,6 +319,10 @@ def defer_factor(solver: Solver, factor: float) -> float:
     return min(factor, solver.defer_factor) if solver.defer_factor else factor
 
 
+SURPLUS_REASON = ("ranked {place} of {ranked} by the cost model (predicted {ratio:.2f}x the fastest candidate): a find "
+                  "measures at most {keep} candidates at once, cuDNN's among them (MIOFIND_PREDICT_KEEP={keep}); "
+                  "measured in the background once no find runs, then stored in the user FindDB; "
+                  "MIOFIND_PREDICT_KEEP=0 or defer=False measures it now")
 PREDICTED_REASON = ("predicted {ratio:.1f}x slower than the fastest candidate by the cost model (deferred from "
                     "{factor:g}x: MIOFIND_PREDICT_DEFER={env:g}{own}): measured in the background once no find runs, "
                     "then stored in the user FindDB; MIOFIND_PREDICT_DEFER=0 or defer=False measures it now")
@@ -710,8 +734,8 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
     later = {} if limited else None
     if later is not None:
         # candidates the cost model predicts clearly slower are measured in the background (as deferred ones)
-        factor = env.predict_defer()
-        losers = predicted_losers(problem, reads, dev, cands, factor, recorded)
+        factor, keep = env.predict_defer(), env.predict_keep()
+        losers, surplus = predicted_deferrals(problem, reads, dev, cands, factor, keep, recorded)
         for s in cands:
             if s.id in losers:
                 deferred[s.id] = deferral(reads, dev, problem, s)
@@ -719,8 +743,14 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
                 failures.append(Failure(s.id, "deferred", PREDICTED_REASON.format(
                     ratio=losers[s.id], factor=own, env=factor, own=", the solver's own lower factor" if own < factor
                     else "")))
-        cands = [s for s in cands if s.id not in losers]
+            elif s.id in surplus:
+                deferred[s.id] = deferral(reads, dev, problem, s)
+                place, ranked, ratio = surplus[s.id]
+                failures.append(Failure(s.id, "deferred", SURPLUS_REASON.format(
+                    place=place, ranked=ranked, ratio=ratio, keep=keep)))
+        cands = [s for s in cands if s.id not in losers and s.id not in surplus]
         timing["predicted_deferred"] = len(losers)
+        timing["surplus_deferred"] = len(surplus)
 
     def configs(s):
         limit = s.configs_now if later is not None else None

@@ -6,6 +6,7 @@ measurements are faked; test_harness.py runs the real run loop on faked CUDA eve
 from __future__ import annotations
 
 import gc
+import re
 
 import pytest
 
@@ -547,9 +548,11 @@ def test_a_find_leaves_predicted_losers_to_the_background(fake, tmp_path, monkey
     """A miss measures the candidates the model does not predict at least MIOFIND_PREDICT_DEFER x slower than its
     fastest; the others are listed as deferred, with the predicted ratio, and go to ``tiered.after_find`` as
     deferred solvers, their configs listed there (a callable; a PerfDB-tuned config as a list). Off with the
-    variable at 0, ``defer=False``, ``store=False`` or MIOFIND_SPECIALIZE=sync."""
+    variable at 0, ``defer=False``, ``store=False`` or MIOFIND_SPECIALIZE=sync. (MIOFIND_PREDICT_KEEP off: the
+    limit on how many are measured at once has its own test below.)"""
     from miofind import tiered
 
+    monkeypatch.setenv("MIOFIND_PREDICT_KEEP", "0")
     times, order, _, _ = fake
     cands = find.candidates(P)[0]
     slow = cands[-1]
@@ -576,3 +579,78 @@ def test_a_find_leaves_predicted_losers_to_the_background(fake, tmp_path, monkey
     monkeypatch.setenv("MIOFIND_PREDICT_DEFER", "0.5")
     with pytest.raises(ValueError, match=r"^MIOFIND_PREDICT_DEFER='0.5': expected a number of at least 1, or 0"):
         api.find_solutions(P, mode="benchmark", cut_factor=0)
+
+
+def test_predicted_surplus_keeps_cudnn_and_the_own_solvers_predicted_fastest(fake, tmp_path, monkeypatch):
+    """MIOFIND_PREDICT_KEEP: after the losers, the own candidates beyond the ``keep`` predicted fastest (cuDNN's
+    counted among them, always kept; at least one own solver kept) are the surplus, each with its place among the
+    ranked candidates, how many were ranked and its predicted ratio to the fastest; never a solver the model was
+    not trained on; nothing at 0."""
+    from miofind.db.handles import open_dbs
+
+    cands = find.candidates(P)[0][:5]
+    assert len(cands) == 5
+    t = dict(zip((s.id for s in cands), (1.0, 1.2, 1.1, 1.5, 3.0)))
+    model = _StubModel(t)
+    _system_with_model(monkeypatch, tmp_path, model)
+    dbs = open_dbs(None, DEV)
+    rec = find.recorded_times(P, dbs, DEV)
+    ids = [s.id for s in cands]
+
+    def split(keep, factor=2.0):
+        return find.predicted_deferrals(P, dbs, DEV, cands, factor, keep, rec)
+
+    losers, surplus = split(3)
+    assert losers == {ids[4]: 3.0}                                    # the factor's loser is not surplus too
+    assert surplus == {ids[3]: (4, 5, 1.5)}                           # kept: 1.0, 1.1, 1.2 (ids 0, 2, 1)
+    assert split(0) == ({ids[4]: 3.0}, {})                           # off
+    assert split(3, factor=0) == ({}, {ids[3]: (4, 5, 1.5), ids[4]: (5, 5, 3.0)})
+    assert split(2)[1] == {ids[1]: (3, 5, 1.2), ids[3]: (4, 5, 1.5)}
+    # cuDNN's candidates are always measured and take their places among the kept
+    monkeypatch.setattr(type(cands[3]), "family", "cudnn")
+    assert split(3)[1] == {ids[1]: (3, 5, 1.2)}                      # kept: 0, 2 and cuDNN's (1.5)
+    monkeypatch.setattr(type(cands[1]), "family", "cudnn")
+    assert split(3)[1] == {ids[2]: (2, 5, 1.1)}                      # two cuDNN: one own, the fastest
+    assert split(2)[1] == {ids[2]: (2, 5, 1.1)}                      # at least one own solver
+    monkeypatch.undo()
+    _system_with_model(monkeypatch, tmp_path, model)
+    # a solver the model was not trained on is measured and not counted
+    model.unknown = {ids[0]}
+    assert split(2) == ({ids[4]: 3.0 / 1.1}, {ids[3]: (3, 4, 1.5 / 1.1)})
+    assert find.predicted_losers(P, dbs, DEV, cands, 2.0, rec) == {ids[4]: 3.0 / 1.1}
+
+
+def test_a_find_measures_at_most_keep_candidates_at_once(fake, tmp_path, monkeypatch):
+    """The surplus is listed as deferred, with its place and MIOFIND_PREDICT_KEEP in the reason, and goes to
+    ``tiered.after_find`` as deferred solvers; ``defer=False`` and MIOFIND_PREDICT_KEEP=0 measure it now; a bad value
+    is the user's error, named."""
+    from miofind import tiered
+
+    times, order, _, _ = fake
+    cands = find.candidates(P)[0]
+    assert len(cands) > 3
+    _system_with_model(monkeypatch, tmp_path, _StubModel({s.id: 1.0 + 0.1 * i for i, s in enumerate(cands)}))
+    seen = []
+    monkeypatch.setattr(tiered, "after_find", lambda *a, **kw: seen.append(kw.get("deferred")) or [])
+    r = api.find_solutions(P, mode="benchmark", cut_factor=0)
+    kept = {s.id for s in cands[:3]}
+    assert set(order) == kept and r.timing["surplus_deferred"] >= 1
+    assert r.timing["surplus_deferred"] + r.timing["predicted_deferred"] == len(cands) - 3
+    reasons = [f.reason for s in cands[3:] for f in r.failures if f.solver_id == s.id and f.stage == "deferred"]
+    assert len(reasons) == len(cands) - 3
+    assert sum("by the cost model" in x and "MIOFIND_PREDICT_KEEP=3" in x for x in reasons) == \
+        r.timing["surplus_deferred"]
+    assert set(seen[-1]) == {s.id for s in cands[3:]}
+    for kw, var in ((dict(defer=False), {}), ({}, {"MIOFIND_PREDICT_KEEP": "0"})):
+        for k, v in var.items():
+            monkeypatch.setenv(k, v)
+        order.clear()
+        api.find_solutions(P, mode="benchmark", cut_factor=0, **kw)
+        assert {s.id for s in cands if 1.0 + 0.1 * cands.index(s) < 2.0} <= set(order), (kw, var)
+        for k in var:
+            monkeypatch.delenv(k)
+    for bad in ("1", "2.5", "-3", "inf", "x"):
+        monkeypatch.setenv("MIOFIND_PREDICT_KEEP", bad)
+        with pytest.raises(ValueError, match=rf"^MIOFIND_PREDICT_KEEP='{re.escape(bad)}': expected an integer of at "
+                                             r"least 2, or 0"):
+            api.find_solutions(P, mode="benchmark", cut_factor=0)
