@@ -324,6 +324,7 @@ def _specialise(problem, solver, config, generic_sol, store, measure, device, fa
         with ctx, _own_stream():
             sol = solver.get_solution(problem, config)
             _compile_apart(sol.kernels)
+            _wait_idle()    # the module loads block a find's launches: not while one runs (as the measurement)
             inv = build_invoker(problem, sol)
             spec = measure(problem, solver, sol, inv)
         gen_ms = generic_sol.time_ms if generic_sol is not None else math.inf
@@ -394,6 +395,7 @@ def _measure_deferred(problem, solver, configs, store, measure, device, fail=Non
             best = None
             for cfg, sol in built:
                 try:
+                    _wait_idle()    # the module loads block a find's launches: not while one runs
                     inv = build_invoker(problem, sol)
                     m = measure(problem, solver, sol, inv)
                 except Exception as e:      # noqa: BLE001  a failed config is not stored
@@ -525,6 +527,7 @@ def _measure(problem, solver, sol, inv, budget_ms, box: dict | None = None):
 
     h = None if box is None else box.get("harness")
     if h is None:
+        _wait_idle()    # the reference's module load, as the harness's GPU work, not while a find runs
         ref = reference_invoker_for(problem)
         _wait_idle()
         with TIMING_LOCK:       # the float64 reference is GPU work: never beside a find's timing
@@ -617,6 +620,7 @@ def _switch_when_compiled(sw: Switching, problem, sol: ConvSolution, device) -> 
             log.info("tiered: the specialised build of %s for %s did not compile; its generic build stays",
                      sol.solver_id, problem.key())
             return
+        _wait_idle()    # the module loads block a find's launches: not while one runs
         with _on_device(device):
             sw.specialised = build_invoker(problem, sol)     # loads the cached cubins, compiles nothing
         sw.current = sw.specialised
