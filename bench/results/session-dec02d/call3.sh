@@ -3,7 +3,8 @@
 # wait for no find to run before their module loads and reference (call 2: their loads landed in later finds of the
 # same process). Arms, alternating child processes over bench_cold's 30 rows (warm finds, a kernel cache a sync child
 # filled): "new" (this tree: the waits, MIOFIND_PREDICT_KEEP=3), "base" (the waits, MIOFIND_PREDICT_KEEP=0) and
-# "old" (tiered.py before the waits, call3/tiered_old.py, and MIOFIND_PREDICT_KEEP=0: the find before this session).
+# "old" (tiered.py before the waits, tiered_old.py in call3/tiered_old.tgz, and MIOFIND_PREDICT_KEEP=0: the find
+# before this session; as run, the file lay in call3/ unpacked).
 # ab/ compares new with base, abo/ new with old. Then the GPU tests of the find and of tiered.
 set -uo pipefail
 T0=$(date +%s)
@@ -14,7 +15,7 @@ save() { tar czf $OUT/r.tgz --exclude='*.sqlite' -C /tmp r; }
 export CUPY_CACHE_DIR=/tmp/c3-cupyd MIOFIND_KERNEL_CACHE=/tmp/c3-kcd
 rm -f /tmp/c3b-*.sqlite
 mkdir -p $R/ab $R/abo /tmp/c3v/new /tmp/c3v/old
-cp miofind/tiered.py /tmp/c3v/new/; cp bench/results/session-dec02d/call3/tiered_old.py /tmp/c3v/old/tiered.py
+cp miofind/tiered.py /tmp/c3v/new/; tar xzf bench/results/session-dec02d/call3/tiered_old.tgz -O > /tmp/c3v/old/tiered.py
 ROWS=$(python3 -c "
 import json
 print(json.dumps([[s, t, d] for t in ('fp32', 'fp16') for s in ('r50_128_28_3x3_n16', 'r50_256to64_56_1x1_n24',
