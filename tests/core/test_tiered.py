@@ -427,6 +427,35 @@ def test_background_measurements_wait_for_finds(monkeypatch):
         assert 0.14 <= done["at"] - t0 < 2.0  # a find that never ends holds it no longer than the bound
 
 
+def test_background_module_loads_wait_for_finds(fakes, monkeypatch):
+    """A deferred solver's job (and a specialisation's) compiles apart at once, but loads its builds
+    (``build_invoker``: module loads, which block a find's launches) only once no find runs (session dec02d's call 2:
+    such loads landed in the process's next finds)."""
+    import threading
+    import time
+
+    monkeypatch.setattr(tiered, "IDLE_GRACE_S", 0.05)
+    hop = get_solver("ConvImplicitGemmHopperFwd")
+    loaded = []
+    monkeypatch.setattr(invokers, "build_invoker", lambda p, sol: loaded.append(time.monotonic()) or "SPEC")
+
+    def measure(problem, solver, sol, inv):
+        return Solution(solver.id, solver.algorithm, 0.1, 0, sol.config, True, problem)
+
+    with tiered.foreground():
+        (job,) = tiered.after_find(PH, [], store=lambda s: None, mode="background", measure=measure,
+                                   deferred={hop.id: (hop, [hop.default_config(PH)])})
+        deadline = time.monotonic() + 5
+        while not any(b[0] == "apart" for b in fakes) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert any(b[0] == "apart" for b in fakes)      # compiled apart while the find runs ...
+        time.sleep(0.2)
+        assert loaded == []                              # ... but nothing loaded
+        ended = time.monotonic()
+    assert job.result(10) is not None
+    assert loaded and loaded[0] - ended >= 0.04         # loaded once the find and its grace were over
+
+
 class _Plans:
     """A solver listing five configs (cuDNN's plans), the first ``configs_now`` measured by the find."""
 
