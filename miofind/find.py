@@ -738,17 +738,17 @@ def _find(problem: ProblemDescription, *, mode: str, sort_by: str = "time", work
         losers, surplus = predicted_deferrals(problem, reads, dev, cands, factor, keep, recorded)
         for s in cands:
             if s.id in losers:
-                deferred[s.id] = deferral(reads, dev, problem, s)
                 own = defer_factor(s, factor)
-                failures.append(Failure(s.id, "deferred", PREDICTED_REASON.format(
-                    ratio=losers[s.id], factor=own, env=factor, own=", the solver's own lower factor" if own < factor
-                    else "")))
+                reason = PREDICTED_REASON.format(ratio=losers[s.id], factor=own, env=factor,
+                                                 own=", the solver's own lower factor" if own < factor else "")
             elif s.id in surplus:
-                deferred[s.id] = deferral(reads, dev, problem, s)
                 place, ranked, ratio = surplus[s.id]
-                failures.append(Failure(s.id, "deferred", SURPLUS_REASON.format(
-                    place=place, ranked=ranked, ratio=ratio, keep=keep)))
-        cands = [s for s in cands if s.id not in losers and s.id not in surplus]
+                reason = SURPLUS_REASON.format(place=place, ranked=ranked, ratio=ratio, keep=keep)
+            else:
+                continue
+            deferred[s.id] = deferral(reads, dev, problem, s)
+            failures.append(Failure(s.id, "deferred", reason))
+        cands = [s for s in cands if s.id not in deferred]
         timing["predicted_deferred"] = len(losers)
         timing["surplus_deferred"] = len(surplus)
 
