@@ -161,12 +161,14 @@ def settle(timeout: float = 900) -> float:
     return time.perf_counter() - t0
 
 
-def stepper(model, train: bool, amp: bool):
-    """step(x, y) -> loss tensor (training) or output (inference)."""
+def stepper(model, train: bool, amp: bool, opt=None):
+    """step(x, y) -> loss tensor (training) or output (inference). ``opt``: the training step's optimizer (default a
+    new SGD with momentum)."""
     torch = _torch()
     import torch.nn.functional as F
 
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9) if train else None
+    if train and opt is None:
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
     def step(x, y):
         if train:

@@ -159,19 +159,11 @@ def _child(model_name: str, config: str, backend: str, prewarm: bool, setup_ms: 
     if steady:
         if side == "miofind":
             out["settle_s"] = bm.settle(900)
-        times = []
-        for i in range(steady + 3):     # 3 untimed: a second step still makes the backward plans
-            torch.cuda.synchronize()
-            ts = time.perf_counter()
-            opt.zero_grad(set_to_none=True)
-            with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
-                loss = F.cross_entropy(model(xs[0]), ys[0])
-            loss.backward()
-            opt.step()
-            torch.cuda.synchronize()
-            if i >= 3:
-                times.append(time.perf_counter() - ts)
-        out["steady_s"] = statistics.median(times)
+        from step_host_floor import time_steps
+        step = bm.stepper(model, train, amp, opt)
+        for _ in range(3):      # untimed: a second step still makes the backward plans
+            step(xs[0], ys[0])
+        out["steady_s"] = time_steps(step, xs, ys, steady)[1] / 1e3      # wall ms of each step to its synchronize
         out["first_over_steady"] = out["first_s"] / out["steady_s"]
     if inst is not None:
         import miofind.torch as mt
