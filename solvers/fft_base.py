@@ -396,7 +396,8 @@ def _tiles() -> dict:
 
 @functools.lru_cache(maxsize=256)
 def _ranked_configs(p: ProblemDescription) -> tuple:
-    """Every valid MAC tile that fits the problem, best first by the time model (``_cost``), as dicts."""
+    """The TUNE_CONFIGS best valid MAC tiles that fit the problem, best first by the time model (``_cost``), as
+    dicts (about a thousand are valid: only those a find or a tuning run can ask for are made dicts)."""
     import numpy as np
 
     geo = geometry(p)
@@ -408,9 +409,9 @@ def _ranked_configs(p: ProblemDescription) -> tuple:
     fits = valid & (gn * tn <= _pow2_at_least(p.n)) & (gi * ti <= _pow2_at_least(geo.ni))
     idx = np.flatnonzero(fits if fits.any() else valid)
     cost = _cost(p, geo, ft[idx], tn[idx], ti[idx], gn[idx], gi[idx], jc[idx], smem[idx])
-    order = idx[np.argsort(cost, kind="stable")]       # stable: ties keep the SPACE order
+    order = idx[np.argsort(cost, kind="stable")][:TUNE_CONFIGS]     # stable: ties keep the SPACE order
     names = tuple(SPACE)
-    return tuple(dict(zip(names, row)) for row in np.stack([t[k] for k in names], axis=1)[order].tolist())
+    return tuple(dict(zip(names, row)) for row in np.stack([t[k][order] for k in names], axis=1).tolist())
 
 
 def _cost(p: ProblemDescription, geo: Geometry, ft, tn, ti, gn, gi, jc, smem):
