@@ -38,7 +38,9 @@ the times it reports are then inflated). With BENCH_COLD_TIMELINE=DIR each find 
 ``TIMELINE`` functions it made, each with its thread, start and end (a wrapper's cost per call, not cProfile's per
 function). With BENCH_COLD_SWITCH_INTERVAL=SECONDS miofind's children run at that
 thread switch interval (``sys.setswitchinterval``; Python's default 0.005), to see how long background threads (plan
-prefetches, compile workers) wait for the GIL the find's own thread holds.
+prefetches, compile workers) wait for the GIL the find's own thread holds. With BENCH_COLD_GC=1 each of miofind's
+rows lists the garbage collector's pauses during its find ("gc": [generation, ms] each); BENCH_COLD_GC_FREEZE=1 moves
+what the child holds after its warm-up finds out of the collector's scans (``gc.freeze``).
 """
 
 from __future__ import annotations
@@ -264,6 +266,22 @@ def _miofind_child(rows, warmup: bool) -> None:
         for dtype in sorted({r[1] for r in rows}):
             for d in DIRECTIONS:
                 find_solutions(problem("warmup", dtype, d), mode="normal")
+    gc_pauses: list = []
+    if os.environ.get("BENCH_COLD_GC"):     # each find's garbage-collector pauses (generation, ms) in its row
+        import gc
+
+        gc_t0 = [0.0]
+
+        def _gc_pause(phase, info):
+            if phase == "start":
+                gc_t0[0] = time.perf_counter()
+            else:
+                gc_pauses.append((info["generation"], (time.perf_counter() - gc_t0[0]) * 1e3))
+        gc.callbacks.append(_gc_pause)
+    if os.environ.get("BENCH_COLD_GC_FREEZE"):      # a diagnosis: what the warm-up left out of later collections
+        import gc
+
+        gc.freeze()
     prof_dir = os.environ.get("BENCH_COLD_PROFILE")    # a folder: each find under cProfile, its stats there
     timeline_dir = os.environ.get("BENCH_COLD_TIMELINE")   # a folder: each find's calls of TIMELINE, per thread
     events: list = []
@@ -278,6 +296,7 @@ def _miofind_child(rows, warmup: bool) -> None:
             prof = cProfile.Profile()
             prof.enable()
         events.clear()
+        gc_pauses.clear()
         t0 = time.perf_counter()
         res = find_solutions(p, mode="normal")
         wall = (time.perf_counter() - t0) * 1e3
@@ -300,7 +319,9 @@ def _miofind_child(rows, warmup: bool) -> None:
                           "best": res[0].solver_id if len(res) else None,
                           "best_ms": res[0].time_ms if len(res) else None,
                           "failures": [f"{f.solver_id}: {f.stage}" for f in res.failures],
-                          "timing": res.timing}), flush=True)
+                          "timing": res.timing}
+                         | ({"gc": [[g, round(ms, 3)] for g, ms in gc_pauses]} if os.environ.get("BENCH_COLD_GC") else {})),
+              flush=True)
     # the background work the finds left (specialisations, deferred solvers: miofind.tiered) would be waited
     # for at exit; its records would go to this scratch user DB, so the child leaves at once, its spawned
     # compile workers first (they hold the parent's pipes open)
