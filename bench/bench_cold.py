@@ -266,10 +266,11 @@ def _miofind_child(rows, warmup: bool) -> None:
         for dtype in sorted({r[1] for r in rows}):
             for d in DIRECTIONS:
                 find_solutions(problem("warmup", dtype, d), mode="normal")
-    gc_pauses: list = []
-    if os.environ.get("BENCH_COLD_GC"):     # each find's garbage-collector pauses (generation, ms) in its row
-        import gc
+    import gc
 
+    gc_log = bool(os.environ.get("BENCH_COLD_GC"))     # each find's collector pauses (generation, ms) in its row
+    gc_pauses: list = []
+    if gc_log:
         gc_t0 = [0.0]
 
         def _gc_pause(phase, info):
@@ -279,8 +280,6 @@ def _miofind_child(rows, warmup: bool) -> None:
                 gc_pauses.append((info["generation"], (time.perf_counter() - gc_t0[0]) * 1e3))
         gc.callbacks.append(_gc_pause)
     if os.environ.get("BENCH_COLD_GC_FREEZE"):      # a diagnosis: what the warm-up left out of later collections
-        import gc
-
         gc.freeze()
     prof_dir = os.environ.get("BENCH_COLD_PROFILE")    # a folder: each find under cProfile, its stats there
     timeline_dir = os.environ.get("BENCH_COLD_TIMELINE")   # a folder: each find's calls of TIMELINE, per thread
@@ -320,7 +319,7 @@ def _miofind_child(rows, warmup: bool) -> None:
                           "best_ms": res[0].time_ms if len(res) else None,
                           "failures": [f"{f.solver_id}: {f.stage}" for f in res.failures],
                           "timing": res.timing}
-                         | ({"gc": [[g, round(ms, 3)] for g, ms in gc_pauses]} if os.environ.get("BENCH_COLD_GC") else {})),
+                         | ({"gc": [[g, round(ms, 3)] for g, ms in gc_pauses]} if gc_log else {})),
               flush=True)
     # the background work the finds left (specialisations, deferred solvers: miofind.tiered) would be waited
     # for at exit; its records would go to this scratch user DB, so the child leaves at once, its spawned

@@ -315,7 +315,7 @@ class FFTBase(Solver):
 
     def config_space(self, problem: ProblemDescription):
         """The TUNE_CONFIGS tiles the MAC time model ranks best (of about a thousand valid ones)."""
-        for cfg in _ranked_configs(problem.as_conv())[:TUNE_CONFIGS]:
+        for cfg in _ranked_configs(problem.as_conv()):
             yield dict(cfg)
 
     def default_config(self, problem: ProblemDescription) -> dict:
