@@ -5,6 +5,7 @@
 # as system DB, specialised builds, every applicable solver (tune --no-tune: default configs, nothing cut). Stopped by
 # SIGINT at the time limit; a tune keeps every problem it finished. Session sweep's 1800 random-layer problems were
 # wall-timed (before 765b8f1), which sets cuDNN's records about 2x too slow against the shipped DB's.
+# Call 2 is the same with another list: bash call1.sh bench/results/session-dec03a/layers22.txt (seed 22).
 set -uo pipefail
 T0=$(date +%s)
 R=/tmp/r; rm -rf $R
@@ -13,7 +14,7 @@ el() { echo $(( $(date +%s) - T0 )); }
 export MIOFIND_KERNEL_CACHE=/tmp/c1-kc CUPY_CACHE_DIR=/tmp/c1-cupy
 lim=$(( ${BUDGET:-540} - $(el) ))
 MIOFIND_SPECIALIZE=sync MIOFIND_DB=/tmp/c1-sweep.sqlite timeout -k 20 -s INT $lim python3 -m miofind.cli tune \
-  --file bench/results/session-dec03a/layers.txt --no-tune > $R/sweep.log 2>&1
+  --file ${1:-bench/results/session-dec03a/layers.txt} --no-tune > $R/sweep.log 2>&1
 echo "sweep rc=$? $(el) s"; tail -1 $R/sweep.log | cut -c1-200
 python3 - /tmp/c1-sweep.sqlite <<'PY'
 import sqlite3, sys
