@@ -5,7 +5,8 @@
 # as system DB, specialised builds, every applicable solver (tune --no-tune: default configs, nothing cut). Stopped by
 # SIGINT at the time limit; a tune keeps every problem it finished. Session sweep's 1800 random-layer problems were
 # wall-timed (before 765b8f1), which sets cuDNN's records about 2x too slow against the shipped DB's.
-# Call 2 is the same with another list: bash call1.sh bench/results/session-dec03a/layers22.txt (seed 22).
+# Calls 2 and 3 are the same with other lists: bash call1.sh bench/results/session-dec03a/layers22.txt (seed 22),
+# BUDGET=320 bash call1.sh bench/results/session-dec03a/layers23.txt (seed 23, 500 layers).
 set -uo pipefail
 T0=$(date +%s)
 R=/tmp/r; rm -rf $R
