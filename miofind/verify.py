@@ -24,7 +24,8 @@ reference gives f = 0.17-0.25 for ResNet-sized outputs (n = 1e5..2e7), 0.31-0.33
 over the 2880 problems the shipped H100 FindDB had when the table below was made (median 0.21; lowest for
 stride-2 1x1 backward data, whose dx is 3/4 zeros), and 0.09-0.46 over its 6703 problems since session-nov27b
 (median 0.21; above 0.36 only for 22 problems of MobileNetV3's squeeze-excitation 1x1 convolutions at N=1,
-whose outputs have 24-120 elements). So an RMS is 2-10x, typically 4-6x, smaller than the relative L2 error.
+whose outputs have 24-120 elements); 0.08-0.46 over its 8758 problems since session dec03a's random layers (below
+0.09 only a stride-4 5x1 backward data, 0.080). So an RMS is 2-10x, typically 4-6x, smaller than the relative L2 error.
 
 **Tolerances** (``tolerance_for``): an output passes when ``rms <= tol`` and ``max_abs <= 10 * tol``
 (``ELEMENT_MULTIPLE``), with ``tol = base + 2^-24 * sqrt(L)`` (``ACCUMULATION``):

@@ -228,14 +228,15 @@ def worst_per_row(records):
 
 
 def test_every_shipped_record_passes_the_new_tolerances_with_margin():
-    """The verified records of the shipped H100 FindDB (relative L2 errors measured on the GPU; 14312 when the
-    tolerance table was made, 30939 since session-nov27b), converted to RMS by each problem's f (CPU), pass their
+    """The verified records of the shipped FindDB (relative L2 errors measured on the GPU; 14312 when the
+    tolerance table was made, 30939 since session-nov27b, 39858 since session dec03a's random layers, measured on an
+    H200), converted to RMS by each problem's f (CPU), pass their
     tolerance at least 3x over (4x over the 14312; the verify docstring names the records below 4x since), and
     every problem's f lies in the range it states."""
     recs = _shipped_records()
-    assert len(recs) > 30_000
+    assert len(recs) > 39_000
     fs = [factor_model(p) for p in {p for _, p, _ in recs}]
-    assert 0.09 < min(fs) and max(fs) < 0.47
+    assert 0.08 < min(fs) and max(fs) < 0.47
     rows = worst_per_row(recs)
     tight = {k: round(v[0], 2) for k, v in rows.items() if v[0] < 3}
     assert not tight, tight
