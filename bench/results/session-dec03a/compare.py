@@ -19,7 +19,8 @@ for var in sorted(p.name for p in HERE.iterdir() if p.is_dir()):
     for seed in sorted((HERE / var).glob("seed*")):
         rep = json.loads((seed / "costmodel_eval.json").read_text())
         runs.append(rep["pooled"])
-        print(f"| {var} | {seed.name[4:]} | {cells(rep['pooled']['model'])} | {100 * rep['pooled']['today']['top1']:.1f}% |")
+        today = 100 * rep["pooled"]["today"]["top1"]
+        print(f"| {var} | {seed.name[4:]} | {cells(rep['pooled']['model'])} | {today:.1f}% |")
     if len(runs) > 1:
         mean = {k: statistics.fmean(r["model"][k] for r in runs) for k, _, _ in KEYS}
         today = statistics.fmean(r["today"]["top1"] for r in runs)
