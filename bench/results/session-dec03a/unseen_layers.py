@@ -3,15 +3,16 @@ problem of the given FindDBs (default configs, as on a DB miss), scored against 
 worst slowdown of the pick, median relative error; ``costmodel.ranking_metrics``), pooled and per dtype x direction.
 Problems a model does not cover (``CostModel.supports``) are counted apart; ``--common``: only the problems every model
 given covers, for a like-for-like table. ``--keep K``: also what a find's first measurement would leave out under
-MIOFIND_PREDICT_KEEP=K and MIOFIND_PREDICT_DEFER=2 (``find.predicted_deferrals``: the losers predicted at least 2x the
-fastest, their solver's own factor where lower, then every cuDNN candidate and the own ones predicted fastest up to K
-in all, at least one own; candidates the model does not know are measured at once), and how often the measured
-fastest is among those left to the background.
+MIOFIND_PREDICT_KEEP=K and MIOFIND_PREDICT_DEFER=2 (``find.predicted_deferrals`` itself, asked with the model file as
+the one next to a system DB: the losers predicted at least 2x the fastest, their solver's own factor where lower, then
+every cuDNN candidate and the own ones predicted fastest up to K in all, at least one own; candidates the model does
+not know are measured at once), and how often the measured fastest is among those left to the background.
 
 ``python bench/results/session-dec03a/unseen_layers.py --db A.sqlite [--db B.sqlite] MODEL.npz [MODEL.npz ...]``
 """
 import argparse
 import sys
+from types import SimpleNamespace
 from collections import defaultdict
 from pathlib import Path
 
@@ -19,9 +20,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from miofind import costmodel as cm  # noqa: E402
 from miofind.db import FindDB  # noqa: E402
-from miofind.find import defer_factor  # noqa: E402
+from miofind.device import DeviceInfo  # noqa: E402
+from miofind.find import predicted_deferrals  # noqa: E402
 from miofind.registry import get_solver  # noqa: E402
 
+DEV = DeviceInfo("NVIDIA H100 80GB HBM3", "sm_90", 132)
 ap = argparse.ArgumentParser()
 ap.add_argument("--db", action="append", required=True)
 ap.add_argument("--common", action="store_true")
@@ -60,27 +63,23 @@ for path, model in models.items():
         print(f"| {g} | {m['problems']} | {100 * m['top1']:.1f}% | {100 * m['mean_slowdown']:.2f}% | "
               f"{m['worst_slowdown']:.2f}x | {100 * m['median_rel_err']:.1f}% |")
     if args.keep:
+        # find.predicted_deferrals itself, with this model as the one next to a system DB of the same name
+        dbs = SimpleNamespace(system=SimpleNamespace(path=Path(path).with_name(
+            Path(path).name.removesuffix(cm.MODEL_SUFFIX) + ".sqlite")))
         probs = postponed = 0
         slow = []
         for key, recs in finds.items():
             p = cm.parse_problem_key(key)
             recs = [r for r in recs if "Naive" not in r.solver_id]
             solvers = [get_solver(r.solver_id) for r in recs]
-            known = [i for i, sv in enumerate(solvers) if model.supports(p, (sv.id,))]
-            if len(recs) < 2 or len(known) < 2:
+            if sum(model.supports(p, (sv.id,)) for sv in solvers) < 2:   # nothing to rank: all measured at once
                 continue
+            losers, surplus = predicted_deferrals(p, dbs, DEV, solvers, 2.0, args.keep, {})
             probs += 1
-            t = model.predict_ms(p, [(solvers[i], cm.default_config(solvers[i], p)) for i in known])
-            best = min(t)
-            left = sorted((tt, i) for tt, i in zip(t, known) if tt < defer_factor(solvers[i], 2.0) * best)
-            own = [i for _, i in left if solvers[i].family != "cudnn"]
-            room = max(args.keep - (len(left) - len(own)), 1)
-            now = {i for _, i in left if solvers[i].family == "cudnn"} | set(own[:room])
-            now |= set(range(len(recs))) - set(known)
             fastest = min(r.time_ms for r in recs)
-            first = min(recs[i].time_ms for i in now)
+            first = min(r.time_ms for r in recs if r.solver_id not in losers and r.solver_id not in surplus)
             postponed += first > fastest
             slow.append(first / fastest)
-        print(f"KEEP={args.keep}, DEFER=2: {probs} problems; the measured fastest left to the background in {postponed} "
-              f"({100 * postponed / max(probs, 1):.1f}%); the first answer's mean slowdown "
+        print(f"KEEP={args.keep}, DEFER=2: {probs} problems; the measured fastest left to the background in "
+              f"{postponed} ({100 * postponed / max(probs, 1):.1f}%); the first answer's mean slowdown "
               f"{100 * (sum(slow) / max(len(slow), 1) - 1):.2f}%, worst {max(slow, default=1):.2f}x")
