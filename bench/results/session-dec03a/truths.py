@@ -13,14 +13,15 @@ import statistics as st
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from default_times import default_times  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[3]
 c = sqlite3.connect(ROOT / "finddb/sm_90-132.sqlite")
 tuned = {(k, s): t for k, s, t in c.execute("select problem_key, solver_id, time_ms from find_records")}
 default = dict(tuned)
-for k, s, d, p in c.execute("select problem_key, solver_id, default_time_ms, time_ms from perf_records "
-                            "where default_time_ms > 0 and time_ms > 0"):
-    if (k, s) in tuned:
-        default[(k, s)] = d * tuned[(k, s)] / p
+default.update({(k, s): t for _, k, s, t in default_times(c)})
 
 
 def score(problems, truth):
