@@ -11,16 +11,15 @@ median between their records of the problems both hold, as a predictor that stat
 
 ``python bench/results/session-dec03a/error_budget.py <rows.json[.gz]> [--again A.sqlite B.sqlite ...]``
 """
+import collections
 import gzip
 import json
 import math
 import random
+import sqlite3
 import statistics as st
 import sys
 from pathlib import Path
-
-import collections
-import sqlite3
 
 path = sys.argv[1]
 opener = gzip.open if open(path, "rb").read(2) == b"\x1f\x8b" else open

@@ -8,23 +8,25 @@ import gzip
 import shutil
 import sqlite3
 import tempfile
+from contextlib import closing
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
 CALL4 = ROOT / "bench/results/session-dec02e/call4"
 
 
-def load(path):
+def load(path, tmp):
     if path.suffix == ".gz":
-        tmp = Path(tempfile.mkdtemp()) / path.stem
-        with gzip.open(path) as src, open(tmp, "wb") as dst:
+        with gzip.open(path) as src, open(Path(tmp) / path.stem, "wb") as dst:
             shutil.copyfileobj(src, dst)
-        path = tmp
-    c = sqlite3.connect(path)
-    return {(k, s): t for k, s, t in c.execute("select problem_key, solver_id, time_ms from find_records")}
+        path = Path(tmp) / path.stem
+    with closing(sqlite3.connect(path)) as c:
+        return {(k, s): t for k, s, t in c.execute("select problem_key, solver_id, time_ms from find_records")}
 
 
-a, b, db = load(CALL4 / "a.sqlite.gz"), load(CALL4 / "b.sqlite.gz"), load(ROOT / "finddb/sm_90-132.sqlite")
+with tempfile.TemporaryDirectory() as tmp:
+    a, b = load(CALL4 / "a.sqlite.gz", tmp), load(CALL4 / "b.sqlite.gz", tmp)
+    db = load(ROOT / "finddb/sm_90-132.sqlite", tmp)
 
 
 def q(v, f):
@@ -33,7 +35,7 @@ def q(v, f):
 
 print("| solver | records | H200 / H100: q10 | median | q90 | H200 pass a / pass b: q10 | median | q90 |")
 print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-solvers = sorted({s for _, s in a}, key=lambda s: -sum(1 for k in a if k[1] == s and k in db))
+solvers = sorted({s for _, s in a}, key=lambda s: (-sum(1 for k in a if k[1] == s and k in db), s))
 for s in solvers:
     r = sorted(t / db[k] for k, t in a.items() if k[1] == s and k in db)
     n = sorted(t / b[k] for k, t in a.items() if k[1] == s and k in b)
