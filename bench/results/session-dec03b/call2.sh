@@ -9,14 +9,14 @@ R=/tmp/r; rm -rf $R
 source scripts/device-env
 el() { echo $(( $(date +%s) - T0 )); }
 save() { tar czf $OUT/r.tgz --exclude='*.sqlite' -C /tmp r; }
-MIOFIND_KERNEL_CACHE=/tmp/c2-kc CUPY_CACHE_DIR=/tmp/c2-cupy timeout 250 python3 -m miofind warmup --arch sm_90 \
+MIOFIND_KERNEL_CACHE=/tmp/c2-kc CUPY_CACHE_DIR=/tmp/c2-cupy timeout 230 python3 -m miofind warmup --arch sm_90 \
   > $R/warmup.log 2>&1
 echo "warmup rc=$? $(el) s"; tail -1 $R/warmup.log; save
 I="--installed-cache /tmp/c2-kc --installed-cupy-cache /tmp/c2-cupy"
 rm -rf /tmp/c2-kcw; cp -r /tmp/c2-kc /tmp/c2-kcw
 for cfg in fp32 amp; do
-  [ $(el) -gt $([ $cfg = fp32 ] && echo 300 || echo 330) ] && break
-  MIOFIND_KERNEL_CACHE=/tmp/c2-kcw timeout $(( 470 - $(el) )) python3 bench/bench_cold.py --out $R/r50-$cfg $I \
+  [ $(el) -gt $([ $cfg = fp32 ] && echo 280 || echo 300) ] && break
+  MIOFIND_KERNEL_CACHE=/tmp/c2-kcw timeout $(( 395 - $(el) )) python3 bench/bench_cold.py --out $R/r50-$cfg $I \
     --resnet50 --skip-layers --resnet-configs $cfg > $R/r50-$cfg.log 2>&1
   echo "r50 $cfg rc=$? $(el) s"; grep '"model": "resnet50"' $R/r50-$cfg.log | cut -c1-300; save
 done
