@@ -47,6 +47,7 @@ fastest_cause = collections.Counter()
 mismatch = 0
 alone = {c: [] for c in ("actual", "model only (loser + surplus)", "compile only", "loser only", "none")}
 agree = []
+model_caused = []   # a line for each problem whose final fastest the model deferred
 for r in rows:
     if not (r["first"] and r["final"]):
         continue
@@ -65,6 +66,12 @@ for r in rows:
     best = final[best_sid]
     if best_sid in r["deferred"]:
         fastest_cause["loser" if best_sid in losers else "surplus" if best_sid in surplus else "compile"] += 1
+    if best_sid in losers or best_sid in surplus:
+        kept = min((s for s in final if s not in losers and s not in surplus), key=final.get)
+        why = f"loser, predicted {losers[best_sid]:.2f}x" if best_sid in losers else \
+            f"surplus, place {surplus[best_sid][0] + 1} of {surplus[best_sid][1]}, predicted {surplus[best_sid][2]:.2f}x"
+        model_caused.append(f"- {r['key']}: {best_sid} {final[best_sid]:.4f} ms ({why}); without it {kept} "
+                            f"{final[kept]:.4f} ms ({final[kept] / final[best_sid]:.2f}x)")
 
     def first_with(out):
         left = [final[s] for s in final if s not in out]
@@ -93,17 +100,4 @@ print(f"\nagainst call 3 (every solver timed, sync builds): {len(agree)} problem
       f"of the median final / call-3 time {sorted(m for _, m in agree)[len(agree) // 2]:.3f}")
 
 print("\nThe problems whose final fastest the model deferred (solver: final ms, the model's ratio to its fastest):")
-for r in rows:
-    if not (r["first"] and r["final"]):
-        continue
-    p = cm.parse_problem_key(r["key"])
-    final = dict(map(tuple, r["final"]))
-    cands = [get_solver(s) for s in sorted({s for s, _ in r["first"]} | set(r["deferred"]))]
-    losers, surplus = predicted_deferrals(p, dbs, DEV, cands, 2.0, 3, {})
-    best_sid = min(final, key=final.get)
-    if best_sid in losers or best_sid in surplus:
-        kept = min((s for s in final if s not in losers and s not in surplus), key=final.get)
-        why = f"loser, predicted {losers[best_sid]:.2f}x" if best_sid in losers else \
-            f"surplus, place {surplus[best_sid][0] + 1} of {surplus[best_sid][1]}, predicted {surplus[best_sid][2]:.2f}x"
-        print(f"- {r['key']}: {best_sid} {final[best_sid]:.4f} ms ({why}); without it {kept} {final[kept]:.4f} ms "
-              f"({final[kept] / final[best_sid]:.2f}x)")
+print("\n".join(model_caused))
