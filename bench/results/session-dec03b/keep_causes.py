@@ -68,8 +68,11 @@ for r in rows:
         fastest_cause["loser" if best_sid in losers else "surplus" if best_sid in surplus else "compile"] += 1
     if best_sid in losers or best_sid in surplus:
         kept = min((s for s in final if s not in losers and s not in surplus), key=final.get)
-        why = f"loser, predicted {losers[best_sid]:.2f}x" if best_sid in losers else \
-            f"surplus, place {surplus[best_sid][0] + 1} of {surplus[best_sid][1]}, predicted {surplus[best_sid][2]:.2f}x"
+        if best_sid in losers:
+            why = f"loser, predicted {losers[best_sid]:.2f}x"
+        else:
+            place, ranked, ratio = surplus[best_sid]
+            why = f"surplus, place {place + 1} of {ranked}, predicted {ratio:.2f}x"
         model_caused.append(f"- {r['key']}: {best_sid} {final[best_sid]:.4f} ms ({why}); without it {kept} "
                             f"{final[kept]:.4f} ms ({final[kept] / final[best_sid]:.2f}x)")
 
@@ -95,9 +98,10 @@ for name, v in alone.items():
     v = [x for x in v if x == x]
     print(f"| {name} | {len(v)} | {sum(x > 1 for x in v)} ({100 * sum(x > 1 for x in v) / len(v):.1f}%) | "
           f"{100 * (sum(v) / len(v) - 1):.2f}% | {max(v):.2f}x |")
-print(f"\nagainst call 3 (every solver timed, sync builds): {len(agree)} problems with every final solver; same fastest "
-      f"in {sum(a for a, _ in agree)} ({100 * sum(a for a, _ in agree) / max(len(agree), 1):.1f}%); median over problems "
-      f"of the median final / call-3 time {sorted(m for _, m in agree)[len(agree) // 2]:.3f}")
+same = sum(a for a, _ in agree)
+print(f"\nagainst call 3 (every solver timed, sync builds): {len(agree)} problems with every final solver; same "
+      f"fastest in {same} ({100 * same / max(len(agree), 1):.1f}%); median over problems of the median final / "
+      f"call-3 time {sorted(m for _, m in agree)[len(agree) // 2]:.3f}")
 
 print("\nThe problems whose final fastest the model deferred (solver: final ms, the model's ratio to its fastest):")
 print("\n".join(model_caused))
