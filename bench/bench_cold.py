@@ -427,15 +427,18 @@ def resnet50(args) -> list[dict]:
     for cfg in args.resnet_configs:
         config = f"train{RESNET_BATCH}-{cfg}"
         row = {"model": "resnet50", "config": config}
-        row["cudnn_first_s"] = bench_models.first_iteration("resnet50", config, "cudnn", child_env())["first_s"]
+        cudnn = bench_models.first_iteration("resnet50", config, "cudnn", child_env())
+        row["cudnn_first_s"], row["cudnn_exit_s"] = cudnn["first_s"], cudnn["exit_s"]
         with tempfile.TemporaryDirectory(prefix="bench_cold_r50_") as d:
             first = bench_models.first_iteration("resnet50", config, "miofind",
                                                  child_env(MIOFIND_DB=f"sqlite:///{d}/warm.sqlite"))
             row["miofind_first_s"], row["miofind_stats"] = first["first_s"], first["stats"]
+            row["miofind_exit_s"], row["miofind_background_pending"] = first["exit_s"], first["background_pending"]
             empty = bench_models.first_iteration("resnet50", config, "miofind", child_env(
                 MIOFIND_DB=f"sqlite:///{d}/empty.sqlite", MIOFIND_KERNEL_CACHE=_fresh_cache(d, args),
                 CUPY_CACHE_DIR=_fresh_cache(d, args, "cupy"), CUDA_CACHE_PATH=_fresh_jit_cache(d)))
             row["miofind_empty_caches_first_s"], row["miofind_empty_caches_stats"] = empty["first_s"], empty["stats"]
+            row["miofind_empty_caches_exit_s"] = empty["exit_s"]
         print(json.dumps(row), flush=True)
         out.append(row)
     return out
@@ -507,16 +510,20 @@ def markdown(layer_rows: list[dict], resnet_rows: list[dict], meta: dict) -> str
                        f"{parts(r.get('empty', {}).get('timing'))} |")
     if resnet_rows:
         out += ["", f"ResNet-50 first training step at batch {RESNET_BATCH}, fresh process (s); target <= "
-                f"{TARGET_RESNET_S:g} s. miofind: empty user DB over the shipped DB.", "",
+                f"{TARGET_RESNET_S:g} s. miofind: empty user DB over the shipped DB. Exit s: from the step's end to "
+                "the process's (background jobs joined or stopped: MIOFIND_EXIT_WAIT).", "",
                 "| config | cuDNN benchmark s | miofind s | target | finds run | find s | miofind empty caches s | "
-                "target |", "| --- | ---: | ---: | --- | ---: | ---: | ---: | --- |"]
+                "target | exit s: cuDNN / miofind / empty caches | background jobs at the step's end |",
+                "| --- | ---: | ---: | --- | ---: | ---: | ---: | --- | --- | ---: |"]
         for r in resnet_rows:
             st = r.get("miofind_stats") or {}
             out.append(f"| {r['config']} | {f(r.get('cudnn_first_s'), 2)} | {f(r.get('miofind_first_s'), 2)} | "
                        f"{_ok(r.get('miofind_first_s'), TARGET_RESNET_S)} | {st.get('finds_run', '')} | "
                        f"{f(st.get('find_ms', 0) / 1e3 if st else None, 2)} | "
                        f"{f(r.get('miofind_empty_caches_first_s'), 2)} | "
-                       f"{_ok(r.get('miofind_empty_caches_first_s'), TARGET_RESNET_S)} |")
+                       f"{_ok(r.get('miofind_empty_caches_first_s'), TARGET_RESNET_S)} | "
+                       f"{f(r.get('cudnn_exit_s'), 2)} / {f(r.get('miofind_exit_s'), 2)} / "
+                       f"{f(r.get('miofind_empty_caches_exit_s'), 2)} | {r.get('miofind_background_pending', '')} |")
     return "\n".join(out) + "\n"
 
 

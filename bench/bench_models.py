@@ -236,10 +236,29 @@ def first_iteration(name: str, config: str, backend: str, env: dict, profile: st
     cmd = [sys.executable, os.path.abspath(__file__), "--first", name, config, backend]
     if profile:
         env = {**env, "MIOFIND_BENCH_CPROFILE": profile}
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600)
-    if r.returncode:
-        raise RuntimeError(f"{' '.join(cmd)} failed:\n{r.stderr[-3000:]}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    # process_s: the process's wall time from its start to its end; exit_s: from its printed result to its end (what
+    # its interpreter's exit took: background work joined or stopped, CUDA torn down)
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as err:
+        p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=err, text=True)
+        lines, t_result = [], None
+        try:
+            for line in p.stdout:
+                lines.append(line)
+                if line.startswith("{"):
+                    t_result = time.perf_counter()
+            rc = p.wait(timeout=3600)
+        finally:
+            if p.poll() is None:
+                p.kill()
+        t_end = time.perf_counter()
+        if rc:
+            err.seek(0)
+            raise RuntimeError(f"{' '.join(cmd)} failed:\n{err.read()[-3000:]}")
+    out = json.loads("".join(lines).strip().splitlines()[-1])
+    out["process_s"] = t_end - t0
+    out["exit_s"] = t_end - t_result
+    return out
 
 
 def _first_main(name: str, config: str, backend: str) -> None:
@@ -331,7 +350,7 @@ def _first_main(name: str, config: str, backend: str) -> None:
                 out["found_keys_error"] = str(e)
             finally:
                 con.close()
-    print(json.dumps(out))
+    print(json.dumps(out), flush=True)
 
 
 def profile(model, train: bool, amp: bool, xs, ys, steps: int = 5, cprofile: bool = False) -> dict:

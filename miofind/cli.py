@@ -260,6 +260,20 @@ def main(ctx):
     piped, JSON with --json.
     """
     _configure_logging(ctx)
+    ctx.call_on_close(_finish_background)
+
+
+def _finish_background() -> None:
+    """The CLI fills the FindDB: before it exits, every background job its finds left (specialised builds) is done
+    and stored (a library process stops them at exit: MIOFIND_EXIT_WAIT)."""
+    tiered = sys.modules.get("miofind.tiered")
+    if tiered is None:
+        return
+    tiered.finish_at_exit()
+    n = tiered.pending()
+    if n:
+        _log.info("waiting for %d background job(s) (specialised builds) to be stored", n)
+        tiered.wait()
 
 
 FIND_MODE_HELP = ("normal (default): the FindDB when it has every candidate, else measure; fast: the FindDB, else "
@@ -768,6 +782,7 @@ def _worker_process(device, db_url, lease, idle_exit, max_jobs, log_level):
     os.environ["CUDA_VISIBLE_DEVICES"] = str(device)
     from .tuning.run import worker_loop, worker_name
     worker_loop(db_url, name=worker_name(device), lease_s=lease, idle_exit=idle_exit, max_jobs=max_jobs)
+    _finish_background()
 
 
 @driver_command(main, run_flags=True)

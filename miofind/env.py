@@ -18,7 +18,7 @@ from pathlib import Path
 __all__ = ["VARIABLES", "EnvVar", "FIND_MODES", "FindEnforce", "find_mode", "find_enforce", "user_db_url",
            "system_db", "log_level", "kernel_cache_dir", "cudnn_plans", "cudnn_execute", "import_key", "isolate",
            "with_naive", "lt_bridge", "native", "cut_factor", "DEFAULT_CUT_FACTOR", "predict_defer", "DEFAULT_PREDICT_DEFER",
-           "predict_keep", "DEFAULT_PREDICT_KEEP",
+           "predict_keep", "DEFAULT_PREDICT_KEEP", "exit_wait",
            "specialize", "reference", "child_env", "QUIET"]
 
 FIND_MODES = ("normal", "fast", "hybrid", "dynamic_hybrid", "benchmark")
@@ -129,6 +129,11 @@ VARIABLES: tuple[EnvVar, ...] = (
            "candidates in all (at least one own solver); the others, as MIOFIND_PREDICT_DEFER's, are measured in the "
            "background once no find runs, stored, and replace the answer in miofind.torch where faster",
            "an integer of at least 2 (default 3), or 0 to measure every candidate the model does not defer", ""),
+    EnvVar("MIOFIND_EXIT_WAIT", "how long a process that ends gives the background jobs its finds left (deferred "
+           "solvers, specialised builds, later configs: `miofind.tiered`) before it stops them; a stopped job stores "
+           "nothing, and a deferred solver keeps its mark in the user FindDB, so the next process measures it. The "
+           "CLI and `miofind worker` wait for every job",
+           "seconds >= 0, or inf (default 0: stop at once; the job running finishes the step it is in)", ""),
     EnvVar("MIOFIND_FIND_TIMING", "what a find's and the tuner's timing measures (`miofind.harness.timed_runs`)",
            "device (default: the GPU's time of each call; the timed runs go in sets back to back behind a short spin "
            "kernel that holds the GPU while the host enqueues them, so that the CUDA events between them do not count "
@@ -580,6 +585,12 @@ def predict_keep() -> int:
     def ok(v: float) -> bool:
         return v < float("inf") and v == int(v) and (v == 0 or v >= 2)
     return int(_number("MIOFIND_PREDICT_KEEP", DEFAULT_PREDICT_KEEP, ok, "an integer of at least 2, or 0 (no limit)"))
+
+
+def exit_wait() -> float:
+    """``MIOFIND_EXIT_WAIT``: the seconds an ending process gives its background jobs before it stops them (0 when
+    unset; ``inf``: until they are done)."""
+    return _number("MIOFIND_EXIT_WAIT", 0.0, lambda v: v >= 0, "a number of seconds >= 0, or inf")
 
 
 def predict_defer() -> float:

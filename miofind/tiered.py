@@ -23,6 +23,12 @@ find's answer (``miofind.torch``) can switch to it when it is faster.
 
 The record of a generic measurement carries the solver's usual trust key (the same kernel source,
 compiled with the sizes read at run time).
+
+A process that ends gives its jobs ``MIOFIND_EXIT_WAIT`` seconds (default 0), then stops them (``_at_exit``): the
+queued ones are cancelled and the running ones return at their next step, storing nothing. A deferred solver keeps its
+mark in the user FindDB, so the next process measures it (``find.resume_deferred``). Python would otherwise join the
+pool's threads at exit, running every queued job to its end with NVRTC in the thread. ``finish_at_exit`` (the CLI,
+``miofind worker``) waits for every job instead.
 """
 
 from __future__ import annotations
@@ -32,7 +38,8 @@ import logging
 import math
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
+from concurrent.futures import wait as _wait_futures
 
 from . import env, generic
 from .nvlib import relaxed_capture_mode
@@ -322,8 +329,10 @@ def _specialise(problem, solver, config, generic_sol, store, measure, device, fa
     try:
         ctx = _on_device(device)
         with ctx, _own_stream():
+            _check_stop()
             sol = solver.get_solution(problem, config)
             _compile_apart(sol.kernels)
+            _check_stop()
             _wait_idle()    # the module loads block a find's launches: not while one runs (as the measurement)
             inv = build_invoker(problem, sol)
             spec = measure(problem, solver, sol, inv)
@@ -351,9 +360,19 @@ def _specialise(problem, solver, config, generic_sol, store, measure, device, fa
 
 
 def _exiting(e: BaseException) -> bool:
-    """Whether ``e`` is Python refusing new threads, pools or exit hooks because the interpreter is shutting down
-    (a background job still running when a short script ends)."""
-    return isinstance(e, RuntimeError) and ("after shutdown" in str(e) or "interpreter shutdown" in str(e))
+    """Whether ``e`` comes from the process ending under a background job: the jobs were stopped (``_at_exit``; a
+    cancelled compile), or Python refuses new threads, pools or exit hooks because the interpreter is shutting down."""
+    return _stopping.is_set() or isinstance(e, CancelledError) or \
+        (isinstance(e, RuntimeError) and ("after shutdown" in str(e) or "interpreter shutdown" in str(e)))
+
+
+class _Stopped(Exception):
+    """Raised inside a background job when the process stops its jobs (``_at_exit``)."""
+
+
+def _check_stop() -> None:
+    if _stopping.is_set():
+        raise _Stopped("the process is exiting")
 
 
 def config_listing(problem, solver, measured=()):
@@ -382,6 +401,7 @@ def _measure_deferred(problem, solver, configs, store, measure, device, fail=Non
     try:
         ctx = _on_device(device)
         with ctx, _own_stream():
+            _check_stop()
             if callable(configs):
                 _wait_idle()
                 configs = configs()
@@ -394,11 +414,13 @@ def _measure_deferred(problem, solver, configs, store, measure, device, fail=Non
             _compile_apart([k for _, sol in built for k in sol.kernels])
             best = None
             for cfg, sol in built:
+                _check_stop()       # outside the try: a stopped job records no failure
                 try:
                     _wait_idle()    # the module loads block a find's launches: not while one runs
                     inv = build_invoker(problem, sol)
                     m = measure(problem, solver, sol, inv)
                 except Exception as e:      # noqa: BLE001  a failed config is not stored
+                    _check_stop()
                     stage, reason = ("compile", describe(e)) if isinstance(e, CompileError) else failure_stage(e)
                     failures.append(Failure(solver.id, stage, reason, config=cfg))
                     log.info("%s %s for %s: config %s failed at %s: %s", what, solver.id, problem.key(), cfg, stage,
@@ -433,7 +455,10 @@ def _measure_deferred(problem, solver, configs, store, measure, device, fail=Non
                 log.warning("deferred %s for %s: listener %r failed: %s", solver.id, problem.key(), fn, e)
         return spec
     except Exception as e:      # noqa: BLE001
-        log.warning("%s %s for %s failed: %s", what, solver.id, problem.key(), e)
+        if _exiting(e):     # its deferred mark stays: the next process measures it
+            log.info("%s %s for %s stopped: the process is exiting", what, solver.id, problem.key())
+        else:
+            log.warning("%s %s for %s failed: %s", what, solver.id, problem.key(), e)
         return None
     finally:
         if box is not None:
@@ -472,6 +497,8 @@ def _compile_apart(kernels) -> None:
     from .compile import binary_key, cached_cubin, private_cache_dir
     from .device import current_device
 
+    if not kernels or _stopping.is_set():
+        return
     arch = current_device().arch
     cache = private_cache_dir()
     todo = [(k, arch, str(cache / f"{binary_key(k, arch)}.cubin")) for k in kernels]
@@ -486,6 +513,9 @@ def _compile_apart(kernels) -> None:
 
             # idle pool workers would keep this process from exiting (as miofind.tuning.precompile)
             util.Finalize(None, _shutdown_procs, exitpriority=100)
+            # concurrent.futures.process's own exit hook, registered on its import, would run every queued compile
+            # before ours: registered after it, ours runs first
+            _register_exit_hook()
             from .env import compile_nice
             from .compile import lower_priority
 
@@ -495,8 +525,10 @@ def _compile_apart(kernels) -> None:
         procs = _procs
     try:
         list(procs.map(_compile_one, todo))
-    except RuntimeError:    # the interpreter is exiting (the pool takes no new work) or the pool broke: here
+    except (RuntimeError, CancelledError):  # the interpreter is exiting, the jobs were stopped or the pool broke
         for t in todo:
+            if _stopping.is_set():
+                return
             _compile_one(t)
 
 
@@ -616,6 +648,8 @@ def _switch_when_compiled(sw: Switching, problem, sol: ConvSolution, device) -> 
 
     try:
         _compile_apart([k for k in sol.kernels if not is_compiled(k)])
+        if _stopping.is_set():
+            return
         if not all(is_compiled(k) for k in sol.kernels):
             log.info("tiered: the specialised build of %s for %s did not compile; its generic build stays",
                      sol.solver_id, problem.key())
@@ -645,7 +679,54 @@ def wait(timeout: float | None = None) -> None:
     with _lock:
         futs = list(_pending.values())
     for f in futs:
-        f.result(timeout)
+        if not f.cancelled():   # cancelled: stopped at exit (_at_exit)
+            f.result(timeout)
+
+
+def finish_at_exit() -> None:
+    """Have this process wait for every background job when it ends, whatever ``MIOFIND_EXIT_WAIT`` says (a process
+    that exists to fill the FindDB: the CLI, ``miofind worker``)."""
+    global _finish_at_exit
+    _finish_at_exit = True
+
+
+_finish_at_exit = False
+_stopping = threading.Event()
+
+
+def _at_exit() -> None:
+    """Interpreter shutdown (threading's exit hooks, which run before Python joins the pools' threads): wait for the
+    jobs up to ``MIOFIND_EXIT_WAIT`` seconds, then cancel the queued ones (compiles included) and have the running ones
+    stop at their next step."""
+    if _stopping.is_set():
+        return
+    try:
+        grace = math.inf if _finish_at_exit else env.exit_wait()
+    except ValueError as e:
+        log.warning("%s; the background jobs are stopped at once", e)
+        grace = 0.0
+    with _lock:
+        futs = [f for f in _pending.values() if not f.done()]
+    if futs and grace > 0:
+        log.info("waiting up to %s s for %d background job(s)", grace, len(futs))
+        _wait_futures(futs, timeout=None if math.isinf(grace) else grace)
+    _stopping.set()
+    with _lock:
+        futs = [f for f in _pending.values() if not f.done()]
+    stopped = sum(1 for f in futs if f.cancel())
+    if futs:
+        log.info("exiting: %d queued background job(s) cancelled, %d stopping at their next step "
+                 "(MIOFIND_EXIT_WAIT)", stopped, len(futs) - stopped)
+    for pool in (_pool, _procs):
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _register_exit_hook() -> None:
+    try:
+        threading._register_atexit(_at_exit)    # what concurrent.futures registers its own exit hooks with
+    except (AttributeError, RuntimeError):      # another Python, or already shutting down
+        pass
 
 
 def clear() -> None:
@@ -657,3 +738,4 @@ def clear() -> None:
 
 
 _install()
+_register_exit_hook()

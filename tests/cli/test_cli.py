@@ -127,3 +127,17 @@ def test_find_answers_from_db_without_gpu_work(tmp_db, monkeypatch):
     FindDB(tmp_db).store([replace(next(x for x in recs if x.solver_id == timed[0]), kernel_hash="0000")])
     r = run("find", *ARGS, "-F", "1")
     assert r.exit_code != 0 and "benchmarked despite" in str(r.exception)
+
+
+def test_the_cli_waits_for_its_background_jobs(monkeypatch):
+    """The CLI fills the FindDB: at its end it waits for the background jobs its finds left, where a library process
+    would stop them at exit (MIOFIND_EXIT_WAIT)."""
+    from miofind import tiered
+
+    waited = []
+    monkeypatch.setattr(tiered, "_finish_at_exit", False)
+    monkeypatch.setattr(tiered, "pending", lambda: 2)
+    monkeypatch.setattr(tiered, "wait", lambda timeout=None: waited.append(timeout))
+    r = run("solvers")
+    assert r.exit_code == 0, r.output
+    assert waited == [None] and tiered._finish_at_exit

@@ -71,7 +71,9 @@ def test_report_marks_the_targets(bc):
              "empty": {"find_ms": 900.0, "timing": t}}]
     md = bc.markdown(rows, [{"config": "train48-fp32", "cudnn_first_s": 3.0, "miofind_first_s": 6.5,
                              "miofind_stats": {"finds_run": 60, "find_ms": 5000.0},
-                             "miofind_empty_caches_first_s": 4.0}], {"device": "H100"})
+                             "miofind_empty_caches_first_s": 4.0, "cudnn_exit_s": 0.5, "miofind_exit_s": 1.25,
+                             "miofind_empty_caches_exit_s": 1.5, "miofind_background_pending": 40}],
+                     {"device": "H100"})
     lines = md.splitlines()
     a = next(ln for ln in lines if ln.startswith("| a | fp32 | F | 30.0 | 120.0 | 4.00 |"))
     b = next(ln for ln in lines if ln.startswith("| b | fp16 | W | 60.0 | 120.0 | 2.00 |"))
@@ -81,7 +83,7 @@ def test_report_marks_the_targets(bc):
     assert "| a | fp32 | F | 1.0 / 0.5 / 1.5 / 4.0 / 50.0 (5.0) / 8.0 / 25.0 (3.0 + 20.0) / 2.0 / 6.0 |" in md
     assert "(answered without a benchmark)" in md
     r50 = next(ln for ln in lines if ln.startswith("| train48-fp32 |"))
-    assert r50 == "| train48-fp32 | 3.00 | 6.50 | **no** | 60 | 5.00 | 4.00 | yes |"
+    assert r50 == "| train48-fp32 | 3.00 | 6.50 | **no** | 60 | 5.00 | 4.00 | yes | 0.50 / 1.25 / 1.50 | 40 |"
 
 
 def test_torch_runs_in_the_same_processes_as_the_warm_finds(bc, monkeypatch):

@@ -555,3 +555,132 @@ def test_a_finds_solutions_are_made_once_for_its_deferral_check_and_its_preparat
     with pytest.raises(RuntimeError):
         memo._get(("x",), flaky)
     assert memo._get(("x",), flaky) == "ok" and memo._get(("x",), flaky) == "ok" and len(calls) == 2
+
+
+def _exit_jobs(monkeypatch, n_jobs, release, started=None):
+    """``n_jobs`` deferred Hopper jobs (problems differing in N) of three configs each on a fresh 2-thread pool,
+    each config's measurement waiting for ``release``; (jobs, stored, failed, measured)."""
+    import threading
+
+    monkeypatch.setattr(tiered, "_stopping", threading.Event())
+    monkeypatch.setattr(tiered, "_pool", None)
+    monkeypatch.setattr(tiered, "_finish_at_exit", False)    # a CLI test's command may have set it
+    hop = get_solver("ConvImplicitGemmHopperFwd")
+    stored, failed, measured = [], [], []
+
+    def measure(problem, solver, sol, inv):
+        measured.append(problem.n)
+        if started is not None:
+            started.release()
+        release.wait(10)
+        return Solution(solver.id, solver.algorithm, 0.1 * sol.config["STAGES"], 0, sol.config, True, problem)
+
+    jobs = []
+    for n in range(1, n_jobs + 1):
+        p = ProblemDescription.make("F", n=n, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1, layout="NHWC",
+                                    dtype="FP16")
+        base = hop.default_config(p)
+        jobs += tiered.after_find(p, [], store=stored.append, mode="background", measure=measure,
+                                  deferred={hop.id: (hop, [dict(base, STAGES=s) for s in (3, 4, 5)])},
+                                  fail=lambda solver, fs: failed.append(solver.id))
+    return jobs, stored, failed, measured
+
+
+def test_an_ending_process_stops_its_background_jobs(fakes, monkeypatch, caplog):
+    """MIOFIND_EXIT_WAIT unset: at exit the queued jobs are cancelled and the running ones stop before their next
+    config, storing nothing and recording no failure (the deferred marks stay for the next process)."""
+    import logging
+    import threading
+
+    caplog.set_level(logging.INFO, logger="miofind")
+    release, started = threading.Event(), threading.Semaphore(0)
+    jobs, stored, failed, measured = _exit_jobs(monkeypatch, 3, release, started)
+    for _ in range(2):      # both threads are inside their first config's measurement
+        assert started.acquire(timeout=10)
+    tiered._at_exit()
+    release.set()
+    assert jobs[2].cancelled()
+    assert [j.result(10) for j in jobs[:2]] == [None, None]
+    assert sorted(measured) == [1, 2] and stored == [] and failed == []
+    assert "1 queued background job(s) cancelled, 2 stopping" in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+
+
+def test_exit_wait_lets_the_jobs_finish(fakes, monkeypatch):
+    import threading
+
+    monkeypatch.setenv("MIOFIND_EXIT_WAIT", "30")
+    release = threading.Event()
+    jobs, stored, failed, measured = _exit_jobs(monkeypatch, 3, release)
+    threading.Timer(0.2, release.set).start()
+    tiered._at_exit()
+    assert all(j.done() and not j.cancelled() for j in jobs)
+    assert sorted(s.problem.n for s in stored) == [1, 2, 3] and len(measured) == 9
+    assert all(s.config["STAGES"] == 3 for s in stored)
+
+
+def test_exit_wait_is_checked(monkeypatch):
+    for bad in ("-1", "soon", "nan"):
+        monkeypatch.setenv("MIOFIND_EXIT_WAIT", bad)
+        with pytest.raises(ValueError, match="MIOFIND_EXIT_WAIT"):
+            env.exit_wait()
+    monkeypatch.setenv("MIOFIND_EXIT_WAIT", "inf")
+    assert env.exit_wait() == float("inf")
+    monkeypatch.delenv("MIOFIND_EXIT_WAIT")
+    assert env.exit_wait() == 0
+
+
+_EXITING_SCRIPT = r'''
+import sys, time
+import miofind.invokers as invokers
+from miofind import tiered
+from miofind.problem import ProblemDescription
+from miofind.registry import get_solver
+from miofind.results import Solution
+
+invokers.build_invoker = lambda p, sol: "SPEC"
+tiered._compile_apart = lambda kernels: None
+hop = get_solver("ConvImplicitGemmHopperFwd")
+out = open(sys.argv[1], "a")
+
+def measure(problem, solver, sol, inv):
+    time.sleep(0.4)
+    return Solution(solver.id, solver.algorithm, 0.1, 0, sol.config, True, problem)
+
+for n in range(1, 5):
+    p = ProblemDescription.make("F", n=n, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1, layout="NHWC",
+                                dtype="FP16")
+    base = hop.default_config(p)
+    tiered.after_find(p, [], store=lambda s: (out.write(f"{s.problem.n}\n"), out.flush()), mode="background",
+                      measure=measure, deferred={hop.id: (hop, [dict(base, STAGES=s) for s in (3, 4, 5)])})
+time.sleep(0.2)     # the first two jobs are measuring
+'''
+
+
+@pytest.mark.parametrize("wait", [None, "inf"])
+def test_a_script_that_ends_is_not_held_by_its_background_jobs(tmp_path, wait):
+    """A real interpreter exit: four deferred jobs of three 0.4 s configs on two threads would hold the script 2.4 s
+    (Python joins the pool's threads); stopped, it ends once the configs being measured are done. With
+    MIOFIND_EXIT_WAIT=inf every job is stored."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    script, stored = tmp_path / "s.py", tmp_path / "stored.txt"
+    script.write_text(_EXITING_SCRIPT)
+    e = {k: v for k, v in os.environ.items() if k != "MIOFIND_EXIT_WAIT"}
+    if wait is not None:
+        e["MIOFIND_EXIT_WAIT"] = wait
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, str(script), str(stored)], env=e, capture_output=True, text=True, timeout=60)
+    took = time.perf_counter() - t0
+    assert r.returncode == 0, r.stderr
+    lines = stored.read_text().split() if stored.exists() else []
+    if wait is None:
+        assert lines == [], r.stderr
+        t1 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import miofind.tiered"], env=e, check=True, timeout=60)
+        assert took < (time.perf_counter() - t1) + 1.5, (took, r.stderr)
+    else:
+        assert sorted(lines) == ["1", "2", "3", "4"], r.stderr
