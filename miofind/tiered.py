@@ -288,6 +288,10 @@ def _executor() -> ThreadPoolExecutor:
     global _pool
     with _pool_lock:
         if _pool is None:
+            # the compile pool's module now, not in a job at exit, where its import (which registers an exit hook)
+            # fails; ours registered after its hook runs before it, which would run every queued compile first
+            import concurrent.futures.process   # noqa: F401
+            _register_exit_hook()
             _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="miofind-specialize",
                                        initializer=relaxed_capture_mode)
     return _pool
@@ -505,27 +509,26 @@ def _compile_apart(kernels) -> None:
     todo = [t for t in todo if cached_cubin(cache / f"{binary_key(t[0], arch)}.cubin") is None]
     if not todo:
         return
-    with _pool_lock:
-        if _procs is None:
-            import multiprocessing as mp
-            from concurrent.futures import ProcessPoolExecutor
-            from multiprocessing import util
-
-            # idle pool workers would keep this process from exiting (as miofind.tuning.precompile)
-            util.Finalize(None, _shutdown_procs, exitpriority=100)
-            # concurrent.futures.process's own exit hook, registered on its import, would run every queued compile
-            # before ours: registered after it, ours runs first
-            _register_exit_hook()
-            from .env import compile_nice
-            from .compile import lower_priority
-
-            # below the training step's or the find's own thread, which launch and time the kernels
-            _procs = ProcessPoolExecutor(max_workers=2, mp_context=mp.get_context("spawn"),
-                                         initializer=lower_priority, initargs=(compile_nice(),))
-        procs = _procs
     try:
+        with _pool_lock:
+            if _procs is None:
+                import multiprocessing as mp
+                from concurrent.futures import ProcessPoolExecutor
+                from multiprocessing import util
+
+                # idle pool workers would keep this process from exiting (as miofind.tuning.precompile)
+                util.Finalize(None, _shutdown_procs, exitpriority=100)
+                from .env import compile_nice
+                from .compile import lower_priority
+
+                # below the training step's or the find's own thread, which launch and time the kernels
+                _procs = ProcessPoolExecutor(max_workers=2, mp_context=mp.get_context("spawn"),
+                                             initializer=lower_priority, initargs=(compile_nice(),))
+            procs = _procs
         list(procs.map(_compile_one, todo))
-    except (RuntimeError, CancelledError):  # the interpreter is exiting, the jobs were stopped or the pool broke
+    except (RuntimeError, CancelledError):
+        # the interpreter is exiting (a pool started now cannot start its threads), the jobs were stopped or the
+        # pool broke: compiled here, unless stopped
         for t in todo:
             if _stopping.is_set():
                 return
