@@ -3,6 +3,8 @@
 # work to the background, with this session's stop at exit (miofind.tiered._at_exit, MIOFIND_EXIT_WAIT) and with the
 # code before it (tiered_before.py, swapped in), each on fresh copies of `miofind warmup`'s caches and an empty user
 # DB (exit_ab.py); and bench_cold.py --resnet50 (FP32 and AMP, beside cuDNN's benchmark mode) with the new code.
+# tiered_before.py was `git show e3d43f49:miofind/tiered.py`, byte for byte; it was removed after the call as a
+# copy of old code: recreate it that way to run this again.
 set -uo pipefail
 T0=$(date +%s)
 R=/tmp/r; rm -rf $R
