@@ -340,6 +340,7 @@ def _specialise(problem, solver, config, generic_sol, store, measure, device, fa
             _wait_idle()    # the module loads block a find's launches: not while one runs (as the measurement)
             inv = build_invoker(problem, sol)
             spec = measure(problem, solver, sol, inv)
+            _check_stop()   # a measurement the exit cut short is no verdict
         gen_ms = generic_sol.time_ms if generic_sol is not None else math.inf
         if spec is None or not spec.verified or spec.time_ms >= gen_ms:
             log.info("specialised %s for %s: %s", solver.id, problem.key(),
@@ -423,6 +424,7 @@ def _measure_deferred(problem, solver, configs, store, measure, device, fail=Non
                     _wait_idle()    # the module loads block a find's launches: not while one runs
                     inv = build_invoker(problem, sol)
                     m = measure(problem, solver, sol, inv)
+                    _check_stop()   # a measurement the exit cut short is no verdict
                 except Exception as e:      # noqa: BLE001  a failed config is not stored
                     _check_stop()
                     stage, reason = ("compile", describe(e)) if isinstance(e, CompileError) else failure_stage(e)

@@ -702,3 +702,30 @@ def test_the_exit_hook_runs_before_the_compile_pools_own():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "True"
+
+
+def test_a_measurement_the_exit_cuts_short_records_no_failure(fakes, monkeypatch):
+    """A specialisation whose generic build failed records its own failure when unverified, but not when the process
+    stopped its jobs while it measured: the exit may have broken the measurement."""
+    import threading
+
+    from miofind.results import Failure
+
+    monkeypatch.setattr(tiered, "_stopping", threading.Event())
+    monkeypatch.setattr(tiered, "_pool", None)
+    monkeypatch.setattr(tiered, "_finish_at_exit", False)
+    inside, release = threading.Event(), threading.Event()
+
+    def cut(p, s, sol, inv):
+        inside.set()
+        release.wait(10)
+        return None
+    f = Failure("ConvImplicitGemmFwd", "verify", "rel err too large")
+    _prep(P, "ConvImplicitGemmFwd", "background")
+    failed = []
+    (job,) = tiered.after_find(P, [], [f], store=print, mode="background", measure=cut,
+                               fail=lambda *a: failed.append(a))
+    assert inside.wait(10)
+    tiered._at_exit()
+    release.set()
+    assert job.result(10) is None and failed == []
