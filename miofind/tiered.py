@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import os
 import threading
 import time
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
@@ -285,13 +286,14 @@ _pool_lock = threading.Lock()
 
 
 def _executor() -> ThreadPoolExecutor:
-    global _pool
+    global _pool, _pool_pid
     with _pool_lock:
         if _pool is None:
             # the compile pool's module now, not in a job at exit, where its import (which registers an exit hook)
             # fails; ours registered after its hook runs before it, which would run every queued compile first
             import concurrent.futures.process   # noqa: F401
             _register_exit_hook()
+            _pool_pid = os.getpid()
             _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="miofind-specialize",
                                        initializer=relaxed_capture_mode)
     return _pool
@@ -697,13 +699,14 @@ def finish_at_exit() -> None:
 
 _finish_at_exit = False
 _stopping = threading.Event()
+_pool_pid = None       # the process whose pool runs the jobs: a forked child inherits their futures, not the threads
 
 
 def _at_exit() -> None:
     """Interpreter shutdown (threading's exit hooks, which run before Python joins the pools' threads): wait for the
     jobs up to ``MIOFIND_EXIT_WAIT`` seconds, then cancel the queued ones (compiles included) and have the running ones
     stop at their next step."""
-    if _stopping.is_set():
+    if _stopping.is_set() or _pool_pid != os.getpid():
         return
     try:
         grace = math.inf if _finish_at_exit else env.exit_wait()

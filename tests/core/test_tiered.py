@@ -729,3 +729,49 @@ def test_a_measurement_the_exit_cuts_short_records_no_failure(fakes, monkeypatch
     tiered._at_exit()
     release.set()
     assert job.result(10) is None and failed == []
+
+
+_FORKING_SCRIPT = r'''
+import os, sys, threading, time
+import miofind.invokers as invokers
+from miofind import tiered
+from miofind.problem import ProblemDescription
+from miofind.registry import get_solver
+from miofind.results import Solution
+
+invokers.build_invoker = lambda p, sol: "SPEC"
+tiered._compile_apart = lambda kernels: None
+release = threading.Event()
+hop = get_solver("ConvImplicitGemmHopperFwd")
+p = ProblemDescription.make("F", n=8, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1, layout="NHWC",
+                            dtype="FP16")
+meas = lambda pr, s, sol, inv: release.wait(30) and Solution(s.id, s.algorithm, 0.1, 0, sol.config, True, pr)
+tiered.after_find(p, [], store=print, mode="background", measure=meas, deferred={hop.id: (hop, [None])})
+time.sleep(0.2)
+pid = os.fork()
+if pid == 0:    # a forked worker (a DataLoader's): the futures are the parent's, their threads are not here
+    os.environ["MIOFIND_EXIT_WAIT"] = "inf"
+    t0 = time.perf_counter()
+    tiered._at_exit()
+    print(f"child {time.perf_counter() - t0:.2f}", flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+print("parent pending", tiered.pending(), flush=True)
+release.set()
+'''
+
+
+def test_a_forked_child_does_not_wait_for_its_parents_jobs(tmp_path):
+    """A forked child inherits the parent's pending futures without the threads that would finish them: its exit hook
+    leaves them alone, where MIOFIND_EXIT_WAIT=inf would wait for ever."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "f.py"
+    script.write_text(_FORKING_SCRIPT)
+    r = subprocess.run([sys.executable, "-W", "ignore", str(script)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.split("\n")
+    child = next(ln for ln in lines if ln.startswith("child "))
+    assert float(child.split()[1]) < 5, r.stdout
+    assert "parent pending 1" in r.stdout     # the parent's job was not cancelled by the child
