@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Session dec03c, call 1 (session dec03b's call2.sh, which found no machine) (issues 18 and 20): ResNet-50's first training step at batch 48 with the retrained cost model
+# Session dec03c, call 1 (session dec03b's call2.sh, which found no machine) (issues 18 and 20): ResNet-50's first
+# training step at batch 48 with the retrained cost model
 # (20261203-355ac46ce9) deciding a find's deferrals, FP32 then AMP, fresh processes and an empty user DB through
 # miofind.torch, against cuDNN's benchmark mode: `miofind warmup --arch sm_90` into an installed cache, then
-# bench_cold.py --resnet50 --skip-layers, its warm run on a copy of the installed cache (session dec02e's call 1 recipe).
+# bench_cold.py --resnet50 --skip-layers, its warm run on a copy of the installed cache (session dec02e's call 1
+# recipe).
 set -uo pipefail
 T0=$(date +%s)
 R=/tmp/r; rm -rf $R
