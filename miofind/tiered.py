@@ -746,4 +746,3 @@ def clear() -> None:
 
 
 _install()
-_register_exit_hook()

@@ -557,14 +557,19 @@ def test_a_finds_solutions_are_made_once_for_its_deferral_check_and_its_preparat
     assert memo._get(("x",), flaky) == "ok" and memo._get(("x",), flaky) == "ok" and len(calls) == 2
 
 
-def _exit_jobs(monkeypatch, n_jobs, release, started=None):
-    """``n_jobs`` deferred Hopper jobs (problems differing in N) of three configs each on a fresh 2-thread pool,
-    each config's measurement waiting for ``release``; (jobs, stored, failed, measured)."""
+def _fresh_exit(monkeypatch):
+    """A fresh pool and exit state for a test that calls ``tiered._at_exit``."""
     import threading
 
     monkeypatch.setattr(tiered, "_stopping", threading.Event())
     monkeypatch.setattr(tiered, "_pool", None)
     monkeypatch.setattr(tiered, "_finish_at_exit", False)    # a CLI test's command may have set it
+
+
+def _exit_jobs(monkeypatch, n_jobs, release, started=None):
+    """``n_jobs`` deferred Hopper jobs (problems differing in N) of three configs each on a fresh 2-thread pool,
+    each config's measurement waiting for ``release``; (jobs, stored, failed, measured)."""
+    _fresh_exit(monkeypatch)
     hop = get_solver("ConvImplicitGemmHopperFwd")
     stored, failed, measured = [], [], []
 
@@ -630,8 +635,9 @@ def test_exit_wait_is_checked(monkeypatch):
     assert env.exit_wait() == 0
 
 
-_EXITING_SCRIPT = r'''
-import sys, time
+# a script's start: deferred Hopper jobs with building and compiling faked
+_FAKED_JOBS = r'''
+import os, sys, threading, time
 import miofind.invokers as invokers
 from miofind import tiered
 from miofind.problem import ProblemDescription
@@ -641,6 +647,9 @@ from miofind.results import Solution
 invokers.build_invoker = lambda p, sol: "SPEC"
 tiered._compile_apart = lambda kernels: None
 hop = get_solver("ConvImplicitGemmHopperFwd")
+'''
+
+_EXITING_SCRIPT = _FAKED_JOBS + r'''
 out = open(sys.argv[1], "a")
 
 def measure(problem, solver, sol, inv):
@@ -711,9 +720,7 @@ def test_a_measurement_the_exit_cuts_short_records_no_failure(fakes, monkeypatch
 
     from miofind.results import Failure
 
-    monkeypatch.setattr(tiered, "_stopping", threading.Event())
-    monkeypatch.setattr(tiered, "_pool", None)
-    monkeypatch.setattr(tiered, "_finish_at_exit", False)
+    _fresh_exit(monkeypatch)
     inside, release = threading.Event(), threading.Event()
 
     def cut(p, s, sol, inv):
@@ -731,18 +738,8 @@ def test_a_measurement_the_exit_cuts_short_records_no_failure(fakes, monkeypatch
     assert job.result(10) is None and failed == []
 
 
-_FORKING_SCRIPT = r'''
-import os, sys, threading, time
-import miofind.invokers as invokers
-from miofind import tiered
-from miofind.problem import ProblemDescription
-from miofind.registry import get_solver
-from miofind.results import Solution
-
-invokers.build_invoker = lambda p, sol: "SPEC"
-tiered._compile_apart = lambda kernels: None
+_FORKING_SCRIPT = _FAKED_JOBS + r'''
 release = threading.Event()
-hop = get_solver("ConvImplicitGemmHopperFwd")
 p = ProblemDescription.make("F", n=8, c=64, k=64, in_size=(28, 28), filter_size=3, pads=1, layout="NHWC",
                             dtype="FP16")
 meas = lambda pr, s, sol, inv: release.wait(30) and Solution(s.id, s.algorithm, 0.1, 0, sol.config, True, pr)
