@@ -5,7 +5,7 @@ build (``miofind.generic``), is measured with the generic build: no NVRTC wait w
 cubin is in the binary cache (``miofind warmup``). ``MIOFIND_SPECIALIZE`` decides what happens to
 the specialised build:
 
-- ``background`` (default): it is compiled in the tuner's spawned process pool (CuPy's NVRTC binding holds the GIL),
+- ``background`` (default): it is compiled in worker processes (``miofind.procpool``: CuPy's NVRTC holds the GIL),
   then verified and timed against the float64 reference; when it is verified and faster than the
   generic measurement its record replaces the generic one in the user FindDB and its invoker is
   what ``ready_invoker`` returns from then on;
@@ -289,9 +289,8 @@ def _executor() -> ThreadPoolExecutor:
     global _pool, _pool_pid
     with _pool_lock:
         if _pool is None:
-            # the compile pool's module now, not in a job at exit, where its import (which registers an exit hook)
-            # fails; ours registered after its hook runs before it, which would run every queued compile first
-            import concurrent.futures.process   # noqa: F401
+            # the compile pool's module now, not in a job at exit
+            from . import procpool   # noqa: F401
             _register_exit_hook()
             _pool_pid = os.getpid()
             _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="miofind-specialize",
@@ -477,7 +476,7 @@ _procs = None
 
 
 def _compile_one(args) -> None:
-    """In a spawned process: compile one kernel into the binary cache (errors surface when the
+    """In a compile worker process: compile one kernel into the binary cache (errors surface when the
     parent compiles it again in build_invoker)."""
     from pathlib import Path
 
@@ -498,7 +497,7 @@ def _shutdown_procs() -> None:
 
 
 def _compile_apart(kernels) -> None:
-    """Compile into the binary cache in spawned processes (they never touch this process's CUDA
+    """Compile into the binary cache in worker processes (``miofind.procpool``; they never touch this process's CUDA
     context): CuPy's NVRTC binding holds the GIL while it compiles, which would stall the caller's
     threads for the whole compile."""
     global _procs
@@ -516,18 +515,17 @@ def _compile_apart(kernels) -> None:
     try:
         with _pool_lock:
             if _procs is None:
-                import multiprocessing as mp
-                from concurrent.futures import ProcessPoolExecutor
                 from multiprocessing import util
 
-                # idle pool workers would keep this process from exiting (as miofind.tuning.precompile)
-                util.Finalize(None, _shutdown_procs, exitpriority=100)
-                from .env import compile_nice
                 from .compile import lower_priority
+                from .env import compile_nice
+                from .procpool import ProcPool
 
-                # below the training step's or the find's own thread, which launch and time the kernels
-                _procs = ProcessPoolExecutor(max_workers=2, mp_context=mp.get_context("spawn"),
-                                             initializer=lower_priority, initargs=(compile_nice(),))
+                # the workers end with this process, after their compiles under way (as miofind.tuning.precompile)
+                util.Finalize(None, _shutdown_procs, exitpriority=100)
+                # below the training step's or the find's own thread, which launch and time the kernels; workers
+                # that never run the caller's script (miofind.procpool), as a spawned multiprocessing pool would
+                _procs = ProcPool(2, initializer=lower_priority, initargs=(compile_nice(),))
             procs = _procs
         list(procs.map(_compile_one, todo))
     except (RuntimeError, CancelledError):

@@ -2,8 +2,8 @@
 
 NVRTC holds Python's GIL for part of a compile, so threads do not scale over many kernels. Before
 a tune measures anything, every kernel its candidates need is compiled here by a pool of
-processes (spawned, so they never touch the parent's CUDA context; NVRTC needs no GPU) straight
-into the binary cache, where the measuring process then only loads cubins. This is what MIOpen's
+processes (``miofind.procpool``'s: fresh interpreters, so they never touch the parent's CUDA context nor run its
+script; NVRTC needs no GPU) straight into the binary cache, where the measuring process then only loads cubins. This is what MIOpen's
 fleet tuner does on GPU-less hosts.
 """
 
@@ -13,15 +13,15 @@ import logging
 import os
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from ..compile import (CompileError, binary_key, cached_cubin, lower_priority, nvrtc_compile, private_cache_dir,
                        store_cubin)
+from ..procpool import ProcPool
 from ..solver import KernelInfo
 
 _log = logging.getLogger(__name__)
-_pool: ProcessPoolExecutor | None = None
+_pool: ProcPool | None = None
 _pool_size = 0
 # held while a Prefetcher's compiles are submitted and while it is closed, so that no compile is
 # submitted to a new pool after its close (the process's exit would wait for that compile)
@@ -52,24 +52,20 @@ def _worker_init(nice: int) -> None:
     lower_priority(nice)
 
 
-def _get_pool(jobs: int) -> ProcessPoolExecutor:
+def _get_pool(jobs: int) -> ProcPool:
     global _pool, _pool_size
     if _pool is None or _pool_size != jobs:
-        import multiprocessing as mp
         from multiprocessing import util
 
         if _pool is not None:
             _pool.shutdown(wait=False, cancel_futures=True)
         if _pool_size == 0:  # this process's first pool
-            # A process's exit joins its multiprocessing children, and idle pool workers never end:
-            # a spawned process (one per GPU, a fleet worker) that made a pool would hang at exit.
-            # Finalizers of priority >= 0 run before that join, in every process, highest first;
-            # this one runs before the pool's queues close (priority 10), or no worker hears it.
+            # at exit the workers end after their compiles under way; a spawned process (one per GPU, a fleet
+            # worker) runs its finalizers (priority >= 0, highest first) before multiprocessing joins it
             util.Finalize(None, shutdown_pool, kwargs={"wait": True}, exitpriority=100)
         from ..env import compile_nice
 
-        _pool = ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"),
-                                    initializer=_worker_init, initargs=(compile_nice(),))
+        _pool = ProcPool(jobs, initializer=_worker_init, initargs=(compile_nice(),))
         _pool_size = jobs
     return _pool
 
@@ -82,16 +78,9 @@ def shutdown_pool(wait: bool = False, terminate: bool = False) -> None:
     global _pool
     if _pool is not None:
         pool, _pool = _pool, None
-        procs = list((getattr(pool, "_processes", None) or {}).values())
-        pool.shutdown(wait=wait, cancel_futures=True)
         if terminate:
-            stop = getattr(pool, "terminate_workers", None)   # Python 3.14
-            if stop is not None:
-                stop()
-            else:
-                for proc in procs:
-                    if proc.is_alive():
-                        proc.terminate()
+            pool.terminate()
+        pool.shutdown(wait=wait, cancel_futures=True)
 
 
 def default_jobs() -> int:

@@ -695,19 +695,21 @@ def test_a_script_that_ends_is_not_held_by_its_background_jobs(tmp_path, wait):
         assert sorted(lines) == ["1", "2", "3", "4"], r.stderr
 
 
-def test_the_exit_hook_runs_before_the_compile_pools_own():
-    """Once a job is queued, concurrent.futures.process is imported (its import at exit, in a job, would fail) and
-    tiered's exit hook is registered after its hook, so it runs first (threading runs them in reverse): else that hook
-    would run every queued compile before ours could cancel them."""
+def test_the_exit_hook_runs_before_the_job_pools_own():
+    """Once a job is queued, the compile pool's module is imported (not in a job at exit) and tiered's exit hook is
+    registered after the thread pool's, so it runs first (threading runs them in reverse): else that hook would join
+    the job threads, running every queued job, before ours could cancel them. The compile pool is miofind.procpool's,
+    not a multiprocessing one (whose workers would run the caller's script again)."""
     import subprocess
     import sys
 
     code = ("import sys, threading\nfrom miofind import tiered\n"
-            "assert 'concurrent.futures.process' not in sys.modules\n"
-            "tiered._executor()\nimport concurrent.futures.process as cfp\n"
+            "assert 'miofind.procpool' not in sys.modules\n"
+            "tiered._executor()\nimport concurrent.futures.thread as cft\n"
+            "assert 'miofind.procpool' in sys.modules and 'concurrent.futures.process' not in sys.modules\n"
             "hooks = [getattr(h, 'func', h) for h in threading._threading_atexits]\n"
             "ours = max(i for i, h in enumerate(hooks) if h is tiered._at_exit)\n"
-            "print(ours > hooks.index(cfp._python_exit))\n")
+            "print(ours > hooks.index(cft._python_exit))\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "True"

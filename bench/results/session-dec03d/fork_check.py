@@ -5,8 +5,12 @@ One process runs ResNet-50's first AMP training step at batch 48 through miofind
 an empty user DB), so that its finds leave background jobs, then forks twice: a child that ends through the
 interpreter's exit (sys.exit: the exit hooks run), and a multiprocessing "fork" child (a DataLoader worker's start
 method). Each child has MIOFIND_EXIT_WAIT=inf. Printed as JSON: the jobs pending in the parent before and after,
-each child's time from fork to reaped and its exit status.
-Usage: python fork_check.py KERNEL_CACHE CUPY_CACHE"""
+each child's time from fork to reaped and its exit status. BACKEND "cudnn" runs the step through torch's cuDNN instead
+(no miofind jobs): the children's exit times without miofind.
+
+The script has no ``if __name__ == "__main__":`` guard, as many training scripts have none: call 1 (miofind's compile
+pool then a spawned multiprocessing pool) printed four JSON lines, since each compile worker ran the script again.
+Usage: python fork_check.py KERNEL_CACHE CUPY_CACHE [BACKEND]"""
 
 import json
 import multiprocessing as mp
@@ -18,6 +22,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "bench"))
 kc, cupy = sys.argv[1:3]
+backend = sys.argv[3] if len(sys.argv) > 3 else "miofind"
 d = tempfile.mkdtemp(prefix="fork_")
 shutil.copytree(kc, f"{d}/kc")
 shutil.copytree(cupy, f"{d}/cupy")
@@ -29,13 +34,13 @@ torch = bench_models._torch()
 from miofind import tiered  # noqa: E402
 
 train, batch, amp = bench_models.parse("train48-amp")
-model = bench_models.prepare(bench_models.build("resnet50"), train, amp, "miofind", "resnet50")
+model = bench_models.prepare(bench_models.build("resnet50"), train, amp, backend, "resnet50")
 xs, ys = bench_models.inputs("resnet50", batch, amp, 1)
 step = bench_models.stepper(model, train, amp)
 t0 = time.perf_counter()
 step(xs[0], ys[0])
 torch.cuda.synchronize()
-out = {"first_s": time.perf_counter() - t0, "pending_before": tiered.pending()}
+out = {"backend": backend, "pid": os.getpid(), "first_s": time.perf_counter() - t0, "pending_before": tiered.pending()}
 
 
 def child():
