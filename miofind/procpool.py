@@ -2,26 +2,28 @@
 
 multiprocessing's ``spawn`` (and ``forkserver``) start method runs the parent's main module again in every child, as
 ``__mp_main__``. A training script without an ``if __name__ == "__main__":`` guard, usual on Linux where DataLoader
-workers fork, would run once more, on the GPU, in each of miofind's compile workers. ``ProcPool`` starts
-``python -m miofind.procpool`` children instead, which import only what the calls they are sent need, and feeds them
-pickled calls over pipes. It offers the part of ``concurrent.futures.ProcessPoolExecutor`` miofind uses (``submit``,
-``map``, ``shutdown``) and ``terminate``. A pool belongs to the process that made it: a forked child that inherits
-one can neither use it nor shut its workers down.
+workers fork, would run once more, on the GPU, in each of miofind's compile workers. ``ProcPool`` starts fresh
+interpreters instead (``_worker``, on this process's import path), which import only what the calls they are sent
+need, and sends them pickled calls over pipes.
+
+The calls are sent and their replies read in the calling thread (``map``), so the pool starts no thread of its own:
+Python 3.12 refuses new threads once the interpreter's exit has begun, where miofind's background jobs may still
+compile (``MIOFIND_EXIT_WAIT``); new processes it still starts. A pool belongs to the process that made it: a forked
+child that inherits one can neither use it nor end its workers.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
-import queue
+import selectors
 import struct
 import subprocess
 import sys
 import threading
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 
 _LEN = struct.Struct("<Q")
-_STOP = object()
 
 
 class BrokenPool(RuntimeError):
@@ -44,68 +46,130 @@ def _recv(fh) -> bytes | None:
 
 class ProcPool:
     """Up to ``max_workers`` worker processes, started as work arrives; each runs ``initializer(*initargs)`` first.
-    Functions and arguments must pickle (module-level functions, by reference)."""
+    Functions and arguments must pickle (module-level functions, by reference); a call's exception is raised to the
+    caller. A subset of ``concurrent.futures.ProcessPoolExecutor``: ``map``, ``submit``, ``shutdown``, and
+    ``terminate``."""
 
     def __init__(self, max_workers: int, initializer=None, initargs=()) -> None:
         if max_workers < 1:
             raise ValueError(f"max_workers {max_workers}: need at least 1")
         self._max = max_workers
         self._init = (initializer, tuple(initargs), {}) if initializer is not None else None
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._idle = threading.Semaphore(0)
-        self._threads: list[threading.Thread] = []
+        self._cv = threading.Condition()
+        self._idle: list[subprocess.Popen] = []
         self._procs: dict[int, subprocess.Popen] = {}
-        self._shutdown = False
+        self._starting = 0
+        self._shutdown = False     # no new map or submit
+        self._cancel = False       # the calls not yet sent are dropped
         self._broken: str | None = None
         self._pid = os.getpid()
 
     # -- the caller's side ------------------------------------------------------------------------
 
-    def submit(self, fn, *args, **kwargs) -> Future:
-        with self._lock:
-            if self._pid != os.getpid():
-                raise BrokenPool("this compile pool belongs to the process this one was forked from")
-            if self._broken:
-                raise BrokenPool(self._broken)
+    def map(self, fn, *iterables) -> list:
+        """``fn`` over the items in the workers, their results in order. The first call's error (in item order) is
+        raised once the calls sent have replied, and no more are sent after it; CancelledError where
+        ``shutdown(cancel_futures=True)`` or ``terminate`` dropped calls not yet sent."""
+        items = list(zip(*iterables))
+        with self._cv:
+            self._usable()
             if self._shutdown:
                 raise RuntimeError("cannot schedule new futures after shutdown")
-            f: Future = Future()
-            self._jobs.put((f, fn, args, kwargs))
-            if not self._idle.acquire(blocking=False) and len(self._threads) < self._max:
-                t = threading.Thread(target=self._serve, name="miofind-procpool", daemon=True)
-                self._threads.append(t)
-                t.start()
-            return f
+        results: list = [None] * len(items)
+        errors: dict[int, BaseException] = {}
+        sel = selectors.DefaultSelector()
+        nxt = 0
+        try:
+            while nxt < len(items) or sel.get_map():
+                while nxt < len(items) and not errors and not self._cancel:
+                    proc = self._acquire(block=not sel.get_map())
+                    if proc is None:
+                        break
+                    try:
+                        data = pickle.dumps((fn, items[nxt], {}))
+                    except Exception as e:   # this call's fault, not the worker's
+                        errors[nxt] = e
+                        self._release(proc)
+                        break
+                    try:
+                        _send(proc.stdin, data)
+                    except (OSError, ValueError):
+                        self._died(proc)
+                    sel.register(proc.stdout, selectors.EVENT_READ, (proc, nxt))
+                    nxt += 1
+                if not sel.get_map():
+                    break
+                for key, _ in sel.select():
+                    proc, i = key.data
+                    sel.unregister(key.fileobj)
+                    reply = _recv(proc.stdout)
+                    if reply is None:
+                        self._died(proc)
+                    try:
+                        ok, value = pickle.loads(reply)
+                    except Exception as e:   # a result this process cannot rebuild
+                        ok, value = False, e
+                    if ok:
+                        results[i] = value
+                    else:
+                        errors[i] = value
+                    self._release(proc)
+        except BaseException:
+            # the workers whose replies are unread cannot take another call: ended, their places free
+            for key in list(sel.get_map().values()):
+                self._end(key.data[0], kill=True)
+            raise
+        finally:
+            sel.close()
+        if errors:
+            raise errors[min(errors)]
+        if nxt < len(items):
+            self._usable()
+            raise CancelledError()
+        return results
 
-    def map(self, fn, *iterables) -> list:
-        """``fn`` over the items, in the workers; their results in order (the first error raised)."""
-        futures = [self.submit(fn, *a) for a in zip(*iterables)]
-        return [f.result() for f in futures]
+    def submit(self, fn, *args) -> Future:
+        """``fn(*args)`` in a worker, from a thread of its own (for a few calls; ``map`` for many)."""
+        f: Future = Future()
+
+        def run():
+            if not f.set_running_or_notify_cancel():
+                return
+            try:
+                f.set_result(self.map(fn, *([a] for a in args))[0] if args else self.map(_call0, [fn])[0])
+            except BaseException as e:   # noqa: BLE001 - the caller's future gets it
+                f.set_exception(e)
+
+        with self._cv:
+            self._usable()
+            if self._shutdown:
+                raise RuntimeError("cannot schedule new futures after shutdown")
+        threading.Thread(target=run, name="miofind-procpool-submit", daemon=True).start()
+        return f
 
     def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
-        """No new work; ``cancel_futures`` drops the queued calls; the workers end after the calls under way
-        (``wait``: returns once they have). In a forked child, does nothing: the workers are the parent's."""
-        with self._lock:
+        """No new work; ``cancel_futures``: the calls not yet sent are dropped (their maps raise CancelledError).
+        Idle workers end now, busy ones after their call; ``wait`` waits for them. In a forked child, does nothing:
+        the workers are the parent's."""
+        with self._cv:
             if self._pid != os.getpid():
                 return
             self._shutdown = True
-            if cancel_futures:
-                self._drop_queued()
-            for _ in self._threads:
-                self._jobs.put(_STOP)
-            threads = list(self._threads)
+            self._cancel = self._cancel or cancel_futures
+            idle, self._idle = self._idle, []
+            self._cv.notify_all()
+        for proc in idle:
+            self._end(proc)
         if wait:
-            for t in threads:
-                if t is not threading.current_thread():
-                    t.join()
+            with self._cv:
+                self._cv.wait_for(lambda: not self._procs and not self._starting)
 
     def terminate(self) -> None:
-        """Shut down, dropping the queued calls, and kill the workers: the calls under way fail with BrokenPool."""
+        """Shut down, dropping the calls not yet sent, and kill the workers: the calls under way raise BrokenPool."""
         if self._pid != os.getpid():
             return
         self.shutdown(wait=False, cancel_futures=True)
-        with self._lock:
+        with self._cv:
             procs = list(self._procs.values())
         for p in procs:
             if p.poll() is None:
@@ -113,113 +177,118 @@ class ProcPool:
 
     def pids(self) -> list[int]:
         """The worker processes' ids."""
-        with self._lock:
+        with self._cv:
             return list(self._procs)
 
-    # -- a worker thread: one process ---------------------------------------------------------------
+    # -- workers ----------------------------------------------------------------------------------
 
-    def _drop_queued(self) -> list:
-        kept = []
-        while True:
-            try:
-                item = self._jobs.get_nowait()
-            except queue.Empty:
-                break
-            if item is _STOP:
-                kept.append(item)
-            else:
-                item[0].cancel()
-        for item in kept:
-            self._jobs.put(item)
+    def _usable(self) -> None:
+        """(Under the lock) raise where this process may not use the pool."""
+        if self._pid != os.getpid():
+            raise BrokenPool("this compile pool belongs to the process this one was forked from")
+        if self._broken:
+            raise BrokenPool(self._broken)
 
-    def _break(self, why: str) -> None:
-        with self._lock:
-            if self._broken is None:
-                self._broken = why
+    def _acquire(self, block: bool) -> subprocess.Popen | None:
+        """An idle worker, a new one where fewer than ``max_workers`` run, else (``block``) the next one freed."""
+        with self._cv:
             while True:
-                try:
-                    item = self._jobs.get_nowait()
-                except queue.Empty:
+                self._usable()
+                if self._cancel:
+                    return None
+                if self._idle:
+                    return self._idle.pop()
+                if len(self._procs) + self._starting < self._max:
+                    self._starting += 1
                     break
-                if item is not _STOP and item[0].set_running_or_notify_cancel():
-                    item[0].set_exception(BrokenPool(why))
-            for _ in self._threads:
-                self._jobs.put(_STOP)
-
-    def _start(self) -> subprocess.Popen:
-        if not sys.executable:
-            raise BrokenPool("no Python executable to start a worker with (sys.executable is empty)")
-        env = dict(os.environ)
-        # the parent's import path, as multiprocessing gives its children (a checkout on sys.path, not installed)
-        path = [p for p in sys.path if p]
-        env["PYTHONPATH"] = os.pathsep.join(path + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-        try:
-            return subprocess.Popen([sys.executable, "-m", "miofind.procpool"], stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, env=env, close_fds=True)
-        except OSError as e:
-            raise BrokenPool(f"cannot start a worker process: {e}") from None
-
-    def _call(self, proc: subprocess.Popen, data: bytes):
-        try:
-            _send(proc.stdin, data)
-            reply = _recv(proc.stdout)
-        except (OSError, ValueError):
-            reply = None
-        if reply is None:
-            code = proc.wait()
-            raise BrokenPool(f"compile worker {proc.pid} exited with code {code}")
-        return pickle.loads(reply)
-
-    def _serve(self) -> None:
+                if not block:
+                    return None
+                self._cv.wait()
+        proc = None
         try:
             proc = self._start()
-        except BrokenPool as e:
-            self._break(str(e))
-            return
-        with self._lock:
-            self._procs[proc.pid] = proc
-        try:
             if self._init is not None:
                 try:
                     data = pickle.dumps(self._init)
                 except Exception as e:
                     raise BrokenPool(f"the compile pool's initializer cannot be sent to a worker: {e}") from None
-                ok, value = self._call(proc, data)
+                reply = None
+                try:
+                    _send(proc.stdin, data)
+                    reply = _recv(proc.stdout)
+                except (OSError, ValueError):
+                    pass
+                if reply is None:
+                    raise BrokenPool(f"compile worker {proc.pid} exited with code {proc.wait()} while starting")
+                ok, value = pickle.loads(reply)
                 if not ok:
                     raise BrokenPool(f"compile worker {proc.pid}: its initializer failed: {value!r}")
-            while True:
-                item = self._jobs.get()
-                if item is _STOP:
-                    break
-                f, fn, args, kwargs = item
-                if not f.set_running_or_notify_cancel():
-                    continue
-                try:
-                    data = pickle.dumps((fn, args, kwargs))
-                except Exception as e:   # this call's fault, not the worker's
-                    f.set_exception(e)
-                else:
-                    try:
-                        ok, value = self._call(proc, data)
-                    except BrokenPool as e:
-                        f.set_exception(e)
-                        raise
-                    if ok:
-                        f.set_result(value)
-                    else:
-                        f.set_exception(value)
-                self._idle.release()
-        except BrokenPool as e:
-            self._break(str(e))
-        finally:
-            try:
-                proc.stdin.close()   # the worker ends at the end of its input
-            except OSError:
-                pass
-            proc.wait()
-            proc.stdout.close()
-            with self._lock:
-                self._procs.pop(proc.pid, None)
+        except BaseException as e:
+            with self._cv:
+                self._starting -= 1
+                if isinstance(e, BrokenPool):
+                    self._broken = self._broken or str(e)
+                self._cv.notify_all()
+            if proc is not None:
+                self._end(proc, kill=True)
+            raise
+        with self._cv:
+            self._starting -= 1
+            self._procs[proc.pid] = proc
+        return proc
+
+    def _release(self, proc: subprocess.Popen) -> None:
+        with self._cv:
+            if proc.pid not in self._procs:
+                return
+            if not self._shutdown:
+                self._idle.append(proc)
+                self._cv.notify()
+                return
+        self._end(proc)
+
+    def _died(self, proc: subprocess.Popen):
+        code = proc.wait()
+        why = f"compile worker {proc.pid} exited with code {code}"
+        with self._cv:
+            if not self._shutdown:   # not ended by terminate: the pool is broken
+                self._broken = self._broken or why
+        self._end(proc)
+        raise BrokenPool(why)
+
+    def _end(self, proc: subprocess.Popen, kill: bool = False) -> None:
+        """End a worker: told to (an empty message; not the end of its input, which a forked child of this process
+        keeps open), or ``kill``ed; and forget it."""
+        if kill and proc.poll() is None:
+            proc.kill()
+        try:
+            if not kill:
+                _send(proc.stdin, b"")
+            proc.stdin.close()
+        except (OSError, ValueError):
+            pass
+        proc.wait()
+        proc.stdout.close()
+        with self._cv:
+            self._procs.pop(proc.pid, None)
+            self._cv.notify_all()
+
+    def _start(self) -> subprocess.Popen:
+        if not sys.executable:
+            raise BrokenPool("no Python executable to start a worker with (sys.executable is empty)")
+        # isolated (-I: no current directory, script folder or PYTHON* variables on the path), then this process's
+        # import path exactly, as multiprocessing gives its children: the same miofind, installed or a checkout
+        path = [p or os.getcwd() for p in sys.path]
+        code = f"import sys; sys.path[:] = {path!r}; from miofind.procpool import _worker; _worker()"
+        try:
+            return subprocess.Popen([sys.executable, "-I", "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    close_fds=True)
+        except OSError as e:
+            raise BrokenPool(f"cannot start a worker process: {e}") from None
+
+
+def _call0(fn):
+    return fn()
 
 
 def _worker() -> None:
@@ -233,7 +302,7 @@ def _worker() -> None:
     calls = sys.stdin.buffer
     while True:
         data = _recv(calls)
-        if data is None:
+        if not data:   # the end of the input, or an empty message: the pool ends this worker
             return
         try:
             fn, args, kwargs = pickle.loads(data)
@@ -245,7 +314,3 @@ def _worker() -> None:
         except Exception:
             out = pickle.dumps((False, RuntimeError(f"{type(reply[1]).__name__}: {reply[1]}")))
         _send(replies, out)
-
-
-if __name__ == "__main__":
-    _worker()

@@ -23,8 +23,8 @@ from ..solver import KernelInfo
 _log = logging.getLogger(__name__)
 _pool: ProcPool | None = None
 _pool_size = 0
-# held while a Prefetcher's compiles are submitted and while it is closed, so that no compile is
-# submitted to a new pool after its close (the process's exit would wait for that compile)
+# held while a Prefetcher takes the pool and while it is closed, so that no compile goes to a new pool after its
+# close (the process's exit would wait for that compile)
 _submit_lock = threading.Lock()
 
 
@@ -115,8 +115,9 @@ def precompile(kernels: list[KernelInfo], arch: str, jobs: int | None = None,
             if stop is not None and stop.is_set():
                 return 0, {}
             pool = _get_pool(jobs)
-            futures = [pool.submit(_compile_one, t) for t in todo]
-        results = [f.result() for f in futures]
+        # sent from this thread; once the pool is closed (shutdown_pool) it takes no call, and its calls not yet sent
+        # are dropped (CancelledError) or ended (BrokenPool)
+        results = pool.map(_compile_one, todo)
     errors = {f"{k.source}:{k.name} {' '.join(k.compile_options())}": r for (k, _, _), r in zip(todo, results) if r}
     _log.debug("precompiled %d kernel(s) for %s in %.1f s with %d process(es), %d failed (%d already cached)",
                len(todo), arch, time.perf_counter() - t0, min(jobs, len(todo)), len(errors), len(kernels) - len(todo))

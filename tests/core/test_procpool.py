@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+from concurrent.futures import CancelledError
+
 import pytest
 
 from miofind.procpool import BrokenPool, ProcPool
@@ -103,26 +105,104 @@ def test_terminate_ends_a_call_under_way_and_drops_the_queue():
         if f.running() and pool.pids():
             break
         time.sleep(0.05)
+    time.sleep(0.5)
     t0 = time.monotonic()
     pool.terminate()
     with pytest.raises(BrokenPool):
         f.result(60)
-    assert queued.cancelled()
+    with pytest.raises(CancelledError):
+        queued.result(60)
     pool.shutdown(wait=True)
     assert time.monotonic() - t0 < 30 and pool.pids() == []
 
 
-def test_shutdown_can_cancel_the_queued_calls():
+def test_shutdown_can_drop_the_calls_not_yet_sent():
     pool = ProcPool(1)
-    f = pool.submit(time.sleep, 1)
-    queued = [pool.submit(abs, -i) for i in range(5)]
+    got = {}
+
+    def run():
+        try:
+            got["r"] = pool.map(time.sleep, [1, 0, 0, 0])
+        except CancelledError:
+            got["r"] = "cancelled"
+
+    import threading
+
+    t = threading.Thread(target=run)
+    t.start()
     for _ in range(300):
-        if f.running():
+        if pool.pids():
             break
         time.sleep(0.05)
+    time.sleep(0.3)             # the first call is under way
     pool.shutdown(wait=True, cancel_futures=True)
-    assert f.result(0) is None
-    assert all(q.cancelled() or q.done() for q in queued) and any(q.cancelled() for q in queued)
+    t.join(60)
+    assert got["r"] == "cancelled" and pool.pids() == []
+
+
+def test_calls_run_on_every_worker_at_once():
+    pool = ProcPool(2)
+    try:
+        pool.map(abs, [-1, -2])                              # both started
+        t0 = time.monotonic()
+        pool.map(time.sleep, [0.5] * 4)
+        assert time.monotonic() - t0 < 1.8
+    finally:
+        pool.shutdown()
+
+
+_AT_EXIT = r'''
+import os, threading, time
+from concurrent.futures import ThreadPoolExecutor
+from miofind.procpool import ProcPool
+res = {}
+
+def job():      # a background job that runs on into the interpreter's exit, as miofind's may (MIOFIND_EXIT_WAIT)
+    time.sleep(0.5)
+    try:
+        pool = ProcPool(2)
+        res["out"] = pool.map(abs, [-1, -2, -3, -4])
+        res["workers"] = len(pool.pids())
+        pool.shutdown()
+    except BaseException as e:
+        res["out"] = repr(e)
+
+ThreadPoolExecutor(1).submit(job)
+
+def hook():
+    t0 = time.time()
+    while "out" not in res and time.time() - t0 < 60:
+        time.sleep(0.05)
+    print(res, flush=True)
+
+threading._register_atexit(hook)
+'''
+
+
+def _interpreters():
+    import shutil
+
+    found = {sys.executable}
+    # Python 3.12 starts no thread once the exit has begun: the interpreters of these versions found here too
+    names = [shutil.which(n) for n in ("python3.12", "python3.13")]
+    names += sorted(str(p) for p in Path.home().glob(".pyenv/versions/3.1[23]*/bin/python3"))
+    for exe in names:
+        if exe and subprocess.run([exe, "-c", "import miofind.procpool"], env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                                  capture_output=True).returncode == 0:
+            found.add(exe)
+    return sorted(found)
+
+
+@pytest.mark.parametrize("exe", _interpreters())
+def test_a_pool_works_in_the_interpreters_exit(tmp_path, exe):
+    """Made and used by a background job while the interpreter exits: the calls go out from that job's thread, since
+    Python 3.12 refuses new threads then (a pool of dispatch threads compiled in the job, one kernel at a time)."""
+    script = tmp_path / "exiting.py"
+    script.write_text(_AT_EXIT)
+    r = subprocess.run([exe, str(script)], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert r.returncode == 0, r.stderr
+    assert "'out': [1, 2, 3, 4], 'workers': 2" in r.stdout, (exe, r.stdout)
 
 
 _UNGUARDED = r'''
@@ -146,6 +226,18 @@ def test_workers_do_not_run_the_callers_script(tmp_path):
     assert "POOL [1, 2, 3, 4]" in r.stdout
 
 
+def test_workers_import_the_callers_miofind_not_one_in_the_current_folder(tmp_path):
+    """Workers get this process's import path, not the current folder first (``python -m`` would put it there)."""
+    fake = tmp_path / "cwd" / "miofind"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('the wrong miofind')\n")
+    script = tmp_path / "s.py"
+    script.write_text("from miofind.procpool import ProcPool\np = ProcPool(1)\nprint(p.map(abs, [-5]))\np.shutdown()\n")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=fake.parent,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert r.returncode == 0 and "[5]" in r.stdout, r.stderr
+
+
 _TIERED_UNGUARDED = r'''
 import os, sys
 print("BODY", os.getpid(), flush=True)      # a training script's top level, without a __main__ guard
@@ -158,7 +250,7 @@ p = ProblemDescription.make("F", n=8, c=64, k=64, in_size=(28, 28), filter_size=
                             dtype="FP16")
 tiered._compile_apart(get_solver("ConvImplicitGemmHopperFwd").get_solution(p, None).kernels)
 pool = tiered._procs    # compiled there, not here: a broken pool's fallback compiles in this process
-assert pool is not None and pool._broken is None and pool._threads, vars(pool)
+assert pool is not None and pool._broken is None and pool.pids(), vars(pool)
 print("COMPILED", len(list(__import__("pathlib").Path(os.environ["MIOFIND_KERNEL_CACHE"]).glob("*.cubin"))),
       flush=True)
 '''
