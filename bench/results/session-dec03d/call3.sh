@@ -21,7 +21,7 @@ echo "fork rc=$? $(el) s"; cat $R/fork_miofind.json; save
 timeout 180 python3 $S/resume_check.py train48-amp /tmp/c3-kc /tmp/c3-cupy inf:MIOFIND_EXIT_WAIT=inf p2: \
   > $R/inf.jsonl 2> $R/inf.err
 echo "inf rc=$? $(el) s"; cut -c1-500 $R/inf.jsonl; save
-MIOFIND_KERNEL_CACHE=/tmp/c3-kc timeout $(( 430 - $(el) )) python3 -m pytest -q -p no:cacheprovider -m gpu \
+MIOFIND_KERNEL_CACHE=/tmp/c3-kc timeout $(( 400 - $(el) )) python3 -m pytest -q -p no:cacheprovider -m gpu \
   tests/core/test_tiered_gpu.py tests/core/test_api_gpu.py > $R/gpu_tests.log 2>&1
 echo "gpu tests rc=$? $(el) s"; tail -1 $R/gpu_tests.log
 gzip -f $R/*.err; save
