@@ -77,15 +77,21 @@ def test_an_initializer_that_cannot_be_sent_breaks_the_pool():
         pool.shutdown()
 
 
+def _under_way(pool):
+    """Once the pool's worker has started, and a moment for the first call to reach it."""
+    for _ in range(300):
+        if pool.pids():
+            break
+        time.sleep(0.05)
+    time.sleep(0.5)
+
+
 def test_a_dead_worker_breaks_the_pool_and_its_calls_fail():
     pool = ProcPool(1)
     try:
         f = pool.submit(time.sleep, 60)
         queued = pool.submit(abs, -1)
-        for _ in range(300):
-            if pool.pids() and f.running():
-                break
-            time.sleep(0.05)
+        _under_way(pool)
         os.kill(pool.pids()[0], 9)
         with pytest.raises(BrokenPool, match="exited with code"):
             f.result(60)
@@ -101,11 +107,7 @@ def test_terminate_ends_a_call_under_way_and_drops_the_queue():
     pool = ProcPool(1)
     f = pool.submit(time.sleep, 120)
     queued = pool.submit(abs, -1)
-    for _ in range(300):
-        if f.running() and pool.pids():
-            break
-        time.sleep(0.05)
-    time.sleep(0.5)
+    _under_way(pool)
     t0 = time.monotonic()
     pool.terminate()
     with pytest.raises(BrokenPool):
@@ -130,11 +132,7 @@ def test_shutdown_can_drop_the_calls_not_yet_sent():
 
     t = threading.Thread(target=run)
     t.start()
-    for _ in range(300):
-        if pool.pids():
-            break
-        time.sleep(0.05)
-    time.sleep(0.3)             # the first call is under way
+    _under_way(pool)
     pool.shutdown(wait=True, cancel_futures=True)
     t.join(60)
     assert got["r"] == "cancelled" and pool.pids() == []
