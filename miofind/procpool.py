@@ -21,9 +21,13 @@ import struct
 import subprocess
 import sys
 import threading
+from collections import deque
 from concurrent.futures import CancelledError, Future
 
 _LEN = struct.Struct("<Q")
+# calls sent ahead to a worker: it starts the next as soon as it replies, without waiting for the caller's thread
+# (which needs the GIL to send it, behind a training step's or a find's threads)
+DEPTH = 2
 
 
 class BrokenPool(RuntimeError):
@@ -31,17 +35,27 @@ class BrokenPool(RuntimeError):
 
 
 def _send(fh, data: bytes) -> None:
-    fh.write(_LEN.pack(len(data)) + data)
+    view = memoryview(_LEN.pack(len(data)) + data)
+    while view:
+        view = view[fh.write(view):]
     fh.flush()
 
 
+def _read(fh, n: int) -> bytes | None:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = fh.read(n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return bytes(buf)
+
+
 def _recv(fh) -> bytes | None:
-    head = fh.read(_LEN.size)
-    if len(head) < _LEN.size:
-        return None
-    n = _LEN.unpack(head)[0]
-    data = fh.read(n)
-    return data if len(data) == n else None
+    """One message; None at the end of the input. The caller's side reads unbuffered pipes: a buffered reader could
+    take the next reply into its buffer, where ``select`` never sees it."""
+    head = _read(fh, _LEN.size)
+    return None if head is None else _read(fh, _LEN.unpack(head)[0])
 
 
 class ProcPool:
@@ -78,33 +92,41 @@ class ProcPool:
         results: list = [None] * len(items)
         errors: dict[int, BaseException] = {}
         sel = selectors.DefaultSelector()
+        queued: dict[subprocess.Popen, deque] = {}   # the workers this map holds: the items sent, not replied
         nxt = 0
         try:
-            while nxt < len(items) or sel.get_map():
+            while True:
                 while nxt < len(items) and not errors and not self._cancel:
-                    proc = self._acquire(block=not sel.get_map())
+                    proc = next((p for p, q in queued.items() if len(q) < DEPTH), None)
                     if proc is None:
-                        break
+                        proc = self._acquire(block=not queued)
+                        if proc is None:
+                            break
+                        queued[proc] = deque()
+                        sel.register(proc.stdout, selectors.EVENT_READ, proc)
                     try:
                         data = pickle.dumps((fn, items[nxt], {}))
                     except Exception as e:   # this call's fault, not the worker's
                         errors[nxt] = e
-                        self._release(proc)
                         break
                     try:
                         _send(proc.stdin, data)
                     except (OSError, ValueError):
                         self._died(proc)
-                    sel.register(proc.stdout, selectors.EVENT_READ, (proc, nxt))
+                    queued[proc].append(nxt)
                     nxt += 1
-                if not sel.get_map():
+                for proc in [p for p, q in queued.items() if not q]:
+                    sel.unregister(proc.stdout)
+                    del queued[proc]
+                    self._release(proc)
+                if not queued:
                     break
                 for key, _ in sel.select():
-                    proc, i = key.data
-                    sel.unregister(key.fileobj)
+                    proc = key.data
                     reply = _recv(proc.stdout)
                     if reply is None:
                         self._died(proc)
+                    i = queued[proc].popleft()
                     try:
                         ok, value = pickle.loads(reply)
                     except Exception as e:   # a result this process cannot rebuild
@@ -113,11 +135,10 @@ class ProcPool:
                         results[i] = value
                     else:
                         errors[i] = value
-                    self._release(proc)
         except BaseException:
             # the workers whose replies are unread cannot take another call: ended, their places free
-            for key in list(sel.get_map().values()):
-                self._end(key.data[0], kill=True)
+            for proc in queued:
+                self._end(proc, kill=True)
             raise
         finally:
             sel.close()
@@ -282,7 +303,7 @@ class ProcPool:
         code = f"import sys; sys.path[:] = {path!r}; from miofind.procpool import _worker; _worker()"
         try:
             return subprocess.Popen([sys.executable, "-I", "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    close_fds=True)
+                                    close_fds=True, bufsize=0)
         except OSError as e:
             raise BrokenPool(f"cannot start a worker process: {e}") from None
 

@@ -49,6 +49,32 @@ def test_calls_run_in_other_processes_in_order():
         pool.submit(pow, 2, 3)
 
 
+def test_quick_calls_sent_ahead_all_come_back():
+    """Calls are sent ahead (DEPTH per worker), so replies arrive back to back: each must be seen, none left in a
+    reader's buffer where select would not see it (the map hung so)."""
+    import threading
+
+    pool = ProcPool(1)
+    got, stop = {}, threading.Event()
+
+    def spin():     # holds the GIL often, so that the worker's replies pile up before the map reads them
+        while not stop.is_set():
+            sum(range(1000))
+
+    spinner = threading.Thread(target=spin, daemon=True)
+    spinner.start()
+    # short maps: a map's last two replies arrive together, and nothing comes after them
+    t = threading.Thread(target=lambda: got.setdefault("r", [pool.map(abs, [-i, -1]) for i in range(100)]),
+                         daemon=True)
+    t.start()
+    t.join(60)
+    stop.set()
+    try:
+        assert got.get("r") == [[i, 1] for i in range(100)]
+    finally:
+        pool.terminate()
+
+
 def test_an_unpicklable_call_fails_alone():
     pool = ProcPool(1)
     try:
