@@ -6,9 +6,9 @@ workers fork, would run once more, on the GPU, in each of miofind's compile work
 interpreters instead (``_worker``, on this process's import path), which import only what the calls they are sent
 need, and sends them pickled calls over pipes.
 
-The calls are sent and their replies read in the calling thread (``map``), so the pool starts no thread of its own:
-Python 3.12 refuses new threads once the interpreter's exit has begun, where miofind's background jobs may still
-compile (``MIOFIND_EXIT_WAIT``); new processes it still starts. A pool belongs to the process that made it: a forked
+The calls are sent, ``DEPTH`` ahead per worker, and their replies read in the calling thread (``map``; only
+``submit`` starts a thread): Python 3.12 refuses new threads once the interpreter's exit has begun, where miofind's
+background jobs may still compile (``MIOFIND_EXIT_WAIT``); new processes it still starts. A pool belongs to the process that made it: a forked
 child that inherits one can neither use it nor end its workers.
 """
 
