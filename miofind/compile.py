@@ -291,6 +291,21 @@ def store_cubin(path: Path, cubin: bytes) -> None:
     atomic_write(path.with_suffix(".sha256"), hashlib.sha256(cubin).hexdigest() + "\n")
 
 
+def compile_into_cache(args) -> str | None:
+    """A compile worker's call (``miofind.procpool``; the tuner's precompile and tiered's background builds): compile
+    one kernel, ``(KernelInfo, arch, cubin path)``, into the binary cache unless it is there. Its error text, else None
+    (the process that builds the kernel compiles it again and reports the error)."""
+    kinfo, arch, path = args
+    path = Path(path)
+    if cached_cubin(path) is not None:
+        return None
+    try:
+        store_cubin(path, nvrtc_compile(kinfo, arch))
+    except CompileError as e:
+        return str(e)[:2000]
+    return None
+
+
 def lower_priority(nice: int) -> None:
     """A compile worker's initializer: run ``nice`` steps below the process that measures. A find times
     each call with its host time, so a measuring thread that waits for a core behind NVRTC records a

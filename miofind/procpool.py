@@ -8,8 +8,8 @@ need, and sends them pickled calls over pipes.
 
 The calls are sent, ``DEPTH`` ahead per worker, and their replies read in the calling thread (``map``; only
 ``submit`` starts a thread): Python 3.12 refuses new threads once the interpreter's exit has begun, where miofind's
-background jobs may still compile (``MIOFIND_EXIT_WAIT``); new processes it still starts. A pool belongs to the process that made it: a forked
-child that inherits one can neither use it nor end its workers.
+background jobs may still compile (``MIOFIND_EXIT_WAIT``); new processes it still starts. A pool belongs to the
+process that made it: a forked child that inherits one can neither use it nor end its workers.
 """
 
 from __future__ import annotations
@@ -85,10 +85,7 @@ class ProcPool:
         raised once the calls sent have replied, and no more are sent after it; CancelledError where
         ``shutdown(cancel_futures=True)`` or ``terminate`` dropped calls not yet sent."""
         items = list(zip(*iterables))
-        with self._cv:
-            self._usable()
-            if self._shutdown:
-                raise RuntimeError("cannot schedule new futures after shutdown")
+        self._accepting()
         results: list = [None] * len(items)
         errors: dict[int, BaseException] = {}
         sel = selectors.DefaultSelector()
@@ -157,14 +154,11 @@ class ProcPool:
             if not f.set_running_or_notify_cancel():
                 return
             try:
-                f.set_result(self.map(fn, *([a] for a in args))[0] if args else self.map(_call0, [fn])[0])
+                f.set_result(self.map(_apply, [fn], [args])[0])
             except BaseException as e:   # noqa: BLE001 - the caller's future gets it
                 f.set_exception(e)
 
-        with self._cv:
-            self._usable()
-            if self._shutdown:
-                raise RuntimeError("cannot schedule new futures after shutdown")
+        self._accepting()
         threading.Thread(target=run, name="miofind-procpool-submit", daemon=True).start()
         return f
 
@@ -202,6 +196,13 @@ class ProcPool:
             return list(self._procs)
 
     # -- workers ----------------------------------------------------------------------------------
+
+    def _accepting(self) -> None:
+        """Raise where the pool takes no new ``map`` or ``submit``."""
+        with self._cv:
+            self._usable()
+            if self._shutdown:
+                raise RuntimeError("cannot schedule new futures after shutdown")
 
     def _usable(self) -> None:
         """(Under the lock) raise where this process may not use the pool."""
@@ -308,8 +309,8 @@ class ProcPool:
             raise BrokenPool(f"cannot start a worker process: {e}") from None
 
 
-def _call0(fn):
-    return fn()
+def _apply(fn, args):
+    return fn(*args)
 
 
 def _worker() -> None:

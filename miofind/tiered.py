@@ -43,6 +43,7 @@ from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from concurrent.futures import wait as _wait_futures
 
 from . import env, generic
+from .compile import compile_into_cache as _compile_one   # a worker's call; errors surface in build_invoker
 from .nvlib import relaxed_capture_mode
 from .solver import ConvSolution
 
@@ -475,20 +476,6 @@ def _measure_deferred(problem, solver, configs, store, measure, device, fail=Non
 _procs = None
 
 
-def _compile_one(args) -> None:
-    """In a compile worker process: compile one kernel into the binary cache (errors surface when the
-    parent compiles it again in build_invoker)."""
-    from pathlib import Path
-
-    from .compile import CompileError, nvrtc_compile, store_cubin
-
-    kinfo, arch, path = args
-    try:
-        store_cubin(Path(path), nvrtc_compile(kinfo, arch))
-    except CompileError:
-        pass
-
-
 def _shutdown_procs() -> None:
     global _procs
     if _procs is not None:
@@ -529,8 +516,8 @@ def _compile_apart(kernels) -> None:
             procs = _procs
         list(procs.map(_compile_one, todo))
     except (RuntimeError, CancelledError):
-        # the interpreter is exiting (a pool started now cannot start its threads), the jobs were stopped or the
-        # pool broke: compiled here, unless stopped
+        # the pool was shut down (the interpreter is exiting: the jobs were stopped) or broke: compiled here, unless
+        # stopped
         for t in todo:
             if _stopping.is_set():
                 return

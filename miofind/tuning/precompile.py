@@ -3,8 +3,8 @@
 NVRTC holds Python's GIL for part of a compile, so threads do not scale over many kernels. Before
 a tune measures anything, every kernel its candidates need is compiled here by a pool of
 processes (``miofind.procpool``'s: fresh interpreters, so they never touch the parent's CUDA context nor run its
-script; NVRTC needs no GPU) straight into the binary cache, where the measuring process then only loads cubins. This is what MIOpen's
-fleet tuner does on GPU-less hosts.
+script; NVRTC needs no GPU; they ignore Ctrl-C, which the tuning process handles) straight into the binary cache,
+where the measuring process then only loads cubins. This is what MIOpen's fleet tuner does on GPU-less hosts.
 """
 
 from __future__ import annotations
@@ -13,10 +13,8 @@ import logging
 import os
 import threading
 import time
-from pathlib import Path
 
-from ..compile import (CompileError, binary_key, cached_cubin, lower_priority, nvrtc_compile, private_cache_dir,
-                       store_cubin)
+from ..compile import binary_key, cached_cubin, compile_into_cache, lower_priority, private_cache_dir
 from ..procpool import ProcPool
 from ..solver import KernelInfo
 
@@ -26,30 +24,6 @@ _pool_size = 0
 # held while a Prefetcher takes the pool and while it is closed, so that no compile goes to a new pool after its
 # close (the process's exit would wait for that compile)
 _submit_lock = threading.Lock()
-
-
-def _compile_one(args) -> str | None:
-    kinfo, arch, path = args
-    path = Path(path)
-    if cached_cubin(path) is not None:
-        return None
-    try:
-        store_cubin(path, nvrtc_compile(kinfo, arch))
-    except CompileError as e:
-        return str(e)[:2000]
-    return None
-
-
-def _ignore_sigint() -> None:
-    # Ctrl-C (or `timeout -s INT`) reaches the whole process group: the tuning process handles it
-    # and shuts the pool down; a worker dying of it would break the pool and print its traceback.
-    import signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _worker_init(nice: int) -> None:
-    _ignore_sigint()
-    lower_priority(nice)
 
 
 def _get_pool(jobs: int) -> ProcPool:
@@ -65,7 +39,7 @@ def _get_pool(jobs: int) -> ProcPool:
             util.Finalize(None, shutdown_pool, kwargs={"wait": True}, exitpriority=100)
         from ..env import compile_nice
 
-        _pool = ProcPool(jobs, initializer=_worker_init, initargs=(compile_nice(),))
+        _pool = ProcPool(jobs, initializer=lower_priority, initargs=(compile_nice(),))
         _pool_size = jobs
     return _pool
 
@@ -109,7 +83,7 @@ def precompile(kernels: list[KernelInfo], arch: str, jobs: int | None = None,
     jobs = jobs or default_jobs()
     t0 = time.perf_counter()
     if stop is None and (jobs == 1 or len(todo) == 1):
-        results = [_compile_one(t) for t in todo]
+        results = [compile_into_cache(t) for t in todo]
     else:
         with _submit_lock:
             if stop is not None and stop.is_set():
@@ -117,7 +91,7 @@ def precompile(kernels: list[KernelInfo], arch: str, jobs: int | None = None,
             pool = _get_pool(jobs)
         # sent from this thread; once the pool is closed (shutdown_pool) it takes no call, and its calls not yet sent
         # are dropped (CancelledError) or ended (BrokenPool)
-        results = pool.map(_compile_one, todo)
+        results = pool.map(compile_into_cache, todo)
     errors = {f"{k.source}:{k.name} {' '.join(k.compile_options())}": r for (k, _, _), r in zip(todo, results) if r}
     _log.debug("precompiled %d kernel(s) for %s in %.1f s with %d process(es), %d failed (%d already cached)",
                len(todo), arch, time.perf_counter() - t0, min(jobs, len(todo)), len(errors), len(kernels) - len(todo))

@@ -17,7 +17,8 @@ from miofind.compile import binary_key  # noqa: E402
 from miofind.models import model_problems  # noqa: E402
 from miofind.procpool import ProcPool  # noqa: E402
 from miofind.registry import get_solver  # noqa: E402
-from miofind.tuning.precompile import _compile_one, solution_kernels  # noqa: E402
+from miofind.compile import compile_into_cache as _compile_one  # noqa: E402
+from miofind.tuning.precompile import solution_kernels  # noqa: E402
 
 
 def kernels(n=48):   # 46 distinct ones
