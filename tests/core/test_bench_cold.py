@@ -4,12 +4,12 @@ targets. The benchmark itself runs on the GPU only."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from bench_scripts import load_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 PATH = ROOT / "bench" / "bench_cold.py"
@@ -17,10 +17,7 @@ PATH = ROOT / "bench" / "bench_cold.py"
 
 @pytest.fixture(scope="module")
 def bc():
-    spec = importlib.util.spec_from_file_location("bench_cold", PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("bench_cold")
 
 
 def test_imports_without_cuda_libraries():

@@ -3,20 +3,13 @@ report. The benchmark itself runs on the GPU only."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
 import pytest
-
-PATH = Path(__file__).resolve().parents[2] / "bench" / "first_step.py"
-
+from bench_scripts import load_bench
 
 @pytest.fixture(scope="module")
 def fs():
-    spec = importlib.util.spec_from_file_location("first_step", PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("first_step")
 
 
 def test_imports_counted_between_the_marks_top_level_only(fs):

@@ -3,20 +3,13 @@ runs on the GPU only."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
 import pytest
-
-PATH = Path(__file__).resolve().parents[2] / "bench" / "keep_check.py"
-
+from bench_scripts import load_bench
 
 @pytest.fixture(scope="module")
 def kc():
-    spec = importlib.util.spec_from_file_location("keep_check", PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("keep_check")
 
 
 def row(first, final, deferred=(), ms=20.0):

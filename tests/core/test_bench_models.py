@@ -3,22 +3,15 @@ exit took after it). The benchmark itself runs on the GPU only."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
-PATH = Path(__file__).resolve().parents[2] / "bench" / "bench_models.py"
-
+from bench_scripts import load_bench
 
 @pytest.fixture(scope="module")
 def bm():
-    spec = importlib.util.spec_from_file_location("bench_models", PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("bench_models")
 
 
 def _child(monkeypatch, bm, code):

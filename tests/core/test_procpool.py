@@ -17,6 +17,14 @@ from miofind.procpool import BrokenPool, ProcPool
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _run_script(tmp_path, text, exe=None, timeout=120, cwd=None, **env):
+    """``text`` as a script in ``tmp_path``, run by ``exe`` (this interpreter) with this checkout's miofind."""
+    script = tmp_path / "script.py"
+    script.write_text(text)
+    return subprocess.run([exe or sys.executable, "-W", "ignore", str(script)], capture_output=True, text=True,
+                          timeout=timeout, cwd=cwd, env=dict(os.environ, PYTHONPATH=str(ROOT), **env))
+
+
 def _fails(msg):
     raise KeyError(msg)
 
@@ -116,8 +124,9 @@ def test_a_dead_worker_breaks_the_pool_and_its_calls_fail():
     pool = ProcPool(1)
     try:
         f = pool.submit(time.sleep, 60)
-        queued = pool.submit(abs, -1)
         _under_way(pool)
+        queued = pool.submit(abs, -1)      # behind the call under way: the only worker is busy
+        time.sleep(0.2)
         os.kill(pool.pids()[0], 9)
         with pytest.raises(BrokenPool, match="exited with code"):
             f.result(60)
@@ -132,8 +141,9 @@ def test_a_dead_worker_breaks_the_pool_and_its_calls_fail():
 def test_terminate_ends_a_call_under_way_and_drops_the_queue():
     pool = ProcPool(1)
     f = pool.submit(time.sleep, 120)
-    queued = pool.submit(abs, -1)
     _under_way(pool)
+    queued = pool.submit(abs, -1)      # behind the call under way: the only worker is busy
+    time.sleep(0.2)
     t0 = time.monotonic()
     pool.terminate()
     with pytest.raises(BrokenPool):
@@ -221,10 +231,7 @@ def _interpreters():
 def test_a_pool_works_in_the_interpreters_exit(tmp_path, exe):
     """Made and used by a background job while the interpreter exits: the calls go out from that job's thread, since
     Python 3.12 refuses new threads then (a pool of dispatch threads compiled in the job, one kernel at a time)."""
-    script = tmp_path / "exiting.py"
-    script.write_text(_AT_EXIT)
-    r = subprocess.run([exe, str(script)], capture_output=True, text=True, timeout=120,
-                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    r = _run_script(tmp_path, _AT_EXIT, exe)
     assert r.returncode == 0, r.stderr
     assert "'out': [1, 2, 3, 4], 'workers': 2" in r.stdout, (exe, r.stdout)
 
@@ -241,10 +248,7 @@ pool.shutdown()
 
 def test_workers_do_not_run_the_callers_script(tmp_path):
     """A spawned multiprocessing pool would run this unguarded script again in every worker."""
-    script = tmp_path / "train.py"
-    script.write_text(_UNGUARDED)
-    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
-                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    r = _run_script(tmp_path, _UNGUARDED)
     assert r.returncode == 0, r.stderr
     assert r.stdout.count("BODY") == 1, r.stdout
     assert "POOL [1, 2, 3, 4]" in r.stdout
@@ -255,10 +259,8 @@ def test_workers_import_the_callers_miofind_not_one_in_the_current_folder(tmp_pa
     fake = tmp_path / "cwd" / "miofind"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("raise ImportError('the wrong miofind')\n")
-    script = tmp_path / "s.py"
-    script.write_text("from miofind.procpool import ProcPool\np = ProcPool(1)\nprint(p.map(abs, [-5]))\np.shutdown()\n")
-    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=fake.parent,
-                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    r = _run_script(tmp_path, "from miofind.procpool import ProcPool\np = ProcPool(1)\nprint(p.map(abs, [-5]))\n"
+                    "p.shutdown()\n", cwd=fake.parent)
     assert r.returncode == 0 and "[5]" in r.stdout, r.stderr
 
 
@@ -284,10 +286,7 @@ def test_a_find_s_background_compiles_do_not_run_the_callers_script(tmp_path):
     """What a miofind.torch user's unguarded training script does after a find: the specialised kernels compile in
     tiered's pool. With a spawned multiprocessing pool each worker ran the script again (on the GPU there: session
     dec03d's call 1)."""
-    script = tmp_path / "train.py"
-    script.write_text(_TIERED_UNGUARDED)
-    r = subprocess.run([sys.executable, "-W", "ignore", str(script)], capture_output=True, text=True, timeout=600,
-                       env=dict(os.environ, PYTHONPATH=str(ROOT), MIOFIND_KERNEL_CACHE=str(tmp_path / "kc")))
+    r = _run_script(tmp_path, _TIERED_UNGUARDED, timeout=600, MIOFIND_KERNEL_CACHE=str(tmp_path / "kc"))
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.count("BODY") == 1, r.stdout
     n = int(r.stdout.split("COMPILED")[1].split()[0])
@@ -317,10 +316,7 @@ pool.shutdown()
 
 
 def test_a_forked_child_leaves_the_parents_pool_alone(tmp_path):
-    script = tmp_path / "f.py"
-    script.write_text(_FORKED)
-    r = subprocess.run([sys.executable, "-W", "ignore", str(script)], capture_output=True, text=True, timeout=120,
-                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    r = _run_script(tmp_path, _FORKED)
     assert r.returncode == 0, r.stderr
     assert "child refused" in r.stdout and "parent 3" in r.stdout, r.stdout
     assert float(r.stdout.split("child shutdown")[1].split()[0]) < 5

@@ -3,12 +3,12 @@ a sweep file, on the CPU with synthetic times."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
 
 import pytest
+from bench_scripts import load_bench
 
 from miofind.problem import ProblemDescription
 from miofind.registry import get_solver
@@ -75,10 +75,7 @@ def test_model_replay_with_a_perfect_model_reaches_the_best_right_after_the_defa
 
 
 def _gpu_script():
-    spec = importlib.util.spec_from_file_location("tune_order_gpu", ROOT / "bench" / "tune_order_gpu.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("tune_order_gpu")
 
 
 def test_gpu_script_replays_a_sweep_file_on_the_cpu(tmp_path):
