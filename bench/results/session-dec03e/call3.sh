@@ -22,7 +22,7 @@ rm -rf /tmp/e-kc /tmp/e-cupy
 MIOFIND_KERNEL_CACHE=/tmp/e-kc CUPY_CACHE_DIR=/tmp/e-cupy timeout 200 python3 -m miofind warmup --arch sm_90 \
   > $R/warmup.log 2>&1
 echo "warmup rc=$? $(el) s"; tail -3 $R/warmup.log; du -sh /tmp/e-kc /tmp/e-cupy | tee $R/du.txt
-t=$(date +%s.%N); sync; echo "sync took $(echo "$(date +%s.%N) - $t" | bc) s at $(el) s" | tee $R/sync.txt
+t=$(date +%s%N); sync; echo "sync took $(( ($(date +%s%N) - t) / 1000000 )) ms at $(el) s" | tee $R/sync.txt
 save
 for i in 1 2; do
   timeout $(( 585 - $(el) )) python3 $S/../session-dec03c/resume_check.py train48-amp /tmp/e-kc /tmp/e-cupy \
