@@ -1,7 +1,8 @@
 """Session dec03e: a timing probe for the background drain (on PYTHONPATH as sitecustomize). Once miofind.tiered is
 imported, it wraps its background steps (_compile_apart, _wait_idle, _specialise, _measure_deferred,
 _switch_when_compiled, _at_exit) and miofind.invokers.build_invoker with wall timers, and at exit writes each call
-(start and duration from process start, thread, kernels) to $PROBE_OUT/<pid>.json. Changes no result."""
+(start and duration from process start, thread, kernels; for _compile_apart, how many of its kernels were
+in the kernel cache as it began) to $PROBE_OUT/<pid>.json. Changes no result."""
 
 import atexit
 import functools
@@ -15,6 +16,18 @@ import time
 T0 = time.perf_counter()
 EVENTS = []
 POOL = set()   # the compile pools' classes seen
+HITS = []
+
+
+def _cached(kernels) -> int:
+    """How many of ``kernels`` have a cubin in the kernel cache now (tiered._compile_apart's own test)."""
+    try:
+        from miofind.compile import binary_key, cached_cubin, private_cache_dir
+        from miofind.device import current_device
+        arch, cache = current_device().arch, private_cache_dir()
+        return sum(cached_cubin(cache / f"{binary_key(k, arch)}.cubin") is not None for k in kernels)
+    except Exception:   # noqa: BLE001
+        return -1
 _lock = threading.Lock()
 
 
@@ -40,11 +53,15 @@ def _patch(mod):
         inner = mod._compile_apart
 
         def compile_apart(kernels):
+            kernels = list(kernels)
+            t, before = time.perf_counter(), _cached(kernels)
             try:
                 return inner(kernels)
             finally:
                 if mod._procs is not None:
                     POOL.add(type(mod._procs).__name__)
+                with _lock:   # (kernels, of them cached when the call began): what the workers were left to compile
+                    HITS.append((round(t - T0, 4), len(kernels), before))
         mod._compile_apart = _timed("_compile_apart", compile_apart, lambda a: len(list(a[0])) if a else 0)
     elif mod.__name__ == "miofind.invokers":
         mod.build_invoker = _timed("build_invoker", mod.build_invoker)
@@ -79,7 +96,8 @@ def _dump():
     t = sys.modules.get("miofind.tiered")
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, f"{os.getpid()}.json"), "w") as f:
-        json.dump({"argv": sys.argv, "pool": sorted(POOL), "miofind": t.__file__ if t else None, "end_s": round(time.perf_counter() - T0, 3), "events": EVENTS}, f)
+        json.dump({"argv": sys.argv, "pool": sorted(POOL), "miofind": t.__file__ if t else None, "end_s": round(time.perf_counter() - T0, 3), "events": EVENTS,
+                   "cached_at_entry": HITS}, f)
 
 
 atexit.register(_dump)
