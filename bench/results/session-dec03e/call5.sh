@@ -11,7 +11,7 @@ S=bench/results/session-dec03e
 touch /tmp/marker; sleep 1
 for set in A A B B A; do
   s=0; [ $set = B ] && s=400
-  timeout 60 python3 $S/nvrtc_speed.py $s 60 | tee -a $R/speed.jsonl
+  timeout 40 python3 $S/nvrtc_speed.py $s 40 | tee -a $R/speed.jsonl
   [ -f $R/written.txt ] || find / -xdev -newer /tmp/marker -type f 2>/dev/null \
     | grep -v -E '^/(proc|sys|tmp/r/)|__pycache__' | head -80 > $R/written.txt
 done
