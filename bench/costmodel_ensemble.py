@@ -129,7 +129,7 @@ def main(argv=None):
             for i in range(k):
                 t0 = time.perf_counter()
                 models.append(cm.train(train, params={"seed": seed + i}, source=f"all but {held}",
-                                       default_configs=True))
+                                       default_configs=True, perceptron=False))
                 print(f"{held}: model {i + 1}/{k} in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
             for key in test:
                 recs = finds[key]

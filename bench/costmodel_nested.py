@@ -109,6 +109,9 @@ def main(argv=None):
     ap.add_argument("--neighbour-k", type=int, default=None,
                     help="with --neighbour-features: neighbours averaged in nbk_* (miofind.neighbours.K)")
     ap.add_argument("--only", default=None, help="comma-separated outer splits (default: all five)")
+    ap.add_argument("--perceptron", action=argparse.BooleanOptionalAction, default=None,
+                    help="a perceptron states the times and joins the ranking's order (costmodel.train's perceptron; "
+                         "default: as shipped, costmodel.IMMEDIATE_PERCEPTRON where scikit-learn is installed)")
     args = ap.parse_args(argv)
 
     if args.neighbour_k is not None:
@@ -163,7 +166,7 @@ def main(argv=None):
                         rounds=args.rounds, rank_rounds=args.rank_rounds, params=params,
                         rank_params=rank_params, source=source, rank_labels=args.rank_labels,
                         configs=args.default_configs, align_features=args.align_features,
-                        neighbour_features=args.neighbour_features)
+                        neighbour_features=args.neighbour_features, perceptron=args.perceptron)
 
     result = {}
     for outer in (args.only.split(",") if args.only else SPLITS):

@@ -80,7 +80,8 @@ def main(argv=None):
         excluded = held_out_keys(held)
         train = [s for s in samples if s.problem_key not in excluded]
         t0 = time.perf_counter()
-        point = cm.train(train, params={"seed": args.seed}, source=f"all but {held}", default_configs=True)
+        point = cm.train(train, params={"seed": args.seed}, source=f"all but {held}", default_configs=True,
+                         perceptron=False)
         own = point.meta["feature_names"].index("log_roofline_ms")   # problem features before it, row-specific from it on
         train_keys = {s.problem_key for s in train}
         xs, ys = [], []

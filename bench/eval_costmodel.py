@@ -152,6 +152,9 @@ def main(argv=None):
                     help="with --neighbour-features: neighbours averaged in nbk_* (default miofind.neighbours.K)")
     ap.add_argument("--rank-learning-rate", type=float, default=None,
                     help="learning rate of the LambdaRank trees (default: miofind.costmodel's)")
+    ap.add_argument("--perceptron", action=argparse.BooleanOptionalAction, default=None,
+                    help="a perceptron states the times and joins the ranking's order (costmodel.train's perceptron; "
+                         "default: as shipped, costmodel.IMMEDIATE_PERCEPTRON where scikit-learn is installed)")
     args = ap.parse_args(argv)
 
     if args.neighbour_k is not None:
@@ -179,7 +182,7 @@ def main(argv=None):
                          params={"seed": args.seed}, rank_params=rank_params, source=f"all but {held}",
                          rank_labels=args.rank_labels, default_configs=args.default_configs,
                          tile_features=args.tile_features, align_features=args.align_features,
-                         neighbour_features=args.neighbour_features)
+                         neighbour_features=args.neighbour_features, perceptron=args.perceptron)
         secs = time.perf_counter() - t0
         fell_back = set()
         probs = evaluate_split(test, train_records, finds, model, sm_count, fell_back)

@@ -632,8 +632,12 @@ def db_migrate_trust(db_url):
               help="What the nearest known problems' records say of each solver as features, with a table of the "
                    "DB's find records in the model file (miofind.neighbours; default: costmodel.IMMEDIATE_NEIGHBOURS "
                    "for the immediate-mode model, off for --configs).")
+@click.option("--perceptron/--no-perceptron", default=None,
+              help="A perceptron (scikit-learn) states the times, and its times join the LambdaRank trees' order "
+                   "(default: on for the immediate-mode model where scikit-learn is installed, "
+                   "costmodel.IMMEDIATE_PERCEPTRON; off for --configs).")
 def db_train_model(db_url, device, out_path, folds, sm_count, configs, default_configs, tile_features, align_features,
-                   neighbour_features):
+                   neighbour_features, perceptron):
     """Train the learned cost model of immediate mode from a FindDB's records (needs the 'model' extra:
     pip install 'miofind[model]'), print its cross-validated accuracy, write the model file. Shipped
     as finddb/<arch>-<SMs>.model.npz next to the system DB, it ranks solvers on a DB miss. With
@@ -646,6 +650,8 @@ def db_train_model(db_url, device, out_path, folds, sm_count, configs, default_c
     if configs and default_configs:
         _fail("--configs and --default-configs: choose one (the tuner's model learns the tuned configs)")
     default_configs = not configs if default_configs is None else default_configs
+    if configs and perceptron:
+        _fail("--perceptron: not with --configs (the tuner's model orders configs by its regression trees)")
     if tile_features and not default_configs:
         _fail("--tile-features: needs the default-config features (not --configs or --no-default-configs)")
     h = _open_ro(db_url)
@@ -667,6 +673,7 @@ def db_train_model(db_url, device, out_path, folds, sm_count, configs, default_c
             {"default_configs": default_configs, "tile_features": tile_features}
         kw["align_features"] = align_features
         kw["neighbour_features"] = neighbour_features
+        kw["perceptron"] = perceptron
         cv = cross_validate(samples, folds, sm_count=sm_count, **kw) if folds else None
         model = train(samples, sm_count=sm_count, source=str(db_url), **kw)
     except CostModelError as e:
@@ -678,9 +685,16 @@ def db_train_model(db_url, device, out_path, folds, sm_count, configs, default_c
         ("; tile features: blocks and wave efficiency" if tile_features else "") + \
         ("; alignment features" if model.align_features else "") + \
         ("; neighbour features" if model.neighbour_features else "")
+    regression = len(model.trees.roots) - model.rank_trees
+    if model.perceptron is not None:
+        pm = model.meta["perceptron"]
+        forests = (f"a {'x'.join(map(str, pm['hidden']))} perceptron ({pm['library']}) states the times, "
+                   f"{model.rank_trees} LambdaRank trees and its times order the solvers, {regression} regression "
+                   "trees beside them")
+    else:
+        forests = f"{regression} regression trees state the times, {model.rank_trees} LambdaRank trees order the solvers"
     click.echo(f"trained on {model.meta['samples']} measured times of {n_prob} problems; model {model.version} "
-               f"({len(model.trees.roots) - model.rank_trees} regression trees state the times, {model.rank_trees} "
-               f"LambdaRank trees order the solvers{features}) -> {path}")
+               f"({forests}{features}) -> {path}")
     if cv is None:
         click.echo("cross-validation: not run" + (" (fewer problems than folds)" if folds else ""))
     else:

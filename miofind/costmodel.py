@@ -48,7 +48,8 @@ from .problem import ProblemDescription
 log = logging.getLogger(__name__)
 
 FORMAT = 2          # 2: a ranking forest may follow the regression trees (meta "rank_trees")
-FORMATS = (1, 2)    # format 1 files (one regression forest) still load
+FORMAT_PERCEPTRON = 3   # 3: format 2 and a perceptron that states the times (meta "perceptron")
+FORMATS = (1, 2, 3)     # format 1 files (one regression forest) still load
 MODEL_SUFFIX = ".model.npz"
 TUNE_MODEL_SUFFIX = ".tune.model.npz"   # the config-aware model the tuner's "model" strategy orders by
 _FAMILIES = ("direct", "depthwise", "gemm", "winograd", "fft", "implicit_gemm", "cudnn", "")
@@ -92,6 +93,16 @@ NUM_ROUNDS = 600
 # cost: 600 + 150 trees keep one problem within 50 µs on the CPU; bench/results/costmodel-v3/)
 RANK_ROUNDS = 150
 RANK_PARAMS = {"objective": "lambdarank", "learning_rate": 0.1}
+# the immediate-mode models' perceptron (``train(perceptron=None)``; scikit-learn, the ``model`` extra): hidden layer
+# widths, fitting parameters, and the weight of its standardised log times against the ranking forest's standardised
+# scores in a problem's order (``_blend``). Held out one preset at a time (seeds 1-3) the ranking alone scores 78.3 /
+# 77.6 / 79.1% top-1, 3.69 / 4.27 / 3.86% mean slowdown, 15.0-15.1% median time error; the blend 78.4 / 78.7 / 79.9%,
+# 3.41 / 3.43 / 3.23%, and the perceptron's times 11.3-11.7% (bench/results/session-dec03e/classes/).
+PERCEPTRON_HIDDEN = (256, 128)
+PERCEPTRON_PARAMS = {"early_stopping": True, "max_iter": 300, "batch_size": 256, "learning_rate_init": 1e-3,
+                     "alpha": 1e-4}
+PERCEPTRON_BLEND = 1.0
+IMMEDIATE_PERCEPTRON = True
 
 
 def _native_scorer():
@@ -480,6 +491,84 @@ class _Exits:
         return v[:, 0], v[:, 1]
 
 
+class _Perceptron:
+    """A ReLU perceptron that regresses a row's log10(time / roofline time) from its feature row: ``weights[i]``
+    (inputs x outputs) and ``biases[i]`` per layer, the last of one output. The training rows' standardisation is
+    folded into the first layer, which takes the raw rows (``CostModel.rows``)."""
+
+    def __init__(self, weights, biases):
+        self.weights = [np.ascontiguousarray(w, dtype=np.float64) for w in weights]
+        self.biases = [np.ascontiguousarray(b, dtype=np.float64) for b in biases]
+
+    @classmethod
+    def fit(cls, x: np.ndarray, y: np.ndarray, hidden=PERCEPTRON_HIDDEN, seed: int = 1) -> "_Perceptron":
+        """Fitted with scikit-learn's ``MLPRegressor`` (``PERCEPTRON_PARAMS``) on standardised ``x``."""
+        try:
+            if _sklearn_version() is None:
+                raise ImportError("sklearn")
+            from sklearn.neural_network import MLPRegressor
+        except ImportError:
+            raise CostModelError("the cost model's perceptron needs scikit-learn (pip install 'miofind[model]')") \
+                from None
+        mean = x.mean(0)
+        scale = x.std(0)
+        scale[scale == 0] = 1.0
+        params = dict(PERCEPTRON_PARAMS, batch_size=min(PERCEPTRON_PARAMS["batch_size"], len(x)))
+        mlp = MLPRegressor(hidden_layer_sizes=tuple(hidden), random_state=seed, **params)
+        mlp.fit((x - mean) / scale, y)
+        w0, b0 = mlp.coefs_[0], mlp.intercepts_[0]
+        # ((x - mean) / scale) @ w0 + b0 = x @ (w0 / scale) + (b0 - (mean / scale) @ w0)
+        return cls([w0 / scale[:, None], *mlp.coefs_[1:]], [b0 - (mean / scale) @ w0, *mlp.intercepts_[1:]])
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """log10(time / roofline time) of each feature row of ``x``."""
+        return self.top(x @ self.weights[0] + self.biases[0])
+
+    def top(self, first: np.ndarray) -> np.ndarray:
+        """The output from the first layer's sums (before its ReLU), one row per row."""
+        h = np.maximum(first, 0.0)
+        for w, b in zip(self.weights[1:-1], self.biases[1:-1]):
+            h = np.maximum(h @ w + b, 0.0)
+        return h @ self.weights[-1][:, 0] + self.biases[-1][0]
+
+    def arrays(self) -> dict:
+        return {**{f"perceptron_w{i}": w for i, w in enumerate(self.weights)},
+                **{f"perceptron_b{i}": b for i, b in enumerate(self.biases)}}
+
+    @classmethod
+    def from_arrays(cls, z, layers: int, n_features: int, where) -> "_Perceptron":
+        """Read ``arrays``' entries; CostModelError naming ``where`` when they do not chain from ``n_features``
+        inputs to one output."""
+        try:
+            w = [z[f"perceptron_w{i}"].astype(np.float64) for i in range(layers)]
+            b = [z[f"perceptron_b{i}"].astype(np.float64) for i in range(layers)]
+        except KeyError as e:
+            raise CostModelError(f"cost model {where}: perceptron layer missing ({e})") from None
+        width = n_features
+        for i, (wi, bi) in enumerate(zip(w, b)):
+            if wi.ndim != 2 or wi.shape[0] != width or bi.shape != (wi.shape[1],):
+                raise CostModelError(f"cost model {where}: perceptron layer {i} has weights {wi.shape} and biases "
+                                     f"{bi.shape}, expected {width} inputs")
+            width = wi.shape[1]
+        if layers < 1 or width != 1:
+            raise CostModelError(f"cost model {where}: perceptron ends in {width} outputs, expected 1")
+        return cls(w, b)
+
+
+def _blend(neg_scores, log_ms, weight: float) -> list[float]:
+    """A problem's sort key (lowest first): the ranking forest's negated scores and the perceptron's log times, each
+    standardised within the problem, the times weighted by ``weight``."""
+    a, b = _standard([float(v) for v in neg_scores]), _standard([float(v) for v in log_ms])
+    return [u + weight * v for u, v in zip(a, b)]
+
+
+def _standard(v: list[float]) -> list[float]:
+    """(v - mean) / standard deviation (the population's, as numpy's std), zeros where all are equal."""
+    mean = sum(v) / len(v)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in v) / len(v))
+    return [(x - mean) / sd for x in v] if sd > 0 else [0.0] * len(v)
+
+
 class CostModel:
     """A trained model: ``predict_ms(problem, [(solver, config)])`` gives predicted times in ms."""
 
@@ -500,6 +589,12 @@ class CostModel:
         self.neighbour_features = bool(meta.get("neighbour_features"))
         self.n_features = self._nb_col + (len(nbr.FEATURES) if self.neighbour_features else 0)
         self.neighbours: nbr.NeighbourTable | None = None   # set by ``train`` and ``load`` where neighbour_features
+        # set by ``train`` and ``load`` where meta "perceptron": it states the times, and its times join the order
+        self.perceptron: _Perceptron | None = None
+        self._perceptron_parts = None        # the first layer's weights by part (``_perceptron_log_ms``)
+        self._perceptron_rows: dict = {}     # a row's key -> its row of ``_perceptron_matrix``
+        self._perceptron_matrix = np.zeros((0, 0))   # made with the parts
+        self._perceptron_lock = threading.Lock()
         # a second forest (LambdaRank) after the regression trees: its scores order the solvers
         self.rank_trees = int(meta.get("rank_trees", 0))
         self._cut = len(trees.roots) - self.rank_trees if self.rank_trees else None
@@ -555,31 +650,103 @@ class CostModel:
             for i, (_, config) in enumerate(pairs):
                 x[i, t0:t0 + len(_TILE_FEATURES)] = _tile_values(tiling, config, sm_count)
         roofline: dict[tuple, float] = {}   # the roofline time depends on the family alone
-        base, solver_cols, family_cols = [], [], []
-        keypos = self._config_col
+        base = []
         for i, (solver, config) in enumerate(pairs):
             fk = (solver.family, solver.is_reference)
             r = roofline.get(fk)
             if r is None:
                 r = roofline[fk] = math.log10(model_time_ms(problem, solver, sm_count))
             base.append(r)
-            col = self._solver_col.get(solver.id)
-            if col is not None:
-                solver_cols.append((i, s0 + col))
-            family_cols.append(f0 + _FAMILY_COL.get(solver.family, len(_FAMILIES) - 1))
-            if isinstance(config, dict):
-                for k, v in config.items():
-                    j = keypos.get(k)
-                    if j is not None and isinstance(v, (int, float)) and not isinstance(v, bool):
-                        x[i, c0 + j] = v
+            self._fill_row(x[i], solver, config)
         base = np.asarray(base)
         x[:, np_] = base
-        if solver_cols:
-            x[tuple(np.asarray(solver_cols).T)] = 1.0
-        x[np.arange(n), family_cols] = 1.0
         if self.neighbour_features:
             x[:, self._nb_col:] = self._neighbour_values(problem, pairs, base, drop)
         return x, base
+
+    def _fill_row(self, row: np.ndarray, solver, config) -> None:
+        """Set a feature row's solver and family one-hots and its config columns (``row``'s config columns hold -1
+        already: a parameter the config lacks)."""
+        s0 = self._np + 1
+        f0 = s0 + len(self.solver_ids)
+        c0 = f0 + len(_FAMILIES)
+        col = self._solver_col.get(solver.id)
+        if col is not None:
+            row[s0 + col] = 1.0
+        row[f0 + _FAMILY_COL.get(solver.family, len(_FAMILIES) - 1)] = 1.0
+        if isinstance(config, dict):
+            keypos = self._config_col
+            for k, v in config.items():
+                j = keypos.get(k)
+                if j is not None and isinstance(v, (int, float)) and not isinstance(v, bool):
+                    row[c0 + j] = v
+
+    def _perceptron_row(self, solver, config) -> np.ndarray:
+        """The perceptron's first-layer sums over a row's solver, family and config columns."""
+        lo, hi = self._np + 1, self._tile_col
+        row = np.zeros(self.n_features)
+        row[lo + len(self.solver_ids) + len(_FAMILIES):hi] = -1.0
+        self._fill_row(row, solver, config)
+        return row[lo:hi] @ self.perceptron.weights[0][lo:hi]
+
+    def _perceptron_log_ms(self, pf, pairs, keys, base, tiles=None, neighbours=None) -> np.ndarray:
+        """log10 ms of each row by the perceptron, without making the feature rows: its first layer is the sum of
+        the problem's part (``pf``, once), each row's roofline part (``base``), its solver, family and config part
+        (``_perceptron_row``, memoised by ``keys``, the rows' keys of the joined table rows; None: not memoised),
+        and tile and neighbour parts where the model has those features."""
+        mlp = self.perceptron
+        w = self._perceptron_parts
+        if w is None or w[0] is not mlp:
+            w0 = mlp.weights[0]
+            with self._perceptron_lock:   # (another perceptron's memo is forgotten)
+                self._perceptron_rows = {}
+                self._perceptron_matrix = np.zeros((64, w0.shape[1]))
+            w = self._perceptron_parts = (mlp, np.ascontiguousarray(w0[:self._np]), w0[self._np].copy(),
+                                          w0[self._tile_col:self._nb_col], w0[self._nb_col:])
+        _, w_problem, w_base, w_tile, w_nb = w
+        memo = self._perceptron_rows
+        idx, extra = [], None
+        for i, ((solver, config), key) in enumerate(zip(pairs, keys)):
+            j = memo.get(key) if key is not None else None
+            if j is None:
+                v = self._perceptron_row(solver, config)
+                j = self._perceptron_memo(key, v) if key is not None else None
+                if j is None:
+                    extra = extra or {}
+                    extra[i] = v
+                    j = 0
+            idx.append(j)
+        first = self._perceptron_matrix[idx]   # read after the indices: rows stored before them are in it
+        if extra:
+            for i, v in extra.items():
+                first[i] = v
+        base = np.asarray(base)
+        first += np.asarray(pf) @ w_problem + mlp.biases[0]
+        first += base[:, None] * w_base
+        if tiles is not None:
+            first += np.asarray(tiles) @ w_tile
+        if neighbours is not None:
+            first += np.asarray(neighbours) @ w_nb
+        return base + mlp.top(first)
+
+    def _perceptron_memo(self, key, v: np.ndarray) -> int | None:
+        """Store a row part (``_perceptron_row``) for ``key``: its row of ``_perceptron_matrix``, None where the memo
+        is full (4096 keys)."""
+        with self._perceptron_lock:
+            j = self._perceptron_rows.get(key)
+            if j is not None:
+                return j
+            n = len(self._perceptron_rows)
+            if n >= 4096:
+                return None
+            m = self._perceptron_matrix
+            if n >= len(m):
+                grown = np.zeros((max(64, 2 * len(m)), len(v)))
+                grown[:len(m)] = m
+                self._perceptron_matrix = m = grown
+            m[n] = v
+            self._perceptron_rows[key] = n
+            return n
 
     def _neighbour_values(self, problem, pairs, base, drop=None) -> np.ndarray:
         """Rows of ``miofind.neighbours.FEATURES`` (``MISSING`` throughout without a table)."""
@@ -613,9 +780,15 @@ class CostModel:
         if exits is None:   # trees of more than 32 leaves: the descent over the full feature rows
             x, base = self.rows(problem, pairs, sm_count)
             if cut is None:
-                return (10.0 ** (base + self.trees.predict(x))).tolist(), None
-            v = np.add.reduceat(self.trees.leaves(x), [0, cut], axis=1)   # summed as ``_Exits.score`` sums
-            return (10.0 ** (base + v[:, 0])).tolist(), (-v[:, 1]).tolist()
+                log_ms, neg = base + self.trees.predict(x), None
+            else:
+                v = np.add.reduceat(self.trees.leaves(x), [0, cut], axis=1)   # summed as ``_Exits.score`` sums
+                log_ms, neg = base + v[:, 0], (-v[:, 1]).tolist()
+            if self.perceptron is not None:
+                log_ms = base + self.perceptron.predict(x)
+                if neg is not None:
+                    neg = _blend(neg, log_ms, self.meta["perceptron"]["blend"])
+            return (10.0 ** log_ms).tolist(), neg
         pf, conv, flops, elements, tiling = _problem_parts(problem, self.align_features)
         common = self._problem_rows(pf) or [0]
         # the rest of a row is its roofline time (one per family) and one joined table row of its
@@ -625,6 +798,7 @@ class CostModel:
         known = self._known_rows
         roofline: dict[tuple, float] = {}
         base, joined, roofs, more = [], [], [], []
+        keys = [] if self.perceptron is not None else None   # the rows' keys, for the perceptron's memo
         tiles = [] if self.tile_features else None   # each row's joined row of its tile features
         for solver, config in pairs:
             family, ref = solver.family, solver.is_reference
@@ -651,6 +825,8 @@ class CostModel:
                 elif key is not None and len(known) < 4096:
                     known[key] = row
             joined.append(row)
+            if keys is not None:
+                keys.append(key)
         if more:   # each row's config columns' table rows, padded with row 0 (all ones)
             width = max(len(c) for _, c in more)
             rows = [[0] * width for _ in joined]
@@ -658,9 +834,10 @@ class CostModel:
                 rows[i][:len(cols)] = cols
             more = rows
         per_row = [joined, roofs] if tiles is None else [joined, roofs, tiles]
+        nb = None
         if self.neighbour_features:   # one table row per (row, neighbour feature), as the roofline time's
-            vals = self._neighbour_values(problem, pairs, base).T.tolist()
-            for (th, trows), col in zip(self._nb_look, vals):
+            nb = self._neighbour_values(problem, pairs, base)
+            for (th, trows), col in zip(self._nb_look, nb.T.tolist()):
                 per_row.append([trows[bisect_left(th, v)] for v in col])
         if cut is None:
             s = exits.score(per_row, common, more or None)
@@ -668,7 +845,13 @@ class CostModel:
         else:
             s, score = exits.score(per_row, common, more or None, cut)
             score = np.negative(score).tolist()
-        s += base
+        if self.perceptron is not None:
+            tile_values = None if tiles is None else [_tile_values(tiling, config, sm_count) for _, config in pairs]
+            s = self._perceptron_log_ms(pf, pairs, keys, base, tile_values, nb)
+            if score is not None:
+                score = _blend(score, s, self.meta["perceptron"]["blend"])
+        else:
+            s += base
         return np.power(10.0, s, out=s).tolist(), score
 
     def _tile_row(self, exits: "_Exits", values) -> int:
@@ -722,6 +905,8 @@ class CostModel:
                       depth=np.asarray(t.depth), meta=np.asarray(json.dumps(self.meta, sort_keys=True)))
         if self.neighbours is not None:
             arrays.update(self.neighbours.arrays())
+        if self.perceptron is not None:
+            arrays.update(self.perceptron.arrays())
         with open(path, "wb") as f:
             np.savez_compressed(f, **arrays)
         self.path = path
@@ -738,12 +923,21 @@ class CostModel:
                                z["children"].astype(np.int32), z["value"].astype(np.float64),
                                z["roots"].astype(np.int32), int(z["depth"]))
                 table = nbr.NeighbourTable.from_arrays(z) if meta.get("neighbour_features") else None
+                layers = {k: z[k] for k in z.files if k.startswith("perceptron_")}
         except (OSError, KeyError, ValueError, IndexError) as e:
             raise CostModelError(f"cost model {path}: cannot be read ({e.__class__.__name__}: {e})") from None
         if meta.get("format") not in FORMATS:
             raise CostModelError(f"cost model {path}: format {meta.get('format')!r}, expected one of {FORMATS}")
         model = cls(trees, meta, path)
         model.neighbours = table
+        perceptron = meta.get("perceptron")
+        if perceptron is not None:
+            if meta["format"] < FORMAT_PERCEPTRON or not isinstance(perceptron, dict) or \
+                    not isinstance(perceptron.get("layers"), int) or \
+                    not isinstance(perceptron.get("blend"), (int, float)):
+                raise CostModelError(f"cost model {path}: perceptron {perceptron!r} in a format {meta['format']} "
+                                     f"file, expected format {FORMAT_PERCEPTRON} with its layers and blend weight")
+            model.perceptron = _Perceptron.from_arrays(layers, perceptron["layers"], model.n_features, path)
         if trees.children.shape != (len(trees.feature), 2) or (trees.feature >= model.n_features).any():
             raise CostModelError(f"cost model {path}: tree arrays do not match its {model.n_features} features")
         if not 0 <= model.rank_trees < len(trees.roots) or (model.rank_trees and meta["format"] < 2):
@@ -866,7 +1060,7 @@ def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUND
           source: str = "", configs: bool = False, rank_rounds: int = RANK_ROUNDS,
           rank_params: dict | None = None, rank_labels: str = "bands", default_configs: bool = False,
           tile_features: bool = False, align_features: bool | None = None,
-          neighbour_features: bool | None = None) -> CostModel:
+          neighbour_features: bool | None = None, perceptron: bool | None = None) -> CostModel:
     """A CostModel fitted to ``samples`` (CostModelError without LightGBM or samples).
 
     ``rounds`` regression trees state the times; ``rank_rounds`` > 0 adds a LambdaRank forest on
@@ -899,7 +1093,13 @@ def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUND
     row's solver (``miofind.neighbours``); the model file keeps a table of the training find records for them. A
     training row's neighbours leave out its own layer, or every layer of the model presets it is a layer of
     (``neighbours.TrainExclusion``), as an unseen problem has none of them. None: ``IMMEDIATE_NEIGHBOURS`` for the
-    immediate-mode models, none for the tuner's."""
+    immediate-mode models, none for the tuner's.
+
+    ``perceptron``: a ReLU perceptron (scikit-learn's ``MLPRegressor``, ``PERCEPTRON_HIDDEN``) fitted to the same rows
+    and targets as the regression trees; it states the times (``predict_ms``), and a problem's order blends its
+    standardised log times with the ranking forest's standardised scores (``PERCEPTRON_BLEND``). CostModelError
+    without scikit-learn. None: ``IMMEDIATE_PERCEPTRON`` for the immediate-mode models where scikit-learn is
+    installed (a warning where not: the trees state the times), none for the tuner's."""
     from .registry import get_solver
 
     lgb = _lightgbm()
@@ -959,14 +1159,38 @@ def train(samples: list[Sample], *, sm_count: int = 132, rounds: int = NUM_ROUND
         meta["rank_trees"] = len(ranker["tree_info"])
         dump = dict(dump, tree_info=dump["tree_info"] + ranker["tree_info"])   # one forest, ranker last
     trees = _Trees.from_lightgbm(dump)
+    mlp = None
+    if perceptron is None:
+        perceptron = IMMEDIATE_PERCEPTRON and basis != "tuned" and _sklearn_version() is not None
+        if IMMEDIATE_PERCEPTRON and basis != "tuned" and not perceptron:
+            log.warning("scikit-learn is not installed: the cost model has no perceptron, and its regression trees "
+                        "state the times (pip install 'miofind[model]')")
+    if perceptron:
+        mlp = _Perceptron.fit(x, y - base, PERCEPTRON_HIDDEN, seed=int(meta["params"].get("seed", 1)))
+        meta["format"] = FORMAT_PERCEPTRON
+        meta["perceptron"] = {"layers": len(mlp.weights), "hidden": list(PERCEPTRON_HIDDEN), "blend": PERCEPTRON_BLEND,
+                              "params": PERCEPTRON_PARAMS, "library": f"scikit-learn {_sklearn_version()}"}
     digest = hashlib.sha256(trees.threshold.tobytes() + trees.value.tobytes() + json.dumps(meta, sort_keys=True).encode())
     if shell.neighbours is not None:
         digest.update(shell.neighbours.rec_time.tobytes() + shell.neighbours.rec_problem.tobytes())
+    if mlp is not None:
+        for w in mlp.weights + mlp.biases:
+            digest.update(w.tobytes())
     meta["version"] = time.strftime("%Y%m%d", time.gmtime()) + "-" + digest.hexdigest()[:10]
     meta["feature_names"] = names
     model = CostModel(trees, meta)
     model.neighbours = shell.neighbours
+    model.perceptron = mlp
     return model
+
+
+def _sklearn_version() -> str | None:
+    """scikit-learn's version, None where it is not installed."""
+    try:
+        import sklearn
+    except ImportError:
+        return None
+    return sklearn.__version__
 
 
 def _matrix(model: CostModel, samples, sm_count, get_solver, exclusion=None):
@@ -1082,12 +1306,13 @@ def ranking_metrics(problems) -> dict | None:
 def cross_validate(samples: list[Sample], folds: int = 5, *, sm_count: int = 132, rounds: int = NUM_ROUNDS,
                    seed: int = 1, configs: bool = False, rank_rounds: int = RANK_ROUNDS,
                    default_configs: bool = False, tile_features: bool = False,
-                   align_features: bool | None = None, neighbour_features: bool | None = None) -> dict | None:
+                   align_features: bool | None = None, neighbour_features: bool | None = None,
+                   perceptron: bool | None = None) -> dict | None:
     """``folds``-fold cross-validation over problems (a problem's records all fall in one fold):
     ``ranking_metrics`` of the held-out folds' find records, each predicted at its recorded config
     (its default config with ``default_configs``) by a model ``train`` fits (with ``configs``,
-    ``rank_rounds``, ``default_configs``, ``tile_features``, ``align_features``) to the other folds, picked in the order
-    of ``CostModel.rank``."""
+    ``rank_rounds``, ``default_configs``, ``tile_features``, ``align_features``, ``perceptron``) to the other folds,
+    picked in the order of ``CostModel.rank``."""
     from .registry import get_solver
 
     asked = default_config_samples(samples) if default_configs else samples   # the test folds' configs
@@ -1101,7 +1326,7 @@ def cross_validate(samples: list[Sample], folds: int = 5, *, sm_count: int = 132
         model = train([s for s in samples if fold_of[s.problem_key] != f], sm_count=sm_count, rounds=rounds,
                       configs=configs, rank_rounds=rank_rounds, default_configs=default_configs,
                       tile_features=tile_features, align_features=align_features,
-                      neighbour_features=neighbour_features)
+                      neighbour_features=neighbour_features, perceptron=perceptron)
         test: dict[str, list[Sample]] = {}
         for s in asked:
             if fold_of[s.problem_key] == f and not s.default:

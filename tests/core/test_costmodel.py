@@ -4,6 +4,7 @@ next to the system DB, and what happens without LightGBM or without a model file
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import sys
@@ -75,7 +76,7 @@ def trained(tmp_path_factory):
     store(db, TRAIN)
     samples = cm.samples_from_db(db)
     db.close()
-    return cm.train(samples, rounds=200, rank_rounds=0), samples   # the regression trees alone
+    return cm.train(samples, rounds=200, rank_rounds=0, perceptron=False), samples   # the regression trees alone
 
 
 def test_trained_model_ranks_unseen_problems_by_the_rule(trained):
@@ -391,7 +392,7 @@ def test_default_training_leaves_configs_and_default_config_samples_out(tuned_sa
     pytest.importorskip("lightgbm")
     extra = [cm.Sample(s.problem_key, s.solver_id, s.config, s.time_ms * 3, default=True)
              for s in tuned_samples if s.config]
-    model = cm.train(tuned_samples + extra, rounds=30, rank_rounds=0)
+    model = cm.train(tuned_samples + extra, rounds=30, rank_rounds=0, perceptron=False)
     assert model.config_keys == () and model.meta["configs"] is False
     assert model.meta["samples"] == len(tuned_samples)   # the PerfDB default-config samples are not learnt
     with_configs = cm.train(tuned_samples + extra, rounds=30, configs=True, rank_rounds=0)
@@ -408,8 +409,8 @@ def test_default_training_leaves_configs_and_default_config_samples_out(tuned_sa
 def three_bases(tuned_samples):
     """Small models of each config basis: "none" (plain), "default" (with a ranking forest) and the tuner's "tuned"."""
     pytest.importorskip("lightgbm")
-    return (cm.train(tuned_samples, rounds=10, rank_rounds=0),
-            cm.train(tuned_samples, rounds=10, rank_rounds=5, default_configs=True),
+    return (cm.train(tuned_samples, rounds=10, rank_rounds=0, perceptron=False),
+            cm.train(tuned_samples, rounds=10, rank_rounds=5, default_configs=True, perceptron=False),
             cm.train(tuned_samples, rounds=10, rank_rounds=0, configs=True))
 
 
@@ -418,7 +419,7 @@ def test_immediate_mode_models_draw_random_thresholds_and_the_tuners_model_does_
     assert plain.meta["params"]["extra_trees"] is True and default.meta["params"]["extra_trees"] is True
     assert default.meta["rank_params"]["extra_trees"] is True          # the ranking forest too
     assert "extra_trees" not in tuner.meta["params"] and tuner.config_basis == "tuned"
-    off = cm.train(tuned_samples, rounds=10, rank_rounds=0, params={"extra_trees": False})
+    off = cm.train(tuned_samples, rounds=10, rank_rounds=0, params={"extra_trees": False}, perceptron=False)
     assert off.meta["params"]["extra_trees"] is False                  # an explicit parameter wins
 
 
@@ -427,7 +428,7 @@ def test_immediate_mode_models_have_the_alignment_features_and_the_tuners_model_
     assert cm.IMMEDIATE_ALIGN and plain.align_features and default.align_features and not tuner.align_features
     names = cm.problem_feature_names(True)
     assert names == cm._PROBLEM_FEATURES + cm._ALIGN_FEATURES and tuple(default.meta["feature_names"][:len(names)]) == names
-    unaligned = cm.train(tuned_samples, rounds=10, rank_rounds=0, align_features=False)   # asked off
+    unaligned = cm.train(tuned_samples, rounds=10, rank_rounds=0, align_features=False, perceptron=False)   # asked off
     assert not unaligned.align_features and plain.n_features == unaligned.n_features + 4
     # a file written before the features (no "align_features" in its meta) reads its columns as before
     old = cm.CostModel(tuner.trees, {k: v for k, v in tuner.meta.items() if k != "align_features"})
@@ -586,7 +587,7 @@ def ranked(trained):
     real = lgb.train
     lgb.train = lambda *a, **k: boosters.append(real(*a, **k)) or boosters[-1]
     try:
-        model = cm.train(samples, rounds=200, rank_rounds=RANK_ROUNDS)
+        model = cm.train(samples, rounds=200, rank_rounds=RANK_ROUNDS, perceptron=False)
     finally:
         lgb.train = real
     return model, boosters
@@ -630,8 +631,8 @@ def test_ranked_model_file_round_trip_and_bad_rank_trees(ranked, tmp_path):
         cm.CostModel(model.trees, meta).save(tmp_path / "bad.model.npz")
         with pytest.raises(cm.CostModelError, match="rank_trees"):
             cm.CostModel.load(tmp_path / "bad.model.npz")
-    with pytest.raises(cm.CostModelError, match="format 3"):
-        cm.CostModel(model.trees, dict(model.meta, format=3)).save(tmp_path / "new.model.npz")
+    with pytest.raises(cm.CostModelError, match="format 4"):
+        cm.CostModel(model.trees, dict(model.meta, format=4)).save(tmp_path / "new.model.npz")
         cm.CostModel.load(tmp_path / "new.model.npz")
 
 
@@ -716,7 +717,7 @@ def test_default_config_model_trains_config_features_and_is_asked_with_default_c
     from miofind.db.base import PerfRecord
 
     db = FindDB(str(small_db))
-    model = cm.train(cm.samples_from_db(db), rounds=80, rank_rounds=20, default_configs=True)
+    model = cm.train(cm.samples_from_db(db), rounds=80, rank_rounds=20, default_configs=True, perceptron=False)
     assert model.config_basis == "default" and model.meta["configs"] is True
     big = get_solver(FAST_LARGE)
     assert set(model.config_keys) >= set(big.default_config(TRAIN[0]))   # its default config's parameters
@@ -1015,7 +1016,7 @@ def test_neighbour_model_scores_as_its_rows_and_round_trips(small_db, tmp_path):
     db = FindDB(str(small_db))
     samples = cm.samples_from_db(db)
     db.close()
-    model = cm.train(samples, rounds=60, rank_rounds=20, neighbour_features=True)
+    model = cm.train(samples, rounds=60, rank_rounds=20, neighbour_features=True, perceptron=False)
     assert model.neighbour_features and model.neighbours is not None
     assert model.meta["feature_names"][-5:] == ["nb1_rel", "nb1_time", "nb1_dist", "nbk_rel", "nbk_time"]
     assert model.n_features == model._nb_col + 5
@@ -1029,7 +1030,7 @@ def test_neighbour_model_scores_as_its_rows_and_round_trips(small_db, tmp_path):
         assert back.rank(p, pairs) == model.rank(p, pairs)
         np.testing.assert_allclose(model.predict_ms(p, pairs), _descent_ms(model, p, pairs), rtol=1e-12)
     # without neighbour features the model has none of it, and an older file without the table still loads
-    plain = cm.train(samples, rounds=20, rank_rounds=0, neighbour_features=False)
+    plain = cm.train(samples, rounds=20, rank_rounds=0, neighbour_features=False, perceptron=False)
     assert not plain.neighbour_features and plain.neighbours is None and "nb1_rel" not in plain.meta["feature_names"]
 
 
@@ -1064,3 +1065,125 @@ def test_c_neighbour_search_equals_numpy(native):
             native.nb_features(*args)
     with pytest.raises(TypeError):
         native.nb_features(*good[:-1])
+
+
+# -- the perceptron (``train(perceptron=...)``): it states the times and joins the ranking's order -----------------
+
+
+@pytest.fixture(scope="module")
+def with_perceptron(trained):
+    """The small DB's ranked model with a perceptron, trained the way immediate mode's models are by default."""
+    pytest.importorskip("lightgbm")
+    pytest.importorskip("sklearn")
+    _, samples = trained
+    return cm.train(samples, rounds=60, rank_rounds=20, default_configs=True)
+
+
+def test_perceptron_is_the_immediate_mode_default_and_states_the_times(with_perceptron):
+    model = with_perceptron
+    assert model.perceptron is not None and model.meta["format"] == cm.FORMAT_PERCEPTRON
+    assert model.meta["perceptron"]["hidden"] == list(cm.PERCEPTRON_HIDDEN)
+    right = 0
+    for p in TEST:
+        pairs = _three()
+        times, order = model.rank(p, pairs)
+        # the times are the perceptron's on the full feature rows, made without the rows
+        x, base = model.rows(p, pairs)
+        np.testing.assert_allclose(np.log10(times), base + model.perceptron.predict(x), rtol=0, atol=1e-12)
+        # the order: the ranking forest's scores and the perceptron's log times, each standardised, summed
+        score = model.trees.leaves(x)[:, len(model.trees.roots) - model.rank_trees:].sum(axis=1)
+        z = lambda v: (v - v.mean()) / v.std()   # noqa: E731
+        key = -z(score) + cm.PERCEPTRON_BLEND * z(np.log10(times))
+        assert order == sorted(range(3), key=lambda i: key[i])
+        truth = [rule_time(p, s.id) for s, _ in pairs]
+        right += int(order[0] == int(np.argmin(truth)))
+        assert max(abs(t / m - 1) for t, m in zip(times, truth)) < 1.0   # times of the rule's size, not noise
+    assert right >= len(TEST) - 2, right
+
+
+def test_perceptron_round_trips_and_bad_perceptron_files(with_perceptron, tmp_path):
+    model = with_perceptron
+    again = cm.CostModel.load(model.save(tmp_path / "p.model.npz"))
+    assert again.version == model.version and again.perceptron is not None
+    for p in TEST[:4]:
+        assert again.rank(p, _three()) == model.rank(p, _three())
+    # a layer of the wrong width, a missing layer, a perceptron in a format 2 file: errors naming the file
+    arrays = dict(np.load(tmp_path / "p.model.npz"))
+    for name, change in (("w1", lambda a: a.pop("perceptron_w1")),
+                         ("wide", lambda a: a.update(perceptron_w0=np.zeros((3, 4))))):
+        bad = dict(arrays)
+        change(bad)
+        np.savez(tmp_path / f"bad-{name}.model.npz", **bad)
+        with pytest.raises(cm.CostModelError, match=f"bad-{name}.model.npz.*perceptron"):
+            cm.CostModel.load(tmp_path / f"bad-{name}.model.npz")
+    old = dict(arrays, meta=np.asarray(json.dumps(dict(model.meta, format=2))))
+    np.savez(tmp_path / "old.model.npz", **old)
+    with pytest.raises(cm.CostModelError, match="format 2 file"):
+        cm.CostModel.load(tmp_path / "old.model.npz")
+
+
+def test_perceptron_times_without_rows_equal_the_rows_with_tiles_and_neighbours(tuned_samples):
+    pytest.importorskip("lightgbm")
+    pytest.importorskip("sklearn")
+    model = cm.train(tuned_samples, rounds=20, rank_rounds=5, default_configs=True, tile_features=True,
+                     neighbour_features=True, perceptron=True)
+    rng = np.random.default_rng(5)
+    for p in TEST[:6]:
+        pairs = _pairs_with_configs(rng, 3)
+        times = model.predict_ms(p, pairs)
+        x, base = model.rows(p, pairs)
+        np.testing.assert_allclose(np.log10(times), base + model.perceptron.predict(x), rtol=0, atol=1e-12)
+
+
+def test_without_scikit_learn_the_trees_state_the_times(trained, monkeypatch, caplog, small_db):
+    pytest.importorskip("lightgbm")
+    _, samples = trained
+    for name in ("sklearn", "sklearn.neural_network"):
+        monkeypatch.setitem(sys.modules, name, None)   # `import sklearn` now fails
+    with caplog.at_level(logging.WARNING, logger="miofind.costmodel"):
+        model = cm.train(samples, rounds=10, rank_rounds=5)
+    assert model.perceptron is None and model.meta["format"] == 2 and "scikit-learn" in caplog.text
+    with pytest.raises(cm.CostModelError, match=r"scikit-learn.*miofind\[model\]"):
+        cm.train(samples, rounds=10, rank_rounds=5, perceptron=True)
+    res = CliRunner().invoke(cli, ["db", "train-model", "--db", str(small_db), "--folds", "0", "--perceptron"])
+    assert res.exit_code != 0 and "scikit-learn" in res.output and "Traceback" not in res.output
+    assert cm.train(samples, rounds=10, rank_rounds=0, configs=True).perceptron is None   # the tuner's: never
+
+
+def test_cli_train_model_states_the_perceptron(small_db):
+    pytest.importorskip("lightgbm")
+    pytest.importorskip("sklearn")
+    res = CliRunner().invoke(cli, ["db", "train-model", "--db", str(small_db), "--folds", "0"])
+    assert res.exit_code == 0, res.output
+    assert "perceptron (scikit-learn" in res.output and "states the times" in res.output
+    assert cm.CostModel.load(cm.model_path_for(small_db)).perceptron is not None
+    res = CliRunner().invoke(cli, ["db", "train-model", "--db", str(small_db), "--folds", "0", "--configs",
+                                   "--perceptron"])
+    assert res.exit_code != 0 and "--perceptron" in res.output and "Traceback" not in res.output
+
+
+def test_perceptron_memo_grown_by_concurrent_predictions_agrees_with_sequential_ones(with_perceptron, tmp_path):
+    import threading
+
+    rng = np.random.default_rng(11)
+    asks = [(TEST[i % len(TEST)], _pairs_with_configs(rng, 4)) for i in range(120)]   # > 64 memo rows: it grows
+    want = [with_perceptron.rank(p, pairs) for p, pairs in asks]
+    shared = cm.CostModel.load(with_perceptron.save(tmp_path / "c.model.npz"))   # a fresh memo
+    got, errors = [None] * len(asks), []
+
+    def work(start):
+        try:
+            for i in range(start, len(asks), 4):
+                got[i] = shared.rank(*asks[i])
+        except Exception as e:   # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(shared._perceptron_rows) > 64
+    for (gt, go), (wt, wo) in zip(got, want):
+        assert go == wo
+        np.testing.assert_allclose(gt, wt, rtol=1e-12)
