@@ -98,7 +98,7 @@ RANK_PARAMS = {"objective": "lambdarank", "learning_rate": 0.1}
 # scores in a problem's order (``_blend``). Held out one preset at a time (seeds 1-3) the ranking alone scores 78.3 /
 # 77.6 / 79.1% top-1, 3.69 / 4.27 / 3.86% mean slowdown, 15.0-15.1% median time error; the blend 78.4 / 78.7 / 79.9%,
 # 3.41 / 3.43 / 3.23%, and the perceptron's times 11.3-11.7% (bench/results/session-dec03e/classes/).
-PERCEPTRON_HIDDEN = (256, 128)
+PERCEPTRON_HIDDEN = (64, 32)
 PERCEPTRON_PARAMS = {"early_stopping": True, "max_iter": 300, "batch_size": 256, "learning_rate_init": 1e-3,
                      "alpha": 1e-4}
 PERCEPTRON_BLEND = 1.0
@@ -525,10 +525,12 @@ class _Perceptron:
         return self.top(x @ self.weights[0] + self.biases[0])
 
     def top(self, first: np.ndarray) -> np.ndarray:
-        """The output from the first layer's sums (before its ReLU), one row per row."""
-        h = np.maximum(first, 0.0)
+        """The output from the first layer's sums (before its ReLU; overwritten), one row per row."""
+        h = np.maximum(first, 0.0, out=first)
         for w, b in zip(self.weights[1:-1], self.biases[1:-1]):
-            h = np.maximum(h @ w + b, 0.0)
+            h = h @ w
+            h += b
+            np.maximum(h, 0.0, out=h)
         return h @ self.weights[-1][:, 0] + self.biases[-1][0]
 
     def arrays(self) -> dict:
@@ -682,18 +684,19 @@ class CostModel:
                     row[c0 + j] = v
 
     def _perceptron_row(self, solver, config) -> np.ndarray:
-        """The perceptron's first-layer sums over a row's solver, family and config columns."""
+        """The perceptron's first-layer sums over a row's solver, family and config columns, and its bias."""
         lo, hi = self._np + 1, self._tile_col
         row = np.zeros(self.n_features)
         row[lo + len(self.solver_ids) + len(_FAMILIES):hi] = -1.0
         self._fill_row(row, solver, config)
-        return row[lo:hi] @ self.perceptron.weights[0][lo:hi]
+        return row[lo:hi] @ self.perceptron.weights[0][lo:hi] + self.perceptron.biases[0]
 
     def _perceptron_log_ms(self, pf, pairs, keys, base, tiles=None, neighbours=None) -> np.ndarray:
         """log10 ms of each row by the perceptron, without making the feature rows: its first layer is the sum of
         the problem's part (``pf``, once), each row's roofline part (``base``), its solver, family and config part
-        (``_perceptron_row``, memoised by ``keys``, the rows' keys of the joined table rows; None: not memoised),
-        and tile and neighbour parts where the model has those features."""
+        (``_perceptron_row``, with the bias; memoised by ``keys``: the rows' joined table rows, which stand for their
+        solver, family and config values; None: not memoised), and tile and neighbour parts where the model has
+        those features."""
         mlp = self.perceptron
         w = self._perceptron_parts
         if w is None or w[0] is not mlp:
@@ -721,8 +724,8 @@ class CostModel:
             for i, v in extra.items():
                 first[i] = v
         base = np.asarray(base)
-        first += np.asarray(pf) @ w_problem + mlp.biases[0]
-        first += base[:, None] * w_base
+        first += np.dot(pf, w_problem)
+        first += np.multiply.outer(base, w_base)
         if tiles is not None:
             first += np.asarray(tiles) @ w_tile
         if neighbours is not None:
@@ -798,7 +801,7 @@ class CostModel:
         known = self._known_rows
         roofline: dict[tuple, float] = {}
         base, joined, roofs, more = [], [], [], []
-        keys = [] if self.perceptron is not None else None   # the rows' keys, for the perceptron's memo
+        keys = [] if self.perceptron is not None else None   # the perceptron's memo keys of the rows
         tiles = [] if self.tile_features else None   # each row's joined row of its tile features
         for solver, config in pairs:
             family, ref = solver.family, solver.is_reference
@@ -818,6 +821,7 @@ class CostModel:
                 row = known.get(key)
             except TypeError:   # an unhashable config value
                 row = key = None
+            cols = None
             if row is None:
                 row, cols = self._joined_row(exits, solver.id, family, config)
                 if cols:
@@ -825,8 +829,8 @@ class CostModel:
                 elif key is not None and len(known) < 4096:
                     known[key] = row
             joined.append(row)
-            if keys is not None:
-                keys.append(key)
+            if keys is not None:   # the joined row stands for the solver, family and config values (not with cols)
+                keys.append(None if cols else row)
         if more:   # each row's config columns' table rows, padded with row 0 (all ones)
             width = max(len(c) for _, c in more)
             rows = [[0] * width for _ in joined]

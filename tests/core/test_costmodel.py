@@ -1083,7 +1083,7 @@ def test_perceptron_is_the_immediate_mode_default_and_states_the_times(with_perc
     model = with_perceptron
     assert model.perceptron is not None and model.meta["format"] == cm.FORMAT_PERCEPTRON
     assert model.meta["perceptron"]["hidden"] == list(cm.PERCEPTRON_HIDDEN)
-    right = 0
+    right, errs, roofline = 0, [], []
     for p in TEST:
         pairs = _three()
         times, order = model.rank(p, pairs)
@@ -1097,8 +1097,11 @@ def test_perceptron_is_the_immediate_mode_default_and_states_the_times(with_perc
         assert order == sorted(range(3), key=lambda i: key[i])
         truth = [rule_time(p, s.id) for s, _ in pairs]
         right += int(order[0] == int(np.argmin(truth)))
-        assert max(abs(t / m - 1) for t, m in zip(times, truth)) < 1.0   # times of the rule's size, not noise
+        errs += [abs(math.log10(t / m)) for t, m in zip(times, truth)]
+        roofline += [abs(b - math.log10(m)) for b, m in zip(base, truth)]
     assert right >= len(TEST) - 2, right
+    # times learnt: nearer the rule's than the roofline times the targets are relative to
+    assert np.median(errs) < 0.5 * np.median(roofline), (np.median(errs), np.median(roofline))
 
 
 def test_perceptron_round_trips_and_bad_perceptron_files(with_perceptron, tmp_path):
