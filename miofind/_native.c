@@ -1588,6 +1588,134 @@ done:
     return out;
 }
 
+/* mlp_score(rows, nrows, h0, slots, pf, wp, base, wbase, layers) -> bytearray of n doubles.
+ *
+ * The learned cost model's perceptron on one problem's n rows (miofind.costmodel.CostModel._perceptron_log_ms): row i's
+ * first-layer sums are rows[slots[i]] (its solver, family and config part with the bias, a row of the C-contiguous
+ * float64 [nrows, h0] array at address rows) + pf . wp (the problem's part: pf, a list of np values; wp, the address of
+ * float64 [np, h0]) + base[i] * wbase (wbase: float64 [h0]); then ReLU, and per layer of layers (a flat list of
+ * w address, b address, inputs, outputs: float64 [inputs, outputs] and [outputs]) h . w + b, ReLU but after the last,
+ * which has one output. Row i's result is base[i] + that output. The caller keeps the arrays alive. */
+static PyObject *mlp_score(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    (void)mod;
+    if (nargs != 9) {
+        PyErr_Format(PyExc_TypeError, "mlp_score(rows, nrows, h0, slots, pf, wp, base, wbase, layers): %zd given",
+                     nargs);
+        return NULL;
+    }
+    u64 rows_a, nrows, h0, wp_a, wbase_a;
+    if (as_u64(args[0], &rows_a) < 0 || as_u64(args[1], &nrows) < 0 || as_u64(args[2], &h0) < 0 ||
+        as_u64(args[5], &wp_a) < 0 || as_u64(args[7], &wbase_a) < 0)
+        return NULL;
+    if (!rows_a || !wp_a || !wbase_a || !h0 || h0 > 4096) {
+        PyErr_SetString(PyExc_ValueError, "mlp_score: a null array, or a first layer of 0 or more than 4096 units");
+        return NULL;
+    }
+    Py_ssize_t n, npf, nb, nl;
+    PyObject *slots = open_seq(args[3], &n), *pf = slots ? open_seq(args[4], &npf) : NULL,
+             *base = pf ? open_seq(args[6], &nb) : NULL, *layers = base ? open_seq(args[8], &nl) : NULL, *out = NULL;
+    double *buf = NULL, *pvec, *basev;
+    u64 *lay = NULL;
+    uint32_t *slot = NULL;
+    if (!layers) goto done;
+    if (nb != n || nl < 4 || nl % 4 || nl > 4 * 16) {
+        PyErr_SetString(PyExc_ValueError, "mlp_score: base needs one value per slot, layers 1-16 (w, b, in, out)");
+        goto done;
+    }
+    lay = (u64 *)PyMem_Malloc(sizeof(u64) * (size_t)nl);
+    slot = (uint32_t *)PyMem_Malloc(sizeof(uint32_t) * (size_t)(n + 1));
+    if (!lay || !slot) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    u64 width = h0, widest = h0;
+    for (Py_ssize_t j = 0; j < nl; j++) {
+        PyObject *o = PyList_Check(layers) ? PyList_GetItem(layers, j) : PyTuple_GetItem(layers, j);
+        if (!o || as_u64(o, &lay[j]) < 0) goto done;
+    }
+    for (Py_ssize_t j = 0; j < nl; j += 4) {
+        if (!lay[j] || !lay[j + 1] || lay[j + 2] != width || !lay[j + 3] || lay[j + 3] > 4096) {
+            PyErr_SetString(PyExc_ValueError, "mlp_score: a null layer, or one whose inputs are not the outputs before");
+            goto done;
+        }
+        width = lay[j + 3];
+        if (width > widest) widest = width;
+    }
+    if (width != 1) {
+        PyErr_SetString(PyExc_ValueError, "mlp_score: the last layer must have one output");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (row_at(slots, i, nrows, &slot[i]) < 0) goto done;
+    /* the problem's part, then per row two buffers of the widest layer */
+    buf = (double *)PyMem_Malloc(sizeof(double) * (size_t)(h0 + (u64)n + 2 * widest));
+    out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)sizeof(double) * n);
+    if (!buf || !out) {
+        if (!buf) PyErr_NoMemory();
+        Py_CLEAR(out);
+        goto done;
+    }
+    pvec = buf;
+    basev = buf + h0;
+    const double *wp = (const double *)(uintptr_t)wp_a, *wbase = (const double *)(uintptr_t)wbase_a;
+    const double *rows = (const double *)(uintptr_t)rows_a;
+    for (u64 k = 0; k < h0; k++) pvec[k] = 0.0;
+    for (Py_ssize_t j = 0; j < npf; j++) {
+        PyObject *o = PyList_Check(pf) ? PyList_GetItem(pf, j) : PyTuple_GetItem(pf, j);
+        const double v = o ? PyFloat_AsDouble(o) : -1.0;
+        if (PyErr_Occurred()) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        const double *w = wp + (u64)j * h0;
+        for (u64 k = 0; k < h0; k++) pvec[k] += v * w[k];
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PyList_Check(base) ? PyList_GetItem(base, i) : PyTuple_GetItem(base, i);
+        basev[i] = o ? PyFloat_AsDouble(o) : -1.0;
+        if (PyErr_Occurred()) {
+            Py_CLEAR(out);
+            goto done;
+        }
+    }
+    double *res = (double *)PyByteArray_AsString(out);
+    double *a = basev + n, *b = a + widest;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const double *r = rows + (u64)slot[i] * h0;
+        for (u64 k = 0; k < h0; k++) {
+            const double x = r[k] + pvec[k] + basev[i] * wbase[k];
+            a[k] = x > 0.0 ? x : 0.0;
+        }
+        u64 in = h0;
+        for (Py_ssize_t j = 0; j < nl; j += 4) {
+            const double *w = (const double *)(uintptr_t)lay[j], *bias = (const double *)(uintptr_t)lay[j + 1];
+            const u64 o = lay[j + 3];
+            for (u64 k = 0; k < o; k++) b[k] = bias[k];
+            for (u64 q = 0; q < in; q++) {
+                const double v = a[q], *wr = w + q * o;
+                if (v != 0.0)
+                    for (u64 k = 0; k < o; k++) b[k] += v * wr[k];
+            }
+            if (j + 4 < nl)
+                for (u64 k = 0; k < o; k++) b[k] = b[k] > 0.0 ? b[k] : 0.0;
+            double *t = a;
+            a = b;
+            b = t;
+            in = o;
+        }
+        res[i] = basev[i] + a[0];
+    }
+done:
+    Py_XDECREF(slots);
+    Py_XDECREF(pf);
+    Py_XDECREF(base);
+    Py_XDECREF(layers);
+    PyMem_Free(buf);
+    PyMem_Free(lay);
+    PyMem_Free(slot);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"launcher", make_launcher, METH_VARARGS,
      "launcher(fn, func, grid, block, shared_mem, values, slots, maps) -> launch(stream, *map_addresses, *pointers)\n\n"
@@ -1651,6 +1779,12 @@ static PyMethodDef methods[] = {
      "-> bytearray of doubles\n\n"
      "The learned cost model's neighbour features (miofind.neighbours.NeighbourTable.features) over one kind's n known\n"
      "problems (array addresses; see the source): 5 doubles per asked column (-1: none), the features or missing."},
+    {"mlp_score", (PyCFunction)(void (*)(void))mlp_score, METH_FASTCALL,
+     "mlp_score(rows, nrows, h0, slots, pf, wp, base, wbase, layers) -> bytearray of doubles\n\n"
+     "The learned cost model's perceptron (miofind.costmodel.CostModel._perceptron_log_ms) on one problem's rows, its\n"
+     "first layer summed from a memoised row part (rows[slots[i]]), the problem's part (pf . wp) and the roofline part\n"
+     "(base[i] * wbase); layers: w, b, inputs, outputs of each layer after the first (array addresses; see the source).\n"
+     "Per row, base[i] + the output."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native",

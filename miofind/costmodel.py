@@ -704,9 +704,15 @@ class CostModel:
             with self._perceptron_lock:   # (another perceptron's memo is forgotten)
                 self._perceptron_rows = {}
                 self._perceptron_matrix = np.zeros((64, w0.shape[1]))
-            w = self._perceptron_parts = (mlp, np.ascontiguousarray(w0[:self._np]), w0[self._np].copy(),
-                                          w0[self._tile_col:self._nb_col], w0[self._nb_col:])
-        _, w_problem, w_base, w_tile, w_nb = w
+            w_problem, w_base = np.ascontiguousarray(w0[:self._np]), w0[self._np].copy()
+            native = _native_scorer()   # with mlp_score: the rest of the first layer and the layers after in C
+            native = native if hasattr(native, "mlp_score") else None
+            # the C scorer's layers after the first: weights' and biases' addresses, inputs, outputs
+            layers = [v for wi, bi in zip(mlp.weights[1:], mlp.biases[1:])
+                      for v in (_address(wi), _address(bi), wi.shape[0], wi.shape[1])]
+            w = self._perceptron_parts = (mlp, w_problem, w_base, w0[self._tile_col:self._nb_col], w0[self._nb_col:],
+                                          native, (_address(w_problem), _address(w_base), layers))
+        _, w_problem, w_base, w_tile, w_nb, native, addresses = w
         memo = self._perceptron_rows
         idx, extra = [], None
         for i, ((solver, config), key) in enumerate(zip(pairs, keys)):
@@ -719,7 +725,11 @@ class CostModel:
                     extra[i] = v
                     j = 0
             idx.append(j)
-        first = self._perceptron_matrix[idx]   # read after the indices: rows stored before them are in it
+        mat = self._perceptron_matrix   # read after the indices: rows stored before them are in it
+        if native is not None and not extra and tiles is None and neighbours is None:
+            return np.frombuffer(native.mlp_score(_address(mat), len(mat), mat.shape[1], idx, pf, addresses[0], base,
+                                                  addresses[1], addresses[2]))
+        first = mat[idx]
         if extra:
             for i, v in extra.items():
                 first[i] = v

@@ -1190,3 +1190,33 @@ def test_perceptron_memo_grown_by_concurrent_predictions_agrees_with_sequential_
     for (gt, go), (wt, wo) in zip(got, want):
         assert go == wo
         np.testing.assert_allclose(gt, wt, rtol=1e-12)
+
+
+def test_c_perceptron_equals_numpy_and_refuses_bad_layers(native, with_perceptron, tmp_path, monkeypatch):
+    if not hasattr(native, "mlp_score"):
+        pytest.skip("miofind._native is built without mlp_score (an older build)")
+    path = with_perceptron.save(tmp_path / "n.model.npz")
+    c, py = cm.CostModel.load(path), cm.CostModel.load(path)
+    rng = np.random.default_rng(7)
+    asks = [(p, _pairs_with_configs(rng, 3)) for p in TEST]
+    c.rank(*asks[0])   # its perceptron's parts made with MIOFIND_NATIVE unset: in C
+    with monkeypatch.context() as m:
+        m.setenv("MIOFIND_NATIVE", "0")
+        py.rank(*asks[0])
+    assert c._perceptron_parts[5] is native and py._perceptron_parts[5] is None
+    for p, pairs in asks:
+        (tc, oc), (tp, op) = c.rank(p, pairs), py.rank(p, pairs)
+        assert oc == op
+        np.testing.assert_allclose(tc, tp, rtol=1e-12)
+    rows, wp, wb = np.ones((3, 4)), np.ones((1, 4)), np.ones(4)   # 4 units; kept alive through the calls
+    w_out, b_out, w_two = np.ones((4, 1)), np.zeros(1), np.ones((2, 1))
+    addr = cm._address
+    out = [addr(w_out), addr(b_out), 4, 1]
+    got = np.frombuffer(native.mlp_score(addr(rows), 3, 4, [2], [1.0], addr(wp), [0.5], addr(wb), out))
+    assert got.tolist() == [0.5 + 4 * (1 + 1 + 0.5)]   # base + the sum of relu(row + pf . wp + base * wb)
+    with pytest.raises(ValueError, match="inputs are not the outputs"):   # a layer taking 2 of the 4 units
+        native.mlp_score(addr(rows), 3, 4, [0], [1.0], addr(wp), [0.5], addr(wb), [addr(w_two), addr(b_out), 2, 1])
+    with pytest.raises(IndexError, match="out of range"):
+        native.mlp_score(addr(rows), 3, 4, [3], [1.0], addr(wp), [0.5], addr(wb), out)
+    with pytest.raises(ValueError, match="one value per slot"):
+        native.mlp_score(addr(rows), 3, 4, [0, 1], [1.0], addr(wp), [0.5], addr(wb), out)
