@@ -13,7 +13,11 @@ second forest, LambdaRank on the same features (``train(rank_rounds=...)``, form
 problem's solvers (``CostModel.rank``) while the regression trees state their times
 (``CostModel.predict_ms``): both sit in one tree table and are scored in one pass. With
 ``train(neighbour_features=True)`` each row also has ``miofind.neighbours.FEATURES``: what the nearest known
-problems' records say of its solver, from a table of the training records stored in the model file.
+problems' records say of its solver, from a table of the training records stored in the model file. With
+``train(perceptron=True)`` (the immediate-mode default where scikit-learn is installed; format 3 files) a ReLU
+perceptron fitted to the same rows and targets states the times instead, and a problem's order blends its
+standardised log times with the ranking forest's standardised scores: held out one preset at a time, its times are
+nearer the measured ones than the regression trees' (``PERCEPTRON_HIDDEN``'s comment).
 
 The trees are exported to flat numpy arrays (``CostModel.save``: one ``.npz``); loading and
 predicting need neither LightGBM nor a GPU. One problem's candidates (``CostModel.predict_ms``) are
@@ -24,7 +28,9 @@ rows: in C where miofind's optional extension is built (``miofind._native``'s ``
 added in the same order either way. Feature matrices (training, cross-validation) and trees of more
 than 32 leaves take the heap descent (``_Trees.predict``, numpy). All give the same leaves. The
 shipped model sits next to its system FindDB (``finddb/sm_90-132.model.npz``). A missing or
-unreadable model file leaves immediate mode with ``miofind.predict``'s nearest-problem predictor.
+unreadable model file leaves immediate mode with ``miofind.predict``'s nearest-problem predictor. The perceptron is
+scored without making the feature rows either: each row's solver, family and config part of its first layer is
+memoised by the row's joined table row, and the rest runs in C (``miofind._native``'s ``mlp_score``) or numpy.
 """
 
 from __future__ import annotations

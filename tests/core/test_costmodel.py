@@ -291,23 +291,30 @@ def _default(s, p):
 def test_exit_tables_equal_the_descent_for_every_record_of_the_shipped_db():
     db, model = _shipped()
     assert model.trees.exits is not None   # the shipped model takes the fast path
+    assert model.perceptron is not None    # which states its times; its trees alone are checked here
+    trees = cm.CostModel(model.trees, {k: v for k, v in model.meta.items() if k != "perceptron"})
     by_key = {}
     for r in db.iter_records(None):
         by_key.setdefault(r.problem_key, []).append(r)
     db.close()
     assert len(by_key) > 2000
-    worst, identical, cases = 0.0, 0, 0
+    worst, identical, cases, worst_perceptron = 0.0, 0, 0, 0.0
     for key, recs in by_key.items():
         p = cm.parse_problem_key(key)
         solvers = [get_solver(r.solver_id) for r in recs]
         # as recorded (tuned configs) and as a miss (default configs)
         for pairs in ([(s, r.config) for s, r in zip(solvers, recs)], [(s, _default(s, p)) for s in solvers]):
-            got, want = np.array(model.predict_ms(p, pairs)), _descent_ms(model, p, pairs)
+            got, want = np.array(trees.predict_ms(p, pairs)), _descent_ms(model, p, pairs)
             worst = max(worst, float(np.max(np.abs(got / want - 1))))
             identical += int(np.array_equal(got, want))
             cases += 1
+            # the perceptron's times made without the feature rows, against its layers on the full rows
+            x, base = model.rows(p, pairs)
+            full = base + model.perceptron.predict(x)
+            worst_perceptron = max(worst_perceptron, float(np.max(np.abs(np.log10(model.predict_ms(p, pairs)) - full))))
     assert worst < 1e-12, worst
     assert identical == cases   # the same leaves, summed in the same order
+    assert worst_perceptron < 1e-12, worst_perceptron
 
 
 def test_problem_parts_agree_with_the_problem_shapes():
