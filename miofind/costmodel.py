@@ -102,8 +102,9 @@ RANK_PARAMS = {"objective": "lambdarank", "learning_rate": 0.1}
 # the immediate-mode models' perceptron (``train(perceptron=None)``; scikit-learn, the ``model`` extra): hidden layer
 # widths, fitting parameters, and the weight of its standardised log times against the ranking forest's standardised
 # scores in a problem's order (``_blend``). Held out one preset at a time (seeds 1-3) the ranking alone scores 78.3 /
-# 77.6 / 79.1% top-1, 3.69 / 4.27 / 3.86% mean slowdown, 15.0-15.1% median time error; the blend 78.4 / 78.7 / 79.9%,
-# 3.41 / 3.43 / 3.23%, and the perceptron's times 11.3-11.7% (bench/results/session-dec03e/classes/).
+# 77.6 / 79.1% top-1, 3.69 / 4.27 / 3.86% mean slowdown, 15.0-15.1% median time error; with 64 x 32 the blend scores
+# 78.3 / 79.1 / 79.2%, 3.32 / 3.44 / 3.44%, and the perceptron's times 13.2-13.3%. 256 x 128 gives 11.3-11.7% and
+# 3.23-3.43%, but took 67 µs more per answer in C (64 x 32: 15-19 µs; bench/results/session-dec03e/classes/, model/).
 PERCEPTRON_HIDDEN = (64, 32)
 PERCEPTRON_PARAMS = {"early_stopping": True, "max_iter": 300, "batch_size": 256, "learning_rate_init": 1e-3,
                      "alpha": 1e-4}
