@@ -104,7 +104,8 @@ RANK_PARAMS = {"objective": "lambdarank", "learning_rate": 0.1}
 # scores in a problem's order (``_blend``). Held out one preset at a time (seeds 1-3) the ranking alone scores 78.3 /
 # 77.6 / 79.1% top-1, 3.69 / 4.27 / 3.86% mean slowdown, 15.0-15.1% median time error; with 64 x 32 the blend scores
 # 78.3 / 79.1 / 79.2%, 3.32 / 3.44 / 3.44%, and the perceptron's times 13.2-13.3%. 256 x 128 gives 11.3-11.7% and
-# 3.23-3.43%, but took 67 µs more per answer in C (64 x 32: 15-19 µs; bench/results/session-dec03e/classes/, model/).
+# 3.23-3.43% but costs several times the answer time; the shipped 64 x 32 one answers in 48.4 µs against the trees
+# alone's 29.3 (bench/results/session-dec03e/classes/, model/speed/).
 PERCEPTRON_HIDDEN = (64, 32)
 PERCEPTRON_PARAMS = {"early_stopping": True, "max_iter": 300, "batch_size": 256, "learning_rate_init": 1e-3,
                      "alpha": 1e-4}
