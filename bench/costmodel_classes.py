@@ -25,12 +25,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from costmodel_ensemble import _z  # noqa: E402
-from costmodel_pairwise import _known, problem_rows  # noqa: E402
+from costmodel_ensemble import _z, table  # noqa: E402
+from costmodel_pairwise import SPLITS, _known, db_data, problem_rows  # noqa: E402
 from eval_costmodel import TARGETS, held_out_keys, preset_keys  # noqa: E402
 from miofind import costmodel as cm  # noqa: E402
-from miofind.db import FindDB  # noqa: E402
-from miofind.models import MODELS  # noqa: E402
 from miofind.registry import get_solver  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,18 +55,11 @@ def main(argv=None):
     from sklearn.neural_network import MLPRegressor
     from sklearn.preprocessing import StandardScaler
 
-    db = FindDB(args.db, readonly=True, immutable=True)
-    samples = cm.samples_from_db(db)
-    finds = defaultdict(list)
-    for r in db.iter_records(None):
-        if r.time_ms > 0:
-            finds[r.problem_key].append(r)
+    samples, finds = db_data(args.db)
     params = {**cm.PARAMS, **cm.IMMEDIATE_PARAMS, "seed": args.seed}
     hidden = tuple(int(h) for h in args.hidden.split(","))
     probs, dump = [], []
-    for held in MODELS:
-        if held == "resnet101":
-            continue
+    for held in SPLITS:
         excluded = held_out_keys(held)
         train = [s for s in samples if s.problem_key not in excluded]
         t0 = time.perf_counter()
@@ -121,15 +112,7 @@ def main(argv=None):
     scored = {name: score_rows(probs, rule, 1 if "MLP" in name else 0) for name, rule in RULES.items()}
     lines = [f"# A fastest-solver classifier and a perceptron (seed {args.seed}), leave one preset out", "",
              "Targets: top-1 >= 94%, mean slowdown <= 2.5%, worst <= 1.5x, median rel. err. <= 15%. Rel. err. is of "
-             "the pointwise times, except in the MLP rows (the MLP's times).", "",
-             "| rule | pooled top-1 | mean slowdown | worst | rel. err. | top-1 per preset (R50, VGG, MNv2, Inc3, "
-             "UNet) |", "| --- | ---: | ---: | ---: | ---: | --- |"]
-    for name, per in scored.items():
-        p = per["pooled"]
-        each = ", ".join(f"{100 * per[h]['top1']:.1f}" for h in ("resnet50", "vgg16", "mobilenet_v2", "inception_v3",
-                                                                   "unet"))
-        lines.append(f"| {name} | {100 * p['top1']:.1f}% | {100 * p['mean_slowdown']:.2f}% | "
-                     f"{p['worst_slowdown']:.2f}x | {100 * p['median_rel_err']:.1f}% | {each} |")
+             "the pointwise times, except in the MLP rows (the MLP's times).", "", *table(scored)]
     md = "\n".join(lines) + "\n"
     print(md)
     (out / "classes.md").write_text(md)

@@ -82,7 +82,13 @@ def render(scored, k, seed) -> str:
     lines = [f"# {k} cost models per split (LightGBM seeds {seed}-{seed + k - 1}), leave one preset out", "",
              "Pick rules over the same trained models. Rel. err. is always that of the mean of the K models' log "
              "times. Targets: top-1 >= 94%, mean slowdown <= 2.5%, worst <= 1.5x, median rel. err. <= 15%.", "",
-             "| rule | pooled top-1 | mean slowdown | worst | rel. err. | top-1 per preset (R50, VGG, MNv2, Inc3, "
+             *table(scored)]
+    return "\n".join(lines) + "\n"
+
+
+def table(scored) -> list[str]:
+    """The markdown table of rule -> held -> metrics (``score``): pooled figures and top-1 per preset."""
+    lines = ["| rule | pooled top-1 | mean slowdown | worst | rel. err. | top-1 per preset (R50, VGG, MNv2, Inc3, "
              "UNet) |", "| --- | ---: | ---: | ---: | ---: | --- |"]
     for name, per in scored.items():
         p = per["pooled"]
@@ -90,7 +96,7 @@ def render(scored, k, seed) -> str:
                                                                    "unet") if h in per)
         lines.append(f"| {name} | {100 * p['top1']:.1f}% | {100 * p['mean_slowdown']:.2f}% | "
                      f"{p['worst_slowdown']:.2f}x | {100 * p['median_rel_err']:.1f}% | {each} |")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def load(folder):

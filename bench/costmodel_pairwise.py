@@ -44,6 +44,21 @@ RULES = {
 }
 
 
+# the distinct splits: ResNet-101's is ResNet-50's (scored once, counted twice)
+SPLITS = [m for m in MODELS if m != "resnet101"]
+
+
+def db_data(path):
+    """(the FindDB's samples, its find records with a time by problem key)."""
+    db = FindDB(path, readonly=True, immutable=True)
+    samples = cm.samples_from_db(db)
+    finds = defaultdict(list)
+    for r in db.iter_records(None):
+        if r.time_ms > 0:
+            finds[r.problem_key].append(r)
+    return samples, finds
+
+
 def problem_rows(shell, key, recs):
     p = cm.parse_problem_key(key)
     pairs = [(get_solver(r.solver_id), cm.default_config(get_solver(r.solver_id), p)) for r in recs]
@@ -66,17 +81,10 @@ def main(argv=None):
     args = ap.parse_args(argv)
     lgb = cm._lightgbm()
 
-    db = FindDB(args.db, readonly=True, immutable=True)
-    samples = cm.samples_from_db(db)
-    finds = defaultdict(list)
-    for r in db.iter_records(None):
-        if r.time_ms > 0:
-            finds[r.problem_key].append(r)
+    samples, finds = db_data(args.db)
     params = {**cm.PARAMS, **cm.IMMEDIATE_PARAMS, "seed": args.seed}
     probs, dump = [], []
-    for held in MODELS:
-        if held == "resnet101":
-            continue
+    for held in SPLITS:
         excluded = held_out_keys(held)
         train = [s for s in samples if s.problem_key not in excluded]
         t0 = time.perf_counter()
