@@ -212,7 +212,7 @@ def main(argv=None):
               "tile_features": args.tile_features,
               "align_features": args.align_features, "neighbour_features": args.neighbour_features,
               "neighbour_k": args.neighbour_k, "rank_params": {**cm.PARAMS, "seed": args.seed, **cm.RANK_PARAMS, **rank_params},
-              "targets": TARGETS,
+              "targets": TARGETS, "perceptron": model.meta.get("perceptron"),
               "pooled": pooled, "presets": results, "timing": tim}
     md = render(report)
     print(md)
@@ -233,8 +233,11 @@ def _cells(m):
 def render(rep) -> str:
     lines = ["# Learned cost model: leave-one-preset-out", "",
              f"FindDB `{rep['db']}`; each preset held out in turn (train on the other five presets' problems, "
-             f"test on the held-out one's). `model`: miofind.costmodel ({rep['rounds']} regression trees state the "
-             f"times; {rep.get('rank_rounds', 0)} LambdaRank trees pick, where > 0, at learning rate "
+             f"test on the held-out one's). `model`: miofind.costmodel ("
+             + (f"a {'x'.join(map(str, rep['perceptron']['hidden']))} perceptron states the times and joins the "
+                f"LambdaRank trees' pick, {rep['rounds']} regression trees beside them; "
+                if rep.get("perceptron") else f"{rep['rounds']} regression trees state the times; ")
+             + f"{rep.get('rank_rounds', 0)} LambdaRank trees pick, where > 0, at learning rate "
              f"{rep.get('rank_params', {}).get('learning_rate')}; LightGBM seed "
              f"{rep['params'].get('seed')}"
              + ("; config features: each solver's default config on the problem" if rep.get("default_configs") else "")
