@@ -7,11 +7,18 @@ and depthwise, channels 3 to 2048, sizes 7 to 299, batches 1 to 64; each layer a
 layout (FP32 or FP16, NCHW or NHWC) in all three directions, its work capped (``MAX_GFLOP``,
 ``MAX_ELEMENTS``). Seeded: the same seed gives the same lines.
 
+``sizes``: the same random layers on a grid of spatial sizes (``SIZE_GRID``: every size 1 to 40 and the common
+larger ones), at the filters CNNs use most (1x1, and 3x3 with same padding), stride 1, for each data type and
+layout: cuDNN's times jump with the spatial size alone (at 8x8, FP16 NCHW backward data of a 1x1 filter takes 2.1-2.6x
+our GEMM's time; at 7x7 and 9x9 about 1x), which random layers sample too thinly to learn. No layer is a preset's
+(``eval_costmodel.held_out_keys``).
+
 ``resample``: a stratified random sample of the problems the leave-one-preset-out evaluation tests
 (``bench/eval_costmodel.py``) that the FindDB holds, one line per problem, to be measured again: how often
 a second measurement agrees with the first on the fastest solver (``bench/noise_ceiling.py``).
 
     python bench/sweep_problems.py layers --count 600 --seed 20 > layers.txt
+    python bench/sweep_problems.py sizes --seed 30 > sizes.txt
     python bench/sweep_problems.py resample --count 240 --seed 20 > resample.txt
 """
 
@@ -36,6 +43,7 @@ SIZES = [7, 8, 9, 12, 13, 14, 15, 17, 19, 20, 24, 27, 28, 30, 32, 35, 37, 40, 48
 ODD_CHANNELS = [3, 12, 24, 40, 48, 80, 96, 112, 120, 160, 176, 192, 288, 320, 384, 448, 576, 672, 768, 960, 1280]
 KINDS = [("FP32", "NCHW"), ("FP32", "NHWC"), ("FP16", "NCHW"), ("FP16", "NHWC")]
 BATCHES = [1, 1, 2, 4, 8, 16, 32, 32, 64]
+SIZE_GRID = list(range(1, 41)) + [42, 44, 48, 52, 56, 60, 64, 71, 73, 80, 96, 112, 128, 147, 149]
 
 
 def _pick(rng, weighted):
@@ -102,6 +110,31 @@ def layers(count: int, seed: int) -> list[str]:
     return out
 
 
+def sizes(seed: int) -> list[str]:
+    from eval_costmodel import held_out_keys  # noqa: PLC0415  (bench/ on sys.path below)
+
+    from miofind.models import MODELS
+
+    presets = set().union(*(held_out_keys(m) for m in MODELS))
+    rng = random.Random(seed)
+    out = []
+    for h in SIZE_GRID:
+        for dtype, layout in KINDS:
+            for f in ((1, 3) if h >= 3 else (1,)):
+                while True:
+                    c, k, n = _channels(rng), _channels(rng), rng.choice(BATCHES)
+                    try:
+                        p = ProblemDescription.make("F", n=n, c=c, k=k, in_size=(h, h), filter_size=(f, f),
+                                                    pads=(f // 2, f // 2), dtype=dtype, layout=layout)
+                    except ValueError:
+                        continue
+                    if (p.flops() <= MAX_GFLOP * 1e9 and max(math.prod(s) for s in p.io_shapes()) <= MAX_ELEMENTS
+                            and not {p.key(), p.with_direction("B").key(), p.with_direction("W").key()} & presets):
+                        break
+                out.append(driver_line(p))
+    return out
+
+
 def resample(count: int, seed: int) -> list[str]:
     from eval_costmodel import preset_keys  # noqa: PLC0415  (bench/ on sys.path below)
 
@@ -126,13 +159,15 @@ def resample(count: int, seed: int) -> list[str]:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=["layers", "resample"])
+    ap.add_argument("what", choices=["layers", "sizes", "resample"])
     ap.add_argument("--count", type=int, default=600)
     ap.add_argument("--seed", type=int, default=20)
     args = ap.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    lines = layers(args.count, args.seed) if args.what == "layers" else resample(args.count, args.seed)
-    print(f"# bench/sweep_problems.py {args.what} --count {args.count} --seed {args.seed}")
+    lines = {"layers": lambda: layers(args.count, args.seed), "sizes": lambda: sizes(args.seed),
+             "resample": lambda: resample(args.count, args.seed)}[args.what]()
+    print(f"# bench/sweep_problems.py {args.what}" + (f" --count {args.count}" if args.what != "sizes" else "")
+          + f" --seed {args.seed}")
     print("\n".join(lines))
 
 
