@@ -110,7 +110,16 @@ def layers(count: int, seed: int) -> list[str]:
     return out
 
 
-def sizes(seed: int) -> list[str]:
+GRID_FILTERS = {   # name: (filter, stride, depthwise)
+    "1x1": ((1, 1), 1, False), "3x3": ((3, 3), 1, False), "5x5": ((5, 5), 1, False),
+    "1x3": ((1, 3), 1, False), "3x1": ((3, 1), 1, False), "1x7": ((1, 7), 1, False), "7x1": ((7, 1), 1, False),
+    "3x3s2": ((3, 3), 2, False), "dw3x3": ((3, 3), 1, True), "dw3x3s2": ((3, 3), 2, True), "dw5x5": ((5, 5), 1, True),
+}
+
+
+def sizes(seed: int, filters=("1x1", "3x3")) -> list[str]:
+    """One random layer per output size of ``SIZE_GRID``, data type and layout, and filter of ``filters``
+    (``GRID_FILTERS``; a filter larger than the size is left out), same padding."""
     from eval_costmodel import held_out_keys  # noqa: PLC0415  (bench/ on sys.path below)
 
     from miofind.models import MODELS
@@ -120,12 +129,19 @@ def sizes(seed: int) -> list[str]:
     out = []
     for h in SIZE_GRID:
         for dtype, layout in KINDS:
-            for f in ((1, 3) if h >= 3 else (1,)):
+            for name in filters:
+                (fy, fx), stride, dw = GRID_FILTERS[name]
+                if max(fy, fx) > h:
+                    continue
                 while True:
                     c, k, n = _channels(rng), _channels(rng), rng.choice(BATCHES)
+                    if dw:
+                        k = c
                     try:
-                        p = ProblemDescription.make("F", n=n, c=c, k=k, in_size=(h, h), filter_size=(f, f),
-                                                    pads=(f // 2, f // 2), dtype=dtype, layout=layout)
+                        # the input a stride-s layer with same padding needs for an output of h
+                        p = ProblemDescription.make("F", n=n, c=c, k=k, in_size=(h * stride, h * stride),
+                                                    filter_size=(fy, fx), pads=(fy // 2, fx // 2), strides=stride,
+                                                    groups=c if dw else 1, dtype=dtype, layout=layout)
                     except ValueError:
                         continue
                     if (p.flops() <= MAX_GFLOP * 1e9 and max(math.prod(s) for s in p.io_shapes()) <= MAX_ELEMENTS
@@ -162,11 +178,12 @@ def main(argv=None):
     ap.add_argument("what", choices=["layers", "sizes", "resample"])
     ap.add_argument("--count", type=int, default=600)
     ap.add_argument("--seed", type=int, default=20)
+    ap.add_argument("--filters", default="1x1,3x3", help=f"sizes: filters of GRID_FILTERS ({', '.join(GRID_FILTERS)})")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    lines = {"layers": lambda: layers(args.count, args.seed), "sizes": lambda: sizes(args.seed),
+    lines = {"layers": lambda: layers(args.count, args.seed), "sizes": lambda: sizes(args.seed, args.filters.split(",")),
              "resample": lambda: resample(args.count, args.seed)}[args.what]()
-    print(f"# bench/sweep_problems.py {args.what}" + (f" --count {args.count}" if args.what != "sizes" else "")
+    print(f"# bench/sweep_problems.py {args.what}" + (f" --count {args.count}" if args.what != "sizes" else f" --filters {args.filters}")
           + f" --seed {args.seed}")
     print("\n".join(lines))
 
